@@ -1,0 +1,1 @@
+"""Symplex solver: pure numpy/scipy (optional C kernels). Never imports bpy."""

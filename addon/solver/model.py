@@ -1,0 +1,155 @@
+"""The Mechanism description: bodies, joints, springs, forces and keyed curves as frozen plain data.
+
+This module owns the data every method starts from and nothing else: no file parsing (see
+mechfile.py), no Blender (see addon/bridge), no dynamics (see tree/). Everything is immutable;
+build a new Mechanism with dataclasses.replace to change one.
+
+Conventions (DESIGN.md): Z-up, SI units, quaternions (w, x, y, z). A body's `position` and
+`orientation` are the world pose of its frame at the reference configuration; `com` is in body
+axes; `inertia` is about the centre of mass in body axes, (Ixx, Iyy, Izz, Ixy, Ixz, Iyz).
+A joint's `anchor` and `axis` are world quantities at the reference configuration, and its
+coordinates `q0` are measured from that reference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]
+
+WORLD = "world"
+
+# Degrees of freedom per joint type, in the order the coordinates appear in q0 / v0.
+#   revolute: angle about axis; prismatic: slide along axis; cylindrical: angle, slide;
+#   universal: angle about axis, angle about axis2; planar (axis = plane normal): slide along
+#   axis2, slide along axis x axis2, angle about axis; ball: rotation vector (3);
+#   free: translation (3, world axes), rotation vector (3).
+JOINT_DOFS: dict[str, int] = {
+    "revolute": 1,
+    "prismatic": 1,
+    "cylindrical": 2,
+    "universal": 2,
+    "planar": 3,
+    "ball": 3,
+    "free": 6,
+    "fixed": 0,
+}
+JOINT_TYPES = tuple(JOINT_DOFS)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A keyed scalar curve: samples (times, values) with linear or cubic (Catmull-Rom) interpolation.
+
+    Outside the keyed range the curve holds its end values (and its derivative is zero there).
+    """
+
+    times: tuple[float, ...]
+    values: tuple[float, ...]
+    interpolation: str = "linear"  # "linear" | "cubic"
+
+
+@dataclass(frozen=True)
+class Motor:
+    """A joint actuator on a single-dof joint.
+
+    mode "torque": generalized force from `torque` (a Curve, N m or N).
+    mode "velocity": force = gain * (target_velocity - qdot), a linear servo, clamped to max_force
+    only for reporting (the integrator keeps it linear so the Newton Jacobian stays exact).
+    """
+
+    mode: str
+    torque: Curve | None = None
+    target_velocity: float = 0.0
+    gain: float = 0.0
+
+
+@dataclass(frozen=True)
+class Body:
+    name: str
+    mass: float
+    position: Vec3 = (0.0, 0.0, 0.0)
+    orientation: Quat = (1.0, 0.0, 0.0, 0.0)
+    com: Vec3 = (0.0, 0.0, 0.0)
+    inertia: tuple[float, float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    type: str
+    parent: str
+    child: str
+    anchor: Vec3 = (0.0, 0.0, 0.0)
+    axis: Vec3 = (1.0, 0.0, 0.0)
+    axis2: Vec3 | None = None  # universal: second axis; planar: in-plane direction
+    q0: tuple[float, ...] = ()
+    v0: tuple[float, ...] = ()
+    lower: tuple[float, ...] | None = None  # per-dof limits (revolute/prismatic/cylindrical/...)
+    upper: tuple[float, ...] | None = None
+    stiffness: float = 0.0  # joint spring towards `rest`, per dof (N m/rad or N/m)
+    rest: tuple[float, ...] | None = None
+    damping: float = 0.0  # viscous, per dof (N m s/rad or N s/m)
+    motor: Motor | None = None
+    prescribed: Curve | None = None  # kinematic joint: its coordinate follows this curve
+
+    @property
+    def ndof(self) -> int:
+        return JOINT_DOFS[self.type]
+
+
+@dataclass(frozen=True)
+class Spring:
+    """A linear spring-damper between a point on body_a and a point on body_b (body-frame points)."""
+
+    name: str
+    body_a: str
+    body_b: str
+    point_a: Vec3 = (0.0, 0.0, 0.0)
+    point_b: Vec3 = (0.0, 0.0, 0.0)
+    stiffness: float = 0.0
+    rest_length: float = 0.0
+    damping: float = 0.0
+
+
+@dataclass(frozen=True)
+class Force:
+    """An external force (world axes) applied at a body-frame point, optionally keyed per component."""
+
+    name: str
+    body: str
+    point: Vec3 = (0.0, 0.0, 0.0)
+    force: Vec3 = (0.0, 0.0, 0.0)
+    scale: Curve | None = None  # multiplies `force` over time when given
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    name: str
+    bodies: tuple[Body, ...]
+    joints: tuple[Joint, ...]
+    gravity: Vec3 = (0.0, 0.0, -9.81)
+    springs: tuple[Spring, ...] = ()
+    forces: tuple[Force, ...] = ()
+    source: str = field(default="<memory>", compare=False)  # file or scene it came from, for messages
+
+    def body(self, name: str) -> Body:
+        for b in self.bodies:
+            if b.name == name:
+                return b
+        raise KeyError(f"{self.source}: no body named {name!r}")
+
+    def joint(self, name: str) -> Joint:
+        for j in self.joints:
+            if j.name == name:
+                return j
+        raise KeyError(f"{self.source}: no joint named {name!r}")
+
+    def replace(self, **changes) -> "Mechanism":
+        return dataclasses.replace(self, **changes)
+
+
+class MechanismError(ValueError):
+    """Invalid mechanism input; the message names the file or scene, the table, the entry and the field."""
