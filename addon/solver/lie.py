@@ -1,0 +1,127 @@
+"""Rotation and rigid-motion utilities: hat maps, adjoints, quaternions, rotation vectors.
+
+Knows no mechanism (like MuJoCo's mju_ utilities). Twists are (angular, linear), quaternions
+(w, x, y, z). Functions broadcast over leading axes where noted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def hat(w: np.ndarray) -> np.ndarray:
+    """Skew matrix of 3-vectors, shape (..., 3) -> (..., 3, 3), so hat(w) @ x = w x x."""
+    w = np.asarray(w, dtype=float)
+    out = np.zeros(w.shape[:-1] + (3, 3))
+    out[..., 0, 1] = -w[..., 2]
+    out[..., 0, 2] = w[..., 1]
+    out[..., 1, 0] = w[..., 2]
+    out[..., 1, 2] = -w[..., 0]
+    out[..., 2, 0] = -w[..., 1]
+    out[..., 2, 1] = w[..., 0]
+    return out
+
+
+def ad_twist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Lie bracket ad_a b of twists (..., 6) in (angular, linear) order: [wa x wb, wa x vb + va x wb]."""
+    wa, va = a[..., :3], a[..., 3:]
+    wb, vb = b[..., :3], b[..., 3:]
+    return np.concatenate([np.cross(wa, wb), np.cross(wa, vb) + np.cross(va, wb)], axis=-1)
+
+
+def quat_to_matrix(quat: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) from quaternions (..., 4) in (w, x, y, z); normalises first."""
+    q = np.asarray(quat, dtype=float)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    out = np.empty(q.shape[:-1] + (3, 3))
+    out[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    out[..., 0, 1] = 2 * (x * y - w * z)
+    out[..., 0, 2] = 2 * (x * z + w * y)
+    out[..., 1, 0] = 2 * (x * y + w * z)
+    out[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    out[..., 1, 2] = 2 * (y * z - w * x)
+    out[..., 2, 0] = 2 * (x * z - w * y)
+    out[..., 2, 1] = 2 * (y * z + w * x)
+    out[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return out
+
+
+def matrix_to_quat(R: np.ndarray) -> np.ndarray:
+    """Quaternions (..., 4) (w, x, y, z) with w >= 0 from rotation matrices (..., 3, 3) (Shepperd's method)."""
+    R = np.asarray(R, dtype=float)
+    flat = R.reshape(-1, 3, 3)
+    out = np.empty((flat.shape[0], 4))
+    for i, m in enumerate(flat):
+        tr = m[0, 0] + m[1, 1] + m[2, 2]
+        candidates = (tr, m[0, 0], m[1, 1], m[2, 2])
+        k = int(np.argmax(candidates))
+        if k == 0:
+            s = 2.0 * np.sqrt(1.0 + tr)
+            q = (0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s)
+        elif k == 1:
+            s = 2.0 * np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+            q = ((m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s)
+        elif k == 2:
+            s = 2.0 * np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+            q = ((m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s)
+        else:
+            s = 2.0 * np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+            q = ((m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s)
+        q = np.array(q)
+        out[i] = q if q[0] >= 0 else -q
+    return out.reshape(R.shape[:-2] + (4,))
+
+
+def rotvec_to_matrix(rv: np.ndarray) -> np.ndarray:
+    """Rodrigues' formula: exp(hat(rv)) for one rotation vector (3,)."""
+    rv = np.asarray(rv, dtype=float)
+    theta = float(np.linalg.norm(rv))
+    K = hat(rv)
+    if theta < 1e-8:
+        return np.eye(3) + K + 0.5 * K @ K
+    return np.eye(3) + np.sin(theta) / theta * K + (1 - np.cos(theta)) / theta**2 * K @ K
+
+
+def axis_rotation(axis: int, angle: float) -> np.ndarray:
+    """Rotation matrix about coordinate axis 0 (x), 1 (y) or 2 (z)."""
+    c, s = np.cos(angle), np.sin(angle)
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    R = np.eye(3)
+    R[i, i] = c
+    R[j, j] = c
+    R[i, j] = -s
+    R[j, i] = s
+    return R
+
+
+def frame_from_axis(axis: np.ndarray, hint: np.ndarray | None = None) -> np.ndarray:
+    """A right-handed rotation whose third column is the unit `axis` (and first column near `hint`)."""
+    z = np.asarray(axis, dtype=float)
+    z = z / np.linalg.norm(z)
+    if hint is not None:
+        x = np.asarray(hint, dtype=float) - z * np.dot(hint, z)
+    else:
+        x = np.zeros(3)
+    if np.linalg.norm(x) < 1e-9:
+        helper = np.eye(3)[int(np.argmin(np.abs(z)))]
+        x = helper - z * np.dot(helper, z)
+    x = x / np.linalg.norm(x)
+    return np.column_stack([x, np.cross(z, x), z])
+
+
+def pose_matrix(position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+    """4x4 homogeneous transform from a position (3,) and a rotation matrix (3, 3)."""
+    M = np.eye(4)
+    M[:3, :3] = rotation
+    M[:3, 3] = position
+    return M
+
+
+def inverse_pose(M: np.ndarray) -> np.ndarray:
+    """Inverse of a 4x4 rigid transform."""
+    out = np.eye(4)
+    R = M[:3, :3]
+    out[:3, :3] = R.T
+    out[:3, 3] = -R.T @ M[:3, 3]
+    return out

@@ -1,0 +1,787 @@
+"""Mechanism files (``format = 1``, TOML): read, validate and write a Mechanism; find the presets.
+
+Owns the file format of DESIGN.md "Mechanism files" and the checks every Mechanism must pass
+(`validate_mechanism`, usable for mechanisms built in code or by the bridge too). It does not own the
+data types (model.py) or any dynamics. Every error is a MechanismError whose message names the file,
+the table, the entry (by name, or by number when it has no name) and the field, and says what was
+expected and what came.
+
+The format, one table per kind of element (units SI, Z up, quaternions w x y z)::
+
+    format = 1                        # required; no other version exists
+    [model]                           # required
+    name = "single pendulum"          # required
+    gravity = [0.0, 0.0, -9.81]       # optional, this is the default
+
+    [[body]]                          # one or more
+    name = "bob"                      # required, unique, not "world"
+    mass = 1.0                        # required, finite, >= 0
+    position = [0.0, 0.0, -1.0]       # world position of the body frame at the reference (default 0)
+    orientation = [1.0, 0.0, 0.0, 0.0]  # world orientation at the reference; default identity
+    com = [0.0, 0.0, 0.0]             # centre of mass in body axes (default 0)
+    inertia = [0.001, 0.001, 0.001]   # about the COM in body axes: 3 principal moments
+                                      # or 6 values Ixx Iyy Izz Ixy Ixz Iyz (default 0: point mass)
+
+    [[joint]]
+    name = "hinge"                    # required, unique
+    type = "revolute"                 # required: one of model.JOINT_TYPES
+    parent = "world"                  # required: a body name or "world"
+    child = "bob"                     # required: a body name or "world", not the parent
+    anchor = [0.0, 0.0, 0.0]          # world point at the reference; required unless the type is
+                                      # prismatic, fixed or free
+    axis = [1.0, 0.0, 0.0]            # world direction; required for revolute prismatic cylindrical
+                                      # universal planar; normalised on load
+    axis2 = [0.0, 1.0, 0.0]           # universal: second axis; planar: in-plane direction (required
+                                      # for those two, refused for the others)
+    q0 = 0.5                          # coordinates relative to the reference, order of model.JOINT_DOFS;
+    v0 = 0.0                          # a number is accepted for a one-dof joint; absent means zeros
+    lower = -1.0                      # optional per-dof limits (lower may be -inf, upper +inf)
+    upper = 1.0
+    stiffness = 0.0                   # optional spring towards `rest` (per dof) and viscous damping
+    rest = 0.0
+    damping = 0.0
+    motor = {mode = "velocity", target_velocity = 2.0, gain = 5.0}
+    # or motor = {mode = "torque", torque = {times = [0.0, 1.0], values = [0.0, 2.0], interpolation = "linear"}}
+    # prescribed = {times = [...], values = [...], interpolation = "linear" | "cubic"}
+
+    [[spring]]  name, body_a, body_b (bodies or "world"), point_a, point_b (body frames),
+                stiffness, rest_length, damping
+    [[force]]   name, body, point (body frame), force (world axes), scale (optional curve)
+
+Rules worth knowing:
+- The reference configuration (body poses) must be assembled: a joint that closes a loop has one
+  world anchor shared by both bodies, so the file itself fixes where it sits on each body. q = 0 is
+  the reference for every joint, loop joints included; q0 and v0 of all joints (tree or loop) should
+  describe one consistent state, because the compiler, not the file, decides which joints close loops.
+- A curve needs at least one key, strictly increasing times and as many values as times.
+- Quaternions within 1e-6 of unit norm and non-zero axes are normalised; other quaternions are refused.
+- Inertia products are entries of the tensor, I = [[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]]
+  (not their negatives); the tensor must be positive semi-definite and its principal moments must
+  satisfy the triangle inequality A + B >= C of a rigid body.
+- Zero mass and zero inertia are accepted: a massless body, for example a marker leaf or the cross of a
+  universal joint. A massless leaf that is free to move gives a singular mass matrix to a tree method;
+  refusing or fixing it is the compiler's job, not the file's.
+- Every body must be reachable from "world" through joints (either direction); a body may be the child
+  of two joints (that is a loop). Springs and forces do not connect bodies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .model import (
+    JOINT_DOFS,
+    JOINT_TYPES,
+    WORLD,
+    Body,
+    Curve,
+    Force,
+    Joint,
+    Mechanism,
+    MechanismError,
+    Motor,
+    Spring,
+)
+
+FORMAT_VERSION = 1
+PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
+
+INTERPOLATIONS = ("linear", "cubic")
+MOTOR_MODES = ("torque", "velocity")
+QUATERNION_TOLERANCE = 1e-6  # |norm - 1| accepted (and normalised away) for orientations
+_EXACT_UNIT = 1e-15  # norms this close to 1 are kept as written, so load/dump/load is exact
+_ZERO_LENGTH = 1e-12
+_PERPENDICULAR = 1e-6  # |cos| allowed between a planar joint's normal and its in-plane axis
+
+_AXIS_TYPES = frozenset({"revolute", "prismatic", "cylindrical", "universal", "planar"})
+_AXIS2_TYPES = frozenset({"universal", "planar"})
+_ANCHOR_TYPES = frozenset({"revolute", "cylindrical", "universal", "planar", "ball"})
+
+_TOP_KEYS = ("format", "model", "body", "joint", "spring", "force")
+_MODEL_KEYS = ("name", "gravity")
+_BODY_KEYS = tuple(f.name for f in dataclasses.fields(Body))
+_JOINT_KEYS = tuple(f.name for f in dataclasses.fields(Joint))
+_SPRING_KEYS = tuple(f.name for f in dataclasses.fields(Spring))
+_FORCE_KEYS = tuple(f.name for f in dataclasses.fields(Force))
+_CURVE_KEYS = tuple(f.name for f in dataclasses.fields(Curve))
+_MOTOR_KEYS = {"torque": ("mode", "torque"), "velocity": ("mode", "target_velocity", "gain")}
+_ENTRY_TABLES = ("body", "joint", "spring", "force")
+
+_REQUIRED = object()
+
+
+# ----------------------------------------------------------------------------------------------
+# Public interface
+
+
+def load_mechanism(path: str | Path) -> Mechanism:
+    """Read and validate a mechanism file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``format = 1`` TOML file. Messages name it as given.
+
+    Returns
+    -------
+    Mechanism
+        Validated, with normalised axes and orientations, and ``source`` set to ``str(path)``.
+
+    Raises
+    ------
+    MechanismError
+        The text is not TOML or not a valid mechanism (the message says where and why).
+    OSError
+        The file cannot be read.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    return loads_mechanism(text, source=str(path))
+
+
+def loads_mechanism(text: str, source: str = "<string>") -> Mechanism:
+    """Parse and validate the text of a mechanism file; `source` names it in messages.
+
+    Raises
+    ------
+    MechanismError
+        As `load_mechanism`.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise MechanismError(f"{source}: not valid TOML: {exc}") from None
+    return validate_mechanism(_parse_document(data, source))
+
+
+def dumps_mechanism(mech: Mechanism, header: str | None = None) -> str:
+    """The ``format = 1`` TOML text of a mechanism, validated first.
+
+    Parameters
+    ----------
+    mech : Mechanism
+        Written as `validate_mechanism` returns it, so ``loads_mechanism(dumps_mechanism(m))``
+        equals ``validate_mechanism(m)`` (floats are written with ``repr``, which round-trips).
+    header : str, optional
+        Written first as ``#`` comment lines.
+
+    Raises
+    ------
+    MechanismError
+        `mech` is not valid.
+    """
+    mech = validate_mechanism(mech)
+    lines: list[str] = []
+    if header:
+        lines += [("# " + line).rstrip() for line in header.splitlines()]
+        lines.append("")
+    lines += [f"format = {FORMAT_VERSION}", "", "[model]"]
+    lines += _assignments({"name": mech.name, "gravity": mech.gravity})
+    for table, entries in (("body", mech.bodies), ("joint", mech.joints),
+                           ("spring", mech.springs), ("force", mech.forces)):
+        for entry in entries:
+            lines += ["", f"[[{table}]]"]
+            lines += _assignments(_entry_fields(entry))
+    return "\n".join(lines) + "\n"
+
+
+def save_mechanism(mech: Mechanism, path: str | Path, header: str | None = None) -> None:
+    """Validate `mech` and write it to `path` as ``format = 1`` TOML (see `dumps_mechanism`)."""
+    text = dumps_mechanism(mech, header)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def list_presets() -> list[str]:
+    """Names of the shipped presets (file stems in PRESET_DIR), sorted."""
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+
+
+def preset_path(name: str) -> Path:
+    """The file of preset `name` ("four_bar" or "four_bar.toml").
+
+    Raises
+    ------
+    FileNotFoundError
+        No such preset; the message lists the ones there are.
+    """
+    path = PRESET_DIR / (name if name.endswith(".toml") else name + ".toml")
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no preset named {name!r} in {PRESET_DIR} (available: {', '.join(list_presets())})")
+    return path
+
+
+def validate_mechanism(mech: Mechanism) -> Mechanism:
+    """Check a Mechanism from any source and return it with unit axes and orientations.
+
+    Checks values (finite numbers, non-negative masses, a positive semi-definite inertia obeying the
+    triangle inequality, unit quaternions, non-zero axes, coordinate counts per joint type, limits,
+    curves, motors) and structure (unique names, known bodies, no self-joints, every body connected
+    to "world" through joints). Messages read "<source>: [[joint]] 'hinge': field 'axis' must be ...,
+    got ...", with ``mech.source`` as the source.
+
+    Returns
+    -------
+    Mechanism
+        Equal to `mech` except that orientations and axes are normalised (no change when they
+        already are to 1e-15, so validating twice gives the same object values).
+
+    Raises
+    ------
+    MechanismError
+        The first problem found.
+    """
+    src = mech.source
+    _check_name(src, "[model]", "name", mech.name)
+    _check_vector(src, "[model]", "gravity", mech.gravity, 3)
+    if not mech.bodies:
+        raise MechanismError(f"{src}: no [[body]] entries; a mechanism needs at least one body")
+    bodies = tuple(_checked_body(src, i, b) for i, b in enumerate(mech.bodies))
+    _check_unique_names(src, "body", mech.bodies)
+    body_names = {b.name for b in bodies}
+    joints = tuple(_checked_joint(src, i, j, body_names) for i, j in enumerate(mech.joints))
+    _check_unique_names(src, "joint", mech.joints)
+    for i, spring in enumerate(mech.springs):
+        _check_spring(src, i, spring, body_names)
+    _check_unique_names(src, "spring", mech.springs)
+    for i, force in enumerate(mech.forces):
+        _check_force(src, i, force, body_names)
+    _check_unique_names(src, "force", mech.forces)
+    _check_connected(src, bodies, joints)
+    return dataclasses.replace(mech, bodies=bodies, joints=joints)
+
+
+# ----------------------------------------------------------------------------------------------
+# Semantic checks on Mechanism values
+
+
+def _where(table: str, index: int, name: object) -> str:
+    """How messages name entry `index` (0-based) of `table`: by its name, or by number if it has none."""
+    if isinstance(name, str) and name:
+        return f"[[{table}]] {name!r}"
+    return f"[[{table}]] number {index + 1}"
+
+
+def _fail(src: str, where: str, field: str, expected: str, got: object) -> MechanismError:
+    return MechanismError(f"{src}: {where}: field '{field}' must be {expected}, got {_brief(got)}")
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_number(src: str, where: str, field: str, value: object, minimum: float | None = None) -> None:
+    if not _is_number(value) or not math.isfinite(value):
+        raise _fail(src, where, field, "a finite number", value)
+    if minimum is not None and value < minimum:
+        raise _fail(src, where, field, f"a finite number >= {minimum:g}", value)
+
+
+def _check_vector(src: str, where: str, field: str, value: object, n: int) -> None:
+    if (not isinstance(value, (tuple, list)) or len(value) != n
+            or not all(_is_number(x) and math.isfinite(x) for x in value)):
+        raise _fail(src, where, field, f"{n} finite numbers", value)
+
+
+def _unit(src: str, where: str, field: str, value: Sequence[float], n: int) -> tuple[float, ...]:
+    """`value` as a unit vector; a zero-length one is refused."""
+    _check_vector(src, where, field, value, n)
+    norm = math.sqrt(sum(x * x for x in value))
+    if norm < _ZERO_LENGTH:
+        raise _fail(src, where, field, f"a non-zero {n}-vector", value)
+    if abs(norm - 1.0) <= _EXACT_UNIT:
+        return tuple(float(x) for x in value)
+    return tuple(float(x) / norm for x in value)
+
+
+def _check_name(src: str, where: str, field: str, name: object) -> None:
+    if not isinstance(name, str) or not name:
+        raise _fail(src, where, field, "a non-empty string", name)
+
+
+def _checked_body(src: str, index: int, body: Body) -> Body:
+    where = _where("body", index, body.name)
+    _check_name(src, where, "name", body.name)
+    if body.name == WORLD:
+        raise _fail(src, where, "name", f"a name other than {WORLD!r} (it means the fixed world)",
+                    body.name)
+    _check_number(src, where, "mass", body.mass, minimum=0.0)
+    _check_vector(src, where, "position", body.position, 3)
+    _check_vector(src, where, "com", body.com, 3)
+    _check_vector(src, where, "orientation", body.orientation, 4)
+    norm = math.sqrt(sum(x * x for x in body.orientation))
+    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+        raise _fail(src, where, "orientation",
+                    f"a unit quaternion [w, x, y, z] (norm 1 within {QUATERNION_TOLERANCE:g}; "
+                    f"this one has norm {norm:.6g})", body.orientation)
+    orientation = _unit(src, where, "orientation", body.orientation, 4)
+    _check_inertia(src, where, body.inertia)
+    return dataclasses.replace(body, orientation=orientation)
+
+
+def _check_inertia(src: str, where: str, inertia: Sequence[float]) -> None:
+    _check_vector(src, where, "inertia", inertia, 6)
+    ixx, iyy, izz, ixy, ixz, iyz = inertia
+    tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
+    moments = np.linalg.eigvalsh(tensor)  # ascending
+    tol = 1e-9 * float(np.max(np.abs(tensor)))
+    shown = "[" + ", ".join(f"{m:.6g}" for m in moments) + "]"
+    if moments[0] < -tol:
+        raise _fail(src, where, "inertia",
+                    f"positive semi-definite (its principal moments are {shown})", inertia)
+    if moments[0] + moments[1] < moments[2] - tol:
+        raise _fail(src, where, "inertia",
+                    "a rigid body's inertia, whose principal moments A <= B <= C satisfy A + B >= C "
+                    f"(these are {shown})", inertia)
+
+
+def _check_coordinates(src: str, where: str, joint: Joint, field: str, value: object,
+                       allow_empty: bool = False, infinite: float | None = None) -> None:
+    """One number per dof of `joint`, finite except for `infinite` (-inf for lower, +inf for upper).
+
+    With `allow_empty`, an empty tuple (meaning zeros) is accepted too.
+    """
+    if allow_empty and value == ():
+        return
+    n = joint.ndof
+    kind = "finite" if infinite is None else f"finite or {infinite:g}"
+    expected = f"{n} {kind} number{'s' if n != 1 else ''} (one per dof of a {joint.type!r} joint)"
+    if allow_empty:
+        expected += ", or none for zeros"
+    if not (isinstance(value, tuple) and len(value) == n and all(
+            _is_number(x) and (math.isfinite(x) or x == infinite) for x in value)):
+        raise _fail(src, where, field, expected, value)
+
+
+def _checked_joint(src: str, index: int, joint: Joint, body_names: set[str]) -> Joint:
+    where = _where("joint", index, joint.name)
+    _check_name(src, where, "name", joint.name)
+    if joint.type not in JOINT_DOFS:
+        raise _fail(src, where, "type", f"one of {', '.join(JOINT_TYPES)}", joint.type)
+    for field in ("parent", "child"):
+        name = getattr(joint, field)
+        if name != WORLD and name not in body_names:
+            raise _fail(src, where, field,
+                        f"a [[body]] name or {WORLD!r} (bodies: {', '.join(sorted(body_names))})", name)
+    if joint.parent == joint.child:
+        raise MechanismError(f"{src}: {where}: field 'child' must differ from field 'parent', "
+                             f"got {_brief(joint.child)} for both (a joint connects two bodies)")
+    _check_vector(src, where, "anchor", joint.anchor, 3)
+    axis = _unit(src, where, "axis", joint.axis, 3)
+    axis2 = joint.axis2
+    if joint.type in _AXIS2_TYPES:
+        if axis2 is None:
+            raise MechanismError(f"{src}: {where}: field 'axis2' is required for a {joint.type!r} joint")
+        axis2 = _unit(src, where, "axis2", axis2, 3)
+        cos = abs(float(np.dot(axis, axis2)))
+        if joint.type == "planar" and cos > _PERPENDICULAR:
+            raise _fail(src, where, "axis2", "perpendicular to 'axis' (the plane normal)", joint.axis2)
+        if joint.type == "universal" and cos > 1.0 - _PERPENDICULAR:
+            raise _fail(src, where, "axis2", "not parallel to 'axis'", joint.axis2)
+    elif axis2 is not None:
+        raise _fail(src, where, "axis2", "absent (only universal and planar joints have a second axis)",
+                    axis2)
+    _check_coordinates(src, where, joint, "q0", joint.q0, allow_empty=True)
+    _check_coordinates(src, where, joint, "v0", joint.v0, allow_empty=True)
+    if joint.lower is not None:
+        _check_coordinates(src, where, joint, "lower", joint.lower, infinite=-math.inf)
+    if joint.upper is not None:
+        _check_coordinates(src, where, joint, "upper", joint.upper, infinite=math.inf)
+    if joint.lower is not None and joint.upper is not None:
+        for lo, hi in zip(joint.lower, joint.upper):
+            if lo > hi:
+                raise _fail(src, where, "lower", f"<= field 'upper' {_brief(joint.upper)}", joint.lower)
+    for k, q in enumerate(joint.q0):
+        lo = joint.lower[k] if joint.lower is not None else -math.inf
+        hi = joint.upper[k] if joint.upper is not None else math.inf
+        if not lo <= q <= hi:
+            raise _fail(src, where, "q0", f"within the limits [{lo:g}, {hi:g}]", joint.q0)
+    if joint.rest is not None:
+        _check_coordinates(src, where, joint, "rest", joint.rest)
+    _check_number(src, where, "stiffness", joint.stiffness, minimum=0.0)
+    _check_number(src, where, "damping", joint.damping, minimum=0.0)
+    if joint.motor is not None:
+        _check_motor(src, where, joint)
+    if joint.prescribed is not None:
+        if joint.ndof != 1:
+            raise _fail(src, where, "prescribed", f"absent on a {joint.type!r} joint (prescribed motion "
+                        "needs a single-dof joint: revolute or prismatic)", joint.prescribed)
+        if joint.motor is not None:
+            raise MechanismError(f"{src}: {where}: fields 'motor' and 'prescribed' exclude each other "
+                                 "(a prescribed coordinate cannot also be driven); remove one")
+        _check_curve(src, where, "prescribed", joint.prescribed)
+    return dataclasses.replace(joint, axis=axis, axis2=axis2)
+
+
+def _check_motor(src: str, where: str, joint: Joint) -> None:
+    motor = joint.motor
+    if joint.ndof != 1:
+        raise _fail(src, where, "motor", f"absent on a {joint.type!r} joint (a motor needs a "
+                    "single-dof joint: revolute or prismatic)", motor)
+    if motor.mode not in MOTOR_MODES:
+        raise _fail(src, where, "motor.mode", f"one of {', '.join(MOTOR_MODES)}", motor.mode)
+    if motor.mode == "torque":
+        if motor.torque is None:
+            raise MechanismError(f"{src}: {where}: field 'motor.torque' is required when "
+                                 "motor.mode is \"torque\"")
+        _check_curve(src, where, "motor.torque", motor.torque)
+    else:
+        if motor.torque is not None:
+            raise _fail(src, where, "motor.torque", 'absent when motor.mode is "velocity"', motor.torque)
+        _check_number(src, where, "motor.target_velocity", motor.target_velocity)
+        _check_number(src, where, "motor.gain", motor.gain, minimum=0.0)
+
+
+def _check_curve(src: str, where: str, field: str, curve: Curve) -> None:
+    for part in ("times", "values"):
+        value = getattr(curve, part)
+        if (not isinstance(value, tuple) or not value
+                or not all(_is_number(x) and math.isfinite(x) for x in value)):
+            raise _fail(src, where, f"{field}.{part}", "a non-empty list of finite numbers", value)
+    if len(curve.values) != len(curve.times):
+        raise _fail(src, where, f"{field}.values",
+                    f"as many numbers as {field}.times ({len(curve.times)})", curve.values)
+    if any(b <= a for a, b in zip(curve.times, curve.times[1:])):
+        raise _fail(src, where, f"{field}.times", "strictly increasing", curve.times)
+    if curve.interpolation not in INTERPOLATIONS:
+        raise _fail(src, where, f"{field}.interpolation", f"one of {', '.join(INTERPOLATIONS)}",
+                    curve.interpolation)
+
+
+def _check_spring(src: str, index: int, spring: Spring, body_names: set[str]) -> None:
+    where = _where("spring", index, spring.name)
+    _check_name(src, where, "name", spring.name)
+    for field in ("body_a", "body_b"):
+        name = getattr(spring, field)
+        if name != WORLD and name not in body_names:
+            raise _fail(src, where, field,
+                        f"a [[body]] name or {WORLD!r} (bodies: {', '.join(sorted(body_names))})", name)
+    if spring.body_a == spring.body_b:
+        raise MechanismError(f"{src}: {where}: field 'body_b' must differ from field 'body_a', "
+                             f"got {_brief(spring.body_b)} for both")
+    _check_vector(src, where, "point_a", spring.point_a, 3)
+    _check_vector(src, where, "point_b", spring.point_b, 3)
+    for field in ("stiffness", "rest_length", "damping"):
+        _check_number(src, where, field, getattr(spring, field), minimum=0.0)
+
+
+def _check_force(src: str, index: int, force: Force, body_names: set[str]) -> None:
+    where = _where("force", index, force.name)
+    _check_name(src, where, "name", force.name)
+    if force.body not in body_names:
+        raise _fail(src, where, "body", f"a [[body]] name (bodies: {', '.join(sorted(body_names))})",
+                    force.body)
+    _check_vector(src, where, "point", force.point, 3)
+    _check_vector(src, where, "force", force.force, 3)
+    if force.scale is not None:
+        _check_curve(src, where, "scale", force.scale)
+
+
+def _check_unique_names(src: str, table: str, entries: Sequence[object]) -> None:
+    first: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        if entry.name in first:
+            raise MechanismError(
+                f"{src}: {_where(table, i, entry.name)}: field 'name' must be unique among [[{table}]] "
+                f"entries, got {_brief(entry.name)} for entries {first[entry.name] + 1} and {i + 1}")
+        first[entry.name] = i
+
+
+def _check_connected(src: str, bodies: Sequence[Body], joints: Sequence[Joint]) -> None:
+    """Every body reachable from the world in the undirected joint graph."""
+    neighbours: dict[str, list[str]] = {WORLD: [], **{b.name: [] for b in bodies}}
+    for joint in joints:
+        neighbours[joint.parent].append(joint.child)
+        neighbours[joint.child].append(joint.parent)
+    reached = {WORLD}
+    stack = [WORLD]
+    while stack:
+        for other in neighbours[stack.pop()]:
+            if other not in reached:
+                reached.add(other)
+                stack.append(other)
+    lost = [b.name for b in bodies if b.name not in reached]
+    if lost:
+        names = ", ".join(repr(n) for n in lost)
+        plural = "ies are" if len(lost) > 1 else "y is"
+        raise MechanismError(
+            f"{src}: [[body]] {names}: this bod{plural} not connected to {WORLD!r} through joints; "
+            "add a [[joint]] linking it (directly or through other bodies) to the world")
+
+
+# ----------------------------------------------------------------------------------------------
+# Parsing: TOML tables to Mechanism values (types, keys and shapes only; values are checked above)
+
+
+class _Table:
+    """One TOML table being read, with the words that locate it in messages."""
+
+    def __init__(self, src: str, where: str, data: Mapping[str, object], prefix: str = ""):
+        self.src = src
+        self.where = where
+        self.data = data
+        self.prefix = prefix  # "motor." for fields of a nested table
+
+    def fail(self, key: str, expected: str, got: object) -> MechanismError:
+        return _fail(self.src, self.where, self.prefix + key, expected, got)
+
+    def check_keys(self, allowed: Sequence[str], what: str = "") -> None:
+        for key in self.data:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f" (did you mean '{self.prefix}{close[0]}'?)" if close else ""
+                raise MechanismError(
+                    f"{self.src}: {self.where}: unknown field '{self.prefix}{key}'{what}{hint}; "
+                    f"valid fields: {', '.join(allowed)}")
+
+    def require(self, key: str, why: str = "") -> None:
+        if key not in self.data:
+            raise MechanismError(f"{self.src}: {self.where}: field '{self.prefix}{key}' is required{why}")
+
+    def _get(self, key: str, default: object) -> object:
+        if key not in self.data and default is _REQUIRED:
+            self.require(key)
+        return self.data.get(key, default)
+
+    def string(self, key: str, default: object = _REQUIRED) -> str:
+        value = self._get(key, default)
+        if not isinstance(value, str):
+            raise self.fail(key, "a string", value)
+        return value
+
+    def number(self, key: str, default: object = _REQUIRED) -> float:
+        value = self._get(key, default)
+        if not _is_number(value):
+            raise self.fail(key, "a number", value)
+        return float(value)
+
+    def numbers(self, key: str, sizes: Sequence[int] | None = None, default: object = _REQUIRED,
+                scalar: bool = False) -> tuple[float, ...] | None:
+        """A list of numbers (of one of `sizes` when given); a bare number when `scalar`."""
+        value = self._get(key, default)
+        if value is None:
+            return None
+        if scalar and _is_number(value):
+            return (float(value),)
+        if not isinstance(value, (list, tuple)) or not all(_is_number(x) for x in value) or (
+                sizes is not None and len(value) not in sizes):
+            if sizes is None:
+                expected = "a list of numbers" + (" or a number" if scalar else "")
+            else:
+                expected = f"a list of {' or '.join(str(n) for n in sizes)} numbers"
+            raise self.fail(key, expected, value)
+        return tuple(float(x) for x in value)
+
+    def table(self, key: str, allow_missing: bool = True) -> _Table | None:
+        """A nested (inline) table, or None when absent."""
+        if key not in self.data:
+            if not allow_missing:
+                self.require(key)
+            return None
+        value = self.data[key]
+        if not isinstance(value, Mapping):
+            raise self.fail(key, "a table", value)
+        return _Table(self.src, self.where, value, prefix=f"{self.prefix}{key}.")
+
+
+def _parse_document(data: Mapping[str, object], src: str) -> Mechanism:
+    top = _Table(src, "top level", data)
+    top.check_keys(_TOP_KEYS, what=" (tables are [model], [[body]], [[joint]], [[spring]], [[force]])")
+    if "format" not in data:
+        raise MechanismError(f"{src}: top level: field 'format' is required: start the file with "
+                             f"'format = {FORMAT_VERSION}'")
+    fmt = data["format"]
+    if type(fmt) is not int or fmt != FORMAT_VERSION:
+        raise top.fail("format", f"{FORMAT_VERSION} (the only mechanism file version this Symplex "
+                       "reads)", fmt)
+    if "model" not in data:
+        raise MechanismError(f"{src}: [model] table is required (with at least name = \"...\")")
+    if not isinstance(data["model"], Mapping):
+        raise top.fail("model", "a table written [model]", data["model"])
+    model = _Table(src, "[model]", data["model"])
+    model.check_keys(_MODEL_KEYS)
+    entries: dict[str, list[_Table]] = {}
+    for table in _ENTRY_TABLES:
+        raw = data.get(table, [])
+        if not isinstance(raw, list) or not all(isinstance(e, Mapping) for e in raw):
+            raise top.fail(table, f"an array of tables, each written [[{table}]]", raw)
+        entries[table] = [_Table(src, _where(table, i, e.get("name")), e) for i, e in enumerate(raw)]
+    return Mechanism(
+        name=model.string("name"),
+        gravity=model.numbers("gravity", (3,), default=(0.0, 0.0, -9.81)),
+        bodies=tuple(_parse_body(t) for t in entries["body"]),
+        joints=tuple(_parse_joint(t) for t in entries["joint"]),
+        springs=tuple(_parse_spring(t) for t in entries["spring"]),
+        forces=tuple(_parse_force(t) for t in entries["force"]),
+        source=src,
+    )
+
+
+def _parse_body(t: _Table) -> Body:
+    t.check_keys(_BODY_KEYS)
+    inertia = t.numbers("inertia", (3, 6), default=(0.0, 0.0, 0.0))
+    return Body(
+        name=t.string("name"),
+        mass=t.number("mass"),
+        position=t.numbers("position", (3,), default=(0.0, 0.0, 0.0)),
+        orientation=t.numbers("orientation", (4,), default=(1.0, 0.0, 0.0, 0.0)),
+        com=t.numbers("com", (3,), default=(0.0, 0.0, 0.0)),
+        inertia=inertia + (0.0, 0.0, 0.0) if len(inertia) == 3 else inertia,
+    )
+
+
+def _parse_joint(t: _Table) -> Joint:
+    t.check_keys(_JOINT_KEYS)
+    kind = t.string("type")
+    if kind not in JOINT_DOFS:
+        raise t.fail("type", f"one of {', '.join(JOINT_TYPES)}", kind)
+    if kind in _ANCHOR_TYPES:
+        t.require("anchor", f" for a {kind!r} joint (world point at the reference configuration)")
+    if kind in _AXIS_TYPES:
+        t.require("axis", f" for a {kind!r} joint (world direction at the reference configuration)")
+    motor = t.table("motor")
+    prescribed = t.table("prescribed")
+    return Joint(
+        name=t.string("name"),
+        type=kind,
+        parent=t.string("parent"),
+        child=t.string("child"),
+        anchor=t.numbers("anchor", (3,), default=(0.0, 0.0, 0.0)),
+        axis=t.numbers("axis", (3,), default=(1.0, 0.0, 0.0)),
+        axis2=t.numbers("axis2", (3,), default=None),
+        q0=t.numbers("q0", default=(), scalar=True),
+        v0=t.numbers("v0", default=(), scalar=True),
+        lower=t.numbers("lower", default=None, scalar=True),
+        upper=t.numbers("upper", default=None, scalar=True),
+        stiffness=t.number("stiffness", default=0.0),
+        rest=t.numbers("rest", default=None, scalar=True),
+        damping=t.number("damping", default=0.0),
+        motor=None if motor is None else _parse_motor(motor),
+        prescribed=None if prescribed is None else _parse_curve(prescribed),
+    )
+
+
+def _parse_motor(t: _Table) -> Motor:
+    mode = t.string("mode")
+    if mode not in MOTOR_MODES:
+        raise t.fail("mode", f"one of {', '.join(MOTOR_MODES)}", mode)
+    t.check_keys(_MOTOR_KEYS[mode], what=f" for motor.mode = {_toml_string(mode)}")
+    if mode == "torque":
+        return Motor(mode=mode, torque=_parse_curve(t.table("torque", allow_missing=False)))
+    return Motor(mode=mode, target_velocity=t.number("target_velocity"), gain=t.number("gain"))
+
+
+def _parse_curve(t: _Table) -> Curve:
+    t.check_keys(_CURVE_KEYS)
+    return Curve(times=t.numbers("times"), values=t.numbers("values"),
+                 interpolation=t.string("interpolation", default="linear"))
+
+
+def _parse_spring(t: _Table) -> Spring:
+    t.check_keys(_SPRING_KEYS)
+    return Spring(
+        name=t.string("name"),
+        body_a=t.string("body_a"),
+        body_b=t.string("body_b"),
+        point_a=t.numbers("point_a", (3,), default=(0.0, 0.0, 0.0)),
+        point_b=t.numbers("point_b", (3,), default=(0.0, 0.0, 0.0)),
+        stiffness=t.number("stiffness", default=0.0),
+        rest_length=t.number("rest_length", default=0.0),
+        damping=t.number("damping", default=0.0),
+    )
+
+
+def _parse_force(t: _Table) -> Force:
+    t.check_keys(_FORCE_KEYS)
+    scale = t.table("scale")
+    return Force(
+        name=t.string("name"),
+        body=t.string("body"),
+        point=t.numbers("point", (3,), default=(0.0, 0.0, 0.0)),
+        force=t.numbers("force", (3,)),
+        scale=None if scale is None else _parse_curve(scale),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing: a small TOML emitter for the values a Mechanism holds
+
+
+def _entry_fields(entry: Body | Joint | Spring | Force) -> dict[str, object]:
+    """The key/value pairs written for one entry: every field, minus optional ones left at default."""
+    if isinstance(entry, Body):
+        fields = dataclasses.asdict(entry)
+        if not any(entry.inertia[3:]):
+            fields["inertia"] = entry.inertia[:3]
+        return fields
+    if isinstance(entry, Joint):
+        fields = {f.name: getattr(entry, f.name) for f in dataclasses.fields(Joint)}
+        for key in ("q0", "v0", "lower", "upper", "rest"):
+            value = fields[key]
+            if value is None or value == ():
+                del fields[key]
+            elif len(value) == 1:
+                fields[key] = value[0]
+        for key in ("axis2", "motor", "prescribed"):
+            if fields[key] is None:
+                del fields[key]
+        for key in ("stiffness", "damping"):
+            if fields[key] == 0.0:
+                del fields[key]
+        if "motor" in fields:
+            motor = entry.motor
+            fields["motor"] = ({"mode": motor.mode, "torque": motor.torque} if motor.mode == "torque"
+                               else {"mode": motor.mode, "target_velocity": motor.target_velocity,
+                                     "gain": motor.gain})
+        return fields
+    fields = {f.name: getattr(entry, f.name) for f in dataclasses.fields(entry)}
+    if isinstance(entry, Force) and entry.scale is None:
+        del fields["scale"]
+    return fields
+
+
+def _assignments(fields: Mapping[str, object]) -> list[str]:
+    return [f"{key} = {_show(value)}" for key, value in fields.items()]
+
+
+def _show(value: object) -> str:
+    """TOML text of a value (also how messages quote what came)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, float):
+        return repr(value)  # shortest text that reads back to the same double; inf/nan are TOML too
+    if isinstance(value, Curve):
+        return _show(dataclasses.asdict(value))
+    if isinstance(value, Motor):
+        return _show({k: v for k, v in dataclasses.asdict(value).items() if v is not None})
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k} = {_show(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return str(value)
+
+
+def _brief(value: object, limit: int = 160) -> str:
+    text = _show(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _toml_string(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)

@@ -1,0 +1,1 @@
+"""Generalized-coordinate (tree) method: compile, kinematics, dynamics, constraints, integrators."""

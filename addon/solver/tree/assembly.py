@@ -1,0 +1,74 @@
+"""Consistent initial states for closed chains: project q onto h(q) = 0, pick independent rows, project qdot.
+
+Seed 000 leaves this out (notes/000.md P6, P8). Projection is Gauss-Newton with least-squares steps
+over the non-prescribed coordinates. Redundant rows (a planar loop closed by a full 3-D hinge) are
+found by a pivoted QR of Dh^T at the assembled configuration and dropped; the integrator reports
+their residual anyway, so a dropped row that stops holding would show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from ..curves import derivative, evaluate
+from ..trajectory import AssemblyError
+from . import constraints
+from .compile import TreeModel
+from .kinematics import forward
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """An assembled start: q (nq,), qd (nq,), independent constraint rows, and the dropped rows' joints."""
+
+    q: np.ndarray
+    qd: np.ndarray
+    rows: np.ndarray
+    dropped_joints: tuple[str, ...]
+
+
+def prescribed_values(model: TreeModel, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and velocities (both (n_prescribed,)) of the prescribed coordinates at time t."""
+    curves = [c for c in model.dof_curve if c is not None]
+    return (np.array([evaluate(c, t) for c in curves]), np.array([derivative(c, t) for c in curves]))
+
+
+def worst_joint(model: TreeModel, h: np.ndarray) -> str:
+    return model.joint_names[model.row_joint[int(np.argmax(np.abs(h)))]]
+
+
+def assemble(model: TreeModel, charts: np.ndarray, t0: float = 0.0, tol: float = 1e-12,
+             max_iterations: int = 100) -> Assembled:
+    """Project model.q_init / v_init onto the constraints. Raises AssemblyError naming the worst loop joint."""
+    pre = model.dof_prescribed
+    dyn = ~pre
+    q = np.array(model.q_init)
+    qd = np.array(model.v_init)
+    q[pre], qd[pre] = prescribed_values(model, t0)
+    if model.nrow == 0:
+        return Assembled(q, qd, np.arange(0), ())
+    for _ in range(max_iterations):
+        h, Dh = constraints.evaluate(model, forward(model, q, charts))
+        if np.max(np.abs(h)) <= tol:
+            break
+        step, *_ = np.linalg.lstsq(Dh[:, dyn], -h, rcond=None)
+        q[dyn] += step
+    else:
+        raise AssemblyError(
+            f"cannot assemble the mechanism: loop joint {worst_joint(model, h)!r} stays open by "
+            f"{np.max(np.abs(h)):.3g} after {max_iterations} projection steps; check its anchor and the "
+            "lengths of the links in the loop",
+            step=0, time=t0,
+        )
+    Dd = Dh[:, dyn]
+    _, R, piv = scipy.linalg.qr(Dd.T, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(R)) if R.size else np.zeros(0)
+    rank = int(np.sum(diag > 1e-9 * max(1.0, diag.max() if diag.size else 1.0)))
+    rows = np.sort(piv[:rank])
+    dropped = tuple(sorted({model.joint_names[model.row_joint[r]] for r in piv[rank:]}))
+    Dp = Dh[:, pre]
+    qd[dyn] -= np.linalg.pinv(Dd) @ (Dd @ qd[dyn] + Dp @ qd[pre])
+    return Assembled(q, qd, rows, dropped)

@@ -1,0 +1,355 @@
+"""Compile a Mechanism into a TreeModel: a frame tree of primitive transforms plus loop-constraint rows.
+
+Seed 000 §III: every moving frame relates to its parent by one primitive (rotation about, or
+translation along, its local x, y or z axis) after a constant placement; one coordinate per
+primitive. Joints are lowered to chains of primitives in a joint frame whose z axis is the joint
+axis. A spanning tree of the joint graph is chosen from "world" (each body's first joint in which it
+is the child); the remaining joints close loops and become holonomic constraint rows of two kinds:
+  translation rows  n . (p_P - p_C)   (n fixed in the parent body P, points fixed in P and C)
+  rotation rows     u . w             (u fixed in P, w fixed in C)
+Ball (and the rotational part of free) joints carry a chart: a rotation folded into the placement
+of their first primitive, reset every step so the Euler-angle chain never nears gimbal lock.
+The model is immutable (arrays read-only); per-state scratch lives in tree.data.TreeData.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import lie
+from ..model import WORLD, Curve, Joint, Mechanism, MechanismError
+
+ROT_X, ROT_Y, ROT_Z, TRANS_X, TRANS_Y, TRANS_Z = range(6)
+KIND_NAMES = ("rx", "ry", "rz", "tx", "ty", "tz")
+
+# Primitive chains per joint type, in joint-frame axes (z = joint axis, x = axis2 where used).
+PRIMITIVES: dict[str, tuple[int, ...]] = {
+    "revolute": (ROT_Z,),
+    "prismatic": (TRANS_Z,),
+    "cylindrical": (ROT_Z, TRANS_Z),
+    "universal": (ROT_Z, ROT_X),
+    "planar": (TRANS_X, TRANS_Y, ROT_Z),
+    "ball": (ROT_X, ROT_Y, ROT_Z),
+    "free": (TRANS_X, TRANS_Y, TRANS_Z, ROT_X, ROT_Y, ROT_Z),
+    "fixed": (),
+}
+
+
+@dataclass(frozen=True)
+class TreeModel:
+    """Immutable compiled tree. Frame index -1 stands for the world in every *_frame array.
+
+    nq: number of coordinates (= moving frames). Arrays, shapes noted:
+      dof_parent (nq,) parent frame, -1 = world; dof_placement (nq, 4, 4) parent_M_frame at q = 0;
+      dof_kind (nq,) ROT_X..TRANS_Z; dof_joint (nq,) index into mechanism.joints;
+      subtree (nq, nq) subtree[j, f] = 1 if frame f is in the subtree of j (itself included);
+      ancestor (nq + 1, nq) ancestor[f, k] = 1 if k is f or an ancestor of f (row -1: world, zeros);
+      pair_deep, pair_anc (npair,) all (a, b) with b an ancestor-or-self of a.
+      ball_dofs (nball, 3) the three rotation coordinates of each ball chart; ball_chart0 (nball, 3, 3).
+      body_frame (nbody,), body_offset (nbody, 4, 4) frame_M_body, body_mass (nbody,),
+      body_com (nbody, 3) body axes, body_inertia (nbody, 3, 3) about the com in body axes.
+      dof_stiffness, dof_rest, dof_damping, dof_motor_gain, dof_motor_velocity (nq,);
+      dof_torque: per-coordinate torque Curve or None; dof_prescribed (nq,) bool with curves.
+      point forces: force_frame (nf,), force_point (nf, 3) in frame axes, force_vector (nf, 3), force_scale.
+      loop rows: row_frame_p, row_frame_c (nrow,), row_kind (nrow,) 0 translation / 1 rotation,
+        row_a (nrow, 3): point on P (translation) or u on P (rotation), in P's frame axes;
+        row_b (nrow, 3): point on C or w on C, in C's frame axes; row_n (nrow, 3): n in P's frame axes;
+        row_joint (nrow,) joint index.
+    """
+
+    mechanism: Mechanism
+    nq: int
+    coordinate_names: tuple[str, ...]
+    dof_parent: np.ndarray
+    dof_placement: np.ndarray
+    dof_kind: np.ndarray
+    dof_joint: np.ndarray
+    dof_ball: np.ndarray
+    subtree: np.ndarray
+    ancestor: np.ndarray
+    pair_deep: np.ndarray
+    pair_anc: np.ndarray
+    ball_dofs: np.ndarray
+    ball_chart0: np.ndarray
+    body_names: tuple[str, ...]
+    body_frame: np.ndarray
+    body_offset: np.ndarray
+    body_mass: np.ndarray
+    body_com: np.ndarray
+    body_inertia: np.ndarray
+    gravity: np.ndarray
+    dof_stiffness: np.ndarray
+    dof_rest: np.ndarray
+    dof_damping: np.ndarray
+    dof_motor_gain: np.ndarray
+    dof_motor_velocity: np.ndarray
+    dof_torque: tuple[Curve | None, ...]
+    dof_prescribed: np.ndarray
+    dof_curve: tuple[Curve | None, ...]
+    force_frame: np.ndarray
+    force_point: np.ndarray
+    force_vector: np.ndarray
+    force_scale: tuple[Curve | None, ...]
+    row_frame_p: np.ndarray
+    row_frame_c: np.ndarray
+    row_kind: np.ndarray
+    row_a: np.ndarray
+    row_b: np.ndarray
+    row_n: np.ndarray
+    row_joint: np.ndarray
+    q_init: np.ndarray
+    v_init: np.ndarray
+
+    @property
+    def nrow(self) -> int:
+        return len(self.row_joint)
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return tuple(j.name for j in self.mechanism.joints)
+
+
+def _pose_of(body) -> np.ndarray:
+    return lie.pose_matrix(np.array(body.position), lie.quat_to_matrix(np.array(body.orientation)))
+
+
+def _joint_rotation(joint: Joint) -> np.ndarray:
+    """World rotation of the joint frame at the reference: z = axis, x = axis2 (projected) if given."""
+    if joint.type == "free":
+        return np.eye(3)
+    hint = None if joint.axis2 is None else np.array(joint.axis2)
+    return lie.frame_from_axis(np.array(joint.axis), hint)
+
+
+def _spanning_tree(mech: Mechanism) -> tuple[list[int], list[int]]:
+    """Tree joints in parent-before-child order, and the loop joints. Raises for unreachable bodies."""
+    children: dict[str, list[int]] = {}
+    for i, j in enumerate(mech.joints):
+        children.setdefault(j.parent, []).append(i)
+    reached = {WORLD}
+    tree: list[int] = []
+    queue = deque([WORLD])
+    while queue:
+        name = queue.popleft()
+        for i in children.get(name, []):
+            child = mech.joints[i].child
+            if child not in reached:
+                reached.add(child)
+                tree.append(i)
+                queue.append(child)
+    missing = [b.name for b in mech.bodies if b.name not in reached]
+    if missing:
+        raise MechanismError(
+            f"{mech.source}: body {missing[0]!r} cannot be reached from 'world' by following joints from "
+            "parent to child; make it the child of a joint whose parent is connected to the world"
+        )
+    loops = [i for i in range(len(mech.joints)) if i not in set(tree)]
+    return tree, loops
+
+
+def _dof_values(joint: Joint, values: tuple[float, ...]) -> np.ndarray:
+    out = np.zeros(joint.ndof)
+    out[: len(values)] = values
+    return out
+
+
+def compile_tree(mech: Mechanism) -> TreeModel:
+    """Lower `mech` to a TreeModel. Raises MechanismError for what the tree method cannot represent."""
+    body_index = {b.name: i for i, b in enumerate(mech.bodies)}
+    body_ref = {b.name: _pose_of(b) for b in mech.bodies}
+    tree_joints, loop_joints = _spanning_tree(mech)
+
+    parent, placement, kind, joint_of, ball_of, names = [], [], [], [], [], []
+    ball_dofs, ball_chart0 = [], []
+    stiffness, rest, damping, gain, target, torque, prescribed, curves = [], [], [], [], [], [], [], []
+    q_init, v_init = [], []
+    body_frame = np.full(len(mech.bodies), -1, dtype=np.int64)
+    body_offset = np.tile(np.eye(4), (len(mech.bodies), 1, 1))
+    # frame carrying each body, and that frame's world pose at the reference configuration
+    carrier: dict[str, tuple[int, np.ndarray]] = {WORLD: (-1, np.eye(4))}
+
+    for ji in tree_joints:
+        joint = mech.joints[ji]
+        parent_frame, parent_ref = carrier[joint.parent]
+        joint_ref = lie.pose_matrix(np.array(joint.anchor), _joint_rotation(joint))
+        prims = PRIMITIVES[joint.type]
+        q0 = _dof_values(joint, joint.q0)
+        v0 = _dof_values(joint, joint.v0)
+        chart = None
+        if joint.type in ("ball", "free"):
+            chart = lie.rotvec_to_matrix(q0[-3:])
+            # rates of the Euler chain at angle 0 are angular velocity in chart axes
+            v0 = np.concatenate([v0[:-3], chart.T @ v0[-3:]])
+            q0 = np.concatenate([q0[:-3], np.zeros(3)])
+        first_rot = None
+        for d, prim in enumerate(prims):
+            idx = len(parent)
+            parent.append(parent_frame if d == 0 else idx - 1)
+            placement.append(lie.inverse_pose(parent_ref) @ joint_ref if d == 0 else np.eye(4))
+            kind.append(prim)
+            joint_of.append(ji)
+            names.append(f"{joint.name}.{KIND_NAMES[prim]}" if len(prims) > 1 else joint.name)
+            stiffness.append(joint.stiffness)
+            rest.append(joint.rest[d] if joint.rest else 0.0)
+            damping.append(joint.damping)
+            is_velocity_motor = joint.motor is not None and joint.motor.mode == "velocity"
+            gain.append(joint.motor.gain if is_velocity_motor else 0.0)
+            target.append(joint.motor.target_velocity if is_velocity_motor else 0.0)
+            torque.append(joint.motor.torque if joint.motor is not None and joint.motor.mode == "torque" else None)
+            prescribed.append(joint.prescribed is not None)
+            curves.append(joint.prescribed)
+            q_init.append(q0[d])
+            v_init.append(v0[d])
+            ball_of.append(-1)
+            if chart is not None and prim <= ROT_Z and first_rot is None:
+                first_rot = idx
+                ball_of[idx] = len(ball_dofs)
+                ball_dofs.append((idx, idx + 1, idx + 2))
+                ball_chart0.append(chart)
+        if joint.prescribed is not None and len(prims) != 1:
+            raise MechanismError(
+                f"{mech.source}: [[joint]] {joint.name!r}: field 'prescribed' needs a one-coordinate joint, "
+                f"but a {joint.type} joint has {len(prims)}"
+            )
+        child_frame = len(parent) - 1 if prims else parent_frame
+        child_frame_ref = joint_ref if prims else parent_ref
+        child_ref = body_ref[joint.child]
+        carrier[joint.child] = (child_frame, child_frame_ref)
+        bi = body_index[joint.child]
+        body_frame[bi] = child_frame
+        body_offset[bi] = lie.inverse_pose(child_frame_ref) @ child_ref
+
+    nq = len(parent)
+    dof_parent = np.array(parent, dtype=np.int64)
+    subtree = np.zeros((nq, nq))
+    ancestor = np.zeros((nq + 1, nq))
+    for f in range(nq):
+        k = f
+        while k >= 0:
+            subtree[k, f] = 1.0
+            ancestor[f, k] = 1.0
+            k = dof_parent[k]
+    pair_deep, pair_anc = np.nonzero(ancestor[:nq])
+
+    rows = _loop_rows(mech, loop_joints, carrier)
+
+    forces_frame, forces_point, forces_vec, forces_scale = [], [], [], []
+    for force in mech.forces:
+        frame, frame_ref = carrier[force.body]
+        body_pt = body_ref[force.body] @ np.append(force.point, 1.0)
+        forces_frame.append(frame)
+        forces_point.append((lie.inverse_pose(frame_ref) @ body_pt)[:3])
+        forces_vec.append(force.force)
+        forces_scale.append(force.scale)
+    if mech.springs:
+        raise MechanismError(
+            f"{mech.source}: [[spring]] {mech.springs[0].name!r}: body-to-body springs are not supported by the "
+            "tree method yet; use a joint 'stiffness' instead"
+        )
+    for joint in mech.joints:
+        if joint.lower is not None or joint.upper is not None:
+            raise MechanismError(
+                f"{mech.source}: [[joint]] {joint.name!r}: fields 'lower'/'upper' (joint limits) are not "
+                "supported by the tree method yet; remove them or use the maximal method when it lands"
+            )
+
+    def ro(a, dtype=float) -> np.ndarray:
+        arr = np.array(a, dtype=dtype)
+        arr.flags.writeable = False
+        return arr
+
+    inertia = []
+    for b in mech.bodies:
+        ixx, iyy, izz, ixy, ixz, iyz = b.inertia
+        inertia.append([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+
+    return TreeModel(
+        mechanism=mech,
+        nq=nq,
+        coordinate_names=tuple(names),
+        dof_parent=ro(dof_parent, np.int64),
+        dof_placement=ro(np.array(placement).reshape(nq, 4, 4)),
+        dof_kind=ro(kind, np.int64),
+        dof_joint=ro(joint_of, np.int64),
+        dof_ball=ro(ball_of, np.int64),
+        subtree=ro(subtree),
+        ancestor=ro(ancestor),
+        pair_deep=ro(pair_deep, np.int64),
+        pair_anc=ro(pair_anc, np.int64),
+        ball_dofs=ro(np.array(ball_dofs, dtype=np.int64).reshape(-1, 3), np.int64),
+        ball_chart0=ro(np.array(ball_chart0).reshape(-1, 3, 3)),
+        body_names=tuple(b.name for b in mech.bodies),
+        body_frame=ro(body_frame, np.int64),
+        body_offset=ro(body_offset),
+        body_mass=ro([b.mass for b in mech.bodies]),
+        body_com=ro(np.array([b.com for b in mech.bodies], dtype=float).reshape(-1, 3)),
+        body_inertia=ro(np.array(inertia, dtype=float).reshape(-1, 3, 3)),
+        gravity=ro(mech.gravity),
+        dof_stiffness=ro(stiffness),
+        dof_rest=ro(rest),
+        dof_damping=ro(damping),
+        dof_motor_gain=ro(gain),
+        dof_motor_velocity=ro(target),
+        dof_torque=tuple(torque),
+        dof_prescribed=ro(prescribed, bool),
+        dof_curve=tuple(curves),
+        force_frame=ro(forces_frame, np.int64),
+        force_point=ro(np.array(forces_point, dtype=float).reshape(-1, 3)),
+        force_vector=ro(np.array(forces_vec, dtype=float).reshape(-1, 3)),
+        force_scale=tuple(forces_scale),
+        row_frame_p=ro(rows["frame_p"], np.int64),
+        row_frame_c=ro(rows["frame_c"], np.int64),
+        row_kind=ro(rows["kind"], np.int64),
+        row_a=ro(np.array(rows["a"], dtype=float).reshape(-1, 3)),
+        row_b=ro(np.array(rows["b"], dtype=float).reshape(-1, 3)),
+        row_n=ro(np.array(rows["n"], dtype=float).reshape(-1, 3)),
+        row_joint=ro(rows["joint"], np.int64),
+        q_init=ro(q_init),
+        v_init=ro(v_init),
+    )
+
+
+# Constraint rows per loop-joint type: ("t", joint-frame direction index) fixes translation along
+# that joint axis; ("r", u index, w index) keeps joint-frame axis u on P orthogonal to axis w on C.
+LOOP_ROWS: dict[str, tuple[tuple, ...]] = {
+    "ball": (("t", 0), ("t", 1), ("t", 2)),
+    "revolute": (("t", 0), ("t", 1), ("t", 2), ("r", 2, 0), ("r", 2, 1)),
+    "universal": (("t", 0), ("t", 1), ("t", 2), ("r", 2, 0)),
+    "cylindrical": (("t", 0), ("t", 1), ("r", 2, 0), ("r", 2, 1)),
+    "prismatic": (("t", 0), ("t", 1), ("r", 2, 0), ("r", 2, 1), ("r", 0, 1)),
+    "planar": (("t", 2), ("r", 2, 0), ("r", 2, 1)),
+    "fixed": (("t", 0), ("t", 1), ("t", 2), ("r", 2, 0), ("r", 2, 1), ("r", 0, 1)),
+    "free": (),
+}
+
+
+def _loop_rows(mech: Mechanism, loop_joints: list[int], carrier: dict) -> dict[str, list]:
+    rows: dict[str, list] = {k: [] for k in ("frame_p", "frame_c", "kind", "a", "b", "n", "joint")}
+    for ji in loop_joints:
+        joint = mech.joints[ji]
+        fp, ref_p = carrier[joint.parent]
+        fc, ref_c = carrier[joint.child]
+        R_joint = _joint_rotation(joint)
+        anchor = np.append(joint.anchor, 1.0)
+        point_p = (lie.inverse_pose(ref_p) @ anchor)[:3]
+        point_c = (lie.inverse_pose(ref_c) @ anchor)[:3]
+        axes_p = ref_p[:3, :3].T @ R_joint  # joint axes in P's frame axes (columns)
+        axes_c = ref_c[:3, :3].T @ R_joint
+        for spec in LOOP_ROWS[joint.type]:
+            rows["frame_p"].append(fp)
+            rows["frame_c"].append(fc)
+            rows["joint"].append(ji)
+            if spec[0] == "t":
+                rows["kind"].append(0)
+                rows["a"].append(point_p)
+                rows["b"].append(point_c)
+                rows["n"].append(axes_p[:, spec[1]])
+            else:
+                rows["kind"].append(1)
+                rows["a"].append(axes_p[:, spec[1]])
+                rows["b"].append(axes_c[:, spec[2]])
+                rows["n"].append(np.zeros(3))
+    return rows

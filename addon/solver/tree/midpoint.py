@@ -1,0 +1,136 @@
+"""Midpoint variational integrator on a TreeModel: forced, constrained DEL solved by Newton.
+
+Seed 000 §IV-V, eqs. (19)-(22), (43)-(46), alpha = 1/2, as a one-step map (q1, p1) -> (q2, p2):
+  f1 = p1 + D1Ld(q1, q2) + fd(q1, q2) - Dh(q1)^T lambda = 0,   f2 = h(q2) = 0,
+  D1Ld = dt/2 L_q - L_qdot,  D2Ld = dt/2 L_q + L_qdot, both at (qm, v) = ((q1+q2)/2, (q2-q1)/dt),
+  p2 = D2Ld(q1, q2) + fd,   fd = dt/2 f_c(qm, v, tm)  (the paper's half/half split of the forcing).
+Exact Jacobian (notes/000.md P4: the mixed terms are A and A^T, not swapped):
+  d f1 / d q2 = dt/4 (B + Q_q) + (A^T - A)/2 - M/dt - (c + gain)/2,  d f2 / d q2 = Dh(q2).
+Prescribed coordinates are removed from the unknowns and follow their curves. Ball charts are
+folded after every step (kinematics.fold_charts), which makes the rotation part a Lie-group step
+and keeps the Euler chains far from gimbal lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..curves import evaluate
+from ..trajectory import ConvergenceError
+from . import constraints
+from .assembly import assemble, prescribed_values, worst_joint
+from .compile import TreeModel
+from .dynamics import Terms, terms
+from .kinematics import Kinematics, fold_charts, forward
+
+
+@dataclass
+class MidpointState:
+    """Integrator state after step k: q (nq,), p (nq,) discrete momentum, lam (nrow_sel,), charts, t."""
+
+    t: float
+    q: np.ndarray
+    p: np.ndarray
+    charts: np.ndarray
+    lam: np.ndarray
+    velocity_guess: np.ndarray
+    rows: np.ndarray
+    dropped_joints: tuple[str, ...] = ()
+    step_index: int = 0
+    history: dict = field(default_factory=dict)
+
+
+def nonconservative_forces(model: TreeModel, qd: np.ndarray, t: float) -> np.ndarray:
+    """f_c (nq,): joint damping, velocity servos and keyed torques at velocity qd and time t."""
+    f = -model.dof_damping * qd + model.dof_motor_gain * (model.dof_motor_velocity - qd)
+    for k, curve in enumerate(model.dof_torque):
+        if curve is not None:
+            f[k] += evaluate(curve, t)
+    return f
+
+
+def initial_state(model: TreeModel, t0: float = 0.0) -> tuple[MidpointState, Kinematics, Terms, np.ndarray]:
+    """Assemble the start, set p0 = dL/dqdot(q0, qdot0). Returns the state, its kinematics, terms, qdot0."""
+    charts = np.array(model.ball_chart0)
+    start = assemble(model, charts, t0)
+    kin = forward(model, start.q, charts)
+    tm = terms(model, kin, start.qd, t0, second=False)
+    lam = np.zeros(len(start.rows))
+    state = MidpointState(t0, start.q, tm.p.copy(), charts, lam, start.qd.copy(), start.rows, start.dropped_joints)
+    return state, kin, tm, start.qd
+
+
+def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10,
+         max_iterations: int = 30) -> tuple[Kinematics, Terms, int]:
+    """Advance `state` by dt in place. Returns (kinematics at q2, terms at the midpoint, Newton iterations).
+
+    Raises ConvergenceError (with step and time) when Newton fails or its matrix is singular.
+    """
+    pre = model.dof_prescribed
+    dyn = ~pre
+    q1, p1, t1 = state.q, state.p, state.t
+    t2, tmid = t1 + dt, t1 + 0.5 * dt
+    rows = state.rows
+    kin1 = forward(model, q1, state.charts)
+    _, Dh1 = constraints.evaluate(model, kin1)
+    Dh1 = Dh1[rows][:, dyn]
+    q2 = q1 + dt * state.velocity_guess
+    q2[pre] = prescribed_values(model, t2)[0]
+    lam = state.lam.copy()
+    nd, nr = int(dyn.sum()), len(rows)
+    scale = max(1.0, float(np.max(np.abs(p1))) if len(p1) else 1.0)
+    iterations = 0
+    while True:
+        v = (q2 - q1) / dt
+        kin_mid = forward(model, 0.5 * (q1 + q2), state.charts)
+        tm = terms(model, kin_mid, v, tmid, second=True)
+        f_c = nonconservative_forces(model, v, tmid)
+        L_q = tm.g + tm.Q
+        f1 = (p1 + 0.5 * dt * L_q - tm.p + 0.5 * dt * f_c)[dyn] - Dh1.T @ lam
+        kin2 = forward(model, q2, state.charts)
+        h2, Dh2 = constraints.evaluate(model, kin2)
+        f2 = h2[rows]
+        r1 = float(np.max(np.abs(f1))) if nd else 0.0
+        r2 = float(np.max(np.abs(f2))) if nr else 0.0
+        if r1 <= tol * scale and r2 <= tol:
+            break
+        if iterations >= max_iterations or not np.isfinite(r1 + r2):
+            worst = f" worst loop joint {worst_joint(model, h2)!r} (|h| = {r2:.3g})," if nr else ""
+            raise ConvergenceError(
+                f"Newton did not converge at step {state.step_index + 1} (t = {t2:.6g} s) after {iterations} "
+                f"iterations: momentum residual {r1:.3g},{worst} try a smaller time step",
+                step=state.step_index + 1, time=t2,
+            )
+        J11 = 0.25 * dt * (tm.B + tm.Q_q) + 0.5 * (tm.A.T - tm.A) - tm.M / dt
+        J11 -= 0.5 * np.diag(model.dof_damping + model.dof_motor_gain)
+        J = np.zeros((nd + nr, nd + nr))
+        J[:nd, :nd] = J11[np.ix_(dyn, dyn)]
+        J[:nd, nd:] = -Dh1.T
+        J[nd:, :nd] = Dh2[rows][:, dyn]
+        try:
+            delta = np.linalg.solve(J, -np.concatenate([f1, f2]))
+        except np.linalg.LinAlgError:
+            raise ConvergenceError(
+                f"singular Newton matrix at step {state.step_index + 1} (t = {t2:.6g} s): a coordinate moves no "
+                "mass, or the loop constraints are redundant at this configuration",
+                step=state.step_index + 1, time=t2,
+            ) from None
+        q2[dyn] += delta[:nd]
+        lam += delta[nd:]
+        iterations += 1
+
+    p2 = 0.5 * dt * L_q + tm.p + 0.5 * dt * f_c
+    state.velocity_guess = v
+    if len(model.ball_dofs):
+        charts, J = fold_charts(model, kin2, state.charts)
+        for b, dofs in enumerate(model.ball_dofs):
+            p2[dofs] = J[b].T @ p2[dofs]
+            state.velocity_guess[dofs] = np.linalg.solve(J[b], v[dofs])
+            q2[dofs] = 0.0
+        state.charts = charts
+        kin2 = forward(model, q2, charts)
+    state.q, state.p, state.lam, state.t = q2, p2, lam, t2
+    state.step_index += 1
+    return kin2, tm, iterations

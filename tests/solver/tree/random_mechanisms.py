@@ -1,0 +1,48 @@
+"""Random branched mechanisms using every joint type, for derivative checks (test helper)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from addon.solver.model import Body, Force, Joint, Mechanism
+
+TYPES = ("revolute", "prismatic", "cylindrical", "universal", "planar", "ball", "free", "fixed")
+
+
+def random_unit(rng: np.random.Generator) -> tuple[float, float, float]:
+    v = rng.normal(size=3)
+    return tuple(v / np.linalg.norm(v))
+
+
+def random_quat(rng: np.random.Generator) -> tuple[float, float, float, float]:
+    q = rng.normal(size=4)
+    return tuple(q / np.linalg.norm(q))
+
+
+def random_body(rng: np.random.Generator, name: str) -> Body:
+    a, b, c = rng.uniform(0.1, 0.6, size=3)
+    m = float(rng.uniform(0.5, 2.0))
+    inertia = (m * (b * b + c * c) / 12, m * (a * a + c * c) / 12, m * (a * a + b * b) / 12, 0.0, 0.0, 0.0)
+    return Body(name, m, tuple(rng.normal(size=3)), random_quat(rng), tuple(0.2 * rng.normal(size=3)), inertia)
+
+
+def random_tree(seed: int, types=TYPES, loops: int = 0, forces: bool = True) -> Mechanism:
+    """One body per type in `types`, each hung from a random earlier body (or the world)."""
+    rng = np.random.default_rng(seed)
+    bodies, joints = [], []
+    for i, kind in enumerate(types):
+        body = random_body(rng, f"b{i}")
+        parent = "world" if i == 0 else str(rng.choice(["world"] + [b.name for b in bodies]))
+        ndof = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2, "planar": 3, "ball": 3,
+                "free": 6, "fixed": 0}[kind]
+        joints.append(Joint(f"j{i}", kind, parent, body.name, anchor=tuple(rng.normal(size=3)),
+                            axis=random_unit(rng), axis2=random_unit(rng),
+                            q0=tuple(0.3 * rng.normal(size=ndof)), v0=tuple(rng.normal(size=ndof)),
+                            stiffness=float(rng.uniform(0, 2)), damping=float(rng.uniform(0, 0.5))))
+        bodies.append(body)
+    for k in range(loops):
+        a, b = rng.choice(len(bodies), size=2, replace=False)
+        joints.append(Joint(f"loop{k}", "revolute", bodies[a].name, bodies[b].name,
+                            anchor=tuple(rng.normal(size=3)), axis=random_unit(rng)))
+    extra = (Force("push", bodies[-1].name, point=(0.1, 0.2, 0.3), force=(1.0, -2.0, 0.5)),) if forces else ()
+    return Mechanism("random", tuple(bodies), tuple(joints), gravity=(0.3, -0.2, -9.81), forces=extra)
