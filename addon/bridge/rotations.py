@@ -1,0 +1,175 @@
+"""Vectorised rotation conversions for baking: numpy only (no bpy), one row per frame.
+
+Owns the maths that turns world poses into Blender channel values: quaternion <-> matrix, matrix ->
+Euler (every Blender order) and axis-angle, and the continuity fixes (quaternion sign, Euler branch
+and 2 pi unwrapping) so baked curves never jump. Quaternions are (w, x, y, z). Blender Euler order
+"XYZ" means X is applied first: R = Rz(z) @ Ry(y) @ Rx(x); angles are stored by axis (x, y, z).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """(..., 4) unit quaternions (w, x, y, z) -> (..., 3, 3) rotation matrices."""
+    q = np.asarray(q, dtype=float)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    r = np.empty(q.shape[:-1] + (3, 3))
+    r[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    r[..., 0, 1] = 2 * (x * y - w * z)
+    r[..., 0, 2] = 2 * (x * z + w * y)
+    r[..., 1, 0] = 2 * (x * y + w * z)
+    r[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    r[..., 1, 2] = 2 * (y * z - w * x)
+    r[..., 2, 0] = 2 * (x * z - w * y)
+    r[..., 2, 1] = 2 * (y * z + w * x)
+    r[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return r
+
+
+def matrix_to_quat(r: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) rotation matrices -> (..., 4) unit quaternions with w >= 0 (Shepperd's method)."""
+    r = np.asarray(r, dtype=float)
+    shape = r.shape[:-2]
+    r = r.reshape(-1, 3, 3)
+    trace = r[:, 0, 0] + r[:, 1, 1] + r[:, 2, 2]
+    # Candidates built from the largest of w, x, y, z for numerical safety.
+    cand = np.stack([trace, r[:, 0, 0], r[:, 1, 1], r[:, 2, 2]], axis=1)
+    pick = np.argmax(cand, axis=1)
+    q = np.empty((len(r), 4))
+    for case in range(4):
+        m = pick == case
+        if not m.any():
+            continue
+        a = r[m]
+        if case == 0:
+            s = 2.0 * np.sqrt(1.0 + trace[m])
+            q[m] = np.stack(
+                [0.25 * s, (a[:, 2, 1] - a[:, 1, 2]) / s, (a[:, 0, 2] - a[:, 2, 0]) / s, (a[:, 1, 0] - a[:, 0, 1]) / s], 1
+            )
+        else:
+            i = case - 1
+            j, k = (i + 1) % 3, (i + 2) % 3
+            s = 2.0 * np.sqrt(np.maximum(1.0 + a[:, i, i] - a[:, j, j] - a[:, k, k], 1e-300))
+            row = np.empty((m.sum(), 4))
+            row[:, 0] = (a[:, k, j] - a[:, j, k]) / s
+            row[:, 1 + i] = 0.25 * s
+            row[:, 1 + j] = (a[:, j, i] + a[:, i, j]) / s
+            row[:, 1 + k] = (a[:, k, i] + a[:, i, k]) / s
+            q[m] = row
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    q[q[:, 0] < 0] *= -1.0
+    return q.reshape(shape + (4,))
+
+
+def quat_continuous(q: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
+    """Flip signs of rows of (N, 4) `q` so consecutive rows (and `previous` -> row 0) have dot >= 0."""
+    q = np.array(q, dtype=float)
+    if len(q) == 0:
+        return q
+    dots = np.einsum("ij,ij->i", q[1:], q[:-1])
+    first = 1.0 if previous is None or np.dot(q[0], previous) >= 0 else -1.0
+    signs = np.cumprod(np.concatenate([[first], np.where(dots < 0, -1.0, 1.0)]))
+    return q * signs[:, None]
+
+
+def _order_axes(order: str) -> tuple[int, int, int, float]:
+    i, j, k = ("XYZ".index(c) for c in order)
+    parity = 1.0 if (j - i) % 3 == 1 else -1.0
+    return i, j, k, parity
+
+
+def matrix_to_euler(r: np.ndarray, order: str) -> np.ndarray:
+    """(N, 3, 3) rotation matrices -> (N, 3) Euler angles (x, y, z) for Blender order `order`.
+
+    The principal branch: the middle angle lies in [-pi/2, pi/2].
+    """
+    i, j, k, par = _order_axes(order)
+    r = np.asarray(r, dtype=float)
+    e = np.empty(r.shape[:-2] + (3,))
+    e[..., i] = np.arctan2(par * r[..., k, j], r[..., k, k])
+    e[..., j] = np.arctan2(-par * r[..., k, i], np.hypot(r[..., i, i], r[..., j, i]))
+    e[..., k] = np.arctan2(par * r[..., j, i], r[..., i, i])
+    # Near gimbal lock the first and last angles are coupled; put the whole turn into the first.
+    lock = np.hypot(r[..., i, i], r[..., j, i]) < 1e-12
+    if np.any(lock):
+        rl = r[lock]
+        e[lock, k] = 0.0
+        e[lock, i] = np.arctan2(-par * rl[:, j, k], rl[:, j, j])
+    return e
+
+
+def euler_continuous(e: np.ndarray, order: str, previous: np.ndarray | None = None) -> np.ndarray:
+    """Choose, row by row, the equivalent Euler triple closest to the previous row (or `previous`).
+
+    Each rotation has two Euler branches, (a, b, c) and (a + pi, pi - b, c + pi) (by axis role), and
+    every angle may shift by 2 pi; the closest combination keeps the curves smooth.
+    """
+    i, j, k, _ = _order_axes(order)
+    e = np.asarray(e, dtype=float)
+    other = e.copy()
+    other[:, i] += math.pi
+    other[:, j] = math.pi - other[:, j]
+    other[:, k] += math.pi
+    out = np.empty_like(e)
+    two_pi = 2.0 * math.pi
+    prev = None if previous is None else np.asarray(previous, dtype=float)
+    for n in range(len(e)):
+        best = None
+        for cand in (e[n], other[n]):
+            if prev is not None:
+                cand = cand + two_pi * np.round((prev - cand) / two_pi)
+                dist = float(np.abs(cand - prev).sum())
+            else:
+                cand = (cand + math.pi) % two_pi - math.pi
+                dist = float(np.abs(cand).sum())
+            if best is None or dist < best[0] - 1e-12:
+                best = (dist, cand)
+        out[n] = best[1]
+        prev = out[n]
+    return out
+
+
+def quat_to_axis_angle(q: np.ndarray) -> np.ndarray:
+    """(N, 4) continuous quaternions -> (N, 4) Blender axis-angle rows (angle, x, y, z)."""
+    q = np.asarray(q, dtype=float)
+    v = q[:, 1:]
+    s = np.linalg.norm(v, axis=1)
+    angle = 2.0 * np.arctan2(s, q[:, 0])
+    axis = np.where(s[:, None] > 1e-12, v / np.where(s > 1e-12, s, 1.0)[:, None], np.array([0.0, 1.0, 0.0]))
+    return np.concatenate([angle[:, None], axis], axis=1)
+
+
+def rotation_channels(r: np.ndarray, mode: str, previous: np.ndarray | None = None) -> tuple[str, np.ndarray]:
+    """Rotation matrices (N, 3, 3) -> (channel property name, (N, n) continuous values) for `mode`.
+
+    mode is a Blender rotation_mode: QUATERNION, AXIS_ANGLE or an Euler order. `previous` is the
+    channel's current value, so the first key continues from what the artist sees.
+    """
+    if mode == "QUATERNION":
+        return "rotation_quaternion", quat_continuous(matrix_to_quat(r), previous)
+    if mode == "AXIS_ANGLE":
+        prev_q = None
+        if previous is not None:
+            half = 0.5 * previous[0]
+            prev_q = np.concatenate([[math.cos(half)], math.sin(half) * np.asarray(previous[1:])])
+        return "rotation_axis_angle", quat_to_axis_angle(quat_continuous(matrix_to_quat(r), prev_q))
+    if mode in EULER_ORDERS:
+        return "rotation_euler", euler_continuous(matrix_to_euler(r, mode), mode, previous)
+    raise ValueError(f"unknown rotation mode {mode!r}")
+
+
+def pose_matrices(poses: np.ndarray) -> np.ndarray:
+    """(..., 7) poses (x y z qw qx qy qz) -> (..., 4, 4) homogeneous matrices."""
+    poses = np.asarray(poses, dtype=float)
+    m = np.zeros(poses.shape[:-1] + (4, 4))
+    m[..., :3, :3] = quat_to_matrix(poses[..., 3:7])
+    m[..., :3, 3] = poses[..., :3]
+    m[..., 3, 3] = 1.0
+    return m

@@ -1,0 +1,166 @@
+"""Symplex property groups: what the artist sets per scene, object, pose bone and armature. Data only.
+
+Registered as Scene.symplex (setups and their last bake's diagnostics), Object.symplex (mass
+properties of rigid bodies, initial joint state of rigid body constraint objects), PoseBone.symplex
+(simulate flag, mass properties, initial velocity) and Armature.symplex (loop closures).
+"""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    CollectionProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
+from bpy.types import PropertyGroup
+
+MASS_SOURCES = [
+    ("SHAPE", "Collision Shape", "Centre of mass at the origin; inertia of the collision shape filling the bounds"),
+    ("CUSTOM", "Custom", "Centre of mass and inertia typed in below"),
+]
+BONE_MASS_SOURCES = [
+    ("ROD", "Rod", "Solid cylinder from the bone head to its tail with the given radius"),
+    ("CUSTOM", "Custom", "Centre of mass and inertia typed in below"),
+]
+
+
+def _is_armature(_self, obj: bpy.types.Object) -> bool:
+    return obj.type == "ARMATURE"
+
+
+class SymplexDiagnostics(PropertyGroup):
+    """What the last bake of a setup measured."""
+
+    status: StringProperty(name="Status", default="")
+    message: StringProperty(name="Message", default="")
+    max_residual: FloatProperty(name="Max Constraint Residual", default=0.0)
+    energy_drift: FloatProperty(name="Energy Drift", description="max |E - E0| / max(|E0|, 1 J)", default=0.0)
+    mean_newton: FloatProperty(name="Newton Iterations (mean)", default=0.0)
+    max_newton: IntProperty(name="Newton Iterations (max)", default=0)
+    seconds: FloatProperty(name="Time Taken", unit="TIME_ABSOLUTE", default=0.0)
+    steps: IntProperty(name="Steps", default=0)
+    keys: IntProperty(name="Keys Written", default=0)
+
+
+class SymplexSetup(PropertyGroup):
+    """One simulated mechanism in the scene: an armature or a collection of rigid bodies."""
+
+    name: StringProperty(name="Name", default="Setup")
+    kind: EnumProperty(
+        name="Kind",
+        items=[
+            ("ARMATURE", "Armature", "Bones marked Simulate in one armature"),
+            ("RIGID_BODIES", "Rigid Bodies", "Rigid body objects and rigid body constraints in a collection"),
+        ],
+        default="ARMATURE",
+    )
+    armature: PointerProperty(name="Armature", type=bpy.types.Object, poll=_is_armature)
+    collection: PointerProperty(name="Collection", type=bpy.types.Collection)
+    root: PointerProperty(
+        name="Root Object",
+        type=bpy.types.Object,
+        description="Object carrying the baked energy and residual curves (default: armature / first body)",
+    )
+    method: EnumProperty(name="Method", items=[("tree", "Tree", "Generalized coordinates, variational midpoint")])
+    substeps: IntProperty(name="Substeps", description="Solver steps per frame", default=2, min=1, max=64)
+    tolerance: FloatProperty(name="Tolerance", default=1e-10, min=1e-14, max=1e-3, precision=12)
+    subframes: BoolProperty(name="Key Subframes", description="One key per solver step instead of per frame")
+    reduce: BoolProperty(name="Reduce Keys", description="Drop keys linear interpolation reproduces")
+    reduce_tolerance: FloatProperty(name="Reduce Tolerance", default=1e-4, min=0.0, precision=6)
+    diagnostics: PointerProperty(type=SymplexDiagnostics)
+
+
+class SymplexSceneSettings(PropertyGroup):
+    setups: CollectionProperty(type=SymplexSetup)
+    active_setup: IntProperty(name="Active Setup", default=0)
+    bake_progress: FloatProperty(name="Bake Progress", subtype="PERCENTAGE", min=0.0, max=100.0, default=0.0)
+    is_baking: BoolProperty(name="Baking", default=False)
+
+
+class SymplexObjectSettings(PropertyGroup):
+    """Rigid body mass properties, and the initial state of a rigid body constraint's joint."""
+
+    mass_source: EnumProperty(name="Mass Properties", items=MASS_SOURCES, default="SHAPE")
+    com: FloatVectorProperty(name="Centre of Mass", size=3, subtype="TRANSLATION", unit="LENGTH")
+    inertia: FloatVectorProperty(
+        name="Inertia", description="Ixx Iyy Izz Ixy Ixz Iyz about the centre of mass, object axes", size=6
+    )
+    q0: FloatVectorProperty(name="Initial Coordinates", description="Joint coordinates at the start", size=6)
+    v0: FloatVectorProperty(name="Initial Velocities", description="Joint velocities at the start", size=6)
+    motor_gain: FloatProperty(
+        name="Motor Gain", description="Velocity servo gain (N m s/rad or N s/m) of a Motor constraint", default=100.0
+    )
+
+
+class SymplexBoneSettings(PropertyGroup):
+    simulate: BoolProperty(name="Simulate", description="This bone is a body of the Symplex armature setup")
+    mass: FloatProperty(name="Mass", default=1.0, min=1e-9, unit="MASS")
+    mass_source: EnumProperty(name="Mass Properties", items=BONE_MASS_SOURCES, default="ROD")
+    radius: FloatProperty(name="Radius", default=0.05, min=0.0, unit="LENGTH")
+    com: FloatVectorProperty(name="Centre of Mass", size=3, subtype="TRANSLATION", unit="LENGTH")
+    inertia: FloatVectorProperty(name="Inertia", description="Ixx Iyy Izz Ixy Ixz Iyz, bone axes", size=6)
+    v0: FloatVectorProperty(name="Initial Velocities", description="Joint velocities at the start", size=6)
+
+
+class SymplexLoop(PropertyGroup):
+    """A loop closure: a point on bone A stays on bone B, on an object, or on the world."""
+
+    name: StringProperty(name="Name", default="Loop")
+    bone_a: StringProperty(name="Bone A")
+    point: FloatVectorProperty(name="Point", description="Point in bone A's axes, from its head", size=3,
+                               subtype="TRANSLATION", unit="LENGTH")
+    target: EnumProperty(
+        name="Target",
+        items=[("BONE", "Bone", ""), ("OBJECT", "Object", ""), ("WORLD", "World", "")],
+        default="BONE",
+    )
+    bone_b: StringProperty(name="Bone B")
+    object_b: PointerProperty(name="Object", type=bpy.types.Object)
+    type: EnumProperty(
+        name="Type", items=[("HINGE", "Hinge", "Rotation about one axis"), ("BALL", "Ball", "Any rotation")]
+    )
+    axis: EnumProperty(
+        name="Axis", description="Hinge axis, one of bone A's axes", items=[("X", "X", ""), ("Y", "Y", ""), ("Z", "Z", "")]
+    )
+
+
+class SymplexArmatureSettings(PropertyGroup):
+    loops: CollectionProperty(type=SymplexLoop)
+    active_loop: IntProperty(name="Active Loop", default=0)
+
+
+CLASSES = (
+    SymplexDiagnostics,
+    SymplexSetup,
+    SymplexSceneSettings,
+    SymplexObjectSettings,
+    SymplexBoneSettings,
+    SymplexLoop,
+    SymplexArmatureSettings,
+)
+OWNERS = (
+    (bpy.types.Scene, SymplexSceneSettings),
+    (bpy.types.Object, SymplexObjectSettings),
+    (bpy.types.PoseBone, SymplexBoneSettings),
+    (bpy.types.Armature, SymplexArmatureSettings),
+)
+
+
+def register() -> None:
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+    for owner, group in OWNERS:
+        owner.symplex = PointerProperty(type=group)
+
+
+def unregister() -> None:
+    for owner, _group in reversed(OWNERS):
+        del owner.symplex
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)
