@@ -287,6 +287,16 @@ def _set_value(owner, data_path: str, index: int, value: float) -> None:
     getattr(container, attr)[index] = value
 
 
+def baked_objects(scene: bpy.types.Scene, setup: str) -> list[bpy.types.Object]:
+    """Objects of `scene` currently playing a bake of setup `setup`."""
+    out = []
+    for obj in scene.objects:
+        baked = reference.baked_channels(obj)
+        if baked is not None and baked.action.get(reference.MARK) == setup:
+            out.append(obj)
+    return out
+
+
 def free_bake(owners) -> int:
     """Undo the Symplex bakes of `owners` (IDs): previous action, values and flags back. Returns how many."""
     freed = 0

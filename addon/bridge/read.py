@@ -105,19 +105,42 @@ def scene_fps(scene: bpy.types.Scene) -> float:
 
 
 def _gravity(scene: bpy.types.Scene) -> tuple[float, float, float]:
-    return tuple(float(g) for g in scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+    return _vec(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+
+
+# Blender stores transforms in single precision. Components smaller than this (relative to the
+# vector's length) are rounding noise; they are zeroed so that hinges an artist set up parallel stay
+# exactly parallel (a closed planar chain whose axes differ by 1e-7 rad is locked, not mobile).
+NOISE = 1e-6
+
+
+def _clean(v) -> tuple[float, ...]:
+    arr = np.array(v, dtype=float)
+    arr[np.abs(arr) < NOISE * max(float(np.linalg.norm(arr)), 1.0)] = 0.0
+    return tuple(float(x) for x in arr)
+
+
+def _direction(v) -> tuple[float, float, float]:
+    """Unit vector `v` without single-precision noise."""
+    arr = np.array(_clean(np.asarray(v, dtype=float) / np.linalg.norm(v)))
+    return tuple(float(x) for x in arr / np.linalg.norm(arr))
 
 
 def _frame_of(matrix: Matrix) -> tuple[tuple[float, ...], tuple[float, ...], np.ndarray]:
     """(position, orientation quaternion, 3x3 rotation) of the rigid part of a world matrix."""
     rigid = reference.rigid_part(matrix)
     rot = np.array(rigid.to_3x3(), dtype=float)
-    quat = matrix_to_quat(rot)
-    return tuple(float(x) for x in rigid.translation), tuple(float(x) for x in quat), rot
+    quat = np.array(_clean(matrix_to_quat(rot)))
+    return _clean(rigid.translation), tuple(float(x) for x in quat / np.linalg.norm(quat)), rot
 
 
-def _vec(v) -> tuple[float, float, float]:
-    return tuple(float(x) for x in v)
+def _num(x: float) -> float:
+    """A single-precision Blender property value as the shortest decimal it stands for (9.81, not 9.8100004)."""
+    return float(str(np.float32(x)))
+
+
+def _vec(v) -> tuple[float, ...]:
+    return tuple(_num(x) for x in v)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -299,8 +322,8 @@ def _limits_of(rbc, layout: _Layout) -> tuple[tuple | None, tuple | None]:
     for kind, i in layout.dofs:
         name = f"{kind}_{'xyz'[i]}"
         if getattr(rbc, f"use_limit_{name}") and _axis_state(rbc, kind, i) == "limited":
-            lower.append(float(getattr(rbc, f"limit_{name}_lower")))
-            upper.append(float(getattr(rbc, f"limit_{name}_upper")))
+            lower.append(_num(getattr(rbc, f"limit_{name}_lower")))
+            upper.append(_num(getattr(rbc, f"limit_{name}_upper")))
             any_limit = True
         else:
             lower.append(-math.inf)
@@ -326,7 +349,7 @@ def _springs_of(rbc, layout: _Layout, name: str, problems: _Problems) -> tuple[f
             f"rigid body constraint {name!r}: springs must be on every free axis with the same stiffness and "
             "damping (one spring per joint)"
         )
-    return float(used[0][0]), float(used[0][1])
+    return _num(used[0][0]), _num(used[0][1])
 
 
 def _rigid_joint(obj, rbc, ends: tuple[str, str], frame: float, problems: _Problems) -> Joint | None:
@@ -359,10 +382,10 @@ def _rigid_joint(obj, rbc, ends: tuple[str, str], frame: float, problems: _Probl
         parent=ends[0],
         child=ends[1],
         anchor=position,
-        axis=_vec(rot[:, layout.axis]),
-        axis2=_vec(rot[:, layout.axis2]) if layout.type in ("universal", "planar") else None,
-        q0=tuple(float(x) for x in settings.q0[:ndof]),
-        v0=tuple(float(x) for x in settings.v0[:ndof]),
+        axis=_direction(rot[:, layout.axis]),
+        axis2=_direction(rot[:, layout.axis2]) if layout.type in ("universal", "planar") else None,
+        q0=_vec(settings.q0[:ndof]),
+        v0=_vec(settings.v0[:ndof]),
         lower=lower,
         upper=upper,
         stiffness=stiffness,
@@ -394,7 +417,7 @@ def _apply_motor(obj, rbc, ends: tuple[str, str], joints: list[Joint], frame: fl
             problems.errors.append(f"motor constraint {name!r}: joint {j.name!r} already has a motor")
             return
         sign = math.copysign(1.0, alignment) * (1.0 if j.parent == ends[0] else -1.0)
-        motor = Motor(mode="velocity", target_velocity=sign * float(velocity), gain=float(obj.symplex.motor_gain))
+        motor = Motor(mode="velocity", target_velocity=sign * _num(velocity), gain=_num(obj.symplex.motor_gain))
         joints[i] = replace(j, motor=motor)
         return
     kind = "hinge" if wanted == "revolute" else "slider"
@@ -429,12 +452,12 @@ def _read_rigid_bodies(scene, setup, frame: float, problems: _Problems):
         position, quat, _rot = _frame_of(reference.object_matrix(obj, frame))
         settings = obj.symplex
         if settings.mass_source == "CUSTOM":
-            com, inertia = _vec(settings.com), tuple(float(x) for x in settings.inertia)
+            com, inertia = _vec(settings.com), _vec(settings.inertia)
         else:
             com, inertia = (0.0, 0.0, 0.0), shape_inertia(rb.collision_shape, rb.mass, _vec(obj.dimensions))
         if abs(rb.linear_damping - 0.04) > 1e-6 or abs(rb.angular_damping - 0.1) > 1e-6:
             problems.warnings.append(f"rigid body {obj.name!r}: linear and angular damping are not simulated")
-        bodies.append(Body(obj.name, float(rb.mass), position, quat, com, inertia))
+        bodies.append(Body(obj.name, _num(rb.mass), position, quat, com, inertia))
     body_names = {b.name for b in bodies}
 
     def end(obj, constraint_name: str, which: str) -> str | None:
@@ -597,8 +620,8 @@ def _ik_limits(pose_bone, layout: _Layout, name: str, problems: _Problems) -> tu
             if layout.type in ("ball", "free"):
                 problems.errors.append(f"bone {name!r}: IK limits on a {layout.type} joint are not supported")
                 return None, None
-            lower.append(float(getattr(pose_bone, f"ik_min_{axis}")))
-            upper.append(float(getattr(pose_bone, f"ik_max_{axis}")))
+            lower.append(_num(getattr(pose_bone, f"ik_min_{axis}")))
+            upper.append(_num(getattr(pose_bone, f"ik_max_{axis}")))
             used = True
         else:
             lower.append(-math.inf)
@@ -607,7 +630,7 @@ def _ik_limits(pose_bone, layout: _Layout, name: str, problems: _Problems) -> tu
 
 
 def _ik_stiffness(pose_bone, layout: _Layout, name: str, problems: _Problems) -> float:
-    values = {round(float(getattr(pose_bone, f"ik_stiffness_{'xyz'[i]}")), 12) for kind, i in layout.dofs if kind == "ang"}
+    values = {_num(getattr(pose_bone, f"ik_stiffness_{'xyz'[i]}")) for kind, i in layout.dofs if kind == "ang"}
     if len(values) > 1:
         problems.errors.append(f"bone {name!r}: IK stiffness must be the same on every free rotation axis")
     return max(values) if values else 0.0
@@ -673,8 +696,8 @@ def _read_armature(scene, setup, frame: float, fps: float, dt: float, steps: int
         if settings.mass_source == "ROD":
             com, inertia = rod_mass_properties(settings.mass, pb.bone.length * length_scale, settings.radius)
         else:
-            com, inertia = _vec(settings.com), tuple(float(x) for x in settings.inertia)
-        bodies.append(Body(name, float(settings.mass), position, quat, com, inertia))
+            com, inertia = _vec(settings.com), _vec(settings.inertia)
+        bodies.append(Body(name, _num(settings.mass), position, quat, com, inertia))
         lower, upper = _ik_limits(pb, layout, name, problems)
         ndof = len(layout.dofs)
         prescribed_curve = None
@@ -696,10 +719,10 @@ def _read_armature(scene, setup, frame: float, fps: float, dt: float, steps: int
                 parent=mechanism_body(pb.parent),
                 child=name,
                 anchor=position,
-                axis=_vec(rot[:, layout.axis]),
-                axis2=_vec(rot[:, layout.axis2]) if layout.type in ("universal", "planar") else None,
+                axis=_direction(rot[:, layout.axis]),
+                axis2=_direction(rot[:, layout.axis2]) if layout.type in ("universal", "planar") else None,
                 q0=tuple(float(x) for x in q0),
-                v0=tuple(float(x) for x in settings.v0[:ndof]),
+                v0=_vec(settings.v0[:ndof]),
                 lower=lower,
                 upper=upper,
                 stiffness=_ik_stiffness(pb, layout, name, problems),
@@ -758,9 +781,9 @@ def _read_loops(arm, arm_matrix, reference_pose, mechanism_body, keyed, frame, p
         anchor = world_a @ Vector(loop.point)
         _pos, _quat, rot = _frame_of(world_a)
         if loop.type == "HINGE":
-            joint = Joint(loop.name, "revolute", body_a, body_b, _vec(anchor), _vec(rot[:, AXES.index(loop.axis)]))
+            joint = Joint(loop.name, "revolute", body_a, body_b, _clean(anchor), _direction(rot[:, AXES.index(loop.axis)]))
         else:
-            joint = Joint(loop.name, "ball", body_a, body_b, _vec(anchor), _vec(rot[:, 2]))
+            joint = Joint(loop.name, "ball", body_a, body_b, _clean(anchor), _direction(rot[:, 2]))
         joints.append(joint)
     return joints
 

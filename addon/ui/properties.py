@@ -2,7 +2,8 @@
 
 Registered as Scene.symplex (setups and their last bake's diagnostics), Object.symplex (mass
 properties of rigid bodies, initial joint state of rigid body constraint objects), PoseBone.symplex
-(simulate flag, mass properties, initial velocity) and Armature.symplex (loop closures).
+(simulate flag, mass properties, initial velocity), Armature.symplex (loop closures) and
+WindowManager.symplex_bake (progress of a running bake; not saved with the file).
 """
 
 from __future__ import annotations
@@ -79,8 +80,15 @@ class SymplexSetup(PropertyGroup):
 class SymplexSceneSettings(PropertyGroup):
     setups: CollectionProperty(type=SymplexSetup)
     active_setup: IntProperty(name="Active Setup", default=0)
-    bake_progress: FloatProperty(name="Bake Progress", subtype="PERCENTAGE", min=0.0, max=100.0, default=0.0)
+
+
+class SymplexBakeStatus(PropertyGroup):
+    """The running modal bake (on the window manager, so a bake in progress never touches the scene)."""
+
     is_baking: BoolProperty(name="Baking", default=False)
+    setup: StringProperty(name="Setup")
+    progress: FloatProperty(name="Progress", subtype="FACTOR", min=0.0, max=1.0, default=0.0)
+    message: StringProperty(name="Status")
 
 
 class SymplexObjectSettings(PropertyGroup):
@@ -139,6 +147,7 @@ CLASSES = (
     SymplexDiagnostics,
     SymplexSetup,
     SymplexSceneSettings,
+    SymplexBakeStatus,
     SymplexObjectSettings,
     SymplexBoneSettings,
     SymplexLoop,
@@ -157,9 +166,11 @@ def register() -> None:
         bpy.utils.register_class(cls)
     for owner, group in OWNERS:
         owner.symplex = PointerProperty(type=group)
+    bpy.types.WindowManager.symplex_bake = PointerProperty(type=SymplexBakeStatus)
 
 
 def unregister() -> None:
+    del bpy.types.WindowManager.symplex_bake
     for owner, _group in reversed(OWNERS):
         del owner.symplex
     for cls in reversed(CLASSES):

@@ -1,0 +1,513 @@
+"""Mechanism -> scene content: what Add Preset builds, ready to bake, and what read.py reads back.
+
+`build_rigid_bodies(scene, mech)` makes one mesh object per body (a box with the body's inertia, or a
+small sphere for a point mass) with a Blender rigid body and Symplex custom mass properties, a passive
+"ground" object standing for the world, and one empty per joint carrying a Blender rigid body
+constraint (HINGE for revolute about its Z, SLIDER / PISTON along its X for prismatic / cylindrical,
+POINT for ball, FIXED, GENERIC for universal and planar, GENERIC_SPRING when the joint has a spring,
+plus a MOTOR empty for a velocity motor); q0 and v0 are stored on the constraint empty.
+`build_armature(scene, mech)` makes one bone per body instead (revolute, prismatic, ball, universal
+and fixed joints; loops become the armature's loop list; prescribed joints become keyed bones).
+Both register a setup. Reading the result back gives the same Mechanism; for the armature the
+bodies are re-expressed in bone frames, and `build_armature` returns that expected Mechanism.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+
+import bmesh
+import bpy
+import numpy as np
+from mathutils import Matrix, Vector
+
+from ..solver.lie import frame_from_axis, rotvec_to_matrix
+from ..solver.model import WORLD, Body, Joint, Mechanism, MechanismError
+from . import compat
+from .rotations import matrix_to_quat, quat_to_matrix
+
+POINT_RADIUS = 0.05
+MIN_THICKNESS = 0.02
+
+
+class BuildError(MechanismError):
+    """A Mechanism feature the scene cannot express; names the joint or body."""
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a build made: the setup's name and the object (or bone) made for each body."""
+
+    setup: str
+    collection: str
+    objects: dict[str, str]
+
+
+def _matrix(position, rotation: np.ndarray) -> Matrix:
+    m = Matrix.Identity(4)
+    for i in range(3):
+        for j in range(3):
+            m[i][j] = float(rotation[i, j])
+        m[i][3] = float(position[i])
+    return m
+
+
+def _inertia_matrix(inertia) -> np.ndarray:
+    ixx, iyy, izz, ixy, ixz, iyz = inertia
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+
+
+def _inertia_vector(m: np.ndarray) -> tuple[float, ...]:
+    return (m[0, 0], m[1, 1], m[2, 2], m[0, 1], m[0, 2], m[1, 2])
+
+
+def box_for(mass: float, inertia) -> tuple[np.ndarray, np.ndarray] | None:
+    """(dimensions (3,), principal axes (3, 3) in body axes) of the solid box with this inertia; None for a point."""
+    moments, axes = np.linalg.eigh(_inertia_matrix(inertia))
+    if mass <= 0 or moments.max() < 1e-12:
+        return None
+    a, b, c = moments
+    dims = np.sqrt(np.maximum(6.0 / mass * np.array([b + c - a, a + c - b, a + b - c]), 0.0))
+    if np.linalg.det(axes) < 0:
+        axes[:, 2] *= -1.0
+    return np.maximum(dims, MIN_THICKNESS), axes
+
+
+def _body_mesh(name: str, body: Body) -> bpy.types.Mesh:
+    mesh = bpy.data.meshes.new(name)
+    bm = bmesh.new()
+    box = box_for(body.mass, body.inertia)
+    if box is None:
+        bmesh.ops.create_uvsphere(bm, u_segments=16, v_segments=8, radius=POINT_RADIUS)
+        placement = Matrix.Translation(Vector(body.com))
+    else:
+        dims, axes = box
+        bmesh.ops.create_cube(bm, size=1.0)
+        placement = _matrix(body.com, axes) @ Matrix.Diagonal(Vector((*dims, 1.0)))
+    bmesh.ops.transform(bm, matrix=placement, verts=bm.verts)
+    bm.to_mesh(mesh)
+    bm.free()
+    return mesh
+
+
+def _link(obj: bpy.types.Object, collection: bpy.types.Collection) -> bpy.types.Object:
+    collection.objects.link(obj)
+    return obj
+
+
+def ensure_rigidbody_world(scene: bpy.types.Scene):
+    """The scene's rigid body world with its object and constraint collections."""
+    if scene.rigidbody_world is None:
+        with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+            bpy.ops.rigidbody.world_add()
+    world = scene.rigidbody_world
+    if world.collection is None:
+        world.collection = bpy.data.collections.new("RigidBodyWorld")
+    if world.constraints is None:
+        world.constraints = bpy.data.collections.new("RigidBodyConstraints")
+    return world
+
+
+def _frame_with_x(axis, hint=None) -> np.ndarray:
+    """Right-handed frame whose X column is `axis` (and Y near `hint`)."""
+    f = frame_from_axis(np.asarray(axis, dtype=float), None if hint is None else np.asarray(hint, dtype=float))
+    return np.column_stack([f[:, 2], f[:, 0], f[:, 1]])
+
+
+def _set_axis(rbc, kind: str, i: int, lower: float, upper: float) -> None:
+    name = f"{kind}_{'xyz'[i]}"
+    setattr(rbc, f"use_limit_{name}", True)
+    setattr(rbc, f"limit_{name}_lower", lower)
+    setattr(rbc, f"limit_{name}_upper", upper)
+
+
+# Blender constraint type, the joint-axis role, and each dof's (kind, local axis) per joint type.
+_RIGID_TYPES = {
+    "fixed": ("FIXED", "z", ()),
+    "ball": ("POINT", "z", (("ang", 0), ("ang", 1), ("ang", 2))),
+    "revolute": ("HINGE", "z", (("ang", 2),)),
+    "prismatic": ("SLIDER", "x", (("lin", 0),)),
+    "cylindrical": ("PISTON", "x", (("ang", 0), ("lin", 0))),
+    "universal": ("GENERIC", "x", (("ang", 0), ("ang", 1))),
+    "planar": ("GENERIC", "z", (("lin", 0), ("lin", 1), ("ang", 2))),
+}
+
+
+def _constraint_object(name: str, joint: Joint, objects: dict[str, bpy.types.Object], collection, world) -> None:
+    kind, role, dofs = _RIGID_TYPES[joint.type]
+    if joint.stiffness > 0 or joint.damping > 0:
+        if joint.type == "fixed":
+            raise BuildError(f"joint {joint.name!r}: a fixed joint has no spring to hold")
+        kind = "GENERIC_SPRING"  # the locked-axis pattern written below reads back as the same joint
+    if joint.type == "ball" and (joint.lower is not None or joint.upper is not None):
+        raise BuildError(f"joint {joint.name!r}: limits on a ball joint cannot be built")
+    rotation = _frame_with_x(joint.axis, joint.axis2) if role == "x" else frame_from_axis(
+        np.asarray(joint.axis, dtype=float), None if joint.axis2 is None else np.asarray(joint.axis2, dtype=float)
+    )
+    empty = _link(bpy.data.objects.new(name, None), collection)
+    empty.empty_display_type = "ARROWS"
+    empty.empty_display_size = 0.2
+    empty.rotation_mode = "QUATERNION"
+    empty.matrix_world = _matrix(joint.anchor, rotation)
+    world.constraints.objects.link(empty)
+    rbc = empty.rigid_body_constraint
+    rbc.type = kind
+    rbc.object1 = objects[joint.parent]
+    rbc.object2 = objects[joint.child]
+    if kind in ("GENERIC", "GENERIC_SPRING"):
+        free = set(dofs)
+        for k in ("lin", "ang"):
+            for i in range(3):
+                if (k, i) not in free:
+                    _set_axis(rbc, k, i, 0.0, 0.0)
+    lower = joint.lower or (-math.inf,) * len(dofs)
+    upper = joint.upper or (math.inf,) * len(dofs)
+    for (k, i), lo, hi in zip(dofs, lower, upper):
+        if math.isfinite(lo) and math.isfinite(hi):
+            _set_axis(rbc, k, i, lo, hi)
+        elif math.isfinite(lo) or math.isfinite(hi):
+            raise BuildError(f"joint {joint.name!r}: a one-sided limit cannot be built as a rigid body constraint")
+        if kind == "GENERIC_SPRING":
+            suffix = ("ang_" if k == "ang" else "") + "xyz"[i]
+            setattr(rbc, f"use_spring_{suffix}", True)
+            setattr(rbc, f"spring_stiffness_{suffix}", joint.stiffness)
+            setattr(rbc, f"spring_damping_{suffix}", joint.damping)
+    settings = empty.symplex
+    settings.q0 = tuple(joint.q0) + (0.0,) * (6 - len(joint.q0))
+    settings.v0 = tuple(joint.v0) + (0.0,) * (6 - len(joint.v0))
+    if joint.motor is not None:
+        _motor_object(name, joint, objects, collection, world)
+
+
+def _motor_object(name: str, joint: Joint, objects, collection, world) -> None:
+    motor = joint.motor
+    if motor.mode != "velocity" or joint.type not in ("revolute", "prismatic"):
+        raise BuildError(
+            f"joint {joint.name!r}: only velocity motors on revolute or prismatic joints can be built "
+            f"(got a {motor.mode} motor on a {joint.type} joint)"
+        )
+    empty = _link(bpy.data.objects.new(f"{name} motor", None), collection)
+    empty.empty_display_type = "SINGLE_ARROW"
+    empty.rotation_mode = "QUATERNION"
+    empty.matrix_world = _matrix(joint.anchor, _frame_with_x(joint.axis))
+    world.constraints.objects.link(empty)
+    rbc = empty.rigid_body_constraint
+    rbc.type = "MOTOR"
+    rbc.object1 = objects[joint.parent]
+    rbc.object2 = objects[joint.child]
+    if joint.type == "revolute":
+        rbc.use_motor_ang = True
+        rbc.motor_ang_target_velocity = motor.target_velocity
+    else:
+        rbc.use_motor_lin = True
+        rbc.motor_lin_target_velocity = motor.target_velocity
+    empty.symplex.motor_gain = motor.gain
+
+
+def _check_buildable(mech: Mechanism) -> None:
+    if mech.springs:
+        raise BuildError(f"{mech.source}: spring {mech.springs[0].name!r}: body-to-body springs cannot be built yet")
+    if mech.forces:
+        raise BuildError(f"{mech.source}: force {mech.forces[0].name!r}: external forces cannot be built yet")
+    for joint in mech.joints:
+        if joint.prescribed is not None:
+            raise BuildError(f"joint {joint.name!r}: a prescribed joint can only be built on an armature")
+        if joint.rest is not None and any(abs(r) > 0 for r in joint.rest):
+            raise BuildError(f"joint {joint.name!r}: a spring rest position other than 0 cannot be built")
+        if joint.type == "free" and (any(joint.q0) or any(joint.v0) or joint.parent != WORLD):
+            raise BuildError(f"joint {joint.name!r}: only a free joint from the world at rest can be built")
+
+
+def _new_collection(scene: bpy.types.Scene, name: str) -> bpy.types.Collection:
+    collection = bpy.data.collections.new(name)
+    scene.collection.children.link(collection)
+    return collection
+
+
+def _add_setup(scene, name: str, kind: str, **pointers):
+    setup = scene.symplex.setups.add()
+    setup.name = name
+    setup.kind = kind
+    for key, value in pointers.items():
+        setattr(setup, key, value)
+    scene.symplex.active_setup = len(scene.symplex.setups) - 1
+    return setup
+
+
+def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism) -> Built:
+    """Rigid body objects and constraint empties for `mech` in a new collection, plus a setup."""
+    _check_buildable(mech)
+    world = ensure_rigidbody_world(scene)
+    collection = _new_collection(scene, mech.name)
+    objects: dict[str, bpy.types.Object] = {}
+    if any(WORLD in (j.parent, j.child) for j in mech.joints if j.type != "free"):
+        ground_mesh = bpy.data.meshes.new(f"{mech.name} ground")
+        ground = _link(bpy.data.objects.new(f"{mech.name} ground", ground_mesh), collection)
+        bm = bmesh.new()
+        bmesh.ops.create_cube(bm, size=0.05)
+        bm.to_mesh(ground_mesh)
+        bm.free()
+        ground.hide_render = True
+        ground.display_type = "WIRE"
+        world.collection.objects.link(ground)
+        ground.rigid_body.type = "PASSIVE"
+        objects[WORLD] = ground
+    for body in mech.bodies:
+        obj = _link(bpy.data.objects.new(body.name, _body_mesh(body.name, body)), collection)
+        obj.rotation_mode = "QUATERNION"
+        obj.location = body.position
+        obj.rotation_quaternion = body.orientation
+        world.collection.objects.link(obj)
+        obj.rigid_body.type = "ACTIVE"
+        obj.rigid_body.mass = max(body.mass, 1e-3)
+        obj.rigid_body.collision_shape = "BOX"
+        obj.symplex.mass_source = "CUSTOM"
+        obj.symplex.com = body.com
+        obj.symplex.inertia = body.inertia
+        objects[body.name] = obj
+    for joint in mech.joints:
+        if joint.type == "free":
+            continue
+        _constraint_object(joint.name, joint, objects, collection, world)
+    scene.use_gravity = True
+    scene.gravity = mech.gravity
+    root = objects[mech.bodies[0].name]
+    setup = _add_setup(scene, mech.name, "RIGID_BODIES", collection=collection, root=root)
+    return Built(setup.name, collection.name, {n: o.name for n, o in objects.items() if n != WORLD})
+
+
+# ----------------------------------------------------------------------------------------------
+# Armatures
+
+
+@contextlib.contextmanager
+def edit_armature(arm_obj: bpy.types.Object):
+    """Edit mode on `arm_obj` (briefly linked into the context scene when it lives elsewhere)."""
+    context_scene = bpy.context.scene
+    layer = bpy.context.view_layer
+    linked_here = arm_obj.name not in context_scene.objects
+    if linked_here:
+        context_scene.collection.objects.link(arm_obj)
+    previous = layer.objects.active
+    layer.objects.active = arm_obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    try:
+        yield arm_obj.data.edit_bones
+    finally:
+        bpy.ops.object.mode_set(mode="OBJECT")
+        layer.objects.active = previous
+        if linked_here:
+            context_scene.collection.objects.unlink(arm_obj)
+
+
+def _tree(mech: Mechanism) -> tuple[list[Joint], list[Joint]]:
+    """Tree joints (parent before child, one per body) and loop joints, breadth first from the world."""
+    children: dict[str, list[Joint]] = {}
+    for j in mech.joints:
+        children.setdefault(j.parent, []).append(j)
+    reached, tree, queue = {WORLD}, [], deque([WORLD])
+    while queue:
+        for j in children.get(queue.popleft(), []):
+            if j.child not in reached:
+                reached.add(j.child)
+                tree.append(j)
+                queue.append(j.child)
+    tree_names = {j.name for j in tree}
+    return tree, [j for j in mech.joints if j.name not in tree_names]
+
+
+# Bone rotation mode, free rotation axes, free location axes, and the bone axis carrying joint.axis
+_BONE_TYPES = {
+    "revolute": ("XYZ", (0,), (), 0),
+    "prismatic": ("XYZ", (), (0,), 0),
+    "ball": ("QUATERNION", (0, 1, 2), (), 2),
+    "universal": ("XZY", (0, 2), (), 2),  # X first (inner, axis2), Z later (outer, axis)
+    "fixed": ("XYZ", (), (), 0),
+}
+
+
+def _bone_rotation(joint: Joint, reach: np.ndarray) -> np.ndarray:
+    """Rest rotation (columns = bone X, Y, Z in world) putting joint.axis on the layout's bone axis.
+
+    The bone's Y (its direction) points as close to `reach` (anchor -> far end) as the axis allows.
+    """
+    axis = np.asarray(joint.axis, dtype=float)
+    axis = axis / np.linalg.norm(axis)
+    if joint.type == "universal":
+        z = axis
+        x = np.asarray(joint.axis2, dtype=float)
+        x = x - z * np.dot(x, z)
+        x /= np.linalg.norm(x)
+        return np.column_stack([x, np.cross(z, x), z])
+    y = reach - axis * np.dot(reach, axis)
+    if np.linalg.norm(y) < 1e-9:
+        y = frame_from_axis(axis)[:, 0]
+    y /= np.linalg.norm(y)
+    if _BONE_TYPES[joint.type][3] == 0:  # axis on X
+        return np.column_stack([axis, y, np.cross(axis, y)])
+    return np.column_stack([np.cross(y, axis), y, axis])  # axis on Z
+
+
+def _reexpress(body: Body, position: np.ndarray, rotation: np.ndarray) -> Body:
+    """`body` with its frame moved to (position, rotation); com and inertia follow."""
+    r_body = quat_to_matrix(np.array(body.orientation))
+    com_world = np.asarray(body.position) + r_body @ np.asarray(body.com)
+    to_new = rotation.T @ r_body
+    inertia = to_new @ _inertia_matrix(body.inertia) @ to_new.T
+    return replace(
+        body,
+        position=tuple(float(x) for x in position),
+        orientation=tuple(float(x) for x in matrix_to_quat(rotation)),
+        com=tuple(float(x) for x in rotation.T @ (com_world - position)),
+        inertia=tuple(float(x) for x in _inertia_vector(inertia)),
+    )
+
+
+def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mechanism]:
+    """An armature with one simulated bone per body of `mech`, plus a setup.
+
+    Returns what was built and the Mechanism reading it back must give (bodies in bone frames,
+    tree joints named after their child bone).
+    """
+    if mech.springs or mech.forces:
+        raise BuildError(f"{mech.source}: springs and forces cannot be built on an armature yet")
+    tree, loops = _tree(mech)
+    body_of = {b.name: b for b in mech.bodies}
+    anchors: dict[str, list[np.ndarray]] = {}
+    for j in mech.joints:
+        for end in (j.parent, j.child):
+            anchors.setdefault(end, []).append(np.asarray(j.anchor, dtype=float))
+    rest: dict[str, np.ndarray] = {}
+    lengths: dict[str, float] = {}
+    for joint in tree:
+        if joint.type not in _BONE_TYPES:
+            raise BuildError(f"joint {joint.name!r}: a {joint.type} joint cannot be built as a bone")
+        if joint.motor is not None or joint.damping > 0 or joint.stiffness > 0.99 or joint.lower or joint.upper:
+            raise BuildError(f"joint {joint.name!r}: motors, damping, limits and stiffness above 0.99 cannot be built on a bone")
+        body = body_of[joint.child]
+        anchor = np.asarray(joint.anchor, dtype=float)
+        r_body = quat_to_matrix(np.array(body.orientation))
+        points = [p for p in anchors[body.name] if np.linalg.norm(p - anchor) > 1e-9]
+        points.append(np.asarray(body.position) + r_body @ np.asarray(body.com))
+        far = max(points, key=lambda p: np.linalg.norm(p - anchor))
+        lengths[body.name] = max(float(np.linalg.norm(far - anchor)), 0.1)
+        rest[body.name] = _bone_rotation(joint, far - anchor)
+
+    arm_data = bpy.data.armatures.new(mech.name)
+    arm = bpy.data.objects.new(mech.name, arm_data)
+    scene.collection.objects.link(arm)
+    with edit_armature(arm) as edit_bones:
+        for joint in tree:
+            bone = edit_bones.new(joint.child)
+            bone.head = joint.anchor
+            bone.tail = Vector(joint.anchor) + Vector((0.0, 0.0, lengths[joint.child]))
+            bone.matrix = _matrix(joint.anchor, rest[joint.child])
+            if joint.parent != WORLD:
+                bone.parent = edit_bones[joint.parent]
+    expected_joints = []
+    for joint in tree:
+        pb = arm.pose.bones[joint.child]
+        mode, free_rot, free_loc, _ = _BONE_TYPES[joint.type]
+        pb.rotation_mode = mode
+        pb.lock_rotation = [i not in free_rot for i in range(3)]
+        pb.lock_location = [i not in free_loc for i in range(3)]
+        pb.lock_scale = (True, True, True)
+        body = body_of[joint.child]
+        settings = pb.symplex
+        settings.simulate = joint.prescribed is None
+        settings.mass = body.mass
+        settings.mass_source = "CUSTOM"
+        bone_body = _reexpress(body, np.asarray(joint.anchor, dtype=float), rest[joint.child])
+        settings.com = bone_body.com
+        settings.inertia = bone_body.inertia
+        settings.v0 = tuple(joint.v0) + (0.0,) * (6 - len(joint.v0))
+        for i in range(3):
+            setattr(pb, f"ik_stiffness_{'xyz'[i]}", joint.stiffness if i in free_rot else 0.0)
+        _pose_bone(arm, pb, joint, rest[joint.child], scene)
+        expected_joints.append(
+            replace(
+                joint,
+                name=joint.child,
+                axis=tuple(float(x) for x in np.asarray(joint.axis) / np.linalg.norm(joint.axis)),
+                q0=tuple(joint.q0) or (0.0,) * joint.ndof,
+                v0=tuple(joint.v0) or (0.0,) * joint.ndof,
+            )
+        )
+    expected_bodies = {j.child: _reexpress(body_of[j.child], np.asarray(j.anchor, dtype=float), rest[j.child]) for j in tree}
+    expected_joints += _armature_loops(arm, loops, rest)
+    collection = arm.users_collection[0]
+    setup = _add_setup(scene, mech.name, "ARMATURE", armature=arm, root=arm)
+    expected = replace(
+        mech,
+        bodies=tuple(expected_bodies[b.name] for b in mech.bodies),
+        joints=tuple(expected_joints),
+    )
+    return Built(setup.name, collection.name, {b.name: b.name for b in mech.bodies}), expected
+
+
+def _pose_bone(arm, pb, joint: Joint, rest_rotation: np.ndarray, scene) -> None:
+    """Pose `pb` at the joint's q0, or key it along its prescribed curve."""
+    q0 = np.zeros(joint.ndof) if not joint.q0 else np.asarray(joint.q0, dtype=float)
+    if joint.type == "revolute":
+        pb.rotation_euler = (q0[0], 0.0, 0.0)
+    elif joint.type == "prismatic":
+        pb.location = (q0[0], 0.0, 0.0)
+    elif joint.type == "universal":
+        pb.rotation_euler = (q0[1], 0.0, q0[0])
+    elif joint.type == "ball":
+        joint_frame = frame_from_axis(np.asarray(joint.axis, dtype=float))
+        world_rel = joint_frame @ rotvec_to_matrix(q0) @ joint_frame.T
+        local = rest_rotation.T @ world_rel @ rest_rotation
+        pb.rotation_quaternion = tuple(matrix_to_quat(local))
+    if joint.prescribed is None:
+        return
+    channels = compat.assigned(arm) or compat.new_action(f"{arm.name} keys", arm)
+    compat.assign(arm, channels)
+    path = f'pose.bones["{bpy.utils.escape_identifier(pb.name)}"].' + (
+        "rotation_euler" if joint.type == "revolute" else "location"
+    )
+    fcurve = compat.new_fcurve(channels, path, 0, pb.name)
+    curve = joint.prescribed
+    fps = scene.render.fps / scene.render.fps_base
+    n = len(curve.times)
+    fcurve.keyframe_points.add(n)
+    co = np.empty(2 * n)
+    co[0::2] = scene.frame_start + np.asarray(curve.times) * fps
+    co[1::2] = curve.values
+    fcurve.keyframe_points.foreach_set("co", co)
+    fcurve.keyframe_points.foreach_set("interpolation", np.full(n, 1, dtype=np.int32))
+    fcurve.update()
+
+
+def _armature_loops(arm, loops: list[Joint], rest: dict[str, np.ndarray]) -> list[Joint]:
+    expected = []
+    for joint in loops:
+        if joint.type not in ("revolute", "ball"):
+            raise BuildError(f"joint {joint.name!r}: a {joint.type} loop cannot be built on an armature")
+        parent, child = (joint.parent, joint.child) if joint.parent != WORLD else (joint.child, joint.parent)
+        item = arm.data.symplex.loops.add()
+        item.name = joint.name
+        item.bone_a = parent
+        rot = rest[parent]
+        item.point = tuple(rot.T @ (np.asarray(joint.anchor) - np.asarray(arm.pose.bones[parent].bone.head_local)))
+        if child == WORLD:
+            item.target = "WORLD"
+        else:
+            item.target = "BONE"
+            item.bone_b = child
+        axis = np.asarray(joint.axis) / np.linalg.norm(joint.axis)
+        if joint.type == "revolute":
+            item.type = "HINGE"
+            local = rot.T @ axis
+            k = int(np.argmax(np.abs(local)))
+            if abs(abs(local[k]) - 1.0) > 1e-6:
+                raise BuildError(f"joint {joint.name!r}: a hinge loop must lie along an axis of bone {parent!r}")
+            item.axis = "XYZ"[k]
+            expected.append(Joint(joint.name, "revolute", parent, child, joint.anchor, tuple(float(x) for x in rot[:, k])))
+        else:
+            item.type = "BALL"
+            expected.append(Joint(joint.name, "ball", parent, child, joint.anchor, tuple(float(x) for x in rot[:, 2])))
+    return expected

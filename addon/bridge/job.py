@@ -1,0 +1,148 @@
+"""A bake of one setup as a resumable job: read the scene, step the integrator in chunks, then write.
+
+The modal Bake operator advances a `BakeJob` a time budget per timer tick; the headless baker and the
+demo run it to the end with `bake_setup`. Nothing in the scene changes until `finish()`: a cancelled
+or failed job leaves it exactly as it was. Solver errors come back as `BakeError` (a SolverError) naming
+the setup, the frame and the solver's own message (which names the joint or body at fault); scene
+and model errors as MechanismError (SceneError for the scene) naming the setup.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..solver.integrator import make_integrator
+from ..solver.model import MechanismError
+from ..solver.trajectory import SolverError, Trajectory
+from .bake import BakeOptions, write_trajectory
+from .read import SceneMechanism, find_setup, read_setup
+
+
+class BakeError(SolverError):
+    """The solver failed during a bake; the message names the setup, the frame and the offender."""
+
+
+@dataclass(frozen=True)
+class BakeReport:
+    setup: str
+    steps: int
+    keys: int
+    seconds: float
+    max_residual: float
+    energy_drift: float
+    mean_newton: float
+    max_newton: int
+
+    def summary(self) -> str:
+        return (
+            f"Baked {self.setup!r}: {self.steps} steps, {self.keys} keys in {self.seconds:.2f} s; "
+            f"max constraint residual {self.max_residual:.2e}, energy drift {self.energy_drift:.2e}, "
+            f"Newton iterations {self.mean_newton:.2f} mean / {self.max_newton} max"
+        )
+
+
+def energy_drift(energy: np.ndarray) -> float:
+    """max |E - E0| / max(|E0|, 1 J)."""
+    energy = np.asarray(energy, dtype=float)
+    if len(energy) == 0:
+        return 0.0
+    return float(np.max(np.abs(energy - energy[0])) / max(abs(energy[0]), 1.0))
+
+
+class BakeJob:
+    """Bake setup `setup_name` of `scene`: construct (reads and assembles), advance(), finish()."""
+
+    def __init__(self, scene: bpy.types.Scene, setup_name: str):
+        self.scene_name = scene.name
+        self.started = time.perf_counter()
+        setup = find_setup(scene, setup_name)
+        self.read: SceneMechanism = read_setup(scene, setup)
+        self.setup_name = setup_name
+        self.stride = 1 if setup.subframes else self.read.substeps
+        self.reduce_tolerance = float(setup.reduce_tolerance) if setup.reduce else None
+        self.done_steps = 0
+        try:
+            self.integrator = make_integrator(self.read.mechanism, self.read.method, self.read.dt, self.read.tolerance)
+        except SolverError as err:
+            raise self._error(err) from err
+        except (MechanismError, ValueError) as err:
+            raise MechanismError(f"setup {setup_name!r}: {err}") from err
+
+    @property
+    def steps(self) -> int:
+        return self.read.steps
+
+    @property
+    def fraction(self) -> float:
+        return self.done_steps / self.steps if self.steps else 1.0
+
+    @property
+    def finished(self) -> bool:
+        return self.done_steps >= self.steps
+
+    def frame_of(self, time_s: float) -> float:
+        return self.read.frame_start + time_s * self.read.fps
+
+    def _error(self, err: SolverError) -> BakeError:
+        t = err.time if err.time is not None else self.done_steps * self.read.dt
+        return BakeError(f"setup {self.setup_name!r}, frame {self.frame_of(t):.2f}: {err}", err.step, t)
+
+    def advance(self, budget_seconds: float = 0.1, max_steps: int | None = None) -> bool:
+        """Step until the time budget (or max_steps) is spent or the run is complete; True when complete."""
+        deadline = time.perf_counter() + budget_seconds
+        stepped = 0
+        while not self.finished and (max_steps is None or stepped < max_steps):
+            try:
+                self.integrator.step()
+            except SolverError as err:
+                raise self._error(err) from err
+            self.done_steps += 1
+            stepped += 1
+            if time.perf_counter() >= deadline:
+                break
+        return self.finished
+
+    def trajectory(self) -> Trajectory:
+        return self.integrator.trajectory()
+
+    def finish(self, scene: bpy.types.Scene) -> BakeReport:
+        """Write the keys and the setup's diagnostics. Only call once `finished`."""
+        if not self.finished:
+            raise RuntimeError(f"bake of {self.setup_name!r} is at step {self.done_steps} of {self.steps}")
+        trajectory = self.trajectory()
+        options = BakeOptions(self.setup_name, self.read.frame_start, self.read.fps, self.stride, self.reduce_tolerance)
+        keys = write_trajectory(trajectory, self.read.targets, options, self.read.root or None)
+        iterations = np.asarray(trajectory.newton_iterations)
+        report = BakeReport(
+            setup=self.setup_name,
+            steps=trajectory.nsteps,
+            keys=keys,
+            seconds=time.perf_counter() - self.started,
+            max_residual=float(np.max(trajectory.constraint_residual)) if len(trajectory.t) else 0.0,
+            energy_drift=energy_drift(trajectory.energy),
+            mean_newton=float(iterations.mean()) if len(iterations) else 0.0,
+            max_newton=int(iterations.max()) if len(iterations) else 0,
+        )
+        diagnostics = find_setup(scene, self.setup_name).diagnostics
+        diagnostics.status = "finished"
+        diagnostics.message = report.summary()
+        diagnostics.max_residual = report.max_residual
+        diagnostics.energy_drift = report.energy_drift
+        diagnostics.mean_newton = report.mean_newton
+        diagnostics.max_newton = report.max_newton
+        diagnostics.seconds = report.seconds
+        diagnostics.steps = report.steps
+        diagnostics.keys = report.keys
+        return report
+
+
+def bake_setup(scene: bpy.types.Scene, setup_name: str) -> BakeReport:
+    """Bake one setup to the end (blocking)."""
+    job = BakeJob(scene, setup_name)
+    while not job.advance(budget_seconds=3600.0):
+        pass
+    return job.finish(scene)

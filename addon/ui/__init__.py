@@ -1,0 +1,25 @@
+"""Symplex user interface: registers its modules in order and unregisters them in reverse.
+
+properties (property groups) must come first: operators and panels refer to them. Errors propagate:
+a half-registered add-on is worse than a failed registration.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+MODULES = ("properties", "operators", "panels")
+
+
+def _modules():
+    return [importlib.import_module(f".{name}", __name__) for name in MODULES]
+
+
+def register() -> None:
+    for module in _modules():
+        module.register()
+
+
+def unregister() -> None:
+    for module in reversed(_modules()):
+        module.unregister()

@@ -1,0 +1,10 @@
+"""Operator idnames, in one place: panels and menus refer to these, never to literal strings."""
+
+VALIDATE = "symplex.validate"
+BAKE = "symplex.bake"
+FREE_BAKE = "symplex.free_bake"
+ADD_PRESET = "symplex.add_preset"
+SETUP_ADD = "symplex.setup_add"
+SETUP_REMOVE = "symplex.setup_remove"
+LOOP_ADD = "symplex.loop_add"
+LOOP_REMOVE = "symplex.loop_remove"
