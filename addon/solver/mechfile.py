@@ -70,6 +70,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import numbers
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -273,7 +274,8 @@ def _fail(src: str, where: str, field: str, expected: str, got: object) -> Mecha
 
 
 def _is_number(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    """A real number (numpy scalars included), but not a boolean."""
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
 
 def _check_number(src: str, where: str, field: str, value: object, minimum: float | None = None) -> None:
@@ -509,10 +511,10 @@ def _check_connected(src: str, bodies: Sequence[Body], joints: Sequence[Joint]) 
     lost = [b.name for b in bodies if b.name not in reached]
     if lost:
         names = ", ".join(repr(n) for n in lost)
-        plural = "ies are" if len(lost) > 1 else "y is"
+        these, it = ("these bodies are", "them") if len(lost) > 1 else ("this body is", "it")
         raise MechanismError(
-            f"{src}: [[body]] {names}: this bod{plural} not connected to {WORLD!r} through joints; "
-            "add a [[joint]] linking it (directly or through other bodies) to the world")
+            f"{src}: [[body]] {names}: {these} not connected to {WORLD!r} through joints; "
+            f"add a [[joint]] linking {it} (directly or through other bodies) to the world")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -592,7 +594,7 @@ class _Table:
 
 def _parse_document(data: Mapping[str, object], src: str) -> Mechanism:
     top = _Table(src, "top level", data)
-    top.check_keys(_TOP_KEYS, what=" (tables are [model], [[body]], [[joint]], [[spring]], [[force]])")
+    top.check_keys(_TOP_KEYS)
     if "format" not in data:
         raise MechanismError(f"{src}: top level: field 'format' is required: start the file with "
                              f"'format = {FORMAT_VERSION}'")
@@ -757,7 +759,7 @@ def _show(value: object) -> str:
     if isinstance(value, str):
         return _toml_string(value)
     if isinstance(value, float):
-        return repr(value)  # shortest text that reads back to the same double; inf/nan are TOML too
+        return repr(float(value))  # shortest text giving the same double (inf, nan are TOML too)
     if isinstance(value, Curve):
         return _show(dataclasses.asdict(value))
     if isinstance(value, Motor):

@@ -3,7 +3,9 @@
 `load_kernels()` returns the ctypes library or None. Public names (tree_forward, ...) are bound to
 the C version when the library loads and to the numpy twin otherwise; SYMPLEX_NO_NATIVE=1 forces
 numpy. Wrappers check dtype, contiguity and shape before every call, because ctypes will not.
-Build: `make kernels` (cc -O2 -shared -fPIC) -> libsymplex_kernels.so beside this file.
+`NativeStepper(model).step(...)` runs one whole midpoint step in C (tree_step.c); its numpy twin is
+tree/midpoint.py, which picks the stepper when NATIVE is true.
+Build: `make kernels` (cc -O2 -shared -fPIC ... -lm) -> libsymplex_kernels.so beside this file.
 """
 
 from __future__ import annotations
@@ -11,13 +13,35 @@ from __future__ import annotations
 import ctypes
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 _LIB_NAMES = ("libsymplex_kernels.so", "libsymplex_kernels.dylib", "symplex_kernels.dll")
 _f64 = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
 _i64 = np.ctypeslib.ndpointer(dtype=np.int64, flags="C_CONTIGUOUS")
+_ptr, _int, _double = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
+
+# symplex_tree's array fields in header order, with their dtypes (model attribute of the same name).
+_TREE_ARRAYS = (
+    ("dof_parent", np.int64), ("dof_kind", np.int64), ("dof_prescribed", np.int64), ("dof_placement", np.float64),
+    ("dof_stiffness", np.float64), ("dof_rest", np.float64), ("dof_damping", np.float64),
+    ("dof_motor_gain", np.float64), ("dof_motor_velocity", np.float64),
+    ("body_frame", np.int64), ("body_offset", np.float64), ("body_mass", np.float64), ("body_com", np.float64),
+    ("body_inertia", np.float64), ("gravity", np.float64),
+    ("force_frame", np.int64), ("force_point", np.float64),
+    ("row_frame_p", np.int64), ("row_frame_c", np.int64), ("row_kind", np.int64),
+    ("row_a", np.float64), ("row_b", np.float64), ("row_n", np.float64),
+)
+
+
+class _Tree(ctypes.Structure):
+    """Mirror of symplex_tree in symplex_kernels.h (sizes, then one pointer per _TREE_ARRAYS entry)."""
+
+    _fields_ = [("nq", _int), ("nbody", _int), ("nforce", _int), ("nrow", _int)] + [
+        (name, _ptr) for name, _ in _TREE_ARRAYS
+    ]
 
 
 def load_kernels() -> ctypes.CDLL | None:
@@ -31,13 +55,23 @@ def load_kernels() -> ctypes.CDLL | None:
             continue
         try:
             lib = ctypes.CDLL(str(path))
-        except OSError:
+            lib.symplex_abi_version.restype = _int
+            if lib.symplex_abi_version() != ABI_VERSION:
+                return None
+            lib.symplex_tree_struct_size.restype = _int
+            if lib.symplex_tree_struct_size() != ctypes.sizeof(_Tree):
+                return None
+        except (OSError, AttributeError):
             return None
-        lib.symplex_abi_version.restype = ctypes.c_int64
-        if lib.symplex_abi_version() != ABI_VERSION:
-            return None
-        lib.symplex_tree_forward.argtypes = [ctypes.c_int64, _i64, _f64, _f64]
+        lib.symplex_tree_forward.argtypes = [_int, _i64, _f64, _f64]
         lib.symplex_tree_forward.restype = None
+        lib.symplex_midpoint_scratch_size.argtypes = [_int, _int, _int, _int]
+        lib.symplex_midpoint_scratch_size.restype = _int
+        # tree, nsel, rows, torque, force_vector, q1, p1, dt, tol, max_iterations,
+        # q2, lam, p2, h2, stats, iterations, scratch (NativeStepper checks every array)
+        lib.symplex_midpoint_step.argtypes = [ctypes.POINTER(_Tree), _int] + [_ptr] * 5 + [_double, _double, _int] \
+            + [_ptr] * 7
+        lib.symplex_midpoint_step.restype = _int
         return lib
     return None
 
@@ -59,6 +93,104 @@ def _tree_forward_c(parent: np.ndarray, local: np.ndarray, world: np.ndarray) ->
     _LIB.symplex_tree_forward(n, np.ascontiguousarray(parent), np.ascontiguousarray(local, dtype=np.float64),
                               world)
     return world
+
+
+# Status codes of NativeStep.status (symplex_kernels.h).
+CONVERGED, NOT_CONVERGED, SINGULAR, NOT_FINITE = 0, 1, 2, 3
+
+
+class NativeStep(NamedTuple):
+    """Result of one C midpoint step, before the chart fold.
+
+    q2, p2 (nq,), lam (nsel,): the last Newton iterate (converged when status == CONVERGED);
+    iterations: Newton updates made; energy: kinetic + potential at the last midpoint (dynamics.terms);
+    residual_all: max |h| over every loop row at q2; status: CONVERGED, NOT_CONVERGED (max_iterations
+    reached), SINGULAR (zero pivot in the Newton matrix) or NOT_FINITE (a residual is inf or nan).
+    """
+
+    q2: np.ndarray
+    p2: np.ndarray
+    lam: np.ndarray
+    iterations: int
+    energy: float
+    residual_all: float
+    status: int
+
+
+def _checked(name: str, x, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
+    """x as a C-contiguous array of `dtype` (no copy when it already is one); ValueError on a wrong shape."""
+    a = np.ascontiguousarray(x, dtype=dtype)
+    if a.shape != shape:
+        raise ValueError(f"NativeStepper.step: {name} must have shape {shape}, got {a.shape}")
+    return a
+
+
+class NativeStepper:
+    """Midpoint steps of one TreeModel in C: contiguous copies of the model arrays, the placement with
+    the ball charts folded in, and the kernel's scratch, all made once here; `step` allocates only its
+    outputs. Raises RuntimeError when the kernels are not loaded (check NATIVE first).
+
+    After each step, `h` (nrow,) holds every loop row at q2 and `momentum_residual` max |f1|, for
+    error messages (tree.assembly.worst_joint(model, stepper.h)).
+    """
+
+    def __init__(self, model) -> None:
+        if _LIB is None:
+            raise RuntimeError("the Symplex C kernels are not loaded (not built: run `make kernels`; or "
+                               "SYMPLEX_NO_NATIVE=1; or built from other sources); use tree.midpoint's numpy path")
+        self.nq, self.nrow = model.nq, model.nrow
+        self.nball = len(model.ball_dofs)
+        self.nforce = len(model.force_frame)
+        self._arrays = {name: np.array(getattr(model, name), dtype=dtype, order="C") for name, dtype in _TREE_ARRAYS}
+        self._placement0 = np.array(model.dof_placement)
+        self._ball_first = np.array(model.ball_dofs[:, 0], dtype=np.int64)
+        self._tree = _Tree(self.nq, len(model.body_mass), self.nforce, self.nrow,
+                           *(self._arrays[name].ctypes.data for name, _ in _TREE_ARRAYS))
+        self._tree_ptr = ctypes.pointer(self._tree)
+        size = _LIB.symplex_midpoint_scratch_size(self.nq, len(model.body_mass), self.nforce, self.nrow)
+        self._scratch = np.empty(size)
+        self._stats = np.empty(3)
+        self._iterations = np.zeros(1, dtype=np.int64)
+        self.h = np.zeros(self.nrow)
+        self.momentum_residual = 0.0
+
+    def step(self, q1: np.ndarray, p1: np.ndarray, lam: np.ndarray, charts: np.ndarray, dt: float, tol: float,
+             max_iterations: int, torque_mid: np.ndarray, q2_guess: np.ndarray, force_vectors_mid: np.ndarray,
+             rows: np.ndarray) -> NativeStep:
+        """One step from (q1, p1) like tree.midpoint.step, without its chart fold.
+
+        q1, p1, q2_guess, torque_mid (nq,): state, Newton guess (prescribed coordinates set to their
+        values at t2), keyed torques at the midpoint time; lam, rows (nsel,): multiplier guess and the
+        independent loop rows; charts (nball, 3, 3); force_vectors_mid (nforce, 3) at the midpoint time.
+        The inputs are not modified.
+        """
+        nq = self.nq
+        rows = _checked("rows", rows, (len(rows),), np.int64)
+        nsel = len(rows)
+        if nsel and (rows.min() < 0 or rows.max() >= self.nrow):
+            raise ValueError(f"NativeStepper.step: rows must index the model's {self.nrow} loop rows, got {rows}")
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"NativeStepper.step: time step dt must be positive, got {dt}")
+        q1 = _checked("q1", q1, (nq,))
+        p1 = _checked("p1", p1, (nq,))
+        torque_mid = _checked("torque_mid", torque_mid, (nq,))
+        force = _checked("force_vectors_mid", force_vectors_mid, (self.nforce, 3))
+        q2 = np.array(_checked("q2_guess", q2_guess, (nq,)))
+        lam = np.array(_checked("lam", lam, (nsel,)))
+        if self.nball:
+            charts = _checked("charts", charts, (self.nball, 3, 3))
+            first = self._ball_first
+            self._arrays["dof_placement"][first, :3, :3] = self._placement0[first, :3, :3] @ charts
+        p2 = np.empty(nq)
+        self.h = np.empty(self.nrow)
+        status = _LIB.symplex_midpoint_step(
+            self._tree_ptr, nsel, rows.ctypes.data, torque_mid.ctypes.data, force.ctypes.data, q1.ctypes.data,
+            p1.ctypes.data, float(dt), float(tol), int(max_iterations), q2.ctypes.data, lam.ctypes.data,
+            p2.ctypes.data, self.h.ctypes.data, self._stats.ctypes.data, self._iterations.ctypes.data,
+            self._scratch.ctypes.data,
+        )
+        energy, self.momentum_residual, residual_all = (float(x) for x in self._stats)
+        return NativeStep(q2, p2, lam, int(self._iterations[0]), energy, residual_all, int(status))
 
 
 _LIB = load_kernels()

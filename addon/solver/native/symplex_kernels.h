@@ -1,10 +1,12 @@
 /* Symplex C kernels: plain C ABI (double*, int64 sizes), no Python headers.
- * Loaded with ctypes by addon/solver/native/__init__.py; each kernel has a numpy twin there. */
+ * Loaded with ctypes by addon/solver/native/__init__.py; each kernel has a numpy twin that is its
+ * reference (tree_forward: native.tree_forward_numpy; the midpoint step: tree/midpoint.py).
+ * Every array is C-contiguous, row-major; frame index -1 means the world. Kernels allocate nothing. */
 #ifndef SYMPLEX_KERNELS_H
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 1
+#define SYMPLEX_ABI_VERSION 2
 
 int64_t symplex_abi_version(void);
 
@@ -12,5 +14,66 @@ int64_t symplex_abi_version(void);
  * outputs: world (n+1, 4, 4), row-major; world[n] is set to the identity (parent -1 = world).
  * inputs:  parent (n,), parent[f] < f or -1; local (n, 4, 4) rigid transforms. */
 void symplex_tree_forward(int64_t n, const int64_t *parent, const double *local, double *world);
+
+/* A compiled tree model (tree/compile.py TreeModel), as pointers to the caller's arrays. Every field
+ * is 8 bytes, so the layout is the field order; symplex_tree_struct_size() lets the loader check it.
+ * The caller may rewrite the arrays between calls (the ball charts live in dof_placement). */
+typedef struct symplex_tree {
+    int64_t nq, nbody, nforce, nrow;
+    const int64_t *dof_parent;        /* (nq,) parent frame, dof_parent[f] < f, -1 = world */
+    const int64_t *dof_kind;          /* (nq,) 0..2 rotation about local x, y, z; 3..5 translation along */
+    const int64_t *dof_prescribed;    /* (nq,) nonzero: follows its curve, not an unknown of the step */
+    const double *dof_placement;      /* (nq, 4, 4) parent_M_frame at q = 0, ball charts folded in */
+    const double *dof_stiffness;      /* (nq,) */
+    const double *dof_rest;           /* (nq,) */
+    const double *dof_damping;        /* (nq,) */
+    const double *dof_motor_gain;     /* (nq,) */
+    const double *dof_motor_velocity; /* (nq,) */
+    const int64_t *body_frame;        /* (nbody,) carrying frame */
+    const double *body_offset;        /* (nbody, 4, 4) frame_M_body */
+    const double *body_mass;          /* (nbody,) */
+    const double *body_com;           /* (nbody, 3) body axes */
+    const double *body_inertia;       /* (nbody, 3, 3) about the com, body axes */
+    const double *gravity;            /* (3,) */
+    const int64_t *force_frame;       /* (nforce,) */
+    const double *force_point;        /* (nforce, 3) in frame axes */
+    const int64_t *row_frame_p;       /* (nrow,) loop rows, see tree/constraints.py */
+    const int64_t *row_frame_c;       /* (nrow,) */
+    const int64_t *row_kind;          /* (nrow,) 0 translation n.(p_P - p_C), 1 rotation u.w */
+    const double *row_a;              /* (nrow, 3) point on P, or u, in P's frame axes */
+    const double *row_b;              /* (nrow, 3) point on C, or w, in C's frame axes */
+    const double *row_n;              /* (nrow, 3) n in P's frame axes (translation rows) */
+} symplex_tree;
+
+int64_t symplex_tree_struct_size(void);
+
+/* Status codes of symplex_midpoint_step. */
+#define SYMPLEX_CONVERGED 0
+#define SYMPLEX_NOT_CONVERGED 1
+#define SYMPLEX_SINGULAR 2
+#define SYMPLEX_NOT_FINITE 3
+
+/* Number of doubles of scratch that symplex_midpoint_step needs for these sizes. */
+int64_t symplex_midpoint_scratch_size(int64_t nq, int64_t nbody, int64_t nforce, int64_t nrow);
+
+/* One step (q1, p1) -> (q2, p2) of the midpoint variational integrator (tree/midpoint.py `step`, before
+ * its chart fold): Newton on f1 = p1 + dt/2 (g + Q + f_c) - p - Dh(q1)^T lam = 0 (dynamic coordinates),
+ * f2 = h(q2)[rows] = 0, all at qm = (q1 + q2)/2, v = (q2 - q1)/dt; stops when max|f1| <= tol * max(1,
+ * max|p1|) and max|f2| <= tol. f_c = -damping v + gain (motor_velocity - v) + torque.
+ * outputs: q2 (nq,) in: the guess, prescribed entries set to their values at t2; out: the last iterate.
+ *          lam (nsel,) in: the guess; out: the last iterate.
+ *          p2 (nq,) = dt/2 (g + Q + f_c) + p at the last midpoint (all coordinates).
+ *          h2 (nrow,) every loop row at q2.
+ *          stats (3,) = midpoint kinetic + potential energy, max|f1|, max|h2|.
+ *          iterations (1,) Newton updates made.
+ * inputs:  rows (nsel,) the independent loop rows; torque (nq,) keyed torques at the midpoint time;
+ *          force_vector (nforce, 3) user forces at the midpoint time; q1, p1 (nq,); dt, tol, max_iterations.
+ * scratch: symplex_midpoint_scratch_size(...) doubles.
+ * Returns SYMPLEX_CONVERGED, _NOT_CONVERGED (max_iterations reached), _SINGULAR (zero pivot) or
+ * _NOT_FINITE (a residual is inf or nan). */
+int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int64_t *rows, const double *torque,
+                              const double *force_vector, const double *q1, const double *p1, double dt,
+                              double tol, int64_t max_iterations, double *q2, double *lam, double *p2, double *h2,
+                              double *stats, int64_t *iterations, double *scratch);
 
 #endif

@@ -40,6 +40,13 @@ def worst_joint(model: TreeModel, h: np.ndarray) -> str:
     return model.joint_names[model.row_joint[int(np.argmax(np.abs(h)))]]
 
 
+def loop_cycle(model: TreeModel, row: int) -> list[str]:
+    """Names of the tree joints on the cycle that constraint row `row` closes (excluding its own joint)."""
+    on_path = (model.ancestor[model.row_frame_p[row]] != model.ancestor[model.row_frame_c[row]])
+    names = [model.joint_names[j] for j in model.dof_joint[on_path]]
+    return list(dict.fromkeys(names))
+
+
 def assemble(model: TreeModel, charts: np.ndarray, t0: float = 0.0, tol: float = 1e-12,
              max_iterations: int = 100) -> Assembled:
     """Project model.q_init / v_init onto the constraints. Raises AssemblyError naming the worst loop joint."""
@@ -57,10 +64,12 @@ def assemble(model: TreeModel, charts: np.ndarray, t0: float = 0.0, tol: float =
         step, *_ = np.linalg.lstsq(Dh[:, dyn], -h, rcond=None)
         q[dyn] += step
     else:
+        worst = int(np.argmax(np.abs(h)))
+        through = ", ".join(repr(n) for n in loop_cycle(model, worst))
         raise AssemblyError(
-            f"cannot assemble the mechanism: loop joint {worst_joint(model, h)!r} stays open by "
-            f"{np.max(np.abs(h)):.3g} after {max_iterations} projection steps; check its anchor and the "
-            "lengths of the links in the loop",
+            f"cannot assemble the mechanism at t = {t0:g} s: the loop closed by joint {worst_joint(model, h)!r} "
+            f"(through {through}) stays open by {np.max(np.abs(h)):.3g} after {max_iterations} projection "
+            "steps; check the anchors, the link lengths and any prescribed joint angles in that loop",
             step=0, time=t0,
         )
     Dd = Dh[:, dyn]

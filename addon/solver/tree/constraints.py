@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..lie import cross
 from .compile import TreeModel
 from .kinematics import Kinematics
 
@@ -33,8 +34,8 @@ def evaluate(model: TreeModel, kin: Kinematics, jacobian: bool = True) -> tuple[
         return h, None
     wrench = np.where(
         trans[:, None],
-        np.concatenate([np.cross(point_c, n), n], axis=1),
-        np.concatenate([np.cross(a, b), np.zeros_like(a)], axis=1),
+        np.concatenate([cross(point_c, n), n], axis=1),
+        np.concatenate([cross(a, b), np.zeros_like(a)], axis=1),
     )
     side = model.ancestor[model.row_frame_p] - model.ancestor[model.row_frame_c]
     Dh = side * (wrench @ kin.axis_world[: model.nq].T)

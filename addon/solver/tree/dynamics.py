@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..lie import ad_twist, hat
+from ..lie import ad_twist, cross, hat
 from .compile import TreeModel
 from .kinematics import Kinematics, frame_velocities
 
@@ -107,7 +107,7 @@ def terms(model: TreeModel, kin: Kinematics, qd: np.ndarray, t: float, second: b
     kinetic = 0.5 * float(qd @ p)
 
     points, forces, frames = point_forces(model, kin, t)
-    wrench = np.concatenate([np.cross(points, forces), forces], axis=1)
+    wrench = np.concatenate([cross(points, forces), forces], axis=1)
     W = model.subtree @ _frame_sum(model, frames, wrench)
     Q = np.einsum("ai,ai->a", S, W) - model.dof_stiffness * (kin.q - model.dof_rest)
     nbody = len(model.body_mass)
@@ -138,7 +138,7 @@ def terms(model: TreeModel, kin: Kinematics, qd: np.ndarray, t: float, second: b
     F = W[:, 3:]
     w_a, w_b, v_b = S[a, :3], S[b, :3], S[b, 3:]
     trK = np.trace(K, axis1=1, axis2=2)
-    dW = np.einsum("pij,pj->pi", K[a], w_b) - w_b * trK[a][:, None] + np.cross(v_b, F[a])
+    dW = np.einsum("pij,pj->pi", K[a], w_b) - w_b * trK[a][:, None] + cross(v_b, F[a])
     Q_q = np.zeros((nq, nq))
     Q_q[a, b] = np.einsum("pi,pi->p", ad_b_a, W[a]) + np.einsum("pi,pi->p", w_a, dW)
     Q_q[b, a] = Q_q[a, b]

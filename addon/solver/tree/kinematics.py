@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..native import tree_forward
+from ..lie import cross
 from .compile import ROT_Z, TreeModel
 
 
@@ -72,7 +73,7 @@ def forward(model: TreeModel, q: np.ndarray, charts: np.ndarray) -> Kinematics:
     axis = np.zeros((nq + 1, 6))
     rot = kind <= ROT_Z
     axis[:nq][rot, :3] = e[rot]
-    axis[:nq][rot, 3:] = np.cross(origin[rot], e[rot])
+    axis[:nq][rot, 3:] = cross(origin[rot], e[rot])
     axis[:nq][~rot, 3:] = e[~rot]
     body_M = world[model.body_frame] @ model.body_offset
     body_R = body_M[:, :3, :3]

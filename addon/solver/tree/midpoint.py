@@ -62,55 +62,79 @@ def initial_state(model: TreeModel, t0: float = 0.0) -> tuple[MidpointState, Kin
     return state, kin, tm, start.qd
 
 
-def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10,
-         max_iterations: int = 30) -> tuple[Kinematics, Terms, int]:
+@dataclass
+class DELSystem:
+    """The DEL equations at one Newton iterate: residual f = (f1, f2), Jacobian J over (q2[dyn], lambda),
+    and what the step needs afterwards (midpoint terms and forcing, kinematics and all-row h at q2)."""
+
+    f: np.ndarray
+    J: np.ndarray
+    r1: float
+    r2: float
+    terms_mid: Terms
+    forcing: np.ndarray
+    kin2: Kinematics
+    h2: np.ndarray
+
+
+def del_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.ndarray, lam: np.ndarray,
+               dt: float) -> DELSystem:
+    """Evaluate f and its exact Jacobian at (q2, lam). Dh1 = Dh(q1) restricted to (state.rows, dyn)."""
+    dyn = ~model.dof_prescribed
+    q1, rows = state.q, state.rows
+    v = (q2 - q1) / dt
+    tm = terms(model, forward(model, 0.5 * (q1 + q2), state.charts), v, state.t + 0.5 * dt, second=True)
+    f_c = nonconservative_forces(model, v, state.t + 0.5 * dt)
+    f1 = (state.p + 0.5 * dt * (tm.g + tm.Q) - tm.p + 0.5 * dt * f_c)[dyn] - Dh1.T @ lam
+    kin2 = forward(model, q2, state.charts)
+    h2, Dh2 = constraints.evaluate(model, kin2)
+    f2 = h2[rows]
+    J11 = 0.25 * dt * (tm.B + tm.Q_q) + 0.5 * (tm.A.T - tm.A) - tm.M / dt
+    J11 -= 0.5 * np.diag(model.dof_damping + model.dof_motor_gain)
+    nd, nr = int(dyn.sum()), len(rows)
+    J = np.zeros((nd + nr, nd + nr))
+    J[:nd, :nd] = J11[np.ix_(dyn, dyn)]
+    J[:nd, nd:] = -Dh1.T
+    J[nd:, :nd] = Dh2[rows][:, dyn]
+    r1 = float(np.max(np.abs(f1))) if nd else 0.0
+    r2 = float(np.max(np.abs(f2))) if nr else 0.0
+    return DELSystem(np.concatenate([f1, f2]), J, r1, r2, tm, f_c, kin2, h2)
+
+
+def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, max_iterations: int = 30,
+         trace: list[float] | None = None) -> tuple[Kinematics, Terms, int]:
     """Advance `state` by dt in place. Returns (kinematics at q2, terms at the midpoint, Newton iterations).
 
-    Raises ConvergenceError (with step and time) when Newton fails or its matrix is singular.
+    trace, when given, receives max|f| at every iterate. Raises ConvergenceError (with step and time)
+    when Newton fails or its matrix is singular.
     """
     pre = model.dof_prescribed
     dyn = ~pre
-    q1, p1, t1 = state.q, state.p, state.t
-    t2, tmid = t1 + dt, t1 + 0.5 * dt
-    rows = state.rows
-    kin1 = forward(model, q1, state.charts)
-    _, Dh1 = constraints.evaluate(model, kin1)
-    Dh1 = Dh1[rows][:, dyn]
-    q2 = q1 + dt * state.velocity_guess
+    nd = int(dyn.sum())
+    t2 = state.t + dt
+    _, Dh1 = constraints.evaluate(model, forward(model, state.q, state.charts))
+    Dh1 = Dh1[state.rows][:, dyn]
+    q2 = state.q + dt * state.velocity_guess
     q2[pre] = prescribed_values(model, t2)[0]
     lam = state.lam.copy()
-    nd, nr = int(dyn.sum()), len(rows)
-    scale = max(1.0, float(np.max(np.abs(p1))) if len(p1) else 1.0)
+    scale = max(1.0, float(np.max(np.abs(state.p))) if len(state.p) else 1.0)
     iterations = 0
     while True:
-        v = (q2 - q1) / dt
-        kin_mid = forward(model, 0.5 * (q1 + q2), state.charts)
-        tm = terms(model, kin_mid, v, tmid, second=True)
-        f_c = nonconservative_forces(model, v, tmid)
-        L_q = tm.g + tm.Q
-        f1 = (p1 + 0.5 * dt * L_q - tm.p + 0.5 * dt * f_c)[dyn] - Dh1.T @ lam
-        kin2 = forward(model, q2, state.charts)
-        h2, Dh2 = constraints.evaluate(model, kin2)
-        f2 = h2[rows]
-        r1 = float(np.max(np.abs(f1))) if nd else 0.0
-        r2 = float(np.max(np.abs(f2))) if nr else 0.0
-        if r1 <= tol * scale and r2 <= tol:
+        system = del_system(model, state, Dh1, q2, lam, dt)
+        if trace is not None:
+            trace.append(max(system.r1, system.r2))
+        if system.r1 <= tol * scale and system.r2 <= tol:
             break
-        if iterations >= max_iterations or not np.isfinite(r1 + r2):
-            worst = f" worst loop joint {worst_joint(model, h2)!r} (|h| = {r2:.3g})," if nr else ""
+        if iterations >= max_iterations or not np.isfinite(system.r1 + system.r2):
+            worst = (f" worst loop joint {worst_joint(model, system.h2)!r} (|h| = {system.r2:.3g}),"
+                     if len(state.rows) else "")
             raise ConvergenceError(
                 f"Newton did not converge at step {state.step_index + 1} (t = {t2:.6g} s) after {iterations} "
-                f"iterations: momentum residual {r1:.3g},{worst} try a smaller time step",
+                f"iterations: momentum residual {system.r1:.3g},{worst} try a smaller time step",
                 step=state.step_index + 1, time=t2,
             )
-        J11 = 0.25 * dt * (tm.B + tm.Q_q) + 0.5 * (tm.A.T - tm.A) - tm.M / dt
-        J11 -= 0.5 * np.diag(model.dof_damping + model.dof_motor_gain)
-        J = np.zeros((nd + nr, nd + nr))
-        J[:nd, :nd] = J11[np.ix_(dyn, dyn)]
-        J[:nd, nd:] = -Dh1.T
-        J[nd:, :nd] = Dh2[rows][:, dyn]
         try:
-            delta = np.linalg.solve(J, -np.concatenate([f1, f2]))
+            delta = np.linalg.solve(system.J, -system.f)
         except np.linalg.LinAlgError:
             raise ConvergenceError(
                 f"singular Newton matrix at step {state.step_index + 1} (t = {t2:.6g} s): a coordinate moves no "
@@ -121,7 +145,9 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10,
         lam += delta[nd:]
         iterations += 1
 
-    p2 = 0.5 * dt * L_q + tm.p + 0.5 * dt * f_c
+    tm, f_c, kin2 = system.terms_mid, system.forcing, system.kin2
+    p2 = 0.5 * dt * (tm.g + tm.Q) + tm.p + 0.5 * dt * f_c
+    v = (q2 - state.q) / dt
     state.velocity_guess = v
     if len(model.ball_dofs):
         charts, J = fold_charts(model, kin2, state.charts)

@@ -1,0 +1,477 @@
+/* One midpoint variational integrator step on a tree model: kinematics, Lagrangian terms and their
+ * derivatives, loop rows, the Newton loop and its dense LU (symplex_kernels.h). The numpy twin and
+ * reference is addon/solver/tree/midpoint.py with dynamics.py (formulas in its docstring),
+ * kinematics.py and constraints.py; the quantities and their names follow those modules.
+ *
+ * Twists and wrenches are 6-vectors (angular, linear) in world coordinates. Frame index -1 is the
+ * world and maps to slot nq of the per-frame arrays (identity pose, zero twist). Subtree sums run
+ * leaves to root (dof_parent[f] < f), and the second derivatives visit each pair (a, b) with b an
+ * ancestor-or-self of a once by walking parent pointers, O(nq * depth). A spatial inertia is kept
+ * as 13 numbers: mass m, first moment m c (3), rotational inertia about the world origin (3x3). */
+#include <math.h>
+#include <string.h>
+
+#include "symplex_kernels.h"
+
+#define INERTIA 13
+
+int64_t symplex_tree_struct_size(void) { return (int64_t)sizeof(symplex_tree); }
+
+static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+static double dot6(const double *a, const double *b) { return dot3(a, b) + dot3(a + 3, b + 3); }
+
+static void cross3(const double *a, const double *b, double *out)
+{
+    out[0] = a[1] * b[2] - a[2] * b[1];
+    out[1] = a[2] * b[0] - a[0] * b[2];
+    out[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* out = ad(a) b = (wa x wb, wa x vb + va x wb) */
+static void ad_twist(const double *a, const double *b, double *out)
+{
+    double t[3];
+    cross3(a, b, out);
+    cross3(a, b + 3, out + 3);
+    cross3(a + 3, b, t);
+    out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
+}
+
+/* out = ad(s)^T y = (-ws x y1 - vs x y2, -ws x y2), so ad(x, s) . y = -x . out for every twist x */
+static void ad_transpose(const double *s, const double *y, double *out)
+{
+    double t[3];
+    cross3(s, y, out);
+    cross3(s + 3, y + 3, t);
+    out[0] = -out[0] - t[0]; out[1] = -out[1] - t[1]; out[2] = -out[2] - t[2];
+    cross3(s, y + 3, out + 3);
+    out[3] = -out[3]; out[4] = -out[4]; out[5] = -out[5];
+}
+
+/* out = I x for a spatial inertia I (INERTIA numbers) and a twist x: (Io w + h x v, m v - h x w) */
+static void inertia_apply(const double *I, const double *x, double *out)
+{
+    const double m = I[0], *h = I + 1, *Io = I + 4;
+    double hv[3], hw[3];
+    cross3(h, x + 3, hv);
+    cross3(h, x, hw);
+    for (int i = 0; i < 3; ++i) {
+        out[i] = Io[3 * i] * x[0] + Io[3 * i + 1] * x[1] + Io[3 * i + 2] * x[2] + hv[i];
+        out[3 + i] = m * x[3 + i] - hw[i];
+    }
+}
+
+static void add(int64_t n, const double *x, double *y)
+{
+    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+/* max |x_i|, or nan if any x_i is nan (like numpy's max) */
+static double max_abs(int64_t n, const double *x)
+{
+    double r = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        double a = fabs(x[i]);
+        if (a != a) return a;
+        if (a > r) r = a;
+    }
+    return r;
+}
+
+/* Scratch of one step, carved from the caller's buffer (or only counted when base is NULL). */
+typedef struct {
+    double *world, *S;      /* (nq+1, 16), (nq+1, 6) at the midpoint */
+    double *world2, *S2;    /* the same at q1 (once), then at q2 */
+    double *V;              /* (nq+1, 6) frame velocities at the midpoint */
+    double *Sdot;           /* (nq, 6) ad(V_parent) S */
+    double *Ic;             /* (nq, INERTIA) frame inertias, then subtree (composite) inertias */
+    double *H, *W, *K;      /* (nq, 6) subtree momenta, (nq, 6) subtree wrenches, (nq, 9) sum c F^T */
+    double *P;              /* (nq, 4, 6) per-coordinate vectors of the Jacobian pair loop */
+    double *qm, *v, *p, *g, *Q, *fc; /* (nq,) */
+    double *Dh1, *Dh2;      /* (nrow, nq) selected rows at q1 and at q2 */
+    double *f, *J;          /* (nq+nrow,), (nq+nrow)^2 Newton residual and matrix */
+    int64_t *unknown;       /* (nq,) index of each coordinate among the unknowns, -1 prescribed */
+} workspace;
+
+static double *take(double *base, int64_t *at, int64_t n)
+{
+    double *out = base ? base + *at : NULL;
+    *at += n;
+    return out;
+}
+
+static int64_t carve(workspace *w, double *base, int64_t nq, int64_t nrow)
+{
+    int64_t at = 0, n = nq + nrow;
+    w->world = take(base, &at, 16 * (nq + 1));
+    w->S = take(base, &at, 6 * (nq + 1));
+    w->world2 = take(base, &at, 16 * (nq + 1));
+    w->S2 = take(base, &at, 6 * (nq + 1));
+    w->V = take(base, &at, 6 * (nq + 1));
+    w->Sdot = take(base, &at, 6 * nq);
+    w->Ic = take(base, &at, INERTIA * nq);
+    w->H = take(base, &at, 6 * nq);
+    w->W = take(base, &at, 6 * nq);
+    w->K = take(base, &at, 9 * nq);
+    w->P = take(base, &at, 24 * nq);
+    w->qm = take(base, &at, nq);
+    w->v = take(base, &at, nq);
+    w->p = take(base, &at, nq);
+    w->g = take(base, &at, nq);
+    w->Q = take(base, &at, nq);
+    w->fc = take(base, &at, nq);
+    w->Dh1 = take(base, &at, nrow * nq);
+    w->Dh2 = take(base, &at, nrow * nq);
+    w->f = take(base, &at, n);
+    w->J = take(base, &at, n * n);
+    w->unknown = (int64_t *)take(base, &at, nq); /* int64 and double are both 8 bytes */
+    return at;
+}
+
+int64_t symplex_midpoint_scratch_size(int64_t nq, int64_t nbody, int64_t nforce, int64_t nrow)
+{
+    (void)nbody; /* bodies and forces are summed onto frames as they are visited */
+    (void)nforce;
+    workspace w;
+    return carve(&w, NULL, nq, nrow);
+}
+
+/* Frame poses and world twist axes at q (kinematics.forward).
+ * outputs: world (nq+1, 4, 4), S (nq+1, 6); inputs: tree, q (nq,). */
+static void forward_kinematics(const symplex_tree *tree, const double *q, double *world, double *S)
+{
+    const int64_t nq = tree->nq;
+    double *identity = world + 16 * nq;
+    for (int k = 0; k < 16; ++k) identity[k] = (k % 5 == 0) ? 1.0 : 0.0;
+    for (int k = 0; k < 6; ++k) S[6 * nq + k] = 0.0;
+    for (int64_t f = 0; f < nq; ++f) {
+        const int64_t parent = tree->dof_parent[f] < 0 ? nq : tree->dof_parent[f];
+        const int64_t kind = tree->dof_kind[f];
+        const int ax = (int)(kind % 3);
+        const double *P = tree->dof_placement + 16 * f, *A = world + 16 * parent;
+        double L[12]; /* parent_M_frame rows 0..2 = placement @ motion */
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 4; ++j) L[4 * i + j] = P[4 * i + j];
+        if (kind <= 2) {
+            const double c = cos(q[f]), s = sin(q[f]);
+            const int a = (ax + 1) % 3, b = (ax + 2) % 3;
+            for (int i = 0; i < 3; ++i) {
+                L[4 * i + a] = P[4 * i + a] * c + P[4 * i + b] * s;
+                L[4 * i + b] = P[4 * i + b] * c - P[4 * i + a] * s;
+            }
+        } else {
+            for (int i = 0; i < 3; ++i) L[4 * i + 3] = P[4 * i + ax] * q[f] + P[4 * i + 3];
+        }
+        double *C = world + 16 * f;
+        for (int i = 0; i < 3; ++i) {
+            for (int j = 0; j < 4; ++j)
+                C[4 * i + j] = A[4 * i] * L[j] + A[4 * i + 1] * L[4 + j] + A[4 * i + 2] * L[8 + j];
+            C[4 * i + 3] += A[4 * i + 3];
+        }
+        C[12] = 0.0; C[13] = 0.0; C[14] = 0.0; C[15] = 1.0;
+        double *s6 = S + 6 * f;
+        const double e[3] = {C[ax], C[4 + ax], C[8 + ax]}, o[3] = {C[3], C[7], C[11]};
+        if (kind <= 2) {
+            s6[0] = e[0]; s6[1] = e[1]; s6[2] = e[2];
+            cross3(o, e, s6 + 3);
+        } else {
+            s6[0] = 0.0; s6[1] = 0.0; s6[2] = 0.0;
+            s6[3] = e[0]; s6[4] = e[1]; s6[5] = e[2];
+        }
+    }
+}
+
+/* Loop row r at the pose `world` (constraints.evaluate): returns h_r; when Dh_row (nq,) is given it is
+ * set to d h_r / d q, the row's wrench paired with S_k, + on P's side of the loop, - on C's. */
+static double loop_row(const symplex_tree *tree, const double *world, const double *S, int64_t r, double *Dh_row)
+{
+    const int64_t nq = tree->nq;
+    int64_t fp = tree->row_frame_p[r], fc = tree->row_frame_c[r];
+    const double *Wp = world + 16 * (fp < 0 ? nq : fp), *Wc = world + 16 * (fc < 0 ? nq : fc);
+    const double *ra = tree->row_a + 3 * r, *rb = tree->row_b + 3 * r, *rn = tree->row_n + 3 * r;
+    double a[3], b[3], n[3], wrench[6], h;
+    for (int i = 0; i < 3; ++i) {
+        a[i] = dot3(Wp + 4 * i, ra);
+        b[i] = dot3(Wc + 4 * i, rb);
+    }
+    if (tree->row_kind[r] == 0) {
+        double point_c[3], gap[3];
+        for (int i = 0; i < 3; ++i) {
+            n[i] = dot3(Wp + 4 * i, rn);
+            point_c[i] = b[i] + Wc[4 * i + 3];
+            gap[i] = (a[i] + Wp[4 * i + 3]) - point_c[i];
+        }
+        h = dot3(n, gap);
+        cross3(point_c, n, wrench);
+        wrench[3] = n[0]; wrench[4] = n[1]; wrench[5] = n[2];
+    } else {
+        h = dot3(a, b);
+        cross3(a, b, wrench);
+        wrench[3] = 0.0; wrench[4] = 0.0; wrench[5] = 0.0;
+    }
+    if (Dh_row) {
+        memset(Dh_row, 0, (size_t)nq * sizeof(double));
+        /* the frames between P and C: the deeper one (larger index) is never an ancestor of the other */
+        while (fp != fc) {
+            if (fp > fc) {
+                Dh_row[fp] = dot6(wrench, S + 6 * fp);
+                fp = tree->dof_parent[fp];
+            } else {
+                Dh_row[fc] = -dot6(wrench, S + 6 * fc);
+                fc = tree->dof_parent[fc];
+            }
+        }
+    }
+    return h;
+}
+
+/* First-order terms at the midpoint (dynamics.terms with second=False), from w->world and w->S.
+ * outputs: w->p, w->g, w->Q (nq,), *energy = kinetic + potential; keeps w->V, w->Sdot, w->Ic (composite),
+ *          w->H, w->W, w->K for the second derivatives.
+ * inputs:  tree, force_vector (nforce, 3), w->qm, w->v. */
+static void first_order_terms(const symplex_tree *tree, const double *force_vector, workspace *w, double *energy)
+{
+    const int64_t nq = tree->nq;
+    const double *world = w->world, *S = w->S, *gravity = tree->gravity;
+    double *V = w->V, *Ic = w->Ic, *H = w->H, *W = w->W, *K = w->K;
+    double potential = 0.0, kinetic = 0.0;
+
+    memset(Ic, 0, (size_t)(INERTIA * nq) * sizeof(double));
+    memset(W, 0, (size_t)(6 * nq) * sizeof(double));
+    memset(K, 0, (size_t)(9 * nq) * sizeof(double));
+    for (int64_t b = 0; b < tree->nbody; ++b) {
+        const int64_t f = tree->body_frame[b];
+        const double *F = world + 16 * (f < 0 ? nq : f), *O = tree->body_offset + 16 * b;
+        const double *com = tree->body_com + 3 * b, *Ib = tree->body_inertia + 9 * b, m = tree->body_mass[b];
+        double R[9], c[3];
+        for (int i = 0; i < 3; ++i) {
+            for (int j = 0; j < 3; ++j) R[3 * i + j] = F[4 * i] * O[j] + F[4 * i + 1] * O[4 + j] + F[4 * i + 2] * O[8 + j];
+            c[i] = F[4 * i] * O[3] + F[4 * i + 1] * O[7] + F[4 * i + 2] * O[11] + F[4 * i + 3];
+        }
+        for (int i = 0; i < 3; ++i) c[i] += dot3(R + 3 * i, com);
+        const double force[3] = {m * gravity[0], m * gravity[1], m * gravity[2]};
+        potential -= dot3(force, c);
+        if (f < 0) continue;
+        /* rotational inertia about the origin: R Ib R^T + m (|c|^2 1 - c c^T) */
+        double RI[9], *I = Ic + INERTIA * f, *Io = I + 4, cc = dot3(c, c);
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) RI[3 * i + j] = R[3 * i] * Ib[j] + R[3 * i + 1] * Ib[3 + j] + R[3 * i + 2] * Ib[6 + j];
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j)
+                Io[3 * i + j] += dot3(RI + 3 * i, R + 3 * j) + m * ((i == j ? cc : 0.0) - c[i] * c[j]);
+        I[0] += m;
+        for (int i = 0; i < 3; ++i) I[1 + i] += m * c[i];
+        double *wr = W + 6 * f, *k = K + 9 * f, t[3];
+        cross3(c, force, t);
+        for (int i = 0; i < 3; ++i) {
+            wr[i] += t[i];
+            wr[3 + i] += force[i];
+            for (int j = 0; j < 3; ++j) k[3 * i + j] += c[i] * force[j];
+        }
+    }
+    for (int64_t e = 0; e < tree->nforce; ++e) {
+        const int64_t f = tree->force_frame[e];
+        if (f < 0) continue;
+        const double *F = world + 16 * f, *x = tree->force_point + 3 * e, *force = force_vector + 3 * e;
+        double point[3], t[3], *wr = W + 6 * f, *k = K + 9 * f;
+        for (int i = 0; i < 3; ++i) point[i] = dot3(F + 4 * i, x) + F[4 * i + 3];
+        cross3(point, force, t);
+        for (int i = 0; i < 3; ++i) {
+            wr[i] += t[i];
+            wr[3 + i] += force[i];
+            for (int j = 0; j < 3; ++j) k[3 * i + j] += point[i] * force[j];
+        }
+    }
+
+    /* velocities root to leaves, own momenta I_f V_f, then subtree sums leaves to root */
+    for (int k = 0; k < 6; ++k) V[6 * nq + k] = 0.0;
+    for (int64_t f = 0; f < nq; ++f) {
+        const int64_t parent = tree->dof_parent[f] < 0 ? nq : tree->dof_parent[f];
+        for (int k = 0; k < 6; ++k) V[6 * f + k] = V[6 * parent + k] + S[6 * f + k] * w->v[f];
+        ad_twist(V + 6 * parent, S + 6 * f, w->Sdot + 6 * f);
+        inertia_apply(Ic + INERTIA * f, V + 6 * f, H + 6 * f);
+    }
+    for (int64_t f = nq - 1; f >= 0; --f) {
+        const int64_t parent = tree->dof_parent[f];
+        if (parent < 0) continue;
+        add(INERTIA, Ic + INERTIA * f, Ic + INERTIA * parent);
+        add(6, H + 6 * f, H + 6 * parent);
+        add(6, W + 6 * f, W + 6 * parent);
+        add(9, K + 9 * f, K + 9 * parent);
+    }
+    for (int64_t a = 0; a < nq; ++a) {
+        const double spring = tree->dof_stiffness[a] * (w->qm[a] - tree->dof_rest[a]);
+        w->p[a] = dot6(S + 6 * a, H + 6 * a);
+        w->g[a] = dot6(w->Sdot + 6 * a, H + 6 * a);
+        w->Q[a] = dot6(S + 6 * a, W + 6 * a) - spring;
+        kinetic += w->v[a] * w->p[a];
+        potential += 0.5 * spring * (w->qm[a] - tree->dof_rest[a]);
+    }
+    *energy = 0.5 * kinetic + potential;
+}
+
+/* J11 = dt/4 (B + Q_q) + (A^T - A)/2 - M/dt - diag(damping + gain)/2 on the unknowns, written into
+ * J (n, n). For a pair (a, b), b ancestor-or-self of a, with G_a = Ic_a Sdot_a - ad(S_a)^T H_a and
+ * X_a = (-ad(S_a)^T W_a) + (K_a^T w_a - tr K_a w_a, F_a x w_a):
+ *   M = S_b . Ic_a S_a, A[a,b] = Sdot_b . Ic_a S_a, A[b,a] = S_b . G_a, B = Sdot_b . G_a, Q_q = S_b . X_a,
+ * so J11[a,b] = Sdot_b . P0_a + S_b . P1_a and J11[b,a] = Sdot_b . P2_a + S_b . P3_a. */
+static void jacobian_dynamics(const symplex_tree *tree, double dt, int64_t n, workspace *w)
+{
+    const int64_t nq = tree->nq;
+    const double *S = w->S, *Sdot = w->Sdot;
+    for (int64_t a = 0; a < nq; ++a) {
+        const int64_t ua = w->unknown[a];
+        if (ua < 0) continue;
+        const double *Sa = S + 6 * a, *I = w->Ic + INERTIA * a, *Ka = w->K + 9 * a, *Fa = w->W + 6 * a + 3;
+        double IcS[6], G[6], X[6], t[6], *P = w->P + 24 * a;
+        inertia_apply(I, Sa, IcS);
+        inertia_apply(I, Sdot + 6 * a, G);
+        ad_transpose(Sa, w->H + 6 * a, t);
+        for (int k = 0; k < 6; ++k) G[k] -= t[k];
+        ad_transpose(Sa, w->W + 6 * a, X);
+        const double trK = Ka[0] + Ka[4] + Ka[8];
+        for (int j = 0; j < 3; ++j) X[j] = -X[j] + Ka[j] * Sa[0] + Ka[3 + j] * Sa[1] + Ka[6 + j] * Sa[2] - trK * Sa[j];
+        cross3(Fa, Sa, t);
+        for (int j = 0; j < 3; ++j) X[3 + j] = -X[3 + j] + t[j];
+        for (int k = 0; k < 6; ++k) {
+            P[k] = 0.25 * dt * G[k] - 0.5 * IcS[k];
+            P[6 + k] = 0.25 * dt * X[k] + 0.5 * G[k] - IcS[k] / dt;
+            P[12 + k] = 0.25 * dt * G[k] + 0.5 * IcS[k];
+            P[18 + k] = 0.25 * dt * X[k] - 0.5 * G[k] - IcS[k] / dt;
+        }
+        const double B = dot6(Sdot + 6 * a, G), Qq = dot6(Sa, X) - tree->dof_stiffness[a], M = dot6(Sa, IcS);
+        w->J[ua * n + ua] = 0.25 * dt * (B + Qq) - M / dt - 0.5 * (tree->dof_damping[a] + tree->dof_motor_gain[a]);
+        for (int64_t b = tree->dof_parent[a]; b >= 0; b = tree->dof_parent[b]) {
+            const int64_t ub = w->unknown[b];
+            if (ub < 0) continue;
+            w->J[ua * n + ub] = dot6(Sdot + 6 * b, P) + dot6(S + 6 * b, P + 6);
+            w->J[ub * n + ua] = dot6(Sdot + 6 * b, P + 12) + dot6(S + 6 * b, P + 18);
+        }
+    }
+}
+
+/* y -= a x, unrolled by four so that -O2 (SLP) vectorises it: the LU's inner loop */
+static void subtract_scaled(int64_t n, double a, const double *restrict x, double *restrict y)
+{
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        y[j] -= a * x[j];
+        y[j + 1] -= a * x[j + 1];
+        y[j + 2] -= a * x[j + 2];
+        y[j + 3] -= a * x[j + 3];
+    }
+    for (; j < n; ++j) y[j] -= a * x[j];
+}
+
+/* Solve A x = b by Gaussian elimination with partial pivoting; A (n, n) is destroyed, b becomes x.
+ * Returns 1 when a pivot is exactly zero (LAPACK's test for a singular matrix), else 0. */
+static int solve_dense(int64_t n, double *A, double *b)
+{
+    for (int64_t k = 0; k < n; ++k) {
+        int64_t best = k;
+        double big = fabs(A[k * n + k]);
+        for (int64_t i = k + 1; i < n; ++i) {
+            if (fabs(A[i * n + k]) > big) {
+                big = fabs(A[i * n + k]);
+                best = i;
+            }
+        }
+        if (big == 0.0) return 1;
+        if (best != k) {
+            double *x = A + k * n, *y = A + best * n, t;
+            for (int64_t j = k; j < n; ++j) { t = x[j]; x[j] = y[j]; y[j] = t; }
+            t = b[k]; b[k] = b[best]; b[best] = t;
+        }
+        const double *pivot_row = A + k * n, pivot = pivot_row[k];
+        for (int64_t i = k + 1; i < n; ++i) {
+            double *row = A + i * n;
+            const double l = row[k] / pivot;
+            if (l == 0.0) continue;
+            subtract_scaled(n - k - 1, l, pivot_row + k + 1, row + k + 1);
+            b[i] -= l * b[k];
+        }
+    }
+    for (int64_t k = n - 1; k >= 0; --k) {
+        double s = b[k];
+        for (int64_t j = k + 1; j < n; ++j) s -= A[k * n + j] * b[j];
+        b[k] = s / A[k * n + k];
+    }
+    return 0;
+}
+
+int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int64_t *rows, const double *torque,
+                              const double *force_vector, const double *q1, const double *p1, double dt,
+                              double tol, int64_t max_iterations, double *q2, double *lam, double *p2, double *h2,
+                              double *stats, int64_t *iterations, double *scratch)
+{
+    // outputs: q2, lam, p2, h2, stats, iterations
+    // inputs:  tree, rows, torque, force_vector, q1, p1, dt, tol, max_iterations
+    const int64_t nq = tree->nq, nrow = tree->nrow;
+    workspace w;
+    carve(&w, scratch, nq, nrow);
+    int64_t nd = 0;
+    for (int64_t k = 0; k < nq; ++k) w.unknown[k] = tree->dof_prescribed[k] ? -1 : nd++;
+    const int64_t n = nd + nsel;
+    double scale = 1.0, energy = 0.0, r1 = 0.0, r2 = 0.0;
+    for (int64_t k = 0; k < nq; ++k) scale = fabs(p1[k]) > scale ? fabs(p1[k]) : scale;
+    if (nsel) {
+        forward_kinematics(tree, q1, w.world2, w.S2);
+        for (int64_t i = 0; i < nsel; ++i) loop_row(tree, w.world2, w.S2, rows[i], w.Dh1 + i * nq);
+    }
+
+    int64_t status = SYMPLEX_CONVERGED, it = 0;
+    for (;;) {
+        for (int64_t k = 0; k < nq; ++k) {
+            w.qm[k] = 0.5 * (q1[k] + q2[k]);
+            w.v[k] = (q2[k] - q1[k]) / dt;
+            w.fc[k] = -tree->dof_damping[k] * w.v[k] + tree->dof_motor_gain[k] * (tree->dof_motor_velocity[k] - w.v[k]);
+            w.fc[k] += torque[k];
+        }
+        forward_kinematics(tree, w.qm, w.world, w.S);
+        first_order_terms(tree, force_vector, &w, &energy);
+        for (int64_t k = 0; k < nq; ++k) {
+            const int64_t u = w.unknown[k];
+            if (u < 0) continue;
+            double f1 = p1[k] + 0.5 * dt * (w.g[k] + w.Q[k]) - w.p[k] + 0.5 * dt * w.fc[k];
+            for (int64_t i = 0; i < nsel; ++i) f1 -= w.Dh1[i * nq + k] * lam[i];
+            w.f[u] = f1;
+        }
+        r1 = max_abs(nd, w.f);
+        if (nrow) {
+            forward_kinematics(tree, q2, w.world2, w.S2);
+            for (int64_t r = 0; r < nrow; ++r) h2[r] = loop_row(tree, w.world2, w.S2, r, NULL);
+            for (int64_t i = 0; i < nsel; ++i) w.f[nd + i] = h2[rows[i]];
+        }
+        r2 = max_abs(nsel, w.f + nd);
+        if (r1 <= tol * scale && r2 <= tol) break;
+        if (!isfinite(r1 + r2)) { status = SYMPLEX_NOT_FINITE; break; }
+        if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }
+
+        memset(w.J, 0, (size_t)(n * n) * sizeof(double));
+        jacobian_dynamics(tree, dt, n, &w);
+        for (int64_t i = 0; i < nsel; ++i) {
+            double *Dh2 = w.Dh2 + i * nq;
+            loop_row(tree, w.world2, w.S2, rows[i], Dh2);
+            for (int64_t k = 0; k < nq; ++k) {
+                const int64_t u = w.unknown[k];
+                if (u < 0) continue;
+                w.J[u * n + nd + i] = -w.Dh1[i * nq + k];
+                w.J[(nd + i) * n + u] = Dh2[k];
+            }
+        }
+        for (int64_t i = 0; i < n; ++i) w.f[i] = -w.f[i];
+        if (solve_dense(n, w.J, w.f)) { status = SYMPLEX_SINGULAR; break; }
+        for (int64_t k = 0; k < nq; ++k)
+            if (w.unknown[k] >= 0) q2[k] += w.f[w.unknown[k]];
+        for (int64_t i = 0; i < nsel; ++i) lam[i] += w.f[nd + i];
+        ++it;
+    }
+
+    for (int64_t k = 0; k < nq; ++k) p2[k] = 0.5 * dt * (w.g[k] + w.Q[k]) + w.p[k] + 0.5 * dt * w.fc[k];
+    stats[0] = energy;
+    stats[1] = r1;
+    stats[2] = max_abs(nrow, h2);
+    *iterations = it;
+    return status;
+}
