@@ -13,7 +13,7 @@ and keeps the Euler chains far from gimbal lock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,9 +37,9 @@ class MidpointState:
     lam: np.ndarray
     velocity_guess: np.ndarray
     rows: np.ndarray
+    Dh: np.ndarray  # (nrow, nq) constraint Jacobian at q, cached from the step that produced q
     dropped_joints: tuple[str, ...] = ()
     step_index: int = 0
-    history: dict = field(default_factory=dict)
 
 
 def nonconservative_forces(model: TreeModel, qd: np.ndarray, t: float) -> np.ndarray:
@@ -58,7 +58,9 @@ def initial_state(model: TreeModel, t0: float = 0.0) -> tuple[MidpointState, Kin
     kin = forward(model, start.q, charts)
     tm = terms(model, kin, start.qd, t0, second=False)
     lam = np.zeros(len(start.rows))
-    state = MidpointState(t0, start.q, tm.p.copy(), charts, lam, start.qd.copy(), start.rows, start.dropped_joints)
+    _, Dh = constraints.evaluate(model, kin)
+    state = MidpointState(t0, start.q, tm.p.copy(), charts, lam, start.qd.copy(), start.rows, Dh,
+                          start.dropped_joints)
     return state, kin, tm, start.qd
 
 
@@ -75,6 +77,7 @@ class DELSystem:
     forcing: np.ndarray
     kin2: Kinematics
     h2: np.ndarray
+    Dh2: np.ndarray
 
 
 def del_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.ndarray, lam: np.ndarray,
@@ -98,7 +101,7 @@ def del_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.n
     J[nd:, :nd] = Dh2[rows][:, dyn]
     r1 = float(np.max(np.abs(f1))) if nd else 0.0
     r2 = float(np.max(np.abs(f2))) if nr else 0.0
-    return DELSystem(np.concatenate([f1, f2]), J, r1, r2, tm, f_c, kin2, h2)
+    return DELSystem(np.concatenate([f1, f2]), J, r1, r2, tm, f_c, kin2, h2, Dh2)
 
 
 def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, max_iterations: int = 30,
@@ -112,8 +115,7 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
     dyn = ~pre
     nd = int(dyn.sum())
     t2 = state.t + dt
-    _, Dh1 = constraints.evaluate(model, forward(model, state.q, state.charts))
-    Dh1 = Dh1[state.rows][:, dyn]
+    Dh1 = state.Dh[state.rows][:, dyn]
     q2 = state.q + dt * state.velocity_guess
     q2[pre] = prescribed_values(model, t2)[0]
     lam = state.lam.copy()
@@ -145,7 +147,7 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
         lam += delta[nd:]
         iterations += 1
 
-    tm, f_c, kin2 = system.terms_mid, system.forcing, system.kin2
+    tm, f_c, kin2, Dh2 = system.terms_mid, system.forcing, system.kin2, system.Dh2
     p2 = 0.5 * dt * (tm.g + tm.Q) + tm.p + 0.5 * dt * f_c
     v = (q2 - state.q) / dt
     state.velocity_guess = v
@@ -157,6 +159,8 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
             q2[dofs] = 0.0
         state.charts = charts
         kin2 = forward(model, q2, charts)
+        _, Dh2 = constraints.evaluate(model, kin2)
+    state.Dh = Dh2
     state.q, state.p, state.lam, state.t = q2, p2, lam, t2
     state.step_index += 1
     return kin2, tm, iterations

@@ -78,3 +78,20 @@ def test_constraint_jacobian_matches_finite_differences(seed):
     _, Dh = constraints.evaluate(model, forward(model, q, charts))
     fd = _fd(lambda x: constraints.evaluate(model, forward(model, x, charts), jacobian=False)[0], q)
     np.testing.assert_allclose(Dh, fd, atol=1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_frame_velocities_and_axes_match_finite_differences_of_poses(seed):
+    from addon.solver.tree.kinematics import frame_velocities
+
+    model = compile_tree(random_tree(seed))
+    rng = np.random.default_rng(seed)
+    q, qd = rng.normal(size=model.nq), rng.normal(size=model.nq)
+    charts = np.array(model.ball_chart0)
+    kin = forward(model, q, charts)
+    V = frame_velocities(model, kin, qd)
+    dM = (forward(model, q + EPS * qd, charts).world_M_frame - forward(model, q - EPS * qd, charts).world_M_frame)
+    twist_hat = (dM / (2 * EPS)) @ np.linalg.inv(kin.world_M_frame)
+    omega = np.stack([twist_hat[:, 2, 1], twist_hat[:, 0, 2], twist_hat[:, 1, 0]], axis=1)
+    np.testing.assert_allclose(V[:, :3], omega, atol=1e-7)
+    np.testing.assert_allclose(V[:, 3:], twist_hat[:, :3, 3], atol=1e-7)
