@@ -247,7 +247,8 @@ def write_trajectory(trajectory: Trajectory, targets: tuple[Target, ...] | list[
 
     by_owner: dict[str, list[Target]] = defaultdict(list)
     for target in targets:
-        by_owner[target.object].append(target)
+        if target.write or target.bone:  # an armature needs every body bone to place the written ones
+            by_owner[target.object].append(target)
     owner_channels: dict[str, list[_Channel]] = {}
     for name, owned in by_owner.items():
         obj = bpy.data.objects[name]
@@ -285,6 +286,19 @@ def _set_value(owner, data_path: str, index: int, value: float) -> None:
     head, _, attr = data_path.rpartition(".")
     container = owner.path_resolve(head) if head else owner
     getattr(container, attr)[index] = value
+
+
+def key_object(obj: bpy.types.Object, frames: np.ndarray, world: np.ndarray, action_name: str) -> None:
+    """Give unparented `obj` a new, assigned action keying it along world matrices (N, 4, 4) at `frames`.
+
+    For authoring input motion (a driven part of a preset), not for baking: nothing is recorded.
+    """
+    local = world @ _scale_part(np.array(reference.object_matrix(obj, frames[0])))
+    channels = _transform_channels(obj, "", obj.rotation_mode, local, True, "Object Transforms", frames[0])
+    action = compat.new_action(action_name, obj)
+    for channel in channels:
+        _fill(compat.new_fcurve(action, channel.data_path, channel.index, channel.group), frames, channel.values, None)
+    compat.assign(obj, action)
 
 
 def baked_objects(scene: bpy.types.Scene, setup: str) -> list[bpy.types.Object]:

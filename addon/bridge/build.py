@@ -5,7 +5,8 @@ small sphere for a point mass) with a Blender rigid body and Symplex custom mass
 "ground" object standing for the world, and one empty per joint carrying a Blender rigid body
 constraint (HINGE for revolute about its Z, SLIDER / PISTON along its X for prismatic / cylindrical,
 POINT for ball, FIXED, GENERIC for universal and planar, GENERIC_SPRING when the joint has a spring,
-plus a MOTOR empty for a velocity motor); q0 and v0 are stored on the constraint empty.
+plus a MOTOR empty for a velocity motor); q0 and v0 are stored on the constraint empty. A prescribed
+joint from the world makes its body Animated, keyed every frame along the curve.
 `build_armature(scene, mech)` makes one bone per body instead (revolute, prismatic, ball, universal
 and fixed joints; loops become the armature's loop list; prescribed joints become keyed bones).
 Both register a setup. Reading the result back gives the same Mechanism; for the armature the
@@ -24,9 +25,11 @@ import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
+from ..solver.curves import evaluate
 from ..solver.lie import frame_from_axis, rotvec_to_matrix
 from ..solver.model import WORLD, Body, Joint, Mechanism, MechanismError
-from . import compat
+from . import compat, reference
+from .bake import key_object
 from .rotations import matrix_to_quat, quat_to_matrix
 
 POINT_RADIUS = 0.05
@@ -207,14 +210,41 @@ def _motor_object(name: str, joint: Joint, objects, collection, world) -> None:
     empty.symplex.motor_gain = motor.gain
 
 
+def _drive_object(scene: bpy.types.Scene, obj: bpy.types.Object, joint: Joint) -> None:
+    """Key `obj` (Animated) along the prescribed coordinate of `joint`, one key per frame of the curve."""
+    fps = scene.render.fps / scene.render.fps_base
+    curve = joint.prescribed
+    count = int(math.ceil(curve.times[-1] * fps)) + 1
+    times = np.arange(count) / fps
+    axis = np.asarray(joint.axis, dtype=float) / np.linalg.norm(joint.axis)
+    anchor = np.asarray(joint.anchor, dtype=float)
+    start = np.array(reference.object_matrix(obj, scene.frame_start))
+    world = np.empty((count, 4, 4))
+    for k, t in enumerate(times):
+        q = evaluate(curve, float(t))
+        move = np.eye(4)
+        if joint.type == "revolute":
+            move[:3, :3] = rotvec_to_matrix(axis * q)
+            move[:3, 3] = anchor - move[:3, :3] @ anchor
+        else:
+            move[:3, 3] = axis * q
+        world[k] = move @ start
+    obj.rotation_mode = "XYZ"
+    obj.rigid_body.kinematic = True
+    key_object(obj, scene.frame_start + times * fps, world, f"{obj.name} drive")
+
+
 def _check_buildable(mech: Mechanism) -> None:
     if mech.springs:
         raise BuildError(f"{mech.source}: spring {mech.springs[0].name!r}: body-to-body springs cannot be built yet")
     if mech.forces:
         raise BuildError(f"{mech.source}: force {mech.forces[0].name!r}: external forces cannot be built yet")
     for joint in mech.joints:
-        if joint.prescribed is not None:
-            raise BuildError(f"joint {joint.name!r}: a prescribed joint can only be built on an armature")
+        if joint.prescribed is not None and (joint.parent != WORLD or joint.type not in ("revolute", "prismatic")):
+            raise BuildError(
+                f"joint {joint.name!r}: only a revolute or prismatic joint from the world can be prescribed "
+                "on rigid bodies (its body is keyed and Animated)"
+            )
         if joint.rest is not None and any(abs(r) > 0 for r in joint.rest):
             raise BuildError(f"joint {joint.name!r}: a spring rest position other than 0 cannot be built")
         if joint.type == "free" and (any(joint.q0) or any(joint.v0) or joint.parent != WORLD):
@@ -272,6 +302,8 @@ def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism) -> Built:
         if joint.type == "free":
             continue
         _constraint_object(joint.name, joint, objects, collection, world)
+        if joint.prescribed is not None:
+            _drive_object(scene, objects[joint.child], joint)
     scene.use_gravity = True
     scene.gravity = mech.gravity
     root = objects[mech.bodies[0].name]

@@ -14,7 +14,9 @@ Rigid bodies (kind RIGID_BODIES: every object of the setup's collection, nested 
     CYLINDER                           Izz = m r^2 / 2, Ixx = Iyy = m (3 r^2 + h^2) / 12
     CONE (about its centroid)          Izz = 3 m r^2 / 10, Ixx = Iyy = m (3 r^2 / 20 + 3 h^2 / 80)
     CAPSULE (cylinder of length h - 2r plus two hemispheres, masses split by volume)
-  Passive (or not Dynamic) objects are part of the world; Animated ones are not supported yet.
+  Passive (or not Dynamic) objects are part of the world (Animated passive ones are not supported
+  yet). An Animated active body held by one hinge or slider to the world drives the mechanism: that
+  joint is prescribed, its coordinate sampled from the keys at every solver step.
   Rigid body constraints map to joints with the constraint object's origin as anchor: FIXED fixed,
   POINT ball, HINGE revolute about its local Z, SLIDER prismatic and PISTON cylindrical along its
   local X, GENERIC / GENERIC_SPRING by their pattern of locked axes (an axis is locked when its limit
@@ -426,7 +428,34 @@ def _apply_motor(obj, rbc, ends: tuple[str, str], joints: list[Joint], frame: fl
     )
 
 
-def _read_rigid_bodies(scene, setup, frame: float, problems: _Problems):
+def _drive_joint(obj, joints: list[Joint], sample_frames: np.ndarray, dt: float, problems: _Problems) -> None:
+    """Make the joint holding Animated rigid body `obj` prescribed: its coordinate follows the keys."""
+    holding = [i for i, j in enumerate(joints) if obj.name in (j.parent, j.child)]
+    if len(holding) == 0 or joints[holding[0]].child != obj.name or joints[holding[0]].parent != WORLD or (
+        joints[holding[0]].type not in ("revolute", "prismatic")
+    ):
+        problems.errors.append(
+            f"rigid body {obj.name!r} is Animated: that is supported only for a body a single hinge or slider "
+            "joins to the world (or a passive object), which then drives the mechanism"
+        )
+        return
+    i = holding[0]
+    joint = joints[i]
+    ref = np.array(reference.rigid_part(reference.object_matrix(obj, sample_frames[0])))
+    poses = np.array([np.array(reference.rigid_part(reference.object_matrix(obj, f))) for f in sample_frames])
+    axis = np.asarray(joint.axis) / np.linalg.norm(joint.axis)
+    if joint.type == "revolute":
+        relative = matrix_to_quat(poses[:, :3, :3] @ ref[:3, :3].T)
+        values = np.unwrap(2.0 * np.arctan2(relative[:, 1:] @ axis, relative[:, 0]))
+    else:
+        values = (poses[:, :3, 3] - ref[:3, 3]) @ axis
+    times = tuple(float(t) for t in np.arange(len(sample_frames)) * dt)
+    if joint.motor is not None:
+        problems.errors.append(f"rigid body {obj.name!r} is Animated, so joint {joint.name!r} cannot also have a motor")
+    joints[i] = replace(joint, q0=(), v0=(), prescribed=Curve(times, tuple(float(v) for v in values)))
+
+
+def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps: int, problems: _Problems):
     coll = setup.collection
     if coll is None:
         problems.errors.append(f"setup {setup.name!r}: choose the collection holding its rigid bodies")
@@ -435,16 +464,19 @@ def _read_rigid_bodies(scene, setup, frame: float, problems: _Problems):
     members = {o.name for o in objects}
     bodies: list[Body] = []
     world_objects: set[str] = set()
+    driven: list[bpy.types.Object] = []
     for obj in objects:
         rb = obj.rigid_body
         if rb is None:
             continue
         if reference.original_kinematic(obj):
-            problems.errors.append(
-                f"rigid body {obj.name!r} is Animated; animated rigid bodies are not supported yet"
-            )
-            continue
-        if rb.type == "PASSIVE" or not rb.enabled:
+            if rb.type == "PASSIVE":
+                problems.errors.append(
+                    f"rigid body {obj.name!r} is passive and Animated; moving passive objects are not supported yet"
+                )
+                continue
+            driven.append(obj)
+        elif rb.type == "PASSIVE" or not rb.enabled:
             world_objects.add(obj.name)
             continue
         if reference.has_delta_transform(obj):
@@ -507,7 +539,11 @@ def _read_rigid_bodies(scene, setup, frame: float, problems: _Problems):
     joints = orient_from_world([b.name for b in bodies], joints, problems, "rigid body constraint")
     for obj, rbc, ends in motors:
         _apply_motor(obj, rbc, ends, joints, frame, problems)
-    targets = [Target(b.name, b.name) for b in bodies]
+    sample_frames = frame + np.arange(steps + 1) * dt * fps
+    for obj in driven:
+        _drive_joint(obj, joints, sample_frames, dt, problems)
+    driven_names = {obj.name for obj in driven}
+    targets = [Target(b.name, b.name, write=b.name not in driven_names) for b in bodies]
     root = setup.root.name if setup.root is not None else (bodies[0].name if bodies else "")
     return bodies, joints, targets, root
 
@@ -803,7 +839,7 @@ def _read(scene: bpy.types.Scene, setup, problems: _Problems) -> SceneMechanism 
     if setup.kind == "ARMATURE":
         bodies, joints, targets, root = _read_armature(scene, setup, frame, fps, dt, max(steps, 0), problems)
     else:
-        bodies, joints, targets, root = _read_rigid_bodies(scene, setup, frame, problems)
+        bodies, joints, targets, root = _read_rigid_bodies(scene, setup, frame, fps, dt, max(steps, 0), problems)
         joints = [j for j in joints if j.parent != j.child]
     if not bodies and not problems.errors:
         problems.errors.append(f"setup {setup.name!r}: it has no bodies")
