@@ -2,9 +2,9 @@
 
 The modal Bake operator advances a `BakeJob` a time budget per timer tick; the headless baker and the
 demo run it to the end with `bake_setup`. Nothing in the scene changes until `finish()`: a cancelled
-or failed job leaves it exactly as it was. Solver errors come back as `BakeError` (a SolverError) naming
-the setup, the frame and the solver's own message (which names the joint or body at fault); scene
-and model errors as MechanismError (SceneError for the scene) naming the setup.
+or failed job leaves it exactly as it was. Solver errors come back as the same SolverError subclass,
+the message prefixed with the setup and the frame (the solver's own part names the joint or body at
+fault); scene and model errors as MechanismError (SceneError for the scene) naming the setup.
 """
 
 from __future__ import annotations
@@ -20,10 +20,6 @@ from ..solver.model import MechanismError
 from ..solver.trajectory import SolverError, Trajectory
 from .bake import BakeOptions, write_trajectory
 from .read import SceneMechanism, find_setup, read_setup
-
-
-class BakeError(SolverError):
-    """The solver failed during a bake; the message names the setup, the frame and the offender."""
 
 
 @dataclass(frozen=True)
@@ -87,9 +83,10 @@ class BakeJob:
     def frame_of(self, time_s: float) -> float:
         return self.read.frame_start + time_s * self.read.fps
 
-    def _error(self, err: SolverError) -> BakeError:
+    def _error(self, err: SolverError) -> SolverError:
+        """The same kind of solver error, its message prefixed with the setup and the frame."""
         t = err.time if err.time is not None else self.done_steps * self.read.dt
-        return BakeError(f"setup {self.setup_name!r}, frame {self.frame_of(t):.2f}: {err}", err.step, t)
+        return type(err)(f"setup {self.setup_name!r}, frame {self.frame_of(t):g}: {err}", err.step, t)
 
     def advance(self, budget_seconds: float = 0.1, max_steps: int | None = None) -> bool:
         """Step until the time budget (or max_steps) is spent or the run is complete; True when complete."""

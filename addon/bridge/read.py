@@ -430,12 +430,10 @@ def _apply_motor(obj, rbc, ends: tuple[str, str], joints: list[Joint], frame: fl
 
 def _drive_joint(obj, joints: list[Joint], sample_frames: np.ndarray, dt: float, problems: _Problems) -> None:
     """Make the joint holding Animated rigid body `obj` prescribed: its coordinate follows the keys."""
-    holding = [i for i, j in enumerate(joints) if obj.name in (j.parent, j.child)]
-    if len(holding) == 0 or joints[holding[0]].child != obj.name or joints[holding[0]].parent != WORLD or (
-        joints[holding[0]].type not in ("revolute", "prismatic")
-    ):
+    holding = [i for i, j in enumerate(joints) if j.parent == WORLD and j.child == obj.name]
+    if len(holding) != 1 or joints[holding[0]].type not in ("revolute", "prismatic"):
         problems.errors.append(
-            f"rigid body {obj.name!r} is Animated: that is supported only for a body a single hinge or slider "
+            f"rigid body {obj.name!r} is Animated: that is supported only for a body one hinge or slider "
             "joins to the world (or a passive object), which then drives the mechanism"
         )
         return

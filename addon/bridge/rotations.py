@@ -136,14 +136,28 @@ def euler_continuous(e: np.ndarray, order: str, previous: np.ndarray | None = No
     return out
 
 
-def quat_to_axis_angle(q: np.ndarray) -> np.ndarray:
-    """(N, 4) continuous quaternions -> (N, 4) Blender axis-angle rows (angle, x, y, z)."""
+def quat_to_axis_angle(q: np.ndarray, previous_axis: np.ndarray | None = None) -> np.ndarray:
+    """(N, 4) continuous quaternions -> (N, 4) Blender axis-angle rows (angle, x, y, z).
+
+    (angle, axis) and (-angle, -axis) are the same rotation, as are angle and angle + 2 pi; the axis
+    sign is chosen so that it never flips between rows (nor against `previous_axis`), the angle
+    changes sign instead and is unwrapped.
+    """
     q = np.asarray(q, dtype=float)
     v = q[:, 1:]
     s = np.linalg.norm(v, axis=1)
     angle = 2.0 * np.arctan2(s, q[:, 0])
-    axis = np.where(s[:, None] > 1e-12, v / np.where(s > 1e-12, s, 1.0)[:, None], np.array([0.0, 1.0, 0.0]))
-    return np.concatenate([angle[:, None], axis], axis=1)
+    axis = np.empty_like(v)
+    moving = s > 1e-12
+    axis[moving] = v[moving] / s[moving, None]
+    # At the identity the axis is undefined: carry the last defined one (or Blender's default Y).
+    last = np.array([0.0, 1.0, 0.0]) if previous_axis is None else np.asarray(previous_axis, dtype=float)
+    for n in np.flatnonzero(~moving):
+        axis[n] = axis[n - 1] if n > 0 else last
+    reference = np.concatenate([[last], axis[:-1]])
+    signs = np.cumprod(np.where(np.einsum("ij,ij->i", axis, reference) < 0, -1.0, 1.0))
+    angle = np.unwrap(angle * signs)  # a full turn about the same axis is the same rotation
+    return np.concatenate([angle[:, None], axis * signs[:, None]], axis=1)
 
 
 def rotation_channels(r: np.ndarray, mode: str, previous: np.ndarray | None = None) -> tuple[str, np.ndarray]:
@@ -155,11 +169,12 @@ def rotation_channels(r: np.ndarray, mode: str, previous: np.ndarray | None = No
     if mode == "QUATERNION":
         return "rotation_quaternion", quat_continuous(matrix_to_quat(r), previous)
     if mode == "AXIS_ANGLE":
-        prev_q = None
-        if previous is not None:
+        prev_q = prev_axis = None
+        if previous is not None and np.linalg.norm(previous[1:]) > 1e-12:
+            prev_axis = np.asarray(previous[1:]) / np.linalg.norm(previous[1:])
             half = 0.5 * previous[0]
-            prev_q = np.concatenate([[math.cos(half)], math.sin(half) * np.asarray(previous[1:])])
-        return "rotation_axis_angle", quat_to_axis_angle(quat_continuous(matrix_to_quat(r), prev_q))
+            prev_q = np.concatenate([[math.cos(half)], math.sin(half) * prev_axis])
+        return "rotation_axis_angle", quat_to_axis_angle(quat_continuous(matrix_to_quat(r), prev_q), prev_axis)
     if mode in EULER_ORDERS:
         return "rotation_euler", euler_continuous(matrix_to_euler(r, mode), mode, previous)
     raise ValueError(f"unknown rotation mode {mode!r}")

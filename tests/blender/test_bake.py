@@ -1,0 +1,403 @@
+"""The bake writer and bake jobs in real Blender: keys equal the trajectory, nothing else is touched.
+
+Runs under bpy 5.0 (slotted actions) and 4.2 (legacy Action.fcurves). Hand-made trajectories test the
+writer alone (every rotation mode, parenting, pose bones, subframes, reduction, atomicity); bakes of
+scenes built in code test the whole path through the solver: an armature pendulum chain, an armature
+scissor lift closed by loops, and a rigid-body four-bar made only of Blender rigid body constraints.
+"""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+from mathutils import Matrix, Vector
+
+from addon.bridge import bake, build, compat, job, reference
+from addon.bridge.read import Target
+from addon.bridge.rotations import EULER_ORDERS
+from addon.solver import generate
+from addon.solver.trajectory import SolverError, Trajectory
+from tests.blender.scenes import (
+    bone_world,
+    chain_armature,
+    evaluated,
+    fcurve_data,
+    new_scene,
+    read_scene,
+    object_world,
+    rigid_four_bar,
+    scene_state,
+    set_frame,
+    symplex,  # noqa: F401  (fixture)
+    world_pose_matrices,
+)
+
+pytestmark = pytest.mark.usefixtures("symplex")
+
+FPS = 25.0
+
+
+def tumbling_trajectory(names: list[str], steps: int = 60, dt: float = 0.02) -> Trajectory:
+    """Each body circles the Z axis while spinning about a tilted axis, several turns (flips and wraps)."""
+    t = np.arange(steps + 1) * dt
+    poses = np.zeros((steps + 1, len(names), 7))
+    for b in range(len(names)):
+        angle = 4.0 * t + b
+        poses[:, b, 0] = np.cos(angle) + b
+        poses[:, b, 1] = np.sin(angle)
+        poses[:, b, 2] = 0.3 * b
+        axis = np.array([1.0, 2.0, 3.0 + b]) / np.linalg.norm([1.0, 2.0, 3.0 + b])
+        half = 0.5 * (9.0 * t + 0.7 * b)
+        poses[:, b, 3] = np.cos(half)
+        poses[:, b, 4:] = np.sin(half)[:, None] * axis
+    return Trajectory(t, list(names), poses, np.zeros((steps + 1, 0)), [], np.linspace(1.0, 2.0, steps + 1),
+                      np.full(steps + 1, 1e-12), np.full(steps, 2))
+
+
+def assert_objects_follow(scene, trajectory, names, stride=1, atol=2e-5):
+    for k in range(0, len(trajectory.t), stride):
+        set_frame(scene, scene.frame_start + trajectory.t[k] * FPS)
+        for name in names:
+            expected = world_pose_matrices(trajectory, name, [k])[0]
+            np.testing.assert_allclose(object_world(scene, bpy.data.objects[name]), expected, atol=atol,
+                                       err_msg=f"{name} at sample {k}")
+
+
+def test_objects_in_every_rotation_mode_follow_the_trajectory():
+    scene = new_scene("modes")
+    names = []
+    for mode in ("QUATERNION", "AXIS_ANGLE") + EULER_ORDERS:
+        obj = bpy.data.objects.new(f"{scene.name} {mode}", None)
+        scene.collection.objects.link(obj)
+        obj.rotation_mode = mode
+        obj.scale = (1.0, 2.0, 0.5)
+        names.append(obj.name)
+    trajectory = tumbling_trajectory(names)
+    keys = bake.write_trajectory(trajectory, [Target(n, n) for n in names], bake.BakeOptions("modes", 1, FPS))
+    assert keys == sum((3 + (3 if m in EULER_ORDERS else 4)) * 61 for m in ("QUATERNION", "AXIS_ANGLE") + EULER_ORDERS)
+    assert_objects_follow(scene, trajectory, names)
+    for name in names:  # continuity: no 2 pi wraps, Euler branch flips or quaternion sign flips
+        data = fcurve_data(bpy.data.objects[name])
+        for (path, _i), co in data.items():
+            if path in ("rotation_euler", "rotation_axis_angle"):
+                assert np.max(np.abs(np.diff(co[1::2]))) < 1.5, (name, path)
+        if ("rotation_quaternion", 0) in data:
+            q = np.stack([data[("rotation_quaternion", i)][1::2] for i in range(4)], axis=1)
+            assert np.all(np.einsum("ij,ij->i", q[1:], q[:-1]) > 0), name
+        obj = bpy.data.objects[name]
+        np.testing.assert_allclose(obj.scale, (1.0, 2.0, 0.5), atol=1e-6)  # scale is not a Symplex channel
+
+
+def test_parented_object_gets_pose_relative_to_its_parent():
+    scene = new_scene("parent")
+    parent = bpy.data.objects.new(f"{scene.name} parent", None)
+    child = bpy.data.objects.new(f"{scene.name} child", None)
+    for obj in (parent, child):
+        scene.collection.objects.link(obj)
+    parent.location = (1.0, 2.0, 3.0)
+    parent.rotation_euler = (0.3, 0.2, 0.1)
+    parent.scale = (2.0, 2.0, 2.0)
+    child.parent = parent
+    child.matrix_parent_inverse = Matrix.Translation((0.3, 0.0, 0.0)) @ Matrix.Rotation(0.4, 4, "Z")
+    trajectory = tumbling_trajectory([child.name, parent.name])
+    bake.write_trajectory(trajectory, [Target(child.name, child.name), Target(parent.name, parent.name)],
+                          bake.BakeOptions("parent", 1, FPS))
+    assert_objects_follow(scene, trajectory, [child.name, parent.name])
+
+
+def test_static_parent_is_respected():
+    scene = new_scene("static_parent")
+    parent = bpy.data.objects.new(f"{scene.name} parent", None)
+    child = bpy.data.objects.new(f"{scene.name} child", None)
+    for obj in (parent, child):
+        scene.collection.objects.link(obj)
+    parent.location = (0.0, 1.0, 0.0)
+    parent.rotation_euler = (0.0, 0.0, 1.0)
+    child.parent = parent
+    trajectory = tumbling_trajectory([child.name])
+    bake.write_trajectory(trajectory, [Target(child.name, child.name)], bake.BakeOptions("p", 1, FPS))
+    assert_objects_follow(scene, trajectory, [child.name])
+    assert compat.assigned(parent) is None
+
+
+def test_pose_bones_follow_the_trajectory_in_every_rotation_mode():
+    scene = new_scene("bones")
+    arm, _setup = chain_armature(scene, n=len(EULER_ORDERS) + 2, connected=False)
+    modes = ("QUATERNION", "AXIS_ANGLE") + EULER_ORDERS
+    names = []
+    for pb, mode in zip(arm.pose.bones, modes):
+        pb.rotation_mode = mode
+        pb.lock_location = (False, False, False)  # the test motion moves every bone freely
+        names.append(pb.name)
+    arm.location = (0.5, -1.0, 2.0)
+    arm.rotation_euler = (0.1, 0.2, 0.3)
+    trajectory = tumbling_trajectory(names)
+    targets = [Target(n, arm.name, n) for n in names]
+    bake.write_trajectory(trajectory, targets, bake.BakeOptions("bones", 1, FPS))
+    for k in range(0, len(trajectory.t), 3):
+        set_frame(scene, 1 + trajectory.t[k] * FPS)
+        for name in names:
+            np.testing.assert_allclose(bone_world(scene, arm, name), world_pose_matrices(trajectory, name, [k])[0], atol=3e-5)
+
+
+def test_subframes_reduction_and_diagnostics_curves():
+    scene = new_scene("sub")
+    obj = bpy.data.objects.new(f"{scene.name} o", None)
+    scene.collection.objects.link(obj)
+    trajectory = tumbling_trajectory([obj.name], steps=80, dt=0.01)  # 4 samples per frame at 25 fps
+    bake.write_trajectory(trajectory, [Target(obj.name, obj.name)], bake.BakeOptions("sub", 1, FPS, stride=4), root=obj.name)
+    data = fcurve_data(obj)
+    assert len(data[("location", 0)]) == 2 * 21  # one key per frame
+    np.testing.assert_allclose(data[('["symplex_energy"]', 0)][1::2], trajectory.energy[::4], rtol=1e-6)
+    assert obj["symplex_residual"] == pytest.approx(1e-12)
+    bake.free_bake([obj])
+    bake.write_trajectory(trajectory, [Target(obj.name, obj.name)], bake.BakeOptions("sub", 1, FPS, stride=1))
+    data = fcurve_data(obj)
+    assert len(data[("location", 0)]) == 2 * 81  # one key per solver step, on subframes
+    np.testing.assert_allclose(data[("location", 0)][0::2], 1 + trajectory.t * FPS, atol=1e-4)
+    assert_objects_follow(scene, trajectory, [obj.name], stride=1)
+    bake.free_bake([obj])
+    tol = 1e-3
+    bake.write_trajectory(trajectory, [Target(obj.name, obj.name)], bake.BakeOptions("sub", 1, FPS, reduce_tolerance=tol))
+    reduced = fcurve_data(obj)
+    assert len(reduced[("location", 2)]) == 2 * 2  # z is constant: only the end keys remain
+    assert 2 < len(reduced[("location", 0)]) < 2 * 81
+    fc = compat.find_fcurve(compat.assigned(obj), "location", 0)
+    for k, t in enumerate(trajectory.t):
+        assert abs(fc.evaluate(1 + t * FPS) - trajectory.poses[k, 0, 0]) < tol + 1e-6
+
+
+def test_reduce_keys_keeps_what_a_line_cannot_reproduce():
+    frames = np.arange(10.0)
+    values = np.array([0, 1, 2, 3, 3, 3, 3, 2, 1, 0], dtype=float)
+    assert bake.reduce_keys(frames, values, 1e-9).tolist() == [0, 3, 6, 9]
+
+
+def test_previous_action_kept_other_channels_copied_and_restored_by_free_bake():
+    scene = new_scene("prev")
+    obj = bpy.data.objects.new(f"{scene.name} o", None)
+    scene.collection.objects.link(obj)
+    obj.location = (0.0, 0.0, 5.0)
+    obj.keyframe_insert("location", frame=1)
+    obj.scale = (2.0, 2.0, 2.0)
+    obj.keyframe_insert("scale", frame=1)
+    obj.scale = (3.0, 3.0, 3.0)
+    obj.keyframe_insert("scale", frame=10)
+    previous = compat.assigned(obj)
+    trajectory = tumbling_trajectory([obj.name])
+    bake.write_trajectory(trajectory, [Target(obj.name, obj.name)], bake.BakeOptions("prev", 1, FPS))
+    baked = compat.assigned(obj)
+    assert baked.action.name.startswith("Symplex")
+    assert previous.action.users >= 1  # kept alive by the bake's record
+    data = fcurve_data(obj)
+    assert ("scale", 0) in data and len(data[("scale", 0)]) == 4  # artist's scale keys copied
+    set_frame(scene, 10)
+    assert tuple(obj.scale) == pytest.approx((3.0, 3.0, 3.0))
+    assert bake.free_bake([obj]) == 1
+    assert compat.assigned(obj).action == previous.action
+    assert previous.action.get(reference.MARK) is None
+    set_frame(scene, 1)
+    assert tuple(obj.location) == pytest.approx((0.0, 0.0, 5.0))
+    assert not [a for a in bpy.data.actions if a.name.startswith(f"Symplex {obj.name}")]
+
+
+def test_free_bake_without_previous_action_restores_values():
+    scene = new_scene("noprev")
+    obj = bpy.data.objects.new(f"{scene.name} o", None)
+    scene.collection.objects.link(obj)
+    obj.location = (1.0, 2.0, 3.0)
+    obj.rotation_euler = (0.1, 0.2, 0.3)
+    before = scene_state(scene)
+    bake.write_trajectory(tumbling_trajectory([obj.name]), [Target(obj.name, obj.name)],
+                          bake.BakeOptions("noprev", 1, FPS), root=obj.name)
+    set_frame(scene, 30)
+    bake.free_bake([obj])
+    assert obj.animation_data is None
+    assert scene_state(scene) == before
+
+
+def test_failure_mid_write_leaves_nothing_behind():
+    scene = new_scene("atomic")
+    objs = []
+    for i in range(3):
+        obj = bpy.data.objects.new(f"{scene.name} o{i}", None)
+        scene.collection.objects.link(obj)
+        objs.append(obj)
+    before = scene_state(scene)
+    trajectory = tumbling_trajectory([o.name for o in objs])
+    with pytest.raises(KeyError):
+        # the root object does not exist: two actions are written before the third owner fails
+        bake.write_trajectory(trajectory, [Target(o.name, o.name) for o in objs], bake.BakeOptions("a", 1, FPS),
+                              root="no such object")
+    assert scene_state(scene) == before
+
+
+# ----------------------------------------------------------------------------------------------
+# Whole bakes through the solver
+
+
+def bake_and_trajectory(scene, setup_name: str):
+    bake_job = job.BakeJob(scene, setup_name)
+    while not bake_job.advance(budget_seconds=3600.0):
+        pass
+    report = bake_job.finish(scene)
+    return report, bake_job.trajectory(), bake_job
+
+
+def test_armature_pendulum_chain_bake_equals_trajectory():
+    scene = new_scene("chain", frames=60)
+    arm, setup = chain_armature(scene, n=3, mode="QUATERNION")
+    report, trajectory, bake_job = bake_and_trajectory(scene, setup.name)
+    assert report.steps == 59 * setup.substeps and report.keys > 0
+    assert setup.diagnostics.status == "finished"
+    for k in range(0, len(trajectory.t), setup.substeps):
+        set_frame(scene, 1 + trajectory.t[k] * FPS)
+        for name in trajectory.bodies:
+            np.testing.assert_allclose(bone_world(scene, arm, name), world_pose_matrices(trajectory, name, [k])[0], atol=2e-5)
+    # the chain really swings
+    assert np.ptp(trajectory.q[:, 0]) > 0.3
+
+
+def loop_gap(scene, arm, loop) -> float:
+    """Distance between the loop point carried by bone A and the same point carried by bone B."""
+    arm_eval = evaluated(scene, arm)
+    pb_a, pb_b = arm_eval.pose.bones[loop.bone_a], arm_eval.pose.bones[loop.bone_b]
+    point = Vector(loop.point)
+    point_a = arm_eval.matrix_world @ pb_a.matrix @ point
+    # the point's rest position expressed in bone B's rest frame, then carried by B's pose
+    in_b = pb_b.bone.matrix_local.inverted() @ pb_a.bone.matrix_local @ point
+    point_b = arm_eval.matrix_world @ pb_b.matrix @ in_b
+    return (point_a - point_b).length
+
+
+def test_armature_scissor_lift_loops_stay_closed_in_baked_keys(tmp_path):
+    scene = new_scene("scissor", frames=30)
+    built, _expected = build.build_armature(scene, generate.scissor_lift(segments=3))
+    arm = bpy.data.objects[built.setup]
+    loops = list(arm.data.symplex.loops)
+    assert loops, "the scissor lift has loop closures"
+    report, trajectory, _ = bake_and_trajectory(scene, built.setup)
+    assert report.max_residual < 1e-8
+    moved = 0.0
+    for frame in range(scene.frame_start, scene.frame_end + 1):
+        set_frame(scene, frame)
+        for loop in loops:
+            assert loop_gap(scene, arm, loop) < 1e-6, (frame, loop.name)
+        k = (frame - 1) * read_scene(scene, built.setup).substeps
+        for name in trajectory.bodies:
+            np.testing.assert_allclose(bone_world(scene, arm, name), world_pose_matrices(trajectory, name, [k])[0], atol=2e-5)
+        moved = max(moved, abs(trajectory.q[k, 0] - trajectory.q[0, 0]))
+    assert moved > 1e-3
+    # save, reload: the same values at every frame
+    before = {}
+    for frame in (1, 10, 30):
+        set_frame(scene, frame)
+        before[frame] = {pb.name: bone_world(scene, arm, pb.name) for pb in arm.pose.bones}
+    path = tmp_path / "scissor.blend"
+    scene_name, arm_name = scene.name, arm.name
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), check_existing=False)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    scene, arm = bpy.data.scenes[scene_name], bpy.data.objects[arm_name]
+    for frame, poses in before.items():
+        set_frame(scene, frame)
+        for name, matrix in poses.items():
+            np.testing.assert_allclose(bone_world(scene, arm, name), matrix, atol=1e-7)
+
+
+def test_rigid_four_bar_from_blender_constraints_bakes_exactly():
+    scene = new_scene("fourbar", frames=40)
+    _coll, setup, bodies, hinges = rigid_four_bar(scene)
+    # each hinge point as seen from each moving object it joins, before the bake
+    carried = []
+    for hinge in hinges:
+        anchor = hinge.location.copy()
+        rbc = hinge.rigid_body_constraint
+        ends = [e for e in (rbc.object1, rbc.object2) if e.rigid_body.type == "ACTIVE"]
+        carried.append((hinge.name, anchor, [(e, reference.object_matrix(e, 1).inverted() @ anchor) for e in ends]))
+    report, trajectory, _ = bake_and_trajectory(scene, setup.name)
+    assert report.max_residual < 1e-8
+    assert_objects_follow(scene, trajectory, [b.name for b in bodies], stride=setup.substeps)
+    for frame in range(1, 41):
+        set_frame(scene, frame)
+        for name, anchor, ends in carried:
+            points = [evaluated(scene, end).matrix_world @ local for end, local in ends]
+            if len(points) == 1:  # hinged to the ground: the point stays where the hinge is
+                points.append(anchor)
+            assert (points[0] - points[1]).length < 1e-6, (frame, name)
+    # Bullet must not move the baked bodies: they are Animated while the bake plays
+    assert all(b.rigid_body.kinematic for b in bodies)
+    bake.free_bake(bake.baked_objects(scene, setup.name))
+    assert not any(b.rigid_body.kinematic for b in bodies)
+
+
+def test_baking_twice_gives_identical_keys():
+    scene = new_scene("twice", frames=20)
+    arm, setup = chain_armature(scene, n=2)
+    bake_and_trajectory(scene, setup.name)
+    first = fcurve_data(arm)
+    bake_and_trajectory(scene, setup.name)
+    second = fcurve_data(arm)
+    assert first.keys() == second.keys()
+    for key in first:
+        np.testing.assert_array_equal(first[key], second[key])
+    assert len([a for a in bpy.data.actions if a.name.startswith(f"Symplex {arm.name}")]) == 1
+
+
+def test_free_bake_restores_the_previous_action_and_pose():
+    scene = new_scene("free", frames=20)
+    arm, setup = chain_armature(scene, n=2)
+    arm.pose.bones["b1"].keyframe_insert("scale", frame=1)  # the artist's own action
+    previous = compat.assigned(arm).action
+    before = scene_state(scene)
+    bake_and_trajectory(scene, setup.name)
+    assert compat.assigned(arm).action != previous
+    set_frame(scene, 15)
+    with bpy.context.temp_override(scene=scene):
+        assert bpy.ops.symplex.free_bake(setup=setup.name) == {"FINISHED"}
+    assert compat.assigned(arm).action == previous
+    set_frame(scene, 1)
+    after = scene_state(scene)
+    after.pop(f"setup {setup.name}")
+    before.pop(f"setup {setup.name}")
+    assert after == before
+
+
+def test_cancelled_bake_leaves_the_scene_unchanged():
+    scene = new_scene("cancel", frames=30)
+    _arm, setup = chain_armature(scene, n=3)
+    before = scene_state(scene)
+    bake_job = job.BakeJob(scene, setup.name)
+    bake_job.advance(max_steps=5)
+    assert 0 < bake_job.fraction < 1
+    del bake_job  # what Esc does: drop the job without finish()
+    assert scene_state(scene) == before
+
+
+def test_failing_bake_leaves_the_scene_unchanged_and_names_the_frame():
+    """The rocker of a crank-rocker cannot turn a full circle: driving it round breaks the loop."""
+    scene = new_scene("fail", frames=20)
+    _coll, setup, (_crank, _coupler, rocker), _hinges = rigid_four_bar(scene)
+    pivot = np.array([0.4, 0.0, 0.0])
+    start = np.array(reference.object_matrix(rocker, 1))
+    frames = np.arange(1.0, 21.0)
+    world = []
+    for angle in np.linspace(0.0, 2.0 * math.pi, len(frames)):
+        turn = np.eye(4)
+        turn[:3, :3] = np.array(Matrix.Rotation(-angle, 3, "Y"))
+        turn[:3, 3] = pivot - turn[:3, :3] @ pivot
+        world.append(turn @ start)
+    bake.key_object(rocker, frames, np.array(world), "rocker drive")
+    rocker.rigid_body.kinematic = True
+    before = scene_state(scene)
+    with pytest.raises(SolverError) as err:
+        job.bake_setup(scene, setup.name)
+    message = str(err.value)
+    assert setup.name in message and "frame " in message
+    assert not message.startswith(f"setup {setup.name!r}, frame 1:")  # it fails on the way, not at the start
+    assert scene_state(scene) == before
+    with pytest.raises(RuntimeError, match="frame "), bpy.context.temp_override(scene=scene):
+        bpy.ops.symplex.bake(setup=setup.name)
+    assert scene_state(scene) == before
