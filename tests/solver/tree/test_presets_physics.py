@@ -30,3 +30,30 @@ def test_closed_chain_stays_closed_for_120_s(name):
 def test_redundant_rows_of_planar_loops_are_dropped_and_named():
     traj = simulate(load_mechanism(preset_path("closed_chain_device")), 0.01, 10)
     assert sorted(traj.info["redundant_constraints_dropped_in"]) == ["G_G2", "O_O2"]
+
+
+def test_scissor_lift_matches_its_reduced_one_dof_lagrangian():
+    # notes/000.md 4.4 (with the 1/4 coefficient): L = a(th) th'^2 + b sin th, th from the horizontal,
+    # a = sum_n [m L^2 ((n - 1/2)^2 cos^2 + 1/4 sin^2) + I] + m_S L^2 sin^2 / 2, b = sum_n 2 m g (n - 1/2) L.
+    from scipy.integrate import solve_ivp
+
+    m, length, inertia, m_s, g, th0, segments = 1.0, 1.0, 0.1, 1.0, 9.81, 0.3, 5
+    n = np.arange(1, segments + 1) - 0.5
+
+    def rhs(_, y):
+        th, w = y
+        c, s = np.cos(th), np.sin(th)
+        a = np.sum(m * length**2 * (n**2 * c**2 + 0.25 * s**2) + inertia) + 0.5 * m_s * length**2 * s**2
+        da = np.sum(m * length**2 * (-2 * n**2 + 0.5) * s * c) + m_s * length**2 * s * c
+        b = np.sum(2 * m * g * n * length)
+        return [w, (b * c - da * w**2) / (2 * a)]
+
+    t_end = 2.0
+    errors = []
+    for dt in (0.01, 0.005):
+        traj = simulate(load_mechanism(preset_path("scissor_lift")), dt, int(round(t_end / dt)))
+        theta = th0 + traj.q[:, traj.coordinate_names.index("top_pin")]
+        ref = solve_ivp(rhs, (0, traj.t[-1]), [th0, 0.0], t_eval=traj.t, rtol=1e-11, atol=1e-12, method="DOP853")
+        errors.append(np.max(np.abs(theta - ref.y[0])))
+    assert errors[0] < 5e-3  # the lift swings through vertical within these 2 s
+    assert 3.5 < errors[0] / errors[1] < 4.5  # and the error is second order
