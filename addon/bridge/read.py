@@ -569,7 +569,7 @@ def bone_layout(pose_bone) -> _Layout | str:
             return _Layout("revolute", rot[0], None, (("ang", rot[0]),))
         if nr == 2:
             # Euler order string lists axes first-applied first; the later one is the outer axis.
-            inner, outer = sorted(rot, key=mode.index)
+            inner, outer = sorted(rot, key=lambda i: mode.index(AXES[i]))
             return _Layout("universal", outer, inner, (("ang", outer), ("ang", inner)))
         return _Layout("ball", 2, 0, (("ang", 0), ("ang", 1), ("ang", 2)))
     if nr == 0 and nl == 1:
