@@ -83,7 +83,7 @@ def joint_twist(joint) -> np.ndarray:
 # Every preset
 
 
-@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize("name", list_presets())
 def test_preset_loads_and_round_trips(name):
     mech = load_mechanism(preset_path(name))
     assert mech.source.endswith(f"{name}.toml")
@@ -94,11 +94,11 @@ def test_preset_loads_and_round_trips(name):
     assert dumps_mechanism(again) == text
 
 
-def test_all_presets_are_tested():
-    assert set(list_presets()) == set(PRESETS)
+def test_the_mechanism_presets_are_shipped():
+    assert set(PRESETS) <= set(list_presets())
 
 
-@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize("name", list_presets())
 def test_preset_starts_with_a_comment_header(name):
     lines = preset_path(name).read_text(encoding="utf-8").splitlines()
     header = lines[: lines.index("format = 1")]
