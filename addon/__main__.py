@@ -165,8 +165,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     run_demo = _import_blender_module(load)
     args.out.mkdir(parents=True, exist_ok=True)
-    run_demo(args.out)
-    print(f"demo written to {args.out}/")
+    results = run_demo(args.out)
+    if not results:
+        raise CommandError(f"no demo scene was produced; see {args.out / 'demo_report.txt'}", EXIT_FAILED)
+    print(f"demo: {len(results)} scenes written to {args.out}/")
     return EXIT_OK
 
 
