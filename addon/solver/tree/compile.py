@@ -14,8 +14,7 @@ The model is immutable (arrays read-only); per-state scratch lives in tree.data.
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -124,29 +123,63 @@ def _joint_rotation(joint: Joint) -> np.ndarray:
     return lie.frame_from_axis(np.array(joint.axis), hint)
 
 
-def _spanning_tree(mech: Mechanism) -> tuple[list[int], list[int]]:
-    """Tree joints in parent-before-child order, and the loop joints. Raises for unreachable bodies."""
-    children: dict[str, list[int]] = {}
+# Joint types whose reverse (child seen from parent swapped) is the same type with the same
+# coordinates: negate the axes (and swap them for universal) and the relative motion is unchanged.
+REVERSIBLE = ("revolute", "prismatic", "cylindrical", "universal", "fixed")
+
+
+def reversed_joint(joint: Joint) -> Joint:
+    """The same joint seen from its child: parent and child swapped, axes negated (universal: swapped)."""
+    axis, axis2 = tuple(-x for x in joint.axis), joint.axis2
+    if joint.type == "universal":
+        axis, axis2 = tuple(-x for x in joint.axis2), tuple(-x for x in joint.axis)
+        return replace(joint, parent=joint.child, child=joint.parent, axis=axis, axis2=axis2,
+                       q0=joint.q0[::-1], v0=joint.v0[::-1], rest=None if joint.rest is None else joint.rest[::-1])
+    return replace(joint, parent=joint.child, child=joint.parent, axis=axis, axis2=axis2)
+
+
+def _spanning_tree(mech: Mechanism) -> tuple[list[Joint], list[int]]:
+    """Tree joints (oriented parent -> child, parents first) and the indices of the loop joints.
+
+    Breadth-first from the world, preferring joints in their written direction; a body reachable
+    only against a joint's direction uses the reversed joint when its type allows. Raises for the rest.
+    """
+    touching: dict[str, list[int]] = {}
     for i, j in enumerate(mech.joints):
-        children.setdefault(j.parent, []).append(i)
+        touching.setdefault(j.parent, []).append(i)
+        touching.setdefault(j.child, []).append(i)
     reached = {WORLD}
-    tree: list[int] = []
-    queue = deque([WORLD])
-    while queue:
-        name = queue.popleft()
-        for i in children.get(name, []):
-            child = mech.joints[i].child
-            if child not in reached:
-                reached.add(child)
-                tree.append(i)
-                queue.append(child)
+    tree: list[Joint] = []
+    used: set[int] = set()
+    frontier = [WORLD]
+    while frontier:
+        candidates = [(i, name) for name in frontier for i in touching.get(name, []) if i not in used]
+        forward = [(i, mech.joints[i]) for i, name in candidates
+                   if mech.joints[i].parent == name and mech.joints[i].child not in reached]
+        backward = [(i, mech.joints[i]) for i, name in candidates
+                    if mech.joints[i].child == name and mech.joints[i].parent not in reached]
+        frontier = []
+        for i, joint in forward + backward:
+            if joint.parent in reached and joint.child in reached:
+                continue
+            if joint.child in reached:
+                if joint.type not in REVERSIBLE:
+                    raise MechanismError(
+                        f"{mech.source}: [[joint]] {joint.name!r}: body {joint.parent!r} is reachable from the world "
+                        f"only through this {joint.type} joint's child {joint.child!r}; swap its 'parent' and "
+                        "'child' (a reversed joint of this type has different coordinates)"
+                    )
+                joint = reversed_joint(joint)
+            reached.add(joint.child)
+            used.add(i)
+            tree.append(joint)
+            frontier.append(joint.child)
     missing = [b.name for b in mech.bodies if b.name not in reached]
     if missing:
         raise MechanismError(
-            f"{mech.source}: body {missing[0]!r} cannot be reached from 'world' by following joints from "
-            "parent to child; make it the child of a joint whose parent is connected to the world"
+            f"{mech.source}: body {missing[0]!r} is not connected to 'world' through any chain of joints"
         )
-    loops = [i for i in range(len(mech.joints)) if i not in set(tree)]
+    loops = [i for i in range(len(mech.joints)) if i not in used]
     return tree, loops
 
 
@@ -171,8 +204,9 @@ def compile_tree(mech: Mechanism) -> TreeModel:
     # frame carrying each body, and that frame's world pose at the reference configuration
     carrier: dict[str, tuple[int, np.ndarray]] = {WORLD: (-1, np.eye(4))}
 
-    for ji in tree_joints:
-        joint = mech.joints[ji]
+    joint_index = {j.name: i for i, j in enumerate(mech.joints)}
+    for joint in tree_joints:
+        ji = joint_index[joint.name]
         parent_frame, parent_ref = carrier[joint.parent]
         joint_ref = lie.pose_matrix(np.array(joint.anchor), _joint_rotation(joint))
         prims = PRIMITIVES[joint.type]

@@ -179,3 +179,13 @@ def test_loop_that_cannot_close_names_the_joint():
     pin = Joint("tip_pin", "revolute", "world", "lower", (0.0, 0.0, -2.0), (1, 0, 0))
     with pytest.raises(AssemblyError, match="tip_pin"):
         TreeMidpoint(replace(mech, joints=(shoulder, mech.joints[1], pin)), 0.01)
+
+
+def test_joint_written_child_to_parent_gives_the_same_motion():
+    mech = double_pendulum()
+    elbow = mech.joints[1]
+    # the same hinge written from the lower link: parent and child swapped, axis reversed
+    flipped = replace(elbow, parent=elbow.child, child=elbow.parent, axis=(-1.0, 0.0, 0.0))
+    forward_run = simulate(mech, 0.01, 200)
+    flipped_run = simulate(replace(mech, joints=(mech.joints[0], flipped)), 0.01, 200)
+    np.testing.assert_allclose(flipped_run.poses, forward_run.poses, atol=1e-12)
