@@ -142,7 +142,7 @@ def run_demo(out_dir: str | Path) -> list[DemoResult]:
     missing = [p for p in DEMO_PRESETS if p not in available]
     results, failures = [], []
     with registered():
-        bpy.ops.wm.read_factory_settings(use_empty=True)
+        bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)  # preferences stay as they are
         first = bpy.context.scene
         for preset in presets:
             try:

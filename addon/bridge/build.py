@@ -317,22 +317,20 @@ def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism) -> Built:
 
 @contextlib.contextmanager
 def edit_armature(arm_obj: bpy.types.Object):
-    """Edit mode on `arm_obj` (briefly linked into the context scene when it lives elsewhere)."""
-    context_scene = bpy.context.scene
-    layer = bpy.context.view_layer
-    linked_here = arm_obj.name not in context_scene.objects
-    if linked_here:
-        context_scene.collection.objects.link(arm_obj)
+    """Edit mode on `arm_obj` in a scene that holds it (context overrides; no window needed)."""
+    scene = arm_obj.users_scene[0]
+    layer = scene.view_layers[0]
     previous = layer.objects.active
     layer.objects.active = arm_obj
-    bpy.ops.object.mode_set(mode="EDIT")
-    try:
-        yield arm_obj.data.edit_bones
-    finally:
-        bpy.ops.object.mode_set(mode="OBJECT")
-        layer.objects.active = previous
-        if linked_here:
-            context_scene.collection.objects.unlink(arm_obj)
+    override = dict(scene=scene, view_layer=layer, active_object=arm_obj, object=arm_obj,
+                    selected_objects=[arm_obj], selected_editable_objects=[arm_obj])
+    with bpy.context.temp_override(**override):
+        bpy.ops.object.mode_set(mode="EDIT")
+        try:
+            yield arm_obj.data.edit_bones
+        finally:
+            bpy.ops.object.mode_set(mode="OBJECT")
+    layer.objects.active = previous
 
 
 def _tree(mech: Mechanism) -> tuple[list[Joint], list[Joint]]:
