@@ -22,7 +22,7 @@ import numpy as np
 from ..solver.trajectory import Trajectory
 from . import compat, reference
 from .read import Target
-from .rotations import pose_matrices, rotation_channels
+from .rotations import affine_inverse, pose_matrices, rotation_channels
 
 DIAGNOSTICS = ("symplex_energy", "symplex_residual")
 LINEAR = 1  # enum value of 'LINEAR' in Keyframe.interpolation
@@ -83,7 +83,7 @@ def _rigid(matrices: np.ndarray) -> np.ndarray:
 
 def _scale_part(matrix: np.ndarray) -> np.ndarray:
     """D with matrix = rigid(matrix) @ D."""
-    return np.linalg.inv(_rigid(matrix)) @ matrix
+    return affine_inverse(_rigid(matrix)) @ matrix
 
 
 def _transform_channels(owner, prefix: str, mode: str, local: np.ndarray, keys_location: bool, group: str,
@@ -116,13 +116,13 @@ def _object_channels(obj, world: dict[str, np.ndarray], frame_start: float) -> l
     else:
         basis = reference.basis_at(obj, "", obj.rotation_mode, frame_start)
         parent = np.array(reference.object_matrix(obj, frame_start) @ basis.inverted())
-    local = np.linalg.inv(parent) @ matrix_of(obj)
+    local = affine_inverse(parent) @ matrix_of(obj)
     return _transform_channels(obj, "", obj.rotation_mode, local, True, "Object Transforms", frame_start)
 
 
 def _armature_channels(arm, targets: list[Target], world: dict[str, np.ndarray], frame_start: float) -> list[_Channel]:
     arm_matrix = np.array(reference.object_matrix(arm, frame_start))
-    to_armature = np.linalg.inv(arm_matrix)
+    to_armature = affine_inverse(arm_matrix)
     body_of_bone = {t.bone: t.body for t in targets}
     pose: dict[str, np.ndarray] = {}
 
@@ -145,7 +145,7 @@ def _armature_channels(arm, targets: list[Target], world: dict[str, np.ndarray],
         if not target.write:
             continue
         pb = arm.pose.bones[target.bone]
-        basis = np.linalg.inv(parent_frame(pb)) @ pose_of(pb)
+        basis = affine_inverse(parent_frame(pb)) @ pose_of(pb)
         keys_location = not pb.bone.use_connect and not all(pb.lock_location)
         channels += _transform_channels(
             arm, reference.bone_prefix(pb.name), pb.rotation_mode, basis, keys_location, pb.name, frame_start
@@ -154,7 +154,12 @@ def _armature_channels(arm, targets: list[Target], world: dict[str, np.ndarray],
 
 
 def _fill(fcurve, frames: np.ndarray, values: np.ndarray, tol: float | None) -> int:
-    """Write keys (LINEAR) into an empty F-curve in bulk; returns how many."""
+    """Write keys into an empty F-curve in bulk; returns how many.
+
+    Keys are LINEAR, in frame order, with both handles on the key, so no fcurve.update() (sorting
+    and handle recalculation, the slowest step by far) is needed; Blender recalculates handles
+    itself if the artist later switches the keys to Bezier.
+    """
     if tol is not None:
         keep = reduce_keys(frames, values, tol)
         frames, values = frames[keep], values[keep]
@@ -163,9 +168,9 @@ def _fill(fcurve, frames: np.ndarray, values: np.ndarray, tol: float | None) -> 
     points.add(n)
     co = np.empty(2 * n, dtype=np.float32)
     co[0::2], co[1::2] = frames, values
-    points.foreach_set("co", co)
+    for name in _KEY_ARRAYS:
+        points.foreach_set(name, co)
     points.foreach_set("interpolation", np.full(n, LINEAR, dtype=np.int32))
-    fcurve.update()
     return n
 
 

@@ -109,7 +109,8 @@ def euler_continuous(e: np.ndarray, order: str, previous: np.ndarray | None = No
     """Choose, row by row, the equivalent Euler triple closest to the previous row (or `previous`).
 
     Each rotation has two Euler branches, (a, b, c) and (a + pi, pi - b, c + pi) (by axis role), and
-    every angle may shift by 2 pi; the closest combination keeps the curves smooth.
+    every angle may shift by 2 pi; the closest combination keeps the curves smooth. The choice is
+    sequential, so it runs on plain floats; the arrays are built once at the end.
     """
     i, j, k, _ = _order_axes(order)
     e = np.asarray(e, dtype=float)
@@ -117,23 +118,25 @@ def euler_continuous(e: np.ndarray, order: str, previous: np.ndarray | None = No
     other[:, i] += math.pi
     other[:, j] = math.pi - other[:, j]
     other[:, k] += math.pi
-    out = np.empty_like(e)
     two_pi = 2.0 * math.pi
-    prev = None if previous is None else np.asarray(previous, dtype=float)
-    for n in range(len(e)):
+    if previous is None:
+        start = (e[0] + math.pi) % two_pi - math.pi
+        alt = (other[0] + math.pi) % two_pi - math.pi
+        previous = start if np.abs(start).sum() <= np.abs(alt).sum() + 1e-12 else alt
+    px, py, pz = (float(v) for v in previous)
+    out = []
+    for row, alt in zip(e.tolist(), other.tolist()):
         best = None
-        for cand in (e[n], other[n]):
-            if prev is not None:
-                cand = cand + two_pi * np.round((prev - cand) / two_pi)
-                dist = float(np.abs(cand - prev).sum())
-            else:
-                cand = (cand + math.pi) % two_pi - math.pi
-                dist = float(np.abs(cand).sum())
+        for x, y, z in (row, alt):
+            x -= two_pi * round((x - px) / two_pi)
+            y -= two_pi * round((y - py) / two_pi)
+            z -= two_pi * round((z - pz) / two_pi)
+            dist = abs(x - px) + abs(y - py) + abs(z - pz)
             if best is None or dist < best[0] - 1e-12:
-                best = (dist, cand)
-        out[n] = best[1]
-        prev = out[n]
-    return out
+                best = (dist, x, y, z)
+        _, px, py, pz = best
+        out.append((px, py, pz))
+    return np.array(out).reshape(e.shape)
 
 
 def quat_to_axis_angle(q: np.ndarray, previous_axis: np.ndarray | None = None) -> np.ndarray:
@@ -178,6 +181,19 @@ def rotation_channels(r: np.ndarray, mode: str, previous: np.ndarray | None = No
     if mode in EULER_ORDERS:
         return "rotation_euler", euler_continuous(matrix_to_euler(r, mode), mode, previous)
     raise ValueError(f"unknown rotation mode {mode!r}")
+
+
+def affine_inverse(m: np.ndarray) -> np.ndarray:
+    """Inverses of (..., 4, 4) affine matrices (last row 0 0 0 1), in closed form (adjugate)."""
+    m = np.asarray(m, dtype=float)
+    c0, c1, c2 = m[..., :3, 0], m[..., :3, 1], m[..., :3, 2]
+    rows = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=-2)
+    inv_r = rows / np.einsum("...i,...i->...", c0, rows[..., 0, :])[..., None, None]
+    out = np.zeros_like(m)
+    out[..., :3, :3] = inv_r
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", inv_r, m[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
 
 
 def pose_matrices(poses: np.ndarray) -> np.ndarray:
