@@ -6,7 +6,6 @@ animation; Add Preset builds a mechanism from presets/*.toml. All are undoable a
 A cancelled or failed bake writes nothing, so the scene stays exactly as it was.
 """
 
-from __future__ import annotations
 
 import bpy
 from bpy.props import EnumProperty, StringProperty

@@ -6,7 +6,6 @@ properties of rigid bodies, initial joint state of rigid body constraint objects
 WindowManager.symplex_bake (progress of a running bake; not saved with the file).
 """
 
-from __future__ import annotations
 
 import bpy
 from bpy.props import (

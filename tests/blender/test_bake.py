@@ -401,3 +401,63 @@ def test_failing_bake_leaves_the_scene_unchanged_and_names_the_frame():
     with pytest.raises(RuntimeError, match="frame "), bpy.context.temp_override(scene=scene):
         bpy.ops.symplex.bake(setup=setup.name)
     assert scene_state(scene) == before
+
+
+# ----------------------------------------------------------------------------------------------
+# Rotation conversions against mathutils
+
+
+def random_rotations(n: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    from addon.bridge.rotations import quat_to_matrix
+
+    q = np.random.default_rng(4).normal(size=(n, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return q, quat_to_matrix(q)
+
+
+def test_matrix_quaternion_euler_axis_angle_agree_with_mathutils():
+    from mathutils import Euler, Quaternion
+
+    from addon.bridge.rotations import matrix_to_euler, matrix_to_quat, quat_to_axis_angle, quat_to_matrix
+
+    q, m = random_rotations()
+    for k in range(0, len(q), 7):
+        np.testing.assert_allclose(np.array(Quaternion(q[k]).to_matrix()), m[k], atol=1e-6)
+    back = matrix_to_quat(m)
+    np.testing.assert_allclose(np.abs(np.einsum("ij,ij->i", back, q)), 1.0, atol=1e-12)
+    for order in EULER_ORDERS:
+        e = matrix_to_euler(m, order)
+        for k in range(0, len(q), 7):
+            np.testing.assert_allclose(np.array(Euler(e[k], order).to_matrix()), m[k], atol=1e-6, err_msg=order)
+    aa = quat_to_axis_angle(back)
+    for k in range(0, len(q), 7):
+        np.testing.assert_allclose(np.array(Matrix.Rotation(aa[k, 0], 3, Vector(aa[k, 1:]))), m[k], atol=1e-6)
+    np.testing.assert_allclose(quat_to_matrix(back), m, atol=1e-12)
+
+
+def test_euler_continuity_matches_mathutils_compatible_euler():
+    from addon.bridge.rotations import euler_continuous, matrix_to_euler, quat_to_matrix
+
+    t = np.linspace(0.0, 6.0, 400)
+    q = np.stack([np.cos(t), 0.6 * np.sin(t), 0.64 * np.sin(t), 0.48 * np.sin(t)], axis=1)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    m = quat_to_matrix(q)
+    for order in EULER_ORDERS:
+        ours = euler_continuous(matrix_to_euler(m, order), order)
+        theirs, previous = [], None
+        for k in range(len(t)):
+            mat = Matrix(m[k].tolist())
+            previous = mat.to_euler(order, previous) if previous is not None else mat.to_euler(order)
+            theirs.append(tuple(previous))
+        assert np.max(np.abs(np.diff(ours, axis=0))) <= np.max(np.abs(np.diff(np.array(theirs), axis=0))) + 1e-5
+        np.testing.assert_allclose(ours, np.array(theirs), atol=1e-5, err_msg=order)
+
+
+def test_affine_inverse():
+    from addon.bridge.rotations import affine_inverse
+
+    _q, r = random_rotations(10)
+    m = np.tile(np.eye(4), (10, 1, 1))
+    m[:, :3, :3] = r * 1.7
+    m[:, :3, 3] = np.arange(30).reshape(10, 3)
+    np.testing.assert_allclose(affine_inverse(m) @ m, np.tile(np.eye(4), (10, 1, 1)), atol=1e-12)
