@@ -92,6 +92,8 @@ class SYMPLEX_OT_bake(Operator):
 
     def _finish(self, context, bake_job: job.BakeJob) -> set[str]:
         report = bake_job.finish(context.scene)
+        for warning in bake_job.read.warnings:
+            self.report({"WARNING"}, warning)
         self.report({"INFO"}, report.summary())
         return {"FINISHED"}
 
