@@ -743,7 +743,9 @@ def _read_armature(scene, setup, frame: float, fps: float, dt: float, steps: int
                 )
                 continue
             bases = np.array([np.array(reference.bone_basis(arm, pb, f)) for f in sample_frames])
-            values = np.unwrap(layout_coordinates(layout, bases, rot)[:, 0])
+            values = layout_coordinates(layout, bases, rot)[:, 0]
+            if layout.type == "revolute":
+                values = np.unwrap(values)
             prescribed_curve = Curve(tuple(float(t) for t in np.arange(steps + 1) * dt), tuple(map(float, values)))
         q0 = layout_coordinates(layout, np.array(reference.bone_basis(arm, pb, frame)), rot)
         joints.append(
