@@ -11,6 +11,7 @@ Build: `make kernels` (cc -O2 -shared -fPIC ... -lm) -> libsymplex_kernels.so be
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 from pathlib import Path
 from typing import NamedTuple
@@ -117,18 +118,12 @@ class NativeStep(NamedTuple):
     status: int
 
 
-def _checked(name: str, x, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
-    """x as a C-contiguous array of `dtype` (no copy when it already is one); ValueError on a wrong shape."""
-    a = np.ascontiguousarray(x, dtype=dtype)
-    if a.shape != shape:
-        raise ValueError(f"NativeStepper.step: {name} must have shape {shape}, got {a.shape}")
-    return a
-
-
 class NativeStepper:
     """Midpoint steps of one TreeModel in C: contiguous copies of the model arrays, the placement with
-    the ball charts folded in, and the kernel's scratch, all made once here; `step` allocates only its
-    outputs. Raises RuntimeError when the kernels are not loaded (check NATIVE first).
+    the ball charts folded in, the kernel's scratch and its input and output buffers, all made once
+    here (their addresses too: numpy's .ctypes costs microseconds per array). `step` copies its inputs
+    in, checking shapes, and returns copies of the outputs. Raises RuntimeError when the kernels are
+    not loaded (check NATIVE first).
 
     After each step, `h` (nrow,) holds every loop row at q2 and `momentum_residual` max |f1|, for
     error messages (tree.assembly.worst_joint(model, stepper.h)).
@@ -138,21 +133,34 @@ class NativeStepper:
         if _LIB is None:
             raise RuntimeError("the Symplex C kernels are not loaded (not built: run `make kernels`; or "
                                "SYMPLEX_NO_NATIVE=1; or built from other sources); use tree.midpoint's numpy path")
-        self.nq, self.nrow = model.nq, model.nrow
-        self.nball = len(model.ball_dofs)
-        self.nforce = len(model.force_frame)
+        nq, nrow, nbody = model.nq, model.nrow, len(model.body_mass)
+        self.nq, self.nrow, self.nforce, self.nball = nq, nrow, len(model.force_frame), len(model.ball_dofs)
         self._arrays = {name: np.array(getattr(model, name), dtype=dtype, order="C") for name, dtype in _TREE_ARRAYS}
         self._placement0 = np.array(model.dof_placement)
         self._ball_first = np.array(model.ball_dofs[:, 0], dtype=np.int64)
-        self._tree = _Tree(self.nq, len(model.body_mass), self.nforce, self.nrow,
-                           *(self._arrays[name].ctypes.data for name, _ in _TREE_ARRAYS))
+        self._tree = _Tree(nq, nbody, self.nforce, nrow, *(self._arrays[name].ctypes.data for name, _ in _TREE_ARRAYS))
         self._tree_ptr = ctypes.pointer(self._tree)
-        size = _LIB.symplex_midpoint_scratch_size(self.nq, len(model.body_mass), self.nforce, self.nrow)
-        self._scratch = np.empty(size)
-        self._stats = np.empty(3)
-        self._iterations = np.zeros(1, dtype=np.int64)
-        self.h = np.zeros(self.nrow)
+        # buffers in the kernel's argument order after (tree, nsel) and the scalars
+        self._inputs = {"rows": np.zeros(nrow, dtype=np.int64), "torque_mid": np.zeros(nq),
+                        "force_vectors_mid": np.zeros((self.nforce, 3)), "q1": np.zeros(nq), "p1": np.zeros(nq)}
+        self._outputs = {"q2_guess": np.zeros(nq), "lam": np.zeros(nrow), "p2": np.zeros(nq), "h": np.zeros(nrow),
+                         "stats": np.zeros(3), "iterations": np.zeros(1, dtype=np.int64),
+                         "scratch": np.zeros(_LIB.symplex_midpoint_scratch_size(nq, nbody, self.nforce, nrow))}
+        self._in_addresses = [a.ctypes.data for a in self._inputs.values()]
+        self._out_addresses = [a.ctypes.data for a in self._outputs.values()]
+        self.h = np.zeros(nrow)
         self.momentum_residual = 0.0
+
+    @staticmethod
+    def _load(buffer: np.ndarray, name: str, x, shape: tuple[int, ...]) -> None:
+        """Copy x (any real dtype and layout) into buffer[:len(x)] after checking its shape."""
+        x = np.asarray(x)
+        if x.shape != shape:
+            raise ValueError(f"NativeStepper.step: {name} must have shape {shape}, got {x.shape}")
+        if len(buffer) == shape[0]:
+            buffer[...] = x
+        else:
+            buffer[: shape[0]] = x
 
     def step(self, q1: np.ndarray, p1: np.ndarray, lam: np.ndarray, charts: np.ndarray, dt: float, tol: float,
              max_iterations: int, torque_mid: np.ndarray, q2_guess: np.ndarray, force_vectors_mid: np.ndarray,
@@ -161,36 +169,37 @@ class NativeStepper:
 
         q1, p1, q2_guess, torque_mid (nq,): state, Newton guess (prescribed coordinates set to their
         values at t2), keyed torques at the midpoint time; lam, rows (nsel,): multiplier guess and the
-        independent loop rows; charts (nball, 3, 3); force_vectors_mid (nforce, 3) at the midpoint time.
-        The inputs are not modified.
+        independent loop rows (integers); charts (nball, 3, 3); force_vectors_mid (nforce, 3) at the
+        midpoint time. Inputs of any real dtype and layout are copied in; none is modified.
         """
-        nq = self.nq
-        rows = _checked("rows", rows, (len(rows),), np.int64)
+        nq, ins, outs = self.nq, self._inputs, self._outputs
+        rows = np.asarray(rows)
         nsel = len(rows)
-        if nsel and (rows.min() < 0 or rows.max() >= self.nrow):
+        if rows.ndim != 1 or (nsel and rows.dtype.kind not in "iu"):
+            raise ValueError(f"NativeStepper.step: rows must be a 1-d integer array, got {rows.dtype} {rows.shape}")
+        if nsel and (nsel > self.nrow or rows.min() < 0 or rows.max() >= self.nrow):
             raise ValueError(f"NativeStepper.step: rows must index the model's {self.nrow} loop rows, got {rows}")
-        if not (np.isfinite(dt) and dt > 0):
+        if not (math.isfinite(dt) and dt > 0):
             raise ValueError(f"NativeStepper.step: time step dt must be positive, got {dt}")
-        q1 = _checked("q1", q1, (nq,))
-        p1 = _checked("p1", p1, (nq,))
-        torque_mid = _checked("torque_mid", torque_mid, (nq,))
-        force = _checked("force_vectors_mid", force_vectors_mid, (self.nforce, 3))
-        q2 = np.array(_checked("q2_guess", q2_guess, (nq,)))
-        lam = np.array(_checked("lam", lam, (nsel,)))
+        self._load(ins["rows"], "rows", rows, (nsel,))
+        self._load(ins["torque_mid"], "torque_mid", torque_mid, (nq,))
+        self._load(ins["force_vectors_mid"], "force_vectors_mid", force_vectors_mid, (self.nforce, 3))
+        self._load(ins["q1"], "q1", q1, (nq,))
+        self._load(ins["p1"], "p1", p1, (nq,))
+        self._load(outs["q2_guess"], "q2_guess", q2_guess, (nq,))
+        self._load(outs["lam"], "lam", lam, (nsel,))
         if self.nball:
-            charts = _checked("charts", charts, (self.nball, 3, 3))
+            charts = np.asarray(charts)
+            if charts.shape != (self.nball, 3, 3):
+                raise ValueError(f"NativeStepper.step: charts must have shape {(self.nball, 3, 3)}, got {charts.shape}")
             first = self._ball_first
             self._arrays["dof_placement"][first, :3, :3] = self._placement0[first, :3, :3] @ charts
-        p2 = np.empty(nq)
-        self.h = np.empty(self.nrow)
-        status = _LIB.symplex_midpoint_step(
-            self._tree_ptr, nsel, rows.ctypes.data, torque_mid.ctypes.data, force.ctypes.data, q1.ctypes.data,
-            p1.ctypes.data, float(dt), float(tol), int(max_iterations), q2.ctypes.data, lam.ctypes.data,
-            p2.ctypes.data, self.h.ctypes.data, self._stats.ctypes.data, self._iterations.ctypes.data,
-            self._scratch.ctypes.data,
-        )
-        energy, self.momentum_residual, residual_all = (float(x) for x in self._stats)
-        return NativeStep(q2, p2, lam, int(self._iterations[0]), energy, residual_all, int(status))
+        status = _LIB.symplex_midpoint_step(self._tree_ptr, nsel, *self._in_addresses, float(dt), float(tol),
+                                            int(max_iterations), *self._out_addresses)
+        self.h = outs["h"].copy()
+        energy, self.momentum_residual, residual_all = outs["stats"].tolist()
+        return NativeStep(outs["q2_guess"].copy(), outs["p2"].copy(), outs["lam"][:nsel].copy(),
+                          outs["iterations"].item(), energy, residual_all, status)
 
 
 _LIB = load_kernels()

@@ -1,0 +1,250 @@
+"""The C kernels agree with their numpy twins (PEP 399): tree_forward, and the whole midpoint step.
+
+The C step (native.NativeStepper) is driven exactly as tree/midpoint.step drives its numpy Newton
+loop: same guess, curves evaluated by the caller, and the same chart fold afterwards. Each C step
+starts from the numpy state and must reproduce numpy's next state (q2, p2, lambda, iterations,
+energy) to rounding; a second test lets both run free for 200 steps. C cases skip visibly when
+the library is not built.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+
+from addon.solver import native
+from addon.solver.curves import evaluate
+from addon.solver.generate import pendulum_chain
+from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.model import Body, Curve, Force, Joint, Mechanism, Motor
+from addon.solver.trajectory import ConvergenceError
+from addon.solver.tree import midpoint
+from addon.solver.tree.assembly import prescribed_values
+from addon.solver.tree.compile import compile_tree
+from addon.solver.tree.kinematics import fold_charts, forward, local_transforms
+
+from .tree.random_mechanisms import random_tree
+
+needs_c = pytest.mark.skipif(not native.NATIVE, reason="C kernels not built (run `make kernels`) or "
+                                                        "SYMPLEX_NO_NATIVE=1: C cases skipped")
+TREE_FORWARD = [pytest.param(native.tree_forward_numpy, id="numpy"),
+                pytest.param(getattr(native, "_tree_forward_c"), id="C", marks=needs_c)]
+DT, STEPS = 0.01, 200
+
+
+def actuated_chain() -> Mechanism:
+    """Every forcing the C step reads: a prescribed joint, torque and velocity motors, springs with a
+    rest angle, damping, a time-scaled user force, a ball chart, and a loop closed by a ball joint
+    between two branches from the world."""
+    rod = (1.0 / 12, 1.0 / 12, 1e-3, 0.0, 0.0, 0.0)
+    bodies = tuple(Body(name, 1.0 + 0.2 * i, position, com=(0, 0, -0.5), inertia=rod) for i, (name, position) in
+                   enumerate([("l0", (0, 0, 0)), ("l1", (0.3, 0, -1)), ("l2", (1.5, 0, 0)), ("l3", (1.5, 0, -1)),
+                              ("bob", (0.6, 0, -1.5))]))
+    swing = Curve((0.0, 0.5, 1.0, 2.0), (0.0, 0.3, -0.2, 0.1), "cubic")
+    joints = (
+        Joint("drive", "revolute", "world", "l0", (0, 0, 0), (0, 1, 0), prescribed=swing),
+        Joint("wrist", "revolute", "world", "l2", (1.5, 0, 0), (0.2, 1, 0), v0=(0.5,),
+              motor=Motor("velocity", target_velocity=1.5, gain=0.8)),
+        Joint("elbow", "revolute", "l0", "l1", (0.3, 0, -1), (0, 1, 0), q0=(0.2,), stiffness=3.0, rest=(0.1,),
+              damping=0.2, motor=Motor("torque", torque=Curve((0.0, 1.0, 2.0), (0.0, 2.0, -1.0)))),
+        Joint("slide", "cylindrical", "l2", "l3", (1.5, 0, -1), (0, 0, 1), stiffness=5.0, damping=0.1),
+        Joint("hang", "ball", "l1", "bob", (0.6, 0, -1.5), q0=(0.1, 0.2, -0.1), v0=(0.3, -0.2, 0.5)),
+        Joint("close", "ball", "l1", "l3", (0.9, 0, -1.4)),
+    )
+    push = Force("push", "l2", point=(0.1, 0.0, -0.3), force=(2.0, 0.5, 0.0), scale=Curve((0.0, 2.0), (1.0, -1.0)))
+    return Mechanism("actuated", bodies, joints, forces=(push,))
+
+
+MECHANISMS = {
+    "tree0": lambda: random_tree(0),
+    "tree1": lambda: random_tree(1),
+    "tree1_loops": lambda: random_tree(1, loops=2),
+    "tree3_loops": lambda: random_tree(3, loops=3),
+    "tree6_loop": lambda: random_tree(6, loops=1),
+    "pendulum": lambda: load_mechanism(preset_path("pendulum")),
+    "chain_10": lambda: pendulum_chain(10),
+    "closed_chain_device": lambda: load_mechanism(preset_path("closed_chain_device")),
+    "four_bar": lambda: load_mechanism(preset_path("four_bar")),
+    "scissor_lift": lambda: load_mechanism(preset_path("scissor_lift")),
+    "actuated": actuated_chain,
+}
+
+
+@dataclass
+class Next:
+    """The state after one step, as midpoint.step leaves it, plus what the step reports."""
+
+    q: np.ndarray
+    p: np.ndarray
+    lam: np.ndarray
+    charts: np.ndarray
+    velocity_guess: np.ndarray
+    iterations: int
+    energy: float
+    Dh: np.ndarray | None  # numpy caches Dh(q2) in the state for its next step; the C step needs none
+
+
+def numpy_step(model, state: midpoint.MidpointState, dt: float) -> Next:
+    after = copy.deepcopy(state)
+    _, tm, iterations = midpoint.step(model, after, dt)
+    return Next(after.q, after.p, after.lam, after.charts, after.velocity_guess, iterations,
+                tm.kinetic + tm.potential, after.Dh)
+
+
+def native_step(stepper: native.NativeStepper, model, state: midpoint.MidpointState, dt: float,
+                tol: float = 1e-10, max_iterations: int = 30) -> tuple[Next, native.NativeStep]:
+    """midpoint.step with its Newton loop in C: the caller's pre- and post-processing, replicated."""
+    t2, tmid = state.t + dt, state.t + 0.5 * dt
+    q2 = state.q + dt * state.velocity_guess
+    q2[model.dof_prescribed] = prescribed_values(model, t2)[0]
+    torque = np.array([0.0 if c is None else evaluate(c, tmid) for c in model.dof_torque])
+    scale = np.array([1.0 if c is None else evaluate(c, tmid) for c in model.force_scale])
+    out = stepper.step(state.q, state.p, state.lam, state.charts, dt, tol, max_iterations, torque, q2,
+                       model.force_vector * scale[:, None], state.rows)
+    q2, p2 = out.q2.copy(), out.p2.copy()
+    v = (q2 - state.q) / dt
+    velocity = v.copy()
+    charts = state.charts
+    if len(model.ball_dofs):
+        charts, J = fold_charts(model, forward(model, q2, state.charts), state.charts)
+        for b, dofs in enumerate(model.ball_dofs):
+            p2[dofs] = J[b].T @ p2[dofs]
+            velocity[dofs] = np.linalg.solve(J[b], v[dofs])
+            q2[dofs] = 0.0
+    return Next(q2, p2, out.lam, charts, velocity, out.iterations, out.energy, None), out
+
+
+def advance(state: midpoint.MidpointState, nxt: Next, dt: float) -> midpoint.MidpointState:
+    return replace(state, t=state.t + dt, q=nxt.q, p=nxt.p, lam=nxt.lam, charts=nxt.charts,
+                   velocity_guess=nxt.velocity_guess, Dh=nxt.Dh, step_index=state.step_index + 1)
+
+
+def assert_same_step(c: Next, ref: Next, dt: float, where: str) -> None:
+    """Rounding-level agreement: 1e-12 in q2. A q2 difference e shows in the velocity as e / dt and in
+    p2, lambda (an impulse: it balances the momentum residual) and the energy as about M e / dt, so
+    those get 1e-12 / dt, relative to the largest momentum. numpy itself moves q2 by ~1e-13 on these
+    trees when p1 changes by one ulp."""
+    assert c.iterations == ref.iterations, where
+    scale = max(1.0, float(np.abs(ref.p).max()))
+    np.testing.assert_allclose(c.q, ref.q, rtol=0, atol=1e-12, err_msg=where)
+    np.testing.assert_allclose(c.velocity_guess, ref.velocity_guess, rtol=0, atol=1e-12 / dt, err_msg=where)
+    np.testing.assert_allclose(c.p, ref.p, rtol=0, atol=1e-12 * scale / dt, err_msg=where)
+    np.testing.assert_allclose(c.lam, ref.lam, rtol=0, atol=1e-12 * scale / dt, err_msg=where)
+    np.testing.assert_allclose(c.charts, ref.charts, rtol=0, atol=1e-12, err_msg=where)
+    assert abs(c.energy - ref.energy) <= 1e-12 * max(1.0, abs(ref.energy)) / dt, where
+
+
+@pytest.mark.parametrize("tree_forward", TREE_FORWARD)
+def test_tree_forward_composes_parent_then_local(tree_forward):
+    model = compile_tree(random_tree(3, loops=1))
+    rng = np.random.default_rng(1)
+    local = local_transforms(model, rng.normal(size=model.nq), np.array(model.ball_chart0))
+    world = tree_forward(model.dof_parent, local, np.empty((model.nq + 1, 4, 4)))
+    np.testing.assert_array_equal(world[model.nq], np.eye(4))
+    for f in range(model.nq):
+        parent = np.eye(4) if model.dof_parent[f] < 0 else world[model.dof_parent[f]]
+        np.testing.assert_allclose(world[f], parent @ local[f], rtol=0, atol=1e-14)
+
+
+@needs_c
+def test_tree_forward_c_equals_numpy():
+    model = compile_tree(random_tree(6))
+    local = local_transforms(model, np.random.default_rng(2).normal(size=model.nq), np.array(model.ball_chart0))
+    c = native.tree_forward(model.dof_parent, local, np.empty((model.nq + 1, 4, 4)))
+    ref = native.tree_forward_numpy(model.dof_parent, local, np.empty((model.nq + 1, 4, 4)))
+    np.testing.assert_allclose(c, ref, rtol=0, atol=1e-14)
+
+
+@needs_c
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_c_step_reproduces_numpy_step(name):
+    """200 steps along the numpy trajectory: from each numpy state, C makes the same next state."""
+    model = compile_tree(MECHANISMS[name]())
+    stepper = native.NativeStepper(model)
+    state, *_ = midpoint.initial_state(model)
+    for k in range(STEPS):
+        ref = numpy_step(model, state, DT)
+        c, out = native_step(stepper, model, state, DT)
+        assert out.status == native.CONVERGED
+        assert_same_step(c, ref, DT, f"{name}, step {k + 1}")
+        if model.nrow:
+            assert out.residual_all <= 1e-9
+            np.testing.assert_allclose(out.residual_all, np.abs(stepper.h).max(), rtol=0, atol=0)
+        state = advance(state, ref, DT)
+
+
+@needs_c
+@pytest.mark.parametrize("name", ["tree1_loops", "closed_chain_device", "actuated"])
+def test_c_and_numpy_trajectories_stay_together(name):
+    """Both run free for 200 steps; rounding differences must not grow beyond the Newton tolerance."""
+    model = compile_tree(MECHANISMS[name]())
+    stepper = native.NativeStepper(model)
+    ref, *_ = midpoint.initial_state(model)
+    c_state = copy.deepcopy(ref)
+    for k in range(STEPS):
+        ref = advance(ref, numpy_step(model, ref, DT), DT)
+        c_state = advance(c_state, native_step(stepper, model, c_state, DT)[0], DT)
+    np.testing.assert_allclose(c_state.q, ref.q, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(c_state.p, ref.p, rtol=0, atol=1e-9 * max(1.0, np.abs(ref.p).max()) / DT)
+
+
+@needs_c
+def test_c_step_reports_non_convergence_singularity_and_nan_like_numpy():
+    model = compile_tree(MECHANISMS["tree1_loops"]())
+    stepper = native.NativeStepper(model)
+    state, *_ = midpoint.initial_state(model)
+    _, out = native_step(stepper, model, state, DT, max_iterations=1)
+    assert (out.status, out.iterations) == (native.NOT_CONVERGED, 1)
+    with pytest.raises(ConvergenceError, match="did not converge"):
+        midpoint.step(model, copy.deepcopy(state), DT, max_iterations=1)
+    assert stepper.momentum_residual > 0 and np.isfinite(out.energy)
+
+    nan_state = replace(state, velocity_guess=np.full(model.nq, np.nan))
+    assert native_step(stepper, model, nan_state, DT)[1].status == native.NOT_FINITE
+
+    # a massless, springless, undamped coordinate: its Jacobian row is zero
+    ghost = Body("ghost", 0.0, (0.0, 0.0, -1.0))
+    mech = load_mechanism(preset_path("pendulum"))
+    mech = mech.replace(bodies=mech.bodies + (ghost,), joints=mech.joints + (
+        Joint("spin", "revolute", mech.bodies[0].name, "ghost", (0.0, 0.0, -1.0), (0, 0, 1)),))
+    model = compile_tree(mech)
+    state, *_ = midpoint.initial_state(model)
+    assert native_step(native.NativeStepper(model), model, state, DT)[1].status == native.SINGULAR
+    with pytest.raises(ConvergenceError, match="singular"):
+        midpoint.step(model, copy.deepcopy(state), DT)
+
+
+@needs_c
+def test_stepper_checks_shapes_and_row_indices():
+    model = compile_tree(MECHANISMS["tree1_loops"]())
+    stepper = native.NativeStepper(model)
+    state, *_ = midpoint.initial_state(model)
+    nq, args = model.nq, dict(lam=state.lam, charts=state.charts, dt=DT, tol=1e-10, max_iterations=30,
+                              torque_mid=np.zeros(model.nq), q2_guess=state.q, force_vectors_mid=model.force_vector,
+                              rows=state.rows)
+    with pytest.raises(ValueError, match=r"p1 must have shape \(%d,\)" % nq):
+        stepper.step(state.q, state.p[:-1], **args)
+    with pytest.raises(ValueError, match="force_vectors_mid"):
+        stepper.step(state.q, state.p, **{**args, "force_vectors_mid": np.zeros((5, 3))})
+    with pytest.raises(ValueError, match="rows must index"):
+        stepper.step(state.q, state.p, **{**args, "rows": state.rows + model.nrow})
+    # non-contiguous float32 inputs are converted, not misread
+    q = np.repeat(state.q.astype(np.float32), 2)[::2]
+    a = stepper.step(q, state.p, **args)
+    b = stepper.step(q.astype(np.float64), state.p, **args)
+    np.testing.assert_array_equal(a.q2, b.q2)
+
+
+def test_no_native_environment_variable_forces_numpy():
+    code = ("from addon.solver import native; "
+            "assert native.NATIVE is False and native.tree_forward is native.tree_forward_numpy; "
+            "import pytest; pytest.raises(RuntimeError, native.NativeStepper, None)")
+    env = {**os.environ, "SYMPLEX_NO_NATIVE": "1"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env,
+                   cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
