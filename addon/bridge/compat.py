@@ -33,6 +33,10 @@ class ActionChannels:
 
 def _channelbag(channels: ActionChannels, create: bool):
     """The channelbag of `channels.slot` in the action's first keyframe strip (4.4+ only)."""
+    if channels.slot is None:
+        if create:
+            raise ValueError(f"action {channels.action.name!r}: no slot to write F-curves into")
+        return None
     action = channels.action
     if not action.layers:
         if not create:
@@ -113,13 +117,18 @@ def assign(owner: bpy.types.ID, channels: ActionChannels | None) -> None:
 
 
 def slot_by_identifier(action: bpy.types.Action, identifier: str) -> ActionChannels:
-    """`action` with the slot named `identifier` (legacy: the action itself)."""
-    if not SLOTTED or not identifier:
+    """`action` with the slot named `identifier` (legacy: the action itself).
+
+    Without such a slot (a record written by Blender 4.2 and read by 4.4+, whose versioning turned the
+    action into one "Legacy Slot"), the action's first slot.
+    """
+    if not SLOTTED:
         return ActionChannels(action)
-    for slot in action.slots:
+    slots = list(action.slots)
+    for slot in slots:
         if slot.identifier == identifier:
             return ActionChannels(action, slot)
-    return ActionChannels(action)
+    return ActionChannels(action, slots[0] if slots else None)
 
 
 def remove_action(action: bpy.types.Action) -> None:
