@@ -320,9 +320,12 @@ def se3_dcay_inv_T_dxi(xi: np.ndarray, mu: np.ndarray) -> np.ndarray:
     w, v = xi[..., :3], xi[..., 3:]
     mw, mv = mu[..., :3], mu[..., 3:]
     nu = mv + 0.5 * cross(w, mv)
-    out = np.zeros(np.broadcast_shapes(xi.shape, mu.shape)[:-1] + (6, 6))
-    out[..., :3, :3] = (-0.5 * hat(mw) + 0.25 * np.sum(w * mw, axis=-1)[..., None, None] * np.eye(3)
-                        + 0.25 * _outer(w, mw) - 0.25 * hat(v) @ hat(mv))
-    out[..., :3, 3:] = -0.5 * hat(nu)
-    out[..., 3:, :3] = -0.5 * hat(mv)
+    H = hat(np.stack(np.broadcast_arrays(mw, nu, mv), axis=-2))  # (..., 3, 3, 3): hat(mu_w), hat(nu), hat(mu_v)
+    eye = np.eye(3)
+    out = np.zeros(H.shape[:-3] + (6, 6))
+    # hat(v) hat(mu_v) = mu_v v^T - (v . mu_v) I
+    dots = np.sum(w * mw, axis=-1) + np.sum(v * mv, axis=-1)
+    out[..., :3, :3] = -0.5 * H[..., 0, :, :] + 0.25 * (dots[..., None, None] * eye + _outer(w, mw) - _outer(mv, v))
+    out[..., :3, 3:] = -0.5 * H[..., 1, :, :]
+    out[..., 3:, :3] = -0.5 * H[..., 2, :, :]
     return out

@@ -1,0 +1,61 @@
+"""Body wrenches shared by the holonomic vehicles: gravity (with its potential) and sums of wrenches.
+
+A wrench function maps (t, g (..., 4, 4), xi (..., 6)) to a body-frame wrench (..., 6) ordered (torque;
+force), plus its derivative with respect to xi or None when it does not depend on the velocity. The
+vehicle-specific wrenches (rotors, thrusters, hydrodynamics) live with their vehicle modules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..lie import cross
+from .holonomic import Wrench, WrenchFn
+
+
+def _rotate_to_body(g: np.ndarray, vector_world: np.ndarray) -> np.ndarray:
+    return np.einsum("...ji,j->...i", g[..., :3, :3], vector_world)
+
+
+def gravity(mass: float, gravity_world, com=(0.0, 0.0, 0.0)):
+    """Uniform gravity on a body whose centre of mass sits at `com` (body axes).
+
+    Returns (wrench function, potential function); the potential is -m g . (x + R com), (...).
+    """
+    weight = mass * np.asarray(gravity_world, dtype=float)
+    com = np.asarray(com, dtype=float)
+
+    def wrench(t: float, g: np.ndarray, xi: np.ndarray) -> Wrench:
+        force = _rotate_to_body(g, weight)
+        return np.concatenate([cross(com, force), force], -1), None
+
+    def potential(g: np.ndarray) -> np.ndarray:
+        return -(g[..., :3, 3] + g[..., :3, :3] @ com) @ weight
+
+    return wrench, potential
+
+
+def total(*wrenches: WrenchFn) -> WrenchFn:
+    """The sum of several wrench functions (derivatives summed, None when none depends on xi)."""
+
+    def wrench(t: float, g: np.ndarray, xi: np.ndarray) -> Wrench:
+        f_sum, df_sum = 0.0, None
+        for fn in wrenches:
+            f, df = fn(t, g, xi)
+            f_sum = f_sum + f
+            if df is not None:
+                df_sum = df if df_sum is None else df_sum + df
+        if isinstance(f_sum, float):
+            f_sum = np.zeros(np.broadcast_shapes(g.shape[:-2], xi.shape[:-1]) + (6,))
+        return f_sum, df_sum
+
+    return wrench
+
+
+def no_wrench(t: float, g: np.ndarray, xi: np.ndarray) -> Wrench:
+    """The zero wrench (a free body)."""
+    return np.zeros(np.broadcast_shapes(g.shape[:-2], xi.shape[:-1]) + (6,)), None
+
+
+def no_potential(g: np.ndarray) -> np.ndarray:
+    return np.zeros(g.shape[:-2])
