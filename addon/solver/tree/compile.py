@@ -51,6 +51,7 @@ class TreeModel:
       body_frame (nbody,), body_offset (nbody, 4, 4) frame_M_body, body_mass (nbody,),
       body_com (nbody, 3) body axes, body_inertia (nbody, 3, 3) about the com in body axes.
       dof_stiffness, dof_rest, dof_damping, dof_motor_gain, dof_motor_velocity (nq,);
+      dof_lower, dof_upper (nq,) joint limits (+-inf when free), enforced by midpoint.py as contacts;
       dof_torque: per-coordinate torque Curve or None; dof_prescribed (nq,) bool with curves.
       point forces: force_frame (nf,), force_point (nf, 3) in frame axes, force_vector (nf, 3), force_scale.
       loop rows: row_frame_p, row_frame_c (nrow,), row_kind (nrow,) 0 translation / 1 rotation,
@@ -82,6 +83,8 @@ class TreeModel:
     gravity: np.ndarray
     dof_stiffness: np.ndarray
     dof_rest: np.ndarray
+    dof_lower: np.ndarray
+    dof_upper: np.ndarray
     dof_damping: np.ndarray
     dof_motor_gain: np.ndarray
     dof_motor_velocity: np.ndarray
@@ -198,6 +201,7 @@ def compile_tree(mech: Mechanism) -> TreeModel:
     parent, placement, kind, joint_of, ball_of, names = [], [], [], [], [], []
     ball_dofs, ball_chart0 = [], []
     stiffness, rest, damping, gain, target, torque, prescribed, curves = [], [], [], [], [], [], [], []
+    lower, upper = [], []
     q_init, v_init = [], []
     body_frame = np.full(len(mech.bodies), -1, dtype=np.int64)
     body_offset = np.tile(np.eye(4), (len(mech.bodies), 1, 1))
@@ -228,6 +232,8 @@ def compile_tree(mech: Mechanism) -> TreeModel:
             names.append(f"{joint.name}.{KIND_NAMES[prim]}" if len(prims) > 1 else joint.name)
             stiffness.append(joint.stiffness)
             rest.append(joint.rest[d] if joint.rest else 0.0)
+            lower.append(joint.lower[d] if joint.lower else -np.inf)
+            upper.append(joint.upper[d] if joint.upper else np.inf)
             damping.append(joint.damping)
             is_velocity_motor = joint.motor is not None and joint.motor.mode == "velocity"
             gain.append(joint.motor.gain if is_velocity_motor else 0.0)
@@ -243,6 +249,11 @@ def compile_tree(mech: Mechanism) -> TreeModel:
                 ball_of[idx] = len(ball_dofs)
                 ball_dofs.append((idx, idx + 1, idx + 2))
                 ball_chart0.append(chart)
+        if joint.type in ("ball", "free") and (joint.lower is not None or joint.upper is not None):
+            raise MechanismError(
+                f"{mech.source}: [[joint]] {joint.name!r}: fields 'lower'/'upper' are not supported on a "
+                f"{joint.type} joint by the tree method (its rotation has no fixed angle coordinates)"
+            )
         if joint.prescribed is not None and len(prims) != 1:
             raise MechanismError(
                 f"{mech.source}: [[joint]] {joint.name!r}: field 'prescribed' needs a one-coordinate joint, "
@@ -283,13 +294,6 @@ def compile_tree(mech: Mechanism) -> TreeModel:
             f"{mech.source}: [[spring]] {mech.springs[0].name!r}: body-to-body springs are not supported by the "
             "tree method yet; use a joint 'stiffness' instead"
         )
-    for joint in mech.joints:
-        if joint.lower is not None or joint.upper is not None:
-            raise MechanismError(
-                f"{mech.source}: [[joint]] {joint.name!r}: fields 'lower'/'upper' (joint limits) are not "
-                "supported by the tree method yet; remove them or use the maximal method when it lands"
-            )
-
     def ro(a, dtype=float) -> np.ndarray:
         arr = np.array(a, dtype=dtype)
         arr.flags.writeable = False
@@ -324,6 +328,8 @@ def compile_tree(mech: Mechanism) -> TreeModel:
         gravity=ro(mech.gravity),
         dof_stiffness=ro(stiffness),
         dof_rest=ro(rest),
+        dof_lower=ro(lower),
+        dof_upper=ro(upper),
         dof_damping=ro(damping),
         dof_motor_gain=ro(gain),
         dof_motor_velocity=ro(target),

@@ -189,3 +189,19 @@ def test_joint_written_child_to_parent_gives_the_same_motion():
     forward_run = simulate(mech, 0.01, 200)
     flipped_run = simulate(replace(mech, joints=(mech.joints[0], flipped)), 0.01, 200)
     np.testing.assert_allclose(flipped_run.poses, forward_run.poses, atol=1e-12)
+
+
+def test_joint_limit_is_a_rigid_inelastic_stop():
+    mech = pendulum(q0=0.0)
+    hinge = replace(mech.joints[0], v0=(3.0,), lower=(-0.4,), upper=(0.4,))
+    traj = simulate(replace(mech, joints=(hinge,)), 0.01, 1000)
+    assert traj.status == "finished"
+    q = traj.q[:, 0]
+    assert q.max() == pytest.approx(0.4, abs=1e-10) and q.min() > -0.4 - 1e-10  # never through a stop
+    hit = int(np.argmax(q >= 0.4 - 1e-10))
+    # the stop absorbs the speed: afterwards the energy is the potential at the stop, and it is kept
+    # (it swings back and just reaches the other stop)
+    at_stop = -9.81 * 1.0 * np.cos(0.4)
+    after = traj.energy[hit + 2:]
+    assert np.allclose(after, at_stop, atol=2e-3)
+    assert traj.energy[1] - at_stop > 1.0  # it had kinetic energy before the hit
