@@ -1,6 +1,11 @@
 """Vehicles (seed 001): Lie group variational integrators for rigid vehicles and wheeled nonholonomic ones.
 
-holonomic.py steps a single rigid body on SE(3) (rigid_body.py, helicopter.py, boat.py supply inertia and
-wrenches); car.py and snakeboard.py are the nonholonomic SE(2) vehicles; rk4.py is the RK4 baseline;
-spec.py holds the parameter dataclasses and presets; integrator.py records Trajectories.
+holonomic.py steps a single rigid body on SE(3) (rigid_body.py, helicopter.py supply inertia and
+wrenches, forces.py the shared ones); car.py is the nonholonomic SE(2) car; rk4.py is the RK4 baseline;
+spec.py holds the parameter dataclasses and presets, controls.py the control signals; integrator.py
+records Trajectories through the Integrator protocol.
 """
+
+# The Integrator protocol first: solver/integrator.py registers vehicles.integrator.VehicleIntegrator,
+# which subclasses its Integrator, so whichever of the two is imported first, this order resolves the cycle.
+from .. import integrator as _protocol  # noqa: F401

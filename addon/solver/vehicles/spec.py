@@ -1,0 +1,218 @@
+"""Vehicle parameters and the Vehicle description: frozen dataclasses, validated on creation, plus presets.
+
+Owns what a vehicle *is* (mass properties, geometry, limits) and how one is set up for a run (initial
+pose and velocity, keyed controls); not how it moves (car.py, holonomic.py). Units SI, Z up, body axes
+x forward, y left, z up, quaternions (w, x, y, z). `Vehicle` is the proposed `Mechanism.vehicle` field
+(issue 5); it lives here until model.py grows it.
+
+Every preset number carries its source. "[estimate]" marks a value derived from the stated rule or
+formula rather than read from a document; "[from memory]" marks a published value quoted without the
+document at hand, to be checked before the presets become TOML files.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Union
+
+from ..model import Curve, Quat, Vec3
+
+
+class VehicleError(ValueError):
+    """Invalid vehicle input; the message names the vehicle, the field, what was expected and what came."""
+
+
+def _check_positive(owner: object, name: str, *names: str, allow_zero: tuple[str, ...] = ()) -> None:
+    for key in names:
+        value = getattr(owner, key)
+        ok = math.isfinite(value) and (value >= 0 if key in allow_zero else value > 0)
+        if not ok:
+            bound = ">= 0" if key in allow_zero else "> 0"
+            raise VehicleError(f"{name}: field '{key}' must be a finite number {bound}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class CarSpec:
+    """A rear-wheel-driven car, bicycle-model steering (seed §5.2.1, Kelly & Murray car).
+
+    The body frame of the model sits at the rear-axle centre on the ground; the centre of mass is
+    `com_ahead_of_rear_axle` in front of it at `com_height`. Torques are generalised forces on the
+    rear-axle rolling angle (contact force times wheel radius), summed over both rear wheels.
+    """
+
+    name: str
+    mass: float  # kg, vehicle with driver
+    yaw_inertia: float  # kg m^2 about the vertical axis through the centre of mass
+    wheelbase: float  # m, rear axle to front axle
+    track: float  # m, wheel centre to wheel centre (front and rear alike)
+    wheel_radius: float  # m, loaded rolling radius
+    com_ahead_of_rear_axle: float  # m
+    com_height: float  # m above the ground
+    rear_wheel_inertia: float  # kg m^2 per wheel about its axle (wheel, tyre, brake disc)
+    front_wheel_inertia: float  # kg m^2 per wheel about its axle
+    max_steer: float  # rad, largest bicycle-model steering angle (the rack's end stop)
+    max_drive_torque: float  # N m at the rear axle, for controllers and presets
+    max_brake_torque: float  # N m equivalent at the rear-axle coordinate
+
+    def __post_init__(self):
+        _check_positive(self, f"car {self.name!r}", "mass", "yaw_inertia", "wheelbase", "track", "wheel_radius",
+                        "com_height", "max_drive_torque", "max_brake_torque", "com_ahead_of_rear_axle",
+                        "rear_wheel_inertia", "front_wheel_inertia", "max_steer",
+                        allow_zero=("com_ahead_of_rear_axle", "rear_wheel_inertia", "front_wheel_inertia",
+                                    "max_drive_torque", "max_brake_torque"))
+        if not self.max_steer < math.pi / 2:
+            raise VehicleError(f"car {self.name!r}: field 'max_steer' must be below pi/2 rad (90 degrees), "
+                               f"got {self.max_steer!r}: the car model uses tan(steer)")
+
+
+@dataclass(frozen=True)
+class RigidBodySpec:
+    """A free rigid body (the seed's test system), frame at the centre of mass."""
+
+    name: str
+    mass: float  # kg
+    inertia: tuple[float, ...]  # kg m^2 about the COM: 3 principal moments or Ixx Iyy Izz Ixy Ixz Iyz
+
+    def __post_init__(self):
+        _check_positive(self, f"rigid body {self.name!r}", "mass")
+        if len(self.inertia) not in (3, 6) or not all(math.isfinite(v) for v in self.inertia):
+            raise VehicleError(f"rigid body {self.name!r}: field 'inertia' must be 3 or 6 finite numbers, "
+                               f"got {self.inertia!r}")
+
+
+@dataclass(frozen=True)
+class HelicopterSpec:
+    """The seed's simple helicopter (§4.3.1): one rigid body, main-rotor lift and a tail-rotor force.
+
+    Body frame at the centre of mass. Lift acts at the rotor hub, `rotor_height` above the centre of
+    mass, along the blade-tilted shaft; the tail force acts `tail_arm` behind it along -y.
+    """
+
+    name: str
+    mass: float  # kg
+    inertia: tuple[float, ...]  # kg m^2 about the COM (3 principal or 6 values, as RigidBodySpec)
+    rotor_height: float  # m, hub above the centre of mass (the seed's d_t)
+    tail_arm: float  # m, tail rotor behind the centre of mass (the seed's d_r)
+    rotor_radius: float  # m, for rigs and rotor spin only
+    max_collective: float  # N, largest main-rotor thrust
+    max_tail_force: float  # N, largest tail-rotor thrust magnitude
+    max_blade_tilt: float  # rad, largest blade pitch or roll (cyclic) angle
+
+    def __post_init__(self):
+        _check_positive(self, f"helicopter {self.name!r}", "mass", "rotor_height", "tail_arm", "rotor_radius",
+                        "max_collective", "max_tail_force", "max_blade_tilt")
+        if len(self.inertia) not in (3, 6):
+            raise VehicleError(f"helicopter {self.name!r}: field 'inertia' must be 3 or 6 numbers, "
+                               f"got {self.inertia!r}")
+
+
+Spec = Union[CarSpec, RigidBodySpec, HelicopterSpec]
+Control = Union[Curve, float]
+
+VEHICLE_TYPES = {"car": CarSpec, "rigid_body": RigidBodySpec, "helicopter": HelicopterSpec}
+CONTROL_NAMES = {
+    "car": ("drive_torque", "brake_torque", "steer"),  # N m, N m (>= 0), rad
+    "rigid_body": (),
+    "helicopter": ("collective", "tail", "blade_pitch", "blade_roll"),  # N, N, rad, rad
+}
+
+
+@dataclass(frozen=True)
+class Vehicle:
+    """One vehicle to simulate: its parameters, where it starts, and its keyed controls.
+
+    position, orientation: the world pose of the body frame at t = 0 (a car's frame is its centre of
+    mass too; the car stays on the ground plane z = com_height and keeps only the heading about z).
+    velocity: the body twist at t = 0, (wx, wy, wz, vx, vy, vz); a car reads only vx (forward speed) and
+    takes its yaw rate from the steering. controls: (name, Curve or constant) pairs, names from
+    CONTROL_NAMES[type]; a control not given is zero.
+    """
+
+    type: str
+    spec: Spec
+    position: Vec3 = (0.0, 0.0, 0.0)
+    orientation: Quat = (1.0, 0.0, 0.0, 0.0)
+    velocity: tuple[float, float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    controls: tuple[tuple[str, Control], ...] = field(default=())
+    name: str = "vehicle"
+
+    def __post_init__(self):
+        where = f"vehicle {self.name!r}"
+        if self.type not in VEHICLE_TYPES:
+            raise VehicleError(f"{where}: field 'type' must be one of {', '.join(VEHICLE_TYPES)}, got {self.type!r}")
+        if not isinstance(self.spec, VEHICLE_TYPES[self.type]):
+            raise VehicleError(f"{where}: a {self.type!r} needs a {VEHICLE_TYPES[self.type].__name__} spec, "
+                               f"got {type(self.spec).__name__}")
+        if len(self.velocity) != 6:
+            raise VehicleError(f"{where}: field 'velocity' must be 6 numbers (wx wy wz vx vy vz), got {self.velocity!r}")
+        allowed = CONTROL_NAMES[self.type]
+        for key, _ in self.controls:
+            if key not in allowed:
+                raise VehicleError(f"{where}: unknown control {key!r} for a {self.type}; "
+                                   f"valid controls: {', '.join(allowed) or 'none'}")
+
+    def control(self, key: str) -> Control:
+        """The control named `key` (a Curve or a constant); 0.0 when not given."""
+        for name, value in self.controls:
+            if name == key:
+                return value
+        return 0.0
+
+
+def _dynamic_index_yaw(mass: float, wheelbase: float, com_ahead_of_rear_axle: float) -> float:
+    """Yaw inertia for a dynamic index k^2 / (a b) = 1 (Milliken & Milliken, Race Car Vehicle Dynamics,
+    1995, ch. 5: passenger cars lie near 1), a, b the axle distances from the centre of mass [estimate]."""
+    return mass * com_ahead_of_rear_axle * (wheelbase - com_ahead_of_rear_axle)
+
+
+# A mid-size sedan, dimensions of a 2018 Toyota Camry LE (XV70).
+SEDAN = CarSpec(
+    name="sedan",
+    mass=1575.0,  # curb weight 3,310 lb = 1,501 kg (Toyota 2018 Camry LE spec sheet) [from memory] + 75 kg driver
+    yaw_inertia=_dynamic_index_yaw(1575.0, 2.825, 1.695),  # = 3017 kg m^2 [estimate, dynamic index 1]
+    wheelbase=2.825,  # 111.2 in (Toyota 2018 Camry spec sheet) [from memory]
+    track=1.59,  # front/rear tread 62.4/62.8 in = 1.585/1.595 m (same spec sheet) [from memory]
+    wheel_radius=0.334,  # tyre 215/55R17: 17 in / 2 + 0.55 * 215 mm = 334 mm (tyre designation)
+    com_ahead_of_rear_axle=1.695,  # 60 % of the weight on the front axle, usual for FWD sedans [estimate]
+    com_height=0.55,  # NHTSA-measured passenger-car CG heights lie near 0.50-0.58 m (SAE 1999-01-1336) [estimate]
+    rear_wheel_inertia=1.0,  # 22 kg wheel and tyre, radius of gyration 0.21 m: 22 * 0.21^2 [estimate]
+    front_wheel_inertia=1.0,  # as the rear [estimate]
+    max_steer=0.54,  # 31 deg: asin(wheelbase / 5.7 m), turning circle 11.4 m (spec sheet) [from memory]
+    max_drive_torque=3600.0,  # 249 N m engine (A25A-FKS) x 5.25 first gear x 2.80 final drive [from memory]
+    max_brake_torque=5160.0,  # 1 g of deceleration: m g r = 1575 * 9.81 * 0.334 [estimate, tyre grip ~1]
+)
+
+# A senior direct-drive racing kart with driver.
+KART = CarSpec(
+    name="kart",
+    mass=156.0,  # KF2 minimum weight kart + driver 156 kg (Swiss karting category summary 2007, CIK-FIA classes)
+    yaw_inertia=_dynamic_index_yaw(156.0, 1.04, 0.437),  # = 41.1 kg m^2 [estimate, dynamic index 1]
+    wheelbase=1.04,  # within CIK-FIA 1010-1070 mm; Motorsport UK NCR 2026 allows 1010-1270 mm for gearbox karts
+    track=1.16,  # rear overall width >= 1340 mm (CIK-FIA rear protection minimum width) less a 180 mm tyre
+    wheel_radius=0.1397,  # rear tyre 11x7.10-5: 11 in outer diameter (tyre designation)
+    com_ahead_of_rear_axle=0.437,  # 42 % front weight, a common kart set-up figure [estimate]
+    com_height=0.25,  # seated driver low between the axles [estimate]
+    rear_wheel_inertia=0.036,  # 3 kg wheel and tyre, radius of gyration 0.11 m [estimate]
+    front_wheel_inertia=0.02,  # 2 kg, radius of gyration 0.10 m [estimate]
+    max_steer=0.44,  # 25 deg road-wheel lock [estimate]
+    max_drive_torque=130.0,  # about 20 N m engine (125 cc) x sprocket ratio 80/12 [estimate]
+    max_brake_torque=214.0,  # 1 g: m g r = 156 * 9.81 * 0.1397 [estimate]
+)
+
+# A light twin-engine helicopter: the MBB Bo 105, the standard example of helicopter flight dynamics.
+HELICOPTER = HelicopterSpec(
+    name="helicopter",
+    mass=2200.0,  # Bo 105 reference mass (Padfield, Helicopter Flight Dynamics, 2nd ed., table 4B.1) [from memory];
+    # the type's maximum take-off weight is 2400 kg (Bo 105 technical data, military-heat.bubble.ro)
+    inertia=(1433.0, 4973.0, 4099.0),  # Ixx Iyy Izz kg m^2 (Padfield table 4B.1) [from memory]
+    rotor_height=1.48,  # hub above the centre of gravity (Padfield table 4B.1) [from memory]
+    tail_arm=6.0,  # tail rotor behind the centre of gravity (Padfield table 4B.1) [from memory]
+    rotor_radius=4.92,  # main rotor diameter 9.84 m (aeropedia.com.au, MBB BO-105 specifications)
+    max_collective=1.3 * 2400.0 * 9.81,  # 1.3 x the weight at maximum take-off mass [estimate]
+    max_tail_force=3000.0,  # hover torque ~ 300 kW / 44 rad/s = 6.8 kN m over a 6 m arm, x 2.6 margin [estimate]
+    max_blade_tilt=0.17,  # 10 deg of cyclic [estimate]
+)
+
+PRESETS: dict[str, Spec] = {s.name: s for s in (SEDAN, KART, HELICOPTER)}
+
