@@ -3,7 +3,7 @@
 Owns the mapping from a Vehicle to its stepping module and from each step to a Trajectory record
 (bodies, poses, q, energy, constraint residual, Newton iterations). Cars: bodies chassis + four wheels,
 q = rear-axle rolling angle, steering angle, each wheel's rolling and steering angle; residual = side-slip
-speed at the rear axle (m/s). Rigid bodies and helicopters: body chassis, q = shape (blade pitch, roll),
+speed at the rear axle (m/s). Rigid bodies, helicopters and boats: body chassis, q = shape (blade pitch, roll),
 residual = |R^T R - I| of the attitude (the group stays the group), iterations = Newton updates.
 """
 
@@ -16,6 +16,7 @@ from ..integrator import Integrator
 from ..lie import matrix_to_quat, quat_to_matrix
 from ..model import Mechanism
 from . import car, holonomic
+from .boat import compile_boat
 from .helicopter import compile_helicopter
 from .rigid_body import free_body
 from .spec import Vehicle, VehicleError
@@ -59,6 +60,8 @@ class _HolonomicRun:
         if vehicle.type == "helicopter":
             self.model, self.shape = compile_helicopter(vehicle, gravity)
             self.coordinates = ["blade_pitch", "blade_roll"]
+        elif vehicle.type == "boat":
+            self.model, self.shape, self.coordinates = compile_boat(vehicle, gravity), None, []
         else:
             self.model = free_body(vehicle.spec.mass, vehicle.spec.inertia, gravity, f"rigid body {vehicle.name!r}")
             self.shape, self.coordinates = None, []

@@ -107,14 +107,51 @@ class HelicopterSpec:
                                f"got {self.inertia!r}")
 
 
-Spec = Union[CarSpec, RigidBodySpec, HelicopterSpec]
+@dataclass(frozen=True)
+class BoatSpec:
+    """A boat with a box hull and two rear thrusters (body frame at the centre of mass, x forward)."""
+
+    name: str
+    mass: float  # kg
+    inertia: tuple[float, ...]  # kg m^2 about the COM: 3 principal or 6 values
+    hull_length: float  # m
+    hull_beam: float  # m
+    hull_height: float  # m, keel to deck
+    keel_below_com: float  # m
+    thruster_behind_com: float  # m, thrusters at x = -this
+    thruster_spacing: float  # m, between the two thrusters (at y = +-spacing/2)
+    thruster_below_com: float  # m, thrusters at z = -this
+    drag: tuple[float, float, float]  # N s/m, surge, sway, heave damping at the design displacement
+    max_thrust: float  # N per thruster
+    water_density: float = 1000.0  # kg/m^3 (fresh water; sea water 1025)
+
+    def __post_init__(self):
+        for key in ("mass", "hull_length", "hull_beam", "hull_height", "keel_below_com", "max_thrust",
+                    "water_density"):
+            value = getattr(self, key)
+            if not (math.isfinite(value) and value > 0):
+                raise VehicleError(f"boat {self.name!r}: field '{key}' must be a finite number > 0, got {value!r}")
+        if len(self.drag) != 3 or min(self.drag) < 0:
+            raise VehicleError(f"boat {self.name!r}: field 'drag' must be 3 numbers >= 0, got {self.drag!r}")
+        if self.mass >= self.water_density * self.hull_length * self.hull_beam * self.hull_height:
+            raise VehicleError(f"boat {self.name!r}: mass {self.mass} kg sinks the hull (its full volume "
+                               f"displaces {self.water_density * self.hull_length * self.hull_beam * self.hull_height:.4g} kg)")
+
+    @property
+    def design_draft(self) -> float:
+        """Draft (m) at which the level hull displaces its own mass."""
+        return self.mass / (self.water_density * self.hull_length * self.hull_beam)
+
+
+Spec = Union[CarSpec, RigidBodySpec, HelicopterSpec, BoatSpec]
 Control = Union[Curve, float]
 
-VEHICLE_TYPES = {"car": CarSpec, "rigid_body": RigidBodySpec, "helicopter": HelicopterSpec}
+VEHICLE_TYPES = {"car": CarSpec, "rigid_body": RigidBodySpec, "helicopter": HelicopterSpec, "boat": BoatSpec}
 CONTROL_NAMES = {
     "car": ("drive_torque", "brake_torque", "steer"),  # N m, N m (>= 0), rad
     "rigid_body": (),
     "helicopter": ("collective", "tail", "blade_pitch", "blade_roll"),  # N, N, rad, rad
+    "boat": ("thrust_right", "thrust_left"),  # N
 }
 
 
@@ -126,7 +163,7 @@ class Vehicle:
     mass too; the car stays on the ground plane z = com_height and keeps only the heading about z).
     velocity: the body twist at t = 0, (wx, wy, wz, vx, vy, vz); a car reads only vx (forward speed) and
     takes its yaw rate from the steering. controls: (name, Curve or constant) pairs, names from
-    CONTROL_NAMES[type]; a control not given is zero.
+    CONTROL_NAMES[type]; a control not given is zero. current: uniform world water velocity (boats).
     """
 
     type: str
@@ -135,6 +172,7 @@ class Vehicle:
     orientation: Quat = (1.0, 0.0, 0.0, 0.0)
     velocity: tuple[float, float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     controls: tuple[tuple[str, Control], ...] = field(default=())
+    current: Vec3 = (0.0, 0.0, 0.0)
     name: str = "vehicle"
 
     def __post_init__(self):
@@ -214,5 +252,18 @@ HELICOPTER = HelicopterSpec(
     max_blade_tilt=0.17,  # 10 deg of cyclic [estimate]
 )
 
-PRESETS: dict[str, Spec] = {s.name: s for s in (SEDAN, KART, HELICOPTER)}
+# A small planing runabout, as a box hull [all estimate: a 5 m outboard runabout].
+SPEEDBOAT = BoatSpec(
+    name="speedboat",
+    mass=900.0,  # hull 500 kg + 90 hp outboard 160 kg + fuel and two people 240 kg [estimate]
+    inertia=(900.0 * (2.0**2 + 0.8**2) / 12, 900.0 * (5.0**2 + 0.8**2) / 12, 900.0 * (5.0**2 + 2.0**2) / 12),
+    # uniform box 5.0 x 2.0 x 0.8 m: m (b^2 + c^2) / 12 [estimate]
+    hull_length=5.0, hull_beam=2.0, hull_height=0.8,  # overall size of a 16 ft runabout [estimate]
+    keel_below_com=0.3,  # centre of mass 0.3 m above the keel [estimate]
+    thruster_behind_com=2.4, thruster_spacing=0.6, thruster_below_com=0.4,  # twin props at the transom [estimate]
+    drag=(400.0, 3000.0, 6000.0),  # surge: 2 x 3 kN of thrust reaches 15 m/s; sway, heave much stiffer [estimate]
+    max_thrust=3000.0,  # static thrust of a 90 hp outboard, about 3 kN [estimate]
+)
+
+PRESETS: dict[str, Spec] = {s.name: s for s in (SEDAN, KART, HELICOPTER, SPEEDBOAT)}
 
