@@ -131,6 +131,16 @@ def se2_exp(xi: np.ndarray) -> np.ndarray:
     return out
 
 
+def se2_log(g: np.ndarray) -> np.ndarray:
+    """Inverse of se2_exp for rotations below pi: (..., 3, 3) -> (w, vx, vy) with the arc's translation."""
+    g = np.asarray(g, dtype=float)
+    w = np.arctan2(g[..., 1, 0], g[..., 0, 0])
+    a, b, _ = _sincos_coefficients(np.abs(w))
+    bw, det = b * w, a * a + (b * w) ** 2  # translation = [[a, -b w], [b w, a]] (vx, vy)
+    x, y = g[..., 0, 2], g[..., 1, 2]
+    return np.stack([w, (a * x + bw * y) / det, (-bw * x + a * y) / det], -1)
+
+
 def se2_cay(xi: np.ndarray) -> np.ndarray:
     """Cayley map on SE(2) (..., 3, 3), Appendix B with the diagonal 4 - w^2 (erratum P2)."""
     xi = np.asarray(xi, dtype=float)

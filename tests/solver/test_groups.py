@@ -119,3 +119,10 @@ def test_se3_inverse_and_element():
     g = groups.se3_exp(samples(5, 6, seed=10))
     assert np.allclose(groups.se3_inverse(g) @ g, np.eye(4), atol=1e-14)
     assert np.allclose(groups.se3_element(g[..., :3, :3], g[..., :3, 3]), g, atol=0)
+
+
+def test_se2_log_inverts_exp():
+    xi = samples(20, 3, seed=11)
+    xi[:, 0] = np.clip(xi[:, 0], -3.0, 3.0)
+    xi[:3, 0] = (0.0, 1e-9, -2e-5)
+    assert np.allclose(groups.se2_log(groups.se2_exp(xi)), xi, atol=1e-12)

@@ -21,3 +21,12 @@ def signal(control: Union[Curve, float, Signal]) -> Signal:
         return control
     value = float(control)
     return lambda t: value
+
+
+def rate(control: Union[Curve, float, Signal]) -> Signal:
+    """du/dt(t): the Curve's own derivative, 0 for a constant, a central difference for a callable."""
+    if isinstance(control, Curve):
+        return lambda t: curves.derivative(control, t)
+    if callable(control):
+        return lambda t: (control(t + 1e-6) - control(t - 1e-6)) / 2e-6
+    return lambda t: 0.0

@@ -5,6 +5,8 @@ Owns the mapping from a Vehicle to its stepping module and from each step to a T
 q = rear-axle rolling angle, steering angle, each wheel's rolling and steering angle; residual = side-slip
 speed at the rear axle (m/s). Rigid bodies, helicopters and boats: body chassis, q = shape (blade pitch, roll),
 residual = |R^T R - I| of the attitude (the group stays the group), iterations = Newton updates.
+Snakeboards: bodies board, wheel sets, rotor; q = rotor and foot angle; residual = largest side-slip
+speed of the two wheel sets over the step (m/s).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from .. import groups
 from ..integrator import Integrator
 from ..lie import matrix_to_quat, quat_to_matrix
 from ..model import Mechanism
-from . import car, holonomic
+from . import car, holonomic, snakeboard
 from .boat import compile_boat
 from .helicopter import compile_helicopter
 from .rigid_body import free_body
@@ -53,6 +55,31 @@ class _CarRun:
         slip = 0.0 if self._previous is None else abs(car.lateral_velocity(*self._previous, st.theta, st.x,
                                                                           st.y, self.dt))
         return car.poses(m, st), q, car.energy(m, st, self.dt), slip
+
+
+class _SnakeboardRun:
+    def __init__(self, vehicle: Vehicle, dt: float):
+        self.model = snakeboard.compile_snakeboard(vehicle)
+        self.state = snakeboard.start(self.model, _heading(vehicle.orientation), vehicle.position[0],
+                                      vehicle.position[1], vehicle.velocity[3])
+        self.dt = dt
+        self.bodies = list(snakeboard.BODIES)
+        self.coordinates = ["rotor", "steer"]
+        self._previous = None
+
+    def step(self) -> int:
+        st = self.state
+        self._previous = (st.theta, st.x, st.y)
+        snakeboard.step(self.model, st, self.dt)
+        return 0
+
+    def record(self) -> tuple[np.ndarray, np.ndarray, float, float]:
+        st, m = self.state, self.model
+        slip = 0.0
+        if self._previous is not None:
+            slip = snakeboard.side_slip(m, *self._previous, st.theta, st.x, st.y, st.t - self.dt, self.dt)
+        q = np.array([m.rotor(st.t), m.phi(st.t)])
+        return snakeboard.poses(m, st), q, snakeboard.energy(m, st, self.dt), slip
 
 
 class _HolonomicRun:
@@ -99,6 +126,8 @@ class VehicleIntegrator(Integrator):
         self.vehicle = vehicle
         if vehicle.type == "car":
             self.run = _CarRun(vehicle, self.dt)
+        elif vehicle.type == "snakeboard":
+            self.run = _SnakeboardRun(vehicle, self.dt)
         else:
             self.run = _HolonomicRun(vehicle, self.dt, self.tol, mechanism.gravity)
         self._record(0.0, *self.run.record())

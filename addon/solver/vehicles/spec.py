@@ -143,15 +143,43 @@ class BoatSpec:
         return self.mass / (self.water_density * self.hull_length * self.hull_beam)
 
 
-Spec = Union[CarSpec, RigidBodySpec, HelicopterSpec, BoatSpec]
+@dataclass(frozen=True)
+class SnakeboardSpec:
+    """A snakeboard (seed §5.2.2, Ostrowski's model): a board on two steerable wheel sets and a rider's rotor.
+
+    Body frame at the board centre; wheel sets at x = +-half_length, the front one turned by +steer and
+    the rear one by -steer. yaw_inertia is the whole system's about the centre, rotor included.
+    """
+
+    name: str
+    mass: float  # kg, board and rider
+    half_length: float  # m, centre to each wheel set (the seed's l)
+    yaw_inertia: float  # kg m^2, board and rider about the vertical through the centre
+    rotor_inertia: float  # kg m^2, the twisting part (the rider's torso and arms; the seed's I)
+    wheel_inertia: float  # kg m^2, each wheel set about its vertical pivot (the seed's J)
+    max_steer: float  # rad
+
+    def __post_init__(self):
+        _check_positive(self, f"snakeboard {self.name!r}", "mass", "half_length", "yaw_inertia", "rotor_inertia",
+                        "wheel_inertia", "max_steer", allow_zero=("wheel_inertia",))
+        if not self.max_steer < math.pi / 2:
+            raise VehicleError(f"snakeboard {self.name!r}: field 'max_steer' must be below pi/2 rad, got {self.max_steer!r}")
+        if not self.rotor_inertia < self.yaw_inertia:
+            raise VehicleError(f"snakeboard {self.name!r}: field 'rotor_inertia' ({self.rotor_inertia}) must be below "
+                               f"'yaw_inertia' ({self.yaw_inertia}), which includes it")
+
+
+Spec = Union[CarSpec, RigidBodySpec, HelicopterSpec, BoatSpec, SnakeboardSpec]
 Control = Union[Curve, float]
 
-VEHICLE_TYPES = {"car": CarSpec, "rigid_body": RigidBodySpec, "helicopter": HelicopterSpec, "boat": BoatSpec}
+VEHICLE_TYPES = {"car": CarSpec, "rigid_body": RigidBodySpec, "helicopter": HelicopterSpec, "boat": BoatSpec,
+                 "snakeboard": SnakeboardSpec}
 CONTROL_NAMES = {
     "car": ("drive_torque", "brake_torque", "steer"),  # N m, N m (>= 0), rad
     "rigid_body": (),
     "helicopter": ("collective", "tail", "blade_pitch", "blade_roll"),  # N, N, rad, rad
     "boat": ("thrust_right", "thrust_left"),  # N
+    "snakeboard": ("rotor", "steer"),  # rad, rad: the rider's twist and foot angle, prescribed
 }
 
 
@@ -265,5 +293,16 @@ SPEEDBOAT = BoatSpec(
     max_thrust=3000.0,  # static thrust of a 90 hp outboard, about 3 kN [estimate]
 )
 
-PRESETS: dict[str, Spec] = {s.name: s for s in (SEDAN, KART, HELICOPTER, SPEEDBOAT)}
+# A snakeboard with an adult rider.
+SNAKEBOARD = SnakeboardSpec(
+    name="snakeboard",
+    mass=72.0,  # 68 kg rider + 4 kg board [estimate]
+    half_length=0.30,  # footplates about 0.6 m apart on a 0.9 m board [estimate]
+    yaw_inertia=1.6,  # standing adult about the vertical, about 1.2 kg m^2, arms out, plus the board [estimate]
+    rotor_inertia=0.7,  # upper body twisting against the hips [estimate]
+    wheel_inertia=0.01,  # each wheel set and footplate about its pivot [estimate]
+    max_steer=0.5,  # 29 deg of foot rotation [estimate]
+)
+
+PRESETS: dict[str, Spec] = {s.name: s for s in (SEDAN, KART, HELICOPTER, SPEEDBOAT, SNAKEBOARD)}
 
