@@ -71,9 +71,14 @@ wheels: venv
 extension: venv kernels wheels
 	$(PY) tools/build_extension.py --out dist
 
+# Both runs always happen, so one CI run reports every failure; the target fails if either did.
 test: venv venv42 kernels extension
-	$(PY) -m pytest tests $(PYTEST_ARGS)
-	$(PY42) -m pytest $(BLENDER_TESTS) $(PYTEST_ARGS)
+	@status=0; \
+	echo "$(PY) -m pytest tests $(PYTEST_ARGS)"; \
+	$(PY) -m pytest tests $(PYTEST_ARGS) || status=1; \
+	echo "$(PY42) -m pytest $(BLENDER_TESTS) $(PYTEST_ARGS)"; \
+	$(PY42) -m pytest $(BLENDER_TESTS) $(PYTEST_ARGS) || status=1; \
+	exit $$status
 
 demo: venv kernels
 	$(PY) -m addon demo --out out
