@@ -30,7 +30,8 @@ def control_matrix(spec: HelicopterSpec, pitch: float, roll: float) -> np.ndarra
                      [sp * cr, 0.0], [-sr, -1.0], [cp * cr, 0.0]])
 
 
-def compile_helicopter(vehicle: Vehicle, gravity=(0.0, 0.0, -9.81)) -> tuple[HolonomicModel, Callable[[float], np.ndarray]]:
+def compile_helicopter(vehicle: Vehicle,
+                       gravity=(0.0, 0.0, -9.81)) -> tuple[HolonomicModel, Callable[[float], np.ndarray]]:
     """(model, shape(t)) for a Vehicle of type 'helicopter'; shape(t) = (blade pitch, blade roll) clipped, rad."""
     spec: HelicopterSpec = vehicle.spec
     collective, tail = signal(vehicle.control("collective")), signal(vehicle.control("tail"))

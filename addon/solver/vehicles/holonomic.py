@@ -30,7 +30,8 @@ from ..trajectory import ConvergenceError
 
 Wrench = tuple[np.ndarray, Optional[np.ndarray]]
 WrenchFn = Callable[[float, np.ndarray, np.ndarray], Wrench]
-"""f(t, g (..., 4, 4), xi (..., 6)) -> (body wrench (..., 6) as (torque, force), d wrench / d xi (..., 6, 6) or None)."""
+"""f(t, g (..., 4, 4), xi (..., 6)) -> (body wrench (..., 6) ordered (torque, force),
+d wrench / d xi (..., 6, 6), or None when the wrench does not depend on the velocity)."""
 
 
 @dataclass(frozen=True)

@@ -133,9 +133,10 @@ class BoatSpec:
                 raise VehicleError(f"boat {self.name!r}: field '{key}' must be a finite number > 0, got {value!r}")
         if len(self.drag) != 3 or min(self.drag) < 0:
             raise VehicleError(f"boat {self.name!r}: field 'drag' must be 3 numbers >= 0, got {self.drag!r}")
-        if self.mass >= self.water_density * self.hull_length * self.hull_beam * self.hull_height:
+        full = self.water_density * self.hull_length * self.hull_beam * self.hull_height
+        if self.mass >= full:
             raise VehicleError(f"boat {self.name!r}: mass {self.mass} kg sinks the hull (its full volume "
-                               f"displaces {self.water_density * self.hull_length * self.hull_beam * self.hull_height:.4g} kg)")
+                               f"displaces {full:.4g} kg)")
 
     @property
     def design_draft(self) -> float:
@@ -163,7 +164,8 @@ class SnakeboardSpec:
         _check_positive(self, f"snakeboard {self.name!r}", "mass", "half_length", "yaw_inertia", "rotor_inertia",
                         "wheel_inertia", "max_steer", allow_zero=("wheel_inertia",))
         if not self.max_steer < math.pi / 2:
-            raise VehicleError(f"snakeboard {self.name!r}: field 'max_steer' must be below pi/2 rad, got {self.max_steer!r}")
+            raise VehicleError(f"snakeboard {self.name!r}: field 'max_steer' must be below pi/2 rad, "
+                               f"got {self.max_steer!r}")
         if not self.rotor_inertia < self.yaw_inertia:
             raise VehicleError(f"snakeboard {self.name!r}: field 'rotor_inertia' ({self.rotor_inertia}) must be below "
                                f"'yaw_inertia' ({self.yaw_inertia}), which includes it")
@@ -211,7 +213,8 @@ class Vehicle:
             raise VehicleError(f"{where}: a {self.type!r} needs a {VEHICLE_TYPES[self.type].__name__} spec, "
                                f"got {type(self.spec).__name__}")
         if len(self.velocity) != 6:
-            raise VehicleError(f"{where}: field 'velocity' must be 6 numbers (wx wy wz vx vy vz), got {self.velocity!r}")
+            raise VehicleError(f"{where}: field 'velocity' must be 6 numbers (wx wy wz vx vy vz), "
+                               f"got {self.velocity!r}")
         allowed = CONTROL_NAMES[self.type]
         for key, _ in self.controls:
             if key not in allowed:

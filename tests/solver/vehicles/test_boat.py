@@ -8,7 +8,7 @@ from addon.solver.vehicles import holonomic
 from addon.solver.vehicles.boat import compile_boat
 from addon.solver.vehicles.spec import SPEEDBOAT, Vehicle
 
-from .continuous import continuous_solution
+from .references import continuous_solution, residual_jacobian_fd
 
 BOAT = SPEEDBOAT
 REST_Z = BOAT.keel_below_com - BOAT.design_draft  # centre of mass height when floating level at rest
@@ -96,14 +96,13 @@ def test_exact_jacobian_with_drag_and_a_current_field():
         return np.stack([-0.3 * points[..., 1], 0.3 * points[..., 0], 0.0 * points[..., 2]], -1)
 
     model = compile_boat(Vehicle("boat", BOAT, controls=(("thrust_right", 800.0),)), current=swirl)
-    state = holonomic.start(model, pose(REST_Z + 0.05, roll=0.1, pitch=-0.05, x=2.0), np.array([0.1, 0.2, 0.3, 2.0, 0.5, 0.1]))
+    xi0 = np.array([0.1, 0.2, 0.3, 2.0, 0.5, 0.1])
+    state = holonomic.start(model, pose(REST_Z + 0.05, roll=0.1, pitch=-0.05, x=2.0), xi0)
     h = 0.1
     holonomic.step(model, state, h)
     xi = state.xi_prev + np.array([0.05, -0.02, 0.04, 0.3, -0.1, 0.2])
     _, J, _ = holonomic.residual(model, state, xi, h)
-    eps = 1e-6
-    fd = np.column_stack([(holonomic.residual(model, state, xi + d, h)[0] - holonomic.residual(model, state, xi - d, h)[0])
-                          / (2 * eps) for d in np.eye(6) * eps])
+    fd = residual_jacobian_fd(model, state, xi, h)
     assert np.allclose(J, fd, rtol=1e-6, atol=1e-5 * np.abs(J).max()), np.abs(J - fd).max()
 
 

@@ -117,6 +117,20 @@ def test_wheels_roll_exactly_their_own_distance():
     assert steer[0] == steer[1] == 0.0 and steer[2] > 0.35 > steer[3] > 0  # inner front wheel turns more
 
 
+def test_kinetic_energy_is_body_plus_yaw_plus_four_spinning_wheels():
+    """The effective inertias against the energy summed part by part from the recorded motion."""
+    steer, speed, h = 0.3, 7.0, 0.1
+    rows, _, us, model, state = drive_run(ZERO, lambda t: steer, h, 1.0, speed=speed)
+    omega = speed * np.tan(steer) / SEDAN.wheelbase  # yaw rate on the circle
+    b = SEDAN.com_ahead_of_rear_axle
+    body = 0.5 * SEDAN.mass * (speed**2 + (omega * b) ** 2) + 0.5 * SEDAN.yaw_inertia * omega**2
+    spin_rates = us[-1] * car.wheel_rates(model, np.tan(steer))  # rad/s of each wheel about its axle
+    inertias = [SEDAN.rear_wheel_inertia] * 2 + [SEDAN.front_wheel_inertia] * 2
+    wheels = 0.5 * np.sum(np.array(inertias) * spin_rates**2)
+    assert np.isclose(rows[-1, 3], body + wheels, rtol=1e-12)
+    assert np.isclose(np.diff(rows[:, 0]).mean() / h, omega, rtol=1e-12)
+
+
 def test_steering_is_limited_to_the_rack():
     model = car.CarModel(SEDAN, ZERO, ZERO, lambda t: 2.0)
     assert np.isclose(model.sigma(0.0), np.tan(SEDAN.max_steer))

@@ -6,7 +6,7 @@ from addon.solver.vehicles import forces, holonomic
 from addon.solver.vehicles.helicopter import compile_helicopter, control_matrix
 from addon.solver.vehicles.spec import HELICOPTER, Vehicle
 
-from .continuous import continuous_solution
+from .references import continuous_solution
 
 WEIGHT = HELICOPTER.mass * 9.81
 # climb, pitch forward, bank, yaw: every control keyed and smooth (this undamped model of the seed turns
