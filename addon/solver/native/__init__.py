@@ -138,12 +138,13 @@ class NativeStepper:
         self._arrays = {name: np.array(getattr(model, name), dtype=dtype, order="C") for name, dtype in _TREE_ARRAYS}
         self._placement0 = np.array(model.dof_placement)
         self._ball_first = np.array(model.ball_dofs[:, 0], dtype=np.int64)
-        self._tree = _Tree(nq, nbody, self.nforce, nrow, *(self._arrays[name].ctypes.data for name, _ in _TREE_ARRAYS))
+        addresses = (self._arrays[name].ctypes.data for name, _ in _TREE_ARRAYS)
+        self._tree = _Tree(nq, nbody, self.nforce, nrow, *addresses)
         self._tree_ptr = ctypes.pointer(self._tree)
         # buffers in the kernel's argument order after (tree, nsel) and the scalars
         self._inputs = {"rows": np.zeros(nrow, dtype=np.int64), "torque_mid": np.zeros(nq),
                         "force_vectors_mid": np.zeros((self.nforce, 3)), "q1": np.zeros(nq), "p1": np.zeros(nq)}
-        self._outputs = {"q2_guess": np.zeros(nq), "lam": np.zeros(nrow), "p2": np.zeros(nq), "h": np.zeros(nrow),
+        self._outputs = {"q2": np.zeros(nq), "lam": np.zeros(nrow), "p2": np.zeros(nq), "h": np.zeros(nrow),
                          "stats": np.zeros(3), "iterations": np.zeros(1, dtype=np.int64),
                          "scratch": np.zeros(_LIB.symplex_midpoint_scratch_size(nq, nbody, self.nforce, nrow))}
         self._in_addresses = [a.ctypes.data for a in self._inputs.values()]
@@ -186,7 +187,7 @@ class NativeStepper:
         self._load(ins["force_vectors_mid"], "force_vectors_mid", force_vectors_mid, (self.nforce, 3))
         self._load(ins["q1"], "q1", q1, (nq,))
         self._load(ins["p1"], "p1", p1, (nq,))
-        self._load(outs["q2_guess"], "q2_guess", q2_guess, (nq,))
+        self._load(outs["q2"], "q2_guess", q2_guess, (nq,))
         self._load(outs["lam"], "lam", lam, (nsel,))
         if self.nball:
             charts = np.asarray(charts)
@@ -198,7 +199,7 @@ class NativeStepper:
                                             int(max_iterations), *self._out_addresses)
         self.h = outs["h"].copy()
         energy, self.momentum_residual, residual_all = outs["stats"].tolist()
-        return NativeStep(outs["q2_guess"].copy(), outs["p2"].copy(), outs["lam"][:nsel].copy(),
+        return NativeStep(outs["q2"].copy(), outs["p2"].copy(), outs["lam"][:nsel].copy(),
                           outs["iterations"].item(), energy, residual_all, status)
 
 

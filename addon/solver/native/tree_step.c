@@ -246,7 +246,8 @@ static void first_order_terms(const symplex_tree *tree, const double *force_vect
         const double *com = tree->body_com + 3 * b, *Ib = tree->body_inertia + 9 * b, m = tree->body_mass[b];
         double R[9], c[3];
         for (int i = 0; i < 3; ++i) {
-            for (int j = 0; j < 3; ++j) R[3 * i + j] = F[4 * i] * O[j] + F[4 * i + 1] * O[4 + j] + F[4 * i + 2] * O[8 + j];
+            for (int j = 0; j < 3; ++j)
+                R[3 * i + j] = F[4 * i] * O[j] + F[4 * i + 1] * O[4 + j] + F[4 * i + 2] * O[8 + j];
             c[i] = F[4 * i] * O[3] + F[4 * i + 1] * O[7] + F[4 * i + 2] * O[11] + F[4 * i + 3];
         }
         for (int i = 0; i < 3; ++i) c[i] += dot3(R + 3 * i, com);
@@ -256,7 +257,8 @@ static void first_order_terms(const symplex_tree *tree, const double *force_vect
         /* rotational inertia about the origin: R Ib R^T + m (|c|^2 1 - c c^T) */
         double RI[9], *I = Ic + INERTIA * f, *Io = I + 4, cc = dot3(c, c);
         for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 3; ++j) RI[3 * i + j] = R[3 * i] * Ib[j] + R[3 * i + 1] * Ib[3 + j] + R[3 * i + 2] * Ib[6 + j];
+            for (int j = 0; j < 3; ++j)
+                RI[3 * i + j] = R[3 * i] * Ib[j] + R[3 * i + 1] * Ib[3 + j] + R[3 * i + 2] * Ib[6 + j];
         for (int i = 0; i < 3; ++i)
             for (int j = 0; j < 3; ++j)
                 Io[3 * i + j] += dot3(RI + 3 * i, R + 3 * j) + m * ((i == j ? cc : 0.0) - c[i] * c[j]);
