@@ -122,9 +122,10 @@ class TreeMidpoint(_TreeIntegrator):
         self._record_kin(0.0, kin, tm.kinetic + tm.potential)
 
     def _step_impl(self) -> None:
-        kin2, tm, iterations = midpoint.step(self.model, self.state, self.dt, self.tol)
-        self._iterations.append(iterations)
-        self._record_kin(self.state.t, kin2, tm.kinetic + tm.potential)
+        result = midpoint.step(self.model, self.state, self.dt, self.tol)
+        self._iterations.append(result.iterations)
+        kin = result.kin or forward(self.model, self.state.q, self.state.charts)
+        self._record(self.state.t, body_poses(self.model, kin), kin.q, result.energy, result.residual)
 
     def info(self) -> dict:
         return {"redundant_constraints_dropped_in": list(self.state.dropped_joints)}

@@ -59,29 +59,30 @@ def quat_to_matrix(quat: np.ndarray) -> np.ndarray:
 
 
 def matrix_to_quat(R: np.ndarray) -> np.ndarray:
-    """Quaternions (..., 4) (w, x, y, z) with w >= 0 from rotation matrices (..., 3, 3) (Shepperd's method)."""
+    """Quaternions (..., 4) (w, x, y, z) with w >= 0 from rotation matrices (..., 3, 3).
+
+    Shepperd's method, vectorised: each matrix uses the largest of (trace, R00, R11, R22) as pivot.
+    """
     R = np.asarray(R, dtype=float)
-    flat = R.reshape(-1, 3, 3)
-    out = np.empty((flat.shape[0], 4))
-    for i, m in enumerate(flat):
-        tr = m[0, 0] + m[1, 1] + m[2, 2]
-        candidates = (tr, m[0, 0], m[1, 1], m[2, 2])
-        k = int(np.argmax(candidates))
-        if k == 0:
-            s = 2.0 * np.sqrt(1.0 + tr)
-            q = (0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s)
-        elif k == 1:
-            s = 2.0 * np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-            q = ((m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s)
-        elif k == 2:
-            s = 2.0 * np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-            q = ((m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s)
-        else:
-            s = 2.0 * np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-            q = ((m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s)
-        q = np.array(q)
-        out[i] = q if q[0] >= 0 else -q
-    return out.reshape(R.shape[:-2] + (4,))
+    m = R.reshape(-1, 3, 3)
+    d0, d1, d2 = m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]
+    pivot = np.argmax(np.stack([d0 + d1 + d2, d0, d1, d2], axis=1), axis=1)
+    sign = np.array([[1, 1, 1, 1], [1, 1, -1, -1], [1, -1, 1, -1], [1, -1, -1, 1]], dtype=float)[pivot]
+    # 4 |q_pivot|^2 = 1 + (signed diagonal sum); the other components from off-diagonal sums
+    big = 0.5 * np.sqrt(np.maximum(1.0 + sign[:, 1] * d0 + sign[:, 2] * d1 + sign[:, 3] * d2, 0.0))
+    s = 0.25 / big
+    a21, a12 = m[:, 2, 1], m[:, 1, 2]
+    a02, a20 = m[:, 0, 2], m[:, 2, 0]
+    a10, a01 = m[:, 1, 0], m[:, 0, 1]
+    candidates = np.stack([
+        np.stack([big, (a21 - a12) * s, (a02 - a20) * s, (a10 - a01) * s], axis=1),
+        np.stack([(a21 - a12) * s, big, (a01 + a10) * s, (a02 + a20) * s], axis=1),
+        np.stack([(a02 - a20) * s, (a01 + a10) * s, big, (a12 + a21) * s], axis=1),
+        np.stack([(a10 - a01) * s, (a02 + a20) * s, (a12 + a21) * s, big], axis=1),
+    ], axis=1)
+    q = candidates[np.arange(len(m)), pivot]
+    q *= np.where(q[:, :1] < 0, -1.0, 1.0)
+    return q.reshape(R.shape[:-2] + (4,))
 
 
 def rotvec_to_matrix(rv: np.ndarray) -> np.ndarray:

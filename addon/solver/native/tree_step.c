@@ -440,13 +440,19 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             w.f[u] = f1;
         }
         r1 = max_abs(nd, w.f);
+        // round-off floor of f1 scales with the largest momentum-like term in it
+        double scale_it = scale;
+        for (int64_t k = 0; k < nq; ++k) {
+            scale_it = fmax(scale_it, fabs(w.p[k]));
+            scale_it = fmax(scale_it, dt * fabs(w.g[k] + w.Q[k]));
+        }
         if (nrow) {
             forward_kinematics(tree, q2, w.world2, w.S2);
             for (int64_t r = 0; r < nrow; ++r) h2[r] = loop_row(tree, w.world2, w.S2, r, NULL);
             for (int64_t i = 0; i < nsel; ++i) w.f[nd + i] = h2[rows[i]];
         }
         r2 = max_abs(nsel, w.f + nd);
-        if (r1 <= tol * scale && r2 <= tol) break;
+        if (r1 <= tol * scale_it && r2 <= tol) break;
         if (!isfinite(r1 + r2)) { status = SYMPLEX_NOT_FINITE; break; }
         if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }
 

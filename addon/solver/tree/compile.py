@@ -104,6 +104,7 @@ class TreeModel:
     row_joint: np.ndarray
     q_init: np.ndarray
     v_init: np.ndarray
+    motion_index: tuple[np.ndarray, ...] = ()  # see motion_indices()
 
     @property
     def nrow(self) -> int:
@@ -349,7 +350,24 @@ def compile_tree(mech: Mechanism) -> TreeModel:
         row_joint=ro(rows["joint"], np.int64),
         q_init=ro(q_init),
         v_init=ro(v_init),
+        motion_index=motion_indices(np.array(kind, dtype=np.int64)),
     )
+
+
+def motion_indices(kind: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Where each primitive's motion puts cos, sin, -sin and its translation in a flat 4x4 matrix.
+
+    Returns (rot, cos_at (nrot, 2), sin_at, minus_sin_at, trans, trans_at): frame indices of the
+    rotations and translations and the flat (0..15) positions kinematics.local_transforms fills.
+    """
+    rot = np.nonzero(kind <= ROT_Z)[0]
+    trans = np.nonzero(kind > ROT_Z)[0]
+    axis = kind[rot]
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    cos_at = np.stack([5 * i, 5 * j], axis=1)
+    sin_at, minus_sin_at = 4 * j + i, 4 * i + j
+    trans_at = 4 * (kind[trans] - 3) + 3
+    return rot, cos_at, sin_at, minus_sin_at, trans, trans_at
 
 
 # Constraint rows per loop-joint type: ("t", joint-frame direction index) fixes translation along

@@ -37,25 +37,23 @@ class Kinematics:
 
 def local_transforms(model: TreeModel, q: np.ndarray, charts: np.ndarray) -> np.ndarray:
     """parent_M_frame for every frame at coordinates q (nq,), charts (nball, 3, 3) -> (nq, 4, 4)."""
-    nq = model.nq
-    motion = np.tile(np.eye(4), (nq, 1, 1))
-    kind = model.dof_kind
-    rot = kind <= ROT_Z
-    c, s = np.cos(q), np.sin(q)
-    for axis in range(3):
-        sel = np.nonzero(rot & (kind == axis))[0]
-        i, j = (axis + 1) % 3, (axis + 2) % 3
-        motion[sel, i, i] = c[sel]
-        motion[sel, j, j] = c[sel]
-        motion[sel, i, j] = -s[sel]
-        motion[sel, j, i] = s[sel]
-        tsel = np.nonzero(kind == axis + 3)[0]
-        motion[tsel, axis, 3] = q[tsel]
-    placement = np.array(model.dof_placement)
+    rot, cos_at, sin_at, minus_sin_at, trans, trans_at = model.motion_index
+    motion = np.tile(_IDENTITY_FLAT, (model.nq, 1))
+    angle = q[rot]
+    c = np.cos(angle)
+    motion[rot[:, None], cos_at] = c[:, None]
+    motion[rot, sin_at] = np.sin(angle)
+    motion[rot, minus_sin_at] = -motion[rot, sin_at]
+    motion[trans, trans_at] = q[trans]
+    placement = model.dof_placement
     if len(model.ball_dofs):
+        placement = np.array(placement)
         first = model.ball_dofs[:, 0]
         placement[first, :3, :3] = placement[first, :3, :3] @ charts
-    return placement @ motion
+    return placement @ motion.reshape(-1, 4, 4)
+
+
+_IDENTITY_FLAT = np.eye(4).ravel()
 
 
 def forward(model: TreeModel, q: np.ndarray, charts: np.ndarray) -> Kinematics:

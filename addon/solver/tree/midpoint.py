@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import native
 from ..curves import evaluate
 from ..trajectory import ConvergenceError
 from . import constraints
@@ -40,11 +41,24 @@ class MidpointState:
     lam: np.ndarray
     velocity_guess: np.ndarray
     rows: np.ndarray
-    Dh: np.ndarray  # (nrow, nq) constraint Jacobian at q, cached from the step that produced q
+    Dh: np.ndarray | None  # (nrow, nq) constraint Jacobian at q, cached by the numpy path (None: stale)
     dropped_joints: tuple[str, ...] = ()
     step_index: int = 0
     contacts: tuple[tuple[int, int], ...] = ()  # active joint limits: (coordinate, +1 upper / -1 lower)
     lam_contact: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    stepper: object | None = None  # native.NativeStepper for this model, made on first use
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What a step leaves for the recorder: kinematics at the new q (None when the step did not need
+    them: compute with kinematics.forward(model, state.q, state.charts)), energy at the step's
+    midpoint, Newton iterations, and max |h| over every loop row at the new q."""
+
+    kin: Kinematics | None
+    energy: float
+    iterations: int
+    residual: float
 
 
 def nonconservative_forces(model: TreeModel, qd: np.ndarray, t: float) -> np.ndarray:
@@ -126,12 +140,29 @@ def del_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.n
     return DELSystem(np.concatenate([f1, f2]), J, r1, r2, tm, f_c, kin2, h2, Dh2)
 
 
+def _failure(model: TreeModel, state: MidpointState, dt: float, iterations: int, momentum_residual: float,
+             h_all: np.ndarray, singular: bool) -> ConvergenceError:
+    """The error for a Newton solve that failed at the step after `state`."""
+    k, t2 = state.step_index + 1, state.t + dt
+    if singular:
+        return ConvergenceError(
+            f"singular Newton matrix at step {k} (t = {t2:.6g} s): a coordinate moves no mass, or the loop "
+            "constraints are redundant at this configuration", step=k, time=t2)
+    worst = (f" worst loop joint {worst_joint(model, h_all)!r} (|h| = {np.max(np.abs(h_all)):.3g}),"
+             if len(state.rows) else "")
+    return ConvergenceError(
+        f"Newton did not converge at step {k} (t = {t2:.6g} s) after {iterations} iterations: momentum "
+        f"residual {momentum_residual:.3g},{worst} try a smaller time step", step=k, time=t2)
+
+
 def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_iterations: int,
             q2: np.ndarray, lam: np.ndarray, contacts: tuple[tuple[int, int], ...],
             trace: list[float] | None) -> tuple[DELSystem, int]:
     """Solve the DEL system in place on (q2, lam) for a given contact set. Returns (system, iterations)."""
     dyn = ~model.dof_prescribed
     nd = int(dyn.sum())
+    if state.Dh is None:
+        state.Dh = constraints.evaluate(model, forward(model, state.q, state.charts))[1]
     Dh1 = state.Dh[state.rows][:, dyn]
     scale = max(1.0, float(np.max(np.abs(state.p))) if len(state.p) else 1.0)
     t2 = state.t + dt
@@ -140,24 +171,16 @@ def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_i
         system = del_system(model, state, Dh1, q2, lam, dt, contacts)
         if trace is not None:
             trace.append(max(system.r1, system.r2))
-        if system.r1 <= tol * scale and system.r2 <= tol:
+        tm = system.terms_mid  # the round-off floor of f1 scales with its largest momentum-like term
+        scale_it = max(scale, float(np.max(np.abs(tm.p))), dt * float(np.max(np.abs(tm.g + tm.Q))))
+        if system.r1 <= tol * scale_it and system.r2 <= tol:
             return system, iterations
         if iterations >= max_iterations or not np.isfinite(system.r1 + system.r2):
-            worst = (f" worst loop joint {worst_joint(model, system.h2)!r} (|h| = {np.max(np.abs(system.h2)):.3g}),"
-                     if len(state.rows) else "")
-            raise ConvergenceError(
-                f"Newton did not converge at step {state.step_index + 1} (t = {t2:.6g} s) after {iterations} "
-                f"iterations: momentum residual {system.r1:.3g},{worst} try a smaller time step",
-                step=state.step_index + 1, time=t2,
-            )
+            raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=False)
         try:
             delta = np.linalg.solve(system.J, -system.f)
         except np.linalg.LinAlgError:
-            raise ConvergenceError(
-                f"singular Newton matrix at step {state.step_index + 1} (t = {t2:.6g} s): a coordinate moves no "
-                "mass, or the loop constraints are redundant at this configuration",
-                step=state.step_index + 1, time=t2,
-            ) from None
+            raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=True) from None
         q2[dyn] += delta[:nd]
         lam += delta[nd:]
         iterations += 1
@@ -178,13 +201,67 @@ def _update_contacts(model: TreeModel, q2: np.ndarray, lam_contact: np.ndarray,
     return tuple(keep)
 
 
-def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, max_iterations: int = 30,
-         trace: list[float] | None = None) -> tuple[Kinematics, Terms, int]:
-    """Advance `state` by dt in place. Returns (kinematics at q2, terms at the midpoint, Newton iterations).
+def _fold(model: TreeModel, state: MidpointState, kin2: Kinematics | None, q2: np.ndarray, p2: np.ndarray,
+          v: np.ndarray) -> Kinematics | None:
+    """Commit the chart fold at q2 (ball coordinates -> 0, momenta by J^T); returns kinematics at the
+    folded q2 (or `kin2` unchanged when there is nothing to fold)."""
+    state.velocity_guess = v.copy()
+    if not len(model.ball_dofs):
+        return kin2
+    if kin2 is None:
+        kin2 = forward(model, q2, state.charts)
+    charts, J = fold_charts(model, kin2, state.charts)
+    for b, dofs in enumerate(model.ball_dofs):
+        p2[dofs] = J[b].T @ p2[dofs]
+        state.velocity_guess[dofs] = np.linalg.solve(J[b], v[dofs])
+        q2[dofs] = 0.0
+    state.charts = charts
+    return forward(model, q2, charts)
 
-    trace, when given, receives max|f| at every iterate. Raises ConvergenceError (with step and time)
-    when Newton fails or its matrix is singular.
+
+def _crosses_limit(model: TreeModel, q2: np.ndarray) -> bool:
+    return bool(np.any((q2 > model.dof_upper) | (q2 < model.dof_lower)))
+
+
+def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
+                 max_iterations: int) -> StepResult | None:
+    """The step with its Newton loop in the C kernel; None when a joint limit is crossed (numpy handles
+    contacts). Leaves `state` untouched unless it returns a result."""
+    if state.stepper is None:
+        state.stepper = native.NativeStepper(model)
+    t2, tmid = state.t + dt, state.t + 0.5 * dt
+    q2 = state.q + dt * state.velocity_guess
+    q2[model.dof_prescribed] = prescribed_values(model, t2)[0]
+    torque = np.array([0.0 if c is None else evaluate(c, tmid) for c in model.dof_torque])
+    scale = np.array([1.0 if c is None else evaluate(c, tmid) for c in model.force_scale])
+    out = state.stepper.step(state.q, state.p, state.lam, state.charts, dt, tol, max_iterations, torque, q2,
+                             model.force_vector * scale[:, None], state.rows)
+    if out.status != native.CONVERGED:
+        raise _failure(model, state, dt, out.iterations, state.stepper.momentum_residual, state.stepper.h,
+                       singular=out.status == native.SINGULAR)
+    if _crosses_limit(model, out.q2):
+        return None
+    q2, p2 = out.q2, out.p2
+    kin2 = _fold(model, state, None, q2, p2, (q2 - state.q) / dt)
+    state.q, state.p, state.lam, state.t, state.Dh = q2, p2, out.lam, t2, None
+    state.step_index += 1
+    return StepResult(kin2, out.energy, out.iterations, out.residual_all)
+
+
+def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, max_iterations: int = 30,
+         trace: list[float] | None = None, use_native: bool | None = None) -> StepResult:
+    """Advance `state` by dt in place.
+
+    trace, when given, receives max|f| at every iterate (numpy path). use_native: None picks the C
+    kernel when it is built, no trace is asked for and no joint limit is in contact. Raises
+    ConvergenceError (with step and time) when Newton fails or its matrix is singular.
     """
+    if use_native is None:
+        use_native = native.NATIVE and trace is None and not state.contacts
+    if use_native:
+        result = _native_step(model, state, dt, tol, max_iterations)
+        if result is not None:
+            return result
     pre = model.dof_prescribed
     t2 = state.t + dt
     q2 = state.q + dt * state.velocity_guess
@@ -192,7 +269,7 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
     contacts = state.contacts
     lam = np.concatenate([state.lam, state.lam_contact])
     iterations = 0
-    for _ in range(2 * len(model.dof_lower) + 2):
+    for _ in range(2 * model.nq + 2):
         system, its = _newton(model, state, dt, tol, max_iterations, q2, lam, contacts, trace)
         iterations += its
         nloop = len(state.rows)
@@ -203,22 +280,12 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
         lam = np.concatenate([lam[:nloop], [max(old.get(c, 0.0), 0.0) for c in updated]])
         contacts = updated
     state.contacts, state.lam_contact = contacts, lam[len(state.rows):]
-    lam = lam[: len(state.rows)]
 
-    tm, f_c, kin2, Dh2 = system.terms_mid, system.forcing, system.kin2, system.Dh2
+    tm, f_c = system.terms_mid, system.forcing
     p2 = 0.5 * dt * (tm.g + tm.Q) + tm.p + 0.5 * dt * f_c
-    v = (q2 - state.q) / dt
-    state.velocity_guess = v
-    if len(model.ball_dofs):
-        charts, J = fold_charts(model, kin2, state.charts)
-        for b, dofs in enumerate(model.ball_dofs):
-            p2[dofs] = J[b].T @ p2[dofs]
-            state.velocity_guess[dofs] = np.linalg.solve(J[b], v[dofs])
-            q2[dofs] = 0.0
-        state.charts = charts
-        kin2 = forward(model, q2, charts)
-        _, Dh2 = constraints.evaluate(model, kin2)
-    state.Dh = Dh2
-    state.q, state.p, state.lam, state.t = q2, p2, lam, t2
+    kin2 = _fold(model, state, system.kin2, q2, p2, (q2 - state.q) / dt)
+    state.Dh = system.Dh2 if not len(model.ball_dofs) else None
+    state.q, state.p, state.lam, state.t = q2, p2, lam[: len(state.rows)], t2
     state.step_index += 1
-    return kin2, tm, iterations
+    residual = float(np.max(np.abs(system.h2))) if len(system.h2) else 0.0
+    return StepResult(kin2, tm.kinetic + tm.potential, iterations, residual)
