@@ -16,6 +16,11 @@ seed, each second-order where the seed's choice is first-order (for velocity-dep
 forced start): the wrench sees the node velocity (xi_{k-1} + xi_k)/2 instead of xi_{k-1} (P9), and the
 start gives half the impulse, C(h xi_0)^T I xi_0 = I xi(0) + (h/2) f(t_0, g_0, xi(0)) (P11, leapfrog).
 Everything broadcasts over leading batch axes (many vehicles or rollouts at once).
+
+Known property of the SE(3) group (measured, tests/solver/vehicles/test_integrator.py): the Cayley step
+screws translation together with rotation, so a spinning free body's centre of mass, though it keeps its
+discrete momentum exactly, moves across the spin axis slower by 1 / (1 + |h w|^2 / 4) (6 % for 2 rev/s at
+24 fps). Slowly turning vehicles do not notice; a step on SO(3) x R^3 would remove it (not built).
 """
 
 from __future__ import annotations
