@@ -149,11 +149,14 @@ class TreeRK4(_TreeIntegrator):
         self._record_kin(self.state.t, kin, rk4_energy(self.model, self.state, kin))
 
 
+# Imported here, not at the top: VehicleIntegrator subclasses Integrator, defined above.
+from .vehicles.integrator import VehicleIntegrator  # noqa: E402
+
 METHODS: dict[str, type[Integrator] | None] = {
     "tree": TreeMidpoint,
     "tree-rk4": TreeRK4,
+    "vehicle": VehicleIntegrator,
     "maximal": None,  # issue 6
-    "vehicle": None,  # issue 5
 }
 
 

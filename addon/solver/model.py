@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # vehicles.spec imports this module
+    from .vehicles.spec import Vehicle
 
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]
@@ -133,6 +137,7 @@ class Mechanism:
     gravity: Vec3 = (0.0, 0.0, -9.81)
     springs: tuple[Spring, ...] = ()
     forces: tuple[Force, ...] = ()
+    vehicle: Vehicle | None = None  # the 'vehicle' method's input (vehicles/spec.py); other methods ignore it
     source: str = field(default="<memory>", compare=False)  # file or scene it came from, for messages
 
     def body(self, name: str) -> Body:
