@@ -14,6 +14,8 @@ Rigid bodies (kind RIGID_BODIES: every object of the setup's collection, nested 
     CYLINDER                           Izz = m r^2 / 2, Ixx = Iyy = m (3 r^2 + h^2) / 12
     CONE (about its centroid)          Izz = 3 m r^2 / 10, Ixx = Iyy = m (3 r^2 / 20 + 3 h^2 / 80)
     CAPSULE (cylinder of length h - 2r plus two hemispheres, masses split by volume)
+  With Mass Properties 'Mesh' the object's own closed mesh, filled with the given density, gives the
+  mass, centre of mass and inertia instead (meshmass.py; exact polyhedral integrals).
   Passive (or not Dynamic) objects are part of the world (Animated passive ones are not supported
   yet). An Animated active body held by one hinge or slider to the world drives the mechanism: that
   joint is prescribed, its coordinate sampled from the keys at every solver step.
@@ -21,7 +23,11 @@ Rigid bodies (kind RIGID_BODIES: every object of the setup's collection, nested 
   POINT ball, HINGE revolute about its local Z, SLIDER prismatic and PISTON cylindrical along its
   local X, GENERIC / GENERIC_SPRING by their pattern of locked axes (an axis is locked when its limit
   is on with lower == upper), MOTOR a velocity servo on the hinge or slider between the same objects,
-  about the motor object's local X. Linear/angular damping and collisions are not simulated.
+  about the motor object's local X. Limits on a free axis (HINGE limit_ang_z, SLIDER limit_lin_x,
+  PISTON limit_ang_x and limit_lin_x, a GENERIC axis with lower < upper) become the joint's lower
+  and upper bounds on that coordinate, rigid inelastic stops in the solver; a GENERIC axis with
+  lower > upper is free, as in Bullet. Ball and free joints take no limits.
+  Linear/angular damping and collisions are not simulated.
   Joints are oriented so every body hangs from the world; bodies no joint connects get a free joint.
 
 Armatures (kind ARMATURE): pose bones with Symplex "Simulate" are bodies, framed at the bone head
@@ -29,9 +35,12 @@ Armatures (kind ARMATURE): pose bones with Symplex "Simulate" are bodies, framed
   pose). The joint to the nearest simulated ancestor (else the world) follows the rotation mode and
   locks: one free rotation axis revolute, two universal (Euler modes; the later-applied axis is the
   outer one), three ball; free location axes add prismatic, cylindrical, planar or free. Its
-  coordinates start from the bone's pose at the start frame. IK limits become limits, IK stiffness
-  the joint stiffness (N m/rad). Keyed, unsimulated ancestors of simulated bones become prescribed
-  joints sampled at every solver step. Loops from the armature's loop list close chains.
+  coordinates start from the bone's pose at the start frame. Mass properties are a rod from head to
+  tail, typed in, or the closed meshes bound to the bone filled with a density (meshmass.py).
+  IK limits (use_ik_limit_x with ik_min_x / ik_max_x, ...) become the limits of the joint's
+  rotation coordinates (not on ball joints), IK stiffness the joint stiffness (N m/rad). Keyed,
+  unsimulated ancestors of simulated bones become prescribed joints sampled at every solver step.
+  Loops from the armature's loop list close chains.
 """
 
 from __future__ import annotations
@@ -47,7 +56,7 @@ from mathutils import Matrix, Vector
 from ..solver.lie import frame_from_axis
 from ..solver.mechfile import validate_mechanism
 from ..solver.model import WORLD, Body, Curve, Joint, Mechanism, MechanismError, Motor
-from . import compat, reference
+from . import compat, meshmass, reference
 from .rotations import matrix_to_euler, matrix_to_quat
 
 AXES = "XYZ"
@@ -136,6 +145,11 @@ def _frame_of(matrix: Matrix) -> tuple[tuple[float, ...], tuple[float, ...], np.
     return _clean(rigid.translation), tuple(float(x) for x in quat / np.linalg.norm(quat)), rot
 
 
+def _scale_part(matrix: Matrix) -> np.ndarray:
+    """D (4, 4) with matrix = rigid_part(matrix) @ D: what maps an object's own axes to its body axes."""
+    return np.array(reference.rigid_part(matrix).inverted() @ matrix)
+
+
 def _num(x: float) -> float:
     """A single-precision Blender property value as the shortest decimal it stands for (9.81, not 9.8100004)."""
     return float(str(np.float32(x)))
@@ -183,6 +197,16 @@ def shape_inertia(shape: str, mass: float, dims: tuple[float, float, float]) -> 
         0.0,
         0.0,
     )
+
+
+def _mesh_mass(compute, problems: _Problems) -> tuple[float, tuple, tuple]:
+    """(mass, com, inertia) from a meshmass call; on failure the error is recorded and a placeholder returned."""
+    try:
+        props = compute()
+    except MechanismError as err:
+        problems.errors.append(str(err))
+        return 1.0, (0.0, 0.0, 0.0), (0.0,) * 6
+    return props.mass, props.com, props.inertia
 
 
 def rod_mass_properties(mass: float, length: float, radius: float) -> tuple[tuple, tuple]:
@@ -370,6 +394,14 @@ def _rigid_joint(obj, rbc, ends: tuple[str, str], frame: float, problems: _Probl
             return None
     else:
         layout = LAYOUTS[rbc.type]
+        locked = [f"{'angular' if kind == 'ang' else 'linear'} {AXES[i]}" for kind, i in layout.dofs
+                  if _axis_state(rbc, kind, i) == "locked"]
+        if rbc.type != "POINT" and locked:
+            problems.errors.append(
+                f"rigid body constraint {name!r} ({rbc.type}): its {', '.join(locked)} limit has lower == upper, "
+                "which locks the axis; widen the limit or use a FIXED constraint"
+            )
+            return None
     position, _quat, rot = _frame_of(reference.object_matrix(obj, frame))
     lower, upper = _limits_of(rbc, layout) if rbc.type not in ("FIXED", "POINT") else (None, None)
     if layout.type in ("ball", "free") and lower is not None:
@@ -479,15 +511,20 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
             continue
         if reference.has_delta_transform(obj):
             problems.errors.append(f"rigid body {obj.name!r} has delta transforms; apply or clear them")
-        position, quat, _rot = _frame_of(reference.object_matrix(obj, frame))
+        matrix = reference.object_matrix(obj, frame)
+        position, quat, _rot = _frame_of(matrix)
         settings = obj.symplex
+        mass = _num(rb.mass)
         if settings.mass_source == "CUSTOM":
             com, inertia = _vec(settings.com), _vec(settings.inertia)
+        elif settings.mass_source == "MESH":
+            mass, com, inertia = _mesh_mass(lambda: meshmass.object_mass(obj, _num(settings.density), _scale_part(matrix)),
+                                            problems)
         else:
             com, inertia = (0.0, 0.0, 0.0), shape_inertia(rb.collision_shape, rb.mass, _vec(obj.dimensions))
         if abs(rb.linear_damping - 0.04) > 1e-6 or abs(rb.angular_damping - 0.1) > 1e-6:
             problems.warnings.append(f"rigid body {obj.name!r}: linear and angular damping are not simulated")
-        bodies.append(Body(obj.name, _num(rb.mass), position, quat, com, inertia))
+        bodies.append(Body(obj.name, mass, position, quat, com, inertia))
     body_names = {b.name for b in bodies}
 
     def end(obj, constraint_name: str, which: str) -> str | None:
@@ -727,11 +764,15 @@ def _read_armature(scene, setup, frame: float, fps: float, dt: float, steps: int
         world = arm_matrix @ reference_pose(pb)
         position, quat, rot = _frame_of(world)
         settings = pb.symplex
+        mass = _num(settings.mass)
         if settings.mass_source == "ROD":
             com, inertia = rod_mass_properties(settings.mass, pb.bone.length * length_scale, settings.radius)
+        elif settings.mass_source == "MESH":
+            mass, com, inertia = _mesh_mass(
+                lambda: meshmass.bone_mass(scene, arm, pb, _num(settings.density), _scale_part(world), frame), problems)
         else:
             com, inertia = _vec(settings.com), _vec(settings.inertia)
-        bodies.append(Body(name, _num(settings.mass), position, quat, com, inertia))
+        bodies.append(Body(name, mass, position, quat, com, inertia))
         lower, upper = _ik_limits(pb, layout, name, problems)
         ndof = len(layout.dofs)
         prescribed_curve = None

@@ -100,14 +100,20 @@ class SYMPLEX_PT_diagnostics(Panel):
         col.label(text=f"Time: {diagnostics.seconds:.2f} s, {diagnostics.steps} steps, {diagnostics.keys} keys")
 
 
-def _draw_mass(layout, settings, owner: str) -> None:
+def _draw_mass(layout, settings, mass_owner) -> None:
+    """Mass source and its fields; `mass_owner` holds `mass` (bone settings, rigid body, or None: drawn elsewhere)."""
     col = layout.column()
     col.use_property_split = True
     col.prop(settings, "mass_source")
+    if settings.mass_source == "MESH":
+        col.prop(settings, "density")
+        return
+    if mass_owner is not None:
+        col.prop(mass_owner, "mass")
     if settings.mass_source == "CUSTOM":
         col.prop(settings, "com")
         col.prop(settings, "inertia")
-    elif owner == "bone":
+    elif settings.mass_source == "ROD":
         col.prop(settings, "radius")
 
 
@@ -129,13 +135,11 @@ class SYMPLEX_PT_mass(Panel):
         if pose_bone is not None:
             layout.label(text=pose_bone.name, icon="BONE_DATA")
             layout.prop(pose_bone.symplex, "simulate")
-            layout.prop(pose_bone.symplex, "mass")
-            _draw_mass(layout, pose_bone.symplex, "bone")
+            _draw_mass(layout, pose_bone.symplex, pose_bone.symplex)
             return
         obj = context.active_object
         layout.label(text=obj.name, icon="OBJECT_DATA")
-        layout.prop(obj.rigid_body, "mass")
-        _draw_mass(layout, obj.symplex, "object")
+        _draw_mass(layout, obj.symplex, obj.rigid_body)
 
 
 class SYMPLEX_PT_loops(Panel):
@@ -190,7 +194,7 @@ class SYMPLEX_PT_object_physics(Panel):
         obj = context.object
         layout = self.layout
         if obj.rigid_body is not None:
-            _draw_mass(layout, obj.symplex, "object")
+            _draw_mass(layout, obj.symplex, None)  # Blender's Rigid Body panel shows the mass
         rbc = obj.rigid_body_constraint
         if rbc is not None:
             col = layout.column()
@@ -225,8 +229,7 @@ class SYMPLEX_PT_bone(Panel):
         layout = self.layout
         layout.active = pose_bone.symplex.simulate
         layout.use_property_split = True
-        layout.prop(pose_bone.symplex, "mass")
-        _draw_mass(layout, pose_bone.symplex, "bone")
+        _draw_mass(layout, pose_bone.symplex, pose_bone.symplex)
         layout.prop(pose_bone.symplex, "v0")
 
 

@@ -23,11 +23,20 @@ from bpy.types import PropertyGroup
 MASS_SOURCES = [
     ("SHAPE", "Collision Shape", "Centre of mass at the origin; inertia of the collision shape filling the bounds"),
     ("CUSTOM", "Custom", "Centre of mass and inertia typed in below"),
+    ("MESH", "Mesh", "Mass, centre of mass and inertia of the object's closed mesh filled with the density below "
+     "(the rigid body mass is not used)"),
 ]
 BONE_MASS_SOURCES = [
     ("ROD", "Rod", "Solid cylinder from the bone head to its tail with the given radius"),
     ("CUSTOM", "Custom", "Centre of mass and inertia typed in below"),
+    ("MESH", "Bound Mesh", "Mass, centre of mass and inertia of the closed meshes bound to the bone (child objects, "
+     "or mesh parts wholly in its vertex group), filled with the density below"),
 ]
+
+
+def _density():
+    return FloatProperty(name="Density", description="Mass per volume of the mesh, kg/m\u00b3 (water 1000, steel 7850)",
+                         default=1000.0, min=1e-6, soft_max=25000.0)
 
 
 def _is_armature(_self, obj: bpy.types.Object) -> bool:
@@ -94,6 +103,7 @@ class SymplexObjectSettings(PropertyGroup):
     """Rigid body mass properties, and the initial state of a rigid body constraint's joint."""
 
     mass_source: EnumProperty(name="Mass Properties", items=MASS_SOURCES, default="SHAPE")
+    density: _density()
     com: FloatVectorProperty(name="Centre of Mass", size=3, subtype="TRANSLATION", unit="LENGTH")
     inertia: FloatVectorProperty(
         name="Inertia", description="Ixx Iyy Izz Ixy Ixz Iyz about the centre of mass, object axes", size=6
@@ -109,6 +119,7 @@ class SymplexBoneSettings(PropertyGroup):
     simulate: BoolProperty(name="Simulate", description="This bone is a body of the Symplex armature setup")
     mass: FloatProperty(name="Mass", default=1.0, min=1e-9, unit="MASS")
     mass_source: EnumProperty(name="Mass Properties", items=BONE_MASS_SOURCES, default="ROD")
+    density: _density()
     radius: FloatProperty(name="Radius", default=0.05, min=0.0, unit="LENGTH")
     com: FloatVectorProperty(name="Centre of Mass", size=3, subtype="TRANSLATION", unit="LENGTH")
     inertia: FloatVectorProperty(name="Inertia", description="Ixx Iyy Izz Ixy Ixz Iyz, bone axes", size=6)

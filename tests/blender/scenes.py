@@ -105,13 +105,21 @@ def set_bone_angle(pb, axis: int, angle: float) -> None:
 # Rigid bodies by hand, with Blender's own rigid body constraints only
 
 
-def box_object(scene, collection, name: str, size, location, mass: float = 1.0, passive: bool = False):
+BOX_FACES = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+
+
+def box_mesh(name: str, size, centre=(0.0, 0.0, 0.0)) -> bpy.types.Mesh:
+    """A closed box mesh of `size` around `centre` (mesh coordinates), faces wound outward."""
     mesh = bpy.data.meshes.new(name)
     sx, sy, sz = (s / 2 for s in size)
-    verts = [(x, y, z) for x in (-sx, sx) for y in (-sy, sy) for z in (-sz, sz)]
-    faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
-    mesh.from_pydata(verts, [], faces)
-    obj = bpy.data.objects.new(name, mesh)
+    cx, cy, cz = centre
+    verts = [(cx + x, cy + y, cz + z) for x in (-sx, sx) for y in (-sy, sy) for z in (-sz, sz)]
+    mesh.from_pydata(verts, [], BOX_FACES)
+    return mesh
+
+
+def box_object(scene, collection, name: str, size, location, mass: float = 1.0, passive: bool = False):
+    obj = bpy.data.objects.new(name, box_mesh(name, size))
     collection.objects.link(obj)
     obj.location = location
     world = ensure_rigidbody_world(scene)

@@ -15,19 +15,24 @@ import pytest
 
 from addon.bridge import build, compat, read
 from addon.bridge.read import SceneError, shape_inertia
-from addon.solver import generate
+from addon.solver import generate, mass
 from addon.solver.curves import evaluate
 from addon.solver.mechfile import list_presets, load_mechanism, preset_path
 from addon.solver.model import WORLD, MechanismError
 from tests.blender.scenes import (
+    BOX_FACES,
     add_setup,
+    box_mesh,
     box_object,
     chain_armature,
     constraint_object,
+    evaluated,
     new_scene,
     read_scene,
+    rigid,
     rigid_four_bar,
     set_bone_angle,
+    set_frame,
     symplex,  # noqa: F401  (fixture)
 )
 
@@ -112,6 +117,124 @@ def test_rigid_body_mass_from_shape_and_custom_values():
     assert mech.body(custom.name).inertia[:3] == pytest.approx((0.5, 0.5, 0.5))
     # unconnected bodies float freely
     assert {j.type for j in mech.joints} == {"free"}
+
+
+def box_tensor(mass, size):
+    a, b, c = size
+    return np.diag([mass * (b * b + c * c) / 12, mass * (a * a + c * c) / 12, mass * (a * a + b * b) / 12])
+
+
+def tensor(inertia):
+    ixx, iyy, izz, ixy, ixz, iyz = inertia
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+
+
+def test_rigid_body_mass_from_its_own_mesh():
+    """A box mesh off the origin, object scaled and turned: mass, com and inertia in body axes."""
+    scene = new_scene("meshmass")
+    coll = bpy.data.collections.new(f"{scene.name} c")
+    scene.collection.children.link(coll)
+    obj = box_object(scene, coll, f"{scene.name} box", (1, 1, 1), (1.0, 2.0, 3.0), mass=99.0)
+    obj.data = box_mesh(f"{scene.name} offset", (0.2, 0.4, 0.6), centre=(0.1, 0.0, -0.2))
+    obj.scale = (2.0, 1.0, 0.5)
+    obj.rotation_euler = (0.3, -0.2, 0.7)
+    obj.symplex.mass_source = "MESH"
+    obj.symplex.density = 7850.0
+    setup = add_setup(scene, "mesh", "RIGID_BODIES", collection=coll)
+    body = read_scene(scene, setup.name).mechanism.body(obj.name)
+    size = (0.4, 0.4, 0.3)  # scaled by the object
+    mass = 7850.0 * 0.4 * 0.4 * 0.3
+    assert body.mass == pytest.approx(mass, rel=1e-6)  # not the rigid body's 99 kg
+    # single-precision vertices and transforms: agreement to about 1e-6
+    assert body.com == pytest.approx((0.2, 0.0, -0.1), abs=1e-6)
+    np.testing.assert_allclose(tensor(body.inertia), box_tensor(mass, size), atol=1e-6 * np.max(box_tensor(mass, size)))
+    assert body.position == pytest.approx((1.0, 2.0, 3.0))
+
+
+def posed_bone_frame(scene, arm, bone: str) -> np.ndarray:
+    """World frame (rigid, 4x4) of pose bone `bone` as Blender evaluates it now."""
+    return np.linalg.inv(rigid(np.array(evaluated(scene, arm).matrix_world @ evaluated(scene, arm).pose.bones[bone].matrix)))
+
+
+def test_bone_mass_from_a_child_object():
+    """A box parented to the bone (Blender hangs it at the tail), armature scaled by 2, bone posed."""
+    scene = new_scene("childmass")
+    arm, setup = chain_armature(scene, n=2, angle=0.4)
+    arm.scale = (2.0, 2.0, 2.0)
+    pb = arm.pose.bones["b0"]
+    pb.symplex.mass_source = "MESH"
+    pb.symplex.density = 500.0
+    child = bpy.data.objects.new(f"{scene.name} part", box_mesh(f"{scene.name} part", (0.1, 0.2, 0.3)))
+    scene.collection.objects.link(child)
+    child.parent, child.parent_type, child.parent_bone = arm, "BONE", "b0"
+    child.location = (0.05, -0.3, 0.0)
+    child.rotation_euler = (0.0, 0.0, 0.5)
+    set_frame(scene, 1)
+    # where Blender puts the child's vertices, in the posed bone's axes (scaled: the body frame drops scale)
+    to_bone = posed_bone_frame(scene, arm, "b0") @ np.array(evaluated(scene, child).matrix_world)
+    verts = np.array([v.co for v in child.data.vertices]) @ to_bone[:3, :3].T + to_bone[:3, 3]
+    tris = np.array([t.vertices[:] for t in child.data.loop_triangles])
+    expected = mass.polyhedron(verts, tris, 500.0)
+    body = read_scene(scene, setup.name).mechanism.body("b0")
+    assert body.mass == pytest.approx(500.0 * 0.006 * 8, rel=1e-6)
+    assert body.com == pytest.approx(expected.com, abs=1e-6)
+    np.testing.assert_allclose(body.inertia, expected.inertia, atol=1e-6 * max(expected.inertia))
+    assert np.linalg.norm(body.com) > 1.0  # at the tail (2 m away, scaled), not at the head
+
+
+def test_bone_mass_from_vertex_groups_of_a_deformed_mesh():
+    """Two closed boxes in one mesh, each weighted to one bone; a third box split between them is neither's."""
+    scene = new_scene("groupmass")
+    arm, setup = chain_armature(scene, n=2, angle=0.2)
+    for pb in arm.pose.bones:
+        pb.symplex.mass_source = "MESH"
+        pb.symplex.density = 1000.0
+    mesh = bpy.data.meshes.new(f"{scene.name} skin")
+    boxes = [((0.2, 0.2, 0.8), (0.0, 0.1, -0.5)), ((0.1, 0.3, 0.6), (0.0, 0.0, -1.5)), ((0.1, 0.1, 0.1), (0, 0, -1))]
+    verts, faces = [], []
+    for size, centre in boxes:
+        part = box_mesh("tmp", size, centre)
+        faces += [[len(verts) + i for i in f] for f in BOX_FACES]
+        verts += [tuple(v.co) for v in part.vertices]
+        bpy.data.meshes.remove(part)
+    mesh.from_pydata(verts, [], faces)
+    skin = bpy.data.objects.new(f"{scene.name} skin", mesh)
+    scene.collection.objects.link(skin)
+    skin.location = (0.0, 0.0, 0.0)
+    modifier = skin.modifiers.new("Armature", "ARMATURE")
+    modifier.object = arm
+    g0, g1 = skin.vertex_groups.new(name="b0"), skin.vertex_groups.new(name="b1")
+    g0.add(list(range(0, 8)), 1.0, "REPLACE")
+    g1.add(list(range(8, 16)), 0.9, "REPLACE")
+    g0.add(list(range(16, 20)), 1.0, "REPLACE")  # half of the small box: its faces are not all in b0
+    g1.add(list(range(20, 24)), 1.0, "REPLACE")
+    g1.add(list(range(16, 20)), 0.2, "REPLACE")
+    mech = read_scene(scene, setup.name).mechanism
+    for name, (size, centre) in zip(("b0", "b1"), boxes):
+        body, bone = mech.body(name), arm.data.bones[name]
+        m = 1000.0 * np.prod(size)
+        # rest pose: mesh coordinates in the bone's rest axes (bone Y runs down world -Z here)
+        rest = np.array(bone.matrix_local.inverted())
+        assert body.mass == pytest.approx(m, rel=1e-6)
+        assert body.com == pytest.approx(rest[:3, :3] @ np.array(centre) + rest[:3, 3], abs=1e-6)
+        expected = rest[:3, :3] @ box_tensor(m, size) @ rest[:3, :3].T
+        np.testing.assert_allclose(tensor(body.inertia), expected, atol=1e-6 * np.max(expected))
+
+
+def test_mesh_mass_errors_name_the_object_or_bone():
+    scene = new_scene("meshmass_bad")
+    coll = bpy.data.collections.new(f"{scene.name} c")
+    scene.collection.children.link(coll)
+    obj = box_object(scene, coll, f"{scene.name} lid", (1, 1, 1), (0, 0, 0))
+    open_mesh = bpy.data.meshes.new(f"{scene.name} open")
+    open_mesh.from_pydata([tuple(v.co) for v in obj.data.vertices], [], BOX_FACES[:-1])  # a box without its top
+    obj.data = open_mesh
+    obj.symplex.mass_source = "MESH"
+    setup = add_setup(scene, "bad mesh", "RIGID_BODIES", collection=coll)
+    assert f"rigid body {obj.name!r} (mesh {open_mesh.name!r}): the mesh must be a closed surface" in problems_of(scene, setup)
+    arm, arm_setup = chain_armature(scene, n=1)
+    arm.pose.bones["b0"].symplex.mass_source = "MESH"
+    assert "bone 'b0': Mass Properties 'Bound Mesh' found no mesh" in problems_of(scene, arm_setup)
 
 
 # ----------------------------------------------------------------------------------------------
