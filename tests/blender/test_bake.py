@@ -21,8 +21,11 @@ from addon.bridge.rotations import EULER_ORDERS
 from addon.solver import generate
 from addon.solver.trajectory import SolverError, Trajectory
 from tests.blender.scenes import (
+    add_setup,
     bone_world,
+    box_object,
     chain_armature,
+    constraint_object,
     evaluated,
     fcurve_data,
     new_scene,
@@ -331,6 +334,72 @@ def test_rigid_four_bar_from_blender_constraints_bakes_exactly():
     assert all(b.rigid_body.kinematic for b in bodies)
     bake.free_bake(bake.baked_objects(scene, setup.name))
     assert not any(b.rigid_body.kinematic for b in bodies)
+
+
+def angle_about(rotations: np.ndarray, axis) -> np.ndarray:
+    """Signed angle of rotations (N, 3, 3) about unit `axis` (exact for rotations about that axis)."""
+    from addon.bridge.rotations import matrix_to_quat
+
+    q = matrix_to_quat(rotations)
+    return 2.0 * np.arctan2(q[:, 1:] @ np.asarray(axis, dtype=float), q[:, 0])
+
+
+def baked_angles(scene, pose_of, times, axis) -> np.ndarray:
+    """Angle about world `axis` of the evaluated pose_of() (4x4) at every time, from its pose at the first."""
+    rotations = []
+    for t in times:
+        set_frame(scene, 1 + t * FPS)
+        rotations.append(pose_of()[:3, :3])
+    rotations = np.array(rotations)
+    return angle_about(rotations @ rotations[0].T, axis)
+
+
+LOWER, UPPER = -0.4, 0.5
+
+
+def assert_limits_hold_and_are_reached(angles, trajectory):
+    """Every key within [LOWER, UPPER] to 1e-6 rad, both stops touched, keys equal to the solver's angle."""
+    assert np.max(angles) <= UPPER + 1e-6 and np.min(angles) >= LOWER - 1e-6, (np.min(angles), np.max(angles))
+    assert abs(np.max(angles) - UPPER) < 1e-6 and abs(np.min(angles) - LOWER) < 1e-6
+    np.testing.assert_allclose(angles, trajectory.q[:, 0], atol=1e-6)
+
+
+def test_rigid_pendulum_hinge_limits_hold_in_the_baked_keys():
+    """A 1 m bar on a HINGE about world Y, limit_ang_z in [-0.4, 0.5] rad, launched at 3 rad/s (free swing ~0.8 rad)."""
+    scene = new_scene("hinge_limits", frames=75)
+    coll = bpy.data.collections.new(f"{scene.name} c")
+    scene.collection.children.link(coll)
+    ground = box_object(scene, coll, f"{scene.name} ground", (0.2, 0.2, 0.05), (0.0, 0.0, 0.1), passive=True)
+    bar = box_object(scene, coll, f"{scene.name} bar", (0.05, 0.05, 1.0), (0.0, 0.0, -0.5))
+    hinge = constraint_object(scene, coll, f"{scene.name} hinge", "HINGE", ground, bar, (0, 0, 0), (-math.pi / 2, 0, 0))
+    rbc = hinge.rigid_body_constraint
+    rbc.use_limit_ang_z = True
+    rbc.limit_ang_z_lower, rbc.limit_ang_z_upper = LOWER, UPPER
+    hinge.symplex.v0 = (3.0, 0, 0, 0, 0, 0)
+    setup = add_setup(scene, "limited hinge", "RIGID_BODIES", collection=coll)
+    setup.subframes = True  # a key per solver step: the step that lands on a stop is keyed
+    joint = read_scene(scene, setup.name).mechanism.joint(hinge.name)
+    assert (joint.lower, joint.upper) == ((LOWER,), (UPPER,)) and joint.axis == pytest.approx((0, 1, 0))
+    report, trajectory, _ = bake_and_trajectory(scene, setup.name)
+    angles = baked_angles(scene, lambda: object_world(scene, bar), trajectory.t, (0.0, 1.0, 0.0))
+    assert_limits_hold_and_are_reached(angles, trajectory)
+
+
+def test_armature_bone_ik_limits_hold_in_the_baked_keys():
+    """The same swing on one bone hinged about its X axis, stopped by its IK limits."""
+    scene = new_scene("ik_limits", frames=75)
+    arm, setup = chain_armature(scene, n=1, angle=0.0)
+    pb = arm.pose.bones["b0"]
+    pb.use_ik_limit_x = True
+    pb.ik_min_x, pb.ik_max_x = LOWER, UPPER
+    pb.symplex.v0 = (3.0, 0, 0, 0, 0, 0)
+    setup.subframes = True
+    joint = read_scene(scene, setup.name).mechanism.joint("b0")
+    assert joint.lower == pytest.approx((LOWER,)) and joint.upper == pytest.approx((UPPER,))
+    report, trajectory, _ = bake_and_trajectory(scene, setup.name)
+    axis = np.array(arm.data.bones["b0"].matrix_local)[:3, 0]
+    angles = baked_angles(scene, lambda: bone_world(scene, arm, "b0"), trajectory.t, axis)
+    assert_limits_hold_and_are_reached(angles, trajectory)
 
 
 def test_baking_twice_gives_identical_keys():

@@ -346,6 +346,90 @@ def test_hinge_limits_and_generic_spring():
     assert joint.axis == pytest.approx(Y)
 
 
+def test_slider_piston_and_generic_limits_map_per_coordinate():
+    def slider(rbc):
+        rbc.use_limit_lin_x = True
+        rbc.limit_lin_x_lower, rbc.limit_lin_x_upper = -0.25, 0.5
+
+    joint = joint_of("SLIDER", slider)[0]
+    assert (joint.type, joint.lower, joint.upper) == ("prismatic", (-0.25,), (0.5,))
+
+    def piston(rbc):
+        rbc.use_limit_lin_x = True
+        rbc.limit_lin_x_lower, rbc.limit_lin_x_upper = -0.25, 0.5
+        rbc.use_limit_ang_x = True
+        rbc.limit_ang_x_lower, rbc.limit_ang_x_upper = -1.0, 2.0
+
+    joint = joint_of("PISTON", piston)[0]
+    assert (joint.type, joint.lower, joint.upper) == ("cylindrical", (-1.0, -0.25), (2.0, 0.5))  # (angle, slide)
+
+    def piston_slide_only(rbc):
+        rbc.use_limit_lin_x = True
+        rbc.limit_lin_x_lower, rbc.limit_lin_x_upper = 0.0, 0.5
+
+    joint = joint_of("PISTON", piston_slide_only)[0]
+    assert joint.lower == (-math.inf, 0.0) and joint.upper == (math.inf, 0.5)
+
+    def generic_hinge(rbc):
+        lock_all_but(rbc, {"ang_y"})
+        rbc.use_limit_ang_y = True
+        rbc.limit_ang_y_lower, rbc.limit_ang_y_upper = -0.3, 0.6
+
+    joint = joint_of("GENERIC", generic_hinge)[0]
+    assert (joint.type, joint.lower, joint.upper) == ("revolute", (-0.3,), (0.6,))
+
+    def generic_universal(rbc):
+        lock_all_but(rbc, {"ang_x", "ang_z"})
+        rbc.use_limit_ang_z = True
+        rbc.limit_ang_z_lower, rbc.limit_ang_z_upper = -0.5, 0.5
+        rbc.use_limit_ang_x = True
+        rbc.limit_ang_x_lower, rbc.limit_ang_x_upper = 0.4, -0.4  # lower > upper: free, as in Bullet
+
+    joint = joint_of("GENERIC", generic_universal)[0]
+    assert joint.type == "universal"
+    assert joint.lower == (-math.inf, -0.5) and joint.upper == (math.inf, 0.5)  # (about axis X, about axis2 Z)
+
+    def generic_planar(rbc):
+        lock_all_but(rbc, {"lin_x", "lin_y", "ang_z"})
+        rbc.use_limit_lin_y = True
+        rbc.limit_lin_y_lower, rbc.limit_lin_y_upper = -0.1, 0.2
+
+    joint = joint_of("GENERIC", generic_planar)[0]
+    assert joint.type == "planar"
+    assert joint.lower == (-math.inf, -0.1, -math.inf) and joint.upper == (math.inf, 0.2, math.inf)
+
+
+def test_limits_turn_with_a_reversed_constraint():
+    """Object 1 is the moving box: the joint is turned round, its axis flips and the limits keep their meaning."""
+    def limited(rbc):
+        rbc.use_limit_ang_z = True
+        rbc.limit_ang_z_lower, rbc.limit_ang_z_upper = -0.5, 0.7
+
+    joint = joint_of("HINGE", limited, reverse=True)[0]
+    assert joint.parent == WORLD and joint.axis == pytest.approx((0, -1, 0))
+    assert (joint.lower, joint.upper) == ((-0.5,), (0.7,))
+
+
+def test_hinge_locked_by_its_limit_is_reported():
+    def locked(rbc):
+        rbc.use_limit_ang_z = True
+        rbc.limit_ang_z_lower = rbc.limit_ang_z_upper = 0.2
+
+    scene, setup, empty, _ = one_constraint("HINGE", locked)
+    assert f"{empty.name!r} (HINGE): its angular Z limit has lower == upper" in problems_of(scene, setup)
+
+
+def test_start_outside_the_limits_is_reported():
+    def limited(rbc):
+        rbc.use_limit_ang_z = True
+        rbc.limit_ang_z_lower, rbc.limit_ang_z_upper = -0.5, 0.7
+
+    scene, setup, empty, _ = one_constraint("HINGE", limited)
+    empty.symplex.q0 = (1.0, 0, 0, 0, 0, 0)
+    message = problems_of(scene, setup)
+    assert repr(empty.name) in message and "within the limits" in message
+
+
 @pytest.mark.parametrize("free, expected", [
     (set(), "fixed"),
     ({"ang_x"}, "revolute"),
