@@ -48,6 +48,20 @@ The format, one table per kind of element (units SI, Z up, quaternions w x y z):
                 stiffness, rest_length, damping
     [[force]]   name, body, point (body frame), force (world axes), scale (optional curve)
 
+    [vehicle]                         # optional: the input of the 'vehicle' method (vehicles/spec.py)
+    type = "car"                      # required: one of vehicles.spec.VEHICLE_TYPES
+    name = "sedan"                    # optional, default the [model] name
+    preset = "sedan"                  # optional: start from vehicles.spec.PRESETS[preset] (same type)
+    position = [0.0, 0.0, 0.55]       # world position of the body frame at t = 0 (default 0)
+    orientation = [1.0, 0.0, 0.0, 0.0]  # world orientation at t = 0 (default identity)
+    velocity = [0.0, 0.0, 0.0, 10.0, 0.0, 0.0]  # body twist at t = 0: wx wy wz vx vy vz (default 0)
+    current = [0.0, 0.0, 0.0]         # uniform world water velocity, boats (default 0)
+    [vehicle.parameters]              # fields of the type's spec dataclass (CarSpec, BoatSpec, ...);
+    mass = 1575.0                     # they override the preset; without a preset all are required
+    [vehicle.controls]                # names from vehicles.spec.CONTROL_NAMES[type]; absent means 0
+    drive_torque = 500.0              # a constant, or a curve table as for motors:
+    steer = {times = [0.0, 2.0], values = [0.0, 0.3], interpolation = "cubic"}
+
 Rules worth knowing:
 - The reference configuration (body poses) must be assembled: a joint that closes a loop has one
   world anchor shared by both bodies, so the file itself fixes where it sits on each body. q = 0 is
@@ -63,6 +77,11 @@ Rules worth knowing:
   refusing or fixing it is the compiler's job, not the file's.
 - Every body must be reachable from "world" through joints (either direction); a body may be the child
   of two joints (that is a loop). Springs and forces do not connect bodies.
+- A file with a [vehicle] table may have no [[body]] entries (a vehicle-only file). The tree and maximal
+  methods ignore the vehicle, the vehicle method ignores the bodies; `check_method` refuses a method
+  that finds nothing to simulate. Vehicle messages name the table "[vehicle]" and nested fields by
+  their dotted path ('parameters.mass', 'controls.steer.times'); the spec's own checks (VehicleError)
+  come back as MechanismErrors naming the file and "[vehicle.parameters]".
 """
 
 from __future__ import annotations
@@ -72,6 +91,7 @@ import difflib
 import math
 import numbers
 import tomllib
+import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -90,9 +110,11 @@ from .model import (
     Motor,
     Spring,
 )
+from .vehicles.spec import CONTROL_NAMES, PRESETS, VEHICLE_TYPES, Spec, Vehicle, VehicleError
 
 FORMAT_VERSION = 1
 PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
+VEHICLE_PRESET_DIR = PRESET_DIR / "vehicles"  # vehicle-only files, apart from the mechanism presets
 
 INTERPOLATIONS = ("linear", "cubic")
 MOTOR_MODES = ("torque", "velocity")
@@ -105,7 +127,7 @@ _AXIS_TYPES = frozenset({"revolute", "prismatic", "cylindrical", "universal", "p
 _AXIS2_TYPES = frozenset({"universal", "planar"})
 _ANCHOR_TYPES = frozenset({"revolute", "cylindrical", "universal", "planar", "ball"})
 
-_TOP_KEYS = ("format", "model", "body", "joint", "spring", "force")
+_TOP_KEYS = ("format", "model", "vehicle", "body", "joint", "spring", "force")
 _MODEL_KEYS = ("name", "gravity")
 _BODY_KEYS = tuple(f.name for f in dataclasses.fields(Body))
 _JOINT_KEYS = tuple(f.name for f in dataclasses.fields(Joint))
@@ -114,6 +136,11 @@ _FORCE_KEYS = tuple(f.name for f in dataclasses.fields(Force))
 _CURVE_KEYS = tuple(f.name for f in dataclasses.fields(Curve))
 _MOTOR_KEYS = {"torque": ("mode", "torque"), "velocity": ("mode", "target_velocity", "gain")}
 _ENTRY_TABLES = ("body", "joint", "spring", "force")
+_VEHICLE_KEYS = ("type", "name", "preset", "position", "orientation", "velocity", "current", "parameters",
+                 "controls")
+_VEHICLE_VECTORS = {"position": 3, "orientation": 4, "velocity": 6, "current": 3}
+_VEHICLE = "[vehicle]"
+_PARAMETER_SIZES = {"inertia": (3, 6)}  # spec tuples of variable length: the lengths a file may give
 
 _REQUIRED = object()
 
@@ -184,6 +211,8 @@ def dumps_mechanism(mech: Mechanism, header: str | None = None) -> str:
         lines.append("")
     lines += [f"format = {FORMAT_VERSION}", "", "[model]"]
     lines += _assignments({"name": mech.name, "gravity": mech.gravity})
+    if mech.vehicle is not None:
+        lines += _vehicle_lines(mech.vehicle)
     for table, entries in (("body", mech.bodies), ("joint", mech.joints),
                            ("spring", mech.springs), ("force", mech.forces)):
         for entry in entries:
@@ -199,23 +228,74 @@ def save_mechanism(mech: Mechanism, path: str | Path, header: str | None = None)
 
 
 def list_presets() -> list[str]:
-    """Names of the shipped presets (file stems in PRESET_DIR), sorted."""
-    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+    """Names of the shipped mechanism presets (file stems in PRESET_DIR, not its subfolders), sorted.
+
+    Vehicle presets live in VEHICLE_PRESET_DIR and are listed by `list_vehicle_presets`: they have no
+    bodies to build, so whatever builds mechanism presets never sees them.
+    """
+    return _stems(PRESET_DIR)
 
 
 def preset_path(name: str) -> Path:
-    """The file of preset `name` ("four_bar" or "four_bar.toml").
+    """The file of mechanism preset `name` ("four_bar" or "four_bar.toml").
 
     Raises
     ------
     FileNotFoundError
         No such preset; the message lists the ones there are.
     """
-    path = PRESET_DIR / (name if name.endswith(".toml") else name + ".toml")
+    return _preset_file(PRESET_DIR, name)
+
+
+def list_vehicle_presets() -> list[str]:
+    """Names of the shipped vehicle presets (file stems in VEHICLE_PRESET_DIR), sorted."""
+    return _stems(VEHICLE_PRESET_DIR)
+
+
+def vehicle_preset_path(name: str) -> Path:
+    """The file of vehicle preset `name` ("sedan" or "sedan.toml").
+
+    Raises
+    ------
+    FileNotFoundError
+        No such preset; the message lists the ones there are.
+    """
+    return _preset_file(VEHICLE_PRESET_DIR, name)
+
+
+def _stems(directory: Path) -> list[str]:
+    return sorted(p.stem for p in directory.glob("*.toml"))
+
+
+def _preset_file(directory: Path, name: str) -> Path:
+    path = directory / (name if name.endswith(".toml") else name + ".toml")
     if not path.is_file():
         raise FileNotFoundError(
-            f"no preset named {name!r} in {PRESET_DIR} (available: {', '.join(list_presets())})")
+            f"no preset named {name!r} in {directory} (available: {', '.join(_stems(directory))})")
     return path
+
+
+def check_method(mech: Mechanism, method: str) -> None:
+    """Refuse a method that finds nothing to simulate in `mech`, naming its source and what is missing.
+
+    The 'vehicle' method needs a [vehicle] table; every other method needs [[body]] entries (a
+    vehicle-only file has none). Method names are not checked here: the integrator registry does that.
+
+    Raises
+    ------
+    MechanismError
+        `mech` has nothing for `method`.
+    """
+    if method == "vehicle" and mech.vehicle is None:
+        raise MechanismError(
+            f"{mech.source}: no [vehicle] table: the 'vehicle' method simulates the vehicle a file describes "
+            f"in [vehicle] (type, parameters, controls), and mechanism {mech.name!r} has none; its "
+            f"{len(mech.bodies)} [[body]] entries are for the other methods (tree)")
+    if method != "vehicle" and not mech.bodies:
+        kind = f" (a {mech.vehicle.type!r})" if mech.vehicle is not None else ""
+        raise MechanismError(
+            f"{mech.source}: no [[body]] entries for the {method!r} method: this file describes only a "
+            f"vehicle{kind} in its [vehicle] table; simulate it with the 'vehicle' method")
 
 
 def validate_mechanism(mech: Mechanism) -> Mechanism:
@@ -223,9 +303,9 @@ def validate_mechanism(mech: Mechanism) -> Mechanism:
 
     Checks values (finite numbers, non-negative masses, a positive semi-definite inertia obeying the
     triangle inequality, unit quaternions, non-zero axes, coordinate counts per joint type, limits,
-    curves, motors) and structure (unique names, known bodies, no self-joints, every body connected
-    to "world" through joints). Messages read "<source>: [[joint]] 'hinge': field 'axis' must be ...,
-    got ...", with ``mech.source`` as the source.
+    curves, motors, the vehicle's vectors, parameters and controls) and structure (unique names,
+    known bodies, no self-joints, every body connected to "world" through joints). Messages read
+    "<source>: [[joint]] 'hinge': field 'axis' must be ..., got ...", with ``mech.source`` as the source.
 
     Returns
     -------
@@ -241,8 +321,10 @@ def validate_mechanism(mech: Mechanism) -> Mechanism:
     src = mech.source
     _check_name(src, "[model]", "name", mech.name)
     _check_vector(src, "[model]", "gravity", mech.gravity, 3)
-    if not mech.bodies:
-        raise MechanismError(f"{src}: no [[body]] entries; a mechanism needs at least one body")
+    if not mech.bodies and mech.vehicle is None:
+        raise MechanismError(f"{src}: no [[body]] entries; a mechanism needs at least one body "
+                             f"(or a {_VEHICLE} table, for the vehicle method)")
+    vehicle = None if mech.vehicle is None else _checked_vehicle(src, mech.vehicle)
     bodies = tuple(_checked_body(src, i, b) for i, b in enumerate(mech.bodies))
     _check_unique_names(src, "body", mech.bodies)
     body_names = {b.name for b in bodies}
@@ -255,7 +337,7 @@ def validate_mechanism(mech: Mechanism) -> Mechanism:
         _check_force(src, i, force, body_names)
     _check_unique_names(src, "force", mech.forces)
     _check_connected(src, bodies, joints)
-    return dataclasses.replace(mech, bodies=bodies, joints=joints)
+    return dataclasses.replace(mech, bodies=bodies, joints=joints, vehicle=vehicle)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -316,15 +398,20 @@ def _checked_body(src: str, index: int, body: Body) -> Body:
     _check_number(src, where, "mass", body.mass, minimum=0.0)
     _check_vector(src, where, "position", body.position, 3)
     _check_vector(src, where, "com", body.com, 3)
-    _check_vector(src, where, "orientation", body.orientation, 4)
-    norm = math.sqrt(sum(x * x for x in body.orientation))
-    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
-        raise _fail(src, where, "orientation",
-                    f"a unit quaternion [w, x, y, z] (norm 1 within {QUATERNION_TOLERANCE:g}; "
-                    f"this one has norm {norm:.6g})", body.orientation)
-    orientation = _unit(src, where, "orientation", body.orientation, 4)
+    orientation = _unit_quaternion(src, where, "orientation", body.orientation)
     _check_inertia(src, where, body.inertia)
     return dataclasses.replace(body, orientation=orientation)
+
+
+def _unit_quaternion(src: str, where: str, field: str, value: object) -> tuple[float, ...]:
+    """`value` as a unit quaternion; one further than QUATERNION_TOLERANCE from unit norm is refused."""
+    _check_vector(src, where, field, value, 4)
+    norm = math.sqrt(sum(x * x for x in value))
+    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+        raise _fail(src, where, field,
+                    f"a unit quaternion [w, x, y, z] (norm 1 within {QUATERNION_TOLERANCE:g}; "
+                    f"this one has norm {norm:.6g})", value)
+    return _unit(src, where, field, value, 4)
 
 
 def _check_inertia(src: str, where: str, inertia: Sequence[float]) -> None:
@@ -517,6 +604,35 @@ def _check_connected(src: str, bodies: Sequence[Body], joints: Sequence[Joint]) 
             f"add a [[joint]] linking {it} (directly or through other bodies) to the world")
 
 
+def _checked_vehicle(src: str, vehicle: Vehicle) -> Vehicle:
+    """The checks a Vehicle and its spec leave to the file: finite numbers, a unit orientation
+    (normalised as a body's), control values, each control given once."""
+    _check_name(src, _VEHICLE, "name", vehicle.name)
+    for field, n in _VEHICLE_VECTORS.items():
+        _check_vector(src, _VEHICLE, field, getattr(vehicle, field), n)
+    orientation = _unit_quaternion(src, _VEHICLE, "orientation", vehicle.orientation)
+    for f in dataclasses.fields(vehicle.spec):
+        key, value = f"parameters.{f.name}", getattr(vehicle.spec, f.name)
+        if f.name == "name":
+            _check_name(src, _VEHICLE, key, value)
+        elif isinstance(value, tuple):
+            if not all(_is_number(x) and math.isfinite(x) for x in value):
+                raise _fail(src, _VEHICLE, key, "finite numbers", value)
+        else:
+            _check_number(src, _VEHICLE, key, value)
+    seen: set[str] = set()
+    for name, value in vehicle.controls:
+        key = f"controls.{name}"
+        if name in seen:
+            raise MechanismError(f"{src}: {_VEHICLE}: control '{key}' is given twice; give each control once")
+        seen.add(name)
+        if isinstance(value, Curve):
+            _check_curve(src, _VEHICLE, key, value)
+        elif not (_is_number(value) and math.isfinite(value)):
+            raise _fail(src, _VEHICLE, key, "a finite number or a curve", value)
+    return dataclasses.replace(vehicle, orientation=orientation)
+
+
 # ----------------------------------------------------------------------------------------------
 # Parsing: TOML tables to Mechanism values (types, keys and shapes only; values are checked above)
 
@@ -608,6 +724,12 @@ def _parse_document(data: Mapping[str, object], src: str) -> Mechanism:
         raise top.fail("model", "a table written [model]", data["model"])
     model = _Table(src, "[model]", data["model"])
     model.check_keys(_MODEL_KEYS)
+    name = model.string("name")
+    vehicle = None
+    if "vehicle" in data:
+        if not isinstance(data["vehicle"], Mapping):
+            raise top.fail("vehicle", f"a table written {_VEHICLE}", data["vehicle"])
+        vehicle = _parse_vehicle(_Table(src, _VEHICLE, data["vehicle"]), name)
     entries: dict[str, list[_Table]] = {}
     for table in _ENTRY_TABLES:
         raw = data.get(table, [])
@@ -615,12 +737,13 @@ def _parse_document(data: Mapping[str, object], src: str) -> Mechanism:
             raise top.fail(table, f"an array of tables, each written [[{table}]]", raw)
         entries[table] = [_Table(src, _where(table, i, e.get("name")), e) for i, e in enumerate(raw)]
     return Mechanism(
-        name=model.string("name"),
+        name=name,
         gravity=model.numbers("gravity", (3,), default=(0.0, 0.0, -9.81)),
         bodies=tuple(_parse_body(t) for t in entries["body"]),
         joints=tuple(_parse_joint(t) for t in entries["joint"]),
         springs=tuple(_parse_spring(t) for t in entries["spring"]),
         forces=tuple(_parse_force(t) for t in entries["force"]),
+        vehicle=vehicle,
         source=src,
     )
 
@@ -711,8 +834,136 @@ def _parse_force(t: _Table) -> Force:
     )
 
 
+def _parse_vehicle(t: _Table, model_name: str) -> Vehicle:
+    """The [vehicle] table; its spec starts from the preset, if any, and takes [vehicle.parameters] over it."""
+    t.check_keys(_VEHICLE_KEYS)
+    kind = t.string("type")
+    if kind not in VEHICLE_TYPES:
+        raise t.fail("type", f"one of {', '.join(VEHICLE_TYPES)}", kind)
+    name = t.string("name", default=model_name)
+    preset = _parse_preset(t, kind)
+    parameters = t.table("parameters") or _Table(t.src, t.where, {}, prefix="parameters.")
+    fields = _parse_parameters(parameters, kind, preset, name)
+    controls = t.table("controls")
+    defaults = {f.name: f.default for f in dataclasses.fields(Vehicle)}
+    vectors = {key: t.numbers(key, (n,), default=defaults[key]) for key, n in _VEHICLE_VECTORS.items()}
+    try:
+        spec = VEHICLE_TYPES[kind](**fields)
+    except VehicleError as exc:  # the spec's own checks: "car 'sedan': field 'mass' must be ..."
+        raise MechanismError(f"{t.src}: [vehicle.parameters]: {exc}") from None
+    # Vehicle's own checks (type, vector lengths, control names) have all been made above.
+    return Vehicle(type=kind, spec=spec, name=name,
+                   controls=() if controls is None else _parse_controls(controls, kind), **vectors)
+
+
+def _presets_of(kind: str) -> list[str]:
+    return [name for name, spec in PRESETS.items() if type(spec) is VEHICLE_TYPES[kind]]
+
+
+def _parse_preset(t: _Table, kind: str) -> Spec | None:
+    if "preset" not in t.data:
+        return None
+    name = t.string("preset")
+    names = _presets_of(kind)
+    if name not in names:
+        expected = f"a {kind!r} preset: one of {', '.join(names)}" if names else f"absent (no {kind!r} presets exist)"
+        other = PRESETS.get(name)
+        if other is not None:
+            expected += f" ({_toml_string(name)} is a {_type_of(other)!r} preset)"
+        raise t.fail("preset", expected, name)
+    return PRESETS[name]
+
+
+def _type_of(spec: Spec) -> str:
+    return next(kind for kind, cls in VEHICLE_TYPES.items() if type(spec) is cls)
+
+
+def _parse_parameters(t: _Table, kind: str, preset: Spec | None, vehicle_name: str) -> dict[str, object]:
+    """Keyword arguments for the spec of `kind`: each field from the table, else the preset, else its default.
+
+    The spec's name defaults to the preset's, or to the vehicle's without a preset.
+    """
+    cls = VEHICLE_TYPES[kind]
+    fields = dataclasses.fields(cls)
+    t.check_keys([f.name for f in fields], what=f" for a {kind!r} ({cls.__name__})")
+    hints = typing.get_type_hints(cls)
+    values: dict[str, object] = {}
+    missing = []
+    for f in fields:
+        if f.name in t.data:
+            values[f.name] = _parse_parameter(t, f.name, hints[f.name])
+        elif f.name == "name":
+            values[f.name] = vehicle_name if preset is None else preset.name
+        elif preset is not None:
+            values[f.name] = getattr(preset, f.name)
+        elif f.default is dataclasses.MISSING:
+            missing.append(f"'{t.prefix}{f.name}'")
+    if missing:
+        names = _presets_of(kind)
+        alternative = f" (or set preset to one of {', '.join(names)})" if names else ""
+        raise MechanismError(
+            f"{t.src}: {t.where}: field{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"{'are' if len(missing) > 1 else 'is'} required for a {kind!r} without a preset{alternative}")
+    return values
+
+
+def _parse_parameter(t: _Table, key: str, hint: object) -> object:
+    """One spec field by its annotation: str, float, tuple[float, ...] or a fixed-length tuple of floats."""
+    if hint is str:
+        return t.string(key)
+    if hint is float:
+        return t.number(key)
+    args = typing.get_args(hint)
+    return t.numbers(key, _PARAMETER_SIZES.get(key) if args[-1] is Ellipsis else (len(args),))
+
+
+def _parse_controls(t: _Table, kind: str) -> tuple[tuple[str, Curve | float], ...]:
+    allowed = CONTROL_NAMES[kind]
+    for key in t.data:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f" (did you mean '{t.prefix}{close[0]}'?)" if close else ""
+            valid = ", ".join(allowed) or f"none, a {kind!r} has no controls"
+            raise MechanismError(f"{t.src}: {t.where}: unknown control '{t.prefix}{key}' for a {kind!r}{hint}; "
+                                 f"valid controls: {valid}")
+    controls = []
+    for key, value in t.data.items():
+        if isinstance(value, Mapping):
+            controls.append((key, _parse_curve(t.table(key))))
+        elif _is_number(value):
+            controls.append((key, float(value)))
+        else:
+            raise t.fail(key, "a number or a curve {times = [...], values = [...], interpolation = ...}", value)
+    return tuple(controls)
+
+
 # ----------------------------------------------------------------------------------------------
 # Writing: a small TOML emitter for the values a Mechanism holds
+
+
+def _vehicle_lines(vehicle: Vehicle) -> list[str]:
+    """The [vehicle] tables. A spec named after a preset of its type is written as that preset plus the
+    fields that differ from it; any other spec is written in full."""
+    spec = vehicle.spec
+    preset = PRESETS.get(spec.name)
+    if preset is not None and type(preset) is not type(spec):
+        preset = None
+    head: dict[str, object] = {"type": vehicle.type, "name": vehicle.name}
+    if preset is not None:
+        head["preset"] = spec.name
+    for key in _VEHICLE_VECTORS:
+        if key != "current" or any(vehicle.current):
+            head[key] = getattr(vehicle, key)
+    parameters = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)
+                  if preset is None or getattr(spec, f.name) != getattr(preset, f.name)}
+    if preset is None and spec.name == vehicle.name:
+        del parameters["name"]
+    lines = ["", f"{_VEHICLE}", *_assignments(head)]
+    if parameters:
+        lines += ["", "[vehicle.parameters]", *_assignments(parameters)]
+    if vehicle.controls:
+        lines += ["", "[vehicle.controls]", *_assignments(dict(vehicle.controls))]
+    return lines
 
 
 def _entry_fields(entry: Body | Joint | Spring | Force) -> dict[str, object]:

@@ -154,7 +154,8 @@ ERROR_CASES = {
     "format float": (("format = 1", "format = 1.0"), ["field 'format' must be 1", "got 1.0"]),
     # unknown keys, at every level
     "top-level key": (("format = 1", "format = 1\nversion = 2"), ["top level", "unknown field 'version'"]),
-    "top-level table": (("[model]", "[vehicle]\ntype = \"car\"\n\n[model]"), ["unknown field 'vehicle'"]),
+    "top-level table": (("[model]", "[vehicles]\ntype = \"car\"\n\n[model]"),
+                        ["unknown field 'vehicles'", "did you mean 'vehicle'"]),
     "model key": (("gravity = [", "gravty = ["), ["[model]", "unknown field 'gravty'", "did you mean 'gravity'"]),
     "body key": (("mass = 2.0", "mass = 2.0\ncolour = \"red\""), ["[[body]] 'arm'", "unknown field 'colour'"]),
     "joint key": (('child = "arm"', 'child = "arm"\naxes = [1, 0, 0]'),
