@@ -74,13 +74,15 @@ def _import_blender_module(import_fn):
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .solver import integrator
-    from .solver.mechfile import load_mechanism
+    from .solver.mechfile import check_method, load_mechanism
     from .solver.model import MechanismError
     from .solver.trajectory import SolverError
 
     model_path = _existing_file(args.model, "mechanism file")
     try:
         mechanism = load_mechanism(model_path)
+        if integrator.METHODS.get(args.method) is not None:  # simulate() reports the other names
+            check_method(mechanism, args.method)
     except MechanismError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:

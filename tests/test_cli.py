@@ -134,3 +134,58 @@ def test_simulate_pendulum_writes_the_design_keys(tmp_path):
         assert run["newton_iterations"].shape == (steps,)
         # Poses are x y z qw qx qy qz with unit quaternions.
         np.testing.assert_allclose(np.linalg.norm(run["poses"][..., 3:], axis=-1), 1.0, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Vehicles: presets/vehicles/*.toml hold a [vehicle] table and no bodies; the 'vehicle' method runs them.
+
+SEDAN = REPO / "presets" / "vehicles" / "sedan.toml"
+
+
+def test_simulate_a_vehicle_preset_writes_the_design_keys(tmp_path):
+    out = tmp_path / "sedan.npz"
+    steps = 240
+    result = run_cli("simulate", SEDAN, "--method", "vehicle", "--dt", "0.0416667", "--steps", steps, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("sedan slalom: 240 steps (vehicle, dt 0.0416667 s, finished)")
+
+    with np.load(out, allow_pickle=False) as run:
+        assert list(run["bodies"]) == ["chassis", "wheel_rl", "wheel_rr", "wheel_fl", "wheel_fr"]
+        assert run["t"].shape == (steps + 1,)
+        assert run["poses"].shape == (steps + 1, 5, 7)
+        assert run["q"].shape[0] == steps + 1
+        assert run["energy"].shape == (steps + 1,)
+        assert run["constraint_residual"].shape == (steps + 1,)
+        assert run["newton_iterations"].shape == (steps,)
+        np.testing.assert_allclose(np.linalg.norm(run["poses"][..., 3:], axis=-1), 1.0, atol=1e-12)
+        np.testing.assert_allclose(run["poses"][0, 0, :3], (0.0, 0.0, 0.55))
+
+
+def test_a_vehicle_only_file_with_a_mechanism_method_exits_2(tmp_path):
+    out = tmp_path / "r.npz"
+    result = run_cli("simulate", SEDAN, "--method", "tree", "--out", out)
+    assert result.returncode == 2
+    assert str(SEDAN) in result.stderr
+    assert "no [[body]] entries for the 'tree' method" in result.stderr
+    assert "simulate it with the 'vehicle' method" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_the_vehicle_method_on_a_mechanism_without_a_vehicle_exits_2(tmp_path):
+    out = tmp_path / "r.npz"
+    result = run_cli("simulate", PENDULUM, "--method", "vehicle", "--out", out)
+    assert result.returncode == 2
+    assert str(PENDULUM) in result.stderr
+    assert "no [vehicle] table" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_an_invalid_vehicle_file_exits_2_naming_table_and_field(tmp_path):
+    bad = tmp_path / "tank.toml"
+    bad.write_text(SEDAN.read_text(encoding="utf-8").replace('type = "car"', 'type = "tank"'), encoding="utf-8")
+    result = run_cli("simulate", bad, "--method", "vehicle", "--out", tmp_path / "r.npz")
+    assert result.returncode == 2
+    assert f"{bad}: [vehicle]: field 'type' must be one of car" in result.stderr
+    assert "Traceback" not in result.stderr
