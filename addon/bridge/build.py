@@ -8,7 +8,8 @@ POINT for ball, FIXED, GENERIC for universal and planar, GENERIC_SPRING when the
 plus a MOTOR empty for a velocity motor); q0 and v0 are stored on the constraint empty. A prescribed
 joint from the world makes its body Animated, keyed every frame along the curve.
 `build_armature(scene, mech)` makes one bone per body instead (revolute, prismatic, ball, universal
-and fixed joints; loops become the armature's loop list; prescribed joints become keyed bones).
+and fixed joints; revolute and universal limits become IK limits; loops become the armature's loop
+list; prescribed joints become keyed bones).
 Both register a setup. Reading the result back gives the same Mechanism; for the armature the
 bodies are re-expressed in bone frames, and `build_armature` returns that expected Mechanism.
 """
@@ -415,8 +416,8 @@ def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mech
     for joint in tree:
         if joint.type not in _BONE_TYPES:
             raise BuildError(f"joint {joint.name!r}: a {joint.type} joint cannot be built as a bone")
-        if joint.motor is not None or joint.damping > 0 or joint.stiffness > 0.99 or joint.lower or joint.upper:
-            raise BuildError(f"joint {joint.name!r}: motors, damping, limits and stiffness above 0.99 cannot be built on a bone")
+        if joint.motor is not None or joint.damping > 0 or joint.stiffness > 0.99:
+            raise BuildError(f"joint {joint.name!r}: motors, damping and stiffness above 0.99 cannot be built on a bone")
         body = body_of[joint.child]
         anchor = np.asarray(joint.anchor, dtype=float)
         r_body = quat_to_matrix(np.array(body.orientation))
@@ -456,6 +457,7 @@ def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mech
         settings.v0 = tuple(joint.v0) + (0.0,) * (6 - len(joint.v0))
         for i in range(3):
             setattr(pb, f"ik_stiffness_{'xyz'[i]}", joint.stiffness if i in free_rot else 0.0)
+        _ik_limits(pb, joint)
         _pose_bone(arm, pb, joint, rest[joint.child], scene)
         expected_joints.append(
             replace(
@@ -476,6 +478,32 @@ def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mech
         joints=tuple(expected_joints),
     )
     return Built(setup.name, collection.name, {b.name: b.name for b in mech.bodies}), expected
+
+
+# Bone rotation axis of each coordinate of the joints whose limits a bone can carry as IK limits.
+_IK_AXES = {"revolute": (0,), "universal": (2, 0)}
+
+
+def _ik_limits(pb, joint: Joint) -> None:
+    """Put the joint's limits on `pb` as IK limits (Blender allows -pi <= min <= 0 <= max <= pi)."""
+    if joint.lower is None and joint.upper is None:
+        return
+    if joint.type not in _IK_AXES:
+        raise BuildError(f"joint {joint.name!r}: limits on a {joint.type} joint cannot be built on a bone")
+    lower = joint.lower or (-math.inf,) * joint.ndof
+    upper = joint.upper or (math.inf,) * joint.ndof
+    for axis, lo, hi in zip(_IK_AXES[joint.type], lower, upper):
+        if math.isinf(lo) and math.isinf(hi):
+            continue
+        if not (-math.pi <= lo <= 0.0 <= hi <= math.pi):
+            raise BuildError(
+                f"joint {joint.name!r}: limits [{lo:g}, {hi:g}] cannot be bone IK limits, which need "
+                "-pi <= lower <= 0 <= upper <= pi"
+            )
+        name = "xyz"[axis]
+        setattr(pb, f"use_ik_limit_{name}", True)
+        setattr(pb, f"ik_min_{name}", lo)
+        setattr(pb, f"ik_max_{name}", hi)
 
 
 def _pose_bone(arm, pb, joint: Joint, rest_rotation: np.ndarray, scene) -> None:

@@ -268,7 +268,15 @@ def test_rigid_body_build_reads_back_as_the_same_mechanism(preset):
     assert_same(same_orientation(by_name(got)), same_orientation(by_name(expected)), preset, tol=1e-6)
 
 
-@pytest.mark.parametrize("mech", [generate.pendulum_chain(4), generate.scissor_lift(segments=2)], ids=["chain", "scissor"])
+def limited_chain():
+    chain = generate.pendulum_chain(3)
+    joints = list(chain.joints)
+    joints[1] = dataclasses.replace(joints[1], lower=(-0.4,), upper=(0.5,))
+    return chain.replace(joints=tuple(joints))
+
+
+@pytest.mark.parametrize("mech", [generate.pendulum_chain(4), generate.scissor_lift(segments=2), limited_chain()],
+                         ids=["chain", "scissor", "limited chain"])
 def test_armature_build_reads_back_as_the_expected_mechanism(mech):
     scene = new_scene("arm")
     built, expected = build.build_armature(scene, mech)
@@ -276,6 +284,14 @@ def test_armature_build_reads_back_as_the_expected_mechanism(mech):
     assert_same(same_orientation(by_name(got)), same_orientation(by_name(expected)), mech.name, tol=1e-6)
     loops = bpy.data.objects[built.setup].data.symplex.loops
     assert len(loops) == len(mech.joints) - len(mech.bodies)  # every joint beyond the spanning tree
+
+
+def test_limits_a_bone_cannot_carry_are_refused_by_name():
+    chain = limited_chain()
+    joints = list(chain.joints)
+    joints[1] = dataclasses.replace(joints[1], lower=(0.1,), upper=(0.5,))  # IK limits need lower <= 0
+    with pytest.raises(build.BuildError, match="joint 'hinge_2': limits \\[0.1, 0.5\\] cannot be bone IK limits"):
+        build.build_armature(new_scene("badlimits"), chain.replace(joints=tuple(joints)))
 
 
 # ----------------------------------------------------------------------------------------------
