@@ -78,10 +78,25 @@ class SymplexSetup(PropertyGroup):
     )
     method: EnumProperty(name="Method", items=[("tree", "Tree", "Generalized coordinates, variational midpoint")])
     substeps: IntProperty(name="Substeps", description="Solver steps per frame", default=2, min=1, max=64)
-    tolerance: FloatProperty(name="Tolerance", default=1e-10, min=1e-14, max=1e-3, precision=12)
-    subframes: BoolProperty(name="Key Subframes", description="One key per solver step instead of per frame")
-    reduce: BoolProperty(name="Reduce Keys", description="Drop keys linear interpolation reproduces")
-    reduce_tolerance: FloatProperty(name="Reduce Tolerance", default=1e-4, min=0.0, precision=6)
+    tolerance: FloatProperty(
+        name="Tolerance",
+        description="Newton tolerance of each solver step: constraint residual (m) and relative momentum residual",
+        default=1e-10, min=1e-14, max=1e-3, precision=12,
+    )
+    subframes: BoolProperty(
+        name="Key Subframes",
+        description="One key per solver step (on subframes) instead of one per frame, for motion blur and retiming",
+    )
+    reduce: BoolProperty(
+        name="Reduce Keys",
+        description="Drop every key that linear interpolation between the kept keys reproduces to the tolerance",
+    )
+    reduce_tolerance: FloatProperty(
+        name="Reduce Tolerance",
+        description="Largest change reduction may make to a baked value at any keyed time: metres for locations, "
+                    "radians for angles, plain units for quaternion and axis components",
+        default=1e-4, min=0.0, precision=6,
+    )
     diagnostics: PointerProperty(type=SymplexDiagnostics)
 
 

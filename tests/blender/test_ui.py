@@ -115,6 +115,28 @@ def test_add_preset_validate_bake_free(registered, variant):
         assert bpy.ops.symplex.free_bake() == {"CANCELLED"}  # nothing left to free
 
 
+def test_key_settings_reach_the_bake(registered):
+    """Key Subframes, Reduce Keys and Reduce Tolerance are setup settings with tooltips, honoured by Bake."""
+    from addon.ui.properties import SymplexSetup
+
+    rna = SymplexSetup.bl_rna.properties
+    for name in ("substeps", "tolerance", "subframes", "reduce", "reduce_tolerance"):
+        assert rna[name].description, f"setting {name} needs a tooltip"
+    scene = new_scene("keys", frames=20)
+    with bpy.context.temp_override(scene=scene):
+        assert bpy.ops.symplex.add_preset(preset="chain_5", variant="ARMATURE") == {"FINISHED"}
+        setup = scene.symplex.setups[scene.symplex.active_setup]
+        arm = setup.armature
+        counts = {}
+        for subframes, reduce in ((False, False), (True, False), (False, True)):
+            setup.subframes, setup.reduce, setup.reduce_tolerance = subframes, reduce, 1e-3
+            assert bpy.ops.symplex.bake() == {"FINISHED"}
+            counts[subframes, reduce] = {len(fc.keyframe_points) for fc in compat.fcurves(compat.assigned(arm))}
+    assert counts[False, False] == {20}  # one key per frame on every channel
+    assert counts[True, False] == {19 * setup.substeps + 1}  # one per solver step
+    assert max(counts[False, True]) < 20 and min(counts[False, True]) >= 2
+
+
 def test_validate_reports_every_problem_by_name(registered):
     scene = new_scene("report")
     arm, setup = chain_armature(scene, n=2)
