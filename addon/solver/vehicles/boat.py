@@ -26,7 +26,7 @@ from . import forces
 from .controls import signal
 from .holonomic import HolonomicModel, Wrench
 from .rigid_body import locked_inertia
-from .spec import BoatSpec, Vehicle, VehicleError
+from .spec import BoatSpec, Vehicle, VehicleStepError
 
 Field = Callable[[np.ndarray, float], np.ndarray]
 """eta(x (..., 3) world points, t) -> (..., 3) world water velocity."""
@@ -57,7 +57,7 @@ class Hull:
         R, x = g[..., :3, :3], g[..., :3, 3]
         up = R[..., 2, :]  # world z of the body axes
         if np.any(up[..., 2] < 0.05):
-            raise VehicleError("boat: the hull is on its side or capsized (body z more than 87 degrees from up); "
+            raise VehicleStepError("boat: the hull is on its side or capsized (body z more than 87 degrees from up); "
                                "the column buoyancy model does not cover that")
         base = x[..., None, 2] + up[..., None, 0] * self.xy[:, 0] + up[..., None, 1] * self.xy[:, 1]
         waterline = -base / up[..., None, 2]  # body z where each column meets the water

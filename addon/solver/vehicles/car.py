@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import groups
 from .controls import Signal, signal
-from .spec import CarSpec, Vehicle, VehicleError
+from .spec import CarSpec, Vehicle, VehicleError, VehicleStepError
 
 WHEELS = ("wheel_rl", "wheel_rr", "wheel_fl", "wheel_fr")
 
@@ -164,7 +164,7 @@ def step(model: CarModel, state: CarState, h: float) -> float:
     sigma_mid = (1 - a) * state.sigma + a * sigma_next
     inertia = model.rolling_inertia(state.sigma, sigma_mid)
     if not inertia > 0:
-        raise VehicleError(f"car {s.name!r}: steering reverses too fast at t = {state.t:.6g} s "
+        raise VehicleStepError(f"car {s.name!r}: steering reverses too fast at t = {state.t:.6g} s "
                            f"(tan steer {state.sigma:.3g} -> {sigma_next:.3g} in one step); use a smaller step")
     drive, brake = _impulses(model, state, h)
     u = _apply_impulse(state.p_minus, drive, brake) / inertia

@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from ..model import Curve, Quat, Vec3
+from ..trajectory import SolverError
 
 
 class VehicleError(ValueError):
     """Invalid vehicle input; the message names the vehicle, the field, what was expected and what came."""
+
+
+class VehicleStepError(SolverError):
+    """A vehicle left the range its model covers during a run (a capsized boat, steering reversing
+    faster than the step resolves); simulate() returns the steps before it with status 'failed'."""
 
 
 def _check_positive(owner: object, name: str, *names: str, allow_zero: tuple[str, ...] = ()) -> None:

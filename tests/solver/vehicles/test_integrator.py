@@ -92,3 +92,18 @@ def test_initial_heading_comes_from_the_orientation():
     R = quat_to_matrix(traj.poses[-1, 0, 3:])
     assert np.isclose(np.arctan2(R[1, 0], R[0, 0]), yaw)
     assert np.allclose(traj.poses[-1, 0, :2], 10.0 * 1.0 * np.array([np.cos(yaw), np.sin(yaw)]), atol=1e-12)
+
+
+def test_a_capsizing_boat_fails_the_run_with_a_message_instead_of_raising():
+    from dataclasses import replace as _replace
+
+    from addon.solver.integrator import simulate
+    from addon.solver.mechfile import load_mechanism, vehicle_preset_path
+
+    mech = load_mechanism(vehicle_preset_path("speedboat"))
+    # rolled 70 degrees and rolling further at 4 rad/s: it passes 87 degrees, outside the buoyancy model
+    half = np.radians(70) / 2
+    rolling = _replace(mech.vehicle, orientation=(np.cos(half), np.sin(half), 0.0, 0.0),
+                       velocity=(4.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    traj = simulate(_replace(mech, vehicle=rolling), 1 / 24, 48, method="vehicle")
+    assert traj.status == "failed" and "capsized" in traj.message
