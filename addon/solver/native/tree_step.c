@@ -452,7 +452,8 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             for (int64_t i = 0; i < nsel; ++i) w.f[nd + i] = h2[rows[i]];
         }
         r2 = max_abs(nsel, w.f + nd);
-        if (r1 <= tol * scale_it && r2 <= tol) break;
+        // loop rows get a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR): redundant rows follow them under tol
+        if (r1 <= tol * scale_it && r2 <= 0.1 * tol) break;
         if (!isfinite(r1 + r2)) { status = SYMPLEX_NOT_FINITE; break; }
         if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }
 
