@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..curves import evaluate
 from ..lie import ad_twist, cross, hat
 from .compile import TreeModel
 from .kinematics import Kinematics, frame_velocities
@@ -79,8 +80,6 @@ def point_forces(model: TreeModel, kin: Kinematics, t: float) -> tuple[np.ndarra
     forces = [model.body_mass[:, None] * g[None, :]]
     frames = [np.asarray(model.body_frame)]
     if len(model.force_frame):
-        from ..curves import evaluate
-
         world = kin.world_M_frame[model.force_frame]
         points.append(np.einsum("fij,fj->fi", world[:, :3, :3], model.force_point) + world[:, :3, 3])
         scale = np.array([1.0 if c is None else evaluate(c, t) for c in model.force_scale])

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..lie import cross, matrix_to_quat
 from ..native import tree_forward
-from ..lie import cross
 from .compile import ROT_Z, TreeModel
 
 
@@ -90,8 +90,6 @@ def frame_velocities(model: TreeModel, kin: Kinematics, qd: np.ndarray) -> np.nd
 
 def body_poses(model: TreeModel, kin: Kinematics) -> np.ndarray:
     """World pose rows (nbody, 7): x y z qw qx qy qz of each body frame."""
-    from ..lie import matrix_to_quat
-
     return np.concatenate([kin.body_origin, matrix_to_quat(kin.body_R)], axis=1)
 
 
