@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("properties", "operators", "panels")
+MODULES = ("properties", "operators", "vehicle_operators", "panels")
 
 
 def _modules():

@@ -1,0 +1,153 @@
+"""Bake a car rig: simulate its Vehicle, put the chassis and wheel objects on the result, key them with bake.py.
+
+The chassis follows the solver's chassis rigidly. Each wheel stays at its mount on the chassis and turns
+by its own steering angle (front wheels: the Ackermann angle of its mount, so it points along its own
+velocity) and its own rolling angle: the arc its centre travels in each step, divided by its measured
+radius. A car step is an exact circular arc of the chassis, so with d_s the rear-axle arc and d_theta
+the heading change, a wheel mounted at (px, py) from the rear-axle centre travels the displacement
+(d_s - d_theta py, d_theta px) in chassis axes, of length exactly its arc. The keys are written by
+bake.write_trajectory into new actions (undo with free_vehicle_bake), all or nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..solver.integrator import simulate
+from ..solver.model import Mechanism
+from ..solver.trajectory import Trajectory
+from .bake import BakeOptions, baked_objects, free_bake, write_trajectory
+from .read import Target
+from .rotations import matrix_to_quat, pose_matrices
+from .vehicle_rig import FRONT, RigError, RigReading, VehicleRig, read_rig
+
+SETUP_PREFIX = "vehicle:"
+
+
+def setup_name(chassis: str) -> str:
+    """The setup name a vehicle bake records on its actions (bake.baked_objects finds them by it)."""
+    return SETUP_PREFIX + chassis
+
+
+@dataclass(frozen=True)
+class VehicleBakeReport:
+    chassis: str
+    steps: int
+    keys: int
+    seconds: float
+    max_side_slip: float  # m/s at the rear axle, the solver's constraint residual
+    distance: float  # m rolled by the rear-axle centre
+    warnings: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        return (f"Baked vehicle {self.chassis!r}: {self.steps} steps, {self.keys} keys in {self.seconds:.2f} s; "
+                f"{self.distance:.1f} m driven, rear-axle side slip {self.max_side_slip:.1e} m/s")
+
+
+def simulate_rig(reading: RigReading, gravity=(0.0, 0.0, -9.81)) -> Trajectory:
+    """The solver's run of the rig's Vehicle over its frame range. Raises RigError naming the frame if it fails."""
+    name = reading.rig.chassis
+    mech = Mechanism(name=f"vehicle rig {name}", bodies=(), joints=(), gravity=tuple(gravity),
+                     vehicle=reading.vehicle, source=f"vehicle rig {name!r}")
+    trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    if trajectory.status != "finished":
+        frame = reading.frame_start + trajectory.t[-1] * reading.fps
+        raise RigError(f"vehicle rig {name!r}: the solver stopped after frame {frame:g}: {trajectory.message}")
+    return trajectory
+
+
+def _heading(poses: np.ndarray) -> np.ndarray:
+    """Unwrapped heading (N+1,) of yaw-only chassis poses (N+1, 7)."""
+    return np.unwrap(2.0 * np.arctan2(poses[:, 6], poses[:, 3]))
+
+
+def _rot_z(angle: np.ndarray) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    out = np.zeros(np.shape(angle) + (3, 3))
+    out[..., 0, 0], out[..., 0, 1], out[..., 1, 0], out[..., 1, 1], out[..., 2, 2] = c, -s, s, c, 1.0
+    return out
+
+
+def _rot_y(angle: np.ndarray) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    out = np.zeros(np.shape(angle) + (3, 3))
+    out[..., 0, 0], out[..., 0, 2], out[..., 2, 0], out[..., 2, 2], out[..., 1, 1] = c, s, -s, c, 1.0
+    return out
+
+
+def wheel_motion(reading: RigReading, trajectory: Trajectory) -> tuple[np.ndarray, np.ndarray]:
+    """Steering and rolling angles (N+1, 4) of the rig's wheels (car.WHEELS order), in rad.
+
+    Steering: 0 for the rear wheels; atan(sigma px / (l - sigma py)) for a front wheel at (px, py) from
+    the rear-axle centre, sigma = tan of the solver's steer at that node. Rolling: the running sum of
+    each step's arc of the wheel centre (signed along the wheel's heading) over the wheel's radius.
+    """
+    spec = reading.vehicle.spec
+    names = trajectory.coordinate_names
+    psi = trajectory.q[:, names.index("wheel_angle")]
+    sigma = np.tan(trajectory.q[:, names.index("steer")])
+    theta = _heading(trajectory.poses[:, trajectory.body_index("chassis")])
+    px = reading.wheel_mounts[:, 0] + spec.com_ahead_of_rear_axle
+    py = reading.wheel_mounts[:, 1]
+    front = np.array([key in FRONT for key, _ in reading.rig.wheels])
+
+    steer = np.arctan2(sigma[:, None] * px, spec.wheelbase - sigma[:, None] * py)
+    steer = np.where(steer > np.pi / 2, steer - np.pi, np.where(steer <= -np.pi / 2, steer + np.pi, steer))
+    steer = np.where(front, steer, 0.0)
+
+    ds = spec.wheel_radius * np.diff(psi)[:, None]
+    dtheta = np.diff(theta)[:, None]
+    along = ds - dtheta * py  # displacement of each wheel centre in chassis axes over each step
+    across = dtheta * px
+    arc = np.where(front, np.copysign(np.hypot(along, across), along), along)
+    spin = np.vstack([np.zeros((1, 4)), np.cumsum(arc / reading.wheel_radii, axis=0)])
+    return steer, spin
+
+
+def object_trajectory(reading: RigReading, trajectory: Trajectory) -> Trajectory:
+    """`trajectory` restated as world poses of the rig's objects (bodies named after the objects)."""
+    lift = np.eye(4)
+    lift[2, 3] = reading.ground
+    body = lift @ pose_matrices(trajectory.poses[:, trajectory.body_index("chassis")])  # (N+1, 4, 4)
+    steer, spin = wheel_motion(reading, trajectory)
+    worlds = [body @ reading.chassis_offset]
+    for i in range(len(reading.rig.wheels)):
+        local = np.zeros((len(body), 4, 4))
+        local[:, :3, :3] = _rot_z(steer[:, i]) @ _rot_y(spin[:, i]) @ reading.wheel_rest[i]
+        local[:, :3, 3] = reading.wheel_mounts[i]
+        local[:, 3, 3] = 1.0
+        worlds.append(body @ local)
+    worlds_arr = np.stack(worlds, axis=1)  # (N+1, B, 4, 4)
+    poses = np.concatenate([worlds_arr[..., :3, 3], matrix_to_quat(worlds_arr[..., :3, :3])], axis=-1)
+    names = [reading.rig.chassis, *(obj for _, obj in reading.rig.wheels)]
+    return Trajectory(t=trajectory.t, bodies=names, poses=poses, q=trajectory.q,
+                      coordinate_names=list(trajectory.coordinate_names), energy=trajectory.energy,
+                      constraint_residual=trajectory.constraint_residual,
+                      newton_iterations=trajectory.newton_iterations, method=trajectory.method,
+                      status=trajectory.status, message=trajectory.message, info=dict(trajectory.info))
+
+
+def bake_vehicle(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", substeps: int = 1) -> VehicleBakeReport:
+    """Read, simulate and bake `rig` over the scene's frame range (one key per frame). A new bake replaces
+    the rig's previous one; on any error nothing in the scene changes."""
+    started = time.perf_counter()
+    reading = read_rig(scene, rig, preset, substeps)
+    trajectory = simulate_rig(reading, scene.gravity)
+    objects = object_trajectory(reading, trajectory)
+    targets = [Target(body=name, object=name) for name in objects.bodies]
+    options = BakeOptions(setup_name(rig.chassis), reading.frame_start, reading.fps, reading.substeps)
+    keys = write_trajectory(objects, targets, options, root=rig.chassis)
+    psi = trajectory.q[:, trajectory.coordinate_names.index("wheel_angle")]
+    return VehicleBakeReport(rig.chassis, trajectory.nsteps, keys, time.perf_counter() - started,
+                             float(np.max(trajectory.constraint_residual)),
+                             float(np.sum(np.abs(np.diff(psi))) * reading.vehicle.spec.wheel_radius),
+                             reading.warnings)
+
+
+def free_vehicle_bake(scene: bpy.types.Scene, chassis: str) -> int:
+    """Undo the vehicle bake of `chassis` on every object it keyed; returns how many were restored."""
+    return free_bake(baked_objects(scene, setup_name(chassis)))

@@ -1,0 +1,387 @@
+"""Car rigs in the scene: find the chassis and wheel objects, read their keyed controls, build the Vehicle.
+
+A rig is a chassis object plus four wheel objects (found by name or picked), with the chassis' forward
+axis chosen by the artist (+X, -X, +Y, -Y; its local +Z is up). `read_rig` reads the scene once at the
+start frame (the pre-bake pose, see reference.py) and returns plain data: a `Vehicle` whose geometry
+(wheelbase, track, wheel radius) is measured from the rig and whose mass properties come from a car
+preset, the controls keyed as custom properties on the chassis sampled into Curves, and the offsets that
+place each object on the solver's bodies. `build_car_rig` authors a simple rig with a keyed slalom.
+Baking lives in vehicle_bake.py; this module never writes keys of a bake.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..solver.model import Curve
+from ..solver.vehicles.car import WHEELS
+from ..solver.vehicles.spec import PRESETS, CarSpec, Vehicle
+from . import compat, reference
+
+FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
+CAR_PRESETS = tuple(name for name, spec in PRESETS.items() if isinstance(spec, CarSpec))
+WHEEL_LABELS = {"wheel_rl": "rear left", "wheel_rr": "rear right", "wheel_fl": "front left", "wheel_fr": "front right"}
+FRONT = ("wheel_fl", "wheel_fr")
+# Custom properties on the chassis read as controls: solver control -> (property, scale name or None).
+# throttle and brake are fractions of the preset's max_drive_torque and max_brake_torque.
+CONTROL_PROPERTIES = {
+    "drive_torque": (("drive_torque", None), ("throttle", "max_drive_torque")),
+    "brake_torque": (("brake_torque", None), ("brake", "max_brake_torque")),
+    "steer": (("steer", None),),
+}
+INITIAL_SPEED = "initial_speed"  # chassis custom property: forward speed (m/s) at the start frame
+PRESET_PROPERTY = "symplex_vehicle_preset"  # chassis custom properties remembering the rig's settings
+FORWARD_PROPERTY = "symplex_forward_axis"
+
+_WHEEL_WORDS = re.compile(r"wheel|tire|tyre")
+_ENDS = {"front": "f", "rear": "r", "back": "r"}
+_SIDES = {"left": "l", "right": "r", "l": "l", "r": "r"}
+_CODES = {"fl": "fl", "fr": "fr", "rl": "rl", "rr": "rr", "lf": "fl", "rf": "fr", "lr": "rl", "bl": "rl", "br": "rr"}
+
+
+class RigError(ValueError):
+    """A rig that cannot be read; the message names the chassis, the object, property or frame at fault."""
+
+
+@dataclass(frozen=True)
+class VehicleRig:
+    """Which objects make the car: the chassis, the wheel objects by solver wheel name, the forward axis."""
+
+    chassis: str
+    wheels: tuple[tuple[str, str], ...]  # (solver wheel, object name) in car.WHEELS order
+    forward: str = "+X"
+
+    def wheel(self, key: str) -> str:
+        return dict(self.wheels)[key]
+
+
+@dataclass(frozen=True)
+class RigReading:
+    """A rig read at its start frame: the Vehicle, the time grid and where each object sits on the bodies.
+
+    ground: world z of the road under the rear wheels (the solver's ground is z = 0). chassis_offset
+    (4, 4): chassis object (rigid part) in the solver's chassis frame. wheel_mounts (4, 3): wheel centres
+    in the chassis frame; wheel_rest (4, 3, 3): wheel orientations in that frame with no steer or spin;
+    wheel_radii (4,): measured radii; all in car.WHEELS order.
+    """
+
+    rig: VehicleRig
+    vehicle: Vehicle
+    frame_start: int
+    frame_end: int
+    fps: float
+    substeps: int
+    ground: float
+    chassis_offset: np.ndarray
+    wheel_mounts: np.ndarray
+    wheel_rest: np.ndarray
+    wheel_radii: np.ndarray
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def dt(self) -> float:
+        return 1.0 / (self.fps * self.substeps)
+
+    @property
+    def steps(self) -> int:
+        return (self.frame_end - self.frame_start) * self.substeps
+
+
+def wheel_position(name: str) -> str | None:
+    """'wheel_fl' ... for an object name that says it is a wheel and where ('Wheel.FL', 'wheel_front_left',
+    'WheelRearRight', 'tyre_rr.001'); None when it does not."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
+    if not _WHEEL_WORDS.search(spaced):
+        return None
+    words = re.findall(r"[a-z]+", _WHEEL_WORDS.sub(" ", spaced))
+    end = next((_ENDS[w] for w in words if w in _ENDS), None)
+    side = next((_SIDES[w] for w in words if w in _SIDES), None)
+    if end is not None and side is not None:
+        return f"wheel_{end}{side}"
+    for word in words:
+        if word in _CODES:
+            return f"wheel_{_CODES[word]}"
+    joined = "".join(words)
+    for end_word, e in _ENDS.items():
+        for side_word, s in (("left", "l"), ("right", "r")):
+            if end_word + side_word in joined or side_word + end_word in joined:
+                return f"wheel_{e}{s}"
+    return None
+
+
+def find_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, forward: str = "+X",
+             picked: dict[str, str] | None = None) -> VehicleRig:
+    """The rig of `chassis`: picked wheels first, then objects named like wheels below the chassis, then in
+    the scene. Raises RigError naming every wheel it cannot find or finds twice."""
+    if forward not in FORWARD_AXES:
+        raise RigError(f"vehicle rig {chassis.name!r}: forward axis must be one of {', '.join(FORWARD_AXES)}, "
+                       f"got {forward!r}")
+    picked = {k: v for k, v in (picked or {}).items() if v}
+    for key, name in picked.items():
+        if key not in WHEEL_LABELS:
+            raise RigError(f"vehicle rig {chassis.name!r}: unknown wheel {key!r}; wheels: {', '.join(WHEELS)}")
+        if name not in scene.objects:
+            raise RigError(f"vehicle rig {chassis.name!r}: the {WHEEL_LABELS[key]} wheel {name!r} is not an "
+                           f"object of scene {scene.name!r}")
+    found: dict[str, str] = dict(picked)
+    problems = []
+    children = [o for o in chassis.children_recursive if o.name in scene.objects]
+    others = [o for o in scene.objects if o != chassis and o not in children]
+    for pool in (children, others):
+        matches: dict[str, list[str]] = {}
+        for obj in pool:
+            key = wheel_position(obj.name)
+            if key is not None and key not in found and obj.name not in found.values():
+                matches.setdefault(key, []).append(obj.name)
+        for key, names in matches.items():
+            if len(names) > 1:
+                problems.append(f"{len(names)} objects look like the {WHEEL_LABELS[key]} wheel ({key}): "
+                                f"{', '.join(sorted(names))}; rename all but one or pick it")
+            found[key] = sorted(names)[0]
+    if problems:
+        raise RigError(f"vehicle rig {chassis.name!r}: " + "; ".join(problems))
+    missing = [k for k in WHEELS if k not in found]
+    if missing:
+        listed = ", ".join(f"{WHEEL_LABELS[k]} ({k})" for k in missing)
+        raise RigError(f"vehicle rig {chassis.name!r}: missing wheel(s): {listed}. No object below "
+                       f"{chassis.name!r} or in scene {scene.name!r} is named like 'wheel_{missing[0][-2:]}', "
+                       f"'Wheel.{missing[0][-2:].upper()}' or 'wheel_{_spelled(missing[0])}'; rename one or pick it")
+    return VehicleRig(chassis.name, tuple((k, found[k]) for k in WHEELS), forward)
+
+
+def _spelled(key: str) -> str:
+    end, side = key[-2], key[-1]
+    return f"{'front' if end == 'f' else 'rear'}_{'left' if side == 'l' else 'right'}"
+
+
+def _world(obj: bpy.types.Object, frame: float, rigid: bool = False) -> np.ndarray:
+    """World matrix (4, 4) of `obj` as the artist set it up at `frame` (scale removed when `rigid`)."""
+    matrix = reference.object_matrix(obj, frame)
+    return np.array(reference.rigid_part(matrix) if rigid else matrix)
+
+
+def _radius(obj: bpy.types.Object, matrix: np.ndarray, axle: np.ndarray, rig: str, key: str) -> float:
+    """Half the wheel's extent across its axle, from its bounding box placed by `matrix` (with scale)."""
+    corners = np.array([list(c) for c in obj.bound_box], dtype=float)
+    if not corners.size or np.ptp(corners, axis=0).max() <= 0.0:
+        raise RigError(f"vehicle rig {rig!r}: wheel object {obj.name!r} ({WHEEL_LABELS[key]}) has no geometry to "
+                       f"measure a radius from; give it a mesh")
+    world = corners @ matrix[:3, :3].T
+    across = world - np.outer(world @ axle, axle)
+    return 0.5 * float(np.max(np.ptp(across, axis=0)))
+
+
+def _curve(fcurve, frame_start: float, fps: float, times: np.ndarray, scale: float) -> Curve:
+    values = np.array([fcurve.evaluate(frame_start + t * fps) for t in times]) * scale
+    return Curve(tuple(float(t) for t in times), tuple(float(v) for v in values), "linear")
+
+
+def read_controls(chassis: bpy.types.Object, spec: CarSpec, frame_start: float, fps: float,
+                  times: np.ndarray) -> tuple[tuple[tuple[str, Curve | float], ...], list[str]]:
+    """The car controls keyed (or set) as custom properties on `chassis`, sampled at `times` (s after
+    frame_start) into linear Curves. Returns (controls, warnings); raises RigError naming the property and
+    the frame of a bad value."""
+    channels = reference.original_channels(chassis)
+    controls, warnings = [], []
+    for control, options in CONTROL_PROPERTIES.items():
+        present = [(prop, scale) for prop, scale in options
+                   if prop in chassis.keys() or compat.find_fcurve(channels, f'["{prop}"]', 0) is not None]
+        if len(present) > 1:
+            raise RigError(f"vehicle rig {chassis.name!r}: properties {present[0][0]!r} and {present[1][0]!r} both "
+                           f"set the {control}; keep one")
+        if not present:
+            continue
+        prop, scale_name = present[0]
+        scale = 1.0 if scale_name is None else float(getattr(spec, scale_name))
+        fcurve = compat.find_fcurve(channels, f'["{prop}"]', 0)
+        if fcurve is not None:
+            value: Curve | float = _curve(fcurve, frame_start, fps, times, scale)
+            samples = np.array(value.values)
+        else:
+            try:
+                value = float(chassis[prop]) * scale
+            except (TypeError, ValueError):
+                raise RigError(f"vehicle rig {chassis.name!r}: property {prop!r} must be a number, "
+                               f"got {chassis[prop]!r}") from None
+            samples = np.array([value])
+        frames = frame_start + times * fps if fcurve is not None else np.array([frame_start])
+        _check_samples(chassis.name, prop, control, spec, samples / scale, samples, frames, warnings)
+        controls.append((control, value))
+    return tuple(controls), warnings
+
+
+def _check_samples(rig: str, prop: str, control: str, spec: CarSpec, raw: np.ndarray, values: np.ndarray,
+                   frames: np.ndarray, warnings: list[str]) -> None:
+    def first(bad: np.ndarray) -> str:
+        i = int(np.argmax(bad))
+        return f"property {prop!r} is {raw[i]:g} at frame {frames[i]:g}"
+
+    if not np.all(np.isfinite(values)):
+        raise RigError(f"vehicle rig {rig!r}: {first(~np.isfinite(values))}; it must be a finite number")
+    if control == "brake_torque" and np.any(values < 0):
+        raise RigError(f"vehicle rig {rig!r}: {first(values < 0)}; the brake must be >= 0")
+    if prop in ("throttle", "brake") and np.any(np.abs(raw) > 1.0):
+        raise RigError(f"vehicle rig {rig!r}: {first(np.abs(raw) > 1.0)}; {prop} is a fraction of the "
+                       f"{spec.name} preset's maximum, between {-1 if prop == 'throttle' else 0} and 1")
+    if control == "steer" and np.any(np.abs(values) > spec.max_steer):
+        warnings.append(f"vehicle rig {rig!r}: {first(np.abs(values) > spec.max_steer)} rad, beyond the "
+                        f"{spec.name} preset's steering lock {spec.max_steer:g} rad; the steering stops there")
+
+
+def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", substeps: int = 1,
+             frame_start: int | None = None, frame_end: int | None = None) -> RigReading:
+    """Read `rig` at the start frame: geometry, start pose and controls into a Vehicle (see RigReading).
+
+    The chassis' local +Z is up and the forward axis is rig.forward; wheels' origins are their centres.
+    Raises RigError naming the object or property at fault.
+    """
+    name = rig.chassis
+    if preset not in CAR_PRESETS:
+        raise RigError(f"vehicle rig {name!r}: preset must be one of {', '.join(CAR_PRESETS)}, got {preset!r}")
+    if name not in scene.objects:
+        raise RigError(f"vehicle rig {name!r}: no chassis object {name!r} in scene {scene.name!r}")
+    frame_start = scene.frame_start if frame_start is None else int(frame_start)
+    frame_end = scene.frame_end if frame_end is None else int(frame_end)
+    if frame_end <= frame_start:
+        raise RigError(f"vehicle rig {name!r}: the frame range {frame_start}-{frame_end} is empty")
+    if int(substeps) < 1:
+        raise RigError(f"vehicle rig {name!r}: substeps must be >= 1, got {substeps}")
+    fps = scene.render.fps / scene.render.fps_base
+    chassis = scene.objects[name]
+    chassis_world = _world(chassis, frame_start, rigid=True)
+    forward = chassis_world[:3, :3] @ np.array(FORWARD_AXES[rig.forward])
+    if math.hypot(forward[0], forward[1]) < 0.5:
+        raise RigError(f"vehicle rig {name!r}: the forward axis {rig.forward} of the chassis points "
+                       f"{'up' if forward[2] > 0 else 'down'} at frame {frame_start}; pick the axis the car drives along")
+    theta = math.atan2(forward[1], forward[0])
+    ahead = np.array([math.cos(theta), math.sin(theta), 0.0])
+    left = np.array([-math.sin(theta), math.cos(theta), 0.0])
+
+    matrices, centres, radii = [], [], []
+    for key, obj_name in rig.wheels:
+        if obj_name not in scene.objects:
+            raise RigError(f"vehicle rig {name!r}: the {WHEEL_LABELS[key]} wheel {obj_name!r} is not in scene "
+                           f"{scene.name!r}")
+        obj = scene.objects[obj_name]
+        matrix = _world(obj, frame_start)
+        matrices.append(_world(obj, frame_start, rigid=True))
+        centres.append(matrix[:3, 3])
+        radii.append(_radius(obj, matrix, left, name, key))
+    centres_arr, radii_arr = np.array(centres), np.array(radii)
+    rear = 0.5 * (centres_arr[0] + centres_arr[1])
+    front = 0.5 * (centres_arr[2] + centres_arr[3])
+    wheelbase = float((front - rear) @ ahead)
+    if wheelbase <= 0:
+        raise RigError(f"vehicle rig {name!r}: the front wheels ({rig.wheel('wheel_fl')}, {rig.wheel('wheel_fr')}) "
+                       f"are not ahead of the rear ones along the forward axis {rig.forward}; check the forward axis "
+                       f"or the wheel names")
+    tracks = [float((centres_arr[0] - centres_arr[1]) @ left), float((centres_arr[2] - centres_arr[3]) @ left)]
+    for (a, b), track in zip((("wheel_rl", "wheel_rr"), ("wheel_fl", "wheel_fr")), tracks):
+        if track <= 0:
+            raise RigError(f"vehicle rig {name!r}: wheel {rig.wheel(a)!r} ({WHEEL_LABELS[a]}) is not left of "
+                           f"{rig.wheel(b)!r} ({WHEEL_LABELS[b]}) seen along the forward axis {rig.forward}; "
+                           f"swap them or check the forward axis")
+
+    base = PRESETS[preset]
+    spec = dataclasses.replace(base, name=f"{base.name} ({name})", wheelbase=wheelbase, track=0.5 * sum(tracks),
+                               wheel_radius=0.5 * float(radii_arr[0] + radii_arr[1]),
+                               com_ahead_of_rear_axle=base.com_ahead_of_rear_axle / base.wheelbase * wheelbase)
+    ground = float(rear[2]) - spec.wheel_radius
+    com = rear + spec.com_ahead_of_rear_axle * ahead
+    steps = (frame_end - frame_start) * int(substeps)
+    dt = 1.0 / (fps * int(substeps))
+    times = 0.5 * dt * np.arange(2 * steps + 1)
+    controls, warnings = read_controls(chassis, spec, frame_start, fps, times)
+    speed = float(reference.start_value(chassis, f'["{INITIAL_SPEED}"]', 0, frame_start)) \
+        if INITIAL_SPEED in chassis.keys() else 0.0
+    vehicle = Vehicle("car", spec, position=(float(com[0]), float(com[1]), spec.com_height),
+                      orientation=(math.cos(theta / 2), 0.0, 0.0, math.sin(theta / 2)),
+                      velocity=(0.0, 0.0, 0.0, speed, 0.0, 0.0), controls=controls, name=name)
+
+    body = np.eye(4)  # the solver's chassis frame at the start, lifted onto the rig's ground
+    body[:3, :3] = np.column_stack([ahead, left, (0.0, 0.0, 1.0)])
+    body[:3, 3] = (com[0], com[1], ground + spec.com_height)
+    to_body = np.linalg.inv(body)
+    local = np.array([to_body @ m for m in matrices])
+    return RigReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), ground, to_body @ chassis_world,
+                      local[:, :3, 3], local[:, :3, :3], radii_arr, tuple(warnings))
+
+
+# ----------------------------------------------------------------------------------------------
+# Authoring
+
+
+def _box(name: str, size: tuple[float, float, float]) -> bpy.types.Mesh:
+    hx, hy, hz = (0.5 * s for s in size)
+    verts = [(sx * hx, sy * hy, sz * hz) for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
+    faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(verts, [], faces)
+    mesh.update()
+    return mesh
+
+
+def _wheel_mesh(name: str, radius: float, width: float, segments: int = 24) -> bpy.types.Mesh:
+    """A cylinder with its axle along local Y."""
+    verts = []
+    for y in (-0.5 * width, 0.5 * width):
+        for i in range(segments):
+            a = 2 * math.pi * i / segments
+            verts.append((radius * math.cos(a), y, radius * math.sin(a)))
+    faces = [(i, (i + 1) % segments, segments + (i + 1) % segments, segments + i) for i in range(segments)]
+    faces += [tuple(reversed(range(segments))), tuple(range(segments, 2 * segments))]
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(verts, [], faces)
+    mesh.update()
+    return mesh
+
+
+def build_car_rig(scene: bpy.types.Scene, preset: str = "sedan", name: str = "Car",
+                  location: tuple[float, float, float] = (0.0, 0.0, 0.0), slalom: bool = True) -> VehicleRig:
+    """Add a box chassis with four cylinder wheels (children, quaternion rotation) sized from `preset`,
+    standing on the plane z = location.z, facing +X. With `slalom`, key on the chassis a drive torque
+    that accelerates it for 3 s and a steer that weaves through a slalom. Returns the rig."""
+    if preset not in CAR_PRESETS:
+        raise RigError(f"car preset must be one of {', '.join(CAR_PRESETS)}, got {preset!r}")
+    spec = PRESETS[preset]
+    r, l, b, w = spec.wheel_radius, spec.wheelbase, spec.com_ahead_of_rear_axle, spec.track
+    collection = bpy.data.collections.new(name)
+    scene.collection.children.link(collection)
+    chassis = bpy.data.objects.new(name, _box(f"{name} body", (l + 2.2 * r, w, 0.8 * spec.com_height + r)))
+    chassis.location = (location[0] + b, location[1], location[2] + spec.com_height)  # origin at the COM
+    collection.objects.link(chassis)
+    chassis[PRESET_PROPERTY] = preset
+    chassis[FORWARD_PROPERTY] = "+X"
+    wheels = []
+    for key, (x, y) in zip(WHEELS, ((0.0, 0.5 * w), (0.0, -0.5 * w), (l, 0.5 * w), (l, -0.5 * w))):
+        wheel = bpy.data.objects.new(f"{name} {key}", _wheel_mesh(f"{name} {key}", r, 0.6 * r))
+        wheel.rotation_mode = "QUATERNION"  # bounded channels keep float32 keys exact to ~1e-7 rad
+        wheel.parent = chassis
+        wheel.location = (x - b, y, r - spec.com_height)
+        collection.objects.link(wheel)
+        wheels.append((key, wheel.name))
+    if slalom:
+        _key_slalom(chassis, spec, scene.frame_start, scene.render.fps / scene.render.fps_base)
+    return VehicleRig(chassis.name, tuple(wheels), "+X")
+
+
+def _key_slalom(chassis: bpy.types.Object, spec: CarSpec, frame_start: int, fps: float) -> None:
+    """Drive torque ramped up for 3 s (about 0.35 g), then coasting; steer weaving from 1.5 s, period 2.4 s."""
+    drive = 0.35 * 9.81 * spec.mass * spec.wheel_radius
+    chassis["drive_torque"] = 0.0
+    chassis["steer"] = 0.0
+    for t, value in ((0.0, 0.0), (0.5, drive), (3.0, drive), (3.5, 0.0)):
+        chassis["drive_torque"] = value
+        chassis.keyframe_insert('["drive_torque"]', frame=frame_start + t * fps)
+    amplitude = min(0.1, 0.5 * spec.max_steer)
+    for i, value in enumerate((0.0, 0.5, 0.0, -1.0, 0.0, 1.0, 0.0, -1.0, 0.0, 0.5, 0.0)):
+        chassis["steer"] = value * amplitude
+        chassis.keyframe_insert('["steer"]', frame=frame_start + (1.5 + 0.6 * i) * fps)
+    chassis["drive_torque"] = 0.0
+    chassis["steer"] = 0.0

@@ -1,0 +1,137 @@
+"""Vehicle rig operators: Add Car Rig, Bake Vehicle, Free Vehicle Bake (undoable, in F3 search).
+
+Thin wrappers over bridge/vehicle_rig.py and bridge/vehicle_bake.py: resolve the chassis (named, else
+the active object or the parent of an active wheel), call one bridge function, report. Errors name the
+object, property or frame; a failed bake changes nothing.
+"""
+
+import bpy
+from bpy.props import EnumProperty, IntProperty, StringProperty
+from bpy.types import Operator
+
+from ..bridge import vehicle_bake, vehicle_rig
+from ..solver.trajectory import SolverError
+
+ADD_VEHICLE = "symplex.add_vehicle"
+BAKE_VEHICLE = "symplex.bake_vehicle"
+FREE_VEHICLE_BAKE = "symplex.free_vehicle_bake"
+
+_PRESETS = [(name, name.title(), f"Mass properties of the {name} preset; geometry from the rig")
+            for name in vehicle_rig.CAR_PRESETS]
+_AXES = [(axis, axis, f"The chassis drives along its local {axis} axis") for axis in vehicle_rig.FORWARD_AXES]
+_FROM_RIG = ("AUTO", "From Rig", "As stored on the chassis by Add Car Rig, else the first choice")
+
+
+def _chassis(operator, context) -> bpy.types.Object | None:
+    """The chassis named by the operator, else the active object (or its parent when it is a wheel)."""
+    if operator.chassis:
+        return context.scene.objects.get(operator.chassis)
+    obj = context.active_object
+    if obj is not None and obj.parent is not None and vehicle_rig.wheel_position(obj.name):
+        return obj.parent
+    return obj
+
+
+def _poll_chassis(cls, context) -> bool:
+    if context.scene is None or context.active_object is None:
+        cls.poll_message_set("Select the chassis of a car rig")
+        return False
+    return True
+
+
+class SYMPLEX_OT_add_vehicle(Operator):
+    """Add a car rig: a box chassis with four wheels and a keyed slalom (drive_torque, steer)"""
+
+    bl_idname = ADD_VEHICLE
+    bl_label = "Add Car Rig"
+    bl_options = {"REGISTER", "UNDO"}
+
+    preset: EnumProperty(name="Preset", items=_PRESETS)
+    name: StringProperty(name="Name", default="Car")
+    slalom: bpy.props.BoolProperty(name="Key a Slalom", default=True)
+
+    @classmethod
+    def poll(cls, context):
+        if context.scene is None or (context.mode != "OBJECT"):
+            cls.poll_message_set("Switch to Object Mode")
+            return False
+        return True
+
+    def execute(self, context):
+        rig = vehicle_rig.build_car_rig(context.scene, self.preset, self.name, tuple(context.scene.cursor.location),
+                                        self.slalom)
+        chassis = context.scene.objects[rig.chassis]
+        if chassis.name in context.view_layer.objects:
+            context.view_layer.objects.active = chassis
+        self.report({"INFO"}, f"Added car rig {rig.chassis!r} ({self.preset})")
+        return {"FINISHED"}
+
+
+class SYMPLEX_OT_bake_vehicle(Operator):
+    """Simulate the selected car rig over the scene's frame range and bake chassis and wheels to keys"""
+
+    bl_idname = BAKE_VEHICLE
+    bl_label = "Bake Vehicle"
+    bl_options = {"REGISTER", "UNDO"}
+
+    chassis: StringProperty(name="Chassis", description="Chassis object (empty: the active object)")
+    preset: EnumProperty(name="Preset", items=[_FROM_RIG, *_PRESETS])
+    forward: EnumProperty(name="Forward Axis", items=[_FROM_RIG, *_AXES])
+    wheel_fl: StringProperty(name="Front Left", description="Wheel object (empty: found by name)")
+    wheel_fr: StringProperty(name="Front Right", description="Wheel object (empty: found by name)")
+    wheel_rl: StringProperty(name="Rear Left", description="Wheel object (empty: found by name)")
+    wheel_rr: StringProperty(name="Rear Right", description="Wheel object (empty: found by name)")
+    substeps: IntProperty(name="Substeps", default=1, min=1, max=64, description="Solver steps per frame")
+
+    @classmethod
+    def poll(cls, context):
+        return _poll_chassis(cls, context)
+
+    def execute(self, context):
+        chassis = _chassis(self, context)
+        if chassis is None:
+            self.report({"ERROR"}, f"No chassis object {self.chassis!r} in scene {context.scene.name!r}")
+            return {"CANCELLED"}
+        preset = self.preset if self.preset != "AUTO" else chassis.get(vehicle_rig.PRESET_PROPERTY, _PRESETS[0][0])
+        forward = self.forward if self.forward != "AUTO" else chassis.get(vehicle_rig.FORWARD_PROPERTY, "+X")
+        picked = {key: getattr(self, key) for key in vehicle_rig.WHEEL_LABELS}
+        try:
+            rig = vehicle_rig.find_rig(context.scene, chassis, forward, picked)
+            report = vehicle_bake.bake_vehicle(context.scene, rig, preset, self.substeps)
+        except (vehicle_rig.RigError, SolverError, KeyError) as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        for warning in report.warnings:
+            self.report({"WARNING"}, warning)
+        self.report({"INFO"}, report.summary())
+        return {"FINISHED"}
+
+
+class SYMPLEX_OT_free_vehicle_bake(Operator):
+    """Remove the selected car rig's bake and give back the animation it replaced"""
+
+    bl_idname = FREE_VEHICLE_BAKE
+    bl_label = "Free Vehicle Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    chassis: StringProperty(name="Chassis", description="Chassis object (empty: the active object)")
+
+    @classmethod
+    def poll(cls, context):
+        return _poll_chassis(cls, context)
+
+    def execute(self, context):
+        chassis = _chassis(self, context)
+        if chassis is None:
+            self.report({"ERROR"}, f"No chassis object {self.chassis!r} in scene {context.scene.name!r}")
+            return {"CANCELLED"}
+        freed = vehicle_bake.free_vehicle_bake(context.scene, chassis.name)
+        if not freed:
+            self.report({"WARNING"}, f"Vehicle {chassis.name!r} has no bake to free")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Freed the bake of vehicle {chassis.name!r} on {freed} object(s)")
+        return {"FINISHED"}
+
+
+CLASSES = (SYMPLEX_OT_add_vehicle, SYMPLEX_OT_bake_vehicle, SYMPLEX_OT_free_vehicle_bake)
+register, unregister = bpy.utils.register_classes_factory(CLASSES)

@@ -1,0 +1,261 @@
+"""Car rigs in real Blender: finding the rig, reading keyed controls, baking chassis and wheels, freeing.
+
+Runs under bpy 5.0 and 4.2. Keys are float32 (Blender stores F-curve keys in single precision), so
+comparisons of baked values against the float64 solver allow a few float32 ulps of the value; wheel
+rotations are quaternions (components within [-1, 1]), whose float32 error is ~1e-7 rad.
+"""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+from mathutils import Matrix
+
+from addon.bridge import compat, vehicle_bake, vehicle_rig
+from addon.bridge.rotations import quat_to_matrix
+from addon.solver.vehicles import car
+from addon.solver.vehicles.spec import PRESETS
+from tests.blender.scenes import fcurve_data, new_scene, scene_state, symplex  # noqa: F401
+
+F32 = 2.0**-23  # float32 relative spacing: keys carry about |value| * F32 of rounding
+
+
+def _wheel_mesh(name: str, radius: float, width: float) -> bpy.types.Mesh:
+    """A 32-sided cylinder with its axle along local Z (so a wheel needs a rest rotation)."""
+    n = 32
+    verts = [(radius * math.cos(2 * math.pi * i / n), radius * math.sin(2 * math.pi * i / n), z)
+             for z in (-0.5 * width, 0.5 * width) for i in range(n)]
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(verts, [], [tuple(range(n)), tuple(range(n, 2 * n))])
+    return mesh
+
+
+def hand_rig(scene, radii=(0.14, 0.14, 0.12, 0.12), names=("Wheel.RL", "Wheel.RR", "Wheel.FL", "Wheel.FR")):
+    """A kart-sized rig built by hand: chassis facing its local -Y, turned 30 degrees in the world, its origin
+    not at the centre of mass; wheels named Blender-style, axles along their local Z, smaller in front.
+    Controls: throttle and brake (fractions), steer, and an initial speed of 6 m/s."""
+    chassis = bpy.data.objects.new(f"{scene.name} kart", bpy.data.meshes.new(f"{scene.name} kart"))
+    scene.collection.objects.link(chassis)
+    chassis.matrix_world = Matrix.Translation((3.0, -2.0, 0.4)) @ Matrix.Rotation(math.radians(30), 4, "Z")
+    # Wheel centres in chassis axes: forward is -Y, left is +X (seen driving along -Y with Z up).
+    mounts = {"RL": (0.55, 0.45), "RR": (-0.55, 0.45), "FL": (0.5, -0.6), "FR": (-0.5, -0.6)}
+    wheels = []
+    for name, radius in zip(names, radii):
+        code = name.split(".")[-1][-2:].upper()
+        x, y = mounts[code]
+        wheel = bpy.data.objects.new(name if name not in bpy.data.objects else f"{scene.name} {name}",
+                                     _wheel_mesh(name, radius, 0.15))
+        scene.collection.objects.link(wheel)
+        wheel.parent = chassis
+        wheel.rotation_mode = "QUATERNION"
+        wheel.rotation_quaternion = Matrix.Rotation(math.pi / 2, 3, "Y").to_quaternion()  # axle along chassis X
+        wheel.location = (x, y, radius - 0.4)  # ground at world z = 0
+        wheels.append(wheel)
+    fps = scene.render.fps
+    chassis["initial_speed"] = 6.0
+    for frame, throttle in ((1, 0.0), (1 + fps, 0.8), (1 + 2 * fps, 0.0)):
+        chassis["throttle"] = throttle
+        chassis.keyframe_insert('["throttle"]', frame=frame)
+    for frame, brake in ((1, 0.0), (1 + 2.5 * fps, 0.0), (1 + 3 * fps, 0.5)):
+        chassis["brake"] = brake
+        chassis.keyframe_insert('["brake"]', frame=frame)
+    for frame, steer in ((1, 0.0), (1 + 0.5 * fps, 0.15), (1 + 1.5 * fps, -0.2), (1 + 2.5 * fps, 0.1)):
+        chassis["steer"] = steer
+        chassis.keyframe_insert('["steer"]', frame=frame)
+    return chassis, wheels
+
+
+def _locals(obj, frames: int) -> tuple[np.ndarray, np.ndarray]:
+    """Baked keys of `obj`: locations (F, 3) and rotation quaternions or Euler angles (F, 3|4), float64."""
+    data = fcurve_data(obj)
+    loc = np.stack([data[("location", i)][1::2] for i in range(3)], 1).astype(float)
+    path = "rotation_quaternion" if obj.rotation_mode == "QUATERNION" else "rotation_euler"
+    rot = np.stack([data[(path, i)][1::2] for i in range(4 if path == "rotation_quaternion" else 3)], 1)
+    assert len(loc) == frames
+    return loc, rot.astype(float)
+
+
+def _solve(scene, rig, preset, substeps=1):
+    reading = vehicle_rig.read_rig(scene, rig, preset, substeps)
+    return reading, vehicle_bake.simulate_rig(reading)
+
+
+def test_wheel_names():
+    cases = {"wheel_fl": "wheel_fl", "Wheel.FR": "wheel_fr", "WheelRearLeft": "wheel_rl", "tyre_rr.001": "wheel_rr",
+             "Wheel.Front.L": "wheel_fl", "car_wheel_front_right": "wheel_fr", "Tire-LR": "wheel_rl",
+             "Body": None, "Wheelbase guide": None, "steering_wheel": None}
+    assert {name: vehicle_rig.wheel_position(name) for name in cases} == cases
+
+
+def test_built_rig_bakes_chassis_on_the_trajectory(symplex):
+    scene = new_scene("car", frames=121, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "sedan")
+    chassis = scene.objects[rig.chassis]
+    assert vehicle_rig.find_rig(scene, chassis) == rig
+    reading, trajectory = _solve(scene, rig, "sedan")
+    spec, sedan = reading.vehicle.spec, PRESETS["sedan"]
+    assert (spec.mass, spec.yaw_inertia, spec.max_steer) == (sedan.mass, sedan.yaw_inertia, sedan.max_steer)
+    assert spec.wheelbase == pytest.approx(sedan.wheelbase, abs=1e-6)
+    assert spec.wheel_radius == pytest.approx(sedan.wheel_radius, abs=1e-6)
+    controls = dict(reading.vehicle.controls)
+    assert set(controls) == {"drive_torque", "steer"}
+    assert max(controls["steer"].values) == pytest.approx(0.1, abs=1e-6)
+
+    report = vehicle_bake.bake_vehicle(scene, rig, "sedan")
+    assert report.steps == 120 and report.max_side_slip < 1e-9 and report.distance > 30.0
+    loc, euler = _locals(chassis, 121)
+    poses = trajectory.poses[:, trajectory.body_index("chassis")]
+    # The rig's chassis origin is its centre of mass on a ground at z = 0: keys are the solver's poses.
+    assert np.abs(loc - poses[:, :3]).max() <= 4 * F32 * np.abs(poses[:, :3]).max()
+    heading = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
+    assert np.abs(euler[:, 2] - heading).max() < 1e-6 and np.abs(euler[:, :2]).max() < 1e-6
+    assert np.ptp(heading) > 0.15  # it really weaves
+
+
+def _spin_and_steer(chassis_axes: np.ndarray, quats: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Rolling and steering angles from a wheel's local quaternion keys: in chassis-frame axes (body x
+    forward, y left) its rotation is Rz(steer) Ry(spin) R_rest, with R_rest its rotation at frame 0."""
+    R = chassis_axes @ quat_to_matrix(quats)
+    M = np.einsum("fij,kj->fik", R, R[0])  # R_k R_0^T = Rz(steer) Ry(spin)
+    spin = np.unwrap(np.arctan2(-M[:, 2, 0], M[:, 2, 2]))
+    steer = np.arctan2(-M[:, 0, 1], M[:, 1, 1])
+    off_axis = float(np.abs(M[:, 2, 1]).max())  # no tilt out of the steer-and-spin form
+    return spin, steer, off_axis
+
+
+def test_wheel_spin_is_distance_rolled_over_radius(symplex):
+    scene = new_scene("spin", frames=97, fps=24)
+    chassis, wheels = hand_rig(scene)
+    rig = vehicle_rig.find_rig(scene, chassis, "-Y")
+    assert rig.wheels == tuple(zip(car.WHEELS, (w.name for w in wheels)))
+    reading, trajectory = _solve(scene, rig, "kart")
+    np.testing.assert_allclose(reading.wheel_radii, (0.14, 0.14, 0.12, 0.12), atol=1e-6)
+    vehicle_bake.bake_vehicle(scene, rig, "kart")
+
+    poses = trajectory.poses[:, trajectory.body_index("chassis")]
+    theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
+    assert abs(theta[0] - math.radians(30) + math.pi / 2) < 1e-6  # -Y of a chassis turned 30 degrees
+    axes = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # chassis axes -> (forward, left, up)
+    chassis0 = np.array(chassis.matrix_world)
+    worst = {}
+    for (key, _name), wheel, radius in zip(rig.wheels, wheels, reading.wheel_radii):
+        # Where the wheel centre is on the solver's chassis, from the scene alone.
+        centre = (chassis0 @ np.array([*wheel.location, 1.0]))[:2] - poses[0, :2]
+        c0, s0 = math.cos(theta[0]), math.sin(theta[0])
+        mount = np.array([c0 * centre[0] + s0 * centre[1], -s0 * centre[0] + c0 * centre[1]])
+        c, s = np.cos(theta), np.sin(theta)
+        path = poses[:, :2] + np.stack([c * mount[0] - s * mount[1], s * mount[0] + c * mount[1]], 1)
+        # Every point of the chassis moves on a circular arc over a step: arc = chord (a/2) / sin(a/2).
+        chord = np.linalg.norm(np.diff(path, axis=0), axis=1)
+        turn = np.diff(theta)
+        arc = chord * np.where(np.abs(turn) > 1e-12, 0.5 * turn / np.sin(0.5 * np.where(turn == 0, 1, turn)), 1.0)
+        ahead = np.einsum("fi,fi->f", np.diff(path, axis=0), np.stack([np.cos(theta[:-1]), np.sin(theta[:-1])], 1))
+        distance = np.copysign(arc, ahead)
+        _loc, quats = _locals(wheel, 97)
+        spin, steer, off_axis = _spin_and_steer(axes, quats)
+        assert off_axis < 1e-6, key
+        # A key holds an orientation: spin is compared modulo whole turns (a kart wheel passes pi per frame).
+        error = np.diff(spin) - distance / radius
+        worst[key] = float(np.abs((error + np.pi) % (2 * np.pi) - np.pi).max())
+        if key in vehicle_rig.FRONT:
+            assert np.abs(steer).max() > 0.1, key
+        else:
+            assert np.abs(steer).max() < 1e-6, key
+    assert distance.sum() > 10.0
+    assert max(worst.values()) < 1e-6, worst
+
+
+def test_rear_axle_side_slip_from_baked_keys_is_zero(symplex):
+    scene = new_scene("slip", frames=121, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "sedan")
+    report = vehicle_bake.bake_vehicle(scene, rig, "sedan")
+    loc, euler = _locals(scene.objects[rig.chassis], 121)
+    b = PRESETS["sedan"].com_ahead_of_rear_axle
+    theta = euler[:, 2]
+    x, y = loc[:, 0] - b * np.cos(theta), loc[:, 1] - b * np.sin(theta)
+    h = 1.0 / 24
+    slip = np.array([car.lateral_velocity(theta[k], x[k], y[k], theta[k + 1], x[k + 1], y[k + 1], h)
+                     for k in range(120)])
+    speed = np.hypot(np.diff(x), np.diff(y)) / h
+    assert speed.max() > 8.0
+    # float32 keys: positions carry ~|x| F32 of rounding, so a speed from two of them ~2 |x| F32 / h.
+    assert np.abs(slip).max() < 4 * np.abs(loc).max() * F32 / h
+    assert report.max_side_slip < 1e-9  # the solver's own, in float64
+
+
+def test_free_restores_previous_animation_and_rebake_is_identical(symplex):
+    scene = new_scene("free", frames=49, fps=24)
+    chassis, wheels = hand_rig(scene)
+    wheels[0].keyframe_insert("rotation_quaternion", frame=1)  # the artist's own wheel key
+    before = scene_state(scene)
+    rig = vehicle_rig.find_rig(scene, chassis, "-Y")
+    vehicle_bake.bake_vehicle(scene, rig, "kart")
+    first = {o.name: fcurve_data(o) for o in (chassis, *wheels)}
+    assert all(compat.assigned(o).action.name.startswith("Symplex") for o in (chassis, *wheels))
+    assert ('["steer"]', 0) in first[chassis.name]  # controls keep playing under the bake
+    vehicle_bake.bake_vehicle(scene, rig, "kart")
+    second = {o.name: fcurve_data(o) for o in (chassis, *wheels)}
+    assert first.keys() == second.keys()
+    for name in first:
+        assert first[name].keys() == second[name].keys()
+        for channel in first[name]:
+            assert np.array_equal(first[name][channel], second[name][channel]), (name, channel)
+    assert vehicle_bake.free_vehicle_bake(scene, chassis.name) == 5
+    assert scene_state(scene) == before
+    assert vehicle_bake.free_vehicle_bake(scene, chassis.name) == 0
+
+
+def test_missing_wheel_is_named(symplex):
+    scene = new_scene("missing", frames=10)
+    chassis, wheels = hand_rig(scene)
+    bpy.data.objects.remove(wheels[3])
+    with pytest.raises(vehicle_rig.RigError) as err:
+        vehicle_rig.find_rig(scene, chassis, "-Y")
+    message = str(err.value)
+    assert chassis.name in message and "front right (wheel_fr)" in message
+    assert "rear" not in message and "front left" not in message
+
+
+def test_bad_rigs_are_refused_by_name(symplex):
+    scene = new_scene("bad", frames=30, fps=24)
+    chassis, wheels = hand_rig(scene)
+    with pytest.raises(vehicle_rig.RigError, match="not ahead of the rear ones along the forward axis \\+Y"):
+        vehicle_rig.read_rig(scene, vehicle_rig.find_rig(scene, chassis, "+Y"), "kart")
+    rig = vehicle_rig.find_rig(scene, chassis, "-Y", {"wheel_rl": wheels[1].name, "wheel_rr": wheels[0].name})
+    with pytest.raises(vehicle_rig.RigError, match=f"wheel '{wheels[1].name}' \\(rear left\\) is not left of"):
+        vehicle_rig.read_rig(scene, rig, "kart")
+    chassis["brake"] = 0.0
+    chassis.keyframe_insert('["brake"]', frame=12)
+    chassis["brake"] = -0.5
+    chassis.keyframe_insert('["brake"]', frame=13)
+    rig = vehicle_rig.find_rig(scene, chassis, "-Y")
+    with pytest.raises(vehicle_rig.RigError, match="property 'brake' is -0.25 at frame 12.5"):
+        vehicle_rig.read_rig(scene, rig, "kart")
+    chassis["brake_torque"] = 10.0
+    with pytest.raises(vehicle_rig.RigError, match="'brake_torque' and 'brake' both set the brake_torque"):
+        vehicle_rig.read_rig(scene, rig, "kart")
+
+
+def test_operators_add_bake_free(symplex):
+    from addon.ui import vehicle_operators as ops
+
+    for cls in ops.CLASSES:
+        assert {"REGISTER", "UNDO"} <= set(cls.bl_options) and cls.__doc__
+    scene = new_scene("ops", frames=30, fps=24)
+    with bpy.context.temp_override(scene=scene):
+        assert bpy.ops.symplex.add_vehicle(preset="kart", name="Kart") == {"FINISHED"}
+        kart = scene.objects["Kart"]
+        before = scene_state(scene)
+        with bpy.context.temp_override(scene=scene, active_object=kart, object=kart):
+            assert bpy.ops.symplex.bake_vehicle() == {"FINISHED"}
+            assert compat.assigned(kart).action.name.startswith("Symplex")
+            assert len(fcurve_data(kart)[("location", 0)]) == 2 * 30
+            assert bpy.ops.symplex.free_vehicle_bake() == {"FINISHED"}
+            assert scene_state(scene) == before
+            bpy.data.objects.remove(scene.objects["Kart wheel_rl"])
+            with pytest.raises(RuntimeError, match="missing wheel\\(s\\): rear left \\(wheel_rl\\)"):
+                bpy.ops.symplex.bake_vehicle()
+        assert scene_state(scene) == {k: v for k, v in before.items() if k != "Kart wheel_rl"}
