@@ -9,11 +9,26 @@ from __future__ import annotations
 import bpy
 import pytest
 
+import numpy as np
+from mathutils import Vector
+
 from addon.bridge import compat, reference
+from addon.bridge.build import build_rigid_bodies
 from addon.bridge.headless import bake_file
-from addon.demo import DEMO_PRESETS, FRAMES, RENDER_FRAMES, run_demo
-from addon.solver.mechfile import list_presets
-from tests.blender.scenes import chain_armature, fcurve_data, new_scene, rigid_four_bar, symplex  # noqa: F401
+from addon.bridge.job import BakeJob
+from addon.bridge.stage import image_size, nice_step, stage
+from addon.demo import DEMO_PRESETS, FRAMES, RENDER_FRAMES, demo_scene, run_demo
+from addon.solver.mechfile import list_presets, load_mechanism, preset_path
+from addon.solver.model import WORLD, Body, Joint, Mechanism
+from tests.blender.scenes import (  # noqa: F401  (symplex: fixture)
+    chain_armature,
+    evaluated,
+    fcurve_data,
+    new_scene,
+    rigid_four_bar,
+    set_frame,
+    symplex,
+)
 
 SHIPPED = [p for p in DEMO_PRESETS if p in list_presets()]
 
@@ -23,7 +38,7 @@ def test_demo_writes_blend_renders_and_plots(tmp_path, symplex):
     assert [r.preset for r in results] == SHIPPED, (tmp_path / "demo_report.txt").read_text()
     for result in results:
         assert len(result.images) == len(RENDER_FRAMES)
-        assert all(p.is_file() and p.stat().st_size > 1000 for p in result.images)
+        assert all(p.is_file() and p.stat().st_size > 1000 for p in result.images + (result.motion,))
         assert result.plot is None or result.plot.stat().st_size > 1000
         assert result.report.steps > 0 and result.report.max_residual < 1e-8
     report = (tmp_path / "demo_report.txt").read_text()
@@ -39,6 +54,60 @@ def test_demo_writes_blend_renders_and_plots(tmp_path, symplex):
         root = scene.symplex.setups[0].root
         frames = fcurve_data(root)[('["symplex_energy"]', 0)][0::2]
         assert frames[0] == 1 and frames[-1] == FRAMES
+
+
+def projected_motion(scene, camera, objects, frames) -> np.ndarray:
+    """Image coordinates (0..1, 0..1) of every object's bounding box corners at `frames`, as Blender projects them."""
+    from bpy_extras.object_utils import world_to_camera_view
+
+    uv = []
+    for frame in frames:
+        set_frame(scene, frame)
+        for obj in objects:
+            matrix = evaluated(scene, obj).matrix_world
+            uv += [tuple(world_to_camera_view(scene, camera, matrix @ Vector(c)))[:2] for c in obj.bound_box]
+    return np.array(uv)
+
+
+def spherical_pendulum() -> Mechanism:
+    return Mechanism(
+        "spherical pendulum",
+        (Body("arm", 1.0, (0, 0, 0), com=(0, 0, -0.5), inertia=(0.08, 0.08, 0.001, 0, 0, 0)),
+         Body("bob", 1.0, (0, 0, -1.0), inertia=(0.01, 0.01, 0.002, 0, 0, 0))),
+        (Joint("shoulder", "ball", WORLD, "arm", (0, 0, 0), (0, 0, 1), q0=(0.6, 0, 0), v0=(0, 0, 2.0)),
+         Joint("elbow", "revolute", "arm", "bob", (0, 0, -1.0), (1, 0, 0), q0=(0.3,), v0=(0.0,))),
+    )
+
+
+@pytest.mark.parametrize("mech", [load_mechanism(preset_path("four_bar")), spherical_pendulum()], ids=["planar", "3d"])
+def test_stage_frames_the_whole_motion_centred_and_large(symplex, mech):
+    """Every body stays inside the image at every frame; the motion fills most of it, centred."""
+    scene = demo_scene(f"stage {mech.name}")
+    scene.frame_end = 60
+    built = build_rigid_bodies(scene, mech)
+    bake_job = BakeJob(scene, built.setup)
+    while not bake_job.advance(budget_seconds=3600.0):
+        pass
+    assert bake_job.finish(scene).max_residual < 1e-8
+    objects = {name: bpy.data.objects[name] for name in built.objects.values()}
+    staged = stage(scene, bake_job.trajectory(), objects, bake_job.read.mechanism, mech.name)
+    assert staged.side_view == (mech.name != "spherical pendulum")
+    uv = projected_motion(scene, staged.camera, list(objects.values()), range(1, 61, 3))
+    assert uv.min() > 0.0 and uv.max() < 1.0, (uv.min(axis=0), uv.max(axis=0))
+    span = uv.max(axis=0) - uv.min(axis=0)
+    assert span.max() > 0.75, span  # large: the motion spans most of the image one way
+    centre = (uv.max(axis=0) + uv.min(axis=0)) / 2
+    assert abs(centre[0] - 0.5) < 0.1, centre  # centred left to right (a caption band sits on top)
+    for name, obj in objects.items():
+        assert tuple(obj.color)[:3] != (1.0, 1.0, 1.0), f"{name} has no colour of its own"
+    if staged.side_view:
+        assert staged.camera.data.type == "ORTHO"
+        np.testing.assert_allclose(np.array(staged.camera.matrix_world)[:3, 2], (0, -1, 0), atol=1e-6)  # looks along +Y
+
+
+def test_stage_helpers():
+    assert image_size(1.0) == (960, 960) and image_size(10.0) == (960, 540) and image_size(0.1) == (540, 960)
+    assert nice_step(8.0) == 1.0 and nice_step(1.9) == 0.2 and nice_step(0.4) == 0.05
 
 
 def test_headless_bake_file_bakes_every_setup(tmp_path, symplex):
