@@ -126,14 +126,15 @@ def _spin_and_steer(chassis_axes: np.ndarray, quats: np.ndarray) -> tuple[np.nda
     return spin, steer, off_axis
 
 
-def test_wheel_spin_is_distance_rolled_over_radius(symplex):
+@pytest.mark.parametrize("substeps", [1, 3])
+def test_wheel_spin_is_distance_rolled_over_radius(symplex, substeps):
     scene = new_scene("spin", frames=97, fps=24)
     chassis, wheels = hand_rig(scene)
     rig = vehicle_rig.find_rig(scene, chassis, "-Y")
     assert rig.wheels == tuple(zip(car.WHEELS, (w.name for w in wheels)))
-    reading, trajectory = _solve(scene, rig, "kart")
+    reading, trajectory = _solve(scene, rig, "kart", substeps)
     np.testing.assert_allclose(reading.wheel_radii, (0.14, 0.14, 0.12, 0.12), atol=1e-6)
-    vehicle_bake.bake_vehicle(scene, rig, "kart")
+    vehicle_bake.bake_vehicle(scene, rig, "kart", substeps)
 
     poses = trajectory.poses[:, trajectory.body_index("chassis")]
     theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
@@ -153,7 +154,7 @@ def test_wheel_spin_is_distance_rolled_over_radius(symplex):
         turn = np.diff(theta)
         arc = chord * np.where(np.abs(turn) > 1e-12, 0.5 * turn / np.sin(0.5 * np.where(turn == 0, 1, turn)), 1.0)
         ahead = np.einsum("fi,fi->f", np.diff(path, axis=0), np.stack([np.cos(theta[:-1]), np.sin(theta[:-1])], 1))
-        distance = np.copysign(arc, ahead)
+        distance = np.copysign(arc, ahead).reshape(-1, substeps).sum(axis=1)  # rolled over each frame
         _loc, quats = _locals(wheel, 97)
         spin, steer, off_axis = _spin_and_steer(axes, quats)
         assert off_axis < 1e-6, key
