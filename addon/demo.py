@@ -4,9 +4,10 @@
 slider-crank; presets not shipped yet are skipped and listed) in a fresh file, bakes 250 frames of
 each, saves out_dir/demo.blend, renders a few frames of each with Workbench to
 out_dir/<preset>_f<frame>.png (camera fitted to the whole motion, see bridge/stage.py) and one
-overview with faded poses across the frame range to out_dir/<preset>_motion.png, plots energy change and constraint residual over time to
-out_dir/<preset>_diagnostics.png, and writes out_dir/demo_report.txt with the bake times (and any
-bake that failed, with the solver's message; the other mechanisms are still written).
+overview with faded poses across the frame range to out_dir/<preset>_motion.png, plots energy
+change and constraint residual over time to out_dir/<preset>_diagnostics.png, and writes
+out_dir/demo_report.txt with the time step and the bake times (and any bake that failed, with the
+solver's message; the other mechanisms are still written).
 Needs bpy (and matplotlib for the plots).
 """
 

@@ -119,7 +119,8 @@ def bone_mass(scene: bpy.types.Scene, arm: bpy.types.Object, pose_bone: bpy.type
             continue
         if obj.parent == arm and obj.parent_type == "BONE" and obj.parent_bone == name:
             if pose_bone.bone.use_relative_parent:
-                raise MechanismError(f"{what}: child object {obj.name!r} uses Relative Parenting, which is not supported")
+                raise MechanismError(
+                    f"{what}: child object {obj.name!r} uses Relative Parenting, which is not supported")
             # Blender places a bone's child at the bone's tail: pose matrix @ T(0, length, 0).
             to_bone = (Matrix.Translation((0.0, pose_bone.bone.length, 0.0)) @ obj.matrix_parent_inverse
                        @ reference.basis_at(obj, "", obj.rotation_mode, frame))

@@ -518,8 +518,8 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
         if settings.mass_source == "CUSTOM":
             com, inertia = _vec(settings.com), _vec(settings.inertia)
         elif settings.mass_source == "MESH":
-            mass, com, inertia = _mesh_mass(lambda: meshmass.object_mass(obj, _num(settings.density), _scale_part(matrix)),
-                                            problems)
+            mass, com, inertia = _mesh_mass(
+                lambda: meshmass.object_mass(obj, _num(settings.density), _scale_part(matrix)), problems)
         else:
             com, inertia = (0.0, 0.0, 0.0), shape_inertia(rb.collision_shape, rb.mass, _vec(obj.dimensions))
         if abs(rb.linear_damping - 0.04) > 1e-6 or abs(rb.angular_damping - 0.1) > 1e-6:

@@ -54,7 +54,8 @@ class Stage:
         t = (frame - self.frame_start) / self.fps
         self.text.data.body = f"{self.title}\n{note or f'frame {frame:g}    t = {t:.2f} s'}"
 
-    def ghosts(self, trajectory: Trajectory, objects: dict[str, bpy.types.Object], count: int) -> list[bpy.types.Object]:
+    def ghosts(self, trajectory: Trajectory, objects: dict[str, bpy.types.Object],
+               count: int) -> list[bpy.types.Object]:
         """Faded copies of every body at `count` evenly spaced samples of the trajectory (remove them after use)."""
         samples = np.linspace(0, len(trajectory.t) - 1, count).round().astype(int)
         matrices = pose_matrices(trajectory.poses[samples])

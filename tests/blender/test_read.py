@@ -147,13 +147,15 @@ def test_rigid_body_mass_from_its_own_mesh():
     assert body.mass == pytest.approx(mass, rel=1e-6)  # not the rigid body's 99 kg
     # single-precision vertices and transforms: agreement to about 1e-6
     assert body.com == pytest.approx((0.2, 0.0, -0.1), abs=1e-6)
-    np.testing.assert_allclose(tensor(body.inertia), box_tensor(mass, size), atol=1e-6 * np.max(box_tensor(mass, size)))
+    expected = box_tensor(mass, size)
+    np.testing.assert_allclose(tensor(body.inertia), expected, atol=1e-6 * np.max(expected))
     assert body.position == pytest.approx((1.0, 2.0, 3.0))
 
 
-def posed_bone_frame(scene, arm, bone: str) -> np.ndarray:
-    """World frame (rigid, 4x4) of pose bone `bone` as Blender evaluates it now."""
-    return np.linalg.inv(rigid(np.array(evaluated(scene, arm).matrix_world @ evaluated(scene, arm).pose.bones[bone].matrix)))
+def world_to_posed_bone(scene, arm, bone: str) -> np.ndarray:
+    """(4, 4) from world to the axes of pose bone `bone` (rigid: no scale) as Blender evaluates it now."""
+    arm_eval = evaluated(scene, arm)
+    return np.linalg.inv(rigid(np.array(arm_eval.matrix_world @ arm_eval.pose.bones[bone].matrix)))
 
 
 def test_bone_mass_from_a_child_object():
@@ -171,7 +173,7 @@ def test_bone_mass_from_a_child_object():
     child.rotation_euler = (0.0, 0.0, 0.5)
     set_frame(scene, 1)
     # where Blender puts the child's vertices, in the posed bone's axes (scaled: the body frame drops scale)
-    to_bone = posed_bone_frame(scene, arm, "b0") @ np.array(evaluated(scene, child).matrix_world)
+    to_bone = world_to_posed_bone(scene, arm, "b0") @ np.array(evaluated(scene, child).matrix_world)
     verts = np.array([v.co for v in child.data.vertices]) @ to_bone[:3, :3].T + to_bone[:3, 3]
     tris = np.array([t.vertices[:] for t in child.data.loop_triangles])
     expected = mass.polyhedron(verts, tris, 500.0)
@@ -231,7 +233,8 @@ def test_mesh_mass_errors_name_the_object_or_bone():
     obj.data = open_mesh
     obj.symplex.mass_source = "MESH"
     setup = add_setup(scene, "bad mesh", "RIGID_BODIES", collection=coll)
-    assert f"rigid body {obj.name!r} (mesh {open_mesh.name!r}): the mesh must be a closed surface" in problems_of(scene, setup)
+    expected = f"rigid body {obj.name!r} (mesh {open_mesh.name!r}): the mesh must be a closed surface"
+    assert expected in problems_of(scene, setup)
     arm, arm_setup = chain_armature(scene, n=1)
     arm.pose.bones["b0"].symplex.mass_source = "MESH"
     assert "bone 'b0': Mass Properties 'Bound Mesh' found no mesh" in problems_of(scene, arm_setup)

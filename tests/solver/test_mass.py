@@ -136,7 +136,8 @@ def test_non_convex_shape_equals_its_parts():
         (v(0, 1, 1), v(0, 1, 2), v(1, 1, 2), v(1, 1, 1)),
     ]
     props = polyhedron(verts, fan(quads), 3.0)
-    parts = combine([polyhedron(*box((2, 1, 1), (1, 0.5, 0.5)), 3.0), polyhedron(*box((1, 1, 1), (0.5, 0.5, 1.5)), 3.0)])
+    foot, upright = box((2, 1, 1), (1, 0.5, 0.5)), box((1, 1, 1), (0.5, 0.5, 1.5))
+    parts = combine([polyhedron(*foot, 3.0), polyhedron(*upright, 3.0)])
     assert props.volume == pytest.approx(3.0, rel=1e-14)
     np.testing.assert_allclose(props.com, parts.com, rtol=1e-14)
     np.testing.assert_allclose(props.tensor(), parts.tensor(), atol=1e-13)
