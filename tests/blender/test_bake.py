@@ -23,6 +23,7 @@ from addon.solver.trajectory import SolverError, Trajectory
 from tests.blender.scenes import (
     add_setup,
     bone_world,
+    box_mesh,
     box_object,
     chain_armature,
     constraint_object,
@@ -371,7 +372,8 @@ def test_rigid_pendulum_hinge_limits_hold_in_the_baked_keys():
     scene.collection.children.link(coll)
     ground = box_object(scene, coll, f"{scene.name} ground", (0.2, 0.2, 0.05), (0.0, 0.0, 0.1), passive=True)
     bar = box_object(scene, coll, f"{scene.name} bar", (0.05, 0.05, 1.0), (0.0, 0.0, -0.5))
-    hinge = constraint_object(scene, coll, f"{scene.name} hinge", "HINGE", ground, bar, (0, 0, 0), (-math.pi / 2, 0, 0))
+    hinge = constraint_object(scene, coll, f"{scene.name} hinge", "HINGE", ground, bar, (0, 0, 0),
+                              (-math.pi / 2, 0, 0))
     rbc = hinge.rigid_body_constraint
     rbc.use_limit_ang_z = True
     rbc.limit_ang_z_lower, rbc.limit_ang_z_upper = LOWER, UPPER
@@ -400,6 +402,33 @@ def test_armature_bone_ik_limits_hold_in_the_baked_keys():
     axis = np.array(arm.data.bones["b0"].matrix_local)[:3, 0]
     angles = baked_angles(scene, lambda: bone_world(scene, arm, "b0"), trajectory.t, axis)
     assert_limits_hold_and_are_reached(angles, trajectory)
+
+
+def test_pendulum_with_mass_from_its_mesh_swings_at_the_compound_pendulum_period():
+    """A 0.1 x 0.1 x 1 m bar hinged at its top face, mass properties from its mesh: T = 2 pi sqrt(I_O / (m g d))."""
+    scene = new_scene("mesh_pendulum", frames=101)
+    scene.use_gravity, scene.gravity = True, (0.0, 0.0, -9.81)
+    coll = bpy.data.collections.new(f"{scene.name} c")
+    scene.collection.children.link(coll)
+    ground = box_object(scene, coll, f"{scene.name} ground", (0.2, 0.2, 0.05), (0.0, 0.0, 0.1), passive=True)
+    bar = box_object(scene, coll, f"{scene.name} bar", (1, 1, 1), (0.0, 0.0, 0.0), mass=99.0)
+    bar.data = box_mesh(f"{scene.name} bar", (0.1, 0.1, 1.0), centre=(0.0, 0.0, -0.5))  # origin at the hinge
+    bar.symplex.mass_source = "MESH"
+    bar.symplex.density = 2700.0
+    hinge = constraint_object(scene, coll, f"{scene.name} hinge", "HINGE", ground, bar, (0, 0, 0),
+                              (-math.pi / 2, 0, 0))
+    hinge.symplex.q0 = (0.05, 0, 0, 0, 0, 0)
+    setup = add_setup(scene, "mesh pendulum", "RIGID_BODIES", collection=coll)
+    setup.substeps = 4
+    _report, trajectory, _ = bake_and_trajectory(scene, setup.name)
+    q, t = trajectory.q[:, 0], trajectory.t
+    up = np.nonzero((q[:-1] < 0) & (q[1:] >= 0))[0]
+    crossings = t[up] - q[up] * (t[up + 1] - t[up]) / (q[up + 1] - q[up])
+    period = float(np.mean(np.diff(crossings)))
+    d, length, side = 0.5, 1.0, 0.1
+    inertia_over_mass = (side * side + length * length) / 12 + d * d  # about the hinge, per kg
+    expected = 2 * math.pi * math.sqrt(inertia_over_mass / (9.81 * d)) * (1 + 0.05**2 / 16)  # amplitude correction
+    assert len(crossings) >= 2 and period == pytest.approx(expected, rel=1e-3)
 
 
 def fcurves_of(obj) -> dict:
