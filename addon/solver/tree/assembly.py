@@ -2,8 +2,9 @@
 
 Seed 000 leaves this out (notes/000.md P6, P8). Projection is Gauss-Newton with least-squares steps
 over the non-prescribed coordinates. Redundant rows (a planar loop closed by a full 3-D hinge) are
-found by a pivoted QR of Dh^T at the assembled configuration and dropped; the integrator reports
-their residual anyway, so a dropped row that stops holding would show.
+found by a pivoted QR of Dh^T at the assembled configuration and dropped; the integrator re-picks
+which rows to keep as the configuration moves (midpoint.py) and reports every row's residual, so a
+dropped row that stops holding would show.
 """
 
 from __future__ import annotations
@@ -47,6 +48,18 @@ def loop_cycle(model: TreeModel, row: int) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def independent_rows(Dh: np.ndarray, rank: int | None = None) -> np.ndarray:
+    """Sorted indices of a best-conditioned set of independent rows of Dh (nrow, n), by pivoted QR of Dh^T.
+
+    rank=None finds the numerical rank (relative threshold 1e-9); a given rank keeps that many rows.
+    """
+    _, R, piv = scipy.linalg.qr(Dh.T, mode="economic", pivoting=True)
+    if rank is None:
+        diag = np.abs(np.diag(R)) if R.size else np.zeros(0)
+        rank = int(np.sum(diag > 1e-9 * max(1.0, diag.max() if diag.size else 1.0)))
+    return np.sort(piv[:rank])
+
+
 def assemble(model: TreeModel, charts: np.ndarray, t0: float = 0.0, tol: float = 1e-12,
              max_iterations: int = 100) -> Assembled:
     """Project model.q_init / v_init onto the constraints. Raises AssemblyError naming the worst loop joint."""
@@ -73,11 +86,8 @@ def assemble(model: TreeModel, charts: np.ndarray, t0: float = 0.0, tol: float =
             step=0, time=t0,
         )
     Dd = Dh[:, dyn]
-    _, R, piv = scipy.linalg.qr(Dd.T, mode="economic", pivoting=True)
-    diag = np.abs(np.diag(R)) if R.size else np.zeros(0)
-    rank = int(np.sum(diag > 1e-9 * max(1.0, diag.max() if diag.size else 1.0)))
-    rows = np.sort(piv[:rank])
-    dropped = tuple(sorted({model.joint_names[model.row_joint[r]] for r in piv[rank:]}))
+    rows = independent_rows(Dd)
+    dropped = tuple(sorted({model.joint_names[model.row_joint[r]] for r in set(range(model.nrow)) - set(rows)}))
     Dp = Dh[:, pre]
     qd[dyn] -= np.linalg.pinv(Dd) @ (Dd @ qd[dyn] + Dp @ qd[pre])
     return Assembled(q, qd, rows, dropped)

@@ -24,7 +24,7 @@ from .. import native
 from ..curves import evaluate
 from ..trajectory import ConvergenceError
 from . import constraints
-from .assembly import assemble, prescribed_values, worst_joint
+from .assembly import assemble, independent_rows, prescribed_values, worst_joint
 from .compile import TreeModel
 from .dynamics import Terms, terms
 from .kinematics import Kinematics, fold_charts, forward
@@ -158,6 +158,27 @@ def _failure(model: TreeModel, state: MidpointState, dt: float, iterations: int,
         f"residual {momentum_residual:.3g},{worst} try a smaller time step", step=k, time=t2)
 
 
+SLOW_NEWTON = 4  # iterations after which a loop-constrained solve switches to least squares
+
+
+def _newton_direction(system: DELSystem, nd: int, iterations: int) -> np.ndarray | None:
+    """The Newton step -J^-1 f; None when J is singular and no loop rows can explain it.
+
+    Near a singular configuration of a closed chain (a scissor lift passing its stretched-out
+    position) the kept loop rows lose rank for a step: the multipliers are then not unique and an LU
+    solve sends them towards 1e15. When loop rows exist and Newton is slow or the LU fails, take the
+    minimum-norm least-squares step instead, which keeps the multipliers bounded and converges.
+    """
+    has_rows = len(system.f) > nd
+    if not (has_rows and iterations >= SLOW_NEWTON):
+        try:
+            return np.linalg.solve(system.J, -system.f)
+        except np.linalg.LinAlgError:
+            if not has_rows:
+                return None
+    return np.linalg.lstsq(system.J, -system.f, rcond=1e-13)[0]
+
+
 def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_iterations: int,
             q2: np.ndarray, lam: np.ndarray, contacts: tuple[tuple[int, int], ...],
             trace: list[float] | None) -> tuple[DELSystem, int]:
@@ -181,10 +202,9 @@ def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_i
             return system, iterations
         if iterations >= max_iterations or not np.isfinite(system.r1 + system.r2):
             raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=False)
-        try:
-            delta = np.linalg.solve(system.J, -system.f)
-        except np.linalg.LinAlgError:
-            raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=True) from None
+        delta = _newton_direction(system, nd, iterations)
+        if delta is None:
+            raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=True)
         q2[dyn] += delta[:nd]
         lam += delta[nd:]
         iterations += 1
@@ -223,6 +243,23 @@ def _fold(model: TreeModel, state: MidpointState, kin2: Kinematics | None, q2: n
     return forward(model, q2, charts)
 
 
+RANK_LOSS = 1e-7  # smallest / largest singular value of the kept loop rows that counts as lost rank
+
+
+def _check_rank(model: TreeModel, state: MidpointState, dt: float, Dh2: np.ndarray) -> None:
+    """Refuse a step that lands on a configuration where the kept loop rows lose rank.
+
+    A closed chain crossing a singular configuration (a scissor lift passing full extension) can
+    make Newton converge onto another branch of h = 0 through the singular point, with a jump in
+    energy; refusing the step makes step() redo it in halves."""
+    sv = np.linalg.svd(Dh2[state.rows][:, ~model.dof_prescribed], compute_uv=False)
+    if len(sv) and sv[-1] < RANK_LOSS * sv[0]:
+        k = state.step_index + 1
+        raise ConvergenceError(
+            f"at step {k} (t = {state.t + dt:.6g} s) the loop constraints lose rank (the mechanism reached a "
+            "singular configuration); try a smaller time step", step=k, time=state.t + dt)
+
+
 def _crosses_limit(model: TreeModel, q2: np.ndarray) -> bool:
     return bool(np.any((q2 > model.dof_upper) | (q2 < model.dof_lower)))
 
@@ -230,7 +267,8 @@ def _crosses_limit(model: TreeModel, q2: np.ndarray) -> bool:
 def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
                  max_iterations: int) -> StepResult | None:
     """The step with its Newton loop in the C kernel; None when a joint limit is crossed (numpy handles
-    contacts). Leaves `state` untouched unless it returns a result."""
+    contacts) or a loop-constrained solve fails (numpy retries with its least-squares fallback).
+    Leaves `state` untouched unless it returns a result."""
     if state.stepper is None:
         state.stepper = native.NativeStepper(model)
     t2, tmid = state.t + dt, state.t + 0.5 * dt
@@ -241,10 +279,14 @@ def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
     out = state.stepper.step(state.q, state.p, state.lam, state.charts, dt, tol, max_iterations, torque, q2,
                              model.force_vector * scale[:, None], state.rows)
     if out.status != native.CONVERGED:
+        if len(state.rows) and out.status != native.NOT_FINITE:
+            return None  # the numpy path's least-squares fallback handles rank-deficient loop rows
         raise _failure(model, state, dt, out.iterations, state.stepper.momentum_residual, state.stepper.h,
                        singular=out.status == native.SINGULAR)
     if _crosses_limit(model, out.q2):
         return None
+    if len(state.rows):
+        _check_rank(model, state, dt, constraints.evaluate(model, forward(model, out.q2, state.charts))[1])
     q2, p2 = out.q2, out.p2
     kin2 = _fold(model, state, None, q2, p2, (q2 - state.q) / dt)
     state.q, state.p, state.lam, state.t, state.Dh = q2, p2, out.lam, t2, None
@@ -252,16 +294,54 @@ def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
     return StepResult(kin2, out.energy, out.iterations, out.residual_all)
 
 
+def _reselect_rows(model: TreeModel, state: MidpointState) -> None:
+    """Re-pick the independent loop rows at q1 (same count), keeping the multipliers of rows that stay.
+
+    Which rows of a redundant set are independent changes as a mechanism moves (a scissor lift
+    passing its stretched-out position makes the rows kept at the start lose rank)."""
+    if state.Dh is None:
+        state.Dh = constraints.evaluate(model, forward(model, state.q, state.charts))[1]
+    rows = independent_rows(state.Dh[:, ~model.dof_prescribed], rank=len(state.rows))
+    if np.array_equal(rows, state.rows):
+        return
+    previous = dict(zip(state.rows.tolist(), state.lam))
+    state.lam = np.array([previous.get(r, 0.0) for r in rows.tolist()])
+    state.rows = rows
+
+
+MAX_HALVINGS = 4  # a step that fails is retried as two half steps, down to dt / 2**MAX_HALVINGS
+
+
 def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, max_iterations: int = 30,
-         trace: list[float] | None = None, use_native: bool | None = None) -> StepResult:
+         trace: list[float] | None = None, use_native: bool | None = None, halvings: int = MAX_HALVINGS) -> StepResult:
     """Advance `state` by dt in place.
 
     trace, when given, receives max|f| at every iterate (numpy path). use_native: None picks the C
-    kernel when it is built, no trace is asked for and no joint limit is in contact. Raises
-    ConvergenceError (with step and time) when Newton fails or its matrix is singular.
+    kernel when it is built, no trace is asked for and no joint limit is in contact. A step whose
+    Newton solve fails is redone as two half steps (still a variational step sequence, landing at the
+    same time), at most `halvings` times deep; this carries closed chains through singular
+    configurations they cross at speed. Raises ConvergenceError (with step and time) when that fails too.
     """
+    try:
+        return _step_once(model, state, dt, tol, max_iterations, trace, use_native)
+    except ConvergenceError:
+        if halvings <= 0:
+            raise
+    index = state.step_index
+    first = step(model, state, 0.5 * dt, tol, max_iterations, trace, use_native, halvings - 1)
+    second = step(model, state, 0.5 * dt, tol, max_iterations, trace, use_native, halvings - 1)
+    state.step_index = index + 1
+    return StepResult(second.kin, second.energy, first.iterations + second.iterations, max(first.residual,
+                                                                                            second.residual))
+
+
+def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, max_iterations: int,
+               trace: list[float] | None, use_native: bool | None) -> StepResult:
+    """One midpoint step of size dt (see step)."""
     if use_native is None:
         use_native = native.NATIVE and trace is None and not state.contacts
+    if len(state.rows) < model.nrow:
+        _reselect_rows(model, state)
     if use_native:
         result = _native_step(model, state, dt, tol, max_iterations)
         if result is not None:
@@ -283,6 +363,8 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
         old = dict(zip(contacts, lam[nloop:]))
         lam = np.concatenate([lam[:nloop], [max(old.get(c, 0.0), 0.0) for c in updated]])
         contacts = updated
+    if len(state.rows):
+        _check_rank(model, state, dt, system.Dh2)
     state.contacts, state.lam_contact = contacts, lam[len(state.rows):]
 
     tm, f_c = system.terms_mid, system.forcing
