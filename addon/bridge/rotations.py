@@ -1,6 +1,7 @@
 """Vectorised rotation conversions for baking: numpy only (no bpy), one row per frame.
 
-Owns the maths that turns world poses into Blender channel values: quaternion <-> matrix, matrix ->
+Owns the maths that turns world poses into Blender channel values (quaternion <-> matrix comes from
+solver.lie and is re-exported here), matrix ->
 Euler (every Blender order) and axis-angle, and the continuity fixes (quaternion sign, Euler branch
 and 2 pi unwrapping) so baked curves never jump. Quaternions are (w, x, y, z). Blender Euler order
 "XYZ" means X is applied first: R = Rz(z) @ Ry(y) @ Rx(x); angles are stored by axis (x, y, z).
@@ -12,60 +13,9 @@ import math
 
 import numpy as np
 
+from ..solver.lie import matrix_to_quat, quat_to_matrix  # noqa: F401 (re-exported for the bridge)
+
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
-
-
-def quat_to_matrix(q: np.ndarray) -> np.ndarray:
-    """(..., 4) unit quaternions (w, x, y, z) -> (..., 3, 3) rotation matrices."""
-    q = np.asarray(q, dtype=float)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    r = np.empty(q.shape[:-1] + (3, 3))
-    r[..., 0, 0] = 1 - 2 * (y * y + z * z)
-    r[..., 0, 1] = 2 * (x * y - w * z)
-    r[..., 0, 2] = 2 * (x * z + w * y)
-    r[..., 1, 0] = 2 * (x * y + w * z)
-    r[..., 1, 1] = 1 - 2 * (x * x + z * z)
-    r[..., 1, 2] = 2 * (y * z - w * x)
-    r[..., 2, 0] = 2 * (x * z - w * y)
-    r[..., 2, 1] = 2 * (y * z + w * x)
-    r[..., 2, 2] = 1 - 2 * (x * x + y * y)
-    return r
-
-
-def matrix_to_quat(r: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) rotation matrices -> (..., 4) unit quaternions with w >= 0 (Shepperd's method)."""
-    r = np.asarray(r, dtype=float)
-    shape = r.shape[:-2]
-    r = r.reshape(-1, 3, 3)
-    trace = r[:, 0, 0] + r[:, 1, 1] + r[:, 2, 2]
-    # Candidates built from the largest of w, x, y, z for numerical safety.
-    cand = np.stack([trace, r[:, 0, 0], r[:, 1, 1], r[:, 2, 2]], axis=1)
-    pick = np.argmax(cand, axis=1)
-    q = np.empty((len(r), 4))
-    for case in range(4):
-        m = pick == case
-        if not m.any():
-            continue
-        a = r[m]
-        if case == 0:
-            s = 2.0 * np.sqrt(1.0 + trace[m])
-            q[m] = np.stack(
-                [0.25 * s, (a[:, 2, 1] - a[:, 1, 2]) / s, (a[:, 0, 2] - a[:, 2, 0]) / s, (a[:, 1, 0] - a[:, 0, 1]) / s], 1
-            )
-        else:
-            i = case - 1
-            j, k = (i + 1) % 3, (i + 2) % 3
-            s = 2.0 * np.sqrt(np.maximum(1.0 + a[:, i, i] - a[:, j, j] - a[:, k, k], 1e-300))
-            row = np.empty((m.sum(), 4))
-            row[:, 0] = (a[:, k, j] - a[:, j, k]) / s
-            row[:, 1 + i] = 0.25 * s
-            row[:, 1 + j] = (a[:, j, i] + a[:, i, j]) / s
-            row[:, 1 + k] = (a[:, k, i] + a[:, i, k]) / s
-            q[m] = row
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    q[q[:, 0] < 0] *= -1.0
-    return q.reshape(shape + (4,))
 
 
 def quat_continuous(q: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
