@@ -18,7 +18,7 @@ from .trajectory import SolverError, Trajectory
 from .tree import midpoint
 from .tree.compile import TreeModel, compile_tree
 from .tree.constraints import evaluate as constraint_residual
-from .tree.kinematics import Kinematics, body_poses, forward
+from .tree.kinematics import Kinematics, body_poses_batch, forward
 from .tree.rk4 import RK4State, rk4_step, rk4_energy
 
 ProgressCallback = Callable[[int, int], bool]
@@ -70,7 +70,7 @@ class Integrator(ABC):
         return Trajectory(
             t=np.array(self._t),
             bodies=bodies,
-            poses=np.array(self._poses).reshape(len(self._t), len(bodies), 7),
+            poses=self._pose_array().reshape(len(self._t), len(bodies), 7),
             q=np.array(self._q).reshape(len(self._t), len(coords)),
             coordinate_names=coords,
             energy=np.array(self._energy),
@@ -85,6 +85,10 @@ class Integrator(ABC):
     def info(self) -> dict:
         return {}
 
+    def _pose_array(self) -> np.ndarray:
+        """Recorded body poses (N+1, B, 7); integrators that record configurations instead override this."""
+        return np.array(self._poses)
+
     def _record(self, t: float, poses: np.ndarray, q: np.ndarray, energy: float, residual: float) -> None:
         self._t.append(t)
         self._poses.append(poses)
@@ -94,17 +98,30 @@ class Integrator(ABC):
 
 
 class _TreeIntegrator(Integrator):
+    """Records configurations and charts per step; body poses are computed for all steps at once
+    (kinematics.body_poses_batch) when the Trajectory is asked for."""
+
     def __init__(self, mechanism: Mechanism, dt: float, tol: float = 1e-10, model: TreeModel | None = None):
         super().__init__(mechanism, dt, tol)
         self.model = model if model is not None else compile_tree(mechanism)
+        self._charts: list[np.ndarray] = []
 
     @property
     def names(self) -> tuple[list[str], list[str]]:
         return list(self.model.body_names), list(self.model.coordinate_names)
 
-    def _record_kin(self, t: float, kin: Kinematics, energy: float) -> None:
+    def _record_state(self, t: float, q: np.ndarray, charts: np.ndarray, energy: float, residual: float) -> None:
+        self._charts.append(charts)
+        self._record(t, None, q, energy, residual)
+
+    def _record_kin(self, t: float, kin: Kinematics, charts: np.ndarray, energy: float) -> None:
         h, _ = constraint_residual(self.model, kin, jacobian=False)
-        self._record(t, body_poses(self.model, kin), kin.q, energy, float(np.max(np.abs(h))) if len(h) else 0.0)
+        self._record_state(t, kin.q, charts, energy, float(np.max(np.abs(h))) if len(h) else 0.0)
+
+    def _pose_array(self) -> np.ndarray:
+        q = np.array(self._q).reshape(len(self._t), self.model.nq)
+        charts = np.array(self._charts).reshape(len(self._t), -1, 3, 3)
+        return body_poses_batch(self.model, q, charts)
 
 
 class TreeMidpoint(_TreeIntegrator):
@@ -119,13 +136,12 @@ class TreeMidpoint(_TreeIntegrator):
     def __init__(self, mechanism: Mechanism, dt: float, tol: float = 1e-10, model: TreeModel | None = None):
         super().__init__(mechanism, dt, tol, model)
         self.state, kin, tm, _ = midpoint.initial_state(self.model)
-        self._record_kin(0.0, kin, tm.kinetic + tm.potential)
+        self._record_kin(0.0, kin, self.state.charts, tm.kinetic + tm.potential)
 
     def _step_impl(self) -> None:
         result = midpoint.step(self.model, self.state, self.dt, self.tol)
         self._iterations.append(result.iterations)
-        kin = result.kin or forward(self.model, self.state.q, self.state.charts)
-        self._record(self.state.t, body_poses(self.model, kin), kin.q, result.energy, result.residual)
+        self._record_state(self.state.t, self.state.q, self.state.charts, result.energy, result.residual)
 
     def info(self) -> dict:
         return {"redundant_constraints_dropped_in": list(self.state.dropped_joints)}
@@ -140,13 +156,13 @@ class TreeRK4(_TreeIntegrator):
         super().__init__(mechanism, dt, tol, model)
         state, kin, tm, qd = midpoint.initial_state(self.model)
         self.state = RK4State(state.t, state.q, qd, state.charts)
-        self._record_kin(0.0, kin, tm.kinetic + tm.potential)
+        self._record_kin(0.0, kin, state.charts, tm.kinetic + tm.potential)
 
     def _step_impl(self) -> None:
         rk4_step(self.model, self.state, self.dt)
         self._iterations.append(0)
         kin = forward(self.model, self.state.q, self.state.charts)
-        self._record_kin(self.state.t, kin, rk4_energy(self.model, self.state, kin))
+        self._record_kin(self.state.t, kin, self.state.charts, rk4_energy(self.model, self.state, kin))
 
 
 # Imported here, not at the top: VehicleIntegrator subclasses Integrator, defined above.

@@ -88,6 +88,33 @@ def frame_velocities(model: TreeModel, kin: Kinematics, qd: np.ndarray) -> np.nd
     return out
 
 
+def body_poses_batch(model: TreeModel, q: np.ndarray, charts: np.ndarray) -> np.ndarray:
+    """World pose rows (T, nbody, 7) of every body at T configurations q (T, nq), charts (T, nball, 3, 3).
+
+    The same transforms as forward() + body_poses(), vectorised over the T configurations: the tree
+    is walked once, each frame composing all T parent poses at a time.
+    """
+    T, nq = len(q), model.nq
+    rot, cos_at, sin_at, minus_sin_at, trans, trans_at = model.motion_index
+    motion = np.tile(_IDENTITY_FLAT, (T, nq, 1))
+    angle = q[:, rot]
+    motion[:, rot[:, None], cos_at] = np.cos(angle)[:, :, None]
+    motion[:, rot, sin_at] = np.sin(angle)
+    motion[:, rot, minus_sin_at] = -np.sin(angle)
+    motion[:, trans, trans_at] = q[:, trans]
+    placement = np.broadcast_to(model.dof_placement, (T, nq, 4, 4)).copy()
+    if len(model.ball_dofs):
+        first = model.ball_dofs[:, 0]
+        placement[:, first, :3, :3] = placement[:, first, :3, :3] @ charts
+    local = placement @ motion.reshape(T, nq, 4, 4)
+    world = np.empty((T, nq + 1, 4, 4))
+    world[:, nq] = np.eye(4)
+    for f in range(nq):
+        world[:, f] = world[:, model.dof_parent[f]] @ local[:, f]
+    body_M = world[:, model.body_frame] @ model.body_offset
+    return np.concatenate([body_M[..., :3, 3], matrix_to_quat(body_M[..., :3, :3])], axis=-1)
+
+
 def body_poses(model: TreeModel, kin: Kinematics) -> np.ndarray:
     """World pose rows (nbody, 7): x y z qw qx qy qz of each body frame."""
     return np.concatenate([kin.body_origin, matrix_to_quat(kin.body_R)], axis=1)

@@ -50,6 +50,7 @@ class MidpointState:
     contacts: tuple[tuple[int, int], ...] = ()  # active joint limits: (coordinate, +1 upper / -1 lower)
     lam_contact: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stepper: object | None = None  # native.NativeStepper for this model, made on first use
+    row_conditioning: float = 0.0  # smallest / largest singular value of the kept loop rows at q (0: unknown)
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,7 @@ def _fold(model: TreeModel, state: MidpointState, kin2: Kinematics | None, q2: n
     return forward(model, q2, charts)
 
 
+RESELECT_BELOW = 1e-2  # kept loop rows are re-picked when their conditioning falls below this
 RANK_LOSS = 1e-7  # smallest / largest singular value of the kept loop rows that counts as lost rank
 
 
@@ -253,6 +255,7 @@ def _check_rank(model: TreeModel, state: MidpointState, dt: float, Dh2: np.ndarr
     make Newton converge onto another branch of h = 0 through the singular point, with a jump in
     energy; refusing the step makes step() redo it in halves."""
     sv = np.linalg.svd(Dh2[state.rows][:, ~model.dof_prescribed], compute_uv=False)
+    state.row_conditioning = float(sv[-1] / sv[0]) if len(sv) and sv[0] > 0 else 0.0
     if len(sv) and sv[-1] < RANK_LOSS * sv[0]:
         k = state.step_index + 1
         raise ConvergenceError(
@@ -297,6 +300,8 @@ def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
 def _reselect_rows(model: TreeModel, state: MidpointState) -> None:
     """Re-pick the independent loop rows at q1 (same count), keeping the multipliers of rows that stay.
 
+    step() calls this when the kept rows' conditioning (measured after the previous step) is poor.
+
     Which rows of a redundant set are independent changes as a mechanism moves (a scissor lift
     passing its stretched-out position makes the rows kept at the start lose rank)."""
     if state.Dh is None:
@@ -340,7 +345,7 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
     """One midpoint step of size dt (see step)."""
     if use_native is None:
         use_native = native.NATIVE and trace is None and not state.contacts
-    if len(state.rows) < model.nrow:
+    if len(state.rows) < model.nrow and state.row_conditioning < RESELECT_BELOW:
         _reselect_rows(model, state)
     if use_native:
         result = _native_step(model, state, dt, tol, max_iterations)
