@@ -7,6 +7,10 @@ radius. A car step is an exact circular arc of the chassis, so with d_s the rear
 the heading change, a wheel mounted at (px, py) from the rear-axle centre travels the displacement
 (d_s - d_theta py, d_theta px) in chassis axes, of length exactly its arc. The keys are written by
 bake.write_trajectory into new actions (undo with free_vehicle_bake), all or nothing.
+
+With a ground object (bridge/suspension.py) the chassis also heaves, pitches and rolls on its springs
+about its centre of mass, and each wheel centre rises by its road height over the ground it crosses
+(its orientation follows the chassis).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from ..solver.trajectory import Trajectory
 from .bake import BakeOptions, baked_objects, free_bake, write_trajectory
 from .read import Target
 from .rotations import matrix_to_quat, pose_matrices
+from .suspension import Ride, ground_name, ride
 from .vehicle_rig import FRONT, RigError, RigReading, VehicleRig, read_rig
 
 SETUP_PREFIX = "vehicle:"
@@ -42,10 +47,16 @@ class VehicleBakeReport:
     max_side_slip: float  # m/s at the rear axle, the solver's constraint residual
     distance: float  # m rolled by the rear-axle centre
     warnings: tuple[str, ...] = ()
+    ground: str | None = None  # the ground object followed, if any
+    ride: Ride | None = None
 
     def summary(self) -> str:
-        return (f"Baked vehicle {self.chassis!r}: {self.steps} steps, {self.keys} keys in {self.seconds:.2f} s; "
+        text = (f"Baked vehicle {self.chassis!r}: {self.steps} steps, {self.keys} keys in {self.seconds:.2f} s; "
                 f"{self.distance:.1f} m driven, rear-axle side slip {self.max_side_slip:.1e} m/s")
+        if self.ride is not None:
+            q = np.degrees(np.abs(self.ride.run.q[:, 1:]).max(axis=0))
+            text += f"; on {self.ground!r}: roll up to {q[0]:.1f} deg, pitch up to {q[1]:.1f} deg"
+        return text
 
 
 def simulate_rig(reading: RigReading, gravity=(0.0, 0.0, -9.81)) -> Trajectory:
@@ -108,19 +119,24 @@ def wheel_motion(reading: RigReading, trajectory: Trajectory) -> tuple[np.ndarra
     return steer, spin
 
 
-def object_trajectory(reading: RigReading, trajectory: Trajectory) -> Trajectory:
-    """`trajectory` restated as world poses of the rig's objects (bodies named after the objects)."""
+def object_trajectory(reading: RigReading, trajectory: Trajectory, follow: Ride | None = None) -> Trajectory:
+    """`trajectory` restated as world poses of the rig's objects (bodies named after the objects), with the
+    suspension's chassis motion and wheel heights of `follow` when given."""
     lift = np.eye(4)
     lift[2, 3] = reading.ground
     body = lift @ pose_matrices(trajectory.poses[:, trajectory.body_index("chassis")])  # (N+1, 4, 4)
+    sprung = body if follow is None else body @ follow.chassis_offsets()
     steer, spin = wheel_motion(reading, trajectory)
-    worlds = [body @ reading.chassis_offset]
+    worlds = [sprung @ reading.chassis_offset]
     for i in range(len(reading.rig.wheels)):
         local = np.zeros((len(body), 4, 4))
         local[:, :3, :3] = _rot_z(steer[:, i]) @ _rot_y(spin[:, i]) @ reading.wheel_rest[i]
-        local[:, :3, 3] = reading.wheel_mounts[i]
         local[:, 3, 3] = 1.0
-        worlds.append(body @ local)
+        world = sprung @ local
+        world[:, :, 3] = body @ np.append(reading.wheel_mounts[i], 1.0)  # the centre stays over its planar path
+        if follow is not None:
+            world[:, 2, 3] += follow.road[:, i]
+        worlds.append(world)
     worlds_arr = np.stack(worlds, axis=1)  # (N+1, B, 4, 4)
     poses = np.concatenate([worlds_arr[..., :3, 3], matrix_to_quat(worlds_arr[..., :3, :3])], axis=-1)
     names = [reading.rig.chassis, *(obj for _, obj in reading.rig.wheels)]
@@ -131,13 +147,17 @@ def object_trajectory(reading: RigReading, trajectory: Trajectory) -> Trajectory
                       status=trajectory.status, message=trajectory.message, info=dict(trajectory.info))
 
 
-def bake_vehicle(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", substeps: int = 1) -> VehicleBakeReport:
-    """Read, simulate and bake `rig` over the scene's frame range (one key per frame). A new bake replaces
+def bake_vehicle(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", substeps: int = 1,
+                 ground: str | None = None) -> VehicleBakeReport:
+    """Read, simulate and bake `rig` over the scene's frame range (one key per frame), following the ground
+    object `ground` (default: the chassis' symplex_ground property; none: flat ground). A new bake replaces
     the rig's previous one; on any error nothing in the scene changes."""
     started = time.perf_counter()
     reading = read_rig(scene, rig, preset, substeps)
     trajectory = simulate_rig(reading, scene.gravity)
-    objects = object_trajectory(reading, trajectory)
+    ground = ground_name(scene.objects[rig.chassis], ground)
+    follow = None if ground is None else ride(scene, reading, trajectory, ground, -float(scene.gravity[2]))
+    objects = object_trajectory(reading, trajectory, follow)
     targets = [Target(body=name, object=name) for name in objects.bodies]
     options = BakeOptions(setup_name(rig.chassis), reading.frame_start, reading.fps, reading.substeps)
     keys = write_trajectory(objects, targets, options, root=rig.chassis)
@@ -145,7 +165,7 @@ def bake_vehicle(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan",
     return VehicleBakeReport(rig.chassis, trajectory.nsteps, keys, time.perf_counter() - started,
                              float(np.max(trajectory.constraint_residual)),
                              float(np.sum(np.abs(np.diff(psi))) * reading.vehicle.spec.wheel_radius),
-                             reading.warnings)
+                             reading.warnings, ground, follow)
 
 
 def free_vehicle_bake(scene: bpy.types.Scene, chassis: str) -> int:

@@ -82,6 +82,8 @@ class SYMPLEX_OT_bake_vehicle(Operator):
     wheel_rl: StringProperty(name="Rear Left", description="Wheel object (empty: found by name)")
     wheel_rr: StringProperty(name="Rear Right", description="Wheel object (empty: found by name)")
     substeps: IntProperty(name="Substeps", default=1, min=1, max=64, description="Solver steps per frame")
+    ground: StringProperty(name="Ground", description="Mesh the wheels follow on their suspension (empty: the "
+                                                      "chassis' symplex_ground property, else flat ground)")
 
     @classmethod
     def poll(cls, context):
@@ -97,7 +99,7 @@ class SYMPLEX_OT_bake_vehicle(Operator):
         picked = {key: getattr(self, key) for key in vehicle_rig.WHEEL_LABELS}
         try:
             rig = vehicle_rig.find_rig(context.scene, chassis, forward, picked)
-            report = vehicle_bake.bake_vehicle(context.scene, rig, preset, self.substeps)
+            report = vehicle_bake.bake_vehicle(context.scene, rig, preset, self.substeps, self.ground or None)
         except (vehicle_rig.RigError, SolverError, KeyError) as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
