@@ -1,0 +1,71 @@
+"""Pure pursuit path following of the car (solver/vehicles/pursuit.py), without Blender."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from addon.solver.model import Mechanism
+from addon.solver.vehicles import pursuit
+from addon.solver.vehicles.spec import PRESETS, Vehicle
+
+R = 20.0  # m, radius of the bend
+
+
+def _bend() -> np.ndarray:
+    """30 m straight along +X, a left quarter circle of radius R about (30, R), 40 m straight along +Y."""
+    straight = np.column_stack([np.linspace(0.0, 30.0, 31), np.zeros(31)])
+    a = np.linspace(-math.pi / 2, 0.0, 91)
+    arc = np.column_stack([30.0 + R * np.cos(a), R + R * np.sin(a)])
+    out = np.column_stack([np.full(41, 30.0 + R), R + np.linspace(0.0, 40.0, 41)])
+    return np.vstack([straight, arc[1:], out[1:]])
+
+
+def _mechanism(speed: float = 0.0, y0: float = 0.0) -> Mechanism:
+    spec = PRESETS["sedan"]
+    vehicle = Vehicle("car", spec, position=(spec.com_ahead_of_rear_axle, y0, spec.com_height),
+                      orientation=(1.0, 0.0, 0.0, 0.0), velocity=(0, 0, 0, speed, 0, 0), name="follower")
+    return Mechanism(name="follower", bodies=(), joints=(), gravity=(0.0, 0.0, -9.81), vehicle=vehicle,
+                     source="test")
+
+
+def _rear_axle(trajectory) -> tuple[np.ndarray, np.ndarray]:
+    poses = trajectory.poses[:, trajectory.body_index("chassis")]
+    theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
+    b = PRESETS["sedan"].com_ahead_of_rear_axle
+    return np.column_stack([poses[:, 0] - b * np.cos(theta), poses[:, 1] - b * np.sin(theta)]), theta
+
+
+def test_car_follows_a_bend_cutting_the_corner():
+    dt, steps = 1.0 / 48, 48 * 10
+    trajectory, controller = pursuit.simulate_following(_mechanism(10.0), _bend(), 10.0, dt, steps)
+    assert trajectory.status == "finished"
+    xy, theta = _rear_axle(trajectory)
+    assert theta[-1] == pytest.approx(math.pi / 2, abs=0.02)  # it came round the bend
+    assert abs(xy[-1, 0] - (30.0 + R)) < 0.05  # and sits on the exit straight
+    centre = np.array([30.0, R])
+    in_bend = (xy[:, 0] > 30.0) & (xy[:, 1] < R)
+    radius = np.linalg.norm(xy[in_bend] - centre, axis=1)
+    cut = controller.lookahead(10.0) ** 2 / (8 * R)  # 0.4 m for an 8 m look-ahead
+    assert cut - 0.15 < R - radius.min() < cut  # it cuts inside the bend
+    assert radius.max() < R + 0.25  # and swings a little wide where the bend opens into the straight
+    assert np.abs(xy[xy[:, 0] < 20.0, 1]).max() < 1e-9  # dead straight on the straight
+    speed = np.linalg.norm(np.diff(xy, axis=0), axis=1) / dt
+    assert speed[-48:] == pytest.approx(10.0, abs=0.05)
+    assert trajectory.constraint_residual.max() < 1e-9  # still a rolling car: no side slip
+
+
+def test_car_pulls_onto_the_path_and_speeds_up():
+    dt, steps = 1.0 / 48, 48 * 6
+    line = np.array([[0.0, 0.0], [200.0, 0.0]])
+    trajectory, _ = pursuit.simulate_following(_mechanism(0.0, y0=2.0), line, 8.0, dt, steps)
+    xy, theta = _rear_axle(trajectory)
+    assert abs(xy[-1, 1]) < 0.05 and abs(theta[-1]) < 0.01
+    assert np.linalg.norm(xy[-1] - xy[-2]) / dt == pytest.approx(8.0, abs=0.1)
+
+
+def test_bad_paths_are_refused():
+    with pytest.raises(ValueError, match="at least two distinct"):
+        pursuit.simulate_following(_mechanism(), np.zeros((3, 2)), 5.0, 0.02, 10)
