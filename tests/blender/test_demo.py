@@ -17,8 +17,8 @@ from addon.bridge.build import build_rigid_bodies
 from addon.bridge.headless import bake_file
 from addon.bridge.job import BakeJob
 from addon.bridge.stage import image_size, nice_step, stage
-from addon.demo import DEMO_PRESETS, FRAMES, RENDER_FRAMES, demo_scene, run_demo
-from addon.solver.mechfile import list_presets, load_mechanism, preset_path
+from addon.demo import DEMO_PRESETS, FRAMES, RENDER_FRAMES, VEHICLE_DEMOS, demo_scene, run_demo
+from addon.solver.mechfile import list_presets, list_vehicle_presets, load_mechanism, preset_path
 from addon.solver.model import WORLD, Body, Joint, Mechanism
 from tests.blender.scenes import (  # noqa: F401  (symplex: fixture)
     chain_armature,
@@ -31,12 +31,24 @@ from tests.blender.scenes import (  # noqa: F401  (symplex: fixture)
 )
 
 SHIPPED = [p for p in DEMO_PRESETS if p in list_presets()]
+VEHICLES = [name for name, preset in VEHICLE_DEMOS.items() if preset in list_vehicle_presets()]
 
 
 def test_demo_writes_blend_renders_and_plots(tmp_path, symplex):
     results = run_demo(tmp_path)
-    assert [r.preset for r in results] == SHIPPED, (tmp_path / "demo_report.txt").read_text()
-    for result in results:
+    assert [r.preset for r in results] == SHIPPED + VEHICLES, (tmp_path / "demo_report.txt").read_text()
+    mechanisms, vehicles = results[:len(SHIPPED)], results[len(SHIPPED):]
+    for result in vehicles:
+        assert len(result.images) == len(RENDER_FRAMES)
+        assert all(p.is_file() and p.stat().st_size > 1000 for p in result.images + (result.motion,))
+        assert result.report.steps == (FRAMES - 1) * 4 and result.report.keys > 0
+    by_name = {r.preset: r.report for r in vehicles}
+    if "car_slalom" in by_name:
+        assert by_name["car_slalom"].max_side_slip < 1e-9 and by_name["car_slalom"].distance > 20.0
+    for name in ("helicopter", "speedboat"):
+        if name in by_name:
+            assert by_name[name].max_drift < 1e-12 and by_name[name].distance > 10.0
+    for result in mechanisms:
         assert len(result.images) == len(RENDER_FRAMES)
         assert all(p.is_file() and p.stat().st_size > 1000 for p in result.images + (result.motion,))
         assert result.plot is None or result.plot.stat().st_size > 1000
@@ -54,6 +66,14 @@ def test_demo_writes_blend_renders_and_plots(tmp_path, symplex):
         root = scene.symplex.setups[0].root
         frames = fcurve_data(root)[('["symplex_energy"]', 0)][0::2]
         assert frames[0] == 1 and frames[-1] == FRAMES
+    for name in VEHICLES:  # every vehicle stays inside its renders' frame
+        scene = bpy.data.scenes[name]
+        moving = [o for o in scene.objects if reference.baked_channels(o) is not None]
+        assert moving, f"{name}: nothing baked in demo.blend"
+        with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):  # evaluate this scene
+            bpy.context.evaluated_depsgraph_get()
+            uv = projected_motion(scene, evaluated(scene, scene.camera), moving, range(1, FRAMES + 1, 25))
+        assert uv.min() > 0.0 and uv.max() < 1.0, (name, uv.min(axis=0), uv.max(axis=0))
 
 
 def projected_motion(scene, camera, objects, frames) -> np.ndarray:
