@@ -24,6 +24,7 @@ import numpy as np
 from ..solver.integrator import simulate
 from ..solver.model import Mechanism
 from ..solver.trajectory import Trajectory
+from ..solver.vehicles.pursuit import simulate_following
 from .bake import BakeOptions, baked_objects, free_bake, write_trajectory
 from .read import Target
 from .rotations import matrix_to_quat, pose_matrices
@@ -60,11 +61,15 @@ class VehicleBakeReport:
 
 
 def simulate_rig(reading: RigReading, gravity=(0.0, 0.0, -9.81)) -> Trajectory:
-    """The solver's run of the rig's Vehicle over its frame range. Raises RigError naming the frame if it fails."""
+    """The solver's run of the rig's Vehicle over its frame range (steered along its path, if it has one).
+    Raises RigError naming the frame if it fails."""
     name = reading.rig.chassis
     mech = Mechanism(name=f"vehicle rig {name}", bodies=(), joints=(), gravity=tuple(gravity),
                      vehicle=reading.vehicle, source=f"vehicle rig {name!r}")
-    trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    if reading.path is None:
+        trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    else:
+        trajectory, _ = simulate_following(mech, reading.path, reading.path_speed, reading.dt, reading.steps)
     if trajectory.status != "finished":
         frame = reading.frame_start + trajectory.t[-1] * reading.fps
         raise RigError(f"vehicle rig {name!r}: the solver stopped after frame {frame:g}: {trajectory.message}")

@@ -5,7 +5,9 @@ axis chosen by the artist (+X, -X, +Y, -Y; its local +Z is up). `read_rig` reads
 start frame (the pre-bake pose, see reference.py) and returns plain data: a `Vehicle` whose geometry
 (wheelbase, track, wheel radius) is measured from the rig and whose mass properties come from a car
 preset, the controls keyed as custom properties on the chassis sampled into Curves, and the offsets that
-place each object on the solver's bodies. `build_car_rig` authors a simple rig with a keyed slalom.
+place each object on the solver's bodies. A chassis whose `symplex_path` property names a curve object
+follows that curve (its first spline, flattened onto the ground) at the keyed `path_speed` (m/s) instead
+of its keyed steer and throttle (solver/vehicles/pursuit.py). `build_car_rig` authors a simple rig with a keyed slalom.
 Baking lives in vehicle_bake.py; this module never writes keys of a bake.
 """
 
@@ -38,6 +40,9 @@ CONTROL_PROPERTIES = {
 INITIAL_SPEED = "initial_speed"  # chassis custom property: forward speed (m/s) at the start frame
 PRESET_PROPERTY = "symplex_vehicle_preset"  # chassis custom properties remembering the rig's settings
 FORWARD_PROPERTY = "symplex_forward_axis"
+PATH_PROPERTY = "symplex_path"  # chassis custom property: name of a curve object to follow
+PATH_SPEED = "path_speed"  # chassis custom property (keyable): target speed along the path, m/s
+BEZIER_SAMPLES = 16  # points per Bezier segment of a path
 
 _WHEEL_WORDS = re.compile(r"wheel|tire|tyre")
 _ENDS = {"front": "f", "rear": "r", "back": "r"}
@@ -83,6 +88,8 @@ class RigReading:
     wheel_rest: np.ndarray
     wheel_radii: np.ndarray
     warnings: tuple[str, ...] = ()
+    path: np.ndarray | None = None  # (M, 2) world xy of the curve to follow, or None
+    path_speed: Curve | float = 0.0  # target speed along it, m/s
 
     @property
     def dt(self) -> float:
@@ -234,6 +241,44 @@ def _check_samples(rig: str, prop: str, control: str, spec: CarSpec, raw: np.nda
                         f"{spec.name} preset's steering lock {spec.max_steer:g} rad; the steering stops there")
 
 
+def _bezier(points, cyclic: bool) -> np.ndarray:
+    """World-independent samples (K, 3) of a Bezier spline's points (local coordinates)."""
+    pairs = list(zip(points[:-1], points[1:])) + ([(points[-1], points[0])] if cyclic else [])
+    u = np.linspace(0.0, 1.0, BEZIER_SAMPLES, endpoint=False)[:, None]
+    out = []
+    for a, b in pairs:
+        p0, p1, p2, p3 = (np.array(v, float) for v in (a.co, a.handle_right, b.handle_left, b.co))
+        out.append((1 - u) ** 3 * p0 + 3 * (1 - u) ** 2 * u * p1 + 3 * (1 - u) * u**2 * p2 + u**3 * p3)
+    out.append(np.array([points[0].co if cyclic else points[-1].co], float))
+    return np.vstack(out)
+
+
+def read_path(scene: bpy.types.Scene, chassis: bpy.types.Object, frame: float) -> np.ndarray | None:
+    """World xy (M, 2) of the first spline of the curve named by the chassis' symplex_path property (Bezier
+    segments sampled, poly and NURBS splines through their control points), or None without the property."""
+    name = chassis.get(PATH_PROPERTY)
+    if name is None or name == "":
+        return None
+    obj = scene.objects.get(name) if isinstance(name, str) else None
+    if obj is None or obj.type != "CURVE":
+        what = "not an object of the scene" if obj is None else f"a {obj.type.lower()}, not a curve"
+        raise RigError(f"vehicle rig {chassis.name!r}: property {PATH_PROPERTY!r} names {name!r}, which is {what}")
+    if not len(obj.data.splines):
+        raise RigError(f"vehicle rig {chassis.name!r}: path curve {name!r} has no spline")
+    spline = obj.data.splines[0]
+    if spline.type == "BEZIER":
+        local = _bezier(spline.bezier_points, spline.use_cyclic_u)
+    else:
+        local = np.array([tuple(p.co)[:3] for p in spline.points], float)
+        if spline.use_cyclic_u and len(local):
+            local = np.vstack([local, local[:1]])
+    matrix = np.array(reference.object_matrix(obj, frame))
+    world = local @ matrix[:3, :3].T + matrix[:3, 3]
+    if len(world) < 2 or np.linalg.norm(np.ptp(world[:, :2], axis=0)) <= 0:
+        raise RigError(f"vehicle rig {chassis.name!r}: path curve {name!r} needs at least two distinct points")
+    return world[:, :2]
+
+
 def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", substeps: int = 1,
              frame_start: int | None = None, frame_end: int | None = None) -> RigReading:
     """Read `rig` at the start frame: geometry, start pose and controls into a Vehicle (see RigReading).
@@ -298,6 +343,14 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     dt = 1.0 / (fps * int(substeps))
     times = 0.5 * dt * np.arange(2 * steps + 1)
     controls, warnings = read_controls(chassis, spec, frame_start, fps, times)
+    path = read_path(scene, chassis, frame_start)
+    path_speed: Curve | float = 0.0
+    if path is not None:
+        path_speed = _path_speed(chassis, frame_start, fps, times)
+        replaced = [c for c, _ in controls if c in ("steer", "drive_torque")]
+        if replaced:
+            warnings.append(f"vehicle rig {name!r}: follows path {chassis[PATH_PROPERTY]!r}; its keyed "
+                            f"{' and '.join(replaced)} are replaced by the path controller")
     speed = float(reference.start_value(chassis, f'["{INITIAL_SPEED}"]', 0, frame_start)) \
         if INITIAL_SPEED in chassis.keys() else 0.0
     vehicle = Vehicle("car", spec, position=(float(com[0]), float(com[1]), spec.com_height),
@@ -310,7 +363,22 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     to_body = np.linalg.inv(body)
     local = np.array([to_body @ m for m in matrices])
     return RigReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), ground, to_body @ chassis_world,
-                      local[:, :3, 3], local[:, :3, :3], radii_arr, tuple(warnings))
+                      local[:, :3, 3], local[:, :3, :3], radii_arr, tuple(warnings), path, path_speed)
+
+
+def _path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, times: np.ndarray) -> Curve | float:
+    """The path_speed property (m/s): sampled into a Curve when keyed, else its value."""
+    fcurve = compat.find_fcurve(reference.original_channels(chassis), f'["{PATH_SPEED}"]', 0)
+    if fcurve is not None:
+        return _curve(fcurve, frame_start, fps, times, 1.0)
+    if PATH_SPEED not in chassis.keys():
+        raise RigError(f"vehicle rig {chassis.name!r}: it follows path {chassis[PATH_PROPERTY]!r} but has no "
+                       f"{PATH_SPEED!r} property (target speed, m/s); add and key one")
+    try:
+        return float(chassis[PATH_SPEED])
+    except (TypeError, ValueError):
+        raise RigError(f"vehicle rig {chassis.name!r}: property {PATH_SPEED!r} must be a number, "
+                       f"got {chassis[PATH_SPEED]!r}") from None
 
 
 # ----------------------------------------------------------------------------------------------

@@ -260,3 +260,62 @@ def test_operators_add_bake_free(symplex):
             with pytest.raises(RuntimeError, match="missing wheel\\(s\\): rear left \\(wheel_rl\\)"):
                 bpy.ops.symplex.bake_vehicle()
         assert scene_state(scene) == {k: v for k, v in before.items() if k != "Kart wheel_rl"}
+
+
+def _path_curve(scene, name: str, points: np.ndarray, kind: str = "POLY"):
+    data = bpy.data.curves.new(f"{scene.name} {name}", "CURVE")
+    data.dimensions = "3D"
+    spline = data.splines.new(kind)
+    if kind == "BEZIER":
+        spline.bezier_points.add(len(points) - 1)
+        for p, (x, y) in zip(spline.bezier_points, points):
+            p.co = (x, y, 0.0)
+            p.handle_left_type = p.handle_right_type = "AUTO"
+    else:
+        spline.points.add(len(points) - 1)
+        for p, (x, y) in zip(spline.points, points):
+            p.co = (x, y, 0.0, 1.0)
+    obj = bpy.data.objects.new(f"{scene.name} {name}", data)
+    scene.collection.objects.link(obj)
+    return obj
+
+
+def test_car_follows_a_curve_and_cuts_the_corner(symplex):
+    scene = new_scene("path", frames=241, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "sedan", f"{scene.name} car")  # keyed slalom: replaced by the path
+    chassis = scene.objects[rig.chassis]
+    radius = 15.0
+    a = np.linspace(-math.pi / 2, 0.0, 46)
+    points = np.vstack([[[0.0, 0.0], [20.0, 0.0]],
+                        np.column_stack([20.0 + radius * np.cos(a[1:]), radius + radius * np.sin(a[1:])]),
+                        [[20.0 + radius, radius + 60.0]]])
+    curve = _path_curve(scene, "road", points)
+    chassis[vehicle_rig.PATH_PROPERTY] = curve.name
+    with pytest.raises(vehicle_rig.RigError, match="has no 'path_speed' property"):
+        vehicle_rig.read_rig(scene, rig, "sedan")
+    for frame, speed in ((1, 4.0), (49, 10.0)):
+        chassis["path_speed"] = speed
+        chassis.keyframe_insert('["path_speed"]', frame=frame)
+    reading = vehicle_rig.read_rig(scene, rig, "sedan")
+    assert any("replaced by the path controller" in w for w in reading.warnings)
+    np.testing.assert_allclose(reading.path, points, atol=1e-12)
+    report = vehicle_bake.bake_vehicle(scene, rig, "sedan")
+    assert report.max_side_slip < 1e-9
+    loc, euler = _locals(chassis, 241)
+    b = PRESETS["sedan"].com_ahead_of_rear_axle
+    rear = loc[:, :2] - b * np.column_stack([np.cos(euler[:, 2]), np.sin(euler[:, 2])])
+    assert euler[-1, 2] == pytest.approx(math.pi / 2, abs=0.02) and abs(rear[-1, 0] - 35.0) < 0.05
+    in_bend = (rear[:, 0] > 20.0) & (rear[:, 1] < radius)
+    cut = radius - np.linalg.norm(rear[in_bend] - (20.0, radius), axis=1).min()
+    assert 0.2 < cut < 1.0  # it cuts the corner
+    speed = np.linalg.norm(np.diff(rear, axis=0), axis=1) * 24
+    assert speed[-24:] == pytest.approx(10.0, abs=0.1)
+
+    bezier = _path_curve(scene, "bezier road", points[[0, 1, 24, 46, -1]], "BEZIER")
+    chassis[vehicle_rig.PATH_PROPERTY] = bezier.name
+    sampled = vehicle_rig.read_rig(scene, rig, "sedan").path
+    assert len(sampled) == 4 * vehicle_rig.BEZIER_SAMPLES + 1
+    np.testing.assert_allclose(sampled[[0, -1]], points[[0, -1]], atol=1e-6)
+    chassis[vehicle_rig.PATH_PROPERTY] = chassis.name
+    with pytest.raises(vehicle_rig.RigError, match="which is a mesh, not a curve"):
+        vehicle_rig.read_rig(scene, rig, "sedan")
