@@ -24,6 +24,7 @@ from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import make_integrator
 from addon.solver.mechfile import load_mechanism, preset_path
 from addon.solver.model import Mechanism
+from benchmarks import vehicles
 
 DT = 0.01
 CHAIN_SIZES = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
@@ -168,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                f"{ours['energy_band']:.2e} |")
         lines.append(row)
         print(row, flush=True)
+    lines += ["", *vehicles.run(args.quick, f"python -m addon bench{' --quick' if args.quick else ''}")]
     header = [
         "# Benchmarks",
         "",
