@@ -80,8 +80,25 @@ class Target:
     write: bool = True
 
 
+class FrameGrid:
+    """The solver's time grid over a bake's frame range; needs frame_start, frame_end, fps, substeps."""
+
+    frame_start: int
+    frame_end: int
+    fps: float
+    substeps: int
+
+    @property
+    def dt(self) -> float:
+        return 1.0 / (self.fps * self.substeps)
+
+    @property
+    def steps(self) -> int:
+        return (self.frame_end - self.frame_start) * self.substeps
+
+
 @dataclass(frozen=True)
-class SceneMechanism:
+class SceneMechanism(FrameGrid):
     """What a setup reads as: the mechanism, its bake targets and the time grid of the bake."""
 
     setup: str
@@ -95,14 +112,6 @@ class SceneMechanism:
     fps: float
     substeps: int
     warnings: tuple[str, ...] = ()
-
-    @property
-    def dt(self) -> float:
-        return 1.0 / (self.fps * self.substeps)
-
-    @property
-    def steps(self) -> int:
-        return (self.frame_end - self.frame_start) * self.substeps
 
 
 @dataclass

@@ -25,6 +25,7 @@ from ..solver.model import Curve
 from ..solver.vehicles.car import WHEELS
 from ..solver.vehicles.spec import PRESETS, CarSpec, Vehicle
 from . import compat, reference
+from .read import FrameGrid
 
 FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
 CAR_PRESETS = tuple(name for name, spec in PRESETS.items() if isinstance(spec, CarSpec))
@@ -67,7 +68,7 @@ class VehicleRig:
 
 
 @dataclass(frozen=True)
-class RigReading:
+class RigReading(FrameGrid):
     """A rig read at its start frame: the Vehicle, the time grid and where each object sits on the bodies.
 
     ground: world z of the road under the rear wheels (the solver's ground is z = 0). chassis_offset
@@ -90,14 +91,6 @@ class RigReading:
     warnings: tuple[str, ...] = ()
     path: np.ndarray | None = None  # (M, 2) world xy of the curve to follow, or None
     path_speed: Curve | float = 0.0  # target speed along it, m/s
-
-    @property
-    def dt(self) -> float:
-        return 1.0 / (self.fps * self.substeps)
-
-    @property
-    def steps(self) -> int:
-        return (self.frame_end - self.frame_start) * self.substeps
 
 
 def wheel_position(name: str) -> str | None:
