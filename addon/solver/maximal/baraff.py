@@ -1,6 +1,6 @@
 """Baraff's linear-time block LDL^T of the maximal-coordinate saddle-point matrix, and auxiliary rows.
 
-Owns the sparse linear algebra of seed 002 (§6-8, Appendix A; notes/002.md §2.8, §3.3, §3.6):
+Owns the sparse linear algebra of seed 002 (§6-8, Appendix A; notes/002.md §2.8, §3.3):
 
     H = [[M, J^T], [J, 0]],   H [v; lam] = [f; g],
 
@@ -11,11 +11,11 @@ constraint acting on one body (anchored to the world) or two, forming a tree ove
 
 Auxiliary rows (loop closures, limits, contacts; any number of bodies each) add
 [[M, J^T, A^T], [J, 0, 0], [A, 0, 0]]. `solve_auxiliary` forms the k x k matrix
-Q = A Mhat^-1 A^T = sum_nodes W_n^T D_n^-1 W_n with W = L^-1 [A^T; 0] (the symmetric forward-only
-form of notes/002.md §3.6, which corrects the paper's sign), solves Q mu = A v0 - g_aux and finishes
-with one backward sweep: forward sweeps on k + 1 columns, O(nk), plus the O(k^3) dense k x k solve.
+Q = A Mhat^-1 A^T from one `solve` on the k columns of [A^T; 0] (paper §8.2 step 3, O(nk) since each
+auxiliary row touches few bodies), solves Q mu = A v0 - g_aux (O(k^3)) and combines the columns.
 
-`OPS` counts block products and block inversions so tests can assert the O(n) and O(nk) costs.
+`OPS` counts block products, their multiply-adds and block inversions, so tests can assert the O(n)
+and O(nk) costs.
 """
 
 from __future__ import annotations
@@ -27,7 +27,14 @@ import numpy as np
 
 from .graph import TreeOrder, order_tree
 
-OPS: Counter = Counter()  # "product": block matrix products, "inverse": block inversions
+OPS: Counter = Counter()  # "product": block products, "flops": their multiply-adds, "inverse": block inversions
+
+
+def _mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b, counted in `OPS`."""
+    OPS["product"] += 1
+    OPS["flops"] += a.shape[0] * a.shape[1] * (b.shape[1] if b.ndim == 2 else 1)
+    return a @ b
 
 
 @dataclass(frozen=True)
@@ -109,8 +116,7 @@ def factor(masses: list[np.ndarray], constraints: list[Constraint], order: TreeO
     for node in order.forward:
         pivot = np.array(masses[node], dtype=float) if node < n else np.zeros((dims[node], dims[node]))
         for child in order.children[node]:
-            pivot -= coupling[child].T @ lt[child]
-            OPS["product"] += 1
+            pivot -= _mul(coupling[child].T, lt[child])
         try:
             dinv[node] = np.linalg.inv(pivot)
         except np.linalg.LinAlgError as exc:
@@ -121,8 +127,7 @@ def factor(masses: list[np.ndarray], constraints: list[Constraint], order: TreeO
         OPS["inverse"] += 1
         if order.parent[node] >= 0:
             coupling[node] = _coupling(constraints, order, node)
-            lt[node] = dinv[node] @ coupling[node]
-            OPS["product"] += 1
+            lt[node] = _mul(dinv[node], coupling[node])
     return Factor(tuple(masses), tuple(constraints), order, dims, tuple(dinv), tuple(lt))
 
 
@@ -136,8 +141,7 @@ def _forward(fac: Factor, pieces: list[np.ndarray]) -> list[np.ndarray]:
     """Solve L w = z in place on the per-node pieces (children before parents)."""
     for node in fac.order.forward:
         for child in fac.order.children[node]:
-            pieces[node] -= fac.lt[child].T @ pieces[child]
-            OPS["product"] += 1
+            pieces[node] -= _mul(fac.lt[child].T, pieces[child])
     return pieces
 
 
@@ -145,11 +149,9 @@ def _backward(fac: Factor, pieces: list[np.ndarray]) -> np.ndarray:
     """Solve D L^T x = w in place on the per-node pieces (parents before children); return x stacked."""
     parent = fac.order.parent
     for node in fac.order.backward:
-        pieces[node] = fac.dinv[node] @ pieces[node]
-        OPS["product"] += 1
+        pieces[node] = _mul(fac.dinv[node], pieces[node])
         if parent[node] >= 0:
-            pieces[node] -= fac.lt[node] @ pieces[parent[node]]
-            OPS["product"] += 1
+            pieces[node] -= _mul(fac.lt[node], pieces[parent[node]])
     return np.concatenate(pieces)
 
 
@@ -193,16 +195,13 @@ def solve(fac: Factor, rhs: np.ndarray, refine: int = 0) -> np.ndarray:
     return x
 
 
-def _aux_columns(fac: Factor, auxiliary: list[Constraint]) -> list[np.ndarray]:
-    """Per-node pieces of [A^T; 0], (dim, k) each."""
-    k = sum(a.rows for a in auxiliary)
-    pieces = [np.zeros((d, k)) for d in fac.dims]
-    row = 0
+def _apply_rows(fac: Factor, auxiliary: list[Constraint], x: np.ndarray) -> np.ndarray:
+    """A x for stacked ``x`` (``(N,)`` or ``(N, c)``), touching only the auxiliary rows' bodies."""
+    offsets = np.concatenate([[0], np.cumsum(fac.dims)])
+    out = []
     for aux in auxiliary:
-        for body, block in zip(aux.bodies, aux.blocks):
-            pieces[body][:, row:row + aux.rows] += block.T
-        row += aux.rows
-    return pieces
+        out.append(sum(_mul(block, x[offsets[body]:offsets[body + 1]]) for body, block in zip(aux.bodies, aux.blocks)))
+    return np.concatenate(out)
 
 
 def solve_auxiliary(fac: Factor, auxiliary: list[Constraint], rhs: np.ndarray,
@@ -210,8 +209,9 @@ def solve_auxiliary(fac: Factor, auxiliary: list[Constraint], rhs: np.ndarray,
     """Solve the primary system bordered by k auxiliary equality rows, in O(nk) + O(k^3).
 
     Solves [[M, J^T, A^T], [J, 0, 0], [A, 0, 0]] [v; lam; mu] = [f; g; g_aux] by constraint
-    anticipation (seed 002 §8): Q = A Mhat^-1 A^T from one forward sweep on the k columns of
-    [A^T; 0], then Q mu = A v0 - g_aux with v0 the primary-only solution, then one backward sweep.
+    anticipation (seed 002 §8.2): one multi-column `solve` gives x0 = H^-1 [f; g] and the anticipated
+    responses V = H^-1 [A^T; 0] (k columns, O(nk)); Q = A V_body (the workless Jᵃ Mhat^-1 Jᵃᵀ) costs
+    O(k^2) block rows since A is sparse; Q mu = A v0 - g_aux is the O(k^3) dense step; x = x0 - V mu.
 
     Parameters
     ----------
@@ -230,18 +230,27 @@ def solve_auxiliary(fac: Factor, auxiliary: list[Constraint], rhs: np.ndarray,
         ``[v; lam]``.
     mu : numpy.ndarray
         ``(k,)`` auxiliary multipliers.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        Redundant auxiliary rows (singular Q).
     """
-    columns = _forward(fac, _aux_columns(fac, auxiliary))
-    w_rhs = _forward(fac, _split(fac, rhs))
     k = len(rhs_auxiliary)
-    q_matrix = np.zeros((k, k))
-    a_v0 = np.zeros(k)
-    for node in range(len(fac.dims)):
-        scaled = fac.dinv[node] @ columns[node]
-        q_matrix += columns[node].T @ scaled
-        a_v0 += scaled.T @ w_rhs[node]
-        OPS["product"] += 3
-    mu = np.linalg.solve(q_matrix, a_v0 - rhs_auxiliary)
-    for node in range(len(fac.dims)):
-        w_rhs[node] -= columns[node] @ mu
-    return _backward(fac, w_rhs), mu
+    offsets = np.concatenate([[0], np.cumsum(fac.dims)])
+    stacked = np.zeros((offsets[-1], k + 1))
+    stacked[:, 0] = rhs
+    row = 0
+    for aux in auxiliary:
+        for body, block in zip(aux.bodies, aux.blocks):
+            stacked[offsets[body]:offsets[body + 1], 1 + row:1 + row + aux.rows] += block.T
+        row += aux.rows
+    solved = solve(fac, stacked)
+    x0, responses = solved[:, 0], solved[:, 1:]
+    q_matrix = _apply_rows(fac, auxiliary, responses)
+    try:
+        mu = np.linalg.solve((q_matrix + q_matrix.T) / 2, _apply_rows(fac, auxiliary, x0) - rhs_auxiliary)
+    except np.linalg.LinAlgError as exc:
+        raise np.linalg.LinAlgError(
+            f"the {k} auxiliary rows are redundant (singular {k} x {k} matrix A Mhat^-1 A^T)") from exc
+    return x0 - responses @ mu, mu
