@@ -103,12 +103,19 @@ def factor(masses: list[np.ndarray], constraints: list[Constraint], order: TreeO
 
     Raises
     ------
+    ValueError
+        A Jacobian block whose shape does not match its constraint's rows and its body's dimension.
     numpy.linalg.LinAlgError
         A singular pivot, naming the node: redundant rows, or a rank-deficient block on the child side.
     """
     n = len(masses)
     if order is None:
         order = order_tree(n, [c.bodies for c in constraints])
+    for i, con in enumerate(constraints):
+        for body, block in zip(con.bodies, con.blocks, strict=True):
+            if block.shape != (con.rows, masses[body].shape[0]):
+                raise ValueError(f"constraint {i}: block on body {body} has shape {block.shape}, "
+                                 f"expected ({con.rows}, {masses[body].shape[0]})")
     dims = tuple(m.shape[0] for m in masses) + tuple(c.rows for c in constraints)
     dinv: list[np.ndarray | None] = [None] * order.n_nodes
     lt: list[np.ndarray | None] = [None] * order.n_nodes

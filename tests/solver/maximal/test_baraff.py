@@ -235,3 +235,9 @@ def test_refinement_recovers_accuracy_with_gaussian_blocks(seed):
     fac = factor(masses, constraints)
     np.testing.assert_allclose(baraff.multiply(fac, rhs), h @ rhs, rtol=0, atol=1e-12 * np.abs(h @ rhs).max())
     assert rel_err(solve(fac, rhs, refine=1), np.linalg.solve(h, rhs)) < 1e-10
+
+
+def test_block_shape_mismatch_names_the_constraint():
+    masses = [np.eye(6), np.eye(3)]
+    with pytest.raises(ValueError, match="constraint 0: block on body 1 has shape"):
+        factor(masses, [Constraint((0, 1), (np.ones((2, 6)), np.ones((2, 6))))])
