@@ -61,7 +61,7 @@ steer = {times = [0.0, 2.0, 4.0], values = [0.0, 0.3, -0.3], interpolation = "cu
 drive_torque = 500.0
 """
 
-PRESET_FILES = ("sedan", "kart", "helicopter", "speedboat", "snakeboard")
+PRESET_FILES = ("sedan", "kart", "helicopter", "speedboat", "snakeboard", "truck", "hovercraft")
 
 
 def edit(*pairs: str, text: str = BASE) -> str:
@@ -167,7 +167,7 @@ ERROR_CASES = {
     "missing parameters without a preset": (('preset = "sedan"\n', ""),
                                             ["[vehicle]", "fields 'parameters.yaw_inertia', 'parameters.wheelbase'",
                                              "are required for a 'car' without a preset",
-                                             "(or set preset to one of sedan, kart)"]),
+                                             "(or set preset to one of sedan, kart, truck)"]),
     # parameters
     "unknown parameter": (("track = 1.6", "trak = 1.6"),
                           ["[vehicle]", "unknown field 'parameters.trak' for a 'car' (CarSpec)",

@@ -3,8 +3,8 @@
 Owns the mapping from a Vehicle to its stepping module and from each step to a Trajectory record
 (bodies, poses, q, energy, constraint residual, Newton iterations). Cars: bodies chassis + four wheels,
 q = rear-axle rolling angle, steering angle, each wheel's rolling and steering angle; residual = side-slip
-speed at the rear axle (m/s). Rigid bodies, helicopters and boats: body chassis, q = shape (blade pitch, roll),
-residual = |R^T R - I| of the attitude (the group stays the group), iterations = Newton updates.
+speed at the rear axle (m/s). Rigid bodies, helicopters, boats and hovercraft: body chassis, q = shape
+(blade pitch, roll), residual = |R^T R - I| of the attitude (the group stays the group), iterations = Newton updates.
 Snakeboards: bodies board, wheel sets, rotor; q = rotor and foot angle; residual = largest side-slip
 speed of the two wheel sets over the step (m/s).
 """
@@ -20,6 +20,7 @@ from ..model import Mechanism
 from . import car, holonomic, snakeboard
 from .boat import compile_boat
 from .helicopter import compile_helicopter
+from .hovercraft import compile_hovercraft
 from .rigid_body import free_body
 from .spec import Vehicle, VehicleError
 
@@ -89,6 +90,8 @@ class _HolonomicRun:
             self.coordinates = ["blade_pitch", "blade_roll"]
         elif vehicle.type == "boat":
             self.model, self.shape, self.coordinates = compile_boat(vehicle, gravity), None, []
+        elif vehicle.type == "hovercraft":
+            self.model, self.shape, self.coordinates = compile_hovercraft(vehicle, gravity), None, []
         else:
             self.model = free_body(vehicle.spec.mass, vehicle.spec.inertia, gravity, f"rigid body {vehicle.name!r}")
             self.shape, self.coordinates = None, []

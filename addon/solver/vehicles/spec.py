@@ -177,17 +177,70 @@ class SnakeboardSpec:
                                f"'yaw_inertia' ({self.yaw_inertia}), which includes it")
 
 
-Spec = Union[CarSpec, RigidBodySpec, HelicopterSpec, BoatSpec, SnakeboardSpec]
+@dataclass(frozen=True)
+class HovercraftSpec:
+    """A hovercraft: a rigid body on an air cushion, two rear thrusters, quadratic skirt drag.
+
+    Body frame at the centre of mass, x forward. The cushion acts at the four skirt corners
+    (+-skirt_length/2, +-skirt_width/2, -skirt_below_com), each a quarter of a spring-damper on its height
+    above the ground (world z = 0) that lifts only below `cushion_height`; the level craft rests with its
+    skirt m g / cushion_stiffness below that height.
+    """
+
+    name: str
+    mass: float  # kg
+    inertia: tuple[float, ...]  # kg m^2 about the COM: 3 principal or 6 values
+    skirt_length: float  # m, between the front and rear cushion corners
+    skirt_width: float  # m, between the left and right cushion corners
+    skirt_below_com: float  # m, the skirt corners at body z = -this
+    cushion_height: float  # m, skirt height above the ground where the cushion stops lifting
+    cushion_stiffness: float  # N/m, all four corners together
+    cushion_damping: float  # N s/m, all four corners together
+    drag: tuple[float, float]  # N s^2/m^2, quadratic surge and sway skirt drag
+    yaw_drag: float  # N m s^2, quadratic yaw drag
+    thruster_behind_com: float  # m, thrusters at x = -this
+    thruster_spacing: float  # m, between the two thrusters (at y = +-spacing/2)
+    thruster_above_com: float  # m, thrust lines at z = +this
+    max_thrust: float  # N per thruster
+
+    def __post_init__(self):
+        where = f"hovercraft {self.name!r}"
+        _check_positive(self, where, "mass", "skirt_length", "skirt_width", "skirt_below_com", "cushion_height",
+                        "cushion_stiffness", "cushion_damping", "yaw_drag", "thruster_behind_com",
+                        "thruster_spacing", "thruster_above_com", "max_thrust",
+                        allow_zero=("skirt_below_com", "cushion_damping", "yaw_drag", "thruster_behind_com",
+                                    "thruster_above_com"))
+        if len(self.inertia) not in (3, 6):
+            raise VehicleError(f"{where}: field 'inertia' must be 3 or 6 numbers, got {self.inertia!r}")
+        if len(self.drag) != 2 or not all(math.isfinite(v) and v >= 0 for v in self.drag):
+            raise VehicleError(f"{where}: field 'drag' must be 2 numbers >= 0 (surge, sway), got {self.drag!r}")
+        if not self.static_sag < self.cushion_height:
+            raise VehicleError(f"{where}: the cushion cannot lift the craft: m g / cushion_stiffness = "
+                               f"{self.static_sag:.4g} m is not below cushion_height {self.cushion_height!r} m")
+
+    @property
+    def static_sag(self) -> float:
+        """How far (m) the level craft at rest sits below cushion_height: m g / k."""
+        return self.mass * 9.81 / self.cushion_stiffness
+
+    @property
+    def rest_height(self) -> float:
+        """Centre of mass height (m) of the level craft at rest."""
+        return self.cushion_height - self.static_sag + self.skirt_below_com
+
+
+Spec = Union[CarSpec, RigidBodySpec, HelicopterSpec, BoatSpec, SnakeboardSpec, HovercraftSpec]
 Control = Union[Curve, float]
 
 VEHICLE_TYPES = {"car": CarSpec, "rigid_body": RigidBodySpec, "helicopter": HelicopterSpec, "boat": BoatSpec,
-                 "snakeboard": SnakeboardSpec}
+                 "snakeboard": SnakeboardSpec, "hovercraft": HovercraftSpec}
 CONTROL_NAMES = {
     "car": ("drive_torque", "brake_torque", "steer"),  # N m, N m (>= 0), rad
     "rigid_body": (),
     "helicopter": ("collective", "tail", "blade_pitch", "blade_roll"),  # N, N, rad, rad
     "boat": ("thrust_right", "thrust_left"),  # N
     "snakeboard": ("rotor", "steer"),  # rad, rad: the rider's twist and foot angle, prescribed
+    "hovercraft": ("thrust_right", "thrust_left"),  # N
 }
 
 
@@ -313,5 +366,42 @@ SNAKEBOARD = SnakeboardSpec(
     max_steer=0.5,  # 29 deg of foot rotation [estimate]
 )
 
-PRESETS: dict[str, Spec] = {s.name: s for s in (SEDAN, KART, HELICOPTER, SPEEDBOAT, SNAKEBOARD)}
+# A light/medium truck: a loaded 2019 Isuzu NPR-HD box truck (class 5), 150 in wheelbase.
+TRUCK = CarSpec(
+    name="truck",
+    mass=5500.0,  # GVWR 14,500 lb = 6,577 kg (Isuzu NPR-HD spec sheet) [from memory]; about 80 % of it [estimate]
+    yaw_inertia=_dynamic_index_yaw(5500.0, 3.81, 1.524),  # = 19160 kg m^2 [estimate, dynamic index 1]
+    wheelbase=3.81,  # 150 in, one of the NPR-HD's listed wheelbases (Isuzu spec sheet) [from memory]
+    track=1.63,  # front tread 1,665 mm, rear dual centre 1,525 mm (Isuzu spec sheet) [from memory], mean [estimate]
+    wheel_radius=0.386,  # tyre 215/85R16: 16 in / 2 + 0.85 * 215 mm = 386 mm (tyre designation)
+    com_ahead_of_rear_axle=1.524,  # 40 % of the loaded weight on the front axle, loaded box truck [estimate]
+    com_height=1.1,  # cab-over chassis frame ~0.8 m high plus a box load [estimate]
+    rear_wheel_inertia=6.3,  # dual wheels and tyres 2 x 35 kg, radius of gyration 0.30 m: 70 * 0.3^2 [estimate]
+    front_wheel_inertia=3.2,  # one 35 kg wheel and tyre, radius of gyration 0.30 m [estimate]
+    max_steer=0.66,  # 38 deg: asin(wheelbase / 6.2 m), curb-to-curb turning circle about 12.4 m [estimate]
+    max_drive_torque=12200.0,  # 4HK1-TC diesel ~597 N m x 3.49 first gear x 5.86 final drive [from memory]
+    max_brake_torque=16700.0,  # 0.8 g: 0.8 m g r = 0.8 * 5500 * 9.81 * 0.386 [estimate, loaded truck braking]
+)
+
+# A small recreational hovercraft (two to four seats, twin ducted fans), about 4 m long [all estimate].
+HOVERCRAFT = HovercraftSpec(
+    name="hovercraft",
+    mass=500.0,  # hull ~250 kg (small craft brochures list 200-350 kg) + two people and fuel 250 kg [estimate]
+    inertia=(500.0 * (2.0**2 + 1.0**2) / 12, 500.0 * (4.0**2 + 1.0**2) / 12, 500.0 * (4.0**2 + 2.0**2) / 12),
+    # uniform box 4.0 x 2.0 x 1.0 m: m (b^2 + c^2) / 12 [estimate]
+    skirt_length=3.6,  # cushion footprint a little shorter than the 4 m hull [estimate]
+    skirt_width=1.8,  # and a little narrower than its 2 m beam [estimate]
+    skirt_below_com=0.4,  # centre of mass 0.4 m above the hull bottom [estimate]
+    cushion_height=0.3,  # skirt depth about 0.3 m, usual for small craft [estimate]
+    cushion_stiffness=50000.0,  # 0.098 m static sag, heave at sqrt(k / m) / 2 pi = 1.6 Hz [estimate]
+    cushion_damping=3000.0,  # heave damping ratio c / (2 sqrt(k m)) = 0.3 [estimate]
+    drag=(7.0, 40.0),  # surge: 2 x 800 N reaches sqrt(1600 / 7) = 15 m/s (54 km/h); sway ~6x, skirt side [estimate]
+    yaw_drag=2000.0,  # 2 x 800 N x 0.6 m differential torque turns at ~0.5 rad/s at most [estimate]
+    thruster_behind_com=1.8,  # twin ducted fans at the stern [estimate]
+    thruster_spacing=1.2,  # fan centres 1.2 m apart [estimate]
+    thruster_above_com=0.7,  # fan axes 0.7 m above the centre of mass [estimate]
+    max_thrust=800.0,  # static thrust of a ~25 hp ducted fan, about 800 N [estimate]
+)
+
+PRESETS: dict[str, Spec] = {s.name: s for s in (SEDAN, KART, HELICOPTER, SPEEDBOAT, SNAKEBOARD, TRUCK, HOVERCRAFT)}
 
