@@ -1,4 +1,5 @@
-"""Independent references for the vehicle tests: continuous solutions by scipy, finite-difference Jacobians."""
+"""Vehicle test support: continuous solutions by scipy, finite-difference Jacobians, and the helpers the
+SE(3) vehicle tests share (a pose, a recorded run of holonomic.step, the measured convergence orders)."""
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -19,6 +20,36 @@ def continuous_solution(model, g0, xi0, t_end, tol=1e-11):
     y0 = np.concatenate([g0[:3, :3].ravel(), g0[:3, 3], xi0])
     y = solve_ivp(rhs, (0, t_end), y0, method="DOP853", rtol=tol, atol=tol).y[:, -1]
     return groups.se3_element(y[:9].reshape(3, 3), y[9:12]), y[12:]
+
+
+def pose(z, roll=0.0, pitch=0.0, yaw=0.0, x=0.0):
+    """A world pose (4, 4) at height z and x, turned by the rotation vector (roll, pitch, yaw)."""
+    return groups.se3_element(groups.so3_exp(np.array([roll, pitch, yaw])), np.array([x, 0.0, z]))
+
+
+def run_holonomic(model, g0, xi0, h, steps, tol=1e-13):
+    """(g (N+1, 4, 4), node twists (N+1, 6), energies (N+1,), Newton iterations (N,)) of holonomic.step."""
+    from addon.solver.vehicles import holonomic
+
+    state = holonomic.start(model, g0, xi0)
+    rows = [(state.g, holonomic.node_twist(model, state, h), holonomic.energy(model, state, h))]
+    its = []
+    for _ in range(steps):
+        its.append(holonomic.step(model, state, h, tol))
+        rows.append((state.g, holonomic.node_twist(model, state, h), holonomic.energy(model, state, h)))
+    g, xi, e = (np.array(a) for a in zip(*rows))
+    return g, xi, e, np.array(its)
+
+
+def convergence_orders(model, g0, xi0, t_end, steps, tol=1e-11):
+    """(errors, orders) of the final pose and twist against continuous_solution for each step size in
+    `steps` (each half the one before)."""
+    ref_g, ref_xi = continuous_solution(model, g0, xi0, t_end, tol=tol)
+    errors = []
+    for h in steps:
+        g, xi, *_ = run_holonomic(model, g0, xi0, h, int(round(t_end / h)))
+        errors.append(max(np.abs(g[-1] - ref_g).max(), np.abs(xi[-1] - ref_xi).max()))
+    return errors, np.log2(np.array(errors[:-1]) / errors[1:])
 
 
 def residual_jacobian_fd(model, state, xi, h, eps=1e-6):

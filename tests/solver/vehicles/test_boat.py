@@ -2,37 +2,21 @@
 
 import numpy as np
 
-from addon.solver import groups
 from addon.solver.model import Curve
 from addon.solver.vehicles import holonomic
 from addon.solver.vehicles.boat import compile_boat
 from addon.solver.vehicles.spec import SPEEDBOAT, Vehicle
 
-from .references import continuous_solution, residual_jacobian_fd
+from .references import convergence_orders, pose, residual_jacobian_fd, run_holonomic
 
 BOAT = SPEEDBOAT
 REST_Z = BOAT.keel_below_com - BOAT.design_draft  # centre of mass height when floating level at rest
 UNDAMPED = BOAT.__class__(**{**BOAT.__dict__, "drag": (0.0, 0.0, 0.0)})
 
 
-def pose(z, roll=0.0, pitch=0.0, x=0.0):
-    return groups.se3_element(groups.so3_exp(np.array([roll, pitch, 0.0])), np.array([x, 0.0, z]))
-
-
-def simulate(model, g0, xi0, h, steps, tol=1e-13):
-    state = holonomic.start(model, g0, xi0)
-    rows = [(state.g, holonomic.node_twist(model, state, h), holonomic.energy(model, state, h))]
-    its = []
-    for _ in range(steps):
-        its.append(holonomic.step(model, state, h, tol))
-        rows.append((state.g, holonomic.node_twist(model, state, h), holonomic.energy(model, state, h)))
-    g, xi, e = (np.array(a) for a in zip(*rows))
-    return g, xi, e, np.array(its)
-
-
 def test_floats_at_the_design_draft():
     model = compile_boat(Vehicle("boat", BOAT))
-    g, xi, *_ = simulate(model, pose(REST_Z), np.zeros(6), 0.05, 100)
+    g, xi, *_ = run_holonomic(model, pose(REST_Z), np.zeros(6), 0.05, 100)
     assert np.abs(xi).max() < 1e-12 and np.abs(g[:, 2, 3] - REST_Z).max() < 1e-12
 
 
@@ -40,7 +24,7 @@ def test_undamped_heave_has_the_box_period_and_bounded_energy():
     """A box floating level bobs at 2 pi sqrt(m / (rho g L B)); buoyancy is conservative (exact potential)."""
     model = compile_boat(Vehicle("boat", UNDAMPED))
     h, steps = 0.01, 1000
-    g, xi, energy, _ = simulate(model, pose(REST_Z + 0.03), np.zeros(6), h, steps)
+    g, xi, energy, _ = run_holonomic(model, pose(REST_Z + 0.03), np.zeros(6), h, steps)
     z = g[:, 2, 3] - REST_Z
     down = np.flatnonzero((z[:-1] > 0) & (z[1:] <= 0))
     crossings = down + z[down] / (z[down] - z[down + 1])  # linear interpolation, in steps
@@ -52,7 +36,7 @@ def test_undamped_heave_has_the_box_period_and_bounded_energy():
 
 def test_rolling_and_pitching_without_drag_keeps_energy_bounded():
     model = compile_boat(Vehicle("boat", UNDAMPED))
-    g, xi, energy, its = simulate(model, pose(REST_Z + 0.02, roll=0.15, pitch=0.05), np.zeros(6), 1 / 24, 24 * 60)
+    g, xi, energy, its = run_holonomic(model, pose(REST_Z + 0.02, roll=0.15, pitch=0.05), np.zeros(6), 1 / 24, 24 * 60)
     oscillation = energy[0] - model.potential(pose(REST_Z))  # energy above floating at rest
     # roll period ~0.65 s, so h w ~ 0.4 at 24 fps: a few per cent of oscillation, and no drift in a minute
     assert np.ptp(energy) < 0.08 * oscillation
@@ -67,7 +51,7 @@ def test_thrust_reaches_a_steady_state_where_the_wrench_vanishes():
     demands zero total wrench (C(h xi)^T mu = C(-h xi)^T mu for this surge-heave twist): exact force balance."""
     thrust = 1500.0
     model = compile_boat(Vehicle("boat", BOAT, controls=(("thrust_right", thrust), ("thrust_left", thrust))))
-    g, xi, *_ = simulate(model, pose(REST_Z), np.zeros(6), 0.1, 600)
+    g, xi, *_ = run_holonomic(model, pose(REST_Z), np.zeros(6), 0.1, 600)
     assert np.abs(xi[-1] - xi[-2]).max() < 1e-9
     world = g[-1, :3, :3] @ xi[-1, 3:]
     assert abs(world[2]) < 1e-9 and abs(world[1]) < 1e-9  # level and straight ahead
@@ -79,14 +63,14 @@ def test_thrust_reaches_a_steady_state_where_the_wrench_vanishes():
 
 def test_differential_thrust_turns_towards_the_weaker_side():
     model = compile_boat(Vehicle("boat", BOAT, controls=(("thrust_right", 2000.0), ("thrust_left", 500.0))))
-    g, xi, *_ = simulate(model, pose(REST_Z), np.zeros(6), 0.1, 50)
+    g, xi, *_ = run_holonomic(model, pose(REST_Z), np.zeros(6), 0.1, 50)
     assert xi[-1, 2] > 0  # more thrust on the right: yaw to the left (+z)
 
 
 def test_drifts_with_a_uniform_current():
     current = (0.8, -0.5, 0.0)
     model = compile_boat(Vehicle("boat", BOAT, current=current))
-    g, xi, *_ = simulate(model, pose(REST_Z), np.zeros(6), 0.1, 600)
+    g, xi, *_ = run_holonomic(model, pose(REST_Z), np.zeros(6), 0.1, 600)
     world_velocity = g[-1, :3, :3] @ xi[-1, 3:]
     assert np.allclose(world_velocity, current, atol=1e-6)
 
@@ -111,10 +95,5 @@ def test_second_order_convergence_in_a_manoeuvre():
                 ("thrust_left", Curve((0.0, 2.0, 4.0), (0.0, 1000.0, 1500.0), "cubic")))
     model = compile_boat(Vehicle("boat", BOAT, controls=controls, current=(0.3, 0.2, 0.0)))
     g0, xi0, t_end = pose(REST_Z + 0.01, roll=0.05), np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0]), 4.0
-    ref_g, ref_xi = continuous_solution(model, g0, xi0, t_end, tol=1e-10)
-    errors = []
-    for h in (0.04, 0.02, 0.01):
-        g, xi, *_ = simulate(model, g0, xi0, h, int(round(t_end / h)))
-        errors.append(max(np.abs(g[-1] - ref_g).max(), np.abs(xi[-1] - ref_xi).max()))
-    orders = np.log2(np.array(errors[:-1]) / errors[1:])
+    errors, orders = convergence_orders(model, g0, xi0, t_end, (0.04, 0.02, 0.01), tol=1e-10)
     assert np.all(np.abs(orders - 2) < 0.2), (errors, orders)

@@ -5,33 +5,17 @@ import dataclasses
 
 import numpy as np
 
-from addon.solver import groups
-from addon.solver.integrator import simulate as simulate_file
+from addon.solver.integrator import simulate
 from addon.solver.mechfile import load_mechanism, vehicle_preset_path
 from addon.solver.model import Curve
 from addon.solver.vehicles import car, holonomic
 from addon.solver.vehicles.hovercraft import compile_hovercraft
 from addon.solver.vehicles.spec import HOVERCRAFT, PRESETS, Vehicle
 
-from .references import continuous_solution, residual_jacobian_fd
+from .references import convergence_orders, pose, residual_jacobian_fd, run_holonomic
 
 CRAFT = HOVERCRAFT
 UNDAMPED = dataclasses.replace(CRAFT, cushion_damping=0.0, drag=(0.0, 0.0), yaw_drag=0.0)
-
-
-def pose(z, roll=0.0, pitch=0.0, yaw=0.0, x=0.0):
-    return groups.se3_element(groups.so3_exp(np.array([roll, pitch, yaw])), np.array([x, 0.0, z]))
-
-
-def simulate(model, g0, xi0, h, steps, tol=1e-13):
-    state = holonomic.start(model, g0, xi0)
-    rows = [(state.g, holonomic.node_twist(model, state, h), holonomic.energy(model, state, h))]
-    its = []
-    for _ in range(steps):
-        its.append(holonomic.step(model, state, h, tol))
-        rows.append((state.g, holonomic.node_twist(model, state, h), holonomic.energy(model, state, h)))
-    g, xi, e = (np.array(a) for a in zip(*rows))
-    return g, xi, e, np.array(its)
 
 
 def thrust(right, left):
@@ -43,9 +27,9 @@ def test_settles_at_the_static_cushion_height():
     tilted, the damped cushion brings it back there, level (yaw is free: the tilt leaves a small turn)."""
     model = compile_hovercraft(Vehicle("hovercraft", CRAFT))
     sag = CRAFT.mass * 9.81 / CRAFT.cushion_stiffness
-    g, xi, *_ = simulate(model, pose(CRAFT.cushion_height - sag + CRAFT.skirt_below_com), np.zeros(6), 0.02, 200)
+    g, xi, *_ = run_holonomic(model, pose(CRAFT.cushion_height - sag + CRAFT.skirt_below_com), np.zeros(6), 0.02, 200)
     assert np.abs(xi).max() < 1e-12 and np.abs(g[:, 2, 3] - g[0, 2, 3]).max() < 1e-12
-    g, xi, *_ = simulate(model, pose(CRAFT.rest_height + 0.05, roll=0.03, pitch=-0.02), np.zeros(6), 0.02, 250,
+    g, xi, *_ = run_holonomic(model, pose(CRAFT.rest_height + 0.05, roll=0.03, pitch=-0.02), np.zeros(6), 0.02, 250,
                          tol=1e-10)
     assert abs(CRAFT.cushion_height - (g[-1, 2, 3] - CRAFT.skirt_below_com) - sag) < 1e-6
     assert np.abs(g[-1, 2, :3] - [0, 0, 1]).max() < 1e-6 and np.abs(xi[-1]).max() < 1e-5
@@ -55,7 +39,7 @@ def test_without_thrust_and_drag_energy_stays_bounded():
     """Heave, pitch and roll on the undamped cushion while gliding and turning: the lift is conservative."""
     model = compile_hovercraft(Vehicle("hovercraft", UNDAMPED))
     xi0 = np.array([0.0, 0.0, 0.3, 5.0, 1.0, 0.0])
-    g, xi, energy, its = simulate(model, pose(CRAFT.rest_height + 0.03, roll=0.04, pitch=0.02), xi0, 1 / 48, 48 * 30)
+    g, xi, energy, its = run_holonomic(model, pose(CRAFT.rest_height + 0.03, roll=0.04, pitch=0.02), xi0, 1 / 48, 48 * 30)
     oscillation = energy[0] - model.potential(pose(CRAFT.rest_height)) - 0.5 * xi0 @ model.inertia @ xi0
     assert np.ptp(energy) < 0.05 * oscillation, (np.ptp(energy), oscillation)
     t = np.arange(len(energy)) / 48
@@ -67,7 +51,7 @@ def test_a_steady_turn_slides_outward_unlike_the_car():
     """Differential thrust: the craft turns left and its velocity lags its heading (it points to the right of
     the bow), with the steady side slip the skirt drag allows: m w_z v_x = c_y v_y^2."""
     model = compile_hovercraft(Vehicle("hovercraft", CRAFT, controls=thrust(800.0, 400.0)))
-    g, xi, *_ = simulate(model, pose(CRAFT.rest_height), np.zeros(6), 0.05, 1200)
+    g, xi, *_ = run_holonomic(model, pose(CRAFT.rest_height), np.zeros(6), 0.05, 1200)
     w, v = xi[-1, :3], xi[-1, 3:]
     assert np.abs(xi[-1] - xi[-2]).max() < 1e-8  # steady
     assert w[2] > 0.1 and v[0] > 0 and v[1] < 0
@@ -99,12 +83,7 @@ def test_second_order_convergence_in_a_manoeuvre():
                 ("thrust_left", Curve((0.0, 1.5, 3.0), (0.0, 500.0, 700.0), "cubic")))
     model = compile_hovercraft(Vehicle("hovercraft", CRAFT, controls=controls))
     g0, xi0, t_end = pose(CRAFT.rest_height + 0.01, roll=0.02), np.array([0.0, 0.0, 0.0, 3.0, 0.5, 0.0]), 3.0
-    ref_g, ref_xi = continuous_solution(model, g0, xi0, t_end, tol=1e-11)
-    errors = []
-    for h in (0.02, 0.01, 0.005):
-        g, xi, *_ = simulate(model, g0, xi0, h, int(round(t_end / h)))
-        errors.append(max(np.abs(g[-1] - ref_g).max(), np.abs(xi[-1] - ref_xi).max()))
-    orders = np.log2(np.array(errors[:-1]) / errors[1:])
+    errors, orders = convergence_orders(model, g0, xi0, t_end, (0.02, 0.01, 0.005), tol=1e-11)
     assert np.all(np.abs(orders - 2) < 0.2), (errors, orders)
 
 
@@ -113,7 +92,7 @@ def run_file(name):
     spec = mech.vehicle.spec
     for f in dataclasses.fields(spec):
         assert np.allclose(getattr(spec, f.name), getattr(PRESETS[name], f.name)) if f.name != "name" else True
-    trajectory = simulate_file(mech, 1 / 24, 240, method="vehicle")
+    trajectory = simulate(mech, 1 / 24, 240, method="vehicle")
     assert trajectory.status == "finished", trajectory.message
     return trajectory
 
