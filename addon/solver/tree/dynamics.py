@@ -73,6 +73,12 @@ def _body_spatial_inertia(model: TreeModel, kin: Kinematics) -> np.ndarray:
     return out
 
 
+def user_force_vectors(model: TreeModel, t: float) -> np.ndarray:
+    """World force vectors (nforce, 3) of the user forces at time t (each scaled by its curve, if keyed)."""
+    scale = np.array([1.0 if c is None else evaluate(c, t) for c in model.force_scale])
+    return model.force_vector * scale[:, None]
+
+
 def point_forces(model: TreeModel, kin: Kinematics, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """World application points (n, 3), forces (n, 3) and carrying frames (n,) of gravity and user forces."""
     g = np.asarray(model.gravity)
@@ -82,8 +88,7 @@ def point_forces(model: TreeModel, kin: Kinematics, t: float) -> tuple[np.ndarra
     if len(model.force_frame):
         world = kin.world_M_frame[model.force_frame]
         points.append(np.einsum("fij,fj->fi", world[:, :3, :3], model.force_point) + world[:, :3, 3])
-        scale = np.array([1.0 if c is None else evaluate(c, t) for c in model.force_scale])
-        forces.append(model.force_vector * scale[:, None])
+        forces.append(user_force_vectors(model, t))
         frames.append(np.asarray(model.force_frame))
     return np.concatenate(points), np.concatenate(forces), np.concatenate(frames)
 

@@ -26,7 +26,7 @@ from ..trajectory import ConvergenceError
 from . import constraints
 from .assembly import assemble, independent_rows, prescribed_values, worst_joint
 from .compile import TreeModel
-from .dynamics import Terms, terms
+from .dynamics import Terms, terms, user_force_vectors
 from .kinematics import Kinematics, fold_charts, forward
 
 
@@ -65,13 +65,14 @@ class StepResult:
     residual: float
 
 
+def keyed_torques(model: TreeModel, t: float) -> np.ndarray:
+    """Generalized forces (nq,) of the keyed torque motors at time t (zero where none)."""
+    return np.array([0.0 if c is None else evaluate(c, t) for c in model.dof_torque])
+
+
 def nonconservative_forces(model: TreeModel, qd: np.ndarray, t: float) -> np.ndarray:
     """f_c (nq,): joint damping, velocity servos and keyed torques at velocity qd and time t."""
-    f = -model.dof_damping * qd + model.dof_motor_gain * (model.dof_motor_velocity - qd)
-    for k, curve in enumerate(model.dof_torque):
-        if curve is not None:
-            f[k] += evaluate(curve, t)
-    return f
+    return -model.dof_damping * qd + model.dof_motor_gain * (model.dof_motor_velocity - qd) + keyed_torques(model, t)
 
 
 def initial_state(model: TreeModel, t0: float = 0.0) -> tuple[MidpointState, Kinematics, Terms, np.ndarray]:
@@ -277,10 +278,8 @@ def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
     t2, tmid = state.t + dt, state.t + 0.5 * dt
     q2 = state.q + dt * state.velocity_guess
     q2[model.dof_prescribed] = prescribed_values(model, t2)[0]
-    torque = np.array([0.0 if c is None else evaluate(c, tmid) for c in model.dof_torque])
-    scale = np.array([1.0 if c is None else evaluate(c, tmid) for c in model.force_scale])
-    out = state.stepper.step(state.q, state.p, state.lam, state.charts, dt, tol, max_iterations, torque, q2,
-                             model.force_vector * scale[:, None], state.rows)
+    out = state.stepper.step(state.q, state.p, state.lam, state.charts, dt, tol, max_iterations,
+                             keyed_torques(model, tmid), q2, user_force_vectors(model, tmid), state.rows)
     if out.status != native.CONVERGED:
         if len(state.rows) and out.status != native.NOT_FINITE:
             return None  # the numpy path's least-squares fallback handles rank-deficient loop rows
