@@ -55,11 +55,9 @@ class MidpointState:
 
 @dataclass(frozen=True)
 class StepResult:
-    """What a step leaves for the recorder: kinematics at the new q (None when the step did not need
-    them: compute with kinematics.forward(model, state.q, state.charts)), energy at the step's
-    midpoint, Newton iterations, and max |h| over every loop row at the new q."""
+    """What a step leaves for the recorder besides the state: energy at the step's midpoint, Newton
+    iterations, and max |h| over every loop row at the new q."""
 
-    kin: Kinematics | None
     energy: float
     iterations: int
     residual: float
@@ -228,12 +226,14 @@ def _update_contacts(model: TreeModel, q2: np.ndarray, lam_contact: np.ndarray,
 
 
 def _fold(model: TreeModel, state: MidpointState, kin2: Kinematics | None, q2: np.ndarray, p2: np.ndarray,
-          v: np.ndarray) -> Kinematics | None:
-    """Commit the chart fold at q2 (ball coordinates -> 0, momenta by J^T); returns kinematics at the
-    folded q2 (or `kin2` unchanged when there is nothing to fold)."""
+          v: np.ndarray) -> None:
+    """Commit the chart fold at q2 (ball coordinates -> 0, momenta by J^T) and the next velocity guess.
+
+    kin2: kinematics at q2 when the caller has them (computed here otherwise, only if there are charts).
+    """
     state.velocity_guess = v.copy()
     if not len(model.ball_dofs):
-        return kin2
+        return
     if kin2 is None:
         kin2 = forward(model, q2, state.charts)
     charts, J = fold_charts(model, kin2, state.charts)
@@ -242,7 +242,6 @@ def _fold(model: TreeModel, state: MidpointState, kin2: Kinematics | None, q2: n
         state.velocity_guess[dofs] = np.linalg.solve(J[b], v[dofs])
         q2[dofs] = 0.0
     state.charts = charts
-    return forward(model, q2, charts)
 
 
 RESELECT_BELOW = 1e-2  # kept loop rows are re-picked when their conditioning falls below this
@@ -290,10 +289,10 @@ def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
     if len(state.rows):
         _check_rank(model, state, dt, constraints.evaluate(model, forward(model, out.q2, state.charts))[1])
     q2, p2 = out.q2, out.p2
-    kin2 = _fold(model, state, None, q2, p2, (q2 - state.q) / dt)
+    _fold(model, state, None, q2, p2, (q2 - state.q) / dt)
     state.q, state.p, state.lam, state.t, state.Dh = q2, p2, out.lam, t2, None
     state.step_index += 1
-    return StepResult(kin2, out.energy, out.iterations, out.residual_all)
+    return StepResult(out.energy, out.iterations, out.residual_all)
 
 
 def _reselect_rows(model: TreeModel, state: MidpointState) -> None:
@@ -335,8 +334,7 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
     first = step(model, state, 0.5 * dt, tol, max_iterations, trace, use_native, halvings - 1)
     second = step(model, state, 0.5 * dt, tol, max_iterations, trace, use_native, halvings - 1)
     state.step_index = index + 1
-    return StepResult(second.kin, second.energy, first.iterations + second.iterations, max(first.residual,
-                                                                                            second.residual))
+    return StepResult(second.energy, first.iterations + second.iterations, max(first.residual, second.residual))
 
 
 def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, max_iterations: int,
@@ -373,9 +371,9 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
 
     tm, f_c = system.terms_mid, system.forcing
     p2 = 0.5 * dt * (tm.g + tm.Q) + tm.p + 0.5 * dt * f_c
-    kin2 = _fold(model, state, system.kin2, q2, p2, (q2 - state.q) / dt)
+    _fold(model, state, system.kin2, q2, p2, (q2 - state.q) / dt)
     state.Dh = system.Dh2 if not len(model.ball_dofs) else None
     state.q, state.p, state.lam, state.t = q2, p2, lam[: len(state.rows)], t2
     state.step_index += 1
     residual = float(np.max(np.abs(system.h2))) if len(system.h2) else 0.0
-    return StepResult(kin2, tm.kinetic + tm.potential, iterations, residual)
+    return StepResult(tm.kinetic + tm.potential, iterations, residual)
