@@ -48,6 +48,18 @@ The format, one table per kind of element (units SI, Z up, quaternions w x y z):
                 stiffness, rest_length, damping
     [[force]]   name, body, point (body frame), force (world axes), scale (optional curve)
 
+    [[collider]]                      # contact shapes, used by the 'maximal' method (docs/collision.md)
+    name = "ground"                   # required, unique
+    body = "world"                    # required: a body name or "world" (fixed)
+    shape = "plane"                   # required: one of model.COLLIDER_SHAPES
+    size = [0.25]                     # per shape (model.COLLIDER_SIZES): sphere [radius] (a bare number
+                                      # is accepted), box [hx, hy, hz] half extents, capsule and cylinder
+                                      # [radius, half_length] along the collider's z; absent for plane, hull
+    position = [0.0, 0.0, 0.0]        # collider frame in the body frame (world frame for "world"); default 0
+    orientation = [1.0, 0.0, 0.0, 0.0]  # default identity; a plane is the frame's z = 0 plane, normal +z
+    vertices = [[0.0, 0.0, 0.0], ...] # hull only: >= 4 points in the collider frame spanning a volume
+    friction = 0.5                    # Coulomb coefficient, >= 0 (default 0.5)
+
     [vehicle]                         # optional: the input of the 'vehicle' method (vehicles/spec.py)
     type = "car"                      # required: one of vehicles.spec.VEHICLE_TYPES
     name = "sedan"                    # optional, default the [model] name
@@ -101,7 +113,10 @@ from .model import (
     JOINT_DOFS,
     JOINT_TYPES,
     WORLD,
+    COLLIDER_SHAPES,
+    COLLIDER_SIZES,
     Body,
+    Collider,
     Curve,
     Force,
     Joint,
@@ -127,20 +142,24 @@ _AXIS_TYPES = frozenset({"revolute", "prismatic", "cylindrical", "universal", "p
 _AXIS2_TYPES = frozenset({"universal", "planar"})
 _ANCHOR_TYPES = frozenset({"revolute", "cylindrical", "universal", "planar", "ball"})
 
-_TOP_KEYS = ("format", "model", "vehicle", "body", "joint", "spring", "force")
+_TOP_KEYS = ("format", "model", "vehicle", "body", "joint", "spring", "force", "collider")
 _MODEL_KEYS = ("name", "gravity")
 _BODY_KEYS = tuple(f.name for f in dataclasses.fields(Body))
 _JOINT_KEYS = tuple(f.name for f in dataclasses.fields(Joint))
 _SPRING_KEYS = tuple(f.name for f in dataclasses.fields(Spring))
 _FORCE_KEYS = tuple(f.name for f in dataclasses.fields(Force))
+_COLLIDER_KEYS = tuple(f.name for f in dataclasses.fields(Collider))
 _CURVE_KEYS = tuple(f.name for f in dataclasses.fields(Curve))
 _MOTOR_KEYS = {"torque": ("mode", "torque"), "velocity": ("mode", "target_velocity", "gain")}
-_ENTRY_TABLES = ("body", "joint", "spring", "force")
+_ENTRY_TABLES = ("body", "joint", "spring", "force", "collider")
 _VEHICLE_KEYS = ("type", "name", "preset", "position", "orientation", "velocity", "current", "parameters",
                  "controls")
 _VEHICLE_VECTORS = {"position": 3, "orientation": 4, "velocity": 6, "current": 3}
 _VEHICLE = "[vehicle]"
-_PARAMETER_SIZES = {"inertia": (3, 6)}  # spec tuples of variable length: the lengths a file may give
+_PARAMETER_SIZES = {"inertia": (3, 6)}
+_SIZE_NAMES = {"sphere": "radius", "box": "half extents hx, hy, hz", "capsule": "radius, half_length",
+               "cylinder": "radius, half_length"}
+_FLAT_HULL = 1e-9  # a hull's vertices must spread at least this fraction of their extent in every direction  # spec tuples of variable length: the lengths a file may give
 
 _REQUIRED = object()
 
@@ -214,7 +233,7 @@ def dumps_mechanism(mech: Mechanism, header: str | None = None) -> str:
     if mech.vehicle is not None:
         lines += _vehicle_lines(mech.vehicle)
     for table, entries in (("body", mech.bodies), ("joint", mech.joints),
-                           ("spring", mech.springs), ("force", mech.forces)):
+                           ("spring", mech.springs), ("force", mech.forces), ("collider", mech.colliders)):
         for entry in entries:
             lines += ["", f"[[{table}]]"]
             lines += _assignments(_entry_fields(entry))
@@ -304,7 +323,8 @@ def validate_mechanism(mech: Mechanism) -> Mechanism:
     Checks values (finite numbers, non-negative masses, a positive semi-definite inertia obeying the
     triangle inequality, unit quaternions, non-zero axes, coordinate counts per joint type, limits,
     curves, motors, the vehicle's vectors, parameters and controls) and structure (unique names,
-    known bodies, no self-joints, every body connected to "world" through joints). Messages read
+    known bodies, no self-joints, every body connected to "world" through joints) and colliders (shape,
+    sizes, a hull spanning a volume). Messages read
     "<source>: [[joint]] 'hinge': field 'axis' must be ..., got ...", with ``mech.source`` as the source.
 
     Returns
@@ -336,8 +356,10 @@ def validate_mechanism(mech: Mechanism) -> Mechanism:
     for i, force in enumerate(mech.forces):
         _check_force(src, i, force, body_names)
     _check_unique_names(src, "force", mech.forces)
+    colliders = tuple(_checked_collider(src, i, c, body_names) for i, c in enumerate(mech.colliders))
+    _check_unique_names(src, "collider", mech.colliders)
     _check_connected(src, bodies, joints)
-    return dataclasses.replace(mech, bodies=bodies, joints=joints, vehicle=vehicle)
+    return dataclasses.replace(mech, bodies=bodies, joints=joints, colliders=colliders, vehicle=vehicle)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -572,6 +594,54 @@ def _check_force(src: str, index: int, force: Force, body_names: set[str]) -> No
         _check_curve(src, where, "scale", force.scale)
 
 
+def _checked_collider(src: str, index: int, collider: Collider, body_names: set[str]) -> Collider:
+    where = _where("collider", index, collider.name)
+    _check_name(src, where, "name", collider.name)
+    if collider.body != WORLD and collider.body not in body_names:
+        raise _fail(src, where, "body",
+                    f"a [[body]] name or {WORLD!r} (bodies: {', '.join(sorted(body_names))})", collider.body)
+    shape = collider.shape
+    if shape not in COLLIDER_SIZES:
+        raise _fail(src, where, "shape", f"one of {', '.join(COLLIDER_SHAPES)}", shape)
+    n = COLLIDER_SIZES[shape]
+    size = collider.size
+    if n == 0:
+        if size != ():
+            raise _fail(src, where, "size", f"absent for a {shape!r} collider", size)
+    else:
+        # A capsule of half_length 0 is a sphere; every other size must be positive.
+        zero_ok = (False, True) if shape == "capsule" else (False,) * n
+        expected = f"{n} finite number{'s' if n > 1 else ''} ({_SIZE_NAMES[shape]}) for a {shape!r} collider, " + (
+            "radius > 0 and half_length >= 0" if shape == "capsule" else "each > 0")
+        if not (isinstance(size, tuple) and len(size) == n and all(
+                _is_number(x) and math.isfinite(x) and (x > 0 or (ok and x == 0)) for x, ok in zip(size, zero_ok))):
+            raise _fail(src, where, "size", expected, size)
+    _check_vector(src, where, "position", collider.position, 3)
+    orientation = _unit_quaternion(src, where, "orientation", collider.orientation)
+    if shape == "hull":
+        _check_hull(src, where, collider.vertices)
+    elif collider.vertices != ():
+        raise _fail(src, where, "vertices", f"absent for a {shape!r} collider (only hulls have vertices)",
+                    collider.vertices)
+    _check_number(src, where, "friction", collider.friction, minimum=0.0)
+    return dataclasses.replace(collider, orientation=orientation)
+
+
+def _check_hull(src: str, where: str, vertices: object) -> None:
+    """At least 4 finite 3-D points that do not all lie in one plane."""
+    if not (isinstance(vertices, tuple) and len(vertices) >= 4 and all(
+            isinstance(v, (tuple, list)) and len(v) == 3 and all(_is_number(x) and math.isfinite(x) for x in v)
+            for v in vertices)):
+        raise _fail(src, where, "vertices", "at least 4 points [x, y, z] of finite numbers for a 'hull' collider",
+                    vertices)
+    points = np.array(vertices, dtype=float)
+    spread = np.linalg.svd(points - points.mean(axis=0), compute_uv=False)
+    if spread[2] <= _FLAT_HULL * max(spread[0], _ZERO_LENGTH):
+        flat = "all on one line" if spread[1] <= _FLAT_HULL * max(spread[0], _ZERO_LENGTH) else "all in one plane"
+        raise _fail(src, where, "vertices", f"points spanning a volume (these {len(points)} are {flat}: a degenerate "
+                    "hull)", vertices)
+
+
 def _check_unique_names(src: str, table: str, entries: Sequence[object]) -> None:
     first: dict[str, int] = {}
     for i, entry in enumerate(entries):
@@ -696,6 +766,14 @@ class _Table:
             raise self.fail(key, expected, value)
         return tuple(float(x) for x in value)
 
+    def points(self, key: str) -> tuple[tuple[float, float, float], ...]:
+        """A list of [x, y, z] lists; absent means none."""
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(
+                isinstance(p, list) and len(p) == 3 and all(_is_number(x) for x in p) for p in value):
+            raise self.fail(key, "a list of points [x, y, z]", value)
+        return tuple(tuple(float(x) for x in p) for p in value)
+
     def table(self, key: str, allow_missing: bool = True) -> _Table | None:
         """A nested (inline) table, or None when absent."""
         if key not in self.data:
@@ -743,6 +821,7 @@ def _parse_document(data: Mapping[str, object], src: str) -> Mechanism:
         joints=tuple(_parse_joint(t) for t in entries["joint"]),
         springs=tuple(_parse_spring(t) for t in entries["spring"]),
         forces=tuple(_parse_force(t) for t in entries["force"]),
+        colliders=tuple(_parse_collider(t) for t in entries["collider"]),
         vehicle=vehicle,
         source=src,
     )
@@ -831,6 +910,20 @@ def _parse_force(t: _Table) -> Force:
         point=t.numbers("point", (3,), default=(0.0, 0.0, 0.0)),
         force=t.numbers("force", (3,)),
         scale=None if scale is None else _parse_curve(scale),
+    )
+
+
+def _parse_collider(t: _Table) -> Collider:
+    t.check_keys(_COLLIDER_KEYS)
+    return Collider(
+        name=t.string("name"),
+        body=t.string("body"),
+        shape=t.string("shape"),
+        size=t.numbers("size", default=(), scalar=True),
+        position=t.numbers("position", (3,), default=(0.0, 0.0, 0.0)),
+        orientation=t.numbers("orientation", (4,), default=(1.0, 0.0, 0.0, 0.0)),
+        vertices=t.points("vertices"),
+        friction=t.number("friction", default=0.5),
     )
 
 
@@ -966,7 +1059,7 @@ def _vehicle_lines(vehicle: Vehicle) -> list[str]:
     return lines
 
 
-def _entry_fields(entry: Body | Joint | Spring | Force) -> dict[str, object]:
+def _entry_fields(entry: Body | Joint | Spring | Force | Collider) -> dict[str, object]:
     """The key/value pairs written for one entry: every field, minus optional ones left at default."""
     if isinstance(entry, Body):
         fields = dataclasses.asdict(entry)
@@ -994,6 +1087,10 @@ def _entry_fields(entry: Body | Joint | Spring | Force) -> dict[str, object]:
                                      "gain": motor.gain})
         return fields
     fields = {f.name: getattr(entry, f.name) for f in dataclasses.fields(entry)}
+    if isinstance(entry, Collider):
+        for key in ("size", "vertices"):
+            if fields[key] == ():
+                del fields[key]
     if isinstance(entry, Force) and entry.scale is None:
         del fields["scale"]
     return fields

@@ -1,4 +1,4 @@
-"""The Mechanism description: bodies, joints, springs, forces and keyed curves as frozen plain data.
+"""The Mechanism description: bodies, joints, springs, forces, colliders and keyed curves as frozen plain data.
 
 This module owns the data every method starts from and nothing else: no file parsing (see
 mechfile.py), no Blender (see addon/bridge), no dynamics (see tree/). Everything is immutable;
@@ -129,6 +129,33 @@ class Force:
     scale: Curve | None = None  # multiplies `force` over time when given
 
 
+COLLIDER_SHAPES = ("sphere", "box", "capsule", "cylinder", "plane", "hull")
+# Number of `size` values per collider shape: sphere (radius,); box (hx, hy, hz) half extents;
+# capsule and cylinder (radius, half_length) along the collider frame's z; plane () is the
+# collider frame's z = 0 plane with +z the outward normal; hull () takes `vertices` instead.
+COLLIDER_SIZES: dict[str, int] = {"sphere": 1, "box": 3, "capsule": 2, "cylinder": 2, "plane": 0, "hull": 0}
+
+
+@dataclass(frozen=True)
+class Collider:
+    """A convex collision shape fixed to a body (or to the world when body is WORLD).
+
+    `position` and `orientation` place the collider frame in the body frame (in the world frame for
+    WORLD colliders); `size` is read per shape as COLLIDER_SIZES says; `vertices` (hull only) are
+    points in the collider frame whose convex hull is the shape; `friction` is the Coulomb
+    coefficient, combined per contact pair by the collision module.
+    """
+
+    name: str
+    body: str
+    shape: str
+    size: tuple[float, ...] = ()
+    position: Vec3 = (0.0, 0.0, 0.0)
+    orientation: Quat = (1.0, 0.0, 0.0, 0.0)
+    vertices: tuple[Vec3, ...] = ()
+    friction: float = 0.5
+
+
 @dataclass(frozen=True)
 class Mechanism:
     name: str
@@ -137,6 +164,7 @@ class Mechanism:
     gravity: Vec3 = (0.0, 0.0, -9.81)
     springs: tuple[Spring, ...] = ()
     forces: tuple[Force, ...] = ()
+    colliders: tuple[Collider, ...] = ()  # contact shapes (the 'maximal' method; others ignore them)
     vehicle: Vehicle | None = None  # the 'vehicle' method's input (vehicles/spec.py); other methods ignore it
     source: str = field(default="<memory>", compare=False)  # file or scene it came from, for messages
 
@@ -151,6 +179,12 @@ class Mechanism:
             if j.name == name:
                 return j
         raise KeyError(f"{self.source}: no joint named {name!r}")
+
+    def collider(self, name: str) -> Collider:
+        for c in self.colliders:
+            if c.name == name:
+                return c
+        raise KeyError(f"{self.source}: no collider named {name!r}")
 
     def replace(self, **changes) -> "Mechanism":
         return dataclasses.replace(self, **changes)
