@@ -123,4 +123,4 @@ def compile_boat(vehicle: Vehicle, gravity=(0.0, 0.0, -GRAVITY), current: Field 
         return weight_potential(g) - rho * g_mag * hull.area * np.sum(length * z, -1)
 
     return HolonomicModel(locked_inertia(spec.mass, spec.inertia), forces.total(water, thrusters, weight),
-                          potential, f"boat {spec.name!r}")
+                          potential, f"boat {spec.name!r}", forces.weight(spec.mass, gravity))

@@ -35,6 +35,11 @@ def gravity(mass: float, gravity_world, com=(0.0, 0.0, 0.0)):
     return wrench, potential
 
 
+def weight(mass: float, gravity_world) -> float:
+    """m |g| (N): the force scale of a HolonomicModel under uniform gravity."""
+    return float(mass * np.linalg.norm(np.asarray(gravity_world, dtype=float)))
+
+
 def total(*wrenches: WrenchFn) -> WrenchFn:
     """The sum of several wrench functions (derivatives summed, None when none depends on xi)."""
 

@@ -50,5 +50,5 @@ def compile_helicopter(vehicle: Vehicle,
 
     weight, potential = forces.gravity(spec.mass, gravity)
     model = HolonomicModel(locked_inertia(spec.mass, spec.inertia), forces.total(rotor, weight), potential,
-                           f"helicopter {vehicle.name!r}")
+                           f"helicopter {vehicle.name!r}", forces.weight(spec.mass, gravity))
     return model, shape

@@ -46,12 +46,17 @@ class HolonomicModel:
     inertia: (6, 6) symmetric positive definite, rows (angular, linear), about the body frame origin.
     wrench: body-frame wrench of all applied forces (controls, gravity, buoyancy, drag...).
     potential: energy whose gradient is already inside `wrench` (gravity), used only in `energy`.
+    force_scale: size (N) of the static forces the wrench balances at rest, the weight m |g| for a vehicle
+    under gravity. It joins the Newton convergence scale, so a vehicle hovering or floating at rest (whose
+    momenta and net wrench are all near zero) converges against the round-off of its weight instead of
+    chasing it.
     """
 
     inertia: np.ndarray
     wrench: WrenchFn
     potential: Callable[[np.ndarray], np.ndarray]
     name: str = "rigid body"
+    force_scale: float = 0.0
 
     def __post_init__(self):
         inertia = np.array(self.inertia, dtype=float)
@@ -99,7 +104,8 @@ def residual(model: HolonomicModel, state: HolonomicState, xi: np.ndarray,
     """DEP residual at node k for a trial xi_k (..., 6), its exact Jacobian (..., 6, 6) and its scale (...).
 
     R = C(h xi)^T I xi - mu_k^- - w f(t_k, g_k, node twist), w = h (h/2 at the start); the scale is the
-    sum of the max norms of the three terms, against which convergence is judged.
+    sum of the max norms of the three terms and of w times the model's force_scale (the weight), against
+    which convergence is judged.
     """
     weight = 0.5 * h if state.k == 0 else h
     node, dnode = _node_twist(state, xi)
@@ -112,7 +118,7 @@ def residual(model: HolonomicModel, state: HolonomicState, xi: np.ndarray,
     if df is not None and dnode:
         J = J - (weight * dnode) * df
     scale = (np.max(np.abs(transported), axis=-1) + np.max(np.abs(state.mu_minus), axis=-1)
-             + weight * np.max(np.abs(f), axis=-1))
+             + weight * (np.max(np.abs(f), axis=-1) + model.force_scale))
     return R, J, scale
 
 

@@ -90,4 +90,4 @@ def compile_hovercraft(vehicle: Vehicle, gravity=(0.0, 0.0, -GRAVITY)) -> Holono
 
     return HolonomicModel(locked_inertia(spec.mass, spec.inertia),
                           forces.total(cushion, skirt_drag, thrusters, weight), potential,
-                          f"hovercraft {spec.name!r}")
+                          f"hovercraft {spec.name!r}", forces.weight(spec.mass, gravity))

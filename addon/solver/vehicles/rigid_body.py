@@ -45,4 +45,5 @@ def free_body(mass: float, inertia, gravity_world=(0.0, 0.0, 0.0), name: str = "
         wrench, potential = forces.gravity(mass, gravity_world)
     else:
         wrench, potential = forces.no_wrench, forces.no_potential
-    return HolonomicModel(locked_inertia(mass, inertia), wrench, potential, name)
+    return HolonomicModel(locked_inertia(mass, inertia), wrench, potential, name,
+                          forces.weight(mass, gravity_world))

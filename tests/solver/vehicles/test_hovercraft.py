@@ -112,3 +112,12 @@ def test_hovercraft_preset_accelerates_turns_and_slides():
 def test_truck_preset_drives():
     trajectory = run_file("truck")
     assert np.linalg.norm(trajectory.poses[-1, 0, :2] - trajectory.poses[0, 0, :2]) > 20
+
+
+def test_at_rest_on_the_cushion_newton_converges_at_once_and_the_craft_stays_put():
+    """Momenta and net wrench are ~0 at rest: the weight in the convergence scale keeps Newton from chasing
+    the round-off of m g (it took up to 13 updates at tol 1e-12 before the weight joined the scale)."""
+    model = compile_hovercraft(Vehicle("hovercraft", HOVERCRAFT, position=(0.0, 0.0, HOVERCRAFT.rest_height)))
+    g, xi, _, iterations = run_holonomic(model, pose(HOVERCRAFT.rest_height), np.zeros(6), 1 / 24, 240, tol=1e-12)
+    assert iterations.max() <= 1
+    assert np.abs(xi).max() < 1e-12 and np.abs(g[-1] - g[0]).max() < 1e-12
