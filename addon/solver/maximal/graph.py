@@ -117,3 +117,74 @@ def order_tree(n_bodies: int, constraint_bodies: list[tuple[int, ...]]) -> TreeO
             children[parent[node]].append(node)
     parent.flags.writeable = False
     return TreeOrder(n_bodies, parent, tuple(forward), tuple(tuple(c) for c in children))
+
+
+def split_loops(n_bodies: int, constraint_bodies: list[tuple[int, ...]],
+                rows: list[int] | None = None) -> tuple[list[int], list[int]]:
+    """Split constraints into primary ones (a spanning forest over bodies plus the world) and loop closers.
+
+    Union-find over the bodies and the world (a one-body constraint joins its body to the world);
+    constraints are taken by decreasing ``rows`` (stable), so high-dimensional joints stay in the tree
+    and the auxiliary row count k stays small (notes/002.md §5.1 step 3). Constraints on more than two
+    bodies are always auxiliary.
+
+    Returns
+    -------
+    primary, auxiliary : list of int
+        Constraint indices, each list in increasing order.
+    """
+    root = list(range(n_bodies + 1))  # n_bodies: the world
+
+    def find(a: int) -> int:
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
+        return a
+
+    weights = rows if rows is not None else [0] * len(constraint_bodies)
+    primary, auxiliary = [], []
+    for i in sorted(range(len(constraint_bodies)), key=lambda i: -weights[i]):
+        bodies = constraint_bodies[i]
+        ends = (bodies[0], n_bodies) if len(bodies) == 1 else tuple(bodies)
+        if len(ends) != 2 or ends[0] == ends[1]:
+            auxiliary.append(i)
+            continue
+        a, b = find(ends[0]), find(ends[1])
+        if a == b:
+            auxiliary.append(i)
+        else:
+            root[a] = b
+            primary.append(i)
+    return sorted(primary), sorted(auxiliary)
+
+
+def ladder(rungs: int) -> tuple[int, list[tuple[int, int]]]:
+    """Seed 003's ladder graph (Fig. 9b): two rails of `rungs` nodes joined by rungs; 4-node cycles.
+
+    Returns the node count and the edges (node pairs).
+    """
+    edges = [(2 * i, 2 * i + 1) for i in range(rungs)]
+    edges += [(2 * i + s, 2 * i + 2 + s) for i in range(rungs - 1) for s in (0, 1)]
+    return 2 * rungs, edges
+
+
+def net(rows: int, cols: int) -> tuple[int, list[tuple[int, int]]]:
+    """Seed 003's square net (Fig. 9c): a rows x cols grid; inner nodes lie on four cycles."""
+    node = lambda r, c: r * cols + c  # noqa: E731
+    edges = [(node(r, c), node(r, c + 1)) for r in range(rows) for c in range(cols - 1)]
+    edges += [(node(r, c), node(r + 1, c)) for r in range(rows - 1) for c in range(cols)]
+    return rows * cols, edges
+
+
+def crystal(side: int) -> tuple[int, list[tuple[int, int]]]:
+    """Seed 003's cubic crystal (Fig. 9d): a side^3 grid with edges along x, y and z."""
+    node = lambda i, j, k: (i * side + j) * side + k  # noqa: E731
+    edges = []
+    for i in range(side):
+        for j in range(side):
+            for k in range(side):
+                for di, dj, dk in ((1, 0, 0), (0, 1, 0), (0, 0, 1)):
+                    a, b, c = i + di, j + dj, k + dk
+                    if a < side and b < side and c < side:
+                        edges.append((node(i, j, k), node(a, b, c)))
+    return side ** 3, edges

@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 
 from addon.solver.maximal import baraff
-from addon.solver.maximal.baraff import Constraint, factor, solve, solve_auxiliary
-from addon.solver.maximal.graph import TopologyError, order_tree
+from addon.solver.maximal.baraff import Constraint, factor, factor_flat, make_layout, solve, solve_auxiliary
+from addon.solver.maximal.graph import TopologyError, crystal, ladder, net, order_tree, split_loops
+from addon.solver.native import baraff_binding
+
+needs_c = pytest.mark.skipif(baraff_binding.LIB is None, reason="C kernels not built (run `make kernels`) or "
+                                                                "SYMPLEX_NO_NATIVE=1: C cases skipped")
 
 
 def random_spd(rng: np.random.Generator, dim: int) -> np.ndarray:
@@ -156,9 +160,9 @@ def test_loop_closure_block_row():
     assert rel_err(np.concatenate([x, mu]), np.linalg.solve(h, rhs)) < 1e-10
 
 
-def count_ops(fn, *args):
+def count_ops(fn, *args, **kwargs):
     baraff.OPS.clear()
-    out = fn(*args)
+    out = fn(*args, **kwargs)
     return dict(baraff.OPS), out
 
 
@@ -170,7 +174,7 @@ def test_factor_and_solve_cost_linear(shape):
         rng = np.random.default_rng(n_bodies)
         masses, constraints = random_system(rng, n_bodies, shape)
         n_nodes = 2 * n_bodies  # n bodies + n constraints (one anchors body 0); one root
-        ops, fac = count_ops(factor, masses, constraints)
+        ops, fac = count_ops(factor, masses, constraints, native=False)
         assert (ops["product"], ops["inverse"]) == (2 * (n_nodes - 1), n_nodes)
         # each body-constraint edge: <= 6*6*5 (D^-1 H) + 5*6*5 (H^T L) multiply-adds
         assert ops["flops"] <= (n_nodes - 1) * (180 + 150)
@@ -186,7 +190,7 @@ def test_auxiliary_cost_linear_in_n_and_k():
     for n_bodies in (50, 500):
         rng = np.random.default_rng(n_bodies)
         masses, constraints = random_system(rng, n_bodies, "chain")
-        fac = factor(masses, constraints)
+        fac = factor(masses, constraints, native=False)
         for k in (1, 4, 16):
             ends = [(int(a), int(b)) for a, b in rng.choice(n_bodies, size=(k, 2), replace=False)]
             auxiliary = [Constraint(e, (random_block(rng, 1), random_block(rng, 1))) for e in ends]
@@ -241,3 +245,91 @@ def test_block_shape_mismatch_names_the_constraint():
     masses = [np.eye(6), np.eye(3)]
     with pytest.raises(ValueError, match="constraint 0: block on body 1 has shape"):
         factor(masses, [Constraint((0, 1), (np.ones((2, 6)), np.ones((2, 6))))])
+
+
+@needs_c
+@pytest.mark.parametrize("shape", ["chain", "branched"])
+@pytest.mark.parametrize("anchored", [True, False])
+def test_c_kernel_equals_numpy_and_dense(shape, anchored):
+    """The C factor's pivots and L blocks equal the numpy twin's; both solves equal the dense solve."""
+    rng = np.random.default_rng(40 + 2 * (shape == "chain") + anchored)
+    dims = [int(d) for d in rng.choice([3, 6, 7], size=150)]
+    masses = [random_spd(rng, d) for d in dims]
+    constraints = [Constraint((0,), (random_block(rng, 2, dims[0]),))] if anchored else []
+    for body in range(1, 150):
+        other = body - 1 if shape == "chain" else int(rng.integers(0, body))
+        rows = int(rng.integers(1, min(dims[body], dims[other]) + 1))
+        pair = (body, other) if rng.random() < 0.5 else (other, body)
+        constraints.append(Constraint(pair, tuple(random_block(rng, rows, dims[b]) for b in pair)))
+    fac_c, fac_np = factor(masses, constraints, native=True), factor(masses, constraints, native=False)
+    assert fac_c.native and not fac_np.native
+    np.testing.assert_allclose(fac_c.dinv_flat, fac_np.dinv_flat, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fac_c.lt_flat, fac_np.lt_flat, rtol=1e-12, atol=1e-12)
+    rows = np.vstack([np.hstack([next((blk for i, blk in zip(c.bodies, c.blocks) if i == j),
+                                      np.zeros((c.rows, dims[j]))) for j in range(150)]) for c in constraints])
+    h = dense_saddle(masses, rows)
+    rhs = rng.standard_normal((h.shape[0], 3))
+    ref = np.linalg.solve(h, rhs)
+    assert rel_err(solve(fac_c, rhs), ref) < 1e-9
+    assert rel_err(solve(fac_np, rhs), ref) < 1e-9
+    assert rel_err(solve(fac_c, rhs[:, 1]), ref[:, 1]) < 1e-9
+
+
+def cyclic_system(rng, n_bodies, edges, rows=3):
+    """Bodies on the nodes of a graph, a `rows`-row constraint on every edge, body 0 anchored."""
+    masses = [random_spd(rng, 6) for _ in range(n_bodies)]
+    pairs = [(0,)] + list(edges)
+    constraints = [Constraint(p, tuple(random_block(rng, rows) for _ in p)) for p in pairs]
+    return masses, constraints
+
+
+@pytest.mark.parametrize("graph", [ladder(12), net(5, 6), crystal(3)], ids=["ladder", "net", "crystal"])
+@pytest.mark.parametrize("native", [False, pytest.param(True, marks=needs_c)], ids=["numpy", "c"])
+def test_cyclic_graphs_by_auxiliary_rows_match_dense(graph, native):
+    """Ladder, net and crystal (seed 003 Fig. 9): spanning tree primary, loop closers auxiliary, = dense."""
+    n_bodies, edges = graph
+    rng = np.random.default_rng(n_bodies)
+    masses, constraints = cyclic_system(rng, n_bodies, edges, rows=2)
+    primary, auxiliary = split_loops(n_bodies, [c.bodies for c in constraints])
+    assert len(auxiliary) == len(edges) + 1 - n_bodies  # independent cycles of a connected graph
+    ordered = [constraints[i] for i in primary + auxiliary]
+    h = dense_saddle(masses, dense_rows(ordered, n_bodies))
+    rhs = rng.standard_normal(h.shape[0])
+    k = 2 * len(auxiliary)
+    fac = factor(masses, [constraints[i] for i in primary], native=native)
+    x, mu = solve_auxiliary(fac, [constraints[i] for i in auxiliary], rhs[:-k], rhs[-k:])
+    assert rel_err(np.concatenate([x, mu]), np.linalg.solve(h, rhs)) < 1e-9
+
+
+def test_split_loops_keeps_high_dimensional_joints_in_the_tree():
+    """A triangle of a 5-row, a 3-row and a 1-row joint: the 1-row joint closes the loop."""
+    primary, auxiliary = split_loops(3, [(0, 1), (1, 2), (2, 0), (0,)], rows=[5, 1, 3, 6])
+    assert (primary, auxiliary) == ([0, 2, 3], [1])
+
+
+@needs_c
+def test_c_kernel_reports_the_singular_node():
+    rng = np.random.default_rng(1)
+    block = rng.standard_normal((2, 6))
+    block[1] = block[0]
+    masses = [random_spd(rng, 6) for _ in range(2)]
+    with pytest.raises(np.linalg.LinAlgError, match="constraint 0"):
+        factor(masses, [Constraint((0, 1), (block, block))], native=True)
+
+
+@pytest.mark.parametrize("native", [False, pytest.param(True, marks=needs_c)], ids=["numpy", "c"])
+def test_flat_entry_and_reuse_give_the_same_factor(native):
+    """factor_flat on hand-made flat arrays, and a factor overwriting an old one, equal `factor`."""
+    rng = np.random.default_rng(8)
+    masses, constraints = random_system(rng, 30, "branched")
+    ref = factor(masses, constraints, native=native)
+    lay = make_layout([6] * 30, [c.bodies for c in constraints], [c.rows for c in constraints])
+    flat = factor_flat(lay, np.concatenate([m.ravel() for m in masses]),
+                       np.concatenate([b.ravel() for c in constraints for b in c.blocks]), native=native)
+    old = factor([2 * m for m in masses], constraints, native=native)
+    again = factor(masses, constraints, native=native, reuse=old)
+    assert again.dinv_flat is old.dinv_flat
+    rhs = rng.standard_normal(sum(ref.dims))
+    for fac in (flat, again):
+        np.testing.assert_allclose(fac.dinv_flat, ref.dinv_flat, rtol=0, atol=0)
+        np.testing.assert_allclose(solve(fac, rhs), solve(ref, rhs), rtol=0, atol=0)

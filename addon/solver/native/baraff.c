@@ -1,0 +1,162 @@
+/* Baraff's tree block LDL^T factor and solve (seed 002 Appendix A); see baraff_kernels.h.
+ * numpy twin and reference: addon/solver/maximal/baraff.py (_factor_numpy, _solve_numpy). */
+#include <math.h>
+#include <string.h>
+
+#include "baraff_kernels.h"
+
+/* Invert the d x d row-major matrix a in place by Gauss-Jordan elimination with partial (row)
+ * pivoting; 0 on success, 1 on an exactly zero or non-finite pivot. */
+static int invert_in_place(int64_t d, double *a) {
+    int64_t perm[SYMPLEX_BARAFF_MAX_DIM];
+    for (int64_t k = 0; k < d; k++) {
+        int64_t p = k;
+        double best = fabs(a[k * d + k]);
+        for (int64_t i = k + 1; i < d; i++) {
+            double v = fabs(a[i * d + k]);
+            if (v > best) {
+                best = v;
+                p = i;
+            }
+        }
+        if (!(best > 0.0) || !isfinite(best)) return 1;
+        perm[k] = p;
+        if (p != k) {
+            for (int64_t j = 0; j < d; j++) {
+                double t = a[k * d + j];
+                a[k * d + j] = a[p * d + j];
+                a[p * d + j] = t;
+            }
+        }
+        double inv = 1.0 / a[k * d + k];
+        a[k * d + k] = 1.0;
+        for (int64_t j = 0; j < d; j++) a[k * d + j] *= inv;
+        for (int64_t i = 0; i < d; i++) {
+            if (i == k) continue;
+            double f = a[i * d + k];
+            if (f == 0.0) continue;
+            a[i * d + k] = 0.0;
+            for (int64_t j = 0; j < d; j++) a[i * d + j] -= f * a[k * d + j];
+        }
+    }
+    for (int64_t k = d - 1; k >= 0; k--) {
+        int64_t p = perm[k];
+        if (p == k) continue;
+        for (int64_t i = 0; i < d; i++) {
+            double t = a[i * d + k];
+            a[i * d + k] = a[i * d + p];
+            a[i * d + p] = t;
+        }
+    }
+    return 0;
+}
+
+int64_t symplex_baraff_factor(int64_t n_nodes, const int64_t *forward, const int64_t *parent, const int64_t *dim,
+                              const int64_t *sq_offset, const int64_t *lt_offset, const int64_t *has_mass,
+                              const double *mass, const int64_t *edge_offset, const int64_t *edge_transposed,
+                              const double *edges, double *dinv, double *lt) {
+    for (int64_t node = 0; node < n_nodes; node++) {
+        int64_t d = dim[node];
+        if (d > SYMPLEX_BARAFF_MAX_DIM) return -2;
+        double *pivot = dinv + sq_offset[node];
+        if (has_mass[node])
+            memcpy(pivot, mass + sq_offset[node], (size_t)(d * d) * sizeof(double));
+        else
+            memset(pivot, 0, (size_t)(d * d) * sizeof(double));
+    }
+    for (int64_t idx = 0; idx < n_nodes; idx++) {
+        int64_t node = forward[idx];
+        int64_t d = dim[node];
+        double *dn = dinv + sq_offset[node]; /* holds the pivot: every child has updated it */
+        if (invert_in_place(d, dn)) return node;
+        int64_t up = parent[node];
+        if (up < 0) continue;
+        int64_t dp = dim[up];
+        const double *c = edges + edge_offset[node];
+        double *l = lt + lt_offset[node];
+        /* l = D^-1 C, C = H_{node,up} (d x dp): stored as is, or as the transpose of a dp x d block */
+        if (edge_transposed[node]) {
+            for (int64_t i = 0; i < d; i++)
+                for (int64_t j = 0; j < dp; j++) {
+                    double s = 0.0;
+                    for (int64_t k = 0; k < d; k++) s += dn[i * d + k] * c[j * d + k];
+                    l[i * dp + j] = s;
+                }
+        } else {
+            for (int64_t i = 0; i < d; i++) {
+                double *li = l + i * dp;
+                for (int64_t j = 0; j < dp; j++) li[j] = 0.0;
+                for (int64_t k = 0; k < d; k++) {
+                    double f = dn[i * d + k];
+                    const double *ck = c + k * dp;
+                    for (int64_t j = 0; j < dp; j++) li[j] += f * ck[j];
+                }
+            }
+        }
+        /* parent pivot -= C^T l (dp x dp) */
+        double *pp = dinv + sq_offset[up];
+        for (int64_t k = 0; k < d; k++) {
+            const double *lk = l + k * dp;
+            for (int64_t i = 0; i < dp; i++) {
+                double f = edge_transposed[node] ? c[i * d + k] : c[k * dp + i];
+                if (f == 0.0) continue;
+                double *pi = pp + i * dp;
+                for (int64_t j = 0; j < dp; j++) pi[j] -= f * lk[j];
+            }
+        }
+    }
+    return -1;
+}
+
+void symplex_baraff_solve(int64_t n_nodes, const int64_t *forward, const int64_t *parent, const int64_t *dim,
+                          const int64_t *sq_offset, const int64_t *lt_offset, const int64_t *row_offset,
+                          const double *dinv, const double *lt, int64_t ncol, double *x, double *scratch) {
+    /* L w = b, children first: x[up] -= l^T x[node] */
+    for (int64_t idx = 0; idx < n_nodes; idx++) {
+        int64_t node = forward[idx];
+        int64_t up = parent[node];
+        if (up < 0) continue;
+        int64_t d = dim[node], dp = dim[up];
+        const double *l = lt + lt_offset[node];
+        const double *xn = x + row_offset[node] * ncol;
+        double *xp = x + row_offset[up] * ncol;
+        for (int64_t k = 0; k < d; k++) {
+            const double *lk = l + k * dp;
+            const double *xk = xn + k * ncol;
+            for (int64_t i = 0; i < dp; i++) {
+                double f = lk[i];
+                double *xi = xp + i * ncol;
+                for (int64_t c = 0; c < ncol; c++) xi[c] -= f * xk[c];
+            }
+        }
+    }
+    /* D L^T x = w, parents first: x[node] = D^-1 x[node] - l x[up] */
+    for (int64_t idx = n_nodes - 1; idx >= 0; idx--) {
+        int64_t node = forward[idx];
+        int64_t d = dim[node];
+        const double *dn = dinv + sq_offset[node];
+        double *xn = x + row_offset[node] * ncol;
+        for (int64_t i = 0; i < d * ncol; i++) scratch[i] = 0.0;
+        for (int64_t i = 0; i < d; i++)
+            for (int64_t k = 0; k < d; k++) {
+                double f = dn[i * d + k];
+                const double *xk = xn + k * ncol;
+                double *si = scratch + i * ncol;
+                for (int64_t c = 0; c < ncol; c++) si[c] += f * xk[c];
+            }
+        int64_t up = parent[node];
+        if (up >= 0) {
+            int64_t dp = dim[up];
+            const double *l = lt + lt_offset[node];
+            const double *xp = x + row_offset[up] * ncol;
+            for (int64_t i = 0; i < d; i++)
+                for (int64_t k = 0; k < dp; k++) {
+                    double f = l[i * dp + k];
+                    const double *xk = xp + k * ncol;
+                    double *si = scratch + i * ncol;
+                    for (int64_t c = 0; c < ncol; c++) si[c] -= f * xk[c];
+                }
+        }
+        memcpy(xn, scratch, (size_t)(d * ncol) * sizeof(double));
+    }
+}

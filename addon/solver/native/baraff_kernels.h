@@ -1,0 +1,38 @@
+/* Baraff's O(n) block LDL^T of a saddle-point matrix whose graph is a tree (seed 002, Appendix A).
+ * Plain C ABI, loaded with ctypes by addon/solver/native/baraff_binding.py; the numpy twin and test
+ * reference is addon/solver/maximal/baraff.py. Kernels allocate nothing; every array is C-contiguous,
+ * row-major, and indexed by node (0..n_nodes-1).
+ *
+ * Storage shared by both kernels (offsets in doubles):
+ *   dim[node]          block size of the node
+ *   sq_offset[node]    start of the node's dim x dim block in dinv (and of its mass block in mass)
+ *   lt_offset[node]    start of the node's dim[node] x dim[parent] block in lt (unused at a root)
+ *   row_offset[node]   first row of the node in a right-hand side */
+#ifndef SYMPLEX_BARAFF_KERNELS_H
+#define SYMPLEX_BARAFF_KERNELS_H
+#include <stdint.h>
+
+/* Largest block size the kernels accept (stack scratch for pivoting). */
+#define SYMPLEX_BARAFF_MAX_DIM 64
+
+/* Factor H = L D L^T, eliminating nodes in `forward` order (every node after its children).
+ * inputs:  forward (n_nodes,), parent (n_nodes,) with -1 at roots, dim, sq_offset, lt_offset;
+ *          has_mass[node] nonzero: the diagonal block of H is mass[sq_offset[node]...], else zero;
+ *          edge_offset[node], edge_transposed[node]: the block H_{node,parent} is edges[edge_offset..]
+ *          read as dim[node] x dim[parent] (transposed == 0) or as the transpose of a stored
+ *          dim[parent] x dim[node] block (transposed != 0); unused at roots.
+ * outputs: dinv (sum dim^2): D_node^-1; lt (sum dim*dim_parent): D_node^-1 H_{node,parent}.
+ * returns -1, or the node whose pivot is singular (exact zero or non-finite pivot in Gauss-Jordan);
+ *          -2 when a block is larger than SYMPLEX_BARAFF_MAX_DIM. */
+int64_t symplex_baraff_factor(int64_t n_nodes, const int64_t *forward, const int64_t *parent, const int64_t *dim,
+                              const int64_t *sq_offset, const int64_t *lt_offset, const int64_t *has_mass,
+                              const double *mass, const int64_t *edge_offset, const int64_t *edge_transposed,
+                              const double *edges, double *dinv, double *lt);
+
+/* Solve H x = b in place for ncol right-hand sides: x (N, ncol) row-major holds b on entry.
+ * scratch: at least max(dim) * ncol doubles. */
+void symplex_baraff_solve(int64_t n_nodes, const int64_t *forward, const int64_t *parent, const int64_t *dim,
+                          const int64_t *sq_offset, const int64_t *lt_offset, const int64_t *row_offset,
+                          const double *dinv, const double *lt, int64_t ncol, double *x, double *scratch);
+
+#endif
