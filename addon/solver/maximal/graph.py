@@ -7,6 +7,9 @@ forming a tree over the bodies plus the world, this graph is a forest with at mo
 constraint per component. Each component is rooted at its anchor when it has one (a leaf constraint
 node would have a zero pivot), else at its lowest-numbered body, and ordered by an iterative depth-first
 post-order, so every node comes after all its children and block LDL^T has no fill-in.
+
+`split_loops` picks the primary spanning forest and the loop-closing (auxiliary) constraints of a
+cyclic graph; `ladder`, `net` and `crystal` build seed 003's cyclic test graphs (Fig. 9).
 """
 
 from __future__ import annotations
