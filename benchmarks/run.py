@@ -1,6 +1,7 @@
 """Benchmark suite: tree-method step time beside MuJoCo on the same chains, measured in one run.
 
 Usage: python -m addon bench [--quick] [--out docs/benchmarks.md]
+       python -m benchmarks.run [--quick] [--chains-only] [--out docs/benchmarks.md]
 For each N-link pendulum chain (generate.pendulum_chain) and each closed-chain preset, reports the
 median warm wall time per step of Symplex's midpoint VI (C kernel when built, numpy otherwise) and,
 for chains, of MuJoCo (RK4 and its default semi-implicit Euler) on the same chain, same dt, with the
@@ -57,36 +58,37 @@ def time_symplex(mech: Mechanism, steps: int) -> dict:
     }
 
 
-def chain_mjcf(n: int, mech: Mechanism) -> str:
-    """MJCF of the same N-link chain: hinges about +Y at each link top, explicit inertials."""
-    body_xml = ""
-    for i, body in reversed(list(enumerate(mech.bodies))):
+def chain_mujoco(mech: Mechanism, integrator: str):
+    """MuJoCo model of the same N-link chain: hinges about +Y at each link top, explicit inertials.
+
+    Built with MjSpec (one nested body per link) rather than MJCF text, whose XML parser caps the
+    nesting depth below 500 bodies."""
+    import mujoco
+
+    spec = mujoco.MjSpec()
+    spec.option.timestep = DT
+    spec.option.gravity = list(mech.gravity)
+    spec.option.integrator = {"RK4": mujoco.mjtIntegrator.mjINT_RK4, "Euler": mujoco.mjtIntegrator.mjINT_EULER}[integrator]
+    spec.option.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    parent = spec.worldbody
+    for i, body in enumerate(mech.bodies):
         ixx, iyy, izz = body.inertia[:3]
-        offset = "0 0 0" if i == 0 else "0 0 -1"
-        body_xml = (
-            f'<body name="{body.name}" pos="{offset}">'
-            f'<joint name="h{i}" type="hinge" axis="0 1 0" pos="0 0 0"/>'
-            f'<inertial pos="0 0 -0.5" mass="{body.mass}" diaginertia="{ixx} {iyy} {izz}"/>'
-            f"{body_xml}</body>"
-        )
-    return (f'<mujoco><option timestep="{DT}" integrator="{{integrator}}" gravity="0 0 -9.81"/>'
-            f"<worldbody>{body_xml}</worldbody></mujoco>")
+        parent = parent.add_body(name=body.name, pos=[0.0, 0.0, 0.0 if i == 0 else -1.0], mass=body.mass,
+                                 ipos=list(body.com), inertia=[ixx, iyy, izz], explicitinertial=True)
+        parent.add_joint(name=f"h{i}", type=mujoco.mjtJoint.mjJNT_HINGE, axis=[0.0, 1.0, 0.0])
+    return spec.compile()
 
 
-def time_mujoco(n: int, mech: Mechanism, steps: int, integrator: str) -> dict | None:
+def time_mujoco(mech: Mechanism, steps: int, integrator: str) -> dict | None:
     try:
         import mujoco
     except ImportError:
         return None
-    try:
-        model = mujoco.MjModel.from_xml_string(chain_mjcf(n, mech).replace("{integrator}", integrator))
-    except ValueError as err:  # MJCF nests one <body> per link; its XML parser caps the depth
-        return {"error": str(err).splitlines()[-1]}
+    model = chain_mujoco(mech, integrator)
     data = mujoco.MjData(model)
     data.qpos[0] = mech.joints[0].q0[0]
     mujoco.mj_forward(model, data)
     energies = []
-    model.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
     for _ in range(3):
         mujoco.mj_step(model, data)
     times = []
@@ -125,55 +127,89 @@ def _describe() -> str:
             f"{'C' if native.NATIVE else 'numpy (C step kernel not built)'}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m addon bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer steps and chains up to N = 100")
-    parser.add_argument("--out", default=None, help="write the Markdown table to this file")
-    args = parser.parse_args(argv)
-    sizes = QUICK_SIZES if args.quick else CHAIN_SIZES
+CHAIN_HEADING = "## N-link pendulum chains"
+
+
+def chain_table(quick: bool) -> list[str]:
+    """The N-link chain section: Symplex beside MuJoCo RK4 and Euler, same chain and dt, one run."""
     lines = [
-        "## N-link pendulum chains (dt = 0.01 s, top link at 45 degrees, from rest)",
+        f"{CHAIN_HEADING} (dt = 0.01 s, top link at 45 degrees, from rest)",
         "",
         "| N | Symplex ms/step | Newton its | energy band | MuJoCo RK4 ms/step | ratio to RK4 | MuJoCo RK4 energy band "
         "| MuJoCo Euler ms/step | ratio to Euler | MuJoCo Euler energy band |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for n in sizes:
+    for n in QUICK_SIZES if quick else CHAIN_SIZES:
         mech = pendulum_chain(n)
-        steps = _steps_for(n, args.quick)
+        steps = _steps_for(n, quick)
         ours = time_symplex(mech, steps)
-        rk4 = time_mujoco(n, mech, steps, "RK4")
-        euler = time_mujoco(n, mech, steps, "Euler")
+        rk4 = time_mujoco(mech, steps, "RK4")
+        euler = time_mujoco(mech, steps, "Euler")
 
         def cols(peer: dict | None) -> str:
             if peer is None:
                 return "n/a | n/a | n/a"
-            if "error" in peer:
-                return "n/a (MJCF nesting limit) | n/a | n/a"
             return f"{peer['ms']:.4f} | {ours['ms'] / peer['ms']:.1f} | {peer['energy_band']:.2e}"
 
         row = (f"| {n} | {ours['ms']:.3f} | {ours['iterations']:.2f} | {ours['energy_band']:.2e} | "
                f"{cols(rk4)} | {cols(euler)} |")
         lines.append(row)
         print(row, flush=True)
-    lines += [
-        "",
+    return lines
+
+
+def closed_chain_table(quick: bool) -> list[str]:
+    lines = [
         "## Closed-chain presets (dt = 0.01 s)",
         "",
         "| preset | Symplex ms/step | Newton its | max loop residual | energy band |",
         "|---|---:|---:|---:|---:|",
     ]
     for name in CLOSED_CHAINS:
-        ours = time_symplex(load_mechanism(preset_path(name)), 100 if args.quick else 400)
+        ours = time_symplex(load_mechanism(preset_path(name)), 100 if quick else 400)
         row = (f"| {name} | {ours['ms']:.3f} | {ours['iterations']:.2f} | {ours['residual']:.1e} | "
                f"{ours['energy_band']:.2e} |")
         lines.append(row)
         print(row, flush=True)
-    lines += ["", *vehicles.run(args.quick, f"python -m addon bench{' --quick' if args.quick else ''}")]
+    return lines
+
+
+def replace_section(text: str, heading: str, section: list[str]) -> str:
+    """`text` with the '## ' section whose title starts with `heading` replaced by `section` (appended if absent)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(heading)), None)
+    if start is None:
+        return "\n".join(lines + [""] + section) + "\n"
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return "\n".join(lines[:start] + section + [""] + lines[end:]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m addon bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps and chains up to N = 100")
+    parser.add_argument("--chains-only", action="store_true",
+                        help="only the N-link chain table; with --out, replace that section of an existing file")
+    parser.add_argument("--out", default=None, help="write the Markdown table to this file")
+    args = parser.parse_args(argv)
+    # `python -m addon bench` passes --quick and --out only; --chains-only is run as `python -m benchmarks.run`
+    command = ("python -m benchmarks.run" if args.chains_only else "python -m addon bench") + "".join(
+        f" {flag}" for flag, on in (("--quick", args.quick), ("--chains-only", args.chains_only)) if on)
+    if args.chains_only:
+        section = chain_table(args.quick)
+        section[1:1] = ["", f"Command: `{command}` ({_describe()}).", "Times are medians of warm single steps; "
+                        "ratio = Symplex time / peer time (above 1: the peer is faster)."]
+        if args.out:
+            path = Path(args.out)
+            path.write_text(replace_section(path.read_text() if path.exists() else "# Benchmarks\n", CHAIN_HEADING,
+                                            section))
+            print(f"wrote the chain section of {args.out}")
+        return 0
+    lines = [*chain_table(args.quick), "", *closed_chain_table(args.quick)]
+    lines += ["", *vehicles.run(args.quick, command)]
     header = [
         "# Benchmarks",
         "",
-        f"Command: `python -m addon bench{' --quick' if args.quick else ''}` ({_describe()}).",
+        f"Command: `{command}` ({_describe()}).",
         "Times are medians of warm single steps; ratio = Symplex time / peer time (above 1: the peer is faster).",
         "Energy band = max - min of total energy over the timed steps (the VI's is bounded; see tests).",
         "",

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 _LIB_NAMES = ("libsymplex_kernels.so", "libsymplex_kernels.dylib", "symplex_kernels.dll")
 _f64 = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
 _i64 = np.ctypeslib.ndpointer(dtype=np.int64, flags="C_CONTIGUOUS")
@@ -106,7 +106,8 @@ class NativeStep(NamedTuple):
     q2, p2 (nq,), lam (nsel,): the last Newton iterate (converged when status == CONVERGED);
     iterations: Newton updates made; energy: kinetic + potential at the last midpoint (dynamics.terms);
     residual_all: max |h| over every loop row at q2; status: CONVERGED, NOT_CONVERGED (max_iterations
-    reached), SINGULAR (zero pivot in the Newton matrix) or NOT_FINITE (a residual is inf or nan).
+    reached), SINGULAR (zero pivot in the Newton matrix) or NOT_FINITE (a residual is inf or nan);
+    flops: multiply-adds spent in the O(n) Newton directions (counted like tree.articulated.OPS).
     """
 
     q2: np.ndarray
@@ -116,6 +117,7 @@ class NativeStep(NamedTuple):
     energy: float
     residual_all: float
     status: int
+    flops: int
 
 
 class NativeStepper:
@@ -145,7 +147,7 @@ class NativeStepper:
         self._inputs = {"rows": np.zeros(nrow, dtype=np.int64), "torque_mid": np.zeros(nq),
                         "force_vectors_mid": np.zeros((self.nforce, 3)), "q1": np.zeros(nq), "p1": np.zeros(nq)}
         self._outputs = {"q2": np.zeros(nq), "lam": np.zeros(nrow), "p2": np.zeros(nq), "h": np.zeros(nrow),
-                         "stats": np.zeros(3), "iterations": np.zeros(1, dtype=np.int64),
+                         "stats": np.zeros(4), "iterations": np.zeros(1, dtype=np.int64),
                          "scratch": np.zeros(_LIB.symplex_midpoint_scratch_size(nq, nbody, self.nforce, nrow))}
         self._in_addresses = [a.ctypes.data for a in self._inputs.values()]
         self._out_addresses = [a.ctypes.data for a in self._outputs.values()]
@@ -198,9 +200,9 @@ class NativeStepper:
         status = _LIB.symplex_midpoint_step(self._tree_ptr, nsel, *self._in_addresses, float(dt), float(tol),
                                             int(max_iterations), *self._out_addresses)
         self.h = outs["h"].copy()
-        energy, self.momentum_residual, residual_all = outs["stats"].tolist()
+        energy, self.momentum_residual, residual_all, flops = outs["stats"].tolist()
         return NativeStep(outs["q2"].copy(), outs["p2"].copy(), outs["lam"][:nsel].copy(),
-                          outs["iterations"].item(), energy, residual_all, status)
+                          outs["iterations"].item(), energy, residual_all, status, int(flops))
 
 
 _LIB = load_kernels()

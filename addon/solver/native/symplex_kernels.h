@@ -6,7 +6,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 2
+#define SYMPLEX_ABI_VERSION 3
 
 int64_t symplex_abi_version(void);
 
@@ -57,14 +57,17 @@ int64_t symplex_tree_struct_size(void);
 int64_t symplex_midpoint_scratch_size(int64_t nq, int64_t nbody, int64_t nforce, int64_t nrow);
 
 /* One step (q1, p1) -> (q2, p2) of the midpoint variational integrator (tree/midpoint.py `step`, before
- * its chart fold): Newton on f1 = p1 + dt/2 (g + Q + f_c) - p - Dh(q1)^T lam = 0 (dynamic coordinates),
+ * its chart fold): Newton, with the exact direction in O(nq) per iteration (O(nq nsel) with loop rows;
+ * tree/articulated.py), on f1 = p1 + dt/2 (g + Q + f_c) - p - Dh(q1)^T lam = 0 (dynamic coordinates),
  * f2 = h(q2)[rows] = 0, all at qm = (q1 + q2)/2, v = (q2 - q1)/dt; stops when max|f1| <= tol * max(1,
  * max|p1|) and max|f2| <= tol. f_c = -damping v + gain (motor_velocity - v) + torque.
  * outputs: q2 (nq,) in: the guess, prescribed entries set to their values at t2; out: the last iterate.
  *          lam (nsel,) in: the guess; out: the last iterate.
  *          p2 (nq,) = dt/2 (g + Q + f_c) + p at the last midpoint (all coordinates).
  *          h2 (nrow,) every loop row at q2.
- *          stats (3,) = midpoint kinetic + potential energy, max|f1|, max|h2|.
+ *          stats (4,) = midpoint kinetic + potential energy, max|f1|, max|h2|, multiply-adds spent in the
+ *          Newton directions (O(nq) each: tree elimination + one tree solve per right-hand side + Schur rows,
+ *          counted like tree/articulated.py OPS).
  *          iterations (1,) Newton updates made.
  * inputs:  rows (nsel,) the independent loop rows; torque (nq,) keyed torques at the midpoint time;
  *          force_vector (nforce, 3) user forces at the midpoint time; q1, p1 (nq,); dt, tol, max_iterations.

@@ -1,12 +1,12 @@
 /* One midpoint variational integrator step on a tree model: kinematics, Lagrangian terms and their
- * derivatives, loop rows, the Newton loop and its dense LU (symplex_kernels.h). The numpy twin and
+ * derivatives, loop rows, the Newton loop and its O(n) direction (symplex_kernels.h). The numpy twin and
  * reference is addon/solver/tree/midpoint.py with dynamics.py (formulas in its docstring),
- * kinematics.py and constraints.py; the quantities and their names follow those modules.
+ * kinematics.py, constraints.py and articulated.py; the quantities and their names follow those modules.
  *
  * Twists and wrenches are 6-vectors (angular, linear) in world coordinates. Frame index -1 is the
  * world and maps to slot nq of the per-frame arrays (identity pose, zero twist). Subtree sums run
- * leaves to root (dof_parent[f] < f), and the second derivatives visit each pair (a, b) with b an
- * ancestor-or-self of a once by walking parent pointers, O(nq * depth). A spatial inertia is kept
+ * leaves to root (dof_parent[f] < f); the Newton matrix is never formed: its tree form is eliminated
+ * leaves to root and solved root to leaves in O(nq), loop rows through a Schur complement. A spatial inertia is kept
  * as 13 numbers: mass m, first moment m c (3), rotational inertia about the world origin (3x3). */
 #include <math.h>
 #include <string.h>
@@ -87,10 +87,14 @@ typedef struct {
     double *Sdot;           /* (nq, 6) ad(V_parent) S */
     double *Ic;             /* (nq, INERTIA) frame inertias, then subtree (composite) inertias */
     double *H, *W, *K;      /* (nq, 6) subtree momenta, (nq, 6) subtree wrenches, (nq, 9) sum c F^T */
-    double *P;              /* (nq, 4, 6) per-coordinate vectors of the Jacobian pair loop */
     double *qm, *v, *p, *g, *Q, *fc; /* (nq,) */
-    double *Dh1, *Dh2;      /* (nrow, nq) selected rows at q1 and at q2 */
-    double *f, *J;          /* (nq+nrow,), (nq+nrow)^2 Newton residual and matrix */
+    double *U, *x, *y, *d;  /* (nq, 12) x 3, (nq,): J11 in tree form */
+    double *Obar, *X, *c, *D; /* (nq, 12, 12), (nq, 12) x 2, (nq,): its factor */
+    double *obar, *z, *xi;  /* (nq, 12) x 2, (nq,): solve scratch */
+    double *delta;          /* (nq,) Newton step of q2 */
+    double *Dh1, *Dh2, *Y;  /* (nrow, nq) selected rows at q1 and at q2; J11^-1 Dh1^T by row */
+    double *schur, *dlam;   /* (nrow, nrow), (nrow,) Schur system of the loop rows */
+    double *f;              /* (nq+nrow,) Newton residual */
     int64_t *unknown;       /* (nq,) index of each coordinate among the unknowns, -1 prescribed */
 } workspace;
 
@@ -103,7 +107,7 @@ static double *take(double *base, int64_t *at, int64_t n)
 
 static int64_t carve(workspace *w, double *base, int64_t nq, int64_t nrow)
 {
-    int64_t at = 0, n = nq + nrow;
+    int64_t at = 0, n = nq + nrow;  /* residual length (unknowns + selected rows, at most) */
     w->world = take(base, &at, 16 * (nq + 1));
     w->S = take(base, &at, 6 * (nq + 1));
     w->world2 = take(base, &at, 16 * (nq + 1));
@@ -114,17 +118,30 @@ static int64_t carve(workspace *w, double *base, int64_t nq, int64_t nrow)
     w->H = take(base, &at, 6 * nq);
     w->W = take(base, &at, 6 * nq);
     w->K = take(base, &at, 9 * nq);
-    w->P = take(base, &at, 24 * nq);
     w->qm = take(base, &at, nq);
     w->v = take(base, &at, nq);
     w->p = take(base, &at, nq);
     w->g = take(base, &at, nq);
     w->Q = take(base, &at, nq);
     w->fc = take(base, &at, nq);
+    w->U = take(base, &at, 12 * nq);
+    w->x = take(base, &at, 12 * nq);
+    w->y = take(base, &at, 12 * nq);
+    w->d = take(base, &at, nq);
+    w->Obar = take(base, &at, 144 * nq);
+    w->X = take(base, &at, 12 * nq);
+    w->c = take(base, &at, 12 * nq);
+    w->D = take(base, &at, nq);
+    w->obar = take(base, &at, 12 * nq);
+    w->z = take(base, &at, 12 * nq);
+    w->xi = take(base, &at, nq);
+    w->delta = take(base, &at, nq);
     w->Dh1 = take(base, &at, nrow * nq);
     w->Dh2 = take(base, &at, nrow * nq);
+    w->Y = take(base, &at, nrow * nq);
+    w->schur = take(base, &at, nrow * nrow);
+    w->dlam = take(base, &at, nrow);
     w->f = take(base, &at, n);
-    w->J = take(base, &at, n * n);
     w->unknown = (int64_t *)take(base, &at, nq); /* int64 and double are both 8 bytes */
     return at;
 }
@@ -313,22 +330,24 @@ static void first_order_terms(const symplex_tree *tree, const double *force_vect
     *energy = 0.5 * kinetic + potential;
 }
 
-/* J11 = dt/4 (B + Q_q) + (A^T - A)/2 - M/dt - diag(damping + gain)/2 on the unknowns, written into
- * J (n, n). For a pair (a, b), b ancestor-or-self of a, with G_a = Ic_a Sdot_a - ad(S_a)^T H_a and
- * X_a = (-ad(S_a)^T W_a) + (K_a^T w_a - tr K_a w_a, F_a x w_a):
- *   M = S_b . Ic_a S_a, A[a,b] = Sdot_b . Ic_a S_a, A[b,a] = S_b . G_a, B = Sdot_b . G_a, Q_q = S_b . X_a,
- * so J11[a,b] = Sdot_b . P0_a + S_b . P1_a and J11[b,a] = Sdot_b . P2_a + S_b . P3_a. */
-static void jacobian_dynamics(const symplex_tree *tree, double dt, int64_t n, workspace *w)
+/* J11 = dt/4 (B + Q_q) + (A^T - A)/2 - M/dt - diag(damping + gain)/2 in tree form (tree/articulated.py):
+ * J11[a][b] = U_b . x_a and J11[b][a] = U_b . y_a for b a strict ancestor of a, J11[a][a] = d_a, zero between
+ * branches, with U_a = (Sdot_a, S_a), G_a = Ic_a Sdot_a - ad(S_a)^T H_a,
+ * X_a = -ad(S_a)^T W_a + (K_a^T w_a - tr K_a w_a, F_a x w_a):
+ *   x_a = (dt/4 G - Ic S/2, dt/4 X + G/2 - Ic S/dt),  y_a = (dt/4 G + Ic S/2, dt/4 X - G/2 - Ic S/dt),
+ *   d_a = dt/4 (Sdot . G + S . X - k) - S . Ic S/dt - (damping + gain)/2.
+ * outputs: w->U, w->x, w->y (nq, 12), w->d (nq,); inputs: the first-order terms in w. O(nq). */
+static void tree_jacobian(const symplex_tree *tree, double dt, workspace *w)
 {
     const int64_t nq = tree->nq;
     const double *S = w->S, *Sdot = w->Sdot;
     for (int64_t a = 0; a < nq; ++a) {
-        const int64_t ua = w->unknown[a];
-        if (ua < 0) continue;
-        const double *Sa = S + 6 * a, *I = w->Ic + INERTIA * a, *Ka = w->K + 9 * a, *Fa = w->W + 6 * a + 3;
-        double IcS[6], G[6], X[6], t[6], *P = w->P + 24 * a;
+        const double *Sa = S + 6 * a, *Sda = Sdot + 6 * a, *I = w->Ic + INERTIA * a, *Ka = w->K + 9 * a;
+        const double *Fa = w->W + 6 * a + 3;
+        double IcS[6], G[6], X[6], t[6];
+        double *U = w->U + 12 * a, *x = w->x + 12 * a, *y = w->y + 12 * a;
         inertia_apply(I, Sa, IcS);
-        inertia_apply(I, Sdot + 6 * a, G);
+        inertia_apply(I, Sda, G);
         ad_transpose(Sa, w->H + 6 * a, t);
         for (int k = 0; k < 6; ++k) G[k] -= t[k];
         ad_transpose(Sa, w->W + 6 * a, X);
@@ -337,18 +356,84 @@ static void jacobian_dynamics(const symplex_tree *tree, double dt, int64_t n, wo
         cross3(Fa, Sa, t);
         for (int j = 0; j < 3; ++j) X[3 + j] = -X[3 + j] + t[j];
         for (int k = 0; k < 6; ++k) {
-            P[k] = 0.25 * dt * G[k] - 0.5 * IcS[k];
-            P[6 + k] = 0.25 * dt * X[k] + 0.5 * G[k] - IcS[k] / dt;
-            P[12 + k] = 0.25 * dt * G[k] + 0.5 * IcS[k];
-            P[18 + k] = 0.25 * dt * X[k] - 0.5 * G[k] - IcS[k] / dt;
+            U[k] = Sda[k];
+            U[6 + k] = Sa[k];
+            x[k] = 0.25 * dt * G[k] - 0.5 * IcS[k];
+            x[6 + k] = 0.25 * dt * X[k] + 0.5 * G[k] - IcS[k] / dt;
+            y[k] = 0.25 * dt * G[k] + 0.5 * IcS[k];
+            y[6 + k] = 0.25 * dt * X[k] - 0.5 * G[k] - IcS[k] / dt;
         }
-        const double B = dot6(Sdot + 6 * a, G), Qq = dot6(Sa, X) - tree->dof_stiffness[a], M = dot6(Sa, IcS);
-        w->J[ua * n + ua] = 0.25 * dt * (B + Qq) - M / dt - 0.5 * (tree->dof_damping[a] + tree->dof_motor_gain[a]);
-        for (int64_t b = tree->dof_parent[a]; b >= 0; b = tree->dof_parent[b]) {
-            const int64_t ub = w->unknown[b];
-            if (ub < 0) continue;
-            w->J[ua * n + ub] = dot6(Sdot + 6 * b, P) + dot6(S + 6 * b, P + 6);
-            w->J[ub * n + ua] = dot6(Sdot + 6 * b, P + 12) + dot6(S + 6 * b, P + 18);
+        w->d[a] = 0.25 * dt * (dot6(Sda, G) + dot6(Sa, X) - tree->dof_stiffness[a]) - dot6(Sa, IcS) / dt
+                  - 0.5 * (tree->dof_damping[a] + tree->dof_motor_gain[a]);
+    }
+}
+
+static double dot12(const double *a, const double *b) { return dot6(a, b) + dot6(a + 6, b + 6); }
+
+/* Leaves-to-root elimination of J11 on the unknown coordinates (tree/articulated.py factor):
+ * D_a = d_a + U_a . Obar_a U_a, X_a = -(x_a + Obar_a^T U_a) / D_a, c_a = y_a + Obar_a U_a,
+ * Omega_a = Obar_a + c_a X_a^T added into Obar of a's parent. outputs: w->D, w->X, w->c; uses w->Obar.
+ * Returns 1 when a pivot is zero or not finite. Adds its multiply-adds to *ops. O(nq). */
+static int factor(const symplex_tree *tree, workspace *w, double *ops)
+{
+    const int64_t nq = tree->nq;
+    memset(w->Obar, 0, (size_t)(144 * nq) * sizeof(double));
+    for (int64_t a = nq - 1; a >= 0; --a) {
+        double *O = w->Obar + 144 * a;
+        if (w->unknown[a] >= 0) {
+            const double *U = w->U + 12 * a, *x = w->x + 12 * a, *y = w->y + 12 * a;
+            double OU[12], UO[12], *X = w->X + 12 * a, *c = w->c + 12 * a;
+            for (int j = 0; j < 12; ++j) UO[j] = 0.0;
+            for (int i = 0; i < 12; ++i) {
+                OU[i] = dot12(O + 12 * i, U);
+                for (int j = 0; j < 12; ++j) UO[j] += U[i] * O[12 * i + j];
+            }
+            const double D = w->d[a] + dot12(U, OU);
+            if (D == 0.0 || !isfinite(D)) return 1;
+            w->D[a] = D;
+            for (int i = 0; i < 12; ++i) {
+                X[i] = -(x[i] + UO[i]) / D;
+                c[i] = y[i] + OU[i];
+            }
+            for (int i = 0; i < 12; ++i)
+                for (int j = 0; j < 12; ++j) O[12 * i + j] += c[i] * X[j];
+            *ops += 3 * 144 + 3 * 12;
+        }
+        if (tree->dof_parent[a] >= 0) add(144, O, w->Obar + 144 * tree->dof_parent[a]);
+    }
+    return 0;
+}
+
+/* r <- J11^-1 r with the factor (tree/articulated.py solve): r (nq,) by coordinate; prescribed entries are
+ * ignored on input and 0 on output. Uses w->obar, w->z, w->xi. Adds its multiply-adds to *ops. O(nq). */
+static void solve_tree(const symplex_tree *tree, workspace *w, double *r, double *ops)
+{
+    const int64_t nq = tree->nq;
+    memset(w->obar, 0, (size_t)(12 * nq) * sizeof(double));
+    for (int64_t a = nq - 1; a >= 0; --a) {
+        double *o = w->obar + 12 * a;
+        if (w->unknown[a] >= 0) {
+            const double xi = (r[a] - dot12(w->U + 12 * a, o)) / w->D[a], *c = w->c + 12 * a;
+            w->xi[a] = xi;
+            for (int i = 0; i < 12; ++i) o[i] += c[i] * xi;
+            *ops += 25;
+        }
+        if (tree->dof_parent[a] >= 0) add(12, o, w->obar + 12 * tree->dof_parent[a]);
+    }
+    for (int64_t a = 0; a < nq; ++a) {
+        const int64_t p = tree->dof_parent[a];
+        double *z = w->z + 12 * a;
+        if (p >= 0) {
+            const double *zp = w->z + 12 * p, *Up = w->U + 12 * p;
+            for (int i = 0; i < 12; ++i) z[i] = zp[i] + Up[i] * r[p];
+        } else {
+            for (int i = 0; i < 12; ++i) z[i] = 0.0;
+        }
+        if (w->unknown[a] >= 0) {
+            r[a] = dot12(w->X + 12 * a, z) + w->xi[a];
+            *ops += 24;
+        } else {
+            r[a] = 0.0;
         }
     }
 }
@@ -414,8 +499,7 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
     carve(&w, scratch, nq, nrow);
     int64_t nd = 0;
     for (int64_t k = 0; k < nq; ++k) w.unknown[k] = tree->dof_prescribed[k] ? -1 : nd++;
-    const int64_t n = nd + nsel;
-    double scale = 1.0, energy = 0.0, r1 = 0.0, r2 = 0.0;
+    double scale = 1.0, energy = 0.0, r1 = 0.0, r2 = 0.0, ops = 0.0;
     for (int64_t k = 0; k < nq; ++k) scale = fabs(p1[k]) > scale ? fabs(p1[k]) : scale;
     if (nsel) {
         forward_kinematics(tree, q1, w.world2, w.S2);
@@ -457,23 +541,32 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
         if (!isfinite(r1 + r2)) { status = SYMPLEX_NOT_FINITE; break; }
         if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }
 
-        memset(w.J, 0, (size_t)(n * n) * sizeof(double));
-        jacobian_dynamics(tree, dt, n, &w);
+        // the exact Newton step, O(nq) per loop row (tree/articulated.py newton_direction):
+        // delta = a + Y dlam, a = J11^-1 (-f1), Y = J11^-1 Dh1^T, (Dh2 Y) dlam = -f2 - Dh2 a
+        tree_jacobian(tree, dt, &w);
+        if (factor(tree, &w, &ops)) { status = SYMPLEX_SINGULAR; break; }
+        for (int64_t k = 0; k < nq; ++k) w.delta[k] = w.unknown[k] >= 0 ? -w.f[w.unknown[k]] : 0.0;
+        solve_tree(tree, &w, w.delta, &ops);
         for (int64_t i = 0; i < nsel; ++i) {
-            double *Dh2 = w.Dh2 + i * nq;
+            double *Dh2 = w.Dh2 + i * nq, *Y = w.Y + i * nq;
             loop_row(tree, w.world2, w.S2, rows[i], Dh2);
-            for (int64_t k = 0; k < nq; ++k) {
-                const int64_t u = w.unknown[k];
-                if (u < 0) continue;
-                w.J[u * n + nd + i] = -w.Dh1[i * nq + k];
-                w.J[(nd + i) * n + u] = Dh2[k];
-            }
+            memcpy(Y, w.Dh1 + i * nq, (size_t)nq * sizeof(double));
+            solve_tree(tree, &w, Y, &ops);
         }
-        for (int64_t i = 0; i < n; ++i) w.f[i] = -w.f[i];
-        if (solve_dense(n, w.J, w.f)) { status = SYMPLEX_SINGULAR; break; }
-        for (int64_t k = 0; k < nq; ++k)
-            if (w.unknown[k] >= 0) q2[k] += w.f[w.unknown[k]];
-        for (int64_t i = 0; i < nsel; ++i) lam[i] += w.f[nd + i];
+        for (int64_t i = 0; i < nsel; ++i) {
+            const double *Dh2 = w.Dh2 + i * nq;
+            w.dlam[i] = -w.f[nd + i];
+            for (int64_t k = 0; k < nq; ++k) w.dlam[i] -= Dh2[k] * w.delta[k];  // zero where prescribed
+            for (int64_t j = 0; j < nsel; ++j) w.schur[i * nsel + j] = 0.0;
+            for (int64_t k = 0; k < nq; ++k)
+                for (int64_t j = 0; j < nsel; ++j) w.schur[i * nsel + j] += Dh2[k] * w.Y[j * nq + k];
+        }
+        if (nsel && solve_dense(nsel, w.schur, w.dlam)) { status = SYMPLEX_SINGULAR; break; }
+        for (int64_t j = 0; j < nsel; ++j)
+            for (int64_t k = 0; k < nq; ++k) w.delta[k] += w.Y[j * nq + k] * w.dlam[j];
+        ops += (double)(nsel * nsel * nd + 2 * nsel * nd);
+        for (int64_t k = 0; k < nq; ++k) q2[k] += w.delta[k];
+        for (int64_t i = 0; i < nsel; ++i) lam[i] += w.dlam[i];
         ++it;
     }
 
@@ -481,6 +574,7 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
     stats[0] = energy;
     stats[1] = r1;
     stats[2] = max_abs(nrow, h2);
+    stats[3] = ops;
     *iterations = it;
     return status;
 }

@@ -38,6 +38,9 @@ class Terms:
     p = dT/dqdot, g = dT/dq, Q = generalized point forces (gravity + user forces) and joint springs
     (-dV/dq for the conservative part), kinetic, potential: scalars. With second derivatives:
     M = d2T/dqdot2, A = dp/dq, B = d2T/dq2, Q_q = dQ/dq.
+    Per-coordinate quantities the O(n) Newton direction reads (tree/articulated.py): S, Sdot (nq, 6) twist
+    axes and their rates, Ic (nq, 6, 6) composite inertias, H, W (nq, 6) subtree momenta and wrenches,
+    K (nq, 3, 3) subtree sums of c F^T over the point forces.
     """
 
     p: np.ndarray
@@ -45,6 +48,12 @@ class Terms:
     Q: np.ndarray
     kinetic: float
     potential: float
+    S: np.ndarray
+    Sdot: np.ndarray
+    Ic: np.ndarray
+    H: np.ndarray
+    W: np.ndarray
+    K: np.ndarray
     M: np.ndarray | None = None
     A: np.ndarray | None = None
     B: np.ndarray | None = None
@@ -117,7 +126,9 @@ def terms(model: TreeModel, kin: Kinematics, qd: np.ndarray, t: float, second: b
     nbody = len(model.body_mass)
     potential = -float(np.sum(forces[:nbody] * points[:nbody]))
     potential += 0.5 * float(np.sum(model.dof_stiffness * (kin.q - model.dof_rest) ** 2))
-    out = Terms(p=p, g=g, Q=Q, kinetic=kinetic, potential=potential)
+    K = model.subtree @ _frame_sum(model, frames, np.einsum("ni,nj->nij", points, forces)).reshape(nq, 9)
+    K = K.reshape(nq, 3, 3)
+    out = Terms(p=p, g=g, Q=Q, kinetic=kinetic, potential=potential, S=S, Sdot=Sdot, Ic=Ic, H=H, W=W, K=K)
     if not second:
         return out
 
@@ -137,8 +148,6 @@ def terms(model: TreeModel, kin: Kinematics, qd: np.ndarray, t: float, second: b
     B[a, b] = np.einsum("pi,pi->p", Sdot[b], IcSdot[a]) + np.einsum("pi,pi->p", ad_twist(Sdot[b], S[a]), H[a])
     B[b, a] = B[a, b]
 
-    K = model.subtree @ _frame_sum(model, frames, np.einsum("ni,nj->nij", points, forces)).reshape(nq, 9)
-    K = K.reshape(nq, 3, 3)
     F = W[:, 3:]
     w_a, w_b, v_b = S[a, :3], S[b, :3], S[b, 3:]
     trK = np.trace(K, axis1=1, axis2=2)

@@ -5,7 +5,8 @@ Seed 000 §IV-V, eqs. (19)-(22), (43)-(46), alpha = 1/2, as a one-step map (q1, 
   D1Ld = dt/2 L_q - L_qdot,  D2Ld = dt/2 L_q + L_qdot, both at (qm, v) = ((q1+q2)/2, (q2-q1)/dt),
   p2 = D2Ld(q1, q2) + fd,   fd = dt/2 f_c(qm, v, tm)  (the paper's half/half split of the forcing).
 Exact Jacobian (notes/000.md P4: the mixed terms are A and A^T, not swapped):
-  d f1 / d q2 = dt/4 (B + Q_q) + (A^T - A)/2 - M/dt - (c + gain)/2,  d f2 / d q2 = Dh(q2).
+  d f1 / d q2 = dt/4 (B + Q_q) + (A^T - A)/2 - M/dt - (c + gain)/2,  d f2 / d q2 = Dh(q2),
+solved in O(n) per Newton iteration (O(n k) with k loop rows) by articulated.py, never formed densely.
 Prescribed coordinates are removed from the unknowns and follow their curves. Joint limits are
 contacts: a limit the new configuration would cross becomes the row h = s (q2_i - bound) (s = +1
 upper, -1 lower) and stays while its impulse pushes (lambda >= 0); this is a perfectly inelastic
@@ -23,7 +24,7 @@ import numpy as np
 from .. import native
 from ..curves import evaluate
 from ..trajectory import ConvergenceError
-from . import constraints
+from . import articulated, constraints
 from .assembly import assemble, independent_rows, prescribed_values, worst_joint
 from .compile import TreeModel
 from .dynamics import Terms, terms, user_force_vectors
@@ -88,11 +89,15 @@ def initial_state(model: TreeModel, t0: float = 0.0) -> tuple[MidpointState, Kin
 
 @dataclass
 class DELSystem:
-    """The DEL equations at one Newton iterate: residual f = (f1, f2), Jacobian J over (q2[dyn], lambda),
-    and what the step needs afterwards (midpoint terms and forcing, kinematics and all-row h at q2)."""
+    """The DEL equations at one Newton iterate: residual f = (f1, f2); the exact Jacobian over
+    (q2[dyn], lambda) as [[J11, -G1^T], [G2, 0]] with J11 in tree form (articulated.TreeJacobian) and the
+    constraint rows G1 = (Dh(q1) kept rows, contacts), G2 = (Dh(q2) kept rows, contacts) over the dynamic
+    coordinates; and what the step needs afterwards (midpoint terms and forcing, kinematics and all-row h at q2)."""
 
     f: np.ndarray
-    J: np.ndarray
+    jacobian: articulated.TreeJacobian
+    G1: np.ndarray
+    G2: np.ndarray
     r1: float
     r2: float
     terms_mid: Terms
@@ -124,23 +129,18 @@ def del_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.n
     C, bounds = contact_rows(model, contacts)
     G1 = np.vstack([Dh1, C])
     v = (q2 - q1) / dt
-    tm = terms(model, forward(model, 0.5 * (q1 + q2), state.charts), v, state.t + 0.5 * dt, second=True)
+    tm = terms(model, forward(model, 0.5 * (q1 + q2), state.charts), v, state.t + 0.5 * dt, second=False)
     f_c = nonconservative_forces(model, v, state.t + 0.5 * dt)
     f1 = (state.p + 0.5 * dt * (tm.g + tm.Q) - tm.p + 0.5 * dt * f_c)[dyn] - G1.T @ lam
     kin2 = forward(model, q2, state.charts)
     h2, Dh2 = constraints.evaluate(model, kin2)
     sides = np.array([side for _, side in contacts], dtype=float)
     f2 = np.concatenate([h2[rows], C @ q2[dyn] - sides * bounds])
-    J11 = 0.25 * dt * (tm.B + tm.Q_q) + 0.5 * (tm.A.T - tm.A) - tm.M / dt
-    J11 -= 0.5 * np.diag(model.dof_damping + model.dof_motor_gain)
-    nd, nr = int(dyn.sum()), len(G1)
-    J = np.zeros((nd + nr, nd + nr))
-    J[:nd, :nd] = J11[np.ix_(dyn, dyn)]
-    J[:nd, nd:] = -G1.T
-    J[nd:, :nd] = np.vstack([Dh2[rows][:, dyn], C])
-    r1 = float(np.max(np.abs(f1))) if nd else 0.0
-    r2 = float(np.max(np.abs(f2))) if nr else 0.0
-    return DELSystem(np.concatenate([f1, f2]), J, r1, r2, tm, f_c, kin2, h2, Dh2)
+    G2 = np.vstack([Dh2[rows][:, dyn], C])
+    r1 = float(np.max(np.abs(f1))) if len(f1) else 0.0
+    r2 = float(np.max(np.abs(f2))) if len(f2) else 0.0
+    return DELSystem(np.concatenate([f1, f2]), articulated.tree_jacobian(model, tm, dt), G1, G2, r1, r2, tm, f_c,
+                     kin2, h2, Dh2)
 
 
 def _failure(model: TreeModel, state: MidpointState, dt: float, iterations: int, momentum_residual: float,
@@ -161,22 +161,20 @@ def _failure(model: TreeModel, state: MidpointState, dt: float, iterations: int,
 SLOW_NEWTON = 4  # iterations after which a loop-constrained solve switches to least squares
 
 
-def _newton_direction(system: DELSystem, nd: int, iterations: int) -> np.ndarray | None:
-    """The Newton step -J^-1 f; None when J is singular and no loop rows can explain it.
+def _newton_direction(model: TreeModel, system: DELSystem, nd: int, iterations: int) -> np.ndarray | None:
+    """The exact Newton step -J^-1 f in O(n) (articulated.py); None when J is singular.
 
     Near a singular configuration of a closed chain (a scissor lift passing its stretched-out
     position) the kept loop rows lose rank for a step: the multipliers are then not unique and an LU
-    solve sends them towards 1e15. When loop rows exist and Newton is slow or the LU fails, take the
-    minimum-norm least-squares step instead, which keeps the multipliers bounded and converges.
+    solve sends them towards 1e15. When Newton is slow there, the k x k Schur system of the loop rows
+    is solved by minimum-norm least squares instead, which keeps the multipliers bounded and converges.
     """
-    has_rows = len(system.f) > nd
-    if not (has_rows and iterations >= SLOW_NEWTON):
-        try:
-            return np.linalg.solve(system.J, -system.f)
-        except np.linalg.LinAlgError:
-            if not has_rows:
-                return None
-    return np.linalg.lstsq(system.J, -system.f, rcond=1e-13)[0]
+    fac = articulated.factor(model, system.jacobian, ~model.dof_prescribed)
+    if fac is None:
+        return None
+    least_squares = len(system.f) > nd and iterations >= SLOW_NEWTON
+    return articulated.newton_direction(model, fac, system.f[:nd], system.f[nd:], system.G1, system.G2,
+                                        least_squares)
 
 
 def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_iterations: int,
@@ -202,7 +200,7 @@ def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_i
             return system, iterations
         if iterations >= max_iterations or not np.isfinite(system.r1 + system.r2):
             raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=False)
-        delta = _newton_direction(system, nd, iterations)
+        delta = _newton_direction(model, system, nd, iterations)
         if delta is None:
             raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=True)
         q2[dyn] += delta[:nd]
