@@ -167,12 +167,13 @@ class TreeRK4(_TreeIntegrator):
 
 # Imported here, not at the top: VehicleIntegrator subclasses Integrator, defined above.
 from .vehicles.integrator import VehicleIntegrator  # noqa: E402
+from .maximal.integrator import MaximalIntegrator  # noqa: E402
 
 METHODS: dict[str, type[Integrator] | None] = {
     "tree": TreeMidpoint,
     "tree-rk4": TreeRK4,
     "vehicle": VehicleIntegrator,
-    "maximal": None,  # issue 6
+    "maximal": MaximalIntegrator,
 }
 
 

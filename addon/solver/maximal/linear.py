@@ -1,0 +1,158 @@
+"""The Newton linear system of the maximal-coordinate step, solved with Baraff's O(n) factorisation.
+
+The exact Newton matrix (notes/003.md P11) is not symmetric:
+
+    A = [[D + K, G^T],        D: body blocks (inertial, self-damping; non-symmetric rotational part)
+         [C,     E  ]]        K: body-body damper couplings; G: constraint rows at z_1 (force side);
+                              C: d g(z_2)/d zdot / dt (velocity side); E: diagonal (0 for equalities,
+                              interior-point blocks for inequalities).
+
+Its symmetric part P = (A + A^T)/2 without K has the block pattern Baraff's LDL^T handles: the primary
+(tree) joints are factored by baraff.factor in O(n) (seed 002 §7, maximal/baraff.py); loop-closing
+joints and inequality rows are k auxiliary rows bordered onto it (one k-column baraff.solve, a k x k
+Schur complement, O(nk) + O(k^3)). The exact Newton step is then obtained by defect correction,
+u <- u + P^-1 (b - A u), where each A u is O(n); the skew part of A is O(dt |omega|) relative to P, so
+a few sweeps reach rounding level. Dense solves appear only in tests, as references.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import baraff
+from .graph import TreeOrder, order_tree
+
+
+@dataclass
+class RowBlocks:
+    """Constraint-type rows (R,): bodies a, b (-1: none), force-side G and velocity-side C blocks (R, 6)
+    on each, and the diagonal E (R,)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    Ga: np.ndarray
+    Gb: np.ndarray
+    Ca: np.ndarray
+    Cb: np.ndarray
+    E: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.a)
+
+
+@dataclass
+class NewtonMatrix:
+    """The exact Newton matrix in blocks. Rows [0, n_primary) belong to the primary joints, in
+    `primary_slices` order (each joint's rows consecutive); the rest are auxiliary."""
+
+    D: np.ndarray  # (B, 6, 6)
+    rows: RowBlocks
+    n_primary: int
+    coupling: tuple[np.ndarray, np.ndarray, np.ndarray]  # rows a (P,), cols b (P,), blocks (P, 6, 6)
+
+    def multiply(self, u: np.ndarray) -> np.ndarray:
+        """A u for u = [zdot (6B); multipliers (R)]."""
+        nb = len(self.D)
+        z = u[:6 * nb].reshape(nb, 6)
+        mu = u[6 * nb:]
+        rows = self.rows
+        out_b = np.einsum("bij,bj->bi", self.D, z)
+        ia, ib, K = self.coupling
+        if len(ia):
+            np.add.at(out_b, ia, np.einsum("pij,pj->pi", K, z[ib]))
+        out_r = rows.E * mu
+        for body, Gs, Cs in ((rows.a, rows.Ga, rows.Ca), (rows.b, rows.Gb, rows.Cb)):
+            has = body >= 0
+            np.add.at(out_b, body[has], Gs[has] * mu[has, None])
+            out_r[has] += np.einsum("ri,ri->r", Cs[has], z[body[has]])
+        return np.concatenate([out_b.ravel(), out_r])
+
+
+class LinearSolver:
+    """Factor the symmetric part once, then solve with the exact matrix by defect correction.
+
+    primary_joint_rows: for each primary joint, (row slice, bodies) with bodies (a, b) or (b,) for a
+    world-anchored joint. The topology (TreeOrder) is computed once.
+    """
+
+    def __init__(self, n_bodies: int, primary: list[tuple[slice, tuple[int, ...]]]):
+        self.n_bodies = n_bodies
+        self.primary = primary
+        self.order: TreeOrder = order_tree(n_bodies, [bodies for _, bodies in primary])
+        self.fac: baraff.Factor | None = None
+        self.sweeps = 0
+
+    def factor(self, A: NewtonMatrix) -> None:
+        """Factor P = sym(A) restricted to bodies and primary rows, and its bordered auxiliary rows."""
+        Dsym = 0.5 * (A.D + np.swapaxes(A.D, 1, 2))
+        rows = A.rows
+        Sa = 0.5 * (rows.Ga + rows.Ca)
+        Sb = 0.5 * (rows.Gb + rows.Cb)
+        cons = []
+        for sl, bodies in self.primary:
+            if len(bodies) == 2:
+                cons.append(baraff.Constraint(bodies, (Sa[sl], Sb[sl])))
+            else:
+                cons.append(baraff.Constraint(bodies, (Sb[sl],)))
+        self.fac = baraff.factor(list(Dsym), cons, self.order)
+        nb, npr = self.n_bodies, A.n_primary
+        aux = np.arange(npr, rows.count)
+        k = len(aux)
+        N = 6 * nb + npr
+        self._aux = aux
+        self._N = N
+        if k == 0:
+            self._schur = None
+            return
+        cols = np.zeros((N, k))
+        for body, S in ((rows.a, Sa), (rows.b, Sb)):
+            has = body[aux] >= 0
+            j = np.nonzero(has)[0]
+            idx = 6 * body[aux][has][:, None] + np.arange(6)
+            cols[idx, j[:, None]] += S[aux][has]
+        self._cols = cols
+        self._Y = baraff.solve(self.fac, cols)
+        self._aux_S = (Sa[aux], Sb[aux], rows.a[aux], rows.b[aux])
+        schur = np.diag(rows.E[aux]) - self._apply_aux(self._Y)
+        self._schur = schur
+
+    def _apply_aux(self, y: np.ndarray) -> np.ndarray:
+        """Auxiliary rows of sym(A) applied to the body part of y ((N,) or (N, c))."""
+        Sa, Sb, a, b = self._aux_S
+        nb = self.n_bodies
+        zb = y[:6 * nb].reshape((nb, 6) + y.shape[1:])
+        out = np.zeros((len(a),) + y.shape[1:])
+        for body, S in ((a, Sa), (b, Sb)):
+            has = body >= 0
+            out[has] += np.einsum("ri,ri...->r...", S[has], zb[body[has]])
+        return out
+
+    def precondition(self, rhs: np.ndarray) -> np.ndarray:
+        """P^-1 rhs with P the bordered symmetric part (one baraff.solve plus the k x k Schur step)."""
+        N = self._N
+        y0 = baraff.solve(self.fac, rhs[:N])
+        if self._schur is None:
+            return y0
+        mu = np.linalg.solve(self._schur, rhs[N:] - self._apply_aux(y0))
+        return np.concatenate([y0 - self._Y @ mu, mu])
+
+    def solve(self, A: NewtonMatrix, rhs: np.ndarray, rtol: float = 1e-13, max_sweeps: int = 40) -> np.ndarray:
+        """Solve A u = rhs: defect correction preconditioned by the factored symmetric part."""
+        u = self.precondition(rhs)
+        scale = max(np.max(np.abs(rhs)), 1e-300)
+        best, best_u = np.inf, u
+        for sweep in range(max_sweeps):
+            defect = rhs - A.multiply(u)
+            size = np.max(np.abs(defect))
+            if size >= best:
+                break
+            best, best_u = size, u
+            if size <= rtol * scale:
+                break
+            u = u + self.precondition(defect)
+        self.sweeps = sweep + 1
+        self.defect = best / scale
+        return best_u

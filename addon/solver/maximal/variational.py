@@ -1,0 +1,330 @@
+"""One step of seed 003's maximal-coordinate variational integrator, solved by Newton's method.
+
+Given the knot z_1 = (x, q) and the previous interval velocities zdot_0, find zdot_1 and the joint
+multipliers lambda with (seed 003 eqs. (10), (16), (20a)-(20b); notes/003.md §2.4-2.5, §2.8)
+
+    m (v_1 - v_0)/dt - F(z_1) - f_damp - G_x^T lambda = 0
+    ½[s_1 J w_1 + w_1 x J w_1 - s_0 J w_0 + w_0 x J w_0] - tau(z_1) - tau_damp - G_phi^T lambda = 0
+    (g(z_2(zdot_1)) - target(t_2)) / dt = 0
+
+with G = dg/d(x, phi) at z_1 (force side), g at z_2 (velocity side), s_k = sqrt(4/dt^2 - |w_k|^2),
+and the rotational rows halved (torque units, notes/003.md P3). The first step starts from the
+continuous velocity zbar of the tree model's initial state: zdot_0 := 2 zbar - zdot_1 there, so that the
+knot velocity (zdot_0 + zdot_1)/2 is zbar and the start is second-order accurate.
+
+The Newton matrix is the exact derivative of these residuals (checked against finite differences in
+tests/solver/maximal/test_maximal_jacobian.py); linear.py solves it with Baraff's factorisation.
+Inequalities (joint limits; contacts when the mechanism has colliders) go through
+interior_point.py, which adds its rows to the same matrix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+from ..lie import quat_to_matrix
+from ..model import Mechanism
+from ..trajectory import ConvergenceError
+from . import forces
+from .bodies import (BodySet, advance, body_set, rotation_jacobian, rotational_momentum,
+                     rotational_momentum_jacobian)
+from .forces import ForceSet, force_set
+from .joints import ANGLE, JointSet, frames, generic_rows, joint_set, row_targets, unwrap
+from .linear import LinearSolver, NewtonMatrix, RowBlocks
+
+MAX_ITERATIONS = 50
+
+
+@dataclass(frozen=True)
+class MaximalModel:
+    """Bodies, joints and forces of a Mechanism, with the joint graph split into primary (tree) joints
+    and auxiliary (loop-closing) ones. `order` lists constraint rows primary-first; `primary` gives each
+    primary joint's slice of that order and its bodies for the Baraff graph."""
+
+    mechanism: Mechanism
+    bodies: BodySet
+    joints: JointSet
+    forces: ForceSet
+    loop_joints: tuple[int, ...]
+    order: np.ndarray
+    n_primary: int
+    primary: tuple[tuple[slice, tuple[int, ...]], ...]
+
+
+def compile_maximal(mech: Mechanism, loop_joints: tuple[int, ...]) -> MaximalModel:
+    """Model of `mech`; `loop_joints` (the tree compiler's cut joints) become auxiliary rows."""
+    bs = body_set(mech)
+    js = joint_set(mech)
+    fs = force_set(mech, js)
+    order, primary = [], []
+    world = bs.count
+    for j in range(js.count):
+        rows = np.nonzero(js.row_joint == j)[0]
+        if j in loop_joints or len(rows) == 0:
+            continue
+        start = len(order)
+        order.extend(rows)
+        a, b = int(js.parent[j]), int(js.child[j])
+        primary.append((slice(start, len(order)), (b,) if a == world else (a, b)))
+    n_primary = len(order)
+    for j in loop_joints:
+        order.extend(np.nonzero(js.row_joint == j)[0])
+    return MaximalModel(mech, bs, js, fs, tuple(loop_joints), np.array(order, dtype=np.int64), n_primary,
+                        tuple(primary))
+
+
+@dataclass
+class MaximalState:
+    """Knot t, x (B, 3), q (B, 4); previous interval velocities v, w (B, 3); at the start (startup True)
+    v, w hold the continuous velocity zbar. coord_rate: previous interval rate of every coordinate (or
+    its continuous rate at the start); windings of ANGLE coordinates / rows; multipliers lam (R,) in
+    model.order; aux_active: mask over the auxiliary rows kept (redundant loop rows dropped)."""
+
+    t: float
+    x: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    w: np.ndarray
+    coord_rate: np.ndarray
+    coord_winding: np.ndarray
+    row_winding: np.ndarray
+    lam: np.ndarray
+    startup: bool = True
+    aux_active: np.ndarray | None = None
+    solver: LinearSolver | None = None
+    ip: object | None = None  # interior_point.InequalityState when the model has inequalities
+    step_index: int = 0
+    sweeps: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    iterations: int
+    residual: float
+    energy: float
+
+
+@dataclass
+class Knot:
+    """What the Newton iterations need from the knot z_1: rows and coordinates with Jacobians, the
+    constant wrench, and the targets at t_2."""
+
+    G: np.ndarray  # (R, 12) constraint rows at z_1, in model.order
+    cval: np.ndarray
+    cjac: np.ndarray
+    wrench: np.ndarray  # (B, 6)
+    targets: np.ndarray  # (R,) in model.order
+    row_val1: np.ndarray  # (R,) values at z_1 in model.order (for unwrapping)
+    potential: float
+
+
+def knot_terms(model: MaximalModel, state: MaximalState, dt: float) -> Knot:
+    js, fs, bs = model.joints, model.forces, model.bodies
+    fr = frames(js, state.x, state.q)
+    rows = model.order
+    angle_rows = js.row_kind[rows] == ANGLE
+    val, G = generic_rows(fr, js.row_joint[rows], js.row_kind[rows])
+    val[angle_rows] += state.row_winding[rows][angle_rows]
+    cval, cjac = forces.coordinates(js, fs, fr, state.x, state.q, state.coord_winding)
+    torques = forces.knot_torques(js, state.t, dt)
+    wrench = forces.knot_wrench(bs.gravity, bs.mass, fs, quat_to_matrix(state.q), cval, cjac, torques, state.t, dt)
+    return Knot(G, cval, cjac, wrench, row_targets(js, state.t + dt)[rows], val,
+                forces.potential(bs.gravity, bs.mass, state.x, fs, cval))
+
+
+def _velocity_side(jac: np.ndarray, a: np.ndarray, b: np.ndarray, Wr: np.ndarray) -> np.ndarray:
+    """d(row at z_2)/d zdot_1 / dt from the row's (x, phi) Jacobian at z_2: phi columns times W(w)/dt."""
+    out = jac.copy()
+    out[:, 3:6] = np.einsum("ri,rik->rk", jac[:, 3:6], Wr[a])
+    out[:, 9:12] = np.einsum("ri,rik->rk", jac[:, 9:12], Wr[b])
+    return out
+
+
+@dataclass
+class Evaluation:
+    """Residual and exact Newton matrix at one iterate, plus z_2 quantities for the state update."""
+
+    body_residual: np.ndarray  # (B, 6)
+    row_residual: np.ndarray  # (R_active,)
+    matrix: NewtonMatrix
+    x2: np.ndarray
+    q2: np.ndarray
+    row_val2: np.ndarray  # (R,) all rows at z_2 (unwrapped), model.order
+    cval2: np.ndarray
+    rate: np.ndarray
+    row_winding2: np.ndarray  # windings of the ANGLE rows (in model.order) at z_2
+    coord_winding2: np.ndarray  # windings of the joint coordinates at z_2
+
+
+def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray, lam: np.ndarray,
+             active: np.ndarray, dt: float, extra=None) -> Evaluation:
+    """Residual and exact Newton matrix at velocities V (B, 6), multipliers lam (R,) (model.order).
+
+    `active` (R,) bool selects the rows in the system; `extra(ev_parts)` lets interior_point add rows.
+    """
+    bs, js, fs = model.bodies, model.joints, model.forces
+    nb = bs.count
+    v, w = V[:, :3], V[:, 3:]
+    x2, q2 = advance(state.x, state.q, v, w, dt)
+    fr2 = frames(js, x2, q2)
+    rows = model.order
+    kind = js.row_kind[rows]
+    raw2, jac2 = generic_rows(fr2, js.row_joint[rows], kind)
+    angle_rows = kind == ANGLE
+    row_winding2 = unwrap(raw2[angle_rows], knot.row_val1[angle_rows])
+    raw2[angle_rows] += row_winding2
+    Wr = np.concatenate([rotation_jacobian(w, dt) / dt, np.eye(3)[None]], axis=0)
+    a_all = js.parent[js.row_joint[rows]]
+    b_all = js.child[js.row_joint[rows]]
+    C = _velocity_side(jac2, a_all, b_all, Wr)
+    cval2, cjac2 = forces.coordinates(js, fs, fr2, x2, q2, state.coord_winding)
+    is_angle = np.concatenate([js.coord_kind == ANGLE, np.zeros(len(fs.spring_a), bool)])
+    coord_turns = np.where(is_angle, unwrap(cval2, knot.cval), 0.0)
+    cval2 += coord_turns
+    rate = (cval2 - knot.cval) / dt
+    c_eff = fs.damping + fs.gain
+    if state.startup:
+        v0 = 2.0 * state.v - v
+        w0 = 2.0 * state.w - w
+        rate_avg = state.coord_rate
+        trans_diag = 2.0 * bs.mass / dt
+    else:
+        v0, w0 = state.v, state.w
+        rate_avg = 0.5 * (state.coord_rate + rate)
+        trans_diag = bs.mass / dt
+    f_damp = -c_eff * rate_avg + fs.gain * fs.target_velocity
+    damp_wrench = forces.scatter(nb, fs.coord_a, fs.coord_b, f_damp[:, None] * knot.cjac)
+    r = np.empty((nb, 6))
+    r[:, :3] = bs.mass[:, None] * (v - v0) / dt
+    r[:, 3:] = rotational_momentum(bs.inertia, w, dt, +1) - rotational_momentum(bs.inertia, w0, dt, -1)
+    r -= knot.wrench + damp_wrench
+    G = knot.G[active]
+    a, b = a_all[active], b_all[active]
+    r -= forces.scatter(nb, a, b, G * lam[active, None])
+    D = np.zeros((nb, 6, 6))
+    D[:, :3, :3] = trans_diag[:, None, None] * np.eye(3)
+    D[:, 3:, 3:] = rotational_momentum_jacobian(bs.inertia, w, dt, +1)
+    if state.startup:
+        D[:, 3:, 3:] += rotational_momentum_jacobian(bs.inertia, w0, dt, -1)
+    coupling = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 6, 6)))
+    damped = np.nonzero(c_eff)[0]
+    if len(damped) and not state.startup:
+        Ct = _velocity_side(cjac2[damped], fs.coord_a[damped], fs.coord_b[damped], Wr)
+        blocks = 0.5 * c_eff[damped, None, None] * knot.cjac[damped][:, :, None] * Ct[:, None, :]
+        ca, cb = fs.coord_a[damped], fs.coord_b[damped]
+        ia, ib, K = [], [], []
+        for (ra, rs), (cc, cs) in (((ca, slice(0, 6)), (ca, slice(0, 6))), ((cb, slice(6, 12)), (cb, slice(6, 12))),
+                                   ((ca, slice(0, 6)), (cb, slice(6, 12))), ((cb, slice(6, 12)), (ca, slice(0, 6)))):
+            keep = (ra < nb) & (cc < nb)
+            if ra is cc:
+                np.add.at(D, ra[keep], blocks[keep][:, rs, cs])
+            else:
+                ia.append(ra[keep])
+                ib.append(cc[keep])
+                K.append(blocks[keep][:, rs, cs])
+        if ia:
+            coupling = (np.concatenate(ia), np.concatenate(ib), np.concatenate(K))
+    row_res = (raw2 - knot.targets)[active] / dt
+    na = np.where(a < nb, a, -1)
+    nbb = np.where(b < nb, b, -1)
+    blocks = RowBlocks(na, nbb, G[:, :6], G[:, 6:], C[active][:, :6], C[active][:, 6:], np.zeros(len(a)))
+    n_primary = int(np.count_nonzero(active[:model.n_primary]))
+    matrix = NewtonMatrix(D, blocks, n_primary, coupling)
+    ev = Evaluation(r, row_res, matrix, x2, q2, raw2, cval2, rate, row_winding2,
+                    state.coord_winding + coord_turns[:len(js.coord_kind)])
+    if extra is not None:
+        extra(ev, Wr)
+    return ev
+
+
+def _select_rows(model: MaximalModel, solver: LinearSolver, matrix: NewtonMatrix, active: np.ndarray) -> np.ndarray:
+    """Drop auxiliary rows that are redundant (a planar loop closed by a full 3-D joint): pivoted QR of
+    the k x k Schur complement of the bordered system with unit body blocks (so that floored inertias
+    do not hide the redundancy), rank at 1e-9 relative."""
+    unit = NewtonMatrix(np.broadcast_to(np.eye(6), matrix.D.shape).copy(), matrix.rows, matrix.n_primary,
+                        matrix.coupling)
+    solver.factor(unit)
+    schur = solver._schur
+    if schur is None:
+        return active
+    _, R, piv = scipy.linalg.qr(schur, pivoting=True)
+    diag = np.abs(np.diag(R))
+    rank = int(np.sum(diag > 1e-9 * diag[0])) if len(diag) and diag[0] > 0 else 0
+    aux_index = np.nonzero(active)[0][model.n_primary:]
+    keep = np.zeros(len(active), bool)
+    keep[:model.n_primary] = True
+    keep[aux_index[np.sort(piv[:rank])]] = True
+    return keep
+
+
+def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=None) -> StepResult:
+    """Advance `state` by one step of size dt (Newton to max |g| <= tol and |d zdot| dt <= tol).
+
+    Raises ConvergenceError naming the step and time when Newton does not converge.
+    """
+    bs, js = model.bodies, model.joints
+    nb = bs.count
+    knot = knot_terms(model, state, dt)
+    if state.solver is None:
+        state.solver = LinearSolver(nb, list(model.primary))
+    R = len(model.order)
+    if state.aux_active is None:
+        state.aux_active = np.ones(R, bool)
+        V0 = np.concatenate([state.v, state.w], axis=1)
+        ev = evaluate(model, state, knot, V0, state.lam, state.aux_active, dt)
+        state.aux_active = _select_rows(model, state.solver, ev.matrix, state.aux_active)
+    active = state.aux_active
+    V = np.concatenate([state.v, state.w], axis=1)
+    lam = state.lam.copy()
+    extra = None if ip is None else ip.begin(model, state, knot, dt)
+    for iteration in range(1, MAX_ITERATIONS + 1):
+        ev = evaluate(model, state, knot, V, lam, active, dt, extra)
+        state.solver.factor(ev.matrix)
+        rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual] + ([] if ip is None else [ip.rhs]))
+        du = state.solver.solve(ev.matrix, rhs)
+        state.sweeps.append(state.solver.sweeps)
+        dV = du[:6 * nb].reshape(nb, 6)
+        n_rows = len(ev.row_residual)
+        dmu = du[6 * nb:6 * nb + n_rows]
+        alpha = 1.0 if ip is None else ip.step_length(du[6 * nb + n_rows:], dV, dt)
+        V = V + alpha * dV
+        lam[active] -= alpha * dmu
+        if ip is not None:
+            ip.update(alpha, du[6 * nb + n_rows:])
+        gap = np.max(np.abs(ev.row_residual)) * dt if n_rows else 0.0
+        change = np.max(np.abs(alpha * dV)) * dt
+        if gap <= tol and change <= tol and (ip is None or ip.converged(tol)):
+            break
+        if not np.all(np.isfinite(V)) or np.max(np.abs(V[:, 3:])) * dt >= 2.0:
+            break
+    else:
+        iteration = MAX_ITERATIONS + 1
+    ev = evaluate(model, state, knot, V, lam, active, dt, extra) if np.all(np.isfinite(V)) else ev
+    if iteration > MAX_ITERATIONS or not np.all(np.isfinite(V)) or np.max(np.abs(V[:, 3:])) * dt >= 2.0:
+        worst = js.names[js.row_joint[model.order[int(np.argmax(np.abs(ev.row_val2 - knot.targets)))]]] \
+            if len(model.order) else "-"
+        raise ConvergenceError(
+            f"maximal-coordinate step {state.step_index + 1} (t = {state.t + dt:.6g} s): Newton did not converge "
+            f"in {MAX_ITERATIONS} iterations (worst joint {worst!r}, max |g| = "
+            f"{np.max(np.abs(ev.row_val2 - knot.targets), initial=0.0):.3g}); try a smaller time step",
+            step=state.step_index + 1, time=state.t + dt)
+    v, w = V[:, :3], V[:, 3:]
+    kinetic = 0.5 * float(np.sum(bs.mass * np.sum(v * v, axis=1))
+                          + np.einsum("bi,bij,bj->", w, bs.inertia, w))
+    potential2 = forces.potential(bs.gravity, bs.mass, ev.x2, model.forces, ev.cval2)
+    residual = float(np.max(np.abs(ev.row_val2 - knot.targets), initial=0.0))
+    rows = model.order
+    state.row_winding = state.row_winding.copy()
+    state.row_winding[rows[js.row_kind[rows] == ANGLE]] = ev.row_winding2
+    state.coord_winding = ev.coord_winding2
+    state.x, state.q, state.v, state.w = ev.x2, ev.q2, v.copy(), w.copy()
+    state.coord_rate = ev.rate
+    state.lam = lam
+    state.t += dt
+    state.startup = False
+    state.step_index += 1
+    return StepResult(iteration, residual, kinetic + 0.5 * (knot.potential + potential2))
+
