@@ -1,0 +1,227 @@
+"""Distance and penetration of two convex shapes from their support functions: GJK, then EPA.
+
+`closest_points(support_a, support_b, ...)` returns the signed distance, the witness points on A and
+B (world frame) and the unit normal from A to B. Separated shapes: GJK on the Minkowski difference
+A - B (distance = |closest point to the origin|; the sub-simplex closest point is found by checking
+every face of the current simplex, which is robust for the at most 4 points GJK keeps).
+Overlapping shapes: EPA expands a polytope inside A - B until its face nearest the origin is on the
+boundary; that face's normal is the normal from A to B and its distance the depth.
+
+Rounded shapes are passed as a core plus a radius (a sphere is a point, a capsule a segment): the
+distance of the cores minus the radii is exact and GJK on points and segments converges in a few
+iterations; only when the cores themselves touch does EPA run, on the full (rounded) shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Callable
+
+import numpy as np
+
+Support = Callable[[np.ndarray], np.ndarray]
+
+_GJK_ITERATIONS = 64
+_EPA_ITERATIONS = 96
+_GJK_RELATIVE = 1e-12  # stop when |v|^2 - v.w <= this * |v|^2 (no further progress toward the origin)
+_EPA_RELATIVE = 1e-9  # stop when the new support point is this close (relative to the size) to the face
+_SUBSETS = {n: [s for k in range(n, 0, -1) for s in combinations(range(n), k)] for n in range(1, 5)}
+
+
+@dataclass(frozen=True)
+class Closest:
+    """Signed distance (> 0 apart, < 0 overlapping), witness points on A and B, normal from A to B."""
+
+    distance: float
+    point_a: np.ndarray
+    point_b: np.ndarray
+    normal: np.ndarray
+
+
+def _affine_closest(points: np.ndarray) -> np.ndarray | None:
+    """Barycentric weights of the origin's projection onto the affine hull of points (k, 3), or None
+    when the points are affinely dependent."""
+    if len(points) == 1:
+        return np.ones(1)
+    base = points[0]
+    edges = points[1:] - base
+    gram = edges @ edges.T
+    rhs = -(edges @ base)
+    scale = float(np.trace(gram))
+    if scale <= 0.0 or abs(np.linalg.det(gram)) <= 1e-14 * scale ** len(edges):
+        return None
+    mu = np.linalg.solve(gram, rhs)
+    return np.concatenate([[1.0 - mu.sum()], mu])
+
+
+def _closest_on_simplex(w: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Weights of the closest point to the origin on the simplex w (k, 3), k <= 4, and the vertices it uses."""
+    best, best_norm, best_subset = None, np.inf, ()
+    for subset in _SUBSETS[len(w)]:
+        lam = _affine_closest(w[list(subset)])
+        if lam is None or lam.min() < -1e-12:
+            continue
+        norm = float(np.linalg.norm(lam @ w[list(subset)]))
+        if norm < best_norm * (1.0 - 1e-12):
+            best, best_norm, best_subset = lam, norm, subset
+    return np.clip(best, 0.0, None), best_subset
+
+
+def gjk(support_a: Support, support_b: Support, guess: np.ndarray, cutoff: float = np.inf):
+    """GJK on A - B. Returns (distance, point_a, point_b, simplex) with the simplex as a list of
+    (w, a, b) triples; distance 0 when the origin is inside (the simplex then encloses it as far as
+    GJK got), np.inf when A and B are provably more than `cutoff` apart."""
+    direction = np.asarray(guess, dtype=float)
+    if not np.any(direction):
+        direction = np.array([1.0, 0.0, 0.0])
+    a, b = support_a(-direction), support_b(direction)
+    simplex = [(a - b, a, b)]
+    v = a - b
+    for _ in range(_GJK_ITERATIONS):
+        vv = float(v @ v)
+        if vv <= 1e-30:
+            return 0.0, None, None, simplex
+        a, b = support_a(-v), support_b(v)
+        w = a - b
+        vw = float(v @ w)
+        if vw > 0 and vw * vw > cutoff * cutoff * vv:
+            return np.inf, None, None, simplex
+        if vv - vw <= _GJK_RELATIVE * vv or any(np.array_equal(w, s[0]) for s in simplex):
+            break
+        simplex.append((w, a, b))
+        ws = np.array([s[0] for s in simplex])
+        lam, used = _closest_on_simplex(ws)
+        simplex = [simplex[i] for i in used]
+        v = lam @ ws[list(used)]
+        if len(simplex) == 4:
+            return 0.0, None, None, simplex
+    ws = np.array([s[0] for s in simplex])
+    lam, used = _closest_on_simplex(ws)
+    simplex = [simplex[i] for i in used]
+    pa = sum(l * s[1] for l, s in zip(lam, simplex))
+    pb = sum(l * s[2] for l, s in zip(lam, simplex))
+    return float(np.linalg.norm(pa - pb)), pa, pb, simplex
+
+
+def _initial_tetrahedron(support_a: Support, support_b: Support, simplex: list) -> list:
+    """Grow GJK's simplex to four affinely independent points of A - B."""
+    points = list(simplex)
+    axes = [np.array(e, dtype=float) for e in ((1, 0, 0), (0, 1, 0), (0, 0, 1), (-1, 0, 0), (0, -1, 0), (0, 0, -1),
+                                             (1, 1, 1), (-1, 1, -1), (1, -1, -1), (-1, -1, 1))]
+
+    def new_point(d: np.ndarray):
+        a, b = support_a(d), support_b(-d)
+        return (a - b, a, b)
+
+    def spread(cands: list) -> float:
+        ws = np.array([c[0] for c in cands])
+        rel = ws[1:] - ws[0]
+        return float(np.linalg.svd(rel, compute_uv=False)[-1]) if len(rel) else 0.0
+
+    while len(points) < 4:
+        if len(points) == 3:
+            n = np.cross(points[1][0] - points[0][0], points[2][0] - points[0][0])
+            dirs = [n, -n] + axes
+        elif len(points) == 2:
+            e = points[1][0] - points[0][0]
+            dirs = [np.cross(e, ax) for ax in axes[:3]] + [-np.cross(e, ax) for ax in axes[:3]] + axes
+        else:
+            dirs = axes
+        best, best_spread = None, 0.0
+        for d in dirs:
+            if not np.any(d):
+                continue
+            cand = new_point(d)
+            s = spread(points + [cand])
+            if s > best_spread:
+                best, best_spread = cand, s
+        if best is None or best_spread <= 1e-12:
+            raise ValueError("degenerate shapes: the Minkowski difference has no volume")
+        points.append(best)
+    return points
+
+
+def epa(support_a: Support, support_b: Support, simplex: list) -> Closest:
+    """Penetration of overlapping A and B from a GJK simplex that contains (or touches) the origin."""
+    verts = _initial_tetrahedron(support_a, support_b, simplex)
+    W = [v[0] for v in verts]
+    centre = np.mean(W, axis=0)
+    faces: list[tuple[int, int, int]] = []
+    for f in ((0, 1, 2), (0, 3, 1), (0, 2, 3), (1, 3, 2)):
+        n = np.cross(W[f[1]] - W[f[0]], W[f[2]] - W[f[0]])
+        faces.append(f if n @ (W[f[0]] - centre) > 0 else (f[0], f[2], f[1]))
+    size = max(float(np.linalg.norm(w - centre)) for w in W)
+
+    def plane(f):
+        n = np.cross(W[f[1]] - W[f[0]], W[f[2]] - W[f[0]])
+        n /= np.linalg.norm(n)
+        return n, float(n @ W[f[0]])
+
+    planes = [plane(f) for f in faces]
+    for _ in range(_EPA_ITERATIONS):
+        k = int(np.argmin([p[1] for p in planes]))
+        normal, dist = planes[k]
+        a, b = support_a(normal), support_b(-normal)
+        w = a - b
+        if float(normal @ w) - dist <= _EPA_RELATIVE * size:
+            break
+        visible = [i for i, (n, d) in enumerate(planes) if float(n @ w) - d > 1e-14 * size]
+        edges: dict[tuple[int, int], int] = {}
+        for i in visible:
+            f = faces[i]
+            for e in ((f[0], f[1]), (f[1], f[2]), (f[2], f[0])):
+                if (e[1], e[0]) in edges:
+                    del edges[(e[1], e[0])]
+                else:
+                    edges[e] = 1
+        keep = [i for i in range(len(faces)) if i not in set(visible)]
+        faces = [faces[i] for i in keep]
+        planes = [planes[i] for i in keep]
+        W.append(w)
+        verts.append((w, a, b))
+        new = len(W) - 1
+        for e in edges:
+            f = (e[0], e[1], new)
+            n = np.cross(W[f[1]] - W[f[0]], W[f[2]] - W[f[0]])
+            if np.linalg.norm(n) <= 1e-300:
+                continue
+            faces.append(f)
+            planes.append(plane(f))
+    k = int(np.argmin([p[1] for p in planes]))
+    normal, dist = planes[k]
+    f = faces[k]
+    tri = np.array([W[i] for i in f])
+    lam = _affine_closest(tri)
+    if lam is None:
+        lam = np.full(3, 1.0 / 3.0)
+    pa = sum(l * verts[i][1] for l, i in zip(lam, f))
+    pb = sum(l * verts[i][2] for l, i in zip(lam, f))
+    return Closest(-dist, pa, pb, normal)
+
+
+def closest_points(support_a: Support, support_b: Support, guess: np.ndarray, radius_a: float = 0.0,
+                   radius_b: float = 0.0, core_a: Support | None = None, core_b: Support | None = None,
+                   cutoff: float = np.inf) -> Closest | None:
+    """Signed distance, witness points and normal (A to B) of two convex shapes; None when they are
+    more than `cutoff` apart.
+
+    support_a/b are the full shapes' support maps; core_a/b (default: the same) the cores that the
+    radii inflate. `guess` is a direction from B towards A (e.g. centre of A minus centre of B).
+    """
+    core_a = core_a or support_a
+    core_b = core_b or support_b
+    dist, pa, pb, simplex = gjk(core_a, core_b, guess, cutoff + radius_a + radius_b)
+    if dist == np.inf:
+        return None
+    scale = max(float(np.linalg.norm(s[0])) for s in simplex) + radius_a + radius_b
+    if dist > 1e-10 * max(scale, 1e-12):
+        normal = (pb - pa) / dist
+        signed = dist - radius_a - radius_b
+        if signed > cutoff:
+            return None
+        return Closest(signed, pa + radius_a * normal, pb - radius_b * normal, normal)
+    if radius_a or radius_b:
+        _, _, _, simplex = gjk(support_a, support_b, guess)
+    result = epa(support_a, support_b, simplex)
+    return result if result.distance <= cutoff else None

@@ -1,0 +1,204 @@
+"""CollisionWorld: every contact of a mechanism's colliders at given body poses.
+
+Built once per mechanism (compiled shapes, which body pairs may touch); `contacts(positions,
+quaternions, margin)` runs the broad phase (sort-and-sweep on world AABBs, planes against all),
+drops the pairs that never collide, sorts the rest by shape pair and runs each kind of pair at once
+(primitives.py closed forms, boxbox.py SAT, convex.py GJK/EPA + manifold).
+
+Pairs that never collide: two colliders on the same body, two world colliders, and colliders on
+two bodies joined directly by a joint other than 'free' (a free joint constrains nothing, so a
+body hanging from the world by one still lands on world colliders; a body on a hinge to the world
+does not collide with world colliders).
+
+Friction of a contact is the geometric mean sqrt(mu_a mu_b) of the two colliders' coefficients
+(0 when either is 0, mu when both are mu).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..lie import quat_to_matrix
+from ..model import WORLD, Mechanism
+from .boxbox import box_box
+from .broadphase import plane_pairs, sweep_pairs
+from .convex import convex_pairs
+from .primitives import (
+    Batch,
+    capsule_capsule,
+    concatenate,
+    plane_box,
+    plane_capsule,
+    plane_cylinder,
+    plane_hull,
+    plane_sphere,
+    sphere_box,
+    sphere_capsule,
+    sphere_sphere,
+)
+from .shapes import BOX, CAPSULE, CYLINDER, HULL, PLANE, SPHERE, aabbs, compile_shapes, world_frames
+
+
+@dataclass(frozen=True, eq=False)
+class ContactPoint:
+    """One contact point between colliders collider_a and collider_b (indices into Mechanism.colliders).
+
+    body_a, body_b index Mechanism.bodies (-1: the world). point_a, point_b (3,) are the witness
+    points in the body frame of a / b (world frame for the world); normal (3,) is the world unit
+    normal from A to B; distance = normal . (world point_b - world point_a), > 0 apart, < 0
+    penetrating; friction the combined coefficient sqrt(mu_a mu_b).
+    """
+
+    collider_a: int
+    collider_b: int
+    body_a: int
+    body_b: int
+    point_a: np.ndarray
+    point_b: np.ndarray
+    normal: np.ndarray
+    distance: float
+    friction: float
+
+
+@dataclass(frozen=True)
+class Contacts:
+    """All contacts of one query as arrays (k contacts), the same fields as ContactPoint, plus the
+    witness points in world axes (point_a_world, point_b_world)."""
+
+    collider_a: np.ndarray
+    collider_b: np.ndarray
+    body_a: np.ndarray
+    body_b: np.ndarray
+    point_a: np.ndarray
+    point_b: np.ndarray
+    normal: np.ndarray
+    distance: np.ndarray
+    friction: np.ndarray
+    point_a_world: np.ndarray
+    point_b_world: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.distance)
+
+    def points(self) -> list[ContactPoint]:
+        return [ContactPoint(int(self.collider_a[k]), int(self.collider_b[k]), int(self.body_a[k]),
+                             int(self.body_b[k]), self.point_a[k], self.point_b[k], self.normal[k],
+                             float(self.distance[k]), float(self.friction[k])) for k in range(len(self))]
+
+
+def _closed_form(kernel):
+    def run(shapes, rot, origin, ia, ib, margin):
+        return kernel(rot, origin, shapes.size, ia, ib, margin)
+    return run
+
+
+def _plane_hull(shapes, rot, origin, ia, ib, margin):
+    return plane_hull(rot, origin, [shapes.hulls[int(i)].vertices for i in ib], ia, ib, margin)
+
+
+# Shape pair (code of A, code of B), A first as listed, -> kernel. Pairs not listed (box-capsule,
+# anything with a cylinder or a hull) go to the GJK/EPA path with A the lower shape code.
+_KERNELS = {
+    (PLANE, SPHERE): _closed_form(plane_sphere),
+    (PLANE, BOX): _closed_form(plane_box),
+    (PLANE, CAPSULE): _closed_form(plane_capsule),
+    (PLANE, CYLINDER): _closed_form(plane_cylinder),
+    (PLANE, HULL): _plane_hull,
+    (SPHERE, SPHERE): _closed_form(sphere_sphere),
+    (SPHERE, BOX): _closed_form(sphere_box),
+    (SPHERE, CAPSULE): _closed_form(sphere_capsule),
+    (CAPSULE, CAPSULE): _closed_form(capsule_capsule),
+    (BOX, BOX): box_box,
+}
+
+
+def _first(code_a: np.ndarray, code_b: np.ndarray) -> np.ndarray:
+    """True where the pair (a, b) is already in kernel order: a plane first, else the lower code first."""
+    return np.where(code_b == PLANE, False, np.where(code_a == PLANE, True, code_a <= code_b))
+
+
+class CollisionWorld:
+    """Contacts between the colliders of one mechanism (immutable after construction)."""
+
+    def __init__(self, mechanism: Mechanism):
+        self.mechanism = mechanism
+        self.shapes = compile_shapes(mechanism)
+        self.nbody = len(mechanism.bodies)
+        index = {b.name: i for i, b in enumerate(mechanism.bodies)}
+        index[WORLD] = -1
+        keys = [self._key(index[j.parent], index[j.child]) for j in mechanism.joints if j.type != "free"]
+        self._joined = np.unique(np.array(keys, dtype=np.int64))
+        self._planes = np.flatnonzero(self.shapes.shape == PLANE)
+        self._solids = np.flatnonzero(self.shapes.shape != PLANE)
+
+    def _key(self, body_a, body_b):
+        """An integer per unordered body pair (the world is -1)."""
+        lo, hi = np.minimum(body_a, body_b) + 1, np.maximum(body_a, body_b) + 1
+        return lo * (self.nbody + 1) + hi
+
+    def candidate_pairs(self, rot: np.ndarray, origin: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
+        """Collider pairs (i, j) whose bounding boxes (grown by the margin) meet and that may collide."""
+        lower, upper = aabbs(self.shapes, rot, origin)
+        solids = self._solids
+        lower_s, upper_s = lower[solids] - 0.5 * margin, upper[solids] + 0.5 * margin
+        i, j = sweep_pairs(lower_s, upper_s)
+        i, j = solids[i], solids[j]
+        if len(self._planes):
+            p, s = plane_pairs(rot[self._planes][:, :, 2], origin[self._planes], lower_s, upper_s, 0.5 * margin)
+            i, j = np.concatenate([i, self._planes[p]]), np.concatenate([j, solids[s]])
+        body = self.shapes.body
+        ba, bb = body[i], body[j]
+        keep = (ba != bb) & ~np.isin(self._key(ba, bb), self._joined)
+        return i[keep], j[keep]
+
+    def detect(self, positions: np.ndarray, quaternions: np.ndarray, margin: float = 0.0) -> Contacts:
+        """Every contact with signed distance <= margin, as arrays (see Contacts and ContactPoint).
+
+        positions (B, 3) and quaternions (B, 4) (w x y z) are the world poses of the body frames, in the
+        order of Mechanism.bodies (as in Trajectory.poses).
+        """
+        positions = np.asarray(positions, dtype=float).reshape(-1, 3)
+        quaternions = np.asarray(quaternions, dtype=float).reshape(-1, 4)
+        rot, origin = world_frames(self.shapes, positions, quaternions)
+        i, j = self.candidate_pairs(rot, origin, margin)
+        code = self.shapes.shape
+        ordered = _first(code[i], code[j])
+        ia, ib = np.where(ordered, i, j), np.where(ordered, j, i)
+        kind = code[ia] * 8 + code[ib]
+        parts = []
+        for k in np.unique(kind):
+            sel = kind == k
+            kernel = _KERNELS.get((int(k) // 8, int(k) % 8))
+            if kernel is not None:
+                parts.append(kernel(self.shapes, rot, origin, ia[sel], ib[sel], margin))
+            else:
+                parts.append(convex_pairs(self.shapes, rot, origin, ia[sel], ib[sel], margin))
+        return self._to_bodies(concatenate(parts), positions, quaternions, rot)
+
+    def contacts(self, positions: np.ndarray, quaternions: np.ndarray, margin: float = 0.0) -> list[ContactPoint]:
+        """Every contact with signed distance <= margin (see `detect` for the arguments)."""
+        return self.detect(positions, quaternions, margin).points()
+
+    def _to_bodies(self, batch: Batch, positions, quaternions, rot) -> Contacts:
+        body = self.shapes.body
+        ba, bb = body[batch.a], body[batch.b]
+        rot_body = quat_to_matrix(quaternions) if len(quaternions) else np.zeros((0, 3, 3))
+        mu = self.shapes.friction
+        return Contacts(
+            collider_a=batch.a, collider_b=batch.b, body_a=ba, body_b=bb,
+            point_a=_in_body(batch.point_a, ba, positions, rot_body),
+            point_b=_in_body(batch.point_b, bb, positions, rot_body),
+            normal=batch.normal, distance=batch.distance, friction=np.sqrt(mu[batch.a] * mu[batch.b]),
+            point_a_world=batch.point_a, point_b_world=batch.point_b,
+        )
+
+
+def _in_body(points: np.ndarray, body: np.ndarray, positions: np.ndarray, rot_body: np.ndarray) -> np.ndarray:
+    """World points (k, 3) in the frames of bodies (k,) (-1: left in world axes)."""
+    out = points.copy()
+    on = body >= 0
+    b = body[on]
+    out[on] = np.einsum("kji,kj->ki", rot_body[b], points[on] - positions[b])
+    return out
