@@ -9,7 +9,7 @@ node would have a zero pivot), else at its lowest-numbered body, and ordered by 
 post-order, so every node comes after all its children and block LDL^T has no fill-in.
 
 `split_loops` picks the primary spanning forest and the loop-closing (auxiliary) constraints of a
-cyclic graph; `ladder`, `net` and `crystal` build seed 003's cyclic test graphs (Fig. 9).
+cyclic graph; `ladder`, `net`, `crystal` and `loop_chain` build seed 003's cyclic test graphs (Fig. 9).
 """
 
 from __future__ import annotations
@@ -191,3 +191,15 @@ def crystal(side: int) -> tuple[int, list[tuple[int, int]]]:
                     if a < side and b < side and c < side:
                         edges.append((node(i, j, k), node(a, b, c)))
     return side ** 3, edges
+
+
+def loop_chain(segments: int) -> tuple[int, list[tuple[int, int]]]:
+    """Seed 003's chain of 4-link loops (Fig. 9a): segment s is bodies 4s..4s+3 joined in a cycle,
+    and its body 4s+2 is joined to the next segment's body 4s+4; one independent loop per segment."""
+    edges = []
+    for s in range(segments):
+        a = 4 * s
+        edges += [(a, a + 1), (a + 1, a + 2), (a + 2, a + 3), (a + 3, a)]
+        if s + 1 < segments:
+            edges.append((a + 2, a + 4))
+    return 4 * segments, edges

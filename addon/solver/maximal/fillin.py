@@ -1,0 +1,321 @@
+"""Reduced-fill-in block LDU for block matrices whose graph has cycles (seed 003 §3.3, Alg. 3-4).
+
+Owns ordering, symbolic and numeric factorisation of a block matrix with a symmetric block pattern
+(values may be unsymmetric) given as a graph: one node per block row, an edge where an off-diagonal
+block is nonzero. A tree eliminated leaves first has no fill-in (baraff.py); a cycle's nodes are never
+leaves, so eliminating one links all its later neighbours (fill). This module:
+
+* `order_nodes`: an elimination order. "dfs" is the seed's depth-first post-order (leaves attached
+  to a cycle first); "min-degree" greedily eliminates a node of least current degree (usually less
+  fill on nets and crystals). Nodes may wait for others (`after`): in a saddle-point matrix a
+  constraint follows the body below it in a spanning tree, a loop-closing constraint all its bodies,
+  so no pivot is zero or nearly singular (notes/002.md P7, §6.2).
+* `symbolic`: the filled pattern once per topology: eliminating v joins all its not yet eliminated
+  neighbours (notes/003.md §3.3, the general form of Alg. 3's loop-opener fill).
+* `factor` / `solve`: the numeric block LDU on that pattern, and the forward, diagonal and backward
+  sweeps (Alg. 4); equal to a dense solve.
+* `saddle`: the pattern and blocks of Baraff's H = [[M, J^T], [J, 0]] with loops (constraints of
+  `baraff.Constraint`, any number of bodies each), so a mechanism with many loops (k growing with n)
+  needs no auxiliary rows.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from .baraff import Constraint
+from .graph import order_tree, split_loops
+
+
+@dataclass(frozen=True)
+class Symbolic:
+    """The filled block pattern of one topology and elimination order.
+
+    Attributes
+    ----------
+    dims : tuple of int
+        Block size of each node.
+    order : tuple of int
+        Elimination order (every node once).
+    upper : tuple of tuple of int
+        For each node v, its neighbours in the filled graph eliminated after v, in elimination order.
+    fill : int
+        Off-diagonal block pairs {i, j} in the filled pattern that are not in the matrix.
+    """
+
+    dims: tuple[int, ...]
+    order: tuple[int, ...]
+    upper: tuple[tuple[int, ...], ...]
+    fill: int
+
+    @property
+    def stored_entries(self) -> int:
+        """Scalars stored by the factor: pivots and the L and U blocks (fill included)."""
+        d = self.dims
+        return sum(d[v] * d[v] + 2 * sum(d[v] * d[p] for p in up) for v, up in enumerate(self.upper))
+
+    @property
+    def flops(self) -> int:
+        """Multiply-adds of `factor`: per node an inversion, its L and U blocks and the Schur updates."""
+        d, total = self.dims, 0
+        for v, up in enumerate(self.upper):
+            total += d[v] ** 3 + 2 * sum(d[v] ** 2 * d[p] for p in up)
+            total += sum(d[p] * d[v] * d[r] for p in up for r in up)
+        return total
+
+
+def _adjacency(n_nodes: int, edges: list[tuple[int, int]]) -> list[set[int]]:
+    adjacency: list[set[int]] = [set() for _ in range(n_nodes)]
+    for a, b in edges:
+        if a == b or not (0 <= a < n_nodes and 0 <= b < n_nodes):
+            raise ValueError(f"edge ({a}, {b}): nodes must be distinct and in 0..{n_nodes - 1}")
+        adjacency[a].add(b)
+        adjacency[b].add(a)
+    return adjacency
+
+
+def order_nodes(n_nodes: int, edges: list[tuple[int, int]], method: str = "min-degree",
+                after: list[tuple[int, ...]] | None = None, root: int | None = None) -> tuple[int, ...]:
+    """An elimination order of the graph's nodes.
+
+    Parameters
+    ----------
+    method : str
+        "dfs": iterative depth-first post-order from `root` (default node 0), each further component
+        from its lowest node; "min-degree": greedy minimum degree on the elimination graph, ties to the
+        lowest node.
+    after : list of tuple of int, optional
+        ``after[v]``: nodes that must be eliminated before v. Saddle-point matrices need it (`saddle`):
+        a constraint's pivot is zero until the bodies below it are eliminated (notes/002.md P7, §6.2),
+        and a loop-closing constraint eliminated before all its bodies gives a pivot that is
+        singular or nearly so. In "dfs" a node waiting for others follows the last of them.
+
+    Raises
+    ------
+    ValueError
+        An edge that is not a pair of distinct nodes, or an `after` that can never be met.
+    """
+    adjacency = _adjacency(n_nodes, edges)
+    wait = [set(a) for a in after] if after is not None else [set() for _ in range(n_nodes)]
+    if method == "dfs":
+        seen = [False] * n_nodes
+        order: list[int] = []
+        for start in [root or 0] + list(range(n_nodes)):
+            if seen[start]:
+                continue
+            seen[start] = True
+            stack = [(start, iter(sorted(adjacency[start])))]
+            while stack:
+                node, neighbours = stack[-1]
+                for nxt in neighbours:
+                    if not seen[nxt]:
+                        seen[nxt] = True
+                        stack.append((nxt, iter(sorted(adjacency[nxt]))))
+                        break
+                else:
+                    stack.pop()
+                    order.append(node)
+        return _respecting(order, wait)
+    if method != "min-degree":
+        raise ValueError(f"unknown ordering {method!r}; use 'min-degree' or 'dfs'")
+    graph = [set(a) for a in adjacency]
+    waiting_on: list[list[int]] = [[] for _ in range(n_nodes)]
+    for v, nodes in enumerate(wait):
+        for u in nodes:
+            waiting_on[u].append(v)
+    eliminated = [False] * n_nodes
+    heap = [(len(graph[v]), v) for v in range(n_nodes) if not wait[v]]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        degree, v = heapq.heappop(heap)
+        if eliminated[v] or degree != len(graph[v]):
+            continue  # stale entry
+        eliminated[v] = True
+        order.append(v)
+        later = graph[v]
+        for a in later:
+            graph[a].discard(v)
+            graph[a] |= later - {a}
+        for u in waiting_on[v]:
+            wait[u].discard(v)
+        for a in later | set(waiting_on[v]):
+            if not wait[a] and not eliminated[a]:
+                heapq.heappush(heap, (len(graph[a]), a))
+    if len(order) != n_nodes:
+        stuck = next(v for v in range(n_nodes) if not eliminated[v])
+        raise ValueError(f"node {stuck} waits for nodes that are never eliminated: {sorted(wait[stuck])}")
+    return tuple(order)
+
+
+def _respecting(order: list[int], wait: list[set[int]]) -> tuple[int, ...]:
+    """`order` with each node that waits for others moved to just after the last of them."""
+    final: list[int] = []
+    waiting_on: dict[int, list[int]] = {}
+    for v, nodes in enumerate(wait):
+        for u in nodes:
+            waiting_on.setdefault(u, []).append(v)
+    left = [len(w) for w in wait]
+    emitted = [False] * len(order)
+    for v in order:
+        if left[v] or emitted[v]:
+            continue
+        stack = [v]
+        while stack:
+            u = stack.pop()
+            final.append(u)
+            emitted[u] = True
+            for w in waiting_on.get(u, ()):
+                left[w] -= 1
+                if left[w] == 0:
+                    stack.append(w)
+    if len(final) != len(order):
+        stuck = next(v for v in range(len(order)) if left[v])
+        raise ValueError(f"node {stuck} waits for nodes that are never eliminated: {sorted(wait[stuck])}")
+    return tuple(final)
+
+
+def symbolic(dims: list[int], edges: list[tuple[int, int]], order: tuple[int, ...]) -> Symbolic:
+    """The filled pattern of eliminating the nodes in `order` (one pass, O(sum of |upper|^2))."""
+    n_nodes = len(dims)
+    if sorted(order) != list(range(n_nodes)):
+        raise ValueError("order must list every node exactly once")
+    graph = _adjacency(n_nodes, edges)
+    original = sum(len(a) for a in graph) // 2
+    position = {v: i for i, v in enumerate(order)}
+    upper: list[tuple[int, ...]] = [()] * n_nodes
+    total = 0
+    for v in order:
+        later = sorted(graph[v], key=position.__getitem__)
+        upper[v] = tuple(later)
+        total += len(later)
+        for a in later:
+            graph[a].discard(v)
+            graph[a].update(b for b in later if b != a)
+    return Symbolic(tuple(int(d) for d in dims), tuple(order), tuple(upper), total - original)
+
+
+@dataclass(frozen=True)
+class LDU:
+    """Numeric block factor A = L D U on a `Symbolic` pattern.
+
+    ``dinv[v]`` = D_v^-1; ``lower[(p, v)]`` = L_pv = A_pv D_v^-1 and ``upper[(v, p)]`` = U_vp =
+    D_v^-1 A_vp for p in ``symbolic.upper[v]`` (A here is the partially eliminated matrix).
+    """
+
+    symbolic: Symbolic
+    dinv: tuple[np.ndarray, ...]
+    lower: dict[tuple[int, int], np.ndarray]
+    upper: dict[tuple[int, int], np.ndarray]
+
+
+def factor(sym: Symbolic, diagonal: list[np.ndarray], blocks: dict[tuple[int, int], np.ndarray]) -> LDU:
+    """Block LDU of the matrix with diagonal blocks `diagonal` and off-diagonal `blocks`.
+
+    ``blocks[(i, j)]`` is A_ij (``dims[i] x dims[j]``); when ``(j, i)`` is absent A_ji = A_ij^T. Every
+    pair must be an edge of the graph `sym` was built from.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        A singular pivot, naming the node.
+    """
+    work: dict[tuple[int, int], np.ndarray] = {}
+    for (i, j), block in blocks.items():
+        work[i, j] = np.array(block, dtype=float)
+        if (j, i) not in blocks:
+            work[j, i] = work[i, j].T.copy()
+    diag = [np.array(d, dtype=float) for d in diagonal]
+    dims = sym.dims
+    dinv: list[np.ndarray | None] = [None] * len(diag)
+    lower, upper = {}, {}
+    for v in sym.order:
+        try:
+            dinv[v] = np.linalg.inv(diag[v])
+        except np.linalg.LinAlgError as exc:
+            raise np.linalg.LinAlgError(f"node {v}: singular pivot in the block LDU") from exc
+        later = sym.upper[v]
+        row = [work.pop((v, p), None) for p in later]  # A_vp, read by every Schur update below
+        for p, a_vp in zip(later, row):
+            a_pv = work.pop((p, v), None)
+            lower[p, v] = a_pv @ dinv[v] if a_pv is not None else np.zeros((dims[p], dims[v]))
+            upper[v, p] = dinv[v] @ a_vp if a_vp is not None else np.zeros((dims[v], dims[p]))
+        for p in later:  # A_pr -= L_pv A_vr for every later pair, filling the pattern
+            for r, a_vr in zip(later, row):
+                if a_vr is None:
+                    continue
+                update = lower[p, v] @ a_vr
+                if p == r:
+                    diag[p] -= update
+                elif (p, r) in work:
+                    work[p, r] -= update
+                else:
+                    work[p, r] = -update
+    return LDU(sym, tuple(dinv), lower, upper)
+
+
+def solve(fac: LDU, rhs: np.ndarray) -> np.ndarray:
+    """Solve A x = rhs, rhs ``(N,)`` or ``(N, k)`` stacked by node index."""
+    sym = fac.symbolic
+    offsets = np.concatenate([[0], np.cumsum(sym.dims)]).astype(int)
+    x = np.array(rhs, dtype=float)
+    piece = [x[offsets[v]:offsets[v + 1]] for v in range(len(sym.dims))]
+    for v in sym.order:  # L z = b
+        for p in sym.upper[v]:
+            piece[p] -= fac.lower[p, v] @ piece[v]
+    for v in sym.order:  # D w = z
+        piece[v][...] = fac.dinv[v] @ piece[v]
+    for v in reversed(sym.order):  # U x = w
+        for p in sym.upper[v]:
+            piece[v] -= fac.upper[v, p] @ piece[p]
+    return x
+
+
+@dataclass(frozen=True)
+class Saddle:
+    """Baraff's H = [[M, J^T], [J, 0]] as a block graph: nodes 0..n-1 bodies, n.. constraints.
+
+    ``after``: the elimination prerequisites (`order_nodes`): each spanning-tree constraint waits for
+    the body below it (graph.split_loops, graph.order_tree: the tree order's child), every other
+    constraint for all its bodies.
+    """
+
+    dims: list[int]
+    edges: list[tuple[int, int]]
+    after: list[tuple[int, ...]]
+    diagonal: list[np.ndarray]
+    blocks: dict[tuple[int, int], np.ndarray]
+
+
+def saddle(masses: list[np.ndarray], constraints: list[Constraint]) -> Saddle:
+    """The block graph of H for bodies `masses` and constraints on any number of bodies each."""
+    n = len(masses)
+    dims = [m.shape[0] for m in masses] + [c.rows for c in constraints]
+    edges, blocks = [], {}
+    for i, con in enumerate(constraints):
+        for body, block in zip(con.bodies, con.blocks, strict=True):
+            if block.shape != (con.rows, dims[body]):
+                raise ValueError(f"constraint {i}: block on body {body} has shape {block.shape}, "
+                                 f"expected ({con.rows}, {dims[body]})")
+            edges.append((n + i, body))
+            blocks[n + i, body] = block
+    bodies = [tuple(c.bodies) for c in constraints]
+    primary, _ = split_loops(n, bodies, [c.rows for c in constraints])
+    tree = order_tree(n, [bodies[i] for i in primary])
+    after = [()] * n + [tuple(b) for b in bodies]
+    for k, i in enumerate(primary):
+        after[n + i] = tree.children[n + k]
+    diagonal = list(masses) + [np.zeros((c.rows, c.rows)) for c in constraints]
+    return Saddle(dims, edges, after, diagonal, blocks)
+
+
+def solve_saddle(masses: list[np.ndarray], constraints: list[Constraint], rhs: np.ndarray,
+                 method: str = "min-degree") -> tuple[np.ndarray, Symbolic]:
+    """Solve H [v; lam] = rhs with loops in the constraint graph; returns x and the pattern used."""
+    system = saddle(masses, constraints)
+    order = order_nodes(len(system.dims), system.edges, method, system.after)
+    sym = symbolic(system.dims, system.edges, order)
+    return solve(factor(sym, system.diagonal, system.blocks), rhs), sym
