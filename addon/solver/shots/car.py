@@ -1,0 +1,182 @@
+"""The car's discrete equations (vehicles/car.py, seed 001 §5.2.1) as shot constraints with exact derivatives.
+
+Owns the car's StageDynamics. Node state (theta, x, y, phi): rear-axle pose and road-wheel steering
+angle phi = steer(t_k) (sigma = tan phi); segment variables (d, u): the drive torque at the step's
+quadrature time t_k + alpha h and the rear-axle wheel rate u_k. The residuals of step k are exactly
+car.step with no brake (a negative drive torque brakes or reverses):
+
+    (rho^2 m + c sigma_k sm_k) u_k - (rho^2 m + c sigma_k sm_{k-1}) u_{k-1} - h ((1 - a) d_k + a d_{k-1}) = 0
+    theta_{k+1} - theta_k - h (rho / l) sm_k u_k = 0
+    (x, y)_{k+1} - (x, y)_k - Rot(theta_k) h rho u_k (sin w / w, (1 - cos w) / w),   w = h (rho / l) sm_k u_k
+
+sm_k = (1 - a) sigma_k + a sigma_{k+1}; at k = 0 the left momentum is (rho^2 m + c sigma_0^2) u(0)
+(sm_{-1} := sigma_0, d_{-1} = 0), the simulator's start. Replaying the steering keyed linearly at t_k
+and the drive torque keyed linearly at t_k + a h reproduces the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..integrator import simulate
+from ..vehicles.car import compile_car
+from .transcription import Channel, StageDynamics
+
+_SMALL = 1e-3
+
+
+def arc(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A = sin w / w, B = (1 - cos w) / w and their derivatives (series below |w| = 1e-3)."""
+    small = np.abs(w) < _SMALL
+    t = np.where(small, 1.0, w)
+    w2 = w * w
+    A = np.where(small, 1 - w2 / 6 + w2 * w2 / 120, np.sin(t) / t)
+    B = np.where(small, w / 2 - w * w2 / 24 + w * w2 * w2 / 720, (1 - np.cos(t)) / t)
+    dA = np.where(small, -w / 3 + w * w2 / 30, (t * np.cos(t) - np.sin(t)) / t**2)
+    dB = np.where(small, 0.5 - w2 / 8 + w2 * w2 / 144, (t * np.sin(t) - 1 + np.cos(t)) / t**2)
+    return A, B, dA, dB
+
+
+class CarDynamics(StageDynamics):
+    state_names = ("theta", "x", "y", "steer")
+    segment_names = ("drive_torque", "wheel_rate")
+    planar = True
+    velocity_components = (0,)
+
+    def __init__(self, mechanism):
+        self.mechanism = mechanism
+        self.vehicle = mechanism.vehicle
+        self.model = compile_car(self.vehicle)
+        s = self.model.spec
+        self.spec = s
+        self.alpha = self.model.alpha
+        self.rho, self.l, self.b = s.wheel_radius, s.wheelbase, s.com_ahead_of_rear_axle
+        self.m0 = s.wheel_radius**2 * self.model.mass_x
+        self.c = self.model.coupling
+        self.channels = (Channel("drive_torque", "segment", 0, self.alpha, s.max_drive_torque,
+                                 unit=s.max_drive_torque),
+                         Channel("steer", "node", 3, 0.0, s.max_steer, effort=False))
+        from ..vehicles.integrator import _heading
+        self.theta0 = _heading(self.vehicle.orientation)
+        self.speed0 = float(self.vehicle.velocity[3])
+
+    def residual(self, W, first, h):
+        a, rho, k, c, m0 = self.alpha, self.rho, self.rho / self.l, self.c, self.m0
+        unit = self.spec.max_drive_torque  # the drive variable is d / max_drive_torque
+        phip, dp, wp = W[:, 0, 3], unit * W[:, 0, 4], W[:, 0, 5]
+        th, x, y, phi, d, w = (W[:, 1, i] for i in range(6))
+        d = unit * d
+        thn, xn, yn, phin = (W[:, 2, i] for i in range(4))
+        sp_, s, sn = np.tan(phip), np.tan(phi), np.tan(phin)
+        ds_p, ds, ds_n = 1 + sp_ * sp_, 1 + s * s, 1 + sn * sn
+        sm = (1 - a) * s + a * sn
+        smp = np.where(first, s, (1 - a) * sp_ + a * s)
+        dsmp_ds = np.where(first, 1.0, a)
+        dsmp_dsp = np.where(first, 0.0, 1 - a)
+        K = len(W)
+        r = np.empty((K, 4))
+        J = np.zeros((K, 4, 3, 6))
+        dh = np.empty((K, 4))
+        Ia, Ib = m0 + c * s * sm, m0 + c * s * smp
+        r[:, 0] = Ia * w - Ib * wp - h * ((1 - a) * d + a * dp)
+        J[:, 0, 1, 3] = (c * (sm + s * (1 - a)) * w - c * (smp + s * dsmp_ds) * wp) * ds
+        J[:, 0, 2, 3] = c * s * a * w * ds_n
+        J[:, 0, 0, 3] = -c * s * dsmp_dsp * wp * ds_p
+        J[:, 0, 1, 5], J[:, 0, 0, 5] = Ia, -Ib
+        J[:, 0, 1, 4], J[:, 0, 0, 4] = -h * (1 - a) * unit, -h * a * unit
+        dh[:, 0] = -((1 - a) * d + a * dp)
+        om = h * k * sm * w
+        r[:, 1] = thn - th - om
+        J[:, 1, 2, 0], J[:, 1, 1, 0] = 1.0, -1.0
+        dom = np.zeros((K, 3, 6))
+        dom[:, 1, 3] = h * k * (1 - a) * w * ds
+        dom[:, 2, 3] = h * k * a * w * ds_n
+        dom[:, 1, 5] = h * k * sm
+        dom_dh = k * sm * w
+        J[:, 1] -= dom
+        dh[:, 1] = -dom_dh
+        v = h * rho * w
+        A, B, dA, dB = arc(om)
+        T1, T2 = v * A, v * B
+        ct, st = np.cos(th), np.sin(th)
+        r[:, 2] = xn - x - (ct * T1 - st * T2)
+        r[:, 3] = yn - y - (st * T1 + ct * T2)
+        # d(T1, T2) = v (dA, dB) d om + (A, B) d v
+        dT1 = v[:, None, None] * dA[:, None, None] * dom
+        dT2 = v[:, None, None] * dB[:, None, None] * dom
+        dT1[:, 1, 5] += A * h * rho
+        dT2[:, 1, 5] += B * h * rho
+        dT1_dh = v * dA * dom_dh + A * rho * w
+        dT2_dh = v * dB * dom_dh + B * rho * w
+        J[:, 2] = -(ct[:, None, None] * dT1 - st[:, None, None] * dT2)
+        J[:, 3] = -(st[:, None, None] * dT1 + ct[:, None, None] * dT2)
+        J[:, 2, 2, 1] += 1.0
+        J[:, 2, 1, 1] -= 1.0
+        J[:, 3, 2, 2] += 1.0
+        J[:, 3, 1, 2] -= 1.0
+        J[:, 2, 1, 0] += st * T1 + ct * T2
+        J[:, 3, 1, 0] += -ct * T1 + st * T2
+        dh[:, 2] = -(ct * dT1_dh - st * dT2_dh)
+        dh[:, 3] = -(st * dT1_dh + ct * dT2_dh)
+        return r, J, dh
+
+    def pre_start(self):
+        return np.array([self.theta0, 0.0, 0.0, 0.0, 0.0, self.speed0 / self.rho])
+
+    def start(self):
+        p = self.vehicle.position
+        return np.array([self.theta0, p[0] - self.b * np.cos(self.theta0), p[1] - self.b * np.sin(self.theta0),
+                         np.nan])
+
+    def bounds(self):
+        s = self.spec
+        lo = np.array([-np.inf, -np.inf, -np.inf, -s.max_steer, -1.0, -np.inf])
+        return lo, -lo
+
+    def body_point(self, S, offset):
+        th = S[:, 0]
+        ox, oy = self.b + offset[0], offset[1]
+        c, s = np.cos(th), np.sin(th)
+        p = np.stack([S[:, 1] + c * ox - s * oy, S[:, 2] + s * ox + c * oy,
+                      np.full(len(S), self.spec.com_height + offset[2])], 1)
+        J = np.zeros((len(S), 3, 4))
+        J[:, 0, 1] = J[:, 1, 2] = 1.0
+        J[:, 0, 0] = -s * ox - c * oy
+        J[:, 1, 0] = c * ox - s * oy
+        return p, J
+
+    def heading(self, S):
+        J = np.zeros((len(S), 4))
+        J[:, 0] = 1.0
+        return S[:, 0].copy(), J
+
+    def velocity(self, V):
+        out = np.zeros((len(V), 3))
+        out[:, 0] = self.rho * V[:, 1]
+        J = np.zeros((len(V), 3, 2))
+        J[:, 0, 1] = self.rho
+        return out, J
+
+    def guess(self, positions, headings, h):
+        N = len(positions) - 1
+        st = np.zeros((N + 2, 6))
+        st[0] = self.pre_start()
+        th = headings
+        st[1:, 0] = th
+        st[1:, 1] = positions[:, 0] - self.b * np.cos(th)
+        st[1:, 2] = positions[:, 1] - self.b * np.sin(th)
+        dxy = np.diff(st[1:, 1:3], axis=0)
+        ds = dxy[:, 0] * np.cos(th[:-1]) + dxy[:, 1] * np.sin(th[:-1])
+        st[1:N + 1, 5] = ds / (h * self.rho)
+        curv = np.diff(th) / np.where(np.abs(ds) > 1e-6, ds, 1e-6)
+        steer = np.clip(np.arctan(self.l * curv), -0.9 * self.spec.max_steer, 0.9 * self.spec.max_steer)
+        st[1:N + 1, 3] = steer
+        st[N + 1, 3] = steer[-1]
+        return st
+
+    def replay(self, stages, h, controls):
+        vehicle = replace(self.vehicle, controls=controls)
+        mech = replace(self.mechanism, vehicle=vehicle)
+        return simulate(mech, h, len(stages) - 2, "vehicle", tol=1e-13)

@@ -1,0 +1,377 @@
+"""A sparse nonlinear program and its primal-dual interior-point solver (numpy/scipy only).
+
+Owns the NLP description (bounds, objective, constraints, their first derivatives and an optional
+Hessian of the Lagrangian) and `solve`, an IPOPT-style method (Waechter & Biegler 2006, simplified):
+
+    min f(x)  s.t.  c_lower <= c(x) <= c_upper,  x_lower <= x <= x_upper
+
+Fixed variables (x_lower == x_upper) are eliminated; each inequality row gets a slack s with the row's
+bounds, so the equalities are c_E(x) - c_lower = 0 and c_I(x) - s = 0 and every bound is a barrier term
+-mu log(distance). Each iteration solves the primal-dual Newton system
+
+    [[H + Sigma + dw I, A^T], [A, -dc I]] [dz; lambda+] = -[grad phi_mu; c]
+
+by sparse LU (scipy splu) of the symmetric KKT matrix; the Hessian shift dw grows until the step has
+positive curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016, since
+splu reports no inertia). Steps stop at a fraction tau = max(0.99, 1 - mu) of the distance to the bounds
+and are accepted by Armijo backtracking on the l1 merit phi_mu + nu |c|_1 with one second-order
+correction against the Maratos effect. The barrier parameter falls superlinearly (mu <- min(0.2 mu,
+mu^1.5)) once the barrier problem is solved to 10 mu. Objective and rows are scaled by
+min(1, 100 / |gradient|_inf) at the start point, IPOPT's gradient scaling.
+
+Converged ("solved") when the scaled dual infeasibility and complementarity are below `tol` and every
+constraint row is met to `constraint_tol` (absolute, unscaled). "infeasible" when the line search stalls
+while the constraints are still violated (a local minimum of infeasibility).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import splu
+
+Progress = Callable[[int, dict], Optional[bool]]
+
+
+@dataclass(frozen=True)
+class NLP:
+    """min objective(x) s.t. c_lower <= constraints(x) <= c_upper, x_lower <= x <= x_upper.
+
+    Bounds may be +-inf; c_lower == c_upper marks an equality. jacobian(x) -> scipy.sparse (m, n);
+    hessian(x, multipliers (m,), obj_factor) -> scipy.sparse (n, n) of obj_factor * f + sum_i y_i c_i
+    (either triangle or both; it is symmetrised), or None when hessian is None: then a damped BFGS
+    matrix is kept instead (dense; for small problems only).
+    """
+
+    x_lower: np.ndarray
+    x_upper: np.ndarray
+    objective: Callable[[np.ndarray], float]
+    gradient: Callable[[np.ndarray], np.ndarray]
+    constraints: Callable[[np.ndarray], np.ndarray]
+    jacobian: Callable[[np.ndarray], sp.spmatrix]
+    c_lower: np.ndarray
+    c_upper: np.ndarray
+    hessian: Optional[Callable[[np.ndarray, np.ndarray, float], sp.spmatrix]] = None
+
+    @property
+    def n(self) -> int:
+        return len(self.x_lower)
+
+    @property
+    def m(self) -> int:
+        return len(self.c_lower)
+
+
+@dataclass
+class NLPResult:
+    """x (n,); status solved | infeasible | max_iter | cancelled | failed; multipliers (m,) of the rows
+    (sign: grad f + J^T y = bound multipliers); constraint_violation: max over rows of the distance of
+    c(x) to [c_lower, c_upper] (unscaled); wall_time in seconds."""
+
+    x: np.ndarray
+    status: str
+    iterations: int
+    objective: float
+    constraint_violation: float
+    multipliers: np.ndarray
+    message: str
+    wall_time: float
+
+
+def violation(c: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Per row distance of c to [lower, upper] (0 inside)."""
+    return np.maximum(np.maximum(lower - c, c - upper), 0.0)
+
+
+class _Reduced:
+    """The NLP over z = (free x, slacks) with equality rows only, scaled."""
+
+    def __init__(self, nlp: NLP, x0: np.ndarray):
+        self.nlp = nlp
+        xl, xu = np.asarray(nlp.x_lower, float), np.asarray(nlp.x_upper, float)
+        if np.any(xl > xu):
+            i = int(np.argmax(xl > xu))
+            raise ValueError(f"NLP: variable {i} has lower bound {xl[i]} above upper bound {xu[i]}")
+        cl, cu = np.asarray(nlp.c_lower, float), np.asarray(nlp.c_upper, float)
+        if np.any(cl > cu):
+            i = int(np.argmax(cl > cu))
+            raise ValueError(f"NLP: constraint row {i} has lower bound {cl[i]} above upper bound {cu[i]}")
+        self.fixed = xl == xu
+        self.free = np.flatnonzero(~self.fixed)
+        self.x_full = np.where(self.fixed, xl, np.clip(np.asarray(x0, float), xl, xu))
+        self.eq = cl == cu
+        self.ineq = np.flatnonzero(~self.eq)
+        self.nx, self.ns, self.m = len(self.free), len(self.ineq), len(cl)
+        self.cl, self.cu = cl, cu
+        self.zl = np.concatenate([xl[self.free], cl[self.ineq]])
+        self.zu = np.concatenate([xu[self.free], cu[self.ineq]])
+        # slack block of the reduced Jacobian: -1 at (ineq row, its slack)
+        self.S = sp.csr_matrix((-np.ones(self.ns), (self.ineq, self.nx + np.arange(self.ns))),
+                               shape=(self.m, self.nx + self.ns))
+        self.target = np.where(self.eq, cl, 0.0)
+        x = self.x_full.copy()
+        g = np.asarray(nlp.gradient(x), float)[self.free]
+        J = sp.csr_matrix(nlp.jacobian(x))[:, self.free]
+        self.f_scale = min(1.0, 100.0 / max(np.max(np.abs(g), initial=0.0), 1e-300))
+        row_max = np.zeros(self.m)
+        if J.nnz:
+            row_max = np.maximum.reduceat(np.abs(J.data), J.indptr[:-1]) * (np.diff(J.indptr) > 0)
+        self.c_scale = np.minimum(1.0, 100.0 / np.maximum(row_max, 1e-300))
+        self.Dc = sp.diags(self.c_scale)
+        c0 = np.asarray(nlp.constraints(x), float)
+        self.s0 = np.clip(c0[self.ineq], cl[self.ineq], cu[self.ineq])
+
+    def full(self, z: np.ndarray) -> np.ndarray:
+        x = self.x_full.copy()
+        x[self.free] = z[:self.nx]
+        return x
+
+    def f(self, z):
+        return self.f_scale * float(self.nlp.objective(self.full(z)))
+
+    def grad(self, z):
+        g = np.zeros(self.nx + self.ns)
+        g[:self.nx] = self.f_scale * np.asarray(self.nlp.gradient(self.full(z)), float)[self.free]
+        return g
+
+    def raw_c(self, z):
+        return np.asarray(self.nlp.constraints(self.full(z)), float)
+
+    def c(self, z, raw=None):
+        raw = self.raw_c(z) if raw is None else raw
+        out = raw - self.target
+        out[self.ineq] -= z[self.nx:]
+        return self.c_scale * out
+
+    def jac(self, z):
+        J = sp.csr_matrix(self.nlp.jacobian(self.full(z)))[:, self.free]
+        J = sp.hstack([J, sp.csr_matrix((self.m, self.ns))], format="csr") + self.S
+        return (self.Dc @ J).tocsr()
+
+    def hess(self, z, y):
+        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c), (nx+ns)^2, or None."""
+        if self.nlp.hessian is None:
+            return None
+        H = sp.csr_matrix(self.nlp.hessian(self.full(z), self.c_scale * y, self.f_scale))[self.free][:, self.free]
+        H = 0.5 * (H + H.T) if (abs(H - H.T) > 0).nnz else H
+        return sp.block_diag([H, sp.csr_matrix((self.ns, self.ns))], format="csr")
+
+
+def _push_inside(z, zl, zu, k1=1e-2, k2=1e-2):
+    """IPOPT's initial point rule: at least a relative margin from each bound."""
+    lo_f, up_f = np.isfinite(zl), np.isfinite(zu)
+    pl = np.where(lo_f, k1 * np.maximum(1.0, np.abs(zl)), 0.0)
+    pu = np.where(up_f, k1 * np.maximum(1.0, np.abs(zu)), 0.0)
+    both = lo_f & up_f
+    pl = np.where(both, np.minimum(pl, k2 * (zu - zl)), pl)
+    pu = np.where(both, np.minimum(pu, k2 * (zu - zl)), pu)
+    z = np.where(lo_f, np.maximum(z, zl + pl), z)
+    z = np.where(up_f, np.minimum(z, zu - pu), z)
+    return z
+
+
+def _fraction_to_boundary(x, dx, lo, up, tau) -> float:
+    """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each finite bound."""
+    alpha = 1.0
+    m = np.isfinite(lo) & (dx < 0)
+    if np.any(m):
+        alpha = min(alpha, float(np.min(-tau * (x[m] - lo[m]) / dx[m])))
+    m = np.isfinite(up) & (dx > 0)
+    if np.any(m):
+        alpha = min(alpha, float(np.min(tau * (up[m] - x[m]) / dx[m])))
+    return alpha
+
+
+def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float = 1e-9, max_iter: int = 300,
+          progress: Progress | None = None) -> NLPResult:
+    """Solve `nlp` from x0 by the primal-dual interior-point method of this module's docstring.
+
+    progress(iteration, info) is called once per iteration with info keys objective, constraint_violation,
+    dual_infeasibility, mu, step, regularization; returning False stops with status 'cancelled'.
+    """
+    start_time = time.perf_counter()
+    P = _Reduced(nlp, x0)
+    nz = P.nx + P.ns
+    zl, zu = P.zl, P.zu
+    lo_f, up_f = np.isfinite(zl), np.isfinite(zu)
+    z = _push_inside(np.concatenate([P.x_full[P.free], P.s0]), zl, zu)
+    mu = 0.1
+    zL = np.where(lo_f, 1.0, 0.0)
+    zU = np.where(up_f, 1.0, 0.0)
+    y = np.zeros(P.m)
+    nu = 1.0
+    dw_last = 0.0
+    bfgs = np.eye(nz) if nlp.hessian is None else None
+    status, message = "max_iter", f"no convergence in {max_iter} iterations"
+    stalls = 0
+    shift = 0.0  # Hessian shift forced after a failed line search
+    last_alpha = 0.0
+
+    raw = P.raw_c(z)
+    c = P.c(z, raw)
+    g = P.grad(z)
+    J = P.jac(z)
+    it = 0
+    for it in range(max_iter + 1):
+        dl = np.where(lo_f, z - zl, 1.0)
+        du = np.where(up_f, zu - z, 1.0)
+        grad_lag = g + J.T @ y - zL + zU
+        s_d = max(100.0, (np.abs(y).sum() + zL.sum() + zU.sum()) / max(P.m + nz, 1)) / 100.0
+        dual_inf = float(np.max(np.abs(grad_lag), initial=0.0)) / s_d
+        compl = float(np.max(np.concatenate([(dl * zL)[lo_f], (du * zU)[up_f]]), initial=0.0))
+        raw_viol = float(np.max(violation(raw, P.cl, P.cu), initial=0.0))
+        f_val = float(nlp.objective(P.full(z)))
+        if progress is not None:
+            info = {"objective": f_val, "constraint_violation": raw_viol, "dual_infeasibility": dual_inf,
+                    "mu": mu, "regularization": dw_last, "step": last_alpha}
+            if progress(it, info) is False:
+                status, message = "cancelled", f"cancelled at iteration {it}"
+                break
+        if dual_inf <= tol and compl <= tol and raw_viol <= constraint_tol:
+            status, message = "solved", f"converged in {it} iterations"
+            break
+        if it == max_iter:
+            break
+        if not (np.isfinite(f_val) and np.all(np.isfinite(c))):
+            status, message = "failed", f"non-finite objective or constraints at iteration {it}"
+            break
+        # barrier subproblem solved well enough: decrease mu (possibly several times)
+        while mu > tol / 10:
+            e_mu = max(dual_inf, float(np.max(np.abs(c), initial=0.0)),
+                       float(np.max(np.concatenate([np.abs(dl * zL - mu)[lo_f], np.abs(du * zU - mu)[up_f]]),
+                                    initial=0.0)))
+            if e_mu > 10.0 * mu:
+                break
+            mu = max(tol / 10, min(0.2 * mu, mu**1.5))
+        tau = max(0.99, 1.0 - mu)
+        sigma = np.where(lo_f, zL / dl, 0.0) + np.where(up_f, zU / du, 0.0)
+        grad_phi = g - np.where(lo_f, mu / dl, 0.0) + np.where(up_f, mu / du, 0.0)
+        H = P.hess(z, y)
+        if H is None:
+            H = sp.csr_matrix(bfgs)
+        W = (H + sp.diags(sigma)).tocsc()
+        rhs = -np.concatenate([grad_phi, c])
+        dw, dc = shift, 0.0
+        lu = None
+        for _ in range(40):
+            K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(P.m) if P.m else None]],
+                        format="csc")
+            try:
+                lu = splu(K, permc_spec="COLAMD", diag_pivot_thresh=0.1)
+                sol = lu.solve(rhs)
+                for _ in range(3):  # iterative refinement
+                    res_k = rhs - K @ sol
+                    if np.max(np.abs(res_k)) <= 1e-12 * (1 + np.max(np.abs(rhs))):
+                        break
+                    sol = sol + lu.solve(res_k)
+            except RuntimeError:  # exactly singular
+                lu = None
+                dc = max(dc, 1e-8 * mu**0.25)
+                dw = max(1e-4, 10 * dw) if dw else (max(1e-4, dw_last / 3) if dw_last else 1e-4)
+                continue
+            dz = sol[:nz]
+            if not np.all(np.isfinite(sol)):
+                lu = None
+            elif dz @ (W @ dz) + dw * (dz @ dz) >= 1e-10 * (dz @ dz):
+                break
+            dw = (max(1e-4, dw_last / 3) if dw_last else 1e-4) if dw == 0 else (8 if dw_last else 100) * dw
+            if dw > 1e40:
+                lu = None
+                break
+        if lu is None:
+            status, message = "failed", f"KKT system could not be regularised at iteration {it}"
+            break
+        dw_last = dw
+        y_new = sol[nz:]
+        dy = y_new - y
+        dzL = np.where(lo_f, mu / dl - zL - zL / dl * dz, 0.0)
+        dzU = np.where(up_f, mu / du - zU + zU / du * dz, 0.0)
+        alpha_max = _fraction_to_boundary(z, dz, zl, zu, tau)
+        alpha_z = min(_fraction_to_boundary(zL, dzL, np.where(lo_f, 0.0, -np.inf), np.full(nz, np.inf), tau),
+                      _fraction_to_boundary(zU, dzU, np.where(up_f, 0.0, -np.inf), np.full(nz, np.inf), tau))
+
+        def barrier(zz):
+            dd_l = np.where(lo_f, zz - zl, 1.0)
+            dd_u = np.where(up_f, zu - zz, 1.0)
+            if np.any(dd_l <= 0) or np.any(dd_u <= 0):
+                return np.inf
+            return P.f(zz) - mu * (np.sum(np.log(dd_l[lo_f])) + np.sum(np.log(dd_u[up_f])))
+
+        c_norm = float(np.sum(np.abs(c)))
+        quad = float(grad_phi @ dz + 0.5 * max(dz @ (W @ dz), 0.0))
+        if c_norm > 0:
+            nu = max(nu, quad / (0.9 * c_norm), 1.1 * float(np.max(np.abs(y_new), initial=0.0)))
+        merit0 = barrier(z) + nu * c_norm
+        slope = float(grad_phi @ dz) - nu * c_norm
+        alpha = alpha_max
+        accepted = None
+        raw_t = None
+        first = True
+        while alpha > 1e-14:
+            zt = z + alpha * dz
+            raw_t = P.raw_c(zt)
+            ct = P.c(zt, raw_t)
+            merit_t = barrier(zt) + nu * float(np.sum(np.abs(ct)))
+            if np.isfinite(merit_t) and merit_t <= merit0 + 1e-4 * alpha * slope + 1e-14 * abs(merit0):
+                accepted = (zt, raw_t, ct)
+                break
+            if first and alpha == alpha_max and np.all(np.isfinite(ct)):
+                # second-order correction: pull the trial point back onto the linearised constraints
+                corr = lu.solve(np.concatenate([np.zeros(nz), -ct]))[:nz]
+                a_soc = _fraction_to_boundary(zt, corr, zl, zu, tau)
+                if a_soc >= 0.99:
+                    zs = zt + corr
+                    raw_s = P.raw_c(zs)
+                    cs = P.c(zs, raw_s)
+                    merit_s = barrier(zs) + nu * float(np.sum(np.abs(cs)))
+                    if np.isfinite(merit_s) and merit_s <= merit0 + 1e-4 * alpha * slope:
+                        accepted = (zs, raw_s, cs)
+                        break
+            first = False
+            alpha *= 0.5
+        if accepted is None:
+            stalls += 1
+            if stalls >= 3:
+                viol = float(np.max(violation(raw, P.cl, P.cu), initial=0.0))
+                if viol > constraint_tol:
+                    status = "infeasible"
+                    message = (f"line search stalled at iteration {it} with constraint violation {viol:.3g}: "
+                               f"no feasible direction found (locally infeasible)")
+                else:
+                    status = "failed"
+                    message = f"line search stalled at iteration {it} (feasible, not optimal to tol {tol:g})"
+                break
+            shift = max(10 * dw_last, 1e-2)  # retry with a more convex, shorter step
+            continue
+        stalls, last_alpha, shift = 0, alpha, 0.0
+        z_new, raw, c = accepted
+        s_step = z_new - z
+        z = z_new
+        zL = np.where(lo_f, zL + alpha_z * dzL, 0.0)
+        zU = np.where(up_f, zU + alpha_z * dzU, 0.0)
+        # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma)
+        dl = np.where(lo_f, z - zl, 1.0)
+        du = np.where(up_f, zu - z, 1.0)
+        zL = np.where(lo_f, np.clip(zL, mu / (1e10 * dl), 1e10 * mu / dl), 0.0)
+        zU = np.where(up_f, np.clip(zU, mu / (1e10 * du), 1e10 * mu / du), 0.0)
+        y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
+        g_old, J_old = g, J
+        g = P.grad(z)
+        J = P.jac(z)
+        if bfgs is not None:
+            yk = (g + J.T @ y) - (g_old + J_old.T @ y)
+            Bs = bfgs @ s_step
+            sBs = float(s_step @ Bs)
+            sy = float(s_step @ yk)
+            if sBs > 0:
+                theta = 1.0 if sy >= 0.2 * sBs else 0.8 * sBs / (sBs - sy)
+                r = theta * yk + (1 - theta) * Bs
+                bfgs = bfgs - np.outer(Bs, Bs) / sBs + np.outer(r, r) / float(s_step @ r)
+    x = P.full(z)
+    raw = P.raw_c(z)
+    return NLPResult(x, status, it, float(nlp.objective(x)), float(np.max(violation(raw, P.cl, P.cu), initial=0.0)),
+                     P.c_scale * y / P.f_scale, message, time.perf_counter() - start_time)

@@ -1,0 +1,100 @@
+"""Signed distances from points to shot obstacles (sphere, box, cylinder, convex hull) with gradients.
+
+Owns the geometry only. Each function maps world points (K, 3) to (distance (K,), gradient (K, 3)),
+positive outside. Outside a box or cylinder the exact Euclidean distance is used (continuously
+differentiable there); inside, the largest face distance (negative). A convex hull uses its face planes
+n_j . p <= b_j (scipy ConvexHull) through a smooth maximum that never exceeds the true distance:
+LSE_beta(n_j . p - b_j) - log(faces) / beta <= max_j(n_j . p - b_j) <= distance, beta = 50 / hull size,
+so a cleared bound clears the hull.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from scipy.spatial import ConvexHull
+
+from ..lie import quat_to_matrix
+from .spec import Obstacle
+
+Distance = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def _soft_norm(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """|v| (K,) and v / |v| (K, d), with a zero gradient at v = 0."""
+    n = np.linalg.norm(v, axis=-1)
+    return n, v / np.where(n > 0, n, 1.0)[..., None]
+
+
+def _sphere(radius: float) -> Distance:
+    def distance(p):
+        n, u = _soft_norm(p)
+        return n - radius, u
+    return distance
+
+
+def _box(half: np.ndarray) -> Distance:
+    def distance(p):
+        q = np.abs(p) - half
+        outside = np.maximum(q, 0.0)
+        n, u = _soft_norm(outside)
+        inside = np.max(q, axis=-1)
+        i = np.argmax(q, axis=-1)
+        grad_in = np.zeros_like(p)
+        grad_in[np.arange(len(p)), i] = 1.0
+        is_out = inside > 0
+        d = np.where(is_out, n, inside)
+        g = np.where(is_out[:, None], u, grad_in) * np.sign(np.where(p == 0, 1.0, p))
+        return d, g
+    return distance
+
+
+def _cylinder(radius: float, half_height: float) -> Distance:
+    def distance(p):
+        rho, radial = _soft_norm(p[:, :2])
+        q = np.stack([rho - radius, np.abs(p[:, 2]) - half_height], -1)
+        n, u = _soft_norm(np.maximum(q, 0.0))
+        inside = np.max(q, axis=-1)
+        is_out = inside > 0
+        d_dq = np.where(is_out[:, None], u, np.eye(2)[np.argmax(q, axis=-1)])
+        sz = np.sign(np.where(p[:, 2] == 0, 1.0, p[:, 2]))
+        g = np.concatenate([d_dq[:, :1] * radial, (d_dq[:, 1] * sz)[:, None]], -1)
+        return np.where(is_out, n, inside), g
+    return distance
+
+
+def _hull(vertices: np.ndarray) -> Distance:
+    hull = ConvexHull(vertices)
+    normals, offsets = hull.equations[:, :3], -hull.equations[:, 3]  # n . p <= b inside
+    size = float(np.max(np.ptp(vertices, axis=0)))
+    beta = 50.0 / size
+    shift = np.log(len(offsets)) / beta
+
+    def distance(p):
+        s = p @ normals.T - offsets
+        top = np.max(s, axis=-1, keepdims=True)
+        w = np.exp(beta * (s - top))
+        total = w.sum(-1)
+        d = top[:, 0] + np.log(total) / beta - shift
+        return d, (w / total[:, None]) @ normals
+    return distance
+
+
+def distance_function(obstacle: Obstacle) -> Distance:
+    """World signed distance (K, 3) -> ((K,), (K, 3)) of `obstacle`."""
+    R = quat_to_matrix(np.asarray(obstacle.orientation, dtype=float))
+    c = np.asarray(obstacle.position, dtype=float)
+    if obstacle.shape == "sphere":
+        local = _sphere(float(obstacle.size[0]))
+    elif obstacle.shape == "box":
+        local = _box(np.asarray(obstacle.size, dtype=float))
+    elif obstacle.shape == "cylinder":
+        local = _cylinder(float(obstacle.size[0]), float(obstacle.size[1]))
+    else:
+        local = _hull(np.asarray(obstacle.vertices, dtype=float))
+
+    def distance(p):
+        d, g = local((np.asarray(p, dtype=float) - c) @ R)
+        return d, g @ R.T
+    return distance

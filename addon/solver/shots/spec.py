@@ -1,0 +1,244 @@
+"""What an optimal-control shot asks for, and what solving it returns (issue 7).
+
+Owns the frozen shot description (keys, obstacles, corridors, bounds, costs), the result container and
+`solve_shot`, which hands the shot to the transcription of its mechanism (vehicles: vehicle_shot.py;
+mechanisms without a vehicle: tree_dynamics.py) and the NLP to nlp.solve. Units SI, Z up, angles in rad.
+
+Steps: node k sits at time k dt (k = 0..steps). A Key at step k constrains node k. Positions are the
+world position of the key's body frame (vehicles: the chassis centre of mass, as baked); heading is the
+yaw about world z. Velocity keys constrain the body-frame linear velocity (forward, left, up) over the
+step that arrives at node k (velocity = (0, 0, 0) at the last step: docking, landing at rest).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..model import Curve, Mechanism
+from ..trajectory import Trajectory
+
+SHAPES = ("sphere", "box", "cylinder", "hull")
+
+
+class ShotError(ValueError):
+    """An invalid shot; the message names the shot, the key/obstacle/field and what was expected."""
+
+
+def _finite(values, n: int | None = None) -> bool:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.all(np.isfinite(arr))) and (n is None or arr.shape == (n,))
+
+
+@dataclass(frozen=True)
+class Key:
+    """A keyed pose at node `step`, full or partial.
+
+    position: (x, y, z) world target (planar vehicles ignore z); radius > 0 turns it into "within radius".
+    heading: yaw about world z (rad). velocity: body linear velocity over the arriving step (3 numbers).
+    """
+
+    step: int
+    body: str = ""
+    position: Optional[tuple[float, float, float]] = None
+    heading: Optional[float] = None
+    radius: float = 0.0
+    velocity: Optional[tuple[float, float, float]] = None
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or f"key at step {self.step}"
+
+
+@dataclass(frozen=True)
+class Obstacle:
+    """A static scene object the vehicle's bounding sphere must clear by `clearance` (m).
+
+    shape sphere: size = (radius,); box: size = half extents (3); cylinder: size = (radius, half height),
+    axis along the local z; hull: `vertices` (n, 3) in the local frame (their convex hull).
+    orientation: unit quaternion (w, x, y, z) of the local frame.
+    """
+
+    name: str
+    shape: str
+    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    orientation: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    size: tuple[float, ...] = ()
+    vertices: tuple[tuple[float, float, float], ...] = ()
+    clearance: float = 0.0
+
+
+@dataclass(frozen=True)
+class Corridor:
+    """An axis-aligned world box the body's position must stay in over steps first..last (inclusive)."""
+
+    name: str
+    first: int
+    last: int
+    lower: tuple[float, float, float]
+    upper: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Weights of the cost terms (all >= 0); the objective is their weighted sum.
+
+    effort: sum_k dt |u_k / u_scale|^2 over control channels (u_scale: the channel's bound);
+    smoothness: sum_k dt |(u_{k+1} - u_k) / (dt u_scale)|^2; time: the duration steps * dt (with free_time);
+    reference: sum_k dt |p_k - reference_k|^2, reference (steps + 1, 3) world positions of the body.
+    """
+
+    effort: float = 1.0
+    smoothness: float = 0.0
+    time: float = 0.0
+    reference: float = 0.0
+    reference_path: Optional[tuple[tuple[float, float, float], ...]] = None
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One shot: the mechanism (its vehicle gives the start state and the control channels), the time grid,
+    the keys, obstacles and corridors, control bounds (channel -> (lower, upper), narrowing the vehicle's own
+    limits) and the costs. free_time: dt becomes a variable in [dt_min, dt_max]. The body meets obstacles as
+    body_spheres (x, y, z, radius) in its body frame (at the centre of mass, x forward), or when there are
+    none as one sphere of body_radius at its origin."""
+
+    mechanism: Mechanism
+    dt: float
+    steps: int
+    keys: tuple[Key, ...] = ()
+    obstacles: tuple[Obstacle, ...] = ()
+    corridors: tuple[Corridor, ...] = ()
+    bounds: tuple[tuple[str, float, float], ...] = ()
+    costs: Costs = field(default_factory=Costs)
+    free_time: bool = False
+    dt_min: float = 0.0
+    dt_max: float = 0.0
+    body_radius: float = 0.0
+    body_spheres: tuple[tuple[float, float, float, float], ...] = ()
+    name: str = "shot"
+    source: str = "<shot>"
+
+    def __post_init__(self):
+        where = f"{self.source}: shot {self.name!r}"
+        if not (isinstance(self.steps, int) and self.steps >= 2):
+            raise ShotError(f"{where}: field 'steps' must be an integer >= 2, got {self.steps!r}")
+        if not (math.isfinite(self.dt) and self.dt > 0):
+            raise ShotError(f"{where}: field 'dt' must be a number > 0, got {self.dt!r}")
+        if self.free_time and not (0 < self.dt_min <= self.dt <= self.dt_max):
+            raise ShotError(f"{where}: free_time needs 0 < dt_min <= dt <= dt_max, got dt_min {self.dt_min!r}, "
+                            f"dt {self.dt!r}, dt_max {self.dt_max!r}")
+        for key in self.keys:
+            kw = f"{where}: key {key.label!r}"
+            if not (isinstance(key.step, int) and 1 <= key.step <= self.steps):
+                raise ShotError(f"{kw}: field 'step' must be an integer in 1..{self.steps}, got {key.step!r}")
+            if key.position is None and key.heading is None and key.velocity is None:
+                raise ShotError(f"{kw}: needs at least one of 'position', 'heading', 'velocity'")
+            if key.position is not None and not _finite(key.position, 3):
+                raise ShotError(f"{kw}: field 'position' must be 3 finite numbers, got {key.position!r}")
+            if key.velocity is not None and not _finite(key.velocity, 3):
+                raise ShotError(f"{kw}: field 'velocity' must be 3 finite numbers, got {key.velocity!r}")
+            if key.heading is not None and not _finite([key.heading]):
+                raise ShotError(f"{kw}: field 'heading' must be a finite number (rad), got {key.heading!r}")
+            if not (math.isfinite(key.radius) and key.radius >= 0):
+                raise ShotError(f"{kw}: field 'radius' must be a number >= 0, got {key.radius!r}")
+        for ob in self.obstacles:
+            ow = f"{where}: obstacle {ob.name!r}"
+            if ob.shape not in SHAPES:
+                raise ShotError(f"{ow}: field 'shape' must be one of {', '.join(SHAPES)}, got {ob.shape!r}")
+            need = {"sphere": 1, "box": 3, "cylinder": 2}.get(ob.shape)
+            if need is not None and not (_finite(ob.size, need) and min(ob.size) > 0):
+                raise ShotError(f"{ow}: field 'size' of a {ob.shape} must be {need} numbers > 0, got {ob.size!r}")
+            if ob.shape == "hull":
+                v = np.asarray(ob.vertices, dtype=float)
+                if v.ndim != 2 or v.shape[1] != 3 or len(v) < 4 or not np.all(np.isfinite(v)):
+                    raise ShotError(f"{ow}: field 'vertices' of a hull must be at least 4 points (x, y, z), "
+                                    f"got shape {v.shape}")
+            if not _finite(ob.position, 3):
+                raise ShotError(f"{ow}: field 'position' must be 3 finite numbers, got {ob.position!r}")
+            q = np.asarray(ob.orientation, dtype=float)
+            if q.shape != (4,) or abs(np.linalg.norm(q) - 1) > 1e-6:
+                raise ShotError(f"{ow}: field 'orientation' must be a unit quaternion (w, x, y, z), "
+                                f"got {ob.orientation!r}")
+            if not (math.isfinite(ob.clearance) and ob.clearance >= 0):
+                raise ShotError(f"{ow}: field 'clearance' must be a number >= 0, got {ob.clearance!r}")
+        for c in self.corridors:
+            cw = f"{where}: corridor {c.name!r}"
+            if not (0 <= c.first <= c.last <= self.steps):
+                raise ShotError(f"{cw}: steps must satisfy 0 <= first <= last <= {self.steps}, "
+                                f"got {c.first!r}..{c.last!r}")
+            if not (_finite(c.lower, 3) and _finite(c.upper, 3)) or np.any(np.asarray(c.lower) > np.asarray(c.upper)):
+                raise ShotError(f"{cw}: 'lower' and 'upper' must be 3 numbers each with lower <= upper")
+        for i, sphere in enumerate(self.body_spheres):
+            if not (_finite(sphere, 4) and sphere[3] > 0):
+                raise ShotError(f"{where}: body_spheres[{i}] must be 4 numbers (x, y, z, radius > 0), got {sphere!r}")
+        for name, lo, hi in self.bounds:
+            if not lo <= hi:
+                raise ShotError(f"{where}: bounds of control {name!r} must have lower <= upper, got {lo!r}, {hi!r}")
+        for name in ("effort", "smoothness", "time", "reference"):
+            value = getattr(self.costs, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ShotError(f"{where}: cost weight {name!r} must be a number >= 0, got {value!r}")
+        if self.costs.reference > 0:
+            ref = np.asarray(self.costs.reference_path, dtype=float) if self.costs.reference_path else None
+            if ref is None or ref.shape != (self.steps + 1, 3):
+                raise ShotError(f"{where}: the 'reference' cost needs reference_path of shape "
+                                f"({self.steps + 1}, 3), got {None if ref is None else ref.shape}")
+
+
+@dataclass
+class ShotResult:
+    """A solved shot.
+
+    trajectory: the motion replayed through the plain simulator with the solved controls (what is baked).
+    controls: channel -> values at control_times[channel] (linear keys; re-simulating with these curves
+    reproduces the motion). states: (steps + 1, n) solved node states (state_names). key_errors: key
+    label -> largest error of its conditions (m, rad or m/s; radius keys: distance beyond the radius).
+    replay_error: largest difference between the solved and the replayed body positions (m).
+    """
+
+    trajectory: Trajectory | None
+    controls: dict[str, np.ndarray]
+    control_times: dict[str, np.ndarray]
+    report: str
+    status: str
+    iterations: int
+    wall_time: float
+    key_errors: dict[str, float]
+    states: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    state_names: tuple[str, ...] = ()
+    dt: float = 0.0
+    objective: float = float("nan")
+    constraint_violation: float = float("nan")
+    replay_error: float = float("nan")
+    obstacle_clearance: dict[str, float] = field(default_factory=dict)
+
+    def curves(self) -> tuple[tuple[str, Curve], ...]:
+        """(channel, linear Curve) pairs, ready for Vehicle.controls."""
+        return tuple((name, Curve(tuple(map(float, self.control_times[name])), tuple(map(float, values)), "linear"))
+                     for name, values in self.controls.items())
+
+
+Progress = Callable[[int, dict], Optional[bool]]
+
+
+def solve_shot(shot: Shot, warm_start: Trajectory | None = None, progress: Progress | None = None,
+               tol: float = 1e-8, max_iter: int = 300) -> ShotResult:
+    """Transcribe `shot`, solve it by nlp.solve and replay the controls through the simulator.
+
+    warm_start: a Trajectory (the current animation) whose body positions and headings seed the states;
+    without it the states interpolate the keys. progress(iteration, info) returning False cancels.
+    """
+    if shot.mechanism.vehicle is not None:
+        from .vehicle_shot import transcribe
+    else:
+        from .tree_dynamics import transcribe  # the mechanism shots (tree method)
+    transcription = transcribe(shot)
+    return transcription.solve(warm_start=warm_start, progress=progress, tol=tol, max_iter=max_iter)

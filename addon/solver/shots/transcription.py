@@ -1,0 +1,535 @@
+"""Direct transcription of a shot into an NLP (DMOC): stage layout, constraint blocks, costs, result.
+
+Owns the generic part shared by every vehicle: the decision vector, the assembly of vectorised
+constraint and cost blocks into sparse Jacobians and Hessians, keys, obstacles, corridors, costs, the
+warm start and the report. What moves is a `StageDynamics` (car.py, holonomic.py, snakeboard.py).
+
+Layout: stages k = -1..N, each the node state s_k (ns) followed by the segment variables v_k (nv:
+controls and algebraic unknowns of step k), then the time step h last. Stage -1 holds constants the
+first step needs (the start velocity), fixed by equal bounds, as are the start state's fixed parts and
+the unused v_N. Step k's discrete equations are residuals of the window (stage k-1, k, k+1, h): the
+Jacobian is block banded, and the KKT matrix keeps that band under a fill-reducing LU.
+
+Blocks: each is K instances of one vectorised function of a small local vector (K, w) -> values (K, r)
+and exact Jacobian (K, r, w). The Hessian of the Lagrangian is summed from each block's local second
+derivatives sum_i y_i d2 c_i, obtained by forward differences of that exact local Jacobian (w batched
+evaluations per block, all instances at once): "exact first, differenced second derivatives".
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import nlp as nlpmod
+from .obstacles import distance_function
+from .spec import Shot, ShotResult
+
+LocalFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A keyable control channel: the vehicle's control name, where its values live (node state or segment
+    variable, index), the time of value k as (k + offset) h, its scale (effort normalisation), trim (the
+    effort counts u - trim), whether effort applies to it (else smoothness only), and unit: the decision
+    variable is u / unit (controls of very different sizes are normalised for the solver)."""
+
+    name: str
+    where: str  # "node" | "segment"
+    index: int
+    offset: float
+    scale: float
+    trim: float = 0.0
+    effort: bool = True
+    unit: float = 1.0
+
+
+class StageDynamics(ABC):
+    """A vehicle's discrete equations in the stage layout of this module.
+
+    residual(W (K, 3, ns + nv) stages k-1, k, k+1; first (K,) bool, k == 0; h (K,)) ->
+    (r (K, nr), dr/dW (K, nr, 3, ns + nv), dr/dh (K, nr)): zero exactly when the simulator's step k maps
+    stage k to stage k+1.
+    """
+
+    state_names: tuple[str, ...]
+    segment_names: tuple[str, ...]
+    channels: tuple[Channel, ...]
+    planar: bool
+    velocity_components: tuple[int, ...]
+
+    @property
+    def ns(self) -> int:
+        return len(self.state_names)
+
+    @property
+    def nv(self) -> int:
+        return len(self.segment_names)
+
+    @abstractmethod
+    def residual(self, W: np.ndarray, first: np.ndarray, h: np.ndarray): ...
+
+    @abstractmethod
+    def pre_start(self) -> np.ndarray:
+        """Stage -1 values (ns + nv,)."""
+
+    @abstractmethod
+    def start(self) -> np.ndarray:
+        """Node 0 state (ns,), nan where the state is free (a control at t = 0)."""
+
+    @abstractmethod
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of one stage (ns + nv,) each."""
+
+    @abstractmethod
+    def body_point(self, S: np.ndarray, offset: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """World position (K, 3) of the body-frame point `offset` (3,) and d/dS (K, 3, ns)."""
+
+    def position(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Body position (K, 3) and d/dS (K, 3, ns)."""
+        return self.body_point(S, np.zeros(3))
+
+    @abstractmethod
+    def heading(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Yaw (K,) and d/dS (K, ns)."""
+
+    @abstractmethod
+    def velocity(self, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Body linear velocity (K, 3) over a step from its segment variables, d/dV (K, 3, nv)."""
+
+    @abstractmethod
+    def guess(self, positions: np.ndarray, headings: np.ndarray, h: float) -> np.ndarray:
+        """Stages (N + 2, ns + nv) roughly following positions (N + 1, 3) and headings (N + 1,)."""
+
+    @abstractmethod
+    def replay(self, stages: np.ndarray, h: float, controls: tuple):
+        """Trajectory of the plain simulator run with `controls` ((name, Curve) pairs) for N steps of h."""
+
+
+@dataclass
+class Block:
+    """K instances of a local function over global variables index (K, w); rows bounded by lower/upper."""
+
+    index: np.ndarray
+    fn: LocalFn
+    lower: np.ndarray
+    upper: np.ndarray
+    labels: list[str]
+    kind: str
+
+    def __post_init__(self):
+        self.rows = self.lower.shape[1]
+
+
+def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """sum_i weights[:, i] d2 fn_i / dX2 (K, w, w) by forward differences of the exact Jacobian."""
+    _, J0 = fn(X)
+    base = np.einsum("kr,krw->kw", weights, J0)
+    K, w = X.shape
+    H = np.empty((K, w, w))
+    step = 1.5e-8 * np.maximum(1.0, np.abs(X))
+    for j in range(w):
+        Xp = X.copy()
+        Xp[:, j] += step[:, j]
+        _, Jp = fn(Xp)
+        H[:, :, j] = (np.einsum("kr,krw->kw", weights, Jp) - base) / step[:, j:j + 1]
+    return 0.5 * (H + np.swapaxes(H, 1, 2))
+
+
+def _assemble(blocks: list[Block], n: int):
+    """Constraint function, sparse Jacobian and Hessian callbacks over the blocks, and the row offsets."""
+    offsets = np.cumsum([0] + [b.index.shape[0] * b.rows for b in blocks])
+    m = int(offsets[-1])
+    rows, cols = [], []
+    for b, off in zip(blocks, offsets):
+        K, w = b.index.shape
+        r = off + np.arange(K * b.rows).reshape(K, b.rows)
+        rows.append(np.repeat(r[:, :, None], w, axis=2).ravel())
+        cols.append(np.repeat(b.index[:, None, :], b.rows, axis=1).ravel())
+    rows = np.concatenate(rows) if rows else np.zeros(0, int)
+    cols = np.concatenate(cols) if cols else np.zeros(0, int)
+    hr, hc = [], []
+    for b in blocks:
+        w = b.index.shape[1]
+        hr.append(np.repeat(b.index[:, :, None], w, axis=2).ravel())
+        hc.append(np.repeat(b.index[:, None, :], w, axis=1).ravel())
+
+    def constraints(x):
+        return np.concatenate([b.fn(x[b.index])[0].ravel() for b in blocks]) if blocks else np.zeros(0)
+
+    def jacobian(x):
+        data = np.concatenate([b.fn(x[b.index])[1].ravel() for b in blocks]) if blocks else np.zeros(0)
+        return sp.csr_matrix((data, (rows, cols)), shape=(m, n))
+
+    def hessian_parts(x, y):
+        parts = []
+        for b, off in zip(blocks, offsets):
+            K = b.index.shape[0]
+            weights = y[off:off + K * b.rows].reshape(K, b.rows)
+            parts.append(_local_hessian(b.fn, x[b.index], weights).ravel())
+        return parts
+
+    lower = np.concatenate([b.lower.ravel() for b in blocks]) if blocks else np.zeros(0)
+    upper = np.concatenate([b.upper.ravel() for b in blocks]) if blocks else np.zeros(0)
+    return constraints, jacobian, hessian_parts, (hr, hc), lower, upper, offsets
+
+
+def _wrap(a: np.ndarray) -> np.ndarray:
+    return (a + np.pi) % (2 * np.pi) - np.pi
+
+
+@dataclass
+class Transcription:
+    """A shot transcribed for one StageDynamics: `nlp`, `x0(...)` and `solve(...)`."""
+
+    shot: Shot
+    dyn: StageDynamics
+    blocks: list[Block] = field(default_factory=list)
+    costs: list[Block] = field(default_factory=list)
+
+    def __post_init__(self):
+        shot, dyn = self.shot, self.dyn
+        self.N = shot.steps
+        self.nw = dyn.ns + dyn.nv
+        self.n = (self.N + 2) * self.nw + 1
+        self.h_index = self.n - 1
+        self._bounds()
+        self._dynamics_block()
+        self._key_blocks()
+        self._obstacle_blocks()
+        self._cost_blocks()
+        self._build_nlp()
+
+    # -- layout ---------------------------------------------------------------------------------
+    def stage_index(self, k, part: str = "all") -> np.ndarray:
+        """Global indices of stage k (array of k allowed): 'state', 'segment' or 'all' -> (..., width)."""
+        k = np.asarray(k)
+        base = (k + 1)[..., None] * self.nw
+        if part == "state":
+            return base + np.arange(self.dyn.ns)
+        if part == "segment":
+            return base + self.dyn.ns + np.arange(self.dyn.nv)
+        return base + np.arange(self.nw)
+
+    def stages(self, x: np.ndarray) -> np.ndarray:
+        return x[:-1].reshape(self.N + 2, self.nw)
+
+    def _bounds(self):
+        shot, dyn, N = self.shot, self.dyn, self.N
+        lo, hi = dyn.bounds()
+        names = list(dyn.state_names) + list(dyn.segment_names)
+        for name, a, b in shot.bounds:
+            channel = next((c for c in dyn.channels if c.name == name), None)
+            if channel is None:
+                raise_names = ", ".join(c.name for c in dyn.channels)
+                from .spec import ShotError
+                raise ShotError(f"{shot.source}: shot {shot.name!r}: bounds name unknown control {name!r}; "
+                                f"controls: {raise_names}")
+            j = channel.index + (dyn.ns if channel.where == "segment" else 0)
+            lo[j], hi[j] = max(lo[j], a / channel.unit), min(hi[j], b / channel.unit)
+            if lo[j] > hi[j]:
+                from .spec import ShotError
+                raise ShotError(f"{shot.source}: shot {shot.name!r}: bounds of {name!r} [{a}, {b}] do not "
+                                f"overlap the vehicle's limits of {names[j]}")
+        xl = np.tile(lo, N + 2)
+        xu = np.tile(hi, N + 2)
+        pre = dyn.pre_start()
+        xl[:self.nw] = xu[:self.nw] = pre
+        s0 = dyn.start()
+        fixed = ~np.isnan(s0)
+        i0 = self.stage_index(0, "state")
+        xl[i0[fixed]] = xu[i0[fixed]] = s0[fixed]
+        iN = self.stage_index(N, "segment")
+        xl[iN] = xu[iN] = 0.0
+        if shot.free_time:
+            h_lo, h_hi = shot.dt_min, shot.dt_max
+        else:
+            h_lo = h_hi = shot.dt
+        self.x_lower = np.concatenate([xl, [h_lo]])
+        self.x_upper = np.concatenate([xu, [h_hi]])
+
+    # -- blocks ---------------------------------------------------------------------------------
+    def _dynamics_block(self):
+        dyn, N = self.dyn, self.N
+        k = np.arange(N)
+        window = np.concatenate([self.stage_index(k - 1), self.stage_index(k), self.stage_index(k + 1),
+                                 np.full((N, 1), self.h_index)], axis=1)
+        first = k == 0
+        nw = self.nw
+
+        def fn(X):
+            W = X[:, :-1].reshape(-1, 3, nw)
+            r, dW, dh = dyn.residual(W, first, X[:, -1])
+            return r, np.concatenate([dW.reshape(len(X), r.shape[1], 3 * nw), dh[:, :, None]], axis=2)
+
+        r0, _, _ = dyn.residual(np.zeros((1, 3, nw)) + 0.1, np.array([True]), np.array([0.1]))
+        nr = r0.shape[1]
+        labels = [f"step {i} dynamics" for i in range(N)]
+        self.blocks.append(Block(window, fn, np.zeros((N, nr)), np.zeros((N, nr)), labels, "dynamics"))
+
+    def _node_block(self, steps: np.ndarray, value: Callable, lower, upper, labels, kind, extra_segment=False):
+        """A block over node states (and the arriving step's segment variables when extra_segment)."""
+        dyn = self.dyn
+        index = self.stage_index(steps, "state")
+        if extra_segment:
+            index = np.concatenate([index, self.stage_index(steps - 1, "segment")], axis=1)
+        self.blocks.append(Block(index, value, np.asarray(lower, float), np.asarray(upper, float), labels, kind))
+
+    def _position_rows(self) -> list[int]:
+        return [0, 1] if self.dyn.planar else [0, 1, 2]
+
+    def _key_blocks(self):
+        dyn = self.dyn
+        rows = self._position_rows()
+        for key in self.shot.keys:
+            step = np.array([key.step])
+            if key.position is not None:
+                target = np.asarray(key.position, float)[rows]
+                if key.radius > 0:
+                    def fn(S, target=target):
+                        p, dp = dyn.position(S)
+                        d = p[:, rows] - target
+                        return np.sum(d * d, 1, keepdims=True), 2 * np.einsum("ki,kij->kj", d, dp[:, rows])[:, None]
+                    self._node_block(step, fn, [[-np.inf]], [[key.radius**2]], [key.label], ("key", key, "position"))
+                else:
+                    def fn(S, target=target):
+                        p, dp = dyn.position(S)
+                        return p[:, rows] - target, dp[:, rows]
+                    z = np.zeros((1, len(rows)))
+                    self._node_block(step, fn, z, z, [key.label], ("key", key, "position"))
+            if key.heading is not None:
+                def fn(S, target=float(key.heading)):
+                    a, da = dyn.heading(S)
+                    return _wrap(a - target)[:, None], da[:, None, :]
+                self._node_block(step, fn, [[0.0]], [[0.0]], [key.label], ("key", key, "heading"))
+            if key.velocity is not None:
+                comps = list(dyn.velocity_components)
+                target = np.asarray(key.velocity, float)[comps]
+                ns = dyn.ns
+
+                def fn(X, target=target, comps=comps):
+                    v, dv = dyn.velocity(X[:, ns:])
+                    J = np.concatenate([np.zeros((len(X), len(comps), ns)), dv[:, comps]], axis=2)
+                    return v[:, comps] - target, J
+                z = np.zeros((1, len(comps)))
+                self._node_block(step, fn, z, z, [key.label], ("key", key, "velocity"), extra_segment=True)
+
+    def _obstacle_blocks(self):
+        dyn, shot = self.dyn, self.shot
+        steps = np.arange(1, self.N + 1)
+        spheres = np.asarray(shot.body_spheres or ((0.0, 0.0, 0.0, shot.body_radius),), float)
+        for ob in shot.obstacles:
+            dist = distance_function(ob)
+
+            def fn(S, dist=dist):
+                d, g = zip(*(dist(dyn.body_point(S, c)[0]) for c in spheres[:, :3]))
+                dp = [dyn.body_point(S, c)[1] for c in spheres[:, :3]]
+                return (np.stack(d, 1),
+                        np.stack([np.einsum("ki,kij->kj", gi, dpi) for gi, dpi in zip(g, dp)], 1))
+            need = np.tile(spheres[:, 3] + ob.clearance, (len(steps), 1))
+            self._node_block(steps, fn, need, np.full(need.shape, np.inf),
+                             [f"{ob.name} at step {k}" for k in steps], ("obstacle", ob))
+        rows = self._position_rows()
+        for c in shot.corridors:
+            steps_c = np.arange(max(c.first, 1), c.last + 1)
+
+            def fn(S):
+                p, dp = dyn.position(S)
+                return p[:, rows], dp[:, rows]
+            lo = np.tile(np.asarray(c.lower, float)[rows], (len(steps_c), 1))
+            hi = np.tile(np.asarray(c.upper, float)[rows], (len(steps_c), 1))
+            self._node_block(steps_c, fn, lo, hi, [f"{c.name} at step {k}" for k in steps_c], ("corridor", c))
+
+    def _cost_blocks(self):
+        costs, dyn, N = self.shot.costs, self.dyn, self.N
+        for ch in dyn.channels:
+            j = ch.index + (dyn.ns if ch.where == "segment" else 0)
+            ks = np.arange(N) if ch.where == "segment" else np.arange(N + 1)
+            col = self.stage_index(ks)[:, j]
+            if costs.effort > 0 and ch.effort:
+                wgt, trim, s = costs.effort, ch.trim, ch.scale / ch.unit
+
+                def fn(X, wgt=wgt, trim=trim / ch.unit, s=s):
+                    u, h = X[:, 0], X[:, 1]
+                    e = (u - trim) / s
+                    return (wgt * h * e * e)[:, None], np.stack([2 * wgt * h * e / s, wgt * e * e], 1)[:, None]
+                self.costs.append(Block(np.stack([col, np.full(len(col), self.h_index)], 1), fn,
+                                        np.zeros((len(col), 1)), np.zeros((len(col), 1)), [], "effort"))
+            if costs.smoothness > 0:
+                wgt, s = costs.smoothness, ch.scale / ch.unit
+
+                def fn(X, wgt=wgt, s=s):
+                    d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
+                    return (wgt * d * d / h)[:, None], np.stack(
+                        [-2 * wgt * d / (h * s), 2 * wgt * d / (h * s), -wgt * d * d / h**2], 1)[:, None]
+                idx = np.stack([col[:-1], col[1:], np.full(len(col) - 1, self.h_index)], 1)
+                self.costs.append(Block(idx, fn, np.zeros((len(idx), 1)), np.zeros((len(idx), 1)), [], "smooth"))
+        if costs.time > 0:
+            wgt = costs.time
+
+            def fn(X):
+                return (wgt * N * X[:, :1]), np.full((len(X), 1, 1), wgt * N)
+            self.costs.append(Block(np.array([[self.h_index]]), fn, np.zeros((1, 1)), np.zeros((1, 1)), [], "time"))
+        if costs.reference > 0:
+            ref = np.asarray(costs.reference_path, float)[:, self._position_rows()]
+            ks = np.arange(1, N + 1)
+            wgt, rows, ns = costs.reference, self._position_rows(), dyn.ns
+
+            def fn(X):
+                p, dp = dyn.position(X[:, :ns])
+                h = X[:, ns]
+                d = p[:, rows] - ref[ks]
+                val = wgt * h * np.sum(d * d, 1)
+                g = np.concatenate([2 * wgt * h[:, None] * np.einsum("ki,kij->kj", d, dp[:, rows]),
+                                    (wgt * np.sum(d * d, 1))[:, None]], 1)
+                return val[:, None], g[:, None]
+            idx = np.concatenate([self.stage_index(ks, "state"), np.full((N, 1), self.h_index)], 1)
+            self.costs.append(Block(idx, fn, np.zeros((N, 1)), np.zeros((N, 1)), [], "reference"))
+
+    def _build_nlp(self):
+        n = self.n
+        cons, jac, hess_c, (hr, hc), lower, upper, self.offsets = _assemble(self.blocks, n)
+        _, cost_jac, hess_f, (fr, fc), _, _, _ = _assemble(self.costs, n)
+        costs = self.costs
+        rows = np.concatenate(hr + fr)
+        cols = np.concatenate(hc + fc)
+
+        def objective(x):
+            return float(sum(np.sum(b.fn(x[b.index])[0]) for b in costs))
+
+        def gradient(x):
+            return np.asarray(cost_jac(x).sum(axis=0)).ravel()
+
+        def hessian(x, y, obj_factor):
+            parts = hess_c(x, y)
+            parts += [obj_factor * p for p in hess_f(x, np.ones(sum(b.index.shape[0] for b in costs)))]
+            data = np.concatenate(parts)
+            return sp.csr_matrix((data, (rows, cols)), shape=(n, n))
+
+        self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, objective, gradient, cons, jac, lower, upper, hessian)
+
+    # -- warm start -----------------------------------------------------------------------------
+    def x0(self, warm_start=None) -> np.ndarray:
+        """Initial guess: the warm-start trajectory's body path, else keys interpolated linearly."""
+        N, dyn, shot = self.N, self.dyn, self.shot
+        S0 = np.nan_to_num(dyn.start())
+        p0, _ = dyn.position(S0[None])
+        a0, _ = dyn.heading(S0[None])
+        if warm_start is not None:
+            from ..lie import quat_to_matrix
+            poses = warm_start.poses[:, 0]
+            idx = np.minimum(np.arange(N + 1), len(poses) - 1)
+            positions = poses[idx, :3]
+            R = quat_to_matrix(poses[idx, 3:])
+            headings = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
+        else:
+            ks, ps, hs, ha = [0], [p0[0]], [0], [float(a0[0])]
+            for key in sorted(shot.keys, key=lambda k: k.step):
+                if key.position is not None:
+                    ks.append(key.step)
+                    ps.append(np.asarray(key.position, float))
+                if key.heading is not None:
+                    hs.append(key.step)
+                    ha.append(ha[-1] + float(_wrap(np.array(key.heading - ha[-1]))))
+            steps = np.arange(N + 1)
+            ps = np.array(ps)
+            if dyn.planar:
+                ps[:, 2] = p0[0, 2]
+            positions = np.stack([np.interp(steps, ks, ps[:, i]) for i in range(3)], 1)
+            headings = np.interp(steps, hs, ha)
+        stages = dyn.guess(positions, headings, self.shot.dt)
+        x = np.concatenate([stages.ravel(), [self.shot.dt]])
+        return np.clip(x, self.x_lower, self.x_upper)
+
+    # -- solve and report -----------------------------------------------------------------------
+    def solve(self, warm_start=None, progress=None, tol: float = 1e-8, max_iter: int = 300) -> ShotResult:
+        res = nlpmod.solve(self.nlp, self.x0(warm_start), tol=tol, max_iter=max_iter, progress=progress)
+        return self.result(res)
+
+    def key_errors(self, x: np.ndarray) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for b in self.blocks:
+            if b.kind[0] != "key":
+                continue
+            v, _ = b.fn(x[b.index])
+            err = float(np.max(nlpmod.violation(v.ravel(), b.lower.ravel(), b.upper.ravel())))
+            if b.kind[2] == "position" and b.kind[1].radius > 0:
+                err = max(0.0, float(np.sqrt(v[0, 0])) - b.kind[1].radius)
+            label = b.labels[0]
+            out[label] = max(out.get(label, 0.0), err)
+        return out
+
+    def clearances(self, x: np.ndarray) -> dict[str, float]:
+        """Obstacle name -> smallest distance of the body position minus body_radius + clearance (>= 0 clear)."""
+        out = {}
+        for b in self.blocks:
+            if b.kind[0] == "obstacle":
+                v, _ = b.fn(x[b.index])
+                out[b.kind[1].name] = float(np.min(v - b.lower))
+        return out
+
+    def result(self, res: nlpmod.NLPResult) -> ShotResult:
+        x, dyn, N = res.x, self.dyn, self.N
+        h = float(x[self.h_index])
+        st = self.stages(x)
+        controls, times = {}, {}
+        for ch in dyn.channels:
+            if ch.where == "segment":
+                vals = st[1:N + 1, dyn.ns + ch.index]
+                t = (np.arange(N) + ch.offset) * h
+            else:
+                vals = st[1:, ch.index]
+                t = (np.arange(N + 1) + ch.offset) * h
+            controls[ch.name], times[ch.name] = vals * ch.unit, t
+        key_errors = self.key_errors(x)
+        clear = self.clearances(x)
+        lines = [f"shot {self.shot.name!r}: {res.status} after {res.iterations} iterations in {res.wall_time:.3g} s "
+                 f"(objective {res.objective:.6g}, constraint violation {res.constraint_violation:.3g}, "
+                 f"dt {h:.6g} s, duration {N * h:.6g} s)"]
+        for label, err in key_errors.items():
+            lines.append(f"  key {label!r}: error {err:.3g}")
+        for name, c in clear.items():
+            lines.append(f"  obstacle {name!r}: margin {c:.4g} m" + ("" if c >= -1e-6 else " (HIT)"))
+        trajectory, replay_error = None, float("nan")
+        if res.status == "solved":
+            result = ShotResult(None, controls, times, "", res.status, res.iterations, res.wall_time, key_errors)
+            trajectory = dyn.replay(st, h, result.curves())
+            p, _ = dyn.position(st[1:, :dyn.ns])
+            if trajectory.status == "finished":
+                replay_error = float(np.max(np.abs(trajectory.poses[:, 0, :3] - p)))
+                lines.append(f"  replay through the simulator: largest position difference {replay_error:.3g} m")
+            else:
+                lines.append(f"  replay through the simulator failed: {trajectory.message}")
+        else:
+            lines.insert(1, "  " + res.message)
+            lines.insert(2, "  " + self.diagnose(x))
+        return ShotResult(trajectory, controls, times, "\n".join(lines), res.status, res.iterations, res.wall_time,
+                          key_errors, st[1:, :dyn.ns].copy(), dyn.state_names, h, res.objective,
+                          res.constraint_violation, replay_error, clear)
+
+    def diagnose(self, x: np.ndarray) -> str:
+        """Name the requirement that is furthest from being met at x (a key, an obstacle or a step)."""
+        worst, what = 0.0, "no requirement is violated"
+        for b in self.blocks:
+            v, _ = b.fn(x[b.index])
+            viol = nlpmod.violation(v, b.lower, b.upper).max(axis=1)
+            i = int(np.argmax(viol))
+            if viol[i] > worst:
+                worst = float(viol[i])
+                if b.kind[0] == "key":
+                    key, part = b.kind[1], b.kind[2]
+                    what = (f"key {key.label!r} (step {key.step}, {part}) cannot be met: off by {worst:.3g} "
+                            f"after the solver's best effort; it is probably out of reach in "
+                            f"{key.step * float(x[self.h_index]):.3g} s with the given bounds")
+                elif b.kind[0] == "obstacle":
+                    what = f"obstacle {b.kind[1].name!r} cannot be cleared: {b.labels[i]} is {worst:.3g} m inside"
+                elif b.kind[0] == "corridor":
+                    what = f"corridor {b.kind[1].name!r} cannot be kept: {b.labels[i]} is {worst:.3g} m outside"
+                else:
+                    what = f"the dynamics cannot be met at {b.labels[i]} (residual {worst:.3g})"
+        return what
