@@ -61,7 +61,7 @@ steer = {times = [0.0, 2.0, 4.0], values = [0.0, 0.3, -0.3], interpolation = "cu
 drive_torque = 500.0
 """
 
-PRESET_FILES = ("sedan", "kart", "helicopter", "speedboat", "snakeboard", "truck", "hovercraft")
+PRESET_FILES = ("sedan", "kart", "helicopter", "speedboat", "snakeboard", "truck", "hovercraft", "car_trailer", "tank")
 
 
 def edit(*pairs: str, text: str = BASE) -> str:
@@ -154,8 +154,8 @@ ERROR_CASES = {
     "unknown key": (('name = "test car"', 'name = "test car"\ncolor = "red"'),
                     ["[vehicle]", "unknown field 'color'", "valid fields: type, name, preset"]),
     "type missing": (('type = "car"\n', ""), ["[vehicle]", "field 'type' is required"]),
-    "unknown type": (('type = "car"', 'type = "tank"'),
-                     ["[vehicle]", "field 'type' must be one of " + ", ".join(VEHICLE_TYPES), 'got "tank"']),
+    "unknown type": (('type = "car"', 'type = "tractor"'),
+                     ["[vehicle]", "field 'type' must be one of " + ", ".join(VEHICLE_TYPES), 'got "tractor"']),
     "type not a string": (('type = "car"', "type = 1"), ["field 'type' must be a string", "got 1"]),
     "name not a string": (('name = "test car"', "name = 2.0"), ["[vehicle]", "field 'name' must be a string"]),
     "empty name": (('name = "test car"', 'name = ""'), ["[vehicle]", "field 'name' must be a non-empty string"]),
@@ -388,8 +388,8 @@ def test_vehicle_presets_are_listed_apart_from_the_mechanism_presets():
     assert not set(list_vehicle_presets()) & set(list_presets())  # Add Preset never offers a vehicle
     assert VEHICLE_PRESET_DIR == PRESET_DIR / "vehicles"
     assert vehicle_preset_path("sedan") == vehicle_preset_path("sedan.toml") == VEHICLE_PRESET_DIR / "sedan.toml"
-    with pytest.raises(FileNotFoundError, match="no preset named 'tank'.*helicopter"):
-        vehicle_preset_path("tank")
+    with pytest.raises(FileNotFoundError, match="no preset named 'tractor'.*helicopter"):
+        vehicle_preset_path("tractor")
 
 
 @pytest.mark.parametrize("name", PRESET_FILES)

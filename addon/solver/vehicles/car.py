@@ -125,13 +125,25 @@ def _apply_impulse(p: float, drive: float, brake: float) -> float:
 
 def _impulses(model: CarModel, state: CarState, h: float) -> tuple[float, float]:
     """(drive, brake) impulses at node k: a h f_{k-1+a} + (1-a) h f_{k+a}, without the first term at the start."""
-    a, t = model.alpha, state.t
-    drive = (1 - a) * h * model.drive(t + a * h)
-    brake = (1 - a) * h * model.brake(t + a * h)
-    if state.k > 0:
-        drive += a * h * model.drive(t - (1 - a) * h)
-        brake += a * h * model.brake(t - (1 - a) * h)
-    return drive, brake
+    return (quadrature(model.drive, model.alpha, state.k, state.t, h),
+            quadrature(model.brake, model.alpha, state.k, state.t, h))
+
+
+def quadrature(force: Signal, alpha: float, k: int, t: float, h: float) -> float:
+    """The impulse of `force` at node k (time t): a h f(t - (1-a) h) + (1-a) h f(t + a h), the first term
+    only after the start (k > 0)."""
+    impulse = (1 - alpha) * h * force(t + alpha * h)
+    if k > 0:
+        impulse += alpha * h * force(t - (1 - alpha) * h)
+    return impulse
+
+
+def arc(theta: float, x: float, y: float, turn: float, length: float) -> tuple[float, float, float]:
+    """The planar pose (theta, x, y) after an exact circular arc of `length` turning by `turn` (rad), i.e.
+    g exp((turn, length, 0)) on SE(2)."""
+    chord = groups.se2_exp(np.array([turn, length, 0.0]))
+    c, sn = np.cos(theta), np.sin(theta)
+    return theta + turn, x + c * chord[0, 2] - sn * chord[1, 2], y + sn * chord[0, 2] + c * chord[1, 2]
 
 
 def wheel_steer(model: CarModel, sigma: float) -> np.ndarray:
@@ -168,20 +180,23 @@ def step(model: CarModel, state: CarState, h: float) -> float:
                            f"(tan steer {state.sigma:.3g} -> {sigma_next:.3g} in one step); use a smaller step")
     drive, brake = _impulses(model, state, h)
     u = _apply_impulse(state.p_minus, drive, brake) / inertia
+    advance(model, state, h, u, sigma_mid, sigma_next)
+    state.p_minus = model.rolling_inertia(sigma_next, sigma_mid) * u
+    return u
+
+
+def advance(model: CarModel, state: CarState, h: float, u: float, sigma_mid: float, sigma_next: float) -> None:
+    """Move the car's pose, rolling angles, steering and clock over step k at wheel rate u: the exact arc
+    g_{k+1} = g_k exp(h ((rho/l) sigma_mid u, rho u, 0)). The momentum p_minus is the caller's to set."""
+    s = model.spec
     rho, l = s.wheel_radius, s.wheelbase
-    arc = groups.se2_exp(np.array([h * rho / l * sigma_mid * u, h * rho * u, 0.0]))
-    c, sn = np.cos(state.theta), np.sin(state.theta)
-    state.x += c * arc[0, 2] - sn * arc[1, 2]
-    state.y += sn * arc[0, 2] + c * arc[1, 2]
-    state.theta += h * rho / l * sigma_mid * u
+    state.theta, state.x, state.y = arc(state.theta, state.x, state.y, h * rho / l * sigma_mid * u, h * rho * u)
     state.psi += h * u
     state.wheel_spin = state.wheel_spin + h * u * wheel_rates(model, sigma_mid)
-    state.p_minus = model.rolling_inertia(sigma_next, sigma_mid) * u
     state.sigma = sigma_next
     state.u = u
     state.k += 1
     state.t += h
-    return u
 
 
 def node_momentum(model: CarModel, state: CarState, h: float) -> float:
@@ -226,11 +241,13 @@ def poses(model: CarModel, state: CarState) -> np.ndarray:
     out[1:, 0] = state.x + c * px - sn * py
     out[1:, 1] = state.y + sn * px + c * py
     out[1:, 2] = s.wheel_radius
-    yaw = _quat_z(state.theta + wheel_steer(model, state.sigma))
-    half = 0.5 * state.wheel_spin
-    cs, ss = np.cos(half), np.sin(half)  # spin quaternion (cs, 0, ss, 0) about y; yaw (w, 0, 0, z) about z
-    out[1:, 3] = yaw[:, 0] * cs
-    out[1:, 4] = -yaw[:, 3] * ss
-    out[1:, 5] = yaw[:, 0] * ss
-    out[1:, 6] = yaw[:, 3] * cs
+    out[1:, 3:] = wheel_quaternions(state.theta + wheel_steer(model, state.sigma), state.wheel_spin)
     return out
+
+
+def wheel_quaternions(yaw: np.ndarray, spin: np.ndarray) -> np.ndarray:
+    """World quaternions (..., 4) of wheels turned by `yaw` about z, then by `spin` about their axle (body y)."""
+    q = _quat_z(yaw)
+    half = 0.5 * np.asarray(spin, dtype=float)
+    cs, ss = np.cos(half), np.sin(half)  # spin quaternion (cs, 0, ss, 0) about y; yaw (w, 0, 0, z) about z
+    return np.stack([q[..., 0] * cs, -q[..., 3] * ss, q[..., 0] * ss, q[..., 3] * cs], -1)

@@ -6,7 +6,10 @@ q = rear-axle rolling angle, steering angle, each wheel's rolling and steering a
 speed at the rear axle (m/s). Rigid bodies, helicopters, boats and hovercraft: body chassis, q = shape
 (blade pitch, roll), residual = |R^T R - I| of the attitude (the group stays the group), iterations = Newton updates.
 Snakeboards: bodies board, wheel sets, rotor; q = rotor and foot angle; residual = largest side-slip
-speed of the two wheel sets over the step (m/s).
+speed of the two wheel sets over the step (m/s). Cars with trailer: the car's bodies plus trailer and its
+two wheels; q adds the hitch angle and the trailer wheels' rolling; residual = the larger side-slip speed
+of the two axles; iterations = Newton updates. Tanks: body chassis, q = each track's travel (m, left,
+right); residual = side-slip speed of the centre.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from .. import groups
 from ..integrator import Integrator
 from ..lie import matrix_to_quat, quat_to_matrix
 from ..model import Mechanism
-from . import car, holonomic, snakeboard
+from . import car, holonomic, snakeboard, tank, trailer
 from .boat import compile_boat
 from .helicopter import compile_helicopter
 from .hovercraft import compile_hovercraft
@@ -56,6 +59,60 @@ class _CarRun:
         slip = 0.0 if self._previous is None else abs(car.lateral_velocity(*self._previous, st.theta, st.x,
                                                                           st.y, self.dt))
         return car.poses(m, st), q, car.energy(m, st, self.dt), slip
+
+
+class _CarTrailerRun(_CarRun):
+    def __init__(self, vehicle: Vehicle, dt: float):
+        self.model = trailer.compile_car_trailer(vehicle)
+        s = self.model.spec
+        theta = _heading(vehicle.orientation)
+        b = s.com_ahead_of_rear_axle
+        x, y = vehicle.position[0] - b * np.cos(theta), vehicle.position[1] - b * np.sin(theta)
+        self.state = trailer.start(self.model, theta, x, y, vehicle.velocity[3])
+        self.dt = dt
+        self.bodies = list(trailer.BODIES)
+        self.coordinates = ["wheel_angle", "steer", "hitch_angle", *(f"{w}_spin" for w in car.WHEELS),
+                            *(f"{w}_steer" for w in car.WHEELS), *(f"{w}_spin" for w in trailer.TRAILER_WHEELS)]
+        self._previous = None
+
+    def step(self) -> int:
+        st = self.state
+        self._previous = (st.theta, st.x, st.y, st.beta, *trailer.trailer_axle(self.model, st))
+        return trailer.step(self.model, st, self.dt)
+
+    def record(self) -> tuple[np.ndarray, np.ndarray, float, float]:
+        st, m = self.state, self.model
+        q = np.concatenate([[st.psi, np.arctan(st.sigma), st.theta - st.beta], st.wheel_spin,
+                            car.wheel_steer(m.car, st.sigma), st.trailer_spin])
+        slip = 0.0
+        if self._previous is not None:
+            p = self._previous
+            slip = max(abs(car.lateral_velocity(*p[:3], st.theta, st.x, st.y, self.dt)),
+                       abs(car.lateral_velocity(*p[3:], st.beta, *trailer.trailer_axle(m, st), self.dt)))
+        return trailer.poses(m, st), q, trailer.energy(m, st, self.dt), slip
+
+
+class _TankRun:
+    def __init__(self, vehicle: Vehicle, dt: float, gravity):
+        self.model = tank.compile_tank(vehicle, gravity)
+        self.state = tank.start(self.model, _heading(vehicle.orientation), vehicle.position[0],
+                                vehicle.position[1], vehicle.velocity[3], vehicle.velocity[2])
+        self.dt = dt
+        self.bodies = ["chassis"]
+        self.coordinates = list(tank.TRACKS)
+        self._previous = None
+
+    def step(self) -> int:
+        st = self.state
+        self._previous = (st.theta, st.x, st.y)
+        tank.step(self.model, st, self.dt)
+        return 0
+
+    def record(self) -> tuple[np.ndarray, np.ndarray, float, float]:
+        st = self.state
+        slip = 0.0 if self._previous is None else abs(car.lateral_velocity(*self._previous, st.theta, st.x, st.y,
+                                                                           self.dt))
+        return tank.poses(self.model, st), st.travel.copy(), tank.energy(self.model, st, self.dt), slip
 
 
 class _SnakeboardRun:
@@ -129,6 +186,10 @@ class VehicleIntegrator(Integrator):
         self.vehicle = vehicle
         if vehicle.type == "car":
             self.run = _CarRun(vehicle, self.dt)
+        elif vehicle.type == "car_trailer":
+            self.run = _CarTrailerRun(vehicle, self.dt)
+        elif vehicle.type == "tank":
+            self.run = _TankRun(vehicle, self.dt, mechanism.gravity)
         elif vehicle.type == "snakeboard":
             self.run = _SnakeboardRun(vehicle, self.dt)
         else:

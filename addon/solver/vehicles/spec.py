@@ -229,11 +229,73 @@ class HovercraftSpec:
         return self.cushion_height - self.static_sag + self.skirt_below_com
 
 
-Spec = Union[CarSpec, RigidBodySpec, HelicopterSpec, BoatSpec, SnakeboardSpec, HovercraftSpec]
+@dataclass(frozen=True)
+class CarTrailerSpec(CarSpec):
+    """A car (every CarSpec field) towing a single-axle trailer on a ball hitch: a nonholonomic chain.
+
+    The hitch sits on the car's centre line `hitch_behind_rear_axle` behind its rear-axle centre; the
+    trailer's axle centre is `hitch_to_trailer_axle` behind the hitch along the trailer's heading, its
+    centre of mass `trailer_com_ahead_of_axle` ahead of its axle (toward the hitch: the nose weight).
+    Neither axle slips sideways.
+    """
+
+    trailer_mass: float  # kg, laden trailer
+    trailer_yaw_inertia: float  # kg m^2 about the vertical through the trailer's centre of mass
+    hitch_behind_rear_axle: float  # m, car rear-axle centre to the tow ball
+    hitch_to_trailer_axle: float  # m, tow ball to the trailer's axle centre
+    trailer_com_ahead_of_axle: float  # m
+    trailer_com_height: float  # m above the ground
+    trailer_track: float  # m, trailer wheel centre to wheel centre
+    trailer_wheel_radius: float  # m, loaded rolling radius
+    trailer_wheel_inertia: float  # kg m^2 per trailer wheel about its axle
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_positive(self, f"car with trailer {self.name!r}", "trailer_mass", "trailer_yaw_inertia",
+                        "hitch_behind_rear_axle", "hitch_to_trailer_axle", "trailer_com_ahead_of_axle",
+                        "trailer_com_height", "trailer_track", "trailer_wheel_radius", "trailer_wheel_inertia",
+                        allow_zero=("hitch_behind_rear_axle", "trailer_com_ahead_of_axle", "trailer_wheel_inertia"))
+        if not self.trailer_com_ahead_of_axle <= self.hitch_to_trailer_axle:
+            raise VehicleError(f"car with trailer {self.name!r}: field 'trailer_com_ahead_of_axle' "
+                               f"({self.trailer_com_ahead_of_axle}) must not exceed 'hitch_to_trailer_axle' "
+                               f"({self.hitch_to_trailer_axle}): the centre of mass lies between axle and hitch")
+
+
+@dataclass(frozen=True)
+class TankSpec:
+    """A tracked vehicle steered by skidding (differential track forces); body frame at the centre of mass,
+    midway between the tracks and over the middle of their ground contact, x forward.
+
+    Model (vehicles/tank.py): no sideways slip at the centre (the tracks resist sideways sliding as a whole);
+    turning scrapes the tracks sideways against a Coulomb yaw moment lateral_friction m g L / 4 (uniform
+    ground pressure along a contact length L); rolling resistance rolling_resistance m g against the motion.
+    """
+
+    name: str
+    mass: float  # kg, combat weight
+    yaw_inertia: float  # kg m^2 about the vertical through the centre of mass
+    track_gauge: float  # m, track centre to track centre
+    track_length: float  # m, length of each track's ground contact
+    sprocket_radius: float  # m, drive sprocket pitch radius: track speed / sprocket rate
+    road_wheel_radius: float  # m, for rigs: road wheels roll on the track at track speed
+    lateral_friction: float  # coefficient of lateral resistance mu_t (sideways track sliding)
+    rolling_resistance: float  # coefficient f_r: rolling resistance force / weight
+    max_track_force: float  # N per track, tractive effort limit
+    com_height: float  # m above the ground
+
+    def __post_init__(self):
+        _check_positive(self, f"tank {self.name!r}", "mass", "yaw_inertia", "track_gauge", "track_length",
+                        "sprocket_radius", "road_wheel_radius", "lateral_friction", "rolling_resistance",
+                        "max_track_force", "com_height", allow_zero=("lateral_friction", "rolling_resistance"))
+
+
+Spec = Union[CarSpec, RigidBodySpec, HelicopterSpec, BoatSpec, SnakeboardSpec, HovercraftSpec, CarTrailerSpec,
+             TankSpec]
 Control = Union[Curve, float]
 
 VEHICLE_TYPES = {"car": CarSpec, "rigid_body": RigidBodySpec, "helicopter": HelicopterSpec, "boat": BoatSpec,
-                 "snakeboard": SnakeboardSpec, "hovercraft": HovercraftSpec}
+                 "snakeboard": SnakeboardSpec, "hovercraft": HovercraftSpec, "car_trailer": CarTrailerSpec,
+                 "tank": TankSpec}
 CONTROL_NAMES = {
     "car": ("drive_torque", "brake_torque", "steer"),  # N m, N m (>= 0), rad
     "rigid_body": (),
@@ -241,6 +303,8 @@ CONTROL_NAMES = {
     "boat": ("thrust_right", "thrust_left"),  # N
     "snakeboard": ("rotor", "steer"),  # rad, rad: the rider's twist and foot angle, prescribed
     "hovercraft": ("thrust_right", "thrust_left"),  # N
+    "car_trailer": ("drive_torque", "brake_torque", "steer"),  # as the car
+    "tank": ("force_left", "force_right"),  # N, each track's tractive force (negative: reverse)
 }
 
 
@@ -403,5 +467,40 @@ HOVERCRAFT = HovercraftSpec(
     max_thrust=800.0,  # static thrust of a ~25 hp ducted fan, about 800 N [estimate]
 )
 
-PRESETS: dict[str, Spec] = {s.name: s for s in (SEDAN, KART, HELICOPTER, SPEEDBOAT, SNAKEBOARD, TRUCK, HOVERCRAFT)}
+# The sedan above towing a laden single-axle box trailer at the EU limit for unbraked trailers.
+CAR_TRAILER = CarTrailerSpec(
+    **{key: value for key, value in vars(SEDAN).items() if key != "name"},
+    name="car_trailer",
+    trailer_mass=750.0,  # category O1, maximum mass 0.75 t (EU Regulation 2018/858, art. 4) [from memory]: laden
+    trailer_yaw_inertia=531.25,  # uniform box 2.5 x 1.5 m: m (a^2 + b^2) / 12 = 750 x 8.5 / 12 [estimate]
+    hitch_behind_rear_axle=1.15,  # rear overhang 4,885 - 2,825 - 975 mm = 1.085 m (Camry spec sheet) [from memory]
+    # + tow ball ~65 mm beyond the bumper [estimate]
+    hitch_to_trailer_axle=2.9,  # 1.3 m drawbar + axle 1.6 m into a 2.5 m box (small box trailers) [estimate]
+    trailer_com_ahead_of_axle=0.203,  # nose weight 7 % of the trailer's mass: 0.07 x 2.9 m (UK towing
+    # guidance, 7 %) [from memory]
+    trailer_com_height=0.65,  # box floor ~0.5 m plus load [estimate]
+    trailer_track=1.45,  # wheel centres for a 1.5 m wide body [estimate]
+    trailer_wheel_radius=0.2891,  # tyre 155/80R13: 13 in / 2 + 0.80 x 155 mm = 289 mm (tyre designation)
+    trailer_wheel_inertia=0.4,  # 10 kg wheel and tyre, radius of gyration 0.20 m: 10 x 0.2^2 [estimate]
+)
+
+# A main battle tank: the Leopard 2A4.
+TANK = TankSpec(
+    name="tank",
+    mass=55150.0,  # combat weight 55.15 t (Leopard 2A4 technical data, e.g. Jane's Armour and Artillery) [from memory]
+    yaw_inertia=55150.0 * (7.72**2 + 3.70**2) / 12,  # = 336,800 kg m^2: uniform box, hull 7.72 x 3.70 m
+    # (hull length and width, same data) [from memory; estimate of the distribution]
+    track_gauge=3.07,  # width 3.70 m less one 635 mm track (track width 635 mm, same data) [from memory]
+    track_length=4.95,  # length of track on the ground 4.95 m (same data) [from memory]
+    sprocket_radius=0.33,  # drive sprocket pitch radius [estimate: 11-tooth sprocket, 184 mm track pitch]
+    road_wheel_radius=0.35,  # road wheels 700 mm diameter (same data) [from memory]
+    lateral_friction=0.5,  # coefficient of lateral resistance on firm ground, 0.5-0.7 (J. Y. Wong, Theory of
+    # Ground Vehicles, 4th ed., 2008, ch. 7, skid-steering) [from memory]
+    rolling_resistance=0.04,  # tracked vehicle on a firm road, 0.03-0.05 (Wong, same chapter) [from memory]
+    max_track_force=190000.0,  # adhesion limit per track: 0.7 x m g / 2 (coefficient 0.7 on firm ground) [estimate]
+    com_height=1.2,  # hull centre of mass about 1.2 m up (ground clearance 0.54 m, same data) [estimate]
+)
+
+PRESETS: dict[str, Spec] = {s.name: s for s in (SEDAN, KART, HELICOPTER, SPEEDBOAT, SNAKEBOARD, TRUCK, HOVERCRAFT,
+                                                CAR_TRAILER, TANK)}
 

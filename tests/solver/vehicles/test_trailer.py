@@ -1,0 +1,151 @@
+"""The car towing a trailer (a nonholonomic chain): no side slip at either axle, the analytic steady circle,
+energy = work of the torque, exact Jacobian, second order."""
+
+import numpy as np
+import pytest
+
+from addon.solver.integrator import simulate
+from addon.solver.mechfile import load_mechanism, vehicle_preset_path
+from addon.solver.vehicles import car, trailer
+from addon.solver.vehicles.spec import CAR_TRAILER, PRESETS
+
+ZERO = lambda t: 0.0  # noqa: E731
+SPEC = CAR_TRAILER
+
+
+def drive(t):
+    return 900.0 * np.sin(0.7 * t) + 300.0
+
+
+def weave(t):
+    return 0.3 * np.sin(0.5 * t)
+
+
+def model(drive_fn=ZERO, steer=ZERO, spec=SPEC, brake=ZERO):
+    return trailer.TrailerModel(car.CarModel(spec, drive_fn, brake, steer), spec)
+
+
+def run(m, h, t_end, speed=6.0, beta=0.1):
+    """Rows (theta, x, y, beta, energy) per node, side-slip speeds of car and trailer axles per step."""
+    state = trailer.start(m, 0.3, 1.0, 2.0, speed, beta=0.3 - beta)
+    rows, slips, its = [(state.theta, state.x, state.y, state.beta, trailer.energy(m, state, h))], [], []
+    for _ in range(int(round(t_end / h))):
+        car_before = (state.theta, state.x, state.y)
+        axle_before = (state.beta, *trailer.trailer_axle(m, state))
+        its.append(trailer.step(m, state, h))
+        slips.append((car.lateral_velocity(*car_before, state.theta, state.x, state.y, h),
+                      car.lateral_velocity(*axle_before, state.beta, *trailer.trailer_axle(m, state), h)))
+        rows.append((state.theta, state.x, state.y, state.beta, trailer.energy(m, state, h)))
+    return np.array(rows), np.array(slips), np.array(its), state
+
+
+def test_exact_jacobian_equals_finite_differences():
+    m, h = model(drive, weave), 0.05
+    _, _, _, state = run(m, h, 1.5)
+    known = trailer.prepare(m, state, h)
+    for z in ([18.0, 0.02], [-5.0, -0.1], [0.0, 0.0], [30.0, 1e-5]):
+        z = np.array(z)
+        _, J, _ = trailer.residual(m, state, known, *z, h)
+        eps = 1e-6
+        fd = np.column_stack([(trailer.residual(m, state, known, *(z + d), h)[0]
+                               - trailer.residual(m, state, known, *(z - d), h)[0]) / (2 * eps)
+                              for d in np.eye(2) * eps])
+        assert np.abs(J - fd).max() <= 1e-7 * np.abs(J).max(), (z, J, fd)
+
+
+def test_no_side_slip_at_either_axle_to_round_off_at_every_step():
+    h = 0.05
+    rows, slips, its, state = run(model(drive, weave), h, 30.0)
+    scale = np.abs(rows[:, 1:3]).max() + SPEC.hitch_to_trailer_axle
+    assert np.abs(rows[:, 3] - rows[:, 0]).max() > 0.3  # the trailer really swings behind the weaving car
+    assert np.abs(slips).max() < 1e-15 * scale / h * 10, np.abs(slips).max(axis=0)
+    assert its.max() <= 4
+
+
+def test_hitch_length_holds_exactly():
+    m = model(drive, weave)
+    _, _, _, state = run(m, 0.05, 10.0)
+    hitch = np.array([state.x, state.y]) - SPEC.hitch_behind_rear_axle * np.array([np.cos(state.theta),
+                                                                                 np.sin(state.theta)])
+    assert abs(np.linalg.norm(hitch - trailer.trailer_axle(m, state)) - SPEC.hitch_to_trailer_axle) < 1e-13
+
+
+@pytest.mark.parametrize("steer", [0.2, -0.35])
+@pytest.mark.parametrize("h", [0.1, 0.02])
+def test_fixed_steering_trailer_settles_on_the_analytic_circle(steer, h):
+    """Steady state: the car's rear axle circles the turning centre at R = l / tan(steer), the ball at
+    sqrt(R^2 + d^2); the trailer's axle runs tangent to its own circle with the drawbar L along the
+    tangent, so its radius is sqrt(R^2 + d^2 - L^2) (less than the car's: the trailer cuts in)."""
+    m = model(steer=lambda t: steer)
+    rows, slips, _, state = run(m, h, 80.0, speed=5.0, beta=0.0)
+    R = SPEC.wheelbase / np.tan(steer)
+    d, L = SPEC.hitch_behind_rear_axle, SPEC.hitch_to_trailer_axle
+    expected = np.sqrt(R * R + d * d - L * L)
+    centre = np.array([state.x - R * np.sin(state.theta), state.y + R * np.cos(state.theta)])
+    radius = np.linalg.norm(trailer.trailer_axle(m, state) - centre)
+    assert abs(radius - expected) < 1e-9, (radius, expected)
+    # the hitch angle settles where the trailer yaws at the car's rate: L omega = v sin g - d omega cos g
+    gamma = state.theta - state.beta
+    assert abs(L * np.tan(steer) / SPEC.wheelbase - np.sin(gamma) + d * np.tan(steer) / SPEC.wheelbase
+               * np.cos(gamma)) < 1e-9
+    assert expected < abs(R)
+
+
+def test_energy_changes_only_by_the_work_of_the_torque_second_order():
+    """E(t) - E(0) - work -> 0 at order 2 with steering and a varying torque; with the torque off and fixed
+    steering the energy stays constant to the same order while the trailer swings into line."""
+    t_end, gaps, drifts = 10.0, [], []
+    for h in (0.04, 0.02, 0.01):
+        m = model(drive, weave)
+        state = trailer.start(m, 0.0, 0.0, 0.0, 5.0, beta=-0.2)
+        e0, work, u_prev = trailer.energy(m, state, h), 0.0, state.u
+        for _ in range(int(round(t_end / h))):
+            impulse, _ = car._impulses(m.car, state, h)
+            trailer.step(m, state, h)
+            work += impulse * 0.5 * (state.u + u_prev)
+            u_prev = state.u
+        work += 0.5 * h * drive(t_end - h / 2) * u_prev  # the last half step's share, in E(t_end)
+        gaps.append(abs(trailer.energy(m, state, h) - e0 - work) / abs(work))
+        free = model(steer=lambda t: 0.3)
+        rows, *_ = run(free, h, t_end, speed=5.0, beta=0.4)
+        drifts.append(np.ptp(rows[:, 4]) / rows[0, 4])
+    for series in (gaps, drifts):
+        orders = np.log2(np.array(series[:-1]) / series[1:])
+        assert np.all(orders > 1.8), (series, orders)
+    assert gaps[-1] < 1e-4 and drifts[-1] < 1e-4
+
+
+def test_second_order_convergence_of_car_and_trailer():
+    ref, *_ = run(model(drive, weave), 0.0025, 10.0)
+    errors = []
+    for h in (0.08, 0.04, 0.02, 0.01):
+        rows, *_ = run(model(drive, weave), h, 10.0)
+        errors.append(np.abs(rows[-1, :4] - ref[-1, :4]).max())
+    orders = np.log2(np.array(errors[:-1]) / errors[1:])
+    assert np.all(np.abs(orders - 2) < 0.15), (errors, orders)
+
+
+def test_trailer_wheels_roll_their_own_circles():
+    """In the steady turn each trailer wheel rolls its own circle about the turning centre."""
+    m, h, steer = model(steer=lambda t: 0.25), 0.05, 0.25
+    state = trailer.start(m, 0.0, 0.0, 0.0, 5.0)
+    for _ in range(1600):
+        trailer.step(m, state, h)
+    spin0, beta0 = state.trailer_spin.copy(), state.beta
+    for _ in range(200):
+        trailer.step(m, state, h)
+    R = SPEC.wheelbase / np.tan(steer)
+    r_axle = np.sqrt(R * R + SPEC.hitch_behind_rear_axle**2 - SPEC.hitch_to_trailer_axle**2)
+    turned = state.beta - beta0
+    for y, spin in zip(m.wheel_y, state.trailer_spin - spin0):
+        assert np.isclose(spin * SPEC.trailer_wheel_radius, (r_axle - y) * turned, rtol=1e-9)
+
+
+def test_the_preset_file_drives_through_the_vehicle_method():
+    mech = load_mechanism(vehicle_preset_path("car_trailer"))
+    assert type(mech.vehicle.spec) is type(PRESETS["car_trailer"])  # values: tests/solver/test_vehicle_files.py
+    traj = simulate(mech, 1 / 24, 240, method="vehicle")
+    assert traj.status == "finished" and traj.bodies == list(trailer.BODIES)
+    assert traj.constraint_residual.max() < 1e-11
+    names = traj.coordinate_names
+    assert np.ptp(traj.q[:, names.index("hitch_angle")]) > 0.1
