@@ -1,15 +1,15 @@
 """Box-box contacts by the separating axis test (SAT), vectorised over all box pairs.
 
 The 15 candidate axes of each pair (3 face normals of each box, 9 edge-edge cross products) give
-separations |L . d| - r_A(L) - r_B(L); the largest is the pair's separation (the penetration depth
-when negative) and its axis, oriented from A to B, the normal. Face axes are preferred to edge axes
-(and A's faces to B's) unless the other is larger by a small tolerance, so resting boxes keep one
-reference face. The contact points come from the features along the normal (convex.along_normal):
-up to 4 clipped face points for face contacts, the closest points of the two edges for edge-edge.
-
-Separations are exact for face and edge-edge configurations; when the boxes are apart with a vertex
-of one nearest a vertex or edge of the other, SAT gives a lower bound of the distance (the contact
-is reported slightly early, within the margin only).
+separations |L . d| - r_A(L) - r_B(L); the largest is a lower bound of the distance, so every pair
+whose best separation exceeds the margin is dropped at once. Overlapping pairs take the best axis,
+oriented from A to B, as the normal and its separation as the depth (exact). Face axes are
+preferred to edge axes (and A's faces to B's) unless the other is larger by a small tolerance, so a
+resting box keeps one reference face. The points come from the features along the normal
+(convex.along_normal): clipped faces (up to 4 points), an edge clipped by a face, or the closest
+points of two crossing edges.
+Pairs apart by at most the margin go to GJK (convex.convex_pair): SAT is exact there only for face
+and edge-edge nearest features, GJK always.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..lie import cross
-from .convex import along_normal
+from .convex import along_normal, convex_pair
 from .primitives import Batch, concatenate
 from .shapes import Shapes
 
@@ -55,6 +55,11 @@ def separating_axes(rot: np.ndarray, origin: np.ndarray, size: np.ndarray, ia: n
 def box_box(shapes: Shapes, rot: np.ndarray, origin: np.ndarray, ia: np.ndarray, ib: np.ndarray,
             margin: float) -> Batch:
     sep, normal, _ = separating_axes(rot, origin, shapes.size, ia, ib)
-    close = np.flatnonzero(sep <= margin)
-    return concatenate([along_normal(shapes, int(ia[k]), int(ib[k]), rot, origin, normal[k], float(sep[k]), margin)
-                        for k in close])
+    parts = []
+    for k in np.flatnonzero(sep <= margin):
+        a, b, n = int(ia[k]), int(ib[k]), normal[k]
+        if sep[k] > 0:
+            parts.append(convex_pair(shapes, a, b, rot, origin, margin))
+        else:
+            parts.append(along_normal(shapes, a, b, rot, origin, n, float(sep[k]), margin))
+    return concatenate(parts)
