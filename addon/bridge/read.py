@@ -27,8 +27,14 @@ Rigid bodies (kind RIGID_BODIES: every object of the setup's collection, nested 
   PISTON limit_ang_x and limit_lin_x, a GENERIC axis with lower < upper) become the joint's lower
   and upper bounds on that coordinate, rigid inelastic stops in the solver; a GENERIC axis with
   lower > upper is free, as in Bullet. Ball and free joints take no limits.
-  Linear/angular damping and collisions are not simulated.
+  Linear/angular damping is not simulated.
   Joints are oriented so every body hangs from the world; bodies no joint connects get a free joint.
+  Collisions (method 'maximal' only; the other methods ignore contact, so their setups read no
+  shapes): every rigid body's collision shape and friction becomes a Collider (colliders.py), on
+  its body, or on the world for passive objects of the collection and passive objects of the
+  scene's Rigid Body World collection; a flat passive object is an infinite plane. New setups keep
+  the 'tree' default: pick Maximal for contact (an explicit choice, so a file's results never change
+  because a shape was added).
 
 Armatures (kind ARMATURE): pose bones with Symplex "Simulate" are bodies, framed at the bone head
   with the bone's orientation, in the rest pose of the simulated bones (other bones keep their start
@@ -55,7 +61,8 @@ from mathutils import Matrix, Vector
 
 from ..solver.lie import frame_from_axis
 from ..solver.mechfile import validate_mechanism
-from ..solver.model import WORLD, Body, Curve, Joint, Mechanism, MechanismError, Motor
+from ..solver.model import WORLD, Body, Collider, Curve, Joint, Mechanism, MechanismError, Motor
+from . import colliders as collision_shapes
 from . import compat, meshmass, reference
 from .rotations import matrix_to_euler, matrix_to_quat
 
@@ -498,12 +505,21 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
     coll = setup.collection
     if coll is None:
         problems.errors.append(f"setup {setup.name!r}: choose the collection holding its rigid bodies")
-        return [], [], [], ""
+        return [], [], [], "", []
     objects = sorted(coll.all_objects, key=lambda o: o.name)
     members = {o.name for o in objects}
     bodies: list[Body] = []
     world_objects: set[str] = set()
     driven: list[bpy.types.Object] = []
+    shapes: list[Collider] = []
+    contact = setup.method == "maximal"
+
+    def add_collider(obj, matrix, static: bool) -> None:
+        found = collision_shapes.object_collider(obj, matrix, _scale_part(matrix), static, problems.errors,
+                                                 problems.warnings)
+        if found is not None:
+            shapes.append(found)
+
     for obj in objects:
         rb = obj.rigid_body
         if rb is None:
@@ -517,6 +533,8 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
             driven.append(obj)
         elif rb.type == "PASSIVE" or not rb.enabled:
             world_objects.add(obj.name)
+            if contact:
+                add_collider(obj, reference.object_matrix(obj, frame), static=True)
             continue
         if reference.has_delta_transform(obj):
             problems.errors.append(f"rigid body {obj.name!r} has delta transforms; apply or clear them")
@@ -534,6 +552,13 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
         if abs(rb.linear_damping - 0.04) > 1e-6 or abs(rb.angular_damping - 0.1) > 1e-6:
             problems.warnings.append(f"rigid body {obj.name!r}: linear and angular damping are not simulated")
         bodies.append(Body(obj.name, mass, position, quat, com, inertia))
+        if contact:
+            add_collider(obj, matrix, static=False)
+    if contact and scene.rigidbody_world is not None and scene.rigidbody_world.collection is not None:
+        for obj in sorted(scene.rigidbody_world.collection.all_objects, key=lambda o: o.name):
+            rb = obj.rigid_body
+            if obj.name not in members and rb is not None and (rb.type == "PASSIVE" or not rb.enabled):
+                add_collider(obj, reference.object_matrix(obj, frame), static=True)
     body_names = {b.name for b in bodies}
 
     def end(obj, constraint_name: str, which: str) -> str | None:
@@ -589,7 +614,7 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
     driven_names = {obj.name for obj in driven}
     targets = [Target(b.name, b.name, write=b.name not in driven_names) for b in bodies]
     root = setup.root.name if setup.root is not None else (bodies[0].name if bodies else "")
-    return bodies, joints, targets, root
+    return bodies, joints, targets, root, shapes
 
 
 # ----------------------------------------------------------------------------------------------
@@ -886,17 +911,20 @@ def _read(scene: bpy.types.Scene, setup, problems: _Problems) -> SceneMechanism 
     dt = 1.0 / (fps * substeps)
     if steps <= 0:
         problems.errors.append(f"scene {scene.name!r}: the frame range must span at least two frames")
+    shapes: list[Collider] = []
     if setup.kind == "ARMATURE":
         bodies, joints, targets, root = _read_armature(scene, setup, frame, fps, dt, max(steps, 0), problems)
     else:
-        bodies, joints, targets, root = _read_rigid_bodies(scene, setup, frame, fps, dt, max(steps, 0), problems)
+        bodies, joints, targets, root, shapes = _read_rigid_bodies(scene, setup, frame, fps, dt, max(steps, 0),
+                                                                   problems)
         joints = [j for j in joints if j.parent != j.child]
     if not bodies and not problems.errors:
         problems.errors.append(f"setup {setup.name!r}: it has no bodies")
     if problems.errors:
         return None
     source = f"scene {scene.name!r} setup {setup.name!r}"
-    mechanism = Mechanism(setup.name, tuple(bodies), tuple(joints), _gravity(scene), source=source)
+    mechanism = Mechanism(setup.name, tuple(bodies), tuple(joints), _gravity(scene), colliders=tuple(shapes),
+                          source=source)
     try:
         mechanism = validate_mechanism(mechanism)
     except MechanismError as err:

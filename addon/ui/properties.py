@@ -76,7 +76,15 @@ class SymplexSetup(PropertyGroup):
         type=bpy.types.Object,
         description="Object carrying the baked energy and residual curves (default: armature / first body)",
     )
-    method: EnumProperty(name="Method", items=[("tree", "Tree", "Generalized coordinates, variational midpoint")])
+    method: EnumProperty(
+        name="Method",
+        items=[
+            ("tree", "Tree", "Generalized coordinates, variational midpoint; no contact (collision shapes are ignored)"),
+            ("maximal", "Maximal", "Maximal coordinates, variational integrator; rigid bodies collide with each other "
+             "and with passive objects through their collision shapes, with friction"),
+        ],
+        default="tree",
+    )
     substeps: IntProperty(name="Substeps", description="Solver steps per frame", default=2, min=1, max=64)
     tolerance: FloatProperty(
         name="Tolerance",
