@@ -8,8 +8,10 @@ preferred to edge axes (and A's faces to B's) unless the other is larger by a sm
 resting box keeps one reference face. The points come from the features along the normal
 (convex.along_normal): clipped faces (up to 4 points), an edge clipped by a face, or the closest
 points of two crossing edges.
-Pairs apart by at most the margin go to GJK (convex.convex_pair): SAT is exact there only for face
-and edge-edge nearest features, GJK always.
+Pairs apart by at most the margin keep the SAT result when it is attained (a point of each box, both
+inside their boxes, exactly the separation apart along the normal: then the lower bound is the
+distance, as for resting faces and crossing edges); otherwise (vertex-vertex, vertex-edge nearest
+features) they go to GJK (convex.convex_pair).
 """
 
 from __future__ import annotations
@@ -52,14 +54,31 @@ def separating_axes(rot: np.ndarray, origin: np.ndarray, size: np.ndarray, ia: n
     return sep[rows, choice], normal, choice
 
 
+def _inside(half: np.ndarray, rot: np.ndarray, origin: np.ndarray, point: np.ndarray, tol: float) -> bool:
+    return bool(np.all(np.abs(rot.T @ (point - origin)) <= half + tol))
+
+
+def _attains(shapes: Shapes, rot: np.ndarray, origin: np.ndarray, found: Batch, sep: float) -> bool:
+    """Whether the contacts include a point pair of the two boxes exactly `sep` apart (then the SAT
+    separation, a lower bound of the distance, is the distance)."""
+    if not len(found):
+        return False
+    k = int(np.argmin(found.distance))
+    a, b = int(found.a[k]), int(found.b[k])
+    tol = 1e-9 * float(max(shapes.size[a].max(), shapes.size[b].max()))
+    pa, pb = found.point_a[k], found.point_b[k]
+    return (abs(float(np.linalg.norm(pb - pa)) - sep) <= tol and abs(float(found.distance[k]) - sep) <= tol
+            and _inside(shapes.size[a], rot[a], origin[a], pa, tol) and _inside(shapes.size[b], rot[b], origin[b], pb, tol))
+
+
 def box_box(shapes: Shapes, rot: np.ndarray, origin: np.ndarray, ia: np.ndarray, ib: np.ndarray,
             margin: float) -> Batch:
     sep, normal, _ = separating_axes(rot, origin, shapes.size, ia, ib)
     parts = []
     for k in np.flatnonzero(sep <= margin):
         a, b, n = int(ia[k]), int(ib[k]), normal[k]
-        if sep[k] > 0:
-            parts.append(convex_pair(shapes, a, b, rot, origin, margin))
-        else:
-            parts.append(along_normal(shapes, a, b, rot, origin, n, float(sep[k]), margin))
+        found = along_normal(shapes, a, b, rot, origin, n, float(sep[k]), margin)
+        if found is None or not len(found) or (sep[k] > 0 and not _attains(shapes, rot, origin, found, float(sep[k]))):
+            found = convex_pair(shapes, a, b, rot, origin, margin)
+        parts.append(found)
     return concatenate(parts)

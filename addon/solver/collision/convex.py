@@ -21,9 +21,10 @@ def _contact_batch(a: int, b: int, pa: np.ndarray, pb: np.ndarray, n: np.ndarray
 
 
 def along_normal(shapes: Shapes, a: int, b: int, rot: np.ndarray, origin: np.ndarray, n: np.ndarray,
-                 distance: float, margin: float, witness: tuple[np.ndarray, np.ndarray] | None = None) -> Batch:
+                 distance: float, margin: float, witness: tuple[np.ndarray, np.ndarray] | None = None) -> Batch | None:
     """Contacts of colliders a, b whose unit normal (A to B) is n and separation `distance`: the
-    manifold of their features along n, else one point (`witness`, or from the features)."""
+    manifold of their features along n, else one point (`witness`, or from the features); None when
+    neither applies (features that do not overlap across n and no witness)."""
     fa = feature(shapes, a, rot[a], origin[a], n)
     fb = feature(shapes, b, rot[b], origin[b], -n)
     many = manifold(fa, fb, n, margin)
@@ -31,7 +32,10 @@ def along_normal(shapes: Shapes, a: int, b: int, rot: np.ndarray, origin: np.nda
         pa, pb, dist = many
         return _contact_batch(a, b, pa, pb, n, dist)
     if witness is None:
-        witness = single_contact(fa, fb, n, distance)
+        try:
+            witness = single_contact(fa, fb, n, distance)
+        except ValueError:
+            return None
     pa, pb = witness
     dist = float((pb - pa) @ n)
     if dist > margin:

@@ -26,7 +26,7 @@ _GJK_ITERATIONS = 64
 _EPA_ITERATIONS = 96
 _GJK_RELATIVE = 1e-12  # stop when |v|^2 - v.w <= this * |v|^2 (no further progress toward the origin)
 _EPA_RELATIVE = 1e-9  # stop when the new support point is this close (relative to the size) to the face
-_SUBSETS = {n: [s for k in range(n, 0, -1) for s in combinations(range(n), k)] for n in range(1, 5)}
+_SUBSETS = {n: [s for k in range(1, n + 1) for s in combinations(range(n), k)] for n in range(1, 5)}
 
 
 @dataclass(frozen=True)
@@ -42,29 +42,47 @@ class Closest:
 def _affine_closest(points: np.ndarray) -> np.ndarray | None:
     """Barycentric weights of the origin's projection onto the affine hull of points (k, 3), or None
     when the points are affinely dependent."""
-    if len(points) == 1:
+    k = len(points)
+    if k == 1:
         return np.ones(1)
     base = points[0]
     edges = points[1:] - base
     gram = edges @ edges.T
     rhs = -(edges @ base)
     scale = float(np.trace(gram))
-    if scale <= 0.0 or abs(np.linalg.det(gram)) <= 1e-14 * scale ** len(edges):
-        return None
-    mu = np.linalg.solve(gram, rhs)
+    if k == 2:
+        if gram[0, 0] <= 0.0:
+            return None
+        mu = rhs / gram[0, 0]
+    elif k == 3:  # 2 x 2 by Cramer's rule
+        det = gram[0, 0] * gram[1, 1] - gram[0, 1] * gram[1, 0]
+        if abs(det) <= 1e-14 * scale * scale:
+            return None
+        mu = np.array([rhs[0] * gram[1, 1] - rhs[1] * gram[0, 1], gram[0, 0] * rhs[1] - gram[1, 0] * rhs[0]]) / det
+    else:
+        if scale <= 0.0 or abs(np.linalg.det(gram)) <= 1e-14 * scale ** 3:
+            return None
+        mu = np.linalg.solve(gram, rhs)
     return np.concatenate([[1.0 - mu.sum()], mu])
 
 
-def _closest_on_simplex(w: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
-    """Weights of the closest point to the origin on the simplex w (k, 3), k <= 4, and the vertices it uses."""
+def _closest_on_simplex(w: np.ndarray, newest: int | None = None) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Weights of the closest point to the origin on the simplex w (k, 3), k <= 4, and the vertices it
+    uses (the fewest that give it). With `newest`, only faces containing that vertex are searched:
+    GJK's new support point is always part of the closest feature."""
     best, best_norm, best_subset = None, np.inf, ()
     for subset in _SUBSETS[len(w)]:
+        if newest is not None and newest not in subset:
+            continue
         lam = _affine_closest(w[list(subset)])
         if lam is None or lam.min() < -1e-12:
             continue
         norm = float(np.linalg.norm(lam @ w[list(subset)]))
         if norm < best_norm * (1.0 - 1e-12):
             best, best_norm, best_subset = lam, norm, subset
+    if best is None:  # round-off excluded every face: fall back to the nearest vertex
+        k = int(np.argmin(np.linalg.norm(w, axis=1)))
+        return np.ones(1), (k,)
     return np.clip(best, 0.0, None), best_subset
 
 
@@ -91,7 +109,7 @@ def gjk(support_a: Support, support_b: Support, guess: np.ndarray, cutoff: float
             break
         simplex.append((w, a, b))
         ws = np.array([s[0] for s in simplex])
-        lam, used = _closest_on_simplex(ws)
+        lam, used = _closest_on_simplex(ws, newest=len(simplex) - 1)
         simplex = [simplex[i] for i in used]
         v = lam @ ws[list(used)]
         if len(simplex) == 4:

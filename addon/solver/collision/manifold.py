@@ -99,15 +99,20 @@ def feature(shapes: Shapes, i: int, rot: np.ndarray, origin: np.ndarray, directi
 
 
 def _tangent_basis(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    helper = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    e1 = np.cross(n, helper)
-    e1 /= np.linalg.norm(e1)
-    return e1, np.cross(n, e1)
+    x, y, z = float(n[0]), float(n[1]), float(n[2])
+    if abs(x) < 0.9:  # n x (1, 0, 0)
+        e1 = np.array([0.0, z, -y])
+    else:  # n x (0, 1, 0)
+        e1 = np.array([-z, 0.0, x])
+    e1 /= np.sqrt(e1 @ e1)
+    a, b, c = e1
+    return e1, np.array([y * c - z * b, z * a - x * c, x * b - y * a])
 
 
 def _ccw(poly: np.ndarray) -> np.ndarray:
     """The 2-D polygon in counter-clockwise order."""
-    area = np.sum(poly[:, 0] * np.roll(poly[:, 1], -1) - np.roll(poly[:, 0], -1) * poly[:, 1])
+    nxt = np.concatenate([poly[1:], poly[:1]])
+    area = np.sum(poly[:, 0] * nxt[:, 1] - nxt[:, 0] * poly[:, 1])
     return poly if area >= 0 else poly[::-1]
 
 
@@ -158,8 +163,9 @@ def _lift(feat: Feature, flat: np.ndarray, e1: np.ndarray, e2: np.ndarray, n: np
 
 def manifold(fa: Feature, fb: Feature, n: np.ndarray, margin: float):
     """Contact points (point_a (m, 3), point_b (m, 3), distance (m,)) of features fa (of A, extreme
-    along n) and fb (of B, extreme along -n), at most MAX_POINTS of them, with distance <= margin;
-    None when either feature is a single point, when two segments cross, or when nothing overlaps."""
+    along n) and fb (of B, extreme along -n), at most MAX_POINTS of them, with distance <= margin
+    (m = 0 when the features overlap but no point is that close); None when either feature is a
+    single point, when two segments cross, or when the features do not overlap across n."""
     na, nb = len(fa.points), len(fb.points)
     if na == 1 or nb == 1:
         return None
@@ -187,9 +193,9 @@ def manifold(fa: Feature, fb: Feature, n: np.ndarray, margin: float):
     pa, pb = _lift(fa, clipped, e1, e2, n), _lift(fb, clipped, e1, e2, n)
     dist = (pb - pa) @ n
     close = dist <= margin
-    if not close.any():
-        return None
     pa, pb, dist = pa[close], pb[close], dist[close]
+    if not close.any():
+        return pa, pb, dist
     keep = reduce_points(pb, dist, n, MAX_POINTS)
     return pa[keep], pb[keep], dist[keep]
 

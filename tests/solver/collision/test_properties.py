@@ -149,10 +149,10 @@ def test_rigid_motion_moves_contacts_along(pair):
         d0, n0, a0, b0 = _sorted_contacts(before)
         d1, n1, a1, b1 = _sorted_contacts(after)
         assert np.allclose(d0, d1, atol=1e-9)
-        # GJK/EPA stop when the distance is converged to ~1e-12; on curved pieces (cylinder rims) the
-        # witness points are then known to about the square root of that
+        # GJK/EPA stop when the distance is converged to ~1e-12 (relative); on curved pieces (cylinder
+        # rims) the witness points and the normal are then known to about the square root of that
         assert np.allclose(a0, a1, atol=1e-5) and np.allclose(b0, b1, atol=1e-5)
-        assert np.allclose(n0 @ motion_r.T, n1, atol=1e-6)
+        assert np.allclose(n0 @ motion_r.T, n1, atol=1e-5)
     assert found >= 3
 
 
