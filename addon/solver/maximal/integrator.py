@@ -1,13 +1,11 @@
 """`--method maximal`: seed 003's maximal-coordinate variational integrator behind the Integrator protocol.
 
-The start is the tree method's (tree/midpoint.initial_state: assembled loops, projected v0), so both
-methods begin from the same configuration and velocity: body centres of mass, orientations and
-twists are read off the tree model's initial kinematics. Loop-closing joints are the tree compiler's
-cut joints. Trajectory: poses of every body frame; q is empty (the state is the poses: there are no
-generalized coordinates); energy at the start is T + V of the initial state and after each step
-T(zdot_k) + (V(z_k) + V(z_k+1))/2 (the interval's midpoint energy, second-order like the tree
-method's); constraint_residual is max |g| over every joint row (dropped redundant rows included) at
-the new configuration; newton_iterations per step.
+Import it through addon.solver.integrator (METHODS["maximal"]): that module registers this one at its end.
+Both methods start identically (start.py). Trajectory: poses of every body frame; q is empty (the
+state is the poses: there are no generalized coordinates); energy at the start is T + V of the initial
+state and after each step T(zdot_k) + (V(z_k) + V(z_k+1))/2 (the interval's midpoint energy,
+second-order like the tree method's); constraint_residual is max |g| over every joint row (dropped
+redundant rows included) at the new configuration; newton_iterations per step.
 """
 
 from __future__ import annotations
@@ -15,64 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..integrator import Integrator
-from ..lie import cross, matrix_to_quat, quat_to_matrix
 from ..model import Mechanism
-from ..tree.compile import compile_tree
-from ..tree.kinematics import frame_velocities
-from ..tree.midpoint import initial_state
 from . import forces
-from .joints import ANGLE, frames, generic_rows, row_targets, unwrap
-from .variational import MaximalModel, MaximalState, compile_maximal, step
-
-
-def start_from_tree(mech: Mechanism) -> tuple[MaximalModel, MaximalState]:
-    """The maximal model and its initial state, identical to the tree method's start."""
-    tree = compile_tree(mech.replace(springs=()))
-    tstate, kin, _, qd = initial_state(tree)
-    model = compile_maximal(mech, tuple(sorted(set(int(j) for j in tree.row_joint))))
-    bs, js = model.bodies, model.joints
-    x = kin.body_com_world.copy()
-    q = matrix_to_quat(kin.body_R)
-    V = frame_velocities(tree, kin, qd)[tree.body_frame]
-    omega = V[:, :3]
-    v = V[:, 3:] + cross(omega, x)
-    w = np.einsum("bji,bj->bi", kin.body_R, omega)
-    fr = frames(js, x, q)
-    # windings: coordinates of tree joints continue the tree's coordinate values
-    raw, cjac = generic_rows(fr, js.coord_joint, js.coord_kind)
-    reference = raw.copy()
-    for c, (j, kind) in enumerate(zip(js.coord_joint, js.coord_kind)):
-        dofs = np.nonzero(tree.dof_joint == j)[0]
-        if kind == ANGLE and len(dofs):
-            d = list(js.coord_joint[:c + 1]).count(j) - 1
-            reference[c] = tstate.q[dofs[d]]
-    coord_winding = np.where(js.coord_kind == ANGLE, unwrap(raw, reference), 0.0)
-    row_raw, _ = generic_rows(fr, js.row_joint, js.row_kind)
-    row_winding = np.where(js.row_kind == ANGLE, unwrap(row_raw, row_targets(js, tstate.t)), 0.0)
-    cval, cjac = forces.coordinates(js, model.forces, fr, x, q, coord_winding)
-    zbar = np.concatenate([v, w], axis=1)
-    ze = np.vstack([zbar, np.zeros((1, 6))])
-    rate = np.einsum("ck,ck->c", cjac[:, :6], ze[model.forces.coord_a]) \
-        + np.einsum("ck,ck->c", cjac[:, 6:], ze[model.forces.coord_b])
-    state = MaximalState(tstate.t, x, q, v, w, rate, coord_winding, row_winding, np.zeros(len(model.order)))
-    return model, state
-
-
-def body_frame_poses(model: MaximalModel, x: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Pose rows (B, 7) of the body frames (the Mechanism's, not the centres of mass)."""
-    origin = x - np.einsum("bij,bj->bi", quat_to_matrix(q), model.bodies.com)
-    return np.concatenate([origin, q], axis=1)
-
-
-def kinetic_energy(model: MaximalModel, v: np.ndarray, w: np.ndarray) -> float:
-    bs = model.bodies
-    return 0.5 * float(np.sum(bs.mass * np.sum(v * v, axis=1)) + np.einsum("bi,bij,bj->", w, bs.inertia, w))
-
-
-def joint_residual(model: MaximalModel, x: np.ndarray, q: np.ndarray, winding: np.ndarray, t: float) -> float:
-    js = model.joints
-    val, _ = generic_rows(frames(js, x, q), js.row_joint, js.row_kind)
-    return float(np.max(np.abs(val + winding - row_targets(js, t)), initial=0.0))
+from .joints import frames
+from .start import body_frame_poses, joint_residual, kinetic_energy, start_from_tree
+from .variational import step
 
 
 class MaximalIntegrator(Integrator):
