@@ -1,4 +1,4 @@
-"""Headless baking: open a .blend, bake every Symplex setup of every scene, save the result.
+"""Headless baking: open a .blend, bake every Symplex setup and vehicle rig of every scene, save the result.
 
 Used by `python -m addon bake SCENE.blend --out BAKED.blend`. Registers the add-on for the run when
 it is not registered already (and unregisters it afterwards), so it works in a bare `bpy`.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import bpy
 
-from .job import bake_setup
+from .job import bake_setup, bake_vehicle_rigs
 
 
 @contextlib.contextmanager
@@ -30,7 +30,7 @@ def registered():
 
 
 def bake_file(in_path: str | Path, out_path: str | Path) -> str:
-    """Bake every setup in `in_path` and save to `out_path`; returns one summary line per setup.
+    """Bake every setup and vehicle rig in `in_path` and save to `out_path`; returns one summary line each.
 
     Raises MechanismError (SceneError) or SolverError naming the setup; nothing is saved then.
     """
@@ -41,6 +41,7 @@ def bake_file(in_path: str | Path, out_path: str | Path) -> str:
         for scene in bpy.data.scenes:
             for setup_name in [s.name for s in scene.symplex.setups]:
                 lines.append(f"{scene.name}: {bake_setup(scene, setup_name).summary()}")
+            lines += [f"{scene.name}: {line}" for line in bake_vehicle_rigs(scene)]
         if not lines:
             lines.append(f"{in_path}: no Symplex setups to bake")
         bpy.ops.wm.save_as_mainfile(filepath=str(out_path.resolve()), check_existing=False)

@@ -5,6 +5,11 @@ demo run it to the end with `bake_setup`. Nothing in the scene changes until `fi
 or failed job leaves it exactly as it was. Solver errors come back as the same SolverError subclass,
 the message prefixed with the setup and the frame (the solver's own part names the joint or body at
 fault); scene and model errors as MechanismError (SceneError for the scene) naming the setup.
+
+Vehicle rigs are baked whole (they are small): `bake_vehicle_rigs` finds every object carrying the
+vehicle preset property (a chassis object or a bone rig's armature) and dispatches on the preset's type:
+cars and cars with trailers to vehicle_bake.py, helicopters, boats, hovercraft and tanks to
+vehicle_body_rig.py. A rig that cannot be read comes back as a SceneError naming the scene and the rig.
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from ..solver.integrator import make_integrator
 from ..solver.model import MechanismError
 from ..solver.trajectory import SolverError, Trajectory
 from .bake import BakeOptions, write_trajectory
-from .read import SceneMechanism, find_setup, read_setup
+from .read import SceneError, SceneMechanism, find_setup, read_setup
+from .vehicle_bake import bake_vehicle
+from .vehicle_body_rig import BODY_PRESETS, bake_body_rig, find_body_rig
+from .vehicle_parts import RigError
+from .vehicle_rig import CAR_PRESETS, FORWARD_PROPERTY, PRESET_PROPERTY, find_rig
+
+CHASSIS_BONE_PROPERTY = "symplex_chassis_bone"  # on a bone rig's armature: its chassis bone (else found by name)
 
 
 @dataclass(frozen=True)
@@ -143,3 +154,32 @@ def bake_setup(scene: bpy.types.Scene, setup_name: str) -> BakeReport:
     while not job.advance(budget_seconds=3600.0):
         pass
     return job.finish(scene)
+
+
+def vehicle_rigs(scene: bpy.types.Scene) -> list[bpy.types.Object]:
+    """The objects of `scene` that own a vehicle rig (they carry the vehicle preset property), by name."""
+    return sorted((o for o in scene.objects if PRESET_PROPERTY in o.keys()), key=lambda o: o.name)
+
+
+def bake_vehicle_rig(scene: bpy.types.Scene, owner: bpy.types.Object) -> str:
+    """Bake the rig `owner` holds with its stored preset, forward axis and chassis bone; returns the summary.
+
+    Raises SceneError (naming the scene and the rig) for a rig that cannot be read, SolverError when the
+    solver stops; nothing in the scene changes then."""
+    preset = owner[PRESET_PROPERTY]
+    forward = owner.get(FORWARD_PROPERTY, "+X")
+    bone = owner.get(CHASSIS_BONE_PROPERTY, "")
+    try:
+        if preset in CAR_PRESETS:
+            return bake_vehicle(scene, find_rig(scene, owner, forward, bone=bone), preset).summary()
+        if preset in BODY_PRESETS:
+            return bake_body_rig(scene, find_body_rig(scene, owner, preset, forward, bone), preset).summary()
+        raise RigError(f"vehicle rig {owner.name!r}: property {PRESET_PROPERTY!r} is {preset!r}, not a vehicle "
+                       f"preset: one of {', '.join(CAR_PRESETS + BODY_PRESETS)}")
+    except RigError as err:
+        raise SceneError([f"scene {scene.name!r}: {err}"]) from err
+
+
+def bake_vehicle_rigs(scene: bpy.types.Scene) -> list[str]:
+    """Bake every vehicle rig of `scene` (vehicle_rigs); one summary line each."""
+    return [bake_vehicle_rig(scene, owner) for owner in vehicle_rigs(scene)]

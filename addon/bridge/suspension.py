@@ -85,7 +85,7 @@ def ground_tree(scene: bpy.types.Scene, rig: str, name: str, frame: float) -> tu
 def road_heights(scene: bpy.types.Scene, reading: RigReading, trajectory: Trajectory, ground: str) -> np.ndarray:
     """(N+1, 4) height of each wheel above the rig's ground plane: the lowest its centre can sit over the
     ground seen along its footprint (9 rays within its radius, ahead and behind) less its radius."""
-    rig = reading.rig.chassis
+    rig = reading.rig.owner
     tree, top = ground_tree(scene, rig, ground, reading.frame_start)
     poses = trajectory.poses[:, trajectory.body_index("chassis")]
     theta = 2.0 * np.arctan2(poses[:, 6], poses[:, 3])
@@ -134,7 +134,7 @@ def _number(chassis: bpy.types.Object, prop: str, default: float) -> float:
 def ride(scene: bpy.types.Scene, reading: RigReading, trajectory: Trajectory, ground: str,
          gravity: float = 9.81) -> Ride:
     """Follow `ground` with the rig's run: road heights, then the suspension started at rest over them."""
-    chassis = scene.objects[reading.rig.chassis]
+    chassis = scene.objects[reading.rig.owner]  # the chassis object, or a bone rig's armature
     frequency = _number(chassis, FREQUENCY_PROPERTY, DEFAULT_FREQUENCY)
     damping = _number(chassis, DAMPING_PROPERTY, DEFAULT_DAMPING)
     try:

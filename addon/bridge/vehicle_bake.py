@@ -11,6 +11,10 @@ bake.write_trajectory into new actions (undo with free_vehicle_bake), all or not
 With a ground object (bridge/suspension.py) the chassis also heaves, pitches and rolls on its springs
 about its centre of mass, and each wheel centre rises by its road height over the ground it crosses
 (its orientation follows the chassis).
+
+A car towing a trailer (reading.trailer) also bakes the trailer body on the solver's trailer and its two
+wheels, each rolling by its own arc over its own measured radius. A bone rig is baked the same way onto
+its pose bones (vehicle_parts.Part.target).
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from ..solver.integrator import simulate
 from ..solver.model import Mechanism
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.pursuit import simulate_following
+from ..solver.vehicles.trailer import TRAILER_WHEELS
 from .bake import BakeOptions, baked_objects, free_bake, write_trajectory
-from .read import Target
 from .rotations import matrix_to_quat, pose_matrices
 from .suspension import Ride, ground_name, ride
 from .vehicle_rig import FRONT, RigError, RigReading, VehicleRig, read_rig
@@ -63,7 +67,7 @@ class VehicleBakeReport:
 def simulate_rig(reading: RigReading, gravity=(0.0, 0.0, -9.81)) -> Trajectory:
     """The solver's run of the rig's Vehicle over its frame range (steered along its path, if it has one).
     Raises RigError naming the frame if it fails."""
-    name = reading.rig.chassis
+    name = reading.rig.owner
     mech = Mechanism(name=f"vehicle rig {name}", bodies=(), joints=(), gravity=tuple(gravity),
                      vehicle=reading.vehicle, source=f"vehicle rig {name!r}")
     if reading.path is None:
@@ -142,14 +146,35 @@ def object_trajectory(reading: RigReading, trajectory: Trajectory, follow: Ride 
         if follow is not None:
             world[:, 2, 3] += follow.road[:, i]
         worlds.append(world)
+    names = [reading.rig.chassis, *(obj for _, obj in reading.rig.wheels)]
+    if reading.trailer is not None:
+        worlds += _trailer_worlds(reading, trajectory, lift)
+        names += [dict(reading.rig.trailer)[key] for key in ("trailer", *TRAILER_WHEELS)]
     worlds_arr = np.stack(worlds, axis=1)  # (N+1, B, 4, 4)
     poses = np.concatenate([worlds_arr[..., :3, 3], matrix_to_quat(worlds_arr[..., :3, :3])], axis=-1)
-    names = [reading.rig.chassis, *(obj for _, obj in reading.rig.wheels)]
     return Trajectory(t=trajectory.t, bodies=names, poses=poses, q=trajectory.q,
                       coordinate_names=list(trajectory.coordinate_names), energy=trajectory.energy,
                       constraint_residual=trajectory.constraint_residual,
                       newton_iterations=trajectory.newton_iterations, method=trajectory.method,
                       status=trajectory.status, message=trajectory.message, info=dict(trajectory.info))
+
+
+def _trailer_worlds(reading: RigReading, trajectory: Trajectory, lift: np.ndarray) -> list[np.ndarray]:
+    """World matrices (N+1, 4, 4) of the trailer body and its two wheels: the body rigidly on the solver's
+    trailer, each wheel at its mount turned by its rolling angle, the solver's (whose wheels have the
+    preset's mean radius) rescaled to the wheel's own measured radius, so each rolls its own arc."""
+    trailer = reading.trailer
+    body = lift @ pose_matrices(trajectory.poses[:, trajectory.body_index("trailer")])
+    out = [body @ trailer.offset]
+    rho = reading.vehicle.spec.trailer_wheel_radius
+    for i, key in enumerate(TRAILER_WHEELS):
+        spin = trajectory.q[:, trajectory.coordinate_names.index(f"{key}_spin")] * rho / trailer.radii[i]
+        local = np.zeros((len(body), 4, 4))
+        local[:, :3, :3] = _rot_y(spin) @ trailer.rest[i]
+        local[:, :3, 3] = trailer.mounts[i]
+        local[:, 3, 3] = 1.0
+        out.append(body @ local)
+    return out
 
 
 def bake_vehicle(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", substeps: int = 1,
@@ -160,14 +185,17 @@ def bake_vehicle(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan",
     started = time.perf_counter()
     reading = read_rig(scene, rig, preset, substeps)
     trajectory = simulate_rig(reading, scene.gravity)
-    ground = ground_name(scene.objects[rig.chassis], ground)
+    ground = ground_name(scene.objects[rig.owner], ground)
+    if ground is not None and reading.trailer is not None:
+        raise RigError(f"vehicle rig {rig.owner!r}: ground following (ground {ground!r}) drives cars without a "
+                       f"trailer only; clear the ground or pick a car preset")
     follow = None if ground is None else ride(scene, reading, trajectory, ground, -float(scene.gravity[2]))
     objects = object_trajectory(reading, trajectory, follow)
-    targets = [Target(body=name, object=name) for name in objects.bodies]
-    options = BakeOptions(setup_name(rig.chassis), reading.frame_start, reading.fps, reading.substeps)
-    keys = write_trajectory(objects, targets, options, root=rig.chassis)
+    targets = [rig.part(name).target() for name in objects.bodies]
+    options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps)
+    keys = write_trajectory(objects, targets, options, root=rig.owner)
     psi = trajectory.q[:, trajectory.coordinate_names.index("wheel_angle")]
-    return VehicleBakeReport(rig.chassis, trajectory.nsteps, keys, time.perf_counter() - started,
+    return VehicleBakeReport(rig.owner, trajectory.nsteps, keys, time.perf_counter() - started,
                              float(np.max(trajectory.constraint_residual)),
                              float(np.sum(np.abs(np.diff(psi))) * reading.vehicle.spec.wheel_radius),
                              reading.warnings, ground, follow)

@@ -1,7 +1,9 @@
-"""Car rigs in the scene: find the chassis and wheel objects, read their keyed controls, build the Vehicle.
+"""Car rigs in the scene: find the chassis and wheel parts, read their keyed controls, build the Vehicle.
 
-A rig is a chassis object plus four wheel objects (found by name or picked), with the chassis' forward
-axis chosen by the artist (+X, -X, +Y, -Y; its local +Z is up). `read_rig` reads the scene once at the
+A rig is a chassis object plus four wheel objects (found by name or picked), or an armature with a
+chassis bone and four wheel bones (each with a `radius` property), with the chassis' forward axis chosen
+by the artist (+X, -X, +Y, -Y; its local +Z is up). A car-with-trailer preset adds a trailer body and two
+trailer wheels (named like 'Trailer', 'Trailer wheel L'), standing in line behind the car at the start. `read_rig` reads the scene once at the
 start frame (the pre-bake pose, see reference.py) and returns plain data: a `Vehicle` whose geometry
 (wheelbase, track, wheel radius) is measured from the rig and whose mass properties come from a car
 preset, the controls keyed as custom properties on the chassis sampled into Curves, and the offsets that
@@ -23,13 +25,17 @@ import numpy as np
 
 from ..solver.model import Curve
 from ..solver.vehicles.car import WHEELS
-from ..solver.vehicles.spec import PRESETS, CarSpec, Vehicle
+from ..solver.vehicles.spec import PRESETS, CarSpec, CarTrailerSpec, Vehicle
+from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid
+from .vehicle_parts import Part, RigError, find_parts, radius, world
 
 FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
 CAR_PRESETS = tuple(name for name, spec in PRESETS.items() if isinstance(spec, CarSpec))
 WHEEL_LABELS = {"wheel_rl": "rear left", "wheel_rr": "rear right", "wheel_fl": "front left", "wheel_fr": "front right"}
+TRAILER_LABELS = {"trailer": "trailer body", "trailer_wheel_l": "trailer's left wheel",
+                  "trailer_wheel_r": "trailer's right wheel"}
 FRONT = ("wheel_fl", "wheel_fr")
 # Custom properties on the chassis read as controls: solver control -> (property, scale name or None).
 # throttle and brake are fractions of the preset's max_drive_torque and max_brake_torque.
@@ -46,25 +52,45 @@ PATH_SPEED = "path_speed"  # chassis custom property (keyable): target speed alo
 BEZIER_SAMPLES = 16  # points per Bezier segment of a path
 
 _WHEEL_WORDS = re.compile(r"wheel|tire|tyre")
+_CHASSIS_WORDS = re.compile(r"chassis|body|hull")
 _ENDS = {"front": "f", "rear": "r", "back": "r"}
 _SIDES = {"left": "l", "right": "r", "l": "l", "r": "r"}
 _CODES = {"fl": "fl", "fr": "fr", "rl": "rl", "rr": "rr", "lf": "fl", "rf": "fr", "lr": "rl", "bl": "rl", "br": "rr"}
 
 
-class RigError(ValueError):
-    """A rig that cannot be read; the message names the chassis, the object, property or frame at fault."""
-
-
 @dataclass(frozen=True)
 class VehicleRig:
-    """Which objects make the car: the chassis, the wheel objects by solver wheel name, the forward axis."""
+    """Which parts make the car: the chassis, the wheels by solver wheel name, the forward axis; for a bone
+    rig the armature whose bones these names are; the trailer's parts when the rig has them."""
 
     chassis: str
-    wheels: tuple[tuple[str, str], ...]  # (solver wheel, object name) in car.WHEELS order
+    wheels: tuple[tuple[str, str], ...]  # (solver wheel, object or bone name) in car.WHEELS order
     forward: str = "+X"
+    armature: str = ""
+    trailer: tuple[tuple[str, str], ...] = ()  # (role, name) in TRAILER_LABELS order, when found
 
     def wheel(self, key: str) -> str:
         return dict(self.wheels)[key]
+
+    @property
+    def owner(self) -> str:
+        """The object holding the rig's controls and settings and its bake's record: armature or chassis."""
+        return self.armature or self.chassis
+
+    def part(self, name: str) -> Part:
+        return Part(self.armature, name) if self.armature else Part(name)
+
+
+@dataclass(frozen=True)
+class TrailerReading:
+    """A rig's trailer at its start frame: trailer body (rigid part) in the solver's trailer frame (its
+    centre of mass, heading along the trailer), wheel centres mounts (2, 3) and rest orientations (2, 3, 3)
+    in that frame, measured radii (2,); wheels in trailer.TRAILER_WHEELS order (left, right)."""
+
+    offset: np.ndarray
+    mounts: np.ndarray
+    rest: np.ndarray
+    radii: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -91,13 +117,14 @@ class RigReading(FrameGrid):
     warnings: tuple[str, ...] = ()
     path: np.ndarray | None = None  # (M, 2) world xy of the curve to follow, or None
     path_speed: Curve | float = 0.0  # target speed along it, m/s
+    trailer: TrailerReading | None = None
 
 
 def wheel_position(name: str) -> str | None:
     """'wheel_fl' ... for an object name that says it is a wheel and where ('Wheel.FL', 'wheel_front_left',
     'WheelRearRight', 'tyre_rr.001'); None when it does not."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
-    if not _WHEEL_WORDS.search(spaced):
+    if not _WHEEL_WORDS.search(spaced) or "trailer" in spaced:
         return None
     words = re.findall(r"[a-z]+", _WHEEL_WORDS.sub(" ", spaced))
     end = next((_ENDS[w] for w in words if w in _ENDS), None)
@@ -115,44 +142,71 @@ def wheel_position(name: str) -> str | None:
     return None
 
 
+def trailer_part(name: str) -> str | None:
+    """'trailer', 'trailer_wheel_l' or 'trailer_wheel_r' for a name that says it is the trailer's body or one
+    of its wheels ('Trailer', 'trailer_body', 'Trailer wheel.L', 'TrailerWheelRight'); None otherwise."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
+    if "trailer" not in spaced:
+        return None
+    if not _WHEEL_WORDS.search(spaced):
+        return "trailer"
+    words = re.findall(r"[a-z]+", _WHEEL_WORDS.sub(" ", spaced.replace("trailer", " ")))
+    side = next((_SIDES[w] for w in words if w in _SIDES), None)
+    return None if side is None else f"trailer_wheel_{side}"
+
+
+def _role(name: str) -> str | None:
+    return trailer_part(name) or wheel_position(name)
+
+
+def chassis_bone(armature: bpy.types.Object) -> str:
+    """The chassis bone of a bone rig: the one bone named like 'chassis', 'body' or 'hull' (not a trailer's)."""
+    names = [b.name for b in armature.pose.bones
+             if _CHASSIS_WORDS.search(b.name.lower()) and trailer_part(b.name) is None]
+    if len(names) != 1:
+        found = f"{len(names)} bones ({', '.join(sorted(names))})" if names else "no bone"
+        raise RigError(f"vehicle rig {armature.name!r}: {found} named like 'chassis', 'body' or 'hull'; name the "
+                       f"chassis bone so or pick it")
+    return names[0]
+
+
 def find_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, forward: str = "+X",
-             picked: dict[str, str] | None = None) -> VehicleRig:
+             picked: dict[str, str] | None = None, bone: str = "") -> VehicleRig:
     """The rig of `chassis`: picked wheels first, then objects named like wheels below the chassis, then in
-    the scene. Raises RigError naming every wheel it cannot find or finds twice."""
+    the scene; for an armature, its bones (chassis bone `bone`, else the one named like 'chassis'). Trailer
+    parts are found the same way, when present. Raises RigError naming every wheel it cannot find or finds
+    twice."""
     if forward not in FORWARD_AXES:
         raise RigError(f"vehicle rig {chassis.name!r}: forward axis must be one of {', '.join(FORWARD_AXES)}, "
                        f"got {forward!r}")
+    armature = chassis.name if chassis.type == "ARMATURE" else ""
+    if armature:
+        bone = bone or chassis_bone(chassis)
+        if bone not in chassis.pose.bones:
+            raise RigError(f"vehicle rig {chassis.name!r}: the armature has no chassis bone {bone!r}")
     picked = {k: v for k, v in (picked or {}).items() if v}
+    labels = {**WHEEL_LABELS, **TRAILER_LABELS}
     for key, name in picked.items():
-        if key not in WHEEL_LABELS:
+        if key not in labels:
             raise RigError(f"vehicle rig {chassis.name!r}: unknown wheel {key!r}; wheels: {', '.join(WHEELS)}")
-        if name not in scene.objects:
-            raise RigError(f"vehicle rig {chassis.name!r}: the {WHEEL_LABELS[key]} wheel {name!r} is not an "
-                           f"object of scene {scene.name!r}")
-    found: dict[str, str] = dict(picked)
-    problems = []
-    children = [o for o in chassis.children_recursive if o.name in scene.objects]
-    others = [o for o in scene.objects if o != chassis and o not in children]
-    for pool in (children, others):
-        matches: dict[str, list[str]] = {}
-        for obj in pool:
-            key = wheel_position(obj.name)
-            if key is not None and key not in found and obj.name not in found.values():
-                matches.setdefault(key, []).append(obj.name)
-        for key, names in matches.items():
-            if len(names) > 1:
-                problems.append(f"{len(names)} objects look like the {WHEEL_LABELS[key]} wheel ({key}): "
-                                f"{', '.join(sorted(names))}; rename all but one or pick it")
-            found[key] = sorted(names)[0]
+        exists = name in chassis.pose.bones if armature else name in scene.objects
+        if not exists:
+            where = f"a bone of armature {chassis.name!r}" if armature else f"an object of scene {scene.name!r}"
+            raise RigError(f"vehicle rig {chassis.name!r}: the {labels[key]} {name!r} is not {where}")
+    rig = VehicleRig(bone or chassis.name, (), forward, armature)
+    found, problems = find_parts(scene, chassis, _role, labels, {k: rig.part(v) for k, v in picked.items()})
     if problems:
         raise RigError(f"vehicle rig {chassis.name!r}: " + "; ".join(problems))
     missing = [k for k in WHEELS if k not in found]
     if missing:
         listed = ", ".join(f"{WHEEL_LABELS[k]} ({k})" for k in missing)
-        raise RigError(f"vehicle rig {chassis.name!r}: missing wheel(s): {listed}. No object below "
-                       f"{chassis.name!r} or in scene {scene.name!r} is named like 'wheel_{missing[0][-2:]}', "
+        pool = f"No bone of armature {chassis.name!r}" if armature else \
+            f"No object below {chassis.name!r} or in scene {scene.name!r}"
+        raise RigError(f"vehicle rig {chassis.name!r}: missing wheel(s): {listed}. {pool} "
+                       f"is named like 'wheel_{missing[0][-2:]}', "
                        f"'Wheel.{missing[0][-2:].upper()}' or 'wheel_{_spelled(missing[0])}'; rename one or pick it")
-    return VehicleRig(chassis.name, tuple((k, found[k]) for k in WHEELS), forward)
+    trailer = tuple((k, found[k].key) for k in TRAILER_LABELS if k in found)
+    return dataclasses.replace(rig, wheels=tuple((k, found[k].key) for k in WHEELS), trailer=trailer)
 
 
 def _spelled(key: str) -> str:
@@ -160,24 +214,7 @@ def _spelled(key: str) -> str:
     return f"{'front' if end == 'f' else 'rear'}_{'left' if side == 'l' else 'right'}"
 
 
-def _world(obj: bpy.types.Object, frame: float, rigid: bool = False) -> np.ndarray:
-    """World matrix (4, 4) of `obj` as the artist set it up at `frame` (scale removed when `rigid`)."""
-    matrix = reference.object_matrix(obj, frame)
-    return np.array(reference.rigid_part(matrix) if rigid else matrix)
-
-
-def _radius(obj: bpy.types.Object, matrix: np.ndarray, axle: np.ndarray, rig: str, key: str) -> float:
-    """Half the wheel's extent across its axle, from its bounding box placed by `matrix` (with scale)."""
-    corners = np.array([list(c) for c in obj.bound_box], dtype=float)
-    if not corners.size or np.ptp(corners, axis=0).max() <= 0.0:
-        raise RigError(f"vehicle rig {rig!r}: wheel object {obj.name!r} ({WHEEL_LABELS[key]}) has no geometry to "
-                       f"measure a radius from; give it a mesh")
-    world = corners @ matrix[:3, :3].T
-    across = world - np.outer(world @ axle, axle)
-    return 0.5 * float(np.max(np.ptp(across, axis=0)))
-
-
-def _curve(fcurve, frame_start: float, fps: float, times: np.ndarray, scale: float) -> Curve:
+def sample_curve(fcurve, frame_start: float, fps: float, times: np.ndarray, scale: float) -> Curve:
     values = np.array([fcurve.evaluate(frame_start + t * fps) for t in times]) * scale
     return Curve(tuple(float(t) for t in times), tuple(float(v) for v in values), "linear")
 
@@ -201,7 +238,7 @@ def read_controls(chassis: bpy.types.Object, spec: CarSpec, frame_start: float, 
         scale = 1.0 if scale_name is None else float(getattr(spec, scale_name))
         fcurve = compat.find_fcurve(channels, f'["{prop}"]', 0)
         if fcurve is not None:
-            value: Curve | float = _curve(fcurve, frame_start, fps, times, scale)
+            value: Curve | float = sample_curve(fcurve, frame_start, fps, times, scale)
             samples = np.array(value.values)
         else:
             try:
@@ -279,7 +316,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     The chassis' local +Z is up and the forward axis is rig.forward; wheels' origins are their centres.
     Raises RigError naming the object or property at fault.
     """
-    name = rig.chassis
+    name = rig.owner
     if preset not in CAR_PRESETS:
         raise RigError(f"vehicle rig {name!r}: preset must be one of {', '.join(CAR_PRESETS)}, got {preset!r}")
     if name not in scene.objects:
@@ -291,8 +328,8 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     if int(substeps) < 1:
         raise RigError(f"vehicle rig {name!r}: substeps must be >= 1, got {substeps}")
     fps = scene.render.fps / scene.render.fps_base
-    chassis = scene.objects[name]
-    chassis_world = _world(chassis, frame_start, rigid=True)
+    chassis = scene.objects[name]  # the owner: chassis object or armature, holding controls and settings
+    chassis_world = world(scene, rig.part(rig.chassis), frame_start, rigid=True)
     forward = chassis_world[:3, :3] @ np.array(FORWARD_AXES[rig.forward])
     if math.hypot(forward[0], forward[1]) < 0.5:
         raise RigError(f"vehicle rig {name!r}: the forward axis {rig.forward} of the chassis points "
@@ -302,15 +339,15 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     left = np.array([-math.sin(theta), math.cos(theta), 0.0])
 
     matrices, centres, radii = [], [], []
-    for key, obj_name in rig.wheels:
-        if obj_name not in scene.objects:
-            raise RigError(f"vehicle rig {name!r}: the {WHEEL_LABELS[key]} wheel {obj_name!r} is not in scene "
+    for key, part_name in rig.wheels:
+        part = rig.part(part_name)
+        if not rig.armature and part_name not in scene.objects:
+            raise RigError(f"vehicle rig {name!r}: the {WHEEL_LABELS[key]} wheel {part_name!r} is not in scene "
                            f"{scene.name!r}")
-        obj = scene.objects[obj_name]
-        matrix = _world(obj, frame_start)
-        matrices.append(_world(obj, frame_start, rigid=True))
+        matrix = world(scene, part, frame_start)
+        matrices.append(world(scene, part, frame_start, rigid=True))
         centres.append(matrix[:3, 3])
-        radii.append(_radius(obj, matrix, left, name, key))
+        radii.append(radius(scene, part, matrix, left, name, f"{WHEEL_LABELS[key]} wheel"))
     centres_arr, radii_arr = np.array(centres), np.array(radii)
     rear = 0.5 * (centres_arr[0] + centres_arr[1])
     front = 0.5 * (centres_arr[2] + centres_arr[3])
@@ -332,6 +369,9 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
                                com_ahead_of_rear_axle=base.com_ahead_of_rear_axle / base.wheelbase * wheelbase)
     ground = float(rear[2]) - spec.wheel_radius
     com = rear + spec.com_ahead_of_rear_axle * ahead
+    trailer_reading = None
+    if isinstance(spec, CarTrailerSpec):
+        spec, trailer_reading = _trailer_geometry(scene, rig, spec, frame_start, rear, ahead, left, ground)
     steps = (frame_end - frame_start) * int(substeps)
     dt = 1.0 / (fps * int(substeps))
     times = 0.5 * dt * np.arange(2 * steps + 1)
@@ -346,7 +386,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
                             f"{' and '.join(replaced)} are replaced by the path controller")
     speed = float(reference.start_value(chassis, f'["{INITIAL_SPEED}"]', 0, frame_start)) \
         if INITIAL_SPEED in chassis.keys() else 0.0
-    vehicle = Vehicle("car", spec, position=(float(com[0]), float(com[1]), spec.com_height),
+    vehicle = Vehicle("car" if trailer_reading is None else "car_trailer", spec, position=(float(com[0]), float(com[1]), spec.com_height),
                       orientation=(math.cos(theta / 2), 0.0, 0.0, math.sin(theta / 2)),
                       velocity=(0.0, 0.0, 0.0, speed, 0.0, 0.0), controls=controls, name=name)
 
@@ -355,15 +395,62 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     body[:3, 3] = (com[0], com[1], ground + spec.com_height)
     to_body = np.linalg.inv(body)
     local = np.array([to_body @ m for m in matrices])
+    if path is not None and trailer_reading is not None:
+        raise RigError(f"vehicle rig {name!r}: path following (property {PATH_PROPERTY!r}) drives cars without a "
+                       f"trailer only; key steer and throttle instead")
     return RigReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), ground, to_body @ chassis_world,
-                      local[:, :3, 3], local[:, :3, :3], radii_arr, tuple(warnings), path, path_speed)
+                      local[:, :3, 3], local[:, :3, :3], radii_arr, tuple(warnings), path, path_speed,
+                      trailer_reading)
+
+
+def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, base: CarTrailerSpec, frame: int, rear: np.ndarray,
+                      ahead: np.ndarray, left: np.ndarray,
+                      ground: float) -> tuple[CarTrailerSpec, TrailerReading]:
+    """The preset with the trailer's drawbar, track and wheel radius measured from the rig, and where the
+    trailer's parts sit on its solver frame. The trailer must stand in line behind the car."""
+    name = rig.owner
+    parts = dict(rig.trailer)
+    missing = [k for k in TRAILER_LABELS if k not in parts]
+    if missing:
+        listed = ", ".join(f"{TRAILER_LABELS[k]} ({k})" for k in missing)
+        raise RigError(f"vehicle rig {name!r}: preset {base.name!r} tows a trailer, but the rig has no {listed}; "
+                       f"name them like 'Trailer', 'Trailer wheel L', 'Trailer wheel R' or pick a car preset")
+    body_world = world(scene, rig.part(parts["trailer"]), frame, rigid=True)
+    wheels = [rig.part(parts[k]) for k in TRAILER_WHEELS]
+    scaled = [world(scene, p, frame) for p in wheels]
+    rigid = [world(scene, p, frame, rigid=True) for p in wheels]
+    radii = np.array([radius(scene, p, m, left, name, TRAILER_LABELS[k]) for p, m, k in zip(wheels, scaled,
+                                                                                          TRAILER_WHEELS)])
+    centres = np.array([m[:3, 3] for m in scaled])
+    axle = 0.5 * (centres[0] + centres[1])
+    ball = rear - base.hitch_behind_rear_axle * ahead
+    drawbar = (ball - axle)[:2]
+    length = float(np.linalg.norm(drawbar))
+    angle = math.degrees(math.atan2(float(np.cross(ahead[:2], drawbar)), float(ahead[:2] @ drawbar)))
+    if length <= 0 or abs(angle) > 0.5:
+        raise RigError(f"vehicle rig {name!r}: the trailer's axle (between {wheels[0].key!r} and {wheels[1].key!r}) "
+                       f"must stand in line behind the tow ball {base.hitch_behind_rear_axle:g} m behind the rear "
+                       f"axle at frame {frame}; it is {angle:.3g} degrees off the car's centre line")
+    track = float((centres[0] - centres[1]) @ left)
+    if track <= 0:
+        raise RigError(f"vehicle rig {name!r}: trailer wheel {wheels[0].key!r} is not left of {wheels[1].key!r}")
+    spec = dataclasses.replace(base, hitch_to_trailer_axle=length, trailer_track=track,
+                               trailer_wheel_radius=float(radii.mean()),
+                               trailer_com_ahead_of_axle=base.trailer_com_ahead_of_axle / base.hitch_to_trailer_axle
+                               * length)
+    frame_matrix = np.eye(4)  # the solver's trailer frame at the start (centre of mass, in line)
+    frame_matrix[:3, :3] = np.column_stack([ahead, left, (0.0, 0.0, 1.0)])
+    frame_matrix[:3, 3] = (*(axle[:2] + spec.trailer_com_ahead_of_axle * ahead[:2]), ground + spec.trailer_com_height)
+    to_frame = np.linalg.inv(frame_matrix)
+    local = np.array([to_frame @ m for m in rigid])
+    return spec, TrailerReading(to_frame @ body_world, local[:, :3, 3], local[:, :3, :3], radii)
 
 
 def _path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, times: np.ndarray) -> Curve | float:
     """The path_speed property (m/s): sampled into a Curve when keyed, else its value."""
     fcurve = compat.find_fcurve(reference.original_channels(chassis), f'["{PATH_SPEED}"]', 0)
     if fcurve is not None:
-        return _curve(fcurve, frame_start, fps, times, 1.0)
+        return sample_curve(fcurve, frame_start, fps, times, 1.0)
     if PATH_SPEED not in chassis.keys():
         raise RigError(f"vehicle rig {chassis.name!r}: it follows path {chassis[PATH_PROPERTY]!r} but has no "
                        f"{PATH_SPEED!r} property (target speed, m/s); add and key one")
@@ -378,7 +465,7 @@ def _path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, times
 # Authoring
 
 
-def _box(name: str, size: tuple[float, float, float]) -> bpy.types.Mesh:
+def box_mesh(name: str, size: tuple[float, float, float]) -> bpy.types.Mesh:
     hx, hy, hz = (0.5 * s for s in size)
     verts = [(sx * hx, sy * hy, sz * hz) for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
     faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
@@ -388,7 +475,7 @@ def _box(name: str, size: tuple[float, float, float]) -> bpy.types.Mesh:
     return mesh
 
 
-def _wheel_mesh(name: str, radius: float, width: float, segments: int = 24) -> bpy.types.Mesh:
+def wheel_mesh(name: str, radius: float, width: float, segments: int = 24) -> bpy.types.Mesh:
     """A cylinder with its axle along local Y."""
     verts = []
     for y in (-0.5 * width, 0.5 * width):
@@ -406,7 +493,8 @@ def _wheel_mesh(name: str, radius: float, width: float, segments: int = 24) -> b
 def build_car_rig(scene: bpy.types.Scene, preset: str = "sedan", name: str = "Car",
                   location: tuple[float, float, float] = (0.0, 0.0, 0.0), slalom: bool = True) -> VehicleRig:
     """Add a box chassis with four cylinder wheels (children, quaternion rotation) sized from `preset`,
-    standing on the plane z = location.z, facing +X. With `slalom`, key on the chassis a drive torque
+    standing on the plane z = location.z, facing +X (with a box trailer on two wheels behind it for a car-
+    with-trailer preset). With `slalom`, key on the chassis a drive torque
     that accelerates it for 3 s and a steer that weaves through a slalom. Returns the rig."""
     if preset not in CAR_PRESETS:
         raise RigError(f"car preset must be one of {', '.join(CAR_PRESETS)}, got {preset!r}")
@@ -414,22 +502,44 @@ def build_car_rig(scene: bpy.types.Scene, preset: str = "sedan", name: str = "Ca
     r, l, b, w = spec.wheel_radius, spec.wheelbase, spec.com_ahead_of_rear_axle, spec.track
     collection = bpy.data.collections.new(name)
     scene.collection.children.link(collection)
-    chassis = bpy.data.objects.new(name, _box(f"{name} body", (l + 2.2 * r, w, 0.8 * spec.com_height + r)))
+    chassis = bpy.data.objects.new(name, box_mesh(f"{name} body", (l + 2.2 * r, w, 0.8 * spec.com_height + r)))
     chassis.location = (location[0] + b, location[1], location[2] + spec.com_height)  # origin at the COM
     collection.objects.link(chassis)
     chassis[PRESET_PROPERTY] = preset
     chassis[FORWARD_PROPERTY] = "+X"
     wheels = []
     for key, (x, y) in zip(WHEELS, ((0.0, 0.5 * w), (0.0, -0.5 * w), (l, 0.5 * w), (l, -0.5 * w))):
-        wheel = bpy.data.objects.new(f"{name} {key}", _wheel_mesh(f"{name} {key}", r, 0.6 * r))
+        wheel = bpy.data.objects.new(f"{name} {key}", wheel_mesh(f"{name} {key}", r, 0.6 * r))
         wheel.rotation_mode = "QUATERNION"  # bounded channels keep float32 keys exact to ~1e-7 rad
         wheel.parent = chassis
         wheel.location = (x - b, y, r - spec.com_height)
         collection.objects.link(wheel)
         wheels.append((key, wheel.name))
+    trailer = _build_trailer(collection, chassis, spec, name) if isinstance(spec, CarTrailerSpec) else ()
     if slalom:
         _key_slalom(chassis, spec, scene.frame_start, scene.render.fps / scene.render.fps_base)
-    return VehicleRig(chassis.name, tuple(wheels), "+X")
+    return VehicleRig(chassis.name, tuple(wheels), "+X", trailer=trailer)
+
+
+def _build_trailer(collection: bpy.types.Collection, chassis: bpy.types.Object, spec: CarTrailerSpec,
+                   name: str) -> tuple[tuple[str, str], ...]:
+    """A box trailer (a child of the chassis, in line behind it) on two cylinder wheels (its children)."""
+    d, L, c = spec.hitch_behind_rear_axle, spec.hitch_to_trailer_axle, spec.trailer_com_ahead_of_axle
+    r, w, h = spec.trailer_wheel_radius, spec.trailer_track, spec.trailer_com_height
+    axle_x = -spec.com_ahead_of_rear_axle - d - L  # in the chassis frame (origin at the car's centre of mass)
+    body = bpy.data.objects.new(f"{name} trailer", box_mesh(f"{name} trailer", (0.85 * L, w, 0.6 * h)))
+    body.parent = chassis
+    body.location = (axle_x + c, 0.0, h - spec.com_height)  # origin at the trailer's centre of mass
+    collection.objects.link(body)
+    parts = [("trailer", body.name)]
+    for key, y, side in (("trailer_wheel_l", 0.5 * w, "L"), ("trailer_wheel_r", -0.5 * w, "R")):
+        wheel = bpy.data.objects.new(f"{name} trailer wheel {side}", wheel_mesh(f"{name} trailer {side}", r, 0.6 * r))
+        wheel.rotation_mode = "QUATERNION"
+        wheel.parent = body
+        wheel.location = (-c, y, r - h)
+        collection.objects.link(wheel)
+        parts.append((key, wheel.name))
+    return tuple(parts)
 
 
 def _key_slalom(chassis: bpy.types.Object, spec: CarSpec, frame_start: int, fps: float) -> None:

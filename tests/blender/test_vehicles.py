@@ -319,3 +319,259 @@ def test_car_follows_a_curve_and_cuts_the_corner(symplex):
     chassis[vehicle_rig.PATH_PROPERTY] = chassis.name
     with pytest.raises(vehicle_rig.RigError, match="which is a mesh, not a curve"):
         vehicle_rig.read_rig(scene, rig, "sedan")
+
+
+# ----------------------------------------------------------------------------------------------
+# One-body vehicles: rotors, propellers, fans and tank wheels
+
+
+def _spin_about(quats: np.ndarray, axis: int) -> np.ndarray:
+    """Unwrapped angle (F,) of local quaternion keys that turn only about body axis `axis` (0 x, 1 y, 2 z)."""
+    return np.unwrap(2 * np.arctan2(quats[:, 1 + axis], quats[:, 0]))
+
+
+def _wrapped(a: np.ndarray) -> np.ndarray:
+    return (a + np.pi) % (2 * np.pi) - np.pi
+
+
+def test_helicopter_rotors_spin_at_the_governed_speed_and_the_craft_climbs(symplex):
+    from addon.bridge import vehicle_body_rig as body_rig
+
+    scene = new_scene("heli", frames=73, fps=24)
+    rig = body_rig.build_body_rig(scene, "helicopter", f"{scene.name} heli")
+    assert dict(rig.spinners) == {"rotor_main": f"{scene.name} heli main rotor",
+                                  "rotor_tail": f"{scene.name} heli tail rotor"}
+    report = body_rig.bake_body_rig(scene, rig, "helicopter")
+    assert report.steps == 72 and report.max_residual < 1e-12
+    chassis = scene.objects[rig.chassis]
+    loc, _ = _locals(chassis, 73)
+    assert loc[-1, 2] - loc[0, 2] > 0.5  # 10 % over the weight for a second: it climbs
+    t = np.arange(73) / 24
+    omega = body_rig.TIP_SPEED / PRESETS["helicopter"].rotor_radius
+    for role, axis, rate in (("rotor_main", 2, omega), ("rotor_tail", 1, omega * body_rig.TAIL_RATIO)):
+        obj = scene.objects[dict(rig.spinners)[role]]
+        _loc, quats = _locals(obj, 73)
+        off_axis = np.delete(quats[:, 1:], axis, axis=1)
+        assert np.abs(off_axis).max() < 1e-6, role
+        assert np.abs(_wrapped(_spin_about(quats, axis) - rate * t)).max() < 1e-5, role
+        # the part stays where it was mounted on the chassis
+        assert np.abs(_loc - _loc[0]).max() < 1e-6
+
+
+@pytest.mark.parametrize("preset", ["speedboat", "hovercraft"])
+def test_propellers_spin_as_the_square_root_of_their_thrust(symplex, preset):
+    from addon.bridge import vehicle_body_rig as body_rig
+
+    scene = new_scene(preset, frames=97, fps=24)
+    rig = body_rig.build_body_rig(scene, preset, f"{scene.name} craft")
+    assert {r for r, _ in rig.spinners} == {"prop_left", "prop_right"}
+    body_rig.bake_body_rig(scene, rig, preset)
+    spec = PRESETS[preset]
+    full = body_rig.PROP_MAX_RATE[body_rig.vehicle_type(preset)]
+    low = 0.3 if preset == "speedboat" else 0.2  # the left thrust after 2 s, a fraction of max_thrust
+    for role, tail_rate in (("prop_right", full), ("prop_left", full * math.sqrt(low))):
+        _loc, quats = _locals(scene.objects[dict(rig.spinners)[role]], 97)
+        per_frame = np.diff(_spin_about(quats, 0))
+        assert np.abs(_wrapped(per_frame[48:] - tail_rate / 24)).max() < 1e-5, role  # constant thrust from 2 s
+        assert np.all(np.abs(per_frame[:23]) < full / 24)  # spinning up with the keyed thrust ramp
+    assert spec.max_thrust > 0
+
+
+def test_tank_road_wheels_roll_with_their_track(symplex):
+    from addon.bridge import vehicle_body_rig as body_rig
+
+    scene = new_scene("tank", frames=97, fps=24)
+    rig = body_rig.build_body_rig(scene, "tank", f"{scene.name} tank")
+    assert len(rig.spinners) == 12
+    body_rig.bake_body_rig(scene, rig, "tank")
+    loc, rot = _locals(scene.objects[rig.chassis], 97)
+    heading = np.unwrap(2 * np.arctan2(rot[:, 3], rot[:, 0]))
+    assert np.ptp(heading) > 0.2 and np.abs(rot[:, 1:3]).max() < 1e-6  # it pivots, staying level
+    turn = np.diff(heading)
+    chord = np.linalg.norm(np.diff(loc[:, :2], axis=0), axis=1)
+    ahead = np.einsum("fi,fi->f", np.diff(loc[:, :2], axis=0), np.column_stack([np.cos(heading[:-1]),
+                                                                                   np.sin(heading[:-1])]))
+    safe = np.where(np.abs(turn) > 1e-9, turn, 1.0)
+    arc = np.copysign(chord * np.where(np.abs(turn) > 1e-9, 0.5 * safe / np.sin(0.5 * safe), 1.0), ahead)
+    gauge, radius = PRESETS["tank"].track_gauge, PRESETS["tank"].road_wheel_radius
+    for role, name in rig.spinners:
+        side = 1.0 if role == "track_left" else -1.0
+        travel = arc - side * 0.5 * gauge * turn  # the track's travel over each frame
+        _loc, quats = _locals(scene.objects[name], 97)
+        assert np.abs(np.delete(quats[:, 1:], 1, axis=1)).max() < 1e-6
+        assert np.abs(_wrapped(np.diff(_spin_about(quats, 1)) - travel / radius)).max() < 2e-5, name
+
+
+# ----------------------------------------------------------------------------------------------
+# Bone rigs, trailers, the command line
+
+
+def bone_car(scene, forward_bone_axis=True):
+    """An armature car: a chassis bone along world +X (bone +Y forward, +Z up) at the centre of mass 0.4 m up,
+    wheel bones (children, each with a radius property) at kart-like mounts; controls on the armature."""
+    from addon.bridge.build import edit_armature
+
+    data = bpy.data.armatures.new(f"{scene.name} rig")
+    arm = bpy.data.objects.new(f"{scene.name} rig", data)
+    scene.collection.objects.link(arm)
+    arm.matrix_world = Matrix.Translation((1.0, 2.0, 0.0)) @ Matrix.Rotation(math.radians(-20), 4, "Z")
+    mounts = {"Wheel.RL": (-0.4, 0.55, 0.14), "Wheel.RR": (-0.4, -0.55, 0.14), "Wheel.FL": (0.64, 0.5, 0.12),
+              "Wheel.FR": (0.64, -0.5, 0.12)}
+    with edit_armature(arm) as bones:
+        chassis = bones.new("Chassis")
+        chassis.head, chassis.tail, chassis.roll = (0.0, 0.0, 0.4), (0.5, 0.0, 0.4), 0.0
+        for name, (x, y, r) in mounts.items():
+            bone = bones.new(name)
+            bone.head, bone.tail, bone.roll = (x, y, r), (x, y + 0.1 * np.sign(y), r), 0.0
+            bone.parent = chassis
+    for name, (_x, _y, r) in mounts.items():
+        arm.pose.bones[name]["radius"] = r
+    arm[vehicle_rig.PRESET_PROPERTY] = "kart"
+    arm[vehicle_rig.FORWARD_PROPERTY] = "+Y"  # the chassis bone's own axis
+    fps = scene.render.fps
+    arm["initial_speed"] = 5.0
+    for frame, throttle in ((1, 0.0), (1 + fps, 0.6), (1 + 2 * fps, 0.0)):
+        arm["throttle"] = throttle
+        arm.keyframe_insert('["throttle"]', frame=frame)
+    for frame, steer in ((1, 0.0), (1 + 0.5 * fps, 0.2), (1 + 1.5 * fps, -0.25), (1 + 3 * fps, 0.0)):
+        arm["steer"] = steer
+        arm.keyframe_insert('["steer"]', frame=frame)
+    return arm
+
+
+def _bone_worlds(scene, arm, bone: str, frames: int) -> np.ndarray:
+    """World matrices (F, 4, 4) of a pose bone as Blender evaluates the baked scene, frame by frame."""
+    out = []
+    for frame in range(scene.frame_start, scene.frame_start + frames):
+        scene.frame_set(frame)
+        out.append(np.array(arm.matrix_world) @ np.array(arm.pose.bones[bone].matrix))
+    return np.array(out)
+
+
+def test_bone_rig_bakes_pose_bones_with_wheel_spin_equal_to_distance_over_radius(symplex):
+    scene = new_scene("bones", frames=97, fps=24)
+    window_scene = bpy.context.window.scene if bpy.context.window else None
+    arm = bone_car(scene)
+    rig = vehicle_rig.find_rig(scene, arm, "+Y")
+    assert rig.armature == arm.name and rig.chassis == "Chassis"
+    assert rig.wheels == (("wheel_rl", "Wheel.RL"), ("wheel_rr", "Wheel.RR"), ("wheel_fl", "Wheel.FL"),
+                          ("wheel_fr", "Wheel.FR"))
+    reading, trajectory = _solve(scene, rig, "kart")
+    np.testing.assert_allclose(reading.wheel_radii, (0.14, 0.14, 0.12, 0.12), atol=1e-12)
+    assert reading.vehicle.spec.wheelbase == pytest.approx(1.04, abs=1e-6)  # bones are float32
+    report = vehicle_bake.bake_vehicle(scene, rig, "kart")
+    assert report.max_side_slip < 1e-9 and report.distance > 15.0
+    assert compat.assigned(arm).action.name.startswith("Symplex")
+    keyed = fcurve_data(arm)
+    assert ('pose.bones["Chassis"].location', 0) in keyed and ('pose.bones["Wheel.FL"].rotation_quaternion', 0) in keyed
+
+    poses = trajectory.poses[:, trajectory.body_index("chassis")]
+    theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
+    if bpy.context.window:
+        bpy.context.window.scene = scene
+    try:
+        chassis = _bone_worlds(scene, arm, "Chassis", 97)
+        # the chassis bone rides the solver's chassis: its head keeps one place in the solver's chassis frame
+        c, s = np.cos(theta), np.sin(theta)
+        d = chassis[:, :2, 3] - poses[:, :2]
+        in_frame = np.stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]], 1)
+        assert np.abs(in_frame - in_frame[0]).max() < 1e-5
+        forward = chassis[:, :3, 1]
+        assert np.abs(np.arctan2(forward[:, 1], forward[:, 0]) - _wrapped(theta)).max() < 1e-5
+        axes = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # bone axes -> (forward, left, up)
+        worst = {}
+        for i, (key, bone) in enumerate(rig.wheels):
+            wheel = _bone_worlds(scene, arm, bone, 97)
+            relative = np.einsum("fji,fjk->fik", chassis[:, :3, :3], wheel[:, :3, :3])  # R_chassis^T R_wheel
+            R = axes @ relative
+            M = np.einsum("fij,kj->fik", R, R[0])
+            spin = np.unwrap(np.arctan2(-M[:, 2, 0], M[:, 2, 2]))
+            # the wheel centre's path from the solver's float64 chassis poses and the mount the reader measured
+            px, py = reading.wheel_mounts[i, :2]
+            c, s = np.cos(theta), np.sin(theta)
+            path = poses[:, :2] + np.stack([c * px - s * py, s * px + c * py], 1)
+            turn = np.diff(theta)
+            safe = np.where(turn == 0, 1.0, turn)
+            chord = np.linalg.norm(np.diff(path, axis=0), axis=1)
+            arc = chord * np.where(np.abs(turn) > 1e-12, 0.5 * safe / np.sin(0.5 * safe), 1.0)
+            ahead = np.einsum("fi,fi->f", np.diff(path, axis=0), np.stack([c[:-1], s[:-1]], 1))
+            worst[key] = float(np.abs(_wrapped(np.diff(spin) - np.copysign(arc, ahead) / reading.wheel_radii[i])).max())
+        assert max(worst.values()) < 1e-6, worst
+    finally:
+        if window_scene is not None:
+            bpy.context.window.scene = window_scene
+    assert vehicle_bake.free_vehicle_bake(scene, arm.name) == 1
+
+
+def test_car_with_trailer_rig_bakes_the_trailer_slip_free(symplex):
+    scene = new_scene("towing", frames=121, fps=24)  # (every name with "trailer" in it is a trailer part)
+    rig = vehicle_rig.build_car_rig(scene, "car_trailer", f"{scene.name} car")
+    assert [k for k, _ in rig.trailer] == ["trailer", "trailer_wheel_l", "trailer_wheel_r"]
+    assert vehicle_rig.find_rig(scene, scene.objects[rig.chassis]) == rig
+    reading, trajectory = _solve(scene, rig, "car_trailer")
+    spec = reading.vehicle.spec
+    assert reading.vehicle.type == "car_trailer"
+    assert spec.hitch_to_trailer_axle == pytest.approx(PRESETS["car_trailer"].hitch_to_trailer_axle, abs=1e-6)
+    report = vehicle_bake.bake_vehicle(scene, rig, "car_trailer")
+    assert report.max_side_slip < 1e-10
+    names = trajectory.coordinate_names
+    assert np.ptp(trajectory.q[:, names.index("hitch_angle")]) > 0.05  # the trailer swings behind the slalom
+    parts = dict(rig.trailer)
+    body = scene.objects[parts["trailer"]]
+    assert compat.assigned(body).action.name.startswith("Symplex")
+    # the trailer body's keys (local to the car chassis) put it on the solver's trailer in the world
+    chassis = scene.objects[rig.chassis]
+    c_loc, c_rot = _locals(chassis, 121)
+    t_loc, t_rot = _locals(body, 121)
+    solver = trajectory.poses[:, trajectory.body_index("trailer")]
+    for k in (0, 60, 120):
+        car_world = Matrix.Translation(c_loc[k]) @ Matrix.Rotation(c_rot[k, 2], 4, "Z")
+        local = Matrix.Translation(t_loc[k]) @ quat_to_matrix_4(t_rot[k])
+        world_pos = np.array((car_world @ local).translation)
+        assert np.abs(world_pos[:2] - solver[k, :2]).max() < 1e-5, k
+    # each trailer wheel rolls its own arc: spin per frame = arc of its centre / its radius
+    beta = np.unwrap(2 * np.arctan2(solver[:, 6], solver[:, 3]))
+    for i, key in enumerate(("trailer_wheel_l", "trailer_wheel_r")):
+        centre = trajectory.poses[:, trajectory.body_index(key), :2]
+        turn = np.diff(beta)
+        safe = np.where(turn == 0, 1.0, turn)
+        arc = np.linalg.norm(np.diff(centre, axis=0), axis=1) * np.where(np.abs(turn) > 1e-12,
+                                                                         0.5 * safe / np.sin(0.5 * safe), 1.0)
+        _loc, quats = _locals(scene.objects[parts[key]], 121)
+        assert np.abs(_wrapped(np.diff(_spin_about(quats, 1)) - arc / reading.trailer.radii[i])).max() < 1e-6, key
+
+
+def quat_to_matrix_4(q) -> Matrix:
+    from mathutils import Quaternion
+
+    return Quaternion([float(v) for v in q]).to_matrix().to_4x4()
+
+
+def test_command_line_bake_of_a_saved_file_keys_the_car_rig(symplex, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scene = new_scene("cli", frames=49, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "sedan", "CLI car")
+    source, baked = tmp_path / "car.blend", tmp_path / "baked.blend"
+    bpy.data.libraries.write(str(source), {scene}, fake_user=True)
+    repo = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-m", "addon", "bake", str(source), "--out", str(baked)], cwd=repo,
+                            capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    # Blender 4.2 as a module segfaults (-11) at interpreter exit after registering the add-on, once all
+    # work is done and saved (tests/blender/conftest.py, docs/development.md); 4.3+ exit cleanly.
+    allowed = (0,) if bpy.app.version >= (4, 3, 0) else (0, -11)
+    assert result.returncode in allowed, result.stdout + result.stderr
+    assert "Baked vehicle 'CLI car'" in result.stdout and f"-> {baked}" in result.stdout
+    with bpy.data.libraries.load(str(baked)) as (src, dst):
+        dst.objects = [name for name in src.objects if name.startswith("CLI car")]
+    loaded = {o.name: o for o in dst.objects}
+    chassis = next(o for o in loaded.values() if o.name.startswith(rig.chassis) and o.type == "MESH"
+                   and vehicle_rig.PRESET_PROPERTY in o.keys())
+    channels = compat.assigned(chassis)
+    assert channels is not None and channels.action.name.startswith("Symplex")
+    data = fcurve_data(chassis)
+    assert len(data[("location", 0)]) == 2 * 49 and np.ptp(data[("location", 0)][1::2]) > 5.0
+    for obj in dst.objects:
+        bpy.data.objects.remove(obj)

@@ -1,0 +1,393 @@
+"""Rigs of the one-body vehicles: helicopter, boat, hovercraft and tank, with their spinning parts; read and bake.
+
+A rig is a chassis object (or a chassis bone of an armature) whose origin is the vehicle's centre of mass,
+its forward axis chosen by the artist (local +Z up), plus spinning parts found by name below it (or among
+the armature's bones): a helicopter's main and tail rotor ('Main rotor', 'Tail rotor'), a boat's
+propellers or a hovercraft's fans ('Prop.L', 'fan_right'; one without a side turns with both thrusts'
+mean), a tank's road wheels, sprockets and idlers of each track ('Road wheel 3.L', 'sprocket_right').
+Controls are custom properties of the chassis (or armature), keyed or set, in the vehicle's units
+(spec.CONTROL_NAMES: collective N, tail N, blade_pitch rad, ...; thrust_left N; force_left N), plus
+`initial_speed` (m/s forward); mass properties come from the preset named by `symplex_vehicle_preset`.
+
+The solver moves the chassis; each part stays at its place on it and turns about its own centre:
+- helicopter rotors at the governed speed while the collective is above zero (the collective changes
+  blade pitch, not speed; at zero collective the rotor is taken as stopped): main rotor at a 218 m/s tip
+  speed about the body's up axis (Bo 105: 424 rpm on a 4.92 m radius [from memory]), the tail rotor
+  2220 / 424 times faster about the body's y axis (Bo 105 tail rotor 2220 rpm [from memory]);
+- propellers and fans at fixed pitch, whose thrust goes as the square of their speed (T = C_T rho A
+  (Omega R)^2): Omega = sign(T) Omega_max sqrt(|T| / max_thrust), about the body's x axis (Omega_max:
+  boat propeller 2750 rpm, a 90 hp outboard at 5500 rpm through a 2:1 gearbox [estimate]; hovercraft fan
+  2800 rpm [estimate]);
+- tank wheels roll with their track: spin = the track's travel (solver) / the wheel's own radius, about
+  the body's y axis, so a wheel in contact with the track rolls without slipping on it.
+Spin angles are the trapezoidal integrals of the rates over the solver's time grid, keyed every frame.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..solver.integrator import simulate
+from ..solver.model import Curve, Mechanism
+from ..solver.trajectory import Trajectory
+from ..solver.vehicles.controls import signal
+from ..solver.vehicles.spec import CONTROL_NAMES, PRESETS, Vehicle, VEHICLE_TYPES
+from . import compat, reference
+from .bake import BakeOptions, write_trajectory
+from .read import FrameGrid
+from .rotations import matrix_to_quat, pose_matrices
+from .vehicle_parts import Part, RigError, candidates, radius, world
+from .vehicle_bake import setup_name
+from .vehicle_rig import (FORWARD_AXES, FORWARD_PROPERTY, INITIAL_SPEED, PRESET_PROPERTY, box_mesh, chassis_bone,
+                          sample_curve, wheel_mesh)
+
+BODY_TYPES = ("helicopter", "boat", "hovercraft", "tank")
+BODY_PRESETS = tuple(name for name, spec in PRESETS.items() if type(spec) in {VEHICLE_TYPES[t] for t in BODY_TYPES})
+TIP_SPEED = 218.0  # m/s, main rotor tip speed (Bo 105: 424 rpm x 2 pi / 60 x 4.92 m) [from memory]
+TAIL_RATIO = 2220.0 / 424.0  # tail rotor over main rotor speed (Bo 105) [from memory]
+PROP_MAX_RATE = {"boat": 2750.0 * np.pi / 30, "hovercraft": 2800.0 * np.pi / 30}  # rad/s at max_thrust [estimate]
+_SIDES = {"l": "left", "left": "left", "r": "right", "right": "right"}
+_AXES = {"x": np.array([1.0, 0.0, 0.0]), "y": np.array([0.0, 1.0, 0.0]), "z": np.array([0.0, 0.0, 1.0])}
+_PROP_WORDS = re.compile(r"prop|propeller|screw|thruster|fan")
+_TRACK_WORDS = re.compile(r"wheel|sprocket|idler|roller")
+
+
+def vehicle_type(preset: str) -> str:
+    """The vehicle type of a one-body preset ('helicopter', 'boat', 'hovercraft', 'tank')."""
+    return next(kind for kind, cls in VEHICLE_TYPES.items() if type(PRESETS[preset]) is cls)
+
+
+def part_role(kind: str, name: str) -> str | None:
+    """The role of a part named `name` on a vehicle of type `kind`: 'rotor_main', 'rotor_tail'; 'prop_left',
+    'prop_right', 'prop'; 'track_left', 'track_right' (tank wheels); None when the name says none."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
+    words = re.findall(r"[a-z]+", spaced)
+    side = next((_SIDES[w] for w in words if w in _SIDES), None)
+    if kind == "helicopter":
+        if "rotor" not in spaced:
+            return None
+        return "rotor_tail" if any(w in ("tail", "rear", "anti") for w in words) else "rotor_main"
+    if kind in ("boat", "hovercraft"):
+        if not _PROP_WORDS.search(spaced):
+            return None
+        return "prop" if side is None else f"prop_{side}"
+    if kind == "tank" and _TRACK_WORDS.search(spaced) and side is not None:
+        return f"track_{side}"
+    return None
+
+
+@dataclass(frozen=True)
+class BodyRig:
+    """The chassis (object, or a bone of `armature`), its forward axis, and the spinning parts by role."""
+
+    kind: str
+    chassis: str
+    forward: str = "+X"
+    armature: str = ""
+    spinners: tuple[tuple[str, str], ...] = ()  # (role, object or bone name)
+
+    @property
+    def owner(self) -> str:
+        return self.armature or self.chassis
+
+    def part(self, name: str) -> Part:
+        return Part(self.armature, name) if self.armature else Part(name)
+
+
+def find_body_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, preset: str, forward: str = "+X",
+                  bone: str = "") -> BodyRig:
+    """The rig of `chassis` for a one-body preset: its spinning parts found by name (below the chassis,
+    else in the scene; an armature's bones). A helicopter needs a main rotor; at most one part per role,
+    except a tank's wheels (any number per side)."""
+    if preset not in BODY_PRESETS:
+        raise RigError(f"vehicle rig {chassis.name!r}: preset must be one of {', '.join(BODY_PRESETS)}, got {preset!r}")
+    if forward not in FORWARD_AXES:
+        raise RigError(f"vehicle rig {chassis.name!r}: forward axis must be one of {', '.join(FORWARD_AXES)}, "
+                       f"got {forward!r}")
+    kind = vehicle_type(preset)
+    armature = chassis.name if chassis.type == "ARMATURE" else ""
+    if armature:
+        bone = bone or chassis_bone(chassis)
+    spinners: list[tuple[str, str]] = []
+    for pool in candidates(scene, chassis):
+        found = [(part_role(kind, p.key), p.key) for p in pool if p.key != bone]
+        found = sorted((r, n) for r, n in found if r is not None)
+        if found:
+            spinners = found
+            break
+    if kind != "tank":
+        roles = [r for r, _ in spinners]
+        twice = sorted({r for r in roles if roles.count(r) > 1})
+        if twice:
+            names = ", ".join(n for r, n in spinners if r in twice)
+            raise RigError(f"vehicle rig {chassis.name!r}: several parts look like the {twice[0]}: {names}; "
+                           f"rename all but one")
+    if kind == "helicopter" and "rotor_main" not in dict(spinners):
+        raise RigError(f"vehicle rig {chassis.name!r}: no main rotor: no part below {chassis.name!r} or in scene "
+                       f"{scene.name!r} is named like 'Main rotor' or 'rotor'")
+    return BodyRig(kind, bone or chassis.name, forward, armature, tuple(spinners))
+
+
+@dataclass(frozen=True)
+class BodyReading(FrameGrid):
+    """A body rig read at its start frame: the Vehicle and each part's rest place on the chassis."""
+
+    rig: BodyRig
+    vehicle: Vehicle
+    frame_start: int
+    frame_end: int
+    fps: float
+    substeps: int
+    chassis_world: np.ndarray  # (4, 4) rigid world matrix of the chassis part at the start
+    parts_world: np.ndarray  # (P, 4, 4) rigid world matrices of the spinning parts at the start
+    radii: np.ndarray  # (P,) tank wheels' radii (else 0)
+
+
+def _controls(owner: bpy.types.Object, kind: str, frame_start: float, fps: float,
+              times: np.ndarray) -> tuple[tuple[str, Curve | float], ...]:
+    """Every control of `kind` keyed or set as a custom property of `owner`, sampled at `times` into Curves."""
+    channels = reference.original_channels(owner)
+    out = []
+    for name in CONTROL_NAMES[kind]:
+        fcurve = compat.find_fcurve(channels, f'["{name}"]', 0)
+        if fcurve is not None:
+            value: Curve | float = sample_curve(fcurve, frame_start, fps, times, 1.0)
+            samples = np.array(value.values)
+        elif name in owner.keys():
+            try:
+                value = float(owner[name])
+            except (TypeError, ValueError):
+                raise RigError(f"vehicle rig {owner.name!r}: property {name!r} must be a number, "
+                               f"got {owner[name]!r}") from None
+            samples = np.array([value])
+        else:
+            continue
+        if not np.all(np.isfinite(samples)):
+            raise RigError(f"vehicle rig {owner.name!r}: property {name!r} must be finite")
+        out.append((name, value))
+    return tuple(out)
+
+
+def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1) -> BodyReading:
+    """Read `rig` at the scene's start frame into a Vehicle of `preset` (see the module docstring)."""
+    name = rig.owner
+    frame_start, frame_end = scene.frame_start, scene.frame_end
+    if frame_end <= frame_start or int(substeps) < 1:
+        raise RigError(f"vehicle rig {name!r}: needs a frame range (got {frame_start}-{frame_end}) and substeps >= 1")
+    fps = scene.render.fps / scene.render.fps_base
+    owner = scene.objects[name]
+    chassis = world(scene, rig.part(rig.chassis), frame_start, rigid=True)
+    ahead = chassis[:3, :3] @ np.array(FORWARD_AXES[rig.forward])
+    up = chassis[:3, 2]
+    R = np.column_stack([ahead, np.cross(up, ahead), up])
+    if rig.kind == "tank":  # the tank's heading only; it stays level
+        theta = np.arctan2(ahead[1], ahead[0])
+        R = np.array([[np.cos(theta), -np.sin(theta), 0.0], [np.sin(theta), np.cos(theta), 0.0], [0.0, 0.0, 1.0]])
+    quat = tuple(float(v) for v in matrix_to_quat(R))
+    steps = (frame_end - frame_start) * int(substeps)
+    dt = 1.0 / (fps * int(substeps))
+    times = 0.5 * dt * np.arange(2 * steps + 1)
+    speed = float(reference.start_value(owner, f'["{INITIAL_SPEED}"]', 0, frame_start)) \
+        if INITIAL_SPEED in owner.keys() else 0.0
+    vehicle = Vehicle(rig.kind, PRESETS[preset], position=tuple(float(v) for v in chassis[:3, 3]), orientation=quat,
+                      velocity=(0.0, 0.0, 0.0, speed, 0.0, 0.0),
+                      controls=_controls(owner, rig.kind, frame_start, fps, times), name=name)
+    parts, radii = [], []
+    for role, part_name in rig.spinners:
+        part = rig.part(part_name)
+        parts.append(world(scene, part, frame_start, rigid=True))
+        if rig.kind == "tank":
+            axle = R[:, 1]
+            radii.append(radius(scene, part, world(scene, part, frame_start), axle, name, f"{role} wheel"))
+        else:
+            radii.append(0.0)
+    return BodyReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), chassis,
+                       np.array(parts).reshape(-1, 4, 4), np.array(radii))
+
+
+def spin_rates(reading: BodyReading, t: np.ndarray) -> np.ndarray:
+    """(len(t), P) spin rate (rad/s) of each rotor or propeller at times t (s after the start frame)."""
+    v, spec, kind = reading.vehicle, reading.vehicle.spec, reading.rig.kind
+    roles = [r for r, _ in reading.rig.spinners]
+    out = np.zeros((len(t), len(roles)))
+    if kind == "helicopter":
+        collective = np.array([signal(v.control("collective"))(tk) for tk in t])
+        main = TIP_SPEED / spec.rotor_radius * (collective > 0)
+        for i, role in enumerate(roles):
+            out[:, i] = main * (TAIL_RATIO if role == "rotor_tail" else 1.0)
+    elif kind in PROP_MAX_RATE:
+        thrust = {side: np.array([signal(v.control(f"thrust_{side}"))(tk) for tk in t]) for side in ("left", "right")}
+        thrust[""] = 0.5 * (thrust["left"] + thrust["right"])
+        for i, role in enumerate(roles):
+            T = np.clip(thrust[role[5:]], -spec.max_thrust, spec.max_thrust)
+            out[:, i] = np.sign(T) * PROP_MAX_RATE[kind] * np.sqrt(np.abs(T) / spec.max_thrust)
+    return out
+
+
+def spin_angles(reading: BodyReading, trajectory: Trajectory) -> np.ndarray:
+    """(N+1, P) spin angle of each part: trapezoidal integral of its rate; tank wheels: travel / radius."""
+    if reading.rig.kind == "tank":
+        names = trajectory.coordinate_names
+        travel = {side: trajectory.q[:, names.index(f"track_{side}")] for side in ("left", "right")}
+        return np.column_stack([travel[role[6:]] / r for (role, _), r in zip(reading.rig.spinners, reading.radii)]) \
+            if reading.rig.spinners else np.zeros((len(trajectory.t), 0))
+    rates = spin_rates(reading, trajectory.t)
+    steps = 0.5 * (rates[1:] + rates[:-1]) * np.diff(trajectory.t)[:, None]
+    return np.vstack([np.zeros((1, rates.shape[1])), np.cumsum(steps, axis=0)])
+
+
+def _axis(kind: str, role: str) -> np.ndarray:
+    if kind == "helicopter":
+        return _AXES["y" if role == "rotor_tail" else "z"]
+    return _AXES["y" if kind == "tank" else "x"]
+
+
+def _rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """Rotations (N, 3, 3) by `angle` about the unit `axis` (Rodrigues)."""
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    a = np.asarray(angle)[:, None, None]
+    return np.eye(3) + np.sin(a) * K + (1 - np.cos(a)) * (K @ K)
+
+
+def object_trajectory(reading: BodyReading, trajectory: Trajectory) -> Trajectory:
+    """`trajectory` restated as world poses of the rig's parts: the chassis rigidly on the solver's body,
+    each spinning part at its rest place turned about its own centre by its spin angle."""
+    body = pose_matrices(trajectory.poses[:, 0])  # (N+1, 4, 4)
+    to_body = np.linalg.inv(body[0])
+    worlds = [body @ (to_body @ reading.chassis_world)]
+    angles = spin_angles(reading, trajectory)
+    for i, (role, _) in enumerate(reading.rig.spinners):
+        rest = to_body @ reading.parts_world[i]
+        local = np.zeros((len(body), 4, 4))
+        local[:, :3, :3] = _rotation(_axis(reading.rig.kind, role), angles[:, i]) @ rest[:3, :3]
+        local[:, :3, 3] = rest[:3, 3]
+        local[:, 3, 3] = 1.0
+        worlds.append(body @ local)
+    stacked = np.stack(worlds, axis=1)
+    poses = np.concatenate([stacked[..., :3, 3], matrix_to_quat(stacked[..., :3, :3])], axis=-1)
+    names = [reading.rig.chassis, *(n for _, n in reading.rig.spinners)]
+    return Trajectory(t=trajectory.t, bodies=names, poses=poses, q=angles,
+                      coordinate_names=[f"{n}_spin" for _, n in reading.rig.spinners], energy=trajectory.energy,
+                      constraint_residual=trajectory.constraint_residual,
+                      newton_iterations=trajectory.newton_iterations, method=trajectory.method,
+                      status=trajectory.status, message=trajectory.message, info=dict(trajectory.info))
+
+
+@dataclass(frozen=True)
+class BodyBakeReport:
+    chassis: str
+    kind: str
+    steps: int
+    keys: int
+    seconds: float
+    max_residual: float
+    distance: float  # m travelled by the centre of mass
+
+    def summary(self) -> str:
+        return (f"Baked {self.kind} {self.chassis!r}: {self.steps} steps, {self.keys} keys in {self.seconds:.2f} s; "
+                f"{self.distance:.1f} m travelled, solver residual {self.max_residual:.1e}")
+
+
+def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1) -> BodyBakeReport:
+    """Read, simulate and bake `rig` over the scene's frame range; on any error nothing changes."""
+    started = time.perf_counter()
+    reading = read_body_rig(scene, rig, preset, substeps)
+    mech = Mechanism(name=f"vehicle rig {rig.owner}", bodies=(), joints=(), gravity=tuple(scene.gravity),
+                     vehicle=reading.vehicle, source=f"vehicle rig {rig.owner!r}")
+    trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    if trajectory.status != "finished":
+        frame = reading.frame_start + trajectory.t[-1] * reading.fps
+        raise RigError(f"vehicle rig {rig.owner!r}: the solver stopped after frame {frame:g}: {trajectory.message}")
+    objects = object_trajectory(reading, trajectory)
+    targets = [rig.part(name).target() for name in objects.bodies]
+    options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps)
+    keys = write_trajectory(objects, targets, options, root=rig.owner)
+    path = trajectory.poses[:, 0, :3]
+    return BodyBakeReport(rig.owner, rig.kind, trajectory.nsteps, keys, time.perf_counter() - started,
+                          float(np.max(trajectory.constraint_residual)),
+                          float(np.sum(np.linalg.norm(np.diff(path, axis=0), axis=1))))
+
+
+# ----------------------------------------------------------------------------------------------
+# Authoring
+
+
+def _place(collection: bpy.types.Collection, parent: bpy.types.Object | None, name: str, mesh: bpy.types.Mesh,
+           location: tuple[float, float, float]) -> bpy.types.Object:
+    obj = bpy.data.objects.new(name, mesh)
+    obj.rotation_mode = "QUATERNION"  # bounded channels keep float32 keys exact to ~1e-7 rad
+    obj.parent = parent
+    obj.location = location
+    collection.objects.link(obj)
+    return obj
+
+
+def build_body_rig(scene: bpy.types.Scene, preset: str, name: str,
+                   location: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> BodyRig:
+    """Add a box chassis (origin at its centre of mass, facing +X, resting where the preset rests: a
+    helicopter 10 m up, a boat at its design draft on water z = location.z, a hovercraft on its cushion,
+    a tank on the ground) with its spinning parts as children, and key a short manoeuvre on it."""
+    if preset not in BODY_PRESETS:
+        raise RigError(f"one-body preset must be one of {', '.join(BODY_PRESETS)}, got {preset!r}")
+    kind, spec = vehicle_type(preset), PRESETS[preset]
+    collection = bpy.data.collections.new(name)
+    scene.collection.children.link(collection)
+    x, y, z = location
+    parts: list[tuple[str, tuple[float, float, float], bpy.types.Mesh]] = []
+    if kind == "helicopter":
+        body, height = box_mesh(name, (8.0, 1.6, 1.8)), z + 10.0
+        r = spec.rotor_radius
+        parts = [(f"{name} main rotor", (0.0, 0.0, spec.rotor_height), box_mesh(f"{name} rotor", (2 * r, 0.3, 0.05))),
+                 (f"{name} tail rotor", (-spec.tail_arm, -0.3, 0.6), box_mesh(f"{name} tail", (1.9, 0.05, 0.2)))]
+    elif kind in ("boat", "hovercraft"):
+        if kind == "boat":
+            body = box_mesh(name, (spec.hull_length, spec.hull_beam, spec.hull_height))
+            height = z + spec.design_draft - spec.keel_below_com
+            place, size = (-spec.thruster_behind_com, -spec.thruster_below_com), 0.35
+        else:
+            body = box_mesh(name, (spec.skirt_length, spec.skirt_width, 1.0))
+            height = z + spec.rest_height
+            place, size = (-spec.thruster_behind_com, spec.thruster_above_com), 1.0
+        for side, sign in (("L", 1.0), ("R", -1.0)):
+            word = "Prop" if kind == "boat" else "Fan"
+            parts.append((f"{name} {word}.{side}", (place[0], sign * spec.thruster_spacing / 2, place[1]),
+                          box_mesh(f"{name} {word} {side}", (0.05, size, size / 3))))
+    else:
+        body, height = box_mesh(name, (7.7, spec.track_gauge - 0.6, 1.2)), z + spec.com_height
+        r = spec.road_wheel_radius
+        for side, sign in (("L", 1.0), ("R", -1.0)):
+            for i, px in enumerate(np.linspace(-spec.track_length / 2, spec.track_length / 2, 6)):
+                parts.append((f"{name} road wheel {i}.{side}", (px, sign * spec.track_gauge / 2, r - spec.com_height),
+                              wheel_mesh(f"{name} wheel {i} {side}", r, 0.3)))
+    chassis = _place(collection, None, name, body, (x, y, height))
+    chassis[PRESET_PROPERTY] = preset
+    chassis[FORWARD_PROPERTY] = "+X"
+    for part_name, offset, mesh in parts:
+        _place(collection, chassis, part_name, mesh, offset)
+    _key_manoeuvre(chassis, kind, spec, scene.frame_start, scene.render.fps / scene.render.fps_base)
+    return find_body_rig(scene, chassis, preset)
+
+
+def _key_manoeuvre(chassis: bpy.types.Object, kind: str, spec, frame_start: int, fps: float) -> None:
+    """Key a few seconds of controls: a helicopter hovers then climbs, boat and hovercraft open up and turn
+    left, a tank drives off and pivots left."""
+    if kind == "helicopter":
+        weight = spec.mass * 9.81
+        keys = {"collective": ((0.0, weight), (1.0, 1.1 * weight), (2.0, weight))}
+    elif kind in ("boat", "hovercraft"):
+        low = 0.3 if kind == "boat" else 0.2
+        keys = {"thrust_right": ((0.0, 0.0), (1.0, spec.max_thrust)),
+                "thrust_left": ((0.0, 0.0), (1.0, spec.max_thrust), (2.0, low * spec.max_thrust))}
+    else:
+        f = spec.max_track_force
+        keys = {"force_left": ((0.0, 0.0), (0.5, 0.3 * f), (2.0, 0.3 * f), (2.3, -0.7 * f)),
+                "force_right": ((0.0, 0.0), (0.5, 0.3 * f), (2.0, 0.3 * f), (2.3, 0.7 * f))}
+    for prop, points in keys.items():
+        for t, value in points:
+            chassis[prop] = float(value)
+            chassis.keyframe_insert(f'["{prop}"]', frame=frame_start + t * fps)
