@@ -13,7 +13,7 @@ from addon.solver.collision.boxbox import box_box, separating_axes
 from addon.solver.collision.broadphase import sweep_pairs
 from addon.solver.collision.convex import convex_pair
 from addon.solver.collision.primitives import capsule_capsule, sphere_box, sphere_capsule, sphere_sphere
-from addon.solver.collision.shapes import aabbs, world_frames
+from addon.solver.collision.shapes import aabbs, support, world_frames
 from addon.solver.lie import quat_to_matrix
 from addon.solver.model import Body, Collider, Joint, Mechanism
 
@@ -182,7 +182,6 @@ def test_aabbs_contain_every_support_point():
         positions, quats = random_poses(rng)
         rot, origin = frames(world, positions, quats)
         lower, upper = aabbs(world.shapes, rot, origin)
-        from addon.solver.collision.shapes import support
         for d in np.vstack([np.eye(3), -np.eye(3)]):
             p = support(world.shapes, 0, rot[0], origin[0], d)
             assert np.all(p >= lower[0] - 1e-12) and np.all(p <= upper[0] + 1e-12)
