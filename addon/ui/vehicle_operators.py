@@ -1,25 +1,27 @@
-"""Vehicle rig operators: Add Car Rig, Bake Vehicle, Free Vehicle Bake (undoable, in F3 search).
+"""Vehicle rig operators: Add Vehicle Rig, Bake Vehicle, Free Vehicle Bake (undoable, in F3 search).
 
-Thin wrappers over bridge/vehicle_rig.py and bridge/vehicle_bake.py: resolve the chassis (named, else
-the active object or the parent of an active wheel), call one bridge function, report. Errors name the
-object, property or frame; a failed bake changes nothing.
+Thin wrappers over bridge/vehicle_rig.py, vehicle_body_rig.py and vehicle_bake.py: resolve the chassis
+(named, else the active object or the parent of an active wheel; an armature for a bone rig), call one
+bridge function, report. Cars (with or without trailer) bake with their wheels, helicopters, boats,
+hovercraft and tanks with their spinning parts. Errors name the object, bone, property or frame; a
+failed bake changes nothing.
 """
 
 import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 from bpy.types import Operator
 
-from ..bridge import vehicle_bake, vehicle_rig
+from ..bridge import vehicle_bake, vehicle_body_rig, vehicle_rig
 from ..solver.trajectory import SolverError
 
 ADD_VEHICLE = "symplex.add_vehicle"
 BAKE_VEHICLE = "symplex.bake_vehicle"
 FREE_VEHICLE_BAKE = "symplex.free_vehicle_bake"
 
-_PRESETS = [(name, name.title(), f"Mass properties of the {name} preset; geometry from the rig")
-            for name in vehicle_rig.CAR_PRESETS]
+_PRESETS = [(name, name.replace("_", " ").title(), f"Mass properties of the {name} preset; geometry from the rig")
+            for name in vehicle_rig.CAR_PRESETS + vehicle_body_rig.BODY_PRESETS]
 _AXES = [(axis, axis, f"The chassis drives along its local {axis} axis") for axis in vehicle_rig.FORWARD_AXES]
-_FROM_RIG = ("AUTO", "From Rig", "As stored on the chassis by Add Car Rig, else the first choice")
+_FROM_RIG = ("AUTO", "From Rig", "As stored on the chassis by Add Vehicle Rig, else the first choice")
 
 
 def _chassis(operator, context) -> bpy.types.Object | None:
@@ -40,10 +42,11 @@ def _poll_chassis(cls, context) -> bool:
 
 
 class SYMPLEX_OT_add_vehicle(Operator):
-    """Add a car rig: a box chassis with four wheels and a keyed slalom (drive_torque, steer)"""
+    """Add a vehicle rig: a car with four wheels (and a trailer) keyed through a slalom, or a helicopter, boat,
+    hovercraft or tank with its rotors, propellers, fans or road wheels and a keyed manoeuvre"""
 
     bl_idname = ADD_VEHICLE
-    bl_label = "Add Car Rig"
+    bl_label = "Add Vehicle Rig"
     bl_options = {"REGISTER", "UNDO"}
 
     preset: EnumProperty(name="Preset", items=_PRESETS)
@@ -58,23 +61,29 @@ class SYMPLEX_OT_add_vehicle(Operator):
         return True
 
     def execute(self, context):
-        rig = vehicle_rig.build_car_rig(context.scene, self.preset, self.name, tuple(context.scene.cursor.location),
-                                        self.slalom)
+        location = tuple(context.scene.cursor.location)
+        if self.preset in vehicle_body_rig.BODY_PRESETS:
+            rig = vehicle_body_rig.build_body_rig(context.scene, self.preset, self.name, location)
+        else:
+            rig = vehicle_rig.build_car_rig(context.scene, self.preset, self.name, location, self.slalom)
         chassis = context.scene.objects[rig.chassis]
         if chassis.name in context.view_layer.objects:
             context.view_layer.objects.active = chassis
-        self.report({"INFO"}, f"Added car rig {rig.chassis!r} ({self.preset})")
+        self.report({"INFO"}, f"Added vehicle rig {rig.chassis!r} ({self.preset})")
         return {"FINISHED"}
 
 
 class SYMPLEX_OT_bake_vehicle(Operator):
-    """Simulate the selected car rig over the scene's frame range and bake chassis and wheels to keys"""
+    """Simulate the selected vehicle rig over the scene's frame range and bake chassis, wheels, trailer,
+    rotors or propellers to keys (objects, or the pose bones of an armature rig)"""
 
     bl_idname = BAKE_VEHICLE
     bl_label = "Bake Vehicle"
     bl_options = {"REGISTER", "UNDO"}
 
-    chassis: StringProperty(name="Chassis", description="Chassis object (empty: the active object)")
+    chassis: StringProperty(name="Chassis", description="Chassis object or armature (empty: the active object)")
+    chassis_bone: StringProperty(name="Chassis Bone", description="Armature rigs: the chassis bone (empty: the "
+                                                                  "bone named like 'chassis', 'body' or 'hull')")
     preset: EnumProperty(name="Preset", items=[_FROM_RIG, *_PRESETS])
     forward: EnumProperty(name="Forward Axis", items=[_FROM_RIG, *_AXES])
     wheel_fl: StringProperty(name="Front Left", description="Wheel object (empty: found by name)")
@@ -98,12 +107,16 @@ class SYMPLEX_OT_bake_vehicle(Operator):
         forward = self.forward if self.forward != "AUTO" else chassis.get(vehicle_rig.FORWARD_PROPERTY, "+X")
         picked = {key: getattr(self, key) for key in vehicle_rig.WHEEL_LABELS}
         try:
-            rig = vehicle_rig.find_rig(context.scene, chassis, forward, picked)
-            report = vehicle_bake.bake_vehicle(context.scene, rig, preset, self.substeps, self.ground or None)
+            if preset in vehicle_body_rig.BODY_PRESETS:
+                rig = vehicle_body_rig.find_body_rig(context.scene, chassis, preset, forward, self.chassis_bone)
+                report = vehicle_body_rig.bake_body_rig(context.scene, rig, preset, self.substeps)
+            else:
+                rig = vehicle_rig.find_rig(context.scene, chassis, forward, picked, self.chassis_bone)
+                report = vehicle_bake.bake_vehicle(context.scene, rig, preset, self.substeps, self.ground or None)
         except (vehicle_rig.RigError, SolverError, KeyError) as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        for warning in report.warnings:
+        for warning in getattr(report, "warnings", ()):
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, report.summary())
         return {"FINISHED"}

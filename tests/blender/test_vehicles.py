@@ -575,3 +575,23 @@ def test_command_line_bake_of_a_saved_file_keys_the_car_rig(symplex, tmp_path):
     assert len(data[("location", 0)]) == 2 * 49 and np.ptp(data[("location", 0)][1::2]) > 5.0
     for obj in dst.objects:
         bpy.data.objects.remove(obj)
+
+
+def test_operators_add_and_bake_a_hovercraft_and_a_bone_rig(symplex):
+    scene = new_scene("ops body", frames=25, fps=24)
+    with bpy.context.temp_override(scene=scene):
+        assert bpy.ops.symplex.add_vehicle(preset="hovercraft", name="Hover") == {"FINISHED"}
+        hover = scene.objects["Hover"]
+        with bpy.context.temp_override(scene=scene, active_object=hover, object=hover):
+            assert bpy.ops.symplex.bake_vehicle() == {"FINISHED"}
+            fans = [o for o in hover.children if compat.assigned(o) is not None]
+            assert len(fans) == 2 and all(compat.assigned(o).action.name.startswith("Symplex") for o in fans)
+            assert bpy.ops.symplex.free_vehicle_bake() == {"FINISHED"}
+        arm = bone_car(scene)
+        with bpy.context.temp_override(scene=scene, active_object=arm, object=arm):
+            assert bpy.ops.symplex.bake_vehicle() == {"FINISHED"}
+            assert ('pose.bones["Wheel.RR"].rotation_quaternion', 1) in fcurve_data(arm)
+            del arm.pose.bones["Wheel.RR"]["radius"]
+            with pytest.raises(RuntimeError, match="rear right wheel bone 'Wheel.RR' of .* needs a custom property "
+                                                   "'radius'"):
+                bpy.ops.symplex.bake_vehicle()
