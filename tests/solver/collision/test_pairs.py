@@ -221,3 +221,17 @@ def test_sphere_hull_and_cylinder_distances():
     d, n = one(query(world, (0.1, 0, 0.1), (0, 0, 0), margin=2.0), world)  # centre inside: EPA
     # EPA polytopes approach a curved side from inside: the depth error is second order in the normal's
     assert abs(d - (-0.1 - 0.1)) < 1e-9 and np.allclose(n, [-1, 0, 0], atol=1e-4)
+
+
+def test_domino_leaning_on_the_next_touches_along_its_top_edge():
+    """A 0.05 x 0.25 x 0.5 m domino tipped 30 degrees about its front bottom edge reaches
+    hx + 2 hz sin 30 = 0.275 m: its top edge lies on the back face of a standing one at 0.3 + gap."""
+    hx, hy, hz, gap = 0.025, 0.125, 0.25, 1e-3
+    world = pair_world("box", (hx, hy, hz), "box", (hx, hy, hz))
+    tilt = math.pi / 6
+    centre_a = np.array([hx, 0.0, 0.0]) + rotvec_to_matrix(np.array([0.0, tilt, 0.0])) @ np.array([-hx, 0.0, hz])
+    c = query(world, centre_a, (0.3 + gap, 0.0, hz), rot_a=(0.0, tilt, 0.0), margin=2e-3)
+    dist, normal = oriented(c, world)
+    assert len(c) == 2 and np.allclose(dist, gap, atol=1e-12) and np.allclose(normal, [1, 0, 0], atol=1e-12)
+    assert np.allclose(np.sort(c.point_a_world[:, 1]), [-hy, hy], atol=1e-12)
+    assert np.allclose(c.point_b_world[:, 0], 0.3 + gap - hx, atol=1e-12)
