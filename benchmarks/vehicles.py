@@ -5,8 +5,8 @@ For each vehicle preset (presets/vehicles/*.toml) at dt = 0.01 s over its 10 s s
 - Lie: steps per second of the 'vehicle' method through make_integrator (what a bake runs, recording
   included), and its accuracy: the largest centre-of-mass position error at t = 1, 2, ... 10 s against
   a reference (RK4 at h = 1 ms for the SE(3) vehicles, the Lie method at dt / 16 for the others).
-- RK4 (solver/vehicles/rk4.py, SE(3) vehicles only; the nonholonomic car, kart and snakeboard have no
-  RK4 baseline): the largest step from RK4_STEPS whose error is at most the Lie method's, its steps
+- RK4 (solver/vehicles/rk4.py, SE(3) vehicles only; the nonholonomic cars, car with trailer, tank and
+  snakeboard have no RK4 baseline): the largest step from RK4_STEPS whose error is at most the Lie method's, its steps
   per second, and the wall time both need for the 10 s at that accuracy.
 - Batch: BATCH copies of the SE(3) vehicle stepped at once by holonomic.step (broadcast state), as
   steps x vehicles per second, beside one vehicle stepped alone by the same function.
@@ -33,6 +33,7 @@ from addon.solver.model import Mechanism
 from addon.solver.vehicles import holonomic, rk4
 from addon.solver.vehicles.boat import compile_boat
 from addon.solver.vehicles.helicopter import compile_helicopter
+from addon.solver.vehicles.hovercraft import compile_hovercraft
 from addon.solver.vehicles.spec import VehicleStepError
 
 DT = 0.01
@@ -41,7 +42,8 @@ SAMPLES = np.arange(1.0, DURATION + 0.5, 1.0)  # times (s) where positions are c
 REFERENCE_H = 0.001
 RK4_STEPS = (0.5, 0.25, 0.2, 0.1, 0.05, 0.025, 0.02, 0.01, 0.005, 0.0025)  # candidate RK4 steps, largest first
 BATCH = 1000
-PRESETS = ("sedan", "kart", "helicopter", "speedboat", "snakeboard")
+PRESETS = ("sedan", "kart", "truck", "car_trailer", "tank", "helicopter", "speedboat", "hovercraft", "snakeboard")
+HOLONOMIC = ("helicopter", "boat", "hovercraft")  # SE(3) vehicle types: RK4 baseline and batches
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,8 @@ def _holonomic_model(mech: Mechanism):
     vehicle = mech.vehicle
     if vehicle.type == "helicopter":
         model, _ = compile_helicopter(vehicle, mech.gravity)
+    elif vehicle.type == "hovercraft":
+        model = compile_hovercraft(vehicle, mech.gravity)
     else:
         model = compile_boat(vehicle, mech.gravity)
     g0 = groups.se3_element(quat_to_matrix(np.asarray(vehicle.orientation, dtype=float)), vehicle.position)
@@ -125,7 +129,7 @@ def measure(preset: str, quick: bool = False) -> Row:
     kind = mech.vehicle.type
     lie_rate, lie_pos = _lie_run(mech, DT)
     lie_seconds = DURATION / DT / lie_rate
-    if kind not in ("helicopter", "boat"):
+    if kind not in HOLONOMIC:
         _, ref = _lie_run(mech, DT / 16)
         return Row(preset, kind, lie_rate, _error(lie_pos, ref), "Lie at dt/16", lie_seconds=lie_seconds)
     _, ref = _rk4_run(mech, REFERENCE_H)
@@ -172,7 +176,8 @@ def table(rows: list[Row], command: str) -> list[str]:
         f"Made with `{command}` ({_environment()}). Error: largest centre-of-mass position error at "
         "t = 1, 2, ... 10 s against the reference. RK4 (quaternion renormalised each stage) runs at the "
         "largest step from " + ", ".join(f"{h:g}" for h in RK4_STEPS) + " s whose error is at most the Lie "
-        "method's (a step that fails or leaves the model's range counts as not accurate); the car, kart and snakeboard are nonholonomic and have no RK4 baseline. Batch: "
+        "method's (a step that fails or leaves the model's range counts as not accurate); the cars, the car with "
+        "trailer, the tank and the snakeboard are nonholonomic and have no RK4 baseline. Batch: "
         f"{BATCH} vehicles stepped at once by holonomic.step (one Newton solve over the broadcast state).",
         "",
         "| preset | type | Lie steps/s | Lie error (m) | reference | RK4 step (s) | RK4 steps/s | RK4 error (m) "
