@@ -352,6 +352,12 @@ def multiply(fac: Factor, x: np.ndarray) -> np.ndarray:
     lay = fac.layout
     rows, n = lay.row_offset, lay.order.n_bodies
     x = np.asarray(x, dtype=float)
+    if fac.native:
+        columns = np.ascontiguousarray(x.reshape(len(x), -1))
+        out = np.empty(columns.shape)
+        _native.multiply(len(lay.dims), lay.parent, lay.dim, lay.sq_offset, lay.row_offset, lay.has_mass, fac.mass,
+                         lay.edge_offset, lay.edge_transposed, fac.edges, columns, out)
+        return out.reshape(x.shape)
     out = np.zeros(x.shape)
     for body, d in enumerate(lay.dims[:n]):
         o = lay.sq_offset[body]
@@ -404,7 +410,8 @@ def _apply_rows(fac: Factor, auxiliary: list[Constraint], x: np.ndarray) -> np.n
 
 
 def solve_auxiliary(fac: Factor, auxiliary: list[Constraint], rhs: np.ndarray,
-                    rhs_auxiliary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                    rhs_auxiliary: np.ndarray, redundant: bool = False,
+                    refine: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Solve the primary system bordered by k auxiliary equality rows, in O(nk) + O(k^3).
 
     Solves [[M, J^T, A^T], [J, 0, 0], [A, 0, 0]] [v; lam; mu] = [f; g; g_aux] by constraint
@@ -422,6 +429,11 @@ def solve_auxiliary(fac: Factor, auxiliary: list[Constraint], rhs: np.ndarray,
         ``(N,)`` primary right-hand side ``[f; g]``.
     rhs_auxiliary : numpy.ndarray
         ``(k,)`` auxiliary right-hand side.
+    redundant : bool
+        Allow redundant auxiliary rows (a planar loop closed by a full 3-D joint): mu is the
+        minimum-norm least-squares solution of Q mu = A v0 - g_aux (exact when the rows agree).
+    refine : int
+        Iterative refinement steps of the primary solves (`solve`).
 
     Returns
     -------
@@ -433,7 +445,7 @@ def solve_auxiliary(fac: Factor, auxiliary: list[Constraint], rhs: np.ndarray,
     Raises
     ------
     numpy.linalg.LinAlgError
-        Redundant auxiliary rows (singular Q).
+        Redundant auxiliary rows (singular Q) when not `redundant`.
     """
     k = len(rhs_auxiliary)
     offsets = fac.layout.row_offset
@@ -444,11 +456,15 @@ def solve_auxiliary(fac: Factor, auxiliary: list[Constraint], rhs: np.ndarray,
         for body, block in zip(aux.bodies, aux.blocks):
             stacked[offsets[body]:offsets[body + 1], 1 + row:1 + row + aux.rows] += block.T
         row += aux.rows
-    solved = solve(fac, stacked)
+    solved = solve(fac, stacked, refine)
     x0, responses = solved[:, 0], solved[:, 1:]
     q_matrix = _apply_rows(fac, auxiliary, responses)
+    q_matrix = (q_matrix + q_matrix.T) / 2
+    if redundant:
+        mu = np.linalg.lstsq(q_matrix, _apply_rows(fac, auxiliary, x0) - rhs_auxiliary, rcond=1e-12)[0]
+        return x0 - responses @ mu, mu
     try:
-        mu = np.linalg.solve((q_matrix + q_matrix.T) / 2, _apply_rows(fac, auxiliary, x0) - rhs_auxiliary)
+        mu = np.linalg.solve(q_matrix, _apply_rows(fac, auxiliary, x0) - rhs_auxiliary)
     except np.linalg.LinAlgError as exc:
         raise np.linalg.LinAlgError(
             f"the {k} auxiliary rows are redundant (singular {k} x {k} matrix A Mhat^-1 A^T)") from exc

@@ -160,3 +160,40 @@ void symplex_baraff_solve(int64_t n_nodes, const int64_t *forward, const int64_t
         memcpy(xn, scratch, (size_t)(d * ncol) * sizeof(double));
     }
 }
+
+void symplex_baraff_multiply(int64_t n_nodes, const int64_t *parent, const int64_t *dim, const int64_t *sq_offset,
+                             const int64_t *row_offset, const int64_t *has_mass, const double *mass,
+                             const int64_t *edge_offset, const int64_t *edge_transposed, const double *edges,
+                             int64_t ncol, const double *x, double *out) {
+    for (int64_t node = 0; node < n_nodes; node++) {
+        int64_t d = dim[node];
+        double *on = out + row_offset[node] * ncol;
+        for (int64_t i = 0; i < d * ncol; i++) on[i] = 0.0;
+        if (!has_mass[node]) continue;
+        const double *m = mass + sq_offset[node];
+        const double *xn = x + row_offset[node] * ncol;
+        for (int64_t i = 0; i < d; i++)
+            for (int64_t k = 0; k < d; k++) {
+                double f = m[i * d + k];
+                for (int64_t c = 0; c < ncol; c++) on[i * ncol + c] += f * xn[k * ncol + c];
+            }
+    }
+    for (int64_t node = 0; node < n_nodes; node++) {
+        int64_t up = parent[node];
+        if (up < 0) continue;
+        int64_t d = dim[node], dp = dim[up];
+        const double *e = edges + edge_offset[node];
+        const double *xn = x + row_offset[node] * ncol, *xp = x + row_offset[up] * ncol;
+        double *on = out + row_offset[node] * ncol, *op = out + row_offset[up] * ncol;
+        for (int64_t i = 0; i < d; i++)
+            for (int64_t j = 0; j < dp; j++) {
+                /* C[i][j] = H_{node,up}[i][j] */
+                double f = edge_transposed[node] ? e[j * d + i] : e[i * dp + j];
+                if (f == 0.0) continue;
+                for (int64_t c = 0; c < ncol; c++) {
+                    on[i * ncol + c] += f * xp[j * ncol + c];
+                    op[j * ncol + c] += f * xn[i * ncol + c];
+                }
+            }
+    }
+}

@@ -20,12 +20,14 @@ _int, _ptr = ctypes.c_int64, ctypes.c_void_p
 
 def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
-    if lib is None or not hasattr(lib, "symplex_baraff_factor"):
+    if lib is None or not hasattr(lib, "symplex_baraff_multiply"):
         return None
     lib.symplex_baraff_factor.argtypes = [_int] + [_ptr] * 12
     lib.symplex_baraff_factor.restype = _int
     lib.symplex_baraff_solve.argtypes = [_int] + [_ptr] * 8 + [_int, _ptr, _ptr]
     lib.symplex_baraff_solve.restype = None
+    lib.symplex_baraff_multiply.argtypes = [_int] + [_ptr] * 9 + [_int, _ptr, _ptr]
+    lib.symplex_baraff_multiply.restype = None
     return lib
 
 
@@ -47,3 +49,12 @@ def solve(n_nodes: int, forward: np.ndarray, parent: np.ndarray, dim: np.ndarray
     LIB.symplex_baraff_solve(n_nodes, *(a.ctypes.data for a in (
         forward, parent, dim, sq_offset, lt_offset, row_offset, dinv, lt)), x.shape[1], x.ctypes.data,
         scratch.ctypes.data)
+
+
+def multiply(n_nodes: int, parent: np.ndarray, dim: np.ndarray, sq_offset: np.ndarray, row_offset: np.ndarray,
+             has_mass: np.ndarray, mass: np.ndarray, edge_offset: np.ndarray, edge_transposed: np.ndarray,
+             edges: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    """Run symplex_baraff_multiply: out = H x, x and out (N, ncol)."""
+    LIB.symplex_baraff_multiply(n_nodes, *(a.ctypes.data for a in (
+        parent, dim, sq_offset, row_offset, has_mass, mass, edge_offset, edge_transposed, edges)), x.shape[1],
+        x.ctypes.data, out.ctypes.data)

@@ -35,4 +35,11 @@ void symplex_baraff_solve(int64_t n_nodes, const int64_t *forward, const int64_t
                           const int64_t *sq_offset, const int64_t *lt_offset, const int64_t *row_offset,
                           const double *dinv, const double *lt, int64_t ncol, double *x, double *scratch);
 
+/* out = H x for ncol columns (x, out (N, ncol) row-major): the residuals of iterative refinement.
+ * Inputs as in symplex_baraff_factor, plus row_offset. */
+void symplex_baraff_multiply(int64_t n_nodes, const int64_t *parent, const int64_t *dim, const int64_t *sq_offset,
+                             const int64_t *row_offset, const int64_t *has_mass, const double *mass,
+                             const int64_t *edge_offset, const int64_t *edge_transposed, const double *edges,
+                             int64_t ncol, const double *x, double *out);
+
 #endif

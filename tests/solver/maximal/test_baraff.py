@@ -225,7 +225,8 @@ def test_redundant_rows_name_the_constraint():
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_refinement_recovers_accuracy_with_gaussian_blocks(seed):
+@pytest.mark.parametrize("native", [False, pytest.param(True, marks=needs_c)], ids=["numpy", "c"])
+def test_refinement_recovers_accuracy_with_gaussian_blocks(seed, native):
     """Gaussian 1..5 x 6 blocks: some child-side blocks are nearly rank-deficient, so the unpivoted
     tree factorisation loses digits; one refinement step brings it back to dense-solve accuracy."""
     rng = np.random.default_rng(seed)
@@ -236,7 +237,7 @@ def test_refinement_recovers_accuracy_with_gaussian_blocks(seed):
         constraints.append(Constraint((body, body - 1), tuple(rng.standard_normal((rows, 6)) for _ in range(2))))
     h = dense_saddle(masses, dense_rows(constraints, 200))
     rhs = rng.standard_normal(h.shape[0])
-    fac = factor(masses, constraints)
+    fac = factor(masses, constraints, native=native)
     np.testing.assert_allclose(baraff.multiply(fac, rhs), h @ rhs, rtol=0, atol=1e-12 * np.abs(h @ rhs).max())
     assert rel_err(solve(fac, rhs, refine=1), np.linalg.solve(h, rhs)) < 1e-10
 

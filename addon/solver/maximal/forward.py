@@ -1,0 +1,238 @@
+"""Baraff's continuous-time forward dynamics in maximal coordinates, stabilised, and an RK4 step on it.
+
+Seed 002 (notes/002.md §2-4): every body is a free rigid body with state x (centre of mass, world),
+q (unit quaternion, body to world), v (world) and w (body axes); with M_b = diag(m I, J) constant in
+these coordinates,
+
+    M a = f(t, z, zdot) - (0, w x J w) + G^T lam,      G a = c,       c = -Gdot zdot + T'' - stab
+
+where G = dg/d(x, phi) are the joint rows of joints.py (the variational method's rows: both maximal
+methods read the same Mechanism, every joint type, prescribed joints as rows g - T(t)), f is gravity,
+user forces and every coordinate force of forces.py (springs, dampers, velocity servos, keyed
+torques) and Gdot zdot the rows' velocity product, a central difference of G along the motion.
+Accelerations come from H = [[M, G^T], [G, 0]] by Baraff's O(n) factor (baraff.factor_flat, primary
+joints) and, for loop-closing joints, auxiliary rows (baraff.solve_auxiliary, O(nk)).
+
+Drift control (the paper names stabilisation but gives no formula, notes/002.md §4.1):
+"projection" (default) projects each step's end back onto g = T (M-orthogonal Gauss-Newton with
+the same factor) and its velocities onto G zdot = T' (post-stabilisation); "baumgarte" adds
+stab = 2 r (G zdot - T') + r^2 (g - T) (critically damped at rate r); "none" leaves drift in.
+
+Contacts and joint limits are not handled (the preview ignores colliders and limits, like tree-rk4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..curves import derivative
+from ..lie import cross, quat_to_matrix
+from ..trajectory import SolverError
+from . import baraff, forces
+from .bodies import qmul
+from .joints import ANGLE, JointFrames, frames, generic_rows, keyed_torques, row_targets, unwrap
+from .variational import MaximalModel
+
+STABILISATION = ("projection", "baumgarte", "none")
+# Iterative refinement steps per solve: the unpivoted tree order loses digits when bodies have floored
+# (near-zero) inertia, e.g. point-mass links (baraff.solve); two steps bring it to rounding level.
+REFINE = 2
+
+
+@dataclass
+class ForwardState:
+    """Time t; x, q, v, w (B, 3 | 4); windings of ANGLE coordinates (C,) and rows (R, all rows)."""
+
+    t: float
+    x: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    w: np.ndarray
+    coord_winding: np.ndarray
+    row_winding: np.ndarray
+
+
+def rotate(q: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """q (x) exp(phi / 2): turn each body by the body-axes rotation vector phi (B, 3)."""
+    angle = np.linalg.norm(phi, axis=1, keepdims=True)
+    half = 0.5 * angle
+    axis_scale = np.where(angle > 1e-12, np.sin(half) / np.where(angle > 1e-12, angle, 1.0), 0.5 - angle**2 / 48)
+    return qmul(q, np.concatenate([np.cos(half), axis_scale * phi], axis=1))
+
+
+class ForwardDynamics:
+    """Accelerations, RK4 steps and projections for one MaximalModel (variational.compile_maximal)."""
+
+    def __init__(self, model: MaximalModel, stabilisation: str = "projection", rate: float = 20.0):
+        if stabilisation not in STABILISATION:
+            raise ValueError(f"unknown stabilisation {stabilisation!r}; use one of {', '.join(STABILISATION)}")
+        self.model, self.stabilisation, self.rate = model, stabilisation, float(rate)
+        js, bs = model.joints, model.bodies
+        n = bs.count
+        self.rows = model.order
+        self.row_joint, self.row_kind = js.row_joint[self.rows], js.row_kind[self.rows]
+        self.a, self.b = js.parent[self.row_joint], js.child[self.row_joint]
+        mass = np.zeros((n, 6, 6))
+        mass[:, :3, :3] = bs.mass[:, None, None] * np.eye(3)
+        mass[:, 3:, 3:] = bs.inertia
+        self.mass_flat = mass.reshape(-1)
+        primary = list(model.primary)
+        self.layout = baraff.make_layout([6] * n, [bodies for _, bodies in primary],
+                                         [sl.stop - sl.start for sl, _ in primary])
+        gather = []  # flat index into jac (R, 12) of every entry of baraff's edge array
+        for sl, bodies in primary:
+            for side in ((0, 6) if len(bodies) == 2 else (6,)):
+                gather.append((np.arange(sl.start, sl.stop)[:, None] * 12 + side + np.arange(6)).ravel())
+        self.gather = np.concatenate(gather) if gather else np.zeros(0, dtype=np.int64)
+        self.auxiliary = []  # (row indices, bodies, column starts) per loop-closing joint
+        for j in model.loop_joints:
+            rows = np.nonzero(self.row_joint == j)[0]
+            if len(rows) == 0:
+                continue
+            parent, child = int(js.parent[j]), int(js.child[j])
+            sides = ([(parent, 0)] if parent != n else []) + [(child, 6)]
+            self.auxiliary.append((rows, tuple(b for b, _ in sides), tuple(c for _, c in sides)))
+        self.curve_rows = np.nonzero(js.row_curve[self.rows] >= 0)[0]
+        self.angles = bool(np.any(js.coord_kind == ANGLE) or np.any(js.row_kind == ANGLE))  # windings to track
+        self._factor: baraff.Factor | None = None
+
+    # -- rows, forces and the linear solve -------------------------------------------------------------
+
+    def targets(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row targets T, T', T'' (R,) at t (prescribed joints; zero elsewhere)."""
+        js = self.model.joints
+        value = row_targets(js, t)[self.rows]
+        rate, accel = np.zeros(len(self.rows)), np.zeros(len(self.rows))
+        h = 1e-5
+        for r in self.curve_rows:
+            curve = js.curves[js.row_curve[self.rows[r]]]
+            rate[r] = derivative(curve, t)
+            accel[r] = (derivative(curve, t + h) - derivative(curve, t - h)) / (2 * h)
+        return value, rate, accel
+
+    def row_values(self, x: np.ndarray, q: np.ndarray, winding: np.ndarray,
+                   fr: JointFrames | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Row values g (R,) (windings of all rows applied) and Jacobians (R, 12) in model.order."""
+        val, jac = generic_rows(fr or frames(self.model.joints, x, q), self.row_joint, self.row_kind)
+        return val + winding[self.rows], jac
+
+    @staticmethod
+    def apply(jac: np.ndarray, a: np.ndarray, b: np.ndarray, zdot: np.ndarray) -> np.ndarray:
+        """Rows (n, 12) over bodies a, b times body velocities zdot (B, 6) (world = index B: zero)."""
+        ze = np.vstack([zdot, np.zeros((1, 6))])
+        return np.einsum("rk,rk->r", jac[:, :6], ze[a]) + np.einsum("rk,rk->r", jac[:, 6:], ze[b])
+
+    def solve(self, jac: np.ndarray, force: np.ndarray, rhs_rows: np.ndarray) -> np.ndarray:
+        """Body part u (B, 6) of H [u; y] = [force (B, 6); rhs_rows (R,)], H factored at rows `jac`."""
+        self._factor = baraff.factor_flat(self.layout, self.mass_flat, jac.reshape(-1)[self.gather],
+                                          reuse=self._factor)
+        npr = self.model.n_primary
+        rhs = np.concatenate([force.reshape(-1), rhs_rows[:npr]])
+        if not self.auxiliary:
+            x = baraff.solve(self._factor, rhs, REFINE)
+        else:
+            aux = [baraff.Constraint(bodies, tuple(jac[rows, c:c + 6] for c in cols))
+                   for rows, bodies, cols in self.auxiliary]
+            order = np.concatenate([rows for rows, _, _ in self.auxiliary])
+            x, _ = baraff.solve_auxiliary(self._factor, aux, rhs, rhs_rows[order], redundant=True, refine=REFINE)
+        return x[:force.size].reshape(force.shape)
+
+    def applied(self, state: ForwardState, x: np.ndarray, q: np.ndarray, zdot: np.ndarray, t: float,
+                fr: JointFrames) -> np.ndarray:
+        """Applied wrenches (B, 6): gravity, user forces, coordinate springs, dampers, servos, keyed torques."""
+        m, js, fs = self.model, self.model.joints, self.model.forces
+        cval, cjac = forces.coordinates(js, fs, fr, x, q, state.coord_winding)
+        out = forces.knot_wrench(m.bodies.gravity, m.bodies.mass, fs, quat_to_matrix(q), cval, cjac,
+                                 keyed_torques(js, t), t, 0.0)
+        if len(cval):
+            rate = self.apply(cjac, fs.coord_a, fs.coord_b, zdot)
+            generalized = -fs.damping * rate + fs.gain * (fs.target_velocity - rate)
+            out += forces.scatter(m.bodies.count, fs.coord_a, fs.coord_b, generalized[:, None] * cjac)
+        return out
+
+    def acceleration(self, state: ForwardState, t: float, x: np.ndarray, q: np.ndarray,
+                     zdot: np.ndarray) -> np.ndarray:
+        """Body accelerations (B, 6) = (dv/dt world, dw/dt body axes) at (t, x, q, zdot = [v, w])."""
+        fr = frames(self.model.joints, x, q)
+        force = self.applied(state, x, q, zdot, t, fr)
+        w = zdot[:, 3:]
+        force[:, 3:] -= cross(w, np.einsum("bij,bj->bi", self.model.bodies.inertia, w))
+        if len(self.rows) == 0:
+            return np.linalg.solve(self.mass_flat.reshape(-1, 6, 6), force[..., None])[..., 0]
+        g, jac = self.row_values(x, q, state.row_winding, fr)
+        target, target_rate, target_accel = self.targets(t)
+        eps = 1e-6 / max(1.0, float(np.max(np.abs(zdot))))
+        jac_plus = self.row_values(x + eps * zdot[:, :3], rotate(q, eps * w), state.row_winding)[1]
+        jac_minus = self.row_values(x - eps * zdot[:, :3], rotate(q, -eps * w), state.row_winding)[1]
+        product = (self.apply(jac_plus, self.a, self.b, zdot) - self.apply(jac_minus, self.a, self.b, zdot)) / (2 * eps)
+        rhs = target_accel - product
+        if self.stabilisation == "baumgarte":
+            rate = self.apply(jac, self.a, self.b, zdot) - target_rate
+            rhs -= 2 * self.rate * rate + self.rate**2 * (g - target)
+        return self.solve(jac, force, rhs)
+
+    # -- time stepping ---------------------------------------------------------------------------------
+
+    def step(self, state: ForwardState, dt: float, tol: float = 1e-10) -> None:
+        """One classical RK4 step of size dt (quaternions renormalised), then the projection if chosen."""
+        t, x, q = state.t, state.x, state.q
+        zdot = np.concatenate([state.v, state.w], axis=1)
+
+        def derivative_of(s: float, xs: np.ndarray, qs: np.ndarray, zs: np.ndarray):
+            qdot = 0.5 * qmul(qs, np.concatenate([np.zeros((len(qs), 1)), zs[:, 3:]], axis=1))
+            return zs[:, :3], qdot, self.acceleration(state, s, xs, qs / np.linalg.norm(qs, axis=1, keepdims=True), zs)
+
+        k1 = derivative_of(t, x, q, zdot)
+        k2 = derivative_of(t + dt / 2, x + dt / 2 * k1[0], q + dt / 2 * k1[1], zdot + dt / 2 * k1[2])
+        k3 = derivative_of(t + dt / 2, x + dt / 2 * k2[0], q + dt / 2 * k2[1], zdot + dt / 2 * k2[2])
+        k4 = derivative_of(t + dt, x + dt * k3[0], q + dt * k3[1], zdot + dt * k3[2])
+        x = x + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
+        q = q + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
+        zdot = zdot + dt / 6 * (k1[2] + 2 * k2[2] + 2 * k3[2] + k4[2])
+        q /= np.linalg.norm(q, axis=1, keepdims=True)
+        state.t = t + dt
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(zdot))):
+            raise SolverError(f"t = {state.t:.6g} s: the state is no longer finite; try a smaller time step",
+                              time=state.t)
+        previous = self.coordinate_values(state) if self.angles else None
+        state.x, state.q, state.v, state.w = x, q, zdot[:, :3], zdot[:, 3:]
+        if self.stabilisation == "projection":
+            self.project(state, tol)
+        if self.angles:
+            self.rewind(state, previous)
+
+    def coordinate_values(self, state: ForwardState) -> np.ndarray:
+        """Joint coordinate values (C,) at the state, windings applied."""
+        js = self.model.joints
+        raw, _ = generic_rows(frames(js, state.x, state.q), js.coord_joint, js.coord_kind)
+        return raw + state.coord_winding
+
+    def rewind(self, state: ForwardState, previous: np.ndarray) -> None:
+        """Windings after a step: ANGLE coordinates continue `previous`, ANGLE rows their targets."""
+        js = self.model.joints
+        fr = frames(js, state.x, state.q)
+        raw, _ = generic_rows(fr, js.coord_joint, js.coord_kind)
+        state.coord_winding = np.where(js.coord_kind == ANGLE, unwrap(raw, previous), 0.0)
+        raw_rows, _ = generic_rows(fr, js.row_joint, js.row_kind)
+        state.row_winding = np.where(js.row_kind == ANGLE, unwrap(raw_rows, row_targets(js, state.t)), 0.0)
+
+    def project(self, state: ForwardState, tol: float = 1e-10, iterations: int = 4) -> None:
+        """Move (x, q) to g = T by M-orthogonal Gauss-Newton steps, then zdot onto G zdot = T'."""
+        if len(self.rows) == 0:
+            return
+        target, target_rate, _ = self.targets(state.t)
+        zero = np.zeros((self.model.bodies.count, 6))
+        for _ in range(iterations):
+            g, jac = self.row_values(state.x, state.q, state.row_winding)
+            if np.max(np.abs(g - target)) <= tol:
+                break
+            dz = self.solve(jac, zero, target - g)
+            state.x = state.x + dz[:, :3]
+            state.q = rotate(state.q, dz[:, 3:])
+        else:
+            g, jac = self.row_values(state.x, state.q, state.row_winding)
+        zdot = np.concatenate([state.v, state.w], axis=1)
+        dzdot = self.solve(jac, zero, target_rate - self.apply(jac, self.a, self.b, zdot))
+        state.v, state.w = state.v + dzdot[:, :3], state.w + dzdot[:, 3:]
