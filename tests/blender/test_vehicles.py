@@ -595,3 +595,32 @@ def test_operators_add_and_bake_a_hovercraft_and_a_bone_rig(symplex):
             with pytest.raises(RuntimeError, match="rear right wheel bone 'Wheel.RR' of .* needs a custom property "
                                                    "'radius'"):
                 bpy.ops.symplex.bake_vehicle()
+
+
+def test_body_rig_forward_axis_is_the_artists_and_bad_rigs_come_back_named(symplex):
+    """A boat whose chassis faces its local -Y (turned 90 degrees in the world, so it heads along world +X)
+    moves along world +X under equal thrust; the job dispatcher names the scene and the rig it cannot read."""
+    from addon.bridge import job
+    from addon.bridge import vehicle_body_rig as body_rig
+    from addon.bridge.read import SceneError
+
+    scene = new_scene("forward", frames=49, fps=24)
+    rig = body_rig.build_body_rig(scene, "speedboat", f"{scene.name} boat")
+    chassis = scene.objects[rig.chassis]
+    # rotate the chassis' local axes without moving its parts in the world: its -Y now points along world +X
+    turn = Matrix.Rotation(math.radians(90), 4, "Z")
+    chassis.rotation_mode = "QUATERNION"
+    chassis.rotation_quaternion = turn.to_quaternion()
+    for part in chassis.children:
+        part.location = turn.inverted() @ part.location
+    chassis[vehicle_rig.FORWARD_PROPERTY] = "-Y"
+    chassis.animation_data_clear()  # drop the keyed manoeuvre: equal thrust throughout, straight ahead
+    for prop in ("thrust_left", "thrust_right"):
+        chassis[prop] = 2000.0
+    assert job.bake_vehicle_rig(scene, chassis).startswith("Baked boat")
+    loc, _ = _locals(chassis, 49)
+    assert loc[-1, 0] - loc[0, 0] > 2.0 and abs(loc[-1, 1] - loc[0, 1]) < 1e-3
+    chassis[vehicle_rig.PRESET_PROPERTY] = "submarine"
+    with pytest.raises(SceneError, match=f"scene '{scene.name}': vehicle rig '{chassis.name}': property "
+                                         "'symplex_vehicle_preset' is 'submarine', not a vehicle preset"):
+        job.bake_vehicle_rigs(scene)
