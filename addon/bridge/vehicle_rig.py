@@ -3,14 +3,15 @@
 A rig is a chassis object plus four wheel objects (found by name or picked), or an armature with a
 chassis bone and four wheel bones (each with a `radius` property), with the chassis' forward axis chosen
 by the artist (+X, -X, +Y, -Y; its local +Z is up). A car-with-trailer preset adds a trailer body and two
-trailer wheels (named like 'Trailer', 'Trailer wheel L'), standing in line behind the car at the start. `read_rig` reads the scene once at the
-start frame (the pre-bake pose, see reference.py) and returns plain data: a `Vehicle` whose geometry
-(wheelbase, track, wheel radius) is measured from the rig and whose mass properties come from a car
-preset, the controls keyed as custom properties on the chassis sampled into Curves, and the offsets that
-place each object on the solver's bodies. A chassis whose `symplex_path` property names a curve object
-follows that curve (its first spline, flattened onto the ground) at the keyed `path_speed` (m/s) instead
-of its keyed steer and throttle (solver/vehicles/pursuit.py). `build_car_rig` authors a simple rig with a keyed slalom.
-Baking lives in vehicle_bake.py; this module never writes keys of a bake.
+trailer wheels (named like 'Trailer', 'Trailer wheel L'), standing in line behind the car at the start.
+`read_rig` reads the scene once at the start frame (the pre-bake pose, see reference.py) and returns
+plain data: a `Vehicle` whose geometry (wheelbase, track, wheel radius; the trailer's drawbar, track and
+wheel radius) is measured from the rig and whose mass properties come from a car preset, the controls
+keyed as custom properties on the chassis (a bone rig: on its armature) sampled into Curves, and the
+offsets that place each part on the solver's bodies. A chassis whose `symplex_path` property names a
+curve object follows that curve (its first spline, flattened onto the ground) at the keyed `path_speed`
+(m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py). `build_car_rig` authors a
+simple rig with a keyed slalom. Baking lives in vehicle_bake.py; this module never writes keys of a bake.
 """
 
 from __future__ import annotations
@@ -371,7 +372,8 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     com = rear + spec.com_ahead_of_rear_axle * ahead
     trailer_reading = None
     if isinstance(spec, CarTrailerSpec):
-        spec, trailer_reading = _trailer_geometry(scene, rig, spec, frame_start, rear, ahead, left, ground)
+        spec, trailer_reading = _trailer_geometry(scene, rig, preset, spec, frame_start, rear, ahead, left,
+                                                  ground)
     steps = (frame_end - frame_start) * int(substeps)
     dt = 1.0 / (fps * int(substeps))
     times = 0.5 * dt * np.arange(2 * steps + 1)
@@ -386,7 +388,8 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
                             f"{' and '.join(replaced)} are replaced by the path controller")
     speed = float(reference.start_value(chassis, f'["{INITIAL_SPEED}"]', 0, frame_start)) \
         if INITIAL_SPEED in chassis.keys() else 0.0
-    vehicle = Vehicle("car" if trailer_reading is None else "car_trailer", spec, position=(float(com[0]), float(com[1]), spec.com_height),
+    vehicle = Vehicle("car" if trailer_reading is None else "car_trailer", spec,
+                      position=(float(com[0]), float(com[1]), spec.com_height),
                       orientation=(math.cos(theta / 2), 0.0, 0.0, math.sin(theta / 2)),
                       velocity=(0.0, 0.0, 0.0, speed, 0.0, 0.0), controls=controls, name=name)
 
@@ -403,8 +406,8 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
                       trailer_reading)
 
 
-def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, base: CarTrailerSpec, frame: int, rear: np.ndarray,
-                      ahead: np.ndarray, left: np.ndarray,
+def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, preset: str, base: CarTrailerSpec, frame: int,
+                      rear: np.ndarray, ahead: np.ndarray, left: np.ndarray,
                       ground: float) -> tuple[CarTrailerSpec, TrailerReading]:
     """The preset with the trailer's drawbar, track and wheel radius measured from the rig, and where the
     trailer's parts sit on its solver frame. The trailer must stand in line behind the car."""
@@ -413,7 +416,7 @@ def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, base: CarTrailerS
     missing = [k for k in TRAILER_LABELS if k not in parts]
     if missing:
         listed = ", ".join(f"{TRAILER_LABELS[k]} ({k})" for k in missing)
-        raise RigError(f"vehicle rig {name!r}: preset {base.name!r} tows a trailer, but the rig has no {listed}; "
+        raise RigError(f"vehicle rig {name!r}: preset {preset!r} tows a trailer, but the rig has no {listed}; "
                        f"name them like 'Trailer', 'Trailer wheel L', 'Trailer wheel R' or pick a car preset")
     body_world = world(scene, rig.part(parts["trailer"]), frame, rigid=True)
     wheels = [rig.part(parts[k]) for k in TRAILER_WHEELS]
@@ -426,7 +429,7 @@ def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, base: CarTrailerS
     ball = rear - base.hitch_behind_rear_axle * ahead
     drawbar = (ball - axle)[:2]
     length = float(np.linalg.norm(drawbar))
-    angle = math.degrees(math.atan2(float(np.cross(ahead[:2], drawbar)), float(ahead[:2] @ drawbar)))
+    angle = math.degrees(math.atan2(float(ahead[0] * drawbar[1] - ahead[1] * drawbar[0]), float(ahead[:2] @ drawbar)))
     if length <= 0 or abs(angle) > 0.5:
         raise RigError(f"vehicle rig {name!r}: the trailer's axle (between {wheels[0].key!r} and {wheels[1].key!r}) "
                        f"must stand in line behind the tow ball {base.hitch_behind_rear_axle:g} m behind the rear "

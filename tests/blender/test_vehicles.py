@@ -624,3 +624,45 @@ def test_body_rig_forward_axis_is_the_artists_and_bad_rigs_come_back_named(sympl
     with pytest.raises(SceneError, match=f"scene '{scene.name}': vehicle rig '{chassis.name}': property "
                                          "'symplex_vehicle_preset' is 'submarine', not a vehicle preset"):
         job.bake_vehicle_rigs(scene)
+
+
+def test_helicopter_bone_rig_spins_its_rotor_bone(symplex):
+    from addon.bridge import vehicle_body_rig as body_rig
+    from addon.bridge.build import edit_armature
+
+    scene = new_scene("heli bones", frames=25, fps=24)
+    arm = bpy.data.objects.new(f"{scene.name} rig", bpy.data.armatures.new(f"{scene.name} rig"))
+    scene.collection.objects.link(arm)
+    with edit_armature(arm) as bones:
+        body = bones.new("Body")
+        body.head, body.tail, body.roll = (0.0, 0.0, 10.0), (2.0, 0.0, 10.0), 0.0
+        rotor = bones.new("Main rotor")
+        rotor.head, rotor.tail, rotor.roll = (0.0, 0.0, 11.48), (0.0, 0.0, 12.0), 0.0
+        rotor.parent = body
+    arm["collective"] = PRESETS["helicopter"].mass * 9.81
+    rig = body_rig.find_body_rig(scene, arm, "helicopter", "+Y")
+    assert (rig.armature, rig.chassis, rig.spinners) == (arm.name, "Body", (("rotor_main", "Main rotor"),))
+    body_rig.bake_body_rig(scene, rig, "helicopter")
+    chassis = _bone_worlds(scene, arm, "Body", 25)
+    rotor = _bone_worlds(scene, arm, "Main rotor", 25)
+    assert np.abs(chassis[:, :3, 3] - chassis[0, :3, 3]).max() < 1e-4  # hovering: the weight is held
+    relative = np.einsum("fji,fjk->fik", chassis[:, :3, :3], rotor[:, :3, :3])
+    M = np.einsum("fij,kj->fik", relative, relative[0])  # a turn about the chassis bone's Z (body up)
+    spin = np.unwrap(np.arctan2(M[:, 1, 0], M[:, 0, 0]))
+    omega = body_rig.TIP_SPEED / PRESETS["helicopter"].rotor_radius
+    assert np.abs(_wrapped(spin - omega * np.arange(25) / 24)).max() < 1e-5
+    assert np.abs(rotor[:, :3, 3] - rotor[0, :3, 3]).max() < 1e-4  # it turns about its own centre
+
+
+def test_trailer_rigs_refuse_missing_or_skewed_trailers_by_name(symplex):
+    scene = new_scene("towbar", frames=10, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "sedan", f"{scene.name} car", slalom=False)
+    with pytest.raises(vehicle_rig.RigError, match="preset 'car_trailer' tows a trailer, but the rig has no trailer "
+                                                   "body \\(trailer\\), trailer's left wheel"):
+        vehicle_rig.read_rig(scene, rig, "car_trailer")
+    towing = vehicle_rig.build_car_rig(scene, "car_trailer", f"{scene.name} van", (0.0, 20.0, 0.0), slalom=False)
+    body = scene.objects[dict(towing.trailer)["trailer"]]
+    body.location.y += 0.3  # the drawbar no longer lies on the car's centre line
+    with pytest.raises(vehicle_rig.RigError, match="must stand in line behind the tow ball 1.15 m behind the rear "
+                                                   "axle at frame 1; it is -5.* degrees off"):
+        vehicle_rig.read_rig(scene, towing, "car_trailer")
