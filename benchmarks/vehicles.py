@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from addon.solver import groups
-from addon.solver.integrator import make_integrator, simulate
+from addon.solver.integrator import make_integrator
 from addon.solver.lie import quat_to_matrix
 from addon.solver.mechfile import list_vehicle_presets, load_mechanism, vehicle_preset_path
 from addon.solver.model import Mechanism

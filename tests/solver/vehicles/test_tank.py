@@ -2,7 +2,6 @@
 energy = work of the tracks less the resistance's, no side slip, second order."""
 
 import numpy as np
-import pytest
 
 from addon.solver.integrator import simulate
 from addon.solver.mechfile import load_mechanism, vehicle_preset_path
