@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..lie import cross
+from .boxface import face_contacts
 from .convex import along_normal, convex_pair
 from .primitives import Batch, concatenate
 from .shapes import Shapes
@@ -73,9 +74,19 @@ def _attains(shapes: Shapes, rot: np.ndarray, origin: np.ndarray, found: Batch, 
 
 def box_box(shapes: Shapes, rot: np.ndarray, origin: np.ndarray, ia: np.ndarray, ib: np.ndarray,
             margin: float) -> Batch:
-    sep, normal, _ = separating_axes(rot, origin, shapes.size, ia, ib)
-    parts = []
-    for k in np.flatnonzero(sep <= margin):
+    sep, normal, axis = separating_axes(rot, origin, shapes.size, ia, ib)
+    close = np.flatnonzero(sep <= margin)
+    face = close[axis[close] < 6]
+    batch, pair, handled = face_contacts(rot, origin, shapes.size, ia[face], ib[face], normal[face], axis[face],
+                                         margin)
+    # Done in the vectorised pass: a face shown to a face, with contacts, and (when apart) the deepest
+    # of them attaining the SAT separation, which makes it the distance.
+    deepest = np.full(len(face), np.inf)
+    np.minimum.at(deepest, pair, batch.distance)
+    scale = np.maximum(shapes.size[ia[face]].max(axis=1), shapes.size[ib[face]].max(axis=1))
+    done = handled & np.isfinite(deepest) & ((sep[face] <= 0) | (np.abs(deepest - sep[face]) <= 1e-9 * scale))
+    parts = [batch.where(done[pair])]
+    for k in np.concatenate([close[axis[close] >= 6], face[~done]]):
         a, b, n = int(ia[k]), int(ib[k]), normal[k]
         found = along_normal(shapes, a, b, rot, origin, n, float(sep[k]), margin)
         if found is None or not len(found) or (sep[k] > 0 and not _attains(shapes, rot, origin, found, float(sep[k]))):

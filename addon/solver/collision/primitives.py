@@ -130,25 +130,36 @@ def plane_cylinder(rot, origin, size, ia, ib, margin) -> Batch:
 
 
 def reduce_points(points: np.ndarray, distance: np.ndarray, normal: np.ndarray, keep: int = MAX_POINTS) -> np.ndarray:
-    """Indices of at most `keep` of the contact points (m, 3) of one pair that span the contact patch:
-    the deepest, the farthest from it, the one making the largest triangle with those two, and the one
-    farthest on the other side of the first two (a quadrilateral)."""
+    """Indices of at most `keep` (3 or 4) of the contact points (m, 3) of one pair that span the contact
+    patch: the deepest, the farthest from it, the one making the largest triangle with those two, and
+    the one farthest outside that triangle (a point on the triangle or inside it is not added)."""
     m = len(points)
     if m <= keep:
         return np.arange(m)
     flat = points - np.outer(points @ normal, normal)
     first = int(np.argmin(distance))
-    chosen = [first]
-    second = int(np.argmax(np.linalg.norm(flat - flat[first], axis=1)))
-    chosen.append(second)
-    side = cross(flat[second] - flat[first], flat - flat[first]) @ normal
+    rel = flat - flat[first]
+    second = int(np.argmax(np.einsum("mi,mi->m", rel, rel)))
+    side = cross(rel[second], rel) @ normal
     third = int(np.argmax(np.abs(side)))
-    chosen.append(third)
+    tol = 1e-12 * float(rel[second] @ rel[second])
+    if abs(side[third]) <= tol:
+        return np.array(sorted({first, second}))
+    chosen = [first, second, third]
     if keep >= 4:
-        other = -np.sign(side[third]) * side
-        other[chosen] = -np.inf
-        chosen.append(int(np.argmax(other)))
-    return np.array(sorted(set(chosen)))
+        outside = _outside_triangle(flat, flat[chosen], normal)
+        outside[chosen] = -np.inf
+        fourth = int(np.argmax(outside))
+        if outside[fourth] > tol:
+            chosen.append(fourth)
+    return np.array(sorted(chosen))
+
+
+def _outside_triangle(flat: np.ndarray, corners: np.ndarray, normal: np.ndarray) -> np.ndarray:
+    """How far (twice the area beyond the nearest-crossed edge) each point lies outside a triangle."""
+    orient = np.sign(cross(corners[1] - corners[0], corners[2] - corners[0]) @ normal)
+    beyond = [-orient * (cross(corners[(k + 1) % 3] - corners[k], flat - corners[k]) @ normal) for k in range(3)]
+    return np.max(beyond, axis=0)
 
 
 def plane_hull(rot, origin, hull_vertices, ia, ib, margin) -> Batch:

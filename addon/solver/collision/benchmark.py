@@ -1,0 +1,107 @@
+"""Timing of CollisionWorld.detect on many-body scenes: `python -m addon.solver.collision.benchmark`.
+
+Scenes: a chain of n spheres lying on the ground (ball joints between neighbours), n dominoes with
+every other one leaning on the next (edge-on-face contacts), a pyramid of boxes resting on each other
+and on the ground, and the collider presets at their start. Prints contacts found and the median
+wall time of a query over several repeats (margin 1 mm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from ..lie import matrix_to_quat, rotvec_to_matrix
+from ..mechfile import list_presets, load_mechanism, preset_path
+from ..model import Body, Collider, Joint, Mechanism
+from .world import CollisionWorld
+
+MARGIN = 1e-3
+_INERTIA = (0.01, 0.01, 0.01, 0.0, 0.0, 0.0)
+
+
+def _free_bodies(names: list[str], positions: list[tuple[float, float, float]]):
+    bodies = tuple(Body(name, 1.0, position=p, inertia=_INERTIA) for name, p in zip(names, positions))
+    joints = tuple(Joint(f"{name} free", "free", "world", name) for name in names)
+    return bodies, joints
+
+
+def sphere_chain(n: int, radius: float = 0.25):
+    names = [f"s{i}" for i in range(n)]
+    bodies = tuple(Body(name, 1.0, position=(2 * radius * i, 0.0, radius), inertia=_INERTIA)
+                   for i, name in enumerate(names))
+    joints = (Joint("s0 free", "free", "world", "s0"),) + tuple(
+        Joint(f"j{i}", "ball", names[i - 1], names[i], anchor=(2 * radius * i - radius, 0.0, radius))
+        for i in range(1, n))
+    colliders = (Collider("ground", "world", "plane"),) + tuple(
+        Collider(name, name, "sphere", (radius,)) for name in names)
+    mech = Mechanism("sphere chain", bodies, joints, colliders=colliders)
+    return mech, np.array([b.position for b in bodies]), np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
+
+
+def leaning_dominoes(n: int, half=(0.025, 0.125, 0.25), spacing: float = 0.3):
+    """Every even domino tipped about its front bottom edge until its top edge rests on the next."""
+    hx, _, hz = half
+    tilt = float(np.arcsin((spacing - 2 * hx) / (2 * hz)))
+    rot = rotvec_to_matrix(np.array([0.0, tilt, 0.0]))
+    leaning_centre = np.array([hx, 0.0, 0.0]) + rot @ np.array([-hx, 0.0, hz])
+    names = [f"d{i}" for i in range(n)]
+    positions = [tuple(leaning_centre + [spacing * i, 0.0, 0.0]) if i % 2 == 0 else (spacing * i, 0.0, hz)
+                 for i in range(n)]
+    bodies, joints = _free_bodies(names, positions)
+    colliders = (Collider("ground", "world", "plane"),) + tuple(Collider(name, name, "box", half) for name in names)
+    quats = np.array([matrix_to_quat(rot) if i % 2 == 0 else (1.0, 0.0, 0.0, 0.0) for i in range(n)])
+    return Mechanism("dominoes", bodies, joints, colliders=colliders), np.array(positions), quats
+
+
+def box_pyramid(levels: int, half: float = 0.2):
+    names, positions = [], []
+    for level in range(levels):
+        for i in range(levels - level):
+            for j in range(levels - level):
+                names.append(f"b{len(names)}")
+                positions.append((2 * half * (i + 0.5 * level), 2 * half * (j + 0.5 * level), half * (2 * level + 1)))
+    bodies, joints = _free_bodies(names, positions)
+    colliders = (Collider("ground", "world", "plane"),) + tuple(
+        Collider(name, name, "box", (half,) * 3) for name in names)
+    return (Mechanism("pyramid", bodies, joints, colliders=colliders), np.array(positions),
+            np.tile([1.0, 0.0, 0.0, 0.0], (len(names), 1)))
+
+
+def preset(name: str):
+    mech = load_mechanism(preset_path(name))
+    return mech, np.array([b.position for b in mech.bodies]), np.array([b.orientation for b in mech.bodies])
+
+
+def time_query(mech: Mechanism, positions: np.ndarray, quats: np.ndarray, repeats: int) -> tuple[int, float]:
+    world = CollisionWorld(mech)
+    found = world.detect(positions, quats, MARGIN)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        world.detect(positions, quats, MARGIN)
+        times.append(time.perf_counter() - start)
+    return len(found), float(np.median(times))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="small scenes only")
+    args = parser.parse_args(argv)
+    sizes = (10, 30) if args.quick else (10, 100, 300)
+    scenes = [(f"sphere chain n={n}", sphere_chain(n)) for n in sizes]
+    scenes += [(f"leaning dominoes n={n}", leaning_dominoes(n)) for n in sizes]
+    scenes += [(f"box pyramid levels={k}", box_pyramid(k)) for k in ((3, 4) if args.quick else (3, 5, 7))]
+    scenes += [(f"preset {name}", preset(name)) for name in list_presets()
+               if load_mechanism(preset_path(name)).colliders]
+    print(f"{'scene':32} {'bodies':>6} {'colliders':>9} {'contacts':>8} {'ms/query':>9}")
+    for label, (mech, positions, quats) in scenes:
+        contacts, seconds = time_query(mech, positions, quats, args.repeats)
+        print(f"{label:32} {len(mech.bodies):6d} {len(mech.colliders):9d} {contacts:8d} {seconds * 1e3:9.2f}")
+
+
+if __name__ == "__main__":
+    main()
