@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("properties", "operators", "vehicle_operators", "panels")
+MODULES = ("properties", "shot_properties", "operators", "vehicle_operators", "shot_operators", "panels")
 
 
 def _modules():

@@ -151,7 +151,7 @@ def _arc_over_chord(delta: float) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
-class _Step:
+class StepData:
     """What step k knows before its solve: impulse-updated momentum, steering, the trailer axle."""
 
     p_plus: float
@@ -161,7 +161,7 @@ class _Step:
     axle: np.ndarray  # P_k (2,)
 
 
-def residual(model: TrailerModel, state: TrailerState, known: _Step, u: float, delta: float,
+def residual(model: TrailerModel, state: TrailerState, known: StepData, u: float, delta: float,
              h: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(R (2,), dR/d(u, delta) (2, 2), xi (4,)) of step k at trial wheel rate u and trailer turn delta.
 
@@ -195,14 +195,14 @@ def residual(model: TrailerModel, state: TrailerState, known: _Step, u: float, d
     return R, J, xi
 
 
-def prepare(model: TrailerModel, state: TrailerState, h: float) -> _Step:
+def prepare(model: TrailerModel, state: TrailerState, h: float) -> StepData:
     """Step k's knowns: steering at k+1 and k+a, the impulse-updated momentum p_k^+, G w_k and P_k."""
     c, a = model.car, model.car.alpha
     sigma_next = c.sigma(state.t + h)
     sigma_mid = (1 - a) * state.sigma + a * sigma_next
     drive, brake = car._impulses(c, state, h)
     weights = model.metric * model.direction(state.theta - state.beta, state.sigma)
-    return _Step(car._apply_impulse(state.p_minus, drive, brake), sigma_mid, sigma_next, weights,
+    return StepData(car._apply_impulse(state.p_minus, drive, brake), sigma_mid, sigma_next, weights,
                  trailer_axle(model, state))
 
 

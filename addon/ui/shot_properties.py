@@ -1,0 +1,45 @@
+"""Settings of the Solve Shot operator, kept on the scene: which rig, obstacles and how keys are read.
+
+PropertyGroups only; the operator (shot_operators.py) and the bridge (bridge/shot.py) read them.
+"""
+
+import bpy
+from bpy.props import BoolProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
+from bpy.types import PropertyGroup
+
+
+class SymplexShotSettings(PropertyGroup):
+    """Scene-level settings of Solve Shot (Scene.symplex_shot)."""
+
+    rig: StringProperty(name="Rig", description="Vehicle rig (chassis or armature) whose keyed poses are the "
+                                                "shot's targets (empty: the active object)")
+    obstacles: PointerProperty(name="Obstacles", type=bpy.types.Collection,
+                               description="Objects the vehicle must avoid: spheres, boxes, cylinders or convex "
+                                           "meshes taken from each object's bounds (custom property "
+                                           "'symplex_shape' = sphere/box/cylinder/hull picks the shape)")
+    clearance: FloatProperty(name="Clearance", default=0.2, min=0.0, unit="LENGTH",
+                             description="Distance kept from every obstacle")
+    use_heading: BoolProperty(name="Keyed Headings", default=True,
+                              description="Rotation keys of the chassis fix its heading at that frame "
+                                          "(off: only positions are keyed)")
+    end_at_rest: BoolProperty(name="End at Rest", default=True,
+                              description="The vehicle stops at the last keyed pose")
+    max_iterations: IntProperty(name="Max Iterations", default=300, min=10, max=5000)
+    is_solving: BoolProperty(default=False, options={"SKIP_SAVE"})
+    progress: FloatProperty(default=0.0, min=0.0, max=1.0, subtype="FACTOR", options={"SKIP_SAVE"})
+    message: StringProperty(name="Last Solve", default="")
+
+
+CLASSES = (SymplexShotSettings,)
+
+
+def register() -> None:
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+    bpy.types.Scene.symplex_shot = PointerProperty(type=SymplexShotSettings)
+
+
+def unregister() -> None:
+    del bpy.types.Scene.symplex_shot
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)
