@@ -12,7 +12,8 @@ With a ground object (bridge/suspension.py) the chassis also heaves, pitches and
 about its centre of mass, and each wheel centre rises by its road height over the ground it crosses
 (its orientation follows the chassis).
 
-A car towing a trailer (reading.trailer) also bakes the trailer body on the solver's trailer and its two
+Front steering parts (knuckles, uprights: reading.steering) turn with their wheel's steering angle about
+the vertical through their own origin, without rolling. A car towing a trailer (reading.trailer) also bakes the trailer body on the solver's trailer and its two
 wheels, each rolling by its own arc over its own measured radius. A bone rig is baked the same way onto
 its pose bones (vehicle_parts.Part.target).
 """
@@ -147,6 +148,14 @@ def object_trajectory(reading: RigReading, trajectory: Trajectory, follow: Ride 
             world[:, 2, 3] += follow.road[:, i]
         worlds.append(world)
     names = [reading.rig.chassis, *(obj for _, obj in reading.rig.wheels)]
+    wheel_index = {key: i for i, (key, _) in enumerate(reading.rig.wheels)}
+    for (key, rest), (_, name) in zip(reading.steering, reading.rig.steering):
+        local = np.zeros((len(body), 4, 4))  # a steering part turns with its wheel about the vertical, no roll
+        local[:, :3, :3] = _rot_z(steer[:, wheel_index["wheel_" + key[-2:]]]) @ rest[:3, :3]
+        local[:, :3, 3] = rest[:3, 3]
+        local[:, 3, 3] = 1.0
+        worlds.append(sprung @ local)
+        names.append(name)
     if reading.trailer is not None:
         worlds += _trailer_worlds(reading, trajectory, lift)
         names += [dict(reading.rig.trailer)[key] for key in ("trailer", *TRAILER_WHEELS)]

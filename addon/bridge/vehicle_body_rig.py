@@ -99,11 +99,15 @@ class BodyRig:
         return Part(self.armature, name) if self.armature else Part(name)
 
 
+PICKABLE = {"rotor_main": "main rotor", "rotor_tail": "tail rotor", "prop_left": "left propeller or fan",
+            "prop_right": "right propeller or fan"}
+
+
 def find_body_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, preset: str, forward: str = "+X",
-                  bone: str = "") -> BodyRig:
-    """The rig of `chassis` for a one-body preset: its spinning parts found by name (below the chassis,
-    else in the scene; an armature's bones). A helicopter needs a main rotor; at most one part per role,
-    except a tank's wheels (any number per side)."""
+                  bone: str = "", picked: dict[str, str] | None = None) -> BodyRig:
+    """The rig of `chassis` for a one-body preset: its spinning parts picked (role -> object or bone name,
+    roles of PICKABLE), else found by name (below the chassis, else in the scene; an armature's bones). A
+    helicopter needs a main rotor; at most one part per role, except a tank's wheels (any number per side)."""
     if preset not in BODY_PRESETS:
         raise RigError(f"vehicle rig {chassis.name!r}: preset must be one of {', '.join(BODY_PRESETS)}, got {preset!r}")
     if forward not in FORWARD_AXES:
@@ -113,6 +117,12 @@ def find_body_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, preset: str
     armature = chassis.name if chassis.type == "ARMATURE" else ""
     if armature:
         bone = bone or chassis_bone(chassis)
+    picked = {k: v for k, v in (picked or {}).items() if v}
+    for role, part_name in picked.items():
+        exists = part_name in chassis.pose.bones if armature else part_name in scene.objects
+        if role not in PICKABLE or not exists:
+            what = f"not a role ({', '.join(PICKABLE)})" if role not in PICKABLE else "not found"
+            raise RigError(f"vehicle rig {chassis.name!r}: picked {role} {part_name!r}: {what}")
     spinners: list[tuple[str, str]] = []
     for pool in candidates(scene, chassis):
         found = [(part_role(kind, p.key), p.key) for p in pool if p.key != bone]
@@ -120,6 +130,8 @@ def find_body_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, preset: str
         if found:
             spinners = found
             break
+    spinners = sorted([(r, n) for r, n in spinners if r not in picked and n not in picked.values()]
+                      + list(picked.items()))
     if kind != "tank":
         roles = [r for r, _ in spinners]
         twice = sorted({r for r in roles if roles.count(r) > 1})

@@ -37,6 +37,7 @@ CAR_PRESETS = tuple(name for name, spec in PRESETS.items() if isinstance(spec, C
 WHEEL_LABELS = {"wheel_rl": "rear left", "wheel_rr": "rear right", "wheel_fl": "front left", "wheel_fr": "front right"}
 TRAILER_LABELS = {"trailer": "trailer body", "trailer_wheel_l": "trailer's left wheel",
                   "trailer_wheel_r": "trailer's right wheel"}
+STEERING_LABELS = {"steer_fl": "front left steering part", "steer_fr": "front right steering part"}
 FRONT = ("wheel_fl", "wheel_fr")
 # Custom properties on the chassis read as controls: solver control -> (property, scale name or None).
 # throttle and brake are fractions of the preset's max_drive_torque and max_brake_torque.
@@ -54,6 +55,7 @@ BEZIER_SAMPLES = 16  # points per Bezier segment of a path
 
 _WHEEL_WORDS = re.compile(r"wheel|tire|tyre")
 _CHASSIS_WORDS = re.compile(r"chassis|body|hull")
+_STEER_WORDS = re.compile(r"knuckle|upright|steer(?!ing)")
 _ENDS = {"front": "f", "rear": "r", "back": "r"}
 _SIDES = {"left": "l", "right": "r", "l": "l", "r": "r"}
 _CODES = {"fl": "fl", "fr": "fr", "rl": "rl", "rr": "rr", "lf": "fl", "rf": "fr", "lr": "rl", "bl": "rl", "br": "rr"}
@@ -69,6 +71,7 @@ class VehicleRig:
     forward: str = "+X"
     armature: str = ""
     trailer: tuple[tuple[str, str], ...] = ()  # (role, name) in TRAILER_LABELS order, when found
+    steering: tuple[tuple[str, str], ...] = ()  # (role, name) of front steering parts (STEERING_LABELS), if any
 
     def wheel(self, key: str) -> str:
         return dict(self.wheels)[key]
@@ -119,6 +122,7 @@ class RigReading(FrameGrid):
     path: np.ndarray | None = None  # (M, 2) world xy of the curve to follow, or None
     path_speed: Curve | float = 0.0  # target speed along it, m/s
     trailer: TrailerReading | None = None
+    steering: tuple[tuple[str, np.ndarray], ...] = ()  # (role, rest matrix (4, 4) in the chassis frame)
 
 
 def wheel_position(name: str) -> str | None:
@@ -127,19 +131,35 @@ def wheel_position(name: str) -> str | None:
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
     if not _WHEEL_WORDS.search(spaced) or "trailer" in spaced:
         return None
-    words = re.findall(r"[a-z]+", _WHEEL_WORDS.sub(" ", spaced))
+    corner = _corner(_WHEEL_WORDS.sub(" ", spaced))
+    return None if corner is None else f"wheel_{corner}"
+
+
+def steering_position(name: str) -> str | None:
+    """'steer_fl' or 'steer_fr' for a name that says it is a front steering part that turns with its wheel but
+    does not roll ('Knuckle.FL', 'steer_front_right', 'Upright.FR'); None otherwise."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
+    if not _STEER_WORDS.search(spaced) or _WHEEL_WORDS.search(spaced) or "trailer" in spaced:
+        return None
+    corner = _corner(_STEER_WORDS.sub(" ", spaced))
+    return f"steer_{corner}" if corner in ("fl", "fr") else None
+
+
+def _corner(spaced: str) -> str | None:
+    """'fl', 'fr', 'rl' or 'rr' from the words of a lower-case name (its part word removed), or None."""
+    words = re.findall(r"[a-z]+", spaced)
     end = next((_ENDS[w] for w in words if w in _ENDS), None)
     side = next((_SIDES[w] for w in words if w in _SIDES), None)
     if end is not None and side is not None:
-        return f"wheel_{end}{side}"
+        return f"{end}{side}"
     for word in words:
         if word in _CODES:
-            return f"wheel_{_CODES[word]}"
+            return _CODES[word]
     joined = "".join(words)
     for end_word, e in _ENDS.items():
         for side_word, s in (("left", "l"), ("right", "r")):
             if end_word + side_word in joined or side_word + end_word in joined:
-                return f"wheel_{e}{s}"
+                return f"{e}{s}"
     return None
 
 
@@ -157,7 +177,7 @@ def trailer_part(name: str) -> str | None:
 
 
 def _role(name: str) -> str | None:
-    return trailer_part(name) or wheel_position(name)
+    return trailer_part(name) or wheel_position(name) or steering_position(name)
 
 
 def chassis_bone(armature: bpy.types.Object) -> str:
@@ -186,7 +206,7 @@ def find_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, forward: str = "
         if bone not in chassis.pose.bones:
             raise RigError(f"vehicle rig {chassis.name!r}: the armature has no chassis bone {bone!r}")
     picked = {k: v for k, v in (picked or {}).items() if v}
-    labels = {**WHEEL_LABELS, **TRAILER_LABELS}
+    labels = {**WHEEL_LABELS, **TRAILER_LABELS, **STEERING_LABELS}
     for key, name in picked.items():
         if key not in labels:
             raise RigError(f"vehicle rig {chassis.name!r}: unknown wheel {key!r}; wheels: {', '.join(WHEELS)}")
@@ -207,7 +227,9 @@ def find_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, forward: str = "
                        f"is named like 'wheel_{missing[0][-2:]}', "
                        f"'Wheel.{missing[0][-2:].upper()}' or 'wheel_{_spelled(missing[0])}'; rename one or pick it")
     trailer = tuple((k, found[k].key) for k in TRAILER_LABELS if k in found)
-    return dataclasses.replace(rig, wheels=tuple((k, found[k].key) for k in WHEELS), trailer=trailer)
+    steering = tuple((k, found[k].key) for k in STEERING_LABELS if k in found)
+    return dataclasses.replace(rig, wheels=tuple((k, found[k].key) for k in WHEELS), trailer=trailer,
+                               steering=steering)
 
 
 def _spelled(key: str) -> str:
@@ -401,9 +423,11 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     if path is not None and trailer_reading is not None:
         raise RigError(f"vehicle rig {name!r}: path following (property {PATH_PROPERTY!r}) drives cars without a "
                        f"trailer only; key steer and throttle instead")
+    steering = tuple((key, to_body @ world(scene, rig.part(part), frame_start, rigid=True))
+                     for key, part in rig.steering)
     return RigReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), ground, to_body @ chassis_world,
                       local[:, :3, 3], local[:, :3, :3], radii_arr, tuple(warnings), path, path_speed,
-                      trailer_reading)
+                      trailer_reading, steering)
 
 
 def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, preset: str, base: CarTrailerSpec, frame: int,

@@ -90,6 +90,15 @@ class SYMPLEX_OT_bake_vehicle(Operator):
     wheel_fr: StringProperty(name="Front Right", description="Wheel object (empty: found by name)")
     wheel_rl: StringProperty(name="Rear Left", description="Wheel object (empty: found by name)")
     wheel_rr: StringProperty(name="Rear Right", description="Wheel object (empty: found by name)")
+    trailer: StringProperty(name="Trailer", description="Trailer body (empty: found by name)")
+    trailer_wheel_l: StringProperty(name="Trailer Left Wheel", description="Trailer wheel (empty: found by name)")
+    trailer_wheel_r: StringProperty(name="Trailer Right Wheel", description="Trailer wheel (empty: found by name)")
+    rotor_main: StringProperty(name="Main Rotor", description="Helicopter main rotor (empty: found by name)")
+    rotor_tail: StringProperty(name="Tail Rotor", description="Helicopter tail rotor (empty: found by name)")
+    prop_left: StringProperty(name="Left Propeller", description="Boat propeller or hovercraft fan (empty: found "
+                                                                 "by name)")
+    prop_right: StringProperty(name="Right Propeller", description="Boat propeller or hovercraft fan (empty: found "
+                                                                   "by name)")
     substeps: IntProperty(name="Substeps", default=1, min=1, max=64, description="Solver steps per frame")
     ground: StringProperty(name="Ground", description="Mesh the wheels follow on their suspension (empty: the "
                                                       "chassis' symplex_ground property, else flat ground)")
@@ -105,10 +114,11 @@ class SYMPLEX_OT_bake_vehicle(Operator):
             return {"CANCELLED"}
         preset = self.preset if self.preset != "AUTO" else chassis.get(vehicle_rig.PRESET_PROPERTY, _PRESETS[0][0])
         forward = self.forward if self.forward != "AUTO" else chassis.get(vehicle_rig.FORWARD_PROPERTY, "+X")
-        picked = {key: getattr(self, key) for key in vehicle_rig.WHEEL_LABELS}
+        picked = {key: getattr(self, key) for key in (*vehicle_rig.WHEEL_LABELS, *vehicle_rig.TRAILER_LABELS)}
         try:
             if preset in vehicle_body_rig.BODY_PRESETS:
-                rig = vehicle_body_rig.find_body_rig(context.scene, chassis, preset, forward, self.chassis_bone)
+                parts = {key: getattr(self, key) for key in vehicle_body_rig.PICKABLE}
+                rig = vehicle_body_rig.find_body_rig(context.scene, chassis, preset, forward, self.chassis_bone, parts)
                 report = vehicle_body_rig.bake_body_rig(context.scene, rig, preset, self.substeps)
             else:
                 rig = vehicle_rig.find_rig(context.scene, chassis, forward, picked, self.chassis_bone)

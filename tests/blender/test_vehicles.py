@@ -666,3 +666,54 @@ def test_trailer_rigs_refuse_missing_or_skewed_trailers_by_name(symplex):
     with pytest.raises(vehicle_rig.RigError, match="must stand in line behind the tow ball 1.15 m behind the rear "
                                                    "axle at frame 1; it is -5.* degrees off"):
         vehicle_rig.read_rig(scene, towing, "car_trailer")
+
+
+def test_steering_knuckles_turn_with_their_wheel_without_rolling(symplex):
+    scene = new_scene("knuckles", frames=73, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "sedan", f"{scene.name} car")
+    chassis = scene.objects[rig.chassis]
+    knuckles = {}
+    for key in ("wheel_fl", "wheel_fr"):
+        wheel = scene.objects[rig.wheel(key)]
+        knuckle = bpy.data.objects.new(f"{scene.name} Knuckle.{key[-2:].upper()}", wheel.data)
+        scene.collection.objects.link(knuckle)
+        knuckle.parent = chassis
+        knuckle.location = wheel.location
+        knuckle.rotation_mode = "QUATERNION"
+        wheel.parent, wheel.location = knuckle, (0.0, 0.0, 0.0)  # the wheel now hangs on its knuckle
+        knuckles[key] = knuckle
+    rig = vehicle_rig.find_rig(scene, chassis)
+    assert rig.steering == (("steer_fl", knuckles["wheel_fl"].name), ("steer_fr", knuckles["wheel_fr"].name))
+    reading, trajectory = _solve(scene, rig, "sedan")
+    vehicle_bake.bake_vehicle(scene, rig, "sedan")
+    steer, spin = vehicle_bake.wheel_motion(reading, trajectory)
+    axes = np.eye(3)  # the built chassis faces +X: its axes are the solver's
+    for i, key in ((2, "wheel_fl"), (3, "wheel_fr")):
+        _loc, quats = _locals(knuckles[key], 73)
+        assert np.abs(quats[:, 1:3]).max() < 1e-7  # a turn about the vertical only: no roll
+        assert np.abs(2 * np.arctan2(quats[:, 3], quats[:, 0]) - steer[:, i]).max() < 1e-6, key
+        # the wheel's own keys (now local to its knuckle) hold only its rolling
+        _wloc, wquats = _locals(scene.objects[rig.wheel(key)], 73)
+        rolled, turned, off_axis = _spin_and_steer(axes, wquats)
+        assert off_axis < 1e-6 and np.abs(turned).max() < 1e-6
+        assert np.abs(_wrapped(rolled - spin[:, i])).max() < 1e-6, key
+    assert np.abs(steer[:, 2]).max() > 0.05
+
+
+def test_rotor_parts_can_be_picked(symplex):
+    from addon.bridge import vehicle_body_rig as body_rig
+
+    scene = new_scene("picked", frames=13, fps=24)
+    rig = body_rig.build_body_rig(scene, "helicopter", f"{scene.name} heli")
+    chassis = scene.objects[rig.chassis]
+    odd = bpy.data.objects.new(f"{scene.name} blades", bpy.data.meshes.new(f"{scene.name} blades"))
+    scene.collection.objects.link(odd)
+    odd.parent = chassis
+    picked = body_rig.find_body_rig(scene, chassis, "helicopter", picked={"rotor_main": odd.name})
+    assert dict(picked.spinners) == {"rotor_main": odd.name, "rotor_tail": dict(rig.spinners)["rotor_tail"]}
+    with pytest.raises(vehicle_rig.RigError, match="picked rotor_main 'nothing': not found"):
+        body_rig.find_body_rig(scene, chassis, "helicopter", picked={"rotor_main": "nothing"})
+    with bpy.context.temp_override(scene=scene, active_object=chassis, object=chassis):
+        assert bpy.ops.symplex.bake_vehicle(rotor_main=odd.name) == {"FINISHED"}
+    assert compat.assigned(odd).action.name.startswith("Symplex")
+    assert compat.assigned(scene.objects[dict(rig.spinners)["rotor_main"]]) is None  # the named one was not used
