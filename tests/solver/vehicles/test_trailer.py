@@ -1,6 +1,8 @@
 """The car towing a trailer (a nonholonomic chain): no side slip at either axle, the analytic steady circle,
 energy = work of the torque, exact Jacobian, second order."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,18 @@ def test_the_preset_file_drives_through_the_vehicle_method():
     assert traj.constraint_residual.max() < 1e-11
     names = traj.coordinate_names
     assert np.ptp(traj.q[:, names.index("hitch_angle")]) > 0.1
+
+
+def test_a_massless_trailer_leaves_the_car_as_car_py_drives_it():
+    """With the trailer's mass and inertias -> 0 the momentum equation is the car's: same poses, same rates."""
+    light = dataclasses.replace(SPEC, trailer_mass=1e-12, trailer_yaw_inertia=1e-12, trailer_wheel_inertia=0.0)
+    h = 0.05
+    m = model(drive, weave, spec=light)
+    state = trailer.start(m, 0.3, 1.0, 2.0, 6.0, beta=0.2)
+    alone = car.CarModel(light, drive, ZERO, weave)
+    reference = car.start(alone, 0.3, 1.0, 2.0, 6.0)
+    for _ in range(200):
+        trailer.step(m, state, h)
+        car.step(alone, reference, h)
+    assert abs(state.u - reference.u) < 1e-9 * abs(reference.u)
+    assert max(abs(state.x - reference.x), abs(state.y - reference.y)) < 1e-9 * np.hypot(reference.x, reference.y)
