@@ -15,6 +15,7 @@ import numpy as np
 from ..integrator import Integrator
 from ..model import Mechanism
 from . import forces
+from .interior_point import InteriorPoint
 from .joints import frames
 from .start import body_frame_poses, joint_residual, kinetic_energy, start_from_tree
 from .variational import step
@@ -29,6 +30,8 @@ class MaximalIntegrator(Integrator):
     def __init__(self, mechanism: Mechanism, dt: float, tol: float = 1e-10):
         super().__init__(mechanism, dt, tol)
         self.model, self.state = start_from_tree(mechanism)
+        ip = InteriorPoint(mechanism, self.model)
+        self.ip = ip if ip.active else None
         s = self.state
         fr = frames(self.model.joints, s.x, s.q)
         cval, _ = forces.coordinates(self.model.joints, self.model.forces, fr, s.x, s.q, s.coord_winding)
@@ -42,7 +45,7 @@ class MaximalIntegrator(Integrator):
         return list(self.model.bodies.names), []
 
     def _step_impl(self) -> None:
-        result = step(self.model, self.state, self.dt, self.tol)
+        result = step(self.model, self.state, self.dt, self.tol, self.ip)
         self._iterations.append(result.iterations)
         s = self.state
         self._record(s.t, body_frame_poses(self.model, s.x, s.q), np.zeros(0), result.energy, result.residual)

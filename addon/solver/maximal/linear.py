@@ -4,15 +4,16 @@ The exact Newton matrix (notes/003.md P11) is not symmetric:
 
     A = [[D + K, G^T],        D: body blocks (inertial, self-damping; non-symmetric rotational part)
          [C,     E  ]]        K: body-body damper couplings; G: constraint rows at z_1 (force side);
-                              C: d g(z_2)/d zdot / dt (velocity side); E: diagonal (0 for equalities,
-                              interior-point blocks for inequalities).
+                              C: d g(z_2)/d zdot / dt (velocity side); E: zero on the joint rows, a
+                              dense block on the auxiliary rows (interior-point pairs of inequalities).
 
-Its symmetric part P = (A + A^T)/2 without K has the block pattern Baraff's LDL^T handles: the primary
-(tree) joints are factored by baraff.factor in O(n) (seed 002 §7, maximal/baraff.py); loop-closing
-joints and inequality rows are k auxiliary rows bordered onto it (one k-column baraff.solve, a k x k
-Schur complement, O(nk) + O(k^3)). The exact Newton step is then obtained by defect correction,
-u <- u + P^-1 (b - A u), where each A u is O(n); the skew part of A is O(dt |omega|) relative to P, so
-a few sweeps reach rounding level. Dense solves appear only in tests, as references.
+The primary (tree) part of its symmetric part, P = sym([[D, G^T], [C, 0]]) without K, has the block
+pattern Baraff's LDL^T handles and is factored by baraff.factor in O(n) (seed 002 §7, maximal/baraff.py).
+Loop-closing joints and inequality rows are k auxiliary rows bordered exactly onto it (one k-column
+baraff.solve of their force-side columns, the k x k Schur complement E - C_aux P^-1 G_aux^T; O(nk) +
+O(k^3)). The exact Newton step is then obtained by defect correction, u <- u + Pb^-1 (b - A u), where
+each A u is O(n): the skew part of A is O(dt |omega|) relative to P, so a few sweeps suffice; GMRES
+with the same preconditioner takes over if they stall. Dense solves appear only in tests.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .graph import TreeOrder, order_tree
 @dataclass
 class RowBlocks:
     """Constraint-type rows (R,): bodies a, b (-1: none), force-side G and velocity-side C blocks (R, 6)
-    on each, and the diagonal E (R,)."""
+    on each."""
 
     a: np.ndarray
     b: np.ndarray
@@ -37,7 +38,6 @@ class RowBlocks:
     Gb: np.ndarray
     Ca: np.ndarray
     Cb: np.ndarray
-    E: np.ndarray
 
     @property
     def count(self) -> int:
@@ -47,12 +47,14 @@ class RowBlocks:
 @dataclass
 class NewtonMatrix:
     """The exact Newton matrix in blocks. Rows [0, n_primary) belong to the primary joints, in
-    `primary_slices` order (each joint's rows consecutive); the rest are auxiliary."""
+    `primary_slices` order (each joint's rows consecutive); the rest are auxiliary, with the dense
+    diagonal block E (k, k)."""
 
     D: np.ndarray  # (B, 6, 6)
     rows: RowBlocks
     n_primary: int
     coupling: tuple[np.ndarray, np.ndarray, np.ndarray]  # rows a (P,), cols b (P,), blocks (P, 6, 6)
+    E: np.ndarray
 
     def multiply(self, u: np.ndarray) -> np.ndarray:
         """A u for u = [zdot (6B); multipliers (R)]."""
@@ -64,7 +66,8 @@ class NewtonMatrix:
         ia, ib, K = self.coupling
         if len(ia):
             np.add.at(out_b, ia, np.einsum("pij,pj->pi", K, z[ib]))
-        out_r = rows.E * mu
+        out_r = np.zeros(len(mu))
+        out_r[self.n_primary:] = self.E @ mu[self.n_primary:]
         for body, Gs, Cs in ((rows.a, rows.Ga, rows.Ca), (rows.b, rows.Gb, rows.Cb)):
             has = body >= 0
             np.add.at(out_b, body[has], Gs[has] * mu[has, None])
@@ -109,20 +112,18 @@ class LinearSolver:
             self._schur = None
             return
         cols = np.zeros((N, k))
-        for body, S in ((rows.a, Sa), (rows.b, Sb)):
+        for body, G in ((rows.a, rows.Ga), (rows.b, rows.Gb)):
             has = body[aux] >= 0
             j = np.nonzero(has)[0]
             idx = 6 * body[aux][has][:, None] + np.arange(6)
-            cols[idx, j[:, None]] += S[aux][has]
-        self._cols = cols
+            cols[idx, j[:, None]] += G[aux][has]
         self._Y = baraff.solve(self.fac, cols)
-        self._aux_S = (Sa[aux], Sb[aux], rows.a[aux], rows.b[aux])
-        schur = np.diag(rows.E[aux]) - self._apply_aux(self._Y)
-        self._schur = schur
+        self._aux_C = (rows.Ca[aux], rows.Cb[aux], rows.a[aux], rows.b[aux])
+        self._schur = A.E - self._apply_aux(self._Y)
 
     def _apply_aux(self, y: np.ndarray) -> np.ndarray:
-        """Auxiliary rows of sym(A) applied to the body part of y ((N,) or (N, c))."""
-        Sa, Sb, a, b = self._aux_S
+        """Velocity-side auxiliary rows applied to the body part of y ((N,) or (N, c))."""
+        Sa, Sb, a, b = self._aux_C
         nb = self.n_bodies
         zb = y[:6 * nb].reshape((nb, 6) + y.shape[1:])
         out = np.zeros((len(a),) + y.shape[1:])
@@ -132,7 +133,7 @@ class LinearSolver:
         return out
 
     def precondition(self, rhs: np.ndarray) -> np.ndarray:
-        """P^-1 rhs with P the bordered symmetric part (one baraff.solve plus the k x k Schur step)."""
+        """Pb^-1 rhs, Pb = P bordered by the exact auxiliary rows (one baraff.solve plus the k x k Schur step)."""
         N = self._N
         y0 = baraff.solve(self.fac, rhs[:N])
         if self._schur is None:

@@ -157,13 +157,17 @@ class Evaluation:
     rate: np.ndarray
     row_winding2: np.ndarray  # windings of the ANGLE rows (in model.order) at z_2
     coord_winding2: np.ndarray  # windings of the joint coordinates at z_2
+    cjac2_velocity: np.ndarray  # (C, 12) d coordinate(z_2) / d zdot_1 / dt
+    ip_residual: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    ip_h: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray, lam: np.ndarray,
-             active: np.ndarray, dt: float, extra=None) -> Evaluation:
+             active: np.ndarray, dt: float, ip=None) -> Evaluation:
     """Residual and exact Newton matrix at velocities V (B, 6), multipliers lam (R,) (model.order).
 
-    `active` (R,) bool selects the rows in the system; `extra(ev_parts)` lets interior_point add rows.
+    `active` (R,) bool selects the rows in the system; `ip` (interior_point.InteriorPoint) adds the
+    inequality pairs' rows at its current multipliers and slacks.
     """
     bs, js, fs = model.bodies, model.joints, model.forces
     nb = bs.count
@@ -210,9 +214,10 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     if state.startup:
         D[:, 3:, 3:] += rotational_momentum_jacobian(bs.inertia, w0, dt, -1)
     coupling = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 6, 6)))
+    cjac2_velocity = _velocity_side(cjac2, fs.coord_a, fs.coord_b, Wr)
     damped = np.nonzero(c_eff)[0]
     if len(damped) and not state.startup:
-        Ct = _velocity_side(cjac2[damped], fs.coord_a[damped], fs.coord_b[damped], Wr)
+        Ct = cjac2_velocity[damped]
         blocks = 0.5 * c_eff[damped, None, None] * knot.cjac[damped][:, :, None] * Ct[:, None, :]
         ca, cb = fs.coord_a[damped], fs.coord_b[damped]
         ia, ib, K = [], [], []
@@ -230,13 +235,14 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     row_res = (raw2 - knot.targets)[active] / dt
     na = np.where(a < nb, a, -1)
     nbb = np.where(b < nb, b, -1)
-    blocks = RowBlocks(na, nbb, G[:, :6], G[:, 6:], C[active][:, :6], C[active][:, 6:], np.zeros(len(a)))
+    blocks = RowBlocks(na, nbb, G[:, :6], G[:, 6:], C[active][:, :6], C[active][:, 6:])
     n_primary = int(np.count_nonzero(active[:model.n_primary]))
-    matrix = NewtonMatrix(D, blocks, n_primary, coupling)
+    n_aux = len(a) - n_primary
+    matrix = NewtonMatrix(D, blocks, n_primary, coupling, np.zeros((n_aux, n_aux)))
     ev = Evaluation(r, row_res, matrix, x2, q2, raw2, cval2, rate, row_winding2,
-                    state.coord_winding + coord_turns[:len(js.coord_kind)])
-    if extra is not None:
-        extra(ev, Wr)
+                    state.coord_winding + coord_turns[:len(js.coord_kind)], cjac2_velocity)
+    if ip is not None:
+        ip.extend(ev, V, Wr, dt)
     return ev
 
 
@@ -245,7 +251,7 @@ def _select_rows(model: MaximalModel, solver: LinearSolver, matrix: NewtonMatrix
     the k x k Schur complement of the bordered system with unit body blocks (so that floored inertias
     do not hide the redundancy), rank at 1e-9 relative."""
     unit = NewtonMatrix(np.broadcast_to(np.eye(6), matrix.D.shape).copy(), matrix.rows, matrix.n_primary,
-                        matrix.coupling)
+                        matrix.coupling, matrix.E)
     solver.factor(unit)
     schur = solver._schur
     if schur is None:
@@ -279,31 +285,41 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
     active = state.aux_active
     V = np.concatenate([state.v, state.w], axis=1)
     lam = state.lam.copy()
-    extra = None if ip is None else ip.begin(model, state, knot, dt)
+    if ip is not None:
+        ip.begin(state, knot, dt)
+    change = np.inf
+    converged = False
+    short_steps = 0
     for iteration in range(1, MAX_ITERATIONS + 1):
-        ev = evaluate(model, state, knot, V, lam, active, dt, extra)
+        ev = evaluate(model, state, knot, V, lam, active, dt, ip)
+        gap = np.max(np.abs(ev.row_residual), initial=0.0) * dt
+        if gap <= tol and change <= tol and (ip is None or ip.converged(ev.ip_h, tol)):
+            converged = True
+            break
         state.solver.factor(ev.matrix)
-        rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual] + ([] if ip is None else [ip.rhs]))
+        rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual, ev.ip_residual])
         du = state.solver.solve(ev.matrix, rhs)
         state.sweeps.append(state.solver.sweeps)
-        dV = du[:6 * nb].reshape(nb, 6)
         n_rows = len(ev.row_residual)
+        dV = du[:6 * nb].reshape(nb, 6)
         dmu = du[6 * nb:6 * nb + n_rows]
-        alpha = 1.0 if ip is None else ip.step_length(du[6 * nb + n_rows:], dV, dt)
+        dpair = du[6 * nb + n_rows:]
+        alpha, ds = (1.0, None) if ip is None else ip.step_length(dpair)
+        w_new = V[:, 3:] + alpha * dV[:, 3:]
+        spin = np.max(np.linalg.norm(w_new, axis=1), initial=0.0) * dt
+        if spin > 1.0:  # keep |omega| dt <= 1 (the update (13) needs < 2; the reference code stops at 1)
+            alpha *= 1.0 / spin
+        if not np.all(np.isfinite(du)):
+            break
         V = V + alpha * dV
         lam[active] -= alpha * dmu
         if ip is not None:
-            ip.update(alpha, du[6 * nb + n_rows:])
-        gap = np.max(np.abs(ev.row_residual)) * dt if n_rows else 0.0
+            ip.update(alpha, dpair, ds)
+            short_steps = short_steps + 1 if alpha < 0.05 else 0
+            if short_steps >= 3 and ip.restart():  # a warm start jammed against the boundary
+                short_steps = 0
         change = np.max(np.abs(alpha * dV)) * dt
-        if gap <= tol and change <= tol and (ip is None or ip.converged(tol)):
-            break
-        if not np.all(np.isfinite(V)) or np.max(np.abs(V[:, 3:])) * dt >= 2.0:
-            break
-    else:
-        iteration = MAX_ITERATIONS + 1
-    ev = evaluate(model, state, knot, V, lam, active, dt, extra) if np.all(np.isfinite(V)) else ev
-    if iteration > MAX_ITERATIONS or not np.all(np.isfinite(V)) or np.max(np.abs(V[:, 3:])) * dt >= 2.0:
+    if not converged:
         worst = js.names[js.row_joint[model.order[int(np.argmax(np.abs(ev.row_val2 - knot.targets)))]]] \
             if len(model.order) else "-"
         raise ConvergenceError(
@@ -311,6 +327,9 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
             f"in {MAX_ITERATIONS} iterations (worst joint {worst!r}, max |g| = "
             f"{np.max(np.abs(ev.row_val2 - knot.targets), initial=0.0):.3g}); try a smaller time step",
             step=state.step_index + 1, time=state.t + dt)
+    iteration -= 1
+    if ip is not None:
+        ip.finish()
     v, w = V[:, :3], V[:, 3:]
     kinetic = 0.5 * float(np.sum(bs.mass * np.sum(v * v, axis=1))
                           + np.einsum("bi,bij,bj->", w, bs.inertia, w))

@@ -1,0 +1,323 @@
+"""Inequalities of the maximal-coordinate step (contacts with friction, joint limits) as primal-dual
+interior-point pairs inside the step's Newton iteration (seed 003 §3.4-3.5, eqs. (24), (26)-(29);
+Appendix D is lost, notes/003.md §2.6-2.8, §3.1).
+
+Every inequality is a pair: a function h >= 0 of the unknowns with slack s = h, and its multiplier
+lam >= 0, with s lam = mu driven to zero. Per contact (detected at the knot z_1 by
+collision.CollisionWorld; normal n from A to B, witness points fixed in the bodies):
+  gamma  (normal force):  h = phi(z_2) ~ d_1 + dt N zdot_1, the gap at the new configuration
+                          linearised about the witness points (N = n . d(p_B - p_A)/d(x, phi) at
+                          z_1, p = x + R p_body), force +gamma n on B. Linear, not the body-fixed
+                          point moved exactly: a rolling sphere's contact point would rise by
+                          r (|w| dt)^2 / 2 per step and let the sphere sink by that much (P4);
+  psi    (sliding speed): h = mu_f gamma - sum beta           (friction cone, (26b), (27b));
+  beta_j (friction):      h = d_j . v_rel(zdot_1) + psi      ((27a), (27c)), force +beta_j d_j on B,
+with d_j = +-t1, +-t2 a four-sided pyramid in the tangent plane and v_rel the interval velocity of the
+witness point of B relative to A (Jacobian at z_1, (29d)). Friction forces act through the same
+point Jacobians as the normal force, so their torques are physical (the factor-2 trap of
+notes/003.md P3 does not arise: rotational rows here are in torque units). Joint limits: gamma with
+h = theta(z_2) - lower or upper - theta(z_2) on a joint coordinate.
+
+Newton on the pair (lam dh + s dlam = mu - lam h, eliminating ds) gives the row
+    -dh - (s/lam) dlam = h - mu/lam          (divided by dt for the positional pairs),
+which borders the joint system as auxiliary rows: force side -dh/dz at z_1, velocity side -dh/dzdot,
+and a dense diagonal block coupling gamma, psi and beta of one contact. Steps keep s and lam
+positive (fraction to the boundary 0.95); mu follows sigma times the mean complementarity, sigma =
+(1 - step)^3 clipped to [0.01, 0.5].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..collision.world import CollisionWorld
+from ..lie import hat, quat_to_matrix
+from .forces import scatter
+from .linear import RowBlocks
+
+TAU = 0.95
+SIGMA_MIN = 0.01
+CLOSE_MARGIN = 1e-3  # m: contacts predicted further apart than this after the step get no friction rows
+COLD_MU = 1e-2  # lam * s of a cold start
+WARM_SHIFT = 1e-6  # added to warm-started lam and s
+MU_MIN = 1e-14
+COMPLEMENTARITY = 1e-8  # converged when every lam * s is below this (N m for contacts: gap ~ 1e-8 / gamma)
+FLOOR = 1e-6
+
+
+def tangents(normal: np.ndarray) -> np.ndarray:
+    """Four pyramid directions (n, 4, 3) +-t1, +-t2 orthogonal to each unit normal (n, 3)."""
+    helper = np.where(np.abs(normal[:, :1]) < 0.9, np.array([[1.0, 0.0, 0.0]]), np.array([[0.0, 1.0, 0.0]]))
+    t1 = helper - np.sum(helper * normal, axis=1, keepdims=True) * normal
+    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
+    t2 = np.cross(normal, t1)
+    return np.stack([t1, -t1, t2, -t2], axis=1)
+
+
+def point_jacobian(R: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """d(x + R p)/d(x, phi) = [I, -R [p]x], (n, 3, 6)."""
+    out = np.zeros(p.shape[:-1] + (3, 6))
+    out[..., :3] = np.eye(3)
+    out[..., 3:] = -R @ hat(p)
+    return out
+
+
+@dataclass
+class Pairs:
+    """The step's inequality pairs. Rows: per contact gamma (+ psi, beta_1..4 with friction), then limits.
+
+    kind (m,): 0 gap (positional), 1 cone, 2 friction direction, 3 limit (positional);
+    contact (m,) contact index of each row (or limit index); lam, s (m,) > 0.
+    """
+
+    kind: np.ndarray
+    owner: np.ndarray
+    lam: np.ndarray
+    s: np.ndarray
+
+
+class InteriorPoint:
+    """Contacts (when the mechanism has colliders) and joint limits of one step."""
+
+    def __init__(self, mechanism, model):
+        self.model = model
+        self.world = CollisionWorld(mechanism) if mechanism.colliders else None
+        js = model.joints
+        self.limited = np.nonzero(np.isfinite(js.lower) | np.isfinite(js.upper))[0]
+        self.mu = 1.0
+        self._previous: tuple | None = None
+
+    def finish(self) -> None:
+        """Keep the converged pairs for warm-starting the next step."""
+        self._previous = (self.key, self.pairs.lam.copy(), self.pairs.s.copy())
+
+    @property
+    def active(self) -> bool:
+        return self.world is not None or len(self.limited) > 0
+
+    # ---- set-up at the knot -------------------------------------------------------------------
+    def begin(self, state, knot, dt: float) -> None:
+        model = self.model
+        bs = model.bodies
+        nb = bs.count
+        R1 = quat_to_matrix(state.q)
+        self.R1 = np.concatenate([R1, np.eye(3)[None]], axis=0)
+        self.x1 = np.vstack([state.x, np.zeros((1, 3))])
+        self._contacts(state, dt, nb)
+        self._limits(state, knot, dt)
+        kind = np.concatenate([self.c_kind, np.full(len(self.l_coord), 3)])
+        owner = np.concatenate([self.c_owner, np.arange(len(self.l_coord))])
+        m = len(kind)
+        key = np.concatenate([self.c_key[self.c_owner] if len(self.c_kind) else np.zeros(0, np.int64),
+                              -1 - self.l_coord * 2 - (self.l_side < 0)])
+        key = key * 4 + kind
+        self.key = key
+        self.pairs = Pairs(kind, owner, np.zeros(m), np.zeros(m))
+        if self._previous is not None and np.array_equal(self._previous[0], key):
+            # same contact set as the last step: warm start, pushed off the boundary
+            self._start(self._previous[1] + WARM_SHIFT, self._previous[2] + WARM_SHIFT, cold=False)
+        else:
+            self.restart()
+
+    def _start(self, lam0: np.ndarray, s0: np.ndarray, cold: bool) -> None:
+        self.pairs.lam, self.pairs.s = lam0, s0
+        self.cold = cold
+        self.mu = SIGMA_MIN * 10 * float(np.mean(lam0 * s0)) if len(lam0) else 0.0
+
+    def restart(self) -> bool:
+        """Cold start (also after a warm start stalls against the boundary); False if already cold."""
+        if getattr(self, "cold", False) and self.pairs.lam.any():
+            return False
+        m = len(self.pairs.kind)
+        s0 = np.ones(m)
+        if len(self.c_kind):
+            gap_rows = np.nonzero(self.c_kind == 0)[0]
+            s0[gap_rows] = np.maximum(self.c_d[self.c_owner[gap_rows]], 1e-3)
+        self._start(COLD_MU / s0, s0, cold=True)
+        return True
+
+    def _contacts(self, state, dt: float, nb: int) -> None:
+        empty = np.zeros(0, dtype=np.int64)
+        self.c_a, self.c_b, self.c_kind, self.c_owner, self.c_key = empty, empty, empty, empty, empty
+        self.n_contacts = 0
+        if self.world is None:
+            return
+        bs = self.model.bodies
+        origin = state.x - np.einsum("bij,bj->bi", self.R1[:nb], bs.com)
+        speed = np.max(np.linalg.norm(state.v, axis=1), initial=0.0) + np.max(np.linalg.norm(state.w, axis=1), initial=0.0)
+        margin = 2.0 * dt * speed + np.linalg.norm(bs.gravity) * dt * dt + 1e-3
+        found = self.world.detect(origin, state.q, margin)
+        k = len(found.distance)
+        self.n_contacts = k
+        if k == 0:
+            return
+        com = np.vstack([bs.com, np.zeros((1, 3))])
+        a = np.where(found.body_a < 0, nb, found.body_a)
+        b = np.where(found.body_b < 0, nb, found.body_b)
+        self.c_a, self.c_b = a, b
+        n_col = len(self.model.mechanism.colliders)
+        self.c_key = found.collider_a * n_col + found.collider_b
+        self.c_pa = found.point_a - com[a]
+        self.c_pb = found.point_b - com[b]
+        self.c_n = found.normal
+        self.c_d = found.distance
+        self.c_mu = found.friction
+        self.c_dir = tangents(found.normal)
+        Ja = point_jacobian(self.R1[a], self.c_pa)
+        Jb = point_jacobian(self.R1[b], self.c_pb)
+        Ja[a == nb] = 0.0
+        Jb[b == nb] = 0.0
+        self.c_Ja1, self.c_Jb1 = Ja, Jb
+        self.c_pos_a1 = self.x1[a] + np.einsum("kij,kj->ki", self.R1[a], self.c_pa)
+        self.c_pos_b1 = self.x1[b] + np.einsum("kij,kj->ki", self.R1[b], self.c_pb)
+        # friction rows only where the gap can close within the step: at a contact that stays open the
+        # normal force is zero and the sliding-speed multiplier psi is undetermined (degenerate pair)
+        ve = np.vstack([np.concatenate([state.v, state.w], axis=1), np.zeros((1, 6))])
+        vn = np.einsum("ki,kij,kj->k", found.normal, Jb, ve[b]) - np.einsum("ki,kij,kj->k", found.normal, Ja, ve[a])
+        closing = found.distance + dt * vn - 0.5 * dt * dt * np.linalg.norm(bs.gravity) <= CLOSE_MARGIN
+        kinds, owners = [], []
+        for c in range(k):
+            rows = [0] + ([1, 2, 2, 2, 2] if self.c_mu[c] > 0 and closing[c] else [])
+            kinds += rows
+            owners += [c] * len(rows)
+        self.c_kind = np.array(kinds, dtype=np.int64)
+        self.c_owner = np.array(owners, dtype=np.int64)
+
+    def _limits(self, state, knot, dt: float) -> None:
+        js, fs = self.model.joints, self.model.forces
+        coords, sides, bounds = [], [], []
+        theta = knot.cval[:len(js.coord_kind)]
+        reach = 2.0 * dt * np.abs(state.coord_rate[:len(js.coord_kind)]) + 0.05
+        for c in self.limited:
+            for side, bound in ((1.0, js.lower[c]), (-1.0, js.upper[c])):
+                if np.isfinite(bound) and side * (theta[c] - bound) < reach[c] + 0.05 * abs(bound - theta[c]) + 0.1:
+                    coords.append(c)
+                    sides.append(side)
+                    bounds.append(bound)
+        self.l_coord = np.array(coords, dtype=np.int64)
+        self.l_side = np.array(sides)
+        self.l_bound = np.array(bounds)
+        self.l_a = fs.coord_a[self.l_coord]
+        self.l_b = fs.coord_b[self.l_coord]
+        self.l_G1 = self.l_side[:, None] * knot.cjac[self.l_coord]
+
+    # ---- rows at one Newton iterate ------------------------------------------------------------
+    def extend(self, ev, V: np.ndarray, Wr: np.ndarray, dt: float) -> None:
+        """Append the pairs' rows to the evaluation: body forces, bordered rows, E block, residual."""
+        nb = self.model.bodies.count
+        p = self.pairs
+        m = len(p.kind)
+        if m == 0:
+            ev.ip_residual = np.zeros(0)
+            ev.ip_h = np.zeros(0)
+            return
+        Ve = np.vstack([V, np.zeros((1, 6))])
+        a_rows = np.empty(m, dtype=np.int64)
+        b_rows = np.empty(m, dtype=np.int64)
+        G = np.zeros((m, 12))
+        C = np.zeros((m, 12))
+        h = np.empty(m)
+        E = np.zeros((m, m))
+        scale = np.ones(m)
+        nc = len(self.c_kind)
+        if nc:
+            self._contact_rows(ev, Ve, Wr, dt, nb, a_rows[:nc], b_rows[:nc], G[:nc], C[:nc], h[:nc], E[:nc, :nc],
+                               scale[:nc])
+        if len(self.l_coord):
+            sl = slice(nc, m)
+            a_rows[sl], b_rows[sl] = self.l_a, self.l_b
+            theta2 = ev.cval2[self.l_coord]
+            h[sl] = self.l_side * (theta2 - self.l_bound)
+            G[sl] = -self.l_G1
+            C[sl] = -self.l_side[:, None] * ev.cjac2_velocity[self.l_coord]
+            scale[sl] = 1.0 / dt
+        lam, s = p.lam, p.s
+        E[np.arange(m), np.arange(m)] += -s / lam * scale
+        residual = (self.mu / lam - h) * scale
+        ev.body_residual = ev.body_residual + scatter(nb, a_rows, b_rows, G * lam[:, None])
+        rows = ev.matrix.rows
+        na = np.where(a_rows < nb, a_rows, -1)
+        nbb = np.where(b_rows < nb, b_rows, -1)
+        ev.matrix.rows = RowBlocks(np.concatenate([rows.a, na]), np.concatenate([rows.b, nbb]),
+                                   np.vstack([rows.Ga, G[:, :6]]), np.vstack([rows.Gb, G[:, 6:]]),
+                                   np.vstack([rows.Ca, C[:, :6]]), np.vstack([rows.Cb, C[:, 6:]]))
+        k0 = len(ev.matrix.E)
+        E_all = np.zeros((k0 + m, k0 + m))
+        E_all[:k0, :k0] = ev.matrix.E
+        E_all[k0:, k0:] = E
+        ev.matrix.E = E_all
+        ev.ip_residual = residual
+        ev.ip_h = h
+
+    def _contact_rows(self, ev, Ve, Wr, dt, nb, a_rows, b_rows, G, C, h, E, scale) -> None:
+        p = self.pairs
+        owner = self.c_owner[:len(a_rows)]
+        kind = p.kind[:len(a_rows)]
+        a, b = self.c_a[owner], self.c_b[owner]
+        a_rows[:], b_rows[:] = a, b
+        gap = kind == 0
+        c = owner[gap]
+        G[gap, :6] = np.einsum("ki,kij->kj", self.c_n[c], self.c_Ja1[c])
+        G[gap, 6:] = -np.einsum("ki,kij->kj", self.c_n[c], self.c_Jb1[c])
+        C[gap] = G[gap]
+        h[gap] = self.c_d[c] - dt * (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
+                                     + np.einsum("kj,kj->k", G[gap, 6:], Ve[b[gap]]))
+        scale[gap] = 1.0 / dt
+        idx = np.arange(len(kind))
+        # index of the gamma / psi row of each row's contact
+        first = {int(o): int(i) for i, o in zip(idx[gap], c)}
+        cone = np.nonzero(kind == 1)[0]
+        fric = np.nonzero(kind == 2)[0]
+        if len(cone):
+            co = owner[cone]
+            gamma_row = np.array([first[int(o)] for o in co])
+            beta_sum = np.zeros(len(cone))
+            for i, o in enumerate(co):
+                beta_sum[i] = np.sum(p.lam[fric[owner[fric] == o]])
+            h[cone] = self.c_mu[co] * p.lam[gamma_row] - beta_sum
+            E[cone, gamma_row] = -self.c_mu[co]
+            cone_of = {int(o): int(r) for r, o in zip(cone, co)}
+            fo = owner[fric]
+            cone_row = np.array([cone_of[int(o)] for o in fo])
+            E[cone_row, fric] = 1.0
+            j = (fric - cone_row - 1)  # 0..3: which pyramid direction
+            d = self.c_dir[fo, j]
+            Jrel = np.concatenate([-self.c_Ja1[fo], self.c_Jb1[fo]], axis=2)  # (f, 3, 12)
+            B = np.einsum("fi,fik->fk", d, Jrel)
+            vrel = np.einsum("fk,fk->f", B[:, :6], Ve[self.c_a[fo]]) + np.einsum("fk,fk->f", B[:, 6:], Ve[self.c_b[fo]])
+            h[fric] = vrel + p.lam[cone_row]
+            G[fric] = -B
+            C[fric] = -B
+            E[fric, cone_row] = -1.0
+
+    # ---- step control ------------------------------------------------------------------------
+    def step_length(self, dlam: np.ndarray) -> tuple[float, np.ndarray]:
+        """Largest step in (0, 1] keeping lam and s positive (fraction to the boundary), and ds."""
+        p = self.pairs
+        if len(dlam) == 0:
+            return 1.0, dlam
+        ds = (self.mu - p.s * dlam) / p.lam - p.s
+        alpha = 1.0
+        for value, change in ((p.lam, dlam), (p.s, ds)):
+            neg = change < 0
+            if np.any(neg):
+                alpha = min(alpha, TAU * float(np.min(-value[neg] / change[neg])))
+        return alpha, ds
+
+    def update(self, alpha: float, dlam: np.ndarray, ds: np.ndarray) -> None:
+        p = self.pairs
+        if len(dlam) == 0:
+            return
+        p.lam = np.maximum(p.lam + alpha * dlam, 1e-300)
+        p.s = np.maximum(p.s + alpha * ds, 1e-300)
+        # centring: reduce mu a lot after a long step, little after a short one (Mehrotra's heuristic)
+        sigma = min(0.5, max(SIGMA_MIN, (1.0 - alpha) ** 3))
+        self.mu = max(sigma * float(np.mean(p.lam * p.s)), MU_MIN)
+
+    def converged(self, h: np.ndarray, tol: float) -> bool:
+        p = self.pairs
+        if len(p.lam) == 0:
+            return True
+        return float(np.max(p.lam * p.s)) <= COMPLEMENTARITY and float(np.max(np.abs(h - p.s))) <= tol

@@ -1,0 +1,61 @@
+"""Contacts with friction in the maximal-coordinate step (seed 003 §3.4-3.5): a box dropped on the
+ground rests on it, a pushed block sticks below mu m g and slides above it with (F - mu m g)/m, and a
+sphere launched sliding rolls at 5/7 of its speed (the friction-torque scale, notes/003.md P3)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from addon.solver.integrator import simulate
+from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.model import WORLD, Body, Collider, Force, Joint, Mechanism
+
+G = 9.81
+
+
+def test_box_drop_comes_to_rest_above_the_ground():
+    run = simulate(load_mechanism(preset_path("box_drop")), 0.01, 150, "maximal")
+    assert run.status == "finished", run.message
+    bottom = run.poses[:, 0, 2] - 0.25  # the cube's frame is at its centre, half edge 0.25 m
+    assert np.min(bottom) > -1e-4  # never penetrates more than 0.1 mm
+    assert 0.0 <= bottom[-1] < 1e-4
+    assert abs(bottom[-1] - bottom[-2]) < 1e-9  # at rest
+    assert bottom[30] < 1e-3  # it did fall (0.4 m in about 0.29 s)
+
+
+def block(force: float, mu: float = 0.5) -> Mechanism:
+    """A 1 kg, 0.2 m cube on the ground pushed along x at its centre."""
+    body = Body("block", 1.0, (0.0, 0.0, 0.1), inertia=(1 / 150, 1 / 150, 1 / 150, 0.0, 0.0, 0.0))
+    colliders = (Collider("ground", WORLD, "plane", friction=mu), Collider("box", "block", "box", (0.1, 0.1, 0.1), friction=mu))
+    return Mechanism("block", (body,), (Joint("free", "free", "world", "block"),),
+                     forces=(Force("push", "block", force=(force, 0.0, 0.0)),), colliders=colliders)
+
+
+def test_block_sticks_below_the_friction_limit_and_slides_above_it():
+    dt, steps, mu = 0.01, 100, 0.5
+    for factor in (0.5, 0.9, 1.5, 2.0):
+        force = factor * mu * G
+        run = simulate(block(force, mu), dt, steps, "maximal")
+        assert run.status == "finished", run.message
+        x = run.poses[:, 0, 0]
+        velocity = np.diff(x) / dt
+        # interval k's velocity is the rate at its midpoint (k + 1/2) dt (the start is second-order accurate)
+        expected = max(force - mu * G, 0.0) * (np.arange(steps) + 0.5) * dt
+        assert np.max(np.abs(velocity - expected)) < 1e-6 * max(1.0, expected[-1]), factor
+        assert np.max(np.abs(run.poses[:, 0, 2] - 0.1)) < 1e-6  # stays on the ground
+
+
+def test_sphere_launched_sliding_rolls_at_five_sevenths_of_its_speed():
+    r, v0, mu, dt = 0.25, 2.0, 0.3, 0.01
+    ball = Body("ball", 1.0, (0.0, 0.0, r), inertia=(0.4 * r * r,) * 3 + (0.0, 0.0, 0.0))
+    colliders = (Collider("ground", WORLD, "plane", friction=mu), Collider("s", "ball", "sphere", (r,), friction=mu))
+    mech = Mechanism("ball", (ball,), (Joint("free", "free", "world", "ball", v0=(v0, 0, 0, 0, 0, 0)),),
+                     colliders=colliders)
+    run = simulate(mech, dt, 150, "maximal")
+    assert run.status == "finished", run.message
+    speed = np.diff(run.poses[:, 0, 0]) / dt
+    rolling_time = 2 * v0 / (7 * mu * G)  # sliding decelerates at mu g until v = 5/7 v0
+    after = int(np.ceil(rolling_time / dt)) + 2
+    assert np.allclose(speed[after:], 5 / 7 * v0, rtol=2e-4)
+    assert speed[5] < v0 - 4 * mu * G * dt  # it did slide first
+    assert np.max(np.abs(run.poses[:, 0, 2] - r)) < 1e-6  # no sinking while rolling (notes/003.md P4)
