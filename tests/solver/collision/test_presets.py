@@ -15,7 +15,7 @@ from addon.solver.mechfile import load_mechanism, preset_path
 RESTING = {
     "box_drop": {},
     "sphere_chain": {},
-    "dominoes": {("ground", f"domino_{i}"): 4 for i in range(1, 9)},
+    "dominoes": {("ground", "domino_1"): 2, **{("ground", f"domino_{i}"): 4 for i in range(2, 9)}},  # 1 on its edge
     "wrecking_ball": {("ground", "crate_1"): 4, ("crate_1", "crate_2"): 4, ("crate_2", "crate_3"): 4},
 }
 
