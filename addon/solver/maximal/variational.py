@@ -250,7 +250,9 @@ def _select_rows(model: MaximalModel, solver: LinearSolver, matrix: NewtonMatrix
     """Drop auxiliary rows that are redundant (a planar loop closed by a full 3-D joint): pivoted QR of
     the k x k Schur complement of the bordered system with unit body blocks (so that floored inertias
     do not hide the redundancy), rank at 1e-9 relative."""
-    unit = NewtonMatrix(np.broadcast_to(np.eye(6), matrix.D.shape).copy(), matrix.rows, matrix.n_primary,
+    r = matrix.rows
+    at_knot = RowBlocks(r.a, r.b, r.Ga, r.Gb, r.Ga, r.Gb)  # both sides at z_1: redundancy is a property of z_1
+    unit = NewtonMatrix(np.broadcast_to(np.eye(6), matrix.D.shape).copy(), at_knot, matrix.n_primary,
                         matrix.coupling, matrix.E)
     solver.factor(unit)
     schur = solver._schur
