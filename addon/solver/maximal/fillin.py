@@ -13,7 +13,8 @@ leaves, so eliminating one links all its later neighbours (fill). This module:
 * `symbolic`: the filled pattern once per topology: eliminating v joins all its not yet eliminated
   neighbours (notes/003.md §3.3, the general form of Alg. 3's loop-opener fill).
 * `factor` / `solve`: the numeric block LDU on that pattern, and the forward, diagonal and backward
-  sweeps (Alg. 4); equal to a dense solve.
+  sweeps (Alg. 4); equal to a dense solve. In C (native/baraff.c, symplex_fillin_*) on the flat layout
+  of `plan` when the kernels are built; the dict-of-blocks numpy code is the fallback and reference.
 * `saddle`: the pattern and blocks of Baraff's H = [[M, J^T], [J, 0]] with loops (constraints of
   `baraff.Constraint`, any number of bodies each), so a mechanism with many loops (k growing with n)
   needs no auxiliary rows.
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..native import baraff_binding as _native
 from .baraff import Constraint
 from .graph import order_tree, split_loops
 
@@ -199,30 +201,97 @@ def symbolic(dims: list[int], edges: list[tuple[int, int]], order: tuple[int, ..
 
 
 @dataclass(frozen=True)
+class Plan:
+    """The flat layout of a `Symbolic` pattern for the C kernel (baraff_kernels.h, symplex_fillin_*).
+
+    ``a`` (``size`` doubles) holds every diagonal block (``diag_offset``), and for each elimination
+    edge e of v (``upper_start[v] <= e < upper_start[v + 1]``, neighbour ``upper_node[e]``) the blocks
+    A_pv (``lower_offset``) and A_vp (``upper_offset``); ``pair_offset`` lists, per v, the block A_pr of
+    every ordered pair of its later neighbours; ``where[(i, j)]`` locates the off-diagonal block A_ij.
+    """
+
+    order: np.ndarray
+    dim: np.ndarray
+    diag_offset: np.ndarray
+    upper_start: np.ndarray
+    upper_node: np.ndarray
+    lower_offset: np.ndarray
+    upper_offset: np.ndarray
+    pair_start: np.ndarray
+    pair_offset: np.ndarray
+    row_offset: np.ndarray
+    where: dict[tuple[int, int], int]
+    size: int
+    scratch: int
+
+
+def plan(sym: Symbolic) -> Plan:
+    """Flat offsets of every block of the filled pattern (once per topology)."""
+    dims = sym.dims
+    sq = np.array([d * d for d in dims], dtype=np.int64)
+    diag_offset = np.concatenate([[0], np.cumsum(sq)[:-1]]).astype(np.int64)
+    offset = int(sq.sum())
+    upper_start, upper_node, lower_offset, upper_offset = [0], [], [], []
+    where: dict[tuple[int, int], int] = {}
+    for v in range(len(dims)):
+        for p in sym.upper[v]:
+            where[p, v], where[v, p] = offset, offset + dims[p] * dims[v]
+            lower_offset.append(offset)
+            upper_offset.append(offset + dims[p] * dims[v])
+            upper_node.append(p)
+            offset += 2 * dims[p] * dims[v]
+        upper_start.append(len(upper_node))
+    pair_start, pair_offset, scratch = [0] * (len(dims) + 1), [], 0
+    for v in range(len(dims)):
+        later = sym.upper[v]
+        pair_start[v] = len(pair_offset)
+        pair_offset += [int(diag_offset[p]) if p == r else where[p, r] for p in later for r in later]
+        if later:
+            scratch = max(scratch, dims[v] * (sum(dims[p] for p in later) + max(dims[p] for p in later)))
+    pair_start[len(dims)] = len(pair_offset)
+    ints = lambda x: np.array(x, dtype=np.int64)  # noqa: E731
+    return Plan(ints(sym.order), ints(dims), diag_offset, ints(upper_start), ints(upper_node), ints(lower_offset),
+                ints(upper_offset), ints(pair_start), ints(pair_offset),
+                np.concatenate([[0], np.cumsum(dims)]).astype(np.int64), where, offset, scratch)
+
+
+@dataclass(frozen=True)
 class LDU:
     """Numeric block factor A = L D U on a `Symbolic` pattern.
 
-    ``dinv[v]`` = D_v^-1; ``lower[(p, v)]`` = L_pv = A_pv D_v^-1 and ``upper[(v, p)]`` = U_vp =
-    D_v^-1 A_vp for p in ``symbolic.upper[v]`` (A here is the partially eliminated matrix).
+    numpy twin: ``dinv[v]`` = D_v^-1; ``lower[(p, v)]`` = L_pv = A_pv D_v^-1 and ``upper[(v, p)]`` =
+    U_vp = D_v^-1 A_vp for p in ``symbolic.upper[v]`` (A the partially eliminated matrix). C kernel:
+    the same blocks in ``flat`` at the offsets of ``layout`` (a `Plan`).
     """
 
     symbolic: Symbolic
-    dinv: tuple[np.ndarray, ...]
-    lower: dict[tuple[int, int], np.ndarray]
-    upper: dict[tuple[int, int], np.ndarray]
+    dinv: tuple[np.ndarray, ...] = ()
+    lower: dict[tuple[int, int], np.ndarray] | None = None
+    upper: dict[tuple[int, int], np.ndarray] | None = None
+    layout: Plan | None = None
+    flat: np.ndarray | None = None
 
 
-def factor(sym: Symbolic, diagonal: list[np.ndarray], blocks: dict[tuple[int, int], np.ndarray]) -> LDU:
+def _singular(v: int) -> np.linalg.LinAlgError:
+    return np.linalg.LinAlgError(f"node {v}: singular pivot in the block LDU")
+
+
+def factor(sym: Symbolic, diagonal: list[np.ndarray], blocks: dict[tuple[int, int], np.ndarray],
+           native: bool | None = None, layout: Plan | None = None) -> LDU:
     """Block LDU of the matrix with diagonal blocks `diagonal` and off-diagonal `blocks`.
 
     ``blocks[(i, j)]`` is A_ij (``dims[i] x dims[j]``); when ``(j, i)`` is absent A_ji = A_ij^T. Every
-    pair must be an edge of the graph `sym` was built from.
+    pair must be an edge of the graph `sym` was built from. ``native``: the C kernel (default: when
+    built) or the numpy twin; ``layout``: `plan(sym)`, kept by callers that factor one topology often.
 
     Raises
     ------
     numpy.linalg.LinAlgError
         A singular pivot, naming the node.
     """
+    use_c = _native.LIB is not None and max(sym.dims, default=0) <= _native.MAX_DIM if native is None else native
+    if use_c:
+        return _factor_c(sym, diagonal, blocks, layout or plan(sym))
     work: dict[tuple[int, int], np.ndarray] = {}
     for (i, j), block in blocks.items():
         work[i, j] = np.array(block, dtype=float)
@@ -236,7 +305,7 @@ def factor(sym: Symbolic, diagonal: list[np.ndarray], blocks: dict[tuple[int, in
         try:
             dinv[v] = np.linalg.inv(diag[v])
         except np.linalg.LinAlgError as exc:
-            raise np.linalg.LinAlgError(f"node {v}: singular pivot in the block LDU") from exc
+            raise _singular(v) from exc
         later = sym.upper[v]
         row = [work.pop((v, p), None) for p in later]  # A_vp, read by every Schur update below
         for p, a_vp in zip(later, row):
@@ -257,9 +326,33 @@ def factor(sym: Symbolic, diagonal: list[np.ndarray], blocks: dict[tuple[int, in
     return LDU(sym, tuple(dinv), lower, upper)
 
 
+def _factor_c(sym: Symbolic, diagonal: list[np.ndarray], blocks: dict[tuple[int, int], np.ndarray],
+              layout: Plan) -> LDU:
+    """The C kernel on the flat layout (symplex_fillin_factor)."""
+    flat = np.zeros(layout.size)
+    for v, d in enumerate(diagonal):
+        flat[layout.diag_offset[v]:layout.diag_offset[v] + d.size] = np.ravel(d)
+    for (i, j), block in blocks.items():
+        block = np.asarray(block, dtype=float)
+        flat[layout.where[i, j]:layout.where[i, j] + block.size] = block.ravel()
+        if (j, i) not in blocks:
+            flat[layout.where[j, i]:layout.where[j, i] + block.size] = block.T.ravel()
+    status = _native.fillin_factor(layout, flat, np.empty(max(layout.scratch, 1)))
+    if status == -2:
+        raise ValueError(f"a block larger than {_native.MAX_DIM}: the C kernel cannot factor it")
+    if status >= 0:
+        raise _singular(int(status))
+    return LDU(sym, layout=layout, flat=flat)
+
+
 def solve(fac: LDU, rhs: np.ndarray) -> np.ndarray:
     """Solve A x = rhs, rhs ``(N,)`` or ``(N, k)`` stacked by node index."""
     sym = fac.symbolic
+    if fac.flat is not None:
+        rhs = np.asarray(rhs, dtype=float)
+        x = np.array(rhs.reshape(len(rhs), -1), dtype=float, order="C")
+        _native.fillin_solve(fac.layout, fac.flat, x, np.empty(max(sym.dims, default=1) * x.shape[1]))
+        return x.reshape(rhs.shape)
     offsets = np.concatenate([[0], np.cumsum(sym.dims)]).astype(int)
     x = np.array(rhs, dtype=float)
     piece = [x[offsets[v]:offsets[v + 1]] for v in range(len(sym.dims))]

@@ -197,3 +197,98 @@ void symplex_baraff_multiply(int64_t n_nodes, const int64_t *parent, const int64
             }
     }
 }
+
+/* ---- reduced-fill-in block LDU on a symbolic pattern (fillin.py) ---- */
+
+/* c (m x n) -= a (m x k) b (k x n), all row-major. */
+static void sub_product(int64_t m, int64_t k, int64_t n, const double *a, const double *b, double *c) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t l = 0; l < k; l++) {
+            double f = a[i * k + l];
+            if (f == 0.0) continue;
+            for (int64_t j = 0; j < n; j++) c[i * n + j] -= f * b[l * n + j];
+        }
+}
+
+/* out (m x n) = a (m x k) b (k x n). */
+static void product(int64_t m, int64_t k, int64_t n, const double *a, const double *b, double *out) {
+    for (int64_t i = 0; i < m * n; i++) out[i] = 0.0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t l = 0; l < k; l++) {
+            double f = a[i * k + l];
+            for (int64_t j = 0; j < n; j++) out[i * n + j] += f * b[l * n + j];
+        }
+}
+
+int64_t symplex_fillin_factor(int64_t n_nodes, const int64_t *order, const int64_t *dim, const int64_t *diag_offset,
+                              const int64_t *upper_start, const int64_t *upper_node, const int64_t *lower_offset,
+                              const int64_t *upper_offset, const int64_t *pair_start, const int64_t *pair_offset,
+                              double *a, double *scratch) {
+    for (int64_t idx = 0; idx < n_nodes; idx++) {
+        int64_t v = order[idx], d = dim[v];
+        if (d > SYMPLEX_BARAFF_MAX_DIM) return -2;
+        double *dv = a + diag_offset[v];
+        if (invert_in_place(d, dv)) return v;
+        int64_t first = upper_start[v], last = upper_start[v + 1];
+        /* keep the row blocks A_vp, then L_pv = A_pv D^-1 in place */
+        int64_t used = 0;
+        for (int64_t e = first; e < last; e++) {
+            int64_t dp = dim[upper_node[e]];
+            memcpy(scratch + used, a + upper_offset[e], (size_t)(d * dp) * sizeof(double));
+            used += d * dp;
+            double *lpv = a + lower_offset[e];
+            double *tmp = scratch + used;  /* dp x d */
+            product(dp, d, d, lpv, dv, tmp);
+            memcpy(lpv, tmp, (size_t)(dp * d) * sizeof(double));
+        }
+        /* Schur updates A_pr -= L_pv A_vr over every later pair (p, r) */
+        int64_t pair = pair_start[v];
+        for (int64_t e = first; e < last; e++) {
+            int64_t dp = dim[upper_node[e]];
+            const double *lpv = a + lower_offset[e];
+            int64_t row_r = 0;
+            for (int64_t f = first; f < last; f++) {
+                int64_t dr = dim[upper_node[f]];
+                sub_product(dp, d, dr, lpv, scratch + row_r, a + pair_offset[pair]);
+                row_r += d * dr;
+                pair++;
+            }
+        }
+        /* U_vp = D^-1 A_vp */
+        int64_t row = 0;
+        for (int64_t e = first; e < last; e++) {
+            int64_t dp = dim[upper_node[e]];
+            product(d, d, dp, dv, scratch + row, a + upper_offset[e]);
+            row += d * dp;
+        }
+    }
+    return -1;
+}
+
+void symplex_fillin_solve(int64_t n_nodes, const int64_t *order, const int64_t *dim, const int64_t *diag_offset,
+                          const int64_t *upper_start, const int64_t *upper_node, const int64_t *lower_offset,
+                          const int64_t *upper_offset, const int64_t *row_offset, const double *a, int64_t ncol,
+                          double *x, double *scratch) {
+    for (int64_t idx = 0; idx < n_nodes; idx++) { /* L z = b */
+        int64_t v = order[idx], d = dim[v];
+        const double *xv = x + row_offset[v] * ncol;
+        for (int64_t e = upper_start[v]; e < upper_start[v + 1]; e++) {
+            int64_t p = upper_node[e];
+            sub_product(dim[p], d, ncol, a + lower_offset[e], xv, x + row_offset[p] * ncol);
+        }
+    }
+    for (int64_t v = 0; v < n_nodes; v++) { /* D w = z */
+        int64_t d = dim[v];
+        double *xv = x + row_offset[v] * ncol;
+        product(d, d, ncol, a + diag_offset[v], xv, scratch);
+        memcpy(xv, scratch, (size_t)(d * ncol) * sizeof(double));
+    }
+    for (int64_t idx = n_nodes - 1; idx >= 0; idx--) { /* U x = w */
+        int64_t v = order[idx], d = dim[v];
+        double *xv = x + row_offset[v] * ncol;
+        for (int64_t e = upper_start[v]; e < upper_start[v + 1]; e++) {
+            int64_t p = upper_node[e];
+            sub_product(d, dim[p], ncol, a + upper_offset[e], x + row_offset[p] * ncol, xv);
+        }
+    }
+}

@@ -1,9 +1,9 @@
-"""ctypes bindings of baraff.c (baraff_kernels.h): the tree block LDL^T factor and solve in C.
+"""ctypes bindings of baraff.c (baraff_kernels.h): the tree block LDL^T and the fill-in block LDU in C.
 
 `LIB` is the kernel library when it is built with baraff.c and loads (native.load_kernels), else None;
-addon/solver/maximal/baraff.py then uses its numpy twin. The wrappers take the arrays of baraff's
-layout as they are (int64 / float64, C-contiguous; baraff.py builds them so) and do not re-check them:
-baraff.py is their only caller.
+addon/solver/maximal/baraff.py and fillin.py then use their numpy twins. The wrappers take the arrays of
+those modules' layouts as they are (int64 / float64, C-contiguous; the callers build them so) and do
+not re-check them: baraff.py and fillin.py are their only callers.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ _int, _ptr = ctypes.c_int64, ctypes.c_void_p
 
 def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
-    if lib is None or not hasattr(lib, "symplex_baraff_multiply"):
+    if lib is None or not hasattr(lib, "symplex_fillin_solve"):
         return None
     lib.symplex_baraff_factor.argtypes = [_int] + [_ptr] * 12
     lib.symplex_baraff_factor.restype = _int
@@ -28,6 +28,10 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_baraff_solve.restype = None
     lib.symplex_baraff_multiply.argtypes = [_int] + [_ptr] * 9 + [_int, _ptr, _ptr]
     lib.symplex_baraff_multiply.restype = None
+    lib.symplex_fillin_factor.argtypes = [_int] + [_ptr] * 11
+    lib.symplex_fillin_factor.restype = _int
+    lib.symplex_fillin_solve.argtypes = [_int] + [_ptr] * 9 + [_int, _ptr, _ptr]
+    lib.symplex_fillin_solve.restype = None
     return lib
 
 
@@ -58,3 +62,17 @@ def multiply(n_nodes: int, parent: np.ndarray, dim: np.ndarray, sq_offset: np.nd
     LIB.symplex_baraff_multiply(n_nodes, *(a.ctypes.data for a in (
         parent, dim, sq_offset, row_offset, has_mass, mass, edge_offset, edge_transposed, edges)), x.shape[1],
         x.ctypes.data, out.ctypes.data)
+
+
+def fillin_factor(plan, a: np.ndarray, scratch: np.ndarray) -> int:
+    """Run symplex_fillin_factor on a fillin.Plan's arrays; -1, a singular node, or -2."""
+    return LIB.symplex_fillin_factor(len(plan.dim), *(x.ctypes.data for x in (
+        plan.order, plan.dim, plan.diag_offset, plan.upper_start, plan.upper_node, plan.lower_offset,
+        plan.upper_offset, plan.pair_start, plan.pair_offset, a, scratch)))
+
+
+def fillin_solve(plan, a: np.ndarray, x: np.ndarray, scratch: np.ndarray) -> None:
+    """Run symplex_fillin_solve in place on x (N, ncol)."""
+    LIB.symplex_fillin_solve(len(plan.dim), *(y.ctypes.data for y in (
+        plan.order, plan.dim, plan.diag_offset, plan.upper_start, plan.upper_node, plan.lower_offset,
+        plan.upper_offset, plan.row_offset, a)), x.shape[1], x.ctypes.data, scratch.ctypes.data)

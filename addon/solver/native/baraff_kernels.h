@@ -42,4 +42,24 @@ void symplex_baraff_multiply(int64_t n_nodes, const int64_t *parent, const int64
                              const int64_t *edge_offset, const int64_t *edge_transposed, const double *edges,
                              int64_t ncol, const double *x, double *out);
 
+/* Block LDU on a filled pattern (addon/solver/maximal/fillin.py, its numpy twin and reference).
+ * a holds every block of the matrix and of the fill, row-major: node v's diagonal block at
+ * diag_offset[v]; for v's later neighbours upper_node[e], e in [upper_start[v], upper_start[v+1]),
+ * the blocks A_pv at lower_offset[e] and A_vp at upper_offset[e]; for every ordered pair (p, r) of v's
+ * later neighbours (row-major over e, f), pair_offset[pair_start[v] + ...] locates A_pr (the diagonal
+ * block when p == r). Factor in place: diagonal blocks become D^-1, A_pv becomes L_pv = A_pv D_v^-1,
+ * A_vp becomes U_vp = D_v^-1 A_vp. scratch: 2 * max(dim) * sum over v of its later neighbours' dims.
+ * Returns -1, the node with a singular pivot, or -2 for a block larger than SYMPLEX_BARAFF_MAX_DIM. */
+int64_t symplex_fillin_factor(int64_t n_nodes, const int64_t *order, const int64_t *dim, const int64_t *diag_offset,
+                              const int64_t *upper_start, const int64_t *upper_node, const int64_t *lower_offset,
+                              const int64_t *upper_offset, const int64_t *pair_start, const int64_t *pair_offset,
+                              double *a, double *scratch);
+
+/* Solve with the factored a for ncol right-hand sides in place (x (N, ncol), node v's rows from
+ * row_offset[v]); scratch: max(dim) * ncol doubles. */
+void symplex_fillin_solve(int64_t n_nodes, const int64_t *order, const int64_t *dim, const int64_t *diag_offset,
+                          const int64_t *upper_start, const int64_t *upper_node, const int64_t *lower_offset,
+                          const int64_t *upper_offset, const int64_t *row_offset, const double *a, int64_t ncol,
+                          double *x, double *scratch);
+
 #endif

@@ -8,10 +8,12 @@ import pytest
 from addon.solver.maximal import fillin
 from addon.solver.maximal.baraff import Constraint, factor, solve_auxiliary
 from addon.solver.maximal.graph import crystal, ladder, loop_chain, net, split_loops
+from addon.solver.native import baraff_binding
 
-from .test_baraff import dense_rows, dense_saddle, random_block, random_spd, rel_err
+from .test_baraff import dense_rows, dense_saddle, needs_c, random_block, random_spd, rel_err
 
 GRAPHS = {"ladder": ladder(15), "net": net(6, 7), "crystal": crystal(4)}
+KERNELS = [False, pytest.param(True, marks=needs_c)]
 
 
 def random_graph_matrix(rng, n_nodes, edges, dim=6, symmetric=False):
@@ -36,15 +38,38 @@ def random_graph_matrix(rng, n_nodes, edges, dim=6, symmetric=False):
 @pytest.mark.parametrize("name", GRAPHS)
 @pytest.mark.parametrize("method", ["dfs", "min-degree"])
 @pytest.mark.parametrize("symmetric", [True, False], ids=["ldlt", "ldu"])
-def test_graph_matrices_match_dense(name, method, symmetric):
+@pytest.mark.parametrize("native", KERNELS, ids=["numpy", "c"])
+def test_graph_matrices_match_dense(name, method, symmetric, native):
     """Seed 003 Fig. 9 (b)-(d): 6x6 blocks on ladder, net and crystal graphs equal a dense solve."""
     n_nodes, edges = GRAPHS[name]
     rng = np.random.default_rng(n_nodes + symmetric)
     diagonal, blocks, dense = random_graph_matrix(rng, n_nodes, edges, symmetric=symmetric)
     sym = fillin.symbolic([6] * n_nodes, edges, fillin.order_nodes(n_nodes, edges, method))
     rhs = rng.standard_normal((6 * n_nodes, 2))
-    x = fillin.solve(fillin.factor(sym, diagonal, blocks), rhs)
+    fac = fillin.factor(sym, diagonal, blocks, native=native)
+    assert (fac.flat is not None) == native
+    x = fillin.solve(fac, rhs)
     assert rel_err(x, np.linalg.solve(dense, rhs)) < 1e-9
+    assert rel_err(fillin.solve(fac, rhs[:, 0]), np.linalg.solve(dense, rhs[:, 0])) < 1e-9
+
+
+@needs_c
+def test_c_factor_equals_numpy_blocks():
+    """The C kernel's pivots and L, U blocks are the numpy twin's (net, min-degree order)."""
+    n_nodes, edges = net(5, 5)
+    rng = np.random.default_rng(12)
+    diagonal, blocks, _ = random_graph_matrix(rng, n_nodes, edges)
+    sym = fillin.symbolic([6] * n_nodes, edges, fillin.order_nodes(n_nodes, edges, "min-degree"))
+    ref, fac = fillin.factor(sym, diagonal, blocks, native=False), fillin.factor(sym, diagonal, blocks, native=True)
+    lay = fac.layout
+    for v in range(n_nodes):
+        np.testing.assert_allclose(fac.flat[lay.diag_offset[v]:lay.diag_offset[v] + 36].reshape(6, 6), ref.dinv[v],
+                                   rtol=1e-12, atol=1e-14)
+        for p in sym.upper[v]:
+            np.testing.assert_allclose(fac.flat[lay.where[p, v]:lay.where[p, v] + 36].reshape(6, 6), ref.lower[p, v],
+                                       rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(fac.flat[lay.where[v, p]:lay.where[v, p] + 36].reshape(6, 6), ref.upper[v, p],
+                                       rtol=1e-12, atol=1e-14)
 
 
 def test_single_cycle_fill_and_trees_have_none():
@@ -139,5 +164,8 @@ def test_zero_pivot_and_bad_input_are_named():
     block = rng.standard_normal((2, 6))
     block[1] = block[0]
     masses = [random_spd(rng, 6) for _ in range(2)]
-    with pytest.raises(np.linalg.LinAlgError, match="node 2"):
-        fillin.solve_saddle(masses, [Constraint((0, 1), (block, block))], np.ones(14))
+    system = fillin.saddle(masses, [Constraint((0, 1), (block, block))])
+    sym = fillin.symbolic(system.dims, system.edges, fillin.order_nodes(3, system.edges, "dfs", system.after))
+    for native in (False, True) if baraff_binding.LIB is not None else (False,):
+        with pytest.raises(np.linalg.LinAlgError, match="node 2"):
+            fillin.factor(sym, system.diagonal, system.blocks, native=native)
