@@ -266,3 +266,25 @@ def test_vectorised_box_faces_equal_the_per_pair_clip(incident):
         assert np.allclose(a0, a1, atol=1e-12) and np.allclose(b0, b1, atol=1e-12) and np.allclose(n0, n1)
         compared += 1
     assert compared >= 30
+
+
+@pytest.mark.parametrize("pair", list(itertools.product(["plane"] + SOLIDS, SOLIDS)))
+def test_degenerate_poses_give_well_formed_contacts(pair):
+    """Concentric, deeply overlapping, exactly stacked and random poses: finite distances, unit
+    normals and distance = normal . (point_b - point_a) for every contact, never an exception."""
+    rng = np.random.default_rng(99)
+    size_a, verts_a = SHAPES.get(pair[0], ((), ()))
+    size_b, verts_b = SHAPES[pair[1]]
+    world = pair_world(pair[0], size_a, pair[1], size_b, verts_a, verts_b)
+    found = 0
+    for trial in range(40):
+        kind = trial % 4
+        offset = [np.zeros(3), rng.normal(0, 0.05, 3), rng.normal(0, 0.4, 3), np.array([0.0, 0.0, 0.35])][kind]
+        turns = np.zeros((2, 3)) if kind == 3 else rng.normal(0, 1, (2, 3))
+        contacts = world.detect(np.array([np.zeros(3), offset]), np.array([quat(t) for t in turns]), 0.05)
+        found += len(contacts) > 0
+        assert np.all(np.isfinite(contacts.distance))
+        assert np.allclose(np.linalg.norm(contacts.normal, axis=1), 1.0)
+        gap = np.einsum("ki,ki->k", contacts.normal, contacts.point_b_world - contacts.point_a_world)
+        assert np.allclose(gap, contacts.distance, atol=1e-9)
+    assert found >= 10
