@@ -8,6 +8,8 @@ mean), a tank's road wheels, sprockets and idlers of each track ('Road wheel 3.L
 Controls are custom properties of the chassis (or armature), keyed or set, in the vehicle's units
 (spec.CONTROL_NAMES: collective N, tail N, blade_pitch rad, ...; thrust_left N; force_left N), plus
 `initial_speed` (m/s forward); mass properties come from the preset named by `symplex_vehicle_preset`.
+A boat's water surface and a hovercraft's ground are the world plane z = 0, as in the solver; a tank
+drives on the plane under its chassis at the start (its chassis keeps its height).
 
 The solver moves the chassis; each part stays at its place on it and turns about its own centre:
 - helicopter rotors at the governed speed while the collective is above zero (the collective changes
@@ -342,8 +344,9 @@ def _place(collection: bpy.types.Collection, parent: bpy.types.Object | None, na
 def build_body_rig(scene: bpy.types.Scene, preset: str, name: str,
                    location: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> BodyRig:
     """Add a box chassis (origin at its centre of mass, facing +X, resting where the preset rests: a
-    helicopter 10 m up, a boat at its design draft on water z = location.z, a hovercraft on its cushion,
-    a tank on the ground) with its spinning parts as children, and key a short manoeuvre on it."""
+    helicopter 10 m above location.z, a boat at its design draft on the water z = 0, a hovercraft on its
+    cushion over the ground z = 0, a tank on the plane z = location.z) with its spinning parts as
+    children, and key a short manoeuvre on it."""
     if preset not in BODY_PRESETS:
         raise RigError(f"one-body preset must be one of {', '.join(BODY_PRESETS)}, got {preset!r}")
     kind, spec = vehicle_type(preset), PRESETS[preset]
@@ -359,11 +362,11 @@ def build_body_rig(scene: bpy.types.Scene, preset: str, name: str,
     elif kind in ("boat", "hovercraft"):
         if kind == "boat":
             body = box_mesh(name, (spec.hull_length, spec.hull_beam, spec.hull_height))
-            height = z + spec.design_draft - spec.keel_below_com
+            height = spec.design_draft - spec.keel_below_com
             place, size = (-spec.thruster_behind_com, -spec.thruster_below_com), 0.35
         else:
             body = box_mesh(name, (spec.skirt_length, spec.skirt_width, 1.0))
-            height = z + spec.rest_height
+            height = spec.rest_height
             place, size = (-spec.thruster_behind_com, spec.thruster_above_com), 1.0
         for side, sign in (("L", 1.0), ("R", -1.0)):
             word = "Prop" if kind == "boat" else "Fan"
