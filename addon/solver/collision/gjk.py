@@ -20,6 +20,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..lie import cross
+
 Support = Callable[[np.ndarray], np.ndarray]
 
 _GJK_ITERATIONS = 64
@@ -160,56 +162,61 @@ def _initial_tetrahedron(support_a: Support, support_b: Support, simplex: list) 
     return points
 
 
+def _face_normals(points: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Unnormalised normals (F, 3) of triangles `faces` (F, 3) of `points`, right-handed."""
+    p0, p1, p2 = points[faces[:, 0]], points[faces[:, 1]], points[faces[:, 2]]
+    return cross(p1 - p0, p2 - p0)
+
+
+def _planes(points: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unit normals (F, 3) and origin distances (F,) of the faces; inf distance for degenerate ones."""
+    n = _face_normals(points, faces)
+    length = np.linalg.norm(n, axis=1)
+    ok = length > 1e-300
+    n = n / np.where(ok, length, 1.0)[:, None]
+    return n, np.where(ok, np.einsum("fi,fi->f", n, points[faces[:, 0]]), np.inf)
+
+
 def epa(support_a: Support, support_b: Support, simplex: list) -> Closest:
     """Penetration of overlapping A and B from a GJK simplex that contains (or touches) the origin."""
     verts = _initial_tetrahedron(support_a, support_b, simplex)
-    W = [v[0] for v in verts]
-    centre = np.mean(W, axis=0)
-    faces: list[tuple[int, int, int]] = []
-    for f in ((0, 1, 2), (0, 3, 1), (0, 2, 3), (1, 3, 2)):
-        n = np.cross(W[f[1]] - W[f[0]], W[f[2]] - W[f[0]])
-        faces.append(f if n @ (W[f[0]] - centre) > 0 else (f[0], f[2], f[1]))
-    size = max(float(np.linalg.norm(w - centre)) for w in W)
-
-    def plane(f):
-        n = np.cross(W[f[1]] - W[f[0]], W[f[2]] - W[f[0]])
-        n /= np.linalg.norm(n)
-        return n, float(n @ W[f[0]])
-
-    planes = [plane(f) for f in faces]
+    points = np.zeros((4 + _EPA_ITERATIONS, 3))
+    points[:4] = [v[0] for v in verts]
+    centre = points[:4].mean(axis=0)
+    faces = np.array([(0, 1, 2), (0, 3, 1), (0, 2, 3), (1, 3, 2)])
+    outward = np.einsum("fi,fi->f", _face_normals(points, faces), points[faces[:, 0]] - centre) > 0
+    faces = np.where(outward[:, None], faces, faces[:, [0, 2, 1]])
+    size = float(np.max(np.linalg.norm(points[:4] - centre, axis=1)))
+    normals, dists = _planes(points, faces)
+    count = 4
     for _ in range(_EPA_ITERATIONS):
-        k = int(np.argmin([p[1] for p in planes]))
-        normal, dist = planes[k]
+        k = int(np.argmin(dists))
+        normal, dist = normals[k], dists[k]
         a, b = support_a(normal), support_b(-normal)
         w = a - b
         if float(normal @ w) - dist <= _EPA_RELATIVE * size:
             break
-        visible = [i for i, (n, d) in enumerate(planes) if float(n @ w) - d > 1e-14 * size]
+        visible = normals @ w - dists > 1e-14 * size
         edges: dict[tuple[int, int], int] = {}
-        for i in visible:
-            f = faces[i]
+        for f in faces[visible]:
             for e in ((f[0], f[1]), (f[1], f[2]), (f[2], f[0])):
                 if (e[1], e[0]) in edges:
                     del edges[(e[1], e[0])]
                 else:
                     edges[e] = 1
-        keep = [i for i in range(len(faces)) if i not in set(visible)]
-        faces = [faces[i] for i in keep]
-        planes = [planes[i] for i in keep]
-        W.append(w)
+        points[count] = w
         verts.append((w, a, b))
-        new = len(W) - 1
-        for e in edges:
-            f = (e[0], e[1], new)
-            n = np.cross(W[f[1]] - W[f[0]], W[f[2]] - W[f[0]])
-            if np.linalg.norm(n) <= 1e-300:
-                continue
-            faces.append(f)
-            planes.append(plane(f))
-    k = int(np.argmin([p[1] for p in planes]))
-    normal, dist = planes[k]
+        new_faces = np.array([(e0, e1, count) for e0, e1 in edges], dtype=np.int64).reshape(-1, 3)
+        count += 1
+        new_normals, new_dists = _planes(points, new_faces)
+        ok = np.isfinite(new_dists)
+        faces = np.concatenate([faces[~visible], new_faces[ok]])
+        normals = np.concatenate([normals[~visible], new_normals[ok]])
+        dists = np.concatenate([dists[~visible], new_dists[ok]])
+    k = int(np.argmin(dists))
+    normal, dist = normals[k], float(dists[k])
     f = faces[k]
-    tri = np.array([W[i] for i in f])
+    tri = points[f]
     lam = _affine_closest(tri)
     if lam is None:
         lam = np.full(3, 1.0 / 3.0)
