@@ -146,3 +146,24 @@ def test_the_preset_file_drives_and_pivots():
     assert traj.constraint_residual.max() < 1e-11
     heading = 2 * np.arctan2(traj.poses[:, 0, 6], traj.poses[:, 0, 3])
     assert np.ptp(np.unwrap(heading)) > 1.0
+
+
+def test_converges_at_second_order_to_the_continuous_equations():
+    """Moving forward and turning one way throughout, the Coulomb resistances are constant forces:
+    m v' = F_l + F_r - f_r m g, K omega' = (F_r - F_l) B / 2 - M_r (scipy, tol 1e-12)."""
+    from scipy.integrate import solve_ivp
+
+    def rhs(t, y):
+        theta, _, _, omega, v = y
+        torque = (right(t) - left(t)) * TANK.track_gauge / 2 - M_R
+        return [omega, v * np.cos(theta), v * np.sin(theta), torque / TANK.yaw_inertia,
+                (left(t) + right(t) - F_R) / TANK.mass]
+
+    exact = solve_ivp(rhs, (0.0, 8.0), [0.4, 3.0, -1.0, 0.1, 2.0], method="DOP853", rtol=1e-12, atol=1e-12).y[:3, -1]
+    errors = []
+    for h in (0.04, 0.02, 0.01):
+        rows, *_ = run(model(left, right), h, 8.0, speed=2.0, yaw_rate=0.1)
+        assert np.all(rows[:, 3] > 0) and np.all(rows[:, 4] > 0)  # the resistances never change sign
+        errors.append(np.abs(rows[-1, :3] - exact).max())
+    orders = np.log2(np.array(errors[:-1]) / errors[1:])
+    assert np.all(np.abs(orders - 2) < 0.1), (errors, orders)
