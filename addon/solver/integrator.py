@@ -165,15 +165,17 @@ class TreeRK4(_TreeIntegrator):
         self._record_kin(self.state.t, kin, self.state.charts, rk4_energy(self.model, self.state, kin))
 
 
-# Imported here, not at the top: VehicleIntegrator subclasses Integrator, defined above.
+# Imported here, not at the top: these subclass Integrator, defined above.
 from .vehicles.integrator import VehicleIntegrator  # noqa: E402
 from .maximal.integrator import MaximalIntegrator  # noqa: E402
+from .maximal.forward_integrator import ForwardIntegrator  # noqa: E402
 
 METHODS: dict[str, type[Integrator] | None] = {
     "tree": TreeMidpoint,
     "tree-rk4": TreeRK4,
     "vehicle": VehicleIntegrator,
     "maximal": MaximalIntegrator,
+    "maximal-rk4": ForwardIntegrator,
 }
 
 
