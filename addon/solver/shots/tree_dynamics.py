@@ -198,7 +198,20 @@ class TreeTranscription:
         return self.steps * (self.nq + self.nr) + (self.nq if self.rest_at_end else 0)
 
     def evaluate(self, x: np.ndarray, jacobian: bool = True) -> tuple[np.ndarray, sp.csr_matrix | None]:
-        """Residual c (m,) and its exact sparse Jacobian dc/dx (m, n)."""
+        """Residual c (m,) and its exact sparse Jacobian dc/dx (m, n) (None when jacobian=False)."""
+        c, blocks = self.blocks(x, jacobian)
+        return c, (assemble_blocks(blocks, (self.m, self.n)) if jacobian else None)
+
+    def vjp(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """(dc/dx)^T y (n,) for multipliers y (m,), without assembling the sparse Jacobian."""
+        _, blocks = self.blocks(x, True)
+        out = np.zeros(self.n)
+        for r0, col, block in blocks:
+            out[col] += block.T @ y[r0: r0 + block.shape[0]]
+        return out
+
+    def blocks(self, x: np.ndarray, jacobian: bool = True) -> tuple[np.ndarray, list[tuple[int, slice, np.ndarray]]]:
+        """Residual c (m,) and the Jacobian as dense blocks (first row, column slice, block)."""
         N, nq, nr = self.steps, self.nq, self.nr
         model, dt = self.model, self.dt
         Q, U, Lam = self.unpack(x)
@@ -206,19 +219,11 @@ class TreeTranscription:
         Bu[self.actuated, np.arange(self.nu)] = 1.0
         half_Bu = 0.5 * dt * Bu
         c = np.zeros(self.m)
-        rows_i: list[np.ndarray] = []
-        cols_i: list[np.ndarray] = []
-        vals: list[np.ndarray] = []
+        out: list[tuple[int, slice, np.ndarray]] = []
 
-        def put(r0: int, col: slice | int, block: np.ndarray) -> None:
-            if not jacobian or col is None:
-                return
-            block = np.atleast_2d(block)
-            nr_, nc_ = block.shape
-            rr, cc = np.meshgrid(np.arange(r0, r0 + nr_), np.arange(col.start, col.start + nc_), indexing="ij")
-            rows_i.append(rr.ravel())
-            cols_i.append(cc.ravel())
-            vals.append(block.ravel())
+        def put(r0: int, col: slice | None, block: np.ndarray) -> None:
+            if jacobian and col is not None:
+                out.append((r0, col, block))
 
         qcol = [None] + [self.q_slice(k) for k in range(1, N + 1)]
         intervals = [interval_terms(model, self.charts, Q[k], Q[k + 1], k * dt, dt) for k in range(N)]
@@ -243,7 +248,7 @@ class TreeTranscription:
                 Dh = Dh[self.rows]
                 force = force - Dh.T @ Lam[k]
                 put(r0, self.lam_slice(k), -Dh.T)
-                if k:
+                if k and jacobian:
                     dq_k = dq_k - constraint_force_dq(model, kin, Lam[k], self.rows)
             put(r0, qcol[k], dq_k)
             c[r0: r0 + nq] = force
@@ -251,9 +256,10 @@ class TreeTranscription:
         for k in range(1, N + 1):
             if not nr:
                 break
-            h, Dh = constraints.evaluate(model, forward(model, Q[k], self.charts))
+            h, Dh = constraints.evaluate(model, forward(model, Q[k], self.charts), jacobian)
             c[base + (k - 1) * nr: base + k * nr] = h[self.rows]
-            put(base + (k - 1) * nr, qcol[k], Dh[self.rows])
+            if jacobian:
+                put(base + (k - 1) * nr, qcol[k], Dh[self.rows])
         if self.rest_at_end:
             r0 = N * (nq + nr)
             last = intervals[-1]
@@ -261,11 +267,7 @@ class TreeTranscription:
             put(r0, qcol[N - 1], last.D2_q1)
             put(r0, qcol[N], last.D2_q2)
             put(r0, self.u_slice(N - 1), half_Bu)
-        if not jacobian:
-            return c, None
-        J = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows_i), np.concatenate(cols_i))),
-                          shape=(self.m, self.n)).tocsr()
-        return c, J
+        return c, out
 
     def momentum_end(self, x: np.ndarray) -> np.ndarray:
         """p_N (nq,): the discrete momentum the simulator carries after the last step."""
@@ -276,8 +278,21 @@ class TreeTranscription:
         return last.D2 + 0.5 * self.dt * Bu @ U[-1]
 
 
-def transcribe(model: TreeModel, dt: float, steps: int, actuated: np.ndarray, rest_at_end: bool = False,
-               where: str = "<shot>") -> TreeTranscription:
+def assemble_blocks(blocks: list[tuple[int, slice, np.ndarray]], shape: tuple[int, int]) -> sp.csr_matrix:
+    """A sparse matrix from dense blocks (first row, column slice, block); overlapping blocks add."""
+    if not blocks:
+        return sp.csr_matrix(shape)
+    rows, cols, vals = [], [], []
+    for r0, col, block in blocks:
+        nr, nc = block.shape
+        rows.append(np.repeat(np.arange(r0, r0 + nr), nc))
+        cols.append(np.tile(np.arange(col.start, col.start + nc), nr))
+        vals.append(block.ravel())
+    return sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=shape).tocsr()
+
+
+def transcribe_tree(model: TreeModel, dt: float, steps: int, actuated: np.ndarray, rest_at_end: bool = False,
+                    where: str = "<shot>") -> TreeTranscription:
     """Assemble the model's start (as the simulator does) and set up the DMOC constraints of a shot."""
     check_supported(model, where)
     if not dt > 0 or steps < 1:
@@ -288,3 +303,9 @@ def transcribe(model: TreeModel, dt: float, steps: int, actuated: np.ndarray, re
     p0 = terms(model, kin, start.qd, 0.0, second=False).p
     return TreeTranscription(model, float(dt), int(steps), np.asarray(actuated, dtype=np.int64), start.q,
                              start.qd, p0, charts, start.rows, rest_at_end)
+
+
+def transcribe(shot):
+    """spec.solve_shot's entry for a mechanism without a vehicle (the shot layer is mechanism_shots.py)."""
+    from .mechanism_shots import transcribe as transcribe_shot  # that module builds on this one
+    return transcribe_shot(shot)

@@ -11,7 +11,7 @@ from addon.solver.integrator import simulate
 from addon.solver.model import Curve, Joint, Mechanism, MechanismError, Motor
 from addon.solver.mechfile import load_mechanism
 from addon.solver.shots.tree_dynamics import (TreeTranscription, constraint_force_dq, interval_terms,
-                                              transcribe)
+                                              transcribe_tree)
 from addon.solver.tree import constraints
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.dynamics import terms
@@ -124,7 +124,7 @@ def test_constraints_vanish_on_a_simulated_trajectory_with_keyed_torques():
     traj = simulate(mech, dt, steps)
     assert traj.status == "finished"
     model = compile_tree(mech.replace(joints=(mech.joints[0], hinge)))
-    shot = transcribe(model, dt, steps, np.array([1]))
+    shot = transcribe_tree(model, dt, steps, np.array([1]))
     x = shot.pack(traj.q, torque[:, None])
     c, _ = shot.evaluate(x, jacobian=False)
     assert np.max(np.abs(c)) < 1e-9
@@ -136,4 +136,4 @@ def test_constraints_vanish_on_a_simulated_trajectory_with_keyed_torques():
 def test_ball_joints_are_refused_with_the_joint_name():
     model = compile_tree(random_tree(0, types=("revolute", "ball")))
     with pytest.raises(MechanismError, match="'j1'.*ball"):
-        transcribe(model, 0.01, 10, np.array([0]))
+        transcribe_tree(model, 0.01, 10, np.array([0]))

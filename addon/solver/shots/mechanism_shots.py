@@ -1,0 +1,555 @@
+"""Optimal-control shots of tree mechanisms: the shot description, its file form and its solve.
+
+A shot drives chosen joints of a Mechanism (cart force, crane trolley, arm motors) so that keyed
+coordinates or body points are met at keyed frames, joint limits and torque bounds hold, and the
+effort sum_k dt |u_k|^2 is least (seed 001 §6, DMOC; trep's discrete optimiser is the model). The
+dynamics are the equality rows of shots/tree_dynamics.py; the program is solved by shots/nlp.py
+with the Hessian of the Lagrangian from colored central differences of its exact gradient (the
+Lagrangian couples only neighbouring steps, so 3 colors per coordinate suffice). The solved torques
+replay through the plain simulator as keyed joint torques (`torque_mechanism`).
+
+File form (presets/shots/*.toml with a `mechanism` field)::
+
+    format = 1
+    [shot]
+    name = "cart-pole swing-up"
+    mechanism = "cart_pole"      # a preset name, or a .toml path relative to this file
+    dt = 0.05                    # s per step
+    steps = 50                   # frames after the start
+    rest_at_end = true           # optional: zero momentum after the last step
+    [costs]
+    effort = 1.0                 # optional weight on sum dt |u / bound|^2 (spec.Costs)
+    [[control]]                  # one per driven single-dof joint
+    joint = "cart_slide"
+    lower = -20.0                # optional torque / force bounds (N m or N)
+    upper = 20.0
+    [[key]]                      # a coordinate key ...
+    name = "upright"
+    frame = 50
+    coordinate = "pole_hinge"
+    value = 3.141592653589793
+    [[key]]                      # ... or a body-point key; `components` makes it partial ("xz")
+    name = "over the mark"
+    frame = 40
+    body = "load"
+    point = [0.0, 0.0, 0.0]      # body frame
+    position = [3.0, 0.0, 2.0]   # world
+    components = "x"
+    tolerance = 1e-6             # optional, reporting tolerance of the key (m or rad)
+"""
+
+from __future__ import annotations
+
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..integrator import simulate
+from ..mechfile import load_mechanism, preset_path
+from ..model import Curve, Joint, Mechanism, MechanismError, Motor
+from ..trajectory import Trajectory
+from ..tree import constraints
+from ..tree.compile import TreeModel, compile_tree
+from ..tree.dynamics import terms
+from ..tree.kinematics import body_poses_batch, forward
+from .nlp import NLP, solve
+from .spec import Progress, Shot, ShotError, ShotResult
+from .tree_dynamics import TreeTranscription, assemble_blocks, interval_terms, transcribe_tree
+
+AXES = "xyz"
+
+
+@dataclass(frozen=True)
+class Control:
+    """A driven single-dof joint and its force/torque bounds."""
+
+    joint: str
+    lower: float = -np.inf
+    upper: float = np.inf
+
+
+@dataclass(frozen=True)
+class MechanismKey:
+    """A target at `frame`: coordinate `coordinate` = value, or world position of a body point.
+
+    components: which world axes of `position` are keyed ("xyz" = all; "xz" a partial key).
+    """
+
+    name: str
+    frame: int
+    coordinate: str | None = None
+    value: float = 0.0
+    body: str | None = None
+    point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    components: str = "xyz"
+    tolerance: float = 1e-6
+
+    def describe(self) -> str:
+        what = f"coordinate {self.coordinate!r}" if self.coordinate else f"body {self.body!r} ({self.components})"
+        return f"key {self.name!r} (frame {self.frame}, {what})"
+
+
+@dataclass(frozen=True)
+class MechanismShot:
+    name: str
+    mechanism: Mechanism
+    dt: float
+    steps: int
+    controls: tuple[Control, ...]
+    keys: tuple[MechanismKey, ...] = ()
+    effort: float = 1.0
+    rest_at_end: bool = False
+    source: str = "<memory>"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Problem
+
+
+@dataclass(frozen=True)
+class _Problem:
+    shot: MechanismShot
+    model: TreeModel
+    tx: TreeTranscription
+    key_rows: tuple[tuple[MechanismKey, np.ndarray], ...]  # key and its keyed axes (indices 0..2)
+
+
+def _coordinate_index(model: TreeModel, name: str, where: str) -> int:
+    if name not in model.coordinate_names:
+        raise ShotError(f"{where}: no coordinate named {name!r} (coordinates: {', '.join(model.coordinate_names)})")
+    return model.coordinate_names.index(name)
+
+
+def _problem(shot: MechanismShot) -> _Problem:
+    where = f"{shot.source}: shot {shot.name!r}"
+    model = compile_tree(shot.mechanism)
+    actuated = []
+    for c in shot.controls:
+        try:
+            joint = shot.mechanism.joint(c.joint)
+        except KeyError:
+            raise ShotError(f"{where}: [[control]] {c.joint!r}: no joint of that name in "
+                            f"{shot.mechanism.name!r}") from None
+        if joint.ndof != 1:
+            raise ShotError(f"{where}: [[control]] {c.joint!r}: a control needs a single-dof joint "
+                            f"(revolute or prismatic), got {joint.type}")
+        if joint.motor is not None:
+            raise ShotError(f"{where}: [[control]] {c.joint!r}: the joint already has a motor; remove it")
+        actuated.append(_coordinate_index(model, c.joint, where))
+    key_rows = []
+    for key in shot.keys:
+        kw = f"{where}: [[key]] {key.name!r}"
+        if not 1 <= key.frame <= shot.steps:
+            raise ShotError(f"{kw}: field 'frame' must be within 1..{shot.steps}, got {key.frame}")
+        if key.coordinate is not None:
+            _coordinate_index(model, key.coordinate, kw)
+            key_rows.append((key, np.zeros(0, dtype=np.int64)))
+        else:
+            if key.body not in model.body_names:
+                raise ShotError(f"{kw}: field 'body': no body named {key.body!r}")
+            axes = [AXES.index(a) for a in key.components if a in AXES]
+            if not axes or len(set(axes)) != len(key.components):
+                raise ShotError(f"{kw}: field 'components' must be letters of 'xyz', got {key.components!r}")
+            key_rows.append((key, np.array(sorted(set(axes)))))
+    tx = transcribe_tree(model, shot.dt, shot.steps, np.array(actuated), shot.rest_at_end, where)
+    return _Problem(shot, model, tx, tuple(key_rows))
+
+
+def _key_values(P: _Problem, Q: np.ndarray, jacobian: bool) -> tuple[np.ndarray, list]:
+    """Key residuals (stacked) and per key (frame, d residual / d q_frame)."""
+    out, jac = [], []
+    model = P.model
+    for key, axes in P.key_rows:
+        q = Q[key.frame]
+        if key.coordinate is not None:
+            i = model.coordinate_names.index(key.coordinate)
+            out.append(np.array([q[i] - key.value]))
+            if jacobian:
+                row = np.zeros((1, model.nq))
+                row[0, i] = 1.0
+                jac.append(row)
+            continue
+        kin = forward(model, q, P.tx.charts)
+        b = model.body_names.index(key.body)
+        point = kin.body_origin[b] + kin.body_R[b] @ np.asarray(key.point)
+        out.append((point - np.asarray(key.position))[axes])
+        if jacobian:
+            S = kin.axis_world[: model.nq]
+            moves = model.ancestor[model.body_frame[b]]  # (nq,)
+            d = (np.cross(S[:, :3], point) + S[:, 3:]) * moves[:, None]  # (nq, 3) point velocity per coordinate
+            jac.append(d.T[axes])
+    return (np.concatenate(out) if out else np.zeros(0)), jac
+
+
+def _nlp(P: _Problem) -> NLP:
+    tx, shot = P.tx, P.shot
+    N, nq, nu = tx.steps, tx.nq, tx.nu
+    scale = np.array([max(abs(c.lower), abs(c.upper)) if np.isfinite(c.lower) and np.isfinite(c.upper) else 1.0
+                      for c in shot.controls])
+    weight = np.tile(shot.effort * tx.dt / scale ** 2, N)  # effort: sum dt |u / bound|^2, as spec.Costs
+    u_at = slice(N * nq, N * (nq + nu))
+    m = tx.m + sum(1 if key.coordinate is not None else len(axes) for key, axes in P.key_rows)
+
+    def objective(x):
+        u = x[u_at]
+        return float(weight @ (u * u))
+
+    def gradient(x):
+        g = np.zeros(tx.n)
+        g[u_at] = 2.0 * weight * x[u_at]
+        return g
+
+    def constraints_fn(x):
+        c, _ = tx.evaluate(x, jacobian=False)
+        return np.concatenate([c, _key_values(P, tx.unpack(x)[0], False)[0]])
+
+    def key_blocks(x):
+        _, jac = _key_values(P, tx.unpack(x)[0], True)
+        blocks, r0 = [], tx.m
+        for (key, _), rows in zip(P.key_rows, jac):
+            blocks.append((r0, tx.q_slice(key.frame), rows))
+            r0 += len(rows)
+        return blocks
+
+    def jacobian(x):
+        _, blocks = tx.blocks(x)
+        return assemble_blocks(blocks + key_blocks(x), (m, tx.n))
+
+    def lagrangian_gradient(x, y):
+        out = tx.vjp(x, y[: tx.m])
+        for r0, col, block in key_blocks(x):
+            out[col] += block.T @ y[r0: r0 + block.shape[0]]
+        return out
+
+    colors = _colors(tx)
+
+    def hessian(x, y, obj_factor):
+        """Constraint part by colored forward differences of the exact J^T y; the effort part exactly."""
+        rows, cols, vals = [], [], []
+        base = lagrangian_gradient(x, y)
+        for members in colors:
+            eps = 1e-5 * max(1.0, float(np.max(np.abs(x[members]))))
+            e = np.zeros(tx.n)
+            e[members] = eps
+            diff = (lagrangian_gradient(x + e, y) - lagrangian_gradient(x - e, y)) / (2 * eps)
+            nz = np.flatnonzero(diff)
+            owner = _owner(tx, members, nz)
+            keep = owner >= 0
+            rows.append(nz[keep])
+            cols.append(owner[keep])
+            vals.append(diff[nz[keep]])
+        H = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                          shape=(tx.n, tx.n)).tocsr()
+        H = 0.5 * (H + H.T)
+        u_diag = np.zeros(tx.n)
+        u_diag[u_at] = 2.0 * weight * obj_factor
+        return H + sp.diags(u_diag)
+
+    x_lower = np.full(tx.n, -np.inf)
+    x_upper = np.full(tx.n, np.inf)
+    for k in range(1, N + 1):
+        x_lower[tx.q_slice(k)] = P.model.dof_lower
+        x_upper[tx.q_slice(k)] = P.model.dof_upper
+    for k in range(N):
+        x_lower[tx.u_slice(k)] = [c.lower for c in shot.controls]
+        x_upper[tx.u_slice(k)] = [c.upper for c in shot.controls]
+    return NLP(x_lower, x_upper, objective, gradient, constraints_fn, jacobian, np.zeros(m), np.zeros(m), hessian)
+
+
+def _step_of(tx: TreeTranscription, index: np.ndarray) -> np.ndarray:
+    """Time step of each unknown (q_k: k; u_k, lam_k: k; -1 never happens)."""
+    N, nq, nu, nr = tx.steps, tx.nq, tx.nu, tx.nr
+    index = np.asarray(index)
+    return np.where(index < N * nq, index // nq + 1,
+                    np.where(index < N * (nq + nu), (index - N * nq) // max(nu, 1),
+                             (index - N * (nq + nu)) // max(nr, 1)))
+
+
+def _colors(tx: TreeTranscription) -> list[np.ndarray]:
+    """Groups of unknowns whose Hessian columns do not overlap: the same slot of every third step.
+
+    The Lagrangian is a sum of terms in (q_k, q_k+1, u_k) per interval and in (q_k, lam_k) or q_k per
+    step, so column j's nonzero rows lie within one step of j's step; steps 3 apart never share a row.
+    Controls enter linearly (their Hessian is the effort's diagonal, added exactly), so they are skipped.
+    """
+    N, nq, nr = tx.steps, tx.nq, tx.nr
+    groups = []
+    for r in range(3):
+        for i in range(nq):
+            groups.append(np.array([tx.q_slice(k).start + i for k in range(1, N + 1) if k % 3 == r]))
+        for i in range(nr):
+            groups.append(np.array([tx.lam_slice(k).start + i for k in range(N) if k % 3 == r]))
+    return [g for g in groups if len(g)]
+
+
+def _owner(tx: TreeTranscription, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each nonzero row of a colored difference, the member column within one step of it (-1: none)."""
+    member_steps = _step_of(tx, members)
+    row_steps = _step_of(tx, rows)
+    at = np.searchsorted(member_steps, row_steps - 1)
+    at = np.clip(at, 0, len(members) - 1)
+    ok = np.abs(member_steps[at] - row_steps) <= 1
+    nxt = np.clip(at + 1, 0, len(members) - 1)
+    use_next = ~ok & (np.abs(member_steps[nxt] - row_steps) <= 1)
+    return np.where(ok, members[at], np.where(use_next, members[nxt], -1))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Solve
+
+
+def initial_guess(P: _Problem, Q: np.ndarray) -> np.ndarray:
+    """x for coordinates Q (N+1, nq): torques and loop multipliers by least squares on the dynamics rows
+    (they enter linearly: inverse dynamics; exact when every coordinate is driven), torques clipped to
+    their bounds."""
+    tx, shot = P.tx, P.shot
+    x = tx.pack(Q, np.zeros((tx.steps, tx.nu)))
+    c, blocks = tx.blocks(x)
+    start = tx.steps * tx.nq
+    J = assemble_blocks(blocks, (tx.m, tx.n))[:, start:].toarray()
+    x[start:] = np.linalg.lstsq(J, -c, rcond=None)[0]
+    lower = np.tile([ctl.lower for ctl in shot.controls], tx.steps)
+    upper = np.tile([ctl.upper for ctl in shot.controls], tx.steps)
+    u_at = slice(start, start + tx.steps * tx.nu)
+    x[u_at] = np.clip(x[u_at], lower, upper)
+    return x
+
+
+def _warm_coordinates(P: _Problem, warm_start: Trajectory | ShotResult | None) -> np.ndarray | None:
+    """Coordinates (N+1, nq) from a previous result or an animation's Trajectory with the same coordinates."""
+    if isinstance(warm_start, ShotResult):
+        names, Q = warm_start.state_names, warm_start.states
+    elif isinstance(warm_start, Trajectory):
+        names, Q = tuple(warm_start.coordinate_names), warm_start.q
+    else:
+        return None
+    if tuple(names) != P.model.coordinate_names or np.shape(Q) != (P.tx.steps + 1, P.tx.nq):
+        return None
+    Q = np.array(Q, dtype=float)
+    Q[0] = P.tx.q0
+    return Q
+
+
+def solve_mechanism_shot(shot: MechanismShot, warm_start: Trajectory | ShotResult | None = None,
+                         progress: Progress | None = None, tol: float = 1e-8, constraint_tol: float = 1e-11,
+                         max_iter: int = 200) -> ShotResult:
+    """Solve `shot` and replay the solved torques through the plain simulator.
+
+    warm_start: a previous ShotResult of this shot, or a Trajectory with the same coordinates (the current
+    animation); otherwise the start held still (solving the keyed frames for their keys and interpolating
+    was tried: the crane then failed and the cart-pole took 52 iterations instead of 32). progress(iteration,
+    info) returning False cancels (status 'cancelled'). When the solve fails, the report's second line
+    names the key that is missed most (relative to its tolerance).
+    """
+    P = _problem(shot)
+    started = time.perf_counter()
+    Q = _warm_coordinates(P, warm_start)
+    x0 = initial_guess(P, np.tile(P.tx.q0, (P.tx.steps + 1, 1)) if Q is None else Q)
+    out = solve(_nlp(P), x0, tol=tol, constraint_tol=constraint_tol, max_iter=max_iter, progress=progress)
+    return _result(P, out, time.perf_counter() - started)
+
+
+def key_errors(P: _Problem, Q: np.ndarray) -> dict[str, float]:
+    """Distance of each key from its target at coordinates Q (m or rad)."""
+    out = {}
+    for key, axes in P.key_rows:
+        r, _ = _key_values(_Problem(P.shot, P.model, P.tx, ((key, axes),)), Q, False)
+        out[key.name] = float(np.linalg.norm(r))
+    return out
+
+
+def _result(P: _Problem, out, wall_time: float) -> ShotResult:
+    tx, shot = P.tx, P.shot
+    Q, U, _ = tx.unpack(out.x)
+    errors = key_errors(P, Q)
+    times = (np.arange(tx.steps) + 0.5) * tx.dt
+    controls = {c.joint: U[:, j].copy() for j, c in enumerate(shot.controls)}
+    lines = [f"shot {shot.name!r}: {out.status} after {out.iterations} iterations in {wall_time:.3g} s "
+             f"(objective {out.objective:.6g}, constraint violation {out.constraint_violation:.3g})"]
+    if out.status != "solved":
+        worst = max(P.key_rows, key=lambda kr: errors[kr[0].name] / kr[0].tolerance, default=None)
+        if worst is not None and errors[worst[0].name] > worst[0].tolerance:
+            key = worst[0]
+            lines.append(f"  {key.describe()} cannot be met: missed by {errors[key.name]:.3g} (tolerance "
+                         f"{key.tolerance:g}) within the joint limits and force bounds")
+        lines.append("  " + out.message)
+    lines += [f"  key {name!r}: error {err:.3g}" for name, err in errors.items()]
+    trajectory, replay_error = None, float("nan")
+    result = ShotResult(None, controls, {name: times for name in controls}, "", out.status, out.iterations,
+                        wall_time, errors, Q, P.model.coordinate_names, tx.dt, out.objective,
+                        out.constraint_violation)
+    if out.status == "solved":
+        trajectory = replay(shot, result)
+        solved = body_poses_batch(P.model, Q, np.broadcast_to(tx.charts, (tx.steps + 1,) + tx.charts.shape))
+        if trajectory.status == "finished":
+            replay_error = float(np.max(np.abs(trajectory.poses[..., :3] - solved[..., :3])))
+            lines.append(f"  replay through the simulator: largest position difference {replay_error:.3g} m")
+        else:
+            lines.append(f"  replay through the simulator failed: {trajectory.message}")
+    result.trajectory, result.replay_error, result.report = trajectory, replay_error, "\n".join(lines)
+    return result
+
+
+def solved_trajectory(shot: MechanismShot, result: ShotResult) -> Trajectory:
+    """The motion as the optimiser found it (coordinates, body poses, midpoint energies), not replayed."""
+    P = _problem(shot)
+    tx, model, Q = P.tx, P.model, result.states
+    N = tx.steps
+    poses = body_poses_batch(model, Q, np.broadcast_to(tx.charts, (N + 1,) + tx.charts.shape))
+    start = terms(model, forward(model, tx.q0, tx.charts), tx.qd0, 0.0, second=False)
+    energy = [start.kinetic + start.potential]
+    energy += [interval_terms(model, tx.charts, Q[k], Q[k + 1], k * tx.dt, tx.dt).energy for k in range(N)]
+    residual = []
+    for k in range(N + 1):
+        h, _ = constraints.evaluate(model, forward(model, Q[k], tx.charts), jacobian=False)
+        residual.append(float(np.max(np.abs(h))) if len(h) else 0.0)
+    return Trajectory(np.arange(N + 1) * tx.dt, list(model.body_names), poses, np.array(Q),
+                      list(model.coordinate_names), np.array(energy), np.array(residual),
+                      np.zeros(N, dtype=np.int64), method="shot")
+
+
+def torque_mechanism(shot: MechanismShot, result: ShotResult) -> Mechanism:
+    """The shot's mechanism with the solved controls keyed as joint torques (linear keys at the interval
+    midpoints, where the midpoint integrator samples them), for replay with integrator.simulate."""
+    joints = []
+    curves = dict(result.curves())
+    for joint in shot.mechanism.joints:
+        if joint.name in curves:
+            joint = Joint(**{**joint.__dict__, "motor": Motor("torque", curves[joint.name])})
+        joints.append(joint)
+    return shot.mechanism.replace(joints=tuple(joints))
+
+
+def replay(shot: MechanismShot, result: ShotResult, tol: float = 1e-12) -> Trajectory:
+    """Simulate the solved torques with the plain midpoint integrator."""
+    return simulate(torque_mechanism(shot, result), shot.dt, shot.steps, tol=tol)
+
+
+def from_shot(shot: Shot) -> MechanismShot:
+    """A spec.Shot on a mechanism without a vehicle as a MechanismShot: its `bounds` name the driven joints,
+    position keys become body-origin keys, a zero velocity key at the last step becomes rest_at_end."""
+    where = f"{shot.source}: shot {shot.name!r}"
+    if shot.obstacles or shot.corridors or shot.free_time:
+        raise ShotError(f"{where}: obstacles, corridors and free time are not supported on mechanism shots yet")
+    keys, rest = [], False
+    for key in shot.keys:
+        kw = f"{where}: key {key.label!r}"
+        if key.heading is not None or key.radius > 0:
+            raise ShotError(f"{kw}: 'heading' and 'radius' keys are for vehicles; key a coordinate of the mechanism")
+        if key.velocity is not None:
+            if key.step != shot.steps or any(key.velocity):
+                raise ShotError(f"{kw}: a mechanism shot takes only a zero velocity key at the last step (rest)")
+            rest = True
+        if key.position is not None:
+            keys.append(MechanismKey(key.label, key.step, body=key.body, position=tuple(key.position)))
+    controls = tuple(Control(name, lo, hi) for name, lo, hi in shot.bounds)
+    return MechanismShot(shot.name, shot.mechanism, shot.dt, shot.steps, controls, tuple(keys),
+                         shot.costs.effort, rest, shot.source)
+
+
+@dataclass(frozen=True)
+class MechanismTranscription:
+    """What spec.solve_shot asks of a transcription: solve(warm_start, progress, tol, max_iter)."""
+
+    shot: MechanismShot
+
+    def solve(self, warm_start=None, progress=None, tol: float = 1e-8, max_iter: int = 300) -> ShotResult:
+        return solve_mechanism_shot(self.shot, warm_start, progress, tol=tol, max_iter=max_iter)
+
+
+def transcribe(shot: Shot) -> MechanismTranscription:
+    """spec.solve_shot's entry for mechanisms without a vehicle."""
+    shot_ = from_shot(shot)
+    _problem(shot_)  # validates now
+    return MechanismTranscription(shot_)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Files
+
+SHOT_DIR = Path(__file__).resolve().parents[3] / "presets" / "shots"
+
+
+def _field(table: dict, name: str, where: str, kind: type | tuple, default=...):
+    if name not in table:
+        if default is ...:
+            raise ShotError(f"{where}: field {name!r} is required")
+        return default
+    value = table[name]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ShotError(f"{where}: field {name!r} must be {getattr(kind, '__name__', kind)}, got {value!r}")
+    return value
+
+
+def _vector(table: dict, name: str, where: str, default=...) -> tuple[float, float, float]:
+    value = _field(table, name, where, list, default)
+    if not isinstance(value, (list, tuple)) or len(value) != 3 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        raise ShotError(f"{where}: field {name!r} must be a list of 3 numbers, got {value!r}")
+    return tuple(float(v) for v in value)
+
+
+def load_mechanism_shot(path: str | Path) -> MechanismShot:
+    """Read a mechanism shot file (module docstring). Raises ShotError naming the file, entry and field."""
+    path = Path(path)
+    src = str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise ShotError(f"{src}: not valid TOML: {err}") from None
+    if data.get("format") != 1:
+        raise ShotError(f"{src}: field 'format' must be 1, got {data.get('format')!r}")
+    head = _field(data, "shot", src, dict)
+    where = f"{src}: [shot]"
+    ref = _field(head, "mechanism", where, str)
+    mech_path = (path.parent / ref) if ref.endswith(".toml") else preset_path(ref)
+    try:
+        mechanism = load_mechanism(mech_path)
+    except (MechanismError, FileNotFoundError) as err:
+        raise ShotError(f"{where}: field 'mechanism': {err}") from None
+    dt = _field(head, "dt", where, float)
+    steps = _field(head, "steps", where, int)
+    if not dt > 0 or steps < 1:
+        raise ShotError(f"{where}: fields 'dt' and 'steps' must be positive, got {dt}, {steps}")
+    costs = _field(data, "costs", src, dict, {})
+    controls = []
+    for i, c in enumerate(_field(data, "control", src, list, [])):
+        w = f"{src}: [[control]] #{i + 1}"
+        controls.append(Control(_field(c, "joint", w, str), _field(c, "lower", w, float, -np.inf),
+                                _field(c, "upper", w, float, np.inf)))
+    keys = []
+    for i, k in enumerate(_field(data, "key", src, list, [])):
+        name = k.get("name", f"key {i + 1}")
+        w = f"{src}: [[key]] {name!r}"
+        common = dict(name=str(name), frame=_field(k, "frame", w, int),
+                      tolerance=_field(k, "tolerance", w, float, 1e-6))
+        if "coordinate" in k:
+            keys.append(MechanismKey(coordinate=_field(k, "coordinate", w, str), value=_field(k, "value", w, float),
+                                     **common))
+        elif "body" in k:
+            keys.append(MechanismKey(body=_field(k, "body", w, str), point=_vector(k, "point", w, [0.0, 0.0, 0.0]),
+                                     position=_vector(k, "position", w), components=_field(k, "components", w, str, "xyz"),
+                                     **common))
+        else:
+            raise ShotError(f"{w}: needs field 'coordinate' (with 'value') or 'body' (with 'position')")
+    shot = MechanismShot(_field(head, "name", where, str), mechanism, dt, steps, tuple(controls), tuple(keys),
+                         _field(costs, "effort", f"{src}: [costs]", float, 1.0),
+                         _field(head, "rest_at_end", where, bool, False), src)
+    _problem(shot)  # validates names, frames and joints now, with the file in every message
+    return shot
+
+
+def list_mechanism_shots() -> list[str]:
+    """Stems of the shipped mechanism shot files (those with a `mechanism` field)."""
+    out = []
+    for p in sorted(SHOT_DIR.glob("*.toml")):
+        if "mechanism" in tomllib.loads(p.read_text(encoding="utf-8")).get("shot", {}):
+            out.append(p.stem)
+    return out

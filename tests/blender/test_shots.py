@@ -1,0 +1,130 @@
+"""Solve Shot in real Blender (bpy 5.0 and 4.2): a kart rig keyed at two chassis poses is solved, its
+controls keyed as custom properties, its motion baked by the vehicle bake and its path drawn; a cancelled
+solve and an unreachable key change nothing and say why, naming the key."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+
+from addon.bridge import compat, reference, shot, vehicle_rig
+from addon.bridge.vehicle_parts import RigError
+from tests.blender.scenes import new_scene, scene_state, symplex  # noqa: F401
+
+TARGETS = {24: ((1.5, 0.1), 0.1), 48: ((3.5, 0.6), 0.3)}  # frame: ((x, y) of the chassis origin, heading)
+
+
+def keyed_kart(prefix: str, targets=TARGETS):
+    """A kart rig (no slalom) keyed at rest at frame 1 and at the target poses (location and rotation)."""
+    scene = new_scene(prefix, frames=48, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "kart", f"{scene.name} kart", slalom=False)
+    chassis = scene.objects[rig.chassis]
+    z = chassis.location.z
+    chassis.keyframe_insert("location", frame=1)
+    chassis.keyframe_insert("rotation_euler", frame=1)
+    for frame, ((x, y), heading) in targets.items():
+        chassis.location = (x, y, z)
+        chassis.rotation_euler = (0.0, 0.0, heading)
+        chassis.keyframe_insert("location", frame=frame)
+        chassis.keyframe_insert("rotation_euler", frame=frame)
+    return scene, rig, chassis
+
+
+def _baked_pose(scene, chassis, frame: int) -> tuple[np.ndarray, float]:
+    """Chassis location and heading (rotation_euler z) from the F-curves it plays at `frame`."""
+    played = compat.assigned(chassis)
+    assert played.action.name.startswith("Symplex")
+    location = np.array([compat.find_fcurve(played, "location", i).evaluate(frame) for i in range(3)])
+    return location, compat.find_fcurve(played, "rotation_euler", 2).evaluate(frame)
+
+
+def test_solve_shot_operator_meets_the_keys_and_keys_the_controls(symplex):
+    scene, rig, chassis = keyed_kart("shot")
+    with bpy.context.temp_override(scene=scene, active_object=chassis, object=chassis):
+        assert bpy.ops.symplex.solve_shot() == {"FINISHED"}
+    assert scene.symplex_shot.message.startswith("Solved shot")
+    # the baked animation (the vehicle bake re-simulating the keyed controls) passes through the keys
+    for frame, ((x, y), heading) in TARGETS.items():
+        position, baked_heading = _baked_pose(scene, chassis, frame)
+        assert np.hypot(position[0] - x, position[1] - y) < 2e-3, frame
+        assert abs(baked_heading - heading) < 2e-3, frame
+    # controls are keyed custom properties in the rig's own action, where Bake Vehicle reads them
+    own = reference.original_channels(chassis)
+    for prop in ("drive_torque", "steer"):
+        fcurve = compat.find_fcurve(own, f'["{prop}"]', 0)
+        assert fcurve is not None and len(fcurve.keyframe_points) >= 47, prop
+    path = scene.objects[f"{rig.chassis} shot path"]
+    assert path.type == "CURVE" and len(path.data.splines[0].points) == 48
+    # editing nothing and re-baking with the existing vehicle bake gives the same motion
+    before = _baked_pose(scene, chassis, 36)
+    with bpy.context.temp_override(scene=scene, active_object=chassis, object=chassis):
+        assert bpy.ops.symplex.bake_vehicle() == {"FINISHED"}
+    after = _baked_pose(scene, chassis, 36)
+    assert np.allclose(before[0], after[0], atol=1e-5) and abs(before[1] - after[1]) < 1e-5
+
+
+def test_moving_a_key_and_solving_again_warm_starts_from_the_bake(symplex):
+    scene, rig, chassis = keyed_kart("reshot")
+    first = shot.ShotJob(scene, rig.chassis)
+    assert first.warm_start is None
+    first.run()
+    first.finish(scene)
+    # move the last key a little
+    own = reference.original_channels(chassis)
+    fcurve = compat.find_fcurve(own, "location", 1)
+    fcurve.keyframe_points[-1].co.y += 0.3
+    fcurve.update()
+    again = shot.ShotJob(scene, rig.chassis)
+    assert again.warm_start is not None and again.warm_start.poses.shape[0] == 48
+    result = again.run()
+    assert result.status == "solved"
+    assert result.iterations < first.result.iterations
+    again.finish(scene)
+    position, _ = _baked_pose(scene, chassis, 48)
+    assert abs(position[1] - 0.9) < 2e-3
+
+
+def test_cancelled_solve_changes_nothing(symplex):
+    scene, rig, chassis = keyed_kart("cancel")
+    before = scene_state(scene)
+    job = shot.ShotJob(scene, rig.chassis)
+    job.cancel()
+    result = job.run()
+    assert result.status == "cancelled"
+    with pytest.raises(RigError, match="cancelled; nothing was changed"):
+        job.finish(scene)
+    assert scene_state(scene) == before
+    assert f"{rig.chassis} shot path" not in scene.objects
+
+
+def test_unreachable_key_is_reported_by_name_and_changes_nothing(symplex):
+    targets = {24: ((1.5, 0.1), 0.1), 48: ((400.0, 0.6), 0.3)}  # 400 m in 2 s: beyond the kart's drive
+    scene, rig, chassis = keyed_kart("far", targets)
+    scene.symplex_shot.max_iterations = 40
+    before = scene_state(scene)
+    with bpy.context.temp_override(scene=scene, active_object=chassis, object=chassis):
+        with pytest.raises(RuntimeError, match="frame 48"):
+            bpy.ops.symplex.solve_shot()
+    assert scene_state(scene) == before
+
+
+def test_obstacles_are_read_from_a_collection(symplex):
+    scene = new_scene("obstacles")
+    collection = bpy.data.collections.new("Obstacles")
+    scene.collection.children.link(collection)
+    mesh = bpy.data.meshes.new("cube")
+    mesh.from_pydata([(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], [],
+                     [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)])
+    for name, location, scale in (("Crate", (3, 1, 0.5), (0.5, 1.0, 0.5)), ("Ball", (6, 0, 1), (0.7, 0.7, 0.7)),
+                                  ("Post", (0, 4, 1), (0.2, 0.2, 1.0))):
+        obj = bpy.data.objects.new(name, mesh)
+        obj.location, obj.scale = location, scale
+        collection.objects.link(obj)
+    obstacles = {o.name: o for o in shot.read_obstacles(collection, 0.1, 1)}
+    assert obstacles["Crate"].shape == "box" and np.allclose(obstacles["Crate"].size, (0.5, 1.0, 0.5))
+    assert obstacles["Ball"].shape == "sphere" and obstacles["Ball"].size == pytest.approx((0.7,))
+    assert obstacles["Post"].shape == "cylinder" and np.allclose(obstacles["Post"].size, (0.2, 1.0))
+    assert np.allclose(obstacles["Crate"].position, (3, 1, 0.5)) and obstacles["Crate"].clearance == 0.1
