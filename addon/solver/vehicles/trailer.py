@@ -203,7 +203,7 @@ def prepare(model: TrailerModel, state: TrailerState, h: float) -> StepData:
     drive, brake = car._impulses(c, state, h)
     weights = model.metric * model.direction(state.theta - state.beta, state.sigma)
     return StepData(car._apply_impulse(state.p_minus, drive, brake), sigma_mid, sigma_next, weights,
-                 trailer_axle(model, state))
+                    trailer_axle(model, state))
 
 
 def step(model: TrailerModel, state: TrailerState, h: float, tol: float = 1e-8, max_iterations: int = 30) -> int:
@@ -227,7 +227,7 @@ def step(model: TrailerModel, state: TrailerState, h: float, tol: float = 1e-8, 
         du, dd = np.linalg.solve(J, -R)
         u, delta = u + du, delta + dd
         if abs(du) <= tol * abs(u) and abs(dd) <= tol:
-            R, J, xi = residual(model, state, known, u, delta, h)
+            xi = residual(model, state, known, u, delta, h)[2]
             break
     if abs(delta) >= np.pi / 2:
         raise VehicleStepError(f"car with trailer {s.name!r}: the trailer turns by {np.degrees(delta):.3g} degrees "
