@@ -309,7 +309,7 @@ def fillin_section(quick: bool) -> list[str]:
              "over-constrain), body 0 welded to the world. Fill: off-diagonal block pairs added by elimination",
              "(fillin.symbolic). Stored: scalars in the fill-in factor, against the auxiliary-rows approach's",
              "tree factor + N x k anticipated responses + k x k matrix (k loop-closing rows). Times: factor + solve,",
-             "ms (fill-in LDU in numpy; auxiliary rows with the C tree kernel); dense: numpy.linalg.solve.",
+             "ms, both in C (fill-in LDU: symplex_fillin_*; auxiliary rows: the tree kernel); dense: numpy.linalg.solve.",
              "",
              "| graph | bodies | loops | k | fill (dfs) | fill (min-degree) | stored fill-in | stored aux rows | "
              "fill-in ms | aux rows ms | dense ms | max rel. diff |",

@@ -31,6 +31,8 @@ from ..native import baraff_binding as _native
 from .baraff import Constraint
 from .graph import order_tree, split_loops
 
+NATIVE = _native.LIB is not None  # the C kernel is built: `factor` uses it, `factor_flat` needs it
+
 
 @dataclass(frozen=True)
 class Symbolic:
@@ -337,6 +339,12 @@ def _factor_c(sym: Symbolic, diagonal: list[np.ndarray], blocks: dict[tuple[int,
         flat[layout.where[i, j]:layout.where[i, j] + block.size] = block.ravel()
         if (j, i) not in blocks:
             flat[layout.where[j, i]:layout.where[j, i] + block.size] = block.T.ravel()
+    return factor_flat(sym, layout, flat)
+
+
+def factor_flat(sym: Symbolic, layout: Plan, flat: np.ndarray) -> LDU:
+    """Factor in place a flat array already laid out by `layout` (fill blocks zero): C kernel only
+    (`NATIVE`); callers that gather their blocks vectorised skip the per-block dict of `factor`."""
     status = _native.fillin_factor(layout, flat, np.empty(max(layout.scratch, 1)))
     if status == -2:
         raise ValueError(f"a block larger than {_native.MAX_DIM}: the C kernel cannot factor it")

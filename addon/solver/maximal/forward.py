@@ -11,7 +11,9 @@ methods read the same Mechanism, every joint type, prescribed joints as rows g -
 user forces and every coordinate force of forces.py (springs, dampers, velocity servos, keyed
 torques) and Gdot zdot the rows' velocity product, a central difference of G along the motion.
 Accelerations come from H = [[M, G^T], [G, 0]] by Baraff's O(n) factor (baraff.factor_flat, primary
-joints) and, for loop-closing joints, auxiliary rows (baraff.solve_auxiliary, O(nk)).
+joints) and, for loop-closing joints, auxiliary rows (baraff.solve_auxiliary, O(nk)); with many loop
+rows (FILLIN_ROWS, or solver="fillin") the whole H is factored by the reduced-fill-in LDU instead
+(fillin.py, seed 003 §3.3), redundant loop rows dropped once at the start (`_FillinRows`).
 
 Drift control (the paper names stabilisation but gives no formula, notes/002.md §4.1):
 "projection" (default) projects each step's end back onto g = T (M-orthogonal Gauss-Newton with
@@ -26,11 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 
 from ..curves import derivative
 from ..lie import cross, quat_to_matrix
 from ..trajectory import SolverError
-from . import baraff, forces
+from . import baraff, fillin, forces
 from .bodies import qmul
 from .joints import ANGLE, JointFrames, frames, generic_rows, keyed_torques, row_targets, unwrap
 from .variational import MaximalModel
@@ -39,6 +42,10 @@ STABILISATION = ("projection", "baumgarte", "none")
 # Iterative refinement steps per solve: the unpivoted tree order loses digits when bodies have floored
 # (near-zero) inertia, e.g. point-mass links (baraff.solve); two steps bring it to rounding level.
 REFINE = 2
+SOLVERS = ("auto", "tree", "fillin")
+# With at least this many loop-closing rows, "auto" factors loops by fill-in instead of auxiliary rows
+# (benchmarks/maximal.py: 4-link loop chains, fill-in 15x faster at k = 240 rows, equal near k = 50).
+FILLIN_ROWS = 48
 
 
 @dataclass
@@ -62,12 +69,89 @@ def rotate(q: np.ndarray, phi: np.ndarray) -> np.ndarray:
     return qmul(q, np.concatenate([np.cos(half), axis_scale * phi], axis=1))
 
 
+class _FillinRows:
+    """H = [[M, G^T], [G, 0]] over the primary rows and the independent loop rows, factored by the
+    reduced-fill-in LDU (fillin.py) instead of auxiliary rows: for many loops (k growing with n) it
+    stores and costs O(fill) instead of O(n k). Loop rows that are redundant at the configuration it
+    is built at (a planar loop closed by a full 3-D joint) are dropped (pivoted QR of the loops'
+    anticipated inverse mass Q); the kept rows' blocks are gathered from the row Jacobians each solve."""
+
+    def __init__(self, dyn: "ForwardDynamics", jac: np.ndarray):
+        n, npr = dyn.model.bodies.count, dyn.model.n_primary
+        groups = [(np.arange(sl.start, sl.stop), bodies, (0, 6) if len(bodies) == 2 else (6,))
+                  for sl, bodies in dyn.model.primary]
+        kept = self._independent(dyn, jac)
+        for rows, bodies, cols in dyn.auxiliary:
+            rows = rows[np.isin(rows, kept)]
+            if len(rows):
+                groups.append((rows, bodies, cols))
+        self.n, self.rows = n, np.concatenate([g[0] for g in groups]) if groups else np.zeros(0, dtype=np.int64)
+        shapes = [baraff.Constraint(bodies, tuple(np.zeros((len(rows), 6)) for _ in bodies)) for rows, bodies, _ in groups]
+        system = fillin.saddle([np.eye(6)] * n, shapes)
+        order = fillin.order_nodes(len(system.dims), system.edges, "min-degree", system.after)
+        self.symbolic = fillin.symbolic(system.dims, system.edges, order)
+        self.plan = fillin.plan(self.symbolic)
+        self.base = np.zeros(self.plan.size)
+        for b in range(n):
+            self.base[self.plan.diag_offset[b]:self.plan.diag_offset[b] + 36] = dyn.mass_flat[36 * b:36 * b + 36]
+        src, dst = [], []
+        for i, (rows, bodies, cols) in enumerate(groups):
+            for body, col in zip(bodies, cols):
+                entries = rows[:, None] * 12 + col + np.arange(6)  # (r, 6): G block of constraint i on body
+                src += [entries.ravel(), entries.T.ravel()]
+                dst += [self.plan.where[n + i, body] + np.arange(entries.size),
+                        self.plan.where[body, n + i] + np.arange(entries.size)]
+        self.src, self.dst = np.concatenate(src), np.concatenate(dst)
+        self.a, self.b = dyn.a[self.rows], dyn.b[self.rows]
+        self.mass = dyn.mass_flat.reshape(n, 6, 6)
+
+    @staticmethod
+    def _independent(dyn: "ForwardDynamics", jac: np.ndarray) -> np.ndarray:
+        """Loop rows (indices into the rows) that are independent given the primary rows."""
+        aux = np.concatenate([rows for rows, _, _ in dyn.auxiliary])
+        n = dyn.model.bodies.count
+        fac = baraff.factor_flat(dyn.layout, dyn.mass_flat, jac.reshape(-1)[dyn.gather])
+        columns = np.zeros((fac.layout.row_offset[-1], len(aux)))
+        body = np.zeros((n + 1, 6, len(aux)))
+        for side, owner in ((slice(0, 6), dyn.a[aux]), (slice(6, 12), dyn.b[aux])):
+            body[owner, :, np.arange(len(aux))] += jac[aux, side]
+        columns[:6 * n] = body[:n].reshape(6 * n, len(aux))
+        response = baraff.solve(fac, columns, REFINE)[:6 * n].reshape(n, 6, len(aux))
+        q_matrix = np.einsum("ki,kij->kj", jac[aux, :6], np.vstack([response, np.zeros((1, 6, len(aux)))])[dyn.a[aux]]) \
+            + np.einsum("ki,kij->kj", jac[aux, 6:], np.vstack([response, np.zeros((1, 6, len(aux)))])[dyn.b[aux]])
+        _, r, pivots = scipy.linalg.qr(q_matrix, pivoting=True)
+        rank = int(np.sum(np.abs(np.diag(r)) > 1e-9 * abs(r[0, 0])))
+        return np.sort(aux[pivots[:rank]])
+
+    def solve(self, jac: np.ndarray, force: np.ndarray, rhs_rows: np.ndarray) -> np.ndarray:
+        """Body part of H^-1 [force; rhs_rows[kept rows]] with REFINE refinement steps."""
+        flat = self.base.copy()
+        flat[self.dst] = jac.reshape(-1)[self.src]
+        rows = jac[self.rows]
+        ldu = fillin.factor_flat(self.symbolic, self.plan, flat)
+        rhs = np.concatenate([force.reshape(-1), rhs_rows[self.rows]])
+        x = fillin.solve(ldu, rhs)
+        for _ in range(REFINE):
+            x += fillin.solve(ldu, rhs - self._multiply(rows, x))
+        return x[:force.size].reshape(force.shape)
+
+    def _multiply(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """H x with the kept rows (R', 12)."""
+        n = self.n
+        u, y = x[:6 * n].reshape(n, 6), x[6 * n:]
+        top = np.einsum("bij,bj->bi", self.mass, u) + forces.scatter(n, self.a, self.b, rows * y[:, None])
+        return np.concatenate([top.ravel(), ForwardDynamics.apply(rows, self.a, self.b, u)])
+
+
 class ForwardDynamics:
     """Accelerations, RK4 steps and projections for one MaximalModel (variational.compile_maximal)."""
 
-    def __init__(self, model: MaximalModel, stabilisation: str = "projection", rate: float = 20.0):
+    def __init__(self, model: MaximalModel, stabilisation: str = "projection", rate: float = 20.0,
+                 solver: str = "auto"):
         if stabilisation not in STABILISATION:
             raise ValueError(f"unknown stabilisation {stabilisation!r}; use one of {', '.join(STABILISATION)}")
+        if solver not in SOLVERS:
+            raise ValueError(f"unknown solver {solver!r}; use one of {', '.join(SOLVERS)}")
         self.model, self.stabilisation, self.rate = model, stabilisation, float(rate)
         js, bs = model.joints, model.bodies
         n = bs.count
@@ -97,6 +181,12 @@ class ForwardDynamics:
         self.curve_rows = np.nonzero(js.row_curve[self.rows] >= 0)[0]
         self.angles = bool(np.any(js.coord_kind == ANGLE) or np.any(js.row_kind == ANGLE))  # windings to track
         self._factor: baraff.Factor | None = None
+        k = sum(len(rows) for rows, _, _ in self.auxiliary)
+        if solver == "fillin" and not fillin.NATIVE:
+            raise ValueError("solver 'fillin' needs the C kernels (make kernels)")
+        self.use_fillin = bool(self.auxiliary) and (solver == "fillin" or (solver == "auto" and fillin.NATIVE
+                                                                           and k >= FILLIN_ROWS))
+        self._fillin: _FillinRows | None = None
 
     # -- rows, forces and the linear solve -------------------------------------------------------------
 
@@ -126,6 +216,10 @@ class ForwardDynamics:
 
     def solve(self, jac: np.ndarray, force: np.ndarray, rhs_rows: np.ndarray) -> np.ndarray:
         """Body part u (B, 6) of H [u; y] = [force (B, 6); rhs_rows (R,)], H factored at rows `jac`."""
+        if self.use_fillin:
+            if self._fillin is None:
+                self._fillin = _FillinRows(self, jac)
+            return self._fillin.solve(jac, force, rhs_rows)
         self._factor = baraff.factor_flat(self.layout, self.mass_flat, jac.reshape(-1)[self.gather],
                                           reuse=self._factor)
         npr = self.model.n_primary

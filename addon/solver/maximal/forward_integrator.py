@@ -25,10 +25,11 @@ class ForwardIntegrator(Integrator):
 
     method = "maximal-rk4"
 
-    def __init__(self, mechanism: Mechanism, dt: float, tol: float = 1e-10, stabilisation: str = "projection"):
+    def __init__(self, mechanism: Mechanism, dt: float, tol: float = 1e-10, stabilisation: str = "projection",
+                 solver: str = "auto"):
         super().__init__(mechanism, dt, tol)
         model, start = start_from_tree(mechanism)
-        self.dynamics = ForwardDynamics(model, stabilisation)
+        self.dynamics = ForwardDynamics(model, stabilisation, solver=solver)
         self.state = ForwardState(start.t, start.x, start.q, start.v, start.w, start.coord_winding,
                                   start.row_winding)
         self._record_state()
@@ -59,4 +60,5 @@ class ForwardIntegrator(Integrator):
         self._record_state()
 
     def info(self) -> dict:
-        return {"stabilisation": self.dynamics.stabilisation}
+        return {"stabilisation": self.dynamics.stabilisation,
+                "loop_solver": "fill-in LDU" if self.dynamics.use_fillin else "auxiliary rows"}

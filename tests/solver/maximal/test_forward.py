@@ -12,6 +12,7 @@ from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import make_integrator
 from addon.solver.mechfile import PRESET_DIR, load_mechanism
 from addon.solver.model import WORLD, Body, Force, Joint, Mechanism, Motor, Spring
+from addon.solver.maximal import fillin
 from addon.solver.maximal.forward_integrator import ForwardIntegrator
 
 
@@ -137,6 +138,21 @@ def test_prescribed_joint_follows_its_curve():
     assert np.abs(ours.poses - tree.poses).max() < 1e-4
 
 
-def test_unknown_stabilisation_is_named():
+@pytest.mark.skipif(not fillin.NATIVE, reason="the fill-in loop solver needs the C kernels (make kernels)")
+def test_loops_by_fill_in_equal_loops_by_auxiliary_rows():
+    """Chain of 3 four-link loops (presets/loop_chain.toml, redundant planar loop rows): factoring the
+    loops by fill-in (independent rows kept) gives the auxiliary-rows trajectory."""
+    mech = load_mechanism(PRESET_DIR / "loop_chain.toml")
+    by_rows = ForwardIntegrator(mech, 1e-3, solver="tree")
+    by_fill = ForwardIntegrator(mech, 1e-3, solver="fillin")
+    a, b = run(by_rows, 50), run(by_fill, 50)
+    assert by_fill.info()["loop_solver"] == "fill-in LDU" and by_rows.info()["loop_solver"] == "auxiliary rows"
+    assert np.abs(a.poses - b.poses).max() < 1e-11
+    assert b.constraint_residual.max() < 1e-9
+
+
+def test_unknown_options_are_named():
     with pytest.raises(ValueError, match="unknown stabilisation 'magic'"):
         ForwardIntegrator(pendulum_chain(1), 0.01, stabilisation="magic")
+    with pytest.raises(ValueError, match="unknown solver 'magic'"):
+        ForwardIntegrator(pendulum_chain(1), 0.01, solver="magic")
