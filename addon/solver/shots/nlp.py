@@ -186,6 +186,20 @@ def _fraction_to_boundary(x, dx, lo, up, tau) -> float:
     return alpha
 
 
+def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
+    """Waechter-Biegler filter acceptance of a trial point: '' (reject), 'f' (Armijo on the barrier objective
+    under the switching condition) or 'h' (enough progress in violation or objective; the filter grows)."""
+    if not np.isfinite(phi_t) or theta_t > theta_max:
+        return ""
+    if any(theta_t >= th and phi_t >= ph for th, ph in filt):
+        return ""
+    if model_decrease < 0 and (-model_decrease) ** 2.3 * alpha ** (1 - 2.3) > theta ** 1.1 and theta <= theta_min:
+        return "f" if phi_t <= phi + 1e-4 * model_decrease else ""
+    if theta_t <= (1 - 1e-5) * theta or phi_t <= phi - 1e-8 * theta:
+        return "h"
+    return ""
+
+
 def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float = 1e-9, max_iter: int = 300,
           progress: Progress | None = None) -> NLPResult:
     """Solve `nlp` from x0 by the primal-dual interior-point method of this module's docstring.
@@ -203,13 +217,14 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     zL = np.where(lo_f, 1.0, 0.0)
     zU = np.where(up_f, 1.0, 0.0)
     y = np.zeros(P.m)
-    nu = 1.0
     dw_last = 0.0
     bfgs = np.eye(nz) if nlp.hessian is None else None
     status, message = "max_iter", f"no convergence in {max_iter} iterations"
     stalls = 0
     shift = 0.0  # Hessian shift forced after a failed line search
     last_alpha = 0.0
+    filt: list[tuple[float, float]] = []  # filter entries (constraint violation, barrier objective)
+    theta_max = theta_min = None
 
     raw = P.raw_c(z)
     c = P.c(z, raw)
@@ -247,6 +262,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             if e_mu > 10.0 * mu:
                 break
             mu = max(tol / 10, min(0.2 * mu, mu**1.5))
+            filt = []
         tau = max(0.99, 1.0 - mu)
         sigma = np.where(lo_f, zL / dl, 0.0) + np.where(up_f, zU / du, 0.0)
         grad_phi = g - np.where(lo_f, mu / dl, 0.0) + np.where(up_f, mu / du, 0.0)
@@ -301,38 +317,45 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 return np.inf
             return P.f(zz) - mu * (np.sum(np.log(dd_l[lo_f])) + np.sum(np.log(dd_u[up_f])))
 
-        c_norm = float(np.sum(np.abs(c)))
-        quad = float(grad_phi @ dz + 0.5 * max(dz @ (W @ dz), 0.0))
-        if c_norm > 0:
-            nu = max(nu, quad / (0.9 * c_norm), 1.1 * float(np.max(np.abs(y_new), initial=0.0)))
-        merit0 = barrier(z) + nu * c_norm
-        slope = float(grad_phi @ dz) - nu * c_norm
+        theta0 = float(np.sum(np.abs(c)))
+        phi0 = barrier(z)
+        slope = float(grad_phi @ dz)
+        if theta_max is None:
+            theta_max, theta_min = 1e4 * max(1.0, theta0), 1e-4 * max(1.0, theta0)
         alpha = alpha_max
         accepted = None
-        raw_t = None
-        first = True
-        while alpha > 1e-14:
+        while alpha > 1e-12:
             zt = z + alpha * dz
             raw_t = P.raw_c(zt)
             ct = P.c(zt, raw_t)
-            merit_t = barrier(zt) + nu * float(np.sum(np.abs(ct)))
-            if np.isfinite(merit_t) and merit_t <= merit0 + 1e-4 * alpha * slope + 1e-14 * abs(merit0):
-                accepted = (zt, raw_t, ct)
+            verdict = _filter_test(filt, theta0, phi0, float(np.sum(np.abs(ct))), barrier(zt), alpha * slope,
+                                   alpha, theta_min, theta_max)
+            if verdict:
+                accepted = (zt, raw_t, ct, verdict)
                 break
-            if first and alpha == alpha_max and np.all(np.isfinite(ct)):
-                # second-order correction: pull the trial point back onto the linearised constraints
-                corr = lu.solve(np.concatenate([np.zeros(nz), -ct]))[:nz]
-                a_soc = _fraction_to_boundary(zt, corr, zl, zu, tau)
-                if a_soc >= 0.99:
-                    zs = zt + corr
+            if alpha == alpha_max and float(np.sum(np.abs(ct))) >= theta0:
+                # second-order corrections (IPOPT): re-solve with the constraint values at the trial point
+                c_soc, theta_prev = alpha * c + ct, theta0
+                for _ in range(4):
+                    d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
+                    a_soc = _fraction_to_boundary(z, d_soc, zl, zu, tau)
+                    zs = z + a_soc * d_soc
                     raw_s = P.raw_c(zs)
                     cs = P.c(zs, raw_s)
-                    merit_s = barrier(zs) + nu * float(np.sum(np.abs(cs)))
-                    if np.isfinite(merit_s) and merit_s <= merit0 + 1e-4 * alpha * slope:
-                        accepted = (zs, raw_s, cs)
+                    theta_s = float(np.sum(np.abs(cs)))
+                    verdict = _filter_test(filt, theta0, phi0, theta_s, barrier(zs), alpha * slope, alpha,
+                                           theta_min, theta_max)
+                    if verdict:
+                        accepted = (zs, raw_s, cs, verdict)
                         break
-            first = False
+                    if theta_s > 0.99 * theta_prev:
+                        break
+                    c_soc, theta_prev = a_soc * c_soc + cs, theta_s
+                if accepted is not None:
+                    break
             alpha *= 0.5
+        if accepted is not None and accepted[3] == "h":  # not an Armijo step: the filter grows
+            filt.append(((1 - 1e-5) * theta0, phi0 - 1e-8 * theta0))
         if accepted is None:
             stalls += 1
             if stalls >= 3:
@@ -341,6 +364,10 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     status = "infeasible"
                     message = (f"line search stalled at iteration {it} with constraint violation {viol:.3g}: "
                                f"no feasible direction found (locally infeasible)")
+                elif dual_inf <= 1e3 * tol and compl <= 1e3 * tol:
+                    status = "solved"
+                    message = (f"solved to an acceptable level at iteration {it}: feasible, dual infeasibility "
+                               f"{dual_inf:.2g} (the line search cannot improve further)")
                 else:
                     status = "failed"
                     message = f"line search stalled at iteration {it} (feasible, not optimal to tol {tol:g})"
@@ -348,7 +375,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             shift = max(10 * dw_last, 1e-2)  # retry with a more convex, shorter step
             continue
         stalls, last_alpha, shift = 0, alpha, 0.0
-        z_new, raw, c = accepted
+        z_new, raw, c, _ = accepted
         s_step = z_new - z
         z = z_new
         zL = np.where(lo_f, zL + alpha_z * dzL, 0.0)

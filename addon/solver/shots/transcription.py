@@ -126,18 +126,19 @@ class Block:
         self.rows = self.lower.shape[1]
 
 
-def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """sum_i weights[:, i] d2 fn_i / dX2 (K, w, w) by forward differences of the exact Jacobian."""
+def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """sum_i weights[:, i] d2 fn_i / dX2 restricted to the columns `cols` (K, c, c), by forward differences
+    of the exact Jacobian (the other columns enter linearly: their Hessian rows are zero)."""
     _, J0 = fn(X)
-    base = np.einsum("kr,krw->kw", weights, J0)
-    K, w = X.shape
-    H = np.empty((K, w, w))
+    base = np.einsum("kr,krw->kw", weights, J0)[:, cols]
+    K = len(X)
+    H = np.empty((K, len(cols), len(cols)))
     step = 1.5e-8 * np.maximum(1.0, np.abs(X))
-    for j in range(w):
+    for a, j in enumerate(cols):
         Xp = X.copy()
         Xp[:, j] += step[:, j]
         _, Jp = fn(Xp)
-        H[:, :, j] = (np.einsum("kr,krw->kw", weights, Jp) - base) / step[:, j:j + 1]
+        H[:, :, a] = (np.einsum("kr,krw->kw", weights, Jp)[:, cols] - base) / step[:, j:j + 1]
     return 0.5 * (H + np.swapaxes(H, 1, 2))
 
 
@@ -155,9 +156,10 @@ def _assemble(blocks: list[Block], n: int):
     cols = np.concatenate(cols) if cols else np.zeros(0, int)
     hr, hc = [], []
     for b in blocks:
-        w = b.index.shape[1]
-        hr.append(np.repeat(b.index[:, :, None], w, axis=2).ravel())
-        hc.append(np.repeat(b.index[:, None, :], w, axis=1).ravel())
+        sub = b.index[:, b.curved]
+        w = sub.shape[1]
+        hr.append(np.repeat(sub[:, :, None], w, axis=2).ravel())
+        hc.append(np.repeat(sub[:, None, :], w, axis=1).ravel())
 
     def constraints(x):
         return np.concatenate([b.fn(x[b.index])[0].ravel() for b in blocks]) if blocks else np.zeros(0)
@@ -171,7 +173,7 @@ def _assemble(blocks: list[Block], n: int):
         for b, off in zip(blocks, offsets):
             K = b.index.shape[0]
             weights = y[off:off + K * b.rows].reshape(K, b.rows)
-            parts.append(_local_hessian(b.fn, x[b.index], weights).ravel())
+            parts.append(_local_hessian(b.fn, x[b.index], weights, b.curved).ravel())
         return parts
 
     lower = np.concatenate([b.lower.ravel() for b in blocks]) if blocks else np.zeros(0)
@@ -391,7 +393,32 @@ class Transcription:
             idx = np.concatenate([self.stage_index(ks, "state"), np.full((N, 1), self.h_index)], 1)
             self.costs.append(Block(idx, fn, np.zeros((N, 1)), np.zeros((N, 1)), [], "reference"))
 
+    def _prune(self):
+        """Drop window columns no instance depends on, and mark the columns the Jacobian does not change
+        with (entering linearly: zero Hessian rows). Both are found from the exact Jacobian at two random
+        points, so the sparse structure and the differenced Hessians carry only real dependencies."""
+        rng = np.random.default_rng(7)
+        probe = self.x0()
+        for b in self.blocks + self.costs:
+            X = probe[b.index]
+            J1 = b.fn(X + 0.01 * rng.uniform(0.5, 1.0, X.shape) * np.maximum(1.0, np.abs(X)))[1]
+            J2 = b.fn(X - 0.01 * rng.uniform(0.5, 1.0, X.shape) * np.maximum(1.0, np.abs(X)))[1]
+            used = np.any(J1 != 0, axis=(0, 1)) | np.any(J2 != 0, axis=(0, 1))
+            curved = np.any(np.abs(J1 - J2) > 1e-12 * (1 + np.abs(J1)), axis=(0, 1))
+            b.curved = np.flatnonzero(curved[used])
+            if used.all():
+                continue
+            cols, fn, width = np.flatnonzero(used), b.fn, b.index.shape[1]
+
+            def pruned(X, cols=cols, fn=fn, width=width):
+                full = np.zeros((len(X), width))
+                full[:, cols] = X
+                r, J = fn(full)
+                return r, J[:, :, cols]
+            b.index, b.fn = b.index[:, cols], pruned
+
     def _build_nlp(self):
+        self._prune()
         n = self.n
         cons, jac, hess_c, (hr, hc), lower, upper, self.offsets = _assemble(self.blocks, n)
         _, cost_jac, hess_f, (fr, fc), _, _, _ = _assemble(self.costs, n)
@@ -428,23 +455,65 @@ class Transcription:
             R = quat_to_matrix(poses[idx, 3:])
             headings = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
         else:
-            ks, ps, hs, ha = [0], [p0[0]], [0], [float(a0[0])]
-            for key in sorted(shot.keys, key=lambda k: k.step):
-                if key.position is not None:
-                    ks.append(key.step)
-                    ps.append(np.asarray(key.position, float))
-                if key.heading is not None:
-                    hs.append(key.step)
-                    ha.append(ha[-1] + float(_wrap(np.array(key.heading - ha[-1]))))
-            steps = np.arange(N + 1)
-            ps = np.array(ps)
-            if dyn.planar:
-                ps[:, 2] = p0[0, 2]
-            positions = np.stack([np.interp(steps, ks, ps[:, i]) for i in range(3)], 1)
-            headings = np.interp(steps, hs, ha)
+            positions, headings = self._key_path(p0[0], float(a0[0]))
         stages = dyn.guess(positions, headings, self.shot.dt)
         x = np.concatenate([stages.ravel(), [self.shot.dt]])
         return np.clip(x, self.x_lower, self.x_upper)
+
+    def _key_path(self, p0: np.ndarray, a0: float) -> tuple[np.ndarray, np.ndarray]:
+        """A path through the position keys, at rest at each key (smoothstep in time): Hermite segments whose
+        end tangents follow the keyed headings for planar vehicles (reversing when the key lies behind),
+        straight lines otherwise; headings interpolate the keys (planar: follow the path's tangent)."""
+        N, dyn = self.N, self.dyn
+        keys = sorted(self.shot.keys, key=lambda k: k.step)
+        ks, ps, hk = [0], [p0], [a0]
+        hs, ha = [0], [a0]
+        for key in keys:
+            if key.heading is not None:
+                hs.append(key.step)
+                ha.append(ha[-1] + float(_wrap(np.array(key.heading - ha[-1]))))
+            if key.position is not None:
+                ks.append(key.step)
+                p = np.asarray(key.position, float).copy()
+                if dyn.planar:
+                    p[2] = p0[2]
+                ps.append(p)
+                hk.append(ha[-1] if key.heading is not None else np.nan)
+        if ks[-1] < N:
+            ks.append(N)
+            ps.append(ps[-1])
+            hk.append(hk[-1])
+        steps = np.arange(N + 1)
+        headings = np.interp(steps, hs, ha)
+        positions = np.empty((N + 1, 3))
+        for a in range(len(ks) - 1):
+            k_a, k_b, p_a, p_b = ks[a], ks[a + 1], ps[a], ps[a + 1]
+            chord = p_b - p_a
+            tau = (steps[k_a:k_b + 1] - k_a) / max(k_b - k_a, 1)
+            sig = tau * tau * (3 - 2 * tau)
+            m_a, m_b = chord.copy(), chord.copy()
+            if dyn.planar:
+                length = float(np.linalg.norm(chord[:2]))
+                for m, h in ((m_a, hk[a]), (m_b, hk[a + 1])):
+                    if np.isfinite(h) and length > 0:
+                        d = np.array([np.cos(h), np.sin(h), 0.0])
+                        m[:] = length * d * (1.0 if d @ chord >= 0 else -1.0)
+            h00, h10 = 2 * sig**3 - 3 * sig**2 + 1, sig**3 - 2 * sig**2 + sig
+            h01, h11 = -2 * sig**3 + 3 * sig**2, sig**3 - sig**2
+            positions[k_a:k_b + 1] = (h00[:, None] * p_a + h10[:, None] * m_a + h01[:, None] * p_b
+                                      + h11[:, None] * m_b)
+            if dyn.planar and np.linalg.norm(chord[:2]) > 0:
+                d1 = 6 * sig**2 - 6 * sig, 3 * sig**2 - 4 * sig + 1, -6 * sig**2 + 6 * sig, 3 * sig**2 - 2 * sig
+                tangent = d1[0][:, None] * p_a + d1[1][:, None] * m_a + d1[2][:, None] * p_b + d1[3][:, None] * m_b
+                h_a = hk[a] if np.isfinite(hk[a]) else headings[k_a]
+                back = np.cos(h_a) * chord[0] + np.sin(h_a) * chord[1] < 0
+                yaw = np.arctan2(tangent[:, 1], tangent[:, 0]) + (np.pi if back else 0.0)
+                ref = headings[k_a]
+                yaw = ref + _wrap(yaw - ref)
+                headings[k_a:k_b + 1] = np.unwrap(yaw)
+                if np.isfinite(hk[a + 1]):
+                    headings[k_b] = hk[a + 1]
+        return positions, headings
 
     # -- solve and report -----------------------------------------------------------------------
     def solve(self, warm_start=None, progress=None, tol: float = 1e-8, max_iter: int = 300) -> ShotResult:

@@ -1,0 +1,343 @@
+"""Holonomic vehicles (helicopter, boat, hovercraft) on SE(3) as shot constraints with exact first derivatives.
+
+Owns the StageDynamics of vehicles/holonomic.py's step (seed 001 eqs. 9-10, tau = cay, exact C_cay).
+Node state (x (3), q (4)): position and attitude quaternion of g_k; segment variables (u (nc), xi (6)):
+the controls at t_k and the body twist xi_k = (w, v) on [t_k, t_{k+1}]. Residuals of step k:
+
+    x_{k+1} - x_k - R(q_k) P(h w_k) h v_k = 0,        P(a) = (I - hat(a)/2)^-1   (se3_cay's translation)
+    q_{k+1} - q_k (x) c(h w_k) = 0,                   c(a) = (2, a) / sqrt(4 + |a|^2)  (so3_cay as a quaternion)
+    C(h xi_k)^T I xi_k - mu_k^- - w_k f(g_k, node twist, u_k) = 0
+
+mu_k^- = C(-h xi_{k-1})^T I xi_{k-1} (I xi(0) at the start, with weight h/2 and node twist xi(0); else weight
+h and node twist (xi_{k-1} + xi_k)/2), exactly vehicles/holonomic.residual. R(q) is the quadratic form
+(w^2 - |v|^2) I + 2 v v^T + 2 w hat(v), a rotation on the unit sphere the equations keep q on.
+
+The wrench is the vehicle's own: helicopter F(gamma) u (helicopter.control_matrix) plus gravity, both with
+analytic derivatives; boat and hovercraft: their compiled model with zero controls (hydrostatics,
+cushion, drag, gravity; its exact d/dxi) plus the constant thrust matrix B u read off the same model
+(exact: the thrust is linear). The boat's and hovercraft's wrench derivative with respect to the pose
+(buoyancy columns, cushion corners) is a central difference (step 1e-6), the one non-analytic derivative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .. import groups
+from ..integrator import simulate
+from ..lie import hat
+from ..vehicles import forces
+from ..vehicles.boat import Hull, compile_boat
+from ..vehicles.helicopter import control_matrix
+from ..vehicles.hovercraft import compile_hovercraft
+from ..vehicles.rigid_body import locked_inertia
+from ..vehicles.spec import VehicleStepError
+from .transcription import Channel, StageDynamics
+
+
+def rotation(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """R(q) (K, 3, 3) = (w^2 - |v|^2) I + 2 v v^T + 2 w hat(v) and dR/dq (K, 3, 3, 4)."""
+    w, v = q[:, 0], q[:, 1:]
+    eye = np.eye(3)
+    R = (w * w - np.sum(v * v, 1))[:, None, None] * eye + 2 * v[:, :, None] * v[:, None, :] + 2 * w[:, None, None] * hat(v)
+    dR = np.empty(q.shape[:1] + (3, 3, 4))
+    dR[..., 0] = 2 * w[:, None, None] * eye + 2 * hat(v)
+    for i in range(3):
+        e = eye[i]
+        dR[..., i + 1] = (-2 * v[:, i, None, None] * eye + 2 * (e[None, :, None] * v[:, None, :] + v[:, :, None] * e[None, None, :])
+                          + 2 * w[:, None, None] * hat(e)[None])
+    return R, dR
+
+
+def left(q: np.ndarray) -> np.ndarray:
+    """L(q) (K, 4, 4) with q (x) p = L(q) p."""
+    w, x, y, z = q.T
+    return np.stack([np.stack([w, -x, -y, -z], -1), np.stack([x, w, -z, y], -1),
+                     np.stack([y, z, w, -x], -1), np.stack([z, -y, x, w], -1)], 1)
+
+
+def right(p: np.ndarray) -> np.ndarray:
+    """R(p) (K, 4, 4) with q (x) p = R(p) q."""
+    w, x, y, z = p.T
+    return np.stack([np.stack([w, -x, -y, -z], -1), np.stack([x, w, z, -y], -1),
+                     np.stack([y, -z, w, x], -1), np.stack([z, y, -x, w], -1)], 1)
+
+
+def cay_quaternion(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """c(a) = (2, a) / sqrt(4 + |a|^2) (K, 4), the quaternion of so3_cay(a), and dc/da (K, 4, 3)."""
+    n = np.sqrt(4 + np.sum(a * a, 1))
+    c = np.concatenate([2 * np.ones((len(a), 1)), a], 1) / n[:, None]
+    dc = np.empty((len(a), 4, 3))
+    dc[:, 0] = -2 * a / n[:, None] ** 3
+    dc[:, 1:] = np.eye(3) / n[:, None, None] - a[:, :, None] * a[:, None, :] / n[:, None, None] ** 3
+    return c, dc
+
+
+def cay_translation(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """P(a) b (K, 3), d/da = -P hat(P b) / 2 and P itself (K, 3, 3), P = (I - hat(a)/2)^-1."""
+    d = 4 + np.sum(a * a, 1)
+    P = (4 * np.eye(3) + 2 * hat(a) + a[:, :, None] * a[:, None, :]) / d[:, None, None]
+    Pb = np.einsum("kij,kj->ki", P, b)
+    return Pb, -0.5 * P @ hat(Pb), P
+
+
+class HolonomicDynamics(StageDynamics):
+    state_names = ("x", "y", "z", "qw", "qx", "qy", "qz")
+    planar = False
+    velocity_components = (0, 1, 2)
+
+    def __init__(self, mechanism):
+        self.mechanism = mechanism
+        self.vehicle = vehicle = mechanism.vehicle
+        spec = vehicle.spec
+        self.spec = spec
+        self.gravity = np.asarray(mechanism.gravity, float)
+        self.inertia = locked_inertia(spec.mass, spec.inertia)
+        self.xi0 = np.asarray(vehicle.velocity, float)
+        if vehicle.type == "helicopter":
+            weight = spec.mass * float(np.linalg.norm(self.gravity))
+            self.channels = (
+                Channel("collective", "segment", 0, 0.0, spec.max_collective, trim=weight, unit=weight),
+                Channel("tail", "segment", 1, 0.0, spec.max_tail_force, unit=spec.max_tail_force),
+                Channel("blade_pitch", "segment", 2, 0.0, spec.max_blade_tilt, unit=spec.max_blade_tilt),
+                Channel("blade_roll", "segment", 3, 0.0, spec.max_blade_tilt, unit=spec.max_blade_tilt))
+            self.limits = [(0.0, spec.max_collective), (-spec.max_tail_force, spec.max_tail_force),
+                           (-spec.max_blade_tilt, spec.max_blade_tilt), (-spec.max_blade_tilt, spec.max_blade_tilt)]
+            self.base, _ = forces.gravity(spec.mass, self.gravity)
+            self.base_pose_exact = True
+        else:
+            compile_fn = compile_boat if vehicle.type == "boat" else compile_hovercraft
+            self.channels = (Channel("thrust_right", "segment", 0, 0.0, spec.max_thrust, unit=spec.max_thrust),
+                             Channel("thrust_left", "segment", 1, 0.0, spec.max_thrust, unit=spec.max_thrust))
+            self.limits = [(-spec.max_thrust, spec.max_thrust)] * 2
+            idle = compile_fn(replace(vehicle, controls=(("thrust_right", 0.0), ("thrust_left", 0.0))), self.gravity)
+            self.base = idle.wrench
+            self.base_pose_exact = False
+            self.hull = Hull.of(spec) if vehicle.type == "boat" else None
+            g0, xi = np.eye(4)[None], np.zeros((1, 6))
+            f0 = idle.wrench(0.0, g0, xi)[0][0]
+            cols = []
+            for name in ("thrust_right", "thrust_left"):
+                model = compile_fn(replace(vehicle, controls=((name, 1.0),)), self.gravity)
+                cols.append(model.wrench(0.0, g0, xi)[0][0] - f0)
+            self.thrust = np.stack(cols, 1)
+        self.nc = len(self.channels)
+        self.segment_names = tuple(c.name for c in self.channels) + ("wx", "wy", "wz", "vx", "vy", "vz")
+
+    # -- the wrench ------------------------------------------------------------------------------
+    def _g(self, x, q):
+        R, _ = rotation(q)
+        g = np.zeros((len(x), 4, 4))
+        g[:, :3, :3], g[:, :3, 3], g[:, 3, 3] = R, x, 1.0
+        return g
+
+    def wrench(self, x, q, xi, u):
+        """f (K, 6), df/dxi (K, 6, 6), df/d(x, q) (K, 6, 7), df/du (K, 6, nc); u in physical units."""
+        K = len(x)
+        try:
+            f, dxi = self.base(0.0, self._g(x, q), xi)
+        except VehicleStepError:  # outside the model's range (a capsized hull): no value, the line search backs off
+            nan = np.full((K, 6), np.nan)
+            return nan, np.full((K, 6, 6), np.nan), np.full((K, 6, 7), np.nan), np.full((K, 6, self.nc), np.nan)
+        f = np.array(f, dtype=float)
+        dxi = np.zeros((K, 6, 6)) if dxi is None else np.array(dxi, dtype=float)
+        dpose = np.zeros((K, 6, 7))
+        if self.base_pose_exact:  # gravity only: force R^T (m g), no torque about the centre of mass
+            _, dR = rotation(q)
+            dpose[:, 3:, 3:] = np.einsum("kjia,j->kia", dR, self.spec.mass * self.gravity)
+        elif self.vehicle.type == "boat":
+            dpose = self._boat_pose_derivative(x, q, xi)
+        else:
+            eps = 1e-6
+            pose = np.concatenate([x, q], 1)
+            for j in range(7):
+                e = np.zeros(7)
+                e[j] = eps
+                try:
+                    fp = self.base(0.0, self._g((pose + e)[:, :3], (pose + e)[:, 3:]), xi)[0]
+                    fm = self.base(0.0, self._g((pose - e)[:, :3], (pose - e)[:, 3:]), xi)[0]
+                except VehicleStepError:
+                    fp = fm = np.full((K, 6), np.nan)
+                dpose[:, :, j] = (fp - fm) / (2 * eps)
+        if self.vehicle.type == "helicopter":
+            pitch, roll = u[:, 2], u[:, 3]
+            sp, cp, sr, cr = np.sin(pitch), np.cos(pitch), np.sin(roll), np.cos(roll)
+            dt_, uc = self.spec.rotor_height, u[:, 0]
+            F = np.zeros((K, 6, 2))  # helicopter.control_matrix, vectorised (checked against it in the tests)
+            F[:, :, 0] = np.stack([dt_ * sr, dt_ * sp * cr, 0 * sp, sp * cr, -sr, cp * cr], 1)
+            F[:, 2, 1], F[:, 4, 1] = self.spec.tail_arm, -1.0
+            f = f + np.einsum("kij,kj->ki", F, u[:, :2])
+            du = np.zeros((K, 6, 4))
+            du[:, :, :2] = F
+            # d (F[:, 0] u_c) / d pitch and / d roll (tail column does not tilt)
+            du[:, :, 2] = uc[:, None] * np.stack([0 * sp, dt_ * cp * cr, 0 * sp, cp * cr, 0 * sp, -sp * cr], 1)
+            du[:, :, 3] = uc[:, None] * np.stack([dt_ * cr, -dt_ * sp * sr, 0 * sp, -sp * sr, -cr, -cp * sr], 1)
+        else:
+            f = f + u @ self.thrust.T
+            du = np.broadcast_to(self.thrust, (K, 6, 2)).copy()
+        return f, dxi, dpose, du
+
+    def _boat_pose_derivative(self, x, q, xi):
+        """d(boat water wrench + gravity)/d(x, q) (K, 6, 7), differentiating vehicles/boat.py's column model:
+        immersed length l_i = clip(-(x_z + up_x X_i + up_y Y_i) / up_z - keel, 0, height), up = R^T e_z,
+        buoyancy rho g A l_i up, drag -(A l_i / V_ref) D (v + w x c_i - R^T eta), centroid (X_i, Y_i, keel + l_i/2)."""
+        s, hull = self.spec, self.hull
+        K = len(x)
+        R, dR = rotation(q)
+        up, dup = R[:, 2, :], np.zeros((K, 3, 7))
+        dup[:, :, 3:] = dR[:, 2]
+        X, Y = hull.xy[:, 0], hull.xy[:, 1]
+        base = x[:, None, 2] + up[:, None, 0] * X + up[:, None, 1] * Y
+        wl = -base / up[:, None, 2]
+        length = np.clip(wl - hull.keel, 0.0, hull.height)
+        active = ((wl - hull.keel) > 0) & ((wl - hull.keel) < hull.height)
+        dbase = X[None, :, None] * dup[:, None, 0] + Y[None, :, None] * dup[:, None, 1]
+        dbase[:, :, 2] += 1.0
+        dwl = -dbase / up[:, None, 2, None] + (base / up[:, 2, None] ** 2)[:, :, None] * dup[:, None, 2]
+        dlen = active[:, :, None] * dwl  # (K, n, 7)
+        c = np.concatenate([np.broadcast_to(hull.xy, length.shape + (2,)), (hull.keel + 0.5 * length)[..., None]], -1)
+        dc = np.zeros(dlen.shape[:2] + (3, 7))
+        dc[:, :, 2] = 0.5 * dlen
+        rho, g = s.water_density, float(np.linalg.norm(self.gravity))
+        A, v_ref, D = hull.area, s.mass / s.water_density, np.diag(s.drag)
+        V, dV = A * length, A * dlen
+        buoy = rho * g * V[..., None] * up[:, None, :]
+        dbuoy = rho * g * (dV[:, :, None, :] * up[:, None, :, None] + V[:, :, None, None] * dup[:, None])
+        eta = np.asarray(self.vehicle.current, float)
+        flow = np.einsum("kji,j->ki", R, eta)
+        dflow = np.einsum("kjia,j->kia", dR, eta)
+        w = xi[:, None, :3]
+        rel = xi[:, None, 3:] + np.cross(w, c) - flow[:, None, :]
+        drel = np.cross(w[..., None, :], np.swapaxes(dc, -1, -2)).swapaxes(-1, -2)
+        drel[..., 3:] -= dflow[:, None]
+        share, dshare = V / v_ref, dV / v_ref
+        drag = -share[..., None] * rel @ D
+        ddrag = -(dshare[:, :, None, :] * (rel @ D)[..., None] + share[..., None, None] * np.einsum("ij,knja->knia", D, drel))
+        force, dforce = buoy + drag, dbuoy + ddrag
+        out = np.zeros((K, 6, 7))
+        out[:, 3:] = dforce.sum(1)
+        out[:, :3] = (np.cross(np.swapaxes(dc, -1, -2), force[:, :, None, :]).swapaxes(-1, -2)
+                      + np.cross(c[:, :, None, :], np.swapaxes(dforce, -1, -2)).swapaxes(-1, -2)).sum(1)
+        out[:, 3:, 3:] += np.einsum("kjia,j->kia", dR, s.mass * self.gravity)
+        return out
+
+    # -- StageDynamics ---------------------------------------------------------------------------
+    def _units(self):
+        return np.array([c.unit for c in self.channels])
+
+    def residual(self, W, first, h):
+        K, nc, I = len(W), self.nc, self.inertia
+        units = self._units()
+        x, q = W[:, 1, :3], W[:, 1, 3:7]
+        xn, qn = W[:, 2, :3], W[:, 2, 3:7]
+        u = W[:, 1, 7:7 + nc] * units
+        xi, xip = W[:, 1, 7 + nc:], W[:, 0, 7 + nc:]
+        w, v = xi[:, :3], xi[:, 3:]
+        ns = 7 + nc + 6
+        r = np.zeros((K, 13))
+        J = np.zeros((K, 13, 3, ns))
+        dh = np.zeros((K, 13))
+        iu, ixi = slice(7, 7 + nc), slice(7 + nc, ns)
+        # position
+        R, dR = rotation(q)
+        Pb, dPb_da, P = cay_translation(h[:, None] * w, h[:, None] * v)
+        r[:, :3] = xn - x - np.einsum("kij,kj->ki", R, Pb)
+        J[:, :3, 2, :3] += np.eye(3)
+        J[:, :3, 1, :3] -= np.eye(3)
+        J[:, :3, 1, 3:7] = -np.einsum("kija,kj->kia", dR, Pb)
+        RdPa = R @ dPb_da
+        J[:, :3, 1, 7 + nc:10 + nc] = -h[:, None, None] * RdPa
+        J[:, :3, 1, 10 + nc:] = -h[:, None, None] * (R @ P)
+        dh[:, :3] = -(np.einsum("kij,kj->ki", RdPa, w) + np.einsum("kij,kj->ki", R @ P, v))
+        # attitude
+        c, dc = cay_quaternion(h[:, None] * w)
+        L = left(q)
+        r[:, 3:7] = qn - np.einsum("kij,kj->ki", L, c)
+        J[:, 3:7, 2, 3:7] += np.eye(4)
+        J[:, 3:7, 1, 3:7] = -right(c)
+        Ldc = L @ dc
+        J[:, 3:7, 1, 7 + nc:10 + nc] = -h[:, None, None] * Ldc
+        dh[:, 3:7] = -np.einsum("kij,kj->ki", Ldc, w)
+        # momentum balance (DEP)
+        mu = xi @ I
+        CT = np.swapaxes(groups.se3_dcay_inv(h[:, None] * xi), -1, -2)
+        D = groups.se3_dcay_inv_T_dxi(h[:, None] * xi, mu)
+        transported = np.einsum("kij,kj->ki", CT, mu)
+        mup = xip @ I
+        CTp = np.swapaxes(groups.se3_dcay_inv(-h[:, None] * xip), -1, -2)
+        Dp = groups.se3_dcay_inv_T_dxi(-h[:, None] * xip, mup)
+        left_mu = np.where(first[:, None], mup, np.einsum("kij,kj->ki", CTp, mup))
+        d_left = np.where(first[:, None, None], I, CTp @ I - h[:, None, None] * Dp)
+        dleft_dh = np.where(first[:, None], 0.0, -np.einsum("kij,kj->ki", Dp, xip))
+        weight = np.where(first, 0.5 * h, h)
+        node = np.where(first[:, None], xip, 0.5 * (xip + xi))
+        f, df_dxi, df_dpose, df_du = self.wrench(x, q, node, u)
+        r[:, 7:] = transported - left_mu - weight[:, None] * f
+        J[:, 7:, 1, ixi] = CT @ I + h[:, None, None] * D - np.where(first, 0.0, 0.5 * weight)[:, None, None] * df_dxi
+        J[:, 7:, 0, ixi] = -d_left - np.where(first, weight, 0.5 * weight)[:, None, None] * df_dxi
+        J[:, 7:, 1, :7] = -weight[:, None, None] * df_dpose
+        J[:, 7:, 1, iu] = -weight[:, None, None] * df_du * units
+        dh[:, 7:] = (np.einsum("kij,kj->ki", D, xi) - dleft_dh - np.where(first, 0.5, 1.0)[:, None] * f)
+        return r, J, dh
+
+    def pre_start(self):
+        out = np.zeros(7 + self.nc + 6)
+        out[3] = 1.0
+        out[7 + self.nc:] = self.xi0
+        return out
+
+    def start(self):
+        return np.concatenate([np.asarray(self.vehicle.position, float), np.asarray(self.vehicle.orientation, float)])
+
+    def bounds(self):
+        lo = np.full(7 + self.nc + 6, -np.inf)
+        hi = -lo
+        for i, ((a, b), ch) in enumerate(zip(self.limits, self.channels)):
+            lo[7 + i], hi[7 + i] = a / ch.unit, b / ch.unit
+        return lo, hi
+
+    def body_point(self, S, offset):
+        R, dR = rotation(S[:, 3:7])
+        p = S[:, :3] + R @ offset
+        J = np.zeros((len(S), 3, 7))
+        J[:, :, :3] = np.eye(3)
+        J[:, :, 3:] = np.einsum("kija,j->kia", dR, offset)
+        return p, J
+
+    def heading(self, S):
+        R, dR = rotation(S[:, 3:7])
+        a, b = R[:, 1, 0], R[:, 0, 0]
+        n2 = a * a + b * b
+        J = np.zeros((len(S), 7))
+        J[:, 3:] = (b[:, None] * dR[:, 1, 0] - a[:, None] * dR[:, 0, 0]) / n2[:, None]
+        return np.arctan2(a, b), J
+
+    def velocity(self, V):
+        J = np.zeros((len(V), 3, V.shape[1]))
+        J[:, :, self.nc + 3:] = np.eye(3)
+        return V[:, self.nc + 3:].copy(), J
+
+    def guess(self, positions, headings, h):
+        N = len(positions) - 1
+        nc = self.nc
+        st = np.zeros((N + 2, 7 + nc + 6))
+        st[0] = self.pre_start()
+        st[1:, :3] = positions
+        q = np.zeros((N + 1, 4))
+        q[:, 0], q[:, 3] = np.cos(headings / 2), np.sin(headings / 2)
+        q0 = np.asarray(self.vehicle.orientation, float)
+        q[0] = q0
+        st[1:, 3:7] = q
+        R, _ = rotation(q[:-1])
+        st[1:N + 1, 7 + nc + 3:] = np.einsum("kji,kj->ki", R, np.diff(positions, axis=0) / h)
+        st[1:N + 1, 7 + nc + 2] = np.diff(headings) / h
+        for i, ch in enumerate(self.channels):
+            st[1:N + 1, 7 + i] = ch.trim / ch.unit
+        return st
+
+    def replay(self, stages, h, controls):
+        vehicle = replace(self.vehicle, controls=controls)
+        return simulate(replace(self.mechanism, vehicle=vehicle), h, len(stages) - 2, "vehicle", tol=1e-13)
+

@@ -1,0 +1,132 @@
+"""Mechanism shots (tree method DMOC): the shipped cart-pole, crane and robot-arm shots converge, meet their
+keys, respect joint limits and force bounds, and their torques replay through the plain simulator; an
+unreachable key fails naming itself; a re-solve warm-starts; bad files are refused naming the field."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.shots.mechanism_shots import (SHOT_DIR, MechanismKey, list_mechanism_shots, load_mechanism_shot,
+                                                solve_mechanism_shot, solved_trajectory)
+from addon.solver.shots.spec import Key, Shot, ShotError, solve_shot
+from addon.solver.tree.compile import compile_tree
+
+SHOTS = ("cart_pole_swing_up", "crane_anti_sway", "robot_arm_reach")
+
+
+@pytest.fixture(scope="module")
+def solved():
+    out = {}
+    for name in SHOTS:
+        shot = load_mechanism_shot(SHOT_DIR / f"{name}.toml")
+        out[name] = (shot, solve_mechanism_shot(shot))
+    return out
+
+
+def test_the_mechanism_shots_are_shipped():
+    assert set(SHOTS) <= set(list_mechanism_shots())
+
+
+@pytest.mark.parametrize("name", SHOTS)
+def test_shot_converges_and_meets_its_keys(solved, name):
+    shot, result = solved[name]
+    assert result.status == "solved", result.report
+    for key in shot.keys:
+        assert result.key_errors[key.name] <= key.tolerance, (key.name, result.key_errors)
+    # the keys hold in the replayed (baked) motion too
+    assert result.trajectory.status == "finished"
+
+
+@pytest.mark.parametrize("name", SHOTS)
+def test_bounds_are_respected(solved, name):
+    shot, result = solved[name]
+    model = compile_tree(shot.mechanism)
+    Q = result.states
+    assert np.all(Q >= model.dof_lower - 1e-9) and np.all(Q <= model.dof_upper + 1e-9)
+    for control in shot.controls:
+        u = result.controls[control.joint]
+        assert np.all(u >= control.lower - 1e-9) and np.all(u <= control.upper + 1e-9), control.joint
+
+
+@pytest.mark.parametrize("name", SHOTS)
+def test_torques_replay_through_the_simulator(solved, name):
+    """The plain midpoint integrator (C kernel or numpy) driven by the solved torques, keyed at the interval
+    midpoints, reproduces the optimised motion: every body position to 1e-8 m. The DMOC rows are the
+    simulator's own DEL equations, met to round-off; what is left is round-off amplified by the motion
+    (the arm starts balanced upright: measured 3e-9 m, joint angles 1.1e-8 rad; cart-pole and crane 1e-12)."""
+    shot, result = solved[name]
+    replayed = result.trajectory
+    assert replayed.nsteps == shot.steps
+    assert result.replay_error < 1e-8
+    assert np.max(np.abs(replayed.q - result.states)) < 1e-7
+
+
+def test_rest_at_end_leaves_no_motion(solved):
+    """Crane: the load is on its mark and the discrete momentum after the last step is zero, so the
+    replayed continuation (no more force) stays put."""
+    shot, result = solved["crane_anti_sway"]
+    x_load = result.trajectory.poses[-1, result.trajectory.body_index("load"), 0]
+    assert abs(x_load - 3.0) < 1e-6
+    q = result.trajectory.q
+    assert np.max(np.abs(q[-1] - q[-2])) / shot.dt < 1e-3  # the last step's mean velocity is small
+    energy = solved_trajectory(shot, result).energy
+    assert np.isfinite(energy).all()
+
+
+def test_swing_up_ends_upright_and_cart_pole_uses_the_rail(solved):
+    shot, result = solved["cart_pole_swing_up"]
+    q = result.trajectory.q
+    assert abs(q[-1, 1] - np.pi) < 1e-6 and abs(q[-1, 0]) < 1e-6
+    assert np.max(np.abs(q[:, 0])) > 0.05  # the pole cannot be raised without moving the cart
+
+
+def test_unreachable_key_fails_naming_it():
+    shot = load_mechanism_shot(SHOT_DIR / "robot_arm_reach.toml")
+    far = MechanismKey("out of reach", 40, body="hand", point=(0.0, 0.0, 0.15), position=(2.5, 0.0, 0.6))
+    shot = replace(shot, keys=(far,))
+    result = solve_mechanism_shot(shot, max_iter=40)
+    assert result.status != "solved"
+    assert "'out of reach'" in result.report.splitlines()[1]
+    assert result.trajectory is None
+
+
+def test_warm_start_after_moving_a_key_takes_fewer_iterations(solved):
+    shot, result = solved["crane_anti_sway"]
+    key = shot.keys[0]
+    moved = replace(shot, keys=(replace(key, position=(3.2, 0.0, 2.0)),))
+    cold = solve_mechanism_shot(moved)
+    warm = solve_mechanism_shot(moved, warm_start=result)
+    assert cold.status == warm.status == "solved"
+    assert warm.iterations < cold.iterations
+    # from the previous animation (a Trajectory) as well
+    from_animation = solve_mechanism_shot(moved, warm_start=result.trajectory)
+    assert from_animation.status == "solved" and from_animation.iterations < cold.iterations
+
+
+def test_solve_shot_dispatches_mechanisms_without_a_vehicle():
+    """spec.Shot on a mechanism: bounds name the driven joints, a position key is a body-origin key and a
+    zero velocity key at the last step means rest."""
+    mech = load_mechanism(preset_path("crane"))
+    shot = Shot(mech, 0.1, 40, keys=(Key(40, "load", position=(2.0, 0.0, 2.0), name="mark"),
+                                      Key(40, "load", velocity=(0.0, 0.0, 0.0), name="still")),
+                bounds=(("rail", -150.0, 150.0),), name="crane via spec")
+    result = solve_shot(shot)
+    assert result.status == "solved", result.report
+    assert abs(result.trajectory.poses[-1, 1, 0] - 2.0) < 1e-6
+
+
+def test_file_errors_name_the_file_the_entry_and_the_field(tmp_path):
+    text = (SHOT_DIR / "cart_pole_swing_up.toml").read_text().replace('coordinate = "pole_hinge"',
+                                                                       'coordinate = "pole_hinj"')
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ShotError, match=r"bad\.toml.*\[\[key\]\] 'upright'.*'pole_hinj'"):
+        load_mechanism_shot(path)
+    text = (SHOT_DIR / "cart_pole_swing_up.toml").read_text().replace("frame = 50", "frame = 80", 1)
+    path.write_text(text)
+    with pytest.raises(ShotError, match=r"'upright'.*'frame'.*1\.\.50.*80"):
+        load_mechanism_shot(path)
