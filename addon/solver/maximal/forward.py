@@ -9,7 +9,7 @@ these coordinates,
 where G = dg/d(x, phi) are the joint rows of joints.py (the variational method's rows: both maximal
 methods read the same Mechanism, every joint type, prescribed joints as rows g - T(t)), f is gravity,
 user forces and every coordinate force of forces.py (springs, dampers, velocity servos, keyed
-torques) and Gdot zdot the rows' velocity product, a central difference of G along the motion.
+torques) and Gdot zdot the rows' velocity product (closed form, `velocity_product`).
 Accelerations come from H = [[M, G^T], [G, 0]] by Baraff's O(n) factor (baraff.factor_flat, primary
 joints) and, for loop-closing joints, auxiliary rows (baraff.solve_auxiliary, O(nk)); with many loop
 rows (FILLIN_ROWS, or solver="fillin") the whole H is factored by the reduced-fill-in LDU instead
@@ -34,8 +34,8 @@ from ..curves import derivative
 from ..lie import cross, quat_to_matrix
 from ..trajectory import SolverError
 from . import baraff, fillin, forces
-from .bodies import qmul
-from .joints import ANGLE, JointFrames, frames, generic_rows, keyed_torques, row_targets, unwrap
+from .bodies import qconj, qmul
+from .joints import ANGLE, Q0, Q2, T2, U, JointFrames, frames, generic_rows, keyed_torques, row_targets, unwrap
 from .variational import MaximalModel
 
 STABILISATION = ("projection", "baumgarte", "none")
@@ -181,6 +181,7 @@ class ForwardDynamics:
         self.curve_rows = np.nonzero(js.row_curve[self.rows] >= 0)[0]
         self.angles = bool(np.any(js.coord_kind == ANGLE) or np.any(js.row_kind == ANGLE))  # windings to track
         self._factor: baraff.Factor | None = None
+        self._frame_a_transposed = np.swapaxes(quat_to_matrix(js.ca), 1, 2)
         k = sum(len(rows) for rows, _, _ in self.auxiliary)
         if solver == "fillin" and not fillin.NATIVE:
             raise ValueError("solver 'fillin' needs the C kernels (make kernels)")
@@ -233,6 +234,51 @@ class ForwardDynamics:
             x, _ = baraff.solve_auxiliary(self._factor, aux, rhs, rhs_rows[order], redundant=True, refine=REFINE)
         return x[:force.size].reshape(force.shape)
 
+    def velocity_product(self, x: np.ndarray, q: np.ndarray, zdot: np.ndarray, fr: JointFrames) -> np.ndarray:
+        """Gdot zdot (R,): each row's second time derivative along the free motion (zero accelerations).
+
+        With d = x_B + R_B p_B - x_A - R_A p_A, u = R_A^T d, r = C_A^T u (joints.frames_of) and
+        dR/dt = R [w]x: u'' = -w_A x u' - w_A x R_A^T d' + R_A^T d'', d'' = R_B w_B x (w_B x p_B) -
+        R_A w_A x (w_A x p_A); with p = q_A^-1 (x) q_B, p' = (p (x) W_B - W_A (x) p)/2, W = (0, w) and
+        q_rel = c_A^-1 (x) p (x) c_B. The U and ANGLE rows follow by the chain rule.
+        """
+        js = self.model.joints
+        xe, qe = np.vstack([x, np.zeros((1, 3))]), np.vstack([q, [[1.0, 0.0, 0.0, 0.0]]])
+        ze = np.vstack([zdot, np.zeros((1, 6))])
+        a, b = js.parent, js.child
+        Ra, Rb = quat_to_matrix(qe[a]), quat_to_matrix(qe[b])
+        va, wa, vb, wb = ze[a, :3], ze[a, 3:], ze[b, :3], ze[b, 3:]
+        RaT = np.swapaxes(Ra, 1, 2)
+        rotate_a = lambda m, v: np.einsum("jik,jk->ji", m, v)  # noqa: E731
+        d = xe[b] + rotate_a(Rb, js.pb) - xe[a] - rotate_a(Ra, js.pa)
+        d1 = vb + rotate_a(Rb, cross(wb, js.pb)) - va - rotate_a(Ra, cross(wa, js.pa))
+        d2 = rotate_a(Rb, cross(wb, cross(wb, js.pb))) - rotate_a(Ra, cross(wa, cross(wa, js.pa)))
+        u = rotate_a(RaT, d)
+        u1 = -cross(wa, u) + rotate_a(RaT, d1)
+        u2 = -cross(wa, u1) - cross(wa, rotate_a(RaT, d1)) + rotate_a(RaT, d2)
+        r2 = rotate_a(self._frame_a_transposed, u2)
+        pure = lambda w: np.concatenate([np.zeros((len(w), 1)), w], axis=1)  # noqa: E731
+        p = qmul(qconj(qe[a]), qe[b])
+        p1 = 0.5 * (qmul(p, pure(wb)) - qmul(pure(wa), p))
+        p2 = 0.5 * (qmul(p1, pure(wb)) - qmul(pure(wa), p1))
+        ca_inv = qconj(js.ca)
+        q0, q1, q2 = fr.qrel, qmul(qmul(ca_inv, p1), js.cb), qmul(qmul(ca_inv, p2), js.cb)
+        joint, kind = self.row_joint, self.row_kind
+        out = np.zeros(len(joint))
+        t = kind <= T2
+        out[t] = r2[joint[t], kind[t]]
+        qv = (kind >= Q0) & (kind <= Q2)
+        out[qv] = q2[joint[qv], kind[qv] - Q0 + 1]
+        (w0, x0, y0, z0), (w1, x1, y1, z1), (w2, x2, y2, z2) = q0.T, q1.T, q2.T
+        uni = kind == U
+        second = 2 * (x2 * z0 + 2 * x1 * z1 + x0 * z2 - w2 * y0 - 2 * w1 * y1 - w0 * y2)
+        out[uni] = second[joint[uni]]
+        angle = kind == ANGLE
+        norm, rate = w0 * w0 + z0 * z0, w0 * z1 - z0 * w1
+        second = 2 * ((w0 * z2 - z0 * w2) * norm - rate * 2 * (w0 * w1 + z0 * z1)) / norm**2
+        out[angle] = second[joint[angle]]
+        return out
+
     def applied(self, state: ForwardState, x: np.ndarray, q: np.ndarray, zdot: np.ndarray, t: float,
                 fr: JointFrames) -> np.ndarray:
         """Applied wrenches (B, 6): gravity, user forces, coordinate springs, dampers, servos, keyed torques."""
@@ -257,11 +303,7 @@ class ForwardDynamics:
             return np.linalg.solve(self.mass_flat.reshape(-1, 6, 6), force[..., None])[..., 0]
         g, jac = self.row_values(x, q, state.row_winding, fr)
         target, target_rate, target_accel = self.targets(t)
-        eps = 1e-6 / max(1.0, float(np.max(np.abs(zdot))))
-        jac_plus = self.row_values(x + eps * zdot[:, :3], rotate(q, eps * w), state.row_winding)[1]
-        jac_minus = self.row_values(x - eps * zdot[:, :3], rotate(q, -eps * w), state.row_winding)[1]
-        product = (self.apply(jac_plus, self.a, self.b, zdot) - self.apply(jac_minus, self.a, self.b, zdot)) / (2 * eps)
-        rhs = target_accel - product
+        rhs = target_accel - self.velocity_product(x, q, zdot, fr)
         if self.stabilisation == "baumgarte":
             rate = self.apply(jac, self.a, self.b, zdot) - target_rate
             rhs -= 2 * self.rate * rate + self.rate**2 * (g - target)
