@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 _LIB_NAMES = ("libsymplex_kernels.so", "libsymplex_kernels.dylib", "symplex_kernels.dll")
 _f64 = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
 _i64 = np.ctypeslib.ndpointer(dtype=np.int64, flags="C_CONTIGUOUS")
@@ -33,14 +33,14 @@ _TREE_ARRAYS = (
     ("body_inertia", np.float64), ("gravity", np.float64),
     ("force_frame", np.int64), ("force_point", np.float64),
     ("row_frame_p", np.int64), ("row_frame_c", np.int64), ("row_kind", np.int64),
-    ("row_a", np.float64), ("row_b", np.float64), ("row_n", np.float64),
+    ("row_a", np.float64), ("row_b", np.float64), ("row_n", np.float64), ("ball_dofs", np.int64),
 )
 
 
 class _Tree(ctypes.Structure):
     """Mirror of symplex_tree in symplex_kernels.h (sizes, then one pointer per _TREE_ARRAYS entry)."""
 
-    _fields_ = [("nq", _int), ("nbody", _int), ("nforce", _int), ("nrow", _int)] + [
+    _fields_ = [("nq", _int), ("nbody", _int), ("nforce", _int), ("nrow", _int), ("nball", _int)] + [
         (name, _ptr) for name, _ in _TREE_ARRAYS
     ]
 
@@ -141,7 +141,7 @@ class NativeStepper:
         self._placement0 = np.array(model.dof_placement)
         self._ball_first = np.array(model.ball_dofs[:, 0], dtype=np.int64)
         addresses = (self._arrays[name].ctypes.data for name, _ in _TREE_ARRAYS)
-        self._tree = _Tree(nq, nbody, self.nforce, nrow, *addresses)
+        self._tree = _Tree(nq, nbody, self.nforce, nrow, self.nball, *addresses)
         self._tree_ptr = ctypes.pointer(self._tree)
         # buffers in the kernel's argument order after (tree, nsel) and the scalars
         self._inputs = {"rows": np.zeros(nrow, dtype=np.int64), "torque_mid": np.zeros(nq),

@@ -6,7 +6,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 3
+#define SYMPLEX_ABI_VERSION 4
 
 int64_t symplex_abi_version(void);
 
@@ -19,7 +19,7 @@ void symplex_tree_forward(int64_t n, const int64_t *parent, const double *local,
  * is 8 bytes, so the layout is the field order; symplex_tree_struct_size() lets the loader check it.
  * The caller may rewrite the arrays between calls (the ball charts live in dof_placement). */
 typedef struct symplex_tree {
-    int64_t nq, nbody, nforce, nrow;
+    int64_t nq, nbody, nforce, nrow, nball;
     const int64_t *dof_parent;        /* (nq,) parent frame, dof_parent[f] < f, -1 = world */
     const int64_t *dof_kind;          /* (nq,) 0..2 rotation about local x, y, z; 3..5 translation along */
     const int64_t *dof_prescribed;    /* (nq,) nonzero: follows its curve, not an unknown of the step */
@@ -43,6 +43,7 @@ typedef struct symplex_tree {
     const double *row_a;              /* (nrow, 3) point on P, or u, in P's frame axes */
     const double *row_b;              /* (nrow, 3) point on C, or w, in C's frame axes */
     const double *row_n;              /* (nrow, 3) n in P's frame axes (translation rows) */
+    const int64_t *ball_dofs;         /* (nball, 3) the consecutive rx ry rz coordinates of each ball chart */
 } symplex_tree;
 
 int64_t symplex_tree_struct_size(void);
@@ -59,7 +60,8 @@ int64_t symplex_midpoint_scratch_size(int64_t nq, int64_t nbody, int64_t nforce,
 /* One step (q1, p1) -> (q2, p2) of the midpoint variational integrator (tree/midpoint.py `step`, before
  * its chart fold): Newton, with the exact direction in O(nq) per iteration (O(nq nsel) with loop rows;
  * tree/articulated.py), on f1 = p1 + dt/2 (g + Q + f_c) - p - Dh(q1)^T lam = 0 (dynamic coordinates),
- * f2 = h(q2)[rows] = 0, all at qm = (q1 + q2)/2, v = (q2 - q1)/dt; stops when max|f1| <= tol * max(1,
+ * (the rows of each ball chart's coordinates are the Lie group rows of tree/lie_rows.py, which need
+ * q1 = 0 there), f2 = h(q2)[rows] = 0, all at qm = (q1 + q2)/2, v = (q2 - q1)/dt; stops when max|f1| <= tol * max(1,
  * max|p1|) and max|f2| <= tol. f_c = -damping v + gain (motor_velocity - v) + torque.
  * outputs: q2 (nq,) in: the guess, prescribed entries set to their values at t2; out: the last iterate.
  *          lam (nsel,) in: the guess; out: the last iterate.

@@ -88,14 +88,16 @@ typedef struct {
     double *Ic;             /* (nq, INERTIA) frame inertias, then subtree (composite) inertias */
     double *H, *W, *K;      /* (nq, 6) subtree momenta, (nq, 6) subtree wrenches, (nq, 9) sum c F^T */
     double *qm, *v, *p, *g, *Q, *fc; /* (nq,) */
-    double *U, *x, *y, *d;  /* (nq, 12) x 3, (nq,): J11 in tree form */
-    double *Obar, *X, *c, *D; /* (nq, 12, 12), (nq, 12) x 2, (nq,): its factor */
-    double *obar, *z, *xi;  /* (nq, 12) x 2, (nq,): solve scratch */
+    double *U, *x, *R, *Yc, *d; /* (nq, 12) x 2, (nq, 18) x 2, (nq,): J11 in tree form */
+    double *blocks, *JL;    /* (nq, 9): the first nball hold each ball node's block and J_L(psi) */
+    double *Obar, *X, *c, *Dinv; /* (nq, 18, 12), (nq, 12), (nq, 18), (nq, 3): its factor, by node member */
+    double *obar, *zc, *xi; /* (nq, 18), (nq, 12), (nq,): solve scratch */
     double *delta;          /* (nq,) Newton step of q2 */
-    double *Dh1, *Dh2, *Y;  /* (nrow, nq) selected rows at q1 and at q2; J11^-1 Dh1^T by row */
+    double *Dh1, *Dh2, *Y;  /* (nrow, nq) selected rows at q1 and at q2; J11^-1 G1^T by row */
     double *schur, *dlam;   /* (nrow, nrow), (nrow,) Schur system of the loop rows */
     double *f;              /* (nq+nrow,) Newton residual */
     int64_t *unknown;       /* (nq,) index of each coordinate among the unknowns, -1 prescribed */
+    int64_t *ball;          /* (nq,) ball chart of each coordinate, -1 outside ball charts */
 } workspace;
 
 static double *take(double *base, int64_t *at, int64_t n)
@@ -126,14 +128,17 @@ static int64_t carve(workspace *w, double *base, int64_t nq, int64_t nrow)
     w->fc = take(base, &at, nq);
     w->U = take(base, &at, 12 * nq);
     w->x = take(base, &at, 12 * nq);
-    w->y = take(base, &at, 12 * nq);
+    w->R = take(base, &at, 18 * nq);
+    w->Yc = take(base, &at, 18 * nq);
     w->d = take(base, &at, nq);
-    w->Obar = take(base, &at, 144 * nq);
+    w->blocks = take(base, &at, 9 * nq);
+    w->JL = take(base, &at, 9 * nq);
+    w->Obar = take(base, &at, 216 * nq);
     w->X = take(base, &at, 12 * nq);
-    w->c = take(base, &at, 12 * nq);
-    w->D = take(base, &at, nq);
-    w->obar = take(base, &at, 12 * nq);
-    w->z = take(base, &at, 12 * nq);
+    w->c = take(base, &at, 18 * nq);
+    w->Dinv = take(base, &at, 3 * nq);
+    w->obar = take(base, &at, 18 * nq);
+    w->zc = take(base, &at, 12 * nq);
     w->xi = take(base, &at, nq);
     w->delta = take(base, &at, nq);
     w->Dh1 = take(base, &at, nrow * nq);
@@ -143,6 +148,7 @@ static int64_t carve(workspace *w, double *base, int64_t nq, int64_t nrow)
     w->dlam = take(base, &at, nrow);
     w->f = take(base, &at, n);
     w->unknown = (int64_t *)take(base, &at, nq); /* int64 and double are both 8 bytes */
+    w->ball = (int64_t *)take(base, &at, nq);
     return at;
 }
 
@@ -330,111 +336,307 @@ static void first_order_terms(const symplex_tree *tree, const double *force_vect
     *energy = 0.5 * kinetic + potential;
 }
 
+/* (Ic S, G, X) of an axis S with rate Sdot over a subtree with composite inertia I, momentum H, wrench W and
+ * force moments K (tree/articulated.py axis_terms): G = Ic Sdot - ad(S)^T H,
+ * X = -ad(S)^T W + (K^T w - tr K w, F x w) with w the angular part of S and F the force part of W. */
+static void axis_terms(const double *I, const double *H, const double *W, const double *K, const double *S,
+                       const double *Sdot, double *IcS, double *G, double *X)
+{
+    double t[6];
+    inertia_apply(I, S, IcS);
+    inertia_apply(I, Sdot, G);
+    ad_transpose(S, H, t);
+    for (int k = 0; k < 6; ++k) G[k] -= t[k];
+    ad_transpose(S, W, X);
+    const double trK = K[0] + K[4] + K[8];
+    for (int j = 0; j < 3; ++j) X[j] = -X[j] + K[j] * S[0] + K[3 + j] * S[1] + K[6 + j] * S[2] - trK * S[j];
+    cross3(W + 3, S, t);
+    for (int j = 0; j < 3; ++j) X[3 + j] = -X[3 + j] + t[j];
+}
+
 /* J11 = dt/4 (B + Q_q) + (A^T - A)/2 - M/dt - diag(damping + gain)/2 in tree form (tree/articulated.py):
- * J11[a][b] = U_b . x_a and J11[b][a] = U_b . y_a for b a strict ancestor of a, J11[a][a] = d_a, zero between
- * branches, with U_a = (Sdot_a, S_a), G_a = Ic_a Sdot_a - ad(S_a)^T H_a,
- * X_a = -ad(S_a)^T W_a + (K_a^T w_a - tr K_a w_a, F_a x w_a):
+ * J11[a][b] = U_b . x_a for b above a's node, J11[a][c] = R_a . Yc_c for c below it, zero between branches,
+ * with U_a = (Sdot_a, S_a), R_a = (U_a, 0), Yc_a = (y_a, G_a + 2 Ic S_a / dt):
  *   x_a = (dt/4 G - Ic S/2, dt/4 X + G/2 - Ic S/dt),  y_a = (dt/4 G + Ic S/2, dt/4 X - G/2 - Ic S/dt),
- *   d_a = dt/4 (Sdot . G + S . X - k) - S . Ic S/dt - (damping + gain)/2.
- * outputs: w->U, w->x, w->y (nq, 12), w->d (nq,); inputs: the first-order terms in w. O(nq). */
+ *   d_a = dt/4 (Sdot . G + S . X - k) - S . Ic S/dt - (damping + gain)/2,
+ * and each ball node's 3 x 3 block from the same pairs (ball_rows replaces the ball nodes' rows).
+ * outputs: w->U, w->x, w->R, w->Yc, w->d, w->blocks; inputs: the first-order terms in w. O(nq). */
 static void tree_jacobian(const symplex_tree *tree, double dt, workspace *w)
 {
     const int64_t nq = tree->nq;
-    const double *S = w->S, *Sdot = w->Sdot;
     for (int64_t a = 0; a < nq; ++a) {
-        const double *Sa = S + 6 * a, *Sda = Sdot + 6 * a, *I = w->Ic + INERTIA * a, *Ka = w->K + 9 * a;
-        const double *Fa = w->W + 6 * a + 3;
-        double IcS[6], G[6], X[6], t[6];
-        double *U = w->U + 12 * a, *x = w->x + 12 * a, *y = w->y + 12 * a;
-        inertia_apply(I, Sa, IcS);
-        inertia_apply(I, Sda, G);
-        ad_transpose(Sa, w->H + 6 * a, t);
-        for (int k = 0; k < 6; ++k) G[k] -= t[k];
-        ad_transpose(Sa, w->W + 6 * a, X);
-        const double trK = Ka[0] + Ka[4] + Ka[8];
-        for (int j = 0; j < 3; ++j) X[j] = -X[j] + Ka[j] * Sa[0] + Ka[3 + j] * Sa[1] + Ka[6 + j] * Sa[2] - trK * Sa[j];
-        cross3(Fa, Sa, t);
-        for (int j = 0; j < 3; ++j) X[3 + j] = -X[3 + j] + t[j];
+        const double *Sa = w->S + 6 * a, *Sda = w->Sdot + 6 * a;
+        double IcS[6], G[6], X[6];
+        double *U = w->U + 12 * a, *x = w->x + 12 * a, *R = w->R + 18 * a, *Yc = w->Yc + 18 * a;
+        axis_terms(w->Ic + INERTIA * a, w->H + 6 * a, w->W + 6 * a, w->K + 9 * a, Sa, Sda, IcS, G, X);
         for (int k = 0; k < 6; ++k) {
             U[k] = Sda[k];
             U[6 + k] = Sa[k];
             x[k] = 0.25 * dt * G[k] - 0.5 * IcS[k];
             x[6 + k] = 0.25 * dt * X[k] + 0.5 * G[k] - IcS[k] / dt;
-            y[k] = 0.25 * dt * G[k] + 0.5 * IcS[k];
-            y[6 + k] = 0.25 * dt * X[k] - 0.5 * G[k] - IcS[k] / dt;
+            Yc[k] = 0.25 * dt * G[k] + 0.5 * IcS[k];
+            Yc[6 + k] = 0.25 * dt * X[k] - 0.5 * G[k] - IcS[k] / dt;
+            Yc[12 + k] = G[k] + 2.0 * IcS[k] / dt;
+            R[k] = U[k];
+            R[6 + k] = U[6 + k];
+            R[12 + k] = 0.0;
         }
         w->d[a] = 0.25 * dt * (dot6(Sda, G) + dot6(Sa, X) - tree->dof_stiffness[a]) - dot6(Sa, IcS) / dt
                   - 0.5 * (tree->dof_damping[a] + tree->dof_motor_gain[a]);
+    }
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        double *block = w->blocks + 9 * b;
+        for (int i = 0; i < 3; ++i) {
+            block[4 * i] = w->d[k[i]];
+            for (int j = 0; j < i; ++j) {
+                block[3 * i + j] = dot6(w->U + 12 * k[j], w->x + 12 * k[i]) + dot6(w->U + 12 * k[j] + 6, w->x + 12 * k[i] + 6);
+                block[3 * j + i] = dot6(w->U + 12 * k[j], w->Yc + 18 * k[i]) + dot6(w->U + 12 * k[j] + 6, w->Yc + 18 * k[i] + 6);
+            }
+        }
     }
 }
 
 static double dot12(const double *a, const double *b) { return dot6(a, b) + dot6(a + 6, b + 6); }
 
-/* Leaves-to-root elimination of J11 on the unknown coordinates (tree/articulated.py factor):
- * D_a = d_a + U_a . Obar_a U_a, X_a = -(x_a + Obar_a^T U_a) / D_a, c_a = y_a + Obar_a U_a,
- * Omega_a = Obar_a + c_a X_a^T added into Obar of a's parent. outputs: w->D, w->X, w->c; uses w->Obar.
- * Returns 1 when a pivot is zero or not finite. Adds its multiply-adds to *ops. O(nq). */
+/* twist of a rotation about axis e through point o: (e, o x e) */
+static void rotation_twist(const double *e, const double *o, double *out)
+{
+    out[0] = e[0]; out[1] = e[1]; out[2] = e[2];
+    cross3(o, e, out + 3);
+}
+
+/* R^T-free helpers on row-major 3x3 rotations taken from a 4x4 pose (stride 4) */
+static void rot_of(const double *M, double *R) /* R = M[:3, :3] */
+{
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) R[3 * i + j] = M[4 * i + j];
+}
+
+static void mat3_mul(const double *A, const double *B, double *C) /* C = A B */
+{
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+}
+
+/* The Lie group rows of every ball chart (tree/lie_rows.py, formulas in its docstring), at the midpoint
+ * terms in w and the pose at q2 (w->world2, w->S2); q1 = 0 on the chart coordinates.
+ * outputs: F (nq,) residual by coordinate (written at the chart coordinates only);
+ *          with jacobian != 0 also w->x, w->R rows of the chart coordinates and w->blocks (tree_jacobian first);
+ *          w->JL (nball, 3, 3) J_L(psi), column i = axis i in chart axes.
+ * inputs:  pbar (nq,) = p1 + dt/2 f_c - Dh1^T lam by coordinate (read at the chart coordinates). */
+static void ball_rows(const symplex_tree *tree, double dt, workspace *w, const double *pbar, double *F, int jacobian)
+{
+    const int64_t nq = tree->nq;
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b, base = k[0];
+        const int64_t P = tree->dof_parent[base] < 0 ? nq : tree->dof_parent[base];
+        double place[9], Pm[9], P2[9], Am[9], A2[9], rel[9], w2[9], o[3], a2p[3], Et[18], Etdot[18];
+        double *JL = w->JL + 9 * b;
+        const double *VP = w->V + 6 * P, *H = w->H + 6 * base, *Wb = w->W + 6 * base;
+        rot_of(tree->dof_placement + 16 * base, place);
+        rot_of(w->world + 16 * P, Pm);
+        rot_of(w->world2 + 16 * P, P2);
+        mat3_mul(Pm, place, Am);
+        mat3_mul(P2, place, A2);
+        for (int i = 0; i < 3; ++i) {
+            o[i] = w->world[16 * base + 4 * i + 3];
+            for (int j = 0; j < 3; ++j) {
+                w2[3 * i + j] = w->S2[6 * k[i] + j];
+                rel[3 * i + j] = Am[3 * i] * A2[3 * j] + Am[3 * i + 1] * A2[3 * j + 1] + Am[3 * i + 2] * A2[3 * j + 2];
+            }
+            a2p[i] = A2[3 * i] * pbar[k[0]] + A2[3 * i + 1] * pbar[k[1]] + A2[3 * i + 2] * pbar[k[2]];
+        }
+        for (int j = 0; j < 3; ++j) /* JL[j][i] = (A2^T w2_i)_j */
+            for (int i = 0; i < 3; ++i) JL[3 * j + i] = A2[j] * w2[3 * i] + A2[3 + j] * w2[3 * i + 1] + A2[6 + j] * w2[3 * i + 2];
+        for (int i = 0; i < 3; ++i) {
+            double e[3];
+            for (int r = 0; r < 3; ++r) e[r] = dot3(rel + 3 * r, w2 + 3 * i);
+            rotation_twist(e, o, Et + 6 * i);
+            ad_twist(VP, Et + 6 * i, Etdot + 6 * i);
+            F[k[i]] = dot3(w2 + 3 * i, a2p) + dt * (dot6(Etdot + 6 * i, H) + dot6(Et + 6 * i, Wb))
+                      - (0.5 * dt * (w->g[k[i]] + w->Q[k[i]]) + w->p[k[i]]);
+        }
+        if (!jacobian) continue;
+        double xD2[3][12], *block = w->blocks + 9 * b;
+        for (int i = 0; i < 3; ++i) {
+            const double *Yc = w->Yc + 18 * k[i];
+            for (int r = 0; r < 12; ++r) xD2[i][r] = Yc[r] + (r >= 6 ? Yc[6 + r] : 0.0);
+        }
+        for (int i = 0; i < 3; ++i) {
+            const int64_t a = k[i];
+            double IcS[6], G[6], X[6], *x = w->x + 12 * a, *R = w->R + 18 * a;
+            axis_terms(w->Ic + INERTIA * base, H, Wb, w->K + 9 * base, Et + 6 * i, Etdot + 6 * i, IcS, G, X);
+            for (int r = 0; r < 6; ++r) {
+                x[r] = 0.5 * dt * G[r] - xD2[i][r];
+                x[6 + r] = 0.5 * dt * X[r] + G[r] - xD2[i][6 + r];
+                R[r] = 2.0 * Etdot[6 * i + r] - w->Sdot[6 * a + r];
+                R[6 + r] = 2.0 * Et[6 * i + r] - w->S[6 * a + r];
+                R[12 + r] = Et[6 * i + r] - w->S[6 * a + r];
+            }
+            const double *Sa = w->S + 6 * a, *Sda = w->Sdot + 6 * a;
+            axis_terms(w->Ic + INERTIA * a, w->H + 6 * a, w->W + 6 * a, w->K + 9 * a, Sa, Sda, IcS, G, X);
+            const double dD2 = 0.25 * dt * (dot6(Sda, G) + dot6(Sa, X) - tree->dof_stiffness[a]) + dot6(Sda, IcS)
+                               + dot6(Sa, IcS) / dt;
+            for (int j = 0; j < 3; ++j) {
+                const double *Ycj = w->Yc + 18 * k[j];
+                double value = 2.0 * (dot6(Etdot + 6 * i, Ycj) + dot6(Et + 6 * i, Ycj + 6)) + dot6(Et + 6 * i, Ycj + 12);
+                value -= 0.5 * (tree->dof_damping[k[j]] + tree->dof_motor_gain[k[j]]) * JL[3 * j + i];
+                if (j < i) {
+                    double turn[3], de[3], dE[6], t[6];
+                    cross3(w2 + 3 * j, w2 + 3 * i, turn);
+                    value += dot3(turn, a2p);
+                    for (int r = 0; r < 3; ++r) de[r] = dot3(rel + 3 * r, turn);
+                    rotation_twist(de, o, dE);
+                    ad_twist(VP, dE, t);
+                    value += dt * (dot6(t, H) + dot6(dE, Wb));
+                    value -= dot12(w->U + 12 * k[j], xD2[i]);
+                } else if (j > i) {
+                    value -= dot12(w->U + 12 * a, xD2[j]);
+                } else {
+                    value -= dD2;
+                }
+                block[3 * i + j] = value;
+            }
+        }
+    }
+}
+
+/* D^-1 for an s x s block (s = 1 or 3), row-major into inv; returns 1 when singular or not finite */
+static int invert_block(int s, const double *D, double *inv)
+{
+    if (s == 1) {
+        if (D[0] == 0.0 || !isfinite(D[0])) return 1;
+        inv[0] = 1.0 / D[0];
+        return 0;
+    }
+    double cof[9];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            const int i1 = (i + 1) % 3, i2 = (i + 2) % 3, j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+            cof[3 * j + i] = D[3 * i1 + j1] * D[3 * i2 + j2] - D[3 * i1 + j2] * D[3 * i2 + j1]; /* adjugate */
+        }
+    const double det = D[0] * cof[0] + D[1] * cof[3] + D[2] * cof[6];
+    if (det == 0.0 || !isfinite(det)) return 1;
+    for (int r = 0; r < 9; ++r) inv[r] = cof[r] / det;
+    return 0;
+}
+
+/* A node of the elimination: each coordinate alone, each ball chart's three coordinates together.
+ * Returns its size s (0: not a node's last member when last != 0, or not its first when last == 0) and
+ * sets *first. */
+static int node_at(const symplex_tree *tree, const workspace *w, int64_t a, int last, int64_t *first)
+{
+    const int64_t b = w->ball[a];
+    if (b < 0) {
+        *first = a;
+        return 1;
+    }
+    *first = tree->ball_dofs[3 * b];
+    return a == tree->ball_dofs[3 * b + (last ? 2 : 0)] ? 3 : 0;
+}
+
+/* Leaves-to-root elimination of J11 on the unknown coordinates (tree/articulated.py factor): per node with
+ * members m (s of them), D = d + R Obar U^T, X = -D^-1 (x + R Obar), c = Yc^T + Obar U^T,
+ * Omega = Obar + c X added into Obar of the parent coordinate. outputs: w->Dinv, w->X, w->c by member;
+ * uses w->Obar. Returns 1 when a pivot block is singular. Adds its multiply-adds to *ops. O(nq). */
 static int factor(const symplex_tree *tree, workspace *w, double *ops)
 {
     const int64_t nq = tree->nq;
-    memset(w->Obar, 0, (size_t)(144 * nq) * sizeof(double));
+    memset(w->Obar, 0, (size_t)(216 * nq) * sizeof(double));
     for (int64_t a = nq - 1; a >= 0; --a) {
-        double *O = w->Obar + 144 * a;
-        if (w->unknown[a] >= 0) {
-            const double *U = w->U + 12 * a, *x = w->x + 12 * a, *y = w->y + 12 * a;
-            double OU[12], UO[12], *X = w->X + 12 * a, *c = w->c + 12 * a;
-            for (int j = 0; j < 12; ++j) UO[j] = 0.0;
-            for (int i = 0; i < 12; ++i) {
-                OU[i] = dot12(O + 12 * i, U);
-                for (int j = 0; j < 12; ++j) UO[j] += U[i] * O[12 * i + j];
+        int64_t m;
+        const int s = node_at(tree, w, a, 1, &m);
+        if (!s) continue;
+        double *O = w->Obar + 216 * a;
+        if (w->unknown[m] >= 0) {
+            double OU[18][3], RO[3][12], D[9], inv[9];
+            for (int r = 0; r < 18; ++r)
+                for (int j = 0; j < s; ++j) OU[r][j] = dot12(O + 12 * r, w->U + 12 * (m + j));
+            for (int i = 0; i < s; ++i) {
+                const double *R = w->R + 18 * (m + i);
+                for (int col = 0; col < 12; ++col) {
+                    double t = 0.0;
+                    for (int r = 0; r < 18; ++r) t += R[r] * O[12 * r + col];
+                    RO[i][col] = t;
+                }
+                for (int j = 0; j < s; ++j) {
+                    double t = s == 1 ? w->d[a] : w->blocks[9 * w->ball[a] + 3 * i + j];
+                    for (int r = 0; r < 18; ++r) t += R[r] * OU[r][j];
+                    D[s * i + j] = t;
+                }
             }
-            const double D = w->d[a] + dot12(U, OU);
-            if (D == 0.0 || !isfinite(D)) return 1;
-            w->D[a] = D;
-            for (int i = 0; i < 12; ++i) {
-                X[i] = -(x[i] + UO[i]) / D;
-                c[i] = y[i] + OU[i];
+            if (invert_block(s, D, inv)) return 1;
+            for (int i = 0; i < s; ++i) {
+                double *X = w->X + 12 * (m + i);
+                for (int col = 0; col < 12; ++col) {
+                    double t = 0.0;
+                    for (int j = 0; j < s; ++j) t -= inv[s * i + j] * (w->x[12 * (m + j) + col] + RO[j][col]);
+                    X[col] = t;
+                }
+                for (int j = 0; j < s; ++j) w->Dinv[3 * (m + i) + j] = inv[s * i + j];
             }
-            for (int i = 0; i < 12; ++i)
-                for (int j = 0; j < 12; ++j) O[12 * i + j] += c[i] * X[j];
-            *ops += 3 * 144 + 3 * 12;
+            for (int j = 0; j < s; ++j) {
+                double *c = w->c + 18 * (m + j);
+                const double *X = w->X + 12 * (m + j);
+                for (int r = 0; r < 18; ++r) {
+                    c[r] = w->Yc[18 * (m + j) + r] + OU[r][j];
+                    for (int col = 0; col < 12; ++col) O[12 * r + col] += c[r] * X[col];
+                }
+            }
+            *ops += 18 * 12 * s + 18 * s * s + 18 * 12 * s + 12 * s * s + 18 * 12 * s;
         }
-        if (tree->dof_parent[a] >= 0) add(144, O, w->Obar + 144 * tree->dof_parent[a]);
+        if (tree->dof_parent[m] >= 0) add(216, O, w->Obar + 216 * tree->dof_parent[m]);
     }
     return 0;
 }
 
 /* r <- J11^-1 r with the factor (tree/articulated.py solve): r (nq,) by coordinate; prescribed entries are
- * ignored on input and 0 on output. Uses w->obar, w->z, w->xi. Adds its multiply-adds to *ops. O(nq). */
+ * ignored on input and 0 on output. Uses w->obar, w->zc, w->xi. Adds its multiply-adds to *ops. O(nq). */
 static void solve_tree(const symplex_tree *tree, workspace *w, double *r, double *ops)
 {
     const int64_t nq = tree->nq;
-    memset(w->obar, 0, (size_t)(12 * nq) * sizeof(double));
+    memset(w->obar, 0, (size_t)(18 * nq) * sizeof(double));
     for (int64_t a = nq - 1; a >= 0; --a) {
-        double *o = w->obar + 12 * a;
-        if (w->unknown[a] >= 0) {
-            const double xi = (r[a] - dot12(w->U + 12 * a, o)) / w->D[a], *c = w->c + 12 * a;
-            w->xi[a] = xi;
-            for (int i = 0; i < 12; ++i) o[i] += c[i] * xi;
-            *ops += 25;
+        int64_t m;
+        const int s = node_at(tree, w, a, 1, &m);
+        if (!s) continue;
+        double *o = w->obar + 18 * a;
+        if (w->unknown[m] >= 0) {
+            double t[3];
+            for (int i = 0; i < s; ++i) {
+                const double *R = w->R + 18 * (m + i);
+                double u = r[m + i];
+                for (int k = 0; k < 18; ++k) u -= R[k] * o[k];
+                t[i] = u;
+            }
+            for (int i = 0; i < s; ++i) {
+                double u = 0.0;
+                for (int j = 0; j < s; ++j) u += w->Dinv[3 * (m + i) + j] * t[j];
+                w->xi[m + i] = u;
+            }
+            for (int j = 0; j < s; ++j)
+                for (int k = 0; k < 18; ++k) o[k] += w->c[18 * (m + j) + k] * w->xi[m + j];
+            *ops += 18 * s + s * s + 18 * s;
         }
-        if (tree->dof_parent[a] >= 0) add(12, o, w->obar + 12 * tree->dof_parent[a]);
+        if (tree->dof_parent[m] >= 0) add(18, o, w->obar + 18 * tree->dof_parent[m]);
     }
     for (int64_t a = 0; a < nq; ++a) {
-        const int64_t p = tree->dof_parent[a];
-        double *z = w->z + 12 * a;
-        if (p >= 0) {
-            const double *zp = w->z + 12 * p, *Up = w->U + 12 * p;
-            for (int i = 0; i < 12; ++i) z[i] = zp[i] + Up[i] * r[p];
+        int64_t m;
+        const int s = node_at(tree, w, a, 0, &m);
+        if (!s) continue;
+        const int64_t p = tree->dof_parent[m];
+        double z[12];
+        for (int i = 0; i < 12; ++i) z[i] = p >= 0 ? w->zc[12 * p + i] : 0.0;
+        if (w->unknown[m] >= 0) {
+            for (int i = 0; i < s; ++i) r[m + i] = dot12(w->X + 12 * (m + i), z) + w->xi[m + i];
+            for (int i = 0; i < s; ++i)
+                for (int k = 0; k < 12; ++k) z[k] += w->U[12 * (m + i) + k] * r[m + i];
+            *ops += 24 * s;
         } else {
-            for (int i = 0; i < 12; ++i) z[i] = 0.0;
+            for (int i = 0; i < s; ++i) r[m + i] = 0.0;
         }
-        if (w->unknown[a] >= 0) {
-            r[a] = dot12(w->X + 12 * a, z) + w->xi[a];
-            *ops += 24;
-        } else {
-            r[a] = 0.0;
-        }
+        for (int i = 0; i < 12; ++i) w->zc[12 * (m + s - 1) + i] = z[i];
     }
 }
 
@@ -498,7 +700,12 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
     workspace w;
     carve(&w, scratch, nq, nrow);
     int64_t nd = 0;
-    for (int64_t k = 0; k < nq; ++k) w.unknown[k] = tree->dof_prescribed[k] ? -1 : nd++;
+    for (int64_t k = 0; k < nq; ++k) {
+        w.unknown[k] = tree->dof_prescribed[k] ? -1 : nd++;
+        w.ball[k] = -1;
+    }
+    for (int64_t b = 0; b < tree->nball; ++b)
+        for (int i = 0; i < 3; ++i) w.ball[tree->ball_dofs[3 * b + i]] = b;
     double scale = 1.0, energy = 0.0, r1 = 0.0, r2 = 0.0, ops = 0.0;
     for (int64_t k = 0; k < nq; ++k) scale = fabs(p1[k]) > scale ? fabs(p1[k]) : scale;
     if (nsel) {
@@ -523,6 +730,17 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             for (int64_t i = 0; i < nsel; ++i) f1 -= w.Dh1[i * nq + k] * lam[i];
             w.f[u] = f1;
         }
+        if (nrow || tree->nball) forward_kinematics(tree, q2, w.world2, w.S2);
+        if (tree->nball) {  // the chart rows on the rotation group (tree/lie_rows.py): pbar, then F into f
+            for (int64_t k = 0; k < nq; ++k) {
+                if (w.ball[k] < 0) continue;
+                w.delta[k] = p1[k] + 0.5 * dt * w.fc[k];
+                for (int64_t i = 0; i < nsel; ++i) w.delta[k] -= w.Dh1[i * nq + k] * lam[i];
+            }
+            ball_rows(tree, dt, &w, w.delta, w.xi, 0);
+            for (int64_t k = 0; k < nq; ++k)
+                if (w.ball[k] >= 0) w.f[w.unknown[k]] = w.xi[k];
+        }
         r1 = max_abs(nd, w.f);
         // round-off floor of f1 scales with the largest momentum-like term in it
         double scale_it = scale;
@@ -531,7 +749,6 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             scale_it = fmax(scale_it, dt * fabs(w.g[k] + w.Q[k]));
         }
         if (nrow) {
-            forward_kinematics(tree, q2, w.world2, w.S2);
             for (int64_t r = 0; r < nrow; ++r) h2[r] = loop_row(tree, w.world2, w.S2, r, NULL);
             for (int64_t i = 0; i < nsel; ++i) w.f[nd + i] = h2[rows[i]];
         }
@@ -544,6 +761,7 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
         // the exact Newton step, O(nq) per loop row (tree/articulated.py newton_direction):
         // delta = a + Y dlam, a = J11^-1 (-f1), Y = J11^-1 Dh1^T, (Dh2 Y) dlam = -f2 - Dh2 a
         tree_jacobian(tree, dt, &w);
+        if (tree->nball) ball_rows(tree, dt, &w, w.delta, w.xi, 1);  // w.delta still holds pbar
         if (factor(tree, &w, &ops)) { status = SYMPLEX_SINGULAR; break; }
         for (int64_t k = 0; k < nq; ++k) w.delta[k] = w.unknown[k] >= 0 ? -w.f[w.unknown[k]] : 0.0;
         solve_tree(tree, &w, w.delta, &ops);
@@ -551,6 +769,11 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             double *Dh2 = w.Dh2 + i * nq, *Y = w.Y + i * nq;
             loop_row(tree, w.world2, w.S2, rows[i], Dh2);
             memcpy(Y, w.Dh1 + i * nq, (size_t)nq * sizeof(double));
+            for (int64_t b = 0; b < tree->nball; ++b) {  // G1 on a chart's rows: Dh1 times J_L(psi)
+                const int64_t *k = tree->ball_dofs + 3 * b;
+                const double *JL = w.JL + 9 * b, *row = w.Dh1 + i * nq;
+                for (int c = 0; c < 3; ++c) Y[k[c]] = row[k[0]] * JL[c] + row[k[1]] * JL[3 + c] + row[k[2]] * JL[6 + c];
+            }
             solve_tree(tree, &w, Y, &ops);
         }
         for (int64_t i = 0; i < nsel; ++i) {

@@ -47,12 +47,22 @@ OPS: Counter = Counter()  # "flops": multiply-adds spent in factor(), solve() an
 
 @dataclass(frozen=True)
 class TreeJacobian:
-    """J11 in tree form: U, x, y (nq, 12), d (nq,) as in the module docstring."""
+    """J11 in tree form (module docstring), over coordinates grouped into nodes: one per coordinate, except
+    the three rotation coordinates of each ball chart (model.ball_dofs), which form one node.
+
+    U (nq, 12): column vectors, J[a, b] = U_b . x_a for b above a's node; x (nq, 12): row vectors for the
+    coordinates above a row's node; R (nq, 18): row vectors for the coordinates below, J[a, c] = R_a . Yc_c;
+    Yc (nq, 18) = (y_c, t_c) with t_c = G_c + 2 Ic_c S_c / dt (read only by ball rows, tree/lie_rows.py);
+    d (nq,): diagonal of the one-coordinate nodes; blocks (nball, 3, 3): the ball nodes' own blocks.
+    A plain DEL row a has R_a = (U_a, 0).
+    """
 
     U: np.ndarray
     x: np.ndarray
-    y: np.ndarray
+    R: np.ndarray
+    Yc: np.ndarray
     d: np.ndarray
+    blocks: np.ndarray
 
 
 def ad_transpose(s: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -61,93 +71,139 @@ def ad_transpose(s: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.concatenate([-cross(ws, y[..., :3]) - cross(vs, y[..., 3:]), -cross(ws, y[..., 3:])], axis=-1)
 
 
+def axis_terms(S: np.ndarray, Sdot: np.ndarray, Ic: np.ndarray, H: np.ndarray, W: np.ndarray,
+               K: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Ic S, G, X) (..., 6) for axes S with rates Sdot over subtrees with inertia Ic, momentum H, wrench W
+    and force moments K (module docstring); a virtual axis at a ball's base uses the base's subtree."""
+    IcS = np.einsum("...ij,...j->...i", Ic, S)
+    G = np.einsum("...ij,...j->...i", Ic, Sdot) - ad_transpose(S, H)
+    w = S[..., :3]
+    X = -ad_transpose(S, W)
+    X[..., :3] += np.einsum("...ji,...j->...i", K, w) - np.trace(K, axis1=-2, axis2=-1)[..., None] * w
+    X[..., 3:] += cross(W[..., 3:], w)
+    return IcS, G, X
+
+
 def tree_jacobian(model: TreeModel, tm: Terms, dt: float) -> TreeJacobian:
     """The tree form of J11 at the midpoint terms tm (dynamics.terms), O(n)."""
-    S, Sdot, Ic = tm.S, tm.Sdot, tm.Ic
-    IcS = np.einsum("aij,aj->ai", Ic, S)
-    G = np.einsum("aij,aj->ai", Ic, Sdot) - ad_transpose(S, tm.H)
-    w = S[:, :3]
-    trK = np.trace(tm.K, axis1=1, axis2=2)
-    X = -ad_transpose(S, tm.W)
-    X[:, :3] += np.einsum("aji,aj->ai", tm.K, w) - trK[:, None] * w
-    X[:, 3:] += cross(tm.W[:, 3:], w)
+    S, Sdot = tm.S, tm.Sdot
+    IcS, G, X = axis_terms(S, Sdot, tm.Ic, tm.H, tm.W, tm.K)
+    U = np.concatenate([Sdot, S], axis=1)
     x = np.concatenate([0.25 * dt * G - 0.5 * IcS, 0.25 * dt * X + 0.5 * G - IcS / dt], axis=1)
     y = np.concatenate([0.25 * dt * G + 0.5 * IcS, 0.25 * dt * X - 0.5 * G - IcS / dt], axis=1)
     d = (0.25 * dt * (np.einsum("ai,ai->a", Sdot, G) + np.einsum("ai,ai->a", S, X) - model.dof_stiffness)
          - np.einsum("ai,ai->a", S, IcS) / dt - 0.5 * (model.dof_damping + model.dof_motor_gain))
-    return TreeJacobian(np.concatenate([Sdot, S], axis=1), x, y, d)
+    R = np.concatenate([U, np.zeros((model.nq, 6))], axis=1)
+    Yc = np.concatenate([y, G + 2.0 * IcS / dt], axis=1)
+    # a ball node's own block, plain DEL rows: the chain rx -> ry -> rz inside it is tree-structured too
+    k = model.ball_dofs
+    blocks = np.zeros((len(k), 3, 3))
+    for i in range(3):
+        blocks[:, i, i] = d[k[:, i]]
+        for j in range(i):
+            blocks[:, i, j] = np.einsum("bi,bi->b", U[k[:, j]], x[k[:, i]])
+            blocks[:, j, i] = np.einsum("bi,bi->b", U[k[:, j]], y[k[:, i]])
+    return TreeJacobian(U, x, R, Yc, d, blocks)
+
+
+def nodes(model: TreeModel) -> list[np.ndarray]:
+    """The elimination nodes, parents before children: each coordinate alone, each ball chart's three together."""
+    ball_of = {int(k[0]): k for k in model.ball_dofs}
+    inner = {int(i) for k in model.ball_dofs for i in k[1:]}
+    return [ball_of.get(a, np.array([a])) for a in range(model.nq) if a not in inner]
 
 
 def dense(model: TreeModel, tj: TreeJacobian) -> np.ndarray:
     """J11 (nq, nq) assembled from its tree form: the test reference for factor/solve."""
-    a, b = model.pair_deep, model.pair_anc
-    strict = a != b
-    a, b = a[strict], b[strict]
+    nq = model.nq
+    node_of = np.empty(nq, dtype=np.int64)
+    for n, members in enumerate(nodes(model)):
+        node_of[members] = n
     J = np.diag(tj.d)
+    a, b = model.pair_deep, model.pair_anc
+    other = node_of[a] != node_of[b]
+    a, b = a[other], b[other]
     J[a, b] = np.einsum("pi,pi->p", tj.U[b], tj.x[a])
-    J[b, a] = np.einsum("pi,pi->p", tj.U[b], tj.y[a])
+    J[b, a] = np.einsum("pi,pi->p", tj.R[b], tj.Yc[a])
+    for k, block in zip(model.ball_dofs, tj.blocks):
+        J[np.ix_(k, k)] = block
     return J
 
 
 @dataclass(frozen=True)
 class Factor:
-    """Leaves-to-root elimination of J11: pivots D (nq,), X, c (nq, 12), the U it used, the unknown mask."""
+    """Leaves-to-root elimination of J11: per node (nodes()), members, its pivot block D (s, s), the gain X
+    (s, 12) and the hand-up c (18, s); plus U, R and the unknown mask it used."""
 
+    members: list[np.ndarray]
+    D: list[np.ndarray]
+    X: list[np.ndarray]
+    c: list[np.ndarray]
     U: np.ndarray
-    D: np.ndarray
-    X: np.ndarray
-    c: np.ndarray
+    R: np.ndarray
     unknown: np.ndarray
 
 
 def factor(model: TreeModel, tj: TreeJacobian, unknown: np.ndarray) -> Factor | None:
-    """Eliminate J11 restricted to the `unknown` coordinates (bool (nq,)). None when a pivot is zero."""
-    nq = model.nq
+    """Eliminate J11 restricted to the `unknown` coordinates (bool (nq,)). None when a pivot block is singular.
+
+    For a node with s unknowns (rows and columns `members`): D = d + R Obar U^T, X = -D^-1 (x + R Obar),
+    c = Yc^T + Obar U^T, Omega = Obar + c X, added to the Obar of the parent coordinate."""
     parent = model.dof_parent
-    Obar = np.zeros((nq, 12, 12))
-    D = np.ones(nq)
-    X = np.zeros((nq, 12))
-    c = np.zeros((nq, 12))
-    for a in range(nq - 1, -1, -1):
-        Omega = Obar[a]
-        if unknown[a]:
-            U = tj.U[a]
-            OU = Omega @ U
-            D[a] = tj.d[a] + U @ OU
-            if D[a] == 0.0 or not np.isfinite(D[a]):
+    Obar = np.zeros((model.nq, 18, 12))
+    members = nodes(model)
+    block_of = {int(k[0]): b for b, k in enumerate(model.ball_dofs)}
+    D, X, c = [None] * len(members), [None] * len(members), [None] * len(members)
+    for n in range(len(members) - 1, -1, -1):
+        m = members[n]
+        Omega = Obar[m[-1]]
+        if unknown[m[0]]:
+            s = len(m)
+            d = tj.blocks[block_of[int(m[0])]] if s == 3 else tj.d[m][:, None]
+            OU = Omega @ tj.U[m].T
+            RO = tj.R[m] @ Omega
+            D[n] = d + tj.R[m] @ OU
+            try:
+                X[n] = -np.linalg.solve(D[n], tj.x[m] + RO)
+            except np.linalg.LinAlgError:
                 return None
-            X[a] = -(tj.x[a] + U @ Omega) / D[a]
-            c[a] = tj.y[a] + OU
-            Omega = Omega + np.outer(c[a], X[a])
-            OPS["flops"] += 3 * 144 + 3 * 12
-        if parent[a] >= 0:
-            Obar[parent[a]] += Omega
-    return Factor(tj.U, D, X, c, unknown)
+            if not np.all(np.isfinite(X[n])):
+                return None
+            c[n] = tj.Yc[m].T + OU
+            Omega = Omega + c[n] @ X[n]
+            OPS["flops"] += 18 * 12 * s + 18 * s * s + 18 * 12 * s + 12 * s * s + 18 * 12 * s
+        if parent[m[0]] >= 0:
+            Obar[parent[m[0]]] += Omega
+    return Factor(members, D, X, c, tj.U, tj.R, unknown)
 
 
 def solve(model: TreeModel, fac: Factor, r: np.ndarray) -> np.ndarray:
     """J11^-1 r for r (nq, m) (rows of prescribed coordinates ignored; their solution rows are 0)."""
-    nq, m = r.shape
+    nq, width = r.shape
     parent = model.dof_parent
-    obar = np.zeros((nq, 12, m))
-    xi = np.zeros((nq, m))
-    for a in range(nq - 1, -1, -1):
-        omega = obar[a]
-        if fac.unknown[a]:
-            xi[a] = (r[a] - fac.U[a] @ omega) / fac.D[a]
-            omega = omega + np.outer(fac.c[a], xi[a])
-            OPS["flops"] += 25 * m
-        if parent[a] >= 0:
-            obar[parent[a]] += omega
-    delta = np.zeros((nq, m))
-    z = np.zeros((nq, 12, m))
-    for a in range(nq):
-        p = parent[a]
-        if p >= 0:
-            z[a] = z[p] + np.outer(fac.U[p], delta[p])
-        if fac.unknown[a]:
-            delta[a] = fac.X[a] @ z[a] + xi[a]
-            OPS["flops"] += 24 * m
+    obar = np.zeros((nq, 18, width))
+    xi = [None] * len(fac.members)
+    for n in range(len(fac.members) - 1, -1, -1):
+        m = fac.members[n]
+        omega = obar[m[-1]]
+        if fac.unknown[m[0]]:
+            s = len(m)
+            xi[n] = np.linalg.solve(fac.D[n], r[m] - fac.R[m] @ omega)
+            omega = omega + fac.c[n] @ xi[n]
+            OPS["flops"] += (18 * s + s * s + 18 * s) * width
+        if parent[m[0]] >= 0:
+            obar[parent[m[0]]] += omega
+    delta = np.zeros((nq, width))
+    zc = np.zeros((nq, 12, width))  # sum of U_b delta_b over the ancestors-or-self b of a node's last member
+    for n, m in enumerate(fac.members):
+        p = parent[m[0]]
+        z = zc[p] if p >= 0 else np.zeros((12, width))
+        if fac.unknown[m[0]]:
+            s = len(m)
+            delta[m] = fac.X[n] @ z + xi[n]
+            z = z + fac.U[m].T @ delta[m]
+            OPS["flops"] += 24 * s * width
+        zc[m[-1]] = z
     return delta
 
 

@@ -38,8 +38,8 @@ class Terms:
     p = dT/dqdot, g = dT/dq, Q = generalized point forces (gravity + user forces) and joint springs
     (-dV/dq for the conservative part), kinetic, potential: scalars. With second derivatives:
     M = d2T/dqdot2, A = dp/dq, B = d2T/dq2, Q_q = dQ/dq.
-    Per-coordinate quantities the O(n) Newton direction reads (tree/articulated.py): S, Sdot (nq, 6) twist
-    axes and their rates, Ic (nq, 6, 6) composite inertias, H, W (nq, 6) subtree momenta and wrenches,
+    Per-coordinate quantities the O(n) Newton direction reads (tree/articulated.py): V (nq + 1, 6) frame
+    velocities (last row: the world), S, Sdot (nq, 6) twist axes and their rates, Ic (nq, 6, 6) composite inertias, H, W (nq, 6) subtree momenta and wrenches,
     K (nq, 3, 3) subtree sums of c F^T over the point forces.
     """
 
@@ -48,6 +48,7 @@ class Terms:
     Q: np.ndarray
     kinetic: float
     potential: float
+    V: np.ndarray
     S: np.ndarray
     Sdot: np.ndarray
     Ic: np.ndarray
@@ -128,7 +129,7 @@ def terms(model: TreeModel, kin: Kinematics, qd: np.ndarray, t: float, second: b
     potential += 0.5 * float(np.sum(model.dof_stiffness * (kin.q - model.dof_rest) ** 2))
     K = model.subtree @ _frame_sum(model, frames, np.einsum("ni,nj->nij", points, forces)).reshape(nq, 9)
     K = K.reshape(nq, 3, 3)
-    out = Terms(p=p, g=g, Q=Q, kinetic=kinetic, potential=potential, S=S, Sdot=Sdot, Ic=Ic, H=H, W=W, K=K)
+    out = Terms(p=p, g=g, Q=Q, kinetic=kinetic, potential=potential, V=V, S=S, Sdot=Sdot, Ic=Ic, H=H, W=W, K=K)
     if not second:
         return out
 

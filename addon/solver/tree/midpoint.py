@@ -11,20 +11,22 @@ Prescribed coordinates are removed from the unknowns and follow their curves. Jo
 contacts: a limit the new configuration would cross becomes the row h = s (q2_i - bound) (s = +1
 upper, -1 lower) and stays while its impulse pushes (lambda >= 0); this is a perfectly inelastic
 stop (the normal speed is absorbed, as by a rigid stop with no restitution). Ball charts are
-folded after every step (kinematics.fold_charts), which makes the rotation part a Lie-group step
-and keeps the Euler chains far from gimbal lock.
+folded after every step (kinematics.fold_charts: coordinates -> 0, p2 -> J^T p2), which keeps the Euler
+chains far from gimbal lock, and their rows are the Lie group rows of lie_rows.py (D1Ld including the
+chart's own derivative), so the step is rotation invariant and a floating mechanism keeps its angular
+momentum to round-off.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import native
 from ..curves import evaluate
 from ..trajectory import ConvergenceError
-from . import articulated, constraints
+from . import articulated, constraints, lie_rows
 from .assembly import assemble, independent_rows, prescribed_values, worst_joint
 from .compile import TreeModel
 from .dynamics import Terms, terms, user_force_vectors
@@ -78,13 +80,20 @@ def initial_state(model: TreeModel, t0: float = 0.0) -> tuple[MidpointState, Kin
     """Assemble the start, set p0 = dL/dqdot(q0, qdot0). Returns the state, its kinematics, terms, qdot0."""
     charts = np.array(model.ball_chart0)
     start = assemble(model, charts, t0)
-    kin = forward(model, start.q, charts)
-    tm = terms(model, kin, start.qd, t0, second=False)
+    q, qd = start.q.copy(), start.qd.copy()
+    kin = forward(model, q, charts)
+    if len(model.ball_dofs) and np.any(q[model.ball_dofs] != 0.0):
+        # assembly moved ball angles; the Lie group rows (lie_rows.py) start from chart coordinates 0
+        charts, J = fold_charts(model, kin, charts)
+        for b, dofs in enumerate(model.ball_dofs):
+            qd[dofs] = np.linalg.solve(J[b], qd[dofs])
+            q[dofs] = 0.0
+        kin = forward(model, q, charts)
+    tm = terms(model, kin, qd, t0, second=False)
     lam = np.zeros(len(start.rows))
     _, Dh = constraints.evaluate(model, kin)
-    state = MidpointState(t0, start.q, tm.p.copy(), charts, lam, start.qd.copy(), start.rows, Dh,
-                          start.dropped_joints)
-    return state, kin, tm, start.qd
+    state = MidpointState(t0, q, tm.p.copy(), charts, lam, qd.copy(), start.rows, Dh, start.dropped_joints)
+    return state, kin, tm, qd
 
 
 @dataclass
@@ -92,7 +101,8 @@ class DELSystem:
     """The DEL equations at one Newton iterate: residual f = (f1, f2); the exact Jacobian over
     (q2[dyn], lambda) as [[J11, -G1^T], [G2, 0]] with J11 in tree form (articulated.TreeJacobian) and the
     constraint rows G1 = (Dh(q1) kept rows, contacts), G2 = (Dh(q2) kept rows, contacts) over the dynamic
-    coordinates; and what the step needs afterwards (midpoint terms and forcing, kinematics and all-row h at q2)."""
+    coordinates (a ball chart's rows are the Lie group rows of lie_rows.py, so G1's chart columns are
+    Dh(q1) times J_L(psi) there); and what the step needs afterwards (midpoint terms and forcing, kinematics and all-row h at q2)."""
 
     f: np.ndarray
     jacobian: articulated.TreeJacobian
@@ -129,18 +139,29 @@ def del_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.n
     C, bounds = contact_rows(model, contacts)
     G1 = np.vstack([Dh1, C])
     v = (q2 - q1) / dt
-    tm = terms(model, forward(model, 0.5 * (q1 + q2), state.charts), v, state.t + 0.5 * dt, second=False)
+    kin_m = forward(model, 0.5 * (q1 + q2), state.charts)
+    tm = terms(model, kin_m, v, state.t + 0.5 * dt, second=False)
     f_c = nonconservative_forces(model, v, state.t + 0.5 * dt)
     f1 = (state.p + 0.5 * dt * (tm.g + tm.Q) - tm.p + 0.5 * dt * f_c)[dyn] - G1.T @ lam
     kin2 = forward(model, q2, state.charts)
+    jacobian = articulated.tree_jacobian(model, tm, dt)
+    if len(model.ball_dofs):  # the chart rows on the rotation group (lie_rows.py); q1 = 0 there (folded)
+        at = (np.cumsum(dyn) - 1)[model.ball_dofs]
+        pbar = (state.p + 0.5 * dt * f_c)[model.ball_dofs] - (G1.T @ lam)[at]
+        ball = lie_rows.ball_rows(model, state.charts, kin_m, kin2, tm, jacobian, dt, pbar)
+        f1[at] = ball.F
+        x, R = jacobian.x.copy(), jacobian.R.copy()
+        x[model.ball_dofs], R[model.ball_dofs] = ball.x, ball.R
+        jacobian = replace(jacobian, x=x, R=R, blocks=ball.blocks)
+        G1 = G1.copy()
+        G1[:, at] = np.einsum("rbj,bji->rbi", G1[:, at], ball.JL)
     h2, Dh2 = constraints.evaluate(model, kin2)
     sides = np.array([side for _, side in contacts], dtype=float)
     f2 = np.concatenate([h2[rows], C @ q2[dyn] - sides * bounds])
     G2 = np.vstack([Dh2[rows][:, dyn], C])
     r1 = float(np.max(np.abs(f1))) if len(f1) else 0.0
     r2 = float(np.max(np.abs(f2))) if len(f2) else 0.0
-    return DELSystem(np.concatenate([f1, f2]), articulated.tree_jacobian(model, tm, dt), G1, G2, r1, r2, tm, f_c,
-                     kin2, h2, Dh2)
+    return DELSystem(np.concatenate([f1, f2]), jacobian, G1, G2, r1, r2, tm, f_c, kin2, h2, Dh2)
 
 
 def _failure(model: TreeModel, state: MidpointState, dt: float, iterations: int, momentum_residual: float,
@@ -227,7 +248,10 @@ def _fold(model: TreeModel, state: MidpointState, kin2: Kinematics | None, q2: n
           v: np.ndarray) -> None:
     """Commit the chart fold at q2 (ball coordinates -> 0, momenta by J^T) and the next velocity guess.
 
-    kin2: kinematics at q2 when the caller has them (computed here otherwise, only if there are charts).
+    The guess repeats each chart's last rotation increment in its new chart (psi2 = psi1: the same body
+    rotation, C3 = C2 Phi(psi1)); measured on tumbling floating trees it needs fewer Newton iterations
+    than mapping the rates through J. kin2: kinematics at q2 when the caller has them (computed here
+    otherwise, only if there are charts).
     """
     state.velocity_guess = v.copy()
     if not len(model.ball_dofs):
@@ -237,7 +261,6 @@ def _fold(model: TreeModel, state: MidpointState, kin2: Kinematics | None, q2: n
     charts, J = fold_charts(model, kin2, state.charts)
     for b, dofs in enumerate(model.ball_dofs):
         p2[dofs] = J[b].T @ p2[dofs]
-        state.velocity_guess[dofs] = np.linalg.solve(J[b], v[dofs])
         q2[dofs] = 0.0
     state.charts = charts
 
