@@ -149,7 +149,7 @@ def chain_table(quick: bool) -> list[str]:
         def cols(peer: dict | None) -> str:
             if peer is None:
                 return "n/a | n/a | n/a"
-            return f"{peer['ms']:.4f} | {ours['ms'] / peer['ms']:.1f} | {peer['energy_band']:.2e}"
+            return f"{peer['ms']:.4f} | {ours['ms'] / peer['ms']:.2g} | {peer['energy_band']:.2e}"
 
         row = (f"| {n} | {ours['ms']:.3f} | {ours['iterations']:.2f} | {ours['energy_band']:.2e} | "
                f"{cols(rk4)} | {cols(euler)} |")
