@@ -235,3 +235,36 @@ def test_domino_leaning_on_the_next_touches_along_its_top_edge():
     assert len(c) == 2 and np.allclose(dist, gap, atol=1e-12) and np.allclose(normal, [1, 0, 0], atol=1e-12)
     assert np.allclose(np.sort(c.point_a_world[:, 1]), [-hy, hy], atol=1e-12)
     assert np.allclose(c.point_b_world[:, 0], 0.3 + gap - hx, atol=1e-12)
+
+
+CUBE_HULL = [tuple(0.25 * x for x in v) for v in CUBE]
+
+
+@pytest.mark.parametrize("shape, size, rot, height, points", [
+    ("box", (0.1, 0.1, 0.1), (0.0, 0.0, 0.4), 0.1, 4),  # face on face, turned
+    ("capsule", (0.05, 0.15), (0.0, math.pi / 2, 0.0), 0.05, 2),  # lying across: its side line
+    ("cylinder", (0.1, 0.2), (0.0, 0.0, 0.0), 0.2, 4),  # standing: end octagon inside the face, 4 kept
+    ("cylinder", (0.1, 0.2), (math.pi / 2, 0.0, 0.0), 0.1, 2),  # lying: its side line
+    ("hull", (), (0.0, 0.0, 0.3), 0.25, 4),
+])
+@pytest.mark.parametrize("gap", [1e-3, -1e-3])
+def test_shapes_resting_on_a_hull_cube(shape, size, rot, height, points, gap):
+    """General (GJK/EPA + manifold) pairs against closed-form gaps: a shape whose lowest extent is
+    `height` below its centre, placed gap above the top face (z = 0.25) of a 0.5 m cube hull."""
+    world = pair_world("hull", (), shape, size, vertices_a=CUBE_HULL, vertices_b=CUBE_HULL if shape == "hull" else ())
+    c = query(world, (0, 0, 0), (0.02, -0.03, 0.25 + height + gap), rot_b=rot, margin=2e-3)
+    dist, normal = oriented(c, world)
+    assert len(c) == points and np.allclose(dist, gap, atol=1e-9) and np.allclose(normal, [0, 0, 1], atol=1e-9)
+
+
+def test_capsule_on_an_upright_cylinder_and_cylinder_edge_on_box():
+    world = pair_world("cylinder", (0.3, 0.2), "capsule", (0.05, 0.1))
+    c = query(world, (0, 0, 0), (0.05, 0.0, 0.2 + 0.05 + 1e-3), rot_b=(0.0, math.pi / 2, 0.0), margin=2e-3)
+    dist, normal = oriented(c, world)
+    assert len(c) == 2 and np.allclose(dist, 1e-3, atol=1e-9) and np.allclose(normal, [0, 0, 1], atol=1e-9)
+    # a cylinder tipped 0.5 rad on its rim over a box: the lowest rim point, hl sin + r cos below
+    world = pair_world("box", (0.5, 0.5, 0.1), "cylinder", (0.1, 0.2))
+    low = 0.2 * math.sin(0.5) + 0.1 * math.cos(0.5)
+    c = query(world, (0, 0, 0), (0.0, 0.0, 0.1 + low + 1e-3), rot_b=(math.pi / 2 - 0.5, 0.0, 0.0), margin=2e-3)
+    d, n = one(c, world)
+    assert abs(d - 1e-3) < 1e-9 and np.allclose(n, [0, 0, 1], atol=1e-6)
