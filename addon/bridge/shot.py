@@ -22,7 +22,7 @@ import numpy as np
 
 from ..solver.lie import matrix_to_quat
 from ..solver.model import Mechanism
-from ..solver.shots.spec import Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
+from ..solver.shots.spec import Costs, Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
 from ..solver.trajectory import Trajectory
 from . import compat, reference
 from .bake import LINEAR
@@ -46,6 +46,7 @@ class ShotSettings:
     use_heading: bool = True
     end_at_rest: bool = True
     max_iterations: int = 300
+    smoothness: float = 0.01  # weight of spec.Costs.smoothness (steer and drive torque rates)
 
 
 def _rig_of(scene: bpy.types.Scene, owner: bpy.types.Object) -> tuple[VehicleRig, str]:
@@ -218,7 +219,8 @@ class ShotJob:
         try:
             self.shot = Shot(mech, self.reading.dt, last_step, keys=keys,
                              obstacles=read_obstacles(collection, self.settings.clearance, self.reading.frame_start),
-                             body_spheres=body_spheres(scene, self.reading), name=owner.name,
+                             body_spheres=body_spheres(scene, self.reading),
+                             costs=Costs(smoothness=self.settings.smoothness), name=owner.name,
                              source=f"scene {scene.name!r}")
         except ShotError as err:
             raise RigError(str(err)) from None

@@ -28,7 +28,7 @@ _ERRORS = (RigError, MechanismError, SolverError, KeyError)
 def _settings(context) -> shot_bridge.ShotSettings:
     s = context.scene.symplex_shot
     return shot_bridge.ShotSettings(s.obstacles.name if s.obstacles else "", s.clearance, s.use_heading,
-                                    s.end_at_rest, s.max_iterations)
+                                    s.end_at_rest, s.max_iterations, s.smoothness)
 
 
 class SYMPLEX_OT_solve_shot(Operator):
@@ -149,6 +149,7 @@ class SYMPLEX_PT_shot(Panel):
         col.prop(settings, "clearance")
         col.prop(settings, "use_heading")
         col.prop(settings, "end_at_rest")
+        col.prop(settings, "smoothness")
         col.prop(settings, "max_iterations")
         layout.operator(SOLVE_SHOT, icon="CON_FOLLOWPATH")
         if settings.message:

@@ -24,6 +24,9 @@ class SymplexShotSettings(PropertyGroup):
                                           "(off: only positions are keyed)")
     end_at_rest: BoolProperty(name="End at Rest", default=True,
                               description="The vehicle stops at the last keyed pose")
+    smoothness: FloatProperty(name="Smoothness", default=0.01, min=0.0,
+                              description="Weight of the cost on how fast steer and drive torque change (0: "
+                                          "effort only; steering is free while the car stands still)")
     max_iterations: IntProperty(name="Max Iterations", default=300, min=10, max=5000)
     is_solving: BoolProperty(default=False, options={"SKIP_SAVE"})
     progress: FloatProperty(default=0.0, min=0.0, max=1.0, subtype="FACTOR", options={"SKIP_SAVE"})

@@ -67,21 +67,24 @@ def test_solve_shot_operator_meets_the_keys_and_keys_the_controls(symplex):
 
 
 def test_moving_a_key_and_solving_again_warm_starts_from_the_bake(symplex):
+    """The re-solve starts from the motion the rig plays (its bake), read back exactly; it meets the moved key.
+    (Measured: 12 interior-point iterations warm against 11 cold here, 28 against 23 without the smoothness
+    cost: the interior-point method restarts its barrier, so a warm start saves little on these shots.)"""
     scene, rig, chassis = keyed_kart("reshot")
     first = shot.ShotJob(scene, rig.chassis)
     assert first.warm_start is None
     first.run()
     first.finish(scene)
-    # move the last key a little
     own = reference.original_channels(chassis)
     fcurve = compat.find_fcurve(own, "location", 1)
     fcurve.keyframe_points[-1].co.y += 0.3
     fcurve.update()
     again = shot.ShotJob(scene, rig.chassis)
-    assert again.warm_start is not None and again.warm_start.poses.shape[0] == 48
+    played = again.warm_start.poses[:, 0, :2]
+    solved = first.result.trajectory.poses[:, 0, :2]
+    assert played.shape == solved.shape and np.abs(played - solved).max() < 1e-5  # float32 keys
     result = again.run()
-    assert result.status == "solved"
-    assert result.iterations < first.result.iterations
+    assert result.status == "solved", result.report
     again.finish(scene)
     position, _ = _baked_pose(scene, chassis, 48)
     assert abs(position[1] - 0.9) < 2e-3
