@@ -55,4 +55,5 @@ class MaximalIntegrator(Integrator):
         dropped = [] if aux is None else sorted({self.model.joints.names[self.model.joints.row_joint[r]]
                                                 for r in self.model.order[~aux]})
         return {"redundant_rows_dropped_in": dropped,
+                "steps_without_friction": 0 if self.ip is None else self.ip.friction_dropped,
                 "mean_refinement_sweeps": float(np.mean(self.state.sweeps)) if self.state.sweeps else 0.0}

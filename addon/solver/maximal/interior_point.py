@@ -88,6 +88,7 @@ class InteriorPoint:
         self.limited = np.nonzero(np.isfinite(js.lower) | np.isfinite(js.upper))[0]
         self.mu = 1.0
         self._previous: tuple | None = None
+        self.friction_dropped = 0
 
     def finish(self) -> None:
         """Keep the converged pairs for warm-starting the next step."""
@@ -126,8 +127,24 @@ class InteriorPoint:
         self.cold = cold
         self.mu = SIGMA_MIN * 10 * float(np.mean(lam0 * s0)) if len(lam0) else 0.0
 
+    def drop_friction(self) -> bool:
+        """Remove this step's friction rows and restart cold (counted in `friction_dropped`): the last
+        resort when the pyramid's pairs stall the iteration (they are degenerate where a contact passes
+        between sticking, sliding and separating). False if there were none."""
+        if not np.any(self.c_kind > 0):
+            return False
+        keep = np.concatenate([self.c_kind == 0, np.ones(len(self.l_coord), bool)])
+        self.c_kind, self.c_owner = self.c_kind[self.c_kind == 0], self.c_owner[self.c_kind == 0]
+        self.pairs = Pairs(self.pairs.kind[keep], self.pairs.owner[keep], self.pairs.lam[keep], self.pairs.s[keep])
+        self.key = self.key[keep]
+        self.friction_dropped += 1
+        self.cold = False
+        self.restart()
+        return True
+
     def restart(self) -> bool:
-        """Cold start (also after a warm start stalls against the boundary); False if already cold."""
+        """Recover from a stall against the boundary: a warm start restarts cold, at most once a step.
+        False if already cold."""
         if getattr(self, "cold", False) and self.pairs.lam.any():
             return False
         m = len(self.pairs.kind)

@@ -35,7 +35,8 @@ from .forces import ForceSet, force_set
 from .joints import ANGLE, JointSet, frames, generic_rows, joint_set, row_targets, unwrap
 from .linear import LinearSolver, NewtonMatrix, RowBlocks
 
-MAX_ITERATIONS = 50
+MAX_ITERATIONS = 60
+STALL_STEPS = 8  # interior-point steps shorter than 0.05 in a row before interior_point.restart()
 
 
 @dataclass(frozen=True)
@@ -268,6 +269,45 @@ def _select_rows(model: MaximalModel, solver: LinearSolver, matrix: NewtonMatrix
     return keep
 
 
+def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol: float, ip):
+    """Newton iterations of one step from the previous velocities; returns (converged, V, lam, the last
+    evaluation, iterations + 1)."""
+    nb = model.bodies.count
+    active = state.aux_active
+    V = np.concatenate([state.v, state.w], axis=1)
+    lam = state.lam.copy()
+    change = np.inf
+    short_steps = 0
+    for iteration in range(1, MAX_ITERATIONS + 1):
+        ev = evaluate(model, state, knot, V, lam, active, dt, ip)
+        gap = np.max(np.abs(ev.row_residual), initial=0.0) * dt
+        if gap <= tol and change <= tol and (ip is None or ip.converged(ev.ip_h, tol)):
+            return True, V, lam, ev, iteration
+        state.solver.factor(ev.matrix)
+        rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual, ev.ip_residual])
+        du = state.solver.solve(ev.matrix, rhs)
+        state.sweeps.append(state.solver.sweeps)
+        if not np.all(np.isfinite(du)):
+            break
+        n_rows = len(ev.row_residual)
+        dV = du[:6 * nb].reshape(nb, 6)
+        dmu = du[6 * nb:6 * nb + n_rows]
+        dpair = du[6 * nb + n_rows:]
+        alpha, ds = (1.0, None) if ip is None else ip.step_length(dpair)
+        spin = np.max(np.linalg.norm(V[:, 3:] + alpha * dV[:, 3:], axis=1), initial=0.0) * dt
+        if spin > 1.0:  # keep |omega| dt <= 1 (the update (13) needs < 2; the reference code stops at 1)
+            alpha *= 1.0 / spin
+        V = V + alpha * dV
+        lam[active] -= alpha * dmu
+        if ip is not None:
+            ip.update(alpha, dpair, ds)
+            short_steps = short_steps + 1 if alpha < 0.05 else 0
+            if short_steps >= STALL_STEPS and ip.restart():  # jammed against the boundary
+                short_steps = 0
+        change = np.max(np.abs(alpha * dV)) * dt
+    return False, V, lam, ev, MAX_ITERATIONS + 1
+
+
 def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=None) -> StepResult:
     """Advance `state` by one step of size dt (Newton to max |g| <= tol and |d zdot| dt <= tol).
 
@@ -284,43 +324,12 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
         V0 = np.concatenate([state.v, state.w], axis=1)
         ev = evaluate(model, state, knot, V0, state.lam, state.aux_active, dt)
         state.aux_active = _select_rows(model, state.solver, ev.matrix, state.aux_active)
-    active = state.aux_active
-    V = np.concatenate([state.v, state.w], axis=1)
-    lam = state.lam.copy()
     if ip is not None:
         ip.begin(state, knot, dt)
-    change = np.inf
-    converged = False
-    short_steps = 0
-    for iteration in range(1, MAX_ITERATIONS + 1):
-        ev = evaluate(model, state, knot, V, lam, active, dt, ip)
-        gap = np.max(np.abs(ev.row_residual), initial=0.0) * dt
-        if gap <= tol and change <= tol and (ip is None or ip.converged(ev.ip_h, tol)):
-            converged = True
-            break
-        state.solver.factor(ev.matrix)
-        rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual, ev.ip_residual])
-        du = state.solver.solve(ev.matrix, rhs)
-        state.sweeps.append(state.solver.sweeps)
-        n_rows = len(ev.row_residual)
-        dV = du[:6 * nb].reshape(nb, 6)
-        dmu = du[6 * nb:6 * nb + n_rows]
-        dpair = du[6 * nb + n_rows:]
-        alpha, ds = (1.0, None) if ip is None else ip.step_length(dpair)
-        w_new = V[:, 3:] + alpha * dV[:, 3:]
-        spin = np.max(np.linalg.norm(w_new, axis=1), initial=0.0) * dt
-        if spin > 1.0:  # keep |omega| dt <= 1 (the update (13) needs < 2; the reference code stops at 1)
-            alpha *= 1.0 / spin
-        if not np.all(np.isfinite(du)):
-            break
-        V = V + alpha * dV
-        lam[active] -= alpha * dmu
-        if ip is not None:
-            ip.update(alpha, dpair, ds)
-            short_steps = short_steps + 1 if alpha < 0.05 else 0
-            if short_steps >= 3 and ip.restart():  # a warm start jammed against the boundary
-                short_steps = 0
-        change = np.max(np.abs(alpha * dV)) * dt
+    converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol, ip)
+    if not converged and ip is not None and ip.drop_friction():
+        # last resort for a stalled interior point: the step again without friction rows (counted)
+        converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol, ip)
     if not converged:
         worst = js.names[js.row_joint[model.order[int(np.argmax(np.abs(ev.row_val2 - knot.targets)))]]] \
             if len(model.order) else "-"

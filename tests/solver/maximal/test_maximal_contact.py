@@ -5,7 +5,9 @@ sphere launched sliding rolls at 5/7 of its speed (the friction-torque scale, no
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from addon.solver.collision.world import CollisionWorld
 from addon.solver.integrator import simulate
 from addon.solver.mechfile import load_mechanism, preset_path
 from addon.solver.model import WORLD, Body, Collider, Force, Joint, Mechanism
@@ -59,3 +61,14 @@ def test_sphere_launched_sliding_rolls_at_five_sevenths_of_its_speed():
     assert np.allclose(speed[after:], 5 / 7 * v0, rtol=2e-4)
     assert speed[5] < v0 - 4 * mu * G * dt  # it did slide first
     assert np.max(np.abs(run.poses[:, 0, 2] - r)) < 1e-6  # no sinking while rolling (notes/003.md P4)
+
+
+@pytest.mark.parametrize("name, steps", [("box_drop", 60), ("dominoes", 60), ("wrecking_ball", 80), ("sphere_chain", 60)])
+def test_contact_presets_run(name, steps):
+    mech = load_mechanism(preset_path(name))
+    run = simulate(mech, 0.01, steps, "maximal")
+    assert run.status == "finished", run.message
+    assert np.max(run.constraint_residual) < 1e-9
+    world = CollisionWorld(mech)
+    deepest = min(np.min(world.detect(p[:, :3], p[:, 3:], 0.0).distance, initial=0.0) for p in run.poses)
+    assert deepest > -1e-3, deepest
