@@ -358,7 +358,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             filt.append(((1 - 1e-5) * theta0, phi0 - 1e-8 * theta0))
         if accepted is None:
             stalls += 1
-            if stalls >= 3:
+            if stalls >= 8:
                 viol = float(np.max(violation(raw, P.cl, P.cu), initial=0.0))
                 if viol > constraint_tol:
                     status = "infeasible"
@@ -372,7 +372,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     status = "failed"
                     message = f"line search stalled at iteration {it} (feasible, not optimal to tol {tol:g})"
                 break
-            shift = max(10 * dw_last, 1e-2)  # retry with a more convex, shorter step
+            shift = max(10 * max(dw_last, shift), 1e-2)  # retry with a more convex, shorter step
             continue
         stalls, last_alpha, shift = 0, alpha, 0.0
         z_new, raw, c, _ = accepted

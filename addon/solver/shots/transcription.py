@@ -181,6 +181,18 @@ def _assemble(blocks: list[Block], n: int):
     return constraints, jacobian, hessian_parts, (hr, hc), lower, upper, offsets
 
 
+def _at_height(dist, z: float):
+    """The distance function evaluated with every point moved to height z (planar vehicles)."""
+    def distance(p):
+        q = np.array(p, dtype=float)
+        q[:, 2] = z
+        d, g = dist(q)
+        g = g.copy()
+        g[:, 2] = 0.0
+        return d, g
+    return distance
+
+
 def _wrap(a: np.ndarray) -> np.ndarray:
     return (a + np.pi) % (2 * np.pi) - np.pi
 
@@ -327,6 +339,8 @@ class Transcription:
         spheres = np.asarray(shot.body_spheres or ((0.0, 0.0, 0.0, shot.body_radius),), float)
         for ob in shot.obstacles:
             dist = distance_function(ob)
+            if dyn.planar:  # a ground vehicle meets the obstacle's cross-section at the obstacle's centre height
+                dist = _at_height(dist, float(ob.position[2]))
 
             def fn(S, dist=dist):
                 d, g = zip(*(dist(dyn.body_point(S, c)[0]) for c in spheres[:, :3]))
@@ -466,6 +480,8 @@ class Transcription:
         straight lines otherwise; headings interpolate the keys (planar: follow the path's tangent)."""
         N, dyn = self.N, self.dyn
         keys = sorted(self.shot.keys, key=lambda k: k.step)
+        vehicle = getattr(self.shot.mechanism, "vehicle", None)
+        speed0 = float(np.linalg.norm(vehicle.velocity[3:])) if vehicle is not None else 0.0
         ks, ps, hk = [0], [p0], [a0]
         hs, ha = [0], [a0]
         for key in keys:
@@ -490,7 +506,11 @@ class Transcription:
             k_a, k_b, p_a, p_b = ks[a], ks[a + 1], ps[a], ps[a + 1]
             chord = p_b - p_a
             tau = (steps[k_a:k_b + 1] - k_a) / max(k_b - k_a, 1)
-            sig = tau * tau * (3 - 2 * tau)
+            # path parameter in time: leaves the start at the start speed, reaches each key at rest
+            rate0 = 0.0
+            if a == 0 and np.linalg.norm(chord) > 0:
+                rate0 = min(3.0, speed0 * (k_b - k_a) * self.shot.dt / float(np.linalg.norm(chord)))
+            sig = rate0 * (tau**3 - 2 * tau**2 + tau) + tau * tau * (3 - 2 * tau)
             m_a, m_b = chord.copy(), chord.copy()
             if dyn.planar:
                 length = float(np.linalg.norm(chord[:2]))

@@ -1,0 +1,208 @@
+"""Shot files (presets/shots/*.toml, format 1): load and validate a vehicle shot; messages name file/table/field.
+
+Owns the TOML form of a vehicle Shot. Mechanism shots ([shot] mechanism = ...) are read by
+mechanism_shots.load_mechanism_shot; `load_shot` hands such files over.
+
+    format = 1
+    [shot]
+    name = "parallel parking"
+    vehicle = "sedan"               # a vehicle preset name (presets/vehicles) or a path relative to this file
+    dt = 0.1                        # s per step
+    steps = 100
+    free_time = false               # true: dt is free in [dt_min, dt_max] (add costs.time)
+    body_radius = 1.0               # m, one bounding sphere at the body origin ...
+    body_spheres = [[x, y, z, r]]   # ... or several, in body axes (x forward)
+    [start]                         # optional: overrides of the vehicle file's start
+    position = [x, y, z]            # centre of mass
+    heading = 0.0                   # rad about z (or orientation = [w, x, y, z])
+    velocity = [wx, wy, wz, vx, vy, vz]
+    current = [x, y, z]             # boats: uniform water velocity
+    [costs]                         # effort, smoothness, time, reference (weights >= 0)
+    [bounds]                        # control channel = [lower, upper] (physical units)
+    [[key]]                         # name, frame (step), position, heading, radius, velocity
+    [[obstacle]]                    # name, shape (sphere | box | cylinder | hull), position, heading or
+                                    # orientation, size, vertices, clearance
+    [[corridor]]                    # name, frames = [first, last], lower, upper
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+from ..mechfile import load_mechanism, vehicle_preset_path
+from .spec import Corridor, Costs, Key, Obstacle, Shot, ShotError
+
+PRESET_DIR = Path(__file__).resolve().parents[3] / "presets" / "shots"
+_SHOT_KEYS = {"name", "vehicle", "dt", "steps", "free_time", "dt_min", "dt_max", "body_radius", "body_spheres"}
+_TOP = {"format", "shot", "start", "costs", "bounds", "key", "obstacle", "corridor"}
+
+
+def _fail(src: str, table: str, field: str, expected: str, got: object) -> ShotError:
+    return ShotError(f"{src}: {table}: field '{field}' must be {expected}, got {got!r}")
+
+
+def _number(src, table, d, field, default=None, minimum=None):
+    if field not in d:
+        if default is None:
+            raise ShotError(f"{src}: {table}: missing field '{field}'")
+        return default
+    v = d[field]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise _fail(src, table, field, "a finite number", v)
+    if minimum is not None and v < minimum:
+        raise _fail(src, table, field, f"a number >= {minimum}", v)
+    return float(v)
+
+
+def _vector(src, table, d, field, n, default=None):
+    if field not in d:
+        return default
+    v = d[field]
+    if (not isinstance(v, list) or len(v) != n
+            or not all(isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a) for a in v)):
+        raise _fail(src, table, field, f"a list of {n} finite numbers", v)
+    return tuple(float(a) for a in v)
+
+
+def _quat(src, table, d) -> tuple[float, float, float, float]:
+    if "orientation" in d and "heading" in d:
+        raise ShotError(f"{src}: {table}: give 'heading' or 'orientation', not both")
+    if "heading" in d:
+        a = _number(src, table, d, "heading")
+        return (math.cos(a / 2), 0.0, 0.0, math.sin(a / 2))
+    q = _vector(src, table, d, "orientation", 4, (1.0, 0.0, 0.0, 0.0))
+    n = math.sqrt(sum(a * a for a in q))
+    if abs(n - 1) > 1e-6:
+        raise _fail(src, table, "orientation", "a unit quaternion (w, x, y, z)", list(q))
+    return q
+
+
+def _check_keys(src, table, d, allowed):
+    unknown = set(d) - allowed
+    if unknown:
+        raise ShotError(f"{src}: {table}: unknown field(s) {', '.join(sorted(unknown))}; "
+                        f"valid fields: {', '.join(sorted(allowed))}")
+
+
+def _vehicle_mechanism(src: str, path: Path, ref: object):
+    if not isinstance(ref, str) or not ref:
+        raise _fail(src, "[shot]", "vehicle", "a vehicle preset name or a file path", ref)
+    candidate = (path.parent / ref)
+    try:
+        file = candidate if candidate.suffix == ".toml" and candidate.exists() else vehicle_preset_path(ref)
+    except (ValueError, FileNotFoundError) as err:
+        raise ShotError(f"{src}: [shot]: field 'vehicle': {err}") from None
+    mech = load_mechanism(file)
+    if mech.vehicle is None:
+        raise ShotError(f"{src}: [shot]: field 'vehicle': {file} has no [vehicle] table")
+    return mech
+
+
+def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
+    """A vehicle Shot from parsed TOML `data` (src names the file in messages)."""
+    _check_keys(src, "top level", data, _TOP)
+    if data.get("format") != 1:
+        raise _fail(src, "top level", "format", "1", data.get("format"))
+    shot_t = data.get("shot")
+    if not isinstance(shot_t, dict):
+        raise ShotError(f"{src}: missing table [shot]")
+    _check_keys(src, "[shot]", shot_t, _SHOT_KEYS)
+    mech = _vehicle_mechanism(src, path, shot_t.get("vehicle"))
+    vehicle = replace(mech.vehicle, controls=())
+    start = data.get("start", {})
+    _check_keys(src, "[start]", start, {"position", "heading", "orientation", "velocity", "current"})
+    if start:
+        vehicle = replace(vehicle, position=_vector(src, "[start]", start, "position", 3, vehicle.position),
+                          orientation=_quat(src, "[start]", start) if {"heading", "orientation"} & set(start)
+                          else vehicle.orientation,
+                          velocity=_vector(src, "[start]", start, "velocity", 6, vehicle.velocity),
+                          current=_vector(src, "[start]", start, "current", 3, vehicle.current))
+    mech = replace(mech, vehicle=vehicle)
+    steps = shot_t.get("steps")
+    if isinstance(steps, bool) or not isinstance(steps, int):
+        raise _fail(src, "[shot]", "steps", "an integer >= 2", steps)
+    keys = []
+    for i, k in enumerate(data.get("key", [])):
+        t = f"[[key]] {i + 1} ({k.get('name', 'unnamed')!r})"
+        _check_keys(src, t, k, {"name", "frame", "position", "heading", "radius", "velocity"})
+        frame = k.get("frame")
+        if isinstance(frame, bool) or not isinstance(frame, int):
+            raise _fail(src, t, "frame", f"an integer step in 1..{steps}", frame)
+        keys.append(Key(frame, "", _vector(src, t, k, "position", 3),
+                        _number(src, t, k, "heading") if "heading" in k else None,
+                        _number(src, t, k, "radius", 0.0, 0.0), _vector(src, t, k, "velocity", 3),
+                        str(k.get("name", f"key {i + 1}"))))
+    obstacles = []
+    for i, o in enumerate(data.get("obstacle", [])):
+        t = f"[[obstacle]] {i + 1} ({o.get('name', 'unnamed')!r})"
+        _check_keys(src, t, o, {"name", "shape", "position", "heading", "orientation", "size", "vertices",
+                                "clearance"})
+        size = o.get("size", [])
+        if not isinstance(size, list) or not all(isinstance(a, (int, float)) for a in size):
+            raise _fail(src, t, "size", "a list of numbers", size)
+        vertices = o.get("vertices", [])
+        if not isinstance(vertices, list) or not all(isinstance(v, list) and len(v) == 3 for v in vertices):
+            raise _fail(src, t, "vertices", "a list of [x, y, z] points", vertices)
+        obstacles.append(Obstacle(str(o.get("name", f"obstacle {i + 1}")), str(o.get("shape")),
+                                  _vector(src, t, o, "position", 3, (0.0, 0.0, 0.0)), _quat(src, t, o),
+                                  tuple(float(a) for a in size), tuple(tuple(map(float, v)) for v in vertices),
+                                  _number(src, t, o, "clearance", 0.0, 0.0)))
+    corridors = []
+    for i, c in enumerate(data.get("corridor", [])):
+        t = f"[[corridor]] {i + 1} ({c.get('name', 'unnamed')!r})"
+        _check_keys(src, t, c, {"name", "frames", "lower", "upper"})
+        frames = c.get("frames")
+        if not (isinstance(frames, list) and len(frames) == 2 and all(isinstance(a, int) for a in frames)):
+            raise _fail(src, t, "frames", "[first, last] integers", frames)
+        for field in ("lower", "upper"):
+            if field not in c:
+                raise ShotError(f"{src}: {t}: missing field '{field}'")
+        corridors.append(Corridor(str(c.get("name", f"corridor {i + 1}")), frames[0], frames[1],
+                                  _vector(src, t, c, "lower", 3), _vector(src, t, c, "upper", 3)))
+    costs_t = data.get("costs", {})
+    _check_keys(src, "[costs]", costs_t, {"effort", "smoothness", "time", "reference"})
+    costs = Costs(*(_number(src, "[costs]", costs_t, f, d, 0.0)
+                    for f, d in (("effort", 1.0), ("smoothness", 0.0), ("time", 0.0), ("reference", 0.0))))
+    if costs.reference > 0:
+        raise ShotError(f"{src}: [costs]: field 'reference' needs a reference path, which shot files cannot "
+                        f"hold yet; set it from Python (Costs.reference_path)")
+    bounds = []
+    for name, pair in data.get("bounds", {}).items():
+        b = _vector(src, "[bounds]", {name: pair}, name, 2)
+        bounds.append((name, b[0], b[1]))
+    spheres = shot_t.get("body_spheres", [])
+    if not isinstance(spheres, list):
+        raise _fail(src, "[shot]", "body_spheres", "a list of [x, y, z, radius]", spheres)
+    body_spheres = tuple(_vector(src, "[shot]", {"body_spheres": s}, "body_spheres", 4) for s in spheres)
+    return Shot(mech, _number(src, "[shot]", shot_t, "dt", minimum=1e-6), steps, tuple(keys), tuple(obstacles),
+                tuple(corridors), tuple(bounds), costs, bool(shot_t.get("free_time", False)),
+                _number(src, "[shot]", shot_t, "dt_min", 0.0), _number(src, "[shot]", shot_t, "dt_max", 0.0),
+                _number(src, "[shot]", shot_t, "body_radius", 0.0, 0.0), body_spheres,
+                str(shot_t.get("name", path.stem)), src)
+
+
+def load_shot(path: str | Path):
+    """The shot in `path` (or the preset of that name): a vehicle Shot, or a MechanismShot for [shot] mechanism."""
+    path = Path(path)
+    if not path.exists() and (PRESET_DIR / f"{path.stem}.toml").exists() and len(path.parts) == 1:
+        path = PRESET_DIR / f"{path.stem}.toml"
+    src = str(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ShotError(f"{src}: no such shot file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ShotError(f"{src}: not valid TOML: {err}") from None
+    shot_t = data.get("shot", {})
+    if isinstance(shot_t, dict) and "mechanism" in shot_t:
+        from .mechanism_shots import load_mechanism_shot
+        return load_mechanism_shot(path)
+    return loads_vehicle_shot(data, src, path)
+
+
+def list_vehicle_shots() -> list[str]:
+    """Stems of the shipped vehicle shot presets."""
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml") if '\nvehicle = "' in p.read_text())
