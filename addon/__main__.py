@@ -16,6 +16,7 @@ file, an unavailable method). Expected failures print one message and no traceba
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -251,5 +252,17 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code
 
 
+def _exit(code: int) -> None:
+    """Leave with `code`. Blender 4.2/4.3 as a module can crash in its own teardown at interpreter exit
+    once the add-on was registered (docs/development.md); there the process leaves at once, after
+    flushing, so a finished command never reports a crash."""
+    bpy = sys.modules.get("bpy")
+    if bpy is not None and bpy.app.version < (4, 3, 0):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit(main())

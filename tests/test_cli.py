@@ -183,8 +183,8 @@ def test_the_vehicle_method_on_a_mechanism_without_a_vehicle_exits_2(tmp_path):
 
 
 def test_an_invalid_vehicle_file_exits_2_naming_table_and_field(tmp_path):
-    bad = tmp_path / "tank.toml"
-    bad.write_text(SEDAN.read_text(encoding="utf-8").replace('type = "car"', 'type = "tank"'), encoding="utf-8")
+    bad = tmp_path / "tractor.toml"
+    bad.write_text(SEDAN.read_text(encoding="utf-8").replace('type = "car"', 'type = "tractor"'), encoding="utf-8")
     result = run_cli("simulate", bad, "--method", "vehicle", "--out", tmp_path / "r.npz")
     assert result.returncode == 2
     assert f"{bad}: [vehicle]: field 'type' must be one of car" in result.stderr

@@ -559,10 +559,7 @@ def test_command_line_bake_of_a_saved_file_keys_the_car_rig(symplex, tmp_path):
     repo = Path(__file__).resolve().parents[2]
     result = subprocess.run([sys.executable, "-m", "addon", "bake", str(source), "--out", str(baked)], cwd=repo,
                             capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
-    # Blender 4.2 as a module segfaults (-11) at interpreter exit after registering the add-on, once all
-    # work is done and saved (tests/blender/conftest.py, docs/development.md); 4.3+ exit cleanly.
-    allowed = (0,) if bpy.app.version >= (4, 3, 0) else (0, -11)
-    assert result.returncode in allowed, result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
     assert "Baked vehicle 'CLI car'" in result.stdout and f"-> {baked}" in result.stdout
     with bpy.data.libraries.load(str(baked)) as (src, dst):
         dst.objects = [name for name in src.objects if name.startswith("CLI car")]
