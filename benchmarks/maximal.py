@@ -11,6 +11,7 @@ Usage: python -m benchmarks.maximal [--quick] [--out docs/benchmarks_maximal.md]
   energy band over the timed steps.
 * Chains of 4-link loops: the same methods, MuJoCo closing each loop with a `connect` equality;
   energy band and loop-closure violation.
+* Long runs: energy drift and constraint violation over 10 s (chains, loops), ours and MuJoCo's.
 * Sphere chains lying on the ground (ball joints, sphere-plane contacts) and the box drop: our
   penetration beside MuJoCo's with its default contact settings.
 Failures (a method that stops) are reported in the table with their message, not hidden.
@@ -378,8 +379,10 @@ def chain_section(quick: bool) -> list[str]:
              "",
              f"Rods 1 m, 1 kg, dt = {DT} s, median wall time per step after one warm-up step. Revolute: the top hinge",
              "at 45 degrees (generate.pendulum_chain); ball: the same rods on ball joints, top tilted by (0.5, 0.3, 0)",
-             "rad. MuJoCo: the same chain (MjSpec, default Euler integrator and solver settings). Energy band: max -",
-             "min of total energy over the timed steps (J).",
+             "rad. MuJoCo: the same chain (MjSpec, default Euler integrator and solver settings); its time grows",
+             "steeply with n because a serial chain's joint-space mass matrix is dense. Energy band: max - min of",
+             "total energy over the timed steps (J). `maximal` is the variational method (METHODS['maximal']),",
+             "`maximal-rk4` the stabilised forward dynamics (maximal/forward.py), `tree` the tree midpoint VI.",
              "",
              "| joints | n | steps | maximal | maximal-rk4 | tree | MuJoCo | energy band maximal | energy band maximal-rk4 "
              "| energy band tree | energy band MuJoCo |",
@@ -466,10 +469,63 @@ def contact_section(quick: bool) -> list[str]:
     return lines + ([""] + failures if failures else [])
 
 
+def _long_mujoco(mech: Mechanism, steps: int, integrator: str) -> dict:
+    """Energy drift and band and worst loop gap of MuJoCo over `steps` steps from the start."""
+    import mujoco
+
+    model, closures = mujoco_model(mech, integrator)
+    data = mujoco_start(model, mech)
+    mujoco.mj_energyPos(model, data)
+    mujoco.mj_energyVel(model, data)
+    energy, gap = [float(data.energy.sum())], 0.0
+    ids = [tuple(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, x) for x in (a, b)) for a, b, _, _ in closures]
+    for _ in range(steps):
+        mujoco.mj_step(model, data)
+        energy.append(float(data.energy.sum()))
+        for (ia, ib), (_, _, pa, pb) in zip(ids, closures):
+            wa = data.xpos[ia] + data.xmat[ia].reshape(3, 3) @ pa
+            wb = data.xpos[ib] + data.xmat[ib].reshape(3, 3) @ pb
+            gap = max(gap, float(np.linalg.norm(wa - wb)))
+    return {"energy": np.array(energy), "gap": gap}
+
+
+def drift_section(quick: bool) -> list[str]:
+    steps = 300 if quick else 1000
+    lines = ["## Long runs: energy drift and constraint violation",
+             "",
+             f"{steps} steps of dt = {DT} s from the start. Drift: mean total energy over the last 10 % of the run",
+             "minus the initial energy (J); band: max - min over the run; gap: worst joint-row residual (ours) or",
+             "`connect` anchor distance (MuJoCo). MuJoCo with its default settings, Euler and RK4.",
+             "",
+             "| mechanism | method | energy drift | energy band | gap |", "|---|---|---:|---:|---:|"]
+    failures = []
+    for label, mech in (("5-link revolute chain", pendulum_chain(5)), ("5-link ball chain", ball_chain(5)),
+                        ("3 four-link loops", loop_chain_mechanism(3))):
+        for method in ("maximal", "maximal-rk4", "tree"):
+            try:
+                integ = make(mech, method)
+                for _ in range(steps):
+                    integ.step()
+            except (SolverError, ValueError) as err:
+                failures.append(f"- {label} {method}: {type(err).__name__}: {str(err)[:90]}")
+                lines.append(f"| {label} | {method} | failed | failed | failed |")
+                continue
+            traj = integ.trajectory()
+            e = traj.energy
+            lines.append(f"| {label} | {method} | {np.mean(e[-max(1, len(e) // 10):]) - e[0]:.1e} | {np.ptp(e):.1e} | "
+                         f"{np.max(traj.constraint_residual):.1e} |")
+        for integrator in ("Euler", "RK4"):
+            mj = _long_mujoco(mech, steps, integrator)
+            e = mj["energy"]
+            lines.append(f"| {label} | MuJoCo {integrator} | {np.mean(e[-max(1, len(e) // 10):]) - e[0]:.1e} | "
+                         f"{np.ptp(e):.1e} | {mj['gap']:.1e} |")
+    return lines + ([""] + failures if failures else [])
+
+
 def run(quick: bool) -> str:
     """The maximal-coordinate benchmark as Markdown."""
     sections = [solver_section(quick), fillin_section(quick), chain_section(quick), loop_section(quick),
-                contact_section(quick)]
+                drift_section(quick), contact_section(quick)]
     head = ["# Maximal coordinates: benchmark", "",
             f"Command: `python -m benchmarks.maximal{' --quick' if quick else ''}`. Machine: {_describe()}.", ""]
     return "\n".join(head + [line for section in sections for line in section + [""]])
