@@ -200,13 +200,15 @@ class ForwardDynamics:
         for r in self.curve_rows:
             curve = js.curves[js.row_curve[self.rows[r]]]
             rate[r] = derivative(curve, t)
-            accel[r] = (derivative(curve, t + h) - derivative(curve, t - h)) / (2 * h)
+            if curve.interpolation != "linear":  # linear keys: zero between keys (no impulse at a key)
+                accel[r] = (derivative(curve, t + h) - derivative(curve, t - h)) / (2 * h)
         return value, rate, accel
 
     def row_values(self, x: np.ndarray, q: np.ndarray, winding: np.ndarray,
                    fr: JointFrames | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Row values g (R,) (windings of all rows applied) and Jacobians (R, 12) in model.order."""
-        val, jac = generic_rows(fr or frames(self.model.joints, x, q), self.row_joint, self.row_kind)
+        val, jac = generic_rows(fr if fr is not None else frames(self.model.joints, x, q), self.row_joint,
+                                self.row_kind)
         return val + winding[self.rows], jac
 
     @staticmethod
