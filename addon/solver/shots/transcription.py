@@ -203,6 +203,7 @@ class Transcription:
 
     shot: Shot
     dyn: StageDynamics
+    soft_keys: bool = False
     blocks: list[Block] = field(default_factory=list)
     costs: list[Block] = field(default_factory=list)
 
@@ -217,7 +218,29 @@ class Transcription:
         self._key_blocks()
         self._obstacle_blocks()
         self._cost_blocks()
+        if self.soft_keys:
+            self._soften_keys()
         self._build_nlp()
+
+    def _soften_keys(self, weight: float = 1e4):
+        """Turn the key rows into the penalty weight * (distance outside their bounds)^2 (continuously
+        differentiable): the dynamics, bounds and obstacles stay hard, so the solve shows how close each
+        key can come (used to name the key that makes a shot infeasible)."""
+        keep = []
+        for b in self.blocks:
+            if b.kind[0] != "key":
+                keep.append(b)
+                continue
+
+            def fn(X, b=b):
+                r, J = b.fn(X)
+                d = r - np.clip(r, b.lower, b.upper)
+                val = weight * np.sum(d * d, axis=1)
+                return val[:, None], (2 * weight * np.einsum("kr,krw->kw", d, J))[:, None]
+            self.costs.append(Block(b.index, fn, np.zeros((len(b.index), 1)), np.zeros((len(b.index), 1)),
+                                    b.labels, b.kind))
+        self.key_penalties = [b for b in self.costs if b.kind[0] == "key"]
+        self.blocks = keep
 
     # -- layout ---------------------------------------------------------------------------------
     def stage_index(self, k, part: str = "all") -> np.ndarray:
@@ -455,8 +478,9 @@ class Transcription:
         self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, objective, gradient, cons, jac, lower, upper, hessian)
 
     # -- warm start -----------------------------------------------------------------------------
-    def x0(self, warm_start=None) -> np.ndarray:
-        """Initial guess: the warm-start trajectory's body path, else keys interpolated linearly."""
+    def x0(self, warm_start=None, rest: bool = False) -> np.ndarray:
+        """Initial guess: the warm-start trajectory's body path, else a path through the keys; rest: staying
+        at the start pose (dynamically consistent for a start at rest)."""
         N, dyn, shot = self.N, self.dyn, self.shot
         S0 = np.nan_to_num(dyn.start())
         p0, _ = dyn.position(S0[None])
@@ -468,6 +492,8 @@ class Transcription:
             positions = poses[idx, :3]
             R = quat_to_matrix(poses[idx, 3:])
             headings = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
+        elif rest:
+            positions, headings = np.repeat(p0, N + 1, axis=0), np.full(N + 1, float(a0[0]))
         else:
             positions, headings = self._key_path(p0[0], float(a0[0]))
         stages = dyn.guess(positions, headings, self.shot.dt)
@@ -594,12 +620,30 @@ class Transcription:
                 lines.append(f"  replay through the simulator: largest position difference {replay_error:.3g} m")
             else:
                 lines.append(f"  replay through the simulator failed: {trajectory.message}")
-        else:
+        elif res.status != "cancelled" and not self.soft_keys:
             lines.insert(1, "  " + res.message)
-            lines.insert(2, "  " + self.diagnose(x))
+            lines.insert(2, "  " + self.diagnose_keys(x))
         return ShotResult(trajectory, controls, times, "\n".join(lines), res.status, res.iterations, res.wall_time,
                           key_errors, st[1:, :dyn.ns].copy(), dyn.state_names, h, res.objective,
                           res.constraint_violation, replay_error, clear)
+
+    def diagnose_keys(self, x: np.ndarray) -> str:
+        """Why the shot failed: re-solve with every key soft (dynamics, bounds, obstacles hard) and name the key
+        that stays furthest from its target; if every key can be met, name the worst requirement at x."""
+        if any(b.kind[0] == "key" for b in self.blocks):
+            soft = Transcription(self.shot, self.dyn, soft_keys=True)
+            res = nlpmod.solve(soft.nlp, soft.x0(rest=True), max_iter=150)
+            errors = []
+            for b in soft.key_penalties:
+                v, _ = b.fn(res.x[b.index])
+                errors.append((float(np.sqrt(v.sum() / 1e4)), b))
+            err, b = max(errors, key=lambda e: e[0])
+            if res.constraint_violation < 1e-6 and err > 1e-4:
+                key, part = b.kind[1], b.kind[2]
+                return (f"key {key.label!r} (step {key.step}, {part}) cannot be met: the closest the vehicle "
+                        f"can come is {err:.3g} away in {key.step * float(res.x[self.h_index]):.3g} s within its "
+                        f"control bounds and obstacles (with every key soft)")
+        return self.diagnose(x)
 
     def diagnose(self, x: np.ndarray) -> str:
         """Name the requirement that is furthest from being met at x (a key, an obstacle or a step)."""

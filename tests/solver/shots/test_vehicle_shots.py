@@ -1,0 +1,173 @@
+"""Vehicle shots (issue 7): exact derivatives of the discrete dynamics, the demo shots, replay, infeasibility.
+
+The demo shots are solved once per module (about 30 s together on one core); every check on them is a
+physical one: keys met, obstacles cleared, bounds respected, and the solved controls replayed through the
+plain simulator (integrator.simulate, method 'vehicle') reproduce the solved motion to 1e-8 m.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
+from addon.solver import groups
+from addon.solver.integrator import simulate
+from addon.solver.mechfile import load_mechanism
+from addon.solver.shots.holonomic import cay_quaternion, cay_translation, rotation
+from addon.solver.shots.shotfile import load_shot
+from addon.solver.shots.spec import Costs, Key, Obstacle, Shot, solve_shot
+from addon.solver.shots.vehicle_shot import transcribe
+from addon.solver.vehicles.helicopter import control_matrix
+
+DEMOS = ("parallel_parking", "car_tunnel", "helicopter_canyon_landing", "boat_docking")
+
+
+def _small_shot(preset: str, speed: float = 0.0) -> Shot:
+    mech = load_mechanism(f"presets/vehicles/{preset}.toml")
+    vehicle = replace(mech.vehicle, controls=(),
+                      velocity=(0.05, -0.02, 0.1, speed, 0.0, 0.0) if mech.vehicle.type not in ("car", "snakeboard")
+                      else (0.0, 0.0, 0.0, speed, 0.0, 0.0))
+    mech = replace(mech, vehicle=vehicle)
+    p = np.asarray(vehicle.position)
+    keys = (Key(6, position=tuple(p + [3.0, 1.0, 0.0]), heading=0.2, velocity=(0.0, 0.0, 0.0), name="end"),
+            Key(3, position=tuple(p + [1.0, 0.5, 0.0]), radius=0.5, name="via"))
+    obstacles = (Obstacle("post", "cylinder", tuple(p + [2.0, -3.0, 0.0]), size=(0.5, 3.0)),
+                 Obstacle("crate", "hull", tuple(p + [-3.0, 2.0, 0.0]), (0.9, 0.0, 0.0, 0.43589),
+                          vertices=((-1, -1, -1), (1, -1, -1), (1, 1, -1), (-1, 1, -1), (0, 0, 1.5))))
+    return Shot(mech, 0.1, 6, keys, obstacles, costs=Costs(effort=1.0, smoothness=0.3), free_time=True, dt_min=0.05,
+                dt_max=0.2, body_spheres=((0.5, 0.2, 0.1, 1.0), (-0.5, 0.0, 0.0, 1.0)))
+
+
+@pytest.mark.parametrize("preset,speed", [("sedan", 3.0), ("kart", 0.0), ("helicopter", 2.0), ("speedboat", 1.0),
+                                          ("hovercraft", 1.0), ("snakeboard", 1.0)])
+def test_constraint_jacobian_equals_finite_differences(preset, speed):
+    """Every constraint row (dynamics of each vehicle with respect to the previous, current and next stage and
+    the free time step, keys, obstacle clearances) against central differences at a random point."""
+    tr = transcribe(_small_shot(preset, speed))
+    rng = np.random.default_rng(3)
+    x = tr.x0() + 0.02 * rng.standard_normal(tr.n)
+    x[tr.h_index] = 0.1
+    J = tr.nlp.jacobian(x).toarray()
+    eps = 1e-6
+    fd = np.column_stack([(tr.nlp.constraints(x + eps * e) - tr.nlp.constraints(x - eps * e)) / (2 * eps)
+                          for e in np.eye(tr.n)])
+    scale = np.maximum(1.0, np.abs(J).max(axis=1, keepdims=True))
+    assert np.max(np.abs(J - fd) / scale) < 1e-6
+    g = tr.nlp.gradient(x)
+    g_fd = np.array([(tr.nlp.objective(x + eps * e) - tr.nlp.objective(x - eps * e)) / (2 * eps) for e in np.eye(tr.n)])
+    assert np.max(np.abs(g - g_fd)) < 1e-6 * max(1.0, np.abs(g).max())
+
+
+def test_lagrangian_hessian_matches_differences_of_the_gradient():
+    tr = transcribe(_small_shot("helicopter", 2.0))
+    rng = np.random.default_rng(4)
+    x = tr.x0() + 0.02 * rng.standard_normal(tr.n)
+    x[tr.h_index] = 0.1
+    y = rng.standard_normal(tr.nlp.m)
+    H = tr.nlp.hessian(x, y, 0.7).toarray()
+
+    def grad_lagrangian(z):
+        return 0.7 * tr.nlp.gradient(z) + tr.nlp.jacobian(z).T @ y
+    eps = 1e-6
+    fd = np.column_stack([(grad_lagrangian(x + eps * e) - grad_lagrangian(x - eps * e)) / (2 * eps) for e in np.eye(tr.n)])
+    assert np.max(np.abs(H - fd)) < 1e-4 * np.abs(fd).max()
+
+
+def test_quaternion_forms_equal_the_group_maps():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 3))
+    b = rng.standard_normal((6, 3))
+    c, _ = cay_quaternion(a)
+    R, _ = rotation(c)
+    assert np.allclose(R, groups.so3_cay(a), atol=1e-14)
+    Pb, _, _ = cay_translation(a, b)
+    assert np.allclose(Pb, groups.se3_cay(np.concatenate([a, b], 1))[:, :3, 3], atol=1e-14)
+
+
+def test_vectorised_rotor_wrench_is_the_helicopters():
+    mech = load_mechanism("presets/vehicles/helicopter.toml")
+    tr = transcribe(_small_shot("helicopter"))
+    u = np.array([[20000.0, 150.0, 0.1, -0.05]])
+    q = np.array([[1.0, 0.0, 0.0, 0.0]])
+    f, _, _, _ = tr.dyn.wrench(np.zeros((1, 3)), q, np.zeros((1, 6)), u)
+    weight = mech.vehicle.spec.mass * np.array([0, 0, 0, 0, 0, -9.81])
+    assert np.allclose(f[0], control_matrix(mech.vehicle.spec, 0.1, -0.05) @ u[0, :2] + weight, atol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def solved():
+    out = {}
+    for name in DEMOS:
+        shot = load_shot(f"presets/shots/{name}.toml")
+        out[name] = (shot, solve_shot(shot))
+    return out
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_demo_shot_converges_meets_keys_and_clears_obstacles(solved, name):
+    shot, result = solved[name]
+    assert result.status == "solved", result.report
+    assert result.constraint_violation < 1e-8
+    assert max(result.key_errors.values()) < 1e-8
+    assert min(result.obstacle_clearance.values(), default=0.0) > -1e-7
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_replayed_controls_reproduce_the_solved_motion(solved, name):
+    """Re-simulate with the solved controls keyed as the vehicle's control curves: positions agree to 1e-8 m."""
+    shot, result = solved[name]
+    vehicle = replace(shot.mechanism.vehicle, controls=result.curves())
+    traj = simulate(replace(shot.mechanism, vehicle=vehicle), result.dt, shot.steps, "vehicle", tol=1e-13)
+    assert traj.status == "finished"
+    tr = transcribe(shot)
+    p, _ = tr.dyn.position(result.states)
+    assert np.max(np.abs(traj.poses[:, 0, :3] - p)) < 1e-8
+    assert result.replay_error < 1e-8
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_controls_stay_within_the_vehicle_limits(solved, name):
+    shot, result = solved[name]
+    spec = shot.mechanism.vehicle.spec
+    limits = {"drive_torque": spec.max_drive_torque if hasattr(spec, "max_drive_torque") else None,
+              "steer": getattr(spec, "max_steer", None), "thrust_right": getattr(spec, "max_thrust", None),
+              "thrust_left": getattr(spec, "max_thrust", None), "tail": getattr(spec, "max_tail_force", None),
+              "blade_pitch": getattr(spec, "max_blade_tilt", None), "blade_roll": getattr(spec, "max_blade_tilt", None)}
+    for channel, values in result.controls.items():
+        if channel == "collective":
+            assert values.min() >= -1e-9 and values.max() <= spec.max_collective + 1e-6
+        else:
+            assert np.abs(values).max() <= limits[channel] * (1 + 1e-9), channel
+
+
+def test_parking_ends_at_rest_on_the_mark(solved):
+    shot, result = solved["parallel_parking"]
+    chassis = result.trajectory.poses[:, 0]
+    assert np.allclose(chassis[-1, :2], [0.0, -2.6], atol=1e-8)
+    assert np.allclose(chassis[-1, :3], chassis[-2, :3], atol=1e-9)  # the last step does not move
+
+
+def test_helicopter_lands_at_rest(solved):
+    shot, result = solved["helicopter_canyon_landing"]
+    chassis = result.trajectory.poses[:, 0]
+    assert np.allclose(chassis[-1, :3], [90.0, 0.0, 2.0], atol=1e-8)
+    assert np.max(np.abs(chassis[-1, :3] - chassis[-2, :3])) < 1e-9
+
+
+def test_unreachable_key_fails_and_names_the_key():
+    shot = load_shot("presets/shots/parallel_parking.toml")
+    shot = replace(shot, keys=(Key(100, position=(600.0, -2.6, 0.55), name="far away"),), obstacles=())
+    result = solve_shot(shot, max_iter=60)
+    assert result.status != "solved"
+    assert "key 'far away'" in result.report and "cannot be met" in result.report
+
+
+def test_snakeboard_rider_gait_reaches_a_key_from_rest():
+    shot = _small_shot("snakeboard", 0.0)
+    keys = (Key(60, position=tuple(np.asarray(shot.mechanism.vehicle.position) + [2.0, 0.5, 0.0]), name="there"),)
+    shot = replace(shot, steps=60, dt=0.05, keys=keys, obstacles=(), free_time=False,
+                   costs=Costs(effort=0.0, smoothness=1.0))
+    result = solve_shot(shot)
+    assert result.status == "solved", result.report
+    assert result.key_errors["there"] < 1e-8 and result.replay_error < 1e-8
