@@ -9,6 +9,12 @@ Symplex bake. `run()` solves (solver/shots, no bpy: safe in a worker thread; `ca
 on the rig (replacing its throttle/brake/steer keys, so the artist can edit them and re-bake with Bake
 Vehicle), then the existing vehicle bake (vehicle_bake.bake_vehicle) simulates and keys chassis and wheels,
 and the solved path is drawn as a curve object. A cancelled or failed solve changes nothing.
+
+`MechanismShotJob(scene, setup, effector)` does the same for a Symplex setup (tree method): the effector
+object's location keys (after the start frame; the axes keyed at a frame make a partial key) become
+body-position keys, every single-dof joint without a motor is driven within +-max_force, joint limits
+come from the setup; the solved motion is baked with bake.write_trajectory and the torques are keyed as
+custom properties `symplex_torque_<joint>` in the effector's bake (Free Bake removes them).
 """
 
 from __future__ import annotations
@@ -22,10 +28,12 @@ import numpy as np
 
 from ..solver.lie import matrix_to_quat
 from ..solver.model import Mechanism
+from ..solver.shots.mechanism_shots import Control, MechanismKey, MechanismShot, solve_mechanism_shot
 from ..solver.shots.spec import Costs, Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
 from ..solver.trajectory import Trajectory
 from . import compat, reference
-from .bake import LINEAR
+from .bake import LINEAR, BakeOptions, write_trajectory
+from .read import SceneMechanism, find_setup, read_setup
 from .vehicle_bake import bake_vehicle
 from .vehicle_parts import RigError
 from .vehicle_rig import (CAR_PRESETS, CONTROL_PROPERTIES, FORWARD_PROPERTY, PATH_PROPERTY, PRESET_PROPERTY,
@@ -47,6 +55,7 @@ class ShotSettings:
     end_at_rest: bool = True
     max_iterations: int = 300
     smoothness: float = 0.01  # weight of spec.Costs.smoothness (steer and drive torque rates)
+    max_force: float = 1000.0  # mechanism shots: bound on every driven joint's torque (N m) or force (N)
 
 
 def _rig_of(scene: bpy.types.Scene, owner: bpy.types.Object) -> tuple[VehicleRig, str]:
@@ -364,3 +373,115 @@ def draw_path(scene: bpy.types.Scene, owner: str, reading: RigReading, result: S
     obj = bpy.data.objects.new(name, curve)
     scene.collection.objects.link(obj)
     return obj
+
+
+TORQUE_PREFIX = "symplex_torque_"  # custom property per driven joint on a mechanism shot's effector
+
+
+def read_effector_keys(scene: bpy.types.Scene, read: SceneMechanism, effector: str) -> tuple[MechanismKey, ...]:
+    """The effector object's location keys after the start frame as body-position keys named 'frame N';
+    the axes keyed at a frame are the key's components."""
+    if not any(t.object == effector and not t.bone for t in read.targets):
+        raise RigError(f"setup {read.setup!r}: object {effector!r} is not one of its bodies; pick a body object "
+                       f"as the effector")
+    obj = scene.objects[effector]
+    axes: dict[float, str] = {}
+    for fcurve in compat.fcurves(reference.original_channels(obj)):
+        if fcurve.data_path == "location":
+            for k in fcurve.keyframe_points:
+                frame = round(float(k.co[0]), 6)
+                axes[frame] = "".join(sorted(set(axes.get(frame, "")) | {"xyz"[fcurve.array_index]}))
+    last = read.frame_start + read.steps / read.substeps
+    keys = []
+    for frame in sorted(axes):
+        if read.frame_start < frame <= last:
+            step = int(round((frame - read.frame_start) * read.substeps))
+            position = tuple(float(v) for v in reference.object_matrix(obj, frame).translation)
+            keys.append(MechanismKey(f"frame {frame:g}", step, body=effector, position=position,
+                                     components=axes[frame], tolerance=1e-4))
+    if not keys:
+        raise RigError(f"setup {read.setup!r}: effector {effector!r} has no location key after the start frame "
+                       f"{read.frame_start}; key where it should be")
+    return tuple(keys)
+
+
+@dataclass
+class MechanismShotJob:
+    """Solve Shot for a Symplex setup with a keyed effector object: construct (reads bpy), run(), finish()."""
+
+    scene: bpy.types.Scene
+    setup_name: str
+    effector: str
+    settings: ShotSettings = field(default_factory=ShotSettings)
+
+    def __post_init__(self):
+        self.read = read_setup(self.scene, find_setup(self.scene, self.setup_name))
+        keys = read_effector_keys(self.scene, self.read, self.effector)
+        mech = self.read.mechanism
+        bound = float(self.settings.max_force)
+        controls = tuple(Control(j.name, -bound, bound) for j in mech.joints
+                         if j.ndof == 1 and j.motor is None and j.prescribed is None)
+        self.shot = MechanismShot(f"{self.setup_name} shot", mech, self.read.dt, max(k.frame for k in keys), controls,
+                                  keys, rest_at_end=self.settings.end_at_rest, source=f"setup {self.setup_name!r}")
+        self.owner_name = self.effector
+        self.iteration, self.info, self.cancelled = 0, {}, False
+        self.result: ShotResult | None = None
+        self.error: BaseException | None = None
+
+    @property
+    def keys(self) -> tuple[MechanismKey, ...]:
+        return self.shot.keys
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def _progress(self, iteration: int, info: dict) -> bool:
+        self.iteration, self.info = iteration, info
+        return not self.cancelled
+
+    def run(self) -> ShotResult:
+        """Solve (no bpy access). Keeps the result or the exception."""
+        try:
+            self.result = solve_mechanism_shot(self.shot, None, self._progress, max_iter=self.settings.max_iterations)
+        except BaseException as err:
+            self.error = err
+            raise
+        return self.result
+
+    def finish(self, scene: bpy.types.Scene) -> str:
+        """Bake the motion and key the torques; raises RigError (scene unchanged) for a failed or cancelled solve."""
+        if self.error is not None:
+            raise RigError(f"Solve Shot {self.setup_name!r}: {self.error}") from self.error
+        result = self.result
+        if result is None or result.status != "solved":
+            status = "cancelled" if self.cancelled or (result and result.status == "cancelled") else "failed"
+            raise RigError(f"Solve Shot {self.setup_name!r} {status}; nothing was changed. "
+                           f"{result.report if result is not None else ''}")
+        read = self.read
+        options = BakeOptions(read.setup, read.frame_start, read.fps, read.substeps)
+        keys = write_trajectory(result.trajectory, read.targets, options, read.root or None)
+        effector = scene.objects[self.effector]
+        baked = reference.baked_channels(effector)
+        created = list(baked.action.get(reference.PROPERTIES, []))
+        for joint, times in result.control_times.items():
+            prop = TORQUE_PREFIX + joint
+            _key_property(effector, baked, prop, read.frame_start + np.asarray(times) * read.fps,
+                          np.asarray(result.controls[joint]))
+            created.append(prop)
+        baked.action[reference.PROPERTIES] = created
+        errors = ", ".join(f"{k} {v:.2g}" for k, v in result.key_errors.items())
+        return (f"Solved shot {self.setup_name!r} in {result.iterations} iterations ({result.wall_time:.1f} s); key "
+                f"errors: {errors}; replay error {result.replay_error:.2g} m; baked {keys} keys")
+
+
+def shot_job(scene: bpy.types.Scene, name: str, settings: ShotSettings, setup: str = "") -> ShotJob | MechanismShotJob:
+    """The job for object `name`: a car rig's (it carries the vehicle preset property), else the effector of
+    Symplex setup `setup`."""
+    obj = scene.objects.get(name)
+    if obj is None:
+        raise RigError(f"no object {name!r} in scene {scene.name!r}")
+    if PRESET_PROPERTY in obj.keys():
+        return ShotJob(scene, name, settings)
+    if not setup:
+        raise RigError(f"object {name!r} is neither a car rig nor in a Symplex setup; add a setup or a car rig")
+    return MechanismShotJob(scene, setup, name, settings)

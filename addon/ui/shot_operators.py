@@ -1,4 +1,5 @@
-"""Solve Shot: an optimal-control shot through a car rig's keyed chassis poses (modal, Esc cancels).
+"""Solve Shot: an optimal-control shot through a car rig's keyed chassis poses, or through the keyed
+locations of an effector object of the active Symplex setup (modal, Esc cancels).
 
 Thin over bridge/shot.py: `invoke` reads the scene (ShotJob), solves in a worker thread (the solver never
 touches bpy) while a timer shows the interior-point iteration in the status bar; Esc asks the solver to
@@ -28,12 +29,13 @@ _ERRORS = (RigError, MechanismError, SolverError, KeyError)
 def _settings(context) -> shot_bridge.ShotSettings:
     s = context.scene.symplex_shot
     return shot_bridge.ShotSettings(s.obstacles.name if s.obstacles else "", s.clearance, s.use_heading,
-                                    s.end_at_rest, s.max_iterations, s.smoothness)
+                                    s.end_at_rest, s.max_iterations, s.smoothness, s.max_force)
 
 
 class SYMPLEX_OT_solve_shot(Operator):
-    """Find drive torque and steering that take the car rig through its keyed chassis poses with the least
-    effort, avoiding the obstacle collection; key them on the rig and bake the motion (Esc cancels)"""
+    """Find drive torque and steering that take the car rig through its keyed chassis poses (or joint torques
+    that take the active setup's effector object through its keyed locations) with the least effort; key
+    them as custom properties and bake the motion (Esc cancels)"""
 
     bl_idname = SOLVE_SHOT
     bl_label = "Solve Shot"
@@ -61,9 +63,11 @@ class SYMPLEX_OT_solve_shot(Operator):
             return context.scene.symplex_shot.rig
         return context.active_object.name if context.active_object is not None else ""
 
-    def _start(self, context) -> shot_bridge.ShotJob | None:
+    def _start(self, context) -> shot_bridge.ShotJob | shot_bridge.MechanismShotJob | None:
+        symplex = context.scene.symplex
+        setup = symplex.setups[symplex.active_setup].name if 0 <= symplex.active_setup < len(symplex.setups) else ""
         try:
-            return shot_bridge.ShotJob(context.scene, self._rig_name(context), _settings(context))
+            return shot_bridge.shot_job(context.scene, self._rig_name(context), _settings(context), setup)
         except _ERRORS as err:
             self.report({"ERROR"}, str(err))
             return None
@@ -150,6 +154,7 @@ class SYMPLEX_PT_shot(Panel):
         col.prop(settings, "use_heading")
         col.prop(settings, "end_at_rest")
         col.prop(settings, "smoothness")
+        col.prop(settings, "max_force")
         col.prop(settings, "max_iterations")
         layout.operator(SOLVE_SHOT, icon="CON_FOLLOWPATH")
         if settings.message:

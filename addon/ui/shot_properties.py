@@ -12,7 +12,8 @@ class SymplexShotSettings(PropertyGroup):
     """Scene-level settings of Solve Shot (Scene.symplex_shot)."""
 
     rig: StringProperty(name="Rig", description="Vehicle rig (chassis or armature) whose keyed poses are the "
-                                                "shot's targets (empty: the active object)")
+                                                "shot's targets, or an object of the active setup whose keyed "
+                                                "locations are (empty: the active object)")
     obstacles: PointerProperty(name="Obstacles", type=bpy.types.Collection,
                                description="Objects the vehicle must avoid: spheres, boxes, cylinders or convex "
                                            "meshes taken from each object's bounds (custom property "
@@ -27,6 +28,8 @@ class SymplexShotSettings(PropertyGroup):
     smoothness: FloatProperty(name="Smoothness", default=0.01, min=0.0,
                               description="Weight of the cost on how fast steer and drive torque change (0: "
                                           "effort only; steering is free while the car stands still)")
+    max_force: FloatProperty(name="Max Torque", default=1000.0, min=0.0,
+                             description="Mechanism shots: bound on every driven joint's torque (N m) or force (N)")
     max_iterations: IntProperty(name="Max Iterations", default=300, min=10, max=5000)
     is_solving: BoolProperty(default=False, options={"SKIP_SAVE"})
     progress: FloatProperty(default=0.0, min=0.0, max=1.0, subtype="FACTOR", options={"SKIP_SAVE"})
