@@ -90,6 +90,8 @@ typedef struct {
     double *qm, *v, *p, *g, *Q, *fc; /* (nq,) */
     double *U, *x, *R, *Yc, *d; /* (nq, 12) x 2, (nq, 18) x 2, (nq,): J11 in tree form */
     double *blocks, *JL;    /* (nq, 9): the first nball hold each ball node's block and J_L(psi) */
+    double *cw, *dw, *Jb;   /* (nq, 3), (nq, 9) x 2: the first nball hold each chart's Cayley increment w,
+                               dw/dpsi and the body Jacobian of Phi at psi (tree/lie_rows.py chart_increments) */
     double *Obar, *X, *c, *Dinv; /* (nq, 18, 12), (nq, 12), (nq, 18), (nq, 3): its factor, by node member */
     double *obar, *zc, *xi; /* (nq, 18), (nq, 12), (nq,): solve scratch */
     double *delta;          /* (nq,) Newton step of q2 */
@@ -133,6 +135,9 @@ static int64_t carve(workspace *w, double *base, int64_t nq, int64_t nrow)
     w->d = take(base, &at, nq);
     w->blocks = take(base, &at, 9 * nq);
     w->JL = take(base, &at, 9 * nq);
+    w->cw = take(base, &at, 3 * nq);
+    w->dw = take(base, &at, 9 * nq);
+    w->Jb = take(base, &at, 9 * nq);
     w->Obar = take(base, &at, 216 * nq);
     w->X = take(base, &at, 12 * nq);
     w->c = take(base, &at, 18 * nq);
@@ -419,6 +424,36 @@ static void mat3_mul(const double *A, const double *B, double *C) /* C = A B */
         for (int j = 0; j < 3; ++j) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
 }
 
+/* Each chart's step rotation Phi(psi) = A2^T R_F (q1 = 0) as a Cayley vector w = 2 vee(Phi - Phi^T)/(1 + tr Phi),
+ * the body Jacobian Jb = R_F^T (w2_0 w2_1 w2_2) of Phi and dw/dpsi = (I + hat(w)/2 + w w^T/4) Jb
+ * (tree/lie_rows.py chart_increments), from the pose at q2 (w->world2, w->S2). outputs: w->cw, w->Jb, w->dw. */
+static void chart_increments(const symplex_tree *tree, workspace *w)
+{
+    const int64_t nq = tree->nq;
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b, P = tree->dof_parent[k[0]] < 0 ? nq : tree->dof_parent[k[0]];
+        double place[9], P2[9], A2[9], RF[9], Phi[9], inv[9];
+        double *cw = w->cw + 3 * b, *Jb = w->Jb + 9 * b, *dw = w->dw + 9 * b;
+        rot_of(tree->dof_placement + 16 * k[0], place);
+        rot_of(w->world2 + 16 * P, P2);
+        mat3_mul(P2, place, A2);
+        rot_of(w->world2 + 16 * k[2], RF);
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+                Phi[3 * i + j] = A2[i] * RF[j] + A2[3 + i] * RF[3 + j] + A2[6 + i] * RF[6 + j];
+                Jb[3 * i + j] = RF[i] * w->S2[6 * k[j]] + RF[3 + i] * w->S2[6 * k[j] + 1] + RF[6 + i] * w->S2[6 * k[j] + 2];
+            }
+        const double s = 2.0 / (1.0 + Phi[0] + Phi[4] + Phi[8]);
+        cw[0] = s * (Phi[7] - Phi[5]);
+        cw[1] = s * (Phi[2] - Phi[6]);
+        cw[2] = s * (Phi[3] - Phi[1]);
+        const double W[9] = {0.0, -cw[2], cw[1], cw[2], 0.0, -cw[0], -cw[1], cw[0], 0.0};
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) inv[3 * i + j] = (i == j ? 1.0 : 0.0) + 0.5 * W[3 * i + j] + 0.25 * cw[i] * cw[j];
+        mat3_mul(inv, Jb, dw);
+    }
+}
+
 /* The Lie group rows of every ball chart (tree/lie_rows.py, formulas in its docstring), at the midpoint
  * terms in w and the pose at q2 (w->world2, w->S2); q1 = 0 on the chart coordinates.
  * outputs: F (nq,) residual by coordinate (written at the chart coordinates only);
@@ -481,7 +516,8 @@ static void ball_rows(const symplex_tree *tree, double dt, workspace *w, const d
             for (int j = 0; j < 3; ++j) {
                 const double *Ycj = w->Yc + 18 * k[j];
                 double value = 2.0 * (dot6(Etdot + 6 * i, Ycj) + dot6(Et + 6 * i, Ycj + 6)) + dot6(Et + 6 * i, Ycj + 12);
-                value -= 0.5 * (tree->dof_damping[k[j]] + tree->dof_motor_gain[k[j]]) * JL[3 * j + i];
+                for (int r = 0; r < 3; ++r)  // J_L^T d(dt/2 f_c(w / dt))/dpsi: damping and servo
+                    value -= 0.5 * JL[3 * r + i] * (tree->dof_damping[k[r]] + tree->dof_motor_gain[k[r]]) * w->dw[9 * b + 3 * r + j];
                 if (j < i) {
                     double turn[3], de[3], dE[6], t[6];
                     cross3(w2 + 3 * j, w2 + 3 * i, turn);
@@ -723,6 +759,17 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
         }
         forward_kinematics(tree, w.qm, w.world, w.S);
         first_order_terms(tree, force_vector, &w, &energy);
+        if (nrow || tree->nball) forward_kinematics(tree, q2, w.world2, w.S2);
+        if (tree->nball) {  // a chart's damping, servo and torque act at its Cayley velocity w / dt
+            chart_increments(tree, &w);
+            for (int64_t b = 0; b < tree->nball; ++b)
+                for (int i = 0; i < 3; ++i) {
+                    const int64_t k = tree->ball_dofs[3 * b + i];
+                    const double rate = w.cw[3 * b + i] / dt;
+                    w.fc[k] = -tree->dof_damping[k] * rate + tree->dof_motor_gain[k] * (tree->dof_motor_velocity[k] - rate)
+                              + torque[k];
+                }
+        }
         for (int64_t k = 0; k < nq; ++k) {
             const int64_t u = w.unknown[k];
             if (u < 0) continue;
@@ -730,7 +777,6 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             for (int64_t i = 0; i < nsel; ++i) f1 -= w.Dh1[i * nq + k] * lam[i];
             w.f[u] = f1;
         }
-        if (nrow || tree->nball) forward_kinematics(tree, q2, w.world2, w.S2);
         if (tree->nball) {  // the chart rows on the rotation group (tree/lie_rows.py): pbar, then F into f
             for (int64_t k = 0; k < nq; ++k) {
                 if (w.ball[k] < 0) continue;
@@ -794,6 +840,15 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
     }
 
     for (int64_t k = 0; k < nq; ++k) p2[k] = 0.5 * dt * (w.g[k] + w.Q[k]) + w.p[k] + 0.5 * dt * w.fc[k];
+    for (int64_t b = 0; b < tree->nball; ++b) {  // f+ on a chart: the body impulse at C2 in its coordinates
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        const double *Jb = w.Jb + 9 * b;
+        for (int i = 0; i < 3; ++i) {
+            double f = 0.0;
+            for (int j = 0; j < 3; ++j) f += Jb[3 * j + i] * 0.5 * dt * w.fc[k[j]];
+            p2[k[i]] += f - 0.5 * dt * w.fc[k[i]];
+        }
+    }
     stats[0] = energy;
     stats[1] = r1;
     stats[2] = max_abs(nrow, h2);

@@ -115,6 +115,7 @@ class DELSystem:
     kin2: Kinematics
     h2: np.ndarray
     Dh2: np.ndarray
+    increments: lie_rows.ChartIncrements | None  # the charts' step rotations (None without ball charts)
 
 
 def contact_rows(model: TreeModel, contacts: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -141,14 +142,19 @@ def del_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.n
     v = (q2 - q1) / dt
     kin_m = forward(model, 0.5 * (q1 + q2), state.charts)
     tm = terms(model, kin_m, v, state.t + 0.5 * dt, second=False)
-    f_c = nonconservative_forces(model, v, state.t + 0.5 * dt)
-    f1 = (state.p + 0.5 * dt * (tm.g + tm.Q) - tm.p + 0.5 * dt * f_c)[dyn] - G1.T @ lam
     kin2 = forward(model, q2, state.charts)
+    increments, v_forcing = None, v
+    if len(model.ball_dofs):  # a chart's damping, servo and torque act at its Cayley velocity (lie_rows.py)
+        increments = lie_rows.chart_increments(model, state.charts, kin2)
+        v_forcing = v.copy()
+        v_forcing[model.ball_dofs] = increments.w / dt
+    f_c = nonconservative_forces(model, v_forcing, state.t + 0.5 * dt)
+    f1 = (state.p + 0.5 * dt * (tm.g + tm.Q) - tm.p + 0.5 * dt * f_c)[dyn] - G1.T @ lam
     jacobian = articulated.tree_jacobian(model, tm, dt)
     if len(model.ball_dofs):  # the chart rows on the rotation group (lie_rows.py); q1 = 0 there (folded)
         at = (np.cumsum(dyn) - 1)[model.ball_dofs]
         pbar = (state.p + 0.5 * dt * f_c)[model.ball_dofs] - (G1.T @ lam)[at]
-        ball = lie_rows.ball_rows(model, state.charts, kin_m, kin2, tm, jacobian, dt, pbar)
+        ball = lie_rows.ball_rows(model, state.charts, kin_m, kin2, tm, jacobian, dt, pbar, increments)
         f1[at] = ball.F
         x, R = jacobian.x.copy(), jacobian.R.copy()
         x[model.ball_dofs], R[model.ball_dofs] = ball.x, ball.R
@@ -161,7 +167,7 @@ def del_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.n
     G2 = np.vstack([Dh2[rows][:, dyn], C])
     r1 = float(np.max(np.abs(f1))) if len(f1) else 0.0
     r2 = float(np.max(np.abs(f2))) if len(f2) else 0.0
-    return DELSystem(np.concatenate([f1, f2]), jacobian, G1, G2, r1, r2, tm, f_c, kin2, h2, Dh2)
+    return DELSystem(np.concatenate([f1, f2]), jacobian, G1, G2, r1, r2, tm, f_c, kin2, h2, Dh2, increments)
 
 
 def _failure(model: TreeModel, state: MidpointState, dt: float, iterations: int, momentum_residual: float,
@@ -392,6 +398,9 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
 
     tm, f_c = system.terms_mid, system.forcing
     p2 = 0.5 * dt * (tm.g + tm.Q) + tm.p + 0.5 * dt * f_c
+    if system.increments is not None:  # f+ on a chart: the body impulse at C2 in its coordinates at q2
+        k = model.ball_dofs
+        p2[k] += np.einsum("bji,bj->bi", system.increments.Jb, 0.5 * dt * f_c[k]) - 0.5 * dt * f_c[k]
     _fold(model, state, system.kin2, q2, p2, (q2 - state.q) / dt)
     state.Dh = system.Dh2 if not len(model.ball_dofs) else None
     state.q, state.p, state.lam, state.t = q2, p2, lam[: len(state.rows)], t2
