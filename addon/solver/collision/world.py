@@ -154,7 +154,9 @@ class CollisionWorld:
         return i[keep], j[keep]
 
     def detect(self, positions: np.ndarray, quaternions: np.ndarray, margin: float = 0.0) -> Contacts:
-        """Every contact with signed distance <= margin, as arrays (see Contacts and ContactPoint).
+        """Every contact with signed distance <= margin, as arrays (see Contacts and ContactPoint),
+        sorted by (collider_a, collider_b): the same pairs in the same numbers give the same order from
+        one configuration to the next (the points of one pair keep their detection order).
 
         positions (B, 3) and quaternions (B, 4) (w x y z) are the world poses of the body frames, in the
         order of Mechanism.bodies (as in Trajectory.poses).
@@ -175,7 +177,8 @@ class CollisionWorld:
                 parts.append(kernel(self.shapes, rot, origin, ia[sel], ib[sel], margin))
             else:
                 parts.append(convex_pairs(self.shapes, rot, origin, ia[sel], ib[sel], margin))
-        return self._to_bodies(concatenate(parts), positions, quaternions, rot)
+        batch = concatenate(parts)
+        return self._to_bodies(batch.where(np.lexsort((batch.b, batch.a))), positions, quaternions, rot)
 
     def contacts(self, positions: np.ndarray, quaternions: np.ndarray, margin: float = 0.0) -> list[ContactPoint]:
         """Every contact with signed distance <= margin (see `detect` for the arguments)."""
