@@ -4,7 +4,6 @@ solve and an unreachable key change nothing and say why, naming the key."""
 
 from __future__ import annotations
 
-import math
 
 import bpy
 import numpy as np

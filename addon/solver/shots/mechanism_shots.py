@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import time
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +50,7 @@ import scipy.sparse as sp
 
 from ..integrator import simulate
 from ..mechfile import load_mechanism, preset_path
-from ..model import Curve, Joint, Mechanism, MechanismError, Motor
+from ..model import Mechanism, MechanismError, Motor
 from ..trajectory import Trajectory
 from ..tree import constraints
 from ..tree.compile import TreeModel, compile_tree
@@ -420,7 +420,7 @@ def torque_mechanism(shot: MechanismShot, result: ShotResult) -> Mechanism:
     curves = dict(result.curves())
     for joint in shot.mechanism.joints:
         if joint.name in curves:
-            joint = Joint(**{**joint.__dict__, "motor": Motor("torque", curves[joint.name])})
+            joint = replace(joint, motor=Motor("torque", curves[joint.name]))
         joints.append(joint)
     return shot.mechanism.replace(joints=tuple(joints))
 

@@ -269,14 +269,6 @@ class TreeTranscription:
             put(r0, self.u_slice(N - 1), half_Bu)
         return c, out
 
-    def momentum_end(self, x: np.ndarray) -> np.ndarray:
-        """p_N (nq,): the discrete momentum the simulator carries after the last step."""
-        Q, U, _ = self.unpack(x)
-        last = interval_terms(self.model, self.charts, Q[-2], Q[-1], (self.steps - 1) * self.dt, self.dt)
-        Bu = np.zeros((self.nq, self.nu))
-        Bu[self.actuated, np.arange(self.nu)] = 1.0
-        return last.D2 + 0.5 * self.dt * Bu @ U[-1]
-
 
 def assemble_blocks(blocks: list[tuple[int, slice, np.ndarray]], shape: tuple[int, int]) -> sp.csr_matrix:
     """A sparse matrix from dense blocks (first row, column slice, block); overlapping blocks add."""

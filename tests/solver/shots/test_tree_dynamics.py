@@ -4,11 +4,13 @@ on a trajectory the plain simulator produced with keyed torques."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from addon.solver.integrator import simulate
-from addon.solver.model import Curve, Joint, Mechanism, MechanismError, Motor
+from addon.solver.model import Curve, MechanismError, Motor
 from addon.solver.mechfile import load_mechanism
 from addon.solver.shots.tree_dynamics import (TreeTranscription, constraint_force_dq, interval_terms,
                                               transcribe_tree)
@@ -59,7 +61,7 @@ def test_interval_slot_derivatives_match_finite_differences(seed):
 def test_slots_are_the_gradients_of_the_midpoint_discrete_lagrangian(seed):
     """Without forcing, D1 = dLd/dq1 and D2 = dLd/dq2 for Ld = dt L((q1+q2)/2, (q2-q1)/dt)."""
     mech = random_tree(seed, types=CHAIN_TYPES, forces=False)
-    mech = mech.replace(joints=tuple(j.__class__(**{**j.__dict__, "damping": 0.0}) for j in mech.joints))
+    mech = mech.replace(joints=tuple(replace(j, damping=0.0) for j in mech.joints))
     model = compile_tree(mech)
     rng = np.random.default_rng(seed + 10)
     charts = np.array(model.ball_chart0)
@@ -119,7 +121,7 @@ def test_constraints_vanish_on_a_simulated_trajectory_with_keyed_torques():
     mid = (np.arange(steps) + 0.5) * dt
     torque = 2.0 * np.sin(3.0 * mid)
     hinge = mech.joints[1]
-    keyed = Joint(**{**hinge.__dict__, "motor": Motor("torque", Curve(tuple(mid), tuple(torque)))})
+    keyed = replace(hinge, motor=Motor("torque", Curve(tuple(mid), tuple(torque))))
     mech = mech.replace(joints=(mech.joints[0], keyed))
     traj = simulate(mech, dt, steps)
     assert traj.status == "finished"
