@@ -7,7 +7,7 @@ its dimensions (dx, dy, dz, scale included). The collider follows:
   CAPSULE      capsule along local Z, radius max(dx, dy) / 2, half length max(dz / 2 - radius, 0)
   CYLINDER     cylinder along local Z, radius max(dx, dy) / 2, half length dz / 2
   CONE         hull of a 24-sided base disc at -dz/2 (radius max(dx, dy) / 2) and the apex at +dz/2
-  CONVEX_HULL  hull of the mesh vertices (scale included)
+  CONVEX_HULL  hull of the mesh vertices (scale included; only the hull's corners are kept)
   MESH         the same hull, with a warning (concave meshes are not simulated as such)
   COMPOUND     refused (the error names the object)
 A passive (or disabled) object is a collider of the world, fixed at its start-frame pose. A flat
@@ -25,6 +25,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ..solver.lie import frame_from_axis, matrix_to_quat, quat_to_matrix
+from ..solver.collision.shapes import convex_hull
 from ..solver.model import WORLD, Collider
 from . import reference
 
@@ -125,7 +126,8 @@ def object_collider(obj: bpy.types.Object, matrix: Matrix, to_body: np.ndarray, 
     elif shape in ("CONVEX_HULL", "MESH"):
         if shape == "MESH":
             warnings.append(f"{what}: collision shape Mesh is simulated as the mesh's convex hull")
-        collider = Collider(name, name, "hull", (), vertices=tuple(_tuple(p) for p in points), friction=friction)
+        extreme = convex_hull(points).vertices  # only the hull's corners are kept
+        collider = Collider(name, name, "hull", (), vertices=tuple(_tuple(p) for p in extreme), friction=friction)
     else:
         errors.append(f"{what}: collision shape {shape.title()} is not supported; use Box, Sphere, Capsule, "
                       "Cylinder, Cone, Convex Hull or Mesh")

@@ -162,3 +162,18 @@ def test_maximal_bake_drops_the_cube_onto_the_plane_and_it_rests():
     assert abs(heights[5] - (0.4 - 0.5 * 9.81 * 0.2**2)) < 1e-5, heights[5]
     assert np.all(np.abs(heights[-25:]) < 1e-3), heights[-25:]
 
+
+
+def test_convex_hull_keeps_only_the_corners_of_a_dense_mesh():
+    """A subdivided box (corners, edge and face points) reads as the hull of its 8 corners."""
+    scene = new_scene("dense")
+    coll = bpy.data.collections.new(f"{scene.name} bodies")
+    scene.collection.children.link(coll)
+    obj = box_object(scene, coll, f"{scene.name} dense", (0.4, 0.2, 1.0), (0.0, 0.0, 1.0))
+    grid = [(x, y, z) for x in (-0.2, 0.0, 0.2) for y in (-0.1, 0.0, 0.1) for z in (-0.5, 0.0, 0.5)]
+    obj.data.clear_geometry()
+    obj.data.from_pydata(grid, [], [])
+    obj.rigid_body.collision_shape = "CONVEX_HULL"
+    add_setup(scene, "dense", "RIGID_BODIES", collection=coll).method = "maximal"
+    (hull,) = read_scene(scene, "dense").mechanism.colliders
+    assert len(hull.vertices) == 8 and np.allclose(np.abs(hull.vertices), [0.2, 0.1, 0.5])
