@@ -35,7 +35,7 @@ CLOSED_CHAINS = ("closed_chain_device", "four_bar", "scissor_lift", "slider_cran
 
 def _steps_for(nq: int, quick: bool) -> int:
     budget = 200 if quick else 600
-    return max(10, min(budget, int(budget * 20 / max(nq, 20))))
+    return max(50 if quick else 100, min(budget, int(budget * 20 / max(nq, 20))))
 
 
 def time_symplex(mech: Mechanism, steps: int) -> dict:
