@@ -37,18 +37,30 @@ from ..vehicles.spec import VehicleStepError
 from .transcription import Channel, StageDynamics
 
 
-def rotation(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """R(q) (K, 3, 3) = (w^2 - |v|^2) I + 2 v v^T + 2 w hat(v) and dR/dq (K, 3, 3, 4)."""
+def _rotation_direct(q: np.ndarray) -> np.ndarray:
     w, v = q[:, 0], q[:, 1:]
-    eye = np.eye(3)
-    R = (w * w - np.sum(v * v, 1))[:, None, None] * eye + 2 * v[:, :, None] * v[:, None, :] + 2 * w[:, None, None] * hat(v)
-    dR = np.empty(q.shape[:1] + (3, 3, 4))
-    dR[..., 0] = 2 * w[:, None, None] * eye + 2 * hat(v)
-    for i in range(3):
-        e = eye[i]
-        dR[..., i + 1] = (-2 * v[:, i, None, None] * eye + 2 * (e[None, :, None] * v[:, None, :] + v[:, :, None] * e[None, None, :])
-                          + 2 * w[:, None, None] * hat(e)[None])
-    return R, dR
+    return ((w * w - np.sum(v * v, 1))[:, None, None] * np.eye(3) + 2 * v[:, :, None] * v[:, None, :]
+            + 2 * w[:, None, None] * hat(v))
+
+
+def _quadratic_form() -> np.ndarray:
+    """T (3, 3, 4, 4) symmetric in its last two axes with R(q)_ij = T_ijab q_a q_b (by polarisation)."""
+    E = np.eye(4)
+    T = np.empty((3, 3, 4, 4))
+    for a in range(4):
+        for b in range(4):
+            T[:, :, a, b] = 0.5 * (_rotation_direct((E[a] + E[b])[None])[0] - _rotation_direct(E[a][None])[0]
+                                   - _rotation_direct(E[b][None])[0]) if a != b else _rotation_direct(E[a][None])[0]
+    return T
+
+
+_T = _quadratic_form()
+
+
+def rotation(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """R(q) (K, 3, 3) = (w^2 - |v|^2) I + 2 v v^T + 2 w hat(v) (a quadratic form in q) and dR/dq (K, 3, 3, 4)."""
+    dR = 2 * np.einsum("ijab,kb->kija", _T, q)
+    return 0.5 * np.einsum("kija,ka->kij", dR, q), dR
 
 
 def left(q: np.ndarray) -> np.ndarray:

@@ -186,6 +186,28 @@ def _fraction_to_boundary(x, dx, lo, up, tau) -> float:
     return alpha
 
 
+def _permutation_parity(perm: np.ndarray) -> int:
+    """0 for an even permutation, 1 for an odd one (n minus the number of cycles, mod 2)."""
+    seen = np.zeros(len(perm), bool)
+    cycles = 0
+    for i in range(len(perm)):
+        if not seen[i]:
+            cycles += 1
+            j = i
+            while not seen[j]:
+                seen[j] = True
+                j = perm[j]
+    return (len(perm) - cycles) % 2
+
+
+def _negative_parity(lu) -> int:
+    """Parity of the number of negative eigenvalues of the factorised symmetric matrix: the sign of its
+    determinant, sign(det Pr) sign(det Pc) prod sign(U_ii) (L has a unit diagonal). An inertia of (n, m, 0)
+    needs parity m mod 2; a mismatch proves wrong inertia (a match does not prove the right one)."""
+    negatives = int(np.sum(lu.U.diagonal() < 0))
+    return (negatives + _permutation_parity(lu.perm_r) + _permutation_parity(lu.perm_c)) % 2
+
+
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
     """Waechter-Biegler filter acceptance of a trial point: '' (reject), 'f' (Armijo on the barrier objective
     under the switching condition) or 'h' (enough progress in violation or objective; the filter grows)."""
@@ -292,7 +314,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             dz = sol[:nz]
             if not np.all(np.isfinite(sol)):
                 lu = None
-            elif dz @ (W @ dz) + dw * (dz @ dz) >= 1e-10 * (dz @ dz):
+            elif (dz @ (W @ dz) + dw * (dz @ dz) >= 1e-10 * (dz @ dz)
+                  and _negative_parity(lu) == P.m % 2):
                 break
             dw = (max(1e-4, dw_last / 3) if dw_last else 1e-4) if dw == 0 else (8 if dw_last else 100) * dw
             if dw > 1e40:

@@ -366,10 +366,13 @@ class Transcription:
                 dist = _at_height(dist, float(ob.position[2]))
 
             def fn(S, dist=dist):
-                d, g = zip(*(dist(dyn.body_point(S, c)[0]) for c in spheres[:, :3]))
-                dp = [dyn.body_point(S, c)[1] for c in spheres[:, :3]]
-                return (np.stack(d, 1),
-                        np.stack([np.einsum("ki,kij->kj", gi, dpi) for gi, dpi in zip(g, dp)], 1))
+                d, dd = [], []
+                for c in spheres[:, :3]:
+                    p, dp = dyn.body_point(S, c)
+                    di, gi = dist(p)
+                    d.append(di)
+                    dd.append(np.einsum("ki,kij->kj", gi, dp))
+                return np.stack(d, 1), np.stack(dd, 1)
             need = np.tile(spheres[:, 3] + ob.clearance, (len(steps), 1))
             self._node_block(steps, fn, need, np.full(need.shape, np.inf),
                              [f"{ob.name} at step {k}" for k in steps], ("obstacle", ob))
