@@ -35,6 +35,7 @@ from addon.solver.maximal.graph import crystal, ladder, loop_chain, net, split_l
 from addon.solver.mechfile import load_mechanism, preset_path
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 from addon.solver.trajectory import SolverError
+from addon.solver.tree.compile import _joint_rotation
 from benchmarks.run import _describe
 
 DT = 0.01
@@ -156,7 +157,10 @@ def mujoco_model(mech: Mechanism, integrator: str = "Euler"):
 
 
 def mujoco_start(model, mech: Mechanism):
-    """MjData at the Mechanism's initial joint coordinates (hinge, slide, ball rotation vector) and rates."""
+    """MjData at the Mechanism's initial joint coordinates (hinge, slide, ball rotation vector) and rates
+    (hinge and slide; ball joints must start at rest). Checked: 0.5 s of a 5-link revolute chain, a
+    5-link ball chain and 3 four-link loops put every body origin within 6e-6, 1.2e-4 and 1.6e-3 m of
+    the tree method's (MuJoCo RK4; the loops' gap is MuJoCo's soft `connect`)."""
     import mujoco
 
     data = mujoco.MjData(model)
@@ -165,12 +169,13 @@ def mujoco_start(model, mech: Mechanism):
         if jid < 0 or not joint.q0:
             continue
         qa, va = model.jnt_qposadr[jid], model.jnt_dofadr[jid]
-        if joint.type == "ball":
-            rv = np.array(joint.q0, float)
+        if joint.type == "ball":  # Symplex's rotation vector is in the joint frame (z = axis)
+            rv = _joint_rotation(joint) @ np.array(joint.q0, float)
             angle = np.linalg.norm(rv)
             axis = rv / angle if angle > 0 else rv
             data.qpos[qa:qa + 4] = [math.cos(angle / 2), *(math.sin(angle / 2) * axis)]
-            data.qvel[va:va + 3] = joint.v0 or (0.0, 0.0, 0.0)
+            if any(joint.v0 or ()):
+                raise ValueError(f"mujoco_start: ball joint {joint.name!r} starts moving; rates not translated")
         else:
             data.qpos[qa] = joint.q0[0]
             data.qvel[va] = joint.v0[0] if joint.v0 else 0.0
