@@ -11,17 +11,20 @@ bounds, so the equalities are c_E(x) - c_lower = 0 and c_I(x) - s = 0 and every 
 
     [[H + Sigma + dw I, A^T], [A, -dc I]] [dz; lambda+] = -[grad phi_mu; c]
 
-by sparse LU (scipy splu) of the symmetric KKT matrix; the Hessian shift dw grows until the step has
-positive curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016, since
-splu reports no inertia). Steps stop at a fraction tau = max(0.99, 1 - mu) of the distance to the bounds
-and are accepted by Armijo backtracking on the l1 merit phi_mu + nu |c|_1 with one second-order
-correction against the Maratos effect. The barrier parameter falls superlinearly (mu <- min(0.2 mu,
-mu^1.5)) once the barrier problem is solved to 10 mu. Objective and rows are scaled by
-min(1, 100 / |gradient|_inf) at the start point, IPOPT's gradient scaling.
+by sparse LU (scipy splu) of the symmetric KKT matrix. splu reports no inertia, so the Hessian shift dw
+grows until two necessary conditions hold: the sign of det K (from the LU diagonal and the permutation
+parities) says the number of negative eigenvalues has the parity of m, and the step has positive
+curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016). Steps stop at a
+fraction tau = max(0.99, 1 - mu) of the distance to the bounds and are accepted by IPOPT's filter line
+search (switching condition, Armijo on the barrier objective, up to four second-order corrections). The
+barrier parameter falls superlinearly (mu <- min(0.2 mu, mu^1.5)) once the barrier problem is solved to
+10 mu. Objective and rows are scaled by min(1, 100 / |gradient|_inf) at the start point (IPOPT's gradient
+scaling). There is no restoration phase: when eight line searches in a row fail, the solve stops.
 
 Converged ("solved") when the scaled dual infeasibility and complementarity are below `tol` and every
-constraint row is met to `constraint_tol` (absolute, unscaled). "infeasible" when the line search stalls
-while the constraints are still violated (a local minimum of infeasibility).
+constraint row is met to `constraint_tol` (absolute, unscaled), or, IPOPT's "acceptable" level, when the
+line search cannot improve a feasible point whose dual infeasibility is below 1000 tol. "infeasible" when
+the line search stalls while the constraints are still violated (a local minimum of infeasibility).
 """
 
 from __future__ import annotations
