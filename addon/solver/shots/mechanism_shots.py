@@ -262,12 +262,12 @@ def _nlp(P: _Problem) -> NLP:
 
 
 def _step_of(tx: TreeTranscription, index: np.ndarray) -> np.ndarray:
-    """Time step of each unknown (q_k: k; u_k, lam_k: k; -1 never happens)."""
+    """Time step of each unknown (q_k, u_k, lam_k: k; the rest multipliers mu: N)."""
     N, nq, nu, nr = tx.steps, tx.nq, tx.nu, tx.nr
     index = np.asarray(index)
     return np.where(index < N * nq, index // nq + 1,
                     np.where(index < N * (nq + nu), (index - N * nq) // max(nu, 1),
-                             (index - N * (nq + nu)) // max(nr, 1)))
+                             np.where(index < tx.mu_slice.start, (index - N * (nq + nu)) // max(nr, 1), N)))
 
 
 def _colors(tx: TreeTranscription) -> list[np.ndarray]:
@@ -275,7 +275,8 @@ def _colors(tx: TreeTranscription) -> list[np.ndarray]:
 
     The Lagrangian is a sum of terms in (q_k, q_k+1, u_k) per interval and in (q_k, lam_k) or q_k per
     step, so column j's nonzero rows lie within one step of j's step; steps 3 apart never share a row.
-    Controls enter linearly (their Hessian is the effort's diagonal, added exactly), so they are skipped.
+    Controls enter linearly (their Hessian is the effort's diagonal, added exactly), so they are skipped;
+    each rest multiplier (coupled to q_N only) is a group of its own.
     """
     N, nq, nr = tx.steps, tx.nq, tx.nr
     groups = []
@@ -284,6 +285,7 @@ def _colors(tx: TreeTranscription) -> list[np.ndarray]:
             groups.append(np.array([tx.q_slice(k).start + i for k in range(1, N + 1) if k % 3 == r]))
         for i in range(nr):
             groups.append(np.array([tx.lam_slice(k).start + i for k in range(N) if k % 3 == r]))
+    groups += [np.array([j]) for j in range(tx.mu_slice.start, tx.mu_slice.stop)]
     return [g for g in groups if len(g)]
 
 

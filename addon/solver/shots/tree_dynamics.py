@@ -135,8 +135,8 @@ def check_supported(model: TreeModel, where: str) -> None:
 class TreeTranscription:
     """The DMOC constraints of one shot on a tree model.
 
-    Unknowns x = [q_1 .. q_N (N, nq), u_0 .. u_N-1 (N, nu), lam_0 .. lam_N-1 (N, nrow)], flattened in that
-    order. actuated (nu,): the coordinates the controls drive (u_k acts on interval k, at its midpoint).
+    Unknowns x = [q_1 .. q_N (N, nq), u_0 .. u_N-1 (N, nu), lam_0 .. lam_N-1 (N, nrow), mu (nrow when a closed
+    chain ends at rest)], flattened in that order. actuated (nu,): the coordinates the controls drive (u_k acts on interval k, at its midpoint).
     q0, p0 (nq,): the assembled start and its momentum; rows: the kept (independent) loop rows.
     """
 
@@ -165,7 +165,17 @@ class TreeTranscription:
 
     @property
     def n(self) -> int:
-        return self.steps * (self.nq + self.nu + self.nr)
+        return self.steps * (self.nq + self.nu + self.nr) + self.n_rest
+
+    @property
+    def n_rest(self) -> int:
+        """Multipliers mu of the rest rows of a closed chain (the momentum at rest is a constraint force)."""
+        return self.nr if self.rest_at_end else 0
+
+    @property
+    def mu_slice(self) -> slice:
+        start = self.steps * (self.nq + self.nu + self.nr)
+        return slice(start, start + self.n_rest)
 
     def q_slice(self, k: int) -> slice:
         """Where q_k (k >= 1) sits in x."""
@@ -184,13 +194,14 @@ class TreeTranscription:
         N, nq, nu = self.steps, self.nq, self.nu
         Q = np.vstack([self.q0[None, :], x[: N * nq].reshape(N, nq)])
         U = x[N * nq: N * (nq + nu)].reshape(N, nu)
-        Lam = x[N * (nq + nu):].reshape(N, self.nr)
+        Lam = x[N * (nq + nu): N * (nq + nu + self.nr)].reshape(N, self.nr)
         return Q, U, Lam
 
     def pack(self, Q: np.ndarray, U: np.ndarray, Lam: np.ndarray | None = None) -> np.ndarray:
         """x from Q (N+1, nq) (row 0 ignored), U (N, nu), Lam (N, nrow) (zeros when None)."""
         Lam = np.zeros((self.steps, self.nr)) if Lam is None else Lam
-        return np.concatenate([np.asarray(Q)[1:].ravel(), np.asarray(U).ravel(), np.asarray(Lam).ravel()])
+        return np.concatenate([np.asarray(Q)[1:].ravel(), np.asarray(U).ravel(), np.asarray(Lam).ravel(),
+                               np.zeros(self.n_rest)])
 
     @property
     def m(self) -> int:
@@ -263,9 +274,19 @@ class TreeTranscription:
         if self.rest_at_end:
             r0 = N * (nq + nr)
             last = intervals[-1]
-            c[r0:] = last.D2 + half_Bu @ U[-1]
+            rest = last.D2 + half_Bu @ U[-1]
+            rest_q = last.D2_q2
+            if nr:  # at rest the momentum may only push against the loop constraints: p_N = Dh(q_N)^T mu
+                mu = x[self.mu_slice]
+                kin = forward(model, Q[N], self.charts)
+                Dh = constraints.evaluate(model, kin)[1][self.rows]
+                rest = rest - Dh.T @ mu
+                put(r0, self.mu_slice, -Dh.T)
+                if jacobian:
+                    rest_q = rest_q - constraint_force_dq(model, kin, mu, self.rows)
+            c[r0:] = rest
             put(r0, qcol[N - 1], last.D2_q1)
-            put(r0, qcol[N], last.D2_q2)
+            put(r0, qcol[N], rest_q)
             put(r0, self.u_slice(N - 1), half_Bu)
         return c, out
 
