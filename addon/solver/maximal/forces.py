@@ -94,10 +94,10 @@ def coordinates(js: JointSet, fs: ForceSet, fr: JointFrames, x: np.ndarray, q: n
 
 def scatter(n_bodies: int, a: np.ndarray, b: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Sum rows (n, 12) over (a | b) body columns into per-body 6-vectors (B, 6); world (B) dropped."""
-    out = np.zeros((n_bodies + 1, 6))
-    np.add.at(out, a, rows[:, :6])
-    np.add.at(out, b, rows[:, 6:])
-    return out[:n_bodies]
+    six = np.arange(6)
+    index = np.concatenate([(6 * a[:, None] + six).ravel(), (6 * b[:, None] + six).ravel()])
+    weights = np.concatenate([rows[:, :6].ravel(), rows[:, 6:].ravel()])
+    return np.bincount(index, weights, minlength=6 * (n_bodies + 1))[:6 * n_bodies].reshape(n_bodies, 6)
 
 
 def knot_wrench(mech_gravity: np.ndarray, mass: np.ndarray, fs: ForceSet, R: np.ndarray,

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse
 import scipy.sparse.linalg
 
 from . import baraff
@@ -57,22 +58,48 @@ class NewtonMatrix:
     E: np.ndarray
 
     def multiply(self, u: np.ndarray) -> np.ndarray:
-        """A u for u = [zdot (6B); multipliers (R)]."""
+        """A u for u = [zdot (6B); multipliers (R)] (one sparse product; the matrix is assembled once)."""
+        if getattr(self, "_csr", None) is None:
+            self._csr = self._assemble()
+        return self._csr @ u
+
+    def _assemble(self) -> scipy.sparse.csr_matrix:
         nb = len(self.D)
-        z = u[:6 * nb].reshape(nb, 6)
-        mu = u[6 * nb:]
         rows = self.rows
-        out_b = np.einsum("bij,bj->bi", self.D, z)
+        R = len(rows.a)
+        n = 6 * nb + R
+        six = np.arange(6)
+        i_parts, j_parts, v_parts = [], [], []
+
+        def blocks(r0: np.ndarray, c0: np.ndarray, values: np.ndarray) -> None:
+            """Dense 6x6 blocks at row/col block offsets r0, c0 (body indices times 6)."""
+            i_parts.append((r0[:, None, None] + six[None, :, None] + 0 * six[None, None, :]).ravel())
+            j_parts.append((c0[:, None, None] + 0 * six[None, :, None] + six[None, None, :]).ravel())
+            v_parts.append(values.ravel())
+
+        body = np.arange(nb)
+        blocks(6 * body, 6 * body, self.D)
         ia, ib, K = self.coupling
         if len(ia):
-            np.add.at(out_b, ia, np.einsum("pij,pj->pi", K, z[ib]))
-        out_r = np.zeros(len(mu))
-        out_r[self.n_primary:] = self.E @ mu[self.n_primary:]
-        for body, Gs, Cs in ((rows.a, rows.Ga, rows.Ca), (rows.b, rows.Gb, rows.Cb)):
-            has = body >= 0
-            np.add.at(out_b, body[has], Gs[has] * mu[has, None])
-            out_r[has] += np.einsum("ri,ri->r", Cs[has], z[body[has]])
-        return np.concatenate([out_b.ravel(), out_r])
+            blocks(6 * ia, 6 * ib, K)
+        r = np.arange(R)
+        for b, G, C in ((rows.a, rows.Ga, rows.Ca), (rows.b, rows.Gb, rows.Cb)):
+            has = b >= 0
+            cols = 6 * b[has][:, None] + six
+            i_parts += [cols.ravel(), np.repeat(6 * nb + r[has], 6)]
+            j_parts += [np.repeat(6 * nb + r[has], 6), cols.ravel()]
+            v_parts += [G[has].ravel(), C[has].ravel()]
+        k = len(self.E)
+        if k:
+            aux = 6 * nb + self.n_primary + np.arange(k)
+            i_parts.append(np.repeat(aux, k))
+            j_parts.append(np.tile(aux, k))
+            v_parts.append(self.E.ravel())
+        return scipy.sparse.csr_matrix((np.concatenate(v_parts), (np.concatenate(i_parts), np.concatenate(j_parts))),
+                                       shape=(n, n))
+
+
+SLOW_SWEEP = 0.2  # defect correction hands over to GMRES when a sweep shrinks the defect less than this
 
 
 class LinearSolver:
@@ -88,6 +115,7 @@ class LinearSolver:
         self.order: TreeOrder = order_tree(n_bodies, [bodies for _, bodies in primary])
         self.fac: baraff.Factor | None = None
         self.sweeps = 0
+        self.defect = 0.0
 
     def factor(self, A: NewtonMatrix) -> None:
         """Factor P = sym(A) restricted to bodies and primary rows, and its bordered auxiliary rows."""
@@ -153,8 +181,9 @@ class LinearSolver:
             size = np.max(np.abs(defect))
             if size >= best:
                 break
+            slow = size > SLOW_SWEEP * best
             best, best_u = size, u
-            if size <= rtol * scale:
+            if size <= rtol * scale or slow:  # slow contraction: GMRES does better
                 break
             u = u + self.precondition(defect)
         self.sweeps = sweep + 1

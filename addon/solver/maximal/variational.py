@@ -36,6 +36,7 @@ from .joints import ANGLE, JointSet, frames, generic_rows, joint_set, row_target
 from .linear import LinearSolver, NewtonMatrix, RowBlocks
 
 MAX_ITERATIONS = 60
+LINE_SEARCH_HALVINGS = 8
 STALL_STEPS = 8  # interior-point steps shorter than 0.05 in a row before interior_point.restart()
 
 
@@ -96,7 +97,7 @@ class MaximalState:
     startup: bool = True
     aux_active: np.ndarray | None = None
     solver: LinearSolver | None = None
-    ip: object | None = None  # interior_point.InequalityState when the model has inequalities
+    acceleration_guess: np.ndarray | float = 0.0  # last step's velocity change: Newton starts from v + this
     step_index: int = 0
     sweeps: list[int] = field(default_factory=list)
 
@@ -269,17 +270,24 @@ def _select_rows(model: MaximalModel, solver: LinearSolver, matrix: NewtonMatrix
     return keep
 
 
+def _merit(ev: Evaluation) -> float:
+    return float(np.linalg.norm(ev.body_residual)) + float(np.linalg.norm(ev.row_residual)) \
+        + float(np.linalg.norm(ev.ip_residual))
+
+
 def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol: float, ip):
     """Newton iterations of one step from the previous velocities; returns (converged, V, lam, the last
-    evaluation, iterations + 1)."""
+    evaluation, iterations + 1). Without inequalities the step is globalised by halving it until the
+    residual norm decreases (as the reference code's line search); with them the fraction-to-the-
+    boundary rule already shortens it."""
     nb = model.bodies.count
     active = state.aux_active
-    V = np.concatenate([state.v, state.w], axis=1)
+    V = np.concatenate([state.v, state.w], axis=1) + state.acceleration_guess
     lam = state.lam.copy()
     change = np.inf
     short_steps = 0
+    ev = evaluate(model, state, knot, V, lam, active, dt, ip)
     for iteration in range(1, MAX_ITERATIONS + 1):
-        ev = evaluate(model, state, knot, V, lam, active, dt, ip)
         gap = np.max(np.abs(ev.row_residual), initial=0.0) * dt
         if gap <= tol and change <= tol and (ip is None or ip.converged(ev.ip_h, tol)):
             return True, V, lam, ev, iteration
@@ -297,13 +305,24 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol
         spin = np.max(np.linalg.norm(V[:, 3:] + alpha * dV[:, 3:], axis=1), initial=0.0) * dt
         if spin > 1.0:  # keep |omega| dt <= 1 (the update (13) needs < 2; the reference code stops at 1)
             alpha *= 1.0 / spin
-        V = V + alpha * dV
-        lam[active] -= alpha * dmu
-        if ip is not None:
+        if ip is None:
+            merit = _merit(ev)
+            for _ in range(LINE_SEARCH_HALVINGS):
+                trial_lam = lam.copy()
+                trial_lam[active] -= alpha * dmu
+                trial = evaluate(model, state, knot, V + alpha * dV, trial_lam, active, dt)
+                if _merit(trial) <= (1.0 - 1e-4 * alpha) * merit:
+                    break
+                alpha *= 0.5
+            V, lam, ev = V + alpha * dV, trial_lam, trial
+        else:
+            V = V + alpha * dV
+            lam[active] -= alpha * dmu
             ip.update(alpha, dpair, ds)
             short_steps = short_steps + 1 if alpha < 0.05 else 0
             if short_steps >= STALL_STEPS and ip.restart():  # jammed against the boundary
                 short_steps = 0
+            ev = evaluate(model, state, knot, V, lam, active, dt, ip)
         change = np.max(np.abs(alpha * dV)) * dt
     return False, V, lam, ev, MAX_ITERATIONS + 1
 
@@ -350,6 +369,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
     state.row_winding = state.row_winding.copy()
     state.row_winding[rows[js.row_kind[rows] == ANGLE]] = ev.row_winding2
     state.coord_winding = ev.coord_winding2
+    state.acceleration_guess = 0.0 if state.startup or ip is not None else V - np.concatenate([state.v, state.w], axis=1)
     state.x, state.q, state.v, state.w = ev.x2, ev.q2, v.copy(), w.copy()
     state.coord_rate = ev.rate
     state.lam = lam
