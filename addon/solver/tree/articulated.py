@@ -132,16 +132,29 @@ def dense(model: TreeModel, tj: TreeJacobian) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Factor:
-    """Leaves-to-root elimination of J11: per node (nodes()), members, its pivot block D (s, s), the gain X
-    (s, 12) and the hand-up c (18, s); plus U, R and the unknown mask it used."""
+    """Leaves-to-root elimination of J11: per node (nodes()), members, the inverse of its pivot block
+    Dinv (s, s), the gain X (s, 12) and the hand-up c (18, s); plus U, R and the unknown mask it used."""
 
     members: list[np.ndarray]
-    D: list[np.ndarray]
+    Dinv: list[np.ndarray]
     X: list[np.ndarray]
     c: list[np.ndarray]
     U: np.ndarray
     R: np.ndarray
     unknown: np.ndarray
+
+
+def _inverse(D: np.ndarray) -> np.ndarray | None:
+    """Inverse of a 1 x 1 or 3 x 3 pivot block (adjugate / determinant: np.linalg costs far more at these
+    sizes); None when it is singular or not finite."""
+    if len(D) == 1:
+        det, inv = D[0, 0], np.ones((1, 1))
+    else:
+        adj = cross(D[[1, 2, 0]], D[[2, 0, 1]])  # rows r1 x r2, r2 x r0, r0 x r1
+        det, inv = float(D[0] @ adj[0]), adj.T
+    if det == 0.0 or not np.isfinite(det):
+        return None
+    return inv / det
 
 
 def factor(model: TreeModel, tj: TreeJacobian, unknown: np.ndarray) -> Factor | None:
@@ -153,7 +166,7 @@ def factor(model: TreeModel, tj: TreeJacobian, unknown: np.ndarray) -> Factor | 
     Obar = np.zeros((model.nq, 18, 12))
     members = nodes(model)
     block_of = {int(k[0]): b for b, k in enumerate(model.ball_dofs)}
-    D, X, c = [None] * len(members), [None] * len(members), [None] * len(members)
+    Dinv, X, c = [None] * len(members), [None] * len(members), [None] * len(members)
     for n in range(len(members) - 1, -1, -1):
         m = members[n]
         Omega = Obar[m[-1]]
@@ -162,19 +175,16 @@ def factor(model: TreeModel, tj: TreeJacobian, unknown: np.ndarray) -> Factor | 
             d = tj.blocks[block_of[int(m[0])]] if s == 3 else tj.d[m][:, None]
             OU = Omega @ tj.U[m].T
             RO = tj.R[m] @ Omega
-            D[n] = d + tj.R[m] @ OU
-            try:
-                X[n] = -np.linalg.solve(D[n], tj.x[m] + RO)
-            except np.linalg.LinAlgError:
+            Dinv[n] = _inverse(d + tj.R[m] @ OU)
+            if Dinv[n] is None:
                 return None
-            if not np.all(np.isfinite(X[n])):
-                return None
+            X[n] = -Dinv[n] @ (tj.x[m] + RO)
             c[n] = tj.Yc[m].T + OU
             Omega = Omega + c[n] @ X[n]
             OPS["flops"] += 18 * 12 * s + 18 * s * s + 18 * 12 * s + 12 * s * s + 18 * 12 * s
         if parent[m[0]] >= 0:
             Obar[parent[m[0]]] += Omega
-    return Factor(members, D, X, c, tj.U, tj.R, unknown)
+    return Factor(members, Dinv, X, c, tj.U, tj.R, unknown)
 
 
 def solve(model: TreeModel, fac: Factor, r: np.ndarray) -> np.ndarray:
@@ -188,7 +198,7 @@ def solve(model: TreeModel, fac: Factor, r: np.ndarray) -> np.ndarray:
         omega = obar[m[-1]]
         if fac.unknown[m[0]]:
             s = len(m)
-            xi[n] = np.linalg.solve(fac.D[n], r[m] - fac.R[m] @ omega)
+            xi[n] = fac.Dinv[n] @ (r[m] - fac.R[m] @ omega)
             omega = omega + fac.c[n] @ xi[n]
             OPS["flops"] += (18 * s + s * s + 18 * s) * width
         if parent[m[0]] >= 0:
