@@ -62,10 +62,12 @@ int64_t symplex_midpoint_scratch_size(int64_t nq, int64_t nbody, int64_t nforce,
  * tree/articulated.py), on f1 = p1 + dt/2 (g + Q + f_c) - p - Dh(q1)^T lam = 0 (dynamic coordinates),
  * (the rows of each ball chart's coordinates are the Lie group rows of tree/lie_rows.py, which need
  * q1 = 0 there), f2 = h(q2)[rows] = 0, all at qm = (q1 + q2)/2, v = (q2 - q1)/dt; stops when max|f1| <= tol * max(1,
- * max|p1|) and max|f2| <= tol. f_c = -damping v + gain (motor_velocity - v) + torque.
+ * max|p1|) and max|f2| <= tol. f_c = -damping v + gain (motor_velocity - v) + torque, where a ball chart's
+ * v is its Cayley velocity w / dt (Phi(psi) = cay(w), tree/lie_rows.py chart_increments).
  * outputs: q2 (nq,) in: the guess, prescribed entries set to their values at t2; out: the last iterate.
  *          lam (nsel,) in: the guess; out: the last iterate.
- *          p2 (nq,) = dt/2 (g + Q + f_c) + p at the last midpoint (all coordinates).
+ *          p2 (nq,) = dt/2 (g + Q + f_c) + p at the last midpoint (all coordinates; on a chart the f_c part
+ *          is Jb^T dt/2 f_c, the body impulse at q2 in chart coordinates).
  *          h2 (nrow,) every loop row at q2.
  *          stats (4,) = midpoint kinetic + potential energy, max|f1|, max|h2|, multiply-adds spent in the
  *          Newton directions (O(nq) each: tree elimination + one tree solve per right-hand side + Schur rows,
