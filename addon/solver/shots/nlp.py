@@ -190,17 +190,15 @@ def _fraction_to_boundary(x, dx, lo, up, tau) -> float:
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
-    """0 for an even permutation, 1 for an odd one (n minus the number of cycles, mod 2)."""
-    seen = np.zeros(len(perm), bool)
-    cycles = 0
-    for i in range(len(perm)):
-        if not seen[i]:
-            cycles += 1
-            j = i
-            while not seen[j]:
-                seen[j] = True
-                j = perm[j]
-    return (len(perm) - cycles) % 2
+    """0 for an even permutation, 1 for an odd one: (n - number of cycles) mod 2. Each element learns the
+    smallest index on its cycle by pointer doubling; the cycles are the elements that are their own minimum."""
+    n = len(perm)
+    low = np.arange(n)
+    jump = np.asarray(perm)
+    for _ in range(max(1, int(np.ceil(np.log2(max(n, 2))))) + 1):
+        low = np.minimum(low, low[jump])
+        jump = jump[jump]
+    return (n - int(np.sum(low == np.arange(n)))) % 2
 
 
 def _negative_parity(lu) -> int:
@@ -226,7 +224,7 @@ def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_
 
 
 def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float = 1e-9, max_iter: int = 300,
-          progress: Progress | None = None) -> NLPResult:
+          progress: Progress | None = None, mu_init: float = 0.1) -> NLPResult:
     """Solve `nlp` from x0 by the primal-dual interior-point method of this module's docstring.
 
     progress(iteration, info) is called once per iteration with info keys objective, constraint_violation,
@@ -238,7 +236,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     zl, zu = P.zl, P.zu
     lo_f, up_f = np.isfinite(zl), np.isfinite(zu)
     z = _push_inside(np.concatenate([P.x_full[P.free], P.s0]), zl, zu)
-    mu = 0.1
+    mu = mu_init
     zL = np.where(lo_f, 1.0, 0.0)
     zU = np.where(up_f, 1.0, 0.0)
     y = np.zeros(P.m)

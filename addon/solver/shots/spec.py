@@ -219,6 +219,7 @@ class ShotResult:
     constraint_violation: float = float("nan")
     replay_error: float = float("nan")
     obstacle_clearance: dict[str, float] = field(default_factory=dict)
+    solution: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the NLP vector (a warm start for re-solves)
 
     def curves(self) -> tuple[tuple[str, Curve], ...]:
         """(channel, linear Curve) pairs, ready for Vehicle.controls."""
@@ -233,8 +234,9 @@ def solve_shot(shot: Shot, warm_start: Trajectory | None = None, progress: Progr
                tol: float = 1e-8, max_iter: int = 300) -> ShotResult:
     """Transcribe `shot`, solve it by nlp.solve and replay the controls through the simulator.
 
-    warm_start: a Trajectory (the current animation) whose body positions and headings seed the states;
-    without it the states interpolate the keys. progress(iteration, info) returning False cancels.
+    warm_start: a Trajectory (the current animation) whose body positions and headings seed the states, or
+    an earlier ShotResult of the same shot layout (re-solve after an edit); without it the states follow a
+    path through the keys. progress(iteration, info) returning False cancels.
     """
     if shot.mechanism.vehicle is not None:
         from .vehicle_shot import transcribe

@@ -488,7 +488,7 @@ class Transcription:
         S0 = np.nan_to_num(dyn.start())
         p0, _ = dyn.position(S0[None])
         a0, _ = dyn.heading(S0[None])
-        if warm_start is not None:
+        if warm_start is not None and not isinstance(warm_start, ShotResult):
             from ..lie import quat_to_matrix
             poses = warm_start.poses[:, 0]
             idx = np.minimum(np.arange(N + 1), len(poses) - 1)
@@ -566,7 +566,13 @@ class Transcription:
 
     # -- solve and report -----------------------------------------------------------------------
     def solve(self, warm_start=None, progress=None, tol: float = 1e-8, max_iter: int = 300) -> ShotResult:
-        res = nlpmod.solve(self.nlp, self.x0(warm_start), tol=tol, max_iter=max_iter, progress=progress)
+        """warm_start: a Trajectory (its body path seeds the states) or an earlier ShotResult of this layout
+        (its whole solution, with a small first barrier parameter: a re-solve after an edit starts there)."""
+        if isinstance(warm_start, ShotResult) and len(warm_start.solution) == self.n:
+            x0, mu_init = np.clip(warm_start.solution, self.x_lower, self.x_upper), 1e-3
+        else:
+            x0, mu_init = self.x0(warm_start), 0.1
+        res = nlpmod.solve(self.nlp, x0, tol=tol, max_iter=max_iter, progress=progress, mu_init=mu_init)
         return self.result(res)
 
     def key_errors(self, x: np.ndarray) -> dict[str, float]:
@@ -628,7 +634,7 @@ class Transcription:
             lines.insert(2, "  " + self.diagnose_keys(x))
         return ShotResult(trajectory, controls, times, "\n".join(lines), res.status, res.iterations, res.wall_time,
                           key_errors, st[1:, :dyn.ns].copy(), dyn.state_names, h, res.objective,
-                          res.constraint_violation, replay_error, clear)
+                          res.constraint_violation, replay_error, clear, x.copy())
 
     def diagnose_keys(self, x: np.ndarray) -> str:
         """Why the shot failed: re-solve with every key soft (dynamics, bounds, obstacles hard) and name the key

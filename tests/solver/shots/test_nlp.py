@@ -64,3 +64,12 @@ def test_infeasible_problem_is_reported_and_progress_can_cancel():
     seen = []
     r = solve(_hs071(True), np.array([1.0, 5.0, 5.0, 1.0]), progress=lambda i, info: seen.append(i) or i < 2)
     assert r.status == "cancelled" and seen == [0, 1, 2]
+
+
+def test_permutation_parity_is_the_sign_of_the_permutation_matrix():
+    from addon.solver.shots.nlp import _permutation_parity
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 7, 100, 257):
+        for _ in range(10):
+            p = rng.permutation(n)
+            assert _permutation_parity(p) == (0 if np.linalg.det(np.eye(n)[p]) > 0 else 1)
