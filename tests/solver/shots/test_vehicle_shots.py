@@ -175,12 +175,14 @@ def test_snakeboard_rider_gait_reaches_a_key_from_rest():
 
 def test_warm_starts_from_the_animation_and_from_a_result(solved):
     """The baked trajectory as a warm start leads to the same optimum; a re-solve from the earlier result
-    (after an edit) starts next to the answer and takes fewer iterations."""
+    after an edit takes fewer iterations than solving the edited shot from scratch (measured 63 against 74;
+    interior-point warm starts help only this much)."""
     shot, result = solved["car_tunnel"]
     again = solve_shot(shot, warm_start=result.trajectory)
     assert again.status == "solved"
     assert again.objective == pytest.approx(result.objective, rel=1e-6)
     edited = replace(shot, keys=(replace(shot.keys[0], position=(75.0, 6.2, 0.55)),))
     resolved = solve_shot(edited, warm_start=result)
-    assert resolved.status == "solved" and resolved.iterations < result.iterations
+    cold = solve_shot(edited)
+    assert resolved.status == "solved" and resolved.iterations < cold.iterations
     assert resolved.key_errors["tunnel exit"] < 1e-8
