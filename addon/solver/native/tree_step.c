@@ -579,6 +579,7 @@ static int node_at(const symplex_tree *tree, const workspace *w, int64_t a, int 
 static int factor(const symplex_tree *tree, workspace *w, double *ops)
 {
     const int64_t nq = tree->nq;
+    const int h = tree->nball ? 18 : 12;  /* hand-up length: (y, t) when ball rows read t, else y */
     memset(w->Obar, 0, (size_t)(216 * nq) * sizeof(double));
     for (int64_t a = nq - 1; a >= 0; --a) {
         int64_t m;
@@ -587,18 +588,18 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
         double *O = w->Obar + 216 * a;
         if (w->unknown[m] >= 0) {
             double OU[18][3], RO[3][12], D[9], inv[9];
-            for (int r = 0; r < 18; ++r)
+            for (int r = 0; r < h; ++r)
                 for (int j = 0; j < s; ++j) OU[r][j] = dot12(O + 12 * r, w->U + 12 * (m + j));
             for (int i = 0; i < s; ++i) {
                 const double *R = w->R + 18 * (m + i);
                 for (int col = 0; col < 12; ++col) {
                     double t = 0.0;
-                    for (int r = 0; r < 18; ++r) t += R[r] * O[12 * r + col];
+                    for (int r = 0; r < h; ++r) t += R[r] * O[12 * r + col];
                     RO[i][col] = t;
                 }
                 for (int j = 0; j < s; ++j) {
                     double t = s == 1 ? w->d[a] : w->blocks[9 * w->ball[a] + 3 * i + j];
-                    for (int r = 0; r < 18; ++r) t += R[r] * OU[r][j];
+                    for (int r = 0; r < h; ++r) t += R[r] * OU[r][j];
                     D[s * i + j] = t;
                 }
             }
@@ -615,14 +616,14 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
             for (int j = 0; j < s; ++j) {
                 double *c = w->c + 18 * (m + j);
                 const double *X = w->X + 12 * (m + j);
-                for (int r = 0; r < 18; ++r) {
+                for (int r = 0; r < h; ++r) {
                     c[r] = w->Yc[18 * (m + j) + r] + OU[r][j];
                     for (int col = 0; col < 12; ++col) O[12 * r + col] += c[r] * X[col];
                 }
             }
-            *ops += 18 * 12 * s + 18 * s * s + 18 * 12 * s + 12 * s * s + 18 * 12 * s;
+            *ops += 3 * h * 12 * s + h * s * s + 12 * s * s;
         }
-        if (tree->dof_parent[m] >= 0) add(216, O, w->Obar + 216 * tree->dof_parent[m]);
+        if (tree->dof_parent[m] >= 0) add(12 * h, O, w->Obar + 216 * tree->dof_parent[m]);
     }
     return 0;
 }
@@ -632,6 +633,7 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
 static void solve_tree(const symplex_tree *tree, workspace *w, double *r, double *ops)
 {
     const int64_t nq = tree->nq;
+    const int h = tree->nball ? 18 : 12;
     memset(w->obar, 0, (size_t)(18 * nq) * sizeof(double));
     for (int64_t a = nq - 1; a >= 0; --a) {
         int64_t m;
@@ -643,7 +645,7 @@ static void solve_tree(const symplex_tree *tree, workspace *w, double *r, double
             for (int i = 0; i < s; ++i) {
                 const double *R = w->R + 18 * (m + i);
                 double u = r[m + i];
-                for (int k = 0; k < 18; ++k) u -= R[k] * o[k];
+                for (int k = 0; k < h; ++k) u -= R[k] * o[k];
                 t[i] = u;
             }
             for (int i = 0; i < s; ++i) {
@@ -652,10 +654,10 @@ static void solve_tree(const symplex_tree *tree, workspace *w, double *r, double
                 w->xi[m + i] = u;
             }
             for (int j = 0; j < s; ++j)
-                for (int k = 0; k < 18; ++k) o[k] += w->c[18 * (m + j) + k] * w->xi[m + j];
-            *ops += 18 * s + s * s + 18 * s;
+                for (int k = 0; k < h; ++k) o[k] += w->c[18 * (m + j) + k] * w->xi[m + j];
+            *ops += 2 * h * s + s * s;
         }
-        if (tree->dof_parent[m] >= 0) add(18, o, w->obar + 18 * tree->dof_parent[m]);
+        if (tree->dof_parent[m] >= 0) add(h, o, w->obar + 18 * tree->dof_parent[m]);
     }
     for (int64_t a = 0; a < nq; ++a) {
         int64_t m;

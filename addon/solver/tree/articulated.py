@@ -106,6 +106,11 @@ def tree_jacobian(model: TreeModel, tm: Terms, dt: float) -> TreeJacobian:
     return TreeJacobian(U, x, R, Yc, d, blocks)
 
 
+def hand_up_size(model: TreeModel) -> int:
+    """Length of the vectors w handed up the tree: (y, t) = 18 when ball rows read t, else y alone, 12."""
+    return 18 if len(model.ball_dofs) else 12
+
+
 def nodes(model: TreeModel) -> list[np.ndarray]:
     """The elimination nodes, parents before children: each coordinate alone, each ball chart's three together."""
     ball_of = {int(k[0]): k for k in model.ball_dofs}
@@ -133,7 +138,8 @@ def dense(model: TreeModel, tj: TreeJacobian) -> np.ndarray:
 @dataclass(frozen=True)
 class Factor:
     """Leaves-to-root elimination of J11: per node (nodes()), members, the inverse of its pivot block
-    Dinv (s, s), the gain X (s, 12) and the hand-up c (18, s); plus U, R and the unknown mask it used."""
+    Dinv (s, s), the gain X (s, 12) and the hand-up c (h, s) (h = hand_up_size); plus U, R and the unknown
+    mask it used."""
 
     members: list[np.ndarray]
     Dinv: list[np.ndarray]
@@ -163,7 +169,8 @@ def factor(model: TreeModel, tj: TreeJacobian, unknown: np.ndarray) -> Factor | 
     For a node with s unknowns (rows and columns `members`): D = d + R Obar U^T, X = -D^-1 (x + R Obar),
     c = Yc^T + Obar U^T, Omega = Obar + c X, added to the Obar of the parent coordinate."""
     parent = model.dof_parent
-    Obar = np.zeros((model.nq, 18, 12))
+    h = hand_up_size(model)
+    Obar = np.zeros((model.nq, h, 12))
     members = nodes(model)
     block_of = {int(k[0]): b for b, k in enumerate(model.ball_dofs)}
     Dinv, X, c = [None] * len(members), [None] * len(members), [None] * len(members)
@@ -173,15 +180,16 @@ def factor(model: TreeModel, tj: TreeJacobian, unknown: np.ndarray) -> Factor | 
         if unknown[m[0]]:
             s = len(m)
             d = tj.blocks[block_of[int(m[0])]] if s == 3 else tj.d[m][:, None]
+            R = tj.R[m][:, :h]
             OU = Omega @ tj.U[m].T
-            RO = tj.R[m] @ Omega
-            Dinv[n] = _inverse(d + tj.R[m] @ OU)
+            RO = R @ Omega
+            Dinv[n] = _inverse(d + R @ OU)
             if Dinv[n] is None:
                 return None
             X[n] = -Dinv[n] @ (tj.x[m] + RO)
-            c[n] = tj.Yc[m].T + OU
+            c[n] = tj.Yc[m][:, :h].T + OU
             Omega = Omega + c[n] @ X[n]
-            OPS["flops"] += 18 * 12 * s + 18 * s * s + 18 * 12 * s + 12 * s * s + 18 * 12 * s
+            OPS["flops"] += 3 * h * 12 * s + h * s * s + 12 * s * s
         if parent[m[0]] >= 0:
             Obar[parent[m[0]]] += Omega
     return Factor(members, Dinv, X, c, tj.U, tj.R, unknown)
@@ -191,16 +199,17 @@ def solve(model: TreeModel, fac: Factor, r: np.ndarray) -> np.ndarray:
     """J11^-1 r for r (nq, m) (rows of prescribed coordinates ignored; their solution rows are 0)."""
     nq, width = r.shape
     parent = model.dof_parent
-    obar = np.zeros((nq, 18, width))
+    h = hand_up_size(model)
+    obar = np.zeros((nq, h, width))
     xi = [None] * len(fac.members)
     for n in range(len(fac.members) - 1, -1, -1):
         m = fac.members[n]
         omega = obar[m[-1]]
         if fac.unknown[m[0]]:
             s = len(m)
-            xi[n] = fac.Dinv[n] @ (r[m] - fac.R[m] @ omega)
+            xi[n] = fac.Dinv[n] @ (r[m] - fac.R[m][:, :h] @ omega)
             omega = omega + fac.c[n] @ xi[n]
-            OPS["flops"] += (18 * s + s * s + 18 * s) * width
+            OPS["flops"] += (2 * h * s + s * s) * width
         if parent[m[0]] >= 0:
             obar[parent[m[0]]] += omega
     delta = np.zeros((nq, width))
