@@ -162,7 +162,7 @@ class CarDynamics(StageDynamics):
     def guess(self, positions, headings, h):
         N = len(positions) - 1
         st = np.zeros((N + 2, 6))
-        st[0] = self.pre_start()
+        st[0] = CarDynamics.pre_start(self)
         th = headings
         st[1:, 0] = th
         st[1:, 1] = positions[:, 0] - self.b * np.cos(th)

@@ -1,6 +1,6 @@
 """Vehicle shots: pick the StageDynamics of the shot's vehicle and transcribe the shot with it.
 
-Owns only the dispatch from Vehicle.type to car.py, holonomic.py (helicopter, boat, hovercraft) or
+Owns only the dispatch from Vehicle.type to car.py, trailer.py, holonomic.py (helicopter, boat, hovercraft) or
 snakeboard.py; the transcription itself is transcription.py.
 """
 
@@ -15,6 +15,9 @@ def dynamics_for(shot: Shot) -> StageDynamics:
     if vehicle.type == "car":
         from .car import CarDynamics
         return CarDynamics(shot.mechanism)
+    if vehicle.type == "car_trailer":
+        from .trailer import TrailerDynamics
+        return TrailerDynamics(shot.mechanism)
     if vehicle.type in ("helicopter", "boat", "hovercraft"):
         from .holonomic import HolonomicDynamics
         return HolonomicDynamics(shot.mechanism)
@@ -22,7 +25,7 @@ def dynamics_for(shot: Shot) -> StageDynamics:
         from .snakeboard import SnakeboardDynamics
         return SnakeboardDynamics(shot.mechanism)
     raise ShotError(f"{shot.source}: shot {shot.name!r}: vehicle {vehicle.name!r} of type {vehicle.type!r} has "
-                    f"no control channels to optimise (shots cover car, helicopter, boat, hovercraft, snakeboard)")
+                    f"no control channels to optimise (shots cover car, car with trailer, helicopter, boat, hovercraft, snakeboard)")
 
 
 def transcribe(shot: Shot) -> Transcription:

@@ -39,7 +39,7 @@ def _small_shot(preset: str, speed: float = 0.0) -> Shot:
                 dt_max=0.2, body_spheres=((0.5, 0.2, 0.1, 1.0), (-0.5, 0.0, 0.0, 1.0)))
 
 
-@pytest.mark.parametrize("preset,speed", [("sedan", 3.0), ("kart", 0.0), ("helicopter", 2.0), ("speedboat", 1.0),
+@pytest.mark.parametrize("preset,speed", [("sedan", 3.0), ("kart", 0.0), ("car_trailer", 3.0), ("helicopter", 2.0), ("speedboat", 1.0),
                                           ("hovercraft", 1.0), ("snakeboard", 1.0)])
 def test_constraint_jacobian_equals_finite_differences(preset, speed):
     """Every constraint row (dynamics of each vehicle with respect to the previous, current and next stage and
@@ -186,3 +186,18 @@ def test_warm_starts_from_the_animation_and_from_a_result(solved):
     cold = solve_shot(edited)
     assert resolved.status == "solved" and resolved.iterations < cold.iterations
     assert resolved.key_errors["tunnel exit"] < 1e-8
+
+
+def test_car_with_trailer_lane_change_replays_car_and_trailer():
+    """A lane change towing the trailer: the replay reproduces the car and the trailer heading (beta)."""
+    mech = load_mechanism("presets/vehicles/car_trailer.toml")
+    mech = replace(mech, vehicle=replace(mech.vehicle, controls=()))
+    shot = Shot(mech, 0.1, 60, keys=(Key(60, position=(40.0, 6.0, 0.55), heading=0.0, name="lane change"),),
+                costs=Costs(effort=1.0, smoothness=0.1), body_radius=1.0)
+    result = solve_shot(shot)
+    assert result.status == "solved", result.report
+    assert result.key_errors["lane change"] < 1e-8 and result.replay_error < 1e-8
+    traj = result.trajectory
+    R = traj.poses[:, traj.body_index("trailer"), 3:]
+    beta = 2 * np.arctan2(R[:, 3], R[:, 0])
+    assert np.max(np.abs(np.unwrap(beta) - result.states[:, 4])) < 1e-8
