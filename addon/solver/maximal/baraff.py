@@ -135,7 +135,8 @@ def make_layout(body_dims: list[int], constraint_bodies: list[tuple[int, ...]], 
 def _layout_of(masses: list[np.ndarray], constraints: list[Constraint], order: TreeOrder | None) -> Layout:
     """The cached layout of this system, rebuilt when the topology or a block shape changes."""
     bodies = tuple(c.bodies for c in constraints)
-    mass_shapes = [m.shape for m in masses]
+    stacked = isinstance(masses, np.ndarray)  # (n, d, d): every body d-dimensional
+    mass_shapes = [masses.shape[1:]] * len(masses) if stacked else [m.shape for m in masses]
     block_shapes = [b.shape for c in constraints for b in c.blocks]
     key = (len(masses), bodies, None if order is None else id(order))
     lay = _LAYOUTS.get(key)
@@ -281,14 +282,14 @@ def factor_flat(layout: Layout, mass: np.ndarray, edges: np.ndarray, native: boo
     return fac
 
 
-def factor(masses: list[np.ndarray], constraints: list[Constraint], order: TreeOrder | None = None,
+def factor(masses: list[np.ndarray] | np.ndarray, constraints: list[Constraint], order: TreeOrder | None = None,
            native: bool | None = None, reuse: Factor | None = None) -> Factor:
     """Factor H = L D L^T blockwise in O(n) (seed 002's `factor`, reconstructed in notes/002.md §2.8).
 
     Parameters
     ----------
-    masses : list of numpy.ndarray
-        SPD mass block of each body.
+    masses : list of numpy.ndarray, or numpy.ndarray
+        SPD mass block of each body; an ``(n, d, d)`` array skips the per-body list work.
     constraints : list of Constraint
         Primary constraints; a tree over the bodies and the world.
     order : TreeOrder, optional
@@ -308,7 +309,8 @@ def factor(masses: list[np.ndarray], constraints: list[Constraint], order: TreeO
     """
     lay = _layout_of(masses, constraints, order)
     blocks = [b for c in constraints for b in c.blocks]
-    return factor_flat(lay, _flatten(masses), _flatten(blocks), native, reuse)
+    mass = masses.reshape(-1) if isinstance(masses, np.ndarray) else _flatten(masses)
+    return factor_flat(lay, mass, _flatten(blocks), native, reuse)
 
 
 def _flatten(blocks: list[np.ndarray]) -> np.ndarray:

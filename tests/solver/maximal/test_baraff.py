@@ -320,7 +320,8 @@ def test_c_kernel_reports_the_singular_node():
 
 @pytest.mark.parametrize("native", [False, pytest.param(True, marks=needs_c)], ids=["numpy", "c"])
 def test_flat_entry_and_reuse_give_the_same_factor(native):
-    """factor_flat on hand-made flat arrays, and a factor overwriting an old one, equal `factor`."""
+    """factor_flat on hand-made flat arrays, a factor overwriting an old one, and stacked (n, 6, 6)
+    masses equal `factor` on lists."""
     rng = np.random.default_rng(8)
     masses, constraints = random_system(rng, 30, "branched")
     ref = factor(masses, constraints, native=native)
@@ -330,7 +331,8 @@ def test_flat_entry_and_reuse_give_the_same_factor(native):
     old = factor([2 * m for m in masses], constraints, native=native)
     again = factor(masses, constraints, native=native, reuse=old)
     assert again.dinv_flat is old.dinv_flat
+    stacked = factor(np.array(masses), constraints, native=native)
     rhs = rng.standard_normal(sum(ref.dims))
-    for fac in (flat, again):
+    for fac in (flat, again, stacked):
         np.testing.assert_allclose(fac.dinv_flat, ref.dinv_flat, rtol=0, atol=0)
         np.testing.assert_allclose(solve(fac, rhs), solve(ref, rhs), rtol=0, atol=0)
