@@ -7,6 +7,13 @@ constraint (HINGE for revolute about its Z, SLIDER / PISTON along its X for pris
 POINT for ball, FIXED, GENERIC for universal and planar, GENERIC_SPRING when the joint has a spring,
 plus a MOTOR empty for a velocity motor); q0 and v0 are stored on the constraint empty. A prescribed
 joint from the world makes its body Animated, keyed every frame along the curve.
+A mechanism with colliders is built for the 'maximal' method (the setup's method is set to it): each
+body's object is its collider's shape (shape_mesh.py) with the matching Blender collision shape and the
+collider's friction; each world collider is a passive object of the collection (a plane as a square
+plane mesh large enough for the bodies), and the first of them anchors the joints to the world. What
+a Blender rigid body cannot carry is refused naming the body: more than one collider on a body, a body
+without one, a non-hull collider off the body's origin or axes (a hull's vertices are moved into the
+body frame instead), joints to the world with no world collider to hang them on.
 `build_armature(scene, mech)` makes one bone per body instead (revolute, prismatic, ball, universal
 and fixed joints; revolute and universal limits become IK limits; loops become the armature's loop
 list; prescribed joints become keyed bones).
@@ -19,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import bmesh
 import bpy
@@ -28,8 +35,9 @@ from mathutils import Matrix, Vector
 
 from ..solver.curves import evaluate
 from ..solver.lie import frame_from_axis, rotvec_to_matrix
-from ..solver.model import WORLD, Body, Joint, Mechanism, MechanismError
+from ..solver.model import WORLD, Body, Collider, Joint, Mechanism, MechanismError
 from . import compat, reference
+from .shape_mesh import COLLISION_SHAPES, collider_mesh
 from .bake import key_object
 from .rotations import matrix_to_quat, quat_to_matrix
 
@@ -43,11 +51,12 @@ class BuildError(MechanismError):
 
 @dataclass(frozen=True)
 class Built:
-    """What a build made: the setup's name and the object (or bone) made for each body."""
+    """What a build made: the setup's name, the object (or bone) made for each body and for each collider."""
 
     setup: str
     collection: str
     objects: dict[str, str]
+    colliders: dict[str, str] = field(default_factory=dict)
 
 
 def _matrix(position, rotation: np.ndarray) -> Matrix:
@@ -268,33 +277,107 @@ def _add_setup(scene, name: str, kind: str, **pointers):
     return setup
 
 
+def _in_body_frame(collider: Collider) -> Collider:
+    """`collider` at its body's origin and axes (where Blender puts a collision shape); hull vertices move there."""
+    at_origin = np.allclose(collider.position, 0.0, atol=1e-12)
+    aligned = abs(abs(collider.orientation[0]) - 1.0) < 1e-12
+    if at_origin and aligned:
+        return collider
+    if collider.shape == "hull":
+        rot = quat_to_matrix(np.asarray(collider.orientation, dtype=float))
+        moved = np.asarray(collider.vertices, dtype=float) @ rot.T + np.asarray(collider.position, dtype=float)
+        return replace(collider, position=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0),
+                       vertices=tuple(tuple(float(x) for x in v) for v in moved))
+    raise BuildError(
+        f"collider {collider.name!r}: a {collider.shape} collider must sit at the origin of body {collider.body!r}, "
+        f"in its axes (Blender centres a collision shape on its object); it is at {list(collider.position)} "
+        f"turned {list(collider.orientation)}"
+    )
+
+
+def _body_colliders(mech: Mechanism) -> dict[str, Collider]:
+    """The one collider of every body, in the body frame; empty when `mech` has no colliders."""
+    if not mech.colliders:
+        return {}
+    found: dict[str, Collider] = {}
+    for collider in mech.colliders:
+        if collider.body == WORLD:
+            continue
+        if collider.body in found:
+            raise BuildError(f"body {collider.body!r}: colliders {found[collider.body].name!r} and {collider.name!r}: "
+                             "a Blender rigid body has one collision shape")
+        found[collider.body] = _in_body_frame(collider)
+    for body in mech.bodies:
+        if body.name not in found:
+            raise BuildError(f"body {body.name!r} has no collider: with the 'maximal' method every rigid body collides "
+                             "through its collision shape, so a mechanism with colliders needs one on every body")
+    if any(WORLD in (j.parent, j.child) for j in mech.joints if j.type != "free") and not any(
+            c.body == WORLD for c in mech.colliders):
+        raise BuildError(f"{mech.source}: joints to the world need a passive object to hang on, and with colliders "
+                         "every passive object collides; add a world collider (a ground plane) to hang them on")
+    return found
+
+
+def _plane_extent(collider: Collider, mech: Mechanism) -> float:
+    """Half side (m) of a plane collider's square: past every body's in-plane distance by half again plus 1 m."""
+    normal = quat_to_matrix(np.asarray(collider.orientation, dtype=float))[:, 2]
+    offsets = np.array([b.position for b in mech.bodies], dtype=float) - np.asarray(collider.position, dtype=float)
+    in_plane = offsets - np.outer(offsets @ normal, normal)
+    return float(math.ceil(1.5 * np.linalg.norm(in_plane, axis=1).max(initial=0.0) + 1.0))
+
+
+def _world_collider(collider: Collider, mech: Mechanism, collection, world) -> bpy.types.Object:
+    """A passive object carrying a world collider at its world pose."""
+    extent = _plane_extent(collider, mech) if collider.shape == "plane" else 1.0
+    obj = _link(bpy.data.objects.new(collider.name, collider_mesh(collider.name, collider, extent)), collection)
+    obj.rotation_mode = "QUATERNION"
+    obj.location = collider.position
+    obj.rotation_quaternion = collider.orientation
+    world.collection.objects.link(obj)
+    obj.rigid_body.type = "PASSIVE"
+    obj.rigid_body.collision_shape = COLLISION_SHAPES[collider.shape]
+    obj.rigid_body.friction = collider.friction
+    return obj
+
+
+def _world_anchor(mech: Mechanism, collection, world) -> bpy.types.Object:
+    """A small passive cube, hidden in renders, standing for the world at the ends of joints (no colliders)."""
+    ground_mesh = bpy.data.meshes.new(f"{mech.name} ground")
+    ground = _link(bpy.data.objects.new(f"{mech.name} ground", ground_mesh), collection)
+    bm = bmesh.new()
+    bmesh.ops.create_cube(bm, size=0.05)
+    bm.to_mesh(ground_mesh)
+    bm.free()
+    ground.hide_render = True
+    ground.display_type = "WIRE"
+    world.collection.objects.link(ground)
+    ground.rigid_body.type = "PASSIVE"
+    return ground
+
+
 def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism) -> Built:
     """Rigid body objects and constraint empties for `mech` in a new collection, plus a setup."""
     _check_buildable(mech)
+    shapes = _body_colliders(mech)
     world = ensure_rigidbody_world(scene)
     collection = _new_collection(scene, mech.name)
     objects: dict[str, bpy.types.Object] = {}
+    statics = {c.name: _world_collider(c, mech, collection, world) for c in mech.colliders if c.body == WORLD}
     if any(WORLD in (j.parent, j.child) for j in mech.joints if j.type != "free"):
-        ground_mesh = bpy.data.meshes.new(f"{mech.name} ground")
-        ground = _link(bpy.data.objects.new(f"{mech.name} ground", ground_mesh), collection)
-        bm = bmesh.new()
-        bmesh.ops.create_cube(bm, size=0.05)
-        bm.to_mesh(ground_mesh)
-        bm.free()
-        ground.hide_render = True
-        ground.display_type = "WIRE"
-        world.collection.objects.link(ground)
-        ground.rigid_body.type = "PASSIVE"
-        objects[WORLD] = ground
+        objects[WORLD] = next(iter(statics.values())) if statics else _world_anchor(mech, collection, world)
     for body in mech.bodies:
-        obj = _link(bpy.data.objects.new(body.name, _body_mesh(body.name, body)), collection)
+        shape = shapes.get(body.name)
+        mesh = collider_mesh(body.name, shape) if shape is not None else _body_mesh(body.name, body)
+        obj = _link(bpy.data.objects.new(body.name, mesh), collection)
         obj.rotation_mode = "QUATERNION"
         obj.location = body.position
         obj.rotation_quaternion = body.orientation
         world.collection.objects.link(obj)
         obj.rigid_body.type = "ACTIVE"
         obj.rigid_body.mass = max(body.mass, 1e-3)
-        obj.rigid_body.collision_shape = "BOX"
+        obj.rigid_body.collision_shape = "BOX" if shape is None else COLLISION_SHAPES[shape.shape]
+        if shape is not None:
+            obj.rigid_body.friction = shape.friction
         obj.symplex.mass_source = "CUSTOM"
         obj.symplex.com = body.com
         obj.symplex.inertia = body.inertia
@@ -309,7 +392,11 @@ def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism) -> Built:
     scene.gravity = mech.gravity
     root = objects[mech.bodies[0].name]
     setup = _add_setup(scene, mech.name, "RIGID_BODIES", collection=collection, root=root)
-    return Built(setup.name, collection.name, {n: o.name for n, o in objects.items() if n != WORLD})
+    if mech.colliders:
+        setup.method = "maximal"
+    colliders = {name: obj.name for name, obj in statics.items()}
+    colliders.update({c.name: objects[body].name for body, c in shapes.items()})
+    return Built(setup.name, collection.name, {n: o.name for n, o in objects.items() if n != WORLD}, colliders)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,153 @@
+"""Add Preset on the collider presets (real bpy, 5.0 and 4.2): the scene reads back as the file's
+bodies and colliders, and a maximal bake of the built box drop follows the solver run on the file."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+
+from addon.bridge import job
+from addon.bridge.build import BuildError, build_rigid_bodies
+from addon.solver.integrator import simulate
+from addon.solver.lie import quat_to_matrix
+from addon.solver.mechfile import list_presets, load_mechanism, preset_path
+from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
+from tests.blender.scenes import new_scene, object_world, read_scene, set_frame, symplex  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("symplex")
+
+COLLIDER_PRESETS = sorted(p for p in list_presets() if load_mechanism(preset_path(p)).colliders)
+F32 = 1e-6  # single-precision Blender properties, relative to O(1) values
+
+
+def test_the_collider_presets_are_all_here():
+    assert {"box_drop", "sphere_chain", "dominoes", "wrecking_ball"} <= set(COLLIDER_PRESETS)
+
+
+def _rotation(quat) -> np.ndarray:
+    return quat_to_matrix(np.asarray(quat, dtype=float))
+
+
+@pytest.mark.parametrize("preset", COLLIDER_PRESETS)
+def test_add_preset_reads_back_the_files_bodies_and_colliders(preset):
+    mech = load_mechanism(preset_path(preset))
+    scene = new_scene(preset)
+    built = build_rigid_bodies(scene, mech)
+    reading = read_scene(scene, built.setup)
+    assert reading.method == "maximal"
+    got = reading.mechanism
+    assert not reading.warnings
+    # bodies: same mass properties and start poses
+    bodies = {b.name: b for b in got.bodies}
+    assert len(got.bodies) == len(mech.bodies)
+    for body in mech.bodies:
+        read_body = bodies[built.objects[body.name]]
+        assert read_body.mass == pytest.approx(body.mass, rel=F32)
+        assert np.allclose(read_body.position, body.position, atol=F32)
+        assert np.allclose(_rotation(read_body.orientation), _rotation(body.orientation), atol=F32)
+        assert np.allclose(read_body.com, body.com, atol=F32)
+        assert np.allclose(read_body.inertia, body.inertia, rtol=F32, atol=1e-12)
+    # joints: the same types between the same bodies (build tests check anchors and axes)
+    names = {**built.objects, WORLD: WORLD}
+    expected = sorted((j.type, names[j.parent], names[j.child]) for j in mech.joints)
+    assert sorted((j.type, j.parent, j.child) for j in got.joints) == expected
+    # colliders: one object each, same shape, body, size, pose and friction
+    shapes = {c.name: c for c in got.colliders}
+    assert len(got.colliders) == len(mech.colliders)
+    for collider in mech.colliders:
+        read_collider = shapes[built.colliders[collider.name]]
+        assert read_collider.shape == collider.shape
+        assert read_collider.body == names[collider.body]
+        assert read_collider.friction == collider.friction
+        assert np.allclose(read_collider.size, collider.size, rtol=F32, atol=F32)
+        assert np.allclose(read_collider.position, collider.position, atol=F32)
+        rot_read, rot_file = _rotation(read_collider.orientation), _rotation(collider.orientation)
+        if collider.shape == "plane":  # the same plane: normal (its turn about the normal is no matter)
+            assert np.allclose(rot_read[:, 2], rot_file[:, 2], atol=F32)
+        else:
+            assert np.allclose(rot_read, rot_file, atol=F32)
+        if collider.shape == "hull":
+            assert np.allclose(np.sort(read_collider.vertices, axis=0), np.sort(collider.vertices, axis=0), atol=F32)
+
+
+def test_ground_plane_is_a_passive_mesh_under_every_body_and_beads_are_spheres():
+    mech = load_mechanism(preset_path("sphere_chain"))
+    scene = new_scene("sphere_chain_objects")
+    built = build_rigid_bodies(scene, mech)
+    ground = bpy.data.objects[built.colliders["ground"]]
+    assert ground.rigid_body.type == "PASSIVE" and ground.type == "MESH" and ground.dimensions.z == 0.0
+    half = ground.dimensions.x / 2
+    assert all(abs(b.position[0]) + 1.0 < half and abs(b.position[1]) + 1.0 < half for b in mech.bodies)
+    bead = bpy.data.objects[built.objects["bead_3"]]
+    assert bead.rigid_body.collision_shape == "SPHERE" and bead.rigid_body.friction == pytest.approx(0.4)
+    assert np.allclose(bead.dimensions, 0.2, atol=1e-7)
+    assert np.allclose(np.linalg.norm([v.co for v in bead.data.vertices], axis=1), 0.1, atol=1e-7)
+
+
+def _one_body(colliders: tuple[Collider, ...], joints=None) -> Mechanism:
+    body = Body("block", 1.0, position=(0.0, 0.0, 1.0), inertia=(0.1, 0.1, 0.1, 0.0, 0.0, 0.0))
+    joints = joints if joints is not None else (Joint("block free", "free", WORLD, "block"),)
+    return Mechanism("one block", (body,), joints, colliders=colliders, source="one_block.toml")
+
+
+@pytest.mark.parametrize("colliders, joints, message", [
+    ((Collider("a", "block", "box", (0.1, 0.1, 0.1)), Collider("b", "block", "sphere", (0.1,))), None,
+     "body 'block': colliders 'a' and 'b': a Blender rigid body has one collision shape"),
+    ((Collider("off", "block", "sphere", (0.1,), position=(0.0, 0.0, 0.2)),), None,
+     "collider 'off': a sphere collider must sit at the origin of body 'block'"),
+    ((Collider("ground", WORLD, "plane"),), None, "body 'block' has no collider"),
+    ((Collider("b", "block", "box", (0.1, 0.1, 0.1)),),
+     (Joint("hinge", "revolute", WORLD, "block", anchor=(0.0, 0.0, 2.0), axis=(0.0, 1.0, 0.0)),),
+     "one_block.toml: joints to the world need a passive object to hang on"),
+])
+def test_colliders_blender_cannot_carry_are_refused_by_name(colliders, joints, message):
+    scene = new_scene("refused")
+    with pytest.raises(BuildError) as err:
+        build_rigid_bodies(scene, _one_body(colliders, joints))
+    assert str(err.value).startswith(message), str(err.value)
+    assert not scene.symplex.setups  # nothing half built
+
+
+def test_hull_off_the_body_origin_moves_into_the_body_frame():
+    cube = tuple((x, y, z) for x in (-0.1, 0.1) for y in (-0.2, 0.2) for z in (-0.3, 0.3))
+    turn = (np.cos(0.3), 0.0, 0.0, np.sin(0.3))
+    hull = Collider("hull", "block", "hull", vertices=cube, position=(0.05, 0.0, 0.1), orientation=turn)
+    scene = new_scene("hull")
+    built = build_rigid_bodies(scene, _one_body((hull,)))
+    (got,) = read_scene(scene, built.setup).mechanism.colliders
+    moved = np.asarray(cube) @ _rotation(turn).T + (0.05, 0.0, 0.1)
+    assert got.position == (0.0, 0.0, 0.0)
+    assert np.allclose(np.sort(got.vertices, axis=0), np.sort(moved, axis=0), atol=F32)
+
+
+def test_maximal_bake_of_the_built_box_drop_follows_the_file():
+    """20 frames (0.76 s, the landing at 0.29 s included) at dt = 0.01 s: the bake's poses and its keys
+    against simulate() on presets/box_drop.toml."""
+    mech = load_mechanism(preset_path("box_drop"))
+    scene = new_scene("box_drop_bake", frames=20)
+    built = build_rigid_bodies(scene, mech)
+    setup = scene.symplex.setups[built.setup]
+    setup.substeps = 4
+    baker = job.BakeJob(scene, built.setup)
+    while not baker.advance(budget_seconds=60.0):
+        pass
+    baker.finish(scene)
+    baked = baker.trajectory()
+    reference = simulate(mech, baker.read.dt, baker.read.steps, method="maximal", tol=baker.read.tolerance)
+    assert reference.status == "finished" and baked.status == "finished"
+    assert np.allclose(baked.t, reference.t)
+    cube = built.objects["cube"]
+    k = baked.body_index(cube)
+    z = reference.poses[:, 0, 2]
+    assert z[0] - z.min() > 0.39  # it fell and landed (0.65 -> 0.25)
+    assert np.abs(baked.poses[:, k, :3] - reference.poses[:, 0, :3]).max() < 1e-5
+    signs = np.sign(np.sum(baked.poses[:, k, 3:] * reference.poses[:, 0, 3:], axis=1))[:, None]
+    assert np.abs(baked.poses[:, k, 3:] * signs - reference.poses[:, 0, 3:]).max() < 1e-5
+    obj = bpy.data.objects[cube]
+    for frame in range(scene.frame_start, scene.frame_end + 1):  # the keys Blender plays
+        set_frame(scene, frame)
+        step = (frame - scene.frame_start) * setup.substeps
+        world = object_world(scene, obj)
+        assert np.abs(np.asarray(world)[:3, 3] - reference.poses[step, 0, :3]).max() < 1e-5
+        assert np.abs(np.asarray(world)[:3, :3] - quat_to_matrix(reference.poses[step, 0, 3:])).max() < 1e-5
