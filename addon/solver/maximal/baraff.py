@@ -68,7 +68,7 @@ class Layout:
     ``block_start[i]``). Per node: ``sq_offset`` locates its inverse pivot, ``lt_offset`` its
     ``dim x dim(parent)`` block of L^T, ``row_offset`` its first right-hand-side row (``row_offset[-1]``
     = N), and ``edge_offset`` / ``edge_transposed`` its coupling H_{node,parent} in ``edges`` (a body
-    under its constraint reads the constraint's block on it transposed).
+    under its constraint reads the constraint's block on it transposed). ``max_dim``: the largest block.
     """
 
     order: TreeOrder
@@ -89,6 +89,7 @@ class Layout:
     n_edges: int
     n_sq: int
     n_lt: int
+    max_dim: int
 
 
 _LAYOUTS: dict = {}
@@ -129,7 +130,8 @@ def make_layout(body_dims: list[int], constraint_bodies: list[tuple[int, ...]], 
                   block_start[:-1].copy(), np.array(order.forward, dtype=np.int64), parent, dim,
                   sq_offset[:-1].copy(), lt_offset[:-1].astype(np.int64), row_offset,
                   (np.arange(len(dims)) < n).astype(np.int64), edge_offset, edge_transposed,
-                  int(sq_offset[n]), int(block_start[-1]), int(sq_offset[-1]), int(lt_offset[-1]))
+                  int(sq_offset[n]), int(block_start[-1]), int(sq_offset[-1]), int(lt_offset[-1]),
+                  max(dims, default=0))
 
 
 def _layout_of(masses: list[np.ndarray], constraints: list[Constraint], order: TreeOrder | None) -> Layout:
@@ -262,7 +264,7 @@ def factor_flat(layout: Layout, mass: np.ndarray, edges: np.ndarray, native: boo
     if mass.size != layout.n_mass or edges.size != layout.n_edges:
         raise ValueError(f"flat system has {mass.size} mass and {edges.size} constraint-block entries, "
                          f"the layout {layout.n_mass} and {layout.n_edges}")
-    use_c = (_native.LIB is not None and max(layout.dims, default=0) <= _native.MAX_DIM) if native is None \
+    use_c = (_native.LIB is not None and layout.max_dim <= _native.MAX_DIM) if native is None \
         else native
     if reuse is not None and reuse.layout is layout:
         dinv, lt = reuse.dinv_flat, reuse.lt_flat
@@ -343,7 +345,7 @@ def _sweep(fac: Factor, rhs: np.ndarray) -> np.ndarray:
     if fac.native:
         lay = fac.layout
         _native.solve(len(lay.dims), lay.forward, lay.parent, lay.dim, lay.sq_offset, lay.lt_offset,
-                      lay.row_offset, fac.dinv_flat, fac.lt_flat, x, np.empty(max(lay.dims, default=0) * x.shape[1]))
+                      lay.row_offset, fac.dinv_flat, fac.lt_flat, x, np.empty(lay.max_dim * x.shape[1]))
     else:
         _solve_numpy(fac, x)
     return x
