@@ -160,7 +160,7 @@ class _Reduced:
         if self.nlp.hessian is None:
             return None
         H = sp.csr_matrix(self.nlp.hessian(self.full(z), self.c_scale * y, self.f_scale))[self.free][:, self.free]
-        H = 0.5 * (H + H.T) if (abs(H - H.T) > 0).nnz else H
+        H = 0.5 * (H + H.T)
         return sp.block_diag([H, sp.csr_matrix((self.ns, self.ns))], format="csr")
 
 

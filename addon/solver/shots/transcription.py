@@ -142,6 +142,22 @@ def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.nda
     return 0.5 * (H + np.swapaxes(H, 1, 2))
 
 
+class _Pattern:
+    """A fixed COO pattern (rows, cols, duplicates allowed) turned into CSR once; each call only sums and
+    reorders the data (the sparse structure of a shot never changes between iterations)."""
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]):
+        key = rows.astype(np.int64) * shape[1] + cols
+        unique, self.inverse = np.unique(key, return_inverse=True)
+        self.indices = (unique % shape[1]).astype(np.int32)
+        self.indptr = np.searchsorted(unique // shape[1], np.arange(shape[0] + 1)).astype(np.int32)
+        self.size, self.shape = len(unique), shape
+
+    def matrix(self, data: np.ndarray) -> sp.csr_matrix:
+        summed = np.bincount(self.inverse, weights=data, minlength=self.size)
+        return sp.csr_matrix((summed, self.indices, self.indptr), shape=self.shape)
+
+
 def _assemble(blocks: list[Block], n: int):
     """Constraint function, sparse Jacobian and Hessian callbacks over the blocks, and the row offsets."""
     offsets = np.cumsum([0] + [b.index.shape[0] * b.rows for b in blocks])
@@ -164,9 +180,11 @@ def _assemble(blocks: list[Block], n: int):
     def constraints(x):
         return np.concatenate([b.fn(x[b.index])[0].ravel() for b in blocks]) if blocks else np.zeros(0)
 
+    pattern = _Pattern(rows, cols, (m, n))
+
     def jacobian(x):
         data = np.concatenate([b.fn(x[b.index])[1].ravel() for b in blocks]) if blocks else np.zeros(0)
-        return sp.csr_matrix((data, (rows, cols)), shape=(m, n))
+        return pattern.matrix(data)
 
     def hessian_parts(x, y):
         parts = []
@@ -463,8 +481,7 @@ class Transcription:
         cons, jac, hess_c, (hr, hc), lower, upper, self.offsets = _assemble(self.blocks, n)
         _, cost_jac, hess_f, (fr, fc), _, _, _ = _assemble(self.costs, n)
         costs = self.costs
-        rows = np.concatenate(hr + fr)
-        cols = np.concatenate(hc + fc)
+        hessian_pattern = _Pattern(np.concatenate(hr + fr), np.concatenate(hc + fc), (n, n))
 
         def objective(x):
             return float(sum(np.sum(b.fn(x[b.index])[0]) for b in costs))
@@ -476,7 +493,7 @@ class Transcription:
             parts = hess_c(x, y)
             parts += [obj_factor * p for p in hess_f(x, np.ones(sum(b.index.shape[0] for b in costs)))]
             data = np.concatenate(parts)
-            return sp.csr_matrix((data, (rows, cols)), shape=(n, n))
+            return hessian_pattern.matrix(data)
 
         self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, objective, gradient, cons, jac, lower, upper, hessian)
 
