@@ -201,3 +201,20 @@ def test_car_with_trailer_lane_change_replays_car_and_trailer():
     R = traj.poses[:, traj.body_index("trailer"), 3:]
     beta = 2 * np.arctan2(R[:, 3], R[:, 0])
     assert np.max(np.abs(np.unwrap(beta) - result.states[:, 4])) < 1e-8
+
+
+def test_free_final_time_trades_effort_against_duration():
+    """Minimum time plus effort: the step is a variable; a heavier time weight gives a shorter shot, and
+    the replay at the solved step still matches."""
+    mech = load_mechanism("presets/vehicles/sedan.toml")
+    mech = replace(mech, vehicle=replace(mech.vehicle, controls=(), velocity=(0.0,) * 6))
+    durations = []
+    for weight in (0.1, 1.0):
+        shot = Shot(mech, 0.1, 40, keys=(Key(40, position=(20.0, 0.0, 0.55), heading=0.0, velocity=(0, 0, 0),
+                                             name="stop"),),
+                    costs=Costs(effort=1.0, time=weight), free_time=True, dt_min=0.05, dt_max=0.3)
+        result = solve_shot(shot)
+        assert result.status == "solved", result.report
+        assert result.replay_error < 1e-8 and result.key_errors["stop"] < 1e-8
+        durations.append(result.dt * shot.steps)
+    assert durations[1] < durations[0]
