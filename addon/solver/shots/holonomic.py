@@ -15,8 +15,8 @@ h and node twist (xi_{k-1} + xi_k)/2), exactly vehicles/holonomic.residual. R(q)
 The wrench is the vehicle's own: helicopter F(gamma) u (helicopter.control_matrix) plus gravity, both with
 analytic derivatives; boat and hovercraft: their compiled model with zero controls (hydrostatics,
 cushion, drag, gravity; its exact d/dxi) plus the constant thrust matrix B u read off the same model
-(exact: the thrust is linear). The boat's and hovercraft's wrench derivative with respect to the pose
-(buoyancy columns, cushion corners) is a central difference (step 1e-6), the one non-analytic derivative.
+(exact: the thrust is linear), with the pose derivative of the buoyancy columns or cushion corners
+differentiated here from the vehicle modules' formulas (checked against differences in the tests).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ..lie import hat
 from ..vehicles import forces
 from ..vehicles.boat import Hull, compile_boat
 from ..vehicles.helicopter import control_matrix
-from ..vehicles.hovercraft import compile_hovercraft
+from ..vehicles.hovercraft import compile_hovercraft, skirt_corners
 from ..vehicles.rigid_body import locked_inertia
 from ..vehicles.spec import VehicleStepError
 from .transcription import Channel, StageDynamics
@@ -162,17 +162,7 @@ class HolonomicDynamics(StageDynamics):
         elif self.vehicle.type == "boat":
             dpose = self._boat_pose_derivative(x, q, xi)
         else:
-            eps = 1e-6
-            pose = np.concatenate([x, q], 1)
-            for j in range(7):
-                e = np.zeros(7)
-                e[j] = eps
-                try:
-                    fp = self.base(0.0, self._g((pose + e)[:, :3], (pose + e)[:, 3:]), xi)[0]
-                    fm = self.base(0.0, self._g((pose - e)[:, :3], (pose - e)[:, 3:]), xi)[0]
-                except VehicleStepError:
-                    fp = fm = np.full((K, 6), np.nan)
-                dpose[:, :, j] = (fp - fm) / (2 * eps)
+            dpose = self._hovercraft_pose_derivative(x, q, xi)
         if self.vehicle.type == "helicopter":
             pitch, roll = u[:, 2], u[:, 3]
             sp, cp, sr, cr = np.sin(pitch), np.cos(pitch), np.sin(roll), np.cos(roll)
@@ -232,6 +222,38 @@ class HolonomicDynamics(StageDynamics):
         out[:, 3:] = dforce.sum(1)
         out[:, :3] = (np.cross(np.swapaxes(dc, -1, -2), force[:, :, None, :]).swapaxes(-1, -2)
                       + np.cross(c[:, :, None, :], np.swapaxes(dforce, -1, -2)).swapaxes(-1, -2)).sum(1)
+        out[:, 3:, 3:] += np.einsum("kjia,j->kia", dR, s.mass * self.gravity)
+        return out
+
+    def _hovercraft_pose_derivative(self, x, q, xi):
+        """d(cushion wrench + gravity)/d(x, q) (K, 6, 7), differentiating vehicles/hovercraft.py's corners:
+        compression s_i = max(h0 - x_z - up . c_i, 0), lift (k s_i - c [s_i > 0] [c_i x up; up] . xi) up at c_i,
+        up = R^T e_z (the skirt drag and the thrust do not depend on the pose)."""
+        s = self.spec
+        K = len(x)
+        R, dR = rotation(q)
+        up = R[:, 2, :]
+        dup = np.zeros((K, 3, 7))
+        dup[:, :, 3:] = dR[:, 2]
+        corners = skirt_corners(s)
+        k, c = s.cushion_stiffness / 4, s.cushion_damping / 4
+        height = x[:, None, 2] + up @ corners.T
+        comp = np.maximum(s.cushion_height - height, 0.0)
+        active = (comp > 0).astype(float)
+        dheight = np.einsum("nj,kja->kna", corners, dup)
+        dheight[:, :, 2] += 1.0
+        dcomp = -active[..., None] * dheight
+        rows = np.concatenate([np.cross(corners[None], up[:, None, :]), np.broadcast_to(up[:, None, :], (K, 4, 3))], -1)
+        drows = np.concatenate([np.cross(corners[None, :, :, None], dup[:, None], axis=2),
+                                np.broadcast_to(dup[:, None], (K, 4, 3, 7))], 2)
+        speed = np.einsum("knj,kj->kn", rows, xi)
+        dspeed = np.einsum("knja,kj->kna", drows, xi)
+        mag = k * comp - c * active * speed
+        dmag = k * dcomp - c * active[..., None] * dspeed
+        dforce = dmag[:, :, None, :] * up[:, None, :, None] + mag[:, :, None, None] * dup[:, None]
+        out = np.zeros((K, 6, 7))
+        out[:, 3:] = dforce.sum(1)
+        out[:, :3] = np.cross(corners[None, :, :, None], dforce, axis=2).sum(1)
         out[:, 3:, 3:] += np.einsum("kjia,j->kia", dR, s.mass * self.gravity)
         return out
 

@@ -218,3 +218,24 @@ def test_free_final_time_trades_effort_against_duration():
         assert result.replay_error < 1e-8 and result.key_errors["stop"] < 1e-8
         durations.append(result.dt * shot.steps)
     assert durations[1] < durations[0]
+
+
+@pytest.mark.parametrize("preset,height", [("speedboat", 0.21), ("hovercraft", 0.5)])
+def test_water_and_cushion_pose_derivatives_equal_differences(preset, height):
+    """The boat's buoyancy/drag and the hovercraft's cushion, differentiated with respect to the pose here,
+    against central differences of the vehicle modules' own wrench at tilted, moving poses."""
+    tr = transcribe(_small_shot(preset, 1.0))
+    dyn = tr.dyn
+    rng = np.random.default_rng(2)
+    x = np.array([0.0, 0.0, height]) + 0.05 * rng.standard_normal((6, 3))
+    q = np.array([1.0, 0.0, 0.0, 0.0]) + 0.05 * rng.standard_normal((6, 4))
+    xi = rng.standard_normal((6, 6))
+    analytic = dyn.wrench(x, q, xi, np.zeros((6, 2)))[2]
+    pose = np.concatenate([x, q], 1)
+    fd = np.zeros_like(analytic)
+    for j in range(7):
+        e = 1e-6 * np.eye(7)[j]
+        plus = dyn.base(0.0, dyn._g((pose + e)[:, :3], (pose + e)[:, 3:]), xi)[0]
+        minus = dyn.base(0.0, dyn._g((pose - e)[:, :3], (pose - e)[:, 3:]), xi)[0]
+        fd[:, :, j] = (plus - minus) / 2e-6
+    assert np.max(np.abs(analytic - fd)) < 1e-8 * np.abs(fd).max() + 1e-6
