@@ -5,7 +5,7 @@ keys, obstacle clearances, corridors) and costs are written a second time as Cas
 (this module; CasADi differentiates them, exact Hessian) and solved by IPOPT (MUMPS) from the same
 initial guess. The IPOPT solution is then checked against OUR constraint functions: a violation at
 solver tolerance shows both solve the same discretisation. CasADi models exist for the car and the
-helicopter; the boat's column hydrostatics are not rewritten (its row says so).
+helicopter and the boat (column buoyancy with min/max for the immersed length).
 
     PYTHONPATH=. /tmp/venv5/bin/python -m benchmarks.shots [--quick]
 """
@@ -75,8 +75,37 @@ def _dcay_inv_T(ca, xi, mu):
     return ca.vertcat(top, nu)
 
 
-def _helicopter_step(ca, dyn, W0, W1, W2, h, first):
-    nc, spec, I = dyn.nc, dyn.spec, ca.DM(dyn.inertia)
+def _boat_wrench(ca, dyn, R, x, xi, u):
+    """vehicles/boat.py's wrench in CasADi: column buoyancy and drag against the current, gravity, thrust."""
+    s, hull = dyn.spec, dyn.hull
+    up = R[2, :].T
+    g = float(np.linalg.norm(dyn.gravity))
+    v_ref, D = s.mass / s.water_density, np.asarray(s.drag, float)
+    flow = R.T @ ca.DM(np.asarray(dyn.vehicle.current, float))
+    torque, force = ca.DM.zeros(3), R.T @ ca.DM(s.mass * dyn.gravity)
+    for X, Y in hull.xy:
+        wl = -(x[2] + up[0] * X + up[1] * Y) / up[2]
+        length = ca.fmin(ca.fmax(wl - hull.keel, 0), hull.height)
+        c = ca.vertcat(X, Y, hull.keel + 0.5 * length)
+        volume = hull.area * length
+        rel = xi[3:6] + ca.cross(xi[0:3], c) - flow
+        f = s.water_density * g * volume * up - (volume / v_ref) * (ca.DM(D) * rel)
+        torque += ca.cross(c, f)
+        force += f
+    return ca.vertcat(torque, force) + ca.DM(dyn.thrust) @ u
+
+
+def _helicopter_wrench(ca, dyn, R, x, xi, u):
+    spec = dyn.spec
+    sp, cp, sr, cr = ca.sin(u[2]), ca.cos(u[2]), ca.sin(u[3]), ca.cos(u[3])
+    dt_, uc, ut = spec.rotor_height, u[0], u[1]
+    force = ca.vertcat(sp * cr * uc, -sr * uc - ut, cp * cr * uc) + R.T @ ca.DM(spec.mass * dyn.gravity)
+    torque = ca.vertcat(dt_ * sr * uc, dt_ * sp * cr * uc, spec.tail_arm * ut)
+    return ca.vertcat(torque, force)
+
+
+def _holonomic_step(ca, dyn, W0, W1, W2, h, first):
+    nc, I = dyn.nc, ca.DM(dyn.inertia)
     units = ca.DM(dyn._units())
     x, q, u = W1[0:3], W1[3:7], W1[7:7 + nc] * units
     xi, xip = W1[7 + nc:], W0[7 + nc:]
@@ -89,11 +118,9 @@ def _helicopter_step(ca, dyn, W0, W1, W2, h, first):
     transported = _dcay_inv_T(ca, h * xi, mu)
     left = first * mup + (1 - first) * _dcay_inv_T(ca, -h * xip, mup)
     weight = first * h / 2 + (1 - first) * h
-    sp, cp, sr, cr = ca.sin(u[2]), ca.cos(u[2]), ca.sin(u[3]), ca.cos(u[3])
-    dt_, uc, ut = spec.rotor_height, u[0], u[1]
-    force = ca.vertcat(sp * cr * uc, -sr * uc - ut, cp * cr * uc) + R.T @ ca.DM(spec.mass * dyn.gravity)
-    torque = ca.vertcat(dt_ * sr * uc, dt_ * sp * cr * uc, spec.tail_arm * ut)
-    return ca.vertcat(xn - x - R @ Pb, qn - _qmul(ca, q, cq), transported - left - weight * ca.vertcat(torque, force))
+    node = first * xip + (1 - first) * 0.5 * (xip + xi)
+    wrench = (_helicopter_wrench if dyn.vehicle.type == "helicopter" else _boat_wrench)(ca, dyn, R, x, node, u)
+    return ca.vertcat(xn - x - R @ Pb, qn - _qmul(ca, q, cq), transported - left - weight * wrench)
 
 
 def _body_point(ca, dyn, S, offset):
@@ -140,7 +167,7 @@ def casadi_problem(tr: Transcription):
     """(nlp dict, lbg, ubg) of the transcription `tr` in CasADi SX, or None for a vehicle without a model."""
     ca = _casadi()
     dyn, shot, N = tr.dyn, tr.shot, tr.N
-    step = {"car": _car_step, "helicopter": _helicopter_step}.get(shot.mechanism.vehicle.type)
+    step = {"car": _car_step, "helicopter": _holonomic_step, "boat": _holonomic_step}.get(shot.mechanism.vehicle.type)
     if ca is None or step is None:
         return None
     x = ca.SX.sym("x", tr.n)
