@@ -453,15 +453,28 @@ class Transcription:
 
     def _prune(self):
         """Drop window columns no instance depends on, and mark the columns the Jacobian does not change
-        with (entering linearly: zero Hessian rows). Both are found from the exact Jacobian at two random
-        points, so the sparse structure and the differenced Hessians carry only real dependencies."""
+        with near the start (entering linearly: zero Hessian rows). A column is unused only if large changes
+        of it (+-0.5 and +-50, relative) change no value at two points near the start guess: a zero
+        derivative alone would also drop the height of a point inside a cylinder's axial range."""
         rng = np.random.default_rng(7)
         probe = self.x0()
         for b in self.blocks + self.costs:
             X = probe[b.index]
-            J1 = b.fn(X + 0.01 * rng.uniform(0.5, 1.0, X.shape) * np.maximum(1.0, np.abs(X)))[1]
-            J2 = b.fn(X - 0.01 * rng.uniform(0.5, 1.0, X.shape) * np.maximum(1.0, np.abs(X)))[1]
-            used = np.any(J1 != 0, axis=(0, 1)) | np.any(J2 != 0, axis=(0, 1))
+            size = np.maximum(1.0, np.abs(X))
+            J1 = b.fn(X + 0.01 * rng.uniform(0.5, 1.0, X.shape) * size)[1]
+            J2 = b.fn(X - 0.01 * rng.uniform(0.5, 1.0, X.shape) * size)[1]
+            base = b.fn(X)[0]
+            used = np.zeros(X.shape[1], bool)
+            for j in range(X.shape[1]):
+                for step in (0.5, -0.5, 50.0, -50.0):
+                    Xj = X.copy()
+                    Xj[:, j] += step * size[:, j]
+                    with np.errstate(all="ignore"):
+                        changed = b.fn(Xj)[0] != base
+                    if np.any(changed | np.isnan(b.fn(Xj)[0])):
+                        used[j] = True
+                        break
+            used |= np.any(J1 != 0, axis=(0, 1)) | np.any(J2 != 0, axis=(0, 1))
             curved = np.any(np.abs(J1 - J2) > 1e-12 * (1 + np.abs(J1)), axis=(0, 1))
             b.curved = np.flatnonzero(curved[used])
             if used.all():
