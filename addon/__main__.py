@@ -167,11 +167,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return run_demo
 
     run_demo = _import_blender_module(load)
+    from .demo_shots import run_shots_demo
+
     args.out.mkdir(parents=True, exist_ok=True)
     results = run_demo(args.out)
     if not results:
         raise CommandError(f"no demo scene was produced; see {args.out / 'demo_report.txt'}", EXIT_FAILED)
     print(f"demo: {len(results)} scenes written to {args.out}/")
+    shots = run_shots_demo(args.out, print)
+    solved = [s for s in shots if s.status == "solved"]
+    print(f"demo: {len(solved)} of {len(shots)} optimal-control shots solved and baked to {args.out / 'shots.blend'}")
+    if len(solved) < len(shots):
+        raise CommandError(f"a demo shot failed; see {args.out / 'shots_report.txt'}", EXIT_FAILED)
     return EXIT_OK
 
 
