@@ -30,7 +30,6 @@ from addon.solver.generate import pendulum_chain, rod_inertia
 from addon.solver.integrator import make_integrator
 from addon.solver.lie import matrix_to_quat, quat_to_matrix
 from addon.solver.maximal import baraff, fillin
-from addon.solver.maximal.forward_integrator import ForwardIntegrator
 from addon.solver.maximal.graph import crystal, ladder, loop_chain, net, split_loops
 from addon.solver.mechfile import load_mechanism, preset_path
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
@@ -209,7 +208,7 @@ def time_mujoco(mech: Mechanism, steps: int, integrator: str = "Euler") -> dict:
 # -- Symplex runs ---------------------------------------------------------------------------------------
 
 def make(mech: Mechanism, method: str):
-    return ForwardIntegrator(mech, DT) if method == "maximal-rk4" else make_integrator(mech, method, DT)
+    return make_integrator(mech, method, DT)
 
 
 def time_symplex(mech: Mechanism, method: str, steps: int) -> dict:
