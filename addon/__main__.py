@@ -189,7 +189,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         sys.path.insert(0, repo)
     from benchmarks.run import main as bench_main
 
-    argv = (["--quick"] if args.quick else []) + (["--out", str(args.out)] if args.out else [])
+    argv = (["--quick"] if args.quick else []) + [f"--suite={name}" for name in args.suite or []]
+    argv += ["--docs", str(args.docs)] if args.docs else []
     return int(bench_main(argv) or 0)
 
 
@@ -244,8 +245,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run benchmarks/ (speed and accuracy beside peer simulators) and write the table.",
     )
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
-    bench.add_argument("--out", type=Path, metavar="FILE.md",
-                       help="where to write the results table (default: the suite's own, docs/benchmarks.md)")
+    bench.add_argument("--suite", action="append", choices=("tree", "maximal", "shots", "collision"),
+                       help="run only this suite (repeatable; default: all)")
+    bench.add_argument("--docs", type=Path, metavar="DIR",
+                       help="folder for the result tables (default: docs/ for a full run; --quick only prints)")
     bench.set_defaults(func=cmd_bench)
     return parser
 

@@ -1,7 +1,10 @@
-"""Benchmark suite: tree-method step time beside MuJoCo on the same chains, measured in one run.
+"""Benchmark suites beside their peers, each measured in one run and recorded in its docs/ file.
 
-Usage: python -m addon bench [--quick] [--out docs/benchmarks.md]
-       python -m benchmarks.run [--quick] [--chains-only] [--out docs/benchmarks.md]
+Usage: python -m addon bench [--quick] [--suite tree|maximal|shots|collision ...] [--docs DIR]
+       python -m benchmarks.run --chains-only   (only the chain section of docs/benchmarks.md)
+Suites: tree (this module: chains and closed chains, plus benchmarks/vehicles.py) -> benchmarks.md;
+maximal (benchmarks/maximal.py) -> benchmarks_maximal.md; shots (benchmarks/shots.py, CasADi + IPOPT)
+-> benchmarks_shots.md; collision (benchmarks/collision.py) -> benchmarks_collision.md.
 For each N-link pendulum chain (generate.pendulum_chain) and each closed-chain preset, reports the
 median warm wall time per step of Symplex's midpoint VI (C kernel when built, numpy otherwise) and,
 for chains, of MuJoCo (RK4 and its default semi-implicit Euler) on the same chain, same dt, with the
@@ -17,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -184,40 +188,80 @@ def replace_section(text: str, heading: str, section: list[str]) -> str:
     return "\n".join(lines[:start] + section + [""] + lines[end:]) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m addon bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer steps and chains up to N = 100")
-    parser.add_argument("--chains-only", action="store_true",
-                        help="only the N-link chain table; with --out, replace that section of an existing file")
-    parser.add_argument("--out", default=None, help="write the Markdown table to this file")
-    args = parser.parse_args(argv)
-    # `python -m addon bench` passes --quick and --out only; --chains-only is run as `python -m benchmarks.run`
-    command = ("python -m benchmarks.run" if args.chains_only else "python -m addon bench") + "".join(
-        f" {flag}" for flag, on in (("--quick", args.quick), ("--chains-only", args.chains_only)) if on)
-    if args.chains_only:
-        section = chain_table(args.quick)
-        section[1:1] = ["", f"Command: `{command}` ({_describe()}).", "Times are medians of warm single steps; "
-                        "ratio = Symplex time / peer time (above 1: the peer is faster)."]
-        if args.out:
-            path = Path(args.out)
-            path.write_text(replace_section(path.read_text() if path.exists() else "# Benchmarks\n", CHAIN_HEADING,
-                                            section))
-            print(f"wrote the chain section of {args.out}")
-        return 0
-    lines = [*chain_table(args.quick), "", *closed_chain_table(args.quick)]
-    lines += ["", *vehicles.run(args.quick, command)]
+def tree_and_vehicles(quick: bool, command: str) -> str:
+    """docs/benchmarks.md: tree-method chains beside MuJoCo, closed chains, vehicles."""
+    lines = [*chain_table(quick), "", *closed_chain_table(quick), "", *vehicles.run(quick, command)]
     header = [
         "# Benchmarks",
         "",
         f"Command: `{command}` ({_describe()}).",
         "Times are medians of warm single steps; ratio = Symplex time / peer time (above 1: the peer is faster).",
         "Energy band = max - min of total energy over the timed steps (the VI's is bounded; see tests).",
+        "Other suites: [maximal coordinates](benchmarks_maximal.md), [optimal-control shots](benchmarks_shots.md), "
+        "[collision queries](benchmarks_collision.md).",
         "",
     ]
-    text = "\n".join(header + lines) + "\n"
-    if args.out:
-        Path(args.out).write_text(text)
-        print(f"wrote {args.out}")
+    return "\n".join(header + lines) + "\n"
+
+
+def _suites() -> dict[str, tuple[Callable[[bool, str], str], str]]:
+    """Suite name -> (run(quick, command) -> Markdown, the docs/ file it is recorded in). Imported lazily so
+    one suite runs without the others' peers."""
+
+    def maximal(quick: bool, command: str) -> str:
+        from benchmarks import maximal
+        return maximal.run(quick).replace("`python -m benchmarks.maximal --quick`", f"`{command}`").replace(
+            "`python -m benchmarks.maximal`", f"`{command}`")
+
+    def shots(quick: bool, command: str) -> str:
+        from benchmarks import shots
+        return f"# Optimal-control shots: benchmark\n\nCommand: `{command}` ({_describe()}).\n\n{shots.run(quick)}"
+
+    def collision(quick: bool, command: str) -> str:
+        from benchmarks import collision
+        return f"# Collision queries: benchmark\n\nCommand: `{command}` ({_describe()}).\n\n{collision.run(quick)}"
+
+    return {
+        "tree": (tree_and_vehicles, "benchmarks.md"),
+        "maximal": (maximal, "benchmarks_maximal.md"),
+        "shots": (shots, "benchmarks_shots.md"),
+        "collision": (collision, "benchmarks_collision.md"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    suites = _suites()
+    parser = argparse.ArgumentParser(prog="python -m addon bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short runs and small sizes (a smoke test)")
+    parser.add_argument("--suite", action="append", choices=sorted(suites),
+                        help="run only this suite (repeatable); default: all")
+    parser.add_argument("--docs", type=Path, default=None,
+                        help="write each suite's table into this folder (default: docs/ for a full run; "
+                             "a --quick run only prints)")
+    parser.add_argument("--chains-only", action="store_true",
+                        help="only the N-link chain table; replace that section of docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    docs = args.docs if args.docs is not None else (None if args.quick else Path(__file__).resolve().parents[1] / "docs")
+    if args.chains_only:
+        command = "python -m benchmarks.run --chains-only" + (" --quick" if args.quick else "")
+        section = chain_table(args.quick)
+        section[1:1] = ["", f"Command: `{command}` ({_describe()}).", "Times are medians of warm single steps; "
+                        "ratio = Symplex time / peer time (above 1: the peer is faster)."]
+        if docs is not None:
+            path = docs / "benchmarks.md"
+            path.write_text(replace_section(path.read_text() if path.exists() else "# Benchmarks\n", CHAIN_HEADING,
+                                            section))
+            print(f"wrote the chain section of {path}")
+        return 0
+    for name in args.suite or list(suites):
+        run, filename = suites[name]
+        command = f"python -m addon bench --suite {name}" + (" --quick" if args.quick else "")
+        text = run(args.quick, command)
+        print(text, flush=True)
+        if docs is not None:
+            docs.mkdir(parents=True, exist_ok=True)
+            (docs / filename).write_text(text)
+            print(f"wrote {docs / filename}")
     return 0
 
 
