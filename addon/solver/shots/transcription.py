@@ -463,18 +463,17 @@ class Transcription:
             size = np.maximum(1.0, np.abs(X))
             J1 = b.fn(X + 0.01 * rng.uniform(0.5, 1.0, X.shape) * size)[1]
             J2 = b.fn(X - 0.01 * rng.uniform(0.5, 1.0, X.shape) * size)[1]
+            used = np.any(J1 != 0, axis=(0, 1)) | np.any(J2 != 0, axis=(0, 1))
             base = b.fn(X)[0]
-            used = np.zeros(X.shape[1], bool)
-            for j in range(X.shape[1]):
+            for j in np.flatnonzero(~used):  # zero derivative at both probes: does the value move at all?
                 for step in (0.5, -0.5, 50.0, -50.0):
                     Xj = X.copy()
                     Xj[:, j] += step * size[:, j]
                     with np.errstate(all="ignore"):
-                        changed = b.fn(Xj)[0] != base
-                    if np.any(changed | np.isnan(b.fn(Xj)[0])):
+                        value = b.fn(Xj)[0]
+                    if np.any((value != base) | np.isnan(value)):
                         used[j] = True
                         break
-            used |= np.any(J1 != 0, axis=(0, 1)) | np.any(J2 != 0, axis=(0, 1))
             curved = np.any(np.abs(J1 - J2) > 1e-12 * (1 + np.abs(J1)), axis=(0, 1))
             b.curved = np.flatnonzero(curved[used])
             if used.all():
