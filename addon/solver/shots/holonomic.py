@@ -30,7 +30,6 @@ from ..integrator import simulate
 from ..lie import hat
 from ..vehicles import forces
 from ..vehicles.boat import Hull, compile_boat
-from ..vehicles.helicopter import control_matrix
 from ..vehicles.hovercraft import compile_hovercraft, skirt_corners
 from ..vehicles.rigid_body import locked_inertia
 from ..vehicles.spec import VehicleStepError

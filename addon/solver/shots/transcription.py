@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from . import nlp as nlpmod
 from .obstacles import distance_function
-from .spec import Shot, ShotResult
+from .spec import Shot, ShotError, ShotResult
 
 LocalFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -281,14 +281,11 @@ class Transcription:
         for name, a, b in shot.bounds:
             channel = next((c for c in dyn.channels if c.name == name), None)
             if channel is None:
-                raise_names = ", ".join(c.name for c in dyn.channels)
-                from .spec import ShotError
                 raise ShotError(f"{shot.source}: shot {shot.name!r}: bounds name unknown control {name!r}; "
-                                f"controls: {raise_names}")
+                                f"controls: {', '.join(c.name for c in dyn.channels)}")
             j = channel.index + (dyn.ns if channel.where == "segment" else 0)
             lo[j], hi[j] = max(lo[j], a / channel.unit), min(hi[j], b / channel.unit)
             if lo[j] > hi[j]:
-                from .spec import ShotError
                 raise ShotError(f"{shot.source}: shot {shot.name!r}: bounds of {name!r} [{a}, {b}] do not "
                                 f"overlap the vehicle's limits of {names[j]}")
         xl = np.tile(lo, N + 2)
@@ -329,7 +326,6 @@ class Transcription:
 
     def _node_block(self, steps: np.ndarray, value: Callable, lower, upper, labels, kind, extra_segment=False):
         """A block over node states (and the arriving step's segment variables when extra_segment)."""
-        dyn = self.dyn
         index = self.stage_index(steps, "state")
         if extra_segment:
             index = np.concatenate([index, self.stage_index(steps - 1, "segment")], axis=1)

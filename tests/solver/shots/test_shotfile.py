@@ -47,3 +47,11 @@ def test_bad_obstacle_shape_is_named(tmp_path):
     path.write_text(GOOD + '[[obstacle]]\nname = "rock"\nshape = "cone"\nsize = [1.0]\n')
     with pytest.raises(ShotError, match="obstacle 'rock': field 'shape'"):
         load_shot(path)
+
+
+def test_bounds_of_an_unknown_control_are_named(tmp_path):
+    from addon.solver.shots.spec import solve_shot
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD + '[bounds]\nthrottle = [0.0, 1.0]\n')
+    with pytest.raises(ShotError, match="unknown control 'throttle'; controls: drive_torque, steer"):
+        solve_shot(load_shot(path))
