@@ -12,6 +12,8 @@ Three vehicle scenes follow (VEHICLE_DEMOS): a car rig (bridge/vehicle_rig.build
 Add Car Rig makes) driving its keyed slalom, baked with vehicle_bake.bake_vehicle; and the helicopter
 and speedboat presets, whose chassis poses are baked onto one simple object each (fuselage, tail boom
 and rotor disc; a box hull) with bake.write_trajectory. They are rendered and plotted the same way.
+Then demo_maximal.run_maximal_demo adds the contact scenes (dominoes, wrecking ball; maximal method), each
+in its own out_dir/<preset>.blend.
 Needs bpy (and matplotlib for the plots).
 """
 
@@ -108,11 +110,11 @@ def demo_scene(name: str) -> bpy.types.Scene:
 
 
 def _render(scene: bpy.types.Scene, staged: Stage, trajectory: Trajectory, objects: dict[str, bpy.types.Object],
-            name: str, out_dir: Path) -> tuple[tuple[Path, ...], Path]:
-    """Render RENDER_FRAMES to out_dir/<name>_f<frame>.png and the faded-poses overview to <name>_motion.png."""
+            name: str, out_dir: Path, frames: tuple[int, ...] = RENDER_FRAMES) -> tuple[tuple[Path, ...], Path]:
+    """Render `frames` to out_dir/<name>_f<frame>.png and the faded-poses overview to <name>_motion.png."""
     images = []
     with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
-        for frame in RENDER_FRAMES:
+        for frame in frames:
             staged.caption(frame)
             scene.frame_set(frame)
             path = out_dir / f"{name}_f{frame:04d}.png"
@@ -254,6 +256,9 @@ def run_demo(out_dir: str | Path) -> list[DemoResult]:
              "fully extended configuration (2 substeps do not); the vehicles use the same time step"]
     lines += [f"{r.preset}: {r.report.summary()}" for r in results] + failures
     lines += [f"{p}: skipped, presets/{p}.toml is not there yet" for p in missing]
+    from .demo_maximal import run_maximal_demo  # here: demo_maximal imports this module's helpers
+
+    run_maximal_demo(out_dir, lines)  # dominoes.blend and wrecking_ball.blend, their renders and plots
     (out_dir / "demo_report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     for line in lines:
         print(line)
