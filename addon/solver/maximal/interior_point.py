@@ -40,7 +40,7 @@ from .linear import RowBlocks
 TAU = 0.95
 SIGMA_MIN = 0.01
 CLOSE_MARGIN = 1e-3  # m: contacts predicted further apart than this after the step get no friction rows
-COLD_MU = 1e-2  # lam * s of a cold start
+COLD_MU = 1.0  # lam * s of a cold start
 WARM_SHIFT = 1e-6  # added to warm-started lam and s
 MU_MIN = 1e-14
 COMPLEMENTARITY = 1e-8  # converged when every lam * s is below this (N m for contacts: gap ~ 1e-8 / gamma)
