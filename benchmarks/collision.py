@@ -1,9 +1,11 @@
-"""Timing of CollisionWorld.detect on many-body scenes: `python -m addon.solver.collision.benchmark`.
+"""Timing of CollisionWorld.detect on many-body scenes: `python -m benchmarks.collision [--quick]`.
 
-Scenes: a chain of n spheres lying on the ground (ball joints between neighbours), n dominoes with
-every other one leaning on the next (edge-on-face contacts), a pyramid of boxes resting on each other
-and on the ground, and the collider presets at their start. Prints contacts found and the median
-wall time of a query over several repeats (margin 1 mm).
+`run(quick)` returns the Markdown table (the suite, `python -m addon bench --suite collision`, records
+it in docs/benchmarks_collision.md). Scenes: a chain of n spheres lying on the ground (ball joints
+between neighbours), n dominoes with every other one leaning on the next (edge-on-face contacts), a
+pyramid of boxes resting on each other and on the ground, and the collider presets at their start.
+Each row: bodies, colliders, contacts found and the median wall time of a query over REPEATS
+(margin 1 mm).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import time
 
 import numpy as np
 
-from ..lie import matrix_to_quat, rotvec_to_matrix
-from ..mechfile import list_presets, load_mechanism, preset_path
-from ..model import Body, Collider, Joint, Mechanism
-from .world import CollisionWorld
+from addon.solver.collision import CollisionWorld
+from addon.solver.lie import matrix_to_quat, rotvec_to_matrix
+from addon.solver.mechfile import list_presets, load_mechanism, preset_path
+from addon.solver.model import Body, Collider, Joint, Mechanism
 
 MARGIN = 1e-3
+REPEATS = 5
 _INERTIA = (0.01, 0.01, 0.01, 0.0, 0.0, 0.0)
 
 
@@ -86,22 +89,28 @@ def time_query(mech: Mechanism, positions: np.ndarray, quats: np.ndarray, repeat
     return len(found), float(np.median(times))
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="small scenes only")
-    args = parser.parse_args(argv)
-    sizes = (10, 30) if args.quick else (10, 100, 300)
-    scenes = [(f"sphere chain n={n}", sphere_chain(n)) for n in sizes]
-    scenes += [(f"leaning dominoes n={n}", leaning_dominoes(n)) for n in sizes]
-    scenes += [(f"box pyramid levels={k}", box_pyramid(k)) for k in ((3, 4) if args.quick else (3, 5, 7))]
-    scenes += [(f"preset {name}", preset(name)) for name in list_presets()
+def run(quick: bool) -> str:
+    """The collision benchmark as Markdown (quick: small scenes only)."""
+    sizes = (10, 30) if quick else (10, 100, 300)
+    scenes = [(f"sphere chain on the ground, n = {n}", sphere_chain(n)) for n in sizes]
+    scenes += [(f"dominoes, every other leaning on the next, n = {n}", leaning_dominoes(n)) for n in sizes]
+    scenes += [(f"box pyramid, {k} levels", box_pyramid(k)) for k in ((3, 4) if quick else (3, 5, 7))]
+    scenes += [(f"preset `{name}` at its start", preset(name)) for name in list_presets()
                if load_mechanism(preset_path(name)).colliders]
-    print(f"{'scene':32} {'bodies':>6} {'colliders':>9} {'contacts':>8} {'ms/query':>9}")
+    lines = [f"`CollisionWorld.detect`, median of {REPEATS} queries after a first one, margin {MARGIN * 1e3:g} mm.", "",
+             "| scene | bodies | colliders | contacts | ms/query |", "|---|---:|---:|---:|---:|"]
     for label, (mech, positions, quats) in scenes:
-        contacts, seconds = time_query(mech, positions, quats, args.repeats)
-        print(f"{label:32} {len(mech.bodies):6d} {len(mech.colliders):9d} {contacts:8d} {seconds * 1e3:9.2f}")
+        contacts, seconds = time_query(mech, positions, quats, REPEATS)
+        lines.append(f"| {label} | {len(mech.bodies)} | {len(mech.colliders)} | {contacts} | {seconds * 1e3:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small scenes only")
+    print(run(parser.parse_args(argv).quick))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
