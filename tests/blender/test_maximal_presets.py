@@ -9,6 +9,7 @@ import pytest
 
 from addon.bridge import job
 from addon.bridge.build import BuildError, build_rigid_bodies
+from addon.demo_maximal import TOUCH, penetration
 from addon.solver.integrator import simulate
 from addon.solver.lie import quat_to_matrix
 from addon.solver.mechfile import list_presets, load_mechanism, preset_path
@@ -144,6 +145,9 @@ def test_maximal_bake_of_the_built_box_drop_follows_the_file():
     assert np.abs(baked.poses[:, k, :3] - reference.poses[:, 0, :3]).max() < 1e-5
     signs = np.sign(np.sum(baked.poses[:, k, 3:] * reference.poses[:, 0, 3:], axis=1))[:, None]
     assert np.abs(baked.poses[:, k, 3:] * signs - reference.poses[:, 0, 3:]).max() < 1e-5
+    depth, count = penetration(baker.read.mechanism, baked)  # what the demo plots
+    assert depth.max() < 1e-3 and count[0] == 0 and count[-1] == 4, (depth.max(), count)  # rests on 4 corners
+    assert np.all(count[baked.t < 0.25] == 0) and np.all(reference.poses[baked.t > 0.6, 0, 2] - 0.25 < TOUCH)
     obj = bpy.data.objects[cube]
     for frame in range(scene.frame_start, scene.frame_end + 1):  # the keys Blender plays
         set_frame(scene, frame)
