@@ -259,6 +259,10 @@ def _check_buildable(mech: Mechanism) -> None:
             raise BuildError(f"joint {joint.name!r}: a spring rest position other than 0 cannot be built")
         if joint.type == "free" and (any(joint.q0) or any(joint.v0) or joint.parent != WORLD):
             raise BuildError(f"joint {joint.name!r}: only a free joint from the world at rest can be built")
+    world_joints = any(WORLD in (j.parent, j.child) for j in mech.joints if j.type != "free")
+    if world_joints and mech.colliders and not any(c.body == WORLD for c in mech.colliders):
+        raise BuildError(f"{mech.source}: joints to the world need a passive object to hang on, and with colliders "
+                         "every passive object collides; add a world collider (a ground plane) to hang them on")
 
 
 def _new_collection(scene: bpy.types.Scene, name: str) -> bpy.types.Collection:
@@ -311,10 +315,6 @@ def _body_colliders(mech: Mechanism) -> dict[str, Collider]:
         if body.name not in found:
             raise BuildError(f"body {body.name!r} has no collider: with the 'maximal' method every rigid body collides "
                              "through its collision shape, so a mechanism with colliders needs one on every body")
-    if any(WORLD in (j.parent, j.child) for j in mech.joints if j.type != "free") and not any(
-            c.body == WORLD for c in mech.colliders):
-        raise BuildError(f"{mech.source}: joints to the world need a passive object to hang on, and with colliders "
-                         "every passive object collides; add a world collider (a ground plane) to hang them on")
     return found
 
 

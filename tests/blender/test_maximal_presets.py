@@ -86,6 +86,17 @@ def test_ground_plane_is_a_passive_mesh_under_every_body_and_beads_are_spheres()
     assert np.allclose(np.linalg.norm([v.co for v in bead.data.vertices], axis=1), 0.1, atol=1e-7)
 
 
+def test_add_preset_operator_builds_a_maximal_setup_with_its_ground():
+    scene = new_scene("operator")
+    with bpy.context.temp_override(scene=scene):
+        assert bpy.ops.symplex.add_preset(preset="sphere_chain", variant="RIGID_BODIES") == {"FINISHED"}
+    setup = scene.symplex.setups[scene.symplex.active_setup]
+    assert setup.method == "maximal"
+    objects = setup.collection.objects
+    assert len(objects) == 10 + 9 + 1  # beads, ball-joint empties, ground
+    assert sorted(o.rigid_body.collision_shape for o in objects if o.rigid_body is not None) == ["MESH"] + ["SPHERE"] * 10
+
+
 def _one_body(colliders: tuple[Collider, ...], joints=None) -> Mechanism:
     body = Body("block", 1.0, position=(0.0, 0.0, 1.0), inertia=(0.1, 0.1, 0.1, 0.0, 0.0, 0.0))
     joints = joints if joints is not None else (Joint("block free", "free", WORLD, "block"),)
