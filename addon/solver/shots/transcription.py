@@ -240,10 +240,11 @@ class Transcription:
             self._soften_keys()
         self._build_nlp()
 
-    def _soften_keys(self, weight: float = 1e4):
+    def _soften_keys(self, weight: float = 1.0):
         """Turn the key rows into the penalty weight * (distance outside their bounds)^2 (continuously
-        differentiable): the dynamics, bounds and obstacles stay hard, so the solve shows how close each
-        key can come (used to name the key that makes a shot infeasible)."""
+        differentiable; weight 1 per m^2 or rad^2 against effort terms of order 1, heavier weights stall the
+        line search): the dynamics, bounds and obstacles stay hard, so the solve shows how close each key
+        can come (used to name the key that makes a shot infeasible, and as a restart point)."""
         keep = []
         for b in self.blocks:
             if b.kind[0] != "key":
@@ -598,7 +599,26 @@ class Transcription:
         else:
             x0, mu_init = self.x0(warm_start), 0.1
         res = nlpmod.solve(self.nlp, x0, tol=tol, max_iter=max_iter, progress=progress, mu_init=mu_init)
+        if res.status in ("infeasible", "failed", "max_iter") and any(b.kind[0] == "key" for b in self.blocks):
+            # second phase: the keys made soft from rest give a dynamically feasible path; when it comes within
+            # 0.5 (m or rad) of every key, the hard problem restarts from there (a restoration of sorts)
+            soft_x, errors = self._soft_solve()
+            if max(e for e, _ in errors) < 0.5:
+                again = nlpmod.solve(self.nlp, soft_x, tol=tol, max_iter=max_iter, progress=progress, mu_init=1e-3)
+                again.iterations += res.iterations
+                again.wall_time += res.wall_time
+                again.message += " (second phase, from the keys made soft)"
+                res = again
         return self.result(res)
+
+    def _soft_solve(self, max_iter: int = 200) -> tuple[np.ndarray, list]:
+        """Solve with every key soft (dynamics, bounds, obstacles hard) from rest: (x, [(key error, block)])."""
+        if getattr(self, "_soft", None) is None:
+            soft = Transcription(self.shot, self.dyn, soft_keys=True)
+            res = nlpmod.solve(soft.nlp, soft.x0(rest=True), max_iter=max_iter)
+            errors = [(float(np.sqrt(b.fn(res.x[b.index])[0].sum())), b) for b in soft.key_penalties]
+            self._soft = (res.x, errors, res.constraint_violation)
+        return self._soft[0], self._soft[1]
 
     def key_errors(self, x: np.ndarray) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -665,17 +685,12 @@ class Transcription:
         """Why the shot failed: re-solve with every key soft (dynamics, bounds, obstacles hard) and name the key
         that stays furthest from its target; if every key can be met, name the worst requirement at x."""
         if any(b.kind[0] == "key" for b in self.blocks):
-            soft = Transcription(self.shot, self.dyn, soft_keys=True)
-            res = nlpmod.solve(soft.nlp, soft.x0(rest=True), max_iter=150)
-            errors = []
-            for b in soft.key_penalties:
-                v, _ = b.fn(res.x[b.index])
-                errors.append((float(np.sqrt(v.sum() / 1e4)), b))
+            soft_x, errors = self._soft_solve()
             err, b = max(errors, key=lambda e: e[0])
-            if res.constraint_violation < 1e-6 and err > 1e-4:
+            if self._soft[2] < 1e-6 and err > 0.5:
                 key, part = b.kind[1], b.kind[2]
                 return (f"key {key.label!r} (step {key.step}, {part}) cannot be met: the closest the vehicle "
-                        f"can come is {err:.3g} away in {key.step * float(res.x[self.h_index]):.3g} s within its "
+                        f"can come is {err:.3g} away in {key.step * float(soft_x[self.h_index]):.3g} s within its "
                         f"control bounds and obstacles (with every key soft)")
         return self.diagnose(x)
 

@@ -239,3 +239,16 @@ def test_water_and_cushion_pose_derivatives_equal_differences(preset, height):
         minus = dyn.base(0.0, dyn._g((pose - e)[:, :3], (pose - e)[:, 3:]), xi)[0]
         fd[:, :, j] = (plus - minus) / 2e-6
     assert np.max(np.abs(analytic - fd)) < 1e-8 * np.abs(fd).max() + 1e-6
+
+
+def test_small_time_weight_with_long_steps_solves():
+    """Free time with a light time weight and steps up to 0.5 s: the first phase stalled here before the
+    second phase (restart from the soft-key path) was added."""
+    mech = load_mechanism("presets/vehicles/sedan.toml")
+    mech = replace(mech, vehicle=replace(mech.vehicle, controls=(), velocity=(0.0,) * 6))
+    shot = Shot(mech, 0.1, 40, keys=(Key(40, position=(20.0, 0.0, 0.55), heading=0.0, velocity=(0, 0, 0),
+                                         name="stop"),),
+                costs=Costs(effort=1.0, time=0.01), free_time=True, dt_min=0.02, dt_max=0.5)
+    result = solve_shot(shot)
+    assert result.status == "solved", result.report
+    assert result.replay_error < 1e-8 and result.key_errors["stop"] < 1e-8
