@@ -11,9 +11,9 @@ A mechanism with colliders is built for the 'maximal' method (the setup's method
 body's object is its collider's shape (shape_mesh.py) with the matching Blender collision shape and the
 collider's friction; each world collider is a passive object of the collection (a plane as a square
 plane mesh large enough for the bodies), and the first of them anchors the joints to the world. What
-a Blender rigid body cannot carry is refused naming the body: more than one collider on a body, a body
-without one, a non-hull collider off the body's origin or axes (a hull's vertices are moved into the
-body frame instead), joints to the world with no world collider to hang them on.
+a Blender rigid body cannot carry is refused naming the body or collider: more than one collider on a
+body, a body without one, a plane on a body, a non-hull collider off the body's origin or axes (a hull's
+vertices are moved into the body frame instead), joints to the world with no world collider to hang on.
 `build_armature(scene, mech)` makes one bone per body instead (revolute, prismatic, ball, universal
 and fixed joints; revolute and universal limits become IK limits; loops become the armature's loop
 list; prescribed joints become keyed bones).
@@ -37,9 +37,9 @@ from ..solver.curves import evaluate
 from ..solver.lie import frame_from_axis, rotvec_to_matrix
 from ..solver.model import WORLD, Body, Collider, Joint, Mechanism, MechanismError
 from . import compat, reference
-from .shape_mesh import COLLISION_SHAPES, collider_mesh
 from .bake import key_object
 from .rotations import matrix_to_quat, quat_to_matrix
+from .shape_mesh import COLLISION_SHAPES, collider_mesh
 
 POINT_RADIUS = 0.05
 MIN_THICKNESS = 0.02
@@ -307,6 +307,9 @@ def _body_colliders(mech: Mechanism) -> dict[str, Collider]:
     for collider in mech.colliders:
         if collider.body == WORLD:
             continue
+        if collider.shape == "plane":
+            raise BuildError(f"collider {collider.name!r}: a plane on body {collider.body!r} cannot be built "
+                             "(a flat active rigid body does not collide); planes belong to the world")
         if collider.body in found:
             raise BuildError(f"body {collider.body!r}: colliders {found[collider.body].name!r} and {collider.name!r}: "
                              "a Blender rigid body has one collision shape")

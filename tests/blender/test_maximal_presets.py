@@ -109,6 +109,7 @@ def _one_body(colliders: tuple[Collider, ...], joints=None) -> Mechanism:
     ((Collider("off", "block", "sphere", (0.1,), position=(0.0, 0.0, 0.2)),), None,
      "collider 'off': a sphere collider must sit at the origin of body 'block'"),
     ((Collider("ground", WORLD, "plane"),), None, "body 'block' has no collider"),
+    ((Collider("sheet", "block", "plane"),), None, "collider 'sheet': a plane on body 'block' cannot be built"),
     ((Collider("b", "block", "box", (0.1, 0.1, 0.1)),),
      (Joint("hinge", "revolute", WORLD, "block", anchor=(0.0, 0.0, 2.0), axis=(0.0, 1.0, 0.0)),),
      "one_block.toml: joints to the world need a passive object to hang on"),
