@@ -252,3 +252,17 @@ def test_small_time_weight_with_long_steps_solves():
     result = solve_shot(shot)
     assert result.status == "solved", result.report
     assert result.replay_error < 1e-8 and result.key_errors["stop"] < 1e-8
+
+
+def test_tunnel_corridor_is_kept(solved):
+    shot, result = solved["car_tunnel"]
+    y = result.trajectory.poses[75:, 0, 1]
+    assert y.min() >= 5.0 - 1e-7 and y.max() <= 7.0 + 1e-7
+
+
+def test_progress_reports_and_cancel_stops_without_a_result():
+    shot = load_shot("presets/shots/car_tunnel.toml")
+    seen = []
+    result = solve_shot(shot, progress=lambda it, info: seen.append((it, info["constraint_violation"])) or it < 3)
+    assert result.status == "cancelled" and result.trajectory is None
+    assert [it for it, _ in seen] == [0, 1, 2, 3]
