@@ -174,13 +174,15 @@ def test_snakeboard_rider_gait_reaches_a_key_from_rest():
 
 
 def test_warm_starts_from_the_animation_and_from_a_result(solved):
-    """The baked trajectory as a warm start leads to the same optimum; a re-solve from the earlier result
+    """The baked trajectory as a warm start converges again; a re-solve from the earlier result
     after an edit takes fewer iterations than solving the edited shot from scratch (measured 63 against 74;
     interior-point warm starts help only this much)."""
     shot, result = solved["car_tunnel"]
     again = solve_shot(shot, warm_start=result.trajectory)
-    assert again.status == "solved"
-    assert again.objective == pytest.approx(result.objective, rel=1e-6)
+    assert again.status == "solved" and again.key_errors["tunnel exit"] < 1e-8
+    # a local optimum no worse than the one whose path seeded it (non-convex: numpy/scipy versions differ in
+    # which optimum the cold solve finds; measured 0.0157548 and 0.0184620, the warm start gives 0.0157548)
+    assert again.objective <= result.objective * (1 + 1e-6)
     edited = replace(shot, keys=(replace(shot.keys[0], position=(75.0, 6.2, 0.55)),))
     resolved = solve_shot(edited, warm_start=result)
     cold = solve_shot(edited)
