@@ -84,7 +84,7 @@ def initial_state(model: TreeModel, t0: float = 0.0) -> tuple[MidpointState, Kin
     kin = forward(model, q, charts)
     if len(model.ball_dofs) and np.any(q[model.ball_dofs] != 0.0):
         # assembly moved ball angles; the Lie group rows (lie_rows.py) start from chart coordinates 0
-        charts, J = fold_charts(model, kin, charts)
+        charts, J = fold_charts(model, q, charts)
         for b, dofs in enumerate(model.ball_dofs):
             qd[dofs] = np.linalg.solve(J[b], qd[dofs])
             q[dofs] = 0.0
@@ -250,21 +250,17 @@ def _update_contacts(model: TreeModel, q2: np.ndarray, lam_contact: np.ndarray,
     return tuple(keep)
 
 
-def _fold(model: TreeModel, state: MidpointState, kin2: Kinematics | None, q2: np.ndarray, p2: np.ndarray,
-          v: np.ndarray) -> None:
+def _fold(model: TreeModel, state: MidpointState, q2: np.ndarray, p2: np.ndarray, v: np.ndarray) -> None:
     """Commit the chart fold at q2 (ball coordinates -> 0, momenta by J^T) and the next velocity guess.
 
     The guess repeats each chart's last rotation increment in its new chart (psi2 = psi1: the same body
     rotation, C3 = C2 Phi(psi1)); measured on tumbling floating trees it needs fewer Newton iterations
-    than mapping the rates through J. kin2: kinematics at q2 when the caller has them (computed here
-    otherwise, only if there are charts).
+    than mapping the rates through J.
     """
     state.velocity_guess = v.copy()
     if not len(model.ball_dofs):
         return
-    if kin2 is None:
-        kin2 = forward(model, q2, state.charts)
-    charts, J = fold_charts(model, kin2, state.charts)
+    charts, J = fold_charts(model, q2, state.charts)
     for b, dofs in enumerate(model.ball_dofs):
         p2[dofs] = J[b].T @ p2[dofs]
         q2[dofs] = 0.0
@@ -316,7 +312,7 @@ def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
     if len(state.rows):
         _check_rank(model, state, dt, constraints.evaluate(model, forward(model, out.q2, state.charts))[1])
     q2, p2 = out.q2, out.p2
-    _fold(model, state, None, q2, p2, (q2 - state.q) / dt)
+    _fold(model, state, q2, p2, (q2 - state.q) / dt)
     state.q, state.p, state.lam, state.t, state.Dh = q2, p2, out.lam, t2, None
     state.step_index += 1
     return StepResult(out.energy, out.iterations, out.residual_all)
@@ -401,7 +397,7 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
     if system.increments is not None:  # f+ on a chart: the body impulse at C2 in its coordinates at q2
         k = model.ball_dofs
         p2[k] += np.einsum("bji,bj->bi", system.increments.Jb, 0.5 * dt * f_c[k]) - 0.5 * dt * f_c[k]
-    _fold(model, state, system.kin2, q2, p2, (q2 - state.q) / dt)
+    _fold(model, state, q2, p2, (q2 - state.q) / dt)
     state.Dh = system.Dh2 if not len(model.ball_dofs) else None
     state.q, state.p, state.lam, state.t = q2, p2, lam[: len(state.rows)], t2
     state.step_index += 1
