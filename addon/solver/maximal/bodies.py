@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..lie import cross, hat, quat_to_matrix
+from ..lie import cross, hat
 from ..model import Mechanism
 
 # Zero principal moments (point masses, slender rods) make a body block singular. They are raised to
@@ -136,7 +136,3 @@ def rotational_momentum_jacobian(J: np.ndarray, omega: np.ndarray, dt: float, si
     Jw = np.einsum("bij,bj->bi", J, omega)
     s = np.sqrt(4.0 / dt**2 - np.sum(omega * omega, axis=-1))[:, None, None]
     return 0.5 * (s * J - Jw[:, :, None] * omega[:, None, :] / s + side * (hat(omega) @ J - hat(Jw)))
-
-
-def rotation_matrices(q: np.ndarray) -> np.ndarray:
-    return quat_to_matrix(q)
