@@ -255,6 +255,14 @@ def compile_tree(mech: Mechanism) -> TreeModel:
                 f"{mech.source}: [[joint]] {joint.name!r}: fields 'lower'/'upper' are not supported on a "
                 f"{joint.type} joint by the tree method (its rotation has no fixed angle coordinates)"
             )
+        if joint.type in ("ball", "free") and (joint.stiffness != 0.0 or joint.rest is not None):
+            field = "stiffness" if joint.stiffness != 0.0 else "rest"
+            raise MechanismError(
+                f"{mech.source}: [[joint]] {joint.name!r}: field {field!r} is not supported on a {joint.type} joint "
+                "by the tree method (its rotation coordinates restart from zero every step, so a spring on them "
+                "would pull toward no fixed orientation; the maximal method refuses it too); joint springs need a "
+                "revolute, prismatic, cylindrical, universal or planar joint"
+            )
         if joint.prescribed is not None and len(prims) != 1:
             raise MechanismError(
                 f"{mech.source}: [[joint]] {joint.name!r}: field 'prescribed' needs a one-coordinate joint, "

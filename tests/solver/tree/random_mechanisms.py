@@ -38,7 +38,8 @@ def random_tree(seed: int, types=TYPES, loops: int = 0, forces: bool = True) -> 
         joints.append(Joint(f"j{i}", kind, parent, body.name, anchor=tuple(rng.normal(size=3)),
                             axis=random_unit(rng), axis2=random_unit(rng),
                             q0=tuple(0.3 * rng.normal(size=ndof)), v0=tuple(rng.normal(size=ndof)),
-                            stiffness=float(rng.uniform(0, 2)), damping=float(rng.uniform(0, 0.5))))
+                            stiffness=float(rng.uniform(0, 2)) * (kind not in ("ball", "free")),  # refused there
+                            damping=float(rng.uniform(0, 0.5))))
         bodies.append(body)
     for k in range(loops):
         a, b = rng.choice(len(bodies), size=2, replace=False)
