@@ -315,6 +315,10 @@ class _Layout:
     dofs: tuple[tuple[str, int], ...] = ()  # ("lin" | "ang", axis index) in coordinate order
 
 
+# Joints whose rotation has no single coordinate: a joint spring there would need a rest orientation,
+# which neither method models (tree/compile.py and maximal/forces.py refuse it too).
+UNSPRUNG_JOINTS = ("ball", "free")
+
 LAYOUTS = {
     "FIXED": _Layout("fixed"),
     "POINT": _Layout("ball", 2, 0, (("ang", 0), ("ang", 1), ("ang", 2))),
@@ -391,6 +395,9 @@ def _springs_of(rbc, layout: _Layout, name: str, problems: _Problems) -> tuple[f
             f"rigid body constraint {name!r}: springs must be on every free axis with the same stiffness and "
             "damping (one spring per joint)"
         )
+    if used[0][0] > 0 and layout.type in UNSPRUNG_JOINTS:
+        problems.errors.append(f"rigid body constraint {name!r}: angular springs on a {layout.type} joint are not "
+                               "simulated; turn them off or lock an axis")
     return _num(used[0][0]), _num(used[0][1])
 
 
@@ -738,7 +745,11 @@ def _ik_stiffness(pose_bone, layout: _Layout, name: str, problems: _Problems) ->
     values = {_num(getattr(pose_bone, f"ik_stiffness_{'xyz'[i]}")) for kind, i in layout.dofs if kind == "ang"}
     if len(values) > 1:
         problems.errors.append(f"bone {name!r}: IK stiffness must be the same on every free rotation axis")
-    return max(values) if values else 0.0
+    stiffness = max(values) if values else 0.0
+    if stiffness > 0 and layout.type in UNSPRUNG_JOINTS:
+        problems.errors.append(f"bone {name!r}: IK stiffness on a bone free to rotate about all three axes (a "
+                               f"{layout.type} joint) is not simulated; set it to 0 or lock a rotation axis")
+    return stiffness
 
 
 def _read_armature(scene, setup, frame: float, fps: float, dt: float, steps: int, problems: _Problems):

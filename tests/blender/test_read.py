@@ -587,6 +587,17 @@ def test_ik_limits_and_stiffness():
     assert joint.stiffness == pytest.approx(0.25)
 
 
+def test_ik_stiffness_on_a_ball_bone_is_refused_by_name():
+    scene = new_scene("ik_ball")
+    arm, setup = chain_armature(scene, n=1, angle=0.0)
+    pb = arm.pose.bones["b0"]
+    pb.lock_rotation = (False, False, False)
+    pb.ik_stiffness_x = pb.ik_stiffness_y = pb.ik_stiffness_z = 0.25
+    assert "bone 'b0': IK stiffness on a bone free to rotate about all three axes" in problems_of(scene, setup)
+    pb.ik_stiffness_x = pb.ik_stiffness_y = pb.ik_stiffness_z = 0.0
+    assert "IK stiffness" not in problems_of(scene, setup)
+
+
 def test_keyed_unsimulated_parent_is_prescribed():
     scene = new_scene("drive", frames=11)
     arm, setup = chain_armature(scene, n=2, angle=0.0)
