@@ -28,8 +28,8 @@ from .solver.model import Mechanism, MechanismError
 from .solver.trajectory import SolverError, Trajectory
 
 # preset -> (seconds simulated, solver substeps per frame at FPS). Dominoes at dt = 0.01 s for 1.6 s
-# (not the 2 s of docs/collision.md): the 8th is toppling by then, and the last 0.4 s, with every
-# domino resting on the next, cost a third of the bake (about 20 s on the shared 2-core machine).
+# (not the 2 s of docs/collision.md): the 7th and 8th lie flat by then, and the last 0.4 s, every
+# domino resting on the next, cost a third of the 2 s bake (up to 20 s on the shared 2-core machine).
 # The wrecking ball needs dt = 0.005 s for its 4.7 m/s impact (about 0.8 s in); 1.5 s shows the crates thrown.
 CONTACT_DEMOS = {"dominoes": (1.6, 4), "wrecking_ball": (1.5, 8)}
 RENDER_COUNT = 5
