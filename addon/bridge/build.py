@@ -495,6 +495,9 @@ def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mech
     """
     if mech.springs or mech.forces:
         raise BuildError(f"{mech.source}: springs and forces cannot be built on an armature yet")
+    if mech.colliders:
+        raise BuildError(f"{mech.source}: collider {mech.colliders[0].name!r}: bones do not collide; "
+                         "build this preset as rigid bodies")
     tree, loops = _tree(mech)
     body_of = {b.name: b for b in mech.bodies}
     anchors: dict[str, list[np.ndarray]] = {}

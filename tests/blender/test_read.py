@@ -297,6 +297,12 @@ def test_limits_a_bone_cannot_carry_are_refused_by_name():
         build.build_armature(new_scene("badlimits"), chain.replace(joints=tuple(joints)))
 
 
+def test_a_preset_with_colliders_is_not_built_as_an_armature():
+    mech = load_mechanism(preset_path("box_drop"))
+    with pytest.raises(build.BuildError, match="collider .*: bones do not collide"):
+        build.build_armature(new_scene("collide"), mech)
+
+
 # ----------------------------------------------------------------------------------------------
 # Rigid body constraints
 
