@@ -5,10 +5,13 @@ Both methods start identically (start.py). Trajectory: poses of every body frame
 state is the poses: there are no generalized coordinates); energy at the start is T + V of the initial
 state and after each step T(zdot_k) + (V(z_k) + V(z_k+1))/2 (the interval's midpoint energy,
 second-order like the tree method's); constraint_residual is max |g| over every joint row (dropped
-redundant rows included) at the new configuration; newton_iterations per step.
+redundant rows included) at the new configuration; newton_iterations per step. A step redone without friction (the interior point's last resort) is
+named in the message, in a RuntimeWarning and in info()["friction_dropped_at_steps"].
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -45,7 +48,14 @@ class MaximalIntegrator(Integrator):
         return list(self.model.bodies.names), []
 
     def _step_impl(self) -> None:
+        dropped = len(self.ip.friction_dropped) if self.ip is not None else 0
         result = step(self.model, self.state, self.dt, self.tol, self.ip)
+        if self.ip is not None and len(self.ip.friction_dropped) > dropped:
+            steps = self.ip.friction_dropped
+            self.message = (f"friction dropped at {len(steps)} step(s) (the interior point stalled with friction "
+                            f"and the step was redone frictionless): steps {steps}")
+            warnings.warn(f"maximal-coordinate step {steps[-1]} (t = {self.state.t:.6g} s): {self.message}",
+                          RuntimeWarning, stacklevel=2)
         self._iterations.append(result.iterations)
         s = self.state
         self._record(s.t, body_frame_poses(self.model, s.x, s.q), np.zeros(0), result.energy, result.residual)
@@ -55,5 +65,6 @@ class MaximalIntegrator(Integrator):
         dropped = [] if aux is None else sorted({self.model.joints.names[self.model.joints.row_joint[r]]
                                                 for r in self.model.order[~aux]})
         return {"redundant_rows_dropped_in": dropped,
-                "steps_without_friction": 0 if self.ip is None else self.ip.friction_dropped,
+                "steps_without_friction": 0 if self.ip is None else len(self.ip.friction_dropped),
+                "friction_dropped_at_steps": [] if self.ip is None else list(self.ip.friction_dropped),
                 "mean_refinement_sweeps": float(np.mean(self.state.sweeps)) if self.state.sweeps else 0.0}

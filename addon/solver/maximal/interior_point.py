@@ -18,12 +18,19 @@ point Jacobians as the normal force, so their torques are physical (the factor-2
 notes/003.md P3 does not arise: rotational rows here are in torque units). Joint limits: gamma with
 h = theta(z_2) - lower or upper - theta(z_2) on a joint coordinate.
 
-Newton on the pair (lam dh + s dlam = mu - lam h, eliminating ds) gives the row
-    -dh - (s/lam) dlam = h - mu/lam          (divided by dt for the positional pairs),
+Positional pairs (gaps, limits) are written at the velocity level, h = phi(z_2)/dt, so that every
+complementarity lam s is a power (N m/s: force times speed for gap and friction pairs, speed times
+force for psi): one barrier parameter then centres all pairs alike (with h in metres the gap pairs were
+held 1/dt further from the boundary than the friction pairs).
+
+Newton on the pair (lam dh + s dlam = t - lam h, eliminating ds) gives the row
+    -dh - (s/lam) dlam = h - t/lam,
 which borders the joint system as auxiliary rows: force side -dh/dz at z_1, velocity side -dh/dzdot,
-and a dense diagonal block coupling gamma, psi and beta of one contact. Steps keep s and lam
-positive (fraction to the boundary 0.95); mu follows sigma times the mean complementarity, sigma =
-(1 - step)^3 clipped to [0.01, 0.5].
+and a dense diagonal block coupling gamma, psi and beta of one contact. The target t comes from
+Mehrotra's predictor-corrector (variational._newton solves twice with one factorisation): the affine
+direction (t = 0) gives the complementarity mu_aff it would reach, sigma = (mu_aff / mu)^3, and the
+corrector aims at t = sigma mu - dlam_aff ds_aff. Steps keep s and lam positive with the fraction to
+the boundary tau = max(0.99, 1 - mu).
 """
 
 from __future__ import annotations
@@ -37,14 +44,20 @@ from ..lie import hat, quat_to_matrix
 from .forces import scatter
 from .linear import RowBlocks
 
-TAU = 0.95
-SIGMA_MIN = 0.01
+CENTRED = 0.5  # monotone mode: mu is decreased once every |lam s - mu| <= CENTRED mu
+MU_DECREASE = 0.2
+NEIGHBOURHOOD = 1e-3  # steps keep min lam s >= NEIGHBOURHOOD mean lam s (pairs collapsing to (0, 0) jam)
+NEIGHBOURHOOD_HALVINGS = 30
+MAX_RESTARTS = 3
+RECENTRE_FLOOR = 1e-2  # lam and s (N or m/s) are raised to at least this by a recentring restart
+TAU_MIN = 0.99  # fraction to the boundary max(TAU_MIN, 1 - mu), at most TAU_MAX
+TAU_MAX = 1.0 - 1e-8  # 1 - mu rounds to 1 for mu < 1e-16: a pair would land on the boundary (s/lam = 0)
 CLOSE_MARGIN = 1e-3  # m: contacts predicted further apart than this after the step get no friction rows
-COLD_MU = 1.0  # lam * s of a cold start
-WARM_SHIFT = 1e-6  # added to warm-started lam and s
-MU_MIN = 1e-14
-COMPLEMENTARITY = 1e-8  # converged when every lam * s is below this (N m for contacts: gap ~ 1e-8 / gamma)
-FLOOR = 1e-6
+COLD_MU = 1.0  # lam * s (W) of a cold start
+WARM_SHIFT = 1e-2  # added to warm-started lam and s (a start nearer the boundary jams the first steps)
+COMPLEMENTARITY = 1e-8  # W: converged when every lam * s is below this (resting gap ~ 1e-8 dt / gamma)
+MU_FLOOR = 0.1 * COMPLEMENTARITY  # the corrector aims no lower: smaller s / lam makes the border of
+# redundant contacts (four box corners on a plane: rank 3) numerically singular
 
 
 def tangents(normal: np.ndarray) -> np.ndarray:
@@ -88,7 +101,7 @@ class InteriorPoint:
         self.limited = np.nonzero(np.isfinite(js.lower) | np.isfinite(js.upper))[0]
         self.mu = 1.0
         self._previous: tuple | None = None
-        self.friction_dropped = 0
+        self.friction_dropped: list[int] = []  # steps redone without friction rows
 
     def finish(self) -> None:
         """Keep the converged pairs for warm-starting the next step."""
@@ -106,6 +119,7 @@ class InteriorPoint:
         R1 = quat_to_matrix(state.q)
         self.R1 = np.concatenate([R1, np.eye(3)[None]], axis=0)
         self.x1 = np.vstack([state.x, np.zeros((1, 3))])
+        self.dt = dt
         self._contacts(state, dt, nb)
         self._limits(state, knot, dt)
         kind = np.concatenate([self.c_kind, np.full(len(self.l_coord), 3)])
@@ -116,42 +130,56 @@ class InteriorPoint:
         key = key * 4 + kind
         self.key = key
         self.pairs = Pairs(kind, owner, np.zeros(m), np.zeros(m))
+        self.restarts = 0
         if self._previous is not None and np.array_equal(self._previous[0], key):
             # same contact set as the last step: warm start, pushed off the boundary
             self._start(self._previous[1] + WARM_SHIFT, self._previous[2] + WARM_SHIFT, cold=False)
         else:
-            self.restart()
+            self._cold_start()
 
     def _start(self, lam0: np.ndarray, s0: np.ndarray, cold: bool) -> None:
         self.pairs.lam, self.pairs.s = lam0, s0
         self.cold = cold
-        self.mu = SIGMA_MIN * 10 * float(np.mean(lam0 * s0)) if len(lam0) else 0.0
+        self.mu = float(np.mean(lam0 * s0)) if len(lam0) else 0.0
+        self.monotone = False
 
-    def drop_friction(self) -> bool:
-        """Remove this step's friction rows and restart cold (counted in `friction_dropped`): the last
-        resort when the pyramid's pairs stall the iteration (they are degenerate where a contact passes
-        between sticking, sliding and separating). False if there were none."""
+    def drop_friction(self, step: int) -> bool:
+        """Remove this step's friction rows and restart cold, recording `step` in `friction_dropped`:
+        the last resort when the iteration stalls with friction (not reached on the collider presets
+        since the predictor-corrector; the integrator reports every such step). False if there were none."""
         if not np.any(self.c_kind > 0):
             return False
         keep = np.concatenate([self.c_kind == 0, np.ones(len(self.l_coord), bool)])
         self.c_kind, self.c_owner = self.c_kind[self.c_kind == 0], self.c_owner[self.c_kind == 0]
         self.pairs = Pairs(self.pairs.kind[keep], self.pairs.owner[keep], self.pairs.lam[keep], self.pairs.s[keep])
         self.key = self.key[keep]
-        self.friction_dropped += 1
-        self.cold = False
-        self.restart()
+        self.friction_dropped.append(step)
+        self._cold_start()
         return True
 
     def restart(self) -> bool:
-        """Recover from a stall against the boundary: a warm start restarts cold, at most once a step.
-        False if already cold."""
-        if getattr(self, "cold", False) and self.pairs.lam.any():
+        """Recover from a stall (the iterate jammed off the central path, typically a sticking contact
+        whose four pyramid pairs are all active, with redundant normals): a warm start restarts cold; a
+        cold one is recentred, lam and s raised to at least RECENTRE_FLOOR with the velocities kept.
+        At most MAX_RESTARTS a step; False when they are used up."""
+        if self.restarts >= MAX_RESTARTS:
             return False
+        self.restarts += 1
+        if self.cold:
+            p = self.pairs
+            self._start(np.maximum(p.lam, RECENTRE_FLOOR), np.maximum(p.s, RECENTRE_FLOOR), cold=True)
+            self.monotone = True
+            self.mu_fixed = self.mu
+        else:
+            self._cold_start()
+        return True
+
+    def _cold_start(self) -> None:
         m = len(self.pairs.kind)
         s0 = np.ones(m)
         if len(self.c_kind):
             gap_rows = np.nonzero(self.c_kind == 0)[0]
-            s0[gap_rows] = np.maximum(self.c_d[self.c_owner[gap_rows]], 1e-3)
+            s0[gap_rows] = np.maximum(self.c_d[self.c_owner[gap_rows]] / self.dt, 1.0)
         self._start(COLD_MU / s0, s0, cold=True)
         return True
 
@@ -227,7 +255,6 @@ class InteriorPoint:
         p = self.pairs
         m = len(p.kind)
         if m == 0:
-            ev.ip_residual = np.zeros(0)
             ev.ip_h = np.zeros(0)
             return
         Ve = np.vstack([V, np.zeros((1, 6))])
@@ -237,22 +264,18 @@ class InteriorPoint:
         C = np.zeros((m, 12))
         h = np.empty(m)
         E = np.zeros((m, m))
-        scale = np.ones(m)
         nc = len(self.c_kind)
         if nc:
-            self._contact_rows(ev, Ve, Wr, dt, nb, a_rows[:nc], b_rows[:nc], G[:nc], C[:nc], h[:nc], E[:nc, :nc],
-                               scale[:nc])
+            self._contact_rows(ev, Ve, Wr, dt, nb, a_rows[:nc], b_rows[:nc], G[:nc], C[:nc], h[:nc], E[:nc, :nc])
         if len(self.l_coord):
             sl = slice(nc, m)
             a_rows[sl], b_rows[sl] = self.l_a, self.l_b
             theta2 = ev.cval2[self.l_coord]
-            h[sl] = self.l_side * (theta2 - self.l_bound)
+            h[sl] = self.l_side * (theta2 - self.l_bound) / dt
             G[sl] = -self.l_G1
             C[sl] = -self.l_side[:, None] * ev.cjac2_velocity[self.l_coord]
-            scale[sl] = 1.0 / dt
         lam, s = p.lam, p.s
-        E[np.arange(m), np.arange(m)] += -s / lam * scale
-        residual = (self.mu / lam - h) * scale
+        E[np.arange(m), np.arange(m)] += -s / lam
         ev.body_residual = ev.body_residual + scatter(nb, a_rows, b_rows, G * lam[:, None])
         rows = ev.matrix.rows
         na = np.where(a_rows < nb, a_rows, -1)
@@ -265,10 +288,9 @@ class InteriorPoint:
         E_all[:k0, :k0] = ev.matrix.E
         E_all[k0:, k0:] = E
         ev.matrix.E = E_all
-        ev.ip_residual = residual
         ev.ip_h = h
 
-    def _contact_rows(self, ev, Ve, Wr, dt, nb, a_rows, b_rows, G, C, h, E, scale) -> None:
+    def _contact_rows(self, ev, Ve, Wr, dt, nb, a_rows, b_rows, G, C, h, E) -> None:
         p = self.pairs
         owner = self.c_owner[:len(a_rows)]
         kind = p.kind[:len(a_rows)]
@@ -279,9 +301,8 @@ class InteriorPoint:
         G[gap, :6] = np.einsum("ki,kij->kj", self.c_n[c], self.c_Ja1[c])
         G[gap, 6:] = -np.einsum("ki,kij->kj", self.c_n[c], self.c_Jb1[c])
         C[gap] = G[gap]
-        h[gap] = self.c_d[c] - dt * (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
+        h[gap] = self.c_d[c] / dt - (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
                                      + np.einsum("kj,kj->k", G[gap, 6:], Ve[b[gap]]))
-        scale[gap] = 1.0 / dt
         idx = np.arange(len(kind))
         # index of the gamma / psi row of each row's contact
         first = {int(o): int(i) for i, o in zip(idx[gap], c)}
@@ -309,18 +330,54 @@ class InteriorPoint:
             C[fric] = -B
             E[fric, cone_row] = -1.0
 
-    # ---- step control ------------------------------------------------------------------------
-    def step_length(self, dlam: np.ndarray) -> tuple[float, np.ndarray]:
-        """Largest step in (0, 1] keeping lam and s positive (fraction to the boundary), and ds."""
+    # ---- step control (Mehrotra predictor-corrector) ----------------------------------------------
+    def rhs(self, h: np.ndarray, target: np.ndarray | float) -> np.ndarray:
+        """The pairs' part of the Newton right-hand side (the bordered rows' right side) for target t: h - t / lam."""
+        return h - target / self.pairs.lam
+
+    def slack_step(self, dlam: np.ndarray, target: np.ndarray | float) -> np.ndarray:
+        """ds from the linearised lam s = t."""
         p = self.pairs
-        if len(dlam) == 0:
-            return 1.0, dlam
-        ds = (self.mu - p.s * dlam) / p.lam - p.s
+        return (target - p.s * dlam) / p.lam - p.s
+
+    def _boundary(self, dlam: np.ndarray, ds: np.ndarray, tau: float) -> float:
+        p = self.pairs
         alpha = 1.0
         for value, change in ((p.lam, dlam), (p.s, ds)):
             neg = change < 0
             if np.any(neg):
-                alpha = min(alpha, TAU * float(np.min(-value[neg] / change[neg])))
+                alpha = min(alpha, tau * float(np.min(-value[neg] / change[neg])))
+        return alpha
+
+    def corrector_target(self, dlam_aff: np.ndarray) -> np.ndarray:
+        """Target t = sigma mu - dlam_aff ds_aff of the corrector from the affine direction (t = 0)."""
+        p = self.pairs
+        if len(p.lam) == 0:
+            return np.zeros(0)
+        if self.monotone:  # Fiacco-McCormick after a stall: mu fixed until the pairs are centred
+            ls = p.lam * p.s
+            if np.max(np.abs(ls - self.mu_fixed)) <= CENTRED * self.mu_fixed:
+                self.mu_fixed = max(MU_FLOOR, MU_DECREASE * self.mu_fixed)
+            return np.full(len(p.lam), self.mu_fixed)
+        ds_aff = self.slack_step(dlam_aff, 0.0)
+        alpha = self._boundary(dlam_aff, ds_aff, 1.0)
+        mu = float(np.mean(p.lam * p.s))
+        mu_aff = float(np.mean((p.lam + alpha * dlam_aff) * (p.s + alpha * ds_aff)))
+        sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0
+        return max(sigma * mu, MU_FLOOR) - dlam_aff * ds_aff
+
+    def step_length(self, dlam: np.ndarray, target: np.ndarray | float) -> tuple[float, np.ndarray]:
+        """Largest step in (0, 1] keeping lam and s positive (fraction to the boundary), and ds."""
+        if len(dlam) == 0:
+            return 1.0, dlam
+        ds = self.slack_step(dlam, target)
+        alpha = self._boundary(dlam, ds, min(max(TAU_MIN, 1.0 - self.mu), TAU_MAX))
+        p = self.pairs
+        for _ in range(NEIGHBOURHOOD_HALVINGS):  # stay in the wide neighbourhood min lam s >= c mean lam s
+            ls = (p.lam + alpha * dlam) * (p.s + alpha * ds)
+            if np.min(ls) >= NEIGHBOURHOOD * np.mean(ls):
+                break
+            alpha *= 0.5
         return alpha, ds
 
     def update(self, alpha: float, dlam: np.ndarray, ds: np.ndarray) -> None:
@@ -329,12 +386,18 @@ class InteriorPoint:
             return
         p.lam = np.maximum(p.lam + alpha * dlam, 1e-300)
         p.s = np.maximum(p.s + alpha * ds, 1e-300)
-        # centring: reduce mu a lot after a long step, little after a short one (Mehrotra's heuristic)
-        sigma = min(0.5, max(SIGMA_MIN, (1.0 - alpha) ** 3))
-        self.mu = max(sigma * float(np.mean(p.lam * p.s)), MU_MIN)
+        self.mu = float(np.mean(p.lam * p.s))
 
     def converged(self, h: np.ndarray, tol: float) -> bool:
         p = self.pairs
         if len(p.lam) == 0:
             return True
-        return float(np.max(p.lam * p.s)) <= COMPLEMENTARITY and float(np.max(np.abs(h - p.s))) <= tol
+        if float(np.max(p.lam * p.s)) > COMPLEMENTARITY:
+            return False
+        # primal residual h - s in the units of tol (m, as the joint rows): velocity-level pairs times dt,
+        # cone rows (N) relative to the step's largest friction bound max(1, mu gamma)
+        weight = np.full(len(p.kind), self.dt)
+        cone = np.nonzero(p.kind == 1)[0]
+        if len(cone):
+            weight[cone] = 1.0 / max(1.0, float(np.max(self.c_mu[p.owner[cone]] * p.lam[cone - 1], initial=0.0)))  # gamma rows precede psi
+        return float(np.max(weight * np.abs(h - p.s))) <= tol

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
 
@@ -148,6 +149,10 @@ class LinearSolver:
         self._Y = baraff.solve(self.fac, cols)
         self._aux_C = (rows.Ca[aux], rows.Cb[aux], rows.a[aux], rows.b[aux])
         self._schur = A.E - self._apply_aux(self._Y)
+        # equilibrated LU of the Schur complement (interior-point rows range from s/lam ~ 1e-12 to 1e9)
+        row = 1.0 / np.maximum(np.max(np.abs(self._schur), axis=1), 1e-300)
+        col = 1.0 / np.maximum(np.max(np.abs(self._schur * row[:, None]), axis=0), 1e-300)
+        self._schur_lu = (scipy.linalg.lu_factor(self._schur * row[:, None] * col, check_finite=False), row, col)
 
     def _apply_aux(self, y: np.ndarray) -> np.ndarray:
         """Velocity-side auxiliary rows applied to the body part of y ((N,) or (N, c))."""
@@ -166,7 +171,8 @@ class LinearSolver:
         y0 = baraff.solve(self.fac, rhs[:N])
         if self._schur is None:
             return y0
-        mu = np.linalg.solve(self._schur, rhs[N:] - self._apply_aux(y0))
+        lu, row, col = self._schur_lu
+        mu = col * scipy.linalg.lu_solve(lu, row * (rhs[N:] - self._apply_aux(y0)), check_finite=False)
         return np.concatenate([y0 - self._Y @ mu, mu])
 
     def solve(self, A: NewtonMatrix, rhs: np.ndarray, rtol: float = 1e-8, max_sweeps: int = 40) -> np.ndarray:

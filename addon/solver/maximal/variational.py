@@ -160,7 +160,6 @@ class Evaluation:
     row_winding2: np.ndarray  # windings of the ANGLE rows (in model.order) at z_2
     coord_winding2: np.ndarray  # windings of the joint coordinates at z_2
     cjac2_velocity: np.ndarray  # (C, 12) d coordinate(z_2) / d zdot_1 / dt
-    ip_residual: np.ndarray = field(default_factory=lambda: np.zeros(0))
     ip_h: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
@@ -271,8 +270,7 @@ def _select_rows(model: MaximalModel, solver: LinearSolver, matrix: NewtonMatrix
 
 
 def _merit(ev: Evaluation) -> float:
-    return float(np.linalg.norm(ev.body_residual)) + float(np.linalg.norm(ev.row_residual)) \
-        + float(np.linalg.norm(ev.ip_residual))
+    return float(np.linalg.norm(ev.body_residual)) + float(np.linalg.norm(ev.row_residual))
 
 
 def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol: float, ip):
@@ -292,8 +290,14 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol
         if gap <= tol and change <= tol and (ip is None or ip.converged(ev.ip_h, tol)):
             return True, V, lam, ev, iteration
         state.solver.factor(ev.matrix)
-        rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual, ev.ip_residual])
-        du = state.solver.solve(ev.matrix, rhs)
+        rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual])
+        n_pre = len(rhs)
+        if ip is None:
+            du = state.solver.solve(ev.matrix, rhs)
+        else:  # Mehrotra: affine direction, then the corrector with the same factorisation
+            du = state.solver.solve(ev.matrix, np.concatenate([rhs, ip.rhs(ev.ip_h, 0.0)]))
+            target = ip.corrector_target(du[n_pre:]) if np.all(np.isfinite(du)) else 0.0
+            du = state.solver.solve(ev.matrix, np.concatenate([rhs, ip.rhs(ev.ip_h, target)]))
         state.sweeps.append(state.solver.sweeps)
         if not np.all(np.isfinite(du)):
             break
@@ -301,7 +305,7 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol
         dV = du[:6 * nb].reshape(nb, 6)
         dmu = du[6 * nb:6 * nb + n_rows]
         dpair = du[6 * nb + n_rows:]
-        alpha, ds = (1.0, None) if ip is None else ip.step_length(dpair)
+        alpha, ds = (1.0, None) if ip is None else ip.step_length(dpair, target)
         spin = np.max(np.linalg.norm(V[:, 3:] + alpha * dV[:, 3:], axis=1), initial=0.0) * dt
         if spin > 1.0:  # keep |omega| dt <= 1 (the update (13) needs < 2; the reference code stops at 1)
             alpha *= 1.0 / spin
@@ -346,8 +350,8 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
     if ip is not None:
         ip.begin(state, knot, dt)
     converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol, ip)
-    if not converged and ip is not None and ip.drop_friction():
-        # last resort for a stalled interior point: the step again without friction rows (counted)
+    if not converged and ip is not None and ip.drop_friction(state.step_index + 1):
+        # last resort for a stalled interior point: the step again without friction rows (reported)
         converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol, ip)
     if not converged:
         worst = js.names[js.row_joint[model.order[int(np.argmax(np.abs(ev.row_val2 - knot.targets)))]]] \
