@@ -1,20 +1,32 @@
-"""Optimal-control shots of car rigs in the scene: keyed chassis poses in, solved controls and motion out.
+"""Optimal-control shots of vehicle rigs in the scene: keyed chassis poses in, solved controls and motion out.
 
-`ShotJob(scene, owner)` reads everything in the main thread: the car rig (vehicle_rig.read_rig), the
-chassis' keyed poses as shot keys (location keys -> position, rotation keys -> heading; the frames where
-the artist's own action keys them, after the start frame), obstacles from a collection (sphere, box,
-cylinder or convex hull from each object's bounds or mesh), and a warm start from the rig's current
-Symplex bake. `run()` solves (solver/shots, no bpy: safe in a worker thread; `cancel()` stops it).
-`finish(scene)` writes, all or nothing: the solved drive torque and steer become keyed custom properties
-on the rig (replacing its throttle/brake/steer keys, so the artist can edit them and re-bake with Bake
-Vehicle), then the existing vehicle bake (vehicle_bake.bake_vehicle) simulates and keys chassis and wheels,
-and the solved path is drawn as a curve object. A cancelled or failed solve changes nothing.
+`ShotJob(scene, owner)` (car rigs) and `BodyShotJob(scene, owner)` (helicopter, boat and hovercraft rigs of
+vehicle_body_rig.py) read everything in the main thread: the rig, the chassis' keyed poses as shot keys
+(the frames where the artist's own action keys them, after the start frame: location keys -> position,
+rotation keys -> heading; a car's and a boat's or hovercraft's position is horizontal, a helicopter's 3-D;
+the last key at rest with End at Rest), obstacles from a collection (sphere, box, cylinder or convex hull
+from each object's bounds or mesh), and for a car a warm start from the rig's current Symplex bake.
+`run()` solves (solver/shots, no bpy: safe in a worker thread; `cancel()` stops it). `finish(scene)`
+writes, all or nothing: the solved controls become keyed custom properties on the rig, named as the
+vehicle bake reads them (car: drive_torque, steer; helicopter: collective, tail, blade_pitch, blade_roll;
+boat, hovercraft: thrust_right, thrust_left), replacing its own control keys so the artist can edit them
+and re-bake with Bake Vehicle; then the existing vehicle bake (vehicle_bake.bake_vehicle,
+vehicle_body_rig.bake_body_rig) simulates and keys the rig, and the solved path is drawn as a curve
+object. A cancelled or failed solve changes nothing.
+
+A boat's or hovercraft's position key holds x and y only (its height is the water's or cushion's): the
+shot Key has no partial positions, so it becomes a Corridor of one step, x and y fixed and z free within
++-FREE_HEIGHT, named as the key, plus a Key at the keyed position with radius FREE_HEIGHT that only guides
+the solver's start path through it.
 
 `MechanismShotJob(scene, setup, effector)` does the same for a Symplex setup (tree method): the effector
 object's location keys (after the start frame; the axes keyed at a frame make a partial key) become
 body-position keys, every single-dof joint without a motor is driven within +-max_force, joint limits
 come from the setup; the solved motion is baked with bake.write_trajectory and the torques are keyed as
 custom properties `symplex_torque_<joint>` in the effector's bake (Free Bake removes them).
+
+All three share `SolveJob`: progress, cancel, the solve kept on the job for a worker thread, and the check
+that finish() only writes a converged solve.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 import bpy
 import numpy as np
@@ -29,20 +42,24 @@ import numpy as np
 from ..solver.lie import matrix_to_quat
 from ..solver.model import Mechanism
 from ..solver.shots.mechanism_shots import Control, MechanismKey, MechanismShot, solve_mechanism_shot
-from ..solver.shots.spec import Costs, Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
+from ..solver.shots.spec import Corridor, Costs, Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
 from ..solver.trajectory import Trajectory
+from ..solver.vehicles.spec import CONTROL_NAMES, Vehicle
 from . import compat, reference
 from .bake import LINEAR, BakeOptions, write_trajectory
 from .read import SceneMechanism, find_setup, read_setup
 from .vehicle_bake import bake_vehicle
-from .vehicle_parts import RigError
-from .vehicle_rig import (CAR_PRESETS, CONTROL_PROPERTIES, FORWARD_PROPERTY, PATH_PROPERTY, PRESET_PROPERTY,
-                          RigReading, VehicleRig, find_rig, read_rig)
+from .vehicle_body_rig import BODY_PRESETS, BodyReading, bake_body_rig, find_body_rig, read_body_rig, vehicle_type
+from .vehicle_parts import RigError, world
+from .vehicle_rig import (CAR_PRESETS, CONTROL_PROPERTIES, FORWARD_AXES, FORWARD_PROPERTY, PATH_PROPERTY,
+                          PRESET_PROPERTY, RigReading, VehicleRig, find_rig, read_rig)
 
 SHAPE_PROPERTY = "symplex_shape"  # on an obstacle object: sphere, box, cylinder or hull (default: by name, else box)
 CHASSIS_BONE_PROPERTY = "symplex_chassis_bone"
 PATH_SUFFIX = " shot path"
 SOLVED_CONTROLS = ("drive_torque", "steer")
+SHOT_BODY_TYPES = ("helicopter", "boat", "hovercraft")  # body rigs with shot dynamics (solver/shots/holonomic.py)
+FREE_HEIGHT = 100.0  # m: a boat's or hovercraft's key leaves its height free by this much either way
 
 
 @dataclass
@@ -54,14 +71,57 @@ class ShotSettings:
     use_heading: bool = True
     end_at_rest: bool = True
     max_iterations: int = 300
-    smoothness: float = 0.01  # weight of spec.Costs.smoothness (steer and drive torque rates)
+    smoothness: float = 0.01  # weight of spec.Costs.smoothness (the rates of the controls)
     max_force: float = 1000.0  # mechanism shots: bound on every driven joint's torque (N m) or force (N)
+
+
+class SolveJob:
+    """What every Solve Shot job shares: the iteration and solver info for the status bar, cancel, a run()
+    that keeps the result or the exception (so it can run in a worker thread), and _solved(), the result
+    finish() may write, else a RigError saying the solve failed or was cancelled and nothing changed.
+    Subclasses set owner_name and implement _solve(progress) (no bpy) and finish(scene)."""
+
+    owner_name: str
+
+    def _reset(self) -> None:
+        self.iteration, self.info, self.cancelled = 0, {}, False
+        self.result: ShotResult | None = None
+        self.error: BaseException | None = None
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def _progress(self, iteration: int, info: dict) -> bool:
+        self.iteration, self.info = iteration, info
+        return not self.cancelled
+
+    def _solve(self, progress: Callable[[int, dict], bool]) -> ShotResult:
+        raise NotImplementedError
+
+    def run(self) -> ShotResult:
+        """Solve (no bpy access: may run in a worker thread). Keeps the result or the exception."""
+        try:
+            self.result = self._solve(self._progress)
+        except BaseException as err:  # handed to the main thread by finish()
+            self.error = err
+            raise
+        return self.result
+
+    def _solved(self, label: str) -> ShotResult:
+        if self.error is not None:
+            raise RigError(f"Solve Shot {label!r}: {self.error}") from self.error
+        result = self.result
+        if result is None or result.status != "solved":
+            status = "cancelled" if self.cancelled or (result and result.status == "cancelled") else "failed"
+            report = result.report if result is not None else "no result"
+            raise RigError(f"Solve Shot {label!r} {status}; nothing was changed. {report}")
+        return result
 
 
 def _rig_of(scene: bpy.types.Scene, owner: bpy.types.Object) -> tuple[VehicleRig, str]:
     preset = owner.get(PRESET_PROPERTY, "sedan")
     if preset not in CAR_PRESETS:
-        raise RigError(f"vehicle rig {owner.name!r}: Solve Shot drives car rigs ({', '.join(CAR_PRESETS)}); its "
+        raise RigError(f"vehicle rig {owner.name!r}: this job drives car rigs ({', '.join(CAR_PRESETS)}); its "
                        f"preset is {preset!r}")
     if PATH_PROPERTY in owner.keys():
         raise RigError(f"vehicle rig {owner.name!r}: it follows path {owner[PATH_PROPERTY]!r}; remove the "
@@ -70,17 +130,39 @@ def _rig_of(scene: bpy.types.Scene, owner: bpy.types.Object) -> tuple[VehicleRig
     return rig, preset
 
 
-def _keyed_frames(owner: bpy.types.Object, prefix: str, rotation_path: str) -> tuple[set[float], set[float]]:
-    """Frames keyed in the artist's action: (location frames, rotation frames)."""
+def _keyed_frames(owner: bpy.types.Object, prefix: str, rotation_path: str,
+                  axes: tuple[int, ...]) -> tuple[set[float], set[float]]:
+    """Frames keyed in the artist's action: (frames keying one of the location `axes`, rotation frames)."""
     channels = reference.original_channels(owner)
     location, rotation = set(), set()
     for fcurve in compat.fcurves(channels):
         frames = {round(float(k.co[0]), 6) for k in fcurve.keyframe_points}
-        if fcurve.data_path == prefix + "location" and fcurve.array_index < 2:
+        if fcurve.data_path == prefix + "location" and fcurve.array_index in axes:
             location |= frames
         elif fcurve.data_path == prefix + rotation_path:
             rotation |= frames
     return location, rotation
+
+
+def keyed_steps(owner: bpy.types.Object, bone: str, grid, use_heading: bool,
+                axes: tuple[int, ...]) -> list[tuple[float, int, bool, bool]]:
+    """(frame, step, location keyed, rotation keyed) for every frame after the start frame (and within the
+    frame range of `grid`, a read.FrameGrid) where the artist's action keys the chassis (object `owner`, or
+    its pose bone `bone`)."""
+    if bone:
+        prefix, mode = reference.bone_prefix(bone), owner.pose.bones[bone].rotation_mode
+    else:
+        prefix, mode = "", owner.rotation_mode
+    location, rotation = _keyed_frames(owner, prefix, reference.rotation_path(mode)[0], axes)
+    if not use_heading:
+        rotation = set()
+    last = grid.frame_start + grid.steps / grid.substeps
+    out = [(frame, int(round((frame - grid.frame_start) * grid.substeps)), frame in location, frame in rotation)
+           for frame in sorted(location | rotation) if grid.frame_start < frame <= last]
+    if not out:
+        raise RigError(f"vehicle rig {owner.name!r}: no keyed chassis pose after the start frame "
+                       f"{grid.frame_start}; key its location (and rotation) at the frames to hit")
+    return out
 
 
 def body_matrix(reading: RigReading, chassis_world: np.ndarray) -> np.ndarray:
@@ -89,32 +171,40 @@ def body_matrix(reading: RigReading, chassis_world: np.ndarray) -> np.ndarray:
 
 
 def read_keys(scene: bpy.types.Scene, reading: RigReading, use_heading: bool) -> tuple[Key, ...]:
-    """The chassis' keyed poses after the start frame as shot keys, named 'frame N'."""
-    from .vehicle_parts import world
+    """The car chassis' keyed poses after the start frame as shot keys, named 'frame N'."""
     rig = reading.rig
-    owner = scene.objects[rig.owner]
-    if rig.armature:
-        pose_bone = owner.pose.bones[rig.chassis]
-        prefix, mode = reference.bone_prefix(rig.chassis), pose_bone.rotation_mode
-    else:
-        prefix, mode = "", owner.rotation_mode
-    location, rotation = _keyed_frames(owner, prefix, reference.rotation_path(mode)[0])
-    if not use_heading:
-        rotation = set()
     keys = []
-    last = reading.frame_start + reading.steps / reading.substeps
-    for frame in sorted(location | rotation):
-        if frame <= reading.frame_start or frame > last:
-            continue
-        step = int(round((frame - reading.frame_start) * reading.substeps))
+    for frame, step, located, rotated in keyed_steps(scene.objects[rig.owner], rig.chassis if rig.armature else "",
+                                                     reading, use_heading, (0, 1)):
         body = body_matrix(reading, world(scene, rig.part(rig.chassis), frame, rigid=True))
-        position = tuple(float(v) for v in body[:3, 3]) if frame in location else None
-        heading = math.atan2(body[1, 0], body[0, 0]) if frame in rotation else None
+        position = tuple(float(v) for v in body[:3, 3]) if located else None
+        heading = math.atan2(body[1, 0], body[0, 0]) if rotated else None
         keys.append(Key(step, "", position, heading, name=f"frame {frame:g}"))
-    if not keys:
-        raise RigError(f"vehicle rig {rig.owner!r}: no keyed chassis pose after the start frame "
-                       f"{reading.frame_start}; key its location (and rotation) at the frames to hit")
     return tuple(keys)
+
+
+def read_body_keys(scene: bpy.types.Scene, reading: BodyReading,
+                   use_heading: bool) -> tuple[tuple[Key, ...], tuple[Corridor, ...]]:
+    """A body rig's keyed chassis poses after the start frame as shot keys named 'frame N' (the position of
+    its origin, the centre of mass; the heading of its forward axis), and for a boat or hovercraft the
+    corridors that hold its keyed x, y (see the module docstring)."""
+    rig = reading.rig
+    vertical = rig.kind == "helicopter"
+    keys, corridors = [], []
+    for frame, step, located, rotated in keyed_steps(scene.objects[rig.owner], rig.chassis if rig.armature else "",
+                                                     reading, use_heading, (0, 1, 2) if vertical else (0, 1)):
+        chassis = world(scene, rig.part(rig.chassis), frame, rigid=True)
+        name = f"frame {frame:g}"
+        ahead = chassis[:3, :3] @ np.array(FORWARD_AXES[rig.forward])
+        heading = math.atan2(ahead[1], ahead[0]) if rotated else None
+        position = tuple(float(v) for v in chassis[:3, 3]) if located else None
+        radius = 0.0
+        if position is not None and not vertical:
+            x, y, z = position
+            corridors.append(Corridor(name, step, step, (x, y, z - FREE_HEIGHT), (x, y, z + FREE_HEIGHT)))
+            radius = FREE_HEIGHT
+        keys.append(Key(step, "", position, heading, radius=radius, name=name))
+    return tuple(keys), tuple(corridors)
 
 
 def _shape_of(obj: bpy.types.Object) -> str:
@@ -134,14 +224,14 @@ def read_obstacles(collection: bpy.types.Collection | None, clearance: float, fr
     for obj in sorted(collection.all_objects, key=lambda o: o.name):
         if obj.type != "MESH":
             continue
-        world = np.array(reference.object_matrix(obj, frame))
-        scale = np.linalg.norm(world[:3, :3], axis=0)
-        rotation = world[:3, :3] / scale
+        world_matrix = np.array(reference.object_matrix(obj, frame))
+        scale = np.linalg.norm(world_matrix[:3, :3], axis=0)
+        rotation = world_matrix[:3, :3] / scale
         corners = np.array([tuple(c) for c in obj.bound_box]) * scale
         lo, hi = corners.min(axis=0), corners.max(axis=0)
         centre_local = 0.5 * (lo + hi)
         half = np.maximum(0.5 * (hi - lo), 1e-6)
-        position = tuple(float(v) for v in world[:3, :3] @ (centre_local / scale) + world[:3, 3])
+        position = tuple(float(v) for v in world_matrix[:3, :3] @ (centre_local / scale) + world_matrix[:3, 3])
         quat = tuple(float(v) for v in matrix_to_quat(rotation))
         shape = _shape_of(obj)
         if shape == "sphere":
@@ -167,6 +257,40 @@ def body_spheres(scene: bpy.types.Scene, reading: RigReading) -> tuple[tuple[flo
     half_width = 0.5 * float(abs(mounts[0, 1] - mounts[1, 1])) + float(reading.wheel_radii.max())
     radius = max(half_width, 0.25 * (front - rear))
     return tuple((x, 0.0, 0.0, radius) for x in (rear, 0.5 * (rear + front), front))
+
+
+def body_rig_spheres(reading: BodyReading) -> tuple[tuple[float, float, float, float], ...]:
+    """The spheres a body rig meets obstacles with, in its body frame: a helicopter one of its rotor radius
+    at the centre of mass; a boat or hovercraft three along its hull or skirt (aft, centre, bow) covering it."""
+    spec = reading.vehicle.spec
+    if reading.rig.kind == "helicopter":
+        return ((0.0, 0.0, 0.0, float(spec.rotor_radius)),)
+    length, width = ((spec.hull_length, spec.hull_beam) if reading.rig.kind == "boat"
+                     else (spec.skirt_length, spec.skirt_width))
+    radius = max(0.5 * width, length / 6)
+    return tuple((x, 0.0, 0.0, float(radius)) for x in (-length / 3, 0.0, length / 3))
+
+
+def vehicle_shot(scene: bpy.types.Scene, owner: bpy.types.Object, vehicle: Vehicle, grid, keys: tuple[Key, ...],
+                 settings: ShotSettings, spheres, corridors: tuple[Corridor, ...] = ()) -> Shot:
+    """The Shot of a vehicle rig `owner`: `keys` (plus the last key at rest with settings.end_at_rest) on the
+    time grid `grid` up to the last key, obstacles from settings.obstacles, the vehicle's own control bounds.
+    A bad shot raises RigError."""
+    if settings.end_at_rest:
+        last = max(keys, key=lambda k: k.step)
+        keys += (Key(last.step, "", velocity=(0.0, 0.0, 0.0), name=f"{last.name} at rest"),)
+    collection = bpy.data.collections.get(settings.obstacles) if settings.obstacles else None
+    if settings.obstacles and collection is None:
+        raise RigError(f"Solve Shot: no collection named {settings.obstacles!r} for the obstacles")
+    mech = Mechanism(name=f"vehicle rig {owner.name}", bodies=(), joints=(), gravity=tuple(scene.gravity),
+                     vehicle=vehicle, source=f"vehicle rig {owner.name!r}")
+    try:
+        return Shot(mech, grid.dt, max(k.step for k in keys), keys=keys,
+                    obstacles=read_obstacles(collection, settings.clearance, grid.frame_start),
+                    corridors=corridors, body_spheres=spheres, costs=Costs(smoothness=settings.smoothness),
+                    name=owner.name, source=f"scene {scene.name!r}")
+    except ShotError as err:
+        raise RigError(str(err)) from None
 
 
 def _played_matrix(owner: bpy.types.Object, channels, frame: float) -> np.ndarray:
@@ -200,8 +324,26 @@ def _played_trajectory(scene: bpy.types.Scene, reading: RigReading) -> Trajector
                       np.zeros(n), np.zeros(n), np.zeros(n - 1, dtype=np.int64), method="vehicle")
 
 
+def _summary(label: str, result: ShotResult, errors: dict[str, float], bake: str, path: bpy.types.Object) -> str:
+    listed = ", ".join(f"{k} {v:.2g}" for k, v in errors.items())
+    return (f"Solved shot {label!r} in {result.iterations} iterations ({result.wall_time:.1f} s); "
+            f"key errors: {listed}; {bake}; path {path.name!r}")
+
+
+def write_then_bake(owner: bpy.types.Object, props: list[str], write: Callable[[], None], bake: Callable[[], object]):
+    """write() the solved controls on `owner`, then bake(); if either fails, `owner`'s control properties
+    `props` and their F-curves are put back (the bakes change nothing when they fail) and the error raised."""
+    undo = _ControlSnapshot(owner, props)
+    try:
+        write()
+        return bake()
+    except BaseException:
+        undo.restore()
+        raise
+
+
 @dataclass
-class ShotJob:
+class ShotJob(SolveJob):
     """Solve Shot for one car rig: construct (reads bpy), run() (no bpy), finish(scene) (writes)."""
 
     scene: bpy.types.Scene
@@ -216,84 +358,102 @@ class ShotJob:
         self.rig, self.preset = _rig_of(scene, owner)
         self.reading = read_rig(scene, self.rig, self.preset)
         keys = read_keys(scene, self.reading, self.settings.use_heading)
-        if self.settings.end_at_rest:
-            last = max(keys, key=lambda k: k.step)
-            keys += (Key(last.step, "", velocity=(0.0, 0.0, 0.0), name=f"{last.name} at rest"),)
-        collection = bpy.data.collections.get(self.settings.obstacles) if self.settings.obstacles else None
-        if self.settings.obstacles and collection is None:
-            raise RigError(f"Solve Shot: no collection named {self.settings.obstacles!r} for the obstacles")
-        mech = Mechanism(name=f"vehicle rig {owner.name}", bodies=(), joints=(), gravity=tuple(scene.gravity),
-                         vehicle=self.reading.vehicle, source=f"vehicle rig {owner.name!r}")
-        last_step = max(k.step for k in keys)
-        try:
-            self.shot = Shot(mech, self.reading.dt, last_step, keys=keys,
-                             obstacles=read_obstacles(collection, self.settings.clearance, self.reading.frame_start),
-                             body_spheres=body_spheres(scene, self.reading),
-                             costs=Costs(smoothness=self.settings.smoothness), name=owner.name,
-                             source=f"scene {scene.name!r}")
-        except ShotError as err:
-            raise RigError(str(err)) from None
+        self.shot = vehicle_shot(scene, owner, self.reading.vehicle, self.reading, keys, self.settings,
+                                 body_spheres(scene, self.reading))
         self.warm_start = _played_trajectory(scene, self.reading)
-        self.iteration = 0
-        self.info: dict = {}
-        self.cancelled = False
-        self.result: ShotResult | None = None
-        self.error: BaseException | None = None
+        self._reset()
 
     @property
     def keys(self) -> tuple[Key, ...]:
         return self.shot.keys
 
-    def cancel(self) -> None:
-        self.cancelled = True
-
-    def _progress(self, iteration: int, info: dict) -> bool:
-        self.iteration, self.info = iteration, info
-        return not self.cancelled
-
-    def run(self) -> ShotResult:
-        """Solve (no bpy access: may run in a worker thread). Keeps the result or the exception."""
-        try:
-            self.result = solve_shot(self.shot, self.warm_start, self._progress,
-                                     max_iter=self.settings.max_iterations)
-        except BaseException as err:  # handed to the main thread by finish()
-            self.error = err
-            raise
-        return self.result
+    def _solve(self, progress) -> ShotResult:
+        return solve_shot(self.shot, self.warm_start, progress, max_iter=self.settings.max_iterations)
 
     def finish(self, scene: bpy.types.Scene) -> str:
         """Write controls, bake and draw the path; returns the summary. Raises RigError (scene unchanged)
         when the solve failed or was cancelled."""
-        if self.error is not None:
-            raise RigError(f"Solve Shot {self.owner_name!r}: {self.error}") from self.error
-        result = self.result
-        if result is None or result.status != "solved":
-            status = "cancelled" if self.cancelled or (result and result.status == "cancelled") else "failed"
-            report = result.report if result is not None else "no result"
-            raise RigError(f"Solve Shot {self.owner_name!r} {status}; nothing was changed. {report}")
+        result = self._solved(self.owner_name)
         owner = scene.objects[self.rig.owner]
-        undo = _ControlSnapshot(owner)
-        try:
-            write_controls(owner, self.reading, result)
-            bake = bake_vehicle(scene, self.rig, self.preset, self.reading.substeps)
-        except BaseException:
-            undo.restore()
-            raise
-        path = draw_path(scene, self.rig.owner, self.reading, result)
-        errors = ", ".join(f"{k} {v:.2g}" for k, v in result.key_errors.items())
-        return (f"Solved shot {self.owner_name!r} in {result.iterations} iterations ({result.wall_time:.1f} s); "
-                f"key errors: {errors}; {bake.summary()}; path {path.name!r}")
+        bake = write_then_bake(owner, _control_props(), lambda: write_controls(owner, self.reading, result),
+                               lambda: bake_vehicle(scene, self.rig, self.preset, self.reading.substeps))
+        path = draw_path(scene, self.rig.owner, result, self.reading.ground)
+        return _summary(self.owner_name, result, result.key_errors, bake.summary(), path)
+
+
+def _body_rig_of(scene: bpy.types.Scene, owner: bpy.types.Object):
+    preset = owner.get(PRESET_PROPERTY, "")
+    if preset not in BODY_PRESETS or vehicle_type(preset) not in SHOT_BODY_TYPES:
+        shot_presets = [p for p in BODY_PRESETS if vehicle_type(p) in SHOT_BODY_TYPES]
+        raise RigError(f"vehicle rig {owner.name!r}: Solve Shot drives car rigs ({', '.join(CAR_PRESETS)}) and "
+                       f"helicopter, boat and hovercraft rigs ({', '.join(shot_presets)}); its preset is {preset!r}")
+    rig = find_body_rig(scene, owner, preset, owner.get(FORWARD_PROPERTY, "+X"),
+                        bone=owner.get(CHASSIS_BONE_PROPERTY, ""))
+    return rig, preset
+
+
+@dataclass
+class BodyShotJob(SolveJob):
+    """Solve Shot for one helicopter, boat or hovercraft rig: construct (reads bpy), run() (no bpy),
+    finish(scene) (writes the controls, bakes with vehicle_body_rig.bake_body_rig, draws the path)."""
+
+    scene: bpy.types.Scene
+    owner_name: str
+    settings: ShotSettings = field(default_factory=ShotSettings)
+
+    def __post_init__(self):
+        scene = self.scene
+        owner = scene.objects.get(self.owner_name)
+        if owner is None:
+            raise RigError(f"no rig object {self.owner_name!r} in scene {scene.name!r}")
+        self.rig, self.preset = _body_rig_of(scene, owner)
+        self.reading = read_body_rig(scene, self.rig, self.preset)
+        keys, self.corridors = read_body_keys(scene, self.reading, self.settings.use_heading)
+        self.shot = vehicle_shot(scene, owner, self.reading.vehicle, self.reading, keys, self.settings,
+                                 body_rig_spheres(self.reading), self.corridors)
+        self._reset()
+
+    @property
+    def keys(self) -> tuple[Key, ...]:
+        return self.shot.keys
+
+    @property
+    def control_names(self) -> tuple[str, ...]:
+        return CONTROL_NAMES[self.rig.kind]
+
+    def _solve(self, progress) -> ShotResult:
+        return solve_shot(self.shot, None, progress, max_iter=self.settings.max_iterations)
+
+    def key_errors(self, result: ShotResult) -> dict[str, float]:
+        """The solver's key errors, a boat's or hovercraft's horizontal keys measured on the replayed motion (m)."""
+        errors = dict(result.key_errors)
+        body = result.trajectory.poses[:, 0, :2]
+        for c in self.corridors:
+            errors[c.name] = max(errors.get(c.name, 0.0), float(np.linalg.norm(body[c.first] - c.lower[:2])))
+        return errors
+
+    def finish(self, scene: bpy.types.Scene) -> str:
+        """Write controls, bake and draw the path; returns the summary. Raises RigError (scene unchanged)
+        when the solve failed or was cancelled."""
+        result = self._solved(self.owner_name)
+        owner = scene.objects[self.rig.owner]
+        bake = write_then_bake(owner, list(self.control_names),
+                               lambda: write_body_controls(owner, self.reading, result),
+                               lambda: bake_body_rig(scene, self.rig, self.preset, self.reading.substeps))
+        path = draw_path(scene, self.rig.owner, result)
+        return _summary(self.owner_name, result, self.key_errors(result), bake.summary(), path)
 
 
 class _ControlSnapshot:
-    """The control custom properties and their F-curves in the rig's own action, to put back on failure."""
+    """The control custom properties `props` and their F-curves in the rig's own action, to put back on failure."""
 
-    def __init__(self, owner: bpy.types.Object):
+    def __init__(self, owner: bpy.types.Object, props: list[str]):
         self.owner = owner
-        self.props = {p: owner[p] for p in _control_props() if p in owner.keys()}
+        self.names = props
+        self.props = {p: owner[p] for p in props if p in owner.keys()}
         self.curves = {}
         channels = reference.original_channels(owner)
-        for prop in _control_props():
+        for prop in props:
             fcurve = compat.find_fcurve(channels, f'["{prop}"]', 0)
             if fcurve is not None:
                 n = len(fcurve.keyframe_points)
@@ -304,7 +464,7 @@ class _ControlSnapshot:
     def restore(self) -> None:
         owner = self.owner
         channels = reference.original_channels(owner)
-        for prop in _control_props():
+        for prop in self.names:
             _remove_control(owner, channels, prop)
         for prop, value in self.props.items():
             owner[prop] = value
@@ -338,11 +498,16 @@ def _key_property(owner: bpy.types.Object, channels, prop: str, frames: np.ndarr
     fcurve.update()
 
 
-def write_controls(owner: bpy.types.Object, reading: RigReading, result: ShotResult) -> None:
-    """Replace the rig's control properties by the solved drive torque and steer, keyed in its own action."""
+def _own_channels(owner: bpy.types.Object):
     channels = reference.original_channels(owner)
     if channels is None:
         raise RigError(f"vehicle rig {owner.name!r}: it has no action of its own to key the controls in")
+    return channels
+
+
+def write_controls(owner: bpy.types.Object, reading: RigReading, result: ShotResult) -> None:
+    """Replace the rig's control properties by the solved drive torque and steer, keyed in its own action."""
+    channels = _own_channels(owner)
     for prop in _control_props():
         _remove_control(owner, channels, prop)
     for prop in SOLVED_CONTROLS:
@@ -353,8 +518,22 @@ def write_controls(owner: bpy.types.Object, reading: RigReading, result: ShotRes
         _key_property(owner, channels, prop, reading.frame_start + times * reading.fps, values)
 
 
-def draw_path(scene: bpy.types.Scene, owner: str, reading: RigReading, result: ShotResult) -> bpy.types.Object:
-    """A poly curve object '<rig> shot path' through the solved chassis positions (replaces an older one)."""
+def write_body_controls(owner: bpy.types.Object, reading: BodyReading, result: ShotResult) -> None:
+    """Replace a body rig's control properties (spec.CONTROL_NAMES of its type, the names its bake reads) by
+    the solved controls, keyed LINEAR in its own action at the times the simulator samples them (after the
+    shot's last key each holds its last value)."""
+    channels = _own_channels(owner)
+    for prop in CONTROL_NAMES[reading.rig.kind]:
+        _remove_control(owner, channels, prop)
+    for prop in CONTROL_NAMES[reading.rig.kind]:
+        times = np.asarray(result.control_times[prop], dtype=float)
+        _key_property(owner, channels, prop, reading.frame_start + times * reading.fps,
+                      np.asarray(result.controls[prop], dtype=float))
+
+
+def draw_path(scene: bpy.types.Scene, owner: str, result: ShotResult, lift: float = 0.0) -> bpy.types.Object:
+    """A poly curve object '<rig> shot path' through the solved body positions raised by `lift` (a car's
+    ground height), replacing an older one."""
     name = owner + PATH_SUFFIX
     old = bpy.data.objects.get(name)
     if old is not None:
@@ -363,7 +542,7 @@ def draw_path(scene: bpy.types.Scene, owner: str, reading: RigReading, result: S
         if data is not None and data.users == 0:
             bpy.data.curves.remove(data)
     points = np.array(result.trajectory.poses[:, 0, :3])
-    points[:, 2] += reading.ground
+    points[:, 2] += lift
     curve = bpy.data.curves.new(name, "CURVE")
     curve.dimensions = "3D"
     spline = curve.splines.new("POLY")
@@ -406,7 +585,7 @@ def read_effector_keys(scene: bpy.types.Scene, read: SceneMechanism, effector: s
 
 
 @dataclass
-class MechanismShotJob:
+class MechanismShotJob(SolveJob):
     """Solve Shot for a Symplex setup with a keyed effector object: construct (reads bpy), run(), finish()."""
 
     scene: bpy.types.Scene
@@ -424,39 +603,18 @@ class MechanismShotJob:
         self.shot = MechanismShot(f"{self.setup_name} shot", mech, self.read.dt, max(k.frame for k in keys), controls,
                                   keys, rest_at_end=self.settings.end_at_rest, source=f"setup {self.setup_name!r}")
         self.owner_name = self.effector
-        self.iteration, self.info, self.cancelled = 0, {}, False
-        self.result: ShotResult | None = None
-        self.error: BaseException | None = None
+        self._reset()
 
     @property
     def keys(self) -> tuple[MechanismKey, ...]:
         return self.shot.keys
 
-    def cancel(self) -> None:
-        self.cancelled = True
-
-    def _progress(self, iteration: int, info: dict) -> bool:
-        self.iteration, self.info = iteration, info
-        return not self.cancelled
-
-    def run(self) -> ShotResult:
-        """Solve (no bpy access). Keeps the result or the exception."""
-        try:
-            self.result = solve_mechanism_shot(self.shot, None, self._progress, max_iter=self.settings.max_iterations)
-        except BaseException as err:
-            self.error = err
-            raise
-        return self.result
+    def _solve(self, progress) -> ShotResult:
+        return solve_mechanism_shot(self.shot, None, progress, max_iter=self.settings.max_iterations)
 
     def finish(self, scene: bpy.types.Scene) -> str:
         """Bake the motion and key the torques; raises RigError (scene unchanged) for a failed or cancelled solve."""
-        if self.error is not None:
-            raise RigError(f"Solve Shot {self.setup_name!r}: {self.error}") from self.error
-        result = self.result
-        if result is None or result.status != "solved":
-            status = "cancelled" if self.cancelled or (result and result.status == "cancelled") else "failed"
-            raise RigError(f"Solve Shot {self.setup_name!r} {status}; nothing was changed. "
-                           f"{result.report if result is not None else ''}")
+        result = self._solved(self.setup_name)
         read = self.read
         options = BakeOptions(read.setup, read.frame_start, read.fps, read.substeps)
         keys = write_trajectory(result.trajectory, read.targets, options, read.root or None)
@@ -474,14 +632,17 @@ class MechanismShotJob:
                 f"errors: {errors}; replay error {result.replay_error:.2g} m; baked {keys} keys")
 
 
-def shot_job(scene: bpy.types.Scene, name: str, settings: ShotSettings, setup: str = "") -> ShotJob | MechanismShotJob:
-    """The job for object `name`: a car rig's (it carries the vehicle preset property), else the effector of
-    Symplex setup `setup`."""
+def shot_job(scene: bpy.types.Scene, name: str, settings: ShotSettings,
+             setup: str = "") -> ShotJob | BodyShotJob | MechanismShotJob:
+    """The job for object `name`: a vehicle rig's (it carries the vehicle preset property: a car, else a
+    helicopter, boat or hovercraft), else the effector of Symplex setup `setup`."""
     obj = scene.objects.get(name)
     if obj is None:
         raise RigError(f"no object {name!r} in scene {scene.name!r}")
     if PRESET_PROPERTY in obj.keys():
+        if obj[PRESET_PROPERTY] in BODY_PRESETS:
+            return BodyShotJob(scene, name, settings)
         return ShotJob(scene, name, settings)
     if not setup:
-        raise RigError(f"object {name!r} is neither a car rig nor in a Symplex setup; add a setup or a car rig")
+        raise RigError(f"object {name!r} is neither a vehicle rig nor in a Symplex setup; add a setup or a vehicle rig")
     return MechanismShotJob(scene, setup, name, settings)

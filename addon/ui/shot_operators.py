@@ -1,10 +1,12 @@
-"""Solve Shot: an optimal-control shot through a car rig's keyed chassis poses, or through the keyed
-locations of an effector object of the active Symplex setup (modal, Esc cancels).
+"""Solve Shot: an optimal-control shot through the keyed chassis poses of a car, helicopter, boat or
+hovercraft rig, or through the keyed locations of an effector object of the active Symplex setup (modal,
+Esc cancels).
 
-Thin over bridge/shot.py: `invoke` reads the scene (ShotJob), solves in a worker thread (the solver never
-touches bpy) while a timer shows the interior-point iteration in the status bar; Esc asks the solver to
-stop. `finish` writes (controls keyed on the rig, the vehicle bake, the path curve) only after a solve that
-converged; a cancelled or failed solve changes nothing. Without a window (headless, tests) `execute`
+Thin over bridge/shot.py: `invoke` reads the scene (shot_job: ShotJob, BodyShotJob or MechanismShotJob, all
+bridge/shot.SolveJob), solves in a worker thread (the solver never touches bpy) while a timer shows the
+interior-point iteration in the status bar; Esc asks the solver to stop. `finish` writes (controls keyed on
+the rig, the vehicle bake, the path curve) only after a solve that converged; a cancelled or failed solve
+changes nothing. Without a window (headless, tests) `execute`
 solves in one go. Also the "Shot" panel in the sidebar's Symplex tab.
 """
 
@@ -33,9 +35,10 @@ def _settings(context) -> shot_bridge.ShotSettings:
 
 
 class SYMPLEX_OT_solve_shot(Operator):
-    """Find drive torque and steering that take the car rig through its keyed chassis poses (or joint torques
-    that take the active setup's effector object through its keyed locations) with the least effort; key
-    them as custom properties and bake the motion (Esc cancels)"""
+    """Find the controls (a car's drive torque and steering, a helicopter's collective, tail and cyclic, a
+    boat's or hovercraft's thrusts) that take the vehicle rig through its keyed chassis poses (or joint
+    torques that take the active setup's effector object through its keyed locations) with the least effort;
+    key them as custom properties and bake the motion (Esc cancels)"""
 
     bl_idname = SOLVE_SHOT
     bl_label = "Solve Shot"
@@ -52,7 +55,7 @@ class SYMPLEX_OT_solve_shot(Operator):
             cls.poll_message_set("A shot is being solved")
             return False
         if not (cls._rig_name(None, context)):
-            cls.poll_message_set("Select the chassis of a car rig")
+            cls.poll_message_set("Select the chassis of a vehicle rig")
             return False
         return True
 
@@ -63,7 +66,7 @@ class SYMPLEX_OT_solve_shot(Operator):
             return context.scene.symplex_shot.rig
         return context.active_object.name if context.active_object is not None else ""
 
-    def _start(self, context) -> shot_bridge.ShotJob | shot_bridge.MechanismShotJob | None:
+    def _start(self, context) -> shot_bridge.SolveJob | None:
         symplex = context.scene.symplex
         setup = symplex.setups[symplex.active_setup].name if 0 <= symplex.active_setup < len(symplex.setups) else ""
         try:
@@ -72,7 +75,7 @@ class SYMPLEX_OT_solve_shot(Operator):
             self.report({"ERROR"}, str(err))
             return None
 
-    def _finish(self, context, job: shot_bridge.ShotJob) -> set[str]:
+    def _finish(self, context, job: shot_bridge.SolveJob) -> set[str]:
         settings = context.scene.symplex_shot
         try:
             summary = job.finish(context.scene)

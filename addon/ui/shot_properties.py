@@ -21,13 +21,13 @@ class SymplexShotSettings(PropertyGroup):
     clearance: FloatProperty(name="Clearance", default=0.2, min=0.0, unit="LENGTH",
                              description="Distance kept from every obstacle")
     use_heading: BoolProperty(name="Keyed Headings", default=True,
-                              description="Rotation keys of the chassis fix its heading at that frame "
+                              description="Rotation keys of the chassis fix its heading (yaw) at that frame "
                                           "(off: only positions are keyed)")
     end_at_rest: BoolProperty(name="End at Rest", default=True,
                               description="The vehicle stops at the last keyed pose")
     smoothness: FloatProperty(name="Smoothness", default=0.01, min=0.0,
-                              description="Weight of the cost on how fast steer and drive torque change (0: "
-                                          "effort only; steering is free while the car stands still)")
+                              description="Weight of the cost on how fast the controls change (0: effort "
+                                          "only; a car's steering is then free while it stands still)")
     max_force: FloatProperty(name="Max Torque", default=1000.0, min=0.0,
                              description="Mechanism shots: bound on every driven joint's torque (N m) or force (N)")
     max_iterations: IntProperty(name="Max Iterations", default=300, min=10, max=5000)

@@ -160,3 +160,87 @@ def test_mechanism_setup_effector_keys_are_met_and_torques_keyed(symplex):
     values = np.empty(80, dtype=np.float32)
     torque.keyframe_points.foreach_get("co", values)
     assert np.max(np.abs(values[1::2])) <= 150.0 + 1e-3 and np.max(np.abs(values[1::2])) > 1.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Helicopter, boat and hovercraft rigs (vehicle_body_rig.py)
+
+BODY_SHOTS = {  # preset: (keyed chassis location at the last frame, its tolerance): 100 steps of 1/12 s
+    "helicopter": ((30.0, 5.0, 2.0), 1e-4),  # from a hover 10 m up to a landing mark 2 m up, 30 m away
+    "speedboat": ((25.0, 0.0, None), 1e-4),  # 25 m ahead on the water (the height is the water's)
+}
+
+
+def keyed_body_rig(prefix: str, preset: str, frames: int = 101):
+    """A body rig (vehicle_body_rig.build_body_rig, with its keyed manoeuvre) whose chassis is keyed where it
+    starts at frame 1 and at BODY_SHOTS[preset] at the last frame; z None keeps the start height."""
+    from addon.bridge import vehicle_body_rig as body_rig
+
+    scene = new_scene(prefix, frames=frames, fps=12)
+    rig = body_rig.build_body_rig(scene, preset, f"{scene.name} craft")
+    chassis = scene.objects[rig.chassis]
+    chassis.keyframe_insert("location", frame=1)
+    x, y, z = BODY_SHOTS[preset][0]
+    chassis.location = (x, y, chassis.location.z if z is None else z)
+    chassis.keyframe_insert("location", frame=frames)
+    return scene, rig, chassis
+
+
+def _played_poses(chassis, frames: int) -> np.ndarray:
+    """(frames, 7) location and rotation quaternion the chassis plays (its Symplex bake) at frames 1..frames."""
+    played = compat.assigned(chassis)
+    assert played.action.name.startswith("Symplex")
+    curves = [compat.find_fcurve(played, "location", i) for i in range(3)]
+    curves += [compat.find_fcurve(played, "rotation_quaternion", i) for i in range(4)]
+    return np.array([[c.evaluate(f) for c in curves] for f in range(1, frames + 1)])
+
+
+@pytest.mark.parametrize("preset", list(BODY_SHOTS))
+def test_solve_shot_drives_a_body_rig_to_its_keyed_location_and_bake_vehicle_reproduces_it(symplex, preset):
+    from addon.solver.vehicles.spec import CONTROL_NAMES, PRESETS
+
+    scene, rig, chassis = keyed_body_rig(f"shot_{preset}", preset)
+    start = np.array([compat.find_fcurve(reference.original_channels(chassis), "location", i).evaluate(1)
+                      for i in range(3)])
+    target, tolerance = BODY_SHOTS[preset]
+    with bpy.context.temp_override(scene=scene, active_object=chassis, object=chassis):
+        assert bpy.ops.symplex.solve_shot() == {"FINISHED"}
+    assert scene.symplex_shot.message.startswith("Solved shot"), scene.symplex_shot.message
+    baked = _played_poses(chassis, 101)
+    assert np.abs(baked[0, :3] - start).max() < 1e-5
+    axes = 3 if target[2] is not None else 2  # a boat's key is horizontal
+    error = np.abs(baked[-1, :axes] - np.array(target[:axes])).max()
+    assert error < tolerance, error
+    assert np.abs(baked[-1, :3] - baked[-2, :3]).max() < 0.1 / 12  # at rest on the mark: under 0.1 m/s
+    # every control the vehicle's bake reads is a keyed custom property in the rig's own action, in its bounds
+    own = reference.original_channels(chassis)
+    spec = PRESETS[preset]
+    for prop in CONTROL_NAMES[rig.kind]:
+        fcurve = compat.find_fcurve(own, f'["{prop}"]', 0)
+        assert fcurve is not None and len(fcurve.keyframe_points) >= 100, prop
+    # the main thrust within the preset's bounds (collective 0..max_collective, thrust +-max_thrust: reversing)
+    thrust = compat.find_fcurve(own, '["collective"]' if rig.kind == "helicopter" else '["thrust_left"]', 0)
+    values = np.array([k.co[1] for k in thrust.keyframe_points])
+    bound = spec.max_collective if rig.kind == "helicopter" else spec.max_thrust
+    lower = 0.0 if rig.kind == "helicopter" else -bound
+    assert values.min() >= lower - 1e-3 and values.max() <= bound * (1 + 1e-6) and values.max() > 0.01 * bound
+    path = scene.objects[f"{rig.chassis} shot path"]
+    assert path.type == "CURVE" and len(path.data.splines[0].points) == 101
+    # Bake Vehicle re-simulates the keyed controls: the same motion
+    with bpy.context.temp_override(scene=scene, active_object=chassis, object=chassis):
+        assert bpy.ops.symplex.bake_vehicle() == {"FINISHED"}
+    again = _played_poses(chassis, 101)
+    assert np.abs(again - baked).max() < 1e-6
+
+
+def test_cancelled_body_rig_solve_changes_nothing(symplex):
+    scene, rig, chassis = keyed_body_rig("cancel_heli", "helicopter")
+    before = scene_state(scene)
+    job = shot.shot_job(scene, chassis.name, shot.ShotSettings())
+    assert isinstance(job, shot.BodyShotJob)
+    job.cancel()
+    assert job.run().status == "cancelled"
+    with pytest.raises(RigError, match="cancelled; nothing was changed"):
+        job.finish(scene)
+    assert scene_state(scene) == before
+    assert f"{rig.chassis} shot path" not in scene.objects
