@@ -44,7 +44,7 @@ from ..lie import hat, quat_to_matrix
 from .forces import scatter
 from .linear import RowBlocks
 
-CENTRED = 0.5  # monotone mode: mu is decreased once every |lam s - mu| <= CENTRED mu
+CENTRED = 0.5  # monotone mode: mu -> MU_DECREASE mu once every |lam s - mu| <= CENTRED mu
 MU_DECREASE = 0.2
 NEIGHBOURHOOD = 1e-3  # steps keep min lam s >= NEIGHBOURHOOD mean lam s (pairs collapsing to (0, 0) jam)
 NEIGHBOURHOOD_HALVINGS = 30
@@ -394,10 +394,12 @@ class InteriorPoint:
             return True
         if float(np.max(p.lam * p.s)) > COMPLEMENTARITY:
             return False
-        # primal residual h - s in the units of tol (m, as the joint rows): velocity-level pairs times dt,
-        # cone rows (N) relative to the step's largest friction bound max(1, mu gamma)
+        # primal residual h - s in the units of tol (m, as the joint rows): velocity-level pairs times dt;
+        # cone rows (N) times dt^2 / m of the lighter body (how far that force error moves it in a step)
         weight = np.full(len(p.kind), self.dt)
         cone = np.nonzero(p.kind == 1)[0]
         if len(cone):
-            weight[cone] = 1.0 / max(1.0, float(np.max(self.c_mu[p.owner[cone]] * p.lam[cone - 1], initial=0.0)))  # gamma rows precede psi
+            mass = np.append(self.model.bodies.mass, np.inf)
+            lighter = np.minimum(mass[self.c_a[p.owner[cone]]], mass[self.c_b[p.owner[cone]]])
+            weight[cone] = self.dt * self.dt / lighter
         return float(np.max(weight * np.abs(h - p.s))) <= tol

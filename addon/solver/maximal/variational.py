@@ -35,7 +35,7 @@ from .forces import ForceSet, force_set
 from .joints import ANGLE, JointSet, frames, generic_rows, joint_set, row_targets, unwrap
 from .linear import LinearSolver, NewtonMatrix, RowBlocks
 
-MAX_ITERATIONS = 60
+MAX_ITERATIONS = 100  # contact steps with recentring restarts (interior_point.MAX_RESTARTS) may need them
 LINE_SEARCH_HALVINGS = 8
 STALL_STEPS = 8  # interior-point steps shorter than 0.05 in a row before interior_point.restart()
 
