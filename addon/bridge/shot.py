@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import bpy
@@ -422,7 +422,20 @@ class BodyShotJob(SolveJob):
         return CONTROL_NAMES[self.rig.kind]
 
     def _solve(self, progress) -> ShotResult:
-        return solve_shot(self.shot, None, progress, max_iter=self.settings.max_iterations)
+        result = solve_shot(self.shot, None, progress, max_iter=self.settings.max_iterations)
+        if result.status in ("solved", "cancelled") or not self.corridors:
+            return result
+        # The solver's diagnosis makes the keys soft but keeps corridors hard, so it cannot name a horizontal key
+        # out of reach: diagnose the same keys held at their keyed height (out of reach horizontally is out of
+        # reach at any height; met there, the free-height shot is feasible and the solver failed on it).
+        held = {c.name for c in self.corridors}
+        keys = tuple(replace(k, radius=0.0) if k.name in held and k.position is not None else k
+                     for k in self.shot.keys)
+        check = solve_shot(replace(self.shot, keys=keys, corridors=()), None, progress,
+                           max_iter=self.settings.max_iterations)
+        found = ("the keys can be met at their keyed heights, so this shot is feasible: the solver failed on it"
+                 if check.status == "solved" else "\n".join(check.report.splitlines()[:3]))
+        return replace(result, report=f"{result.report}\n  diagnosis with the keys at their keyed heights: {found}")
 
     def key_errors(self, result: ShotResult) -> dict[str, float]:
         """The solver's key errors, a boat's or hovercraft's horizontal keys measured on the replayed motion (m)."""
@@ -520,15 +533,19 @@ def write_controls(owner: bpy.types.Object, reading: RigReading, result: ShotRes
 
 def write_body_controls(owner: bpy.types.Object, reading: BodyReading, result: ShotResult) -> None:
     """Replace a body rig's control properties (spec.CONTROL_NAMES of its type, the names its bake reads) by
-    the solved controls, keyed LINEAR in its own action at the times the simulator samples them (after the
-    shot's last key each holds its last value)."""
+    the solved controls, keyed LINEAR in its own action at the times the simulator samples them. After the
+    shot's last step a helicopter holds its last controls; a boat's or hovercraft's thrusts go to zero one
+    step later (as a car's drive torque), so it does not keep pushing where it stopped."""
     channels = _own_channels(owner)
-    for prop in CONTROL_NAMES[reading.rig.kind]:
+    kind = reading.rig.kind
+    for prop in CONTROL_NAMES[kind]:
         _remove_control(owner, channels, prop)
-    for prop in CONTROL_NAMES[reading.rig.kind]:
+    for prop in CONTROL_NAMES[kind]:
         times = np.asarray(result.control_times[prop], dtype=float)
-        _key_property(owner, channels, prop, reading.frame_start + times * reading.fps,
-                      np.asarray(result.controls[prop], dtype=float))
+        values = np.asarray(result.controls[prop], dtype=float)
+        if kind != "helicopter":
+            times, values = np.append(times, times[-1] + reading.dt), np.append(values, 0.0)
+        _key_property(owner, channels, prop, reading.frame_start + times * reading.fps, values)
 
 
 def draw_path(scene: bpy.types.Scene, owner: str, result: ShotResult, lift: float = 0.0) -> bpy.types.Object:
