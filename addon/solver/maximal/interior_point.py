@@ -29,8 +29,9 @@ which borders the joint system as auxiliary rows: force side -dh/dz at z_1, velo
 and a dense diagonal block coupling gamma, psi and beta of one contact. The target t comes from
 Mehrotra's predictor-corrector (variational._newton solves twice with one factorisation): the affine
 direction (t = 0) gives the complementarity mu_aff it would reach, sigma = (mu_aff / mu)^3, and the
-corrector aims at t = sigma mu - dlam_aff ds_aff. Steps keep s and lam positive with the fraction to
-the boundary tau = max(0.99, 1 - mu).
+corrector aims at t = max(sigma mu, MU_FLOOR) - dlam_aff ds_aff. Steps keep s and lam positive with the
+fraction to the boundary tau = max(0.99, 1 - mu) and stay in the wide neighbourhood min lam s >=
+1e-3 mean lam s; stalls restart (recentred, then monotone Fiacco-McCormick updates of mu).
 """
 
 from __future__ import annotations
