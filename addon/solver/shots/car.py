@@ -39,6 +39,42 @@ def arc(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return A, B, dA, dB
 
 
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # a quantity per step, its (K, 3, 6) Jacobian, its h-derivative
+
+
+def arc_rows(r: np.ndarray, J: np.ndarray, dh: np.ndarray, pose: tuple[np.ndarray, ...], turn: Rows,
+             length: Rows) -> None:
+    """Fill rows 2 and 3 of a planar step that rolls along a circular arc:
+
+        (x, y)_{k+1} - (x, y)_k - Rot(theta_k) v (sin w / w, (1 - cos w) / w) = 0,
+
+    pose = (theta_k, x_k, y_k, x_{k+1}, y_{k+1}); turn = (w, dw, dw/dh) and length = (v, dv, dv/dh)
+    with dw, dv over the (previous, this, next) node and segment slots, as r, J, dh are laid out.
+    d(T1, T2) = v (dA, dB) dw + (A, B) dv with T1 = v A, T2 = v B.
+    """
+    th, x, y, xn, yn = pose
+    w, dw, dw_dh = turn
+    v, dv, dv_dh = length
+    A, B, dA, dB = arc(w)
+    T1, T2 = v * A, v * B
+    dT1 = v[:, None, None] * dA[:, None, None] * dw + A[:, None, None] * dv
+    dT2 = v[:, None, None] * dB[:, None, None] * dw + B[:, None, None] * dv
+    dT1_dh, dT2_dh = v * dA * dw_dh + A * dv_dh, v * dB * dw_dh + B * dv_dh
+    ct, st = np.cos(th), np.sin(th)
+    r[:, 2] = xn - x - (ct * T1 - st * T2)
+    r[:, 3] = yn - y - (st * T1 + ct * T2)
+    J[:, 2] = -(ct[:, None, None] * dT1 - st[:, None, None] * dT2)
+    J[:, 3] = -(st[:, None, None] * dT1 + ct[:, None, None] * dT2)
+    J[:, 2, 2, 1] += 1.0
+    J[:, 2, 1, 1] -= 1.0
+    J[:, 3, 2, 2] += 1.0
+    J[:, 3, 1, 2] -= 1.0
+    J[:, 2, 1, 0] += st * T1 + ct * T2
+    J[:, 3, 1, 0] += -ct * T1 + st * T2
+    dh[:, 2] = -(ct * dT1_dh - st * dT2_dh)
+    dh[:, 3] = -(st * dT1_dh + ct * dT2_dh)
+
+
 class CarDynamics(StageDynamics):
     state_names = ("theta", "x", "y", "steer")
     segment_names = ("drive_torque", "wheel_rate")
@@ -97,29 +133,9 @@ class CarDynamics(StageDynamics):
         dom_dh = k * sm * w
         J[:, 1] -= dom
         dh[:, 1] = -dom_dh
-        v = h * rho * w
-        A, B, dA, dB = arc(om)
-        T1, T2 = v * A, v * B
-        ct, st = np.cos(th), np.sin(th)
-        r[:, 2] = xn - x - (ct * T1 - st * T2)
-        r[:, 3] = yn - y - (st * T1 + ct * T2)
-        # d(T1, T2) = v (dA, dB) d om + (A, B) d v
-        dT1 = v[:, None, None] * dA[:, None, None] * dom
-        dT2 = v[:, None, None] * dB[:, None, None] * dom
-        dT1[:, 1, 5] += A * h * rho
-        dT2[:, 1, 5] += B * h * rho
-        dT1_dh = v * dA * dom_dh + A * rho * w
-        dT2_dh = v * dB * dom_dh + B * rho * w
-        J[:, 2] = -(ct[:, None, None] * dT1 - st[:, None, None] * dT2)
-        J[:, 3] = -(st[:, None, None] * dT1 + ct[:, None, None] * dT2)
-        J[:, 2, 2, 1] += 1.0
-        J[:, 2, 1, 1] -= 1.0
-        J[:, 3, 2, 2] += 1.0
-        J[:, 3, 1, 2] -= 1.0
-        J[:, 2, 1, 0] += st * T1 + ct * T2
-        J[:, 3, 1, 0] += -ct * T1 + st * T2
-        dh[:, 2] = -(ct * dT1_dh - st * dT2_dh)
-        dh[:, 3] = -(st * dT1_dh + ct * dT2_dh)
+        dv = np.zeros((K, 3, 6))
+        dv[:, 1, 5] = h * rho
+        arc_rows(r, J, dh, (th, x, y, xn, yn), (om, dom, dom_dh), (h * rho * w, dv, rho * w))
         return r, J, dh
 
     def pre_start(self):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..integrator import simulate
 from ..vehicles.snakeboard import compile_snakeboard
-from .car import arc
+from .car import arc_rows
 from .transcription import Channel, StageDynamics
 
 
@@ -91,24 +91,7 @@ class SnakeboardDynamics(StageDynamics):
         J[:, 1, 2, 0], J[:, 1, 1, 0] = 1.0, -1.0
         J[:, 1] -= dw
         dh[:, 1] = -dw_dh
-        A, B, dA, dB = arc(w)
-        T1, T2 = v * A, v * B
-        dT1 = v[:, None, None] * dA[:, None, None] * dw + A[:, None, None] * dv
-        dT2 = v[:, None, None] * dB[:, None, None] * dw + B[:, None, None] * dv
-        dT1_dh, dT2_dh = v * dA * dw_dh + A * dv_dh, v * dB * dw_dh + B * dv_dh
-        ct, st = np.cos(th), np.sin(th)
-        r[:, 2] = xn - x - (ct * T1 - st * T2)
-        r[:, 3] = yn - y - (st * T1 + ct * T2)
-        J[:, 2] = -(ct[:, None, None] * dT1 - st[:, None, None] * dT2)
-        J[:, 3] = -(st[:, None, None] * dT1 + ct[:, None, None] * dT2)
-        J[:, 2, 2, 1] += 1.0
-        J[:, 2, 1, 1] -= 1.0
-        J[:, 3, 2, 2] += 1.0
-        J[:, 3, 1, 2] -= 1.0
-        J[:, 2, 1, 0] += st * T1 + ct * T2
-        J[:, 3, 1, 0] += -ct * T1 + st * T2
-        dh[:, 2] = -(ct * dT1_dh - st * dT2_dh)
-        dh[:, 3] = -(st * dT1_dh + ct * dT2_dh)
+        arc_rows(r, J, dh, (th, x, y, xn, yn), (w, dw, dw_dh), (v, dv, dv_dh))
         return r, J, dh
 
     def pre_start(self):
