@@ -1,4 +1,4 @@
-"""The Newton linear system of the maximal-coordinate step, solved with Baraff's O(n) factorisation.
+"""The Newton linear system of the maximal-coordinate step, solved with O(n) tree factorisations.
 
 The exact Newton matrix (notes/003.md P11) is not symmetric:
 
@@ -7,13 +7,16 @@ The exact Newton matrix (notes/003.md P11) is not symmetric:
                               C: d g(z_2)/d zdot / dt (velocity side); E: zero on the joint rows, a
                               dense block on the auxiliary rows (interior-point pairs of inequalities).
 
-The primary (tree) part of its symmetric part, P = sym([[D, G^T], [C, 0]]) without K, has the block
-pattern Baraff's LDL^T handles and is factored by baraff.factor in O(n) (seed 002 §7, maximal/baraff.py).
-Loop-closing joints and inequality rows are k auxiliary rows bordered exactly onto it (one k-column
-baraff.solve of their force-side columns, the k x k Schur complement E - C_aux P^-1 G_aux^T; O(nk) +
-O(k^3)). The exact Newton step is then obtained by defect correction, u <- u + Pb^-1 (b - A u), where
-each A u is O(n): the skew part of A is O(dt |omega|) relative to P, so a few sweeps suffice; GMRES
-with the same preconditioner takes over if they stall. Dense solves appear only in tests.
+Its primary (tree) part P = [[D, G^T], [C, 0]] without K has the block pattern of Baraff's saddle
+matrix (seed 002 §7). With the C kernels built it is factored exactly by the block LDU of fillin.py
+in the tree's children-first order (no fill-in: O(n), one flat gather per factor, index arrays built
+once); without them P is replaced by its symmetric part and factored by baraff.factor. Loop-closing
+joints and inequality rows are k auxiliary rows bordered exactly onto it (one k-column solve of their
+force-side columns, the k x k Schur complement E - C_aux P^-1 G_aux^T; O(nk) + O(k^3)). The exact
+Newton step is then obtained by defect correction, u <- u + Pb^-1 (b - A u), where each A u is O(n)
+(blockwise, no sparse assembly): with the exact P only K remains in the defect (none without
+dampers), with the symmetric part the skew part of A is O(dt |omega|) relative to P; GMRES with the
+same preconditioner takes over if the sweeps stall. Dense solves appear only in tests.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse
 import scipy.sparse.linalg
 
-from . import baraff
+from . import baraff, fillin
+from .forces import scatter
 from .graph import TreeOrder, order_tree
 
 
@@ -58,79 +61,109 @@ class NewtonMatrix:
     coupling: tuple[np.ndarray, np.ndarray, np.ndarray]  # rows a (P,), cols b (P,), blocks (P, 6, 6)
     E: np.ndarray
 
-    def multiply(self, u: np.ndarray) -> np.ndarray:
-        """A u for u = [zdot (6B); multipliers (R)] (one sparse product; the matrix is assembled once)."""
-        if getattr(self, "_csr", None) is None:
-            self._csr = self._assemble()
-        return self._csr @ u
-
-    def _assemble(self) -> scipy.sparse.csr_matrix:
+    def multiply(self, u: np.ndarray, absolute: bool = False) -> np.ndarray:
+        """A u for u = [zdot (6B); multipliers (R)], block by block (O(n), nothing assembled); with
+        `absolute`, |A| |u| (the scale of the rounding error in A u)."""
         nb = len(self.D)
         rows = self.rows
-        R = len(rows.a)
-        n = 6 * nb + R
-        six = np.arange(6)
-        i_parts, j_parts, v_parts = [], [], []
-
-        def blocks(r0: np.ndarray, c0: np.ndarray, values: np.ndarray) -> None:
-            """Dense 6x6 blocks at row/col block offsets r0, c0 (body indices times 6)."""
-            i_parts.append((r0[:, None, None] + six[None, :, None] + 0 * six[None, None, :]).ravel())
-            j_parts.append((c0[:, None, None] + 0 * six[None, :, None] + six[None, None, :]).ravel())
-            v_parts.append(values.ravel())
-
-        body = np.arange(nb)
-        blocks(6 * body, 6 * body, self.D)
+        if absolute:
+            u = np.abs(u)
+            rows = RowBlocks(rows.a, rows.b, np.abs(rows.Ga), np.abs(rows.Gb), np.abs(rows.Ca), np.abs(rows.Cb))
+            ia, ib, K = self.coupling
+            return NewtonMatrix(np.abs(self.D), rows, self.n_primary, (ia, ib, np.abs(K)), np.abs(self.E)).multiply(u)
+        z = u[:6 * nb].reshape(nb, 6)
+        mu = u[6 * nb:]
+        ze = np.vstack([z, np.zeros((1, 6))])  # body index -1 (none) reads the zero row
+        body = np.einsum("bij,bj->bi", self.D, z)
         ia, ib, K = self.coupling
         if len(ia):
-            blocks(6 * ia, 6 * ib, K)
-        r = np.arange(R)
-        for b, G, C in ((rows.a, rows.Ga, rows.Ca), (rows.b, rows.Gb, rows.Cb)):
-            has = b >= 0
-            cols = 6 * b[has][:, None] + six
-            i_parts += [cols.ravel(), np.repeat(6 * nb + r[has], 6)]
-            j_parts += [np.repeat(6 * nb + r[has], 6), cols.ravel()]
-            v_parts += [G[has].ravel(), C[has].ravel()]
-        k = len(self.E)
-        if k:
-            aux = 6 * nb + self.n_primary + np.arange(k)
-            i_parts.append(np.repeat(aux, k))
-            j_parts.append(np.tile(aux, k))
-            v_parts.append(self.E.ravel())
-        return scipy.sparse.csr_matrix((np.concatenate(v_parts), (np.concatenate(i_parts), np.concatenate(j_parts))),
-                                       shape=(n, n))
+            np.add.at(body, ia, np.einsum("pij,pj->pi", K, z[ib]))
+        a = np.where(rows.a < 0, nb, rows.a)
+        b = np.where(rows.b < 0, nb, rows.b)
+        body += scatter(nb, a, b, np.concatenate([rows.Ga, rows.Gb], axis=1) * mu[:, None])
+        row = np.einsum("ri,ri->r", rows.Ca, ze[rows.a]) + np.einsum("ri,ri->r", rows.Cb, ze[rows.b])
+        if len(self.E):
+            row[self.n_primary:] += self.E @ mu[self.n_primary:]
+        return np.concatenate([body.ravel(), row])
 
 
 SLOW_SWEEP = 0.2  # defect correction hands over to GMRES when a sweep shrinks the defect less than this
+ROUNDING = 1e-13  # a defect below ROUNDING * max(|A| |u|) is rounding error: no solver can shrink it
 
 
 class LinearSolver:
-    """Factor the symmetric part once, then solve with the exact matrix by defect correction.
+    """Factor the primary part once per Newton iteration, then solve with the exact matrix by defect
+    correction.
 
     primary_joint_rows: for each primary joint, (row slice, bodies) with bodies (a, b) or (b,) for a
-    world-anchored joint. The topology (TreeOrder) is computed once.
+    world-anchored joint. The topology (TreeOrder) and, with the C kernels, the flat LDU plan and its
+    gather indices are computed once.
     """
 
     def __init__(self, n_bodies: int, primary: list[tuple[slice, tuple[int, ...]]]):
         self.n_bodies = n_bodies
         self.primary = primary
         self.order: TreeOrder = order_tree(n_bodies, [bodies for _, bodies in primary])
-        self.fac: baraff.Factor | None = None
+        self.fac: baraff.Factor | fillin.LDU | None = None
         self.sweeps = 0
         self.defect = 0.0
+        if fillin.NATIVE:
+            self._plan_exact()
 
-    def factor(self, A: NewtonMatrix) -> None:
-        """Factor P = sym(A) restricted to bodies and primary rows, and its bordered auxiliary rows."""
-        Dsym = 0.5 * (A.D + np.swapaxes(A.D, 1, 2))
+    def _plan_exact(self) -> None:
+        """Flat LDU plan of P in the tree's children-first order, and where each block goes: the body
+        blocks D, each constraint's velocity-side rows C (constraint row) and force-side G^T (column)."""
+        n = self.n_bodies
+        shapes = [baraff.Constraint(bodies, tuple(np.zeros((sl.stop - sl.start, 6)) for _ in bodies))
+                  for sl, bodies in self.primary]
+        system = fillin.saddle([np.eye(6)] * n, shapes)
+        self._symbolic = fillin.symbolic(system.dims, system.edges, tuple(self.order.forward))
+        plan = fillin.plan(self._symbolic)
+        self._plan = plan
+        npr = sum(sl.stop - sl.start for sl, _ in self.primary)
+        six = np.arange(6)
+        src, dst = [], []
+        for i, (sl, bodies) in enumerate(self.primary):
+            rows = np.arange(sl.start, sl.stop)
+            for body, side in zip(bodies, (0, 1) if len(bodies) == 2 else (1,)):
+                c_entries = ((2 + side) * npr + rows)[:, None] * 6 + six  # into [Ga; Gb; Ca; Cb] (4 npr, 6)
+                g_entries = (side * npr + rows)[:, None] * 6 + six
+                src += [c_entries.ravel(), g_entries.T.ravel()]
+                dst += [plan.where[n + i, body] + np.arange(c_entries.size),
+                        plan.where[body, n + i] + np.arange(g_entries.size)]
+        self._src = np.concatenate(src) if src else np.zeros(0, np.int64)
+        self._dst = np.concatenate(dst) if dst else np.zeros(0, np.int64)
+        self._diag = (plan.diag_offset[:n, None] + np.arange(36)).ravel()
+        self._npr = npr
+
+    def _factor_primary(self, A: NewtonMatrix) -> None:
+        """P exactly (LDU, C kernel) or its symmetric part (baraff, numpy fallback)."""
         rows = A.rows
+        if fillin.NATIVE:
+            npr = self._npr
+            flat = np.zeros(self._plan.size)
+            flat[self._diag] = A.D.ravel()
+            blocks = np.concatenate([rows.Ga[:npr], rows.Gb[:npr], rows.Ca[:npr], rows.Cb[:npr]])
+            flat[self._dst] = blocks.ravel()[self._src]
+            self.fac = fillin.factor_flat(self._symbolic, self._plan, flat)
+            return
+        Dsym = 0.5 * (A.D + np.swapaxes(A.D, 1, 2))
         Sa = 0.5 * (rows.Ga + rows.Ca)
         Sb = 0.5 * (rows.Gb + rows.Cb)
-        cons = []
-        for sl, bodies in self.primary:
-            if len(bodies) == 2:
-                cons.append(baraff.Constraint(bodies, (Sa[sl], Sb[sl])))
-            else:
-                cons.append(baraff.Constraint(bodies, (Sb[sl],)))
+        cons = [baraff.Constraint(bodies, (Sa[sl], Sb[sl]) if len(bodies) == 2 else (Sb[sl],))
+                for sl, bodies in self.primary]
         self.fac = baraff.factor(list(Dsym), cons, self.order)
+
+    def _inverse(self, rhs: np.ndarray) -> np.ndarray:
+        """P^-1 rhs ((N,) or (N, c)) with the current factor."""
+        if isinstance(self.fac, fillin.LDU):
+            return fillin.solve(self.fac, rhs)
+        return baraff.solve(self.fac, rhs)
+
+    def factor(self, A: NewtonMatrix) -> None:
+        """Factor P (bodies and primary rows, see the module docstring) and its bordered auxiliary rows."""
+        self._factor_primary(A)
+        rows = A.rows
         nb, npr = self.n_bodies, A.n_primary
         aux = np.arange(npr, rows.count)
         k = len(aux)
@@ -146,7 +179,7 @@ class LinearSolver:
             j = np.nonzero(has)[0]
             idx = 6 * body[aux][has][:, None] + np.arange(6)
             cols[idx, j[:, None]] += G[aux][has]
-        self._Y = baraff.solve(self.fac, cols)
+        self._Y = self._inverse(cols)
         self._aux_C = (rows.Ca[aux], rows.Cb[aux], rows.a[aux], rows.b[aux])
         self._schur = A.E - self._apply_aux(self._Y)
         # equilibrated LU of the Schur complement (interior-point rows range from s/lam ~ 1e-12 to 1e9)
@@ -168,7 +201,7 @@ class LinearSolver:
     def precondition(self, rhs: np.ndarray) -> np.ndarray:
         """Pb^-1 rhs, Pb = P bordered by the exact auxiliary rows (one baraff.solve plus the k x k Schur step)."""
         N = self._N
-        y0 = baraff.solve(self.fac, rhs[:N])
+        y0 = self._inverse(rhs[:N])
         if self._schur is None:
             return y0
         lu, row, col = self._schur_lu
@@ -194,7 +227,7 @@ class LinearSolver:
             u = u + self.precondition(defect)
         self.sweeps = sweep + 1
         self.defect = best / scale
-        if self.defect > rtol:
+        if self.defect > rtol and best > ROUNDING * np.max(A.multiply(best_u, absolute=True)):
             best_u = self._gmres(A, rhs, best_u, rtol)
         return best_u
 
