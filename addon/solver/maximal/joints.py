@@ -186,30 +186,37 @@ def frames(js: JointSet, x: np.ndarray, q: np.ndarray) -> JointFrames:
 
 def frames_of(parent: np.ndarray, child: np.ndarray, pa: np.ndarray, pb: np.ndarray, ca: np.ndarray,
               cb: np.ndarray, x: np.ndarray, q: np.ndarray) -> JointFrames:
-    """`frames` for any set of frame pairs (parent/child body indices, anchors, frame quaternions)."""
+    """`frames` for any set of frame pairs (parent/child body indices, anchors, frame quaternions).
+
+    Vectorised over the pairs without stacked 3x3 products: with q_A = q_a (x) c_a, m = q_A^-1 (x) q_b
+    and q_rel = m (x) c_b, the rotation blocks are C_A^T R_a^T = R(q_A)^T and C_A^T R_a^T R_b = R(m);
+    a row i of M [p]x is M_i x p; and column k of R(q_rel)[:, 1:] C_A^T (L(q_rel)[:, 1:] C_B^T) is the
+    quaternion product [0; row k of C_A] (x) q_rel (q_rel (x) [0; row k of C_B]).
+    """
     xe = np.vstack([x, np.zeros((1, 3))])
     qe = np.vstack([q, [[1.0, 0.0, 0.0, 0.0]]])
-    xa, xb, qa, qb = xe[parent], xe[child], qe[parent], qe[child]
-    Ra, Rb = lie.quat_to_matrix(qa), lie.quat_to_matrix(qb)
-    Ca = lie.quat_to_matrix(ca)
-    Cb = lie.quat_to_matrix(cb)
-    CaT = np.swapaxes(Ca, 1, 2)
-    RaT = np.swapaxes(Ra, 1, 2)
+    Re = lie.quat_to_matrix(qe)
+    xa, xb, qa, qb, Ra, Rb = xe[parent], xe[child], qe[parent], qe[child], Re[parent], Re[child]
+    Ca, Cb = lie.quat_to_matrix(ca), lie.quat_to_matrix(cb)
     d = xb + np.einsum("jik,jk->ji", Rb, pb) - xa - np.einsum("jik,jk->ji", Ra, pa)
     u = np.einsum("jki,jk->ji", Ra, d)
     r = np.einsum("jki,jk->ji", Ca, u)
-    CR = CaT @ RaT
+    qA = qmul(qa, ca)
+    m = qmul(qconj(qA), qb)
+    qrel = qmul(m, cb)
+    CR = np.swapaxes(lie.quat_to_matrix(qA), 1, 2)
     n = len(parent)
     dr = np.empty((n, 3, 12))
     dr[:, :, 0:3] = -CR
-    dr[:, :, 3:6] = CaT @ lie.hat(u + pa)
+    dr[:, :, 3:6] = lie.cross(np.swapaxes(Ca, 1, 2), (u + pa)[:, None, :])
     dr[:, :, 6:9] = CR
-    dr[:, :, 9:12] = -CR @ Rb @ lie.hat(pb)
-    qA, qB = qmul(qa, ca), qmul(qb, cb)
-    qrel = qmul(qconj(qA), qB)
+    dr[:, :, 9:12] = -lie.cross(lie.quat_to_matrix(m), pb[:, None, :])
+    pure = np.zeros((n, 3, 4))
     dq = np.zeros((n, 4, 12))
-    dq[:, :, 3:6] = -0.5 * rmat(qrel)[:, :, 1:] @ CaT
-    dq[:, :, 9:12] = 0.5 * lmat(qrel)[:, :, 1:] @ np.swapaxes(Cb, 1, 2)
+    pure[:, :, 1:] = Ca
+    dq[:, :, 3:6] = -0.5 * np.swapaxes(qmul(pure, qrel[:, None, :]), 1, 2)
+    pure[:, :, 1:] = Cb
+    dq[:, :, 9:12] = 0.5 * np.swapaxes(qmul(qrel[:, None, :], pure), 1, 2)
     return JointFrames(r, dr, qrel, dq)
 
 
