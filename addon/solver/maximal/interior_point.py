@@ -9,14 +9,20 @@ collision.CollisionWorld; normal n from A to B, witness points fixed in the bodi
                           linearised about the witness points (N = n . d(p_B - p_A)/d(x, phi) at
                           z_1, p = x + R p_body), force +gamma n on B. Linear, not the body-fixed
                           point moved exactly: a rolling sphere's contact point would rise by
-                          r (|w| dt)^2 / 2 per step and let the sphere sink by that much (P4);
-  psi    (sliding speed): h = mu_f gamma - sum beta           (friction cone, (26b), (27b));
-  beta_j (friction):      h = d_j . v_rel(zdot_1) + psi      ((27a), (27c)), force +beta_j d_j on B,
-with d_j = +-t1, +-t2 a four-sided pyramid in the tangent plane and v_rel the interval velocity of the
-witness point of B relative to A (Jacobian at z_1, (29d)). Friction forces act through the same
-point Jacobians as the normal force, so their torques are physical (the factor-2 trap of
-notes/003.md P3 does not arise: rotational rows here are in torque units). Joint limits: gamma with
-h = theta(z_2) - lower or upper - theta(z_2) on a joint coordinate.
+                          r (|w| dt)^2 / 2 per step and let the sphere sink by that much (P4).
+Friction per patch (the contacts of one collider pair that can close within the step; a sphere's patch
+is its one point, a box face on a plane its four corners):
+  psi    (sliding speed): h = sum mu_f gamma - sum beta  (friction cone, (26b), (27b));
+  beta_j (friction):      h = d_j . v_rel(zdot_1) + psi  ((27a), (27c)), force +beta_j d_j on B,
+with d_j = +-t1, +-t2 a four-sided pyramid in the tangent plane and v_rel the interval velocity of B
+relative to A at the mean of the patch's witness points (Jacobian at z_1, (29d)); a patch of several
+points adds d = +-spin, v_rel = r n . (w_B - w_A), a torque r beta about n, r the points' mean distance
+from their centroid (four corners each carrying mu gamma: the same torque mu N r). One pyramid per patch
+because the points' tangential velocities have rank 3: per-point pyramids (16 rows for 4 corners) left
+the sticking multipliers non-unique, and the Newton matrix reached condition ~1e21 (dominoes, issue 6).
+Friction forces act through the same point Jacobians as the normal force, so their torques are
+physical (the factor-2 trap of notes/003.md P3 does not arise: rotational rows here are in torque
+units). Joint limits: gamma with h = theta(z_2) - lower or upper - theta(z_2) on a joint coordinate.
 
 Positional pairs (gaps, limits) are written at the velocity level, h = phi(z_2)/dt, so that every
 complementarity lam s is a power (N m/s: force times speed for gap and friction pairs, speed times
@@ -80,10 +86,12 @@ def point_jacobian(R: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Pairs:
-    """The step's inequality pairs. Rows: per contact gamma (+ psi, beta_1..4 with friction), then limits.
+    """The step's inequality pairs. Rows: gamma of every contact, then per friction patch psi and its
+    beta_1..4 (or 6 with spin), then limits.
 
     kind (m,): 0 gap (positional), 1 cone, 2 friction direction, 3 limit (positional);
-    contact (m,) contact index of each row (or limit index); lam, s (m,) > 0.
+    owner (m,) contact index of each row (a patch's first contact for its psi and beta rows; limit
+    index for limits); lam, s (m,) > 0.
     """
 
     kind: np.ndarray
@@ -147,7 +155,7 @@ class InteriorPoint:
     def drop_friction(self, step: int) -> bool:
         """Remove this step's friction rows and restart cold, recording `step` in `friction_dropped`:
         the last resort when the iteration stalls with friction (not reached on the collider presets
-        since the predictor-corrector; the integrator reports every such step). False if there were none."""
+        since one pyramid per patch; the integrator reports every such step). False if there were none."""
         if not np.any(self.c_kind > 0):
             return False
         keep = np.concatenate([self.c_kind == 0, np.ones(len(self.l_coord), bool)])
@@ -210,7 +218,6 @@ class InteriorPoint:
         self.c_n = found.normal
         self.c_d = found.distance
         self.c_mu = found.friction
-        self.c_dir = tangents(found.normal)
         Ja = point_jacobian(self.R1[a], self.c_pa)
         Jb = point_jacobian(self.R1[b], self.c_pb)
         Ja[a == nb] = 0.0
@@ -223,11 +230,40 @@ class InteriorPoint:
         ve = np.vstack([np.concatenate([state.v, state.w], axis=1), np.zeros((1, 6))])
         vn = np.einsum("ki,kij,kj->k", found.normal, Jb, ve[b]) - np.einsum("ki,kij,kj->k", found.normal, Ja, ve[a])
         closing = found.distance + dt * vn - 0.5 * dt * dt * np.linalg.norm(bs.gravity) <= CLOSE_MARGIN
-        kinds, owners = [], []
-        for c in range(k):
-            rows = [0] + ([1, 2, 2, 2, 2] if self.c_mu[c] > 0 and closing[c] else [])
-            kinds += rows
-            owners += [c] * len(rows)
+        self._patches(np.nonzero((self.c_mu > 0) & closing)[0], k)
+
+    def _patches(self, rubbing: np.ndarray, k: int) -> None:
+        """Rows: gamma of every contact, then per patch (the rubbing contacts of one collider pair) psi and
+        its pyramid. One pyramid per patch, not per point: the tangential velocities of a patch's points
+        have rank 3 (two slips and the spin about the normal), so per-point pyramids (4 corners: 16 rows)
+        made the sticking multipliers non-unique and the Newton matrix reach condition ~1e21 (issue 6).
+        Directions +-t1, +-t2 act at the mean of the witness points (the point Jacobian is linear in the
+        point, so exactly the mean of the points' Jacobians); a patch of several points adds +-spin,
+        h = r n . (w_B - w_A) with r the mean distance of its points from their centroid, a torque r beta
+        about n. Cone: mu sum(patch gamma) >= sum beta (translation up to mu N, spin up to mu N r)."""
+        kinds, owners, rows_b = [0] * k, list(range(k)), []
+        self.p_members = []
+        for key in np.unique(self.c_key[rubbing]):
+            members = rubbing[self.c_key[rubbing] == key]
+            first = int(members[0])
+            normal = np.mean(self.c_n[members], axis=0)
+            normal /= np.linalg.norm(normal)
+            d = tangents(normal[None])[0]
+            Jrel = np.concatenate([-np.mean(self.c_Ja1[members], axis=0), np.mean(self.c_Jb1[members], axis=0)], axis=1)
+            B = d @ Jrel  # (4, 12)
+            centre = 0.5 * (self.c_pos_a1[members] + self.c_pos_b1[members])
+            r = float(np.mean(np.linalg.norm(centre - np.mean(centre, axis=0), axis=1)))
+            if len(members) > 1 and r > 0.0:
+                a, b = self.c_a[first], self.c_b[first]
+                spin = np.zeros(12)
+                spin[3:6] = -r * normal @ self.R1[a] if a < len(self.R1) - 1 else 0.0
+                spin[9:12] = r * normal @ self.R1[b] if b < len(self.R1) - 1 else 0.0
+                B = np.vstack([B, spin, -spin])
+            kinds += [1] + [2] * len(B)
+            owners += [first] * (1 + len(B))
+            rows_b.append(B)
+            self.p_members.append(members)
+        self.p_B = np.vstack(rows_b) if rows_b else np.zeros((0, 12))
         self.c_kind = np.array(kinds, dtype=np.int64)
         self.c_owner = np.array(owners, dtype=np.int64)
 
@@ -304,27 +340,18 @@ class InteriorPoint:
         C[gap] = G[gap]
         h[gap] = self.c_d[c] / dt - (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
                                      + np.einsum("kj,kj->k", G[gap, 6:], Ve[b[gap]]))
-        idx = np.arange(len(kind))
-        # index of the gamma / psi row of each row's contact
-        first = {int(o): int(i) for i, o in zip(idx[gap], c)}
         cone = np.nonzero(kind == 1)[0]
         fric = np.nonzero(kind == 2)[0]
         if len(cone):
-            co = owner[cone]
-            gamma_row = np.array([first[int(o)] for o in co])
-            beta_sum = np.zeros(len(cone))
-            for i, o in enumerate(co):
-                beta_sum[i] = np.sum(p.lam[fric[owner[fric] == o]])
-            h[cone] = self.c_mu[co] * p.lam[gamma_row] - beta_sum
-            E[cone, gamma_row] = -self.c_mu[co]
-            cone_of = {int(o): int(r) for r, o in zip(cone, co)}
-            fo = owner[fric]
-            cone_row = np.array([cone_of[int(o)] for o in fo])
+            for row, members in zip(cone, self.p_members):
+                E[row, members] = -self.c_mu[members]  # gamma row i is contact i
+            patch = np.cumsum(kind == 1)[fric] - 1
+            cone_row = cone[patch]
+            beta_sum = np.bincount(patch, weights=p.lam[fric], minlength=len(cone))
+            h[cone] = np.array([self.c_mu[m] @ p.lam[m] for m in self.p_members]) - beta_sum
             E[cone_row, fric] = 1.0
-            j = (fric - cone_row - 1)  # 0..3: which pyramid direction
-            d = self.c_dir[fo, j]
-            Jrel = np.concatenate([-self.c_Ja1[fo], self.c_Jb1[fo]], axis=2)  # (f, 3, 12)
-            B = np.einsum("fi,fik->fk", d, Jrel)
+            B = self.p_B
+            fo = owner[fric]
             vrel = np.einsum("fk,fk->f", B[:, :6], Ve[self.c_a[fo]]) + np.einsum("fk,fk->f", B[:, 6:], Ve[self.c_b[fo]])
             h[fric] = vrel + p.lam[cone_row]
             G[fric] = -B

@@ -72,3 +72,26 @@ def test_contact_presets_run(name, steps):
     world = CollisionWorld(mech)
     deepest = min(np.min(world.detect(p[:, :3], p[:, 3:], 0.0).distance, initial=0.0) for p in run.poses)
     assert deepest > -1e-3, deepest
+
+
+def test_spinning_block_stops_under_the_friction_torque_of_its_corners():
+    """The patch's spin pair: four corners at r = sqrt(2) a from the centre each carry mu m g / 4, a
+    torque mu m g r, so the discrete spin momentum I w sqrt(1 - (dt w / 2)^2) (bodies.rotational_momentum)
+    drops by mu m g r dt a step until the block stops, then it stays at rest."""
+    dt, steps, mu, w0, inertia = 0.01, 40, 0.5, 20.0, 1 / 150
+    body = Body("block", 1.0, (0.0, 0.0, 0.1), inertia=(inertia, inertia, inertia, 0.0, 0.0, 0.0))
+    colliders = (Collider("ground", WORLD, "plane", friction=mu), Collider("box", "block", "box", (0.1, 0.1, 0.1), friction=mu))
+    mech = Mechanism("spin", (body,), (Joint("free", "free", "world", "block", v0=(0, 0, 0, 0, 0, w0)),),
+                     colliders=colliders)
+    run = simulate(mech, dt, steps, "maximal")
+    assert run.status == "finished", run.message
+    assert run.info["steps_without_friction"] == 0
+    q = run.poses[:, 0, 3:]
+    yaw = np.unwrap(2 * np.arctan2(q[:, 3], q[:, 0]))
+    rate = 2 * np.sin(np.diff(yaw) / 2) / dt  # the interval velocity: q_k+1 = q_k [cos; (dt/2) omega] (13)
+    momentum = inertia * rate * np.sqrt(1 - (dt * rate / 2) ** 2)
+    torque = mu * G * np.sqrt(2) * 0.1
+    stop = int(momentum[0] / (torque * dt))
+    assert np.max(np.abs(np.diff(momentum[:stop + 1]) + torque * dt)) < 1e-9, np.diff(momentum[:stop + 1])
+    assert np.max(np.abs(rate[stop + 1:])) < 1e-6
+    assert np.max(np.abs(run.poses[:, 0, :3] - [0.0, 0.0, 0.1])) < 1e-6  # spins in place on the ground

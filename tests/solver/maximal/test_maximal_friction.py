@@ -1,7 +1,8 @@
 """Friction in the maximal-coordinate step (interior_point.py): a block on a tilted plane sticks exactly
 when tan(angle) < mu and slides with a = g (sin - mu cos) when tan(angle) > mu (non-horizontal normals,
 tangents built from the plane normal), and the collider presets run with friction on every step
-(no step redone frictionless) without penetrating more than 1 mm."""
+(no step redone frictionless) without penetrating more than 1 mm; a contact patch gets one friction
+pyramid."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 
 from addon.solver.collision.world import CollisionWorld
 from addon.solver.integrator import simulate
+from addon.solver.maximal.integrator import MaximalIntegrator
+from addon.solver.maximal.variational import knot_terms
 from addon.solver.mechfile import load_mechanism, preset_path
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 
@@ -61,7 +64,7 @@ def deepest_penetration(mech: Mechanism, poses: np.ndarray) -> float:
     return min(np.min(world.detect(p[:, :3], p[:, 3:], 0.0).distance, initial=0.0) for p in poses)
 
 
-@pytest.mark.parametrize("name", ["box_drop", "sphere_chain", "wrecking_ball"])
+@pytest.mark.parametrize("name", ["box_drop", "dominoes", "sphere_chain", "wrecking_ball"])
 def test_collider_presets_keep_friction_on_every_step(name):
     mech = load_mechanism(preset_path(name))
     with warnings.catch_warnings():
@@ -73,18 +76,17 @@ def test_collider_presets_keep_friction_on_every_step(name):
     assert deepest_penetration(mech, run.poses) > -1e-3
 
 
-def test_dominoes_report_every_step_redone_without_friction():
-    """Dominoes lying on each other still stall the interior point on 1-3 of 300 steps (rank-deficient
-    contact patches; docs/maximal.md, issue 6 open): such a step must never pass silently."""
-    mech = load_mechanism(preset_path("dominoes"))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RuntimeWarning)
-        run = simulate(mech, 0.01, 300, "maximal")
-    assert run.status == "finished", run.message
-    dropped = run.info["friction_dropped_at_steps"]
-    assert run.info["steps_without_friction"] == len(dropped)
-    warned = " ".join(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning))
-    for step in dropped:
-        assert str(step) in run.message and str(step) in warned
-    assert np.max(run.constraint_residual) < 1e-9
-    assert deepest_penetration(mech, run.poses) > -1.5e-3
+def test_a_face_on_a_plane_is_one_friction_patch_and_dropping_it_is_recorded():
+    """A box face on the ground: four gap pairs (one per corner) but one friction pyramid with spin
+    (+-t1, +-t2, +-spin) and one cone, not four (issue 6: per-corner pyramids made the sticking
+    multipliers non-unique). The last-resort redo without friction keeps the gaps and records the step
+    (the integrator turns `friction_dropped` into its message, warning and info)."""
+    mech, _ = incline(0.0, 0.6)
+    integrator = MaximalIntegrator(mech, 0.01)
+    ip, state = integrator.ip, integrator.state
+    ip.begin(state, knot_terms(integrator.model, state, 0.01), 0.01)
+    assert list(ip.pairs.kind) == [0, 0, 0, 0, 1, 2, 2, 2, 2, 2, 2]
+    assert ip.drop_friction(7) and ip.friction_dropped == [7]
+    assert list(ip.pairs.kind) == [0, 0, 0, 0]
+    assert not ip.drop_friction(7) and ip.friction_dropped == [7]
+    assert integrator.info()["friction_dropped_at_steps"] == [7]
