@@ -30,10 +30,14 @@ INERTIA_FLOOR = 1e-7
 
 def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton products a (x) b of quaternions (..., 4)."""
-    aw, av = a[..., :1], a[..., 1:]
-    bw, bv = b[..., :1], b[..., 1:]
-    return np.concatenate([aw * bw - np.sum(av * bv, axis=-1, keepdims=True),
-                           aw * bv + bw * av + cross(av, bv)], axis=-1)
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
+    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
+    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
+    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
 
 
 def qconj(q: np.ndarray) -> np.ndarray:

@@ -201,7 +201,7 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
         rate_avg = 0.5 * (state.coord_rate + rate)
         trans_diag = bs.mass / dt
     f_damp = -c_eff * rate_avg + fs.gain * fs.target_velocity
-    damp_wrench = forces.scatter(nb, fs.coord_a, fs.coord_b, f_damp[:, None] * knot.cjac)
+    damp_wrench = forces.scatter(nb, fs.coord_a, fs.coord_b, f_damp[:, None] * knot.cjac) if np.any(f_damp) else 0.0
     r = np.empty((nb, 6))
     r[:, :3] = bs.mass[:, None] * (v - v0) / dt
     r[:, 3:] = rotational_momentum(bs.inertia, w, dt, +1) - rotational_momentum(bs.inertia, w0, dt, -1)
