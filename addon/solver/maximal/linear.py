@@ -211,10 +211,10 @@ class LinearSolver:
     def solve(self, A: NewtonMatrix, rhs: np.ndarray, rtol: float = 1e-8, max_sweeps: int = 40) -> np.ndarray:
         """Solve A u = rhs to relative accuracy rtol (an inexact Newton step: Newton keeps its
         convergence when the linear error is small relative to the residual): defect correction
-        preconditioned by the factored symmetric part, GMRES when that stalls."""
+        preconditioned by the factored primary part, GMRES when that stalls above rounding level."""
         u = self.precondition(rhs)
         scale = max(np.max(np.abs(rhs)), 1e-300)
-        best, best_u = np.inf, u
+        best, best_u, noise = np.inf, u, 0.0
         for sweep in range(max_sweeps):
             defect = rhs - A.multiply(u)
             size = np.max(np.abs(defect))
@@ -222,12 +222,15 @@ class LinearSolver:
                 break
             slow = size > SLOW_SWEEP * best
             best, best_u = size, u
-            if size <= rtol * scale or slow:  # slow contraction: GMRES does better
+            if size <= rtol * scale:
+                break
+            noise = ROUNDING * np.max(A.multiply(u, absolute=True))
+            if slow or size <= noise:  # slow contraction: GMRES does better; rounding: nothing does
                 break
             u = u + self.precondition(defect)
         self.sweeps = sweep + 1
         self.defect = best / scale
-        if self.defect > rtol and best > ROUNDING * np.max(A.multiply(best_u, absolute=True)):
+        if self.defect > rtol and best > noise:
             best_u = self._gmres(A, rhs, best_u, rtol)
         return best_u
 
