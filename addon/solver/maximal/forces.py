@@ -94,9 +94,8 @@ def coordinates(js: JointSet, fs: ForceSet, fr: JointFrames, x: np.ndarray, q: n
 
 def scatter(n_bodies: int, a: np.ndarray, b: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Sum rows (n, 12) over (a | b) body columns into per-body 6-vectors (B, 6); world (B) dropped."""
-    six = np.arange(6)
-    index = np.concatenate([(6 * a[:, None] + six).ravel(), (6 * b[:, None] + six).ravel()])
-    weights = np.concatenate([rows[:, :6].ravel(), rows[:, 6:].ravel()])
+    index = (6 * np.stack([a, b], axis=1)[:, :, None] + np.arange(6)).ravel()  # rows.ravel() order
+    weights = np.ascontiguousarray(rows).ravel()
     return np.bincount(index, weights, minlength=6 * (n_bodies + 1))[:6 * n_bodies].reshape(n_bodies, 6)
 
 

@@ -206,9 +206,10 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     r[:, :3] = bs.mass[:, None] * (v - v0) / dt
     r[:, 3:] = rotational_momentum(bs.inertia, w, dt, +1) - rotational_momentum(bs.inertia, w0, dt, -1)
     r -= knot.wrench + damp_wrench
-    G = knot.G[active]
-    a, b = a_all[active], b_all[active]
-    r -= forces.scatter(nb, a, b, G * lam[active, None])
+    sel = slice(None) if active.all() else active  # views, not copies, when every row is in
+    G = knot.G[sel]
+    a, b = a_all[sel], b_all[sel]
+    r -= forces.scatter(nb, a, b, G * lam[sel, None])
     D = np.zeros((nb, 6, 6))
     D[:, :3, :3] = trans_diag[:, None, None] * np.eye(3)
     D[:, 3:, 3:] = rotational_momentum_jacobian(bs.inertia, w, dt, +1)
@@ -233,10 +234,10 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
                 K.append(blocks[keep][:, rs, cs])
         if ia:
             coupling = (np.concatenate(ia), np.concatenate(ib), np.concatenate(K))
-    row_res = (raw2 - knot.targets)[active] / dt
+    row_res = (raw2 - knot.targets)[sel] / dt
     na = np.where(a < nb, a, -1)
     nbb = np.where(b < nb, b, -1)
-    blocks = RowBlocks(na, nbb, G[:, :6], G[:, 6:], C[active][:, :6], C[active][:, 6:])
+    blocks = RowBlocks(na, nbb, G[:, :6], G[:, 6:], C[sel, :6], C[sel, 6:])
     n_primary = int(np.count_nonzero(active[:model.n_primary]))
     n_aux = len(a) - n_primary
     matrix = NewtonMatrix(D, blocks, n_primary, coupling, np.zeros((n_aux, n_aux)))
