@@ -32,7 +32,7 @@ from . import forces
 from .bodies import (BodySet, advance, body_set, rotation_jacobian, rotational_momentum,
                      rotational_momentum_jacobian)
 from .forces import ForceSet, force_set
-from .joints import ANGLE, JointSet, frames, generic_rows, joint_set, row_targets, unwrap
+from .joints import ANGLE, JointFrames, JointSet, frames, generic_rows, joint_set, row_targets, unwrap
 from .linear import LinearSolver, NewtonMatrix, RowBlocks
 
 MAX_ITERATIONS = 100  # contact steps with recentring restarts (interior_point.MAX_RESTARTS) may need them
@@ -100,6 +100,7 @@ class MaximalState:
     acceleration_guess: np.ndarray | float = 0.0  # last step's velocity change: Newton starts from v + this
     step_index: int = 0
     sweeps: list[int] = field(default_factory=list)
+    frames_at: tuple | None = None  # (x, q, JointFrames) of the last step's z_2: the next knot's frames
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,11 @@ class Knot:
 
 def knot_terms(model: MaximalModel, state: MaximalState, dt: float) -> Knot:
     js, fs, bs = model.joints, model.forces, model.bodies
-    fr = frames(js, state.x, state.q)
+    cached = state.frames_at
+    if cached is not None and cached[0] is state.x and cached[1] is state.q:
+        fr = cached[2]
+    else:
+        fr = frames(js, state.x, state.q)
     rows = model.order
     angle_rows = js.row_kind[rows] == ANGLE
     val, G = generic_rows(fr, js.row_joint[rows], js.row_kind[rows])
@@ -161,6 +166,7 @@ class Evaluation:
     coord_winding2: np.ndarray  # windings of the joint coordinates at z_2
     cjac2_velocity: np.ndarray  # (C, 12) d coordinate(z_2) / d zdot_1 / dt
     ip_h: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    frames2: JointFrames | None = None
 
 
 def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray, lam: np.ndarray,
@@ -242,7 +248,7 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     n_aux = len(a) - n_primary
     matrix = NewtonMatrix(D, blocks, n_primary, coupling, np.zeros((n_aux, n_aux)))
     ev = Evaluation(r, row_res, matrix, x2, q2, raw2, cval2, rate, row_winding2,
-                    state.coord_winding + coord_turns[:len(js.coord_kind)], cjac2_velocity)
+                    state.coord_winding + coord_turns[:len(js.coord_kind)], cjac2_velocity, frames2=fr2)
     if ip is not None:
         ip.extend(ev, V, Wr, dt)
     return ev
@@ -376,6 +382,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
     state.coord_winding = ev.coord_winding2
     state.acceleration_guess = 0.0 if state.startup or ip is not None else V - np.concatenate([state.v, state.w], axis=1)
     state.x, state.q, state.v, state.w = ev.x2, ev.q2, v.copy(), w.copy()
+    state.frames_at = (ev.x2, ev.q2, ev.frames2)
     state.coord_rate = ev.rate
     state.lam = lam
     state.t += dt
