@@ -1,6 +1,6 @@
-"""Mechanism shots (tree method DMOC): the shipped cart-pole, crane and robot-arm shots converge, meet their
-keys, respect joint limits and force bounds, and their torques replay through the plain simulator; an
-unreachable key fails naming itself; a re-solve warm-starts; bad files are refused naming the field."""
+"""Mechanism shots (tree method DMOC): the shipped cart-pole, crane and robot-arm (one and two marks) shots
+converge, meet their keys, respect joint limits and force bounds, and their torques replay through the plain
+simulator; an unreachable key fails naming itself; a re-solve warm-starts; bad files are refused naming the field."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ import pytest
 from addon.solver.integrator import simulate
 from addon.solver.mechfile import load_mechanism, preset_path
 from addon.solver.model import Curve, Motor
-from addon.solver.shots.mechanism_shots import (SHOT_DIR, MechanismKey, list_mechanism_shots, load_mechanism_shot,
-                                                solve_mechanism_shot, solved_trajectory)
+from addon.solver.shots.mechanism_shots import (SHOT_DIR, MechanismKey, _problem, key_errors, keyed_coordinates,
+                                                list_mechanism_shots, load_mechanism_shot, solve_mechanism_shot,
+                                                solved_trajectory)
 from addon.solver.shots.spec import Key, Shot, ShotError, solve_shot
 from addon.solver.tree.compile import compile_tree
+from addon.solver.tree.kinematics import forward
 
-SHOTS = ("cart_pole_swing_up", "crane_anti_sway", "robot_arm_reach")
+SHOTS = ("cart_pole_swing_up", "crane_anti_sway", "robot_arm_reach", "robot_arm_two_marks")
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +90,23 @@ def test_swing_up_ends_upright_and_cart_pole_uses_the_rail(solved):
     q = result.trajectory.q
     assert abs(q[-1, 1] - np.pi) < 1e-6 and abs(q[-1, 0]) < 1e-6
     assert np.max(np.abs(q[:, 0])) > 0.05  # the pole cannot be raised without moving the cart
+
+
+def test_arm_passes_its_first_mark_and_reaches_the_second(solved):
+    """Both marks are met in the replayed (baked) motion, not only by the optimiser; the arm is still moving
+    as it passes the first, and the inverse-kinematics warm start meets each mark exactly before the solve begins."""
+    shot, result = solved["robot_arm_two_marks"]
+    run = result.trajectory
+    model = compile_tree(shot.mechanism)
+    problem = _problem(shot)
+    start = keyed_coordinates(problem)
+    for key in shot.keys:
+        kin = forward(model, run.q[key.frame], problem.tx.charts)
+        b = model.body_names.index(key.body)
+        tip = kin.body_origin[b] + kin.body_R[b] @ np.asarray(key.point)
+        assert np.linalg.norm(tip - key.position) < 1e-6, key.name
+        assert key_errors(problem, start)[key.name] < 1e-9, key.name
+    assert np.max(np.abs(result.states[20] - result.states[19])) > 1e-3  # passing through the first
 
 
 def test_unreachable_key_fails_naming_it():
