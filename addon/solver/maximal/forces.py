@@ -92,9 +92,15 @@ def coordinates(js: JointSet, fs: ForceSet, fr: JointFrames, x: np.ndarray, q: n
     return val, jac
 
 
-def scatter(n_bodies: int, a: np.ndarray, b: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Sum rows (n, 12) over (a | b) body columns into per-body 6-vectors (B, 6); world (B) dropped."""
-    index = (6 * np.stack([a, b], axis=1)[:, :, None] + np.arange(6)).ravel()  # rows.ravel() order
+def scatter_index(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where `scatter` adds each entry of rows (n, 12) over bodies a, b: flat (B + 1, 6) indices in rows.ravel() order."""
+    return (6 * np.stack([a, b], axis=1)[:, :, None] + np.arange(6)).ravel()
+
+
+def scatter(n_bodies: int, a: np.ndarray, b: np.ndarray, rows: np.ndarray, index: np.ndarray | None = None) -> np.ndarray:
+    """Sum rows (n, 12) over (a | b) body columns into per-body 6-vectors (B, 6); world (B) dropped.
+    `index`: scatter_index(a, b) when the caller keeps it."""
+    index = scatter_index(a, b) if index is None else index
     weights = np.ascontiguousarray(rows).ravel()
     return np.bincount(index, weights, minlength=6 * (n_bodies + 1))[:6 * n_bodies].reshape(n_bodies, 6)
 

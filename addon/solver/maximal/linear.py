@@ -28,7 +28,7 @@ import scipy.linalg
 import scipy.sparse.linalg
 
 from . import baraff, fillin
-from .forces import scatter
+from .forces import scatter, scatter_index
 from .graph import TreeOrder, order_tree
 
 
@@ -61,6 +61,16 @@ class NewtonMatrix:
     coupling: tuple[np.ndarray, np.ndarray, np.ndarray]  # rows a (P,), cols b (P,), blocks (P, 6, 6)
     E: np.ndarray
 
+    def _force_side(self) -> tuple[np.ndarray, np.ndarray]:
+        """Scatter index and [Ga Gb] (R, 12) of the current rows (kept while `rows` is the same object)."""
+        cache = getattr(self, "_force_cache", None)
+        if cache is None or cache[0] is not self.rows:
+            nb, rows = len(self.D), self.rows
+            index = scatter_index(np.where(rows.a < 0, nb, rows.a), np.where(rows.b < 0, nb, rows.b))
+            cache = (rows, index, np.concatenate([rows.Ga, rows.Gb], axis=1))
+            self._force_cache = cache
+        return cache[1], cache[2]
+
     def multiply(self, u: np.ndarray, absolute: bool = False) -> np.ndarray:
         """A u for u = [zdot (6B); multipliers (R)], block by block (O(n), nothing assembled); with
         `absolute`, |A| |u| (the scale of the rounding error in A u)."""
@@ -78,9 +88,8 @@ class NewtonMatrix:
         ia, ib, K = self.coupling
         if len(ia):
             np.add.at(body, ia, np.einsum("pij,pj->pi", K, z[ib]))
-        a = np.where(rows.a < 0, nb, rows.a)
-        b = np.where(rows.b < 0, nb, rows.b)
-        body += scatter(nb, a, b, np.concatenate([rows.Ga, rows.Gb], axis=1) * mu[:, None])
+        index, G = self._force_side()
+        body += scatter(nb, rows.a, rows.b, G * mu[:, None], index)
         row = np.einsum("ri,ri->r", rows.Ca, ze[rows.a]) + np.einsum("ri,ri->r", rows.Cb, ze[rows.b])
         if len(self.E):
             row[self.n_primary:] += self.E @ mu[self.n_primary:]
