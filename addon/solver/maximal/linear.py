@@ -76,23 +76,21 @@ class NewtonMatrix:
         `absolute`, |A| |u| (the scale of the rounding error in A u)."""
         nb = len(self.D)
         rows = self.rows
+        index, G = self._force_side()
+        ia, ib, K = self.coupling
+        D, Ca, Cb, E = self.D, rows.Ca, rows.Cb, self.E
         if absolute:
-            u = np.abs(u)
-            rows = RowBlocks(rows.a, rows.b, np.abs(rows.Ga), np.abs(rows.Gb), np.abs(rows.Ca), np.abs(rows.Cb))
-            ia, ib, K = self.coupling
-            return NewtonMatrix(np.abs(self.D), rows, self.n_primary, (ia, ib, np.abs(K)), np.abs(self.E)).multiply(u)
+            u, G, K, D, Ca, Cb, E = (np.abs(m) for m in (u, G, K, D, Ca, Cb, E))
         z = u[:6 * nb].reshape(nb, 6)
         mu = u[6 * nb:]
         ze = np.vstack([z, np.zeros((1, 6))])  # body index -1 (none) reads the zero row
-        body = np.einsum("bij,bj->bi", self.D, z)
-        ia, ib, K = self.coupling
+        body = np.einsum("bij,bj->bi", D, z)
         if len(ia):
             np.add.at(body, ia, np.einsum("pij,pj->pi", K, z[ib]))
-        index, G = self._force_side()
         body += scatter(nb, rows.a, rows.b, G * mu[:, None], index)
-        row = np.einsum("ri,ri->r", rows.Ca, ze[rows.a]) + np.einsum("ri,ri->r", rows.Cb, ze[rows.b])
-        if len(self.E):
-            row[self.n_primary:] += self.E @ mu[self.n_primary:]
+        row = np.einsum("ri,ri->r", Ca, ze[rows.a]) + np.einsum("ri,ri->r", Cb, ze[rows.b])
+        if len(E):
+            row[self.n_primary:] += E @ mu[self.n_primary:]
         return np.concatenate([body.ravel(), row])
 
 
