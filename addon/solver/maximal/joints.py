@@ -55,7 +55,8 @@ class JointSet:
 
     parent, child (J,) body indices (parent B = world); pa, pb (J, 3) anchors from each body's centre
     of mass in body axes (world anchor for the world); ca, cb (J, 4) joint-frame quaternions in body axes.
-    Rows (R,): row_joint, row_kind, row_curve (index into curves or -1: target 0).
+    Rows (R,): row_joint, row_kind, row_curve (index into curves or -1: target 0). frame_a, frame_b: the
+    rotation matrices of ca, cb (kept for `frames`).
     Coordinates (C,): coord_joint, coord_kind, coord_name, stiffness, rest, damping, gain, target
     velocity, torque (curve index or -1), lower, upper.
     """
@@ -82,6 +83,8 @@ class JointSet:
     lower: np.ndarray
     upper: np.ndarray
     curves: tuple[Curve, ...]
+    frame_a: np.ndarray  # (J, 3, 3) rotation matrices of ca
+    frame_b: np.ndarray  # (J, 3, 3) rotation matrices of cb
 
     @property
     def count(self) -> int:
@@ -166,7 +169,8 @@ def joint_set(mech: Mechanism) -> JointSet:
         row_curve=arr("rc", np.int64), coord_joint=arr("cj", np.int64), coord_kind=arr("ck", np.int64),
         coord_names=tuple(t["cn"]), stiffness=arr("k"), rest=arr("rest"), damping=arr("d"), gain=arr("gain"),
         target_velocity=arr("tv"), torque=arr("tq", np.int64), lower=arr("lo"), upper=arr("up"),
-        curves=tuple(curves))
+        curves=tuple(curves), frame_a=lie.quat_to_matrix(arr("ca", shape=(-1, 4))),
+        frame_b=lie.quat_to_matrix(arr("cb", shape=(-1, 4))))
 
 
 @dataclass(frozen=True)
@@ -181,23 +185,25 @@ class JointFrames:
 
 def frames(js: JointSet, x: np.ndarray, q: np.ndarray) -> JointFrames:
     """Evaluate both generic functions for every joint. x (B, 3), q (B, 4): the world is appended."""
-    return frames_of(js.parent, js.child, js.pa, js.pb, js.ca, js.cb, x, q)
+    return frames_of(js.parent, js.child, js.pa, js.pb, js.ca, js.cb, x, q, (js.frame_a, js.frame_b))
 
 
 def frames_of(parent: np.ndarray, child: np.ndarray, pa: np.ndarray, pb: np.ndarray, ca: np.ndarray,
-              cb: np.ndarray, x: np.ndarray, q: np.ndarray) -> JointFrames:
+              cb: np.ndarray, x: np.ndarray, q: np.ndarray,
+              frame_matrices: tuple[np.ndarray, np.ndarray] | None = None) -> JointFrames:
     """`frames` for any set of frame pairs (parent/child body indices, anchors, frame quaternions).
 
     Vectorised over the pairs without stacked 3x3 products: with q_A = q_a (x) c_a, m = q_A^-1 (x) q_b
     and q_rel = m (x) c_b, the rotation blocks are C_A^T R_a^T = R(q_A)^T and C_A^T R_a^T R_b = R(m);
     a row i of M [p]x is M_i x p; and column k of R(q_rel)[:, 1:] C_A^T (L(q_rel)[:, 1:] C_B^T) is the
-    quaternion product [0; row k of C_A] (x) q_rel (q_rel (x) [0; row k of C_B]).
+    quaternion product [0; row k of C_A] (x) q_rel (q_rel (x) [0; row k of C_B]). `frame_matrices`:
+    (C_A, C_B) when the caller keeps them.
     """
     xe = np.vstack([x, np.zeros((1, 3))])
     qe = np.vstack([q, [[1.0, 0.0, 0.0, 0.0]]])
     Re = lie.quat_to_matrix(qe)
     xa, xb, qa, qb, Ra, Rb = xe[parent], xe[child], qe[parent], qe[child], Re[parent], Re[child]
-    Ca, Cb = lie.quat_to_matrix(ca), lie.quat_to_matrix(cb)
+    Ca, Cb = frame_matrices if frame_matrices is not None else (lie.quat_to_matrix(ca), lie.quat_to_matrix(cb))
     d = xb + np.einsum("jik,jk->ji", Rb, pb) - xa - np.einsum("jik,jk->ji", Ra, pa)
     u = np.einsum("jki,jk->ji", Ra, d)
     r = np.einsum("jki,jk->ji", Ca, u)
