@@ -164,7 +164,7 @@ class Evaluation:
     rate: np.ndarray
     row_winding2: np.ndarray  # windings of the ANGLE rows (in model.order) at z_2
     coord_winding2: np.ndarray  # windings of the joint coordinates at z_2
-    cjac2_velocity: np.ndarray  # (C, 12) d coordinate(z_2) / d zdot_1 / dt
+    cjac2_velocity: np.ndarray | None  # (C, 12) d coordinate(z_2) / d zdot_1 / dt (for the inequalities)
     ip_h: np.ndarray = field(default_factory=lambda: np.zeros(0))
     frames2: JointFrames | None = None
 
@@ -222,10 +222,11 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     if state.startup:
         D[:, 3:, 3:] += rotational_momentum_jacobian(bs.inertia, w0, dt, -1)
     coupling = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 6, 6)))
-    cjac2_velocity = _velocity_side(cjac2, fs.coord_a, fs.coord_b, Wr)
+    cjac2_velocity = _velocity_side(cjac2, fs.coord_a, fs.coord_b, Wr) if ip is not None else None
     damped = np.nonzero(c_eff)[0]
     if len(damped) and not state.startup:
-        Ct = cjac2_velocity[damped]
+        Ct = cjac2_velocity[damped] if ip is not None else \
+            _velocity_side(cjac2[damped], fs.coord_a[damped], fs.coord_b[damped], Wr)
         blocks = 0.5 * c_eff[damped, None, None] * knot.cjac[damped][:, :, None] * Ct[:, None, :]
         ca, cb = fs.coord_a[damped], fs.coord_b[damped]
         ia, ib, K = [], [], []
