@@ -132,18 +132,26 @@ def _render(scene: bpy.types.Scene, staged: Stage, trajectory: Trajectory, objec
     return tuple(images), motion
 
 
-def run_one(preset: str, out_dir: Path) -> DemoResult:
-    """Build, bake, render and plot one preset in its own scene. Raises SolverError if the bake fails."""
-    scene = demo_scene(preset)
+def bake_preset(scene: bpy.types.Scene, preset: str, substeps: int):
+    """Build `preset` as rigid bodies in `scene`, bake it to the end and stage it for rendering.
+
+    Returns (job, report, objects by body name, staged); raises SolverError if the bake fails."""
     mech = load_mechanism(preset_path(preset))
     built = build_rigid_bodies(scene, mech)
-    scene.symplex.setups[built.setup].substeps = SUBSTEPS
+    scene.symplex.setups[built.setup].substeps = substeps
     job = BakeJob(scene, built.setup)
     while not job.advance(budget_seconds=3600.0):
         pass
     report = job.finish(scene)
     objects = {name: bpy.data.objects[name] for name in built.objects.values()}  # the scene's body names
     staged = stage(scene, job.trajectory(), objects, job.read.mechanism, mech.name)
+    return job, report, objects, staged
+
+
+def run_one(preset: str, out_dir: Path) -> DemoResult:
+    """Build, bake, render and plot one preset in its own scene. Raises SolverError if the bake fails."""
+    scene = demo_scene(preset)
+    job, report, objects, staged = bake_preset(scene, preset, SUBSTEPS)
     images, motion = _render(scene, staged, job.trajectory(), objects, preset, out_dir)
     plot = _plot(preset, job.trajectory(), out_dir / f"{preset}_diagnostics.png")
     return DemoResult(preset, report, images, motion, plot)

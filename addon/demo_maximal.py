@@ -17,13 +17,9 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from .bridge.build import build_rigid_bodies
 from .bridge.headless import registered
-from .bridge.job import BakeJob
-from .bridge.stage import stage
-from .demo import FPS, _plot, _render, demo_scene
+from .demo import FPS, _plot, _render, bake_preset, demo_scene
 from .solver.collision import CollisionWorld
-from .solver.mechfile import load_mechanism, preset_path
 from .solver.model import Mechanism, MechanismError
 from .solver.trajectory import SolverError, Trajectory
 
@@ -77,17 +73,9 @@ def run_contact(preset: str, out_dir: Path) -> tuple[list[Path], str]:
     first = bpy.context.scene
     scene = demo_scene(preset)
     scene.frame_end = scene.frame_start + round(seconds * FPS)
-    mech = load_mechanism(preset_path(preset))
-    built = build_rigid_bodies(scene, mech)
-    scene.symplex.setups[built.setup].substeps = substeps
-    job = BakeJob(scene, built.setup)
-    while not job.advance(budget_seconds=3600.0):
-        pass
-    report = job.finish(scene)
+    job, report, objects, staged = bake_preset(scene, preset, substeps)
     trajectory = job.trajectory()
     depth, count = penetration(job.read.mechanism, trajectory)
-    objects = {name: bpy.data.objects[name] for name in built.objects.values()}
-    staged = stage(scene, trajectory, objects, job.read.mechanism, mech.name)
     frames = tuple(int(f) for f in np.linspace(scene.frame_start, scene.frame_end, RENDER_COUNT).round())
     images, motion = _render(scene, staged, trajectory, objects, preset, out_dir, frames)
     plots = [_plot(preset, trajectory, out_dir / f"{preset}_diagnostics.png"),
