@@ -88,6 +88,13 @@ class SolveJob:
         self.result: ShotResult | None = None
         self.error: BaseException | None = None
 
+    def _owner(self, scene: bpy.types.Scene) -> bpy.types.Object:
+        """The rig object named owner_name, or a RigError naming it and the scene."""
+        owner = scene.objects.get(self.owner_name)
+        if owner is None:
+            raise RigError(f"no rig object {self.owner_name!r} in scene {scene.name!r}")
+        return owner
+
     def cancel(self) -> None:
         self.cancelled = True
 
@@ -352,9 +359,7 @@ class ShotJob(SolveJob):
 
     def __post_init__(self):
         scene = self.scene
-        owner = scene.objects.get(self.owner_name)
-        if owner is None:
-            raise RigError(f"no rig object {self.owner_name!r} in scene {scene.name!r}")
+        owner = self._owner(scene)
         self.rig, self.preset = _rig_of(scene, owner)
         self.reading = read_rig(scene, self.rig, self.preset)
         keys = read_keys(scene, self.reading, self.settings.use_heading)
@@ -403,9 +408,7 @@ class BodyShotJob(SolveJob):
 
     def __post_init__(self):
         scene = self.scene
-        owner = scene.objects.get(self.owner_name)
-        if owner is None:
-            raise RigError(f"no rig object {self.owner_name!r} in scene {scene.name!r}")
+        owner = self._owner(scene)
         self.rig, self.preset = _body_rig_of(scene, owner)
         self.reading = read_body_rig(scene, self.rig, self.preset)
         keys, self.corridors = read_body_keys(scene, self.reading, self.settings.use_heading)
