@@ -12,8 +12,9 @@ Rows are components of r (T0..T2), of vec(q_rel) (Q0..Q2), the universal row e_z
 = 2 (q1 q3 - q0 q2) of q_rel (U), or a coordinate minus its target (prescribed joints). Joint frames
 follow tree/compile.py (z = axis, x = axis2), so coordinates mean what the tree method's mean:
 revolute angle = 2 atan2(q3, q0) of q_rel (unwrapped), prismatic slide = r_z, cylindrical (angle,
-r_z), planar (r_x, r_y, angle). Columns of every Jacobian are (x_A, phi_A, x_B, phi_B): world
-translation and body-axes rotation phi (q -> q (x) [1; phi/2]) of the parent and child bodies.
+r_z), planar (r_x, r_y, angle), universal (a, b) with R(q_rel) = Rz(a) Rx(b) (the tree's ROT_Z then
+ROT_X). Columns of every Jacobian are (x_A, phi_A, x_B, phi_B): world translation and body-axes
+rotation phi (q -> q (x) [1; phi/2]) of the parent and child bodies.
 A parent 'world' is body index B (one past the last body), whose columns are dropped.
 """
 
@@ -29,7 +30,8 @@ from ..model import WORLD, Curve, Mechanism, MechanismError
 from ..tree.compile import _joint_rotation
 from .bodies import lmat, qconj, qmul, rmat
 
-T0, T1, T2, Q0, Q1, Q2, U, ANGLE = range(8)
+T0, T1, T2, Q0, Q1, Q2, U, ANGLE, UZ, UX = range(10)
+ANGLES = (ANGLE, UZ, UX)  # coordinate kinds that are angles (unwrapped across +-pi by windings)
 
 ROWS: dict[str, tuple[int, ...]] = {
     "revolute": (T0, T1, T2, Q0, Q1),
@@ -46,6 +48,7 @@ COORDINATES: dict[str, tuple[int, ...]] = {
     "prismatic": (T2,),
     "cylindrical": (ANGLE, T2),
     "planar": (T0, T1, ANGLE),
+    "universal": (UZ, UX),
 }
 
 
@@ -238,14 +241,15 @@ def generic_rows(fr: JointFrames, joint: np.ndarray, kind: np.ndarray,
     qv = (kind >= Q0) & (kind <= Q2)
     val[qv] = fr.qrel[joint[qv], kind[qv] - Q0 + 1]
     jac[qv] = fr.dqrel[joint[qv], kind[qv] - Q0 + 1]
-    for which, grad_of in ((kind == U, _universal_grad), (kind == ANGLE, _angle_grad)):
+    for which, grad_of in ((kind == U, _universal_grad), (kind == ANGLE, _angle_grad),
+                           (kind == UZ, _universal_first_grad), (kind == UX, _universal_second_grad)):
         if np.any(which):
             qr = fr.qrel[joint[which]]
             v, g = grad_of(qr)
             val[which] = v
             jac[which] = np.einsum("ni,nik->nk", g, fr.dqrel[joint[which]])
     if winding is not None:
-        val[kind == ANGLE] += winding
+        val[np.isin(kind, ANGLES)] += winding
     return val, jac
 
 
@@ -259,6 +263,30 @@ def _angle_grad(qr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n2 = w * w + z * z
     zero = np.zeros_like(w)
     return 2.0 * np.arctan2(z, w), np.stack([-2.0 * z / n2, zero, zero, 2.0 * w / n2], axis=1)
+
+
+def _atan2_grad(s: np.ndarray, c: np.ndarray, ds: np.ndarray, dc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """atan2(s, c) and its gradient from the gradients ds, dc (n, 4) of s and c in q_rel."""
+    n2 = s * s + c * c
+    return np.arctan2(s, c), (c[:, None] * ds - s[:, None] * dc) / n2[:, None]
+
+
+def _universal_first_grad(qr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The universal joint's first angle (about the parent frame's z) of R(q_rel) = Rz(a) Rx(b):
+    a = atan2(R10, R00), R10 = 2(xy + wz), R00 = 1 - 2(y^2 + z^2)."""
+    w, x, y, z = qr.T
+    zero = np.zeros_like(w)
+    return _atan2_grad(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z),
+                       2.0 * np.stack([z, y, x, w], axis=1), -4.0 * np.stack([zero, zero, y, z], axis=1))
+
+
+def _universal_second_grad(qr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The second angle (about the child frame's x): b = atan2(R21, R22), R21 = 2(yz + wx),
+    R22 = 1 - 2(x^2 + y^2)."""
+    w, x, y, z = qr.T
+    zero = np.zeros_like(w)
+    return _atan2_grad(2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y),
+                       2.0 * np.stack([x, w, z, y], axis=1), -4.0 * np.stack([zero, x, y, zero], axis=1))
 
 
 def unwrap(raw_angle: np.ndarray, previous: np.ndarray) -> np.ndarray:

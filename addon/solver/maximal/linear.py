@@ -16,7 +16,9 @@ force-side columns, the k x k Schur complement E - C_aux P^-1 G_aux^T; O(nk) + O
 Newton step is then obtained by defect correction, u <- u + Pb^-1 (b - A u), where each A u is O(n)
 (blockwise, no sparse assembly): with the exact P only K remains in the defect (none without
 dampers), with the symmetric part the skew part of A is O(dt |omega|) relative to P; GMRES with the
-same preconditioner takes over if the sweeps stall. Dense solves appear only in tests.
+same preconditioner takes over if the sweeps stall; when A is the exactly factored P (a tree without
+dampers' body couplings or auxiliary rows) the factor's solve is returned as it is. Dense solves appear
+only in tests.
 """
 
 from __future__ import annotations
@@ -220,6 +222,9 @@ class LinearSolver:
         convergence when the linear error is small relative to the residual): defect correction
         preconditioned by the factored primary part, GMRES when that stalls above rounding level."""
         u = self.precondition(rhs)
+        if isinstance(self.fac, fillin.LDU) and self._schur is None and not len(A.coupling[0]):
+            self.sweeps, self.defect = 1, 0.0  # A is the exactly factored P: nothing to correct
+            return u
         scale = max(np.max(np.abs(rhs)), 1e-300)
         best, best_u, noise = np.inf, u, 0.0
         for sweep in range(max_sweeps):

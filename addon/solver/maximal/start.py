@@ -16,7 +16,7 @@ from ..tree.compile import compile_tree
 from ..tree.kinematics import frame_velocities
 from ..tree.midpoint import initial_state
 from . import forces
-from .joints import ANGLE, frames, generic_rows, row_targets, unwrap
+from .joints import ANGLE, ANGLES, frames, generic_rows, row_targets, unwrap
 from .variational import MaximalModel, MaximalState, compile_maximal
 
 
@@ -38,10 +38,10 @@ def start_from_tree(mech: Mechanism) -> tuple[MaximalModel, MaximalState]:
     reference = raw.copy()
     for c, (j, kind) in enumerate(zip(js.coord_joint, js.coord_kind)):
         dofs = np.nonzero(tree.dof_joint == j)[0]
-        if kind == ANGLE and len(dofs):
+        if kind in ANGLES and len(dofs):
             d = list(js.coord_joint[:c + 1]).count(j) - 1
             reference[c] = tstate.q[dofs[d]]
-    coord_winding = np.where(js.coord_kind == ANGLE, unwrap(raw, reference), 0.0)
+    coord_winding = np.where(np.isin(js.coord_kind, ANGLES), unwrap(raw, reference), 0.0)
     row_raw, _ = generic_rows(fr, js.row_joint, js.row_kind)
     row_winding = np.where(js.row_kind == ANGLE, unwrap(row_raw, row_targets(js, tstate.t)), 0.0)
     cval, cjac = forces.coordinates(js, model.forces, fr, x, q, coord_winding)

@@ -32,8 +32,9 @@ from . import forces
 from .bodies import (BodySet, advance, body_set, rotation_jacobian, rotational_momentum,
                      rotational_momentum_jacobian)
 from .forces import ForceSet, force_set
-from .joints import ANGLE, JointFrames, JointSet, frames, generic_rows, joint_set, row_targets, unwrap
+from .joints import ANGLE, ANGLES, JointFrames, JointSet, frames, generic_rows, joint_set, row_targets, unwrap
 from .linear import LinearSolver, NewtonMatrix, RowBlocks
+from .stability import diagnosis
 
 MAX_ITERATIONS = 100  # contact steps with recentring restarts (interior_point.MAX_RESTARTS) may need them
 LINE_SEARCH_HALVINGS = 8
@@ -192,7 +193,7 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     b_all = js.child[js.row_joint[rows]]
     C = _velocity_side(jac2, a_all, b_all, Wr)
     cval2, cjac2 = forces.coordinates(js, fs, fr2, x2, q2, state.coord_winding)
-    is_angle = np.concatenate([js.coord_kind == ANGLE, np.zeros(len(fs.spring_a), bool)])
+    is_angle = np.concatenate([np.isin(js.coord_kind, ANGLES), np.zeros(len(fs.spring_a), bool)])
     coord_turns = np.where(is_angle, unwrap(cval2, knot.cval), 0.0)
     cval2 += coord_turns
     rate = (cval2 - knot.cval) / dt
@@ -281,6 +282,18 @@ def _merit(ev: Evaluation) -> float:
     return float(np.linalg.norm(ev.body_residual)) + float(np.linalg.norm(ev.row_residual))
 
 
+def _remaining_error(change: float, previous_change: float, full_newton_step: bool) -> float:
+    """Estimated distance of the new iterate from the solution, from the last two step lengths (Hairer &
+    Wanner, Solving ODEs II, IV.8): with contraction theta = change / previous_change < 1 it is at most
+    theta / (1 - theta) * change; Newton's contraction only improves as it converges, so this is
+    conservative. Otherwise (first step, damped or interior-point steps, no contraction) the last
+    step's length, which bounds the error of the iterate before it."""
+    theta = change / previous_change if 0.0 < previous_change < np.inf else np.inf
+    if full_newton_step and theta < 0.5:
+        return theta / (1.0 - theta) * change
+    return change
+
+
 def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol: float, ip):
     """Newton iterations of one step from the previous velocities; returns (converged, V, lam, the last
     evaluation, iterations + 1). Without inequalities the step is globalised by halving it until the
@@ -290,12 +303,13 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol
     active = state.aux_active
     V = np.concatenate([state.v, state.w], axis=1) + state.acceleration_guess
     lam = state.lam.copy()
-    change = np.inf
+    error = np.inf  # estimated |zdot - zdot*| dt of the current iterate
+    previous_change = np.inf
     short_steps = 0
     ev = evaluate(model, state, knot, V, lam, active, dt, ip)
     for iteration in range(1, MAX_ITERATIONS + 1):
         gap = np.max(np.abs(ev.row_residual), initial=0.0) * dt
-        if gap <= tol and change <= tol and (ip is None or ip.converged(ev.ip_h, tol)):
+        if gap <= tol and error <= tol and (ip is None or ip.converged(ev.ip_h, tol)):
             return True, V, lam, ev, iteration
         state.solver.factor(ev.matrix)
         rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual])
@@ -336,11 +350,14 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol
                 short_steps = 0
             ev = evaluate(model, state, knot, V, lam, active, dt, ip)
         change = np.max(np.abs(alpha * dV)) * dt
+        error = _remaining_error(change, previous_change, ip is None and alpha == 1.0)
+        previous_change = change
     return False, V, lam, ev, MAX_ITERATIONS + 1
 
 
 def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=None) -> StepResult:
-    """Advance `state` by one step of size dt (Newton to max |g| <= tol and |d zdot| dt <= tol).
+    """Advance `state` by one step of size dt (Newton to max |g| <= tol and an estimated
+    |zdot - zdot*| dt <= tol, see _remaining_error).
 
     Raises ConvergenceError naming the step and time when Newton does not converge.
     """
@@ -367,7 +384,8 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
         raise ConvergenceError(
             f"maximal-coordinate step {state.step_index + 1} (t = {state.t + dt:.6g} s): Newton did not converge "
             f"in {MAX_ITERATIONS} iterations (worst joint {worst!r}, max |g| = "
-            f"{np.max(np.abs(ev.row_val2 - knot.targets), initial=0.0):.3g}); try a smaller time step",
+            f"{np.max(np.abs(ev.row_val2 - knot.targets), initial=0.0):.3g})"
+            f"{diagnosis(model, state.q, frames(js, state.x, state.q), state.lam, dt) or '; try a smaller time step'}",
             step=state.step_index + 1, time=state.t + dt)
     iteration -= 1
     if ip is not None:
