@@ -8,7 +8,9 @@ is the child); the remaining joints close loops and become holonomic constraint 
   translation rows  n . (p_P - p_C)   (n fixed in the parent body P, points fixed in P and C)
   rotation rows     u . w             (u fixed in P, w fixed in C)
 Ball (and the rotational part of free) joints carry a chart: a rotation folded into the placement
-of their first primitive, reset every step so the Euler-angle chain never nears gimbal lock.
+of their first primitive, reset every step so the Euler-angle chain never nears gimbal lock. A spring
+on such a rotation pulls toward a fixed rest rotation, not toward chart coordinates (ball_springs.py);
+a free joint's translations have ordinary per-coordinate springs (in the parent's joint-frame axes).
 The model is immutable (arrays read-only); per-state scratch lives in tree.data.TreeData.
 """
 
@@ -48,6 +50,8 @@ class TreeModel:
       ancestor (nq + 1, nq) ancestor[f, k] = 1 if k is f or an ancestor of f (row -1: world, zeros);
       pair_deep, pair_anc (npair,) all (a, b) with b an ancestor-or-self of a.
       ball_dofs (nball, 3) the three rotation coordinates of each ball chart; ball_chart0 (nball, 3, 3).
+      ball_stiffness (nball,), ball_rest (nball, 3, 3): each chart's spring k/2 |log(R_rest^T R_rel)|^2 toward the
+        rest rotation exp(hat(rest)) (tree/ball_springs.py); dof_stiffness is 0 on chart coordinates.
       body_frame (nbody,), body_offset (nbody, 4, 4) frame_M_body, body_mass (nbody,),
       body_com (nbody, 3) body axes, body_inertia (nbody, 3, 3) about the com in body axes.
       dof_stiffness, dof_rest, dof_damping, dof_motor_gain, dof_motor_velocity (nq,);
@@ -74,6 +78,8 @@ class TreeModel:
     pair_anc: np.ndarray
     ball_dofs: np.ndarray
     ball_chart0: np.ndarray
+    ball_stiffness: np.ndarray
+    ball_rest: np.ndarray
     body_names: tuple[str, ...]
     body_frame: np.ndarray
     body_offset: np.ndarray
@@ -200,7 +206,7 @@ def compile_tree(mech: Mechanism) -> TreeModel:
     tree_joints, loop_joints = _spanning_tree(mech)
 
     parent, placement, kind, joint_of, ball_of, names = [], [], [], [], [], []
-    ball_dofs, ball_chart0 = [], []
+    ball_dofs, ball_chart0, ball_stiffness, ball_rest = [], [], [], []
     stiffness, rest, damping, gain, target, torque, prescribed, curves = [], [], [], [], [], [], [], []
     lower, upper = [], []
     q_init, v_init = [], []
@@ -218,6 +224,10 @@ def compile_tree(mech: Mechanism) -> TreeModel:
         q0 = _dof_values(joint, joint.q0)
         v0 = _dof_values(joint, joint.v0)
         chart = None
+        if joint.rest is not None and len(joint.rest) != len(prims):
+            raise MechanismError(
+                f"{mech.source}: [[joint]] {joint.name!r}: field 'rest' must have {len(prims)} values (one per "
+                f"coordinate of a {joint.type} joint), got {len(joint.rest)}")
         if joint.type in ("ball", "free"):
             chart = lie.rotvec_to_matrix(q0[-3:])
             # rates of the Euler chain at angle 0 are angular velocity in chart axes
@@ -231,8 +241,9 @@ def compile_tree(mech: Mechanism) -> TreeModel:
             kind.append(prim)
             joint_of.append(ji)
             names.append(f"{joint.name}.{KIND_NAMES[prim]}" if len(prims) > 1 else joint.name)
-            stiffness.append(joint.stiffness)
-            rest.append(joint.rest[d] if joint.rest else 0.0)
+            on_chart = chart is not None and prim <= ROT_Z  # the rotation's spring is ball_springs.py's
+            stiffness.append(0.0 if on_chart else joint.stiffness)
+            rest.append(joint.rest[d] if joint.rest and not on_chart else 0.0)
             lower.append(joint.lower[d] if joint.lower else -np.inf)
             upper.append(joint.upper[d] if joint.upper else np.inf)
             damping.append(joint.damping)
@@ -250,18 +261,12 @@ def compile_tree(mech: Mechanism) -> TreeModel:
                 ball_of[idx] = len(ball_dofs)
                 ball_dofs.append((idx, idx + 1, idx + 2))
                 ball_chart0.append(chart)
+                ball_stiffness.append(joint.stiffness)
+                ball_rest.append(lie.rotvec_to_matrix(joint.rest[-3:]) if joint.rest else np.eye(3))
         if joint.type in ("ball", "free") and (joint.lower is not None or joint.upper is not None):
             raise MechanismError(
                 f"{mech.source}: [[joint]] {joint.name!r}: fields 'lower'/'upper' are not supported on a "
                 f"{joint.type} joint by the tree method (its rotation has no fixed angle coordinates)"
-            )
-        if joint.type in ("ball", "free") and (joint.stiffness != 0.0 or joint.rest is not None):
-            field = "stiffness" if joint.stiffness != 0.0 else "rest"
-            raise MechanismError(
-                f"{mech.source}: [[joint]] {joint.name!r}: field {field!r} is not supported on a {joint.type} joint "
-                "by the tree method (its rotation coordinates restart from zero every step, so a spring on them "
-                "would pull toward no fixed orientation; the maximal method refuses it too); joint springs need a "
-                "revolute, prismatic, cylindrical, universal or planar joint"
             )
         if joint.prescribed is not None and len(prims) != 1:
             raise MechanismError(
@@ -328,6 +333,8 @@ def compile_tree(mech: Mechanism) -> TreeModel:
         pair_anc=ro(pair_anc, np.int64),
         ball_dofs=ro(np.array(ball_dofs, dtype=np.int64).reshape(-1, 3), np.int64),
         ball_chart0=ro(np.array(ball_chart0).reshape(-1, 3, 3)),
+        ball_stiffness=ro(ball_stiffness),
+        ball_rest=ro(np.array(ball_rest).reshape(-1, 3, 3)),
         body_names=tuple(b.name for b in mech.bodies),
         body_frame=ro(body_frame, np.int64),
         body_offset=ro(body_offset),

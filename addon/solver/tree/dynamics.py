@@ -15,7 +15,8 @@ spatial momenta I_f V_f over that subtree, and for every pair b ancestor-or-self
 d(L_q)/d(qdot) is A^T. Point forces F (gravity m g at each com, user forces at body points) enter as
 generalized forces Q_a = S_a . W_a, W_a = sum over the subtree of (c x F, F), with
 dQ_a/dq_b = ad(S_b) S_a . W_a + w_a . (K_a w_b - w_b tr K_a + v_b x F_a), K_a = sum c F^T
-(w, v the angular and linear parts of S). Every formula is checked against finite differences in
+(w, v the angular and linear parts of S). Springs on ball and free rotations add their Q, potential and
+Q_q on the chart coordinates (ball_springs.py). Every formula is checked against finite differences in
 tests/solver/tree/test_dynamics.py.
 """
 
@@ -27,6 +28,7 @@ import numpy as np
 
 from ..curves import evaluate
 from ..lie import ad_twist, cross, hat
+from .ball_springs import chart_springs, has_springs
 from .compile import TreeModel
 from .kinematics import Kinematics, frame_velocities
 
@@ -127,6 +129,11 @@ def terms(model: TreeModel, kin: Kinematics, qd: np.ndarray, t: float, second: b
     nbody = len(model.body_mass)
     potential = -float(np.sum(forces[:nbody] * points[:nbody]))
     potential += 0.5 * float(np.sum(model.dof_stiffness * (kin.q - model.dof_rest) ** 2))
+    springs = None
+    if has_springs(model):  # ball and free rotations: toward their rest rotations (ball_springs.py)
+        springs = chart_springs(model, kin.charts, kin.q[model.ball_dofs])
+        Q[model.ball_dofs] += springs.Q
+        potential += springs.potential
     K = model.subtree @ _frame_sum(model, frames, np.einsum("ni,nj->nij", points, forces)).reshape(nq, 9)
     K = K.reshape(nq, 3, 3)
     out = Terms(p=p, g=g, Q=Q, kinetic=kinetic, potential=potential, V=V, S=S, Sdot=Sdot, Ic=Ic, H=H, W=W, K=K)
@@ -157,5 +164,8 @@ def terms(model: TreeModel, kin: Kinematics, qd: np.ndarray, t: float, second: b
     Q_q[a, b] = np.einsum("pi,pi->p", ad_b_a, W[a]) + np.einsum("pi,pi->p", w_a, dW)
     Q_q[b, a] = Q_q[a, b]
     Q_q -= np.diag(model.dof_stiffness)
+    if springs is not None:
+        for b, dofs in enumerate(model.ball_dofs):
+            Q_q[np.ix_(dofs, dofs)] += springs.Q_q[b]
     out.M, out.A, out.B, out.Q_q = M, A, B, Q_q
     return out

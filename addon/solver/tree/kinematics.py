@@ -24,7 +24,8 @@ class Kinematics:
     """Configuration-dependent quantities at one q (and chart set).
 
     world_M_frame (nq + 1, 4, 4); axis_world (nq + 1, 6) twists S_k; body_R (nbody, 3, 3) world rotation
-    of each body frame; body_origin (nbody, 3); body_com_world (nbody, 3).
+    of each body frame; body_origin (nbody, 3); body_com_world (nbody, 3); charts (nball, 3, 3) the ball
+    charts q was taken in.
     """
 
     q: np.ndarray
@@ -33,6 +34,7 @@ class Kinematics:
     body_R: np.ndarray
     body_origin: np.ndarray
     body_com_world: np.ndarray
+    charts: np.ndarray
 
 
 def local_transforms(model: TreeModel, q: np.ndarray, charts: np.ndarray) -> np.ndarray:
@@ -77,7 +79,7 @@ def forward(model: TreeModel, q: np.ndarray, charts: np.ndarray) -> Kinematics:
     body_R = body_M[:, :3, :3]
     body_origin = body_M[:, :3, 3]
     com = body_origin + np.einsum("bij,bj->bi", body_R, model.body_com)
-    return Kinematics(q.copy(), world, axis, body_R, body_origin, com)
+    return Kinematics(q.copy(), world, axis, body_R, body_origin, com, charts)
 
 
 def frame_velocities(model: TreeModel, kin: Kinematics, qd: np.ndarray) -> np.ndarray:

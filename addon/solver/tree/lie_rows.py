@@ -14,7 +14,7 @@ hat(J_R dpsi) (called Jb below). Moving C at fixed psi turns the ball's child an
 with the relative body velocities unchanged, so, as for a joint axis (dynamics.py), with E_j the twist of
 chart axis j through o at the midpoint and V_P the velocity of the ball's parent frame,
   dl/dC_j |psi = dt ((ad(V_P) E_j) . H + E_j . W)      (H, W: the ball subtree's momentum and wrench);
-joint springs on chart coordinates depend on psi only and add nothing here. The DEL row
+a spring on the ball's rotation (ball_springs.py) depends on C Phi(psi / 2) and adds -dt dV/deta there. The DEL row
 p1 + f- + D_C1 Ld - Dh1^T lam = 0 is solved multiplied by J_L(psi)^T, which keeps its Jacobian in tree form:
   F_i = w2_i . A2 pbar + dt ((ad(V_P) Et_i) . H + Et_i . W) - (dt/2 (g + Q)_i + p_i),
   pbar = p1 + dt/2 f_c - Dh1^T lam on the chart's coordinates,
@@ -40,6 +40,7 @@ import numpy as np
 from ..groups import so3_dcay_inv
 from ..lie import ad_twist, cross
 from .articulated import TreeJacobian, axis_terms
+from .ball_springs import chart_row_terms, chart_springs, has_springs
 from .compile import TreeModel
 from .dynamics import Terms
 from .kinematics import Kinematics
@@ -143,4 +144,8 @@ def ball_rows(model: TreeModel, charts: np.ndarray, kin_m: Kinematics, kin2: Kin
             else:
                 value -= dD2[:, i]
             blocks[:, i, j] = value
+    if has_springs(model):  # the springs' chart derivative and their own block (ball_springs.py)
+        spring_F, spring_blocks = chart_row_terms(model, chart_springs(model, charts, kin_m.q[k]), JL, dt)
+        F += spring_F
+        blocks += spring_blocks
     return BallRows(F, x, R, blocks, JL)

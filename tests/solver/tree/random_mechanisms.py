@@ -26,9 +26,11 @@ def random_body(rng: np.random.Generator, name: str) -> Body:
     return Body(name, m, tuple(rng.normal(size=3)), random_quat(rng), tuple(0.2 * rng.normal(size=3)), inertia)
 
 
-def random_tree(seed: int, types=TYPES, loops: int = 0, forces: bool = True) -> Mechanism:
-    """One body per type in `types`, each hung from a random earlier body (or the world)."""
+def random_tree(seed: int, types=TYPES, loops: int = 0, forces: bool = True, ball_springs: bool = False) -> Mechanism:
+    """One body per type in `types`, each hung from a random earlier body (or the world). With
+    `ball_springs`, ball and free joints get springs and random rests too (tree/ball_springs.py)."""
     rng = np.random.default_rng(seed)
+    rest_rng = np.random.default_rng([seed, 1])  # its own stream: the trees are the same with or without springs
     bodies, joints = [], []
     for i, kind in enumerate(types):
         body = random_body(rng, f"b{i}")
@@ -38,7 +40,8 @@ def random_tree(seed: int, types=TYPES, loops: int = 0, forces: bool = True) -> 
         joints.append(Joint(f"j{i}", kind, parent, body.name, anchor=tuple(rng.normal(size=3)),
                             axis=random_unit(rng), axis2=random_unit(rng),
                             q0=tuple(0.3 * rng.normal(size=ndof)), v0=tuple(rng.normal(size=ndof)),
-                            stiffness=float(rng.uniform(0, 2)) * (kind not in ("ball", "free")),  # refused there
+                            stiffness=float(rng.uniform(0, 2)) * (ball_springs or kind not in ("ball", "free")),
+                            rest=tuple(rest_rng.normal(size=ndof)) if ball_springs and kind in ("ball", "free") else None,
                             damping=float(rng.uniform(0, 0.5))))
         bodies.append(body)
     for k in range(loops):

@@ -1,5 +1,5 @@
 """Stacked ball charts (chains and trees of ball joints): charts stay rotations, long chains run, and agree
-with the maximal-coordinate method; springs on ball and free joints are refused.
+with the maximal-coordinate method (springs on ball and free joints: test_ball_spring.py).
 
 Regression for the chart fold that composed each new chart through world poses, (parent pose)^T (last
 frame pose): every ancestor chart's departure from orthonormality went into its descendants at each
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import TreeMidpoint, simulate
-from addon.solver.model import Body, Joint, Mechanism, MechanismError
+from addon.solver.model import Body, Joint, Mechanism
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import euler_chain, fold_charts
 from benchmarks.maximal import ball_chain
@@ -105,13 +105,3 @@ def test_tumbling_ball_trees_keep_momentum_energy_and_rotation_charts(seed, use_
     for part in (J[:, :3], J[:, 3:]):
         assert np.max(np.abs(part - part[0])) < 1e-9 * np.linalg.norm(part[0])
     assert np.ptp(energy) < 1.2e-2 * np.mean(energy)
-
-
-@pytest.mark.parametrize("kind, field, value", [("ball", "stiffness", 2.0), ("ball", "rest", (0.1, 0.0, 0.0)),
-                                                 ("free", "stiffness", 1.0)])
-def test_springs_on_ball_and_free_joints_are_refused_naming_the_joint(kind, field, value):
-    # their rotation coordinates restart at zero every step: a spring on them pulls toward no fixed orientation
-    body = Body("rod", 1.0, (0.0, 0.0, 0.0), com=(0.0, 0.0, -0.5), inertia=(0.1, 0.1, 0.01, 0.0, 0.0, 0.0))
-    joint = Joint("shoulder", kind, "world", "rod", (0.0, 0.0, 0.0), **{field: value})
-    with pytest.raises(MechanismError, match=rf"'shoulder': field '{field}' is not supported on a {kind} joint"):
-        compile_tree(Mechanism("sprung", (body,), (joint,)))

@@ -14,9 +14,11 @@ from addon.solver.tree.kinematics import forward, frame_velocities
 from .random_mechanisms import random_tree
 
 
+@pytest.mark.parametrize("springs", [False, True], ids=["", "ball springs"])
 @pytest.mark.parametrize("seed, loops", [(0, 0), (1, 1), (7, 2), (11, 0)])
-def test_jacobian_of_the_lie_rows_equals_finite_differences(seed, loops):
-    model = compile_tree(random_tree(seed, loops=loops))
+def test_jacobian_of_the_lie_rows_equals_finite_differences(seed, loops, springs):
+    # with springs: the ball and free rotations pull toward random rest rotations (tree/ball_springs.py)
+    model = compile_tree(random_tree(seed, loops=loops, ball_springs=springs))
     assert len(model.ball_dofs) == 2  # a ball and a free joint
     state, *_ = midpoint.initial_state(model)
     assert np.all(state.q[model.ball_dofs] == 0.0)  # the rows step from chart coordinates 0
