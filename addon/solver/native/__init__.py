@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 _LIB_NAMES = ("libsymplex_kernels.so", "libsymplex_kernels.dylib", "symplex_kernels.dll")
 _f64 = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
 _i64 = np.ctypeslib.ndpointer(dtype=np.int64, flags="C_CONTIGUOUS")
@@ -34,6 +34,7 @@ _TREE_ARRAYS = (
     ("force_frame", np.int64), ("force_point", np.float64),
     ("row_frame_p", np.int64), ("row_frame_c", np.int64), ("row_kind", np.int64),
     ("row_a", np.float64), ("row_b", np.float64), ("row_n", np.float64), ("ball_dofs", np.int64),
+    ("ball_stiffness", np.float64), ("ball_rest", np.float64),
 )
 
 
@@ -140,6 +141,8 @@ class NativeStepper:
         self._arrays = {name: np.array(getattr(model, name), dtype=dtype, order="C") for name, dtype in _TREE_ARRAYS}
         self._placement0 = np.array(model.dof_placement)
         self._ball_first = np.array(model.ball_dofs[:, 0], dtype=np.int64)
+        # the kernel reads the rest rotation through the chart's placement (symplex_kernels.h ball_rest)
+        self._arrays["ball_rest"][...] = self._placement0[self._ball_first, :3, :3] @ model.ball_rest
         addresses = (self._arrays[name].ctypes.data for name, _ in _TREE_ARRAYS)
         self._tree = _Tree(nq, nbody, self.nforce, nrow, self.nball, *addresses)
         self._tree_ptr = ctypes.pointer(self._tree)

@@ -92,6 +92,8 @@ typedef struct {
     double *blocks, *JL;    /* (nq, 9): the first nball hold each ball node's block and J_L(psi) */
     double *cw, *dw, *Jb;   /* (nq, 3), (nq, 9) x 2: the first nball hold each chart's Cayley increment w,
                                dw/dpsi and the body Jacobian of Phi at psi (tree/lie_rows.py chart_increments) */
+    double *spring;         /* (nq, 30): the first nball hold each chart spring at the midpoint (theta (3), Phi,
+                               Jb, J_r^-1(theta) (9 each), tree/ball_springs.py chart_springs) */
     double *Obar, *X, *c, *Dinv; /* (nq, 18, 12), (nq, 12), (nq, 18), (nq, 3): its factor, by node member */
     double *obar, *zc, *xi; /* (nq, 18), (nq, 12), (nq,): solve scratch */
     double *delta;          /* (nq,) Newton step of q2 */
@@ -138,6 +140,7 @@ static int64_t carve(workspace *w, double *base, int64_t nq, int64_t nrow)
     w->cw = take(base, &at, 3 * nq);
     w->dw = take(base, &at, 9 * nq);
     w->Jb = take(base, &at, 9 * nq);
+    w->spring = take(base, &at, 30 * nq);
     w->Obar = take(base, &at, 216 * nq);
     w->X = take(base, &at, 12 * nq);
     w->c = take(base, &at, 18 * nq);
@@ -254,6 +257,87 @@ static double loop_row(const symplex_tree *tree, const double *world, const doub
     return h;
 }
 
+/* R^T-free helpers on row-major 3x3 rotations taken from a 4x4 pose (stride 4) */
+static void rot_of(const double *M, double *R) /* R = M[:3, :3] */
+{
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) R[3 * i + j] = M[4 * i + j];
+}
+
+static void mat3_mul(const double *A, const double *B, double *C) /* C = A B */
+{
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+}
+
+/* Phi = Rx(psi0) Ry(psi1) Rz(psi2) and J_L with columns e_x, Rx e_y, Rx Ry e_z (kinematics.euler_chain) */
+static void euler_chain(const double *psi, double *Phi, double *JL)
+{
+    const double ca = cos(psi[0]), sa = sin(psi[0]), cb = cos(psi[1]), sb = sin(psi[1]);
+    const double cc = cos(psi[2]), sc = sin(psi[2]);
+    const double Rx[9] = {1.0, 0.0, 0.0, 0.0, ca, -sa, 0.0, sa, ca};
+    const double Ry[9] = {cb, 0.0, sb, 0.0, 1.0, 0.0, -sb, 0.0, cb};
+    const double Rz[9] = {cc, -sc, 0.0, sc, cc, 0.0, 0.0, 0.0, 1.0};
+    double RxRy[9];
+    mat3_mul(Rx, Ry, RxRy);
+    mat3_mul(RxRy, Rz, Phi);
+    for (int i = 0; i < 3; ++i) {
+        JL[3 * i] = i == 0 ? 1.0 : 0.0;
+        JL[3 * i + 1] = Rx[3 * i + 1];
+        JL[3 * i + 2] = RxRy[3 * i + 2];
+    }
+}
+
+/* principal rotation vector of R, |theta| <= pi, through its quaternion with w >= 0 (ball_springs.so3_log) */
+static void so3_log(const double *R, double *theta)
+{
+    const double d0 = R[0], d1 = R[4], d2 = R[8], tr = d0 + d1 + d2;
+    double q[4];
+    if (tr >= d0 && tr >= d1 && tr >= d2) {
+        q[0] = 0.5 * sqrt(fmax(1.0 + tr, 0.0));
+        const double s = 0.25 / q[0];
+        q[1] = (R[7] - R[5]) * s; q[2] = (R[2] - R[6]) * s; q[3] = (R[3] - R[1]) * s;
+    } else if (d0 >= d1 && d0 >= d2) {
+        q[1] = 0.5 * sqrt(fmax(1.0 + d0 - d1 - d2, 0.0));
+        const double s = 0.25 / q[1];
+        q[0] = (R[7] - R[5]) * s; q[2] = (R[1] + R[3]) * s; q[3] = (R[2] + R[6]) * s;
+    } else if (d1 >= d2) {
+        q[2] = 0.5 * sqrt(fmax(1.0 - d0 + d1 - d2, 0.0));
+        const double s = 0.25 / q[2];
+        q[0] = (R[2] - R[6]) * s; q[1] = (R[1] + R[3]) * s; q[3] = (R[5] + R[7]) * s;
+    } else {
+        q[3] = 0.5 * sqrt(fmax(1.0 - d0 - d1 + d2, 0.0));
+        const double s = 0.25 / q[3];
+        q[0] = (R[3] - R[1]) * s; q[1] = (R[2] + R[6]) * s; q[2] = (R[5] + R[7]) * s;
+    }
+    const double sign = q[0] < 0.0 ? -1.0 : 1.0, w = sign * q[0];
+    const double n = sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    const double factor = n < 1e-6 ? 2.0 / w * (1.0 - n * n / (3.0 * w * w)) : 2.0 * atan2(n, w) / n;
+    for (int i = 0; i < 3; ++i) theta[i] = sign * factor * q[1 + i];
+}
+
+/* The spring of ball chart b at chart coordinates psi (ball_springs.chart_springs): sp = (theta (3), Phi (9),
+ * Jb (9), J_r^-1(theta) (9)); theta = log(ball_rest^T place Phi(psi)) with place the chart's placement rotation. */
+static void chart_spring(const symplex_tree *tree, int64_t b, const double *psi, double *sp)
+{
+    double *theta = sp, *Phi = sp + 3, *Jb = sp + 12, *Jri = sp + 21, JL[9], place[9], PP[9], M[9];
+    const double *rest = tree->ball_rest + 9 * b;
+    euler_chain(psi, Phi, JL);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) Jb[3 * i + j] = Phi[i] * JL[j] + Phi[3 + i] * JL[3 + j] + Phi[6 + i] * JL[6 + j];
+    rot_of(tree->dof_placement + 16 * tree->ball_dofs[3 * b], place);
+    mat3_mul(place, Phi, PP);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) M[3 * i + j] = rest[i] * PP[j] + rest[3 + i] * PP[3 + j] + rest[6 + i] * PP[6 + j];
+    so3_log(M, theta);
+    const double t = sqrt(dot3(theta, theta));
+    const double c = t < 1e-6 ? 1.0 / 12.0 + t * t / 720.0 : 1.0 / (t * t) - 1.0 / (2.0 * t * tan(0.5 * t));
+    const double T[9] = {0.0, -theta[2], theta[1], theta[2], 0.0, -theta[0], -theta[1], theta[0], 0.0};
+    double TT[9];
+    mat3_mul(T, T, TT);
+    for (int i = 0; i < 9; ++i) Jri[i] = (i % 4 == 0 ? 1.0 : 0.0) + 0.5 * T[i] + c * TT[i];
+}
+
 /* First-order terms at the midpoint (dynamics.terms with second=False), from w->world and w->S.
  * outputs: w->p, w->g, w->Q (nq,), *energy = kinetic + potential; keeps w->V, w->Sdot, w->Ic (composite),
  *          w->H, w->W, w->K for the second derivatives.
@@ -338,6 +422,16 @@ static void first_order_terms(const symplex_tree *tree, const double *force_vect
         kinetic += w->v[a] * w->p[a];
         potential += 0.5 * spring * (w->qm[a] - tree->dof_rest[a]);
     }
+    for (int64_t b = 0; b < tree->nball; ++b) {  /* ball and free rotations: Q = -k Jb^T theta on the chart */
+        const double k = tree->ball_stiffness[b];
+        if (k == 0.0) continue;
+        const int64_t *dof = tree->ball_dofs + 3 * b;
+        const double psi[3] = {w->qm[dof[0]], w->qm[dof[1]], w->qm[dof[2]]};
+        double *sp = w->spring + 30 * b;
+        chart_spring(tree, b, psi, sp);
+        for (int i = 0; i < 3; ++i) w->Q[dof[i]] -= k * (sp[12 + i] * sp[0] + sp[15 + i] * sp[1] + sp[18 + i] * sp[2]);
+        potential += 0.5 * k * dot3(sp, sp);
+    }
     *energy = 0.5 * kinetic + potential;
 }
 
@@ -411,19 +505,6 @@ static void rotation_twist(const double *e, const double *o, double *out)
     cross3(o, e, out + 3);
 }
 
-/* R^T-free helpers on row-major 3x3 rotations taken from a 4x4 pose (stride 4) */
-static void rot_of(const double *M, double *R) /* R = M[:3, :3] */
-{
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) R[3 * i + j] = M[4 * i + j];
-}
-
-static void mat3_mul(const double *A, const double *B, double *C) /* C = A B */
-{
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
-}
-
 /* Each chart's step rotation Phi(psi) = A2^T R_F (q1 = 0) as a Cayley vector w = 2 vee(Phi - Phi^T)/(1 + tr Phi),
  * the body Jacobian Jb = R_F^T (w2_0 w2_1 w2_2) of Phi and dw/dpsi = (I + hat(w)/2 + w w^T/4) Jb
  * (tree/lie_rows.py chart_increments), from the pose at q2 (w->world2, w->S2). outputs: w->cw, w->Jb, w->dw. */
@@ -451,6 +532,32 @@ static void chart_increments(const symplex_tree *tree, workspace *w)
         for (int i = 0; i < 3; ++i)
             for (int j = 0; j < 3; ++j) inv[3 * i + j] = (i == j ? 1.0 : 0.0) + 0.5 * W[3 * i + j] + 0.25 * cw[i] * cw[j];
         mat3_mul(inv, Jb, dw);
+    }
+}
+
+/* What a chart spring adds to its ball node's block (ball_springs.chart_row_terms): with u_j the columns of Jb
+ * and L_i those of J_L(psi), dF_i/dpsi_j += -dt/4 Q_q[i][j] - dt k inner[i][j],
+ * Q_q[i][j] = -k (u_i . Jri u_j + (u_i x u_j) . theta [j > i]),
+ * inner[i][j] = L_i . Phi (u_j x theta + Jri u_j) / 2 + (L_j x L_i) . as [j < i], as = Phi theta.
+ * inputs: sp (30) = chart_spring at psi/2, JL (9) row-major J_L(psi); output: block (9) updated. */
+static void spring_block(double k, double dt, const double *sp, const double *JL, const double *as, double *block)
+{
+    const double *theta = sp, *Phi = sp + 3, *Jb = sp + 12, *Jri = sp + 21;
+    double u[3][3], L[3][3];
+    for (int i = 0; i < 3; ++i)
+        for (int r = 0; r < 3; ++r) { u[i][r] = Jb[3 * r + i]; L[i][r] = JL[3 * r + i]; }
+    for (int j = 0; j < 3; ++j) {
+        double Ju[3], turn[3], Pt[3];
+        for (int r = 0; r < 3; ++r) Ju[r] = dot3(Jri + 3 * r, u[j]);
+        cross3(u[j], theta, turn);
+        for (int r = 0; r < 3; ++r) turn[r] += Ju[r];
+        for (int r = 0; r < 3; ++r) Pt[r] = dot3(Phi + 3 * r, turn);
+        for (int i = 0; i < 3; ++i) {
+            double qq = dot3(u[i], Ju), inner = 0.5 * dot3(L[i], Pt), c[3];
+            if (j > i) { cross3(u[i], u[j], c); qq += dot3(c, theta); }
+            if (j < i) { cross3(L[j], L[i], c); inner += dot3(c, as); }
+            block[3 * i + j] += 0.25 * dt * k * qq - dt * k * inner;
+        }
     }
 }
 
@@ -491,6 +598,12 @@ static void ball_rows(const symplex_tree *tree, double dt, workspace *w, const d
             ad_twist(VP, Et + 6 * i, Etdot + 6 * i);
             F[k[i]] = dot3(w2 + 3 * i, a2p) + dt * (dot6(Etdot + 6 * i, H) + dot6(Et + 6 * i, Wb))
                       - (0.5 * dt * (w->g[k[i]] + w->Q[k[i]]) + w->p[k[i]]);
+        }
+        const double ks = tree->ball_stiffness[b], *sp = w->spring + 30 * b;
+        double as[3] = {0.0, 0.0, 0.0};  /* the spring's chart derivative: -dt k J_L^T Phi(psi/2) theta */
+        if (ks != 0.0) {
+            for (int r = 0; r < 3; ++r) as[r] = dot3(sp + 3 + 3 * r, sp);
+            for (int i = 0; i < 3; ++i) F[k[i]] -= dt * ks * (JL[i] * as[0] + JL[3 + i] * as[1] + JL[6 + i] * as[2]);
         }
         if (!jacobian) continue;
         double xD2[3][12], *block = w->blocks + 9 * b;
@@ -535,6 +648,7 @@ static void ball_rows(const symplex_tree *tree, double dt, workspace *w, const d
                 block[3 * i + j] = value;
             }
         }
+        if (ks != 0.0) spring_block(ks, dt, sp, JL, as, block);
     }
 }
 

@@ -15,7 +15,7 @@ folded after every step (kinematics.fold_charts: coordinates -> 0, p2 -> J^T p2)
 chains far from gimbal lock, and their rows are the Lie group rows of lie_rows.py (D1Ld including the
 chart's own derivative), so the step is rotation invariant and a floating mechanism keeps its angular
 momentum to round-off. Springs on ball and free rotations (toward a rest rotation, ball_springs.py) enter
-the same rows; the C kernel does not have them, so models with such springs always take the numpy path.
+the same rows, in the C kernel too.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from ..curves import evaluate
 from ..trajectory import ConvergenceError
 from . import articulated, constraints, lie_rows
 from .assembly import assemble, independent_rows, prescribed_values, worst_joint
-from .ball_springs import has_springs
 from .compile import TreeModel
 from .dynamics import Terms, terms, user_force_vectors
 from .kinematics import Kinematics, fold_charts, forward
@@ -295,11 +294,8 @@ def _crosses_limit(model: TreeModel, q2: np.ndarray) -> bool:
 def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
                  max_iterations: int) -> StepResult | None:
     """The step with its Newton loop in the C kernel; None when a joint limit is crossed (numpy handles
-    contacts), a loop-constrained solve fails (numpy retries with its least-squares fallback) or a ball or
-    free rotation has a spring (the kernel does not evaluate ball_springs.py; numpy steps those models).
+    contacts) or a loop-constrained solve fails (numpy retries with its least-squares fallback).
     Leaves `state` untouched unless it returns a result."""
-    if has_springs(model):
-        return None
     if state.stepper is None:
         state.stepper = native.NativeStepper(model)
     t2, tmid = state.t + dt, state.t + 0.5 * dt
