@@ -38,6 +38,10 @@ from addon.solver.tree.compile import _joint_rotation
 from benchmarks.run import _describe
 
 DT = 0.01
+# n-link chains run at half that: released at 45 degrees, a chain of n 1 m, 1 kg rods carries ~6.9 n N at its
+# top, and the maximal method's constraint forces stay stable only for omega dt < 2 with omega^2 ~ 12 T / (m l)
+# (maximal/stability.py): about 480 links at dt = 0.01, about 1900 at dt = 0.005.
+CHAIN_DT = 0.005
 OUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks_maximal.md"
 SQ2 = math.sqrt(0.5)
 
@@ -101,14 +105,14 @@ def sphere_chain(n: int, radius: float = 0.25) -> Mechanism:
 
 # -- MuJoCo models of the same mechanisms ---------------------------------------------------------------
 
-def mujoco_model(mech: Mechanism, integrator: str = "Euler"):
+def mujoco_model(mech: Mechanism, integrator: str = "Euler", dt: float = DT):
     """MjSpec model of a Mechanism: bodies nested along its joints (hinge, slide, ball, free), joints that
     close loops as `connect` equalities at their anchor, plane/sphere/box colliders, MuJoCo defaults
     otherwise. Returns (model, closures) with closures [(body1, body2, anchor in body1, anchor in body2)]."""
     import mujoco
 
     spec = mujoco.MjSpec()
-    spec.option.timestep = DT
+    spec.option.timestep = dt
     spec.option.gravity = list(mech.gravity)
     spec.option.integrator = {"RK4": mujoco.mjtIntegrator.mjINT_RK4, "Euler": mujoco.mjtIntegrator.mjINT_EULER}[integrator]
     spec.option.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
@@ -182,11 +186,11 @@ def mujoco_start(model, mech: Mechanism):
     return data
 
 
-def time_mujoco(mech: Mechanism, steps: int, integrator: str = "Euler") -> dict:
+def time_mujoco(mech: Mechanism, steps: int, integrator: str = "Euler", dt: float = DT) -> dict:
     """Median ms per mj_step, energy band, worst loop-closure gap and deepest contact over the run."""
     import mujoco
 
-    model, closures = mujoco_model(mech, integrator)
+    model, closures = mujoco_model(mech, integrator, dt)
     data = mujoco_start(model, mech)
     times, energy, gap, depth = [], [], 0.0, 0.0
     for _ in range(steps):
@@ -207,14 +211,10 @@ def time_mujoco(mech: Mechanism, steps: int, integrator: str = "Euler") -> dict:
 
 # -- Symplex runs ---------------------------------------------------------------------------------------
 
-def make(mech: Mechanism, method: str):
-    return make_integrator(mech, method, DT)
-
-
-def time_symplex(mech: Mechanism, method: str, steps: int) -> dict:
+def time_symplex(mech: Mechanism, method: str, steps: int, dt: float = DT) -> dict:
     """Median ms per step (after one warm-up step), energy band and worst joint residual; or the failure."""
     try:
-        integ = make(mech, method)
+        integ = make_integrator(mech, method, dt)
         integ.step()
         times = []
         for _ in range(steps):
@@ -381,7 +381,8 @@ def chain_section(quick: bool) -> list[str]:
     sizes = (1, 5, 20, 100) if quick else (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
     lines = ["## n-link chains: ms per step",
              "",
-             f"Rods 1 m, 1 kg, dt = {DT} s, median wall time per step after one warm-up step. Revolute: the top hinge",
+             f"Rods 1 m, 1 kg, dt = {CHAIN_DT} s (the maximal method's stability limit at dt = 0.01 is about 480 links",
+             "of this chain, docs/maximal.md), median wall time per step after one warm-up step. Revolute: the top hinge",
              "at 45 degrees (generate.pendulum_chain); ball: the same rods on ball joints, top tilted by (0.5, 0.3, 0)",
              "rad. MuJoCo: the same chain (MjSpec, default Euler integrator and solver settings); its time grows",
              "steeply with n because a serial chain's joint-space mass matrix is dense. Energy band: max - min of",
@@ -395,9 +396,9 @@ def chain_section(quick: bool) -> list[str]:
     for joints, build in (("revolute", pendulum_chain), ("ball", ball_chain)):
         for n in sizes:
             mech = build(n)
-            steps = _steps(n, quick)
-            res = {m: time_symplex(mech, m, steps) for m in ("maximal", "maximal-rk4", "tree")}
-            mj = time_mujoco(mech, steps)
+            steps = max(10, _steps(n, quick))
+            res = {m: time_symplex(mech, m, steps, CHAIN_DT) for m in ("maximal", "maximal-rk4", "tree")}
+            mj = time_mujoco(mech, steps, dt=CHAIN_DT)
             failures += _failures({f"{joints} n={n} {m}": r for m, r in res.items()})
             lines.append(f"| {joints} | {n} | {steps} | " + " | ".join(_cell(res[m]) for m in ("maximal", "maximal-rk4", "tree"))
                          + f" | {mj['ms']:.3f} | " + " | ".join(_cell(res[m], "energy_band", "{:.1e}")
@@ -507,7 +508,7 @@ def drift_section(quick: bool) -> list[str]:
                         ("3 four-link loops", loop_chain_mechanism(3))):
         for method in ("maximal", "maximal-rk4", "tree"):
             try:
-                integ = make(mech, method)
+                integ = make_integrator(mech, method, DT)
                 for _ in range(steps):
                     integ.step()
             except (SolverError, ValueError) as err:

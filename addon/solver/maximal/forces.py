@@ -76,10 +76,11 @@ def force_set(mech: Mechanism, js: JointSet) -> ForceSet:
 
 
 def coordinates(js: JointSet, fs: ForceSet, fr: JointFrames, x: np.ndarray, q: np.ndarray,
-                winding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Values (C,) and Jacobians (C, 12) of the joint coordinates (ANGLE ones plus `winding`) and the
-    spring lengths at the configuration whose joint frames are `fr`."""
-    val, jac = generic_rows(fr, js.coord_joint, js.coord_kind)
+                winding: np.ndarray, reference: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Values (C,) and Jacobians (C, 12) of the joint coordinates (ANGLES ones plus `winding`) and the
+    spring lengths at the configuration whose joint frames are `fr`; `reference`: the joints' q_rel that
+    rotation-damper (CAYLEY_STEP) coordinates start from (default fr.qrel: they read 0)."""
+    val, jac = generic_rows(fr, js.coord_joint, js.coord_kind, reference=reference)
     val = val + winding
     if len(fs.spring_a):
         n = len(fs.spring_a)

@@ -35,7 +35,8 @@ from ..lie import cross, quat_to_matrix
 from ..trajectory import SolverError
 from . import baraff, fillin, forces
 from .bodies import qconj, qmul
-from .joints import ANGLE, ANGLES, Q0, Q2, T2, U, JointFrames, frames, generic_rows, keyed_torques, row_targets, unwrap
+from .joints import (ANGLE, ANGLES, Q0, Q2, T2, U, JointFrames, frames, generic_rows, keyed_torques, of_kinds,
+                     row_targets, unwrap)
 from .variational import MaximalModel
 
 STABILISATION = ("projection", "baumgarte", "none")
@@ -180,7 +181,7 @@ class ForwardDynamics:
             sides = ([(parent, 0)] if parent != n else []) + [(child, 6)]
             self.auxiliary.append((rows, tuple(b for b, _ in sides), tuple(c for _, c in sides)))
         self.curve_rows = np.nonzero(js.row_curve[self.rows] >= 0)[0]
-        self.angles = bool(np.any(np.isin(js.coord_kind, ANGLES)) or np.any(js.row_kind == ANGLE))  # windings to track
+        self.angles = bool(np.any(of_kinds(js.coord_kind, ANGLES)) or np.any(js.row_kind == ANGLE))  # windings to track
         self._factor: baraff.Factor | None = None
         self._frame_a_transposed = np.swapaxes(quat_to_matrix(js.ca), 1, 2)
         k = sum(len(rows) for rows, _, _ in self.auxiliary)
@@ -353,7 +354,7 @@ class ForwardDynamics:
         js = self.model.joints
         fr = frames(js, state.x, state.q)
         raw, _ = generic_rows(fr, js.coord_joint, js.coord_kind)
-        state.coord_winding = np.where(np.isin(js.coord_kind, ANGLES), unwrap(raw, previous), 0.0)
+        state.coord_winding = np.where(of_kinds(js.coord_kind, ANGLES), unwrap(raw, previous), 0.0)
         raw_rows, _ = generic_rows(fr, js.row_joint, js.row_kind)
         state.row_winding = np.where(js.row_kind == ANGLE, unwrap(raw_rows, row_targets(js, state.t)), 0.0)
 

@@ -30,8 +30,15 @@ from ..model import WORLD, Curve, Mechanism, MechanismError
 from ..tree.compile import _joint_rotation
 from .bodies import lmat, qconj, qmul, rmat
 
-T0, T1, T2, Q0, Q1, Q2, U, ANGLE, UZ, UX = range(10)
+T0, T1, T2, Q0, Q1, Q2, U, ANGLE, UZ, UX, ROT0, ROT1, ROT2, CAY0, CAY1, CAY2 = range(16)
 ANGLES = (ANGLE, UZ, UX)  # coordinate kinds that are angles (unwrapped across +-pi by windings)
+ROTATION_VECTOR = (ROT0, ROT1, ROT2)  # log(q_rel): the rotation spring of ball and free joints
+CAYLEY_STEP = (CAY0, CAY1, CAY2)  # 2 vec(p) / p_0, p = q_ref^-1 (x) q_rel: the rotation damper's increment
+
+
+def of_kinds(kind: np.ndarray, group: tuple[int, ...]) -> np.ndarray:
+    """Mask of `kind` entries in `group` (a run of consecutive kinds; cheaper than np.isin)."""
+    return (kind >= group[0]) & (kind <= group[-1])
 
 ROWS: dict[str, tuple[int, ...]] = {
     "revolute": (T0, T1, T2, Q0, Q1),
@@ -61,7 +68,7 @@ class JointSet:
     Rows (R,): row_joint, row_kind, row_curve (index into curves or -1: target 0). frame_a, frame_b: the
     rotation matrices of ca, cb (kept for `frames`).
     Coordinates (C,): coord_joint, coord_kind, coord_name, stiffness, rest, damping, gain, target
-    velocity, torque (curve index or -1), lower, upper.
+    velocity, torque (curve index or -1), lower, upper; only of joints with something acting on them.
     """
 
     names: tuple[str, ...]
@@ -94,6 +101,33 @@ class JointSet:
         return len(self.parent)
 
 
+def _rotation_coordinates(joint, cb: np.ndarray) -> tuple[tuple[int, ...], tuple[float, ...], np.ndarray]:
+    """Coordinates of a ball or free joint, their rests, and the child joint frame cb they read.
+
+    Translation (free joints, with a spring or damper): T0..T2, the tree's TRANS_X..Z, rests rest[0:3].
+    Rotation spring (stiffness or rest): V = k/2 |theta|^2, theta = log(R_rest^T R_rel), R_rest =
+    exp(hat(rest)) (a rotation vector in the joint frame, as the ball's q0). The rest is folded
+    into the child joint frame (cb -> cb (x) q_rest^-1, which ball and free rows do not read): then
+    q_rel = q_rest^-1-conjugate of the spring's rotation, |theta| is unchanged, and the ROT coordinates
+    have rest 0. Rotation damper: the CAY coordinates, the Cayley vector of the rotation from the chart
+    centre q_ref (the knot), so that the damper acts on the relative angular velocity as the tree's
+    chart damping does (lie_rows.py)."""
+    translation = joint.type == "free"
+    rest = tuple(joint.rest) if joint.rest else (0.0,) * joint.ndof
+    coords: tuple[int, ...] = ()
+    rests: tuple[float, ...] = ()
+    if translation and (joint.stiffness or joint.damping):
+        coords, rests = (T0, T1, T2), rest[:3]
+    angles = rest[3:] if translation else rest
+    if joint.stiffness or any(angles):
+        coords, rests = coords + ROTATION_VECTOR, rests + (0.0,) * 3
+        q_rest = lie.matrix_to_quat(lie.rotvec_to_matrix(np.array(angles, dtype=float)))
+        cb = qmul(cb, qconj(q_rest))
+    if joint.damping:
+        coords, rests = coords + CAYLEY_STEP, rests + (0.0,) * 3
+    return coords, rests, cb
+
+
 def _unsupported(mech: Mechanism, joint, what: str) -> MechanismError:
     return MechanismError(f"{mech.source}: [[joint]] {joint.name!r}: field {what!r} is not supported on a "
                           f"{joint.type} joint by the maximal method (no single joint coordinate to act on)")
@@ -124,31 +158,38 @@ def joint_set(mech: Mechanism) -> JointSet:
         t["ca"].append(sides[0][1])
         t["pb"].append(sides[1][0])
         t["cb"].append(sides[1][1])
-        coords = COORDINATES.get(joint.type, ())
-        if not coords:
-            for field, value in (("stiffness", joint.stiffness), ("damping", joint.damping), ("motor", joint.motor),
-                                 ("lower", joint.lower), ("upper", joint.upper), ("prescribed", joint.prescribed)):
+        kinds = COORDINATES.get(joint.type, ())
+        if not kinds:
+            for field, value in (("motor", joint.motor), ("lower", joint.lower), ("upper", joint.upper),
+                                 ("prescribed", joint.prescribed)):
                 if value:
                     raise _unsupported(mech, joint, field)
+        if joint.type in ("ball", "free"):
+            coords, rests, cb = _rotation_coordinates(joint, sides[1][1])
+            t["cb"][-1] = cb
+        elif any((joint.stiffness, joint.damping, joint.motor, joint.lower, joint.upper)):
+            coords, rests = kinds, joint.rest or (0.0,) * len(kinds)
+        else:
+            coords, rests = (), ()  # nothing acts on them: not evaluated at all
         for kind in ROWS[joint.type]:
             t["rj"].append(ji)
             t["rk"].append(kind)
             t["rc"].append(-1)
         if joint.prescribed is not None:
-            if len(coords) != 1:
+            if len(kinds) != 1:
                 raise MechanismError(f"{mech.source}: [[joint]] {joint.name!r}: field 'prescribed' needs a "
-                                     f"one-coordinate joint, but a {joint.type} joint has {len(coords) or 'no'}")
+                                     f"one-coordinate joint, but a {joint.type} joint has {len(kinds) or 'no'}")
             t["rj"].append(ji)
-            t["rk"].append(coords[0])
+            t["rk"].append(kinds[0])
             t["rc"].append(len(curves))
             curves.append(joint.prescribed)
         for d, kind in enumerate(coords):
             t["cj"].append(ji)
             t["ck"].append(kind)
             t["cn"].append(f"{joint.name}.{d}" if len(coords) > 1 else joint.name)
-            t["k"].append(joint.stiffness)
-            t["rest"].append(joint.rest[d] if joint.rest else 0.0)
-            t["d"].append(joint.damping)
+            t["k"].append(0.0 if kind in CAYLEY_STEP else joint.stiffness)
+            t["rest"].append(rests[d])
+            t["d"].append(0.0 if kind in ROTATION_VECTOR else joint.damping)
             motor = joint.motor
             velocity = motor is not None and motor.mode == "velocity"
             t["gain"].append(motor.gain if velocity else 0.0)
@@ -229,9 +270,10 @@ def frames_of(parent: np.ndarray, child: np.ndarray, pa: np.ndarray, pb: np.ndar
     return JointFrames(r, dr, qrel, dq)
 
 
-def generic_rows(fr: JointFrames, joint: np.ndarray, kind: np.ndarray,
-                 winding: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Values (n,) and Jacobians (n, 12) of rows/coordinates `kind` on joints `joint` (ANGLE + winding)."""
+def generic_rows(fr: JointFrames, joint: np.ndarray, kind: np.ndarray, winding: np.ndarray | None = None,
+                 reference: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Values (n,) and Jacobians (n, 12) of rows/coordinates `kind` on joints `joint` (ANGLES + winding).
+    reference (J, 4): the q_rel that CAYLEY_STEP coordinates start from (default: fr.qrel, value 0)."""
     n = len(joint)
     val = np.empty(n)
     jac = np.empty((n, 12))
@@ -248,8 +290,20 @@ def generic_rows(fr: JointFrames, joint: np.ndarray, kind: np.ndarray,
             v, g = grad_of(qr)
             val[which] = v
             jac[which] = np.einsum("ni,nik->nk", g, fr.dqrel[joint[which]])
+    for group, grad_of in ((ROTATION_VECTOR, _rotation_vector_grad), (CAYLEY_STEP, _cayley_grad)):
+        which = of_kinds(kind, group)
+        if np.any(which):
+            j = joint[which]
+            qr = fr.qrel[j]
+            start = (fr.qrel if reference is None else reference)[j]
+            to_start = lmat(qconj(start)) if group is CAYLEY_STEP else np.broadcast_to(np.eye(4), (len(j), 4, 4))
+            v, g = grad_of(qmul(qconj(start), qr) if group is CAYLEY_STEP else qr)
+            component = kind[which] - group[0]
+            rows = np.arange(len(j))
+            val[which] = v[rows, component]
+            jac[which] = np.einsum("ni,nij,njk->nk", g[rows, component], to_start, fr.dqrel[j])
     if winding is not None:
-        val[np.isin(kind, ANGLES)] += winding
+        val[of_kinds(kind, ANGLES)] += winding
     return val, jac
 
 
@@ -287,6 +341,34 @@ def _universal_second_grad(qr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     zero = np.zeros_like(w)
     return _atan2_grad(2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y),
                        2.0 * np.stack([x, w, z, y], axis=1), -4.0 * np.stack([zero, x, y, zero], axis=1))
+
+
+def _rotation_vector_grad(qr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """theta = log(q) = f v (n, 3), f = 2 atan2(|v|, w) / |v|, of q = (w, v) taken with w >= 0, and
+    d theta / dq (n, 3, 4): [v df/dw, f I + g v v^T] with df/dw = -2 / (w^2 + |v|^2) and
+    g = (df/d|v|) / |v|, both f and g by their series below |v| = 1e-4 (where the closed forms cancel)."""
+    sign = np.where(qr[:, 0] < 0.0, -1.0, 1.0)
+    w, v = sign * qr[:, 0], sign[:, None] * qr[:, 1:]
+    s = np.linalg.norm(v, axis=1)
+    n2 = s * s + w * w
+    angle = np.arctan2(s, w)
+    small = s < 1e-4
+    safe = np.where(small, 1.0, s)
+    f = np.where(small, 2.0 / w * (1.0 - s * s / (3.0 * w * w)), 2.0 * angle / safe)
+    g = np.where(small, -4.0 / (3.0 * w**3) + 1.6 * s * s / w**5, 2.0 / safe**3 * (w * s / n2 - angle))
+    grad = np.empty((len(qr), 3, 4))
+    grad[:, :, 0] = v * (-2.0 / n2)[:, None]
+    grad[:, :, 1:] = f[:, None, None] * np.eye(3) + g[:, None, None] * v[:, :, None] * v[:, None, :]
+    return f[:, None] * v, grad * sign[:, None, None]
+
+
+def _cayley_grad(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """c = 2 v / w of p = (w, v) (n, 3) and dc/dp (n, 3, 4) = [-2 v / w^2, 2 I / w]."""
+    w, v = p[:, 0], p[:, 1:]
+    grad = np.empty((len(p), 3, 4))
+    grad[:, :, 0] = -2.0 * v / (w * w)[:, None]
+    grad[:, :, 1:] = (2.0 / w)[:, None, None] * np.eye(3)
+    return 2.0 * v / w[:, None], grad
 
 
 def unwrap(raw_angle: np.ndarray, previous: np.ndarray) -> np.ndarray:

@@ -8,6 +8,8 @@ compiler's cut joints.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..lie import cross, matrix_to_quat, quat_to_matrix
@@ -16,13 +18,16 @@ from ..tree.compile import compile_tree
 from ..tree.kinematics import frame_velocities
 from ..tree.midpoint import initial_state
 from . import forces
-from .joints import ANGLE, ANGLES, frames, generic_rows, row_targets, unwrap
+from .joints import ANGLE, ANGLES, frames, generic_rows, of_kinds, row_targets, unwrap
 from .variational import MaximalModel, MaximalState, compile_maximal
 
 
 def start_from_tree(mech: Mechanism) -> tuple[MaximalModel, MaximalState]:
     """The maximal model and its initial state, identical to the tree method's start."""
-    tree = compile_tree(mech.replace(springs=()))
+    # forcing does not move the start; without it the tree compiles every joint the maximal method takes
+    kinematic = tuple(replace(j, stiffness=0.0, rest=None, damping=0.0, motor=None, lower=None, upper=None)
+                      for j in mech.joints)
+    tree = compile_tree(mech.replace(springs=(), joints=kinematic))
     tstate, kin, _, qd = initial_state(tree)
     model = compile_maximal(mech, tuple(sorted(set(int(j) for j in tree.row_joint))))
     bs, js = model.bodies, model.joints
@@ -41,7 +46,7 @@ def start_from_tree(mech: Mechanism) -> tuple[MaximalModel, MaximalState]:
         if kind in ANGLES and len(dofs):
             d = list(js.coord_joint[:c + 1]).count(j) - 1
             reference[c] = tstate.q[dofs[d]]
-    coord_winding = np.where(np.isin(js.coord_kind, ANGLES), unwrap(raw, reference), 0.0)
+    coord_winding = np.where(of_kinds(js.coord_kind, ANGLES), unwrap(raw, reference), 0.0)
     row_raw, _ = generic_rows(fr, js.row_joint, js.row_kind)
     row_winding = np.where(js.row_kind == ANGLE, unwrap(row_raw, row_targets(js, tstate.t)), 0.0)
     cval, cjac = forces.coordinates(js, model.forces, fr, x, q, coord_winding)

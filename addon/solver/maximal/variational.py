@@ -32,7 +32,8 @@ from . import forces
 from .bodies import (BodySet, advance, body_set, rotation_jacobian, rotational_momentum,
                      rotational_momentum_jacobian)
 from .forces import ForceSet, force_set
-from .joints import ANGLE, ANGLES, JointFrames, JointSet, frames, generic_rows, joint_set, row_targets, unwrap
+from .joints import (ANGLE, ANGLES, JointFrames, JointSet, frames, generic_rows, joint_set, of_kinds, row_targets,
+                     unwrap)
 from .linear import LinearSolver, NewtonMatrix, RowBlocks
 from .stability import diagnosis
 
@@ -102,6 +103,7 @@ class MaximalState:
     step_index: int = 0
     sweeps: list[int] = field(default_factory=list)
     frames_at: tuple | None = None  # (x, q, JointFrames) of the last step's z_2: the next knot's frames
+    coord_jac_prev: np.ndarray | None = None  # (C, 12) the previous interval's coordinates' Jacobian at the knot
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ class Knot:
     targets: np.ndarray  # (R,) in model.order
     row_val1: np.ndarray  # (R,) values at z_1 in model.order (for unwrapping)
     potential: float
+    qrel: np.ndarray  # (J, 4) joint rotations at z_1: where the rotation dampers' step coordinates start
 
 
 def knot_terms(model: MaximalModel, state: MaximalState, dt: float) -> Knot:
@@ -140,7 +143,7 @@ def knot_terms(model: MaximalModel, state: MaximalState, dt: float) -> Knot:
     torques = forces.knot_torques(js, state.t, dt)
     wrench = forces.knot_wrench(bs.gravity, bs.mass, fs, quat_to_matrix(state.q), cval, cjac, torques, state.t, dt)
     return Knot(G, cval, cjac, wrench, row_targets(js, state.t + dt)[rows], val,
-                forces.potential(bs.gravity, bs.mass, state.x, fs, cval))
+                forces.potential(bs.gravity, bs.mass, state.x, fs, cval), fr.qrel)
 
 
 def _velocity_side(jac: np.ndarray, a: np.ndarray, b: np.ndarray, Wr: np.ndarray) -> np.ndarray:
@@ -166,8 +169,29 @@ class Evaluation:
     row_winding2: np.ndarray  # windings of the ANGLE rows (in model.order) at z_2
     coord_winding2: np.ndarray  # windings of the joint coordinates at z_2
     cjac2_velocity: np.ndarray | None  # (C, 12) d coordinate(z_2) / d zdot_1 / dt (for the inequalities)
+    cjac2: np.ndarray  # (C, 12) the coordinates' Jacobian at z_2 (the next knot's coord_jac_prev)
     ip_h: np.ndarray = field(default_factory=lambda: np.zeros(0))
     frames2: JointFrames | None = None
+
+
+def _damper_wrench(model: MaximalModel, state: MaximalState, knot: Knot, c_eff: np.ndarray,
+                   rate: np.ndarray) -> np.ndarray | float:
+    """Body wrenches (B, 6) of the dampers and servos at the knot: each interval's force acts through
+    its own coordinate's Jacobian at z_1, half each (the previous interval's from state.coord_jac_prev).
+    Joint coordinates read the same function on both intervals (one Jacobian); a rotation damper's step
+    coordinates restart at every knot, so the two differ (a body impulse dt/2 f_c at both ends of each
+    step, as the tree's ball charts take it). At the start, the continuous rate through the knot's."""
+    fs = model.forces
+    servo = fs.gain * fs.target_velocity
+    if state.startup:
+        forcing = (-c_eff * state.coord_rate + servo)[:, None] * knot.cjac
+    else:
+        previous = knot.cjac if state.coord_jac_prev is None else state.coord_jac_prev
+        forcing = 0.5 * ((-c_eff * state.coord_rate + servo)[:, None] * previous
+                         + (-c_eff * rate + servo)[:, None] * knot.cjac)
+    if not np.any(forcing):
+        return 0.0
+    return forces.scatter(model.bodies.count, fs.coord_a, fs.coord_b, forcing)
 
 
 def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray, lam: np.ndarray,
@@ -192,8 +216,8 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     a_all = js.parent[js.row_joint[rows]]
     b_all = js.child[js.row_joint[rows]]
     C = _velocity_side(jac2, a_all, b_all, Wr)
-    cval2, cjac2 = forces.coordinates(js, fs, fr2, x2, q2, state.coord_winding)
-    is_angle = np.concatenate([np.isin(js.coord_kind, ANGLES), np.zeros(len(fs.spring_a), bool)])
+    cval2, cjac2 = forces.coordinates(js, fs, fr2, x2, q2, state.coord_winding, knot.qrel)
+    is_angle = np.concatenate([of_kinds(js.coord_kind, ANGLES), np.zeros(len(fs.spring_a), bool)])
     coord_turns = np.where(is_angle, unwrap(cval2, knot.cval), 0.0)
     cval2 += coord_turns
     rate = (cval2 - knot.cval) / dt
@@ -201,14 +225,11 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     if state.startup:
         v0 = 2.0 * state.v - v
         w0 = 2.0 * state.w - w
-        rate_avg = state.coord_rate
         trans_diag = 2.0 * bs.mass / dt
     else:
         v0, w0 = state.v, state.w
-        rate_avg = 0.5 * (state.coord_rate + rate)
         trans_diag = bs.mass / dt
-    f_damp = -c_eff * rate_avg + fs.gain * fs.target_velocity
-    damp_wrench = forces.scatter(nb, fs.coord_a, fs.coord_b, f_damp[:, None] * knot.cjac) if np.any(f_damp) else 0.0
+    damp_wrench = _damper_wrench(model, state, knot, c_eff, rate)
     r = np.empty((nb, 6))
     r[:, :3] = bs.mass[:, None] * (v - v0) / dt
     r[:, 3:] = rotational_momentum(bs.inertia, w, dt, +1) - rotational_momentum(bs.inertia, w0, dt, -1)
@@ -250,7 +271,7 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     n_aux = len(a) - n_primary
     matrix = NewtonMatrix(D, blocks, n_primary, coupling, np.zeros((n_aux, n_aux)))
     ev = Evaluation(r, row_res, matrix, x2, q2, raw2, cval2, rate, row_winding2,
-                    state.coord_winding + coord_turns[:len(js.coord_kind)], cjac2_velocity, frames2=fr2)
+                    state.coord_winding + coord_turns[:len(js.coord_kind)], cjac2_velocity, cjac2, frames2=fr2)
     if ip is not None:
         ip.extend(ev, V, Wr, dt)
     return ev
@@ -403,6 +424,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
     state.x, state.q, state.v, state.w = ev.x2, ev.q2, v.copy(), w.copy()
     state.frames_at = (ev.x2, ev.q2, ev.frames2)
     state.coord_rate = ev.rate
+    state.coord_jac_prev = ev.cjac2
     state.lam = lam
     state.t += dt
     state.startup = False

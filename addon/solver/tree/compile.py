@@ -193,6 +193,20 @@ def _spanning_tree(mech: Mechanism) -> tuple[list[Joint], list[int]]:
     return tree, loops
 
 
+def _check_loop_joints(mech: Mechanism, loop_joints: list[int]) -> None:
+    """A loop-closing joint is constraint rows only here: refuse what would act on its coordinates."""
+    for ji in loop_joints:
+        joint = mech.joints[ji]
+        for field in ("stiffness", "rest", "damping", "motor", "lower", "upper", "prescribed"):
+            if getattr(joint, field):
+                raise MechanismError(
+                    f"{mech.source}: [[joint]] {joint.name!r}: field {field!r} cannot act here: this joint closes a "
+                    "loop, which the tree method keeps as constraint rows without coordinates (it keeps the joints "
+                    "it reaches first, breadth-first from the world); move the field onto another joint of the "
+                    "loop" + ("" if field == "prescribed" else ", or use the maximal method")
+                )
+
+
 def _dof_values(joint: Joint, values: tuple[float, ...]) -> np.ndarray:
     out = np.zeros(joint.ndof)
     out[: len(values)] = values
@@ -204,6 +218,7 @@ def compile_tree(mech: Mechanism) -> TreeModel:
     body_index = {b.name: i for i, b in enumerate(mech.bodies)}
     body_ref = {b.name: _pose_of(b) for b in mech.bodies}
     tree_joints, loop_joints = _spanning_tree(mech)
+    _check_loop_joints(mech, loop_joints)
 
     parent, placement, kind, joint_of, ball_of, names = [], [], [], [], [], []
     ball_dofs, ball_chart0, ball_stiffness, ball_rest = [], [], [], []
