@@ -31,14 +31,15 @@ def every_joint_type() -> Mechanism:
               q0=(0.02, 0.03, 0.1), v0=(0.1, 0.2, 0.3), damping=0.3),
         Joint("bal", "ball", "b4", "b5", (1.35, 0.4, -1.8), q0=(0.1, 0.2, -0.1), v0=(0.5, -0.2, 0.3)),
         Joint("fix", "fixed", "b5", "b6", (1.65, 0.5, -2.2)),
-        Joint("fre", "free", "world", "b7", v0=(0.1, 0.2, 0.3, 0.4, -0.5, 0.6), damping=0.15),
+        Joint("fre", "free", "world", "b7", v0=(0.1, 0.2, 0.3, 0.4, -0.5, 0.6), damping=0.15, stiffness=1.2,
+              rest=(0.05, -0.02, 0.03, 0.1, -0.2, 0.3)),
         Joint("hinge8", "revolute", "b6", "b8", (2.0, 0.6, -2.6), (0.0, 1.0, 0.0), v0=(2.0,)),
     )
     springs = (Spring("s", "b7", "b3", (0.1, 0.0, 0.0), (0.0, 0.1, 0.0), stiffness=5.0, rest_length=0.5,
                       damping=0.8),)
-    # b8 hangs from the free body b7 by a ball joint at b7's origin, damped; the loop this closes is cut
-    # at 'bal' by the tree method (breadth-first from the world), which therefore takes no damping
-    loop = Joint("loop", "ball", "b7", "b8", bodies[7].position, damping=0.35)
+    # b8 hangs from the free body b7 by a sprung, damped ball joint at b7's origin; the loop this closes is cut
+    # at 'bal' by the tree method (breadth-first from the world), which therefore takes no spring or damper
+    loop = Joint("loop", "ball", "b7", "b8", bodies[7].position, damping=0.35, stiffness=2.5, rest=(0.3, -0.1, 0.2))
     return Mechanism("all joints", bodies, joints + (loop,), springs=springs)
 
 
