@@ -26,7 +26,9 @@ Rigid bodies (kind RIGID_BODIES: every object of the setup's collection, nested 
   about the motor object's local X. Limits on a free axis (HINGE limit_ang_z, SLIDER limit_lin_x,
   PISTON limit_ang_x and limit_lin_x, a GENERIC axis with lower < upper) become the joint's lower
   and upper bounds on that coordinate, rigid inelastic stops in the solver; a GENERIC axis with
-  lower > upper is free, as in Bullet. Ball and free joints take no limits.
+  lower > upper is free, as in Bullet. Ball and free joints take no limits. GENERIC_SPRING springs
+  (the same stiffness and damping on every free axis) become the joint's spring and damper; on a
+  ball or free joint the rotation spring is isotropic, k/2 |rotation from the reference|^2.
   Linear/angular damping is not simulated.
   Joints are oriented so every body hangs from the world; bodies no joint connects get a free joint.
   Collisions (method 'maximal' only; the other methods ignore contact, so their setups read no
@@ -44,7 +46,8 @@ Armatures (kind ARMATURE): pose bones with Symplex "Simulate" are bodies, framed
   coordinates start from the bone's pose at the start frame. Mass properties are a rod from head to
   tail, typed in, or the closed meshes bound to the bone filled with a density (meshmass.py).
   IK limits (use_ik_limit_x with ik_min_x / ik_max_x, ...) become the limits of the joint's
-  rotation coordinates (not on ball joints), IK stiffness the joint stiffness (N m/rad). Keyed,
+  rotation coordinates (not on ball joints), IK stiffness the joint stiffness (N m/rad; on a
+  three-axis bone the isotropic rotation spring toward the rest pose). Keyed,
   unsimulated ancestors of simulated bones become prescribed joints sampled at every solver step.
   Loops from the armature's loop list close chains.
 """
@@ -317,7 +320,6 @@ class _Layout:
 
 # Joints whose rotation has no single coordinate: a joint spring there would need a rest orientation,
 # which neither method models (tree/compile.py and maximal/forces.py refuse it too).
-UNSPRUNG_JOINTS = ("ball", "free")
 
 LAYOUTS = {
     "FIXED": _Layout("fixed"),
@@ -395,9 +397,6 @@ def _springs_of(rbc, layout: _Layout, name: str, problems: _Problems) -> tuple[f
             f"rigid body constraint {name!r}: springs must be on every free axis with the same stiffness and "
             "damping (one spring per joint)"
         )
-    if used[0][0] > 0 and layout.type in UNSPRUNG_JOINTS:
-        problems.errors.append(f"rigid body constraint {name!r}: angular springs on a {layout.type} joint are not "
-                               "simulated; turn them off or lock an axis")
     return _num(used[0][0]), _num(used[0][1])
 
 
@@ -745,11 +744,7 @@ def _ik_stiffness(pose_bone, layout: _Layout, name: str, problems: _Problems) ->
     values = {_num(getattr(pose_bone, f"ik_stiffness_{'xyz'[i]}")) for kind, i in layout.dofs if kind == "ang"}
     if len(values) > 1:
         problems.errors.append(f"bone {name!r}: IK stiffness must be the same on every free rotation axis")
-    stiffness = max(values) if values else 0.0
-    if stiffness > 0 and layout.type in UNSPRUNG_JOINTS:
-        problems.errors.append(f"bone {name!r}: IK stiffness on a bone free to rotate about all three axes (a "
-                               f"{layout.type} joint) is not simulated; set it to 0 or lock a rotation axis")
-    return stiffness
+    return max(values) if values else 0.0
 
 
 def _read_armature(scene, setup, frame: float, fps: float, dt: float, steps: int, problems: _Problems):

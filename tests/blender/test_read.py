@@ -593,15 +593,16 @@ def test_ik_limits_and_stiffness():
     assert joint.stiffness == pytest.approx(0.25)
 
 
-def test_ik_stiffness_on_a_ball_bone_is_refused_by_name():
+def test_ik_stiffness_on_a_ball_bone_is_its_rotation_spring():
     scene = new_scene("ik_ball")
     arm, setup = chain_armature(scene, n=1, angle=0.0)
     pb = arm.pose.bones["b0"]
     pb.lock_rotation = (False, False, False)
     pb.ik_stiffness_x = pb.ik_stiffness_y = pb.ik_stiffness_z = 0.25
-    assert "bone 'b0': IK stiffness on a bone free to rotate about all three axes" in problems_of(scene, setup)
-    pb.ik_stiffness_x = pb.ik_stiffness_y = pb.ik_stiffness_z = 0.0
-    assert "IK stiffness" not in problems_of(scene, setup)
+    joint = read_scene(scene, setup.name).mechanism.joint("b0")
+    assert (joint.type, joint.stiffness) == ("ball", pytest.approx(0.25))
+    pb.ik_stiffness_y = 0.5
+    assert "bone 'b0': IK stiffness must be the same on every free rotation axis" in problems_of(scene, setup)
 
 
 def test_keyed_unsimulated_parent_is_prescribed():
@@ -688,6 +689,18 @@ def test_animated_passive_and_unheld_animated_bodies():
     scene, setup, hinge, box = one_constraint("POINT")
     box.rigid_body.kinematic = True
     assert f"rigid body {box.name!r} is Animated: that is supported only" in problems_of(scene, setup)
+
+
+def test_generic_spring_on_a_ball():
+    def ball(rbc):
+        lock_all_but(rbc, {"ang_x", "ang_y", "ang_z"})
+        for axis in "xyz":
+            setattr(rbc, f"use_spring_ang_{axis}", True)
+            setattr(rbc, f"spring_stiffness_ang_{axis}", 8.0)
+            setattr(rbc, f"spring_damping_ang_{axis}", 0.5)
+
+    joint = joint_of("GENERIC_SPRING", ball)[0]
+    assert (joint.type, joint.stiffness, joint.damping) == ("ball", pytest.approx(8.0), pytest.approx(0.5))
 
 
 def test_springs_that_differ_per_axis():
