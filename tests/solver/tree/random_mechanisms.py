@@ -35,14 +35,16 @@ def random_tree(seed: int, types=TYPES, loops: int = 0, forces: bool = True, bal
     for i, kind in enumerate(types):
         body = random_body(rng, f"b{i}")
         parent = "world" if i == 0 else str(rng.choice(["world"] + [b.name for b in bodies]))
+        springs_here = ball_springs and kind in ("ball", "free")
         ndof = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2, "planar": 3, "ball": 3,
                 "free": 6, "fixed": 0}[kind]
+        moves = ndof > 0  # a fixed joint takes no spring or damper (refused where it closes a loop)
         joints.append(Joint(f"j{i}", kind, parent, body.name, anchor=tuple(rng.normal(size=3)),
                             axis=random_unit(rng), axis2=random_unit(rng),
                             q0=tuple(0.3 * rng.normal(size=ndof)), v0=tuple(rng.normal(size=ndof)),
-                            stiffness=float(rng.uniform(0, 2)) * (ball_springs or kind not in ("ball", "free")),
-                            rest=tuple(rest_rng.normal(size=ndof)) if ball_springs and kind in ("ball", "free") else None,
-                            damping=float(rng.uniform(0, 0.5))))
+                            stiffness=float(rng.uniform(0, 2)) * (ball_springs or kind not in ("ball", "free")) * moves,
+                            rest=tuple(rest_rng.normal(size=ndof)) if springs_here else None,
+                            damping=float(rng.uniform(0, 0.5)) * moves))
         bodies.append(body)
     for k in range(loops):
         a, b = rng.choice(len(bodies), size=2, replace=False)
