@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from addon.solver.model import Body, Force, Joint, Mechanism
+from addon.solver.tree.compile import _spanning_tree
 
 TYPES = ("revolute", "prismatic", "cylindrical", "universal", "planar", "ball", "free", "fixed")
 
@@ -38,17 +41,20 @@ def random_tree(seed: int, types=TYPES, loops: int = 0, forces: bool = True, bal
         springs_here = ball_springs and kind in ("ball", "free")
         ndof = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2, "planar": 3, "ball": 3,
                 "free": 6, "fixed": 0}[kind]
-        moves = ndof > 0  # a fixed joint takes no spring or damper (refused where it closes a loop)
         joints.append(Joint(f"j{i}", kind, parent, body.name, anchor=tuple(rng.normal(size=3)),
                             axis=random_unit(rng), axis2=random_unit(rng),
                             q0=tuple(0.3 * rng.normal(size=ndof)), v0=tuple(rng.normal(size=ndof)),
-                            stiffness=float(rng.uniform(0, 2)) * (ball_springs or kind not in ("ball", "free")) * moves,
+                            stiffness=float(rng.uniform(0, 2)) * (ball_springs or kind not in ("ball", "free")),
                             rest=tuple(rest_rng.normal(size=ndof)) if springs_here else None,
-                            damping=float(rng.uniform(0, 0.5)) * moves))
+                            damping=float(rng.uniform(0, 0.5))))
         bodies.append(body)
     for k in range(loops):
         a, b = rng.choice(len(bodies), size=2, replace=False)
         joints.append(Joint(f"loop{k}", "revolute", bodies[a].name, bodies[b].name,
                             anchor=tuple(rng.normal(size=3)), axis=random_unit(rng)))
     extra = (Force("push", bodies[-1].name, point=(0.1, 0.2, 0.3), force=(1.0, -2.0, 0.5)),) if forces else ()
-    return Mechanism("random", tuple(bodies), tuple(joints), gravity=(0.3, -0.2, -9.81), forces=extra)
+    mech = Mechanism("random", tuple(bodies), tuple(joints), gravity=(0.3, -0.2, -9.81), forces=extra)
+    # the joints the tree method closes loops with are constraint rows only: it refuses springs and dampers there
+    _, closing = _spanning_tree(mech)
+    return mech.replace(joints=tuple(replace(j, stiffness=0.0, rest=None, damping=0.0) if i in closing else j
+                                     for i, j in enumerate(joints)))
