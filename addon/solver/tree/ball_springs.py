@@ -14,8 +14,10 @@ In chart coordinates (R = C Phi(q), Phi^-1 dPhi = hat(Jb dq), u_i = column i of 
 j > i and 0 otherwise) the generalized force and its derivative are
   Q = -dV/dq = -k Jb^T theta,   dQ_i/dq_j = -k ((u_i x u_j) . theta [j > i] + u_i . J_r^-1 u_j).
 The chart's own derivative (C -> C exp(eta) at fixed q, which the Lie group rows of lie_rows.py read) is
-dV/deta = k Phi(q) theta. Every formula is checked against finite differences in
-tests/solver/tree/test_ball_spring.py.
+dV/deta = k Phi(q) theta. V has a cusp at |theta| = pi (the rotation farthest from the rest, where theta
+flips to -theta): a body spinning through it gets an O(dt) energy error per crossing that does not accumulate
+(measured: band 6.3 % at dt = 0.01, 2.7 % at 0.005, no drift over 40 s). Every formula is checked against
+finite differences in tests/solver/tree/test_ball_spring.py.
 """
 
 from __future__ import annotations

@@ -146,6 +146,22 @@ def test_tumbling_hub_with_a_sprung_ball_arm_keeps_momentum_and_energy(use_nativ
     assert abs(energy[-window:].mean() - energy[:window].mean()) < 0.5 * band
 
 
+def test_spinning_through_the_farthest_rotation_keeps_the_energy_bounded():
+    # 1/2 I w^2 = 45 J > k pi^2 / 2 = 15 J: the body spins through |theta| = pi, V's cusp, every half turn
+    mech, Rj, u = torsion_pendulum(0.0)
+    joint = mech.joints[0]
+    spinning = mech.replace(joints=(Joint(joint.name, "ball", "world", "rotor", joint.anchor, joint.axis,
+                                          v0=tuple(30.0 * u), stiffness=K),))
+    traj = simulate(spinning, 0.01, 4000, tol=1e-10)
+    assert traj.status == "finished", traj.message
+    jumps = np.linalg.norm(np.diff(spring_vector(traj.poses, Rj), axis=0), axis=1)
+    assert np.sum(jumps > 5.0) >= 20  # it did cross: theta jumps from about pi u to -pi u
+    energy = np.array(traj.energy)
+    quarter = len(energy) // 4
+    assert np.ptp(energy) < 0.1 * energy.mean()  # O(dt) per crossing: 6.3 % measured
+    assert abs(energy[-quarter:].mean() - energy[:quarter].mean()) < 0.05 * np.ptp(energy)
+
+
 def test_log_and_right_jacobian_inverse_match_finite_differences():
     rng = np.random.default_rng(4)
     for t in (1e-9, 1e-3, 0.3, 2.5, 3.1):
