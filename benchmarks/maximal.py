@@ -465,7 +465,7 @@ def contact_section(quick: bool) -> list[str]:
     lines += ["", f"Box drop (presets/box_drop.toml: 0.5 m, 1 kg cube from 0.4 m, dt = {DT} s, {steps + 1} steps):", "",
               "| | max penetration (m) | final height of the centre minus 0.25 m | ms per step |", "|---|---:|---:|---:|"]
     if "failed" in res:
-        lines.append(f"| maximal | failed | failed | - |")
+        lines.append("| maximal | failed | failed | - |")
         failures.append(f"- box drop maximal: {res['failed']}")
     else:
         z = res["traj"].poses[:, 0, 2]

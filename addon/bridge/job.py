@@ -4,7 +4,9 @@ The modal Bake operator advances a `BakeJob` a time budget per timer tick; the h
 demo run it to the end with `bake_setup`. Nothing in the scene changes until `finish()`: a cancelled
 or failed job leaves it exactly as it was. Solver errors come back as the same SolverError subclass,
 the message prefixed with the setup and the frame (the solver's own part names the joint or body at
-fault); scene and model errors as MechanismError (SceneError for the scene) naming the setup.
+fault); scene and model errors as MechanismError (SceneError for the scene) naming the setup. A step
+past the method's time-step limit (StepTooLargeError: the maximal method's constraint forces) restarts
+the run with enough substeps per frame (at most MAX_SUBSTEP_RESTARTS times), and the report says so.
 
 Vehicle rigs are baked whole (they are small): `bake_vehicle_rigs` finds every object carrying the
 vehicle preset property (a chassis object or a bone rig's armature) and dispatches on the preset's type:
@@ -14,15 +16,16 @@ vehicle_body_rig.py. A rig that cannot be read comes back as a SceneError naming
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import bpy
 import numpy as np
 
 from ..solver.integrator import make_integrator
 from ..solver.model import MechanismError
-from ..solver.trajectory import SolverError, Trajectory
+from ..solver.trajectory import SolverError, StepTooLargeError, Trajectory
 from .bake import BakeOptions, write_trajectory
 from .read import SceneError, SceneMechanism, find_setup, read_setup
 from .vehicle_bake import bake_vehicle
@@ -31,6 +34,7 @@ from .vehicle_parts import RigError
 from .vehicle_rig import CAR_PRESETS, FORWARD_PROPERTY, PRESET_PROPERTY, find_rig
 
 CHASSIS_BONE_PROPERTY = "symplex_chassis_bone"  # on a bone rig's armature: its chassis bone (else found by name)
+MAX_SUBSTEP_RESTARTS = 3
 
 
 @dataclass(frozen=True)
@@ -43,13 +47,14 @@ class BakeReport:
     energy_drift: float
     mean_newton: float
     max_newton: int
+    notes: tuple[str, ...] = ()
 
     def summary(self) -> str:
         return (
             f"Baked {self.setup!r}: {self.steps} steps, {self.keys} keys in {self.seconds:.2f} s; "
             f"max constraint residual {self.max_residual:.2e}, energy drift {self.energy_drift:.2e}, "
             f"Newton iterations {self.mean_newton:.2f} mean / {self.max_newton} max"
-        )
+        ) + "".join(f"; {note}" for note in self.notes)
 
 
 def energy_drift(energy: np.ndarray) -> float:
@@ -69,15 +74,33 @@ class BakeJob:
         setup = find_setup(scene, setup_name)
         self.read: SceneMechanism = read_setup(scene, setup)
         self.setup_name = setup_name
-        self.stride = 1 if setup.subframes else self.read.substeps
+        self.subframes = bool(setup.subframes)
         self.reduce_tolerance = float(setup.reduce_tolerance) if setup.reduce else None
+        self.notes: list[str] = []
+        self._start()
+
+    def _start(self) -> None:
+        """A fresh integrator at the start of the run, on the current time grid."""
+        self.stride = 1 if self.subframes else self.read.substeps
         self.done_steps = 0
         try:
             self.integrator = make_integrator(self.read.mechanism, self.read.method, self.read.dt, self.read.tolerance)
         except SolverError as err:
             raise self._error(err) from err
         except (MechanismError, ValueError) as err:
-            raise MechanismError(f"setup {setup_name!r}: {err}") from err
+            raise MechanismError(f"setup {self.setup_name!r}: {err}") from err
+
+    def _restart_finer(self, err: StepTooLargeError) -> None:
+        """Start again with enough substeps per frame for err.stable_dt, or raise err (with the frame) when
+        the restarts are used up."""
+        if len(self.notes) >= MAX_SUBSTEP_RESTARTS:
+            raise self._error(err) from err
+        frame = self.frame_of(err.time if err.time is not None else self.done_steps * self.read.dt)
+        substeps = self.read.substeps * math.ceil(self.read.dt / err.stable_dt)
+        self.notes.append(f"restarted with {substeps} substeps per frame (setup: {self.read.substeps}) after a step "
+                          f"past the {self.read.method} method's time-step limit at frame {frame:g}")
+        self.read = replace(self.read, substeps=substeps)
+        self._start()
 
     @property
     def steps(self) -> int:
@@ -106,6 +129,9 @@ class BakeJob:
         while not self.finished and (max_steps is None or stepped < max_steps):
             try:
                 self.integrator.step()
+            except StepTooLargeError as err:
+                self._restart_finer(err)
+                continue
             except SolverError as err:
                 raise self._error(err) from err
             self.done_steps += 1
@@ -134,6 +160,7 @@ class BakeJob:
             energy_drift=energy_drift(trajectory.energy),
             mean_newton=float(iterations.mean()) if len(iterations) else 0.0,
             max_newton=int(iterations.max()) if len(iterations) else 0,
+            notes=tuple(self.notes),
         )
         diagnostics = find_setup(scene, self.setup_name).diagnostics
         diagnostics.status = "finished"

@@ -25,6 +25,15 @@ class ConvergenceError(SolverError):
     """Newton did not converge within its iteration budget."""
 
 
+class StepTooLargeError(ConvergenceError):
+    """Newton failed where the method's time-step limit explains it: `stable_dt` is a step that keeps a
+    margin below the limit (the maximal method's constraint forces, maximal/stability.py)."""
+
+    def __init__(self, message: str, step: int | None, time: float | None, stable_dt: float):
+        super().__init__(message, step, time)
+        self.stable_dt = stable_dt
+
+
 class AssemblyError(SolverError):
     """A closed chain cannot be assembled (its loop constraints cannot be satisfied)."""
 

@@ -79,7 +79,7 @@ class _FillinRows:
     anticipated inverse mass Q); the kept rows' blocks are gathered from the row Jacobians each solve."""
 
     def __init__(self, dyn: "ForwardDynamics", jac: np.ndarray):
-        n, npr = dyn.model.bodies.count, dyn.model.n_primary
+        n = dyn.model.bodies.count
         groups = [(np.arange(sl.start, sl.stop), bodies, (0, 6) if len(bodies) == 2 else (6,))
                   for sl, bodies in dyn.model.primary]
         kept = self._independent(dyn, jac)

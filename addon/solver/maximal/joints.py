@@ -28,7 +28,7 @@ from .. import lie
 from ..curves import evaluate
 from ..model import WORLD, Curve, Mechanism, MechanismError
 from ..tree.compile import _joint_rotation
-from .bodies import lmat, qconj, qmul, rmat
+from .bodies import lmat, qconj, qmul
 
 T0, T1, T2, Q0, Q1, Q2, U, ANGLE, UZ, UX, ROT0, ROT1, ROT2, CAY0, CAY1, CAY2 = range(16)
 ANGLES = (ANGLE, UZ, UX)  # coordinate kinds that are angles (unwrapped across +-pi by windings)

@@ -14,7 +14,8 @@ forces of its joints. A rod of mass m and length l pulled by a tension T at both
 omega^2 = 12 T / (m l): a hanging chain of 1 m, 1 kg rods released at 45 degrees carries T ~ 6.9 n N at
 its top, so at dt = 0.01 the estimate puts the limit at n = 481 links; measured, 460 links run and
 500 fail (docs/maximal.md). It is an estimate (rotation of one body about its centre of mass, the
-neighbours' motion ignored), used to explain a Newton failure, not to refuse a step.
+neighbours' motion ignored), used to explain a Newton failure (StepTooLargeError, with a time step that
+works), not to refuse a step.
 """
 
 from __future__ import annotations
@@ -53,16 +54,17 @@ def rotation_frequencies(model, q: np.ndarray, fr: JointFrames, lam: np.ndarray)
     return np.sqrt(np.maximum(np.linalg.eigvalsh(scaled)[:, -1], 0.0))
 
 
-def diagnosis(model, q: np.ndarray, fr: JointFrames, lam: np.ndarray, dt: float) -> str:
-    """A sentence for a Newton failure when the joint forces put a body near or past the stability
-    limit ("" otherwise): which body, its estimated omega, omega dt, and a time step that keeps a margin."""
+def limit_exceeded(model, q: np.ndarray, fr: JointFrames, lam: np.ndarray, dt: float) -> tuple[str, float] | None:
+    """When the joint forces put a body near or past the stability limit: a sentence for the Newton
+    failure (which body, its estimated omega, omega dt) and a time step that keeps a margin; else None."""
     if model.bodies.count == 0 or model.joints.count == 0:
-        return ""
+        return None
     omega = rotation_frequencies(model, q, fr, lam)
     worst = int(np.argmax(omega))
     if omega[worst] * dt < SUGGESTED_OMEGA_DT:
-        return ""
-    return (f"; the joint forces on body {model.bodies.names[worst]!r} make it oscillate at an estimated "
-            f"{omega[worst]:.3g} rad/s, omega dt = {omega[worst] * dt:.2f} against the limit "
-            f"{STABLE_OMEGA_DT:g} of the maximal method (its constraint forces act at the start of each step): "
-            f"use a time step below {SUGGESTED_OMEGA_DT / omega[worst]:.3g} s (more substeps), or the tree method")
+        return None
+    stable_dt = SUGGESTED_OMEGA_DT / omega[worst]
+    return (f"the joint forces on body {model.bodies.names[worst]!r} make it oscillate at an estimated "
+            f"{omega[worst]:.3g} rad/s, omega dt = {omega[worst] * dt:.2f} against the limit {STABLE_OMEGA_DT:g} "
+            f"of the maximal method (its constraint forces act at the start of each step): use a time step "
+            f"below {stable_dt:.3g} s (more substeps), or the tree method"), stable_dt

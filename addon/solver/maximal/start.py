@@ -30,7 +30,7 @@ def start_from_tree(mech: Mechanism) -> tuple[MaximalModel, MaximalState]:
     tree = compile_tree(mech.replace(springs=(), joints=kinematic))
     tstate, kin, _, qd = initial_state(tree)
     model = compile_maximal(mech, tuple(sorted(set(int(j) for j in tree.row_joint))))
-    bs, js = model.bodies, model.joints
+    js = model.joints
     x = kin.body_com_world.copy()
     q = matrix_to_quat(kin.body_R)
     V = frame_velocities(tree, kin, qd)[tree.body_frame]

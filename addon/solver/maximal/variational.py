@@ -27,7 +27,7 @@ import scipy.linalg
 
 from ..lie import quat_to_matrix
 from ..model import Mechanism
-from ..trajectory import ConvergenceError
+from ..trajectory import ConvergenceError, StepTooLargeError
 from . import forces
 from .bodies import (BodySet, advance, body_set, rotation_jacobian, rotational_momentum,
                      rotational_momentum_jacobian)
@@ -35,7 +35,7 @@ from .forces import ForceSet, force_set
 from .joints import (ANGLE, ANGLES, JointFrames, JointSet, frames, generic_rows, joint_set, of_kinds, row_targets,
                      unwrap)
 from .linear import LinearSolver, NewtonMatrix, RowBlocks
-from .stability import diagnosis
+from .stability import limit_exceeded
 
 MAX_ITERATIONS = 100  # contact steps with recentring restarts (interior_point.MAX_RESTARTS) may need them
 LINE_SEARCH_HALVINGS = 8
@@ -376,11 +376,27 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol
     return False, V, lam, ev, MAX_ITERATIONS + 1
 
 
+def _raise_not_converged(model: MaximalModel, state: MaximalState, knot: Knot, ev: Evaluation, dt: float) -> None:
+    """ConvergenceError naming the step, time and worst joint; StepTooLargeError when the joint forces
+    put a body past the time-step limit (stability.py), with a time step that works."""
+    js = model.joints
+    gaps = np.abs(ev.row_val2 - knot.targets)
+    worst = js.names[js.row_joint[model.order[int(np.argmax(gaps))]]] if len(model.order) else "-"
+    where = (f"maximal-coordinate step {state.step_index + 1} (t = {state.t + dt:.6g} s): Newton did not converge "
+             f"in {MAX_ITERATIONS} iterations (worst joint {worst!r}, max |g| = {np.max(gaps, initial=0.0):.3g})")
+    step_index, t = state.step_index + 1, state.t + dt
+    limit = limit_exceeded(model, state.q, frames(js, state.x, state.q), state.lam, dt)
+    if limit is not None:
+        raise StepTooLargeError(f"{where}; {limit[0]}", step_index, t, limit[1])
+    raise ConvergenceError(f"{where}; try a smaller time step", step=step_index, time=t)
+
+
 def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=None) -> StepResult:
     """Advance `state` by one step of size dt (Newton to max |g| <= tol and an estimated
     |zdot - zdot*| dt <= tol, see _remaining_error).
 
-    Raises ConvergenceError naming the step and time when Newton does not converge.
+    Raises ConvergenceError naming the step and time when Newton does not converge (StepTooLargeError
+    past the time-step limit).
     """
     bs, js = model.bodies, model.joints
     nb = bs.count
@@ -400,14 +416,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
         # last resort for a stalled interior point: the step again without friction rows (reported)
         converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol, ip)
     if not converged:
-        worst = js.names[js.row_joint[model.order[int(np.argmax(np.abs(ev.row_val2 - knot.targets)))]]] \
-            if len(model.order) else "-"
-        raise ConvergenceError(
-            f"maximal-coordinate step {state.step_index + 1} (t = {state.t + dt:.6g} s): Newton did not converge "
-            f"in {MAX_ITERATIONS} iterations (worst joint {worst!r}, max |g| = "
-            f"{np.max(np.abs(ev.row_val2 - knot.targets), initial=0.0):.3g})"
-            f"{diagnosis(model, state.q, frames(js, state.x, state.q), state.lam, dt) or '; try a smaller time step'}",
-            step=state.step_index + 1, time=state.t + dt)
+        _raise_not_converged(model, state, knot, ev, dt)
     iteration -= 1
     if ip is not None:
         ip.finish()

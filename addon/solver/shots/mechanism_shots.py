@@ -229,9 +229,8 @@ def _nlp(P: _Problem) -> NLP:
     colors = _colors(tx)
 
     def hessian(x, y, obj_factor):
-        """Constraint part by colored forward differences of the exact J^T y; the effort part exactly."""
+        """Constraint part by colored central differences of the exact J^T y; the effort part exactly."""
         rows, cols, vals = [], [], []
-        base = lagrangian_gradient(x, y)
         for members in colors:
             eps = 1e-5 * max(1.0, float(np.max(np.abs(x[members]))))
             e = np.zeros(tx.n)

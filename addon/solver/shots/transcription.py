@@ -510,7 +510,7 @@ class Transcription:
     def x0(self, warm_start=None, rest: bool = False) -> np.ndarray:
         """Initial guess: the warm-start trajectory's body path, else a path through the keys; rest: staying
         at the start pose (dynamically consistent for a start at rest)."""
-        N, dyn, shot = self.N, self.dyn, self.shot
+        N, dyn = self.N, self.dyn
         S0 = np.nan_to_num(dyn.start())
         p0, _ = dyn.position(S0[None])
         a0, _ = dyn.heading(S0[None])

@@ -215,7 +215,6 @@ def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_i
         state.Dh = constraints.evaluate(model, forward(model, state.q, state.charts))[1]
     Dh1 = state.Dh[state.rows][:, dyn]
     scale = max(1.0, float(np.max(np.abs(state.p))) if len(state.p) else 1.0)
-    t2 = state.t + dt
     iterations = 0
     while True:
         system = del_system(model, state, Dh1, q2, lam, dt, contacts)

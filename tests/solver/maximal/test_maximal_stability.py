@@ -12,7 +12,7 @@ from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import make_integrator
 from addon.solver.maximal.joints import frames
 from addon.solver.maximal.stability import STABLE_OMEGA_DT, rotation_frequencies
-from addon.solver.trajectory import ConvergenceError
+from addon.solver.trajectory import StepTooLargeError
 
 
 def _omega(integrator) -> np.ndarray:
@@ -45,10 +45,11 @@ def test_taut_chain_runs_below_the_limit_and_fails_named_above_it():
         worst = max(worst, float(np.max(_omega(fine))) * 0.02)
     assert 0.5 < worst < STABLE_OMEGA_DT, worst
     coarse = make_integrator(mech, "maximal", 0.06)
-    with pytest.raises(ConvergenceError) as failure:
+    with pytest.raises(StepTooLargeError) as failure:
         for _ in range(100):
             coarse.step()
     message = str(failure.value)
     assert "'link_1'" in message and "omega dt = " in message and "time step below" in message, message
     omega_dt = float(message.split("omega dt = ")[1].split()[0])
     assert omega_dt > STABLE_OMEGA_DT, message
+    assert failure.value.stable_dt < 0.06 * STABLE_OMEGA_DT / omega_dt  # inside the limit, with a margin

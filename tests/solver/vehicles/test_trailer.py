@@ -174,7 +174,7 @@ def continuous_chain(m, theta0, x0, y0, beta0, speed, t_end):
     from scipy.integrate import solve_ivp
 
     s = m.spec
-    rho, l, L = s.wheel_radius, s.wheelbase, s.hitch_to_trailer_axle
+    rho = s.wheel_radius
 
     def inertia(gamma, sigma):
         w = m.direction(gamma, sigma)
