@@ -68,6 +68,7 @@ The format, one table per kind of element (units SI, Z up, quaternions w x y z):
     orientation = [1.0, 0.0, 0.0, 0.0]  # world orientation at t = 0 (default identity)
     velocity = [0.0, 0.0, 0.0, 10.0, 0.0, 0.0]  # body twist at t = 0: wx wy wz vx vy vz (default 0)
     current = [0.0, 0.0, 0.0]         # uniform world water velocity, boats (default 0)
+    hitch_angle = 0.0                 # car_trailer: hitch angle theta - beta at t = 0, rad, |.| < pi/2 (default 0)
     [vehicle.parameters]              # fields of the type's spec dataclass (CarSpec, BoatSpec, ...);
     mass = 1575.0                     # they override the preset; without a preset all are required
     [vehicle.controls]                # names from vehicles.spec.CONTROL_NAMES[type]; absent means 0
@@ -152,8 +153,8 @@ _COLLIDER_KEYS = tuple(f.name for f in dataclasses.fields(Collider))
 _CURVE_KEYS = tuple(f.name for f in dataclasses.fields(Curve))
 _MOTOR_KEYS = {"torque": ("mode", "torque"), "velocity": ("mode", "target_velocity", "gain")}
 _ENTRY_TABLES = ("body", "joint", "spring", "force", "collider")
-_VEHICLE_KEYS = ("type", "name", "preset", "position", "orientation", "velocity", "current", "parameters",
-                 "controls")
+_VEHICLE_KEYS = ("type", "name", "preset", "position", "orientation", "velocity", "current", "hitch_angle",
+                 "parameters", "controls")
 _VEHICLE_VECTORS = {"position": 3, "orientation": 4, "velocity": 6, "current": 3}
 _VEHICLE = "[vehicle]"
 _PARAMETER_SIZES = {"inertia": (3, 6)}
@@ -944,9 +945,12 @@ def _parse_vehicle(t: _Table, model_name: str) -> Vehicle:
         spec = VEHICLE_TYPES[kind](**fields)
     except VehicleError as exc:  # the spec's own checks: "car 'sedan': field 'mass' must be ..."
         raise MechanismError(f"{t.src}: [vehicle.parameters]: {exc}") from None
-    # Vehicle's own checks (type, vector lengths, control names) have all been made above.
-    return Vehicle(type=kind, spec=spec, name=name,
-                   controls=() if controls is None else _parse_controls(controls, kind), **vectors)
+    # Vehicle's own checks (type, vector lengths, control names) are made above; the hitch angle's range is its own.
+    try:
+        return Vehicle(type=kind, spec=spec, name=name, hitch_angle=t.number("hitch_angle", default=0.0),
+                       controls=() if controls is None else _parse_controls(controls, kind), **vectors)
+    except VehicleError as exc:  # "vehicle 'x': field 'hitch_angle' must be ..."
+        raise MechanismError(f"{t.src}: {_VEHICLE}: {exc}") from None
 
 
 def _presets_of(kind: str) -> list[str]:
@@ -1047,6 +1051,8 @@ def _vehicle_lines(vehicle: Vehicle) -> list[str]:
     for key in _VEHICLE_VECTORS:
         if key != "current" or any(vehicle.current):
             head[key] = getattr(vehicle, key)
+    if vehicle.hitch_angle:
+        head["hitch_angle"] = vehicle.hitch_angle
     parameters = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)
                   if preset is None or getattr(spec, f.name) != getattr(preset, f.name)}
     if preset is None and spec.name == vehicle.name:

@@ -7,9 +7,9 @@ speed at the rear axle (m/s). Rigid bodies, helicopters, boats and hovercraft: b
 (blade pitch, roll), residual = |R^T R - I| of the attitude (the group stays the group), iterations = Newton updates.
 Snakeboards: bodies board, wheel sets, rotor; q = rotor and foot angle; residual = largest side-slip
 speed of the two wheel sets over the step (m/s). Cars with trailer: the car's bodies plus trailer and its
-two wheels; q adds the hitch angle and the trailer wheels' rolling; residual = the larger side-slip speed
-of the two axles; iterations = Newton updates. Tanks: body chassis, q = each track's travel (m, left,
-right); residual = side-slip speed of the centre.
+two wheels, starting at the Vehicle's hitch_angle; q adds the hitch angle and the trailer wheels' rolling;
+residual = the larger side-slip speed of the two axles; iterations = Newton updates. Tanks: body chassis,
+q = each track's travel (m, left, right); residual = side-slip speed of the centre.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class _CarTrailerRun(_CarRun):
         theta = _heading(vehicle.orientation)
         b = s.com_ahead_of_rear_axle
         x, y = vehicle.position[0] - b * np.cos(theta), vehicle.position[1] - b * np.sin(theta)
-        self.state = trailer.start(self.model, theta, x, y, vehicle.velocity[3])
+        self.state = trailer.start(self.model, theta, x, y, vehicle.velocity[3], beta=theta - vehicle.hitch_angle)
         self.dt = dt
         self.bodies = list(trailer.BODIES)
         self.coordinates = ["wheel_angle", "steer", "hitch_angle", *(f"{w}_spin" for w in car.WHEELS),

@@ -308,6 +308,11 @@ CONTROL_NAMES = {
 }
 
 
+# A trailer starts with its axle behind the tow ball: |theta - beta| below a right angle. The model itself has no
+# hitch articulation limit (trailer.py); beyond this the drawbar would point forward along the car.
+MAX_START_HITCH_ANGLE = math.pi / 2
+
+
 @dataclass(frozen=True)
 class Vehicle:
     """One vehicle to simulate: its parameters, where it starts, and its keyed controls.
@@ -317,6 +322,8 @@ class Vehicle:
     velocity: the body twist at t = 0, (wx, wy, wz, vx, vy, vz); a car reads only vx (forward speed) and
     takes its yaw rate from the steering. controls: (name, Curve or constant) pairs, names from
     CONTROL_NAMES[type]; a control not given is zero. current: uniform world water velocity (boats).
+    hitch_angle: a car with trailer's hitch angle theta - beta at t = 0 (rad; + the trailer's axle swung to
+    the car's left), |hitch_angle| < MAX_START_HITCH_ANGLE.
     """
 
     type: str
@@ -327,6 +334,7 @@ class Vehicle:
     controls: tuple[tuple[str, Control], ...] = field(default=())
     current: Vec3 = (0.0, 0.0, 0.0)
     name: str = "vehicle"
+    hitch_angle: float = 0.0
 
     def __post_init__(self):
         where = f"vehicle {self.name!r}"
@@ -338,6 +346,12 @@ class Vehicle:
         if len(self.velocity) != 6:
             raise VehicleError(f"{where}: field 'velocity' must be 6 numbers (wx wy wz vx vy vz), "
                                f"got {self.velocity!r}")
+        if self.hitch_angle != 0.0 and self.type != "car_trailer":
+            raise VehicleError(f"{where}: field 'hitch_angle' is a car with trailer's start; a {self.type} has no "
+                               f"trailer, got {self.hitch_angle!r}")
+        if not abs(self.hitch_angle) < MAX_START_HITCH_ANGLE:
+            raise VehicleError(f"{where}: field 'hitch_angle' must be a number of rad within +-pi/2 (the trailer's "
+                               f"axle behind the tow ball), got {self.hitch_angle!r}")
         allowed = CONTROL_NAMES[self.type]
         for key, _ in self.controls:
             if key not in allowed:

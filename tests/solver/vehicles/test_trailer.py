@@ -1,5 +1,5 @@
 """The car towing a trailer (a nonholonomic chain): no side slip at either axle, the analytic steady circle,
-energy = work of the torque, exact Jacobian, second order."""
+energy = work of the torque, exact Jacobian, second order; started at a hitch angle, the closed-form swing-in."""
 
 import dataclasses
 
@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, vehicle_preset_path
+from addon.solver.mechfile import (MechanismError, dumps_mechanism, load_mechanism, loads_mechanism,
+                                   vehicle_preset_path)
 from addon.solver.vehicles import car, trailer
-from addon.solver.vehicles.spec import CAR_TRAILER, PRESETS
+from addon.solver.vehicles.spec import CAR_TRAILER, PRESETS, Vehicle, VehicleError
 
 ZERO = lambda t: 0.0  # noqa: E731
 SPEC = CAR_TRAILER
@@ -210,3 +211,97 @@ def test_converges_at_second_order_to_the_continuous_chain():
         errors.append(np.abs(rows[-1, :4] - exact).max())
     orders = np.log2(np.array(errors[:-1]) / errors[1:])
     assert np.all(np.abs(orders - 2) < 0.15), (errors, orders)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Starting at a hitch angle
+
+
+def hitch_closed_form(gamma0: float, s: np.ndarray, kappa: float, d: float, L: float) -> np.ndarray:
+    """Hitch angle g = theta - beta after the car's rear axle has rolled s at constant curvature kappa.
+
+    Derivation: the ball H = X - d e(theta) moves at H' = v e(theta) - d v kappa e_perp(theta); the trailer's
+    axle P = H - L e(beta) has no side slip, e_perp(beta) . P' = 0, so L beta' = e_perp(beta) . H' = v (sin g -
+    d kappa cos g) and, with theta' = v kappa,
+
+        dg/ds = kappa - (sin g - d kappa cos g) / L
+
+    (the kinematic one-trailer model with an off-axle hitch: Rouchon, Fliess, Levine and Martin, "Flatness and
+    motion planning: the car with n trailers", ECC 1993, for d = 0; Altafini, "Some properties of the general
+    n-trailer", Int. J. Control 74(4), 2001, for d != 0 [from memory]). Straight (kappa = 0): dg/ds = -sin g / L,
+    so d ln tan(g/2) / ds = -1/L and tan(g/2) = tan(g0/2) exp(-s/L): the trailer's axle runs on a tractrix.
+    Turning: sin g - d kappa cos g = A sin(g - a0) with A = sqrt(1 + d^2 kappa^2), a0 = atan(d kappa); for
+    x = g - a0, tau = tan(x/2) solves the Riccati equation tau' = (kappa/2) (tau - t1)(tau - t2), t1,2 = (A/L -+
+    q) / kappa, q = sqrt(A^2/L^2 - kappa^2) (real when R^2 + d^2 > L^2, R = 1/kappa: the trailer has a circle),
+    so (tau - t1) / (tau - t2) = C exp(-q s): g settles at a0 + 2 atan(t1), where sin(g - a0) = kappa L / A.
+    """
+    if kappa == 0.0:
+        return 2 * np.arctan(np.tan(gamma0 / 2) * np.exp(-s / L))
+    A, a0 = np.hypot(1.0, d * kappa), np.arctan(d * kappa)
+    q = np.sqrt((A / L) ** 2 - kappa**2)
+    t1, t2 = (A / L - q) / kappa, (A / L + q) / kappa
+    tau0 = np.tan((gamma0 - a0) / 2)
+    r = (tau0 - t1) / (tau0 - t2) * np.exp(-q * s)
+    return a0 + 2 * np.arctan((t1 - r * t2) / (1 - r))
+
+
+@pytest.mark.parametrize("steer", [0.0, 0.15, -0.2])
+def test_the_closed_form_solves_the_hitch_equation(steer):
+    """The closed form against central differences of itself: dg/ds = kappa - (sin g - d kappa cos g) / L."""
+    kappa, d, L = np.tan(steer) / SPEC.wheelbase, SPEC.hitch_behind_rear_axle, SPEC.hitch_to_trailer_axle
+    s, eps = np.linspace(0.0, 20.0, 41), 1e-5
+    for gamma0 in (1.2, -0.6, 0.35):
+        g = hitch_closed_form(gamma0, s, kappa, d, L)
+        ahead, back = (hitch_closed_form(gamma0, s + e, kappa, d, L) for e in (eps, -eps))
+        dg = (ahead - back) / (2 * eps)
+        assert g[0] == pytest.approx(gamma0, abs=1e-14)
+        assert np.abs(dg - (kappa - (np.sin(g) - d * kappa * np.cos(g)) / L)).max() < 1e-9
+
+
+@pytest.mark.parametrize("steer, gamma0", [(0.0, 1.2), (0.0, -0.6), (0.15, -0.3), (-0.2, 1.0)])
+def test_started_at_a_hitch_angle_the_trailer_swings_in_as_the_closed_form_at_second_order(steer, gamma0):
+    """Coasting from a hitch angle (the car at 8 m/s, fixed steering): the hitch angle against the car's rolled
+    distance s follows hitch_closed_form, with errors at order 2 in h, and neither axle slips sideways
+    (side-slip speed at round-off of the positions over h)."""
+    errors, slips = [], []
+    for h in (0.04, 0.02, 0.01, 0.005):
+        m = model(steer=lambda t: steer)
+        state = trailer.start(m, 0.3, 1.0, 2.0, 8.0, beta=0.3 - gamma0)
+        psi0, slip = state.psi, 0.0
+        for _ in range(int(round(1.6 / h))):
+            before = (state.beta, *trailer.trailer_axle(m, state))
+            trailer.step(m, state, h)
+            slip = max(slip, abs(car.lateral_velocity(*before, state.beta, *trailer.trailer_axle(m, state), h)))
+        s = SPEC.wheel_radius * (state.psi - psi0)
+        exact = hitch_closed_form(gamma0, s, np.tan(steer) / SPEC.wheelbase, SPEC.hitch_behind_rear_axle,
+                                  SPEC.hitch_to_trailer_axle)
+        errors.append(abs(state.theta - state.beta - exact))
+        slips.append(slip * h)  # m per step
+        assert abs(exact - gamma0) > 0.3  # it really swings in over the 12.8 m
+    orders = np.log2(np.array(errors[:-1]) / errors[1:])
+    assert np.all(np.abs(orders - 2) < 0.05), (errors, orders)
+    assert max(slips) < 2e-14, slips  # m per step; positions below 20 m carry 4e-15 m of round-off
+
+
+def test_a_vehicle_starts_at_its_hitch_angle_and_files_keep_it():
+    mech = load_mechanism(vehicle_preset_path("car_trailer"))
+    start = mech.replace(vehicle=dataclasses.replace(mech.vehicle, hitch_angle=-0.4))
+    traj = simulate(start, 1 / 24, 48, method="vehicle")
+    hitch = traj.q[:, traj.coordinate_names.index("hitch_angle")]
+    assert hitch[0] == -0.4 and traj.constraint_residual.max() < 1e-11
+    assert dumps_mechanism(loads_mechanism(dumps_mechanism(start))) == dumps_mechanism(start)
+    assert loads_mechanism(dumps_mechanism(start)).vehicle.hitch_angle == -0.4
+
+
+def test_hitch_angles_a_trailer_cannot_start_at_are_refused_by_name():
+    with pytest.raises(VehicleError, match="vehicle 'v': field 'hitch_angle' must be a number of rad within "
+                                           r"\+-pi/2 \(the trailer's axle behind the tow ball\), got 1.6"):
+        Vehicle("car_trailer", SPEC, name="v", hitch_angle=1.6)
+    with pytest.raises(VehicleError, match="vehicle 'v': field 'hitch_angle' is a car with trailer's start; a car "
+                                           "has no trailer"):
+        Vehicle("car", PRESETS["sedan"], name="v", hitch_angle=0.1)
+    text = dumps_mechanism(load_mechanism(vehicle_preset_path("car_trailer"))).replace(
+        "[vehicle]\n", "[vehicle]\nhitch_angle = -2.0\n")
+    with pytest.raises(MechanismError, match=r"^f.toml: \[vehicle\]: vehicle 'car_trailer': field 'hitch_angle' "
+                                             "must be a number of rad within"):
+        loads_mechanism(text, "f.toml")
