@@ -9,7 +9,7 @@ from scipy.integrate import solve_ivp
 
 from addon.solver.integrator import simulate
 from addon.solver.maximal.bodies import twists_from_quaternions
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile import list_presets, load_mechanism, preset_path
 from addon.solver.model import Body, Joint, Mechanism
 
 from .test_maximal_jacobian import every_joint_type
@@ -128,4 +128,12 @@ def test_every_joint_type_agrees_with_the_tree_method_at_second_order():
     fine, run = tree_gap(mech, 0.01, 0.3)
     assert fine < 1e-4, fine
     assert coarse / fine > 3.5, (coarse, fine)
+    assert np.max(run.constraint_residual) <= 10 * TOL
+
+
+@pytest.mark.parametrize("name", list_presets())
+def test_every_preset_runs_with_the_maximal_method(name):
+    """`--method maximal` for every shipped preset: 50 steps of 0.01 s, joint rows held to solver tolerance."""
+    run = simulate(preset(name), 0.01, 50, "maximal", TOL)
+    assert run.status == "finished", run.message
     assert np.max(run.constraint_residual) <= 10 * TOL
