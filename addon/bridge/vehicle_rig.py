@@ -3,7 +3,8 @@
 A rig is a chassis object plus four wheel objects (found by name or picked), or an armature with a
 chassis bone and four wheel bones (each with a `radius` property), with the chassis' forward axis chosen
 by the artist (+X, -X, +Y, -Y; its local +Z is up). A car-with-trailer preset adds a trailer body and two
-trailer wheels (named like 'Trailer', 'Trailer wheel L'), standing in line behind the car at the start.
+trailer wheels (named like 'Trailer', 'Trailer wheel L'), standing behind the car's tow ball at the start,
+in line or at a hitch angle (the trailer turned about the ball, up to 90 degrees either way).
 `read_rig` reads the scene once at the start frame (the pre-bake pose, see reference.py) and returns
 plain data: a `Vehicle` whose geometry (wheelbase, track, wheel radius; the trailer's drawbar, track and
 wheel radius) is measured from the rig and whose mass properties come from a car preset, the controls
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..solver.model import Curve
 from ..solver.vehicles.car import WHEELS
-from ..solver.vehicles.spec import PRESETS, CarSpec, CarTrailerSpec, Vehicle
+from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, PRESETS, CarSpec, CarTrailerSpec, Vehicle
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid
@@ -52,6 +53,7 @@ FORWARD_PROPERTY = "symplex_forward_axis"
 PATH_PROPERTY = "symplex_path"  # chassis custom property: name of a curve object to follow
 PATH_SPEED = "path_speed"  # chassis custom property (keyable): target speed along the path, m/s
 BEZIER_SAMPLES = 16  # points per Bezier segment of a path
+SQUARE_TOLERANCE = 0.5  # degrees a trailer's wheel axle may stand off square to its drawbar
 
 _WHEEL_WORDS = re.compile(r"wheel|tire|tyre")
 _CHASSIS_WORDS = re.compile(r"chassis|body|hull")
@@ -89,12 +91,14 @@ class VehicleRig:
 class TrailerReading:
     """A rig's trailer at its start frame: trailer body (rigid part) in the solver's trailer frame (its
     centre of mass, heading along the trailer), wheel centres mounts (2, 3) and rest orientations (2, 3, 3)
-    in that frame, measured radii (2,); wheels in trailer.TRAILER_WHEELS order (left, right)."""
+    in that frame, measured radii (2,); wheels in trailer.TRAILER_WHEELS order (left, right); the hitch angle
+    theta - beta it stands at (rad, + the trailer swung to the car's left)."""
 
     offset: np.ndarray
     mounts: np.ndarray
     rest: np.ndarray
     radii: np.ndarray
+    hitch_angle: float
 
 
 @dataclass(frozen=True)
@@ -394,8 +398,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     com = rear + spec.com_ahead_of_rear_axle * ahead
     trailer_reading = None
     if isinstance(spec, CarTrailerSpec):
-        spec, trailer_reading = _trailer_geometry(scene, rig, preset, spec, frame_start, rear, ahead, left,
-                                                  ground)
+        spec, trailer_reading = _trailer_geometry(scene, rig, preset, spec, frame_start, rear, ahead, ground)
     steps = (frame_end - frame_start) * int(substeps)
     dt = 1.0 / (fps * int(substeps))
     times = 0.5 * dt * np.arange(2 * steps + 1)
@@ -413,7 +416,8 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     vehicle = Vehicle("car" if trailer_reading is None else "car_trailer", spec,
                       position=(float(com[0]), float(com[1]), spec.com_height),
                       orientation=(math.cos(theta / 2), 0.0, 0.0, math.sin(theta / 2)),
-                      velocity=(0.0, 0.0, 0.0, speed, 0.0, 0.0), controls=controls, name=name)
+                      velocity=(0.0, 0.0, 0.0, speed, 0.0, 0.0), controls=controls, name=name,
+                      hitch_angle=0.0 if trailer_reading is None else trailer_reading.hitch_angle)
 
     body = np.eye(4)  # the solver's chassis frame at the start, lifted onto the rig's ground
     body[:3, :3] = np.column_stack([ahead, left, (0.0, 0.0, 1.0)])
@@ -431,10 +435,11 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
 
 
 def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, preset: str, base: CarTrailerSpec, frame: int,
-                      rear: np.ndarray, ahead: np.ndarray, left: np.ndarray,
-                      ground: float) -> tuple[CarTrailerSpec, TrailerReading]:
-    """The preset with the trailer's drawbar, track and wheel radius measured from the rig, and where the
-    trailer's parts sit on its solver frame. The trailer must stand in line behind the car."""
+                      rear: np.ndarray, ahead: np.ndarray, ground: float) -> tuple[CarTrailerSpec, TrailerReading]:
+    """The preset with the trailer's drawbar, track and wheel radius measured from the rig, the hitch angle it
+    stands at, and where the trailer's parts sit on its solver frame. The trailer's heading is its drawbar's,
+    from the axle centre (between its wheels) to the tow ball, measured in the ground plane: the axle must stand
+    behind the ball (hitch angle within +-90 degrees) with the wheels left and right of the drawbar."""
     name = rig.owner
     parts = dict(rig.trailer)
     missing = [k for k in TRAILER_LABELS if k not in parts]
@@ -446,31 +451,45 @@ def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, preset: str, base
     wheels = [rig.part(parts[k]) for k in TRAILER_WHEELS]
     scaled = [world(scene, p, frame) for p in wheels]
     rigid = [world(scene, p, frame, rigid=True) for p in wheels]
-    radii = np.array([radius(scene, p, m, left, name, TRAILER_LABELS[k]) for p, m, k in zip(wheels, scaled,
-                                                                                          TRAILER_WHEELS)])
     centres = np.array([m[:3, 3] for m in scaled])
     axle = 0.5 * (centres[0] + centres[1])
     ball = rear - base.hitch_behind_rear_axle * ahead
     drawbar = (ball - axle)[:2]
     length = float(np.linalg.norm(drawbar))
-    angle = math.degrees(math.atan2(float(ahead[0] * drawbar[1] - ahead[1] * drawbar[0]), float(ahead[:2] @ drawbar)))
-    if length <= 0 or abs(angle) > 0.5:
-        raise RigError(f"vehicle rig {name!r}: the trailer's axle (between {wheels[0].key!r} and {wheels[1].key!r}) "
-                       f"must stand in line behind the tow ball {base.hitch_behind_rear_axle:g} m behind the rear "
-                       f"axle at frame {frame}; it is {angle:.3g} degrees off the car's centre line")
-    track = float((centres[0] - centres[1]) @ left)
+    between = f"the trailer's axle (between {wheels[0].key!r} and {wheels[1].key!r})"
+    where = f"the tow ball {base.hitch_behind_rear_axle:g} m behind the rear axle at frame {frame}"
+    if not length > 0:
+        raise RigError(f"vehicle rig {name!r}: {between} stands on {where}; it must stand behind it")
+    beta = math.atan2(float(drawbar[1]), float(drawbar[0]))
+    hitch = math.remainder(math.atan2(float(ahead[1]), float(ahead[0])) - beta, 2 * math.pi)
+    if not abs(hitch) < MAX_START_HITCH_ANGLE:
+        raise RigError(f"vehicle rig {name!r}: {between} must stand behind {where}; its drawbar is "
+                       f"{math.degrees(hitch):.4g} degrees off the car's centre line, beyond the "
+                       f"{math.degrees(MAX_START_HITCH_ANGLE):g} a trailer can start at")
+    heading = np.array([math.cos(beta), math.sin(beta), 0.0])
+    left = np.array([-math.sin(beta), math.cos(beta), 0.0])
+    across = centres[0] - centres[1]
+    track = float(across @ left)
     if track <= 0:
-        raise RigError(f"vehicle rig {name!r}: trailer wheel {wheels[0].key!r} is not left of {wheels[1].key!r}")
+        raise RigError(f"vehicle rig {name!r}: trailer wheel {wheels[0].key!r} is not left of {wheels[1].key!r} "
+                       f"seen along the trailer's drawbar (from its axle to the tow ball) at frame {frame}")
+    skew = math.degrees(math.atan2(float(across @ heading), track))
+    if abs(skew) > SQUARE_TOLERANCE:
+        raise RigError(f"vehicle rig {name!r}: trailer wheels {wheels[0].key!r} and {wheels[1].key!r} must sit left "
+                       f"and right of the trailer's drawbar (from their axle centre to {where}); their axle is "
+                       f"{skew:.3g} degrees off square to it (the tow ball is not on the trailer's centre line)")
+    radii = np.array([radius(scene, p, m, left, name, TRAILER_LABELS[k]) for p, m, k in zip(wheels, scaled,
+                                                                                          TRAILER_WHEELS)])
     spec = dataclasses.replace(base, hitch_to_trailer_axle=length, trailer_track=track,
                                trailer_wheel_radius=float(radii.mean()),
                                trailer_com_ahead_of_axle=base.trailer_com_ahead_of_axle / base.hitch_to_trailer_axle
                                * length)
-    frame_matrix = np.eye(4)  # the solver's trailer frame at the start (centre of mass, in line)
-    frame_matrix[:3, :3] = np.column_stack([ahead, left, (0.0, 0.0, 1.0)])
-    frame_matrix[:3, 3] = (*(axle[:2] + spec.trailer_com_ahead_of_axle * ahead[:2]), ground + spec.trailer_com_height)
+    frame_matrix = np.eye(4)  # the solver's trailer frame at the start (centre of mass, heading beta)
+    frame_matrix[:3, :3] = np.column_stack([heading, left, (0.0, 0.0, 1.0)])
+    frame_matrix[:3, 3] = (*(axle[:2] + spec.trailer_com_ahead_of_axle * heading[:2]), ground + spec.trailer_com_height)
     to_frame = np.linalg.inv(frame_matrix)
     local = np.array([to_frame @ m for m in rigid])
-    return spec, TrailerReading(to_frame @ body_world, local[:, :3, 3], local[:, :3, :3], radii)
+    return spec, TrailerReading(to_frame @ body_world, local[:, :3, 3], local[:, :3, :3], radii, hitch)
 
 
 def _path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, times: np.ndarray) -> Curve | float:

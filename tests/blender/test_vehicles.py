@@ -19,6 +19,7 @@ from addon.bridge.rotations import quat_to_matrix
 from addon.solver.vehicles import car
 from addon.solver.vehicles.spec import PRESETS
 from tests.blender.scenes import fcurve_data, new_scene, scene_state, symplex  # noqa: F401
+from tests.solver.vehicles.references import hitch_closed_form
 
 F32 = 2.0**-23  # float32 relative spacing: keys carry about |value| * F32 of rounding
 
@@ -659,10 +660,118 @@ def test_trailer_rigs_refuse_missing_or_skewed_trailers_by_name(symplex):
         vehicle_rig.read_rig(scene, rig, "car_trailer")
     towing = vehicle_rig.build_car_rig(scene, "car_trailer", f"{scene.name} van", (0.0, 20.0, 0.0), slalom=False)
     body = scene.objects[dict(towing.trailer)["trailer"]]
-    body.location.y += 0.3  # the drawbar no longer lies on the car's centre line
-    with pytest.raises(vehicle_rig.RigError, match="must stand in line behind the tow ball 1.15 m behind the rear "
-                                                   "axle at frame 1; it is -5.* degrees off"):
+    body.location.y += 0.3  # shifted, not turned: the tow ball is off the trailer's centre line
+    with pytest.raises(vehicle_rig.RigError, match=f"vehicle rig '{towing.chassis}': trailer wheels "
+                                                   f"'{scene.name} van trailer wheel L' and '{scene.name} van trailer "
+                                                   "wheel R' must sit left and right of the trailer's drawbar .*"
+                                                   r"tow ball 1.15 m behind the rear axle at frame 1\); their axle "
+                                                   "is -5.9. degrees off square"):
         vehicle_rig.read_rig(scene, towing, "car_trailer")
+    body.location.y -= 0.3
+    _turn_about_the_ball(body, math.radians(95.0))  # the trailer's axle now stands ahead of the ball
+    with pytest.raises(vehicle_rig.RigError, match=r"the trailer's axle \(between .*\) must stand behind the tow "
+                                                   "ball 1.15 m behind the rear axle at frame 1; its drawbar is "
+                                                   "-95 degrees off the car's centre line, beyond the 90"):
+        vehicle_rig.read_rig(scene, towing, "car_trailer")
+    _turn_about_the_ball(body, math.radians(-95.0 + 89.0))  # 89 degrees: a trailer, though nearly jack-knifed
+    assert vehicle_rig.read_rig(scene, towing, "car_trailer").vehicle.hitch_angle == pytest.approx(
+        math.radians(-89.0), abs=1e-6)
+
+
+def _turn_about_the_ball(body, angle: float) -> None:
+    """Turn a built rig's trailer body (a child of the unrotated chassis, Euler XYZ) about the vertical through the
+    tow ball by `angle` (its wheels, its children, turn with it)."""
+    spec = PRESETS["car_trailer"]
+    ball = np.array([-spec.com_ahead_of_rear_axle - spec.hitch_behind_rear_axle, 0.0])  # in the chassis frame
+    c, s = math.cos(angle), math.sin(angle)
+    offset = np.array(body.location[:2]) - ball
+    body.location[0], body.location[1] = ball + np.array([[c, -s], [s, c]]) @ offset
+    body.rotation_euler[2] += angle
+
+
+def _keyed_worlds(scene, names: list[str], frames: int) -> dict[str, np.ndarray]:
+    """World matrices (F, 4, 4) of objects (and their parents) from their baked keys (parent inverses identity)."""
+    from mathutils import Euler, Quaternion
+
+    out: dict[str, np.ndarray] = {}
+
+    def world_of(name: str) -> np.ndarray:
+        if name not in out:
+            obj = scene.objects[name]
+            assert obj.matrix_parent_inverse == Matrix.Identity(4)
+            loc, rot = _locals(obj, frames)
+            turn = Quaternion if rot.shape[1] == 4 else Euler
+            local = np.tile(np.eye(4), (frames, 1, 1))
+            local[:, :3, :3] = [np.array(turn([float(v) for v in r]).to_matrix()) for r in rot]
+            local[:, :3, 3] = loc
+            out[name] = local if obj.parent is None else world_of(obj.parent.name) @ local
+        return out[name]
+
+    for name in names:
+        world_of(name)
+    return out
+
+
+def _placed(obj) -> np.ndarray:
+    """World matrix (4, 4) of an object from its channels and its parents' as the artist set them."""
+    matrix = obj.matrix_parent_inverse @ obj.matrix_basis
+    return np.array(matrix if obj.parent is None else Matrix(_placed(obj.parent).tolist()) @ matrix)
+
+
+def test_trailer_turned_about_the_ball_bakes_from_where_it_stands_and_swings_in(symplex):
+    """The built car-with-trailer rig, its trailer turned 20 degrees about the tow ball, coasting straight at 8 m/s:
+    at the first frame every trailer part is where the artist put it, the wheels keep their radius, the baked
+    trailer wheels do not slip sideways, and the hitch angle swings in as the kinematic trailer's closed form."""
+    frames = 97
+    scene = new_scene("hitched", frames=frames, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "car_trailer", f"{scene.name} car", slalom=False)
+    chassis = scene.objects[rig.chassis]
+    chassis["initial_speed"] = 8.0
+    parts = dict(rig.trailer)
+    names = [parts[k] for k in ("trailer", "trailer_wheel_l", "trailer_wheel_r")]
+    _turn_about_the_ball(scene.objects[names[0]], math.radians(20.0))  # the trailer's axle swings to the right
+    placed = {name: _placed(scene.objects[name]) for name in names}
+
+    reading = vehicle_rig.read_rig(scene, rig, "car_trailer")
+    spec, preset = reading.vehicle.spec, PRESETS["car_trailer"]
+    assert reading.vehicle.hitch_angle == pytest.approx(math.radians(-20.0), abs=1e-6)
+    assert spec.hitch_to_trailer_axle == pytest.approx(preset.hitch_to_trailer_axle, abs=1e-6)
+    assert spec.trailer_track == pytest.approx(preset.trailer_track, abs=1e-6)
+    assert np.abs(reading.trailer.radii - preset.trailer_wheel_radius).max() < 1e-6  # measured across its own axle
+    report = vehicle_bake.bake_vehicle(scene, rig, "car_trailer")
+    assert report.steps == frames - 1 and report.max_side_slip < 1e-10
+
+    worlds = _keyed_worlds(scene, [rig.chassis, *names], frames)
+    for name in names:
+        assert np.abs(worlds[name][0] - placed[name]).max() < 1e-5, name
+    for name in names[1:]:  # each wheel's chord from frame to frame lies across its mean axle direction: no slip
+        centre, axle = worlds[name][:, :3, 3], worlds[name][:, :3, 1]
+        across = axle[1:] + axle[:-1]
+        across /= np.linalg.norm(across, axis=1)[:, None]
+        chord = np.diff(centre, axis=0)
+        assert np.linalg.norm(chord, axis=1).min() > 0.2  # m a frame: it rolls
+        assert np.abs(np.einsum("fi,fi->f", chord, across)).max() < 1e-6, name  # m a frame (float32 keys)
+    car_heading = np.arctan2(worlds[rig.chassis][:, 1, 0], worlds[rig.chassis][:, 0, 0])
+    trailer_heading = np.arctan2(worlds[names[0]][:, 1, 0], worlds[names[0]][:, 0, 0])
+    hitch = car_heading - trailer_heading
+    assert np.abs(car_heading).max() < 1e-6  # it drives straight
+    rolled = np.linalg.norm(worlds[rig.chassis][:, :2, 3] - worlds[rig.chassis][0, :2, 3], axis=1)
+    exact = hitch_closed_form(math.radians(-20.0), rolled, 0.0, spec.hitch_behind_rear_axle,
+                              spec.hitch_to_trailer_axle)
+    assert np.all(np.diff(np.abs(hitch)) < 0) and abs(hitch[-1]) < 1e-3 * abs(hitch[0])
+    trajectory = vehicle_bake.simulate_rig(reading)
+    assert np.abs(hitch - trajectory.q[:, trajectory.coordinate_names.index("hitch_angle")]).max() < 1e-5
+    # the solver's O(h^2) error at h = 1/24 s, 0.33 m a step (tests/solver/vehicles/test_trailer.py): 1.4e-4 rad
+    assert np.abs(hitch - exact).max() < 2e-4
+    # each wheel turns by its centre's arc over its radius: the arc is the chord times (delta/2) / sin(delta/2),
+    # delta the trailer's turn in the frame (the centre runs on a circle tangent to the heading at both ends)
+    solver = trajectory.poses[:, trajectory.body_index("trailer")]
+    turn = np.diff(np.unwrap(2 * np.arctan2(solver[:, 6], solver[:, 3])))
+    for i, (key, name) in enumerate(zip(("trailer_wheel_l", "trailer_wheel_r"), names[1:])):
+        chord = np.linalg.norm(np.diff(trajectory.poses[:, trajectory.body_index(key), :2], axis=0), axis=1)
+        arc = chord / np.sinc(turn / (2 * np.pi))
+        spin = _spin_about(_locals(scene.objects[name], frames)[1], 1)
+        assert np.abs(np.diff(spin) - arc / reading.trailer.radii[i]).max() < 1e-6, name
 
 
 def test_steering_knuckles_turn_with_their_wheel_without_rolling(symplex):
