@@ -25,9 +25,13 @@ _FROM_RIG = ("AUTO", "From Rig", "As stored on the chassis by Add Vehicle Rig, e
 
 
 def _chassis(operator, context) -> bpy.types.Object | None:
-    """The chassis named by the operator, else the active object (or its parent when it is a wheel)."""
+    """The chassis named by the operator (None, reported as an error naming it, when the scene has no such
+    object), else the active object (or its parent when it is a wheel); the polls ask for an active object."""
     if operator.chassis:
-        return context.scene.objects.get(operator.chassis)
+        chassis = context.scene.objects.get(operator.chassis)
+        if chassis is None:
+            operator.report({"ERROR"}, f"No chassis object {operator.chassis!r} in scene {context.scene.name!r}")
+        return chassis
     obj = context.active_object
     if obj is not None and obj.parent is not None and vehicle_rig.wheel_position(obj.name):
         return obj.parent
@@ -110,7 +114,6 @@ class SYMPLEX_OT_bake_vehicle(Operator):
     def execute(self, context):
         chassis = _chassis(self, context)
         if chassis is None:
-            self.report({"ERROR"}, f"No chassis object {self.chassis!r} in scene {context.scene.name!r}")
             return {"CANCELLED"}
         preset = self.preset if self.preset != "AUTO" else chassis.get(vehicle_rig.PRESET_PROPERTY, _PRESETS[0][0])
         forward = self.forward if self.forward != "AUTO" else chassis.get(vehicle_rig.FORWARD_PROPERTY, "+X")
@@ -148,7 +151,6 @@ class SYMPLEX_OT_free_vehicle_bake(Operator):
     def execute(self, context):
         chassis = _chassis(self, context)
         if chassis is None:
-            self.report({"ERROR"}, f"No chassis object {self.chassis!r} in scene {context.scene.name!r}")
             return {"CANCELLED"}
         freed = vehicle_bake.free_vehicle_bake(context.scene, chassis.name)
         if not freed:

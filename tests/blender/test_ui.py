@@ -13,7 +13,7 @@ import pytest
 import addon
 from addon.bridge import compat
 from addon.solver.mechfile import list_presets
-from addon.ui import ids
+from addon.ui import ids, vehicle_operators
 from tests.blender.scenes import chain_armature, new_scene, scene_state
 
 PUBLIC = {ids.VALIDATE: "validate", ids.BAKE: "bake", ids.FREE_BAKE: "free_bake", ids.ADD_PRESET: "add_preset"}
@@ -157,3 +157,12 @@ def test_bake_reports_scene_errors_and_changes_nothing(registered):
     with bpy.context.temp_override(scene=scene), pytest.raises(RuntimeError, match="bone 'b1': bone constraints"):
         bpy.ops.symplex.bake()
     assert scene_state(scene) == before
+
+
+@pytest.mark.parametrize("idname", [vehicle_operators.BAKE_VEHICLE, vehicle_operators.FREE_VEHICLE_BAKE])
+def test_vehicle_operators_name_a_missing_chassis(registered, idname):
+    scene = new_scene("no_chassis")
+    arm, _setup = chain_armature(scene, n=1)  # something active, so the poll passes
+    with (bpy.context.temp_override(scene=scene, active_object=arm),
+          pytest.raises(RuntimeError, match="No chassis object 'nope' in scene")):
+        operator(idname)(chassis="nope")
