@@ -5,9 +5,11 @@ keyed motor torques.
 Each coordinate c(z) has a value and a Jacobian row over (x_A, phi_A, x_B, phi_B); a generalized
 force f on it acts on the bodies as the wrench f * dc/dz (virtual work), which is how seed 003's
 actuator mapping (1a)/(1b) (lost in the extraction, notes/003.md §2.8) is realised here. Springs are
-potentials V = k/2 (c - rest)^2 evaluated at the knot z_1; dampers and servos are implicit, on the
-rate ((c(z_1) - c(z_0))/dt + (c(z_2) - c(z_1))/dt)/2, the same half/half split of the interval forcing
-as the tree method's midpoint rule. Body wrenches are (force in world axes, torque in body axes).
+potentials V = k/2 (c - rest)^2 evaluated at the knot z_1; dampers and servos are implicit, half on
+each interval's rate (c(z_1) - c(z_0))/dt and (c(z_2) - c(z_1))/dt, each through its own coordinate's
+Jacobian at z_1 (the same function on both intervals, except the rotation dampers' step coordinates,
+which restart at every knot: variational._damper_wrench), the same half/half split of the interval
+forcing as the tree method's midpoint rule. Body wrenches are (force in world axes, torque in body axes).
 """
 
 from __future__ import annotations
