@@ -424,9 +424,6 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     body[:3, 3] = (com[0], com[1], ground + spec.com_height)
     to_body = np.linalg.inv(body)
     local = np.array([to_body @ m for m in matrices])
-    if path is not None and trailer_reading is not None:
-        raise RigError(f"vehicle rig {name!r}: path following (property {PATH_PROPERTY!r}) drives cars without a "
-                       f"trailer only; key steer and throttle instead")
     steering = tuple((key, to_body @ world(scene, rig.part(part), frame_start, rigid=True))
                      for key, part in rig.steering)
     return RigReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), ground, to_body @ chassis_world,

@@ -712,6 +712,14 @@ def _keyed_worlds(scene, names: list[str], frames: int) -> dict[str, np.ndarray]
     return out
 
 
+def _sideways(wheel: np.ndarray) -> float:
+    """Largest slide (m a frame) of a wheel with world matrices (F, 4, 4), its axle along local y: its centre's
+    chord from frame to frame along its mean axle direction (zero when it rolls without side slip)."""
+    axle = wheel[1:, :3, 1] + wheel[:-1, :3, 1]
+    axle /= np.linalg.norm(axle, axis=1)[:, None]
+    return float(np.abs(np.einsum("fi,fi->f", np.diff(wheel[:, :3, 3], axis=0), axle)).max())
+
+
 def _placed(obj) -> np.ndarray:
     """World matrix (4, 4) of an object from its channels and its parents' as the artist set them."""
     matrix = obj.matrix_parent_inverse @ obj.matrix_basis
@@ -744,13 +752,9 @@ def test_trailer_turned_about_the_ball_bakes_from_where_it_stands_and_swings_in(
     worlds = _keyed_worlds(scene, [rig.chassis, *names], frames)
     for name in names:
         assert np.abs(worlds[name][0] - placed[name]).max() < 1e-5, name
-    for name in names[1:]:  # each wheel's chord from frame to frame lies across its mean axle direction: no slip
-        centre, axle = worlds[name][:, :3, 3], worlds[name][:, :3, 1]
-        across = axle[1:] + axle[:-1]
-        across /= np.linalg.norm(across, axis=1)[:, None]
-        chord = np.diff(centre, axis=0)
-        assert np.linalg.norm(chord, axis=1).min() > 0.2  # m a frame: it rolls
-        assert np.abs(np.einsum("fi,fi->f", chord, across)).max() < 1e-6, name  # m a frame (float32 keys)
+    for name in names[1:]:
+        assert np.linalg.norm(np.diff(worlds[name][:, :3, 3], axis=0), axis=1).min() > 0.2  # m a frame: it rolls
+        assert _sideways(worlds[name]) < 1e-6, name  # m a frame (float32 keys)
     car_heading = np.arctan2(worlds[rig.chassis][:, 1, 0], worlds[rig.chassis][:, 0, 0])
     trailer_heading = np.arctan2(worlds[names[0]][:, 1, 0], worlds[names[0]][:, 0, 0])
     hitch = car_heading - trailer_heading
@@ -823,3 +827,34 @@ def test_rotor_parts_can_be_picked(symplex):
         assert bpy.ops.symplex.bake_vehicle(rotor_main=odd.name) == {"FINISHED"}
     assert compat.assigned(odd).action.name.startswith("Symplex")
     assert compat.assigned(scene.objects[dict(rig.spinners)["rotor_main"]]) is None  # the named one was not used
+
+
+def test_trailer_rig_follows_a_path_from_a_hitch_angle(symplex):
+    """Path following steers the car of a trailer rig; the trailer, turned 15 degrees about the ball at the start,
+    follows without side slip and comes back in line on the exit straight."""
+    frames = 241
+    scene = new_scene("towed path", frames=frames, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "car_trailer", f"{scene.name} car", slalom=False)
+    chassis = scene.objects[rig.chassis]
+    parts = dict(rig.trailer)
+    names = [parts[k] for k in ("trailer", "trailer_wheel_l", "trailer_wheel_r")]
+    _turn_about_the_ball(scene.objects[names[0]], math.radians(-15.0))
+    placed = {name: _placed(scene.objects[name]) for name in names}
+    a = np.linspace(-math.pi / 2, 0.0, 46)
+    points = np.vstack([[[0.0, 0.0], [20.0, 0.0]], np.column_stack([20.0 + 15.0 * np.cos(a[1:]), 15.0 + 15.0 *
+                                                                    np.sin(a[1:])]), [[35.0, 75.0]]])
+    chassis[vehicle_rig.PATH_PROPERTY] = _path_curve(scene, "towing road", points).name
+    chassis["path_speed"] = chassis["initial_speed"] = 8.0
+    report = vehicle_bake.bake_vehicle(scene, rig, "car_trailer")
+    assert report.max_side_slip < 1e-9
+
+    worlds = _keyed_worlds(scene, [rig.chassis, *names], frames)
+    for name in names:
+        assert np.abs(worlds[name][0] - placed[name]).max() < 1e-5, name
+    for name in names[1:]:
+        assert _sideways(worlds[name]) < 1e-5, name  # m a frame (float32 keys some 80 m from the origin)
+    heading = [np.unwrap(np.arctan2(worlds[n][:, 1, 0], worlds[n][:, 0, 0])) for n in (rig.chassis, names[0])]
+    hitch = heading[0] - heading[1]
+    assert hitch[0] == pytest.approx(math.radians(15.0), abs=1e-6)
+    assert heading[0][-1] == pytest.approx(math.pi / 2, abs=0.02) and abs(hitch[-1]) < 1e-3
+    assert abs(worlds[names[0]][-1, 0, 3] - 35.0) < 0.05  # the trailer runs on the exit straight

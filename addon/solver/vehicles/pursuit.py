@@ -1,4 +1,5 @@
-"""Path following for the car: a pure pursuit steering controller and a speed loop, fed back every step.
+"""Path following for the car, with or without a trailer: a pure pursuit steering controller and a speed loop,
+fed back every step.
 
 The car integrator (car.py) reads its controls as signals of time (controls.signal accepts callables),
 so a controller is a pair of callables that ignore their time argument and read the integrator's
@@ -12,7 +13,10 @@ look-ahead distance L = max(min_lookahead, lookahead_time * speed) along the pat
 the path closest to the rear axle (searched forward from the last one, so loops and crossings are
 followed in order); beyond the path's end it continues straight along the last segment. Because the car
 aims at a point ahead, it cuts corners by about L^2 / (8 R) on a curve of radius R.
-Speed: drive torque m rho gain (v_target - v), clipped to the spec's +-max_drive_torque.
+Speed: drive torque m rho gain (v_target - v), clipped to the spec's +-max_drive_torque; m is the car's
+mass plus a towed trailer's. A car towing a trailer is steered the same way (the state is the car's, the
+trailer follows on its hitch and cuts corners more; its no-slip constraint and start hitch angle are the
+trailer integrator's).
 Pure numpy; never imports bpy.
 """
 
@@ -27,7 +31,7 @@ import numpy as np
 from ..model import Mechanism
 from ..trajectory import SolverError, Trajectory
 from .controls import signal
-from .spec import CarSpec, Control
+from .spec import CarSpec, CarTrailerSpec, Control
 
 DEFAULT_LOOKAHEAD_TIME = 0.8  # s of travel at the current speed
 SPEED_GAIN = 1.5  # 1/s: the speed error decays at this rate (until the torque limit)
@@ -48,6 +52,7 @@ class PurePursuit:
         self.path, self.spec = path, spec
         self.speed = signal(speed)
         self.lookahead_time = float(lookahead_time)
+        self.mass = spec.mass + (spec.trailer_mass if isinstance(spec, CarTrailerSpec) else 0.0)  # kg pulled
         self.min_lookahead = 1.5 * spec.wheelbase if min_lookahead is None else float(min_lookahead)
         seg = np.diff(path, axis=0)
         self._seg, self._len = seg, np.linalg.norm(seg, axis=1)
@@ -58,7 +63,7 @@ class PurePursuit:
         self.targets: list[tuple[float, float]] = []  # target point used at each steering update
 
     def bind(self, state: Callable[[], object]) -> None:
-        """Read the car's state (a car.CarState: theta, x, y, u) through `state()` from now on."""
+        """Read the car's state (a car.CarState or trailer.TrailerState: theta, x, y, u) through `state()`."""
         self._state = state
 
     def _pose(self) -> tuple[float, float, float, float, float]:
@@ -103,20 +108,20 @@ class PurePursuit:
     def drive(self, _t: float) -> float:
         """Drive torque (N m) pulling the speed toward the target speed."""
         _, _, _, v, t = self._pose()
-        torque = self.spec.mass * self.spec.wheel_radius * SPEED_GAIN * (self.speed(t) - v)
+        torque = self.mass * self.spec.wheel_radius * SPEED_GAIN * (self.speed(t) - v)
         return float(np.clip(torque, -self.spec.max_drive_torque, self.spec.max_drive_torque))
 
 
 def simulate_following(mechanism: Mechanism, path: np.ndarray, speed: Control, dt: float, steps: int,
                        lookahead_time: float = DEFAULT_LOOKAHEAD_TIME) -> tuple[Trajectory, PurePursuit]:
-    """Run the mechanism's car on `path` at target `speed`, its steer and drive torque from a PurePursuit
-    (replacing any keyed ones; a keyed brake stays). Returns the trajectory (status 'failed' with the
-    message on solver trouble) and the controller."""
+    """Run the mechanism's car (or car with trailer) on `path` at target `speed`, its steer and drive torque
+    from a PurePursuit (replacing any keyed ones; a keyed brake stays). Returns the trajectory (status
+    'failed' with the message on solver trouble) and the controller."""
     from ..integrator import make_integrator  # the integrator module imports the vehicles package
 
     vehicle = mechanism.vehicle
-    if vehicle is None or vehicle.type != "car":
-        raise ValueError(f"{mechanism.source}: path following needs a car vehicle")
+    if vehicle is None or vehicle.type not in ("car", "car_trailer"):
+        raise ValueError(f"{mechanism.source}: path following needs a car vehicle, with or without trailer")
     spec = vehicle.spec
     q = vehicle.orientation
     theta = math.atan2(2.0 * (q[0] * q[3] + q[1] * q[2]), 1.0 - 2.0 * (q[2] ** 2 + q[3] ** 2))

@@ -1,4 +1,5 @@
-"""Pure pursuit path following of the car (solver/vehicles/pursuit.py), without Blender."""
+"""Pure pursuit path following of the car, with and without trailer (solver/vehicles/pursuit.py), without
+Blender."""
 
 from __future__ import annotations
 
@@ -31,10 +32,10 @@ def _mechanism(speed: float = 0.0, y0: float = 0.0) -> Mechanism:
                      source="test")
 
 
-def _rear_axle(trajectory) -> tuple[np.ndarray, np.ndarray]:
+def _rear_axle(trajectory, preset: str = "sedan") -> tuple[np.ndarray, np.ndarray]:
     poses = trajectory.poses[:, trajectory.body_index("chassis")]
     theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
-    b = PRESETS["sedan"].com_ahead_of_rear_axle
+    b = PRESETS[preset].com_ahead_of_rear_axle
     return np.column_stack([poses[:, 0] - b * np.cos(theta), poses[:, 1] - b * np.sin(theta)]), theta
 
 
@@ -69,3 +70,48 @@ def test_car_pulls_onto_the_path_and_speeds_up():
 def test_bad_paths_are_refused():
     with pytest.raises(ValueError, match="at least two distinct"):
         pursuit.simulate_following(_mechanism(), np.zeros((3, 2)), 5.0, 0.02, 10)
+
+
+def _towing(speed: float, hitch_angle: float = 0.0) -> Mechanism:
+    spec = PRESETS["car_trailer"]
+    vehicle = Vehicle("car_trailer", spec, position=(spec.com_ahead_of_rear_axle, 0.0, spec.com_height),
+                      velocity=(0, 0, 0, speed, 0, 0), name="towing", hitch_angle=hitch_angle)
+    return Mechanism(name="towing", bodies=(), joints=(), gravity=(0.0, 0.0, -9.81), vehicle=vehicle, source="test")
+
+
+def _trailer_axle(trajectory) -> np.ndarray:
+    poses = trajectory.poses[:, trajectory.body_index("trailer")]
+    beta = 2 * np.arctan2(poses[:, 6], poses[:, 3])
+    c = PRESETS["car_trailer"].trailer_com_ahead_of_axle
+    return np.column_stack([poses[:, 0] - c * np.cos(beta), poses[:, 1] - c * np.sin(beta)])
+
+
+def test_car_with_trailer_follows_a_bend_and_the_trailer_cuts_it_more():
+    """The car is steered as without a trailer; the trailer's axle cuts inside the car's path, but not more than
+    on the steady circle sqrt(R^2 + d^2 - L^2) of the car's tightest radius R, and comes back in line."""
+    dt, steps, spec = 1.0 / 48, 48 * 10, PRESETS["car_trailer"]
+    trajectory, _ = pursuit.simulate_following(_towing(10.0), _bend(), 10.0, dt, steps)
+    assert trajectory.status == "finished"
+    xy, theta = _rear_axle(trajectory, "car_trailer")
+    axle = _trailer_axle(trajectory)
+    hitch = trajectory.q[:, trajectory.coordinate_names.index("hitch_angle")]
+    assert theta[-1] == pytest.approx(math.pi / 2, abs=0.02) and abs(xy[-1, 0] - (30.0 + R)) < 0.05
+    assert abs(hitch[-1]) < 1e-3 < 0.1 < np.abs(hitch).max() and abs(axle[-1, 0] - (30.0 + R)) < 0.05
+    centre = np.array([30.0, R])
+    car_r = np.linalg.norm(xy[(xy[:, 0] > 30.0) & (xy[:, 1] < R)] - centre, axis=1).min()
+    trailer_r = np.linalg.norm(axle[(axle[:, 0] > 30.0) & (axle[:, 1] < R)] - centre, axis=1).min()
+    steady = math.sqrt(car_r**2 + spec.hitch_behind_rear_axle**2 - spec.hitch_to_trailer_axle**2)
+    assert steady < trailer_r < car_r
+    speed = np.linalg.norm(np.diff(xy, axis=0), axis=1) / dt
+    assert speed[-48:] == pytest.approx(10.0, abs=0.05)  # the speed loop pulls the trailer's mass too
+    assert trajectory.constraint_residual.max() < 1e-9  # neither axle slips sideways
+
+
+def test_trailer_started_at_a_hitch_angle_pulls_into_line_on_a_straight_path():
+    trajectory, _ = pursuit.simulate_following(_towing(8.0, hitch_angle=0.5), np.array([[0.0, 0.0], [200.0, 0.0]]),
+                                               8.0, 1.0 / 48, 48 * 6)
+    xy, theta = _rear_axle(trajectory, "car_trailer")
+    hitch = trajectory.q[:, trajectory.coordinate_names.index("hitch_angle")]
+    assert hitch[0] == 0.5 and abs(hitch[-1]) < 1e-6
+    assert np.abs(xy[:, 1]).max() < 1e-12 and np.abs(theta).max() < 1e-12  # the car stays on the line
+    assert abs(_trailer_axle(trajectory)[-1, 1]) < 1e-5
