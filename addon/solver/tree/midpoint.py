@@ -31,7 +31,7 @@ from . import articulated, constraints, lie_rows
 from .assembly import assemble, independent_rows, prescribed_values, worst_joint
 from .compile import TreeModel
 from .dynamics import Terms, terms, user_force_vectors
-from .kinematics import Kinematics, fold_charts, forward
+from .kinematics import Kinematics, euler_chain, fold_charts, forward
 
 
 LOOP_TOLERANCE_FACTOR = 0.1  # mirrored in native/tree_step.c
@@ -189,7 +189,37 @@ def _failure(model: TreeModel, state: MidpointState, dt: float, iterations: int,
 SLOW_NEWTON = 4  # iterations after which a loop-constrained solve switches to least squares
 
 
-def _newton_direction(model: TreeModel, system: DELSystem, nd: int, iterations: int) -> np.ndarray | None:
+def euler_axes_derivatives(psi: np.ndarray) -> np.ndarray:
+    """d J_L / d psi_j for rx ry rz charts at psi (nball, 3): (nball, 3 (j), 3, 3), the derivatives of J_L's
+    columns e_x, Rx e_y = (0, ca, sa), Rx Ry e_z = (sb, -sa cb, ca cb) (kinematics.euler_chain)."""
+    ca, sa, cb, sb = np.cos(psi[:, 0]), np.sin(psi[:, 0]), np.cos(psi[:, 1]), np.sin(psi[:, 1])
+    zero = np.zeros_like(ca)
+    dJ = np.zeros((len(psi), 3, 3, 3))
+    dJ[:, 0, :, 1] = np.stack([zero, -sa, ca], axis=1)
+    dJ[:, 0, :, 2] = np.stack([zero, -ca * cb, -sa * cb], axis=1)
+    dJ[:, 1, :, 2] = np.stack([cb, sa * sb, -ca * sb], axis=1)
+    return dJ
+
+
+def body_frame_blocks(model: TreeModel, system: DELSystem, nd: int) -> np.ndarray:
+    """The ball nodes' own blocks of the Newton matrix of the chart rows in body axes, G = J_L(psi)^-T F.
+
+    F = J_L^T G (lie_rows.py), so J_L^T dG/dq = dF/dq - (dJ_L^T/dpsi_j) G on the ball's own columns j, and
+    the Newton step on G = 0 is the tree solve with the own blocks minus (dJ_L/dpsi_j)^T G (O(n), exact:
+    the same roots, quadratic convergence). dF/dq carries the axes' turning times the whole bracket of the
+    row (momenta and impulses ~ n^2 at the top of an n-link rope), while G is only the residual: on ball
+    chains that term couples the links' nearly massless spins to their bending
+    (tests/solver/tree/test_long_ball_chains.py)."""
+    k = model.ball_dofs
+    at = (np.cumsum(~model.dof_prescribed) - 1)[k]
+    psi = system.kin2.q[k]
+    JL = euler_chain(psi)[1]
+    G = np.linalg.solve(np.transpose(JL, (0, 2, 1)), system.f[:nd][at][..., None])[..., 0]
+    return system.jacobian.blocks - np.einsum("bjki,bk->bij", euler_axes_derivatives(psi), G)
+
+
+def _newton_direction(model: TreeModel, system: DELSystem, nd: int, iterations: int,
+                      body_frame: bool = False) -> np.ndarray | None:
     """The exact Newton step -J^-1 f in O(n) (articulated.py); None when J is singular.
 
     Near a singular configuration of a closed chain (a scissor lift passing its stretched-out
@@ -197,7 +227,10 @@ def _newton_direction(model: TreeModel, system: DELSystem, nd: int, iterations: 
     solve sends them towards 1e15. When Newton is slow there, the k x k Schur system of the loop rows
     is solved by minimum-norm least squares instead, which keeps the multipliers bounded and converges.
     """
-    fac = articulated.factor(model, system.jacobian, ~model.dof_prescribed)
+    jacobian = system.jacobian
+    if body_frame and len(model.ball_dofs):
+        jacobian = replace(jacobian, blocks=body_frame_blocks(model, system, nd))
+    fac = articulated.factor(model, jacobian, ~model.dof_prescribed)
     if fac is None:
         return None
     least_squares = len(system.f) > nd and iterations >= SLOW_NEWTON
@@ -207,8 +240,9 @@ def _newton_direction(model: TreeModel, system: DELSystem, nd: int, iterations: 
 
 def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_iterations: int,
             q2: np.ndarray, lam: np.ndarray, contacts: tuple[tuple[int, int], ...],
-            trace: list[float] | None) -> tuple[DELSystem, int]:
-    """Solve the DEL system in place on (q2, lam) for a given contact set. Returns (system, iterations)."""
+            trace: list[float] | None, body_frame: bool = False) -> tuple[DELSystem, int]:
+    """Solve the DEL system in place on (q2, lam) for a given contact set (body_frame: Newton on the chart
+    rows in body axes, body_frame_blocks). Returns (system, iterations)."""
     dyn = ~model.dof_prescribed
     nd = int(dyn.sum())
     if state.Dh is None:
@@ -227,7 +261,7 @@ def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_i
             return system, iterations
         if iterations >= max_iterations or not np.isfinite(system.r1 + system.r2):
             raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=False)
-        delta = _newton_direction(model, system, nd, iterations)
+        delta = _newton_direction(model, system, nd, iterations, body_frame)
         if delta is None:
             raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=True)
         q2[dyn] += delta[:nd]
@@ -339,32 +373,61 @@ MAX_HALVINGS = 4  # a step that fails is retried as two half steps, down to dt /
 
 
 def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, max_iterations: int = 30,
-         trace: list[float] | None = None, use_native: bool | None = None, halvings: int = MAX_HALVINGS) -> StepResult:
+         trace: list[float] | None = None, use_native: bool | None = None, halvings: int = MAX_HALVINGS,
+         body_frame: bool = False) -> StepResult:
     """Advance `state` by dt in place.
 
     trace, when given, receives max|f| at every iterate (numpy path). use_native: None picks the C
     kernel when it is built, no trace is asked for and no joint limit is in contact. A step whose
     Newton solve fails is redone as two half steps (still a variational step sequence, landing at the
     same time), at most `halvings` times deep; this carries closed chains through singular
-    configurations they cross at speed. Raises ConvergenceError (with step and time) when that fails too.
+    configurations they cross at speed. When that fails on a mechanism with ball charts, the step is
+    redone the same way by Newton on the chart rows in body axes (body_frame_blocks, numpy path;
+    body_frame=True uses it from the start): the same roots, and it converges on long ball chains
+    (ropes) where the plain iteration diverges at any dt. Raises the plain solve's ConvergenceError (with
+    step and time) when both fail, `state` as it was.
+
+    Why not always in body axes: on ropes the Euler charts' midpoint gives each nearly massless link a
+    spurious spin about its own axis, O(dt^2) per step but divided by the axial inertia, which can grow
+    exponentially (20 links at dt = 0.01 in body axes throughout: energy up 19 J by t = 0.55 s). Plain
+    Newton fails at such steps and its halving keeps the run stable (tests/solver/tree/test_long_ball_chains.py).
     """
+    start = replace(state)
     try:
-        return _step_once(model, state, dt, tol, max_iterations, trace, use_native)
+        return _halving_step(model, state, dt, tol, max_iterations, trace, use_native, halvings, body_frame)
+    except ConvergenceError as error:
+        if body_frame or not len(model.ball_dofs):
+            raise
+        plain = error
+    state.__dict__.update(start.__dict__)
+    try:
+        return _halving_step(model, state, dt, tol, max_iterations, trace, False, halvings, True)
+    except ConvergenceError:
+        state.__dict__.update(start.__dict__)
+        raise plain from None
+
+
+def _halving_step(model: TreeModel, state: MidpointState, dt: float, tol: float, max_iterations: int,
+                  trace: list[float] | None, use_native: bool | None, halvings: int, body_frame: bool) -> StepResult:
+    """The step, redone as two half steps when its Newton solve fails, at most `halvings` times deep."""
+    try:
+        return _step_once(model, state, dt, tol, max_iterations, trace, use_native, body_frame)
     except ConvergenceError:
         if halvings <= 0:
             raise
     index = state.step_index
-    first = step(model, state, 0.5 * dt, tol, max_iterations, trace, use_native, halvings - 1)
-    second = step(model, state, 0.5 * dt, tol, max_iterations, trace, use_native, halvings - 1)
+    first = _halving_step(model, state, 0.5 * dt, tol, max_iterations, trace, use_native, halvings - 1, body_frame)
+    second = _halving_step(model, state, 0.5 * dt, tol, max_iterations, trace, use_native, halvings - 1, body_frame)
     state.step_index = index + 1
     return StepResult(second.energy, first.iterations + second.iterations, max(first.residual, second.residual))
 
 
 def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, max_iterations: int,
-               trace: list[float] | None, use_native: bool | None) -> StepResult:
+               trace: list[float] | None, use_native: bool | None, body_frame: bool = False) -> StepResult:
     """One midpoint step of size dt (see step)."""
     if use_native is None:
         use_native = native.NATIVE and trace is None and not state.contacts
+    use_native = use_native and not body_frame  # the C kernel runs the plain Newton matrix
     if len(state.rows) < model.nrow and state.row_conditioning < RESELECT_BELOW:
         _reselect_rows(model, state)
     if use_native:
@@ -379,7 +442,7 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
     lam = np.concatenate([state.lam, state.lam_contact])
     iterations = 0
     for _ in range(2 * model.nq + 2):
-        system, its = _newton(model, state, dt, tol, max_iterations, q2, lam, contacts, trace)
+        system, its = _newton(model, state, dt, tol, max_iterations, q2, lam, contacts, trace, body_frame)
         iterations += its
         nloop = len(state.rows)
         updated = _update_contacts(model, q2, lam[nloop:], contacts)

@@ -1,0 +1,122 @@
+"""Long ball-joint chains (ropes) in the tree method: Newton on the chart rows in body axes.
+
+The chart rows are solved as F = J_L(psi)^T G (tree/lie_rows.py). Plain Newton on F differentiates J_L^T
+too, and on a rope that term is the turning of the axes times the whole bracket of the row (momenta and
+impulses growing like n^2 towards the top), which couples each link's nearly massless spin to its
+bending: the iterates overshoot (20 links, dt = 0.005: residuals 4.6, 18.6, 0.41, 10.7, ..., 6-8
+iterations) and a 1000-link chain's first step from rest diverges at any dt (first iterate 3e14 at
+dt = 0.005, 3e50 at dt / 16). midpoint.body_frame_blocks makes the step Newton's on G = 0: the same roots,
+O(n), 3 iterations at 20 links, 7 for the 1000-link first step.
+
+It is the fallback of midpoint.step after the last halving, not the default: on ropes the Euler charts'
+midpoint gives every link a spurious spin about its own axis (20 links at t = 0.1 s: 0.43, 0.10,
+0.025 rad/s at dt = 0.005, 0.0025, 0.00125; the maximal method: 3e-14), which can grow exponentially (20
+links at dt = 0.01 with body-axis Newton throughout: energy up 19 J by t = 0.55 s). Plain Newton fails at
+those steps and the halving keeps the run stable (test_ball_chains.py's 2 s run at dt = 0.01).
+"""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from addon.solver import native
+from addon.solver.generate import pendulum_chain
+from addon.solver.integrator import simulate
+from addon.solver.tree import articulated, midpoint
+from addon.solver.tree.compile import compile_tree
+from addon.solver.tree.kinematics import euler_chain, forward
+from benchmarks.maximal import ball_chain
+
+from .random_mechanisms import random_tree
+
+
+def body_rows(model, state, Dh1, q2, lam, dt):
+    """The DEL residual with every chart's rows in body axes, G = J_L(psi)^-T F."""
+    f = midpoint.del_system(model, state, Dh1, q2, lam, dt).f.copy()
+    at = (np.cumsum(~model.dof_prescribed) - 1)[model.ball_dofs]
+    JL = euler_chain(q2[model.ball_dofs])[1]
+    f[at] = np.linalg.solve(np.transpose(JL, (0, 2, 1)), f[at][..., None])[..., 0]
+    return f
+
+
+@pytest.mark.parametrize("seed, loops", [(0, 0), (1, 1), (7, 2)])
+def test_body_frame_newton_matrix_is_the_jacobian_of_the_body_rows(seed, loops):
+    # J_L^T dG/dx by central differences, at an iterate far from the root (the correction is ~ G there)
+    model = compile_tree(random_tree(seed, loops=loops))
+    state, *_ = midpoint.initial_state(model)
+    dt, dyn = 0.01, ~model.dof_prescribed
+    Dh1 = state.Dh[state.rows][:, dyn]
+    rng = np.random.default_rng(seed)
+    q2 = state.q + dt * state.velocity_guess + 3e-2 * rng.normal(size=model.nq)
+    lam = rng.normal(size=len(state.rows))
+    system = midpoint.del_system(model, state, Dh1, q2, lam, dt)
+    nd, k = int(dyn.sum()), len(lam)
+    plain = articulated.dense(model, system.jacobian)
+    body = articulated.dense(model, replace(system.jacobian, blocks=midpoint.body_frame_blocks(model, system, nd)))
+    assert np.max(np.abs(body - plain)) > 1e-3 * np.abs(plain).max()  # the correction is seen
+    J = np.block([[body[np.ix_(dyn, dyn)], -system.G1.T], [system.G2, np.zeros((k, k))]])
+    x = np.concatenate([q2[dyn], lam])
+    eps, fd = 1e-6, np.zeros_like(J)
+    for col in range(len(x)):
+        for sign in (1, -1):
+            y = x.copy()
+            y[col] += sign * eps
+            qq = q2.copy()
+            qq[dyn] = y[:nd]
+            fd[:, col] += sign * body_rows(model, state, Dh1, qq, y[nd:], dt) / (2 * eps)
+    at = (np.cumsum(dyn) - 1)[model.ball_dofs]
+    JL = euler_chain(q2[model.ball_dofs])[1]
+    for b, rows in enumerate(at):
+        fd[rows] = JL[b].T @ fd[rows]
+    np.testing.assert_allclose(J, fd, rtol=0, atol=1e-9 * np.abs(J).max())
+
+
+def test_body_frame_newton_finds_the_same_steps_in_3_iterations_without_overshoot():
+    # plain Newton: 6-8 iterations a step here, its residual growing at every other iterate
+    model = compile_tree(ball_chain(20))
+    runs = {}
+    for body_frame in (False, True):
+        state, *_ = midpoint.initial_state(model)
+        iterations = [midpoint.step(model, state, 0.005, use_native=False, body_frame=body_frame).iterations
+                      for _ in range(20)]
+        runs[body_frame] = (iterations, forward(model, state.q, state.charts).body_origin, state)
+    assert max(runs[True][0]) <= 3 < min(runs[False][0][1:]), runs
+    np.testing.assert_allclose(runs[True][1], runs[False][1], rtol=0, atol=1e-9)
+    trace: list[float] = []
+    midpoint.step(model, runs[True][2], 0.005, trace=trace, body_frame=True)
+    assert len(trace) <= 4 and all(b < 0.1 * a for a, b in zip(trace, trace[1:])), trace
+
+
+def test_first_step_of_a_1000_link_rope_from_rest():
+    # plain Newton diverges from its first iterate; the fallback converges at the full step
+    model = compile_tree(ball_chain(1000))
+    state, *_ = midpoint.initial_state(model)
+    trace: list[float] = []
+    result = midpoint.step(model, state, 0.005, trace=trace, halvings=0)
+    plain, body = trace[:31], trace[31:]
+    assert plain[1] > 1e10 and result.iterations == len(body) - 1 <= 8, trace
+    assert state.t == 0.005
+
+
+def test_revolute_chain_still_takes_2_iterations():
+    traj = simulate(pendulum_chain(20), 0.01, 50, "tree")
+    assert traj.status == "finished" and np.all(traj.newton_iterations == 2), traj.newton_iterations
+
+
+@pytest.mark.skipif(not native.NATIVE, reason="the C kernel is not built (make kernels)")
+def test_200_link_rope_runs_and_follows_the_maximal_method():
+    # before: failed at the first step, even halved 4 times
+    dt, steps = 0.005, 20
+    mech = ball_chain(200)
+    tree = simulate(mech, dt, steps, "tree")
+    maximal = simulate(mech, dt, steps, "maximal")
+    assert tree.status == maximal.status == "finished", tree.message
+    # energy: measured band 4.8e-6 of |E| = 1.7e5 J (the maximal method: 8e-8)
+    assert np.ptp(tree.energy) < 2e-5 * abs(tree.energy[0])
+    # positions: measured 9.4e-4 m at most, 5.3e-4 m after the first step, which falls ~ dt^2 (2.9e-5 m
+    # after one step of dt / 4); the maximal method is within 4e-6 m of its own dt / 8 run. The tree
+    # method's error comes with the spurious spin of its Euler charts (module docstring), not from Newton.
+    assert np.max(np.abs(tree.poses[:, :, :3] - maximal.poses[:, :, :3])) < 2e-3
+    # Newton iterations summed over the half steps a step is redone as
+    assert tree.newton_iterations.max() <= 150, tree.newton_iterations
