@@ -97,6 +97,7 @@ class TrailerDynamics(CarDynamics):
         s = self.trailer.spec
         self.d, self.L = s.hitch_behind_rear_axle, s.hitch_to_trailer_axle
         self.G = self.trailer.metric
+        self.beta0 = self.theta0 - self.vehicle.hitch_angle  # the trailer's start heading
 
     def _car_window(self, W):
         return np.delete(W, 4, axis=2)  # the car's own columns (theta, x, y, phi, d, u)
@@ -170,11 +171,11 @@ class TrailerDynamics(CarDynamics):
 
     def pre_start(self):
         car = super().pre_start()
-        return np.array([*car[:4], self.theta0, *car[4:]])
+        return np.array([*car[:4], self.beta0, *car[4:]])
 
     def start(self):
         car = super().start()
-        return np.array([*car, self.theta0])
+        return np.array([*car, self.beta0])
 
     def bounds(self):
         lo, hi = super().bounds()

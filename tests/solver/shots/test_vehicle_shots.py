@@ -190,10 +190,12 @@ def test_warm_starts_from_the_animation_and_from_a_result(solved):
     assert resolved.key_errors["tunnel exit"] < 1e-8
 
 
-def test_car_with_trailer_lane_change_replays_car_and_trailer():
-    """A lane change towing the trailer: the replay reproduces the car and the trailer heading (beta)."""
+@pytest.mark.parametrize("hitch_angle", [0.0, 0.3])
+def test_car_with_trailer_lane_change_replays_car_and_trailer(hitch_angle):
+    """A lane change towing the trailer, in line or from a hitch angle: the replay reproduces the car and the
+    trailer heading (beta)."""
     mech = load_mechanism("presets/vehicles/car_trailer.toml")
-    mech = replace(mech, vehicle=replace(mech.vehicle, controls=()))
+    mech = replace(mech, vehicle=replace(mech.vehicle, controls=(), hitch_angle=hitch_angle))
     shot = Shot(mech, 0.1, 60, keys=(Key(60, position=(40.0, 6.0, 0.55), heading=0.0, name="lane change"),),
                 costs=Costs(effort=1.0, smoothness=0.1), body_radius=1.0)
     result = solve_shot(shot)
@@ -203,6 +205,7 @@ def test_car_with_trailer_lane_change_replays_car_and_trailer():
     R = traj.poses[:, traj.body_index("trailer"), 3:]
     beta = 2 * np.arctan2(R[:, 3], R[:, 0])
     assert np.max(np.abs(np.unwrap(beta) - result.states[:, 4])) < 1e-8
+    assert result.states[0, 4] == -hitch_angle  # the car starts heading 0
 
 
 def test_free_final_time_trades_effort_against_duration():
