@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from ..integrator import simulate
@@ -53,6 +54,7 @@ from ..mechfile import load_mechanism, preset_path
 from ..model import Mechanism, MechanismError, Motor
 from ..trajectory import Trajectory
 from ..tree import constraints
+from ..tree.assembly import close_loops
 from ..tree.compile import TreeModel, compile_tree
 from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
@@ -321,6 +323,23 @@ def initial_guess(P: _Problem, Q: np.ndarray) -> np.ndarray:
     return x
 
 
+def _close_loops(P: _Problem, q: np.ndarray) -> np.ndarray | None:
+    """q projected onto the loop constraints h(q) = 0 (minimum-norm Gauss-Newton steps, so it lands near q),
+    q itself on a tree, None when the projection does not converge (no closed configuration near q)."""
+    if not P.model.nrow:
+        return q
+    closed, _, _, ok = close_loops(P.model, q, P.tx.charts, np.ones(P.model.nq, dtype=bool))
+    return closed if ok else None
+
+
+def _tangent(P: _Problem, q: np.ndarray) -> np.ndarray:
+    """Basis (nq, nq - rank) of the motions that keep the loops closed to first order at q (I on a tree)."""
+    if not P.model.nrow:
+        return np.eye(P.model.nq)
+    return scipy.linalg.null_space(constraints.evaluate(P.model, forward(P.model, q, P.tx.charts))[1],
+                                   rcond=1e-9)
+
+
 def _inverse_kinematics(P: _Problem, frame: int, q: np.ndarray, seeds: int = 24,
                         iterations: int = 100) -> np.ndarray:
     """Coordinates meeting the keys at `frame` within the joint limits, nearest to q among the solutions found
@@ -328,7 +347,8 @@ def _inverse_kinematics(P: _Problem, frame: int, q: np.ndarray, seeds: int = 24,
     pseudo-random starts within the limits. Nearest is in the mass-matrix metric at q (least kinetic energy
     for the move: the arm turns its light base rather than swinging its links backwards). Many starts, as
     from a singular pose such as the arm standing upright the base yaw does not move the tool and DLS never
-    turns it. The closest approach when no start meets the keys."""
+    turns it. On a closed chain every iterate closes the loops: the step is taken in the tangent space of
+    h(q) = 0 and projected back onto it. The closest approach when no start meets the keys."""
     keyed = _Problem(P.shot, P.model, P.tx, tuple(kr for kr in P.key_rows if kr[0].frame == frame))
     lower, upper = P.model.dof_lower, P.model.dof_upper
     starts = np.random.default_rng(0).uniform(np.maximum(lower, -np.pi), np.minimum(upper, np.pi),
@@ -337,13 +357,24 @@ def _inverse_kinematics(P: _Problem, frame: int, q: np.ndarray, seeds: int = 24,
     best, best_score = q, (np.inf, np.inf)
     for start in np.vstack([q, starts]):
         Q = np.tile(start, (P.tx.steps + 1, 1))
+        closed = _close_loops(P, Q[frame])
+        if closed is None:
+            continue
+        Q[frame] = closed
         for _ in range(iterations):
             r, jac = _key_values(keyed, Q, True)
             if np.max(np.abs(r)) < 1e-12:
                 break
-            J = np.vstack(jac)
-            step = -J.T @ np.linalg.solve(J @ J.T + 1e-6 * np.eye(len(r)), r)
-            Q[frame] = np.clip(Q[frame] + step, lower, upper)
+            Z = _tangent(P, Q[frame])
+            JZ = np.vstack(jac) @ Z
+            step = -Z @ (JZ.T @ np.linalg.solve(JZ @ JZ.T + 1e-6 * np.eye(len(r)), r))
+            closed = _close_loops(P, np.clip(Q[frame] + step, lower, upper))
+            if closed is None:
+                break
+            moved = float(np.max(np.abs(closed - Q[frame])))
+            Q[frame] = closed
+            if moved < 1e-12:  # the closest approach of an unreachable key
+                break
         r, _ = _key_values(keyed, Q, False)
         d = Q[frame] - q
         score = (max(float(np.max(np.abs(r))), 1e-9), float(d @ M @ d))
@@ -353,22 +384,37 @@ def _inverse_kinematics(P: _Problem, frame: int, q: np.ndarray, seeds: int = 24,
 
 
 def keyed_coordinates(P: _Problem) -> np.ndarray | None:
-    """Warm start of a fully driven tree (every coordinate a control, no loops): each keyed frame solved for
-    its keys by inverse kinematics (from the previous keyed frame's solution), the coordinates eased between
-    them by smoothstep (at rest at each key) and held after the last. None for an underdriven mechanism,
-    where a path that ignores the dynamics misleads the solve (the crane then failed)."""
+    """Warm start of a fully driven mechanism (as many controls as independent coordinates: every coordinate
+    of a tree, nq minus the kept loop rows of a closed chain): each keyed frame solved for its keys by inverse
+    kinematics (from the previous keyed frame's solution), the coordinates eased between them by cubic Hermite
+    curves (leaving the start with its velocity, at rest at each key) and held after the last; on a closed chain every eased configuration is projected
+    onto the loop constraints. None for an underdriven mechanism, where a path that ignores the dynamics
+    misleads the solve (the crane then failed), or when a projection fails."""
     tx = P.tx
-    if tx.nu != tx.nq or tx.nr or not P.key_rows:
+    if tx.nu != tx.nq - tx.nr or not P.key_rows:
         return None
     Q = np.empty((tx.steps + 1, tx.nq))
-    frame, q = 0, tx.q0
+    frame, q, qd = 0, tx.q0, tx.qd0
     Q[0] = q
     for nxt in sorted({key.frame for key, _ in P.key_rows}):
         q_next = _inverse_kinematics(P, nxt, q)
         s = (np.arange(frame + 1, nxt + 1) - frame) / (nxt - frame)
-        Q[frame + 1: nxt + 1] = q + np.outer(s * s * (3.0 - 2.0 * s), q_next - q)
-        frame, q = nxt, q_next
+        leave = (nxt - frame) * tx.dt * s * (1.0 - s) ** 2  # cubic Hermite: leaves q with velocity qd
+        Q[frame + 1: nxt + 1] = q + np.outer(s * s * (3.0 - 2.0 * s), q_next - q) + np.outer(leave, qd)
+        frame, q, qd = nxt, q_next, np.zeros_like(qd)
     Q[frame + 1:] = q
+    return _closed_path(P, Q)
+
+
+def _closed_path(P: _Problem, Q: np.ndarray) -> np.ndarray | None:
+    """Every configuration of Q (N+1, nq) after the start projected onto the loop constraints (None if one fails)."""
+    if not P.model.nrow:
+        return Q
+    for k in range(1, len(Q)):
+        closed = _close_loops(P, Q[k])
+        if closed is None:
+            return None
+        Q[k] = closed
     return Q
 
 
@@ -384,7 +430,7 @@ def _warm_coordinates(P: _Problem, warm_start: Trajectory | ShotResult | None) -
         return None
     Q = np.array(Q, dtype=float)
     Q[0] = P.tx.q0
-    return Q
+    return _closed_path(P, Q)
 
 
 def solve_mechanism_shot(shot: MechanismShot, warm_start: Trajectory | ShotResult | None = None,
@@ -419,6 +465,28 @@ def key_errors(P: _Problem, Q: np.ndarray) -> dict[str, float]:
     return out
 
 
+def _missed_key(P: _Problem, Q: np.ndarray, errors: dict[str, float]) -> list[str]:
+    """Report lines naming the key a failed solve misses most (relative to its tolerance). When the solver left
+    loops open (it can meet an unreachable key that way), each key is measured instead at the configuration
+    closing the loops that comes nearest to it at its frame (`_inverse_kinematics`)."""
+    gaps = [float(np.max(np.abs(constraints.evaluate(P.model, forward(P.model, q, P.tx.charts), False)[0])))
+            for q in Q] if P.model.nrow else [0.0]
+    open_at = int(np.argmax(gaps))
+    lines, why = [], "missed by {:.3g} (tolerance {:g}) within the joint limits and force bounds"
+    if gaps[open_at] > 1e-9:
+        closest = np.array(Q)
+        for frame in {key.frame for key, _ in P.key_rows}:
+            closest[frame] = _inverse_kinematics(P, frame, Q[frame])
+        errors = key_errors(P, closest)
+        why = "no configuration that closes the loops comes closer than {:.3g} (tolerance {:g})"
+        lines.append(f"  the loops were left open by up to {gaps[open_at]:.3g} (frame {open_at})")
+    worst = max(P.key_rows, key=lambda kr: errors[kr[0].name] / kr[0].tolerance, default=None)
+    if worst is not None and errors[worst[0].name] > worst[0].tolerance:
+        key = worst[0]
+        lines.insert(0, f"  {key.describe()} cannot be met: " + why.format(errors[key.name], key.tolerance))
+    return lines
+
+
 def _result(P: _Problem, out, wall_time: float) -> ShotResult:
     tx, shot = P.tx, P.shot
     Q, U, _ = tx.unpack(out.x)
@@ -428,11 +496,7 @@ def _result(P: _Problem, out, wall_time: float) -> ShotResult:
     lines = [f"shot {shot.name!r}: {out.status} after {out.iterations} iterations in {wall_time:.3g} s "
              f"(objective {out.objective:.6g}, constraint violation {out.constraint_violation:.3g})"]
     if out.status != "solved":
-        worst = max(P.key_rows, key=lambda kr: errors[kr[0].name] / kr[0].tolerance, default=None)
-        if worst is not None and errors[worst[0].name] > worst[0].tolerance:
-            key = worst[0]
-            lines.append(f"  {key.describe()} cannot be met: missed by {errors[key.name]:.3g} (tolerance "
-                         f"{key.tolerance:g}) within the joint limits and force bounds")
+        lines += _missed_key(P, Q, errors)
         lines.append("  " + out.message)
     lines += [f"  key {name!r}: error {err:.3g}" for name, err in errors.items()]
     trajectory, replay_error = None, float("nan")

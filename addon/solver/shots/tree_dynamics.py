@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..lie import cross
+from ..lie import ad_twist, cross
 from ..model import MechanismError
 from ..tree import constraints
 from ..tree.assembly import assemble
@@ -85,6 +85,7 @@ def constraint_force_dq(model: TreeModel, kin: Kinematics, lam: np.ndarray, rows
     S = kin.axis_world[:nq]
     omega, lin = S[:, :3], S[:, 3:]
     anc = model.ancestor
+    ad_jk = ad_twist(S[:, None, :], S[None, :, :])  # (nq_j, nq_k, 6): ad(S_j) S_k
     for lam_r, r in zip(lam, rows):
         fp, fc = model.row_frame_p[r], model.row_frame_c[r]
         Wp, Wc = kin.world_M_frame[fp], kin.world_M_frame[fc]
@@ -94,29 +95,21 @@ def constraint_force_dq(model: TreeModel, kin: Kinematics, lam: np.ndarray, rows
         if model.row_kind[r] == 0:
             n = Wp[:3, :3] @ model.row_n[r]
             pc = b + Wc[:3, 3]
-            wrench = np.concatenate([np.cross(pc, n), n])
+            wrench = np.concatenate([cross(pc, n), n])
             dn = in_p * cross(omega, n[None, :])
             dpc = in_c * (cross(omega, pc[None, :]) + lin)
             dwrench = np.concatenate([cross(dpc, n[None, :]) + cross(pc[None, :], dn), dn], axis=1)
         else:
-            wrench = np.concatenate([np.cross(a, b), np.zeros(3)])
+            wrench = np.concatenate([cross(a, b), np.zeros(3)])
             da = in_p * cross(omega, a[None, :])
             db = in_c * cross(omega, b[None, :])
             dwrench = np.concatenate([cross(da, b[None, :]) + cross(a[None, :], db), np.zeros((nq, 3))], axis=1)
         side = anc[fp] - anc[fc]  # (nq,) over k
         # wrench . dS_k/dq_j = wrench . ad(S_j) S_k for j an ancestor-or-self of k
-        ad_jk = _ad_pairs(S)  # (nq_j, nq_k, 6)
         term_s = np.einsum("i,jki->kj", wrench, ad_jk) * anc[:nq]  # anc[k, j]
         term_w = dwrench @ S.T  # (j, k)
         out += lam_r * side[:, None] * (term_w.T + term_s)
     return out
-
-
-def _ad_pairs(S: np.ndarray) -> np.ndarray:
-    """ad(S_j) S_k for every pair: (n, n, 6), twists (angular, linear)."""
-    w, v = S[:, None, :3], S[:, None, 3:]
-    wk, vk = S[None, :, :3], S[None, :, 3:]
-    return np.concatenate([np.cross(w, wk), np.cross(w, vk) + np.cross(v, wk)], axis=2)
 
 
 def check_supported(model: TreeModel, where: str) -> None:
@@ -238,6 +231,8 @@ class TreeTranscription:
 
         qcol = [None] + [self.q_slice(k) for k in range(1, N + 1)]
         intervals = [interval_terms(model, self.charts, Q[k], Q[k + 1], k * dt, dt) for k in range(N)]
+        kins = [forward(model, q, self.charts) for q in Q] if nr else []
+        loops = [constraints.evaluate(model, kin) for kin in kins]  # (h, Dh) at every q_k, all rows
         for k in range(N):
             r0 = k * nq
             it = intervals[k]
@@ -254,23 +249,18 @@ class TreeTranscription:
             put(r0, qcol[k + 1], it.D1_q2)
             put(r0, self.u_slice(k), half_Bu)
             if nr:
-                kin = forward(model, Q[k], self.charts)
-                _, Dh = constraints.evaluate(model, kin)
-                Dh = Dh[self.rows]
+                Dh = loops[k][1][self.rows]
                 force = force - Dh.T @ Lam[k]
                 put(r0, self.lam_slice(k), -Dh.T)
                 if k and jacobian:
-                    dq_k = dq_k - constraint_force_dq(model, kin, Lam[k], self.rows)
+                    dq_k = dq_k - constraint_force_dq(model, kins[k], Lam[k], self.rows)
             put(r0, qcol[k], dq_k)
             c[r0: r0 + nq] = force
         base = N * nq
-        for k in range(1, N + 1):
-            if not nr:
-                break
-            h, Dh = constraints.evaluate(model, forward(model, Q[k], self.charts), jacobian)
+        for k in range(1, N + 1 if nr else 1):
+            h, Dh = loops[k]
             c[base + (k - 1) * nr: base + k * nr] = h[self.rows]
-            if jacobian:
-                put(base + (k - 1) * nr, qcol[k], Dh[self.rows])
+            put(base + (k - 1) * nr, qcol[k], Dh[self.rows])
         if self.rest_at_end:
             r0 = N * (nq + nr)
             last = intervals[-1]
@@ -278,12 +268,11 @@ class TreeTranscription:
             rest_q = last.D2_q2
             if nr:  # at rest the momentum may only push against the loop constraints: p_N = Dh(q_N)^T mu
                 mu = x[self.mu_slice]
-                kin = forward(model, Q[N], self.charts)
-                Dh = constraints.evaluate(model, kin)[1][self.rows]
+                Dh = loops[N][1][self.rows]
                 rest = rest - Dh.T @ mu
                 put(r0, self.mu_slice, -Dh.T)
                 if jacobian:
-                    rest_q = rest_q - constraint_force_dq(model, kin, mu, self.rows)
+                    rest_q = rest_q - constraint_force_dq(model, kins[N], mu, self.rows)
             c[r0:] = rest
             put(r0, qcol[N - 1], last.D2_q1)
             put(r0, qcol[N], rest_q)

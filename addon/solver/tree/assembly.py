@@ -60,6 +60,21 @@ def independent_rows(Dh: np.ndarray, rank: int | None = None) -> np.ndarray:
     return np.sort(piv[:rank])
 
 
+def close_loops(model: TreeModel, q: np.ndarray, charts: np.ndarray, free: np.ndarray, tol: float = 1e-12,
+                max_iterations: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Project q onto h(q) = 0 by Gauss-Newton with minimum-norm least-squares steps over the coordinates
+    where `free` (nq,) is true (so it lands near q). Returns (q, h, Dh at q, whether max |h| <= tol)."""
+    q = np.array(q, dtype=float)
+    for _ in range(max_iterations):
+        h, Dh = constraints.evaluate(model, forward(model, q, charts))
+        if np.max(np.abs(h), initial=0.0) <= tol:
+            return q, h, Dh, True
+        step, *_ = np.linalg.lstsq(Dh[:, free], -h, rcond=None)
+        q[free] += step
+    h, Dh = constraints.evaluate(model, forward(model, q, charts))
+    return q, h, Dh, bool(np.max(np.abs(h), initial=0.0) <= tol)
+
+
 def assemble(model: TreeModel, charts: np.ndarray, t0: float = 0.0, tol: float = 1e-12,
              max_iterations: int = 100) -> Assembled:
     """Project model.q_init / v_init onto the constraints. Raises AssemblyError naming the worst loop joint."""
@@ -70,13 +85,8 @@ def assemble(model: TreeModel, charts: np.ndarray, t0: float = 0.0, tol: float =
     q[pre], qd[pre] = prescribed_values(model, t0)
     if model.nrow == 0:
         return Assembled(q, qd, np.arange(0), ())
-    for _ in range(max_iterations):
-        h, Dh = constraints.evaluate(model, forward(model, q, charts))
-        if np.max(np.abs(h)) <= tol:
-            break
-        step, *_ = np.linalg.lstsq(Dh[:, dyn], -h, rcond=None)
-        q[dyn] += step
-    else:
+    q, h, Dh, closed = close_loops(model, q, charts, dyn, tol, max_iterations)
+    if not closed:
         worst = int(np.argmax(np.abs(h)))
         through = ", ".join(repr(n) for n in loop_cycle(model, worst))
         raise AssemblyError(
