@@ -439,9 +439,10 @@ def solve_mechanism_shot(shot: MechanismShot, warm_start: Trajectory | ShotResul
     """Solve `shot` and replay the solved torques through the plain simulator.
 
     warm_start: a previous ShotResult of this shot, or a Trajectory with the same coordinates (the current
-    animation); otherwise, on a fully driven tree, each keyed frame solved by inverse kinematics and eased
-    between (`keyed_coordinates`; the arm's two-mark shot: 40 iterations, 50 from the start held still), and
-    on an underdriven one the start held still (the keyed path was tried there: the crane then failed and the
+    animation; projected onto the loops of a closed chain); otherwise, on a fully driven mechanism, each keyed
+    frame solved by inverse kinematics and eased between (`keyed_coordinates`; the arm's two-mark shot: 40
+    iterations, 50 from the start held still; the four-bar stopped after one more crank turn: 28, where the
+    start held still stalls with the loop open), and on an underdriven one the start held still (the keyed path was tried there: the crane then failed and the
     cart-pole took 52 iterations instead of 32). progress(iteration,
     info) returning False cancels (status 'cancelled'). When the solve fails, the report's second line
     names the key that is missed most (relative to its tolerance).
