@@ -58,3 +58,21 @@ def random_tree(seed: int, types=TYPES, loops: int = 0, forces: bool = True, bal
     _, closing = _spanning_tree(mech)
     return mech.replace(joints=tuple(replace(j, stiffness=0.0, rest=None, damping=0.0) if i in closing else j
                                      for i, j in enumerate(joints)))
+
+
+def rows_by_central_differences(rows, q2: np.ndarray, lam: np.ndarray, dyn: np.ndarray,
+                                eps: float = 1e-6) -> np.ndarray:
+    """d rows(q, lam) / d(q[dyn], lam) by central differences; rows(q, lam) returns the residual."""
+    x = np.concatenate([q2[dyn], lam])
+    nd = int(dyn.sum())
+    columns = []
+    for col in range(len(x)):
+        pair = []
+        for sign in (1, -1):
+            y = x.copy()
+            y[col] += sign * eps
+            q = q2.copy()
+            q[dyn] = y[:nd]
+            pair.append(rows(q, y[nd:]))
+        columns.append((pair[0] - pair[1]) / (2 * eps))
+    return np.column_stack(columns)

@@ -28,7 +28,7 @@ from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import euler_chain, forward
 from benchmarks.maximal import ball_chain
 
-from .random_mechanisms import random_tree
+from .random_mechanisms import random_tree, rows_by_central_differences
 
 
 def body_rows(model, state, Dh1, q2, lam, dt):
@@ -56,15 +56,7 @@ def test_body_frame_newton_matrix_is_the_jacobian_of_the_body_rows(seed, loops):
     body = articulated.dense(model, replace(system.jacobian, blocks=midpoint.body_frame_blocks(model, system, nd)))
     assert np.max(np.abs(body - plain)) > 1e-3 * np.abs(plain).max()  # the correction is seen
     J = np.block([[body[np.ix_(dyn, dyn)], -system.G1.T], [system.G2, np.zeros((k, k))]])
-    x = np.concatenate([q2[dyn], lam])
-    eps, fd = 1e-6, np.zeros_like(J)
-    for col in range(len(x)):
-        for sign in (1, -1):
-            y = x.copy()
-            y[col] += sign * eps
-            qq = q2.copy()
-            qq[dyn] = y[:nd]
-            fd[:, col] += sign * body_rows(model, state, Dh1, qq, y[nd:], dt) / (2 * eps)
+    fd = rows_by_central_differences(lambda q, mu: body_rows(model, state, Dh1, q, mu, dt), q2, lam, dyn)
     at = (np.cumsum(dyn) - 1)[model.ball_dofs]
     JL = euler_chain(q2[model.ball_dofs])[1]
     for b, rows in enumerate(at):
