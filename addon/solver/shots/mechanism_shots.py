@@ -244,9 +244,11 @@ def _nlp(P: _Problem) -> NLP:
             rows.append(nz[keep])
             cols.append(owner[keep])
             vals.append(diff[nz[keep]])
-        H = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                          shape=(tx.n, tx.n)).tocsr()
-        H = 0.5 * (H + H.T)
+        rows, cols, vals = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        q_row = rows < N * nq
+        Hqq = sp.coo_matrix((vals[q_row], (rows[q_row], cols[q_row])), shape=(tx.n, tx.n)).tocsr()
+        Hmq = sp.coo_matrix((vals[~q_row], (rows[~q_row], cols[~q_row])), shape=(tx.n, tx.n)).tocsr()
+        H = 0.5 * (Hqq + Hqq.T) + Hmq + Hmq.T  # multiplier rows of the q columns are their own columns' transposes
         u_diag = np.zeros(tx.n)
         u_diag[u_at] = 2.0 * weight * obj_factor
         return H + sp.diags(u_diag)
@@ -272,21 +274,20 @@ def _step_of(tx: TreeTranscription, index: np.ndarray) -> np.ndarray:
 
 
 def _colors(tx: TreeTranscription) -> list[np.ndarray]:
-    """Groups of unknowns whose Hessian columns do not overlap: the same slot of every third step.
+    """Groups of coordinates whose Hessian columns do not overlap: the same slot of every third step.
 
     The Lagrangian is a sum of terms in (q_k, q_k+1, u_k) per interval and in (q_k, lam_k) or q_k per
     step, so column j's nonzero rows lie within one step of j's step; steps 3 apart never share a row.
-    Controls enter linearly (their Hessian is the effort's diagonal, added exactly), so they are skipped;
-    each rest multiplier (coupled to q_N only) is a group of its own.
+    Controls enter linearly (their Hessian is the effort's diagonal, added exactly), so they are skipped.
+    The loop and rest multipliers lam_k and mu enter as -lam_k^T Dh(q_k) y_k: their (multiplier, multiplier)
+    block is zero and their columns are the transposes of the (multiplier, q) rows of the coordinates'
+    columns, so they are skipped too (the four-bar differences 9 groups instead of 15).
     """
-    N, nq, nr = tx.steps, tx.nq, tx.nr
+    N, nq = tx.steps, tx.nq
     groups = []
     for r in range(3):
         for i in range(nq):
             groups.append(np.array([tx.q_slice(k).start + i for k in range(1, N + 1) if k % 3 == r]))
-        for i in range(nr):
-            groups.append(np.array([tx.lam_slice(k).start + i for k in range(N) if k % 3 == r]))
-    groups += [np.array([j]) for j in range(tx.mu_slice.start, tx.mu_slice.stop)]
     return [g for g in groups if len(g)]
 
 

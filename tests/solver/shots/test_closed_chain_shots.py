@@ -105,6 +105,27 @@ def test_exact_jacobian_equals_central_differences_on_the_four_bar(swing):
     assert mu.stop - mu.start == 2 and np.any(J[:, mu] != 0)
 
 
+def test_lagrangian_hessian_equals_differences_of_its_gradient(swing):
+    """The colored Hessian differences only the coordinate columns; the loop and rest multipliers' columns are
+    the transposes of their rows. Against central differences of grad f + J^T y over every unknown."""
+    shot, _ = swing
+    P = _problem(replace(shot, steps=8, keys=(replace(shot.keys[1], frame=8),)))
+    nlp = _nlp(P)
+    rng = np.random.default_rng(5)
+    x = initial_guess(P, keyed_coordinates(P)) + 1e-2 * rng.normal(size=P.tx.n)
+    y = rng.normal(size=nlp.m)
+    H = nlp.hessian(x, y, 0.7).toarray()
+
+    def grad(z):
+        return 0.7 * nlp.gradient(z) + nlp.jacobian(z).T @ y
+
+    eps = 1e-6
+    fd = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(P.tx.n)]).T
+    lam = slice(P.tx.lam_slice(1).start, P.tx.mu_slice.stop)
+    assert np.max(np.abs(fd[lam])) > 1e-2  # the multipliers' (multiplier, q) block is really there
+    np.testing.assert_allclose(H, fd, rtol=0, atol=1e-6 * np.max(np.abs(fd)))
+
+
 def test_start_path_closes_the_loops_and_meets_the_keys(swing):
     """The warm start of a closed chain driven in its one independent coordinate: each keyed frame solved by
     inverse kinematics on the loop, the path eased between keys and projected onto h(q) = 0 at every step."""
