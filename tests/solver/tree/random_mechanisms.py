@@ -1,4 +1,5 @@
-"""Random branched mechanisms using every joint type, for derivative checks (test helper)."""
+"""Random branched mechanisms using every joint type, a Newton iterate away from its root, and central
+differences of DEL rows: the derivative checks' test helpers."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from addon.solver.model import Body, Force, Joint, Mechanism
+from addon.solver.tree import midpoint
 from addon.solver.tree.compile import _spanning_tree
 
 TYPES = ("revolute", "prismatic", "cylindrical", "universal", "planar", "ball", "free", "fixed")
@@ -76,3 +78,15 @@ def rows_by_central_differences(rows, q2: np.ndarray, lam: np.ndarray, dyn: np.n
             pair.append(rows(q, y[nd:]))
         columns.append((pair[0] - pair[1]) / (2 * eps))
     return np.column_stack(columns)
+
+
+def random_iterate(model, seed: int, dt: float = 0.01):
+    """A Newton iterate of the first step away from its root: (state, dyn, Dh1, q2, lam, DEL system) with q2
+    the velocity guess plus 3e-2 rad/m noise and random multipliers."""
+    state, *_ = midpoint.initial_state(model)
+    dyn = ~model.dof_prescribed
+    Dh1 = state.Dh[state.rows][:, dyn]
+    rng = np.random.default_rng(seed)
+    q2 = state.q + dt * state.velocity_guess + 3e-2 * rng.normal(size=model.nq)
+    lam = rng.normal(size=len(state.rows))
+    return state, dyn, Dh1, q2, lam, midpoint.del_system(model, state, Dh1, q2, lam, dt)

@@ -11,7 +11,7 @@ from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.assembly import assemble
 from addon.solver.tree.kinematics import forward, frame_velocities
 
-from .random_mechanisms import random_tree, rows_by_central_differences
+from .random_mechanisms import random_iterate, random_tree, rows_by_central_differences
 
 
 @pytest.mark.parametrize("springs", [False, True], ids=["", "ball springs"])
@@ -20,14 +20,9 @@ def test_jacobian_of_the_lie_rows_equals_finite_differences(seed, loops, springs
     # with springs: the ball and free rotations pull toward random rest rotations (tree/ball_springs.py)
     model = compile_tree(random_tree(seed, loops=loops, ball_springs=springs))
     assert len(model.ball_dofs) == 2  # a ball and a free joint
-    state, *_ = midpoint.initial_state(model)
+    dt = 0.01
+    state, dyn, Dh1, q2, lam, system = random_iterate(model, seed, dt)
     assert np.all(state.q[model.ball_dofs] == 0.0)  # the rows step from chart coordinates 0
-    dt, dyn = 0.01, ~model.dof_prescribed
-    Dh1 = state.Dh[state.rows][:, dyn]
-    rng = np.random.default_rng(seed)
-    q2 = state.q + dt * state.velocity_guess + 3e-2 * rng.normal(size=model.nq)
-    lam = rng.normal(size=len(state.rows))
-    system = midpoint.del_system(model, state, Dh1, q2, lam, dt)
     nd, k = int(dyn.sum()), len(lam)
     J = np.block([[articulated.dense(model, system.jacobian)[np.ix_(dyn, dyn)], -system.G1.T],
                   [system.G2, np.zeros((k, k))]])

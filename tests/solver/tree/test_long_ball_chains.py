@@ -28,7 +28,7 @@ from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import euler_chain, forward
 from benchmarks.maximal import ball_chain
 
-from .random_mechanisms import random_tree, rows_by_central_differences
+from .random_mechanisms import random_iterate, random_tree, rows_by_central_differences
 
 
 def body_rows(model, state, Dh1, q2, lam, dt):
@@ -44,13 +44,8 @@ def body_rows(model, state, Dh1, q2, lam, dt):
 def test_body_frame_newton_matrix_is_the_jacobian_of_the_body_rows(seed, loops):
     # J_L^T dG/dx by central differences, at an iterate far from the root (the correction is ~ G there)
     model = compile_tree(random_tree(seed, loops=loops))
-    state, *_ = midpoint.initial_state(model)
-    dt, dyn = 0.01, ~model.dof_prescribed
-    Dh1 = state.Dh[state.rows][:, dyn]
-    rng = np.random.default_rng(seed)
-    q2 = state.q + dt * state.velocity_guess + 3e-2 * rng.normal(size=model.nq)
-    lam = rng.normal(size=len(state.rows))
-    system = midpoint.del_system(model, state, Dh1, q2, lam, dt)
+    dt = 0.01
+    state, dyn, Dh1, q2, lam, system = random_iterate(model, seed, dt)
     nd, k = int(dyn.sum()), len(lam)
     plain = articulated.dense(model, system.jacobian)
     body = articulated.dense(model, replace(system.jacobian, blocks=midpoint.body_frame_blocks(model, system, nd)))
