@@ -936,6 +936,8 @@ def _read(scene: bpy.types.Scene, setup, problems: _Problems) -> SceneMechanism 
     except MechanismError as err:
         problems.errors.append(str(err))
         return None
+    if setup.method == "tree":
+        problems.warnings += _rope_warnings(mechanism, setup.name)
     return SceneMechanism(
         setup=setup.name,
         mechanism=mechanism,
@@ -949,6 +951,26 @@ def _read(scene: bpy.types.Scene, setup, problems: _Problems) -> SceneMechanism 
         substeps=substeps,
         warnings=tuple(problems.warnings),
     )
+
+
+ROPE_LINKS = 10  # ball joints on slender links from which the tree method warns
+SLENDER = 0.05  # a link is slender when its smallest principal moment is below this fraction of its largest
+
+
+def _rope_warnings(mechanism: Mechanism, setup_name: str) -> list[str]:
+    """The tree method's ball charts do not conserve a slender link's spin about its own axis
+    (docs/architecture.md): on ropes and tails of many such links that error can grow. Say so."""
+    inertia = {b.name: np.linalg.eigvalsh(np.array([[b.inertia[0], b.inertia[3], b.inertia[4]],
+                                                    [b.inertia[3], b.inertia[1], b.inertia[5]],
+                                                    [b.inertia[4], b.inertia[5], b.inertia[2]]]))
+               for b in mechanism.bodies}
+    slender = [j.name for j in mechanism.joints if j.type in ("ball", "free")
+               and inertia[j.child][0] < SLENDER * max(inertia[j.child][-1], 1e-300)]
+    if len(slender) < ROPE_LINKS:
+        return []
+    return [f"setup {setup_name!r}: {len(slender)} ball joints on slender links (a rope or tail, e.g. "
+            f"{slender[0]!r}): the tree method does not conserve such a link's spin about its own axis and "
+            "long chains of them can go unstable; the Maximal method is exact there"]
 
 
 def read_setup(scene: bpy.types.Scene, setup) -> SceneMechanism:

@@ -605,6 +605,20 @@ def test_ik_stiffness_on_a_ball_bone_is_its_rotation_spring():
     assert "bone 'b0': IK stiffness must be the same on every free rotation axis" in problems_of(scene, setup)
 
 
+def test_a_rope_of_ball_bones_warns_in_the_tree_method_only():
+    scene = new_scene("rope")
+    arm, setup = chain_armature(scene, n=read.ROPE_LINKS, angle=0.0)
+    for pb in arm.pose.bones:
+        pb.lock_rotation = (False, False, False)
+    errors, warnings = read.validate_setup(scene, setup)
+    assert not errors and any(f"{read.ROPE_LINKS} ball joints on slender links" in w for w in warnings), warnings
+    setup.method = "maximal"
+    assert not any("slender" in w for w in read.validate_setup(scene, setup)[1])
+    setup.method = "tree"
+    arm.pose.bones["b0"].lock_rotation = (False, True, True)  # one link fewer: below the threshold
+    assert not any("slender" in w for w in read.validate_setup(scene, setup)[1])
+
+
 def test_keyed_unsimulated_parent_is_prescribed():
     scene = new_scene("drive", frames=11)
     arm, setup = chain_armature(scene, n=2, angle=0.0)
