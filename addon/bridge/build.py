@@ -35,6 +35,7 @@ from mathutils import Matrix, Vector
 
 from ..solver.curves import evaluate
 from ..solver.lie import frame_from_axis, rotvec_to_matrix
+from ..solver.mass import inertia_matrix
 from ..solver.model import WORLD, Body, Collider, Joint, Mechanism, MechanismError
 from . import compat, reference
 from .bake import key_object
@@ -68,18 +69,13 @@ def _matrix(position, rotation: np.ndarray) -> Matrix:
     return m
 
 
-def _inertia_matrix(inertia) -> np.ndarray:
-    ixx, iyy, izz, ixy, ixz, iyz = inertia
-    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-
-
 def _inertia_vector(m: np.ndarray) -> tuple[float, ...]:
     return (m[0, 0], m[1, 1], m[2, 2], m[0, 1], m[0, 2], m[1, 2])
 
 
 def box_for(mass: float, inertia) -> tuple[np.ndarray, np.ndarray] | None:
     """(dimensions (3,), principal axes (3, 3) in body axes) of the solid box with this inertia; None for a point."""
-    moments, axes = np.linalg.eigh(_inertia_matrix(inertia))
+    moments, axes = np.linalg.eigh(inertia_matrix(inertia))
     if mass <= 0 or moments.max() < 1e-12:
         return None
     a, b, c = moments
@@ -477,7 +473,7 @@ def _reexpress(body: Body, position: np.ndarray, rotation: np.ndarray) -> Body:
     r_body = quat_to_matrix(np.array(body.orientation))
     com_world = np.asarray(body.position) + r_body @ np.asarray(body.com)
     to_new = rotation.T @ r_body
-    inertia = to_new @ _inertia_matrix(body.inertia) @ to_new.T
+    inertia = to_new @ inertia_matrix(body.inertia) @ to_new.T
     return replace(
         body,
         position=tuple(float(x) for x in position),

@@ -63,6 +63,7 @@ import numpy as np
 from mathutils import Matrix, Vector
 
 from ..solver.lie import frame_from_axis
+from ..solver.mass import inertia_matrix
 from ..solver.mechfile import validate_mechanism
 from ..solver.model import WORLD, Body, Collider, Curve, Joint, Mechanism, MechanismError, Motor
 from . import colliders as collision_shapes
@@ -960,10 +961,7 @@ SLENDER = 0.05  # a link is slender when its smallest principal moment is below 
 def _rope_warnings(mechanism: Mechanism, setup_name: str) -> list[str]:
     """The tree method's ball charts do not conserve a slender link's spin about its own axis
     (docs/architecture.md): on ropes and tails of many such links that error can grow. Say so."""
-    inertia = {b.name: np.linalg.eigvalsh(np.array([[b.inertia[0], b.inertia[3], b.inertia[4]],
-                                                    [b.inertia[3], b.inertia[1], b.inertia[5]],
-                                                    [b.inertia[4], b.inertia[5], b.inertia[2]]]))
-               for b in mechanism.bodies}
+    inertia = {b.name: np.linalg.eigvalsh(inertia_matrix(b.inertia)) for b in mechanism.bodies}
     slender = [j.name for j in mechanism.joints if j.type in ("ball", "free")
                and inertia[j.child][0] < SLENDER * max(inertia[j.child][-1], 1e-300)]
     if len(slender) < ROPE_LINKS:

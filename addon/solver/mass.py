@@ -1,7 +1,8 @@
 """Mass, centre of mass and inertia of a solid bounded by a closed triangle mesh, exactly.
 
-Owns the polyhedral mass-property integrals and nothing else: no Blender (the bridge collects the
-triangles of an object's or a bone's mesh, see addon/bridge/meshmass.py), no bodies or joints.
+Owns the polyhedral mass-property integrals and the inertia convention of model.Body.inertia
+(`inertia_matrix`), nothing else: no Blender (the bridge collects the triangles of an object's or a
+bone's mesh, see addon/bridge/meshmass.py), no bodies or joints.
 
 By the divergence theorem, every volume integral of a polynomial over the solid is a sum over
 its boundary triangles. For triangle (a, b, c), wound counter-clockwise seen from outside, let
@@ -30,6 +31,12 @@ from .model import MechanismError
 FLAT = 1e-12
 
 
+def inertia_matrix(inertia) -> np.ndarray:
+    """The tensor (3, 3) of six inertia values (Ixx, Iyy, Izz, Ixy, Ixz, Iyz), model.Body.inertia's order."""
+    ixx, iyy, izz, ixy, ixz, iyz = inertia
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
+
+
 @dataclass(frozen=True)
 class MassProperties:
     """Mass (kg), volume (m^3), centre of mass (3,) and inertia about it, all in the mesh's axes."""
@@ -41,8 +48,7 @@ class MassProperties:
 
     def tensor(self) -> np.ndarray:
         """The inertia (3, 3) about the centre of mass."""
-        ixx, iyy, izz, ixy, ixz, iyz = self.inertia
-        return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+        return inertia_matrix(self.inertia)
 
 
 def _moments(corners: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:

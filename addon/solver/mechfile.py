@@ -110,6 +110,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .mass import inertia_matrix
 from .model import (
     JOINT_DOFS,
     JOINT_TYPES,
@@ -439,8 +440,7 @@ def _unit_quaternion(src: str, where: str, field: str, value: object) -> tuple[f
 
 def _check_inertia(src: str, where: str, inertia: Sequence[float]) -> None:
     _check_vector(src, where, "inertia", inertia, 6)
-    ixx, iyy, izz, ixy, ixz, iyz = inertia
-    tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
+    tensor = inertia_matrix(inertia)
     moments = np.linalg.eigvalsh(tensor)  # ascending
     tol = 1e-9 * float(np.max(np.abs(tensor)))
     shown = "[" + ", ".join(f"{m:.6g}" for m in moments) + "]"

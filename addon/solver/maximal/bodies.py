@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..lie import cross, hat
+from ..mass import inertia_matrix
 from ..model import Mechanism
 
 # Zero principal moments (point masses, slender rods) make a body block singular. They are raised to
@@ -111,9 +112,7 @@ class BodySet:
 def body_set(mech: Mechanism) -> BodySet:
     mass, inertia, com = [], [], []
     for b in mech.bodies:
-        ixx, iyy, izz, ixy, ixz, iyz = b.inertia
-        J = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
-        values, vectors = np.linalg.eigh(J)
+        values, vectors = np.linalg.eigh(inertia_matrix(b.inertia))
         floor = INERTIA_FLOOR * (values.max() if values.max() > 0 else b.mass * 1.0)
         J = vectors @ np.diag(np.maximum(values, floor)) @ vectors.T
         mass.append(b.mass)

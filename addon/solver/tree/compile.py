@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import lie
+from ..mass import inertia_matrix
 from ..model import WORLD, Curve, Joint, Mechanism, MechanismError
 
 ROT_X, ROT_Y, ROT_Z, TRANS_X, TRANS_Y, TRANS_Z = range(6)
@@ -328,10 +329,7 @@ def compile_tree(mech: Mechanism) -> TreeModel:
         arr.flags.writeable = False
         return arr
 
-    inertia = []
-    for b in mech.bodies:
-        ixx, iyy, izz, ixy, ixz, iyz = b.inertia
-        inertia.append([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    inertia = [inertia_matrix(b.inertia) for b in mech.bodies]
 
     return TreeModel(
         mechanism=mech,

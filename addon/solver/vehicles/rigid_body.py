@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..lie import hat
+from ..mass import inertia_matrix
 from . import forces
 from .holonomic import HolonomicModel
 
@@ -19,7 +20,7 @@ def inertia_tensor(values) -> np.ndarray:
     if v.shape == (3,):
         return np.diag(v)
     if v.shape == (6,):
-        return np.array([[v[0], v[3], v[4]], [v[3], v[1], v[5]], [v[4], v[5], v[2]]])
+        return inertia_matrix(v)
     raise ValueError(f"inertia needs 3 principal moments or 6 tensor values, got {len(v)}")
 
 
