@@ -294,14 +294,15 @@ def generic_rows(fr: JointFrames, joint: np.ndarray, kind: np.ndarray, winding: 
         which = of_kinds(kind, group)
         if np.any(which):
             j = joint[which]
-            qr = fr.qrel[j]
-            start = (fr.qrel if reference is None else reference)[j]
-            to_start = lmat(qconj(start)) if group is CAYLEY_STEP else np.broadcast_to(np.eye(4), (len(j), 4, 4))
-            v, g = grad_of(qmul(qconj(start), qr) if group is CAYLEY_STEP else qr)
+            qr, dq = fr.qrel[j], fr.dqrel[j]
+            if group is CAYLEY_STEP:  # the rotation from the chart centre: p = start^-1 (x) q_rel
+                to_start = qconj((fr.qrel if reference is None else reference)[j])
+                qr, dq = qmul(to_start, qr), lmat(to_start) @ dq
+            v, g = grad_of(qr)
             component = kind[which] - group[0]
             rows = np.arange(len(j))
             val[which] = v[rows, component]
-            jac[which] = np.einsum("ni,nij,njk->nk", g[rows, component], to_start, fr.dqrel[j])
+            jac[which] = np.einsum("ni,nik->nk", g[rows, component], dq)
     if winding is not None:
         val[of_kinds(kind, ANGLES)] += winding
     return val, jac

@@ -47,8 +47,7 @@ def rotation_frequencies(model, q: np.ndarray, fr: JointFrames, lam: np.ndarray)
     K = np.zeros((nb + 1, 3, 3))
     for body, f, r in ((js.parent, force_a, arm_a), (js.child, force_b, js.pb)):
         outer = r[:, :, None] * f[:, None, :]
-        np.add.at(K, body, np.einsum("ji,kl->jkl", np.sum(f * r, axis=1)[:, None], np.eye(3))
-                  - 0.5 * (outer + np.swapaxes(outer, 1, 2)))
+        np.add.at(K, body, np.sum(f * r, axis=1)[:, None, None] * np.eye(3) - 0.5 * (outer + np.swapaxes(outer, 1, 2)))
     L_inv = np.linalg.inv(np.linalg.cholesky(bs.inertia))
     scaled = L_inv @ K[:nb] @ np.swapaxes(L_inv, 1, 2)
     return np.sqrt(np.maximum(np.linalg.eigvalsh(scaled)[:, -1], 0.0))

@@ -380,11 +380,11 @@ def _raise_not_converged(model: MaximalModel, state: MaximalState, knot: Knot, e
     """ConvergenceError naming the step, time and worst joint; StepTooLargeError when the joint forces
     put a body past the time-step limit (stability.py), with a time step that works."""
     js = model.joints
+    step_index, t = state.step_index + 1, state.t + dt
     gaps = np.abs(ev.row_val2 - knot.targets)
     worst = js.names[js.row_joint[model.order[int(np.argmax(gaps))]]] if len(model.order) else "-"
-    where = (f"maximal-coordinate step {state.step_index + 1} (t = {state.t + dt:.6g} s): Newton did not converge "
-             f"in {MAX_ITERATIONS} iterations (worst joint {worst!r}, max |g| = {np.max(gaps, initial=0.0):.3g})")
-    step_index, t = state.step_index + 1, state.t + dt
+    where = (f"maximal-coordinate step {step_index} (t = {t:.6g} s): Newton did not converge in {MAX_ITERATIONS} "
+             f"iterations (worst joint {worst!r}, max |g| = {np.max(gaps, initial=0.0):.3g})")
     limit = limit_exceeded(model, state.q, frames(js, state.x, state.q), state.lam, dt)
     if limit is not None:
         raise StepTooLargeError(f"{where}; {limit[0]}", step_index, t, limit[1])
