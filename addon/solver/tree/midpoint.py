@@ -392,12 +392,12 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
     exponentially (20 links at dt = 0.01 in body axes throughout: energy up 19 J by t = 0.55 s). Plain
     Newton fails at such steps and its halving keeps the run stable (tests/solver/tree/test_long_ball_chains.py).
     """
+    if body_frame or not len(model.ball_dofs):  # no fallback to keep a copy of the state for
+        return _halving_step(model, state, dt, tol, max_iterations, trace, use_native, halvings, body_frame)
     start = replace(state)
     try:
-        return _halving_step(model, state, dt, tol, max_iterations, trace, use_native, halvings, body_frame)
+        return _halving_step(model, state, dt, tol, max_iterations, trace, use_native, halvings, False)
     except ConvergenceError as error:
-        if body_frame or not len(model.ball_dofs):
-            raise
         plain = error
     state.__dict__.update(start.__dict__)
     try:
