@@ -1,25 +1,39 @@
 # Symplex: environments, C kernels, extension packages, tests, demo and benchmarks.
 #
 #   make demo       build the demo scenes, solve, bake; writes out/ (.blend, plots, previews)
-#   make test       every test: solver, CLI, and real Blender 5.0 and 4.2 with the built extension
+#   make test       every test: solver and CLI, then the Blender-facing tests under every Blender of the
+#                   support matrix (4.2 LTS, 4.5 LTS, 5.0, 5.2 LTS, 5.3) with the built extension
 #   make extension  dist/symplex-<version>-<platform>.zip, one per platform, to install in Blender
 #   make bench      the benchmark suite beside its peers (BENCH_ARGS=--quick for a short run)
 #
-# Pip only. Two Python 3.11 environments (Blender's Python), each made once and kept until its
-# requirements file changes (stamp files):
-#   .venv    bpy 5.0.1 (Blender 5.0) + solver, demo, benchmark and test tools  (requirements.txt)
-#   .venv42  bpy 4.2.23 (Blender 4.2 LTS) for the Blender-facing tests         (requirements-blender42.txt)
+# Pip only. One environment per Blender, each made once and kept until its requirements file changes
+# (stamp files). Blender 4.2 - 5.0 run Python 3.11, Blender 5.1+ Python 3.13:
+#   .venv    bpy 5.0.1 (Python 3.11) + solver, demo, benchmark and test tools  (requirements.txt)
+#   .venv42  bpy 4.2.23 (4.2 LTS, Python 3.11)                                  (requirements-blender42.txt)
+#   .venv45  bpy 4.5.15 (4.5 LTS, Python 3.11)                                  (requirements-blender45.txt)
+#   .venv52  bpy 5.2.3  (5.2 LTS, Python 3.13)                                  (requirements-blender52.txt)
+#   .venv53  bpy 5.3.0  (Python 3.13, numpy 2.5)                                 (requirements-blender53.txt)
 
 SHELL := /bin/bash
 
-# Python 3.11: `python3.11`, else `python3` when that is 3.11. Override with PYTHON311=/path/to/python.
+# Python 3.11: `python3.11`, else `python3` when that is 3.11. Python 3.13: `python3.13`, else pyenv's.
+# Override with PYTHON311=/path/to/python3.11 PYTHON313=/path/to/python3.13 (.ci/run finds both).
 PYTHON311 ?= $(shell command -v python3.11 2>/dev/null || \
 	(python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null && command -v python3))
+PYTHON313 ?= $(shell (python3.13 -c '' 2>/dev/null && command -v python3.13) || \
+	ls -d $$(pyenv root 2>/dev/null || echo $$HOME/.pyenv)/versions/3.13*/bin/python3.13 2>/dev/null | tail -n1)
 
 VENV := .venv
-VENV42 := .venv42
 PY := $(VENV)/bin/python
-PY42 := $(VENV42)/bin/python
+
+# The Blender-facing test environments beside .venv (Blender 5.0): suffix -> the Python it is made from.
+BLENDER_ENVS := 42 45 52 53
+PYTHON_FOR_42 = $(PYTHON311)
+PYTHON_FOR_45 = $(PYTHON311)
+PYTHON_FOR_52 = $(PYTHON313)
+PYTHON_FOR_53 = $(PYTHON313)
+# The solver tests run once more here: numpy 2.x and the SciPy the extension bundles for Python 3.13.
+SOLVER_ENV_NUMPY2 := 53
 
 # C kernels: every addon/solver/native/*.c, compiled to objects in build/ and linked into one library
 # that the solver loads with ctypes (plain C ABI, so one build serves every Python).
@@ -31,17 +45,18 @@ KERNEL_HDR := $(wildcard $(KERNEL_DIR)/*.h)
 KERNEL_OBJ := $(patsubst $(KERNEL_DIR)/%.c,build/kernels/%.o,$(KERNEL_SRC))
 KERNEL_LIB := $(KERNEL_DIR)/libsymplex_kernels.so
 
-# Tests that need real Blender; they run under both .venv (5.0) and .venv42 (4.2).
+# Tests that need real Blender; they run under .venv (5.0) and every environment in BLENDER_ENVS.
 BLENDER_TESTS := tests/blender
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all venv venv42 kernels wheels extension test demo bench clean distclean
+.PHONY: all venv venvs $(addprefix venv,$(BLENDER_ENVS)) kernels wheels extension test demo bench clean distclean
 
 all: extension
 
 venv: $(VENV)/.stamp
-venv42: $(VENV42)/.stamp
+venvs: venv $(addprefix venv,$(BLENDER_ENVS))
+$(addprefix venv,$(BLENDER_ENVS)): venv%: .venv%/.stamp
 
 $(VENV)/.stamp: requirements.txt
 	@test -n "$(PYTHON311)" || { echo "error: Python 3.11 not found (install python3.11 or pass PYTHON311=...)" >&2; exit 1; }
@@ -49,10 +64,11 @@ $(VENV)/.stamp: requirements.txt
 	$(PY) -m pip install --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-$(VENV42)/.stamp: requirements-blender42.txt
-	@test -n "$(PYTHON311)" || { echo "error: Python 3.11 not found (install python3.11 or pass PYTHON311=...)" >&2; exit 1; }
-	$(PYTHON311) -m venv $(VENV42)
-	$(PY42) -m pip install --disable-pip-version-check -r requirements-blender42.txt
+.venv%/.stamp: requirements-blender%.txt
+	@test -n "$(PYTHON_FOR_$*)" || { echo "error: no Python for .venv$* (see PYTHON311 / PYTHON313 in the Makefile)" >&2; exit 1; }
+	rm -rf .venv$*
+	$(PYTHON_FOR_$*) -m venv .venv$*
+	.venv$*/bin/python -m pip install --disable-pip-version-check -r $<
 	@touch $@
 
 kernels: $(if $(KERNEL_SRC),$(KERNEL_LIB))
@@ -71,13 +87,17 @@ wheels: venv
 extension: venv kernels wheels
 	$(PY) tools/build_extension.py --out dist
 
-# Both runs always happen, so one CI run reports every failure; the target fails if either did.
-test: venv venv42 kernels extension
+# Every run always happens, so one CI run reports every failure; the target fails if any did.
+test: venvs kernels extension
 	@status=0; \
 	echo "$(PY) -m pytest tests $(PYTEST_ARGS)"; \
 	$(PY) -m pytest tests $(PYTEST_ARGS) || status=1; \
-	echo "$(PY42) -m pytest $(BLENDER_TESTS) $(PYTEST_ARGS)"; \
-	$(PY42) -m pytest $(BLENDER_TESTS) $(PYTEST_ARGS) || status=1; \
+	echo ".venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest tests/solver $(PYTEST_ARGS)"; \
+	.venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest tests/solver $(PYTEST_ARGS) || status=1; \
+	for env in $(BLENDER_ENVS); do \
+		echo ".venv$$env/bin/python -m pytest $(BLENDER_TESTS) $(PYTEST_ARGS)"; \
+		.venv$$env/bin/python -m pytest $(BLENDER_TESTS) $(PYTEST_ARGS) || status=1; \
+	done; \
 	exit $$status
 
 demo: venv kernels
@@ -89,7 +109,7 @@ bench: venv kernels
 # Build outputs only; `distclean` also drops the environments and the downloaded wheels.
 clean:
 	rm -rf build dist out .pytest_cache $(KERNEL_LIB)
-	find . -path ./$(VENV) -prune -o -path ./$(VENV42) -prune -o -name __pycache__ -type d -print0 | xargs -0 rm -rf
+	find . -path './.venv*' -prune -o -name __pycache__ -type d -print0 | xargs -0 rm -rf
 
 distclean: clean
-	rm -rf $(VENV) $(VENV42) wheels
+	rm -rf $(VENV) $(addprefix .venv,$(BLENDER_ENVS)) wheels

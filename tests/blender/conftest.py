@@ -1,7 +1,7 @@
 """Fixtures for the Blender-facing tests: real bpy, never mocks.
 
-These tests run twice under `make test`: with bpy 5.0.1 (.venv) and bpy 4.2.23 (.venv42), the
-newest and the oldest Blender we support. Without bpy the directory is skipped with the reason,
+These tests run under every Blender of the support matrix in `make test`: bpy 4.2.23 (.venv42),
+4.5.15 (.venv45), 5.0.1 (.venv), 5.2.3 (.venv52) and 5.3.0 (.venv53); see docs/development.md. Without bpy the directory is skipped with the reason,
 except under CI (CI=true), where a missing bpy is an error so Blender tests can never silently vanish.
 
 Fixtures:
@@ -28,7 +28,7 @@ except ImportError as exc:
         raise
     pytest.skip(
         f"Blender tests need the bpy module, which {sys.executable} cannot import ({exc}); "
-        "run them with .venv/bin/python or .venv42/bin/python (`make venv venv42`)",
+        "run them with .venv/bin/python or another Blender environment (`make venvs`)",
         allow_module_level=True,
     )
 

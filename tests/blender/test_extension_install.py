@@ -1,6 +1,6 @@
 """The built extension package installs, enables, works, disables and re-enables in real Blender.
 
-Runs under bpy 5.0 and 4.2 (see conftest.py). The package is the one `make extension` ships for
+Runs under every Blender of the support matrix (see conftest.py). The package is the one `make extension` ships for
 this platform, installed through Blender's own operator into a temporary user repository, so
 this is what an artist gets from "Install from Disk". The first test registers the checkout
 directly, as a package, before anything is installed.
@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import zipfile
 from pathlib import Path
 
 import addon_utils
 import bpy
 import pytest
+
+from tools.build_extension import host_platform
 
 REPO = Path(__file__).resolve().parents[2]
 PANEL = "SYMPLEX_PT_sidebar"
@@ -94,11 +97,42 @@ def test_install_registers_the_panel_and_operators(installed):
     assert_registered()
 
 
+def bundled_wheel_for_this_python(manifest: dict, distribution: str) -> str:
+    """File name of the manifest's `distribution` wheel that this Python and platform install."""
+    python_tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    names = [os.path.basename(w) for w in manifest["wheels"]]
+    matching = [n for n in names if n.startswith(f"{distribution}-") and f"-{python_tag}-" in n
+                and host_platform() in blender_platforms_of_wheel(n)]
+    assert len(matching) == 1, f"expected one {distribution} wheel for {python_tag} on {host_platform()}, got {matching}"
+    return matching[0]
+
+
+def blender_platforms_of_wheel(name: str) -> set[str]:
+    """Blender platform names a wheel's platform tag serves (the tags this project ships)."""
+    tag = name.removesuffix(".whl").split("-")[-1]
+    if "manylinux" in tag and tag.endswith("x86_64"):
+        return {"linux-x64"}
+    if tag.startswith("macosx"):
+        return {"macos-arm64"} if tag.endswith("arm64") else {"macos-x64"}
+    if tag == "win_amd64":
+        return {"windows-x64"}
+    return set()
+
+
 def test_install_brings_scipy_from_the_bundled_wheel(installed, manifest):
-    site_packages = os.path.join(bpy.utils.user_resource("EXTENSIONS", path=".local"), "lib",
-                                 "python3.11", "site-packages")
-    version = os.path.basename(manifest["wheels"][0]).split("-")[1]
-    assert f"scipy-{version}.dist-info" in os.listdir(site_packages)
+    python = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    site_packages = os.path.join(bpy.utils.user_resource("EXTENSIONS", path=".local"), "lib", python, "site-packages")
+    version = bundled_wheel_for_this_python(manifest, "scipy").split("-")[1]
+    installed_scipy = sorted(n for n in os.listdir(site_packages) if n.startswith("scipy-"))
+    assert installed_scipy == [f"scipy-{version}.dist-info"], f"Blender {bpy.app.version_string} installed {installed_scipy}"
+
+
+def test_package_carries_a_scipy_for_every_blender_python(manifest):
+    """Blender 4.2 - 5.0 run Python 3.11, 5.1 - 5.3 Python 3.13: every platform needs a wheel for each."""
+    names = [os.path.basename(w) for w in manifest["wheels"]]
+    for platform_name in manifest["platforms"]:
+        tags = {n.split("-")[2] for n in names if n.startswith("scipy-") and platform_name in blender_platforms_of_wheel(n)}
+        assert tags == {"cp311", "cp313"}, f"{platform_name}: scipy wheels for {sorted(tags)}"
 
 
 def test_installed_solver_simulates_a_bundled_preset(installed):
