@@ -11,7 +11,7 @@ import bpy
 from bpy.props import EnumProperty, StringProperty
 from bpy.types import Operator
 
-from ..bridge import bake, build, job, read
+from ..bridge import bake, build, job, read, rigid_scope, summary
 from ..solver.mechfile import list_presets, load_mechanism, preset_path
 from ..solver.model import MechanismError
 from ..solver.trajectory import SolverError
@@ -60,7 +60,11 @@ class SYMPLEX_OT_validate(Operator):
 
     def execute(self, context):
         setup = _target_setup(self, context)
-        errors, warnings = read.validate_setup(context.scene, setup)
+        result, errors, warnings = read.inspect_setup(context.scene, setup)
+        if result is not None:
+            summary.store(setup.diagnostics, result)
+            for line in summary.lines(result):
+                self.report({"INFO"}, line)
         for message in warnings:
             self.report({"WARNING"}, message)
         for message in errors:
@@ -92,6 +96,8 @@ class SYMPLEX_OT_bake(Operator):
 
     def _finish(self, context, bake_job: job.BakeJob) -> set[str]:
         report = bake_job.finish(context.scene)
+        for line in summary.lines(bake_job.read):
+            self.report({"INFO"}, line)
         for warning in bake_job.read.warnings:
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, report.summary())
@@ -250,9 +256,8 @@ class SYMPLEX_OT_setup_add(Operator):
             setup.name, setup.kind, setup.armature = obj.name, "ARMATURE", obj
         else:
             setup.kind = "RIGID_BODIES"
-            if obj is not None and obj.users_collection:
-                setup.collection = obj.users_collection[0]
-                setup.name = setup.collection.name
+            setup.collection, setup.whole_scene = rigid_scope.scope_for(context.scene, obj)
+            setup.name = context.scene.name if setup.whole_scene else setup.collection.name
         settings.active_setup = len(settings.setups) - 1
         return {"FINISHED"}
 
