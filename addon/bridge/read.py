@@ -592,7 +592,7 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
         if obj.name not in body_names:
             problems.errors.append(
                 f"rigid body constraint {constraint_name!r}: {which} {obj.name!r} is not in {where} of setup "
-                f"{setup.name!r}"
+                f"{setup.name!r}" + ("" if setup.whole_scene else "; move it there, or turn on the setup's Whole Scene")
             )
             return None
         return obj.name
@@ -641,7 +641,8 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
     driven_names = {obj.name for obj in driven}
     targets = [Target(b.name, b.name, write=b.name not in driven_names) for b in bodies]
     root = setup.root.name if setup.root is not None else (bodies[0].name if bodies else "")
-    ignored = bullet.ignored_settings(body_objects, colliding, steps * dt)
+    moving = [obj for obj in body_objects if obj.name not in driven_names]  # Animated bodies follow their keys
+    ignored = bullet.ignored_settings(moving, colliding, steps * dt)
     return bodies, joints, targets, root, shapes, ignored
 
 

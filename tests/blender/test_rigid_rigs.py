@@ -210,6 +210,17 @@ def test_other_rigs_constraints_in_the_scene_are_left_alone():
         assert (c.bodies, c.joints, c.free) == (n, {"revolute": n}, 0)
 
 
+def test_constraints_only_in_the_rigid_body_worlds_collection_are_read():
+    """Connect's empties unlinked from the Scene Collection live only in RigidBodyConstraints."""
+    scene = new_scene("rbc_only")
+    setup, _objects, hinges = chain_rig(scene, own_collection=True, n=3)
+    for hinge in hinges:
+        scene.collection.objects.unlink(hinge)
+    assert not any(h.name in scene.objects for h in hinges)
+    c = summary.counts(read_scene(scene, setup.name))
+    assert (c.bodies, c.joints, c.free) == (3, {"revolute": 3}, 0)
+
+
 def test_free_root_of_an_armature_chain_warns_how_to_pin_it():
     scene = new_scene("free_root")
     arm, setup = chain_armature(scene, n=3)
