@@ -62,6 +62,7 @@ def lines(read: SceneMechanism) -> list[str]:
     return [line] + list(read.ignored)
 
 
-def store(diagnostics, read: SceneMechanism) -> None:
-    """Put `lines(read)` on a setup's diagnostics (the panel's last-result area), one per line."""
-    diagnostics.read = "\n".join(lines(read))
+def store(diagnostics, read: SceneMechanism | None) -> None:
+    """Put `lines(read)` on a setup's diagnostics (the panel's last-result area), one per line; None
+    (the setup has errors) clears them, so the panel never shows what an earlier reading found."""
+    diagnostics.read = "" if read is None else "\n".join(lines(read))

@@ -1,6 +1,7 @@
 """Symplex operators: thin wrappers that poll, call one bridge function and report.
 
-Validate Setup lists every problem; Bake runs modal (a chunk of solver steps per timer tick, progress
+Validate Setup says what the setup reads as (bridge/summary.py, also kept for the sidebar's Last
+Result) and lists every problem; Bake runs modal (a chunk of solver steps per timer tick, progress
 bar, Esc cancels; run without a window it bakes in one go); Free Bake restores the previous
 animation; Add Preset builds a mechanism from presets/*.toml. All are undoable and in F3 search.
 A cancelled or failed bake writes nothing, so the scene stays exactly as it was.
@@ -61,10 +62,9 @@ class SYMPLEX_OT_validate(Operator):
     def execute(self, context):
         setup = _target_setup(self, context)
         result, errors, warnings = read.inspect_setup(context.scene, setup)
-        if result is not None:
-            summary.store(setup.diagnostics, result)
-            for line in summary.lines(result):
-                self.report({"INFO"}, line)
+        summary.store(setup.diagnostics, result)
+        for line in setup.diagnostics.read.splitlines():
+            self.report({"INFO"}, line)
         for message in warnings:
             self.report({"WARNING"}, message)
         for message in errors:
@@ -242,7 +242,7 @@ class SYMPLEX_OT_add_preset(Operator):
 
 
 class SYMPLEX_OT_setup_add(Operator):
-    """Add a setup for the active armature or the active object's collection of rigid bodies"""
+    """Add a setup for the active armature, or for the rigid bodies of the active object's collection (else the scene)"""
 
     bl_idname = ids.SETUP_ADD
     bl_label = "Add Setup"
