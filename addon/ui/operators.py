@@ -242,7 +242,7 @@ class SYMPLEX_OT_add_preset(Operator):
 
 
 class SYMPLEX_OT_setup_add(Operator):
-    """Add a setup for the active armature, or for the rigid bodies of the active object's collection (else the scene)"""
+    """Add a setup for the active armature, or the rigid bodies of the active object's collection (else the scene)"""
 
     bl_idname = ids.SETUP_ADD
     bl_label = "Add Setup"

@@ -214,6 +214,20 @@ def test_other_rigs_constraints_in_the_scene_are_left_alone():
         assert (c.bodies, c.joints, c.free) == (n, {"revolute": n}, 0)
 
 
+def test_an_animated_link_is_counted_as_a_prescribed_joint_and_its_damping_is_not_listed():
+    scene = new_scene("driven")
+    setup, objects, _hinges = chain_rig(scene, own_collection=True, n=2)
+    driver = objects[1]
+    driver.rigid_body.kinematic = True  # Animated
+    for frame, angle in ((1, 0.0), (50, 1.0)):
+        driver.rotation_euler = (0.0, angle, 0.0)
+        driver.keyframe_insert("rotation_euler", frame=frame)
+    result = read_scene(scene, setup.name)
+    c = summary.counts(result)
+    assert (c.bodies, c.joints, c.loops, c.free, c.prescribed) == (2, {"revolute": 2}, 0, 0, 1)
+    assert [line for line in summary.lines(result) if "on 1 body (e.g. " + repr(objects[2].name) in line]
+
+
 def test_constraints_only_in_the_rigid_body_worlds_collection_are_read():
     """Connect's empties unlinked from the Scene Collection live only in RigidBodyConstraints."""
     scene = new_scene("rbc_only")
