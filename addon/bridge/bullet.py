@@ -57,7 +57,7 @@ def _damping_lines(bodies: list[bpy.types.Object], seconds: float) -> list[str]:
     return lines
 
 
-def _restitution_line(objects: list[bpy.types.Object]) -> list[str]:
+def _restitution_lines(objects: list[bpy.types.Object]) -> list[str]:
     bouncy = sorted(((obj.rigid_body.restitution, obj.name) for obj in objects if obj.rigid_body.restitution > 0.0),
                     reverse=True)
     if len(bouncy) < 2:  # Bullet's product with a restitution of 0 is 0: no bounce anywhere
@@ -71,4 +71,4 @@ def _restitution_line(objects: list[bpy.types.Object]) -> list[str]:
 def ignored_settings(bodies: list[bpy.types.Object], colliders: list[bpy.types.Object], seconds: float) -> list[str]:
     """What Bullet would do with the damping of rigid bodies `bodies` and the restitution of the objects
     `colliders` that collide (none for methods without contact) over a bake of `seconds`, one line each."""
-    return _damping_lines(bodies, seconds) + _restitution_line(colliders)
+    return _damping_lines(bodies, seconds) + _restitution_lines(colliders)
