@@ -8,9 +8,10 @@ POINT for ball, FIXED, GENERIC for universal and planar, GENERIC_SPRING when the
 plus a MOTOR empty for a velocity motor); q0 and v0 are stored on the constraint empty. A prescribed
 joint from the world makes its body Animated, keyed every frame along the curve.
 A mechanism with colliders is built for the 'maximal' method (the setup's method is set to it): each
-body's object is its collider's shape (shape_mesh.py) with the matching Blender collision shape and the
-collider's friction; each world collider is a passive object of the collection (a plane as a square
-plane mesh large enough for the bodies), and the first of them anchors the joints to the world. What
+body's object is its collider's shape (shape_mesh.py) with the matching Blender collision shape and
+friction sqrt(collider friction) (Bullet multiplies two such, giving the preset's geometric mean;
+bullet.py); each world collider is a passive object of the collection (a plane as a square plane
+mesh large enough for the bodies), and the first of them anchors the joints to the world. What
 a Blender rigid body cannot carry is refused naming the body or collider: more than one collider on a
 body, a body without one, a plane on a body, a non-hull collider off the body's origin or axes (a hull's
 vertices are moved into the body frame instead), joints to the world with no world collider to hang on.
@@ -37,7 +38,7 @@ from ..solver.curves import evaluate
 from ..solver.lie import frame_from_axis, rotvec_to_matrix
 from ..solver.mass import inertia_matrix
 from ..solver.model import WORLD, Body, Collider, Joint, Mechanism, MechanismError
-from . import compat, reference
+from . import bullet, compat, reference
 from .bake import key_object
 from .rotations import matrix_to_quat, quat_to_matrix
 from .shape_mesh import COLLISION_SHAPES, collider_mesh
@@ -335,7 +336,7 @@ def _world_collider(collider: Collider, mech: Mechanism, collection, world) -> b
     world.collection.objects.link(obj)
     obj.rigid_body.type = "PASSIVE"
     obj.rigid_body.collision_shape = COLLISION_SHAPES[collider.shape]
-    obj.rigid_body.friction = collider.friction
+    obj.rigid_body.friction = bullet.rigid_body_friction(collider.friction)
     return obj
 
 
@@ -376,7 +377,7 @@ def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism) -> Built:
         obj.rigid_body.mass = max(body.mass, 1e-3)
         obj.rigid_body.collision_shape = "BOX" if shape is None else COLLISION_SHAPES[shape.shape]
         if shape is not None:
-            obj.rigid_body.friction = shape.friction
+            obj.rigid_body.friction = bullet.rigid_body_friction(shape.friction)
         obj.symplex.mass_source = "CUSTOM"
         obj.symplex.com = body.com
         obj.symplex.inertia = body.inertia

@@ -13,7 +13,8 @@ its dimensions (dx, dy, dz, scale included). The collider follows:
 A passive (or disabled) object is a collider of the world, fixed at its start-frame pose. A flat
 passive object (a plane mesh: one dimension zero, or hull vertices all in one plane) becomes an
 infinite plane through its vertices, its normal the side its faces point to; a flat active object
-is refused (it has no volume to collide with). Friction is the rigid body's friction.
+is refused (it has no volume to collide with). Friction is bullet.collider_friction of the rigid
+body's friction, so contacts combine it as Bullet does (the product of the two coefficients).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from mathutils import Matrix
 from ..solver.lie import frame_from_axis, matrix_to_quat, quat_to_matrix
 from ..solver.collision.shapes import convex_hull
 from ..solver.model import WORLD, Collider
-from . import reference
+from . import bullet, reference
 
 CONE_SIDES = 24
 FLAT = 1e-6  # a thickness below this fraction of the largest dimension is flat
@@ -86,7 +87,7 @@ def object_collider(obj: bpy.types.Object, matrix: Matrix, to_body: np.ndarray, 
     recording an error."""
     rb = obj.rigid_body
     shape = rb.collision_shape
-    friction = float(str(np.float32(rb.friction)))
+    friction = bullet.collider_friction(float(str(np.float32(rb.friction))))
     dims = np.array(obj.dimensions, dtype=float)
     name = obj.name
     what = f"rigid body {obj.name!r}"

@@ -30,7 +30,8 @@ def registered():
 
 
 def bake_file(in_path: str | Path, out_path: str | Path) -> str:
-    """Bake every setup and vehicle rig in `in_path` and save to `out_path`; returns one summary line each.
+    """Bake every setup and vehicle rig in `in_path` and save to `out_path`; returns one summary line each
+    (a setup's followed by what it read, summary.py).
 
     Raises MechanismError (SceneError) or SolverError naming the setup; nothing is saved then.
     """
@@ -39,8 +40,9 @@ def bake_file(in_path: str | Path, out_path: str | Path) -> str:
         bpy.ops.wm.open_mainfile(filepath=str(in_path), load_ui=False)
         lines = []
         for scene in bpy.data.scenes:
-            for setup_name in [s.name for s in scene.symplex.setups]:
-                lines.append(f"{scene.name}: {bake_setup(scene, setup_name).summary()}")
+            for setup in list(scene.symplex.setups):
+                lines.append(f"{scene.name}: {bake_setup(scene, setup.name).summary()}")
+                lines += [f"{scene.name}: {line}" for line in setup.diagnostics.read.splitlines()]  # what it read
             lines += [f"{scene.name}: {line}" for line in bake_vehicle_rigs(scene)]
         if not lines:
             lines.append(f"{in_path}: no Symplex setups to bake")

@@ -26,6 +26,7 @@ import numpy as np
 from ..solver.integrator import make_integrator
 from ..solver.model import MechanismError
 from ..solver.trajectory import SolverError, StepTooLargeError, Trajectory
+from . import summary
 from .bake import BakeOptions, write_trajectory
 from .read import SceneError, SceneMechanism, find_setup, read_setup
 from .vehicle_bake import bake_vehicle
@@ -172,6 +173,7 @@ class BakeJob:
         diagnostics.seconds = report.seconds
         diagnostics.steps = report.steps
         diagnostics.keys = report.keys
+        summary.store(diagnostics, self.read)
         return report
 
 

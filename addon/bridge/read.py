@@ -3,9 +3,11 @@
 `read_setup(scene, setup)` reads bpy once and returns a `SceneMechanism`: the Mechanism, the bake
 targets (which object or pose bone each body drives) and the time grid. Every problem found is
 collected; if any is an error, `SceneError` lists them all, each naming the object, bone, constraint
-or loop at fault. `validate_setup` returns the same list (errors and warnings) without raising.
+or loop at fault. `validate_setup` returns the same list (errors and warnings) without raising;
+`inspect_setup` returns the SceneMechanism too when there is no error (summary.py describes it).
 
-Rigid bodies (kind RIGID_BODIES: every object of the setup's collection, nested ones included):
+Rigid bodies (kind RIGID_BODIES: every object of the setup's collection, nested ones included, or of
+the whole scene):
   body frame = object origin and world rotation at the start frame; mass from the rigid body; centre
   of mass at the origin and inertia of the collision shape filling the object's dimensions (dx, dy,
   dz; CAPSULE, CYLINDER, CONE along local Z with r = max(dx, dy) / 2, h = dz), or custom values:
@@ -29,7 +31,12 @@ Rigid bodies (kind RIGID_BODIES: every object of the setup's collection, nested 
   lower > upper is free, as in Bullet. Ball and free joints take no limits. GENERIC_SPRING springs
   (the same stiffness and damping on every free axis) become the joint's spring and damper; on a
   ball or free joint the rotation spring is isotropic, k/2 |rotation from the reference|^2.
-  Linear/angular damping is not simulated.
+  Rigid bodies live in the setup's collection or, with Whole Scene, anywhere in the scene; their
+  constraint objects are read wherever they live (rigid_scope.py: Blender's Connect puts them in
+  the Scene Collection): every constraint naming a body of the setup is a joint. A disabled one is
+  skipped with a warning, and is an error when its body would then fly free. Friction is combined
+  as Bullet combines it; damping and restitution are not simulated and are listed in `ignored` with
+  what Bullet would do with them (bullet.py).
   Joints are oriented so every body hangs from the world; bodies no joint connects get a free joint.
   Collisions (method 'maximal' only; the other methods ignore contact, so their setups read no
   shapes): every rigid body's collision shape and friction becomes a Collider (colliders.py), on
@@ -67,7 +74,7 @@ from ..solver.mass import inertia_matrix
 from ..solver.mechfile import validate_mechanism
 from ..solver.model import WORLD, Body, Collider, Curve, Joint, Mechanism, MechanismError, Motor
 from . import colliders as collision_shapes
-from . import compat, meshmass, reference
+from . import bullet, compat, meshmass, reference, rigid_scope
 from .rotations import matrix_to_euler, matrix_to_quat
 
 AXES = "XYZ"
@@ -123,6 +130,7 @@ class SceneMechanism(FrameGrid):
     fps: float
     substeps: int
     warnings: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()  # settings read but not simulated, each with its effect (bullet.py)
 
 
 @dataclass
@@ -509,16 +517,18 @@ def _drive_joint(obj, joints: list[Joint], sample_frames: np.ndarray, dt: float,
 
 
 def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps: int, problems: _Problems):
-    coll = setup.collection
-    if coll is None:
-        problems.errors.append(f"setup {setup.name!r}: choose the collection holding its rigid bodies")
-        return [], [], [], "", []
-    objects = sorted(coll.all_objects, key=lambda o: o.name)
+    objects = rigid_scope.setup_objects(scene, setup)
+    if objects is None:
+        problems.errors.append(f"setup {setup.name!r}: choose the collection holding its rigid bodies, or Whole Scene")
+        return [], [], [], "", [], []
+    where = f"scene {scene.name!r}" if setup.whole_scene else f"collection {setup.collection.name!r}"
     members = {o.name for o in objects}
     bodies: list[Body] = []
+    body_objects: list[bpy.types.Object] = []
     world_objects: set[str] = set()
     driven: list[bpy.types.Object] = []
     shapes: list[Collider] = []
+    colliding: list[bpy.types.Object] = []
     contact = setup.method == "maximal"
 
     def add_collider(obj, matrix, static: bool) -> None:
@@ -526,6 +536,7 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
                                                  problems.warnings)
         if found is not None:
             shapes.append(found)
+            colliding.append(obj)
 
     for obj in objects:
         rb = obj.rigid_body
@@ -556,9 +567,8 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
                 lambda: meshmass.object_mass(obj, _num(settings.density), _scale_part(matrix)), problems)
         else:
             com, inertia = (0.0, 0.0, 0.0), shape_inertia(rb.collision_shape, rb.mass, _vec(obj.dimensions))
-        if abs(rb.linear_damping - 0.04) > 1e-6 or abs(rb.angular_damping - 0.1) > 1e-6:
-            problems.warnings.append(f"rigid body {obj.name!r}: linear and angular damping are not simulated")
         bodies.append(Body(obj.name, mass, position, quat, com, inertia))
+        body_objects.append(obj)
         if contact:
             add_collider(obj, matrix, static=False)
     if contact and scene.rigidbody_world is not None and scene.rigidbody_world.collection is not None:
@@ -581,20 +591,24 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
             return WORLD
         if obj.name not in body_names:
             problems.errors.append(
-                f"rigid body constraint {constraint_name!r}: {which} {obj.name!r} is not in collection "
-                f"{coll.name!r} of setup {setup.name!r}"
+                f"rigid body constraint {constraint_name!r}: {which} {obj.name!r} is not in {where} of setup "
+                f"{setup.name!r}" + ("" if setup.whole_scene else "; move it there, or turn on the setup's Whole Scene")
             )
             return None
         return obj.name
 
     joints: list[Joint] = []
     motors = []
-    for obj in objects:
+    disabled: dict[str, list[str]] = {}  # body -> disabled constraints naming it
+    for obj in rigid_scope.constraint_objects(scene, objects):
         rbc = obj.rigid_body_constraint
-        if rbc is None:
-            continue
+        named = [o.name for o in (rbc.object1, rbc.object2) if o is not None and o.name in body_names]
+        if obj.name not in members and not named:
+            continue  # another rig's constraint
         if not rbc.enabled:
             problems.warnings.append(f"rigid body constraint {obj.name!r} is disabled; skipped")
+            for body in named:
+                disabled.setdefault(body, []).append(obj.name)
             continue
         if rbc.use_breaking:
             problems.warnings.append(f"rigid body constraint {obj.name!r}: breaking is not simulated; it never breaks")
@@ -613,6 +627,12 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
         if joint is not None:
             joints.append(joint)
     joints = orient_from_world([b.name for b in bodies], joints, problems, "rigid body constraint")
+    for j in joints:
+        if j.type == "free" and j.child in disabled:
+            problems.errors.append(
+                f"rigid body {j.child!r} would fall free: rigid body constraint "
+                f"{', '.join(map(repr, disabled[j.child]))} naming it is disabled; enable it, or remove it if "
+                "the body is meant to fly free")
     for obj, rbc, ends in motors:
         _apply_motor(obj, rbc, ends, joints, frame, problems)
     sample_frames = frame + np.arange(steps + 1) * dt * fps
@@ -621,7 +641,9 @@ def _read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps:
     driven_names = {obj.name for obj in driven}
     targets = [Target(b.name, b.name, write=b.name not in driven_names) for b in bodies]
     root = setup.root.name if setup.root is not None else (bodies[0].name if bodies else "")
-    return bodies, joints, targets, root, shapes
+    moving = [obj for obj in body_objects if obj.name not in driven_names]  # Animated bodies follow their keys
+    ignored = bullet.ignored_settings(moving, colliding, steps * dt)
+    return bodies, joints, targets, root, shapes, ignored
 
 
 # ----------------------------------------------------------------------------------------------
@@ -849,9 +871,21 @@ def _read_armature(scene, setup, frame: float, fps: float, dt: float, steps: int
             )
         )
         targets.append(Target(name, arm.name, name, write=name not in prescribed))
+        if layout.type == "free" and joints[-1].parent == WORLD:
+            problems.warnings += _free_root_warning(pb, in_mechanism)
     joints += _read_loops(arm, arm_matrix, reference_pose, mechanism_body, keyed, frame, problems)
     root = setup.root.name if setup.root is not None else arm.name
     return bodies, joints, targets, root
+
+
+def _free_root_warning(pb, in_mechanism: set[str]) -> list[str]:
+    """A warning when simulated bone `pb`, free in the world, carries simulated bones: the whole chain falls."""
+    carried = [b.name for b in pb.bone.children_recursive if b.name in in_mechanism]
+    if not carried:
+        return []
+    return [f"bone {pb.name!r} carries {len(carried)} simulated bone(s) (e.g. {carried[0]!r}) but its location is "
+            "free (a free joint), so the whole chain can fall out of the rig; to pin its head, lock its location "
+            "(Bone Properties > Transform > Lock Location X, Y, Z): it then turns on a ball joint there"]
 
 
 def _read_loops(arm, arm_matrix, reference_pose, mechanism_body, keyed, frame, problems) -> list[Joint]:
@@ -919,11 +953,12 @@ def _read(scene: bpy.types.Scene, setup, problems: _Problems) -> SceneMechanism 
     if steps <= 0:
         problems.errors.append(f"scene {scene.name!r}: the frame range must span at least two frames")
     shapes: list[Collider] = []
+    ignored: list[str] = []
     if setup.kind == "ARMATURE":
         bodies, joints, targets, root = _read_armature(scene, setup, frame, fps, dt, max(steps, 0), problems)
     else:
-        bodies, joints, targets, root, shapes = _read_rigid_bodies(scene, setup, frame, fps, dt, max(steps, 0),
-                                                                   problems)
+        bodies, joints, targets, root, shapes, ignored = _read_rigid_bodies(scene, setup, frame, fps, dt,
+                                                                            max(steps, 0), problems)
         joints = [j for j in joints if j.parent != j.child]
     if not bodies and not problems.errors:
         problems.errors.append(f"setup {setup.name!r}: it has no bodies")
@@ -951,6 +986,7 @@ def _read(scene: bpy.types.Scene, setup, problems: _Problems) -> SceneMechanism 
         fps=fps,
         substeps=substeps,
         warnings=tuple(problems.warnings),
+        ignored=tuple(ignored),
     )
 
 
@@ -980,11 +1016,17 @@ def read_setup(scene: bpy.types.Scene, setup) -> SceneMechanism:
     return result
 
 
+def inspect_setup(scene: bpy.types.Scene, setup) -> tuple[SceneMechanism | None, list[str], list[str]]:
+    """(what `setup` reads as, or None when it has errors; errors; warnings)."""
+    problems = _Problems()
+    result = _read(scene, setup, problems)
+    return result, problems.errors, problems.warnings
+
+
 def validate_setup(scene: bpy.types.Scene, setup) -> tuple[list[str], list[str]]:
     """(errors, warnings) of reading `setup`; both empty when it is ready to bake."""
-    problems = _Problems()
-    _read(scene, setup, problems)
-    return problems.errors, problems.warnings
+    _result, errors, warnings = inspect_setup(scene, setup)
+    return errors, warnings
 
 
 def find_setup(scene: bpy.types.Scene, name: str):

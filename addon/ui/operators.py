@@ -1,6 +1,7 @@
 """Symplex operators: thin wrappers that poll, call one bridge function and report.
 
-Validate Setup lists every problem; Bake runs modal (a chunk of solver steps per timer tick, progress
+Validate Setup says what the setup reads as (bridge/summary.py, also kept for the sidebar's Last
+Result) and lists every problem; Bake runs modal (a chunk of solver steps per timer tick, progress
 bar, Esc cancels; run without a window it bakes in one go); Free Bake restores the previous
 animation; Add Preset builds a mechanism from presets/*.toml. All are undoable and in F3 search.
 A cancelled or failed bake writes nothing, so the scene stays exactly as it was.
@@ -11,7 +12,7 @@ import bpy
 from bpy.props import EnumProperty, StringProperty
 from bpy.types import Operator
 
-from ..bridge import bake, build, job, read
+from ..bridge import bake, build, job, read, rigid_scope, summary
 from ..solver.mechfile import list_presets, load_mechanism, preset_path
 from ..solver.model import MechanismError
 from ..solver.trajectory import SolverError
@@ -60,7 +61,10 @@ class SYMPLEX_OT_validate(Operator):
 
     def execute(self, context):
         setup = _target_setup(self, context)
-        errors, warnings = read.validate_setup(context.scene, setup)
+        result, errors, warnings = read.inspect_setup(context.scene, setup)
+        summary.store(setup.diagnostics, result)
+        for line in setup.diagnostics.read.splitlines():
+            self.report({"INFO"}, line)
         for message in warnings:
             self.report({"WARNING"}, message)
         for message in errors:
@@ -92,6 +96,8 @@ class SYMPLEX_OT_bake(Operator):
 
     def _finish(self, context, bake_job: job.BakeJob) -> set[str]:
         report = bake_job.finish(context.scene)
+        for line in summary.lines(bake_job.read):
+            self.report({"INFO"}, line)
         for warning in bake_job.read.warnings:
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, report.summary())
@@ -236,7 +242,7 @@ class SYMPLEX_OT_add_preset(Operator):
 
 
 class SYMPLEX_OT_setup_add(Operator):
-    """Add a setup for the active armature or the active object's collection of rigid bodies"""
+    """Add a setup for the active armature, or the rigid bodies of the active object's collection (else the scene)"""
 
     bl_idname = ids.SETUP_ADD
     bl_label = "Add Setup"
@@ -250,9 +256,8 @@ class SYMPLEX_OT_setup_add(Operator):
             setup.name, setup.kind, setup.armature = obj.name, "ARMATURE", obj
         else:
             setup.kind = "RIGID_BODIES"
-            if obj is not None and obj.users_collection:
-                setup.collection = obj.users_collection[0]
-                setup.name = setup.collection.name
+            setup.collection, setup.whole_scene = rigid_scope.scope_for(context.scene, obj)
+            setup.name = context.scene.name if setup.whole_scene else setup.collection.name
         settings.active_setup = len(settings.setups) - 1
         return {"FINISHED"}
 

@@ -51,7 +51,13 @@ class SYMPLEX_PT_sidebar(Panel):
         col = layout.column()
         col.use_property_split = True
         col.prop(setup, "kind")
-        col.prop(setup, "armature" if setup.kind == "ARMATURE" else "collection")
+        if setup.kind == "ARMATURE":
+            col.prop(setup, "armature")
+        else:
+            col.prop(setup, "whole_scene")
+            sub = col.row()
+            sub.active = not setup.whole_scene
+            sub.prop(setup, "collection")
         col.prop(setup, "root")
         col.separator()
         col.prop(setup, "method")
@@ -76,7 +82,7 @@ class SYMPLEX_PT_sidebar(Panel):
 
 
 class SYMPLEX_PT_diagnostics(Panel):
-    bl_label = "Last Bake"
+    bl_label = "Last Result"
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "Symplex"
@@ -89,6 +95,9 @@ class SYMPLEX_PT_diagnostics(Panel):
     def draw(self, context):
         diagnostics = active_setup(context).diagnostics
         layout = self.layout
+        col = layout.column(align=True)
+        for line in diagnostics.read.splitlines():  # what the last Validate or Bake read
+            col.label(text=line)
         if not diagnostics.status:
             layout.label(text="Not baked yet")
             return

@@ -55,6 +55,7 @@ class SymplexDiagnostics(PropertyGroup):
     seconds: FloatProperty(name="Time Taken", unit="TIME_ABSOLUTE", default=0.0)
     steps: IntProperty(name="Steps", default=0)
     keys: IntProperty(name="Keys Written", default=0)
+    read: StringProperty(name="Read", description="What the last Validate or Bake read: one line per item", default="")
 
 
 class SymplexSetup(PropertyGroup):
@@ -71,6 +72,10 @@ class SymplexSetup(PropertyGroup):
     )
     armature: PointerProperty(name="Armature", type=bpy.types.Object, poll=_is_armature)
     collection: PointerProperty(name="Collection", type=bpy.types.Collection)
+    whole_scene: BoolProperty(
+        name="Whole Scene",
+        description="Rigid bodies: cover every object of the scene (the Scene Collection) instead of one collection",
+    )
     root: PointerProperty(
         name="Root Object",
         type=bpy.types.Object,

@@ -138,11 +138,14 @@ def test_headless_bake_file_bakes_every_setup(tmp_path, symplex):
     scene_name = scene.name
     arm, _ = chain_armature(scene, n=2)
     arm_name = arm.name
-    rigid_four_bar(scene)
+    _coll, four_bar, _bodies, _hinges = rigid_four_bar(scene)
+    four_bar_name = four_bar.name
     source, out = tmp_path / "in.blend", tmp_path / "out.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(source), check_existing=False)
     summary = bake_file(source, out)
     assert len([line for line in summary.splitlines() if line.startswith(f"{scene_name}: Baked")]) == 2
+    assert (f"{scene_name}: Read {four_bar_name!r}: 3 bodies, 4 joints (4 revolute), 1 loop, 0 free bodies, "
+            "0 prescribed joints") in summary.splitlines()
     bpy.ops.wm.open_mainfile(filepath=str(out))
     scene = bpy.data.scenes[scene_name]
     assert all(s.diagnostics.status == "finished" for s in scene.symplex.setups)

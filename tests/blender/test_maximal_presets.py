@@ -4,6 +4,8 @@ maximal bake past the method's time-step limit restarts with more substeps."""
 
 from __future__ import annotations
 
+import math
+
 import bpy
 import numpy as np
 import pytest
@@ -62,7 +64,8 @@ def test_add_preset_reads_back_the_files_bodies_and_colliders(preset):
         read_collider = shapes[built.colliders[collider.name]]
         assert read_collider.shape == collider.shape
         assert read_collider.body == names[collider.body]
-        assert read_collider.friction == collider.friction
+        # built as sqrt(friction) on the rigid body, read back as its square (Bullet's product rule, bullet.py)
+        assert read_collider.friction == pytest.approx(collider.friction, rel=F32)
         assert np.allclose(read_collider.size, collider.size, rtol=F32, atol=F32)
         assert np.allclose(read_collider.position, collider.position, atol=F32)
         rot_read, rot_file = _rotation(read_collider.orientation), _rotation(collider.orientation)
@@ -83,7 +86,7 @@ def test_ground_plane_is_a_passive_mesh_under_every_body_and_beads_are_spheres()
     half = ground.dimensions.x / 2
     assert all(abs(b.position[0]) + 1.0 < half and abs(b.position[1]) + 1.0 < half for b in mech.bodies)
     bead = bpy.data.objects[built.objects["bead_3"]]
-    assert bead.rigid_body.collision_shape == "SPHERE" and bead.rigid_body.friction == pytest.approx(0.4)
+    assert bead.rigid_body.collision_shape == "SPHERE" and bead.rigid_body.friction == pytest.approx(math.sqrt(0.4))
     assert np.allclose(bead.dimensions, 0.2, atol=1e-7)
     assert np.allclose(np.linalg.norm([v.co for v in bead.data.vertices], axis=1), 0.1, atol=1e-7)
 

@@ -63,9 +63,10 @@ def test_cube_above_passive_plane_reads_a_world_plane_and_a_box():
     shapes = {c.name: c for c in mech.colliders}
     assert set(shapes) == {ground.name, cube.name}
     plane, box = shapes[ground.name], shapes[cube.name]
-    assert plane.body == WORLD and plane.shape == "plane" and plane.friction == 0.5
+    # collider friction mu^2, so that contacts (geometric mean) get Bullet's product mu_a mu_b (bullet.py)
+    assert plane.body == WORLD and plane.shape == "plane" and plane.friction == 0.25
     assert np.allclose(plane.position, 0.0) and np.allclose(plane.orientation[1:3], 0.0, atol=1e-12)
-    assert box.body == cube.name and box.shape == "box" and box.friction == 0.7
+    assert box.body == cube.name and box.shape == "box" and box.friction == pytest.approx(0.49)
     assert np.allclose(box.size, 0.25) and box.position == (0.0, 0.0, 0.0)
     # the flat Mesh shape is a plane, not a (warned) hull
     assert not any("convex hull" in w for w in reading.warnings)
