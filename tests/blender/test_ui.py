@@ -1,8 +1,7 @@
 """The UI in real Blender: registration cycles, operator flags and polls, and every operator end to end.
 
-Runs under bpy 5.0 and 4.2. Panels cannot be drawn without a window; their registration, contexts
-and polls are checked. The modal path of Bake needs a window too; its chunked stepping and cancel
-are the BakeJob tested in test_bake.py.
+Runs under bpy 5.0 and 4.2. Panels are drawn (into a recorder) in test_ui_reach.py. The modal path of
+Bake needs a window; its chunked stepping and cancel are the BakeJob tested in test_bake.py.
 """
 
 from __future__ import annotations

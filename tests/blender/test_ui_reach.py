@@ -95,15 +95,10 @@ class Drawing:
             cls.draw_header(_Self(cls, Layout(self, f"{where} header")), bpy.context)
         cls.draw(owner, bpy.context)
 
-    def draw_menu(self, name: str, where: str) -> None:
+    def draw_named(self, kind: type, name: str, where: str) -> None:
+        """A menu or panel drawn in place by menu() / popover(): the add-on's own, where its poll passes."""
         cls = getattr(bpy.types, name, None)
-        assert cls is not None and issubclass(cls, bpy.types.Menu), f"{where}: menu {name!r} is not registered"
-        if name in self.registration.classes and _polls(cls):
-            self.draw(cls, f"{where} > {name}")
-
-    def draw_panel(self, name: str, where: str) -> None:
-        cls = getattr(bpy.types, name, None)
-        assert cls is not None and issubclass(cls, bpy.types.Panel), f"{where}: panel {name!r} is not registered"
+        assert isinstance(cls, type) and issubclass(cls, kind), f"{where}: no registered {kind.__name__} {name!r}"
         if name in self.registration.classes and _polls(cls):
             self.draw(cls, f"{where} > {name}")
 
@@ -191,14 +186,14 @@ class Layout:
 
     def menu(self, menu: str, **kwargs) -> None:
         self._check_call("menu", (menu,), kwargs)
-        self._drawing.draw_menu(menu, self._where)
+        self._drawing.draw_named(bpy.types.Menu, menu, self._where)
 
     def menu_contents(self, menu: str) -> None:
-        self._drawing.draw_menu(menu, self._where)
+        self._drawing.draw_named(bpy.types.Menu, menu, self._where)
 
     def popover(self, panel: str, **kwargs) -> None:
         self._check_call("popover", (panel,), kwargs)
-        self._drawing.draw_panel(panel, self._where)
+        self._drawing.draw_named(bpy.types.Panel, panel, self._where)
 
     def prop(self, data, property: str, **kwargs) -> None:
         self._check_call("prop", (data, property), kwargs)
