@@ -353,10 +353,12 @@ def _world_collider(collider: Collider, mech: Mechanism, collection, world) -> b
     return obj
 
 
-def _world_anchor(mech: Mechanism, collection, world) -> bpy.types.Object:
-    """A small passive cube, hidden in renders, standing for the world at the ends of joints (no colliders)."""
+def _world_anchor(mech: Mechanism, collection, world, location: Vec3) -> bpy.types.Object:
+    """A small passive cube at `location`, hidden in renders, standing for the world at the ends of joints (no
+    colliders)."""
     ground_mesh = bpy.data.meshes.new(f"{mech.name} ground")
     ground = _link(bpy.data.objects.new(f"{mech.name} ground", ground_mesh), collection)
+    ground.location = location
     bm = bmesh.new()
     bmesh.ops.create_cube(bm, size=0.05)
     bm.to_mesh(ground_mesh)
@@ -398,7 +400,7 @@ def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism, location: Vec3 =
     objects: dict[str, bpy.types.Object] = {}
     statics = {c.name: _world_collider(c, mech, collection, world) for c in mech.colliders if c.body == WORLD}
     if any(WORLD in (j.parent, j.child) for j in mech.joints if j.type != "free"):
-        objects[WORLD] = next(iter(statics.values())) if statics else _world_anchor(mech, collection, world)
+        objects[WORLD] = next(iter(statics.values())) if statics else _world_anchor(mech, collection, world, location)
     for body in mech.bodies:
         shape = shapes.get(body.name)
         mesh = collider_mesh(body.name, shape) if shape is not None else _body_mesh(body.name, body)

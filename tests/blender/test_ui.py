@@ -7,6 +7,7 @@ Bake needs a window; its chunked stepping and cancel are the BakeJob tested in t
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import bpy
 import numpy as np
@@ -257,6 +258,11 @@ def test_a_mechanism_rigid_bodies_cannot_carry_is_refused_before_building():
 CURSOR = (1.5, -2.0, 0.75)
 
 
+def base_name(obj) -> str:
+    """The object's name without the .001 Blender adds when another scene already has the name."""
+    return re.sub(r"\.\d{3}$", "", obj.name)
+
+
 @pytest.mark.parametrize("variant", ["RIGID_BODIES", "ARMATURE"])
 def test_add_preset_at_the_cursor_selected_and_active(registered, variant):
     """As Blender's Add menu (Align: World): at the cursor's location, not turned by its rotation; the new root is the
@@ -287,7 +293,7 @@ def test_add_preset_at_the_cursor_selected_and_active(registered, variant):
                 if obj.type == "ARMATURE":
                     worlds[-1].update({(b.name, frame): bone_world(scene, obj, b.name) for b in obj.pose.bones})
                 else:
-                    worlds[-1][obj.name.rsplit(".", 1)[0], frame] = object_world(scene, obj)
+                    worlds[-1][base_name(obj), frame] = object_world(scene, obj)
     assert worlds[0].keys() == worlds[1].keys()
     moved = np.eye(4)
     moved[:3, 3] = CURSOR
@@ -295,3 +301,31 @@ def test_add_preset_at_the_cursor_selected_and_active(registered, variant):
         np.testing.assert_allclose(worlds[1][key], moved @ at_origin, atol=1e-5, err_msg=str(key))
     assert not np.allclose(worlds[0][next(k for k in worlds[0] if k[1] == 1)],
                            worlds[0][next(k for k in worlds[0] if k[1] == frames)])  # it did move
+
+
+@pytest.mark.parametrize("variant", ["RIGID_BODIES", "ARMATURE"])
+def test_every_preset_is_built_at_the_cursor_as_at_the_origin_moved(registered, variant):
+    """Bodies, ground, world colliders, constraint and motor empties and driven bodies' keys all move with the
+    cursor; nothing turns."""
+    moved = np.eye(4)
+    moved[:3, 3] = CURSOR
+    built = 0
+    for preset in list_presets():
+        worlds = []
+        for location in ((0.0, 0.0, 0.0), CURSOR):
+            scene = new_scene(f"at_{preset}")
+            scene.cursor.location = location
+            with bpy.context.temp_override(scene=scene):
+                try:
+                    bpy.ops.symplex.add_preset(preset=preset, variant=variant)
+                except RuntimeError:  # refused: test_a_refused_preset_changes_nothing_and_says_why
+                    break
+            set_frame(scene, scene.frame_start + 3)
+            worlds.append({base_name(obj): object_world(scene, obj) for obj in scene.objects})
+        if len(worlds) < 2:
+            continue
+        built += 1
+        assert worlds[0].keys() == worlds[1].keys(), preset
+        for name, at_origin in worlds[0].items():
+            np.testing.assert_allclose(worlds[1][name], moved @ at_origin, atol=1e-5, err_msg=f"{preset}: {name}")
+    assert built >= 10
