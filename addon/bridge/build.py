@@ -241,7 +241,8 @@ def _check_constraint(joint: Joint) -> None:
         raise BuildError(f"joint {joint.name!r}: a fixed joint has no spring to hold")
     if joint.type == "ball" and (joint.lower is not None or joint.upper is not None):
         raise BuildError(f"joint {joint.name!r}: limits on a ball joint cannot be built")
-    if any(math.isfinite(lo) != math.isfinite(hi) for lo, hi in _limit_pairs(joint, len(_RIGID_TYPES[joint.type][2]))):
+    limits = _limit_pairs(joint, len(_RIGID_TYPES[joint.type][2]))
+    if any(math.isfinite(lo) != math.isfinite(hi) for lo, hi in limits):
         raise BuildError(f"joint {joint.name!r}: a one-sided limit cannot be built as a rigid body constraint")
     motor = joint.motor
     if motor is not None and (motor.mode != "velocity" or joint.type not in ("revolute", "prismatic")):

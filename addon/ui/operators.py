@@ -225,7 +225,7 @@ class SYMPLEX_OT_add_preset(Operator):
 
     def execute(self, context):
         scene = context.scene
-        location = tuple(scene.cursor.location)  # Align: World, as Blender's Add menu: the cursor's rotation is not used
+        location = tuple(scene.cursor.location)  # Align: World, as Blender's Add menu: the cursor's rotation unused
         try:
             mech = load_mechanism(preset_path(self.preset))
             if self.variant == "ARMATURE":
@@ -250,7 +250,7 @@ def _select_only(view_layer, obj) -> None:
 
 
 class SYMPLEX_OT_setup_add(Operator):
-    """Add a setup for the active armature or the active object's collection of rigid bodies"""
+    """Add a setup for the active armature or the active object's collection of rigid bodies (one setup each)"""
 
     bl_idname = ids.SETUP_ADD
     bl_label = "Add Setup"
@@ -260,10 +260,10 @@ class SYMPLEX_OT_setup_add(Operator):
         settings = context.scene.symplex
         obj = context.active_object
         if obj is not None and obj.type == "ARMATURE":
-            kind, owner = "ARMATURE", obj
+            kind, what, owner = "ARMATURE", "armature", obj
         else:
-            kind, owner = "RIGID_BODIES", obj.users_collection[0] if obj is not None and obj.users_collection else None
-        what = "armature" if kind == "ARMATURE" else "collection"
+            kind, what = "RIGID_BODIES", "collection"
+            owner = obj.users_collection[0] if obj is not None and obj.users_collection else None
         existing = next((s for s in settings.setups if owner is not None and s.kind == kind
                          and getattr(s, what) == owner), None)
         if existing is not None:
