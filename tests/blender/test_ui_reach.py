@@ -28,6 +28,7 @@ import pytest
 
 import addon
 from addon.bridge import vehicle_rig
+from addon.solver.mechfile import list_presets
 from tests.blender.scenes import chain_armature, new_scene
 
 UI_TYPES = (bpy.types.Panel, bpy.types.Menu, bpy.types.Header)
@@ -255,7 +256,7 @@ def _empty_scene() -> dict:
 
 
 def _armature_setup() -> dict:
-    """A chain with its setup, a loop and a finished bake's diagnostics; the last bone active in Pose Mode."""
+    """A chain with its setup, a loop and a finished bake's diagnostics; its last bone the active (pose) bone."""
     scene = new_scene("reach_armature")
     arm, setup = chain_armature(scene, n=2)
     loop = arm.data.symplex.loops.add()
@@ -331,8 +332,9 @@ def test_buttons_reach_what_they_should(drawings):
     """The add menu reaches every preset through Add > Symplex Preset; list operators sit by their lists."""
     by_context = {drawing.context_name: drawing.entries for drawing in drawings}
     empty = by_context["empty scene"]
-    assert any(where.startswith("VIEW3D_MT_add (appended") and "SYMPLEX_MT_add_preset" in where
-               for where in empty["symplex.add_preset"])
+    in_add_menu = [where for where in empty["symplex.add_preset"]
+                   if where.startswith("VIEW3D_MT_add (appended") and where.endswith("> SYMPLEX_MT_add_preset")]
+    assert len(in_add_menu) == len(list_presets())
     assert "symplex.bake" not in empty  # no setup, no Bake button
     armature = by_context["armature setup, bone active"]
     assert {"symplex.validate", "symplex.bake", "symplex.free_bake", "symplex.loop_add",
