@@ -18,8 +18,10 @@ vertices are moved into the body frame instead), joints to the world with no wor
 `build_armature(scene, mech)` makes one bone per body instead (revolute, prismatic, ball, universal
 and fixed joints; revolute and universal limits become IK limits; loops become the armature's loop
 list; prescribed joints become keyed bones).
-Both register a setup. Reading the result back gives the same Mechanism; for the armature the
-bodies are re-expressed in bone frames, and `build_armature` returns that expected Mechanism.
+Both put the mechanism's origin at a given location (Add Preset: the 3D cursor), refuse what they
+cannot build before building anything, and register a setup. Reading the result back gives the same
+Mechanism; for the armature the bodies are re-expressed in bone frames, and `build_armature` returns
+that expected Mechanism.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ from mathutils import Matrix, Vector
 from ..solver.curves import evaluate
 from ..solver.lie import frame_from_axis, rotvec_to_matrix
 from ..solver.mass import inertia_matrix
-from ..solver.model import WORLD, Body, Collider, Joint, Mechanism, MechanismError
+from ..solver.model import WORLD, Body, Collider, Joint, Mechanism, MechanismError, Vec3
 from . import bullet, compat, reference
 from .bake import key_object
 from .rotations import matrix_to_quat, quat_to_matrix
 from .shape_mesh import COLLISION_SHAPES, collider_mesh
 
+ORIGIN: Vec3 = (0.0, 0.0, 0.0)
 POINT_RADIUS = 0.05
 MIN_THICKNESS = 0.02
 
@@ -134,6 +137,11 @@ def _set_axis(rbc, kind: str, i: int, lower: float, upper: float) -> None:
     setattr(rbc, f"limit_{name}_upper", upper)
 
 
+def _limit_pairs(joint: Joint, n: int) -> list[tuple[float, float]]:
+    """(lower, upper) of each of the joint's first `n` coordinates; infinite where the joint has no limit."""
+    return list(zip(joint.lower or (-math.inf,) * n, joint.upper or (math.inf,) * n))
+
+
 # Blender constraint type, the joint-axis role, and each dof's (kind, local axis) per joint type.
 _RIGID_TYPES = {
     "fixed": ("FIXED", "z", ()),
@@ -149,11 +157,7 @@ _RIGID_TYPES = {
 def _constraint_object(name: str, joint: Joint, objects: dict[str, bpy.types.Object], collection, world) -> None:
     kind, role, dofs = _RIGID_TYPES[joint.type]
     if joint.stiffness > 0 or joint.damping > 0:
-        if joint.type == "fixed":
-            raise BuildError(f"joint {joint.name!r}: a fixed joint has no spring to hold")
         kind = "GENERIC_SPRING"  # the locked-axis pattern written below reads back as the same joint
-    if joint.type == "ball" and (joint.lower is not None or joint.upper is not None):
-        raise BuildError(f"joint {joint.name!r}: limits on a ball joint cannot be built")
     rotation = _frame_with_x(joint.axis, joint.axis2) if role == "x" else frame_from_axis(
         np.asarray(joint.axis, dtype=float), None if joint.axis2 is None else np.asarray(joint.axis2, dtype=float)
     )
@@ -173,13 +177,9 @@ def _constraint_object(name: str, joint: Joint, objects: dict[str, bpy.types.Obj
             for i in range(3):
                 if (k, i) not in free:
                     _set_axis(rbc, k, i, 0.0, 0.0)
-    lower = joint.lower or (-math.inf,) * len(dofs)
-    upper = joint.upper or (math.inf,) * len(dofs)
-    for (k, i), lo, hi in zip(dofs, lower, upper):
+    for (k, i), (lo, hi) in zip(dofs, _limit_pairs(joint, len(dofs))):
         if math.isfinite(lo) and math.isfinite(hi):
             _set_axis(rbc, k, i, lo, hi)
-        elif math.isfinite(lo) or math.isfinite(hi):
-            raise BuildError(f"joint {joint.name!r}: a one-sided limit cannot be built as a rigid body constraint")
         if kind == "GENERIC_SPRING":
             suffix = ("ang_" if k == "ang" else "") + "xyz"[i]
             setattr(rbc, f"use_spring_{suffix}", True)
@@ -194,11 +194,6 @@ def _constraint_object(name: str, joint: Joint, objects: dict[str, bpy.types.Obj
 
 def _motor_object(name: str, joint: Joint, objects, collection, world) -> None:
     motor = joint.motor
-    if motor.mode != "velocity" or joint.type not in ("revolute", "prismatic"):
-        raise BuildError(
-            f"joint {joint.name!r}: only velocity motors on revolute or prismatic joints can be built "
-            f"(got a {motor.mode} motor on a {joint.type} joint)"
-        )
     empty = _link(bpy.data.objects.new(f"{name} motor", None), collection)
     empty.empty_display_type = "SINGLE_ARROW"
     empty.rotation_mode = "QUATERNION"
@@ -241,7 +236,25 @@ def _drive_object(scene: bpy.types.Scene, obj: bpy.types.Object, joint: Joint) -
     key_object(obj, scene.frame_start + times * fps, world, f"{obj.name} drive")
 
 
+def _check_constraint(joint: Joint) -> None:
+    """Refuse what a Blender rigid body constraint cannot carry, before anything is built."""
+    if joint.type == "fixed" and (joint.stiffness > 0 or joint.damping > 0):
+        raise BuildError(f"joint {joint.name!r}: a fixed joint has no spring to hold")
+    if joint.type == "ball" and (joint.lower is not None or joint.upper is not None):
+        raise BuildError(f"joint {joint.name!r}: limits on a ball joint cannot be built")
+    limits = _limit_pairs(joint, len(_RIGID_TYPES[joint.type][2]))
+    if any(math.isfinite(lo) != math.isfinite(hi) for lo, hi in limits):
+        raise BuildError(f"joint {joint.name!r}: a one-sided limit cannot be built as a rigid body constraint")
+    motor = joint.motor
+    if motor is not None and (motor.mode != "velocity" or joint.type not in ("revolute", "prismatic")):
+        raise BuildError(
+            f"joint {joint.name!r}: only velocity motors on revolute or prismatic joints can be built "
+            f"(got a {motor.mode} motor on a {joint.type} joint)"
+        )
+
+
 def _check_buildable(mech: Mechanism) -> None:
+    """Everything build_rigid_bodies refuses, checked before it builds anything."""
     if mech.springs:
         raise BuildError(f"{mech.source}: spring {mech.springs[0].name!r}: body-to-body springs cannot be built yet")
     if mech.forces:
@@ -256,6 +269,8 @@ def _check_buildable(mech: Mechanism) -> None:
             raise BuildError(f"joint {joint.name!r}: a spring rest position other than 0 cannot be built")
         if joint.type == "free" and (any(joint.q0) or any(joint.v0) or joint.parent != WORLD):
             raise BuildError(f"joint {joint.name!r}: only a free joint from the world at rest can be built")
+        if joint.type != "free":
+            _check_constraint(joint)
     world_joints = any(WORLD in (j.parent, j.child) for j in mech.joints if j.type != "free")
     if world_joints and mech.colliders and not any(c.body == WORLD for c in mech.colliders):
         raise BuildError(f"{mech.source}: joints to the world need a passive object to hang on, and with colliders "
@@ -340,10 +355,12 @@ def _world_collider(collider: Collider, mech: Mechanism, collection, world) -> b
     return obj
 
 
-def _world_anchor(mech: Mechanism, collection, world) -> bpy.types.Object:
-    """A small passive cube, hidden in renders, standing for the world at the ends of joints (no colliders)."""
+def _world_anchor(mech: Mechanism, collection, world, location: Vec3) -> bpy.types.Object:
+    """A small passive cube at `location`, hidden in renders, standing for the world at the ends of joints (no
+    colliders)."""
     ground_mesh = bpy.data.meshes.new(f"{mech.name} ground")
     ground = _link(bpy.data.objects.new(f"{mech.name} ground", ground_mesh), collection)
+    ground.location = location
     bm = bmesh.new()
     bmesh.ops.create_cube(bm, size=0.05)
     bm.to_mesh(ground_mesh)
@@ -355,16 +372,37 @@ def _world_anchor(mech: Mechanism, collection, world) -> bpy.types.Object:
     return ground
 
 
-def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism) -> Built:
-    """Rigid body objects and constraint empties for `mech` in a new collection, plus a setup."""
+def _moved(mech: Mechanism, offset: Vec3) -> Mechanism:
+    """`mech` translated by `offset`: body positions, joint anchors and world colliders (body colliders sit in
+    their body's frame). The builders refuse springs and forces before they move a mechanism."""
+    d = np.asarray(offset, dtype=float)
+    if not d.any():
+        return mech
+
+    def shift(point) -> Vec3:
+        return tuple(float(x) for x in np.asarray(point, dtype=float) + d)
+
+    return mech.replace(
+        bodies=tuple(replace(b, position=shift(b.position)) for b in mech.bodies),
+        joints=tuple(replace(j, anchor=shift(j.anchor)) for j in mech.joints),
+        colliders=tuple(replace(c, position=shift(c.position)) if c.body == WORLD else c for c in mech.colliders),
+    )
+
+
+def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism, location: Vec3 = ORIGIN) -> Built:
+    """Rigid body objects and constraint empties for `mech` in a new collection, plus a setup.
+
+    The mechanism's world origin (its ground) is put at `location`; nothing is built when it is refused.
+    """
     _check_buildable(mech)
     shapes = _body_colliders(mech)
+    mech = _moved(mech, location)
     world = ensure_rigidbody_world(scene)
     collection = _new_collection(scene, mech.name)
     objects: dict[str, bpy.types.Object] = {}
     statics = {c.name: _world_collider(c, mech, collection, world) for c in mech.colliders if c.body == WORLD}
     if any(WORLD in (j.parent, j.child) for j in mech.joints if j.type != "free"):
-        objects[WORLD] = next(iter(statics.values())) if statics else _world_anchor(mech, collection, world)
+        objects[WORLD] = next(iter(statics.values())) if statics else _world_anchor(mech, collection, world, location)
     for body in mech.bodies:
         shape = shapes.get(body.name)
         mesh = collider_mesh(body.name, shape) if shape is not None else _body_mesh(body.name, body)
@@ -484,11 +522,11 @@ def _reexpress(body: Body, position: np.ndarray, rotation: np.ndarray) -> Body:
     )
 
 
-def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mechanism]:
-    """An armature with one simulated bone per body of `mech`, plus a setup.
+def build_armature(scene: bpy.types.Scene, mech: Mechanism, location: Vec3 = ORIGIN) -> tuple[Built, Mechanism]:
+    """An armature object at `location` with one simulated bone per body of `mech`, plus a setup.
 
     Returns what was built and the Mechanism reading it back must give (bodies in bone frames,
-    tree joints named after their child bone).
+    tree joints named after their child bone). Everything it refuses is refused before it builds anything.
     """
     if mech.springs or mech.forces:
         raise BuildError(f"{mech.source}: springs and forces cannot be built on an armature yet")
@@ -503,6 +541,7 @@ def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mech
             anchors.setdefault(end, []).append(np.asarray(j.anchor, dtype=float))
     rest: dict[str, np.ndarray] = {}
     lengths: dict[str, float] = {}
+    ik_limits: dict[str, list[tuple[str, float, float]]] = {}
     for joint in tree:
         if joint.type not in _BONE_TYPES:
             raise BuildError(f"joint {joint.name!r}: a {joint.type} joint cannot be built as a bone")
@@ -516,9 +555,13 @@ def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mech
         far = max(points, key=lambda p: np.linalg.norm(p - anchor))
         lengths[body.name] = max(float(np.linalg.norm(far - anchor)), 0.1)
         rest[body.name] = _bone_rotation(joint, far - anchor)
+        ik_limits[body.name] = _ik_limits(joint)
+    for joint in loops:
+        _loop_axis(joint, rest)
 
     arm_data = bpy.data.armatures.new(mech.name)
     arm = bpy.data.objects.new(mech.name, arm_data)
+    arm.location = location
     scene.collection.objects.link(arm)
     with edit_armature(arm) as edit_bones:
         for joint in tree:
@@ -547,7 +590,7 @@ def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mech
         settings.v0 = tuple(joint.v0) + (0.0,) * (6 - len(joint.v0))
         for i in range(3):
             setattr(pb, f"ik_stiffness_{'xyz'[i]}", joint.stiffness if i in free_rot else 0.0)
-        _ik_limits(pb, joint)
+        _set_ik_limits(pb, ik_limits[joint.child])
         _pose_bone(arm, pb, joint, rest[joint.child], scene)
         expected_joints.append(
             replace(
@@ -562,11 +605,8 @@ def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mech
     expected_joints += _armature_loops(arm, loops, rest)
     collection = arm.users_collection[0]
     setup = _add_setup(scene, mech.name, "ARMATURE", armature=arm, root=arm)
-    expected = replace(
-        mech,
-        bodies=tuple(expected_bodies[b.name] for b in mech.bodies),
-        joints=tuple(expected_joints),
-    )
+    expected = _moved(mech.replace(bodies=tuple(expected_bodies[b.name] for b in mech.bodies),
+                                   joints=tuple(expected_joints)), location)
     return Built(setup.name, collection.name, {b.name: b.name for b in mech.bodies}), expected
 
 
@@ -574,15 +614,15 @@ def build_armature(scene: bpy.types.Scene, mech: Mechanism) -> tuple[Built, Mech
 _IK_AXES = {"revolute": (0,), "universal": (2, 0)}
 
 
-def _ik_limits(pb, joint: Joint) -> None:
-    """Put the joint's limits on `pb` as IK limits (Blender allows -pi <= min <= 0 <= max <= pi)."""
+def _ik_limits(joint: Joint) -> list[tuple[str, float, float]]:
+    """The joint's limits as (bone axis, min, max) IK limits; refused when Blender cannot hold them
+    (it allows -pi <= min <= 0 <= max <= pi)."""
     if joint.lower is None and joint.upper is None:
-        return
+        return []
     if joint.type not in _IK_AXES:
         raise BuildError(f"joint {joint.name!r}: limits on a {joint.type} joint cannot be built on a bone")
-    lower = joint.lower or (-math.inf,) * joint.ndof
-    upper = joint.upper or (math.inf,) * joint.ndof
-    for axis, lo, hi in zip(_IK_AXES[joint.type], lower, upper):
+    limits = []
+    for axis, (lo, hi) in zip(_IK_AXES[joint.type], _limit_pairs(joint, joint.ndof)):
         if math.isinf(lo) and math.isinf(hi):
             continue
         if not (-math.pi <= lo <= 0.0 <= hi <= math.pi):
@@ -590,7 +630,12 @@ def _ik_limits(pb, joint: Joint) -> None:
                 f"joint {joint.name!r}: limits [{lo:g}, {hi:g}] cannot be bone IK limits, which need "
                 "-pi <= lower <= 0 <= upper <= pi"
             )
-        name = "xyz"[axis]
+        limits.append(("xyz"[axis], lo, hi))
+    return limits
+
+
+def _set_ik_limits(pb, limits: list[tuple[str, float, float]]) -> None:
+    for name, lo, hi in limits:
         setattr(pb, f"use_ik_limit_{name}", True)
         setattr(pb, f"ik_min_{name}", lo)
         setattr(pb, f"ik_max_{name}", hi)
@@ -630,12 +675,29 @@ def _pose_bone(arm, pb, joint: Joint, rest_rotation: np.ndarray, scene) -> None:
     fcurve.update()
 
 
+def _loop_ends(joint: Joint) -> tuple[str, str]:
+    """(bone A, target) of a loop joint: the target is the world when either end is."""
+    return (joint.parent, joint.child) if joint.parent != WORLD else (joint.child, joint.parent)
+
+
+def _loop_axis(joint: Joint, rest: dict[str, np.ndarray]) -> int | None:
+    """The bone-A axis (0, 1, 2) a hinge loop turns about, None for a ball loop; refuses other loops."""
+    if joint.type not in ("revolute", "ball"):
+        raise BuildError(f"joint {joint.name!r}: a {joint.type} loop cannot be built on an armature")
+    if joint.type == "ball":
+        return None
+    parent = _loop_ends(joint)[0]
+    local = rest[parent].T @ (np.asarray(joint.axis) / np.linalg.norm(joint.axis))
+    k = int(np.argmax(np.abs(local)))
+    if abs(abs(local[k]) - 1.0) > 1e-6:
+        raise BuildError(f"joint {joint.name!r}: a hinge loop must lie along an axis of bone {parent!r}")
+    return k
+
+
 def _armature_loops(arm, loops: list[Joint], rest: dict[str, np.ndarray]) -> list[Joint]:
     expected = []
     for joint in loops:
-        if joint.type not in ("revolute", "ball"):
-            raise BuildError(f"joint {joint.name!r}: a {joint.type} loop cannot be built on an armature")
-        parent, child = (joint.parent, joint.child) if joint.parent != WORLD else (joint.child, joint.parent)
+        parent, child = _loop_ends(joint)
         item = arm.data.symplex.loops.add()
         item.name = joint.name
         item.bone_a = parent
@@ -646,13 +708,9 @@ def _armature_loops(arm, loops: list[Joint], rest: dict[str, np.ndarray]) -> lis
         else:
             item.target = "BONE"
             item.bone_b = child
-        axis = np.asarray(joint.axis) / np.linalg.norm(joint.axis)
-        if joint.type == "revolute":
+        k = _loop_axis(joint, rest)
+        if k is not None:
             item.type = "HINGE"
-            local = rot.T @ axis
-            k = int(np.argmax(np.abs(local)))
-            if abs(abs(local[k]) - 1.0) > 1e-6:
-                raise BuildError(f"joint {joint.name!r}: a hinge loop must lie along an axis of bone {parent!r}")
             item.axis = "XYZ"[k]
             expected.append(Joint(joint.name, "revolute", parent, child, joint.anchor, tuple(float(x) for x in rot[:, k])))
         else:

@@ -3,8 +3,10 @@
 Validate Setup says what the setup reads as (bridge/summary.py, also kept for the sidebar's Last
 Result) and lists every problem; Bake runs modal (a chunk of solver steps per timer tick, progress
 bar, Esc cancels; run without a window it bakes in one go); Free Bake restores the previous
-animation; Add Preset builds a mechanism from presets/*.toml. All are undoable and in F3 search.
-A cancelled or failed bake writes nothing, so the scene stays exactly as it was.
+animation; Add Preset builds a mechanism from presets/*.toml at the 3D cursor and selects it; Add /
+Remove Setup and Add / Remove Loop edit the sidebar's lists. Every operator that changes the scene is
+undoable (Validate changes nothing, so it leaves no undo step); each has a button or menu entry
+(panels.py; tests/blender/test_ui_reach.py checks). A refused or failed operator changes nothing.
 """
 
 
@@ -51,7 +53,7 @@ class SYMPLEX_OT_validate(Operator):
 
     bl_idname = ids.VALIDATE
     bl_label = "Validate Setup"
-    bl_options = {"REGISTER", "UNDO"}
+    bl_options = {"REGISTER"}  # reads the scene only: no undo step
 
     setup: StringProperty(name="Setup", description="Setup to check (empty: the active one)")
 
@@ -228,21 +230,40 @@ class SYMPLEX_OT_add_preset(Operator):
         return True
 
     def execute(self, context):
+        scene = context.scene
+        location = tuple(scene.cursor.location)  # Align: World, as Blender's Add menu: the cursor's rotation unused
         try:
             mech = load_mechanism(preset_path(self.preset))
             if self.variant == "ARMATURE":
-                built, _expected = build.build_armature(context.scene, mech)
+                built, _expected = build.build_armature(scene, mech, location)
             else:
-                built = build.build_rigid_bodies(context.scene, mech)
+                built = build.build_rigid_bodies(scene, mech, location)
         except (MechanismError, FileNotFoundError) as err:
-            self.report({"ERROR"}, str(err))
+            as_what = "an armature" if self.variant == "ARMATURE" else "rigid bodies"
+            self.report({"ERROR"}, f"Preset {self.preset!r} cannot be added as {as_what}: {err}")
             return {"CANCELLED"}
+        _select_only(context.view_layer, read.find_setup(scene, built.setup).root)
         self.report({"INFO"}, f"Added {mech.name!r} as setup {built.setup!r}")
         return {"FINISHED"}
 
 
+def _select_only(view_layer, obj) -> None:
+    """Make `obj` the one selected object and the active one, as Blender's Add menu leaves what it adds."""
+    for other in view_layer.objects:
+        other.select_set(False)
+    obj.select_set(True)
+    view_layer.objects.active = obj
+
+
+def _setup_owner(scene, setup):
+    """What a setup covers: its armature, its collection, or the scene for a Whole Scene setup."""
+    if setup.kind == "ARMATURE":
+        return setup.armature
+    return scene if setup.whole_scene else setup.collection
+
+
 class SYMPLEX_OT_setup_add(Operator):
-    """Add a setup for the active armature, or the rigid bodies of the active object's collection (else the scene)"""
+    """Add a setup for the active armature, or the rigid bodies of the active object's collection (else the scene); one setup each"""
 
     bl_idname = ids.SETUP_ADD
     bl_label = "Add Setup"
@@ -250,14 +271,26 @@ class SYMPLEX_OT_setup_add(Operator):
 
     def execute(self, context):
         settings = context.scene.symplex
-        setup = settings.setups.add()
         obj = context.active_object
         if obj is not None and obj.type == "ARMATURE":
-            setup.name, setup.kind, setup.armature = obj.name, "ARMATURE", obj
+            kind, owner = "ARMATURE", obj
         else:
-            setup.kind = "RIGID_BODIES"
-            setup.collection, setup.whole_scene = rigid_scope.scope_for(context.scene, obj)
-            setup.name = context.scene.name if setup.whole_scene else setup.collection.name
+            kind = "RIGID_BODIES"
+            collection, whole_scene = rigid_scope.scope_for(context.scene, obj)
+            owner = context.scene if whole_scene else collection
+        existing = next((s for s in settings.setups if s.kind == kind and _setup_owner(context.scene, s) == owner), None)
+        if existing is not None:
+            what = "Armature" if kind == "ARMATURE" else type(owner).__name__  # Collection or Scene
+            self.report({"ERROR"}, f"{what} {owner.name!r} already has setup {existing.name!r}; "
+                                   "select it in the setup list")
+            return {"CANCELLED"}
+        setup = settings.setups.add()
+        setup.kind = kind
+        setup.name = owner.name
+        if kind == "ARMATURE":
+            setup.armature = owner
+        else:
+            setup.collection, setup.whole_scene = collection, whole_scene
         settings.active_setup = len(settings.setups) - 1
         return {"FINISHED"}
 
