@@ -147,6 +147,40 @@ def test_installed_solver_simulates_a_bundled_preset(installed):
     assert native.NATIVE == (REPO / KERNEL_LIB).is_file(), "the packaged kernels load inside Blender"
 
 
+def test_installed_add_on_bakes_a_preset_mechanism_and_a_vehicle_from_its_buttons(installed):
+    """What an artist does after Install from Disk: Add Preset, Validate, Bake; Add Vehicle Rig, Bake Vehicle.
+
+    Only operators are called, each with the context a button press gives (the window's scene and the
+    active object that the previous operator left), so this holds on every Blender of the matrix.
+    """
+    window = bpy.context.window_manager.windows[0]
+    previous = window.scene
+    scene = bpy.data.scenes.new("installed")
+    scene.frame_start, scene.frame_end = 1, 12
+    window.scene = scene
+    try:
+        with bpy.context.temp_override(window=window):
+            assert bpy.ops.symplex.add_preset(preset="double_pendulum", variant="RIGID_BODIES") == {"FINISHED"}
+            assert bpy.ops.symplex.validate() == {"FINISHED"}
+            assert bpy.ops.symplex.bake() == {"FINISHED"}
+            setup = scene.symplex.setups[scene.symplex.active_setup]
+            assert setup.diagnostics.status == "finished", setup.diagnostics.message
+            assert setup.diagnostics.keys > 0 and setup.diagnostics.max_residual < 1e-8
+
+            assert bpy.ops.symplex.add_vehicle(preset="kart") == {"FINISHED"}
+            rig = bpy.context.view_layer.objects.active
+            assert rig is not None and rig.select_get(), "Add Vehicle Rig leaves its new rig active and selected"
+            start = rig.matrix_world.translation.copy()
+            assert bpy.ops.symplex.bake_vehicle() == {"FINISHED"}
+            scene.frame_set(scene.frame_end)
+            assert (rig.matrix_world.translation - start).length > 0.1, "the baked kart moves"
+    finally:
+        window.scene = previous
+        for obj in list(scene.objects):
+            bpy.data.objects.remove(obj)
+        bpy.data.scenes.remove(scene)
+
+
 def test_disable_enable_disable_cleanly(installed):
     bpy.ops.preferences.addon_disable(module=installed)  # an error in unregister() raises here
     assert installed not in bpy.context.preferences.addons
