@@ -217,7 +217,7 @@ def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
         parts.append(world(scene, part, frame_start, rigid=True))
         if rig.kind == "tank":
             axle = R[:, 1]
-            radii.append(radius(scene, part, world(scene, part, frame_start), axle, name, f"{role} wheel"))
+            radii.append(radius(scene, part, frame_start, axle, name, f"{role} wheel"))
         else:
             radii.append(0.0)
     return BodyReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), chassis,
