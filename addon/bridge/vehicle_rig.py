@@ -563,16 +563,27 @@ def wheel_mesh(name: str, radius: float, width: float, segments: int = 24) -> bp
     return mesh
 
 
+def free_name(name: str) -> str:
+    """`name`, or the first of 'name.001', 'name.002', ... no object has yet (Blender's own numbering)."""
+    if name not in bpy.data.objects:
+        return name
+    i = 1
+    while f"{name}.{i:03d}" in bpy.data.objects:
+        i += 1
+    return f"{name}.{i:03d}"
+
+
 def build_car_rig(scene: bpy.types.Scene, preset: str = "sedan", name: str = "Car",
                   location: tuple[float, float, float] = (0.0, 0.0, 0.0), slalom: bool = True) -> VehicleRig:
-    """Add a box chassis with four cylinder wheels (children, quaternion rotation) sized from `preset`,
-    standing on the plane z = location.z, facing +X (with a box trailer on two wheels behind it for a car-
-    with-trailer preset). With `slalom`, key on the chassis a drive torque
-    that accelerates it for 3 s and a steer that weaves through a slalom. Returns the rig."""
+    """Add a box chassis named `name` (made unique) with four cylinder wheels (children, quaternion rotation,
+    named after the chassis) sized from `preset`, standing on the plane z = location.z, facing +X (with a box
+    trailer on two wheels behind it for a car-with-trailer preset). With `slalom`, key on the chassis a drive
+    torque that accelerates it for 3 s and a steer that weaves through a slalom. Returns the rig."""
     if preset not in CAR_PRESETS:
         raise RigError(f"car preset must be one of {', '.join(CAR_PRESETS)}, got {preset!r}")
     spec = PRESETS[preset]
     r, l, b, w = spec.wheel_radius, spec.wheelbase, spec.com_ahead_of_rear_axle, spec.track
+    name = free_name(name)  # the chassis' name: its parts are named after it
     collection = bpy.data.collections.new(name)
     scene.collection.children.link(collection)
     chassis = bpy.data.objects.new(name, box_mesh(f"{name} body", (l + 2.2 * r, w, 0.8 * spec.com_height + r)))
