@@ -27,6 +27,7 @@ from . import reference
 from .read import Target
 
 RADIUS_PROPERTY = "radius"  # pose-bone custom property: a wheel or rotor bone's radius, m
+PRESET_PROPERTY = "symplex_vehicle_preset"  # on a rig's owner (chassis or armature): the preset it bakes with
 PICKS_PROPERTY = "symplex_parts"  # rig owner's custom property: {role: object or bone name} picked by the artist
 TRANSFORMS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
 
@@ -213,12 +214,22 @@ def store_picks(owner: bpy.types.Object, picked: dict[str, str]) -> None:
 
 def candidates(scene: bpy.types.Scene, owner: bpy.types.Object) -> list[list[Part]]:
     """Pools of parts to search, in order: the armature's bones (an armature owner), else the owner's
-    children, then the scene's other objects."""
+    children, then the scene's other objects that are not another rig's (an owner storing a preset, or
+    below one)."""
     if owner.type == "ARMATURE":
         return [[Part(owner.name, b.name) for b in owner.pose.bones]]
     children = [o for o in owner.children_recursive if o.name in scene.objects]
-    others = [o for o in scene.objects if o != owner and o not in children]
+    others = [o for o in scene.objects if o != owner and o not in children and not _rigged(o)]
     return [[Part(o.name) for o in children], [Part(o.name) for o in others]]
+
+
+def _rigged(obj: bpy.types.Object) -> bool:
+    """Whether `obj` is a rig's owner or below one."""
+    while obj is not None:
+        if PRESET_PROPERTY in obj.keys():
+            return True
+        obj = obj.parent
+    return False
 
 
 def _target(scene: bpy.types.Scene, part: Part) -> Part:

@@ -31,7 +31,7 @@ from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, PRESETS, CarSpec, CarT
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid
-from .vehicle_parts import Part, RigError, find_parts, mover, shape, stored_picks, world
+from .vehicle_parts import PRESET_PROPERTY, Part, RigError, find_parts, mover, shape, stored_picks, world
 
 FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
 CAR_PRESETS = tuple(name for name, spec in PRESETS.items() if isinstance(spec, CarSpec))
@@ -48,8 +48,7 @@ CONTROL_PROPERTIES = {
     "steer": (("steer", None),),
 }
 INITIAL_SPEED = "initial_speed"  # chassis custom property: forward speed (m/s) at the start frame
-PRESET_PROPERTY = "symplex_vehicle_preset"  # chassis custom properties remembering the rig's settings
-FORWARD_PROPERTY = "symplex_forward_axis"
+FORWARD_PROPERTY = "symplex_forward_axis"  # chassis custom properties remembering the rig's settings
 PATH_PROPERTY = "symplex_path"  # chassis custom property: name of a curve object to follow
 PATH_SPEED = "path_speed"  # chassis custom property (keyable): target speed along the path, m/s
 BEZIER_SAMPLES = 16  # points per Bezier segment of a path

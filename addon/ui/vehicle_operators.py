@@ -26,7 +26,7 @@ def preset_label(preset: str) -> str:
     return preset.replace("_", " ").title()
 
 
-_PRESETS = [(name, preset_label(name), f"Mass properties of the {name} preset; geometry from the rig")
+PRESETS = [(name, preset_label(name), f"Mass properties of the {name} preset; geometry from the rig")
             for name in vehicle_rig.CAR_PRESETS + vehicle_body_rig.BODY_PRESETS]
 _AXES = [(axis, axis, f"The chassis drives along its local {axis} axis") for axis in vehicle_rig.FORWARD_AXES]
 _FROM_RIG = ("AUTO", "From Rig", "As stored on the rig (by Add Vehicle Rig or its last bake), else the first choice")
@@ -60,7 +60,7 @@ class SYMPLEX_OT_add_vehicle(Operator):
     bl_label = "Add Vehicle Rig"
     bl_options = {"REGISTER", "UNDO"}
 
-    preset: EnumProperty(name="Preset", items=_PRESETS)
+    preset: EnumProperty(name="Preset", items=PRESETS)
     name: StringProperty(name="Name", description="Name of the chassis, its parts named after it (empty: the "
                                                    "preset's name)")
     slalom: bpy.props.BoolProperty(name="Key a Slalom", default=True)
@@ -81,7 +81,8 @@ class SYMPLEX_OT_add_vehicle(Operator):
             rig = vehicle_rig.build_car_rig(context.scene, self.preset, name, location, self.slalom)
         chassis = context.scene.objects[rig.chassis]
         layer = context.view_layer
-        if chassis.name in layer.objects:  # (a scene given by override may not be the view layer's)
+        layer.update()  # the new collection's objects join the view layer's list on its next sync
+        if chassis.name in layer.objects:
             for obj in layer.objects:
                 obj.select_set(obj == chassis)
             layer.objects.active = chassis
@@ -100,7 +101,7 @@ class SYMPLEX_OT_bake_vehicle(Operator):
     chassis: StringProperty(name="Chassis", description="Chassis object or armature (empty: the active object)")
     chassis_bone: StringProperty(name="Chassis Bone", description="Armature rigs: the chassis bone (empty: the "
                                                                   "bone named like 'chassis', 'body' or 'hull')")
-    preset: EnumProperty(name="Preset", items=[_FROM_RIG, *_PRESETS])
+    preset: EnumProperty(name="Preset", items=[_FROM_RIG, *PRESETS])
     forward: EnumProperty(name="Forward Axis", items=[_FROM_RIG, *_AXES])
     wheel_fl: StringProperty(name="Front Left", description="Wheel object (empty: found by name)")
     wheel_fr: StringProperty(name="Front Right", description="Wheel object (empty: found by name)")
