@@ -158,7 +158,7 @@ def _drivers(arm: bpy.types.Object, bone: str) -> list[str]:
 
 def mover(arm: bpy.types.Object, bone: str) -> str:
     """The bone of `arm` whose keys move bone `bone`: itself, or the bone it copies by an (only, full
-    influence) Copy Transforms constraint, followed down the chain. Raises RigError naming the constraint or
+    influence, world space, replacing) Copy Transforms constraint, followed down the chain. Raises RigError naming the constraint or
     driver that would override keys on the bone."""
     chain = [bone]
     while True:
@@ -166,7 +166,8 @@ def mover(arm: bpy.types.Object, bone: str) -> str:
         active = [c for c in pose_bone.constraints if not c.mute and c.influence > 0]
         copy = active[0] if len(active) == 1 else None
         if (copy is not None and copy.type == "COPY_TRANSFORMS" and copy.influence == 1.0 and copy.target == arm
-                and copy.subtarget in arm.pose.bones and copy.subtarget not in chain):
+                and copy.subtarget in arm.pose.bones and copy.subtarget not in chain and copy.mix_mode == "REPLACE"
+                and copy.target_space == "WORLD" and copy.owner_space == "WORLD"):
             chain.append(copy.subtarget)
             continue
         via = f" (which bone {chain[0]!r} copies)" if len(chain) > 1 else ""

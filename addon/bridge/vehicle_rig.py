@@ -256,6 +256,16 @@ def find_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, forward: str = "
                                steering=steering)
 
 
+def forward_from_wheels(scene: bpy.types.Scene, rig: VehicleRig) -> str:
+    """The chassis axis of FORWARD_AXES nearest the direction from the rear wheels' centre to the front
+    wheels' at the scene's start frame: the forward axis of a rig that stores none."""
+    frame = scene.frame_start
+    chassis = world(scene, rig.part(rig.chassis), frame, rigid=True)
+    centres = np.array([world(scene, rig.part(name), frame)[:3, 3] for _, name in rig.wheels])
+    ahead = chassis[:3, :3].T @ (centres[2:].mean(axis=0) - centres[:2].mean(axis=0))
+    return max(FORWARD_AXES, key=lambda axis: float(np.dot(FORWARD_AXES[axis], ahead)))
+
+
 def _spelled(key: str) -> str:
     end, side = key[-2], key[-1]
     return f"{'front' if end == 'f' else 'rear'}_{'left' if side == 'l' else 'right'}"

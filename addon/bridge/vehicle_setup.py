@@ -10,14 +10,16 @@ stored, and a bake that succeeds stores what it used and its summary; one that f
 
 from __future__ import annotations
 
+import dataclasses
+
 import bpy
 
 from ..solver.vehicles.spec import PRESETS, CarTrailerSpec
 from .vehicle_bake import VehicleBakeReport, bake_vehicle, free_vehicle_bake
 from .vehicle_body_rig import BODY_PRESETS, BodyBakeReport, BodyRig, bake_body_rig, find_body_rig, vehicle_type
 from .vehicle_parts import RigError, own_name, store_picks, stored_picks
-from .vehicle_rig import (CAR_PRESETS, FORWARD_PROPERTY, PRESET_PROPERTY, VehicleRig, find_rig, steering_position,
-                          trailer_part, wheel_position)
+from .vehicle_rig import (CAR_PRESETS, FORWARD_PROPERTY, PRESET_PROPERTY, VehicleRig, find_rig, forward_from_wheels,
+                          steering_position, trailer_part, wheel_position)
 
 CHASSIS_BONE_PROPERTY = "symplex_chassis_bone"  # on a bone rig's armature: its chassis bone (else found by name)
 RESULT_PROPERTY = "symplex_last_bake"  # on the rig's owner: the summary of its last bake
@@ -58,16 +60,18 @@ def _ancestors(obj: bpy.types.Object) -> list[bpy.types.Object]:
 def find(scene: bpy.types.Scene, owner: bpy.types.Object, preset: str = "", forward: str = "", bone: str = "",
          picked: dict[str, str] | None = None) -> tuple[VehicleRig | BodyRig, str]:
     """The rig `owner` holds and its preset: each setting as given, else as stored on the owner, else the
-    default (preset DEFAULT_PRESET, forward +X, chassis bone found by name). Raises RigError naming what is
-    missing ("... is not a vehicle rig" for an object with no stored preset and no wheels)."""
+    default (preset DEFAULT_PRESET; forward: a car's from its wheels (forward_from_wheels), else +X; chassis
+    bone found by name). Raises RigError naming what is missing ("... is not a vehicle rig" for an object
+    with no stored preset and no wheels)."""
     source = f"preset {preset!r}" if preset else f"property {PRESET_PROPERTY!r} is {owner.get(PRESET_PROPERTY)!r},"
     preset = preset or owner.get(PRESET_PROPERTY, DEFAULT_PRESET)
-    forward = forward or owner.get(FORWARD_PROPERTY, "+X")
+    forward = forward or owner.get(FORWARD_PROPERTY, "")
     bone = bone or owner.get(CHASSIS_BONE_PROPERTY, "")
     if preset in BODY_PRESETS:
-        return find_body_rig(scene, owner, preset, forward, bone, picked), preset
+        return find_body_rig(scene, owner, preset, forward or "+X", bone, picked), preset
     if preset in CAR_PRESETS:
-        return find_rig(scene, owner, forward, picked, bone), preset
+        rig = find_rig(scene, owner, forward or "+X", picked, bone)
+        return (rig if forward else dataclasses.replace(rig, forward=forward_from_wheels(scene, rig))), preset
     raise RigError(f"vehicle rig {owner.name!r}: {source} not a vehicle preset: one of "
                    f"{', '.join(CAR_PRESETS + BODY_PRESETS)}")
 

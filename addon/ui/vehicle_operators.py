@@ -29,7 +29,8 @@ def preset_label(preset: str) -> str:
 PRESETS = [(name, preset_label(name), f"Mass properties of the {name} preset; geometry from the rig")
             for name in vehicle_rig.CAR_PRESETS + vehicle_body_rig.BODY_PRESETS]
 _AXES = [(axis, axis, f"The chassis drives along its local {axis} axis") for axis in vehicle_rig.FORWARD_AXES]
-_FROM_RIG = ("AUTO", "From Rig", "As stored on the rig (by Add Vehicle Rig or its last bake), else the first choice")
+_FROM_RIG = ("AUTO", "From Rig", "As stored on the rig (by Add Vehicle Rig or its last bake), else the first "
+                                  "preset; a car's forward axis from its wheels")
 _PICKS = (*vehicle_rig.WHEEL_LABELS, *vehicle_rig.TRAILER_LABELS, *vehicle_body_rig.PICKABLE)
 
 
