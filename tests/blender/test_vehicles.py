@@ -249,7 +249,8 @@ def test_operators_add_bake_free(symplex):
     scene = new_scene("ops", frames=30, fps=24)
     with bpy.context.temp_override(scene=scene):
         assert bpy.ops.symplex.add_vehicle(preset="kart", name="Kart") == {"FINISHED"}
-        kart = scene.objects["Kart"]
+        kart = scene.view_layers[0].objects.active  # named Kart, or Kart.001 ... when another test made one
+        assert kart.name.split(".")[0] == "Kart" and kart.select_get(view_layer=scene.view_layers[0])
         before = scene_state(scene)
         with bpy.context.temp_override(scene=scene, active_object=kart, object=kart):
             assert bpy.ops.symplex.bake_vehicle() == {"FINISHED"}
@@ -257,10 +258,10 @@ def test_operators_add_bake_free(symplex):
             assert len(fcurve_data(kart)[("location", 0)]) == 2 * 30
             assert bpy.ops.symplex.free_vehicle_bake() == {"FINISHED"}
             assert scene_state(scene) == before
-            bpy.data.objects.remove(scene.objects["Kart wheel_rl"])
+            bpy.data.objects.remove(scene.objects[f"{kart.name} wheel_rl"])
             with pytest.raises(RuntimeError, match="missing wheel\\(s\\): rear left \\(wheel_rl\\)"):
                 bpy.ops.symplex.bake_vehicle()
-        assert scene_state(scene) == {k: v for k, v in before.items() if k != "Kart wheel_rl"}
+        assert scene_state(scene) == {k: v for k, v in before.items() if k != f"{kart.name} wheel_rl"}
 
 
 def _path_curve(scene, name: str, points: np.ndarray, kind: str = "POLY"):
