@@ -48,7 +48,7 @@ from . import compat, reference
 from .bake import BakeOptions, write_trajectory
 from .read import FrameGrid
 from .rotations import matrix_to_quat, pose_matrices
-from .vehicle_parts import Part, RigError, candidates, own_name, radius, stored_picks, world
+from .vehicle_parts import Part, RigError, bake_target, candidates, own_name, radius, stored_picks, world
 from .vehicle_bake import setup_name
 from .vehicle_rig import (FORWARD_AXES, FORWARD_PROPERTY, INITIAL_SPEED, PRESET_PROPERTY, box_mesh, chassis_bone,
                           free_name, sample_curve, wheel_mesh)
@@ -122,8 +122,9 @@ PICKABLE = {"rotor_main": "main rotor", "rotor_tail": "tail rotor", "prop_left":
 def find_body_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, preset: str, forward: str = "+X",
                   bone: str = "", picked: dict[str, str] | None = None) -> BodyRig:
     """The rig of `chassis` for a one-body preset: its spinning parts picked (role -> object or bone name,
-    roles of PICKABLE), else found by name (below the chassis, else in the scene; an armature's bones). A
-    helicopter needs a main rotor; at most one part per role, except a tank's wheels (any number per side)."""
+    roles of PICKABLE), else found by name (below the chassis, else in the scene; an armature's bones, each
+    keyed through the bone it copies: vehicle_parts.bake_target). A helicopter needs a main rotor; at most
+    one part per role, except a tank's wheels (any number per side)."""
     if preset not in BODY_PRESETS:
         raise RigError(f"vehicle rig {chassis.name!r}: preset must be one of {', '.join(BODY_PRESETS)}, got {preset!r}")
     if forward not in FORWARD_AXES:
@@ -141,10 +142,17 @@ def find_body_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, preset: str
             raise RigError(f"vehicle rig {chassis.name!r}: picked {role} {part_name!r}: {what}")
     spinners: list[tuple[str, str]] = []
     for pool in candidates(scene, chassis):
-        found = [(part_role(kind, own_name(p.key, chassis.name)), p.key) for p in pool if p.key != bone]
-        found = sorted((r, n) for r, n in found if r is not None)
+        found = set()
+        for part in pool:
+            role = part_role(kind, own_name(part.key, chassis.name))
+            if role is None or part.key == bone:
+                continue
+            try:  # a bone copying another (DEF-*) is keyed through the bone it copies
+                found.add((role, bake_target(scene, part).key))
+            except RigError as err:
+                raise RigError(f"vehicle rig {chassis.name!r}: the {role} part: {err}") from None
         if found:
-            spinners = found
+            spinners = sorted(found)
             break
     spinners = sorted([(r, n) for r, n in spinners if r not in picked and n not in picked.values()]
                       + list(picked.items()))

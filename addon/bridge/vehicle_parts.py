@@ -233,7 +233,7 @@ def _rigged(obj: bpy.types.Object) -> bool:
     return False
 
 
-def _target(scene: bpy.types.Scene, part: Part) -> Part:
+def bake_target(scene: bpy.types.Scene, part: Part) -> Part:
     """The part to key for `part`: a bone's mover (raises RigError), an object itself."""
     return Part(part.object, mover(scene.objects[part.object], part.bone)) if part.bone else part
 
@@ -248,7 +248,7 @@ def find_parts(scene: bpy.types.Scene, owner: bpy.types.Object, classify: Callab
     found: dict[str, Part] = {}
     for role, part in (picked or {}).items():
         try:
-            found[role] = _target(scene, part)
+            found[role] = bake_target(scene, part)
         except RigError as err:
             problems.append(f"the {labels[role]} ({role}): {err}")
     taken = set(found.values())
@@ -260,7 +260,7 @@ def find_parts(scene: bpy.types.Scene, owner: bpy.types.Object, classify: Callab
             if role not in labels or role in found:
                 continue
             try:
-                target = _target(scene, part)
+                target = bake_target(scene, part)
             except RigError as err:
                 refused.setdefault(role, []).append(str(err))
                 continue
