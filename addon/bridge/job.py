@@ -10,7 +10,8 @@ the run with enough substeps per frame (at most MAX_SUBSTEP_RESTARTS times), and
 
 Vehicle rigs are baked whole (they are small): `bake_vehicle_rigs` finds every object carrying the
 vehicle preset property (a chassis object or a bone rig's armature) and bakes it with the settings and
-picks stored on it, as the buttons do (vehicle_setup.bake_rig). A rig that cannot be read comes back as a SceneError naming the scene and the rig.
+picks stored on it, as the buttons do (vehicle_setup.bake_rig). A rig that cannot be read comes back as
+a SceneError naming the scene and the rig.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ The chassis follows the solver's chassis rigidly. Each wheel stays at its mount 
 by its own steering angle (front wheels: the Ackermann angle of its mount, so it points along its own
 velocity) and its own rolling angle: the arc its centre travels in each step, divided by its measured
 radius. A wheel's centre is its mesh's (vehicle_parts.shape); a part whose origin lies off that centre (a
-bone's head beside its wheel mesh) turns about the centre, keeping its offset in its own axes. A car step is an exact circular arc of the chassis, so with d_s the rear-axle arc and d_theta
-the heading change, a wheel mounted at (px, py) from the rear-axle centre travels the displacement
-(d_s - d_theta py, d_theta px) in chassis axes, of length exactly its arc. The keys are written by
+bone's head beside its wheel mesh) turns about the centre, keeping its offset in its own axes. A car step
+is an exact circular arc of the chassis, so with d_s the rear-axle arc and d_theta the heading change, a
+wheel mounted at (px, py) from the rear-axle centre travels the displacement (d_s - d_theta py,
+d_theta px) in chassis axes, of length exactly its arc. The keys are written by
 bake.write_trajectory into new actions (undo with free_vehicle_bake), all or nothing.
 
 With a ground object (bridge/suspension.py) the chassis also heaves, pitches and rolls on its springs

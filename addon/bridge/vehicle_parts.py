@@ -158,8 +158,8 @@ def _drivers(arm: bpy.types.Object, bone: str) -> list[str]:
 
 def mover(arm: bpy.types.Object, bone: str) -> str:
     """The bone of `arm` whose keys move bone `bone`: itself, or the bone it copies by an (only, full
-    influence, world space, replacing) Copy Transforms constraint, followed down the chain. Raises RigError naming the constraint or
-    driver that would override keys on the bone."""
+    influence, world space, replacing) Copy Transforms constraint, followed down the chain. Raises RigError
+    naming the constraint or driver that would override keys on the bone."""
     chain = [bone]
     while True:
         pose_bone = arm.pose.bones[chain[-1]]

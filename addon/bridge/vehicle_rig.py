@@ -90,8 +90,9 @@ class VehicleRig:
 class TrailerReading:
     """A rig's trailer at its start frame: trailer body (rigid part) in the solver's trailer frame (its
     centre of mass, heading along the trailer), wheel centres mounts (2, 3) and rest orientations (2, 3, 3)
-    in that frame, measured radii (2,), part origins from their centres offsets (2, 3); wheels in trailer.TRAILER_WHEELS order (left, right); the hitch angle
-    theta - beta it stands at (rad, + the trailer swung to the car's left)."""
+    in that frame, measured radii (2,), part origins from their centres offsets (2, 3); wheels in
+    trailer.TRAILER_WHEELS order (left, right); the hitch angle theta - beta it stands at (rad, + the
+    trailer swung to the car's left)."""
 
     offset: np.ndarray
     mounts: np.ndarray
