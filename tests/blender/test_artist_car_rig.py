@@ -205,6 +205,21 @@ def test_a_driven_wheel_bone_is_refused_naming_the_driver(symplex):
     assert scene_state(scene) == before
 
 
+def test_a_wheel_bone_moved_by_another_constraint_is_refused_naming_it(symplex):
+    """The wheel's control bone aims at a steering target: keys on it would be overridden."""
+    scene = new_scene("artist constraint", frames=25, fps=24)
+    arm, _meshes = artist_car(scene)
+    aim = arm.pose.bones["Wheel.Ft.R"].constraints.new("DAMPED_TRACK")
+    aim.name, aim.target, aim.subtarget = "Aim at steering", arm, "Root"
+    before = scene_state(scene)
+    with bpy.context.temp_override(scene=scene, active_object=arm, object=arm):
+        with pytest.raises(RuntimeError, match=r"front right \(wheel_fr\): bone 'Wheel.Ft.R'( \(which bone '\S+' "
+                                               r"copies\))? of .* is moved by constraint 'Aim at steering' "
+                                               r"\(Damped Track\)"):
+            bpy.ops.symplex.bake_vehicle()
+    assert scene_state(scene) == before
+
+
 def test_picked_wheels_are_stored_on_the_rig_and_the_command_line_bakes_them(symplex, tmp_path):
     scene = new_scene("artist cli", frames=25, fps=24)
     arm, _meshes = artist_car(scene, {"Wheel.Bk.L": "Spare_A"})
