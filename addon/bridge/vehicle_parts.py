@@ -1,9 +1,9 @@
 """Parts of a vehicle rig: an object, or a pose bone of an armature, seen the same way by readers and bakers.
 
 Owns what the rig modules need of a part: its world matrix as the artist set it up (reference.py: the
-pre-bake channels at a frame), its centre and radius (a wheel's: the world bounding box of the mesh it
-moves, its own mesh for an object, the meshes parented to it for a bone; else a bone's head and its
-`radius` custom property), its name in messages, its bake target, and the search for parts by a name
+pre-bake channels at a frame), its centre and radius (a wheel's: the world bounding box of the geometry
+it moves, its own mesh for an object; for a bone, the meshes parented to it and the vertices an Armature
+modifier moves with it; else a bone's head and its `radius` custom property), its name in messages, its bake target, and the search for parts by a name
 classifier (bones of the rig's armature; else children of the chassis, then the scene's objects).
 
 Names are classified by what follows the rig's own name ('Car Trailer wheel_fl' of rig 'Car Trailer' reads
@@ -78,21 +78,14 @@ def world(scene: bpy.types.Scene, part: Part, frame: float, rigid: bool = False)
     return matrix
 
 
-def moved_meshes(scene: bpy.types.Scene, part: Part) -> list[bpy.types.Object]:
-    """The mesh objects `part` moves: an object itself (when it has geometry); for a bone, the objects of the
-    scene parented to it or to a bone that copies it (mover)."""
-    obj = scene.objects[part.object]
-    if not part.bone:
-        return [obj] if obj.type in ("MESH", "CURVE", "SURFACE", "FONT") else []
-    out = []
-    for child in obj.children:
-        if child.name in scene.objects and child.parent_type == "BONE" and child.parent_bone in obj.pose.bones:
-            try:
-                if mover(obj, child.parent_bone) == part.bone:
-                    out.append(child)
-            except RigError:
-                continue
-    return out
+def _moves(arm: bpy.types.Object, bone: str, part: Part) -> bool:
+    """Whether bone `bone` of `arm` follows `part`'s bone (is it, or copies it: mover)."""
+    if bone not in arm.pose.bones:
+        return False
+    try:
+        return mover(arm, bone) == part.bone
+    except RigError:
+        return False
 
 
 def _bone_child_world(scene: bpy.types.Scene, part: Part, child: bpy.types.Object, frame: float) -> np.ndarray:
@@ -105,13 +98,61 @@ def _bone_child_world(scene: bpy.types.Scene, part: Part, child: bpy.types.Objec
     return world(scene, part, frame) @ tail @ np.array(child.matrix_parent_inverse) @ basis
 
 
+def _corners(obj: bpy.types.Object, matrix: np.ndarray) -> list[np.ndarray]:
+    """The 8 corners of `obj`'s bounding box placed by `matrix`, or nothing when it has no extent."""
+    corners = np.array([list(c) for c in obj.bound_box], dtype=float)
+    if not corners.size or np.ptp(corners, axis=0).max() <= 0.0:
+        return []
+    return [corners @ matrix[:3, :3].T + matrix[:3, 3]]
+
+
+def _deformed(scene: bpy.types.Scene, part: Part, mesh: bpy.types.Object, frame: float) -> list[np.ndarray]:
+    """World positions of the vertices of `mesh` (deformed by an Armature modifier on `part`'s armature) that
+    weigh 0.5 or more in the vertex group of a bone following `part`, with `part` in its pre-bake pose: Blender
+    moves them by (pose @ rest^-1) of that bone in armature space; the bone's pose is `part`'s (it copies it)."""
+    arm = scene.objects[part.object]
+    if not any(m.type == "ARMATURE" and m.object == arm for m in mesh.modifiers):
+        return []
+    groups = {g.index: g.name for g in mesh.vertex_groups if _moves(arm, g.name, part)}
+    if not groups:
+        return []
+    out = []
+    for index, name in groups.items():
+        coords = np.array([list(v.co) for v in mesh.data.vertices
+                           if any(g.group == index and g.weight >= 0.5 for g in v.groups)], dtype=float)
+        if not len(coords):
+            continue
+        deform = (world(scene, part, frame) @ np.linalg.inv(np.array(arm.data.bones[name].matrix_local))
+                  @ np.linalg.inv(np.array(reference.object_matrix(arm, frame)))
+                  @ np.array(reference.object_matrix(mesh, frame)))
+        out.append(coords @ deform[:3, :3].T + deform[:3, 3])
+    return out
+
+
+def moved_points(scene: bpy.types.Scene, part: Part, frame: float) -> list[np.ndarray]:
+    """World points (arrays (K, 3)) of the geometry `part` moves at `frame` in its pre-bake pose: an object's
+    own bounding box; for a bone, the bounding boxes of the objects parented to it or to a bone that copies
+    it, and the vertices an Armature modifier moves with it (_deformed)."""
+    obj = scene.objects[part.object]
+    if not part.bone:
+        return _corners(obj, world(scene, part, frame)) if obj.type in ("MESH", "CURVE", "SURFACE", "FONT") else []
+    out = []
+    for child in obj.children:
+        if child.name in scene.objects and child.parent_type == "BONE" and _moves(obj, child.parent_bone, part):
+            out += _corners(child, _bone_child_world(scene, part, child, frame))
+    for mesh in scene.objects:
+        if mesh.type == "MESH":
+            out += _deformed(scene, part, mesh, frame)
+    return out
+
+
 def shape(scene: bpy.types.Scene, part: Part, frame: float, axle: np.ndarray, rig: str,
           what: str) -> tuple[np.ndarray, float]:
     """Centre (3,) and radius (m) of a wheel or rotor `part` spinning about `axle` (world unit vector) at
-    `frame`: the middle and half the extent across the axle of the world bounding box of the meshes it
-    moves (moved_meshes); a bone moving no mesh: its head and its `radius` property."""
-    meshes = moved_meshes(scene, part)
-    if part.bone and not meshes:
+    `frame`: the middle and half the extent across the axle of the world bounding box of the geometry it
+    moves (moved_points); a bone moving no geometry: its head and its `radius` property."""
+    points = moved_points(scene, part, frame)
+    if part.bone and not points:
         pose_bone = scene.objects[part.object].pose.bones[part.bone]
         value = pose_bone.get(RADIUS_PROPERTY)
         try:
@@ -119,17 +160,10 @@ def shape(scene: bpy.types.Scene, part: Part, frame: float, axle: np.ndarray, ri
         except (TypeError, ValueError):
             value = None
         if value is None or not value > 0:
-            raise RigError(f"vehicle rig {rig!r}: {what} {part.label()} moves no mesh (none is parented to it) and "
-                           f"needs a custom property {RADIUS_PROPERTY!r} (m, > 0) on its pose bone, got "
-                           f"{pose_bone.get(RADIUS_PROPERTY)!r}")
+            raise RigError(f"vehicle rig {rig!r}: {what} {part.label()} moves no mesh (none is parented to it or "
+                           f"weighted to it) and needs a custom property {RADIUS_PROPERTY!r} (m, > 0) on its pose "
+                           f"bone, got {pose_bone.get(RADIUS_PROPERTY)!r}")
         return world(scene, part, frame)[:3, 3], value
-    points = []
-    for mesh in meshes:
-        corners = np.array([list(c) for c in mesh.bound_box], dtype=float)
-        if not corners.size or np.ptp(corners, axis=0).max() <= 0.0:
-            continue
-        matrix = _bone_child_world(scene, part, mesh, frame) if part.bone else world(scene, part, frame)
-        points.append(corners @ matrix[:3, :3].T + matrix[:3, 3])
     if not points:
         raise RigError(f"vehicle rig {rig!r}: {what} {part.label()} has no geometry to measure a radius from; "
                        f"give it a mesh")

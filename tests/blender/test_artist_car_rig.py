@@ -59,10 +59,12 @@ def _parent_to_bone(obj, arm, bone: str, control: str, world: Matrix) -> None:
     obj.matrix_basis = world
 
 
-def artist_car(scene, wheel_names: dict[str, str] | None = None):
+def artist_car(scene, wheel_names: dict[str, str] | None = None, deformed: bool = False):
     """The rig of the module docstring, turned 25 degrees in the world; controls keyed on the armature (initial
     speed 8 m/s, throttle, and a steer left then right). `wheel_names` renames wheel controls (and their MCH
-    and DEF bones and meshes). Returns the armature and the names of its body and wheel meshes (by corner)."""
+    and DEF bones and meshes). `deformed`: the wheel meshes are children of the armature object moved by an
+    Armature modifier (all vertices in their DEF bone's vertex group) instead of parented to the DEF bones.
+    Returns the armature and the names of its body and wheel meshes (by corner)."""
     names = {name: (wheel_names or {}).get(name, name) for name in CORNERS}
     data = bpy.data.armatures.new(f"{scene.name} car rig")
     arm = bpy.data.objects.new(f"{scene.name} car rig", data)
@@ -94,9 +96,15 @@ def artist_car(scene, wheel_names: dict[str, str] | None = None):
         wheel = bpy.data.objects.new(f"{scene.name} {names[corner]}", _cylinder(names[corner], RADII[end], 0.22))
         scene.collection.objects.link(wheel)
         meshes[corner] = wheel.name
-        axle_along_x = Matrix.Rotation(math.pi / 2, 4, "Y")
-        _parent_to_bone(wheel, arm, "DEF-" + names[corner], names[corner],
-                        arm.matrix_world @ Matrix.Translation(_centre(end, _side)) @ axle_along_x)
+        placed = arm.matrix_world @ Matrix.Translation(_centre(end, _side)) @ Matrix.Rotation(math.pi / 2, 4, "Y")
+        if deformed:
+            wheel.parent = arm
+            wheel.matrix_parent_inverse = arm.matrix_world.inverted()
+            wheel.matrix_basis = placed
+            wheel.modifiers.new("Armature", "ARMATURE").object = arm
+            wheel.vertex_groups.new(name="DEF-" + names[corner]).add(range(len(wheel.data.vertices)), 1.0, "REPLACE")
+        else:
+            _parent_to_bone(wheel, arm, "DEF-" + names[corner], names[corner], placed)
     fps = scene.render.fps
     arm["initial_speed"] = 8.0
     for frame, throttle in ((1, 0.2), (1 + 2 * fps, 0.2), (1 + 3 * fps, 0.0)):
@@ -108,8 +116,21 @@ def artist_car(scene, wheel_names: dict[str, str] | None = None):
     return arm, meshes
 
 
+def _placement(obj) -> np.ndarray:
+    """Where Blender shows `obj` now: its world matrix, or for a mesh deformed by an Armature modifier through
+    one vertex group, the rigid map of its vertices: arm_world @ pose @ rest^-1 @ arm_world^-1 @ world."""
+    modifier = next((m for m in obj.modifiers if m.type == "ARMATURE"), None)
+    if modifier is None:
+        return np.array(obj.matrix_world)
+    arm, group = modifier.object, obj.vertex_groups[0].name
+    deform = np.array(arm.pose.bones[group].matrix) @ np.linalg.inv(np.array(arm.data.bones[group].matrix_local))
+    return (np.array(arm.matrix_world) @ deform @ np.linalg.inv(np.array(arm.matrix_world))
+            @ np.array(obj.matrix_world))
+
+
 def _evaluated(scene, objects: list[str], frames: int) -> dict[str, np.ndarray]:
-    """World matrices (F, 4, 4) of `objects` as Blender evaluates the scene, frame by frame."""
+    """World placements (F, 4, 4) of `objects` (_placement) as Blender evaluates the scene, frame by frame; at
+    the last frame each deformed mesh's evaluated vertices are checked to lie where its placement puts them."""
     window = bpy.context.window
     previous = window.scene
     window.scene = scene
@@ -118,7 +139,16 @@ def _evaluated(scene, objects: list[str], frames: int) -> dict[str, np.ndarray]:
         for frame in range(scene.frame_start, scene.frame_start + frames):
             scene.frame_set(frame)
             for name in objects:
-                out[name].append(np.array(scene.objects[name].matrix_world))
+                out[name].append(_placement(scene.objects[name]))
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        for name in objects:
+            obj = scene.objects[name]
+            if obj.modifiers:
+                shown = np.array([list(v.co) for v in obj.evaluated_get(depsgraph).data.vertices])
+                rest = np.array([list(v.co) for v in obj.data.vertices])
+                world, placed = np.array(obj.matrix_world), out[name][-1]
+                np.testing.assert_allclose(shown @ world[:3, :3].T + world[:3, 3],
+                                           rest @ placed[:3, :3].T + placed[:3, 3], atol=1e-4)
         return {name: np.array(m) for name, m in out.items()}
     finally:
         window.scene = previous
@@ -144,10 +174,11 @@ def test_artist_rig_is_recognised_with_its_mechanism_bones_as_bake_targets(sympl
         assert vehicle_rig.wheel_position(scheme[0]) == scheme[1], scheme
 
 
-def test_artist_rig_bakes_and_moves_its_meshes_with_spin_equal_to_distance_over_radius(symplex):
+@pytest.mark.parametrize("deformed", [False, True], ids=["parented", "deformed"])
+def test_artist_rig_bakes_and_moves_its_meshes_with_spin_equal_to_distance_over_radius(symplex, deformed):
     frames = 73
     scene = new_scene("artist bake", frames=frames, fps=24)
-    arm, meshes = artist_car(scene)
+    arm, meshes = artist_car(scene, deformed=deformed)
     with bpy.context.temp_override(scene=scene, active_object=arm, object=arm):
         assert bpy.ops.symplex.bake_vehicle() == {"FINISHED"}
     assert (arm[vehicle_rig.PRESET_PROPERTY], arm[vehicle_rig.FORWARD_PROPERTY]) == ("sedan", "-Y")
