@@ -21,13 +21,14 @@ ADD_VEHICLE = "symplex.add_vehicle"
 BAKE_VEHICLE = "symplex.bake_vehicle"
 FREE_VEHICLE_BAKE = "symplex.free_vehicle_bake"
 
+
 def preset_label(preset: str) -> str:
     """The name a preset shows in menus, and the default name of a rig added from it ('Car Trailer')."""
     return preset.replace("_", " ").title()
 
 
 PRESETS = [(name, preset_label(name), f"Mass properties of the {name} preset; geometry from the rig")
-            for name in vehicle_rig.CAR_PRESETS + vehicle_body_rig.BODY_PRESETS]
+           for name in vehicle_rig.CAR_PRESETS + vehicle_body_rig.BODY_PRESETS]
 _AXES = [(axis, axis, f"The chassis drives along its local {axis} axis") for axis in vehicle_rig.FORWARD_AXES]
 _FROM_RIG = ("AUTO", "From Rig", "As stored on the rig (by Add Vehicle Rig or its last bake), else the first "
                                   "preset; a car's forward axis from its wheels")
