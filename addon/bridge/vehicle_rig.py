@@ -55,6 +55,7 @@ BEZIER_SAMPLES = 16  # points per Bezier segment of a path
 SQUARE_TOLERANCE = 0.5  # degrees a trailer's wheel axle may stand off square to its drawbar
 
 _WHEEL_WORDS = re.compile(r"wheel|tire|tyre")
+_NEAR_WHEEL_WORDS = re.compile(r"bumper|damper|brake|caliper|fender|arch|steering")  # 'WheelBumper.Ft.L'... no wheel
 _CHASSIS_WORDS = re.compile(r"chassis|body|hull")
 _STEER_WORDS = re.compile(r"knuckle|upright|steer(?!ing)")
 _ENDS = {"front": "f", "rear": "r", "back": "r", "ft": "f", "bk": "r", "f": "f", "b": "r"}
@@ -135,9 +136,9 @@ class RigReading(FrameGrid):
 def wheel_position(name: str) -> str | None:
     """'wheel_fl' ... for an object name that says it is a wheel and where ('Wheel.FL', 'wheel_front_left',
     'WheelRearRight', 'tyre_rr.001', 'Wheel.Ft.L', 'Wheel.Bk.R', 'FL_wheel', 'DEF-Wheel.Ft.L'); None when it
-    does not."""
+    does not, or names a part beside a wheel ('WheelBumper.Ft.L', 'Brake.Wheel.FL', 'Wheel arch FL')."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
-    if not _WHEEL_WORDS.search(spaced) or "trailer" in spaced:
+    if not _WHEEL_WORDS.search(spaced) or "trailer" in spaced or _NEAR_WHEEL_WORDS.search(spaced):
         return None
     corner = _corner(_WHEEL_WORDS.sub(" ", spaced))
     return None if corner is None else f"wheel_{corner}"

@@ -1,7 +1,8 @@
 """A car rigged as artists rig cars, baked in real Blender: automatic wheels, DEF/MCH layers, meshes moved.
 
 The rig follows a popular free car-rigging add-on: an armature whose front is toward -Y, a chassis
-control bone 'Body' and wheel control bones 'Wheel.Ft.L', 'Wheel.Ft.R', 'Wheel.Bk.L', 'Wheel.Bk.R'; a
+control bone 'Body', wheel control bones 'Wheel.Ft.L', 'Wheel.Ft.R', 'Wheel.Bk.L', 'Wheel.Bk.R' and
+ground sensor bones 'WheelBumper.Ft.L', ... beside them; a
 mechanism layer 'MCH-*' copying them and a deformation layer 'DEF-*' copying the MCH bones, both by Copy
 Transforms constraints; the body and wheel meshes (objects named like the bones) parented to the DEF
 bones. The wheel bones' heads stand 0.14 m outboard of their wheel meshes' centres, and the front wheels
@@ -84,6 +85,8 @@ def artist_car(scene, wheel_names: dict[str, str] | None = None, deformed: bool 
                 bone = bones.new(prefix + names[corner])
                 bone.head, bone.tail, bone.roll = head, (head[0] + side * length, y, z), 0.0
                 bone.parent = bones["Body"]
+            bumper = bones.new(corner.replace("Wheel", "WheelBumper"))  # a ground sensor beside each wheel
+            bumper.head, bumper.tail, bumper.parent = (x, y, 0.0), (x, y, -0.2), root
     for prefix, target in (("MCH-", ""), ("DEF-", "MCH-")):
         _copy(arm, f"{prefix}Body", f"{target}Body")
         for corner in CORNERS:
@@ -170,7 +173,8 @@ def test_artist_rig_is_recognised_with_its_mechanism_bones_as_bake_targets(sympl
     np.testing.assert_allclose(np.abs(reading.wheel_offsets[:, :2]).max(axis=1), OUTBOARD, atol=1e-5)
     for scheme in (("wheel_fl", "wheel_fl"), ("FL_wheel", "wheel_fl"), ("Wheel.Bk.R", "wheel_rr"),
                    ("Front Left Wheel", "wheel_fl"), ("Wheel.Rear.L", "wheel_rl"), ("DEF-Wheel.Ft.R", "wheel_fr"),
-                   ("MCH-Wheel.rotation.Bk.L", "wheel_rl"), ("WheelBkR", "wheel_rr")):
+                   ("MCH-Wheel.rotation.Bk.L", "wheel_rl"), ("WheelBkR", "wheel_rr"), ("WheelBumper.Ft.L", None),
+                   ("Brake.Wheel.FL", None)):
         assert vehicle_rig.wheel_position(scheme[0]) == scheme[1], scheme
 
 
