@@ -276,8 +276,10 @@ def find_parts(scene: bpy.types.Scene, owner: bpy.types.Object, classify: Callab
                labels: dict[str, str], picked: dict[str, Part] | None = None) -> tuple[dict[str, Part], list[str]]:
     """Parts by role: `picked` first, then the first pool (candidates) holding parts whose own name (own_name)
     `classify` maps to a role of `labels`; bones are replaced by their movers (a DEF bone by the bone it
-    copies), so a role several bones of one chain claim is found once. Returns (found, problems); a role
-    two parts claim in one pool, or a bone whose keys would be overridden, is a problem."""
+    copies), so a role several bones of one chain claim is found once; of several bones claiming a role, the
+    one only that moves a mesh (moved_points) is taken. Returns (found, problems); a role two parts claim in
+    one pool, or one whose bones that could be keyed move no mesh while others are driven (their constraint
+    or driver named), is a problem."""
     problems = []
     found: dict[str, Part] = {}
     for role, part in (picked or {}).items():
@@ -300,10 +302,14 @@ def find_parts(scene: bpy.types.Scene, owner: bpy.types.Object, classify: Callab
                 continue
             if target not in taken and target not in matches.get(role, []):
                 matches.setdefault(role, []).append(target)
-        for role, errors in refused.items():
-            if role not in matches:
-                problems.append(f"the {labels[role]} ({role}): {errors[0]}")
-        for role, parts in matches.items():
+        for role in {*matches, *refused}:
+            parts = matches.get(role, [])
+            moving = [p for p in parts if p.bone and moved_points(scene, p, scene.frame_start)]
+            if role in refused and not moving:  # the bones that move the mesh are driven: say so
+                problems.append(f"the {labels[role]} ({role}): {refused[role][0]}")
+                continue
+            if len(parts) > 1 and len(moving) == 1:  # of the bones named for the role, the one moving a mesh
+                parts = moving
             if len(parts) > 1:
                 names = ", ".join(sorted(p.key for p in parts))
                 problems.append(f"{len(parts)} {'bones' if parts[0].bone else 'objects'} look like the "

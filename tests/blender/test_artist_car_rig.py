@@ -1,11 +1,11 @@
 """A car rigged as artists rig cars, baked in real Blender: automatic wheels, DEF/MCH layers, meshes moved.
 
 The rig follows a popular free car-rigging add-on: an armature whose front is toward -Y, a chassis
-control bone 'Body', wheel control bones 'Wheel.Ft.L', 'Wheel.Ft.R', 'Wheel.Bk.L', 'Wheel.Bk.R' and
-ground sensor bones 'WheelBumper.Ft.L', ... beside them; a
-mechanism layer 'MCH-*' copying them and a deformation layer 'DEF-*' copying the MCH bones, both by Copy
-Transforms constraints; the body and wheel meshes (objects named like the bones) parented to the DEF
-bones. The wheel bones' heads stand 0.14 m outboard of their wheel meshes' centres, and the front wheels
+control bone 'Body', wheel control bones 'Wheel.Ft.L', 'Wheel.Ft.R', 'Wheel.Bk.L', 'Wheel.Bk.R', ground
+sensor bones 'WheelBumper.Ft.L', ... and helper bones 'MCH-Wheel.rotation.Ft.L', ... (moving nothing)
+beside them; a mechanism layer 'MCH-*' copying the controls and a deformation layer 'DEF-*' copying the
+MCH bones, both by Copy Transforms constraints; the body and wheel meshes (objects named like the bones)
+parented to the DEF bones. The wheel bones' heads stand 0.14 m outboard of their wheel meshes' centres, and the front wheels
 are smaller than the rear ones. Runs under bpy 5.0 and 4.2.
 """
 
@@ -87,6 +87,8 @@ def artist_car(scene, wheel_names: dict[str, str] | None = None, deformed: bool 
                 bone.parent = bones["Body"]
             bumper = bones.new(corner.replace("Wheel", "WheelBumper"))  # a ground sensor beside each wheel
             bumper.head, bumper.tail, bumper.parent = (x, y, 0.0), (x, y, -0.2), root
+            helper = bones.new(f"MCH-{names[corner]}.rotation")  # named for the wheel, moves nothing
+            helper.head, helper.tail, helper.parent = head, (head[0], y, z + 0.2), bones["Body"]
     for prefix, target in (("MCH-", ""), ("DEF-", "MCH-")):
         _copy(arm, f"{prefix}Body", f"{target}Body")
         for corner in CORNERS:
