@@ -9,9 +9,9 @@ past the method's time-step limit (StepTooLargeError: the maximal method's const
 the run with enough substeps per frame (at most MAX_SUBSTEP_RESTARTS times), and the report says so.
 
 Vehicle rigs are baked whole (they are small): `bake_vehicle_rigs` finds every object carrying the
-vehicle preset property (a chassis object or a bone rig's armature) and dispatches on the preset's type:
-cars and cars with trailers to vehicle_bake.py, helicopters, boats, hovercraft and tanks to
-vehicle_body_rig.py. A rig that cannot be read comes back as a SceneError naming the scene and the rig.
+vehicle preset property (a chassis object or a bone rig's armature) and bakes it with the settings and
+picks stored on it, as the buttons do (vehicle_setup.bake_rig). A rig that cannot be read comes back as
+a SceneError naming the scene and the rig.
 """
 
 from __future__ import annotations
@@ -29,12 +29,10 @@ from ..solver.trajectory import SolverError, StepTooLargeError, Trajectory
 from . import summary
 from .bake import BakeOptions, write_trajectory
 from .read import SceneError, SceneMechanism, find_setup, read_setup
-from .vehicle_bake import bake_vehicle
-from .vehicle_body_rig import BODY_PRESETS, bake_body_rig, find_body_rig
 from .vehicle_parts import RigError
-from .vehicle_rig import CAR_PRESETS, FORWARD_PROPERTY, PRESET_PROPERTY, find_rig
+from .vehicle_rig import PRESET_PROPERTY
+from .vehicle_setup import bake_rig
 
-CHASSIS_BONE_PROPERTY = "symplex_chassis_bone"  # on a bone rig's armature: its chassis bone (else found by name)
 MAX_SUBSTEP_RESTARTS = 3
 
 
@@ -191,20 +189,13 @@ def vehicle_rigs(scene: bpy.types.Scene) -> list[bpy.types.Object]:
 
 
 def bake_vehicle_rig(scene: bpy.types.Scene, owner: bpy.types.Object) -> str:
-    """Bake the rig `owner` holds with its stored preset, forward axis and chassis bone; returns the summary.
+    """Bake the rig `owner` holds with the settings and picks stored on it (vehicle_setup.bake_rig, as the
+    buttons do); returns the summary.
 
     Raises SceneError (naming the scene and the rig) for a rig that cannot be read, SolverError when the
     solver stops; nothing in the scene changes then."""
-    preset = owner[PRESET_PROPERTY]
-    forward = owner.get(FORWARD_PROPERTY, "+X")
-    bone = owner.get(CHASSIS_BONE_PROPERTY, "")
     try:
-        if preset in CAR_PRESETS:
-            return bake_vehicle(scene, find_rig(scene, owner, forward, bone=bone), preset).summary()
-        if preset in BODY_PRESETS:
-            return bake_body_rig(scene, find_body_rig(scene, owner, preset, forward, bone), preset).summary()
-        raise RigError(f"vehicle rig {owner.name!r}: property {PRESET_PROPERTY!r} is {preset!r}, not a vehicle "
-                       f"preset: one of {', '.join(CAR_PRESETS + BODY_PRESETS)}")
+        return bake_rig(scene, owner).summary()
     except RigError as err:
         raise SceneError([f"scene {scene.name!r}: {err}"]) from err
 

@@ -3,9 +3,11 @@
 The chassis follows the solver's chassis rigidly. Each wheel stays at its mount on the chassis and turns
 by its own steering angle (front wheels: the Ackermann angle of its mount, so it points along its own
 velocity) and its own rolling angle: the arc its centre travels in each step, divided by its measured
-radius. A car step is an exact circular arc of the chassis, so with d_s the rear-axle arc and d_theta
-the heading change, a wheel mounted at (px, py) from the rear-axle centre travels the displacement
-(d_s - d_theta py, d_theta px) in chassis axes, of length exactly its arc. The keys are written by
+radius. A wheel's centre is its mesh's (vehicle_parts.shape); a part whose origin lies off that centre (a
+bone's head beside its wheel mesh) turns about the centre, keeping its offset in its own axes. A car step
+is an exact circular arc of the chassis, so with d_s the rear-axle arc and d_theta the heading change, a
+wheel mounted at (px, py) from the rear-axle centre travels the displacement (d_s - d_theta py,
+d_theta px) in chassis axes, of length exactly its arc. The keys are written by
 bake.write_trajectory into new actions (undo with free_vehicle_bake), all or nothing.
 
 With a ground object (bridge/suspension.py) the chassis also heaves, pitches and rolls on its springs
@@ -100,6 +102,12 @@ def _rot_y(angle: np.ndarray) -> np.ndarray:
     return out
 
 
+def _translation(offset: np.ndarray) -> np.ndarray:
+    out = np.eye(4)
+    out[:3, 3] = offset
+    return out
+
+
 def wheel_motion(reading: RigReading, trajectory: Trajectory) -> tuple[np.ndarray, np.ndarray]:
     """Steering and rolling angles (N+1, 4) of the rig's wheels (car.WHEELS order), in rad.
 
@@ -146,7 +154,7 @@ def object_trajectory(reading: RigReading, trajectory: Trajectory, follow: Ride 
         world[:, :, 3] = body @ np.append(reading.wheel_mounts[i], 1.0)  # the centre stays over its planar path
         if follow is not None:
             world[:, 2, 3] += follow.road[:, i]
-        worlds.append(world)
+        worlds.append(world @ _translation(reading.wheel_offsets[i]))  # the part's origin, off its centre
     names = [reading.rig.chassis, *(obj for _, obj in reading.rig.wheels)]
     wheel_index = {key: i for i, (key, _) in enumerate(reading.rig.wheels)}
     for (key, rest), (_, name) in zip(reading.steering, reading.rig.steering):
@@ -182,7 +190,7 @@ def _trailer_worlds(reading: RigReading, trajectory: Trajectory, lift: np.ndarra
         local[:, :3, :3] = _rot_y(spin) @ trailer.rest[i]
         local[:, :3, 3] = trailer.mounts[i]
         local[:, 3, 3] = 1.0
-        out.append(body @ local)
+        out.append(body @ local @ _translation(trailer.offsets[i]))
     return out
 
 

@@ -1,10 +1,12 @@
-"""Rigs of the one-body vehicles: helicopter, boat, hovercraft and tank, with their spinning parts; read and bake.
+"""Rigs of the one-body vehicles: helicopter, boat, hovercraft, tank and snakeboard, with their parts; read and bake.
 
 A rig is a chassis object (or a chassis bone of an armature) whose origin is the vehicle's centre of mass,
 its forward axis chosen by the artist (local +Z up), plus spinning parts found by name below it (or among
 the armature's bones): a helicopter's main and tail rotor ('Main rotor', 'Tail rotor'), a boat's
 propellers or a hovercraft's fans ('Prop.L', 'fan_right'; one without a side turns with both thrusts'
-mean), a tank's road wheels, sprockets and idlers of each track ('Road wheel 3.L', 'sprocket_right').
+mean), a tank's road wheels, sprockets and idlers of each track ('Road wheel 3.L', 'sprocket_right'), a
+snakeboard's wheel sets and rider ('Front wheels', 'Rear truck', 'Rider': the solver's front_wheels,
+rear_wheels and rotor bodies). Part names are read after the chassis' own name (vehicle_parts.own_name).
 Controls are custom properties of the chassis (or armature), keyed or set, in the vehicle's units
 (spec.CONTROL_NAMES: collective N, tail N, blade_pitch rad, ...; thrust_left N; force_left N), plus
 `initial_speed` (m/s forward); mass properties come from the preset named by `symplex_vehicle_preset`.
@@ -22,6 +24,8 @@ The solver moves the chassis; each part stays at its place on it and turns about
   2800 rpm [estimate]);
 - tank wheels roll with their track: spin = the track's travel (solver) / the wheel's own radius, about
   the body's y axis, so a wheel in contact with the track rolls without slipping on it.
+- a snakeboard's wheel sets and rider follow the solver's bodies of the same name rigidly (turned by the
+  keyed foot angle and twist).
 Spin angles are the trapezoidal integrals of the rates over the solver's time grid, keyed every frame.
 """
 
@@ -38,17 +42,18 @@ from ..solver.integrator import simulate
 from ..solver.model import Curve, Mechanism
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.controls import signal
+from ..solver.vehicles.snakeboard import BODIES as SNAKEBOARD_BODIES
 from ..solver.vehicles.spec import CONTROL_NAMES, PRESETS, Vehicle, VEHICLE_TYPES
 from . import compat, reference
 from .bake import BakeOptions, write_trajectory
 from .read import FrameGrid
 from .rotations import matrix_to_quat, pose_matrices
-from .vehicle_parts import Part, RigError, candidates, radius, world
+from .vehicle_parts import Part, RigError, bake_target, candidates, own_name, radius, stored_picks, world
 from .vehicle_bake import setup_name
 from .vehicle_rig import (FORWARD_AXES, FORWARD_PROPERTY, INITIAL_SPEED, PRESET_PROPERTY, box_mesh, chassis_bone,
-                          sample_curve, wheel_mesh)
+                          free_name, sample_curve, wheel_mesh)
 
-BODY_TYPES = ("helicopter", "boat", "hovercraft", "tank")
+BODY_TYPES = ("helicopter", "boat", "hovercraft", "tank", "snakeboard")
 BODY_PRESETS = tuple(name for name, spec in PRESETS.items() if type(spec) in {VEHICLE_TYPES[t] for t in BODY_TYPES})
 TIP_SPEED = 218.0  # m/s, main rotor tip speed (Bo 105: 424 rpm x 2 pi / 60 x 4.92 m) [from memory]
 TAIL_RATIO = 2220.0 / 424.0  # tail rotor over main rotor speed (Bo 105) [from memory]
@@ -57,6 +62,8 @@ _SIDES = {"l": "left", "left": "left", "r": "right", "right": "right"}
 _AXES = {"x": np.array([1.0, 0.0, 0.0]), "y": np.array([0.0, 1.0, 0.0]), "z": np.array([0.0, 0.0, 1.0])}
 _PROP_WORDS = re.compile(r"prop|propeller|screw|thruster|fan")
 _TRACK_WORDS = re.compile(r"wheel|sprocket|idler|roller")
+_BOARD_WORDS = re.compile(r"wheel|truck|caster|footplate")
+_RIDER_WORDS = re.compile(r"rider|rotor|torso")
 
 
 def vehicle_type(preset: str) -> str:
@@ -66,7 +73,8 @@ def vehicle_type(preset: str) -> str:
 
 def part_role(kind: str, name: str) -> str | None:
     """The role of a part named `name` on a vehicle of type `kind`: 'rotor_main', 'rotor_tail'; 'prop_left',
-    'prop_right', 'prop'; 'track_left', 'track_right' (tank wheels); None when the name says none."""
+    'prop_right', 'prop'; 'track_left', 'track_right' (tank wheels); 'front_wheels', 'rear_wheels', 'rotor'
+    (a snakeboard's wheel sets and rider); None when the name says none."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
     words = re.findall(r"[a-z]+", spaced)
     side = next((_SIDES[w] for w in words if w in _SIDES), None)
@@ -80,6 +88,12 @@ def part_role(kind: str, name: str) -> str | None:
         return "prop" if side is None else f"prop_{side}"
     if kind == "tank" and _TRACK_WORDS.search(spaced) and side is not None:
         return f"track_{side}"
+    if kind == "snakeboard":
+        if _RIDER_WORDS.search(spaced):
+            return "rotor"
+        end = next((e for e in ("front", "rear", "back") if e in words), None)
+        if _BOARD_WORDS.search(spaced) and end is not None:
+            return "front_wheels" if end == "front" else "rear_wheels"
     return None
 
 
@@ -108,8 +122,9 @@ PICKABLE = {"rotor_main": "main rotor", "rotor_tail": "tail rotor", "prop_left":
 def find_body_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, preset: str, forward: str = "+X",
                   bone: str = "", picked: dict[str, str] | None = None) -> BodyRig:
     """The rig of `chassis` for a one-body preset: its spinning parts picked (role -> object or bone name,
-    roles of PICKABLE), else found by name (below the chassis, else in the scene; an armature's bones). A
-    helicopter needs a main rotor; at most one part per role, except a tank's wheels (any number per side)."""
+    roles of PICKABLE), else found by name (below the chassis, else in the scene; an armature's bones, each
+    keyed through the bone it copies: vehicle_parts.bake_target). A helicopter needs a main rotor; at most
+    one part per role, except a tank's wheels (any number per side)."""
     if preset not in BODY_PRESETS:
         raise RigError(f"vehicle rig {chassis.name!r}: preset must be one of {', '.join(BODY_PRESETS)}, got {preset!r}")
     if forward not in FORWARD_AXES:
@@ -119,7 +134,7 @@ def find_body_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, preset: str
     armature = chassis.name if chassis.type == "ARMATURE" else ""
     if armature:
         bone = bone or chassis_bone(chassis)
-    picked = {k: v for k, v in (picked or {}).items() if v}
+    picked = {**stored_picks(chassis), **{k: v for k, v in (picked or {}).items() if v}}
     for role, part_name in picked.items():
         exists = part_name in chassis.pose.bones if armature else part_name in scene.objects
         if role not in PICKABLE or not exists:
@@ -127,10 +142,17 @@ def find_body_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, preset: str
             raise RigError(f"vehicle rig {chassis.name!r}: picked {role} {part_name!r}: {what}")
     spinners: list[tuple[str, str]] = []
     for pool in candidates(scene, chassis):
-        found = [(part_role(kind, p.key), p.key) for p in pool if p.key != bone]
-        found = sorted((r, n) for r, n in found if r is not None)
+        found = set()
+        for part in pool:
+            role = part_role(kind, own_name(part.key, chassis.name))
+            if role is None or part.key == bone:
+                continue
+            try:  # a bone copying another (DEF-*) is keyed through the bone it copies
+                found.add((role, bake_target(scene, part).key))
+            except RigError as err:
+                raise RigError(f"vehicle rig {chassis.name!r}: the {role} part: {err}") from None
         if found:
-            spinners = found
+            spinners = sorted(found)
             break
     spinners = sorted([(r, n) for r, n in spinners if r not in picked and n not in picked.values()]
                       + list(picked.items()))
@@ -199,7 +221,7 @@ def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
     ahead = chassis[:3, :3] @ np.array(FORWARD_AXES[rig.forward])
     up = chassis[:3, 2]
     R = np.column_stack([ahead, np.cross(up, ahead), up])
-    if rig.kind == "tank":  # the tank's heading only; it stays level
+    if rig.kind in ("tank", "snakeboard"):  # the heading only; it stays level
         theta = np.arctan2(ahead[1], ahead[0])
         R = np.array([[np.cos(theta), -np.sin(theta), 0.0], [np.sin(theta), np.cos(theta), 0.0], [0.0, 0.0, 1.0]])
     quat = tuple(float(v) for v in matrix_to_quat(R))
@@ -217,7 +239,7 @@ def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
         parts.append(world(scene, part, frame_start, rigid=True))
         if rig.kind == "tank":
             axle = R[:, 1]
-            radii.append(radius(scene, part, world(scene, part, frame_start), axle, name, f"{role} wheel"))
+            radii.append(radius(scene, part, frame_start, axle, name, f"{role} wheel"))
         else:
             radii.append(0.0)
     return BodyReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), chassis,
@@ -270,12 +292,17 @@ def _rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
 
 def object_trajectory(reading: BodyReading, trajectory: Trajectory) -> Trajectory:
     """`trajectory` restated as world poses of the rig's parts: the chassis rigidly on the solver's body,
-    each spinning part at its rest place turned about its own centre by its spin angle."""
+    each spinning part at its rest place turned about its own centre by its spin angle; a snakeboard's parts
+    rigidly on their own solver bodies."""
     body = pose_matrices(trajectory.poses[:, 0])  # (N+1, 4, 4)
     to_body = np.linalg.inv(body[0])
     worlds = [body @ (to_body @ reading.chassis_world)]
     angles = spin_angles(reading, trajectory)
     for i, (role, _) in enumerate(reading.rig.spinners):
+        if reading.rig.kind == "snakeboard":
+            own = pose_matrices(trajectory.poses[:, SNAKEBOARD_BODIES.index(role)])
+            worlds.append(own @ (np.linalg.inv(own[0]) @ reading.parts_world[i]))
+            continue
         rest = to_body @ reading.parts_world[i]
         local = np.zeros((len(body), 4, 4))
         local[:, :3, :3] = _rotation(_axis(reading.rig.kind, role), angles[:, i]) @ rest[:3, :3]
@@ -345,11 +372,13 @@ def build_body_rig(scene: bpy.types.Scene, preset: str, name: str,
                    location: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> BodyRig:
     """Add a box chassis (origin at its centre of mass, facing +X, resting where the preset rests: a
     helicopter 10 m above location.z, a boat at its design draft on the water z = 0, a hovercraft on its
-    cushion over the ground z = 0, a tank on the plane z = location.z) with its spinning parts as
-    children, and key a short manoeuvre on it."""
+    cushion over the ground z = 0, a tank or a snakeboard on the plane z = location.z) with its spinning
+    parts (a snakeboard: its wheel sets and rider) as children, named after the chassis, and key a short
+    manoeuvre on it."""
     if preset not in BODY_PRESETS:
         raise RigError(f"one-body preset must be one of {', '.join(BODY_PRESETS)}, got {preset!r}")
     kind, spec = vehicle_type(preset), PRESETS[preset]
+    name = free_name(name)  # the chassis' name: its parts are named after it
     collection = bpy.data.collections.new(name)
     scene.collection.children.link(collection)
     x, y, z = location
@@ -372,6 +401,11 @@ def build_body_rig(scene: bpy.types.Scene, preset: str, name: str,
             word = "Prop" if kind == "boat" else "Fan"
             parts.append((f"{name} {word}.{side}", (place[0], sign * spec.thruster_spacing / 2, place[1]),
                           box_mesh(f"{name} {word} {side}", (0.05, size, size / 3))))
+    elif kind == "snakeboard":
+        body, height, l = box_mesh(name, (2 * spec.half_length + 0.3, 0.25, 0.03)), z + 0.1, spec.half_length
+        parts = [(f"{name} front wheels", (l, 0.0, -0.06), box_mesh(f"{name} front", (0.08, 0.2, 0.08))),
+                 (f"{name} rear wheels", (-l, 0.0, -0.06), box_mesh(f"{name} rear", (0.08, 0.2, 0.08))),
+                 (f"{name} rider", (0.0, 0.0, 0.9), box_mesh(f"{name} rider", (0.25, 0.45, 1.6)))]
     else:
         body, height = box_mesh(name, (7.7, spec.track_gauge - 0.6, 1.2)), z + spec.com_height
         r = spec.road_wheel_radius
@@ -390,7 +424,9 @@ def build_body_rig(scene: bpy.types.Scene, preset: str, name: str,
 
 def _key_manoeuvre(chassis: bpy.types.Object, kind: str, spec, frame_start: int, fps: float) -> None:
     """Key a few seconds of controls: a helicopter hovers then climbs, boat and hovercraft open up and turn
-    left, a tank drives off and pivots left."""
+    left, a tank drives off and pivots left, a snakeboard pushed off at 1 m/s rides the drive gait (twist
+    0.8 rad and foot angle 0.3 rad in phase, period 2 s, first foot lobe half height:
+    presets/vehicles/snakeboard.toml)."""
     if kind == "helicopter":
         weight = spec.mass * 9.81
         keys = {"collective": ((0.0, weight), (1.0, 1.1 * weight), (2.0, weight))}
@@ -398,6 +434,11 @@ def _key_manoeuvre(chassis: bpy.types.Object, kind: str, spec, frame_start: int,
         low = 0.3 if kind == "boat" else 0.2
         keys = {"thrust_right": ((0.0, 0.0), (1.0, spec.max_thrust)),
                 "thrust_left": ((0.0, 0.0), (1.0, spec.max_thrust), (2.0, low * spec.max_thrust))}
+    elif kind == "snakeboard":
+        chassis[INITIAL_SPEED] = 1.0
+        lobes = [(0.5 * i, (0.0, 1.0, 0.0, -1.0)[i % 4]) for i in range(17)]
+        keys = {"rotor": tuple((t, 0.8 * v) for t, v in lobes),
+                "steer": tuple((t, (0.15 if t < 1 else 0.3) * v) for t, v in lobes)}
     else:
         f = spec.max_track_force
         keys = {"force_left": ((0.0, 0.0), (0.5, 0.3 * f), (2.0, 0.3 * f), (2.3, -0.7 * f)),

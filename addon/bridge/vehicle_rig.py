@@ -31,7 +31,7 @@ from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, PRESETS, CarSpec, CarT
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid
-from .vehicle_parts import Part, RigError, find_parts, radius, world
+from .vehicle_parts import PRESET_PROPERTY, Part, RigError, find_parts, mover, shape, stored_picks, world
 
 FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
 CAR_PRESETS = tuple(name for name, spec in PRESETS.items() if isinstance(spec, CarSpec))
@@ -48,17 +48,17 @@ CONTROL_PROPERTIES = {
     "steer": (("steer", None),),
 }
 INITIAL_SPEED = "initial_speed"  # chassis custom property: forward speed (m/s) at the start frame
-PRESET_PROPERTY = "symplex_vehicle_preset"  # chassis custom properties remembering the rig's settings
-FORWARD_PROPERTY = "symplex_forward_axis"
+FORWARD_PROPERTY = "symplex_forward_axis"  # chassis custom properties remembering the rig's settings
 PATH_PROPERTY = "symplex_path"  # chassis custom property: name of a curve object to follow
 PATH_SPEED = "path_speed"  # chassis custom property (keyable): target speed along the path, m/s
 BEZIER_SAMPLES = 16  # points per Bezier segment of a path
 SQUARE_TOLERANCE = 0.5  # degrees a trailer's wheel axle may stand off square to its drawbar
 
 _WHEEL_WORDS = re.compile(r"wheel|tire|tyre")
+_NEAR_WHEEL_WORDS = re.compile(r"bumper|damper|brake|caliper|fender|arch|steering")  # 'WheelBumper.Ft.L'... no wheel
 _CHASSIS_WORDS = re.compile(r"chassis|body|hull")
 _STEER_WORDS = re.compile(r"knuckle|upright|steer(?!ing)")
-_ENDS = {"front": "f", "rear": "r", "back": "r"}
+_ENDS = {"front": "f", "rear": "r", "back": "r", "ft": "f", "bk": "r", "f": "f", "b": "r"}
 _SIDES = {"left": "l", "right": "r", "l": "l", "r": "r"}
 _CODES = {"fl": "fl", "fr": "fr", "rl": "rl", "rr": "rr", "lf": "fl", "rf": "fr", "lr": "rl", "bl": "rl", "br": "rr"}
 
@@ -91,13 +91,15 @@ class VehicleRig:
 class TrailerReading:
     """A rig's trailer at its start frame: trailer body (rigid part) in the solver's trailer frame (its
     centre of mass, heading along the trailer), wheel centres mounts (2, 3) and rest orientations (2, 3, 3)
-    in that frame, measured radii (2,); wheels in trailer.TRAILER_WHEELS order (left, right); the hitch angle
-    theta - beta it stands at (rad, + the trailer swung to the car's left)."""
+    in that frame, measured radii (2,), part origins from their centres offsets (2, 3); wheels in
+    trailer.TRAILER_WHEELS order (left, right); the hitch angle theta - beta it stands at (rad, + the
+    trailer swung to the car's left)."""
 
     offset: np.ndarray
     mounts: np.ndarray
     rest: np.ndarray
     radii: np.ndarray
+    offsets: np.ndarray
     hitch_angle: float
 
 
@@ -108,7 +110,8 @@ class RigReading(FrameGrid):
     ground: world z of the road under the rear wheels (the solver's ground is z = 0). chassis_offset
     (4, 4): chassis object (rigid part) in the solver's chassis frame. wheel_mounts (4, 3): wheel centres
     in the chassis frame; wheel_rest (4, 3, 3): wheel orientations in that frame with no steer or spin;
-    wheel_radii (4,): measured radii; all in car.WHEELS order.
+    wheel_radii (4,): measured radii; wheel_offsets (4, 3): each wheel part's origin from its centre, in
+    the part's axes (a bone's head beside its wheel mesh); all in car.WHEELS order.
     """
 
     rig: VehicleRig
@@ -122,6 +125,7 @@ class RigReading(FrameGrid):
     wheel_mounts: np.ndarray
     wheel_rest: np.ndarray
     wheel_radii: np.ndarray
+    wheel_offsets: np.ndarray
     warnings: tuple[str, ...] = ()
     path: np.ndarray | None = None  # (M, 2) world xy of the curve to follow, or None
     path_speed: Curve | float = 0.0  # target speed along it, m/s
@@ -131,9 +135,10 @@ class RigReading(FrameGrid):
 
 def wheel_position(name: str) -> str | None:
     """'wheel_fl' ... for an object name that says it is a wheel and where ('Wheel.FL', 'wheel_front_left',
-    'WheelRearRight', 'tyre_rr.001'); None when it does not."""
+    'WheelRearRight', 'tyre_rr.001', 'Wheel.Ft.L', 'Wheel.Bk.R', 'FL_wheel', 'DEF-Wheel.Ft.L'); None when it
+    does not, or names a part beside a wheel ('WheelBumper.Ft.L', 'Brake.Wheel.FL', 'Wheel arch FL')."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
-    if not _WHEEL_WORDS.search(spaced) or "trailer" in spaced:
+    if not _WHEEL_WORDS.search(spaced) or "trailer" in spaced or _NEAR_WHEEL_WORDS.search(spaced):
         return None
     corner = _corner(_WHEEL_WORDS.sub(" ", spaced))
     return None if corner is None else f"wheel_{corner}"
@@ -185,9 +190,21 @@ def _role(name: str) -> str | None:
 
 
 def chassis_bone(armature: bpy.types.Object) -> str:
-    """The chassis bone of a bone rig: the one bone named like 'chassis', 'body' or 'hull' (not a trailer's)."""
-    names = [b.name for b in armature.pose.bones
+    """The chassis bone of a bone rig: the one bone named like 'chassis', 'body' or 'hull' (not a trailer's), or
+    the one such bones copy ('DEF-Body' copying 'MCH-Body': vehicle_parts.mover)."""
+    named = [b.name for b in armature.pose.bones
              if _CHASSIS_WORDS.search(b.name.lower()) and trailer_part(b.name) is None]
+    names, refused = [], []
+    for bone in named:
+        try:
+            moving = mover(armature, bone)
+        except RigError as err:
+            refused.append(str(err))
+            continue
+        if moving not in names:
+            names.append(moving)
+    if not names and refused:
+        raise RigError(f"vehicle rig {armature.name!r}: chassis {refused[0]}")
     if len(names) != 1:
         found = f"{len(names)} bones ({', '.join(sorted(names))})" if names else "no bone"
         raise RigError(f"vehicle rig {armature.name!r}: {found} named like 'chassis', 'body' or 'hull'; name the "
@@ -209,7 +226,7 @@ def find_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, forward: str = "
         bone = bone or chassis_bone(chassis)
         if bone not in chassis.pose.bones:
             raise RigError(f"vehicle rig {chassis.name!r}: the armature has no chassis bone {bone!r}")
-    picked = {k: v for k, v in (picked or {}).items() if v}
+    picked = {**stored_picks(chassis), **{k: v for k, v in (picked or {}).items() if v}}
     labels = {**WHEEL_LABELS, **TRAILER_LABELS, **STEERING_LABELS}
     for key, name in picked.items():
         if key not in labels:
@@ -223,6 +240,11 @@ def find_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, forward: str = "
     if problems:
         raise RigError(f"vehicle rig {chassis.name!r}: " + "; ".join(problems))
     missing = [k for k in WHEELS if k not in found]
+    if len(missing) == len(WHEELS) and PRESET_PROPERTY not in chassis.keys():
+        raise RigError(f"{chassis.name!r} is not a vehicle rig: it has no {PRESET_PROPERTY!r} property (Add Vehicle "
+                       f"Rig stores the preset there) and no wheels: no {'bone' if armature else 'object'} is named "
+                       f"like 'wheel_fl', 'Wheel.Ft.L' or 'FL_wheel'; add a rig with Add Vehicle Rig, or name or pick "
+                       f"its four wheels")
     if missing:
         listed = ", ".join(f"{WHEEL_LABELS[k]} ({k})" for k in missing)
         pool = f"No bone of armature {chassis.name!r}" if armature else \
@@ -234,6 +256,16 @@ def find_rig(scene: bpy.types.Scene, chassis: bpy.types.Object, forward: str = "
     steering = tuple((k, found[k].key) for k in STEERING_LABELS if k in found)
     return dataclasses.replace(rig, wheels=tuple((k, found[k].key) for k in WHEELS), trailer=trailer,
                                steering=steering)
+
+
+def forward_from_wheels(scene: bpy.types.Scene, rig: VehicleRig) -> str:
+    """The chassis axis of FORWARD_AXES nearest the direction from the rear wheels' centre to the front
+    wheels' at the scene's start frame: the forward axis of a rig that stores none."""
+    frame = scene.frame_start
+    chassis = world(scene, rig.part(rig.chassis), frame, rigid=True)
+    centres = np.array([world(scene, rig.part(name), frame)[:3, 3] for _, name in rig.wheels])
+    ahead = chassis[:3, :3].T @ (centres[2:].mean(axis=0) - centres[:2].mean(axis=0))
+    return max(FORWARD_AXES, key=lambda axis: float(np.dot(FORWARD_AXES[axis], ahead)))
 
 
 def _spelled(key: str) -> str:
@@ -371,11 +403,12 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
         if not rig.armature and part_name not in scene.objects:
             raise RigError(f"vehicle rig {name!r}: the {WHEEL_LABELS[key]} wheel {part_name!r} is not in scene "
                            f"{scene.name!r}")
-        matrix = world(scene, part, frame_start)
+        centre, r = shape(scene, part, frame_start, left, name, f"{WHEEL_LABELS[key]} wheel")
         matrices.append(world(scene, part, frame_start, rigid=True))
-        centres.append(matrix[:3, 3])
-        radii.append(radius(scene, part, matrix, left, name, f"{WHEEL_LABELS[key]} wheel"))
+        centres.append(centre)
+        radii.append(r)
     centres_arr, radii_arr = np.array(centres), np.array(radii)
+    offsets = _offsets(np.array(matrices), centres_arr)
     rear = 0.5 * (centres_arr[0] + centres_arr[1])
     front = 0.5 * (centres_arr[2] + centres_arr[3])
     wheelbase = float((front - rear) @ ahead)
@@ -424,11 +457,17 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     body[:3, 3] = (com[0], com[1], ground + spec.com_height)
     to_body = np.linalg.inv(body)
     local = np.array([to_body @ m for m in matrices])
+    local[:, :3, 3] = centres_arr @ to_body[:3, :3].T + to_body[:3, 3]
     steering = tuple((key, to_body @ world(scene, rig.part(part), frame_start, rigid=True))
                      for key, part in rig.steering)
     return RigReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), ground, to_body @ chassis_world,
-                      local[:, :3, 3], local[:, :3, :3], radii_arr, tuple(warnings), path, path_speed,
+                      local[:, :3, 3], local[:, :3, :3], radii_arr, offsets, tuple(warnings), path, path_speed,
                       trailer_reading, steering)
+
+
+def _offsets(matrices: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """(P, 3) origins of parts with rigid world matrices (P, 4, 4) from their centres (P, 3), in part axes."""
+    return np.einsum("pji,pj->pi", matrices[:, :3, :3], matrices[:, :3, 3] - centres)
 
 
 def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, preset: str, base: CarTrailerSpec, frame: int,
@@ -446,9 +485,9 @@ def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, preset: str, base
                        f"name them like 'Trailer', 'Trailer wheel L', 'Trailer wheel R' or pick a car preset")
     body_world = world(scene, rig.part(parts["trailer"]), frame, rigid=True)
     wheels = [rig.part(parts[k]) for k in TRAILER_WHEELS]
-    scaled = [world(scene, p, frame) for p in wheels]
-    rigid = [world(scene, p, frame, rigid=True) for p in wheels]
-    centres = np.array([m[:3, 3] for m in scaled])
+    rigid = np.array([world(scene, p, frame, rigid=True) for p in wheels])
+    centres = np.array([shape(scene, p, frame, np.cross((0.0, 0.0, 1.0), ahead), name, TRAILER_LABELS[k])[0]
+                        for p, k in zip(wheels, TRAILER_WHEELS)])
     axle = 0.5 * (centres[0] + centres[1])
     ball = rear - base.hitch_behind_rear_axle * ahead
     drawbar = (ball - axle)[:2]
@@ -475,8 +514,8 @@ def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, preset: str, base
         raise RigError(f"vehicle rig {name!r}: trailer wheels {wheels[0].key!r} and {wheels[1].key!r} must sit left "
                        f"and right of the trailer's drawbar (from their axle centre to {where}); their axle is "
                        f"{skew:.3g} degrees off square to it (the tow ball is not on the trailer's centre line)")
-    radii = np.array([radius(scene, p, m, left, name, TRAILER_LABELS[k]) for p, m, k in zip(wheels, scaled,
-                                                                                          TRAILER_WHEELS)])
+    radii = np.array([shape(scene, p, frame, left, name, TRAILER_LABELS[k])[1] for p, k in zip(wheels,
+                                                                                             TRAILER_WHEELS)])
     spec = dataclasses.replace(base, hitch_to_trailer_axle=length, trailer_track=track,
                                trailer_wheel_radius=float(radii.mean()),
                                trailer_com_ahead_of_axle=base.trailer_com_ahead_of_axle / base.hitch_to_trailer_axle
@@ -486,7 +525,9 @@ def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, preset: str, base
     frame_matrix[:3, 3] = (*(axle[:2] + spec.trailer_com_ahead_of_axle * heading[:2]), ground + spec.trailer_com_height)
     to_frame = np.linalg.inv(frame_matrix)
     local = np.array([to_frame @ m for m in rigid])
-    return spec, TrailerReading(to_frame @ body_world, local[:, :3, 3], local[:, :3, :3], radii, hitch)
+    mounts = centres @ to_frame[:3, :3].T + to_frame[:3, 3]
+    return spec, TrailerReading(to_frame @ body_world, mounts, local[:, :3, :3], radii, _offsets(rigid, centres),
+                                hitch)
 
 
 def _path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, times: np.ndarray) -> Curve | float:
@@ -533,16 +574,27 @@ def wheel_mesh(name: str, radius: float, width: float, segments: int = 24) -> bp
     return mesh
 
 
+def free_name(name: str) -> str:
+    """`name`, or the first of 'name.001', 'name.002', ... no object has yet (Blender's own numbering)."""
+    if name not in bpy.data.objects:
+        return name
+    i = 1
+    while f"{name}.{i:03d}" in bpy.data.objects:
+        i += 1
+    return f"{name}.{i:03d}"
+
+
 def build_car_rig(scene: bpy.types.Scene, preset: str = "sedan", name: str = "Car",
                   location: tuple[float, float, float] = (0.0, 0.0, 0.0), slalom: bool = True) -> VehicleRig:
-    """Add a box chassis with four cylinder wheels (children, quaternion rotation) sized from `preset`,
-    standing on the plane z = location.z, facing +X (with a box trailer on two wheels behind it for a car-
-    with-trailer preset). With `slalom`, key on the chassis a drive torque
-    that accelerates it for 3 s and a steer that weaves through a slalom. Returns the rig."""
+    """Add a box chassis named `name` (made unique) with four cylinder wheels (children, quaternion rotation,
+    named after the chassis) sized from `preset`, standing on the plane z = location.z, facing +X (with a box
+    trailer on two wheels behind it for a car-with-trailer preset). With `slalom`, key on the chassis a drive
+    torque that accelerates it for 3 s and a steer that weaves through a slalom. Returns the rig."""
     if preset not in CAR_PRESETS:
         raise RigError(f"car preset must be one of {', '.join(CAR_PRESETS)}, got {preset!r}")
     spec = PRESETS[preset]
     r, l, b, w = spec.wheel_radius, spec.wheelbase, spec.com_ahead_of_rear_axle, spec.track
+    name = free_name(name)  # the chassis' name: its parts are named after it
     collection = bpy.data.collections.new(name)
     scene.collection.children.link(collection)
     chassis = bpy.data.objects.new(name, box_mesh(f"{name} body", (l + 2.2 * r, w, 0.8 * spec.com_height + r)))

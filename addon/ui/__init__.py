@@ -1,6 +1,7 @@
 """Symplex user interface: registers its modules in order and unregisters them in reverse.
 
-properties (property groups) must come first: operators and panels refer to them. Errors propagate:
+properties (property groups) must come first: operators and panels refer to them. vehicle_panel comes
+after panels, so its Add > Vehicle Rig menu sits next to the Symplex preset menu. Errors propagate:
 a half-registered add-on is worse than a failed registration.
 """
 
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("properties", "shot_properties", "operators", "vehicle_operators", "shot_operators", "panels")
+MODULES = ("properties", "shot_properties", "operators", "vehicle_operators", "shot_operators", "panels",
+           "vehicle_panel")
 
 
 def _modules():

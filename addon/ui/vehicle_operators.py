@@ -1,60 +1,70 @@
 """Vehicle rig operators: Add Vehicle Rig, Bake Vehicle, Free Vehicle Bake (undoable, in F3 search).
 
-Thin wrappers over bridge/vehicle_rig.py, vehicle_body_rig.py and vehicle_bake.py: resolve the chassis
-(named, else the active object or the parent of an active wheel; an armature for a bone rig), call one
-bridge function, report. Cars (with or without trailer) bake with their wheels, helicopters, boats,
-hovercraft and tanks with their spinning parts. Errors name the object, bone, property or frame; a
-failed bake changes nothing.
+Thin wrappers over bridge/vehicle_rig.py, vehicle_body_rig.py and vehicle_setup.py: resolve the rig's
+owner (named, else the active object, its ancestor holding a rig, or the parent of an active wheel; an
+armature for a bone rig), call one bridge function, report. Add Vehicle Rig names the new chassis after
+its preset and leaves it alone selected and active, so Bake Vehicle bakes it next. Bake Vehicle bakes
+through vehicle_setup.bake_rig, which stores on the rig the settings and picks it used and the bake's
+summary (what the command line bakes and the Vehicle panel shows). Cars (with or without trailer) bake
+with their wheels, helicopters, boats, hovercraft, tanks and snakeboards with their parts. Errors name
+the object, bone, property or frame; a failed bake changes nothing.
 """
 
 import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 from bpy.types import Operator
 
-from ..bridge import vehicle_bake, vehicle_body_rig, vehicle_rig
+from ..bridge import vehicle_body_rig, vehicle_rig, vehicle_setup
 from ..solver.trajectory import SolverError
 
 ADD_VEHICLE = "symplex.add_vehicle"
 BAKE_VEHICLE = "symplex.bake_vehicle"
 FREE_VEHICLE_BAKE = "symplex.free_vehicle_bake"
 
-_PRESETS = [(name, name.replace("_", " ").title(), f"Mass properties of the {name} preset; geometry from the rig")
-            for name in vehicle_rig.CAR_PRESETS + vehicle_body_rig.BODY_PRESETS]
+
+def preset_label(preset: str) -> str:
+    """The name a preset shows in menus, and the default name of a rig added from it ('Car Trailer')."""
+    return preset.replace("_", " ").title()
+
+
+PRESETS = [(name, preset_label(name), f"Mass properties of the {name} preset; geometry from the rig")
+           for name in vehicle_rig.CAR_PRESETS + vehicle_body_rig.BODY_PRESETS]
 _AXES = [(axis, axis, f"The chassis drives along its local {axis} axis") for axis in vehicle_rig.FORWARD_AXES]
-_FROM_RIG = ("AUTO", "From Rig", "As stored on the chassis by Add Vehicle Rig, else the first choice")
+_FROM_RIG = ("AUTO", "From Rig", "As stored on the rig (by Add Vehicle Rig or its last bake), else the first "
+                                  "preset; a car's forward axis from its wheels")
+_PICKS = (*vehicle_rig.WHEEL_LABELS, *vehicle_rig.TRAILER_LABELS, *vehicle_body_rig.PICKABLE)
 
 
 def _chassis(operator, context) -> bpy.types.Object | None:
-    """The chassis named by the operator (None, reported as an error naming it, when the scene has no such
-    object), else the active object (or its parent when it is a wheel); the polls ask for an active object."""
+    """The rig owner named by the operator (None, reported as an error naming it, when the scene has no such
+    object), else the one of the active object (vehicle_setup.rig_owner); the polls ask for an active object."""
     if operator.chassis:
         chassis = context.scene.objects.get(operator.chassis)
         if chassis is None:
             operator.report({"ERROR"}, f"No chassis object {operator.chassis!r} in scene {context.scene.name!r}")
         return chassis
-    obj = context.active_object
-    if obj is not None and obj.parent is not None and vehicle_rig.wheel_position(obj.name):
-        return obj.parent
-    return obj
+    return vehicle_setup.rig_owner(context.active_object)
 
 
 def _poll_chassis(cls, context) -> bool:
     if context.scene is None or context.active_object is None:
-        cls.poll_message_set("Select the chassis of a car rig")
+        cls.poll_message_set("Select the chassis of a vehicle rig")
         return False
     return True
 
 
 class SYMPLEX_OT_add_vehicle(Operator):
-    """Add a vehicle rig: a car with four wheels (and a trailer) keyed through a slalom, or a helicopter, boat,
-    hovercraft or tank with its rotors, propellers, fans or road wheels and a keyed manoeuvre"""
+    """Add a vehicle rig at the 3D cursor: a car with four wheels (and a trailer) keyed through a slalom, or a
+    helicopter, boat, hovercraft, tank or snakeboard with its rotors, propellers, fans, road wheels or wheel sets
+    and rider and a keyed manoeuvre"""
 
     bl_idname = ADD_VEHICLE
     bl_label = "Add Vehicle Rig"
     bl_options = {"REGISTER", "UNDO"}
 
-    preset: EnumProperty(name="Preset", items=_PRESETS)
-    name: StringProperty(name="Name", default="Car")
+    preset: EnumProperty(name="Preset", items=PRESETS)
+    name: StringProperty(name="Name", description="Name of the chassis, its parts named after it (empty: the "
+                                                   "preset's name)")
     slalom: bpy.props.BoolProperty(name="Key a Slalom", default=True)
 
     @classmethod
@@ -66,13 +76,18 @@ class SYMPLEX_OT_add_vehicle(Operator):
 
     def execute(self, context):
         location = tuple(context.scene.cursor.location)
+        name = self.name or preset_label(self.preset)
         if self.preset in vehicle_body_rig.BODY_PRESETS:
-            rig = vehicle_body_rig.build_body_rig(context.scene, self.preset, self.name, location)
+            rig = vehicle_body_rig.build_body_rig(context.scene, self.preset, name, location)
         else:
-            rig = vehicle_rig.build_car_rig(context.scene, self.preset, self.name, location, self.slalom)
+            rig = vehicle_rig.build_car_rig(context.scene, self.preset, name, location, self.slalom)
         chassis = context.scene.objects[rig.chassis]
-        if chassis.name in context.view_layer.objects:
-            context.view_layer.objects.active = chassis
+        layer = context.view_layer
+        layer.update()  # the new collection's objects join the view layer's list on its next sync
+        if chassis.name in layer.objects:
+            for obj in layer.objects:
+                obj.select_set(obj == chassis)
+            layer.objects.active = chassis
         self.report({"INFO"}, f"Added vehicle rig {rig.chassis!r} ({self.preset})")
         return {"FINISHED"}
 
@@ -88,7 +103,7 @@ class SYMPLEX_OT_bake_vehicle(Operator):
     chassis: StringProperty(name="Chassis", description="Chassis object or armature (empty: the active object)")
     chassis_bone: StringProperty(name="Chassis Bone", description="Armature rigs: the chassis bone (empty: the "
                                                                   "bone named like 'chassis', 'body' or 'hull')")
-    preset: EnumProperty(name="Preset", items=[_FROM_RIG, *_PRESETS])
+    preset: EnumProperty(name="Preset", items=[_FROM_RIG, *PRESETS])
     forward: EnumProperty(name="Forward Axis", items=[_FROM_RIG, *_AXES])
     wheel_fl: StringProperty(name="Front Left", description="Wheel object (empty: found by name)")
     wheel_fr: StringProperty(name="Front Right", description="Wheel object (empty: found by name)")
@@ -115,17 +130,12 @@ class SYMPLEX_OT_bake_vehicle(Operator):
         chassis = _chassis(self, context)
         if chassis is None:
             return {"CANCELLED"}
-        preset = self.preset if self.preset != "AUTO" else chassis.get(vehicle_rig.PRESET_PROPERTY, _PRESETS[0][0])
-        forward = self.forward if self.forward != "AUTO" else chassis.get(vehicle_rig.FORWARD_PROPERTY, "+X")
-        picked = {key: getattr(self, key) for key in (*vehicle_rig.WHEEL_LABELS, *vehicle_rig.TRAILER_LABELS)}
+        preset = "" if self.preset == "AUTO" else self.preset
+        forward = "" if self.forward == "AUTO" else self.forward
+        picked = {key: getattr(self, key) for key in _PICKS if getattr(self, key)}
         try:
-            if preset in vehicle_body_rig.BODY_PRESETS:
-                parts = {key: getattr(self, key) for key in vehicle_body_rig.PICKABLE}
-                rig = vehicle_body_rig.find_body_rig(context.scene, chassis, preset, forward, self.chassis_bone, parts)
-                report = vehicle_body_rig.bake_body_rig(context.scene, rig, preset, self.substeps)
-            else:
-                rig = vehicle_rig.find_rig(context.scene, chassis, forward, picked, self.chassis_bone)
-                report = vehicle_bake.bake_vehicle(context.scene, rig, preset, self.substeps, self.ground or None)
+            report = vehicle_setup.bake_rig(context.scene, chassis, preset, forward, self.chassis_bone, picked,
+                                            self.substeps, self.ground or None)
         except (vehicle_rig.RigError, SolverError, KeyError) as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
@@ -136,7 +146,7 @@ class SYMPLEX_OT_bake_vehicle(Operator):
 
 
 class SYMPLEX_OT_free_vehicle_bake(Operator):
-    """Remove the selected car rig's bake and give back the animation it replaced"""
+    """Remove the selected vehicle rig's bake and give back the animation it replaced"""
 
     bl_idname = FREE_VEHICLE_BAKE
     bl_label = "Free Vehicle Bake"
@@ -152,7 +162,7 @@ class SYMPLEX_OT_free_vehicle_bake(Operator):
         chassis = _chassis(self, context)
         if chassis is None:
             return {"CANCELLED"}
-        freed = vehicle_bake.free_vehicle_bake(context.scene, chassis.name)
+        freed = vehicle_setup.free_rig(context.scene, chassis)
         if not freed:
             self.report({"WARNING"}, f"Vehicle {chassis.name!r} has no bake to free")
             return {"CANCELLED"}
