@@ -156,7 +156,7 @@ def test_installed_add_on_bakes_a_preset_mechanism_and_a_vehicle_from_its_button
     window = bpy.context.window_manager.windows[0]
     previous = window.scene
     scene = bpy.data.scenes.new("installed")
-    scene.frame_start, scene.frame_end = 1, 12
+    scene.frame_start, scene.frame_end = 1, 50
     window.scene = scene
     try:
         with bpy.context.temp_override(window=window):
@@ -173,7 +173,8 @@ def test_installed_add_on_bakes_a_preset_mechanism_and_a_vehicle_from_its_button
             start = rig.matrix_world.translation.copy()
             assert bpy.ops.symplex.bake_vehicle() == {"FINISHED"}
             scene.frame_set(scene.frame_end)
-            assert (rig.matrix_world.translation - start).length > 0.1, "the baked kart moves"
+            driven = (rig.matrix_world.translation - start).length
+            assert driven > 1.0, f"the baked kart drove {driven:.3f} m in 2 s"
     finally:
         window.scene = previous
         for obj in list(scene.objects):
