@@ -25,9 +25,9 @@ from .mass import inertia_matrix
 from .model import Mechanism
 from .trajectory import Trajectory
 
-# |E - E0| allowed, as a fraction of the available energy. A single pendulum released at 90 degrees under
-# the midpoint rule reaches it near 3 steps per period of small swings (docs/architecture.md): a run past it
-# is not resolving its motion whatever it looks like.
+# |E - E0| allowed, as a fraction of the available energy. A pendulum released at 90 degrees has a ratio of
+# about 0.2 (omega dt)^2 and passes this between 12 and 6 steps per period of its small swing
+# (docs/architecture.md): a run past it no longer resolves its fastest motion, whatever it looks like.
 BOUND = 0.1
 # Below this fraction of the energies' own size, |E - E0| is arithmetic and Newton tolerance, not physics.
 ROUNDOFF = 1e-8
