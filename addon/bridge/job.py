@@ -42,7 +42,6 @@ from .vehicle_rig import CAR_PRESETS, FORWARD_PROPERTY, PRESET_PROPERTY, find_ri
 
 CHASSIS_BONE_PROPERTY = "symplex_chassis_bone"  # on a bone rig's armature: its chassis bone (else found by name)
 MAX_SUBSTEP_RESTARTS = 3
-METHOD_NAMES = {"tree": "Tree", "maximal": "Maximal"}  # the setup's Method choices, as the UI shows them
 
 
 @dataclass(frozen=True)
@@ -83,6 +82,8 @@ class BakeJob:
         self.read: SceneMechanism = read_setup(scene, setup)
         self.setup_name = setup_name
         self.setup_substeps = self.read.substeps
+        methods = setup.bl_rna.properties["method"].enum_items  # as the UI names them
+        self.other_methods = " or ".join(f"the {m.name} method" for m in methods if m.identifier != setup.method)
         self.subframes = bool(setup.subframes)
         self.reduce_tolerance = float(setup.reduce_tolerance) if setup.reduce else None
         self.notes: list[str] = []  # one per restart
@@ -163,9 +164,8 @@ class BakeJob:
         message = f"setup {self.setup_name!r}, frame {self.frame_of(t):g}: {err}"
         if isinstance(err, (ConvergenceError, EnergyError)):
             tried = f", and this bake tried up to {self.read.substeps}" if self.notes else ""
-            other = next(name for key, name in METHOD_NAMES.items() if key != self.read.method)
             message += (f". Raise the setup's Substeps (solver steps per frame; it is {self.setup_substeps}{tried}) "
-                        f"or try the {other} method")
+                        f"or try {self.other_methods}")
         if isinstance(err, StepTooLargeError):
             return StepTooLargeError(message, err.step, t, err.stable_dt)
         return type(err)(message, err.step, t)
@@ -174,11 +174,9 @@ class BakeJob:
         """Step until the time budget (or max_steps) is spent or the run is complete and audited; True then."""
         deadline = time.perf_counter() + budget_seconds
         stepped = 0
-        while max_steps is None or stepped < max_steps:
+        while not self.finished and (max_steps is None or stepped < max_steps):
             if self.done_steps >= self.steps:
-                self._audit()
-                if self.finished:
-                    break
+                self._audit()  # passes (finished) or restarts
                 continue
             try:
                 self.integrator.step()
