@@ -6,8 +6,9 @@ state is the poses: there are no generalized coordinates); energy at the start i
 state and after each step T(zdot_k) + (V(z_k) + V(z_k+1))/2 (the interval's midpoint energy,
 second-order like the tree method's); constraint_residual is max |g| over every joint row (dropped
 redundant rows included) at the new configuration; newton_iterations per step. An angular speed past
-2/dt in a step (bodies.SpinTooFastError) is a ConvergenceError naming the body. A step redone without friction (the interior point's last resort) is
-named in the message, in a RuntimeWarning and in info()["friction_dropped_at_steps"].
+2/dt in a step (bodies.SpinTooFastError) is a ConvergenceError naming the body. A step redone without
+friction (the interior point's last resort) is named in the message, in a RuntimeWarning and in
+info()["friction_dropped_at_steps"].
 """
 
 from __future__ import annotations
