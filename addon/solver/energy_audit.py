@@ -95,7 +95,8 @@ def _centres(mechanism: Mechanism, trajectory: Trajectory) -> tuple[np.ndarray, 
 
 def gravity_potential(mechanism: Mechanism, trajectory: Trajectory) -> np.ndarray:
     """Per body gravity potential -m g . c (N+1, B) at every sample."""
-    mass = np.array([{b.name: b.mass for b in mechanism.bodies}[name] for name in trajectory.bodies])
+    masses = {b.name: b.mass for b in mechanism.bodies}
+    mass = np.array([masses[name] for name in trajectory.bodies])
     _, centres = _centres(mechanism, trajectory)
     return -mass * (centres @ np.asarray(mechanism.gravity, dtype=float))
 
@@ -128,9 +129,12 @@ def audit(mechanism: Mechanism, trajectory: Trajectory, method: str) -> EnergyAu
     if len(energy) < 2:
         return EnergyAudit(True)
     potential = gravity_potential(mechanism, trajectory).sum(axis=1)
-    available = float(energy[0] - potential.min())
-    deviation = np.abs(energy - energy[0])
-    floor = ROUNDOFF * float(np.max(np.abs(energy)) + np.max(np.abs(potential)))
+    finite = np.isfinite(energy) & np.isfinite(potential)
+    if not finite.all():
+        finite[np.argmin(finite):] = False  # from the first overflow on: a blow-up, past any bound
+    available = float(energy[0] - potential[finite].min())
+    deviation = np.where(finite, np.abs(energy - energy[0]), np.inf)
+    floor = ROUNDOFF * float(np.max(np.abs(energy[finite])) + np.max(np.abs(potential[finite])))
     over = np.flatnonzero(deviation > BOUND * available + floor)
     error = float(deviation.max())
     if len(over) == 0:

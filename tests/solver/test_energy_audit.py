@@ -91,6 +91,9 @@ def test_a_blow_up_is_caught_at_its_first_frame_with_the_bodies_that_gained():
     assert result.failed and deviation[result.failed_sample] > BOUND * result.available
     assert np.all(deviation[:result.failed_sample] <= BOUND * result.available + 1e-12)
     assert [name for name, _ in result.bodies] == ["bob"]
+    good = simulate(mech, dt / 8, 80, "tree")
+    good.energy[40:] = np.nan  # a run that overflowed is not within any bound
+    assert audit(mech, good, "tree").failed_sample == 40
 
 
 def test_only_conservative_setups_are_judged():
