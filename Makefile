@@ -3,6 +3,7 @@
 #   make demo       build the demo scenes, solve, bake; writes out/ (.blend, plots, previews)
 #   make test       every test: solver and CLI, then the Blender-facing tests under every Blender of the
 #                   support matrix (4.2 LTS, 4.5 LTS, 5.0, 5.2 LTS, 5.3) with the built extension
+#   make test-fast  the quick developer run: every test not marked slow, under Blender 5.0 only
 #   make extension  dist/symplex-<version>-<platform>.zip, one per platform, to install in Blender
 #   make bench      the benchmark suite beside its peers (BENCH_ARGS=--quick for a short run)
 #
@@ -50,7 +51,7 @@ BLENDER_TESTS := tests/blender
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all venv venvs $(addprefix venv,$(BLENDER_ENVS)) kernels wheels extension test demo bench clean distclean
+.PHONY: all venv venvs $(addprefix venv,$(BLENDER_ENVS)) kernels test-fast wheels extension test demo bench clean distclean
 
 all: extension
 
@@ -99,6 +100,10 @@ test: venvs kernels extension
 		.venv$$env/bin/python -m pytest $(BLENDER_TESTS) $(PYTEST_ARGS) || status=1; \
 	done; \
 	exit $$status
+
+# Every test not marked slow (pytest.ini), under .venv only: the run to make while working.
+test-fast: venv kernels
+	$(PY) -m pytest tests -m "not slow" $(PYTEST_ARGS)
 
 demo: venv kernels
 	$(PY) -m addon demo --out out

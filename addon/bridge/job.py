@@ -4,9 +4,15 @@ The modal Bake operator advances a `BakeJob` a time budget per timer tick; the h
 demo run it to the end with `bake_setup`. Nothing in the scene changes until `finish()`: a cancelled
 or failed job leaves it exactly as it was. Solver errors come back as the same SolverError subclass,
 the message prefixed with the setup and the frame (the solver's own part names the joint or body at
-fault); scene and model errors as MechanismError (SceneError for the scene) naming the setup. A step
-past the method's time-step limit (StepTooLargeError: the maximal method's constraint forces) restarts
-the run with enough substeps per frame (at most MAX_SUBSTEP_RESTARTS times), and the report says so.
+fault); scene and model errors as MechanismError (SceneError for the scene) naming the setup.
+
+No silent failure: when the run reaches its end, a conservative setup's energy is audited
+(solver/energy_audit.py): |E - E0| past its bound is an EnergyError naming the frame and the bodies
+whose energy changed most. A step past the method's time-step limit (StepTooLargeError: the maximal
+method's constraint forces) restarts the run with enough substeps per frame; a Newton failure
+(ConvergenceError) or an energy failure restarts it with twice the substeps. At most
+MAX_SUBSTEP_RESTARTS restarts; the report says each one. When they are used up the error names the
+setting the user has (the setup's Substeps) and the other method.
 
 Vehicle rigs are baked whole (they are small): `bake_vehicle_rigs` finds every object carrying the
 vehicle preset property (a chassis object or a bone rig's armature) and bakes it with the settings and
@@ -23,9 +29,10 @@ from dataclasses import dataclass, replace
 import bpy
 import numpy as np
 
+from ..solver.energy_audit import BOUND, EnergyAudit, audit
 from ..solver.integrator import make_integrator
 from ..solver.model import MechanismError
-from ..solver.trajectory import SolverError, StepTooLargeError, Trajectory
+from ..solver.trajectory import ConvergenceError, EnergyError, SolverError, StepTooLargeError, Trajectory
 from . import summary
 from .bake import BakeOptions, write_trajectory
 from .read import SceneError, SceneMechanism, find_setup, read_setup
@@ -73,15 +80,20 @@ class BakeJob:
         setup = find_setup(scene, setup_name)
         self.read: SceneMechanism = read_setup(scene, setup)
         self.setup_name = setup_name
+        self.setup_substeps = self.read.substeps
+        methods = setup.bl_rna.properties["method"].enum_items  # as the UI names them
+        self.other_methods = " or ".join(f"the {m.name} method" for m in methods if m.identifier != setup.method)
         self.subframes = bool(setup.subframes)
         self.reduce_tolerance = float(setup.reduce_tolerance) if setup.reduce else None
-        self.notes: list[str] = []
+        self.notes: list[str] = []  # one per restart
+        self.audit: EnergyAudit | None = None  # set when the run is complete and has passed it
         self._start()
 
     def _start(self) -> None:
         """A fresh integrator at the start of the run, on the current time grid."""
         self.stride = 1 if self.subframes else self.read.substeps
         self.done_steps = 0
+        self._trajectory: Trajectory | None = None
         try:
             self.integrator = make_integrator(self.read.mechanism, self.read.method, self.read.dt, self.read.tolerance)
         except SolverError as err:
@@ -89,17 +101,41 @@ class BakeJob:
         except (MechanismError, ValueError) as err:
             raise MechanismError(f"setup {self.setup_name!r}: {err}") from err
 
-    def _restart_finer(self, err: StepTooLargeError) -> None:
-        """Start again with enough substeps per frame for err.stable_dt, or raise err (with the frame) when
-        the restarts are used up."""
+    def _restart(self, err: SolverError, substeps: int, after: str) -> None:
+        """Start again with `substeps` per frame because of `err` (`after`: what happened, for the report),
+        or raise err (with the setup, the frame and what to change) when the restarts are used up."""
         if len(self.notes) >= MAX_SUBSTEP_RESTARTS:
             raise self._error(err) from err
-        frame = self.frame_of(err.time if err.time is not None else self.done_steps * self.read.dt)
-        substeps = self.read.substeps * math.ceil(self.read.dt / err.stable_dt)
-        self.notes.append(f"restarted with {substeps} substeps per frame (setup: {self.read.substeps}) after a step "
-                          f"past the {self.read.method} method's time-step limit at frame {frame:g}")
+        self.notes.append(f"restarted with {substeps} substeps per frame (setup: {self.setup_substeps}) after "
+                          f"{after} at frame {self.frame_of(self._time_of(err)):g}")
         self.read = replace(self.read, substeps=substeps)
         self._start()
+
+    def _restart_after(self, err: ConvergenceError) -> None:
+        """Restart after a failed Newton solve: with enough substeps for err.stable_dt past the method's
+        time-step limit, else with twice as many."""
+        if isinstance(err, StepTooLargeError):
+            substeps = self.read.substeps * math.ceil(self.read.dt / err.stable_dt)
+            self._restart(err, substeps, f"a step past the {self.read.method} method's time-step limit")
+        else:
+            self._restart(err, 2 * self.read.substeps, "Newton did not converge")
+
+    def _audit(self) -> None:
+        """Audit the complete run's energy; restart with twice the substeps when it fails."""
+        trajectory = self.trajectory()
+        result = audit(self.read.mechanism, trajectory, self.read.method)
+        if not result.failed:
+            self.audit = result
+            return
+        k = result.failed_sample
+        energy = trajectory.energy
+        bodies = ", ".join(f"{name!r} ({change:+.3g} J)" for name, change in result.bodies)
+        err = EnergyError(
+            f"the energy of this conservative setup went from {energy[0]:.4g} J to {energy[k]:.4g} J, past "
+            f"{100 * BOUND:g} % of the {result.available:.3g} J its motion can exchange (the integrator's error "
+            f"stays below that while the steps resolve the motion); largest changes: {bodies}",
+            step=k, time=float(trajectory.t[k]))
+        self._restart(err, 2 * self.read.substeps, "the energy grew past its bound")
 
     @property
     def steps(self) -> int:
@@ -111,25 +147,40 @@ class BakeJob:
 
     @property
     def finished(self) -> bool:
-        return self.done_steps >= self.steps
+        """Every step done and the energy audit passed: ready for finish()."""
+        return self.done_steps >= self.steps and self.audit is not None
 
     def frame_of(self, time_s: float) -> float:
         return self.read.frame_start + time_s * self.read.fps
 
+    def _time_of(self, err: SolverError) -> float:
+        return err.time if err.time is not None else self.done_steps * self.read.dt
+
     def _error(self, err: SolverError) -> SolverError:
-        """The same kind of solver error, its message prefixed with the setup and the frame."""
-        t = err.time if err.time is not None else self.done_steps * self.read.dt
-        return type(err)(f"setup {self.setup_name!r}, frame {self.frame_of(t):g}: {err}", err.step, t)
+        """The same kind of solver error, its message prefixed with the setup and the frame; a Newton or
+        energy failure also says which setting to change."""
+        t = self._time_of(err)
+        message = f"setup {self.setup_name!r}, frame {self.frame_of(t):g}: {err}"
+        if isinstance(err, (ConvergenceError, EnergyError)):
+            tried = f", and this bake tried up to {self.read.substeps}" if self.notes else ""
+            message += (f". Raise the setup's Substeps (solver steps per frame; it is {self.setup_substeps}{tried}) "
+                        f"or try {self.other_methods}")
+        if isinstance(err, StepTooLargeError):
+            return StepTooLargeError(message, err.step, t, err.stable_dt)
+        return type(err)(message, err.step, t)
 
     def advance(self, budget_seconds: float = 0.1, max_steps: int | None = None) -> bool:
-        """Step until the time budget (or max_steps) is spent or the run is complete; True when complete."""
+        """Step until the time budget (or max_steps) is spent or the run is complete and audited; True then."""
         deadline = time.perf_counter() + budget_seconds
         stepped = 0
         while not self.finished and (max_steps is None or stepped < max_steps):
+            if self.done_steps >= self.steps:
+                self._audit()  # passes (finished) or restarts
+                continue
             try:
                 self.integrator.step()
-            except StepTooLargeError as err:
-                self._restart_finer(err)
+            except ConvergenceError as err:
+                self._restart_after(err)
                 continue
             except SolverError as err:
                 raise self._error(err) from err
@@ -140,7 +191,11 @@ class BakeJob:
         return self.finished
 
     def trajectory(self) -> Trajectory:
-        return self.integrator.trajectory()
+        if self.done_steps < self.steps:
+            return self.integrator.trajectory()
+        if self._trajectory is None:
+            self._trajectory = self.integrator.trajectory()
+        return self._trajectory
 
     def finish(self, scene: bpy.types.Scene) -> BakeReport:
         """Write the keys and the setup's diagnostics. Only call once `finished`."""
@@ -159,7 +214,7 @@ class BakeJob:
             energy_drift=energy_drift(trajectory.energy),
             mean_newton=float(iterations.mean()) if len(iterations) else 0.0,
             max_newton=int(iterations.max()) if len(iterations) else 0,
-            notes=tuple(self.notes),
+            notes=(*self.notes, self.audit.summary()),
         )
         diagnostics = find_setup(scene, self.setup_name).diagnostics
         diagnostics.status = "finished"

@@ -34,6 +34,11 @@ class StepTooLargeError(ConvergenceError):
         self.stable_dt = stable_dt
 
 
+class EnergyError(SolverError):
+    """A conservative run's energy left the bound its integrator keeps while it resolves the motion
+    (energy_audit.py): the steps are too large for it, whatever Newton said."""
+
+
 class AssemblyError(SolverError):
     """A closed chain cannot be assembled (its loop constraints cannot be satisfied)."""
 

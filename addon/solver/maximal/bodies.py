@@ -62,12 +62,20 @@ def rmat(q: np.ndarray) -> np.ndarray:
     return out
 
 
+class SpinTooFastError(ValueError):
+    """An angular speed reached 2/dt, where the rotation update (13) is undefined; `bodies` (indices) did."""
+
+    def __init__(self, bodies: np.ndarray):
+        super().__init__("angular speed reached 2/dt: the rotation update (seed 003 eq. 13) is undefined")
+        self.bodies = bodies
+
+
 def half_step(omega: np.ndarray, dt: float) -> np.ndarray:
     """The unit quaternion [sqrt(1 - |a|^2); a], a = dt/2 omega, that advances q over one step (13)."""
     a = 0.5 * dt * omega
     c2 = 1.0 - np.sum(a * a, axis=-1, keepdims=True)
     if np.any(c2 <= 0.0):
-        raise ValueError("angular speed reached 2/dt: the rotation update (seed 003 eq. 13) is undefined")
+        raise SpinTooFastError(np.flatnonzero(c2[..., 0] <= 0.0))
     return np.concatenate([np.sqrt(c2), a], axis=-1)
 
 

@@ -5,8 +5,10 @@ Both methods start identically (start.py). Trajectory: poses of every body frame
 state is the poses: there are no generalized coordinates); energy at the start is T + V of the initial
 state and after each step T(zdot_k) + (V(z_k) + V(z_k+1))/2 (the interval's midpoint energy,
 second-order like the tree method's); constraint_residual is max |g| over every joint row (dropped
-redundant rows included) at the new configuration; newton_iterations per step. A step redone without friction (the interior point's last resort) is
-named in the message, in a RuntimeWarning and in info()["friction_dropped_at_steps"].
+redundant rows included) at the new configuration; newton_iterations per step. An angular speed past
+2/dt in a step (bodies.SpinTooFastError) is a ConvergenceError naming the body. A step redone without
+friction (the interior point's last resort) is named in the message, in a RuntimeWarning and in
+info()["friction_dropped_at_steps"].
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import numpy as np
 
 from ..integrator import Integrator
 from ..model import Mechanism
+from ..trajectory import ConvergenceError
 from . import forces
+from .bodies import SpinTooFastError
 from .interior_point import InteriorPoint
 from .joints import frames
 from .start import body_frame_poses, joint_residual, kinetic_energy, start_from_tree
@@ -49,7 +53,15 @@ class MaximalIntegrator(Integrator):
 
     def _step_impl(self) -> None:
         dropped = len(self.ip.friction_dropped) if self.ip is not None else 0
-        result = step(self.model, self.state, self.dt, self.tol, self.ip)
+        try:
+            result = step(self.model, self.state, self.dt, self.tol, self.ip)
+        except SpinTooFastError as err:  # the step is too large for the spin: as a failed Newton solve
+            k, t = self.state.step_index + 1, self.state.t + self.dt
+            name = self.model.bodies.names[int(err.bodies[0])]
+            raise ConvergenceError(f"maximal-coordinate step {k} (t = {t:.6g} s): Newton did not converge, body "
+                                   f"{name!r} reached the angular speed 2/dt = {2 / self.dt:.4g} rad/s in the solve, "
+                                   "where the rotation update is undefined; try a smaller time step",
+                                   step=k, time=t) from err
         if self.ip is not None and len(self.ip.friction_dropped) > dropped:
             steps = self.ip.friction_dropped
             self.message = (f"friction dropped at {len(steps)} step(s) (the interior point stalled with friction "
