@@ -27,6 +27,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 from .cli_input import (
@@ -305,7 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     args = None
     try:
         args = build_parser().parse_args(argv)
-        return args.func(args)
+        with warnings.catch_warnings():
+            if not _debug(args):  # numpy's overflow warnings of a diverging solve; the failure is reported
+                warnings.simplefilter("ignore", RuntimeWarning)
+            return args.func(args)
     except SystemExit as exc:  # argparse after --help (0) or a usage error it has printed (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except CommandError as exc:
@@ -318,12 +322,17 @@ def main(argv: list[str] | None = None) -> int:
         _report(args, "standard output was closed before the command finished")
         return EXIT_FAILED
     except Exception as exc:  # the last safety net: a bug, reported in one line
-        debug = bool(args is not None and args.debug) or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+        debug = _debug(args)
         if debug:
             traceback.print_exc()
         hint = "" if debug else f"; --debug or {DEBUG_ENV}=1 shows the traceback"
         _report(args, f"internal error: {type(exc).__name__}: {exc}", f" (please report{hint})")
         return EXIT_FAILED
+
+
+def _debug(args: argparse.Namespace | None) -> bool:
+    """--debug or SYMPLEX_DEBUG set (to anything but 0)."""
+    return bool(args is not None and args.debug) or os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
 
 def _report(args: argparse.Namespace | None, message: str, tail: str = "") -> None:

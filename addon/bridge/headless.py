@@ -11,7 +11,9 @@ from pathlib import Path
 
 import bpy
 
+from .contents import nothing_to_bake
 from .job import bake_setup, bake_vehicle_rigs
+from .read import SceneError
 
 
 @contextlib.contextmanager
@@ -32,17 +34,22 @@ def registered():
 def bake_file(in_path: str | Path, out_path: str | Path) -> str:
     """Bake every setup and vehicle rig in `in_path` and save to `out_path`; returns one summary line each.
 
-    Raises MechanismError (SceneError) or SolverError naming the setup; nothing is saved then.
+    Raises MechanismError (SceneError) or SolverError naming the setup; nothing is saved then. A file Blender
+    cannot open, or one with nothing to bake, is a SceneError too (the latter says what the file holds).
     """
     in_path, out_path = Path(in_path), Path(out_path)
     with registered():
-        bpy.ops.wm.open_mainfile(filepath=str(in_path), load_ui=False)
+        try:
+            bpy.ops.wm.open_mainfile(filepath=str(in_path), load_ui=False)
+        except RuntimeError as exc:
+            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "unreadable"
+            raise SceneError([f"{in_path}: Blender cannot open it: {reason}"]) from None
         lines = []
         for scene in bpy.data.scenes:
             for setup_name in [s.name for s in scene.symplex.setups]:
                 lines.append(f"{scene.name}: {bake_setup(scene, setup_name).summary()}")
             lines += [f"{scene.name}: {line}" for line in bake_vehicle_rigs(scene)]
         if not lines:
-            lines.append(f"{in_path}: no Symplex setups to bake")
+            raise SceneError([nothing_to_bake(in_path)])
         bpy.ops.wm.save_as_mainfile(filepath=str(out_path.resolve()), check_existing=False)
     return "\n".join(lines)

@@ -142,6 +142,9 @@ def _problem(shot: MechanismShot) -> _Problem:
                             f"(revolute or prismatic), got {joint.type}")
         if joint.motor is not None:
             raise ShotError(f"{where}: [[control]] {c.joint!r}: the joint already has a motor; remove it")
+        if not c.lower <= c.upper:  # NaN fails too
+            raise ShotError(f"{where}: [[control]] {c.joint!r}: fields 'lower' and 'upper' must be numbers with "
+                            f"lower <= upper, got {c.lower!r}, {c.upper!r}")
         actuated.append(_coordinate_index(model, c.joint, where))
     key_rows = []
     for key in shot.keys:
