@@ -167,8 +167,8 @@ def loading(path: Path) -> Iterator[None]:
     except OverflowError as exc:
         raise CommandError(f"{path}: a file it refers to has a number too large: {exc}") from None
     except OSError as exc:
-        raise CommandError(f"{path}: cannot read a file it refers to: {exc.filename}: "
-                           f"{exc.strerror or exc}") from None
+        which = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
+        raise CommandError(f"{path}: cannot read a file it refers to: {which}") from None
 
 
 # ----------------------------------------------------------------------------------------------

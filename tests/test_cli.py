@@ -279,6 +279,17 @@ def test_invalid_shot_fields_exit_2_naming_file_and_field(tmp_path):
     assert not (tmp_path / "r.npz").exists()
 
 
+@pytest.mark.parametrize("edit, expected", [
+    (("upper = 150.0", "upper = -200.0"), "[[control]] 'rail': fields 'lower' and 'upper' must be numbers with lower <= upper"),
+    (('mechanism = "crane"', 'mechanism = "crane_x"'), "[shot]: field 'mechanism': no preset named 'crane_x'"),
+])
+def test_invalid_mechanism_shot_fields_exit_2_naming_the_field(edit, expected, tmp_path):
+    bad = tmp_path / "crane.toml"
+    bad.write_text(CRANE.read_text(encoding="utf-8").replace(*edit), encoding="utf-8")
+    message = one_line_failure(run_cli("shot", bad, "--out", tmp_path / "r.npz"), 2)
+    assert str(bad) in message and expected in message, message
+
+
 # ------------------------------------------------------------------------------------------------------
 # --out never overwrites the input
 

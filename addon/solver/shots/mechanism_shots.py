@@ -634,9 +634,8 @@ def load_mechanism_shot(path: str | Path) -> MechanismShot:
     head = _field(data, "shot", src, dict)
     where = f"{src}: [shot]"
     ref = _field(head, "mechanism", where, str)
-    mech_path = (path.parent / ref) if ref.endswith(".toml") else preset_path(ref)
     try:
-        mechanism = load_mechanism(mech_path)
+        mechanism = load_mechanism((path.parent / ref) if ref.endswith(".toml") else preset_path(ref))
     except (MechanismError, FileNotFoundError) as err:
         raise ShotError(f"{where}: field 'mechanism': {err}") from None
     dt = _field(head, "dt", where, float)
