@@ -94,8 +94,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         trajectory.save(temp)
     print(summary_line(mechanism.name, trajectory, args.method, args.dt, wall, args.out))
     if trajectory.status == "failed":
-        print(f"{PROG} simulate: {trajectory.message}", file=sys.stderr)
-        return EXIT_FAILED
+        raise CommandError(trajectory.message, EXIT_FAILED)
     return EXIT_OK
 
 
@@ -123,8 +122,8 @@ def summary_line(name: str, trajectory, method: str, dt: float, wall: float, out
 def cmd_shot(args: argparse.Namespace) -> int:
     from .solver.shots import cli
 
-    output_path(args.out, args.shot)
     shot = cli.load_shot_file(args.shot)
+    output_path(args.out, args.shot)
     start = time.perf_counter()
     result = cli.solve(shot, args.max_iter)
     wall = time.perf_counter() - start

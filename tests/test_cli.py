@@ -280,7 +280,8 @@ def test_invalid_shot_fields_exit_2_naming_file_and_field(tmp_path):
 
 
 @pytest.mark.parametrize("edit, expected", [
-    (("upper = 150.0", "upper = -200.0"), "[[control]] 'rail': fields 'lower' and 'upper' must be numbers with lower <= upper"),
+    (("upper = 150.0", "upper = -200.0"),
+     "[[control]] 'rail': fields 'lower' and 'upper' must be numbers with lower <= upper"),
     (('mechanism = "crane"', 'mechanism = "crane_x"'), "[shot]: field 'mechanism': no preset named 'crane_x'"),
 ])
 def test_invalid_mechanism_shot_fields_exit_2_naming_the_field(edit, expected, tmp_path):
