@@ -197,8 +197,11 @@ def output_path(out: Path, *inputs: Path, directory: bool = False) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CommandError(f"--out {out}: cannot create folder {folder}: {exc.strerror or exc}") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise CommandError(f"--out {out}: folder {folder} is not writable")
+    try:  # os.access says yes to root and to /proc; creating a file is the test that holds
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise CommandError(f"--out {out}: cannot write in folder {folder}: {exc.strerror or exc}") from None
     if out.exists() and not directory and not os.access(out, os.W_OK):
         raise CommandError(f"--out {out}: the file exists and is not writable")
     return out
@@ -216,7 +219,9 @@ def atomic_output(out: Path, suffix: str) -> Iterator[Path]:
         os.umask(umask)
         os.chmod(temp, 0o666 & ~umask)  # mkstemp's 0600 would make the output private
         os.replace(temp, out)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temp)
+        if isinstance(exc, OSError):  # a full disk, a folder removed meanwhile
+            raise CommandError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
         raise

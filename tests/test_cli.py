@@ -309,7 +309,10 @@ def test_out_naming_the_input_is_refused_by_path_symlink_and_hard_link(command, 
 
 
 def test_unusable_out_paths_exit_2_naming_the_argument(tmp_path):
-    for out, reason in ((tmp_path, "is a directory"), (REPO / "README.md" / "run.npz", "is a file, not a folder")):
+    unusable = [(tmp_path, "is a directory"), (REPO / "README.md" / "run.npz", "is a file, not a folder")]
+    if Path("/proc/self").is_dir():  # Linux: no file can be created in /proc, not even by root
+        unusable.append((Path("/proc/run.npz"), "cannot write in folder /proc"))
+    for out, reason in unusable:
         message = one_line_failure(run_cli("simulate", PENDULUM, "--out", out), 2)
         assert f"--out {out}" in message and reason in message, message
     message = one_line_failure(run_cli("demo", "--out", REPO / "README.md"), 2)
@@ -403,6 +406,7 @@ BAD_ARGUMENTS = [
     ["--dt", "inf"], ["--dt", "nan"], ["--dt", "1e308"], ["--dt", "-0.01"], ["--dt", "ten"], ["--tol", "inf"],
     ["--tol", "0"], ["--steps", "0"], ["--steps", "99999999999999999999"], ["--steps", "1.5"],
     ["--method", "warp"], ["--out", str(REPO / "README.md" / "x.npz")], ["--out", str(REPO / "presets")],
+    ["--out", "/proc/x.npz"],
 ]
 
 

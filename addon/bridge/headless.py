@@ -31,6 +31,12 @@ def registered():
         unregister()
 
 
+def _reason(exc: RuntimeError) -> str:
+    """The last line of a bpy operator's error ("Error: Cannot open file ...")."""
+    lines = str(exc).strip().splitlines()
+    return lines[-1] if lines else type(exc).__name__
+
+
 def bake_file(in_path: str | Path, out_path: str | Path) -> str:
     """Bake every setup and vehicle rig in `in_path` and save to `out_path`; returns one summary line each.
 
@@ -42,8 +48,7 @@ def bake_file(in_path: str | Path, out_path: str | Path) -> str:
         try:
             bpy.ops.wm.open_mainfile(filepath=str(in_path), load_ui=False)
         except RuntimeError as exc:
-            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "unreadable"
-            raise SceneError([f"{in_path}: Blender cannot open it: {reason}"]) from None
+            raise SceneError([f"{in_path}: Blender cannot open it: {_reason(exc)}"]) from None
         lines = []
         for scene in bpy.data.scenes:
             for setup_name in [s.name for s in scene.symplex.setups]:
@@ -51,5 +56,8 @@ def bake_file(in_path: str | Path, out_path: str | Path) -> str:
             lines += [f"{scene.name}: {line}" for line in bake_vehicle_rigs(scene)]
         if not lines:
             raise SceneError([nothing_to_bake(in_path)])
-        bpy.ops.wm.save_as_mainfile(filepath=str(out_path.resolve()), check_existing=False)
+        try:
+            bpy.ops.wm.save_as_mainfile(filepath=str(out_path.resolve()), check_existing=False)
+        except RuntimeError as exc:
+            raise SceneError([f"{out_path}: Blender cannot save it: {_reason(exc)}"]) from None
     return "\n".join(lines)
