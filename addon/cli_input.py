@@ -97,6 +97,8 @@ def input_file(path: Path, what: str) -> bytes:
         raise CommandError(f"{path}: {what} not found")
     if path.is_dir():
         raise CommandError(f"{path}: is a directory; give the {what} itself")
+    if not path.is_file():
+        raise CommandError(f"{path}: not a regular file (a device or pipe); give the {what} itself")
     try:
         return path.read_bytes()
     except OSError as exc:
@@ -190,6 +192,8 @@ def output_path(out: Path, *inputs: Path, directory: bool = False) -> Path:
         raise CommandError(f"--out {out}: is a directory; give a file name")
     if out.exists() and directory and not out.is_dir():
         raise CommandError(f"--out {out}: is a file; give a directory")
+    if out.exists() and not directory and not out.is_file():
+        raise CommandError(f"--out {out}: not a regular file (a device or pipe); give a file name")
     blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise CommandError(f"--out {out}: {blocking} is a file, not a folder")
@@ -210,7 +214,9 @@ def output_path(out: Path, *inputs: Path, directory: bool = False) -> Path:
 @contextlib.contextmanager
 def atomic_output(out: Path, suffix: str) -> Iterator[Path]:
     """A temporary path beside `out`, ending in `suffix` (".npz": numpy appends it otherwise), to write to;
-    renamed onto `out` when the block succeeds, removed when it fails, so `out` is never left half-written."""
+    renamed onto `out` when the block succeeds, removed when it fails, so `out` is never left half-written.
+    A symlink `out` is written through (its target is replaced, not the link)."""
+    out = out.resolve()
     handle, temp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=suffix, dir=out.parent)
     os.close(handle)
     try:

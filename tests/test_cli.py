@@ -321,6 +321,24 @@ def test_unusable_out_paths_exit_2_naming_the_argument(tmp_path):
     assert "is a file; give a directory" in message
 
 
+@pytest.mark.skipif(not Path("/dev/null").exists(), reason="needs /dev/null and /dev/zero")
+def test_devices_are_refused_as_input_and_as_out(tmp_path):
+    message = one_line_failure(run_cli("simulate", "/dev/zero", "--out", tmp_path / "r.npz"), 2)
+    assert "/dev/zero: not a regular file" in message  # reading it would never end
+    message = one_line_failure(run_cli("simulate", PENDULUM, "--steps", "2", "--out", "/dev/null"), 2)
+    assert "--out /dev/null: not a regular file" in message
+    assert Path("/dev/null").is_char_device()  # never replaced by a regular file, even when run as root
+
+
+def test_out_through_a_symlink_writes_its_target(tmp_path):
+    target, link = tmp_path / "target.npz", tmp_path / "link.npz"
+    link.symlink_to(target)
+    assert run_cli("simulate", PENDULUM, "--steps", "2", "--out", link).returncode == 0
+    assert link.is_symlink() and target.is_file()
+    with np.load(link, allow_pickle=False) as run:
+        assert run["t"].shape == (3,)
+
+
 def test_a_file_that_is_not_a_blend_is_exit_2_before_blender_starts(tmp_path):
     message = one_line_failure(run_cli("bake", REPO / "README.md", "--out", tmp_path / "x.blend"), 2)
     assert "README.md: not a Blender file" in message
