@@ -291,6 +291,25 @@ def test_invalid_mechanism_shot_fields_exit_2_naming_the_field(edit, expected, t
     assert str(bad) in message and expected in message, message
 
 
+VEHICLE_SHOT = 'format = 1\n{top}\n[shot]\nname = "x"\nvehicle = "sedan"\ndt = 0.1\nsteps = {steps}\n'
+MECHANISM_SHOT = 'format = 1\n{top}\n[shot]\nname = "x"\nmechanism = "crane"\ndt = 0.1\nsteps = {steps}\n'
+
+
+@pytest.mark.parametrize("template, top, steps, expected", [
+    (VEHICLE_SHOT, "key = 5", 10, "field 'key' must be [[key]] tables, got 5"),
+    (VEHICLE_SHOT, "obstacle = [1]", 10, "field 'obstacle' must be [[obstacle]] tables"),
+    (VEHICLE_SHOT, "bounds = 5", 10, "field 'bounds' must be a [bounds] table"),
+    (VEHICLE_SHOT, "", 100_000_000, "field 'steps' must be an integer in 2..10000"),  # would fill memory
+    (MECHANISM_SHOT, "control = [1]", 10, "[[control]] #1: must be a table"),
+    (MECHANISM_SHOT, "", 100_000_000, "(steps at most 10000)"),
+])
+def test_shot_files_of_the_wrong_shape_exit_2_naming_the_field(template, top, steps, expected, tmp_path):
+    bad = tmp_path / "shot.toml"
+    bad.write_text(template.format(top=top, steps=steps), encoding="utf-8")
+    message = one_line_failure(run_cli("shot", bad, "--out", tmp_path / "r.npz"), 2)
+    assert str(bad) in message and expected in message, message
+
+
 # ------------------------------------------------------------------------------------------------------
 # --out never overwrites the input
 
