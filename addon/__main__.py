@@ -1,16 +1,23 @@
-"""Symplex command line: simulate a mechanism file, bake a .blend headless, build the demo, run benchmarks.
+"""Symplex command line: simulate a mechanism file, solve a shot file, bake a .blend headless, build the demo,
+run benchmarks.
 
     python -m addon simulate presets/chain_5.toml --method tree --dt 0.01 --steps 500 --out run.npz
+    python -m addon shot presets/shots/parallel_parking.toml --out parking.npz
     python -m addon bake scene.blend --out baked.blend
     python -m addon demo --out out
     python -m addon bench --quick
 
 This module owns argument parsing, dispatch and exit codes, nothing else: the work is done by
-solver/ (simulate), bridge/ (bake), demo.py and benchmarks/. Whatever needs bpy or the benchmark
-peers is imported by its own subcommand only, so `--help` and `simulate` run with numpy and scipy.
+solver/ (simulate), solver/shots/cli.py (shot), bridge/ (bake), demo.py and benchmarks/; cli_input.py
+checks what the user hands in. Whatever needs bpy or the benchmark peers is imported by its own
+subcommand only, so `--help`, `simulate` and `shot` run with numpy and scipy.
 
-Exit codes: 0 success; 1 the solver or a bake failed; 2 bad input (arguments, a missing or invalid
-file, an unavailable method). Expected failures print one message and no traceback.
+Exit codes: 0 success; 1 the solver, a shot or a bake failed; 2 bad input (arguments, a missing,
+unreadable or invalid file, an unusable --out, an unavailable method, a scene with nothing to bake).
+Every failure prints one line to stderr and no traceback; an unexpected exception is reported as
+"internal error: ... (please report)" with exit 1, its traceback shown only with --debug or
+SYMPLEX_DEBUG=1. Under bpy < 4.3 the process leaves through os._exit, so Blender's crash at
+interpreter exit never replaces the exit code (docs/development.md).
 """
 
 from __future__ import annotations
@@ -19,41 +26,18 @@ import argparse
 import os
 import sys
 import time
+import traceback
+import warnings
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+from .cli_input import (
+    EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, atomic_output, blend_file, iteration_count, loading,
+    output_path, step_count, step_size, toml_file, tolerance,
+)
 
 PROG = "python -m addon"
-
-
-class CommandError(Exception):
-    """A failure the user can act on: printed as `<prog> <command>: <message>`, exit with `code`."""
-
-    def __init__(self, message: str, code: int = EXIT_USAGE):
-        super().__init__(message)
-        self.code = code
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def _existing_file(path: Path, what: str) -> Path:
-    if not path.is_file():
-        raise CommandError(f"{path}: {what} not found")
-    return path
+DEBUG_ENV = "SYMPLEX_DEBUG"
+MAX_MESSAGE = 1000  # characters of an error line; a message quoting a huge field value is cut
 
 
 def _import_blender_module(import_fn):
@@ -79,15 +63,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from .solver.model import MechanismError
     from .solver.trajectory import SolverError
 
-    model_path = _existing_file(args.model, "mechanism file")
+    model_path = args.model
+    toml_file(model_path, "mechanism file")
+    output_path(args.out, model_path)
     try:
-        mechanism = load_mechanism(model_path)
+        with loading(model_path):
+            mechanism = load_mechanism(model_path)
         if integrator.METHODS.get(args.method) is not None:  # simulate() reports the other names
             check_method(mechanism, args.method)
     except MechanismError as exc:
         raise CommandError(str(exc)) from None
-    except OSError as exc:
-        raise CommandError(f"{model_path}: cannot read: {exc.strerror or exc}") from None
 
     start = time.perf_counter()
     try:
@@ -97,7 +82,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except NotImplementedError as exc:
         raise CommandError(str(exc) or f"method {args.method!r} is not implemented") from None
     except ValueError as exc:
-        # An unknown or not-yet-available method; any other ValueError is a bug and keeps its traceback.
+        # An unknown or not-yet-available method; any other ValueError is a bug (main's internal error).
         if getattr(integrator, "METHODS", {}).get(args.method) is not None:
             raise
         raise CommandError(str(exc)) from None
@@ -105,12 +90,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise CommandError(f"{model_path}: {exc}", EXIT_FAILED) from None
     wall = time.perf_counter() - start
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    trajectory.save(args.out)
+    with atomic_output(args.out, ".npz") as temp:
+        trajectory.save(temp)
     print(summary_line(mechanism.name, trajectory, args.method, args.dt, wall, args.out))
     if trajectory.status == "failed":
-        print(f"{PROG} simulate: {trajectory.message}", file=sys.stderr)
-        return EXIT_FAILED
+        raise CommandError(trajectory.message, EXIT_FAILED)
     return EXIT_OK
 
 
@@ -132,11 +116,33 @@ def summary_line(name: str, trajectory, method: str, dt: float, wall: float, out
 
 
 # ----------------------------------------------------------------------------------------------
+# shot
+
+
+def cmd_shot(args: argparse.Namespace) -> int:
+    from .solver.shots import cli
+
+    shot = cli.load_shot_file(args.shot)
+    output_path(args.out, args.shot)
+    start = time.perf_counter()
+    result = cli.solve(shot, args.max_iter)
+    wall = time.perf_counter() - start
+    cli.save_result(result, args.out)
+    print(cli.summary_line(shot.name, result, wall, args.out))
+    failure = cli.failure(args.shot, result)
+    if failure is not None:
+        raise failure
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------------------------
 # bake, demo, bench
 
 
 def cmd_bake(args: argparse.Namespace) -> int:
-    scene_path = _existing_file(args.scene, "scene file")
+    scene_path = args.scene
+    blend_file(scene_path)
+    output_path(args.out, scene_path)
 
     def load():
         from .bridge.headless import bake_file
@@ -147,15 +153,13 @@ def cmd_bake(args: argparse.Namespace) -> int:
     from .solver.model import MechanismError
     from .solver.trajectory import SolverError
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         report = bake_file(scene_path, args.out)
     except MechanismError as exc:
         raise CommandError(str(exc)) from None
     except SolverError as exc:
         raise CommandError(f"{scene_path}: {exc}", EXIT_FAILED) from None
-    if report:
-        print(report)
+    print(report)
     print(f"baked {scene_path} -> {args.out}")
     return EXIT_OK
 
@@ -166,10 +170,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         return run_demo
 
+    output_path(args.out, directory=True)
     run_demo = _import_blender_module(load)
     from .demo_shots import run_shots_demo
 
-    args.out.mkdir(parents=True, exist_ok=True)
     results = run_demo(args.out)
     if not results:
         raise CommandError(f"no demo scene was produced; see {args.out / 'demo_report.txt'}", EXIT_FAILED)
@@ -189,6 +193,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         sys.path.insert(0, repo)
     from benchmarks.run import main as bench_main
 
+    if args.docs:
+        output_path(args.docs, directory=True)
+
     argv = (["--quick"] if args.quick else []) + [f"--suite={name}" for name in args.suite or []]
     argv += ["--docs", str(args.docs)] if args.docs else []
     return int(bench_main(argv) or 0)
@@ -198,16 +205,29 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # parser and entry point
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (its own print the usage block first)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: {_one_line(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Symplex: physically exact motion for mechanisms and vehicles, baked to Blender keyframes.",
-        epilog="Run from the repository root with the project environment (.venv/bin/python; `make venv`).",
+        epilog="Run from the repository root with the project environment (.venv/bin/python; `make venv`). "
+        "Exit codes: 0 done, 1 a solve or bake failed, 2 bad input; one line on stderr for every failure.",
     )
+    debug = _Parser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help=f"print the traceback of an internal error (or set {DEBUG_ENV}=1)")
+    parser.add_argument("--debug", action="store_true", default=False,
+                        help=f"print the traceback of an internal error (or set {DEBUG_ENV}=1)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sim = commands.add_parser(
-        "simulate", help="solve a mechanism file and write the trajectory (.npz)",
+        "simulate", parents=[debug], help="solve a mechanism file and write the trajectory (.npz)",
         description="Solve a mechanism file (presets/*.toml format) and save the Trajectory as .npz "
         "(t, bodies, poses, q, energy, constraint_residual, newton_iterations, ...).",
     )
@@ -215,25 +235,46 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--method", default="tree",
                      help="integration method: tree (default), maximal or vehicle; "
                      "an unknown name lists the valid ones")
-    sim.add_argument("--dt", type=_positive_float, default=0.01, help="time step in seconds (default 0.01)")
-    sim.add_argument("--steps", type=_positive_int, default=100, help="number of steps (default 100)")
-    sim.add_argument("--tol", type=_positive_float, default=1e-10,
-                     help="Newton tolerance on the discrete equations and constraints (default 1e-10)")
+    sim.add_argument("--dt", type=step_size, default=0.01, help="time step in seconds, at most 1 (default 0.01)")
+    sim.add_argument("--steps", type=step_count, default=100,
+                     help="number of steps, at most 1000000 (default 100)")
+    sim.add_argument("--tol", type=tolerance, default=1e-10,
+                     help="Newton tolerance on the discrete equations and constraints, at most 1e-3 (default 1e-10)")
     sim.add_argument("--out", type=Path, default=Path("run.npz"), metavar="RUN.npz",
-                     help="output file (default run.npz)")
+                     help="output file, never the input (default run.npz)")
     sim.set_defaults(func=cmd_simulate)
 
+    shot = commands.add_parser(
+        "shot", parents=[debug], help="solve an optimal-control shot file and write the solution (.npz)",
+        description="Solve a shot file (presets/shots/*.toml format: a vehicle or a mechanism, keys, "
+        "obstacles, bounds) and save the solution as .npz: t, states, state_names, control_names, "
+        "controls/<name>, control_times/<name>, key_names, key_errors, bodies and poses of the replay "
+        "through the simulator, status, iterations, replay_error, wall_time (docs/shots.md). Prints one "
+        "line: status, iterations, the error of each key, the replay error and the time. Exit 1 when "
+        "the shot is not solved (the .npz is written all the same).",
+    )
+    shot.add_argument("shot", type=Path, metavar="SHOT.toml", help="shot file")
+    shot.add_argument("--out", type=Path, default=Path("shot.npz"), metavar="RUN.npz",
+                      help="output file, never the input (default shot.npz)")
+    shot.add_argument("--max-iter", type=iteration_count, default=None, metavar="N",
+                      help="interior-point iterations before giving up (default: the solver's, 300 for "
+                      "vehicles, 200 for mechanisms)")
+    shot.set_defaults(func=cmd_shot)
+
     bake = commands.add_parser(
-        "bake", help="bake every Symplex setup in a .blend, headless (needs bpy)",
+        "bake", parents=[debug], help="bake every Symplex setup in a .blend, headless (needs bpy)",
         description="Open SCENE.blend in Blender (the bpy module), solve and bake every Symplex setup "
-        "into keyframes, and save the result as BAKED.blend. The input file is not modified.",
+        "and vehicle rig into keyframes, and save the result as BAKED.blend. The input file is not "
+        "modified: --out naming it (or a link to it) is refused. A file with nothing to bake is exit 2, "
+        "with a line saying what it holds.",
     )
     bake.add_argument("scene", type=Path, metavar="SCENE.blend", help="scene to bake")
     bake.add_argument("--out", type=Path, required=True, metavar="BAKED.blend", help="where to save the baked scene")
     bake.set_defaults(func=cmd_bake)
 
     demo = commands.add_parser(
-        "demo", help="build, solve and bake the demo scenes; write .blend, plots and previews (needs bpy)",
+        "demo", parents=[debug],
+        help="build, solve and bake the demo scenes; write .blend, plots and previews (needs bpy)",
         description="Build the demo scenes, solve and bake them, and write a .blend plus PNG plots and "
         "previews to the output directory.",
     )
@@ -241,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     bench = commands.add_parser(
-        "bench", help="run the benchmark suite beside its peers",
+        "bench", parents=[debug], help="run the benchmark suite beside its peers",
         description="Run benchmarks/ (speed and accuracy beside peer simulators) and write the table.",
     )
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
@@ -253,23 +294,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(message: str) -> str:
+    """`message` as one line (its lines joined by '; '), cut to MAX_MESSAGE characters."""
+    line = "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    return line if len(line) <= MAX_MESSAGE else line[:MAX_MESSAGE - 3] + "..."
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; returns its exit code and never raises (argparse's own exits included)."""
+    args = None
     try:
-        return args.func(args)
+        args = build_parser().parse_args(argv)
+        with warnings.catch_warnings():
+            if not _debug(args):  # numpy's overflow warnings of a diverging solve; the failure is reported
+                warnings.simplefilter("ignore", RuntimeWarning)
+            return args.func(args)
+    except SystemExit as exc:  # argparse after --help (0) or a usage error it has printed (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except CommandError as exc:
-        print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
+        _report(args, str(exc))
         return exc.code
+    except KeyboardInterrupt:
+        _report(args, "interrupted")
+        return EXIT_FAILED
+    except BrokenPipeError:
+        _report(args, "standard output was closed before the command finished")
+        return EXIT_FAILED
+    except Exception as exc:  # the last safety net: a bug, reported in one line
+        debug = _debug(args)
+        if debug:
+            traceback.print_exc()
+        hint = "" if debug else f"; --debug or {DEBUG_ENV}=1 shows the traceback"
+        _report(args, f"internal error: {type(exc).__name__}: {exc}", f" (please report{hint})")
+        return EXIT_FAILED
+
+
+def _debug(args: argparse.Namespace | None) -> bool:
+    """--debug or SYMPLEX_DEBUG set (to anything but 0)."""
+    return bool(args is not None and args.debug) or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def _report(args: argparse.Namespace | None, message: str, tail: str = "") -> None:
+    """Print `message` as one line on stderr, prefixed by the program and command."""
+    prefix = PROG if args is None else f"{PROG} {args.command}"
+    print(f"{prefix}: {_one_line(message)}{tail}", file=sys.stderr)
 
 
 def _exit(code: int) -> None:
-    """Leave with `code`. Blender 4.2/4.3 as a module can crash in its own teardown at interpreter exit
-    once the add-on was registered (docs/development.md); there the process leaves at once, after
-    flushing, so a finished command never reports a crash."""
+    """Leave with `code`. Blender 4.2 as a module can crash in its own teardown at interpreter exit once
+    the add-on was registered (docs/development.md); there the process leaves at once, after flushing, so
+    no command, finished or failed, reports a crash. A closed stdout (`... | head`) ends quietly too."""
     bpy = sys.modules.get("bpy")
-    if bpy is not None and bpy.app.version < (4, 3, 0):
+    try:
         sys.stdout.flush()
         sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        os._exit(code)
+    if bpy is not None and bpy.app.version < (4, 3, 0):
         os._exit(code)
     sys.exit(code)
 

@@ -1,14 +1,21 @@
 """Tests for the command line (addon/__main__.py), run as a user would: `python -m addon ...` in a subprocess.
 
-Covers help, exit codes and messages for bad input, laziness (no bpy for --help and simulate), and
-the .npz that `simulate` writes (keys and shapes from DESIGN.md).
+Covers help, exit codes and messages for bad input, laziness (no bpy for --help and simulate), the
+.npz that `simulate` writes (keys and shapes from DESIGN.md), the `shot` command, the refusal of an --out
+that is the input, the internal-error safety net, and a seeded fuzz over malformed files and arguments:
+every failure is exit 1 or 2 with one line on stderr and no traceback. The bake runs that need bpy are in
+tests/blender/test_cli_bake.py.
 """
 
 from __future__ import annotations
 
+import os
+import random
+import re
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -25,14 +32,27 @@ def run_cli(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess:
     )
 
 
+COMMANDS = ("simulate", "shot", "bake", "demo", "bench")
+
+
+def one_line_failure(result: subprocess.CompletedProcess, code: int | tuple[int, ...] = (1, 2)) -> str:
+    """The single stderr line of a failed run; asserts the exit code, one line and no traceback."""
+    codes = (code,) if isinstance(code, int) else code
+    assert result.returncode in codes, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("python -m addon"), result.stderr
+    return lines[0]
+
+
 def test_help_lists_every_command():
     result = run_cli("--help")
     assert result.returncode == 0, result.stderr
-    for command in ("simulate", "bake", "demo", "bench"):
+    for command in COMMANDS:
         assert command in result.stdout
 
 
-@pytest.mark.parametrize("command", ["simulate", "bake", "demo", "bench"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help(command):
     result = run_cli(command, "--help")
     assert result.returncode == 0, result.stderr
@@ -189,3 +209,270 @@ def test_an_invalid_vehicle_file_exits_2_naming_table_and_field(tmp_path):
     assert result.returncode == 2
     assert f"{bad}: [vehicle]: field 'type' must be one of car" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------------------------------------------------
+# Shots: presets/shots/*.toml solved by `shot`
+
+PARKING = REPO / "presets" / "shots" / "parallel_parking.toml"
+CRANE = REPO / "presets" / "shots" / "crane_anti_sway.toml"
+
+
+def test_shot_solves_a_vehicle_shot_and_the_replay_meets_its_key(tmp_path):
+    out = tmp_path / "parking.npz"
+    result = run_cli("shot", PARKING, "--out", out)
+    assert result.returncode == 0, result.stderr
+    line = result.stdout.strip()
+    assert "\n" not in line
+    assert re.match(r"parallel parking: solved after \d+ iterations; key errors parked \S+; replay error \S+ m; "
+                    r"wall time \S+ s -> ", line), line
+    key = tomllib.loads(PARKING.read_text(encoding="utf-8"))["key"][0]
+    with np.load(out, allow_pickle=False) as run:
+        steps = 100
+        assert str(run["status"]) == "solved"
+        np.testing.assert_allclose(run["t"], np.arange(steps + 1) * 0.1, atol=1e-12)
+        assert list(run["state_names"]) == ["theta", "x", "y", "steer"] and run["states"].shape == (steps + 1, 4)
+        assert sorted(run["control_names"]) == ["drive_torque", "steer"]
+        assert run["controls/steer"].shape == run["control_times/steer"].shape == (steps + 1,)
+        assert run["controls/drive_torque"].shape == (steps,)
+        assert list(run["key_names"]) == ["parked"] and run["key_errors"][0] < 1e-6
+        assert float(run["replay_error"]) < 1e-8
+        # The replay through the plain simulator (what is baked) ends on the key, straight and at rest.
+        chassis = list(run["bodies"]).index("chassis")
+        poses = run["poses"][:, chassis]
+        assert poses.shape == (steps + 1, 7)
+        np.testing.assert_allclose(poses[-1, :3], key["position"], atol=1e-6)
+        np.testing.assert_allclose(np.abs(poses[-1, 3]), 1.0, atol=1e-6)  # heading 0: identity rotation
+        np.testing.assert_allclose(poses[-1, :3], poses[-2, :3], atol=1e-6)  # stopped
+        assert np.max(np.abs(poses[:, 0] - poses[0, 0])) > 4.0  # it did drive
+
+
+def test_shot_solves_a_mechanism_shot_with_coordinates_as_states(tmp_path):
+    out = tmp_path / "crane.npz"
+    result = run_cli("shot", CRANE, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "key errors load on the mark" in result.stdout
+    with np.load(out, allow_pickle=False) as run:
+        assert list(run["state_names"]) == ["rail", "cable"] and run["states"].shape == (51, 2)
+        assert list(run["control_names"]) == ["rail"]
+        assert np.all(run["key_errors"] < 1e-6)
+        assert float(run["replay_error"]) < 1e-8
+        assert run["poses"].shape[0] == 51
+
+
+def test_an_unsolved_shot_is_exit_1_and_still_writes_its_npz(tmp_path):
+    out = tmp_path / "parking.npz"
+    result = run_cli("shot", PARKING, "--max-iter", "2", "--out", out)
+    message = one_line_failure(result, 1)
+    assert f"{PARKING}: max_iter:" in message
+    iterations = int(re.search(r"max_iter after (\d+) iterations", result.stdout)[1])
+    with np.load(out, allow_pickle=False) as run:
+        assert str(run["status"]) == "max_iter" and int(run["iterations"]) == iterations
+        assert run["poses"].shape == (0, 0, 7)
+
+
+def test_invalid_shot_fields_exit_2_naming_file_and_field(tmp_path):
+    bad = tmp_path / "parking.toml"
+    bad.write_text(PARKING.read_text(encoding="utf-8").replace("steps = 100", "steps = 100.5"), encoding="utf-8")
+    message = one_line_failure(run_cli("shot", bad, "--out", tmp_path / "r.npz"), 2)
+    assert str(bad) in message and "'steps'" in message
+    assert not (tmp_path / "r.npz").exists()
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (("upper = 150.0", "upper = -200.0"),
+     "[[control]] 'rail': fields 'lower' and 'upper' must be numbers with lower <= upper"),
+    (('mechanism = "crane"', 'mechanism = "crane_x"'), "[shot]: field 'mechanism': no preset named 'crane_x'"),
+])
+def test_invalid_mechanism_shot_fields_exit_2_naming_the_field(edit, expected, tmp_path):
+    bad = tmp_path / "crane.toml"
+    bad.write_text(CRANE.read_text(encoding="utf-8").replace(*edit), encoding="utf-8")
+    message = one_line_failure(run_cli("shot", bad, "--out", tmp_path / "r.npz"), 2)
+    assert str(bad) in message and expected in message, message
+
+
+VEHICLE_SHOT = 'format = 1\n{top}\n[shot]\nname = "x"\nvehicle = "sedan"\ndt = 0.1\nsteps = {steps}\n'
+MECHANISM_SHOT = 'format = 1\n{top}\n[shot]\nname = "x"\nmechanism = "crane"\ndt = 0.1\nsteps = {steps}\n'
+
+
+@pytest.mark.parametrize("template, top, steps, expected", [
+    (VEHICLE_SHOT, "key = 5", 10, "field 'key' must be [[key]] tables, got 5"),
+    (VEHICLE_SHOT, "obstacle = [1]", 10, "field 'obstacle' must be [[obstacle]] tables"),
+    (VEHICLE_SHOT, "bounds = 5", 10, "field 'bounds' must be a [bounds] table"),
+    (VEHICLE_SHOT, "", 100_000_000, "field 'steps' must be an integer in 2..10000"),  # would fill memory
+    (MECHANISM_SHOT, "control = [1]", 10, "[[control]] #1: must be a table"),
+    (MECHANISM_SHOT, "", 100_000_000, "(steps at most 10000)"),
+])
+def test_shot_files_of_the_wrong_shape_exit_2_naming_the_field(template, top, steps, expected, tmp_path):
+    bad = tmp_path / "shot.toml"
+    bad.write_text(template.format(top=top, steps=steps), encoding="utf-8")
+    message = one_line_failure(run_cli("shot", bad, "--out", tmp_path / "r.npz"), 2)
+    assert str(bad) in message and expected in message, message
+
+
+# ------------------------------------------------------------------------------------------------------
+# --out never overwrites the input
+
+
+@pytest.mark.parametrize("command, source", [("simulate", PENDULUM), ("shot", PARKING)])
+def test_out_naming_the_input_is_refused_by_path_symlink_and_hard_link(command, source, tmp_path):
+    copy = tmp_path / source.name
+    copy.write_bytes(source.read_bytes())
+    symlink, hard_link = tmp_path / "link.toml", tmp_path / "hard.toml"
+    symlink.symlink_to(copy)
+    os.link(copy, hard_link)
+    for out in (copy, tmp_path / "sub" / ".." / copy.name, symlink, hard_link):
+        message = one_line_failure(run_cli(command, copy, "--out", out), 2)
+        assert "is the input file" in message, message
+    assert copy.read_bytes() == source.read_bytes()
+
+
+def test_unusable_out_paths_exit_2_naming_the_argument(tmp_path):
+    unusable = [(tmp_path, "is a directory"), (REPO / "README.md" / "run.npz", "is a file, not a folder")]
+    if Path("/proc/self").is_dir():  # Linux: no file can be created in /proc, not even by root
+        unusable.append((Path("/proc/run.npz"), "cannot write in folder /proc"))
+    for out, reason in unusable:
+        message = one_line_failure(run_cli("simulate", PENDULUM, "--out", out), 2)
+        assert f"--out {out}" in message and reason in message, message
+    message = one_line_failure(run_cli("demo", "--out", REPO / "README.md"), 2)
+    assert "is a file; give a directory" in message
+    message = one_line_failure(run_cli("bench", "--quick", "--docs", REPO / "README.md"), 2)
+    assert "is a file; give a directory" in message
+
+
+@pytest.mark.skipif(not Path("/dev/null").exists(), reason="needs /dev/null and /dev/zero")
+def test_devices_are_refused_as_input_and_as_out(tmp_path):
+    message = one_line_failure(run_cli("simulate", "/dev/zero", "--out", tmp_path / "r.npz"), 2)
+    assert "/dev/zero: not a regular file" in message  # reading it would never end
+    message = one_line_failure(run_cli("simulate", PENDULUM, "--steps", "2", "--out", "/dev/null"), 2)
+    assert "--out /dev/null: not a regular file" in message
+    assert Path("/dev/null").is_char_device()  # never replaced by a regular file, even when run as root
+
+
+def test_out_through_a_symlink_writes_its_target(tmp_path):
+    target, link = tmp_path / "target.npz", tmp_path / "link.npz"
+    link.symlink_to(target)
+    assert run_cli("simulate", PENDULUM, "--steps", "2", "--out", link).returncode == 0
+    assert link.is_symlink() and target.is_file()
+    with np.load(link, allow_pickle=False) as run:
+        assert run["t"].shape == (3,)
+
+
+def test_a_file_that_is_not_a_blend_is_exit_2_before_blender_starts(tmp_path):
+    message = one_line_failure(run_cli("bake", REPO / "README.md", "--out", tmp_path / "x.blend"), 2)
+    assert "README.md: not a Blender file" in message
+    message = one_line_failure(run_cli("bake", REPO / "presets", "--out", tmp_path / "x.blend"), 2)
+    assert "is a directory" in message
+    assert not (tmp_path / "x.blend").exists()
+
+
+# ------------------------------------------------------------------------------------------------------
+# The last safety net: an unexpected exception is one line, its traceback only with --debug / SYMPLEX_DEBUG
+
+
+def _run_with_a_bug(*flags: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    # A fault injected where no input can reach: the mechanism loader raises ZeroDivisionError.
+    probe = textwrap.dedent(f"""
+        import sys
+        import addon.solver.mechfile as mechfile
+        from addon.__main__ import _exit, main
+        def broken(path):
+            return 1 / 0
+        mechfile.load_mechanism = broken
+        _exit(main([*{list(flags)!r}, "simulate", {str(PENDULUM)!r}, "--out", {str(REPO / "never.npz")!r}]))
+    """)
+    return subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300, env={**os.environ, **(env or {})})
+
+
+def test_an_internal_error_is_one_line_asking_for_a_report():
+    message = one_line_failure(_run_with_a_bug(env={"SYMPLEX_DEBUG": ""}), 1)
+    assert "internal error: ZeroDivisionError: division by zero (please report" in message
+    assert "--debug or SYMPLEX_DEBUG=1" in message
+
+
+@pytest.mark.parametrize("flags, env", [(("--debug",), {}), ((), {"SYMPLEX_DEBUG": "1"})])
+def test_debug_shows_the_traceback_of_an_internal_error(flags, env):
+    result = _run_with_a_bug(*flags, env=env)
+    assert result.returncode == 1
+    assert "Traceback" in result.stderr and "ZeroDivisionError" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith("(please report)")
+
+
+# ------------------------------------------------------------------------------------------------------
+# Fuzz: malformed files and arguments, seeded and bounded (FUZZ_CASES runs of a few seconds each)
+
+FUZZ_SEED = 12
+FUZZ_CASES = 24
+BIG_INT = "1" + "0" * 400  # parses as a TOML integer, beyond the largest float
+DEEP = "[" * 3000 + "]" * 3000
+KV_LINE = re.compile(r"^\s*[A-Za-z_][\w-]*\s*=\s*(?P<value>[-+\d\[][^#]*)")
+NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
+
+
+def _file_mutants(text: str, rng: random.Random) -> list[tuple[str, bytes]]:
+    """Malformed variants of a valid file, each invalid by construction (so exit 0 would be a bug)."""
+    lines = text.split("\n")
+    numeric = [i for i, line in enumerate(lines) if (m := KV_LINE.match(line)) and NUMBER.search(m["value"])]
+    assignments = [i for i, line in enumerate(lines) if re.match(r"^\s*[A-Za-z_][\w-]*\s*=", line)]
+
+    def with_line(i: int, new: list[str]) -> bytes:
+        return "\n".join(lines[:i] + new + lines[i + 1:]).encode()
+
+    def number_replaced(new: str) -> bytes:
+        i = rng.choice(numeric)
+        number = NUMBER.search(lines[i], KV_LINE.match(lines[i]).start("value"))
+        return with_line(i, [lines[i][:number.start()] + new + lines[i][number.end():]])
+
+    data = text.encode()
+    cut = rng.randrange(len(data))
+    duplicated, broken, truncated = (rng.choice(assignments) for _ in range(3))
+    return [
+        ("integer too large for a float", number_replaced(BIG_INT)),
+        ("deeply nested array", number_replaced(DEEP)),
+        ("string for a number", number_replaced('"x"')),
+        ("not UTF-8", data[:cut] + b"\xff\xfe" + data[cut:]),
+        ("not TOML", with_line(broken, [lines[broken].replace("=", "==", 1)])),
+        ("duplicate key", with_line(duplicated, [lines[duplicated]] * 2)),
+        ("cut after '='", "\n".join(lines[:truncated] + [lines[truncated].split("=")[0] + "="]).encode()),
+        ("binary", b"\xff" + rng.randbytes(200)),
+    ]
+
+
+BAD_ARGUMENTS = [
+    ["--dt", "inf"], ["--dt", "nan"], ["--dt", "1e308"], ["--dt", "-0.01"], ["--dt", "ten"], ["--tol", "inf"],
+    ["--tol", "0"], ["--steps", "0"], ["--steps", "99999999999999999999"], ["--steps", "1.5"],
+    ["--method", "warp"], ["--out", str(REPO / "README.md" / "x.npz")], ["--out", str(REPO / "presets")],
+    ["--out", "/proc/x.npz"],
+]
+
+
+def _fuzz_cases(tmp_path: Path) -> list[tuple[str, list[str]]]:
+    """FUZZ_CASES (label, argv) drawn with FUZZ_SEED from the file mutants of four valid inputs and the bad
+    arguments; shots get --max-iter 1 so that even a surprise valid file ends in a second (not solved: exit 1)."""
+    rng = random.Random(FUZZ_SEED)
+    out = str(tmp_path / "fuzz.npz")
+    sources = [("simulate", PENDULUM, ["--steps", "2"]), ("simulate", SEDAN, ["--method", "vehicle", "--steps", "2"]),
+               ("shot", PARKING, ["--max-iter", "1"]), ("shot", CRANE, ["--max-iter", "1"])]
+    pool: list[tuple[str, list[str]]] = []
+    for n, (command, source, extra) in enumerate(sources):
+        for kind, data in _file_mutants(source.read_text(encoding="utf-8"), rng):
+            path = tmp_path / f"{n}_{len(pool)}.toml"
+            path.write_bytes(data)
+            pool.append((f"{command} {source.name}: {kind}", [command, str(path), *extra, "--out", out]))
+    for args in BAD_ARGUMENTS:
+        pool.append((f"simulate {' '.join(args)}", ["simulate", str(PENDULUM), "--steps", "2", "--out", out, *args]))
+    for command in ("simulate", "shot"):
+        for path in (tmp_path / "absent.toml", REPO / "presets", REPO / "README.md", REPO / "blender_manifest.toml"):
+            pool.append((f"{command} {path.name}", [command, str(path), "--out", out]))
+    return rng.sample(pool, FUZZ_CASES)
+
+
+def test_fuzz_malformed_input_is_exit_1_or_2_with_one_line(tmp_path):
+    for label, argv in _fuzz_cases(tmp_path):
+        result = run_cli(*argv)
+        assert result.returncode in (1, 2), (label, result.returncode, result.stderr[-2000:])
+        assert "Traceback" not in result.stderr, label
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("python -m addon"), (label, result.stderr[-2000:])
+        assert "internal error" not in lines[0], (label, lines[0])

@@ -59,7 +59,7 @@ from ..tree.compile import TreeModel, compile_tree
 from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
-from .spec import Progress, Shot, ShotError, ShotResult
+from .spec import MAX_STEPS, Progress, Shot, ShotError, ShotResult
 from .tree_dynamics import TreeTranscription, assemble_blocks, interval_terms, transcribe_tree
 
 AXES = "xyz"
@@ -142,6 +142,9 @@ def _problem(shot: MechanismShot) -> _Problem:
                             f"(revolute or prismatic), got {joint.type}")
         if joint.motor is not None:
             raise ShotError(f"{where}: [[control]] {c.joint!r}: the joint already has a motor; remove it")
+        if not c.lower <= c.upper:  # NaN fails too
+            raise ShotError(f"{where}: [[control]] {c.joint!r}: fields 'lower' and 'upper' must be numbers with "
+                            f"lower <= upper, got {c.lower!r}, {c.upper!r}")
         actuated.append(_coordinate_index(model, c.joint, where))
     key_rows = []
     for key in shot.keys:
@@ -631,23 +634,27 @@ def load_mechanism_shot(path: str | Path) -> MechanismShot:
     head = _field(data, "shot", src, dict)
     where = f"{src}: [shot]"
     ref = _field(head, "mechanism", where, str)
-    mech_path = (path.parent / ref) if ref.endswith(".toml") else preset_path(ref)
     try:
-        mechanism = load_mechanism(mech_path)
+        mechanism = load_mechanism((path.parent / ref) if ref.endswith(".toml") else preset_path(ref))
     except (MechanismError, FileNotFoundError) as err:
         raise ShotError(f"{where}: field 'mechanism': {err}") from None
     dt = _field(head, "dt", where, float)
     steps = _field(head, "steps", where, int)
-    if not dt > 0 or steps < 1:
-        raise ShotError(f"{where}: fields 'dt' and 'steps' must be positive, got {dt}, {steps}")
+    if not dt > 0 or not 1 <= steps <= MAX_STEPS:
+        raise ShotError(f"{where}: fields 'dt' and 'steps' must be positive (steps at most {MAX_STEPS}), "
+                        f"got {dt}, {steps}")
     costs = _field(data, "costs", src, dict, {})
     controls = []
     for i, c in enumerate(_field(data, "control", src, list, [])):
         w = f"{src}: [[control]] #{i + 1}"
+        if not isinstance(c, dict):
+            raise ShotError(f"{w}: must be a table (joint, lower, upper), got {c!r}")
         controls.append(Control(_field(c, "joint", w, str), _field(c, "lower", w, float, -np.inf),
                                 _field(c, "upper", w, float, np.inf)))
     keys = []
     for i, k in enumerate(_field(data, "key", src, list, [])):
+        if not isinstance(k, dict):
+            raise ShotError(f"{src}: [[key]] #{i + 1}: must be a table (name, frame, ...), got {k!r}")
         name = k.get("name", f"key {i + 1}")
         w = f"{src}: [[key]] {name!r}"
         common = dict(name=str(name), frame=_field(k, "frame", w, int),

@@ -80,6 +80,22 @@ def _quat(src, table, d) -> tuple[float, float, float, float]:
     return q
 
 
+def _table(src: str, data: dict, name: str) -> dict:
+    """The [name] table of `data` ({} when absent)."""
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ShotError(f"{src}: field '{name}' must be a [{name}] table, got {value!r}")
+    return value
+
+
+def _tables(src: str, data: dict, name: str) -> list[dict]:
+    """The [[name]] entries of `data` ([] when absent)."""
+    value = data.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ShotError(f"{src}: field '{name}' must be [[{name}]] tables, got {value!r}")
+    return value
+
+
 def _check_keys(src, table, d, allowed):
     unknown = set(d) - allowed
     if unknown:
@@ -112,7 +128,7 @@ def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
     _check_keys(src, "[shot]", shot_t, _SHOT_KEYS)
     mech = _vehicle_mechanism(src, path, shot_t.get("vehicle"))
     vehicle = replace(mech.vehicle, controls=())
-    start = data.get("start", {})
+    start = _table(src, data, "start")
     _check_keys(src, "[start]", start, {"position", "heading", "orientation", "velocity", "current"})
     if start:
         vehicle = replace(vehicle, position=_vector(src, "[start]", start, "position", 3, vehicle.position),
@@ -125,7 +141,7 @@ def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
     if isinstance(steps, bool) or not isinstance(steps, int):
         raise _fail(src, "[shot]", "steps", "an integer >= 2", steps)
     keys = []
-    for i, k in enumerate(data.get("key", [])):
+    for i, k in enumerate(_tables(src, data, "key")):
         t = f"[[key]] {i + 1} ({k.get('name', 'unnamed')!r})"
         _check_keys(src, t, k, {"name", "frame", "position", "heading", "radius", "velocity"})
         frame = k.get("frame")
@@ -136,7 +152,7 @@ def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
                         _number(src, t, k, "radius", 0.0, 0.0), _vector(src, t, k, "velocity", 3),
                         str(k.get("name", f"key {i + 1}"))))
     obstacles = []
-    for i, o in enumerate(data.get("obstacle", [])):
+    for i, o in enumerate(_tables(src, data, "obstacle")):
         t = f"[[obstacle]] {i + 1} ({o.get('name', 'unnamed')!r})"
         _check_keys(src, t, o, {"name", "shape", "position", "heading", "orientation", "size", "vertices",
                                 "clearance"})
@@ -151,7 +167,7 @@ def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
                                   tuple(float(a) for a in size), tuple(tuple(map(float, v)) for v in vertices),
                                   _number(src, t, o, "clearance", 0.0, 0.0)))
     corridors = []
-    for i, c in enumerate(data.get("corridor", [])):
+    for i, c in enumerate(_tables(src, data, "corridor")):
         t = f"[[corridor]] {i + 1} ({c.get('name', 'unnamed')!r})"
         _check_keys(src, t, c, {"name", "frames", "lower", "upper"})
         frames = c.get("frames")
@@ -162,7 +178,7 @@ def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
                 raise ShotError(f"{src}: {t}: missing field '{field}'")
         corridors.append(Corridor(str(c.get("name", f"corridor {i + 1}")), frames[0], frames[1],
                                   _vector(src, t, c, "lower", 3), _vector(src, t, c, "upper", 3)))
-    costs_t = data.get("costs", {})
+    costs_t = _table(src, data, "costs")
     _check_keys(src, "[costs]", costs_t, {"effort", "smoothness", "time", "reference"})
     costs = Costs(*(_number(src, "[costs]", costs_t, f, d, 0.0)
                     for f, d in (("effort", 1.0), ("smoothness", 0.0), ("time", 0.0), ("reference", 0.0))))
@@ -170,7 +186,7 @@ def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
         raise ShotError(f"{src}: [costs]: field 'reference' needs a reference path, which shot files cannot "
                         f"hold yet; set it from Python (Costs.reference_path)")
     bounds = []
-    for name, pair in data.get("bounds", {}).items():
+    for name, pair in _table(src, data, "bounds").items():
         b = _vector(src, "[bounds]", {name: pair}, name, 2)
         bounds.append((name, b[0], b[1]))
     spheres = shot_t.get("body_spheres", [])

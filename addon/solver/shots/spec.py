@@ -24,6 +24,9 @@ from ..trajectory import Trajectory
 SHAPES = ("sphere", "box", "cylinder", "hull")
 
 
+MAX_STEPS = 10_000  # steps of one shot: the transcription grows with them; 1e8 would fill memory for hours
+
+
 class ShotError(ValueError):
     """An invalid shot; the message names the shot, the key/obstacle/field and what was expected."""
 
@@ -128,8 +131,8 @@ class Shot:
 
     def __post_init__(self):
         where = f"{self.source}: shot {self.name!r}"
-        if not (isinstance(self.steps, int) and self.steps >= 2):
-            raise ShotError(f"{where}: field 'steps' must be an integer >= 2, got {self.steps!r}")
+        if not (isinstance(self.steps, int) and 2 <= self.steps <= MAX_STEPS):
+            raise ShotError(f"{where}: field 'steps' must be an integer in 2..{MAX_STEPS}, got {self.steps!r}")
         if not (math.isfinite(self.dt) and self.dt > 0):
             raise ShotError(f"{where}: field 'dt' must be a number > 0, got {self.dt!r}")
         if self.free_time and not (0 < self.dt_min <= self.dt <= self.dt_max):

@@ -1,0 +1,233 @@
+"""Checks on what a command-line user hands in: argument values, input files and the --out path.
+
+Owns `CommandError` (a failure printed as one line, with an exit code), the argparse value types
+with their bounds, the checks that turn a missing, unreadable, non-UTF-8, non-TOML or non-.blend
+input into a message naming the file (and the field, for numbers a float cannot hold), the --out
+checks (writable, not the input under another name) and the atomic write that leaves no half-written
+output. Used by __main__.py and solver/shots/cli.py; nothing here imports bpy, numpy or the solver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import sys
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+MAX_DT = 1.0  # s: a step is a fraction of an animation frame, never more than a second
+MAX_TOL = 1e-3  # a looser Newton tolerance no longer solves the discrete equations
+MAX_STEPS = 1_000_000  # keeps a run within memory (poses: steps x bodies x 7 doubles)
+MAX_NESTING = 64  # TOML tables and arrays nested deeper than this are not a Symplex file
+BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")  # plain, zstd- and gzip-compressed .blend
+
+
+class CommandError(Exception):
+    """A failure the user can act on: printed as `<prog> <command>: <message>`, exit with `code`."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE):
+        super().__init__(message)
+        self.code = code
+
+
+# ----------------------------------------------------------------------------------------------
+# argument values
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+
+
+def step_size(text: str) -> float:
+    """--dt: a finite time step in (0, MAX_DT] s."""
+    value = _number(text)
+    if not (math.isfinite(value) and 0 < value <= MAX_DT):
+        raise argparse.ArgumentTypeError(f"must be a time step in (0, {MAX_DT:g}] s, got {text}")
+    return value
+
+
+def tolerance(text: str) -> float:
+    """--tol: a finite tolerance in (0, MAX_TOL]."""
+    value = _number(text)
+    if not (math.isfinite(value) and 0 < value <= MAX_TOL):
+        raise argparse.ArgumentTypeError(f"must be a tolerance in (0, {MAX_TOL:g}], got {text}")
+    return value
+
+
+def step_count(text: str) -> int:
+    """--steps: an integer in 1..MAX_STEPS."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text[:40]!r}") from None
+    if not 1 <= value <= MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"must be an integer in 1..{MAX_STEPS}, got {text[:40]}")
+    return value
+
+
+def iteration_count(text: str) -> int:
+    """--max-iter: an integer in 1..10000."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text[:40]!r}") from None
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"must be an integer in 1..10000, got {text[:40]}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# input files
+
+
+def input_file(path: Path, what: str) -> bytes:
+    """The bytes of `path`; CommandError naming it when it is missing, a directory or unreadable."""
+    if not path.exists():
+        raise CommandError(f"{path}: {what} not found")
+    if path.is_dir():
+        raise CommandError(f"{path}: is a directory; give the {what} itself")
+    if not path.is_file():
+        raise CommandError(f"{path}: not a regular file (a device or pipe); give the {what} itself")
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+
+
+def toml_file(path: Path, what: str) -> dict:
+    """The parsed TOML of `path`, checked so the loaders meet no input they would crash on: UTF-8 text,
+    valid TOML, nesting at most MAX_NESTING deep, every integer within float range. Messages name the file
+    (and the field for a number)."""
+    data = input_file(path, what)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                           f"the {what} must be a TOML text file") from None
+    try:
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CommandError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise CommandError(f"{path}: arrays or tables nested too deeply to read") from None
+    except ValueError as exc:  # an integer literal beyond Python's digit limit
+        raise CommandError(f"{path}: not readable TOML: {str(exc).split(';')[0]}") from None
+    _check_values(path, parsed)
+    return parsed
+
+
+def _field_name(keys: tuple) -> str:
+    return "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else str(k)) for i, k in enumerate(keys))
+
+
+def _check_values(path: Path, data: dict) -> None:
+    """Nesting depth and float range of every value (iteratively, so depth cannot exhaust the stack)."""
+    stack: list[tuple[tuple, object]] = [((), data)]
+    while stack:
+        keys, value = stack.pop()
+        if len(keys) > MAX_NESTING:
+            raise CommandError(f"{path}: field '{_field_name(keys[:3])}...' is nested more than "
+                               f"{MAX_NESTING} levels deep")
+        if isinstance(value, dict):
+            stack.extend((keys + (k,), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((keys + (i,), v) for i, v in enumerate(value))
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max:
+            raise CommandError(f"{path}: field '{_field_name(keys)}': integer of {len(str(abs(value)))} "
+                               "digits is too large for a floating-point number")
+
+
+def blend_file(path: Path) -> None:
+    """CommandError unless `path` is a readable file that starts like a .blend (plain or compressed)."""
+    head = input_file(path, "scene file")[:7]
+    if not head.startswith(BLEND_MAGIC):
+        raise CommandError(f"{path}: not a Blender file (a .blend starts with 'BLENDER' or is compressed); "
+                           f"it starts with {head!r}")
+
+
+@contextlib.contextmanager
+def loading(path: Path) -> Iterator[None]:
+    """Errors of a loader reading a file that `path` refers to (a vehicle or mechanism preset) as
+    CommandErrors naming `path`: the pre-checked file itself cannot raise these."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path}: a file it refers to is not UTF-8 text ({exc.reason})") from None
+    except RecursionError:
+        raise CommandError(f"{path}: a file it refers to nests arrays or tables too deeply") from None
+    except OverflowError as exc:
+        raise CommandError(f"{path}: a file it refers to has a number too large: {exc}") from None
+    except OSError as exc:
+        which = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
+        raise CommandError(f"{path}: cannot read a file it refers to: {which}") from None
+
+
+# ----------------------------------------------------------------------------------------------
+# output
+
+
+def output_path(out: Path, *inputs: Path, directory: bool = False) -> Path:
+    """Check that `out` can be written and is none of `inputs` (by resolved path, symlink or hard link);
+    creates its missing parent folders (or, with `directory`, the folder itself). Returns `out`."""
+    for source in inputs:
+        same = out.resolve() == source.resolve()
+        with contextlib.suppress(OSError):
+            same = same or os.path.samefile(out, source)
+        if same:
+            raise CommandError(f"--out {out} is the input file {source}; write to another file, the input "
+                               "is never overwritten")
+    folder = out if directory else out.parent
+    if out.is_dir() and not directory:
+        raise CommandError(f"--out {out}: is a directory; give a file name")
+    if out.exists() and directory and not out.is_dir():
+        raise CommandError(f"--out {out}: is a file; give a directory")
+    if out.exists() and not directory and not out.is_file():
+        raise CommandError(f"--out {out}: not a regular file (a device or pipe); give a file name")
+    blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise CommandError(f"--out {out}: {blocking} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"--out {out}: cannot create folder {folder}: {exc.strerror or exc}") from None
+    try:  # os.access says yes to root and to /proc; creating a file is the test that holds
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise CommandError(f"--out {out}: cannot write in folder {folder}: {exc.strerror or exc}") from None
+    if out.exists() and not directory and not os.access(out, os.W_OK):
+        raise CommandError(f"--out {out}: the file exists and is not writable")
+    return out
+
+
+@contextlib.contextmanager
+def atomic_output(out: Path, suffix: str) -> Iterator[Path]:
+    """A temporary path beside `out`, ending in `suffix` (".npz": numpy appends it otherwise), to write to;
+    renamed onto `out` when the block succeeds, removed when it fails, so `out` is never left half-written.
+    A symlink `out` is written through (its target is replaced, not the link)."""
+    out = out.resolve()
+    handle, temp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=suffix, dir=out.parent)
+    os.close(handle)
+    try:
+        yield Path(temp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)  # mkstemp's 0600 would make the output private
+        os.replace(temp, out)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if isinstance(exc, OSError):  # a full disk, a folder removed meanwhile
+            raise CommandError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+        raise
