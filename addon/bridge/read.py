@@ -69,6 +69,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
+from ..solver.joint_reverse import reversed_joint
 from ..solver.lie import frame_from_axis
 from ..solver.mass import inertia_matrix
 from ..solver.mechfile import validate_mechanism
@@ -247,33 +248,6 @@ def rod_mass_properties(mass: float, length: float, radius: float) -> tuple[tupl
 # Joint orientation
 
 
-def reverse_joint(joint: Joint) -> Joint | None:
-    """The same joint with parent and child swapped (coordinates keep their meaning), or None."""
-    base = replace(joint, parent=joint.child, child=joint.parent)
-    neg = tuple(-x for x in joint.axis)
-    if joint.type in ("revolute", "prismatic", "cylindrical"):
-        return replace(base, axis=neg)
-    if joint.type == "fixed":
-        return base
-    if joint.type == "ball":
-        return replace(base, q0=tuple(-x for x in joint.q0), v0=tuple(-x for x in joint.v0))
-    if joint.type == "universal":
-
-        def swap(t):
-            return None if t is None else tuple(reversed(t))
-
-        return replace(
-            base,
-            axis=tuple(-x for x in joint.axis2),
-            axis2=neg,
-            q0=swap(joint.q0) or (),
-            v0=swap(joint.v0) or (),
-            lower=swap(joint.lower),
-            upper=swap(joint.upper),
-        )
-    return None
-
-
 def orient_from_world(bodies: list[str], joints: list[Joint], problems: _Problems, what: str) -> list[Joint]:
     """Reverse joints so that every body is reached from the world going parent -> child.
 
@@ -300,7 +274,7 @@ def orient_from_world(bodies: list[str], joints: list[Joint], problems: _Problem
                 if other in reached:
                     continue
                 if j.child == name:
-                    flipped = reverse_joint(j)
+                    flipped = reversed_joint(j)
                     if flipped is None:
                         problems.errors.append(
                             f"{what} {j.name!r}: a {j.type} joint from {j.parent!r} to {j.child!r} must be "
