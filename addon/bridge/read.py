@@ -70,8 +70,8 @@ import numpy as np
 from mathutils import Matrix, Vector
 
 from ..solver.joint_reverse import reversed_joint
+from ..solver.advice import method_advice
 from ..solver.lie import frame_from_axis
-from ..solver.mass import inertia_matrix
 from ..solver.mechfile import validate_mechanism
 from ..solver.model import WORLD, Body, Collider, Curve, Joint, Mechanism, MechanismError, Motor
 from . import colliders as collision_shapes
@@ -946,8 +946,7 @@ def _read(scene: bpy.types.Scene, setup, problems: _Problems) -> SceneMechanism 
     except MechanismError as err:
         problems.errors.append(str(err))
         return None
-    if setup.method == "tree":
-        problems.warnings += _rope_warnings(mechanism, setup.name)
+    problems.warnings += [f"setup {setup.name!r}: {advice}" for advice in method_advice(mechanism, setup.method)]
     return SceneMechanism(
         setup=setup.name,
         mechanism=mechanism,
@@ -962,23 +961,6 @@ def _read(scene: bpy.types.Scene, setup, problems: _Problems) -> SceneMechanism 
         warnings=tuple(problems.warnings),
         ignored=tuple(ignored),
     )
-
-
-ROPE_LINKS = 10  # ball joints on slender links from which the tree method warns
-SLENDER = 0.05  # a link is slender when its smallest principal moment is below this fraction of its largest
-
-
-def _rope_warnings(mechanism: Mechanism, setup_name: str) -> list[str]:
-    """The tree method's ball charts do not conserve a slender link's spin about its own axis
-    (docs/architecture.md): on ropes and tails of many such links that error can grow. Say so."""
-    inertia = {b.name: np.linalg.eigvalsh(inertia_matrix(b.inertia)) for b in mechanism.bodies}
-    slender = [j.name for j in mechanism.joints if j.type in ("ball", "free")
-               and inertia[j.child][0] < SLENDER * max(inertia[j.child][-1], 1e-300)]
-    if len(slender) < ROPE_LINKS:
-        return []
-    return [f"setup {setup_name!r}: {len(slender)} ball joints on slender links (a rope or tail, e.g. "
-            f"{slender[0]!r}): the tree method does not conserve such a link's spin about its own axis and "
-            "long chains of them can go unstable; the Maximal method is exact there"]
 
 
 def read_setup(scene: bpy.types.Scene, setup) -> SceneMechanism:

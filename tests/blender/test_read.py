@@ -16,6 +16,7 @@ import pytest
 from addon.bridge import build, compat, read
 from addon.bridge.read import SceneError, shape_inertia
 from addon.solver import generate, mass
+from addon.solver.advice import ROPE_LINKS
 from addon.solver.curves import evaluate
 from addon.solver.mechfile import list_presets, load_mechanism, preset_path
 from addon.solver.model import WORLD, MechanismError
@@ -607,11 +608,11 @@ def test_ik_stiffness_on_a_ball_bone_is_its_rotation_spring():
 
 def test_a_rope_of_ball_bones_warns_in_the_tree_method_only():
     scene = new_scene("rope")
-    arm, setup = chain_armature(scene, n=read.ROPE_LINKS, angle=0.0)
+    arm, setup = chain_armature(scene, n=ROPE_LINKS, angle=0.0)
     for pb in arm.pose.bones:
         pb.lock_rotation = (False, False, False)
     errors, warnings = read.validate_setup(scene, setup)
-    assert not errors and any(f"{read.ROPE_LINKS} ball joints on slender links" in w for w in warnings), warnings
+    assert not errors and any(f"{ROPE_LINKS} ball joints on slender links" in w for w in warnings), warnings
     setup.method = "maximal"
     assert not any("slender" in w for w in read.validate_setup(scene, setup)[1])
     setup.method = "tree"
