@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from addon.bridge import build, compat, read
-from addon.bridge.read import SceneError, shape_inertia
+from addon.bridge.read import SceneError
+from addon.bridge.shape_inertia import shape_inertia
 from addon.solver import generate, mass
 from addon.solver.advice import ROPE_LINKS
 from addon.solver.curves import evaluate
@@ -86,20 +87,6 @@ def problems_of(scene, setup) -> str:
 
 # ----------------------------------------------------------------------------------------------
 # Mass properties
-
-
-def test_collision_shape_inertia_formulas():
-    m, dims = 2.0, (0.2, 0.4, 0.6)
-    assert shape_inertia("BOX", m, dims)[:3] == pytest.approx(
-        (m * (0.16 + 0.36) / 12, m * (0.04 + 0.36) / 12, m * (0.04 + 0.16) / 12))
-    assert shape_inertia("SPHERE", m, dims)[:3] == pytest.approx((0.4 * m * 0.09,) * 3)
-    r, h = 0.2, 0.6
-    assert shape_inertia("CYLINDER", m, dims)[:3] == pytest.approx(
-        (m * (3 * r * r + h * h) / 12, m * (3 * r * r + h * h) / 12, m * r * r / 2))
-    assert shape_inertia("CONE", m, dims)[2] == pytest.approx(0.3 * m * r * r)
-    capsule = shape_inertia("CAPSULE", m, (0.4, 0.4, 0.4))  # no cylinder part left: a sphere
-    assert capsule[:3] == pytest.approx((0.4 * m * 0.04,) * 3)
-    assert shape_inertia("CONVEX_HULL", m, dims) == shape_inertia("BOX", m, dims)
 
 
 def test_rigid_body_mass_from_shape_and_custom_values():
