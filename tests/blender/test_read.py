@@ -423,6 +423,23 @@ def test_limits_turn_with_a_reversed_constraint():
     assert (joint.lower, joint.upper) == ((-0.5,), (0.7,))
 
 
+def test_a_reversed_universal_constraint_keeps_each_limit_on_its_axis():
+    """Turned round, a universal joint's coordinates swap (solver/joint_reverse.py): so do its limits."""
+    def limited(rbc):
+        lock_all_but(rbc, {"ang_x", "ang_z"})
+        rbc.use_limit_ang_x = rbc.use_limit_ang_z = True
+        rbc.limit_ang_x_lower, rbc.limit_ang_x_upper = -0.3, 0.4
+        rbc.limit_ang_z_lower, rbc.limit_ang_z_upper = -0.1, 0.2
+
+    forward = joint_of("GENERIC", limited)[0]
+    turned = joint_of("GENERIC", limited, reverse=True)[0]
+    assert forward.type == turned.type == "universal" and forward.parent == turned.parent == WORLD
+    assert (forward.lower, forward.upper) == ((-0.3, -0.1), (0.4, 0.2))  # (about axis X, about axis2 Z)
+    assert (turned.lower, turned.upper) == ((-0.1, -0.3), (0.2, 0.4))  # (about -Z, about -X)
+    assert turned.axis == pytest.approx(tuple(-x for x in forward.axis2))
+    assert turned.axis2 == pytest.approx(tuple(-x for x in forward.axis))
+
+
 def test_hinge_locked_by_its_limit_is_reported():
     def locked(rbc):
         rbc.use_limit_ang_z = True
