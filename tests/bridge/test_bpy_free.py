@@ -11,6 +11,7 @@ PURE = ("addon.bridge.layouts", "addon.bridge.orient", "addon.bridge.shape_inert
 
 
 def test_the_mapping_modules_import_without_blender():
-    check = f"import sys\nfor m in {PURE!r}: __import__(m)\nprint(sorted(m for m in ('bpy', 'mathutils') if m in sys.modules))"
+    check = (f"import sys\nfor m in {PURE!r}: __import__(m)\n"
+             "print(sorted(m for m in ('bpy', 'mathutils') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", check], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -83,7 +83,8 @@ def test_revolute_prismatic_and_cylindrical_coordinates_are_the_angle_about_and_
     basis = pose(rotvec_to_matrix(angle * Y), (0.0, 0.7, 0.0))
     assert layout_coordinates(JointLayout("revolute", 1, None, (("ang", 1),)), basis, BONE_WORLD) == pytest.approx(
         [angle])
-    assert layout_coordinates(JointLayout("prismatic", 1, None, (("lin", 1),)), basis, BONE_WORLD) == pytest.approx([0.7])
+    slide = JointLayout("prismatic", 1, None, (("lin", 1),))
+    assert layout_coordinates(slide, basis, BONE_WORLD) == pytest.approx([0.7])
     assert layout_coordinates(channel_layout("XYZ", [1], [1], True), basis, BONE_WORLD) == pytest.approx([angle, 0.7])
 
 

@@ -118,5 +118,6 @@ def test_planar_and_free_joints_have_no_reverse_and_the_tree_names_the_joint(kin
     assert reversed_joint(joint) is None
     mech = two_links("fixed", reverse=False)
     mech = mech.replace(joints=(mech.joints[0], replace(joint, parent="b", child="a")))
-    with pytest.raises(MechanismError, match=rf"'elbow': body 'b' is reachable from the world only through this {kind}"):
+    with pytest.raises(MechanismError, match=rf"'elbow': body 'b' is reachable from the world only through this "
+                                             rf"{kind} joint's child 'a'"):
         compile_tree(mech)
