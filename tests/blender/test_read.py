@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 from addon.bridge import build, compat, read
-from addon.bridge.read import SceneError, shape_inertia
+from addon.bridge.read import SceneError
+from addon.bridge.shape_inertia import shape_inertia
 from addon.solver import generate, mass
+from addon.solver.advice import ROPE_LINKS
 from addon.solver.curves import evaluate
 from addon.solver.mechfile import list_presets, load_mechanism, preset_path
 from addon.solver.model import WORLD, MechanismError
@@ -85,20 +87,6 @@ def problems_of(scene, setup) -> str:
 
 # ----------------------------------------------------------------------------------------------
 # Mass properties
-
-
-def test_collision_shape_inertia_formulas():
-    m, dims = 2.0, (0.2, 0.4, 0.6)
-    assert shape_inertia("BOX", m, dims)[:3] == pytest.approx(
-        (m * (0.16 + 0.36) / 12, m * (0.04 + 0.36) / 12, m * (0.04 + 0.16) / 12))
-    assert shape_inertia("SPHERE", m, dims)[:3] == pytest.approx((0.4 * m * 0.09,) * 3)
-    r, h = 0.2, 0.6
-    assert shape_inertia("CYLINDER", m, dims)[:3] == pytest.approx(
-        (m * (3 * r * r + h * h) / 12, m * (3 * r * r + h * h) / 12, m * r * r / 2))
-    assert shape_inertia("CONE", m, dims)[2] == pytest.approx(0.3 * m * r * r)
-    capsule = shape_inertia("CAPSULE", m, (0.4, 0.4, 0.4))  # no cylinder part left: a sphere
-    assert capsule[:3] == pytest.approx((0.4 * m * 0.04,) * 3)
-    assert shape_inertia("CONVEX_HULL", m, dims) == shape_inertia("BOX", m, dims)
 
 
 def test_rigid_body_mass_from_shape_and_custom_values():
@@ -435,6 +423,23 @@ def test_limits_turn_with_a_reversed_constraint():
     assert (joint.lower, joint.upper) == ((-0.5,), (0.7,))
 
 
+def test_a_reversed_universal_constraint_keeps_each_limit_on_its_axis():
+    """Turned round, a universal joint's coordinates swap (solver/joint_reverse.py): so do its limits."""
+    def limited(rbc):
+        lock_all_but(rbc, {"ang_x", "ang_z"})
+        rbc.use_limit_ang_x = rbc.use_limit_ang_z = True
+        rbc.limit_ang_x_lower, rbc.limit_ang_x_upper = -0.3, 0.4
+        rbc.limit_ang_z_lower, rbc.limit_ang_z_upper = -0.1, 0.2
+
+    forward = joint_of("GENERIC", limited)[0]
+    turned = joint_of("GENERIC", limited, reverse=True)[0]
+    assert forward.type == turned.type == "universal" and forward.parent == turned.parent == WORLD
+    assert (forward.lower, forward.upper) == ((-0.3, -0.1), (0.4, 0.2))  # (about axis X, about axis2 Z)
+    assert (turned.lower, turned.upper) == ((-0.1, -0.3), (0.2, 0.4))  # (about -Z, about -X)
+    assert turned.axis == pytest.approx(tuple(-x for x in forward.axis2))
+    assert turned.axis2 == pytest.approx(tuple(-x for x in forward.axis))
+
+
 def test_hinge_locked_by_its_limit_is_reported():
     def locked(rbc):
         rbc.use_limit_ang_z = True
@@ -607,11 +612,11 @@ def test_ik_stiffness_on_a_ball_bone_is_its_rotation_spring():
 
 def test_a_rope_of_ball_bones_warns_in_the_tree_method_only():
     scene = new_scene("rope")
-    arm, setup = chain_armature(scene, n=read.ROPE_LINKS, angle=0.0)
+    arm, setup = chain_armature(scene, n=ROPE_LINKS, angle=0.0)
     for pb in arm.pose.bones:
         pb.lock_rotation = (False, False, False)
     errors, warnings = read.validate_setup(scene, setup)
-    assert not errors and any(f"{read.ROPE_LINKS} ball joints on slender links" in w for w in warnings), warnings
+    assert not errors and any(f"{ROPE_LINKS} ball joints on slender links" in w for w in warnings), warnings
     setup.method = "maximal"
     assert not any("slender" in w for w in read.validate_setup(scene, setup)[1])
     setup.method = "tree"

@@ -16,11 +16,12 @@ The model is immutable (arrays read-only); per-state scratch lives in tree.data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import lie
+from ..joint_reverse import reversed_joint
 from ..mass import inertia_matrix
 from ..model import WORLD, Curve, Joint, Mechanism, MechanismError
 
@@ -134,26 +135,11 @@ def _joint_rotation(joint: Joint) -> np.ndarray:
     return lie.frame_from_axis(np.array(joint.axis), hint)
 
 
-# Joint types whose reverse (child seen from parent swapped) is the same type with the same
-# coordinates: negate the axes (and swap them for universal) and the relative motion is unchanged.
-REVERSIBLE = ("revolute", "prismatic", "cylindrical", "universal", "fixed")
-
-
-def reversed_joint(joint: Joint) -> Joint:
-    """The same joint seen from its child: parent and child swapped, axes negated (universal: swapped)."""
-    axis, axis2 = tuple(-x for x in joint.axis), joint.axis2
-    if joint.type == "universal":
-        axis, axis2 = tuple(-x for x in joint.axis2), tuple(-x for x in joint.axis)
-        return replace(joint, parent=joint.child, child=joint.parent, axis=axis, axis2=axis2,
-                       q0=joint.q0[::-1], v0=joint.v0[::-1], rest=None if joint.rest is None else joint.rest[::-1])
-    return replace(joint, parent=joint.child, child=joint.parent, axis=axis, axis2=axis2)
-
-
 def _spanning_tree(mech: Mechanism) -> tuple[list[Joint], list[int]]:
     """Tree joints (oriented parent -> child, parents first) and the indices of the loop joints.
 
     Breadth-first from the world, preferring joints in their written direction; a body reachable
-    only against a joint's direction uses the reversed joint when its type allows. Raises for the rest.
+    only against a joint's direction uses the reversed joint (joint_reverse.py) when its type has one. Raises for the rest.
     """
     touching: dict[str, list[int]] = {}
     for i, j in enumerate(mech.joints):
@@ -174,13 +160,14 @@ def _spanning_tree(mech: Mechanism) -> tuple[list[Joint], list[int]]:
             if joint.parent in reached and joint.child in reached:
                 continue
             if joint.child in reached:
-                if joint.type not in REVERSIBLE:
+                flipped = reversed_joint(joint)
+                if flipped is None:
                     raise MechanismError(
                         f"{mech.source}: [[joint]] {joint.name!r}: body {joint.parent!r} is reachable from the world "
                         f"only through this {joint.type} joint's child {joint.child!r}; swap its 'parent' and "
                         "'child' (a reversed joint of this type has different coordinates)"
                     )
-                joint = reversed_joint(joint)
+                joint = flipped
             reached.add(joint.child)
             used.add(i)
             tree.append(joint)

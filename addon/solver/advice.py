@@ -1,0 +1,34 @@
+"""Method advice: what a method can run on a Mechanism but not run well, as sentences for the user.
+
+Owns the checks that never refuse a mechanism (errors belong to mechfile validation and the compilers)
+but say when another method would do better; the Blender reader prefixes each with the setup it read and
+the command line with the file. Each check cites the measurement behind it in docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .mass import inertia_matrix
+from .model import Mechanism
+
+ROPE_LINKS = 10  # ball joints on slender links from which the tree method is advised against
+SLENDER = 0.05  # a link is slender when its smallest principal moment is below this fraction of its largest
+
+
+def method_advice(mechanism: Mechanism, method: str) -> list[str]:
+    """Advice on running `mechanism` with `method` (a METHODS name); empty when there is none."""
+    return _rope_advice(mechanism) if method == "tree" else []
+
+
+def _rope_advice(mechanism: Mechanism) -> list[str]:
+    """The tree method's ball charts do not conserve a slender link's spin about its own axis
+    (docs/architecture.md, ball and free joints): on ropes and tails of many such links that error can grow."""
+    moments = {b.name: np.linalg.eigvalsh(inertia_matrix(b.inertia)) for b in mechanism.bodies}
+    slender = [j.name for j in mechanism.joints if j.type in ("ball", "free")
+               and moments[j.child][0] < SLENDER * max(moments[j.child][-1], 1e-300)]
+    if len(slender) < ROPE_LINKS:
+        return []
+    return [f"{len(slender)} ball joints on slender links (a rope or tail, e.g. {slender[0]!r}): the tree method "
+            "does not conserve such a link's spin about its own axis and long chains of them can go unstable; "
+            "the Maximal method is exact there"]
