@@ -33,8 +33,10 @@ PYTHON_FOR_42 = $(PYTHON311)
 PYTHON_FOR_45 = $(PYTHON311)
 PYTHON_FOR_52 = $(PYTHON313)
 PYTHON_FOR_53 = $(PYTHON313)
-# The solver tests run once more here: numpy 2.x and the SciPy the extension bundles for Python 3.13.
+# The tests that need no Blender (the solver and the bridge's bpy-free mapping maths) run once more here:
+# numpy 2.x and the SciPy the extension bundles for Python 3.13.
 SOLVER_ENV_NUMPY2 := 53
+BPY_FREE_TESTS := tests/solver tests/bridge
 
 # C kernels: every addon/solver/native/*.c, compiled to objects in build/ and linked into one library
 # that the solver loads with ctypes (plain C ABI, so one build serves every Python).
@@ -93,8 +95,8 @@ test: venvs kernels extension
 	@status=0; \
 	echo "$(PY) -m pytest tests $(PYTEST_ARGS)"; \
 	$(PY) -m pytest tests $(PYTEST_ARGS) || status=1; \
-	echo ".venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest tests/solver $(PYTEST_ARGS)"; \
-	.venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest tests/solver $(PYTEST_ARGS) || status=1; \
+	echo ".venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest $(BPY_FREE_TESTS) $(PYTEST_ARGS)"; \
+	.venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest $(BPY_FREE_TESTS) $(PYTEST_ARGS) || status=1; \
 	for env in $(BLENDER_ENVS); do \
 		echo ".venv$$env/bin/python -m pytest $(BLENDER_TESTS) $(PYTEST_ARGS)"; \
 		.venv$$env/bin/python -m pytest $(BLENDER_TESTS) $(PYTEST_ARGS) || status=1; \

@@ -59,6 +59,7 @@ def _import_blender_module(import_fn):
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .solver import integrator
+    from .solver.advice import method_advice
     from .solver.mechfile import check_method, load_mechanism
     from .solver.model import MechanismError
     from .solver.trajectory import SolverError
@@ -73,6 +74,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             check_method(mechanism, args.method)
     except MechanismError as exc:
         raise CommandError(str(exc)) from None
+    for advice in method_advice(mechanism, args.method):
+        print(f"{PROG} simulate: warning: {model_path}: {advice}", file=sys.stderr)
 
     start = time.perf_counter()
     try:

@@ -156,6 +156,27 @@ def test_simulate_pendulum_writes_the_design_keys(tmp_path):
         np.testing.assert_allclose(np.linalg.norm(run["poses"][..., 3:], axis=-1), 1.0, atol=1e-12)
 
 
+def test_simulate_gives_the_method_advice_the_blender_reader_gives(tmp_path):
+    """A rope of slender ball-jointed links under the tree method: the same advice as in Blender, on stderr,
+    and the run still goes ahead (advice never refuses); the maximal method gets none."""
+    from dataclasses import replace
+
+    from addon.solver.advice import ROPE_LINKS, method_advice
+    from addon.solver.generate import pendulum_chain
+    from addon.solver.mechfile import save_mechanism
+
+    chain = pendulum_chain(ROPE_LINKS, radius=0.05)
+    rope = chain.replace(joints=tuple(replace(j, type="ball", axis=(0.0, 0.0, 1.0), q0=(), v0=()) for j in chain.joints))
+    path = tmp_path / "rope.toml"
+    save_mechanism(rope, path)
+    (advice,) = method_advice(rope, "tree")
+    tree = run_cli("simulate", path, "--method", "tree", "--dt", "0.01", "--steps", 2, "--out", tmp_path / "t.npz")
+    assert tree.returncode == 0, tree.stderr
+    assert tree.stderr.strip() == f"python -m addon simulate: warning: {path}: {advice}"
+    maximal = run_cli("simulate", path, "--method", "maximal", "--dt", "0.01", "--steps", 2, "--out", tmp_path / "m.npz")
+    assert maximal.returncode == 0 and maximal.stderr.strip() == "", maximal.stderr
+
+
 # ------------------------------------------------------------------------------------------------------
 # Vehicles: presets/vehicles/*.toml hold a [vehicle] table and no bodies; the 'vehicle' method runs them.
 
