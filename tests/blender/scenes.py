@@ -35,6 +35,16 @@ def symplex():
         addon.unregister()
 
 
+def cylinder_mesh(name: str, radius: float, width: float) -> bpy.types.Mesh:
+    """A closed 32-sided cylinder with its axle along local Z (a wheel: it needs a rest rotation to roll)."""
+    n = 32
+    verts = [(radius * math.cos(2 * math.pi * i / n), radius * math.sin(2 * math.pi * i / n), z)
+             for z in (-0.5 * width, 0.5 * width) for i in range(n)]
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(verts, [], [tuple(range(n)), tuple(range(n, 2 * n))])
+    return mesh
+
+
 def new_scene(prefix: str = "test", frames: int = 50, fps: int = 25) -> bpy.types.Scene:
     _counter[0] += 1
     scene = bpy.data.scenes.new(f"{prefix}_{_counter[0]}")

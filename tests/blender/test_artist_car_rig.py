@@ -23,23 +23,13 @@ from mathutils import Matrix
 
 from addon.bridge import compat, vehicle_bake, vehicle_rig, vehicle_setup
 from addon.bridge.build import edit_armature
-from tests.blender.scenes import fcurve_data, new_scene, scene_state, symplex  # noqa: F401
+from tests.blender.scenes import cylinder_mesh, fcurve_data, new_scene, scene_state, symplex  # noqa: F401
 
 WHEELBASE, TRACK, OUTBOARD = 2.6, 1.5, 0.14
 RADII = {"Ft": 0.33, "Bk": 0.35}
 CORNERS = {"Wheel.Ft.L": ("Ft", 1.0), "Wheel.Ft.R": ("Ft", -1.0), "Wheel.Bk.L": ("Bk", 1.0), "Wheel.Bk.R": ("Bk", -1.0)}
 # (end, x sign): seen driving along -Y with +Z up, the car's left is armature +X (Blender's .L side)
 AXES = np.column_stack([(0.0, -1.0, 0.0), (1.0, 0.0, 0.0), (0.0, 0.0, 1.0)])  # (forward, left, up) in armature axes
-
-
-def _cylinder(name: str, radius: float, width: float) -> bpy.types.Mesh:
-    """A 32-sided closed cylinder, axle along local Z."""
-    n = 32
-    verts = [(radius * math.cos(2 * math.pi * i / n), radius * math.sin(2 * math.pi * i / n), z)
-             for z in (-0.5 * width, 0.5 * width) for i in range(n)]
-    mesh = bpy.data.meshes.new(name)
-    mesh.from_pydata(verts, [], [tuple(range(n)), tuple(range(n, 2 * n))])
-    return mesh
 
 
 def _centre(end: str, side: float) -> tuple[float, float, float]:
@@ -98,7 +88,7 @@ def artist_car(scene, wheel_names: dict[str, str] | None = None, deformed: bool 
     _parent_to_bone(body, arm, "DEF-Body", "Body", arm.matrix_world @ Matrix.Translation((0.0, 0.0, 0.8)))
     meshes = {"Body": body.name}
     for corner, (end, _side) in CORNERS.items():
-        wheel = bpy.data.objects.new(f"{scene.name} {names[corner]}", _cylinder(names[corner], RADII[end], 0.22))
+        wheel = bpy.data.objects.new(f"{scene.name} {names[corner]}", cylinder_mesh(names[corner], RADII[end], 0.22))
         scene.collection.objects.link(wheel)
         meshes[corner] = wheel.name
         placed = arm.matrix_world @ Matrix.Translation(_centre(end, _side)) @ Matrix.Rotation(math.pi / 2, 4, "Y")

@@ -18,20 +18,10 @@ from addon.bridge import compat, vehicle_bake, vehicle_rig
 from addon.bridge.rotations import quat_to_matrix
 from addon.solver.vehicles import car
 from addon.solver.vehicles.spec import PRESETS
-from tests.blender.scenes import fcurve_data, new_scene, scene_state, symplex  # noqa: F401
+from tests.blender.scenes import cylinder_mesh, fcurve_data, new_scene, scene_state, symplex  # noqa: F401
 from tests.solver.vehicles.references import hitch_closed_form
 
 F32 = 2.0**-23  # float32 relative spacing: keys carry about |value| * F32 of rounding
-
-
-def _wheel_mesh(name: str, radius: float, width: float) -> bpy.types.Mesh:
-    """A 32-sided cylinder with its axle along local Z (so a wheel needs a rest rotation)."""
-    n = 32
-    verts = [(radius * math.cos(2 * math.pi * i / n), radius * math.sin(2 * math.pi * i / n), z)
-             for z in (-0.5 * width, 0.5 * width) for i in range(n)]
-    mesh = bpy.data.meshes.new(name)
-    mesh.from_pydata(verts, [], [tuple(range(n)), tuple(range(n, 2 * n))])
-    return mesh
 
 
 def hand_rig(scene, radii=(0.14, 0.14, 0.12, 0.12), names=("Wheel.RL", "Wheel.RR", "Wheel.FL", "Wheel.FR")):
@@ -48,7 +38,7 @@ def hand_rig(scene, radii=(0.14, 0.14, 0.12, 0.12), names=("Wheel.RL", "Wheel.RR
         code = name.split(".")[-1][-2:].upper()
         x, y = mounts[code]
         wheel = bpy.data.objects.new(name if name not in bpy.data.objects else f"{scene.name} {name}",
-                                     _wheel_mesh(name, radius, 0.15))
+                                     cylinder_mesh(name, radius, 0.15))
         scene.collection.objects.link(wheel)
         wheel.parent = chassis
         wheel.rotation_mode = "QUATERNION"
