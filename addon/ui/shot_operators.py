@@ -22,8 +22,8 @@ from ..bridge import shot as shot_bridge
 from ..bridge.vehicle_parts import RigError
 from ..solver.model import MechanismError
 from ..solver.trajectory import SolverError
+from . import ids
 
-SOLVE_SHOT = "symplex.solve_shot"
 TICK_SECONDS = 0.1
 _ERRORS = (RigError, MechanismError, SolverError, KeyError)
 
@@ -40,7 +40,7 @@ class SYMPLEX_OT_solve_shot(Operator):
     torques that take the active setup's effector object through its keyed locations) with the least effort;
     key them as custom properties and bake the motion (Esc cancels)"""
 
-    bl_idname = SOLVE_SHOT
+    bl_idname = ids.SOLVE_SHOT
     bl_label = "Solve Shot"
     bl_options = {"REGISTER", "UNDO"}
 
@@ -159,7 +159,7 @@ class SYMPLEX_PT_shot(Panel):
         col.prop(settings, "smoothness")
         col.prop(settings, "max_force")
         col.prop(settings, "max_iterations")
-        layout.operator(SOLVE_SHOT, icon="CON_FOLLOWPATH")
+        layout.operator(ids.SOLVE_SHOT, icon="CON_FOLLOWPATH")
         if settings.message:
             layout.label(text=settings.message[:120])
 

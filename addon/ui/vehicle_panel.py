@@ -13,7 +13,8 @@ import bpy
 from bpy.types import Menu, Panel
 
 from ..bridge import vehicle_rig, vehicle_setup
-from .vehicle_operators import PRESETS, ADD_VEHICLE, BAKE_VEHICLE, FREE_VEHICLE_BAKE
+from . import ids
+from .vehicle_operators import PRESETS
 
 
 class SYMPLEX_MT_add_vehicle(Menu):
@@ -24,7 +25,7 @@ class SYMPLEX_MT_add_vehicle(Menu):
 
     def draw(self, _context):
         for preset, label, _description in PRESETS:
-            self.layout.operator(ADD_VEHICLE, text=label).preset = preset
+            self.layout.operator(ids.ADD_VEHICLE, text=label).preset = preset
 
 
 class SYMPLEX_PT_vehicle(Panel):
@@ -51,8 +52,8 @@ class SYMPLEX_PT_vehicle(Panel):
         result = owner.get(vehicle_setup.RESULT_PROPERTY)
         box.label(text=result or "Not baked", icon="CHECKMARK" if result else "BLANK1")
         row = layout.row(align=True)
-        row.operator(BAKE_VEHICLE, icon="REC").chassis = owner.name
-        row.operator(FREE_VEHICLE_BAKE, icon="TRASH").chassis = owner.name
+        row.operator(ids.BAKE_VEHICLE, icon="REC").chassis = owner.name
+        row.operator(ids.FREE_VEHICLE_BAKE, icon="TRASH").chassis = owner.name
 
 
 def _add_menu(self, _context):

@@ -16,7 +16,7 @@ import pytest
 import addon
 from addon.bridge import compat
 from addon.solver.mechfile import list_presets
-from addon.ui import ids, vehicle_operators
+from addon.ui import ids
 from tests.blender.scenes import bone_world, chain_armature, new_scene, object_world, scene_state, set_frame
 
 PUBLIC = {ids.VALIDATE: "validate", ids.BAKE: "bake", ids.FREE_BAKE: "free_bake", ids.ADD_PRESET: "add_preset"}
@@ -206,7 +206,7 @@ def test_bake_reports_scene_errors_and_changes_nothing(registered):
     assert scene_state(scene) == before
 
 
-@pytest.mark.parametrize("idname", [vehicle_operators.BAKE_VEHICLE, vehicle_operators.FREE_VEHICLE_BAKE])
+@pytest.mark.parametrize("idname", [ids.BAKE_VEHICLE, ids.FREE_VEHICLE_BAKE])
 def test_vehicle_operators_name_a_missing_chassis(registered, idname):
     scene = new_scene("no_chassis")
     arm, _setup = chain_armature(scene, n=1)  # something active, so the poll passes
