@@ -50,6 +50,25 @@ def test_register_unregister_register_in_one_process():
         addon.unregister()
 
 
+
+def test_symplex_sidebar_panel_comes_first_then_vehicle_then_shot(monkeypatch):
+    """Blender places a region's panels by bl_order, ties in registration order: the main Symplex panel
+    heads the tab, above the Vehicle panel and the (closed) Shot panel."""
+    order = []
+    register_class = bpy.utils.register_class
+
+    def recording(cls):
+        order.append(cls)
+        register_class(cls)
+
+    monkeypatch.setattr(bpy.utils, "register_class", recording)
+    addon.register()
+    addon.unregister()
+    tab = [cls for cls in order if issubclass(cls, bpy.types.Panel) and getattr(cls, "bl_category", "") == "Symplex"
+           and cls.bl_region_type == "UI" and not getattr(cls, "bl_parent_id", "")]
+    placed = sorted(tab, key=lambda cls: (getattr(cls, "bl_order", 0), order.index(cls)))
+    assert [cls.__name__ for cls in placed] == ["SYMPLEX_PT_sidebar", "SYMPLEX_PT_vehicle", "SYMPLEX_PT_shot"]
+
 # Operators that only read the scene: no undo step (test_validate_changes_nothing shows it for Validate).
 READ_ONLY = {ids.VALIDATE}
 

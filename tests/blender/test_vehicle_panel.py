@@ -13,7 +13,8 @@ import bpy
 import pytest
 
 from addon.bridge import compat, vehicle_rig, vehicle_setup
-from addon.ui import ids, vehicle_operators, vehicle_panel
+from addon.ui import ids, vehicle_operators
+from addon.ui.panels import setups as setup_panels, vehicle as vehicle_panel
 from tests.blender.scenes import new_scene, scene_state, symplex  # noqa: F401
 
 
@@ -65,12 +66,10 @@ def _add(scene, **kw) -> bpy.types.Object:
 def test_panel_and_menus_are_registered_in_the_sidebar_and_the_add_menu(symplex):
     panel = bpy.types.SYMPLEX_PT_vehicle
     assert (panel.bl_space_type, panel.bl_region_type, panel.bl_category) == ("VIEW_3D", "UI", "Symplex")
-    from addon.ui import panels
-
     add_menu = bpy.types.VIEW3D_MT_add._dyn_ui_initialize()  # the draw functions appended to Add, in order
-    assert add_menu.index(vehicle_panel._add_menu) == add_menu.index(panels._add_menu) + 1
+    assert add_menu.index(vehicle_panel.add_menu) == add_menu.index(setup_panels.add_menu) + 1
     entry = Layout()
-    vehicle_panel._add_menu(SimpleNamespace(layout=entry), bpy.context)
+    vehicle_panel.add_menu(SimpleNamespace(layout=entry), bpy.context)
     assert entry.items == [("menu", "SYMPLEX_MT_add_vehicle", "")]
     layout = Layout()
     vehicle_panel.SYMPLEX_MT_add_vehicle.draw(SimpleNamespace(layout=layout), bpy.context)

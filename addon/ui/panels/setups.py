@@ -1,17 +1,18 @@
-"""Symplex panels and menus: the 3D View sidebar tab, Physics / Bone properties, the Add > Symplex menu.
+"""Panels and menu of Symplex setups: the main Symplex sidebar panel (setups, bake settings, Validate and
+Bake) with its Last Result, Mass Properties and Loops sub-panels, the Physics / Bone properties panels and
+the Add > Symplex Preset menu.
 
-Drawing only: every button calls an operator from ids.py, every field is a property from
-properties.py.
+Drawing only: every button calls an operator from ids.py, every field is a property from properties.py.
 """
 
 from __future__ import annotations
 
-import bpy
 from bpy.types import Menu, Panel, UIList
 
-from ..solver.mechfile import list_presets
-from . import ids
-from .operators import active_setup, loop_armature
+from ...solver.mechfile import list_presets
+from .. import ids
+from ..operators import active_setup, loop_armature
+from . import SIDEBAR_ORDER
 
 
 class SYMPLEX_UL_setups(UIList):
@@ -35,6 +36,7 @@ class SYMPLEX_PT_sidebar(Panel):
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "Symplex"
+    bl_order = SIDEBAR_ORDER.index("SYMPLEX_PT_sidebar")
 
     def draw(self, context):
         layout = self.layout
@@ -252,7 +254,8 @@ class SYMPLEX_MT_add_preset(Menu):
             layout.operator(ids.ADD_PRESET, text=name.replace("_", " ").title()).preset = name
 
 
-def _add_menu(self, _context):
+def add_menu(self, _context) -> None:
+    """Add > Symplex Preset, appended to the 3D view's Add menu."""
     self.layout.menu(SYMPLEX_MT_add_preset.bl_idname, icon="MOD_PHYSICS")
 
 
@@ -267,14 +270,3 @@ CLASSES = (
     SYMPLEX_PT_bone,
     SYMPLEX_MT_add_preset,
 )
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(CLASSES)
-
-
-def register() -> None:
-    _register_classes()
-    bpy.types.VIEW3D_MT_add.append(_add_menu)
-
-
-def unregister() -> None:
-    bpy.types.VIEW3D_MT_add.remove(_add_menu)
-    _unregister_classes()

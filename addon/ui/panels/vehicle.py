@@ -4,17 +4,17 @@ The panel adds a vehicle rig from a preset (a menu of every preset), and for the
 (vehicle_setup.rig_owner: the chassis, its armature, or the owner of a selected part) shows its kind (car,
 car + trailer, helicopter, boat, hovercraft, tank, snakeboard), the preset and forward axis stored on it,
 and the summary of its last bake stored on it; Bake Vehicle and Free Vehicle Bake act on that rig. The
-same preset menu is appended to the 3D view's Add menu. Operators live in vehicle_operators.py.
+same preset menu is appended to the 3D view's Add menu. Operators live in ui/vehicle_operators.py.
 """
 
 from __future__ import annotations
 
-import bpy
 from bpy.types import Menu, Panel
 
-from ..bridge import vehicle_rig, vehicle_setup
-from . import ids
-from .vehicle_operators import PRESETS
+from ...bridge import vehicle_rig, vehicle_setup
+from .. import ids
+from ..vehicle_operators import PRESETS
+from . import SIDEBAR_ORDER
 
 
 class SYMPLEX_MT_add_vehicle(Menu):
@@ -34,6 +34,7 @@ class SYMPLEX_PT_vehicle(Panel):
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "Symplex"
+    bl_order = SIDEBAR_ORDER.index("SYMPLEX_PT_vehicle")
 
     def draw(self, context):
         layout = self.layout
@@ -56,19 +57,9 @@ class SYMPLEX_PT_vehicle(Panel):
         row.operator(ids.FREE_VEHICLE_BAKE, icon="TRASH").chassis = owner.name
 
 
-def _add_menu(self, _context):
+def add_menu(self, _context) -> None:
+    """Add > Vehicle Rig, appended to the 3D view's Add menu."""
     self.layout.menu(SYMPLEX_MT_add_vehicle.bl_idname, icon="AUTO")
 
 
 CLASSES = (SYMPLEX_MT_add_vehicle, SYMPLEX_PT_vehicle)
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(CLASSES)
-
-
-def register() -> None:
-    _register_classes()
-    bpy.types.VIEW3D_MT_add.append(_add_menu)
-
-
-def unregister() -> None:
-    bpy.types.VIEW3D_MT_add.remove(_add_menu)
-    _unregister_classes()
