@@ -2,10 +2,11 @@
 sub-panels, the Physics and Bone properties panels, Add > Symplex Preset), vehicle (the Vehicle panel,
 Add > Vehicle Rig) and shot (the Shot panel).
 
-Owns their registration: each area module lists its CLASSES and, when it extends the 3D view's Add menu,
-its `add_menu` draw function. AREAS registers them in order, so Add > Symplex Preset comes before
-Add > Vehicle Rig; SIDEBAR_ORDER sets the order of the Symplex tab's top-level panels (their bl_order;
-Blender places a region's panels by bl_order, then by registration).
+Owns their registration and where the sidebar's panels show (SymplexTab): each area module lists its
+CLASSES and, when it extends the 3D view's Add menu, its `add_menu` draw function. AREAS registers them
+in order, so Add > Symplex Preset comes before Add > Vehicle Rig; SIDEBAR_ORDER sets the order of the
+Symplex tab's top-level panels (their bl_order; Blender places a region's panels by bl_order, then by
+registration).
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ import bpy
 
 SIDEBAR_ORDER = ("SYMPLEX_PT_sidebar", "SYMPLEX_PT_vehicle", "SYMPLEX_PT_shot")
 AREAS = ("setups", "vehicle", "shot")
+
+
+class SymplexTab:
+    """Mixed into every panel of the 3D view sidebar's Symplex tab (before bpy.types.Panel): where it shows."""
+
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Symplex"
 
 
 def _areas() -> list[ModuleType]:

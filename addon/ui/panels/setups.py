@@ -12,7 +12,7 @@ from bpy.types import Menu, Panel, UIList
 from ...solver.mechfile import list_presets
 from .. import ids
 from ..operators import active_setup, loop_armature
-from . import SIDEBAR_ORDER
+from . import SIDEBAR_ORDER, SymplexTab
 
 
 class SYMPLEX_UL_setups(UIList):
@@ -30,12 +30,9 @@ class SYMPLEX_UL_loops(UIList):
         layout.label(text=f"{item.bone_a} \u2192 {target[item.target]}")
 
 
-class SYMPLEX_PT_sidebar(Panel):
+class SYMPLEX_PT_sidebar(SymplexTab, Panel):
     bl_idname = "SYMPLEX_PT_sidebar"
     bl_label = "Symplex"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
     bl_order = SIDEBAR_ORDER.index("SYMPLEX_PT_sidebar")
 
     def draw(self, context):
@@ -83,11 +80,8 @@ class SYMPLEX_PT_sidebar(Panel):
         row.operator(ids.FREE_BAKE, icon="TRASH")
 
 
-class SYMPLEX_PT_diagnostics(Panel):
+class SYMPLEX_PT_diagnostics(SymplexTab, Panel):
     bl_label = "Last Result"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
     bl_parent_id = "SYMPLEX_PT_sidebar"
 
     @classmethod
@@ -128,11 +122,8 @@ def _draw_mass(layout, settings, mass_owner) -> None:
         col.prop(settings, "radius")
 
 
-class SYMPLEX_PT_mass(Panel):
+class SYMPLEX_PT_mass(SymplexTab, Panel):
     bl_label = "Mass Properties"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
     bl_parent_id = "SYMPLEX_PT_sidebar"
 
     @classmethod
@@ -153,11 +144,8 @@ class SYMPLEX_PT_mass(Panel):
         _draw_mass(layout, obj.symplex, obj.rigid_body)
 
 
-class SYMPLEX_PT_loops(Panel):
+class SYMPLEX_PT_loops(SymplexTab, Panel):
     bl_label = "Loops"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
     bl_parent_id = "SYMPLEX_PT_sidebar"
 
     @classmethod

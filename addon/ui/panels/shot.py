@@ -7,16 +7,13 @@ from __future__ import annotations
 from bpy.types import Panel
 
 from .. import ids
-from . import SIDEBAR_ORDER
+from . import SIDEBAR_ORDER, SymplexTab
 
 
-class SYMPLEX_PT_shot(Panel):
+class SYMPLEX_PT_shot(SymplexTab, Panel):
     """Sidebar > Symplex > Shot: the Solve Shot settings and button."""
 
     bl_label = "Shot"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
     bl_options = {"DEFAULT_CLOSED"}
     bl_order = SIDEBAR_ORDER.index("SYMPLEX_PT_shot")
 

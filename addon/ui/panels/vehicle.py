@@ -14,7 +14,7 @@ from bpy.types import Menu, Panel
 from ...bridge import vehicle_rig, vehicle_setup
 from .. import ids
 from ..vehicle_operators import PRESETS
-from . import SIDEBAR_ORDER
+from . import SIDEBAR_ORDER, SymplexTab
 
 
 class SYMPLEX_MT_add_vehicle(Menu):
@@ -28,12 +28,9 @@ class SYMPLEX_MT_add_vehicle(Menu):
             self.layout.operator(ids.ADD_VEHICLE, text=label).preset = preset
 
 
-class SYMPLEX_PT_vehicle(Panel):
+class SYMPLEX_PT_vehicle(SymplexTab, Panel):
     bl_label = "Vehicle"
     bl_idname = "SYMPLEX_PT_vehicle"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
     bl_order = SIDEBAR_ORDER.index("SYMPLEX_PT_vehicle")
 
     def draw(self, context):
