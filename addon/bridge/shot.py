@@ -1,10 +1,11 @@
 """Optimal-control shots of vehicle rigs in the scene: keyed chassis poses in, solved controls and motion out.
 
 `ShotJob(scene, owner)` (car rigs) and `BodyShotJob(scene, owner)` (helicopter, boat and hovercraft rigs of
-vehicle_body_rig.py) read everything in the main thread: the rig, the chassis' keyed poses as shot keys
-(the frames where the artist's own action keys them, after the start frame: location keys -> position,
-rotation keys -> heading; a car's and a boat's or hovercraft's position is horizontal, a helicopter's 3-D;
-the last key at rest with End at Rest), obstacles from a collection (sphere, box, cylinder or convex hull
+vehicle_body_rig.py) read everything in the main thread: the rig (found as a bake finds it,
+vehicle_setup.find: stored settings, else defaults, a car's forward axis from its wheels), the chassis'
+keyed poses as shot keys (the frames where the artist's own action keys them, after the start frame:
+location keys -> position, rotation keys -> heading; a car's and a boat's or hovercraft's position is
+horizontal, a helicopter's 3-D; the last key at rest with End at Rest), obstacles from a collection (sphere, box, cylinder or convex hull
 from each object's bounds or mesh), and for a car a warm start from the rig's current Symplex bake.
 `run()` solves (solver/shots, no bpy: safe in a worker thread; `cancel()` stops it). `finish(scene)`
 writes, all or nothing: the solved controls become keyed custom properties on the rig, named as the
@@ -45,17 +46,16 @@ from ..solver.shots.mechanism_shots import Control, MechanismKey, MechanismShot,
 from ..solver.shots.spec import Corridor, Costs, Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.spec import CONTROL_NAMES, Vehicle
-from . import compat, reference
+from . import compat, reference, vehicle_setup
 from .bake import LINEAR, BakeOptions, write_trajectory
 from .read import SceneMechanism, find_setup, read_setup
 from .vehicle_bake import bake_vehicle
-from .vehicle_body_rig import BODY_PRESETS, BodyReading, bake_body_rig, find_body_rig, read_body_rig, vehicle_type
+from .vehicle_body_rig import BODY_PRESETS, BodyReading, BodyRig, bake_body_rig, read_body_rig, vehicle_type
 from .vehicle_parts import RigError, world
-from .vehicle_rig import (CAR_PRESETS, CONTROL_PROPERTIES, FORWARD_AXES, FORWARD_PROPERTY, PATH_PROPERTY,
-                          PRESET_PROPERTY, RigReading, VehicleRig, find_rig, read_rig)
+from .vehicle_rig import (CAR_PRESETS, CONTROL_PROPERTIES, FORWARD_AXES, PATH_PROPERTY, PRESET_PROPERTY, RigReading,
+                          VehicleRig, read_rig)
 
 SHAPE_PROPERTY = "symplex_shape"  # on an obstacle object: sphere, box, cylinder or hull (default: by name, else box)
-CHASSIS_BONE_PROPERTY = "symplex_chassis_bone"
 PATH_SUFFIX = " shot path"
 SOLVED_CONTROLS = ("drive_torque", "steer")
 SHOT_BODY_TYPES = ("helicopter", "boat", "hovercraft")  # body rigs with shot dynamics (solver/shots/holonomic.py)
@@ -126,15 +126,16 @@ class SolveJob:
 
 
 def _rig_of(scene: bpy.types.Scene, owner: bpy.types.Object) -> tuple[VehicleRig, str]:
-    preset = owner.get(PRESET_PROPERTY, "sedan")
+    """The car rig `owner` holds and its preset, found as a bake finds it (vehicle_setup.find: its stored
+    settings, else the defaults; a forward axis never stored is inferred from the wheels)."""
+    preset = owner.get(PRESET_PROPERTY, vehicle_setup.DEFAULT_PRESET)
     if preset not in CAR_PRESETS:
         raise RigError(f"vehicle rig {owner.name!r}: this job drives car rigs ({', '.join(CAR_PRESETS)}); its "
                        f"preset is {preset!r}")
     if PATH_PROPERTY in owner.keys():
         raise RigError(f"vehicle rig {owner.name!r}: it follows path {owner[PATH_PROPERTY]!r}; remove the "
                        f"{PATH_PROPERTY!r} property to solve a shot through its keyed poses")
-    rig = find_rig(scene, owner, owner.get(FORWARD_PROPERTY, "+X"), bone=owner.get(CHASSIS_BONE_PROPERTY, ""))
-    return rig, preset
+    return vehicle_setup.find(scene, owner)
 
 
 def _keyed_frames(owner: bpy.types.Object, prefix: str, rotation_path: str,
@@ -386,15 +387,14 @@ class ShotJob(SolveJob):
         return _summary(self.owner_name, result, result.key_errors, bake.summary(), path)
 
 
-def _body_rig_of(scene: bpy.types.Scene, owner: bpy.types.Object):
+def _body_rig_of(scene: bpy.types.Scene, owner: bpy.types.Object) -> tuple[BodyRig, str]:
+    """The helicopter, boat or hovercraft rig `owner` holds and its preset (vehicle_setup.find)."""
     preset = owner.get(PRESET_PROPERTY, "")
     if preset not in BODY_PRESETS or vehicle_type(preset) not in SHOT_BODY_TYPES:
         shot_presets = [p for p in BODY_PRESETS if vehicle_type(p) in SHOT_BODY_TYPES]
         raise RigError(f"vehicle rig {owner.name!r}: Solve Shot drives car rigs ({', '.join(CAR_PRESETS)}) and "
                        f"helicopter, boat and hovercraft rigs ({', '.join(shot_presets)}); its preset is {preset!r}")
-    rig = find_body_rig(scene, owner, preset, owner.get(FORWARD_PROPERTY, "+X"),
-                        bone=owner.get(CHASSIS_BONE_PROPERTY, ""))
-    return rig, preset
+    return vehicle_setup.find(scene, owner)
 
 
 @dataclass

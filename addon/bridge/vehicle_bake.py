@@ -7,17 +7,19 @@ radius. A wheel's centre is its mesh's (vehicle_parts.shape); a part whose origi
 bone's head beside its wheel mesh) turns about the centre, keeping its offset in its own axes. A car step
 is an exact circular arc of the chassis, so with d_s the rear-axle arc and d_theta the heading change, a
 wheel mounted at (px, py) from the rear-axle centre travels the displacement (d_s - d_theta py,
-d_theta px) in chassis axes, of length exactly its arc. The keys are written by
-bake.write_trajectory into new actions (undo with free_vehicle_bake), all or nothing.
+d_theta px) in chassis axes, of length exactly its arc. The Ackermann angle and the arcs are the solver's
+own (solver/vehicles/car.py: ackermann_steer, wheel_arcs), taken at the rig's measured mounts; rotations
+and transforms come from solver/lie.py. The keys are written by bake.write_trajectory into new actions
+(undo with free_vehicle_bake), all or nothing.
 
 With a ground object (bridge/suspension.py) the chassis also heaves, pitches and rolls on its springs
 about its centre of mass, and each wheel centre rises by its road height over the ground it crosses
 (its orientation follows the chassis).
 
 Front steering parts (knuckles, uprights: reading.steering) turn with their wheel's steering angle about
-the vertical through their own origin, without rolling. A car towing a trailer (reading.trailer) also bakes the trailer body on the solver's trailer and its two
-wheels, each rolling by its own arc over its own measured radius. A bone rig is baked the same way onto
-its pose bones (vehicle_parts.Part.target).
+the vertical through their own origin, without rolling. A car towing a trailer (reading.trailer) also
+bakes the trailer body on the solver's trailer and its two wheels, each rolling by its own arc over its
+own measured radius. A bone rig is baked the same way onto its pose bones (vehicle_parts.Part.target).
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ import bpy
 import numpy as np
 
 from ..solver.integrator import simulate
+from ..solver.lie import axis_rotation, pose_matrix
 from ..solver.model import Mechanism
 from ..solver.trajectory import Trajectory
+from ..solver.vehicles.car import ackermann_steer, wheel_arcs
 from ..solver.vehicles.pursuit import simulate_following
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from .bake import BakeOptions, baked_objects, free_bake, write_trajectory
@@ -88,52 +92,24 @@ def _heading(poses: np.ndarray) -> np.ndarray:
     return np.unwrap(2.0 * np.arctan2(poses[:, 6], poses[:, 3]))
 
 
-def _rot_z(angle: np.ndarray) -> np.ndarray:
-    c, s = np.cos(angle), np.sin(angle)
-    out = np.zeros(np.shape(angle) + (3, 3))
-    out[..., 0, 0], out[..., 0, 1], out[..., 1, 0], out[..., 1, 1], out[..., 2, 2] = c, -s, s, c, 1.0
-    return out
-
-
-def _rot_y(angle: np.ndarray) -> np.ndarray:
-    c, s = np.cos(angle), np.sin(angle)
-    out = np.zeros(np.shape(angle) + (3, 3))
-    out[..., 0, 0], out[..., 0, 2], out[..., 2, 0], out[..., 2, 2], out[..., 1, 1] = c, s, -s, c, 1.0
-    return out
-
-
-def _translation(offset: np.ndarray) -> np.ndarray:
-    out = np.eye(4)
-    out[:3, 3] = offset
-    return out
-
-
 def wheel_motion(reading: RigReading, trajectory: Trajectory) -> tuple[np.ndarray, np.ndarray]:
     """Steering and rolling angles (N+1, 4) of the rig's wheels (car.WHEELS order), in rad.
 
-    Steering: 0 for the rear wheels; atan(sigma px / (l - sigma py)) for a front wheel at (px, py) from
-    the rear-axle centre, sigma = tan of the solver's steer at that node. Rolling: the running sum of
-    each step's arc of the wheel centre (signed along the wheel's heading) over the wheel's radius.
+    Steering: car.ackermann_steer of the front wheels at their measured mounts (px, py) from the rear-axle
+    centre for the solver's steer at each node; 0 for the rear wheels. Rolling: the running sum of each
+    step's arc of the wheel centre (car.wheel_arcs of the step's rear-axle arc and heading change) over
+    the wheel's radius.
     """
     spec = reading.vehicle.spec
     names = trajectory.coordinate_names
     psi = trajectory.q[:, names.index("wheel_angle")]
     sigma = np.tan(trajectory.q[:, names.index("steer")])
     theta = _heading(trajectory.poses[:, trajectory.body_index("chassis")])
-    px = reading.wheel_mounts[:, 0] + spec.com_ahead_of_rear_axle
-    py = reading.wheel_mounts[:, 1]
+    mounts = reading.wheel_mounts[:, :2] + np.array([spec.com_ahead_of_rear_axle, 0.0])
     front = np.array([key in FRONT for key, _ in reading.rig.wheels])
-
-    steer = np.arctan2(sigma[:, None] * px, spec.wheelbase - sigma[:, None] * py)
-    steer = np.where(steer > np.pi / 2, steer - np.pi, np.where(steer <= -np.pi / 2, steer + np.pi, steer))
-    steer = np.where(front, steer, 0.0)
-
-    ds = spec.wheel_radius * np.diff(psi)[:, None]
-    dtheta = np.diff(theta)[:, None]
-    along = ds - dtheta * py  # displacement of each wheel centre in chassis axes over each step
-    across = dtheta * px
-    arc = np.where(front, np.copysign(np.hypot(along, across), along), along)
-    spin = np.vstack([np.zeros((1, 4)), np.cumsum(arc / reading.wheel_radii, axis=0)])
+    steer = np.where(front, ackermann_steer(sigma, mounts, spec.wheelbase), 0.0)
+    arcs = wheel_arcs(mounts, spec.wheel_radius * np.diff(psi), np.diff(theta), front)
+    spin = np.vstack([np.zeros((1, 4)), np.cumsum(arcs / reading.wheel_radii, axis=0)])
     return steer, spin
 
 
@@ -147,22 +123,17 @@ def object_trajectory(reading: RigReading, trajectory: Trajectory, follow: Ride 
     steer, spin = wheel_motion(reading, trajectory)
     worlds = [sprung @ reading.chassis_offset]
     for i in range(len(reading.rig.wheels)):
-        local = np.zeros((len(body), 4, 4))
-        local[:, :3, :3] = _rot_z(steer[:, i]) @ _rot_y(spin[:, i]) @ reading.wheel_rest[i]
-        local[:, 3, 3] = 1.0
-        world = sprung @ local
+        world = sprung @ pose_matrix(np.zeros(3), axis_rotation(2, steer[:, i]) @ axis_rotation(1, spin[:, i])
+                                     @ reading.wheel_rest[i])
         world[:, :, 3] = body @ np.append(reading.wheel_mounts[i], 1.0)  # the centre stays over its planar path
         if follow is not None:
             world[:, 2, 3] += follow.road[:, i]
-        worlds.append(world @ _translation(reading.wheel_offsets[i]))  # the part's origin, off its centre
+        worlds.append(world @ pose_matrix(reading.wheel_offsets[i], np.eye(3)))  # the part's origin, off its centre
     names = [reading.rig.chassis, *(obj for _, obj in reading.rig.wheels)]
     wheel_index = {key: i for i, (key, _) in enumerate(reading.rig.wheels)}
     for (key, rest), (_, name) in zip(reading.steering, reading.rig.steering):
-        local = np.zeros((len(body), 4, 4))  # a steering part turns with its wheel about the vertical, no roll
-        local[:, :3, :3] = _rot_z(steer[:, wheel_index["wheel_" + key[-2:]]]) @ rest[:3, :3]
-        local[:, :3, 3] = rest[:3, 3]
-        local[:, 3, 3] = 1.0
-        worlds.append(sprung @ local)
+        turn = axis_rotation(2, steer[:, wheel_index["wheel_" + key[-2:]]])  # with its wheel, no roll
+        worlds.append(sprung @ pose_matrix(rest[:3, 3], turn @ rest[:3, :3]))
         names.append(name)
     if reading.trailer is not None:
         worlds += _trailer_worlds(reading, trajectory, lift)
@@ -186,11 +157,8 @@ def _trailer_worlds(reading: RigReading, trajectory: Trajectory, lift: np.ndarra
     rho = reading.vehicle.spec.trailer_wheel_radius
     for i, key in enumerate(TRAILER_WHEELS):
         spin = trajectory.q[:, trajectory.coordinate_names.index(f"{key}_spin")] * rho / trailer.radii[i]
-        local = np.zeros((len(body), 4, 4))
-        local[:, :3, :3] = _rot_y(spin) @ trailer.rest[i]
-        local[:, :3, 3] = trailer.mounts[i]
-        local[:, 3, 3] = 1.0
-        out.append(body @ local @ _translation(trailer.offsets[i]))
+        local = pose_matrix(trailer.mounts[i], axis_rotation(1, spin) @ trailer.rest[i])
+        out.append(body @ local @ pose_matrix(trailer.offsets[i], np.eye(3)))
     return out
 
 

@@ -48,7 +48,7 @@ from . import compat, reference
 from .bake import BakeOptions, write_trajectory
 from .read import FrameGrid
 from .rotations import matrix_to_quat, pose_matrices
-from .vehicle_parts import Part, RigError, bake_target, candidates, own_name, radius, stored_picks, world
+from .vehicle_parts import RigError, RigParts, bake_target, candidates, own_name, radius, stored_picks, world
 from .vehicle_bake import setup_name
 from .vehicle_rig import (FORWARD_AXES, FORWARD_PROPERTY, INITIAL_SPEED, PRESET_PROPERTY, box_mesh, chassis_bone,
                           free_name, sample_curve, wheel_mesh)
@@ -98,7 +98,7 @@ def part_role(kind: str, name: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class BodyRig:
+class BodyRig(RigParts):
     """The chassis (object, or a bone of `armature`), its forward axis, and the spinning parts by role."""
 
     kind: str
@@ -106,13 +106,6 @@ class BodyRig:
     forward: str = "+X"
     armature: str = ""
     spinners: tuple[tuple[str, str], ...] = ()  # (role, object or bone name)
-
-    @property
-    def owner(self) -> str:
-        return self.armature or self.chassis
-
-    def part(self, name: str) -> Part:
-        return Part(self.armature, name) if self.armature else Part(name)
 
 
 PICKABLE = {"rotor_main": "main rotor", "rotor_tail": "tail rotor", "prop_left": "left propeller or fan",

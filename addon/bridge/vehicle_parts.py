@@ -3,8 +3,9 @@
 Owns what the rig modules need of a part: its world matrix as the artist set it up (reference.py: the
 pre-bake channels at a frame), its centre and radius (a wheel's: the world bounding box of the geometry
 it moves, its own mesh for an object; for a bone, the meshes parented to it and the vertices an Armature
-modifier moves with it; else a bone's head and its `radius` custom property), its name in messages, its bake target, and the search for parts by a name
-classifier (bones of the rig's armature; else children of the chassis, then the scene's objects).
+modifier moves with it; else a bone's head and its `radius` custom property), its name in messages, its
+bake target, and the search for parts by a name classifier (bones of the rig's armature; else children of
+the chassis, then the scene's objects), and how every rig names its owner and its parts (RigParts).
 
 Names are classified by what follows the rig's own name ('Car Trailer wheel_fl' of rig 'Car Trailer' reads
 as 'wheel_fl'), so words of the rig's name never give a part a role. A bone that copies another by a Copy
@@ -53,6 +54,24 @@ class Part:
 
     def target(self) -> Target:
         return Target(body=self.key, object=self.object, bone=self.bone)
+
+
+class RigParts:
+    """What every rig (vehicle_rig.VehicleRig, vehicle_body_rig.BodyRig) says of its parts: its owner and
+    each part by name. Mixed into a dataclass with the fields `chassis` (object, or bone of `armature`) and
+    `armature` (empty for an object rig)."""
+
+    chassis: str
+    armature: str
+
+    @property
+    def owner(self) -> str:
+        """The object holding the rig's controls and settings and its bake's record: armature or chassis."""
+        return self.armature or self.chassis
+
+    def part(self, name: str) -> Part:
+        """The part `name`: a bone of the armature, else an object."""
+        return Part(self.armature, name) if self.armature else Part(name)
 
 
 def _armature_pose(arm: bpy.types.Object, pose_bone: bpy.types.PoseBone, frame: float) -> np.ndarray:

@@ -31,7 +31,7 @@ from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, PRESETS, CarSpec, CarT
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid
-from .vehicle_parts import PRESET_PROPERTY, Part, RigError, find_parts, mover, shape, stored_picks, world
+from .vehicle_parts import PRESET_PROPERTY, RigError, RigParts, find_parts, mover, shape, stored_picks, world
 
 FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
 CAR_PRESETS = tuple(name for name, spec in PRESETS.items() if isinstance(spec, CarSpec))
@@ -64,7 +64,7 @@ _CODES = {"fl": "fl", "fr": "fr", "rl": "rl", "rr": "rr", "lf": "fl", "rf": "fr"
 
 
 @dataclass(frozen=True)
-class VehicleRig:
+class VehicleRig(RigParts):
     """Which parts make the car: the chassis, the wheels by solver wheel name, the forward axis; for a bone
     rig the armature whose bones these names are; the trailer's parts when the rig has them."""
 
@@ -77,14 +77,6 @@ class VehicleRig:
 
     def wheel(self, key: str) -> str:
         return dict(self.wheels)[key]
-
-    @property
-    def owner(self) -> str:
-        """The object holding the rig's controls and settings and its bake's record: armature or chassis."""
-        return self.armature or self.chassis
-
-    def part(self, name: str) -> Part:
-        return Part(self.armature, name) if self.armature else Part(name)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ controls: the preset (vehicle_rig.PRESET_PROPERTY), the forward axis (FORWARD_PR
 last bake (RESULT_PROPERTY). The buttons (ui/vehicle_operators.py) and the command line (job.py) both bake
 through `bake_rig`, so a saved file bakes the rig the buttons bake: what a caller gives overrides what is
 stored, and a bake that succeeds stores what it used and its summary; one that fails changes nothing.
+Solve Shot (shot.py) finds its rig with `find` too.
 """
 
 from __future__ import annotations

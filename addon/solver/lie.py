@@ -95,15 +95,17 @@ def rotvec_to_matrix(rv: np.ndarray) -> np.ndarray:
     return np.eye(3) + np.sin(theta) / theta * K + (1 - np.cos(theta)) / theta**2 * K @ K
 
 
-def axis_rotation(axis: int, angle: float) -> np.ndarray:
-    """Rotation matrix about coordinate axis 0 (x), 1 (y) or 2 (z)."""
+def axis_rotation(axis: int, angle: float | np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) about coordinate axis 0 (x), 1 (y) or 2 (z) by angles (...) (rad)."""
+    angle = np.asarray(angle, dtype=float)
     c, s = np.cos(angle), np.sin(angle)
     i, j = (axis + 1) % 3, (axis + 2) % 3
-    R = np.eye(3)
-    R[i, i] = c
-    R[j, j] = c
-    R[i, j] = -s
-    R[j, i] = s
+    R = np.zeros(angle.shape + (3, 3))
+    R[..., axis, axis] = 1.0
+    R[..., i, i] = c
+    R[..., j, j] = c
+    R[..., i, j] = -s
+    R[..., j, i] = s
     return R
 
 
@@ -123,10 +125,13 @@ def frame_from_axis(axis: np.ndarray, hint: np.ndarray | None = None) -> np.ndar
 
 
 def pose_matrix(position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
-    """4x4 homogeneous transform from a position (3,) and a rotation matrix (3, 3)."""
-    M = np.eye(4)
-    M[:3, :3] = rotation
-    M[:3, 3] = position
+    """Homogeneous transforms (..., 4, 4) from positions (..., 3) and rotation matrices (..., 3, 3), broadcast
+    over their leading axes."""
+    position, rotation = np.asarray(position, dtype=float), np.asarray(rotation, dtype=float)
+    M = np.zeros(np.broadcast_shapes(position.shape[:-1], rotation.shape[:-2]) + (4, 4))
+    M[..., :3, :3] = rotation
+    M[..., :3, 3] = position
+    M[..., 3, 3] = 1.0
     return M
 
 

@@ -1,4 +1,5 @@
-"""Operator idnames, in one place: panels and menus refer to these, never to literal strings."""
+"""Operator idnames of every area (setups, vehicles, shots), in one place: operators take their bl_idname
+from here, panels and menus refer to these, never to literal strings."""
 
 VALIDATE = "symplex.validate"
 BAKE = "symplex.bake"
@@ -8,3 +9,7 @@ SETUP_ADD = "symplex.setup_add"
 SETUP_REMOVE = "symplex.setup_remove"
 LOOP_ADD = "symplex.loop_add"
 LOOP_REMOVE = "symplex.loop_remove"
+ADD_VEHICLE = "symplex.add_vehicle"
+BAKE_VEHICLE = "symplex.bake_vehicle"
+FREE_VEHICLE_BAKE = "symplex.free_vehicle_bake"
+SOLVE_SHOT = "symplex.solve_shot"

@@ -7,7 +7,7 @@ bridge/shot.SolveJob), solves in a worker thread (the solver never touches bpy) 
 interior-point iteration in the status bar; Esc asks the solver to stop. `finish` writes (controls keyed on
 the rig, the vehicle bake, the path curve) only after a solve that converged; a cancelled or failed solve
 changes nothing. Without a window (headless, tests) `execute`
-solves in one go. Also the "Shot" panel in the sidebar's Symplex tab.
+solves in one go. Its button is on the Shot panel (ui/panels/shot.py).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ import threading
 
 import bpy
 from bpy.props import StringProperty
-from bpy.types import Operator, Panel
+from bpy.types import Operator
 
 from ..bridge import shot as shot_bridge
 from ..bridge.vehicle_parts import RigError
 from ..solver.model import MechanismError
 from ..solver.trajectory import SolverError
+from . import ids
 
-SOLVE_SHOT = "symplex.solve_shot"
 TICK_SECONDS = 0.1
 _ERRORS = (RigError, MechanismError, SolverError, KeyError)
 
@@ -40,7 +40,7 @@ class SYMPLEX_OT_solve_shot(Operator):
     torques that take the active setup's effector object through its keyed locations) with the least effort;
     key them as custom properties and bake the motion (Esc cancels)"""
 
-    bl_idname = SOLVE_SHOT
+    bl_idname = ids.SOLVE_SHOT
     bl_label = "Solve Shot"
     bl_options = {"REGISTER", "UNDO"}
 
@@ -138,40 +138,5 @@ class SYMPLEX_OT_solve_shot(Operator):
         return self._finish(context, self._job)
 
 
-class SYMPLEX_PT_shot(Panel):
-    """Sidebar > Symplex > Shot: the Solve Shot settings and button."""
-
-    bl_label = "Shot"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
-    bl_options = {"DEFAULT_CLOSED"}
-
-    def draw(self, context):
-        settings = context.scene.symplex_shot
-        layout = self.layout
-        layout.prop_search(settings, "rig", context.scene, "objects")
-        layout.prop(settings, "obstacles")
-        col = layout.column(align=True)
-        col.prop(settings, "clearance")
-        col.prop(settings, "use_heading")
-        col.prop(settings, "end_at_rest")
-        col.prop(settings, "smoothness")
-        col.prop(settings, "max_force")
-        col.prop(settings, "max_iterations")
-        layout.operator(SOLVE_SHOT, icon="CON_FOLLOWPATH")
-        if settings.message:
-            layout.label(text=settings.message[:120])
-
-
-CLASSES = (SYMPLEX_OT_solve_shot, SYMPLEX_PT_shot)
-
-
-def register() -> None:
-    for cls in CLASSES:
-        bpy.utils.register_class(cls)
-
-
-def unregister() -> None:
-    for cls in reversed(CLASSES):
-        bpy.utils.unregister_class(cls)
+CLASSES = (SYMPLEX_OT_solve_shot,)
+register, unregister = bpy.utils.register_classes_factory(CLASSES)

@@ -16,10 +16,7 @@ from bpy.types import Operator
 
 from ..bridge import vehicle_body_rig, vehicle_rig, vehicle_setup
 from ..solver.trajectory import SolverError
-
-ADD_VEHICLE = "symplex.add_vehicle"
-BAKE_VEHICLE = "symplex.bake_vehicle"
-FREE_VEHICLE_BAKE = "symplex.free_vehicle_bake"
+from . import ids
 
 
 def preset_label(preset: str) -> str:
@@ -58,7 +55,7 @@ class SYMPLEX_OT_add_vehicle(Operator):
     helicopter, boat, hovercraft, tank or snakeboard with its rotors, propellers, fans, road wheels or wheel sets
     and rider and a keyed manoeuvre"""
 
-    bl_idname = ADD_VEHICLE
+    bl_idname = ids.ADD_VEHICLE
     bl_label = "Add Vehicle Rig"
     bl_options = {"REGISTER", "UNDO"}
 
@@ -96,7 +93,7 @@ class SYMPLEX_OT_bake_vehicle(Operator):
     """Simulate the selected vehicle rig over the scene's frame range and bake chassis, wheels, trailer,
     rotors or propellers to keys (objects, or the pose bones of an armature rig)"""
 
-    bl_idname = BAKE_VEHICLE
+    bl_idname = ids.BAKE_VEHICLE
     bl_label = "Bake Vehicle"
     bl_options = {"REGISTER", "UNDO"}
 
@@ -148,7 +145,7 @@ class SYMPLEX_OT_bake_vehicle(Operator):
 class SYMPLEX_OT_free_vehicle_bake(Operator):
     """Remove the selected vehicle rig's bake and give back the animation it replaced"""
 
-    bl_idname = FREE_VEHICLE_BAKE
+    bl_idname = ids.FREE_VEHICLE_BAKE
     bl_label = "Free Vehicle Bake"
     bl_options = {"REGISTER", "UNDO"}
 

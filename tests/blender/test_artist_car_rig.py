@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from mathutils import Matrix
 
-from addon.bridge import compat, vehicle_bake, vehicle_rig, vehicle_setup
+from addon.bridge import compat, shot, vehicle_bake, vehicle_rig, vehicle_setup
 from addon.bridge.build import edit_armature
 from tests.blender.scenes import cylinder_mesh, fcurve_data, new_scene, scene_state, symplex  # noqa: F401
 
@@ -169,6 +169,21 @@ def test_artist_rig_is_recognised_with_its_mechanism_bones_as_bake_targets(sympl
                    ("Brake.Wheel.FL", None)):
         assert vehicle_rig.wheel_position(scheme[0]) == scheme[1], scheme
 
+
+
+def test_solve_shot_reads_a_never_baked_artist_rig_as_a_bake_does(symplex):
+    """Solve Shot finds the rig as Bake Vehicle does (vehicle_setup.find): a rig that stores no settings
+    gets the default preset, its chassis bone by name and its forward axis from its wheels (-Y, not +X)."""
+    scene = new_scene("artist shot", frames=49, fps=24)
+    arm, _meshes = artist_car(scene)
+    body = arm.pose.bones["Body"]
+    body.keyframe_insert("location", frame=1)
+    body.location = (0.0, -6.0, 0.0)  # the bone's y is armature +Y: a mark 6 m ahead of the car
+    body.keyframe_insert("location", frame=48)
+    job = shot.ShotJob(scene, arm.name)
+    assert (job.preset, job.rig.chassis, job.rig.forward) == (vehicle_setup.DEFAULT_PRESET, "Body", "-Y")
+    assert [key.step for key in job.keys if key.position is not None] == [47]
+    assert vehicle_rig.FORWARD_PROPERTY not in arm.keys()  # reading stores nothing
 
 @pytest.mark.parametrize("deformed", [False, True], ids=["parented", "deformed"])
 def test_artist_rig_bakes_and_moves_its_meshes_with_spin_equal_to_distance_over_radius(symplex, deformed):

@@ -16,7 +16,7 @@ import pytest
 import addon
 from addon.bridge import compat
 from addon.solver.mechfile import list_presets
-from addon.ui import ids, vehicle_operators
+from addon.ui import ids
 from tests.blender.scenes import bone_world, chain_armature, new_scene, object_world, scene_state, set_frame
 
 PUBLIC = {ids.VALIDATE: "validate", ids.BAKE: "bake", ids.FREE_BAKE: "free_bake", ids.ADD_PRESET: "add_preset"}
@@ -49,6 +49,25 @@ def test_register_unregister_register_in_one_process():
     finally:
         addon.unregister()
 
+
+
+def test_symplex_sidebar_panel_comes_first_then_vehicle_then_shot(monkeypatch):
+    """Blender places a region's panels by bl_order, ties in registration order: the main Symplex panel
+    heads the tab, above the Vehicle panel and the (closed) Shot panel."""
+    order = []
+    register_class = bpy.utils.register_class
+
+    def recording(cls):
+        order.append(cls)
+        register_class(cls)
+
+    monkeypatch.setattr(bpy.utils, "register_class", recording)
+    addon.register()
+    addon.unregister()
+    tab = [cls for cls in order if issubclass(cls, bpy.types.Panel) and getattr(cls, "bl_category", "") == "Symplex"
+           and cls.bl_region_type == "UI" and not getattr(cls, "bl_parent_id", "")]
+    placed = sorted(tab, key=lambda cls: (getattr(cls, "bl_order", 0), order.index(cls)))
+    assert [cls.__name__ for cls in placed] == ["SYMPLEX_PT_sidebar", "SYMPLEX_PT_vehicle", "SYMPLEX_PT_shot"]
 
 # Operators that only read the scene: no undo step (test_validate_changes_nothing shows it for Validate).
 READ_ONLY = {ids.VALIDATE}
@@ -206,7 +225,7 @@ def test_bake_reports_scene_errors_and_changes_nothing(registered):
     assert scene_state(scene) == before
 
 
-@pytest.mark.parametrize("idname", [vehicle_operators.BAKE_VEHICLE, vehicle_operators.FREE_VEHICLE_BAKE])
+@pytest.mark.parametrize("idname", [ids.BAKE_VEHICLE, ids.FREE_VEHICLE_BAKE])
 def test_vehicle_operators_name_a_missing_chassis(registered, idname):
     scene = new_scene("no_chassis")
     arm, _setup = chain_armature(scene, n=1)  # something active, so the poll passes

@@ -13,7 +13,8 @@ import bpy
 import pytest
 
 from addon.bridge import compat, vehicle_rig, vehicle_setup
-from addon.ui import vehicle_operators, vehicle_panel
+from addon.ui import ids, vehicle_operators
+from addon.ui.panels import setups as setup_panels, vehicle as vehicle_panel
 from tests.blender.scenes import new_scene, scene_state, symplex  # noqa: F401
 
 
@@ -65,16 +66,14 @@ def _add(scene, **kw) -> bpy.types.Object:
 def test_panel_and_menus_are_registered_in_the_sidebar_and_the_add_menu(symplex):
     panel = bpy.types.SYMPLEX_PT_vehicle
     assert (panel.bl_space_type, panel.bl_region_type, panel.bl_category) == ("VIEW_3D", "UI", "Symplex")
-    from addon.ui import panels
-
     add_menu = bpy.types.VIEW3D_MT_add._dyn_ui_initialize()  # the draw functions appended to Add, in order
-    assert add_menu.index(vehicle_panel._add_menu) == add_menu.index(panels._add_menu) + 1
+    assert add_menu.index(vehicle_panel.add_menu) == add_menu.index(setup_panels.add_menu) + 1
     entry = Layout()
-    vehicle_panel._add_menu(SimpleNamespace(layout=entry), bpy.context)
+    vehicle_panel.add_menu(SimpleNamespace(layout=entry), bpy.context)
     assert entry.items == [("menu", "SYMPLEX_MT_add_vehicle", "")]
     layout = Layout()
     vehicle_panel.SYMPLEX_MT_add_vehicle.draw(SimpleNamespace(layout=layout), bpy.context)
-    presets = [props.preset for _kind, idname, props in layout.items if idname == vehicle_operators.ADD_VEHICLE]
+    presets = [props.preset for _kind, idname, props in layout.items if idname == ids.ADD_VEHICLE]
     assert presets == [name for name, _label, _ in vehicle_operators.PRESETS]
     assert {"sedan", "car_trailer", "helicopter", "speedboat", "hovercraft", "tank", "snakeboard"} <= set(presets)
 
@@ -101,7 +100,7 @@ def test_every_preset_is_added_selected_alone_and_baked_by_the_next_bake(symplex
                     "speedboat": "boat"}.get(preset, preset)
     assert f"{chassis.name}: {kind}" in drawn.labels() and summary in drawn.labels()
     ops = drawn.operators()
-    assert set(ops) == {vehicle_operators.BAKE_VEHICLE, vehicle_operators.FREE_VEHICLE_BAKE}
+    assert set(ops) == {ids.BAKE_VEHICLE, ids.FREE_VEHICLE_BAKE}
     assert all(props.chassis == chassis.name for props in ops.values())
 
 
@@ -113,7 +112,7 @@ def test_panel_acts_on_the_rig_of_a_selected_part_and_free_forgets_the_summary(s
     with bpy.context.temp_override(scene=scene, active_object=wheel, object=wheel):
         assert bpy.ops.symplex.bake_vehicle() == {"FINISHED"}
         drawn = draw_panel(bpy.context)
-        assert drawn.operators()[vehicle_operators.BAKE_VEHICLE].chassis == chassis.name
+        assert drawn.operators()[ids.BAKE_VEHICLE].chassis == chassis.name
         assert bpy.ops.symplex.free_vehicle_bake() == {"FINISHED"}
         assert "Not baked" in draw_panel(bpy.context).labels()
     assert scene_state(scene) == before

@@ -26,3 +26,20 @@ def test_rotation_vector_and_axis_rotation_match_scipy():
     for axis in range(3):
         np.testing.assert_allclose(lie.axis_rotation(axis, 0.7),
                                    Rotation.from_rotvec(0.7 * np.eye(3)[axis]).as_matrix(), atol=1e-15)
+
+
+def test_axis_rotation_and_pose_matrix_broadcast_over_leading_axes():
+    angles = np.linspace(-3.0, 3.0, 12).reshape(3, 4)
+    for axis in range(3):
+        R = lie.axis_rotation(axis, angles)
+        assert R.shape == (3, 4, 3, 3)
+        np.testing.assert_allclose(R.reshape(-1, 3, 3),
+                                   Rotation.from_rotvec(angles.reshape(-1, 1) * np.eye(3)[axis]).as_matrix(),
+                                   atol=1e-15)
+    R = lie.axis_rotation(2, angles[0])  # (4, 3, 3) rotations, one position: every transform holds it
+    M = lie.pose_matrix(np.array([1.0, 2.0, 3.0]), R)
+    assert M.shape == (4, 4, 4)
+    np.testing.assert_array_equal(M[:, :3, :3], R)
+    np.testing.assert_array_equal(M[:, :3, 3], np.broadcast_to([1.0, 2.0, 3.0], (4, 3)))
+    np.testing.assert_array_equal(M[:, 3], np.broadcast_to([0.0, 0.0, 0.0, 1.0], (4, 4)))
+    np.testing.assert_array_equal(lie.pose_matrix(np.array([1.0, 2.0, 3.0]), np.eye(3))[:3, 3], [1.0, 2.0, 3.0])

@@ -146,27 +146,45 @@ def arc(theta: float, x: float, y: float, turn: float, length: float) -> tuple[f
     return theta + turn, x + c * chord[0, 2] - sn * chord[1, 2], y + sn * chord[0, 2] + c * chord[1, 2]
 
 
-def wheel_steer(model: CarModel, sigma: float) -> np.ndarray:
-    """Ackermann steering angle of each wheel (4,), WHEELS order, in (-pi/2, pi/2]: rear wheels 0.
+def ackermann_steer(sigma: float | np.ndarray, wheel_xy: np.ndarray, wheelbase: float) -> np.ndarray:
+    """Ackermann steering angle (..., W) in (-pi/2, pi/2] of wheels at `wheel_xy` (W, 2) (rear-axle frame:
+    x ahead, y left) for sigma (...) = tan of the steer on a car of wheelbase l.
 
-    The wheel at (px, py) points along its velocity (1 - sigma py / l, sigma px / l): angle
-    atan(sigma px / (l - sigma py)), the same for every speed.
+    Each wheel points along its centre's velocity (1 - sigma py / l, sigma px / l): angle
+    atan(sigma px / (l - sigma py)), the same for every speed; a wheel on the rear axle (px = 0) gets 0.
     """
-    l = model.spec.wheelbase
-    px, py = model.wheel_xy[:, 0], model.wheel_xy[:, 1]
-    angle = np.arctan2(sigma * px, l - sigma * py)
+    sigma = np.asarray(sigma, dtype=float)[..., None]
+    px, py = wheel_xy[:, 0], wheel_xy[:, 1]
+    angle = np.arctan2(sigma * px, wheelbase - sigma * py)
     return np.where(angle > np.pi / 2, angle - np.pi, np.where(angle <= -np.pi / 2, angle + np.pi, angle))
 
 
-def wheel_rates(model: CarModel, sigma: float) -> np.ndarray:
-    """Rolling rate of each wheel per unit rear-axle rate u, (4,), WHEELS order (signed: negative rolls back).
+def wheel_arcs(wheel_xy: np.ndarray, d_s: float | np.ndarray, d_theta: float | np.ndarray,
+               steered: bool | np.ndarray) -> np.ndarray:
+    """Signed arc (..., W) rolled by wheels at `wheel_xy` (W, 2) (rear-axle frame) while the rear-axle
+    centre runs d_s (...) along the heading and the chassis turns by d_theta (...).
 
-    Its centre's speed along its own heading, over rho: (1 - sigma py / l) cos(d) + (sigma px / l) sin(d).
+    A wheel centre moves (d_s - d_theta py, d_theta px) in chassis axes: over a step that is an exact
+    circular arc (car.arc), its displacement, of length exactly its arc; with rates, its velocity. A
+    steered wheel (`steered` (W,) or one bool) points along it and rolls its length, signed by its
+    component along the heading; a fixed wheel rolls that component.
     """
-    l = model.spec.wheelbase
-    px, py = model.wheel_xy[:, 0], model.wheel_xy[:, 1]
-    d = wheel_steer(model, sigma)
-    return (1 - sigma * py / l) * np.cos(d) + sigma * px / l * np.sin(d)
+    d_s, d_theta = np.asarray(d_s, dtype=float)[..., None], np.asarray(d_theta, dtype=float)[..., None]
+    along = d_s - d_theta * wheel_xy[:, 1]
+    across = d_theta * wheel_xy[:, 0]
+    return np.where(steered, np.copysign(np.hypot(along, across), along), along)
+
+
+def wheel_steer(model: CarModel, sigma: float) -> np.ndarray:
+    """Ackermann steering angle of the model's wheels (4,), WHEELS order (ackermann_steer): rear wheels 0."""
+    return ackermann_steer(sigma, model.wheel_xy, model.spec.wheelbase)
+
+
+def wheel_rates(model: CarModel, sigma: float) -> np.ndarray:
+    """Rolling rate of each wheel per unit rear-axle rate u, (4,), WHEELS order (signed: negative rolls back):
+    its centre's speed along its own Ackermann heading, over rho (wheel_arcs at d_s = rho, d_theta =
+    rho sigma / l, over rho)."""
+    return wheel_arcs(model.wheel_xy, 1.0, sigma / model.spec.wheelbase, True)
 
 
 def step(model: CarModel, state: CarState, h: float) -> float:

@@ -1,17 +1,18 @@
-"""Symplex panels and menus: the 3D View sidebar tab, Physics / Bone properties, the Add > Symplex menu.
+"""Panels and menu of Symplex setups: the main Symplex sidebar panel (setups, bake settings, Validate and
+Bake) with its Last Result, Mass Properties and Loops sub-panels, the Physics / Bone properties panels and
+the Add > Symplex Preset menu.
 
-Drawing only: every button calls an operator from ids.py, every field is a property from
-properties.py.
+Drawing only: every button calls an operator from ids.py, every field is a property from properties.py.
 """
 
 from __future__ import annotations
 
-import bpy
 from bpy.types import Menu, Panel, UIList
 
-from ..solver.mechfile import list_presets
-from . import ids
-from .operators import active_setup, loop_armature
+from ...solver.mechfile import list_presets
+from .. import ids
+from ..operators import active_setup, loop_armature
+from . import SIDEBAR_ORDER, SymplexTab
 
 
 class SYMPLEX_UL_setups(UIList):
@@ -29,12 +30,10 @@ class SYMPLEX_UL_loops(UIList):
         layout.label(text=f"{item.bone_a} \u2192 {target[item.target]}")
 
 
-class SYMPLEX_PT_sidebar(Panel):
+class SYMPLEX_PT_sidebar(SymplexTab, Panel):
     bl_idname = "SYMPLEX_PT_sidebar"
     bl_label = "Symplex"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
+    bl_order = SIDEBAR_ORDER.index("SYMPLEX_PT_sidebar")
 
     def draw(self, context):
         layout = self.layout
@@ -81,11 +80,8 @@ class SYMPLEX_PT_sidebar(Panel):
         row.operator(ids.FREE_BAKE, icon="TRASH")
 
 
-class SYMPLEX_PT_diagnostics(Panel):
+class SYMPLEX_PT_diagnostics(SymplexTab, Panel):
     bl_label = "Last Result"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
     bl_parent_id = "SYMPLEX_PT_sidebar"
 
     @classmethod
@@ -126,11 +122,8 @@ def _draw_mass(layout, settings, mass_owner) -> None:
         col.prop(settings, "radius")
 
 
-class SYMPLEX_PT_mass(Panel):
+class SYMPLEX_PT_mass(SymplexTab, Panel):
     bl_label = "Mass Properties"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
     bl_parent_id = "SYMPLEX_PT_sidebar"
 
     @classmethod
@@ -151,11 +144,8 @@ class SYMPLEX_PT_mass(Panel):
         _draw_mass(layout, obj.symplex, obj.rigid_body)
 
 
-class SYMPLEX_PT_loops(Panel):
+class SYMPLEX_PT_loops(SymplexTab, Panel):
     bl_label = "Loops"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
     bl_parent_id = "SYMPLEX_PT_sidebar"
 
     @classmethod
@@ -252,7 +242,8 @@ class SYMPLEX_MT_add_preset(Menu):
             layout.operator(ids.ADD_PRESET, text=name.replace("_", " ").title()).preset = name
 
 
-def _add_menu(self, _context):
+def add_menu(self, _context) -> None:
+    """Add > Symplex Preset, appended to the 3D view's Add menu."""
     self.layout.menu(SYMPLEX_MT_add_preset.bl_idname, icon="MOD_PHYSICS")
 
 
@@ -267,14 +258,3 @@ CLASSES = (
     SYMPLEX_PT_bone,
     SYMPLEX_MT_add_preset,
 )
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(CLASSES)
-
-
-def register() -> None:
-    _register_classes()
-    bpy.types.VIEW3D_MT_add.append(_add_menu)
-
-
-def unregister() -> None:
-    bpy.types.VIEW3D_MT_add.remove(_add_menu)
-    _unregister_classes()

@@ -4,16 +4,17 @@ The panel adds a vehicle rig from a preset (a menu of every preset), and for the
 (vehicle_setup.rig_owner: the chassis, its armature, or the owner of a selected part) shows its kind (car,
 car + trailer, helicopter, boat, hovercraft, tank, snakeboard), the preset and forward axis stored on it,
 and the summary of its last bake stored on it; Bake Vehicle and Free Vehicle Bake act on that rig. The
-same preset menu is appended to the 3D view's Add menu. Operators live in vehicle_operators.py.
+same preset menu is appended to the 3D view's Add menu. Operators live in ui/vehicle_operators.py.
 """
 
 from __future__ import annotations
 
-import bpy
 from bpy.types import Menu, Panel
 
-from ..bridge import vehicle_rig, vehicle_setup
-from .vehicle_operators import PRESETS, ADD_VEHICLE, BAKE_VEHICLE, FREE_VEHICLE_BAKE
+from ...bridge import vehicle_rig, vehicle_setup
+from .. import ids
+from ..vehicle_operators import PRESETS
+from . import SIDEBAR_ORDER, SymplexTab
 
 
 class SYMPLEX_MT_add_vehicle(Menu):
@@ -24,15 +25,13 @@ class SYMPLEX_MT_add_vehicle(Menu):
 
     def draw(self, _context):
         for preset, label, _description in PRESETS:
-            self.layout.operator(ADD_VEHICLE, text=label).preset = preset
+            self.layout.operator(ids.ADD_VEHICLE, text=label).preset = preset
 
 
-class SYMPLEX_PT_vehicle(Panel):
+class SYMPLEX_PT_vehicle(SymplexTab, Panel):
     bl_label = "Vehicle"
     bl_idname = "SYMPLEX_PT_vehicle"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Symplex"
+    bl_order = SIDEBAR_ORDER.index("SYMPLEX_PT_vehicle")
 
     def draw(self, context):
         layout = self.layout
@@ -51,23 +50,13 @@ class SYMPLEX_PT_vehicle(Panel):
         result = owner.get(vehicle_setup.RESULT_PROPERTY)
         box.label(text=result or "Not baked", icon="CHECKMARK" if result else "BLANK1")
         row = layout.row(align=True)
-        row.operator(BAKE_VEHICLE, icon="REC").chassis = owner.name
-        row.operator(FREE_VEHICLE_BAKE, icon="TRASH").chassis = owner.name
+        row.operator(ids.BAKE_VEHICLE, icon="REC").chassis = owner.name
+        row.operator(ids.FREE_VEHICLE_BAKE, icon="TRASH").chassis = owner.name
 
 
-def _add_menu(self, _context):
+def add_menu(self, _context) -> None:
+    """Add > Vehicle Rig, appended to the 3D view's Add menu."""
     self.layout.menu(SYMPLEX_MT_add_vehicle.bl_idname, icon="AUTO")
 
 
 CLASSES = (SYMPLEX_MT_add_vehicle, SYMPLEX_PT_vehicle)
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(CLASSES)
-
-
-def register() -> None:
-    _register_classes()
-    bpy.types.VIEW3D_MT_add.append(_add_menu)
-
-
-def unregister() -> None:
-    bpy.types.VIEW3D_MT_add.remove(_add_menu)
-    _unregister_classes()
