@@ -56,12 +56,14 @@ class BuildError(MechanismError):
 
 @dataclass(frozen=True)
 class Built:
-    """What a build made: the setup's name, the object (or bone) made for each body and for each collider."""
+    """What a build made: the setup's name, the object (or bone) made for each body and for each collider, and
+    the constraint object made for each joint (rigid bodies; its name is the joint's name as Symplex reads it)."""
 
     setup: str
     collection: str
     objects: dict[str, str]
     colliders: dict[str, str] = field(default_factory=dict)
+    joints: dict[str, str] = field(default_factory=dict)
 
 
 def _matrix(position, rotation: np.ndarray) -> Matrix:
@@ -154,7 +156,8 @@ _RIGID_TYPES = {
 }
 
 
-def _constraint_object(name: str, joint: Joint, objects: dict[str, bpy.types.Object], collection, world) -> None:
+def _constraint_object(name: str, joint: Joint, objects: dict[str, bpy.types.Object], collection,
+                       world) -> bpy.types.Object:
     kind, role, dofs = _RIGID_TYPES[joint.type]
     if joint.stiffness > 0 or joint.damping > 0:
         kind = "GENERIC_SPRING"  # the locked-axis pattern written below reads back as the same joint
@@ -190,6 +193,7 @@ def _constraint_object(name: str, joint: Joint, objects: dict[str, bpy.types.Obj
     settings.v0 = tuple(joint.v0) + (0.0,) * (6 - len(joint.v0))
     if joint.motor is not None:
         _motor_object(name, joint, objects, collection, world)
+    return empty
 
 
 def _motor_object(name: str, joint: Joint, objects, collection, world) -> None:
@@ -420,10 +424,11 @@ def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism, location: Vec3 =
         obj.symplex.com = body.com
         obj.symplex.inertia = body.inertia
         objects[body.name] = obj
+    joints: dict[str, str] = {}
     for joint in mech.joints:
         if joint.type == "free":
             continue
-        _constraint_object(joint.name, joint, objects, collection, world)
+        joints[joint.name] = _constraint_object(joint.name, joint, objects, collection, world).name
         if joint.prescribed is not None:
             _drive_object(scene, objects[joint.child], joint)
     scene.use_gravity = True
@@ -434,7 +439,7 @@ def build_rigid_bodies(scene: bpy.types.Scene, mech: Mechanism, location: Vec3 =
         setup.method = "maximal"
     colliders = {name: obj.name for name, obj in statics.items()}
     colliders.update({c.name: objects[body].name for body, c in shapes.items()})
-    return Built(setup.name, collection.name, {n: o.name for n, o in objects.items() if n != WORLD}, colliders)
+    return Built(setup.name, collection.name, {n: o.name for n, o in objects.items() if n != WORLD}, colliders, joints)
 
 
 # ----------------------------------------------------------------------------------------------
