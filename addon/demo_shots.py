@@ -29,8 +29,9 @@ from .bridge.read import Target
 from .bridge.vehicle_rig import RigError, box_mesh, build_car_rig
 from .demo import _boxes_mesh, _chassis_boxes
 from .solver.lie import quat_to_matrix
-from .solver.mechfile import load_mechanism, vehicle_preset_path
+from .solver.mechfile.read import load_mechanism
 from .solver.model import MechanismError
+from .solver.presets import vehicle_preset_path
 from .solver.shots.mechanism_shots import SHOT_DIR, load_mechanism_shot, solve_mechanism_shot
 from .solver.shots.spec import Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
 from .solver.trajectory import SolverError

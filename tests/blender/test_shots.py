@@ -137,7 +137,8 @@ def test_mechanism_setup_effector_keys_are_met_and_torques_keyed(symplex):
     """The crane preset built as rigid bodies; its load keyed at x = 3 m at the last frame (a partial key:
     only x) is carried there and left at rest by the solved trolley force, baked as the setup's bake."""
     from addon.bridge.build import build_rigid_bodies
-    from addon.solver.mechfile import load_mechanism, preset_path
+    from addon.solver.mechfile.read import load_mechanism
+    from addon.solver.presets import preset_path
 
     scene = new_scene("crane_shot", frames=41, fps=10)
     built = build_rigid_bodies(scene, load_mechanism(preset_path("crane")))

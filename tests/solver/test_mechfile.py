@@ -7,17 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from addon.solver.mechfile import (
-    PRESET_DIR,
-    dumps_mechanism,
-    list_presets,
-    load_mechanism,
-    loads_mechanism,
-    preset_path,
-    save_mechanism,
-    validate_mechanism,
-)
+from addon.solver.mechfile.read import load_mechanism, loads_mechanism
+from addon.solver.mechfile.validate import validate_mechanism
+from addon.solver.mechfile.write import dumps_mechanism, save_mechanism
 from addon.solver.model import JOINT_TYPES, Body, Curve, Force, Joint, Mechanism, MechanismError, Motor, Spring
+from addon.solver.presets import PRESET_DIR, list_presets, preset_path
 
 BASE = """\
 format = 1

@@ -9,19 +9,11 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import (
-    PRESET_DIR,
-    VEHICLE_PRESET_DIR,
-    check_method,
-    dumps_mechanism,
-    list_presets,
-    list_vehicle_presets,
-    load_mechanism,
-    loads_mechanism,
-    validate_mechanism,
-    vehicle_preset_path,
-)
+from addon.solver.mechfile.read import load_mechanism, loads_mechanism
+from addon.solver.mechfile.validate import check_method, validate_mechanism
+from addon.solver.mechfile.write import dumps_mechanism
 from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
+from addon.solver.presets import PRESET_DIR, VEHICLE_PRESET_DIR, list_presets, list_vehicle_presets, vehicle_preset_path
 from addon.solver.vehicles.spec import (
     CONTROL_NAMES,
     HELICOPTER,

@@ -32,7 +32,8 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from ..mechfile import load_mechanism, vehicle_preset_path
+from ..mechfile.read import load_mechanism
+from ..presets import vehicle_preset_path
 from .spec import Corridor, Costs, Key, Obstacle, Shot, ShotError
 
 PRESET_DIR = Path(__file__).resolve().parents[3] / "presets" / "shots"

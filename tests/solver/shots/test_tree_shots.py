@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve, Motor
+from addon.solver.presets import preset_path
 from addon.solver.shots.mechanism_shots import (SHOT_DIR, MechanismKey, _problem, key_errors, keyed_coordinates,
                                                 list_mechanism_shots, load_mechanism_shot, solve_mechanism_shot,
                                                 solved_trajectory)

@@ -6,8 +6,9 @@ import dataclasses
 import numpy as np
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, vehicle_preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve
+from addon.solver.presets import vehicle_preset_path
 from addon.solver.vehicles import car, holonomic
 from addon.solver.vehicles.hovercraft import compile_hovercraft
 from addon.solver.vehicles.spec import HOVERCRAFT, PRESETS, Vehicle

@@ -4,7 +4,8 @@ energy = work of the tracks less the resistance's, no side slip, second order.""
 import numpy as np
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, vehicle_preset_path
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.presets import vehicle_preset_path
 from addon.solver.vehicles import car, tank
 from addon.solver.vehicles.spec import PRESETS, TANK
 

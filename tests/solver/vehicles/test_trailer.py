@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import (MechanismError, dumps_mechanism, load_mechanism, loads_mechanism,
-                                   vehicle_preset_path)
+from addon.solver.mechfile.read import load_mechanism, loads_mechanism
+from addon.solver.mechfile.write import dumps_mechanism
+from addon.solver.model import MechanismError
+from addon.solver.presets import vehicle_preset_path
 from addon.solver.vehicles import car, trailer
 from addon.solver.vehicles.spec import CAR_TRAILER, PRESETS, Vehicle, VehicleError
 

@@ -1,0 +1,62 @@
+"""The preset catalogue: where the shipped presets live and how to list and find them.
+
+Three kinds, one folder each under the repository's (and the installed extension's) presets/: mechanism
+files (PRESET_DIR, its top level), vehicle-only files (VEHICLE_PRESET_DIR) and shot files
+(SHOT_PRESET_DIR). Everything that offers presets (UI menus, CLI, demo, benchmarks, tests) finds them here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
+VEHICLE_PRESET_DIR = PRESET_DIR / "vehicles"  # vehicle-only files, apart from the mechanism presets
+SHOT_PRESET_DIR = PRESET_DIR / "shots"  # shot files, vehicle and mechanism shots alike
+
+
+def list_presets() -> list[str]:
+    """Names of the shipped mechanism presets (file stems in PRESET_DIR, not its subfolders), sorted.
+
+    Vehicle presets live in VEHICLE_PRESET_DIR and are listed by `list_vehicle_presets`: they have no
+    bodies to build, so whatever builds mechanism presets never sees them.
+    """
+    return _stems(PRESET_DIR)
+
+
+def preset_path(name: str) -> Path:
+    """The file of mechanism preset `name` ("four_bar" or "four_bar.toml").
+
+    Raises
+    ------
+    FileNotFoundError
+        No such preset; the message lists the ones there are.
+    """
+    return _preset_file(PRESET_DIR, name)
+
+
+def list_vehicle_presets() -> list[str]:
+    """Names of the shipped vehicle presets (file stems in VEHICLE_PRESET_DIR), sorted."""
+    return _stems(VEHICLE_PRESET_DIR)
+
+
+def vehicle_preset_path(name: str) -> Path:
+    """The file of vehicle preset `name` ("sedan" or "sedan.toml").
+
+    Raises
+    ------
+    FileNotFoundError
+        No such preset; the message lists the ones there are.
+    """
+    return _preset_file(VEHICLE_PRESET_DIR, name)
+
+
+def _stems(directory: Path) -> list[str]:
+    return sorted(p.stem for p in directory.glob("*.toml"))
+
+
+def _preset_file(directory: Path, name: str) -> Path:
+    path = directory / (name if name.endswith(".toml") else name + ".toml")
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no preset named {name!r} in {directory} (available: {', '.join(_stems(directory))})")
+    return path
