@@ -7,6 +7,7 @@ files (PRESET_DIR, its top level), vehicle-only files (VEHICLE_PRESET_DIR) and s
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
@@ -48,6 +49,26 @@ def vehicle_preset_path(name: str) -> Path:
         No such preset; the message lists the ones there are.
     """
     return _preset_file(VEHICLE_PRESET_DIR, name)
+
+
+def list_shot_presets(subject: str) -> list[str]:
+    """Names of the shipped shot presets that drive a `subject`, sorted.
+
+    `subject` is "vehicle" or "mechanism": the key of the [shot] table naming what the shot moves.
+    """
+    return [stem for stem in _stems(SHOT_PRESET_DIR)
+            if subject in tomllib.loads((SHOT_PRESET_DIR / f"{stem}.toml").read_text(encoding="utf-8")).get("shot", {})]
+
+
+def shot_preset_path(name: str) -> Path:
+    """The file of shot preset `name` ("parallel_parking" or "parallel_parking.toml").
+
+    Raises
+    ------
+    FileNotFoundError
+        No such preset; the message lists the ones there are.
+    """
+    return _preset_file(SHOT_PRESET_DIR, name)
 
 
 def _stems(directory: Path) -> list[str]:

@@ -13,7 +13,7 @@ from addon.solver.mechfile.read import load_mechanism, loads_mechanism
 from addon.solver.mechfile.validate import check_method, validate_mechanism
 from addon.solver.mechfile.write import dumps_mechanism
 from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
-from addon.solver.presets import PRESET_DIR, VEHICLE_PRESET_DIR, list_presets, list_vehicle_presets, vehicle_preset_path
+from addon.solver.presets import vehicle_preset_path
 from addon.solver.vehicles.spec import (
     CONTROL_NAMES,
     HELICOPTER,
@@ -373,15 +373,6 @@ def test_check_method_names_the_file_and_what_is_missing():
 
 # ------------------------------------------------------------------------------------------------------
 # The shipped vehicle presets
-
-
-def test_vehicle_presets_are_listed_apart_from_the_mechanism_presets():
-    assert set(PRESET_FILES) <= set(list_vehicle_presets())
-    assert not set(list_vehicle_presets()) & set(list_presets())  # Add Preset never offers a vehicle
-    assert VEHICLE_PRESET_DIR == PRESET_DIR / "vehicles"
-    assert vehicle_preset_path("sedan") == vehicle_preset_path("sedan.toml") == VEHICLE_PRESET_DIR / "sedan.toml"
-    with pytest.raises(FileNotFoundError, match="no preset named 'tractor'.*helicopter"):
-        vehicle_preset_path("tractor")
 
 
 @pytest.mark.parametrize("name", PRESET_FILES)
