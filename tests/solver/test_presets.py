@@ -12,9 +12,11 @@ from addon.solver.presets import (
     list_shot_presets,
     list_vehicle_presets,
     preset_path,
+    vehicle_presets,
     shot_preset_path,
     vehicle_preset_path,
 )
+from addon.solver.vehicles.spec import VEHICLE_TYPES
 
 VEHICLE_PRESETS = ("sedan", "kart", "helicopter", "speedboat", "snakeboard", "truck", "hovercraft", "car_trailer",
                    "tank")
@@ -48,3 +50,13 @@ def test_shot_presets_are_listed_by_what_they_drive():
     assert shot_preset_path("car_tunnel") == shot_preset_path("car_tunnel.toml") == SHOT_PRESET_DIR / "car_tunnel.toml"
     with pytest.raises(FileNotFoundError, match="no preset named 'rally'.*parallel_parking"):
         shot_preset_path("rally")
+
+
+def test_vehicle_presets_are_read_from_their_files_in_menu_order():
+    presets = vehicle_presets()
+    assert list(presets) == list(VEHICLE_PRESETS)  # the order menus and "one of ..." messages show
+    assert set(presets) == set(list_vehicle_presets())  # every file, none without one
+    assert all(type(spec) in VEHICLE_TYPES.values() and spec.name == name for name, spec in presets.items())
+    assert presets is vehicle_presets()  # read once
+    with pytest.raises(TypeError):
+        presets["sedan"] = presets["kart"]  # shared, so not to be changed by a caller

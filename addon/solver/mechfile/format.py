@@ -61,7 +61,7 @@ The format, one table per kind of element (units SI, Z up, quaternions w x y z):
     [vehicle]                         # optional: the input of the 'vehicle' method (vehicles/spec.py)
     type = "car"                      # required: one of vehicles.spec.VEHICLE_TYPES
     name = "sedan"                    # optional, default the [model] name
-    preset = "sedan"                  # optional: start from vehicles.spec.PRESETS[preset] (same type)
+    preset = "sedan"                  # optional: start from presets/vehicles/sedan.toml (same type)
     position = [0.0, 0.0, 0.55]       # world position of the body frame at t = 0 (default 0)
     orientation = [1.0, 0.0, 0.0, 0.0]  # world orientation at t = 0 (default identity)
     velocity = [0.0, 0.0, 0.0, 10.0, 0.0, 0.0]  # body twist at t = 0: wx wy wz vx vy vz (default 0)

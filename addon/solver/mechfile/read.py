@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..model import (JOINT_DOFS, JOINT_TYPES, Body, Collider, Curve, Force, Joint, Mechanism, MechanismError, Motor,
                      Spring)
-from ..vehicles.spec import CONTROL_NAMES, PRESETS, VEHICLE_TYPES, Spec, Vehicle, VehicleError
+from ..presets import vehicle_presets
+from ..vehicles.spec import CONTROL_NAMES, VEHICLE_TYPES, Spec, Vehicle, VehicleError
 from .format import (
     ANCHOR_TYPES,
     AXIS_TYPES,
@@ -327,7 +328,7 @@ def _parse_vehicle(t: _Table, model_name: str) -> Vehicle:
 
 
 def _presets_of(kind: str) -> list[str]:
-    return [name for name, spec in PRESETS.items() if type(spec) is VEHICLE_TYPES[kind]]
+    return [name for name, spec in vehicle_presets().items() if type(spec) is VEHICLE_TYPES[kind]]
 
 
 def _parse_preset(t: _Table, kind: str) -> Spec | None:
@@ -337,11 +338,11 @@ def _parse_preset(t: _Table, kind: str) -> Spec | None:
     names = _presets_of(kind)
     if name not in names:
         expected = f"a {kind!r} preset: one of {', '.join(names)}" if names else f"absent (no {kind!r} presets exist)"
-        other = PRESETS.get(name)
+        other = vehicle_presets().get(name)
         if other is not None:
             expected += f" ({toml_string(name)} is a {_type_of(other)!r} preset)"
         raise t.fail("preset", expected, name)
-    return PRESETS[name]
+    return vehicle_presets()[name]
 
 
 def _type_of(spec: Spec) -> str:

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..model import Body, Collider, Force, Joint, Mechanism, Spring
-from ..vehicles.spec import PRESETS, Vehicle
+from ..presets import vehicle_presets
+from ..vehicles.spec import Vehicle
 from .format import FORMAT_VERSION, VEHICLE_TABLE, VEHICLE_VECTORS
 from .toml_text import show
 from .validate import validate_mechanism
@@ -56,7 +57,7 @@ def _vehicle_lines(vehicle: Vehicle) -> list[str]:
     """The [vehicle] tables. A spec named after a preset of its type is written as that preset plus the
     fields that differ from it; any other spec is written in full."""
     spec = vehicle.spec
-    preset = PRESETS.get(spec.name)
+    preset = vehicle_presets().get(spec.name)
     if preset is not None and type(preset) is not type(spec):
         preset = None
     head: dict[str, object] = {"type": vehicle.type, "name": vehicle.name}

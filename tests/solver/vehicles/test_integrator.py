@@ -5,10 +5,12 @@ import pytest
 
 from addon.solver.lie import quat_to_matrix
 from addon.solver.model import Curve, Mechanism
+from addon.solver.presets import vehicle_presets
 from addon.solver.vehicles import car
 from addon.solver.vehicles.integrator import VehicleIntegrator
-from addon.solver.vehicles.spec import HELICOPTER, KART, SEDAN, RigidBodySpec, Vehicle, VehicleError
+from addon.solver.vehicles.spec import RigidBodySpec, Vehicle, VehicleError
 
+SEDAN, KART, HELICOPTER = (vehicle_presets()[name] for name in ("sedan", "kart", "helicopter"))
 EMPTY = Mechanism("vehicle only", (), ())
 
 
