@@ -14,8 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from addon.solver.presets import preset_path, vehicle_preset_path
+
 REPO = Path(__file__).resolve().parent.parent
-PENDULUM = REPO / "presets" / "pendulum.toml"
+PENDULUM = preset_path("pendulum")
 
 
 def run_cli(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -139,7 +141,7 @@ def test_simulate_pendulum_writes_the_design_keys(tmp_path):
 # ------------------------------------------------------------------------------------------------------
 # Vehicles: presets/vehicles/*.toml hold a [vehicle] table and no bodies; the 'vehicle' method runs them.
 
-SEDAN = REPO / "presets" / "vehicles" / "sedan.toml"
+SEDAN = vehicle_preset_path("sedan")
 
 
 def test_simulate_a_vehicle_preset_writes_the_design_keys(tmp_path):
