@@ -94,6 +94,7 @@ Rules worth knowing:
   their dotted path ('parameters.mass', 'controls.steer.times'); the spec's own checks (VehicleError)
   come back as MechanismErrors naming the file and "[vehicle.parameters]".
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -120,9 +121,9 @@ CURVE_KEYS = tuple(f.name for f in dataclasses.fields(Curve))
 MOTOR_KEYS = {"torque": ("mode", "torque"), "velocity": ("mode", "target_velocity", "gain")}
 ENTRY_TABLES = ("body", "joint", "spring", "force", "collider")
 VEHICLE_KEYS = ("type", "name", "preset", "position", "orientation", "velocity", "current", "hitch_angle",
-                 "parameters", "controls")
+                "parameters", "controls")
 VEHICLE_VECTORS = {"position": 3, "orientation": 4, "velocity": 6, "current": 3}
 VEHICLE_TABLE = "[vehicle]"
 PARAMETER_SIZES = {"inertia": (3, 6)}  # spec tuples of variable length: the lengths a file may give
 SIZE_NAMES = {"sphere": "radius", "box": "half extents hx, hy, hz", "capsule": "radius, half_length",
-               "cylinder": "radius, half_length"}
+              "cylinder": "radius, half_length"}
