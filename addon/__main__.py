@@ -60,7 +60,8 @@ def _import_blender_module(import_fn):
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .solver import integrator
     from .solver.advice import method_advice
-    from .solver.mechfile import check_method, load_mechanism
+    from .solver.mechfile.read import load_mechanism
+    from .solver.mechfile.validate import check_method
     from .solver.model import MechanismError
     from .solver.trajectory import SolverError
 

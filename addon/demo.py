@@ -35,8 +35,9 @@ from .bridge.stage import Stage, stage
 from .bridge.vehicle_bake import VehicleBakeReport, bake_vehicle, object_trajectory, simulate_rig
 from .bridge.vehicle_rig import RigError, build_car_rig, read_rig
 from .solver.integrator import simulate
-from .solver.mechfile import list_presets, list_vehicle_presets, load_mechanism, preset_path, vehicle_preset_path
+from .solver.mechfile.read import load_mechanism
 from .solver.model import Mechanism, MechanismError
+from .solver.presets import list_presets, list_vehicle_presets, preset_path, vehicle_preset_path
 from .solver.trajectory import SolverError, Trajectory
 
 DEMO_PRESETS = ("chain_5", "four_bar", "scissor_lift", "slider_crank")

@@ -29,9 +29,10 @@ from .bridge.read import Target
 from .bridge.vehicle_rig import RigError, box_mesh, build_car_rig
 from .demo import _boxes_mesh, _chassis_boxes
 from .solver.lie import quat_to_matrix
-from .solver.mechfile import load_mechanism, vehicle_preset_path
+from .solver.mechfile.read import load_mechanism
 from .solver.model import MechanismError
-from .solver.shots.mechanism_shots import SHOT_DIR, load_mechanism_shot, solve_mechanism_shot
+from .solver.presets import shot_preset_path, vehicle_preset_path
+from .solver.shots.mechanism_shots import load_mechanism_shot, solve_mechanism_shot
 from .solver.shots.spec import Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
 from .solver.trajectory import SolverError
 
@@ -154,7 +155,7 @@ def helicopter_landing(out_dir: Path) -> tuple[ShotResult, str, Path | None]:
 
 def mechanism_shot(name: str, out_dir: Path) -> tuple[ShotResult, str, Path | None]:
     """A presets/shots mechanism shot solved and baked onto the rigid bodies Add Preset builds."""
-    shot = load_mechanism_shot(SHOT_DIR / f"{name}.toml")
+    shot = load_mechanism_shot(shot_preset_path(name))
     result = solve_mechanism_shot(shot)
     summary = ""
     paths = {}

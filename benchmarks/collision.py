@@ -17,8 +17,9 @@ import numpy as np
 
 from addon.solver.collision import CollisionWorld
 from addon.solver.lie import matrix_to_quat, rotvec_to_matrix
-from addon.solver.mechfile import list_presets, load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Body, Collider, Joint, Mechanism
+from addon.solver.presets import list_presets, preset_path
 
 MARGIN = 1e-3
 REPEATS = 5

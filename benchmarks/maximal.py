@@ -31,8 +31,9 @@ from addon.solver.integrator import make_integrator
 from addon.solver.lie import matrix_to_quat, quat_to_matrix
 from addon.solver.maximal import baraff, fillin
 from addon.solver.maximal.graph import crystal, ladder, loop_chain, net, split_loops
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
+from addon.solver.presets import preset_path
 from addon.solver.trajectory import SolverError
 from addon.solver.tree.compile import _joint_rotation
 from benchmarks.run import _describe

@@ -27,8 +27,9 @@ import numpy as np
 from addon.solver import native
 from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import make_integrator
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Mechanism
+from addon.solver.presets import preset_path
 from benchmarks import vehicles
 
 DT = 0.01

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Body, Joint, Mechanism
+from addon.solver.presets import preset_path
 from addon.solver.tree import midpoint
 from addon.solver.tree.compile import compile_tree
 

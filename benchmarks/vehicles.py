@@ -28,8 +28,9 @@ import numpy as np
 from addon.solver import groups
 from addon.solver.integrator import make_integrator
 from addon.solver.lie import quat_to_matrix
-from addon.solver.mechfile import list_vehicle_presets, load_mechanism, vehicle_preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Mechanism
+from addon.solver.presets import list_vehicle_presets, vehicle_preset_path
 from addon.solver.vehicles import holonomic, rk4
 from addon.solver.vehicles.boat import compile_boat
 from addon.solver.vehicles.helicopter import compile_helicopter

@@ -21,8 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from addon.solver.presets import preset_path, vehicle_preset_path
+
 REPO = Path(__file__).resolve().parent.parent
-PENDULUM = REPO / "presets" / "pendulum.toml"
+PENDULUM = preset_path("pendulum")
 
 
 def run_cli(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -163,7 +165,7 @@ def test_simulate_gives_the_method_advice_the_blender_reader_gives(tmp_path):
 
     from addon.solver.advice import ROPE_LINKS, method_advice
     from addon.solver.generate import pendulum_chain
-    from addon.solver.mechfile import save_mechanism
+    from addon.solver.mechfile.write import save_mechanism
 
     chain = pendulum_chain(ROPE_LINKS, radius=0.05)
     rope = chain.replace(joints=tuple(replace(j, type="ball", axis=(0.0, 0.0, 1.0), q0=(), v0=()) for j in chain.joints))
@@ -180,7 +182,7 @@ def test_simulate_gives_the_method_advice_the_blender_reader_gives(tmp_path):
 # ------------------------------------------------------------------------------------------------------
 # Vehicles: presets/vehicles/*.toml hold a [vehicle] table and no bodies; the 'vehicle' method runs them.
 
-SEDAN = REPO / "presets" / "vehicles" / "sedan.toml"
+SEDAN = vehicle_preset_path("sedan")
 
 
 def test_simulate_a_vehicle_preset_writes_the_design_keys(tmp_path):
@@ -395,7 +397,7 @@ def _run_with_a_bug(*flags: str, env: dict | None = None) -> subprocess.Complete
     # A fault injected where no input can reach: the mechanism loader raises ZeroDivisionError.
     probe = textwrap.dedent(f"""
         import sys
-        import addon.solver.mechfile as mechfile
+        import addon.solver.mechfile.read as mechfile
         from addon.__main__ import _exit, main
         def broken(path):
             return 1 / 0

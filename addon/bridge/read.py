@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import bpy
 
 from ..solver.advice import method_advice
-from ..solver.mechfile import validate_mechanism
+from ..solver.mechfile.validate import validate_mechanism
 from ..solver.model import Collider, Mechanism, MechanismError
 from .read_armature import read_armature
 from .read_common import Problems, Target, vec

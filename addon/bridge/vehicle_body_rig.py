@@ -43,7 +43,8 @@ from ..solver.model import Curve, Mechanism
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.controls import signal
 from ..solver.vehicles.snakeboard import BODIES as SNAKEBOARD_BODIES
-from ..solver.vehicles.spec import CONTROL_NAMES, PRESETS, Vehicle, VEHICLE_TYPES
+from ..solver.presets import vehicle_presets
+from ..solver.vehicles.spec import CONTROL_NAMES, Vehicle, VEHICLE_TYPES
 from . import compat, reference
 from .bake import BakeOptions, write_trajectory
 from .read import FrameGrid
@@ -54,7 +55,8 @@ from .vehicle_rig import (FORWARD_AXES, FORWARD_PROPERTY, INITIAL_SPEED, PRESET_
                           free_name, sample_curve, wheel_mesh)
 
 BODY_TYPES = ("helicopter", "boat", "hovercraft", "tank", "snakeboard")
-BODY_PRESETS = tuple(name for name, spec in PRESETS.items() if type(spec) in {VEHICLE_TYPES[t] for t in BODY_TYPES})
+BODY_PRESETS = tuple(name for name, spec in vehicle_presets().items()
+                     if type(spec) in {VEHICLE_TYPES[t] for t in BODY_TYPES})
 TIP_SPEED = 218.0  # m/s, main rotor tip speed (Bo 105: 424 rpm x 2 pi / 60 x 4.92 m) [from memory]
 TAIL_RATIO = 2220.0 / 424.0  # tail rotor over main rotor speed (Bo 105) [from memory]
 PROP_MAX_RATE = {"boat": 2750.0 * np.pi / 30, "hovercraft": 2800.0 * np.pi / 30}  # rad/s at max_thrust [estimate]
@@ -68,7 +70,7 @@ _RIDER_WORDS = re.compile(r"rider|rotor|torso")
 
 def vehicle_type(preset: str) -> str:
     """The vehicle type of a one-body preset ('helicopter', 'boat', 'hovercraft', 'tank')."""
-    return next(kind for kind, cls in VEHICLE_TYPES.items() if type(PRESETS[preset]) is cls)
+    return next(kind for kind, cls in VEHICLE_TYPES.items() if type(vehicle_presets()[preset]) is cls)
 
 
 def part_role(kind: str, name: str) -> str | None:
@@ -223,7 +225,8 @@ def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
     times = 0.5 * dt * np.arange(2 * steps + 1)
     speed = float(reference.start_value(owner, f'["{INITIAL_SPEED}"]', 0, frame_start)) \
         if INITIAL_SPEED in owner.keys() else 0.0
-    vehicle = Vehicle(rig.kind, PRESETS[preset], position=tuple(float(v) for v in chassis[:3, 3]), orientation=quat,
+    spec = vehicle_presets()[preset]
+    vehicle = Vehicle(rig.kind, spec, position=tuple(float(v) for v in chassis[:3, 3]), orientation=quat,
                       velocity=(0.0, 0.0, 0.0, speed, 0.0, 0.0),
                       controls=_controls(owner, rig.kind, frame_start, fps, times), name=name)
     parts, radii = [], []
@@ -370,7 +373,7 @@ def build_body_rig(scene: bpy.types.Scene, preset: str, name: str,
     manoeuvre on it."""
     if preset not in BODY_PRESETS:
         raise RigError(f"one-body preset must be one of {', '.join(BODY_PRESETS)}, got {preset!r}")
-    kind, spec = vehicle_type(preset), PRESETS[preset]
+    kind, spec = vehicle_type(preset), vehicle_presets()[preset]
     name = free_name(name)  # the chassis' name: its parts are named after it
     collection = bpy.data.collections.new(name)
     scene.collection.children.link(collection)

@@ -27,14 +27,15 @@ import numpy as np
 
 from ..solver.model import Curve
 from ..solver.vehicles.car import WHEELS
-from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, PRESETS, CarSpec, CarTrailerSpec, Vehicle
+from ..solver.presets import vehicle_presets
+from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, CarSpec, CarTrailerSpec, Vehicle
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid
 from .vehicle_parts import PRESET_PROPERTY, RigError, RigParts, find_parts, mover, shape, stored_picks, world
 
 FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
-CAR_PRESETS = tuple(name for name, spec in PRESETS.items() if isinstance(spec, CarSpec))
+CAR_PRESETS = tuple(name for name, spec in vehicle_presets().items() if isinstance(spec, CarSpec))
 WHEEL_LABELS = {"wheel_rl": "rear left", "wheel_rr": "rear right", "wheel_fl": "front left", "wheel_fr": "front right"}
 TRAILER_LABELS = {"trailer": "trailer body", "trailer_wheel_l": "trailer's left wheel",
                   "trailer_wheel_r": "trailer's right wheel"}
@@ -415,7 +416,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
                            f"{rig.wheel(b)!r} ({WHEEL_LABELS[b]}) seen along the forward axis {rig.forward}; "
                            f"swap them or check the forward axis")
 
-    base = PRESETS[preset]
+    base = vehicle_presets()[preset]
     spec = dataclasses.replace(base, name=f"{base.name} ({name})", wheelbase=wheelbase, track=0.5 * sum(tracks),
                                wheel_radius=0.5 * float(radii_arr[0] + radii_arr[1]),
                                com_ahead_of_rear_axle=base.com_ahead_of_rear_axle / base.wheelbase * wheelbase)
@@ -584,7 +585,7 @@ def build_car_rig(scene: bpy.types.Scene, preset: str = "sedan", name: str = "Ca
     torque that accelerates it for 3 s and a steer that weaves through a slalom. Returns the rig."""
     if preset not in CAR_PRESETS:
         raise RigError(f"car preset must be one of {', '.join(CAR_PRESETS)}, got {preset!r}")
-    spec = PRESETS[preset]
+    spec = vehicle_presets()[preset]
     r, l, b, w = spec.wheel_radius, spec.wheelbase, spec.com_ahead_of_rear_axle, spec.track
     name = free_name(name)  # the chassis' name: its parts are named after it
     collection = bpy.data.collections.new(name)

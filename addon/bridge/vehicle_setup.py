@@ -15,7 +15,8 @@ import dataclasses
 
 import bpy
 
-from ..solver.vehicles.spec import PRESETS, CarTrailerSpec
+from ..solver.presets import vehicle_presets
+from ..solver.vehicles.spec import CarTrailerSpec
 from .vehicle_bake import VehicleBakeReport, bake_vehicle, free_vehicle_bake
 from .vehicle_body_rig import BODY_PRESETS, BodyBakeReport, BodyRig, bake_body_rig, find_body_rig, vehicle_type
 from .vehicle_parts import RigError, own_name, store_picks, stored_picks
@@ -32,7 +33,7 @@ def kind(owner: bpy.types.Object) -> str | None:
     'tank', 'snakeboard'; None when it stores no known preset."""
     preset = owner.get(PRESET_PROPERTY)
     if preset in CAR_PRESETS:
-        return "car + trailer" if isinstance(PRESETS[preset], CarTrailerSpec) else "car"
+        return "car + trailer" if isinstance(vehicle_presets()[preset], CarTrailerSpec) else "car"
     return vehicle_type(preset) if preset in BODY_PRESETS else None
 
 

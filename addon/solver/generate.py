@@ -2,7 +2,7 @@
 
 Owns the builders for the parametric examples of seed 000 (§VI-A N-link pendulum, §VI-C scissor lift;
 notes/000.md 4.2 and 4.4) and the presets generated from them (presets/chain_5.toml,
-presets/scissor_lift.toml). It does not own the file format (mechfile.py) or any dynamics.
+presets/scissor_lift.toml). It does not own the file format (mechfile/) or any dynamics.
 Run ``python -m addon.solver.generate`` from the repository root to rewrite the generated presets.
 
 Conventions shared by both builders: SI units, Z up, all motion in the X-Z plane, every hinge
@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .mechfile import PRESET_DIR, save_mechanism
+from .mechfile.write import save_mechanism
 from .model import WORLD, Body, Joint, Mechanism
+from .presets import PRESET_DIR
 
 Y_AXIS = (0.0, 1.0, 0.0)
 GRAVITY = (0.0, 0.0, -9.81)

@@ -1,7 +1,7 @@
 """The Mechanism description: bodies, joints, springs, forces, colliders and keyed curves as frozen plain data.
 
 This module owns the data every method starts from and nothing else: no file parsing (see
-mechfile.py), no Blender (see addon/bridge), no dynamics (see tree/). Everything is immutable;
+mechfile/), no Blender (see addon/bridge), no dynamics (see tree/). Everything is immutable;
 build a new Mechanism with dataclasses.replace to change one.
 
 Conventions (DESIGN.md): Z-up, SI units, quaternions (w, x, y, z). A body's `position` and

@@ -15,7 +15,8 @@ from bpy.props import EnumProperty, StringProperty
 from bpy.types import Operator
 
 from ..bridge import bake, build, job, read, rigid_scope, summary
-from ..solver.mechfile import list_presets, load_mechanism, preset_path
+from ..solver.mechfile.read import load_mechanism
+from ..solver.presets import list_presets, preset_path
 from ..solver.model import MechanismError
 from ..solver.trajectory import SolverError
 from . import ids

@@ -19,8 +19,9 @@ from addon.bridge.job import BakeJob
 from addon.bridge.stage import image_size, nice_step, stage
 from addon.demo import DEMO_PRESETS, FRAMES, RENDER_FRAMES, VEHICLE_DEMOS, demo_scene, run_demo
 from addon.demo_maximal import CONTACT_DEMOS
-from addon.solver.mechfile import list_presets, list_vehicle_presets, load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Joint, Mechanism
+from addon.solver.presets import list_presets, list_vehicle_presets, preset_path
 from tests.blender.scenes import (  # noqa: F401  (symplex: fixture)
     chain_armature,
     evaluated,

@@ -136,12 +136,13 @@ def test_package_carries_a_scipy_for_every_blender_python(manifest):
 
 
 def test_installed_solver_simulates_a_bundled_preset(installed):
-    mechfile = importlib.import_module(f"{installed}.addon.solver.mechfile")
+    read = importlib.import_module(f"{installed}.addon.solver.mechfile.read")
+    presets = importlib.import_module(f"{installed}.addon.solver.presets")
     integrator = importlib.import_module(f"{installed}.addon.solver.integrator")
     native = importlib.import_module(f"{installed}.addon.solver.native")
     extension_root = Path(importlib.import_module(installed).__file__).resolve().parent
-    assert mechfile.PRESET_DIR == extension_root / "presets"  # the presets travel inside the extension
-    mechanism = mechfile.load_mechanism(mechfile.PRESET_DIR / "pendulum.toml")
+    assert presets.PRESET_DIR == extension_root / "presets"  # the presets travel inside the extension
+    mechanism = read.load_mechanism(presets.PRESET_DIR / "pendulum.toml")
     trajectory = integrator.simulate(mechanism, dt=0.01, steps=5)
     assert trajectory.status == "finished", trajectory.message
     assert native.NATIVE == (REPO / KERNEL_LIB).is_file(), "the packaged kernels load inside Blender"

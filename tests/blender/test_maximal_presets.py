@@ -16,8 +16,9 @@ from addon.demo_maximal import TOUCH, penetration
 from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import simulate
 from addon.solver.lie import quat_to_matrix
-from addon.solver.mechfile import list_presets, load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
+from addon.solver.presets import list_presets, preset_path
 from tests.blender.scenes import new_scene, object_world, read_scene, set_frame, symplex  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("symplex")

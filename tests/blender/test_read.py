@@ -19,8 +19,9 @@ from addon.bridge.shape_inertia import shape_inertia
 from addon.solver import generate, mass
 from addon.solver.advice import ROPE_LINKS
 from addon.solver.curves import evaluate
-from addon.solver.mechfile import list_presets, load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, MechanismError
+from addon.solver.presets import list_presets, preset_path
 from tests.blender.scenes import (
     BOX_FACES,
     add_setup,

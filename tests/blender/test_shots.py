@@ -137,7 +137,8 @@ def test_mechanism_setup_effector_keys_are_met_and_torques_keyed(symplex):
     """The crane preset built as rigid bodies; its load keyed at x = 3 m at the last frame (a partial key:
     only x) is carried there and left at rest by the solved trolley force, baked as the setup's bake."""
     from addon.bridge.build import build_rigid_bodies
-    from addon.solver.mechfile import load_mechanism, preset_path
+    from addon.solver.mechfile.read import load_mechanism
+    from addon.solver.presets import preset_path
 
     scene = new_scene("crane_shot", frames=41, fps=10)
     built = build_rigid_bodies(scene, load_mechanism(preset_path("crane")))
@@ -209,7 +210,8 @@ def test_solve_shot_drives_a_body_rig_to_its_keyed_pose_and_bake_vehicle_reprodu
     """The baked chassis meets the keyed location (a boat's and a hovercraft's horizontally) and heading at
     rest; the solved controls are keyed custom properties within the preset's bounds; Bake Vehicle on them
     reproduces the motion. The scene runs a second past the key: a boat or hovercraft stays on its mark."""
-    from addon.solver.vehicles.spec import CONTROL_NAMES, PRESETS
+    from addon.solver.presets import vehicle_presets
+    from addon.solver.vehicles.spec import CONTROL_NAMES
 
     frames = KEY_FRAME + 12
     scene, rig, chassis = keyed_body_rig(f"shot_{preset}", preset, frames)
@@ -234,7 +236,7 @@ def test_solve_shot_drives_a_body_rig_to_its_keyed_pose_and_bake_vehicle_reprodu
         assert np.abs(baked[KEY_FRAME:, :2] - key[:2]).max() < 0.1  # last controls and drifts off: no hold)
     # every control the vehicle's bake reads is a keyed custom property in the rig's own action
     own = reference.original_channels(chassis)
-    spec = PRESETS[preset]
+    spec = vehicle_presets()[preset]
     for prop in CONTROL_NAMES[rig.kind]:
         fcurve = compat.find_fcurve(own, f'["{prop}"]', 0)
         assert fcurve is not None and len(fcurve.keyframe_points) >= 100, prop
@@ -285,7 +287,7 @@ def test_unreachable_hovercraft_key_is_reported_by_name_and_changes_nothing(symp
 def test_helicopter_shot_clears_an_obstacle_of_the_collection(symplex):
     """A ball (radius 3 m) on the straight line to the landing mark: the solved and baked path keeps the rotor
     disc (a sphere of the rotor radius about the centre of mass) clear of it by the clearance, at every frame."""
-    from addon.solver.vehicles.spec import PRESETS
+    from addon.solver.presets import vehicle_presets
 
     scene, rig, chassis = keyed_body_rig("heli_ball", "helicopter")
     collection = bpy.data.collections.new(f"{scene.name} obstacles")
@@ -300,6 +302,6 @@ def test_helicopter_shot_clears_an_obstacle_of_the_collection(symplex):
     with bpy.context.temp_override(scene=scene, active_object=chassis, object=chassis):
         assert bpy.ops.symplex.solve_shot() == {"FINISHED"}
     baked = _played_poses(chassis, KEY_FRAME)
-    gap = np.linalg.norm(baked[:, :3] - (15.0, 2.5, 6.0), axis=1) - 3.0 - PRESETS["helicopter"].rotor_radius
+    gap = np.linalg.norm(baked[:, :3] - (15.0, 2.5, 6.0), axis=1) - 3.0 - vehicle_presets()["helicopter"].rotor_radius
     assert gap.min() > 0.5 - 1e-5, gap.min()
     assert np.abs(baked[-1, :3] - BODY_SHOTS["helicopter"][0]).max() < TOLERANCE

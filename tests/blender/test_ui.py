@@ -15,7 +15,7 @@ import pytest
 
 import addon
 from addon.bridge import compat
-from addon.solver.mechfile import list_presets
+from addon.solver.presets import list_presets
 from addon.ui import ids
 from tests.blender.scenes import bone_world, chain_armature, new_scene, object_world, scene_state, set_frame
 

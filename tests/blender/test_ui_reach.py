@@ -28,7 +28,7 @@ import pytest
 
 import addon
 from addon.bridge import vehicle_rig
-from addon.solver.mechfile import list_presets
+from addon.solver.presets import list_presets
 from tests.blender.scenes import chain_armature, new_scene
 
 UI_TYPES = (bpy.types.Panel, bpy.types.Menu, bpy.types.Header)

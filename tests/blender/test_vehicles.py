@@ -16,8 +16,8 @@ from mathutils import Matrix
 
 from addon.bridge import compat, vehicle_bake, vehicle_rig
 from addon.bridge.rotations import quat_to_matrix
+from addon.solver.presets import vehicle_presets
 from addon.solver.vehicles import car
-from addon.solver.vehicles.spec import PRESETS
 from tests.blender.scenes import cylinder_mesh, fcurve_data, new_scene, scene_state, symplex  # noqa: F401
 from tests.solver.vehicles.references import hitch_closed_form
 
@@ -87,7 +87,7 @@ def test_built_rig_bakes_chassis_on_the_trajectory(symplex):
     chassis = scene.objects[rig.chassis]
     assert vehicle_rig.find_rig(scene, chassis) == rig
     reading, trajectory = _solve(scene, rig, "sedan")
-    spec, sedan = reading.vehicle.spec, PRESETS["sedan"]
+    spec, sedan = reading.vehicle.spec, vehicle_presets()["sedan"]
     assert (spec.mass, spec.yaw_inertia, spec.max_steer) == (sedan.mass, sedan.yaw_inertia, sedan.max_steer)
     assert spec.wheelbase == pytest.approx(sedan.wheelbase, abs=1e-6)
     assert spec.wheel_radius == pytest.approx(sedan.wheel_radius, abs=1e-6)
@@ -165,7 +165,7 @@ def test_rear_axle_side_slip_from_baked_keys_is_zero(symplex):
     rig = vehicle_rig.build_car_rig(scene, "sedan")
     report = vehicle_bake.bake_vehicle(scene, rig, "sedan")
     loc, euler = _locals(scene.objects[rig.chassis], 121)
-    b = PRESETS["sedan"].com_ahead_of_rear_axle
+    b = vehicle_presets()["sedan"].com_ahead_of_rear_axle
     theta = euler[:, 2]
     x, y = loc[:, 0] - b * np.cos(theta), loc[:, 1] - b * np.sin(theta)
     h = 1.0 / 24
@@ -294,7 +294,7 @@ def test_car_follows_a_curve_and_cuts_the_corner(symplex):
     report = vehicle_bake.bake_vehicle(scene, rig, "sedan")
     assert report.max_side_slip < 1e-9
     loc, euler = _locals(chassis, 241)
-    b = PRESETS["sedan"].com_ahead_of_rear_axle
+    b = vehicle_presets()["sedan"].com_ahead_of_rear_axle
     rear = loc[:, :2] - b * np.column_stack([np.cos(euler[:, 2]), np.sin(euler[:, 2])])
     assert euler[-1, 2] == pytest.approx(math.pi / 2, abs=0.02) and abs(rear[-1, 0] - 35.0) < 0.05
     in_bend = (rear[:, 0] > 20.0) & (rear[:, 1] < radius)
@@ -339,7 +339,7 @@ def test_helicopter_rotors_spin_at_the_governed_speed_and_the_craft_climbs(sympl
     loc, _ = _locals(chassis, 73)
     assert loc[-1, 2] - loc[0, 2] > 0.5  # 10 % over the weight for a second: it climbs
     t = np.arange(73) / 24
-    omega = body_rig.TIP_SPEED / PRESETS["helicopter"].rotor_radius
+    omega = body_rig.TIP_SPEED / vehicle_presets()["helicopter"].rotor_radius
     for role, axis, rate in (("rotor_main", 2, omega), ("rotor_tail", 1, omega * body_rig.TAIL_RATIO)):
         obj = scene.objects[dict(rig.spinners)[role]]
         _loc, quats = _locals(obj, 73)
@@ -358,7 +358,7 @@ def test_propellers_spin_as_the_square_root_of_their_thrust(symplex, preset):
     rig = body_rig.build_body_rig(scene, preset, f"{scene.name} craft")
     assert {r for r, _ in rig.spinners} == {"prop_left", "prop_right"}
     body_rig.bake_body_rig(scene, rig, preset)
-    spec = PRESETS[preset]
+    spec = vehicle_presets()[preset]
     full = body_rig.PROP_MAX_RATE[body_rig.vehicle_type(preset)]
     low = 0.3 if preset == "speedboat" else 0.2  # the left thrust after 2 s, a fraction of max_thrust
     for role, tail_rate in (("prop_right", full), ("prop_left", full * math.sqrt(low))):
@@ -385,7 +385,7 @@ def test_tank_road_wheels_roll_with_their_track(symplex):
                                                                                    np.sin(heading[:-1])]))
     safe = np.where(np.abs(turn) > 1e-9, turn, 1.0)
     arc = np.copysign(chord * np.where(np.abs(turn) > 1e-9, 0.5 * safe / np.sin(0.5 * safe), 1.0), ahead)
-    gauge, radius = PRESETS["tank"].track_gauge, PRESETS["tank"].road_wheel_radius
+    gauge, radius = vehicle_presets()["tank"].track_gauge, vehicle_presets()["tank"].road_wheel_radius
     for role, name in rig.spinners:
         side = 1.0 if role == "track_left" else -1.0
         travel = arc - side * 0.5 * gauge * turn  # the track's travel over each frame
@@ -503,7 +503,7 @@ def test_car_with_trailer_rig_bakes_the_trailer_slip_free(symplex):
     reading, trajectory = _solve(scene, rig, "car_trailer")
     spec = reading.vehicle.spec
     assert reading.vehicle.type == "car_trailer"
-    assert spec.hitch_to_trailer_axle == pytest.approx(PRESETS["car_trailer"].hitch_to_trailer_axle, abs=1e-6)
+    assert spec.hitch_to_trailer_axle == pytest.approx(vehicle_presets()["car_trailer"].hitch_to_trailer_axle, abs=1e-6)
     report = vehicle_bake.bake_vehicle(scene, rig, "car_trailer")
     assert report.max_side_slip < 1e-10
     names = trajectory.coordinate_names
@@ -628,7 +628,7 @@ def test_helicopter_bone_rig_spins_its_rotor_bone(symplex):
         rotor = bones.new("Main rotor")
         rotor.head, rotor.tail, rotor.roll = (0.0, 0.0, 11.48), (0.0, 0.0, 12.0), 0.0
         rotor.parent = body
-    arm["collective"] = PRESETS["helicopter"].mass * 9.81
+    arm["collective"] = vehicle_presets()["helicopter"].mass * 9.81
     rig = body_rig.find_body_rig(scene, arm, "helicopter", "+Y")
     assert (rig.armature, rig.chassis, rig.spinners) == (arm.name, "Body", (("rotor_main", "Main rotor"),))
     body_rig.bake_body_rig(scene, rig, "helicopter")
@@ -638,7 +638,7 @@ def test_helicopter_bone_rig_spins_its_rotor_bone(symplex):
     relative = np.einsum("fji,fjk->fik", chassis[:, :3, :3], rotor[:, :3, :3])
     M = np.einsum("fij,kj->fik", relative, relative[0])  # a turn about the chassis bone's Z (body up)
     spin = np.unwrap(np.arctan2(M[:, 1, 0], M[:, 0, 0]))
-    omega = body_rig.TIP_SPEED / PRESETS["helicopter"].rotor_radius
+    omega = body_rig.TIP_SPEED / vehicle_presets()["helicopter"].rotor_radius
     assert np.abs(_wrapped(spin - omega * np.arange(25) / 24)).max() < 1e-5
     assert np.abs(rotor[:, :3, 3] - rotor[0, :3, 3]).max() < 1e-4  # it turns about its own centre
 
@@ -672,7 +672,7 @@ def test_trailer_rigs_refuse_missing_or_skewed_trailers_by_name(symplex):
 def _turn_about_the_ball(body, angle: float) -> None:
     """Turn a built rig's trailer body (a child of the unrotated chassis, Euler XYZ) about the vertical through the
     tow ball by `angle` (its wheels, its children, turn with it)."""
-    spec = PRESETS["car_trailer"]
+    spec = vehicle_presets()["car_trailer"]
     ball = np.array([-spec.com_ahead_of_rear_axle - spec.hitch_behind_rear_axle, 0.0])  # in the chassis frame
     c, s = math.cos(angle), math.sin(angle)
     offset = np.array(body.location[:2]) - ball
@@ -732,7 +732,7 @@ def test_trailer_turned_about_the_ball_bakes_from_where_it_stands_and_swings_in(
     placed = {name: _placed(scene.objects[name]) for name in names}
 
     reading = vehicle_rig.read_rig(scene, rig, "car_trailer")
-    spec, preset = reading.vehicle.spec, PRESETS["car_trailer"]
+    spec, preset = reading.vehicle.spec, vehicle_presets()["car_trailer"]
     assert reading.vehicle.hitch_angle == pytest.approx(math.radians(-20.0), abs=1e-6)
     assert spec.hitch_to_trailer_axle == pytest.approx(preset.hitch_to_trailer_axle, abs=1e-6)
     assert spec.trailer_track == pytest.approx(preset.trailer_track, abs=1e-6)

@@ -11,7 +11,8 @@ import pytest
 from addon.solver import energy_audit
 from addon.solver.energy_audit import BOUND, audit, body_energies, nonconservative_parts
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import list_presets, load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.presets import list_presets, preset_path
 from addon.solver.model import Force, Motor
 
 DEMO_DT = 1.0 / (25 * 4)  # the demo's grid: 25 fps, 4 substeps

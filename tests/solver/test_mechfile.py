@@ -7,16 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from addon.solver.mechfile import (
-    PRESET_DIR,
-    dumps_mechanism,
-    list_presets,
-    load_mechanism,
-    loads_mechanism,
-    preset_path,
-    save_mechanism,
-    validate_mechanism,
-)
+from addon.solver.mechfile.read import load_mechanism, loads_mechanism
+from addon.solver.mechfile.validate import validate_mechanism
+from addon.solver.mechfile.write import dumps_mechanism, save_mechanism
 from addon.solver.model import JOINT_TYPES, Body, Curve, Force, Joint, Mechanism, MechanismError, Motor, Spring
 
 BASE = """\
@@ -401,12 +394,3 @@ def test_validate_mechanism_checks_code_built_mechanisms():
     text = dumps_mechanism(ok.replace(bodies=(numpy_bob,)))
     assert "mass = 1.5\nposition = [0.1, 0, -1.0]\n" in text
     assert loads_mechanism(text).body("bob") == numpy_bob
-
-
-def test_presets_are_listed_and_found():
-    names = list_presets()
-    assert {"pendulum", "double_pendulum", "chain_5", "closed_chain_device", "four_bar", "scissor_lift",
-            "slider_crank"} <= set(names)
-    assert preset_path("four_bar") == preset_path("four_bar.toml") == PRESET_DIR / "four_bar.toml"
-    with pytest.raises(FileNotFoundError, match="no preset named 'nope'.*four_bar"):
-        preset_path("nope")

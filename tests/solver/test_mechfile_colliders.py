@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from addon.solver.mechfile import dumps_mechanism, loads_mechanism, validate_mechanism
+from addon.solver.mechfile.read import loads_mechanism
+from addon.solver.mechfile.validate import validate_mechanism
+from addon.solver.mechfile.write import dumps_mechanism
 from addon.solver.model import Body, Collider, Joint, Mechanism, MechanismError
 
 BASE = """\

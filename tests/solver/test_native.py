@@ -18,8 +18,9 @@ import pytest
 
 from addon.solver import native
 from addon.solver.generate import pendulum_chain
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Body, Curve, Force, Joint, Mechanism, Motor
+from addon.solver.presets import preset_path
 from addon.solver.trajectory import ConvergenceError
 from addon.solver.tree import articulated, midpoint
 from addon.solver.tree.assembly import prescribed_values

@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 
 from addon.solver.generate import generated_presets, pendulum_chain, rod_inertia, scissor_lift
-from addon.solver.mechfile import dumps_mechanism, list_presets, load_mechanism, loads_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism, loads_mechanism
+from addon.solver.mechfile.write import dumps_mechanism
 from addon.solver.model import WORLD, Mechanism
+from addon.solver.presets import list_presets, preset_path
 
 PRESETS = ("pendulum", "double_pendulum", "chain_5", "closed_chain_device", "four_bar", "scissor_lift",
            "slider_crank")

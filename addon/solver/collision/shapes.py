@@ -85,7 +85,7 @@ def convex_hull(points: np.ndarray) -> Hull:
 
 
 def compile_shapes(mechanism: Mechanism) -> Shapes:
-    """Shapes of `mechanism.colliders` (assumed validated by mechfile.validate_mechanism)."""
+    """Shapes of `mechanism.colliders` (assumed validated by mechfile.validate.validate_mechanism)."""
     index = {b.name: i for i, b in enumerate(mechanism.bodies)}
     colliders = mechanism.colliders
     n = len(colliders)

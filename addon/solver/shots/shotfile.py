@@ -32,10 +32,10 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from ..mechfile import load_mechanism, vehicle_preset_path
+from ..mechfile.read import load_mechanism
+from ..presets import SHOT_PRESET_DIR, vehicle_preset_path
 from .spec import Corridor, Costs, Key, Obstacle, Shot, ShotError
 
-PRESET_DIR = Path(__file__).resolve().parents[3] / "presets" / "shots"
 _SHOT_KEYS = {"name", "vehicle", "dt", "steps", "free_time", "dt_min", "dt_max", "body_radius", "body_spheres"}
 _TOP = {"format", "shot", "start", "costs", "bounds", "key", "obstacle", "corridor"}
 
@@ -203,8 +203,8 @@ def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
 def load_shot(path: str | Path):
     """The shot in `path` (or the preset of that name): a vehicle Shot, or a MechanismShot for [shot] mechanism."""
     path = Path(path)
-    if not path.exists() and (PRESET_DIR / f"{path.stem}.toml").exists() and len(path.parts) == 1:
-        path = PRESET_DIR / f"{path.stem}.toml"
+    if not path.exists() and (SHOT_PRESET_DIR / f"{path.stem}.toml").exists() and len(path.parts) == 1:
+        path = SHOT_PRESET_DIR / f"{path.stem}.toml"
     src = str(path)
     try:
         data = tomllib.loads(path.read_text())
@@ -217,8 +217,3 @@ def load_shot(path: str | Path):
         from .mechanism_shots import load_mechanism_shot
         return load_mechanism_shot(path)
     return loads_vehicle_shot(data, src, path)
-
-
-def list_vehicle_shots() -> list[str]:
-    """Stems of the shipped vehicle shot presets."""
-    return sorted(p.stem for p in PRESET_DIR.glob("*.toml") if '\nvehicle = "' in p.read_text())

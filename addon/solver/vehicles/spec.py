@@ -1,13 +1,12 @@
-"""Vehicle parameters and the Vehicle description: frozen dataclasses, validated on creation, plus presets.
+"""Vehicle parameters and the Vehicle description: frozen dataclasses, validated on creation.
 
 Owns what a vehicle *is* (mass properties, geometry, limits) and how one is set up for a run (initial
 pose and velocity, keyed controls); not how it moves (car.py, holonomic.py). Units SI, Z up, body axes
 x forward, y left, z up, quaternions (w, x, y, z). `Vehicle` is the proposed `Mechanism.vehicle` field
 (issue 5); it lives here until model.py grows it.
 
-Every preset number carries its source. "[estimate]" marks a value derived from the stated rule or
-formula rather than read from a document; "[from memory]" marks a published value quoted without the
-document at hand, to be checked before the presets become TOML files.
+The shipped presets (sedan, kart, ...) are files, presets/vehicles/*.toml, each number with its source;
+solver/presets.py reads them (`vehicle_presets`).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from ..model import Curve, Quat, Vec3
+from ..presets import vehicle_presets
 from ..trajectory import SolverError
 
 
@@ -366,155 +366,9 @@ class Vehicle:
         return 0.0
 
 
-def _dynamic_index_yaw(mass: float, wheelbase: float, com_ahead_of_rear_axle: float) -> float:
-    """Yaw inertia for a dynamic index k^2 / (a b) = 1 (Milliken & Milliken, Race Car Vehicle Dynamics,
-    1995, ch. 5: passenger cars lie near 1), a, b the axle distances from the centre of mass [estimate]."""
-    return mass * com_ahead_of_rear_axle * (wheelbase - com_ahead_of_rear_axle)
-
-
-# A mid-size sedan, dimensions of a 2018 Toyota Camry LE (XV70).
-SEDAN = CarSpec(
-    name="sedan",
-    mass=1575.0,  # curb weight 3,310 lb = 1,501 kg (Toyota 2018 Camry LE spec sheet) [from memory] + 75 kg driver
-    yaw_inertia=_dynamic_index_yaw(1575.0, 2.825, 1.695),  # = 3017 kg m^2 [estimate, dynamic index 1]
-    wheelbase=2.825,  # 111.2 in (Toyota 2018 Camry spec sheet) [from memory]
-    track=1.59,  # front/rear tread 62.4/62.8 in = 1.585/1.595 m (same spec sheet) [from memory]
-    wheel_radius=0.334,  # tyre 215/55R17: 17 in / 2 + 0.55 * 215 mm = 334 mm (tyre designation)
-    com_ahead_of_rear_axle=1.695,  # 60 % of the weight on the front axle, usual for FWD sedans [estimate]
-    com_height=0.55,  # NHTSA-measured passenger-car CG heights lie near 0.50-0.58 m (SAE 1999-01-1336) [estimate]
-    rear_wheel_inertia=1.0,  # 22 kg wheel and tyre, radius of gyration 0.21 m: 22 * 0.21^2 [estimate]
-    front_wheel_inertia=1.0,  # as the rear [estimate]
-    max_steer=0.54,  # 31 deg: asin(wheelbase / 5.7 m), turning circle 11.4 m (spec sheet) [from memory]
-    max_drive_torque=3600.0,  # 249 N m engine (A25A-FKS) x 5.25 first gear x 2.80 final drive [from memory]
-    max_brake_torque=5160.0,  # 1 g of deceleration: m g r = 1575 * 9.81 * 0.334 [estimate, tyre grip ~1]
-)
-
-# A senior direct-drive racing kart with driver.
-KART = CarSpec(
-    name="kart",
-    mass=156.0,  # KF2 minimum weight kart + driver 156 kg (Swiss karting category summary 2007, CIK-FIA classes)
-    yaw_inertia=_dynamic_index_yaw(156.0, 1.04, 0.437),  # = 41.1 kg m^2 [estimate, dynamic index 1]
-    wheelbase=1.04,  # within CIK-FIA 1010-1070 mm; Motorsport UK NCR 2026 allows 1010-1270 mm for gearbox karts
-    track=1.16,  # rear overall width >= 1340 mm (CIK-FIA rear protection minimum width) less a 180 mm tyre
-    wheel_radius=0.1397,  # rear tyre 11x7.10-5: 11 in outer diameter (tyre designation)
-    com_ahead_of_rear_axle=0.437,  # 42 % front weight, a common kart set-up figure [estimate]
-    com_height=0.25,  # seated driver low between the axles [estimate]
-    rear_wheel_inertia=0.036,  # 3 kg wheel and tyre, radius of gyration 0.11 m [estimate]
-    front_wheel_inertia=0.02,  # 2 kg, radius of gyration 0.10 m [estimate]
-    max_steer=0.44,  # 25 deg road-wheel lock [estimate]
-    max_drive_torque=130.0,  # about 20 N m engine (125 cc) x sprocket ratio 80/12 [estimate]
-    max_brake_torque=214.0,  # 1 g: m g r = 156 * 9.81 * 0.1397 [estimate]
-)
-
-# A light twin-engine helicopter: the MBB Bo 105, the standard example of helicopter flight dynamics.
-HELICOPTER = HelicopterSpec(
-    name="helicopter",
-    mass=2200.0,  # Bo 105 reference mass (Padfield, Helicopter Flight Dynamics, 2nd ed., table 4B.1) [from memory];
-    # the type's maximum take-off weight is 2400 kg (Bo 105 technical data, military-heat.bubble.ro)
-    inertia=(1433.0, 4973.0, 4099.0),  # Ixx Iyy Izz kg m^2 (Padfield table 4B.1) [from memory]
-    rotor_height=1.48,  # hub above the centre of gravity (Padfield table 4B.1) [from memory]
-    tail_arm=6.0,  # tail rotor behind the centre of gravity (Padfield table 4B.1) [from memory]
-    rotor_radius=4.92,  # main rotor diameter 9.84 m (aeropedia.com.au, MBB BO-105 specifications)
-    max_collective=1.3 * 2400.0 * 9.81,  # 1.3 x the weight at maximum take-off mass [estimate]
-    max_tail_force=3000.0,  # hover torque ~ 300 kW / 44 rad/s = 6.8 kN m over a 6 m arm, x 2.6 margin [estimate]
-    max_blade_tilt=0.17,  # 10 deg of cyclic [estimate]
-)
-
-# A small planing runabout, as a box hull [all estimate: a 5 m outboard runabout].
-SPEEDBOAT = BoatSpec(
-    name="speedboat",
-    mass=900.0,  # hull 500 kg + 90 hp outboard 160 kg + fuel and two people 240 kg [estimate]
-    inertia=(900.0 * (2.0**2 + 0.8**2) / 12, 900.0 * (5.0**2 + 0.8**2) / 12, 900.0 * (5.0**2 + 2.0**2) / 12),
-    # uniform box 5.0 x 2.0 x 0.8 m: m (b^2 + c^2) / 12 [estimate]
-    hull_length=5.0, hull_beam=2.0, hull_height=0.8,  # overall size of a 16 ft runabout [estimate]
-    keel_below_com=0.3,  # centre of mass 0.3 m above the keel [estimate]
-    thruster_behind_com=2.4, thruster_spacing=0.6, thruster_below_com=0.4,  # twin props at the transom [estimate]
-    drag=(400.0, 3000.0, 6000.0),  # surge: 2 x 3 kN of thrust reaches 15 m/s; sway, heave much stiffer [estimate]
-    max_thrust=3000.0,  # static thrust of a 90 hp outboard, about 3 kN [estimate]
-)
-
-# A snakeboard with an adult rider.
-SNAKEBOARD = SnakeboardSpec(
-    name="snakeboard",
-    mass=72.0,  # 68 kg rider + 4 kg board [estimate]
-    half_length=0.30,  # footplates about 0.6 m apart on a 0.9 m board [estimate]
-    yaw_inertia=1.6,  # standing adult about the vertical, about 1.2 kg m^2, arms out, plus the board [estimate]
-    rotor_inertia=0.7,  # upper body twisting against the hips [estimate]
-    wheel_inertia=0.01,  # each wheel set and footplate about its pivot [estimate]
-    max_steer=0.5,  # 29 deg of foot rotation [estimate]
-)
-
-# A light/medium truck: a loaded 2019 Isuzu NPR-HD box truck (class 5), 150 in wheelbase.
-TRUCK = CarSpec(
-    name="truck",
-    mass=5500.0,  # GVWR 14,500 lb = 6,577 kg (Isuzu NPR-HD spec sheet) [from memory]; about 80 % of it [estimate]
-    yaw_inertia=_dynamic_index_yaw(5500.0, 3.81, 1.524),  # = 19160 kg m^2 [estimate, dynamic index 1]
-    wheelbase=3.81,  # 150 in, one of the NPR-HD's listed wheelbases (Isuzu spec sheet) [from memory]
-    track=1.63,  # front tread 1,665 mm, rear dual centre 1,525 mm (Isuzu spec sheet) [from memory], mean [estimate]
-    wheel_radius=0.386,  # tyre 215/85R16: 16 in / 2 + 0.85 * 215 mm = 386 mm (tyre designation)
-    com_ahead_of_rear_axle=1.524,  # 40 % of the loaded weight on the front axle, loaded box truck [estimate]
-    com_height=1.1,  # cab-over chassis frame ~0.8 m high plus a box load [estimate]
-    rear_wheel_inertia=6.3,  # dual wheels and tyres 2 x 35 kg, radius of gyration 0.30 m: 70 * 0.3^2 [estimate]
-    front_wheel_inertia=3.2,  # one 35 kg wheel and tyre, radius of gyration 0.30 m [estimate]
-    max_steer=0.66,  # 38 deg: asin(wheelbase / 6.2 m), curb-to-curb turning circle about 12.4 m [estimate]
-    max_drive_torque=12200.0,  # 4HK1-TC diesel ~597 N m x 3.49 first gear x 5.86 final drive [from memory]
-    max_brake_torque=16700.0,  # 0.8 g: 0.8 m g r = 0.8 * 5500 * 9.81 * 0.386 [estimate, loaded truck braking]
-)
-
-# A small recreational hovercraft (two to four seats, twin ducted fans), about 4 m long [all estimate].
-HOVERCRAFT = HovercraftSpec(
-    name="hovercraft",
-    mass=500.0,  # hull ~250 kg (small craft brochures list 200-350 kg) + two people and fuel 250 kg [estimate]
-    inertia=(500.0 * (2.0**2 + 1.0**2) / 12, 500.0 * (4.0**2 + 1.0**2) / 12, 500.0 * (4.0**2 + 2.0**2) / 12),
-    # uniform box 4.0 x 2.0 x 1.0 m: m (b^2 + c^2) / 12 [estimate]
-    skirt_length=3.6,  # cushion footprint a little shorter than the 4 m hull [estimate]
-    skirt_width=1.8,  # and a little narrower than its 2 m beam [estimate]
-    skirt_below_com=0.4,  # centre of mass 0.4 m above the hull bottom [estimate]
-    cushion_height=0.3,  # skirt depth about 0.3 m, usual for small craft [estimate]
-    cushion_stiffness=50000.0,  # 0.098 m static sag, heave at sqrt(k / m) / 2 pi = 1.6 Hz [estimate]
-    cushion_damping=3000.0,  # heave damping ratio c / (2 sqrt(k m)) = 0.3 [estimate]
-    drag=(7.0, 40.0),  # surge: 2 x 800 N reaches sqrt(1600 / 7) = 15 m/s (54 km/h); sway ~6x, skirt side [estimate]
-    yaw_drag=2000.0,  # 2 x 800 N x 0.6 m differential torque turns at ~0.5 rad/s at most [estimate]
-    thruster_behind_com=1.8,  # twin ducted fans at the stern [estimate]
-    thruster_spacing=1.2,  # fan centres 1.2 m apart [estimate]
-    thruster_above_com=0.7,  # fan axes 0.7 m above the centre of mass [estimate]
-    max_thrust=800.0,  # static thrust of a ~25 hp ducted fan, about 800 N [estimate]
-)
-
-# The sedan above towing a laden single-axle box trailer at the EU limit for unbraked trailers.
-CAR_TRAILER = CarTrailerSpec(
-    **{key: value for key, value in vars(SEDAN).items() if key != "name"},
-    name="car_trailer",
-    trailer_mass=750.0,  # category O1, maximum mass 0.75 t (EU Regulation 2018/858, art. 4) [from memory]: laden
-    trailer_yaw_inertia=531.25,  # uniform box 2.5 x 1.5 m: m (a^2 + b^2) / 12 = 750 x 8.5 / 12 [estimate]
-    hitch_behind_rear_axle=1.15,  # rear overhang 4,885 - 2,825 - 975 mm = 1.085 m (Camry spec sheet) [from memory]
-    # + tow ball ~65 mm beyond the bumper [estimate]
-    hitch_to_trailer_axle=2.9,  # 1.3 m drawbar + axle 1.6 m into a 2.5 m box (small box trailers) [estimate]
-    trailer_com_ahead_of_axle=0.203,  # nose weight 7 % of the trailer's mass: 0.07 x 2.9 m (UK towing
-    # guidance, 7 %) [from memory]
-    trailer_com_height=0.65,  # box floor ~0.5 m plus load [estimate]
-    trailer_track=1.45,  # wheel centres for a 1.5 m wide body [estimate]
-    trailer_wheel_radius=0.2891,  # tyre 155/80R13: 13 in / 2 + 0.80 x 155 mm = 289 mm (tyre designation)
-    trailer_wheel_inertia=0.4,  # 10 kg wheel and tyre, radius of gyration 0.20 m: 10 x 0.2^2 [estimate]
-)
-
-# A main battle tank: the Leopard 2A4.
-TANK = TankSpec(
-    name="tank",
-    mass=55150.0,  # combat weight 55.15 t (Leopard 2A4 technical data, e.g. Jane's Armour and Artillery) [from memory]
-    yaw_inertia=55150.0 * (7.72**2 + 3.70**2) / 12,  # = 336,800 kg m^2: uniform box, hull 7.72 x 3.70 m
-    # (hull length and width, same data) [from memory; estimate of the distribution]
-    track_gauge=3.07,  # width 3.70 m less one 635 mm track (track width 635 mm, same data) [from memory]
-    track_length=4.95,  # length of track on the ground 4.95 m (same data) [from memory]
-    sprocket_radius=0.33,  # drive sprocket pitch radius [estimate: 11-tooth sprocket, 184 mm track pitch]
-    road_wheel_radius=0.35,  # road wheels 700 mm diameter (same data) [from memory]
-    lateral_friction=0.5,  # coefficient of lateral resistance on firm ground, 0.5-0.7 (J. Y. Wong, Theory of
-    # Ground Vehicles, 4th ed., 2008, ch. 7, skid-steering) [from memory]
-    rolling_resistance=0.04,  # tracked vehicle on a firm road, 0.03-0.05 (Wong, same chapter) [from memory]
-    max_track_force=190000.0,  # adhesion limit per track: 0.7 x m g / 2 (coefficient 0.7 on firm ground) [estimate]
-    com_height=1.2,  # hull centre of mass about 1.2 m up (ground clearance 0.54 m, same data) [estimate]
-)
-
-PRESETS: dict[str, Spec] = {s.name: s for s in (SEDAN, KART, HELICOPTER, SPEEDBOAT, SNAKEBOARD, TRUCK, HOVERCRAFT,
-                                                CAR_TRAILER, TANK)}
-
+def __getattr__(name: str) -> object:
+    """`PRESETS`, the vehicle presets by name, re-exported from presets.vehicle_presets (read from
+    presets/vehicles/*.toml) for the callers not yet importing it from there."""
+    if name == "PRESETS":  # computed on use: the files' reader imports this module
+        return vehicle_presets()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bpy.types import Menu, Panel, UIList
 
-from ...solver.mechfile import list_presets
+from ...solver.presets import list_presets
 from .. import ids
 from ..operators import active_setup, loop_armature
 from . import SIDEBAR_ORDER, SymplexTab

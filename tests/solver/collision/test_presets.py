@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from addon.solver.collision import CollisionWorld
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.presets import preset_path
 
 # preset -> {(collider name prefix of A, of B): contacts at the start (distance 0)}
 RESTING = {

@@ -10,12 +10,13 @@ import pytest
 
 from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import make_integrator
-from addon.solver.mechfile import PRESET_DIR, load_mechanism
-from addon.solver.model import WORLD, Body, Force, Joint, Mechanism, Motor, Spring
 from addon.solver.maximal import fillin
 from addon.solver.maximal.forward import rotate
 from addon.solver.maximal.forward_integrator import ForwardIntegrator
 from addon.solver.maximal.joints import ANGLE, frames
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.model import WORLD, Body, Force, Joint, Mechanism, Motor, Spring
+from addon.solver.presets import PRESET_DIR
 
 
 def all_joint_types() -> Mechanism:

@@ -9,8 +9,9 @@ import pytest
 
 from addon.solver.collision.world import CollisionWorld
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Collider, Force, Joint, Mechanism
+from addon.solver.presets import preset_path
 
 G = 9.81
 

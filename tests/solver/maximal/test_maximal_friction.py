@@ -15,8 +15,9 @@ from addon.solver.collision.world import CollisionWorld
 from addon.solver.integrator import simulate
 from addon.solver.maximal.integrator import MaximalIntegrator
 from addon.solver.maximal.variational import knot_terms
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
+from addon.solver.presets import preset_path
 
 G = 9.81
 HALF = 0.1  # half edge of the block (m)

@@ -9,8 +9,9 @@ from scipy.integrate import solve_ivp
 
 from addon.solver.integrator import simulate
 from addon.solver.maximal.bodies import twists_from_quaternions
-from addon.solver.mechfile import list_presets, load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Body, Joint, Mechanism
+from addon.solver.presets import list_presets, preset_path
 
 from .test_maximal_jacobian import every_joint_type
 

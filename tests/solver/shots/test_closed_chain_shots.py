@@ -13,9 +13,10 @@ import pytest
 import scipy.linalg
 
 from addon.solver.integrator import simulate
-from addon.solver.shots.mechanism_shots import (SHOT_DIR, MechanismKey, _nlp, _problem, initial_guess, key_errors,
-                                                keyed_coordinates, list_mechanism_shots, load_mechanism_shot,
-                                                solve_mechanism_shot, solved_trajectory, torque_mechanism)
+from addon.solver.presets import list_shot_presets, shot_preset_path
+from addon.solver.shots.mechanism_shots import (MechanismKey, _nlp, _problem, initial_guess, key_errors,
+                                                keyed_coordinates, load_mechanism_shot, solve_mechanism_shot,
+                                                solved_trajectory, torque_mechanism)
 from addon.solver.shots.tree_dynamics import interval_terms
 from addon.solver.tree import constraints
 from addon.solver.tree.kinematics import body_poses_batch, forward
@@ -25,7 +26,7 @@ ROCKER_RANGE = (-0.5522, 0.1451)  # rad, swept over a full crank turn (the key b
 
 @pytest.fixture(scope="module")
 def swing():
-    shot = load_mechanism_shot(SHOT_DIR / "four_bar_swing.toml")
+    shot = load_mechanism_shot(shot_preset_path("four_bar_swing"))
     return shot, solve_mechanism_shot(shot)
 
 
@@ -37,7 +38,7 @@ def _loop_residuals(P, Q: np.ndarray) -> np.ndarray:
 
 def test_four_bar_shot_converges_and_meets_its_keys(swing):
     shot, result = swing
-    assert "four_bar_swing" in list_mechanism_shots()
+    assert "four_bar_swing" in list_shot_presets("mechanism")
     assert _problem(shot).tx.nr == 2  # a planar loop: two of the pin's five rows are independent
     assert result.status == "solved", result.report
     for key in shot.keys:

@@ -2,7 +2,8 @@
 
 import pytest
 
-from addon.solver.shots.shotfile import list_vehicle_shots, load_shot
+from addon.solver.presets import list_shot_presets
+from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.spec import ShotError
 
 GOOD = """format = 1
@@ -19,7 +20,7 @@ position = [5.0, 0.0, 0.55]
 
 
 def test_shipped_vehicle_shots_load():
-    names = list_vehicle_shots()
+    names = list_shot_presets("vehicle")
     assert {"parallel_parking", "car_tunnel", "helicopter_canyon_landing", "boat_docking"} <= set(names)
     for name in names:
         shot = load_shot(name)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import simulate
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve, MechanismError, Motor
-from addon.solver.mechfile import load_mechanism
 from addon.solver.shots.tree_dynamics import (TreeTranscription, constraint_force_dq, interval_terms,
                                               transcribe_tree)
 from addon.solver.tree import constraints

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve, Motor
-from addon.solver.shots.mechanism_shots import (SHOT_DIR, MechanismKey, _problem, key_errors, keyed_coordinates,
-                                                list_mechanism_shots, load_mechanism_shot, solve_mechanism_shot,
-                                                solved_trajectory)
+from addon.solver.presets import list_shot_presets, preset_path, shot_preset_path
+from addon.solver.shots.mechanism_shots import (MechanismKey, _problem, key_errors, keyed_coordinates,
+                                                load_mechanism_shot, solve_mechanism_shot, solved_trajectory)
 from addon.solver.shots.spec import Key, Shot, ShotError, solve_shot
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
@@ -26,13 +26,13 @@ SHOTS = ("cart_pole_swing_up", "crane_anti_sway", "robot_arm_reach", "robot_arm_
 def solved():
     out = {}
     for name in SHOTS:
-        shot = load_mechanism_shot(SHOT_DIR / f"{name}.toml")
+        shot = load_mechanism_shot(shot_preset_path(name))
         out[name] = (shot, solve_mechanism_shot(shot))
     return out
 
 
 def test_the_mechanism_shots_are_shipped():
-    assert set(SHOTS) <= set(list_mechanism_shots())
+    assert set(SHOTS) <= set(list_shot_presets("mechanism"))
 
 
 @pytest.mark.parametrize("name", SHOTS)
@@ -110,7 +110,7 @@ def test_arm_passes_its_first_mark_and_reaches_the_second(solved):
 
 
 def test_unreachable_key_fails_naming_it():
-    shot = load_mechanism_shot(SHOT_DIR / "robot_arm_reach.toml")
+    shot = load_mechanism_shot(shot_preset_path("robot_arm_reach"))
     far = MechanismKey("out of reach", 40, body="hand", point=(0.0, 0.0, 0.15), position=(2.5, 0.0, 0.6))
     shot = replace(shot, keys=(far,))
     result = solve_mechanism_shot(shot, max_iter=40)
@@ -147,13 +147,13 @@ def test_solve_shot_dispatches_mechanisms_without_a_vehicle():
 
 
 def test_file_errors_name_the_file_the_entry_and_the_field(tmp_path):
-    text = (SHOT_DIR / "cart_pole_swing_up.toml").read_text().replace('coordinate = "pole_hinge"',
+    text = shot_preset_path("cart_pole_swing_up").read_text().replace('coordinate = "pole_hinge"',
                                                                        'coordinate = "pole_hinj"')
     path = tmp_path / "bad.toml"
     path.write_text(text)
     with pytest.raises(ShotError, match=r"bad\.toml.*\[\[key\]\] 'upright'.*'pole_hinj'"):
         load_mechanism_shot(path)
-    text = (SHOT_DIR / "cart_pole_swing_up.toml").read_text().replace("frame = 50", "frame = 80", 1)
+    text = shot_preset_path("cart_pole_swing_up").read_text().replace("frame = 50", "frame = 80", 1)
     path.write_text(text)
     with pytest.raises(ShotError, match=r"'upright'.*'frame'.*1\.\.50.*80"):
         load_mechanism_shot(path)

@@ -13,7 +13,7 @@ import pytest
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
 from addon.solver import groups
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.shots.holonomic import cay_quaternion, cay_translation, rotation
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.spec import Costs, Key, Obstacle, Shot, solve_shot

@@ -8,7 +8,7 @@ from addon.solver import native
 from addon.solver.groups import so3_exp
 from addon.solver.integrator import simulate
 from addon.solver.lie import frame_from_axis, quat_to_matrix
-from addon.solver.mechfile import loads_mechanism
+from addon.solver.mechfile.read import loads_mechanism
 from addon.solver.model import Body, Joint, Mechanism, MechanismError
 from addon.solver.tree import midpoint
 from addon.solver.tree.ball_springs import chart_springs, right_jacobian_inverse, so3_log

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import MechanismError
+from addon.solver.presets import preset_path
 from addon.solver.tree.compile import compile_tree
 
 

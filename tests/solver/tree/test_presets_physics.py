@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.presets import preset_path
 
 CLOSED_CHAINS = ["closed_chain_device", "four_bar", "scissor_lift", "slider_crank"]
 

@@ -3,13 +3,14 @@
 import numpy as np
 
 from addon.solver.model import Curve
+from addon.solver.presets import vehicle_presets
 from addon.solver.vehicles import holonomic
 from addon.solver.vehicles.boat import compile_boat
-from addon.solver.vehicles.spec import SPEEDBOAT, Vehicle
+from addon.solver.vehicles.spec import Vehicle
 
 from .references import convergence_orders, pose, residual_jacobian_fd, run_holonomic
 
-BOAT = SPEEDBOAT
+BOAT = vehicle_presets()["speedboat"]
 REST_Z = BOAT.keel_below_com - BOAT.design_draft  # centre of mass height when floating level at rest
 UNDAMPED = BOAT.__class__(**{**BOAT.__dict__, "drag": (0.0, 0.0, 0.0)})
 

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from addon.solver.vehicles import car, spec
+from addon.solver.presets import vehicle_presets
+from addon.solver.vehicles import car
 
-SEDAN = spec.SEDAN
+SEDAN = vehicle_presets()["sedan"]
 ZERO = lambda t: 0.0  # noqa: E731
 
 
@@ -35,7 +36,7 @@ def test_no_side_slip_to_round_off_at_every_step():
     assert np.abs(slip).max() < 1e-15 * scale / 0.05 * 10, np.abs(slip).max()  # round-off of positions over h
 
 
-@pytest.mark.parametrize("vehicle", [spec.SEDAN, spec.KART])
+@pytest.mark.parametrize("vehicle", [SEDAN, vehicle_presets()["kart"]])
 @pytest.mark.parametrize("steer", [0.3, -0.2])
 def test_zero_torque_fixed_steering_drives_the_analytic_circle(vehicle, steer):
     rows, slip, us, *_ = drive_run(ZERO, lambda t: steer, 0.1, 60.0, speed=8.0, vehicle=vehicle)

@@ -2,12 +2,14 @@
 
 import numpy as np
 from addon.solver.model import Curve
+from addon.solver.presets import vehicle_presets
 from addon.solver.vehicles import forces, holonomic
 from addon.solver.vehicles.helicopter import compile_helicopter, control_matrix
-from addon.solver.vehicles.spec import HELICOPTER, Vehicle
+from addon.solver.vehicles.spec import Vehicle
 
 from .references import continuous_solution
 
+HELICOPTER = vehicle_presets()["helicopter"]
 WEIGHT = HELICOPTER.mass * 9.81
 # climb, pitch forward, bank, yaw: every control keyed and smooth (this undamped model of the seed turns
 # 0.01 rad of blade tilt into 0.25 rad/s^2 of pitch, so the tilts are small)

@@ -6,15 +6,16 @@ import dataclasses
 import numpy as np
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, vehicle_preset_path
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve
+from addon.solver.presets import vehicle_preset_path, vehicle_presets
 from addon.solver.vehicles import car, holonomic
 from addon.solver.vehicles.hovercraft import compile_hovercraft
-from addon.solver.vehicles.spec import HOVERCRAFT, PRESETS, Vehicle
+from addon.solver.vehicles.spec import Vehicle
 
 from .references import convergence_orders, pose, residual_jacobian_fd, run_holonomic
 
-CRAFT = HOVERCRAFT
+CRAFT = vehicle_presets()["hovercraft"]
 UNDAMPED = dataclasses.replace(CRAFT, cushion_damping=0.0, drag=(0.0, 0.0), yaw_drag=0.0)
 
 
@@ -59,7 +60,7 @@ def test_a_steady_turn_slides_outward_unlike_the_car():
     assert slip > np.radians(10), np.degrees(slip)
     assert abs(CRAFT.mass * w[2] * v[0] / (CRAFT.drag[1] * v[1] ** 2) - 1) < 0.05
     # the car of the same turn rate has no side slip: its velocity stays along its heading
-    sedan = car.compile_car(Vehicle("car", PRESETS["sedan"], controls=(("steer", 0.1),)))
+    sedan = car.compile_car(Vehicle("car", vehicle_presets()["sedan"], controls=(("steer", 0.1),)))
     state = car.start(sedan, 0.0, 0.0, 0.0, 10.0)
     previous = (state.theta, state.x, state.y)
     car.step(sedan, state, 0.05)
@@ -90,8 +91,7 @@ def test_second_order_convergence_in_a_manoeuvre():
 def run_file(name):
     mech = load_mechanism(vehicle_preset_path(name))
     spec = mech.vehicle.spec
-    for f in dataclasses.fields(spec):
-        assert np.allclose(getattr(spec, f.name), getattr(PRESETS[name], f.name)) if f.name != "name" else True
+    assert spec == vehicle_presets()[name]
     trajectory = simulate(mech, 1 / 24, 240, method="vehicle")
     assert trajectory.status == "finished", trajectory.message
     return trajectory
@@ -106,7 +106,7 @@ def test_hovercraft_preset_accelerates_turns_and_slides():
     lag = np.angle(np.exp(1j * (heading[1:] - course)))
     assert np.linalg.norm(velocity[-1, :2]) > 5 and np.ptp(heading) > np.pi / 2
     assert lag.max() > np.radians(15)  # the velocity lags the heading: it slides
-    assert np.abs(p[:, 2] - HOVERCRAFT.rest_height).max() < 0.1  # stays on its cushion
+    assert np.abs(p[:, 2] - CRAFT.rest_height).max() < 0.1  # stays on its cushion
 
 
 def test_truck_preset_drives():
@@ -117,7 +117,7 @@ def test_truck_preset_drives():
 def test_at_rest_on_the_cushion_newton_converges_at_once_and_the_craft_stays_put():
     """Momenta and net wrench are ~0 at rest: the weight in the convergence scale keeps Newton from chasing
     the round-off of m g (it took up to 13 updates at tol 1e-12 before the weight joined the scale)."""
-    model = compile_hovercraft(Vehicle("hovercraft", HOVERCRAFT, position=(0.0, 0.0, HOVERCRAFT.rest_height)))
-    g, xi, _, iterations = run_holonomic(model, pose(HOVERCRAFT.rest_height), np.zeros(6), 1 / 24, 240, tol=1e-12)
+    model = compile_hovercraft(Vehicle("hovercraft", CRAFT, position=(0.0, 0.0, CRAFT.rest_height)))
+    g, xi, _, iterations = run_holonomic(model, pose(CRAFT.rest_height), np.zeros(6), 1 / 24, 240, tol=1e-12)
     assert iterations.max() <= 1
     assert np.abs(xi).max() < 1e-12 and np.abs(g[-1] - g[0]).max() < 1e-12

@@ -5,10 +5,12 @@ import pytest
 
 from addon.solver.lie import quat_to_matrix
 from addon.solver.model import Curve, Mechanism
+from addon.solver.presets import vehicle_presets
 from addon.solver.vehicles import car
 from addon.solver.vehicles.integrator import VehicleIntegrator
-from addon.solver.vehicles.spec import HELICOPTER, KART, SEDAN, RigidBodySpec, Vehicle, VehicleError
+from addon.solver.vehicles.spec import RigidBodySpec, Vehicle, VehicleError
 
+SEDAN, KART, HELICOPTER = (vehicle_presets()[name] for name in ("sedan", "kart", "helicopter"))
 EMPTY = Mechanism("vehicle only", (), ())
 
 
@@ -98,7 +100,8 @@ def test_a_capsizing_boat_fails_the_run_with_a_message_instead_of_raising():
     from dataclasses import replace as _replace
 
     from addon.solver.integrator import simulate
-    from addon.solver.mechfile import load_mechanism, vehicle_preset_path
+    from addon.solver.mechfile.read import load_mechanism
+    from addon.solver.presets import vehicle_preset_path
 
     mech = load_mechanism(vehicle_preset_path("speedboat"))
     # rolled 70 degrees and rolling further at 4 rad/s: it passes 87 degrees, outside the buoyancy model

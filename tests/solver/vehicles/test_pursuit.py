@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from addon.solver.model import Mechanism
+from addon.solver.presets import vehicle_presets
 from addon.solver.vehicles import pursuit
-from addon.solver.vehicles.spec import PRESETS, Vehicle
+from addon.solver.vehicles.spec import Vehicle
 
 R = 20.0  # m, radius of the bend
 
@@ -25,7 +26,7 @@ def _bend() -> np.ndarray:
 
 
 def _mechanism(speed: float = 0.0, y0: float = 0.0) -> Mechanism:
-    spec = PRESETS["sedan"]
+    spec = vehicle_presets()["sedan"]
     vehicle = Vehicle("car", spec, position=(spec.com_ahead_of_rear_axle, y0, spec.com_height),
                       orientation=(1.0, 0.0, 0.0, 0.0), velocity=(0, 0, 0, speed, 0, 0), name="follower")
     return Mechanism(name="follower", bodies=(), joints=(), gravity=(0.0, 0.0, -9.81), vehicle=vehicle,
@@ -35,7 +36,7 @@ def _mechanism(speed: float = 0.0, y0: float = 0.0) -> Mechanism:
 def _rear_axle(trajectory, preset: str = "sedan") -> tuple[np.ndarray, np.ndarray]:
     poses = trajectory.poses[:, trajectory.body_index("chassis")]
     theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
-    b = PRESETS[preset].com_ahead_of_rear_axle
+    b = vehicle_presets()[preset].com_ahead_of_rear_axle
     return np.column_stack([poses[:, 0] - b * np.cos(theta), poses[:, 1] - b * np.sin(theta)]), theta
 
 
@@ -73,7 +74,7 @@ def test_bad_paths_are_refused():
 
 
 def _towing(speed: float, hitch_angle: float = 0.0) -> Mechanism:
-    spec = PRESETS["car_trailer"]
+    spec = vehicle_presets()["car_trailer"]
     vehicle = Vehicle("car_trailer", spec, position=(spec.com_ahead_of_rear_axle, 0.0, spec.com_height),
                       velocity=(0, 0, 0, speed, 0, 0), name="towing", hitch_angle=hitch_angle)
     return Mechanism(name="towing", bodies=(), joints=(), gravity=(0.0, 0.0, -9.81), vehicle=vehicle, source="test")
@@ -82,14 +83,14 @@ def _towing(speed: float, hitch_angle: float = 0.0) -> Mechanism:
 def _trailer_axle(trajectory) -> np.ndarray:
     poses = trajectory.poses[:, trajectory.body_index("trailer")]
     beta = 2 * np.arctan2(poses[:, 6], poses[:, 3])
-    c = PRESETS["car_trailer"].trailer_com_ahead_of_axle
+    c = vehicle_presets()["car_trailer"].trailer_com_ahead_of_axle
     return np.column_stack([poses[:, 0] - c * np.cos(beta), poses[:, 1] - c * np.sin(beta)])
 
 
 def test_car_with_trailer_follows_a_bend_and_the_trailer_cuts_it_more():
     """The car is steered as without a trailer; the trailer's axle cuts inside the car's path, but not more than
     on the steady circle sqrt(R^2 + d^2 - L^2) of the car's tightest radius R, and comes back in line."""
-    dt, steps, spec = 1.0 / 48, 48 * 10, PRESETS["car_trailer"]
+    dt, steps, spec = 1.0 / 48, 48 * 10, vehicle_presets()["car_trailer"]
     trajectory, _ = pursuit.simulate_following(_towing(10.0), _bend(), 10.0, dt, steps)
     assert trajectory.status == "finished"
     xy, theta = _rear_axle(trajectory, "car_trailer")

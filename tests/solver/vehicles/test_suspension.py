@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pytest
 
+from addon.solver.presets import vehicle_presets
 from addon.solver.vehicles import suspension
-from addon.solver.vehicles.spec import PRESETS
 
 G = 9.81
 
 
 def _sedan(centred: bool = True) -> suspension.Suspension:
-    spec = PRESETS["sedan"]
+    spec = vehicle_presets()["sedan"]
     b = 0.5 * spec.wheelbase if centred else spec.com_ahead_of_rear_axle
     x = np.array([-b, -b, spec.wheelbase - b, spec.wheelbase - b])
     y = 0.5 * spec.track * np.array([1.0, -1.0, 1.0, -1.0])
@@ -70,7 +70,7 @@ def test_braking_dips_the_nose_and_a_left_turn_rolls_right():
 
 
 def test_free_heave_keeps_its_energy_without_damping_and_decays_at_the_damping_ratio():
-    spec = PRESETS["sedan"]
+    spec = vehicle_presets()["sedan"]
     corners = np.array([[-1.0, 0.8], [-1.0, -0.8], [1.0, 0.8], [1.0, -0.8]])
     undamped = suspension.car_suspension(spec, corners, frequency=1.5, damping_ratio=0.0)
     t = _grid(10.0, 1e-3)
@@ -103,4 +103,4 @@ def test_bad_inputs_are_named():
     with pytest.raises(ValueError, match="road must be"):
         suspension.simulate_suspension(susp, _grid(1.0), np.zeros((3, 4)), np.zeros((3, 2)))
     with pytest.raises(ValueError, match="frequency"):
-        suspension.car_suspension(PRESETS["sedan"], susp.corners, frequency=0.0)
+        suspension.car_suspension(vehicle_presets()["sedan"], susp.corners, frequency=0.0)

@@ -4,11 +4,13 @@ energy = work of the tracks less the resistance's, no side slip, second order.""
 import numpy as np
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import load_mechanism, vehicle_preset_path
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.presets import vehicle_preset_path, vehicle_presets
 from addon.solver.vehicles import car, tank
-from addon.solver.vehicles.spec import PRESETS, TANK
+from addon.solver.vehicles.spec import TankSpec
 
 G = 9.81
+TANK = vehicle_presets()["tank"]
 WEIGHT = TANK.mass * G
 M_R = TANK.lateral_friction * WEIGHT * TANK.track_length / 4  # Coulomb turning resistance, N m
 F_R = TANK.rolling_resistance * WEIGHT
@@ -140,7 +142,7 @@ def test_track_forces_are_clipped_to_the_adhesion_limit():
 
 def test_the_preset_file_drives_and_pivots():
     mech = load_mechanism(vehicle_preset_path("tank"))
-    assert type(mech.vehicle.spec) is type(PRESETS["tank"])  # values: tests/solver/test_vehicle_files.py
+    assert type(mech.vehicle.spec) is TankSpec  # values: tests/solver/test_vehicle_files.py
     traj = simulate(mech, 1 / 24, 240, method="vehicle")
     assert traj.status == "finished" and traj.bodies == ["chassis"]
     assert traj.constraint_residual.max() < 1e-11

@@ -7,15 +7,17 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import simulate
-from addon.solver.mechfile import (MechanismError, dumps_mechanism, load_mechanism, loads_mechanism,
-                                   vehicle_preset_path)
+from addon.solver.mechfile.read import load_mechanism, loads_mechanism
+from addon.solver.mechfile.write import dumps_mechanism
+from addon.solver.model import MechanismError
+from addon.solver.presets import vehicle_preset_path, vehicle_presets
 from addon.solver.vehicles import car, trailer
-from addon.solver.vehicles.spec import CAR_TRAILER, PRESETS, Vehicle, VehicleError
+from addon.solver.vehicles.spec import CarTrailerSpec, Vehicle, VehicleError
 
 from .references import hitch_closed_form
 
 ZERO = lambda t: 0.0  # noqa: E731
-SPEC = CAR_TRAILER
+SPEC = vehicle_presets()["car_trailer"]
 
 
 def drive(t):
@@ -148,7 +150,7 @@ def test_trailer_wheels_roll_their_own_circles():
 
 def test_the_preset_file_drives_through_the_vehicle_method():
     mech = load_mechanism(vehicle_preset_path("car_trailer"))
-    assert type(mech.vehicle.spec) is type(PRESETS["car_trailer"])  # values: tests/solver/test_vehicle_files.py
+    assert type(mech.vehicle.spec) is CarTrailerSpec  # values: tests/solver/test_vehicle_files.py
     traj = simulate(mech, 1 / 24, 240, method="vehicle")
     assert traj.status == "finished" and traj.bodies == list(trailer.BODIES)
     assert traj.constraint_residual.max() < 1e-11
@@ -273,7 +275,7 @@ def test_hitch_angles_a_trailer_cannot_start_at_are_refused_by_name():
         Vehicle("car_trailer", SPEC, name="v", hitch_angle=1.6)
     with pytest.raises(VehicleError, match="vehicle 'v': field 'hitch_angle' is a car with trailer's start; a car "
                                            "has no trailer"):
-        Vehicle("car", PRESETS["sedan"], name="v", hitch_angle=0.1)
+        Vehicle("car", vehicle_presets()["sedan"], name="v", hitch_angle=0.1)
     text = dumps_mechanism(load_mechanism(vehicle_preset_path("car_trailer"))).replace(
         "[vehicle]\n", "[vehicle]\nhitch_angle = -2.0\n")
     with pytest.raises(MechanismError, match=r"^f.toml: \[vehicle\]: vehicle 'car_trailer': field 'hitch_angle' "
