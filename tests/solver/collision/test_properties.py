@@ -161,6 +161,23 @@ def test_contacts_do_not_depend_on_round_off(pair):
             assert np.allclose(np.sort(moved.distance), np.sort(exact.distance), rtol=0, atol=1e-8)
 
 
+def test_epa_against_a_flat_cylinder_end_survives_round_off():
+    """A hull sunk 6.7 cm into a cylinder's end: EPA's support points on the flat end share a plane,
+    so whether a new point is beyond a face there is decided by round-off. The polytope must stay
+    convex whatever the rounding: the same two contacts for 20 poses a few ulps apart (a folded
+    polytope gave one contact at +0.14 m, or none)."""
+    rng, ulps = np.random.default_rng(5), np.random.default_rng(1)
+    world = world_of("cylinder", "hull")
+    positions, quats = [random_poses(rng) for _ in range(4)][-1]
+    exact = world.detect(positions, quats, 0.2)
+    assert len(exact) == 2 and np.all(exact.distance < -0.06)
+    wiggle = 4 * np.finfo(float).eps
+    for _ in range(20):
+        moved = world.detect(positions * (1 + wiggle * ulps.uniform(-1, 1, positions.shape)),
+                             quats * (1 + wiggle * ulps.uniform(-1, 1, quats.shape)), 0.2)
+        assert len(moved) == 2 and np.allclose(np.sort(moved.distance), np.sort(exact.distance), rtol=0, atol=1e-8)
+
+
 @pytest.mark.parametrize("pair", list(itertools.product(["plane"] + SOLIDS, SOLIDS)))
 def test_rigid_motion_moves_contacts_along(pair):
     """Moving both bodies by one rigid motion leaves distances and body-frame points unchanged and
