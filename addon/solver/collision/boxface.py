@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .manifold import FACE_ANGLE
-from .primitives import Batch
+from .primitives import COINCIDENT, Batch
 
 _COS_FACE, _SIN_FACE = np.cos(FACE_ANGLE), np.sin(FACE_ANGLE)
 _QUAD = np.array([[1, 1], [-1, 1], [-1, -1], [1, -1]], dtype=float)
@@ -34,10 +34,11 @@ def _pick(score: np.ndarray) -> np.ndarray:
     return np.argmax(score, axis=1)
 
 
-def reduce_batched(flat: np.ndarray, dist: np.ndarray, valid: np.ndarray) -> np.ndarray:
+def reduce_batched(flat: np.ndarray, dist: np.ndarray, valid: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
     """Mask (K, M) of at most 4 valid candidates per row spanning the patch (flat (K, M, 2) in-plane
     coordinates), chosen as primitives.reduce_points does: the deepest, the farthest from it, the
-    largest triangle, the farthest outside that triangle."""
+    largest triangle, the farthest outside that triangle; candidates within COINCIDENT x `magnitude`
+    (K,) (of the candidates' world coordinates) of a chosen one, or of the line through two, add none."""
     rows = np.arange(len(flat))
     chosen = np.zeros_like(valid)
     has = valid.any(axis=1)
@@ -46,12 +47,14 @@ def reduce_batched(flat: np.ndarray, dist: np.ndarray, valid: np.ndarray) -> np.
     rel = flat - flat[rows, first][:, None, :]
     length2 = np.einsum("kmi,kmi->km", rel, rel)
     second = _pick(np.where(valid, length2, -np.inf))
-    chosen[rows, second] |= has
+    near = COINCIDENT * magnitude
+    spread = has & (length2[rows, second] > near**2)
+    chosen[rows, second] |= spread
     side = _cross2(rel[rows, second][:, None, :], rel)
-    tol = 1e-12 * length2[rows, second]
+    tol = np.maximum(1e-12 * length2[rows, second], near * np.sqrt(length2[rows, second]))
     third_score = np.where(valid, np.abs(side), -np.inf)
     third = _pick(third_score)
-    ok3 = has & (third_score[rows, third] > tol)
+    ok3 = spread & (third_score[rows, third] > tol)
     chosen[rows, third] |= ok3
     corners = np.stack([flat[rows, first], flat[rows, second], flat[rows, third]], axis=1)  # (K, 3, 2)
     orient = np.sign(_cross2(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]))
@@ -138,7 +141,8 @@ def face_contacts(rot: np.ndarray, origin: np.ndarray, size: np.ndarray, ia: np.
     valid = np.concatenate([inside1, inside2] + cross_ok, axis=1) & (height <= margin) & handled[:, None]
     # an edge's quad [e0, e1, e1, e0] repeats its corners (2, 3) and its side (sides 1-3): drop those
     valid[is_edge] &= _EDGE_KEEP
-    chosen = reduce_batched(flat, height, valid)
+    magnitude = np.max(np.abs(centre), axis=1) + np.hypot(e[:, 0], e[:, 1])  # bounds the face's coordinates
+    chosen = reduce_batched(flat, height, valid, magnitude)
     row, col = np.nonzero(chosen)
     on_ref = centre[row] + flat[row, col, :1] * u1[row] + flat[row, col, 1:] * u2[row]
     on_inc = on_ref + height[row, col][:, None] * n_out[row]

@@ -28,6 +28,7 @@ _GJK_ITERATIONS = 64
 _EPA_ITERATIONS = 96
 _GJK_RELATIVE = 1e-12  # stop when |v|^2 - v.w <= this * |v|^2 (no further progress toward the origin)
 _EPA_RELATIVE = 1e-9  # stop when the new support point is this close (relative to the size) to the face
+_ORIENT_BOUND = 32 * np.finfo(float).eps  # round-off of an orientation determinant, per unit of |a| |b| |c|
 _SUBSETS = {n: [s for k in range(1, n + 1) for s in combinations(range(n), k)] for n in range(1, 5)}
 
 
@@ -177,6 +178,58 @@ def _planes(points: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return n, np.where(ok, np.einsum("fi,fi->f", n, points[faces[:, 0]]), np.inf)
 
 
+def _beyond(points: np.ndarray, faces: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Mask of the faces whose plane the point w is certainly beyond: the orientation determinant
+    (p1 - p0) x (p2 - p0) . (w - p0) exceeds its round-off bound, a multiple of eps times the product
+    of the three lengths (Shewchuk's orient3d bound). A face w lies on within round-off (as on the
+    flat end of a cylinder, whose support points share a plane) counts as not seen, which keeps the
+    polytope convex; counting it as seen when w is beside it in its plane would fold a new face over."""
+    p0 = points[faces[:, 0]]
+    a, b, c = points[faces[:, 1]] - p0, points[faces[:, 2]] - p0, w - p0
+    det = np.einsum("fi,fi->f", cross(a, b), c)
+    bound = _ORIENT_BOUND * np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) * np.linalg.norm(c, axis=1)
+    return det > bound
+
+
+def _visible_region(points: np.ndarray, faces: np.ndarray, w: np.ndarray, seed: int) -> np.ndarray:
+    """Mask of the faces seen from w that are connected to face `seed` (which is seen) through shared
+    edges: the faces to replace by the cone from w."""
+    beyond = _beyond(points, faces, w)
+    beyond[seed] = True
+    owner = {(int(f[i]), int(f[(i + 1) % 3])): j for j, f in enumerate(faces) for i in range(3)}
+    region = np.zeros(len(faces), dtype=bool)
+    region[seed] = True
+    stack = [seed]
+    while stack:
+        f = faces[stack.pop()]
+        for i in range(3):
+            j = owner.get((int(f[(i + 1) % 3]), int(f[i])))
+            if j is not None and beyond[j] and not region[j]:
+                region[j] = True
+                stack.append(j)
+    return region
+
+
+def _horizon(seen: np.ndarray) -> list[tuple[int, int]] | None:
+    """The boundary edges (oriented as in their faces) of the faces `seen` (k, 3), or None unless
+    they form one loop through distinct vertices (a disc of faces), the only shape a cone can close."""
+    edges: dict[tuple[int, int], int] = {}
+    for f in seen:
+        for e in ((int(f[0]), int(f[1])), (int(f[1]), int(f[2])), (int(f[2]), int(f[0]))):
+            if (e[1], e[0]) in edges:
+                del edges[(e[1], e[0])]
+            else:
+                edges[e] = 1
+    nxt = {e0: e1 for e0, e1 in edges}
+    if not edges or len(nxt) != len(edges):
+        return None
+    first = next(iter(nxt))
+    at, steps = nxt[first], 1
+    while at != first and at in nxt and steps < len(nxt):
+        at, steps = nxt[at], steps + 1
+    return list(edges) if at == first and steps == len(nxt) else None
+
+
 def epa(support_a: Support, support_b: Support, simplex: list) -> Closest:
     """Penetration of overlapping A and B from a GJK simplex that contains (or touches) the origin."""
     verts = _initial_tetrahedron(support_a, support_b, simplex)
@@ -196,14 +249,10 @@ def epa(support_a: Support, support_b: Support, simplex: list) -> Closest:
         w = a - b
         if float(normal @ w) - dist <= _EPA_RELATIVE * size:
             break
-        visible = normals @ w - dists > 1e-14 * size
-        edges: dict[tuple[int, int], int] = {}
-        for f in faces[visible]:
-            for e in ((f[0], f[1]), (f[1], f[2]), (f[2], f[0])):
-                if (e[1], e[0]) in edges:
-                    del edges[(e[1], e[0])]
-                else:
-                    edges[e] = 1
+        visible = _visible_region(points, faces, w, k)
+        edges = _horizon(faces[visible])
+        if edges is None:  # round-off left the seen faces no disc: keep the polytope as it is
+            break
         points[count] = w
         verts.append((w, a, b))
         new_faces = np.array([(e0, e1, count) for e0, e1 in edges], dtype=np.int64).reshape(-1, 3)

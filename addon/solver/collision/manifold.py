@@ -71,12 +71,15 @@ def feature(shapes: Shapes, i: int, rot: np.ndarray, origin: np.ndarray, directi
         if hull.normals[k] @ local >= _COS_FACE:
             return Feature(origin + hull.vertices[hull.faces[k]] @ rot.T, rot @ hull.normals[k])
         # An edge: from the support vertex, the vertex reached by the least downward slope, if that
-        # slope is within FACE_ANGLE of level.
+        # slope is within FACE_ANGLE of level. The support vertex itself is no candidate: for an edge
+        # exactly across the direction (any edge-edge contact) the other end's slope is 0 up to
+        # round-off, and it must not lose to the support vertex's own 0.
         top = int(np.argmax(hull.vertices @ local))
         rel = hull.vertices - hull.vertices[top]
         length = np.linalg.norm(rel, axis=1)
-        length[top] = np.inf
+        length[top] = 1.0
         slope = rel @ local / length
+        slope[top] = -np.inf
         other = int(np.argmax(slope))
         ends = [top] if slope[other] < -_SIN_FACE else [top, other]
         return Feature(origin + hull.vertices[ends] @ rot.T)

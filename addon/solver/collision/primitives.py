@@ -22,6 +22,10 @@ _PARALLEL = 1e-6  # |sin| between capsule axes below which they are treated as p
 _BOX_CORNERS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
 _RIM_ANGLES = np.arange(4) * (np.pi / 2)
 MAX_POINTS = 4  # contact points kept per pair of a many-point feature (hull vertices, clipped faces)
+# Contact points closer than this, relative to the magnitude of their coordinates, are one point:
+# ~4.5e6 machine epsilons, far above the round-off of a clipped point (a few eps, more where a clip
+# edge nearly follows a polygon side) and far below any contact spacing that matters (1 nm at 1 m).
+COINCIDENT = 1e-9
 
 
 @dataclass(frozen=True)
@@ -132,17 +136,25 @@ def plane_cylinder(rot, origin, size, ia, ib, margin) -> Batch:
 def reduce_points(points: np.ndarray, distance: np.ndarray, normal: np.ndarray, keep: int = MAX_POINTS) -> np.ndarray:
     """Indices of at most `keep` (3 or 4) of the contact points (m, 3) of one pair that span the contact
     patch: the deepest, the farthest from it, the one making the largest triangle with those two, and
-    the one farthest outside that triangle (a point on the triangle or inside it is not added)."""
-    m = len(points)
-    if m <= keep:
-        return np.arange(m)
+    the one farthest outside that triangle (a point on the triangle or inside it is not added).
+
+    The rule applies to any m, so a point that coincides with a chosen one (within COINCIDENT of the
+    coordinates' magnitude: a clipped vertex on the other polygon's side comes out twice, once as a
+    vertex and once as a crossing, as round-off decides) or lies on the segment between two is never
+    a contact of its own, and the count does not depend on round-off."""
+    if not len(points):
+        return np.arange(0)
     flat = points - np.outer(points @ normal, normal)
     first = int(np.argmin(distance))
     rel = flat - flat[first]
-    second = int(np.argmax(np.einsum("mi,mi->m", rel, rel)))
+    length2 = np.einsum("mi,mi->m", rel, rel)
+    second = int(np.argmax(length2))
+    near = COINCIDENT * float(np.max(np.abs(points)))
+    if length2[second] <= near * near:
+        return np.array([first])
     side = cross(rel[second], rel) @ normal
     third = int(np.argmax(np.abs(side)))
-    tol = 1e-12 * float(rel[second] @ rel[second])
+    tol = max(1e-12 * float(length2[second]), near * float(np.sqrt(length2[second])))
     if abs(side[third]) <= tol:
         return np.array(sorted({first, second}))
     chosen = [first, second, third]

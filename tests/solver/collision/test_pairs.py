@@ -203,6 +203,20 @@ def test_hull_cube_on_hull_cube_matches_boxes():
         assert np.allclose(np.sort(h.distance), np.sort(b.distance), atol=1e-9)
 
 
+def test_hull_edge_across_the_contact_normal_is_that_edge():
+    """Along a direction exactly across a hull cube's edge (as in every edge-edge contact) both ends
+    of the edge are extreme, tied up to round-off: the feature is the edge, never one end twice."""
+    from addon.solver.collision.manifold import feature
+
+    cube = [tuple(0.25 * x for x in v) for v in CUBE]
+    world = pair_world("hull", (), "hull", (), vertices_a=cube, vertices_b=cube)
+    for direction in ((1.0, 0.0, 1.0), (0.0, -1.0, 1.0), (-1.0, 1.0, 0.0)):
+        d = np.array(direction) / np.linalg.norm(direction)
+        points = feature(world.shapes, 0, np.eye(3), np.zeros(3), d).points
+        assert len(points) == 2 and abs(np.linalg.norm(points[1] - points[0]) - 0.5) < TOL
+        assert np.allclose(points @ d, 0.25 * np.sum(np.abs(d)), atol=TOL)  # both ends extreme along d
+
+
 def test_capsule_on_box_lying():
     world = pair_world("box", (0.5, 0.5, 0.1), "capsule", (0.05, 0.2))
     c = query(world, (0, 0, 0), (0, 0, 0.15 + 1e-3), rot_b=(0, math.pi / 2, 0), margin=2e-3)

@@ -12,7 +12,8 @@ from addon.solver.collision import CollisionWorld
 from addon.solver.collision.boxbox import box_box, separating_axes
 from addon.solver.collision.broadphase import sweep_pairs
 from addon.solver.collision.convex import convex_pair
-from addon.solver.collision.primitives import capsule_capsule, sphere_box, sphere_capsule, sphere_sphere
+from addon.solver.collision.primitives import (capsule_capsule, reduce_points, sphere_box, sphere_capsule,
+                                               sphere_sphere)
 from addon.solver.collision.shapes import aabbs, support, world_frames
 from addon.solver.lie import quat_to_matrix
 from addon.solver.model import Body, Collider, Joint, Mechanism
@@ -124,6 +125,57 @@ def test_world_query_does_not_depend_on_collider_order(pair):
         c1, c2 = one.detect(positions, quats, 0.2), two.detect(positions, quats, 0.2)
         assert len(c1) == len(c2)
         assert np.allclose(np.sort(c1.distance), np.sort(c2.distance), atol=1e-12)
+
+
+def test_reduce_points_keeps_no_point_twice():
+    """A clipped vertex lying on the other polygon's side comes out of the clip twice, a round-off
+    apart: it is one contact (as is a point on the segment between two), however few points there are."""
+    n = np.array([0.0, 0.0, 1.0])
+    square = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 0.0], [-1.0, -1.0, 0.0], [1.0, -1.0, 0.0]]) + [10.0, -20.0, 5.0]
+    twice = np.vstack([square[:3], square[2] * (1 + 4 * np.finfo(float).eps)])
+    depth = np.array([0.0, -1e-3, 0.0, 0.0])
+    kept = set(reduce_points(twice, depth, n).tolist())
+    assert len(kept) == 3 and {0, 1} < kept  # either of the twins
+    assert len(reduce_points(square, np.zeros(4), n)) == 4
+    on_segment = np.vstack([square[:2], 0.5 * (square[0] + square[1])])
+    assert sorted(reduce_points(on_segment, np.zeros(3), n)) == [0, 1]
+    assert len(reduce_points(np.vstack([square[:1], square[:1] * (1 - 2 * np.finfo(float).eps)]), np.zeros(2), n)) == 1
+
+
+@pytest.mark.parametrize("pair", list(itertools.product(["plane"] + SOLIDS, SOLIDS)))
+def test_contacts_do_not_depend_on_round_off(pair):
+    """Poses changed by a few ulps (what another BLAS kernel's rounding does to every product) give
+    the same contact count and the same distances, to the accuracy EPA stops at (1e-9 of the size)."""
+    rng, ulps = np.random.default_rng(5), np.random.default_rng(1)
+    size_a, verts_a = SHAPES.get(pair[0], ((), ()))
+    size_b, verts_b = SHAPES[pair[1]]
+    world = pair_world(pair[0], size_a, pair[1], size_b, verts_a, verts_b)
+    wiggle = 4 * np.finfo(float).eps
+    for _ in range(10):
+        positions, quats = random_poses(rng)
+        exact = world.detect(positions, quats, 0.2)
+        for _ in range(2):
+            moved = world.detect(positions * (1 + wiggle * ulps.uniform(-1, 1, positions.shape)),
+                                 quats * (1 + wiggle * ulps.uniform(-1, 1, quats.shape)), 0.2)
+            assert len(moved) == len(exact)
+            assert np.allclose(np.sort(moved.distance), np.sort(exact.distance), rtol=0, atol=1e-8)
+
+
+def test_epa_against_a_flat_cylinder_end_survives_round_off():
+    """A hull sunk 6.7 cm into a cylinder's end: EPA's support points on the flat end share a plane,
+    so whether a new point is beyond a face there is decided by round-off. The polytope must stay
+    convex whatever the rounding: the same two contacts for 20 poses a few ulps apart (a folded
+    polytope gave one contact at +0.14 m, or none)."""
+    rng, ulps = np.random.default_rng(5), np.random.default_rng(1)
+    world = world_of("cylinder", "hull")
+    positions, quats = [random_poses(rng) for _ in range(4)][-1]
+    exact = world.detect(positions, quats, 0.2)
+    assert len(exact) == 2 and np.all(exact.distance < -0.06)
+    wiggle = 4 * np.finfo(float).eps
+    for _ in range(20):
+        moved = world.detect(positions * (1 + wiggle * ulps.uniform(-1, 1, positions.shape)),
+                             quats * (1 + wiggle * ulps.uniform(-1, 1, quats.shape)), 0.2)
+        assert len(moved) == 2 and np.allclose(np.sort(moved.distance), np.sort(exact.distance), rtol=0, atol=1e-8)
 
 
 @pytest.mark.parametrize("pair", list(itertools.product(["plane"] + SOLIDS, SOLIDS)))
