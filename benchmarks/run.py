@@ -25,11 +25,11 @@ from typing import Callable
 import numpy as np
 
 from addon.solver import native
-from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import make_integrator
 from addon.solver.mechfile import load_mechanism, preset_path
 from addon.solver.model import Mechanism
 from benchmarks import vehicles
+from tools.generate import pendulum_chain
 
 DT = 0.01
 CHAIN_SIZES = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)

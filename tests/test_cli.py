@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -162,7 +163,7 @@ def test_simulate_gives_the_method_advice_the_blender_reader_gives(tmp_path):
     from dataclasses import replace
 
     from addon.solver.advice import ROPE_LINKS, method_advice
-    from addon.solver.generate import pendulum_chain
+    from tools.generate import pendulum_chain
     from addon.solver.mechfile import save_mechanism
 
     chain = pendulum_chain(ROPE_LINKS, radius=0.05)
@@ -359,6 +360,15 @@ def test_unusable_out_paths_exit_2_naming_the_argument(tmp_path):
     assert "is a file; give a directory" in message
     message = one_line_failure(run_cli("bench", "--quick", "--docs", REPO / "README.md"), 2)
     assert "is a file; give a directory" in message
+
+
+def test_demo_outside_a_checkout_says_it_is_a_development_command(tmp_path):
+    """An installed extension carries addon/ without the repository's demo/ beside it."""
+    extension = tmp_path / "symplex"
+    shutil.copytree(REPO / "addon", extension / "addon", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    message = one_line_failure(run_cli("demo", "--out", tmp_path / "out", cwd=extension), 2)
+    assert "the demo is a development command" in message and "checkout" in message, message
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.skipif(not Path("/dev/null").exists(), reason="needs /dev/null and /dev/zero")

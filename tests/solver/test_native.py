@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from addon.solver import native
-from addon.solver.generate import pendulum_chain
 from addon.solver.mechfile import load_mechanism, preset_path
 from addon.solver.model import Body, Curve, Force, Joint, Mechanism, Motor
 from addon.solver.trajectory import ConvergenceError
@@ -26,6 +25,7 @@ from addon.solver.tree.assembly import prescribed_values
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.dynamics import user_force_vectors
 from addon.solver.tree.kinematics import local_transforms
+from tools.generate import pendulum_chain
 
 from .tree.random_mechanisms import random_tree
 

@@ -14,9 +14,9 @@ from collections import deque
 import numpy as np
 import pytest
 
-from addon.solver.generate import generated_presets, pendulum_chain, rod_inertia, scissor_lift
 from addon.solver.mechfile import dumps_mechanism, list_presets, load_mechanism, loads_mechanism, preset_path
 from addon.solver.model import WORLD, Mechanism
+from tools.generate import generated_presets, pendulum_chain, rod_inertia, scissor_lift
 
 PRESETS = ("pendulum", "double_pendulum", "chain_5", "closed_chain_device", "four_bar", "scissor_lift",
            "slider_crank")
@@ -112,7 +112,7 @@ def test_generated_preset_file_equals_its_generator(stem):
     path = preset_path(stem)
     assert load_mechanism(path) == mech
     assert path.read_text(encoding="utf-8") == dumps_mechanism(mech, header=header), (
-        f"{path} is stale: run python -m addon.solver.generate")
+        f"{path} is stale: run python -m tools.generate")
 
 
 # ------------------------------------------------------------------------------------------------------

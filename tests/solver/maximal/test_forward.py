@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import make_integrator
 from addon.solver.mechfile import PRESET_DIR, load_mechanism
 from addon.solver.model import WORLD, Body, Force, Joint, Mechanism, Motor, Spring
@@ -16,6 +15,7 @@ from addon.solver.maximal import fillin
 from addon.solver.maximal.forward import rotate
 from addon.solver.maximal.forward_integrator import ForwardIntegrator
 from addon.solver.maximal.joints import ANGLE, frames
+from tools.generate import pendulum_chain
 
 
 def all_joint_types() -> Mechanism:
