@@ -1,7 +1,7 @@
 """Tests for the command line (addon/__main__.py), run as a user would: `python -m addon ...` in a subprocess.
 
 Covers help, exit codes and messages for bad input, laziness (no bpy for --help and simulate), the
-.npz that `simulate` writes (keys and shapes from DESIGN.md), the `shot` command, the refusal of an --out
+.npz that `simulate` writes (the keys and shapes Trajectory.save writes), the `shot` command, the refusal of an --out
 that is the input, the internal-error safety net, and a seeded fuzz over malformed files and arguments:
 every failure is exit 1 or 2 with one line on stderr and no traceback. The bake runs that need bpy are in
 tests/blender/test_cli_bake.py.

@@ -76,7 +76,7 @@ def pendulum_chain(n: int, link_length: float = 1.0, link_mass: float = 1.0, rad
 def scissor_lift(segments: int = 5, link_length: float = 1.0, link_mass: float = 1.0,
                  link_inertia: float = 0.1, link_axial_inertia: float = 0.01, slider_mass: float = 1.0,
                  theta: float = 0.3) -> Mechanism:
-    """A hanging scissor lift (seed 000 §VI-C, notes/000.md 4.4) assembled at angle `theta`.
+    """A hanging scissor lift (seed 000 §VI-C) assembled at angle `theta`.
 
     Segment n (1-based) is an X of two links pinned at their centres, theta measured from the
     horizontal. With c = cos theta, s = sin theta, L = `link_length`:

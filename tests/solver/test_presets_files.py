@@ -172,7 +172,7 @@ ORIGIN = (0.0, 0.0, 0.0)
 
 # joint -> [(body, where the joint sits in that body's frame)], for both bodies of every joint.
 DESIGNS = {
-    # seed 000 Listing 1: links run along body -Z from their pivots (notes/000.md 4.3)
+    # seed 000 Listing 1: links run along body -Z from their pivots
     "closed_chain_device": {
         "J": [(WORLD, ORIGIN), ("link_J", ORIGIN)],
         "H": [("link_J", (0, 0, -1.0)), ("link_H", ORIGIN)],
