@@ -8,9 +8,10 @@ run benchmarks.
     python -m addon bench --quick
 
 This module owns argument parsing, dispatch and exit codes, nothing else: the work is done by
-solver/ (simulate), solver/shots/cli.py (shot), bridge/ (bake), demo.py and benchmarks/; cli_input.py
-checks what the user hands in. Whatever needs bpy or the benchmark peers is imported by its own
-subcommand only, so `--help`, `simulate` and `shot` run with numpy and scipy.
+solver/ (simulate), solver/shots/cli.py (shot), bridge/ (bake), and the repository's demo/ and
+benchmarks/ (development commands: the extension carries neither); cli_input.py checks what the user
+hands in. Whatever needs bpy or the benchmark peers is imported by its own subcommand only, so
+`--help`, `simulate` and `shot` run with numpy and scipy.
 
 Exit codes: 0 success; 1 the solver, a shot or a bake failed; 2 bad input (arguments, a missing,
 unreadable or invalid file, an unusable --out, an unavailable method, a scene with nothing to bake).
@@ -168,15 +169,28 @@ def cmd_bake(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    def load():
-        from .demo import run_demo
+def _checkout_root() -> str:
+    """The directory holding addon/: the repository checkout, or the installed extension's folder."""
+    return str(Path(__file__).resolve().parent.parent)
 
-        return run_demo
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    # demo/ sits beside addon/ in the repository; the extension does not carry it (nor matplotlib).
+    repo = _checkout_root()
+    if not (Path(repo) / "demo" / "__init__.py").is_file():
+        raise CommandError("the demo is a development command: run it from a checkout of the Symplex "
+                           "repository (`make demo`); the installed extension does not carry it")
+    if repo not in sys.path:
+        sys.path.insert(0, repo)
+
+    def load():
+        from demo.scenes import run_demo
+        from demo.shots import run_shots_demo
+
+        return run_demo, run_shots_demo
 
     output_path(args.out, directory=True)
-    run_demo = _import_blender_module(load)
-    from .demo_shots import run_shots_demo
+    run_demo, run_shots_demo = _import_blender_module(load)
 
     results = run_demo(args.out)
     if not results:
@@ -192,7 +206,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     # benchmarks/ sits beside addon/ in the repository; it is not part of the extension.
-    repo = str(Path(__file__).resolve().parent.parent)
+    repo = _checkout_root()
     if repo not in sys.path:
         sys.path.insert(0, repo)
     from benchmarks.run import main as bench_main

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 
-from addon.solver.generate import pendulum_chain, rod_inertia
 from addon.solver.integrator import make_integrator
 from addon.solver.lie import matrix_to_quat, quat_to_matrix
 from addon.solver.maximal import baraff, fillin
@@ -37,6 +36,7 @@ from addon.solver.presets import preset_path
 from addon.solver.trajectory import SolverError
 from addon.solver.tree.compile import _joint_rotation
 from benchmarks.run import _describe
+from tools.generate import pendulum_chain, rod_inertia
 
 DT = 0.01
 # n-link chains run at half that: released at 45 degrees, a chain of n 1 m, 1 kg rods carries ~6.9 n N at its

@@ -25,12 +25,12 @@ from typing import Callable
 import numpy as np
 
 from addon.solver import native
-from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import make_integrator
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Mechanism
 from addon.solver.presets import preset_path
 from benchmarks import vehicles
+from tools.generate import pendulum_chain
 
 DT = 0.01
 CHAIN_SIZES = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)

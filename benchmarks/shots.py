@@ -296,7 +296,7 @@ def run(quick: bool = False) -> str:
             "of the same rows, exact Hessian by AD, MUMPS, tol 1e-8; time excludes building the model. Both "
             "start from the same key-path guess. Local optima of these non-convex problems may differ, so "
             "compare objectives too.")
-    return ("\n".join(lines) + "\n" + note + "\n\nTargets of issue 7 (wall time includes building the transcription and "
+    return ("\n".join(lines) + "\n" + note + "\n\nTargets (wall time includes building the transcription and "
             "the replay; on a machine shared with other jobs wall time is inflated, CPU time less so):\n\n"
             + "\n".join(targets) + "\n")
 

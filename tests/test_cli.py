@@ -1,7 +1,7 @@
 """Tests for the command line (addon/__main__.py), run as a user would: `python -m addon ...` in a subprocess.
 
 Covers help, exit codes and messages for bad input, laziness (no bpy for --help and simulate), the
-.npz that `simulate` writes (keys and shapes from DESIGN.md), the `shot` command, the refusal of an --out
+.npz that `simulate` writes (the keys and shapes Trajectory.save writes), the `shot` command, the refusal of an --out
 that is the input, the internal-error safety net, and a seeded fuzz over malformed files and arguments:
 every failure is exit 1 or 2 with one line on stderr and no traceback. The bake runs that need bpy are in
 tests/blender/test_cli_bake.py.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -164,8 +165,8 @@ def test_simulate_gives_the_method_advice_the_blender_reader_gives(tmp_path):
     from dataclasses import replace
 
     from addon.solver.advice import ROPE_LINKS, method_advice
-    from addon.solver.generate import pendulum_chain
     from addon.solver.mechfile.write import save_mechanism
+    from tools.generate import pendulum_chain
 
     chain = pendulum_chain(ROPE_LINKS, radius=0.05)
     rope = chain.replace(joints=tuple(replace(j, type="ball", axis=(0.0, 0.0, 1.0), q0=(), v0=()) for j in chain.joints))
@@ -361,6 +362,15 @@ def test_unusable_out_paths_exit_2_naming_the_argument(tmp_path):
     assert "is a file; give a directory" in message
     message = one_line_failure(run_cli("bench", "--quick", "--docs", REPO / "README.md"), 2)
     assert "is a file; give a directory" in message
+
+
+def test_demo_outside_a_checkout_says_it_is_a_development_command(tmp_path):
+    """An installed extension carries addon/ without the repository's demo/ beside it."""
+    extension = tmp_path / "symplex"
+    shutil.copytree(REPO / "addon", extension / "addon", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    message = one_line_failure(run_cli("demo", "--out", tmp_path / "out", cwd=extension), 2)
+    assert "the demo is a development command" in message and "checkout" in message, message
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.skipif(not Path("/dev/null").exists(), reason="needs /dev/null and /dev/zero")

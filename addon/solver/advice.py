@@ -2,7 +2,7 @@
 
 Owns the checks that never refuse a mechanism (errors belong to mechfile validation and the compilers)
 but say when another method would do better; the Blender reader prefixes each with the setup it read and
-the command line with the file. Each check cites the measurement behind it in docs/architecture.md.
+the command line with the file. Each check cites the measurement behind it in docs/benchmarks_ball_charts.md.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def method_advice(mechanism: Mechanism, method: str) -> list[str]:
 
 def _rope_advice(mechanism: Mechanism) -> list[str]:
     """The tree method's ball charts do not conserve a slender link's spin about its own axis
-    (docs/architecture.md, ball and free joints): on ropes and tails of many such links that error can grow."""
+    (docs/benchmarks_ball_charts.md): on ropes and tails of many such links that error can grow."""
     moments = {b.name: np.linalg.eigvalsh(inertia_matrix(b.inertia)) for b in mechanism.bodies}
     slender = [j.name for j in mechanism.joints if j.type in ("ball", "free")
                and moments[j.child][0] < SLENDER * max(moments[j.child][-1], 1e-300)]

@@ -9,7 +9,7 @@ their error stays bounded for all time and is O(dt^2) relative to the energy the
 
 the largest kinetic energy a conservative motion could reach from the start (springs only store
 energy, so they cannot add to it). `audit` fails a run whose |E - E0| passes BOUND * available: a step
-that has stopped resolving the motion (see docs/architecture.md for the measured margins). The bodies
+that has stopped resolving the motion (see docs/benchmarks_bake.md for the measured margins). The bodies
 with the largest change of their own energy (kinetic + gravity, from the poses) are named. Setups that
 are not conservative are not judged; `nonconservative_parts` says why.
 """
@@ -27,7 +27,7 @@ from .trajectory import Trajectory
 
 # |E - E0| allowed, as a fraction of the available energy. A pendulum released at 90 degrees has a ratio of
 # about 0.2 (omega dt)^2 and passes this between 12 and 6 steps per period of its small swing
-# (docs/architecture.md): a run past it no longer resolves its fastest motion, whatever it looks like.
+# (docs/benchmarks_bake.md): a run past it no longer resolves its fastest motion, whatever it looks like.
 BOUND = 0.1
 # Below this fraction of the energies' own size, |E - E0| is arithmetic and Newton tolerance, not physics.
 ROUNDOFF = 1e-8

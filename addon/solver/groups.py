@@ -9,8 +9,8 @@ Every function broadcasts over leading axes.
 Right-trivialised derivative of a map tau: dtau_xi(d) = (D tau(xi) . d) tau(xi)^-1, as a matrix on
 vectors; dcay_inv is its inverse, the seed's C_tau. For the Cayley map cay(X) = (I - X/2)^-1 (I + X/2)
 one has dcay_X(D) = (I - X/2)^-1 D (I + X/2)^-1 exactly, so every closed form below is exact (not a
-truncated series). Errata applied (notes/001.md): the SE(3) translation block is (I - W/2)^-1 v (P1), the
-SE(2) diagonal is 4 - w^2 (P2).
+truncated series). Errata applied (docs/seeds.md): the SE(3) translation block is (I - W/2)^-1 v (001-A), the
+SE(2) diagonal is 4 - w^2 (001-B).
 """
 
 from __future__ import annotations
@@ -283,7 +283,7 @@ def se3_Ad(g: np.ndarray) -> np.ndarray:
 def se3_dcay(xi: np.ndarray) -> np.ndarray:
     """Right-trivialised derivative of se3_cay, (..., 6, 6) = [[D, 0], [hat(v) D / 2, P]].
 
-    D = so3_dcay(w) and P = (I - W/2)^-1 = (4 I + 2 W + w w^T) / (4 + |w|^2) (notes/001.md §2.5).
+    D = so3_dcay(w) and P = (I - W/2)^-1 = (4 I + 2 W + w w^T) / (4 + |w|^2).
     """
     xi = np.asarray(xi, dtype=float)
     w, v = xi[..., :3], xi[..., 3:]

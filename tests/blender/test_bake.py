@@ -18,7 +18,6 @@ from mathutils import Matrix, Vector
 from addon.bridge import bake, build, compat, job, reference
 from addon.bridge.read import Target
 from addon.bridge.rotations import EULER_ORDERS
-from addon.solver import generate
 from addon.solver.trajectory import SolverError, Trajectory
 from tests.blender.scenes import (
     add_setup,
@@ -38,6 +37,7 @@ from tests.blender.scenes import (
     symplex,  # noqa: F401  (fixture)
     world_pose_matrices,
 )
+from tools import generate
 
 pytestmark = pytest.mark.usefixtures("symplex")
 

@@ -16,12 +16,12 @@ from addon.bridge import compat, reference
 from addon.bridge.build import build_rigid_bodies
 from addon.bridge.headless import bake_file
 from addon.bridge.job import BakeJob
-from addon.bridge.stage import image_size, nice_step, stage
-from addon.demo import DEMO_PRESETS, FRAMES, RENDER_FRAMES, VEHICLE_DEMOS, demo_scene, run_demo
-from addon.demo_maximal import CONTACT_DEMOS
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Joint, Mechanism
 from addon.solver.presets import list_presets, list_vehicle_presets, preset_path
+from demo.contact import CONTACT_DEMOS
+from demo.scenes import DEMO_PRESETS, FRAMES, RENDER_FRAMES, VEHICLE_DEMOS, demo_scene, run_demo
+from demo.stage import image_size, nice_step, stage
 from tests.blender.scenes import (  # noqa: F401  (symplex: fixture)
     chain_armature,
     evaluated,
@@ -57,7 +57,7 @@ def test_demo_writes_blend_renders_and_plots(tmp_path, symplex):
         assert result.report.steps > 0 and result.report.max_residual < 1e-8
     report = (tmp_path / "demo_report.txt").read_text()
     assert all(preset in report for preset in SHIPPED)
-    for preset in CONTACT_DEMOS:  # the contact scenes, each saved in its own file (demo_maximal)
+    for preset in CONTACT_DEMOS:  # the contact scenes, each saved in its own file (demo/contact.py)
         assert f"{preset} (maximal, " in report and (tmp_path / f"{preset}.blend").is_file(), report
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "demo.blend"))
     names = {s.name for s in bpy.data.scenes}

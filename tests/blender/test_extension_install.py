@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -70,6 +71,38 @@ def test_package_holds_the_extension_and_nothing_else(extension_zip, manifest):
         assert not any(n.startswith(excluded) for n in names), f"{excluded} must not be packaged"
     assert not any("__pycache__" in n or n.endswith(".npz") for n in names)
     assert (KERNEL_LIB in names) == (REPO / KERNEL_LIB).is_file(), "the built kernels go into this platform's package"
+
+
+# What the extension is: its entry point and manifest, the add-on package, the presets it adds, the SciPy wheels.
+PRODUCT_TOP_LEVEL = {"__init__.py", "blender_manifest.toml", "addon", "presets", "wheels"}
+# The add-on's packages; the demo (demo/) and the development tools (tools/) stay in the repository.
+PRODUCT_PACKAGES = {
+    "addon", "addon/bridge", "addon/solver", "addon/solver/collision", "addon/solver/maximal",
+    "addon/solver/native", "addon/solver/shots", "addon/solver/tree", "addon/solver/vehicles",
+    "addon/ui", "addon/ui/panels",
+}
+
+
+def tracked_files(folder: str) -> set[str]:
+    """The files git tracks under `folder` of the checkout (the sources, without build outputs); hidden
+    files stay out of the package (the manifest's ".*")."""
+    listing = subprocess.run(["git", "ls-files", "--", folder], cwd=REPO, capture_output=True, text=True, check=True)
+    return {name for name in listing.stdout.split() if not Path(name).name.startswith(".")}
+
+
+def test_package_holds_exactly_the_product(extension_zip):
+    names = zipfile.ZipFile(extension_zip).namelist()
+    assert {n.split("/")[0] for n in names} == PRODUCT_TOP_LEVEL
+    addon_files = {n for n in names if n.startswith("addon/") and not n.endswith("/")}
+    assert {str(Path(n).parent) for n in addon_files} == PRODUCT_PACKAGES
+    for package in PRODUCT_PACKAGES:
+        assert f"{package}/__init__.py" in addon_files, f"{package} is packed without its __init__.py"
+    built = {KERNEL_LIB} if (REPO / KERNEL_LIB).is_file() else set()
+    assert addon_files == tracked_files("addon") | built, "the addon/ tree packs the checkout's sources, no more"
+    modules = {Path(n).stem for n in addon_files if n.endswith(".py")}
+    development = {p.stem for folder in ("demo", "tools") for p in (REPO / folder).glob("*.py")} - {"__init__"}
+    assert not modules & development, f"development modules packed: {sorted(modules & development)}"
+    assert not any(stem.startswith("demo") for stem in modules)
 
 
 @pytest.fixture(scope="module")

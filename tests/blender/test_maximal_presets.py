@@ -12,14 +12,14 @@ import pytest
 
 from addon.bridge import job
 from addon.bridge.build import BuildError, build_rigid_bodies
-from addon.demo_maximal import TOUCH, penetration
-from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import simulate
 from addon.solver.lie import quat_to_matrix
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 from addon.solver.presets import list_presets, preset_path
+from demo.contact import TOUCH, penetration
 from tests.blender.scenes import new_scene, object_world, read_scene, set_frame, symplex  # noqa: F401
+from tools.generate import pendulum_chain
 
 pytestmark = pytest.mark.usefixtures("symplex")
 

@@ -16,7 +16,7 @@ import pytest
 from addon.bridge import build, compat, read
 from addon.bridge.read import SceneError
 from addon.bridge.shape_inertia import shape_inertia
-from addon.solver import generate, mass
+from addon.solver import mass
 from addon.solver.advice import ROPE_LINKS
 from addon.solver.curves import evaluate
 from addon.solver.mechfile.read import load_mechanism
@@ -38,6 +38,7 @@ from tests.blender.scenes import (
     set_frame,
     symplex,  # noqa: F401  (fixture)
 )
+from tools import generate
 
 pytestmark = pytest.mark.usefixtures("symplex")
 

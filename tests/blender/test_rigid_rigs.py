@@ -1,4 +1,4 @@
-"""Rigid-body rigs built with Blender's own operators, read whole and baked (issue 16).
+"""Rigid-body rigs built with Blender's own operators, read whole and baked.
 
 Object > Rigid Body > Add Active (bpy.ops.rigidbody.object_add) and Object > Rigid Body > Connect
 (bpy.ops.rigidbody.connect) build the rigs exactly as an artist would; Connect links its constraint

@@ -261,8 +261,8 @@ def test_a_refused_preset_changes_nothing_and_says_why(registered, variant):
 def test_a_mechanism_rigid_bodies_cannot_carry_is_refused_before_building():
     """A torque motor fails on the second joint, after the first could have been built: nothing may be."""
     from addon.bridge import build
-    from addon.solver import generate
     from addon.solver.model import Curve, Motor
+    from tools import generate
 
     chain = generate.pendulum_chain(2)
     torque = Motor(mode="torque", torque=Curve((0.0, 1.0), (1.0, 1.0)))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from addon.solver.advice import ROPE_LINKS, method_advice
-from addon.solver.generate import pendulum_chain
 from addon.solver.model import Mechanism
+from tools.generate import pendulum_chain
 
 
 def rope(links: int, balls: int, radius: float = 0.05) -> Mechanism:

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from addon.solver import native
-from addon.solver.generate import pendulum_chain
 from addon.solver.mechfile.read import load_mechanism
+from addon.solver.presets import preset_path
+from tools.generate import pendulum_chain
 from addon.solver.model import Body, Curve, Force, Joint, Mechanism, Motor
 from addon.solver.presets import preset_path
 from addon.solver.trajectory import ConvergenceError
@@ -27,6 +28,7 @@ from addon.solver.tree.assembly import prescribed_values
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.dynamics import user_force_vectors
 from addon.solver.tree.kinematics import local_transforms
+from tools.generate import pendulum_chain
 
 from .tree.random_mechanisms import random_tree
 

@@ -14,11 +14,11 @@ from collections import deque
 import numpy as np
 import pytest
 
-from addon.solver.generate import generated_presets, pendulum_chain, rod_inertia, scissor_lift
 from addon.solver.mechfile.read import load_mechanism, loads_mechanism
 from addon.solver.mechfile.write import dumps_mechanism
 from addon.solver.model import WORLD, Mechanism
 from addon.solver.presets import list_presets, preset_path
+from tools.generate import generated_presets, pendulum_chain, rod_inertia, scissor_lift
 
 PRESETS = ("pendulum", "double_pendulum", "chain_5", "closed_chain_device", "four_bar", "scissor_lift",
            "slider_crank")
@@ -114,7 +114,7 @@ def test_generated_preset_file_equals_its_generator(stem):
     path = preset_path(stem)
     assert load_mechanism(path) == mech
     assert path.read_text(encoding="utf-8") == dumps_mechanism(mech, header=header), (
-        f"{path} is stale: run python -m addon.solver.generate")
+        f"{path} is stale: run python -m tools.generate")
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ ORIGIN = (0.0, 0.0, 0.0)
 
 # joint -> [(body, where the joint sits in that body's frame)], for both bodies of every joint.
 DESIGNS = {
-    # seed 000 Listing 1: links run along body -Z from their pivots (notes/000.md 4.3)
+    # seed 000 Listing 1: links run along body -Z from their pivots
     "closed_chain_device": {
         "J": [(WORLD, ORIGIN), ("link_J", ORIGIN)],
         "H": [("link_J", (0, 0, -1.0)), ("link_H", ORIGIN)],

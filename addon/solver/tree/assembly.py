@@ -1,6 +1,6 @@
 """Consistent initial states for closed chains: project q onto h(q) = 0, pick independent rows, project qdot.
 
-Seed 000 leaves this out (notes/000.md P6, P8). Projection is Gauss-Newton with least-squares steps
+Seed 000 leaves this out (docs/seeds.md 000-C). Projection is Gauss-Newton with least-squares steps
 over the non-prescribed coordinates. Redundant rows (a planar loop closed by a full 3-D hinge) are
 found by a pivoted QR of Dh^T at the assembled configuration and dropped; the integrator re-picks
 which rows to keep as the configuration moves (midpoint.py) and reports every row's residual, so a

@@ -11,7 +11,8 @@ Ball (and the rotational part of free) joints carry a chart: a rotation folded i
 of their first primitive, reset every step so the Euler-angle chain never nears gimbal lock. A spring
 on such a rotation pulls toward a fixed rest rotation, not toward chart coordinates (ball_springs.py);
 a free joint's translations have ordinary per-coordinate springs (in the parent's joint-frame axes).
-The model is immutable (arrays read-only); per-state scratch lives in tree.data.TreeData.
+The model is immutable (arrays read-only); per-state values live in the integrators' states
+(midpoint.MidpointState, rk4.RK4State).
 """
 
 from __future__ import annotations

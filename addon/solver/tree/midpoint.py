@@ -4,7 +4,7 @@ Seed 000 §IV-V, eqs. (19)-(22), (43)-(46), alpha = 1/2, as a one-step map (q1, 
   f1 = p1 + D1Ld(q1, q2) + fd(q1, q2) - Dh(q1)^T lambda = 0,   f2 = h(q2) = 0,
   D1Ld = dt/2 L_q - L_qdot,  D2Ld = dt/2 L_q + L_qdot, both at (qm, v) = ((q1+q2)/2, (q2-q1)/dt),
   p2 = D2Ld(q1, q2) + fd,   fd = dt/2 f_c(qm, v, tm)  (the paper's half/half split of the forcing).
-Exact Jacobian (notes/000.md P4: the mixed terms are A and A^T, not swapped):
+Exact Jacobian (docs/seeds.md 000-A: the mixed terms are A and A^T, not swapped):
   d f1 / d q2 = dt/4 (B + Q_q) + (A^T - A)/2 - M/dt - (c + gain)/2,  d f2 / d q2 = Dh(q2),
 solved in O(n) per Newton iteration (O(n k) with k loop rows) by articulated.py, never formed densely.
 Prescribed coordinates are removed from the unknowns and follow their curves. Joint limits are

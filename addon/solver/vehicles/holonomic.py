@@ -1,6 +1,6 @@
 """Holonomic vehicles on SE(3): the discrete Euler-Poincare / Lagrange-d'Alembert step with exact Newton.
 
-Seed 001 §3.1 and §4.2, eqs. (9)-(10), with tau = cay and the exact C_cay (notes/001.md P1, P7), so the
+Seed 001 §3.1 and §4.2, eqs. (9)-(10), with tau = cay and the exact C_cay (docs/seeds.md 001-A, 001-D), so the
 spatial momentum of a force-free body is conserved to round-off. Owns the step, its residual and exact
 Jacobian, the start (discrete Legendre transform) and the node momentum, energy and spatial momentum;
 vehicle models only supply an inertia and a body wrench (helicopter.py, boat.py, rigid_body.py).

@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import make_integrator
 from addon.solver.maximal import fillin
 from addon.solver.maximal.forward import rotate
@@ -17,6 +16,7 @@ from addon.solver.maximal.joints import ANGLE, frames
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Force, Joint, Mechanism, Motor, Spring
 from addon.solver.presets import PRESET_DIR
+from tools.generate import pendulum_chain
 
 
 def all_joint_types() -> Mechanism:

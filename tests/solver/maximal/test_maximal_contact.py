@@ -1,6 +1,6 @@
 """Contacts with friction in the maximal-coordinate step (seed 003 §3.4-3.5): a box dropped on the
 ground rests on it, a pushed block sticks below mu m g and slides above it with (F - mu m g)/m, and a
-sphere launched sliding rolls at 5/7 of its speed (the friction-torque scale, notes/003.md P3)."""
+sphere launched sliding rolls at 5/7 of its speed (the friction-torque scale, docs/seeds.md 003-B)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_sphere_launched_sliding_rolls_at_five_sevenths_of_its_speed():
     after = int(np.ceil(rolling_time / dt)) + 2
     assert np.allclose(speed[after:], 5 / 7 * v0, rtol=2e-4)
     assert speed[5] < v0 - 4 * mu * G * dt  # it did slide first
-    assert np.max(np.abs(run.poses[:, 0, 2] - r)) < 1e-6  # no sinking while rolling (notes/003.md P4)
+    assert np.max(np.abs(run.poses[:, 0, 2] - r)) < 1e-6  # no sinking while rolling (docs/seeds.md 003-C)
 
 
 @pytest.mark.parametrize("name, steps", [("box_drop", 60), ("dominoes", 60), ("wrecking_ball", 80), ("sphere_chain", 60)])

@@ -79,7 +79,7 @@ def test_collider_presets_keep_friction_on_every_step(name):
 
 def test_a_face_on_a_plane_is_one_friction_patch_and_dropping_it_is_recorded():
     """A box face on the ground: four gap pairs (one per corner) but one friction pyramid with spin
-    (+-t1, +-t2, +-spin) and one cone, not four (issue 6: per-corner pyramids made the sticking
+    (+-t1, +-t2, +-spin) and one cone, not four (per-corner pyramids would make the sticking
     multipliers non-unique). The last-resort redo without friction keeps the gaps and records the step
     (the integrator turns `friction_dropped` into its message, warning and info)."""
     mech, _ = incline(0.0, 0.6)

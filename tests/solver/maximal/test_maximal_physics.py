@@ -93,7 +93,7 @@ def euler_reference(J: np.ndarray, w0: np.ndarray, times: np.ndarray) -> np.ndar
 
 
 def test_torque_free_asymmetric_body_follows_eulers_equations():
-    """Catches the gyroscopic sign (notes/003.md P2): with -w0 x J w0 the spin never changes."""
+    """Catches the gyroscopic sign (docs/seeds.md 003-A): with -w0 x J w0 the spin never changes."""
     J = np.diag([1.0, 2.0, 3.0])
     w0 = np.array([0.1, 3.0, 0.1])
     body = Body("top", 1.0, inertia=(1.0, 2.0, 3.0, 0.0, 0.0, 0.0))

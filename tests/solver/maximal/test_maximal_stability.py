@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import make_integrator
 from addon.solver.maximal.joints import frames
 from addon.solver.maximal.stability import STABLE_OMEGA_DT, rotation_frequencies
 from addon.solver.trajectory import StepTooLargeError
+from tools.generate import pendulum_chain
 
 
 def _omega(integrator) -> np.ndarray:

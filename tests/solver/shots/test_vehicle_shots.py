@@ -1,4 +1,4 @@
-"""Vehicle shots (issue 7): exact derivatives of the discrete dynamics, the demo shots, replay, infeasibility.
+"""Vehicle shots: exact derivatives of the discrete dynamics, the demo shots, replay, infeasibility.
 
 The demo shots are solved once per module (about 30 s together on one core); every check on them is a
 physical one: keys met, obstacles cleared, bounds respected, and the solved controls replayed through the

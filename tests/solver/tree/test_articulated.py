@@ -5,12 +5,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from addon.solver.generate import pendulum_chain
 from addon.solver.model import Curve, Joint
 from addon.solver.tree import articulated, midpoint
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.dynamics import terms
 from addon.solver.tree.kinematics import forward
+from tools.generate import pendulum_chain
 
 from .random_mechanisms import random_tree
 

@@ -57,7 +57,7 @@ def test_20_link_ball_chain_runs_2_s_at_dt_001_with_bounded_energy():
     assert traj.status == "finished", traj.message
     # measured 9.0e-3 J (the maximal method: 1.1e-2 J) against a potential energy swing of about 20 J.
     # Not a fast run: 191 of the 200 steps fail at full dt and are redone as two halves (Newton matrix
-    # near singular, see docs/architecture.md); at dt = 0.005 only 4 of 400 are
+    # near singular, see docs/benchmarks_ball_charts.md); at dt = 0.005 only 4 of 400 are
     assert np.ptp(traj.energy) < 0.02
 
 

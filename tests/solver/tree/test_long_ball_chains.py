@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 from addon.solver import native
-from addon.solver.generate import pendulum_chain
 from addon.solver.integrator import simulate
 from addon.solver.tree import articulated, midpoint
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import euler_chain, forward
 from benchmarks.maximal import ball_chain
+from tools.generate import pendulum_chain
 
 from .random_mechanisms import random_iterate, random_tree, rows_by_central_differences
 

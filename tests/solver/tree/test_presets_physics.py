@@ -34,7 +34,7 @@ def test_redundant_rows_of_planar_loops_are_dropped_and_named():
 
 
 def test_scissor_lift_matches_its_reduced_one_dof_lagrangian():
-    # notes/000.md 4.4 (with the 1/4 coefficient): L = a(th) th'^2 + b sin th, th from the horizontal,
+    # docs/seeds.md 000-E (the 1/4 coefficient): L = a(th) th'^2 + b sin th, th from the horizontal,
     # a = sum_n [m L^2 ((n - 1/2)^2 cos^2 + 1/4 sin^2) + I] + m_S L^2 sin^2 / 2, b = sum_n 2 m g (n - 1/2) L.
     from scipy.integrate import solve_ivp
 

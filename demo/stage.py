@@ -19,11 +19,11 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..solver.model import WORLD, Mechanism
-from ..solver.trajectory import Trajectory
-from . import reference
-from .read import scene_fps
-from .rotations import matrix_to_quat, pose_matrices
+from addon.solver.model import WORLD, Mechanism
+from addon.solver.trajectory import Trajectory
+from addon.bridge import reference
+from addon.bridge.read import scene_fps
+from addon.bridge.rotations import matrix_to_quat, pose_matrices
 
 LONG_SIDE = 960  # pixels along the image's longer side
 ASPECTS = (9 / 16, 16 / 9)  # narrowest and widest image (width / height); a side view takes its motion's shape

@@ -3,8 +3,8 @@
 `run_maximal_demo(out_dir, report)` builds each preset of CONTACT_DEMOS (dominoes, wrecking ball) with
 bridge/build.build_rigid_bodies (the Add Preset path: collision shapes, a passive ground plane, setup
 method Maximal) in a fresh file, bakes it with BakeJob, saves out_dir/<preset>.blend, renders
-RENDER_COUNT Workbench frames and the faded-poses overview (demo._render), plots energy change and
-joint residual (demo._plot, <preset>_diagnostics.png) and the deepest penetration and contact count
+RENDER_COUNT Workbench frames and the faded-poses overview (scenes._render), plots energy change and
+joint residual (scenes._plot, <preset>_diagnostics.png) and the deepest penetration and contact count
 over time (<preset>_penetration.png). One line per preset goes to `report` (a failed bake is reported
 with the solver's message; the other preset still runs). Returns the files written.
 Needs bpy (and matplotlib for the plots).
@@ -17,11 +17,11 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from .bridge.headless import registered
-from .demo import FPS, _plot, _render, bake_preset, demo_scene
-from .solver.collision import CollisionWorld
-from .solver.model import Mechanism, MechanismError
-from .solver.trajectory import SolverError, Trajectory
+from addon.bridge.headless import registered
+from .scenes import FPS, _plot, _render, bake_preset, demo_scene
+from addon.solver.collision import CollisionWorld
+from addon.solver.model import Mechanism, MechanismError
+from addon.solver.trajectory import SolverError, Trajectory
 
 # preset -> (seconds simulated, solver substeps per frame at FPS). Dominoes at dt = 0.01 s for 1.6 s
 # (not the 2 s of docs/collision.md): the 7th and 8th lie flat by then, and the last 0.4 s, every

@@ -3,7 +3,7 @@
 `run_demo(out_dir)` builds one scene per demo preset (pendulum chain, four-bar, scissor lift,
 slider-crank; presets not shipped yet are skipped and listed) in a fresh file, bakes 250 frames of
 each, saves out_dir/demo.blend, renders a few frames of each with Workbench to
-out_dir/<preset>_f<frame>.png (camera fitted to the whole motion, see bridge/stage.py) and one
+out_dir/<preset>_f<frame>.png (camera fitted to the whole motion, see stage.py) and one
 overview with faded poses across the frame range to out_dir/<preset>_motion.png, plots energy
 change and constraint residual over time to out_dir/<preset>_diagnostics.png, and writes
 out_dir/demo_report.txt with the time step and the bake times (and any bake that failed, with the
@@ -12,7 +12,7 @@ Three vehicle scenes follow (VEHICLE_DEMOS): a car rig (bridge/vehicle_rig.build
 Add Car Rig makes) driving its keyed slalom, baked with vehicle_bake.bake_vehicle; and the helicopter
 and speedboat presets, whose chassis poses are baked onto one simple object each (fuselage, tail boom
 and rotor disc; a box hull) with bake.write_trajectory. They are rendered and plotted the same way.
-Then demo_maximal.run_maximal_demo adds the contact scenes (dominoes, wrecking ball; maximal method), each
+Then contact.run_maximal_demo adds the contact scenes (dominoes, wrecking ball; maximal method), each
 in its own out_dir/<preset>.blend.
 Needs bpy (and matplotlib for the plots).
 """
@@ -26,19 +26,20 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from .bridge.bake import BakeOptions, write_trajectory
-from .bridge.build import build_rigid_bodies
-from .bridge.headless import registered
-from .bridge.job import BakeJob, BakeReport
-from .bridge.read import Target
-from .bridge.stage import Stage, stage
-from .bridge.vehicle_bake import VehicleBakeReport, bake_vehicle, object_trajectory, simulate_rig
-from .bridge.vehicle_rig import RigError, build_car_rig, read_rig
-from .solver.integrator import simulate
-from .solver.mechfile.read import load_mechanism
-from .solver.model import Mechanism, MechanismError
-from .solver.presets import list_presets, list_vehicle_presets, preset_path, vehicle_preset_path
-from .solver.trajectory import SolverError, Trajectory
+from addon.bridge.bake import BakeOptions, write_trajectory
+from addon.bridge.build import build_rigid_bodies
+from addon.bridge.headless import registered
+from addon.bridge.job import BakeJob, BakeReport
+from addon.bridge.read import Target
+from addon.bridge.vehicle_bake import VehicleBakeReport, bake_vehicle, object_trajectory, simulate_rig
+from addon.bridge.vehicle_rig import RigError, build_car_rig, read_rig
+from addon.solver.integrator import simulate
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.model import Mechanism, MechanismError
+from addon.solver.presets import list_presets, list_vehicle_presets, preset_path, vehicle_preset_path
+from addon.solver.trajectory import SolverError, Trajectory
+
+from .stage import Stage, stage
 
 DEMO_PRESETS = ("chain_5", "four_bar", "scissor_lift", "slider_crank")
 FRAMES = 250
@@ -265,7 +266,7 @@ def run_demo(out_dir: str | Path) -> list[DemoResult]:
              "fully extended configuration (2 substeps do not); the vehicles use the same time step"]
     lines += [f"{r.preset}: {r.report.summary()}" for r in results] + failures
     lines += [f"{p}: skipped, presets/{p}.toml is not there yet" for p in missing]
-    from .demo_maximal import run_maximal_demo  # here: demo_maximal imports this module's helpers
+    from .contact import run_maximal_demo  # here: contact imports this module's helpers
 
     run_maximal_demo(out_dir, lines)  # dominoes.blend and wrecking_ball.blend, their renders and plots
     (out_dir / "demo_report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")

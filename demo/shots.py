@@ -21,20 +21,21 @@ from typing import Callable, Optional
 import bpy
 import numpy as np
 
-from .bridge import shot as shot_bridge
-from .bridge.bake import BakeOptions, write_trajectory
-from .bridge.build import build_rigid_bodies
-from .bridge.headless import registered
-from .bridge.read import Target
-from .bridge.vehicle_rig import RigError, box_mesh, build_car_rig
-from .demo import _boxes_mesh, _chassis_boxes
-from .solver.lie import quat_to_matrix
-from .solver.mechfile.read import load_mechanism
-from .solver.model import MechanismError
-from .solver.presets import shot_preset_path, vehicle_preset_path
-from .solver.shots.mechanism_shots import load_mechanism_shot, solve_mechanism_shot
-from .solver.shots.spec import Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
-from .solver.trajectory import SolverError
+from addon.bridge import shot as shot_bridge
+from addon.bridge.bake import BakeOptions, write_trajectory
+from addon.bridge.build import build_rigid_bodies
+from addon.bridge.headless import registered
+from addon.bridge.read import Target
+from addon.bridge.vehicle_rig import RigError, box_mesh, build_car_rig
+from addon.solver.lie import quat_to_matrix
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.model import MechanismError
+from addon.solver.presets import shot_preset_path, vehicle_preset_path
+from addon.solver.shots.mechanism_shots import load_mechanism_shot, solve_mechanism_shot
+from addon.solver.shots.spec import Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
+from addon.solver.trajectory import SolverError
+
+from .scenes import _boxes_mesh, _chassis_boxes
 
 Progress = Optional[Callable[[str], None]]
 PARKED_CARS = {"parked car ahead": 1.0, "parked car behind": -12.0}  # x of each parked car's centre, m
