@@ -18,7 +18,6 @@ import numpy as np
 from ..integrator import Integrator
 from ..model import Mechanism
 from . import forces
-from .interior_point import InteriorPoint
 from .joints import frames
 from .start import body_frame_poses, joint_residual, kinetic_energy, start_from_tree
 from .variational import step
@@ -33,8 +32,6 @@ class MaximalIntegrator(Integrator):
     def __init__(self, mechanism: Mechanism, dt: float, tol: float = 1e-10):
         super().__init__(mechanism, dt, tol)
         self.model, self.state = start_from_tree(mechanism)
-        ip = InteriorPoint(mechanism, self.model)
-        self.ip = ip if ip.active else None
         s = self.state
         fr = frames(self.model.joints, s.x, s.q)
         cval, _ = forces.coordinates(self.model.joints, self.model.forces, fr, s.x, s.q, s.coord_winding)
@@ -48,10 +45,11 @@ class MaximalIntegrator(Integrator):
         return list(self.model.bodies.names), []
 
     def _step_impl(self) -> None:
-        dropped = len(self.ip.friction_dropped) if self.ip is not None else 0
-        result = step(self.model, self.state, self.dt, self.tol, self.ip)
-        if self.ip is not None and len(self.ip.friction_dropped) > dropped:
-            steps = self.ip.friction_dropped
+        ip = self.state.interior
+        dropped = len(ip.friction_dropped) if ip is not None else 0
+        result = step(self.model, self.state, self.dt, self.tol)
+        if ip is not None and len(ip.friction_dropped) > dropped:
+            steps = ip.friction_dropped
             self.message = (f"friction dropped at {len(steps)} step(s) (the interior point stalled with friction "
                             f"and the step was redone frictionless): steps {steps}")
             warnings.warn(f"maximal-coordinate step {steps[-1]} (t = {self.state.t:.6g} s): {self.message}",
@@ -61,10 +59,10 @@ class MaximalIntegrator(Integrator):
         self._record(s.t, body_frame_poses(self.model, s.x, s.q), np.zeros(0), result.energy, result.residual)
 
     def info(self) -> dict:
-        aux = self.state.aux_active
+        aux, ip = self.state.aux_active, self.state.interior
         dropped = [] if aux is None else sorted({self.model.joints.names[self.model.joints.row_joint[r]]
                                                 for r in self.model.order[~aux]})
         return {"redundant_rows_dropped_in": dropped,
-                "steps_without_friction": 0 if self.ip is None else len(self.ip.friction_dropped),
-                "friction_dropped_at_steps": [] if self.ip is None else list(self.ip.friction_dropped),
+                "steps_without_friction": 0 if ip is None else len(ip.friction_dropped),
+                "friction_dropped_at_steps": [] if ip is None else list(ip.friction_dropped),
                 "mean_refinement_sweeps": float(np.mean(self.state.sweeps)) if self.state.sweeps else 0.0}
