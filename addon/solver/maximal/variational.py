@@ -24,7 +24,7 @@ MaximalState, which records the model that made it: `step` refuses a state of an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from itertools import count
 
 import numpy as np
@@ -68,7 +68,8 @@ class MaximalModel:
     and auxiliary (loop-closing) ones. `order` lists constraint rows primary-first; `primary` gives each
     primary joint's slice of that order and its bodies for the Baraff graph. collision: the contact
     detector of the mechanism's colliders (None without colliders); limited: the joint coordinates with
-    a finite limit. stamp: this model's identity, recorded by its states."""
+    a finite limit. stamp: this model's identity, recorded by its states. Every array of the model and
+    of its body, joint and force sets is read-only (a stray write raises)."""
 
     mechanism: Mechanism
     bodies: BodySet
@@ -81,6 +82,16 @@ class MaximalModel:
     collision: CollisionWorld | None
     limited: np.ndarray
     stamp: ModelStamp
+
+
+def _read_only(record: object) -> None:
+    """Set every numpy array among the fields of `record` and of its dataclass fields read-only."""
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        elif is_dataclass(value) and not isinstance(value, type):
+            _read_only(value)
 
 
 def compile_maximal(mech: Mechanism, loop_joints: tuple[int, ...]) -> MaximalModel:
@@ -101,9 +112,11 @@ def compile_maximal(mech: Mechanism, loop_joints: tuple[int, ...]) -> MaximalMod
     n_primary = len(order)
     for j in loop_joints:
         order.extend(np.nonzero(js.row_joint == j)[0])
-    return MaximalModel(mech, bs, js, fs, tuple(loop_joints), np.array(order, dtype=np.int64), n_primary,
-                        tuple(primary), CollisionWorld(mech) if mech.colliders else None,
-                        limited_coordinates(js.lower, js.upper), ModelStamp(next(_MODEL_IDS), mech.name))
+    model = MaximalModel(mech, bs, js, fs, tuple(loop_joints), np.array(order, dtype=np.int64), n_primary,
+                         tuple(primary), CollisionWorld(mech) if mech.colliders else None,
+                         limited_coordinates(js.lower, js.upper), ModelStamp(next(_MODEL_IDS), mech.name))
+    _read_only(model)
+    return model
 
 
 @dataclass
