@@ -38,6 +38,10 @@ direction (t = 0) gives the complementarity mu_aff it would reach, sigma = (mu_a
 corrector aims at t = max(sigma mu, MU_FLOOR) - dlam_aff ds_aff. Steps keep s and lam positive with the
 fraction to the boundary tau = max(0.99, 1 - mu) and stay in the wide neighbourhood min lam s >=
 1e-3 mean lam s; stalls restart (recentred, then monotone Fiacco-McCormick updates of mu).
+
+Nothing here outlives a call: the step's rows (Inequalities, set up at the knot), the iterate (lam, s,
+mu), the counters and the warm start for the next step live in InteriorPointState, the maximal state's
+`interior`; the functions read the model and write that state.
 """
 
 from __future__ import annotations
