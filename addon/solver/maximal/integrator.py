@@ -22,7 +22,6 @@ from ..model import Mechanism
 from ..trajectory import ConvergenceError
 from . import forces
 from .bodies import SpinTooFastError
-from .interior_point import InteriorPoint
 from .joints import frames
 from .start import body_frame_poses, joint_residual, kinetic_energy, start_from_tree
 from .variational import step
@@ -37,8 +36,6 @@ class MaximalIntegrator(Integrator):
     def __init__(self, mechanism: Mechanism, dt: float, tol: float = 1e-10):
         super().__init__(mechanism, dt, tol)
         self.model, self.state = start_from_tree(mechanism)
-        ip = InteriorPoint(mechanism, self.model)
-        self.ip = ip if ip.active else None
         s = self.state
         fr = frames(self.model.joints, s.x, s.q)
         cval, _ = forces.coordinates(self.model.joints, self.model.forces, fr, s.x, s.q, s.coord_winding)
@@ -52,9 +49,10 @@ class MaximalIntegrator(Integrator):
         return list(self.model.bodies.names), []
 
     def _step_impl(self) -> None:
-        dropped = len(self.ip.friction_dropped) if self.ip is not None else 0
+        ip = self.state.interior
+        dropped = len(ip.friction_dropped) if ip is not None else 0
         try:
-            result = step(self.model, self.state, self.dt, self.tol, self.ip)
+            result = step(self.model, self.state, self.dt, self.tol)
         except SpinTooFastError as err:  # the step is too large for the spin: as a failed Newton solve
             k, t = self.state.step_index + 1, self.state.t + self.dt
             name = self.model.bodies.names[int(err.bodies[0])]
@@ -62,8 +60,8 @@ class MaximalIntegrator(Integrator):
                                    f"{name!r} reached the angular speed 2/dt = {2 / self.dt:.4g} rad/s in the solve, "
                                    "where the rotation update is undefined; try a smaller time step",
                                    step=k, time=t) from err
-        if self.ip is not None and len(self.ip.friction_dropped) > dropped:
-            steps = self.ip.friction_dropped
+        if ip is not None and len(ip.friction_dropped) > dropped:
+            steps = ip.friction_dropped
             self.message = (f"friction dropped at {len(steps)} step(s) (the interior point stalled with friction "
                             f"and the step was redone frictionless): steps {steps}")
             warnings.warn(f"maximal-coordinate step {steps[-1]} (t = {self.state.t:.6g} s): {self.message}",
@@ -73,10 +71,10 @@ class MaximalIntegrator(Integrator):
         self._record(s.t, body_frame_poses(self.model, s.x, s.q), np.zeros(0), result.energy, result.residual)
 
     def info(self) -> dict:
-        aux = self.state.aux_active
+        aux, ip = self.state.aux_active, self.state.interior
         dropped = [] if aux is None else sorted({self.model.joints.names[self.model.joints.row_joint[r]]
                                                 for r in self.model.order[~aux]})
         return {"redundant_rows_dropped_in": dropped,
-                "steps_without_friction": 0 if self.ip is None else len(self.ip.friction_dropped),
-                "friction_dropped_at_steps": [] if self.ip is None else list(self.ip.friction_dropped),
+                "steps_without_friction": 0 if ip is None else len(ip.friction_dropped),
+                "friction_dropped_at_steps": [] if ip is None else list(ip.friction_dropped),
                 "mean_refinement_sweeps": float(np.mean(self.state.sweeps)) if self.state.sweeps else 0.0}

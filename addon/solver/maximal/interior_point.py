@@ -38,18 +38,25 @@ direction (t = 0) gives the complementarity mu_aff it would reach, sigma = (mu_a
 corrector aims at t = max(sigma mu, MU_FLOOR) - dlam_aff ds_aff. Steps keep s and lam positive with the
 fraction to the boundary tau = max(0.99, 1 - mu) and stay in the wide neighbourhood min lam s >=
 1e-3 mean lam s; stalls restart (recentred, then monotone Fiacco-McCormick updates of mu).
+
+Nothing here outlives a call: the step's rows (Inequalities, set up at the knot), the iterate (lam, s,
+mu), the counters and the warm start for the next step live in InteriorPointState, the maximal state's
+`interior`; the functions read the model and write that state.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..collision.world import CollisionWorld
 from ..lie import hat, quat_to_matrix
 from .forces import scatter
 from .linear import RowBlocks
+
+if TYPE_CHECKING:
+    from .variational import Evaluation, Knot, MaximalModel, MaximalState
 
 CENTRED = 0.5  # monotone mode: mu -> MU_DECREASE mu once every |lam s - mu| <= CENTRED mu
 MU_DECREASE = 0.2
@@ -84,350 +91,438 @@ def point_jacobian(R: np.ndarray, p: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclass
-class Pairs:
-    """The step's inequality pairs. Rows: gamma of every contact, then per friction patch psi and its
-    beta_1..4 (or 6 with spin), then limits.
+@dataclass(frozen=True)
+class ContactRows:
+    """The contacts found at the knot (k of them) and their friction patches, fixed for the step.
 
-    kind (m,): 0 gap (positional), 1 cone, 2 friction direction, 3 limit (positional);
-    owner (m,) contact index of each row (a patch's first contact for its psi and beta rows; limit
-    index for limits); lam, s (m,) > 0.
+    a, b (k,) body indices (B: the world); key (k,) collider pair; normal (k, 3) world, A to B;
+    distance (k,) at z_1; friction (k,) coefficient; Ja, Jb (k, 3, 6) witness-point Jacobians at z_1
+    (zero for the world). kind, owner: the contacts' rows (k gaps, then per patch a cone and its
+    directions; see Inequalities). members: each patch's contacts; B (directions, 12): each direction
+    row over (body A, body B) velocities.
     """
 
+    a: np.ndarray
+    b: np.ndarray
+    key: np.ndarray
+    normal: np.ndarray
+    distance: np.ndarray
+    friction: np.ndarray
+    Ja: np.ndarray
+    Jb: np.ndarray
     kind: np.ndarray
     owner: np.ndarray
+    members: tuple[np.ndarray, ...]
+    B: np.ndarray
+
+
+@dataclass(frozen=True)
+class LimitRows:
+    """The joint limits near enough to the knot to matter this step: coordinate (l,), side (l,) +1 at a
+    lower bound and -1 at an upper one, bound (l,), bodies a, b (l,), G (l, 12) side times the
+    coordinate's Jacobian at z_1."""
+
+    coord: np.ndarray
+    side: np.ndarray
+    bound: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    G: np.ndarray
+
+
+@dataclass(frozen=True)
+class Inequalities:
+    """The step's inequality rows, set up at the knot z_1. Rows: gamma of every contact, then per
+    friction patch psi and its beta_1..4 (or 6 with spin), then limits.
+
+    kind (m,): 0 gap (positional), 1 cone, 2 friction direction, 3 limit (positional); owner (m,)
+    contact index of each row (a patch's first contact for its psi and beta rows; limit index for
+    limits); key (m,) the row's identity across steps (collider pair or limit side, and kind): equal
+    keys mean the same contact set, which the next step warm-starts from.
+    """
+
+    dt: float
+    kind: np.ndarray
+    owner: np.ndarray
+    key: np.ndarray
+    contacts: ContactRows
+    limits: LimitRows
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """Row keys, multipliers and slacks of the last converged step."""
+
+    key: np.ndarray
     lam: np.ndarray
     s: np.ndarray
 
 
-class InteriorPoint:
-    """Contacts (when the mechanism has colliders) and joint limits of one step."""
+@dataclass
+class InteriorPointState:
+    """The interior point's part of the maximal state (MaximalState.interior).
 
-    def __init__(self, mechanism, model):
-        self.model = model
-        self.world = CollisionWorld(mechanism) if mechanism.colliders else None
-        js = model.joints
-        self.limited = np.nonzero(np.isfinite(js.lower) | np.isfinite(js.upper))[0]
-        self.mu = 1.0
-        self._previous: tuple | None = None
-        self.friction_dropped: list[int] = []  # steps redone without friction rows
+    This step's rows and iterate: rows, lam, s (m,) > 0, the barrier parameter mu = mean lam s, cold
+    (started cold rather than warm), monotone (Fiacco-McCormick mode after a stall, at mu_fixed),
+    restarts used. Across steps: warm (the last converged step's pairs) and friction_dropped (the steps
+    redone without friction rows).
+    """
 
-    def finish(self) -> None:
-        """Keep the converged pairs for warm-starting the next step."""
-        self._previous = (self.key, self.pairs.lam.copy(), self.pairs.s.copy())
+    rows: Inequalities | None = None
+    lam: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    mu: float = COLD_MU
+    cold: bool = True
+    monotone: bool = False
+    mu_fixed: float = COLD_MU
+    restarts: int = 0
+    warm: WarmStart | None = None
+    friction_dropped: list[int] = field(default_factory=list)
 
-    @property
-    def active(self) -> bool:
-        return self.world is not None or len(self.limited) > 0
 
-    # ---- set-up at the knot -------------------------------------------------------------------
-    def begin(self, state, knot, dt: float) -> None:
-        model = self.model
-        bs = model.bodies
-        nb = bs.count
-        R1 = quat_to_matrix(state.q)
-        self.R1 = np.concatenate([R1, np.eye(3)[None]], axis=0)
-        self.x1 = np.vstack([state.x, np.zeros((1, 3))])
-        self.dt = dt
-        self._contacts(state, dt, nb)
-        self._limits(state, knot, dt)
-        kind = np.concatenate([self.c_kind, np.full(len(self.l_coord), 3)])
-        owner = np.concatenate([self.c_owner, np.arange(len(self.l_coord))])
-        m = len(kind)
-        key = np.concatenate([self.c_key[self.c_owner] if len(self.c_kind) else np.zeros(0, np.int64),
-                              -1 - self.l_coord * 2 - (self.l_side < 0)])
-        key = key * 4 + kind
-        self.key = key
-        self.pairs = Pairs(kind, owner, np.zeros(m), np.zeros(m))
-        self.restarts = 0
-        if self._previous is not None and np.array_equal(self._previous[0], key):
-            # same contact set as the last step: warm start, pushed off the boundary
-            self._start(self._previous[1] + WARM_SHIFT, self._previous[2] + WARM_SHIFT, cold=False)
-        else:
-            self._cold_start()
+def limited_coordinates(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Indices of the joint coordinates with a finite limit."""
+    return np.nonzero(np.isfinite(lower) | np.isfinite(upper))[0]
 
-    def _start(self, lam0: np.ndarray, s0: np.ndarray, cold: bool) -> None:
-        self.pairs.lam, self.pairs.s = lam0, s0
-        self.cold = cold
-        self.mu = float(np.mean(lam0 * s0)) if len(lam0) else 0.0
-        self.monotone = False
 
-    def drop_friction(self, step: int) -> bool:
-        """Remove this step's friction rows and restart cold, recording `step` in `friction_dropped`:
-        the last resort when the iteration stalls with friction (not reached on the collider presets
-        since one pyramid per patch; the integrator reports every such step). False if there were none."""
-        if not np.any(self.c_kind > 0):
-            return False
-        keep = np.concatenate([self.c_kind == 0, np.ones(len(self.l_coord), bool)])
-        self.c_kind, self.c_owner = self.c_kind[self.c_kind == 0], self.c_owner[self.c_kind == 0]
-        self.pairs = Pairs(self.pairs.kind[keep], self.pairs.owner[keep], self.pairs.lam[keep], self.pairs.s[keep])
-        self.key = self.key[keep]
-        self.friction_dropped.append(step)
-        self._cold_start()
+def has_inequalities(model: MaximalModel) -> bool:
+    """True when the model's steps carry interior-point pairs (colliders or limited coordinates)."""
+    return model.collision is not None or len(model.limited) > 0
+
+
+def finish(state: MaximalState) -> None:
+    """Keep the converged pairs for warm-starting the next step."""
+    ip = state.interior
+    ip.warm = WarmStart(ip.rows.key, ip.lam.copy(), ip.s.copy())
+
+
+# ---- set-up at the knot -----------------------------------------------------------------------
+def begin(model: MaximalModel, state: MaximalState, knot: Knot, dt: float) -> None:
+    """Set up this step's rows at the knot and start the iterate: warm from the last step when the
+    contact set is the same, else cold."""
+    R1 = np.concatenate([quat_to_matrix(state.q), np.eye(3)[None]], axis=0)
+    x1 = np.vstack([state.x, np.zeros((1, 3))])
+    contacts = _contacts(model, state, R1, x1, dt)
+    limits = _limits(model, state, knot, dt)
+    kind = np.concatenate([contacts.kind, np.full(len(limits.coord), 3)])
+    owner = np.concatenate([contacts.owner, np.arange(len(limits.coord))])
+    key = np.concatenate([contacts.key[contacts.owner], -1 - limits.coord * 2 - (limits.side < 0)])
+    rows = Inequalities(dt, kind, owner, key * 4 + kind, contacts, limits)
+    ip = state.interior
+    ip.rows = rows
+    ip.restarts = 0
+    if ip.warm is not None and np.array_equal(ip.warm.key, rows.key):
+        # same contact set as the last step: warm start, pushed off the boundary
+        _start(ip, ip.warm.lam + WARM_SHIFT, ip.warm.s + WARM_SHIFT, cold=False)
+    else:
+        _cold_start(ip)
+
+
+def _start(ip: InteriorPointState, lam0: np.ndarray, s0: np.ndarray, cold: bool) -> None:
+    ip.lam, ip.s = lam0, s0
+    ip.cold = cold
+    ip.mu = float(np.mean(lam0 * s0)) if len(lam0) else 0.0
+    ip.monotone = False
+
+
+def drop_friction(state: MaximalState, step: int) -> bool:
+    """Remove this step's friction rows and restart cold, recording `step` in `friction_dropped`:
+    the last resort when the iteration stalls with friction (not reached on the collider presets
+    since one pyramid per patch; the integrator reports every such step). False if there were none."""
+    ip = state.interior
+    rows = ip.rows
+    c = rows.contacts
+    gap = c.kind == 0
+    if np.all(gap):
+        return False
+    keep = np.concatenate([gap, np.ones(len(rows.limits.coord), bool)])
+    contacts = replace(c, kind=c.kind[gap], owner=c.owner[gap], members=(), B=np.zeros((0, 12)))
+    ip.rows = replace(rows, kind=rows.kind[keep], owner=rows.owner[keep], key=rows.key[keep], contacts=contacts)
+    ip.friction_dropped.append(step)
+    _cold_start(ip)
+    return True
+
+
+def restart(state: MaximalState) -> bool:
+    """Recover from a stall (the iterate jammed off the central path, typically a sticking contact
+    whose four pyramid pairs are all active, with redundant normals): a warm start restarts cold; a
+    cold one is recentred, lam and s raised to at least RECENTRE_FLOOR with the velocities kept.
+    At most MAX_RESTARTS a step; False when they are used up."""
+    ip = state.interior
+    if ip.restarts >= MAX_RESTARTS:
+        return False
+    ip.restarts += 1
+    if ip.cold:
+        _start(ip, np.maximum(ip.lam, RECENTRE_FLOOR), np.maximum(ip.s, RECENTRE_FLOOR), cold=True)
+        ip.monotone = True
+        ip.mu_fixed = ip.mu
+    else:
+        _cold_start(ip)
+    return True
+
+
+def _cold_start(ip: InteriorPointState) -> None:
+    rows = ip.rows
+    c = rows.contacts
+    s0 = np.ones(len(rows.kind))
+    gap_rows = np.nonzero(c.kind == 0)[0]
+    s0[gap_rows] = np.maximum(c.distance[c.owner[gap_rows]] / rows.dt, 1.0)
+    _start(ip, COLD_MU / s0, s0, cold=True)
+
+
+def _no_contacts() -> ContactRows:
+    index = np.zeros(0, dtype=np.int64)
+    return ContactRows(index, index, index, np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros((0, 3, 6)),
+                       np.zeros((0, 3, 6)), index, index, (), np.zeros((0, 12)))
+
+
+def _contacts(model: MaximalModel, state: MaximalState, R1: np.ndarray, x1: np.ndarray, dt: float) -> ContactRows:
+    """The contacts within reach of the step (R1 (B+1, 3, 3), x1 (B+1, 3): the knot, world last)."""
+    if model.collision is None:
+        return _no_contacts()
+    bs = model.bodies
+    nb = bs.count
+    origin = state.x - np.einsum("bij,bj->bi", R1[:nb], bs.com)
+    speed = np.max(np.linalg.norm(state.v, axis=1), initial=0.0) + np.max(np.linalg.norm(state.w, axis=1), initial=0.0)
+    margin = 2.0 * dt * speed + np.linalg.norm(bs.gravity) * dt * dt + 1e-3
+    found = model.collision.detect(origin, state.q, margin)
+    k = len(found.distance)
+    if k == 0:
+        return _no_contacts()
+    com = np.vstack([bs.com, np.zeros((1, 3))])
+    a = np.where(found.body_a < 0, nb, found.body_a)
+    b = np.where(found.body_b < 0, nb, found.body_b)
+    key = found.collider_a * len(model.mechanism.colliders) + found.collider_b
+    pa = found.point_a - com[a]
+    pb = found.point_b - com[b]
+    Ja = point_jacobian(R1[a], pa)
+    Jb = point_jacobian(R1[b], pb)
+    Ja[a == nb] = 0.0
+    Jb[b == nb] = 0.0
+    pos_a1 = x1[a] + np.einsum("kij,kj->ki", R1[a], pa)
+    pos_b1 = x1[b] + np.einsum("kij,kj->ki", R1[b], pb)
+    # friction rows only where the gap can close within the step: at a contact that stays open the
+    # normal force is zero and the sliding-speed multiplier psi is undetermined (degenerate pair)
+    ve = np.vstack([np.concatenate([state.v, state.w], axis=1), np.zeros((1, 6))])
+    vn = np.einsum("ki,kij,kj->k", found.normal, Jb, ve[b]) - np.einsum("ki,kij,kj->k", found.normal, Ja, ve[a])
+    closing = found.distance + dt * vn - 0.5 * dt * dt * np.linalg.norm(bs.gravity) <= CLOSE_MARGIN
+    rubbing = np.nonzero((found.friction > 0) & closing)[0]
+    kind, owner, members, B = _patches(rubbing, key, found.normal, Ja, Jb, 0.5 * (pos_a1 + pos_b1), a, b, R1)
+    return ContactRows(a, b, key, found.normal, found.distance, found.friction, Ja, Jb, kind, owner, members, B)
+
+
+def _patches(rubbing: np.ndarray, key: np.ndarray, normal: np.ndarray, Ja: np.ndarray, Jb: np.ndarray,
+             centre: np.ndarray, a: np.ndarray, b: np.ndarray,
+             R1: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
+    """Rows: gamma of every contact, then per patch (the rubbing contacts of one collider pair) psi and
+    its pyramid. One pyramid per patch, not per point: the tangential velocities of a patch's points
+    have rank 3 (two slips and the spin about the normal), so per-point pyramids (4 corners: 16 rows)
+    made the sticking multipliers non-unique and the Newton matrix reach condition ~1e21 (issue 6).
+    Directions +-t1, +-t2 act at the mean of the witness points (the point Jacobian is linear in the
+    point, so exactly the mean of the points' Jacobians); a patch of several points adds +-spin,
+    h = r n . (w_B - w_A) with r the mean distance of its points from their centroid (`centre`: the
+    midpoints of the witness points), a torque r beta about n. Cone: mu sum(patch gamma) >= sum beta
+    (translation up to mu N, spin up to mu N r). Returns kind, owner, members and B (see ContactRows)."""
+    k = len(key)
+    world = len(R1) - 1
+    kinds, owners, rows_b, patches = [0] * k, list(range(k)), [], []
+    for pair in np.unique(key[rubbing]):
+        members = rubbing[key[rubbing] == pair]
+        first = int(members[0])
+        n = np.mean(normal[members], axis=0)
+        n /= np.linalg.norm(n)
+        d = tangents(n[None])[0]
+        Jrel = np.concatenate([-np.mean(Ja[members], axis=0), np.mean(Jb[members], axis=0)], axis=1)
+        B = d @ Jrel  # (4, 12)
+        points = centre[members]
+        r = float(np.mean(np.linalg.norm(points - np.mean(points, axis=0), axis=1)))
+        if len(members) > 1 and r > 0.0:
+            body_a, body_b = a[first], b[first]
+            spin = np.zeros(12)
+            spin[3:6] = -r * n @ R1[body_a] if body_a < world else 0.0
+            spin[9:12] = r * n @ R1[body_b] if body_b < world else 0.0
+            B = np.vstack([B, spin, -spin])
+        kinds += [1] + [2] * len(B)
+        owners += [first] * (1 + len(B))
+        rows_b.append(B)
+        patches.append(members)
+    return (np.array(kinds, dtype=np.int64), np.array(owners, dtype=np.int64), tuple(patches),
+            np.vstack(rows_b) if rows_b else np.zeros((0, 12)))
+
+
+def _limits(model: MaximalModel, state: MaximalState, knot: Knot, dt: float) -> LimitRows:
+    js, fs = model.joints, model.forces
+    coords, sides, bounds = [], [], []
+    theta = knot.cval[:len(js.coord_kind)]
+    reach = 2.0 * dt * np.abs(state.coord_rate[:len(js.coord_kind)]) + 0.05
+    for c in model.limited:
+        for side, bound in ((1.0, js.lower[c]), (-1.0, js.upper[c])):
+            if np.isfinite(bound) and side * (theta[c] - bound) < reach[c] + 0.05 * abs(bound - theta[c]) + 0.1:
+                coords.append(c)
+                sides.append(side)
+                bounds.append(bound)
+    coord = np.array(coords, dtype=np.int64)
+    side = np.array(sides)
+    return LimitRows(coord, side, np.array(bounds), fs.coord_a[coord], fs.coord_b[coord],
+                     side[:, None] * knot.cjac[coord])
+
+
+# ---- rows at one Newton iterate ----------------------------------------------------------------
+def extend(model: MaximalModel, state: MaximalState, ev: Evaluation, V: np.ndarray, dt: float) -> None:
+    """Append the pairs' rows to the evaluation at velocities V (B, 6): body forces, bordered rows,
+    E block, residual h (ev.ip_h)."""
+    nb = model.bodies.count
+    ip = state.interior
+    rows = ip.rows
+    m = len(rows.kind)
+    if m == 0:
+        ev.ip_h = np.zeros(0)
+        return
+    Ve = np.vstack([V, np.zeros((1, 6))])
+    a_rows = np.empty(m, dtype=np.int64)
+    b_rows = np.empty(m, dtype=np.int64)
+    G = np.zeros((m, 12))
+    C = np.zeros((m, 12))
+    h = np.empty(m)
+    E = np.zeros((m, m))
+    nc = len(rows.contacts.kind)
+    if nc:
+        _contact_rows(ip, Ve, dt, a_rows[:nc], b_rows[:nc], G[:nc], C[:nc], h[:nc], E[:nc, :nc])
+    lim = rows.limits
+    if len(lim.coord):
+        sl = slice(nc, m)
+        a_rows[sl], b_rows[sl] = lim.a, lim.b
+        theta2 = ev.cval2[lim.coord]
+        h[sl] = lim.side * (theta2 - lim.bound) / dt
+        G[sl] = -lim.G
+        C[sl] = -lim.side[:, None] * ev.cjac2_velocity[lim.coord]
+    lam, s = ip.lam, ip.s
+    E[np.arange(m), np.arange(m)] += -s / lam
+    ev.body_residual = ev.body_residual + scatter(nb, a_rows, b_rows, G * lam[:, None])
+    joint_rows = ev.matrix.rows
+    na = np.where(a_rows < nb, a_rows, -1)
+    nbb = np.where(b_rows < nb, b_rows, -1)
+    ev.matrix.rows = RowBlocks(np.concatenate([joint_rows.a, na]), np.concatenate([joint_rows.b, nbb]),
+                               np.vstack([joint_rows.Ga, G[:, :6]]), np.vstack([joint_rows.Gb, G[:, 6:]]),
+                               np.vstack([joint_rows.Ca, C[:, :6]]), np.vstack([joint_rows.Cb, C[:, 6:]]))
+    k0 = len(ev.matrix.E)
+    E_all = np.zeros((k0 + m, k0 + m))
+    E_all[:k0, :k0] = ev.matrix.E
+    E_all[k0:, k0:] = E
+    ev.matrix.E = E_all
+    ev.ip_h = h
+
+
+def _contact_rows(ip: InteriorPointState, Ve: np.ndarray, dt: float, a_rows: np.ndarray, b_rows: np.ndarray,
+                  G: np.ndarray, C: np.ndarray, h: np.ndarray, E: np.ndarray) -> None:
+    """Fill the contacts' rows (views of extend's arrays) at the velocities Ve (B+1, 6)."""
+    c = ip.rows.contacts
+    owner, kind = c.owner, c.kind
+    a, b = c.a[owner], c.b[owner]
+    a_rows[:], b_rows[:] = a, b
+    gap = kind == 0
+    g = owner[gap]
+    G[gap, :6] = np.einsum("ki,kij->kj", c.normal[g], c.Ja[g])
+    G[gap, 6:] = -np.einsum("ki,kij->kj", c.normal[g], c.Jb[g])
+    C[gap] = G[gap]
+    h[gap] = c.distance[g] / dt - (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
+                                   + np.einsum("kj,kj->k", G[gap, 6:], Ve[b[gap]]))
+    cone = np.nonzero(kind == 1)[0]
+    fric = np.nonzero(kind == 2)[0]
+    if len(cone):
+        for row, members in zip(cone, c.members):
+            E[row, members] = -c.friction[members]  # gamma row i is contact i
+        patch = np.cumsum(kind == 1)[fric] - 1
+        cone_row = cone[patch]
+        beta_sum = np.bincount(patch, weights=ip.lam[fric], minlength=len(cone))
+        h[cone] = np.array([c.friction[m] @ ip.lam[m] for m in c.members]) - beta_sum
+        E[cone_row, fric] = 1.0
+        fo = owner[fric]
+        vrel = np.einsum("fk,fk->f", c.B[:, :6], Ve[c.a[fo]]) + np.einsum("fk,fk->f", c.B[:, 6:], Ve[c.b[fo]])
+        h[fric] = vrel + ip.lam[cone_row]
+        G[fric] = -c.B
+        C[fric] = -c.B
+        E[fric, cone_row] = -1.0
+
+
+# ---- step control (Mehrotra predictor-corrector) -------------------------------------------------
+def rhs(state: MaximalState, h: np.ndarray, target: np.ndarray | float) -> np.ndarray:
+    """The pairs' part of the Newton right-hand side (the bordered rows' right side) for target t: h - t / lam."""
+    return h - target / state.interior.lam
+
+
+def _slack_step(ip: InteriorPointState, dlam: np.ndarray, target: np.ndarray | float) -> np.ndarray:
+    """ds from the linearised lam s = t."""
+    return (target - ip.s * dlam) / ip.lam - ip.s
+
+
+def _boundary(ip: InteriorPointState, dlam: np.ndarray, ds: np.ndarray, tau: float) -> float:
+    alpha = 1.0
+    for value, change in ((ip.lam, dlam), (ip.s, ds)):
+        neg = change < 0
+        if np.any(neg):
+            alpha = min(alpha, tau * float(np.min(-value[neg] / change[neg])))
+    return alpha
+
+
+def corrector_target(state: MaximalState, dlam_aff: np.ndarray) -> np.ndarray | float:
+    """Target t = sigma mu - dlam_aff ds_aff of the corrector from the affine direction (t = 0)."""
+    ip = state.interior
+    if len(ip.lam) == 0:
+        return np.zeros(0)
+    if ip.monotone:  # Fiacco-McCormick after a stall: mu fixed until the pairs are centred
+        ls = ip.lam * ip.s
+        if np.max(np.abs(ls - ip.mu_fixed)) <= CENTRED * ip.mu_fixed:
+            ip.mu_fixed = max(MU_FLOOR, MU_DECREASE * ip.mu_fixed)
+        return np.full(len(ip.lam), ip.mu_fixed)
+    ds_aff = _slack_step(ip, dlam_aff, 0.0)
+    alpha = _boundary(ip, dlam_aff, ds_aff, 1.0)
+    mu = float(np.mean(ip.lam * ip.s))
+    mu_aff = float(np.mean((ip.lam + alpha * dlam_aff) * (ip.s + alpha * ds_aff)))
+    sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0
+    return max(sigma * mu, MU_FLOOR) - dlam_aff * ds_aff
+
+
+def step_length(state: MaximalState, dlam: np.ndarray, target: np.ndarray | float) -> tuple[float, np.ndarray]:
+    """Largest step in (0, 1] keeping lam and s positive (fraction to the boundary), and ds."""
+    if len(dlam) == 0:
+        return 1.0, dlam
+    ip = state.interior
+    ds = _slack_step(ip, dlam, target)
+    alpha = _boundary(ip, dlam, ds, min(max(TAU_MIN, 1.0 - ip.mu), TAU_MAX))
+    for _ in range(NEIGHBOURHOOD_HALVINGS):  # stay in the wide neighbourhood min lam s >= c mean lam s
+        ls = (ip.lam + alpha * dlam) * (ip.s + alpha * ds)
+        if np.min(ls) >= NEIGHBOURHOOD * np.mean(ls):
+            break
+        alpha *= 0.5
+    return alpha, ds
+
+
+def update(state: MaximalState, alpha: float, dlam: np.ndarray, ds: np.ndarray) -> None:
+    """Move lam and s by alpha (dlam, ds), kept positive, and mu with them."""
+    if len(dlam) == 0:
+        return
+    ip = state.interior
+    ip.lam = np.maximum(ip.lam + alpha * dlam, 1e-300)
+    ip.s = np.maximum(ip.s + alpha * ds, 1e-300)
+    ip.mu = float(np.mean(ip.lam * ip.s))
+
+
+def converged(model: MaximalModel, state: MaximalState, h: np.ndarray, tol: float) -> bool:
+    """Every lam s below COMPLEMENTARITY and every primal residual h - s within tol (in metres)."""
+    ip = state.interior
+    rows = ip.rows
+    if len(ip.lam) == 0:
         return True
-
-    def restart(self) -> bool:
-        """Recover from a stall (the iterate jammed off the central path, typically a sticking contact
-        whose four pyramid pairs are all active, with redundant normals): a warm start restarts cold; a
-        cold one is recentred, lam and s raised to at least RECENTRE_FLOOR with the velocities kept.
-        At most MAX_RESTARTS a step; False when they are used up."""
-        if self.restarts >= MAX_RESTARTS:
-            return False
-        self.restarts += 1
-        if self.cold:
-            p = self.pairs
-            self._start(np.maximum(p.lam, RECENTRE_FLOOR), np.maximum(p.s, RECENTRE_FLOOR), cold=True)
-            self.monotone = True
-            self.mu_fixed = self.mu
-        else:
-            self._cold_start()
-        return True
-
-    def _cold_start(self) -> None:
-        m = len(self.pairs.kind)
-        s0 = np.ones(m)
-        if len(self.c_kind):
-            gap_rows = np.nonzero(self.c_kind == 0)[0]
-            s0[gap_rows] = np.maximum(self.c_d[self.c_owner[gap_rows]] / self.dt, 1.0)
-        self._start(COLD_MU / s0, s0, cold=True)
-        return True
-
-    def _contacts(self, state, dt: float, nb: int) -> None:
-        empty = np.zeros(0, dtype=np.int64)
-        self.c_a, self.c_b, self.c_kind, self.c_owner, self.c_key = empty, empty, empty, empty, empty
-        self.n_contacts = 0
-        if self.world is None:
-            return
-        bs = self.model.bodies
-        origin = state.x - np.einsum("bij,bj->bi", self.R1[:nb], bs.com)
-        speed = np.max(np.linalg.norm(state.v, axis=1), initial=0.0) + np.max(np.linalg.norm(state.w, axis=1), initial=0.0)
-        margin = 2.0 * dt * speed + np.linalg.norm(bs.gravity) * dt * dt + 1e-3
-        found = self.world.detect(origin, state.q, margin)
-        k = len(found.distance)
-        self.n_contacts = k
-        if k == 0:
-            return
-        com = np.vstack([bs.com, np.zeros((1, 3))])
-        a = np.where(found.body_a < 0, nb, found.body_a)
-        b = np.where(found.body_b < 0, nb, found.body_b)
-        self.c_a, self.c_b = a, b
-        n_col = len(self.model.mechanism.colliders)
-        self.c_key = found.collider_a * n_col + found.collider_b
-        self.c_pa = found.point_a - com[a]
-        self.c_pb = found.point_b - com[b]
-        self.c_n = found.normal
-        self.c_d = found.distance
-        self.c_mu = found.friction
-        Ja = point_jacobian(self.R1[a], self.c_pa)
-        Jb = point_jacobian(self.R1[b], self.c_pb)
-        Ja[a == nb] = 0.0
-        Jb[b == nb] = 0.0
-        self.c_Ja1, self.c_Jb1 = Ja, Jb
-        self.c_pos_a1 = self.x1[a] + np.einsum("kij,kj->ki", self.R1[a], self.c_pa)
-        self.c_pos_b1 = self.x1[b] + np.einsum("kij,kj->ki", self.R1[b], self.c_pb)
-        # friction rows only where the gap can close within the step: at a contact that stays open the
-        # normal force is zero and the sliding-speed multiplier psi is undetermined (degenerate pair)
-        ve = np.vstack([np.concatenate([state.v, state.w], axis=1), np.zeros((1, 6))])
-        vn = np.einsum("ki,kij,kj->k", found.normal, Jb, ve[b]) - np.einsum("ki,kij,kj->k", found.normal, Ja, ve[a])
-        closing = found.distance + dt * vn - 0.5 * dt * dt * np.linalg.norm(bs.gravity) <= CLOSE_MARGIN
-        self._patches(np.nonzero((self.c_mu > 0) & closing)[0], k)
-
-    def _patches(self, rubbing: np.ndarray, k: int) -> None:
-        """Rows: gamma of every contact, then per patch (the rubbing contacts of one collider pair) psi and
-        its pyramid. One pyramid per patch, not per point: the tangential velocities of a patch's points
-        have rank 3 (two slips and the spin about the normal), so per-point pyramids (4 corners: 16 rows)
-        made the sticking multipliers non-unique and the Newton matrix reach condition ~1e21 (issue 6).
-        Directions +-t1, +-t2 act at the mean of the witness points (the point Jacobian is linear in the
-        point, so exactly the mean of the points' Jacobians); a patch of several points adds +-spin,
-        h = r n . (w_B - w_A) with r the mean distance of its points from their centroid, a torque r beta
-        about n. Cone: mu sum(patch gamma) >= sum beta (translation up to mu N, spin up to mu N r)."""
-        kinds, owners, rows_b = [0] * k, list(range(k)), []
-        self.p_members = []
-        for key in np.unique(self.c_key[rubbing]):
-            members = rubbing[self.c_key[rubbing] == key]
-            first = int(members[0])
-            normal = np.mean(self.c_n[members], axis=0)
-            normal /= np.linalg.norm(normal)
-            d = tangents(normal[None])[0]
-            Jrel = np.concatenate([-np.mean(self.c_Ja1[members], axis=0), np.mean(self.c_Jb1[members], axis=0)], axis=1)
-            B = d @ Jrel  # (4, 12)
-            centre = 0.5 * (self.c_pos_a1[members] + self.c_pos_b1[members])
-            r = float(np.mean(np.linalg.norm(centre - np.mean(centre, axis=0), axis=1)))
-            if len(members) > 1 and r > 0.0:
-                a, b = self.c_a[first], self.c_b[first]
-                spin = np.zeros(12)
-                spin[3:6] = -r * normal @ self.R1[a] if a < len(self.R1) - 1 else 0.0
-                spin[9:12] = r * normal @ self.R1[b] if b < len(self.R1) - 1 else 0.0
-                B = np.vstack([B, spin, -spin])
-            kinds += [1] + [2] * len(B)
-            owners += [first] * (1 + len(B))
-            rows_b.append(B)
-            self.p_members.append(members)
-        self.p_B = np.vstack(rows_b) if rows_b else np.zeros((0, 12))
-        self.c_kind = np.array(kinds, dtype=np.int64)
-        self.c_owner = np.array(owners, dtype=np.int64)
-
-    def _limits(self, state, knot, dt: float) -> None:
-        js, fs = self.model.joints, self.model.forces
-        coords, sides, bounds = [], [], []
-        theta = knot.cval[:len(js.coord_kind)]
-        reach = 2.0 * dt * np.abs(state.coord_rate[:len(js.coord_kind)]) + 0.05
-        for c in self.limited:
-            for side, bound in ((1.0, js.lower[c]), (-1.0, js.upper[c])):
-                if np.isfinite(bound) and side * (theta[c] - bound) < reach[c] + 0.05 * abs(bound - theta[c]) + 0.1:
-                    coords.append(c)
-                    sides.append(side)
-                    bounds.append(bound)
-        self.l_coord = np.array(coords, dtype=np.int64)
-        self.l_side = np.array(sides)
-        self.l_bound = np.array(bounds)
-        self.l_a = fs.coord_a[self.l_coord]
-        self.l_b = fs.coord_b[self.l_coord]
-        self.l_G1 = self.l_side[:, None] * knot.cjac[self.l_coord]
-
-    # ---- rows at one Newton iterate ------------------------------------------------------------
-    def extend(self, ev, V: np.ndarray, Wr: np.ndarray, dt: float) -> None:
-        """Append the pairs' rows to the evaluation: body forces, bordered rows, E block, residual."""
-        nb = self.model.bodies.count
-        p = self.pairs
-        m = len(p.kind)
-        if m == 0:
-            ev.ip_h = np.zeros(0)
-            return
-        Ve = np.vstack([V, np.zeros((1, 6))])
-        a_rows = np.empty(m, dtype=np.int64)
-        b_rows = np.empty(m, dtype=np.int64)
-        G = np.zeros((m, 12))
-        C = np.zeros((m, 12))
-        h = np.empty(m)
-        E = np.zeros((m, m))
-        nc = len(self.c_kind)
-        if nc:
-            self._contact_rows(ev, Ve, Wr, dt, nb, a_rows[:nc], b_rows[:nc], G[:nc], C[:nc], h[:nc], E[:nc, :nc])
-        if len(self.l_coord):
-            sl = slice(nc, m)
-            a_rows[sl], b_rows[sl] = self.l_a, self.l_b
-            theta2 = ev.cval2[self.l_coord]
-            h[sl] = self.l_side * (theta2 - self.l_bound) / dt
-            G[sl] = -self.l_G1
-            C[sl] = -self.l_side[:, None] * ev.cjac2_velocity[self.l_coord]
-        lam, s = p.lam, p.s
-        E[np.arange(m), np.arange(m)] += -s / lam
-        ev.body_residual = ev.body_residual + scatter(nb, a_rows, b_rows, G * lam[:, None])
-        rows = ev.matrix.rows
-        na = np.where(a_rows < nb, a_rows, -1)
-        nbb = np.where(b_rows < nb, b_rows, -1)
-        ev.matrix.rows = RowBlocks(np.concatenate([rows.a, na]), np.concatenate([rows.b, nbb]),
-                                   np.vstack([rows.Ga, G[:, :6]]), np.vstack([rows.Gb, G[:, 6:]]),
-                                   np.vstack([rows.Ca, C[:, :6]]), np.vstack([rows.Cb, C[:, 6:]]))
-        k0 = len(ev.matrix.E)
-        E_all = np.zeros((k0 + m, k0 + m))
-        E_all[:k0, :k0] = ev.matrix.E
-        E_all[k0:, k0:] = E
-        ev.matrix.E = E_all
-        ev.ip_h = h
-
-    def _contact_rows(self, ev, Ve, Wr, dt, nb, a_rows, b_rows, G, C, h, E) -> None:
-        p = self.pairs
-        owner = self.c_owner[:len(a_rows)]
-        kind = p.kind[:len(a_rows)]
-        a, b = self.c_a[owner], self.c_b[owner]
-        a_rows[:], b_rows[:] = a, b
-        gap = kind == 0
-        c = owner[gap]
-        G[gap, :6] = np.einsum("ki,kij->kj", self.c_n[c], self.c_Ja1[c])
-        G[gap, 6:] = -np.einsum("ki,kij->kj", self.c_n[c], self.c_Jb1[c])
-        C[gap] = G[gap]
-        h[gap] = self.c_d[c] / dt - (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
-                                     + np.einsum("kj,kj->k", G[gap, 6:], Ve[b[gap]]))
-        cone = np.nonzero(kind == 1)[0]
-        fric = np.nonzero(kind == 2)[0]
-        if len(cone):
-            for row, members in zip(cone, self.p_members):
-                E[row, members] = -self.c_mu[members]  # gamma row i is contact i
-            patch = np.cumsum(kind == 1)[fric] - 1
-            cone_row = cone[patch]
-            beta_sum = np.bincount(patch, weights=p.lam[fric], minlength=len(cone))
-            h[cone] = np.array([self.c_mu[m] @ p.lam[m] for m in self.p_members]) - beta_sum
-            E[cone_row, fric] = 1.0
-            B = self.p_B
-            fo = owner[fric]
-            vrel = np.einsum("fk,fk->f", B[:, :6], Ve[self.c_a[fo]]) + np.einsum("fk,fk->f", B[:, 6:], Ve[self.c_b[fo]])
-            h[fric] = vrel + p.lam[cone_row]
-            G[fric] = -B
-            C[fric] = -B
-            E[fric, cone_row] = -1.0
-
-    # ---- step control (Mehrotra predictor-corrector) ----------------------------------------------
-    def rhs(self, h: np.ndarray, target: np.ndarray | float) -> np.ndarray:
-        """The pairs' part of the Newton right-hand side (the bordered rows' right side) for target t: h - t / lam."""
-        return h - target / self.pairs.lam
-
-    def slack_step(self, dlam: np.ndarray, target: np.ndarray | float) -> np.ndarray:
-        """ds from the linearised lam s = t."""
-        p = self.pairs
-        return (target - p.s * dlam) / p.lam - p.s
-
-    def _boundary(self, dlam: np.ndarray, ds: np.ndarray, tau: float) -> float:
-        p = self.pairs
-        alpha = 1.0
-        for value, change in ((p.lam, dlam), (p.s, ds)):
-            neg = change < 0
-            if np.any(neg):
-                alpha = min(alpha, tau * float(np.min(-value[neg] / change[neg])))
-        return alpha
-
-    def corrector_target(self, dlam_aff: np.ndarray) -> np.ndarray:
-        """Target t = sigma mu - dlam_aff ds_aff of the corrector from the affine direction (t = 0)."""
-        p = self.pairs
-        if len(p.lam) == 0:
-            return np.zeros(0)
-        if self.monotone:  # Fiacco-McCormick after a stall: mu fixed until the pairs are centred
-            ls = p.lam * p.s
-            if np.max(np.abs(ls - self.mu_fixed)) <= CENTRED * self.mu_fixed:
-                self.mu_fixed = max(MU_FLOOR, MU_DECREASE * self.mu_fixed)
-            return np.full(len(p.lam), self.mu_fixed)
-        ds_aff = self.slack_step(dlam_aff, 0.0)
-        alpha = self._boundary(dlam_aff, ds_aff, 1.0)
-        mu = float(np.mean(p.lam * p.s))
-        mu_aff = float(np.mean((p.lam + alpha * dlam_aff) * (p.s + alpha * ds_aff)))
-        sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0
-        return max(sigma * mu, MU_FLOOR) - dlam_aff * ds_aff
-
-    def step_length(self, dlam: np.ndarray, target: np.ndarray | float) -> tuple[float, np.ndarray]:
-        """Largest step in (0, 1] keeping lam and s positive (fraction to the boundary), and ds."""
-        if len(dlam) == 0:
-            return 1.0, dlam
-        ds = self.slack_step(dlam, target)
-        alpha = self._boundary(dlam, ds, min(max(TAU_MIN, 1.0 - self.mu), TAU_MAX))
-        p = self.pairs
-        for _ in range(NEIGHBOURHOOD_HALVINGS):  # stay in the wide neighbourhood min lam s >= c mean lam s
-            ls = (p.lam + alpha * dlam) * (p.s + alpha * ds)
-            if np.min(ls) >= NEIGHBOURHOOD * np.mean(ls):
-                break
-            alpha *= 0.5
-        return alpha, ds
-
-    def update(self, alpha: float, dlam: np.ndarray, ds: np.ndarray) -> None:
-        p = self.pairs
-        if len(dlam) == 0:
-            return
-        p.lam = np.maximum(p.lam + alpha * dlam, 1e-300)
-        p.s = np.maximum(p.s + alpha * ds, 1e-300)
-        self.mu = float(np.mean(p.lam * p.s))
-
-    def converged(self, h: np.ndarray, tol: float) -> bool:
-        p = self.pairs
-        if len(p.lam) == 0:
-            return True
-        if float(np.max(p.lam * p.s)) > COMPLEMENTARITY:
-            return False
-        # primal residual h - s in the units of tol (m, as the joint rows): velocity-level pairs times dt;
-        # cone rows (N) times dt^2 / m of the lighter body (how far that force error moves it in a step)
-        weight = np.full(len(p.kind), self.dt)
-        cone = np.nonzero(p.kind == 1)[0]
-        if len(cone):
-            mass = np.append(self.model.bodies.mass, np.inf)
-            lighter = np.minimum(mass[self.c_a[p.owner[cone]]], mass[self.c_b[p.owner[cone]]])
-            weight[cone] = self.dt * self.dt / lighter
-        return float(np.max(weight * np.abs(h - p.s))) <= tol
+    if float(np.max(ip.lam * ip.s)) > COMPLEMENTARITY:
+        return False
+    # primal residual h - s in the units of tol (m, as the joint rows): velocity-level pairs times dt;
+    # cone rows (N) times dt^2 / m of the lighter body (how far that force error moves it in a step)
+    weight = np.full(len(rows.kind), rows.dt)
+    cone = np.nonzero(rows.kind == 1)[0]
+    if len(cone):
+        mass = np.append(model.bodies.mass, np.inf)
+        c = rows.contacts
+        lighter = np.minimum(mass[c.a[rows.owner[cone]]], mass[c.b[rows.owner[cone]]])
+        weight[cone] = rows.dt * rows.dt / lighter
+    return float(np.max(weight * np.abs(h - ip.s))) <= tol

@@ -18,6 +18,7 @@ from ..tree.compile import compile_tree
 from ..tree.kinematics import frame_velocities
 from ..tree.midpoint import initial_state
 from . import forces
+from .interior_point import InteriorPointState, has_inequalities
 from .joints import ANGLE, ANGLES, frames, generic_rows, of_kinds, row_targets, unwrap
 from .variational import MaximalModel, MaximalState, compile_maximal
 
@@ -54,7 +55,9 @@ def start_from_tree(mech: Mechanism) -> tuple[MaximalModel, MaximalState]:
     ze = np.vstack([zbar, np.zeros((1, 6))])
     rate = np.einsum("ck,ck->c", cjac[:, :6], ze[model.forces.coord_a]) \
         + np.einsum("ck,ck->c", cjac[:, 6:], ze[model.forces.coord_b])
-    state = MaximalState(tstate.t, x, q, v, w, rate, coord_winding, row_winding, np.zeros(len(model.order)))
+    interior = InteriorPointState() if has_inequalities(model) else None
+    state = MaximalState(tstate.t, x, q, v, w, rate, coord_winding, row_winding, np.zeros(len(model.order)),
+                         model.stamp, interior)
     return model, state
 
 

@@ -16,22 +16,29 @@ The Newton matrix is the exact derivative of these residuals (checked against fi
 tests/solver/maximal/test_maximal_jacobian.py); linear.py solves it with Baraff's factorisation.
 Inequalities (joint limits; contacts when the mechanism has colliders) go through
 interior_point.py, which adds its rows to the same matrix.
+
+The model is built once and never written; everything a step changes (the knot, velocities,
+multipliers, windings, the interior point's iterate and warm start, the solver's scratch) lives in the
+MaximalState, which records the model that made it: `step` refuses a state of another model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
+from itertools import count
 
 import numpy as np
 import scipy.linalg
 
+from ..collision.world import CollisionWorld
 from ..lie import quat_to_matrix
 from ..model import Mechanism
 from ..trajectory import ConvergenceError, StepTooLargeError
-from . import forces
+from . import forces, interior_point
 from .bodies import (BodySet, advance, body_set, rotation_jacobian, rotational_momentum,
                      rotational_momentum_jacobian)
 from .forces import ForceSet, force_set
+from .interior_point import InteriorPointState, limited_coordinates
 from .joints import (ANGLE, ANGLES, JointFrames, JointSet, frames, generic_rows, joint_set, of_kinds, row_targets,
                      unwrap)
 from .linear import LinearSolver, NewtonMatrix, RowBlocks
@@ -40,13 +47,29 @@ from .stability import limit_exceeded
 MAX_ITERATIONS = 100  # contact steps with recentring restarts (interior_point.MAX_RESTARTS) may need them
 LINE_SEARCH_HALVINGS = 8
 STALL_STEPS = 8  # interior-point steps shorter than 0.05 in a row before interior_point.restart()
+_MODEL_IDS = count(1)
+
+
+@dataclass(frozen=True)
+class ModelStamp:
+    """Identity of one compiled MaximalModel (a number unique in the process, and its mechanism's name),
+    recorded by every state it makes."""
+
+    number: int
+    mechanism: str
+
+    def __str__(self) -> str:
+        return f"maximal model #{self.number} of mechanism {self.mechanism!r}"
 
 
 @dataclass(frozen=True)
 class MaximalModel:
     """Bodies, joints and forces of a Mechanism, with the joint graph split into primary (tree) joints
     and auxiliary (loop-closing) ones. `order` lists constraint rows primary-first; `primary` gives each
-    primary joint's slice of that order and its bodies for the Baraff graph."""
+    primary joint's slice of that order and its bodies for the Baraff graph. collision: the contact
+    detector of the mechanism's colliders (None without colliders); limited: the joint coordinates with
+    a finite limit. stamp: this model's identity, recorded by its states. Every array of the model and
+    of its body, joint and force sets is read-only (a stray write raises)."""
 
     mechanism: Mechanism
     bodies: BodySet
@@ -56,6 +79,19 @@ class MaximalModel:
     order: np.ndarray
     n_primary: int
     primary: tuple[tuple[slice, tuple[int, ...]], ...]
+    collision: CollisionWorld | None
+    limited: np.ndarray
+    stamp: ModelStamp
+
+
+def _read_only(record: object) -> None:
+    """Set every numpy array among the fields of `record` and of its dataclass fields read-only."""
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        elif is_dataclass(value) and not isinstance(value, type):
+            _read_only(value)
 
 
 def compile_maximal(mech: Mechanism, loop_joints: tuple[int, ...]) -> MaximalModel:
@@ -76,8 +112,11 @@ def compile_maximal(mech: Mechanism, loop_joints: tuple[int, ...]) -> MaximalMod
     n_primary = len(order)
     for j in loop_joints:
         order.extend(np.nonzero(js.row_joint == j)[0])
-    return MaximalModel(mech, bs, js, fs, tuple(loop_joints), np.array(order, dtype=np.int64), n_primary,
-                        tuple(primary))
+    model = MaximalModel(mech, bs, js, fs, tuple(loop_joints), np.array(order, dtype=np.int64), n_primary,
+                         tuple(primary), CollisionWorld(mech) if mech.colliders else None,
+                         limited_coordinates(js.lower, js.upper), ModelStamp(next(_MODEL_IDS), mech.name))
+    _read_only(model)
+    return model
 
 
 @dataclass
@@ -85,7 +124,9 @@ class MaximalState:
     """Knot t, x (B, 3), q (B, 4); previous interval velocities v, w (B, 3); at the start (startup True)
     v, w hold the continuous velocity zbar. coord_rate: previous interval rate of every coordinate (or
     its continuous rate at the start); windings of ANGLE coordinates / rows; multipliers lam (R,) in
-    model.order; aux_active: mask over the auxiliary rows kept (redundant loop rows dropped)."""
+    model.order; aux_active: mask over the auxiliary rows kept (redundant loop rows dropped). model: the
+    stamp of the model that made the state; interior: the interior point's iterate, warm start and
+    counters (None when the model has no inequalities)."""
 
     t: float
     x: np.ndarray
@@ -96,6 +137,8 @@ class MaximalState:
     coord_winding: np.ndarray
     row_winding: np.ndarray
     lam: np.ndarray
+    model: ModelStamp
+    interior: InteriorPointState | None = None
     startup: bool = True
     aux_active: np.ndarray | None = None
     solver: LinearSolver | None = None
@@ -195,11 +238,11 @@ def _damper_wrench(model: MaximalModel, state: MaximalState, knot: Knot, c_eff: 
 
 
 def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray, lam: np.ndarray,
-             active: np.ndarray, dt: float, ip=None) -> Evaluation:
+             active: np.ndarray, dt: float, pairs: bool = False) -> Evaluation:
     """Residual and exact Newton matrix at velocities V (B, 6), multipliers lam (R,) (model.order).
 
-    `active` (R,) bool selects the rows in the system; `ip` (interior_point.InteriorPoint) adds the
-    inequality pairs' rows at its current multipliers and slacks.
+    `active` (R,) bool selects the rows in the system; with `pairs` the inequality pairs' rows are added
+    at the current multipliers and slacks of state.interior.
     """
     bs, js, fs = model.bodies, model.joints, model.forces
     nb = bs.count
@@ -244,10 +287,10 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     if state.startup:
         D[:, 3:, 3:] += rotational_momentum_jacobian(bs.inertia, w0, dt, -1)
     coupling = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 6, 6)))
-    cjac2_velocity = _velocity_side(cjac2, fs.coord_a, fs.coord_b, Wr) if ip is not None else None
+    cjac2_velocity = _velocity_side(cjac2, fs.coord_a, fs.coord_b, Wr) if pairs else None
     damped = np.nonzero(c_eff)[0]
     if len(damped) and not state.startup:
-        Ct = cjac2_velocity[damped] if ip is not None else \
+        Ct = cjac2_velocity[damped] if pairs else \
             _velocity_side(cjac2[damped], fs.coord_a[damped], fs.coord_b[damped], Wr)
         blocks = 0.5 * c_eff[damped, None, None] * knot.cjac[damped][:, :, None] * Ct[:, None, :]
         ca, cb = fs.coord_a[damped], fs.coord_b[damped]
@@ -272,8 +315,8 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     matrix = NewtonMatrix(D, blocks, n_primary, coupling, np.zeros((n_aux, n_aux)))
     ev = Evaluation(r, row_res, matrix, x2, q2, raw2, cval2, rate, row_winding2,
                     state.coord_winding + coord_turns[:len(js.coord_kind)], cjac2_velocity, cjac2, frames2=fr2)
-    if ip is not None:
-        ip.extend(ev, V, Wr, dt)
+    if pairs:
+        interior_point.extend(model, state, ev, V, dt)
     return ev
 
 
@@ -315,32 +358,34 @@ def _remaining_error(change: float, previous_change: float, full_newton_step: bo
     return change
 
 
-def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol: float, ip):
+def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float,
+            tol: float) -> tuple[bool, np.ndarray, np.ndarray, Evaluation, int]:
     """Newton iterations of one step from the previous velocities; returns (converged, V, lam, the last
     evaluation, iterations + 1). Without inequalities the step is globalised by halving it until the
-    residual norm decreases (as the reference code's line search); with them the fraction-to-the-
-    boundary rule already shortens it."""
+    residual norm decreases (as the reference code's line search); with them (state.interior) the
+    fraction-to-the-boundary rule already shortens it."""
     nb = model.bodies.count
+    pairs = state.interior is not None
     active = state.aux_active
     V = np.concatenate([state.v, state.w], axis=1) + state.acceleration_guess
     lam = state.lam.copy()
     error = np.inf  # estimated |zdot - zdot*| dt of the current iterate
     previous_change = np.inf
     short_steps = 0
-    ev = evaluate(model, state, knot, V, lam, active, dt, ip)
+    ev = evaluate(model, state, knot, V, lam, active, dt, pairs)
     for iteration in range(1, MAX_ITERATIONS + 1):
         gap = np.max(np.abs(ev.row_residual), initial=0.0) * dt
-        if gap <= tol and error <= tol and (ip is None or ip.converged(ev.ip_h, tol)):
+        if gap <= tol and error <= tol and (not pairs or interior_point.converged(model, state, ev.ip_h, tol)):
             return True, V, lam, ev, iteration
         state.solver.factor(ev.matrix)
         rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual])
         n_pre = len(rhs)
-        if ip is None:
+        if not pairs:
             du = state.solver.solve(ev.matrix, rhs)
         else:  # Mehrotra: affine direction, then the corrector with the same factorisation
-            du = state.solver.solve(ev.matrix, np.concatenate([rhs, ip.rhs(ev.ip_h, 0.0)]))
-            target = ip.corrector_target(du[n_pre:]) if np.all(np.isfinite(du)) else 0.0
-            du = state.solver.solve(ev.matrix, np.concatenate([rhs, ip.rhs(ev.ip_h, target)]))
+            du = state.solver.solve(ev.matrix, np.concatenate([rhs, interior_point.rhs(state, ev.ip_h, 0.0)]))
+            target = interior_point.corrector_target(state, du[n_pre:]) if np.all(np.isfinite(du)) else 0.0
+            du = state.solver.solve(ev.matrix, np.concatenate([rhs, interior_point.rhs(state, ev.ip_h, target)]))
         state.sweeps.append(state.solver.sweeps)
         if not np.all(np.isfinite(du)):
             break
@@ -348,11 +393,11 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol
         dV = du[:6 * nb].reshape(nb, 6)
         dmu = du[6 * nb:6 * nb + n_rows]
         dpair = du[6 * nb + n_rows:]
-        alpha, ds = (1.0, None) if ip is None else ip.step_length(dpair, target)
+        alpha, ds = interior_point.step_length(state, dpair, target) if pairs else (1.0, None)
         spin = np.max(np.linalg.norm(V[:, 3:] + alpha * dV[:, 3:], axis=1), initial=0.0) * dt
         if spin > 1.0:  # keep |omega| dt <= 1 (the update (13) needs < 2; the reference code stops at 1)
             alpha *= 1.0 / spin
-        if ip is None:
+        if not pairs:
             merit = _merit(ev)
             for _ in range(LINE_SEARCH_HALVINGS):
                 trial_lam = lam.copy()
@@ -365,13 +410,13 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float, tol
         else:
             V = V + alpha * dV
             lam[active] -= alpha * dmu
-            ip.update(alpha, dpair, ds)
+            interior_point.update(state, alpha, dpair, ds)
             short_steps = short_steps + 1 if alpha < 0.05 else 0
-            if short_steps >= STALL_STEPS and ip.restart():  # jammed against the boundary
+            if short_steps >= STALL_STEPS and interior_point.restart(state):  # jammed against the boundary
                 short_steps = 0
-            ev = evaluate(model, state, knot, V, lam, active, dt, ip)
+            ev = evaluate(model, state, knot, V, lam, active, dt, pairs)
         change = np.max(np.abs(alpha * dV)) * dt
-        error = _remaining_error(change, previous_change, ip is None and alpha == 1.0)
+        error = _remaining_error(change, previous_change, not pairs and alpha == 1.0)
         previous_change = change
     return False, V, lam, ev, MAX_ITERATIONS + 1
 
@@ -391,13 +436,21 @@ def _raise_not_converged(model: MaximalModel, state: MaximalState, knot: Knot, e
     raise ConvergenceError(f"{where}; try a smaller time step", step=step_index, time=t)
 
 
-def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=None) -> StepResult:
+def check_model(model: MaximalModel, state: MaximalState) -> None:
+    """ValueError naming both models unless `state` was made by `model`."""
+    if state.model != model.stamp:
+        raise ValueError(f"this maximal-coordinate state was made by {state.model}, not by {model.stamp}: "
+                         "a state steps only with the model that made it")
+
+
+def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> StepResult:
     """Advance `state` by one step of size dt (Newton to max |g| <= tol and an estimated
     |zdot - zdot*| dt <= tol, see _remaining_error).
 
-    Raises ConvergenceError naming the step and time when Newton does not converge (StepTooLargeError
-    past the time-step limit).
+    Raises ValueError when `state` was made by another model, ConvergenceError naming the step and time
+    when Newton does not converge (StepTooLargeError past the time-step limit).
     """
+    check_model(model, state)
     bs, js = model.bodies, model.joints
     nb = bs.count
     knot = knot_terms(model, state, dt)
@@ -409,17 +462,18 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
         V0 = np.concatenate([state.v, state.w], axis=1)
         ev = evaluate(model, state, knot, V0, state.lam, state.aux_active, dt)
         state.aux_active = _select_rows(model, state.solver, ev.matrix, state.aux_active)
-    if ip is not None:
-        ip.begin(state, knot, dt)
-    converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol, ip)
-    if not converged and ip is not None and ip.drop_friction(state.step_index + 1):
+    pairs = state.interior is not None
+    if pairs:
+        interior_point.begin(model, state, knot, dt)
+    converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol)
+    if not converged and pairs and interior_point.drop_friction(state, state.step_index + 1):
         # last resort for a stalled interior point: the step again without friction rows (reported)
-        converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol, ip)
+        converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol)
     if not converged:
         _raise_not_converged(model, state, knot, ev, dt)
     iteration -= 1
-    if ip is not None:
-        ip.finish()
+    if pairs:
+        interior_point.finish(state)
     v, w = V[:, :3], V[:, 3:]
     kinetic = 0.5 * float(np.sum(bs.mass * np.sum(v * v, axis=1))
                           + np.einsum("bi,bij,bj->", w, bs.inertia, w))
@@ -429,7 +483,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float, ip=Non
     state.row_winding = state.row_winding.copy()
     state.row_winding[rows[js.row_kind[rows] == ANGLE]] = ev.row_winding2
     state.coord_winding = ev.coord_winding2
-    state.acceleration_guess = 0.0 if state.startup or ip is not None else V - np.concatenate([state.v, state.w], axis=1)
+    state.acceleration_guess = 0.0 if state.startup or pairs else V - np.concatenate([state.v, state.w], axis=1)
     state.x, state.q, state.v, state.w = ev.x2, ev.q2, v.copy(), w.copy()
     state.frames_at = (ev.x2, ev.q2, ev.frames2)
     state.coord_rate = ev.rate

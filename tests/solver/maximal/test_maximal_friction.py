@@ -13,6 +13,7 @@ import pytest
 
 from addon.solver.collision.world import CollisionWorld
 from addon.solver.integrator import simulate
+from addon.solver.maximal import interior_point
 from addon.solver.maximal.integrator import MaximalIntegrator
 from addon.solver.maximal.variational import knot_terms
 from addon.solver.mechfile.read import load_mechanism
@@ -84,10 +85,11 @@ def test_a_face_on_a_plane_is_one_friction_patch_and_dropping_it_is_recorded():
     (the integrator turns `friction_dropped` into its message, warning and info)."""
     mech, _ = incline(0.0, 0.6)
     integrator = MaximalIntegrator(mech, 0.01)
-    ip, state = integrator.ip, integrator.state
-    ip.begin(state, knot_terms(integrator.model, state, 0.01), 0.01)
-    assert list(ip.pairs.kind) == [0, 0, 0, 0, 1, 2, 2, 2, 2, 2, 2]
-    assert ip.drop_friction(7) and ip.friction_dropped == [7]
-    assert list(ip.pairs.kind) == [0, 0, 0, 0]
-    assert not ip.drop_friction(7) and ip.friction_dropped == [7]
+    model, state = integrator.model, integrator.state
+    interior_point.begin(model, state, knot_terms(model, state, 0.01), 0.01)
+    ip = state.interior
+    assert list(ip.rows.kind) == [0, 0, 0, 0, 1, 2, 2, 2, 2, 2, 2]
+    assert interior_point.drop_friction(state, 7) and ip.friction_dropped == [7]
+    assert list(ip.rows.kind) == [0, 0, 0, 0]
+    assert not interior_point.drop_friction(state, 7) and ip.friction_dropped == [7]
     assert integrator.info()["friction_dropped_at_steps"] == [7]
