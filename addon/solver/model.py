@@ -4,7 +4,7 @@ This module owns the data every method starts from and nothing else: no file par
 mechfile/), no Blender (see addon/bridge), no dynamics (see tree/). Everything is immutable;
 build a new Mechanism with dataclasses.replace to change one.
 
-Conventions (DESIGN.md): Z-up, SI units, quaternions (w, x, y, z). A body's `position` and
+Conventions: Z-up, SI units, quaternions (w, x, y, z). A body's `position` and
 `orientation` are the world pose of its frame at the reference configuration; `com` is in body
 axes; `inertia` is about the centre of mass in body axes, (Ixx, Iyy, Izz, Ixy, Ixz, Iyz).
 A joint's `anchor` and `axis` are world quantities at the reference configuration, and its

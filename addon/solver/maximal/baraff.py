@@ -1,6 +1,6 @@
 """Baraff's linear-time block LDL^T of the maximal-coordinate saddle-point matrix, and auxiliary rows.
 
-Owns the sparse linear algebra of seed 002 (§6-8, Appendix A; notes/002.md §2.8, §3.3):
+Owns the sparse linear algebra of seed 002 (§6-8, Appendix A; docs/seeds.md 002-A):
 
     H = [[M, J^T], [J, 0]],   H [v; lam] = [f; g],
 
@@ -286,7 +286,7 @@ def factor_flat(layout: Layout, mass: np.ndarray, edges: np.ndarray, native: boo
 
 def factor(masses: list[np.ndarray] | np.ndarray, constraints: list[Constraint], order: TreeOrder | None = None,
            native: bool | None = None, reuse: Factor | None = None) -> Factor:
-    """Factor H = L D L^T blockwise in O(n) (seed 002's `factor`, reconstructed in notes/002.md §2.8).
+    """Factor H = L D L^T blockwise in O(n) (seed 002's `factor`, rebuilt as docs/seeds.md 002-A says).
 
     Parameters
     ----------

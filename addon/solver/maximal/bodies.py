@@ -1,7 +1,7 @@
 """Rigid bodies in maximal coordinates: batched quaternion algebra, the discrete rotation update and
 the per-body inertial terms of seed 003's discrete Euler-Lagrange equations.
 
-State of body i (seed 003 §3.1, notes/003.md §2.1-2.2): centre-of-mass position x (world), unit
+State of body i (seed 003 §3.1): centre-of-mass position x (world), unit
 quaternion q = (w, x, y, z) body-to-world, and the velocities on the interval [t_k, t_k+1]:
 translational v (world) and angular omega (body axes), with
 
@@ -10,7 +10,7 @@ translational v (world) and angular omega (body axes), with
 
 so |q| = 1 is kept exactly (needs |omega| dt < 2). Rotational rows are the paper's rows halved, i.e.
 in torque units: with phi a small body-axes rotation (q -> q (x) [1; phi/2]), the paper's rotational
-gradient is 2 d/dphi (notes/003.md P3), and here every rotational derivative is d/dphi.
+gradient is 2 d/dphi (docs/seeds.md 003-B), and here every rotational derivative is d/dphi.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def rotational_momentum(J: np.ndarray, omega: np.ndarray, dt: float, side: int) 
     """Half of seed 003's rotational momentum terms: (s J w + side * w x J w) / 2, s = sqrt(4/dt^2 - |w|^2).
 
     The discrete equation (16), halved, is rotational_momentum(w1, +1) - rotational_momentum(w0, -1) - tau = 0
-    (the old interval carries +w0 x J w0: notes/003.md §2.4, P2).
+    (the old interval carries +w0 x J w0: docs/seeds.md 003-A).
     """
     Jw = np.einsum("bij,bj->bi", J, omega)
     s = np.sqrt(4.0 / dt**2 - np.sum(omega * omega, axis=-1))[:, None]

@@ -9,9 +9,9 @@ leaves, so eliminating one links all its later neighbours (fill). This module:
   to a cycle first); "min-degree" greedily eliminates a node of least current degree (usually less
   fill on nets and crystals). Nodes may wait for others (`after`): in a saddle-point matrix a
   constraint follows the body below it in a spanning tree, a loop-closing constraint all its bodies,
-  so no pivot is zero or nearly singular (notes/002.md P7, §6.2).
+  so no pivot is zero or nearly singular (docs/seeds.md 002-B).
 * `symbolic`: the filled pattern once per topology: eliminating v joins all its not yet eliminated
-  neighbours (notes/003.md §3.3, the general form of Alg. 3's loop-opener fill).
+  neighbours (the general form of Alg. 3's loop-opener fill).
 * `factor` / `solve`: the numeric block LDU on that pattern, and the forward, diagonal and backward
   sweeps (Alg. 4); equal to a dense solve. In C (native/baraff.c, symplex_fillin_*) on the flat layout
   of `plan` when the kernels are built; the dict-of-blocks numpy code is the fallback and reference.
@@ -93,7 +93,7 @@ def order_nodes(n_nodes: int, edges: list[tuple[int, int]], method: str = "min-d
         lowest node.
     after : list of tuple of int, optional
         ``after[v]``: nodes that must be eliminated before v. Saddle-point matrices need it (`saddle`):
-        a constraint's pivot is zero until the bodies below it are eliminated (notes/002.md P7, §6.2),
+        a constraint's pivot is zero until the bodies below it are eliminated (docs/seeds.md 002-B),
         and a loop-closing constraint eliminated before all its bodies gives a pivot that is
         singular or nearly so. In "dfs" a node waiting for others follows the last of them.
 

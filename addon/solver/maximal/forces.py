@@ -4,7 +4,7 @@ keyed motor torques.
 
 Each coordinate c(z) has a value and a Jacobian row over (x_A, phi_A, x_B, phi_B); a generalized
 force f on it acts on the bodies as the wrench f * dc/dz (virtual work), which is how seed 003's
-actuator mapping (1a)/(1b) (lost in the extraction, notes/003.md §2.8) is realised here. Springs are
+actuator mapping (1a)/(1b) (lost in the text: docs/seeds.md 003-E) is realised here. Springs are
 potentials V = k/2 (c - rest)^2 evaluated at the knot z_1; dampers and servos are implicit, half on
 each interval's rate (c(z_1) - c(z_0))/dt and (c(z_2) - c(z_1))/dt, each through its own coordinate's
 Jacobian at z_1 (the same function on both intervals, except the rotation dampers' step coordinates,

@@ -1,6 +1,6 @@
 """Baraff's continuous-time forward dynamics in maximal coordinates, stabilised, and an RK4 step on it.
 
-Seed 002 (notes/002.md §2-4): every body is a free rigid body with state x (centre of mass, world),
+Seed 002: every body is a free rigid body with state x (centre of mass, world),
 q (unit quaternion, body to world), v (world) and w (body axes); with M_b = diag(m I, J) constant in
 these coordinates,
 
@@ -15,7 +15,7 @@ joints) and, for loop-closing joints, auxiliary rows (baraff.solve_auxiliary, O(
 rows (FILLIN_ROWS, or solver="fillin") the whole H is factored by the reduced-fill-in LDU instead
 (fillin.py, seed 003 §3.3), redundant loop rows dropped once at the start (`_FillinRows`).
 
-Drift control (the paper names stabilisation but gives no formula, notes/002.md §4.1):
+Drift control (the paper names stabilisation but gives no formula: docs/seeds.md 002-C):
 "projection" (default) projects each step's end back onto g = T (M-orthogonal Gauss-Newton with
 the same factor) and its velocities onto G zdot = T' (post-stabilisation); "baumgarte" adds
 stab = 2 r (G zdot - T') + r^2 (g - T) (critically damped at rate r); "none" leaves drift in.

@@ -1,6 +1,6 @@
 """The body/constraint graph of Baraff's saddle-point matrix and its children-before-parents ordering.
 
-Owns topology only (seed 002 §7, Appendix A `ordermatrix`; notes/002.md §2.4-2.5, §6.1). Nodes
+Owns topology only (seed 002 §7, Appendix A `ordermatrix`). Nodes
 0..n-1 are bodies, nodes n..n+m-1 are constraints; an edge joins constraint i to each body it acts on.
 The world is not a node: a constraint on one body is anchored to the world. For pairwise constraints
 forming a tree over the bodies plus the world, this graph is a forest with at most one world-anchored
@@ -128,7 +128,7 @@ def split_loops(n_bodies: int, constraint_bodies: list[tuple[int, ...]],
 
     Union-find over the bodies and the world (a one-body constraint joins its body to the world);
     constraints are taken by decreasing ``rows`` (stable), so high-dimensional joints stay in the tree
-    and the auxiliary row count k stays small (notes/002.md §5.1 step 3). Constraints on more than two
+    and the auxiliary row count k stays small. Constraints on more than two
     bodies are always auxiliary.
 
     Returns

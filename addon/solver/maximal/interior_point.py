@@ -1,6 +1,6 @@
 """Inequalities of the maximal-coordinate step (contacts with friction, joint limits) as primal-dual
 interior-point pairs inside the step's Newton iteration (seed 003 §3.4-3.5, eqs. (24), (26)-(29);
-Appendix D is lost, notes/003.md §2.6-2.8, §3.1).
+Appendix D is lost).
 
 Every inequality is a pair: a function h >= 0 of the unknowns with slack s = h, and its multiplier
 lam >= 0, with s lam = mu driven to zero. Per contact (detected at the knot z_1 by
@@ -19,9 +19,9 @@ relative to A at the mean of the patch's witness points (Jacobian at z_1, (29d))
 points adds d = +-spin, v_rel = r n . (w_B - w_A), a torque r beta about n, r the points' mean distance
 from their centroid (four corners each carrying mu gamma: the same torque mu N r). One pyramid per patch
 because the points' tangential velocities have rank 3: per-point pyramids (16 rows for 4 corners) left
-the sticking multipliers non-unique, and the Newton matrix reached condition ~1e21 (dominoes, issue 6).
+the sticking multipliers non-unique, and the Newton matrix reached condition ~1e21 (dominoes).
 Friction forces act through the same point Jacobians as the normal force, so their torques are
-physical (the factor-2 trap of notes/003.md P3 does not arise: rotational rows here are in torque
+physical (the factor-2 trap of docs/seeds.md 003-B does not arise: rotational rows here are in torque
 units). Joint limits: gamma with h = theta(z_2) - lower or upper - theta(z_2) on a joint coordinate.
 
 Positional pairs (gaps, limits) are written at the velocity level, h = phi(z_2)/dt, so that every
@@ -317,7 +317,7 @@ def _patches(rubbing: np.ndarray, key: np.ndarray, normal: np.ndarray, Ja: np.nd
     """Rows: gamma of every contact, then per patch (the rubbing contacts of one collider pair) psi and
     its pyramid. One pyramid per patch, not per point: the tangential velocities of a patch's points
     have rank 3 (two slips and the spin about the normal), so per-point pyramids (4 corners: 16 rows)
-    made the sticking multipliers non-unique and the Newton matrix reach condition ~1e21 (issue 6).
+    made the sticking multipliers non-unique and the Newton matrix reach condition ~1e21 (dominoes).
     Directions +-t1, +-t2 act at the mean of the witness points (the point Jacobian is linear in the
     point, so exactly the mean of the points' Jacobians); a patch of several points adds +-spin,
     h = r n . (w_B - w_A) with r the mean distance of its points from their centroid (`centre`: the

@@ -1,7 +1,7 @@
 """Joint constraints of the maximal-coordinate method: generic translational and rotational rows and
 joint coordinates, with exact Jacobians in (x, phi) of the two bodies.
 
-Seed 003 §3.3 (notes/003.md §2.5): every joint type is built from two generic functions of the two
+Seed 003 §3.3: every joint type is built from two generic functions of the two
 joint frames (frame A fixed in the parent, frame B fixed in the child; they coincide at the
 Mechanism's reference configuration, where the tree compiler puts q = 0):
 

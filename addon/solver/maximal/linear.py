@@ -1,6 +1,6 @@
 """The Newton linear system of the maximal-coordinate step, solved with O(n) tree factorisations.
 
-The exact Newton matrix (notes/003.md P11) is not symmetric:
+The exact Newton matrix (docs/seeds.md 003-D) is not symmetric:
 
     A = [[D + K, G^T],        D: body blocks (inertial, self-damping; non-symmetric rotational part)
          [C,     E  ]]        K: body-body damper couplings; G: constraint rows at z_1 (force side);

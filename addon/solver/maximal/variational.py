@@ -1,14 +1,14 @@
 """One step of seed 003's maximal-coordinate variational integrator, solved by Newton's method.
 
 Given the knot z_1 = (x, q) and the previous interval velocities zdot_0, find zdot_1 and the joint
-multipliers lambda with (seed 003 eqs. (10), (16), (20a)-(20b); notes/003.md §2.4-2.5, §2.8)
+multipliers lambda with (seed 003 eqs. (10), (16), (20a)-(20b))
 
     m (v_1 - v_0)/dt - F(z_1) - f_damp - G_x^T lambda = 0
     ½[s_1 J w_1 + w_1 x J w_1 - s_0 J w_0 + w_0 x J w_0] - tau(z_1) - tau_damp - G_phi^T lambda = 0
     (g(z_2(zdot_1)) - target(t_2)) / dt = 0
 
 with G = dg/d(x, phi) at z_1 (force side), g at z_2 (velocity side), s_k = sqrt(4/dt^2 - |w_k|^2),
-and the rotational rows halved (torque units, notes/003.md P3). The first step starts from the
+and the rotational rows halved (torque units, docs/seeds.md 003-B). The first step starts from the
 continuous velocity zbar of the tree model's initial state: zdot_0 := 2 zbar - zdot_1 there, so that the
 knot velocity (zdot_0 + zdot_1)/2 is zbar and the start is second-order accurate.
 

@@ -1,6 +1,6 @@
 """The mechanism file format (``format = 1``, TOML): its tables, their keys and the values they take.
 
-Owns what a file may say (DESIGN.md "Mechanism files"): the table and key names, which keys a joint type
+Owns what a file may say: the table and key names, which keys a joint type
 needs, the enumerations. Reading is read.py, the checks every Mechanism must pass are validate.py,
 writing is write.py; the data types are model.py.
 
