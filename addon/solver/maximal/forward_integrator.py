@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integrator import Integrator
+from ..protocol import Integrator
 from ..model import Mechanism
 from ..trajectory import SolverError
 from . import forces

@@ -1,6 +1,6 @@
 """`--method maximal`: seed 003's maximal-coordinate variational integrator behind the Integrator protocol.
 
-Import it through addon.solver.integrator (METHODS["maximal"]): that module registers this one at its end.
+Registered as METHODS["maximal"] by addon.solver.integrator, the method registry.
 Both methods start identically (start.py). Trajectory: poses of every body frame; q is empty (the
 state is the poses: there are no generalized coordinates); energy at the start is T + V of the initial
 state and after each step T(zdot_k) + (V(z_k) + V(z_k+1))/2 (the interval's midpoint energy,
@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from ..integrator import Integrator
+from ..protocol import Integrator
 from ..model import Mechanism
 from ..trajectory import ConvergenceError
 from . import forces

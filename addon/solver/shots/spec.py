@@ -2,7 +2,7 @@
 
 Owns the frozen shot description (keys, obstacles, corridors, bounds, costs), the result container and
 `solve_shot`, which hands the shot to the transcription of its mechanism (vehicles: vehicle_shot.py;
-mechanisms without a vehicle: tree_dynamics.py) and the NLP to nlp.solve. Units SI, Z up, angles in rad.
+mechanisms without a vehicle: mechanism_shots.py) and the NLP to nlp.solve. Units SI, Z up, angles in rad.
 
 Steps: node k sits at time k dt (k = 0..steps). A Key at step k constrains node k. Positions are the
 world position of the key's body frame (vehicles: the chassis centre of mass, as baked); heading is the
@@ -244,6 +244,6 @@ def solve_shot(shot: Shot, warm_start: Trajectory | None = None, progress: Progr
     if shot.mechanism.vehicle is not None:
         from .vehicle_shot import transcribe
     else:
-        from .tree_dynamics import transcribe  # the mechanism shots (tree method)
+        from .mechanism_shots import transcribe  # the mechanism shots (tree method)
     transcription = transcribe(shot)
     return transcription.solve(warm_start=warm_start, progress=progress, tol=tol, max_iter=max_iter)

@@ -305,9 +305,3 @@ def transcribe_tree(model: TreeModel, dt: float, steps: int, actuated: np.ndarra
     p0 = terms(model, kin, start.qd, 0.0, second=False).p
     return TreeTranscription(model, float(dt), int(steps), np.asarray(actuated, dtype=np.int64), start.q,
                              start.qd, p0, charts, start.rows, rest_at_end)
-
-
-def transcribe(shot):
-    """spec.solve_shot's entry for a mechanism without a vehicle (the shot layer is mechanism_shots.py)."""
-    from .mechanism_shots import transcribe as transcribe_shot  # that module builds on this one
-    return transcribe_shot(shot)

@@ -7,7 +7,3 @@ baseline;
 spec.py holds the parameter dataclasses (the presets are files, presets/vehicles/*.toml), controls.py the
 control signals; integrator.py records Trajectories through the Integrator protocol.
 """
-
-# The Integrator protocol first: solver/integrator.py registers vehicles.integrator.VehicleIntegrator,
-# which subclasses its Integrator, so whichever of the two is imported first, this order resolves the cycle.
-from .. import integrator as _protocol  # noqa: F401

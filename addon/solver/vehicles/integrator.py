@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import groups
-from ..integrator import Integrator
+from ..protocol import Integrator
 from ..lie import matrix_to_quat, quat_to_matrix
 from ..model import Mechanism
 from . import car, holonomic, snakeboard, tank, trailer

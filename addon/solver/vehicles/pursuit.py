@@ -31,6 +31,7 @@ import numpy as np
 from ..model import Mechanism
 from ..trajectory import SolverError, Trajectory
 from .controls import signal
+from .integrator import VehicleIntegrator
 from .spec import CarSpec, CarTrailerSpec, Control
 
 DEFAULT_LOOKAHEAD_TIME = 0.8  # s of travel at the current speed
@@ -117,8 +118,6 @@ def simulate_following(mechanism: Mechanism, path: np.ndarray, speed: Control, d
     """Run the mechanism's car (or car with trailer) on `path` at target `speed`, its steer and drive torque
     from a PurePursuit (replacing any keyed ones; a keyed brake stays). Returns the trajectory (status
     'failed' with the message on solver trouble) and the controller."""
-    from ..integrator import make_integrator  # the integrator module imports the vehicles package
-
     vehicle = mechanism.vehicle
     if vehicle is None or vehicle.type not in ("car", "car_trailer"):
         raise ValueError(f"{mechanism.source}: path following needs a car vehicle, with or without trailer")
@@ -132,7 +131,7 @@ def simulate_following(mechanism: Mechanism, path: np.ndarray, speed: Control, d
     controls = tuple((k, v) for k, v in vehicle.controls if k not in ("steer", "drive_torque"))
     controls += (("steer", controller.steer), ("drive_torque", controller.drive))
     mech = dataclasses.replace(mechanism, vehicle=dataclasses.replace(vehicle, controls=controls))
-    integrator = make_integrator(mech, "vehicle", dt)
+    integrator = VehicleIntegrator(mech, dt)
     controller.bind(lambda: integrator.run.state)
     for _ in range(steps):
         try:

@@ -9,7 +9,8 @@ fold, growing like steps^depth, so a 20-link ball chain diverged after about 30 
 import numpy as np
 import pytest
 
-from addon.solver.integrator import TreeMidpoint, simulate
+from addon.solver.integrator import simulate
+from addon.solver.tree.integrator import TreeMidpoint
 from addon.solver.model import Body, Joint, Mechanism
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import euler_chain, fold_charts

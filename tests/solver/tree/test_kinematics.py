@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from addon.solver.integrator import TreeMidpoint
+from addon.solver.tree.integrator import TreeMidpoint
 from addon.solver.tree.kinematics import body_poses, forward
 
 from .random_mechanisms import random_tree

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from addon.solver import native
-from addon.solver.integrator import TreeMidpoint, simulate
+from addon.solver.integrator import simulate
+from addon.solver.tree.integrator import TreeMidpoint
 from addon.solver.model import Body, Joint, Mechanism
 from addon.solver.tree import articulated, midpoint
 from addon.solver.tree.compile import compile_tree

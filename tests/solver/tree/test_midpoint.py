@@ -7,7 +7,8 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from addon.solver import native
-from addon.solver.integrator import TreeMidpoint, simulate
+from addon.solver.integrator import simulate
+from addon.solver.tree.integrator import TreeMidpoint
 from addon.solver.model import Body, Curve, Joint, Mechanism
 from addon.solver.trajectory import AssemblyError
 from addon.solver.tree import articulated, midpoint
