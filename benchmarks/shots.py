@@ -19,7 +19,7 @@ import numpy as np
 
 from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.shotfile import load_shot
-from addon.solver.shots.spec import solve_shot
+from addon.solver.shots.solve import solve_shot
 from addon.solver.shots.transcription import Transcription
 from addon.solver.shots.vehicle_shot import transcribe
 

@@ -32,7 +32,8 @@ from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import MechanismError
 from addon.solver.presets import shot_preset_path, vehicle_preset_path
 from addon.solver.shots.mechanism_shots import load_mechanism_shot, solve_mechanism_shot
-from addon.solver.shots.spec import Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
+from addon.solver.shots.solve import solve_shot
+from addon.solver.shots.spec import Key, Obstacle, Shot, ShotError, ShotResult
 from addon.solver.trajectory import SolverError
 
 from .scenes import _boxes_mesh, _chassis_boxes

@@ -43,7 +43,8 @@ import numpy as np
 from ..solver.lie import matrix_to_quat
 from ..solver.model import Mechanism
 from ..solver.shots.mechanism_shots import Control, MechanismKey, MechanismShot, solve_mechanism_shot
-from ..solver.shots.spec import Corridor, Costs, Key, Obstacle, Shot, ShotError, ShotResult, solve_shot
+from ..solver.shots.solve import solve_shot
+from ..solver.shots.spec import Corridor, Costs, Key, Obstacle, Shot, ShotError, ShotResult
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.spec import CONTROL_NAMES, Vehicle
 from . import compat, reference, vehicle_setup

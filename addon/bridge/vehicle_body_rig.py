@@ -43,7 +43,7 @@ from ..solver.model import Curve, Mechanism
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.controls import signal
 from ..solver.vehicles.snakeboard import BODIES as SNAKEBOARD_BODIES
-from ..solver.presets import vehicle_presets
+from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.spec import CONTROL_NAMES, Vehicle, VEHICLE_TYPES
 from . import compat, reference
 from .bake import BakeOptions, write_trajectory

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..solver.model import Curve
 from ..solver.vehicles.car import WHEELS
-from ..solver.presets import vehicle_presets
+from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, CarSpec, CarTrailerSpec, Vehicle
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference

@@ -15,7 +15,7 @@ import dataclasses
 
 import bpy
 
-from ..solver.presets import vehicle_presets
+from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.spec import CarTrailerSpec
 from .vehicle_bake import VehicleBakeReport, bake_vehicle, free_vehicle_bake
 from .vehicle_body_rig import BODY_PRESETS, BodyBakeReport, BodyRig, bake_body_rig, find_body_rig, vehicle_type

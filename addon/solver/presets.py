@@ -1,22 +1,16 @@
-"""The preset catalogue: where the shipped presets live and how to list, find and load them.
+"""The preset catalogue: where the shipped presets live and how to list and find them (paths only).
 
 Three kinds, one folder each under the repository's (and the installed extension's) presets/: mechanism
 files (PRESET_DIR, its top level), vehicle-only files (VEHICLE_PRESET_DIR) and shot files
 (SHOT_PRESET_DIR). Everything that offers presets (UI menus, CLI, demo, benchmarks, tests) finds them here.
-The vehicle presets' parameters exist only in their files: `vehicle_presets` reads them.
+The vehicle presets' parameters exist only in their files: mechfile.read.vehicle_presets reads them (the
+reader resolves a [vehicle] table's `preset = ...` through them, so reading and loading them is one module).
 """
 
 from __future__ import annotations
 
-import functools
 import tomllib
-from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .vehicles.spec import Spec
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
 VEHICLE_PRESET_DIR = PRESET_DIR / "vehicles"  # vehicle-only files, apart from the mechanism presets
@@ -62,24 +56,6 @@ def vehicle_preset_path(name: str) -> Path:
         No such preset; the message lists the ones there are.
     """
     return _preset_file(VEHICLE_PRESET_DIR, name)
-
-
-@functools.cache
-def vehicle_presets() -> Mapping[str, Spec]:
-    """The spec of every shipped vehicle preset by name (its file stem), in VEHICLE_PRESET_ORDER.
-
-    Read from the files once; a [vehicle] table's ``preset = "sedan"`` starts from these.
-
-    Raises
-    ------
-    MechanismError
-        A shipped vehicle file is not valid (the message names it).
-    """
-    from .mechfile.read import load_mechanism  # on use: the reader resolves preset names through this module
-
-    stems = list_vehicle_presets()
-    names = [n for n in VEHICLE_PRESET_ORDER if n in stems] + [n for n in stems if n not in VEHICLE_PRESET_ORDER]
-    return MappingProxyType({name: load_mechanism(vehicle_preset_path(name)).vehicle.spec for name in names})
 
 
 def list_shot_presets(subject: str) -> list[str]:

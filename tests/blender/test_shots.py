@@ -210,7 +210,7 @@ def test_solve_shot_drives_a_body_rig_to_its_keyed_pose_and_bake_vehicle_reprodu
     """The baked chassis meets the keyed location (a boat's and a hovercraft's horizontally) and heading at
     rest; the solved controls are keyed custom properties within the preset's bounds; Bake Vehicle on them
     reproduces the motion. The scene runs a second past the key: a boat or hovercraft stays on its mark."""
-    from addon.solver.presets import vehicle_presets
+    from addon.solver.mechfile.read import vehicle_presets
     from addon.solver.vehicles.spec import CONTROL_NAMES
 
     frames = KEY_FRAME + 12
@@ -287,7 +287,7 @@ def test_unreachable_hovercraft_key_is_reported_by_name_and_changes_nothing(symp
 def test_helicopter_shot_clears_an_obstacle_of_the_collection(symplex):
     """A ball (radius 3 m) on the straight line to the landing mark: the solved and baked path keeps the rotor
     disc (a sphere of the rotor radius about the centre of mass) clear of it by the clearance, at every frame."""
-    from addon.solver.presets import vehicle_presets
+    from addon.solver.mechfile.read import vehicle_presets
 
     scene, rig, chassis = keyed_body_rig("heli_ball", "helicopter")
     collection = bpy.data.collections.new(f"{scene.name} obstacles")

@@ -16,7 +16,7 @@ from mathutils import Matrix
 
 from addon.bridge import compat, vehicle_bake, vehicle_rig
 from addon.bridge.rotations import quat_to_matrix
-from addon.solver.presets import vehicle_presets
+from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import car
 from tests.blender.scenes import cylinder_mesh, fcurve_data, new_scene, scene_state, symplex  # noqa: F401
 from tests.solver.vehicles.references import hitch_closed_form

@@ -5,6 +5,10 @@ function (a deferred import), adds an edge from the importing module to the addo
 deferred import that closes a cycle is still a cycle in the design: it only hides the knot from the
 interpreter. Importing a.b.c also runs the package a.b's __init__, so an edge goes to every package on
 the target's path that the importer is not itself inside (its own packages have already run).
+
+Imports under `if TYPE_CHECKING:` never run; they name a type for an annotation. The import graph that
+runs has no cycles; the graph with those type-only edges added still has two, kept as a strict xfail below
+so the mark goes when they do.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ ROOT = "addon"
 
 @dataclass(frozen=True)
 class Edge:
-    """One import: `source` loads `target` at line `line` of source's file; `deferred` inside a function."""
+    """One import: `source` loads `target` at line `line` of source's file; `deferred` inside a function,
+    `type_only` under `if TYPE_CHECKING:` (never run)."""
 
     source: str
     target: str
     line: int
     deferred: bool
+    type_only: bool = False
 
 
 def addon_modules(root: Path = REPO / ROOT) -> dict[str, Path]:
@@ -80,13 +86,17 @@ def import_edges(modules: dict[str, Path]) -> list[Edge]:
         deferred_nodes = {id(inner) for outer in ast.walk(tree)
                           if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
                           for inner in ast.walk(outer)}
+        type_only_nodes = {id(inner) for outer in ast.walk(tree)
+                           if isinstance(outer, ast.If) and ast.unparse(outer.test).endswith("TYPE_CHECKING")
+                           for statement in outer.body for inner in ast.walk(statement)}
         for node in ast.walk(tree):
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
             for target in _targets(name, is_package, node, modules):
                 for loaded in [*_packages(target), target]:
                     if loaded not in own and loaded != name:
-                        edges.append(Edge(name, loaded, node.lineno, id(node) in deferred_nodes))
+                        edges.append(Edge(name, loaded, node.lineno, id(node) in deferred_nodes,
+                                          id(node) in type_only_nodes))
     return edges
 
 
@@ -199,15 +209,26 @@ def test_the_cycle_finder_names_a_cycle():
     assert describe(shortest_cycle(components[0], edges)) == "a -> b (line 1) -> c (line 2, deferred) -> a (line 3)"
 
 
-# Strict: the test fails as soon as the cycles below are gone, so this mark goes with them. Breaking them edits
-# files another team owns: shots/spec.py's solve_shot (a data module dispatching to solvers) must move to its own
-# module, which demo_shots.py imports from spec; demo.py <-> demo_maximal.py share helpers both ways.
-@pytest.mark.xfail(strict=True, reason="issue 13: cycles remain in shots/ (solve_shot in spec.py) and demo.py <-> "
-                                       "demo_maximal.py, both behind demo*.py edits")
-def test_no_import_cycles_between_addon_modules():
+def _cycles(edges: list[Edge]) -> list[str]:
     modules = addon_modules()
-    edges = import_edges(modules)
-    cycles = [describe(shortest_cycle(c, edges)) for c in strongly_connected(list(modules), edges)]
+    return [describe(shortest_cycle(c, edges)) for c in strongly_connected(list(modules), edges)]
+
+
+def test_no_import_cycles_between_addon_modules():
+    """Among the imports that run (module level and deferred): none may close a cycle."""
+    edges = [e for e in import_edges(addon_modules()) if not e.type_only]
+    cycles = _cycles(edges)
+    assert not cycles, "import cycles (one per strongly connected group):\n" + "\n".join(cycles)
+
+
+# Strict: fails as soon as the two cycles that only type annotations close are gone, so the mark goes with them.
+# model.py names vehicles.spec.Vehicle for Mechanism.vehicle (Vehicle belongs in model.py, but its check of the
+# spec classes would then import vehicles.spec back); maximal/interior_point.py names variational's MaximalModel
+# and MaximalState, which hold its InteriorPointState (the three want one state module).
+@pytest.mark.xfail(strict=True, reason="type-only cycles remain: model <-> vehicles.spec (Vehicle), "
+                                       "maximal.interior_point <-> maximal.variational (model and state types)")
+def test_no_import_cycles_even_through_type_only_imports():
+    cycles = _cycles(import_edges(addon_modules()))
     assert not cycles, "import cycles (one per strongly connected group):\n" + "\n".join(cycles)
 
 

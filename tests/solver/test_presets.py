@@ -12,10 +12,10 @@ from addon.solver.presets import (
     list_shot_presets,
     list_vehicle_presets,
     preset_path,
-    vehicle_presets,
     shot_preset_path,
     vehicle_preset_path,
 )
+from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles.spec import VEHICLE_TYPES
 
 VEHICLE_PRESETS = ("sedan", "kart", "helicopter", "speedboat", "snakeboard", "truck", "hovercraft", "car_trailer",

@@ -13,7 +13,8 @@ from addon.solver.mechfile.read import load_mechanism, loads_mechanism
 from addon.solver.mechfile.validate import check_method, validate_mechanism
 from addon.solver.mechfile.write import dumps_mechanism
 from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
-from addon.solver.presets import vehicle_preset_path, vehicle_presets
+from addon.solver.presets import vehicle_preset_path
+from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles.spec import (
     CONTROL_NAMES,
     VEHICLE_TYPES,

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import tomllib
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 from ..model import (JOINT_DOFS, JOINT_TYPES, Body, Collider, Curve, Force, Joint, Mechanism, MechanismError, Motor,
                      Spring)
-from ..presets import vehicle_presets
+from ..presets import VEHICLE_PRESET_ORDER, list_vehicle_presets, vehicle_preset_path
 from ..vehicles.spec import CONTROL_NAMES, VEHICLE_TYPES, Spec, Vehicle, VehicleError
 from .format import (
     ANCHOR_TYPES,
@@ -406,3 +408,20 @@ def _parse_controls(t: _Table, kind: str) -> tuple[tuple[str, Curve | float], ..
         else:
             raise t.fail(key, "a number or a curve {times = [...], values = [...], interpolation = ...}", value)
     return tuple(controls)
+
+
+@functools.cache
+def vehicle_presets() -> Mapping[str, Spec]:
+    """The spec of every shipped vehicle preset by name (its file stem), in presets.VEHICLE_PRESET_ORDER.
+
+    Read from the files once; a [vehicle] table's ``preset = "sedan"`` starts from these.
+
+    Raises
+    ------
+    MechanismError
+        A shipped vehicle file is not valid (the message names it).
+    """
+    stems = list_vehicle_presets()
+    order = VEHICLE_PRESET_ORDER
+    names = [n for n in order if n in stems] + [n for n in stems if n not in order]
+    return MappingProxyType({name: load_mechanism(vehicle_preset_path(name)).vehicle.spec for name in names})

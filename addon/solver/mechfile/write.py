@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..model import Body, Collider, Force, Joint, Mechanism, Spring
-from ..presets import vehicle_presets
+from .read import vehicle_presets
 from ..vehicles.spec import Vehicle
 from .format import FORMAT_VERSION, VEHICLE_TABLE, VEHICLE_VECTORS
 from .toml_text import show

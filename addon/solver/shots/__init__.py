@@ -1,4 +1,4 @@
-"""Optimal-control shots (issue 7, seed 001 §6, DMOC): keyed poses, obstacles and costs -> physically exact controls.
+"""Optimal-control shots (seed 001 §6, DMOC): keyed poses, obstacles and costs -> physically exact controls.
 
 nlp.py is the sparse interior-point solver; spec.py the shot description, result and solve_shot;
 transcription.py the generic direct transcription; car.py, trailer.py, holonomic.py, snakeboard.py the

@@ -27,7 +27,8 @@ from ...cli_input import EXIT_FAILED, CommandError, atomic_output, loading, toml
 from ..model import MechanismError
 from .mechanism_shots import MechanismShot, solve_mechanism_shot
 from .shotfile import load_shot
-from .spec import Shot, ShotError, ShotResult, solve_shot
+from .solve import solve_shot
+from .spec import Shot, ShotError, ShotResult
 
 
 def load_shot_file(path: Path) -> Shot | MechanismShot:

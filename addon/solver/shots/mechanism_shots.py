@@ -50,7 +50,8 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..integrator import simulate
-from ..mechfile import load_mechanism, preset_path
+from ..mechfile.read import load_mechanism
+from ..presets import preset_path
 from ..model import Mechanism, MechanismError, Motor
 from ..trajectory import Trajectory
 from ..tree import constraints
@@ -597,9 +598,6 @@ def transcribe(shot: Shot) -> MechanismTranscription:
 # ---------------------------------------------------------------------------------------------------
 # Files
 
-SHOT_DIR = Path(__file__).resolve().parents[3] / "presets" / "shots"
-
-
 def _field(table: dict, name: str, where: str, kind: type | tuple, default=...):
     if name not in table:
         if default is ...:
@@ -673,12 +671,3 @@ def load_mechanism_shot(path: str | Path) -> MechanismShot:
                          _field(head, "rest_at_end", where, bool, False), src)
     _problem(shot)  # validates names, frames and joints now, with the file in every message
     return shot
-
-
-def list_mechanism_shots() -> list[str]:
-    """Stems of the shipped mechanism shot files (those with a `mechanism` field)."""
-    out = []
-    for p in sorted(SHOT_DIR.glob("*.toml")):
-        if "mechanism" in tomllib.loads(p.read_text(encoding="utf-8")).get("shot", {}):
-            out.append(p.stem)
-    return out

@@ -1,8 +1,7 @@
-"""What an optimal-control shot asks for, and what solving it returns (issue 7).
+"""What an optimal-control shot asks for, and what solving it returns: data only (solve.py solves).
 
-Owns the frozen shot description (keys, obstacles, corridors, bounds, costs), the result container and
-`solve_shot`, which hands the shot to the transcription of its mechanism (vehicles: vehicle_shot.py;
-mechanisms without a vehicle: mechanism_shots.py) and the NLP to nlp.solve. Units SI, Z up, angles in rad.
+Owns the frozen shot description (keys, obstacles, corridors, bounds, costs) and the result container;
+it imports no solver. Units SI, Z up, angles in rad.
 
 Steps: node k sits at time k dt (k = 0..steps). A Key at step k constrains node k. Positions are the
 world position of the key's body frame (vehicles: the chassis centre of mass, as baked); heading is the
@@ -231,19 +230,3 @@ class ShotResult:
 
 
 Progress = Callable[[int, dict], Optional[bool]]
-
-
-def solve_shot(shot: Shot, warm_start: Trajectory | None = None, progress: Progress | None = None,
-               tol: float = 1e-8, max_iter: int = 300) -> ShotResult:
-    """Transcribe `shot`, solve it by nlp.solve and replay the controls through the simulator.
-
-    warm_start: a Trajectory (the current animation) whose body positions and headings seed the states, or
-    an earlier ShotResult of the same shot layout (re-solve after an edit); without it the states follow a
-    path through the keys. progress(iteration, info) returning False cancels.
-    """
-    if shot.mechanism.vehicle is not None:
-        from .vehicle_shot import transcribe
-    else:
-        from .mechanism_shots import transcribe  # the mechanism shots (tree method)
-    transcription = transcribe(shot)
-    return transcription.solve(warm_start=warm_start, progress=progress, tol=tol, max_iter=max_iter)

@@ -45,7 +45,7 @@ class TreeMidpoint(_TreeIntegrator):
     """Midpoint variational integrator on the tree (generalized-coordinate) model.
 
     Energy is reported at the start from (q0, qdot0) and after each step at that step's midpoint
-    (q_mid, (q2 - q1)/dt), the consistent discrete energy of notes/000.md P11.
+    (q_mid, (q2 - q1)/dt), the consistent discrete energy of docs/seeds.md 000-D.
     """
 
     method = "tree"

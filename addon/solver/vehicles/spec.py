@@ -2,11 +2,11 @@
 
 Owns what a vehicle *is* (mass properties, geometry, limits) and how one is set up for a run (initial
 pose and velocity, keyed controls); not how it moves (car.py, holonomic.py). Units SI, Z up, body axes
-x forward, y left, z up, quaternions (w, x, y, z). `Vehicle` is the proposed `Mechanism.vehicle` field
-(issue 5); it lives here until model.py grows it.
+x forward, y left, z up, quaternions (w, x, y, z). `Vehicle` is what `Mechanism.vehicle` holds; it stays
+beside the spec classes it checks (model.py names it for annotations only).
 
 The shipped presets (sedan, kart, ...) are files, presets/vehicles/*.toml, each number with its source;
-solver/presets.py reads them (`vehicle_presets`).
+mechfile/read.py reads them (`vehicle_presets`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from ..model import Curve, Quat, Vec3
-from ..presets import vehicle_presets
 from ..trajectory import SolverError
 
 
@@ -364,11 +363,3 @@ class Vehicle:
             if name == key:
                 return value
         return 0.0
-
-
-def __getattr__(name: str) -> object:
-    """`PRESETS`, the vehicle presets by name, re-exported from presets.vehicle_presets (read from
-    presets/vehicles/*.toml) for the callers not yet importing it from there."""
-    if name == "PRESETS":  # computed on use: the files' reader imports this module
-        return vehicle_presets()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,8 @@ import pytest
 
 from addon.solver.maximal.start import start_from_tree
 from addon.solver.maximal.variational import MaximalModel, MaximalState, step
-from addon.solver.mechfile import load_mechanism, preset_path
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.presets import preset_path
 from addon.solver.model import Body, Joint, Mechanism
 
 DT = 0.01

@@ -51,7 +51,7 @@ def test_bad_obstacle_shape_is_named(tmp_path):
 
 
 def test_bounds_of_an_unknown_control_are_named(tmp_path):
-    from addon.solver.shots.spec import solve_shot
+    from addon.solver.shots.solve import solve_shot
     path = tmp_path / "bad.toml"
     path.write_text(GOOD + '[bounds]\nthrottle = [0.0, 1.0]\n')
     with pytest.raises(ShotError, match="unknown control 'throttle'; controls: drive_torque, steer"):

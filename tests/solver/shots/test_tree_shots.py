@@ -15,7 +15,8 @@ from addon.solver.model import Curve, Motor
 from addon.solver.presets import list_shot_presets, preset_path, shot_preset_path
 from addon.solver.shots.mechanism_shots import (MechanismKey, _problem, key_errors, keyed_coordinates,
                                                 load_mechanism_shot, solve_mechanism_shot, solved_trajectory)
-from addon.solver.shots.spec import Key, Shot, ShotError, solve_shot
+from addon.solver.shots.solve import solve_shot
+from addon.solver.shots.spec import Key, Shot, ShotError
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
 

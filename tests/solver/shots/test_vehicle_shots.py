@@ -16,7 +16,8 @@ from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.shots.holonomic import cay_quaternion, cay_translation, rotation
 from addon.solver.shots.shotfile import load_shot
-from addon.solver.shots.spec import Costs, Key, Obstacle, Shot, solve_shot
+from addon.solver.shots.solve import solve_shot
+from addon.solver.shots.spec import Costs, Key, Obstacle, Shot
 from addon.solver.shots.vehicle_shot import transcribe
 from addon.solver.vehicles.helicopter import control_matrix
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from addon.solver.model import Curve
-from addon.solver.presets import vehicle_presets
+from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import holonomic
 from addon.solver.vehicles.boat import compile_boat
 from addon.solver.vehicles.spec import Vehicle

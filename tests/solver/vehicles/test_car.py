@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from addon.solver.presets import vehicle_presets
+from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import car
 
 SEDAN = vehicle_presets()["sedan"]

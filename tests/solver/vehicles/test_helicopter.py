@@ -2,7 +2,7 @@
 
 import numpy as np
 from addon.solver.model import Curve
-from addon.solver.presets import vehicle_presets
+from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import forces, holonomic
 from addon.solver.vehicles.helicopter import compile_helicopter, control_matrix
 from addon.solver.vehicles.spec import Vehicle

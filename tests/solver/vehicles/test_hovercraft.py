@@ -8,7 +8,8 @@ import numpy as np
 from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve
-from addon.solver.presets import vehicle_preset_path, vehicle_presets
+from addon.solver.presets import vehicle_preset_path
+from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import car, holonomic
 from addon.solver.vehicles.hovercraft import compile_hovercraft
 from addon.solver.vehicles.spec import Vehicle

@@ -5,7 +5,7 @@ import pytest
 
 from addon.solver.lie import quat_to_matrix
 from addon.solver.model import Curve, Mechanism
-from addon.solver.presets import vehicle_presets
+from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import car
 from addon.solver.vehicles.integrator import VehicleIntegrator
 from addon.solver.vehicles.spec import RigidBodySpec, Vehicle, VehicleError

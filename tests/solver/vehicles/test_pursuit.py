@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from addon.solver.model import Mechanism
-from addon.solver.presets import vehicle_presets
+from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import pursuit
 from addon.solver.vehicles.spec import Vehicle
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from addon.solver.presets import vehicle_presets
+from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import suspension
 
 G = 9.81
