@@ -78,7 +78,7 @@ PRODUCT_TOP_LEVEL = {"__init__.py", "blender_manifest.toml", "addon", "presets",
 # The add-on's packages; the demo (demo/) and the development tools (tools/) stay in the repository.
 PRODUCT_PACKAGES = {
     "addon", "addon/bridge", "addon/solver", "addon/solver/collision", "addon/solver/maximal",
-    "addon/solver/native", "addon/solver/shots", "addon/solver/tree", "addon/solver/vehicles",
+    "addon/solver/mechfile", "addon/solver/native", "addon/solver/shots", "addon/solver/tree", "addon/solver/vehicles",
     "addon/ui", "addon/ui/panels",
 }
 
