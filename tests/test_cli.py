@@ -501,6 +501,7 @@ def _fuzz_cases(tmp_path: Path) -> list[tuple[str, list[str]]]:
     return rng.sample(pool, FUZZ_CASES)
 
 
+@pytest.mark.slow
 def test_fuzz_malformed_input_is_exit_1_or_2_with_one_line(tmp_path):
     for label, argv in _fuzz_cases(tmp_path):
         result = run_cli(*argv)

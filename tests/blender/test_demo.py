@@ -36,6 +36,7 @@ SHIPPED = [p for p in DEMO_PRESETS if p in list_presets()]
 VEHICLES = [name for name, preset in VEHICLE_DEMOS.items() if preset in list_vehicle_presets()]
 
 
+@pytest.mark.slow
 def test_demo_writes_blend_renders_and_plots(tmp_path, symplex):
     results = run_demo(tmp_path)
     assert [r.preset for r in results] == SHIPPED + VEHICLES, (tmp_path / "demo_report.txt").read_text()

@@ -66,6 +66,7 @@ def deepest_penetration(mech: Mechanism, poses: np.ndarray) -> float:
     return min(np.min(world.detect(p[:, :3], p[:, 3:], 0.0).distance, initial=0.0) for p in poses)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["box_drop", "dominoes", "sphere_chain", "wrecking_ball"])
 def test_collider_presets_keep_friction_on_every_step(name):
     mech = load_mechanism(preset_path(name))

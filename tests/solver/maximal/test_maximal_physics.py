@@ -42,6 +42,7 @@ def test_tree_and_maximal_agree_at_second_order(name):
     assert np.max(run.constraint_residual) <= 10 * TOL
 
 
+@pytest.mark.slow
 def test_three_link_loop_holds_its_constraints_where_rk4_drifts():
     mech = preset("three_link_loop")
     steps = 10_000
@@ -57,6 +58,7 @@ def test_three_link_loop_holds_its_constraints_where_rk4_drifts():
     assert drift[-1] > 1e3 * np.max(residual)
 
 
+@pytest.mark.slow
 def test_double_pendulum_energy_is_bounded():
     run = simulate(preset("double_pendulum"), 0.01, 10_000, "maximal", TOL)
     error = run.energy - run.energy[0]
@@ -108,6 +110,7 @@ def test_torque_free_asymmetric_body_follows_eulers_equations():
     assert np.allclose(np.linalg.norm(quats, axis=1), 1.0, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_double_four_bar_passes_its_singular_configurations():
     mech = preset("double_four_bar")
     for dt, steps in ((0.01, 500), (0.001, 2000)):

@@ -36,6 +36,7 @@ def test_the_mechanism_shots_are_shipped():
     assert set(SHOTS) <= set(list_shot_presets("mechanism"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SHOTS)
 def test_shot_converges_and_meets_its_keys(solved, name):
     shot, result = solved[name]
@@ -110,6 +111,7 @@ def test_arm_passes_its_first_mark_and_reaches_the_second(solved):
     assert np.max(np.abs(result.states[20] - result.states[19])) > 1e-3  # passing through the first
 
 
+@pytest.mark.slow
 def test_unreachable_key_fails_naming_it():
     shot = load_mechanism_shot(shot_preset_path("robot_arm_reach"))
     far = MechanismKey("out of reach", 40, body="hand", point=(0.0, 0.0, 0.15), position=(2.5, 0.0, 0.6))
@@ -120,6 +122,7 @@ def test_unreachable_key_fails_naming_it():
     assert result.trajectory is None
 
 
+@pytest.mark.slow
 def test_warm_start_after_moving_a_key_takes_fewer_iterations(solved):
     shot, result = solved["crane_anti_sway"]
     key = shot.keys[0]
@@ -133,6 +136,7 @@ def test_warm_start_after_moving_a_key_takes_fewer_iterations(solved):
     assert from_animation.status == "solved" and from_animation.iterations < cold.iterations
 
 
+@pytest.mark.slow
 def test_solve_shot_dispatches_mechanisms_without_a_vehicle():
     """spec.Shot on a mechanism: bounds name the driven joints, a position key is a body-origin key and a
     zero velocity key at the last step means rest. (The load is keyed 1 cm above the bottom of its swing:

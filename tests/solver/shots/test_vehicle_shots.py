@@ -105,6 +105,7 @@ def solved():
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DEMOS)
 def test_demo_shot_converges_meets_keys_and_clears_obstacles(solved, name):
     shot, result = solved[name]

@@ -75,6 +75,7 @@ def test_body_frame_newton_finds_the_same_steps_in_3_iterations_without_overshoo
     assert len(trace) <= 4 and all(b < 0.1 * a for a, b in zip(trace, trace[1:])), trace
 
 
+@pytest.mark.slow
 def test_first_step_of_a_1000_link_rope_from_rest():
     # plain Newton diverges from its first iterate; the fallback converges at the full step
     model = compile_tree(ball_chain(1000))
@@ -91,6 +92,7 @@ def test_revolute_chain_still_takes_2_iterations():
     assert traj.status == "finished" and np.all(traj.newton_iterations == 2), traj.newton_iterations
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not native.NATIVE, reason="the C kernel is not built (make kernels)")
 def test_200_link_rope_runs_and_follows_the_maximal_method():
     # before: failed at the first step, even halved 4 times

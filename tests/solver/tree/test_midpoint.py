@@ -76,6 +76,7 @@ def test_newton_converges_quadratically():
     assert len(ratios) > 10 and np.median(ratios) > 1.7
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not native.NATIVE, reason="500,000 steps need the C step kernel (make kernels)")
 def test_pendulum_energy_has_no_trend_while_rk4_drifts():
     dt, t_vi, t_rk4 = 0.01, 5000.0, 100.0
