@@ -4,11 +4,13 @@ run benchmarks.
     python -m addon simulate presets/chain_5.toml --method tree --dt 0.01 --steps 500 --out run.npz
     python -m addon shot presets/shots/parallel_parking.toml --out parking.npz
     python -m addon bake scene.blend --out baked.blend
+    python -m addon bake a.blend b.blend --out-dir baked/ [--workers N | --scheduler tcp://host:8786]
+    python -m addon sweep presets/shots/parallel_parking.toml --vary vehicle.mass=1200:1800:4 --out sweep/
     python -m addon demo --out out
     python -m addon bench --quick
 
 This module owns argument parsing, dispatch and exit codes, nothing else: the work is done by
-solver/ (simulate), solver/shots/cli.py (shot), bridge/ (bake), and the repository's demo/ and
+solver/ (simulate), solver/shots/cli.py (shot), bridge/ (bake), farm/ (batch bakes and sweeps on Dask), and the repository's demo/ and
 benchmarks/ (development commands: the extension carries neither); cli_input.py checks what the user
 hands in. Whatever needs bpy or the benchmark peers is imported by its own subcommand only, so
 `--help`, `simulate` and `shot` run with numpy and scipy.
@@ -35,6 +37,8 @@ from .cli_input import (
     EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, atomic_output, blend_file, iteration_count, loading,
     output_path, step_count, step_size, toml_file, tolerance,
 )
+
+from .farm.options import add_batch_bake_options, add_sweep_command
 
 PROG = "python -m addon"
 DEBUG_ENV = "SYMPLEX_DEBUG"
@@ -145,7 +149,13 @@ def cmd_shot(args: argparse.Namespace) -> int:
 
 
 def cmd_bake(args: argparse.Namespace) -> int:
-    scene_path = args.scene
+    if args.out_dir is not None:
+        from .farm.batch import cmd_batch_bake
+
+        return cmd_batch_bake(args)
+    if len(args.scene) != 1 or args.out is None:
+        raise CommandError("give one SCENE.blend with --out BAKED.blend, or any number with --out-dir DIR")
+    scene_path = args.scene[0]
     blend_file(scene_path)
     output_path(args.out, scene_path)
 
@@ -286,9 +296,11 @@ def build_parser() -> argparse.ArgumentParser:
         "modified: --out naming it (or a link to it) is refused. A file with nothing to bake is exit 2, "
         "with a line saying what it holds.",
     )
-    bake.add_argument("scene", type=Path, metavar="SCENE.blend", help="scene to bake")
-    bake.add_argument("--out", type=Path, required=True, metavar="BAKED.blend", help="where to save the baked scene")
+    bake.add_argument("scene", type=Path, nargs="+", metavar="SCENE.blend", help="scene(s) to bake")
+    bake.add_argument("--out", type=Path, metavar="BAKED.blend", help="where to save the baked scene (one scene)")
+    add_batch_bake_options(bake)
     bake.set_defaults(func=cmd_bake)
+    add_sweep_command(commands, [debug])
 
     demo = commands.add_parser(
         "demo", parents=[debug],

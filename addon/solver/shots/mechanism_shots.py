@@ -619,6 +619,12 @@ def _vector(table: dict, name: str, where: str, default=...) -> tuple[float, flo
     return tuple(float(v) for v in value)
 
 
+def mechanism_file(path: Path, ref: str) -> Path:
+    """The mechanism file a shot file at `path` names in [shot] mechanism: a .toml path relative to it, else
+    a preset name. Raises FileNotFoundError for an unknown preset."""
+    return (path.parent / ref) if ref.endswith(".toml") else preset_path(ref)
+
+
 def load_mechanism_shot(path: str | Path) -> MechanismShot:
     """Read a mechanism shot file (module docstring). Raises ShotError naming the file, entry and field."""
     path = Path(path)
@@ -633,7 +639,7 @@ def load_mechanism_shot(path: str | Path) -> MechanismShot:
     where = f"{src}: [shot]"
     ref = _field(head, "mechanism", where, str)
     try:
-        mechanism = load_mechanism((path.parent / ref) if ref.endswith(".toml") else preset_path(ref))
+        mechanism = load_mechanism(mechanism_file(path, ref))
     except (MechanismError, FileNotFoundError) as err:
         raise ShotError(f"{where}: field 'mechanism': {err}") from None
     dt = _field(head, "dt", where, float)

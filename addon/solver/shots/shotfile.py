@@ -103,12 +103,18 @@ def _check_keys(src, table, d, allowed):
                         f"valid fields: {', '.join(sorted(allowed))}")
 
 
+def vehicle_file(path: Path, ref: str) -> Path:
+    """The vehicle file a shot file at `path` names in [shot] vehicle: a .toml beside it, else a preset.
+    Raises ValueError or FileNotFoundError for an unknown preset name."""
+    candidate = path.parent / ref
+    return candidate if candidate.suffix == ".toml" and candidate.exists() else vehicle_preset_path(ref)
+
+
 def _vehicle_mechanism(src: str, path: Path, ref: object):
     if not isinstance(ref, str) or not ref:
         raise _fail(src, "[shot]", "vehicle", "a vehicle preset name or a file path", ref)
-    candidate = (path.parent / ref)
     try:
-        file = candidate if candidate.suffix == ".toml" and candidate.exists() else vehicle_preset_path(ref)
+        file = vehicle_file(path, ref)
     except (ValueError, FileNotFoundError) as err:
         raise ShotError(f"{src}: [shot]: field 'vehicle': {err}") from None
     mech = load_mechanism(file)
