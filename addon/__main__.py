@@ -316,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run benchmarks/ (speed and accuracy beside peer simulators) and write the table.",
     )
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
-    bench.add_argument("--suite", action="append", choices=("tree", "maximal", "shots", "collision"),
+    bench.add_argument("--suite", action="append", choices=("tree", "maximal", "shots", "collision", "farm"),
                        help="run only this suite (repeatable; default: all)")
     bench.add_argument("--docs", type=Path, metavar="DIR",
                        help="folder for the result tables (default: docs/ for a full run; --quick only prints)")

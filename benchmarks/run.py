@@ -1,10 +1,11 @@
 """Benchmark suites beside their peers, each measured in one run and recorded in its docs/ file.
 
-Usage: python -m addon bench [--quick] [--suite tree|maximal|shots|collision ...] [--docs DIR]
+Usage: python -m addon bench [--quick] [--suite tree|maximal|shots|collision|farm ...] [--docs DIR]
        python -m benchmarks.run --chains-only   (only the chain section of docs/benchmarks.md)
 Suites: tree (this module: chains and closed chains, plus benchmarks/vehicles.py) -> benchmarks.md;
 maximal (benchmarks/maximal.py) -> benchmarks_maximal.md; shots (benchmarks/shots.py, CasADi + IPOPT)
--> benchmarks_shots.md; collision (benchmarks/collision.py) -> benchmarks_collision.md.
+-> benchmarks_shots.md; collision (benchmarks/collision.py) -> benchmarks_collision.md; farm
+(benchmarks/farm.py: a 32-variant shot sweep on 1 and 2 Dask workers) -> benchmarks_farm.md.
 For each N-link pendulum chain (generate.pendulum_chain) and each closed-chain preset, reports the
 median warm wall time per step of Symplex's midpoint VI (C kernel when built, numpy otherwise) and,
 for chains, of MuJoCo (RK4 and its default semi-implicit Euler) on the same chain, same dt, with the
@@ -222,8 +223,13 @@ def _suites() -> dict[str, tuple[Callable[[bool, str], str], str]]:
         from benchmarks import collision
         return f"# Collision queries: benchmark\n\nCommand: `{command}` ({_describe()}).\n\n{collision.run(quick)}"
 
+    def farm(quick: bool, command: str) -> str:
+        from benchmarks import farm
+        return f"# Sweeps on Dask workers: benchmark\n\nCommand: `{command}` ({_describe()}).\n\n{farm.run(quick)}"
+
     return {
         "tree": (tree_and_vehicles, "benchmarks.md"),
+        "farm": (farm, "benchmarks_farm.md"),
         "maximal": (maximal, "benchmarks_maximal.md"),
         "shots": (shots, "benchmarks_shots.md"),
         "collision": (collision, "benchmarks_collision.md"),
