@@ -83,23 +83,23 @@ def bake_open_file(out_path: str | Path) -> int:
     failed, 2 nothing to bake or an unusable setup or path). For `sys.exit(...)` in a farm task's
     `--python-expr`: the summary lines go to stdout, a failure is one line on stderr.
 
-    The copy is written beside `out_path` under a temporary name and renamed, so `out_path` appears only
-    complete; the open file keeps its own path (save as copy)."""
+    The copy is written into a hidden temporary folder beside `out_path` (whose folder is created) and renamed
+    onto it, so `out_path` appears only complete; the open file keeps its own path (save as copy)."""
     out_path = Path(out_path).resolve()
     label = bpy.data.filepath or "the open file"
     try:
         with registered():
             lines = _bake_open_file(label)
-        handle, temp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".part.blend", dir=out_path.parent)
-        os.close(handle)
-        try:
-            bpy.ops.wm.save_as_mainfile(filepath=temp, check_existing=False, copy=True)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        # a new file in a private folder beside out_path: Blender keeps no .blend1 backup of it, and the rename
+        # stays on one file system
+        with tempfile.TemporaryDirectory(prefix=".symplex-bake-", dir=out_path.parent) as folder:
+            temp = os.path.join(folder, out_path.name)
+            try:
+                bpy.ops.wm.save_as_mainfile(filepath=temp, check_existing=False, copy=True)
+            except RuntimeError as exc:
+                raise SceneError([f"{out_path}: Blender cannot save it: {_reason(exc)}"]) from None
             os.replace(temp, out_path)
-        except RuntimeError as exc:
-            raise SceneError([f"{out_path}: Blender cannot save it: {_reason(exc)}"]) from None
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
     except (MechanismError, OSError) as exc:
         print(f"symplex bake: {label}: {exc}".replace("\n", "; "), file=sys.stderr)
         return 2

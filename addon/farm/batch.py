@@ -3,8 +3,8 @@
 Owns the plan (which file goes where, which are skipped because their output is newer than the input,
 unless --force), the task a worker runs for one file and the command's report. Every file is baked by its
 own child process (`python -m addon bake FILE --out TEMP`), so Blender crashing on one file costs only that
-file. The child writes a hidden temporary file in DIR that is renamed onto DIR/<name>.blend only when the
-bake finished and saved: a file appears in DIR complete or not at all. With a remote scheduler, the input
+file. The child saves into a hidden temporary folder in DIR, and the file is renamed onto DIR/<name>.blend only
+when the bake finished and saved: a file appears in DIR complete or not at all. With a remote scheduler, the input
 files and DIR must be reachable under the same paths on every worker (shared storage, docs/farm.md).
 """
 
@@ -47,21 +47,18 @@ def bake_in_child(job: BakeJob) -> BakeOutcome:
     """Bake `job.source` in a child process into a temporary file beside `job.target`, renamed onto it when the
     bake succeeded (runs on a worker)."""
     target = Path(job.target)
-    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part.blend", dir=target.parent)
-    os.close(handle)
     start = time.perf_counter()
-    try:
-        result = subprocess.run([sys.executable, "-m", PACKAGE, "bake", job.source, "--out", temp], cwd=CHECKOUT,
-                                capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    # a private folder beside the target: the rename stays on one file system, and Blender keeps no backup
+    with tempfile.TemporaryDirectory(prefix=".symplex-bake-", dir=target.parent) as folder:
+        temp = Path(folder) / target.name
+        result = subprocess.run([sys.executable, "-m", PACKAGE, "bake", job.source, "--out", str(temp)],
+                                cwd=CHECKOUT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         seconds = time.perf_counter() - start
         if result.returncode != 0:
             return BakeOutcome(False, seconds, _failure(result))
         os.replace(temp, target)
-        lines = result.stdout.strip().splitlines()
-        return BakeOutcome(True, seconds, lines[0] if lines else "baked")
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+    lines = result.stdout.strip().splitlines()
+    return BakeOutcome(True, seconds, lines[0] if lines else "baked")
 
 
 def _failure(result: subprocess.CompletedProcess) -> str:

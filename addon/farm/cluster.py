@@ -57,7 +57,7 @@ def client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
             yield connection
         return
     cluster = distributed.LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                                       processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+                                       processes=True, dashboard_address=":0", silence_logs=logging.ERROR)
     with cluster, distributed.Client(cluster) as connection:
         yield connection
 

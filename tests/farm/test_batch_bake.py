@@ -1,0 +1,65 @@
+"""`python -m addon bake A.blend B.blend ... --out-dir DIR` on a real Dask cluster, with scenes built by the
+Blender tests' builders and saved here with bpy."""
+
+from __future__ import annotations
+
+import os
+
+import bpy
+import pytest
+
+from tests.blender.scenes import chain_armature, new_scene, rigid_four_bar, symplex  # noqa: F401  (fixture)
+
+from .conftest import cli
+
+
+@pytest.fixture(scope="module")
+def scenes(tmp_path_factory, symplex):  # noqa: F811
+    """Two scenes to bake (a rigid-body four-bar, an armature chain) and one with nothing to bake."""
+    folder = tmp_path_factory.mktemp("scenes")
+    four_bar = new_scene("farm four-bar", frames=15)
+    rigid_four_bar(four_bar)
+    chain = new_scene("farm chain", frames=15)
+    chain_armature(chain, n=2)
+    empty = new_scene("farm empty", frames=15)
+    paths = folder / "four_bar.blend", folder / "chain.blend", folder / "empty.blend"
+    for scene, path in zip((four_bar, chain, empty), paths):
+        bpy.data.libraries.write(str(path), {scene}, fake_user=True)
+    return paths
+
+
+def test_a_batch_bakes_each_file_reports_the_failure_and_skips_finished_files(scenes, cluster, tmp_path):
+    four_bar, chain, empty = scenes
+    out = tmp_path / "baked"
+    result = cli("bake", four_bar, chain, empty, "--out-dir", out, "--scheduler", cluster)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 3
+    assert any(line.startswith(f"{four_bar}: baked in ") and str(out / "four_bar.blend") in line for line in lines)
+    assert any(line.startswith(f"{chain}: baked in ") for line in lines)
+    assert any(line.startswith(f"{empty}: FAILED") for line in lines)
+    failure = result.stderr.strip().splitlines()[-1]
+    assert failure.startswith("python -m addon bake: 1 of 3 files failed: empty.blend (") and "nothing" in failure
+    assert sorted(os.listdir(out)) == ["chain.blend", "four_bar.blend"]  # no temporary or half-written file
+    assert all((out / n).read_bytes()[:7] == b"BLENDER" for n in ("chain.blend", "four_bar.blend"))
+
+    again = cli("bake", four_bar, chain, "--out-dir", out, "--scheduler", cluster)
+    assert again.returncode == 0 and again.stdout.count("skipped") == 2, again.stdout + again.stderr
+
+
+@pytest.mark.slow
+def test_force_bakes_again_a_file_whose_output_is_newer(scenes, cluster, tmp_path):
+    _, chain, _ = scenes
+    out = tmp_path / "baked"
+    assert cli("bake", chain, "--out-dir", out, "--scheduler", cluster).returncode == 0
+    first = (out / "chain.blend").stat().st_mtime_ns
+    assert "skipped" in cli("bake", chain, "--out-dir", out, "--scheduler", cluster).stdout
+    forced = cli("bake", chain, "--out-dir", out, "--force", "--scheduler", cluster)
+    assert forced.returncode == 0 and forced.stdout.startswith(f"{chain}: baked in "), forced.stderr
+    assert (out / "chain.blend").stat().st_mtime_ns > first
+
+
+def test_the_single_file_form_still_needs_out_and_one_scene(scenes, tmp_path):
+    four_bar, chain, _ = scenes
+    result = cli("bake", four_bar, chain, "--out", tmp_path / "x.blend")
+    assert result.returncode == 2 and "--out-dir" in result.stderr
