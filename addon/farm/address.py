@@ -101,7 +101,8 @@ def walk(key: str, document: dict, words: list[str], label: str) -> Path_:
             node = node[part]  # type: ignore[index]
         path.extend(step)
     if isinstance(node, (dict, list)):
-        inside = list(node) if isinstance(node, dict) else [str(i) for i in range(len(node))]
+        inside = list(node) if isinstance(node, dict) else [
+            str(item.get("name", i)) if isinstance(item, dict) else str(i) for i, item in enumerate(node)]
         raise CommandError(f"--vary {key}: names a {'table' if isinstance(node, dict) else 'list'}, not one value; "
                            f"add one of: {', '.join(map(str, inside[:20]))}")
     return tuple(path)
@@ -121,9 +122,8 @@ def resolve(key: str, kind: str, documents: dict[str, dict]) -> Target:
         document = words[0]
         inner = words if document == "vehicle" else words[1:]  # a vehicle file keeps its values in [vehicle]
         return Target(key, document, walk(key, documents[document], inner, f"the {document} file: "))
-    try:
-        return Target(key, MAIN, walk(key, documents[MAIN], words, ""))
-    except CommandError as exc:
-        settings = list(RUN_SETTINGS[kind]) + (list(SHOT_ALIASES) if kind == "shot" else [])
-        hint = _suggest(key, settings) if not difflib.get_close_matches(words[0], list(documents[MAIN]), 1) else ""
-        raise CommandError(f"{exc}{hint}") from None
+    settings = list(RUN_SETTINGS[kind]) + (list(SHOT_ALIASES) if kind == "shot" else [])
+    if len(words) == 1 and words[0] not in documents[MAIN] and difflib.get_close_matches(key, settings, 1):
+        raise CommandError(f"--vary {key}: not a field or run setting{_suggest(key, settings)} "
+                           f"(run settings: {', '.join(settings)})")
+    return Target(key, MAIN, walk(key, documents[MAIN], words, ""))

@@ -33,9 +33,14 @@ def _distributed():
     return distributed
 
 
+def _address(workers: int | None, scheduler: str | None) -> str | None:
+    """The scheduler to use: --scheduler, else $DASK_SCHEDULER_ADDRESS unless --workers asks for local ones."""
+    return scheduler or (None if workers else os.environ.get(SCHEDULER_ENV) or None)
+
+
 def describe(workers: int | None, scheduler: str | None) -> str:
     """Where the work will run, in words (for the command's first line)."""
-    address = scheduler or (None if workers else os.environ.get(SCHEDULER_ENV))
+    address = _address(workers, scheduler)
     if address:
         return f"the Dask scheduler at {address}"
     count = workers or os.cpu_count() or 1
@@ -47,7 +52,7 @@ def client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
     """A `distributed.Client`: on `scheduler` (or $DASK_SCHEDULER_ADDRESS when `workers` is not given), else
     on a LocalCluster of `workers` (default: the number of cores) processes with one thread each."""
     distributed = _distributed()
-    address = scheduler or (None if workers else os.environ.get(SCHEDULER_ENV))
+    address = _address(workers, scheduler)
     if address:
         try:
             connection = distributed.Client(address, timeout=CONNECT_TIMEOUT)
