@@ -108,6 +108,7 @@ def check_sources(sources: list[Path], out_dir: Path) -> None:
 def cmd_batch_bake(args: argparse.Namespace) -> int:
     """The batch form of `bake`: every SCENE.blend into --out-dir, summary line per file, exit 1 naming every
     file that failed."""
+    cluster.require()
     sources, out_dir = list(args.scene), args.out_dir
     output_path(out_dir, *sources, directory=True)
     check_sources(sources, out_dir)

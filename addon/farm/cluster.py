@@ -22,7 +22,8 @@ SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
 CONNECT_TIMEOUT = "20s"  # a scheduler that does not answer within this is reported, not waited for
 
 
-def _distributed():
+def require():
+    """The `distributed` module; CommandError (exit 2) saying how to install it when it is missing."""
     try:
         import distributed
     except ModuleNotFoundError:
@@ -51,7 +52,7 @@ def describe(workers: int | None, scheduler: str | None) -> str:
 def client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
     """A `distributed.Client`: on `scheduler` (or $DASK_SCHEDULER_ADDRESS when `workers` is not given), else
     on a LocalCluster of `workers` (default: the number of cores) processes with one thread each."""
-    distributed = _distributed()
+    distributed = require()
     address = _address(workers, scheduler)
     if address:
         try:
@@ -72,7 +73,7 @@ def run_tasks(connection: Any, function: Callable, items: Sequence, names: Seque
     """Run `function(item)` for every item, each its own task named by `names`; yields (index, result, None)
     as tasks finish, or (index, None, error) for a task the cluster could not finish (its worker died more
     often than allowed, or it was cancelled). `function` is expected to report its own failures in its result."""
-    distributed = _distributed()
+    distributed = require()
     futures = [connection.submit(function, item, key=f"symplex-{name}-{os.urandom(4).hex()}")
                for item, name in zip(items, names)]
     index = {future.key: i for i, future in enumerate(futures)}

@@ -60,11 +60,12 @@ def write_csv(path: Path, keys: list[str], batch: list[Variant], results: list[V
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    cluster.require()
     swept = read_swept_file(args.file)
     _check_file(args.file, swept.kind)
     batch = variants(swept, parse_variations(swept, args.vary))
     output_path(args.out, args.file, directory=True)
-    print(f"sweeping {len(batch)} variants of {args.file} on {cluster.describe(args.workers, args.scheduler)}",
+    print(f"sweeping {len(batch)} variant{'s' if len(batch) > 1 else ''} of {args.file} on {cluster.describe(args.workers, args.scheduler)}",
           file=sys.stderr)
     results: list[VariantResult | None] = [None] * len(batch)
     progress = Progress(len(batch), "variants")
