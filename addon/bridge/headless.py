@@ -16,10 +16,10 @@ from pathlib import Path
 
 import bpy
 
-from .contents import nothing_to_bake
-from .job import bake_setup, bake_vehicle_rigs
 from ..solver.model import MechanismError
 from ..solver.trajectory import SolverError
+from .contents import nothing_to_bake
+from .job import bake_setup, bake_vehicle_rigs
 from .read import SceneError
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..cli_input import CommandError
@@ -50,7 +50,7 @@ def solve_variant(variant: Variant) -> VariantResult:
         except CommandError as exc:
             result = VariantResult(variant.name, "invalid", str(exc), math.nan, time.perf_counter() - start)
     # messages name the variant's files as <variant>/<file>, not the worker's temporary folder
-    return VariantResult(**{**result.__dict__, "message": result.message.replace(str(folder), variant.name)})
+    return replace(result, message=result.message.replace(str(folder), variant.name))
 
 
 def _solve_shot(variant: Variant, path: Path, out: Path) -> VariantResult:

@@ -88,7 +88,7 @@ def test_a_worker_killed_mid_run_costs_only_its_task(tmp_path):
         assert victim is not None, "no task was seen running"
         pid = client.run(os.getpid, workers=[victim])[victim]
         os.kill(pid, signal.SIGKILL)
-        stdout, stderr = sweep.communicate(timeout=300)
+        _, stderr = sweep.communicate(timeout=300)
     assert sweep.returncode == 0, stderr
     assert [r["status"] for r in rows(out)] == ["finished"] * 4
     assert len(list(out.glob("v0?.npz"))) == 4

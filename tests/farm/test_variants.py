@@ -3,9 +3,9 @@ ranges, the product, and the TOML a worker reads back."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
 
@@ -81,8 +81,6 @@ def test_the_product_runs_in_order_and_each_variant_carries_its_files():
 def test_without_dask_the_command_says_how_to_install_it(tmp_path):
     code = ("import sys; sys.modules['distributed'] = None  # as if not installed\n"
             "from addon.__main__ import main; sys.exit(main(sys.argv[1:]))")
-    import subprocess
-
     result = subprocess.run([sys.executable, "-c", code, "sweep", str(preset_path("pendulum")), "--vary",
                              "dt=0.01,0.02", "--workers", "1", "--out", str(tmp_path / "s")], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
