@@ -11,6 +11,7 @@ variant's .npz holds the same arrays bit for bit in both runs (MEASURED aside: m
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 import tempfile
@@ -46,14 +47,16 @@ def run(quick: bool) -> str:
     with tempfile.TemporaryDirectory(prefix="symplex-bench-farm-") as temp:
         for workers in WORKERS:
             out = Path(temp) / f"w{workers}"
+            load_before = os.getloadavg()[0]
             start = time.perf_counter()
             result = subprocess.run(sweep_command(vary, workers, out), cwd=REPO, capture_output=True, text=True)
             wall = time.perf_counter() - start
+            load = (load_before, os.getloadavg()[0])
             with open(out / "sweep.csv", newline="") as handle:
                 table = list(csv.DictReader(handle))
             solved = sum(r["status"] == "solved" for r in table)
             busy = sum(float(r["seconds"]) for r in table)
-            rows.append((workers, len(table), solved, wall, busy, result.returncode))
+            rows.append((workers, len(table), solved, wall, busy, load, result.returncode))
             outs.append(out)
         names = sorted(p.name for p in outs[0].glob("*.npz"))
         identical = sum(same_arrays(outs[0] / n, outs[1] / n) for n in names
@@ -62,13 +65,15 @@ def run(quick: bool) -> str:
     lines = [
         f"Sweep: `python -m addon sweep {SHOT} " + " ".join(f"--vary {v}" for v in vary) + " --workers N --out DIR`.",
         "Wall time is the whole command (LocalCluster start-up, solves, .npz, CSV and plot); solve time is the sum of",
-        "the variants' own solve times from sweep.csv; speed-up = wall(1 worker) / wall(N workers).",
+        "the variants' own solve times from sweep.csv; speed-up = wall(1 worker) / wall(N workers). Load is the",
+        f"machine's 1-minute load average before and after the run ({os.cpu_count()} cores; other work on the machine",
+        "shows as load above the worker count, and as solve times that grow with the number of workers).",
         "",
-        "| workers | variants | solved | wall time (s) | sum of solve times (s) | speed-up | exit |",
-        "|---|---|---|---|---|---|---|",
+        "| workers | variants | solved | wall time (s) | sum of solve times (s) | speed-up | load before / after | exit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    lines += [f"| {w} | {n} | {s} | {wall:.1f} | {busy:.1f} | {base / wall:.2f} | {code} |"
-              for w, n, s, wall, busy, code in rows]
+    lines += [f"| {w} | {n} | {s} | {wall:.1f} | {busy:.1f} | {base / wall:.2f} | {a:.1f} / {b:.1f} | {code} |"
+              for w, n, s, wall, busy, (a, b), code in rows]
     lines += ["", f"Per-variant .npz arrays identical bit for bit between 1 and 2 workers (wall_time and message aside): {identical} of {len(names)}."]
     return "\n".join(lines)
 
