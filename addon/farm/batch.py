@@ -57,8 +57,14 @@ def bake_in_child(job: BakeJob) -> BakeOutcome:
         if result.returncode != 0:
             return BakeOutcome(False, seconds, _failure(result))
         os.replace(temp, target)
-    lines = result.stdout.strip().splitlines()
-    return BakeOutcome(True, seconds, lines[0] if lines else "baked")
+    return BakeOutcome(True, seconds, _summary(result.stdout))
+
+
+def _summary(stdout: str) -> str:
+    """The first setup's summary line of a child bake's output (Blender logs lines of its own there too)."""
+    baked = [line for line in stdout.splitlines() if ": Baked " in line]
+    more = f" (+{len(baked) - 1} more setups)" if len(baked) > 1 else ""
+    return baked[0] + more if baked else "baked"
 
 
 def _failure(result: subprocess.CompletedProcess) -> str:
