@@ -294,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Open SCENE.blend in Blender (the bpy module), solve and bake every Symplex setup "
         "and vehicle rig into keyframes, and save the result as BAKED.blend. The input file is not "
         "modified: --out naming it (or a link to it) is refused. A file with nothing to bake is exit 2, "
-        "with a line saying what it holds.",
+        "with a line saying what it holds. With --out-dir DIR, every SCENE.blend is baked by its own process on "
+        "Dask workers into DIR/<its name>; exit 1 names every file that failed (docs/farm.md).",
     )
     bake.add_argument("scene", type=Path, nargs="+", metavar="SCENE.blend", help="scene(s) to bake")
     bake.add_argument("--out", type=Path, metavar="BAKED.blend", help="where to save the baked scene (one scene)")
