@@ -10,9 +10,9 @@ run benchmarks.
     python -m addon bench --quick
 
 This module owns argument parsing, dispatch and exit codes, nothing else: the work is done by
-solver/ (simulate), solver/shots/cli.py (shot), bridge/ (bake), farm/ (batch bakes and sweeps on Dask), and the repository's demo/ and
-benchmarks/ (development commands: the extension carries neither); cli_input.py checks what the user
-hands in. Whatever needs bpy or the benchmark peers is imported by its own subcommand only, so
+solver/ (simulate), solver/shots/cli.py (shot), bridge/ (bake), farm/ (batch bakes and sweeps on Dask),
+and the repository's demo/ and benchmarks/ (development commands: the extension carries neither);
+cli_input.py checks what the user hands in. Whatever needs bpy or the benchmark peers is imported by its own subcommand only, so
 `--help`, `simulate` and `shot` run with numpy and scipy.
 
 Exit codes: 0 success; 1 the solver, a shot or a bake failed; 2 bad input (arguments, a missing,
@@ -37,7 +37,6 @@ from .cli_input import (
     EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, atomic_output, blend_file, iteration_count, loading,
     output_path, step_count, step_size, toml_file, tolerance,
 )
-
 from .farm.options import add_batch_bake_options, add_sweep_command
 
 PROG = "python -m addon"
