@@ -8,6 +8,7 @@ remote one.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,10 +20,10 @@ distributed = pytest.importorskip("distributed", reason="the farm tests need das
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli(*args, timeout: float = 600) -> subprocess.CompletedProcess:
-    """`python -m addon ARGS` as a user runs it, from the checkout."""
+def cli(*args, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`python -m addon ARGS` as a user runs it, from the checkout (`env`: variables added to this one's)."""
     return subprocess.run([sys.executable, "-m", "addon", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")

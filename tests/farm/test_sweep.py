@@ -60,9 +60,12 @@ def test_one_local_worker_two_local_workers_and_a_cluster_give_the_same_arrays(c
 
 
 def test_a_failing_variant_is_reported_by_name_and_the_others_finish(cluster, tmp_path):
+    """(The cluster named by DASK_SCHEDULER_ADDRESS this time.)"""
     out = tmp_path / "sweep"
-    result = cli("sweep", PENDULUM, "--vary", "body.bob.mass=1,-1,2", "--scheduler", cluster, "--out", out)
+    result = cli("sweep", PENDULUM, "--vary", "body.bob.mass=1,-1,2", "--out", out,
+                 env={"DASK_SCHEDULER_ADDRESS": cluster})
     assert result.returncode == 1
+    assert f"on the Dask scheduler at {cluster}" in result.stderr
     failure = result.stderr.strip().splitlines()[-1]
     assert failure.startswith("python -m addon sweep: 1 of 3 variants failed: v01 (body.bob.mass=-1.0): ")
     assert "mass" in failure.split("v01", 1)[1]
