@@ -4,13 +4,17 @@ Blender tests' builders and saved here with bpy."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import bpy
 import pytest
 
 from tests.blender.scenes import chain_armature, new_scene, rigid_four_bar, symplex  # noqa: F401  (fixture)
 
-from .conftest import cli
+from .conftest import REPO, cli
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +67,28 @@ def test_the_single_file_form_still_needs_out_and_one_scene(scenes, tmp_path):
     four_bar, chain, _ = scenes
     result = cli("bake", four_bar, chain, "--out", tmp_path / "x.blend")
     assert result.returncode == 2 and "--out-dir" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_bake_process_that_dies_costs_only_its_file(scenes, cluster, tmp_path):
+    """SIGKILL the child baking one file, as a Blender crash would end it: that file is reported, the other baked,
+    and nothing half-written is left in DIR."""
+    psutil = pytest.importorskip("psutil")
+    four_bar, chain, _ = scenes
+    out = tmp_path / "baked"
+    batch = subprocess.Popen([sys.executable, "-m", "addon", "bake", str(four_bar), str(chain), "--out-dir", str(out),
+                              "--scheduler", cluster], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline, victim = time.monotonic() + 120, None
+    while victim is None and time.monotonic() < deadline and batch.poll() is None:
+        for process in psutil.process_iter(["cmdline"]):
+            command = process.info["cmdline"] or []
+            if "bake" in command and str(chain) in command and "--out" in command:
+                victim = process
+        time.sleep(0.05)
+    assert victim is not None, "the child baking chain.blend was not seen"
+    victim.send_signal(signal.SIGKILL)
+    stdout, stderr = batch.communicate(timeout=600)
+    assert batch.returncode == 1, stdout + stderr
+    assert f"{chain}: FAILED" in stdout and "the bake process died (SIGKILL)" in stdout
+    assert f"{four_bar}: baked in " in stdout
+    assert sorted(os.listdir(out)) == ["four_bar.blend"]
