@@ -9,7 +9,9 @@ or loop at fault. `validate_setup` returns the same list (errors and warnings) w
 The readers are read_rigid.py (kind RIGID_BODIES) and read_armature.py (kind ARMATURE), sharing
 read_common.py; the mappings from Blender's constraint and bone layouts to joints (layouts.py), the
 orientation of joints from the world (orient.py) and shape inertias (shape_inertia.py) need no bpy.
-Advice on the setup's method (solver/advice.py) joins the warnings.
+Advice on the setup's method (solver/advice.py) joins the warnings. With the setup's Start From Animation,
+bodies keyed before the start frame start at the velocity their keys arrive with (start_motion.py reads it,
+solver/start_velocity.py projects it onto the joints).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import bpy
 from ..solver.advice import method_advice
 from ..solver.mechfile.validate import validate_mechanism
 from ..solver.model import Collider, Mechanism, MechanismError
+from ..solver.start_velocity import project_start_velocity
 from .read_armature import read_armature
 from .read_common import Problems, Target, vec
 from .read_rigid import read_rigid_bodies
+from .start_motion import keyed_twists
 
 
 class SceneError(MechanismError):
@@ -102,6 +106,8 @@ def _read(scene: bpy.types.Scene, setup, problems: Problems) -> SceneMechanism |
                           source=source)
     try:
         mechanism = validate_mechanism(mechanism)
+        if setup.start_from_animation:
+            mechanism = project_start_velocity(mechanism, keyed_twists(scene, targets, frame, fps))
     except MechanismError as err:
         problems.errors.append(str(err))
         return None

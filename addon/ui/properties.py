@@ -110,6 +110,13 @@ class SymplexSetup(PropertyGroup):
                     "radians for angles, plain units for quaternion and axis components",
         default=1e-4, min=0.0, precision=6,
     )
+    start_from_animation: BoolProperty(
+        name="Start From Animation",
+        description="Bodies keyed before the start frame start with the velocity their keys arrive with (the "
+                    "joint velocities nearest to it that the joints and loops allow); unkeyed bodies keep their "
+                    "typed Initial Velocities",
+        default=True,
+    )
     diagnostics: PointerProperty(type=SymplexDiagnostics)
 
 

@@ -62,6 +62,7 @@ class SYMPLEX_PT_sidebar(SymplexTab, Panel):
         col.prop(setup, "method")
         col.prop(setup, "substeps")
         col.prop(setup, "tolerance")
+        col.prop(setup, "start_from_animation")
         col.prop(setup, "subframes")
         row = col.row(heading="Reduce Keys")
         row.prop(setup, "reduce", text="")

@@ -1,0 +1,141 @@
+"""From the animation into physics (Start From Animation) in real Blender: keyed motion before the start frame
+hands its velocity over to the tree and maximal methods; a loop gets the nearest velocity it allows."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+
+from addon.bridge import job
+from addon.solver.start_velocity import kinematic_model
+from addon.solver.tree import constraints
+from addon.solver.tree.kinematics import forward
+from tests.blender.scenes import (add_setup, box_object, chain_armature, new_scene, object_world, read_scene,
+                                  rigid_four_bar, set_frame, symplex)  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("symplex")
+
+FPS = 25
+START = 10
+VELOCITY = np.array([1.5, -0.5, 2.0])  # m/s of the keyed throw
+SPIN = 3.0  # rad/s about world Z
+
+
+def key_linear(owner) -> None:
+    """Make every key of `owner`'s action LINEAR (a constant rate between keys)."""
+    from addon.bridge import compat
+
+    for fcurve in compat.fcurves(compat.assigned(owner)):
+        for point in fcurve.keyframe_points:
+            point.interpolation = "LINEAR"
+
+
+def thrown_box(method: str, start_from_animation: bool = True):
+    """A free box keyed moving at VELOCITY and spinning at SPIN about Z over frames 1..START, no gravity;
+    the scene (and the bake) starts at START."""
+    scene = new_scene("throw", frames=START + 10, fps=FPS)
+    scene.frame_start = START
+    scene.use_gravity = False
+    coll = bpy.data.collections.new(f"{scene.name} throw")
+    scene.collection.children.link(coll)
+    box = box_object(scene, coll, f"{scene.name} box", (0.4, 0.3, 0.2), (0.0, 0.0, 0.0), mass=2.0)
+    for frame in range(1, START + 1):
+        t = (frame - START) / FPS
+        box.location = tuple(VELOCITY * t + np.array([0.0, 0.0, 1.0]))
+        box.rotation_euler = (0.0, 0.0, 0.3 + SPIN * t)
+        box.keyframe_insert("location", frame=frame)
+        box.keyframe_insert("rotation_euler", frame=frame)
+    key_linear(box)
+    setup = add_setup(scene, coll.name, "RIGID_BODIES", collection=coll)
+    setup.method = method
+    setup.start_from_animation = start_from_animation
+    return scene, setup, box
+
+
+def keys_rate(box) -> tuple[np.ndarray, float]:
+    """The keys' finite difference over the last frame before the start: (velocity, spin about Z)."""
+    from addon.bridge import reference
+
+    before, at = (np.array(reference.object_matrix(box, f)) for f in (START - 1, START))
+    spin = math.atan2(at[1, 0], at[0, 0]) - math.atan2(before[1, 0], before[0, 0])
+    return (at[:3, 3] - before[:3, 3]) * FPS, spin * FPS
+
+
+@pytest.mark.parametrize("method", ["tree", "maximal"])
+def test_a_keyed_throw_hands_its_velocity_to_the_simulation(method):
+    """The baked box leaves the start frame at the keys' velocity and spin (no forces: it keeps them)."""
+    scene, setup, box = thrown_box(method)
+    velocity, spin = keys_rate(box)
+    np.testing.assert_allclose(velocity, VELOCITY, rtol=1e-5)  # the keys say what the test keyed
+    start = object_world(scene, box) if scene.frame_current == START else None
+    job.bake_setup(scene, setup.name)
+    poses = []
+    for frame in (START, START + 1, START + 10):
+        set_frame(scene, frame)
+        poses.append(object_world(scene, box))
+    assert start is None or np.allclose(start, poses[0], atol=1e-6)
+    tol = 1e-4 * np.linalg.norm(VELOCITY)  # single-precision keys over one frame
+    np.testing.assert_allclose((poses[1][:3, 3] - poses[0][:3, 3]) * FPS, velocity, atol=tol)
+    np.testing.assert_allclose((poses[2][:3, 3] - poses[0][:3, 3]) * FPS / 10, velocity, atol=tol)
+    turned = math.atan2(poses[1][1, 0], poses[1][0, 0]) - math.atan2(poses[0][1, 0], poses[0][0, 0])
+    dt = 1.0 / (FPS * setup.substeps)
+    assert turned * FPS == pytest.approx(spin, rel=(SPIN * dt) ** 2)  # a discrete rotation's O(dt^2) rate
+
+
+def test_with_the_option_off_the_keys_before_the_start_are_ignored():
+    """Today's behaviour: the free box starts at rest (a free body has no typed velocity) and stays put."""
+    scene, setup, box = thrown_box("tree", start_from_animation=False)
+    free = read_scene(scene, setup.name).mechanism.joints[0]
+    assert free.type == "free" and not any(free.v0)
+    job.bake_setup(scene, setup.name)
+    set_frame(scene, START)
+    first = object_world(scene, box)
+    set_frame(scene, START + 10)
+    np.testing.assert_allclose(object_world(scene, box), first, atol=1e-6)
+    setup.start_from_animation = True
+    keyed = read_scene(scene, setup.name).mechanism.joints[0]
+    np.testing.assert_allclose(keyed.v0[:3], VELOCITY, rtol=1e-5)
+
+
+def test_a_keyed_bone_chain_hands_its_swing_to_the_tree_method():
+    """The top bone of a two-bone hinge chain is keyed swinging before the start; the lower bone has no keys of
+    its own and swings along with it: the joint rates are the keyed rate and zero."""
+    scene = new_scene("swing", frames=START + 10, fps=FPS)
+    scene.frame_start = START
+    arm, setup = chain_armature(scene, n=2)
+    top = arm.pose.bones["b0"]
+    for frame in range(1, START + 1):
+        top.rotation_euler = (0.6 + 0.05 * (frame - START), 0.0, 0.0)
+        top.keyframe_insert("rotation_euler", frame=frame)
+    key_linear(arm)
+    joints = {j.name: j for j in read_scene(scene, setup.name).mechanism.joints}
+    # the lower bone's head moves on a circle, which the difference of its positions over frames that each
+    # turn 0.05 rad sees to second order in that angle
+    truncation = 0.05 ** 2
+    assert joints["b0"].v0[0] == pytest.approx(0.05 * FPS, rel=truncation)
+    assert abs(joints["b1"].v0[0]) < truncation * 0.05 * FPS
+    setup.start_from_animation = False
+    assert read_scene(scene, setup.name).mechanism.joints[0].v0 == (0.0,)
+
+
+def test_a_loop_gets_a_velocity_its_loop_allows():
+    """The coupler of a rigid four-bar is keyed sliding along X (a motion the loop does not allow): the start
+    velocity satisfies the loop's velocity constraints and moves the coupler along X as nearly as it can."""
+    scene = new_scene("loop", frames=START + 10, fps=FPS)
+    scene.frame_start = START
+    _coll, setup, (crank, coupler, _rocker), _hinges = rigid_four_bar(scene, crank_speed=0.0)
+    home = np.array(coupler.location)
+    for frame in (START - 2, START - 1, START):
+        coupler.location = tuple(home + np.array([0.02 * (frame - START), 0.0, 0.0]))
+        coupler.keyframe_insert("location", frame=frame)
+    key_linear(coupler)
+    mechanism = read_scene(scene, setup.name).mechanism
+    model = kinematic_model(mechanism)
+    kin = forward(model, np.array(model.q_init), np.array(model.ball_chart0))
+    _, G = constraints.evaluate(model, kin)
+    rates = np.array(model.v_init)
+    assert np.abs(rates).max() > 0.1  # it moves
+    assert np.abs(G @ rates).max() < 1e-9 * np.abs(rates).max()
