@@ -5,7 +5,7 @@ places it (its own location and rotation channels, its parent objects', for a bo
 and its parent bones') has a key before the start frame: keys only at or after the start pose the start,
 they say nothing of how it is reached. A keyed part's world poses at the two frames before the start and
 at the start give its twist (solver/start_velocity.twist_from_samples); the solver projects those twists
-onto the mechanism (project_start_velocity) or a vehicle reads them (vehicle_twist).
+onto the mechanism (project_start_velocity) or a vehicle rig reads its chassis' (chassis_twist).
 """
 
 from __future__ import annotations
@@ -63,3 +63,12 @@ def keyed_twists(scene: bpy.types.Scene, targets: Iterable[Target], frame: float
         if keyed_before(scene, part, frame):
             out[target.body] = part_twist(scene, part, frame, fps)
     return out
+
+
+def chassis_twist(scene: bpy.types.Scene, owner: bpy.types.Object, chassis: Part, frame: float,
+                  fps: float) -> np.ndarray | None:
+    """The twist the vehicle rig of `owner` hands over at `frame`: its chassis part's (part_twist) when the
+    owner's Start From Animation is on and the chassis is keyed before `frame`; None otherwise."""
+    if not owner.symplex.start_from_animation or not keyed_before(scene, chassis, frame):
+        return None
+    return part_twist(scene, chassis, frame, fps)

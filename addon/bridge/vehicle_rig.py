@@ -11,7 +11,10 @@ wheel radius) is measured from the rig and whose mass properties come from a car
 keyed as custom properties on the chassis (a bone rig: on its armature) sampled into Curves, and the
 offsets that place each part on the solver's bodies. A chassis whose `symplex_path` property names a
 curve object follows that curve (its first spline, flattened onto the ground) at the keyed `path_speed`
-(m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py). `build_car_rig` authors a
+(m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py). A chassis keyed before the start
+frame starts at the speed its keys arrive with (start_motion.chassis_twist; its yaw rate follows from the
+steering, its wheels spin with the distance rolled), unless the owner's Start From Animation is off; else
+at its `initial_speed`. `build_car_rig` authors a
 simple rig with a keyed slalom. Baking lives in vehicle_bake.py; this module never writes keys of a bake.
 """
 
@@ -32,6 +35,7 @@ from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, CarSpec, CarTrailerSpe
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid
+from .start_motion import chassis_twist
 from .vehicle_parts import PRESET_PROPERTY, RigError, RigParts, find_parts, mover, shape, stored_picks, world
 
 FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
@@ -439,6 +443,9 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
                             f"{' and '.join(replaced)} are replaced by the path controller")
     speed = float(reference.start_value(chassis, f'["{INITIAL_SPEED}"]', 0, frame_start)) \
         if INITIAL_SPEED in chassis.keys() else 0.0
+    twist = chassis_twist(scene, chassis, rig.part(rig.chassis), frame_start, fps)
+    if twist is not None:  # the keyed chassis' speed along its heading at the centre of mass
+        speed = float((twist[3:] + np.cross(twist[:3], com - chassis_world[:3, 3])) @ ahead)
     vehicle = Vehicle("car" if trailer_reading is None else "car_trailer", spec,
                       position=(float(com[0]), float(com[1]), spec.com_height),
                       orientation=(math.cos(theta / 2), 0.0, 0.0, math.sin(theta / 2)),

@@ -135,7 +135,8 @@ class SymplexBakeStatus(PropertyGroup):
 
 
 class SymplexObjectSettings(PropertyGroup):
-    """Rigid body mass properties, and the initial state of a rigid body constraint's joint."""
+    """Rigid body mass properties, the initial state of a rigid body constraint's joint, and on a vehicle rig's
+    owner whether it starts from its chassis animation."""
 
     mass_source: EnumProperty(name="Mass Properties", items=MASS_SOURCES, default="SHAPE")
     density: _density()
@@ -144,6 +145,12 @@ class SymplexObjectSettings(PropertyGroup):
         name="Inertia", description="Ixx Iyy Izz Ixy Ixz Iyz about the centre of mass, object axes", size=6
     )
     q0: FloatVectorProperty(name="Initial Coordinates", description="Joint coordinates at the start", size=6)
+    start_from_animation: BoolProperty(
+        name="Start From Animation",
+        description="Vehicle rig: a chassis keyed before the start frame starts at the speed (and, for craft that "
+                    "have them, the turn and climb rates) its keys arrive with, instead of its initial_speed",
+        default=True,
+    )
     v0: FloatVectorProperty(name="Initial Velocities", description="Joint velocities at the start", size=6)
     motor_gain: FloatProperty(
         name="Motor Gain", description="Velocity servo gain (N m s/rad or N s/m) of a Motor constraint", default=100.0

@@ -139,3 +139,57 @@ def test_a_loop_gets_a_velocity_its_loop_allows():
     rates = np.array(model.v_init)
     assert np.abs(rates).max() > 0.1  # it moves
     assert np.abs(G @ rates).max() < 1e-9 * np.abs(rates).max()
+
+
+def _key_chassis(chassis, velocity: np.ndarray, yaw_rate: float = 0.0) -> None:
+    """Key `chassis` arriving at its current pose at START with `velocity` (world) and `yaw_rate`, LINEAR."""
+    home, heading = np.array(chassis.location), chassis.rotation_euler[2]
+    for frame in range(START - 4, START + 1):
+        t = (frame - START) / FPS
+        chassis.location = tuple(home + velocity * t)
+        chassis.rotation_euler[2] = heading + yaw_rate * t
+        chassis.keyframe_insert("location", frame=frame)
+        chassis.keyframe_insert("rotation_euler", frame=frame)
+    key_linear(chassis)
+
+
+def test_a_car_keyed_driving_in_starts_at_its_keyed_speed():
+    """A kart keyed at 8 m/s along its heading over the frames before the start starts at 8 m/s (not its
+    initial_speed of 6) and rolls its first step at that speed (its wheels spin with the distance rolled:
+    test_vehicles.py)."""
+    from addon.bridge import vehicle_bake, vehicle_rig
+    from tests.blender.test_vehicles import hand_rig
+
+    scene = new_scene("kart", frames=START + 24, fps=FPS)
+    scene.frame_start = START
+    chassis, _wheels = hand_rig(scene)
+    heading = np.array(chassis.matrix_world.to_3x3()) @ np.array([0.0, -1.0, 0.0])  # the kart faces its -Y
+    _key_chassis(chassis, 8.0 * heading)
+    rig = vehicle_rig.find_rig(scene, chassis, "-Y")
+    reading = vehicle_rig.read_rig(scene, rig, "kart")
+    assert reading.vehicle.velocity[3] == pytest.approx(8.0, rel=1e-5)
+    trajectory = vehicle_bake.simulate_rig(reading)
+    xy = trajectory.poses[:, trajectory.body_index("chassis"), :2]
+    dt = 1.0 / FPS
+    # the first step moves at the handed-over speed, to first order in the step (the controls' accelerations)
+    assert np.linalg.norm(xy[1] - xy[0]) / dt == pytest.approx(8.0, abs=5.0 * dt)
+    chassis.symplex.start_from_animation = False
+    assert vehicle_rig.read_rig(scene, rig, "kart").vehicle.velocity[3] == pytest.approx(6.0)
+
+
+def test_a_helicopter_keyed_climbing_and_turning_hands_over_its_body_twist():
+    from addon.bridge import vehicle_body_rig as body_rig
+
+    scene = new_scene("heli", frames=START + 24, fps=FPS)
+    scene.frame_start = START
+    rig = body_rig.build_body_rig(scene, "helicopter", f"{scene.name} heli")
+    chassis = scene.objects[rig.chassis]
+    chassis.rotation_mode = "XYZ"
+    velocity, yaw_rate = np.array([4.0, 1.0, 2.5]), 0.5
+    _key_chassis(chassis, velocity, yaw_rate)
+    reading = body_rig.read_body_rig(scene, rig, "helicopter")
+    from addon.bridge import reference
+
+    R = np.array(reference.object_matrix(chassis, START).to_3x3())  # the helicopter's frame: its chassis'
+    np.testing.assert_allclose(reading.vehicle.velocity[:3], R.T @ np.array([0.0, 0.0, yaw_rate]), atol=1e-5)
+    np.testing.assert_allclose(reading.vehicle.velocity[3:], R.T @ velocity, atol=1e-5 * np.linalg.norm(velocity))
