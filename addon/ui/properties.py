@@ -117,6 +117,20 @@ class SymplexSetup(PropertyGroup):
                     "typed Initial Velocities",
         default=True,
     )
+    use_frame_range: BoolProperty(
+        name="Bake Range",
+        description="Bake only frames Start to End of a longer animation (else the scene's frame range); the keys "
+                    "before Start and after End stay as they are",
+    )
+    frame_start: IntProperty(name="Start", description="First frame of the bake range: the simulation starts here",
+                             default=1, min=0)
+    frame_end: IntProperty(name="End", description="Last frame of the bake range", default=250, min=0)
+    blend_frames: IntProperty(
+        name="Blend Frames",
+        description="Simulate this many frames past the end of the bake range and blend the baked motion into the "
+                    "keys there (smoothly: no jump at either end); 0: the keys take over at once",
+        default=0, min=0, max=10000,
+    )
     diagnostics: PointerProperty(type=SymplexDiagnostics)
 
 

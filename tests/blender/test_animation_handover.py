@@ -193,3 +193,105 @@ def test_a_helicopter_keyed_climbing_and_turning_hands_over_its_body_twist():
     R = np.array(reference.object_matrix(chassis, START).to_3x3())  # the helicopter's frame: its chassis'
     np.testing.assert_allclose(reading.vehicle.velocity[:3], R.T @ np.array([0.0, 0.0, yaw_rate]), atol=1e-5)
     np.testing.assert_allclose(reading.vehicle.velocity[3:], R.T @ velocity, atol=1e-5 * np.linalg.norm(velocity))
+
+
+# ----------------------------------------------------------------------------------------------
+# Back into the animation: a bake range inside a longer animation, and the blend after it
+
+RANGE = (10, 25)
+KEYED = (1, 5, 10, 18, 30, 35, 40)  # Bezier keys before, inside and after the range
+
+
+def _key_attributes(fcurve) -> dict[str, np.ndarray]:
+    """Every stored attribute of `fcurve`'s keys, as Blender stores them."""
+    n = len(fcurve.keyframe_points)
+    out = {}
+    for name, size, dtype in (("co", 2, np.float32), ("handle_left", 2, np.float32), ("handle_right", 2, np.float32),
+                              ("interpolation", 1, np.int32), ("handle_left_type", 1, np.int32),
+                              ("handle_right_type", 1, np.int32), ("easing", 1, np.int32), ("type", 1, np.int32),
+                              ("back", 1, np.float32), ("amplitude", 1, np.float32), ("period", 1, np.float32)):
+        out[name] = np.empty(size * n, dtype=dtype)
+        fcurve.keyframe_points.foreach_get(name, out[name])
+        out[name] = out[name].reshape(n, size)
+    return out
+
+
+def _curves(owner) -> dict[tuple[str, int], object]:
+    from addon.bridge import compat
+
+    return {(fc.data_path, fc.array_index): fc for fc in compat.fcurves(compat.assigned(owner))}
+
+
+def keyed_flight(blend_frames: int = 0):
+    """A free box under gravity keyed along a wavy path (Bezier keys at KEYED) over a scene of frames 1-40; its
+    setup bakes RANGE only and blends `blend_frames` frames into the keys after it."""
+    scene = new_scene("range", frames=40, fps=FPS)
+    coll = bpy.data.collections.new(f"{scene.name} flight")
+    scene.collection.children.link(coll)
+    box = box_object(scene, coll, f"{scene.name} box", (0.4, 0.3, 0.2), (0.0, 0.0, 0.0), mass=2.0)
+    for frame in KEYED:
+        box.location = (0.1 * frame, 0.3 * math.sin(0.3 * frame), 2.0 + 0.5 * math.cos(0.2 * frame))
+        box.rotation_euler = (0.05 * frame, 0.0, 0.1 * frame)
+        box.keyframe_insert("location", frame=frame)
+        box.keyframe_insert("rotation_euler", frame=frame)
+    setup = add_setup(scene, coll.name, "RIGID_BODIES", collection=coll)
+    setup.use_frame_range = True
+    setup.frame_start, setup.frame_end = RANGE
+    setup.blend_frames = blend_frames
+    return scene, setup, box
+
+
+@pytest.mark.parametrize("blend_frames", [0, 5])
+def test_keys_outside_the_bake_range_survive_bit_for_bit(blend_frames):
+    scene, setup, box = keyed_flight(blend_frames)
+    before = {key: _key_attributes(fc) for key, fc in _curves(box).items()}
+    job.bake_setup(scene, setup.name)
+    first, last = RANGE[0], RANGE[1] + blend_frames
+    for key, want in before.items():
+        got = _key_attributes(_curves(box)[key])
+        frames = got["co"][:, 0]
+        outside = (want["co"][:, 0] < first) | (want["co"][:, 0] > last)
+        kept = (frames < first) | (frames > last)
+        assert (frames[kept] < first).sum() == 2 and (frames[kept] > last).sum() == (3 if blend_frames == 0 else 2)
+        for name in want:
+            np.testing.assert_array_equal(got[name][kept], want[name][outside], err_msg=f"{key} {name}")
+        np.testing.assert_array_equal(frames[~kept], np.arange(first, last + 1, dtype=np.float32))
+    # the range itself is the simulation: the box falls freely from where its keys hand it over
+    set_frame(scene, first)
+    start = object_world(scene, box)
+    set_frame(scene, RANGE[1])
+    end = object_world(scene, box)
+    assert not np.allclose(start, end)
+
+
+def test_the_blend_leaves_the_simulation_and_joins_the_keys_without_a_jump():
+    """Blend Frames 8: the baked channels are (1 - w) sim + w keys with the smoothstep w (handback.py), sim being
+    a plain bake that runs on to end + 8: equal to the simulation up to the range's end, equal to the artist's
+    curve at end + 8, and in between no frame steps further than the simulation, the keys and the blend's own
+    slope (at most 1.5 / 8 of their gap per frame) allow."""
+    from addon.bridge import bake
+    from addon.bridge.handback import blend_weights
+
+    blend = 8
+    end = RANGE[1] + blend
+    scene, setup, box = keyed_flight(0)
+    artist = {key: np.array([fc.evaluate(f) for f in range(RANGE[1], end + 1)]) for key, fc in _curves(box).items()}
+    setup.frame_end = end  # the simulation alone, on to end + 8
+    job.bake_setup(scene, setup.name)
+    sim = {key: _key_attributes(_curves(box)[key])["co"] for key in artist}
+    bake.free_bake([box])
+    setup.frame_end, setup.blend_frames = RANGE[1], blend
+    job.bake_setup(scene, setup.name)
+    w = blend_weights(np.arange(RANGE[0], end + 1, dtype=float), blend)[RANGE[1] - RANGE[0]:]
+    for key, keys in artist.items():
+        co = _key_attributes(_curves(box)[key])["co"]
+        baked = (co[:, 0] >= RANGE[0]) & (co[:, 0] <= end)
+        simulated = sim[key][(sim[key][:, 0] >= RANGE[0]) & (sim[key][:, 0] <= end)]
+        np.testing.assert_array_equal(co[baked][:RANGE[1] - RANGE[0] + 1], simulated[:RANGE[1] - RANGE[0] + 1])
+        zone = co[baked][RANGE[1] - RANGE[0]:, 1].astype(float)
+        plain = simulated[RANGE[1] - RANGE[0]:, 1].astype(float)
+        scale = max(1.0, np.abs(plain).max(), np.abs(keys).max())
+        np.testing.assert_allclose(zone, (1 - w) * plain + w * keys, atol=1e-6 * scale, err_msg=str(key))
+        assert zone[0] == plain[0] and zone[-1] == pytest.approx(keys[-1], abs=1e-6 * scale)
+        bound = np.abs(np.diff(plain)).max() + np.abs(np.diff(keys)).max() + 1.5 / blend * np.abs(plain - keys).max()
+        assert np.abs(np.diff(zone)).max() <= bound + 1e-6 * scale

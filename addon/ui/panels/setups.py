@@ -63,6 +63,13 @@ class SYMPLEX_PT_sidebar(SymplexTab, Panel):
         col.prop(setup, "substeps")
         col.prop(setup, "tolerance")
         col.prop(setup, "start_from_animation")
+        row = col.row(heading="Bake Range")
+        row.prop(setup, "use_frame_range", text="")
+        sub = row.row(align=True)
+        sub.active = setup.use_frame_range
+        sub.prop(setup, "frame_start")
+        sub.prop(setup, "frame_end")
+        col.prop(setup, "blend_frames")
         col.prop(setup, "subframes")
         row = col.row(heading="Reduce Keys")
         row.prop(setup, "reduce", text="")
