@@ -4,7 +4,9 @@
 (location and rotation in each object's or bone's rotation mode, continuous across frames; bones
 relative to their rest pose and parent), buffers one array per F-curve, and writes each with
 keyframe_points.add + foreach_set into NEW actions ("Symplex <object>"). Channels Symplex does not
-own are copied over from the artist's action so everything else keeps playing. Only when every
+own are copied over from the artist's action so everything else keeps playing; in the channels it
+owns, the artist's keys before the first baked frame and after the last are kept bit for bit, and the
+last `blend_frames` frames blend into them (handback.py). Only when every
 action is complete are they assigned; on any error before that they are deleted, so there is never
 a half-written bake. Energy and constraint residual go to custom properties ["symplex_energy"] and
 ["symplex_residual"] on the root object. `free_bake` puts the artist's actions and values back.
