@@ -73,6 +73,7 @@ class SceneMechanism(FrameGrid):
     warnings: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()  # settings read but not simulated, each with its effect (bullet.py)
     blend_frames: int = 0  # the last frames of the grid, past the bake range, blend into the keys (handback.py)
+    from_keys: tuple[str, ...] = ()  # bodies that start at the velocity of their keys (Start From Animation)
 
 
 def scene_fps(scene: bpy.types.Scene) -> float:
@@ -117,8 +118,8 @@ def _read(scene: bpy.types.Scene, setup, problems: Problems) -> SceneMechanism |
                           source=source)
     try:
         mechanism = validate_mechanism(mechanism)
-        if setup.start_from_animation:
-            mechanism = project_start_velocity(mechanism, keyed_twists(scene, targets, frame, fps))
+        twists = keyed_twists(scene, targets, frame, fps) if setup.start_from_animation else {}
+        mechanism = project_start_velocity(mechanism, twists)
     except MechanismError as err:
         problems.errors.append(str(err))
         return None
@@ -137,6 +138,7 @@ def _read(scene: bpy.types.Scene, setup, problems: Problems) -> SceneMechanism |
         warnings=tuple(problems.warnings),
         ignored=tuple(ignored),
         blend_frames=blend,
+        from_keys=tuple(twists),
     )
 
 

@@ -9,7 +9,7 @@ import bpy
 import numpy as np
 import pytest
 
-from addon.bridge import job
+from addon.bridge import job, summary
 from addon.solver.start_velocity import kinematic_model
 from addon.solver.tree import constraints
 from addon.solver.tree.kinematics import forward
@@ -96,8 +96,9 @@ def test_with_the_option_off_the_keys_before_the_start_are_ignored():
     set_frame(scene, START + 10)
     np.testing.assert_allclose(object_world(scene, box), first, atol=1e-6)
     setup.start_from_animation = True
-    keyed = read_scene(scene, setup.name).mechanism.joints[0]
-    np.testing.assert_allclose(keyed.v0[:3], VELOCITY, rtol=1e-5)
+    read = read_scene(scene, setup.name)
+    np.testing.assert_allclose(read.mechanism.joints[0].v0[:3], VELOCITY, rtol=1e-5)
+    assert f"Start from the keys before frame {START}: {box.name}" in summary.lines(read)
 
 
 def test_a_keyed_bone_chain_hands_its_swing_to_the_tree_method():
@@ -282,6 +283,7 @@ def test_the_blend_leaves_the_simulation_and_joins_the_keys_without_a_jump():
     bake.free_bake([box])
     setup.frame_end, setup.blend_frames = RANGE[1], blend
     job.bake_setup(scene, setup.name)
+    assert f"Frames {RANGE[0]}-{RANGE[1]}, then {blend} frames blended into the keys" in setup.diagnostics.read
     w = blend_weights(np.arange(RANGE[0], end + 1, dtype=float), blend)[RANGE[1] - RANGE[0]:]
     for key, keys in artist.items():
         co = _key_attributes(_curves(box)[key])["co"]
