@@ -122,6 +122,29 @@ def test_a_keyed_bone_chain_hands_its_swing_to_the_tree_method():
     assert read_scene(scene, setup.name).mechanism.joints[0].v0 == (0.0,)
 
 
+@pytest.mark.parametrize("method", ["tree", "maximal"])
+def test_a_keyed_bone_keeps_swinging_at_its_keyed_rate(method):
+    """One hinge bone keyed turning at 1.25 rad/s before the start, no gravity: the baked bone turns on at the
+    keys' rate (the maximal method's discrete rotation to second order in its step angle)."""
+    scene = new_scene("spin", frames=START + 10, fps=FPS)
+    scene.frame_start = START
+    scene.use_gravity = False
+    arm, setup = chain_armature(scene, n=1)
+    setup.method = method
+    bone = arm.pose.bones["b0"]
+    for frame in range(1, START + 1):
+        bone.rotation_euler = (0.6 + 0.05 * (frame - START), 0.0, 0.0)
+        bone.keyframe_insert("rotation_euler", frame=frame)
+    key_linear(arm)
+    job.bake_setup(scene, setup.name)
+    angle = next(fc for key, fc in _curves(arm).items() if key == ('pose.bones["b0"].rotation_euler', 0))
+    rate = 0.05 * FPS
+    dt = 1.0 / (FPS * setup.substeps)
+    for frames in (1, 10):
+        turned = (angle.evaluate(START + frames) - angle.evaluate(START)) * FPS / frames
+        assert turned == pytest.approx(rate, rel=max(1e-5, (rate * dt) ** 2))
+
+
 def test_a_loop_gets_a_velocity_its_loop_allows():
     """The coupler of a rigid four-bar is keyed sliding along X (a motion the loop does not allow): the start
     velocity satisfies the loop's velocity constraints and moves the coupler along X as nearly as it can."""
