@@ -1,5 +1,9 @@
-"""From the animation into physics (Start From Animation) in real Blender: keyed motion before the start frame
-hands its velocity over to the tree and maximal methods; a loop gets the nearest velocity it allows."""
+"""From the animation into physics and back, in real Blender (docs/animation_handover.md).
+
+Start From Animation: keyed motion before the start frame hands its velocity to the tree and maximal methods
+(a thrown box, a swinging bone chain) and to vehicle rigs (a kart, a helicopter); a loop gets the nearest
+velocity it allows; with the option off, the keys are ignored as before. Bake Range and Blend Frames: keys
+outside the range survive bit for bit, and the blend leaves the simulation and joins the keys smoothly."""
 
 from __future__ import annotations
 
@@ -13,8 +17,17 @@ from addon.bridge import job, summary
 from addon.solver.start_velocity import kinematic_model
 from addon.solver.tree import constraints
 from addon.solver.tree.kinematics import forward
-from tests.blender.scenes import (add_setup, box_object, chain_armature, new_scene, object_world, read_scene,
-                                  rigid_four_bar, set_frame, symplex)  # noqa: F401  (fixture)
+from tests.blender.scenes import (
+    add_setup,
+    box_object,
+    chain_armature,
+    new_scene,
+    object_world,
+    read_scene,
+    rigid_four_bar,
+    set_frame,
+    symplex,  # noqa: F401  (fixture)
+)
 
 pytestmark = pytest.mark.usefixtures("symplex")
 
@@ -150,7 +163,7 @@ def test_a_loop_gets_a_velocity_its_loop_allows():
     velocity satisfies the loop's velocity constraints and moves the coupler along X as nearly as it can."""
     scene = new_scene("loop", frames=START + 10, fps=FPS)
     scene.frame_start = START
-    _coll, setup, (crank, coupler, _rocker), _hinges = rigid_four_bar(scene, crank_speed=0.0)
+    _coll, setup, (_crank, coupler, _rocker), _hinges = rigid_four_bar(scene, crank_speed=0.0)
     home = np.array(coupler.location)
     for frame in (START - 2, START - 1, START):
         coupler.location = tuple(home + np.array([0.02 * (frame - START), 0.0, 0.0]))

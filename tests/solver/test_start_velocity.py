@@ -8,13 +8,18 @@ import numpy as np
 import pytest
 
 from addon.solver import lie
-from addon.solver.mechfile.read import load_mechanism
-from addon.solver.model import Body, Joint, Mechanism
 from addon.solver.maximal.joints import frames, generic_rows
 from addon.solver.maximal.start import start_from_tree
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.model import Body, Joint, Mechanism
 from addon.solver.presets import preset_path
-from addon.solver.start_velocity import (body_jacobian, kinematic_model, project_start_velocity, projected_rates,
-                                         twist_from_samples)
+from addon.solver.start_velocity import (
+    body_jacobian,
+    kinematic_model,
+    project_start_velocity,
+    projected_rates,
+    twist_from_samples,
+)
 from addon.solver.tree import constraints
 from addon.solver.tree.assembly import assemble
 from addon.solver.tree.ball_springs import so3_log
