@@ -23,7 +23,7 @@ import numpy as np
 
 from ..solver.trajectory import Trajectory
 from . import compat, reference
-from .handback import blend_into
+from .handback import blend_into, keys_after
 from .read import Target
 from .rotations import affine_inverse, pose_matrices, rotation_channels
 
@@ -234,7 +234,8 @@ def _copy_fcurve(source, channels: compat.ActionChannels) -> None:
 def _build_action(owner, channels: list[_Channel], frames: np.ndarray, options: BakeOptions
                   ) -> tuple[compat.ActionChannels, int]:
     """A new action for `owner`: its artist's channels Symplex does not own copied, each owned channel baked
-    with the artist's keys outside the baked frames kept and the last `options.blend_frames` blended into them."""
+    with the artist's keys outside the baked frames kept and the last `options.blend_frames` blended into them
+    (where the artist keyed the channel after the bake range: else there is nothing to blend into)."""
     action = compat.new_action(f"Symplex {owner.name}", owner)
     original = reference.original_channels(owner)
     owned = {(c.data_path, c.index) for c in channels}
@@ -246,7 +247,7 @@ def _build_action(owner, channels: list[_Channel], frames: np.ndarray, options: 
         fcurve = compat.new_fcurve(action, channel.data_path, channel.index, channel.group)
         source = compat.find_fcurve(original, channel.data_path, channel.index)
         values = channel.values
-        if source is not None and options.blend_frames:
+        if source is not None and options.blend_frames and keys_after(source, frames[-1] - options.blend_frames):
             values = blend_into(values, frames, source.evaluate, options.blend_frames)
         keys += _fill(fcurve, frames, values, options.reduce_tolerance, source)
     return action, keys

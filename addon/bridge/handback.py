@@ -7,7 +7,9 @@ range's end and, over those frames, moves each baked channel from the simulation
     value(f) = (1 - w) sim(f) + w keys(f),   w = s^2 (3 - 2 s),   s = (f - end) / N
 
 w and its slope are 0 at the range's end and 1 and 0 at end + N, so the channel leaves the simulation and
-joins the keys without a jump or a kink at either end. Channels are blended value by value (locations, Euler
+joins the keys without a jump or a kink at either end. Only channels the artist keyed after the range's end
+blend (keys_after): a channel keyed only before the range would otherwise be pulled back to its last key
+(an F-curve holds its last value), so it keeps the simulation. Channels are blended value by value (locations, Euler
 angles, quaternion components), so a rotation that turned a full extra turn in the simulation turns it back
 during the blend.
 """
@@ -33,3 +35,9 @@ def blend_into(values: np.ndarray, frames: np.ndarray, keys: Callable[[float], f
     for i in np.nonzero(w > 0.0)[0]:
         out[i] += w[i] * (keys(float(frames[i])) - out[i])
     return out
+
+
+def keys_after(fcurve, frame: float) -> bool:
+    """Whether F-curve `fcurve` (keys in frame order) has a key after `frame`."""
+    points = fcurve.keyframe_points
+    return len(points) > 0 and points[-1].co[0] > frame

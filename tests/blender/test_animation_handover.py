@@ -333,3 +333,18 @@ def test_the_blend_leaves_the_simulation_and_joins_the_keys_without_a_jump():
         assert zone[0] == plain[0] and zone[-1] == pytest.approx(keys[-1], abs=1e-6 * scale)
         bound = np.abs(np.diff(plain)).max() + np.abs(np.diff(keys)).max() + 1.5 / blend * np.abs(plain - keys).max()
         assert np.abs(np.diff(zone)).max() <= bound + 1e-6 * scale
+
+
+def test_a_channel_keyed_only_before_the_range_keeps_the_simulation_through_the_blend():
+    """The thrown box is keyed only before the start: with Blend Frames it flies on, not back to its last key."""
+    scene, setup, box = thrown_box("tree")
+    job.bake_setup(scene, setup.name)
+    plain = {key: _key_attributes(fc)["co"] for key, fc in _curves(box).items() if not key[0].startswith('["')}
+    from addon.bridge import bake
+
+    bake.free_bake([box])
+    scene.frame_end -= 4
+    setup.blend_frames = 4
+    job.bake_setup(scene, setup.name)
+    for key, co in plain.items():
+        np.testing.assert_array_equal(_key_attributes(_curves(box)[key])["co"], co, err_msg=str(key))
