@@ -348,3 +348,27 @@ def test_a_channel_keyed_only_before_the_range_keeps_the_simulation_through_the_
     job.bake_setup(scene, setup.name)
     for key, co in plain.items():
         np.testing.assert_array_equal(_key_attributes(_curves(box)[key])["co"], co, err_msg=str(key))
+
+
+def test_bone_keys_outside_the_bake_range_survive_bit_for_bit():
+    """A two-bone chain whose top bone is keyed (Bezier) before, inside and after RANGE: the bake keys both bones
+    over the range and keeps the top bone's keys outside it as they were."""
+    scene = new_scene("bone range", frames=40, fps=FPS)
+    arm, setup = chain_armature(scene, n=2)
+    top = arm.pose.bones["b0"]
+    for frame in KEYED:
+        top.rotation_euler = (0.6 * math.cos(0.2 * frame), 0.0, 0.0)
+        top.keyframe_insert("rotation_euler", frame=frame)
+    setup.use_frame_range = True
+    setup.frame_start, setup.frame_end = RANGE
+    before = {key: _key_attributes(fc) for key, fc in _curves(arm).items()}
+    job.bake_setup(scene, setup.name)
+    after = _curves(arm)
+    assert ('pose.bones["b1"].rotation_euler', 0) in after
+    for key, want in before.items():
+        got = _key_attributes(after[key])
+        outside = (want["co"][:, 0] < RANGE[0]) | (want["co"][:, 0] > RANGE[1])
+        kept = (got["co"][:, 0] < RANGE[0]) | (got["co"][:, 0] > RANGE[1])
+        assert kept.sum() == outside.sum() == 5
+        for name in want:
+            np.testing.assert_array_equal(got[name][kept], want[name][outside], err_msg=f"{key} {name}")
