@@ -2,9 +2,9 @@
 
 `read_setup(scene, setup)` reads bpy once and returns a `SceneMechanism`: the Mechanism, the bake
 targets (which object or pose bone each body drives) and the time grid: the setup's bake range
-(`bake_range`: the scene's frame range unless Bake Range is on) and its Blend Frames after it. Every problem found is
-collected; if any is an error, `SceneError` lists them all, each naming the object, bone, constraint
-or loop at fault. `validate_setup` returns the same list (errors and warnings) without raising;
+(`bake_range`: the scene's frame range unless Bake Range is on) and its Blend Frames after it. Every
+problem found is collected; if any is an error, `SceneError` lists them all, each naming the object,
+bone, constraint or loop at fault. `validate_setup` returns the same list (errors and warnings) without raising;
 `inspect_setup` returns the SceneMechanism too when there is no error (summary.py describes it).
 
 The readers are read_rigid.py (kind RIGID_BODIES) and read_armature.py (kind ARMATURE), sharing
@@ -99,7 +99,8 @@ def _read(scene: bpy.types.Scene, setup, problems: Problems) -> SceneMechanism |
     steps = (frame_end + blend - frame) * substeps
     dt = 1.0 / (fps * substeps)
     if frame_end <= frame:
-        where = f"setup {setup.name!r}: its bake range" if setup.use_frame_range else f"scene {scene.name!r}: the frame range"
+        where = f"setup {setup.name!r}: its bake range" if setup.use_frame_range else \
+            f"scene {scene.name!r}: the frame range"
         problems.errors.append(f"{where} must span at least two frames")
     shapes: list[Collider] = []
     ignored: list[str] = []

@@ -115,8 +115,9 @@ def test_twist_from_samples_is_exact_for_constant_spin_and_constant_acceleration
 
 @pytest.mark.parametrize("name", ["four_bar", "slider_crank", "closed_chain_device"])
 def test_a_loop_gets_the_nearest_velocity_its_loops_allow(name):
-    """Arbitrary twists on every body: the rates (prescribed ones fixed by their curves) keep G v = 0, the assembled start keeps them, and they solve
-    the weighted least squares of the module docstring (its KKT system)."""
+    """Arbitrary twists on every body: the rates (prescribed ones fixed by their curves) keep G v = 0, the
+    assembled start keeps them, and they solve the weighted least squares of the module docstring (its KKT
+    system)."""
     mech = load_mechanism(preset_path(name))
     rng = np.random.default_rng(7)
     twists = {b.name: rng.normal(size=6) for b in mech.bodies}
