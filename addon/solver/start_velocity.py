@@ -23,6 +23,10 @@ The tangent space {J v : G v = 0} is exactly the velocities the joints allow, so
 starts from the tree method's start (maximal/start.py), receives the M-orthogonal projection of the twists
 onto its joint constraints' tangent space (tests/solver/test_start_velocity.py checks this against the
 maximal joint rows).
+
+A car (vehicles/car.py) can only roll along its heading, turning at yaw rate sigma u / l for its start
+steering sigma = tan(steer): `car_start_speed` is the same projection on its one free velocity, in the
+car's own kinetic energy (its rolling mass and its yaw inertia about the rear axle).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from .tree.assembly import prescribed_values
 from .tree.ball_springs import so3_log
 from .tree.compile import TreeModel, _spanning_tree, compile_tree
 from .tree.kinematics import Kinematics, forward
+from .vehicles.car import CarModel
 
 
 def twist_from_samples(matrices: np.ndarray, frame_time: float) -> np.ndarray:
@@ -143,3 +148,11 @@ def project_start_velocity(mech: Mechanism, twists: Mapping[str, np.ndarray]) ->
         chart = charts[ball[ball >= 0][0]] if np.any(ball >= 0) else None
         joints[ji] = replace(joint, v0=_joint_v0(tree_joints[joint.name], joint, qd[dofs], chart))
     return mech.replace(joints=tuple(joints))
+
+
+def car_start_speed(model: CarModel, speed: float, yaw_rate: float, t0: float = 0.0) -> float:
+    """The car's start speed (m/s along its heading) nearest keyed motion `speed` (along the heading) and
+    `yaw_rate` (rad/s) in its kinetic energy: minimise m (v - speed)^2 + K (kappa v - yaw_rate)^2 with
+    kappa = sigma(t0) / l the curvature its steering allows (m: rolling mass, K: yaw inertia, car.py)."""
+    kappa = model.sigma(t0) / model.spec.wheelbase
+    return (model.mass_x * speed + model.yaw * kappa * yaw_rate) / (model.mass_x + model.yaw * kappa * kappa)

@@ -37,13 +37,15 @@ VELOCITY = np.array([1.5, -0.5, 2.0])  # m/s of the keyed throw
 SPIN = 3.0  # rad/s about world Z
 
 
-def key_linear(owner) -> None:
-    """Make every key of `owner`'s action LINEAR (a constant rate between keys)."""
+def key_linear(owner, paths: tuple[str, ...] = ("location", "rotation_euler")) -> None:
+    """Make the keys of `owner`'s action on `paths` (or pose-bone channels ending so) LINEAR: a constant rate
+    between keys. Other channels (a rig's keyed controls) keep theirs."""
     from addon.bridge import compat
 
     for fcurve in compat.fcurves(compat.assigned(owner)):
-        for point in fcurve.keyframe_points:
-            point.interpolation = "LINEAR"
+        if fcurve.data_path.rsplit(".", 1)[-1] in paths:
+            for point in fcurve.keyframe_points:
+                point.interpolation = "LINEAR"
 
 
 def thrown_box(method: str, start_from_animation: bool = True):
@@ -190,26 +192,37 @@ def _key_chassis(chassis, velocity: np.ndarray, yaw_rate: float = 0.0) -> None:
     key_linear(chassis)
 
 
-def test_a_car_keyed_driving_in_starts_at_its_keyed_speed():
-    """A kart keyed at 8 m/s along its heading over the frames before the start starts at 8 m/s (not its
-    initial_speed of 6) and rolls its first step at that speed (its wheels spin with the distance rolled:
-    test_vehicles.py)."""
+@pytest.mark.parametrize("turning", [True, False])
+def test_a_car_keyed_driving_in_starts_at_its_keyed_speed(turning):
+    """A kart keyed at 8 m/s along its heading over the frames before the start, turning as its steering at the
+    start turns it: it starts at 8 m/s (not its initial_speed of 6) and rolls its first step at that speed.
+    Keyed straight while its steering turns it, it starts at the speed nearest that motion (car_start_speed)."""
     from addon.bridge import vehicle_bake, vehicle_rig
+    from addon.solver.start_velocity import car_start_speed
+    from addon.solver.vehicles.car import compile_car
     from tests.blender.test_vehicles import hand_rig
 
     scene = new_scene("kart", frames=START + 24, fps=FPS)
     scene.frame_start = START
     chassis, _wheels = hand_rig(scene)
-    heading = np.array(chassis.matrix_world.to_3x3()) @ np.array([0.0, -1.0, 0.0])  # the kart faces its -Y
-    _key_chassis(chassis, 8.0 * heading)
     rig = vehicle_rig.find_rig(scene, chassis, "-Y")
+    unkeyed = vehicle_rig.read_rig(scene, rig, "kart").vehicle
+    assert unkeyed.velocity[3] == pytest.approx(6.0)
+    model = compile_car(unkeyed)
+    curvature = model.sigma(0.0) / unkeyed.spec.wheelbase
+    assert abs(curvature) > 0.01  # the kart steers at the start
+    heading = np.array(chassis.matrix_world.to_3x3()) @ np.array([0.0, -1.0, 0.0])  # the kart faces its -Y
+    yaw_rate = 8.0 * curvature if turning else 0.0
+    _key_chassis(chassis, 8.0 * heading, yaw_rate)
     reading = vehicle_rig.read_rig(scene, rig, "kart")
-    assert reading.vehicle.velocity[3] == pytest.approx(8.0, rel=1e-5)
+    expected = 8.0 if turning else car_start_speed(model, 8.0, 0.0)
+    assert reading.vehicle.velocity[3] == pytest.approx(expected, rel=1e-4)
+    assert (expected < 7.99) != turning
     trajectory = vehicle_bake.simulate_rig(reading)
     xy = trajectory.poses[:, trajectory.body_index("chassis"), :2]
     dt = 1.0 / FPS
     # the first step moves at the handed-over speed, to first order in the step (the controls' accelerations)
-    assert np.linalg.norm(xy[1] - xy[0]) / dt == pytest.approx(8.0, abs=5.0 * dt)
+    assert np.linalg.norm(xy[1] - xy[0]) / dt == pytest.approx(expected, abs=5.0 * dt)
     chassis.symplex.start_from_animation = False
     assert vehicle_rig.read_rig(scene, rig, "kart").vehicle.velocity[3] == pytest.approx(6.0)
 

@@ -10,11 +10,12 @@ import pytest
 from addon.solver import lie
 from addon.solver.maximal.joints import frames, generic_rows
 from addon.solver.maximal.start import start_from_tree
-from addon.solver.mechfile.read import load_mechanism
+from addon.solver.mechfile.read import load_mechanism, vehicle_presets
 from addon.solver.model import Body, Joint, Mechanism
 from addon.solver.presets import preset_path
 from addon.solver.start_velocity import (
     body_jacobian,
+    car_start_speed,
     kinematic_model,
     project_start_velocity,
     projected_rates,
@@ -24,6 +25,8 @@ from addon.solver.tree import constraints
 from addon.solver.tree.assembly import assemble
 from addon.solver.tree.ball_springs import so3_log
 from addon.solver.tree.kinematics import forward
+from addon.solver.vehicles.car import compile_car
+from addon.solver.vehicles.spec import Vehicle
 from tests.solver.tree.random_mechanisms import random_tree
 
 EPS = 1e-6
@@ -169,3 +172,17 @@ def test_the_maximal_start_moves_along_its_joint_rows(name):
     rates = np.einsum("rk,rk->r", jac[:, :6], z[js.parent[js.row_joint]]) \
         + np.einsum("rk,rk->r", jac[:, 6:], z[js.child[js.row_joint]])
     assert np.abs(rates).max() < 1e-9 * max(1.0, np.abs(z).max())
+
+
+@pytest.mark.parametrize("steer", [0.0, 0.2, -0.35])
+def test_a_car_keeps_the_keyed_motion_its_steering_allows_and_projects_the_rest(steer):
+    """Keyed motion the steering allows (yaw rate = speed tan(steer) / l) is kept; other motion goes to the
+    speed whose energy-weighted distance from it is least (the derivative of that distance vanishes)."""
+    vehicle = Vehicle("car", vehicle_presets()["sedan"], controls=(("steer", steer),))
+    model = compile_car(vehicle)
+    kappa = np.tan(steer) / model.spec.wheelbase
+    assert car_start_speed(model, 12.0, kappa * 12.0) == pytest.approx(12.0, rel=1e-12)
+    v = car_start_speed(model, 12.0, kappa * 12.0 + 0.4)
+    gradient = model.mass_x * (v - 12.0) + model.yaw * kappa * (kappa * v - kappa * 12.0 - 0.4)
+    assert abs(gradient) < 1e-9 * model.mass_x * 12.0
+    assert (v == pytest.approx(12.0)) == (steer == 0.0)
