@@ -26,12 +26,8 @@ SAMPLES = 3  # poses at the start frame and the frames before it
 def _keyed_paths(owner: bpy.types.ID, prefixes: Iterable[str], frame: float) -> bool:
     """Whether `owner`'s own action keys a transform channel `prefix + transform` before `frame`."""
     paths = {prefix + name for prefix in prefixes for name in TRANSFORMS}
-    for fcurve in compat.fcurves(reference.original_channels(owner)):
-        if fcurve.data_path in paths and len(fcurve.keyframe_points):
-            first = min(k.co[0] for k in fcurve.keyframe_points)
-            if first < frame:
-                return True
-    return False
+    return any(fcurve.data_path in paths and len(fcurve.keyframe_points) and fcurve.keyframe_points[0].co[0] < frame
+               for fcurve in compat.fcurves(reference.original_channels(owner)))  # keys are in frame order
 
 
 def keyed_before(scene: bpy.types.Scene, part: Part, frame: float) -> bool:
