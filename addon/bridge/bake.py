@@ -29,6 +29,7 @@ from .rotations import affine_inverse, pose_matrices, rotation_channels
 
 DIAGNOSTICS = ("symplex_energy", "symplex_residual")
 LINEAR = 1  # enum value of 'LINEAR' in Keyframe.interpolation
+ANIMATED = "rigid_body.kinematic"  # a rigid body's Animated flag
 _KEY_ARRAYS = ("co", "handle_left", "handle_right")
 _KEY_ENUMS = ("interpolation", "handle_left_type", "handle_right_type", "easing", "type")
 _KEY_FLOATS = ("back", "amplitude", "period")
@@ -239,6 +240,8 @@ def _build_action(owner, channels: list[_Channel], frames: np.ndarray, options: 
     action = compat.new_action(f"Symplex {owner.name}", owner)
     original = reference.original_channels(owner)
     owned = {(c.data_path, c.index) for c in channels}
+    if getattr(owner, "rigid_body", None) is not None:
+        owned.add((ANIMATED, 0))  # the bake holds the body Animated (_assign): its keyed flag stays behind
     for source in compat.fcurves(original):
         if (source.data_path, source.array_index) not in owned:
             _copy_fcurve(source, action)

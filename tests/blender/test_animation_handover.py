@@ -385,3 +385,25 @@ def test_bone_keys_outside_the_bake_range_survive_bit_for_bit():
         assert kept.sum() == outside.sum() == 5
         for name in want:
             np.testing.assert_array_equal(got[name][kept], want[name][outside], err_msg=f"{key} {name}")
+
+
+def test_a_body_keyed_animated_until_the_start_is_thrown_from_its_keys():
+    """Blender's own hand-over: the box is Animated (kinematic) while keyed and switched off at the start frame.
+    Symplex reads the flag at the start, simulates the box, and starts it at its keys' velocity."""
+    scene, setup, box = thrown_box("tree")
+    rb = box.rigid_body
+    for frame, animated in ((1, True), (START - 1, True), (START, False)):
+        rb.kinematic = animated
+        box.keyframe_insert("rigid_body.kinematic", frame=frame)
+    scene.frame_set(1)  # Animated now: only the flag at the start counts
+    read = read_scene(scene, setup.name)
+    assert [j.type for j in read.mechanism.joints] == ["free"] and read.from_keys == (box.name,)
+    np.testing.assert_allclose(read.mechanism.joints[0].v0[:3], VELOCITY, rtol=1e-5)
+    job.bake_setup(scene, setup.name)  # the keyed flag stays behind: the bake keeps the box Animated
+    from addon.bridge import bake, compat
+
+    assert compat.find_fcurve(compat.assigned(box), "rigid_body.kinematic", 0) is None
+    set_frame(scene, START + 5)
+    assert box.rigid_body.kinematic
+    bake.free_bake([box])
+    assert compat.find_fcurve(compat.assigned(box), "rigid_body.kinematic", 0) is not None
