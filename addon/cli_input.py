@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import math
 import os
+import re
 import sys
 import tempfile
 import tomllib
@@ -23,9 +24,13 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
-MAX_DT = 1.0  # s: a step is a fraction of an animation frame, never more than a second
-MAX_TOL = 1e-3  # a looser Newton tolerance no longer solves the discrete equations
+MIN_DT, MAX_DT = 1e-6, 1.0  # s: a step is a fraction of an animation frame, never more than a second
+MIN_TOL, MAX_TOL = 1e-14, 1e-3  # tighter is below double precision; looser no longer solves the equations
 MAX_STEPS = 1_000_000  # keeps a run within memory (poses: steps x bodies x 7 doubles)
+MAX_ITERATIONS = 10_000
+# Plain ASCII decimal numbers: float() and int() would also take "1_0", " 1", "inf" and other scripts' digits.
+DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
 MAX_NESTING = 64  # TOML tables and arrays nested deeper than this are not a Symplex file
 BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")  # plain, zstd- and gzip-compressed .blend
 
@@ -42,49 +47,48 @@ class CommandError(Exception):
 # argument values
 
 
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+def _shown(text: str) -> str:
+    return repr(text[:40])
+
+
+def _number(text: str, lower: float, upper: float, what: str) -> float:
+    """A plain decimal number in [lower, upper]; ArgumentTypeError saying the range otherwise."""
+    if not DECIMAL.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"must be a decimal number, got {_shown(text)}")
+    value = float(text)
+    if not (math.isfinite(value) and lower <= value <= upper):
+        raise argparse.ArgumentTypeError(f"must be {what} in [{lower:g}, {upper:g}], got {_shown(text)}")
+    return value
+
+
+def _integer(text: str, upper: int) -> int:
+    """A plain decimal integer in 1..upper."""
+    if not INTEGER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"must be an integer, got {_shown(text)}")
+    value = int(text) if len(text) <= 20 else upper + 1  # no huge conversions
+    if not 1 <= value <= upper:
+        raise argparse.ArgumentTypeError(f"must be an integer in 1..{upper}, got {_shown(text)}")
+    return value
 
 
 def step_size(text: str) -> float:
-    """--dt: a finite time step in (0, MAX_DT] s."""
-    value = _number(text)
-    if not (math.isfinite(value) and 0 < value <= MAX_DT):
-        raise argparse.ArgumentTypeError(f"must be a time step in (0, {MAX_DT:g}] s, got {text}")
-    return value
+    """--dt: a time step in [MIN_DT, MAX_DT] s."""
+    return _number(text, MIN_DT, MAX_DT, "a time step in seconds")
 
 
 def tolerance(text: str) -> float:
-    """--tol: a finite tolerance in (0, MAX_TOL]."""
-    value = _number(text)
-    if not (math.isfinite(value) and 0 < value <= MAX_TOL):
-        raise argparse.ArgumentTypeError(f"must be a tolerance in (0, {MAX_TOL:g}], got {text}")
-    return value
+    """--tol: a Newton tolerance in [MIN_TOL, MAX_TOL]."""
+    return _number(text, MIN_TOL, MAX_TOL, "a tolerance")
 
 
 def step_count(text: str) -> int:
     """--steps: an integer in 1..MAX_STEPS."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text[:40]!r}") from None
-    if not 1 <= value <= MAX_STEPS:
-        raise argparse.ArgumentTypeError(f"must be an integer in 1..{MAX_STEPS}, got {text[:40]}")
-    return value
+    return _integer(text, MAX_STEPS)
 
 
 def iteration_count(text: str) -> int:
-    """--max-iter: an integer in 1..10000."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text[:40]!r}") from None
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError(f"must be an integer in 1..10000, got {text[:40]}")
-    return value
+    """--max-iter: an integer in 1..MAX_ITERATIONS."""
+    return _integer(text, MAX_ITERATIONS)
 
 
 # ----------------------------------------------------------------------------------------------
