@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .cli_input import (
     EXIT_FAILED, EXIT_OK, EXIT_USAGE, MAX_DT, MAX_ITERATIONS, MAX_STEPS, MAX_TOL, MIN_DT, MIN_TOL, CommandError,
-    atomic_output, blend_file, iteration_count, loading, output_path, step_count, step_size, toml_file, tolerance,
+    atomic_output, blend_file, iteration_count, output_path, step_count, step_size, toml_file, tolerance,
 )
 
 PROG = "python -m addon"
@@ -70,8 +70,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     toml_file(model_path, "mechanism file")
     output_path(args.out, model_path)
     try:
-        with loading(model_path):
-            mechanism = load_mechanism(model_path)
+        mechanism = load_mechanism(model_path)
         if integrator.METHODS.get(args.method) is not None:  # simulate() reports the other names
             check_method(mechanism, args.method)
     except MechanismError as exc:
