@@ -1,11 +1,12 @@
-"""Reading a TOML input file so that no content can crash its reader: the one place files become dicts.
+"""Reading a TOML input file so that no content can crash its reader: the one reader of input files.
 
-Owns `read_toml`, `parse_toml` (text given in memory) and `TomlFileError`. A file is read as bytes, decoded as UTF-8 and parsed; the parsed
-values are then checked so the loaders above never meet what they would crash on: tables and arrays
-nested deeper than MAX_NESTING and integers beyond the float range. Every message names the file, and
-the field for a value (dotted path, list items as [i]). Mechanism files (mechfile/read.py), shot files
-(shots/) and the command line's input checks (cli_input.py) all read through here, so a file that one
-of them names, such as a shot's vehicle or mechanism, is held to the same checks as the file given.
+Owns `read_toml`, `parse_toml` (text given in memory) and `TomlFileError`. A file is read as bytes,
+decoded as UTF-8 and parsed; the parsed values are then checked so the loaders above never meet what
+they would crash on: tables and arrays nested deeper than MAX_NESTING and integers beyond the float
+range. Every message names the file, and the field for a value (dotted path, list items as [i]).
+Mechanism files (mechfile/read.py), shot files (shots/) and the command line's input checks
+(cli_input.py) all read through here, so a file that one of them names, such as a shot's vehicle or
+mechanism, is held to the same checks as the file given.
 """
 
 from __future__ import annotations
