@@ -191,3 +191,14 @@ def test_validate_mechanism_checks_code_built_colliders():
     # a nearly unit orientation is normalised, as for bodies
     tilted = ok.replace(colliders=(Collider("ball shape", "ball", "sphere", (0.1,), orientation=(1.0000001, 0, 0, 0)),))
     assert validate_mechanism(tilted).colliders[0].orientation == (1.0, 0.0, 0.0, 0.0)
+
+
+def test_a_hull_of_huge_coordinates_is_judged_without_overflow():
+    # Their mean overflowed to inf and the SVD failed with a LinAlgError (fuzz finding).
+    huge = "vertices = [[0.0, 0.0, 0.0], [1.7e308, 0.0, 0.0], [0.0, 1.7e308, 0.0], [0.0, 0.0, -1.7e308]]"
+    mech = loads_mechanism(edit("vertices = [[0.0, 0.0, 0.0], [0.2, 0.0, 0.0], [0.0, 0.2, 0.0], [0.0, 0.0, 0.2]]",
+                                huge))
+    assert mech.colliders[-1].vertices[1] == (1.7e308, 0.0, 0.0)
+    flat = huge.replace("-1.7e308]]", "0.0]]")
+    assert "a degenerate hull" in error_of(edit("vertices = [[0.0, 0.0, 0.0], [0.2, 0.0, 0.0], [0.0, 0.2, 0.0], "
+                                                "[0.0, 0.0, 0.2]]", flat))

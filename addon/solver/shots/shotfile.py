@@ -32,6 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..mechfile.read import load_mechanism
+from ..model import MechanismError
 from ..presets import SHOT_PRESET_DIR, vehicle_preset_path
 from ..tomlfile import TomlFileError, read_toml
 from .spec import Corridor, Costs, Key, Obstacle, Shot, ShotError
@@ -114,7 +115,10 @@ def _vehicle_mechanism(src: str, path: Path, ref: object):
         file = candidate if candidate.suffix == ".toml" and candidate.exists() else vehicle_preset_path(ref)
     except (ValueError, FileNotFoundError) as err:
         raise ShotError(f"{src}: [shot]: field 'vehicle': {err}") from None
-    mech = load_mechanism(file)
+    try:
+        mech = load_mechanism(file)
+    except MechanismError as err:
+        raise ShotError(f"{src}: [shot]: field 'vehicle': {err}") from None
     if mech.vehicle is None:
         raise ShotError(f"{src}: [shot]: field 'vehicle': {file} has no [vehicle] table")
     return mech

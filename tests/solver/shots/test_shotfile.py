@@ -1,4 +1,4 @@
-"""Shot files: the shipped vehicle shots load; bad input names the file, table and field."""
+"""Shot files: the shipped vehicle shots load; bad input (vehicle and mechanism shots) names the file, table and field."""
 
 import pytest
 
@@ -56,3 +56,62 @@ def test_bounds_of_an_unknown_control_are_named(tmp_path):
     path.write_text(GOOD + '[bounds]\nthrottle = [0.0, 1.0]\n')
     with pytest.raises(ShotError, match="unknown control 'throttle'; controls: drive_torque, steer"):
         solve_shot(load_shot(path))
+
+
+@pytest.mark.parametrize("obstacle,field", [
+    ('shape = "hull"\nvertices = [[0.0, 0.0, 0.0], [1.0, 0.0, []], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]', "vertices"),
+    ('shape = "sphere"\nsize = [nan]', "size"),
+    ('shape = "sphere"\nsize = [true]', "size"),
+])
+def test_obstacle_numbers_must_be_finite(tmp_path, obstacle, field):
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD + f'[[obstacle]]\nname = "rock"\n{obstacle}\n')
+    with pytest.raises(ShotError, match=f"obstacle\\]\\] 1 \\('rock'\\): field '{field}' must be"):
+        load_shot(path)
+
+
+def test_a_referenced_vehicle_file_is_read_with_the_same_checks(tmp_path):
+    (tmp_path / "car.toml").write_bytes(b"format = 1\n\xff\n")
+    path = tmp_path / "shot.toml"
+    path.write_text(GOOD.replace('vehicle = "sedan"', 'vehicle = "car.toml"'))
+    with pytest.raises(ShotError) as err:
+        load_shot(path)
+    assert str(path) in str(err.value) and f"{tmp_path / 'car.toml'}: not UTF-8 text" in str(err.value)
+
+
+MECHANISM_SHOT = """format = 1
+[shot]
+name = "swing"
+mechanism = "cart_pole"
+dt = 0.05
+steps = 10
+[[control]]
+joint = "cart_slide"
+[[key]]
+name = "up"
+frame = 10
+coordinate = "pole_hinge"
+value = 1.0
+"""
+
+
+@pytest.mark.parametrize("edit,message", [
+    (('[[control]]', 'colour = "red"\n[[control]]'), "unknown field 'colour'"),
+    (('joint = "cart_slide"', 'joint = "cart_slide"\nlimit = 3.0'), "[[control]] #1: unknown field 'limit'"),
+    (('value = 1.0', 'value = nan'), "[[key]] 'up': field 'value' must be a finite number"),
+    (('dt = 0.05', 'dt = inf'), "[shot]: field 'dt' must be a finite number"),
+    (('joint = "cart_slide"', 'joint = "cart_slide"\nlower = nan'), "field 'lower' must be a finite number"),
+    (('name = "up"', 'name = ["up"]'), "[[key]] #1: field 'name' must be str"),
+])
+def test_mechanism_shot_fields_are_checked(tmp_path, edit, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(MECHANISM_SHOT.replace(*edit))
+    with pytest.raises(ShotError) as err:
+        load_shot(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_mechanism_shot_control_bounds_may_be_infinite(tmp_path):
+    path = tmp_path / "open.toml"
+    path.write_text(MECHANISM_SHOT.replace('joint = "cart_slide"', 'joint = "cart_slide"\nlower = -inf\nupper = inf'))
+    assert load_shot(path).controls[0].upper == float("inf")
