@@ -1,14 +1,15 @@
 """Seeded fuzzer of the command line's input files: malformed variants of every shipped preset through
 `python -m addon simulate` and `python -m addon shot`, each run classified.
 
-    python -m tools.fuzz_files --seed 1 --count 300 [--timeout 60] [--keep DIR]
+    python -m tools.fuzz_files --seed 1 --count 400 [--timeout 60] [--keep DIR] [--progress]
 
 Owns the cases (which preset, which mutation class from tools/fuzz_mutants.py, which command line), the
 worker that runs them and the classification; docs/fuzz.md reports a run. Sources: the mechanism
 presets (simulate, `maximal` for files with colliders, else `tree`), the vehicle presets (simulate
 --method vehicle) and the shot presets (shot --max-iter 1, so a valid file ends in a second, unsolved);
-two more classes damage a file a shot refers to (its vehicle or mechanism, as a path beside the shot)
-and the numeric arguments (--dt, --tol, --steps, --max-iter).
+three more classes damage a file a shot refers to (its vehicle or mechanism, as a path beside the shot),
+give a command a wrong file (absent, a folder, a device, not TOML, another command's file) and damage
+the numeric arguments (--dt, --tol, --steps, --max-iter).
 
 Each case runs through addon.__main__.main() in a worker process (one worker serves many cases; a
 worker that dies or overruns the time limit is replaced). A run is classified as one of
@@ -16,7 +17,9 @@ worker that dies or overruns the time limit is replaced). A run is classified as
     solver failure  exit 1, one line naming the file
     ok              exit 0
 or a bug: traceback, internal error (the CLI's safety net caught it), crash (the worker died),
-hang (over the time limit), not one line, file not named, exit code other than 0, 1 or 2.
+hang (over the time limit), not one line, file not named, exit code other than 0, 1 or 2, and
+invalid accepted (exit 0 or 1 for a case invalid by construction: not UTF-8, a duplicated or unknown
+key, deep nesting, NaN, an integer no float holds, a wrong file, a bad argument).
 The command prints a table of classes by outcome and each bug with its file; it exits 1 if any bug.
 """
 
@@ -44,8 +47,14 @@ from tools.fuzz_mutants import MUTATIONS, mutant
 REPO = Path(__file__).resolve().parent.parent
 PRESETS = REPO / "presets"
 REFERENCED = "referenced file"
+WRONG_FILE = "wrong file"
 ARGUMENT = "bad argument"
-CLASSES = (*MUTATIONS, REFERENCED, ARGUMENT)
+CLASSES = (*MUTATIONS, REFERENCED, WRONG_FILE, ARGUMENT)
+# Inputs that are no file of the command's kind, relative to the repository (the shot and mechanism presets
+# are each other's wrong file).
+NO_INPUT = ("absent.toml", "presets", "README.md", "blender_manifest.toml", "/dev/null", "/dev/zero")
+WRONG_FILES = {"simulate": (*NO_INPUT, "presets/shots/crane_anti_sway.toml"),
+               "shot": (*NO_INPUT, "presets/crane.toml", "presets/vehicles/sedan.toml")}
 OUTCOME_OF_EXIT = {2: "rejected", 1: "solver failure", 0: "ok"}
 OUTCOMES = tuple(OUTCOME_OF_EXIT.values())
 BUGS = ("traceback", "internal error", "crash", "hang", "not one line", "file not named", "bad exit code",
@@ -152,6 +161,11 @@ def cases(seed: int, count: int, folder: Path) -> Iterator[Case]:
             option, value = rng.choice(ARGUMENTS[source.command]), rng.choice(BAD_NUMBERS)
             argv = (source.command, str(source.path), *source.options, option, value, "--out", out)
             yield Case(kind, source.path, f"{option} {value!r}", argv, (option,), invalid=True)
+            continue
+        if kind == WRONG_FILE:
+            wrong = REPO / rng.choice(WRONG_FILES[source.command])
+            argv = (source.command, str(wrong), *source.options, "--out", out)
+            yield Case(kind, source.path, f"{source.command} given {wrong}", argv, (str(wrong),), invalid=True)
             continue
         path = folder / f"case{i:04d}_{source.path.name}"
         if kind == REFERENCED:
