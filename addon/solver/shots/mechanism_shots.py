@@ -61,7 +61,7 @@ from ..tree.compile import TreeModel, compile_tree
 from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
-from .spec import MAX_STEPS, Progress, Shot, ShotError, ShotResult
+from .spec import MAX_DT, MAX_STEPS, MIN_DT, Progress, Shot, ShotError, ShotResult
 from .tree_dynamics import TreeTranscription, assemble_blocks, interval_terms, transcribe_tree
 
 AXES = "xyz"
@@ -660,9 +660,10 @@ def load_mechanism_shot(path: str | Path) -> MechanismShot:
         raise ShotError(f"{where}: field 'mechanism': {err}") from None
     dt = _field(head, "dt", where, float)
     steps = _field(head, "steps", where, int)
-    if not dt > 0 or not 1 <= steps <= MAX_STEPS:
-        raise ShotError(f"{where}: fields 'dt' and 'steps' must be positive (steps at most {MAX_STEPS}), "
-                        f"got {dt}, {steps}")
+    if not MIN_DT <= dt <= MAX_DT:
+        raise ShotError(f"{where}: field 'dt' must be a time step in [{MIN_DT:g}, {MAX_DT:g}] s, got {dt!r}")
+    if not 1 <= steps <= MAX_STEPS:
+        raise ShotError(f"{where}: field 'steps' must be an integer in 1..{MAX_STEPS}, got {steps!r}")
     costs = _field(data, "costs", src, dict, {})
     _known(costs, ("effort",), f"{src}: [costs]")
     controls = []

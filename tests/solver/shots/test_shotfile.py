@@ -30,6 +30,7 @@ def test_shipped_vehicle_shots_load():
 @pytest.mark.parametrize("edit,message", [
     (('steps = 10', 'steps = "ten"'), "[shot]: field 'steps'"),
     (('dt = 0.1', 'dt = -0.1'), "[shot]: field 'dt'"),
+    (('dt = 0.1', 'dt = 2.0'), "field 'dt' must be a time step in [1e-06, 1] s, got 2.0"),
     (('vehicle = "sedan"', 'vehicle = "bus"'), "field 'vehicle'"),
     (('frame = 10', 'frame = 11'), "key 'end': field 'step'"),
     (('position = [5.0, 0.0, 0.55]', 'position = [5.0, 0.0]'), "[[key]] 1 ('end'): field 'position'"),
@@ -100,6 +101,8 @@ value = 1.0
     (('joint = "cart_slide"', 'joint = "cart_slide"\nlimit = 3.0'), "[[control]] #1: unknown field 'limit'"),
     (('value = 1.0', 'value = nan'), "[[key]] 'up': field 'value' must be a finite number"),
     (('dt = 0.05', 'dt = inf'), "[shot]: field 'dt' must be a finite number"),
+    (('dt = 0.05', 'dt = 5e-324'), "[shot]: field 'dt' must be a time step in [1e-06, 1] s, got 5e-324"),
+    (('dt = 0.05', 'dt = 1e300'), "[shot]: field 'dt' must be a time step in [1e-06, 1] s, got 1e+300"),
     (('joint = "cart_slide"', 'joint = "cart_slide"\nlower = nan'), "field 'lower' must be a finite number"),
     (('name = "up"', 'name = ["up"]'), "[[key]] #1: field 'name' must be str"),
 ])
