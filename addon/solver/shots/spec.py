@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..mechfile.validate import hull_degeneracy
 from ..model import Curve, Mechanism
 from ..trajectory import Trajectory
 
@@ -164,6 +165,10 @@ class Shot:
                 if v.ndim != 2 or v.shape[1] != 3 or len(v) < 4 or not np.all(np.isfinite(v)):
                     raise ShotError(f"{ow}: field 'vertices' of a hull must be at least 4 points (x, y, z), "
                                     f"got shape {v.shape}")
+                flat = hull_degeneracy(v)
+                if flat is not None:
+                    raise ShotError(f"{ow}: field 'vertices' of a hull must span a volume; these {len(v)} points "
+                                    f"are {flat}")
             if not _finite(ob.position, 3):
                 raise ShotError(f"{ow}: field 'position' must be 3 finite numbers, got {ob.position!r}")
             q = np.asarray(ob.orientation, dtype=float)

@@ -118,3 +118,24 @@ def test_mechanism_shot_control_bounds_may_be_infinite(tmp_path):
     path = tmp_path / "open.toml"
     path.write_text(MECHANISM_SHOT.replace('joint = "cart_slide"', 'joint = "cart_slide"\nlower = -inf\nupper = inf'))
     assert load_shot(path).controls[0].upper == float("inf")
+
+
+def test_a_flat_hull_obstacle_is_refused_by_name(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD + '[[obstacle]]\nname = "slab"\nshape = "hull"\n'
+                    'vertices = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]]\n')
+    with pytest.raises(ShotError, match="obstacle 'slab': field 'vertices' of a hull must span a volume; these 4 "
+                                        "points are all in one plane"):
+        load_shot(path)
+
+
+def test_a_hull_obstacle_of_huge_coordinates_has_a_distance():
+    import numpy as np
+
+    from addon.solver.shots.obstacles import distance_function
+    from addon.solver.shots.spec import Obstacle
+
+    cube = [[x, y, z] for x in (-1e200, 1e200) for y in (-1e200, 1e200) for z in (-1e200, 1e200)]
+    d, _ = distance_function(Obstacle("huge", "hull", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0), (), cube))(
+        np.array([[3e200, 0.0, 0.0]]))
+    assert 1e200 <= d[0] <= 2e200  # outside by 2e200 (the smooth maximum never overestimates)
