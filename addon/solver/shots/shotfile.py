@@ -113,7 +113,7 @@ def _vehicle_mechanism(src: str, path: Path, ref: object):
     candidate = (path.parent / ref)
     try:
         file = candidate if candidate.suffix == ".toml" and candidate.exists() else vehicle_preset_path(ref)
-    except (ValueError, FileNotFoundError) as err:
+    except (OSError, ValueError) as err:  # no such preset; a name too long for a path, or holding a NUL
         raise ShotError(f"{src}: [shot]: field 'vehicle': {err}") from None
     try:
         mech = load_mechanism(file)
