@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from addon.solver.tomlfile import MAX_MAGNITUDE
+
 BIG_INT = "1" + "0" * 400  # a TOML integer far beyond the largest float
 DEEP = "[" * 5000 + "]" * 5000  # nested far deeper than any reader's recursion limit
 NON_FINITE = ("nan", "inf", "-inf", "+nan")
@@ -180,7 +182,7 @@ def _value_at_number(document: dict, rng: random.Random, values: tuple[str, ...]
     path, _ = _pick(rng, _numbers(document), "number")
     value = rng.choice(values)
     return Damage(f"{_where(path)} = {_shown(value)}", toml_document(_replaced(document, path, Raw(value))),
-                  value in INVALID_VALUES)
+                  invalid_number(value))
 
 
 def _shown(value: str) -> str:
@@ -234,7 +236,8 @@ def _step_like(text: str, document: dict, rng: random.Random) -> Damage:
     places = [(p, v) for p, v in _numbers(document) if any(isinstance(k, str) and STEP_LIKE.match(k) for k in p)]
     path, _ = _pick(rng, places or _numbers(document), "number")
     value = rng.choice(STEP_VALUES)
-    return Damage(f"{_where(path)} = {value}", toml_document(_replaced(document, path, Raw(value))))
+    return Damage(f"{_where(path)} = {value}", toml_document(_replaced(document, path, Raw(value))),
+                  invalid_number(value))
 
 
 def _list_length(text: str, document: dict, rng: random.Random) -> Damage:
@@ -244,10 +247,16 @@ def _list_length(text: str, document: dict, rng: random.Random) -> Damage:
     return Damage(f"{_where(path)} of {len(changed)} items", toml_document(_replaced(document, path, changed)))
 
 
-# Classes whose every mutant is invalid, and the values that make a mutant of another class invalid
-# (NaN anywhere; an integer no float holds; infinity is a valid joint or control limit, so it is not here).
+# Classes whose every mutant is invalid by construction.
 ALWAYS_INVALID = frozenset({"not UTF-8", "duplicated key", "deep nesting", "unknown key"})
-INVALID_VALUES = ("nan", "+nan", BIG_INT, "-" + BIG_INT)
+
+
+def invalid_number(text: str) -> bool:
+    """Whether TOML number `text` is invalid in any field: NaN, or finite beyond the files' +-MAX_MAGNITUDE
+    (an integer no float holds included). Infinity is a valid joint or control limit, so it is not here."""
+    value = float(text)  # an integer literal of 400 digits reads as inf here
+    integer = text.lstrip("+-").isdigit()
+    return math.isnan(value) or abs(value) > MAX_MAGNITUDE and (math.isfinite(value) or integer)
 
 MUTATIONS: dict[str, Callable[[str, dict, random.Random], Damage]] = {
     "byte damage": _byte_damage,

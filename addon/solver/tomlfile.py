@@ -2,8 +2,9 @@
 
 Owns `read_toml`, `parse_toml` (text given in memory) and `TomlFileError`. A file is read as bytes,
 decoded as UTF-8 and parsed; the parsed values are then checked so the loaders above never meet what
-they would crash on: tables and arrays nested deeper than MAX_NESTING and integers beyond the float
-range. Every message names the file, and the field for a value (dotted path, list items as [i]).
+they would crash on: tables and arrays nested deeper than MAX_NESTING, integers beyond the float range
+and finite numbers beyond +-MAX_MAGNITUDE (infinities and NaN are left to the loaders, which name
+them). Every message names the file, and the field for a value (dotted path, list items as [i]).
 Mechanism files (mechfile/read.py), shot files (shots/) and the command line's input checks
 (cli_input.py) all read through here, so a file that one of them names, such as a shot's vehicle or
 mechanism, is held to the same checks as the file given.
@@ -11,11 +12,15 @@ mechanism, is held to the same checks as the file given.
 
 from __future__ import annotations
 
+import math
 import sys
 import tomllib
 from pathlib import Path
 
 MAX_NESTING = 64  # TOML tables and arrays nested deeper than this are not a Symplex file
+# The largest magnitude of a number: no quantity of a scene in SI units comes near, and squares and products
+# of such numbers stay far from overflow (a track of 1e300 m overflowed a car's inertia).
+MAX_MAGNITUDE = 1e15
 
 
 class TomlFileError(ValueError):
@@ -67,7 +72,8 @@ def parse_toml(text: str, source: str) -> dict:
     Raises
     ------
     TomlFileError
-        The text is not TOML, nests more than MAX_NESTING deep or holds an integer no float can hold.
+        The text is not TOML, nests more than MAX_NESTING deep, holds an integer no float can hold or a
+        finite number beyond +-MAX_MAGNITUDE.
     """
     try:
         parsed = tomllib.loads(text)
@@ -102,3 +108,6 @@ def _check_values(source: str, data: dict) -> None:
         elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max:
             raise TomlFileError(f"{source}: field '{field_name(keys)}': integer of {len(str(abs(value)))} "
                                 "digits is too large for a floating-point number")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and MAX_MAGNITUDE < abs(value) < math.inf:
+            raise TomlFileError(f"{source}: field '{field_name(keys)}' must be within +-{MAX_MAGNITUDE:g} (SI units), "
+                                f"got {value:.6g}")

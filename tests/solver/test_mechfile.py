@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -398,9 +399,18 @@ def test_validate_mechanism_checks_code_built_mechanisms():
 
 
 def test_huge_components_normalise_without_overflow():
-    # 1.7e308 squared is inf: a norm by sum of squares made this axis (0, 0, 0) (fuzz finding).
-    mech = loads_mechanism(edit("axis = [0.0, 1.0, 0.0]", "axis = [0.0, 1.7e308, 1.7e308]"))
-    assert mech.joint("shoulder").axis == pytest.approx((0.0, math.sqrt(0.5), math.sqrt(0.5)))
+    # 1.7e308 squared is inf: a norm by sum of squares made this axis (0, 0, 0) (fuzz finding). Files hold
+    # numbers within +-1e15 (tomlfile.MAX_MAGNITUDE); a Mechanism built in code may hold any finite number.
+    mech = loads_mechanism(BASE)
+    joints = tuple(dataclasses.replace(j, axis=(0.0, 1.7e308, 1.7e308)) if j.name == "shoulder" else j
+                   for j in mech.joints)
+    axis = validate_mechanism(dataclasses.replace(mech, joints=joints)).joint("shoulder").axis
+    assert axis == pytest.approx((0.0, math.sqrt(0.5), math.sqrt(0.5)))
+
+
+def test_numbers_beyond_the_files_range_are_refused_by_field():
+    message = error_of(edit("axis = [0.0, 1.0, 0.0]", "axis = [0.0, 1.7e308, 0.0]"), source="rig.toml")
+    assert message == "rig.toml: field 'joint[0].axis[1]' must be within +-1e+15 (SI units), got 1.7e+308"
 
 
 @pytest.mark.parametrize("damage,expected", [

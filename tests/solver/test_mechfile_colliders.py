@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from addon.solver.mechfile.read import loads_mechanism
@@ -194,11 +196,12 @@ def test_validate_mechanism_checks_code_built_colliders():
 
 
 def test_a_hull_of_huge_coordinates_is_judged_without_overflow():
-    # Their mean overflowed to inf and the SVD failed with a LinAlgError (fuzz finding).
-    huge = "vertices = [[0.0, 0.0, 0.0], [1.7e308, 0.0, 0.0], [0.0, 1.7e308, 0.0], [0.0, 0.0, -1.7e308]]"
-    mech = loads_mechanism(edit("vertices = [[0.0, 0.0, 0.0], [0.2, 0.0, 0.0], [0.0, 0.2, 0.0], [0.0, 0.0, 0.2]]",
-                                huge))
-    assert mech.colliders[-1].vertices[1] == (1.7e308, 0.0, 0.0)
-    flat = huge.replace("-1.7e308]]", "0.0]]")
-    assert "a degenerate hull" in error_of(edit("vertices = [[0.0, 0.0, 0.0], [0.2, 0.0, 0.0], [0.0, 0.2, 0.0], "
-                                                "[0.0, 0.0, 0.2]]", flat))
+    # Their mean overflowed to inf and the SVD failed with a LinAlgError (fuzz finding); files hold numbers
+    # within +-1e15, a Mechanism built in code any finite number.
+    mech = loads_mechanism(BASE)
+    huge = ((0.0, 0.0, 0.0), (1.7e308, 0.0, 0.0), (0.0, 1.7e308, 0.0), (0.0, 0.0, -1.7e308))
+    wedge = dataclasses.replace(mech.colliders[-1], vertices=huge)
+    assert validate_mechanism(dataclasses.replace(mech, colliders=mech.colliders[:-1] + (wedge,))).colliders[-1] == wedge
+    flat = dataclasses.replace(wedge, vertices=huge[:3] + ((1.7e308, 1.7e308, 0.0),))
+    with pytest.raises(MechanismError, match="a degenerate hull"):
+        validate_mechanism(dataclasses.replace(mech, colliders=mech.colliders[:-1] + (flat,)))

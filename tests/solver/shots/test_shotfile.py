@@ -102,7 +102,8 @@ value = 1.0
     (('value = 1.0', 'value = nan'), "[[key]] 'up': field 'value' must be a finite number"),
     (('dt = 0.05', 'dt = inf'), "[shot]: field 'dt' must be a finite number"),
     (('dt = 0.05', 'dt = 5e-324'), "[shot]: field 'dt' must be a time step in [1e-06, 1] s, got 5e-324"),
-    (('dt = 0.05', 'dt = 1e300'), "[shot]: field 'dt' must be a time step in [1e-06, 1] s, got 1e+300"),
+    (('dt = 0.05', 'dt = 2.0'), "[shot]: field 'dt' must be a time step in [1e-06, 1] s, got 2.0"),
+    (('dt = 0.05', 'dt = 1e300'), "field 'shot.dt' must be within +-1e+15 (SI units), got 1e+300"),
     (('joint = "cart_slide"', 'joint = "cart_slide"\nlower = nan'), "field 'lower' must be a finite number"),
     (('name = "up"', 'name = ["up"]'), "[[key]] #1: field 'name' must be str"),
 ])
