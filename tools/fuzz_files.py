@@ -313,8 +313,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker:
         serve()
         return 0
+    start = time.perf_counter()
     report = fuzz(args.seed, args.count, args.timeout, args.keep, args.progress)
-    print(f"python -m tools.fuzz_files --seed {args.seed} --count {args.count}\n")
+    print(f"python -m tools.fuzz_files --seed {args.seed} --count {args.count}: {len(report.runs)} cases in "
+          f"{time.perf_counter() - start:.0f} s\n")
     print(report.table())
     for run in report.bugs:
         print("\n" + describe(run))
