@@ -14,8 +14,8 @@ File form (presets/shots/*.toml with a `mechanism` field)::
     [shot]
     name = "cart-pole swing-up"
     mechanism = "cart_pole"      # a preset name, or a .toml path relative to this file
-    dt = 0.05                    # s per step
-    steps = 50                   # frames after the start
+    dt = 0.05                    # s per step, 1e-6 to 1 (spec.MIN_DT, MAX_DT)
+    steps = 50                   # frames after the start, 1 to spec.MAX_STEPS
     rest_at_end = true           # optional: zero momentum after the last step
     [costs]
     effort = 1.0                 # optional weight on sum dt |u / bound|^2 (spec.Costs)
@@ -36,6 +36,8 @@ File form (presets/shots/*.toml with a `mechanism` field)::
     position = [3.0, 0.0, 2.0]   # world
     components = "x"
     tolerance = 1e-6             # optional, reporting tolerance of the key (m or rad)
+
+Unknown fields are refused; numbers must be finite (a control's lower and upper may be -inf and inf).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ mechanism_shots.load_mechanism_shot; `load_shot` hands such files over.
     [shot]
     name = "parallel parking"
     vehicle = "sedan"               # a vehicle preset name (presets/vehicles) or a path relative to this file
-    dt = 0.1                        # s per step
+    dt = 0.1                        # s per step, 1e-6 to 1 (spec.MIN_DT, MAX_DT)
     steps = 100
     free_time = false               # true: dt is free in [dt_min, dt_max] (add costs.time)
     body_radius = 1.0               # m, one bounding sphere at the body origin ...
