@@ -196,7 +196,7 @@ def test_validate_mechanism_checks_code_built_colliders():
 
 
 def test_a_hull_of_huge_coordinates_is_judged_without_overflow():
-    # Their mean overflowed to inf and the SVD failed with a LinAlgError (fuzz finding); files hold numbers
+    # Their mean overflowed, the spreads were NaN and a flat hull passed as a solid; files hold numbers
     # within +-1e15, a Mechanism built in code any finite number.
     mech = loads_mechanism(BASE)
     huge = ((0.0, 0.0, 0.0), (1.7e308, 0.0, 0.0), (0.0, 1.7e308, 0.0), (0.0, 0.0, -1.7e308))
@@ -205,3 +205,7 @@ def test_a_hull_of_huge_coordinates_is_judged_without_overflow():
     flat = dataclasses.replace(wedge, vertices=huge[:3] + ((1.7e308, 1.7e308, 0.0),))
     with pytest.raises(MechanismError, match="a degenerate hull"):
         validate_mechanism(dataclasses.replace(mech, colliders=mech.colliders[:-1] + (flat,)))
+    overflowing = dataclasses.replace(wedge, vertices=((1.7e308, 0.0, 0.0), (1.7e308, 1.0, 0.0), (0.0, 1.7e308, 0.0),
+                                                       (1.0, 1.0, 0.0)))  # the x column's sum overflows
+    with pytest.raises(MechanismError, match="all in one plane: a degenerate hull"):
+        validate_mechanism(dataclasses.replace(mech, colliders=mech.colliders[:-1] + (overflowing,)))
