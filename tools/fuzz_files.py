@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 import traceback
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -142,52 +143,56 @@ def sources() -> list[Source]:
 
 def _referenced_file(shot: Source) -> Path:
     """The preset a shot file names in its vehicle or mechanism field."""
-    import tomllib
-
     name = tomllib.loads(shot.path.read_text(encoding="utf-8"))["shot"][shot.reference]
-    return PRESETS / ("vehicles" if shot.reference == "vehicle" else ".") / f"{name}.toml"
+    return (PRESETS / "vehicles" if shot.reference == "vehicle" else PRESETS) / f"{name}.toml"
 
 
 def cases(seed: int, count: int, folder: Path) -> Iterator[Case]:
-    """`count` cases drawn with `seed`, their files written to `folder`; the classes take turns."""
+    """`count` cases drawn with `seed`, their files written to `folder`; the classes take turns. A mutation
+    class with nothing to damage in the file drawn (no list, no string) skips its turn."""
     rng = random.Random(seed)
     pool = sources()
     shots = [s for s in pool if s.reference]
     for i in range(count):
         kind = CLASSES[i % len(CLASSES)]
         source = rng.choice(shots if kind == REFERENCED else pool)
-        out = str(folder / f"case{i:04d}.npz")
+        out = ("--out", str(folder / f"case{i:04d}.npz"))
         if kind == ARGUMENT:
             option, value = rng.choice(ARGUMENTS[source.command]), rng.choice(BAD_NUMBERS)
-            argv = (source.command, str(source.path), *source.options, option, value, "--out", out)
+            argv = (source.command, str(source.path), *source.options, option, value, *out)
             yield Case(kind, source.path, f"{option} {value!r}", argv, (option,), invalid=True)
-            continue
-        if kind == WRONG_FILE:
+        elif kind == WRONG_FILE:
             wrong = REPO / rng.choice(WRONG_FILES[source.command])
-            argv = (source.command, str(wrong), *source.options, "--out", out)
+            argv = (source.command, str(wrong), *source.options, *out)
             yield Case(kind, source.path, f"{source.command} given {wrong}", argv, (str(wrong),), invalid=True)
-            continue
-        path = folder / f"case{i:04d}_{source.path.name}"
-        if kind == REFERENCED:
-            target = _referenced_file(source)
-            damage = rng.choice(list(MUTATIONS))
-            made = mutant(damage, target.read_text(encoding="utf-8"), rng)
-            ref = folder / f"case{i:04d}_ref_{target.name}"
-            ref.write_bytes(made.data)
-            text = source.path.read_text(encoding="utf-8").replace(
-                f'{source.reference} = "{target.stem}"', f'{source.reference} = "{ref.name}"')
-            path.write_text(text, encoding="utf-8")
-            detail, names = f"{target.name}: {damage}: {made.detail}", (str(path), str(ref))
-            invalid = made.invalid
         else:
+            path = folder / f"case{i:04d}_{source.path.name}"
             try:
-                made = mutant(kind, source.path.read_text(encoding="utf-8"), rng)
-            except LookupError:  # nothing of that kind in this file (no list, no string)
+                detail, names, invalid = (_damaged_reference(source, path, rng) if kind == REFERENCED
+                                          else _damaged(kind, source, path, rng))
+            except LookupError:
                 continue
-            path.write_bytes(made.data)
-            detail, names, invalid = made.detail, (str(path),), made.invalid
-        argv = (source.command, str(path), *source.options, "--out", out)
-        yield Case(kind, source.path, detail, argv, names, invalid)
+            yield Case(kind, source.path, detail, (source.command, str(path), *source.options, *out), names, invalid)
+
+
+def _damaged(kind: str, source: Source, path: Path, rng: random.Random) -> tuple[str, tuple[str, ...], bool]:
+    """Write a mutant of class `kind` of the source to `path`: (detail, names a failure must give, invalid)."""
+    made = mutant(kind, source.path.read_text(encoding="utf-8"), rng)
+    path.write_bytes(made.data)
+    return made.detail, (str(path),), made.invalid
+
+
+def _damaged_reference(shot: Source, path: Path, rng: random.Random) -> tuple[str, tuple[str, ...], bool]:
+    """Write a mutant of the file `shot` names beside `path`, and the shot naming it to `path`."""
+    target = _referenced_file(shot)
+    damage = rng.choice(list(MUTATIONS))
+    made = mutant(damage, target.read_text(encoding="utf-8"), rng)
+    ref = path.with_name(f"{path.stem}_ref_{target.name}")
+    ref.write_bytes(made.data)
+    text = shot.path.read_text(encoding="utf-8")
+    path.write_text(text.replace(f'{shot.reference} = "{target.stem}"', f'{shot.reference} = "{ref.name}"'),
+                    encoding="utf-8")
+    return f"{target.name}: {damage}: {made.detail}", (str(path), str(ref)), made.invalid
 
 
 # ----------------------------------------------------------------------------------------------
