@@ -368,7 +368,7 @@ MECHANISM_SHOT = 'format = 1\n{top}\n[shot]\nname = "x"\nmechanism = "crane"\ndt
     (VEHICLE_SHOT, "bounds = 5", 10, "field 'bounds' must be a [bounds] table"),
     (VEHICLE_SHOT, "", 100_000_000, "field 'steps' must be an integer in 2..10000"),  # would fill memory
     (MECHANISM_SHOT, "control = [1]", 10, "[[control]] #1: must be a table"),
-    (MECHANISM_SHOT, "", 100_000_000, "(steps at most 10000)"),
+    (MECHANISM_SHOT, "", 100_000_000, "[shot]: field 'steps' must be an integer in 1..10000, got 100000000"),
 ])
 def test_shot_files_of_the_wrong_shape_exit_2_naming_the_field(template, top, steps, expected, tmp_path):
     bad = tmp_path / "shot.toml"
