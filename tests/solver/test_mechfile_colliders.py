@@ -201,7 +201,8 @@ def test_a_hull_of_huge_coordinates_is_judged_without_overflow():
     mech = loads_mechanism(BASE)
     huge = ((0.0, 0.0, 0.0), (1.7e308, 0.0, 0.0), (0.0, 1.7e308, 0.0), (0.0, 0.0, -1.7e308))
     wedge = dataclasses.replace(mech.colliders[-1], vertices=huge)
-    assert validate_mechanism(dataclasses.replace(mech, colliders=mech.colliders[:-1] + (wedge,))).colliders[-1] == wedge
+    checked = validate_mechanism(dataclasses.replace(mech, colliders=mech.colliders[:-1] + (wedge,)))
+    assert checked.colliders[-1] == wedge
     flat = dataclasses.replace(wedge, vertices=huge[:3] + ((1.7e308, 1.7e308, 0.0),))
     with pytest.raises(MechanismError, match="a degenerate hull"):
         validate_mechanism(dataclasses.replace(mech, colliders=mech.colliders[:-1] + (flat,)))

@@ -1,4 +1,5 @@
-"""Shot files: the shipped vehicle shots load; bad input (vehicle and mechanism shots) names the file, table and field."""
+"""Shot files: the shipped vehicle shots load; bad input (vehicle and mechanism shots) names the file, table
+and field."""
 
 import pytest
 
