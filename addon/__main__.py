@@ -34,8 +34,8 @@ import warnings
 from pathlib import Path
 
 from .cli_input import (
-    EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, atomic_output, blend_file, iteration_count, loading,
-    output_path, step_count, step_size, toml_file, tolerance,
+    EXIT_FAILED, EXIT_OK, EXIT_USAGE, MAX_DT, MAX_ITERATIONS, MAX_STEPS, MAX_TOL, MIN_DT, MIN_TOL, CommandError,
+    atomic_output, blend_file, iteration_count, output_path, step_count, step_size, toml_file, tolerance,
 )
 from .farm.options import add_batch_bake_options, add_sweep_command
 
@@ -73,8 +73,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     toml_file(model_path, "mechanism file")
     output_path(args.out, model_path)
     try:
-        with loading(model_path):
-            mechanism = load_mechanism(model_path)
+        mechanism = load_mechanism(model_path)
         if integrator.METHODS.get(args.method) is not None:  # simulate() reports the other names
             check_method(mechanism, args.method)
     except MechanismError as exc:
@@ -95,15 +94,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             raise
         raise CommandError(str(exc)) from None
     except SolverError as exc:
-        raise CommandError(f"{model_path}: {exc}", EXIT_FAILED) from None
+        raise CommandError(naming(model_path, str(exc)), EXIT_FAILED) from None
     wall = time.perf_counter() - start
 
     with atomic_output(args.out, ".npz") as temp:
         trajectory.save(temp)
     print(summary_line(mechanism.name, trajectory, args.method, args.dt, wall, args.out))
     if trajectory.status == "failed":
-        raise CommandError(trajectory.message, EXIT_FAILED)
+        raise CommandError(naming(model_path, trajectory.message), EXIT_FAILED)
     return EXIT_OK
+
+
+def naming(path: Path, message: str) -> str:
+    """`message` beginning with the file it is about (once: solver messages may name it already)."""
+    return message if message.startswith(f"{path}:") else f"{path}: {message}"
 
 
 def summary_line(name: str, trajectory, method: str, dt: float, wall: float, out: Path) -> str:
@@ -172,7 +176,7 @@ def cmd_bake(args: argparse.Namespace) -> int:
     except MechanismError as exc:
         raise CommandError(str(exc)) from None
     except SolverError as exc:
-        raise CommandError(f"{scene_path}: {exc}", EXIT_FAILED) from None
+        raise CommandError(naming(scene_path, str(exc)), EXIT_FAILED) from None
     print(report)
     print(f"baked {scene_path} -> {args.out}")
     return EXIT_OK
@@ -262,11 +266,13 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--method", default="tree",
                      help="integration method: tree (default), maximal or vehicle; "
                      "an unknown name lists the valid ones")
-    sim.add_argument("--dt", type=step_size, default=0.01, help="time step in seconds, at most 1 (default 0.01)")
+    sim.add_argument("--dt", type=step_size, default=0.01,
+                     help=f"time step in seconds, {MIN_DT:g} to {MAX_DT:g} (default 0.01)")
     sim.add_argument("--steps", type=step_count, default=100,
-                     help="number of steps, at most 1000000 (default 100)")
+                     help=f"number of steps, 1 to {MAX_STEPS} (default 100)")
     sim.add_argument("--tol", type=tolerance, default=1e-10,
-                     help="Newton tolerance on the discrete equations and constraints, at most 1e-3 (default 1e-10)")
+                     help="Newton tolerance on the discrete equations and constraints, "
+                     f"{MIN_TOL:g} to {MAX_TOL:g} (default 1e-10)")
     sim.add_argument("--out", type=Path, default=Path("run.npz"), metavar="RUN.npz",
                      help="output file, never the input (default run.npz)")
     sim.set_defaults(func=cmd_simulate)
@@ -284,8 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     shot.add_argument("--out", type=Path, default=Path("shot.npz"), metavar="RUN.npz",
                       help="output file, never the input (default shot.npz)")
     shot.add_argument("--max-iter", type=iteration_count, default=None, metavar="N",
-                      help="interior-point iterations before giving up (default: the solver's, 300 for "
-                      "vehicles, 200 for mechanisms)")
+                      help=f"interior-point iterations before giving up, 1 to {MAX_ITERATIONS} (default: the "
+                      "solver's, 300 for vehicles, 200 for mechanisms)")
     shot.set_defaults(func=cmd_shot)
 
     bake = commands.add_parser(

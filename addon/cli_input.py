@@ -1,10 +1,11 @@
 """Checks on what a command-line user hands in: argument values, input files and the --out path.
 
 Owns `CommandError` (a failure printed as one line, with an exit code), the argparse value types
-with their bounds, the checks that turn a missing, unreadable, non-UTF-8, non-TOML or non-.blend
-input into a message naming the file (and the field, for numbers a float cannot hold), the --out
-checks (writable, not the input under another name) and the atomic write that leaves no half-written
-output. Used by __main__.py and solver/shots/cli.py; nothing here imports bpy, numpy or the solver.
+with their documented ranges (plain ASCII decimals only), the checks that turn a missing, unreadable,
+non-UTF-8, non-TOML or non-.blend input into a message naming the file (the TOML checks are
+solver/tomlfile.py's, which the loaders share), the --out checks (writable, not the input under
+another name) and the atomic write that leaves no half-written output. Used by __main__.py and
+solver/shots/cli.py; nothing here imports bpy, numpy or the rest of the solver.
 """
 
 from __future__ import annotations
@@ -13,20 +14,24 @@ import argparse
 import contextlib
 import math
 import os
-import sys
+import re
 import tempfile
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+
+from .solver.tomlfile import TomlFileError, check_regular_file, read_toml
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
-MAX_DT = 1.0  # s: a step is a fraction of an animation frame, never more than a second
-MAX_TOL = 1e-3  # a looser Newton tolerance no longer solves the discrete equations
+MIN_DT, MAX_DT = 1e-6, 1.0  # s: a step is a fraction of an animation frame, never more than a second
+MIN_TOL, MAX_TOL = 1e-14, 1e-3  # tighter is below double precision; looser no longer solves the equations
 MAX_STEPS = 1_000_000  # keeps a run within memory (poses: steps x bodies x 7 doubles)
-MAX_NESTING = 64  # TOML tables and arrays nested deeper than this are not a Symplex file
+MAX_ITERATIONS = 10_000
+# Plain ASCII decimal numbers: float() and int() would also take "1_0", " 1", "inf" and other scripts' digits.
+DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
 BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")  # plain, zstd- and gzip-compressed .blend
 
 
@@ -42,49 +47,48 @@ class CommandError(Exception):
 # argument values
 
 
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+def _shown(text: str) -> str:
+    return repr(text[:40])
+
+
+def _number(text: str, lower: float, upper: float, what: str) -> float:
+    """A plain decimal number in [lower, upper]; ArgumentTypeError saying the range otherwise."""
+    if not DECIMAL.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"must be a decimal number, got {_shown(text)}")
+    value = float(text)
+    if not (math.isfinite(value) and lower <= value <= upper):
+        raise argparse.ArgumentTypeError(f"must be {what} in [{lower:g}, {upper:g}], got {_shown(text)}")
+    return value
+
+
+def _integer(text: str, upper: int) -> int:
+    """A plain decimal integer in 1..upper."""
+    if not INTEGER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"must be an integer, got {_shown(text)}")
+    value = int(text) if len(text) <= 20 else upper + 1  # no huge conversions
+    if not 1 <= value <= upper:
+        raise argparse.ArgumentTypeError(f"must be an integer in 1..{upper}, got {_shown(text)}")
+    return value
 
 
 def step_size(text: str) -> float:
-    """--dt: a finite time step in (0, MAX_DT] s."""
-    value = _number(text)
-    if not (math.isfinite(value) and 0 < value <= MAX_DT):
-        raise argparse.ArgumentTypeError(f"must be a time step in (0, {MAX_DT:g}] s, got {text}")
-    return value
+    """--dt: a time step in [MIN_DT, MAX_DT] s."""
+    return _number(text, MIN_DT, MAX_DT, "a time step in seconds")
 
 
 def tolerance(text: str) -> float:
-    """--tol: a finite tolerance in (0, MAX_TOL]."""
-    value = _number(text)
-    if not (math.isfinite(value) and 0 < value <= MAX_TOL):
-        raise argparse.ArgumentTypeError(f"must be a tolerance in (0, {MAX_TOL:g}], got {text}")
-    return value
+    """--tol: a Newton tolerance in [MIN_TOL, MAX_TOL]."""
+    return _number(text, MIN_TOL, MAX_TOL, "a tolerance")
 
 
 def step_count(text: str) -> int:
     """--steps: an integer in 1..MAX_STEPS."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text[:40]!r}") from None
-    if not 1 <= value <= MAX_STEPS:
-        raise argparse.ArgumentTypeError(f"must be an integer in 1..{MAX_STEPS}, got {text[:40]}")
-    return value
+    return _integer(text, MAX_STEPS)
 
 
 def iteration_count(text: str) -> int:
-    """--max-iter: an integer in 1..10000."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text[:40]!r}") from None
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError(f"must be an integer in 1..10000, got {text[:40]}")
-    return value
+    """--max-iter: an integer in 1..MAX_ITERATIONS."""
+    return _integer(text, MAX_ITERATIONS)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -92,60 +96,24 @@ def iteration_count(text: str) -> int:
 
 
 def input_file(path: Path, what: str) -> bytes:
-    """The bytes of `path`; CommandError naming it when it is missing, a directory or unreadable."""
-    if not path.exists():
-        raise CommandError(f"{path}: {what} not found")
-    if path.is_dir():
-        raise CommandError(f"{path}: is a directory; give the {what} itself")
-    if not path.is_file():
-        raise CommandError(f"{path}: not a regular file (a device or pipe); give the {what} itself")
+    """The bytes of `path`; CommandError naming it when it is missing, a directory, a device or pipe, or
+    unreadable."""
     try:
+        check_regular_file(path, what)
         return path.read_bytes()
+    except TomlFileError as exc:
+        raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
 
 
 def toml_file(path: Path, what: str) -> dict:
-    """The parsed TOML of `path`, checked so the loaders meet no input they would crash on: UTF-8 text,
-    valid TOML, nesting at most MAX_NESTING deep, every integer within float range. Messages name the file
-    (and the field for a number)."""
-    data = input_file(path, what)
+    """The parsed TOML of `path`, checked by solver/tomlfile.py (UTF-8 text, valid TOML, nesting, integers
+    within float range); CommandError naming the file, and the field for a value."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CommandError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-                           f"the {what} must be a TOML text file") from None
-    try:
-        parsed = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CommandError(f"{path}: not valid TOML: {exc}") from None
-    except RecursionError:
-        raise CommandError(f"{path}: arrays or tables nested too deeply to read") from None
-    except ValueError as exc:  # an integer literal beyond Python's digit limit
-        raise CommandError(f"{path}: not readable TOML: {str(exc).split(';')[0]}") from None
-    _check_values(path, parsed)
-    return parsed
-
-
-def _field_name(keys: tuple) -> str:
-    return "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else str(k)) for i, k in enumerate(keys))
-
-
-def _check_values(path: Path, data: dict) -> None:
-    """Nesting depth and float range of every value (iteratively, so depth cannot exhaust the stack)."""
-    stack: list[tuple[tuple, object]] = [((), data)]
-    while stack:
-        keys, value = stack.pop()
-        if len(keys) > MAX_NESTING:
-            raise CommandError(f"{path}: field '{_field_name(keys[:3])}...' is nested more than "
-                               f"{MAX_NESTING} levels deep")
-        if isinstance(value, dict):
-            stack.extend((keys + (k,), v) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend((keys + (i,), v) for i, v in enumerate(value))
-        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max:
-            raise CommandError(f"{path}: field '{_field_name(keys)}': integer of {len(str(abs(value)))} "
-                               "digits is too large for a floating-point number")
+        return read_toml(path, what)
+    except TomlFileError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def blend_file(path: Path) -> None:
@@ -154,23 +122,6 @@ def blend_file(path: Path) -> None:
     if not head.startswith(BLEND_MAGIC):
         raise CommandError(f"{path}: not a Blender file (a .blend starts with 'BLENDER' or is compressed); "
                            f"it starts with {head!r}")
-
-
-@contextlib.contextmanager
-def loading(path: Path) -> Iterator[None]:
-    """Errors of a loader reading a file that `path` refers to (a vehicle or mechanism preset) as
-    CommandErrors naming `path`: the pre-checked file itself cannot raise these."""
-    try:
-        yield
-    except UnicodeDecodeError as exc:
-        raise CommandError(f"{path}: a file it refers to is not UTF-8 text ({exc.reason})") from None
-    except RecursionError:
-        raise CommandError(f"{path}: a file it refers to nests arrays or tables too deeply") from None
-    except OverflowError as exc:
-        raise CommandError(f"{path}: a file it refers to has a number too large: {exc}") from None
-    except OSError as exc:
-        which = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
-        raise CommandError(f"{path}: cannot read a file it refers to: {which}") from None
 
 
 # ----------------------------------------------------------------------------------------------

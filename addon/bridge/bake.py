@@ -4,7 +4,9 @@
 (location and rotation in each object's or bone's rotation mode, continuous across frames; bones
 relative to their rest pose and parent), buffers one array per F-curve, and writes each with
 keyframe_points.add + foreach_set into NEW actions ("Symplex <object>"). Channels Symplex does not
-own are copied over from the artist's action so everything else keeps playing. Only when every
+own are copied over from the artist's action so everything else keeps playing; in the channels it
+owns, the artist's keys before the first baked frame and after the last are kept bit for bit, and the
+last `blend_frames` frames blend into them (handback.py). Only when every
 action is complete are they assigned; on any error before that they are deleted, so there is never
 a half-written bake. Energy and constraint residual go to custom properties ["symplex_energy"] and
 ["symplex_residual"] on the root object. `free_bake` puts the artist's actions and values back.
@@ -21,11 +23,13 @@ import numpy as np
 
 from ..solver.trajectory import Trajectory
 from . import compat, reference
+from .handback import blend_into, keys_after
 from .read import Target
 from .rotations import affine_inverse, pose_matrices, rotation_channels
 
 DIAGNOSTICS = ("symplex_energy", "symplex_residual")
 LINEAR = 1  # enum value of 'LINEAR' in Keyframe.interpolation
+ANIMATED = "rigid_body.kinematic"  # a rigid body's Animated flag
 _KEY_ARRAYS = ("co", "handle_left", "handle_right")
 _KEY_ENUMS = ("interpolation", "handle_left_type", "handle_right_type", "easing", "type")
 _KEY_FLOATS = ("back", "amplitude", "period")
@@ -33,13 +37,15 @@ _KEY_FLOATS = ("back", "amplitude", "period")
 
 @dataclass(frozen=True)
 class BakeOptions:
-    """How to key: frame of trajectory time 0, frames per second, every `stride`-th sample, reduction."""
+    """How to key: frame of trajectory time 0, frames per second, every `stride`-th sample, reduction, and
+    how many frames at the end of the trajectory blend into the artist's keys (handback.py)."""
 
     setup: str
     frame_start: float
     fps: float
     stride: int = 1
     reduce_tolerance: float | None = None
+    blend_frames: int = 0
 
 
 @dataclass
@@ -153,24 +159,66 @@ def _armature_channels(arm, targets: list[Target], world: dict[str, np.ndarray],
     return channels
 
 
-def _fill(fcurve, frames: np.ndarray, values: np.ndarray, tol: float | None) -> int:
-    """Write keys into an empty F-curve in bulk; returns how many.
+def _read_keys(fcurve) -> dict[str, np.ndarray]:
+    """Every stored attribute of `fcurve`'s keys as arrays (co and handles flattened to 2n), as stored."""
+    n = len(fcurve.keyframe_points)
+    keys = {}
+    for name in _KEY_ARRAYS:
+        keys[name] = np.empty(2 * n, dtype=np.float32)
+    for name, dtype in [(e, np.int32) for e in _KEY_ENUMS] + [(f, np.float32) for f in _KEY_FLOATS]:
+        keys[name] = np.empty(n, dtype=dtype)
+    for name, buf in keys.items():
+        fcurve.keyframe_points.foreach_get(name, buf)
+    return keys
+
+
+def _write_keys(fcurve, keys: dict[str, np.ndarray]) -> None:
+    """Add keys to an empty `fcurve` with the attribute arrays `keys` (_read_keys' form, in frame order)."""
+    fcurve.keyframe_points.add(len(keys["interpolation"]))
+    for name, buf in keys.items():
+        fcurve.keyframe_points.foreach_set(name, buf)
+
+
+def _take(keys: dict[str, np.ndarray], which: np.ndarray) -> dict[str, np.ndarray]:
+    """The keys where boolean `which` (n,) holds."""
+    pairs = np.repeat(which, 2)
+    return {name: buf[pairs] if name in _KEY_ARRAYS else buf[which] for name, buf in keys.items()}
+
+
+def _fill(fcurve, frames: np.ndarray, values: np.ndarray, tol: float | None, around=None) -> int:
+    """Write keys into an empty F-curve in bulk; returns how many were baked.
 
     Keys are LINEAR, in frame order, with both handles on the key, so no fcurve.update() (sorting
     and handle recalculation, the slowest step by far) is needed; Blender recalculates handles
-    itself if the artist later switches the keys to Bezier.
+    itself if the artist later switches the keys to Bezier. The keys of F-curve `around` (the
+    artist's channel) before the first baked frame and after the last are kept bit for bit around them.
     """
     if tol is not None:
         keep = reduce_keys(frames, values, tol)
         frames, values = frames[keep], values[keep]
     n = len(frames)
-    points = fcurve.keyframe_points
-    points.add(n)
     co = np.empty(2 * n, dtype=np.float32)
     co[0::2], co[1::2] = frames, values
-    for name in _KEY_ARRAYS:
-        points.foreach_set(name, co)
-    points.foreach_set("interpolation", np.full(n, LINEAR, dtype=np.int32))
+    baked = {name: co for name in _KEY_ARRAYS}
+    baked["interpolation"] = np.full(n, LINEAR, dtype=np.int32)
+    kept = _read_keys(around) if around is not None else None
+    if kept is None or not len(kept["interpolation"]):
+        fcurve.keyframe_points.add(n)
+        for name, buf in baked.items():
+            fcurve.keyframe_points.foreach_set(name, buf)
+        return n
+    at = kept["co"][0::2]
+    before, after = _take(kept, at < np.float32(frames[0])), _take(kept, at > np.float32(frames[-1]))
+    nb = len(before["interpolation"])
+    fcurve.keyframe_points.add(nb + n + len(after["interpolation"]))
+    merged = _read_keys(fcurve)  # Blender's defaults for new keys, kept on the baked ones
+    for name, buf in merged.items():
+        width = 2 if name in _KEY_ARRAYS else 1
+        buf[:nb * width] = before[name]
+        buf[(nb + n) * width:] = after[name]
+        if name in baked:
+            buf[nb * width:(nb + n) * width] = baked[name]
+        fcurve.keyframe_points.foreach_set(name, buf)
     return n
 
 
@@ -178,31 +226,33 @@ def _copy_fcurve(source, channels: compat.ActionChannels) -> None:
     """Copy F-curve `source` (keys, handles, interpolation, extrapolation) into `channels`."""
     group = source.group.name if source.group is not None else ""
     fcurve = compat.new_fcurve(channels, source.data_path, source.array_index, group)
-    n = len(source.keyframe_points)
-    fcurve.keyframe_points.add(n)
-    for name in _KEY_ARRAYS:
-        buf = np.empty(2 * n, dtype=np.float32)
-        source.keyframe_points.foreach_get(name, buf)
-        fcurve.keyframe_points.foreach_set(name, buf)
-    for name, dtype in [(e, np.int32) for e in _KEY_ENUMS] + [(f, np.float32) for f in _KEY_FLOATS]:
-        buf = np.empty(n, dtype=dtype)
-        source.keyframe_points.foreach_get(name, buf)
-        fcurve.keyframe_points.foreach_set(name, buf)
+    _write_keys(fcurve, _read_keys(source))
     fcurve.extrapolation = source.extrapolation
     fcurve.mute = source.mute
     fcurve.update()
 
 
-def _build_action(owner, channels: list[_Channel], frames: np.ndarray, tol: float | None) -> tuple[compat.ActionChannels, int]:
+def _build_action(owner, channels: list[_Channel], frames: np.ndarray, options: BakeOptions
+                  ) -> tuple[compat.ActionChannels, int]:
+    """A new action for `owner`: its artist's channels Symplex does not own copied, each owned channel baked
+    with the artist's keys outside the baked frames kept and the last `options.blend_frames` blended into them
+    (where the artist keyed the channel after the bake range: else there is nothing to blend into)."""
     action = compat.new_action(f"Symplex {owner.name}", owner)
+    original = reference.original_channels(owner)
     owned = {(c.data_path, c.index) for c in channels}
-    for source in compat.fcurves(reference.original_channels(owner)):
+    if getattr(owner, "rigid_body", None) is not None:
+        owned.add((ANIMATED, 0))  # the bake holds the body Animated (_assign): its keyed flag stays behind
+    for source in compat.fcurves(original):
         if (source.data_path, source.array_index) not in owned:
             _copy_fcurve(source, action)
     keys = 0
     for channel in channels:
         fcurve = compat.new_fcurve(action, channel.data_path, channel.index, channel.group)
-        keys += _fill(fcurve, frames, channel.values, tol)
+        source = compat.find_fcurve(original, channel.data_path, channel.index)
+        values = channel.values
+        if source is not None and options.blend_frames and keys_after(source, frames[-1] - options.blend_frames):
+            values = blend_into(values, frames, source.evaluate, options.blend_frames)
+        keys += _fill(fcurve, frames, values, options.reduce_tolerance, source)
     return action, keys
 
 
@@ -272,7 +322,7 @@ def write_trajectory(trajectory: Trajectory, targets: tuple[Target, ...] | list[
     keys = 0
     try:
         for name, channels in owner_channels.items():
-            built[name], n = _build_action(bpy.data.objects[name], channels, frames, options.reduce_tolerance)
+            built[name], n = _build_action(bpy.data.objects[name], channels, frames, options)
             keys += n
     except BaseException:
         for action in built.values():

@@ -202,7 +202,8 @@ class BakeJob:
         if not self.finished:
             raise RuntimeError(f"bake of {self.setup_name!r} is at step {self.done_steps} of {self.steps}")
         trajectory = self.trajectory()
-        options = BakeOptions(self.setup_name, self.read.frame_start, self.read.fps, self.stride, self.reduce_tolerance)
+        options = BakeOptions(self.setup_name, self.read.frame_start, self.read.fps, self.stride, self.reduce_tolerance,
+                              self.read.blend_frames)
         keys = write_trajectory(trajectory, self.read.targets, options, self.read.root or None)
         iterations = np.asarray(trajectory.newton_iterations)
         report = BakeReport(

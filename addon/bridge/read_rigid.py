@@ -14,7 +14,8 @@ the whole scene):
   mass, centre of mass and inertia instead (meshmass.py; exact polyhedral integrals).
   Passive (or not Dynamic) objects are part of the world (Animated passive ones are not supported
   yet). An Animated active body held by one hinge or slider to the world drives the mechanism: that
-  joint is prescribed, its coordinate sampled from the keys at every solver step.
+  joint is prescribed, its coordinate sampled from the keys at every solver step. Animated is read at
+  the start frame, so a body keyed Animated until the start (Blender's own hand-over) is simulated.
   Rigid body constraints map to joints with the constraint object's origin as anchor: FIXED fixed,
   POINT ball, HINGE revolute about its local Z, SLIDER prismatic and PISTON cylindrical along its
   local X, GENERIC / GENERIC_SPRING by their pattern of locked axes (an axis is locked when its limit
@@ -235,7 +236,7 @@ def read_rigid_bodies(scene, setup, frame: float, fps: float, dt: float, steps: 
         rb = obj.rigid_body
         if rb is None:
             continue
-        if reference.original_kinematic(obj):
+        if reference.original_kinematic(obj, frame):
             if rb.type == "PASSIVE":
                 problems.errors.append(
                     f"rigid body {obj.name!r} is passive and Animated; moving passive objects are not supported yet"

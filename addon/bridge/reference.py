@@ -153,8 +153,13 @@ def has_delta_transform(obj: bpy.types.Object) -> bool:
     )
 
 
-def original_kinematic(obj: bpy.types.Object) -> bool:
-    """The rigid body "Animated" flag as the artist set it (a bake switches it on while it plays)."""
+def original_kinematic(obj: bpy.types.Object, frame: float | None = None) -> bool:
+    """The rigid body "Animated" flag as the artist set it (a bake switches it on while it plays); at `frame`
+    when the artist keyed it (Blender's hand-over: Animated until the simulation takes the body)."""
+    if frame is not None:
+        fcurve = compat.find_fcurve(original_channels(obj), "rigid_body.kinematic", 0)
+        if fcurve is not None:
+            return fcurve.evaluate(frame) >= 0.5
     baked = baked_channels(obj)
     if baked is not None and baked.action.get(KINEMATIC, -1) >= 0:
         return bool(baked.action[KINEMATIC])

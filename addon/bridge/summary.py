@@ -1,6 +1,7 @@
 """What a setup was read as, in words, for Validate's and Bake's reports and the panel's last-result area:
-bodies, joints by type, loops, free bodies, prescribed joints, contact shapes, and the settings read
-but not simulated (SceneMechanism.ignored, with their effect). Formatting only; read.py reads.
+bodies, joints by type, loops, free bodies, prescribed joints, contact shapes, the bodies that start from
+their keys and the frames blended into the keys after the bake range, and the settings read but not
+simulated (SceneMechanism.ignored, with their effect). Formatting only; read.py reads.
 
 Every body hangs from the world by exactly one joint of the spanning tree (a body nothing holds by a
 free joint, a "free body"), so the joints beyond the bodies' count close loops: loops = joints - bodies.
@@ -59,7 +60,18 @@ def lines(read: SceneMechanism) -> list[str]:
             f"{_plural(c.free, 'free body', 'free bodies')}, {_plural(c.prescribed, 'prescribed joint')}")
     if read.method == "maximal":
         line += f", {_plural(c.colliders, 'collision shape')}"
-    return [line] + list(read.ignored)
+    return [line] + _handover(read) + list(read.ignored)
+
+
+def _handover(read: SceneMechanism) -> list[str]:
+    """A line naming the bodies that start from their keys and the frames baked and blended, when any."""
+    out = []
+    if read.from_keys:
+        out.append(f"Start from the keys before frame {read.frame_start}: {', '.join(read.from_keys)}")
+    if read.blend_frames:
+        out.append(f"Frames {read.frame_start}-{read.frame_end - read.blend_frames}, then "
+                   f"{_plural(read.blend_frames, 'frame')} blended into the keys")
+    return out
 
 
 def store(diagnostics, read: SceneMechanism | None) -> None:

@@ -9,7 +9,9 @@ snakeboard's wheel sets and rider ('Front wheels', 'Rear truck', 'Rider': the so
 rear_wheels and rotor bodies). Part names are read after the chassis' own name (vehicle_parts.own_name).
 Controls are custom properties of the chassis (or armature), keyed or set, in the vehicle's units
 (spec.CONTROL_NAMES: collective N, tail N, blade_pitch rad, ...; thrust_left N; force_left N), plus
-`initial_speed` (m/s forward); mass properties come from the preset named by `symplex_vehicle_preset`.
+`initial_speed` (m/s forward; a chassis keyed before the start frame instead hands over the body twist its
+keys arrive with, unless the owner's Start From Animation is off: start_motion.chassis_twist); mass
+properties come from the preset named by `symplex_vehicle_preset`.
 A boat's water surface and a hovercraft's ground are the world plane z = 0, as in the solver; a tank
 drives on the plane under its chassis at the start (its chassis keeps its height).
 
@@ -49,6 +51,7 @@ from . import compat, reference
 from .bake import BakeOptions, write_trajectory
 from .read import FrameGrid
 from .rotations import matrix_to_quat, pose_matrices
+from .start_motion import chassis_twist
 from .vehicle_parts import RigError, RigParts, bake_target, candidates, own_name, radius, stored_picks, world
 from .vehicle_bake import setup_name
 from .vehicle_rig import (FORWARD_AXES, FORWARD_PROPERTY, INITIAL_SPEED, PRESET_PROPERTY, box_mesh, chassis_bone,
@@ -226,8 +229,11 @@ def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
     speed = float(reference.start_value(owner, f'["{INITIAL_SPEED}"]', 0, frame_start)) \
         if INITIAL_SPEED in owner.keys() else 0.0
     spec = vehicle_presets()[preset]
+    twist = chassis_twist(scene, owner, rig.part(rig.chassis), frame_start, fps)
+    velocity = (0.0, 0.0, 0.0, speed, 0.0, 0.0) if twist is None else \
+        tuple(float(v) for v in np.concatenate([R.T @ twist[:3], R.T @ twist[3:]]))  # body twist
     vehicle = Vehicle(rig.kind, spec, position=tuple(float(v) for v in chassis[:3, 3]), orientation=quat,
-                      velocity=(0.0, 0.0, 0.0, speed, 0.0, 0.0),
+                      velocity=velocity,
                       controls=_controls(owner, rig.kind, frame_start, fps, times), name=name)
     parts, radii = [], []
     for role, part_name in rig.spinners:

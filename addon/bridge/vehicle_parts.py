@@ -25,7 +25,7 @@ import bpy
 import numpy as np
 
 from . import reference
-from .read import Target
+from .read_common import Target
 
 RADIUS_PROPERTY = "radius"  # pose-bone custom property: a wheel or rotor bone's radius, m
 PRESET_PROPERTY = "symplex_vehicle_preset"  # on a rig's owner (chassis or armature): the preset it bakes with

@@ -11,7 +11,11 @@ wheel radius) is measured from the rig and whose mass properties come from a car
 keyed as custom properties on the chassis (a bone rig: on its armature) sampled into Curves, and the
 offsets that place each part on the solver's bodies. A chassis whose `symplex_path` property names a
 curve object follows that curve (its first spline, flattened onto the ground) at the keyed `path_speed`
-(m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py). `build_car_rig` authors a
+(m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py). A chassis keyed before the start
+frame starts at the speed its keys arrive with (start_motion.chassis_twist; its yaw rate follows from the
+steering, so a car without trailer or path takes the speed nearest its keyed speed and yaw rate,
+solver/start_velocity.car_start_speed; its wheels spin with the distance rolled), unless the owner's
+Start From Animation is off; else at its `initial_speed`. `build_car_rig` authors a
 simple rig with a keyed slalom. Baking lives in vehicle_bake.py; this module never writes keys of a bake.
 """
 
@@ -26,12 +30,14 @@ import bpy
 import numpy as np
 
 from ..solver.model import Curve
-from ..solver.vehicles.car import WHEELS
+from ..solver.start_velocity import car_start_speed
+from ..solver.vehicles.car import WHEELS, compile_car
 from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, CarSpec, CarTrailerSpec, Vehicle
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid
+from .start_motion import chassis_twist
 from .vehicle_parts import PRESET_PROPERTY, RigError, RigParts, find_parts, mover, shape, stored_picks, world
 
 FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
@@ -444,6 +450,12 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
                       orientation=(math.cos(theta / 2), 0.0, 0.0, math.sin(theta / 2)),
                       velocity=(0.0, 0.0, 0.0, speed, 0.0, 0.0), controls=controls, name=name,
                       hitch_angle=0.0 if trailer_reading is None else trailer_reading.hitch_angle)
+    twist = chassis_twist(scene, chassis, rig.part(rig.chassis), frame_start, fps)
+    if twist is not None:  # the keyed chassis' speed along its heading at the centre of mass
+        speed = float((twist[3:] + np.cross(twist[:3], com - chassis_world[:3, 3])) @ ahead)
+        if vehicle.type == "car" and path is None:  # and its yaw rate, as far as its keyed steering allows
+            speed = car_start_speed(compile_car(vehicle), speed, float(twist[2]))
+        vehicle = dataclasses.replace(vehicle, velocity=(0.0, 0.0, 0.0, speed, 0.0, 0.0))
 
     body = np.eye(4)  # the solver's chassis frame at the start, lifted onto the rig's ground
     body[:3, :3] = np.column_stack([ahead, left, (0.0, 0.0, 1.0)])

@@ -72,7 +72,6 @@ def _solve_shot(variant: Variant, path: Path, out: Path) -> VariantResult:
 def _solve_mechanism(variant: Variant, path: Path, out: Path) -> VariantResult:
     import numpy as np
 
-    from ..cli_input import loading
     from ..solver import integrator
     from ..solver.mechfile.read import load_mechanism
     from ..solver.mechfile.validate import check_method
@@ -81,8 +80,7 @@ def _solve_mechanism(variant: Variant, path: Path, out: Path) -> VariantResult:
 
     settings = variant.settings
     try:
-        with loading(path):
-            mechanism = load_mechanism(path)
+        mechanism = load_mechanism(path)
         if integrator.METHODS.get(settings["method"]) is not None:
             check_method(mechanism, settings["method"])
     except MechanismError as exc:

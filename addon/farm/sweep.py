@@ -15,7 +15,7 @@ import math
 import sys
 from pathlib import Path
 
-from ..cli_input import EXIT_FAILED, EXIT_OK, CommandError, atomic_output, loading, output_path
+from ..cli_input import EXIT_FAILED, EXIT_OK, CommandError, atomic_output, output_path
 from . import cluster
 from .plot import plot_sweep
 from .progress import Progress
@@ -36,8 +36,7 @@ def _check_file(path: Path, kind: str) -> None:
     from ..solver.model import MechanismError
 
     try:
-        with loading(path):
-            load_mechanism(path)
+        load_mechanism(path)
     except MechanismError as exc:
         raise CommandError(str(exc)) from None
 

@@ -68,7 +68,7 @@ def read_swept_file(path: Path) -> SweptFile:
         if isinstance(ref, str) and ref:
             try:
                 referenced = Path(locate(path, ref))
-            except (ValueError, FileNotFoundError) as exc:
+            except (OSError, ValueError) as exc:
                 raise CommandError(f"{path}: [shot]: field {document!r}: {exc}") from None
             documents[document] = toml_file(referenced, f"{document} file")
             names[document] = f"{document}-{referenced.name}"

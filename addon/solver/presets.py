@@ -83,8 +83,10 @@ def _stems(directory: Path) -> list[str]:
 
 
 def _preset_file(directory: Path, name: str) -> Path:
-    path = directory / (name if name.endswith(".toml") else name + ".toml")
-    if not path.is_file():
+    """The preset of that name, looked up among the files there are (a name is never a path to open)."""
+    stem = name.removesuffix(".toml")
+    if stem not in _stems(directory):
+        shown = name if len(name) <= 60 else name[:57] + "..."
         raise FileNotFoundError(
-            f"no preset named {name!r} in {directory} (available: {', '.join(_stems(directory))})")
-    return path
+            f"no preset named {shown!r} in {directory} (available: {', '.join(_stems(directory))})")
+    return directory / f"{stem}.toml"

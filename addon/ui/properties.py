@@ -110,6 +110,27 @@ class SymplexSetup(PropertyGroup):
                     "radians for angles, plain units for quaternion and axis components",
         default=1e-4, min=0.0, precision=6,
     )
+    start_from_animation: BoolProperty(
+        name="Start From Animation",
+        description="Bodies keyed before the start frame start with the velocity their keys arrive with (the "
+                    "joint velocities nearest to it that the joints and loops allow); unkeyed bodies keep their "
+                    "typed Initial Velocities",
+        default=True,
+    )
+    use_frame_range: BoolProperty(
+        name="Bake Range",
+        description="Bake only frames Start to End of a longer animation (else the scene's frame range); the keys "
+                    "before Start and after End stay as they are",
+    )
+    frame_start: IntProperty(name="Start", description="First frame of the bake range: the simulation starts here",
+                             default=1, min=0)
+    frame_end: IntProperty(name="End", description="Last frame of the bake range", default=250, min=0)
+    blend_frames: IntProperty(
+        name="Blend Frames",
+        description="Simulate this many frames past the end of the bake range and blend the baked motion into the "
+                    "keys there (smoothly: no jump at either end); 0: the keys take over at once",
+        default=0, min=0, max=10000,
+    )
     diagnostics: PointerProperty(type=SymplexDiagnostics)
 
 
@@ -128,7 +149,8 @@ class SymplexBakeStatus(PropertyGroup):
 
 
 class SymplexObjectSettings(PropertyGroup):
-    """Rigid body mass properties, and the initial state of a rigid body constraint's joint."""
+    """Rigid body mass properties, the initial state of a rigid body constraint's joint, and on a vehicle rig's
+    owner whether it starts from its chassis animation."""
 
     mass_source: EnumProperty(name="Mass Properties", items=MASS_SOURCES, default="SHAPE")
     density: _density()
@@ -137,6 +159,12 @@ class SymplexObjectSettings(PropertyGroup):
         name="Inertia", description="Ixx Iyy Izz Ixy Ixz Iyz about the centre of mass, object axes", size=6
     )
     q0: FloatVectorProperty(name="Initial Coordinates", description="Joint coordinates at the start", size=6)
+    start_from_animation: BoolProperty(
+        name="Start From Animation",
+        description="Vehicle rig: a chassis keyed before the start frame starts at the speed (and, for craft that "
+                    "have them, the turn and climb rates) its keys arrive with, instead of its initial_speed",
+        default=True,
+    )
     v0: FloatVectorProperty(name="Initial Velocities", description="Joint velocities at the start", size=6)
     motor_gain: FloatProperty(
         name="Motor Gain", description="Velocity servo gain (N m s/rad or N s/m) of a Motor constraint", default=100.0

@@ -36,6 +36,10 @@ class Layout:
         self.items.append(("operator", idname, props))
         return props
 
+    def prop(self, data, name, text=""):
+        assert name in data.bl_rna.properties, name
+        self.items.append(("prop", data, name))
+
     def box(self):
         return self
 

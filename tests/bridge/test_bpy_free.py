@@ -7,7 +7,8 @@ import sys
 
 from tests.conftest import REPO
 
-PURE = ("addon.bridge.layouts", "addon.bridge.orient", "addon.bridge.shape_inertia", "addon.bridge.rotations")
+PURE = ("addon.bridge.layouts", "addon.bridge.orient", "addon.bridge.shape_inertia", "addon.bridge.rotations",
+        "addon.bridge.handback")
 
 
 def test_the_mapping_modules_import_without_blender():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 
 import numpy as np
 import pytest
@@ -394,3 +396,44 @@ def test_validate_mechanism_checks_code_built_mechanisms():
     text = dumps_mechanism(ok.replace(bodies=(numpy_bob,)))
     assert "mass = 1.5\nposition = [0.1, 0, -1.0]\n" in text
     assert loads_mechanism(text).body("bob") == numpy_bob
+
+
+def test_huge_components_normalise_without_overflow():
+    # 1.7e308 squared is inf: a norm by sum of squares made this axis (0, 0, 0) (fuzz finding). Files hold
+    # numbers within +-1e15 (tomlfile.MAX_MAGNITUDE); a Mechanism built in code may hold any finite number.
+    mech = loads_mechanism(BASE)
+    joints = tuple(dataclasses.replace(j, axis=(0.0, 1.7e308, 1.7e308)) if j.name == "shoulder" else j
+                   for j in mech.joints)
+    axis = validate_mechanism(dataclasses.replace(mech, joints=joints)).joint("shoulder").axis
+    assert axis == pytest.approx((0.0, math.sqrt(0.5), math.sqrt(0.5)))
+
+
+def test_numbers_beyond_the_files_range_are_refused_by_field():
+    message = error_of(edit("axis = [0.0, 1.0, 0.0]", "axis = [0.0, 1.7e308, 0.0]"), source="rig.toml")
+    assert message == "rig.toml: field 'joint[0].axis[1]' must be within +-1e+15 (SI units), got 1.7e+308"
+
+
+@pytest.mark.parametrize("damage,expected", [
+    (b"\xff\xfe", "not UTF-8 text (byte 0xff at offset"),
+    (b"gravity = " + b"[" * 3000 + b"]" * 3000, "nested too deeply"),
+    (b"x = " + b"9" * 400, "field 'x': integer of 400 digits is too large for a floating-point number"),
+    (b"[model\n", "not valid TOML"),
+])
+def test_unreadable_files_are_mechanism_errors_naming_the_file(tmp_path, damage, expected):
+    path = tmp_path / "rig.toml"
+    path.write_bytes(damage + b"\n" + BASE.encode())
+    with pytest.raises(MechanismError) as info:
+        load_mechanism(path)
+    assert str(info.value).startswith(f"{path}: ") and expected in str(info.value)
+
+
+@pytest.mark.parametrize("make,expected", [
+    (lambda p: None, "mechanism file not found"),
+    (lambda p: p.mkdir(), "is a directory"),
+    (lambda p: os.mkfifo(p), r"not a regular file \(a device or pipe\)"),
+])
+def test_a_path_that_is_no_regular_file_is_named_without_reading_it(tmp_path, make, expected):
+    path = tmp_path / "rig.toml"
+    make(path)  # a pipe would block a reader for ever
+    with pytest.raises(MechanismError, match=expected):
+        load_mechanism(path)

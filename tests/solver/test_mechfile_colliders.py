@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from addon.solver.mechfile.read import loads_mechanism
@@ -191,3 +193,20 @@ def test_validate_mechanism_checks_code_built_colliders():
     # a nearly unit orientation is normalised, as for bodies
     tilted = ok.replace(colliders=(Collider("ball shape", "ball", "sphere", (0.1,), orientation=(1.0000001, 0, 0, 0)),))
     assert validate_mechanism(tilted).colliders[0].orientation == (1.0, 0.0, 0.0, 0.0)
+
+
+def test_a_hull_of_huge_coordinates_is_judged_without_overflow():
+    # Their mean overflowed, the spreads were NaN and a flat hull passed as a solid; files hold numbers
+    # within +-1e15, a Mechanism built in code any finite number.
+    mech = loads_mechanism(BASE)
+    huge = ((0.0, 0.0, 0.0), (1.7e308, 0.0, 0.0), (0.0, 1.7e308, 0.0), (0.0, 0.0, -1.7e308))
+    wedge = dataclasses.replace(mech.colliders[-1], vertices=huge)
+    checked = validate_mechanism(dataclasses.replace(mech, colliders=mech.colliders[:-1] + (wedge,)))
+    assert checked.colliders[-1] == wedge
+    flat = dataclasses.replace(wedge, vertices=huge[:3] + ((1.7e308, 1.7e308, 0.0),))
+    with pytest.raises(MechanismError, match="a degenerate hull"):
+        validate_mechanism(dataclasses.replace(mech, colliders=mech.colliders[:-1] + (flat,)))
+    overflowing = dataclasses.replace(wedge, vertices=((1.7e308, 0.0, 0.0), (1.7e308, 1.0, 0.0), (0.0, 1.7e308, 0.0),
+                                                       (1.0, 1.0, 0.0)))  # the x column's sum overflows
+    with pytest.raises(MechanismError, match="all in one plane: a degenerate hull"):
+        validate_mechanism(dataclasses.replace(mech, colliders=mech.colliders[:-1] + (overflowing,)))

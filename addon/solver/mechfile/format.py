@@ -74,6 +74,8 @@ The format, one table per kind of element (units SI, Z up, quaternions w x y z):
     steer = {times = [0.0, 2.0], values = [0.0, 0.3], interpolation = "cubic"}
 
 Rules worth knowing:
+- Numbers are within +-1e15 (tomlfile.MAX_MAGNITUDE, for every input file); inf only where a field says so
+  (limits), NaN nowhere. Files are UTF-8 TOML, tables and arrays nested at most 64 deep.
 - The reference configuration (body poses) must be assembled: a joint that closes a loop has one
   world anchor shared by both bodies, so the file itself fixes where it sits on each body. q = 0 is
   the reference for every joint, loop joints included; q0 and v0 of all joints (tree or loop) should

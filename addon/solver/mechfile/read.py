@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import tomllib
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from types import MappingProxyType
 from ..model import (JOINT_DOFS, JOINT_TYPES, Body, Collider, Curve, Force, Joint, Mechanism, MechanismError, Motor,
                      Spring)
 from ..presets import VEHICLE_PRESET_ORDER, list_vehicle_presets, vehicle_preset_path
+from ..tomlfile import TomlFileError, parse_toml, read_toml
 from ..vehicles.spec import CONTROL_NAMES, VEHICLE_TYPES, Spec, Vehicle, VehicleError
 from .format import (
     ANCHOR_TYPES,
@@ -61,12 +61,14 @@ def load_mechanism(path: str | Path) -> Mechanism:
     Raises
     ------
     MechanismError
-        The text is not TOML or not a valid mechanism (the message says where and why).
-    OSError
-        The file cannot be read.
+        The file cannot be read, is not UTF-8 TOML (tomlfile.read_toml's checks) or not a valid mechanism
+        (the message says where and why).
     """
-    text = Path(path).read_text(encoding="utf-8")
-    return loads_mechanism(text, source=str(path))
+    try:
+        data = read_toml(path, "mechanism file")
+    except TomlFileError as exc:
+        raise MechanismError(str(exc)) from None
+    return validate_mechanism(_parse_document(data, str(path)))
 
 
 def loads_mechanism(text: str, source: str = "<string>") -> Mechanism:
@@ -78,9 +80,9 @@ def loads_mechanism(text: str, source: str = "<string>") -> Mechanism:
         As `load_mechanism`.
     """
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise MechanismError(f"{source}: not valid TOML: {exc}") from None
+        data = parse_toml(text, source)
+    except TomlFileError as exc:
+        raise MechanismError(str(exc)) from None
     return validate_mechanism(_parse_document(data, source))
 
 

@@ -146,6 +146,10 @@ def _unit(src: str, where: str, field: str, value: Sequence[float], n: int) -> t
         raise field_error(src, where, field, f"a non-zero {n}-vector", value)
     if abs(norm - 1.0) <= _EXACT_UNIT:
         return tuple(float(x) for x in value)
+    if not math.isfinite(norm):  # components so large that their squares overflow: scaled down first
+        largest = max(abs(x) for x in value)
+        value = tuple(x / largest for x in value)
+        norm = math.sqrt(sum(x * x for x in value))
     return tuple(float(x) / norm for x in value)
 
 
@@ -376,12 +380,21 @@ def _check_hull(src: str, where: str, vertices: object) -> None:
             for v in vertices)):
         raise field_error(src, where, "vertices", "at least 4 points [x, y, z] of finite numbers for a 'hull' collider",
                           vertices)
-    points = np.array(vertices, dtype=float)
-    spread = np.linalg.svd(points - points.mean(axis=0), compute_uv=False)
-    if spread[2] <= _FLAT_HULL * max(spread[0], _ZERO_LENGTH):
-        flat = "all on one line" if spread[1] <= _FLAT_HULL * max(spread[0], _ZERO_LENGTH) else "all in one plane"
+    flat = hull_degeneracy(vertices)
+    if flat is not None:
         raise field_error(src, where, "vertices",
-                          f"points spanning a volume (these {len(points)} are {flat}: a degenerate hull)", vertices)
+                          f"points spanning a volume (these {len(vertices)} are {flat}: a degenerate hull)", vertices)
+
+
+def hull_degeneracy(vertices: Sequence[Sequence[float]]) -> str | None:
+    """None when finite 3-D points span a volume (their convex hull is a solid), else "all on one line" or
+    "all in one plane". Also the check of a shot's hull obstacles (shots/spec.py)."""
+    points = np.array(vertices, dtype=float)
+    points /= max(1.0, float(np.max(np.abs(points))))  # huge coordinates would overflow the mean and the SVD
+    spread = np.linalg.svd(points - points.mean(axis=0), compute_uv=False)
+    if spread[2] > _FLAT_HULL * max(spread[0], _ZERO_LENGTH):
+        return None
+    return "all on one line" if spread[1] <= _FLAT_HULL * max(spread[0], _ZERO_LENGTH) else "all in one plane"
 
 
 def _check_unique_names(src: str, table: str, entries: Sequence[object]) -> None:

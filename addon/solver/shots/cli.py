@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...cli_input import EXIT_FAILED, CommandError, atomic_output, loading, toml_file
+from ...cli_input import EXIT_FAILED, CommandError, atomic_output, toml_file
 from ..model import MechanismError
 from .mechanism_shots import MechanismShot, solve_mechanism_shot
 from .shotfile import load_shot
@@ -35,8 +35,7 @@ def load_shot_file(path: Path) -> Shot | MechanismShot:
     """The shot in `path`; CommandError (exit 2) naming the file and field for anything invalid."""
     toml_file(path, "shot file")
     try:
-        with loading(path):
-            return load_shot(path)
+        return load_shot(path)
     except (ShotError, MechanismError) as exc:
         raise CommandError(str(exc)) from None
 

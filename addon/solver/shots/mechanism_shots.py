@@ -14,8 +14,8 @@ File form (presets/shots/*.toml with a `mechanism` field)::
     [shot]
     name = "cart-pole swing-up"
     mechanism = "cart_pole"      # a preset name, or a .toml path relative to this file
-    dt = 0.05                    # s per step
-    steps = 50                   # frames after the start
+    dt = 0.05                    # s per step, 1e-6 to 1 (spec.MIN_DT, MAX_DT)
+    steps = 50                   # frames after the start, 1 to spec.MAX_STEPS
     rest_at_end = true           # optional: zero momentum after the last step
     [costs]
     effort = 1.0                 # optional weight on sum dt |u / bound|^2 (spec.Costs)
@@ -36,12 +36,13 @@ File form (presets/shots/*.toml with a `mechanism` field)::
     position = [3.0, 0.0, 2.0]   # world
     components = "x"
     tolerance = 1e-6             # optional, reporting tolerance of the key (m or rad)
+
+Unknown fields are refused; numbers must be finite (a control's lower and upper may be -inf and inf).
 """
 
 from __future__ import annotations
 
 import time
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -51,16 +52,18 @@ import scipy.sparse as sp
 
 from ..integrator import simulate
 from ..mechfile.read import load_mechanism
+from ..mechfile.toml_text import brief
 from ..presets import preset_path
 from ..model import Mechanism, MechanismError, Motor
 from ..trajectory import Trajectory
+from ..tomlfile import TomlFileError, read_toml
 from ..tree import constraints
 from ..tree.assembly import close_loops
 from ..tree.compile import TreeModel, compile_tree
 from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
-from .spec import MAX_STEPS, Progress, Shot, ShotError, ShotResult
+from .spec import MAX_DT, MAX_STEPS, MIN_DT, Progress, Shot, ShotError, ShotResult
 from .tree_dynamics import TreeTranscription, assemble_blocks, interval_terms, transcribe_tree
 
 AXES = "xyz"
@@ -372,7 +375,10 @@ def _inverse_kinematics(P: _Problem, frame: int, q: np.ndarray, seeds: int = 24,
                 break
             Z = _tangent(P, Q[frame])
             JZ = np.vstack(jac) @ Z
-            step = -Z @ (JZ.T @ np.linalg.solve(JZ @ JZ.T + 1e-6 * np.eye(len(r)), r))
+            try:
+                step = -Z @ (JZ.T @ np.linalg.solve(JZ @ JZ.T + 1e-6 * np.eye(len(r)), r))
+            except np.linalg.LinAlgError:  # keys so far away that the damping vanishes: this start fails
+                break
             closed = _close_loops(P, np.clip(Q[frame] + step, lower, upper))
             if closed is None:
                 break
@@ -598,7 +604,21 @@ def transcribe(shot: Shot) -> MechanismTranscription:
 # ---------------------------------------------------------------------------------------------------
 # Files
 
-def _field(table: dict, name: str, where: str, kind: type | tuple, default=...):
+_TOP_KEYS = ("format", "shot", "costs", "control", "key")
+_SHOT_KEYS = ("name", "mechanism", "dt", "steps", "rest_at_end")
+_CONTROL_KEYS = ("joint", "lower", "upper")
+_KEY_KEYS = ("name", "frame", "tolerance", "coordinate", "value", "body", "point", "position", "components")
+
+
+def _known(table: dict, allowed: tuple[str, ...], where: str) -> None:
+    """ShotError naming the first field of `table` that is not in `allowed`."""
+    unknown = [name for name in table if name not in allowed]
+    if unknown:
+        raise ShotError(f"{where}: unknown field {unknown[0]!r}; valid fields: {', '.join(allowed)}")
+
+
+def _field(table: dict, name: str, where: str, kind: type | tuple, default=..., infinite: bool = False):
+    """table[name] of type `kind` (an integer is a float too; a float must be finite unless `infinite`)."""
     if name not in table:
         if default is ...:
             raise ShotError(f"{where}: field {name!r} is required")
@@ -607,15 +627,17 @@ def _field(table: dict, name: str, where: str, kind: type | tuple, default=...):
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise ShotError(f"{where}: field {name!r} must be {getattr(kind, '__name__', kind)}, got {value!r}")
+        raise ShotError(f"{where}: field {name!r} must be {getattr(kind, '__name__', kind)}, got {brief(value)}")
+    if kind is float and not (np.isfinite(value) or infinite and not np.isnan(value)):
+        raise ShotError(f"{where}: field {name!r} must be a finite number, got {value!r}")
     return value
 
 
 def _vector(table: dict, name: str, where: str, default=...) -> tuple[float, float, float]:
     value = _field(table, name, where, list, default)
     if not isinstance(value, (list, tuple)) or len(value) != 3 or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        raise ShotError(f"{where}: field {name!r} must be a list of 3 numbers, got {value!r}")
+            isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in value):
+        raise ShotError(f"{where}: field {name!r} must be a list of 3 finite numbers, got {brief(value)}")
     return tuple(float(v) for v in value)
 
 
@@ -630,13 +652,15 @@ def load_mechanism_shot(path: str | Path) -> MechanismShot:
     path = Path(path)
     src = str(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as err:
-        raise ShotError(f"{src}: not valid TOML: {err}") from None
+        data = read_toml(path, "shot file")
+    except TomlFileError as err:
+        raise ShotError(str(err)) from None
+    _known(data, _TOP_KEYS, src)
     if data.get("format") != 1:
-        raise ShotError(f"{src}: field 'format' must be 1, got {data.get('format')!r}")
+        raise ShotError(f"{src}: field 'format' must be 1, got {brief(data.get('format'))}")
     head = _field(data, "shot", src, dict)
     where = f"{src}: [shot]"
+    _known(head, _SHOT_KEYS, where)
     ref = _field(head, "mechanism", where, str)
     try:
         mechanism = load_mechanism(mechanism_file(path, ref))
@@ -644,23 +668,27 @@ def load_mechanism_shot(path: str | Path) -> MechanismShot:
         raise ShotError(f"{where}: field 'mechanism': {err}") from None
     dt = _field(head, "dt", where, float)
     steps = _field(head, "steps", where, int)
-    if not dt > 0 or not 1 <= steps <= MAX_STEPS:
-        raise ShotError(f"{where}: fields 'dt' and 'steps' must be positive (steps at most {MAX_STEPS}), "
-                        f"got {dt}, {steps}")
+    if not MIN_DT <= dt <= MAX_DT:
+        raise ShotError(f"{where}: field 'dt' must be a time step in [{MIN_DT:g}, {MAX_DT:g}] s, got {dt!r}")
+    if not 1 <= steps <= MAX_STEPS:
+        raise ShotError(f"{where}: field 'steps' must be an integer in 1..{MAX_STEPS}, got {steps!r}")
     costs = _field(data, "costs", src, dict, {})
+    _known(costs, ("effort",), f"{src}: [costs]")
     controls = []
     for i, c in enumerate(_field(data, "control", src, list, [])):
         w = f"{src}: [[control]] #{i + 1}"
         if not isinstance(c, dict):
-            raise ShotError(f"{w}: must be a table (joint, lower, upper), got {c!r}")
-        controls.append(Control(_field(c, "joint", w, str), _field(c, "lower", w, float, -np.inf),
-                                _field(c, "upper", w, float, np.inf)))
+            raise ShotError(f"{w}: must be a table (joint, lower, upper), got {brief(c)}")
+        _known(c, _CONTROL_KEYS, w)
+        controls.append(Control(_field(c, "joint", w, str), _field(c, "lower", w, float, -np.inf, infinite=True),
+                                _field(c, "upper", w, float, np.inf, infinite=True)))
     keys = []
     for i, k in enumerate(_field(data, "key", src, list, [])):
         if not isinstance(k, dict):
-            raise ShotError(f"{src}: [[key]] #{i + 1}: must be a table (name, frame, ...), got {k!r}")
-        name = k.get("name", f"key {i + 1}")
+            raise ShotError(f"{src}: [[key]] #{i + 1}: must be a table (name, frame, ...), got {brief(k)}")
+        name = _field(k, "name", f"{src}: [[key]] #{i + 1}", str, f"key {i + 1}")
         w = f"{src}: [[key]] {name!r}"
+        _known(k, _KEY_KEYS, w)
         common = dict(name=str(name), frame=_field(k, "frame", w, int),
                       tolerance=_field(k, "tolerance", w, float, 1e-6))
         if "coordinate" in k:

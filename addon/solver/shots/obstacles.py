@@ -64,9 +64,14 @@ def _cylinder(radius: float, half_height: float) -> Distance:
     return distance
 
 
+_QHULL_LARGEST = 1e150
+
+
 def _hull(vertices: np.ndarray) -> Distance:
-    hull = ConvexHull(vertices)
-    normals, offsets = hull.equations[:, :3], -hull.equations[:, 3]  # n . p <= b inside
+    largest = float(np.max(np.abs(vertices)))
+    scale = largest if largest > _QHULL_LARGEST else 1.0  # qhull squares coordinates: beyond ~1e154 they overflow
+    hull = ConvexHull(vertices / scale)
+    normals, offsets = hull.equations[:, :3], -hull.equations[:, 3] * scale  # n . p <= b inside
     size = float(np.max(np.ptp(vertices, axis=0)))
     beta = 50.0 / size
     shift = np.log(len(offsets)) / beta

@@ -7,7 +7,7 @@ mechanism_shots.load_mechanism_shot; `load_shot` hands such files over.
     [shot]
     name = "parallel parking"
     vehicle = "sedan"               # a vehicle preset name (presets/vehicles) or a path relative to this file
-    dt = 0.1                        # s per step
+    dt = 0.1                        # s per step, 1e-6 to 1 (spec.MIN_DT, MAX_DT)
     steps = 100
     free_time = false               # true: dt is free in [dt_min, dt_max] (add costs.time)
     body_radius = 1.0               # m, one bounding sphere at the body origin ...
@@ -28,12 +28,13 @@ mechanism_shots.load_mechanism_shot; `load_shot` hands such files over.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 
 from ..mechfile.read import load_mechanism
+from ..model import MechanismError
 from ..presets import SHOT_PRESET_DIR, vehicle_preset_path
+from ..tomlfile import TomlFileError, read_toml
 from .spec import Corridor, Costs, Key, Obstacle, Shot, ShotError
 
 _SHOT_KEYS = {"name", "vehicle", "dt", "steps", "free_time", "dt_min", "dt_max", "body_radius", "body_spheres"}
@@ -57,12 +58,15 @@ def _number(src, table, d, field, default=None, minimum=None):
     return float(v)
 
 
+def _finite(a: object) -> bool:
+    return isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a)
+
+
 def _vector(src, table, d, field, n, default=None):
     if field not in d:
         return default
     v = d[field]
-    if (not isinstance(v, list) or len(v) != n
-            or not all(isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a) for a in v)):
+    if not isinstance(v, list) or len(v) != n or not all(_finite(a) for a in v):
         raise _fail(src, table, field, f"a list of {n} finite numbers", v)
     return tuple(float(a) for a in v)
 
@@ -105,7 +109,7 @@ def _check_keys(src, table, d, allowed):
 
 def vehicle_file(path: Path, ref: str) -> Path:
     """The vehicle file a shot file at `path` names in [shot] vehicle: a .toml beside it, else a preset.
-    Raises ValueError or FileNotFoundError for an unknown preset name."""
+    Raises ValueError or OSError for an unknown preset name or one no path can hold."""
     candidate = path.parent / ref
     return candidate if candidate.suffix == ".toml" and candidate.exists() else vehicle_preset_path(ref)
 
@@ -115,9 +119,12 @@ def _vehicle_mechanism(src: str, path: Path, ref: object):
         raise _fail(src, "[shot]", "vehicle", "a vehicle preset name or a file path", ref)
     try:
         file = vehicle_file(path, ref)
-    except (ValueError, FileNotFoundError) as err:
+    except (OSError, ValueError) as err:  # no such preset; a name too long for a path, or holding a NUL
         raise ShotError(f"{src}: [shot]: field 'vehicle': {err}") from None
-    mech = load_mechanism(file)
+    try:
+        mech = load_mechanism(file)
+    except MechanismError as err:
+        raise ShotError(f"{src}: [shot]: field 'vehicle': {err}") from None
     if mech.vehicle is None:
         raise ShotError(f"{src}: [shot]: field 'vehicle': {file} has no [vehicle] table")
     return mech
@@ -163,11 +170,12 @@ def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
         _check_keys(src, t, o, {"name", "shape", "position", "heading", "orientation", "size", "vertices",
                                 "clearance"})
         size = o.get("size", [])
-        if not isinstance(size, list) or not all(isinstance(a, (int, float)) for a in size):
-            raise _fail(src, t, "size", "a list of numbers", size)
+        if not isinstance(size, list) or not all(_finite(a) for a in size):
+            raise _fail(src, t, "size", "a list of finite numbers", size)
         vertices = o.get("vertices", [])
-        if not isinstance(vertices, list) or not all(isinstance(v, list) and len(v) == 3 for v in vertices):
-            raise _fail(src, t, "vertices", "a list of [x, y, z] points", vertices)
+        if not isinstance(vertices, list) or not all(
+                isinstance(v, list) and len(v) == 3 and all(_finite(a) for a in v) for v in vertices):
+            raise _fail(src, t, "vertices", "a list of [x, y, z] points of finite numbers", vertices)
         obstacles.append(Obstacle(str(o.get("name", f"obstacle {i + 1}")), str(o.get("shape")),
                                   _vector(src, t, o, "position", 3, (0.0, 0.0, 0.0)), _quat(src, t, o),
                                   tuple(float(a) for a in size), tuple(tuple(map(float, v)) for v in vertices),
@@ -213,11 +221,9 @@ def load_shot(path: str | Path):
         path = SHOT_PRESET_DIR / f"{path.stem}.toml"
     src = str(path)
     try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ShotError(f"{src}: no such shot file") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ShotError(f"{src}: not valid TOML: {err}") from None
+        data = read_toml(path, "shot file")
+    except TomlFileError as err:
+        raise ShotError(str(err)) from None
     shot_t = data.get("shot", {})
     if isinstance(shot_t, dict) and "mechanism" in shot_t:
         from .mechanism_shots import load_mechanism_shot

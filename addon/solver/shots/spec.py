@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..mechfile.validate import hull_degeneracy
 from ..model import Curve, Mechanism
 from ..trajectory import Trajectory
 
@@ -24,6 +25,7 @@ SHAPES = ("sphere", "box", "cylinder", "hull")
 
 
 MAX_STEPS = 10_000  # steps of one shot: the transcription grows with them; 1e8 would fill memory for hours
+MIN_DT, MAX_DT = 1e-6, 1.0  # s per step, as simulate's --dt: the solved controls replay through the simulator
 
 
 class ShotError(ValueError):
@@ -132,11 +134,11 @@ class Shot:
         where = f"{self.source}: shot {self.name!r}"
         if not (isinstance(self.steps, int) and 2 <= self.steps <= MAX_STEPS):
             raise ShotError(f"{where}: field 'steps' must be an integer in 2..{MAX_STEPS}, got {self.steps!r}")
-        if not (math.isfinite(self.dt) and self.dt > 0):
-            raise ShotError(f"{where}: field 'dt' must be a number > 0, got {self.dt!r}")
-        if self.free_time and not (0 < self.dt_min <= self.dt <= self.dt_max):
-            raise ShotError(f"{where}: free_time needs 0 < dt_min <= dt <= dt_max, got dt_min {self.dt_min!r}, "
-                            f"dt {self.dt!r}, dt_max {self.dt_max!r}")
+        if not MIN_DT <= self.dt <= MAX_DT:  # NaN fails too
+            raise ShotError(f"{where}: field 'dt' must be a time step in [{MIN_DT:g}, {MAX_DT:g}] s, got {self.dt!r}")
+        if self.free_time and not (MIN_DT <= self.dt_min <= self.dt <= self.dt_max <= MAX_DT):
+            raise ShotError(f"{where}: free_time needs {MIN_DT:g} <= dt_min <= dt <= dt_max <= {MAX_DT:g} s, got "
+                            f"dt_min {self.dt_min!r}, dt {self.dt!r}, dt_max {self.dt_max!r}")
         for key in self.keys:
             kw = f"{where}: key {key.label!r}"
             if not (isinstance(key.step, int) and 1 <= key.step <= self.steps):
@@ -163,6 +165,10 @@ class Shot:
                 if v.ndim != 2 or v.shape[1] != 3 or len(v) < 4 or not np.all(np.isfinite(v)):
                     raise ShotError(f"{ow}: field 'vertices' of a hull must be at least 4 points (x, y, z), "
                                     f"got shape {v.shape}")
+                flat = hull_degeneracy(v)
+                if flat is not None:
+                    raise ShotError(f"{ow}: field 'vertices' of a hull must span a volume; these {len(v)} points "
+                                    f"are {flat}")
             if not _finite(ob.position, 3):
                 raise ShotError(f"{ow}: field 'position' must be 3 finite numbers, got {ob.position!r}")
             q = np.asarray(ob.orientation, dtype=float)

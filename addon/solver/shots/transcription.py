@@ -602,7 +602,7 @@ class Transcription:
         if res.status in ("infeasible", "failed", "max_iter") and any(b.kind[0] == "key" for b in self.blocks):
             # second phase: the keys made soft from rest give a dynamically feasible path; when it comes within
             # 0.5 (m or rad) of every key, the hard problem restarts from there (a restoration of sorts)
-            soft_x, errors = self._soft_solve()
+            soft_x, errors = self._soft_solve(min(max_iter, 200))
             if max(e for e, _ in errors) < 0.5:
                 again = nlpmod.solve(self.nlp, soft_x, tol=tol, max_iter=max_iter, progress=progress, mu_init=1e-3)
                 again.iterations += res.iterations

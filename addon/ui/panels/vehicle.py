@@ -49,6 +49,7 @@ class SYMPLEX_PT_vehicle(SymplexTab, Panel):
                            f"{owner.get(vehicle_rig.FORWARD_PROPERTY, '+X')}")
         result = owner.get(vehicle_setup.RESULT_PROPERTY)
         box.label(text=result or "Not baked", icon="CHECKMARK" if result else "BLANK1")
+        layout.prop(owner.symplex, "start_from_animation")
         row = layout.row(align=True)
         row.operator(ids.BAKE_VEHICLE, icon="REC").chassis = owner.name
         row.operator(ids.FREE_VEHICLE_BAKE, icon="TRASH").chassis = owner.name

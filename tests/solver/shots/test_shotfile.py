@@ -1,4 +1,5 @@
-"""Shot files: the shipped vehicle shots load; bad input names the file, table and field."""
+"""Shot files: the shipped vehicle shots load; bad input (vehicle and mechanism shots) names the file, table
+and field."""
 
 import pytest
 
@@ -30,6 +31,7 @@ def test_shipped_vehicle_shots_load():
 @pytest.mark.parametrize("edit,message", [
     (('steps = 10', 'steps = "ten"'), "[shot]: field 'steps'"),
     (('dt = 0.1', 'dt = -0.1'), "[shot]: field 'dt'"),
+    (('dt = 0.1', 'dt = 2.0'), "field 'dt' must be a time step in [1e-06, 1] s, got 2.0"),
     (('vehicle = "sedan"', 'vehicle = "bus"'), "field 'vehicle'"),
     (('frame = 10', 'frame = 11'), "key 'end': field 'step'"),
     (('position = [5.0, 0.0, 0.55]', 'position = [5.0, 0.0]'), "[[key]] 1 ('end'): field 'position'"),
@@ -56,3 +58,86 @@ def test_bounds_of_an_unknown_control_are_named(tmp_path):
     path.write_text(GOOD + '[bounds]\nthrottle = [0.0, 1.0]\n')
     with pytest.raises(ShotError, match="unknown control 'throttle'; controls: drive_torque, steer"):
         solve_shot(load_shot(path))
+
+
+@pytest.mark.parametrize("obstacle,field", [
+    ('shape = "hull"\nvertices = [[0.0, 0.0, 0.0], [1.0, 0.0, []], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]', "vertices"),
+    ('shape = "sphere"\nsize = [nan]', "size"),
+    ('shape = "sphere"\nsize = [true]', "size"),
+])
+def test_obstacle_numbers_must_be_finite(tmp_path, obstacle, field):
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD + f'[[obstacle]]\nname = "rock"\n{obstacle}\n')
+    with pytest.raises(ShotError, match=f"obstacle\\]\\] 1 \\('rock'\\): field '{field}' must be"):
+        load_shot(path)
+
+
+def test_a_referenced_vehicle_file_is_read_with_the_same_checks(tmp_path):
+    (tmp_path / "car.toml").write_bytes(b"format = 1\n\xff\n")
+    path = tmp_path / "shot.toml"
+    path.write_text(GOOD.replace('vehicle = "sedan"', 'vehicle = "car.toml"'))
+    with pytest.raises(ShotError) as err:
+        load_shot(path)
+    assert str(path) in str(err.value) and f"{tmp_path / 'car.toml'}: not UTF-8 text" in str(err.value)
+
+
+MECHANISM_SHOT = """format = 1
+[shot]
+name = "swing"
+mechanism = "cart_pole"
+dt = 0.05
+steps = 10
+[[control]]
+joint = "cart_slide"
+[[key]]
+name = "up"
+frame = 10
+coordinate = "pole_hinge"
+value = 1.0
+"""
+
+
+@pytest.mark.parametrize("edit,message", [
+    (('[[control]]', 'colour = "red"\n[[control]]'), "unknown field 'colour'"),
+    (('joint = "cart_slide"', 'joint = "cart_slide"\nlimit = 3.0'), "[[control]] #1: unknown field 'limit'"),
+    (('value = 1.0', 'value = nan'), "[[key]] 'up': field 'value' must be a finite number"),
+    (('dt = 0.05', 'dt = inf'), "[shot]: field 'dt' must be a finite number"),
+    (('dt = 0.05', 'dt = 5e-324'), "[shot]: field 'dt' must be a time step in [1e-06, 1] s, got 5e-324"),
+    (('dt = 0.05', 'dt = 2.0'), "[shot]: field 'dt' must be a time step in [1e-06, 1] s, got 2.0"),
+    (('dt = 0.05', 'dt = 1e300'), "field 'shot.dt' must be within +-1e+15 (SI units), got 1e+300"),
+    (('joint = "cart_slide"', 'joint = "cart_slide"\nlower = nan'), "field 'lower' must be a finite number"),
+    (('name = "up"', 'name = ["up"]'), "[[key]] #1: field 'name' must be str"),
+])
+def test_mechanism_shot_fields_are_checked(tmp_path, edit, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(MECHANISM_SHOT.replace(*edit))
+    with pytest.raises(ShotError) as err:
+        load_shot(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_mechanism_shot_control_bounds_may_be_infinite(tmp_path):
+    path = tmp_path / "open.toml"
+    path.write_text(MECHANISM_SHOT.replace('joint = "cart_slide"', 'joint = "cart_slide"\nlower = -inf\nupper = inf'))
+    assert load_shot(path).controls[0].upper == float("inf")
+
+
+def test_a_flat_hull_obstacle_is_refused_by_name(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD + '[[obstacle]]\nname = "slab"\nshape = "hull"\n'
+                    'vertices = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]]\n')
+    with pytest.raises(ShotError, match="obstacle 'slab': field 'vertices' of a hull must span a volume; these 4 "
+                                        "points are all in one plane"):
+        load_shot(path)
+
+
+def test_a_hull_obstacle_of_huge_coordinates_has_a_distance():
+    import numpy as np
+
+    from addon.solver.shots.obstacles import distance_function
+    from addon.solver.shots.spec import Obstacle
+
+    cube = [[x, y, z] for x in (-1e200, 1e200) for y in (-1e200, 1e200) for z in (-1e200, 1e200)]
+    d, _ = distance_function(Obstacle("huge", "hull", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0), (), cube))(
+        np.array([[3e200, 0.0, 0.0]]))
+    assert 1e200 <= d[0] <= 2e200  # outside by 2e200 (the smooth maximum never overestimates)
