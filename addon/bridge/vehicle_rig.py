@@ -29,16 +29,31 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
+from ..solver.mechfile.read import vehicle_presets
 from ..solver.model import Curve
 from ..solver.start_velocity import car_start_speed
 from ..solver.vehicles.car import WHEELS, compile_car
-from ..solver.mechfile.read import vehicle_presets
-from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, CarSpec, CarTrailerSpec, Vehicle
+from ..solver.vehicles.driver import Limits
+from ..solver.vehicles.spec import (
+    MAX_START_HITCH_ANGLE,
+    CarSpec,
+    CarTrailerSpec,
+    Vehicle,
+)
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid
 from .start_motion import chassis_twist
-from .vehicle_parts import PRESET_PROPERTY, RigError, RigParts, find_parts, mover, shape, stored_picks, world
+from .vehicle_parts import (
+    PRESET_PROPERTY,
+    RigError,
+    RigParts,
+    find_parts,
+    mover,
+    shape,
+    stored_picks,
+    world,
+)
 
 FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
 CAR_PRESETS = tuple(name for name, spec in vehicle_presets().items() if isinstance(spec, CarSpec))
@@ -58,6 +73,9 @@ INITIAL_SPEED = "initial_speed"  # chassis custom property: forward speed (m/s) 
 FORWARD_PROPERTY = "symplex_forward_axis"  # chassis custom properties remembering the rig's settings
 PATH_PROPERTY = "symplex_path"  # chassis custom property: name of a curve object to follow
 PATH_SPEED = "path_speed"  # chassis custom property (keyable): target speed along the path, m/s
+# chassis custom properties (m/s^2, read at the start frame) making a path follower drive like a driver
+# (solver/vehicles/driver.py); lateral_accel switches it on
+DRIVER_PROPERTIES = {"lateral_accel": "lateral", "accel_limit": "accel", "brake_limit": "brake"}
 BEZIER_SAMPLES = 16  # points per Bezier segment of a path
 SQUARE_TOLERANCE = 0.5  # degrees a trailer's wheel axle may stand off square to its drawbar
 
@@ -130,6 +148,7 @@ class RigReading(FrameGrid):
     path_speed: Curve | float = 0.0  # target speed along it, m/s
     trailer: TrailerReading | None = None
     steering: tuple[tuple[str, np.ndarray], ...] = ()  # (role, rest matrix (4, 4) in the chassis frame)
+    limits: Limits | None = None  # a driver's limits (speed profile from the path's curvature), or pure pursuit
 
 
 def wheel_position(name: str) -> str | None:
@@ -437,8 +456,10 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     controls, warnings = read_controls(chassis, spec, frame_start, fps, times)
     path = read_path(scene, chassis, frame_start)
     path_speed: Curve | float = 0.0
+    limits = None
     if path is not None:
         path_speed = _path_speed(chassis, frame_start, fps, times)
+        limits = driver_limits(chassis, frame_start, path_speed)
         replaced = [c for c, _ in controls if c in ("steer", "drive_torque")]
         if replaced:
             warnings.append(f"vehicle rig {name!r}: follows path {chassis[PATH_PROPERTY]!r}; its keyed "
@@ -467,7 +488,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
                      for key, part in rig.steering)
     return RigReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), ground, to_body @ chassis_world,
                       local[:, :3, 3], local[:, :3, :3], radii_arr, offsets, tuple(warnings), path, path_speed,
-                      trailer_reading, steering)
+                      trailer_reading, steering, limits)
 
 
 def _offsets(matrices: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -548,6 +569,20 @@ def _path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, times
     except (TypeError, ValueError):
         raise RigError(f"vehicle rig {chassis.name!r}: property {PATH_SPEED!r} must be a number, "
                        f"got {chassis[PATH_SPEED]!r}") from None
+
+
+def driver_limits(chassis: bpy.types.Object, frame_start: float, path_speed: Curve | float) -> Limits | None:
+    """The driver's Limits from the DRIVER_PROPERTIES at the start frame (unset ones: Limits' defaults), its
+    top speed the highest path_speed; None when the chassis has no lateral_accel (pure pursuit)."""
+    if "lateral_accel" not in chassis:
+        return None
+    values = {field: float(reference.start_value(chassis, f'["{prop}"]', 0, frame_start))
+              for prop, field in DRIVER_PROPERTIES.items() if prop in chassis}
+    top = max(path_speed.values) if isinstance(path_speed, Curve) else path_speed
+    try:
+        return Limits(**values, top_speed=float(top))
+    except ValueError as err:
+        raise RigError(f"vehicle rig {chassis.name!r}: {err}") from None
 
 
 # ----------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ L the look-ahead distance (as pure pursuit's). Linearised, de/ds = e_theta and d
 kappa_ref, so e'' + (2/L) e' + e/L^2 = 0 in the distance travelled: offsets decay critically damped over
 about L, and on a curve the car follows it instead of cutting the corner by L^2 / (8 R) as pure pursuit
 does. Speed: drive torque m rho (v dv/ds + gain (v_ref - v)) with v_ref(s) from the profile, the profile's
-own acceleration fed forward, clipped to the spec's torque limits.
+own acceleration fed forward, clipped to the spec's torque limits; a keyed speed limit speed(t) (the rig's
+path_speed) caps v_ref over time.
 
 The drift option (a rear slip angle target) needs tyres that slip, which the car model's rolling-without-
 slipping wheels do not; banking belongs to the SE(3) vehicles, which have no path follower yet.
@@ -31,7 +32,7 @@ import numpy as np
 from ..model import Mechanism
 from ..trajectory import Trajectory
 from .pursuit import DEFAULT_LOOKAHEAD_TIME, SPEED_GAIN, PurePursuit, car_start, follow
-from .spec import CarSpec
+from .spec import CarSpec, Control
 
 
 @dataclass(frozen=True)
@@ -72,15 +73,16 @@ def speed_profile(s: np.ndarray, kappa: np.ndarray, limits: Limits, v_start: flo
 
 
 class Driver(PurePursuit):
-    """Steer and drive torque for a car following `path` (M, 2) at the speed profile of `limits`."""
+    """Steer and drive torque for a car following `path` (M, 2) at the speed profile of `limits`, and at most
+    `speed(t)` (m/s: a keyed speed limit over time)."""
 
     def __init__(self, path: np.ndarray, spec: CarSpec, limits: Limits, start: tuple[float, float, float, float],
-                 lookahead_time: float = DEFAULT_LOOKAHEAD_TIME, min_lookahead: float | None = None):
-        super().__init__(path, spec, 0.0, start, lookahead_time, min_lookahead)
+                 lookahead_time: float = DEFAULT_LOOKAHEAD_TIME, min_lookahead: float | None = None,
+                 speed: Control = math.inf):
+        super().__init__(path, spec, speed, start, lookahead_time, min_lookahead)
         self.limits = limits
         self.kappa = curvature(self.path)
         self.profile = speed_profile(self._s, self.kappa, limits, start[3])
-        self.speed = lambda _t: 0.0  # unused: the profile gives the speed
 
     def _frame(self, x: float, y: float, theta: float, v: float) -> tuple[float, float, float]:
         """(e, e_theta, s) of the rear axle at (x, y) heading theta: left offset, heading error, arc length."""
@@ -104,11 +106,14 @@ class Driver(PurePursuit):
 
     def drive(self, _t: float) -> float:
         """Drive torque (N m): the profile's acceleration plus the speed loop toward its speed."""
-        _, _, _, v, _ = self._pose()
+        _, _, _, v, t = self._pose()
         s = self.progress
-        v_ref = float(np.interp(s, self._s, self.profile))
+        v_ref = self.reference_speed(s)
         slope = float(np.interp(s, self._s[:-1], np.diff(self.profile) / self._len))
-        torque = self.mass * self.spec.wheel_radius * (v_ref * slope + SPEED_GAIN * (v_ref - v))
+        cap = self.speed(t)
+        feed = v_ref * slope if v_ref < cap else 0.0
+        v_ref = min(v_ref, cap)
+        torque = self.mass * self.spec.wheel_radius * (feed + SPEED_GAIN * (v_ref - v))
         return float(np.clip(torque, -self.spec.max_drive_torque, self.spec.max_drive_torque))
 
     def reference_speed(self, s: float) -> float:
@@ -117,8 +122,10 @@ class Driver(PurePursuit):
 
 
 def simulate_driving(mechanism: Mechanism, path: np.ndarray, limits: Limits, dt: float, steps: int,
-                     lookahead_time: float = DEFAULT_LOOKAHEAD_TIME) -> tuple[Trajectory, Driver]:
-    """Run the mechanism's car (or car with trailer) on `path` as a Driver of `limits` (see pursuit.follow)."""
+                     lookahead_time: float = DEFAULT_LOOKAHEAD_TIME,
+                     speed: Control = math.inf) -> tuple[Trajectory, Driver]:
+    """Run the mechanism's car (or car with trailer) on `path` as a Driver of `limits` at most at `speed(t)`
+    (see pursuit.follow)."""
     start = car_start(mechanism)
-    controller = Driver(path, mechanism.vehicle.spec, limits, start, lookahead_time)
+    controller = Driver(path, mechanism.vehicle.spec, limits, start, lookahead_time, speed=speed)
     return follow(mechanism, controller, dt, steps), controller
