@@ -11,7 +11,8 @@ wheel radius) is measured from the rig and whose mass properties come from a car
 keyed as custom properties on the chassis (a bone rig: on its armature) sampled into Curves, and the
 offsets that place each part on the solver's bodies. A chassis whose `symplex_path` property names a
 curve object follows that curve (its first spline, flattened onto the ground) at the keyed `path_speed`
-(m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py). A chassis keyed before the start
+(m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py; with a `lateral_accel` property it
+drives like a driver, solver/vehicles/driver.py: DRIVER_PROPERTIES, path_speed then caps). A chassis keyed before the start
 frame starts at the speed its keys arrive with (start_motion.chassis_twist; its yaw rate follows from the
 steering, so a car without trailer or path takes the speed nearest its keyed speed and yaw rate,
 solver/start_velocity.car_start_speed; its wheels spin with the distance rolled), unless the owner's
@@ -29,31 +30,17 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..solver.mechfile.read import vehicle_presets
 from ..solver.model import Curve
 from ..solver.start_velocity import car_start_speed
 from ..solver.vehicles.car import WHEELS, compile_car
+from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.driver import Limits
-from ..solver.vehicles.spec import (
-    MAX_START_HITCH_ANGLE,
-    CarSpec,
-    CarTrailerSpec,
-    Vehicle,
-)
+from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, CarSpec, CarTrailerSpec, Vehicle
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid
 from .start_motion import chassis_twist
-from .vehicle_parts import (
-    PRESET_PROPERTY,
-    RigError,
-    RigParts,
-    find_parts,
-    mover,
-    shape,
-    stored_picks,
-    world,
-)
+from .vehicle_parts import PRESET_PROPERTY, RigError, RigParts, find_parts, mover, shape, stored_picks, world
 
 FORWARD_AXES = {"+X": (1.0, 0.0, 0.0), "-X": (-1.0, 0.0, 0.0), "+Y": (0.0, 1.0, 0.0), "-Y": (0.0, -1.0, 0.0)}
 CAR_PRESETS = tuple(name for name, spec in vehicle_presets().items() if isinstance(spec, CarSpec))
