@@ -4,7 +4,8 @@ Speed profile (`speed_profile`): the path's curvature kappa(s) at each vertex (t
 neighbours) caps the speed at sqrt(a_lat / |kappa|), the lateral acceleration limit (and at the top speed);
 a forward pass v_i <= sqrt(v_{i-1}^2 + 2 a_acc ds) keeps each rise within the acceleration limit from the
 start speed, and a backward pass v_i <= sqrt(v_{i+1}^2 + 2 a_brake ds) starts each slow-down early enough
-for the braking limit. So on a circle of radius R the car drives at sqrt(a_lat R).
+for the braking limit. So on a circle of radius R the car drives at sqrt(a_lat R). The profile is sampled
+every PROFILE_STEP of arc length (a long straight segment brakes where it must, not from its start).
 
 Steering (`Driver.steer`): with e the rear axle's offset to the left of the path at its closest point,
 e_theta its heading relative to the path's and kappa_ref the path's curvature there, the car steers to
@@ -14,7 +15,8 @@ L the look-ahead distance (as pure pursuit's). Linearised, de/ds = e_theta and d
 kappa_ref, so e'' + (2/L) e' + e/L^2 = 0 in the distance travelled: offsets decay critically damped over
 about L, and on a curve the car follows it instead of cutting the corner by L^2 / (8 R) as pure pursuit
 does. Speed: drive torque m rho (v dv/ds + gain (v_ref - v)) with v_ref(s) from the profile, the profile's
-own acceleration fed forward, clipped to the spec's torque limits; a keyed speed limit speed(t) (the rig's
+own acceleration fed forward, within +-max_drive_torque, and the brake (up to max_brake_torque) for what
+a slow-down asks beyond; a keyed speed limit speed(t) (the rig's
 path_speed) caps v_ref over time.
 
 The drift option (a rear slip angle target) needs tyres that slip, which the car model's rolling-without-
@@ -25,6 +27,7 @@ Pure numpy; never imports bpy.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +36,8 @@ from ..model import Mechanism
 from ..trajectory import Trajectory
 from .pursuit import DEFAULT_LOOKAHEAD_TIME, SPEED_GAIN, PurePursuit, car_start, follow
 from .spec import CarSpec, Control
+
+PROFILE_STEP = 0.25  # m between the speed profile's samples (the path's curvature interpolated between vertices)
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,8 @@ class Driver(PurePursuit):
         super().__init__(path, spec, speed, start, lookahead_time, min_lookahead)
         self.limits = limits
         self.kappa = curvature(self.path)
-        self.profile = speed_profile(self._s, self.kappa, limits, start[3])
+        self.grid = np.linspace(0.0, self._s[-1], max(2, math.ceil(self._s[-1] / PROFILE_STEP) + 1))
+        self.profile = speed_profile(self.grid, np.interp(self.grid, self._s, self.kappa), limits, start[3])
 
     def _frame(self, x: float, y: float, theta: float, v: float) -> tuple[float, float, float]:
         """(e, e_theta, s) of the rear axle at (x, y) heading theta: left offset, heading error, arc length."""
@@ -104,21 +110,32 @@ class Driver(PurePursuit):
         self.targets.append(tuple(float(c) for c in self.point(s + ahead)))
         return float(np.clip(math.atan(self.spec.wheelbase * kappa), -self.spec.max_steer, self.spec.max_steer))
 
+    def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
+        """Steer, drive torque and brake torque."""
+        return (*super().controls(), ("brake_torque", self.brake))
+
     def drive(self, _t: float) -> float:
-        """Drive torque (N m): the profile's acceleration plus the speed loop toward its speed."""
+        """Drive torque (N m): the demand, within +-max_drive_torque."""
+        return float(np.clip(self._demand(), -self.spec.max_drive_torque, self.spec.max_drive_torque))
+
+    def brake(self, _t: float) -> float:
+        """Brake torque (N m): what the demand asks beyond -max_drive_torque, up to max_brake_torque."""
+        return float(np.clip(-self._demand() - self.spec.max_drive_torque, 0.0, self.spec.max_brake_torque))
+
+    def _demand(self) -> float:
+        """Torque (N m) the speed asks for: the profile's acceleration plus the speed loop toward its speed."""
         _, _, _, v, t = self._pose()
         s = self.progress
         v_ref = self.reference_speed(s)
-        slope = float(np.interp(s, self._s[:-1], np.diff(self.profile) / self._len))
+        slope = float(np.interp(s, self.grid[:-1], np.diff(self.profile) / np.diff(self.grid)))
         cap = self.speed(t)
         feed = v_ref * slope if v_ref < cap else 0.0
         v_ref = min(v_ref, cap)
-        torque = self.mass * self.spec.wheel_radius * (feed + SPEED_GAIN * (v_ref - v))
-        return float(np.clip(torque, -self.spec.max_drive_torque, self.spec.max_drive_torque))
+        return self.mass * self.spec.wheel_radius * (feed + SPEED_GAIN * (v_ref - v))
 
     def reference_speed(self, s: float) -> float:
         """The profile's speed (m/s) at arc length s."""
-        return float(np.interp(s, self._s, self.profile))
+        return float(np.interp(s, self.grid, self.profile))
 
 
 def simulate_driving(mechanism: Mechanism, path: np.ndarray, limits: Limits, dt: float, steps: int,

@@ -106,6 +106,10 @@ class PurePursuit:
         angle = math.atan2(2.0 * self.spec.wheelbase * math.sin(alpha), math.hypot(dx, dy))
         return float(np.clip(angle, -self.spec.max_steer, self.spec.max_steer))
 
+    def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
+        """The car controls this controller drives: (control, signal) pairs."""
+        return (("steer", self.steer), ("drive_torque", self.drive))
+
     def drive(self, _t: float) -> float:
         """Drive torque (N m) pulling the speed toward the target speed."""
         _, _, _, v, t = self._pose()
@@ -126,11 +130,12 @@ def car_start(mechanism: Mechanism) -> tuple[float, float, float, float]:
 
 
 def follow(mechanism: Mechanism, controller: PurePursuit, dt: float, steps: int) -> Trajectory:
-    """Run the mechanism's car with its steer and drive torque from `controller` (replacing any keyed ones; a
-    keyed brake stays). Returns the trajectory (status 'failed' with the message on solver trouble)."""
+    """Run the mechanism's car with the controls `controller` drives (controller.controls(), replacing any
+    keyed ones; pure pursuit leaves a keyed brake). Returns the trajectory (status 'failed' with the message on
+    solver trouble)."""
     vehicle = mechanism.vehicle
-    controls = tuple((k, v) for k, v in vehicle.controls if k not in ("steer", "drive_torque"))
-    controls += (("steer", controller.steer), ("drive_torque", controller.drive))
+    driven = controller.controls()
+    controls = tuple((k, v) for k, v in vehicle.controls if k not in dict(driven)) + driven
     mech = dataclasses.replace(mechanism, vehicle=dataclasses.replace(vehicle, controls=controls))
     integrator = VehicleIntegrator(mech, dt)
     controller.bind(lambda: integrator.run.state)
