@@ -1,8 +1,9 @@
-"""Drive Vehicle: drive the selected car rig live in the viewport from the keyboard, and keep the take.
+"""Drive Vehicle: drive the selected vehicle rig live in the viewport from the keyboard, and keep the take.
 
 A modal operator over bridge/vehicle_live.py: a window timer ticks the live drive (solver/vehicles/live.py
-steps it by the wall clock in whole frames), key events drive the controls (Up/W throttle, Down/S brake,
-Left/A and Right/D steer), the header shows the speed. Enter (or a left click) keeps the take: its controls
+steps it by the wall clock in whole frames), key events drive the controls (a car: Up/W throttle, Down/S
+brake, Left/A and Right/D steer; the other vehicles: live.body_bindings), the header shows the speed and
+the keys. Enter (or a left click) keeps the take: its controls
 are keyed on the rig and the rig is baked. Esc (or a right click) cancels: the rig goes back where it was and
 nothing is keyed. Blender's event system has no gamepad events, so the keyboard drives it.
 """
@@ -32,18 +33,20 @@ def _end(operator, context) -> None:
         context.area.header_text_set(None)
 
 
-def _header(operator, context) -> None:
+def _header(operator, context, speed: float) -> None:
+    """The drive's frames and speed and the keys, in the area's header."""
+    if context.area is None:
+        return
     drive = operator.session.drive
-    speed = drive.integrator.run.state.u * drive.integrator.vehicle.spec.wheel_radius
-    text = (f"Drive {operator.session.owner}: {drive.steps} frames, {speed * 3.6:.0f} km/h | W/Up throttle, "
-            f"S/Down brake, A D/Left Right steer | Enter keep, Esc cancel")
-    if context.area is not None:
-        context.area.header_text_set(text)
+    keys = ", ".join(f"{'/'.join(b.up)} {b.prop} up" + (f", {'/'.join(b.down)} down" if b.down else "")
+                     for b in drive.bindings)
+    context.area.header_text_set(f"Drive {operator.session.owner}: {drive.steps} frames, {speed * 3.6:.0f} km/h | "
+                                 f"{keys} | Enter keep, Esc cancel")
 
 
 class SYMPLEX_OT_drive_vehicle(Operator):
-    """Drive the selected car rig live from the keyboard (W/Up throttle, S/Down brake, A D/Left Right steer);
-    Enter keeps the take as keyed controls and bakes it, Esc cancels"""
+    """Drive the selected vehicle rig live from the keyboard (a car: W/Up throttle, S/Down brake, A D/Left Right
+    steer); Enter keeps the take as keyed controls and bakes it, Esc cancels"""
 
     bl_idname = ids.DRIVE_VEHICLE
     bl_label = "Drive Vehicle"
@@ -56,7 +59,7 @@ class SYMPLEX_OT_drive_vehicle(Operator):
     @classmethod
     def poll(cls, context):
         if context.scene is None or context.active_object is None or context.window is None:
-            cls.poll_message_set("Select the chassis of a car rig in a 3D view")
+            cls.poll_message_set("Select the chassis of a vehicle rig in a 3D view")
             return False
         return True
 
@@ -88,8 +91,7 @@ class SYMPLEX_OT_drive_vehicle(Operator):
             return {"FINISHED"}
         if event.type == "TIMER":
             session.drive.tick(self.clock())
-            vehicle_live.show(scene, session)
-            _header(self, context)
+            _header(self, context, vehicle_live.show(scene, session))
             if session.drive.failed:
                 self.report({"WARNING"}, session.drive.failed)
             return {"RUNNING_MODAL"}

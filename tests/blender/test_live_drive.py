@@ -7,9 +7,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
-from addon.bridge import vehicle_bake, vehicle_live, vehicle_rig
+from addon.bridge import vehicle_bake, vehicle_body_rig, vehicle_live, vehicle_rig, vehicle_setup
 from addon.bridge.vehicle_setup import RESULT_PROPERTY, find
+from addon.solver.integrator import simulate
+from addon.solver.model import Mechanism
 from addon.ui.drive_operator import SYMPLEX_OT_drive_vehicle
 from tests.blender.scenes import fcurve_data, new_scene, scene_state, symplex  # noqa: F401
 
@@ -118,3 +121,47 @@ def test_the_operator_modal_drives_keeps_and_cancels(symplex):
     assert modal(op, context, key("RET", "PRESS")) == {"FINISHED"}
     assert scene.frame_end == scene.frame_start + 21
     assert owner[RESULT_PROPERTY].startswith("Baked vehicle")
+
+
+BODY_SCRIPTS = {  # preset -> (second, event) of a take in its own controls
+    "helicopter": ((0.05, key("W", "PRESS")), (0.8, key("W", "RELEASE")), (1.0, key("A", "PRESS")),
+                   (1.5, key("I", "PRESS")), (2.0, key("A", "RELEASE"))),
+    "speedboat": ((0.05, key("W", "PRESS")), (1.0, key("LEFT_ARROW", "PRESS")), (1.8, key("W", "RELEASE"))),
+    "tank": ((0.05, key("W", "PRESS")), (1.0, key("W", "RELEASE")), (1.2, key("D", "PRESS"))),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(BODY_SCRIPTS))
+def test_body_rigs_drive_in_their_own_controls_and_bake_bit_for_bit(symplex, preset):
+    scene = new_scene(f"live {preset}", frames=30, fps=24)
+    rig = vehicle_body_rig.build_body_rig(scene, preset, f"{scene.name} rig", (0.0, 0.0, 0.0))
+    owner = scene.objects[rig.chassis]
+    session = vehicle_live.start(scene, owner, 0.0)
+    pending, now = list(BODY_SCRIPTS[preset]), 0.0
+    while now <= 2.5:
+        while pending and pending[0][0] <= now:
+            session.drive.event(pending.pop(0)[1])
+        session.drive.tick(now)
+        now += 1.0 / 30.0
+    live = session.drive.trajectory()
+    take = session.drive.take()
+    assert set(take) == {b.control for b in session.drive.bindings}  # recorded under the vehicle's own names
+    assert sum(np.ptp(values) > 0 for values in take.values()) >= 2  # the keys moved its controls
+    vehicle_live.keep(scene, session)
+    reading = vehicle_body_rig.read_body_rig(scene, rig, vehicle_setup.find(scene, owner)[1])
+    mech = Mechanism(name="check", bodies=(), joints=(), gravity=tuple(scene.gravity), vehicle=reading.vehicle)
+    baked = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    n = len(live.t)
+    assert reading.steps == n  # the scene ends one frame after the take
+    for name in ("poses", "q", "energy"):
+        assert np.array_equal(getattr(baked, name)[:n], getattr(live, name)), name  # bit for bit
+    assert np.linalg.norm(live.poses[-1, 0, :3] - live.poses[0, 0, :3]) > 0.5  # it went somewhere
+
+
+def test_a_snakeboard_is_refused_and_nothing_changes(symplex):
+    scene = new_scene("live snakeboard", frames=30, fps=24)
+    rig = vehicle_body_rig.build_body_rig(scene, "snakeboard", f"{scene.name} rig", (0.0, 0.0, 0.0))
+    before = scene_state(scene)
+    with pytest.raises(vehicle_rig.RigError, match="not a snakeboard"):
+        vehicle_live.start(scene, scene.objects[rig.chassis], 0.0)
+    assert scene_state(scene) == before

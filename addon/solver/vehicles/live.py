@@ -74,6 +74,39 @@ def car_bindings(max_steer: float, max_drive: float, max_brake: float, props: di
     )
 
 
+def _pair(left: str, right: str, limit: float, reverse: bool) -> tuple[Binding, ...]:
+    """Two thrusters or tracks driven differentially, `limit` each, full in 0.5 s: W/Up both forward, A/Left
+    the right one (turning left), D/Right the left one; S/Down both back when `reverse` (else they just drop)."""
+    ahead, back, lo = ("UP_ARROW", "W"), ("DOWN_ARROW", "S"), -limit if reverse else 0.0
+    return (Binding(left, left, lo, limit, 0.0, 2.0 * limit, (*ahead, "RIGHT_ARROW", "D"),
+                    (*back, "LEFT_ARROW", "A") if reverse else ()),
+            Binding(right, right, lo, limit, 0.0, 2.0 * limit, (*ahead, "LEFT_ARROW", "A"),
+                    (*back, "RIGHT_ARROW", "D") if reverse else ()))
+
+
+def body_bindings(kind: str, spec, gravity: float) -> tuple[Binding, ...]:
+    """The keyboard on the controls of a helicopter, boat, hovercraft or tank (spec.CONTROL_NAMES, recorded
+    under those names, in their own units). Helicopter: collective W/Up to max_collective, S/Down to 0,
+    released back to the hover (m g); tail force A/Left, D/Right; blade pitch I/K and roll J/L to
+    +-max_blade_tilt. Boat and hovercraft: the thrusters (_pair, forward only: thrust_left, thrust_right up to
+    max_thrust). Tank: the tracks (_pair with reverse: force_left, force_right to +-max_track_force). Raises
+    ValueError for the other kinds (a snakeboard's prescribed twist needs its rate, which a live Curve does
+    not give bit for bit)."""
+    if kind == "helicopter":
+        hover, tilt = spec.mass * gravity, spec.max_blade_tilt
+        return (Binding("collective", "collective", 0.0, spec.max_collective, hover, spec.max_collective,
+                        ("UP_ARROW", "W"), ("DOWN_ARROW", "S")),
+                Binding("tail", "tail", -spec.max_tail_force, spec.max_tail_force, 0.0, 2.0 * spec.max_tail_force,
+                        ("LEFT_ARROW", "A"), ("RIGHT_ARROW", "D")),
+                Binding("blade_pitch", "blade_pitch", -tilt, tilt, 0.0, 2.0 * tilt, ("I",), ("K",)),
+                Binding("blade_roll", "blade_roll", -tilt, tilt, 0.0, 2.0 * tilt, ("L",), ("J",)))
+    if kind in ("boat", "hovercraft"):
+        return _pair("thrust_left", "thrust_right", spec.max_thrust, reverse=False)
+    if kind == "tank":
+        return _pair("force_left", "force_right", spec.max_track_force, reverse=True)
+    raise ValueError(f"live driving drives cars, helicopters, boats, hovercraft and tanks, not a {kind}")
+
+
 class LiveDrive:
     """A vehicle driven live: `mechanism`'s vehicle (its start pose and speed), step dt, `bindings` replacing
     its controls of the same names; the clock starts at `start` (s, wall clock)."""
