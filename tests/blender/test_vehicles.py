@@ -330,7 +330,8 @@ def test_car_with_driver_limits_slows_for_the_bend_and_keeps_to_the_path(symplex
     speed = np.linalg.norm(np.diff(rear, axis=0), axis=1) * 24
     cruise = math.sqrt(2.0 * radius)  # v = sqrt(a_lat R) = 5.5 m/s, braked down to from 10 m/s
     assert cruise * 0.85 < speed[in_bend[1:]].min() and speed[in_bend[1:]].max() < cruise + 0.1
-    assert speed[-1] > cruise + 1.0 and np.diff(speed).max() * 24 < 1.1 * 2.5  # out of it at accel_limit's default
+    assert speed[-24:] == pytest.approx(10.0, abs=0.01)  # back to path_speed on the exit straight
+    assert np.diff(speed).max() * 24 < 1.3 * 2.5  # accel_limit's default (plus the speed loop catching up)
 
     bezier = _path_curve(scene, "bezier road", points[[0, 1, 24, 46, -1]], "BEZIER")
     chassis[vehicle_rig.PATH_PROPERTY] = bezier.name
