@@ -83,12 +83,22 @@ def _rear_axle(trajectory, spec) -> tuple[np.ndarray, np.ndarray]:
     return np.column_stack([poses[:, 0] - b * np.cos(theta), poses[:, 1] - b * np.sin(theta)]), theta
 
 
-def _plot_controls(path: Path, session: vehicle_live.DriveSession) -> None:
-    import matplotlib
-
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, or None where matplotlib is not installed (as scenes._plot)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _plot_controls(path: Path, session: vehicle_live.DriveSession) -> None:
+    plt = _pyplot()
+    if plt is None:
+        return
     fig, ax = plt.subplots(figsize=(7, 3))
     for prop, values in session.drive.take().items():
         t = 0.5 * session.drive.dt * np.arange(len(values))
@@ -104,11 +114,9 @@ def _plot_controls(path: Path, session: vehicle_live.DriveSession) -> None:
 
 
 def _plot_compare(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt: float) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
+    if plt is None:
+        return
     fig, (ax_p, ax_v) = plt.subplots(2, 1, figsize=(7, 7), gridspec_kw={"height_ratios": [3, 2]})
     ax_p.plot(points[:, 0], points[:, 1], "k--", lw=1, label="path")
     for label, xy in runs.items():
