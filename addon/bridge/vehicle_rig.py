@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import bpy
@@ -34,6 +35,7 @@ from ..solver.model import Curve
 from ..solver.start_velocity import car_start_speed
 from ..solver.vehicles.car import WHEELS, compile_car
 from ..solver.mechfile.read import vehicle_presets
+from ..solver.vehicles.controls import signal
 from ..solver.vehicles.driver import Limits
 from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, CarSpec, CarTrailerSpec, Vehicle
 from ..solver.vehicles.trailer import TRAILER_WHEELS
@@ -60,7 +62,7 @@ INITIAL_SPEED = "initial_speed"  # chassis custom property: forward speed (m/s) 
 FORWARD_PROPERTY = "symplex_forward_axis"  # chassis custom properties remembering the rig's settings
 PATH_PROPERTY = "symplex_path"  # chassis custom property: name of a curve object to follow
 PATH_SPEED = "path_speed"  # chassis custom property (keyable): target speed along the path, m/s
-# chassis custom properties (m/s^2, read at the start frame) making a path follower drive like a driver
+# chassis custom properties (m/s^2, keyable) making a path follower drive like a driver
 # (solver/vehicles/driver.py); lateral_accel switches it on
 DRIVER_PROPERTIES = {"lateral_accel": "lateral", "accel_limit": "accel", "brake_limit": "brake"}
 BEZIER_SAMPLES = 16  # points per Bezier segment of a path
@@ -135,7 +137,7 @@ class RigReading(FrameGrid):
     path_speed: Curve | float = 0.0  # target speed along it, m/s
     trailer: TrailerReading | None = None
     steering: tuple[tuple[str, np.ndarray], ...] = ()  # (role, rest matrix (4, 4) in the chassis frame)
-    limits: Limits | None = None  # a driver's limits (speed profile from the path's curvature), or pure pursuit
+    limits: Limits | Callable[[float], Limits] | None = None  # a driver's (limits(t) when keyed), or pure pursuit
 
 
 def wheel_position(name: str) -> str | None:
@@ -446,7 +448,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     limits = None
     if path is not None:
         path_speed = _path_speed(chassis, frame_start, fps, times)
-        limits = driver_limits(chassis, frame_start, path_speed)
+        limits = driver_limits(chassis, frame_start, fps, times, path_speed)
         replaced = [c for c, _ in controls if c in ("steer", "drive_torque")]
         if replaced:
             warnings.append(f"vehicle rig {name!r}: follows path {chassis[PATH_PROPERTY]!r}; its keyed "
@@ -558,18 +560,30 @@ def _path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, times
                        f"got {chassis[PATH_SPEED]!r}") from None
 
 
-def driver_limits(chassis: bpy.types.Object, frame_start: float, path_speed: Curve | float) -> Limits | None:
-    """The driver's Limits from the DRIVER_PROPERTIES at the start frame (unset ones: Limits' defaults), its
-    top speed the highest path_speed; None when the chassis has no lateral_accel (pure pursuit)."""
+def driver_limits(chassis: bpy.types.Object, frame_start: float, fps: float, times: np.ndarray,
+                  path_speed: Curve | float) -> Limits | Callable[[float], Limits] | None:
+    """The driver's Limits from the DRIVER_PROPERTIES (unset ones: Limits' defaults), its top speed the highest
+    path_speed; limits(t) when any of them is keyed (sampled at `times`, s after frame_start); None when the
+    chassis has no lateral_accel (pure pursuit). Raises RigError for a limit that is not positive."""
     if "lateral_accel" not in chassis:
         return None
-    values = {field: float(reference.start_value(chassis, f'["{prop}"]', 0, frame_start))
-              for prop, field in DRIVER_PROPERTIES.items() if prop in chassis}
-    top = max(path_speed.values) if isinstance(path_speed, Curve) else path_speed
-    try:
-        return Limits(**values, top_speed=float(top))
-    except ValueError as err:
-        raise RigError(f"vehicle rig {chassis.name!r}: {err}") from None
+    channels = reference.original_channels(chassis)
+    values: dict[str, Curve | float] = {}
+    for prop, field in DRIVER_PROPERTIES.items():
+        fcurve = compat.find_fcurve(channels, f'["{prop}"]', 0)
+        if fcurve is not None:
+            values[field] = sample_curve(fcurve, frame_start, fps, times, 1.0)
+        elif prop in chassis:
+            values[field] = float(chassis[prop])
+    top = float(max(path_speed.values) if isinstance(path_speed, Curve) else path_speed)
+    samples = [v for curve in values.values() if isinstance(curve, Curve) for v in curve.values]
+    if min([*samples, *(v for v in values.values() if not isinstance(v, Curve)), top]) <= 0:
+        raise RigError(f"vehicle rig {chassis.name!r}: the driver's limits ({', '.join(DRIVER_PROPERTIES)}) "
+                       f"and path_speed must be > 0")
+    if not samples:
+        return Limits(**values, top_speed=top)
+    signals = {field: signal(v) for field, v in values.items()}
+    return lambda t: Limits(**{field: u(t) for field, u in signals.items()}, top_speed=top)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -304,6 +304,15 @@ def test_car_follows_a_curve_and_cuts_the_corner(symplex):
     speed = np.linalg.norm(np.diff(rear, axis=0), axis=1) * 24
     assert speed[-24:] == pytest.approx(10.0, abs=0.1)
 
+    bezier = _path_curve(scene, "bezier road", points[[0, 1, 24, 46, -1]], "BEZIER")
+    chassis[vehicle_rig.PATH_PROPERTY] = bezier.name
+    sampled = vehicle_rig.read_rig(scene, rig, "sedan").path
+    assert len(sampled) == 4 * vehicle_rig.BEZIER_SAMPLES + 1
+    np.testing.assert_allclose(sampled[[0, -1]], points[[0, -1]], atol=1e-6)
+    chassis[vehicle_rig.PATH_PROPERTY] = chassis.name
+    with pytest.raises(vehicle_rig.RigError, match="which is a mesh, not a curve"):
+        vehicle_rig.read_rig(scene, rig, "sedan")
+
 
 def test_car_with_driver_limits_slows_for_the_bend_and_keeps_to_the_path(symplex):
     """The same road with lateral_accel set: the rig follows as a driver (solver/vehicles/driver.py)."""
@@ -332,14 +341,15 @@ def test_car_with_driver_limits_slows_for_the_bend_and_keeps_to_the_path(symplex
     assert cruise * 0.85 < speed[in_bend[1:]].min() and speed[in_bend[1:]].max() < cruise + 0.1
     assert speed[-24:] == pytest.approx(10.0, abs=0.01)  # back to path_speed on the exit straight
     assert np.diff(speed).max() * 24 < 1.3 * 2.5  # accel_limit's default (plus the speed loop catching up)
-
-    bezier = _path_curve(scene, "bezier road", points[[0, 1, 24, 46, -1]], "BEZIER")
-    chassis[vehicle_rig.PATH_PROPERTY] = bezier.name
-    sampled = vehicle_rig.read_rig(scene, rig, "sedan").path
-    assert len(sampled) == 4 * vehicle_rig.BEZIER_SAMPLES + 1
-    np.testing.assert_allclose(sampled[[0, -1]], points[[0, -1]], atol=1e-6)
-    chassis[vehicle_rig.PATH_PROPERTY] = chassis.name
-    with pytest.raises(vehicle_rig.RigError, match="which is a mesh, not a curve"):
+    vehicle_bake.free_vehicle_bake(scene, chassis.name)  # (keys go into the artist's action, not the bake's)
+    for frame, value in ((1, 2.0), (121, 4.0)):  # keyed limits: limits(t), sampled as any keyed control
+        chassis["lateral_accel"] = value
+        chassis.keyframe_insert('["lateral_accel"]', frame=frame)
+    limits = vehicle_rig.read_rig(scene, rig, "sedan").limits
+    assert (limits(0.0).lateral, limits(5.0).lateral, limits(10.0).lateral) == (2.0, 4.0, 4.0)
+    assert limits(5.0).brake == 3.0 and limits(5.0).top_speed == 10.0
+    chassis["brake_limit"] = 0.0
+    with pytest.raises(vehicle_rig.RigError, match="must be > 0"):
         vehicle_rig.read_rig(scene, rig, "sedan")
 
 

@@ -78,17 +78,23 @@ def speed_profile(s: np.ndarray, kappa: np.ndarray, limits: Limits, v_start: flo
 
 
 class Driver(PurePursuit):
-    """Steer and drive torque for a car following `path` (M, 2) at the speed profile of `limits`, and at most
-    `speed(t)` (m/s: a keyed speed limit over time)."""
+    """Steer and drive torque for a car following `path` (M, 2) at the speed profile of `limits` (Limits, or
+    limits(t) when keyed: the profile is planned again from the car's place and speed whenever they change),
+    and at most `speed(t)` (m/s: a keyed speed limit over time)."""
 
-    def __init__(self, path: np.ndarray, spec: CarSpec, limits: Limits, start: tuple[float, float, float, float],
-                 lookahead_time: float = DEFAULT_LOOKAHEAD_TIME, min_lookahead: float | None = None,
-                 speed: Control = math.inf):
+    def __init__(self, path: np.ndarray, spec: CarSpec, limits: Limits | Callable[[float], Limits],
+                 start: tuple[float, float, float, float], lookahead_time: float = DEFAULT_LOOKAHEAD_TIME,
+                 min_lookahead: float | None = None, speed: Control = math.inf):
         super().__init__(path, spec, speed, start, lookahead_time, min_lookahead)
-        self.limits = limits
+        self.limits_at = limits if callable(limits) else (lambda _t: limits)
         self.kappa = curvature(self.path)
-        self.grid = np.linspace(0.0, self._s[-1], max(2, math.ceil(self._s[-1] / PROFILE_STEP) + 1))
-        self.profile = speed_profile(self.grid, np.interp(self.grid, self._s, self.kappa), limits, start[3])
+        self._plan(0.0, start[3], self.limits_at(0.0))
+
+    def _plan(self, s0: float, v0: float, limits: Limits) -> None:
+        """The speed profile from arc length s0 at speed v0 to the path's end, under `limits`."""
+        n = max(2, math.ceil((self._s[-1] - s0) / PROFILE_STEP) + 1)
+        self.limits, self.grid = limits, np.linspace(s0, max(self._s[-1], s0 + PROFILE_STEP), n)
+        self.profile = speed_profile(self.grid, np.interp(self.grid, self._s, self.kappa), limits, v0)
 
     def _frame(self, x: float, y: float, theta: float, v: float) -> tuple[float, float, float]:
         """(e, e_theta, s) of the rear axle at (x, y) heading theta: left offset, heading error, arc length."""
@@ -126,6 +132,9 @@ class Driver(PurePursuit):
         """Torque (N m) the speed asks for: the profile's acceleration plus the speed loop toward its speed."""
         _, _, _, v, t = self._pose()
         s = self.progress
+        limits = self.limits_at(t)
+        if limits != self.limits:  # keyed limits changed: plan again from here
+            self._plan(s, v, limits)
         v_ref = self.reference_speed(s)
         slope = float(np.interp(s, self.grid[:-1], np.diff(self.profile) / np.diff(self.grid)))
         cap = self.speed(t)
@@ -138,8 +147,8 @@ class Driver(PurePursuit):
         return float(np.interp(s, self.grid, self.profile))
 
 
-def simulate_driving(mechanism: Mechanism, path: np.ndarray, limits: Limits, dt: float, steps: int,
-                     lookahead_time: float = DEFAULT_LOOKAHEAD_TIME,
+def simulate_driving(mechanism: Mechanism, path: np.ndarray, limits: Limits | Callable[[float], Limits], dt: float,
+                     steps: int, lookahead_time: float = DEFAULT_LOOKAHEAD_TIME,
                      speed: Control = math.inf) -> tuple[Trajectory, Driver]:
     """Run the mechanism's car (or car with trailer) on `path` as a Driver of `limits` at most at `speed(t)`
     (see pursuit.follow)."""

@@ -3,6 +3,7 @@ steer, against pure pursuit on the same path, without Blender."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -79,3 +80,27 @@ def test_the_driver_slows_for_a_tight_bend_and_keeps_the_lateral_limit():
     in_bend = (xy[1:, 0] > 35.0) & (xy[1:, 1] < R - 5.0)
     assert speed[in_bend] == pytest.approx(math.sqrt(limits.lateral * R), abs=0.3)
     assert cross_track(xy[xy[:, 1] < 60.0], path).max() < 0.1  # (beyond the end it drives on straight)
+
+
+def test_keyed_limits_plan_the_profile_again_when_they_change():
+    """On a circle of R = 20 m the lateral limit keyed from 2 to 5 m/s^2 at t = 6 s: sqrt(a_lat R) = 6.32, then
+    10 m/s."""
+    radius, dt = 20.0, 1.0 / 48
+    a = np.linspace(-math.pi / 2, 3.5 * math.pi, 541)
+    circle = np.column_stack([radius * np.cos(a), radius + radius * np.sin(a)])
+    path = np.vstack([[[-20.0, 0.0]], circle])  # a 20 m run-in along +X onto the circle at its bottom
+
+    def limits(t: float) -> driver.Limits:
+        return driver.Limits(lateral=2.0 if t < 6.0 else 5.0, accel=2.0, brake=4.0, top_speed=20.0)
+
+    mech = _mechanism(6.0)
+    spec = mech.vehicle.spec
+    start = (-20.0 + spec.com_ahead_of_rear_axle, 0.0, spec.com_height)  # the rear axle at the run-in's start
+    mech = dataclasses.replace(mech, vehicle=dataclasses.replace(mech.vehicle, position=start))
+    trajectory, controller = driver.simulate_driving(mech, path, limits, dt, 48 * 14)
+    xy, _ = _rear_axle(trajectory)
+    speed = np.linalg.norm(np.diff(xy, axis=0), axis=1) / dt
+    t = trajectory.t[1:]
+    assert speed[(t > 4.0) & (t < 6.0)] == pytest.approx(math.sqrt(2.0 * radius), abs=0.1)
+    assert speed[(t > 12.0)] == pytest.approx(math.sqrt(5.0 * radius), abs=0.1)
+    assert controller.limits.lateral == 5.0
