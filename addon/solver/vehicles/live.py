@@ -35,6 +35,7 @@ from ..trajectory import SolverError, Trajectory
 from .integrator import VehicleIntegrator
 
 MAX_CATCH_UP = 8  # integrator steps per tick at most
+CURVE_WINDOW = 8  # latest half-step samples in the Curve a step reads (it reads back at most one step)
 
 
 @dataclass(frozen=True)
@@ -127,9 +128,13 @@ class LiveDrive:
         self.steps = 0  # integrator steps taken
 
     def _curve(self, b: Binding) -> Curve:
+        """The linear Curve of the binding's latest CURVE_WINDOW samples, in solver units: on the times a step
+        reads, the same bits as the whole take's Curve (the same knots, the same segment arithmetic), at a
+        cost that does not grow with the take."""
         values = self.samples[b.prop]
-        times = 0.5 * self.dt * np.arange(len(values))
-        return Curve(tuple(float(t) for t in times), tuple(float(v * b.scale) for v in values), "linear")
+        first = max(len(values) - CURVE_WINDOW, 0)
+        times = 0.5 * self.dt * np.arange(first, len(values))
+        return Curve(tuple(float(t) for t in times), tuple(float(v * b.scale) for v in values[first:]), "linear")
 
     def _signal(self, control: str):
         return lambda t: curves.evaluate(self._curves[control], t)
