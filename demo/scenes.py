@@ -269,6 +269,9 @@ def run_demo(out_dir: str | Path) -> list[DemoResult]:
     from .contact import run_maximal_demo  # here: contact imports this module's helpers
 
     run_maximal_demo(out_dir, lines)  # dominoes.blend and wrecking_ball.blend, their renders and plots
+    from .driving import run_driving_demo  # here: driving imports this module's helpers
+
+    run_driving_demo(out_dir, lines)  # driving.blend: a live-driven take and a path followed as a driver
     (out_dir / "demo_report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     for line in lines:
         print(line)

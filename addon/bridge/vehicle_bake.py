@@ -35,6 +35,7 @@ from ..solver.lie import axis_rotation, pose_matrix
 from ..solver.model import Mechanism
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.car import ackermann_steer, wheel_arcs
+from ..solver.vehicles.driver import simulate_driving
 from ..solver.vehicles.pursuit import simulate_following
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from .bake import BakeOptions, baked_objects, free_bake, write_trajectory
@@ -72,13 +73,17 @@ class VehicleBakeReport:
 
 
 def simulate_rig(reading: RigReading, gravity=(0.0, 0.0, -9.81)) -> Trajectory:
-    """The solver's run of the rig's Vehicle over its frame range (steered along its path, if it has one).
+    """The solver's run of the rig's Vehicle over its frame range (steered along its path, if it has one: by
+    pure pursuit, or as a driver with the rig's limits).
     Raises RigError naming the frame if it fails."""
     name = reading.rig.owner
     mech = Mechanism(name=f"vehicle rig {name}", bodies=(), joints=(), gravity=tuple(gravity),
                      vehicle=reading.vehicle, source=f"vehicle rig {name!r}")
     if reading.path is None:
         trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    elif reading.limits is not None:
+        trajectory, _ = simulate_driving(mech, reading.path, reading.limits, reading.dt, reading.steps,
+                                         speed=reading.path_speed)
     else:
         trajectory, _ = simulate_following(mech, reading.path, reading.path_speed, reading.dt, reading.steps)
     if trajectory.status != "finished":

@@ -11,7 +11,8 @@ wheel radius) is measured from the rig and whose mass properties come from a car
 keyed as custom properties on the chassis (a bone rig: on its armature) sampled into Curves, and the
 offsets that place each part on the solver's bodies. A chassis whose `symplex_path` property names a
 curve object follows that curve (its first spline, flattened onto the ground) at the keyed `path_speed`
-(m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py). A chassis keyed before the start
+(m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py; with a `lateral_accel` property it
+drives like a driver, solver/vehicles/driver.py: DRIVER_PROPERTIES, path_speed then caps). A chassis keyed before the start
 frame starts at the speed its keys arrive with (start_motion.chassis_twist; its yaw rate follows from the
 steering, so a car without trailer or path takes the speed nearest its keyed speed and yaw rate,
 solver/start_velocity.car_start_speed; its wheels spin with the distance rolled), unless the owner's
@@ -24,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import bpy
@@ -33,6 +35,8 @@ from ..solver.model import Curve
 from ..solver.start_velocity import car_start_speed
 from ..solver.vehicles.car import WHEELS, compile_car
 from ..solver.mechfile.read import vehicle_presets
+from ..solver.vehicles.controls import signal
+from ..solver.vehicles.driver import Limits
 from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, CarSpec, CarTrailerSpec, Vehicle
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
@@ -58,6 +62,9 @@ INITIAL_SPEED = "initial_speed"  # chassis custom property: forward speed (m/s) 
 FORWARD_PROPERTY = "symplex_forward_axis"  # chassis custom properties remembering the rig's settings
 PATH_PROPERTY = "symplex_path"  # chassis custom property: name of a curve object to follow
 PATH_SPEED = "path_speed"  # chassis custom property (keyable): target speed along the path, m/s
+# chassis custom properties (m/s^2, keyable) making a path follower drive like a driver
+# (solver/vehicles/driver.py); lateral_accel switches it on
+DRIVER_PROPERTIES = {"lateral_accel": "lateral", "accel_limit": "accel", "brake_limit": "brake"}
 BEZIER_SAMPLES = 16  # points per Bezier segment of a path
 SQUARE_TOLERANCE = 0.5  # degrees a trailer's wheel axle may stand off square to its drawbar
 
@@ -130,6 +137,7 @@ class RigReading(FrameGrid):
     path_speed: Curve | float = 0.0  # target speed along it, m/s
     trailer: TrailerReading | None = None
     steering: tuple[tuple[str, np.ndarray], ...] = ()  # (role, rest matrix (4, 4) in the chassis frame)
+    limits: Limits | Callable[[float], Limits] | None = None  # a driver's (limits(t) when keyed), or pure pursuit
 
 
 def wheel_position(name: str) -> str | None:
@@ -437,8 +445,10 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     controls, warnings = read_controls(chassis, spec, frame_start, fps, times)
     path = read_path(scene, chassis, frame_start)
     path_speed: Curve | float = 0.0
+    limits = None
     if path is not None:
         path_speed = _path_speed(chassis, frame_start, fps, times)
+        limits = driver_limits(chassis, frame_start, fps, times, path_speed)
         replaced = [c for c, _ in controls if c in ("steer", "drive_torque")]
         if replaced:
             warnings.append(f"vehicle rig {name!r}: follows path {chassis[PATH_PROPERTY]!r}; its keyed "
@@ -467,7 +477,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
                      for key, part in rig.steering)
     return RigReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), ground, to_body @ chassis_world,
                       local[:, :3, 3], local[:, :3, :3], radii_arr, offsets, tuple(warnings), path, path_speed,
-                      trailer_reading, steering)
+                      trailer_reading, steering, limits)
 
 
 def _offsets(matrices: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -548,6 +558,32 @@ def _path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, times
     except (TypeError, ValueError):
         raise RigError(f"vehicle rig {chassis.name!r}: property {PATH_SPEED!r} must be a number, "
                        f"got {chassis[PATH_SPEED]!r}") from None
+
+
+def driver_limits(chassis: bpy.types.Object, frame_start: float, fps: float, times: np.ndarray,
+                  path_speed: Curve | float) -> Limits | Callable[[float], Limits] | None:
+    """The driver's Limits from the DRIVER_PROPERTIES (unset ones: Limits' defaults), its top speed the highest
+    path_speed; limits(t) when any of them is keyed (sampled at `times`, s after frame_start); None when the
+    chassis has no lateral_accel (pure pursuit). Raises RigError for a limit that is not positive."""
+    if "lateral_accel" not in chassis:
+        return None
+    channels = reference.original_channels(chassis)
+    values: dict[str, Curve | float] = {}
+    for prop, field in DRIVER_PROPERTIES.items():
+        fcurve = compat.find_fcurve(channels, f'["{prop}"]', 0)
+        if fcurve is not None:
+            values[field] = sample_curve(fcurve, frame_start, fps, times, 1.0)
+        elif prop in chassis:
+            values[field] = float(chassis[prop])
+    top = float(max(path_speed.values) if isinstance(path_speed, Curve) else path_speed)
+    samples = [v for curve in values.values() if isinstance(curve, Curve) for v in curve.values]
+    if min([*samples, *(v for v in values.values() if not isinstance(v, Curve)), top]) <= 0:
+        raise RigError(f"vehicle rig {chassis.name!r}: the driver's limits ({', '.join(DRIVER_PROPERTIES)}) "
+                       f"and path_speed must be > 0")
+    if not samples:
+        return Limits(**values, top_speed=top)
+    signals = {field: signal(v) for field, v in values.items()}
+    return lambda t: Limits(**{field: u(t) for field, u in signals.items()}, top_speed=top)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from .vehicle_rig import (CAR_PRESETS, FORWARD_PROPERTY, PRESET_PROPERTY, Vehicl
 CHASSIS_BONE_PROPERTY = "symplex_chassis_bone"  # on a bone rig's armature: its chassis bone (else found by name)
 RESULT_PROPERTY = "symplex_last_bake"  # on the rig's owner: the summary of its last bake
 DEFAULT_PRESET = CAR_PRESETS[0]  # a rig storing no preset (an artist's car) bakes as this
+DRIVABLE = ("car", "car + trailer", "helicopter", "boat", "hovercraft", "tank")  # live driving's (vehicle_live.py)
 
 
 def kind(owner: bpy.types.Object) -> str | None:

@@ -17,6 +17,7 @@ from bpy.types import Operator
 from ..bridge import vehicle_body_rig, vehicle_rig, vehicle_setup
 from ..solver.trajectory import SolverError
 from . import ids
+from .drive_operator import SYMPLEX_OT_drive_vehicle
 
 
 def preset_label(preset: str) -> str:
@@ -167,5 +168,5 @@ class SYMPLEX_OT_free_vehicle_bake(Operator):
         return {"FINISHED"}
 
 
-CLASSES = (SYMPLEX_OT_add_vehicle, SYMPLEX_OT_bake_vehicle, SYMPLEX_OT_free_vehicle_bake)
+CLASSES = (SYMPLEX_OT_add_vehicle, SYMPLEX_OT_bake_vehicle, SYMPLEX_OT_free_vehicle_bake, SYMPLEX_OT_drive_vehicle)
 register, unregister = bpy.utils.register_classes_factory(CLASSES)

@@ -6,6 +6,8 @@ saved file headless. Both load files, so this module runs its own registration a
 
 from __future__ import annotations
 
+import importlib.util
+
 import bpy
 import pytest
 
@@ -170,3 +172,22 @@ def test_headless_bake_file_raises_naming_the_setup(tmp_path, symplex):
     with pytest.raises(MechanismError, match="bone 'b1'"):
         bake_file(source, tmp_path / "never.blend")
     assert not (tmp_path / "never.blend").exists()
+
+
+def test_driving_demo_writes_its_pictures_and_bakes_both_rigs(tmp_path, symplex):
+    """demo/driving.py: the scripted live take and the driver on the hairpin, rendered and plotted."""
+    from demo.driving import DOC_FIGURES, doc_figures, run_driving_demo
+
+    lines: list[str] = []
+    run_driving_demo(tmp_path, lines)
+    assert [line.split(":")[0] for line in lines] == ["drive_live", "drive_path"]
+    assert "take kept and baked" in lines[0] and "side slip" in lines[1]
+    assert (tmp_path / "driving.blend").exists()
+    for name in ("drive_live_motion", "drive_path_motion"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+    if importlib.util.find_spec("matplotlib") is None:  # the plots need matplotlib (not in every environment)
+        return
+    for name in DOC_FIGURES:
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+    small = doc_figures(tmp_path, tmp_path / "img")
+    assert all(path.stat().st_size < 300_000 for path in small)

@@ -104,7 +104,8 @@ def test_every_preset_is_added_selected_alone_and_baked_by_the_next_bake(symplex
                     "speedboat": "boat"}.get(preset, preset)
     assert f"{chassis.name}: {kind}" in drawn.labels() and summary in drawn.labels()
     ops = drawn.operators()
-    assert set(ops) == {ids.BAKE_VEHICLE, ids.FREE_VEHICLE_BAKE}
+    assert set(ops) == {ids.BAKE_VEHICLE, ids.FREE_VEHICLE_BAKE} | ({ids.DRIVE_VEHICLE} if kind in vehicle_setup.DRIVABLE
+                                                                  else set())
     assert all(props.chassis == chassis.name for props in ops.values())
 
 

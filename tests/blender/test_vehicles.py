@@ -314,6 +314,45 @@ def test_car_follows_a_curve_and_cuts_the_corner(symplex):
         vehicle_rig.read_rig(scene, rig, "sedan")
 
 
+def test_car_with_driver_limits_slows_for_the_bend_and_keeps_to_the_path(symplex):
+    """The same road with lateral_accel set: the rig follows as a driver (solver/vehicles/driver.py)."""
+    scene = new_scene("driver", frames=241, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "sedan", f"{scene.name} car")
+    chassis = scene.objects[rig.chassis]
+    radius = 15.0
+    a = np.linspace(-math.pi / 2, 0.0, 46)
+    points = np.vstack([[[0.0, 0.0], [20.0, 0.0]],
+                        np.column_stack([20.0 + radius * np.cos(a[1:]), radius + radius * np.sin(a[1:])]),
+                        [[20.0 + radius, radius + 60.0]]])
+    chassis[vehicle_rig.PATH_PROPERTY] = _path_curve(scene, "road", points).name
+    chassis["path_speed"] = chassis["initial_speed"] = 10.0
+    chassis["lateral_accel"], chassis["brake_limit"] = 2.0, 3.0
+    reading = vehicle_rig.read_rig(scene, rig, "sedan")
+    assert reading.limits.lateral == 2.0 and reading.limits.brake == 3.0 and reading.limits.top_speed == 10.0
+    vehicle_bake.bake_vehicle(scene, rig, "sedan")
+    loc, euler = _locals(chassis, 241)
+    b = vehicle_presets()["sedan"].com_ahead_of_rear_axle
+    rear = loc[:, :2] - b * np.column_stack([np.cos(euler[:, 2]), np.sin(euler[:, 2])])
+    in_bend = (rear[:, 0] > 22.0) & (rear[:, 1] < radius - 2.0)
+    off = np.abs(np.linalg.norm(rear[in_bend] - (20.0, radius), axis=1) - radius)
+    assert off.max() < 0.05  # no corner cut (pure pursuit above: 0.2 - 1 m)
+    speed = np.linalg.norm(np.diff(rear, axis=0), axis=1) * 24
+    cruise = math.sqrt(2.0 * radius)  # v = sqrt(a_lat R) = 5.5 m/s, braked down to from 10 m/s
+    assert cruise * 0.85 < speed[in_bend[1:]].min() and speed[in_bend[1:]].max() < cruise + 0.1
+    assert speed[-24:] == pytest.approx(10.0, abs=0.01)  # back to path_speed on the exit straight
+    assert np.diff(speed).max() * 24 < 1.3 * 2.5  # accel_limit's default (plus the speed loop catching up)
+    vehicle_bake.free_vehicle_bake(scene, chassis.name)  # (keys go into the artist's action, not the bake's)
+    for frame, value in ((1, 2.0), (121, 4.0)):  # keyed limits: limits(t), sampled as any keyed control
+        chassis["lateral_accel"] = value
+        chassis.keyframe_insert('["lateral_accel"]', frame=frame)
+    limits = vehicle_rig.read_rig(scene, rig, "sedan").limits
+    assert (limits(0.0).lateral, limits(5.0).lateral, limits(10.0).lateral) == (2.0, 4.0, 4.0)
+    assert limits(5.0).brake == 3.0 and limits(5.0).top_speed == 10.0
+    chassis["brake_limit"] = 0.0
+    with pytest.raises(vehicle_rig.RigError, match="must be > 0"):
+        vehicle_rig.read_rig(scene, rig, "sedan")
+
+
 # ----------------------------------------------------------------------------------------------
 # One-body vehicles: rotors, propellers, fans and tank wheels
 

@@ -106,6 +106,10 @@ class PurePursuit:
         angle = math.atan2(2.0 * self.spec.wheelbase * math.sin(alpha), math.hypot(dx, dy))
         return float(np.clip(angle, -self.spec.max_steer, self.spec.max_steer))
 
+    def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
+        """The car controls this controller drives: (control, signal) pairs."""
+        return (("steer", self.steer), ("drive_torque", self.drive))
+
     def drive(self, _t: float) -> float:
         """Drive torque (N m) pulling the speed toward the target speed."""
         _, _, _, v, t = self._pose()
@@ -113,23 +117,25 @@ class PurePursuit:
         return float(np.clip(torque, -self.spec.max_drive_torque, self.spec.max_drive_torque))
 
 
-def simulate_following(mechanism: Mechanism, path: np.ndarray, speed: Control, dt: float, steps: int,
-                       lookahead_time: float = DEFAULT_LOOKAHEAD_TIME) -> tuple[Trajectory, PurePursuit]:
-    """Run the mechanism's car (or car with trailer) on `path` at target `speed`, its steer and drive torque
-    from a PurePursuit (replacing any keyed ones; a keyed brake stays). Returns the trajectory (status
-    'failed' with the message on solver trouble) and the controller."""
+def car_start(mechanism: Mechanism) -> tuple[float, float, float, float]:
+    """(theta, x, y, speed) of the rear axle of the mechanism's car (with or without trailer) at the start."""
     vehicle = mechanism.vehicle
     if vehicle is None or vehicle.type not in ("car", "car_trailer"):
         raise ValueError(f"{mechanism.source}: path following needs a car vehicle, with or without trailer")
-    spec = vehicle.spec
     q = vehicle.orientation
     theta = math.atan2(2.0 * (q[0] * q[3] + q[1] * q[2]), 1.0 - 2.0 * (q[2] ** 2 + q[3] ** 2))
-    b = spec.com_ahead_of_rear_axle
-    start = (theta, vehicle.position[0] - b * math.cos(theta), vehicle.position[1] - b * math.sin(theta),
-             vehicle.velocity[3])
-    controller = PurePursuit(path, spec, speed, start, lookahead_time)
-    controls = tuple((k, v) for k, v in vehicle.controls if k not in ("steer", "drive_torque"))
-    controls += (("steer", controller.steer), ("drive_torque", controller.drive))
+    b = vehicle.spec.com_ahead_of_rear_axle
+    return (theta, vehicle.position[0] - b * math.cos(theta), vehicle.position[1] - b * math.sin(theta),
+            vehicle.velocity[3])
+
+
+def follow(mechanism: Mechanism, controller: PurePursuit, dt: float, steps: int) -> Trajectory:
+    """Run the mechanism's car with the controls `controller` drives (controller.controls(), replacing any
+    keyed ones; pure pursuit leaves a keyed brake). Returns the trajectory (status 'failed' with the message on
+    solver trouble)."""
+    vehicle = mechanism.vehicle
+    driven = controller.controls()
+    controls = tuple((k, v) for k, v in vehicle.controls if k not in dict(driven)) + driven
     mech = dataclasses.replace(mechanism, vehicle=dataclasses.replace(vehicle, controls=controls))
     integrator = VehicleIntegrator(mech, dt)
     controller.bind(lambda: integrator.run.state)
@@ -138,4 +144,13 @@ def simulate_following(mechanism: Mechanism, path: np.ndarray, speed: Control, d
             integrator.step()
         except SolverError:
             break
-    return integrator.trajectory(), controller
+    return integrator.trajectory()
+
+
+def simulate_following(mechanism: Mechanism, path: np.ndarray, speed: Control, dt: float, steps: int,
+                       lookahead_time: float = DEFAULT_LOOKAHEAD_TIME) -> tuple[Trajectory, PurePursuit]:
+    """Run the mechanism's car (or car with trailer) on `path` at target `speed`, steered by a PurePursuit
+    (see follow). Returns the trajectory and the controller."""
+    start = car_start(mechanism)
+    controller = PurePursuit(path, mechanism.vehicle.spec, speed, start, lookahead_time)
+    return follow(mechanism, controller, dt, steps), controller

@@ -3,7 +3,8 @@
 The panel adds a vehicle rig from a preset (a menu of every preset), and for the rig of the active object
 (vehicle_setup.rig_owner: the chassis, its armature, or the owner of a selected part) shows its kind (car,
 car + trailer, helicopter, boat, hovercraft, tank, snakeboard), the preset and forward axis stored on it,
-and the summary of its last bake stored on it; Bake Vehicle and Free Vehicle Bake act on that rig. The
+and the summary of its last bake stored on it; Bake Vehicle and Free Vehicle Bake act on that rig, and
+Drive Vehicle (ui/drive_operator.py) on a car rig. The
 same preset menu is appended to the 3D view's Add menu. Operators live in ui/vehicle_operators.py.
 """
 
@@ -53,6 +54,8 @@ class SYMPLEX_PT_vehicle(SymplexTab, Panel):
         row = layout.row(align=True)
         row.operator(ids.BAKE_VEHICLE, icon="REC").chassis = owner.name
         row.operator(ids.FREE_VEHICLE_BAKE, icon="TRASH").chassis = owner.name
+        if kind in vehicle_setup.DRIVABLE:
+            layout.operator(ids.DRIVE_VEHICLE, icon="AUTO").chassis = owner.name
 
 
 def add_menu(self, _context) -> None:

@@ -1,0 +1,98 @@
+"""Path following compared: the driver (speed profile + tracking steer) against pure pursuit on the same paths.
+
+Usage: python -m benchmarks.driving
+The sedan starts on each path at the top speed; pure pursuit drives at that constant target speed (its
+speed loop, the same torque limits), and again at the driver's speed in the tightest curve, sqrt(a_lat R),
+all the way; the driver at its curvature speed profile capped at the top speed. For each:
+the largest and RMS cross-track error of the rear axle (m) while on the path, the time (s) to reach its
+end, and the peak lateral acceleration v * yaw rate (m/s^2). Prints a Markdown table (docs/driving.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from addon.solver.mechfile.read import vehicle_presets
+from addon.solver.model import Mechanism
+from addon.solver.vehicles import driver, pursuit
+from addon.solver.vehicles.spec import Vehicle
+
+DT = 1.0 / 48
+LIMITS = driver.Limits(lateral=4.0, accel=2.5, brake=5.0, top_speed=15.0)
+
+
+def paths() -> dict[str, np.ndarray]:
+    """A 90 degree bend of R = 20 m, a hairpin of R = 8 m and an S (two R = 12 m arcs), with straights."""
+    def arc(cx, cy, r, a0, a1, n=60):
+        a = np.linspace(a0, a1, n)
+        return np.column_stack([cx + r * np.cos(a), cy + r * np.sin(a)])
+
+    line = np.column_stack([np.linspace(0.0, 30.0, 31), np.zeros(31)])
+    bend = np.vstack([line, arc(30.0, 20.0, 20.0, -math.pi / 2, 0.0)[1:], [[50.0, 60.0]]])
+    hairpin = np.vstack([line, arc(30.0, 8.0, 8.0, -math.pi / 2, math.pi / 2)[1:], [[0.0, 16.0]]])
+    s_curve = np.vstack([line, arc(30.0, 12.0, 12.0, -math.pi / 2, 0.0)[1:],
+                         arc(66.0, 12.0, 24.0, math.pi, math.pi / 2)[1:], [[100.0, 36.0]]])
+    return {"bend R 20 m": bend, "hairpin R 8 m": hairpin, "S R 12 / 24 m": s_curve}
+
+
+def closest(xy: np.ndarray, path: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distance (m) of each point (N, 2) from the polyline `path`, and the arc length of its nearest point."""
+    seg = np.diff(path, axis=0)
+    length = np.linalg.norm(seg, axis=1)
+    start = np.concatenate([[0.0], np.cumsum(length)])[:-1]
+    dist, arc = [], []
+    for p in xy:
+        rel = p - path[:-1]
+        f = np.clip(np.einsum("ij,ij->i", rel, seg) / length**2, 0.0, 1.0)
+        d = np.linalg.norm(rel - f[:, None] * seg, axis=1)
+        i = int(np.argmin(d))
+        dist.append(d[i])
+        arc.append(start[i] + f[i] * length[i])
+    return np.array(dist), np.array(arc)
+
+
+def sedan(speed: float) -> Mechanism:
+    spec = vehicle_presets()["sedan"]
+    vehicle = Vehicle("car", spec, position=(spec.com_ahead_of_rear_axle, 0.0, spec.com_height),
+                      velocity=(0, 0, 0, speed, 0, 0), name="sedan")
+    return Mechanism(name="sedan", bodies=(), joints=(), gravity=(0.0, 0.0, -9.81), vehicle=vehicle, source="bench")
+
+
+def measure(trajectory, path: np.ndarray) -> tuple[float, float, float, float]:
+    """(max, RMS cross-track error, time to the path's end, peak lateral acceleration) of a run."""
+    poses = trajectory.poses[:, trajectory.body_index("chassis")]
+    theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
+    b = vehicle_presets()["sedan"].com_ahead_of_rear_axle
+    xy = np.column_stack([poses[:, 0] - b * np.cos(theta), poses[:, 1] - b * np.sin(theta)])
+    error, arc = closest(xy, path)
+    past = np.flatnonzero(arc >= np.linalg.norm(np.diff(path, axis=0), axis=1).sum() - 1e-6)
+    n = int(past[0]) if len(past) else len(xy)
+    error = error[:n]
+    speed = np.linalg.norm(np.diff(xy[:n], axis=0), axis=1) / DT
+    lateral = speed * np.abs(np.diff(theta[:n])) / DT
+    return float(error.max()), float(np.sqrt(np.mean(error**2))), n * DT, float(lateral.max())
+
+
+def table() -> str:
+    rows = ["| path | controller | max cross-track (m) | RMS cross-track (m) | time to the end (s) | "
+            "peak lateral accel (m/s^2) |", "|---|---|---|---|---|---|"]
+    for name, path in paths().items():
+        steps = int(40.0 / DT)
+        drive, controller = driver.simulate_driving(sedan(LIMITS.top_speed), path, LIMITS, DT, steps)
+        slow = float(controller.profile[1:-1].min())  # sqrt(a_lat R) of the tightest curve
+        runs = {f"pure pursuit at {LIMITS.top_speed:g} m/s": pursuit.simulate_following(
+                    sedan(LIMITS.top_speed), path, LIMITS.top_speed, DT, steps)[0],
+                f"pure pursuit at {slow:.2f} m/s": pursuit.simulate_following(sedan(slow), path, slow, DT, steps)[0],
+                "driver": drive}
+        for controller, trajectory in runs.items():
+            worst, rms, seconds, lateral = measure(trajectory, path)
+            rows.append(f"| {name} | {controller} | {worst:.3f} | {rms:.3f} | {seconds:.2f} | {lateral:.1f} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(f"Sedan from {LIMITS.top_speed:g} m/s, dt = {DT:.4f} s; driver limits: lateral {LIMITS.lateral:g}, "
+          f"accel {LIMITS.accel:g}, brake {LIMITS.brake:g} m/s^2, top speed {LIMITS.top_speed:g} m/s\n")
+    print(table())

@@ -1,0 +1,210 @@
+"""The driving demo (docs/driving.md's pictures): a car rig driven live by a scripted keyboard take, and a car
+rig following a hairpin as a driver beside pure pursuit.
+
+Live drive: bridge/vehicle_live.py drives the sedan rig from synthetic key events (LIVE_SCRIPT: what a
+person would press) on a clock of its own, then keeps the take (keyed controls, baked). Writes
+drive_live_motion.png (faded poses), drive_live_f<frame>.png and drive_live_controls.png (the keyed
+controls). Path: the sedan rig follows a hairpin curve with lateral_accel set (solver/vehicles/driver.py),
+baked; drive_path_motion.png renders it, drive_path_compare.png plots its path and speed beside pure
+pursuit's on the same curve at the same top speed. Saves driving.blend; appends a line per scene to `lines`.
+`make demo` runs it (scenes.run_demo). For the docs: `.venv/bin/python -m demo.driving out --docs docs/img`
+writes the same pictures to out/ and copies of DOC_FIGURES at most DOC_WIDTH pixels wide to docs/img/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import bpy
+import numpy as np
+
+from addon.bridge import vehicle_live
+from addon.bridge.headless import registered
+from addon.bridge.vehicle_bake import bake_vehicle, object_trajectory, simulate_rig
+from addon.bridge.vehicle_rig import PATH_PROPERTY, build_car_rig, read_rig
+from addon.bridge.vehicle_setup import RESULT_PROPERTY, find
+from addon.solver.model import Mechanism
+
+from .scenes import _render, demo_scene
+from .stage import stage
+
+TICK = 1.0 / 30.0  # s between the scripted take's timer ticks
+# (second, event type, value): throttle on, a left turn, brake, a right turn, coast
+LIVE_SCRIPT = ((0.1, "W", "PRESS"), (1.2, "LEFT_ARROW", "PRESS"), (2.4, "LEFT_ARROW", "RELEASE"),
+               (2.6, "W", "RELEASE"), (2.7, "S", "PRESS"), (3.1, "S", "RELEASE"), (3.3, "D", "PRESS"),
+               (4.3, "D", "RELEASE"), (4.4, "W", "PRESS"), (5.6, "W", "RELEASE"))
+LIVE_SECONDS = 6.0
+HAIRPIN_RADIUS = 10.0  # m
+LIMITS = {"lateral_accel": 4.0, "accel_limit": 2.5, "brake_limit": 5.0}
+TOP_SPEED = 14.0  # m/s, the path_speed
+DOC_FIGURES = ("drive_live_motion", "drive_live_controls", "drive_path_motion", "drive_path_compare")
+DOC_WIDTH = 640  # pixels
+
+
+def live_take(scene: bpy.types.Scene, owner: bpy.types.Object) -> vehicle_live.DriveSession:
+    """Play LIVE_SCRIPT on a live drive of `owner`'s rig and keep the take; returns the session."""
+    session = vehicle_live.start(scene, owner, 0.0)
+    pending = list(LIVE_SCRIPT)
+    for tick in range(int(LIVE_SECONDS / TICK) + 1):
+        now = tick * TICK
+        while pending and pending[0][0] <= now:
+            _, kind, value = pending.pop(0)
+            session.drive.event(SimpleNamespace(type=kind, value=value))
+        session.drive.tick(now)
+    vehicle_live.keep(scene, session)
+    return session
+
+
+def _hairpin() -> np.ndarray:
+    a = np.linspace(-math.pi / 2, math.pi / 2, 37)
+    arc = np.column_stack([30.0 + HAIRPIN_RADIUS * np.cos(a), HAIRPIN_RADIUS + HAIRPIN_RADIUS * np.sin(a)])
+    return np.vstack([[[0.0, 0.0]], arc, [[0.0, 2.0 * HAIRPIN_RADIUS]]])
+
+
+def _curve_object(scene: bpy.types.Scene, name: str, points: np.ndarray) -> bpy.types.Object:
+    data = bpy.data.curves.new(name, "CURVE")
+    data.dimensions = "3D"
+    spline = data.splines.new("POLY")
+    spline.points.add(len(points) - 1)
+    for p, (x, y) in zip(spline.points, points):
+        p.co = (x, y, 0.0, 1.0)
+    obj = bpy.data.objects.new(name, data)
+    scene.collection.objects.link(obj)
+    return obj
+
+
+def _rear_axle(trajectory, spec) -> tuple[np.ndarray, np.ndarray]:
+    poses = trajectory.poses[:, trajectory.body_index("chassis")]
+    theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
+    b = spec.com_ahead_of_rear_axle
+    return np.column_stack([poses[:, 0] - b * np.cos(theta), poses[:, 1] - b * np.sin(theta)]), theta
+
+
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, or None where matplotlib is not installed (as scenes._plot)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _plot_controls(path: Path, session: vehicle_live.DriveSession) -> None:
+    plt = _pyplot()
+    if plt is None:
+        return
+    fig, ax = plt.subplots(figsize=(7, 3))
+    for prop, values in session.drive.take().items():
+        t = 0.5 * session.drive.dt * np.arange(len(values))
+        scale = max(np.max(np.abs(values)), 1e-12)
+        ax.plot(t, np.asarray(values) / scale, label=f"{prop} (max {scale:.3g})")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("keyed value / its largest")
+    ax.set_title("live take: the controls keyed on the rig (every half frame)")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_compare(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt: float) -> None:
+    plt = _pyplot()
+    if plt is None:
+        return
+    fig, (ax_p, ax_v) = plt.subplots(2, 1, figsize=(7, 7), gridspec_kw={"height_ratios": [3, 2]})
+    ax_p.plot(points[:, 0], points[:, 1], "k--", lw=1, label="path")
+    for label, xy in runs.items():
+        ax_p.plot(xy[:, 0], xy[:, 1], label=label)
+        speed = np.linalg.norm(np.diff(xy, axis=0), axis=1) / dt
+        ax_v.plot(dt * np.arange(1, len(xy)), speed, label=label)
+    ax_p.set_aspect("equal", adjustable="datalim")
+    ax_p.set_xlabel("x (m)")
+    ax_p.set_ylabel("y (m)")
+    ax_p.set_title(f"hairpin R = {HAIRPIN_RADIUS:g} m, rear axle, top view")
+    ax_p.legend(loc="best", fontsize=8)
+    ax_v.axhline(math.sqrt(LIMITS["lateral_accel"] * HAIRPIN_RADIUS), color="0.6", lw=1, ls=":",
+                 label="sqrt(a_lat R)")
+    ax_v.set_xlabel("time (s)")
+    ax_v.set_ylabel("speed (m/s)")
+    ax_v.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _render_rig(scene: bpy.types.Scene, reading, name: str, title: str, out_dir: Path) -> None:
+    trajectory = object_trajectory(reading, simulate_rig(reading, scene.gravity))
+    objects = {body: bpy.data.objects[body] for body in trajectory.bodies}
+    staged = stage(scene, trajectory, objects, Mechanism(name=name, bodies=(), joints=()), title)
+    _render(scene, staged, trajectory, objects, name, out_dir, (scene.frame_end,))
+
+
+def run_driving_demo(out_dir: Path, lines: list[str]) -> None:
+    """Write the live-drive and path-following pictures and driving.blend to `out_dir` (module docstring)."""
+    with registered():
+        bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+        first = bpy.context.scene
+        scene = demo_scene("drive_live")
+        owner = scene.objects[build_car_rig(scene, "sedan", "Car", (0.0, 0.0, 0.0), slalom=False).chassis]
+        session = live_take(scene, owner)
+        _plot_controls(out_dir / "drive_live_controls.png", session)
+        reading = read_rig(scene, find(scene, owner)[0], "sedan")
+        _render_rig(scene, reading, "drive_live", "sedan rig, driven live (scripted keys), take baked", out_dir)
+        lines.append(f"drive_live: {session.drive.steps} frames driven live, take kept and baked: "
+                     f"{owner[RESULT_PROPERTY]}")
+
+        scene = demo_scene("drive_path")
+        rig = build_car_rig(scene, "sedan", "Car", (0.0, 0.0, 0.0), slalom=False)
+        owner = scene.objects[rig.chassis]
+        points = _hairpin()
+        owner[PATH_PROPERTY] = _curve_object(scene, "hairpin", points).name
+        owner["path_speed"] = owner["initial_speed"] = TOP_SPEED
+        for prop, value in LIMITS.items():
+            owner[prop] = value
+        report = bake_vehicle(scene, rig, "sedan")
+        reading = read_rig(scene, rig, "sedan")
+        spec = reading.vehicle.spec
+        runs = {"driver": _rear_axle(simulate_rig(reading, scene.gravity), spec)[0],
+                "pure pursuit": _rear_axle(simulate_rig(dataclasses.replace(reading, limits=None), scene.gravity),
+                                           spec)[0]}
+        _plot_compare(out_dir / "drive_path_compare.png", points, runs, reading.dt)
+        _render_rig(scene, reading, "drive_path", "sedan rig following a hairpin as a driver", out_dir)
+        lines.append(f"drive_path: {report.summary()}")
+        bpy.data.scenes.remove(first)
+        bpy.ops.wm.save_as_mainfile(filepath=str(out_dir / "driving.blend"), check_existing=False)
+
+
+def doc_figures(out_dir: Path, docs_dir: Path) -> list[Path]:
+    """Copies of DOC_FIGURES from `out_dir`, scaled down to DOC_WIDTH, in `docs_dir`."""
+    from PIL import Image
+
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in DOC_FIGURES:
+        with Image.open(out_dir / f"{name}.png") as image:
+            image.thumbnail((DOC_WIDTH, DOC_WIDTH))
+            image.convert("RGB").save(docs_dir / f"{name}.png", optimize=True)
+        written.append(docs_dir / f"{name}.png")
+    return written
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="The driving demo's pictures (module docstring)")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--docs", type=Path, help="also write small copies for the docs here")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    report: list[str] = []
+    run_driving_demo(args.out.resolve(), report)
+    print("\n".join(report))
+    if args.docs is not None:
+        for path in doc_figures(args.out.resolve(), args.docs):
+            print(f"wrote {path}")
