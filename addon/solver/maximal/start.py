@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..joint_reverse import world_as_parent
 from ..lie import cross, matrix_to_quat, quat_to_matrix
 from ..model import Mechanism
 from ..tree.compile import compile_tree
@@ -24,7 +25,9 @@ from .variational import MaximalModel, MaximalState, compile_maximal
 
 
 def start_from_tree(mech: Mechanism) -> tuple[MaximalModel, MaximalState]:
-    """The maximal model and its initial state, identical to the tree method's start."""
+    """The maximal model and its initial state, identical to the tree method's start. Joints written with
+    child "world" are compiled reversed (joint_reverse.world_as_parent)."""
+    mech = world_as_parent(mech)
     # forcing does not move the start; without it the tree compiles every joint the maximal method takes
     kinematic = tuple(replace(j, stiffness=0.0, rest=None, damping=0.0, motor=None, lower=None, upper=None)
                       for j in mech.joints)
