@@ -29,7 +29,8 @@ from .trajectory import Trajectory
 # about 0.2 (omega dt)^2 and passes this between 12 and 6 steps per period of its small swing
 # (docs/benchmarks_bake.md): a run past it no longer resolves its fastest motion, whatever it looks like.
 BOUND = 0.1
-# Below this fraction of the energies' own size, |E - E0| is arithmetic and Newton tolerance, not physics.
+# Below this fraction of the energies' own size (or of m |g| L, the work gravity does over the mechanism's
+# size, for a setup whose energies are all near zero), |E - E0| is arithmetic and Newton tolerance, not physics.
 ROUNDOFF = 1e-8
 NAMED_BODIES = 3
 
@@ -85,6 +86,18 @@ def nonconservative_parts(mechanism: Mechanism, method: str) -> list[str]:
     return parts
 
 
+def length_scale(mechanism: Mechanism) -> float:
+    """The mechanism's length scale (m): its extent over body frames and joint anchors, at least 1."""
+    points = np.array([b.position for b in mechanism.bodies] + [j.anchor for j in mechanism.joints], dtype=float)
+    return max(1.0, float(np.max(np.ptp(points, axis=0)))) if len(points) else 1.0
+
+
+def gravity_scale(mechanism: Mechanism) -> float:
+    """Total mass x |g| x length_scale (J): the energy gravity exchanges over the mechanism's size."""
+    mass = sum(b.mass for b in mechanism.bodies)
+    return mass * float(np.linalg.norm(mechanism.gravity)) * length_scale(mechanism)
+
+
 def _centres(mechanism: Mechanism, trajectory: Trajectory) -> tuple[np.ndarray, np.ndarray]:
     """Rotations (N+1, B, 3, 3) and world centres of mass (N+1, B, 3) of the trajectory's bodies."""
     bodies = {b.name: b for b in mechanism.bodies}
@@ -134,7 +147,8 @@ def audit(mechanism: Mechanism, trajectory: Trajectory, method: str) -> EnergyAu
         finite[np.argmin(finite):] = False  # from the first overflow on: a blow-up, past any bound
     available = float(energy[0] - potential[finite].min())
     deviation = np.where(finite, np.abs(energy - energy[0]), np.inf)
-    floor = ROUNDOFF * float(np.max(np.abs(energy[finite])) + np.max(np.abs(potential[finite])))
+    floor = ROUNDOFF * (float(np.max(np.abs(energy[finite])) + np.max(np.abs(potential[finite])))
+                        + gravity_scale(mechanism))
     over = np.flatnonzero(deviation > BOUND * available + floor)
     error = float(deviation.max())
     if len(over) == 0:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import lie
-from .energy_audit import BOUND, EnergyAudit, audit
+from .energy_audit import BOUND, EnergyAudit, audit, length_scale
 from .model import WORLD, Joint, Mechanism
 from .trajectory import EnergyError, SolverError, Trajectory
 from .tree.compile import _joint_rotation
@@ -96,19 +96,13 @@ def joint_gaps(mechanism: Mechanism, bodies: list[str], poses: np.ndarray) -> tu
     return translation, rotation
 
 
-def size(mechanism: Mechanism) -> float:
-    """The mechanism's length scale (m): its extent over body frames and joint anchors, at least 1."""
-    points = np.array([b.position for b in mechanism.bodies] + [j.anchor for j in mechanism.joints], dtype=float)
-    return max(1.0, float(np.max(np.ptp(points, axis=0)))) if len(points) else 1.0
-
-
 def first_gap(mechanism: Mechanism, bodies: list[str], poses: np.ndarray) -> tuple[int, int, float] | None:
     """(sample, joint index, gap) of the first sample where a joint's gap passes GAP_TOL (translations
     relative to the mechanism's size), the worst joint there; None when every joint holds."""
     if not mechanism.joints or not len(poses):
         return None
     translation, rotation = joint_gaps(mechanism, bodies, poses)
-    relative = np.maximum(translation / size(mechanism), rotation)
+    relative = np.maximum(translation / length_scale(mechanism), rotation)
     over = np.flatnonzero(np.max(relative, axis=1) > GAP_TOL)
     if not len(over):
         return None
