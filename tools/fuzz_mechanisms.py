@@ -193,12 +193,14 @@ def _loop_mechanism(rng: np.random.Generator, n: int, planar: bool, passive: boo
     return bodies, joints
 
 
-def random_case(seed: int, index: int, max_steps: int = 60) -> Case:
-    """Case `index` of the run seeded `seed` (the same pair always gives the same case)."""
+def random_case(seed: int, index: int, max_steps: int = 60, passive: bool | None = None) -> Case:
+    """Case `index` of the run seeded `seed` (the same pair always gives the same case); `passive` True or
+    False forces the choice (and changes the case)."""
     rng = np.random.default_rng([seed, index])
     kind = CLASSES[index % len(CLASSES)]
     n = int(rng.integers(3, 9))
-    passive = rng.random() < 0.5
+    drawn = rng.random() < 0.5
+    passive = drawn if passive is None else passive
     if kind in ("chain", "tree"):
         bodies, joints = _open_mechanism(rng, n, kind == "tree", passive)
     else:
