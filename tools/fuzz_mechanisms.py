@@ -71,11 +71,14 @@ class Case:
 
 @dataclass(frozen=True)
 class Outcome:
+    """One run's class; final: the last body positions (B, 3) of a run that is ok, for comparing methods."""
+
     case: str
     kind: str
     method: str
     outcome: str
     detail: str
+    final: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------------------------- generator
@@ -358,7 +361,7 @@ def run_case(case: Case, method: str, folder: Path) -> Outcome:
     problem = judge(replace(case, mechanism=mech), Trajectory.load(saved))
     if problem is not None:
         return Outcome(case.name, case.kind, method, "silent-wrong", problem)
-    return Outcome(case.name, case.kind, method, "ok", "")
+    return Outcome(case.name, case.kind, method, "ok", "", trajectory.poses[-1, :, :3])
 
 
 def run(seed: int, count: int, folder: Path, max_steps: int = 60, report=print) -> list[Outcome]:
@@ -373,6 +376,16 @@ def run(seed: int, count: int, folder: Path, max_steps: int = 60, report=print) 
                 report(f"{outcome.outcome}: case {case.name} ({case.kind}, dt {case.dt:.4g}, {case.steps} steps, "
                        f"{len(case.mechanism.bodies)} bodies) {method}: {outcome.detail}")
     return outcomes
+
+
+def disagreements(outcomes: list[Outcome]) -> dict[str, float]:
+    """Largest final position difference (m) between the methods, per case where both are ok."""
+    final: dict[str, dict[str, np.ndarray]] = {}
+    for o in outcomes:
+        if o.final is not None:
+            final.setdefault(o.case, {})[o.method] = o.final
+    return {case: float(np.max(np.abs(runs["tree"] - runs["maximal"])))
+            for case, runs in final.items() if len(runs) == len(METHODS)}
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -399,6 +412,11 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         outcomes = run(args.seed, args.count, folder, args.steps)
     print(table(outcomes))
+    gaps = disagreements(outcomes)
+    if gaps:
+        worst = sorted(gaps, key=gaps.get, reverse=True)[:3]
+        print(f"both ok in {len(gaps)} cases: final positions differ by a median {np.median(list(gaps.values())):.2g} m, "
+              "largest " + ", ".join(f"{gaps[c]:.2g} m (case {c})" for c in worst))
     bad = sum(o.outcome in ("traceback", "silent-wrong") for o in outcomes)
     return 1 if bad else 0
 
