@@ -7,7 +7,8 @@ Blender bake), independently of how the method closed its constraints:
 * joints hold: at every sample, every joint's child frame sits where the joint type allows relative to its
   parent frame (`joint_gaps`), measured on the full relative rotation, so a loop assembled onto a flipped
   branch (which dot-product rotation rows cannot see) is a gap of 2;
-* energy: a conservative setup's energy stays within its integrator's error bound (energy_audit.py).
+* energy: a conservative setup's energy stays within its integrator's error bound, and one whose only
+  non-conservative parts are dampers, stops or contacts does not rise past it (energy_audit.growth_audit).
 
 The first sample that breaks one of them is an error naming the step (of the requested grid), the time,
 the worst joint (or body) and the size of the violation.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import lie
-from .energy_audit import BOUND, EnergyAudit, audit, length_scale
+from .energy_audit import BOUND, EnergyAudit, growth_audit, length_scale, nonconservative_parts
 from .model import WORLD, Joint, Mechanism
 from .trajectory import EnergyError, SolverError, Trajectory
 from .tree.compile import _joint_rotation
@@ -128,14 +129,16 @@ def _body_joint(mechanism: Mechanism, body: str) -> str:
     return "(none)"
 
 
-def energy_error(mechanism: Mechanism, trajectory: Trajectory, result: EnergyAudit) -> EnergyError:
+def energy_error(mechanism: Mechanism, trajectory: Trajectory, method: str, result: EnergyAudit) -> EnergyError:
     """The error for a failed energy audit: the step, the energy, the bodies and their joints."""
+    kind = "passive" if nonconservative_parts(mechanism, method) else "conservative"
     k = int(result.failed_sample)
     energy = trajectory.energy
     bodies = ", ".join(f"{name!r} ({change:+.3g} J, joint {_body_joint(mechanism, name)!r})"
                        for name, change in result.bodies)
     return EnergyError(
-        f"step {k} (t = {trajectory.t[k]:.6g} s): the energy of this conservative setup went from {energy[0]:.4g} J "
+        f"step {k} (t = {trajectory.t[k]:.6g} s): the energy of this {kind} "
+        f"setup went from {energy[0]:.4g} J "
         f"to {energy[k]:.4g} J, past {100 * BOUND:g} % of the {result.available:.3g} J its motion can exchange "
         f"(the integrator's error stays below that while the steps resolve the motion); largest changes: {bodies}",
         step=k, time=float(trajectory.t[k]))
@@ -155,5 +158,5 @@ def verify(mechanism: Mechanism, trajectory: Trajectory, method: str) -> SolverE
         return ConstraintError(f"step {k} (t = {trajectory.t[k]:.6g} s): "
                                f"{describe_gap(mechanism, trajectory.bodies, poses[:k + 1], j)}",
                                step=k, time=float(trajectory.t[k]))
-    result = audit(mechanism, trajectory, method)
-    return energy_error(mechanism, trajectory, result) if result.failed else None
+    result = growth_audit(mechanism, trajectory, method)
+    return energy_error(mechanism, trajectory, method, result) if result.failed else None

@@ -123,3 +123,21 @@ def test_an_idle_mechanism_is_not_failed_by_roundoff():
     result = audit(pendulum(0.0), simulate(pendulum(0.0), 0.01, 100, "tree"), "tree")
     assert result.applies and not result.failed and result.available == pytest.approx(0.0, abs=1e-9)
     assert energy_audit.ROUNDOFF < 1e-6
+
+
+def test_the_growth_audit_judges_setups_that_only_lose_energy():
+    """Dampers and stops take energy out: a damped pendulum's falling energy passes, its rise at a step
+    that does not resolve the swing fails; a motor can put energy in, so it is not judged."""
+    from addon.solver.energy_audit import growth_audit
+
+    mech = pendulum(math.pi / 2)
+    damped = replace(mech, joints=(replace(mech.joints[0], damping=0.05),))
+    period = 2 * math.pi / small_swing_omega(mech)
+    fine = simulate_plain(damped, period / 32, 320, "tree")
+    assert fine.energy[-1] < fine.energy[0] - 1.0  # the damper took at least a joule out
+    result = growth_audit(damped, fine, "tree")
+    assert result.applies and not result.failed
+    coarse = simulate_plain(damped, period / 2, 40, "tree")
+    assert growth_audit(damped, coarse, "tree").failed
+    driven = replace(mech, joints=(replace(mech.joints[0], motor=Motor("velocity", target_velocity=1.0, gain=2.0)),))
+    assert not growth_audit(driven, coarse, "tree").applies
