@@ -155,8 +155,14 @@ def verify(mechanism: Mechanism, trajectory: Trajectory, method: str) -> SolverE
     gap = first_gap(mechanism, trajectory.bodies, poses)
     if gap is not None:
         k, j, _ = gap
+        dropped = [*trajectory.info.get("redundant_constraints_dropped_in", ()),
+                   *trajectory.info.get("redundant_rows_dropped_in", ())]
+        locked = (f"; its loop rows were dropped as redundant at the start, but they were only dependent there: "
+                  "the loop cannot move as its joint axes are (it is locked, or starts at a singular "
+                  "configuration); check the axes of the joints in that loop"
+                  if mechanism.joints[j].name in dropped else "")
         return ConstraintError(f"step {k} (t = {trajectory.t[k]:.6g} s): "
-                               f"{describe_gap(mechanism, trajectory.bodies, poses[:k + 1], j)}",
+                               f"{describe_gap(mechanism, trajectory.bodies, poses[:k + 1], j)}{locked}",
                                step=k, time=float(trajectory.t[k]))
     result = growth_audit(mechanism, trajectory, method)
     return energy_error(mechanism, trajectory, method, result) if result.failed else None

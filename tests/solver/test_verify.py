@@ -82,6 +82,7 @@ def test_a_slider_crank_locked_by_its_pin_axis_fails_naming_the_open_joint(metho
     found = re.search(r"step (\d+) .*joint '(\w+)' \(revolute.*open by ([0-9.e-]+) m", run.message)
     assert found and found.group(2) == "wrist_pin" and float(found.group(3)) > 1e-3, run.message
     assert run.nsteps < int(found.group(1)) + 1
+    assert "the loop cannot move as its joint axes are (it is locked" in run.message
     assert "no time step down to dt/8" in run.message
 
 
