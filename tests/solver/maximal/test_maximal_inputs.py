@@ -23,3 +23,20 @@ def test_a_massless_body_is_refused_by_name_in_the_maximal_method():
     with pytest.raises(MechanismError, match=r"\[\[body\]\] 'cross': the maximal method needs a positive mass"):
         simulate(mech, 0.01, 5, "maximal")
     assert simulate(mech, 0.01, 20, "tree").status == "finished"
+
+
+def test_a_singular_newton_matrix_is_a_solver_error_naming_the_step(monkeypatch):
+    """numpy's LinAlgError from a factorisation is solver trouble at a step, not a traceback."""
+    import numpy as np
+
+    from addon.solver.maximal import integrator as maximal_integrator
+
+    def singular(*args, **kwargs):
+        raise np.linalg.LinAlgError("body 0: singular pivot in the tree factorisation")
+
+    monkeypatch.setattr(maximal_integrator, "step", singular)
+    mech = Mechanism("pendulum", (Body("bob", 1.0, (0.0, 0.0, -1.0), inertia=INERTIA),),
+                     (Joint("hinge", "revolute", "world", "bob", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0), q0=(0.3,)),))
+    run = simulate(mech, 0.01, 5, "maximal")
+    assert run.status == "failed" and run.nsteps == 0
+    assert "maximal-coordinate step 1 (t = 0.01 s): the Newton matrix is singular (body 0: singular" in run.message
