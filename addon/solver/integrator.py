@@ -121,15 +121,17 @@ def _cut(trajectory: Trajectory, error: SolverError) -> Trajectory:
 def _smaller_step(mechanism: Mechanism, dt: float, steps: int, method: str, tol: float) -> str:
     """A sentence naming the largest of dt/2, dt/4, dt/8 whose run of the same horizon is finished and
     verified, or saying that none within the search budget is."""
-    spent = 0
+    spent, tried = 0, 1
     for k in range(1, HALVINGS + 1):
         fine, count = dt / 2 ** k, steps * 2 ** k
         spent += count
         if spent > SEARCH_BUDGET:
             break
+        tried = 2 ** k
         trial = simulate_plain(mechanism, fine, count, method, tol)
         if trial.status == "finished" and verify(mechanism, trial, method) is None:
             return f"; dt = {fine:.6g} s runs the same {steps * dt:.6g} s and passes every check"
-    return (f"; no time step down to dt/{2 ** min(k, HALVINGS)} = {dt / 2 ** min(k, HALVINGS):.3g} s tried within "
-            f"{SEARCH_BUDGET} steps ran the same {steps * dt:.6g} s and passed every check: try a smaller one or "
-            "the other method")
+    if tried == 1:
+        return f"; a run of {steps} steps is too long to try smaller steps here: try dt/2 or less"
+    return (f"; no time step down to dt/{tried} = {dt / tried:.3g} s tried within {SEARCH_BUDGET} steps ran the "
+            f"same {steps * dt:.6g} s and passed every check: try a smaller one or the other method")
