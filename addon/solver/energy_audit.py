@@ -31,8 +31,8 @@ from .trajectory import Trajectory
 # about 0.2 (omega dt)^2 and passes this between 12 and 6 steps per period of its small swing
 # (docs/benchmarks_bake.md): a run past it no longer resolves its fastest motion, whatever it looks like.
 BOUND = 0.1
-# Below this fraction of the energies' own size (or of m |g| L, the work gravity does over the mechanism's
-# size, for a setup whose energies are all near zero), |E - E0| is arithmetic and Newton tolerance, not physics.
+# Below this fraction of the energies' own size (or of energy_scale, for a setup whose energies are all
+# near zero), |E - E0| is arithmetic and Newton tolerance, not physics.
 ROUNDOFF = 1e-8
 NAMED_BODIES = 3
 
@@ -108,10 +108,14 @@ def length_scale(mechanism: Mechanism) -> float:
     return max(1.0, float(np.max(np.ptp(points, axis=0)))) if len(points) else 1.0
 
 
-def gravity_scale(mechanism: Mechanism) -> float:
-    """Total mass x |g| x length_scale (J): the energy gravity exchanges over the mechanism's size."""
+def energy_scale(mechanism: Mechanism) -> float:
+    """An energy the mechanism can hold at its own size L (J): m |g| L + m (L / 1 s)^2 over the bodies, plus
+    k max(L, 1)^2 over joint and point springs; the yardstick of round-off for setups whose energies are
+    all near zero (no gravity, at rest, at a spring's rest)."""
+    size = length_scale(mechanism)
     mass = sum(b.mass for b in mechanism.bodies)
-    return mass * float(np.linalg.norm(mechanism.gravity)) * length_scale(mechanism)
+    stiffness = sum(j.stiffness for j in mechanism.joints) + sum(s.stiffness for s in mechanism.springs)
+    return mass * (float(np.linalg.norm(mechanism.gravity)) * size + size * size) + stiffness * size * size
 
 
 def _centres(mechanism: Mechanism, trajectory: Trajectory) -> tuple[np.ndarray, np.ndarray]:
@@ -179,7 +183,7 @@ def _judged(mechanism: Mechanism, trajectory: Trajectory, one_sided: bool) -> En
     change = energy - energy[0]
     deviation = np.where(finite, change if one_sided else np.abs(change), np.inf)
     floor = ROUNDOFF * (float(np.max(np.abs(energy[finite])) + np.max(np.abs(potential[finite])))
-                        + gravity_scale(mechanism))
+                        + energy_scale(mechanism))
     over = np.flatnonzero(deviation > BOUND * available + floor)
     error = float(deviation.max())
     if len(over) == 0:
