@@ -13,7 +13,6 @@ simulate_plain runs the same horizon at dt/2, dt/4, dt/8 within a budget).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Callable
 

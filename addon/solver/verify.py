@@ -157,7 +157,7 @@ def verify(mechanism: Mechanism, trajectory: Trajectory, method: str) -> SolverE
         k, j, _ = gap
         dropped = [*trajectory.info.get("redundant_constraints_dropped_in", ()),
                    *trajectory.info.get("redundant_rows_dropped_in", ())]
-        locked = (f"; its loop rows were dropped as redundant at the start, but they were only dependent there: "
+        locked = ("; its loop rows were dropped as redundant at the start, but they were only dependent there: "
                   "the loop cannot move as its joint axes are (it is locked, or starts at a singular "
                   "configuration); check the axes of the joints in that loop"
                   if mechanism.joints[j].name in dropped else "")

@@ -4,10 +4,12 @@ answer (issue 19). Every run is ok or an explained failure; the judge is indepen
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from addon.solver.integrator import simulate
 from tools.fuzz_mechanisms import CLASSES, Case, judge, random_case, run
 
 FAST = dict(seed=11, count=8, max_steps=12)  # two of each class, about 10 s
@@ -34,8 +36,6 @@ def test_many_random_mechanisms_give_no_traceback_and_no_silent_wrong_answer(tmp
 def test_the_judge_sees_a_joint_come_apart_and_energy_gained(tmp_path):
     """The judge is what makes the fuzz tests able to fail: it must flag a run whose bodies drift off their
     joints, and a passive run whose energy grows, from the trajectory alone."""
-    from addon.solver.integrator import simulate
-
     case = next(c for c in (random_case(FAST["seed"], i, passive=True) for i in range(40))
                 if c.kind == "chain" and all(b.mass > 0 for b in c.mechanism.bodies)
                 and not c.mechanism.springs and all(j.type != "free" for j in c.mechanism.joints))
@@ -53,6 +53,4 @@ def test_the_judge_sees_a_joint_come_apart_and_energy_gained(tmp_path):
 
 
 def _with_poses(trajectory, poses):
-    from dataclasses import replace
-
     return replace(trajectory, poses=poses)
