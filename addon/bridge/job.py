@@ -6,9 +6,10 @@ or failed job leaves it exactly as it was. Solver errors come back as the same S
 the message prefixed with the setup and the frame (the solver's own part names the joint or body at
 fault); scene and model errors as MechanismError (SceneError for the scene) naming the setup.
 
-No silent failure: when the run reaches its end, a conservative setup's energy is audited
-(solver/energy_audit.py): |E - E0| past its bound is an EnergyError naming the frame and the bodies
-whose energy changed most. A step past the method's time-step limit (StepTooLargeError: the maximal
+No silent failure: when the run reaches its end it is verified (solver/verify.py, as simulate() does for
+the CLI): a non-finite state or a joint come apart is a SolverError naming the frame and the joint, and a
+conservative setup's |E - E0| past its bound (solver/energy_audit.py) an EnergyError naming the frame and
+the bodies whose energy changed most; each restarts the run with twice the substeps. A step past the method's time-step limit (StepTooLargeError: the maximal
 method's constraint forces) restarts the run with enough substeps per frame; a Newton failure
 (ConvergenceError) or an energy failure restarts it with twice the substeps. At most
 MAX_SUBSTEP_RESTARTS restarts; the report says each one. When they are used up the error names the
@@ -29,10 +30,11 @@ from dataclasses import dataclass, replace
 import bpy
 import numpy as np
 
-from ..solver.energy_audit import BOUND, EnergyAudit, audit
+from ..solver.energy_audit import EnergyAudit, audit
 from ..solver.integrator import make_integrator
 from ..solver.model import MechanismError
 from ..solver.trajectory import ConvergenceError, EnergyError, SolverError, StepTooLargeError, Trajectory
+from ..solver.verify import ConstraintError, verify
 from . import summary
 from .bake import BakeOptions, write_trajectory
 from .read import SceneError, SceneMechanism, find_setup, read_setup
@@ -121,21 +123,16 @@ class BakeJob:
             self._restart(err, 2 * self.read.substeps, "Newton did not converge")
 
     def _audit(self) -> None:
-        """Audit the complete run's energy; restart with twice the substeps when it fails."""
+        """Verify the complete run (solver/verify.py: finite, joints hold, a conservative setup's energy
+        bounded); restart with twice the substeps when it fails."""
         trajectory = self.trajectory()
-        result = audit(self.read.mechanism, trajectory, self.read.method)
-        if not result.failed:
-            self.audit = result
+        err = verify(self.read.mechanism, trajectory, self.read.method)
+        if err is None:
+            self.audit = audit(self.read.mechanism, trajectory, self.read.method)
             return
-        k = result.failed_sample
-        energy = trajectory.energy
-        bodies = ", ".join(f"{name!r} ({change:+.3g} J)" for name, change in result.bodies)
-        err = EnergyError(
-            f"the energy of this conservative setup went from {energy[0]:.4g} J to {energy[k]:.4g} J, past "
-            f"{100 * BOUND:g} % of the {result.available:.3g} J its motion can exchange (the integrator's error "
-            f"stays below that while the steps resolve the motion); largest changes: {bodies}",
-            step=k, time=float(trajectory.t[k]))
-        self._restart(err, 2 * self.read.substeps, "the energy grew past its bound")
+        after = ("the energy grew past its bound" if isinstance(err, EnergyError) else
+                 "a joint came apart" if isinstance(err, ConstraintError) else "the state became non-finite")
+        self._restart(err, 2 * self.read.substeps, after)
 
     @property
     def steps(self) -> int:
@@ -161,7 +158,7 @@ class BakeJob:
         energy failure also says which setting to change."""
         t = self._time_of(err)
         message = f"setup {self.setup_name!r}, frame {self.frame_of(t):g}: {err}"
-        if isinstance(err, (ConvergenceError, EnergyError)):
+        if isinstance(err, (ConvergenceError, EnergyError, ConstraintError)):
             tried = f", and this bake tried up to {self.read.substeps}" if self.notes else ""
             message += (f". Raise the setup's Substeps (solver steps per frame; it is {self.setup_substeps}{tried}) "
                         f"or try {self.other_methods}")

@@ -11,7 +11,9 @@ the largest kinetic energy a conservative motion could reach from the start (spr
 energy, so they cannot add to it). `audit` fails a run whose |E - E0| passes BOUND * available: a step
 that has stopped resolving the motion (see docs/benchmarks_bake.md for the measured margins). The bodies
 with the largest change of their own energy (kinetic + gravity, from the poses) are named. Setups that
-are not conservative are not judged; `nonconservative_parts` says why.
+are not conservative are not judged by `audit`; `nonconservative_parts` says why. `growth_audit` also
+judges setups whose only non-conservative parts take energy out (dampers, stops, contacts: `driven_parts`
+is empty): their energy may fall as far as it likes but not rise past the same bound.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from .trajectory import Trajectory
 # about 0.2 (omega dt)^2 and passes this between 12 and 6 steps per period of its small swing
 # (docs/benchmarks_bake.md): a run past it no longer resolves its fastest motion, whatever it looks like.
 BOUND = 0.1
-# Below this fraction of the energies' own size, |E - E0| is arithmetic and Newton tolerance, not physics.
+# Below this fraction of the energies' own size (or of energy_scale, for a setup whose energies are all
+# near zero), |E - E0| is arithmetic and Newton tolerance, not physics.
 ROUNDOFF = 1e-8
 NAMED_BODIES = 3
 
@@ -85,6 +88,36 @@ def nonconservative_parts(mechanism: Mechanism, method: str) -> list[str]:
     return parts
 
 
+def driven_parts(mechanism: Mechanism) -> list[str]:
+    """What in `mechanism` can put energy in (motors, keyed joints, forces, a vehicle), by name."""
+    parts = []
+    for joint in mechanism.joints:
+        if joint.motor is not None:
+            parts.append(f"motor on joint {joint.name!r}")
+        if joint.prescribed is not None:
+            parts.append(f"joint {joint.name!r} is keyed")
+    parts += [f"force {f.name!r}" for f in mechanism.forces]
+    if mechanism.vehicle is not None:
+        parts.append("a vehicle")
+    return parts
+
+
+def length_scale(mechanism: Mechanism) -> float:
+    """The mechanism's length scale (m): its extent over body frames and joint anchors, at least 1."""
+    points = np.array([b.position for b in mechanism.bodies] + [j.anchor for j in mechanism.joints], dtype=float)
+    return max(1.0, float(np.max(np.ptp(points, axis=0)))) if len(points) else 1.0
+
+
+def energy_scale(mechanism: Mechanism) -> float:
+    """An energy the mechanism can hold at its own size L (J): m |g| L + m (L / 1 s)^2 over the bodies, plus
+    k max(L, 1)^2 over joint and point springs; the yardstick of round-off for setups whose energies are
+    all near zero (no gravity, at rest, at a spring's rest)."""
+    size = length_scale(mechanism)
+    mass = sum(b.mass for b in mechanism.bodies)
+    stiffness = sum(j.stiffness for j in mechanism.joints) + sum(s.stiffness for s in mechanism.springs)
+    return mass * (float(np.linalg.norm(mechanism.gravity)) * size + size * size) + stiffness * size * size
+
+
 def _centres(mechanism: Mechanism, trajectory: Trajectory) -> tuple[np.ndarray, np.ndarray]:
     """Rotations (N+1, B, 3, 3) and world centres of mass (N+1, B, 3) of the trajectory's bodies."""
     bodies = {b.name: b for b in mechanism.bodies}
@@ -125,6 +158,20 @@ def audit(mechanism: Mechanism, trajectory: Trajectory, method: str) -> EnergyAu
     reasons = nonconservative_parts(mechanism, method)
     if reasons:
         return EnergyAudit(False, tuple(reasons))
+    return _judged(mechanism, trajectory, one_sided=False)
+
+
+def growth_audit(mechanism: Mechanism, trajectory: Trajectory, method: str) -> EnergyAudit:
+    """`audit` for a conservative setup; for one that only loses energy (no `driven_parts`), the audit of
+    E - E0 alone: a rise past the bound is as wrong as in a conservative setup; a fall is the dampers' work."""
+    reasons = driven_parts(mechanism)
+    if reasons:
+        return EnergyAudit(False, tuple(reasons))
+    return _judged(mechanism, trajectory, one_sided=bool(nonconservative_parts(mechanism, method)))
+
+
+def _judged(mechanism: Mechanism, trajectory: Trajectory, one_sided: bool) -> EnergyAudit:
+    """The audit of a setup that is judged: |E - E0| (or E - E0 when `one_sided`) against the bound."""
     energy = np.asarray(trajectory.energy, dtype=float)
     if len(energy) < 2:
         return EnergyAudit(True)
@@ -133,8 +180,10 @@ def audit(mechanism: Mechanism, trajectory: Trajectory, method: str) -> EnergyAu
     if not finite.all():
         finite[np.argmin(finite):] = False  # from the first overflow on: a blow-up, past any bound
     available = float(energy[0] - potential[finite].min())
-    deviation = np.where(finite, np.abs(energy - energy[0]), np.inf)
-    floor = ROUNDOFF * float(np.max(np.abs(energy[finite])) + np.max(np.abs(potential[finite])))
+    change = energy - energy[0]
+    deviation = np.where(finite, change if one_sided else np.abs(change), np.inf)
+    floor = ROUNDOFF * (float(np.max(np.abs(energy[finite])) + np.max(np.abs(potential[finite])))
+                        + energy_scale(mechanism))
     over = np.flatnonzero(deviation > BOUND * available + floor)
     error = float(deviation.max())
     if len(over) == 0:

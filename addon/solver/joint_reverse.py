@@ -30,7 +30,8 @@ from dataclasses import replace
 import numpy as np
 
 from . import lie
-from .model import Joint
+from .model import WORLD, Joint, Mechanism, MechanismError
+
 
 def _negated(values: tuple[float, ...] | None) -> tuple[float, ...] | None:
     return None if values is None else tuple(-float(x) for x in values)
@@ -63,3 +64,22 @@ def reversed_joint(joint: Joint) -> Joint | None:
             v0 = tuple(float(x) for x in -turn.T @ np.array(v0, dtype=float))
         return replace(flipped, q0=_negated(joint.q0), v0=v0, rest=_negated(joint.rest))
     return None
+
+
+def world_as_parent(mech: Mechanism) -> Mechanism:
+    """`mech` with every joint written with child "world" reversed, so the world is always a parent.
+
+    The format allows child = "world"; methods that index a joint's child as a body (the maximal method)
+    take the mechanism through this. Joint order and names are kept, so joint indices still match.
+    Raises MechanismError naming the joint for the types with no reverse (planar, free)."""
+    joints = []
+    for joint in mech.joints:
+        if joint.child == WORLD:
+            flipped = reversed_joint(joint)
+            if flipped is None:
+                raise MechanismError(
+                    f"{mech.source}: [[joint]] {joint.name!r}: a {joint.type} joint cannot have child 'world' (its "
+                    "reverse has other coordinates); swap its 'parent' and 'child'")
+            joint = flipped
+        joints.append(joint)
+    return mech.replace(joints=tuple(joints))

@@ -10,7 +10,7 @@ import pytest
 
 from addon.solver import energy_audit
 from addon.solver.energy_audit import BOUND, audit, body_energies, nonconservative_parts
-from addon.solver.integrator import simulate
+from addon.solver.integrator import simulate, simulate_plain
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.presets import list_presets, preset_path
 from addon.solver.model import Force, Motor
@@ -37,7 +37,7 @@ def test_pendulum_error_is_second_order_and_the_bound_is_where_it_stops_resolvin
     period = 2 * math.pi / small_swing_omega(mech)
     ratio = {}
     for n in (64, 32, 16, 12, 6):
-        run = simulate(mech, period / n, 20 * n, "tree")
+        run = simulate_plain(mech, period / n, 20 * n, "tree")  # the runs as made: simulate() fails n = 6
         result = audit(mech, run, "tree")
         assert result.applies and run.status == "finished"
         assert result.available == pytest.approx(9.81 * mech.bodies[0].mass * 1.0, rel=0.05)  # m g d: from rest
@@ -46,7 +46,9 @@ def test_pendulum_error_is_second_order_and_the_bound_is_where_it_stops_resolvin
     assert ratio[16] / ratio[32] == pytest.approx(4.0, rel=0.05)
     assert ratio[12] < BOUND < ratio[6]
     assert not audit(mech, simulate(mech, period / 12, 240, "tree"), "tree").failed
-    assert audit(mech, simulate(mech, period / 6, 120, "tree"), "tree").failed
+    assert audit(mech, simulate_plain(mech, period / 6, 120, "tree"), "tree").failed
+    failed = simulate(mech, period / 6, 120, "tree")
+    assert failed.status == "failed" and "the energy of this conservative setup went from" in failed.message
 
 
 def test_per_body_energies_add_up_to_the_integrators_energy():
@@ -86,13 +88,13 @@ def test_a_blow_up_is_caught_at_its_first_frame_with_the_bodies_that_gained():
     first sample past the bound and names the bob."""
     mech = pendulum(math.pi / 2)
     dt = math.pi / small_swing_omega(mech)
-    run = simulate(mech, dt, 40, "tree")
+    run = simulate_plain(mech, dt, 40, "tree")
     result = audit(mech, run, "tree")
     deviation = np.abs(run.energy - run.energy[0])
     assert result.failed and deviation[result.failed_sample] > BOUND * result.available
     assert np.all(deviation[:result.failed_sample] <= BOUND * result.available + 1e-12)
     assert [name for name, _ in result.bodies] == ["bob"]
-    good = simulate(mech, dt / 8, 80, "tree")
+    good = simulate_plain(mech, dt / 8, 80, "tree")
     good.energy[40:] = np.nan  # a run that overflowed is not within any bound
     assert audit(mech, good, "tree").failed_sample == 40
 
@@ -121,3 +123,21 @@ def test_an_idle_mechanism_is_not_failed_by_roundoff():
     result = audit(pendulum(0.0), simulate(pendulum(0.0), 0.01, 100, "tree"), "tree")
     assert result.applies and not result.failed and result.available == pytest.approx(0.0, abs=1e-9)
     assert energy_audit.ROUNDOFF < 1e-6
+
+
+def test_the_growth_audit_judges_setups_that_only_lose_energy():
+    """Dampers and stops take energy out: a damped pendulum's falling energy passes, its rise at a step
+    that does not resolve the swing fails; a motor can put energy in, so it is not judged."""
+    from addon.solver.energy_audit import growth_audit
+
+    mech = pendulum(math.pi / 2)
+    damped = replace(mech, joints=(replace(mech.joints[0], damping=0.05),))
+    period = 2 * math.pi / small_swing_omega(mech)
+    fine = simulate_plain(damped, period / 32, 320, "tree")
+    assert fine.energy[-1] < fine.energy[0] - 1.0  # the damper took at least a joule out
+    result = growth_audit(damped, fine, "tree")
+    assert result.applies and not result.failed
+    coarse = simulate_plain(damped, period / 2, 40, "tree")
+    assert growth_audit(damped, coarse, "tree").failed
+    driven = replace(mech, joints=(replace(mech.joints[0], motor=Motor("velocity", target_velocity=1.0, gain=2.0)),))
+    assert not growth_audit(driven, coarse, "tree").applies

@@ -121,3 +121,25 @@ def test_planar_and_free_joints_have_no_reverse_and_the_tree_names_the_joint(kin
     with pytest.raises(MechanismError, match=rf"'elbow': body 'b' is reachable from the world only through this "
                                              rf"{kind} joint's child 'a'"):
         compile_tree(mech)
+
+
+@pytest.mark.parametrize("method, atol", [("tree", 1e-12), ("maximal", 1e-8)])
+@pytest.mark.parametrize("kind", list(LOWER))
+def test_a_joint_written_with_child_world_moves_as_the_forward_one(kind, method, atol):
+    """The format allows child = "world": link 'b' hung from the world by `kind` written b -> world must
+    move as when written world -> b (issue 19: the maximal method raised KeyError 'world')."""
+    bodies = two_links(kind, reverse=False).bodies[1:]
+    hang = Joint("hang", kind, "world", "b", (0.0, 0.05, -1.0), **LOWER[kind])
+    forward = simulate(Mechanism(kind, bodies, (hang,)), 0.01, 60, method)
+    reverse = simulate(Mechanism(kind, bodies, (reversed_joint(hang),)), 0.01, 60, method)
+    assert reversed_joint(hang).child == "world"
+    assert forward.status == reverse.status == "finished", (forward.message, reverse.message)
+    np.testing.assert_allclose(reverse.poses, forward.poses, atol=atol)
+
+
+@pytest.mark.parametrize("kind", ["planar", "free"])
+def test_planar_and_free_joints_with_child_world_are_refused_by_name_in_the_maximal_method(kind):
+    body = Body("b", 1.0, (0.0, 0.0, -1.0), inertia=(0.1, 0.1, 0.1, 0.0, 0.0, 0.0))
+    joint = Joint("hang", kind, "b", "world", axis=(0.0, 0.0, 1.0), axis2=(1.0, 0.0, 0.0) if kind == "planar" else None)
+    with pytest.raises(MechanismError, match=rf"'hang': a {kind} joint cannot have child 'world'"):
+        simulate(Mechanism(kind, (body,), (joint,)), 0.01, 5, "maximal")

@@ -6,7 +6,8 @@ state is the poses: there are no generalized coordinates); energy at the start i
 state and after each step T(zdot_k) + (V(z_k) + V(z_k+1))/2 (the interval's midpoint energy,
 second-order like the tree method's); constraint_residual is max |g| over every joint row (dropped
 redundant rows included) at the new configuration; newton_iterations per step. An angular speed past
-2/dt in a step (bodies.SpinTooFastError) is a ConvergenceError naming the body. A step redone without
+2/dt in a step (bodies.SpinTooFastError) is a ConvergenceError naming the body, and so is a singular Newton
+matrix (numpy's LinAlgError from the factorisations, naming the node). A step redone without
 friction (the interior point's last resort) is named in the message, in a RuntimeWarning and in
 info()["friction_dropped_at_steps"].
 """
@@ -60,6 +61,10 @@ class MaximalIntegrator(Integrator):
                                    f"{name!r} reached the angular speed 2/dt = {2 / self.dt:.4g} rad/s in the solve, "
                                    "where the rotation update is undefined; try a smaller time step",
                                    step=k, time=t) from err
+        except np.linalg.LinAlgError as err:  # a singular Newton matrix: a configuration the rows cannot hold
+            k, t = self.state.step_index + 1, self.state.t + self.dt
+            raise ConvergenceError(f"maximal-coordinate step {k} (t = {t:.6g} s): the Newton matrix is singular "
+                                   f"({err}); try a smaller time step, or the tree method", step=k, time=t) from err
         if ip is not None and len(ip.friction_dropped) > dropped:
             steps = ip.friction_dropped
             self.message = (f"friction dropped at {len(steps)} step(s) (the interior point stalled with friction "

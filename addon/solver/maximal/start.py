@@ -12,8 +12,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..joint_reverse import world_as_parent
 from ..lie import cross, matrix_to_quat, quat_to_matrix
-from ..model import Mechanism
+from ..model import Mechanism, MechanismError
 from ..tree.compile import compile_tree
 from ..tree.kinematics import frame_velocities
 from ..tree.midpoint import initial_state
@@ -24,7 +25,10 @@ from .variational import MaximalModel, MaximalState, compile_maximal
 
 
 def start_from_tree(mech: Mechanism) -> tuple[MaximalModel, MaximalState]:
-    """The maximal model and its initial state, identical to the tree method's start."""
+    """The maximal model and its initial state, identical to the tree method's start. Joints written with
+    child "world" are compiled reversed (joint_reverse.world_as_parent)."""
+    mech = world_as_parent(mech)
+    check_masses(mech)
     # forcing does not move the start; without it the tree compiles every joint the maximal method takes
     kinematic = tuple(replace(j, stiffness=0.0, rest=None, damping=0.0, motor=None, lower=None, upper=None)
                       for j in mech.joints)
@@ -59,6 +63,17 @@ def start_from_tree(mech: Mechanism) -> tuple[MaximalModel, MaximalState]:
     state = MaximalState(tstate.t, x, q, v, w, rate, coord_winding, row_winding, np.zeros(len(model.order)),
                          model.stamp, interior)
     return model, state
+
+
+def check_masses(mech: Mechanism) -> None:
+    """Refuse a massless body by name: the maximal method eliminates every body's own mass block first
+    (Baraff's order), so a body of zero mass makes its Newton matrix singular whatever holds it."""
+    for body in mech.bodies:
+        if not body.mass > 0:
+            raise MechanismError(
+                f"{mech.source}: [[body]] {body.name!r}: the maximal method needs a positive mass on every body "
+                "(field 'mass' is 0); give it a mass and inertia, weld its marker to a massive body's frame "
+                "instead, or use the tree method, which takes massless bodies that a joint or loop carries")
 
 
 def body_frame_poses(model: MaximalModel, x: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -417,6 +417,7 @@ def _halving_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
             raise
     index = state.step_index
     first = _halving_step(model, state, 0.5 * dt, tol, max_iterations, trace, use_native, halvings - 1, body_frame)
+    state.step_index = index  # both halves are step index + 1 of the requested grid: a failure names that step
     second = _halving_step(model, state, 0.5 * dt, tol, max_iterations, trace, use_native, halvings - 1, body_frame)
     state.step_index = index + 1
     return StepResult(second.energy, first.iterations + second.iterations, max(first.residual, second.residual))

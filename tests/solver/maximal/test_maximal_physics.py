@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from addon.solver.integrator import simulate
+from addon.solver.integrator import simulate, simulate_plain
 from addon.solver.maximal.bodies import twists_from_quaternions
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Body, Joint, Mechanism
@@ -23,10 +23,12 @@ def preset(name: str) -> Mechanism:
 
 
 def tree_gap(mech: Mechanism, dt: float, duration: float) -> tuple[float, object]:
-    """Largest body-position difference between the two methods over the run, and the maximal run."""
+    """Largest body-position difference between the two methods over the run, and the maximal run. The runs
+    as the methods make them (simulate_plain): at dt = 0.02 the four-bar's maximal run is past the energy
+    bound that simulate() holds (28 % of the energy it exchanges), yet still shows the order."""
     steps = int(round(duration / dt))
-    maximal = simulate(mech, dt, steps, "maximal", TOL)
-    tree = simulate(mech, dt, steps, "tree", TOL)
+    maximal = simulate_plain(mech, dt, steps, "maximal", TOL)
+    tree = simulate_plain(mech, dt, steps, "tree", TOL)
     assert maximal.status == "finished", maximal.message
     return float(np.max(np.abs(maximal.poses[:, :, :3] - tree.poses[:, :, :3]))), maximal
 
