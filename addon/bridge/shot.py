@@ -41,12 +41,12 @@ import bpy
 import numpy as np
 
 from ..solver.lie import matrix_to_quat
-from ..solver.model import Mechanism
+from ..solver.model import Mechanism, Vehicle
 from ..solver.shots.mechanism_shots import Control, MechanismKey, MechanismShot, solve_mechanism_shot
 from ..solver.shots.solve import solve_shot
 from ..solver.shots.spec import Corridor, Costs, Key, Obstacle, Shot, ShotError, ShotResult
 from ..solver.trajectory import Trajectory
-from ..solver.vehicles.spec import CONTROL_NAMES, Vehicle
+from ..solver.vehicles.spec import CONTROL_NAMES
 from . import compat, reference, vehicle_setup
 from .bake import LINEAR, BakeOptions, write_trajectory
 from .read import SceneMechanism, find_setup, read_setup

@@ -12,7 +12,7 @@ from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism, loads_mechanism
 from addon.solver.mechfile.validate import check_method, validate_mechanism
 from addon.solver.mechfile.write import dumps_mechanism
-from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
+from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError, Vehicle
 from addon.solver.presets import vehicle_preset_path
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles.spec import (
@@ -26,7 +26,6 @@ from addon.solver.vehicles.spec import (
     RigidBodySpec,
     SnakeboardSpec,
     TankSpec,
-    Vehicle,
 )
 
 SEDAN, KART, HELICOPTER, SPEEDBOAT, SNAKEBOARD = (

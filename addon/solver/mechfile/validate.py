@@ -29,8 +29,8 @@ from ..model import (
     Mechanism,
     MechanismError,
     Spring,
+    Vehicle,
 )
-from ..vehicles.spec import Vehicle
 from .format import AXIS2_TYPES, INTERPOLATIONS, MOTOR_MODES, SIZE_NAMES, VEHICLE_TABLE, VEHICLE_VECTORS
 from .toml_text import brief
 

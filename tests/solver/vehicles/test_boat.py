@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from addon.solver.model import Curve
+from addon.solver.model import Curve, Vehicle
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import holonomic
 from addon.solver.vehicles.boat import compile_boat
-from addon.solver.vehicles.spec import Vehicle
+
 
 from .references import convergence_orders, pose, residual_jacobian_fd, run_holonomic
 

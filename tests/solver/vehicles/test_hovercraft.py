@@ -7,12 +7,12 @@ import numpy as np
 
 from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism
-from addon.solver.model import Curve
+from addon.solver.model import Curve, Vehicle
 from addon.solver.presets import vehicle_preset_path
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import car, holonomic
 from addon.solver.vehicles.hovercraft import compile_hovercraft
-from addon.solver.vehicles.spec import Vehicle
+
 
 from .references import convergence_orders, pose, residual_jacobian_fd, run_holonomic
 

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from addon.solver.model import Mechanism
+from addon.solver.model import Mechanism, Vehicle
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import snakeboard
 from addon.solver.vehicles.integrator import VehicleIntegrator
-from addon.solver.vehicles.spec import Vehicle
+
 
 BOARD = vehicle_presets()["snakeboard"]
 

@@ -9,11 +9,11 @@ import pytest
 from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism, loads_mechanism
 from addon.solver.mechfile.write import dumps_mechanism
-from addon.solver.model import MechanismError
+from addon.solver.model import MechanismError, Vehicle, VehicleError
 from addon.solver.presets import vehicle_preset_path
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import car, trailer
-from addon.solver.vehicles.spec import CarTrailerSpec, Vehicle, VehicleError
+from addon.solver.vehicles.spec import CarTrailerSpec
 
 from .references import hitch_closed_form
 
