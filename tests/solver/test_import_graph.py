@@ -6,9 +6,9 @@ deferred import that closes a cycle is still a cycle in the design: it only hide
 interpreter. Importing a.b.c also runs the package a.b's __init__, so an edge goes to every package on
 the target's path that the importer is not itself inside (its own packages have already run).
 
-Imports under `if TYPE_CHECKING:` never run; they name a type for an annotation. The import graph that
-runs has no cycles; the graph with those type-only edges added still has two, kept as a strict xfail below
-so the mark goes when they do.
+Imports under `if TYPE_CHECKING:` never run; they name a type for an annotation. Neither graph may have a
+cycle: the imports that run, and those with the type-only edges added (a type a module names is still
+something it depends on).
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import REPO
 
@@ -221,13 +219,8 @@ def test_no_import_cycles_between_addon_modules():
     assert not cycles, "import cycles (one per strongly connected group):\n" + "\n".join(cycles)
 
 
-# Strict: fails as soon as the two cycles that only type annotations close are gone, so the mark goes with them.
-# model.py names vehicles.spec.Vehicle for Mechanism.vehicle (Vehicle belongs in model.py, but its check of the
-# spec classes would then import vehicles.spec back); maximal/interior_point.py names variational's MaximalModel
-# and MaximalState, which hold its InteriorPointState (the three want one state module).
-@pytest.mark.xfail(strict=True, reason="type-only cycles remain: model <-> vehicles.spec (Vehicle), "
-                                       "maximal.interior_point <-> maximal.variational (model and state types)")
 def test_no_import_cycles_even_through_type_only_imports():
+    """With the imports under `if TYPE_CHECKING:` added: a type named for an annotation is still a dependency."""
     cycles = _cycles(import_edges(addon_modules()))
     assert not cycles, "import cycles (one per strongly connected group):\n" + "\n".join(cycles)
 

@@ -37,7 +37,7 @@ from . import baraff, fillin, forces
 from .bodies import qconj, qmul
 from .joints import (ANGLE, ANGLES, Q0, Q2, T2, U, JointFrames, frames, generic_rows, keyed_torques, of_kinds,
                      row_targets, unwrap)
-from .variational import MaximalModel
+from .state import MaximalModel
 
 STABILISATION = ("projection", "baumgarte", "none")
 # Iterative refinement steps per solve: the unpivoted tree order loses digits when bodies have floored
