@@ -1,8 +1,8 @@
 """The maximal method's model and state types, in one module that variational.py (the step) and
 interior_point.py (its inequalities) both import, so neither names the other's types.
 
-The compiled MaximalModel (built once by variational.compile_maximal, read-only) with its ModelStamp; the
-MaximalState a step changes, with the interior point's part of it (InteriorPointState: the step's
+The compiled MaximalModel (built once by variational.compile_maximal, read-only) with its stamp
+(stamp.py); the MaximalState a step changes, with the interior point's part of it (InteriorPointState: the step's
 inequality rows, its iterate and the warm start for the next step); and the records one step passes
 between the two (Knot: what the Newton iterations need from the knot z_1; Evaluation: residual and
 Newton matrix at one iterate). Types only: what a step does with them is in variational.py and
@@ -17,24 +17,13 @@ import numpy as np
 
 from ..collision.world import CollisionWorld
 from ..model import Mechanism
+from ..stamp import ModelStamp
 from .bodies import BodySet
 from .forces import ForceSet
 from .joints import JointFrames, JointSet
 from .linear import LinearSolver, NewtonMatrix
 
 COLD_MU = 1.0  # lam * s (W) of the interior point's cold start
-
-
-@dataclass(frozen=True)
-class ModelStamp:
-    """Identity of one compiled MaximalModel (a number unique in the process, and its mechanism's name),
-    recorded by every state it makes."""
-
-    number: int
-    mechanism: str
-
-    def __str__(self) -> str:
-        return f"maximal model #{self.number} of mechanism {self.mechanism!r}"
 
 
 @dataclass(frozen=True)

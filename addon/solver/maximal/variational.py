@@ -25,7 +25,6 @@ MaximalState, which records the model that made it: `step` refuses a state of an
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, is_dataclass
-from itertools import count
 
 import numpy as np
 import scipy.linalg
@@ -33,6 +32,7 @@ import scipy.linalg
 from ..collision.world import CollisionWorld
 from ..lie import quat_to_matrix
 from ..model import Mechanism
+from ..stamp import check_state, new_stamp
 from ..trajectory import ConvergenceError, StepTooLargeError
 from . import forces, interior_point
 from .bodies import advance, body_set, rotation_jacobian, rotational_momentum, rotational_momentum_jacobian
@@ -41,12 +41,11 @@ from .interior_point import limited_coordinates
 from .joints import ANGLE, ANGLES, frames, generic_rows, joint_set, of_kinds, row_targets, unwrap
 from .linear import LinearSolver, NewtonMatrix, RowBlocks
 from .stability import limit_exceeded
-from .state import Evaluation, Knot, MaximalModel, MaximalState, ModelStamp
+from .state import Evaluation, Knot, MaximalModel, MaximalState
 
 MAX_ITERATIONS = 100  # contact steps with recentring restarts (interior_point.MAX_RESTARTS) may need them
 LINE_SEARCH_HALVINGS = 8
 STALL_STEPS = 8  # interior-point steps shorter than 0.05 in a row before interior_point.restart()
-_MODEL_IDS = count(1)
 
 
 def _read_only(record: object) -> None:
@@ -79,7 +78,7 @@ def compile_maximal(mech: Mechanism, loop_joints: tuple[int, ...]) -> MaximalMod
         order.extend(np.nonzero(js.row_joint == j)[0])
     model = MaximalModel(mech, bs, js, fs, tuple(loop_joints), np.array(order, dtype=np.int64), n_primary,
                          tuple(primary), CollisionWorld(mech) if mech.colliders else None,
-                         limited_coordinates(js.lower, js.upper), ModelStamp(next(_MODEL_IDS), mech.name))
+                         limited_coordinates(js.lower, js.upper), new_stamp("maximal", mech.name))
     _read_only(model)
     return model
 
@@ -336,13 +335,6 @@ def _raise_not_converged(model: MaximalModel, state: MaximalState, knot: Knot, e
     raise ConvergenceError(f"{where}; try a smaller time step", step=step_index, time=t)
 
 
-def check_model(model: MaximalModel, state: MaximalState) -> None:
-    """ValueError naming both models unless `state` was made by `model`."""
-    if state.model != model.stamp:
-        raise ValueError(f"this maximal-coordinate state was made by {state.model}, not by {model.stamp}: "
-                         "a state steps only with the model that made it")
-
-
 def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> StepResult:
     """Advance `state` by one step of size dt (Newton to max |g| <= tol and an estimated
     |zdot - zdot*| dt <= tol, see _remaining_error).
@@ -350,7 +342,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> Ste
     Raises ValueError when `state` was made by another model, ConvergenceError naming the step and time
     when Newton does not converge (StepTooLargeError past the time-step limit).
     """
-    check_model(model, state)
+    check_state(model.stamp, state.model)
     bs, js = model.bodies, model.joints
     nb = bs.count
     knot = knot_terms(model, state, dt)
