@@ -31,7 +31,7 @@ from addon.solver.lie import quat_to_matrix
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import MechanismError
 from addon.solver.presets import shot_preset_path, vehicle_preset_path
-from addon.solver.shots.mechanism_shots import load_mechanism_shot, solve_mechanism_shot
+from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.solve import solve_shot
 from addon.solver.shots.spec import Key, Obstacle, Shot, ShotError, ShotResult
 from addon.solver.trajectory import SolverError
@@ -157,8 +157,8 @@ def helicopter_landing(out_dir: Path) -> tuple[ShotResult, str, Path | None]:
 
 def mechanism_shot(name: str, out_dir: Path) -> tuple[ShotResult, str, Path | None]:
     """A presets/shots mechanism shot solved and baked onto the rigid bodies Add Preset builds."""
-    shot = load_mechanism_shot(shot_preset_path(name))
-    result = solve_mechanism_shot(shot)
+    shot = load_shot(shot_preset_path(name))
+    result = solve_shot(shot)
     summary = ""
     paths = {}
     if result.status == "solved":

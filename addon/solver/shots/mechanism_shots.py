@@ -1,4 +1,4 @@
-"""Optimal-control shots of tree mechanisms: the shot description, its file form and its solve.
+"""Optimal-control shots of tree mechanisms: the transcription of a MechanismShot and its solve.
 
 A shot drives chosen joints of a Mechanism (cart force, crane trolley, arm motors) so that keyed
 coordinates or body points are met at keyed frames, joint limits and torque bounds hold, and the
@@ -8,51 +8,20 @@ with the Hessian of the Lagrangian from colored central differences of its exact
 Lagrangian couples only neighbouring steps, so 3 colors per coordinate suffice). The solved torques
 replay through the plain simulator as keyed joint torques (`torque_mechanism`).
 
-File form (presets/shots/*.toml with a `mechanism` field)::
-
-    format = 1
-    [shot]
-    name = "cart-pole swing-up"
-    mechanism = "cart_pole"      # a preset name, or a .toml path relative to this file
-    dt = 0.05                    # s per step
-    steps = 50                   # frames after the start
-    rest_at_end = true           # optional: zero momentum after the last step
-    [costs]
-    effort = 1.0                 # optional weight on sum dt |u / bound|^2 (spec.Costs)
-    [[control]]                  # one per driven single-dof joint
-    joint = "cart_slide"
-    lower = -20.0                # optional torque / force bounds (N m or N)
-    upper = 20.0
-    [[key]]                      # a coordinate key ...
-    name = "upright"
-    frame = 50
-    coordinate = "pole_hinge"
-    value = 3.141592653589793
-    [[key]]                      # ... or a body-point key; `components` makes it partial ("xz")
-    name = "over the mark"
-    frame = 40
-    body = "load"
-    point = [0.0, 0.0, 0.0]      # body frame
-    position = [3.0, 0.0, 2.0]   # world
-    components = "x"
-    tolerance = 1e-6             # optional, reporting tolerance of the key (m or rad)
+The shot description (MechanismShot) is data in spec.py; its file form is read by shotfile.py.
 """
 
 from __future__ import annotations
 
 import time
-import tomllib
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
 from ..integrator import simulate
-from ..mechfile.read import load_mechanism
-from ..presets import preset_path
-from ..model import Mechanism, MechanismError, Motor
+from ..model import Mechanism, Motor
 from ..trajectory import Trajectory
 from ..tree import constraints
 from ..tree.assembly import close_loops
@@ -60,54 +29,10 @@ from ..tree.compile import TreeModel, compile_tree
 from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
-from .spec import MAX_STEPS, Progress, Shot, ShotError, ShotResult
+from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
 from .tree_dynamics import TreeTranscription, assemble_blocks, interval_terms, transcribe_tree
 
 AXES = "xyz"
-
-
-@dataclass(frozen=True)
-class Control:
-    """A driven single-dof joint and its force/torque bounds."""
-
-    joint: str
-    lower: float = -np.inf
-    upper: float = np.inf
-
-
-@dataclass(frozen=True)
-class MechanismKey:
-    """A target at `frame`: coordinate `coordinate` = value, or world position of a body point.
-
-    components: which world axes of `position` are keyed ("xyz" = all; "xz" a partial key).
-    """
-
-    name: str
-    frame: int
-    coordinate: str | None = None
-    value: float = 0.0
-    body: str | None = None
-    point: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    components: str = "xyz"
-    tolerance: float = 1e-6
-
-    def describe(self) -> str:
-        what = f"coordinate {self.coordinate!r}" if self.coordinate else f"body {self.body!r} ({self.components})"
-        return f"key {self.name!r} (frame {self.frame}, {what})"
-
-
-@dataclass(frozen=True)
-class MechanismShot:
-    name: str
-    mechanism: Mechanism
-    dt: float
-    steps: int
-    controls: tuple[Control, ...]
-    keys: tuple[MechanismKey, ...] = ()
-    effort: float = 1.0
-    rest_at_end: bool = False
-    source: str = "<memory>"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -593,81 +518,3 @@ def transcribe(shot: Shot) -> MechanismTranscription:
     shot_ = from_shot(shot)
     _problem(shot_)  # validates now
     return MechanismTranscription(shot_)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Files
-
-def _field(table: dict, name: str, where: str, kind: type | tuple, default=...):
-    if name not in table:
-        if default is ...:
-            raise ShotError(f"{where}: field {name!r} is required")
-        return default
-    value = table[name]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise ShotError(f"{where}: field {name!r} must be {getattr(kind, '__name__', kind)}, got {value!r}")
-    return value
-
-
-def _vector(table: dict, name: str, where: str, default=...) -> tuple[float, float, float]:
-    value = _field(table, name, where, list, default)
-    if not isinstance(value, (list, tuple)) or len(value) != 3 or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        raise ShotError(f"{where}: field {name!r} must be a list of 3 numbers, got {value!r}")
-    return tuple(float(v) for v in value)
-
-
-def load_mechanism_shot(path: str | Path) -> MechanismShot:
-    """Read a mechanism shot file (module docstring). Raises ShotError naming the file, entry and field."""
-    path = Path(path)
-    src = str(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as err:
-        raise ShotError(f"{src}: not valid TOML: {err}") from None
-    if data.get("format") != 1:
-        raise ShotError(f"{src}: field 'format' must be 1, got {data.get('format')!r}")
-    head = _field(data, "shot", src, dict)
-    where = f"{src}: [shot]"
-    ref = _field(head, "mechanism", where, str)
-    try:
-        mechanism = load_mechanism((path.parent / ref) if ref.endswith(".toml") else preset_path(ref))
-    except (MechanismError, FileNotFoundError) as err:
-        raise ShotError(f"{where}: field 'mechanism': {err}") from None
-    dt = _field(head, "dt", where, float)
-    steps = _field(head, "steps", where, int)
-    if not dt > 0 or not 1 <= steps <= MAX_STEPS:
-        raise ShotError(f"{where}: fields 'dt' and 'steps' must be positive (steps at most {MAX_STEPS}), "
-                        f"got {dt}, {steps}")
-    costs = _field(data, "costs", src, dict, {})
-    controls = []
-    for i, c in enumerate(_field(data, "control", src, list, [])):
-        w = f"{src}: [[control]] #{i + 1}"
-        if not isinstance(c, dict):
-            raise ShotError(f"{w}: must be a table (joint, lower, upper), got {c!r}")
-        controls.append(Control(_field(c, "joint", w, str), _field(c, "lower", w, float, -np.inf),
-                                _field(c, "upper", w, float, np.inf)))
-    keys = []
-    for i, k in enumerate(_field(data, "key", src, list, [])):
-        if not isinstance(k, dict):
-            raise ShotError(f"{src}: [[key]] #{i + 1}: must be a table (name, frame, ...), got {k!r}")
-        name = k.get("name", f"key {i + 1}")
-        w = f"{src}: [[key]] {name!r}"
-        common = dict(name=str(name), frame=_field(k, "frame", w, int),
-                      tolerance=_field(k, "tolerance", w, float, 1e-6))
-        if "coordinate" in k:
-            keys.append(MechanismKey(coordinate=_field(k, "coordinate", w, str), value=_field(k, "value", w, float),
-                                     **common))
-        elif "body" in k:
-            keys.append(MechanismKey(body=_field(k, "body", w, str), point=_vector(k, "point", w, [0.0, 0.0, 0.0]),
-                                     position=_vector(k, "position", w), components=_field(k, "components", w, str, "xyz"),
-                                     **common))
-        else:
-            raise ShotError(f"{w}: needs field 'coordinate' (with 'value') or 'body' (with 'position')")
-    shot = MechanismShot(_field(head, "name", where, str), mechanism, dt, steps, tuple(controls), tuple(keys),
-                         _field(costs, "effort", f"{src}: [costs]", float, 1.0),
-                         _field(head, "rest_at_end", where, bool, False), src)
-    _problem(shot)  # validates names, frames and joints now, with the file in every message
-    return shot

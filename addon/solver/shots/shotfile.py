@@ -1,7 +1,8 @@
-"""Shot files (presets/shots/*.toml, format 1): load and validate a vehicle shot; messages name file/table/field.
+"""Shot files (presets/shots/*.toml, format 1): `load_shot` reads one and returns the problem the file holds,
+a vehicle Shot ([shot] vehicle = ...) or a MechanismShot ([shot] mechanism = ...); messages name
+file/table/field. Owns the TOML form of both (spec.py the data); imports no solver.
 
-Owns the TOML form of a vehicle Shot. Mechanism shots ([shot] mechanism = ...) are read by
-mechanism_shots.load_mechanism_shot; `load_shot` hands such files over.
+Vehicle shots::
 
     format = 1
     [shot]
@@ -23,6 +24,35 @@ mechanism_shots.load_mechanism_shot; `load_shot` hands such files over.
     [[obstacle]]                    # name, shape (sphere | box | cylinder | hull), position, heading or
                                     # orientation, size, vertices, clearance
     [[corridor]]                    # name, frames = [first, last], lower, upper
+
+Mechanism shots (tree mechanisms; driven joints, coordinate and body-point keys)::
+
+    format = 1
+    [shot]
+    name = "cart-pole swing-up"
+    mechanism = "cart_pole"      # a preset name, or a .toml path relative to this file
+    dt = 0.05                    # s per step
+    steps = 50                   # frames after the start
+    rest_at_end = true           # optional: zero momentum after the last step
+    [costs]
+    effort = 1.0                 # optional weight on sum dt |u / bound|^2 (spec.Costs)
+    [[control]]                  # one per driven single-dof joint
+    joint = "cart_slide"
+    lower = -20.0                # optional torque / force bounds (N m or N)
+    upper = 20.0
+    [[key]]                      # a coordinate key ...
+    name = "upright"
+    frame = 50
+    coordinate = "pole_hinge"
+    value = 3.141592653589793
+    [[key]]                      # ... or a body-point key; `components` makes it partial ("xz")
+    name = "over the mark"
+    frame = 40
+    body = "load"
+    point = [0.0, 0.0, 0.0]      # body frame
+    position = [3.0, 0.0, 2.0]   # world
+    components = "x"
+    tolerance = 1e-6             # optional, reporting tolerance of the key (m or rad)
 """
 
 from __future__ import annotations
@@ -32,9 +62,13 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from ..mechfile.read import load_mechanism
-from ..presets import SHOT_PRESET_DIR, vehicle_preset_path
-from .spec import Corridor, Costs, Key, Obstacle, Shot, ShotError
+from ..model import MechanismError
+from ..presets import SHOT_PRESET_DIR, preset_path, vehicle_preset_path
+from .spec import (MAX_STEPS, Control, Corridor, Costs, Key, MechanismKey, MechanismShot, Obstacle, Shot,
+                   ShotError, ShotProblem)
 
 _SHOT_KEYS = {"name", "vehicle", "dt", "steps", "free_time", "dt_min", "dt_max", "body_radius", "body_spheres"}
 _TOP = {"format", "shot", "start", "costs", "bounds", "key", "obstacle", "corridor"}
@@ -200,20 +234,87 @@ def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
                 str(shot_t.get("name", path.stem)), src)
 
 
-def load_shot(path: str | Path):
+def _field(table: dict, name: str, where: str, kind: type | tuple, default=...):
+    if name not in table:
+        if default is ...:
+            raise ShotError(f"{where}: field {name!r} is required")
+        return default
+    value = table[name]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ShotError(f"{where}: field {name!r} must be {getattr(kind, '__name__', kind)}, got {value!r}")
+    return value
+
+
+def _point(table: dict, name: str, where: str, default=...) -> tuple[float, float, float]:
+    value = _field(table, name, where, list, default)
+    if not isinstance(value, (list, tuple)) or len(value) != 3 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        raise ShotError(f"{where}: field {name!r} must be a list of 3 numbers, got {value!r}")
+    return tuple(float(v) for v in value)
+
+
+def loads_mechanism_shot(data: dict, src: str, path: Path) -> MechanismShot:
+    """A MechanismShot from parsed TOML `data` (src names the file in messages; `path` places a relative
+    mechanism file). Names (joints, coordinates, bodies) and frames are checked when it is solved."""
+    if data.get("format") != 1:
+        raise ShotError(f"{src}: field 'format' must be 1, got {data.get('format')!r}")
+    head = _field(data, "shot", src, dict)
+    where = f"{src}: [shot]"
+    ref = _field(head, "mechanism", where, str)
+    try:
+        mechanism = load_mechanism((path.parent / ref) if ref.endswith(".toml") else preset_path(ref))
+    except (MechanismError, FileNotFoundError) as err:
+        raise ShotError(f"{where}: field 'mechanism': {err}") from None
+    dt = _field(head, "dt", where, float)
+    steps = _field(head, "steps", where, int)
+    if not dt > 0 or not 1 <= steps <= MAX_STEPS:
+        raise ShotError(f"{where}: fields 'dt' and 'steps' must be positive (steps at most {MAX_STEPS}), "
+                        f"got {dt}, {steps}")
+    costs = _field(data, "costs", src, dict, {})
+    controls = []
+    for i, c in enumerate(_field(data, "control", src, list, [])):
+        w = f"{src}: [[control]] #{i + 1}"
+        if not isinstance(c, dict):
+            raise ShotError(f"{w}: must be a table (joint, lower, upper), got {c!r}")
+        controls.append(Control(_field(c, "joint", w, str), _field(c, "lower", w, float, -np.inf),
+                                _field(c, "upper", w, float, np.inf)))
+    keys = []
+    for i, k in enumerate(_field(data, "key", src, list, [])):
+        if not isinstance(k, dict):
+            raise ShotError(f"{src}: [[key]] #{i + 1}: must be a table (name, frame, ...), got {k!r}")
+        name = k.get("name", f"key {i + 1}")
+        w = f"{src}: [[key]] {name!r}"
+        common = dict(name=str(name), frame=_field(k, "frame", w, int),
+                      tolerance=_field(k, "tolerance", w, float, 1e-6))
+        if "coordinate" in k:
+            keys.append(MechanismKey(coordinate=_field(k, "coordinate", w, str), value=_field(k, "value", w, float),
+                                     **common))
+        elif "body" in k:
+            keys.append(MechanismKey(body=_field(k, "body", w, str), point=_point(k, "point", w, [0.0, 0.0, 0.0]),
+                                     position=_point(k, "position", w), components=_field(k, "components", w, str, "xyz"),
+                                     **common))
+        else:
+            raise ShotError(f"{w}: needs field 'coordinate' (with 'value') or 'body' (with 'position')")
+    return MechanismShot(_field(head, "name", where, str), mechanism, dt, steps, tuple(controls), tuple(keys),
+                         _field(costs, "effort", f"{src}: [costs]", float, 1.0),
+                         _field(head, "rest_at_end", where, bool, False), src)
+
+
+def load_shot(path: str | Path) -> ShotProblem:
     """The shot in `path` (or the preset of that name): a vehicle Shot, or a MechanismShot for [shot] mechanism."""
     path = Path(path)
     if not path.exists() and (SHOT_PRESET_DIR / f"{path.stem}.toml").exists() and len(path.parts) == 1:
         path = SHOT_PRESET_DIR / f"{path.stem}.toml"
     src = str(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ShotError(f"{src}: no such shot file") from None
     except tomllib.TOMLDecodeError as err:
         raise ShotError(f"{src}: not valid TOML: {err}") from None
     shot_t = data.get("shot", {})
     if isinstance(shot_t, dict) and "mechanism" in shot_t:
-        from .mechanism_shots import load_mechanism_shot
-        return load_mechanism_shot(path)
+        return loads_mechanism_shot(data, src, path)
     return loads_vehicle_shot(data, src, path)

@@ -14,9 +14,10 @@ import scipy.linalg
 
 from addon.solver.integrator import simulate
 from addon.solver.presets import list_shot_presets, shot_preset_path
-from addon.solver.shots.mechanism_shots import (MechanismKey, _nlp, _problem, initial_guess, key_errors,
-                                                keyed_coordinates, load_mechanism_shot, solve_mechanism_shot,
-                                                solved_trajectory, torque_mechanism)
+from addon.solver.shots.mechanism_shots import (_nlp, _problem, initial_guess, key_errors, keyed_coordinates,
+                                                solve_mechanism_shot, solved_trajectory, torque_mechanism)
+from addon.solver.shots.shotfile import load_shot
+from addon.solver.shots.spec import MechanismKey
 from addon.solver.shots.tree_dynamics import interval_terms
 from addon.solver.tree import constraints
 from addon.solver.tree.kinematics import body_poses_batch, forward
@@ -26,7 +27,7 @@ ROCKER_RANGE = (-0.5522, 0.1451)  # rad, swept over a full crank turn (the key b
 
 @pytest.fixture(scope="module")
 def swing():
-    shot = load_mechanism_shot(shot_preset_path("four_bar_swing"))
+    shot = load_shot(shot_preset_path("four_bar_swing"))
     return shot, solve_mechanism_shot(shot)
 
 

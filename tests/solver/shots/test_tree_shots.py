@@ -13,10 +13,11 @@ from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve, Motor
 from addon.solver.presets import list_shot_presets, preset_path, shot_preset_path
-from addon.solver.shots.mechanism_shots import (MechanismKey, _problem, key_errors, keyed_coordinates,
-                                                load_mechanism_shot, solve_mechanism_shot, solved_trajectory)
+from addon.solver.shots.mechanism_shots import (_problem, key_errors, keyed_coordinates, solve_mechanism_shot,
+                                                solved_trajectory)
+from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.solve import solve_shot
-from addon.solver.shots.spec import Key, Shot, ShotError
+from addon.solver.shots.spec import Key, MechanismKey, Shot, ShotError
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
 
@@ -27,7 +28,7 @@ SHOTS = ("cart_pole_swing_up", "crane_anti_sway", "robot_arm_reach", "robot_arm_
 def solved():
     out = {}
     for name in SHOTS:
-        shot = load_mechanism_shot(shot_preset_path(name))
+        shot = load_shot(shot_preset_path(name))
         out[name] = (shot, solve_mechanism_shot(shot))
     return out
 
@@ -113,7 +114,7 @@ def test_arm_passes_its_first_mark_and_reaches_the_second(solved):
 
 @pytest.mark.slow
 def test_unreachable_key_fails_naming_it():
-    shot = load_mechanism_shot(shot_preset_path("robot_arm_reach"))
+    shot = load_shot(shot_preset_path("robot_arm_reach"))
     far = MechanismKey("out of reach", 40, body="hand", point=(0.0, 0.0, 0.15), position=(2.5, 0.0, 0.6))
     shot = replace(shot, keys=(far,))
     result = solve_mechanism_shot(shot, max_iter=40)
@@ -157,8 +158,8 @@ def test_file_errors_name_the_file_the_entry_and_the_field(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text(text)
     with pytest.raises(ShotError, match=r"bad\.toml.*\[\[key\]\] 'upright'.*'pole_hinj'"):
-        load_mechanism_shot(path)
+        solve_shot(load_shot(path))  # names are checked against the compiled mechanism when solving
     text = shot_preset_path("cart_pole_swing_up").read_text().replace("frame = 50", "frame = 80", 1)
     path.write_text(text)
     with pytest.raises(ShotError, match=r"'upright'.*'frame'.*1\.\.50.*80"):
-        load_mechanism_shot(path)
+        solve_shot(load_shot(path))
