@@ -14,10 +14,13 @@ something it depends on).
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 
@@ -96,6 +99,12 @@ def import_edges(modules: dict[str, Path]) -> list[Edge]:
                         edges.append(Edge(name, loaded, node.lineno, id(node) in deferred_nodes,
                                           id(node) in type_only_nodes))
     return edges
+
+
+@functools.cache
+def addon_edges() -> tuple[Edge, ...]:
+    """import_edges of every addon module, parsed once per test run."""
+    return tuple(import_edges(addon_modules()))
 
 
 def strongly_connected(nodes: list[str], edges: list[Edge]) -> list[list[str]]:
@@ -191,8 +200,7 @@ def module_level_closure(name: str, edges: list[Edge]) -> set[str]:
 
 
 def test_the_parser_finds_relative_deferred_and_package_imports():
-    modules = addon_modules()
-    edges = {(e.source, e.target): e for e in import_edges(modules)}
+    edges = {(e.source, e.target): e for e in addon_edges()}
     relative = edges["addon.solver.maximal.baraff", "addon.solver.maximal.graph"]
     assert not relative.deferred
     assert edges["addon", "addon.ui"].deferred  # register() imports the UI lazily
@@ -214,14 +222,14 @@ def _cycles(edges: list[Edge]) -> list[str]:
 
 def test_no_import_cycles_between_addon_modules():
     """Among the imports that run (module level and deferred): none may close a cycle."""
-    edges = [e for e in import_edges(addon_modules()) if not e.type_only]
+    edges = [e for e in addon_edges() if not e.type_only]
     cycles = _cycles(edges)
     assert not cycles, "import cycles (one per strongly connected group):\n" + "\n".join(cycles)
 
 
 def test_no_import_cycles_even_through_type_only_imports():
     """With the imports under `if TYPE_CHECKING:` added: a type named for an annotation is still a dependency."""
-    cycles = _cycles(import_edges(addon_modules()))
+    cycles = _cycles(addon_edges())
     assert not cycles, "import cycles (one per strongly connected group):\n" + "\n".join(cycles)
 
 
@@ -232,11 +240,12 @@ def _loaded_by(module: str) -> set[str]:
     return set(out.split())
 
 
+@pytest.mark.heavy
 def test_baraff_loads_only_the_linear_algebra_it_needs():
     """Baraff's factorisation needs the body tree order (maximal.graph) and its C kernels, nothing else:
     no integrator, no registry, no vehicles, shots, tree method or mechanism description."""
     loaded = _loaded_by("addon.solver.maximal.baraff")
-    assert loaded == module_level_closure("addon.solver.maximal.baraff", import_edges(addon_modules()))
+    assert loaded == module_level_closure("addon.solver.maximal.baraff", addon_edges())
     allowed = {"addon", "addon.solver", "addon.solver.maximal"}
     outside = sorted(m for m in loaded if m not in allowed and not m.startswith(("addon.solver.maximal.",
                                                                                   "addon.solver.native")))

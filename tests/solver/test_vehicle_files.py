@@ -446,6 +446,7 @@ def test_helicopter_preset_hovers_then_climbs_and_flies_forward():
     assert np.all(trajectory.constraint_residual < 1e-12)
 
 
+@pytest.mark.heavy
 def test_speedboat_preset_floats_and_crabs_across_the_current():
     trajectory, chassis = run_preset("speedboat")
     assert np.all(np.abs(chassis[:, 2] - 0.21) < 0.05)  # stays afloat near its design trim

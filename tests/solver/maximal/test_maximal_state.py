@@ -39,6 +39,7 @@ def run(model: MaximalModel, state: MaximalState, steps: int) -> np.ndarray:
 
 @pytest.mark.parametrize("make", [lambda: load_mechanism(preset_path("box_drop")), rod_on_a_stop],
                          ids=["contacts with friction", "joint limit"])
+@pytest.mark.heavy
 def test_one_model_drives_two_states_alternately_as_each_alone(make):
     """Two states of one model, stepped in alternation, follow the trajectories each follows alone, to
     the last bit: the interior point keeps nothing between steps outside the state (its warm start from

@@ -37,6 +37,7 @@ def test_the_mechanism_shots_are_shipped():
     assert set(SHOTS) <= set(list_shot_presets("mechanism"))
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SHOTS)
 def test_shot_converges_and_meets_its_keys(solved, name):
@@ -48,6 +49,7 @@ def test_shot_converges_and_meets_its_keys(solved, name):
     assert result.trajectory.status == "finished"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", SHOTS)
 def test_bounds_are_respected(solved, name):
     shot, result = solved[name]
@@ -59,6 +61,7 @@ def test_bounds_are_respected(solved, name):
         assert np.all(u >= control.lower - 1e-9) and np.all(u <= control.upper + 1e-9), control.joint
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", SHOTS)
 def test_torques_replay_through_the_simulator(solved, name):
     """The plain midpoint integrator (C kernel or numpy) driven by the solved torques, keyed at the interval
@@ -72,6 +75,7 @@ def test_torques_replay_through_the_simulator(solved, name):
     assert np.max(np.abs(replayed.q - result.states)) < 1e-7
 
 
+@pytest.mark.heavy
 def test_crane_ends_on_its_mark_without_sway(solved):
     """The load is over its mark with the cable straight and zero momentum after the last step: simulated on
     with the trolley force released (a zero key half a step after the shot), nothing moves any more."""
@@ -88,6 +92,7 @@ def test_crane_ends_on_its_mark_without_sway(solved):
     assert np.isfinite(solved_trajectory(shot, result).energy).all()
 
 
+@pytest.mark.heavy
 def test_swing_up_ends_upright_and_cart_pole_uses_the_rail(solved):
     shot, result = solved["cart_pole_swing_up"]
     q = result.trajectory.q
@@ -95,6 +100,7 @@ def test_swing_up_ends_upright_and_cart_pole_uses_the_rail(solved):
     assert np.max(np.abs(q[:, 0])) > 0.05  # the pole cannot be raised without moving the cart
 
 
+@pytest.mark.heavy
 def test_arm_passes_its_first_mark_and_reaches_the_second(solved):
     """Both marks are met in the replayed (baked) motion, not only by the optimiser; the arm is still moving
     as it passes the first, and the inverse-kinematics warm start meets each mark exactly before the solve begins."""
