@@ -1,8 +1,11 @@
-"""The Mechanism description: bodies, joints, springs, forces, colliders and keyed curves as frozen plain data.
+"""The Mechanism description: bodies, joints, springs, forces, colliders, keyed curves and the Vehicle as
+frozen plain data.
 
 This module owns the data every method starts from and nothing else: no file parsing (see
-mechfile/), no Blender (see addon/bridge), no dynamics (see tree/). Everything is immutable;
-build a new Mechanism with dataclasses.replace to change one.
+mechfile/), no Blender (see addon/bridge), no dynamics (see tree/), and no vehicle type's parameters
+(vehicles/spec.py: a Vehicle reads its spec through the VehicleSpec protocol, so this module imports none
+of the packages that build on it). Everything is immutable; build a new Mechanism with
+dataclasses.replace to change one.
 
 Conventions: Z-up, SI units, quaternions (w, x, y, z). A body's `position` and
 `orientation` are the world pose of its frame at the reference configuration; `com` is in body
@@ -163,7 +166,7 @@ class Mechanism:
     springs: tuple[Spring, ...] = ()
     forces: tuple[Force, ...] = ()
     colliders: tuple[Collider, ...] = ()  # contact shapes (the 'maximal' method; others ignore them)
-    vehicle: Vehicle | None = None  # the 'vehicle' method's input (vehicles/spec.py); other methods ignore it
+    vehicle: Vehicle | None = None  # the 'vehicle' method's input (Vehicle below); other methods ignore it
     source: str = field(default="<memory>", compare=False)  # file or scene it came from, for messages
 
     def body(self, name: str) -> Body:
