@@ -2,10 +2,10 @@
 interior_point.py (its inequalities) both import, so neither names the other's types.
 
 The compiled MaximalModel (built once by variational.compile_maximal, read-only) with its stamp
-(stamp.py); the MaximalState a step changes, with the interior point's part of it (InteriorPointState: the step's
-inequality rows, its iterate and the warm start for the next step); and the records one step passes
-between the two (Knot: what the Newton iterations need from the knot z_1; Evaluation: residual and
-Newton matrix at one iterate). Types only: what a step does with them is in variational.py and
+(stamp.py); the MaximalState a step changes, with the interior point's part of it (InteriorPointState:
+the step's inequality rows, its iterate and the warm start for the next step); and the records one step
+passes between the two (Knot: what the Newton iterations need from the knot z_1; Evaluation: residual
+and Newton matrix at one iterate). Types only: what a step does with them is in variational.py and
 interior_point.py.
 """
 
