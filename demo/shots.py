@@ -3,7 +3,7 @@
 `run_shots_demo(out_dir, progress)` solves four shots and bakes each into its own scene of
 out_dir/shots.blend: a sedan car rig parallel-parking between two parked cars (Solve Shot's own path:
 bridge/shot.ShotJob, keyed chassis pose, obstacle collection, vehicle bake, controls keyed on the rig,
-path curve), a helicopter landing on a pad beyond a hill (spec.solve_shot, baked onto a chassis object),
+path curve), a helicopter landing on a pad beyond a hill (solve.solve_shot, baked onto a chassis object),
 and the crane anti-sway and cart-pole swing-up mechanism shots (presets/shots, baked onto the rigid
 bodies Add Preset builds). Each gets out_dir/shot_<name>.png (path with keys and obstacles, and the
 solved controls over time); out_dir/shots_report.txt has each solver report (iterations, time, key

@@ -505,7 +505,7 @@ def from_shot(shot: Shot) -> MechanismShot:
 
 @dataclass(frozen=True)
 class MechanismTranscription:
-    """What spec.solve_shot asks of a transcription: solve(warm_start, progress, tol, max_iter)."""
+    """What solve.solve_shot asks of a transcription: solve(warm_start, progress, tol, max_iter)."""
 
     shot: MechanismShot
 
@@ -514,7 +514,7 @@ class MechanismTranscription:
 
 
 def transcribe(shot: Shot) -> MechanismTranscription:
-    """spec.solve_shot's entry for mechanisms without a vehicle."""
+    """solve.solve_shot's entry for mechanisms without a vehicle."""
     shot_ = from_shot(shot)
     _problem(shot_)  # validates now
     return MechanismTranscription(shot_)
