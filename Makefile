@@ -3,7 +3,7 @@
 #   make demo       build the demo scenes, solve, bake; writes out/ (.blend, plots, previews)
 #   make test       every test: solver and CLI, then the Blender-facing tests under every Blender of the
 #                   support matrix (4.2 LTS, 4.5 LTS, 5.0, 5.2 LTS, 5.3) with the built extension
-#   make test-fast  the quick developer run: every test not marked slow, under Blender 5.0 only
+#   make test-fast  the quick developer run: every test marked neither slow nor heavy, under Blender 5.0 only
 #   make extension  dist/symplex-<version>-<platform>.zip, one per platform, to install in Blender
 #   make bench      the benchmark suite beside its peers (BENCH_ARGS=--quick for a short run)
 #
@@ -105,9 +105,10 @@ test: venvs kernels extension
 	done; \
 	exit $$status
 
-# Every test not marked slow (pytest.ini), under .venv only: the run to make while working.
+# Every test marked neither slow nor heavy (pytest.ini), under .venv only: the run to make while working. Each
+# test module keeps at least one test here; `make test` runs the heavy tests in every environment.
 test-fast: venv kernels
-	$(PY) -m pytest tests -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "not slow and not heavy" $(PYTEST_ARGS)
 
 demo: venv kernels
 	$(PY) -m addon demo --out out

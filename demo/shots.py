@@ -3,7 +3,7 @@
 `run_shots_demo(out_dir, progress)` solves four shots and bakes each into its own scene of
 out_dir/shots.blend: a sedan car rig parallel-parking between two parked cars (Solve Shot's own path:
 bridge/shot.ShotJob, keyed chassis pose, obstacle collection, vehicle bake, controls keyed on the rig,
-path curve), a helicopter landing on a pad beyond a hill (spec.solve_shot, baked onto a chassis object),
+path curve), a helicopter landing on a pad beyond a hill (solve.solve_shot, baked onto a chassis object),
 and the crane anti-sway and cart-pole swing-up mechanism shots (presets/shots, baked onto the rigid
 bodies Add Preset builds). Each gets out_dir/shot_<name>.png (path with keys and obstacles, and the
 solved controls over time); out_dir/shots_report.txt has each solver report (iterations, time, key
@@ -31,7 +31,7 @@ from addon.solver.lie import quat_to_matrix
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import MechanismError
 from addon.solver.presets import shot_preset_path, vehicle_preset_path
-from addon.solver.shots.mechanism_shots import load_mechanism_shot, solve_mechanism_shot
+from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.solve import solve_shot
 from addon.solver.shots.spec import Key, Obstacle, Shot, ShotError, ShotResult
 from addon.solver.trajectory import SolverError
@@ -157,8 +157,8 @@ def helicopter_landing(out_dir: Path) -> tuple[ShotResult, str, Path | None]:
 
 def mechanism_shot(name: str, out_dir: Path) -> tuple[ShotResult, str, Path | None]:
     """A presets/shots mechanism shot solved and baked onto the rigid bodies Add Preset builds."""
-    shot = load_mechanism_shot(shot_preset_path(name))
-    result = solve_mechanism_shot(shot)
+    shot = load_shot(shot_preset_path(name))
+    result = solve_shot(shot)
     summary = ""
     paths = {}
     if result.status == "solved":

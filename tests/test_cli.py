@@ -61,6 +61,7 @@ def test_every_command_has_help(command):
     assert f"usage: python -m addon {command}" in result.stdout
 
 
+@pytest.mark.heavy
 def test_help_and_simulate_do_not_import_bpy(tmp_path):
     # Run the CLI in a fresh interpreter and report whether bpy got imported along the way.
     probe = textwrap.dedent(f"""
@@ -79,6 +80,7 @@ def test_help_and_simulate_do_not_import_bpy(tmp_path):
     assert result.stdout.strip().splitlines()[-1] == "exit 0 False"
 
 
+@pytest.mark.heavy
 def test_unknown_method_exits_2_and_names_the_valid_ones(tmp_path):
     result = run_cli("simulate", PENDULUM, "--method", "no-such-method", "--out", tmp_path / "r.npz")
     assert result.returncode == 2
@@ -119,6 +121,7 @@ def test_invalid_toml_exits_2(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.heavy
 def test_missing_files_exit_2(tmp_path):
     result = run_cli("simulate", tmp_path / "absent.toml")
     assert result.returncode == 2
@@ -202,6 +205,7 @@ def test_simulate_pendulum_writes_the_design_keys(tmp_path):
         np.testing.assert_allclose(np.linalg.norm(run["poses"][..., 3:], axis=-1), 1.0, atol=1e-12)
 
 
+@pytest.mark.heavy
 def test_simulate_gives_the_method_advice_the_blender_reader_gives(tmp_path):
     """A rope of slender ball-jointed links under the tree method: the same advice as in Blender, on stderr,
     and the run still goes ahead (advice never refuses); the maximal method gets none."""
@@ -248,6 +252,7 @@ def test_simulate_a_vehicle_preset_writes_the_design_keys(tmp_path):
         np.testing.assert_allclose(run["poses"][0, 0, :3], (0.0, 0.0, 0.55))
 
 
+@pytest.mark.heavy
 def test_a_vehicle_only_file_with_a_mechanism_method_exits_2(tmp_path):
     out = tmp_path / "r.npz"
     result = run_cli("simulate", SEDAN, "--method", "tree", "--out", out)
@@ -285,6 +290,7 @@ PARKING = REPO / "presets" / "shots" / "parallel_parking.toml"
 CRANE = REPO / "presets" / "shots" / "crane_anti_sway.toml"
 
 
+@pytest.mark.heavy
 def test_shot_solves_a_vehicle_shot_and_the_replay_meets_its_key(tmp_path):
     out = tmp_path / "parking.npz"
     result = run_cli("shot", PARKING, "--out", out)
@@ -314,6 +320,7 @@ def test_shot_solves_a_vehicle_shot_and_the_replay_meets_its_key(tmp_path):
         assert np.max(np.abs(poses[:, 0] - poses[0, 0])) > 4.0  # it did drive
 
 
+@pytest.mark.heavy
 def test_shot_solves_a_mechanism_shot_with_coordinates_as_states(tmp_path):
     out = tmp_path / "crane.npz"
     result = run_cli("shot", CRANE, "--out", out)
@@ -327,6 +334,7 @@ def test_shot_solves_a_mechanism_shot_with_coordinates_as_states(tmp_path):
         assert run["poses"].shape[0] == 51
 
 
+@pytest.mark.heavy
 def test_an_unsolved_shot_is_exit_1_and_still_writes_its_npz(tmp_path):
     out = tmp_path / "parking.npz"
     result = run_cli("shot", PARKING, "--max-iter", "2", "--out", out)
@@ -338,6 +346,7 @@ def test_an_unsolved_shot_is_exit_1_and_still_writes_its_npz(tmp_path):
         assert run["poses"].shape == (0, 0, 7)
 
 
+@pytest.mark.heavy
 def test_invalid_shot_fields_exit_2_naming_file_and_field(tmp_path):
     bad = tmp_path / "parking.toml"
     bad.write_text(PARKING.read_text(encoding="utf-8").replace("steps = 100", "steps = 100.5"), encoding="utf-8")
@@ -351,6 +360,7 @@ def test_invalid_shot_fields_exit_2_naming_file_and_field(tmp_path):
      "[[control]] 'rail': fields 'lower' and 'upper' must be numbers with lower <= upper"),
     (('mechanism = "crane"', 'mechanism = "crane_x"'), "[shot]: field 'mechanism': no preset named 'crane_x'"),
 ])
+@pytest.mark.heavy
 def test_invalid_mechanism_shot_fields_exit_2_naming_the_field(edit, expected, tmp_path):
     bad = tmp_path / "crane.toml"
     bad.write_text(CRANE.read_text(encoding="utf-8").replace(*edit), encoding="utf-8")
@@ -370,6 +380,7 @@ MECHANISM_SHOT = 'format = 1\n{top}\n[shot]\nname = "x"\nmechanism = "crane"\ndt
     (MECHANISM_SHOT, "control = [1]", 10, "[[control]] #1: must be a table"),
     (MECHANISM_SHOT, "", 100_000_000, "[shot]: field 'steps' must be an integer in 1..10000, got 100000000"),
 ])
+@pytest.mark.heavy
 def test_shot_files_of_the_wrong_shape_exit_2_naming_the_field(template, top, steps, expected, tmp_path):
     bad = tmp_path / "shot.toml"
     bad.write_text(template.format(top=top, steps=steps), encoding="utf-8")
@@ -381,6 +392,7 @@ def test_shot_files_of_the_wrong_shape_exit_2_naming_the_field(template, top, st
 # --out never overwrites the input
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("command, source", [("simulate", PENDULUM), ("shot", PARKING)])
 def test_out_naming_the_input_is_refused_by_path_symlink_and_hard_link(command, source, tmp_path):
     copy = tmp_path / source.name
@@ -394,6 +406,7 @@ def test_out_naming_the_input_is_refused_by_path_symlink_and_hard_link(command, 
     assert copy.read_bytes() == source.read_bytes()
 
 
+@pytest.mark.heavy
 def test_unusable_out_paths_exit_2_naming_the_argument(tmp_path):
     unusable = [(tmp_path, "is a directory"), (REPO / "README.md" / "run.npz", "is a file, not a folder")]
     if Path("/proc/self").is_dir():  # Linux: no file can be created in /proc, not even by root
@@ -416,6 +429,7 @@ def test_demo_outside_a_checkout_says_it_is_a_development_command(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not Path("/dev/null").exists(), reason="needs /dev/null and /dev/zero")
 def test_devices_are_refused_as_input_and_as_out(tmp_path):
     message = one_line_failure(run_cli("simulate", "/dev/zero", "--out", tmp_path / "r.npz"), 2)

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+from collections.abc import Callable
+
 import numpy as np
 
 from ..solver.lie import frame_from_axis
@@ -59,6 +62,19 @@ def generic_layout(lin_free: list[int], ang_free: list[int]) -> JointLayout | No
     if nl == 3 and na == 3:
         return JointLayout("free", 2, 0, tuple(("lin", i) for i in range(3)) + tuple(("ang", i) for i in range(3)))
     return None
+
+
+def dof_limits(layout: JointLayout, limit_of: Callable[[str, int], tuple[float, float] | None]
+               ) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    """Per-coordinate (lower, upper) of a joint laid out as `layout`: limit_of(kind, axis) for each dof, None
+    for a free one (+-inf); (None, None) when no dof is limited."""
+    lower, upper, used = [], [], False
+    for kind, i in layout.dofs:
+        bounds = limit_of(kind, i)
+        lower.append(-math.inf if bounds is None else bounds[0])
+        upper.append(math.inf if bounds is None else bounds[1])
+        used = used or bounds is not None
+    return (tuple(lower), tuple(upper)) if used else (None, None)
 
 
 def limit_state(use_limit: bool, lower: float, upper: float) -> str:

@@ -18,15 +18,13 @@ Which joint a bone's channels make, and its coordinates in a pose, are layouts.p
 
 from __future__ import annotations
 
-import math
-
 import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
 from ..solver.model import WORLD, Body, Curve, Joint
 from . import compat, meshmass, reference
-from .layouts import AXES, JointLayout, channel_layout, layout_coordinates
+from .layouts import AXES, JointLayout, channel_layout, dof_limits, layout_coordinates
 from .read_common import Problems, Target, clean, direction, frame_of, mesh_mass, num, scale_part, vec
 from .shape_inertia import rod_mass_properties
 
@@ -51,20 +49,17 @@ def _keyed_bones(arm) -> set[str]:
 
 
 def _ik_limits(pose_bone, layout: JointLayout, name: str, problems: Problems) -> tuple[tuple | None, tuple | None]:
-    lower, upper, used = [], [], False
-    for kind, i in layout.dofs:
+    def limit(kind: str, i: int) -> tuple[float, float] | None:
         axis = "xyz"[i]
         if kind == "ang" and getattr(pose_bone, f"use_ik_limit_{axis}"):
-            if layout.type in ("ball", "free"):
-                problems.errors.append(f"bone {name!r}: IK limits on a {layout.type} joint are not supported")
-                return None, None
-            lower.append(num(getattr(pose_bone, f"ik_min_{axis}")))
-            upper.append(num(getattr(pose_bone, f"ik_max_{axis}")))
-            used = True
-        else:
-            lower.append(-math.inf)
-            upper.append(math.inf)
-    return (tuple(lower), tuple(upper)) if used else (None, None)
+            return num(getattr(pose_bone, f"ik_min_{axis}")), num(getattr(pose_bone, f"ik_max_{axis}"))
+        return None
+
+    lower, upper = dof_limits(layout, limit)
+    if lower is not None and layout.type in ("ball", "free"):
+        problems.errors.append(f"bone {name!r}: IK limits on a {layout.type} joint are not supported")
+        return None, None
+    return lower, upper
 
 
 def _ik_stiffness(pose_bone, layout: JointLayout, name: str, problems: Problems) -> float:

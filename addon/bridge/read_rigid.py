@@ -54,7 +54,7 @@ import numpy as np
 from ..solver.model import WORLD, Body, Collider, Curve, Joint, Motor
 from . import bullet, meshmass, reference, rigid_scope
 from . import colliders as collision_shapes
-from .layouts import AXES, LAYOUTS, JointLayout, generic_layout, limit_state
+from .layouts import AXES, LAYOUTS, JointLayout, dof_limits, generic_layout, limit_state
 from .orient import orient_from_world
 from .read_common import Problems, Target, direction, frame_of, mesh_mass, num, scale_part, vec
 from .rotations import matrix_to_quat
@@ -69,17 +69,13 @@ def _axis_state(rbc, kind: str, i: int) -> str:
 
 
 def _limits_of(rbc, layout: JointLayout) -> tuple[tuple | None, tuple | None]:
-    lower, upper, any_limit = [], [], False
-    for kind, i in layout.dofs:
+    def limit(kind: str, i: int) -> tuple[float, float] | None:
         name = f"{kind}_{'xyz'[i]}"
         if getattr(rbc, f"use_limit_{name}") and _axis_state(rbc, kind, i) == "limited":
-            lower.append(num(getattr(rbc, f"limit_{name}_lower")))
-            upper.append(num(getattr(rbc, f"limit_{name}_upper")))
-            any_limit = True
-        else:
-            lower.append(-math.inf)
-            upper.append(math.inf)
-    return (tuple(lower), tuple(upper)) if any_limit else (None, None)
+            return num(getattr(rbc, f"limit_{name}_lower")), num(getattr(rbc, f"limit_{name}_upper"))
+        return None
+
+    return dof_limits(layout, limit)
 
 
 def _springs_of(rbc, layout: JointLayout, name: str, problems: Problems) -> tuple[float, float]:

@@ -41,12 +41,12 @@ import bpy
 import numpy as np
 
 from ..solver.lie import matrix_to_quat
-from ..solver.model import Mechanism
-from ..solver.shots.mechanism_shots import Control, MechanismKey, MechanismShot, solve_mechanism_shot
+from ..solver.model import Mechanism, Vehicle
 from ..solver.shots.solve import solve_shot
-from ..solver.shots.spec import Corridor, Costs, Key, Obstacle, Shot, ShotError, ShotResult
+from ..solver.shots.spec import (Control, Corridor, Costs, Key, MechanismKey, MechanismShot, Obstacle, Shot, ShotError,
+                                 ShotResult)
 from ..solver.trajectory import Trajectory
-from ..solver.vehicles.spec import CONTROL_NAMES, Vehicle
+from ..solver.vehicles.spec import CONTROL_NAMES
 from . import compat, reference, vehicle_setup
 from .bake import LINEAR, BakeOptions, write_trajectory
 from .read import SceneMechanism, find_setup, read_setup
@@ -631,7 +631,7 @@ class MechanismShotJob(SolveJob):
         return self.shot.keys
 
     def _solve(self, progress) -> ShotResult:
-        return solve_mechanism_shot(self.shot, None, progress, max_iter=self.settings.max_iterations)
+        return solve_shot(self.shot, None, progress, max_iter=self.settings.max_iterations)
 
     def finish(self, scene: bpy.types.Scene) -> str:
         """Bake the motion and key the torques; raises RigError (scene unchanged) for a failed or cancelled solve."""

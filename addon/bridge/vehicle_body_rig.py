@@ -41,12 +41,12 @@ import bpy
 import numpy as np
 
 from ..solver.integrator import simulate
-from ..solver.model import Curve, Mechanism
+from ..solver.model import Curve, Mechanism, Vehicle
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.controls import signal
 from ..solver.vehicles.snakeboard import BODIES as SNAKEBOARD_BODIES
 from ..solver.mechfile.read import vehicle_presets
-from ..solver.vehicles.spec import CONTROL_NAMES, Vehicle, VEHICLE_TYPES
+from ..solver.vehicles.spec import CONTROL_NAMES, VEHICLE_TYPES
 from . import compat, reference
 from .bake import BakeOptions, write_trajectory
 from .read import FrameGrid

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..solver.model import Curve
+from ..solver.model import MAX_START_HITCH_ANGLE, Curve, Vehicle
 from ..solver.start_velocity import car_start_speed
 from ..solver.vehicles.car import WHEELS, compile_car
 from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.controls import signal
 from ..solver.vehicles.driver import Limits
-from ..solver.vehicles.spec import MAX_START_HITCH_ANGLE, CarSpec, CarTrailerSpec, Vehicle
+from ..solver.vehicles.spec import CarSpec, CarTrailerSpec
 from ..solver.vehicles.trailer import TRAILER_WHEELS
 from . import compat, reference
 from .read import FrameGrid

@@ -55,8 +55,7 @@ class Variant:
 
 def read_swept_file(path: Path) -> SweptFile:
     """`path` (a mechanism or shot file) and, for a shot, the vehicle or mechanism file it names."""
-    from ..solver.shots.mechanism_shots import mechanism_file
-    from ..solver.shots.shotfile import vehicle_file
+    from ..solver.shots.shotfile import mechanism_file, vehicle_file
 
     main = toml_file(path, "mechanism or shot file")
     documents, names = {MAIN: main}, {MAIN: path.name}

@@ -1,8 +1,11 @@
-"""The Mechanism description: bodies, joints, springs, forces, colliders and keyed curves as frozen plain data.
+"""The Mechanism description: bodies, joints, springs, forces, colliders, keyed curves and the Vehicle as
+frozen plain data.
 
 This module owns the data every method starts from and nothing else: no file parsing (see
-mechfile/), no Blender (see addon/bridge), no dynamics (see tree/). Everything is immutable;
-build a new Mechanism with dataclasses.replace to change one.
+mechfile/), no Blender (see addon/bridge), no dynamics (see tree/), and no vehicle type's parameters
+(vehicles/spec.py: a Vehicle reads its spec through the VehicleSpec protocol, so this module imports none
+of the packages that build on it). Everything is immutable; build a new Mechanism with
+dataclasses.replace to change one.
 
 Conventions: Z-up, SI units, quaternions (w, x, y, z). A body's `position` and
 `orientation` are the world pose of its frame at the reference configuration; `com` is in body
@@ -14,11 +17,9 @@ coordinates `q0` are measured from that reference.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # vehicles.spec imports this module
-    from .vehicles.spec import Vehicle
+from typing import ClassVar, Protocol, Union, runtime_checkable
 
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]
@@ -165,7 +166,7 @@ class Mechanism:
     springs: tuple[Spring, ...] = ()
     forces: tuple[Force, ...] = ()
     colliders: tuple[Collider, ...] = ()  # contact shapes (the 'maximal' method; others ignore them)
-    vehicle: Vehicle | None = None  # the 'vehicle' method's input (vehicles/spec.py); other methods ignore it
+    vehicle: Vehicle | None = None  # the 'vehicle' method's input (Vehicle below); other methods ignore it
     source: str = field(default="<memory>", compare=False)  # file or scene it came from, for messages
 
     def body(self, name: str) -> Body:
@@ -192,3 +193,78 @@ class Mechanism:
 
 class MechanismError(ValueError):
     """Invalid mechanism input; the message names the file or scene, the table, the entry and the field."""
+
+
+class VehicleError(ValueError):
+    """Invalid vehicle input; the message names the vehicle, the field, what was expected and what came."""
+
+
+@runtime_checkable
+class VehicleSpec(Protocol):
+    """What a Vehicle reads of its parameters: one vehicle type's spec (the classes in vehicles/spec.py, which
+    import this module, so this module names them only through this protocol)."""
+
+    vehicle_type: ClassVar[str]  # the Vehicle.type it belongs to: "car", "boat", ...
+    control_names: ClassVar[tuple[str, ...]]  # the controls a Vehicle of this type may key
+    name: str
+
+
+Control = Union[Curve, float]
+
+# A trailer starts with its axle behind the tow ball: |theta - beta| below a right angle. The model itself has no
+# hitch articulation limit (trailer.py); beyond this the drawbar would point forward along the car.
+MAX_START_HITCH_ANGLE = math.pi / 2
+
+
+@dataclass(frozen=True)
+class Vehicle:
+    """One vehicle to simulate: its parameters, where it starts, and its keyed controls.
+
+    position, orientation: the world pose of the body frame at t = 0 (a car's frame is its centre of
+    mass too; the car stays on the ground plane z = com_height and keeps only the heading about z).
+    velocity: the body twist at t = 0, (wx, wy, wz, vx, vy, vz); a car reads only vx (forward speed) and
+    takes its yaw rate from the steering. controls: (name, Curve or constant) pairs, names from
+    the spec's control_names; a control not given is zero. current: uniform world water velocity (boats).
+    hitch_angle: a car with trailer's hitch angle theta - beta at t = 0 (rad; + the trailer's axle swung to
+    the car's left), |hitch_angle| < MAX_START_HITCH_ANGLE.
+    """
+
+    type: str
+    spec: VehicleSpec
+    position: Vec3 = (0.0, 0.0, 0.0)
+    orientation: Quat = (1.0, 0.0, 0.0, 0.0)
+    velocity: tuple[float, float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    controls: tuple[tuple[str, Control], ...] = field(default=())
+    current: Vec3 = (0.0, 0.0, 0.0)
+    name: str = "vehicle"
+    hitch_angle: float = 0.0
+
+    def __post_init__(self):
+        where = f"vehicle {self.name!r}"
+        if not isinstance(self.spec, VehicleSpec):
+            raise VehicleError(f"{where}: field 'spec' must be a vehicle spec (vehicles/spec.py), "
+                               f"got {type(self.spec).__name__}")
+        if self.type != self.spec.vehicle_type:
+            raise VehicleError(f"{where}: field 'spec' must be the spec of a {self.type!r}, got a "
+                               f"{type(self.spec).__name__}, the spec of a {self.spec.vehicle_type!r}")
+        if len(self.velocity) != 6:
+            raise VehicleError(f"{where}: field 'velocity' must be 6 numbers (wx wy wz vx vy vz), "
+                               f"got {self.velocity!r}")
+        if self.hitch_angle != 0.0 and self.type != "car_trailer":
+            raise VehicleError(f"{where}: field 'hitch_angle' is a car with trailer's start; a {self.type} has no "
+                               f"trailer, got {self.hitch_angle!r}")
+        if not abs(self.hitch_angle) < MAX_START_HITCH_ANGLE:
+            raise VehicleError(f"{where}: field 'hitch_angle' must be a number of rad within +-pi/2 (the trailer's "
+                               f"axle behind the tow ball), got {self.hitch_angle!r}")
+        allowed = self.spec.control_names
+        for key, _ in self.controls:
+            if key not in allowed:
+                raise VehicleError(f"{where}: unknown control {key!r} for a {self.type}; "
+                                   f"valid controls: {', '.join(allowed) or 'none'}")
+
+    def control(self, key: str) -> Control:
+        """The control named `key` (a Curve or a constant); 0.0 when not given."""
+        for name, value in self.controls:
+            if name == key:
+                return value
+        return 0.0

@@ -231,6 +231,17 @@ def test_artist_rig_bakes_and_moves_its_meshes_with_spin_equal_to_distance_over_
     print("spin error (relative to total):", {k: f"{v:.2e}" for k, v in errors.items()})
 
 
+def assert_bake_refused_naming_the_mover(scene, arm, corner: str, bone: str, mover: str) -> None:
+    """Bake Vehicle fails naming the wheel `corner` ("front left (wheel_fl)"), its bone and what else moves it
+    (regex `mover`), and leaves the scene as it was."""
+    before = scene_state(scene)
+    with bpy.context.temp_override(scene=scene, active_object=arm, object=arm):
+        with pytest.raises(RuntimeError, match=rf"{corner}: bone '{bone}'( \(which bone '\S+' copies\))? of .* is "
+                                               rf"moved by {mover}"):
+            bpy.ops.symplex.bake_vehicle()
+    assert scene_state(scene) == before
+
+
 def test_a_driven_wheel_bone_is_refused_naming_the_driver(symplex):
     scene = new_scene("artist driver", frames=25, fps=24)
     arm, _meshes = artist_car(scene)
@@ -238,13 +249,8 @@ def test_a_driven_wheel_bone_is_refused_naming_the_driver(symplex):
     fcurve = arm.pose.bones["Wheel.Ft.L"].driver_add("rotation_euler", 0)
     fcurve.driver.expression = "frame * 0.1"
     scene.view_layers[0].update()  # the driver sets the bone's rotation when the scene is evaluated
-    before = scene_state(scene)
-    with bpy.context.temp_override(scene=scene, active_object=arm, object=arm):
-        with pytest.raises(RuntimeError, match=r"front left \(wheel_fl\): bone 'Wheel.Ft.L'( \(which bone '\S+' "
-                                               r"copies\))? of .* is moved by driver\(s\) on "
-                                               r"pose.bones\[\"Wheel.Ft.L\"\].rotation_euler\[0\]"):
-            bpy.ops.symplex.bake_vehicle()
-    assert scene_state(scene) == before
+    assert_bake_refused_naming_the_mover(scene, arm, r"front left \(wheel_fl\)", "Wheel.Ft.L",
+                                         r"driver\(s\) on pose.bones\[\"Wheel.Ft.L\"\].rotation_euler\[0\]")
 
 
 def test_a_wheel_bone_moved_by_another_constraint_is_refused_naming_it(symplex):
@@ -253,13 +259,8 @@ def test_a_wheel_bone_moved_by_another_constraint_is_refused_naming_it(symplex):
     arm, _meshes = artist_car(scene)
     aim = arm.pose.bones["Wheel.Ft.R"].constraints.new("DAMPED_TRACK")
     aim.name, aim.target, aim.subtarget = "Aim at steering", arm, "Root"
-    before = scene_state(scene)
-    with bpy.context.temp_override(scene=scene, active_object=arm, object=arm):
-        with pytest.raises(RuntimeError, match=r"front right \(wheel_fr\): bone 'Wheel.Ft.R'( \(which bone '\S+' "
-                                               r"copies\))? of .* is moved by constraint 'Aim at steering' "
-                                               r"\(Damped Track\)"):
-            bpy.ops.symplex.bake_vehicle()
-    assert scene_state(scene) == before
+    assert_bake_refused_naming_the_mover(scene, arm, r"front right \(wheel_fr\)", "Wheel.Ft.R",
+                                         r"constraint 'Aim at steering' \(Damped Track\)")
 
 
 def test_picked_wheels_are_stored_on_the_rig_and_the_command_line_bakes_them(symplex, tmp_path):

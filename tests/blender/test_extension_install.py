@@ -62,6 +62,7 @@ def test_checkout_registers_unregisters_and_registers_again(symplex_package):
     assert_unregistered()
 
 
+@pytest.mark.heavy
 def test_package_holds_the_extension_and_nothing_else(extension_zip, manifest):
     names = set(zipfile.ZipFile(extension_zip).namelist())
     assert {"blender_manifest.toml", "__init__.py", "addon/__init__.py", "addon/solver/integrator.py"} <= names

@@ -175,6 +175,7 @@ def test_maximal_bake_of_the_built_box_drop_follows_the_file():
         assert np.abs(np.asarray(world)[:3, :3] - quat_to_matrix(reference.poses[step, 0, 3:])).max() < 1e-5
 
 
+@pytest.mark.heavy
 def test_maximal_bake_past_the_time_step_limit_restarts_with_more_substeps():
     """A 20-link rod chain released at 45 degrees, 25 fps and one substep (dt = 0.04 s): as it swings taut,
     its joint forces pass the maximal method's time-step limit about 2 s in. The bake starts again with

@@ -133,6 +133,7 @@ def test_obstacles_are_read_from_a_collection(symplex):
     assert np.allclose(obstacles["Crate"].position, (3, 1, 0.5)) and obstacles["Crate"].clearance == 0.1
 
 
+@pytest.mark.heavy
 def test_mechanism_setup_effector_keys_are_met_and_torques_keyed(symplex):
     """The crane preset built as rigid bodies; its load keyed at x = 3 m at the last frame (a partial key:
     only x) is carried there and left at rest by the solved trolley force, baked as the setup's bake."""
@@ -205,6 +206,7 @@ def _played_poses(chassis, frames: int) -> np.ndarray:
     return np.array([[c.evaluate(f) for c in curves] for f in range(1, frames + 1)])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("preset", list(BODY_SHOTS))
 def test_solve_shot_drives_a_body_rig_to_its_keyed_pose_and_bake_vehicle_reproduces_it(symplex, preset):
     """The baked chassis meets the keyed location (a boat's and a hovercraft's horizontally) and heading at
@@ -268,6 +270,7 @@ def test_cancelled_body_rig_solve_changes_nothing(symplex):
     assert f"{rig.chassis} shot path" not in scene.objects
 
 
+@pytest.mark.heavy
 def test_unreachable_hovercraft_key_is_reported_by_name_and_changes_nothing(symplex):
     """A mark 400 m away in 8.3 s is out of reach (measured: the closest the hovercraft comes is ~321 m away);
     its horizontal key is named through the diagnosis at the keyed height. (Not tested for the helicopter:
@@ -284,6 +287,7 @@ def test_unreachable_hovercraft_key_is_reported_by_name_and_changes_nothing(symp
     assert f"{rig.chassis} shot path" not in scene.objects
 
 
+@pytest.mark.heavy
 def test_helicopter_shot_clears_an_obstacle_of_the_collection(symplex):
     """A ball (radius 3 m) on the straight line to the landing mark: the solved and baked path keeps the rotor
     disc (a sphere of the rotor radius about the centre of mass) clear of it by the clearance, at every frame."""

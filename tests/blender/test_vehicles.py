@@ -579,6 +579,7 @@ def quat_to_matrix_4(q) -> Matrix:
     return Quaternion([float(v) for v in q]).to_matrix().to_4x4()
 
 
+@pytest.mark.heavy
 def test_command_line_bake_of_a_saved_file_keys_the_car_rig(symplex, tmp_path):
     import subprocess
     import sys

@@ -62,6 +62,7 @@ def test_per_body_energies_add_up_to_the_integrators_energy():
     assert gaps[0] / gaps[1] > 3.5
 
 
+@pytest.mark.heavy
 def test_the_presets_on_the_demo_grid_pass_with_a_wide_margin():
     """Every conservative preset, 5 s on the demo's grid under the tree method (the setups' default): at
     most a quarter of the bound (the scissor lift, 2.3 %, is the largest); the others say why the audit

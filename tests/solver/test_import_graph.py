@@ -6,14 +6,15 @@ deferred import that closes a cycle is still a cycle in the design: it only hide
 interpreter. Importing a.b.c also runs the package a.b's __init__, so an edge goes to every package on
 the target's path that the importer is not itself inside (its own packages have already run).
 
-Imports under `if TYPE_CHECKING:` never run; they name a type for an annotation. The import graph that
-runs has no cycles; the graph with those type-only edges added still has two, kept as a strict xfail below
-so the mark goes when they do.
+Imports under `if TYPE_CHECKING:` never run; they name a type for an annotation. Neither graph may have a
+cycle: the imports that run, and those with the type-only edges added (a type a module names is still
+something it depends on).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -98,6 +99,12 @@ def import_edges(modules: dict[str, Path]) -> list[Edge]:
                         edges.append(Edge(name, loaded, node.lineno, id(node) in deferred_nodes,
                                           id(node) in type_only_nodes))
     return edges
+
+
+@functools.cache
+def addon_edges() -> tuple[Edge, ...]:
+    """import_edges of every addon module, parsed once per test run."""
+    return tuple(import_edges(addon_modules()))
 
 
 def strongly_connected(nodes: list[str], edges: list[Edge]) -> list[list[str]]:
@@ -193,8 +200,7 @@ def module_level_closure(name: str, edges: list[Edge]) -> set[str]:
 
 
 def test_the_parser_finds_relative_deferred_and_package_imports():
-    modules = addon_modules()
-    edges = {(e.source, e.target): e for e in import_edges(modules)}
+    edges = {(e.source, e.target): e for e in addon_edges()}
     relative = edges["addon.solver.maximal.baraff", "addon.solver.maximal.graph"]
     assert not relative.deferred
     assert edges["addon", "addon.ui"].deferred  # register() imports the UI lazily
@@ -216,19 +222,14 @@ def _cycles(edges: list[Edge]) -> list[str]:
 
 def test_no_import_cycles_between_addon_modules():
     """Among the imports that run (module level and deferred): none may close a cycle."""
-    edges = [e for e in import_edges(addon_modules()) if not e.type_only]
+    edges = [e for e in addon_edges() if not e.type_only]
     cycles = _cycles(edges)
     assert not cycles, "import cycles (one per strongly connected group):\n" + "\n".join(cycles)
 
 
-# Strict: fails as soon as the two cycles that only type annotations close are gone, so the mark goes with them.
-# model.py names vehicles.spec.Vehicle for Mechanism.vehicle (Vehicle belongs in model.py, but its check of the
-# spec classes would then import vehicles.spec back); maximal/interior_point.py names variational's MaximalModel
-# and MaximalState, which hold its InteriorPointState (the three want one state module).
-@pytest.mark.xfail(strict=True, reason="type-only cycles remain: model <-> vehicles.spec (Vehicle), "
-                                       "maximal.interior_point <-> maximal.variational (model and state types)")
 def test_no_import_cycles_even_through_type_only_imports():
-    cycles = _cycles(import_edges(addon_modules()))
+    """With the imports under `if TYPE_CHECKING:` added: a type named for an annotation is still a dependency."""
+    cycles = _cycles(addon_edges())
     assert not cycles, "import cycles (one per strongly connected group):\n" + "\n".join(cycles)
 
 
@@ -239,11 +240,12 @@ def _loaded_by(module: str) -> set[str]:
     return set(out.split())
 
 
+@pytest.mark.heavy
 def test_baraff_loads_only_the_linear_algebra_it_needs():
     """Baraff's factorisation needs the body tree order (maximal.graph) and its C kernels, nothing else:
     no integrator, no registry, no vehicles, shots, tree method or mechanism description."""
     loaded = _loaded_by("addon.solver.maximal.baraff")
-    assert loaded == module_level_closure("addon.solver.maximal.baraff", import_edges(addon_modules()))
+    assert loaded == module_level_closure("addon.solver.maximal.baraff", addon_edges())
     allowed = {"addon", "addon.solver", "addon.solver.maximal"}
     outside = sorted(m for m in loaded if m not in allowed and not m.startswith(("addon.solver.maximal.",
                                                                                   "addon.solver.native")))

@@ -101,6 +101,7 @@ def test_a_ball_joint_reversed_turns_the_other_way_at_the_same_rate():
     np.testing.assert_allclose([rate[2, 1], rate[0, 2], rate[1, 0]], back.v0, atol=1e-8)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("method, atol", [("tree", 1e-12), ("maximal", 1e-8)])
 @pytest.mark.parametrize("kind", list(LOWER))
 def test_a_reversed_joint_moves_as_the_forward_one(kind, method, atol):

@@ -136,6 +136,7 @@ def test_tree_forward_c_equals_numpy():
     np.testing.assert_allclose(c, ref, rtol=0, atol=1e-14)
 
 
+@pytest.mark.heavy
 @needs_c
 @pytest.mark.parametrize("name", MECHANISMS)
 def test_c_step_reproduces_numpy_step(name):
@@ -152,6 +153,7 @@ def test_c_step_reproduces_numpy_step(name):
         state = after
 
 
+@pytest.mark.heavy
 @needs_c
 @pytest.mark.parametrize("name", ["tree1_loops", "closed_chain_device", "actuated"])
 def test_c_and_numpy_trajectories_stay_together(name):
@@ -234,6 +236,7 @@ def test_c_newton_direction_does_the_counted_work_of_the_numpy_twin(name):
     assert out.flops == articulated.OPS["flops"]
 
 
+@pytest.mark.heavy
 @needs_c
 def test_c_step_work_per_link_is_constant_from_25_to_800_links():
     """O(n) Newton direction: multiply-adds per iteration and link are the same for every chain length

@@ -12,7 +12,7 @@ from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism, loads_mechanism
 from addon.solver.mechfile.validate import check_method, validate_mechanism
 from addon.solver.mechfile.write import dumps_mechanism
-from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
+from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError, Vehicle
 from addon.solver.presets import vehicle_preset_path
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles.spec import (
@@ -26,7 +26,6 @@ from addon.solver.vehicles.spec import (
     RigidBodySpec,
     SnakeboardSpec,
     TankSpec,
-    Vehicle,
 )
 
 SEDAN, KART, HELICOPTER, SPEEDBOAT, SNAKEBOARD = (
@@ -447,6 +446,7 @@ def test_helicopter_preset_hovers_then_climbs_and_flies_forward():
     assert np.all(trajectory.constraint_residual < 1e-12)
 
 
+@pytest.mark.heavy
 def test_speedboat_preset_floats_and_crabs_across_the_current():
     trajectory, chassis = run_preset("speedboat")
     assert np.all(np.abs(chassis[:, 2] - 0.21) < 0.05)  # stays afloat near its design trim

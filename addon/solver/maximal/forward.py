@@ -32,12 +32,13 @@ import scipy.linalg
 
 from ..curves import derivative
 from ..lie import cross, quat_to_matrix
+from ..stamp import ModelStamp, check_state
 from ..trajectory import SolverError
 from . import baraff, fillin, forces
 from .bodies import qconj, qmul
 from .joints import (ANGLE, ANGLES, Q0, Q2, T2, U, JointFrames, frames, generic_rows, keyed_torques, of_kinds,
                      row_targets, unwrap)
-from .variational import MaximalModel
+from .state import MaximalModel
 
 STABILISATION = ("projection", "baumgarte", "none")
 # Iterative refinement steps per solve: the unpivoted tree order loses digits when bodies have floored
@@ -52,7 +53,8 @@ FILLIN_ROWS = 20
 
 @dataclass
 class ForwardState:
-    """Time t; x, q, v, w (B, 3 | 4); windings of ANGLE coordinates (C,) and rows (R, all rows)."""
+    """Time t; x, q, v, w (B, 3 | 4); windings of ANGLE coordinates (C,) and rows (R, all rows); model: the
+    stamp of the MaximalModel whose dynamics made it (ForwardDynamics.step refuses a state of another)."""
 
     t: float
     x: np.ndarray
@@ -61,6 +63,7 @@ class ForwardState:
     w: np.ndarray
     coord_winding: np.ndarray
     row_winding: np.ndarray
+    model: ModelStamp
 
 
 def rotate(q: np.ndarray, phi: np.ndarray) -> np.ndarray:
@@ -316,7 +319,9 @@ class ForwardDynamics:
     # -- time stepping ---------------------------------------------------------------------------------
 
     def step(self, state: ForwardState, dt: float, tol: float = 1e-10) -> None:
-        """One classical RK4 step of size dt (quaternions renormalised), then the projection if chosen."""
+        """One classical RK4 step of size dt (quaternions renormalised), then the projection if chosen.
+        Raises ValueError when `state` was made by another model."""
+        check_state(self.model.stamp, state.model)
         t, x, q = state.t, state.x, state.q
         zdot = np.concatenate([state.v, state.w], axis=1)
 

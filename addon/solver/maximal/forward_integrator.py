@@ -31,7 +31,7 @@ class ForwardIntegrator(Integrator):
         model, start = start_from_tree(mechanism)
         self.dynamics = ForwardDynamics(model, stabilisation, solver=solver)
         self.state = ForwardState(start.t, start.x, start.q, start.v, start.w, start.coord_winding,
-                                  start.row_winding)
+                                  start.row_winding, model.stamp)
         self._record_state()
 
     @property

@@ -40,23 +40,20 @@ fraction to the boundary tau = max(0.99, 1 - mu) and stay in the wide neighbourh
 1e-3 mean lam s; stalls restart (recentred, then monotone Fiacco-McCormick updates of mu).
 
 Nothing here outlives a call: the step's rows (Inequalities, set up at the knot), the iterate (lam, s,
-mu), the counters and the warm start for the next step live in InteriorPointState, the maximal state's
-`interior`; the functions read the model and write that state.
+mu), the counters and the warm start for the next step live in InteriorPointState (state.py), the maximal
+state's `interior`; the functions read the model and write that state.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
-
+from dataclasses import replace
 import numpy as np
 
 from ..lie import hat, quat_to_matrix
 from .forces import scatter
 from .linear import RowBlocks
-
-if TYPE_CHECKING:
-    from .variational import Evaluation, Knot, MaximalModel, MaximalState
+from .state import (COLD_MU, ContactRows, Evaluation, Inequalities, InteriorPointState, Knot, LimitRows, MaximalModel,
+                    MaximalState, WarmStart)
 
 CENTRED = 0.5  # monotone mode: mu -> MU_DECREASE mu once every |lam s - mu| <= CENTRED mu
 MU_DECREASE = 0.2
@@ -67,7 +64,6 @@ RECENTRE_FLOOR = 1e-2  # lam and s (N or m/s) are raised to at least this by a r
 TAU_MIN = 0.99  # fraction to the boundary max(TAU_MIN, 1 - mu), at most TAU_MAX
 TAU_MAX = 1.0 - 1e-8  # 1 - mu rounds to 1 for mu < 1e-16: a pair would land on the boundary (s/lam = 0)
 CLOSE_MARGIN = 1e-3  # m: contacts predicted further apart than this after the step get no friction rows
-COLD_MU = 1.0  # lam * s (W) of a cold start
 WARM_SHIFT = 1e-2  # added to warm-started lam and s (a start nearer the boundary jams the first steps)
 COMPLEMENTARITY = 1e-8  # W: converged when every lam * s is below this (resting gap ~ 1e-8 dt / gamma)
 MU_FLOOR = 0.1 * COMPLEMENTARITY  # the corrector aims no lower: smaller s / lam makes the border of
@@ -89,95 +85,6 @@ def point_jacobian(R: np.ndarray, p: np.ndarray) -> np.ndarray:
     out[..., :3] = np.eye(3)
     out[..., 3:] = -R @ hat(p)
     return out
-
-
-@dataclass(frozen=True)
-class ContactRows:
-    """The contacts found at the knot (k of them) and their friction patches, fixed for the step.
-
-    a, b (k,) body indices (B: the world); key (k,) collider pair; normal (k, 3) world, A to B;
-    distance (k,) at z_1; friction (k,) coefficient; Ja, Jb (k, 3, 6) witness-point Jacobians at z_1
-    (zero for the world). kind, owner: the contacts' rows (k gaps, then per patch a cone and its
-    directions; see Inequalities). members: each patch's contacts; B (directions, 12): each direction
-    row over (body A, body B) velocities.
-    """
-
-    a: np.ndarray
-    b: np.ndarray
-    key: np.ndarray
-    normal: np.ndarray
-    distance: np.ndarray
-    friction: np.ndarray
-    Ja: np.ndarray
-    Jb: np.ndarray
-    kind: np.ndarray
-    owner: np.ndarray
-    members: tuple[np.ndarray, ...]
-    B: np.ndarray
-
-
-@dataclass(frozen=True)
-class LimitRows:
-    """The joint limits near enough to the knot to matter this step: coordinate (l,), side (l,) +1 at a
-    lower bound and -1 at an upper one, bound (l,), bodies a, b (l,), G (l, 12) side times the
-    coordinate's Jacobian at z_1."""
-
-    coord: np.ndarray
-    side: np.ndarray
-    bound: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
-    G: np.ndarray
-
-
-@dataclass(frozen=True)
-class Inequalities:
-    """The step's inequality rows, set up at the knot z_1. Rows: gamma of every contact, then per
-    friction patch psi and its beta_1..4 (or 6 with spin), then limits.
-
-    kind (m,): 0 gap (positional), 1 cone, 2 friction direction, 3 limit (positional); owner (m,)
-    contact index of each row (a patch's first contact for its psi and beta rows; limit index for
-    limits); key (m,) the row's identity across steps (collider pair or limit side, and kind): equal
-    keys mean the same contact set, which the next step warm-starts from.
-    """
-
-    dt: float
-    kind: np.ndarray
-    owner: np.ndarray
-    key: np.ndarray
-    contacts: ContactRows
-    limits: LimitRows
-
-
-@dataclass(frozen=True)
-class WarmStart:
-    """Row keys, multipliers and slacks of the last converged step."""
-
-    key: np.ndarray
-    lam: np.ndarray
-    s: np.ndarray
-
-
-@dataclass
-class InteriorPointState:
-    """The interior point's part of the maximal state (MaximalState.interior).
-
-    This step's rows and iterate: rows, lam, s (m,) > 0, the barrier parameter mu = mean lam s, cold
-    (started cold rather than warm), monotone (Fiacco-McCormick mode after a stall, at mu_fixed),
-    restarts used. Across steps: warm (the last converged step's pairs) and friction_dropped (the steps
-    redone without friction rows).
-    """
-
-    rows: Inequalities | None = None
-    lam: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    mu: float = COLD_MU
-    cold: bool = True
-    monotone: bool = False
-    mu_fixed: float = COLD_MU
-    restarts: int = 0
-    warm: WarmStart | None = None
-    friction_dropped: list[int] = field(default_factory=list)
 
 
 def limited_coordinates(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:

@@ -19,9 +19,10 @@ from ..tree.compile import compile_tree
 from ..tree.kinematics import frame_velocities
 from ..tree.midpoint import initial_state
 from . import forces
-from .interior_point import InteriorPointState, has_inequalities
+from .interior_point import has_inequalities
 from .joints import ANGLE, ANGLES, frames, generic_rows, of_kinds, row_targets, unwrap
-from .variational import MaximalModel, MaximalState, compile_maximal
+from .state import InteriorPointState, MaximalModel, MaximalState
+from .variational import compile_maximal
 
 
 def start_from_tree(mech: Mechanism) -> tuple[MaximalModel, MaximalState]:

@@ -24,8 +24,7 @@ MaximalState, which records the model that made it: `step` refuses a state of an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass
-from itertools import count
+from dataclasses import dataclass, fields, is_dataclass
 
 import numpy as np
 import scipy.linalg
@@ -33,55 +32,20 @@ import scipy.linalg
 from ..collision.world import CollisionWorld
 from ..lie import quat_to_matrix
 from ..model import Mechanism
+from ..stamp import check_state, new_stamp
 from ..trajectory import ConvergenceError, StepTooLargeError
 from . import forces, interior_point
-from .bodies import (BodySet, advance, body_set, rotation_jacobian, rotational_momentum,
-                     rotational_momentum_jacobian)
-from .forces import ForceSet, force_set
-from .interior_point import InteriorPointState, limited_coordinates
-from .joints import (ANGLE, ANGLES, JointFrames, JointSet, frames, generic_rows, joint_set, of_kinds, row_targets,
-                     unwrap)
+from .bodies import advance, body_set, rotation_jacobian, rotational_momentum, rotational_momentum_jacobian
+from .forces import force_set
+from .interior_point import limited_coordinates
+from .joints import ANGLE, ANGLES, frames, generic_rows, joint_set, of_kinds, row_targets, unwrap
 from .linear import LinearSolver, NewtonMatrix, RowBlocks
 from .stability import limit_exceeded
+from .state import Evaluation, Knot, MaximalModel, MaximalState
 
 MAX_ITERATIONS = 100  # contact steps with recentring restarts (interior_point.MAX_RESTARTS) may need them
 LINE_SEARCH_HALVINGS = 8
 STALL_STEPS = 8  # interior-point steps shorter than 0.05 in a row before interior_point.restart()
-_MODEL_IDS = count(1)
-
-
-@dataclass(frozen=True)
-class ModelStamp:
-    """Identity of one compiled MaximalModel (a number unique in the process, and its mechanism's name),
-    recorded by every state it makes."""
-
-    number: int
-    mechanism: str
-
-    def __str__(self) -> str:
-        return f"maximal model #{self.number} of mechanism {self.mechanism!r}"
-
-
-@dataclass(frozen=True)
-class MaximalModel:
-    """Bodies, joints and forces of a Mechanism, with the joint graph split into primary (tree) joints
-    and auxiliary (loop-closing) ones. `order` lists constraint rows primary-first; `primary` gives each
-    primary joint's slice of that order and its bodies for the Baraff graph. collision: the contact
-    detector of the mechanism's colliders (None without colliders); limited: the joint coordinates with
-    a finite limit. stamp: this model's identity, recorded by its states. Every array of the model and
-    of its body, joint and force sets is read-only (a stray write raises)."""
-
-    mechanism: Mechanism
-    bodies: BodySet
-    joints: JointSet
-    forces: ForceSet
-    loop_joints: tuple[int, ...]
-    order: np.ndarray
-    n_primary: int
-    primary: tuple[tuple[slice, tuple[int, ...]], ...]
-    collision: CollisionWorld | None
-    limited: np.ndarray
-    stamp: ModelStamp
 
 
 def _read_only(record: object) -> None:
@@ -114,39 +78,9 @@ def compile_maximal(mech: Mechanism, loop_joints: tuple[int, ...]) -> MaximalMod
         order.extend(np.nonzero(js.row_joint == j)[0])
     model = MaximalModel(mech, bs, js, fs, tuple(loop_joints), np.array(order, dtype=np.int64), n_primary,
                          tuple(primary), CollisionWorld(mech) if mech.colliders else None,
-                         limited_coordinates(js.lower, js.upper), ModelStamp(next(_MODEL_IDS), mech.name))
+                         limited_coordinates(js.lower, js.upper), new_stamp("maximal", mech.name))
     _read_only(model)
     return model
-
-
-@dataclass
-class MaximalState:
-    """Knot t, x (B, 3), q (B, 4); previous interval velocities v, w (B, 3); at the start (startup True)
-    v, w hold the continuous velocity zbar. coord_rate: previous interval rate of every coordinate (or
-    its continuous rate at the start); windings of ANGLE coordinates / rows; multipliers lam (R,) in
-    model.order; aux_active: mask over the auxiliary rows kept (redundant loop rows dropped). model: the
-    stamp of the model that made the state; interior: the interior point's iterate, warm start and
-    counters (None when the model has no inequalities)."""
-
-    t: float
-    x: np.ndarray
-    q: np.ndarray
-    v: np.ndarray
-    w: np.ndarray
-    coord_rate: np.ndarray
-    coord_winding: np.ndarray
-    row_winding: np.ndarray
-    lam: np.ndarray
-    model: ModelStamp
-    interior: InteriorPointState | None = None
-    startup: bool = True
-    aux_active: np.ndarray | None = None
-    solver: LinearSolver | None = None
-    acceleration_guess: np.ndarray | float = 0.0  # last step's velocity change: Newton starts from v + this
-    step_index: int = 0
-    sweeps: list[int] = field(default_factory=list)
-    frames_at: tuple | None = None  # (x, q, JointFrames) of the last step's z_2: the next knot's frames
-    coord_jac_prev: np.ndarray | None = None  # (C, 12) the previous interval's coordinates' Jacobian at the knot
 
 
 @dataclass(frozen=True)
@@ -154,21 +88,6 @@ class StepResult:
     iterations: int
     residual: float
     energy: float
-
-
-@dataclass
-class Knot:
-    """What the Newton iterations need from the knot z_1: rows and coordinates with Jacobians, the
-    constant wrench, and the targets at t_2."""
-
-    G: np.ndarray  # (R, 12) constraint rows at z_1, in model.order
-    cval: np.ndarray
-    cjac: np.ndarray
-    wrench: np.ndarray  # (B, 6)
-    targets: np.ndarray  # (R,) in model.order
-    row_val1: np.ndarray  # (R,) values at z_1 in model.order (for unwrapping)
-    potential: float
-    qrel: np.ndarray  # (J, 4) joint rotations at z_1: where the rotation dampers' step coordinates start
 
 
 def knot_terms(model: MaximalModel, state: MaximalState, dt: float) -> Knot:
@@ -195,26 +114,6 @@ def _velocity_side(jac: np.ndarray, a: np.ndarray, b: np.ndarray, Wr: np.ndarray
     out[:, 3:6] = np.einsum("ri,rik->rk", jac[:, 3:6], Wr[a])
     out[:, 9:12] = np.einsum("ri,rik->rk", jac[:, 9:12], Wr[b])
     return out
-
-
-@dataclass
-class Evaluation:
-    """Residual and exact Newton matrix at one iterate, plus z_2 quantities for the state update."""
-
-    body_residual: np.ndarray  # (B, 6)
-    row_residual: np.ndarray  # (R_active,)
-    matrix: NewtonMatrix
-    x2: np.ndarray
-    q2: np.ndarray
-    row_val2: np.ndarray  # (R,) all rows at z_2 (unwrapped), model.order
-    cval2: np.ndarray
-    rate: np.ndarray
-    row_winding2: np.ndarray  # windings of the ANGLE rows (in model.order) at z_2
-    coord_winding2: np.ndarray  # windings of the joint coordinates at z_2
-    cjac2_velocity: np.ndarray | None  # (C, 12) d coordinate(z_2) / d zdot_1 / dt (for the inequalities)
-    cjac2: np.ndarray  # (C, 12) the coordinates' Jacobian at z_2 (the next knot's coord_jac_prev)
-    ip_h: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    frames2: JointFrames | None = None
 
 
 def _damper_wrench(model: MaximalModel, state: MaximalState, knot: Knot, c_eff: np.ndarray,
@@ -436,13 +335,6 @@ def _raise_not_converged(model: MaximalModel, state: MaximalState, knot: Knot, e
     raise ConvergenceError(f"{where}; try a smaller time step", step=step_index, time=t)
 
 
-def check_model(model: MaximalModel, state: MaximalState) -> None:
-    """ValueError naming both models unless `state` was made by `model`."""
-    if state.model != model.stamp:
-        raise ValueError(f"this maximal-coordinate state was made by {state.model}, not by {model.stamp}: "
-                         "a state steps only with the model that made it")
-
-
 def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> StepResult:
     """Advance `state` by one step of size dt (Newton to max |g| <= tol and an estimated
     |zdot - zdot*| dt <= tol, see _remaining_error).
@@ -450,7 +342,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> Ste
     Raises ValueError when `state` was made by another model, ConvergenceError naming the step and time
     when Newton does not converge (StepTooLargeError past the time-step limit).
     """
-    check_model(model, state)
+    check_state(model.stamp, state.model)
     bs, js = model.bodies, model.joints
     nb = bs.count
     knot = knot_terms(model, state, dt)

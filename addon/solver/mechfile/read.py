@@ -15,10 +15,10 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..model import (JOINT_DOFS, JOINT_TYPES, Body, Collider, Curve, Force, Joint, Mechanism, MechanismError, Motor,
-                     Spring)
+                     Spring, Vehicle, VehicleError)
 from ..presets import VEHICLE_PRESET_ORDER, list_vehicle_presets, vehicle_preset_path
 from ..tomlfile import TomlFileError, parse_toml, read_toml
-from ..vehicles.spec import CONTROL_NAMES, VEHICLE_TYPES, Spec, Vehicle, VehicleError
+from ..vehicles.spec import CONTROL_NAMES, VEHICLE_TYPES, Spec
 from .format import (
     ANCHOR_TYPES,
     AXIS_TYPES,

@@ -29,8 +29,8 @@ from ..model import (
     Mechanism,
     MechanismError,
     Spring,
+    Vehicle,
 )
-from ..vehicles.spec import Vehicle
 from .format import AXIS2_TYPES, INTERPOLATIONS, MOTOR_MODES, SIZE_NAMES, VEHICLE_TABLE, VEHICLE_VECTORS
 from .toml_text import brief
 
@@ -216,19 +216,26 @@ def _check_coordinates(src: str, where: str, joint: Joint, field: str, value: ob
         raise field_error(src, where, field, expected, value)
 
 
+def _check_ends(src: str, where: str, entry: Joint | Spring, fields: tuple[str, str], body_names: set[str],
+                why: str = "") -> None:
+    """The two ends of a joint or spring (the fields named) are bodies or the world, and not the same one."""
+    for field in fields:
+        name = getattr(entry, field)
+        if name != WORLD and name not in body_names:
+            raise field_error(src, where, field,
+                              f"a [[body]] name or {WORLD!r} (bodies: {', '.join(sorted(body_names))})", name)
+    first, second = (getattr(entry, field) for field in fields)
+    if first == second:
+        raise MechanismError(f"{src}: {where}: field '{fields[1]}' must differ from field '{fields[0]}', "
+                             f"got {brief(second)} for both{why}")
+
+
 def _checked_joint(src: str, index: int, joint: Joint, body_names: set[str]) -> Joint:
     where = entry_label("joint", index, joint.name)
     _check_name(src, where, "name", joint.name)
     if joint.type not in JOINT_DOFS:
         raise field_error(src, where, "type", f"one of {', '.join(JOINT_TYPES)}", joint.type)
-    for field in ("parent", "child"):
-        name = getattr(joint, field)
-        if name != WORLD and name not in body_names:
-            raise field_error(src, where, field,
-                              f"a [[body]] name or {WORLD!r} (bodies: {', '.join(sorted(body_names))})", name)
-    if joint.parent == joint.child:
-        raise MechanismError(f"{src}: {where}: field 'child' must differ from field 'parent', "
-                             f"got {brief(joint.child)} for both (a joint connects two bodies)")
+    _check_ends(src, where, joint, ("parent", "child"), body_names, " (a joint connects two bodies)")
     _check_vector(src, where, "anchor", joint.anchor, 3)
     axis = _unit(src, where, "axis", joint.axis, 3)
     axis2 = joint.axis2
@@ -314,14 +321,7 @@ def _check_curve(src: str, where: str, field: str, curve: Curve) -> None:
 def _check_spring(src: str, index: int, spring: Spring, body_names: set[str]) -> None:
     where = entry_label("spring", index, spring.name)
     _check_name(src, where, "name", spring.name)
-    for field in ("body_a", "body_b"):
-        name = getattr(spring, field)
-        if name != WORLD and name not in body_names:
-            raise field_error(src, where, field,
-                              f"a [[body]] name or {WORLD!r} (bodies: {', '.join(sorted(body_names))})", name)
-    if spring.body_a == spring.body_b:
-        raise MechanismError(f"{src}: {where}: field 'body_b' must differ from field 'body_a', "
-                             f"got {brief(spring.body_b)} for both")
+    _check_ends(src, where, spring, ("body_a", "body_b"), body_names)
     _check_vector(src, where, "point_a", spring.point_a, 3)
     _check_vector(src, where, "point_b", spring.point_b, 3)
     for field in ("stiffness", "rest_length", "damping"):

@@ -6,10 +6,9 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..model import Body, Collider, Force, Joint, Mechanism, Spring
-from .read import vehicle_presets
-from ..vehicles.spec import Vehicle
+from ..model import Body, Collider, Force, Joint, Mechanism, Spring, Vehicle
 from .format import FORMAT_VERSION, VEHICLE_TABLE, VEHICLE_VECTORS
+from .read import vehicle_presets
 from .toml_text import show
 from .validate import validate_mechanism
 

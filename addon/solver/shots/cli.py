@@ -1,7 +1,6 @@
 """The `python -m addon shot FILE.toml --out RUN.npz` command: read, solve and save one shot file.
 
-Reuses shotfile.load_shot (vehicle and mechanism shots alike) and the two solve entry points
-(spec.solve_shot, mechanism_shots.solve_mechanism_shot); owns only the .npz layout and the one-line
+Reuses shotfile.load_shot and solve.solve_shot (vehicle and mechanism shots alike); owns only the .npz layout and the one-line
 summary. Input checks (UTF-8, TOML, number range) come from cli_input before the loader runs.
 
 The .npz (np.load(..., allow_pickle=False)):
@@ -25,13 +24,12 @@ import numpy as np
 
 from ...cli_input import EXIT_FAILED, CommandError, atomic_output, toml_file
 from ..model import MechanismError
-from .mechanism_shots import MechanismShot, solve_mechanism_shot
 from .shotfile import load_shot
 from .solve import solve_shot
-from .spec import Shot, ShotError, ShotResult
+from .spec import ShotError, ShotProblem, ShotResult
 
 
-def load_shot_file(path: Path) -> Shot | MechanismShot:
+def load_shot_file(path: Path) -> ShotProblem:
     """The shot in `path`; CommandError (exit 2) naming the file and field for anything invalid."""
     toml_file(path, "shot file")
     try:
@@ -40,13 +38,10 @@ def load_shot_file(path: Path) -> Shot | MechanismShot:
         raise CommandError(str(exc)) from None
 
 
-def solve(shot: Shot | MechanismShot, max_iter: int | None) -> ShotResult:
-    """Solve with the entry point of the shot's kind; max_iter None keeps that solver's default."""
-    options = {} if max_iter is None else {"max_iter": max_iter}
+def solve(shot: ShotProblem, max_iter: int | None) -> ShotResult:
+    """Solve `shot` (either kind); max_iter None keeps its solver's default."""
     try:
-        if isinstance(shot, MechanismShot):
-            return solve_mechanism_shot(shot, **options)
-        return solve_shot(shot, **options)
+        return solve_shot(shot, max_iter=max_iter)
     except (ShotError, MechanismError) as exc:
         raise CommandError(str(exc)) from None
 

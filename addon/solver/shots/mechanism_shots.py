@@ -1,4 +1,4 @@
-"""Optimal-control shots of tree mechanisms: the shot description, its file form and its solve.
+"""Optimal-control shots of tree mechanisms: the transcription of a MechanismShot and its solve.
 
 A shot drives chosen joints of a Mechanism (cart force, crane trolley, arm motors) so that keyed
 coordinates or body points are met at keyed frames, joint limits and torque bounds hold, and the
@@ -8,109 +8,31 @@ with the Hessian of the Lagrangian from colored central differences of its exact
 Lagrangian couples only neighbouring steps, so 3 colors per coordinate suffice). The solved torques
 replay through the plain simulator as keyed joint torques (`torque_mechanism`).
 
-File form (presets/shots/*.toml with a `mechanism` field)::
-
-    format = 1
-    [shot]
-    name = "cart-pole swing-up"
-    mechanism = "cart_pole"      # a preset name, or a .toml path relative to this file
-    dt = 0.05                    # s per step, 1e-6 to 1 (spec.MIN_DT, MAX_DT)
-    steps = 50                   # frames after the start, 1 to spec.MAX_STEPS
-    rest_at_end = true           # optional: zero momentum after the last step
-    [costs]
-    effort = 1.0                 # optional weight on sum dt |u / bound|^2 (spec.Costs)
-    [[control]]                  # one per driven single-dof joint
-    joint = "cart_slide"
-    lower = -20.0                # optional torque / force bounds (N m or N)
-    upper = 20.0
-    [[key]]                      # a coordinate key ...
-    name = "upright"
-    frame = 50
-    coordinate = "pole_hinge"
-    value = 3.141592653589793
-    [[key]]                      # ... or a body-point key; `components` makes it partial ("xz")
-    name = "over the mark"
-    frame = 40
-    body = "load"
-    point = [0.0, 0.0, 0.0]      # body frame
-    position = [3.0, 0.0, 2.0]   # world
-    components = "x"
-    tolerance = 1e-6             # optional, reporting tolerance of the key (m or rad)
-
-Unknown fields are refused; numbers must be finite (a control's lower and upper may be -inf and inf).
+The shot description (MechanismShot) is data in spec.py; its file form is read by shotfile.py.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
 from ..integrator import simulate
-from ..mechfile.read import load_mechanism
-from ..mechfile.toml_text import brief
-from ..presets import preset_path
-from ..model import Mechanism, MechanismError, Motor
+from ..model import Mechanism, Motor
 from ..trajectory import Trajectory
-from ..tomlfile import TomlFileError, read_toml
 from ..tree import constraints
 from ..tree.assembly import close_loops
 from ..tree.compile import TreeModel, compile_tree
 from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
-from .spec import MAX_DT, MAX_STEPS, MIN_DT, Progress, Shot, ShotError, ShotResult
+from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
 from .tree_dynamics import TreeTranscription, assemble_blocks, interval_terms, transcribe_tree
 
 AXES = "xyz"
-
-
-@dataclass(frozen=True)
-class Control:
-    """A driven single-dof joint and its force/torque bounds."""
-
-    joint: str
-    lower: float = -np.inf
-    upper: float = np.inf
-
-
-@dataclass(frozen=True)
-class MechanismKey:
-    """A target at `frame`: coordinate `coordinate` = value, or world position of a body point.
-
-    components: which world axes of `position` are keyed ("xyz" = all; "xz" a partial key).
-    """
-
-    name: str
-    frame: int
-    coordinate: str | None = None
-    value: float = 0.0
-    body: str | None = None
-    point: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    components: str = "xyz"
-    tolerance: float = 1e-6
-
-    def describe(self) -> str:
-        what = f"coordinate {self.coordinate!r}" if self.coordinate else f"body {self.body!r} ({self.components})"
-        return f"key {self.name!r} (frame {self.frame}, {what})"
-
-
-@dataclass(frozen=True)
-class MechanismShot:
-    name: str
-    mechanism: Mechanism
-    dt: float
-    steps: int
-    controls: tuple[Control, ...]
-    keys: tuple[MechanismKey, ...] = ()
-    effort: float = 1.0
-    rest_at_end: bool = False
-    source: str = "<memory>"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -586,7 +508,7 @@ def from_shot(shot: Shot) -> MechanismShot:
 
 @dataclass(frozen=True)
 class MechanismTranscription:
-    """What spec.solve_shot asks of a transcription: solve(warm_start, progress, tol, max_iter)."""
+    """What solve.solve_shot asks of a transcription: solve(warm_start, progress, tol, max_iter)."""
 
     shot: MechanismShot
 
@@ -595,113 +517,7 @@ class MechanismTranscription:
 
 
 def transcribe(shot: Shot) -> MechanismTranscription:
-    """spec.solve_shot's entry for mechanisms without a vehicle."""
+    """solve.solve_shot's entry for mechanisms without a vehicle."""
     shot_ = from_shot(shot)
     _problem(shot_)  # validates now
     return MechanismTranscription(shot_)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Files
-
-_TOP_KEYS = ("format", "shot", "costs", "control", "key")
-_SHOT_KEYS = ("name", "mechanism", "dt", "steps", "rest_at_end")
-_CONTROL_KEYS = ("joint", "lower", "upper")
-_KEY_KEYS = ("name", "frame", "tolerance", "coordinate", "value", "body", "point", "position", "components")
-
-
-def _known(table: dict, allowed: tuple[str, ...], where: str) -> None:
-    """ShotError naming the first field of `table` that is not in `allowed`."""
-    unknown = [name for name in table if name not in allowed]
-    if unknown:
-        raise ShotError(f"{where}: unknown field {unknown[0]!r}; valid fields: {', '.join(allowed)}")
-
-
-def _field(table: dict, name: str, where: str, kind: type | tuple, default=..., infinite: bool = False):
-    """table[name] of type `kind` (an integer is a float too; a float must be finite unless `infinite`)."""
-    if name not in table:
-        if default is ...:
-            raise ShotError(f"{where}: field {name!r} is required")
-        return default
-    value = table[name]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise ShotError(f"{where}: field {name!r} must be {getattr(kind, '__name__', kind)}, got {brief(value)}")
-    if kind is float and not (np.isfinite(value) or infinite and not np.isnan(value)):
-        raise ShotError(f"{where}: field {name!r} must be a finite number, got {value!r}")
-    return value
-
-
-def _vector(table: dict, name: str, where: str, default=...) -> tuple[float, float, float]:
-    value = _field(table, name, where, list, default)
-    if not isinstance(value, (list, tuple)) or len(value) != 3 or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in value):
-        raise ShotError(f"{where}: field {name!r} must be a list of 3 finite numbers, got {brief(value)}")
-    return tuple(float(v) for v in value)
-
-
-def mechanism_file(path: Path, ref: str) -> Path:
-    """The mechanism file a shot file at `path` names in [shot] mechanism: a .toml path relative to it, else
-    a preset name. Raises FileNotFoundError for an unknown preset."""
-    return (path.parent / ref) if ref.endswith(".toml") else preset_path(ref)
-
-
-def load_mechanism_shot(path: str | Path) -> MechanismShot:
-    """Read a mechanism shot file (module docstring). Raises ShotError naming the file, entry and field."""
-    path = Path(path)
-    src = str(path)
-    try:
-        data = read_toml(path, "shot file")
-    except TomlFileError as err:
-        raise ShotError(str(err)) from None
-    _known(data, _TOP_KEYS, src)
-    if data.get("format") != 1:
-        raise ShotError(f"{src}: field 'format' must be 1, got {brief(data.get('format'))}")
-    head = _field(data, "shot", src, dict)
-    where = f"{src}: [shot]"
-    _known(head, _SHOT_KEYS, where)
-    ref = _field(head, "mechanism", where, str)
-    try:
-        mechanism = load_mechanism(mechanism_file(path, ref))
-    except (MechanismError, FileNotFoundError) as err:
-        raise ShotError(f"{where}: field 'mechanism': {err}") from None
-    dt = _field(head, "dt", where, float)
-    steps = _field(head, "steps", where, int)
-    if not MIN_DT <= dt <= MAX_DT:
-        raise ShotError(f"{where}: field 'dt' must be a time step in [{MIN_DT:g}, {MAX_DT:g}] s, got {dt!r}")
-    if not 1 <= steps <= MAX_STEPS:
-        raise ShotError(f"{where}: field 'steps' must be an integer in 1..{MAX_STEPS}, got {steps!r}")
-    costs = _field(data, "costs", src, dict, {})
-    _known(costs, ("effort",), f"{src}: [costs]")
-    controls = []
-    for i, c in enumerate(_field(data, "control", src, list, [])):
-        w = f"{src}: [[control]] #{i + 1}"
-        if not isinstance(c, dict):
-            raise ShotError(f"{w}: must be a table (joint, lower, upper), got {brief(c)}")
-        _known(c, _CONTROL_KEYS, w)
-        controls.append(Control(_field(c, "joint", w, str), _field(c, "lower", w, float, -np.inf, infinite=True),
-                                _field(c, "upper", w, float, np.inf, infinite=True)))
-    keys = []
-    for i, k in enumerate(_field(data, "key", src, list, [])):
-        if not isinstance(k, dict):
-            raise ShotError(f"{src}: [[key]] #{i + 1}: must be a table (name, frame, ...), got {brief(k)}")
-        name = _field(k, "name", f"{src}: [[key]] #{i + 1}", str, f"key {i + 1}")
-        w = f"{src}: [[key]] {name!r}"
-        _known(k, _KEY_KEYS, w)
-        common = dict(name=str(name), frame=_field(k, "frame", w, int),
-                      tolerance=_field(k, "tolerance", w, float, 1e-6))
-        if "coordinate" in k:
-            keys.append(MechanismKey(coordinate=_field(k, "coordinate", w, str), value=_field(k, "value", w, float),
-                                     **common))
-        elif "body" in k:
-            keys.append(MechanismKey(body=_field(k, "body", w, str), point=_vector(k, "point", w, [0.0, 0.0, 0.0]),
-                                     position=_vector(k, "position", w), components=_field(k, "components", w, str, "xyz"),
-                                     **common))
-        else:
-            raise ShotError(f"{w}: needs field 'coordinate' (with 'value') or 'body' (with 'position')")
-    shot = MechanismShot(_field(head, "name", where, str), mechanism, dt, steps, tuple(controls), tuple(keys),
-                         _field(costs, "effort", f"{src}: [costs]", float, 1.0),
-                         _field(head, "rest_at_end", where, bool, False), src)
-    _problem(shot)  # validates names, frames and joints now, with the file in every message
-    return shot

@@ -1,7 +1,8 @@
-"""Shot files (presets/shots/*.toml, format 1): load and validate a vehicle shot; messages name file/table/field.
+"""Shot files (presets/shots/*.toml, format 1): `load_shot` reads one and returns the problem the file holds,
+a vehicle Shot ([shot] vehicle = ...) or a MechanismShot ([shot] mechanism = ...); messages name
+file/table/field. Owns the TOML form of both (spec.py the data); imports no solver.
 
-Owns the TOML form of a vehicle Shot. Mechanism shots ([shot] mechanism = ...) are read by
-mechanism_shots.load_mechanism_shot; `load_shot` hands such files over.
+Vehicle shots::
 
     format = 1
     [shot]
@@ -23,6 +24,37 @@ mechanism_shots.load_mechanism_shot; `load_shot` hands such files over.
     [[obstacle]]                    # name, shape (sphere | box | cylinder | hull), position, heading or
                                     # orientation, size, vertices, clearance
     [[corridor]]                    # name, frames = [first, last], lower, upper
+
+Mechanism shots (tree mechanisms; driven joints, coordinate and body-point keys)::
+
+    format = 1
+    [shot]
+    name = "cart-pole swing-up"
+    mechanism = "cart_pole"      # a preset name, or a .toml path relative to this file
+    dt = 0.05                    # s per step, 1e-6 to 1 (spec.MIN_DT, MAX_DT)
+    steps = 50                   # frames after the start, 1 to spec.MAX_STEPS
+    rest_at_end = true           # optional: zero momentum after the last step
+    [costs]
+    effort = 1.0                 # optional weight on sum dt |u / bound|^2 (spec.Costs)
+    [[control]]                  # one per driven single-dof joint
+    joint = "cart_slide"
+    lower = -20.0                # optional torque / force bounds (N m or N)
+    upper = 20.0
+    [[key]]                      # a coordinate key ...
+    name = "upright"
+    frame = 50
+    coordinate = "pole_hinge"
+    value = 3.141592653589793
+    [[key]]                      # ... or a body-point key; `components` makes it partial ("xz")
+    name = "over the mark"
+    frame = 40
+    body = "load"
+    point = [0.0, 0.0, 0.0]      # body frame
+    position = [3.0, 0.0, 2.0]   # world
+    components = "x"
+    tolerance = 1e-6             # optional, reporting tolerance of the key (m or rad)
+
+Unknown fields are refused; numbers must be finite (a control's lower and upper may be -inf and inf).
 """
 
 from __future__ import annotations
@@ -31,11 +63,15 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from ..mechfile.read import load_mechanism
 from ..model import MechanismError
-from ..presets import SHOT_PRESET_DIR, vehicle_preset_path
+from ..mechfile.toml_text import brief
+from ..presets import SHOT_PRESET_DIR, preset_path, vehicle_preset_path
 from ..tomlfile import TomlFileError, read_toml
-from .spec import Corridor, Costs, Key, Obstacle, Shot, ShotError
+from .spec import (MAX_DT, MAX_STEPS, MIN_DT, Control, Corridor, Costs, Key, MechanismKey, MechanismShot, Obstacle, Shot,
+                   ShotError, ShotProblem)
 
 _SHOT_KEYS = {"name", "vehicle", "dt", "steps", "free_time", "dt_min", "dt_max", "body_radius", "body_spheres"}
 _TOP = {"format", "shot", "start", "costs", "bounds", "key", "obstacle", "corridor"}
@@ -214,7 +250,103 @@ def loads_vehicle_shot(data: dict, src: str, path: Path) -> Shot:
                 str(shot_t.get("name", path.stem)), src)
 
 
-def load_shot(path: str | Path):
+_MECHANISM_TOP = ("format", "shot", "costs", "control", "key")
+_MECHANISM_SHOT_KEYS = ("name", "mechanism", "dt", "steps", "rest_at_end")
+_CONTROL_KEYS = ("joint", "lower", "upper")
+_MECHANISM_KEY_KEYS = ("name", "frame", "tolerance", "coordinate", "value", "body", "point", "position",
+                       "components")
+
+
+def _known(table: dict, allowed: tuple[str, ...], where: str) -> None:
+    """ShotError naming the first field of `table` that is not in `allowed`."""
+    unknown = [name for name in table if name not in allowed]
+    if unknown:
+        raise ShotError(f"{where}: unknown field {unknown[0]!r}; valid fields: {', '.join(allowed)}")
+
+
+def _field(table: dict, name: str, where: str, kind: type | tuple, default=..., infinite: bool = False):
+    """table[name] of type `kind` (an integer is a float too; a float must be finite unless `infinite`)."""
+    if name not in table:
+        if default is ...:
+            raise ShotError(f"{where}: field {name!r} is required")
+        return default
+    value = table[name]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ShotError(f"{where}: field {name!r} must be {getattr(kind, '__name__', kind)}, got {brief(value)}")
+    if kind is float and not (math.isfinite(value) or infinite and not math.isnan(value)):
+        raise ShotError(f"{where}: field {name!r} must be a finite number, got {value!r}")
+    return value
+
+
+def _point(table: dict, name: str, where: str, default=...) -> tuple[float, float, float]:
+    value = _field(table, name, where, list, default)
+    if not isinstance(value, (list, tuple)) or len(value) != 3 or not all(_finite(v) for v in value):
+        raise ShotError(f"{where}: field {name!r} must be a list of 3 finite numbers, got {brief(value)}")
+    return tuple(float(v) for v in value)
+
+
+def mechanism_file(path: Path, ref: str) -> Path:
+    """The mechanism file a shot file at `path` names in [shot] mechanism: a .toml path relative to it, else
+    a preset name. Raises FileNotFoundError for an unknown preset."""
+    return (path.parent / ref) if ref.endswith(".toml") else preset_path(ref)
+
+
+def loads_mechanism_shot(data: dict, src: str, path: Path) -> MechanismShot:
+    """A MechanismShot from parsed TOML `data` (src names the file in messages; `path` places a relative
+    mechanism file). Unknown fields and non-finite numbers are refused here (a control's bounds may be
+    infinite); names (joints, coordinates, bodies) and frames are checked when it is solved."""
+    _known(data, _MECHANISM_TOP, src)
+    if data.get("format") != 1:
+        raise ShotError(f"{src}: field 'format' must be 1, got {brief(data.get('format'))}")
+    head = _field(data, "shot", src, dict)
+    where = f"{src}: [shot]"
+    _known(head, _MECHANISM_SHOT_KEYS, where)
+    ref = _field(head, "mechanism", where, str)
+    try:
+        mechanism = load_mechanism(mechanism_file(path, ref))
+    except (MechanismError, FileNotFoundError) as err:
+        raise ShotError(f"{where}: field 'mechanism': {err}") from None
+    dt = _field(head, "dt", where, float)
+    steps = _field(head, "steps", where, int)
+    if not MIN_DT <= dt <= MAX_DT:
+        raise ShotError(f"{where}: field 'dt' must be a time step in [{MIN_DT:g}, {MAX_DT:g}] s, got {dt!r}")
+    if not 1 <= steps <= MAX_STEPS:
+        raise ShotError(f"{where}: field 'steps' must be an integer in 1..{MAX_STEPS}, got {steps!r}")
+    costs = _field(data, "costs", src, dict, {})
+    _known(costs, ("effort",), f"{src}: [costs]")
+    controls = []
+    for i, c in enumerate(_field(data, "control", src, list, [])):
+        w = f"{src}: [[control]] #{i + 1}"
+        if not isinstance(c, dict):
+            raise ShotError(f"{w}: must be a table (joint, lower, upper), got {brief(c)}")
+        _known(c, _CONTROL_KEYS, w)
+        controls.append(Control(_field(c, "joint", w, str), _field(c, "lower", w, float, -np.inf, infinite=True),
+                                _field(c, "upper", w, float, np.inf, infinite=True)))
+    keys = []
+    for i, k in enumerate(_field(data, "key", src, list, [])):
+        if not isinstance(k, dict):
+            raise ShotError(f"{src}: [[key]] #{i + 1}: must be a table (name, frame, ...), got {brief(k)}")
+        name = _field(k, "name", f"{src}: [[key]] #{i + 1}", str, f"key {i + 1}")
+        w = f"{src}: [[key]] {name!r}"
+        _known(k, _MECHANISM_KEY_KEYS, w)
+        common = dict(name=name, frame=_field(k, "frame", w, int), tolerance=_field(k, "tolerance", w, float, 1e-6))
+        if "coordinate" in k:
+            keys.append(MechanismKey(coordinate=_field(k, "coordinate", w, str), value=_field(k, "value", w, float),
+                                     **common))
+        elif "body" in k:
+            keys.append(MechanismKey(body=_field(k, "body", w, str), point=_point(k, "point", w, [0.0, 0.0, 0.0]),
+                                     position=_point(k, "position", w), components=_field(k, "components", w, str, "xyz"),
+                                     **common))
+        else:
+            raise ShotError(f"{w}: needs field 'coordinate' (with 'value') or 'body' (with 'position')")
+    return MechanismShot(_field(head, "name", where, str), mechanism, dt, steps, tuple(controls), tuple(keys),
+                         _field(costs, "effort", f"{src}: [costs]", float, 1.0),
+                         _field(head, "rest_at_end", where, bool, False), src)
+
+
+def load_shot(path: str | Path) -> ShotProblem:
     """The shot in `path` (or the preset of that name): a vehicle Shot, or a MechanismShot for [shot] mechanism."""
     path = Path(path)
     if not path.exists() and (SHOT_PRESET_DIR / f"{path.stem}.toml").exists() and len(path.parts) == 1:
@@ -226,6 +358,5 @@ def load_shot(path: str | Path):
         raise ShotError(str(err)) from None
     shot_t = data.get("shot", {})
     if isinstance(shot_t, dict) and "mechanism" in shot_t:
-        from .mechanism_shots import load_mechanism_shot
-        return load_mechanism_shot(path)
+        return loads_mechanism_shot(data, src, path)
     return loads_vehicle_shot(data, src, path)

@@ -1,6 +1,7 @@
 """What an optimal-control shot asks for, and what solving it returns: data only (solve.py solves).
 
-Owns the frozen shot description (keys, obstacles, corridors, bounds, costs) and the result container;
+Owns the frozen shot descriptions, Shot (keys, obstacles, corridors, bounds, costs) and MechanismShot
+(driven joints, coordinate and body-point keys), what both are (ShotProblem), and the result container;
 it imports no solver. Units SI, Z up, angles in rad.
 
 Steps: node k sits at time k dt (k = 0..steps). A Key at step k constrains node k. Positions are the
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol
 
 import numpy as np
 
@@ -199,6 +200,77 @@ class Shot:
             if ref is None or ref.shape != (self.steps + 1, 3):
                 raise ShotError(f"{where}: the 'reference' cost needs reference_path of shape "
                                 f"({self.steps + 1}, 3), got {None if ref is None else ref.shape}")
+
+
+@dataclass(frozen=True)
+class Control:
+    """A driven single-dof joint and its force/torque bounds."""
+
+    joint: str
+    lower: float = -np.inf
+    upper: float = np.inf
+
+
+@dataclass(frozen=True)
+class MechanismKey:
+    """A target at `frame`: coordinate `coordinate` = value, or world position of a body point.
+
+    components: which world axes of `position` are keyed ("xyz" = all; "xz" a partial key).
+    """
+
+    name: str
+    frame: int
+    coordinate: str | None = None
+    value: float = 0.0
+    body: str | None = None
+    point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    components: str = "xyz"
+    tolerance: float = 1e-6
+
+    def describe(self) -> str:
+        what = f"coordinate {self.coordinate!r}" if self.coordinate else f"body {self.body!r} ({self.components})"
+        return f"key {self.name!r} (frame {self.frame}, {what})"
+
+
+@dataclass(frozen=True)
+class MechanismShot:
+    """One shot of a tree mechanism: the joints it drives (controls, with bounds), coordinate and body-point
+    keys, the effort weight, and whether it ends at rest. Its names are checked against the compiled
+    mechanism when it is solved (mechanism_shots.py)."""
+
+    name: str
+    mechanism: Mechanism
+    dt: float
+    steps: int
+    controls: tuple[Control, ...]
+    keys: tuple[MechanismKey, ...] = ()
+    effort: float = 1.0
+    rest_at_end: bool = False
+    source: str = "<memory>"
+
+
+class ShotProblem(Protocol):
+    """What every shot is, whichever kind: a mechanism, a time grid of `steps` steps of `dt`, a name, and the
+    file (or scene) it came from. Two kinds satisfy it: Shot (keyed body poses, obstacles and corridors on a
+    vehicle or a mechanism's bodies, controls bounded by channel) and MechanismShot (chosen joints of a tree
+    mechanism driven to coordinate and body-point keys). shotfile.load_shot returns one, solve.solve_shot
+    solves one."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def mechanism(self) -> Mechanism: ...
+
+    @property
+    def dt(self) -> float: ...
+
+    @property
+    def steps(self) -> int: ...
+
+    @property
+    def source(self) -> str: ...
 
 
 @dataclass

@@ -25,6 +25,7 @@ from .. import lie
 from ..joint_reverse import reversed_joint
 from ..mass import inertia_matrix
 from ..model import WORLD, Curve, Joint, Mechanism, MechanismError
+from ..stamp import ModelStamp, new_stamp
 
 ROT_X, ROT_Y, ROT_Z, TRANS_X, TRANS_Y, TRANS_Z = range(6)
 KIND_NAMES = ("rx", "ry", "rz", "tx", "ty", "tz")
@@ -113,6 +114,7 @@ class TreeModel:
     row_joint: np.ndarray
     q_init: np.ndarray
     v_init: np.ndarray
+    stamp: ModelStamp  # this model's identity, recorded by its states (midpoint.MidpointState.model)
     motion_index: tuple[np.ndarray, ...] = ()  # see motion_indices()
 
     @property
@@ -366,6 +368,7 @@ def compile_tree(mech: Mechanism) -> TreeModel:
         row_joint=ro(rows["joint"], np.int64),
         q_init=ro(q_init),
         v_init=ro(v_init),
+        stamp=new_stamp("tree", mech.name),
         motion_index=motion_indices(np.array(kind, dtype=np.int64)),
     )
 

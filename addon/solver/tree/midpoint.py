@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import native
 from ..curves import evaluate
+from ..stamp import ModelStamp, check_state
 from ..trajectory import ConvergenceError
 from . import articulated, constraints, lie_rows
 from .assembly import assemble, independent_rows, prescribed_values, worst_joint
@@ -39,7 +40,8 @@ LOOP_TOLERANCE_FACTOR = 0.1  # mirrored in native/tree_step.c
 
 @dataclass
 class MidpointState:
-    """Integrator state after step k: q (nq,), p (nq,) discrete momentum, lam (nrow_sel,), charts, t."""
+    """Integrator state after step k: q (nq,), p (nq,) discrete momentum, lam (nrow_sel,), charts, t;
+    model: the stamp of the TreeModel that made it (step refuses a state of another)."""
 
     t: float
     q: np.ndarray
@@ -49,6 +51,7 @@ class MidpointState:
     velocity_guess: np.ndarray
     rows: np.ndarray
     Dh: np.ndarray | None  # (nrow, nq) constraint Jacobian at q, cached by the numpy path (None: stale)
+    model: ModelStamp
     dropped_joints: tuple[str, ...] = ()
     step_index: int = 0
     contacts: tuple[tuple[int, int], ...] = ()  # active joint limits: (coordinate, +1 upper / -1 lower)
@@ -93,7 +96,8 @@ def initial_state(model: TreeModel, t0: float = 0.0) -> tuple[MidpointState, Kin
     tm = terms(model, kin, qd, t0, second=False)
     lam = np.zeros(len(start.rows))
     _, Dh = constraints.evaluate(model, kin)
-    state = MidpointState(t0, q, tm.p.copy(), charts, lam, qd.copy(), start.rows, Dh, start.dropped_joints)
+    state = MidpointState(t0, q, tm.p.copy(), charts, lam, qd.copy(), start.rows, Dh, model.stamp,
+                          start.dropped_joints)
     return state, kin, tm, qd
 
 
@@ -385,13 +389,14 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
     redone the same way by Newton on the chart rows in body axes (body_frame_blocks, numpy path;
     body_frame=True uses it from the start): the same roots, and it converges on long ball chains
     (ropes) where the plain iteration diverges at any dt. Raises the plain solve's ConvergenceError (with
-    step and time) when both fail, `state` as it was.
+    step and time) when both fail, `state` as it was; ValueError when `state` was made by another model.
 
     Why not always in body axes: on ropes the Euler charts' midpoint gives each nearly massless link a
     spurious spin about its own axis, O(dt^2) per step but divided by the axial inertia, which can grow
     exponentially (20 links at dt = 0.01 in body axes throughout: energy up 19 J by t = 0.55 s). Plain
     Newton fails at such steps and its halving keeps the run stable (tests/solver/tree/test_long_ball_chains.py).
     """
+    check_state(model.stamp, state.model)
     if body_frame or not len(model.ball_dofs):  # no fallback to keep a copy of the state for
         return _halving_step(model, state, dt, tol, max_iterations, trace, use_native, halvings, body_frame)
     start = replace(state)

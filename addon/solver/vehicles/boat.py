@@ -22,11 +22,12 @@ from typing import Callable
 import numpy as np
 
 from ..lie import cross, hat
+from ..model import Vehicle
 from . import forces
 from .controls import signal
 from .holonomic import HolonomicModel, Wrench
 from .rigid_body import locked_inertia
-from .spec import BoatSpec, Vehicle, VehicleStepError
+from .spec import BoatSpec, VehicleStepError
 
 Field = Callable[[np.ndarray, float], np.ndarray]
 """eta(x (..., 3) world points, t) -> (..., 3) world water velocity."""

@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import groups
+from ..model import Vehicle, VehicleError
 from .controls import Signal, signal
-from .spec import CarSpec, Vehicle, VehicleError, VehicleStepError
+from .spec import CarSpec, VehicleStepError
 
 WHEELS = ("wheel_rl", "wheel_rr", "wheel_fl", "wheel_fr")
 

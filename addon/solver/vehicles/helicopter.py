@@ -12,11 +12,12 @@ from typing import Callable
 
 import numpy as np
 
+from ..model import Vehicle
 from . import forces
 from .controls import signal
 from .holonomic import HolonomicModel, Wrench
 from .rigid_body import locked_inertia
-from .spec import HelicopterSpec, Vehicle
+from .spec import HelicopterSpec
 
 
 def control_matrix(spec: HelicopterSpec, pitch: float, roll: float) -> np.ndarray:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..lie import cross, hat
+from ..model import Vehicle
 from . import forces
 from .controls import signal
 from .holonomic import HolonomicModel, Wrench
 from .rigid_body import locked_inertia
-from .spec import HovercraftSpec, Vehicle
+from .spec import HovercraftSpec
 
 GRAVITY = 9.81
 

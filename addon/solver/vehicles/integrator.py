@@ -19,13 +19,13 @@ import numpy as np
 from .. import groups
 from ..protocol import Integrator
 from ..lie import matrix_to_quat, quat_to_matrix
-from ..model import Mechanism
+from ..model import Mechanism, Vehicle, VehicleError
 from . import car, holonomic, snakeboard, tank, trailer
 from .boat import compile_boat
 from .helicopter import compile_helicopter
 from .hovercraft import compile_hovercraft
 from .rigid_body import free_body
-from .spec import Vehicle, VehicleError
+
 
 
 def _heading(orientation) -> float:

@@ -28,11 +28,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..model import Mechanism
+from ..model import Control, Mechanism
 from ..trajectory import SolverError, Trajectory
 from .controls import signal
 from .integrator import VehicleIntegrator
-from .spec import CarSpec, CarTrailerSpec, Control
+from .spec import CarSpec, CarTrailerSpec
 
 DEFAULT_LOOKAHEAD_TIME = 0.8  # s of travel at the current speed
 SPEED_GAIN = 1.5  # 1/s: the speed error decays at this rate (until the torque limit)

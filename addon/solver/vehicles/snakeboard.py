@@ -25,8 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import groups
+from ..model import Vehicle
 from .controls import Signal, rate, signal
-from .spec import SnakeboardSpec, Vehicle
+from .spec import SnakeboardSpec
 
 BODIES = ("board", "front_wheels", "rear_wheels", "rotor")
 

@@ -2,8 +2,8 @@
 
 Owns what a vehicle *is* (mass properties, geometry, limits) and how one is set up for a run (initial
 pose and velocity, keyed controls); not how it moves (car.py, holonomic.py). Units SI, Z up, body axes
-x forward, y left, z up, quaternions (w, x, y, z). `Vehicle` is what `Mechanism.vehicle` holds; it stays
-beside the spec classes it checks (model.py names it for annotations only).
+x forward, y left, z up, quaternions (w, x, y, z). Each spec class names its vehicle type and its controls
+(`vehicle_type`, `control_names`): that is all model.py's `Vehicle`, which holds one, reads of it.
 
 The shipped presets (sedan, kart, ...) are files, presets/vehicles/*.toml, each number with its source;
 mechfile/read.py reads them (`vehicle_presets`).
@@ -12,15 +12,11 @@ mechfile/read.py reads them (`vehicle_presets`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Union
+from dataclasses import dataclass
+from typing import ClassVar, Union
 
-from ..model import Curve, Quat, Vec3
+from ..model import VehicleError
 from ..trajectory import SolverError
-
-
-class VehicleError(ValueError):
-    """Invalid vehicle input; the message names the vehicle, the field, what was expected and what came."""
 
 
 class VehicleStepError(SolverError):
@@ -45,6 +41,9 @@ class CarSpec:
     `com_ahead_of_rear_axle` in front of it at `com_height`. Torques are generalised forces on the
     rear-axle rolling angle (contact force times wheel radius), summed over both rear wheels.
     """
+
+    vehicle_type: ClassVar[str] = "car"
+    control_names: ClassVar[tuple[str, ...]] = ("drive_torque", "brake_torque", "steer")  # N m, N m (>= 0), rad
 
     name: str
     mass: float  # kg, vehicle with driver
@@ -75,6 +74,9 @@ class CarSpec:
 class RigidBodySpec:
     """A free rigid body (the seed's test system), frame at the centre of mass."""
 
+    vehicle_type: ClassVar[str] = "rigid_body"
+    control_names: ClassVar[tuple[str, ...]] = ()
+
     name: str
     mass: float  # kg
     inertia: tuple[float, ...]  # kg m^2 about the COM: 3 principal moments or Ixx Iyy Izz Ixy Ixz Iyz
@@ -93,6 +95,9 @@ class HelicopterSpec:
     Body frame at the centre of mass. Lift acts at the rotor hub, `rotor_height` above the centre of
     mass, along the blade-tilted shaft; the tail force acts `tail_arm` behind it along -y.
     """
+
+    vehicle_type: ClassVar[str] = "helicopter"
+    control_names: ClassVar[tuple[str, ...]] = ("collective", "tail", "blade_pitch", "blade_roll")  # N, N, rad, rad
 
     name: str
     mass: float  # kg
@@ -115,6 +120,9 @@ class HelicopterSpec:
 @dataclass(frozen=True)
 class BoatSpec:
     """A boat with a box hull and two rear thrusters (body frame at the centre of mass, x forward)."""
+
+    vehicle_type: ClassVar[str] = "boat"
+    control_names: ClassVar[tuple[str, ...]] = ("thrust_right", "thrust_left")  # N
 
     name: str
     mass: float  # kg
@@ -157,6 +165,10 @@ class SnakeboardSpec:
     the rear one by -steer. yaw_inertia is the whole system's about the centre, rotor included.
     """
 
+    vehicle_type: ClassVar[str] = "snakeboard"
+    # rad, rad: the rider's twist and foot angle, prescribed
+    control_names: ClassVar[tuple[str, ...]] = ("rotor", "steer")
+
     name: str
     mass: float  # kg, board and rider
     half_length: float  # m, centre to each wheel set (the seed's l)
@@ -185,6 +197,9 @@ class HovercraftSpec:
     above the ground (world z = 0) that lifts only below `cushion_height`; the level craft rests with its
     skirt m g / cushion_stiffness below that height.
     """
+
+    vehicle_type: ClassVar[str] = "hovercraft"
+    control_names: ClassVar[tuple[str, ...]] = ("thrust_right", "thrust_left")  # N
 
     name: str
     mass: float  # kg
@@ -238,6 +253,9 @@ class CarTrailerSpec(CarSpec):
     Neither axle slips sideways.
     """
 
+    vehicle_type: ClassVar[str] = "car_trailer"
+    control_names: ClassVar[tuple[str, ...]] = ("drive_torque", "brake_torque", "steer")  # as the car
+
     trailer_mass: float  # kg, laden trailer
     trailer_yaw_inertia: float  # kg m^2 about the vertical through the trailer's centre of mass
     hitch_behind_rear_axle: float  # m, car rear-axle centre to the tow ball
@@ -270,6 +288,10 @@ class TankSpec:
     ground pressure along a contact length L); rolling resistance rolling_resistance m g against the motion.
     """
 
+    vehicle_type: ClassVar[str] = "tank"
+    # N, each track's tractive force (negative: reverse)
+    control_names: ClassVar[tuple[str, ...]] = ("force_left", "force_right")
+
     name: str
     mass: float  # kg, combat weight
     yaw_inertia: float  # kg m^2 about the vertical through the centre of mass
@@ -290,76 +312,7 @@ class TankSpec:
 
 Spec = Union[CarSpec, RigidBodySpec, HelicopterSpec, BoatSpec, SnakeboardSpec, HovercraftSpec, CarTrailerSpec,
              TankSpec]
-Control = Union[Curve, float]
 
-VEHICLE_TYPES = {"car": CarSpec, "rigid_body": RigidBodySpec, "helicopter": HelicopterSpec, "boat": BoatSpec,
-                 "snakeboard": SnakeboardSpec, "hovercraft": HovercraftSpec, "car_trailer": CarTrailerSpec,
-                 "tank": TankSpec}
-CONTROL_NAMES = {
-    "car": ("drive_torque", "brake_torque", "steer"),  # N m, N m (>= 0), rad
-    "rigid_body": (),
-    "helicopter": ("collective", "tail", "blade_pitch", "blade_roll"),  # N, N, rad, rad
-    "boat": ("thrust_right", "thrust_left"),  # N
-    "snakeboard": ("rotor", "steer"),  # rad, rad: the rider's twist and foot angle, prescribed
-    "hovercraft": ("thrust_right", "thrust_left"),  # N
-    "car_trailer": ("drive_torque", "brake_torque", "steer"),  # as the car
-    "tank": ("force_left", "force_right"),  # N, each track's tractive force (negative: reverse)
-}
-
-
-# A trailer starts with its axle behind the tow ball: |theta - beta| below a right angle. The model itself has no
-# hitch articulation limit (trailer.py); beyond this the drawbar would point forward along the car.
-MAX_START_HITCH_ANGLE = math.pi / 2
-
-
-@dataclass(frozen=True)
-class Vehicle:
-    """One vehicle to simulate: its parameters, where it starts, and its keyed controls.
-
-    position, orientation: the world pose of the body frame at t = 0 (a car's frame is its centre of
-    mass too; the car stays on the ground plane z = com_height and keeps only the heading about z).
-    velocity: the body twist at t = 0, (wx, wy, wz, vx, vy, vz); a car reads only vx (forward speed) and
-    takes its yaw rate from the steering. controls: (name, Curve or constant) pairs, names from
-    CONTROL_NAMES[type]; a control not given is zero. current: uniform world water velocity (boats).
-    hitch_angle: a car with trailer's hitch angle theta - beta at t = 0 (rad; + the trailer's axle swung to
-    the car's left), |hitch_angle| < MAX_START_HITCH_ANGLE.
-    """
-
-    type: str
-    spec: Spec
-    position: Vec3 = (0.0, 0.0, 0.0)
-    orientation: Quat = (1.0, 0.0, 0.0, 0.0)
-    velocity: tuple[float, float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    controls: tuple[tuple[str, Control], ...] = field(default=())
-    current: Vec3 = (0.0, 0.0, 0.0)
-    name: str = "vehicle"
-    hitch_angle: float = 0.0
-
-    def __post_init__(self):
-        where = f"vehicle {self.name!r}"
-        if self.type not in VEHICLE_TYPES:
-            raise VehicleError(f"{where}: field 'type' must be one of {', '.join(VEHICLE_TYPES)}, got {self.type!r}")
-        if not isinstance(self.spec, VEHICLE_TYPES[self.type]):
-            raise VehicleError(f"{where}: a {self.type!r} needs a {VEHICLE_TYPES[self.type].__name__} spec, "
-                               f"got {type(self.spec).__name__}")
-        if len(self.velocity) != 6:
-            raise VehicleError(f"{where}: field 'velocity' must be 6 numbers (wx wy wz vx vy vz), "
-                               f"got {self.velocity!r}")
-        if self.hitch_angle != 0.0 and self.type != "car_trailer":
-            raise VehicleError(f"{where}: field 'hitch_angle' is a car with trailer's start; a {self.type} has no "
-                               f"trailer, got {self.hitch_angle!r}")
-        if not abs(self.hitch_angle) < MAX_START_HITCH_ANGLE:
-            raise VehicleError(f"{where}: field 'hitch_angle' must be a number of rad within +-pi/2 (the trailer's "
-                               f"axle behind the tow ball), got {self.hitch_angle!r}")
-        allowed = CONTROL_NAMES[self.type]
-        for key, _ in self.controls:
-            if key not in allowed:
-                raise VehicleError(f"{where}: unknown control {key!r} for a {self.type}; "
-                                   f"valid controls: {', '.join(allowed) or 'none'}")
-
-    def control(self, key: str) -> Control:
-        """The control named `key` (a Curve or a constant); 0.0 when not given."""
-        for name, value in self.controls:
-            if name == key:
-                return value
-        return 0.0
+VEHICLE_TYPES: dict[str, type[Spec]] = {spec.vehicle_type: spec for spec in (
+    CarSpec, RigidBodySpec, HelicopterSpec, BoatSpec, SnakeboardSpec, HovercraftSpec, CarTrailerSpec, TankSpec)}
+CONTROL_NAMES = {kind: spec.control_names for kind, spec in VEHICLE_TYPES.items()}

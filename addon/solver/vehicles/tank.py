@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model import Vehicle
 from . import car
 from .controls import Signal, signal
-from .spec import TankSpec, Vehicle
+from .spec import TankSpec
 
 TRACKS = ("track_left", "track_right")
 

@@ -38,10 +38,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model import Vehicle
 from ..trajectory import ConvergenceError
 from . import car
 from .car import CarModel, CarState
-from .spec import CarTrailerSpec, Vehicle, VehicleStepError
+from .spec import CarTrailerSpec, VehicleStepError
 
 TRAILER_WHEELS = ("trailer_wheel_l", "trailer_wheel_r")
 BODIES = ("chassis", *car.WHEELS, "trailer", *TRAILER_WHEELS)

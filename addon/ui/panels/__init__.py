@@ -5,8 +5,8 @@ Add > Vehicle Rig) and shot (the Shot panel).
 Owns their registration and where the sidebar's panels show (SymplexTab): each area module lists its
 CLASSES and, when it extends the 3D view's Add menu, its `add_menu` draw function. AREAS registers them
 in order, so Add > Symplex Preset comes before Add > Vehicle Rig; SIDEBAR_ORDER sets the order of the
-Symplex tab's top-level panels (their bl_order; Blender places a region's panels by bl_order, then by
-registration).
+Symplex tab's top-level panels (SymplexTab gives each its bl_order; Blender places a region's panels by
+bl_order, then by registration). The main panel's sub-panels derive from SidebarSubPanel.
 """
 
 from __future__ import annotations
@@ -26,6 +26,27 @@ class SymplexTab:
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "Symplex"
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__name__ in SIDEBAR_ORDER:
+            cls.bl_order = SIDEBAR_ORDER.index(cls.__name__)
+
+
+class SidebarSubPanel(SymplexTab):
+    """Mixed into the sub-panels of the main Symplex panel (before bpy.types.Panel)."""
+
+    bl_parent_id = SIDEBAR_ORDER[0]
+
+
+def draw_list(layout, list_type: str, owner, items: str, active: str, add: str, remove: str) -> None:
+    """The UI list `list_type` of owner.<items> (active index owner.<active>), with the operators `add` and
+    `remove` as buttons beside it."""
+    row = layout.row()
+    row.template_list(list_type, "", owner, items, owner, active, rows=3)
+    col = row.column(align=True)
+    col.operator(add, icon="ADD", text="")
+    col.operator(remove, icon="REMOVE", text="")
 
 
 def _areas() -> list[ModuleType]:

@@ -12,7 +12,7 @@ from bpy.types import Menu, Panel, UIList
 from ...solver.presets import list_presets
 from .. import ids
 from ..operators import active_setup, loop_armature
-from . import SIDEBAR_ORDER, SymplexTab
+from . import SidebarSubPanel, SymplexTab, draw_list
 
 
 class SYMPLEX_UL_setups(UIList):
@@ -33,16 +33,11 @@ class SYMPLEX_UL_loops(UIList):
 class SYMPLEX_PT_sidebar(SymplexTab, Panel):
     bl_idname = "SYMPLEX_PT_sidebar"
     bl_label = "Symplex"
-    bl_order = SIDEBAR_ORDER.index("SYMPLEX_PT_sidebar")
 
     def draw(self, context):
         layout = self.layout
         settings = context.scene.symplex
-        row = layout.row()
-        row.template_list("SYMPLEX_UL_setups", "", settings, "setups", settings, "active_setup", rows=3)
-        col = row.column(align=True)
-        col.operator(ids.SETUP_ADD, icon="ADD", text="")
-        col.operator(ids.SETUP_REMOVE, icon="REMOVE", text="")
+        draw_list(layout, "SYMPLEX_UL_setups", settings, "setups", "active_setup", ids.SETUP_ADD, ids.SETUP_REMOVE)
         layout.menu("SYMPLEX_MT_add_preset", icon="ADD")
         setup = active_setup(context)
         if setup is None:
@@ -88,9 +83,8 @@ class SYMPLEX_PT_sidebar(SymplexTab, Panel):
         row.operator(ids.FREE_BAKE, icon="TRASH")
 
 
-class SYMPLEX_PT_diagnostics(SymplexTab, Panel):
+class SYMPLEX_PT_diagnostics(SidebarSubPanel, Panel):
     bl_label = "Last Result"
-    bl_parent_id = "SYMPLEX_PT_sidebar"
 
     @classmethod
     def poll(cls, context):
@@ -130,9 +124,8 @@ def _draw_mass(layout, settings, mass_owner) -> None:
         col.prop(settings, "radius")
 
 
-class SYMPLEX_PT_mass(SymplexTab, Panel):
+class SYMPLEX_PT_mass(SidebarSubPanel, Panel):
     bl_label = "Mass Properties"
-    bl_parent_id = "SYMPLEX_PT_sidebar"
 
     @classmethod
     def poll(cls, context):
@@ -152,9 +145,8 @@ class SYMPLEX_PT_mass(SymplexTab, Panel):
         _draw_mass(layout, obj.symplex, obj.rigid_body)
 
 
-class SYMPLEX_PT_loops(SymplexTab, Panel):
+class SYMPLEX_PT_loops(SidebarSubPanel, Panel):
     bl_label = "Loops"
-    bl_parent_id = "SYMPLEX_PT_sidebar"
 
     @classmethod
     def poll(cls, context):
@@ -164,11 +156,7 @@ class SYMPLEX_PT_loops(SymplexTab, Panel):
         layout = self.layout
         arm = loop_armature(context)
         settings = arm.data.symplex
-        row = layout.row()
-        row.template_list("SYMPLEX_UL_loops", "", settings, "loops", settings, "active_loop", rows=3)
-        col = row.column(align=True)
-        col.operator(ids.LOOP_ADD, icon="ADD", text="")
-        col.operator(ids.LOOP_REMOVE, icon="REMOVE", text="")
+        draw_list(layout, "SYMPLEX_UL_loops", settings, "loops", "active_loop", ids.LOOP_ADD, ids.LOOP_REMOVE)
         if not 0 <= settings.active_loop < len(settings.loops):
             return
         loop = settings.loops[settings.active_loop]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from bpy.types import Panel
 
 from .. import ids
-from . import SIDEBAR_ORDER, SymplexTab
+from . import SymplexTab
 
 
 class SYMPLEX_PT_shot(SymplexTab, Panel):
@@ -15,7 +15,6 @@ class SYMPLEX_PT_shot(SymplexTab, Panel):
 
     bl_label = "Shot"
     bl_options = {"DEFAULT_CLOSED"}
-    bl_order = SIDEBAR_ORDER.index("SYMPLEX_PT_shot")
 
     def draw(self, context):
         settings = context.scene.symplex_shot

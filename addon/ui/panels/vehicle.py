@@ -15,7 +15,7 @@ from bpy.types import Menu, Panel
 from ...bridge import vehicle_rig, vehicle_setup
 from .. import ids
 from ..vehicle_operators import PRESETS
-from . import SIDEBAR_ORDER, SymplexTab
+from . import SymplexTab
 
 
 class SYMPLEX_MT_add_vehicle(Menu):
@@ -32,7 +32,6 @@ class SYMPLEX_MT_add_vehicle(Menu):
 class SYMPLEX_PT_vehicle(SymplexTab, Panel):
     bl_label = "Vehicle"
     bl_idname = "SYMPLEX_PT_vehicle"
-    bl_order = SIDEBAR_ORDER.index("SYMPLEX_PT_vehicle")
 
     def draw(self, context):
         layout = self.layout

@@ -320,6 +320,7 @@ def test_vectorised_box_faces_equal_the_per_pair_clip(incident):
     assert compared >= 30
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("pair", list(itertools.product(["plane"] + SOLIDS, SOLIDS)))
 def test_degenerate_poses_give_well_formed_contacts(pair):
     """Concentric, deeply overlapping, exactly stacked and random poses: finite distances, unit

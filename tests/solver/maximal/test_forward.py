@@ -71,6 +71,7 @@ def run(integrator, steps):
     # point-mass links: the maximal model floors their inertia to 1e-7 of m (1 m)^2 (bodies.INERTIA_FLOOR),
     # a model difference of that relative size
     ("four_bar", 1e-7), ("closed_chain_device", 1e-6)])
+@pytest.mark.heavy
 def test_same_body_trajectories_as_tree_rk4(name, tol):
     """0.2 s at dt = 1 ms: every body pose equals the tree method's RK4 (open chains, closed loops)."""
     mech = {"all_joint_types": all_joint_types, "ball_chain": lambda: ball_chain(3)}.get(
@@ -100,6 +101,7 @@ def test_velocity_product_matches_finite_differences(name):
     np.testing.assert_allclose(closed, central, rtol=0, atol=1e-8 * max(1.0, np.abs(central).max()))
 
 
+@pytest.mark.heavy
 def test_pendulum_small_angle_period():
     """A rod on a hinge released at 0.02 rad swings with T = 2 pi sqrt(I_pivot / (m g d)) (1 + theta^2/16)."""
     theta0, length, mass, radius = 0.02, 1.0, 1.0, 0.05
@@ -118,6 +120,7 @@ def test_pendulum_small_angle_period():
     assert abs(period / expected - 1) < 2e-6
 
 
+@pytest.mark.heavy
 def test_joint_drift_bounded_with_stabilisation():
     """Ball chain, dt = 10 ms, 4 s: without stabilisation the joints drift apart, growing; Baumgarte keeps
     the drift bounded; projection holds it at the projection tolerance."""
@@ -130,6 +133,7 @@ def test_joint_drift_bounded_with_stabilisation():
     assert residual["projection"].max() < 1e-9
 
 
+@pytest.mark.heavy
 def test_spring_and_damper_on_a_free_body():
     """A free body hanging from the world on a spring-damper bobs at sqrt(k/m - (c/2m)^2) and decays
     as exp(-c t / 2m) about the static stretch m g / k."""
@@ -149,6 +153,7 @@ def test_spring_and_damper_on_a_free_body():
     assert np.abs(z - expected).max() < 1e-9
 
 
+@pytest.mark.heavy
 def test_prescribed_joint_follows_its_curve():
     """Slider-crank with a keyed crank: rows g - T(t) stay at rounding level, and the bodies agree with
     the tree method's midpoint rule to its O(dt^2) accuracy."""

@@ -4,6 +4,7 @@ maximal method against the tree method on the same Mechanism."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from addon.solver.integrator import make_integrator, simulate
 from addon.solver.maximal.joints import frames, generic_rows
@@ -18,6 +19,7 @@ def hinge_angle(run, body: int = 0) -> np.ndarray:
     return 2.0 * np.arctan2(x, w)
 
 
+@pytest.mark.heavy
 def test_joint_limit_stops_the_pendulum():
     bob = Body("rod", 1.0, (0.0, 0.0, 0.0), com=(0.0, 0.0, -0.5), inertia=ROD)
     hinge = Joint("hinge", "revolute", "world", "rod", axis=(1.0, 0.0, 0.0), q0=(-1.0,), upper=(0.3,))

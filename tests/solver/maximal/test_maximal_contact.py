@@ -16,6 +16,7 @@ from addon.solver.presets import preset_path
 G = 9.81
 
 
+@pytest.mark.heavy
 def test_box_drop_comes_to_rest_above_the_ground():
     run = simulate(load_mechanism(preset_path("box_drop")), 0.01, 150, "maximal")
     assert run.status == "finished", run.message
@@ -34,6 +35,7 @@ def block(force: float, mu: float = 0.5) -> Mechanism:
                      forces=(Force("push", "block", force=(force, 0.0, 0.0)),), colliders=colliders)
 
 
+@pytest.mark.heavy
 def test_block_sticks_below_the_friction_limit_and_slides_above_it():
     dt, steps, mu = 0.01, 100, 0.5
     for factor in (0.5, 0.9, 1.5, 2.0):
@@ -48,6 +50,7 @@ def test_block_sticks_below_the_friction_limit_and_slides_above_it():
         assert np.max(np.abs(run.poses[:, 0, 2] - 0.1)) < 1e-6  # stays on the ground
 
 
+@pytest.mark.heavy
 def test_sphere_launched_sliding_rolls_at_five_sevenths_of_its_speed():
     r, v0, mu, dt = 0.25, 2.0, 0.3, 0.01
     ball = Body("ball", 1.0, (0.0, 0.0, r), inertia=(0.4 * r * r,) * 3 + (0.0, 0.0, 0.0))
@@ -64,6 +67,7 @@ def test_sphere_launched_sliding_rolls_at_five_sevenths_of_its_speed():
     assert np.max(np.abs(run.poses[:, 0, 2] - r)) < 1e-6  # no sinking while rolling (docs/seeds.md 003-C)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name, steps", [("box_drop", 60), ("dominoes", 60), ("wrecking_ball", 80), ("sphere_chain", 60)])
 def test_contact_presets_run(name, steps):
     mech = load_mechanism(preset_path(name))

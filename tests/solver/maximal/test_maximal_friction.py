@@ -38,6 +38,7 @@ def incline(angle: float, mu: float) -> tuple[Mechanism, np.ndarray]:
     return Mechanism("incline", (body,), (Joint("free", "free", "world", "block"),), colliders=colliders), downhill
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("degrees", [15.0, 25.0, 35.0, 45.0])
 def test_block_on_an_incline_sticks_below_atan_mu_and_slides_above_it(degrees):
     mu, dt, steps = 0.6, 0.01, 100  # atan(0.6) = 31.0 degrees

@@ -137,6 +137,7 @@ def test_every_joint_type_agrees_with_the_tree_method_at_second_order():
     assert np.max(run.constraint_residual) <= 10 * TOL
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", list_presets())
 def test_every_preset_runs_with_the_maximal_method(name):
     """`--method maximal` for every shipped preset: 50 steps of 0.01 s, joint rows held to solver tolerance."""

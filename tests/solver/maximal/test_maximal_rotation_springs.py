@@ -47,6 +47,7 @@ def second_order_errors(make_error, steps: tuple[float, ...] = (0.02, 0.01, 0.00
     return errors
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("theta0", [0.3, 2.5])
 def test_torsion_pendulum_follows_the_closed_form(theta0):
     """Released at theta0 about x: theta(t) = theta0 cos(sqrt(k/I) t), exactly linear for any amplitude
@@ -74,6 +75,7 @@ def test_rest_rotation_is_an_equilibrium_and_the_centre_of_the_swing():
     assert np.max(np.abs(rotation_angle(run.poses[:, 0, 3:], target) - expected)) < 2e-3 * amplitude
 
 
+@pytest.mark.heavy
 def test_damper_acts_on_the_relative_angular_velocity():
     """Spinning freely with damping c: the torque -c omega keeps the axis and E = E0 exp(-2 c t / I).
     The recorded energy is the interval's (midpoint) energy, so it is compared half a step back."""
@@ -90,6 +92,7 @@ def test_damper_acts_on_the_relative_angular_velocity():
     assert errors[-1] < 1e-4
 
 
+@pytest.mark.heavy
 def test_free_joint_spring_holds_translation_and_rotation():
     """A free body sprung to the world (k on every coordinate) released off its rest pose: its centre
     oscillates at sqrt(k/m) about the translation rest, its rotation at sqrt(k/I) about the rotation rest."""

@@ -33,6 +33,7 @@ def test_hanging_rod_estimate_is_the_tension_stiffness_over_the_inertia():
     assert _omega(integrator)[0] == pytest.approx(expected, rel=1e-9)
 
 
+@pytest.mark.heavy
 def test_taut_chain_runs_below_the_limit_and_fails_named_above_it():
     """A 20-link chain released at 45 degrees: tension ~ 6.9 n N at the top link gives omega ~ 41 rad/s,
     rising as it swings. At dt = 0.02 the estimate stays under the limit and the run finishes; at

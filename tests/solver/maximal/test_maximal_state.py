@@ -1,4 +1,4 @@
-"""The maximal method's model/state split (variational.MaximalModel, MaximalState): a state carries every
+"""The maximal method's model/state split (state.MaximalModel, MaximalState): a state carries every
 per-step quantity (the interior point's iterate, warm start and counters included), so one model drives
 several states with no coupling and a copied state continues exactly as the original; a state records
 the model that made it and is refused by any other."""
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from addon.solver.maximal.start import start_from_tree
-from addon.solver.maximal.variational import MaximalModel, MaximalState, step
+from addon.solver.maximal.state import MaximalModel, MaximalState
+from addon.solver.maximal.variational import step
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.presets import preset_path
 from addon.solver.model import Body, Joint, Mechanism
@@ -38,6 +39,7 @@ def run(model: MaximalModel, state: MaximalState, steps: int) -> np.ndarray:
 
 @pytest.mark.parametrize("make", [lambda: load_mechanism(preset_path("box_drop")), rod_on_a_stop],
                          ids=["contacts with friction", "joint limit"])
+@pytest.mark.heavy
 def test_one_model_drives_two_states_alternately_as_each_alone(make):
     """Two states of one model, stepped in alternation, follow the trajectories each follows alone, to
     the last bit: the interior point keeps nothing between steps outside the state (its warm start from

@@ -14,9 +14,10 @@ import scipy.linalg
 
 from addon.solver.integrator import simulate
 from addon.solver.presets import list_shot_presets, shot_preset_path
-from addon.solver.shots.mechanism_shots import (MechanismKey, _nlp, _problem, initial_guess, key_errors,
-                                                keyed_coordinates, load_mechanism_shot, solve_mechanism_shot,
-                                                solved_trajectory, torque_mechanism)
+from addon.solver.shots.mechanism_shots import (_nlp, _problem, initial_guess, key_errors, keyed_coordinates,
+                                                solve_mechanism_shot, solved_trajectory, torque_mechanism)
+from addon.solver.shots.shotfile import load_shot
+from addon.solver.shots.spec import MechanismKey
 from addon.solver.shots.tree_dynamics import interval_terms
 from addon.solver.tree import constraints
 from addon.solver.tree.kinematics import body_poses_batch, forward
@@ -26,7 +27,7 @@ ROCKER_RANGE = (-0.5522, 0.1451)  # rad, swept over a full crank turn (the key b
 
 @pytest.fixture(scope="module")
 def swing():
-    shot = load_mechanism_shot(shot_preset_path("four_bar_swing"))
+    shot = load_shot(shot_preset_path("four_bar_swing"))
     return shot, solve_mechanism_shot(shot)
 
 
@@ -88,6 +89,7 @@ def test_the_linkage_ends_at_rest(swing):
     assert free_part(P.tx.q0, P.tx.p0) > 1e-3
 
 
+@pytest.mark.heavy
 def test_exact_jacobian_equals_central_differences_on_the_four_bar(swing):
     """DEL rows with the loop forces Dh^T lam, loop rows, rest rows with p_N = Dh^T mu and the key rows, at a
     point off the solution (random torques and multipliers, a closed start path shaken by 1e-2)."""
@@ -106,6 +108,7 @@ def test_exact_jacobian_equals_central_differences_on_the_four_bar(swing):
     assert mu.stop - mu.start == 2 and np.any(J[:, mu] != 0)
 
 
+@pytest.mark.heavy
 def test_lagrangian_hessian_equals_differences_of_its_gradient(swing):
     """The colored Hessian differences only the coordinate columns; the loop and rest multipliers' columns are
     the transposes of their rows. Against central differences of grad f + J^T y over every unknown."""
@@ -127,6 +130,7 @@ def test_lagrangian_hessian_equals_differences_of_its_gradient(swing):
     np.testing.assert_allclose(H, fd, rtol=0, atol=1e-6 * np.max(np.abs(fd)))
 
 
+@pytest.mark.heavy
 def test_start_path_closes_the_loops_and_meets_the_keys(swing):
     """The warm start of a closed chain driven in its one independent coordinate: each keyed frame solved by
     inverse kinematics on the loop, the path eased between keys and projected onto h(q) = 0 at every step."""
@@ -138,6 +142,7 @@ def test_start_path_closes_the_loops_and_meets_the_keys(swing):
         assert error < 1e-9, name
 
 
+@pytest.mark.heavy
 def test_key_outside_the_rockers_range_fails_naming_it(swing):
     shot, _ = swing
     far = MechanismKey("rocker too high", 20, coordinate="rocker_pivot", value=0.3)

@@ -1,11 +1,11 @@
-"""Shot files: the shipped vehicle shots load; bad input (vehicle and mechanism shots) names the file, table
-and field."""
+"""Shot files: one loader returns the problem each file holds (a vehicle Shot or a MechanismShot); the
+shipped shots load; bad input (vehicle and mechanism shots) names the file, table and field."""
 
 import pytest
 
 from addon.solver.presets import list_shot_presets
 from addon.solver.shots.shotfile import load_shot
-from addon.solver.shots.spec import ShotError
+from addon.solver.shots.spec import MechanismShot, Shot, ShotError
 
 GOOD = """format = 1
 [shot]
@@ -26,6 +26,14 @@ def test_shipped_vehicle_shots_load():
     for name in names:
         shot = load_shot(name)
         assert shot.steps >= 2 and shot.keys
+
+
+def test_one_loader_returns_the_problem_the_file_holds():
+    for name in list_shot_presets("vehicle"):
+        assert type(load_shot(name)) is Shot
+    for name in list_shot_presets("mechanism"):
+        shot = load_shot(name)
+        assert type(shot) is MechanismShot and shot.controls and shot.keys
 
 
 @pytest.mark.parametrize("edit,message", [

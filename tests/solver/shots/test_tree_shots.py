@@ -13,10 +13,11 @@ from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve, Motor
 from addon.solver.presets import list_shot_presets, preset_path, shot_preset_path
-from addon.solver.shots.mechanism_shots import (MechanismKey, _problem, key_errors, keyed_coordinates,
-                                                load_mechanism_shot, solve_mechanism_shot, solved_trajectory)
+from addon.solver.shots.mechanism_shots import (_problem, key_errors, keyed_coordinates, solve_mechanism_shot,
+                                                solved_trajectory)
+from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.solve import solve_shot
-from addon.solver.shots.spec import Key, Shot, ShotError
+from addon.solver.shots.spec import Key, MechanismKey, Shot, ShotError
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
 
@@ -27,7 +28,7 @@ SHOTS = ("cart_pole_swing_up", "crane_anti_sway", "robot_arm_reach", "robot_arm_
 def solved():
     out = {}
     for name in SHOTS:
-        shot = load_mechanism_shot(shot_preset_path(name))
+        shot = load_shot(shot_preset_path(name))
         out[name] = (shot, solve_mechanism_shot(shot))
     return out
 
@@ -36,6 +37,7 @@ def test_the_mechanism_shots_are_shipped():
     assert set(SHOTS) <= set(list_shot_presets("mechanism"))
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SHOTS)
 def test_shot_converges_and_meets_its_keys(solved, name):
@@ -47,6 +49,7 @@ def test_shot_converges_and_meets_its_keys(solved, name):
     assert result.trajectory.status == "finished"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", SHOTS)
 def test_bounds_are_respected(solved, name):
     shot, result = solved[name]
@@ -58,6 +61,7 @@ def test_bounds_are_respected(solved, name):
         assert np.all(u >= control.lower - 1e-9) and np.all(u <= control.upper + 1e-9), control.joint
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", SHOTS)
 def test_torques_replay_through_the_simulator(solved, name):
     """The plain midpoint integrator (C kernel or numpy) driven by the solved torques, keyed at the interval
@@ -71,6 +75,7 @@ def test_torques_replay_through_the_simulator(solved, name):
     assert np.max(np.abs(replayed.q - result.states)) < 1e-7
 
 
+@pytest.mark.heavy
 def test_crane_ends_on_its_mark_without_sway(solved):
     """The load is over its mark with the cable straight and zero momentum after the last step: simulated on
     with the trolley force released (a zero key half a step after the shot), nothing moves any more."""
@@ -87,6 +92,7 @@ def test_crane_ends_on_its_mark_without_sway(solved):
     assert np.isfinite(solved_trajectory(shot, result).energy).all()
 
 
+@pytest.mark.heavy
 def test_swing_up_ends_upright_and_cart_pole_uses_the_rail(solved):
     shot, result = solved["cart_pole_swing_up"]
     q = result.trajectory.q
@@ -94,6 +100,7 @@ def test_swing_up_ends_upright_and_cart_pole_uses_the_rail(solved):
     assert np.max(np.abs(q[:, 0])) > 0.05  # the pole cannot be raised without moving the cart
 
 
+@pytest.mark.heavy
 def test_arm_passes_its_first_mark_and_reaches_the_second(solved):
     """Both marks are met in the replayed (baked) motion, not only by the optimiser; the arm is still moving
     as it passes the first, and the inverse-kinematics warm start meets each mark exactly before the solve begins."""
@@ -113,7 +120,7 @@ def test_arm_passes_its_first_mark_and_reaches_the_second(solved):
 
 @pytest.mark.slow
 def test_unreachable_key_fails_naming_it():
-    shot = load_mechanism_shot(shot_preset_path("robot_arm_reach"))
+    shot = load_shot(shot_preset_path("robot_arm_reach"))
     far = MechanismKey("out of reach", 40, body="hand", point=(0.0, 0.0, 0.15), position=(2.5, 0.0, 0.6))
     shot = replace(shot, keys=(far,))
     result = solve_mechanism_shot(shot, max_iter=40)
@@ -157,8 +164,8 @@ def test_file_errors_name_the_file_the_entry_and_the_field(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text(text)
     with pytest.raises(ShotError, match=r"bad\.toml.*\[\[key\]\] 'upright'.*'pole_hinj'"):
-        load_mechanism_shot(path)
+        solve_shot(load_shot(path))  # names are checked against the compiled mechanism when solving
     text = shot_preset_path("cart_pole_swing_up").read_text().replace("frame = 50", "frame = 80", 1)
     path.write_text(text)
     with pytest.raises(ShotError, match=r"'upright'.*'frame'.*1\.\.50.*80"):
-        load_mechanism_shot(path)
+        solve_shot(load_shot(path))

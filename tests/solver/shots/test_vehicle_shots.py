@@ -42,6 +42,7 @@ def _small_shot(preset: str, speed: float = 0.0) -> Shot:
 
 @pytest.mark.parametrize("preset,speed", [("sedan", 3.0), ("kart", 0.0), ("car_trailer", 3.0), ("helicopter", 2.0), ("speedboat", 1.0),
                                           ("hovercraft", 1.0), ("snakeboard", 1.0)])
+@pytest.mark.heavy
 def test_constraint_jacobian_equals_finite_differences(preset, speed):
     """Every constraint row (dynamics of each vehicle with respect to the previous, current and next stage and
     the free time step, keys, obstacle clearances) against central differences at a random point."""
@@ -60,6 +61,7 @@ def test_constraint_jacobian_equals_finite_differences(preset, speed):
     assert np.max(np.abs(g - g_fd)) < 1e-6 * max(1.0, np.abs(g).max())
 
 
+@pytest.mark.heavy
 def test_lagrangian_hessian_matches_differences_of_the_gradient():
     tr = transcribe(_small_shot("helicopter", 2.0))
     rng = np.random.default_rng(4)
@@ -115,6 +117,7 @@ def test_demo_shot_converges_meets_keys_and_clears_obstacles(solved, name):
     assert min(result.obstacle_clearance.values(), default=0.0) > -1e-7
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", DEMOS)
 def test_replayed_controls_reproduce_the_solved_motion(solved, name):
     """Re-simulate with the solved controls keyed as the vehicle's control curves: positions agree to 1e-8 m."""
@@ -128,6 +131,7 @@ def test_replayed_controls_reproduce_the_solved_motion(solved, name):
     assert result.replay_error < 1e-8
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", DEMOS)
 def test_controls_stay_within_the_vehicle_limits(solved, name):
     shot, result = solved[name]
@@ -143,6 +147,7 @@ def test_controls_stay_within_the_vehicle_limits(solved, name):
             assert np.abs(values).max() <= limits[channel] * (1 + 1e-9), channel
 
 
+@pytest.mark.heavy
 def test_parking_ends_at_rest_on_the_mark(solved):
     shot, result = solved["parallel_parking"]
     chassis = result.trajectory.poses[:, 0]
@@ -150,6 +155,7 @@ def test_parking_ends_at_rest_on_the_mark(solved):
     assert np.allclose(chassis[-1, :3], chassis[-2, :3], atol=1e-9)  # the last step does not move
 
 
+@pytest.mark.heavy
 def test_helicopter_lands_at_rest(solved):
     shot, result = solved["helicopter_canyon_landing"]
     chassis = result.trajectory.poses[:, 0]
@@ -157,6 +163,7 @@ def test_helicopter_lands_at_rest(solved):
     assert np.max(np.abs(chassis[-1, :3] - chassis[-2, :3])) < 1e-9
 
 
+@pytest.mark.heavy
 def test_unreachable_key_fails_and_names_the_key():
     shot = load_shot("presets/shots/parallel_parking.toml")
     shot = replace(shot, keys=(Key(100, position=(600.0, -2.6, 0.55), name="far away"),), obstacles=())
@@ -165,6 +172,7 @@ def test_unreachable_key_fails_and_names_the_key():
     assert "key 'far away'" in result.report and "cannot be met" in result.report
 
 
+@pytest.mark.heavy
 def test_snakeboard_rider_gait_reaches_a_key_from_rest():
     shot = _small_shot("snakeboard", 0.0)
     keys = (Key(60, position=tuple(np.asarray(shot.mechanism.vehicle.position) + [2.0, 0.5, 0.0]), name="there"),)
@@ -175,6 +183,7 @@ def test_snakeboard_rider_gait_reaches_a_key_from_rest():
     assert result.key_errors["there"] < 1e-8 and result.replay_error < 1e-8
 
 
+@pytest.mark.heavy
 def test_warm_starts_from_the_animation_and_from_a_result(solved):
     """The baked trajectory as a warm start converges again; a re-solve from the earlier result
     after an edit takes fewer iterations than solving the edited shot from scratch (measured 63 against 74;
@@ -210,6 +219,7 @@ def test_car_with_trailer_lane_change_replays_car_and_trailer(hitch_angle):
     assert result.states[0, 4] == -hitch_angle  # the car starts heading 0
 
 
+@pytest.mark.heavy
 def test_free_final_time_trades_effort_against_duration():
     """Minimum time plus effort: the step is a variable; a heavier time weight gives a shorter shot, and
     the replay at the solved step still matches."""
@@ -248,6 +258,7 @@ def test_water_and_cushion_pose_derivatives_equal_differences(preset, height):
     assert np.max(np.abs(analytic - fd)) < 1e-8 * np.abs(fd).max() + 1e-6
 
 
+@pytest.mark.heavy
 def test_small_time_weight_with_long_steps_solves():
     """Free time with a light time weight and steps up to 0.5 s: the first phase stalled here before the
     second phase (restart from the soft-key path) was added."""
@@ -261,6 +272,7 @@ def test_small_time_weight_with_long_steps_solves():
     assert result.replay_error < 1e-8 and result.key_errors["stop"] < 1e-8
 
 
+@pytest.mark.heavy
 def test_tunnel_corridor_is_kept(solved):
     shot, result = solved["car_tunnel"]
     y = result.trajectory.poses[75:, 0, 1]

@@ -53,6 +53,7 @@ def test_charts_of_a_20_link_ball_chain_stay_rotations():
     assert worst < 1e-14
 
 
+@pytest.mark.heavy
 def test_20_link_ball_chain_runs_2_s_at_dt_001_with_bounded_energy():
     traj = simulate(ball_chain(20), 0.01, 200)
     assert traj.status == "finished", traj.message
@@ -62,6 +63,7 @@ def test_20_link_ball_chain_runs_2_s_at_dt_001_with_bounded_energy():
     assert np.ptp(traj.energy) < 0.02
 
 
+@pytest.mark.heavy
 def test_ball_chain_follows_the_maximal_method_at_second_order():
     # both methods are second order: their difference at t = 0.5 s falls about 4x per halving of dt
     # (measured 5.8e-5 m at dt = 0.005 and 1.35e-5 m at 0.0025 for 10 links)
@@ -96,6 +98,7 @@ def tumbling_tree(seed: int) -> Mechanism:
     return Mechanism("tumbling ball tree", tuple(bodies), tuple(joints), gravity=(0.0, 0.0, 0.0))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("use_native", PATHS)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_tumbling_ball_trees_keep_momentum_energy_and_rotation_charts(seed, use_native):

@@ -54,6 +54,7 @@ def spring_vector(poses: np.ndarray, Rj: np.ndarray, R_rest: np.ndarray = np.eye
     return so3_log(R_rest.T @ rel)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("theta0", [0.3, 2.5])
 def test_torsion_pendulum_is_harmonic_at_second_order(theta0):
     # the rotation-vector spring about a fixed principal axis is exactly linear: theta0 cos(sqrt(k/I) t)
@@ -88,6 +89,7 @@ def test_body_at_its_rest_rotation_stays_there(kind):
     assert np.max(np.abs(tm.Q)) < 1e-12 and tm.potential < 1e-24
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("principal", [0, 1])
 def test_small_oscillations_about_the_rest_have_frequency_sqrt_k_over_i(principal):
     rest = np.array([0.7, -0.4, 1.1])
@@ -125,6 +127,7 @@ def test_free_joint_springs_on_translation_and_rotation_are_harmonic():
     assert errors[1][0] < 1e-3 * np.linalg.norm(shift) and errors[1][1] < 2e-3 * 0.4
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("use_native", PATHS)
 def test_tumbling_hub_with_a_sprung_ball_arm_keeps_momentum_and_energy(use_native):
     # the ball spring is internal and rotation invariant: total angular momentum holds to round-off;
@@ -146,6 +149,7 @@ def test_tumbling_hub_with_a_sprung_ball_arm_keeps_momentum_and_energy(use_nativ
     assert abs(energy[-window:].mean() - energy[:window].mean()) < 0.5 * band
 
 
+@pytest.mark.heavy
 def test_spinning_through_the_farthest_rotation_keeps_the_energy_bounded():
     # 1/2 I w^2 = 45 J > k pi^2 / 2 = 15 J: the body spins through |theta| = pi, V's cusp, every half turn
     mech, Rj, u = torsion_pendulum(0.0)
@@ -201,6 +205,7 @@ def test_spring_force_and_its_derivative_match_finite_differences(seed):
             np.testing.assert_allclose(tm.Q_q[:, dof], (plus - minus) / (2 * eps), rtol=0, atol=5e-8)
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not native.NATIVE, reason="C kernels not built")
 @pytest.mark.parametrize("seed, loops", [(0, 0), (1, 1), (11, 0)])
 def test_c_kernel_steps_ball_springs_like_the_numpy_path(seed, loops):
@@ -219,6 +224,7 @@ def test_c_kernel_steps_ball_springs_like_the_numpy_path(seed, loops):
     assert its == its_c
 
 
+@pytest.mark.heavy
 def test_rk4_agrees_with_the_midpoint_rule_on_the_torsion_pendulum():
     mech, Rj, u = torsion_pendulum(2.5)
     dt, steps = 0.005, 400

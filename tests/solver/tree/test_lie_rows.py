@@ -85,6 +85,7 @@ PATHS = [pytest.param(False, id="numpy"),
          pytest.param(True, id="C", marks=pytest.mark.skipif(not native.NATIVE, reason="C kernels not built"))]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("use_native", PATHS)
 def test_floating_mechanism_keeps_angular_and_linear_momentum_to_round_off(use_native):
     # internal damping too: joint forces are equal and opposite, so the total momentum still holds
@@ -96,6 +97,7 @@ def test_floating_mechanism_keeps_angular_and_linear_momentum_to_round_off(use_n
     assert np.max(np.abs(linear - linear[0])) < 1e-10 * np.linalg.norm(linear[0])
 
 
+@pytest.mark.heavy
 def test_frozen_chart_rows_would_lose_angular_momentum(monkeypatch):
     # negative control (numpy path): the same run with the chart rows replaced by the plain midpoint rows
     # of a frozen chart (what lie_rows.py fixed) drifts by far more than round-off
@@ -111,6 +113,7 @@ def test_frozen_chart_rows_would_lose_angular_momentum(monkeypatch):
     assert np.max(np.abs(J[:, :3] - J[0, :3])) > 1e-6 * np.linalg.norm(J[0, :3])
 
 
+@pytest.mark.heavy
 def test_floating_mechanism_energy_is_bounded_without_drift():
     _, energy = momentum_run(floating_mechanism(), 0.01, 2000, use_native=None)
     band = np.ptp(energy)
@@ -119,6 +122,7 @@ def test_floating_mechanism_energy_is_bounded_without_drift():
     assert abs(energy[-500:].mean() - energy[:500].mean()) < 0.5 * band
 
 
+@pytest.mark.heavy
 def test_floating_mechanism_converges_at_second_order():
     # self-convergence of every body pose at t = 0.5 s against dt = 0.000625 (the chart is per step, so
     # compare poses, not coordinates), damped: damping on a chart's Euler rates psi / dt converged at first
@@ -141,6 +145,7 @@ def test_floating_mechanism_converges_at_second_order():
     assert np.all(np.abs(orders - 2.0) < 0.2), orders
 
 
+@pytest.mark.heavy
 def test_tumbling_ball_keeps_its_newton_quadratic():
     # exact Jacobian of the Lie rows: residuals square from one iteration to the next
     mech = floating_mechanism()

@@ -59,6 +59,7 @@ def test_body_frame_newton_matrix_is_the_jacobian_of_the_body_rows(seed, loops):
     np.testing.assert_allclose(J, fd, rtol=0, atol=1e-9 * np.abs(J).max())
 
 
+@pytest.mark.heavy
 def test_body_frame_newton_finds_the_same_steps_in_3_iterations_without_overshoot():
     # plain Newton: 6-8 iterations a step here, its residual growing at every other iterate
     model = compile_tree(ball_chain(20))

@@ -96,6 +96,7 @@ def test_pendulum_energy_has_no_trend_while_rk4_drifts():
     assert rk_slope < 0 and abs(rk_slope) > 100 * abs(vi_slope)  # RK4 dissipates steadily
 
 
+@pytest.mark.heavy
 def test_second_order_convergence():
     mech = double_pendulum()
     model = compile_tree(mech)
@@ -118,6 +119,7 @@ def test_second_order_convergence():
     assert np.all(np.abs(orders - 2.0) < 0.15), orders
 
 
+@pytest.mark.heavy
 def test_ball_joint_turns_through_every_orientation_without_gimbal_lock():
     # A torque-free body on a ball joint at its centre of mass tumbles through pitch +-90 degrees, where a
     # fixed XYZ Euler chain would lock; the per-step chart keeps every coordinate small instead.

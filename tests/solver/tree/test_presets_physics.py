@@ -10,6 +10,7 @@ from addon.solver.presets import preset_path
 CLOSED_CHAINS = ["closed_chain_device", "four_bar", "scissor_lift", "slider_crank"]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", CLOSED_CHAINS)
 def test_closed_chain_stays_closed_for_120_s(name):
     traj = simulate(load_mechanism(preset_path(name)), 0.01, 12000)
@@ -33,6 +34,7 @@ def test_redundant_rows_of_planar_loops_are_dropped_and_named():
     assert sorted(traj.info["redundant_constraints_dropped_in"]) == ["G_G2", "O_O2"]
 
 
+@pytest.mark.heavy
 def test_scissor_lift_matches_its_reduced_one_dof_lagrangian():
     # docs/seeds.md 000-E (the 1/4 coefficient): L = a(th) th'^2 + b sin th, th from the horizontal,
     # a = sum_n [m L^2 ((n - 1/2)^2 cos^2 + 1/4 sin^2) + I] + m_S L^2 sin^2 / 2, b = sum_n 2 m g (n - 1/2) L.
@@ -60,6 +62,7 @@ def test_scissor_lift_matches_its_reduced_one_dof_lagrangian():
     assert 3.5 < errors[0] / errors[1] < 4.5  # and the error is second order
 
 
+@pytest.mark.heavy
 def test_scissor_lift_crosses_full_extension_at_a_coarse_step_whatever_the_joint_order():
     # At dt = 0.02 the lift passes its singular, fully stretched position at speed. With this joint
     # order the loop rows kept at the start lose rank there and Newton used to land on another branch

@@ -1,12 +1,13 @@
 """The seed's boat (§4.3.2) on the holonomic step: flotation, heave period, energy, thrust, currents, order 2."""
 
 import numpy as np
+import pytest
 
-from addon.solver.model import Curve
+from addon.solver.model import Curve, Vehicle
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import holonomic
 from addon.solver.vehicles.boat import compile_boat
-from addon.solver.vehicles.spec import Vehicle
+
 
 from .references import convergence_orders, pose, residual_jacobian_fd, run_holonomic
 
@@ -21,6 +22,7 @@ def test_floats_at_the_design_draft():
     assert np.abs(xi).max() < 1e-12 and np.abs(g[:, 2, 3] - REST_Z).max() < 1e-12
 
 
+@pytest.mark.heavy
 def test_undamped_heave_has_the_box_period_and_bounded_energy():
     """A box floating level bobs at 2 pi sqrt(m / (rho g L B)); buoyancy is conservative (exact potential)."""
     model = compile_boat(Vehicle("boat", UNDAMPED))
@@ -35,6 +37,7 @@ def test_undamped_heave_has_the_box_period_and_bounded_energy():
     assert np.ptp(energy) / (0.5 * 9.81 * BOAT.water_density * BOAT.hull_length * BOAT.hull_beam * 0.03**2) < 1e-2
 
 
+@pytest.mark.heavy
 def test_rolling_and_pitching_without_drag_keeps_energy_bounded():
     model = compile_boat(Vehicle("boat", UNDAMPED))
     g, xi, energy, its = run_holonomic(model, pose(REST_Z + 0.02, roll=0.15, pitch=0.05), np.zeros(6), 1 / 24, 24 * 60)
@@ -47,6 +50,7 @@ def test_rolling_and_pitching_without_drag_keeps_energy_bounded():
     assert its.max() <= 4
 
 
+@pytest.mark.heavy
 def test_thrust_reaches_a_steady_state_where_the_wrench_vanishes():
     """Constant thrust: the twist becomes constant, the path level, and the discrete momentum equation then
     demands zero total wrench (C(h xi)^T mu = C(-h xi)^T mu for this surge-heave twist): exact force balance."""
@@ -68,6 +72,7 @@ def test_differential_thrust_turns_towards_the_weaker_side():
     assert xi[-1, 2] > 0  # more thrust on the right: yaw to the left (+z)
 
 
+@pytest.mark.heavy
 def test_drifts_with_a_uniform_current():
     current = (0.8, -0.5, 0.0)
     model = compile_boat(Vehicle("boat", BOAT, current=current))
@@ -91,6 +96,7 @@ def test_exact_jacobian_with_drag_and_a_current_field():
     assert np.allclose(J, fd, rtol=1e-6, atol=1e-5 * np.abs(J).max()), np.abs(J - fd).max()
 
 
+@pytest.mark.heavy
 def test_second_order_convergence_in_a_manoeuvre():
     controls = (("thrust_right", Curve((0.0, 2.0, 4.0), (0.0, 2000.0, 500.0), "cubic")),
                 ("thrust_left", Curve((0.0, 2.0, 4.0), (0.0, 1000.0, 1500.0), "cubic")))

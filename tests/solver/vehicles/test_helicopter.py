@@ -1,11 +1,11 @@
 """The seed's helicopter (§4.3.1) on the holonomic step: control matrix, hover, order 2, energy = work."""
 
 import numpy as np
-from addon.solver.model import Curve
+from addon.solver.model import Curve, Vehicle
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import forces, holonomic
 from addon.solver.vehicles.helicopter import compile_helicopter, control_matrix
-from addon.solver.vehicles.spec import Vehicle
+
 
 from .references import continuous_solution
 

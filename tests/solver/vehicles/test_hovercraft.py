@@ -4,15 +4,16 @@ and the truck and hovercraft preset files."""
 import dataclasses
 
 import numpy as np
+import pytest
 
 from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism
-from addon.solver.model import Curve
+from addon.solver.model import Curve, Vehicle
 from addon.solver.presets import vehicle_preset_path
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import car, holonomic
 from addon.solver.vehicles.hovercraft import compile_hovercraft
-from addon.solver.vehicles.spec import Vehicle
+
 
 from .references import convergence_orders, pose, residual_jacobian_fd, run_holonomic
 
@@ -37,6 +38,7 @@ def test_settles_at_the_static_cushion_height():
     assert np.abs(g[-1, 2, :3] - [0, 0, 1]).max() < 1e-6 and np.abs(xi[-1]).max() < 1e-5
 
 
+@pytest.mark.heavy
 def test_without_thrust_and_drag_energy_stays_bounded():
     """Heave, pitch and roll on the undamped cushion while gliding and turning: the lift is conservative."""
     model = compile_hovercraft(Vehicle("hovercraft", UNDAMPED))
@@ -49,6 +51,7 @@ def test_without_thrust_and_drag_energy_stays_bounded():
     assert its.max() <= 5
 
 
+@pytest.mark.heavy
 def test_a_steady_turn_slides_outward_unlike_the_car():
     """Differential thrust: the craft turns left and its velocity lags its heading (it points to the right of
     the bow), with the steady side slip the skirt drag allows: m w_z v_x = c_y v_y^2."""
@@ -80,6 +83,7 @@ def test_exact_jacobian_equals_finite_differences():
     assert np.allclose(J, fd, rtol=1e-6, atol=1e-6 * np.abs(J).max()), np.abs(J - fd).max()
 
 
+@pytest.mark.heavy
 def test_second_order_convergence_in_a_manoeuvre():
     controls = (("thrust_right", Curve((0.0, 1.5, 3.0), (0.0, 800.0, 300.0), "cubic")),
                 ("thrust_left", Curve((0.0, 1.5, 3.0), (0.0, 500.0, 700.0), "cubic")))

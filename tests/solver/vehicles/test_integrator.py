@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from addon.solver.lie import quat_to_matrix
-from addon.solver.model import Curve, Mechanism
+from addon.solver.model import Curve, Mechanism, Vehicle, VehicleError
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import car
 from addon.solver.vehicles.integrator import VehicleIntegrator
-from addon.solver.vehicles.spec import RigidBodySpec, Vehicle, VehicleError
+from addon.solver.vehicles.spec import RigidBodySpec
 
 SEDAN, KART, HELICOPTER = (vehicle_presets()[name] for name in ("sedan", "kart", "helicopter"))
 EMPTY = Mechanism("vehicle only", (), ())
@@ -84,6 +84,14 @@ def test_missing_vehicle_is_an_error_naming_the_mechanism():
 def test_unknown_control_is_refused():
     with pytest.raises(VehicleError, match="unknown control 'throttle'.*drive_torque, brake_torque, steer"):
         Vehicle("car", SEDAN, controls=(("throttle", 1.0),))
+
+
+def test_a_spec_of_another_type_is_refused():
+    with pytest.raises(VehicleError, match="vehicle 'v': field 'spec' must be the spec of a 'helicopter', got a "
+                                           "CarSpec, the spec of a 'car'"):
+        Vehicle("helicopter", SEDAN, name="v")
+    with pytest.raises(VehicleError, match="vehicle 'v': field 'spec' must be a vehicle spec"):
+        Vehicle("car", "sedan", name="v")
 
 
 def test_initial_heading_comes_from_the_orientation():

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from addon.solver.model import Mechanism
+from addon.solver.model import Mechanism, Vehicle
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import pursuit
-from addon.solver.vehicles.spec import Vehicle
+
 
 R = 20.0  # m, radius of the bend
 

@@ -32,6 +32,7 @@ def run(model, h, steps, xi0=XI0, g0=np.eye(4), tol=1e-14):
     return {k: np.array(v) for k, v in out.items()}
 
 
+@pytest.mark.heavy
 def test_spatial_momentum_conserved_to_round_off_and_energy_bounded_over_240_s():
     h = 0.1
     r = run(free_body(), h, 2400)
@@ -82,6 +83,7 @@ def reference(t_end, xi0=XI0):
     return solve_ivp(rhs, (0, t_end), y0, method="DOP853", rtol=1e-12, atol=1e-12, dense_output=True)
 
 
+@pytest.mark.heavy
 def test_torque_free_body_follows_euler_equations_to_second_order():
     t_end = 6.0
     sol = reference(t_end)

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from addon.solver.model import Mechanism
+from addon.solver.model import Mechanism, Vehicle
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import snakeboard
 from addon.solver.vehicles.integrator import VehicleIntegrator
-from addon.solver.vehicles.spec import Vehicle
+
 
 BOARD = vehicle_presets()["snakeboard"]
 
@@ -53,6 +53,7 @@ def test_a_gait_from_rest_propels_the_board():
     assert np.abs(still[:, 1:] - still[0, 1:]).max() < 1e-12
 
 
+@pytest.mark.heavy
 def test_second_order_convergence_of_a_gait():
     t_end = 3.0
     ref, *_ = simulate(gait, feet, 0.0005, t_end, speed=1.0)

@@ -2,6 +2,7 @@
 energy = work of the tracks less the resistance's, no side slip, second order."""
 
 import numpy as np
+import pytest
 
 from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism
@@ -125,6 +126,7 @@ def test_energy_balance_against_the_continuous_resistance_work_second_order():
     assert np.all(orders > 1.8), (gaps, orders)
 
 
+@pytest.mark.heavy
 def test_no_side_slip_and_second_order_convergence():
     ref, *_ = run(model(left, right), 0.0025, 8.0, speed=2.0, yaw_rate=0.1)
     errors = []

@@ -9,11 +9,11 @@ import pytest
 from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism, loads_mechanism
 from addon.solver.mechfile.write import dumps_mechanism
-from addon.solver.model import MechanismError
+from addon.solver.model import MechanismError, Vehicle, VehicleError
 from addon.solver.presets import vehicle_preset_path
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.vehicles import car, trailer
-from addon.solver.vehicles.spec import CarTrailerSpec, Vehicle, VehicleError
+from addon.solver.vehicles.spec import CarTrailerSpec
 
 from .references import hitch_closed_form
 
@@ -78,6 +78,7 @@ def test_hitch_length_holds_exactly():
     assert abs(np.linalg.norm(hitch - trailer.trailer_axle(m, state)) - SPEC.hitch_to_trailer_axle) < 1e-13
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("steer", [0.2, -0.35])
 @pytest.mark.parametrize("h", [0.1, 0.02])
 def test_fixed_steering_trailer_settles_on_the_analytic_circle(steer, h):
@@ -99,6 +100,7 @@ def test_fixed_steering_trailer_settles_on_the_analytic_circle(steer, h):
     assert expected < abs(R)
 
 
+@pytest.mark.heavy
 def test_energy_changes_only_by_the_work_of_the_torque_second_order():
     """E(t) - E(0) - work -> 0 at order 2 with steering and a varying torque; with the torque off and fixed
     steering the energy stays constant to the same order while the trailer swings into line."""
@@ -123,6 +125,7 @@ def test_energy_changes_only_by_the_work_of_the_torque_second_order():
     assert gaps[-1] < 1e-4 and drifts[-1] < 1e-4
 
 
+@pytest.mark.heavy
 def test_second_order_convergence_of_car_and_trailer():
     ref, *_ = run(model(drive, weave), 0.0025, 10.0)
     errors = []
@@ -205,6 +208,7 @@ def continuous_chain(m, theta0, x0, y0, beta0, speed, t_end):
     return y[:4]
 
 
+@pytest.mark.heavy
 def test_converges_at_second_order_to_the_continuous_chain():
     """Against the continuous equations (not a finer run of the same scheme): the discrete chain is
     consistent with the two no-slip constraints and the energy balance, at order 2."""
