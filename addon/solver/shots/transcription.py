@@ -645,6 +645,7 @@ class Transcription:
                 again = nlpmod.solve(self.nlp, soft_x, tol=tol, max_iter=max_iter, progress=progress, mu_init=1e-3)
                 again.iterations += res.iterations
                 again.wall_time += res.wall_time
+                again.timings = {part: t + res.timings.get(part, 0.0) for part, t in again.timings.items()}
                 again.message += " (second phase, from the keys made soft)"
                 res = again
         return self.result(res)
@@ -717,7 +718,7 @@ class Transcription:
             lines.insert(2, "  " + self.diagnose_keys(x))
         return ShotResult(trajectory, controls, times, "\n".join(lines), res.status, res.iterations, res.wall_time,
                           key_errors, st[1:, :dyn.ns].copy(), dyn.state_names, h, res.objective,
-                          res.constraint_violation, replay_error, clear, x.copy())
+                          res.constraint_violation, replay_error, clear, x.copy(), res.timings)
 
     def diagnose_keys(self, x: np.ndarray) -> str:
         """Why the shot failed: re-solve with every key soft (dynamics, bounds, obstacles hard) and name the key
