@@ -166,21 +166,19 @@ class CarDynamics(StageDynamics):
         unit = self.spec.max_drive_torque
         X = np.concatenate([W.reshape(len(W), 18), h[:, None]], axis=1)
         phip, dp, wp, th, phi, d, w, phin, h_ = jets.Jet.variables(X[:, self._CURVED])
-        x, y_, thn, xn, yn = (X[:, i] for i in (7, 8, 12, 13, 14))
         sp_, s, sn = jets.tan(phip), jets.tan(phi), jets.tan(phin)
         sm = (1 - a) * s + a * sn
         smp = jets.where(first, s, (1 - a) * sp_ + a * s)
         r0 = (m0 + c * s * sm) * w - (m0 + c * s * smp) * wp - unit * h_ * ((1 - a) * d + a * dp)
         om = k * h_ * sm * w
-        r1 = thn - th - om
         A, B = arc_jets(om)
-        length = rho * h_ * w
-        T1, T2 = length * A, length * B
         ct, st = jets.cos(th), jets.sin(th)
-        r2 = xn - x - (ct * T1 - st * T2)
-        r3 = yn - y_ - (st * T1 + ct * T2)
+        # y2 r2 + y3 r3 = -(y2 ct + y3 st) v A - (y3 ct - y2 st) v B + terms linear in the window, v = rho h w
+        P, Q = y[:, 2] * ct + y[:, 3] * st, y[:, 3] * ct - y[:, 2] * st
+        arc_rows = (-rho) * (h_ * w) * (P * A + Q * B)
         out = np.zeros((len(X), 19, 19))
-        out[:, self._CURVED[:, None], self._CURVED] = jets.weighted_hessian([r0, r1, r2, r3], y)
+        out[:, self._CURVED[:, None], self._CURVED] = jets.weighted_hessian([r0, -om, arc_rows], np.column_stack(
+            [y[:, :2], np.ones(len(X))]))
         return out
 
     def pre_start(self):
