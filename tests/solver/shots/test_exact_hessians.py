@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
-from addon.solver.shots import jets
+from addon.solver.shots import jets, transcription
 from addon.solver.shots.car import arc, arc_curvature
 from addon.solver.shots.vehicle_shot import transcribe
 
@@ -91,3 +91,35 @@ def test_car_dynamics_hessian_is_exact():
                    for e in np.eye(19)], 2)
     assert np.max(np.abs(H - fd)) < 1e-6 * np.abs(fd).max()
     assert np.allclose(H, np.swapaxes(H, 1, 2), rtol=0, atol=1e-13 * np.abs(H).max())
+
+
+@pytest.mark.parametrize("preset", ["sedan", "helicopter"])
+def test_batched_differencing_equals_column_by_column(preset, monkeypatch):
+    """The differenced block Hessians (perturbed copies stacked into one call of the block's function, in
+    chunks of transcription._BATCH instances) equal one call per column, the plain forward differences of the
+    exact Jacobian, to round-off; for every differenced block of a small shot, with chunks of one and of all
+    columns."""
+    tr = transcribe(_small_shot(preset, 2.0))
+    rng = np.random.default_rng(6)
+    x = tr.x0() + 0.02 * rng.standard_normal(tr.n)
+    x[tr.h_index] = 0.1
+    for b in tr.blocks + tr.costs:
+        if hasattr(b.fn, "hessian") or not len(b.curved):
+            continue
+        X = x[b.index]
+        weights = rng.standard_normal((len(X), b.rows))
+        _, J0 = b.fn(X)
+        step = 1.5e-8 * np.maximum(1.0, np.abs(X))
+        reference = np.empty((len(X), len(b.curved), len(b.curved)))
+        for a, j in enumerate(b.curved):
+            Xp = X.copy()
+            Xp[:, j] += step[:, j]
+            grad = np.einsum("kr,krw->kw", weights, b.fn(Xp)[1])[:, b.curved]
+            reference[:, :, a] = (grad - np.einsum("kr,krw->kw", weights, J0)[:, b.curved]) / step[:, j:j + 1]
+        reference = 0.5 * (reference + np.swapaxes(reference, 1, 2))
+        # round-off of a forward difference: a few ulps of the weighted gradient over the step
+        roundoff = 8 * np.finfo(float).eps * np.einsum("kr,krw->k", np.abs(weights), np.abs(J0)) / step.min(axis=1)
+        for batch in (len(X), 10**9):
+            monkeypatch.setattr(transcription, "_BATCH", batch)
+            H = transcription._local_hessian(b.fn, X, weights, b.curved, J0)
+            assert np.all(np.abs(H - reference) <= roundoff[:, None, None] + 1e-12)
