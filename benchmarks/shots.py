@@ -14,18 +14,31 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from addon.solver.shots import nlp as nlpmod
+from addon.solver.shots.mechanism_shots import solve_mechanism_shot
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.solve import solve_shot
 from addon.solver.shots.transcription import Transcription
 from addon.solver.shots.vehicle_shot import transcribe
 
-SHOTS = ("parallel_parking", "car_tunnel", "helicopter_canyon_landing", "boat_docking")
+SHOTS = ("parallel_parking", "parallel_parking_200", "car_tunnel", "helicopter_canyon_landing", "boat_docking")
 QUICK = ("parallel_parking", "helicopter_canyon_landing")
+MECHANISM_SHOTS = ("four_bar_swing",)  # ours only: no CasADi model of the tree DEL
 TARGETS = {"parallel_parking": 2.0, "helicopter_canyon_landing": 10.0}  # seconds, from the issue
+
+
+def _benchmark_shot(name: str):
+    """A demo shot by name; NAME_200: the demo with twice the steps at half the step (keys at the same times),
+    the scaling in the number of stages."""
+    if not name.endswith("_200"):
+        return load_shot(name)
+    shot = load_shot(name[:-4])
+    return replace(shot, name=f"{shot.name}, 200 steps", steps=2 * shot.steps, dt=shot.dt / 2,
+                   keys=tuple(replace(k, step=2 * k.step) for k in shot.keys))
 
 
 def _casadi():
@@ -260,28 +273,49 @@ def run_ipopt(tr: Transcription) -> dict | None:
             "objective": float(out["f"]), "our_violation": float(np.max(ours))}
 
 
+def warm_start_line(name: str = "parallel_parking", shift: float = 0.3) -> str:
+    """Re-solve after a key moves: the shot with its first position key moved `shift` m along x, solved cold
+    (key path) and warm (from the solution before the move, ShotResult warm start); iterations and solver CPU."""
+    shot = load_shot(name)
+    before = solve_shot(shot)
+    keys = list(shot.keys)
+    i = next(j for j, k in enumerate(keys) if k.position is not None)
+    keys[i] = replace(keys[i], position=(keys[i].position[0] + shift, *keys[i].position[1:]))
+    moved = replace(shot, keys=tuple(keys))
+    cold, warm = solve_shot(moved), solve_shot(moved, warm_start=before)
+    return (f"- {shot.name}, key {keys[i].label!r} moved {shift:g} m: cold start {cold.status} in {cold.iterations} "
+            f"iterations, {sum(cold.timings.values()):.3f} s solver CPU (objective {cold.objective:.6g}); warm start "
+            f"from the solution before the move {warm.status} in {warm.iterations} iterations, "
+            f"{sum(warm.timings.values()):.3f} s solver CPU (objective {warm.objective:.6g})")
+
+
 def run(quick: bool = False) -> str:
     """Markdown table: per demo shot, our solve and CasADi + IPOPT (same discretisation, same start)."""
     names = QUICK if quick else SHOTS
     targets: list[str] = []
     lines = ["| shot | steps | unknowns | ours: status | ours: iterations | ours: wall / CPU time (s) "
+             "| ours: solver CPU (s): evaluation / factorisation / line search | ours: CPU per iteration (ms) "
              "| ours: objective | replay error (m) | IPOPT: status | IPOPT: iterations | IPOPT: wall / CPU time (s) "
-             "| IPOPT: objective | IPOPT solution in our constraints |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| IPOPT: CPU per iteration (ms) | IPOPT: objective | IPOPT solution in our constraints |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in names:
-        shot = load_shot(name)
+        shot = _benchmark_shot(name)
         t0, c0 = time.perf_counter(), time.process_time()
         result = solve_shot(shot)
         ours, ours_cpu = time.perf_counter() - t0, time.process_time() - c0
         tr = transcribe(shot)
         ip = run_ipopt(tr)
         free = int(np.sum(tr.x_lower < tr.x_upper))
+        solver_cpu = sum(result.timings.values())
+        parts = " / ".join(f"{t:.3f}" for t in result.timings.values())
         row = (f"| {shot.name} | {shot.steps} | {free} | {result.status} | {result.iterations} | {ours:.2f} / {ours_cpu:.2f} "
+               f"| {solver_cpu:.3f}: {parts} | {1e3 * solver_cpu / max(result.iterations, 1):.1f} "
                f"| {result.objective:.6g} | {result.replay_error:.1e} |")
         if ip is None:
-            row += " no CasADi model | | | | |"
+            row += " no CasADi model | | | | | |"
         else:
-            row += (f" {ip['status']} | {ip['iterations']} | {ip['time']:.2f} / {ip['cpu']:.2f} | {ip['objective']:.6g} "
+            row += (f" {ip['status']} | {ip['iterations']} | {ip['time']:.2f} / {ip['cpu']:.2f} "
+                    f"| {1e3 * ip['cpu'] / max(ip['iterations'], 1):.1f} | {ip['objective']:.6g} "
                     f"| max violation {ip['our_violation']:.1e} |")
         lines.append(row)
         if name in TARGETS:
@@ -290,15 +324,27 @@ def run(quick: bool = False) -> str:
             targets.append(f"- {shot.name}, {shot.steps} steps, under {limit:g} s: {verdict} ({ours:.2f} s wall, "
                            f"{ours_cpu:.2f} s CPU; IPOPT {ip['time']:.2f} s wall)" if ip else
                            f"- {shot.name}, {shot.steps} steps, under {limit:g} s: {verdict} ({ours:.2f} s wall)")
-    note = ("\nOurs: addon/solver/shots (numpy/scipy interior point, exact first derivatives, differenced "
-            "second derivatives); time includes building the transcription and the replay through the simulator. "
+    for name in () if quick else MECHANISM_SHOTS:
+        shot = load_shot(name)
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = solve_mechanism_shot(shot)
+        ours, ours_cpu = time.perf_counter() - t0, time.process_time() - c0
+        solver_cpu = sum(result.timings.values())
+        parts = " / ".join(f"{t:.3f}" for t in result.timings.values())
+        lines.append(f"| {shot.name} | {shot.steps} | | {result.status} | {result.iterations} | {ours:.2f} / {ours_cpu:.2f} "
+                     f"| {solver_cpu:.3f}: {parts} | {1e3 * solver_cpu / max(result.iterations, 1):.1f} "
+                     f"| {result.objective:.6g} | {result.replay_error:.1e} | no CasADi model | | | | | |")
+    note = ("\nOurs: addon/solver/shots (numpy/scipy interior point, exact first derivatives; exact second "
+            "derivatives of the car's step equations, differenced second derivatives elsewhere); wall / CPU time "
+            "includes building the transcription and the replay through the simulator, solver CPU is the interior "
+            "point's own (NLPResult.timings). "
             "CPU time is process time (all threads), the better measure on a shared machine. IPOPT: CasADi 3.8 SX model "
             "of the same rows, exact Hessian by AD, MUMPS, tol 1e-8; time excludes building the model. Both "
             "start from the same key-path guess. Local optima of these non-convex problems may differ, so "
             "compare objectives too.")
     return ("\n".join(lines) + "\n" + note + "\n\nTargets (wall time includes building the transcription and "
             "the replay; on a machine shared with other jobs wall time is inflated, CPU time less so):\n\n"
-            + "\n".join(targets) + "\n")
+            + "\n".join(targets) + "\n" + ("" if quick else "\nWarm start:\n\n" + warm_start_line() + "\n"))
 
 
 if __name__ == "__main__":

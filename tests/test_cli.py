@@ -297,8 +297,12 @@ def test_shot_solves_a_vehicle_shot_and_the_replay_meets_its_key(tmp_path):
     assert result.returncode == 0, result.stderr
     line = result.stdout.strip()
     assert "\n" not in line
-    assert re.match(r"parallel parking: solved after \d+ iterations; key errors parked \S+; replay error \S+ m; "
-                    r"wall time \S+ s -> ", line), line
+    m = re.match(r"parallel parking: solved after \d+ iterations; key errors parked \S+; replay error \S+ m; "
+                 r"wall time \S+ s; solver CPU (\S+) s \(evaluation (\S+) s, factorisation (\S+) s, "
+                 r"line search (\S+) s\) -> ", line)
+    assert m, line
+    total, *parts = map(float, m.groups())
+    assert abs(total - sum(parts)) <= 0.002 and min(parts) >= 0.0
     key = tomllib.loads(PARKING.read_text(encoding="utf-8"))["key"][0]
     with np.load(out, allow_pickle=False) as run:
         steps = 100

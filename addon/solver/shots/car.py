@@ -22,6 +22,7 @@ import numpy as np
 
 from ..integrator import simulate
 from ..vehicles.car import compile_car
+from . import jets
 from .transcription import Channel, StageDynamics
 
 _SMALL = 1e-3
@@ -37,6 +38,24 @@ def arc(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     dA = np.where(small, -w / 3 + w * w2 / 30, (t * np.cos(t) - np.sin(t)) / t**2)
     dB = np.where(small, 0.5 - w2 / 8 + w2 * w2 / 144, (t * np.sin(t) - 1 + np.cos(t)) / t**2)
     return A, B, dA, dB
+
+
+def arc_curvature(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Second derivatives of A = sin w / w and B = (1 - cos w) / w (series below |w| = 1e-3)."""
+    small = np.abs(w) < _SMALL
+    t = np.where(small, 1.0, w)
+    w2 = w * w
+    d2A = np.where(small, -1 / 3 + w2 / 10 - w2 * w2 / 168, ((2 - t * t) * np.sin(t) - 2 * t * np.cos(t)) / t**3)
+    d2B = np.where(small, -w / 4 + w * w2 / 36 - w * w2 * w2 / 960,
+                   (t * t * np.cos(t) - 2 * t * np.sin(t) + 4 * np.sin(0.5 * t) ** 2) / t**3)
+    return d2A, d2B
+
+
+def arc_jets(w: jets.Jet) -> tuple[jets.Jet, jets.Jet]:
+    """A = sin w / w and B = (1 - cos w) / w as jets of the jet w."""
+    A, B, dA, dB = arc(w.value)
+    d2A, d2B = arc_curvature(w.value)
+    return w.apply(A, dA, d2A), w.apply(B, dB, d2B)
 
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # a quantity per step, its (K, 3, 6) Jacobian, its h-derivative
@@ -137,6 +156,30 @@ class CarDynamics(StageDynamics):
         dv[:, 1, 5] = h * rho
         arc_rows(r, J, dh, (th, x, y, xn, yn), (om, dom, dom_dh), (h * rho * w, dv, rho * w))
         return r, J, dh
+
+    _CURVED = np.array([3, 4, 5, 6, 9, 10, 11, 15, 18])  # window slots entering nonlinearly (x, y, ... linearly)
+
+    def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """sum_i y[:, i] d2 r_i over the window (stages k-1, k, k+1 flattened, then h): (K, 19, 19), exact
+        (the equations of `residual` over second-order jets of the slots that enter nonlinearly)."""
+        a, rho, k, c, m0 = self.alpha, self.rho, self.rho / self.l, self.c, self.m0
+        unit = self.spec.max_drive_torque
+        X = np.concatenate([W.reshape(len(W), 18), h[:, None]], axis=1)
+        phip, dp, wp, th, phi, d, w, phin, h_ = jets.Jet.variables(X[:, self._CURVED])
+        sp_, s, sn = jets.tan(phip), jets.tan(phi), jets.tan(phin)
+        sm = (1 - a) * s + a * sn
+        smp = jets.where(first, s, (1 - a) * sp_ + a * s)
+        r0 = (m0 + c * s * sm) * w - (m0 + c * s * smp) * wp - unit * h_ * ((1 - a) * d + a * dp)
+        om = k * h_ * sm * w
+        A, B = arc_jets(om)
+        ct, st = jets.cos(th), jets.sin(th)
+        # y2 r2 + y3 r3 = -(y2 ct + y3 st) v A - (y3 ct - y2 st) v B + terms linear in the window, v = rho h w
+        P, Q = y[:, 2] * ct + y[:, 3] * st, y[:, 3] * ct - y[:, 2] * st
+        arc_rows = (-rho) * (h_ * w) * (P * A + Q * B)
+        out = np.zeros((len(X), 19, 19))
+        out[:, self._CURVED[:, None], self._CURVED] = jets.weighted_hessian([r0, -om, arc_rows], np.column_stack(
+            [y[:, :2], np.ones(len(X))]))
+        return out
 
     def pre_start(self):
         return np.array([self.theta0, 0.0, 0.0, 0.0, 0.0, self.speed0 / self.rho])

@@ -30,7 +30,8 @@ the line search stalls while the constraints are still violated (a local minimum
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
@@ -73,7 +74,10 @@ class NLP:
 class NLPResult:
     """x (n,); status solved | infeasible | max_iter | cancelled | failed; multipliers (m,) of the rows
     (sign: grad f + J^T y = bound multipliers); constraint_violation: max over rows of the distance of
-    c(x) to [c_lower, c_upper] (unscaled); wall_time in seconds."""
+    c(x) to [c_lower, c_upper] (unscaled); wall_time in seconds; timings: CPU seconds per part of the
+    solve (evaluation: objective, rows and their derivatives at the iterates; factorisation: KKT assembly,
+    factorisations with the inertia correction, solves; line search: trial points and second-order
+    corrections)."""
 
     x: np.ndarray
     status: str
@@ -83,6 +87,22 @@ class NLPResult:
     multipliers: np.ndarray
     message: str
     wall_time: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class _Clock:
+    """Accumulated CPU (process) time per named part (on a shared machine wall time counts the neighbours)."""
+
+    def __init__(self):
+        self.total: dict[str, float] = {"evaluation": 0.0, "factorisation": 0.0, "line search": 0.0}
+
+    @contextmanager
+    def __call__(self, part: str):
+        t0 = time.process_time()
+        try:
+            yield
+        finally:
+            self.total[part] += time.process_time() - t0
 
 
 def violation(c: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -209,6 +229,43 @@ def _negative_parity(lu) -> int:
     return (negatives + _permutation_parity(lu.perm_r) + _permutation_parity(lu.perm_c)) % 2
 
 
+def _regularised_step(H: sp.spmatrix, sigma: np.ndarray, J: sp.csr_matrix, rhs: np.ndarray, shift: float,
+                      dw_last: float, mu: float):
+    """The primal-dual Newton step: solve [[H + Sigma + dw I, J^T], [J, -dc I]] sol = rhs by sparse LU, raising
+    the Hessian shift dw from `shift` until the inertia tests of the module docstring pass (dc > 0 only for an
+    exactly singular matrix). Returns (sol, lu, dw); lu is None when no shift below 1e40 works."""
+    nz, m = H.shape[0], J.shape[0]
+    W = (H + sp.diags(sigma)).tocsc()
+    dw, dc = shift, 0.0
+    sol, lu = None, None
+    for _ in range(40):
+        K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(m) if m else None]], format="csc")
+        try:
+            lu = splu(K, permc_spec="COLAMD", diag_pivot_thresh=0.1)
+            sol = lu.solve(rhs)
+            for _ in range(3):  # iterative refinement
+                res_k = rhs - K @ sol
+                if np.max(np.abs(res_k)) <= 1e-12 * (1 + np.max(np.abs(rhs))):
+                    break
+                sol = sol + lu.solve(res_k)
+        except RuntimeError:  # exactly singular
+            lu = None
+            dc = max(dc, 1e-8 * mu**0.25)
+            dw = max(1e-4, 10 * dw) if dw else (max(1e-4, dw_last / 3) if dw_last else 1e-4)
+            continue
+        dz = sol[:nz]
+        if not np.all(np.isfinite(sol)):
+            lu = None
+        elif (dz @ (W @ dz) + dw * (dz @ dz) >= 1e-10 * (dz @ dz)
+              and _negative_parity(lu) == m % 2):
+            break
+        dw = (max(1e-4, dw_last / 3) if dw_last else 1e-4) if dw == 0 else (8 if dw_last else 100) * dw
+        if dw > 1e40:
+            lu = None
+            break
+    return sol, lu, dw
+
+
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
     """Waechter-Biegler filter acceptance of a trial point: '' (reject), 'f' (Armijo on the barrier objective
     under the switching condition) or 'h' (enough progress in violation or objective; the filter grows)."""
@@ -249,10 +306,12 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     filt: list[tuple[float, float]] = []  # filter entries (constraint violation, barrier objective)
     theta_max = theta_min = None
 
-    raw = P.raw_c(z)
-    c = P.c(z, raw)
-    g = P.grad(z)
-    J = P.jac(z)
+    clock = _Clock()
+    with clock("evaluation"):
+        raw = P.raw_c(z)
+        c = P.c(z, raw)
+        g = P.grad(z)
+        J = P.jac(z)
     it = 0
     for it in range(max_iter + 1):
         dl = np.where(lo_f, z - zl, 1.0)
@@ -289,44 +348,16 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         tau = max(0.99, 1.0 - mu)
         sigma = np.where(lo_f, zL / dl, 0.0) + np.where(up_f, zU / du, 0.0)
         grad_phi = g - np.where(lo_f, mu / dl, 0.0) + np.where(up_f, mu / du, 0.0)
-        H = P.hess(z, y)
-        if H is None:
-            H = sp.csr_matrix(bfgs)
-        W = (H + sp.diags(sigma)).tocsc()
-        rhs = -np.concatenate([grad_phi, c])
-        dw, dc = shift, 0.0
-        lu = None
-        for _ in range(40):
-            K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(P.m) if P.m else None]],
-                        format="csc")
-            try:
-                lu = splu(K, permc_spec="COLAMD", diag_pivot_thresh=0.1)
-                sol = lu.solve(rhs)
-                for _ in range(3):  # iterative refinement
-                    res_k = rhs - K @ sol
-                    if np.max(np.abs(res_k)) <= 1e-12 * (1 + np.max(np.abs(rhs))):
-                        break
-                    sol = sol + lu.solve(res_k)
-            except RuntimeError:  # exactly singular
-                lu = None
-                dc = max(dc, 1e-8 * mu**0.25)
-                dw = max(1e-4, 10 * dw) if dw else (max(1e-4, dw_last / 3) if dw_last else 1e-4)
-                continue
-            dz = sol[:nz]
-            if not np.all(np.isfinite(sol)):
-                lu = None
-            elif (dz @ (W @ dz) + dw * (dz @ dz) >= 1e-10 * (dz @ dz)
-                  and _negative_parity(lu) == P.m % 2):
-                break
-            dw = (max(1e-4, dw_last / 3) if dw_last else 1e-4) if dw == 0 else (8 if dw_last else 100) * dw
-            if dw > 1e40:
-                lu = None
-                break
+        with clock("evaluation"):
+            H = P.hess(z, y)
+        with clock("factorisation"):
+            sol, lu, dw = _regularised_step(H if H is not None else sp.csr_matrix(bfgs), sigma, J,
+                                            -np.concatenate([grad_phi, c]), shift, dw_last, mu)
         if lu is None:
             status, message = "failed", f"KKT system could not be regularised at iteration {it}"
             break
         dw_last = dw
-        y_new = sol[nz:]
+        dz, y_new = sol[:nz], sol[nz:]
         dy = y_new - y
         dzL = np.where(lo_f, mu / dl - zL - zL / dl * dz, 0.0)
         dzU = np.where(up_f, mu / du - zU + zU / du * dz, 0.0)
@@ -348,36 +379,37 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             theta_max, theta_min = 1e4 * max(1.0, theta0), 1e-4 * max(1.0, theta0)
         alpha = alpha_max
         accepted = None
-        while alpha > 1e-12:
-            zt = z + alpha * dz
-            raw_t = P.raw_c(zt)
-            ct = P.c(zt, raw_t)
-            verdict = _filter_test(filt, theta0, phi0, float(np.sum(np.abs(ct))), barrier(zt), alpha * slope,
-                                   alpha, theta_min, theta_max)
-            if verdict:
-                accepted = (zt, raw_t, ct, verdict)
-                break
-            if alpha == alpha_max and float(np.sum(np.abs(ct))) >= theta0:
-                # second-order corrections (IPOPT): re-solve with the constraint values at the trial point
-                c_soc, theta_prev = alpha * c + ct, theta0
-                for _ in range(4):
-                    d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
-                    a_soc = _fraction_to_boundary(z, d_soc, zl, zu, tau)
-                    zs = z + a_soc * d_soc
-                    raw_s = P.raw_c(zs)
-                    cs = P.c(zs, raw_s)
-                    theta_s = float(np.sum(np.abs(cs)))
-                    verdict = _filter_test(filt, theta0, phi0, theta_s, barrier(zs), alpha * slope, alpha,
-                                           theta_min, theta_max)
-                    if verdict:
-                        accepted = (zs, raw_s, cs, verdict)
-                        break
-                    if theta_s > 0.99 * theta_prev:
-                        break
-                    c_soc, theta_prev = a_soc * c_soc + cs, theta_s
-                if accepted is not None:
+        with clock("line search"):
+            while alpha > 1e-12:
+                zt = z + alpha * dz
+                raw_t = P.raw_c(zt)
+                ct = P.c(zt, raw_t)
+                verdict = _filter_test(filt, theta0, phi0, float(np.sum(np.abs(ct))), barrier(zt), alpha * slope,
+                                       alpha, theta_min, theta_max)
+                if verdict:
+                    accepted = (zt, raw_t, ct, verdict)
                     break
-            alpha *= 0.5
+                if alpha == alpha_max and float(np.sum(np.abs(ct))) >= theta0:
+                    # second-order corrections (IPOPT): re-solve with the constraint values at the trial point
+                    c_soc, theta_prev = alpha * c + ct, theta0
+                    for _ in range(4):
+                        d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
+                        a_soc = _fraction_to_boundary(z, d_soc, zl, zu, tau)
+                        zs = z + a_soc * d_soc
+                        raw_s = P.raw_c(zs)
+                        cs = P.c(zs, raw_s)
+                        theta_s = float(np.sum(np.abs(cs)))
+                        verdict = _filter_test(filt, theta0, phi0, theta_s, barrier(zs), alpha * slope, alpha,
+                                               theta_min, theta_max)
+                        if verdict:
+                            accepted = (zs, raw_s, cs, verdict)
+                            break
+                        if theta_s > 0.99 * theta_prev:
+                            break
+                        c_soc, theta_prev = a_soc * c_soc + cs, theta_s
+                    if accepted is not None:
+                        break
+                alpha *= 0.5
         if accepted is not None and accepted[3] == "h":  # not an Armijo step: the filter grows
             filt.append(((1 - 1e-5) * theta0, phi0 - 1e-8 * theta0))
         if accepted is None:
@@ -411,8 +443,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         zU = np.where(up_f, np.clip(zU, mu / (1e10 * du), 1e10 * mu / du), 0.0)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         g_old, J_old = g, J
-        g = P.grad(z)
-        J = P.jac(z)
+        with clock("evaluation"):
+            g = P.grad(z)
+            J = P.jac(z)
         if bfgs is not None:
             yk = (g + J.T @ y) - (g_old + J_old.T @ y)
             Bs = bfgs @ s_step
@@ -425,4 +458,4 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     x = P.full(z)
     raw = P.raw_c(z)
     return NLPResult(x, status, it, float(nlp.objective(x)), float(np.max(violation(raw, P.cl, P.cu), initial=0.0)),
-                     P.c_scale * y / P.f_scale, message, time.perf_counter() - start_time)
+                     P.c_scale * y / P.f_scale, message, time.perf_counter() - start_time, clock.total)

@@ -281,7 +281,8 @@ class ShotResult:
     controls: channel -> values at control_times[channel] (linear keys; re-simulating with these curves
     reproduces the motion). states: (steps + 1, n) solved node states (state_names). key_errors: key
     label -> largest error of its conditions (m, rad or m/s; radius keys: distance beyond the radius).
-    replay_error: largest difference between the solved and the replayed body positions (m).
+    replay_error: largest difference between the solved and the replayed body positions (m). timings: the
+    interior point's CPU seconds per part (evaluation, factorisation, line search; nlp.NLPResult.timings).
     """
 
     trajectory: Trajectory | None
@@ -300,6 +301,7 @@ class ShotResult:
     replay_error: float = float("nan")
     obstacle_clearance: dict[str, float] = field(default_factory=dict)
     solution: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the NLP vector (a warm start for re-solves)
+    timings: dict[str, float] = field(default_factory=dict)
 
     def curves(self) -> tuple[tuple[str, Curve], ...]:
         """(channel, linear Curve) pairs, ready for Vehicle.controls."""

@@ -90,6 +90,7 @@ def arc_over_chord(x: Dual) -> Dual:
 class TrailerDynamics(CarDynamics):
     state_names = ("theta", "x", "y", "steer", "beta")
     segment_names = ("drive_torque", "wheel_rate")
+    residual_hessian = None  # the car's exact second derivatives do not cover the trailer's rows: differenced
 
     def __init__(self, mechanism):
         super().__init__(mechanism)

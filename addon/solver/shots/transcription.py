@@ -74,6 +74,10 @@ class StageDynamics(ABC):
     @abstractmethod
     def residual(self, W: np.ndarray, first: np.ndarray, h: np.ndarray): ...
 
+    # Optional exact second derivatives: residual_hessian(W, first, h, y (K, nr)) -> (K, 3 (ns + nv) + 1,
+    # 3 (ns + nv) + 1), sum_i y_i d2 r_i over the window flattened then h. None: differenced instead.
+    residual_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
+
     @abstractmethod
     def pre_start(self) -> np.ndarray:
         """Stage -1 values (ns + nv,)."""
@@ -124,22 +128,43 @@ class Block:
 
     def __post_init__(self):
         self.rows = self.lower.shape[1]
+        self._last: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def evaluate(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """fn at this block's variables of x: values (K, rows) and Jacobian (K, rows, w), remembered for the
+        last point (the solver asks for the rows, the Jacobian and the Hessian at the same point)."""
+        X = x[self.index]
+        if self._last is None or not np.array_equal(self._last[0], X):
+            self._last = (X, *self.fn(X))
+        return self._last[1], self._last[2]
 
 
-def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.ndarray) -> np.ndarray:
+def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.ndarray, J0: np.ndarray) -> np.ndarray:
     """sum_i weights[:, i] d2 fn_i / dX2 restricted to the columns `cols` (K, c, c), by forward differences
-    of the exact Jacobian (the other columns enter linearly: their Hessian rows are zero)."""
-    _, J0 = fn(X)
-    base = np.einsum("kr,krw->kw", weights, J0)[:, cols]
-    K = len(X)
-    H = np.empty((K, len(cols), len(cols)))
-    step = 1.5e-8 * np.maximum(1.0, np.abs(X))
-    for a, j in enumerate(cols):
-        Xp = X.copy()
-        Xp[:, j] += step[:, j]
-        _, Jp = fn(Xp)
-        H[:, :, a] = (np.einsum("kr,krw->kw", weights, Jp)[:, cols] - base) / step[:, j:j + 1]
+    of the exact Jacobian J0 at X (the other columns enter linearly: their Hessian rows are zero). A block with an
+    exact `fn.hessian(X, weights) -> (K, w, w)` is used instead. Perturbed copies of X go through fn
+    together, up to _BATCH instances a call (instance i of copy a is row a K + i: every LocalFn accepts any
+    multiple of its K rows)."""
+    exact = getattr(fn, "hessian", None)
+    if exact is not None:
+        return exact(X, weights)[:, cols][:, :, cols]
+    K, c = len(X), len(cols)
+    step = 1.5e-8 * np.maximum(1.0, np.abs(X[:, cols]))
+    wt = weights[:, None, :]
+    base = (wt @ J0)[:, 0, cols]
+    H = np.empty((K, c, c))
+    per_call = max(1, _BATCH // K)
+    for a0 in range(0, c, per_call):
+        a = np.arange(a0, min(c, a0 + per_call))
+        Xp = np.repeat(X[None], len(a), axis=0)
+        Xp[np.arange(len(a)), :, cols[a]] += step[:, a].T
+        _, Jp = fn(Xp.reshape(len(a) * K, -1))
+        G = (wt @ Jp.reshape(len(a), K, *Jp.shape[1:]))[:, :, 0, cols]
+        H[:, :, a] = np.moveaxis((G - base) / step[:, a].T[:, :, None], 0, 2)
     return 0.5 * (H + np.swapaxes(H, 1, 2))
+
+
+_BATCH = 1000  # instances per batched call of a block's function while differencing
 
 
 class _Pattern:
@@ -178,12 +203,12 @@ def _assemble(blocks: list[Block], n: int):
         hc.append(np.repeat(sub[:, None, :], w, axis=1).ravel())
 
     def constraints(x):
-        return np.concatenate([b.fn(x[b.index])[0].ravel() for b in blocks]) if blocks else np.zeros(0)
+        return np.concatenate([b.evaluate(x)[0].ravel() for b in blocks]) if blocks else np.zeros(0)
 
     pattern = _Pattern(rows, cols, (m, n))
 
     def jacobian(x):
-        data = np.concatenate([b.fn(x[b.index])[1].ravel() for b in blocks]) if blocks else np.zeros(0)
+        data = np.concatenate([b.evaluate(x)[1].ravel() for b in blocks]) if blocks else np.zeros(0)
         return pattern.matrix(data)
 
     def hessian_parts(x, y):
@@ -191,7 +216,7 @@ def _assemble(blocks: list[Block], n: int):
         for b, off in zip(blocks, offsets):
             K = b.index.shape[0]
             weights = y[off:off + K * b.rows].reshape(K, b.rows)
-            parts.append(_local_hessian(b.fn, x[b.index], weights, b.curved).ravel())
+            parts.append(_local_hessian(b.fn, x[b.index], weights, b.curved, b.evaluate(x)[1]).ravel())
         return parts
 
     lower = np.concatenate([b.lower.ravel() for b in blocks]) if blocks else np.zeros(0)
@@ -317,8 +342,13 @@ class Transcription:
 
         def fn(X):
             W = X[:, :-1].reshape(-1, 3, nw)
-            r, dW, dh = dyn.residual(W, first, X[:, -1])
+            r, dW, dh = dyn.residual(W, np.resize(first, len(X)), X[:, -1])
             return r, np.concatenate([dW.reshape(len(X), r.shape[1], 3 * nw), dh[:, :, None]], axis=2)
+
+        if dyn.residual_hessian is not None:
+            def hessian(X, weights):
+                return dyn.residual_hessian(X[:, :-1].reshape(-1, 3, nw), np.resize(first, len(X)), X[:, -1], weights)
+            fn.hessian = hessian
 
         r0, _, _ = dyn.residual(np.zeros((1, 3, nw)) + 0.1, np.array([True]), np.array([0.1]))
         nr = r0.shape[1]
@@ -440,7 +470,7 @@ class Transcription:
             def fn(X):
                 p, dp = dyn.position(X[:, :ns])
                 h = X[:, ns]
-                d = p[:, rows] - ref[ks]
+                d = p[:, rows] - np.resize(ref[ks], (len(X), len(rows)))
                 val = wgt * h * np.sum(d * d, 1)
                 g = np.concatenate([2 * wgt * h[:, None] * np.einsum("ki,kij->kj", d, dp[:, rows]),
                                     (wgt * np.sum(d * d, 1))[:, None]], 1)
@@ -477,11 +507,19 @@ class Transcription:
                 continue
             cols, fn, width = np.flatnonzero(used), b.fn, b.index.shape[1]
 
-            def pruned(X, cols=cols, fn=fn, width=width):
+            def widen(X, cols=cols, width=width):
                 full = np.zeros((len(X), width))
                 full[:, cols] = X
-                r, J = fn(full)
+                return full
+
+            def pruned(X, cols=cols, fn=fn, widen=widen):
+                r, J = fn(widen(X))
                 return r, J[:, :, cols]
+
+            if hasattr(fn, "hessian"):
+                def pruned_hessian(X, weights, cols=cols, fn=fn, widen=widen):
+                    return fn.hessian(widen(X), weights)[:, cols][:, :, cols]
+                pruned.hessian = pruned_hessian
             b.index, b.fn = b.index[:, cols], pruned
 
     def _build_nlp(self):
@@ -493,7 +531,7 @@ class Transcription:
         hessian_pattern = _Pattern(np.concatenate(hr + fr), np.concatenate(hc + fc), (n, n))
 
         def objective(x):
-            return float(sum(np.sum(b.fn(x[b.index])[0]) for b in costs))
+            return float(sum(np.sum(b.evaluate(x)[0]) for b in costs))
 
         def gradient(x):
             return np.asarray(cost_jac(x).sum(axis=0)).ravel()
@@ -607,6 +645,7 @@ class Transcription:
                 again = nlpmod.solve(self.nlp, soft_x, tol=tol, max_iter=max_iter, progress=progress, mu_init=1e-3)
                 again.iterations += res.iterations
                 again.wall_time += res.wall_time
+                again.timings = {part: t + res.timings.get(part, 0.0) for part, t in again.timings.items()}
                 again.message += " (second phase, from the keys made soft)"
                 res = again
         return self.result(res)
@@ -679,7 +718,7 @@ class Transcription:
             lines.insert(2, "  " + self.diagnose_keys(x))
         return ShotResult(trajectory, controls, times, "\n".join(lines), res.status, res.iterations, res.wall_time,
                           key_errors, st[1:, :dyn.ns].copy(), dyn.state_names, h, res.objective,
-                          res.constraint_violation, replay_error, clear, x.copy())
+                          res.constraint_violation, replay_error, clear, x.copy(), res.timings)
 
     def diagnose_keys(self, x: np.ndarray) -> str:
         """Why the shot failed: re-solve with every key soft (dynamics, bounds, obstacles hard) and name the key

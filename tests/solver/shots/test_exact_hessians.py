@@ -1,0 +1,125 @@
+"""Exact second derivatives of the shots' stage equations (jets.py, StageDynamics.residual_hessian).
+
+Each is checked against central differences of the exact first derivatives: the arc functions' second
+derivatives (closed form and series), a jet formula, and the whole Lagrangian Hessian of small shots of
+every ground vehicle (exact for the car's dynamics, differenced elsewhere).
+"""
+
+import numpy as np
+import pytest
+
+from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
+from addon.solver.shots import jets, transcription
+from addon.solver.shots.car import arc, arc_curvature
+from addon.solver.shots.vehicle_shot import transcribe
+
+from .test_vehicle_shots import _small_shot
+
+
+def test_arc_curvature_is_the_derivative_of_the_arc_slopes():
+    """d2A, d2B (series below |w| = 1e-3, closed form above) equal central differences of dA, dB, and the
+    two forms agree at the switch."""
+    w = np.array([0.0, 3e-4, -9e-4, -0.05, 0.4, 2.5])
+    eps = 1e-5
+    _, _, dA_p, dB_p = arc(w + eps)
+    _, _, dA_m, dB_m = arc(w - eps)
+    d2A, d2B = arc_curvature(w)
+    assert np.max(np.abs(d2A - (dA_p - dA_m) / (2 * eps))) < 1e-8
+    assert np.max(np.abs(d2B - (dB_p - dB_m) / (2 * eps))) < 1e-8
+    d2A, d2B = arc_curvature(np.array([0.999999e-3, 1.000001e-3]))  # series, closed form
+    assert abs(d2A[0] - d2A[1]) < 1e-9 and abs(d2B[0] - d2B[1]) < 1e-9
+
+
+def test_jet_gradient_and_hessian_of_a_formula():
+    """f = tan(a) b sin(a c) + cos(b) - 2 a: the jet's gradient and Hessian against differences."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1.0, 1.0, (5, 3))
+
+    def f(X):
+        a, b, c = jets.Jet.variables(X)
+        return jets.tan(a) * b * jets.sin(a * c) + jets.cos(b) - 2.0 * a
+
+    out = f(X)
+    eps = 1e-6
+    for i in range(3):
+        e = np.zeros(3)
+        e[i] = eps
+        fp, fm = f(X + e), f(X - e)
+        assert np.allclose(out.grad[:, i], (fp.value - fm.value) / (2 * eps), atol=1e-8)
+        assert np.allclose(out.hess[:, :, i], (fp.grad - fm.grad) / (2 * eps), atol=1e-7)
+    assert np.allclose(out.hess, np.swapaxes(out.hess, 1, 2), rtol=0, atol=1e-13 * np.abs(out.hess).max())
+
+
+@pytest.mark.parametrize("preset,speed", [("sedan", 3.0), ("kart", 0.0), ("car_trailer", 3.0), ("snakeboard", 1.0)])
+def test_lagrangian_hessian_equals_differences_of_the_exact_gradient(preset, speed):
+    """The assembled Hessian of the Lagrangian (dynamics, keys, obstacles, costs) against central differences
+    of the exact gradient of the Lagrangian at a random point and random multipliers."""
+    tr = transcribe(_small_shot(preset, speed))
+    rng = np.random.default_rng(5)
+    x = tr.x0() + 0.02 * rng.standard_normal(tr.n)
+    x[tr.h_index] = 0.1
+    y = rng.standard_normal(tr.nlp.m)
+    H = tr.nlp.hessian(x, y, 0.7).toarray()
+
+    def grad_lagrangian(z):
+        return 0.7 * tr.nlp.gradient(z) + tr.nlp.jacobian(z).T @ y
+    eps = 1e-6
+    fd = np.column_stack([(grad_lagrangian(x + eps * e) - grad_lagrangian(x - eps * e)) / (2 * eps)
+                          for e in np.eye(tr.n)])
+    assert np.max(np.abs(H - fd)) < 1e-6 * np.abs(fd).max()
+
+
+def test_car_dynamics_hessian_is_exact():
+    """The car's residual_hessian against differences of its exact residual Jacobian, every window slot."""
+    tr = transcribe(_small_shot("sedan", 3.0))
+    dyn = tr.dyn
+    rng = np.random.default_rng(2)
+    K = 7
+    W = rng.uniform(-0.5, 0.5, (K, 3, 6))
+    W[:, :, 5] *= 20.0  # wheel rates: turns large enough for the closed-form arc
+    h = rng.uniform(0.05, 0.2, K)
+    first = np.arange(K) == 0
+    y = rng.standard_normal((K, 4))
+    H = dyn.residual_hessian(W, first, h, y)
+    X = np.concatenate([W.reshape(K, 18), h[:, None]], 1)
+
+    def weighted_gradient(X):
+        _, dW, dh = dyn.residual(X[:, :18].reshape(K, 3, 6), first, X[:, 18])
+        return np.einsum("kr,krw->kw", y, np.concatenate([dW.reshape(K, 4, 18), dh[:, :, None]], 2))
+    eps = 1e-6
+    fd = np.stack([(weighted_gradient(X + eps * e) - weighted_gradient(X - eps * e)) / (2 * eps)
+                   for e in np.eye(19)], 2)
+    assert np.max(np.abs(H - fd)) < 1e-6 * np.abs(fd).max()
+    assert np.allclose(H, np.swapaxes(H, 1, 2), rtol=0, atol=1e-13 * np.abs(H).max())
+
+
+@pytest.mark.parametrize("preset", ["sedan", "helicopter"])
+def test_batched_differencing_equals_column_by_column(preset, monkeypatch):
+    """The differenced block Hessians (perturbed copies stacked into one call of the block's function, in
+    chunks of transcription._BATCH instances) equal one call per column, the plain forward differences of the
+    exact Jacobian, to round-off; for every differenced block of a small shot, with chunks of one and of all
+    columns."""
+    tr = transcribe(_small_shot(preset, 2.0))
+    rng = np.random.default_rng(6)
+    x = tr.x0() + 0.02 * rng.standard_normal(tr.n)
+    x[tr.h_index] = 0.1
+    for b in tr.blocks + tr.costs:
+        if hasattr(b.fn, "hessian") or not len(b.curved):
+            continue
+        X = x[b.index]
+        weights = rng.standard_normal((len(X), b.rows))
+        _, J0 = b.fn(X)
+        step = 1.5e-8 * np.maximum(1.0, np.abs(X))
+        reference = np.empty((len(X), len(b.curved), len(b.curved)))
+        for a, j in enumerate(b.curved):
+            Xp = X.copy()
+            Xp[:, j] += step[:, j]
+            grad = np.einsum("kr,krw->kw", weights, b.fn(Xp)[1])[:, b.curved]
+            reference[:, :, a] = (grad - np.einsum("kr,krw->kw", weights, J0)[:, b.curved]) / step[:, j:j + 1]
+        reference = 0.5 * (reference + np.swapaxes(reference, 1, 2))
+        # round-off of a forward difference: a few ulps of the weighted gradient over the step
+        roundoff = 8 * np.finfo(float).eps * np.einsum("kr,krw->k", np.abs(weights), np.abs(J0)) / step.min(axis=1)
+        for batch in (len(X), 10**9):
+            monkeypatch.setattr(transcription, "_BATCH", batch)
+            H = transcription._local_hessian(b.fn, X, weights, b.curved, J0)
+            assert np.all(np.abs(H - reference) <= roundoff[:, None, None] + 1e-12)
