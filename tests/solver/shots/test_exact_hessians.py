@@ -50,8 +50,12 @@ def test_jet_gradient_and_hessian_of_a_formula():
     assert np.allclose(out.hess, np.swapaxes(out.hess, 1, 2), rtol=0, atol=1e-13 * np.abs(out.hess).max())
 
 
-@pytest.mark.parametrize("preset,speed", [("sedan", 3.0), ("kart", 0.0), ("car_trailer", 3.0), ("snakeboard", 1.0)])
-def test_lagrangian_hessian_equals_differences_of_the_exact_gradient(preset, speed):
+@pytest.mark.parametrize("preset,speed,rtol", [
+    ("sedan", 3.0, 1e-6), ("kart", 0.0, 1e-6), ("car_trailer", 3.0, 1e-6), ("snakeboard", 1.0, 1e-6),
+    # the rigid-body blocks' Hessians are still differences of their exact Jacobians: a looser bound
+    pytest.param("helicopter", 2.0, 1e-4, marks=pytest.mark.heavy),
+])
+def test_lagrangian_hessian_equals_differences_of_the_exact_gradient(preset, speed, rtol):
     """The assembled Hessian of the Lagrangian (dynamics, keys, obstacles, costs) against central differences
     of the exact gradient of the Lagrangian at a random point and random multipliers."""
     tr = transcribe(_small_shot(preset, speed))
@@ -66,7 +70,7 @@ def test_lagrangian_hessian_equals_differences_of_the_exact_gradient(preset, spe
     eps = 1e-6
     fd = np.column_stack([(grad_lagrangian(x + eps * e) - grad_lagrangian(x - eps * e)) / (2 * eps)
                           for e in np.eye(tr.n)])
-    assert np.max(np.abs(H - fd)) < 1e-6 * np.abs(fd).max()
+    assert np.max(np.abs(H - fd)) < rtol * np.abs(fd).max()
 
 
 def test_car_dynamics_hessian_is_exact():

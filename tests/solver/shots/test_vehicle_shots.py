@@ -61,22 +61,6 @@ def test_constraint_jacobian_equals_finite_differences(preset, speed):
     assert np.max(np.abs(g - g_fd)) < 1e-6 * max(1.0, np.abs(g).max())
 
 
-@pytest.mark.heavy
-def test_lagrangian_hessian_matches_differences_of_the_gradient():
-    tr = transcribe(_small_shot("helicopter", 2.0))
-    rng = np.random.default_rng(4)
-    x = tr.x0() + 0.02 * rng.standard_normal(tr.n)
-    x[tr.h_index] = 0.1
-    y = rng.standard_normal(tr.nlp.m)
-    H = tr.nlp.hessian(x, y, 0.7).toarray()
-
-    def grad_lagrangian(z):
-        return 0.7 * tr.nlp.gradient(z) + tr.nlp.jacobian(z).T @ y
-    eps = 1e-6
-    fd = np.column_stack([(grad_lagrangian(x + eps * e) - grad_lagrangian(x - eps * e)) / (2 * eps) for e in np.eye(tr.n)])
-    assert np.max(np.abs(H - fd)) < 1e-4 * np.abs(fd).max()
-
-
 def test_quaternion_forms_equal_the_group_maps():
     rng = np.random.default_rng(5)
     a = rng.standard_normal((6, 3))
