@@ -17,7 +17,7 @@ import numpy as np
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.model import Mechanism
 from addon.solver.vehicles import driver, pursuit
-from addon.solver.vehicles.spec import Vehicle
+from addon.solver.model import Vehicle
 
 DT = 1.0 / 48
 LIMITS = driver.Limits(lateral=4.0, accel=2.5, brake=5.0, top_speed=15.0)

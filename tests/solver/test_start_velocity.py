@@ -26,7 +26,7 @@ from addon.solver.tree.assembly import assemble
 from addon.solver.tree.ball_springs import so3_log
 from addon.solver.tree.kinematics import forward
 from addon.solver.vehicles.car import compile_car
-from addon.solver.vehicles.spec import Vehicle
+from addon.solver.model import Vehicle
 from tests.solver.tree.random_mechanisms import random_tree
 
 EPS = 1e-6

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Mechanism
+from ..model import Control, Mechanism
 from ..trajectory import Trajectory
 from .pursuit import DEFAULT_LOOKAHEAD_TIME, SPEED_GAIN, PurePursuit, car_start, follow
-from .spec import CarSpec, Control
+from .spec import CarSpec
 
 PROFILE_STEP = 0.25  # m between the speed profile's samples (the path's curvature interpolated between vertices)
 
