@@ -378,19 +378,16 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
     """Advance `state` by dt in place.
 
     trace, when given, receives max|f| at every iterate (numpy path). use_native: None picks the C
-    kernel when it is built, no trace is asked for and no joint limit is in contact. A step whose
+    kernel when it is built, no trace is asked for, no joint limit is in contact and the model has no
+    ball charts (the kernel has no per-step exponential charts yet: _step_once). A step whose
     Newton solve fails is redone as two half steps (still a variational step sequence, landing at the
     same time), at most `halvings` times deep; this carries closed chains through singular
     configurations they cross at speed. When that fails on a mechanism with ball charts, the step is
     redone the same way by Newton on the chart rows in body axes (body_frame_blocks, numpy path;
-    body_frame=True uses it from the start): the same roots, and it converges on long ball chains
-    (ropes) where the plain iteration diverges at any dt. Raises the plain solve's ConvergenceError (with
-    step and time) when both fail, `state` as it was.
-
-    Why not always in body axes: on ropes the Euler charts' midpoint gives each nearly massless link a
-    spurious spin about its own axis, O(dt^2) per step but divided by the axial inertia, which can grow
-    exponentially (20 links at dt = 0.01 in body axes throughout: energy up 19 J by t = 0.55 s). Plain
-    Newton fails at such steps and its halving keeps the run stable (tests/solver/tree/test_long_ball_chains.py).
+    body_frame=True uses it from the start): the same roots, another iteration. Raises the plain solve's
+    ConvergenceError (with step and time) when both fail, `state` as it was. Long ropes of slender links
+    still need the halving at ordinary steps: the twist between neighbouring links grows there
+    (docs/benchmarks_ball_charts.md).
     """
     if body_frame or not len(model.ball_dofs):  # no fallback to keep a copy of the state for
         return _halving_step(model, state, dt, tol, max_iterations, trace, use_native, halvings, body_frame)

@@ -98,8 +98,8 @@ def test_200_link_rope_runs_and_follows_the_maximal_method():
     # energy: measured band 4.8e-6 of |E| = 1.7e5 J (the maximal method: 8e-8)
     assert np.ptp(tree.energy) < 2e-5 * abs(tree.energy[0])
     # positions: measured 9.4e-4 m at most, 5.3e-4 m after the first step, which falls ~ dt^2 (2.9e-5 m
-    # after one step of dt / 4); the maximal method is within 4e-6 m of its own dt / 8 run. The tree
-    # method's error comes with the spurious spin of its Euler charts (module docstring), not from Newton.
+    # after one step of dt / 4, with the Euler charts these exponential charts replaced); the maximal method
+    # is within 4e-6 m of its own dt / 8 run.
     assert np.max(np.abs(tree.poses[:, :, :3] - maximal.poses[:, :, :3])) < 2e-3
     # Newton iterations summed over the half steps a step is redone as
     assert tree.newton_iterations.max() <= 150, tree.newton_iterations
