@@ -33,13 +33,7 @@ from .assembly import assemble, independent_rows, prescribed_values, worst_joint
 from .compile import TreeModel
 from .dynamics import Terms, terms, user_force_vectors
 from .kinematics import Kinematics, fold_charts, forward
-from .step_charts import (
-    StepCharts,
-    fold,
-    left_jacobian,
-    left_jacobian_transpose_derivative,
-    step_charts,
-)
+from .step_charts import StepCharts, fold, left_jacobian_transpose_derivative, step_charts
 
 LOOP_TOLERANCE_FACTOR = 0.1  # mirrored in native/tree_step.c
 
@@ -215,9 +209,8 @@ def body_frame_blocks(model: TreeModel, system: DELSystem, nd: int) -> np.ndarra
     (tests/solver/tree/test_long_ball_chains.py)."""
     k = model.ball_dofs
     at = (np.cumsum(~model.dof_prescribed) - 1)[k]
-    xi = system.charts.xi
-    G = np.linalg.solve(np.transpose(left_jacobian(xi), (0, 2, 1)), system.f[:nd][at][..., None])[..., 0]
-    return system.jacobian.blocks - left_jacobian_transpose_derivative(xi, G)
+    G = np.linalg.solve(np.transpose(system.charts.JL, (0, 2, 1)), system.f[:nd][at][..., None])[..., 0]
+    return system.jacobian.blocks - left_jacobian_transpose_derivative(system.charts.xi, G)
 
 
 def _newton_direction(model: TreeModel, system: DELSystem, nd: int, iterations: int,
