@@ -175,7 +175,7 @@ def test_c_and_numpy_trajectories_stay_together(name):
 @needs_c
 @pytest.mark.parametrize("use_native", [False, True], ids=["numpy", "C"])
 def test_both_paths_report_non_convergence_singularity_and_nan(use_native):
-    model = compile_tree(MECHANISMS["tree1_loops"]())
+    model = compile_tree(MECHANISMS["tree3_loops"]())  # one iteration is not enough at any of its halvings
     state, *_ = midpoint.initial_state(model)
     with pytest.raises(ConvergenceError, match="did not converge at step 1 .* after 1 iterations"):
         take_step(model, state, DT, use_native, max_iterations=1)
