@@ -115,7 +115,7 @@ def test_frozen_chart_rows_would_lose_angular_momentum(monkeypatch):
         tj = articulated.tree_jacobian(model, tm, dt)
         F = pbar + 0.5 * dt * (tm.g + tm.Q)[k] - tm.p[k]
         D2 = 0.5 * dt * (tm.g + tm.Q)[k] + tm.p[k]
-        return lie_rows.BallRows(F, tj.U[k], tj.Yc[k], tj.x[k], tj.R[k], tj.blocks, D2)
+        return lie_rows.BallRows(F, tj.U[k], tj.Yc[k], tj.x[k], tj.R[k], tj.blocks, D2, np.ones(len(k)))
 
     monkeypatch.setattr(lie_rows, "ball_rows", frozen)
     J, _ = momentum_run(floating_mechanism(), 0.01, 300, use_native=False)
