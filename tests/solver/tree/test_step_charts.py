@@ -7,11 +7,16 @@ import pytest
 from addon.solver.groups import so3_exp, so3_vee
 from addon.solver.model import Body, Joint, Mechanism
 from addon.solver.tree import midpoint
+from addon.solver.tree.ball_springs import so3_log
 from addon.solver.tree.compile import compile_tree
+from addon.solver.tree.dynamics import terms
+from addon.solver.tree.kinematics import forward
 from addon.solver.tree.step_charts import (
     left_jacobian,
     left_jacobian_transpose_derivative,
+    step_charts,
 )
+from benchmarks.maximal import ball_chain
 
 from .test_lie_rows import PATHS
 
@@ -82,3 +87,40 @@ def test_rod_on_a_ball_joint_keeps_its_spin(dt, use_native):
     assert np.max(np.abs(np.array(spin) - spin[0])) < 1e-9
     # and it does tumble: the rod's axis sweeps more than a radian
     assert np.max(np.arccos(np.clip(np.array(directions) @ directions[0], -1, 1))) > 1.0
+
+
+def test_chart_rows_are_the_derivatives_of_the_discrete_lagrangian():
+    # on a 3-link ball chain with gravity: F = J_L(xi)^T D_C1 Ld (p1 = 0) and D2 = D_C2 Ld, both against central
+    # differences of Ld(C1, C2) = dt (T - V) at C1 exp(xi / 2) with body velocity xi / dt, over body-frame turns
+    # of one chart at a time with the other end and every other chart fixed
+    model = compile_tree(ball_chain(3))
+    dt, k = 0.01, model.ball_dofs
+    rng = np.random.default_rng(0)
+    C1 = so3_exp(0.4 * rng.normal(size=(len(k), 3)))
+    xi = 0.2 * rng.normal(size=(len(k), 3))
+    C2 = C1 @ so3_exp(xi)
+
+    def Ld(start: np.ndarray, end: np.ndarray) -> float:
+        step = so3_log(np.transpose(start, (0, 2, 1)) @ end)
+        velocity = np.zeros(model.nq)
+        velocity[k] = step / dt
+        tm = terms(model, forward(model, np.zeros(model.nq), step_charts(start, step).mid), velocity, 0.0, second=False)
+        return dt * (tm.kinetic - tm.potential)
+
+    eps = 1e-6
+    D1, D2 = np.zeros((len(k), 3)), np.zeros((len(k), 3))
+    for b in range(len(k)):
+        for j in range(3):
+            turn = so3_exp(eps * np.eye(3)[j])
+            for D, end in ((D1, False), (D2, True)):
+                plus, minus = (C2 if end else C1).copy(), (C2 if end else C1).copy()
+                plus[b], minus[b] = plus[b] @ turn, minus[b] @ turn.T
+                D[b, j] = ((Ld(C1, plus) - Ld(C1, minus)) if end else (Ld(plus, C2) - Ld(minus, C2))) / (2 * eps)
+    state, *_ = midpoint.initial_state(model)
+    state.charts, state.p = C1, np.zeros(model.nq)
+    q2 = np.zeros(model.nq)
+    q2[k] = xi
+    system = midpoint.del_system(model, state, np.zeros((0, model.nq)), q2, np.zeros(0), dt)
+    scale = np.abs(D1).max()  # about 400 here; central differences are good to about 1e-9 of it
+    np.testing.assert_allclose(system.f[k], np.einsum("bji,bj->bi", system.charts.JL, D1), rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(system.D2, D2, rtol=0, atol=1e-9 * scale)
