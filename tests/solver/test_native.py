@@ -28,9 +28,10 @@ from addon.solver.tree.assembly import prescribed_values
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.dynamics import user_force_vectors
 from addon.solver.tree.kinematics import local_transforms
+from benchmarks.maximal import ball_chain
 from tools.generate import pendulum_chain
 
-from .tree.random_mechanisms import TYPES, random_tree
+from .tree.random_mechanisms import random_tree
 
 needs_c = pytest.mark.skipif(not native.NATIVE, reason="C kernels not built (run `make kernels`) or "
                                                         "SYMPLEX_NO_NATIVE=1: C cases skipped")
@@ -39,14 +40,9 @@ TREE_FORWARD = [pytest.param(native.tree_forward_numpy, id="numpy"),
 DT, STEPS = 0.01, 200
 
 
-# the C kernel refuses ball charts (tree ball and free joints: midpoint._step_once steps them in numpy), so the
-# mechanisms it is compared on have none; loops closed by ball joints are constraint rows and stay
-CHARTLESS = tuple(t for t in TYPES if t not in ("ball", "free"))
-
-
 def actuated_chain() -> Mechanism:
     """Every forcing the C step reads: a prescribed joint, torque and velocity motors, springs with a
-    rest angle, damping, a time-scaled user force, a universal joint, and a loop closed by a ball joint
+    rest angle, damping, a time-scaled user force, a ball chart, and a loop closed by a ball joint
     between two branches from the world."""
     rod = (1.0 / 12, 1.0 / 12, 1e-3, 0.0, 0.0, 0.0)
     bodies = tuple(Body(name, 1.0 + 0.2 * i, position, com=(0, 0, -0.5), inertia=rod) for i, (name, position) in
@@ -60,7 +56,7 @@ def actuated_chain() -> Mechanism:
         Joint("elbow", "revolute", "l0", "l1", (0.3, 0, -1), (0, 1, 0), q0=(0.2,), stiffness=3.0, rest=(0.1,),
               damping=0.2, motor=Motor("torque", torque=Curve((0.0, 1.0, 2.0), (0.0, 2.0, -1.0)))),
         Joint("slide", "cylindrical", "l2", "l3", (1.5, 0, -1), (0, 0, 1), stiffness=5.0, damping=0.1),
-        Joint("hang", "universal", "l1", "bob", (0.6, 0, -1.5), (0, 1, 0), (1, 0, 0), q0=(0.1, 0.2), v0=(0.3, -0.2)),
+        Joint("hang", "ball", "l1", "bob", (0.6, 0, -1.5), q0=(0.1, 0.2, -0.1), v0=(0.3, -0.2, 0.5)),
         Joint("close", "ball", "l1", "l3", (0.9, 0, -1.4)),
     )
     push = Force("push", "l2", point=(0.1, 0.0, -0.3), force=(2.0, 0.5, 0.0), scale=Curve((0.0, 2.0), (1.0, -1.0)))
@@ -68,17 +64,18 @@ def actuated_chain() -> Mechanism:
 
 
 MECHANISMS = {
-    "tree0": lambda: random_tree(0, CHARTLESS),
-    "tree1": lambda: random_tree(1, CHARTLESS),
-    "tree1_loops": lambda: random_tree(1, CHARTLESS, loops=2),
-    "tree3_loops": lambda: random_tree(3, CHARTLESS, loops=3),
-    "tree6_loop": lambda: random_tree(6, CHARTLESS, loops=1),
+    "tree0": lambda: random_tree(0),
+    "tree1": lambda: random_tree(1),
+    "tree1_loops": lambda: random_tree(1, loops=2),
+    "tree3_loops": lambda: random_tree(3, loops=3),
+    "tree6_loop": lambda: random_tree(6, loops=1),
     "pendulum": lambda: load_mechanism(preset_path("pendulum")),
     "chain_10": lambda: pendulum_chain(10),
     "closed_chain_device": lambda: load_mechanism(preset_path("closed_chain_device")),
     "four_bar": lambda: load_mechanism(preset_path("four_bar")),
     "scissor_lift": lambda: load_mechanism(preset_path("scissor_lift")),
     "actuated": actuated_chain,
+    "rope_8": lambda: ball_chain(8),
 }
 
 

@@ -16,7 +16,7 @@ C1 exp(xi / 2), where the chart's primitives sit at angle 0); its rows are the L
 so the step is rotation invariant (a floating mechanism keeps its angular momentum to round-off) and
 equivariant (a link keeps its spin about its own axis); after the step C2 becomes the chart (ball coordinates
 0, the momentum already a body covector there). Springs on ball and free rotations (toward a rest rotation,
-ball_springs.py) enter the same rows. The C kernel steps models without ball charts.
+ball_springs.py) enter the same rows, in the C kernel too.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .assembly import assemble, independent_rows, prescribed_values, worst_joint
 from .compile import TreeModel
 from .dynamics import Terms, terms, user_force_vectors
 from .kinematics import Kinematics, fold_charts, forward
-from .step_charts import StepCharts, fold, left_jacobian_transpose_derivative, step_charts
+from .step_charts import StepCharts, fold, left_jacobian_transpose_derivative, rotation_at, step_charts
 
 LOOP_TOLERANCE_FACTOR = 0.1  # mirrored in native/tree_step.c
 
@@ -313,6 +313,16 @@ def _check_rank(model: TreeModel, state: MidpointState, dt: float, Dh2: np.ndarr
             "singular configuration); try a smaller time step", step=k, time=state.t + dt)
 
 
+def end_pose(model: TreeModel, state: MidpointState, q2: np.ndarray) -> Kinematics:
+    """The kinematics at the end of a step to q2: on a chart C1 exp(xi) with xi = q2 there (step_charts.py)."""
+    k = model.ball_dofs
+    if not len(k):
+        return forward(model, q2, state.charts)
+    qe = q2.copy()
+    qe[k] = 0.0
+    return forward(model, qe, rotation_at(state.charts, q2[k], 1.0))
+
+
 def _crosses_limit(model: TreeModel, q2: np.ndarray) -> bool:
     return bool(np.any((q2 > model.dof_upper) | (q2 < model.dof_lower)))
 
@@ -337,7 +347,7 @@ def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
     if _crosses_limit(model, out.q2):
         return None
     if len(state.rows):
-        _check_rank(model, state, dt, constraints.evaluate(model, forward(model, out.q2, state.charts))[1])
+        _check_rank(model, state, dt, constraints.evaluate(model, end_pose(model, state, out.q2))[1])
     q2, p2 = out.q2, out.p2
     _fold(model, state, q2, (q2 - state.q) / dt)
     state.q, state.p, state.lam, state.t, state.Dh = q2, p2, out.lam, t2, None
@@ -371,8 +381,7 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
     """Advance `state` by dt in place.
 
     trace, when given, receives max|f| at every iterate (numpy path). use_native: None picks the C
-    kernel when it is built, no trace is asked for, no joint limit is in contact and the model has no
-    ball charts (the kernel has no per-step exponential charts yet: _step_once). A step whose
+    kernel when it is built, no trace is asked for and no joint limit is in contact. A step whose
     Newton solve fails is redone as two half steps (still a variational step sequence, landing at the
     same time), at most `halvings` times deep; this carries closed chains through singular
     configurations they cross at speed. When that fails on a mechanism with ball charts, the step is
@@ -417,8 +426,7 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
     """One midpoint step of size dt (see step)."""
     if use_native is None:
         use_native = native.NATIVE and trace is None and not state.contacts
-    # the C kernel runs the plain Newton matrix, and has no per-step exponential charts (step_charts.py)
-    use_native = use_native and not body_frame and not len(model.ball_dofs)
+    use_native = use_native and not body_frame  # the C kernel runs the plain Newton matrix
     if len(state.rows) < model.nrow and state.row_conditioning < RESELECT_BELOW:
         _reselect_rows(model, state)
     if use_native:

@@ -1,5 +1,7 @@
 """Lie group rows of ball and free rotations (tree/lie_rows.py): exact Jacobian, symmetries, order."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -81,17 +83,29 @@ def momentum_run(mech: Mechanism, dt: float, steps: int, use_native: bool | None
     return np.array(out), np.array(energy)
 
 
-C_REFUSES_BALLS = "the C kernel refuses ball charts: midpoint.step steps them in numpy (test_c_kernel_refuses_ball_charts)"
-PATHS = [pytest.param(False, id="numpy"), pytest.param(True, id="C", marks=pytest.mark.skip(reason=C_REFUSES_BALLS))]
+PATHS = [pytest.param(False, id="numpy"),
+         pytest.param(True, id="C", marks=pytest.mark.skipif(not native.NATIVE, reason="C kernels not built"))]
 
 
 @pytest.mark.skipif(not native.NATIVE, reason="C kernels not built")
-def test_c_kernel_refuses_ball_charts():
-    # it has no per-step exponential charts (tree/step_charts.py) yet: numpy steps the model, never the kernel
-    model = compile_tree(floating_mechanism())
-    state, *_ = midpoint.initial_state(model)
-    midpoint.step(model, state, 0.01, use_native=True)
-    assert state.stepper is None and state.step_index == 1
+def test_c_kernel_steps_ball_charts_like_numpy():
+    # the kernel runs the per-step exponential charts (tree/step_charts.py): from each numpy state it makes
+    # the same next state and Newton iteration count, and the two free runs end together
+    model = compile_tree(floating_mechanism(damping=0.3))
+    ref, *_ = midpoint.initial_state(model)
+    c = replace(ref)
+    for k in range(100):
+        step_c = replace(ref)
+        c_result = midpoint.step(model, step_c, 0.01, use_native=True)
+        assert step_c.stepper is not None, "the C kernel did not step the ball model"
+        ref_result = midpoint.step(model, ref, 0.01, use_native=False)
+        assert c_result.iterations == ref_result.iterations, k
+        np.testing.assert_allclose(step_c.q, ref.q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(step_c.p, ref.p, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(step_c.charts, ref.charts, rtol=0, atol=1e-12)
+        midpoint.step(model, c, 0.01, use_native=True)
+    np.testing.assert_allclose(c.charts, ref.charts, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(c.p, ref.p, rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("use_native", PATHS)
