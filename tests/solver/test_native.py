@@ -69,6 +69,8 @@ MECHANISMS = {
     "tree1_loops": lambda: random_tree(1, loops=2),
     "tree3_loops": lambda: random_tree(3, loops=3),
     "tree6_loop": lambda: random_tree(6, loops=1),
+    "tree2_ball_springs": lambda: random_tree(2, ball_springs=True),
+    "tree4_ball_springs_loops": lambda: random_tree(4, loops=2, ball_springs=True),
     "pendulum": lambda: load_mechanism(preset_path("pendulum")),
     "chain_10": lambda: pendulum_chain(10),
     "closed_chain_device": lambda: load_mechanism(preset_path("closed_chain_device")),
