@@ -4,6 +4,7 @@ theta = log(R_rest^T R_rel), against analytic torsion, rest, conservation laws a
 import numpy as np
 import pytest
 
+from addon.solver import native
 from addon.solver.groups import so3_exp
 from addon.solver.integrator import simulate
 from addon.solver.lie import frame_from_axis, quat_to_matrix
@@ -20,7 +21,7 @@ from addon.solver.tree.dynamics import terms
 from addon.solver.tree.kinematics import forward
 
 from .random_mechanisms import random_tree
-from .test_lie_rows import C_REFUSES_BALLS, PATHS, floating_mechanism, momentum_run
+from .test_lie_rows import PATHS, floating_mechanism, momentum_run
 
 INERTIA = (0.4, 0.25, 0.1)  # principal moments about the centre of mass
 K = 3.0
@@ -204,7 +205,7 @@ def test_spring_force_and_its_derivative_match_finite_differences(seed):
             np.testing.assert_allclose(tm.Q_q[:, dof], (plus - minus) / (2 * eps), rtol=0, atol=5e-8)
 
 
-@pytest.mark.skip(reason=C_REFUSES_BALLS)
+@pytest.mark.skipif(not native.NATIVE, reason="C kernels not built")
 @pytest.mark.parametrize("seed, loops", [(0, 0), (1, 1), (11, 0)])
 def test_c_kernel_steps_ball_springs_like_the_numpy_path(seed, loops):
     # same states, energies and Newton iterations (the kernel's spring blocks are the exact Jacobian too)
