@@ -43,7 +43,8 @@ typedef struct symplex_tree {
     const double *row_a;              /* (nrow, 3) point on P, or u, in P's frame axes */
     const double *row_b;              /* (nrow, 3) point on C, or w, in C's frame axes */
     const double *row_n;              /* (nrow, 3) n in P's frame axes (translation rows) */
-    const int64_t *ball_dofs;         /* (nball, 3) the consecutive rx ry rz coordinates of each ball chart */
+    const int64_t *ball_dofs;         /* (nball, 3) the consecutive rx ry rz coordinates of each ball chart (in a
+                                       * step: its rotation vector xi, tree/step_charts.py) */
     const double *ball_stiffness;     /* (nball,) k of each chart's spring k/2 |theta|^2 (tree/ball_springs.py) */
     const double *ball_rest;          /* (nball, 3, 3) placement rotation at q = 0 (chart excluded) times R_rest, so
                                        * that R_rest^T R_rel = ball_rest^T (dof_placement rotation) exp(s xi) */

@@ -82,7 +82,7 @@ static double max_abs(int64_t n, const double *x)
 /* Scratch of one step, carved from the caller's buffer (or only counted when base is NULL). */
 typedef struct {
     double *world, *S;      /* (nq+1, 16), (nq+1, 6) at the midpoint */
-    double *world2, *S2;    /* the same at q1 (once), then at q2 */
+    double *world2, *S2;    /* the same at q1 (once), then at the step's end (q2; C1 exp(xi) on a chart) */
     double *V;              /* (nq+1, 6) frame velocities at the midpoint */
     double *Sdot;           /* (nq, 6) ad(V_parent) S */
     double *Ic;             /* (nq, INERTIA) frame inertias, then subtree (composite) inertias */
@@ -99,7 +99,8 @@ typedef struct {
     double *Obar, *X, *c, *Dinv; /* (nq, 18, 12), (nq, 12), (nq, 18), (nq, 3): its factor, by node member */
     double *obar, *zc, *xi; /* (nq, 18), (nq, 12), (nq,): solve scratch */
     double *delta;          /* (nq,) Newton step of q2 */
-    double *Dh1, *Dh2, *Y;  /* (nrow, nq) selected rows at q1 and at q2; J11^-1 G1^T by row */
+    double *Dh1, *Dh2, *Y;  /* (nrow, nq) selected rows at q1 and at the end (chart columns times J_R(xi));
+                               J11^-1 G1^T by row */
     double *schur, *dlam;   /* (nrow, nrow), (nrow,) Schur system of the loop rows */
     double *f;              /* (nq+nrow,) Newton residual */
     int64_t *unknown;       /* (nq,) index of each coordinate among the unknowns, -1 prescribed */
@@ -191,7 +192,8 @@ static void forward_kinematics(const symplex_tree *tree, const double *q, const 
         if (turn && ball[f] >= 0 && tree->ball_dofs[3 * ball[f]] == f) {
             const double *T = turn + 9 * ball[f];
             for (int i = 0; i < 3; ++i) {
-                for (int j = 0; j < 3; ++j) turned[4 * i + j] = P[4 * i] * T[j] + P[4 * i + 1] * T[3 + j] + P[4 * i + 2] * T[6 + j];
+                for (int j = 0; j < 3; ++j)
+                    turned[4 * i + j] = P[4 * i] * T[j] + P[4 * i + 1] * T[3 + j] + P[4 * i + 2] * T[6 + j];
                 turned[4 * i + 3] = P[4 * i + 3];
             }
             P = turned;
@@ -594,8 +596,8 @@ static void column_vectors(const double *IcS, const double *G, const double *X, 
  *          (tree_jacobian first).
  * inputs:  q2 (nq,) the iterate (xi at the chart coordinates); pbar (nq,) = p1 + dt/2 f_c - Dh1^T lam by
  *          coordinate (read at the chart coordinates). */
-static double ball_rows(const symplex_tree *tree, double dt, workspace *w, const double *q2, const double *pbar, double *F,
-                        int jacobian)
+static double ball_rows(const symplex_tree *tree, double dt, workspace *w, const double *q2, const double *pbar,
+                        double *F, int jacobian)
 {
     const int64_t nq = tree->nq;
     double residual = 0.0;
@@ -604,18 +606,19 @@ static double ball_rows(const symplex_tree *tree, double dt, workspace *w, const
         const int64_t P = tree->dof_parent[base] < 0 ? nq : tree->dof_parent[base];
         const double *VP = w->V + 6 * P, *H = w->H + 6 * base, *Wb = w->W + 6 * base, *Ic = w->Ic + INERTIA * base;
         const double *K = w->K + 9 * base, *JL = w->JL + 9 * b, *JLh = w->JLh + 9 * b;
-        const double xi[3] = {q2[k[0]], q2[k[1]], q2[k[2]]};
+        const double xi[3] = {q2[k[0]], q2[k[1]], q2[k[2]]}, ks = tree->ball_stiffness[b];
         double gamma_dyn[3], gamma[3], eta[3], pb[3], rhs[3], t6[6];
         double scale = 1.0;
         for (int i = 0; i < 3; ++i) {  /* gamma_i = ad(V_P) E_i . H + E_i . W + spring torque */
             const double *E = w->S + 6 * k[i];
             ad_twist(VP, E, t6);
             gamma_dyn[i] = dot6(t6, H) + dot6(E, Wb);
-            gamma[i] = gamma_dyn[i] - (tree->ball_stiffness[b] != 0.0 ? tree->ball_stiffness[b] * w->spring[12 * b + i] : 0.0);
+            gamma[i] = gamma_dyn[i] - (ks != 0.0 ? ks * w->spring[12 * b + i] : 0.0);  /* spring: -k theta */
             eta[i] = w->p[k[i]];
             pb[i] = pbar[k[i]];
         }
-        for (int i = 0; i < 3; ++i) {  /* F = J_L^T pbar + dt/2 J_L(xi/2)^T gamma - eta; D2 = J_L^-1 (dt/2 J_L(xi/2) gamma + eta) */
+        /* F = J_L^T pbar + dt/2 J_L(xi/2)^T gamma - eta, D2 = J_L^-1 (dt/2 J_L(xi/2) gamma + eta) */
+        for (int i = 0; i < 3; ++i) {
             F[k[i]] = JL[i] * pb[0] + JL[3 + i] * pb[1] + JL[6 + i] * pb[2]
                       + 0.5 * dt * (JLh[i] * gamma[0] + JLh[3 + i] * gamma[1] + JLh[6 + i] * gamma[2]) - eta[i];
             rhs[i] = 0.5 * dt * dot3(JLh + 3 * i, gamma) + eta[i];
@@ -654,7 +657,8 @@ static double ball_rows(const symplex_tree *tree, double dt, workspace *w, const
         /* own block: R_i . Yc_j + d(J_L^T pbar)/dxi - J_L^T diag(damping + gain) / 2 + dt/4 d(J_L(xi/2)^T gamma)/dxi
          * + dt/2 (u_j x L_i) . gamma_dyn - (u_j x e_i) . eta + spring, u_j = J_L(xi/2)[j, :] / 2, L_i its column i */
         double *block = w->blocks + 9 * b, dp[9], dg[9];
-        const double half[3] = {0.5 * xi[0], 0.5 * xi[1], 0.5 * xi[2]}, ks = tree->ball_stiffness[b];
+        const double *Jri = w->spring + 12 * b + 3;
+        const double half[3] = {0.5 * xi[0], 0.5 * xi[1], 0.5 * xi[2]};
         left_jacobian_transpose_derivative(xi, pb, dp);
         left_jacobian_transpose_derivative(half, gamma, dg);
         for (int i = 0; i < 3; ++i) {
@@ -671,7 +675,7 @@ static double ball_rows(const symplex_tree *tree, double dt, workspace *w, const
                 if (ks != 0.0) {  /* dt/2 J_L(xi/2)^T dgamma/dxi, dgamma/dxi = -k J_r^-1 J_L(xi/2)^T / 2 */
                     double t = 0.0;
                     for (int m = 0; m < 3; ++m)
-                        for (int n = 0; n < 3; ++n) t += JLh[3 * m + i] * w->spring[12 * b + 3 + 3 * m + n] * JLh[3 * j + n];
+                        for (int n = 0; n < 3; ++n) t += JLh[3 * m + i] * Jri[3 * m + n] * JLh[3 * j + n];
                     value -= 0.25 * dt * ks * t;
                 }
                 block[3 * i + j] = value;
