@@ -22,13 +22,14 @@ def method_advice(mechanism: Mechanism, method: str) -> list[str]:
 
 
 def _rope_advice(mechanism: Mechanism) -> list[str]:
-    """The tree method's ball charts do not conserve a slender link's spin about its own axis
-    (docs/benchmarks_ball_charts.md): on ropes and tails of many such links that error can grow."""
+    """On ropes and tails of many slender ball-jointed links the tree method's step goes unstable at
+    ordinary time steps: the twist between neighbouring links about their axes grows
+    (docs/benchmarks_ball_charts.md)."""
     moments = {b.name: np.linalg.eigvalsh(inertia_matrix(b.inertia)) for b in mechanism.bodies}
     slender = [j.name for j in mechanism.joints if j.type in ("ball", "free")
                and moments[j.child][0] < SLENDER * max(moments[j.child][-1], 1e-300)]
     if len(slender) < ROPE_LINKS:
         return []
     return [f"{len(slender)} ball joints on slender links (a rope or tail, e.g. {slender[0]!r}): the tree method "
-            "does not conserve such a link's spin about its own axis and long chains of them can go unstable; "
-            "the Maximal method is exact there"]
+            "goes unstable on long chains of them at ordinary time steps (the twist between neighbouring links "
+            "grows); the Maximal method runs them"]

@@ -21,8 +21,8 @@ def test_a_rope_of_slender_ball_links_is_advised_to_the_maximal_method_in_the_tr
     mechanism = rope(ROPE_LINKS + 2, ROPE_LINKS)
     advice = method_advice(mechanism, "tree")
     assert advice == [f"{ROPE_LINKS} ball joints on slender links (a rope or tail, e.g. 'hinge_1'): the tree method "
-                      "does not conserve such a link's spin about its own axis and long chains of them can go "
-                      "unstable; the Maximal method is exact there"]
+                      "goes unstable on long chains of them at ordinary time steps (the twist between neighbouring "
+                      "links grows); the Maximal method runs them"]
     for method in ("maximal", "tree-rk4", "maximal-rk4", "vehicle"):
         assert method_advice(mechanism, method) == [], method
 

@@ -28,6 +28,7 @@ from addon.solver.tree.assembly import prescribed_values
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.dynamics import user_force_vectors
 from addon.solver.tree.kinematics import local_transforms
+from benchmarks.maximal import ball_chain
 from tools.generate import pendulum_chain
 
 from .tree.random_mechanisms import random_tree
@@ -68,12 +69,15 @@ MECHANISMS = {
     "tree1_loops": lambda: random_tree(1, loops=2),
     "tree3_loops": lambda: random_tree(3, loops=3),
     "tree6_loop": lambda: random_tree(6, loops=1),
+    "tree2_ball_springs": lambda: random_tree(2, ball_springs=True),
+    "tree4_ball_springs_loops": lambda: random_tree(4, loops=2, ball_springs=True),
     "pendulum": lambda: load_mechanism(preset_path("pendulum")),
     "chain_10": lambda: pendulum_chain(10),
     "closed_chain_device": lambda: load_mechanism(preset_path("closed_chain_device")),
     "four_bar": lambda: load_mechanism(preset_path("four_bar")),
     "scissor_lift": lambda: load_mechanism(preset_path("scissor_lift")),
     "actuated": actuated_chain,
+    "rope_8": lambda: ball_chain(8),
 }
 
 
@@ -145,7 +149,8 @@ def test_c_step_reproduces_numpy_step(name):
     state, *_ = midpoint.initial_state(model)
     for k in range(STEPS):
         ref, after = take_step(model, state, DT, use_native=False)
-        c, _ = take_step(model, state, DT, use_native=True)
+        c, c_state = take_step(model, state, DT, use_native=True)
+        assert c_state.stepper is not None, "the C kernel did not step this model"
         assert_same_step(c, ref, DT, f"{name}, step {k + 1}")
         if model.nrow:
             assert c.residual <= 1e-9
@@ -171,7 +176,7 @@ def test_c_and_numpy_trajectories_stay_together(name):
 @needs_c
 @pytest.mark.parametrize("use_native", [False, True], ids=["numpy", "C"])
 def test_both_paths_report_non_convergence_singularity_and_nan(use_native):
-    model = compile_tree(MECHANISMS["tree1_loops"]())
+    model = compile_tree(MECHANISMS["tree3_loops"]())  # one iteration is not enough at any of its halvings
     state, *_ = midpoint.initial_state(model)
     with pytest.raises(ConvergenceError, match="did not converge at step 1 .* after 1 iterations"):
         take_step(model, state, DT, use_native, max_iterations=1)

@@ -6,7 +6,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 5
+#define SYMPLEX_ABI_VERSION 6
 
 int64_t symplex_abi_version(void);
 
@@ -43,10 +43,11 @@ typedef struct symplex_tree {
     const double *row_a;              /* (nrow, 3) point on P, or u, in P's frame axes */
     const double *row_b;              /* (nrow, 3) point on C, or w, in C's frame axes */
     const double *row_n;              /* (nrow, 3) n in P's frame axes (translation rows) */
-    const int64_t *ball_dofs;         /* (nball, 3) the consecutive rx ry rz coordinates of each ball chart */
+    const int64_t *ball_dofs;         /* (nball, 3) the consecutive rx ry rz coordinates of each ball chart (in a
+                                       * step: its rotation vector xi, tree/step_charts.py) */
     const double *ball_stiffness;     /* (nball,) k of each chart's spring k/2 |theta|^2 (tree/ball_springs.py) */
     const double *ball_rest;          /* (nball, 3, 3) placement rotation at q = 0 (chart excluded) times R_rest, so
-                                       * that R_rest^T R_rel = ball_rest^T (dof_placement rotation) Phi(q) */
+                                       * that R_rest^T R_rel = ball_rest^T (dof_placement rotation) exp(s xi) */
 } symplex_tree;
 
 int64_t symplex_tree_struct_size(void);
@@ -63,14 +64,16 @@ int64_t symplex_midpoint_scratch_size(int64_t nq, int64_t nbody, int64_t nforce,
 /* One step (q1, p1) -> (q2, p2) of the midpoint variational integrator (tree/midpoint.py `step`, before
  * its chart fold): Newton, with the exact direction in O(nq) per iteration (O(nq nsel) with loop rows;
  * tree/articulated.py), on f1 = p1 + dt/2 (g + Q + f_c) - p - Dh(q1)^T lam = 0 (dynamic coordinates),
- * (the rows of each ball chart's coordinates are the Lie group rows of tree/lie_rows.py, which need
- * q1 = 0 there), f2 = h(q2)[rows] = 0, all at qm = (q1 + q2)/2, v = (q2 - q1)/dt; stops when max|f1| <= tol * max(1,
- * max|p1|) and max|f2| <= tol. f_c = -damping v + gain (motor_velocity - v) + torque, where a ball chart's
- * v is its Cayley velocity w / dt (Phi(psi) = cay(w), tree/lie_rows.py chart_increments).
+ * f2 = h(q2)[rows] = 0, all at qm = (q1 + q2)/2, v = (q2 - q1)/dt, f_c = -damping v + gain (motor_velocity - v)
+ * + torque; stops when max|f1| <= tol * max(1, max|p1|, max|p|, dt max|g + Q|), max|f2| <= tol / 10 and each
+ * chart's rows are under tol times their own terms. A ball chart's coordinates are its step's rotation vector
+ * xi (q1 = 0 there, tree/step_charts.py): the pose is taken at the chart C1 exp(xi / 2) mid-step and C1 exp(xi)
+ * at the end, with the chart's coordinates at 0, v = xi / dt is its body angular velocity, and its rows are
+ * the Lie group rows of tree/lie_rows.py.
  * outputs: q2 (nq,) in: the guess, prescribed entries set to their values at t2; out: the last iterate.
  *          lam (nsel,) in: the guess; out: the last iterate.
- *          p2 (nq,) = dt/2 (g + Q + f_c) + p at the last midpoint (all coordinates; on a chart the f_c part
- *          is Jb^T dt/2 f_c, the body impulse at q2 in chart coordinates).
+ *          p2 (nq,) = dt/2 (g + Q + f_c) + p at the last midpoint; on a chart J_L(xi)^-1 (dt/2 J_L(xi/2) gamma
+ *          + eta) + dt/2 f_c, the body covector at C1 exp(xi) (tree/lie_rows.py).
  *          h2 (nrow,) every loop row at q2.
  *          stats (4,) = midpoint kinetic + potential energy, max|f1|, max|h2|, multiply-adds spent in the
  *          Newton directions (O(nq) each: tree elimination + one tree solve per right-hand side + Schur rows,

@@ -82,22 +82,25 @@ static double max_abs(int64_t n, const double *x)
 /* Scratch of one step, carved from the caller's buffer (or only counted when base is NULL). */
 typedef struct {
     double *world, *S;      /* (nq+1, 16), (nq+1, 6) at the midpoint */
-    double *world2, *S2;    /* the same at q1 (once), then at q2 */
+    double *world2, *S2;    /* the same at q1 (once), then at the step's end (q2; C1 exp(xi) on a chart) */
     double *V;              /* (nq+1, 6) frame velocities at the midpoint */
     double *Sdot;           /* (nq, 6) ad(V_parent) S */
     double *Ic;             /* (nq, INERTIA) frame inertias, then subtree (composite) inertias */
     double *H, *W, *K;      /* (nq, 6) subtree momenta, (nq, 6) subtree wrenches, (nq, 9) sum c F^T */
     double *qm, *v, *p, *g, *Q, *fc; /* (nq,) */
     double *U, *x, *R, *Yc, *d; /* (nq, 12) x 2, (nq, 18) x 2, (nq,): J11 in tree form */
-    double *blocks, *JL;    /* (nq, 9): the first nball hold each ball node's block and J_L(psi) */
-    double *cw, *dw, *Jb;   /* (nq, 3), (nq, 9) x 2: the first nball hold each chart's Cayley increment w,
-                               dw/dpsi and the body Jacobian of Phi at psi (tree/lie_rows.py chart_increments) */
-    double *spring;         /* (nq, 30): the first nball hold each chart spring at the midpoint (theta (3), Phi,
-                               Jb, J_r^-1(theta) (9 each), tree/ball_springs.py chart_springs) */
+    double *blocks;         /* (nq, 9): the first nball hold each ball node's block */
+    double *JL, *JLh;       /* (nq, 9): the first nball hold J_L(xi) and J_L(xi / 2) of each chart's step */
+    double *turn_m, *turn_e; /* (nq, 9): the first nball hold exp(xi / 2) and exp(xi) (tree/step_charts.py) */
+    double *D2;             /* (nq, 3): the first nball hold each chart's next momentum before forcing */
+    double *spring;         /* (nq, 12): the first nball hold each chart spring at the midpoint (theta (3),
+                               J_r^-1(theta) (9), tree/ball_springs.py chart_springs at angle 0) */
+    double *qe;             /* (nq,) the coordinates of the step's end pose: q2, 0 on the charts */
     double *Obar, *X, *c, *Dinv; /* (nq, 18, 12), (nq, 12), (nq, 18), (nq, 3): its factor, by node member */
     double *obar, *zc, *xi; /* (nq, 18), (nq, 12), (nq,): solve scratch */
     double *delta;          /* (nq,) Newton step of q2 */
-    double *Dh1, *Dh2, *Y;  /* (nrow, nq) selected rows at q1 and at q2; J11^-1 G1^T by row */
+    double *Dh1, *Dh2, *Y;  /* (nrow, nq) selected rows at q1 and at the end (chart columns times J_R(xi));
+                               J11^-1 G1^T by row */
     double *schur, *dlam;   /* (nrow, nrow), (nrow,) Schur system of the loop rows */
     double *f;              /* (nq+nrow,) Newton residual */
     int64_t *unknown;       /* (nq,) index of each coordinate among the unknowns, -1 prescribed */
@@ -137,10 +140,12 @@ static int64_t carve(workspace *w, double *base, int64_t nq, int64_t nrow)
     w->d = take(base, &at, nq);
     w->blocks = take(base, &at, 9 * nq);
     w->JL = take(base, &at, 9 * nq);
-    w->cw = take(base, &at, 3 * nq);
-    w->dw = take(base, &at, 9 * nq);
-    w->Jb = take(base, &at, 9 * nq);
-    w->spring = take(base, &at, 30 * nq);
+    w->JLh = take(base, &at, 9 * nq);
+    w->turn_m = take(base, &at, 9 * nq);
+    w->turn_e = take(base, &at, 9 * nq);
+    w->D2 = take(base, &at, 3 * nq);
+    w->spring = take(base, &at, 12 * nq);
+    w->qe = take(base, &at, nq);
     w->Obar = take(base, &at, 216 * nq);
     w->X = take(base, &at, 12 * nq);
     w->c = take(base, &at, 18 * nq);
@@ -168,9 +173,11 @@ int64_t symplex_midpoint_scratch_size(int64_t nq, int64_t nbody, int64_t nforce,
     return carve(&w, NULL, nq, nrow);
 }
 
-/* Frame poses and world twist axes at q (kinematics.forward).
- * outputs: world (nq+1, 4, 4), S (nq+1, 6); inputs: tree, q (nq,). */
-static void forward_kinematics(const symplex_tree *tree, const double *q, double *world, double *S)
+/* Frame poses and world twist axes at q (kinematics.forward), each ball chart C1 turned by turn (nball, 3, 3)
+ * when it is given (the chart C1 turn of tree/step_charts.py: its placement rotation times turn).
+ * outputs: world (nq+1, 4, 4), S (nq+1, 6); inputs: tree, q (nq,), turn or NULL, ball (nq,) as workspace. */
+static void forward_kinematics(const symplex_tree *tree, const double *q, const double *turn, const int64_t *ball,
+                               double *world, double *S)
 {
     const int64_t nq = tree->nq;
     double *identity = world + 16 * nq;
@@ -181,7 +188,16 @@ static void forward_kinematics(const symplex_tree *tree, const double *q, double
         const int64_t kind = tree->dof_kind[f];
         const int ax = (int)(kind % 3);
         const double *P = tree->dof_placement + 16 * f, *A = world + 16 * parent;
-        double L[12]; /* parent_M_frame rows 0..2 = placement @ motion */
+        double L[12], turned[16]; /* parent_M_frame rows 0..2 = placement @ motion */
+        if (turn && ball[f] >= 0 && tree->ball_dofs[3 * ball[f]] == f) {
+            const double *T = turn + 9 * ball[f];
+            for (int i = 0; i < 3; ++i) {
+                for (int j = 0; j < 3; ++j)
+                    turned[4 * i + j] = P[4 * i] * T[j] + P[4 * i + 1] * T[3 + j] + P[4 * i + 2] * T[6 + j];
+                turned[4 * i + 3] = P[4 * i + 3];
+            }
+            P = turned;
+        }
         for (int i = 0; i < 3; ++i)
             for (int j = 0; j < 4; ++j) L[4 * i + j] = P[4 * i + j];
         if (kind <= 2) {
@@ -270,21 +286,86 @@ static void mat3_mul(const double *A, const double *B, double *C) /* C = A B */
         for (int j = 0; j < 3; ++j) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
 }
 
-/* Phi = Rx(psi0) Ry(psi1) Rz(psi2) and J_L with columns e_x, Rx e_y, Rx Ry e_z (kinematics.euler_chain) */
-static void euler_chain(const double *psi, double *Phi, double *JL)
+/* The coefficients of J_L at angle t (tree/step_charts.py _coefficients): cf = (b, c, b' / t, c' / t),
+ * b = (1 - cos t) / t^2, c = (t - sin t) / t^3, by their Taylor series below t = 0.1. */
+static void jl_coefficients(double t, double *cf)
 {
-    const double ca = cos(psi[0]), sa = sin(psi[0]), cb = cos(psi[1]), sb = sin(psi[1]);
-    const double cc = cos(psi[2]), sc = sin(psi[2]);
-    const double Rx[9] = {1.0, 0.0, 0.0, 0.0, ca, -sa, 0.0, sa, ca};
-    const double Ry[9] = {cb, 0.0, sb, 0.0, 1.0, 0.0, -sb, 0.0, cb};
-    const double Rz[9] = {cc, -sc, 0.0, sc, cc, 0.0, 0.0, 0.0, 1.0};
-    double RxRy[9];
-    mat3_mul(Rx, Ry, RxRy);
-    mat3_mul(RxRy, Rz, Phi);
+    const double t2 = t * t;
+    if (t < 0.1) {
+        cf[0] = 0.5 - t2 / 24 + t2 * t2 / 720 - t2 * t2 * t2 / 40320;
+        cf[1] = 1.0 / 6 - t2 / 120 + t2 * t2 / 5040 - t2 * t2 * t2 / 362880;
+        cf[2] = -1.0 / 12 + t2 / 180 - t2 * t2 / 6720 + t2 * t2 * t2 / 453600;
+        cf[3] = -1.0 / 60 + t2 / 1260 - t2 * t2 / 60480 + t2 * t2 * t2 / 4989600;
+        return;
+    }
+    const double h = sin(0.5 * t), sn = sin(t);
+    cf[0] = 2.0 * h * h / t2;
+    cf[1] = (t - sn) / (t2 * t);
+    cf[2] = sn / (t2 * t) - 4.0 * h * h / (t2 * t2);
+    cf[3] = (1.0 - cos(t)) / (t2 * t2) - 3.0 * (t - sn) / (t2 * t2 * t);
+}
+
+static void hat3(const double *v, double *X)
+{
+    X[0] = 0.0; X[1] = -v[2]; X[2] = v[1];
+    X[3] = v[2]; X[4] = 0.0; X[5] = -v[0];
+    X[6] = -v[1]; X[7] = v[0]; X[8] = 0.0;
+}
+
+/* J_L(xi) = I + b X + c X^2, X = hat(xi), row-major (tree/step_charts.py left_jacobian) */
+static void left_jacobian(const double *xi, double *JL)
+{
+    double cf[4], X[9], X2[9];
+    jl_coefficients(sqrt(dot3(xi, xi)), cf);
+    hat3(xi, X);
+    mat3_mul(X, X, X2);
+    for (int i = 0; i < 9; ++i) JL[i] = (i % 4 == 0 ? 1.0 : 0.0) + cf[0] * X[i] + cf[1] * X2[i];
+}
+
+/* exp(hat(xi)) = I + a X + b X^2, a = sin t / t, b = (1 - cos t) / t^2 (Rodrigues, groups.so3_exp) */
+static void so3_exp(const double *xi, double *R)
+{
+    const double t = sqrt(dot3(xi, xi)), t2 = t * t;
+    const double a = t < 0.1 ? 1.0 - t2 / 6 + t2 * t2 / 120 - t2 * t2 * t2 / 5040 + t2 * t2 * t2 * t2 / 362880
+                             : sin(t) / t;
+    double cf[4], X[9], X2[9];
+    jl_coefficients(t, cf);
+    hat3(xi, X);
+    mat3_mul(X, X, X2);
+    for (int i = 0; i < 9; ++i) R[i] = (i % 4 == 0 ? 1.0 : 0.0) + a * X[i] + cf[0] * X2[i];
+}
+
+/* out = d(J_L(xi)^T v)/dxi at fixed v (tree/step_charts.py left_jacobian_transpose_derivative):
+ * b hat(v) + c ((xi . v) I + xi v^T - 2 v xi^T) + (b'/t hat(v) xi + c'/t X^2 v) xi^T, row-major. */
+static void left_jacobian_transpose_derivative(const double *xi, const double *v, double *out)
+{
+    double cf[4], V[9], X[9], X2[9], Vxi[3], X2v[3];
+    jl_coefficients(sqrt(dot3(xi, xi)), cf);
+    hat3(v, V);
+    hat3(xi, X);
+    mat3_mul(X, X, X2);
+    const double xv = dot3(xi, v);
     for (int i = 0; i < 3; ++i) {
-        JL[3 * i] = i == 0 ? 1.0 : 0.0;
-        JL[3 * i + 1] = Rx[3 * i + 1];
-        JL[3 * i + 2] = RxRy[3 * i + 2];
+        Vxi[i] = dot3(V + 3 * i, xi);
+        X2v[i] = dot3(X2 + 3 * i, v);
+    }
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            out[3 * i + j] = cf[0] * V[3 * i + j] + cf[1] * ((i == j ? xv : 0.0) + xi[i] * v[j] - 2.0 * v[i] * xi[j])
+                             + (cf[2] * Vxi[i] + cf[3] * X2v[i]) * xi[j];
+}
+
+/* The step's charts of every ball from the chart coordinates of q2, xi (tree/step_charts.py step_charts):
+ * w->JL = J_L(xi), w->JLh = J_L(xi / 2), w->turn_m = exp(xi / 2), w->turn_e = exp(xi). */
+static void step_charts(const symplex_tree *tree, const double *q2, workspace *w)
+{
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        const double xi[3] = {q2[k[0]], q2[k[1]], q2[k[2]]}, half[3] = {0.5 * xi[0], 0.5 * xi[1], 0.5 * xi[2]};
+        left_jacobian(xi, w->JL + 9 * b);
+        left_jacobian(half, w->JLh + 9 * b);
+        so3_exp(half, w->turn_m + 9 * b);
+        so3_exp(xi, w->turn_e + 9 * b);
     }
 }
 
@@ -316,24 +397,21 @@ static void so3_log(const double *R, double *theta)
     for (int i = 0; i < 3; ++i) theta[i] = sign * factor * q[1 + i];
 }
 
-/* The spring of ball chart b at chart coordinates psi (ball_springs.chart_springs): sp = (theta (3), Phi (9),
- * Jb (9), J_r^-1(theta) (9)); theta = log(ball_rest^T place Phi(psi)) with place the chart's placement rotation. */
-static void chart_spring(const symplex_tree *tree, int64_t b, const double *psi, double *sp)
+/* The spring of ball chart b at angle 0 in the chart C1 turn (ball_springs.chart_springs, Jb = I): sp = (theta (3),
+ * J_r^-1(theta) (9)); theta = log(ball_rest^T place turn) with place the chart's placement rotation (C1 in it). */
+static void chart_spring(const symplex_tree *tree, int64_t b, const double *turn, double *sp)
 {
-    double *theta = sp, *Phi = sp + 3, *Jb = sp + 12, *Jri = sp + 21, JL[9], place[9], PP[9], M[9];
+    double *theta = sp, *Jri = sp + 3, place[9], PP[9], M[9];
     const double *rest = tree->ball_rest + 9 * b;
-    euler_chain(psi, Phi, JL);
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) Jb[3 * i + j] = Phi[i] * JL[j] + Phi[3 + i] * JL[3 + j] + Phi[6 + i] * JL[6 + j];
     rot_of(tree->dof_placement + 16 * tree->ball_dofs[3 * b], place);
-    mat3_mul(place, Phi, PP);
+    mat3_mul(place, turn, PP);
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) M[3 * i + j] = rest[i] * PP[j] + rest[3 + i] * PP[3 + j] + rest[6 + i] * PP[6 + j];
     so3_log(M, theta);
     const double t = sqrt(dot3(theta, theta));
     const double c = t < 1e-6 ? 1.0 / 12.0 + t * t / 720.0 : 1.0 / (t * t) - 1.0 / (2.0 * t * tan(0.5 * t));
-    const double T[9] = {0.0, -theta[2], theta[1], theta[2], 0.0, -theta[0], -theta[1], theta[0], 0.0};
-    double TT[9];
+    double T[9], TT[9];
+    hat3(theta, T);
     mat3_mul(T, T, TT);
     for (int i = 0; i < 9; ++i) Jri[i] = (i % 4 == 0 ? 1.0 : 0.0) + 0.5 * T[i] + c * TT[i];
 }
@@ -422,14 +500,13 @@ static void first_order_terms(const symplex_tree *tree, const double *force_vect
         kinetic += w->v[a] * w->p[a];
         potential += 0.5 * spring * (w->qm[a] - tree->dof_rest[a]);
     }
-    for (int64_t b = 0; b < tree->nball; ++b) {  /* ball and free rotations: Q = -k Jb^T theta on the chart */
+    for (int64_t b = 0; b < tree->nball; ++b) {  /* ball and free rotations: Q = -k theta at angle 0 in Cm */
         const double k = tree->ball_stiffness[b];
         if (k == 0.0) continue;
         const int64_t *dof = tree->ball_dofs + 3 * b;
-        const double psi[3] = {w->qm[dof[0]], w->qm[dof[1]], w->qm[dof[2]]};
-        double *sp = w->spring + 30 * b;
-        chart_spring(tree, b, psi, sp);
-        for (int i = 0; i < 3; ++i) w->Q[dof[i]] -= k * (sp[12 + i] * sp[0] + sp[15 + i] * sp[1] + sp[18 + i] * sp[2]);
+        double *sp = w->spring + 12 * b;
+        chart_spring(tree, b, w->turn_m + 9 * b, sp);
+        for (int i = 0; i < 3; ++i) w->Q[dof[i]] -= k * sp[i];
         potential += 0.5 * k * dot3(sp, sp);
     }
     *energy = 0.5 * kinetic + potential;
@@ -457,9 +534,9 @@ static void axis_terms(const double *I, const double *H, const double *W, const 
  * J11[a][b] = U_b . x_a for b above a's node, J11[a][c] = R_a . Yc_c for c below it, zero between branches,
  * with U_a = (Sdot_a, S_a), R_a = (U_a, 0), Yc_a = (y_a, G_a + 2 Ic S_a / dt):
  *   x_a = (dt/4 G - Ic S/2, dt/4 X + G/2 - Ic S/dt),  y_a = (dt/4 G + Ic S/2, dt/4 X - G/2 - Ic S/dt),
- *   d_a = dt/4 (Sdot . G + S . X - k) - S . Ic S/dt - (damping + gain)/2,
- * and each ball node's 3 x 3 block from the same pairs (ball_rows replaces the ball nodes' rows).
- * outputs: w->U, w->x, w->R, w->Yc, w->d, w->blocks; inputs: the first-order terms in w. O(nq). */
+ *   d_a = dt/4 (Sdot . G + S . X - k) - S . Ic S/dt - (damping + gain)/2
+ * (ball_rows then replaces the ball coordinates' U, x, R, Yc and sets their nodes' blocks).
+ * outputs: w->U, w->x, w->R, w->Yc, w->d; inputs: the first-order terms in w. O(nq). */
 static void tree_jacobian(const symplex_tree *tree, double dt, workspace *w)
 {
     const int64_t nq = tree->nq;
@@ -483,173 +560,129 @@ static void tree_jacobian(const symplex_tree *tree, double dt, workspace *w)
         w->d[a] = 0.25 * dt * (dot6(Sda, G) + dot6(Sa, X) - tree->dof_stiffness[a]) - dot6(Sa, IcS) / dt
                   - 0.5 * (tree->dof_damping[a] + tree->dof_motor_gain[a]);
     }
-    for (int64_t b = 0; b < tree->nball; ++b) {
-        const int64_t *k = tree->ball_dofs + 3 * b;
-        double *block = w->blocks + 9 * b;
-        for (int i = 0; i < 3; ++i) {
-            block[4 * i] = w->d[k[i]];
-            for (int j = 0; j < i; ++j) {
-                block[3 * i + j] = dot6(w->U + 12 * k[j], w->x + 12 * k[i]) + dot6(w->U + 12 * k[j] + 6, w->x + 12 * k[i] + 6);
-                block[3 * j + i] = dot6(w->U + 12 * k[j], w->Yc + 18 * k[i]) + dot6(w->U + 12 * k[j] + 6, w->Yc + 18 * k[i] + 6);
-            }
-        }
-    }
 }
 
 static double dot12(const double *a, const double *b) { return dot6(a, b) + dot6(a + 6, b + 6); }
 
-/* twist of a rotation about axis e through point o: (e, o x e) */
-static void rotation_twist(const double *e, const double *o, double *out)
+/* x solving the 3 x 3 system A x = y (row-major A, Cramer's rule; A = J_L(xi) is invertible for |xi| < 2 pi) */
+static void solve3(const double *A, const double *y, double *x)
 {
-    out[0] = e[0]; out[1] = e[1]; out[2] = e[2];
-    cross3(o, e, out + 3);
+    double c0[3], c1[3], c2[3], r[3];
+    const double a0[3] = {A[0], A[3], A[6]}, a1[3] = {A[1], A[4], A[7]}, a2[3] = {A[2], A[5], A[8]};
+    cross3(a1, a2, c0);
+    cross3(a2, a0, c1);
+    cross3(a0, a1, c2);
+    const double det = dot3(a0, c0);
+    r[0] = dot3(y, c0); r[1] = dot3(y, c1); r[2] = dot3(y, c2);
+    for (int i = 0; i < 3; ++i) x[i] = r[i] / det;
 }
 
-/* Each chart's step rotation Phi(psi) = A2^T R_F (q1 = 0) as a Cayley vector w = 2 vee(Phi - Phi^T)/(1 + tr Phi),
- * the body Jacobian Jb = R_F^T (w2_0 w2_1 w2_2) of Phi and dw/dpsi = (I + hat(w)/2 + w w^T/4) Jb
- * (tree/lie_rows.py chart_increments), from the pose at q2 (w->world2, w->S2). outputs: w->cw, w->Jb, w->dw. */
-static void chart_increments(const symplex_tree *tree, workspace *w)
+/* (y, t) = column_vectors of an axis with axis_terms (IcS, G, X) (tree/articulated.py column_vectors) */
+static void column_vectors(const double *IcS, const double *G, const double *X, double dt, double *Yc)
 {
-    const int64_t nq = tree->nq;
-    for (int64_t b = 0; b < tree->nball; ++b) {
-        const int64_t *k = tree->ball_dofs + 3 * b, P = tree->dof_parent[k[0]] < 0 ? nq : tree->dof_parent[k[0]];
-        double place[9], P2[9], A2[9], RF[9], Phi[9], inv[9];
-        double *cw = w->cw + 3 * b, *Jb = w->Jb + 9 * b, *dw = w->dw + 9 * b;
-        rot_of(tree->dof_placement + 16 * k[0], place);
-        rot_of(w->world2 + 16 * P, P2);
-        mat3_mul(P2, place, A2);
-        rot_of(w->world2 + 16 * k[2], RF);
-        for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 3; ++j) {
-                Phi[3 * i + j] = A2[i] * RF[j] + A2[3 + i] * RF[3 + j] + A2[6 + i] * RF[6 + j];
-                Jb[3 * i + j] = RF[i] * w->S2[6 * k[j]] + RF[3 + i] * w->S2[6 * k[j] + 1] + RF[6 + i] * w->S2[6 * k[j] + 2];
-            }
-        const double s = 2.0 / (1.0 + Phi[0] + Phi[4] + Phi[8]);
-        cw[0] = s * (Phi[7] - Phi[5]);
-        cw[1] = s * (Phi[2] - Phi[6]);
-        cw[2] = s * (Phi[3] - Phi[1]);
-        const double W[9] = {0.0, -cw[2], cw[1], cw[2], 0.0, -cw[0], -cw[1], cw[0], 0.0};
-        for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 3; ++j) inv[3 * i + j] = (i == j ? 1.0 : 0.0) + 0.5 * W[3 * i + j] + 0.25 * cw[i] * cw[j];
-        mat3_mul(inv, Jb, dw);
+    for (int r = 0; r < 6; ++r) {
+        Yc[r] = 0.25 * dt * G[r] + 0.5 * IcS[r];
+        Yc[6 + r] = 0.25 * dt * X[r] - 0.5 * G[r] - IcS[r] / dt;
+        Yc[12 + r] = G[r] + 2.0 * IcS[r] / dt;
     }
 }
 
-/* What a chart spring adds to its ball node's block (ball_springs.chart_row_terms): with u_j the columns of Jb
- * and L_i those of J_L(psi), dF_i/dpsi_j += -dt/4 Q_q[i][j] - dt k inner[i][j],
- * Q_q[i][j] = -k (u_i . Jri u_j + (u_i x u_j) . theta [j > i]),
- * inner[i][j] = L_i . Phi (u_j x theta + Jri u_j) / 2 + (L_j x L_i) . as [j < i], as = Phi theta.
- * inputs: sp (30) = chart_spring at psi/2, JL (9) row-major J_L(psi); output: block (9) updated. */
-static void spring_block(double k, double dt, const double *sp, const double *JL, const double *as, double *block)
-{
-    const double *theta = sp, *Phi = sp + 3, *Jb = sp + 12, *Jri = sp + 21;
-    double u[3][3], L[3][3];
-    for (int i = 0; i < 3; ++i)
-        for (int r = 0; r < 3; ++r) { u[i][r] = Jb[3 * r + i]; L[i][r] = JL[3 * r + i]; }
-    for (int j = 0; j < 3; ++j) {
-        double Ju[3], turn[3], Pt[3];
-        for (int r = 0; r < 3; ++r) Ju[r] = dot3(Jri + 3 * r, u[j]);
-        cross3(u[j], theta, turn);
-        for (int r = 0; r < 3; ++r) turn[r] += Ju[r];
-        for (int r = 0; r < 3; ++r) Pt[r] = dot3(Phi + 3 * r, turn);
-        for (int i = 0; i < 3; ++i) {
-            double qq = dot3(u[i], Ju), inner = 0.5 * dot3(L[i], Pt), c[3];
-            if (j > i) { cross3(u[i], u[j], c); qq += dot3(c, theta); }
-            if (j < i) { cross3(L[j], L[i], c); inner += dot3(c, as); }
-            block[3 * i + j] += 0.25 * dt * k * qq - dt * k * inner;
-        }
-    }
-}
-
-/* The Lie group rows of every ball chart (tree/lie_rows.py, formulas in its docstring), at the midpoint
- * terms in w and the pose at q2 (w->world2, w->S2); q1 = 0 on the chart coordinates.
- * outputs: F (nq,) residual by coordinate (written at the chart coordinates only);
- *          with jacobian != 0 also w->x, w->R rows of the chart coordinates and w->blocks (tree_jacobian first);
- *          w->JL (nball, 3, 3) J_L(psi), column i = axis i in chart axes.
- * inputs:  pbar (nq,) = p1 + dt/2 f_c - Dh1^T lam by coordinate (read at the chart coordinates). */
-static void ball_rows(const symplex_tree *tree, double dt, workspace *w, const double *pbar, double *F, int jacobian)
+/* The Lie group rows of every ball chart in its step's rotation vector xi (tree/lie_rows.py, formulas in its
+ * docstring), at the midpoint terms in w (primitives at angle 0 in C1 exp(xi / 2), E_i = w->S of the chart's
+ * coordinates) and the step's charts (step_charts).
+ * outputs: F (nq,) residual by coordinate (written at the chart coordinates only); w->D2 (nball, 3) the next
+ *          momenta before forcing; returns max over charts of |F| / scale (the chart residual);
+ *          with jacobian != 0 also w->U, w->Yc, w->x, w->R of the chart coordinates and w->blocks
+ *          (tree_jacobian first).
+ * inputs:  q2 (nq,) the iterate (xi at the chart coordinates); pbar (nq,) = p1 + dt/2 f_c - Dh1^T lam by
+ *          coordinate (read at the chart coordinates). */
+static double ball_rows(const symplex_tree *tree, double dt, workspace *w, const double *q2, const double *pbar,
+                        double *F, int jacobian)
 {
     const int64_t nq = tree->nq;
+    double residual = 0.0;
     for (int64_t b = 0; b < tree->nball; ++b) {
         const int64_t *k = tree->ball_dofs + 3 * b, base = k[0];
         const int64_t P = tree->dof_parent[base] < 0 ? nq : tree->dof_parent[base];
-        double place[9], Pm[9], P2[9], Am[9], A2[9], rel[9], w2[9], o[3], a2p[3], Et[18], Etdot[18];
-        double *JL = w->JL + 9 * b;
-        const double *VP = w->V + 6 * P, *H = w->H + 6 * base, *Wb = w->W + 6 * base;
-        rot_of(tree->dof_placement + 16 * base, place);
-        rot_of(w->world + 16 * P, Pm);
-        rot_of(w->world2 + 16 * P, P2);
-        mat3_mul(Pm, place, Am);
-        mat3_mul(P2, place, A2);
+        const double *VP = w->V + 6 * P, *H = w->H + 6 * base, *Wb = w->W + 6 * base, *Ic = w->Ic + INERTIA * base;
+        const double *K = w->K + 9 * base, *JL = w->JL + 9 * b, *JLh = w->JLh + 9 * b;
+        const double xi[3] = {q2[k[0]], q2[k[1]], q2[k[2]]}, ks = tree->ball_stiffness[b];
+        double gamma_dyn[3], gamma[3], eta[3], pb[3], rhs[3], t6[6];
+        double scale = 1.0;
+        for (int i = 0; i < 3; ++i) {  /* gamma_i = ad(V_P) E_i . H + E_i . W + spring torque */
+            const double *E = w->S + 6 * k[i];
+            ad_twist(VP, E, t6);
+            gamma_dyn[i] = dot6(t6, H) + dot6(E, Wb);
+            gamma[i] = gamma_dyn[i] - (ks != 0.0 ? ks * w->spring[12 * b + i] : 0.0);  /* spring: -k theta */
+            eta[i] = w->p[k[i]];
+            pb[i] = pbar[k[i]];
+        }
+        /* F = J_L^T pbar + dt/2 J_L(xi/2)^T gamma - eta, D2 = J_L^-1 (dt/2 J_L(xi/2) gamma + eta) */
         for (int i = 0; i < 3; ++i) {
-            o[i] = w->world[16 * base + 4 * i + 3];
-            for (int j = 0; j < 3; ++j) {
-                w2[3 * i + j] = w->S2[6 * k[i] + j];
-                rel[3 * i + j] = Am[3 * i] * A2[3 * j] + Am[3 * i + 1] * A2[3 * j + 1] + Am[3 * i + 2] * A2[3 * j + 2];
-            }
-            a2p[i] = A2[3 * i] * pbar[k[0]] + A2[3 * i + 1] * pbar[k[1]] + A2[3 * i + 2] * pbar[k[2]];
+            F[k[i]] = JL[i] * pb[0] + JL[3 + i] * pb[1] + JL[6 + i] * pb[2]
+                      + 0.5 * dt * (JLh[i] * gamma[0] + JLh[3 + i] * gamma[1] + JLh[6 + i] * gamma[2]) - eta[i];
+            rhs[i] = 0.5 * dt * dot3(JLh + 3 * i, gamma) + eta[i];
+            scale = fmax(scale, fmax(fabs(pb[i]), fmax(0.5 * dt * fabs(gamma[i]), fabs(eta[i]))));
         }
-        for (int j = 0; j < 3; ++j) /* JL[j][i] = (A2^T w2_i)_j */
-            for (int i = 0; i < 3; ++i) JL[3 * j + i] = A2[j] * w2[3 * i] + A2[3 + j] * w2[3 * i + 1] + A2[6 + j] * w2[3 * i + 2];
-        for (int i = 0; i < 3; ++i) {
-            double e[3];
-            for (int r = 0; r < 3; ++r) e[r] = dot3(rel + 3 * r, w2 + 3 * i);
-            rotation_twist(e, o, Et + 6 * i);
-            ad_twist(VP, Et + 6 * i, Etdot + 6 * i);
-            F[k[i]] = dot3(w2 + 3 * i, a2p) + dt * (dot6(Etdot + 6 * i, H) + dot6(Et + 6 * i, Wb))
-                      - (0.5 * dt * (w->g[k[i]] + w->Q[k[i]]) + w->p[k[i]]);
-        }
-        const double ks = tree->ball_stiffness[b], *sp = w->spring + 30 * b;
-        double as[3] = {0.0, 0.0, 0.0};  /* the spring's chart derivative: -dt k J_L^T Phi(psi/2) theta */
-        if (ks != 0.0) {
-            for (int r = 0; r < 3; ++r) as[r] = dot3(sp + 3 + 3 * r, sp);
-            for (int i = 0; i < 3; ++i) F[k[i]] -= dt * ks * (JL[i] * as[0] + JL[3 + i] * as[1] + JL[6 + i] * as[2]);
-        }
+        solve3(JL, rhs, w->D2 + 3 * b);
+        for (int i = 0; i < 3; ++i) residual = fmax(residual, fabs(F[k[i]]) / scale);
         if (!jacobian) continue;
-        double xD2[3][12], *block = w->blocks + 9 * b;
-        for (int i = 0; i < 3; ++i) {
-            const double *Yc = w->Yc + 18 * k[i];
-            for (int r = 0; r < 12; ++r) xD2[i][r] = Yc[r] + (r >= 6 ? Yc[6 + r] : 0.0);
+
+        /* columns: S'_j = sum_m J_L(xi/2)[j][m] E_m, U_j = (Sdot'_j, S'_j), Yc_j = column_vectors(S'_j) */
+        double IcS[6], G[6], X[6];
+        for (int j = 0; j < 3; ++j) {
+            double *U = w->U + 12 * k[j], *Sp = U + 6, *Spdot = U;
+            for (int r = 0; r < 6; ++r) Sp[r] = JLh[3 * j] * w->S[6 * k[0] + r] + JLh[3 * j + 1] * w->S[6 * k[1] + r]
+                                                + JLh[3 * j + 2] * w->S[6 * k[2] + r];
+            ad_twist(VP, Sp, Spdot);
+            for (int r = 0; r < 6; ++r) Spdot[r] += 2.0 * (w->S[6 * k[j] + r] - Sp[r]) / dt;
+            axis_terms(Ic, H, Wb, K, Sp, Spdot, IcS, G, X);
+            column_vectors(IcS, G, X, dt, w->Yc + 18 * k[j]);
         }
+        /* rows: Ehat_i = sum_m J_L(xi/2)[m][i] E_m, x_i, R_i = (ad(V_P) Ehat_i, Ehat_i, (Ehat_i - E_i) / 2) */
         for (int i = 0; i < 3; ++i) {
-            const int64_t a = k[i];
-            double IcS[6], G[6], X[6], *x = w->x + 12 * a, *R = w->R + 18 * a;
-            axis_terms(w->Ic + INERTIA * base, H, Wb, w->K + 9 * base, Et + 6 * i, Etdot + 6 * i, IcS, G, X);
+            const double *E = w->S + 6 * k[i];
+            double *x = w->x + 12 * k[i], *R = w->R + 18 * k[i], *Ehat = R + 6, IcE[6];
+            for (int r = 0; r < 6; ++r) Ehat[r] = JLh[i] * w->S[6 * k[0] + r] + JLh[3 + i] * w->S[6 * k[1] + r]
+                                                  + JLh[6 + i] * w->S[6 * k[2] + r];
+            ad_twist(VP, Ehat, R);
+            for (int r = 0; r < 6; ++r) R[12 + r] = 0.5 * (Ehat[r] - E[r]);
+            axis_terms(Ic, H, Wb, K, Ehat, R, IcS, G, X);
+            inertia_apply(Ic, E, IcE);
             for (int r = 0; r < 6; ++r) {
-                x[r] = 0.5 * dt * G[r] - xD2[i][r];
-                x[6 + r] = 0.5 * dt * X[r] + G[r] - xD2[i][6 + r];
-                R[r] = 2.0 * Etdot[6 * i + r] - w->Sdot[6 * a + r];
-                R[6 + r] = 2.0 * Et[6 * i + r] - w->S[6 * a + r];
-                R[12 + r] = Et[6 * i + r] - w->S[6 * a + r];
+                x[r] = 0.25 * dt * G[r] - 0.5 * IcE[r];
+                x[6 + r] = 0.25 * dt * X[r] + 0.5 * G[r] - IcE[r] / dt;
             }
-            const double *Sa = w->S + 6 * a, *Sda = w->Sdot + 6 * a;
-            axis_terms(w->Ic + INERTIA * a, w->H + 6 * a, w->W + 6 * a, w->K + 9 * a, Sa, Sda, IcS, G, X);
-            const double dD2 = 0.25 * dt * (dot6(Sda, G) + dot6(Sa, X) - tree->dof_stiffness[a]) + dot6(Sda, IcS)
-                               + dot6(Sa, IcS) / dt;
+        }
+        /* own block: R_i . Yc_j + d(J_L^T pbar)/dxi - J_L^T diag(damping + gain) / 2 + dt/4 d(J_L(xi/2)^T gamma)/dxi
+         * + dt/2 (u_j x L_i) . gamma_dyn - (u_j x e_i) . eta + spring, u_j = J_L(xi/2)[j, :] / 2, L_i its column i */
+        double *block = w->blocks + 9 * b, dp[9], dg[9];
+        const double *Jri = w->spring + 12 * b + 3;
+        const double half[3] = {0.5 * xi[0], 0.5 * xi[1], 0.5 * xi[2]};
+        left_jacobian_transpose_derivative(xi, pb, dp);
+        left_jacobian_transpose_derivative(half, gamma, dg);
+        for (int i = 0; i < 3; ++i) {
+            const double L[3] = {JLh[i], JLh[3 + i], JLh[6 + i]}, e[3] = {i == 0, i == 1, i == 2};
             for (int j = 0; j < 3; ++j) {
-                const double *Ycj = w->Yc + 18 * k[j];
-                double value = 2.0 * (dot6(Etdot + 6 * i, Ycj) + dot6(Et + 6 * i, Ycj + 6)) + dot6(Et + 6 * i, Ycj + 12);
-                for (int r = 0; r < 3; ++r)  // J_L^T d(dt/2 f_c(w / dt))/dpsi: damping and servo
-                    value -= 0.5 * JL[3 * r + i] * (tree->dof_damping[k[r]] + tree->dof_motor_gain[k[r]]) * w->dw[9 * b + 3 * r + j];
-                if (j < i) {
-                    double turn[3], de[3], dE[6], t[6];
-                    cross3(w2 + 3 * j, w2 + 3 * i, turn);
-                    value += dot3(turn, a2p);
-                    for (int r = 0; r < 3; ++r) de[r] = dot3(rel + 3 * r, turn);
-                    rotation_twist(de, o, dE);
-                    ad_twist(VP, dE, t);
-                    value += dt * (dot6(t, H) + dot6(dE, Wb));
-                    value -= dot12(w->U + 12 * k[j], xD2[i]);
-                } else if (j > i) {
-                    value -= dot12(w->U + 12 * a, xD2[j]);
-                } else {
-                    value -= dD2;
+                const double u[3] = {0.5 * JLh[3 * j], 0.5 * JLh[3 * j + 1], 0.5 * JLh[3 * j + 2]};
+                const int64_t c = k[j];
+                double uL[3], ue[3];
+                cross3(u, L, uL);
+                cross3(u, e, ue);
+                double value = dot6(w->R + 18 * k[i], w->Yc + 18 * c) + dot12(w->R + 18 * k[i] + 6, w->Yc + 18 * c + 6)
+                               + dp[3 * i + j] - 0.5 * JL[3 * j + i] * (tree->dof_damping[c] + tree->dof_motor_gain[c])
+                               + 0.25 * dt * dg[3 * i + j] + 0.5 * dt * dot3(uL, gamma_dyn) - dot3(ue, eta);
+                if (ks != 0.0) {  /* dt/2 J_L(xi/2)^T dgamma/dxi, dgamma/dxi = -k J_r^-1 J_L(xi/2)^T / 2 */
+                    double t = 0.0;
+                    for (int m = 0; m < 3; ++m)
+                        for (int n = 0; n < 3; ++n) t += JLh[3 * m + i] * Jri[3 * m + n] * JLh[3 * j + n];
+                    value -= 0.25 * dt * ks * t;
                 }
                 block[3 * i + j] = value;
             }
         }
-        if (ks != 0.0) spring_block(ks, dt, sp, JL, as, block);
     }
+    return residual;
 }
 
 /* D^-1 for an s x s block (s = 1 or 3), row-major into inv; returns 1 when singular or not finite */
@@ -861,31 +894,26 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
     double scale = 1.0, energy = 0.0, r1 = 0.0, r2 = 0.0, ops = 0.0;
     for (int64_t k = 0; k < nq; ++k) scale = fabs(p1[k]) > scale ? fabs(p1[k]) : scale;
     if (nsel) {
-        forward_kinematics(tree, q1, w.world2, w.S2);
+        forward_kinematics(tree, q1, NULL, w.ball, w.world2, w.S2);
         for (int64_t i = 0; i < nsel; ++i) loop_row(tree, w.world2, w.S2, rows[i], w.Dh1 + i * nq);
     }
 
     int64_t status = SYMPLEX_CONVERGED, it = 0;
+    double chart_residual = 0.0;
     for (;;) {
+        // on a chart q1 = 0 and q2 = xi: the pose is C1 exp(xi / 2) mid-step and C1 exp(xi) at its end, with the
+        // chart's primitives at angle 0 there, and v = xi / dt its body angular velocity (tree/step_charts.py)
+        step_charts(tree, q2, &w);
         for (int64_t k = 0; k < nq; ++k) {
-            w.qm[k] = 0.5 * (q1[k] + q2[k]);
+            w.qm[k] = w.ball[k] >= 0 ? 0.0 : 0.5 * (q1[k] + q2[k]);
+            w.qe[k] = w.ball[k] >= 0 ? 0.0 : q2[k];
             w.v[k] = (q2[k] - q1[k]) / dt;
             w.fc[k] = -tree->dof_damping[k] * w.v[k] + tree->dof_motor_gain[k] * (tree->dof_motor_velocity[k] - w.v[k]);
             w.fc[k] += torque[k];
         }
-        forward_kinematics(tree, w.qm, w.world, w.S);
+        forward_kinematics(tree, w.qm, w.turn_m, w.ball, w.world, w.S);
         first_order_terms(tree, force_vector, &w, &energy);
-        if (nrow || tree->nball) forward_kinematics(tree, q2, w.world2, w.S2);
-        if (tree->nball) {  // a chart's damping, servo and torque act at its Cayley velocity w / dt
-            chart_increments(tree, &w);
-            for (int64_t b = 0; b < tree->nball; ++b)
-                for (int i = 0; i < 3; ++i) {
-                    const int64_t k = tree->ball_dofs[3 * b + i];
-                    const double rate = w.cw[3 * b + i] / dt;
-                    w.fc[k] = -tree->dof_damping[k] * rate + tree->dof_motor_gain[k] * (tree->dof_motor_velocity[k] - rate)
-                              + torque[k];
-                }
-        }
+        if (nrow) forward_kinematics(tree, w.qe, w.turn_e, w.ball, w.world2, w.S2);
         for (int64_t k = 0; k < nq; ++k) {
             const int64_t u = w.unknown[k];
             if (u < 0) continue;
@@ -899,7 +927,7 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
                 w.delta[k] = p1[k] + 0.5 * dt * w.fc[k];
                 for (int64_t i = 0; i < nsel; ++i) w.delta[k] -= w.Dh1[i * nq + k] * lam[i];
             }
-            ball_rows(tree, dt, &w, w.delta, w.xi, 0);
+            chart_residual = ball_rows(tree, dt, &w, q2, w.delta, w.xi, 0);
             for (int64_t k = 0; k < nq; ++k)
                 if (w.ball[k] >= 0) w.f[w.unknown[k]] = w.xi[k];
         }
@@ -915,15 +943,16 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             for (int64_t i = 0; i < nsel; ++i) w.f[nd + i] = h2[rows[i]];
         }
         r2 = max_abs(nsel, w.f + nd);
-        // loop rows get a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR): redundant rows follow them under tol
-        if (r1 <= tol * scale_it && r2 <= 0.1 * tol) break;
+        // loop rows get a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR): redundant rows follow them under tol;
+        // chart rows are held to their own terms (midpoint._newton)
+        if (r1 <= tol * scale_it && r2 <= 0.1 * tol && chart_residual <= tol) break;
         if (!isfinite(r1 + r2)) { status = SYMPLEX_NOT_FINITE; break; }
         if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }
 
         // the exact Newton step, O(nq) per loop row (tree/articulated.py newton_direction):
         // delta = a + Y dlam, a = J11^-1 (-f1), Y = J11^-1 Dh1^T, (Dh2 Y) dlam = -f2 - Dh2 a
         tree_jacobian(tree, dt, &w);
-        if (tree->nball) ball_rows(tree, dt, &w, w.delta, w.xi, 1);  // w.delta still holds pbar
+        if (tree->nball) ball_rows(tree, dt, &w, q2, w.delta, w.xi, 1);  // w.delta still holds pbar
         if (factor(tree, &w, &ops)) { status = SYMPLEX_SINGULAR; break; }
         for (int64_t k = 0; k < nq; ++k) w.delta[k] = w.unknown[k] >= 0 ? -w.f[w.unknown[k]] : 0.0;
         solve_tree(tree, &w, w.delta, &ops);
@@ -931,10 +960,14 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             double *Dh2 = w.Dh2 + i * nq, *Y = w.Y + i * nq;
             loop_row(tree, w.world2, w.S2, rows[i], Dh2);
             memcpy(Y, w.Dh1 + i * nq, (size_t)nq * sizeof(double));
-            for (int64_t b = 0; b < tree->nball; ++b) {  // G1 on a chart's rows: Dh1 times J_L(psi)
+            for (int64_t b = 0; b < tree->nball; ++b) {  // chart columns: Dh1 times J_L(xi), Dh2 times J_R(xi) = J_L(xi)^T
                 const int64_t *k = tree->ball_dofs + 3 * b;
                 const double *JL = w.JL + 9 * b, *row = w.Dh1 + i * nq;
-                for (int c = 0; c < 3; ++c) Y[k[c]] = row[k[0]] * JL[c] + row[k[1]] * JL[3 + c] + row[k[2]] * JL[6 + c];
+                const double end[3] = {Dh2[k[0]], Dh2[k[1]], Dh2[k[2]]};
+                for (int c = 0; c < 3; ++c) {
+                    Y[k[c]] = row[k[0]] * JL[c] + row[k[1]] * JL[3 + c] + row[k[2]] * JL[6 + c];
+                    Dh2[k[c]] = dot3(JL + 3 * c, end);
+                }
             }
             solve_tree(tree, &w, Y, &ops);
         }
@@ -956,15 +989,11 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
     }
 
     for (int64_t k = 0; k < nq; ++k) p2[k] = 0.5 * dt * (w.g[k] + w.Q[k]) + w.p[k] + 0.5 * dt * w.fc[k];
-    for (int64_t b = 0; b < tree->nball; ++b) {  // f+ on a chart: the body impulse at C2 in its coordinates
-        const int64_t *k = tree->ball_dofs + 3 * b;
-        const double *Jb = w.Jb + 9 * b;
+    for (int64_t b = 0; b < tree->nball; ++b)  // on a chart: the body covector at C2, D2 + dt/2 f_c (tree/lie_rows.py)
         for (int i = 0; i < 3; ++i) {
-            double f = 0.0;
-            for (int j = 0; j < 3; ++j) f += Jb[3 * j + i] * 0.5 * dt * w.fc[k[j]];
-            p2[k[i]] += f - 0.5 * dt * w.fc[k[i]];
+            const int64_t k = tree->ball_dofs[3 * b + i];
+            p2[k] = w.D2[3 * b + i] + 0.5 * dt * w.fc[k];
         }
-    }
     stats[0] = energy;
     stats[1] = r1;
     stats[2] = max_abs(nrow, h2);

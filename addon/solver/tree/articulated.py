@@ -84,17 +84,24 @@ def axis_terms(S: np.ndarray, Sdot: np.ndarray, Ic: np.ndarray, H: np.ndarray, W
     return IcS, G, X
 
 
+def column_vectors(IcS: np.ndarray, G: np.ndarray, X: np.ndarray, dt: float) -> np.ndarray:
+    """Yc = (y, t) (..., 18) of columns whose variation moves their subtree by the pose twist S / 2 and the
+    velocity twist S / dt + Sdot / 2 at the midpoint ((IcS, G, X) = axis_terms of that S, Sdot)."""
+    return np.concatenate([0.25 * dt * G + 0.5 * IcS, 0.25 * dt * X - 0.5 * G - IcS / dt, G + 2.0 * IcS / dt],
+                          axis=-1)
+
+
 def tree_jacobian(model: TreeModel, tm: Terms, dt: float) -> TreeJacobian:
     """The tree form of J11 at the midpoint terms tm (dynamics.terms), O(n)."""
     S, Sdot = tm.S, tm.Sdot
     IcS, G, X = axis_terms(S, Sdot, tm.Ic, tm.H, tm.W, tm.K)
     U = np.concatenate([Sdot, S], axis=1)
     x = np.concatenate([0.25 * dt * G - 0.5 * IcS, 0.25 * dt * X + 0.5 * G - IcS / dt], axis=1)
-    y = np.concatenate([0.25 * dt * G + 0.5 * IcS, 0.25 * dt * X - 0.5 * G - IcS / dt], axis=1)
     d = (0.25 * dt * (np.einsum("ai,ai->a", Sdot, G) + np.einsum("ai,ai->a", S, X) - model.dof_stiffness)
          - np.einsum("ai,ai->a", S, IcS) / dt - 0.5 * (model.dof_damping + model.dof_motor_gain))
     R = np.concatenate([U, np.zeros((model.nq, 6))], axis=1)
-    Yc = np.concatenate([y, G + 2.0 * IcS / dt], axis=1)
+    Yc = column_vectors(IcS, G, X, dt)
+    y = Yc[:, :12]
     # a ball node's own block, plain DEL rows: the chain rx -> ry -> rz inside it is tree-structured too
     k = model.ball_dofs
     blocks = np.zeros((len(k), 3, 3))

@@ -13,8 +13,8 @@ theta (the hat(theta) terms annihilate theta), so
 In chart coordinates (R = C Phi(q), Phi^-1 dPhi = hat(Jb dq), u_i = column i of Jb, d u_i/dq_j = u_i x u_j for
 j > i and 0 otherwise) the generalized force and its derivative are
   Q = -dV/dq = -k Jb^T theta,   dQ_i/dq_j = -k ((u_i x u_j) . theta [j > i] + u_i . J_r^-1 u_j).
-The chart's own derivative (C -> C exp(eta) at fixed q, which the Lie group rows of lie_rows.py read) is
-dV/deta = k Phi(q) theta. V has a cusp at |theta| = pi (the rotation farthest from the rest, where theta
+The Lie group rows of lie_rows.py read the spring at chart coordinates 0 (Jb = I): its torque in body axes
+Q = -k theta and d(k theta)/dxi = k J_r^-1(theta) for body-frame turns. V has a cusp at |theta| = pi (the rotation farthest from the rest, where theta
 flips to -theta): a body spinning through it gets an O(dt) energy error per crossing that does not accumulate
 (measured: band 6.3 % at dt = 0.01, 2.7 % at 0.005, no drift over 40 s). Every formula is checked against
 finite differences in tests/solver/tree/test_ball_spring.py.
@@ -91,26 +91,3 @@ def chart_springs(model: TreeModel, charts: np.ndarray, q: np.ndarray) -> ChartS
     Q_q *= -k[:, None, None]
     potential = 0.5 * float(np.sum(k * np.einsum("bi,bi->b", theta, theta)))
     return ChartSpring(theta, Phi, JL, Jb, Jri, Q, Q_q, potential)
-
-
-def chart_row_terms(model: TreeModel, mid: ChartSpring, JL2: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
-    """What the springs add to the Lie group rows of lie_rows.py beyond the -dt/2 Q of their plain part, and
-    the derivative of the whole spring part in psi: (F (nball, 3), blocks (nball, 3, 3)).
-
-    mid: the springs at the midpoint coordinates psi / 2; JL2 = J_L(psi). The rows' chart derivative J_L^T dl/dC
-    gains -dt J_L(psi)^T dV/deta = -dt k J_L(psi)^T Phi(psi/2) theta; with dtheta/dpsi_j = J_r^-1 u_j / 2 and
-    dPhi(psi/2)/dpsi_j = Phi hat(u_j) / 2 (u = Jb at psi/2), and d(J_L col i)/dpsi_j = col j x col i (j < i),
-      dF_i/dpsi_j = -dt/4 Q_q[i, j] - dt k ((J_L,j x J_L,i) . a [j < i] + J_L,i . Phi (u_j x theta + Jri u_j) / 2),
-    a = Phi(psi/2) theta."""
-    k = model.ball_stiffness
-    a = np.einsum("bij,bj->bi", mid.Phi, mid.theta)
-    F = -dt * k[:, None] * np.einsum("bji,bj->bi", JL2, a)
-    u = np.transpose(mid.Jb, (0, 2, 1))
-    turn = cross(u, mid.theta[:, None, :]) + np.einsum("bij,bkj->bki", mid.Jri, u)  # row j: u_j x theta + Jri u_j
-    inner = 0.5 * np.einsum("bji,bjk,blk->bil", JL2, mid.Phi, turn)  # [i, j] = J_L,i . Phi (...)_j / 2
-    L = np.transpose(JL2, (0, 2, 1))  # L[:, i] = column i of J_L(psi)
-    for i in range(3):
-        for j in range(i):
-            inner[:, i, j] += np.einsum("bi,bi->b", cross(L[:, j], L[:, i]), a)
-    blocks = -0.25 * dt * mid.Q_q - dt * k[:, None, None] * inner
-    return F, blocks

@@ -10,12 +10,13 @@ solved in O(n) per Newton iteration (O(n k) with k loop rows) by articulated.py,
 Prescribed coordinates are removed from the unknowns and follow their curves. Joint limits are
 contacts: a limit the new configuration would cross becomes the row h = s (q2_i - bound) (s = +1
 upper, -1 lower) and stays while its impulse pushes (lambda >= 0); this is a perfectly inelastic
-stop (the normal speed is absorbed, as by a rigid stop with no restitution). Ball charts are
-folded after every step (kinematics.fold_charts: coordinates -> 0, p2 -> J^T p2), which keeps the Euler
-chains far from gimbal lock, and their rows are the Lie group rows of lie_rows.py (D1Ld including the
-chart's own derivative), so the step is rotation invariant and a floating mechanism keeps its angular
-momentum to round-off. Springs on ball and free rotations (toward a rest rotation, ball_springs.py) enter
-the same rows, in the C kernel too.
+stop (the normal speed is absorbed, as by a rigid stop with no restitution). A ball chart's unknown is the
+step's rotation vector xi in per-step exponential coordinates (step_charts.py: C2 = C1 exp(xi), midpoint
+C1 exp(xi / 2), where the chart's primitives sit at angle 0); its rows are the Lie group rows of lie_rows.py,
+so the step is rotation invariant (a floating mechanism keeps its angular momentum to round-off) and
+equivariant (a link keeps its spin about its own axis); after the step C2 becomes the chart (ball coordinates
+0, the momentum already a body covector there). Springs on ball and free rotations (toward a rest rotation,
+ball_springs.py) enter the same rows, in the C kernel too.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from . import articulated, constraints, lie_rows
 from .assembly import assemble, independent_rows, prescribed_values, worst_joint
 from .compile import TreeModel
 from .dynamics import Terms, terms, user_force_vectors
-from .kinematics import Kinematics, euler_chain, fold_charts, forward
-
+from .kinematics import Kinematics, fold_charts, forward
+from .step_charts import StepCharts, fold, left_jacobian_transpose_derivative, rotation_at, step_charts
 
 LOOP_TOLERANCE_FACTOR = 0.1  # mirrored in native/tree_step.c
 
@@ -106,8 +107,10 @@ class DELSystem:
     """The DEL equations at one Newton iterate: residual f = (f1, f2); the exact Jacobian over
     (q2[dyn], lambda) as [[J11, -G1^T], [G2, 0]] with J11 in tree form (articulated.TreeJacobian) and the
     constraint rows G1 = (Dh(q1) kept rows, contacts), G2 = (Dh(q2) kept rows, contacts) over the dynamic
-    coordinates (a ball chart's rows are the Lie group rows of lie_rows.py, so G1's chart columns are
-    Dh(q1) times J_L(psi) there); and what the step needs afterwards (midpoint terms and forcing, kinematics and all-row h at q2)."""
+    coordinates (a ball chart's rows are the Lie group rows of lie_rows.py in its step's rotation vector xi,
+    so G1's chart columns are Dh(q1) times J_L(xi) and G2's Dh(q2) times J_R(xi)); and what the step needs
+    afterwards (midpoint terms and forcing, kinematics and all-row h at q2, the step's charts and the charts'
+    next momenta D2 before forcing)."""
 
     f: np.ndarray
     jacobian: articulated.TreeJacobian
@@ -120,7 +123,9 @@ class DELSystem:
     kin2: Kinematics
     h2: np.ndarray
     Dh2: np.ndarray
-    increments: lie_rows.ChartIncrements | None  # the charts' step rotations (None without ball charts)
+    charts: StepCharts | None  # None without ball charts
+    D2: np.ndarray | None
+    chart_residual: float  # max over charts of |F| / BallRows.scale (0 without ball charts)
 
 
 def contact_rows(model: TreeModel, contacts: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -144,35 +149,40 @@ def del_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.n
     q1, rows = state.q, state.rows
     C, bounds = contact_rows(model, contacts)
     G1 = np.vstack([Dh1, C])
-    v = (q2 - q1) / dt
-    kin_m = forward(model, 0.5 * (q1 + q2), state.charts)
+    k = model.ball_dofs
+    v = (q2 - q1) / dt  # on a chart: xi / dt, the body angular velocity (q1 = 0 there, folded)
+    qm, qe, charts_m, charts_2, sc = 0.5 * (q1 + q2), q2, state.charts, state.charts, None
+    if len(k):  # the chart's primitives at angle 0 in C1 exp(xi / 2) and C1 exp(xi) (step_charts.py)
+        sc = step_charts(state.charts, q2[k])
+        qm, qe, charts_m, charts_2 = qm.copy(), q2.copy(), sc.mid, sc.end
+        qm[k] = qe[k] = 0.0
+    kin_m = forward(model, qm, charts_m)
     tm = terms(model, kin_m, v, state.t + 0.5 * dt, second=False)
-    kin2 = forward(model, q2, state.charts)
-    increments, v_forcing = None, v
-    if len(model.ball_dofs):  # a chart's damping, servo and torque act at its Cayley velocity (lie_rows.py)
-        increments = lie_rows.chart_increments(model, state.charts, kin2)
-        v_forcing = v.copy()
-        v_forcing[model.ball_dofs] = increments.w / dt
-    f_c = nonconservative_forces(model, v_forcing, state.t + 0.5 * dt)
+    kin2 = forward(model, qe, charts_2)
+    f_c = nonconservative_forces(model, v, state.t + 0.5 * dt)
     f1 = (state.p + 0.5 * dt * (tm.g + tm.Q) - tm.p + 0.5 * dt * f_c)[dyn] - G1.T @ lam
     jacobian = articulated.tree_jacobian(model, tm, dt)
-    if len(model.ball_dofs):  # the chart rows on the rotation group (lie_rows.py); q1 = 0 there (folded)
-        at = (np.cumsum(dyn) - 1)[model.ball_dofs]
-        pbar = (state.p + 0.5 * dt * f_c)[model.ball_dofs] - (G1.T @ lam)[at]
-        ball = lie_rows.ball_rows(model, state.charts, kin_m, kin2, tm, jacobian, dt, pbar, increments)
-        f1[at] = ball.F
-        x, R = jacobian.x.copy(), jacobian.R.copy()
-        x[model.ball_dofs], R[model.ball_dofs] = ball.x, ball.R
-        jacobian = replace(jacobian, x=x, R=R, blocks=ball.blocks)
-        G1 = G1.copy()
-        G1[:, at] = np.einsum("rbj,bji->rbi", G1[:, at], ball.JL)
     h2, Dh2 = constraints.evaluate(model, kin2)
+    G2 = np.vstack([Dh2[rows][:, dyn], C])
+    D2, chart_residual = None, 0.0
+    if len(k):  # the chart rows on the rotation group (lie_rows.py)
+        at = (np.cumsum(dyn) - 1)[k]
+        pbar = (state.p + 0.5 * dt * f_c)[k] - (G1.T @ lam)[at]
+        ball = lie_rows.ball_rows(model, sc, tm, dt, pbar)
+        f1[at], D2 = ball.F, ball.D2
+        chart_residual = float(np.max(np.abs(ball.F) / ball.scale[:, None]))
+        U, Yc, x, R = (a.copy() for a in (jacobian.U, jacobian.Yc, jacobian.x, jacobian.R))
+        U[k], Yc[k], x[k], R[k] = ball.U, ball.Yc, ball.x, ball.R
+        jacobian = replace(jacobian, U=U, Yc=Yc, x=x, R=R, blocks=ball.blocks)
+        G1, G2 = G1.copy(), G2.copy()
+        G1[:, at] = np.einsum("rbj,bji->rbi", G1[:, at], sc.JL)
+        G2[:, at] = np.einsum("rbj,bij->rbi", G2[:, at], sc.JL)  # times J_R(xi) = J_L(xi)^T
     sides = np.array([side for _, side in contacts], dtype=float)
     f2 = np.concatenate([h2[rows], C @ q2[dyn] - sides * bounds])
-    G2 = np.vstack([Dh2[rows][:, dyn], C])
     r1 = float(np.max(np.abs(f1))) if len(f1) else 0.0
     r2 = float(np.max(np.abs(f2))) if len(f2) else 0.0
-    return DELSystem(np.concatenate([f1, f2]), jacobian, G1, G2, r1, r2, tm, f_c, kin2, h2, Dh2, increments)
+    return DELSystem(np.concatenate([f1, f2]), jacobian, G1, G2, r1, r2, tm, f_c, kin2, h2, Dh2, sc, D2,
+                     chart_residual)
 
 
 def _failure(model: TreeModel, state: MidpointState, dt: float, iterations: int, momentum_residual: float,
@@ -193,33 +203,18 @@ def _failure(model: TreeModel, state: MidpointState, dt: float, iterations: int,
 SLOW_NEWTON = 4  # iterations after which a loop-constrained solve switches to least squares
 
 
-def euler_axes_derivatives(psi: np.ndarray) -> np.ndarray:
-    """d J_L / d psi_j for rx ry rz charts at psi (nball, 3): (nball, 3 (j), 3, 3), the derivatives of J_L's
-    columns e_x, Rx e_y = (0, ca, sa), Rx Ry e_z = (sb, -sa cb, ca cb) (kinematics.euler_chain)."""
-    ca, sa, cb, sb = np.cos(psi[:, 0]), np.sin(psi[:, 0]), np.cos(psi[:, 1]), np.sin(psi[:, 1])
-    zero = np.zeros_like(ca)
-    dJ = np.zeros((len(psi), 3, 3, 3))
-    dJ[:, 0, :, 1] = np.stack([zero, -sa, ca], axis=1)
-    dJ[:, 0, :, 2] = np.stack([zero, -ca * cb, -sa * cb], axis=1)
-    dJ[:, 1, :, 2] = np.stack([cb, sa * sb, -ca * sb], axis=1)
-    return dJ
-
-
 def body_frame_blocks(model: TreeModel, system: DELSystem, nd: int) -> np.ndarray:
-    """The ball nodes' own blocks of the Newton matrix of the chart rows in body axes, G = J_L(psi)^-T F.
+    """The ball nodes' own blocks of the Newton matrix of the chart rows in body axes, G = J_L(xi)^-T F.
 
-    F = J_L^T G (lie_rows.py), so J_L^T dG/dq = dF/dq - (dJ_L^T/dpsi_j) G on the ball's own columns j, and
-    the Newton step on G = 0 is the tree solve with the own blocks minus (dJ_L/dpsi_j)^T G (O(n), exact:
-    the same roots, quadratic convergence). dF/dq carries the axes' turning times the whole bracket of the
-    row (momenta and impulses ~ n^2 at the top of an n-link rope), while G is only the residual: on ball
-    chains that term couples the links' nearly massless spins to their bending
+    F = J_L^T G (lie_rows.py), so J_L^T dG/dq = dF/dq - d(J_L^T G)/dxi|G on the ball's own columns, and the
+    Newton step on G = 0 is the tree solve with those own blocks (O(n), exact: the same roots, quadratic
+    convergence). dF/dq carries the turning of J_L times the whole bracket of the row (momenta and impulses
+    ~ n^2 at the top of an n-link rope), while G is only the residual
     (tests/solver/tree/test_long_ball_chains.py)."""
     k = model.ball_dofs
     at = (np.cumsum(~model.dof_prescribed) - 1)[k]
-    psi = system.kin2.q[k]
-    JL = euler_chain(psi)[1]
-    G = np.linalg.solve(np.transpose(JL, (0, 2, 1)), system.f[:nd][at][..., None])[..., 0]
-    return system.jacobian.blocks - np.einsum("bjki,bk->bij", euler_axes_derivatives(psi), G)
+    G = np.linalg.solve(np.transpose(system.charts.JL, (0, 2, 1)), system.f[:nd][at][..., None])[..., 0]
+    return system.jacobian.blocks - left_jacobian_transpose_derivative(system.charts.xi, G)
 
 
 def _newton_direction(model: TreeModel, system: DELSystem, nd: int, iterations: int,
@@ -260,8 +255,11 @@ def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_i
             trace.append(max(system.r1, system.r2))
         tm = system.terms_mid  # the round-off floor of f1 scales with its largest momentum-like term
         scale_it = max(scale, float(np.max(np.abs(tm.p))), dt * float(np.max(np.abs(tm.g + tm.Q))))
-        # loop rows get a tenth of tol, so rows dropped as redundant (which follow the kept ones) stay under tol
-        if system.r1 <= tol * scale_it and system.r2 <= LOOP_TOLERANCE_FACTOR * tol:
+        # loop rows get a tenth of tol, so rows dropped as redundant (which follow the kept ones) stay under tol;
+        # chart rows are held to their own terms, else a rope's top momenta set the tolerance of every link's
+        # spin, whose axial inertia is small: its error would walk by tol * scale_it / inertia a step
+        if (system.r1 <= tol * scale_it and system.r2 <= LOOP_TOLERANCE_FACTOR * tol
+                and system.chart_residual <= tol):
             return system, iterations
         if iterations >= max_iterations or not np.isfinite(system.r1 + system.r2):
             raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=False)
@@ -288,21 +286,16 @@ def _update_contacts(model: TreeModel, q2: np.ndarray, lam_contact: np.ndarray,
     return tuple(keep)
 
 
-def _fold(model: TreeModel, state: MidpointState, q2: np.ndarray, p2: np.ndarray, v: np.ndarray) -> None:
-    """Commit the chart fold at q2 (ball coordinates -> 0, momenta by J^T) and the next velocity guess.
-
-    The guess repeats each chart's last rotation increment in its new chart (psi2 = psi1: the same body
-    rotation, C3 = C2 Phi(psi1)); measured on tumbling floating trees it needs fewer Newton iterations
-    than mapping the rates through J.
+def _fold(model: TreeModel, state: MidpointState, q2: np.ndarray, v: np.ndarray) -> None:
+    """Commit the chart fold at q2 (C2 = C1 exp(xi) becomes the chart, ball coordinates -> 0; p2 is already
+    a body covector at C2) and the next velocity guess, which repeats each chart's last rotation vector in
+    its new chart (the same body rotation, C3 = C2 exp(xi)).
     """
     state.velocity_guess = v.copy()
     if not len(model.ball_dofs):
         return
-    charts, J = fold_charts(model, q2, state.charts)
-    for b, dofs in enumerate(model.ball_dofs):
-        p2[dofs] = J[b].T @ p2[dofs]
-        q2[dofs] = 0.0
-    state.charts = charts
+    state.charts = fold(state.charts, q2[model.ball_dofs])
+    q2[model.ball_dofs] = 0.0
 
 
 RESELECT_BELOW = 1e-2  # kept loop rows are re-picked when their conditioning falls below this
@@ -322,6 +315,16 @@ def _check_rank(model: TreeModel, state: MidpointState, dt: float, Dh2: np.ndarr
         raise ConvergenceError(
             f"at step {k} (t = {state.t + dt:.6g} s) the loop constraints lose rank (the mechanism reached a "
             "singular configuration); try a smaller time step", step=k, time=state.t + dt)
+
+
+def end_pose(model: TreeModel, state: MidpointState, q2: np.ndarray) -> Kinematics:
+    """The kinematics at the end of a step to q2: on a chart C1 exp(xi) with xi = q2 there (step_charts.py)."""
+    k = model.ball_dofs
+    if not len(k):
+        return forward(model, q2, state.charts)
+    qe = q2.copy()
+    qe[k] = 0.0
+    return forward(model, qe, rotation_at(state.charts, q2[k], 1.0))
 
 
 def _crosses_limit(model: TreeModel, q2: np.ndarray) -> bool:
@@ -348,9 +351,9 @@ def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
     if _crosses_limit(model, out.q2):
         return None
     if len(state.rows):
-        _check_rank(model, state, dt, constraints.evaluate(model, forward(model, out.q2, state.charts))[1])
+        _check_rank(model, state, dt, constraints.evaluate(model, end_pose(model, state, out.q2))[1])
     q2, p2 = out.q2, out.p2
-    _fold(model, state, q2, p2, (q2 - state.q) / dt)
+    _fold(model, state, q2, (q2 - state.q) / dt)
     state.q, state.p, state.lam, state.t, state.Dh = q2, p2, out.lam, t2, None
     state.step_index += 1
     return StepResult(out.energy, out.iterations, out.residual_all)
@@ -387,14 +390,11 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
     same time), at most `halvings` times deep; this carries closed chains through singular
     configurations they cross at speed. When that fails on a mechanism with ball charts, the step is
     redone the same way by Newton on the chart rows in body axes (body_frame_blocks, numpy path;
-    body_frame=True uses it from the start): the same roots, and it converges on long ball chains
-    (ropes) where the plain iteration diverges at any dt. Raises the plain solve's ConvergenceError (with
-    step and time) when both fail, `state` as it was; ValueError when `state` was made by another model.
-
-    Why not always in body axes: on ropes the Euler charts' midpoint gives each nearly massless link a
-    spurious spin about its own axis, O(dt^2) per step but divided by the axial inertia, which can grow
-    exponentially (20 links at dt = 0.01 in body axes throughout: energy up 19 J by t = 0.55 s). Plain
-    Newton fails at such steps and its halving keeps the run stable (tests/solver/tree/test_long_ball_chains.py).
+    body_frame=True uses it from the start): the same roots, another iteration. Raises the plain solve's
+    ConvergenceError (with step and time) when both fail, `state` as it was; ValueError when `state` was
+    made by another model. Long ropes of slender links
+    still need the halving at ordinary steps: the twist between neighbouring links grows there
+    (docs/benchmarks_ball_charts.md).
     """
     check_state(model.stamp, state.model)
     if body_frame or not len(model.ball_dofs):  # no fallback to keep a copy of the state for
@@ -463,10 +463,9 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
 
     tm, f_c = system.terms_mid, system.forcing
     p2 = 0.5 * dt * (tm.g + tm.Q) + tm.p + 0.5 * dt * f_c
-    if system.increments is not None:  # f+ on a chart: the body impulse at C2 in its coordinates at q2
-        k = model.ball_dofs
-        p2[k] += np.einsum("bji,bj->bi", system.increments.Jb, 0.5 * dt * f_c[k]) - 0.5 * dt * f_c[k]
-    _fold(model, state, q2, p2, (q2 - state.q) / dt)
+    if system.D2 is not None:  # a chart's D2Ld in body axes at C2, plus its f+ (lie_rows.py)
+        p2[model.ball_dofs] = system.D2 + 0.5 * dt * f_c[model.ball_dofs]
+    _fold(model, state, q2, (q2 - state.q) / dt)
     state.Dh = system.Dh2 if not len(model.ball_dofs) else None
     state.q, state.p, state.lam, state.t = q2, p2, lam[: len(state.rows)], t2
     state.step_index += 1

@@ -11,7 +11,11 @@ from addon.solver.lie import frame_from_axis, quat_to_matrix
 from addon.solver.mechfile.read import loads_mechanism
 from addon.solver.model import Body, Joint, Mechanism, MechanismError
 from addon.solver.tree import midpoint
-from addon.solver.tree.ball_springs import chart_springs, right_jacobian_inverse, so3_log
+from addon.solver.tree.ball_springs import (
+    chart_springs,
+    right_jacobian_inverse,
+    so3_log,
+)
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.dynamics import terms
 from addon.solver.tree.kinematics import forward

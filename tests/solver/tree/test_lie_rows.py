@@ -1,5 +1,7 @@
 """Lie group rows of ball and free rotations (tree/lie_rows.py): exact Jacobian, symmetries, order."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -85,6 +87,27 @@ PATHS = [pytest.param(False, id="numpy"),
          pytest.param(True, id="C", marks=pytest.mark.skipif(not native.NATIVE, reason="C kernels not built"))]
 
 
+@pytest.mark.skipif(not native.NATIVE, reason="C kernels not built")
+def test_c_kernel_steps_ball_charts_like_numpy():
+    # the kernel runs the per-step exponential charts (tree/step_charts.py): from each numpy state it makes
+    # the same next state and Newton iteration count, and the two free runs end together
+    model = compile_tree(floating_mechanism(damping=0.3))
+    ref, *_ = midpoint.initial_state(model)
+    c = replace(ref)
+    for k in range(100):
+        step_c = replace(ref)
+        c_result = midpoint.step(model, step_c, 0.01, use_native=True)
+        assert step_c.stepper is not None, "the C kernel did not step the ball model"
+        ref_result = midpoint.step(model, ref, 0.01, use_native=False)
+        assert c_result.iterations == ref_result.iterations, k
+        np.testing.assert_allclose(step_c.q, ref.q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(step_c.p, ref.p, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(step_c.charts, ref.charts, rtol=0, atol=1e-12)
+        midpoint.step(model, c, 0.01, use_native=True)
+    np.testing.assert_allclose(c.charts, ref.charts, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(c.p, ref.p, rtol=0, atol=1e-9)
+
+
 @pytest.mark.heavy
 @pytest.mark.parametrize("use_native", PATHS)
 def test_floating_mechanism_keeps_angular_and_linear_momentum_to_round_off(use_native):
@@ -103,10 +126,12 @@ def test_frozen_chart_rows_would_lose_angular_momentum(monkeypatch):
     # of a frozen chart (what lie_rows.py fixed) drifts by far more than round-off
     from addon.solver.tree import lie_rows
 
-    def frozen(model, charts, kin_m, kin2, tm, tj, dt, pbar, increments):
+    def frozen(model, charts, tm, dt, pbar):
         k = model.ball_dofs
+        tj = articulated.tree_jacobian(model, tm, dt)
         F = pbar + 0.5 * dt * (tm.g + tm.Q)[k] - tm.p[k]
-        return lie_rows.BallRows(F, tj.x[k], tj.R[k], tj.blocks, np.tile(np.eye(3), (len(k), 1, 1)))
+        D2 = 0.5 * dt * (tm.g + tm.Q)[k] + tm.p[k]
+        return lie_rows.BallRows(F, tj.U[k], tj.Yc[k], tj.x[k], tj.R[k], tj.blocks, D2, np.ones(len(k)))
 
     monkeypatch.setattr(lie_rows, "ball_rows", frozen)
     J, _ = momentum_run(floating_mechanism(), 0.01, 300, use_native=False)
@@ -126,7 +151,7 @@ def test_floating_mechanism_energy_is_bounded_without_drift():
 def test_floating_mechanism_converges_at_second_order():
     # self-convergence of every body pose at t = 0.5 s against dt = 0.000625 (the chart is per step, so
     # compare poses, not coordinates), damped: damping on a chart's Euler rates psi / dt converged at first
-    # order only; at its Cayley velocity (lie_rows.chart_increments) the forcing is time-symmetric again
+    # order only; at the step's body velocity xi / dt (lie_rows.py) the forcing is time-symmetric again
     mech = floating_mechanism(damping=0.3)
     t_end, dts = 0.5, [0.01, 0.005, 0.0025]
 
