@@ -76,9 +76,10 @@ def test_package_holds_the_extension_and_nothing_else(extension_zip, manifest):
 
 # What the extension is: its entry point and manifest, the add-on package, the presets it adds, the SciPy wheels.
 PRODUCT_TOP_LEVEL = {"__init__.py", "blender_manifest.toml", "addon", "presets", "wheels"}
-# The add-on's packages; the demo (demo/) and the development tools (tools/) stay in the repository.
+# The add-on's packages; the demo (demo/) and the development tools (tools/) stay in the repository. The
+# farm (batch bakes and sweeps) ships with the command line it serves; it imports Dask only when it runs.
 PRODUCT_PACKAGES = {
-    "addon", "addon/bridge", "addon/solver", "addon/solver/collision", "addon/solver/maximal",
+    "addon", "addon/bridge", "addon/farm", "addon/solver", "addon/solver/collision", "addon/solver/maximal",
     "addon/solver/mechfile", "addon/solver/native", "addon/solver/shots", "addon/solver/tree", "addon/solver/vehicles",
     "addon/ui", "addon/ui/panels",
 }
