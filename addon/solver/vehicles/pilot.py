@@ -10,8 +10,9 @@ velocity relative to the path's and L the look-ahead max(min_lookahead, 0.8 s x 
 - Thrust: F = m (a + g e_z). The collective is |F| (within 0..max_collective) and the body's z axis is
   turned onto F / |F|. In a level turn the thrust then leans into it by phi = atan(v^2 kappa / g): the
   coordinated turn (no side force in the body frame; the nose is kept along the path).
-- Bank limit: the lateral acceleration is at most g tan(bank_limit), so the profile's lateral limit is
-  min(lateral, g tan(bank_limit)) (both keyable; the profile is planned again when either changes).
+- Bank limit: the lateral acceleration is at most g tan(bank_limit). The profile's lateral limit is
+  min(lateral, 0.85 g tan(bank_limit)), leaving the tracking law room to steer back onto the path (both
+  keyable; the profile is planned again when either changes).
 - Attitude: with R_d the attitude of that body z and the path's heading, the torque wanted is
   J (-w_a^2 e_R - 2 w_a (w - w_d)), e_R = vee(R_d^T R - R^T R_d) / 2 (the geometric attitude error on SO(3))
   and w_d the turn's yaw rate in body axes. The swashplate gives it: roll and pitch torques from the
@@ -46,10 +47,11 @@ from .spec import Control, HelicopterSpec
 
 GRAVITY = 9.81
 HEIGHT_RATE = 1.0  # rad/s: the height loop's natural frequency (critically damped)
-ATTITUDE_RATE = 3.0  # rad/s: the attitude loop's natural frequency (critically damped)
-LAG = 2.0 / ATTITUDE_RATE  # s: the attitude loop's lag (a critically damped loop's mean delay), flown ahead
+ATTITUDE_RATE = np.array([6.0, 2.0, 3.0])  # rad/s: the attitude loop's natural frequency (critically damped)
+LAG = 2.0 / ATTITUDE_RATE[0]  # s: the attitude loop's lag (a critically damped loop's mean delay), flown ahead
 MIN_LOOKAHEAD = 8.0  # m
 DEFAULT_BANK_LIMIT = math.radians(30.0)
+BANK_MARGIN = 0.85  # the profile plans 85 % of the bank limit's lateral acceleration: the rest steers back
 
 
 def vee(skew: np.ndarray) -> np.ndarray:
@@ -84,7 +86,7 @@ class Pilot(Driver):
             bank = float(self.bank_limit(t))
             if not 0.0 < bank < math.pi / 2:
                 raise ValueError(f"pilot: bank_limit must be in (0, 90) degrees, got {math.degrees(bank)!r}")
-            return dataclasses.replace(lim, lateral=min(lim.lateral, GRAVITY * math.tan(bank)))
+            return dataclasses.replace(lim, lateral=min(lim.lateral, BANK_MARGIN * GRAVITY * math.tan(bank)))
         return at
 
     def _pose(self) -> tuple[float, float, float, float, float]:
