@@ -47,7 +47,7 @@ from .spec import Control, HelicopterSpec
 
 GRAVITY = 9.81
 HEIGHT_RATE = 1.0  # rad/s: the height loop's natural frequency (critically damped)
-ATTITUDE_RATE = np.array([6.0, 2.0, 3.0])  # rad/s: the attitude loop's natural frequency (critically damped)
+ATTITUDE_RATE = np.array([6.0, 3.0, 3.0])  # rad/s: the attitude loop's natural frequency (critically damped)
 LAG = 2.0 / ATTITUDE_RATE[0]  # s: the attitude loop's lag (a critically damped loop's mean delay), flown ahead
 MIN_LOOKAHEAD = 8.0  # m
 DEFAULT_BANK_LIMIT = math.radians(30.0)
