@@ -18,9 +18,9 @@ import math
 
 import numpy as np
 
+from addon.solver.lie import quat_to_matrix
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.model import Mechanism
-from addon.solver.lie import quat_to_matrix
 from addon.solver.vehicles import driver, pilot, pursuit
 from addon.solver.vehicles.spec import Vehicle
 
@@ -122,8 +122,8 @@ def measure_flight(trajectory, path: np.ndarray) -> str:
 
 
 def flight_table() -> str:
-    rows = ["| path (x 3) | controller | max cross-track (m) | RMS cross-track (m) | time to the end (s) | "
-            "largest tilt (deg) | largest height error (m) |", "|---|---|---|---|---|---|---|"]
+    rows = [("| path (x 3) | controller | max cross-track (m) | RMS cross-track (m) | time to the end (s) | "
+             "largest tilt (deg) | largest height error (m) |"), "|---|---|---|---|---|---|---|"]
     steps, top = int(AIR_SECONDS / DT), AIR_LIMITS.top_speed
     for name, path in paths().items():
         path = AIR_SCALE * path

@@ -985,3 +985,7 @@ def test_helicopter_with_a_path_flies_it_banked_into_the_turn(symplex):
     chassis["bank_limit"] = 2.0
     with pytest.raises(vehicle_rig.RigError, match="bank_limit"):
         body_rig.read_body_rig(scene, rig, "helicopter")
+    boat = body_rig.build_body_rig(scene, "speedboat", f"{scene.name} boat")  # nothing it controls can bank it
+    scene.objects[boat.chassis][vehicle_rig.PATH_PROPERTY] = chassis[vehicle_rig.PATH_PROPERTY]
+    with pytest.raises(vehicle_rig.RigError, match="only a helicopter follows a path"):
+        body_rig.read_body_rig(scene, boat, "speedboat")
