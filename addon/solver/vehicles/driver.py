@@ -99,8 +99,7 @@ class Driver(PurePursuit):
     def _frame(self, x: float, y: float, theta: float, v: float) -> tuple[float, float, float]:
         """(e, e_theta, s) of the rear axle at (x, y) heading theta: left offset, heading error, arc length."""
         self.progress = self.closest(x, y, 2.0 * self.lookahead(v) + 1.0)
-        i = int(np.clip(np.searchsorted(self._s, self.progress, side="right") - 1, 0, len(self._len) - 1))
-        tangent = self._seg[i] / self._len[i]
+        tangent = self.tangent(self.progress)
         rel = np.array([x, y]) - self.point(self.progress)
         e = float(tangent[0] * rel[1] - tangent[1] * rel[0])
         e_theta = (theta - math.atan2(tangent[1], tangent[0]) + math.pi) % (2.0 * math.pi) - math.pi

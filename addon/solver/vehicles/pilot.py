@@ -14,8 +14,8 @@ velocity relative to the path's and L the look-ahead max(min_lookahead, 0.8 s x 
   min(lateral, 0.85 g tan(bank_limit)), leaving the tracking law room to steer back onto the path (both
   keyable; the profile is planned again when either changes).
 - Attitude: with R_d the attitude of that body z and the path's heading, the torque wanted is
-  J (-w_a^2 e_R - 2 w_a (w - w_d)), e_R = vee(R_d^T R - R^T R_d) / 2 (the geometric attitude error on SO(3))
-  and w_d the turn's yaw rate in body axes. The swashplate gives it: roll and pitch torques from the
+  J (-w_a^2 e_R - 2 w_a (w - w_d)) + w x J w, e_R = vee(R_d^T R - R^T R_d) / 2 (the geometric attitude
+  error on SO(3)), w_d the turn's yaw rate in body axes and w_a = 6, 3, 3 rad/s about body x, y, z. The swashplate gives it: roll and pitch torques from the
   lift's tilt at the hub (d_t u_c sin(blade_roll), d_t u_c sin(blade_pitch) cos(blade_roll), within
   +-max_blade_tilt), yaw from the tail rotor (d_r u_tail, within +-max_tail_force).
 
@@ -47,7 +47,9 @@ from .spec import Control, HelicopterSpec
 
 GRAVITY = 9.81
 HEIGHT_RATE = 1.0  # rad/s: the height loop's natural frequency (critically damped)
-ATTITUDE_RATE = np.array([6.0, 3.0, 3.0])  # rad/s: the attitude loop's natural frequency (critically damped)
+# rad/s: the attitude loop's natural frequencies about body x, y, z (critically damped); pitch is slower, its
+# swashplate reach (1.1 rad/s^2 at hover thrust) a third of roll's
+ATTITUDE_RATE = np.array([6.0, 3.0, 3.0])
 LAG = 2.0 / ATTITUDE_RATE[0]  # s: the attitude loop's lag (a critically damped loop's mean delay), flown ahead
 MIN_LOOKAHEAD = 8.0  # m
 DEFAULT_BANK_LIMIT = math.radians(30.0)
@@ -57,11 +59,6 @@ BANK_MARGIN = 0.85  # the profile plans 85 % of the bank limit's lateral acceler
 def vee(skew: np.ndarray) -> np.ndarray:
     """The vector w of a skew matrix hat(w)."""
     return np.array([skew[2, 1], skew[0, 2], skew[1, 0]])
-
-
-def bank_angle(lateral: float) -> float:
-    """The coordinated turn's bank (rad) at a lateral acceleration (m/s^2): atan(a / g)."""
-    return math.atan(lateral / GRAVITY)
 
 
 class Pilot(Driver):
@@ -78,7 +75,6 @@ class Pilot(Driver):
         self.height, self.inertia = float(height), np.diag(np.asarray(spec.inertia[:3], float))
         self._step: int | None = None
         self._u = np.zeros(4)
-        self.banks: list[float] = []  # the commanded bank (rad) at each step
 
     def _banked(self, limits: Callable[[float], Limits]) -> Callable[[float], Limits]:
         def at(t: float) -> Limits:
@@ -123,8 +119,7 @@ class Pilot(Driver):
         w, v_world = st.xi_prev[:3], R @ st.xi_prev[3:]
         track, _, _, v, t = self._pose()
         kappa = self.turn(x[0], x[1], track, v)
-        i = int(np.clip(np.searchsorted(self._s, self.progress, side="right") - 1, 0, len(self._len) - 1))
-        tangent = np.append(self._seg[i] / self._len[i], 0.0)
+        tangent = np.append(self.tangent(self.progress), 0.0)
         normal = np.array([-tangent[1], tangent[0], 0.0])
         cap = GRAVITY * math.tan(float(self.bank_limit(t)))
         lateral = float(np.clip(v * v * kappa, -cap, cap))
@@ -135,7 +130,6 @@ class Pilot(Driver):
         side = np.cross(up, tangent)
         side /= np.linalg.norm(side)
         R_d = np.column_stack([np.cross(side, up), side, up])
-        self.banks.append(math.atan2(float(up @ normal), float(up[2])))
         e_R = 0.5 * vee(R_d.T @ R - R.T @ R_d)
         w_d = R.T @ np.array([0.0, 0.0, v * kappa])
         torque = self.inertia @ (-ATTITUDE_RATE**2 * e_R - 2.0 * ATTITUDE_RATE * (w - w_d)) + hat(w) @ self.inertia @ w
