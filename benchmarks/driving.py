@@ -6,6 +6,10 @@ speed loop, the same torque limits), and again at the driver's speed in the tigh
 all the way; the driver at its curvature speed profile capped at the top speed. For each:
 the largest and RMS cross-track error of the rear axle (m) while on the path, the time (s) to reach its
 end, and the peak lateral acceleration v * yaw rate (m/s^2). Prints a Markdown table (docs/driving.md).
+Then the helicopter (solver/vehicles/pilot.py) on the same paths at three times the size, from 25 m/s at 20 m:
+the pilot against pure pursuit flown the same way (PursuitPilot) at 25 m/s and at the pilot's speed in the
+tightest curve; columns: cross-track errors of the centre of mass, time to the end, the largest tilt and
+height error. A run that has not reached the end after 50 s left the path.
 """
 
 from __future__ import annotations
@@ -14,13 +18,15 @@ import math
 
 import numpy as np
 
+from addon.solver.lie import quat_to_matrix
 from addon.solver.mechfile.read import vehicle_presets
-from addon.solver.model import Mechanism
-from addon.solver.vehicles import driver, pursuit
-from addon.solver.model import Vehicle
+from addon.solver.model import Mechanism, Vehicle
+from addon.solver.vehicles import driver, pilot, pursuit
 
 DT = 1.0 / 48
 LIMITS = driver.Limits(lateral=4.0, accel=2.5, brake=5.0, top_speed=15.0)
+AIR_LIMITS = driver.Limits(lateral=4.0, accel=2.5, brake=4.0, top_speed=25.0)
+AIR_SCALE, AIR_HEIGHT, AIR_SECONDS = 3.0, 20.0, 50.0
 
 
 def paths() -> dict[str, np.ndarray]:
@@ -92,7 +98,50 @@ def table() -> str:
     return "\n".join(rows)
 
 
+def helicopter(speed: float) -> Mechanism:
+    vehicle = Vehicle("helicopter", vehicle_presets()["helicopter"], position=(0.0, 0.0, AIR_HEIGHT),
+                      velocity=(0, 0, 0, speed, 0, 0), name="helicopter")
+    return Mechanism(name="helicopter", bodies=(), joints=(), gravity=(0.0, 0.0, -9.81), vehicle=vehicle,
+                     source="bench")
+
+
+def measure_flight(trajectory, path: np.ndarray) -> str:
+    """Table cells of a flight up to the path's end: max and RMS cross-track (m), time to the end (s), largest
+    tilt from upright (deg: bank and pitch together), largest height error (m)."""
+    poses = trajectory.poses[:, 0]
+    error, arc = closest(poses[:, :2], path)
+    past = np.flatnonzero(arc >= np.linalg.norm(np.diff(path, axis=0), axis=1).sum() - 1e-6)
+    if not len(past):
+        return "left the path | | | | "
+    n = int(past[0])
+    up = np.array([quat_to_matrix(q)[:, 2] for q in poses[:n, 3:]])
+    tilt = np.degrees(np.arccos(np.clip(up[:, 2], -1.0, 1.0))).max()
+    return (f"{error[:n].max():.3f} | {np.sqrt(np.mean(error[:n] ** 2)):.3f} | {n * DT:.2f} | {tilt:.1f} | "
+            f"{np.abs(poses[:n, 2] - AIR_HEIGHT).max():.2f}")
+
+
+def flight_table() -> str:
+    rows = [("| path (x 3) | controller | max cross-track (m) | RMS cross-track (m) | time to the end (s) | "
+             "largest tilt (deg) | largest height error (m) |"), "|---|---|---|---|---|---|---|"]
+    steps, top = int(AIR_SECONDS / DT), AIR_LIMITS.top_speed
+    for name, path in paths().items():
+        path = AIR_SCALE * path
+        flown, controller = pilot.simulate_flying(helicopter(top), path, AIR_LIMITS, DT, steps)
+        slow = float(controller.profile[1:-1].min())
+        runs = {f"pure pursuit at {top:g} m/s": pilot.simulate_pursuit_flying(helicopter(top), path, top, DT, steps)[0],
+                f"pure pursuit at {slow:.2f} m/s": pilot.simulate_pursuit_flying(helicopter(slow), path, slow, DT,
+                                                                                 steps)[0],
+                "pilot": flown}
+        for controller_name, trajectory in runs.items():
+            rows.append(f"| {name} | {controller_name} | {measure_flight(trajectory, path)} |")
+    return "\n".join(rows)
+
+
 if __name__ == "__main__":
     print(f"Sedan from {LIMITS.top_speed:g} m/s, dt = {DT:.4f} s; driver limits: lateral {LIMITS.lateral:g}, "
           f"accel {LIMITS.accel:g}, brake {LIMITS.brake:g} m/s^2, top speed {LIMITS.top_speed:g} m/s\n")
     print(table())
+    print(f"\nHelicopter from {AIR_LIMITS.top_speed:g} m/s at {AIR_HEIGHT:g} m, the paths x {AIR_SCALE:g}; pilot limits: "
+          f"lateral {AIR_LIMITS.lateral:g}, accel {AIR_LIMITS.accel:g}, brake {AIR_LIMITS.brake:g} m/s^2, bank "
+          f"{math.degrees(pilot.DEFAULT_BANK_LIMIT):g} degrees\n")
+    print(flight_table())

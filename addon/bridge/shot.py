@@ -133,10 +133,15 @@ def _rig_of(scene: bpy.types.Scene, owner: bpy.types.Object) -> tuple[VehicleRig
     if preset not in CAR_PRESETS:
         raise RigError(f"vehicle rig {owner.name!r}: this job drives car rigs ({', '.join(CAR_PRESETS)}); its "
                        f"preset is {preset!r}")
+    _no_path(owner)
+    return vehicle_setup.find(scene, owner)
+
+
+def _no_path(owner: bpy.types.Object) -> None:
+    """Raise RigError when `owner` follows a path (a shot goes through its keyed poses instead)."""
     if PATH_PROPERTY in owner.keys():
         raise RigError(f"vehicle rig {owner.name!r}: it follows path {owner[PATH_PROPERTY]!r}; remove the "
                        f"{PATH_PROPERTY!r} property to solve a shot through its keyed poses")
-    return vehicle_setup.find(scene, owner)
 
 
 def _keyed_frames(owner: bpy.types.Object, prefix: str, rotation_path: str,
@@ -395,6 +400,7 @@ def _body_rig_of(scene: bpy.types.Scene, owner: bpy.types.Object) -> tuple[BodyR
         shot_presets = [p for p in BODY_PRESETS if vehicle_type(p) in SHOT_BODY_TYPES]
         raise RigError(f"vehicle rig {owner.name!r}: Solve Shot drives car rigs ({', '.join(CAR_PRESETS)}) and "
                        f"helicopter, boat and hovercraft rigs ({', '.join(shot_presets)}); its preset is {preset!r}")
+    _no_path(owner)
     return vehicle_setup.find(scene, owner)
 
 

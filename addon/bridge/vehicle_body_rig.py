@@ -12,6 +12,10 @@ Controls are custom properties of the chassis (or armature), keyed or set, in th
 `initial_speed` (m/s forward; a chassis keyed before the start frame instead hands over the body twist its
 keys arrive with, unless the owner's Start From Animation is off: start_motion.chassis_twist); mass
 properties come from the preset named by `symplex_vehicle_preset`.
+A helicopter whose chassis names a curve in `symplex_path` flies it (solver/vehicles/pilot.py) instead of its
+keyed controls: the driver's speed profile from the car's properties (`path_speed` caps it; `lateral_accel`,
+`accel_limit`, `brake_limit`, defaults 4, 2.5, 5 m/s^2) and `bank_limit` (rad, default 30 degrees), all
+keyable, holding its start height. The other one-body vehicles refuse a path.
 A boat's water surface and a hovercraft's ground are the world plane z = 0, as in the solver; a tank
 drives on the plane under its chassis at the start (its chassis keeps its height).
 
@@ -33,8 +37,10 @@ Spin angles are the trapezoidal integrals of the rates over the solver's time gr
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import bpy
@@ -44,6 +50,8 @@ from ..solver.integrator import simulate
 from ..solver.model import Curve, Mechanism, Vehicle
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.controls import signal
+from ..solver.vehicles.driver import Limits
+from ..solver.vehicles.pilot import DEFAULT_BANK_LIMIT, simulate_flying
 from ..solver.vehicles.snakeboard import BODIES as SNAKEBOARD_BODIES
 from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.spec import CONTROL_NAMES, VEHICLE_TYPES
@@ -54,8 +62,10 @@ from .rotations import matrix_to_quat, pose_matrices
 from .start_motion import chassis_twist
 from .vehicle_parts import RigError, RigParts, bake_target, candidates, own_name, radius, stored_picks, world
 from .vehicle_bake import setup_name
-from .vehicle_rig import (FORWARD_AXES, FORWARD_PROPERTY, INITIAL_SPEED, PRESET_PROPERTY, box_mesh, chassis_bone,
-                          free_name, sample_curve, wheel_mesh)
+from .vehicle_rig import (FORWARD_AXES, FORWARD_PROPERTY, INITIAL_SPEED, PATH_PROPERTY, PRESET_PROPERTY, box_mesh,
+                          chassis_bone, driver_limits, free_name, read_path, read_path_speed, sample_curve, wheel_mesh)
+
+BANK_LIMIT = "bank_limit"  # chassis custom property (rad, keyable): a helicopter's largest bank on a path
 
 BODY_TYPES = ("helicopter", "boat", "hovercraft", "tank", "snakeboard")
 BODY_PRESETS = tuple(name for name, spec in vehicle_presets().items()
@@ -180,6 +190,10 @@ class BodyReading(FrameGrid):
     chassis_world: np.ndarray  # (4, 4) rigid world matrix of the chassis part at the start
     parts_world: np.ndarray  # (P, 4, 4) rigid world matrices of the spinning parts at the start
     radii: np.ndarray  # (P,) tank wheels' radii (else 0)
+    path: np.ndarray | None = None  # (M, 2) world xy a helicopter flies (solver/vehicles/pilot.py), or None
+    path_speed: Curve | float = 0.0  # m/s, its speed cap
+    limits: Limits | Callable[[float], Limits] | None = None  # the pilot's speed profile limits
+    bank_limit: Curve | float = DEFAULT_BANK_LIMIT  # rad
 
 
 def _controls(owner: bpy.types.Object, kind: str, frame_start: float, fps: float,
@@ -244,8 +258,35 @@ def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
             radii.append(radius(scene, part, frame_start, axle, name, f"{role} wheel"))
         else:
             radii.append(0.0)
-    return BodyReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), chassis,
-                       np.array(parts).reshape(-1, 4, 4), np.array(radii))
+    reading = BodyReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), chassis,
+                          np.array(parts).reshape(-1, 4, 4), np.array(radii))
+    return _with_path(scene, owner, reading, times)
+
+
+def _with_path(scene: bpy.types.Scene, owner: bpy.types.Object, reading: BodyReading,
+               times: np.ndarray) -> BodyReading:
+    """The reading with the path a helicopter's symplex_path names, its path_speed, the driver's limits
+    (vehicle_rig.driver_limits; Limits' defaults without lateral_accel) and bank_limit (rad; keyable).
+    Raises RigError for a path on another vehicle: a boat's or hovercraft's thrusters on its centre plane
+    cannot bank it, and no follower for them is built."""
+    path = read_path(scene, owner, reading.frame_start)
+    if path is None:
+        return reading
+    if reading.rig.kind != "helicopter":
+        raise RigError(f"vehicle rig {owner.name!r}: only a helicopter follows a path among the one-body "
+                       f"vehicles (property {PATH_PROPERTY!r}); remove it")
+    args = (reading.frame_start, reading.fps, times)
+    path_speed = read_path_speed(owner, *args)
+    limits = driver_limits(owner, *args, path_speed)
+    if limits is None:
+        top = float(max(path_speed.values) if isinstance(path_speed, Curve) else path_speed)
+        limits = Limits(top_speed=top)
+    fcurve = compat.find_fcurve(reference.original_channels(owner), f'["{BANK_LIMIT}"]', 0)
+    bank = sample_curve(fcurve, *args, 1.0) if fcurve is not None else float(owner.get(BANK_LIMIT, DEFAULT_BANK_LIMIT))
+    values = np.array(bank.values if isinstance(bank, Curve) else [bank])
+    if not np.all((values > 0) & (values < np.pi / 2)):
+        raise RigError(f"vehicle rig {owner.name!r}: {BANK_LIMIT!r} must lie between 0 and pi/2 rad")
+    return dataclasses.replace(reading, path=path, path_speed=path_speed, limits=limits, bank_limit=bank)
 
 
 def spin_rates(reading: BodyReading, t: np.ndarray) -> np.ndarray:
@@ -342,7 +383,11 @@ def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
     reading = read_body_rig(scene, rig, preset, substeps)
     mech = Mechanism(name=f"vehicle rig {rig.owner}", bodies=(), joints=(), gravity=tuple(scene.gravity),
                      vehicle=reading.vehicle, source=f"vehicle rig {rig.owner!r}")
-    trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    if reading.path is None:
+        trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    else:
+        trajectory, _ = simulate_flying(mech, reading.path, reading.limits, reading.dt, reading.steps,
+                                        reading.bank_limit, speed=reading.path_speed)
     if trajectory.status != "finished":
         frame = reading.frame_start + trajectory.t[-1] * reading.fps
         raise RigError(f"vehicle rig {rig.owner!r}: the solver stopped after frame {frame:g}: {trajectory.message}")

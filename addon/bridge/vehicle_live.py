@@ -62,13 +62,13 @@ def recorded_properties(owner: bpy.types.Object) -> dict[str, str]:
 
 def start(scene: bpy.types.Scene, owner: bpy.types.Object, now: float) -> DriveSession:
     """A live drive of the rig `owner` holds (a car, helicopter, boat, hovercraft or tank), its clock starting at
-    wall-clock `now`. Raises RigError for a snakeboard or a car that follows a path."""
+    wall-clock `now`. Raises RigError for a snakeboard or a rig that follows a path."""
     rig, preset = find(scene, owner)
     frame_end = max(scene.frame_end, scene.frame_start + 1)
+    if owner.get(PATH_PROPERTY):
+        raise RigError(f"vehicle rig {owner.name!r}: it follows path {owner[PATH_PROPERTY]!r}; clear "
+                       f"{PATH_PROPERTY!r} to drive it")
     if isinstance(rig, VehicleRig):
-        if owner.get(PATH_PROPERTY):
-            raise RigError(f"vehicle rig {owner.name!r}: it follows path {owner[PATH_PROPERTY]!r}; clear "
-                           f"{PATH_PROPERTY!r} to drive it")
         reading = read_rig(scene, rig, preset, 1, scene.frame_start, frame_end)
         spec = reading.vehicle.spec
         bindings = car_bindings(spec.max_steer, spec.max_drive_torque, spec.max_brake_torque,

@@ -447,7 +447,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     path_speed: Curve | float = 0.0
     limits = None
     if path is not None:
-        path_speed = _path_speed(chassis, frame_start, fps, times)
+        path_speed = read_path_speed(chassis, frame_start, fps, times)
         limits = driver_limits(chassis, frame_start, fps, times, path_speed)
         replaced = [c for c, _ in controls if c in ("steer", "drive_torque")]
         if replaced:
@@ -545,7 +545,7 @@ def _trailer_geometry(scene: bpy.types.Scene, rig: VehicleRig, preset: str, base
                                 hitch)
 
 
-def _path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, times: np.ndarray) -> Curve | float:
+def read_path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, times: np.ndarray) -> Curve | float:
     """The path_speed property (m/s): sampled into a Curve when keyed, else its value."""
     fcurve = compat.find_fcurve(reference.original_channels(chassis), f'["{PATH_SPEED}"]', 0)
     if fcurve is not None:

@@ -937,3 +937,56 @@ def test_snakeboard_rig_bakes_its_wheel_sets_and_rider_on_the_solver_bodies(symp
         np.testing.assert_allclose(np.arctan2(turn[:, 1, 0], turn[:, 0, 0]), keyed[role], atol=2e-5)
         place = np.einsum("fji,fj->fi", board[:, :3, :3], part[:, :3, 3] - board[:, :3, 3])
         assert np.abs(place - place[0]).max() < 2e-5, role
+
+
+def test_helicopter_with_a_path_flies_it_banked_into_the_turn(symplex):
+    """A helicopter rig with symplex_path flies the pilot (solver/vehicles/pilot.py): on the path, at its
+    height, slowed to sqrt(a_lat R) in the turn and banked there by atan(v^2 / (g R))."""
+    from addon.bridge import vehicle_body_rig as body_rig
+
+    scene = new_scene("pilot", frames=481, fps=24)
+    rig = body_rig.build_body_rig(scene, "helicopter", f"{scene.name} heli")
+    chassis = scene.objects[rig.chassis]
+    start = tuple(chassis.location)
+    radius = 60.0
+    a = np.linspace(-math.pi / 2, 0.0, 46)
+    points = np.vstack([[[0.0, 0.0], [60.0, 0.0]],
+                        np.column_stack([60.0 + radius * np.cos(a[1:]), radius + radius * np.sin(a[1:])]),
+                        [[60.0 + radius, radius + 200.0]]]) + start[:2]
+    chassis[vehicle_rig.PATH_PROPERTY] = _path_curve(scene, "flight", points).name
+    chassis["path_speed"] = chassis["initial_speed"] = 20.0
+    chassis["lateral_accel"], chassis["brake_limit"], chassis["bank_limit"] = 4.0, 2.5, math.radians(35.0)
+    reading = body_rig.read_body_rig(scene, rig, "helicopter")
+    assert (reading.limits.lateral, reading.limits.brake, reading.limits.top_speed) == (4.0, 2.5, 20.0)
+    assert reading.bank_limit == pytest.approx(math.radians(35.0))
+    body_rig.bake_body_rig(scene, rig, "helicopter")
+    loc, quats = _locals(chassis, 481)
+    centre = np.array([60.0 + start[0], radius + start[1]])
+    rel = loc[:, :2] - centre
+    in_turn = (rel[:, 0] > 5.0) & (rel[:, 1] < -5.0)
+    assert np.abs(np.linalg.norm(rel[in_turn], axis=1) - radius).max() < 0.5
+    assert np.abs(loc[:, 2] - start[2]).max() < 1.0  # it holds its height
+    speed = np.linalg.norm(np.diff(loc[:, :2], axis=0), axis=1) * 24
+    cruise = math.sqrt(4.0 * radius)  # 15.5 m/s, braked down to from 20
+    angle = np.arctan2(rel[:, 1], rel[:, 0])
+    middle = in_turn & (angle > -1.2) & (angle < -0.4)  # the turn's middle, its entry transient over
+    v = speed[middle[1:]]
+    assert 0.85 * cruise < v.min() and v.max() < 1.05 * cruise  # (the slower pitch loop settles the speed)
+    up = np.array([quat_to_matrix(q)[:, 2] for q in quats[middle]])
+    inward = -rel[middle] / np.linalg.norm(rel[middle], axis=1)[:, None]
+    lean = np.arctan2(np.einsum("ij,ij->i", up[:, :2], inward), up[:, 2])  # body z toward the centre
+    # coordinated: the body z (the thrust) along the acceleration plus g; a from the keys' second differences
+    # over +-6 frames (float32 keys make single-frame ones noisy), as the lean averaged over the same frames
+    k = np.flatnonzero(middle)
+    accel = (loc[k + 6] - 2.0 * loc[k] + loc[k - 6]) * (24 / 6) ** 2
+    a_in = np.einsum("ij,ij->i", accel[:, :2], inward)
+    lean_mean = np.convolve(np.pad(lean, 6, mode="edge"), np.r_[0.5, np.ones(11), 0.5] / 12, "valid")
+    assert lean_mean == pytest.approx(np.arctan2(a_in, 9.81 + accel[:, 2]), abs=math.radians(1.5))
+    assert lean == pytest.approx(np.arctan(v**2 / (9.81 * radius)), abs=math.radians(4.0))  # ~ v^2 / R
+    chassis["bank_limit"] = 2.0
+    with pytest.raises(vehicle_rig.RigError, match="bank_limit"):
+        body_rig.read_body_rig(scene, rig, "helicopter")
+    boat = body_rig.build_body_rig(scene, "speedboat", f"{scene.name} boat")  # nothing it controls can bank it
+    scene.objects[boat.chassis][vehicle_rig.PATH_PROPERTY] = chassis[vehicle_rig.PATH_PROPERTY]
+    with pytest.raises(vehicle_rig.RigError, match="only a helicopter follows a path"):
+        body_rig.read_body_rig(scene, boat, "speedboat")

@@ -20,7 +20,7 @@ a slow-down asks beyond; a keyed speed limit speed(t) (the rig's
 path_speed) caps v_ref over time.
 
 The drift option (a rear slip angle target) needs tyres that slip, which the car model's rolling-without-
-slipping wheels do not; banking belongs to the SE(3) vehicles, which have no path follower yet.
+slipping wheels do not; banking belongs to the helicopter's follower (pilot.py), which reuses this one.
 Pure numpy; never imports bpy.
 """
 
@@ -99,8 +99,7 @@ class Driver(PurePursuit):
     def _frame(self, x: float, y: float, theta: float, v: float) -> tuple[float, float, float]:
         """(e, e_theta, s) of the rear axle at (x, y) heading theta: left offset, heading error, arc length."""
         self.progress = self.closest(x, y, 2.0 * self.lookahead(v) + 1.0)
-        i = int(np.clip(np.searchsorted(self._s, self.progress, side="right") - 1, 0, len(self._len) - 1))
-        tangent = self._seg[i] / self._len[i]
+        tangent = self.tangent(self.progress)
         rel = np.array([x, y]) - self.point(self.progress)
         e = float(tangent[0] * rel[1] - tangent[1] * rel[0])
         e_theta = (theta - math.atan2(tangent[1], tangent[0]) + math.pi) % (2.0 * math.pi) - math.pi
@@ -129,7 +128,12 @@ class Driver(PurePursuit):
         return float(np.clip(-self._demand() - self.spec.max_drive_torque, 0.0, self.spec.max_brake_torque))
 
     def _demand(self) -> float:
-        """Torque (N m) the speed asks for: the profile's acceleration plus the speed loop toward its speed."""
+        """Torque (N m) the speed asks for: m rho times the acceleration (see `acceleration`)."""
+        return self.mass * self.spec.wheel_radius * self.acceleration()
+
+    def acceleration(self) -> float:
+        """Acceleration (m/s^2) along the path the speed asks for: the profile's own plus the speed loop
+        toward its speed (planned again first when keyed limits changed)."""
         _, _, _, v, t = self._pose()
         s = self.progress
         limits = self.limits_at(t)
@@ -140,7 +144,7 @@ class Driver(PurePursuit):
         cap = self.speed(t)
         feed = v_ref * slope if v_ref < cap else 0.0
         v_ref = min(v_ref, cap)
-        return self.mass * self.spec.wheel_radius * (feed + SPEED_GAIN * (v_ref - v))
+        return feed + SPEED_GAIN * (v_ref - v)
 
     def reference_speed(self, s: float) -> float:
         """The profile's speed (m/s) at arc length s."""

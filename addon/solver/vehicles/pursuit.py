@@ -86,10 +86,19 @@ class PurePursuit:
         i = int(np.argmin(np.where(allowed, dist, np.inf)))
         return float(s[i])
 
+    def _segment(self, s: float) -> int:
+        """Index of the path segment at arc length s (the first or last beyond the ends)."""
+        return int(np.clip(np.searchsorted(self._s, s, side="right") - 1, 0, len(self._len) - 1))
+
     def point(self, s: float) -> np.ndarray:
         """The path point at arc length s (straight on along the last segment beyond the end)."""
-        i = int(np.clip(np.searchsorted(self._s, s, side="right") - 1, 0, len(self._len) - 1))
+        i = self._segment(s)
         return self.path[i] + (s - self._s[i]) / self._len[i] * self._seg[i]
+
+    def tangent(self, s: float) -> np.ndarray:
+        """The path's unit tangent (2,) at arc length s."""
+        i = self._segment(s)
+        return self._seg[i] / self._len[i]
 
     def lookahead(self, speed: float) -> float:
         return max(self.min_lookahead, self.lookahead_time * abs(speed))
