@@ -273,15 +273,23 @@ def _path_curve(scene, name: str, points: np.ndarray, kind: str = "POLY"):
     return obj
 
 
+BEND_RADIUS = 15.0
+
+
+def _bend_road() -> np.ndarray:
+    """A road's plan points: 20 m straight along x, a left quarter turn of BEND_RADIUS, 60 m straight along y."""
+    a = np.linspace(-math.pi / 2, 0.0, 46)
+    return np.vstack([[[0.0, 0.0], [20.0, 0.0]],
+                      np.column_stack([20.0 + BEND_RADIUS * np.cos(a[1:]), BEND_RADIUS + BEND_RADIUS * np.sin(a[1:])]),
+                      [[20.0 + BEND_RADIUS, BEND_RADIUS + 60.0]]])
+
+
 def test_car_follows_a_curve_and_cuts_the_corner(symplex):
     scene = new_scene("path", frames=241, fps=24)
     rig = vehicle_rig.build_car_rig(scene, "sedan", f"{scene.name} car")  # keyed slalom: replaced by the path
     chassis = scene.objects[rig.chassis]
-    radius = 15.0
-    a = np.linspace(-math.pi / 2, 0.0, 46)
-    points = np.vstack([[[0.0, 0.0], [20.0, 0.0]],
-                        np.column_stack([20.0 + radius * np.cos(a[1:]), radius + radius * np.sin(a[1:])]),
-                        [[20.0 + radius, radius + 60.0]]])
+    radius = BEND_RADIUS
+    points = _bend_road()
     curve = _path_curve(scene, "road", points)
     chassis[vehicle_rig.PATH_PROPERTY] = curve.name
     with pytest.raises(vehicle_rig.RigError, match="has no 'path_speed' property"):
@@ -319,11 +327,8 @@ def test_car_with_driver_limits_slows_for_the_bend_and_keeps_to_the_path(symplex
     scene = new_scene("driver", frames=241, fps=24)
     rig = vehicle_rig.build_car_rig(scene, "sedan", f"{scene.name} car")
     chassis = scene.objects[rig.chassis]
-    radius = 15.0
-    a = np.linspace(-math.pi / 2, 0.0, 46)
-    points = np.vstack([[[0.0, 0.0], [20.0, 0.0]],
-                        np.column_stack([20.0 + radius * np.cos(a[1:]), radius + radius * np.sin(a[1:])]),
-                        [[20.0 + radius, radius + 60.0]]])
+    radius = BEND_RADIUS
+    points = _bend_road()
     chassis[vehicle_rig.PATH_PROPERTY] = _path_curve(scene, "road", points).name
     chassis["path_speed"] = chassis["initial_speed"] = 10.0
     chassis["lateral_accel"], chassis["brake_limit"] = 2.0, 3.0
