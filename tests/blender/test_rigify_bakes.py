@@ -37,14 +37,15 @@ def rigify():
         addon_utils.disable("rigify", default_set=True)
 
 
-def metarig_setup(operator: str, bones: tuple[str, ...], frames: int, substeps: int, method: str = "tree"):
-    """The metarig `operator` adds, moved into a new scene of `frames` frames at 24 fps; `bones` simulated
+def metarig_setup(operator: str, bones: tuple[str, ...], frames: int, substeps: int, method: str = "tree",
+                  fps: int = 24):
+    """The metarig `operator` adds, moved into a new scene of `frames` frames at `fps`; `bones` simulated
     and the first one pinned (location locked), then Add Setup as the sidebar does. Returns (scene, setup)."""
     if bpy.context.object is not None and bpy.context.object.mode != "OBJECT":
         bpy.ops.object.mode_set(mode="OBJECT")
     getattr(bpy.ops.object, operator)()
     arm = bpy.context.active_object
-    scene = new_scene("rigify", frames=frames, fps=24)
+    scene = new_scene("rigify", frames=frames, fps=fps)
     scene.collection.objects.link(arm)
     for collection in list(arm.users_collection):
         if collection != scene.collection:
@@ -113,10 +114,23 @@ def test_rigify_tail_at_the_default_substeps_restarts_until_its_energy_is_bounde
     assert "energy check: max |E - E0|" in summary and setup.diagnostics.status == "finished"
 
 
-def test_rigify_arm_bakes_at_the_default_substeps_after_a_newton_restart():
-    """The human metarig's arm pinned at the shoulder: Newton fails at 2 substeps (the 0.08 m hand); the
-    bake restarts with 4, finishes within the energy bound, and its report says so."""
-    scene, setup = metarig_setup("armature_human_metarig_add", ARM, frames=48, substeps=2)
+def test_rigify_arm_bakes_at_its_own_substeps_at_24_fps():
+    """The human metarig's arm pinned at the shoulder at 24 fps: the ball charts' per-step exponential
+    coordinates carry it at the setup's 1 and 2 substeps with no restart (the Euler charts needed 4),
+    within the energy bound."""
+    for substeps in (1, 2):
+        scene, setup = metarig_setup("armature_human_metarig_add", ARM, frames=48, substeps=substeps)
+        with bpy.context.temp_override(scene=scene):
+            assert bpy.ops.symplex.bake(setup=setup.name) == {"FINISHED"}
+        message = setup.diagnostics.message
+        assert "restarted" not in message and "energy check: max |E - E0|" in message, message
+        assert setup.diagnostics.steps == 47 * substeps
+
+
+def test_rigify_arm_bakes_after_a_newton_restart():
+    """The same arm at 8 fps: Newton fails at 2 substeps (dt = 1/16 s); the bake restarts with 4,
+    finishes within the energy bound, and its report says so."""
+    scene, setup = metarig_setup("armature_human_metarig_add", ARM, frames=48, substeps=2, fps=8)
     with bpy.context.temp_override(scene=scene):
         assert bpy.ops.symplex.bake(setup=setup.name) == {"FINISHED"}
     message = setup.diagnostics.message
@@ -126,10 +140,10 @@ def test_rigify_arm_bakes_at_the_default_substeps_after_a_newton_restart():
 
 
 def test_rigify_arm_without_restarts_fails_naming_substeps(monkeypatch):
-    """With no restarts left, the arm's Newton failure at 1 substep names the frame, the setting the
-    user has (Substeps, its value) and the other method; nothing in the scene changes."""
+    """With no restarts left, the arm's Newton failure at 1 substep and 8 fps names the frame, the setting
+    the user has (Substeps, its value) and the other method; nothing in the scene changes."""
     monkeypatch.setattr(job, "MAX_SUBSTEP_RESTARTS", 0)
-    scene, setup = metarig_setup("armature_human_metarig_add", ARM, frames=48, substeps=1)
+    scene, setup = metarig_setup("armature_human_metarig_add", ARM, frames=48, substeps=1, fps=8)
     before = scene_state(scene)
     with pytest.raises(ConvergenceError) as err:
         run(scene, setup.name)
