@@ -1,6 +1,8 @@
 """Tree and maximal agree on random mechanisms (issue 19): both are second-order integrators of the same
-Lagrangian from the same start, so their difference must shrink at (at least) second order in dt, unless
-chaos amplifies it, which a perturbed twin's separation (a finite-time Lyapunov estimate) then shows."""
+Lagrangian from the same start, so their difference must shrink at (at least) second order in dt once dt
+is in the asymptotic range (a stiff case, a light body between heavy ones, gets there only at smaller
+steps: the step is halved up to STEPS' end), unless chaos amplifies it, which a perturbed twin's
+separation (a finite-time Lyapunov estimate) then shows."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from tools.fuzz_mechanisms import random_case
 SEED = 7
 CASES = range(8)  # two of each class: chain, tree, planar loop, spatial loop
 HORIZON = 0.2  # s
-STEPS = (0.004, 0.002)  # dt and dt / 2
+# dt, halved while the order is below ORDER. Case 0 (a 1 kg body on a free joint between bodies of 1e3 kg)
+# measured orders 0.06, 1.00, 1.63, 1.90 over these steps: second order only from dt = 0.0005 on.
+STEPS = (0.004, 0.002, 0.001, 0.0005, 0.00025)
 ORDER = 1.7  # at least this log2 of the shrink: second order, less a margin for the constant's drift
 NUDGE = 1e-7  # rad/s or m/s added to one starting rate of the twin
 LINEAR = 2.0  # a regular motion's separation doubles from T/2 to T (it grows linearly); chaos grows faster
@@ -52,12 +56,17 @@ def test_tree_and_maximal_agree_at_second_order_on_random_mechanisms():
     orders = {}
     for index in CASES:
         mech = agreement_case(index)
-        gaps = [np.max(np.abs(final_positions(mech, dt, "tree")[-1] - final_positions(mech, dt, "maximal")[-1]))
-                for dt in STEPS]
-        orders[index] = math.log2(gaps[0] / gaps[1])
+        gaps = []
+        for dt in STEPS:
+            gaps.append(np.max(np.abs(final_positions(mech, dt, "tree")[-1]
+                                      - final_positions(mech, dt, "maximal")[-1])))
+            if len(gaps) > 1:
+                orders[index] = math.log2(gaps[-2] / gaps[-1])
+                if orders[index] >= ORDER:
+                    break
         if orders[index] < ORDER:
-            growth = separation_growth(mech, STEPS[1])
-            assert growth > CHAOS, (f"case {index}: the methods differ by {gaps} m at dt {STEPS} (order "
+            growth = separation_growth(mech, STEPS[-1])
+            assert growth > CHAOS, (f"case {index}: the methods differ by {gaps} m at dt {STEPS} (last order "
                                     f"{orders[index]:.2f}) and a twin's separation grows only {growth:.3g}x")
     about_two = [i for i, p in orders.items() if 1.8 <= p <= 2.3]
     assert len(about_two) >= len(CASES) // 2, orders
