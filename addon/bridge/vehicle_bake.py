@@ -168,12 +168,15 @@ def _trailer_worlds(reading: RigReading, trajectory: Trajectory, lift: np.ndarra
 
 
 def bake_vehicle(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", substeps: int = 1,
-                 ground: str | None = None) -> VehicleBakeReport:
-    """Read, simulate and bake `rig` over the scene's frame range (one key per frame), following the ground
-    object `ground` (default: the chassis' symplex_ground property; none: flat ground). A new bake replaces
-    the rig's previous one; on any error nothing in the scene changes."""
+                 ground: str | None = None, span: tuple[int, int, int] | None = None) -> VehicleBakeReport:
+    """Read, simulate and bake `rig` over the scene's frame range (one key per frame), or over `span` (first
+    frame, last frame, blend frames: the artist's keys outside kept, the blend frames after the last blended
+    into them, handback.py), following the ground object `ground` (default: the chassis' symplex_ground
+    property; none: flat ground). A new bake replaces the rig's previous one; on any error nothing in the
+    scene changes."""
     started = time.perf_counter()
-    reading = read_rig(scene, rig, preset, substeps)
+    first, last, blend = span or (scene.frame_start, scene.frame_end, 0)
+    reading = read_rig(scene, rig, preset, substeps, first, last + blend)
     trajectory = simulate_rig(reading, scene.gravity)
     ground = ground_name(scene.objects[rig.owner], ground)
     if ground is not None and reading.trailer is not None:
@@ -182,7 +185,8 @@ def bake_vehicle(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan",
     follow = None if ground is None else ride(scene, reading, trajectory, ground, -float(scene.gravity[2]))
     objects = object_trajectory(reading, trajectory, follow)
     targets = [rig.part(name).target() for name in objects.bodies]
-    options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps)
+    options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps,
+                          blend_frames=blend)
     keys = write_trajectory(objects, targets, options, root=rig.owner)
     psi = trajectory.q[:, trajectory.coordinate_names.index("wheel_angle")]
     return VehicleBakeReport(rig.owner, trajectory.nsteps, keys, time.perf_counter() - started,

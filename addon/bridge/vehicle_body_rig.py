@@ -221,10 +221,13 @@ def _controls(owner: bpy.types.Object, kind: str, frame_start: float, fps: float
     return tuple(out)
 
 
-def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1) -> BodyReading:
-    """Read `rig` at the scene's start frame into a Vehicle of `preset` (see the module docstring)."""
+def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1,
+                  frame_start: int | None = None, frame_end: int | None = None) -> BodyReading:
+    """Read `rig` at `frame_start` (default the scene's) into a Vehicle of `preset`, to run until `frame_end`
+    (default the scene's) (see the module docstring)."""
     name = rig.owner
-    frame_start, frame_end = scene.frame_start, scene.frame_end
+    frame_start = scene.frame_start if frame_start is None else int(frame_start)
+    frame_end = scene.frame_end if frame_end is None else int(frame_end)
     if frame_end <= frame_start or int(substeps) < 1:
         raise RigError(f"vehicle rig {name!r}: needs a frame range (got {frame_start}-{frame_end}) and substeps >= 1")
     fps = scene.render.fps / scene.render.fps_base
@@ -377,10 +380,13 @@ class BodyBakeReport:
                 f"{self.distance:.1f} m travelled, solver residual {self.max_residual:.1e}")
 
 
-def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1) -> BodyBakeReport:
-    """Read, simulate and bake `rig` over the scene's frame range; on any error nothing changes."""
+def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1,
+                  span: tuple[int, int, int] | None = None) -> BodyBakeReport:
+    """Read, simulate and bake `rig` over the scene's frame range, or over `span` (first frame, last frame,
+    blend frames: as vehicle_bake.bake_vehicle's); on any error nothing changes."""
     started = time.perf_counter()
-    reading = read_body_rig(scene, rig, preset, substeps)
+    first, last, blend = span or (scene.frame_start, scene.frame_end, 0)
+    reading = read_body_rig(scene, rig, preset, substeps, first, last + blend)
     mech = Mechanism(name=f"vehicle rig {rig.owner}", bodies=(), joints=(), gravity=tuple(scene.gravity),
                      vehicle=reading.vehicle, source=f"vehicle rig {rig.owner!r}")
     if reading.path is None:
@@ -393,7 +399,8 @@ def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
         raise RigError(f"vehicle rig {rig.owner!r}: the solver stopped after frame {frame:g}: {trajectory.message}")
     objects = object_trajectory(reading, trajectory)
     targets = [rig.part(name).target() for name in objects.bodies]
-    options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps)
+    options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps,
+                          blend_frames=blend)
     keys = write_trajectory(objects, targets, options, root=rig.owner)
     path = trajectory.poses[:, 0, :3]
     return BodyBakeReport(rig.owner, rig.kind, trajectory.nsteps, keys, time.perf_counter() - started,
