@@ -15,7 +15,9 @@ properties come from the preset named by `symplex_vehicle_preset`.
 A helicopter whose chassis names a curve in `symplex_path` flies it (solver/vehicles/pilot.py) instead of its
 keyed controls: the driver's speed profile from the car's properties (`path_speed` caps it; `lateral_accel`,
 `accel_limit`, `brake_limit`, defaults 4, 2.5, 5 m/s^2) and `bank_limit` (rad, default 30 degrees), all
-keyable, holding its start height. The other one-body vehicles refuse a path.
+keyable, holding its start height. A boat or hovercraft with a path follows it by differential thrust
+(solver/vehicles/helmsman.py) with the same properties but no bank_limit (refused: nothing it controls rolls
+it); its propellers or fans spin with the thrusts chosen. A tank or snakeboard refuses a path.
 A boat's water surface and a hovercraft's ground are the world plane z = 0, as in the solver; a tank
 drives on the plane under its chassis at the start (its chassis keeps its height).
 
@@ -51,6 +53,7 @@ from ..solver.model import Curve, Mechanism, Vehicle
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.controls import signal
 from ..solver.vehicles.driver import Limits
+from ..solver.vehicles.helmsman import CRAFT, Helmsman, simulate_steering
 from ..solver.vehicles.pilot import DEFAULT_BANK_LIMIT, simulate_flying
 from ..solver.vehicles.snakeboard import BODIES as SNAKEBOARD_BODIES
 from ..solver.mechfile.read import vehicle_presets
@@ -268,28 +271,43 @@ def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
 
 def _with_path(scene: bpy.types.Scene, owner: bpy.types.Object, reading: BodyReading,
                times: np.ndarray) -> BodyReading:
-    """The reading with the path a helicopter's symplex_path names, its path_speed, the driver's limits
-    (vehicle_rig.driver_limits; Limits' defaults without lateral_accel) and bank_limit (rad; keyable).
-    Raises RigError for a path on another vehicle: a boat's or hovercraft's thrusters on its centre plane
-    cannot bank it, and no follower for them is built."""
+    """The reading with the path a helicopter's, boat's or hovercraft's symplex_path names, its path_speed, the
+    driver's limits (vehicle_rig.driver_limits; Limits' defaults without lateral_accel) and a helicopter's
+    bank_limit (rad; keyable). Raises RigError for a path on a tank or snakeboard, and for a bank_limit on a
+    boat or hovercraft: nothing they control rolls them (solver/vehicles/helmsman.py)."""
     path = read_path(scene, owner, reading.frame_start)
     if path is None:
         return reading
-    if reading.rig.kind != "helicopter":
-        raise RigError(f"vehicle rig {owner.name!r}: only a helicopter follows a path among the one-body "
-                       f"vehicles (property {PATH_PROPERTY!r}); remove it")
+    kind = reading.rig.kind
+    if kind not in ("helicopter", *CRAFT):
+        raise RigError(f"vehicle rig {owner.name!r}: a {kind} does not follow a path (property "
+                       f"{PATH_PROPERTY!r}; the helicopter, boat and hovercraft do); remove it")
+    if kind != "helicopter" and (BANK_LIMIT in owner.keys() or
+                                 compat.find_fcurve(reference.original_channels(owner), f'["{BANK_LIMIT}"]', 0)):
+        raise RigError(f"vehicle rig {owner.name!r}: a {kind} cannot bank: its thrusters push along its hull on "
+                       f"its centre plane, so nothing it controls rolls it; remove {BANK_LIMIT!r}")
     args = (reading.frame_start, reading.fps, times)
     path_speed = read_path_speed(owner, *args)
     limits = driver_limits(owner, *args, path_speed)
     if limits is None:
         top = float(max(path_speed.values) if isinstance(path_speed, Curve) else path_speed)
         limits = Limits(top_speed=top)
+    if kind != "helicopter":
+        return dataclasses.replace(reading, path=path, path_speed=path_speed, limits=limits)
     fcurve = compat.find_fcurve(reference.original_channels(owner), f'["{BANK_LIMIT}"]', 0)
     bank = sample_curve(fcurve, *args, 1.0) if fcurve is not None else float(owner.get(BANK_LIMIT, DEFAULT_BANK_LIMIT))
     values = np.array(bank.values if isinstance(bank, Curve) else [bank])
     if not np.all((values > 0) & (values < np.pi / 2)):
         raise RigError(f"vehicle rig {owner.name!r}: {BANK_LIMIT!r} must lie between 0 and pi/2 rad")
     return dataclasses.replace(reading, path=path, path_speed=path_speed, limits=limits, bank_limit=bank)
+
+
+def steered(vehicle: Vehicle, helmsman: Helmsman) -> Vehicle:
+    """`vehicle` with the thrusts the helmsman chose at each node as its controls (linear between the nodes), so
+    its propellers or fans spin with them."""
+    t, right, left = np.array(helmsman.thrusts).T
+    return dataclasses.replace(vehicle, controls=(("thrust_right", Curve(tuple(t), tuple(right))),
+                                                  ("thrust_left", Curve(tuple(t), tuple(left)))))
 
 
 def spin_rates(reading: BodyReading, t: np.ndarray) -> np.ndarray:
@@ -391,9 +409,13 @@ def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
                      vehicle=reading.vehicle, source=f"vehicle rig {rig.owner!r}")
     if reading.path is None:
         trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
-    else:
+    elif rig.kind == "helicopter":
         trajectory, _ = simulate_flying(mech, reading.path, reading.limits, reading.dt, reading.steps,
                                         reading.bank_limit, speed=reading.path_speed)
+    else:
+        trajectory, helmsman = simulate_steering(mech, reading.path, reading.limits, reading.dt, reading.steps,
+                                                 speed=reading.path_speed)
+        reading = dataclasses.replace(reading, vehicle=steered(reading.vehicle, helmsman))
     if trajectory.status != "finished":
         frame = reading.frame_start + trajectory.t[-1] * reading.fps
         raise RigError(f"vehicle rig {rig.owner!r}: the solver stopped after frame {frame:g}: {trajectory.message}")

@@ -23,9 +23,8 @@ The controls are read from the integrator's state at node k (the pose g_k and th
 step: a one-step feedback delay, as the car's. `PursuitPilot` flies the same way but turns by pure
 pursuit's curvature 2 sin(alpha) / d to the point L ahead, at a constant speed: the comparison.
 
-The boat and hovercraft are not flown here: the boat's column hull heels only through its buoyancy and
-its thrusters sit on its centre plane, so nothing it controls can bank it; a bank there is the heel its
-hull takes in a turn.
+The boat and hovercraft follow a path in helmsman.py (the same law, steered by differential thrust): nothing
+they control can bank them.
 Pure numpy; never imports bpy.
 """
 
@@ -65,6 +64,8 @@ class Pilot(Driver):
     """Collective, tail force and blade pitch/roll for a helicopter following `path` (M, 2) at the driver's
     speed profile of `limits`, banked at most `bank_limit(t)` (rad), at most `speed(t)` (m/s)."""
 
+    lag = LAG  # s: how far ahead (in time at the speed) the path's curvature is read
+
     def __init__(self, path: np.ndarray, spec: HelicopterSpec, limits: Limits | Callable[[float], Limits],
                  start: tuple[float, float, float, float], bank_limit: Control = DEFAULT_BANK_LIMIT,
                  lookahead_time: float = DEFAULT_LOOKAHEAD_TIME, speed: Control = math.inf,
@@ -98,7 +99,7 @@ class Pilot(Driver):
         e, e_theta, s = self._frame(x, y, track, v)
         ahead = self.lookahead(v)
         self.targets.append(tuple(float(c) for c in self.point(s + ahead)))
-        preview = s + v * LAG  # the path's curvature where the helicopter will be once banked
+        preview = s + v * self.lag  # the path's curvature where the craft will be once banked
         return float(np.interp(preview, self._s, self.kappa)) - 2.0 * e_theta / ahead - e / ahead**2
 
     def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
