@@ -991,7 +991,52 @@ def test_helicopter_with_a_path_flies_it_banked_into_the_turn(symplex):
     chassis["bank_limit"] = 2.0
     with pytest.raises(vehicle_rig.RigError, match="bank_limit"):
         body_rig.read_body_rig(scene, rig, "helicopter")
-    boat = body_rig.build_body_rig(scene, "speedboat", f"{scene.name} boat")  # nothing it controls can bank it
-    scene.objects[boat.chassis][vehicle_rig.PATH_PROPERTY] = chassis[vehicle_rig.PATH_PROPERTY]
-    with pytest.raises(vehicle_rig.RigError, match="only a helicopter follows a path"):
-        body_rig.read_body_rig(scene, boat, "speedboat")
+
+
+@pytest.mark.heavy
+def test_boat_with_a_path_follows_it_by_differential_thrust(symplex):
+    """A speedboat rig with symplex_path steers by its two thrusts (solver/vehicles/helmsman.py): the baked hull
+    follows a quarter turn of R = 60 m within 0.5 m at the profile's turn-rate speed turn_rate R (6.0 m/s, the
+    lateral limit allowing more), its propellers spin apart as the helmsman splits the thrust, and it heels
+    outward by the fraction of a degree its buoyancy allows (no control rolls it). A bank_limit on a boat and a
+    path on a tank are refused by name."""
+    from addon.bridge import vehicle_body_rig as body_rig
+    from addon.solver.vehicles.helmsman import turn_rate
+
+    scene = new_scene("helm", frames=361, fps=24)
+    rig = body_rig.build_body_rig(scene, "speedboat", f"{scene.name} boat")
+    chassis = scene.objects[rig.chassis]
+    start = tuple(chassis.location)
+    radius = 60.0
+    a = np.linspace(-math.pi / 2, 0.0, 46)
+    points = np.vstack([[[0.0, 0.0], [20.0, 0.0]],
+                        np.column_stack([20.0 + radius * np.cos(a[1:]), radius + radius * np.sin(a[1:])]),
+                        [[20.0 + radius, radius + 100.0]]]) + start[:2]
+    chassis[vehicle_rig.PATH_PROPERTY] = _path_curve(scene, "course", points).name
+    speed = turn_rate(vehicle_presets()["speedboat"]) * radius
+    chassis["path_speed"], chassis["initial_speed"], chassis["lateral_accel"] = 10.0, speed, 2.0
+    reading = body_rig.read_body_rig(scene, rig, "speedboat")
+    assert (reading.limits.lateral, reading.limits.top_speed) == (2.0, 10.0)
+    body_rig.bake_body_rig(scene, rig, "speedboat")
+    loc, quats = _locals(chassis, 361)
+    centre = np.array([20.0 + start[0], radius + start[1]])
+    rel = loc[:, :2] - centre
+    in_turn = (rel[:, 0] > 0.0) & (rel[:, 1] < 0.0)
+    assert in_turn.sum() > 200 and np.abs(np.linalg.norm(rel[in_turn], axis=1) - radius).max() < 0.5
+    angle = np.arctan2(rel[:, 1], rel[:, 0])
+    middle = in_turn & (angle > -1.2) & (angle < -0.4)  # its entry over (it sped up on the straight)
+    v = np.linalg.norm(np.diff(loc[:, :2], axis=0), axis=1)[middle[1:]] * 24
+    assert v == pytest.approx(speed, rel=0.02)
+    inward = -rel[in_turn] / np.linalg.norm(rel[in_turn], axis=1)[:, None]
+    up = np.array([quat_to_matrix(q)[:, 2] for q in quats[in_turn]])
+    lean = np.degrees(np.arctan2(np.einsum("ij,ij->i", up[:, :2], inward), up[:, 2]))
+    assert -0.5 < np.median(lean) < -0.1  # outward, by a_lat h / (g GM) = 0.28 degrees (test_helmsman.py)
+    spins = [_locals(scene.objects[name], 361)[1] for _, name in rig.spinners]
+    assert len(spins) == 2 and not np.allclose(spins[0][-1], spins[1][-1], atol=1e-3)
+    chassis["bank_limit"] = 0.3
+    with pytest.raises(vehicle_rig.RigError, match="a boat cannot bank.*remove 'bank_limit'"):
+        body_rig.read_body_rig(scene, rig, "speedboat")
+    tank = body_rig.build_body_rig(scene, "tank", f"{scene.name} tank")
+    scene.objects[tank.chassis][vehicle_rig.PATH_PROPERTY] = chassis[vehicle_rig.PATH_PROPERTY]
+    with pytest.raises(vehicle_rig.RigError, match="a tank does not follow a path"):
+        body_rig.read_body_rig(scene, tank, "tank")

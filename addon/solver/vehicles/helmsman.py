@@ -4,19 +4,25 @@ differential thrust.
 Neither craft has a rudder or a turning fan: both push along the hull's x axis with two thrusters at
 y = +-spacing/2 (boat.py, hovercraft.py), so what steers is the difference of their thrusts, a yaw torque
 (spacing/2)(u_r - u_l), and what drives is their sum. `Helmsman` reuses the pilot (pilot.py) for what the
-path asks, flown on the ground track (the direction of the horizontal velocity, which slides off the
-heading in a turn; below BLEND_SPEED the heading takes over, so a craft at rest starts along its bow):
-the speed profile and the tracking curvature kappa = kappa_ref - 2 e_theta / L - e / L^2, kappa_ref
-previewed pilot.LAG ahead. Then it steers and drives:
+path asks, on the ground track (the direction of the horizontal velocity, which slides off the heading in
+a turn; below BLEND_SPEED the bow takes over, so a craft at rest starts along its bow): the speed profile
+and the tracking curvature kappa = kappa_ref - 2 e_theta / L - e / L^2. Then it steers and drives:
 
-- Turn: the ground track's rate v kappa is the yaw rate wanted, r_d. The yaw torque is the hull's own yaw
-  damping at r_d, fed forward, plus I_z YAW_GAIN (r_d - r). The boat's damping is linear: its column drag
-  (boat.py) at the design displacement resists a yaw rate r with D_r r, D_r = D_sway mean(x_i^2) +
-  D_surge mean(y_i^2) over the columns; the hovercraft's is its quadratic yaw_drag |r| r.
-- Speed: the thrust sum is m a + the surge drag at the speed (boat D_surge v, hovercraft c_x |v| v), a the
-  driver's acceleration along the path (profile feed plus 1.5/s (v_ref - v)).
-- Thrusters: u_r, u_l = (T +- 2 tau / spacing) / 2, each within +-max_thrust; the turn comes first (the sum
-  gives way when a thruster would exceed its limit).
+- Force: the acceleration wanted is the pilot's, in the water plane: along the path tangent T the profile's
+  v dv/ds plus 1.5/s (v_ref - v), across it (left normal N) v^2 kappa within the lateral limit. The thrust
+  must give F = m a minus the hull's drag at the current velocity (`hull_drag`: the boat's column drag at
+  the design displacement, linear in surge and sway; the hovercraft's quadratic skirt drag), and only along
+  the bow, so the bow is turned onto F, as the helicopter's rotor is tilted onto its thrust. The hull then
+  slides into the turn until its own drag and the thrust's sideways part give the turn's force: the boat,
+  with a stiff sway drag, by a degree or two; the hovercraft by tens of degrees. Braking (F pointing back
+  along the path) reverses the thrust along the path and leaves the turn to the drag.
+- Heading: yaw torque I_z (w_h^2 e_psi + 2 w_h (v kappa - r)) plus the hull's own yaw damping at the turn's
+  rate v kappa, fed forward (`yaw_damping`: the boat's columns resist a yaw rate r with D_r r, D_r =
+  D_sway mean(x_i^2) + D_surge mean(y_i^2); the hovercraft with yaw_drag |r| r); e_psi the angle from the
+  bow to F, w_h = HEADING_RATE (critically damped). kappa_ref is read 1 / w_h ahead (the heading loop's time constant),
+  and the look-ahead is 2 s of travel (LOOKAHEAD_TIME): the tracking must be slower than the heading loop.
+- Thrusters: the sum is F along the bow, the difference the torque: u_r, u_l = (T +- 2 tau / spacing) / 2,
+  each within +-max_thrust; the turn comes first (the sum gives way when a thruster would exceed its limit).
 - Turn-rate limit: the profile plans at most the yaw rate TURN_MARGIN x (spacing / 2) x max_thrust of
   torque holds against the hull's damping (driver.Limits.turn_rate), on top of the lateral limit, so the
   speed in a bend is min(sqrt(a_lat / |kappa|), turn_rate / |kappa|).
@@ -83,7 +89,7 @@ class Helmsman(Pilot):
     """thrust_right and thrust_left for a boat or hovercraft following `path` (M, 2) at the driver's speed profile
     of `limits` (capped at the craft's turn_rate), at most `speed(t)` (m/s)."""
 
-    lag = 2.0 / HEADING_RATE  # s: the heading loop's lag, the curvature read this far ahead
+    lag = 1.0 / HEADING_RATE  # s: the curvature read this far ahead (the heading loop's time constant)
 
     def __init__(self, path: np.ndarray, spec: BoatSpec | HovercraftSpec, limits: Limits | Callable[[float], Limits],
                  start: tuple[float, float, float, float], lookahead_time: float = LOOKAHEAD_TIME,
