@@ -10,6 +10,12 @@ Then the helicopter (solver/vehicles/pilot.py) on the same paths at three times 
 the pilot against pure pursuit flown the same way (PursuitPilot) at 25 m/s and at the pilot's speed in the
 tightest curve; columns: cross-track errors of the centre of mass, time to the end, the largest tilt and
 height error. A run that has not reached the end after 50 s left the path.
+Then the speedboat and the hovercraft (solver/vehicles/helmsman.py) on the paths at three times the size,
+at dt = 1/24 s: the helmsman against pure pursuit steered the same way (PursuitHelmsman) at the top speed
+and at the helmsman's slowest profile speed; columns: cross-track errors of the centre of mass, time to the
+end, the largest heel (roll about the bow: the boat's is its buoyancy's answer to the turn, nothing banks
+it) and the largest slide (angle from the bow to the velocity). A run that has not reached the end within
+1.5 times the path's length at its slowest speed, plus 10 s, left the path.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import numpy as np
 from addon.solver.lie import quat_to_matrix
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.model import Mechanism, Vehicle
-from addon.solver.vehicles import driver, pilot, pursuit
+from addon.solver.vehicles import driver, helmsman, pilot, pursuit
 
 DT = 1.0 / 48
 LIMITS = driver.Limits(lateral=4.0, accel=2.5, brake=5.0, top_speed=15.0)
@@ -137,6 +143,59 @@ def flight_table() -> str:
     return "\n".join(rows)
 
 
+CRAFT_DT = 1.0 / 24
+CRAFT_LIMITS = {"speedboat": driver.Limits(lateral=2.0, accel=1.0, brake=1.0, top_speed=10.0),
+                "hovercraft": driver.Limits(lateral=1.5, accel=1.0, brake=1.0, top_speed=12.0)}
+
+
+def craft(preset: str, speed: float) -> Mechanism:
+    """The preset afloat (or on its cushion) at the origin, level, bow along +X at `speed` (m/s)."""
+    spec = vehicle_presets()[preset]
+    z = spec.keel_below_com - spec.design_draft if preset == "speedboat" else spec.rest_height
+    kind = "boat" if preset == "speedboat" else "hovercraft"
+    vehicle = Vehicle(kind, spec, position=(0.0, 0.0, z), velocity=(0, 0, 0, speed, 0, 0), name=preset)
+    return Mechanism(name=preset, bodies=(), joints=(), gravity=(0.0, 0.0, -9.81), vehicle=vehicle, source="bench")
+
+
+def measure_craft(trajectory, path: np.ndarray) -> str:
+    """Table cells of a boat or hovercraft run up to the path's end: max and RMS cross-track (m), time to the end
+    (s), largest heel (deg, roll about the bow) and largest slide (deg, bow to velocity)."""
+    poses = trajectory.poses[:, 0]
+    error, arc = closest(poses[:, :2], path)
+    past = np.flatnonzero(arc >= np.linalg.norm(np.diff(path, axis=0), axis=1).sum() - 1e-6)
+    if not len(past):
+        return "left the path | | | | "
+    n = int(past[0])
+    R = np.array([quat_to_matrix(q) for q in poses[:n, 3:]])
+    heel = np.degrees(np.abs(np.arctan2(R[:, 2, 1], R[:, 2, 2]))).max()
+    velocity = np.diff(poses[:n + 1, :2], axis=0)
+    slide = np.degrees(np.abs(np.arctan2(R[:, 0, 0] * velocity[:, 1] - R[:, 1, 0] * velocity[:, 0],
+                                         R[:, 0, 0] * velocity[:, 0] + R[:, 1, 0] * velocity[:, 1]))).max()
+    return (f"{error[:n].max():.3f} | {np.sqrt(np.mean(error[:n] ** 2)):.3f} | {n * CRAFT_DT:.2f} | {heel:.2f} | "
+            f"{slide:.1f}")
+
+
+def craft_table() -> str:
+    rows = [("| craft | path (x 3) | controller | max cross-track (m) | RMS cross-track (m) | time to the end (s) | "
+             "largest heel (deg) | largest slide (deg) |"), "|---|---|---|---|---|---|---|---|"]
+    for preset, limits in CRAFT_LIMITS.items():
+        top = limits.top_speed
+        for name, path in paths().items():
+            path = AIR_SCALE * path
+            probe = helmsman.Helmsman(path, vehicle_presets()[preset], limits, (0.0, 0.0, 0.0, top))
+            slow = float(probe.profile[1:-1].min())
+            steps = int((1.5 * probe.grid[-1] / slow + 10.0) / CRAFT_DT)
+            steered, _ = helmsman.simulate_steering(craft(preset, top), path, limits, CRAFT_DT, steps)
+            runs = {f"pure pursuit at {top:g} m/s": helmsman.simulate_pursuit_steering(
+                        craft(preset, top), path, top, CRAFT_DT, steps)[0],
+                    f"pure pursuit at {slow:.2f} m/s": helmsman.simulate_pursuit_steering(
+                        craft(preset, slow), path, slow, CRAFT_DT, steps)[0],
+                    "helmsman": steered}
+            for controller_name, trajectory in runs.items():
+                rows.append(f"| {preset} | {name} | {controller_name} | {measure_craft(trajectory, path)} |")
+    return "\n".join(rows)
+
+
 if __name__ == "__main__":
     print(f"Sedan from {LIMITS.top_speed:g} m/s, dt = {DT:.4f} s; driver limits: lateral {LIMITS.lateral:g}, "
           f"accel {LIMITS.accel:g}, brake {LIMITS.brake:g} m/s^2, top speed {LIMITS.top_speed:g} m/s\n")
@@ -145,3 +204,8 @@ if __name__ == "__main__":
           f"lateral {AIR_LIMITS.lateral:g}, accel {AIR_LIMITS.accel:g}, brake {AIR_LIMITS.brake:g} m/s^2, bank "
           f"{math.degrees(pilot.DEFAULT_BANK_LIMIT):g} degrees\n")
     print(flight_table())
+    print(f"\nSpeedboat and hovercraft, the paths x {AIR_SCALE:g}, dt = {CRAFT_DT:.4f} s; helmsman limits: "
+          + "; ".join(f"{p} lateral {lim.lateral:g}, accel {lim.accel:g}, brake {lim.brake:g} m/s^2, top speed "
+                      f"{lim.top_speed:g} m/s, turn rate {helmsman.turn_rate(vehicle_presets()[p]):.3f} rad/s"
+                      for p, lim in CRAFT_LIMITS.items()) + "\n")
+    print(craft_table())

@@ -398,18 +398,16 @@ class BodyBakeReport:
                 f"{self.distance:.1f} m travelled, solver residual {self.max_residual:.1e}")
 
 
-def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1,
-                  span: tuple[int, int, int] | None = None) -> BodyBakeReport:
-    """Read, simulate and bake `rig` over the scene's frame range, or over `span` (first frame, last frame,
-    blend frames: as vehicle_bake.bake_vehicle's); on any error nothing changes."""
-    started = time.perf_counter()
-    first, last, blend = span or (scene.frame_start, scene.frame_end, 0)
-    reading = read_body_rig(scene, rig, preset, substeps, first, last + blend)
-    mech = Mechanism(name=f"vehicle rig {rig.owner}", bodies=(), joints=(), gravity=tuple(scene.gravity),
-                     vehicle=reading.vehicle, source=f"vehicle rig {rig.owner!r}")
+def simulate_body_rig(reading: BodyReading, gravity=(0.0, 0.0, -9.81)) -> tuple[Trajectory, BodyReading]:
+    """The solver's run of the rig's Vehicle over its frame range (flown or steered along its path, if it has
+    one), and the reading with the controls the run used (a boat's or hovercraft's helmsman's thrusts: steered).
+    Raises RigError naming the frame if it fails."""
+    owner = reading.rig.owner
+    mech = Mechanism(name=f"vehicle rig {owner}", bodies=(), joints=(), gravity=tuple(gravity),
+                     vehicle=reading.vehicle, source=f"vehicle rig {owner!r}")
     if reading.path is None:
         trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
-    elif rig.kind == "helicopter":
+    elif reading.rig.kind == "helicopter":
         trajectory, _ = simulate_flying(mech, reading.path, reading.limits, reading.dt, reading.steps,
                                         reading.bank_limit, speed=reading.path_speed)
     else:
@@ -418,7 +416,18 @@ def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
         reading = dataclasses.replace(reading, vehicle=steered(reading.vehicle, helmsman))
     if trajectory.status != "finished":
         frame = reading.frame_start + trajectory.t[-1] * reading.fps
-        raise RigError(f"vehicle rig {rig.owner!r}: the solver stopped after frame {frame:g}: {trajectory.message}")
+        raise RigError(f"vehicle rig {owner!r}: the solver stopped after frame {frame:g}: {trajectory.message}")
+    return trajectory, reading
+
+
+def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1,
+                  span: tuple[int, int, int] | None = None) -> BodyBakeReport:
+    """Read, simulate and bake `rig` over the scene's frame range, or over `span` (first frame, last frame,
+    blend frames: as vehicle_bake.bake_vehicle's); on any error nothing changes."""
+    started = time.perf_counter()
+    first, last, blend = span or (scene.frame_start, scene.frame_end, 0)
+    reading = read_body_rig(scene, rig, preset, substeps, first, last + blend)
+    trajectory, reading = simulate_body_rig(reading, scene.gravity)
     objects = object_trajectory(reading, trajectory)
     targets = [rig.part(name).target() for name in objects.bodies]
     options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps,
@@ -467,7 +476,7 @@ def build_body_rig(scene: bpy.types.Scene, preset: str, name: str,
     elif kind in ("boat", "hovercraft"):
         if kind == "boat":
             body = box_mesh(name, (spec.hull_length, spec.hull_beam, spec.hull_height))
-            height = spec.design_draft - spec.keel_below_com
+            height = spec.keel_below_com - spec.design_draft
             place, size = (-spec.thruster_behind_com, -spec.thruster_below_com), 0.35
         else:
             body = box_mesh(name, (spec.skirt_length, spec.skirt_width, 1.0))

@@ -22,7 +22,7 @@ R, DT, G = 60.0, 1.0 / 24, 9.81
 def craft(preset: str, speed: float) -> Mechanism:
     """The preset afloat (or on its cushion) at the origin, level, bow along +X at `speed` (m/s)."""
     spec = vehicle_presets()[preset]
-    z = spec.design_draft - spec.keel_below_com if preset == "speedboat" else spec.rest_height
+    z = spec.keel_below_com - spec.design_draft if preset == "speedboat" else spec.rest_height
     kind = "boat" if preset == "speedboat" else "hovercraft"
     vehicle = Vehicle(kind, spec, position=(0.0, 0.0, z), velocity=(0, 0, 0, speed, 0, 0), name=preset)
     return Mechanism(name=preset, bodies=(), joints=(), gravity=(0.0, 0.0, -G), vehicle=vehicle, source="test")
