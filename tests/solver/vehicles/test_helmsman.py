@@ -70,3 +70,29 @@ def test_a_boat_holds_a_circle_at_its_turn_rate_heeled_outward_by_its_buoyancy()
     up = np.array([quat_to_matrix(q)[:, 2] for q in poses[late, 3:]])
     lean = np.arctan2(np.einsum("ij,ij->i", up[:, :2], inward), up[:, 2])  # + toward the centre
     assert -lean == pytest.approx(heel, rel=0.1)
+
+
+@pytest.mark.heavy
+def test_a_hovercraft_slides_round_a_circle_at_the_angle_its_skirt_drag_needs():
+    """The hovercraft's only side force is its skirt's sway drag c_y |v_y| v_y at the centre of mass (thrust is
+    along the bow), so in a steady turn of radius R at speed v it slides until c_y v_y^2 = m r v_x, r = v / R:
+    sin^2(beta) = m cos(beta) / (c_y R), beta = 25.7 degrees at R = 60 m (any speed). The helmsman turns the bow
+    that far into the turn; it runs up to 1.5 m wide of the circle (0.8 to 1.1 m measured: the turn leans on the
+    drag it predicts, with no integral action); nothing rolls the craft (its roll about the bow stays below 0.01
+    degrees)."""
+    spec = vehicle_presets()["hovercraft"]
+    limits = driver.Limits(lateral=2.0, accel=1.0, brake=1.0, top_speed=10.0)
+    trajectory, _ = helmsman.simulate_steering(craft("hovercraft", 10.0), circle(), limits, DT, int(12.0 / DT))
+    assert trajectory.status == "finished"
+    poses = trajectory.poses[:, 0]
+    late = trajectory.t[1:] > 8.0
+    velocity = np.diff(poses[:, :2], axis=0)[late]
+    bow = np.array([quat_to_matrix(q)[:2, 0] for q in poses[1:][late, 3:]])
+    slide = np.arctan2(bow[:, 0] * velocity[:, 1] - bow[:, 1] * velocity[:, 0], np.einsum("ij,ij->i", bow, velocity))
+    c = np.cos(np.linspace(0.0, 1.5, 150001))
+    beta = np.arccos(c[np.argmin(np.abs(1.0 - c**2 - spec.mass * c / (spec.drag[1] * R)))])
+    assert -slide == pytest.approx(beta, abs=math.radians(1.0))  # the velocity lies outward of the bow
+    rel = poses[1:][late, :2] - np.array([0.0, R])
+    assert np.abs(np.linalg.norm(rel, axis=1) - R).max() < 1.5
+    R_body = np.array([quat_to_matrix(q) for q in poses[:, 3:]])
+    assert np.degrees(np.abs(np.arctan2(R_body[:, 2, 1], R_body[:, 2, 2]))).max() < 0.01
