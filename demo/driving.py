@@ -26,9 +26,8 @@ from types import SimpleNamespace
 import bpy
 import numpy as np
 
-from addon.bridge import vehicle_live
+from addon.bridge import vehicle_body_rig, vehicle_live
 from addon.bridge.headless import registered
-from addon.bridge import vehicle_body_rig
 from addon.bridge.vehicle_bake import bake_vehicle, object_trajectory, simulate_rig
 from addon.bridge.vehicle_rig import PATH_PROPERTY, build_car_rig, read_rig
 from addon.bridge.vehicle_setup import RESULT_PROPERTY, find

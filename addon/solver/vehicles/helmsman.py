@@ -126,7 +126,7 @@ class Helmsman(Pilot):
             return self._u[:2]
         self._step = st.k
         R = st.g[:3, :3]
-        track, x, y, v, t = self._pose()
+        track, x, y, v, _ = self._pose()
         kappa = self.turn(x, y, track, v)
         tangent = self.tangent(self.progress)
         normal = np.array([-tangent[1], tangent[0]])

@@ -4,7 +4,6 @@ turn by differential thrust, the split of the two thrusts, and the heel the boat
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
