@@ -103,7 +103,7 @@ class Helmsman(Pilot):
         return lambda t: dataclasses.replace(limits(t), turn_rate=min(limits(t).turn_rate, self.most_turn))
 
     def _pose(self) -> tuple[float, float, float, float, float]:
-        """(ground track angle, x, y, speed along it, t) of the centre of mass; the bow's direction at rest."""
+        """(ground track angle, x, y, horizontal speed, t) of the centre of mass; the track is the bow's at rest."""
         if self._state is None:
             return (*self._start, 0.0)
         st = self._state()
@@ -165,9 +165,9 @@ class PursuitHelmsman(Helmsman):
                  start: tuple[float, float, float, float], lookahead_time: float = LOOKAHEAD_TIME):
         free = Limits(lateral=1e6, accel=1e6, brake=1e6, top_speed=speed)  # the profile: speed all along
         super().__init__(path, spec, free, start, lookahead_time)
-        self.most_turn = math.inf
 
     def _banked(self, limits: Callable[[float], Limits]) -> Callable[[float], Limits]:
+        """The limits as given: no turn-rate cap on the constant speed."""
         return limits
 
 
