@@ -17,7 +17,8 @@ keyed controls: the driver's speed profile from the car's properties (`path_spee
 `accel_limit`, `brake_limit`, defaults 4, 2.5, 5 m/s^2) and `bank_limit` (rad, default 30 degrees), all
 keyable, holding its start height. A boat or hovercraft with a path follows it by differential thrust
 (solver/vehicles/helmsman.py) with the same properties but no bank_limit (refused: nothing it controls rolls
-it); its propellers or fans spin with the thrusts chosen. A tank or snakeboard refuses a path.
+it). On a path the rotors, propellers or fans spin with the controls the pilot or helmsman chose, not the keyed
+ones. A tank or snakeboard refuses a path.
 A boat's water surface and a hovercraft's ground are the world plane z = 0, as in the solver; a tank
 drives on the plane under its chassis at the start (its chassis keeps its height).
 
@@ -53,8 +54,8 @@ from ..solver.model import Curve, Mechanism, Vehicle
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.controls import signal
 from ..solver.vehicles.driver import Limits
-from ..solver.vehicles.helmsman import CRAFT, Helmsman, simulate_steering
-from ..solver.vehicles.pilot import DEFAULT_BANK_LIMIT, simulate_flying
+from ..solver.vehicles.helmsman import CRAFT, simulate_steering
+from ..solver.vehicles.pilot import DEFAULT_BANK_LIMIT, Pilot, simulate_flying
 from ..solver.vehicles.snakeboard import BODIES as SNAKEBOARD_BODIES
 from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.spec import CONTROL_NAMES, VEHICLE_TYPES
@@ -302,12 +303,14 @@ def _with_path(scene: bpy.types.Scene, owner: bpy.types.Object, reading: BodyRea
     return dataclasses.replace(reading, path=path, path_speed=path_speed, limits=limits, bank_limit=bank)
 
 
-def steered(vehicle: Vehicle, helmsman: Helmsman) -> Vehicle:
-    """`vehicle` with the thrusts the helmsman chose at each node as its controls (linear between the nodes), so
-    its propellers or fans spin with them."""
-    t, right, left = np.array(helmsman.thrusts).T
-    return dataclasses.replace(vehicle, controls=(("thrust_right", Curve(tuple(t), tuple(right))),
-                                                  ("thrust_left", Curve(tuple(t), tuple(left)))))
+def steered(vehicle: Vehicle, controller: Pilot) -> Vehicle:
+    """`vehicle` with the controls its path's pilot or helmsman chose at each node (linear between the nodes) in
+    place of the keyed ones, so its rotors, propellers or fans spin with them."""
+    names = [name for name, _ in controller.controls()]
+    t, *columns = np.array(controller.history).T
+    chosen = {name: Curve(tuple(t), tuple(values)) for name, values in zip(names, columns)}
+    kept = tuple((name, value) for name, value in vehicle.controls if name not in chosen)
+    return dataclasses.replace(vehicle, controls=kept + tuple(chosen.items()))
 
 
 def spin_rates(reading: BodyReading, t: np.ndarray) -> np.ndarray:
@@ -400,23 +403,25 @@ class BodyBakeReport:
 
 def simulate_body_rig(reading: BodyReading, gravity=(0.0, 0.0, -9.81)) -> tuple[Trajectory, BodyReading]:
     """The solver's run of the rig's Vehicle over its frame range (flown or steered along its path, if it has
-    one), and the reading with the controls the run used (a boat's or hovercraft's helmsman's thrusts: steered).
+    one), and the reading with the controls the run used (on a path: the pilot's or helmsman's, `steered`).
     Raises RigError naming the frame if it fails."""
     owner = reading.rig.owner
     mech = Mechanism(name=f"vehicle rig {owner}", bodies=(), joints=(), gravity=tuple(gravity),
                      vehicle=reading.vehicle, source=f"vehicle rig {owner!r}")
+    controller = None
     if reading.path is None:
         trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
     elif reading.rig.kind == "helicopter":
-        trajectory, _ = simulate_flying(mech, reading.path, reading.limits, reading.dt, reading.steps,
-                                        reading.bank_limit, speed=reading.path_speed)
+        trajectory, controller = simulate_flying(mech, reading.path, reading.limits, reading.dt, reading.steps,
+                                                 reading.bank_limit, speed=reading.path_speed)
     else:
-        trajectory, helmsman = simulate_steering(mech, reading.path, reading.limits, reading.dt, reading.steps,
-                                                 speed=reading.path_speed)
-        reading = dataclasses.replace(reading, vehicle=steered(reading.vehicle, helmsman))
+        trajectory, controller = simulate_steering(mech, reading.path, reading.limits, reading.dt, reading.steps,
+                                                   speed=reading.path_speed)
     if trajectory.status != "finished":
         frame = reading.frame_start + trajectory.t[-1] * reading.fps
         raise RigError(f"vehicle rig {owner!r}: the solver stopped after frame {frame:g}: {trajectory.message}")
+    if controller is not None:
+        reading = dataclasses.replace(reading, vehicle=steered(reading.vehicle, controller))
     return trajectory, reading
 
 

@@ -96,7 +96,6 @@ class Helmsman(Pilot):
                  speed: Control = math.inf):
         self.most_turn = turn_rate(spec)
         super().__init__(path, spec, limits, start, lookahead_time=lookahead_time, speed=speed)
-        self.thrusts: list[tuple[float, float, float]] = []  # (t, thrust_right, thrust_left) at each node
 
     def _banked(self, limits: Callable[[float], Limits]) -> Callable[[float], Limits]:
         """The limits with the craft's turn rate (the pilot's bank limit does not apply)."""
@@ -141,7 +140,7 @@ class Helmsman(Pilot):
             HEADING_RATE**2 * heading_error + 2.0 * HEADING_RATE * (rate_wanted - rate))
         thrust = float(force @ bow)
         self._u[:2] = split(self.spec, thrust, torque)
-        self.thrusts.append((float(st.t), float(self._u[0]), float(self._u[1])))
+        self.history.append((float(st.t), float(self._u[0]), float(self._u[1])))
         return self._u[:2]
 
 

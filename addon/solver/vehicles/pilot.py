@@ -76,6 +76,7 @@ class Pilot(Driver):
         self.height, self.inertia = float(height), np.diag(np.asarray(spec.inertia[:3], float))
         self._step: int | None = None
         self._u = np.zeros(4)
+        self.history: list[tuple[float, ...]] = []  # (t, *the controls' values) at each node, in controls() order
 
     def _banked(self, limits: Callable[[float], Limits]) -> Callable[[float], Limits]:
         def at(t: float) -> Limits:
@@ -135,6 +136,7 @@ class Pilot(Driver):
         w_d = R.T @ np.array([0.0, 0.0, v * kappa])
         torque = self.inertia @ (-ATTITUDE_RATE**2 * e_R - 2.0 * ATTITUDE_RATE * (w - w_d)) + hat(w) @ self.inertia @ w
         self._u = swashplate(self.spec, float(np.linalg.norm(force)), torque)
+        self.history.append((float(st.t), *(float(u) for u in self._u)))
         return self._u
 
 
