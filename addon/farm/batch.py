@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ CLI_PREFIX = "python -m addon bake: "
 class FileJob:
     source: str  # absolute paths: the worker may run in another folder
     target: str
-    scratch: str  # the hidden folder beside the target the child saves into (made by the worker, removed by both)
+    scratch: str  # the hidden folder beside the target the child saves into (removed by the command at the end)
 
 
 @dataclass(frozen=True)
@@ -49,12 +50,14 @@ class BakeOutcome:
 def bake_in_child(job: FileJob) -> BakeOutcome:
     """Bake `job.source` in a child process into a temporary file beside `job.target`, renamed onto it when the
     bake succeeded (runs on a worker)."""
-    target, scratch = Path(job.target), Path(job.scratch)
+    target = Path(job.target)
     start = time.perf_counter()
-    # a private folder beside the target: the rename stays on one file system, and Blender keeps no backup
-    scratch.mkdir()
+    # a private folder beside the target: the rename stays on one file system, and Blender keeps no backup; one
+    # per attempt, as the scheduler runs a dead worker's task again while that worker's child may still write
+    Path(job.scratch).mkdir(exist_ok=True)
+    attempt = Path(tempfile.mkdtemp(dir=job.scratch))
     try:
-        temp = scratch / target.name
+        temp = attempt / target.name
         result = subprocess.run([sys.executable, "-m", PACKAGE, "bake", job.source, "--out", str(temp)],
                                 cwd=CHECKOUT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         seconds = time.perf_counter() - start
@@ -62,7 +65,7 @@ def bake_in_child(job: FileJob) -> BakeOutcome:
             return BakeOutcome(False, seconds, _failure(result))
         os.replace(temp, target)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(attempt, ignore_errors=True)
     return BakeOutcome(True, seconds, _summary(result.stdout))
 
 
