@@ -224,24 +224,35 @@ class SlipCarState:
     psi: float = 0.0
     wheel_spin: np.ndarray = field(default_factory=lambda: np.zeros(4))
 
+    rear: float = 0.0  # b, m: the rear axle behind the centre of mass (the model's)
+    radius: float = 1.0  # m, the wheel radius (for u)
+
     @property
     def theta(self) -> float:
+        """Heading (rad)."""
         return float(math.atan2(self.g[1, 0], self.g[0, 0]))
 
     @property
     def x(self) -> float:
-        return float(self.g[0, 2])
+        """World x (m) of the rear-axle centre, as car.CarState's (the controllers steer it)."""
+        return float(self.g[0, 2] - self.rear * self.g[0, 0])
 
     @property
     def y(self) -> float:
-        return float(self.g[1, 2])
+        """World y (m) of the rear-axle centre."""
+        return float(self.g[1, 2] - self.rear * self.g[1, 0])
+
+    @property
+    def u(self) -> float:
+        """The rear axle's speed along the heading over the wheel radius (rad/s), as car.CarState's."""
+        return float(self.xi_prev[1] / self.radius)
 
 
 def start(model: SlipCarModel, theta: float, x: float, y: float, xi: np.ndarray, t0: float = 0.0) -> SlipCarState:
-    """State at t0 with the centre of mass at (x, y), heading theta and body twist xi = (r, vx, vy)."""
+    """State at t0 with the centre of mass at (x, y), heading theta and body twist xi = (r, vx, vy) there."""
     xi = np.asarray(xi, dtype=float)
     return SlipCarState(0, float(t0), groups.se2_element(theta, x, y), xi.copy(), model.inertia @ xi,
-                        model.steer_angle(t0))
+                        model.steer_angle(t0), rear=model.rear, radius=model.spec.wheel_radius)
 
 
 def rolling_start(model: SlipCarModel, theta: float, x: float, y: float, speed: float,
@@ -350,11 +361,11 @@ def poses(model: SlipCarModel, state: SlipCarState) -> np.ndarray:
     theta = state.theta
     c, sn = math.cos(theta), math.sin(theta)
     out = np.zeros((5, 7))
-    out[0, :3] = (state.x, state.y, s.com_height)
+    out[0, :3] = (state.g[0, 2], state.g[1, 2], s.com_height)
     out[0, 3:] = (math.cos(theta / 2), 0.0, 0.0, math.sin(theta / 2))
     px, py = model.wheel_xy[:, 0], model.wheel_xy[:, 1]
-    out[1:, 0] = state.x + c * px - sn * py
-    out[1:, 1] = state.y + sn * px + c * py
+    out[1:, 0] = state.g[0, 2] + c * px - sn * py
+    out[1:, 1] = state.g[1, 2] + sn * px + c * py
     out[1:, 2] = s.wheel_radius
     out[1:, 3:] = car.wheel_quaternions(theta + wheel_steer(model, state.delta), state.wheel_spin)
     return out

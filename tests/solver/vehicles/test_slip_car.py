@@ -89,8 +89,7 @@ def rear_axle_gap(scale, seconds=6.0, speed=12.0):
     for _ in range(int(seconds / H)):
         car.step(rolling, a, H)
         slip_car.step(sliding, b, H)
-        rear = np.array([b.x, b.y]) - sliding.rear * np.array([math.cos(b.theta), math.sin(b.theta)])
-        gap = max(gap, float(np.hypot(*(rear - (a.x, a.y)))))
+        gap = max(gap, math.hypot(b.x - a.x, b.y - a.y))  # both states' x, y: the rear-axle centre
     return gap
 
 
