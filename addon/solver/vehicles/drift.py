@@ -44,7 +44,9 @@ from .pursuit import DEFAULT_LOOKAHEAD_TIME, car_start, follow
 from .slip_car import LONGITUDINAL_SHARE, SlipCarModel, Tyres, compile_slip_car, grip_for, slip_of
 
 SLIP_RATE = 2.5  # 1/s: k_beta, the slip angle's rate toward its target
+MAX_SLIP_RATE = 0.6  # rad/s: the slip angle turns toward its target at most this fast (a flick, not a spin)
 YAW_RATE = 8.0  # 1/s: k_r, the yaw rate loop
+PREVIEW = 0.3  # s: the drift target is the corner's this far ahead, so the slip turns as the corner begins
 DRIFT_RADIUS = 60.0  # m: below this radius the full drift angle applies; on straighter path it fades to 0
 RECOVERED = 0.5  # without a target, the grip driver drives again once the rear slips below this share of sliding
 FRONT_USE = 0.95  # the share of the front grip the counter-steer asks for at most
@@ -116,7 +118,7 @@ class DriftDriver(Driver):
         beta = course - st.theta
         e, e_chi, s = self._frame(x, y, course, speed)
         kappa_ref = float(np.interp(s, self._s, self.kappa))
-        goal = self.target(st.t, self.corner(s))
+        goal = self.target(st.t, self.corner(s + PREVIEW * speed))
         m = self.model
         rear = (vy - m.rear * r) / max(abs(vx), m.tyres.low_speed)  # tan of the rear slip angle
         if goal == 0.0 and abs(rear) < RECOVERED * 3.0 * m.tyres.friction * m.load[1] / m.stiffness[1]:
@@ -143,7 +145,8 @@ class DriftDriver(Driver):
         r, vx, vy = st.xi_prev
         a, b, l = m.front, m.rear, m.spec.wheelbase
         normal = m.spec.mass * speed * speed * kappa
-        moment = m.inertia[0, 0] * YAW_RATE * (speed * kappa - SLIP_RATE * (goal - beta) - r)
+        turn = float(np.clip(SLIP_RATE * (goal - beta), -MAX_SLIP_RATE, MAX_SLIP_RATE))
+        moment = m.inertia[0, 0] * YAW_RATE * (speed * kappa - turn - r)
         grip_f, grip_r = m.tyres.friction * m.load
         delta, fx, f_front = st.delta, st.drive / m.spec.wheel_radius, 0.0
         z_r = (vy - b * r) / max(abs(vx), m.tyres.low_speed)
