@@ -9,7 +9,7 @@ end, and the peak lateral acceleration v * yaw rate (m/s^2). Prints a Markdown t
 Then the drift table: the same paths on tyres that slip (solver/vehicles/slip_car.py, default Tyres), pure pursuit
 at the driver's speed in the tightest curve, the grip driver (drift angle 0) and the drift driver at 15 and 25
 degrees; columns: cross-track errors of the centre of mass, time to the end, the body slip angle held (mean
-and range of |beta| while the drift allocation drives, past its first second), and the peak lateral acceleration.
+and range of |beta| where the same full target has been set for 1.5 s), and the peak lateral acceleration.
 Then the helicopter (solver/vehicles/pilot.py) on the same paths at three times the size, from 25 m/s at 20 m:
 the pilot against pure pursuit flown the same way (PursuitPilot) at 25 m/s and at the pilot's speed in the
 tightest curve; columns: cross-track errors of the centre of mass, time to the end, the largest tilt and
@@ -103,6 +103,7 @@ def table() -> str:
 
 
 DRIFT_ANGLES = (15.0, 25.0)  # degrees
+SETTLE = 1.5  # s of one full target before its slip is counted as held (a 50 degree flick takes 1.45 s)
 
 
 def body_slip(trajectory) -> np.ndarray:
@@ -114,10 +115,10 @@ def body_slip(trajectory) -> np.ndarray:
     return (beta + np.pi) % (2 * np.pi) - np.pi
 
 
-def measure_drift(trajectory, path: np.ndarray, drifting: list[bool] | None) -> str:
+def measure_drift(trajectory, path: np.ndarray, goals: list[float] | None) -> str:
     """Table cells up to the path's end: max and RMS cross-track error of the centre of mass (m), time to the end
-    (s), |beta| held while drifting (mean and range, degrees; past the first second of each drift) and the peak
-    lateral acceleration (m/s^2)."""
+    (s), |beta| held (mean and range, degrees) where the same full target of `goals` (beta* per step) has been
+    set for SETTLE, and the peak lateral acceleration (m/s^2)."""
     poses = trajectory.poses[:, trajectory.body_index("chassis")]
     error, arc = closest(poses[:, :2], path)
     past = np.flatnonzero(arc >= np.linalg.norm(np.diff(path, axis=0), axis=1).sum() - 1e-6)
@@ -127,9 +128,12 @@ def measure_drift(trajectory, path: np.ndarray, drifting: list[bool] | None) -> 
     velocity = np.diff(poses[: n + 1, :2], axis=0) / DT
     lateral = np.abs(np.cross(velocity[:-1], np.diff(velocity, axis=0) / DT)) / np.linalg.norm(velocity[:-1], axis=1)
     held = "-"
-    if drifting is not None:
-        on = np.array(drifting[:n], dtype=bool)
-        settled = on & (np.convolve(on, np.ones(int(1.0 / DT)), "full")[: len(on)] >= int(1.0 / DT))
+    if goals is not None:
+        goal, width = np.array(goals[:n]), int(SETTLE / DT)
+        full = np.abs(goal).max() - 1e-12
+        settled = np.zeros(n, dtype=bool)
+        for side in (goal >= full, goal <= -full):  # the same full target (tail out left or right) for SETTLE
+            settled |= np.convolve(side, np.ones(width), "full")[:n] >= width
         beta = np.degrees(np.abs(body_slip(trajectory)[:n]))[settled]
         if len(beta):
             held = f"{beta.mean():.1f} ({beta.min():.1f} to {beta.max():.1f})"
@@ -150,9 +154,9 @@ def drift_table() -> str:
         for angle in DRIFT_ANGLES:
             run, drifter = drift.simulate_drifting(sedan(LIMITS.top_speed), path, LIMITS, math.radians(angle), DT,
                                                    steps, tyres)
-            runs.append((f"drift driver at {angle:g} deg", run, drifter.drifting))
-        for label, trajectory, drifting in runs:
-            rows.append(f"| {name} | {label} | {measure_drift(trajectory, path, drifting)} |")
+            runs.append((f"drift driver at {angle:g} deg", run, drifter.goals))
+        for label, trajectory, goals in runs:
+            rows.append(f"| {name} | {label} | {measure_drift(trajectory, path, goals)} |")
     return "\n".join(rows)
 
 

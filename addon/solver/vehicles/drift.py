@@ -69,6 +69,7 @@ class DriftDriver(Driver):
         self._step: int | None = None
         self._u = (0.0, 0.0, 0.0)  # steer, drive, brake
         self.drifting: list[bool] = []  # per step: the drift allocation drove it
+        self.goals: list[float] = []  # per step: the body slip target beta* (rad)
 
     def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
         """Steer, drive torque and brake torque, computed together once per step."""
@@ -119,6 +120,7 @@ class DriftDriver(Driver):
         e, e_chi, s = self._frame(x, y, course, speed)
         kappa_ref = float(np.interp(s, self._s, self.kappa))
         goal = self.target(st.t, self.corner(s + PREVIEW * speed))
+        self.goals.append(goal)
         m = self.model
         rear = (vy - m.rear * r) / max(abs(vx), m.tyres.low_speed)  # tan of the rear slip angle
         if goal == 0.0 and abs(rear) < RECOVERED * 3.0 * m.tyres.friction * m.load[1] / m.stiffness[1]:
