@@ -142,8 +142,8 @@ def measure_drift(trajectory, path: np.ndarray, goals: list[float] | None) -> st
 
 
 def drift_table() -> str:
-    rows = ["| path | controller (on slipping tyres) | max cross-track (m) | RMS cross-track (m) | time to the end (s) | "
-            "body slip held (deg) | peak lateral accel (m/s^2) |", "|---|---|---|---|---|---|---|"]
+    rows = ["| path | controller (on slipping tyres) | max cross-track (m) | RMS cross-track (m) | "
+            "time to the end (s) | body slip held (deg) | peak lateral accel (m/s^2) |", "|---|---|---|---|---|---|---|"]
     steps, tyres = int(40.0 / DT), slip_car.Tyres()
     for name, path in paths().items():
         grip, controller = drift.simulate_drifting(sedan(LIMITS.top_speed), path, LIMITS, 0.0, DT, steps, tyres)

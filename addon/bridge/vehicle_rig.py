@@ -13,7 +13,8 @@ offsets that place each part on the solver's bodies. A chassis whose `symplex_pa
 curve object follows that curve (its first spline, flattened onto the ground) at the keyed `path_speed`
 (m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py; with a `lateral_accel` property it
 drives like a driver, solver/vehicles/driver.py: DRIVER_PROPERTIES, path_speed then caps; with a `drift_angle`
-(rad, keyable) it drives on tyres that slip and drifts at that body slip angle, solver/vehicles/drift.py). A chassis keyed before the start
+(rad, keyable) it drives on tyres that slip and drifts at that body slip angle, solver/vehicles/drift.py).
+A chassis keyed before the start
 frame starts at the speed its keys arrive with (start_motion.chassis_twist; its yaw rate follows from the
 steering, so a car without trailer or path takes the speed nearest its keyed speed and yaw rate,
 solver/start_velocity.car_start_speed; its wheels spin with the distance rolled), unless the owner's
@@ -452,7 +453,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     path = read_path(scene, chassis, frame_start)
     path_speed: Curve | float = 0.0
     limits, drift = None, None
-    if path is None and DRIFT_ANGLE in chassis.keys():
+    if path is None and DRIFT_ANGLE in chassis:
         warnings.append(f"vehicle rig {name!r}: property {DRIFT_ANGLE!r} is read only by a car following a path "
                         f"({PATH_PROPERTY!r}); it is ignored")
     if path is not None:
@@ -577,7 +578,7 @@ def read_drift(chassis: bpy.types.Object, frame_start: float, fps: float, times:
     """The drift_angle property (rad): sampled into a Curve when keyed, its value when set, None when absent.
     Raises RigError for a value outside [0, MAX_DRIFT] (naming the frame) or a car with a trailer."""
     fcurve = compat.find_fcurve(reference.original_channels(chassis), f'["{DRIFT_ANGLE}"]', 0)
-    if fcurve is None and DRIFT_ANGLE not in chassis.keys():
+    if fcurve is None and DRIFT_ANGLE not in chassis:
         return None
     where = f"vehicle rig {chassis.name!r}: property {DRIFT_ANGLE!r}"
     if trailer:

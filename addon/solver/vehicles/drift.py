@@ -3,7 +3,8 @@
 `DriftDriver` drives the slip car (slip_car.py). Where the keyed drift angle is 0 it is the grip driver
 (driver.py: speed profile, steer to the curvature kappa_ref - 2 e_theta / L - e / L^2, with e and e_theta now the
 offset and course error of the centre of mass, so the tyres' slip is steered out), slowing with the brake on
-all four wheels (slip_car.py splits it by load) instead of the driven rear axle alone, whose grip a corner needs. Where it is set, the car
+all four wheels (slip_car.py splits it by load) instead of the driven rear axle alone, whose grip a corner needs.
+Where it is set, the car
 holds its body slip angle beta = atan2(vy, vx) at the target beta* = -drift(t) sign(kappa_ref) (the nose turned
 into the turn, the tail out; 0 on a straight, fading in below a curvature of 1 / DRIFT_RADIUS) by throttle and
 counter-steer, as a driver drifts (the allocation of Hindiyeh & Gerdes, "A controller framework for
@@ -24,7 +25,8 @@ autonomous drifting", 2014, made explicit per step):
   heading, and delta points the front wheels down the road against the turn.
 
 In a drift the speed is what the slide settles at (a drift of a given slip on a given radius has one speed);
-the speed profile takes over again once the rear tyre's slip is back below RECOVERED of its sliding slip. Controls are computed once per
+the speed profile takes over again once the rear tyre's slip is back below RECOVERED of its sliding slip.
+Controls are computed once per
 step from the solved state at node k (the car's one-step delay).
 Pure numpy; never imports bpy.
 """
@@ -41,7 +43,7 @@ from ..trajectory import Trajectory
 from .controls import signal
 from .driver import Driver, Limits
 from .pursuit import DEFAULT_LOOKAHEAD_TIME, car_start, follow
-from .slip_car import LONGITUDINAL_SHARE, SlipCarModel, Tyres, compile_slip_car, grip_for, slip_of
+from .slip_car import DEFAULT_TYRES, LONGITUDINAL_SHARE, SlipCarModel, Tyres, compile_slip_car, grip_for, slip_of
 
 SLIP_RATE = 2.5  # 1/s: k_beta, the slip angle's rate toward its target
 MAX_SLIP_RATE = 0.6  # rad/s: the slip angle turns toward its target at most this fast (a flick, not a spin)
@@ -90,7 +92,7 @@ class DriftDriver(Driver):
         if self._state is None:
             return (*self._start, 0.0)
         st = self._state()
-        r, vx, vy = st.xi_prev
+        _, vx, vy = st.xi_prev
         return st.theta + math.atan2(vy, vx), float(st.g[0, 2]), float(st.g[1, 2]), math.hypot(vx, vy), st.t
 
     def steer_for(self, kappa: float, speed: float) -> float:
@@ -134,7 +136,7 @@ class DriftDriver(Driver):
             self.targets.append(tuple(float(c) for c in self.point(s + ahead)))
             kappa = kappa_ref - 2.0 * e_chi / ahead - e / ahead**2
             corner = abs(self.corner(s))
-            cap = math.sqrt(DRIFT_GRIP * self.model.tyres.friction * self.model.gravity / corner) if corner else math.inf
+            cap = math.sqrt(DRIFT_GRIP * m.tyres.friction * m.gravity / corner) if corner else math.inf
             self._u = self._allocate(st, speed, beta, kappa, goal, 1.0 if speed <= min(cap, self.speed(st.t)) else -1.0)
             self.drifting.append(True)
         return self._u
@@ -150,10 +152,10 @@ class DriftDriver(Driver):
         turn = float(np.clip(SLIP_RATE * (goal - beta), -MAX_SLIP_RATE, MAX_SLIP_RATE))
         moment = m.inertia[0, 0] * YAW_RATE * (speed * kappa - turn - r)
         grip_f, grip_r = m.tyres.friction * m.load
-        delta, fx, f_front = st.delta, st.drive / m.spec.wheel_radius, 0.0
+        delta, fx, f_front = st.delta, abs(st.drive) / m.spec.wheel_radius, 0.0
         z_r = (vy - b * r) / max(abs(vx), m.tyres.low_speed)
-        for _ in range(3):
-            fy = (normal + math.sin(beta) * (fx - f_front * math.sin(delta))) / math.cos(beta)
+        for _ in range(3):  # fx: the rear's longitudinal force magnitude, signed by `sign`
+            fy = (normal + math.sin(beta) * (sign * fx - f_front * math.sin(delta))) / math.cos(beta)
             f_front = (moment + b * fy) / l / math.cos(delta)
             f_rear = (a * fy - moment) / l
             if f_rear * z_r > 0:  # the sliding rear pushes the other way: shed its side force with full throttle
@@ -162,16 +164,15 @@ class DriftDriver(Driver):
                 needed = grip_for(f_rear, z_r, m.stiffness[1])
                 fx = math.sqrt(max(grip_r**2 - needed**2, 0.0)) if needed < grip_r else 0.0
             fx = min(fx, LONGITUDINAL_SHARE * grip_r, m.spec.max_drive_torque / m.spec.wheel_radius)
-        fx *= sign
         limit = FRONT_USE * grip_f
         z_f = slip_of(float(np.clip(f_front, -limit, limit)), grip_f, m.stiffness[0])
         gamma_f = math.atan2(vy + a * r, vx)
         delta = float(np.clip(gamma_f - math.atan(z_f), -m.spec.max_steer, m.spec.max_steer))
-        return delta, fx * m.spec.wheel_radius, 0.0
+        return delta, sign * fx * m.spec.wheel_radius, 0.0
 
 
 def simulate_drifting(mechanism: Mechanism, path: np.ndarray, limits: Limits | Callable[[float], Limits],
-                      drift: Control, dt: float, steps: int, tyres: Tyres = Tyres(),
+                      drift: Control, dt: float, steps: int, tyres: Tyres = DEFAULT_TYRES,
                       speed: Control = math.inf) -> tuple[Trajectory, DriftDriver]:
     """Run the mechanism's car on `tyres` along `path` as a DriftDriver of `limits` drifting at `drift(t)` (rad),
     at most at `speed(t)` (see pursuit.follow)."""

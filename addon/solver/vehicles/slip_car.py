@@ -67,6 +67,9 @@ class Tyres:
                 raise VehicleError(f"tyres: field '{key}' must be a finite number {bound}, got {value!r}")
 
 
+DEFAULT_TYRES = Tyres()
+
+
 @dataclass(frozen=True)
 class SlipCarModel:
     """A compiled slip car: spec, tyres, control signals (drive and brake torque N m at the rear-axle
@@ -91,7 +94,8 @@ class SlipCarModel:
         a = s.wheelbase - b
         if not a > 0:
             raise VehicleError(f"car {s.name!r}: the centre of mass must lie ahead of the rear axle and behind the "
-                               f"front one for tyres to carry it (com_ahead_of_rear_axle {b} of wheelbase {s.wheelbase})")
+                               f"front one for tyres to carry it (com_ahead_of_rear_axle {b} of wheelbase "
+                               f"{s.wheelbase})")
         load = s.mass * self.gravity * np.array([b, a]) / s.wheelbase
         stiffness = np.array([t.front_cornering, t.rear_cornering]) * load
         inertia = np.diag([s.yaw_inertia, s.mass, s.mass])
@@ -120,7 +124,7 @@ class SlipCarModel:
         return np.array([0.0, drive / rho]), abs(brake) / rho * share
 
 
-def compile_slip_car(vehicle: Vehicle, tyres: Tyres = Tyres(), gravity: float = GRAVITY) -> SlipCarModel:
+def compile_slip_car(vehicle: Vehicle, tyres: Tyres = DEFAULT_TYRES, gravity: float = GRAVITY) -> SlipCarModel:
     """The SlipCarModel of a Vehicle of type 'car' on `tyres`."""
     if vehicle.type != "car":
         raise VehicleError(f"vehicle {vehicle.name!r}: tyres that slip are modelled for a car, got a {vehicle.type}")
@@ -297,8 +301,8 @@ def step(model: SlipCarModel, state: SlipCarState, h: float, tol: float = 1e-12,
             break
         if not np.all(np.isfinite(R)) or iterations == max_iterations:
             raise ConvergenceError(
-                f"car {model.spec.name!r} on tyres: Newton did not converge at step {state.k + 1} (t = {state.t:.6g} s) "
-                f"after {iterations} iterations: momentum residual {error:.3g} (tolerance {tol:g} relative); try a "
+                f"car {model.spec.name!r} on tyres: Newton did not converge at step {state.k + 1} "
+                f"(t = {state.t:.6g} s) after {iterations} iterations: momentum residual {error:.3g} (tolerance {tol:g} relative); try a "
                 f"smaller time step", step=state.k + 1, time=state.t)
         xi = xi - np.linalg.solve(J, R)
     state.g = state.g @ groups.se2_cay(h * xi)
@@ -327,7 +331,8 @@ def wheel_steer(model: SlipCarModel, delta: float) -> np.ndarray:
 
 
 def node_momentum(model: SlipCarModel, state: SlipCarState, h: float) -> np.ndarray:
-    """Body momentum (3,) at t_k: mu_k^- + (h/2) f(t_k, I^-1 mu_k^-) with the last step's controls (mu(0) at the start)."""
+    """Body momentum (3,) at t_k: mu_k^- + (h/2) f(t_k, I^-1 mu_k^-) with the last step's controls (mu(0) at the
+    start)."""
     if state.k == 0:
         return state.mu_minus
     xi = np.linalg.solve(model.inertia, state.mu_minus)

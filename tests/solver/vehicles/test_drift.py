@@ -8,7 +8,7 @@ import pytest
 
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.model import Mechanism, Vehicle
-from addon.solver.vehicles import drift, driver, slip_car
+from addon.solver.vehicles import drift, driver
 
 SEDAN = vehicle_presets()["sedan"]
 DT = 1.0 / 48
@@ -63,7 +63,7 @@ def test_a_keyed_drift_angle_is_held_on_the_circle_by_throttle_and_counter_steer
 
 
 def test_without_a_drift_angle_it_is_the_grip_driver():
-    trajectory, controller, beta, off = run(0.0, 4.0)
+    trajectory, controller, _, off = run(0.0, 4.0)
     later = slice(int(2.0 / DT), None)
     speed = np.hypot(*np.diff(trajectory.poses[:, 0, :2], axis=0).T) / DT
     assert speed[later] == pytest.approx(math.sqrt(LIMITS.lateral * RADIUS), abs=0.3)  # the profile's speed

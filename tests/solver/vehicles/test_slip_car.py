@@ -17,7 +17,7 @@ def constant(value):
     return lambda t: value
 
 
-def model(tyres=slip_car.Tyres(), drive=0.0, brake=0.0, steer=0.0):
+def model(tyres=slip_car.DEFAULT_TYRES, drive=0.0, brake=0.0, steer=0.0):
     return slip_car.SlipCarModel(SEDAN, tyres, constant(drive), constant(brake), constant(steer))
 
 
@@ -57,7 +57,7 @@ def steady_turn(tyres, delta, speed, seconds=8.0):
     """Twist (r, vx, vy) after `seconds` at a fixed steer, the speed held by the drive torque (set once per step)."""
     m = model(tyres, steer=delta)
     state = slip_car.rolling_start(m, 0.0, 0.0, 0.0, speed)
-    hold = lambda t: SEDAN.mass * SEDAN.wheel_radius * 4.0 * (speed - state.xi_prev[1])  # noqa: E731
+    hold = lambda t: SEDAN.mass * SEDAN.wheel_radius * 4.0 * (speed - state.xi_prev[1])
     m = slip_car.SlipCarModel(SEDAN, tyres, hold, constant(0.0), constant(delta))
     for _ in range(int(seconds / H)):
         slip_car.step(m, state, H)
@@ -71,16 +71,19 @@ def test_steady_cornering_has_the_bicycle_models_understeer_gradient():
     gradient = SEDAN.mass / SEDAN.wheelbase * (b / m.stiffness[0] - a / m.stiffness[1])  # rad per m/s^2
     assert gradient > 0  # the default tyres understeer
     for speed in (10.0, 20.0):
-        r, vx, vy = steady_turn(linear, 0.03, speed)
+        r, vx, _ = steady_turn(linear, 0.03, speed)
         radius, lateral = vx / r, vx * r  # yaw rate r, speed vx (vy is the body slip's share)
         measured = (0.03 - SEDAN.wheelbase / radius) / lateral
-        assert measured == pytest.approx(gradient, rel=0.005)  # 0.13 % measured: small-angle terms and the slow speed loop
+        # 0.13 % measured: small-angle terms and the slow speed loop
+        assert measured == pytest.approx(gradient, rel=0.005)
 
 
 def rear_axle_gap(scale, seconds=6.0, speed=12.0):
     """Largest distance (m) between the rear axles of the kinematic car and the slip car with its cornering
     stiffnesses times `scale`, both coasting through the same slalom from the same start."""
-    steer = lambda t: 0.06 * math.sin(1.2 * t)  # noqa: E731  (about 3 m/s^2 at the peaks)
+    def steer(t):  # about 3 m/s^2 at the peaks
+        return 0.06 * math.sin(1.2 * t)
+
     rolling = car.CarModel(SEDAN, constant(0.0), constant(0.0), steer)
     tyres = slip_car.Tyres(front_cornering=10.0 * scale, rear_cornering=12.0 * scale)
     sliding = slip_car.SlipCarModel(SEDAN, tyres, constant(0.0), constant(0.0), steer)
@@ -107,7 +110,7 @@ def test_second_order_in_the_step_with_the_tyres_sliding():
         m = slip_car.SlipCarModel(SEDAN, slip_car.Tyres(), lambda t: 1500.0 + 1500.0 * math.sin(t), constant(0.0),
                                   lambda t: 0.15 * math.sin(1.5 * t))
         state = slip_car.rolling_start(m, 0.0, 0.0, 0.0, 12.0)
-        for _ in range(int(round(seconds / h))):
+        for _ in range(round(seconds / h)):
             slip_car.step(m, state, h, tol=1e-14)
         return np.array([state.theta, state.g[0, 2], state.g[1, 2]])
     a, b, c = (pose(1.0 / n) for n in (24, 48, 96))
