@@ -51,8 +51,8 @@ def test_a_keyed_drift_angle_is_held_on_the_circle_by_throttle_and_counter_steer
     trajectory, controller, beta, off = run(math.radians(25.0), 5.0)
     later = slice(int(2.5 / DT), None)  # the drift has settled (about 1.5 s to break the rear loose from grip)
     # body slip from the poses' chords: the tail out of the left turn, the nose inside the velocity
-    assert np.abs(np.degrees(beta[later]) + 25.0).max() < 1.0  # 0.6 degrees measured
-    assert off.max() < 0.4 and off[later].max() < 0.15  # the centre of mass stays on the circle (0.25, 0.11)
+    assert np.abs(np.degrees(beta[later]) + 25.0).max() < 0.5  # 0.17 degrees measured
+    assert off.max() < 0.3 and off[later].max() < 0.1  # the centre of mass stays on the circle (0.14, 0.063 m)
     steer = trajectory.q[:, trajectory.coordinate_names.index("steer")]
     assert steer[later].max() < -0.1  # counter-steer: the front wheels point out of the turn
     model = controller.model
@@ -67,7 +67,7 @@ def test_without_a_drift_angle_it_is_the_grip_driver():
     later = slice(int(2.0 / DT), None)
     speed = np.hypot(*np.diff(trajectory.poses[:, 0, :2], axis=0).T) / DT
     assert speed[later] == pytest.approx(math.sqrt(LIMITS.lateral * RADIUS), abs=0.3)  # the profile's speed
-    assert off[later].max() < 0.05  # course and understeer fed forward: no slip-induced offset
+    assert off[later].max() < 0.06  # course and understeer fed forward: no slip-induced offset (0.043 m)
     assert not any(controller.drifting)
 
 
