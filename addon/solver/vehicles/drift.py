@@ -4,11 +4,10 @@
 (driver.py: speed profile, steer to the curvature kappa_ref - 2 e_theta / L - e / L^2, with e and e_theta now the
 offset and course error of the centre of mass, so the tyres' slip is steered out), slowing with the brake on
 all four wheels (slip_car.py splits it by load) instead of the driven rear axle alone, whose grip a corner needs.
-Where it is set, the car
-holds its body slip angle beta = atan2(vy, vx) at the target beta* = -drift(t) sign(kappa_ref) (the nose turned
-into the turn, the tail out; 0 on a straight, fading in below a curvature of 1 / DRIFT_RADIUS) by throttle and
-counter-steer, as a driver drifts (the allocation of Hindiyeh & Gerdes, "A controller framework for
-autonomous drifting", 2014, made explicit per step):
+Where it is set, the car holds its body slip angle beta = atan2(vy, vx) at the target
+beta* = -drift(t) sign(kappa_ref) (the nose turned into the turn, the tail out; 0 on a straight, fading in below
+a curvature of 1 / DRIFT_RADIUS, and 0 below MIN_DRIFT_SPEED) by throttle and counter-steer, as a driver drifts
+(the allocation of Hindiyeh & Gerdes, "A controller framework for autonomous drifting", 2014, made explicit per step):
 
 - Path: the course chi = theta + beta of the centre of mass follows the tracking law's curvature
   kappa = kappa_ref - 2 e_chi / L - e / L^2 (e, e_chi: its offset left of the path and its course error), so
@@ -53,6 +52,7 @@ DRIFT_RADIUS = 60.0  # m: below this radius the full drift angle applies; on str
 RECOVERED = 0.5  # without a target, the grip driver drives again once the rear slips below this share of sliding
 FRONT_USE = 0.95  # the share of the front grip the counter-steer asks for at most
 MAX_DRIFT = math.radians(60.0)
+MIN_DRIFT_SPEED = 5.0  # m/s: slower, the grip driver drives (from rest it gets the car going first)
 DRIFT_GRIP = 0.8  # a drift takes a corner of radius R at most at sqrt(DRIFT_GRIP mu g R): beyond, the rear brakes
 
 
@@ -121,7 +121,7 @@ class DriftDriver(Driver):
         beta = course - st.theta
         e, e_chi, s = self._frame(x, y, course, speed)
         kappa_ref = float(np.interp(s, self._s, self.kappa))
-        goal = self.target(st.t, self.corner(s + PREVIEW * speed))
+        goal = self.target(st.t, self.corner(s + PREVIEW * speed)) if speed >= MIN_DRIFT_SPEED else 0.0
         self.goals.append(goal)
         m = self.model
         rear = (vy - m.rear * r) / max(abs(vx), m.tyres.low_speed)  # tan of the rear slip angle
