@@ -16,29 +16,38 @@ one vectorised pass (no differencing); the StageDynamics' residual_hessian metho
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 
 
 @lru_cache(maxsize=4096)
-def _merge(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
-    """The union of two supports and each one's positions in it."""
+def _merge(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple, tuple]:
+    """The union of two supports and, for each, its positions in the union and the flat positions of its
+    Hessian entries in the union's Hessian."""
     u = tuple(sorted(set(a) | set(b)))
-    return u, np.searchsorted(u, a), np.searchsorted(u, b)
+    places = []
+    for part in (a, b):
+        pos = np.searchsorted(u, part)
+        places.append((pos, (pos[:, None] * len(u) + pos).ravel()))
+    return u, places[0], places[1]
 
 
-def _lift(g: np.ndarray, H: np.ndarray | None, pos: np.ndarray, size: int):
-    """Gradient (K, s) and Hessian (K, s, s) or None on a support placed at `pos` of a wider one."""
+def _lift(g: np.ndarray, H: np.ndarray | None, place: tuple, size: int):
+    """Gradient (K, s) and Hessian (K, s, s) or None on a support placed at `place` (positions, flat Hessian
+    positions) of a wider support of `size` variables."""
+    pos, flat = place
     if len(pos) == size:
         return g, H
-    G = np.zeros((len(g), size))
+    K = len(g)
+    G = np.zeros((K, size))
     G[:, pos] = g
     if H is None:
         return G, None
-    HH = np.zeros((len(g), size, size))
-    HH[:, pos[:, None], pos] = H
-    return G, HH
+    HH = np.zeros((K, size * size))
+    HH[:, flat] = H.reshape(K, -1)
+    return G, HH.reshape(K, size, size)
 
 
 def _add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
@@ -129,6 +138,17 @@ class Jet:
 
     __rmul__ = __mul__
 
+    def repeat(self, n: int) -> "Jet":
+        """Each instance n times in a row (K n instances): a per-stage quantity beside per-part ones."""
+        return self._like(np.repeat(self.value, n), np.repeat(self.g, n, 0),
+                          None if self.H is None else np.repeat(self.H, n, 0))
+
+    def group_sum(self, n: int) -> "Jet":
+        """Sums of n consecutive instances (K n -> K): the inverse layout of `repeat`."""
+        K, s = len(self.value) // n, len(self.idx)
+        return self._like(self.value.reshape(K, n).sum(1), self.g.reshape(K, n, s).sum(1),
+                          None if self.H is None else self.H.reshape(K, n, s, s).sum(1))
+
     def reciprocal(self) -> "Jet":
         r = 1.0 / self.value
         return self.apply(r, -r * r, 2 * r * r * r)
@@ -140,11 +160,6 @@ class Jet:
 
     def __rtruediv__(self, other: float | np.ndarray) -> "Jet":
         return self.reciprocal() * other
-
-
-def constant(value: np.ndarray, n: int, second: bool = True) -> Jet:
-    """A jet that depends on none of the n variables."""
-    return Jet(np.asarray(value, float), np.zeros((len(value), 0)), None, (), n, second)
 
 
 def sin(u: Jet) -> Jet:
@@ -166,6 +181,16 @@ def tan(u: Jet) -> Jet:
 def sqrt(u: Jet) -> Jet:
     s = np.sqrt(u.value)
     return u.apply(s, 0.5 / s, -0.25 / (s * u.value))
+
+
+def dot(a: Sequence, b: Sequence):
+    """sum_i a_i b_i of jets and/or numbers."""
+    return sum(a[i] * b[i] for i in range(len(a)))
+
+
+def cross(a: Sequence, b: Sequence) -> list:
+    """The cross product of 3-vectors of jets and/or numbers."""
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 
 
 def where(mask: np.ndarray, a: Jet, b: Jet) -> Jet:
