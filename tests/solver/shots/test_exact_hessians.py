@@ -91,7 +91,7 @@ def _random_window(tr, K: int, rng) -> np.ndarray:
     return np.stack([S[i:i + 3] for i in range(K)]) + 0.1 * rng.standard_normal((K, 3, S.shape[1]))
 
 
-@pytest.mark.parametrize("preset", ["sedan", "car_trailer", "helicopter", "speedboat", "hovercraft"])
+@pytest.mark.parametrize("preset", ["sedan", "car_trailer", "snakeboard", "helicopter", "speedboat", "hovercraft"])
 def test_dynamics_hessian_is_exact(preset):
     """A vehicle's residual_hessian (sum_i y_i d2 r_i) against central differences of its exact residual
     Jacobian, every window slot and the step, at random points and multipliers (first step included): the
