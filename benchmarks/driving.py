@@ -6,6 +6,10 @@ speed loop, the same torque limits), and again at the driver's speed in the tigh
 all the way; the driver at its curvature speed profile capped at the top speed. For each:
 the largest and RMS cross-track error of the rear axle (m) while on the path, the time (s) to reach its
 end, and the peak lateral acceleration v * yaw rate (m/s^2). Prints a Markdown table (docs/driving.md).
+Then the drift table: the same paths on tyres that slip (solver/vehicles/slip_car.py, default Tyres), pure pursuit
+at the driver's speed in the tightest curve, the grip driver (drift angle 0) and the drift driver at 15 and 25
+degrees; columns: cross-track errors of the centre of mass, time to the end, the body slip angle held (mean
+and range of |beta| where the same full target has been set for 1.5 s), and the peak lateral acceleration.
 Then the helicopter (solver/vehicles/pilot.py) on the same paths at three times the size, from 25 m/s at 20 m:
 the pilot against pure pursuit flown the same way (PursuitPilot) at 25 m/s and at the pilot's speed in the
 tightest curve; columns: cross-track errors of the centre of mass, time to the end, the largest tilt and
@@ -27,7 +31,7 @@ import numpy as np
 from addon.solver.lie import quat_to_matrix
 from addon.solver.mechfile.read import vehicle_presets
 from addon.solver.model import Mechanism, Vehicle
-from addon.solver.vehicles import driver, helmsman, pilot, pursuit
+from addon.solver.vehicles import drift, driver, helmsman, pilot, pursuit, slip_car
 
 DT = 1.0 / 48
 LIMITS = driver.Limits(lateral=4.0, accel=2.5, brake=5.0, top_speed=15.0)
@@ -101,6 +105,64 @@ def table() -> str:
         for controller, trajectory in runs.items():
             worst, rms, seconds, lateral = measure(trajectory, path)
             rows.append(f"| {name} | {controller} | {worst:.3f} | {rms:.3f} | {seconds:.2f} | {lateral:.1f} |")
+    return "\n".join(rows)
+
+
+DRIFT_ANGLES = (15.0, 25.0)  # degrees
+SETTLE = 1.5  # s of one full target before its slip is counted as held (a 50 degree flick takes 1.45 s)
+
+
+def body_slip(trajectory) -> np.ndarray:
+    """Body slip angle (N,) of each step from the chassis poses: the chord's direction less the mid heading (rad)."""
+    poses = trajectory.poses[:, trajectory.body_index("chassis")]
+    theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
+    chord = np.diff(poses[:, :2], axis=0)
+    beta = np.arctan2(chord[:, 1], chord[:, 0]) - 0.5 * (theta[1:] + theta[:-1])
+    return (beta + np.pi) % (2 * np.pi) - np.pi
+
+
+def measure_drift(trajectory, path: np.ndarray, goals: list[float] | None) -> str:
+    """Table cells up to the path's end: max and RMS cross-track error of the centre of mass (m), time to the end
+    (s), |beta| held (mean and range, degrees) where the same full target of `goals` (beta* per step) has been
+    set for SETTLE, and the peak lateral acceleration (m/s^2)."""
+    poses = trajectory.poses[:, trajectory.body_index("chassis")]
+    error, arc = closest(poses[:, :2], path)
+    past = np.flatnonzero(arc >= np.linalg.norm(np.diff(path, axis=0), axis=1).sum() - 1e-6)
+    if not len(past):
+        return "did not reach the end | | | | "
+    n = int(past[0])
+    velocity = np.diff(poses[: n + 1, :2], axis=0) / DT
+    lateral = np.abs(np.cross(velocity[:-1], np.diff(velocity, axis=0) / DT)) / np.linalg.norm(velocity[:-1], axis=1)
+    held = "-"
+    if goals is not None:
+        goal, width = np.array(goals[:n]), int(SETTLE / DT)
+        full = np.abs(goal).max() - 1e-12
+        settled = np.zeros(n, dtype=bool)
+        for side in (goal >= full, goal <= -full):  # the same full target (tail out left or right) for SETTLE
+            settled |= np.convolve(side, np.ones(width), "full")[:n] >= width
+        beta = np.degrees(np.abs(body_slip(trajectory)[:n]))[settled]
+        if len(beta):
+            held = f"{beta.mean():.1f} ({beta.min():.1f} to {beta.max():.1f})"
+    return (f"{error[:n].max():.3f} | {np.sqrt(np.mean(error[:n] ** 2)):.3f} | {n * DT:.2f} | {held} | "
+            f"{lateral.max():.1f}")
+
+
+def drift_table() -> str:
+    rows = ["| path | controller (on slipping tyres) | max cross-track (m) | RMS cross-track (m) | "
+            "time to the end (s) | body slip held (deg) | peak lateral accel (m/s^2) |", "|---|---|---|---|---|---|---|"]
+    steps, tyres = int(40.0 / DT), slip_car.Tyres()
+    for name, path in paths().items():
+        grip, controller = drift.simulate_drifting(sedan(LIMITS.top_speed), path, LIMITS, 0.0, DT, steps, tyres)
+        slow = float(controller.profile[1:-1].min())
+        chase = pursuit.PurePursuit(path, sedan(slow).vehicle.spec, slow, pursuit.car_start(sedan(slow)))
+        runs = [(f"pure pursuit at {slow:.2f} m/s", pursuit.follow(sedan(slow), chase, DT, steps, tyres), None),
+                ("grip driver", grip, None)]
+        for angle in DRIFT_ANGLES:
+            run, drifter = drift.simulate_drifting(sedan(LIMITS.top_speed), path, LIMITS, math.radians(angle), DT,
+                                                   steps, tyres)
+            runs.append((f"drift driver at {angle:g} deg", run, drifter.goals))
+        for label, trajectory, goals in runs:
+            rows.append(f"| {name} | {label} | {measure_drift(trajectory, path, goals)} |")
     return "\n".join(rows)
 
 
@@ -200,6 +262,10 @@ if __name__ == "__main__":
     print(f"Sedan from {LIMITS.top_speed:g} m/s, dt = {DT:.4f} s; driver limits: lateral {LIMITS.lateral:g}, "
           f"accel {LIMITS.accel:g}, brake {LIMITS.brake:g} m/s^2, top speed {LIMITS.top_speed:g} m/s\n")
     print(table())
+    tyres = slip_car.Tyres()
+    print(f"\nOn tyres that slip (mu {tyres.friction:g}, cornering stiffness {tyres.front_cornering:g} / "
+          f"{tyres.rear_cornering:g} per rad of the front / rear axle load), the same limits\n")
+    print(drift_table())
     print(f"\nHelicopter from {AIR_LIMITS.top_speed:g} m/s at {AIR_HEIGHT:g} m, the paths x {AIR_SCALE:g}; pilot limits: "
           f"lateral {AIR_LIMITS.lateral:g}, accel {AIR_LIMITS.accel:g}, brake {AIR_LIMITS.brake:g} m/s^2, bank "
           f"{math.degrees(pilot.DEFAULT_BANK_LIMIT):g} degrees\n")

@@ -33,8 +33,8 @@ from addon.solver.maximal.graph import crystal, ladder, loop_chain, net, split_l
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 from addon.solver.presets import preset_path
+from addon.solver.reference_frames import joint_rotation
 from addon.solver.trajectory import SolverError
-from addon.solver.tree.compile import _joint_rotation
 from benchmarks.run import _describe
 from tools.generate import pendulum_chain, rod_inertia
 
@@ -174,7 +174,7 @@ def mujoco_start(model, mech: Mechanism):
             continue
         qa, va = model.jnt_qposadr[jid], model.jnt_dofadr[jid]
         if joint.type == "ball":  # Symplex's rotation vector is in the joint frame (z = axis)
-            rv = _joint_rotation(joint) @ np.array(joint.q0, float)
+            rv = joint_rotation(joint) @ np.array(joint.q0, float)
             angle = np.linalg.norm(rv)
             axis = rv / angle if angle > 0 else rv
             data.qpos[qa:qa + 4] = [math.cos(angle / 2), *(math.sin(angle / 2) * axis)]

@@ -35,6 +35,7 @@ from ..solver.lie import axis_rotation, pose_matrix
 from ..solver.model import Mechanism
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.car import ackermann_steer, wheel_arcs
+from ..solver.vehicles.drift import simulate_drifting
 from ..solver.vehicles.driver import simulate_driving
 from ..solver.vehicles.pursuit import simulate_following
 from ..solver.vehicles.trailer import TRAILER_WHEELS
@@ -74,13 +75,16 @@ class VehicleBakeReport:
 
 def simulate_rig(reading: RigReading, gravity=(0.0, 0.0, -9.81)) -> Trajectory:
     """The solver's run of the rig's Vehicle over its frame range (steered along its path, if it has one: by
-    pure pursuit, or as a driver with the rig's limits).
+    pure pursuit, as a driver with the rig's limits, or drifting on tyres that slip at its drift angle).
     Raises RigError naming the frame if it fails."""
     name = reading.rig.owner
     mech = Mechanism(name=f"vehicle rig {name}", bodies=(), joints=(), gravity=tuple(gravity),
                      vehicle=reading.vehicle, source=f"vehicle rig {name!r}")
     if reading.path is None:
         trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    elif reading.drift is not None:
+        trajectory, _ = simulate_drifting(mech, reading.path, reading.limits, reading.drift, reading.dt, reading.steps,
+                                          speed=reading.path_speed)
     elif reading.limits is not None:
         trajectory, _ = simulate_driving(mech, reading.path, reading.limits, reading.dt, reading.steps,
                                          speed=reading.path_speed)

@@ -358,6 +358,47 @@ def test_car_with_driver_limits_slows_for_the_bend_and_keeps_to_the_path(symplex
         vehicle_rig.read_rig(scene, rig, "sedan")
 
 
+def test_car_with_a_drift_angle_drifts_through_the_turn_on_its_path(symplex):
+    """drift_angle (keyed) puts the rig on tyres that slip (solver/vehicles/drift.py): in a half turn the baked
+    chassis slides at the keyed body slip angle, tail out, and its centre of mass stays near the path."""
+    scene = new_scene("drift", frames=145, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "sedan", f"{scene.name} car")
+    chassis = scene.objects[rig.chassis]
+    radius, angle = 15.0, math.radians(20.0)
+    a = np.linspace(-math.pi / 2, math.pi / 2, 61)
+    points = np.vstack([[[0.0, 0.0]], np.column_stack([15.0 + radius * np.cos(a), radius + radius * np.sin(a)]),
+                        [[-5.0, 2 * radius]]])
+    chassis[vehicle_rig.PATH_PROPERTY] = _path_curve(scene, "drift road", points).name
+    chassis["path_speed"], chassis["initial_speed"] = 12.0, 10.0
+    for frame, value in ((1, 0.0), (13, angle)):  # keyed: no drift on the straight, then 20 degrees
+        chassis[vehicle_rig.DRIFT_ANGLE] = value
+        chassis.keyframe_insert(f'["{vehicle_rig.DRIFT_ANGLE}"]', frame=frame)
+    reading = vehicle_rig.read_rig(scene, rig, "sedan")
+    assert reading.limits.lateral == 4.0 and reading.limits.top_speed == 12.0  # the driver's defaults
+    report = vehicle_bake.bake_vehicle(scene, rig, "sedan")
+    assert report.max_side_slip > 2.0  # the rear axle slides (m/s): it is not the rolling car
+    loc, euler = _locals(chassis, 145)
+    heading = np.unwrap(euler[:, 2])
+    chord = np.diff(loc[:, :2], axis=0)
+    slip = np.arctan2(chord[:, 1], chord[:, 0]) - 0.5 * (heading[1:] + heading[:-1])
+    slip = (slip + math.pi) % (2 * math.pi) - math.pi
+    centre = np.linalg.norm(loc[:, :2] - (15.0, radius), axis=1)
+    turning = (loc[:, 0] > 15.0) | (loc[:, 1] > 2.0)  # past the straight's end
+    around = np.degrees(np.arctan2(loc[1:, 1] - radius, loc[1:, 0] - 15.0))  # -90 at the turn's entry, 90 at its exit
+    held = np.flatnonzero(turning[1:] & (around > 0.0) & (around < 70.0))  # settled, before the exit's catch
+    assert len(held) > 15
+    assert np.degrees(slip[held]) == pytest.approx(-20.0, abs=1.0)  # tail out of the left turn (-19.9 to -20.1)
+    assert np.abs(centre[1:][held] - radius).max() < 0.1  # 0.02 m
+    on_arc = turning & (loc[:, 0] > 15.0 - radius) & (loc[:, 1] < 2 * radius)
+    assert np.abs(centre[on_arc] - radius).max() < 0.3  # 0.18 m: entry and exit included
+
+    vehicle_bake.free_vehicle_bake(scene, chassis.name)
+    chassis.animation_data_clear()
+    chassis[vehicle_rig.DRIFT_ANGLE] = -0.1
+    with pytest.raises(vehicle_rig.RigError, match="property 'drift_angle' must lie between 0"):
+        vehicle_rig.read_rig(scene, rig, "sedan")
+
+
 # ----------------------------------------------------------------------------------------------
 # One-body vehicles: rotors, propellers, fans and tank wheels
 

@@ -19,8 +19,8 @@ own acceleration fed forward, within +-max_drive_torque, and the brake (up to ma
 a slow-down asks beyond; a keyed speed limit speed(t) (the rig's
 path_speed) caps v_ref over time.
 
-The drift option (a rear slip angle target) needs tyres that slip, which the car model's rolling-without-
-slipping wheels do not; banking belongs to the helicopter's follower (pilot.py), which reuses this one.
+The drift option (a body slip angle target) drives the car on tyres that slip (drift.py, which reuses this
+driver where the tyres grip); banking belongs to the helicopter's follower (pilot.py), which reuses it too.
 Pure numpy; never imports bpy.
 """
 
@@ -117,7 +117,11 @@ class Driver(PurePursuit):
         kappa_ref = float(np.interp(s, self._s, self.kappa))
         kappa = kappa_ref - 2.0 * e_theta / ahead - e / ahead**2
         self.targets.append(tuple(float(c) for c in self.point(s + ahead)))
-        return float(np.clip(math.atan(self.spec.wheelbase * kappa), -self.spec.max_steer, self.spec.max_steer))
+        return float(np.clip(self.steer_for(kappa, v), -self.spec.max_steer, self.spec.max_steer))
+
+    def steer_for(self, kappa: float, _speed: float) -> float:
+        """The steering angle (rad) that turns the car at curvature kappa: atan(wheelbase kappa) when it rolls."""
+        return math.atan(self.spec.wheelbase * kappa)
 
     def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
         """Steer, drive torque and brake torque."""

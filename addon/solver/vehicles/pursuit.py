@@ -32,6 +32,7 @@ from ..model import Control, Mechanism
 from ..trajectory import SolverError, Trajectory
 from .controls import signal
 from .integrator import VehicleIntegrator
+from .slip_car import Tyres
 from .spec import CarSpec, CarTrailerSpec
 
 DEFAULT_LOOKAHEAD_TIME = 0.8  # s of travel at the current speed
@@ -138,15 +139,16 @@ def car_start(mechanism: Mechanism) -> tuple[float, float, float, float]:
             vehicle.velocity[3])
 
 
-def follow(mechanism: Mechanism, controller: PurePursuit, dt: float, steps: int) -> Trajectory:
+def follow(mechanism: Mechanism, controller: PurePursuit, dt: float, steps: int,
+           tyres: Tyres | None = None) -> Trajectory:
     """Run the mechanism's car with the controls `controller` drives (controller.controls(), replacing any
-    keyed ones; pure pursuit leaves a keyed brake). Returns the trajectory (status 'failed' with the message on
-    solver trouble)."""
+    keyed ones; pure pursuit leaves a keyed brake), on `tyres` that slip when given (slip_car.py). Returns the
+    trajectory (status 'failed' with the message on solver trouble)."""
     vehicle = mechanism.vehicle
     driven = controller.controls()
     controls = tuple((k, v) for k, v in vehicle.controls if k not in dict(driven)) + driven
     mech = dataclasses.replace(mechanism, vehicle=dataclasses.replace(vehicle, controls=controls))
-    integrator = VehicleIntegrator(mech, dt)
+    integrator = VehicleIntegrator(mech, dt, tyres=tyres)
     controller.bind(lambda: integrator.run.state)
     for _ in range(steps):
         try:
