@@ -15,7 +15,7 @@ properties come from the preset named by `symplex_vehicle_preset`.
 A helicopter whose chassis names a curve in `symplex_path` flies it (solver/vehicles/pilot.py) instead of its
 keyed controls: the driver's speed profile from the car's properties (`path_speed` caps it; `lateral_accel`,
 `accel_limit`, `brake_limit`, defaults 4, 2.5, 5 m/s^2) and `bank_limit` (rad, default 30 degrees), all
-keyable, holding its start height. A boat or hovercraft with a path follows it by differential thrust
+keyable, climbing and descending from its start height as the curve does. A boat or hovercraft with a path follows it by differential thrust
 (solver/vehicles/helmsman.py) with the same properties but no bank_limit (refused: nothing it controls rolls
 it). On a path the rotors, propellers or fans spin with the controls the pilot or helmsman chose, not the keyed
 ones. A tank or snakeboard refuses a path.
@@ -194,7 +194,7 @@ class BodyReading(FrameGrid):
     chassis_world: np.ndarray  # (4, 4) rigid world matrix of the chassis part at the start
     parts_world: np.ndarray  # (P, 4, 4) rigid world matrices of the spinning parts at the start
     radii: np.ndarray  # (P,) tank wheels' radii (else 0)
-    path: np.ndarray | None = None  # (M, 2) world xy a helicopter flies (solver/vehicles/pilot.py), or None
+    path: np.ndarray | None = None  # (M, 3) world points the craft follows (solver/vehicles/pilot.py, helmsman.py)
     path_speed: Curve | float = 0.0  # m/s, its speed cap
     limits: Limits | Callable[[float], Limits] | None = None  # the pilot's speed profile limits
     bank_limit: Curve | float = DEFAULT_BANK_LIMIT  # rad
@@ -415,8 +415,8 @@ def simulate_body_rig(reading: BodyReading, gravity=(0.0, 0.0, -9.81)) -> tuple[
         trajectory, controller = simulate_flying(mech, reading.path, reading.limits, reading.dt, reading.steps,
                                                  reading.bank_limit, speed=reading.path_speed)
     else:
-        trajectory, controller = simulate_steering(mech, reading.path, reading.limits, reading.dt, reading.steps,
-                                                   speed=reading.path_speed)
+        trajectory, controller = simulate_steering(mech, reading.path[:, :2], reading.limits, reading.dt,
+                                                   reading.steps, speed=reading.path_speed)
     if trajectory.status != "finished":
         frame = reading.frame_start + trajectory.t[-1] * reading.fps
         raise RigError(f"vehicle rig {owner!r}: the solver stopped after frame {frame:g}: {trajectory.message}")

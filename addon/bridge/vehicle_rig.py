@@ -357,8 +357,9 @@ def _bezier(points, cyclic: bool) -> np.ndarray:
 
 
 def read_path(scene: bpy.types.Scene, chassis: bpy.types.Object, frame: float) -> np.ndarray | None:
-    """World xy (M, 2) of the first spline of the curve named by the chassis' symplex_path property (Bezier
-    segments sampled, poly and NURBS splines through their control points), or None without the property."""
+    """World points (M, 3) of the first spline of the curve named by the chassis' symplex_path property (Bezier
+    segments sampled, poly and NURBS splines through their control points), or None without the property.
+    Cars, boats and hovercraft follow its xy; a helicopter also flies its climbs."""
     name = chassis.get(PATH_PROPERTY)
     if name is None or name == "":
         return None
@@ -379,7 +380,7 @@ def read_path(scene: bpy.types.Scene, chassis: bpy.types.Object, frame: float) -
     world = local @ matrix[:3, :3].T + matrix[:3, 3]
     if len(world) < 2 or np.linalg.norm(np.ptp(world[:, :2], axis=0)) <= 0:
         raise RigError(f"vehicle rig {chassis.name!r}: path curve {name!r} needs at least two distinct points")
-    return world[:, :2]
+    return world
 
 
 def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", substeps: int = 1,
@@ -451,6 +452,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     times = 0.5 * dt * np.arange(2 * steps + 1)
     controls, warnings = read_controls(chassis, spec, frame_start, fps, times)
     path = read_path(scene, chassis, frame_start)
+    path = None if path is None else path[:, :2]
     path_speed: Curve | float = 0.0
     limits, drift = None, None
     if path is None and DRIFT_ANGLE in chassis:

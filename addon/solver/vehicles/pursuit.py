@@ -39,14 +39,18 @@ DEFAULT_LOOKAHEAD_TIME = 0.8  # s of travel at the current speed
 SPEED_GAIN = 1.5  # 1/s: the speed error decays at this rate (until the torque limit)
 
 
+def distinct(path: np.ndarray) -> np.ndarray:
+    """The vertices (bool mask) of a path (M, 2) kept by the followers: each apart from the one before."""
+    return np.concatenate([[True], np.linalg.norm(np.diff(path, axis=0), axis=1) > 1e-9])
+
+
 class PurePursuit:
     """Steer and drive torque for a car following `path` (M, 2) world xy at speed `speed(t)` (m/s)."""
 
     def __init__(self, path: np.ndarray, spec: CarSpec, speed: Control, start: tuple[float, float, float, float],
                  lookahead_time: float = DEFAULT_LOOKAHEAD_TIME, min_lookahead: float | None = None):
         path = np.asarray(path, float)
-        keep = np.concatenate([[True], np.linalg.norm(np.diff(path, axis=0), axis=1) > 1e-9])
-        path = path[keep]
+        path = path[distinct(path)]
         if path.ndim != 2 or path.shape[1] != 2 or len(path) < 2:
             raise ValueError(f"car {spec.name!r}: a path needs at least two distinct (x, y) points")
         if not lookahead_time > 0:
