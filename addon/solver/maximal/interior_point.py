@@ -32,7 +32,8 @@ held 1/dt further from the boundary than the friction pairs).
 Newton on the pair (lam dh + s dlam = t - lam h, eliminating ds) gives the row
     -dh - (s/lam) dlam = h - t/lam,
 which borders the joint system as auxiliary rows: force side -dh/dz at z_1, velocity side -dh/dzdot,
-and a dense diagonal block coupling gamma, psi and beta of one contact. The target t comes from
+and a sparse block E: -s/lam on the diagonal, and the cone rows coupling psi with its patch's gamma
+and beta. The target t comes from
 Mehrotra's predictor-corrector (variational._newton solves twice with one factorisation): the affine
 direction (t = 0) gives the complementarity mu_aff it would reach, sigma = (mu_aff / mu)^3, and the
 corrector aims at t = max(sigma mu, MU_FLOOR) - dlam_aff ds_aff. Steps keep s and lam positive with the

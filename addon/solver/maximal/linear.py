@@ -1,24 +1,29 @@
-"""The Newton linear system of the maximal-coordinate step, solved with O(n) tree factorisations.
+"""The Newton linear system of the maximal-coordinate step, solved with O(n) tree factorisations or
+one sparse LU when contacts add many rows.
 
 The exact Newton matrix (docs/seeds.md 003-D) is not symmetric:
 
     A = [[D + K, G^T],        D: body blocks (inertial, self-damping; non-symmetric rotational part)
          [C,     E  ]]        K: body-body damper couplings; G: constraint rows at z_1 (force side);
-                              C: d g(z_2)/d zdot / dt (velocity side); E: zero on the joint rows, a
-                              dense block on the auxiliary rows (interior-point pairs of inequalities).
+                              C: d g(z_2)/d zdot / dt (velocity side); E (sparse): zero on the joint
+                              rows, the interior-point pairs' -s/lam and cone couplings on the rest.
 
 Its primary (tree) part P = [[D, G^T], [C, 0]] without K has the block pattern of Baraff's saddle
 matrix (seed 002 §7). With the C kernels built it is factored exactly by the block LDU of fillin.py
 in the tree's children-first order (no fill-in: O(n), one flat gather per factor, index arrays built
-once); without them P is replaced by its symmetric part and factored by baraff.factor. Loop-closing
-joints and inequality rows are k auxiliary rows bordered exactly onto it (one k-column solve of their
-force-side columns, the k x k Schur complement E - C_aux P^-1 G_aux^T; O(nk) + O(k^3)). The exact
-Newton step is then obtained by defect correction, u <- u + Pb^-1 (b - A u), where each A u is O(n)
-(blockwise, no sparse assembly): with the exact P only K remains in the defect (none without
-dampers), with the symmetric part the skew part of A is O(dt |omega|) relative to P; GMRES with the
-same preconditioner takes over if the sweeps stall; when A is the exactly factored P (a tree without
-dampers' body couplings or auxiliary rows) the factor's solve is returned as it is. Dense solves appear
-only in tests.
+once); without them P is replaced by its symmetric part and factored by baraff.factor. The k
+auxiliary rows (loop-closing joints, inequality pairs) are then either bordered exactly onto it (one
+k-column solve of their force-side columns, the dense k x k Schur complement E - C_aux P^-1 G_aux^T;
+O(nk) + O(k^3)), or, from SPARSE_FROM rows on, the whole bordered matrix Pb = A - K joins one sparse
+LU (SuperLU with partial pivoting after equilibration; Pb is indefinite) whose fill-reducing order,
+minimum degree on the pattern of Pb + Pb^T, follows the bodies' contact graph: a contact row touches
+only its two bodies, so with a bounded number of contacts per body the factor's cost is linear in
+bodies + contacts. The exact Newton step is then obtained by defect correction, u <- u + Pb^-1
+(b - A u), where each A u is O(n) (blockwise, no sparse assembly): with the exact P only K remains in
+the defect (none without dampers), with the symmetric part the skew part of A is O(dt |omega|)
+relative to P; GMRES with the same preconditioner takes over if the sweeps stall; when A is the
+exactly factored P (a tree without dampers' body couplings or auxiliary rows) the factor's solve is
+returned as it is. Dense solves of the whole matrix appear only in tests.
 """
 
 from __future__ import annotations
