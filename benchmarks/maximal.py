@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -605,12 +606,19 @@ def drift_section(quick: bool) -> list[str]:
     return lines + ([""] + failures if failures else [])
 
 
+def _load(load: tuple[float, float, float]) -> str:
+    return ", ".join(f"{x:.2f}" for x in load)
+
+
 def run(quick: bool) -> str:
     """The maximal-coordinate benchmark as Markdown."""
+    load = os.getloadavg()
     sections = [solver_section(quick), fillin_section(quick), chain_section(quick), loop_section(quick),
                 drift_section(quick), contact_section(quick), contact_scaling_section(quick)]
     head = ["# Maximal coordinates: benchmark", "",
-            f"Command: `python -m benchmarks.maximal{' --quick' if quick else ''}`. Machine: {_describe()}.", ""]
+            f"Command: `python -m benchmarks.maximal{' --quick' if quick else ''}`. Machine: {_describe()}. "
+            f"Load average (1, 5, 15 min; the machine is shared) at the start {_load(load)}, at the end "
+            f"{_load(os.getloadavg())}.", ""]
     return "\n".join(head + [line for section in sections for line in section + [""]])
 
 
