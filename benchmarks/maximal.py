@@ -1,6 +1,6 @@
 """Maximal-coordinate benchmark: time per step and accuracy beside the tree method and MuJoCo, one run.
 
-Usage: python -m benchmarks.maximal [--quick] [--out docs/benchmarks_maximal.md]
+Usage: python -m benchmarks.maximal [--quick] [--out docs/benchmarks_maximal.md] [--contact-rows-only]
 `run(quick)` returns the Markdown (the suite appends it). Sections:
 
 * Sparse solver: Baraff factor + solve of an n-link chain (C kernel, numpy twin, dense), and the
@@ -40,7 +40,7 @@ from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 from addon.solver.presets import preset_path
 from addon.solver.trajectory import SolverError
 from addon.solver.tree.compile import _joint_rotation
-from benchmarks.run import _describe
+from benchmarks.run import _describe, replace_section
 from tools.generate import pendulum_chain, rod_inertia
 
 DT = 0.01
@@ -518,7 +518,7 @@ def _time_border(mech: Mechanism, border: str, steps: int) -> dict:
 
 def contact_scaling_section(quick: bool) -> list[str]:
     """Box drop and n falling dominoes: dense border against the sparse LU, same run, beside MuJoCo."""
-    steps = 30 if quick else 100
+    steps = 30 if quick else 60
     scenes = [("box drop", load_mechanism(preset_path("box_drop")))]
     scenes += [(f"{n} dominoes", falling_dominoes(n)) for n in ((8, 32) if quick else (8, 32, 128))]
     lines = ["## Contact rows: dense border against the sparse LU",
@@ -626,7 +626,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few steps")
     parser.add_argument("--out", type=Path, default=OUT, help="Markdown file to write")
+    parser.add_argument("--contact-rows-only", action="store_true",
+                        help="only the contact-rows section, replacing that section of --out")
     args = parser.parse_args(argv)
+    if args.contact_rows_only:
+        command = "python -m benchmarks.maximal --contact-rows-only" + (" --quick" if args.quick else "")
+        load = os.getloadavg()
+        section = contact_scaling_section(args.quick)
+        section[1:1] = ["", f"Command: `{command}`. Machine: {_describe()}. Load average (1, 5, 15 min; the machine "
+                            f"is shared) at the start {_load(load)}, at the end {_load(os.getloadavg())}."]
+        old = args.out.read_text() if args.out.exists() else "# Maximal coordinates: benchmark\n"
+        args.out.write_text(replace_section(old, section[0], section))
+        print("\n".join(section))
+        return 0
     text = run(args.quick)
     args.out.write_text(text)
     print(text)
