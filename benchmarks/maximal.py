@@ -512,7 +512,7 @@ def _time_border(mech: Mechanism, border: str, steps: int) -> dict:
         return {"failed": f"{type(err).__name__}: {str(err)[:90]}"}
     lu = state.solver._sparse_lu
     return {"ms": 1e3 * float(np.median(times)), "mean": 1e3 * float(np.mean(times)),
-            "final": np.concatenate([state.x.ravel(), state.q.ravel()]), "rows": state.solver._N,
+            "final": np.concatenate([state.x.ravel(), state.q.ravel()]), "rows": state.solver.unknowns,
             "fill": None if lu is None else lu[0].L.nnz + lu[0].U.nnz}
 
 
@@ -527,19 +527,20 @@ def contact_scaling_section(quick: bool) -> list[str]:
              "(presets/dominoes.toml made n long: the first tipped onto the second, 0.3 m apart; all standing on",
              "the ground from step 1, 11 contact rows each, then toppling one after the other). `dense`: the tree",
              "factor with every contact and friction row bordered as one dense k x k block, LU-factored per",
-             "Newton iteration (the method before issue 15); `sparse`: one sparse LU (SuperLU, partial pivoting,",
-             "minimum degree on the body-row graph) of the whole bordered matrix (maximal/linear.py; the default",
-             "from 32 auxiliary rows on). Both run here one after the other; median (mean) wall ms per step.",
-             "Rows: unknowns of the bordered matrix at the last step (6 per body + joint + contact rows); fill:",
-             "nonzeros of the sparse L + U there. Diff: max |x, q| difference of the two runs' final states.",
+             "Newton iteration (the method before issue 15); `auto`: the default (maximal/linear.py), one sparse",
+             "LU (SuperLU, partial pivoting, minimum degree on the body-row graph) of the whole bordered matrix",
+             "from 32 auxiliary rows on, the dense border below (the box drop's 11 contact rows: both columns are",
+             "then the same code). Both run here one after the other; median (mean) wall ms per step. Unknowns:",
+             "of the Newton matrix at the last step (6 per body + joint and contact rows); fill: nonzeros of the",
+             "sparse L + U there. Diff: max |x, q| difference of the two runs' final states.",
              "MuJoCo: the same scene, default settings, Euler, median ms per step.",
              "",
-             "| scene | rows | dense ms | sparse ms | speed-up | fill | diff | MuJoCo ms |",
+             "| scene | unknowns | dense ms | auto ms | speed-up (means) | fill | diff | MuJoCo ms |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     failures = []
     for label, mech in scenes:
         dense = _time_border(mech, "dense", steps)
-        sparse = _time_border(mech, "auto", steps)
+        sparse = _time_border(mech, "auto", steps)  # the default
         mj = time_mujoco(mech, steps)
         failures += _failures({f"{label} dense": dense, f"{label} sparse": sparse})
         if "failed" in dense or "failed" in sparse:

@@ -152,6 +152,7 @@ class LinearSolver:
         self.primary = primary
         self.order: TreeOrder = order_tree(n_bodies, [bodies for _, bodies in primary])
         self.border = border
+        self.unknowns = 0  # size of the last factored Newton matrix (bodies' 6 + every row)
         self.fac: baraff.Factor | fillin.LDU | None = None
         self._sparse_lu: tuple[scipy.sparse.linalg.SuperLU, np.ndarray, np.ndarray] | None = None
         self.sweeps = 0
@@ -214,6 +215,7 @@ class LinearSolver:
         tree factor for few auxiliary rows, one sparse LU of the whole of Pb from SPARSE_FROM rows on
         (or as `border` forces)."""
         k = A.rows.count - A.n_primary
+        self.unknowns = 6 * len(A.D) + A.rows.count
         sparse = self.border == "sparse" or (self.border == "auto" and k >= SPARSE_FROM)
         if sparse:
             self._factor_sparse(A)
