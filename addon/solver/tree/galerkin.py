@@ -139,12 +139,11 @@ def start(model: TreeModel, t0: float = 0.0) -> tuple[GalerkinState, float]:
 
 @dataclass
 class Residual:
-    """The DEL rows r (s, nq), the end momentum Z^s (nq,), node terms, energy at the last node, scale."""
+    """The DEL rows r (s, nq), the end momentum Z^s (nq,), node terms, and the rows' convergence scale."""
 
     r: np.ndarray
     p_end: np.ndarray
     nodes: list[Terms]
-    energy: float
     scale: float
 
 
@@ -171,6 +170,7 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
     nodes = []
     Zstart = np.zeros((len(k), 3))
     scale = max(1.0, float(np.max(np.abs(state.p), initial=0.0)))
+    spread = float(np.max(np.abs(ru.D)))
     for j, cj in enumerate(ru.c):
         t = state.t + cj * dt
         q, v, charts = qn[j].copy(), vn[j].copy(), state.charts
@@ -183,7 +183,8 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
         tm = terms(model, forward(model, q, charts), v, t, second=second)
         nodes.append(tm)
         force = tm.g + tm.Q + nonconservative_forces(model, v, t)
-        scale = max(scale, float(np.max(np.abs(tm.p))), dt * float(np.max(np.abs(force))))
+        # round-off floor of the rows: the momenta enter them with the interpolation weights D (up to ~20 at s = 4)
+        scale = max(scale, spread * float(np.max(np.abs(tm.p))), dt * float(np.max(np.abs(force))))
         wdt = ru.w[j] * dt
         torque = force[k] - tm.g[k] - tm.Q[k]  # damping, servos and keyed torques on chart rates (body axes)
         momentum = tm.p.copy()
@@ -199,8 +200,6 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
             Z[:, k] += wdt * (ru.P[j][:, None, None] * (rot_torque + rot_eta)[None]
                               + (ru.D[j] / dt)[:, None, None] * vel_eta[None])
             Zstart += wdt * np.einsum("bij,bj->bi", so3_exp(xi), torque)
-        if j == len(ru.c) - 1:
-            energy = tm.kinetic + tm.potential
     r = Z[: ru.s].copy()
     r[0] += state.p
     p_end = Z[ru.s].copy()
@@ -209,7 +208,7 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
             Zstart -= np.linalg.solve(np.transpose(left_jacobian(x[a][k]), (0, 2, 1)), Z[a][k][..., None])[..., 0]
         r[0][k] = state.p[k] + Zstart
         p_end[k] = np.linalg.solve(left_jacobian(x[ru.s][k]), Z[ru.s][k][..., None])[..., 0]  # J_R^-T = J_L^-1
-    return Residual(r, p_end, nodes, energy, scale)
+    return Residual(r, p_end, nodes, scale)
 
 
 def exact_jacobian(model: TreeModel, res: Residual, dt: float, ru: Rule) -> np.ndarray:
@@ -251,7 +250,7 @@ def jacobian(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
 
 @dataclass(frozen=True)
 class GalerkinResult:
-    """Energy at the step's last node, Newton iterations."""
+    """Energy after the step (energy()), Newton iterations."""
 
     energy: float
     iterations: int
@@ -261,12 +260,14 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
                max_iterations: int) -> GalerkinResult:
     k = model.ball_dofs
     X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess)  # on charts: xi^a = tau_a dt omega
-    iterations = 0
+    iterations, previous = 0, np.inf
     while True:
         res = residual(model, state, X, dt, ru, second=not len(k))
         worst = float(np.max(np.abs(res.r)))
-        if worst <= tol * res.scale:
+        # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
+        if worst <= tol * res.scale or (worst <= STALL * tol * res.scale and worst > 0.5 * previous):
             break
+        previous = worst
         if iterations >= max_iterations or not np.isfinite(worst):
             step = state.step_index + 1
             raise ConvergenceError(
@@ -288,9 +289,17 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
         q2[k] = 0.0
     state.q, state.p, state.t = q2, res.p_end, state.t + dt
     state.step_index += 1
-    return GalerkinResult(res.energy, iterations)
+    return GalerkinResult(energy(model, state), iterations)
 
 
+def energy(model: TreeModel, state: GalerkinState) -> float:
+    """The state's energy p^T M^-1 p / 2 + V at (q, p): the Legendre transform of the discrete momentum, accurate
+    to the method's order (the interpolant's own end slope is only order s)."""
+    tm = terms(model, forward(model, state.q, state.charts), np.zeros(model.nq), state.t)
+    return 0.5 * float(state.p @ np.linalg.solve(tm.M, state.p)) + tm.potential
+
+
+STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the rows is at their round-off floor
 MAX_HALVINGS = 4  # as midpoint.py: a failed step is redone as two half steps, down to dt / 16
 
 
