@@ -26,7 +26,8 @@ equivariant like midpoint.py (a floating mechanism keeps its momenta to the Newt
 
 Newton's Jacobian is exact and dense on trees without charts (dynamics.py's M, A, B, Q_q at every node):
   dZ^a/dx^b = dt sum_j w_j [P_ja P_jb (B + Q_q) + P_ja D_jb / dt (A^T - C) + D_ja / dt P_jb A + D_ja D_jb / dt^2 M],
-C = diag(damping + servo gain). With charts it is formed by central differences of the exact residual (the
+C = diag(damping + servo gain). With charts it is formed by central differences of the exact residual, once per
+step while the iterations converge fast (a chord method: linear convergence with a small rate; the
 chart blocks' closed form belongs with the seed's O(s^3 n) recursion, issue 14 item 2, which will replace the
 dense solve). Closed loops, prescribed joints and joint limits are refused at s > 1 (refusals()).
 """
@@ -260,13 +261,15 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
                max_iterations: int) -> GalerkinResult:
     k = model.ball_dofs
     X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess)  # on charts: xi^a = tau_a dt omega
-    iterations, previous = 0, np.inf
+    iterations, previous, matrix = 0, np.inf, None
     while True:
         res = residual(model, state, X, dt, ru, second=not len(k))
         worst = float(np.max(np.abs(res.r)))
         # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
         if worst <= tol * res.scale or (worst <= STALL * tol * res.scale and worst > 0.5 * previous):
             break
+        if matrix is None or not len(k) or worst > CHORD * previous:
+            matrix = jacobian(model, state, X, dt, ru, res)  # differenced (charts): kept while it converges fast
         previous = worst
         if iterations >= max_iterations or not np.isfinite(worst):
             step = state.step_index + 1
@@ -275,7 +278,7 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
                 f"method after {iterations} iterations: residual {worst:.3g}; try a smaller time step",
                 step=step, time=state.t + dt)
         try:
-            delta = np.linalg.solve(jacobian(model, state, X, dt, ru, res), res.r.ravel())
+            delta = np.linalg.solve(matrix, res.r.ravel())
         except np.linalg.LinAlgError:
             step = state.step_index + 1
             raise ConvergenceError(f"singular Newton matrix at step {step} (t = {state.t + dt:.6g} s) of the "
@@ -299,6 +302,7 @@ def energy(model: TreeModel, state: GalerkinState) -> float:
     return 0.5 * float(state.p @ np.linalg.solve(tm.M, state.p)) + tm.potential
 
 
+CHORD = 0.05  # a differenced Newton matrix is formed again when an iteration shrinks the rows by less than this
 STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the rows is at their round-off floor
 MAX_HALVINGS = 4  # as midpoint.py: a failed step is redone as two half steps, down to dt / 16
 

@@ -130,16 +130,17 @@ def momenta(model, state) -> np.ndarray:
     return np.concatenate([p_t, np.cross(x, p_t) + state.charts[0] @ p_r])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("order", [2, 4, 6, 8])
 def test_floating_mechanism_keeps_its_momenta(order):
     model = compile_tree(floating())
     state, _ = galerkin.start(model)
     before = momenta(model, state)
-    for _ in range(10):
-        galerkin.step(model, state, 0.05, order, tol=1e-12)
+    for _ in range(2):
+        galerkin.step(model, state, 0.1, order, tol=1e-12)
     drift = np.max(np.abs(momenta(model, state) - before))
     assert drift < 1e-9 * np.max(np.abs(before))
-    assert np.max(np.abs(state.q[:3])) > 0.1  # it moved
+    assert np.max(np.abs(state.q[:3])) > 0.05  # it moved
 
 
 def test_refuses_what_it_cannot_run_above_order_two_by_name():
