@@ -42,7 +42,7 @@ from numpy.polynomial import legendre
 
 from ..groups import so3_exp
 from ..lie import ad_twist
-from ..model import MechanismError
+from ..model import ORDERS, MechanismError
 from ..stamp import ModelStamp, check_state
 from ..trajectory import ConvergenceError
 from .ball_springs import chart_springs, has_springs
@@ -52,7 +52,6 @@ from .kinematics import forward
 from .midpoint import initial_state, nonconservative_forces
 from .step_charts import fold, left_jacobian, left_jacobian_transpose_derivative
 
-ORDERS = (2, 4, 6, 8)  # 2s for s = 1..4
 RULES = ("lobatto", "gauss")
 
 
@@ -97,7 +96,10 @@ def rule(s: int, quadrature: str = "lobatto") -> Rule:
 
 
 def refusals(model: TreeModel, order: int) -> None:
-    """Raise MechanismError naming the first feature this module cannot yet run at `order` > 2."""
+    """Raise MechanismError for an order outside ORDERS, or naming the first feature this module cannot yet run at
+    `order` > 2 (loops: holonomic rows at the step ends need the multipliers in the start row and a row Jacobian
+    over the end control point, not written yet; prescribed joints: their control points would follow the curve;
+    limits: midpoint.py's contact set would have to act at every node)."""
     if order not in ORDERS:
         raise MechanismError(f"accuracy order must be one of {', '.join(map(str, ORDERS))}, got {order}")
     if order == 2:
