@@ -45,11 +45,12 @@ from ..lie import ad_twist
 from ..model import ORDERS, MechanismError
 from ..stamp import ModelStamp, check_state
 from ..trajectory import ConvergenceError
+from . import constraints
 from .ball_springs import chart_springs, has_springs
 from .compile import TreeModel
 from .dynamics import Terms, terms
 from .kinematics import forward
-from .midpoint import initial_state, nonconservative_forces
+from .midpoint import LOOP_TOLERANCE_FACTOR, initial_state, nonconservative_forces
 from .step_charts import fold, left_jacobian, left_jacobian_transpose_derivative
 
 RULES = ("lobatto", "gauss")
@@ -97,9 +98,8 @@ def rule(s: int, quadrature: str = "lobatto") -> Rule:
 
 def refusals(model: TreeModel, order: int) -> None:
     """Raise MechanismError for an order outside ORDERS, or naming the first feature this module cannot yet run at
-    `order` > 2 (loops: holonomic rows at the step ends need the multipliers in the start row and a row Jacobian
-    over the end control point, not written yet; prescribed joints: their control points would follow the curve;
-    limits: midpoint.py's contact set would have to act at every node)."""
+    `order` > 2 (prescribed joints: their control points would follow the curve; limits: midpoint.py's contact set
+    would have to act at every node)."""
     if order not in ORDERS:
         raise MechanismError(f"accuracy order must be one of {', '.join(map(str, ORDERS))}, got {order}")
     if order == 2:
@@ -107,9 +107,7 @@ def refusals(model: TreeModel, order: int) -> None:
     mech = model.mechanism
     names = model.joint_names
     why = None
-    if model.nrow:
-        why = f"[[joint]] {names[model.row_joint[0]]!r} closes a loop"
-    elif np.any(model.dof_prescribed):
+    if np.any(model.dof_prescribed):
         why = f"[[joint]] {names[model.dof_joint[np.argmax(model.dof_prescribed)]]!r} is prescribed"
     else:
         limited = np.isfinite(model.dof_lower) | np.isfinite(model.dof_upper)
@@ -123,7 +121,8 @@ def refusals(model: TreeModel, order: int) -> None:
 @dataclass
 class GalerkinState:
     """After step k: t, q (nq,) (0 on chart coordinates), p (nq,) discrete momentum (body covectors on charts),
-    charts (nball, 3, 3), velocity_guess (nq,) for the next warm start, model stamp, step_index."""
+    charts (nball, 3, 3), velocity_guess (nq,) for the next warm start, model stamp, kept loop rows and their
+    multipliers, step_index."""
 
     t: float
     q: np.ndarray
@@ -131,20 +130,25 @@ class GalerkinState:
     charts: np.ndarray
     velocity_guess: np.ndarray
     model: ModelStamp
+    rows: np.ndarray  # the independent loop rows kept (assembly.py), fixed for the run
+    lam: np.ndarray  # their multipliers at the last step
     step_index: int = 0
 
 
 def start(model: TreeModel, t0: float = 0.0) -> tuple[GalerkinState, float]:
     """The initial state (midpoint.initial_state's assembly and momentum) and its energy."""
     mid, _, tm, qd = initial_state(model, t0)
-    return GalerkinState(t0, mid.q, mid.p, mid.charts, qd.copy(), model.stamp), tm.kinetic + tm.potential
+    state = GalerkinState(t0, mid.q, mid.p, mid.charts, qd.copy(), model.stamp, mid.rows, mid.lam)
+    return state, tm.kinetic + tm.potential
 
 
 @dataclass
 class Residual:
-    """The DEL rows r (s, nq), the end momentum Z^s (nq,), node terms, and the rows' convergence scale."""
+    """The DEL rows r (s, nq), the kept loop rows h (s nrow) at x^1..x^s, the end momentum Z^s (nq,), node terms
+    and the rows' convergence scale."""
 
     r: np.ndarray
+    h: np.ndarray
     p_end: np.ndarray
     nodes: list[Terms]
     scale: float
@@ -163,9 +167,10 @@ def _chart_torque(model: TreeModel, tm: Terms, charts: np.ndarray) -> np.ndarray
     return gamma
 
 
-def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, ru: Rule,
+def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, ru: Rule, lam: np.ndarray | None = None,
              second: bool = False) -> Residual:
-    """The DEL rows at unknowns X (s, nq) = x^1..x^s (chart entries: xi^a). second: node Hessians too."""
+    """The DEL rows at unknowns X (s, nq) = x^1..x^s (chart entries: xi^a) and loop multipliers lam (the kept
+    rows'), then the kept loop rows h at the step's end. second: node Hessians too."""
     k = model.ball_dofs
     x = np.vstack([state.q, X])  # (s + 1, nq); chart entries of x^0 are 0
     qn, vn = ru.P @ x, ru.D @ x / dt  # node values and rates
@@ -211,11 +216,28 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
             Zstart -= np.linalg.solve(np.transpose(left_jacobian(x[a][k]), (0, 2, 1)), Z[a][k][..., None])[..., 0]
         r[0][k] = state.p[k] + Zstart
         p_end[k] = np.linalg.solve(left_jacobian(x[ru.s][k]), Z[ru.s][k][..., None])[..., 0]  # J_R^-T = J_L^-1
-    return Residual(r, p_end, nodes, scale)
+    h = np.zeros((0,))
+    if len(state.rows):  # rows at every control point a = 1..s; multipliers for rows 0..s-1 (module docstring)
+        m = len(state.rows)
+        Dh = constraints.evaluate(model, forward(model, state.q, state.charts))[1][state.rows]
+        rows = []
+        for a in range(ru.s):
+            r[a] -= Dh.T @ lam[a * m:(a + 1) * m]  # Dh at x^a; on charts in xi^a (a = 0: body axes at C1)
+            qa, charts_a = x[a + 1].copy(), state.charts
+            if len(k):
+                qa[k], charts_a = 0.0, state.charts @ so3_exp(x[a + 1][k])
+            ha, Dh = constraints.evaluate(model, forward(model, qa, charts_a))
+            rows.append(ha[state.rows])
+            Dh = Dh[state.rows]
+            if len(k):  # a turn of xi^(a+1) turns C1 exp(xi^(a+1)) by J_R(xi^(a+1)) in body axes
+                for b, dofs in enumerate(k):
+                    Dh[:, dofs] = Dh[:, dofs] @ left_jacobian(x[a + 1][dofs]).T
+        h = np.concatenate(rows)
+    return Residual(r, h, p_end, nodes, scale)
 
 
 def exact_jacobian(model: TreeModel, res: Residual, dt: float, ru: Rule) -> np.ndarray:
-    """d r / d X (s nq, s nq) on a tree without charts, from the node Hessians (module docstring)."""
+    """d r / d X (s nq, s nq) on a tree without charts or loops, from the node Hessians (module docstring)."""
     n, s = model.nq, ru.s
     C = np.diag(model.dof_damping + model.dof_motor_gain)
     J = np.zeros((s + 1, n, s + 1, n))
@@ -229,25 +251,67 @@ def exact_jacobian(model: TreeModel, res: Residual, dt: float, ru: Rule) -> np.n
     return J[:s, :, 1:, :].reshape(s * n, s * n)
 
 
-def _difference_jacobian(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, ru: Rule) -> np.ndarray:
-    """d r / d X by central differences of the exact residual (trees with charts)."""
-    flat = X.ravel()
-    J = np.empty((flat.size, flat.size))
-    for i in range(flat.size):
-        h = 1e-6 * max(1.0, abs(flat[i]))
-        up, down = flat.copy(), flat.copy()
+def _loop_rows(model: TreeModel, state: GalerkinState, x: np.ndarray) -> np.ndarray:
+    """Dh (nrow kept, nq) at configuration x of a tree without charts."""
+    return constraints.evaluate(model, forward(model, x, state.charts))[1][state.rows]
+
+
+def loop_jacobian(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, res: Residual, dt: float,
+                  ru: Rule) -> np.ndarray:
+    """Newton's matrix over (X, lam) on a tree with loops and without charts: exact_jacobian's blocks, the rows'
+    Jacobians Dh(x^a) (exact, constraints.py), and d(Dh(x^a)^T mu^a)/dx^a, the one block formed by central
+    differences (of constraint rows only: cheap against the Lagrangian's terms)."""
+    n, s, m = model.nq, ru.s, len(state.rows)
+    out = np.zeros((s * (n + m), s * (n + m)))
+    out[: s * n, : s * n] = exact_jacobian(model, res, dt, ru)
+    out[:n, s * n: s * n + m] = -_loop_rows(model, state, state.q).T
+    for a in range(1, s + 1):
+        Dh = _loop_rows(model, state, X[a - 1])
+        out[s * n + (a - 1) * m: s * n + a * m, (a - 1) * n: a * n] = Dh
+        if a == s:
+            break
+        mu = lam[a * m:(a + 1) * m]
+        out[a * n:(a + 1) * n, s * n + a * m: s * n + (a + 1) * m] = -Dh.T
+        for i in range(n):
+            step = 1e-6 * max(1.0, abs(X[a - 1][i]))
+            up, down = X[a - 1].copy(), X[a - 1].copy()
+            up[i] += step
+            down[i] -= step
+            out[a * n:(a + 1) * n, (a - 1) * n + i] -= (_loop_rows(model, state, up).T @ mu
+                                                        - _loop_rows(model, state, down).T @ mu) / (2.0 * step)
+    return out
+
+
+def _stack(res: Residual) -> np.ndarray:
+    return np.concatenate([res.r.ravel(), res.h])
+
+
+def _difference_jacobian(model: TreeModel, state: GalerkinState, z: np.ndarray, dt: float, ru: Rule) -> np.ndarray:
+    """d (r, h) / d (X, lam) at z = (X.ravel(), lam) by central differences of the exact residual."""
+    size = ru.s * model.nq
+
+    def rows(v: np.ndarray) -> np.ndarray:
+        return _stack(residual(model, state, v[:size].reshape(ru.s, model.nq), dt, ru, v[size:]))
+
+    J = np.empty((z.size, z.size))
+    for i in range(z.size):
+        h = 1e-6 * max(1.0, abs(z[i]))
+        up, down = z.copy(), z.copy()
         up[i] += h
         down[i] -= h
-        J[:, i] = (residual(model, state, up.reshape(X.shape), dt, ru).r.ravel()
-                   - residual(model, state, down.reshape(X.shape), dt, ru).r.ravel()) / (2.0 * h)
+        J[:, i] = (rows(up) - rows(down)) / (2.0 * h)
     return J
 
 
-def jacobian(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, ru: Rule,
+def jacobian(model: TreeModel, state: GalerkinState, z: np.ndarray, dt: float, ru: Rule,
              res: Residual) -> np.ndarray:
-    """Newton's matrix at X: exact without charts, central differences with them."""
+    """Newton's matrix over z = (X, lam): exact without charts (loop_jacobian with loops), central differences of
+    the whole residual with charts."""
     if len(model.ball_dofs):
-        return _difference_jacobian(model, state, X, dt, ru)
+        return _difference_jacobian(model, state, z, dt, ru)
+    if len(state.rows):
+        size = ru.s * model.nq
+        return loop_jacobian(model, state, z[:size].reshape(ru.s, model.nq), z[size:], res, dt, ru)
     return exact_jacobian(model, res, dt, ru)
 
 
@@ -263,45 +327,58 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
                max_iterations: int) -> GalerkinResult:
     k = model.ball_dofs
     X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess)  # on charts: xi^a = tau_a dt omega
+    lam = np.tile(state.lam, ru.s)  # the multipliers of the last step's rows, at every control point
+    size = X.size
     iterations, previous, matrix = 0, np.inf, None
     while True:
-        res = residual(model, state, X, dt, ru, second=not len(k))
-        worst = float(np.max(np.abs(res.r)))
+        res = residual(model, state, X, dt, ru, lam, second=not len(k))
+        loop = float(np.max(np.abs(res.h), initial=0.0))
+        # relative to the rows' scale, with the loop rows held to a tenth of tol (midpoint.py's choice)
+        worst = max(float(np.max(np.abs(res.r))) / res.scale, loop / LOOP_TOLERANCE_FACTOR)
         # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
-        if worst <= tol * res.scale or (worst <= STALL * tol * res.scale and worst > 0.5 * previous):
+        if worst <= tol or (worst <= STALL * tol and worst > 0.5 * previous):
             break
+        z = np.concatenate([X.ravel(), lam])
         if matrix is None or not len(k) or worst > CHORD * previous:
-            matrix = jacobian(model, state, X, dt, ru, res)  # differenced (charts): kept while it converges fast
+            matrix = jacobian(model, state, z, dt, ru, res)  # differenced (charts): kept while it converges fast
         previous = worst
         if iterations >= max_iterations or not np.isfinite(worst):
             step = state.step_index + 1
             raise ConvergenceError(
                 f"Newton did not converge at step {step} (t = {state.t + dt:.6g} s) of the order-{2 * ru.s} tree "
-                f"method after {iterations} iterations: residual {worst:.3g}; try a smaller time step",
+                f"method after {iterations} iterations: relative residual {worst:.3g}; try a smaller time step",
                 step=step, time=state.t + dt)
         try:
-            delta = np.linalg.solve(matrix, res.r.ravel())
+            delta = np.linalg.solve(matrix, _stack(res))
         except np.linalg.LinAlgError:
             step = state.step_index + 1
             raise ConvergenceError(f"singular Newton matrix at step {step} (t = {state.t + dt:.6g} s) of the "
                                    "tree method: a coordinate moves no mass", step=step, time=state.t + dt) from None
-        X = X - delta.reshape(X.shape)
+        X = X - delta[:size].reshape(X.shape)
+        lam = lam - delta[size:]
         iterations += 1
     q2 = X[-1].copy()
     state.velocity_guess = (q2 - state.q) / dt
     if len(k):
         state.charts = fold(state.charts, q2[k])
         q2[k] = 0.0
-    state.q, state.p, state.t = q2, res.p_end, state.t + dt
+    state.q, state.p, state.t, state.lam = q2, res.p_end, state.t + dt, lam[:len(state.rows)]
     state.step_index += 1
     return GalerkinResult(energy(model, state), iterations)
 
 
 def energy(model: TreeModel, state: GalerkinState) -> float:
-    """The state's energy p^T M^-1 p / 2 + V at (q, p): the Legendre transform of the discrete momentum, accurate
-    to the method's order (the interpolant's own end slope is only order s)."""
-    tm = terms(model, forward(model, state.q, state.charts), np.zeros(model.nq), state.t)
-    return 0.5 * float(state.p @ np.linalg.solve(tm.M, state.p)) + tm.potential
+    """The state's energy v^T M v / 2 + V at (q, p), v = M^-1 p the Legendre transform of the discrete momentum
+    (accurate to the method's order; the interpolant's own end slope is only order s), with loops projected onto
+    the rows' tangent space, Dh v = 0 (p carries the next step's constraint impulse)."""
+    kin = forward(model, state.q, state.charts)
+    tm = terms(model, kin, np.zeros(model.nq), state.t)
+    v = np.linalg.solve(tm.M, state.p)
+    if len(state.rows):
+        Dh = constraints.evaluate(model, kin)[1][state.rows]
+        MiDt = np.linalg.solve(tm.M, Dh.T)
+        v -= MiDt @ np.linalg.lstsq(Dh @ MiDt, Dh @ v, rcond=None)[0]
+    return 0.5 * float(v @ tm.M @ v) + tm.potential
 
 
 CHORD = 0.05  # a differenced Newton matrix is formed again when an iteration shrinks the rows by less than this

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from addon.solver.model import Body, Joint, Mechanism, MechanismError
+from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
 from addon.solver.tree import galerkin, midpoint
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.rk4 import acceleration
@@ -78,7 +78,7 @@ def test_exact_jacobian_equals_finite_differences(s):
     X = state.q + 0.02 * np.outer(ru.tau[1:], state.velocity_guess) + 1e-3 * rng.normal(size=(s, model.nq))
     res = galerkin.residual(model, state, X, 0.02, ru, second=True)
     J = galerkin.exact_jacobian(model, res, 0.02, ru)
-    fd = galerkin._difference_jacobian(model, state, X, 0.02, ru)
+    fd = galerkin._difference_jacobian(model, state, X.ravel(), 0.02, ru)
     assert np.max(np.abs(J - fd)) < 1e-7 * np.max(np.abs(J))  # the damping blocks alone are ~1e-6 of J
 
 
@@ -144,9 +144,12 @@ def test_floating_mechanism_keeps_its_momenta(order):
 
 
 def test_refuses_what_it_cannot_run_above_order_two_by_name():
-    model = compile_tree(random_tree(2, loops=1))
-    with pytest.raises(MechanismError, match="'loop0' closes a loop"):
-        galerkin.refusals(model, 4)
-    galerkin.refusals(model, 2)
+    hinge = pendulum().joints[0]
+    for change, why in (({"prescribed": Curve((0.0, 1.0), (0.0, 1.0), "linear")}, "'hinge' is prescribed"),
+                        ({"lower": (-1.0,), "upper": (1.0,)}, "'hinge' has limits")):
+        model = compile_tree(pendulum().replace(joints=(replace(hinge, **change),)))
+        with pytest.raises(MechanismError, match=why + ".*accuracy order 2 only"):
+            galerkin.refusals(model, 4)
+        galerkin.refusals(model, 2)
     with pytest.raises(MechanismError, match="accuracy order must be one of 2, 4, 6, 8"):
         galerkin.refusals(model, 3)
