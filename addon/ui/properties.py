@@ -93,7 +93,7 @@ class SymplexSetup(PropertyGroup):
     order: EnumProperty(
         name="Accuracy Order",
         description="Accuracy order of the Tree method: the error per second falls as the step size to this power; "
-                    "above 2, a Galerkin variational integrator (no closed loops, prescribed joints or limits yet)",
+                    "above 2, a Galerkin variational integrator (no prescribed joints or joint limits yet)",
         items=[
             ("2", "2 (Midpoint)", "Variational midpoint rule, the fastest step"),
             ("4", "4", "Galerkin, degree 2: far more accurate at frame-rate steps"),

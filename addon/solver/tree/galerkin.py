@@ -24,12 +24,18 @@ covector at C1; p^(k+1) = J_R(xi^s)^-T Z^s is a body covector at C2 = C1 exp(xi^
 The discrete action is a function of the control rotations alone, so the scheme is rotation invariant and
 equivariant like midpoint.py (a floating mechanism keeps its momenta to the Newton tolerance).
 
+Closed loops: the kept rows h (assembly.py's independent rows) hold at every control point x^1..x^s, with one
+multiplier vector per DEL row: r^0 -= Dh(q^k)^T lam^0, r^a -= Dh(x^a)^T lam^a (a = 1..s-1; on charts Dh in
+xi^a, i.e. times J_R(xi^a)). Rows at the step ends only leave the interior points off the constraint and lose
+the order (docs/architecture.md). Gauss s = 1 is again midpoint.py's loop step.
+
 Newton's Jacobian is exact and dense on trees without charts (dynamics.py's M, A, B, Q_q at every node):
   dZ^a/dx^b = dt sum_j w_j [P_ja P_jb (B + Q_q) + P_ja D_jb / dt (A^T - C) + D_ja / dt P_jb A + D_ja D_jb / dt^2 M],
-C = diag(damping + servo gain). With charts it is formed by central differences of the exact residual, once per
-step while the iterations converge fast (a chord method: linear convergence with a small rate; the
-chart blocks' closed form belongs with the seed's O(s^3 n) recursion, issue 14 item 2, which will replace the
-dense solve). Closed loops, prescribed joints and joint limits are refused at s > 1 (refusals()).
+C = diag(damping + servo gain), with loops the rows' Dh blocks and d(Dh(x^a)^T lam^a)/dx^a (differenced
+constraint rows, loop_jacobian). With charts it is formed by central differences of the exact residual, once
+per step while the iterations converge fast (a chord method: linear convergence with a small rate; the chart
+blocks' closed form belongs with the seed's O(s^3 n) recursion, issue 14 item 2, which will replace the dense
+solve). Prescribed joints and joint limits are refused at s > 1 (refusals()).
 """
 
 from __future__ import annotations

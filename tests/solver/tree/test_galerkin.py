@@ -7,8 +7,11 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
-from addon.solver.tree import galerkin, midpoint
+from addon.solver.mechfile.read import load_mechanism
+from addon.solver.presets import preset_path
+from addon.solver.tree import constraints, galerkin, midpoint
 from addon.solver.tree.compile import compile_tree
+from addon.solver.tree.kinematics import forward
 from addon.solver.tree.rk4 import acceleration
 
 from .random_mechanisms import TYPES, random_tree
@@ -52,9 +55,10 @@ def test_rules_integrate_polynomials_and_differentiate_the_interpolant():
             np.testing.assert_allclose(r.P @ r.tau**s, r.c**s, atol=1e-14)
 
 
-def test_gauss_degree_one_is_the_midpoint_step_on_chart_joints():
+@pytest.mark.heavy
+def test_gauss_degree_one_is_the_midpoint_step_on_chart_joints_and_loops():
     # damping is left out on chart rotations: midpoint.py applies it untransported (its half/half split)
-    mech = random_tree(5, types=("free", "ball", "planar", "universal"), ball_springs=True)
+    mech = random_tree(7, types=("revolute", "ball", "free", "universal"), loops=2, ball_springs=True)
     mech = mech.replace(joints=tuple(replace(j, damping=0.0) if j.type in ("ball", "free") else j
                                      for j in mech.joints))
     model = compile_tree(mech)
@@ -67,6 +71,21 @@ def test_gauss_degree_one_is_the_midpoint_step_on_chart_joints():
     assert np.max(np.abs(gs.p - ms.p)) < 1e-10 * scale
     assert np.max(np.abs(gs.q - ms.q)) < 1e-11
     assert np.max(np.abs(gs.charts - ms.charts)) < 1e-11
+    assert len(gs.rows) == 6 and np.max(np.abs(gs.lam - ms.lam)) < 1e-10 * np.max(np.abs(ms.lam))
+
+
+@pytest.mark.parametrize("s", [2])
+def test_loop_jacobian_equals_finite_differences(s):
+    model = compile_tree(random_tree(7, types=tuple(t for t in TYPES if t not in ("ball", "free")), loops=2))
+    state, _ = galerkin.start(model)
+    ru = galerkin.rule(s)
+    rng = np.random.default_rng(s)
+    X = state.q + 0.02 * np.outer(ru.tau[1:], state.velocity_guess) + 1e-3 * rng.normal(size=(s, model.nq))
+    lam = rng.normal(size=s * len(state.rows))
+    res = galerkin.residual(model, state, X, 0.02, ru, lam, second=True)
+    J = galerkin.loop_jacobian(model, state, X, lam, res, 0.02, ru)
+    fd = galerkin._difference_jacobian(model, state, np.concatenate([X.ravel(), lam]), 0.02, ru)
+    assert np.max(np.abs(J - fd)) < 1e-7 * np.max(np.abs(J))
 
 
 @pytest.mark.parametrize("s", [1, 2, 3, 4])
@@ -96,6 +115,23 @@ def test_measured_order_is_2s(mech, pairs):
         assert min(e) > 1e-11
         measured = np.log2(e[0] / e[1])
         assert measured > order - 0.3, (order, e, measured)
+
+
+@pytest.mark.slow
+def test_closed_chain_measured_order_is_2s_with_its_loop_held():
+    """The four-bar preset (3 coordinates, 5 loop rows, 2 kept) at t = 1 s against DOP853 on the constrained
+    dynamics (rk4.acceleration), at 1/m and 1/(2m) s steps; the loop rows stay at the Newton tolerance."""
+    model = compile_tree(load_mechanism(preset_path("four_bar")))
+    q_ref = reference(model, 1.0)
+    for order, m in {2: 100, 4: 50, 6: 50, 8: 50}.items():
+        e = []
+        for n in (m, 2 * m):
+            q = run(model, 1.0 / n, 1.0, order)
+            e.append(np.max(np.abs(q - q_ref)))
+            h = constraints.evaluate(model, forward(model, q, model.ball_chart0))[0]
+            assert np.max(np.abs(h)) < 1e-12
+        measured = np.log2(e[0] / e[1])
+        assert min(e) > 1e-10 and measured > order - 0.3, (order, e, measured)
 
 
 @pytest.mark.heavy
