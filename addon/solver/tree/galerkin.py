@@ -138,13 +138,14 @@ class GalerkinState:
     model: ModelStamp
     rows: np.ndarray  # the independent loop rows kept (assembly.py), fixed for the run
     lam: np.ndarray  # their multipliers at the last step
+    dropped_joints: tuple[str, ...] = ()  # loop joints whose rows the assembly dropped as redundant
     step_index: int = 0
 
 
 def start(model: TreeModel, t0: float = 0.0) -> tuple[GalerkinState, float]:
     """The initial state (midpoint.initial_state's assembly and momentum) and its energy."""
     mid, _, tm, qd = initial_state(model, t0)
-    state = GalerkinState(t0, mid.q, mid.p, mid.charts, qd.copy(), model.stamp, mid.rows, mid.lam)
+    state = GalerkinState(t0, mid.q, mid.p, mid.charts, qd.copy(), model.stamp, mid.rows, mid.lam, mid.dropped_joints)
     return state, tm.kinetic + tm.potential
 
 

@@ -85,7 +85,7 @@ class TreeGalerkin(_TreeIntegrator):
                          result.energy)
 
     def info(self) -> dict:
-        return {"order": self.order}
+        return {"order": self.order, "redundant_constraints_dropped_in": list(self.state.dropped_joints)}
 
 
 class TreeRK4(_TreeIntegrator):
