@@ -1,6 +1,6 @@
 """Position error at t = 10 s against wall time for each accuracy order of the tree method.
 
-Usage: python -m benchmarks.galerkin_orders [--presets double_pendulum chain_5] [--long STEPS]
+Usage: python -m benchmarks.galerkin_orders [--presets double_pendulum chain_5] [--long STEPS [--tol TOL]]
 Prints a Markdown table per preset: order, dt, steps, wall time of the run (make_integrator + step, the product
 path: order 2 is midpoint.py with its C kernel, orders 4-8 are tree/galerkin.py in numpy with a dense Newton
 solve), largest body-position error at t = 10 s against DOP853 (rtol = atol = 1e-12) on the same tree model, and
@@ -55,13 +55,13 @@ def run(mech, order: int, per_second: int) -> tuple[float, np.ndarray, float]:
     return wall, trajectory.poses[-1][:, :3], float(np.ptp(trajectory.energy))
 
 
-def long_run(steps: int) -> None:
-    integrator = make_integrator(load_mechanism(preset_path("pendulum")).replace(order=4), "tree", 0.01)
+def long_run(steps: int, tol: float) -> None:
+    integrator = make_integrator(load_mechanism(preset_path("pendulum")).replace(order=4), "tree", 0.01, tol)
     for _ in range(steps):
         integrator.step()
     energy = np.asarray(integrator.trajectory().energy)[1:]
     tenth = len(energy) // 10
-    print(f"pendulum, order 4, dt = 0.01 s, {steps} steps: energy band {np.ptp(energy):.3e} J, "
+    print(f"pendulum, order 4, dt = 0.01 s, tol {tol:g}, {steps} steps: energy band {np.ptp(energy):.3e} J, "
           f"|mean(last tenth) - mean(first tenth)| {abs(energy[-tenth:].mean() - energy[:tenth].mean()):.3e} J")
 
 
@@ -70,9 +70,10 @@ def main() -> None:
     parser.add_argument("--presets", nargs="+", default=["double_pendulum", "chain_5"])
     parser.add_argument("--orders", nargs="+", type=int, default=[2, 4, 6, 8])
     parser.add_argument("--long", type=int, default=0, metavar="STEPS")
+    parser.add_argument("--tol", type=float, default=1e-10, help="Newton tolerance of --long")
     args = parser.parse_args()
     if args.long:
-        long_run(args.long)
+        long_run(args.long, args.tol)
         return
     print(f"Command: `python -m benchmarks.galerkin_orders` ({_describe()}).\n")
     for name in args.presets:
