@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .cli_input import (
     EXIT_FAILED, EXIT_OK, EXIT_USAGE, MAX_DT, MAX_ITERATIONS, MAX_STEPS, MAX_TOL, MIN_DT, MIN_TOL, CommandError,
-    atomic_output, blend_file, iteration_count, output_path, step_count, step_size, toml_file, tolerance,
+    accuracy_order, atomic_output, blend_file, iteration_count, output_path, step_count, step_size, toml_file, tolerance,
 )
 from .farm.options import add_batch_bake_options, add_sweep_command
 
@@ -74,6 +74,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     output_path(args.out, model_path)
     try:
         mechanism = load_mechanism(model_path)
+        if args.order is not None:
+            mechanism = mechanism.replace(order=args.order)
         if integrator.METHODS.get(args.method) is not None:  # simulate() reports the other names
             check_method(mechanism, args.method)
     except MechanismError as exc:
@@ -99,7 +101,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     with atomic_output(args.out, ".npz") as temp:
         trajectory.save(temp)
-    print(summary_line(mechanism.name, trajectory, args.method, args.dt, wall, args.out))
+    label = args.method if mechanism.order == 2 else f"{args.method} order {mechanism.order}"
+    print(summary_line(mechanism.name, trajectory, label, args.dt, wall, args.out))
     if trajectory.status == "failed":
         raise CommandError(naming(model_path, trajectory.message), EXIT_FAILED)
     return EXIT_OK
@@ -266,6 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--method", default="tree",
                      help="integration method: tree (default), maximal or vehicle; "
                      "an unknown name lists the valid ones")
+    sim.add_argument("--order", type=accuracy_order, default=None,
+                     help="accuracy order of the tree method: 2 (midpoint), 4, 6 or 8 (Galerkin); default: the "
+                     "file's [setup] order, else 2; other methods refuse an order above 2")
     sim.add_argument("--dt", type=step_size, default=0.01,
                      help=f"time step in seconds, {MIN_DT:g} to {MAX_DT:g} (default 0.01)")
     sim.add_argument("--steps", type=step_count, default=100,

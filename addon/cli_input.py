@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from .solver.model import ORDERS
 from .solver.tomlfile import TomlFileError, check_regular_file, read_toml
 
 EXIT_OK = 0
@@ -84,6 +85,13 @@ def tolerance(text: str) -> float:
 def step_count(text: str) -> int:
     """--steps: an integer in 1..MAX_STEPS."""
     return _integer(text, MAX_STEPS)
+
+
+def accuracy_order(text: str) -> int:
+    """--order: the tree method's accuracy order, one of model.ORDERS."""
+    if not INTEGER.fullmatch(text) or len(text) > 2 or int(text) not in ORDERS:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(map(str, ORDERS))}, got {_shown(text)}")
+    return int(text)
 
 
 def iteration_count(text: str) -> int:

@@ -147,6 +147,8 @@ NUMBER_ARGUMENTS = {
                             ["1e-14", "1e-3", "1e-10"]),
     ("simulate", "--steps"): ("1 to 1000000", ["0", "-1", "1.5", "1e3", "1000001", "9" * 30, "1_000", "\u0661"],
                               ["1", "1000000"]),
+    ("simulate", "--order"): ("2 (midpoint), 4, 6 or 8", ["3", "0", "10", "4.0", "inf", "", "04x", "9" * 30],
+                              ["2", "4", "6", "8"]),
     ("shot", "--max-iter"): ("1 to 10000", ["0", "-5", "10001", "inf", "2.0", "9" * 400], ["1", "10000"]),
 }
 
@@ -165,6 +167,19 @@ def test_numeric_arguments_are_plain_decimals_in_their_documented_range(command,
         assert len(lines) == 1 and lines[0].startswith(f"python -m addon {command}: argument {option}: must be")
     for value in accepted:
         build_parser().parse_args([command, str(source), f"{option}={value}"])  # no SystemExit
+
+
+def test_order_runs_the_tree_method_at_order_4_and_other_methods_refuse_it_by_name(tmp_path):
+    out = tmp_path / "r.npz"
+    result = run_cli("simulate", PENDULUM, "--order", "4", "--steps", "20", "--dt", "0.05", "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "(tree order 4, dt 0.05 s, finished)" in result.stdout
+    energy = np.load(out)["energy"]
+    assert np.max(np.abs(energy - energy[0])) < 1e-4 * np.max(np.abs(energy))  # order 4 at 20 steps per second
+    line = one_line_failure(run_cli("simulate", PENDULUM, "--order", "4", "--method", "maximal", "--out", out), 2)
+    assert "accuracy order 4 is for the 'tree' method; the 'maximal' method runs at order 2 only" in line
+    line = one_line_failure(run_cli("simulate", preset_path("slider_crank"), "--order", "6", "--out", out), 2)
+    assert "'crank' is prescribed" in line and "accuracy order 2 only" in line
 
 
 def test_the_printed_output_path_is_the_file_written(tmp_path):

@@ -116,7 +116,7 @@ def _read(scene: bpy.types.Scene, setup, problems: Problems) -> SceneMechanism |
         return None
     source = f"scene {scene.name!r} setup {setup.name!r}"
     mechanism = Mechanism(setup.name, tuple(bodies), tuple(joints), _gravity(scene), colliders=tuple(shapes),
-                          source=source)
+                          order=int(setup.order), source=source)
     try:
         mechanism = validate_mechanism(mechanism)
         twists = keyed_twists(scene, targets, frame, fps) if setup.start_from_animation else {}

@@ -18,10 +18,10 @@ from typing import Callable
 
 from .maximal.forward_integrator import ForwardIntegrator
 from .maximal.integrator import MaximalIntegrator
-from .model import Mechanism
+from .model import Mechanism, MechanismError
 from .protocol import Integrator
 from .trajectory import AssemblyError, SolverError, StepTooLargeError, Trajectory
-from .tree.integrator import TreeMidpoint, TreeRK4
+from .tree.integrator import TreeGalerkin, TreeMidpoint, TreeRK4
 from .verify import describe_gap, first_gap, verify
 from .vehicles.integrator import VehicleIntegrator
 
@@ -40,14 +40,20 @@ SEARCH_BUDGET = 200_000  # steps those tries may take in all
 
 
 def make_integrator(mechanism: Mechanism, method: str = "tree", dt: float = 0.01, tol: float = 1e-10) -> Integrator:
-    """The integrator for `method`. Raises ValueError for an unknown or not yet available method."""
+    """The integrator for `method` at `mechanism.order` (above 2: the 'tree' method's Galerkin integrator).
+    Raises ValueError for an unknown or not yet available method, MechanismError for an order above 2 with
+    another method, or a mechanism the Galerkin integrator cannot run yet (galerkin.refusals)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid methods: {', '.join(METHODS)}")
     cls = METHODS[method]
     if cls is None:
         available = ", ".join(k for k, v in METHODS.items() if v is not None)
         raise ValueError(f"method {method!r} is not available yet; available methods: {available}")
-    integrator = cls(mechanism, dt, tol)
+    if mechanism.order != 2 and method != "tree":
+        raise MechanismError(f"{mechanism.source}: accuracy order {mechanism.order} is for the 'tree' method; the "
+                             f"{method!r} method runs at order 2 only")
+    integrator = TreeGalerkin(mechanism, dt, tol, order=mechanism.order) if mechanism.order != 2 else cls(
+        mechanism, dt, tol)
     if method in VERIFIED:
         _check_start(integrator)
     return integrator

@@ -167,6 +167,7 @@ class Mechanism:
     forces: tuple[Force, ...] = ()
     colliders: tuple[Collider, ...] = ()  # contact shapes (the 'maximal' method; others ignore them)
     vehicle: Vehicle | None = None  # the 'vehicle' method's input (Vehicle below); other methods ignore it
+    order: int = 2  # accuracy order of the 'tree' method (ORDERS: 2 midpoint, 4..8 Galerkin); others need 2
     source: str = field(default="<memory>", compare=False)  # file or scene it came from, for messages
 
     def body(self, name: str) -> Body:
@@ -189,6 +190,9 @@ class Mechanism:
 
     def replace(self, **changes) -> "Mechanism":
         return dataclasses.replace(self, **changes)
+
+
+ORDERS = (2, 4, 6, 8)  # Mechanism.order: 2s for the Galerkin degree s = 1..4 (tree/galerkin.py)
 
 
 class MechanismError(ValueError):

@@ -116,6 +116,18 @@ class SymplexSetup(PropertyGroup):
         ],
         default="tree",
     )
+    order: EnumProperty(
+        name="Accuracy Order",
+        description="Accuracy order of the Tree method: the error per second falls as the step size to this power; "
+                    "above 2, a Galerkin variational integrator (no prescribed joints or joint limits yet)",
+        items=[
+            ("2", "2 (Midpoint)", "Variational midpoint rule, the fastest step"),
+            ("4", "4", "Galerkin, degree 2: far more accurate at frame-rate steps"),
+            ("6", "6", "Galerkin, degree 3"),
+            ("8", "8", "Galerkin, degree 4"),
+        ],
+        default="2",
+    )
     substeps: IntProperty(name="Substeps", description="Solver steps per frame", default=2, min=1, max=64)
     tolerance: FloatProperty(
         name="Tolerance",

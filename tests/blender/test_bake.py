@@ -18,6 +18,7 @@ from mathutils import Matrix, Vector
 from addon.bridge import bake, build, compat, job, reference
 from addon.bridge.read import Target
 from addon.bridge.rotations import EULER_ORDERS
+from addon.solver.model import MechanismError
 from addon.solver.trajectory import SolverError, Trajectory
 from tests.blender.scenes import (
     add_setup,
@@ -263,6 +264,24 @@ def test_armature_pendulum_chain_bake_equals_trajectory():
             np.testing.assert_allclose(bone_world(scene, arm, name), world_pose_matrices(trajectory, name, [k])[0], atol=2e-5)
     # the chain really swings
     assert np.ptp(trajectory.q[:, 0]) > 0.3
+
+
+def test_accuracy_order_4_bakes_the_chain_with_the_galerkin_integrator_and_maximal_refuses_it():
+    scene = new_scene("chain order", frames=30)
+    arm, setup = chain_armature(scene, n=3, mode="QUATERNION")
+    setup.order, setup.substeps = "4", 1
+    report, trajectory, bake_job = bake_and_trajectory(scene, setup.name)
+    assert bake_job.integrator.order == 4 and setup.diagnostics.status == "finished"
+    for k in (0, len(trajectory.t) - 1):
+        set_frame(scene, 1 + trajectory.t[k] * FPS)
+        for name in trajectory.bodies:
+            np.testing.assert_allclose(bone_world(scene, arm, name), world_pose_matrices(trajectory, name, [k])[0],
+                                       atol=2e-5)
+    energy = np.asarray(trajectory.energy)
+    assert np.ptp(energy) < 1e-3 * np.max(np.abs(energy))  # order 4 at frame-rate steps
+    setup.method = "maximal"
+    with pytest.raises(MechanismError, match="accuracy order 4 is for the 'tree' method"):
+        job.BakeJob(scene, setup.name)
 
 
 def loop_gap(scene, arm, loop) -> float:

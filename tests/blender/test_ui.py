@@ -186,7 +186,7 @@ def test_key_settings_reach_the_bake(registered):
     from addon.ui.properties import SymplexSetup
 
     rna = SymplexSetup.bl_rna.properties
-    for name in ("substeps", "tolerance", "subframes", "reduce", "reduce_tolerance"):
+    for name in ("order", "substeps", "tolerance", "subframes", "reduce", "reduce_tolerance"):
         assert rna[name].description, f"setting {name} needs a tooltip"
     scene = new_scene("keys", frames=20)
     with bpy.context.temp_override(scene=scene):

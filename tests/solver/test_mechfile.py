@@ -119,6 +119,17 @@ def test_base_document_round_trips():
     assert dumps_mechanism(loads_mechanism(text)) == text
 
 
+def test_setup_order_round_trips_and_defaults_to_2():
+    assert loads_mechanism(BASE).order == 2
+    assert "[setup]" not in dumps_mechanism(loads_mechanism(BASE))  # the default is not written
+    mech = loads_mechanism(BASE.replace("[model]", "[setup]\norder = 6\n\n[model]"))
+    assert mech.order == 6
+    text = dumps_mechanism(mech)
+    assert "[setup]\norder = 6" in text and loads_mechanism(text) == mech
+    with pytest.raises(MechanismError, match=r"\[setup\]: field 'order' must be one of 2, 4, 6, 8 .*got 5"):
+        dumps_mechanism(mech.replace(order=5))
+
+
 def test_omitted_coordinates_stay_empty_and_mean_zeros():
     mech = loads_mechanism(edit("q0 = [0.1, 0.2]\nv0 = [0.0, 0.0]\n", ""))
     assert mech.joint("elbow").q0 == () and mech.joint("elbow").v0 == ()
@@ -285,6 +296,11 @@ ERROR_CASES = {
     "not toml": (("[model]", "[model"), ["not valid TOML"]),
     "model missing": (('[model]\nname = "test rig"\ngravity = [0.0, 0.0, -9.81]\n', ""), ["[model] table is required"]),
     "model name missing": (('name = "test rig"\n', ""), ["[model]", "field 'name' is required"]),
+    # setup
+    "order 3": (("[model]", "[setup]\norder = 3\n\n[model]"), ["[setup]", "field 'order' must be one of 2, 4, 6, 8",
+                                                                "got 3"]),
+    "order float": (("[model]", "[setup]\norder = 4.0\n\n[model]"), ["[setup]", "field 'order'", "got 4.0"]),
+    "setup key": (("[model]", "[setup]\nordr = 4\n\n[model]"), ["[setup]", "unknown field 'ordr'"]),
 }
 
 

@@ -11,6 +11,10 @@ The format, one table per kind of element (units SI, Z up, quaternions w x y z):
     name = "single pendulum"          # required
     gravity = [0.0, 0.0, -9.81]       # optional, this is the default
 
+    [setup]                           # optional: how the file is simulated by default
+    order = 4                         # accuracy order of the 'tree' method: 2 (default, midpoint), 4, 6 or 8
+                                      # (Galerkin, tree/galerkin.py); other methods refuse an order above 2
+
     [[body]]                          # one or more
     name = "bob"                      # required, unique, not "world"
     mass = 1.0                        # required, finite, >= 0
@@ -112,7 +116,8 @@ AXIS_TYPES = frozenset({"revolute", "prismatic", "cylindrical", "universal", "pl
 AXIS2_TYPES = frozenset({"universal", "planar"})
 ANCHOR_TYPES = frozenset({"revolute", "cylindrical", "universal", "planar", "ball"})
 
-TOP_KEYS = ("format", "model", "vehicle", "body", "joint", "spring", "force", "collider")
+TOP_KEYS = ("format", "model", "setup", "vehicle", "body", "joint", "spring", "force", "collider")
+SETUP_KEYS = ("order",)
 MODEL_KEYS = ("name", "gravity")
 BODY_KEYS = tuple(f.name for f in dataclasses.fields(Body))
 JOINT_KEYS = tuple(f.name for f in dataclasses.fields(Joint))

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
-from ..model import (JOINT_DOFS, JOINT_TYPES, Body, Collider, Curve, Force, Joint, Mechanism, MechanismError, Motor,
+from ..model import (JOINT_DOFS, JOINT_TYPES, ORDERS, Body, Collider, Curve, Force, Joint, Mechanism, MechanismError, Motor,
                      Spring, Vehicle, VehicleError)
 from ..presets import VEHICLE_PRESET_ORDER, list_vehicle_presets, vehicle_preset_path
 from ..tomlfile import TomlFileError, parse_toml, read_toml
@@ -33,6 +33,7 @@ from .format import (
     MOTOR_KEYS,
     MOTOR_MODES,
     PARAMETER_SIZES,
+    SETUP_KEYS,
     SPRING_KEYS,
     TOP_KEYS,
     VEHICLE_KEYS,
@@ -182,6 +183,16 @@ def _parse_document(data: Mapping[str, object], src: str) -> Mechanism:
     model = _Table(src, "[model]", data["model"])
     model.check_keys(MODEL_KEYS)
     name = model.string("name")
+    order = 2
+    if "setup" in data:
+        if not isinstance(data["setup"], Mapping):
+            raise top.fail("setup", "a table written [setup]", data["setup"])
+        setup = _Table(src, "[setup]", data["setup"])
+        setup.check_keys(SETUP_KEYS)
+        value = setup._get("order", 2)
+        if type(value) is not int or value not in ORDERS:
+            raise setup.fail("order", f"one of {', '.join(map(str, ORDERS))} (the tree method's accuracy order)", value)
+        order = value
     vehicle = None
     if "vehicle" in data:
         if not isinstance(data["vehicle"], Mapping):
@@ -202,6 +213,7 @@ def _parse_document(data: Mapping[str, object], src: str) -> Mechanism:
         forces=tuple(_parse_force(t) for t in entries["force"]),
         colliders=tuple(_parse_collider(t) for t in entries["collider"]),
         vehicle=vehicle,
+        order=order,
         source=src,
     )
 

@@ -20,6 +20,7 @@ from ..model import (
     COLLIDER_SIZES,
     JOINT_DOFS,
     JOINT_TYPES,
+    ORDERS,
     WORLD,
     Body,
     Collider,
@@ -88,6 +89,9 @@ def validate_mechanism(mech: Mechanism) -> Mechanism:
     src = mech.source
     _check_name(src, "[model]", "name", mech.name)
     _check_vector(src, "[model]", "gravity", mech.gravity, 3)
+    if type(mech.order) is not int or mech.order not in ORDERS:
+        raise MechanismError(f"{src}: [setup]: field 'order' must be one of {', '.join(map(str, ORDERS))} (the tree "
+                             f"method's accuracy order), got {mech.order!r}")
     if not mech.bodies and mech.vehicle is None:
         raise MechanismError(f"{src}: no [[body]] entries; a mechanism needs at least one body "
                              f"(or a {VEHICLE_TABLE} table, for the vehicle method)")

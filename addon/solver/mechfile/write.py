@@ -36,6 +36,8 @@ def dumps_mechanism(mech: Mechanism, header: str | None = None) -> str:
         lines.append("")
     lines += [f"format = {FORMAT_VERSION}", "", "[model]"]
     lines += _assignments({"name": mech.name, "gravity": mech.gravity})
+    if mech.order != 2:
+        lines += ["", "[setup]"] + _assignments({"order": mech.order})
     if mech.vehicle is not None:
         lines += _vehicle_lines(mech.vehicle)
     for table, entries in (("body", mech.bodies), ("joint", mech.joints),

@@ -65,6 +65,9 @@ class SYMPLEX_PT_sidebar(SymplexTab, Panel):
         col.prop(setup, "root")
         col.separator()
         col.prop(setup, "method")
+        sub = col.row()
+        sub.active = setup.method == "tree"
+        sub.prop(setup, "order")
         col.prop(setup, "substeps")
         col.prop(setup, "tolerance")
         col.prop(setup, "start_from_animation")

@@ -1,0 +1,414 @@
+"""Galerkin variational integrators of order 2s (s = 1..4) on a TreeModel, solved by dense Newton.
+
+Seed 004 (Fan, Schultz & Murphey, WAFR 2018, appendix): on each step the path of every coordinate is the
+degree-s polynomial through s + 1 control points x^0 = q^k, x^1 .. x^s = q^(k+1) at the Lobatto points tau_a of
+[0, 1], and the action is a quadrature sum over nodes c_j with weights w_j (summing to 1):
+  Ld = dt sum_j w_j L(q_j, v_j),   q_j = sum_a P[j, a] x^a,   v_j = sum_a D[j, a] x^a / dt,
+P[j, a] = l_a(c_j), D[j, a] = l_a'(c_j) (l_a the Lagrange basis of the control points). The seed's rule is
+"lobatto": the nodes are the control points (P = I), s + 1 of them. "gauss" (s Gauss-Legendre nodes) is the
+same family with the action sampled inside the step; at s = 1 it is exactly midpoint.py's rule (one node at
+the middle), which tests use to check this module against it. Lobatto at s = 1 is the trapezoidal rule, a
+different order-2 integrator, so order 2 in the product stays midpoint.py. With Z^a = dLd/dx^a plus the
+Lagrange-d'Alembert forcing dt sum_j w_j f(q_j, v_j, t_j) . dq_j/dx^a (damping, servos, keyed torques), the
+unknowns x^1..x^s (s nq) solve the DEL rows
+  r^0 = p^k + Z^0 = 0,   r^a = Z^a = 0 (a = 1..s-1),   and then p^(k+1) = Z^s.
+Ball and free-joint rotations use per-step exponential charts as midpoint.py does (step_charts.py): the rotation
+on the step is C1 exp(xi(tau)) with xi the polynomial through xi^0 = 0, xi^1..xi^s, body angular velocity
+omega_j = J_R(xi_j) xidot_j. The tree is evaluated at each node with the chart's primitives at angle 0 in chart
+C1 exp(xi_j) (there, the chart torque gamma_j and momentum eta_j are lie_rows.py's), so
+  Z^a = dt sum_j w_j [P[j, a] J_R(xi_j)^T (gamma_j + f_j) + (P[j, a] N_j + D[j, a] / dt J_R(xi_j))^T eta_j],
+  N_j = d(J_R(x) xidot_j)/dx at xi_j,  for a >= 1 (C1 fixed);
+the start row varies C1 -> C1 exp(e) with the later control points fixed as rotations (which moves xi^a by
+-J_L(xi^a)^-1 e), so Z^0 = dt sum_j w_j exp(xi_j) (gamma_j + f_j) - sum_(a >= 1) J_L(xi^a)^-T Z^a, a body
+covector at C1; p^(k+1) = J_R(xi^s)^-T Z^s is a body covector at C2 = C1 exp(xi^s), which becomes the next chart.
+The discrete action is a function of the control rotations alone, so the scheme is rotation invariant and
+equivariant like midpoint.py (a floating mechanism keeps its momenta to the Newton tolerance).
+
+Closed loops: the kept rows h (assembly.py's independent rows) hold at every control point x^1..x^s, with one
+multiplier vector per DEL row: r^0 -= Dh(q^k)^T lam^0, r^a -= Dh(x^a)^T lam^a (a = 1..s-1; on charts Dh in
+xi^a, i.e. times J_R(xi^a)). Rows at the step ends only leave the interior points off the constraint and lose
+the order (docs/architecture.md). Gauss s = 1 is again midpoint.py's loop step.
+
+Newton's Jacobian is exact and dense on trees without charts (dynamics.py's M, A, B, Q_q at every node):
+  dZ^a/dx^b = dt sum_j w_j [P_ja P_jb (B + Q_q) + P_ja D_jb / dt (A^T - C) + D_ja / dt P_jb A + D_ja D_jb / dt^2 M],
+C = diag(damping + servo gain), with loops the rows' Dh blocks and d(Dh(x^a)^T lam^a)/dx^a (differenced
+constraint rows, loop_jacobian). With charts it is formed by central differences of the exact residual, once
+per step while the iterations converge fast (a chord method: linear convergence with a small rate; the chart
+blocks' closed form belongs with the seed's O(s^3 n) recursion, issue 14 item 2, which will replace the dense
+solve). Prescribed joints and joint limits are refused at s > 1 (refusals()).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from numpy.polynomial import legendre
+
+from ..groups import so3_exp
+from ..lie import ad_twist
+from ..model import ORDERS, MechanismError
+from ..stamp import ModelStamp, check_state
+from ..trajectory import ConvergenceError
+from . import constraints
+from .ball_springs import chart_springs, has_springs
+from .compile import TreeModel
+from .dynamics import Terms, terms
+from .kinematics import forward
+from .midpoint import LOOP_TOLERANCE_FACTOR, initial_state, nonconservative_forces
+from .step_charts import fold, left_jacobian, left_jacobian_transpose_derivative
+
+RULES = ("lobatto", "gauss")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Control points tau (s + 1,), nodes c (r,), weights w (r,), P, D (r, s + 1) on the unit step."""
+
+    s: int
+    tau: np.ndarray
+    c: np.ndarray
+    w: np.ndarray
+    P: np.ndarray
+    D: np.ndarray
+
+
+def _lobatto_points(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The n-point Lobatto nodes and weights on [0, 1]."""
+    m = n - 1
+    inner = legendre.Legendre.basis(m).deriv().roots() if m > 1 else np.zeros(0)
+    x = np.concatenate([[-1.0], np.sort(np.real(inner)), [1.0]])
+    w = 2.0 / (m * (m + 1) * legendre.Legendre.basis(m)(x) ** 2)
+    return 0.5 * (x + 1.0), 0.5 * w
+
+
+@lru_cache(maxsize=None)
+def rule(s: int, quadrature: str = "lobatto") -> Rule:
+    """The Galerkin rule of degree s with the given quadrature (module docstring)."""
+    if s not in (1, 2, 3, 4) or quadrature not in RULES:
+        raise ValueError(f"Galerkin degree s must be 1..4 and quadrature one of {RULES}, got {s}, {quadrature!r}")
+    tau, lob_w = _lobatto_points(s + 1)
+    if quadrature == "lobatto":
+        c, w = tau, lob_w
+    else:
+        x, gw = legendre.leggauss(s)
+        c, w = 0.5 * (x + 1.0), 0.5 * gw
+    V = np.vander(tau, s + 1, increasing=True)  # V[a, k] = tau_a^k; basis coefficients = inv(V)
+    coef = np.linalg.inv(V)  # coef[k, a]: coefficient of tau^k in l_a
+    powers = np.vander(c, s + 1, increasing=True)
+    dpowers = np.zeros_like(powers)
+    dpowers[:, 1:] = powers[:, :-1] * np.arange(1, s + 1)
+    return Rule(s, tau, c, w, powers @ coef, dpowers @ coef)
+
+
+def refusals(model: TreeModel, order: int) -> None:
+    """Raise MechanismError for an order outside ORDERS, or naming the first feature this module cannot yet run at
+    `order` > 2 (prescribed joints: their control points would follow the curve; limits: midpoint.py's contact set
+    would have to act at every node)."""
+    if order not in ORDERS:
+        raise MechanismError(f"accuracy order must be one of {', '.join(map(str, ORDERS))}, got {order}")
+    if order == 2:
+        return
+    mech = model.mechanism
+    names = model.joint_names
+    why = None
+    if np.any(model.dof_prescribed):
+        why = f"[[joint]] {names[model.dof_joint[np.argmax(model.dof_prescribed)]]!r} is prescribed"
+    else:
+        limited = np.isfinite(model.dof_lower) | np.isfinite(model.dof_upper)
+        if np.any(limited):
+            why = f"[[joint]] {names[model.dof_joint[np.argmax(limited)]]!r} has limits ('lower'/'upper')"
+    if why is not None:
+        raise MechanismError(
+            f"{mech.source}: {why}, which the tree method runs at accuracy order 2 only so far; use order 2")
+
+
+@dataclass
+class GalerkinState:
+    """After step k: t, q (nq,) (0 on chart coordinates), p (nq,) discrete momentum (body covectors on charts),
+    charts (nball, 3, 3), velocity_guess (nq,) for the next warm start, model stamp, kept loop rows and their
+    multipliers, step_index."""
+
+    t: float
+    q: np.ndarray
+    p: np.ndarray
+    charts: np.ndarray
+    velocity_guess: np.ndarray
+    model: ModelStamp
+    rows: np.ndarray  # the independent loop rows kept (assembly.py), fixed for the run
+    lam: np.ndarray  # their multipliers at the last step
+    dropped_joints: tuple[str, ...] = ()  # loop joints whose rows the assembly dropped as redundant
+    step_index: int = 0
+
+
+def start(model: TreeModel, t0: float = 0.0) -> tuple[GalerkinState, float]:
+    """The initial state (midpoint.initial_state's assembly and momentum) and its energy."""
+    mid, _, tm, qd = initial_state(model, t0)
+    state = GalerkinState(t0, mid.q, mid.p, mid.charts, qd.copy(), model.stamp, mid.rows, mid.lam, mid.dropped_joints)
+    return state, tm.kinetic + tm.potential
+
+
+@dataclass
+class Residual:
+    """The DEL rows r (s, nq), the kept loop rows h (s nrow) at x^1..x^s, the end momentum Z^s (nq,), node terms
+    and the rows' convergence scale."""
+
+    r: np.ndarray
+    h: np.ndarray
+    p_end: np.ndarray
+    nodes: list[Terms]
+    scale: float
+
+
+def _chart_torque(model: TreeModel, tm: Terms, charts: np.ndarray) -> np.ndarray:
+    """gamma (nball, 3): each chart's torque in body axes at angle 0 (lie_rows.py's), springs included."""
+    k = model.ball_dofs
+    base = k[:, 0]
+    E = tm.S[k]
+    VP = tm.V[model.dof_parent[base]][:, None, :]
+    gamma = (np.einsum("bik,bik->bi", ad_twist(VP, E), tm.H[base][:, None])
+             + np.einsum("bik,bik->bi", E, tm.W[base][:, None]))
+    if has_springs(model):
+        gamma += chart_springs(model, charts, np.zeros((len(k), 3))).Q
+    return gamma
+
+
+def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, ru: Rule, lam: np.ndarray | None = None,
+             second: bool = False) -> Residual:
+    """The DEL rows at unknowns X (s, nq) = x^1..x^s (chart entries: xi^a) and loop multipliers lam (the kept
+    rows'), then the kept loop rows h at the step's end. second: node Hessians too."""
+    k = model.ball_dofs
+    x = np.vstack([state.q, X])  # (s + 1, nq); chart entries of x^0 are 0
+    qn, vn = ru.P @ x, ru.D @ x / dt  # node values and rates
+    Z = np.zeros((ru.s + 1, model.nq))
+    nodes = []
+    Zstart = np.zeros((len(k), 3))
+    scale = max(1.0, float(np.max(np.abs(state.p), initial=0.0)))
+    spread = float(np.max(np.abs(ru.D)))
+    for j, cj in enumerate(ru.c):
+        t = state.t + cj * dt
+        q, v, charts = qn[j].copy(), vn[j].copy(), state.charts
+        if len(k):
+            xi, xid = qn[j][k], vn[j][k]
+            charts = state.charts @ so3_exp(xi)
+            JR = np.transpose(left_jacobian(xi), (0, 2, 1))
+            q[k] = 0.0
+            v[k] = np.einsum("bij,bj->bi", JR, xid)
+        tm = terms(model, forward(model, q, charts), v, t, second=second)
+        nodes.append(tm)
+        force = tm.g + tm.Q + nonconservative_forces(model, v, t)
+        # round-off floor of the rows: the momenta enter them with the interpolation weights D (up to ~20 at s = 4)
+        scale = max(scale, spread * float(np.max(np.abs(tm.p))), dt * float(np.max(np.abs(force))))
+        wdt = ru.w[j] * dt
+        torque = force[k] - tm.g[k] - tm.Q[k]  # damping, servos and keyed torques on chart rates (body axes)
+        momentum = tm.p.copy()
+        force[k] = momentum[k] = 0.0  # the chart columns are the Lie group terms below
+        Z += wdt * (np.outer(ru.P[j], force) + np.outer(ru.D[j] / dt, momentum))
+        if len(k):
+            torque = torque + _chart_torque(model, tm, charts)
+            eta = tm.p[k]
+            N = left_jacobian_transpose_derivative(xi, xid)
+            rot_torque = np.einsum("bji,bj->bi", JR, torque)
+            rot_eta = np.einsum("bji,bj->bi", N, eta)
+            vel_eta = np.einsum("bji,bj->bi", JR, eta)
+            Z[:, k] += wdt * (ru.P[j][:, None, None] * (rot_torque + rot_eta)[None]
+                              + (ru.D[j] / dt)[:, None, None] * vel_eta[None])
+            Zstart += wdt * np.einsum("bij,bj->bi", so3_exp(xi), torque)
+    r = Z[: ru.s].copy()
+    r[0] += state.p
+    p_end = Z[ru.s].copy()
+    if len(k):
+        for a in range(1, ru.s + 1):
+            Zstart -= np.linalg.solve(np.transpose(left_jacobian(x[a][k]), (0, 2, 1)), Z[a][k][..., None])[..., 0]
+        r[0][k] = state.p[k] + Zstart
+        p_end[k] = np.linalg.solve(left_jacobian(x[ru.s][k]), Z[ru.s][k][..., None])[..., 0]  # J_R^-T = J_L^-1
+    h = np.zeros((0,))
+    if len(state.rows):  # rows at every control point a = 1..s; multipliers for rows 0..s-1 (module docstring)
+        m = len(state.rows)
+        Dh = constraints.evaluate(model, forward(model, state.q, state.charts))[1][state.rows]
+        rows = []
+        for a in range(ru.s):
+            r[a] -= Dh.T @ lam[a * m:(a + 1) * m]  # Dh at x^a; on charts in xi^a (a = 0: body axes at C1)
+            qa, charts_a = x[a + 1].copy(), state.charts
+            if len(k):
+                qa[k], charts_a = 0.0, state.charts @ so3_exp(x[a + 1][k])
+            ha, Dh = constraints.evaluate(model, forward(model, qa, charts_a))
+            rows.append(ha[state.rows])
+            Dh = Dh[state.rows]
+            if len(k):  # a turn of xi^(a+1) turns C1 exp(xi^(a+1)) by J_R(xi^(a+1)) in body axes
+                for b, dofs in enumerate(k):
+                    Dh[:, dofs] = Dh[:, dofs] @ left_jacobian(x[a + 1][dofs]).T
+        h = np.concatenate(rows)
+    return Residual(r, h, p_end, nodes, scale)
+
+
+def exact_jacobian(model: TreeModel, res: Residual, dt: float, ru: Rule) -> np.ndarray:
+    """d r / d X (s nq, s nq) on a tree without charts or loops, from the node Hessians (module docstring)."""
+    n, s = model.nq, ru.s
+    C = np.diag(model.dof_damping + model.dof_motor_gain)
+    J = np.zeros((s + 1, n, s + 1, n))
+    for j, tm in enumerate(res.nodes):
+        wdt = ru.w[j] * dt
+        Pj, Dj = ru.P[j], ru.D[j] / dt
+        J += wdt * (np.einsum("a,b,mn->ambn", Pj, Pj, tm.B + tm.Q_q)
+                    + np.einsum("a,b,mn->ambn", Pj, Dj, tm.A.T - C)
+                    + np.einsum("a,b,mn->ambn", Dj, Pj, tm.A)
+                    + np.einsum("a,b,mn->ambn", Dj, Dj, tm.M))
+    return J[:s, :, 1:, :].reshape(s * n, s * n)
+
+
+def _loop_rows(model: TreeModel, state: GalerkinState, x: np.ndarray) -> np.ndarray:
+    """Dh (nrow kept, nq) at configuration x of a tree without charts."""
+    return constraints.evaluate(model, forward(model, x, state.charts))[1][state.rows]
+
+
+def loop_jacobian(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, res: Residual, dt: float,
+                  ru: Rule) -> np.ndarray:
+    """Newton's matrix over (X, lam) on a tree with loops and without charts: exact_jacobian's blocks, the rows'
+    Jacobians Dh(x^a) (exact, constraints.py), and d(Dh(x^a)^T mu^a)/dx^a, the one block formed by central
+    differences (of constraint rows only: cheap against the Lagrangian's terms)."""
+    n, s, m = model.nq, ru.s, len(state.rows)
+    out = np.zeros((s * (n + m), s * (n + m)))
+    out[: s * n, : s * n] = exact_jacobian(model, res, dt, ru)
+    out[:n, s * n: s * n + m] = -_loop_rows(model, state, state.q).T
+    for a in range(1, s + 1):
+        Dh = _loop_rows(model, state, X[a - 1])
+        out[s * n + (a - 1) * m: s * n + a * m, (a - 1) * n: a * n] = Dh
+        if a == s:
+            break
+        mu = lam[a * m:(a + 1) * m]
+        out[a * n:(a + 1) * n, s * n + a * m: s * n + (a + 1) * m] = -Dh.T
+        for i in range(n):
+            step = 1e-6 * max(1.0, abs(X[a - 1][i]))
+            up, down = X[a - 1].copy(), X[a - 1].copy()
+            up[i] += step
+            down[i] -= step
+            out[a * n:(a + 1) * n, (a - 1) * n + i] -= (_loop_rows(model, state, up).T @ mu
+                                                        - _loop_rows(model, state, down).T @ mu) / (2.0 * step)
+    return out
+
+
+def _stack(res: Residual) -> np.ndarray:
+    return np.concatenate([res.r.ravel(), res.h])
+
+
+def _difference_jacobian(model: TreeModel, state: GalerkinState, z: np.ndarray, dt: float, ru: Rule) -> np.ndarray:
+    """d (r, h) / d (X, lam) at z = (X.ravel(), lam) by central differences of the exact residual."""
+    size = ru.s * model.nq
+
+    def rows(v: np.ndarray) -> np.ndarray:
+        return _stack(residual(model, state, v[:size].reshape(ru.s, model.nq), dt, ru, v[size:]))
+
+    J = np.empty((z.size, z.size))
+    for i in range(z.size):
+        h = 1e-6 * max(1.0, abs(z[i]))
+        up, down = z.copy(), z.copy()
+        up[i] += h
+        down[i] -= h
+        J[:, i] = (rows(up) - rows(down)) / (2.0 * h)
+    return J
+
+
+def jacobian(model: TreeModel, state: GalerkinState, z: np.ndarray, dt: float, ru: Rule,
+             res: Residual) -> np.ndarray:
+    """Newton's matrix over z = (X, lam): exact without charts (loop_jacobian with loops), central differences of
+    the whole residual with charts."""
+    if len(model.ball_dofs):
+        return _difference_jacobian(model, state, z, dt, ru)
+    if len(state.rows):
+        size = ru.s * model.nq
+        return loop_jacobian(model, state, z[:size].reshape(ru.s, model.nq), z[size:], res, dt, ru)
+    return exact_jacobian(model, res, dt, ru)
+
+
+@dataclass(frozen=True)
+class GalerkinResult:
+    """Energy after the step (energy()), Newton iterations."""
+
+    energy: float
+    iterations: int
+
+
+def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol: float,
+               max_iterations: int) -> GalerkinResult:
+    k = model.ball_dofs
+    X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess)  # on charts: xi^a = tau_a dt omega
+    lam = np.tile(state.lam, ru.s)  # the multipliers of the last step's rows, at every control point
+    size = X.size
+    iterations, previous, matrix = 0, np.inf, None
+    while True:
+        res = residual(model, state, X, dt, ru, lam, second=not len(k))
+        loop = float(np.max(np.abs(res.h), initial=0.0))
+        # relative to the rows' scale, with the loop rows held to a tenth of tol (midpoint.py's choice)
+        worst = max(float(np.max(np.abs(res.r))) / res.scale, loop / LOOP_TOLERANCE_FACTOR)
+        # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
+        if worst <= tol or (worst <= STALL * tol and worst > 0.5 * previous):
+            break
+        z = np.concatenate([X.ravel(), lam])
+        if matrix is None or not len(k) or worst > CHORD * previous:
+            matrix = jacobian(model, state, z, dt, ru, res)  # differenced (charts): kept while it converges fast
+        previous = worst
+        if iterations >= max_iterations or not np.isfinite(worst):
+            step = state.step_index + 1
+            raise ConvergenceError(
+                f"Newton did not converge at step {step} (t = {state.t + dt:.6g} s) of the order-{2 * ru.s} tree "
+                f"method after {iterations} iterations: relative residual {worst:.3g}; try a smaller time step",
+                step=step, time=state.t + dt)
+        try:
+            delta = np.linalg.solve(matrix, _stack(res))
+        except np.linalg.LinAlgError:
+            step = state.step_index + 1
+            raise ConvergenceError(f"singular Newton matrix at step {step} (t = {state.t + dt:.6g} s) of the "
+                                   "tree method: a coordinate moves no mass", step=step, time=state.t + dt) from None
+        X = X - delta[:size].reshape(X.shape)
+        lam = lam - delta[size:]
+        iterations += 1
+    q2 = X[-1].copy()
+    state.velocity_guess = (q2 - state.q) / dt
+    if len(k):
+        state.charts = fold(state.charts, q2[k])
+        q2[k] = 0.0
+    state.q, state.p, state.t, state.lam = q2, res.p_end, state.t + dt, lam[:len(state.rows)]
+    state.step_index += 1
+    return GalerkinResult(energy(model, state), iterations)
+
+
+def energy(model: TreeModel, state: GalerkinState) -> float:
+    """The state's energy v^T M v / 2 + V at (q, p), v = M^-1 p the Legendre transform of the discrete momentum
+    (accurate to the method's order; the interpolant's own end slope is only order s), with loops projected onto
+    the rows' tangent space, Dh v = 0 (p carries the next step's constraint impulse)."""
+    kin = forward(model, state.q, state.charts)
+    tm = terms(model, kin, np.zeros(model.nq), state.t)
+    v = np.linalg.solve(tm.M, state.p)
+    if len(state.rows):
+        Dh = constraints.evaluate(model, kin)[1][state.rows]
+        MiDt = np.linalg.solve(tm.M, Dh.T)
+        v -= MiDt @ np.linalg.lstsq(Dh @ MiDt, Dh @ v, rcond=None)[0]
+    return 0.5 * float(v @ tm.M @ v) + tm.potential
+
+
+CHORD = 0.05  # a differenced Newton matrix is formed again when an iteration shrinks the rows by less than this
+STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the rows is at their round-off floor
+MAX_HALVINGS = 4  # as midpoint.py: a failed step is redone as two half steps, down to dt / 16
+
+
+def step(model: TreeModel, state: GalerkinState, dt: float, order: int, tol: float = 1e-10,
+         max_iterations: int = 30, quadrature: str = "lobatto", halvings: int = MAX_HALVINGS) -> GalerkinResult:
+    """Advance `state` by dt in place with the Galerkin rule of the given order (2s). Raises ConvergenceError
+    (step and time) when Newton fails even on halved steps, `state` as it was."""
+    check_state(model.stamp, state.model)
+    ru = rule(order // 2, quadrature)
+    saved = GalerkinState(**state.__dict__)
+    try:
+        return _step_once(model, state, dt, ru, tol, max_iterations)
+    except ConvergenceError:
+        state.__dict__.update(saved.__dict__)
+        if halvings <= 0:
+            raise
+    index = state.step_index
+    first = step(model, state, 0.5 * dt, order, tol, max_iterations, quadrature, halvings - 1)
+    state.step_index = index
+    second = step(model, state, 0.5 * dt, order, tol, max_iterations, quadrature, halvings - 1)
+    state.step_index = index + 1
+    return GalerkinResult(second.energy, first.iterations + second.iterations)
