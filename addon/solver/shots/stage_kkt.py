@@ -1,0 +1,265 @@
+"""Stage-structured factorisation of the interior point's KKT matrix: block-tridiagonal LDL^T over stages.
+
+A transcription whose variables each belong to one stage (time step), with rows coupling only nearby stages,
+gives a KKT matrix [[W, J^T], [J, -dc I]] that is block banded once its unknowns (variables, slacks and row
+multipliers) are ordered by stage. `stage_layout` finds that order: each row sits at the middle stage of the
+variables it touches (a DMOC step k touching stages k-1, k, k+1 sits at k), a slack at its row's stage; the
+band b is the largest stage distance between two coupled unknowns, and chunks of b consecutive stages make the
+matrix block tridiagonal (chunks merge where the unknowns so far have more rows than variables, e.g. after a
+start state fixed by its bounds). Variables of no stage (the free time step, stage -1) and rows touching only them
+form a small border coupled to every chunk (an arrow matrix).
+
+`StageFactor` eliminates chunk after chunk (the Riccati recursion of optimal control, in KKT form):
+
+    D_0 = A_0,  G_k = D_k^{-1} C_k,  D_{k+1} = A_{k+1} - C_k^T G_k
+
+with A_k the diagonal and C_k the upper off-diagonal blocks, each D_k factorised by a symmetric eigen-
+decomposition, and the border by its Schur complement S = F - E^T T^{-1} E. By Sylvester's law of inertia the
+negative eigenvalues of K are those of the D_k plus those of S: an exact inertia (IPOPT's test), where the sparse
+LU only gives its parity. Cost O(N p^3) for N chunks of at most p unknowns. Pivots cross chunks only forward:
+eigen-directions of a block that are small against its largest are carried into the next block (delayed
+pivots, as multifrontal LDL^T solvers delay them to the parent front); a singular last block, a too-large carry
+or a singular border raises `StageBreakdown` and the caller falls back to the sparse LU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+_PIVOT_RCOND = 1e-13  # smallest |eigenvalue| / largest of the last block and of the border (else: singular)
+_DEFER = 1e-6  # eigen-directions of a block below this fraction of its largest are carried to the next block
+
+
+class StageBreakdown(RuntimeError):
+    """The stage recursion cannot factorise this matrix reliably (use the sparse LU)."""
+
+
+class StageLayout:
+    """Where each KKT unknown (nz variables then m rows) goes: chunk, position in its padded chunk, or border.
+
+    Built once per solve from the stage of each variable and the sparsity patterns of J and H."""
+
+    def __init__(self, chunk: np.ndarray, n_chunks: int, band: int):
+        self.n_unknowns = len(chunk)
+        self.n_chunks = n_chunks
+        self.band = band
+        inner = np.flatnonzero(chunk >= 0)
+        self.border = np.flatnonzero(chunk < 0)
+        order = inner[np.argsort(chunk[inner], kind="stable")]
+        sizes = np.bincount(chunk[inner], minlength=n_chunks)
+        self.size = int(sizes.max())
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        local = np.empty(self.n_unknowns, int)
+        local[order] = np.arange(len(order)) - np.repeat(starts, sizes)
+        local[self.border] = np.arange(len(self.border))
+        self.chunk, self.local = chunk, local
+        self.pad = self.size - sizes  # unused slots per chunk: identity rows, one positive eigenvalue each
+
+    def describe(self) -> str:
+        return (f"stage-structured LDL^T: {self.n_chunks} blocks of at most {self.size} unknowns "
+                f"({self.band} stage{'s' if self.band > 1 else ''} each), {len(self.border)} coupling unknowns")
+
+
+def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, slack_rows: np.ndarray,
+                 max_border: int = 20) -> StageLayout | str:
+    """The layout for KKT unknowns (variables with stages var_stage (nz,), -1 for none; then J's rows), or the
+    reason there is none. slack_rows (nz,): the row of each slack variable, -1 for the other variables."""
+    J = sp.coo_matrix(J)
+    nz, m = len(var_stage), J.shape[0]
+    staged = var_stage[J.col] >= 0
+    lo = np.full(m, np.iinfo(np.int64).max)
+    hi = np.full(m, -1)
+    np.minimum.at(lo, J.row[staged], var_stage[J.col[staged]])
+    np.maximum.at(hi, J.row[staged], var_stage[J.col[staged]])
+    row_stage = np.where(hi >= 0, (lo + hi) // 2, -1)
+    stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
+    pairs = [(J.row + nz, J.col)]
+    if H is not None:
+        Hc = sp.coo_matrix(H)
+        nonzero = Hc.data != 0  # a window's Hessian pattern is dense; only entries that can be nonzero count
+        pairs.append((Hc.row[nonzero], Hc.col[nonzero]))
+    rows = np.concatenate([p[0] for p in pairs])
+    cols = np.concatenate([p[1] for p in pairs])
+    both = (stage[rows] >= 0) & (stage[cols] >= 0)
+    band = max(1, int(np.max(np.abs(stage[rows[both]] - stage[cols[both]]), initial=0)))
+    border = int(np.sum(stage < 0))
+    if border > max_border:
+        return f"{border} unknowns belong to no stage (at most {max_border} allowed)"
+    first = int(np.min(stage[stage >= 0], initial=0))
+    group = np.where(stage >= 0, (stage - first) // band, -1)
+    chunk_of_group = _merge_groups(group, nz)
+    chunk = np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1)
+    n_chunks = int(chunk.max(initial=-1)) + 1
+    if n_chunks < 3:
+        return f"rows couple stages {band} apart: fewer than three stage blocks"
+    layout = StageLayout(chunk, n_chunks, band)
+    if layout.size * 4 > len(stage):
+        return f"a stage block holds {layout.size} of {len(stage)} unknowns"
+    return layout
+
+
+def _merge_groups(group: np.ndarray, nz: int) -> np.ndarray:
+    """Chunk of each group of `band` stages: consecutive groups merge until the unknowns so far hold at least
+    as many variables as rows (the leading block of a KKT matrix with more rows than variables is singular:
+    a start state fixed by its bounds leaves the first step's rows with too few variables)."""
+    inner = group >= 0
+    n_groups = int(group.max(initial=-1)) + 1
+    is_var = np.arange(len(group)) < nz
+    surplus = (np.bincount(group[inner & is_var], minlength=n_groups)
+               - np.bincount(group[inner & ~is_var], minlength=n_groups))
+    chunk_of_group = np.empty(n_groups, int)
+    chunk, total = 0, 0
+    for g in range(n_groups):
+        chunk_of_group[g] = chunk
+        total += int(surplus[g])
+        if total >= 0:
+            chunk += 1
+    return chunk_of_group
+
+
+class StageFactor:
+    """LDL^T of K = [[W + dw I, J^T], [J, -dc I]] in a StageLayout: solve(rhs), residual(sol, rhs), negatives
+    (the exact number of negative eigenvalues of K)."""
+
+    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float):
+        L = layout
+        nz, m = W.shape[0], J.shape[0]
+        Wc, Jc = sp.coo_matrix(W), sp.coo_matrix(J)
+        idx = np.arange(nz + m)
+        diag = np.concatenate([np.full(nz, dw), np.full(m, -dc)])
+        rows = np.concatenate([Wc.row, Jc.row + nz, Jc.col, idx])
+        cols = np.concatenate([Wc.col, Jc.col, Jc.row + nz, idx])
+        vals = np.concatenate([Wc.data, Jc.data, Jc.data, diag])
+        self.L, self.shape = L, (nz + m, nz + m)
+        p, nc, nb = L.size, L.n_chunks, len(L.border)
+        cr, cc = L.chunk[rows], L.chunk[cols]
+        inner = (cr >= 0) & (cc >= 0)
+        far = inner & (np.abs(cr - cc) > 1) & (vals != 0)
+        if np.any(far):
+            raise StageBreakdown("an entry couples stage blocks more than one apart")
+        lr, lc = L.local[rows], L.local[cols]
+        same = inner & (cr == cc)
+        A = np.bincount((cr * p + lr) * p + lc, weights=np.where(same, vals, 0.0), minlength=nc * p * p)
+        A = A.reshape(nc, p, p)
+        pad = np.arange(p)[None, :] >= (p - L.pad)[:, None]
+        A[:, np.arange(p), np.arange(p)] += pad  # unused slots: 1 on the diagonal
+        up = inner & (cc == cr + 1)
+        C = np.bincount((cr * p + lr) * p + lc, weights=np.where(up, vals, 0.0), minlength=nc * p * p)
+        self.C = C.reshape(nc, p, p)[:-1]
+        # border: E (chunks, p, nb) couples the chunks to the border unknowns, F (nb, nb) among them
+        edge = (cr >= 0) & (cc < 0)
+        E = np.bincount(((cr * p + lr) * max(nb, 1) + lc)[edge], weights=vals[edge], minlength=nc * p * max(nb, 1))
+        self.E = E.reshape(nc, p, max(nb, 1))[:, :, :nb]
+        bb = (cr < 0) & (cc < 0)
+        self.F = np.bincount((lr * max(nb, 1) + lc)[bb], weights=vals[bb], minlength=nb * nb).reshape(nb, nb)
+        self.A = A
+        self._factor()
+
+    def _factor(self):
+        """Eliminate chunk after chunk. Each block M_k (the chunk's Schur-updated block, bordered by the
+        directions carried from the chunk before) is equilibrated, S M S with S = diag(1/sqrt(max_j |M_ij|)), and
+        split by the eigendecomposition of that: with T = S Q, T^T M T = diag(w). Directions with |w| above
+        _DEFER of the largest are eliminated, the others carried into the next block (delayed pivots: a chunk's
+        last variables may be pinned only by the next chunk's rows)."""
+        A, C = self.A, self.C
+        nc = len(A)
+        self.negatives = 0
+        self.steps = []
+        carry_w, carry_C = np.zeros(0), np.zeros((0, A.shape[1]))
+        D = A[0]
+        for k in range(nc):
+            r = len(carry_w)
+            M = np.empty((r + len(D), r + len(D)))
+            M[:r, :r] = np.diag(carry_w)
+            M[:r, r:] = carry_C
+            M[r:, :r] = carry_C.T
+            M[r:, r:] = D
+            scale = 1.0 / np.sqrt(np.maximum(np.abs(M).max(axis=1), 1e-300))
+            w, Q = np.linalg.eigh(scale[:, None] * M * scale)
+            Q = scale[:, None] * Q  # congruence T = S Q: T^T M T = diag(w), same inertia
+            a = np.abs(w)
+            last = k + 1 == nc
+            if not np.all(np.isfinite(w)) or not a.max(initial=0.0) > 0:
+                raise StageBreakdown("a stage block is not finite or is zero")
+            big = a > (_PIVOT_RCOND if last else _DEFER) * a.max()
+            if last and not big.all():
+                raise StageBreakdown("the last stage block is (nearly) singular")
+            if np.sum(~big) > self.L.size:
+                raise StageBreakdown("more delayed pivots than a stage block holds")
+            self.negatives += int(np.sum(w[big] < 0))
+            B = Q[r:, big].T @ C[k] if not last else None
+            self.steps.append((r, Q, big, w[big], B))
+            if not last:
+                D = A[k + 1] - B.T @ (B / w[big][:, None])
+                carry_w, carry_C = w[~big], Q[r:, ~big].T @ C[k]
+        if self.F.size:
+            X = self._solve_inner(self.E)
+            S = self.F - np.einsum("kpi,kpj->ij", self.E, X)
+            w, Q = np.linalg.eigh(0.5 * (S + S.T))
+            if not np.all(np.isfinite(w)) or np.abs(w).min() <= _PIVOT_RCOND * np.abs(w).max():
+                raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular")
+            self.negatives += int(np.sum(w < 0))
+            self.S, self.X = (w, Q), X
+
+    def _solve_inner(self, b: np.ndarray) -> np.ndarray:
+        """T^{-1} b for b (chunks, p, r): forward then backward over the chunks."""
+        ys = []
+        carry, adj = np.zeros((0, b.shape[2])), b[0]
+        for k, (r, Q, big, wb, B) in enumerate(self.steps):
+            y = Q.T @ np.concatenate([carry, adj])
+            yb = y[big] / wb[:, None]
+            ys.append(yb)
+            carry = y[~big]
+            if B is not None:
+                adj = b[k + 1] - B.T @ yb
+        x = np.empty_like(b)
+        small = np.zeros((0, b.shape[2]))
+        for k in range(len(self.steps) - 1, -1, -1):
+            r, Q, big, wb, B = self.steps[k]
+            xi_b = ys[k] if B is None else ys[k] - (B @ x[k + 1]) / wb[:, None]
+            v = Q[:, big] @ xi_b + Q[:, ~big] @ small
+            x[k], small = v[r:], v[:r]
+        return x
+
+    def _split(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        L = self.L
+        blocks = np.zeros((L.n_chunks, L.size))
+        inner = L.chunk >= 0
+        blocks[L.chunk[inner], L.local[inner]] = v[inner]
+        return blocks, v[L.border]
+
+    def _join(self, blocks: np.ndarray, border: np.ndarray) -> np.ndarray:
+        L = self.L
+        out = np.empty(L.n_unknowns)
+        inner = L.chunk >= 0
+        out[inner] = blocks[L.chunk[inner], L.local[inner]]
+        out[L.border] = border
+        return out
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        b, bb = self._split(rhs)
+        u = self._solve_inner(b[:, :, None])[:, :, 0]
+        if not self.F.size:
+            return self._join(u, bb)
+        w, Q = self.S
+        xb = Q @ ((Q.T @ (bb - np.einsum("kpi,kp->i", self.E, u))) / w)
+        return self._join(u - np.einsum("kpi,i->kp", self.X, xb), xb)
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        b, bb = self._split(v)
+        y = np.einsum("kij,kj->ki", self.A, b)
+        y[:-1] += np.einsum("kij,kj->ki", self.C, b[1:])
+        y[1:] += np.einsum("kji,kj->ki", self.C, b[:-1])
+        y += np.einsum("kpi,i->kp", self.E, bb)
+        yb = self.F @ bb + np.einsum("kpi,kp->i", self.E, b)
+        return self._join(y, yb)
+
+    def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        return rhs - self.matvec(sol)
+
+    def inertia_ok(self, m: int) -> bool:
+        """The interior point's test, the same as for the sparse LU: the number of negative eigenvalues has the
+        parity of m (the exact count, `negatives` == m, is IPOPT's test; on the parking shot it forced larger
+        shifts and tripled the iterations, so both factorisations keep the LU's test and give the same steps)."""
+        return self.negatives % 2 == m % 2
