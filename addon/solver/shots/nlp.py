@@ -11,13 +11,13 @@ bounds, so the equalities are c_E(x) - c_lower = 0 and c_I(x) - s = 0 and every 
 
     [[H + Sigma + dw I, A^T], [A, -dc I]] [dz; lambda+] = -[grad phi_mu; c]
 
-factorising the symmetric KKT matrix K. When the NLP gives each variable a stage (time step) and its rows
-couple only nearby stages, K is block tridiagonal in stage order and is factorised by the stage recursion
-of stage_kkt.py (O(N) in the stages), which counts the negative eigenvalues exactly; otherwise, and for a
-matrix whose pivot blocks break down, by sparse LU (scipy splu), which gives only their parity (the sign of
-det K from the LU diagonal and the permutation parities). The Hessian shift dw grows until the inertia test
-passes (m negative eigenvalues; with LU: their number has the parity of m) and the step has positive
-curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016). Steps stop at a
+factorising the symmetric KKT matrix K, by default by sparse LU (scipy splu). With kkt="stage", when the NLP
+gives each variable a stage (time step) and its rows couple only nearby stages, K is block tridiagonal in
+stage order and is factorised by the stage recursion of stage_kkt.py (O(N) in the stages); without that
+structure, and for a matrix whose pivot blocks break down, by sparse LU again (NLPResult.kkt says which).
+Neither gives the inertia cheaply, only the parity of the number of negative eigenvalues (the sign of det K),
+so the Hessian shift dw grows until two necessary conditions hold: that number has the parity of m, and the
+step has positive curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016). Steps stop at a
 fraction tau = max(0.99, 1 - mu) of the distance to the bounds and are accepted by IPOPT's filter line
 search (switching condition, Armijo on the barrier objective, up to four second-order corrections). The
 barrier parameter falls superlinearly (mu <- min(0.2 mu, mu^1.5)) once the barrier problem is solved to
@@ -268,6 +268,20 @@ class _SparseLU:
         return _negative_parity(self.lu) == m % 2
 
 
+def _refined(factor, rhs: np.ndarray) -> tuple[np.ndarray, bool]:
+    """factor's solution of K sol = rhs after up to three steps of iterative refinement (stopping at a residual
+    of 1e-12 (1 + |rhs|)), and whether the residual came within 1e-9 (1 + |rhs|), round-off for these matrices
+    (the sparse LU's solutions are used either way, as they always were)."""
+    sol = factor.solve(rhs)
+    size = 1 + np.max(np.abs(rhs))
+    for _ in range(3):
+        res_k = factor.residual(sol, rhs)
+        if np.max(np.abs(res_k)) <= 1e-12 * size:
+            return sol, True
+        sol = sol + factor.solve(res_k)
+    return sol, bool(np.max(np.abs(factor.residual(sol, rhs))) <= 1e-9 * size)
+
+
 class _KKT:
     """Factorises each KKT matrix of a solve: by the stage recursion (stage_kkt.py) when the NLP's variables
     have stages and its rows couple only nearby ones, else, or when a pivot block breaks down, by sparse LU.
@@ -278,17 +292,22 @@ class _KKT:
         self.stage_count = self.lu_count = 0
         self.breakdowns: dict[str, int] = {}
 
-    def factor(self, W: sp.spmatrix, J: sp.csr_matrix, dw: float, dc: float):
+    def factor_solve(self, W: sp.spmatrix, J: sp.csr_matrix, dw: float, dc: float, rhs: np.ndarray):
+        """(factor, solution of K sol = rhs with up to three steps of iterative refinement). RuntimeError when K
+        is exactly singular (sparse LU)."""
         if isinstance(self.layout, StageLayout):
             try:
                 factor = StageFactor(self.layout, W, J, dw, dc)
-                self.stage_count += 1
-                return factor
+                sol, accurate = _refined(factor, rhs)
+                if accurate or not np.all(np.isfinite(sol)):
+                    self.stage_count += 1
+                    return factor, sol
+                raise StageBreakdown("refinement did not reach the LU's accuracy")
             except StageBreakdown as err:
                 self.breakdowns[str(err)] = self.breakdowns.get(str(err), 0) + 1
         factor = _SparseLU(W, J, dw, dc)
         self.lu_count += 1
-        return factor
+        return factor, _refined(factor, rhs)[0]
 
     def describe(self) -> str:
         if not isinstance(self.layout, StageLayout):
@@ -311,13 +330,7 @@ def _regularised_step(H: sp.spmatrix, sigma: np.ndarray, J: sp.csr_matrix, rhs: 
     sol, factor = None, None
     for _ in range(40):
         try:
-            factor = kkt.factor(W, J, dw, dc)
-            sol = factor.solve(rhs)
-            for _ in range(3):  # iterative refinement
-                res_k = factor.residual(sol, rhs)
-                if np.max(np.abs(res_k)) <= 1e-12 * (1 + np.max(np.abs(rhs))):
-                    break
-                sol = sol + factor.solve(res_k)
+            factor, sol = kkt.factor_solve(W, J, dw, dc, rhs)
         except RuntimeError:  # exactly singular
             factor = None
             dc = max(dc, 1e-8 * mu**0.25)
@@ -350,15 +363,16 @@ def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_
 
 
 def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float = 1e-9, max_iter: int = 300,
-          progress: Progress | None = None, mu_init: float = 0.1, kkt: str = "auto") -> NLPResult:
+          progress: Progress | None = None, mu_init: float = 0.1, kkt: str = "lu") -> NLPResult:
     """Solve `nlp` from x0 by the primal-dual interior-point method of this module's docstring.
 
     progress(iteration, info) is called once per iteration with info keys objective, constraint_violation,
     dual_infeasibility, mu, step, regularization; returning False stops with status 'cancelled'.
-    kkt: "auto" (stage recursion when nlp.stages allows it, else sparse LU) or "lu" (always sparse LU).
+    kkt: "lu" (sparse LU, the default: faster here) or "stage" (the stage recursion of stage_kkt.py when
+    nlp.stages allows it, else sparse LU; same steps to round-off, see docs/shots.md).
     """
-    if kkt not in ("auto", "lu"):
-        raise ValueError(f"NLP solve: kkt must be 'auto' or 'lu', not {kkt!r}")
+    if kkt not in ("lu", "stage"):
+        raise ValueError(f"NLP solve: kkt must be 'lu' or 'stage', not {kkt!r}")
     start_time = time.perf_counter()
     P = _Reduced(nlp, x0)
     nz = P.nx + P.ns
@@ -385,7 +399,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         g = P.grad(z)
         J = P.jac(z)
     with clock("factorisation"):
-        factoriser = _KKT(P.kkt_layout(z) if kkt == "auto" else "sparse LU asked for")
+        factoriser = _KKT(P.kkt_layout(z) if kkt == "stage" else "the default")
     it = 0
     for it in range(max_iter + 1):
         dl = np.where(lo_f, z - zl, 1.0)

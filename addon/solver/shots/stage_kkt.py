@@ -9,17 +9,20 @@ matrix block tridiagonal (chunks merge where the unknowns so far have more rows 
 start state fixed by its bounds). Variables of no stage (the free time step, stage -1) and rows touching only them
 form a small border coupled to every chunk (an arrow matrix).
 
-`StageFactor` eliminates chunk after chunk (the Riccati recursion of optimal control, in KKT form):
+`StageFactor` factorises by block cyclic reduction (the stage-wise Riccati recursion reordered so that each
+level is a batch of independent small dense problems, which numpy does in one call each): with A_k the diagonal
+and C_k the upper off-diagonal blocks, the even blocks are eliminated at once,
 
-    D_0 = A_0,  G_k = D_k^{-1} C_k,  D_{k+1} = A_{k+1} - C_k^T G_k
+    A'_j = A_j - C_{j-1}^T A_{j-1}^{-1} C_{j-1} - C_j A_{j+1}^{-1} C_j^T,   C'_j = -C_j A_{j+1}^{-1} C_{j+1}
 
-with A_k the diagonal and C_k the upper off-diagonal blocks, each D_k factorised by a symmetric eigen-
-decomposition, and the border by its Schur complement S = F - E^T T^{-1} E. By Sylvester's law of inertia the
-negative eigenvalues of K are those of the D_k plus those of S: an exact inertia (IPOPT's test), where the sparse
-LU only gives its parity. Cost O(N p^3) for N chunks of at most p unknowns. Pivots cross chunks only forward:
-eigen-directions of a block that are small against its largest are carried into the next block (delayed
-pivots, as multifrontal LDL^T solvers delay them to the parent front); a singular last block, a too-large carry
-or a singular border raises `StageBreakdown` and the caller falls back to the sparse LU.
+for the odd j, leaving a block-tridiagonal matrix of half the size; log2(N) levels, O(N p^3) work for N chunks of
+at most p unknowns. Each level's pivot blocks are equilibrated and inverted by batched LU, and the border is
+eliminated by its Schur complement S = F - E^T T^{-1} E. This is a block LDL^T of a symmetric permutation of K,
+so by Sylvester's law of inertia the negative eigenvalues of K are those of the pivot blocks plus those of S:
+the factorisation keeps their parity (the signs of the blocks' determinants, what the interior point tests, as
+with the sparse LU), and `negatives()` counts them exactly from the pivot blocks' eigenvalues. No pivoting
+crosses blocks: a singular pivot block or border raises `StageBreakdown`, and a solve that iterative refinement
+cannot bring to the LU's accuracy is redone by sparse LU (nlp.py); both are counted in the solver's report.
 """
 
 from __future__ import annotations
@@ -27,8 +30,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-_PIVOT_RCOND = 1e-13  # smallest |eigenvalue| / largest of the last block and of the border (else: singular)
-_DEFER = 1e-6  # eigen-directions of a block below this fraction of its largest are carried to the next block
+_PIVOT_RCOND = 1e-13  # smallest |eigenvalue| / largest of the border's Schur complement (else: singular)
 
 
 class StageBreakdown(RuntimeError):
@@ -102,25 +104,35 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
 def _merge_groups(group: np.ndarray, nz: int) -> np.ndarray:
     """Chunk of each group of `band` stages: consecutive groups merge until the unknowns so far hold at least
     as many variables as rows (the leading block of a KKT matrix with more rows than variables is singular:
-    a start state fixed by its bounds leaves the first step's rows with too few variables)."""
+    a start state fixed by its bounds leaves the first step's rows with too few variables), and the same
+    backwards from the last group (keys on the end state)."""
     inner = group >= 0
     n_groups = int(group.max(initial=-1)) + 1
     is_var = np.arange(len(group)) < nz
     surplus = (np.bincount(group[inner & is_var], minlength=n_groups)
                - np.bincount(group[inner & ~is_var], minlength=n_groups))
+    filled = np.bincount(group[inner], minlength=n_groups) > 0
     chunk_of_group = np.empty(n_groups, int)
     chunk, total = 0, 0
     for g in range(n_groups):
         chunk_of_group[g] = chunk
         total += int(surplus[g])
-        if total >= 0:
+        if total >= 0 and filled[g]:
             chunk += 1
-    return chunk_of_group
+    chunk_of_group = np.minimum(chunk_of_group, chunk_of_group[-1])
+    # the same from the end: the last block (the end keys on a state) must not have more rows than variables
+    tail = 0
+    for g in range(n_groups - 1, 0, -1):
+        tail += int(surplus[g])
+        if tail >= 0 and chunk_of_group[g] != chunk_of_group[g - 1]:
+            break
+        chunk_of_group[chunk_of_group == chunk_of_group[g]] = chunk_of_group[g - 1]
+    return np.unique(chunk_of_group, return_inverse=True)[1]
 
 
 class StageFactor:
-    """LDL^T of K = [[W + dw I, J^T], [J, -dc I]] in a StageLayout: solve(rhs), residual(sol, rhs), negatives
-    (the exact number of negative eigenvalues of K)."""
+    """Block LDL^T of K = [[W + dw I, J^T], [J, -dc I]] in a StageLayout: solve(rhs), residual(sol, rhs),
+    parity (of the number of negative eigenvalues of K) and negatives() (their exact number)."""
 
     def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float):
         L = layout
@@ -140,12 +152,13 @@ class StageFactor:
             raise StageBreakdown("an entry couples stage blocks more than one apart")
         lr, lc = L.local[rows], L.local[cols]
         same = inner & (cr == cc)
-        A = np.bincount((cr * p + lr) * p + lc, weights=np.where(same, vals, 0.0), minlength=nc * p * p)
+        at = np.where(inner, (cr * p + lr) * p + lc, 0)
+        A = np.bincount(at, weights=np.where(same, vals, 0.0), minlength=nc * p * p)
         A = A.reshape(nc, p, p)
         pad = np.arange(p)[None, :] >= (p - L.pad)[:, None]
         A[:, np.arange(p), np.arange(p)] += pad  # unused slots: 1 on the diagonal
         up = inner & (cc == cr + 1)
-        C = np.bincount((cr * p + lr) * p + lc, weights=np.where(up, vals, 0.0), minlength=nc * p * p)
+        C = np.bincount(at, weights=np.where(up, vals, 0.0), minlength=nc * p * p)
         self.C = C.reshape(nc, p, p)[:-1]
         # border: E (chunks, p, nb) couples the chunks to the border unknowns, F (nb, nb) among them
         edge = (cr >= 0) & (cc < 0)
@@ -157,69 +170,69 @@ class StageFactor:
         self._factor()
 
     def _factor(self):
-        """Eliminate chunk after chunk. Each block M_k (the chunk's Schur-updated block, bordered by the
-        directions carried from the chunk before) is equilibrated, S M S with S = diag(1/sqrt(max_j |M_ij|)), and
-        split by the eigendecomposition of that: with T = S Q, T^T M T = diag(w). Directions with |w| above
-        _DEFER of the largest are eliminated, the others carried into the next block (delayed pivots: a chunk's
-        last variables may be pinned only by the next chunk's rows)."""
+        """Factorise by block cyclic reduction: the even blocks of the current level are eliminated all at
+        once (batched), leaving a block-tridiagonal Schur complement on the odd blocks, the next level."""
+        self.parity, self.pivots, self.levels = 0, [], []
         A, C = self.A, self.C
-        nc = len(A)
-        self.negatives = 0
-        self.steps = []
-        carry_w, carry_C = np.zeros(0), np.zeros((0, A.shape[1]))
-        D = A[0]
-        for k in range(nc):
-            r = len(carry_w)
-            M = np.empty((r + len(D), r + len(D)))
-            M[:r, :r] = np.diag(carry_w)
-            M[:r, r:] = carry_C
-            M[r:, :r] = carry_C.T
-            M[r:, r:] = D
-            scale = 1.0 / np.sqrt(np.maximum(np.abs(M).max(axis=1), 1e-300))
-            w, Q = np.linalg.eigh(scale[:, None] * M * scale)
-            Q = scale[:, None] * Q  # congruence T = S Q: T^T M T = diag(w), same inertia
-            a = np.abs(w)
-            last = k + 1 == nc
-            if not np.all(np.isfinite(w)) or not a.max(initial=0.0) > 0:
-                raise StageBreakdown("a stage block is not finite or is zero")
-            big = a > (_PIVOT_RCOND if last else _DEFER) * a.max()
-            if last and not big.all():
-                raise StageBreakdown("the last stage block is (nearly) singular")
-            if np.sum(~big) > self.L.size:
-                raise StageBreakdown("more delayed pivots than a stage block holds")
-            self.negatives += int(np.sum(w[big] < 0))
-            B = Q[r:, big].T @ C[k] if not last else None
-            self.steps.append((r, Q, big, w[big], B))
-            if not last:
-                D = A[k + 1] - B.T @ (B / w[big][:, None])
-                carry_w, carry_C = w[~big], Q[r:, ~big].T @ C[k]
+        while True:
+            last = len(A) == 1
+            Ainv = self._invert(A[0::2] if not last else A)
+            if last:
+                self.levels.append((Ainv, None))
+                break
+            left = C[0::2]  # K[2i, 2i+1]: even 2i to odd 2i+1
+            right = C[1::2]  # K[2i+1, 2i+2]: odd 2i+1 to even 2i+2
+            n_odd = len(A) // 2
+            odd = A[1::2] - np.swapaxes(left, 1, 2) @ Ainv[:n_odd] @ left
+            odd[:len(right)] -= right @ Ainv[1:len(right) + 1] @ np.swapaxes(right, 1, 2)
+            couple = -right[:n_odd - 1] @ Ainv[1:n_odd] @ left[1:n_odd]
+            self.levels.append((Ainv, (left, right)))
+            A, C = odd, couple
         if self.F.size:
             X = self._solve_inner(self.E)
             S = self.F - np.einsum("kpi,kpj->ij", self.E, X)
             w, Q = np.linalg.eigh(0.5 * (S + S.T))
             if not np.all(np.isfinite(w)) or np.abs(w).min() <= _PIVOT_RCOND * np.abs(w).max():
                 raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular")
-            self.negatives += int(np.sum(w < 0))
+            self.parity = (self.parity + int(np.sum(w < 0))) % 2
             self.S, self.X = (w, Q), X
 
+    def _invert(self, M: np.ndarray) -> np.ndarray:
+        """Inverses of the symmetric blocks M (k, p, p) by batched LU of the equilibrated S M S (S = diag(1 /
+        sqrt(max_j |M_ij|))), adding the parity of their negative eigenvalues (the sign of det) to `parity`."""
+        self.pivots.append(M)
+        scale = 1.0 / np.sqrt(np.maximum(np.abs(M).max(axis=2), 1e-300))
+        Ms = scale[:, :, None] * M * scale[:, None, :]
+        sign, logdet = np.linalg.slogdet(Ms)
+        if not np.all(np.isfinite(logdet)):
+            raise StageBreakdown("a stage pivot block is singular")
+        self.parity = (self.parity + int(np.sum(sign < 0))) % 2
+        return scale[:, :, None] * np.linalg.inv(Ms) * scale[:, None, :]
+
+    def negatives(self) -> int:
+        """The exact number of negative eigenvalues of K (Sylvester: those of the pivot blocks and the border's
+        Schur complement; eigenvalues of every pivot block, so dearer than the factorisation's parity)."""
+        count = sum(int(np.sum(np.linalg.eigvalsh(M) < 0)) for M in self.pivots)
+        return count + (int(np.sum(self.S[0] < 0)) if self.F.size else 0)
+
     def _solve_inner(self, b: np.ndarray) -> np.ndarray:
-        """T^{-1} b for b (chunks, p, r): forward then backward over the chunks."""
-        ys = []
-        carry, adj = np.zeros((0, b.shape[2])), b[0]
-        for k, (r, Q, big, wb, B) in enumerate(self.steps):
-            y = Q.T @ np.concatenate([carry, adj])
-            yb = y[big] / wb[:, None]
-            ys.append(yb)
-            carry = y[~big]
-            if B is not None:
-                adj = b[k + 1] - B.T @ yb
-        x = np.empty_like(b)
-        small = np.zeros((0, b.shape[2]))
-        for k in range(len(self.steps) - 1, -1, -1):
-            r, Q, big, wb, B = self.steps[k]
-            xi_b = ys[k] if B is None else ys[k] - (B @ x[k + 1]) / wb[:, None]
-            v = Q[:, big] @ xi_b + Q[:, ~big] @ small
-            x[k], small = v[r:], v[:r]
+        """T^{-1} b for b (chunks, p, r): reduce the right-hand side level by level, then substitute back."""
+        rhs = [np.asarray(b, float)]
+        for Ainv, couplings in self.levels[:-1]:
+            left, right = couplings
+            even = Ainv @ rhs[-1][0::2]
+            odd = rhs[-1][1::2] - np.swapaxes(left, 1, 2) @ even[:len(left)]
+            odd[:len(right)] -= right @ even[1:len(right) + 1]
+            rhs.append(odd)
+        x = self.levels[-1][0] @ rhs[-1]
+        for (Ainv, (left, right)), r in zip(self.levels[-2::-1], rhs[-2::-1]):
+            full = np.empty_like(r)
+            full[1::2] = x
+            even = r[0::2].copy()
+            even[:len(left)] -= left @ x
+            even[1:len(right) + 1] -= np.swapaxes(right, 1, 2) @ x[:len(right)]
+            full[0::2] = Ainv @ even
+            x = full
         return x
 
     def _split(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -260,6 +273,6 @@ class StageFactor:
 
     def inertia_ok(self, m: int) -> bool:
         """The interior point's test, the same as for the sparse LU: the number of negative eigenvalues has the
-        parity of m (the exact count, `negatives` == m, is IPOPT's test; on the parking shot it forced larger
+        parity of m (the exact count, negatives() == m, is IPOPT's test; on the parking shot it forced larger
         shifts and tripled the iterations, so both factorisations keep the LU's test and give the same steps)."""
-        return self.negatives % 2 == m % 2
+        return self.parity == m % 2
