@@ -305,6 +305,9 @@ class _KKT:
                 raise StageBreakdown("refinement did not reach the LU's accuracy")
             except StageBreakdown as err:
                 self.breakdowns[str(err)] = self.breakdowns.get(str(err), 0) + 1
+                if self.stage_count == 0 and sum(self.breakdowns.values()) >= 3:
+                    self.layout = (f"the stage blocks broke down on the first three matrices ({err}); "
+                                   f"{self.layout.describe()}")
         factor = _SparseLU(W, J, dw, dc)
         self.lu_count += 1
         return factor, _refined(factor, rhs)[0]
