@@ -17,8 +17,8 @@ stage order and is factorised by the stage recursion of stage_kkt.py (O(N) in th
 structure, and for a matrix whose pivot blocks break down, by sparse LU again (NLPResult.kkt says which).
 Neither gives the inertia cheaply, only the parity of the number of negative eigenvalues (the sign of det K),
 so the Hessian shift dw grows until two necessary conditions hold: that number has the parity of m, and the
-step has positive curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016). Steps stop at a
-fraction tau = max(0.99, 1 - mu) of the distance to the bounds and are accepted by IPOPT's filter line
+step has positive curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016).
+Steps stop at a fraction tau = max(0.99, 1 - mu) of the distance to the bounds and are accepted by IPOPT's filter line
 search (switching condition, Armijo on the barrier objective, up to four second-order corrections). The
 barrier parameter falls superlinearly (mu <- min(0.2 mu, mu^1.5)) once the barrier problem is solved to
 10 mu. Objective and rows are scaled by min(1, 100 / |gradient|_inf) at the start point (IPOPT's gradient

@@ -2,8 +2,11 @@
 
 A transcription whose variables each belong to one stage (time step), with rows coupling only nearby stages,
 gives a KKT matrix [[W, J^T], [J, -dc I]] that is block banded once its unknowns (variables, slacks and row
-multipliers) are ordered by stage. `stage_layout` finds that order: each row sits at the middle stage of the
-variables it touches (a DMOC step k touching stages k-1, k, k+1 sits at k), a slack at its row's stage; the
+multipliers) are ordered by stage. `stage_layout` finds that order: each row sits at the stage of the variable it
+pins (the latest stage among its coefficients of at least half its largest, at the start point: a DMOC
+step's position and attitude rows go with the next state, its momentum balance with the velocity it
+determines; this pairing keeps the leading blocks nonsingular, where rows placed at the middle of their
+stages left the helicopter's first block singular), a slack at its row's stage; the
 band b is the largest stage distance between two coupled unknowns, and chunks of b consecutive stages make the
 matrix block tridiagonal (chunks merge where the unknowns so far have more rows than variables, e.g. after a
 start state fixed by its bounds). Variables of no stage (the free time step, stage -1) and rows touching only them
@@ -74,7 +77,16 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     hi = np.full(m, -1)
     np.minimum.at(lo, J.row[staged], var_stage[J.col[staged]])
     np.maximum.at(hi, J.row[staged], var_stage[J.col[staged]])
-    row_stage = np.where(hi >= 0, (lo + hi) // 2, -1)
+    # a row goes where it pins a variable: the latest stage among its coefficients of at least half its
+    # largest (a step's equation x_{k+1} - f(x_k, ...) goes with x_{k+1}, a momentum balance with the velocity
+    # it determines); a row with no nonzero coefficient at this point goes to the middle of its stages
+    size = np.abs(J.data) * staged
+    largest = np.zeros(m)
+    np.maximum.at(largest, J.row, size)
+    pins = staged & (size > 0) & (size >= 0.5 * largest[J.row])
+    pinned = np.full(m, -1)
+    np.maximum.at(pinned, J.row[pins], var_stage[J.col[pins]])
+    row_stage = np.where(pinned >= 0, pinned, np.where(hi >= 0, (lo + hi) // 2, -1))
     stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
     pairs = [(J.row + nz, J.col)]
     if H is not None:
