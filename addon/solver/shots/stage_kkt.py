@@ -2,11 +2,12 @@
 
 A transcription whose variables each belong to one stage (time step), with rows coupling only nearby stages,
 gives a KKT matrix [[W, J^T], [J, -dc I]] that is block banded once its unknowns (variables, slacks and row
-multipliers) are ordered by stage. `stage_layout` finds that order: each row sits at the stage of the variable it
-pins (the latest stage among its coefficients of at least half its largest, at the start point: a DMOC
-step's position and attitude rows go with the next state, its momentum balance with the velocity it
-determines; this pairing keeps the leading blocks nonsingular, where rows placed at the middle of their
-stages left the helicopter's first block singular), a slack at its row's stage; the
+multipliers) are ordered by stage. `stage_layout` finds that order. Each row sits either at the stage of the
+variable it pins (the latest stage among its coefficients of at least half its largest, at the start point: a
+DMOC step's position and attitude rows go with the next state, its momentum balance with the velocity it
+determines) or at the middle of its stages; the placement with the smaller largest block is kept (on the car
+shots the middle, 29 unknowns against 67; on the helicopter and the boat the pinned one, where the middle left
+the first block singular: its attitude rows had too few attitude variables). A slack sits at its row's stage; the
 band b is the largest stage distance between two coupled unknowns, and chunks of b consecutive stages make the
 matrix block tridiagonal (chunks merge where the unknowns so far have more rows than variables, e.g. after a
 start state fixed by its bounds). Variables of no stage (the free time step, stage -1) and rows touching only them
@@ -69,32 +70,48 @@ class StageLayout:
 def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, slack_rows: np.ndarray,
                  max_border: int = 20) -> StageLayout | str:
     """The layout for KKT unknowns (variables with stages var_stage (nz,), -1 for none; then J's rows), or the
-    reason there is none. slack_rows (nz,): the row of each slack variable, -1 for the other variables."""
+    reason there is none. slack_rows (nz,): the row of each slack variable, -1 for the other variables.
+
+    Rows go either where they pin a variable or to the middle of their stages (module docstring); of the two
+    layouts, the one with the smaller largest block is kept (blocks are padded to the largest)."""
     J = sp.coo_matrix(J)
-    nz, m = len(var_stage), J.shape[0]
-    staged = var_stage[J.col] >= 0
-    lo = np.full(m, np.iinfo(np.int64).max)
-    hi = np.full(m, -1)
-    np.minimum.at(lo, J.row[staged], var_stage[J.col[staged]])
-    np.maximum.at(hi, J.row[staged], var_stage[J.col[staged]])
-    # a row goes where it pins a variable: the latest stage among its coefficients of at least half its
-    # largest (a step's equation x_{k+1} - f(x_k, ...) goes with x_{k+1}, a momentum balance with the velocity
-    # it determines); a row with no nonzero coefficient at this point goes to the middle of its stages
-    size = np.abs(J.data) * staged
-    largest = np.zeros(m)
-    np.maximum.at(largest, J.row, size)
-    pins = staged & (size > 0) & (size >= 0.5 * largest[J.row])
-    pinned = np.full(m, -1)
-    np.maximum.at(pinned, J.row[pins], var_stage[J.col[pins]])
-    row_stage = np.where(pinned >= 0, pinned, np.where(hi >= 0, (lo + hi) // 2, -1))
-    stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
-    pairs = [(J.row + nz, J.col)]
+    pairs = [(J.row + len(var_stage), J.col)]
     if H is not None:
         Hc = sp.coo_matrix(H)
         nonzero = Hc.data != 0  # a window's Hessian pattern is dense; only entries that can be nonzero count
         pairs.append((Hc.row[nonzero], Hc.col[nonzero]))
     rows = np.concatenate([p[0] for p in pairs])
     cols = np.concatenate([p[1] for p in pairs])
+    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border)
+               for row_stage in _row_stages(J, var_stage)]
+    found = [layout for layout in layouts if isinstance(layout, StageLayout)]
+    return min(found, key=lambda layout: layout.size) if found else layouts[0]
+
+
+def _row_stages(J: sp.coo_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two placements of each row (-1: touches no staged variable): where it pins a variable, the latest stage
+    among its coefficients of at least half its largest (a step's equation x_{k+1} - f(x_k, ...) goes with
+    x_{k+1}, a momentum balance with the velocity it determines), and the middle of its stages."""
+    m = J.shape[0]
+    staged = var_stage[J.col] >= 0
+    lo = np.full(m, np.iinfo(np.int64).max)
+    hi = np.full(m, -1)
+    np.minimum.at(lo, J.row[staged], var_stage[J.col[staged]])
+    np.maximum.at(hi, J.row[staged], var_stage[J.col[staged]])
+    middle = np.where(hi >= 0, (lo + hi) // 2, -1)
+    size = np.abs(J.data) * staged
+    largest = np.zeros(m)
+    np.maximum.at(largest, J.row, size)
+    pins = staged & (size > 0) & (size >= 0.5 * largest[J.row])
+    pinned = np.full(m, -1)
+    np.maximum.at(pinned, J.row[pins], var_stage[J.col[pins]])
+    return np.where(pinned >= 0, pinned, middle), middle
+
+
+def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int) -> StageLayout | str:
+    """The layout for one placement of the rows; (rows, cols) are the KKT matrix's coupled pairs."""
+    nz = len(var_stage)
+    stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
     both = (stage[rows] >= 0) & (stage[cols] >= 0)
     band = max(1, int(np.max(np.abs(stage[rows[both]] - stage[cols[both]]), initial=0)))
     border = int(np.sum(stage < 0))
