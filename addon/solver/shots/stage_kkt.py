@@ -5,13 +5,14 @@ gives a KKT matrix [[W, J^T], [J, -dc I]] that is block banded once its unknowns
 multipliers) are ordered by stage. `stage_layout` finds that order. Each row sits either at the stage of the
 variable it pins (the latest stage among its coefficients of at least half its largest, at the start point: a
 DMOC step's position and attitude rows go with the next state, its momentum balance with the velocity it
-determines) or at the middle of its stages; the placement with the smaller largest block is kept (on the car
-shots the middle, 29 unknowns against 67; on the helicopter and the boat the pinned one, where the middle left
-the first block singular: its attitude rows had too few attitude variables). A slack sits at its row's stage; the
+determines) or at the middle of its stages; the placement cheaper to factorise is kept (on the car shots the
+middle; on the helicopter and the boat the pinned one, where the middle left the first block singular: its
+attitude rows had too few attitude variables). A slack sits at its row's stage; the
 band b is the largest stage distance between two coupled unknowns, and chunks of b consecutive stages make the
 matrix block tridiagonal (chunks merge where the unknowns so far have more rows than variables, e.g. after a
 start state fixed by its bounds). Variables of no stage (the free time step, stage -1) and rows touching only them
-form a small border coupled to every chunk (an arrow matrix).
+form a small border coupled to every chunk (an arrow matrix); so does a last block much larger than the others
+(merged from the stages under keys on the end state), which would otherwise set the padded size of every block.
 
 `StageFactor` factorises by block cyclic reduction (the stage-wise Riccati recursion reordered so that each
 level is a batch of independent small dense problems, which numpy does in one call each): with A_k the diagonal
@@ -34,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+_END_TO_BORDER = 200  # most unknowns in the border after moving the last block there
 _PIVOT_RCOND = 1e-13  # smallest |eigenvalue| / largest of the border's Schur complement (else: singular)
 
 
@@ -62,6 +64,13 @@ class StageLayout:
         self.chunk, self.local = chunk, local
         self.pad = self.size - sizes  # unused slots per chunk: identity rows, one positive eigenvalue each
 
+    @property
+    def cost(self) -> int:
+        """Flops of a factorisation, up to a constant: every padded block's inverse and its products with the
+        border's columns, and the border's Schur complement."""
+        nb = len(self.border)
+        return self.n_chunks * (self.size**3 + self.size**2 * nb) + nb**3
+
     def describe(self) -> str:
         return (f"stage-structured LDL^T: {self.n_chunks} blocks of at most {self.size} unknowns "
                 f"({self.band} stage{'s' if self.band > 1 else ''} each), {len(self.border)} coupling unknowns")
@@ -73,7 +82,7 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     reason there is none. slack_rows (nz,): the row of each slack variable, -1 for the other variables.
 
     Rows go either where they pin a variable or to the middle of their stages (module docstring); of the two
-    layouts, the one with the smaller largest block is kept (blocks are padded to the largest)."""
+    layouts, the cheaper to factorise is kept (StageLayout.cost)."""
     J = sp.coo_matrix(J)
     pairs = [(J.row + len(var_stage), J.col)]
     if H is not None:
@@ -85,7 +94,7 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border)
                for row_stage in _row_stages(J, var_stage)]
     found = [layout for layout in layouts if isinstance(layout, StageLayout)]
-    return min(found, key=lambda layout: layout.size) if found else layouts[0]
+    return min(found, key=lambda layout: layout.cost) if found else layouts[0]
 
 
 def _row_stages(J: sp.coo_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -125,6 +134,11 @@ def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int) -> St
     if n_chunks < 3:
         return f"rows couple stages {band} apart: fewer than three stage blocks"
     layout = StageLayout(chunk, n_chunks, band)
+    # a last block merged from several stages (keys on the end state) sets the padded size of every block: in
+    # the border instead (eliminated last, by its Schur complement) it may cost less
+    moved = StageLayout(np.where(chunk == n_chunks - 1, -1, chunk), n_chunks - 1, band)
+    if len(moved.border) <= _END_TO_BORDER and moved.cost < layout.cost:
+        layout = moved
     if layout.size * 4 > len(stage):
         return f"a stage block holds {layout.size} of {len(stage)} unknowns"
     return layout
