@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 _END_TO_BORDER = 200  # most unknowns in the border after moving the last block there
-_PIVOT_RCOND = 1e-13  # smallest |eigenvalue| / largest of the border's Schur complement (else: singular)
+_PIVOT_RCOND = 1e-13  # smallest |eigenvalue| / largest of the equilibrated border Schur complement (else: singular)
 
 
 class StageBreakdown(RuntimeError):
@@ -234,11 +234,13 @@ class StageFactor:
         if self.F.size:
             X = self._solve_inner(self.E)
             S = self.F - np.einsum("kpi,kpj->ij", self.E, X)
-            w, Q = np.linalg.eigh(0.5 * (S + S.T))
+            # equilibrated, S -> D S D with D = diag(1/sqrt(max_j |S_ij|)): T = D Q has T^T S T = diag(w)
+            scale = 1.0 / np.sqrt(np.maximum(np.abs(S).max(axis=1), 1e-300))
+            w, Q = np.linalg.eigh(0.5 * scale[:, None] * (S + S.T) * scale)
             if not np.all(np.isfinite(w)) or np.abs(w).min() <= _PIVOT_RCOND * np.abs(w).max():
                 raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular")
             self.parity = (self.parity + int(np.sum(w < 0))) % 2
-            self.S, self.X = (w, Q), X
+            self.S, self.X = (w, scale[:, None] * Q), X
 
     def _invert(self, M: np.ndarray) -> np.ndarray:
         """Inverses of the symmetric blocks M (k, p, p) by batched LU of the equilibrated S M S (S = diag(1 /
@@ -298,8 +300,8 @@ class StageFactor:
         u = self._solve_inner(b[:, :, None])[:, :, 0]
         if not self.F.size:
             return self._join(u, bb)
-        w, Q = self.S
-        xb = Q @ ((Q.T @ (bb - np.einsum("kpi,kp->i", self.E, u))) / w)
+        w, T = self.S
+        xb = T @ ((T.T @ (bb - np.einsum("kpi,kp->i", self.E, u))) / w)
         return self._join(u - np.einsum("kpi,i->kp", self.X, xb), xb)
 
     def matvec(self, v: np.ndarray) -> np.ndarray:
