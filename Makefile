@@ -91,14 +91,16 @@ extension: venv kernels wheels
 	$(PY) tools/build_extension.py --out dist
 
 # Every run always happens, so one CI run reports every failure; the target fails if any did. Every test runs
-# under .venv; the other environments leave out the tests marked slow (pytest.ini), which repeat on them what
-# the faster tests already cover there (long physics runs, the whole demo), to keep the run within CI's time.
+# under .venv; the Blender environments leave out the tests marked slow (pytest.ini), which repeat on them what
+# the faster tests already cover there (long physics runs, the whole demo), to keep the run within CI's time;
+# the numpy-2 run of the bpy-free tests also leaves out the heavy ones (at least one test of every module runs
+# there: the numpy and SciPy APIs each module calls).
 test: venvs kernels extension
 	@status=0; \
 	echo "$(PY) -m pytest tests $(PYTEST_ARGS)"; \
 	$(PY) -m pytest tests $(PYTEST_ARGS) || status=1; \
-	echo ".venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest $(BPY_FREE_TESTS) -m 'not slow' $(PYTEST_ARGS)"; \
-	.venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest $(BPY_FREE_TESTS) -m 'not slow' $(PYTEST_ARGS) || status=1; \
+	echo ".venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest $(BPY_FREE_TESTS) -m 'not slow and not heavy' $(PYTEST_ARGS)"; \
+	.venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest $(BPY_FREE_TESTS) -m 'not slow and not heavy' $(PYTEST_ARGS) || status=1; \
 	for env in $(BLENDER_ENVS); do \
 		echo ".venv$$env/bin/python -m pytest $(BLENDER_TESTS) -m 'not slow' $(PYTEST_ARGS)"; \
 		.venv$$env/bin/python -m pytest $(BLENDER_TESTS) -m 'not slow' $(PYTEST_ARGS) || status=1; \

@@ -1,6 +1,6 @@
 """Maximal-coordinate benchmark: time per step and accuracy beside the tree method and MuJoCo, one run.
 
-Usage: python -m benchmarks.maximal [--quick] [--out docs/benchmarks_maximal.md]
+Usage: python -m benchmarks.maximal [--quick] [--out docs/benchmarks_maximal.md] [--contact-rows-only]
 `run(quick)` returns the Markdown (the suite appends it). Sections:
 
 * Sparse solver: Baraff factor + solve of an n-link chain (C kernel, numpy twin, dense), and the
@@ -14,6 +14,8 @@ Usage: python -m benchmarks.maximal [--quick] [--out docs/benchmarks_maximal.md]
 * Long runs: energy drift and constraint violation over 10 s (chains, loops), ours and MuJoCo's.
 * Sphere chains lying on the ground (ball joints, sphere-plane contacts) and the box drop: our
   penetration beside MuJoCo's with its default contact settings.
+* Contact rows: the box drop and 8 to 128 falling dominoes with the contact rows bordered as one dense
+  block (the old path, kept as the reference) and in one sparse LU, same run, beside MuJoCo.
 Failures (a method that stops) are reported in the table with their message, not hidden.
 """
 
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,12 +34,13 @@ from addon.solver.integrator import make_integrator
 from addon.solver.lie import matrix_to_quat, quat_to_matrix
 from addon.solver.maximal import baraff, fillin
 from addon.solver.maximal.graph import crystal, ladder, loop_chain, net, split_loops
+from addon.solver.maximal.linear import LinearSolver
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 from addon.solver.presets import preset_path
+from addon.solver.reference_frames import joint_rotation
 from addon.solver.trajectory import SolverError
-from addon.solver.tree.compile import _joint_rotation
-from benchmarks.run import _describe
+from benchmarks.run import _describe, replace_section
 from tools.generate import pendulum_chain, rod_inertia
 
 DT = 0.01
@@ -102,6 +107,20 @@ def sphere_chain(n: int, radius: float = 0.25) -> Mechanism:
         for i in range(1, n))
     colliders = (Collider("ground", WORLD, "plane"),) + tuple(Collider(n_, n_, "sphere", (radius,)) for n_ in names)
     return Mechanism(f"{n}-sphere chain", bodies, joints, colliders=colliders)
+
+
+def falling_dominoes(n: int) -> Mechanism:
+    """presets/dominoes.toml with n dominoes: the first tipped 10 degrees onto the second, the rest
+    standing 0.3 m apart along +x."""
+    base = load_mechanism(preset_path("dominoes"))
+    tipped, standing = base.bodies[0], base.bodies[1]
+    ground, box = base.colliders[0], base.colliders[1]
+    names = [f"domino_{i + 1}" for i in range(n)]
+    bodies = (tipped,) + tuple(replace(standing, name=name, position=(0.3 * i, 0.0, standing.position[2]))
+                               for i, name in enumerate(names) if i)
+    joints = tuple(replace(base.joints[0], name=f"{name} free", child=name) for name in names)
+    colliders = (ground,) + tuple(replace(box, name=f"{name} box", body=name) for name in names)
+    return base.replace(name=f"{n} dominoes", bodies=bodies, joints=joints, colliders=colliders)
 
 
 # -- MuJoCo models of the same mechanisms ---------------------------------------------------------------
@@ -174,7 +193,7 @@ def mujoco_start(model, mech: Mechanism):
             continue
         qa, va = model.jnt_qposadr[jid], model.jnt_dofadr[jid]
         if joint.type == "ball":  # Symplex's rotation vector is in the joint frame (z = axis)
-            rv = _joint_rotation(joint) @ np.array(joint.q0, float)
+            rv = joint_rotation(joint) @ np.array(joint.q0, float)
             angle = np.linalg.norm(rv)
             axis = rv / angle if angle > 0 else rv
             data.qpos[qa:qa + 4] = [math.cos(angle / 2), *(math.sin(angle / 2) * axis)]
@@ -475,6 +494,66 @@ def contact_section(quick: bool) -> list[str]:
     return lines + ([""] + failures if failures else [])
 
 
+def _time_border(mech: Mechanism, border: str, steps: int) -> dict:
+    """Median and mean ms per step of the maximal method with its Newton solver's border forced
+    (linear.LinearSolver: "dense", the tree factor with every auxiliary row bordered as one dense block;
+    "auto", one sparse LU of the bordered matrix from SPARSE_FROM auxiliary rows on); the final state,
+    the contact rows and the sparse factor's fill at the last Newton iteration."""
+    integ = make_integrator(mech, "maximal", DT)
+    state = integ.state
+    state.solver = LinearSolver(integ.model.bodies.count, list(integ.model.primary), border)
+    times = []
+    try:
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            integ.step()
+            times.append(time.perf_counter() - t0)
+    except (SolverError, ValueError) as err:
+        return {"failed": f"{type(err).__name__}: {str(err)[:90]}"}
+    lu = state.solver._sparse_lu
+    return {"ms": 1e3 * float(np.median(times)), "mean": 1e3 * float(np.mean(times)),
+            "final": np.concatenate([state.x.ravel(), state.q.ravel()]), "rows": state.solver.unknowns,
+            "fill": None if lu is None else lu[0].L.nnz + lu[0].U.nnz}
+
+
+def contact_scaling_section(quick: bool) -> list[str]:
+    """Box drop and n falling dominoes: dense border against the sparse LU, same run, beside MuJoCo."""
+    steps = 30 if quick else 60
+    scenes = [("box drop", load_mechanism(preset_path("box_drop")))]
+    scenes += [(f"{n} dominoes", falling_dominoes(n)) for n in ((8, 32) if quick else (8, 32, 128))]
+    lines = ["## Contact rows: dense border against the sparse LU",
+             "",
+             f"The first {steps} steps (dt = {DT} s) from rest: the box drop (lands at step 28) and n dominoes",
+             "(presets/dominoes.toml made n long: the first tipped onto the second, 0.3 m apart; all standing on",
+             "the ground from step 1, 11 contact rows each, then toppling one after the other). `dense`: the tree",
+             "factor with every contact and friction row bordered as one dense k x k block, LU-factored per",
+             "Newton iteration (the method before issue 15); `auto`: the default (maximal/linear.py), one sparse",
+             "LU (SuperLU, partial pivoting, minimum degree on the body-row graph) of the whole bordered matrix",
+             "from 32 auxiliary rows on, the dense border below (the box drop's 11 contact rows: both columns are",
+             "then the same code). Both run here one after the other; median (mean) wall ms per step. Unknowns:",
+             "of the Newton matrix at the last step (6 per body + joint and contact rows); fill: nonzeros of the",
+             "sparse L + U there. Diff: max |x, q| difference of the two runs' final states.",
+             "MuJoCo: the same scene, default settings, Euler, median ms per step.",
+             "",
+             "| scene | unknowns | dense ms | auto ms | speed-up (means) | fill | diff | MuJoCo ms |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    failures = []
+    for label, mech in scenes:
+        dense = _time_border(mech, "dense", steps)
+        sparse = _time_border(mech, "auto", steps)  # the default
+        mj = time_mujoco(mech, steps)
+        failures += _failures({f"{label} dense": dense, f"{label} sparse": sparse})
+        if "failed" in dense or "failed" in sparse:
+            lines.append(f"| {label} | - | {_cell(dense)} | {_cell(sparse)} | - | - | - | {mj['ms']:.3f} |")
+            continue
+        diff = float(np.max(np.abs(dense["final"] - sparse["final"])))
+        fill = "-" if sparse["fill"] is None else str(sparse["fill"])
+        lines.append(f"| {label} | {sparse['rows']} | {dense['ms']:.1f} ({dense['mean']:.1f}) | "
+                     f"{sparse['ms']:.1f} ({sparse['mean']:.1f}) | {dense['mean'] / sparse['mean']:.1f} | {fill} | "
+                     f"{diff:.0e} | {mj['ms']:.3f} |")
+    return lines + ([""] + failures if failures else [])
+
+
 def _long_mujoco(mech: Mechanism, steps: int, integrator: str) -> dict:
     """Energy drift and band and worst loop gap of MuJoCo over `steps` steps from the start."""
     import mujoco
@@ -528,12 +607,19 @@ def drift_section(quick: bool) -> list[str]:
     return lines + ([""] + failures if failures else [])
 
 
+def _load(load: tuple[float, float, float]) -> str:
+    return ", ".join(f"{x:.2f}" for x in load)
+
+
 def run(quick: bool) -> str:
     """The maximal-coordinate benchmark as Markdown."""
+    load = os.getloadavg()
     sections = [solver_section(quick), fillin_section(quick), chain_section(quick), loop_section(quick),
-                drift_section(quick), contact_section(quick)]
+                drift_section(quick), contact_section(quick), contact_scaling_section(quick)]
     head = ["# Maximal coordinates: benchmark", "",
-            f"Command: `python -m benchmarks.maximal{' --quick' if quick else ''}`. Machine: {_describe()}.", ""]
+            f"Command: `python -m benchmarks.maximal{' --quick' if quick else ''}`. Machine: {_describe()}. "
+            f"Load average (1, 5, 15 min; the machine is shared) at the start {_load(load)}, at the end "
+            f"{_load(os.getloadavg())}.", ""]
     return "\n".join(head + [line for section in sections for line in section + [""]])
 
 
@@ -541,7 +627,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few steps")
     parser.add_argument("--out", type=Path, default=OUT, help="Markdown file to write")
+    parser.add_argument("--contact-rows-only", action="store_true",
+                        help="only the contact-rows section, replacing that section of --out")
     args = parser.parse_args(argv)
+    if args.contact_rows_only:
+        command = "python -m benchmarks.maximal --contact-rows-only" + (" --quick" if args.quick else "")
+        load = os.getloadavg()
+        section = contact_scaling_section(args.quick)
+        section[1:1] = ["", f"Command: `{command}`. Machine: {_describe()}. Load average (1, 5, 15 min; the machine "
+                            f"is shared) at the start {_load(load)}, at the end {_load(os.getloadavg())}."]
+        old = args.out.read_text() if args.out.exists() else "# Maximal coordinates: benchmark\n"
+        args.out.write_text(replace_section(old, section[0], section))
+        print("\n".join(section))
+        return 0
     text = run(args.quick)
     args.out.write_text(text)
     print(text)

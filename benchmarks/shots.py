@@ -335,7 +335,8 @@ def run(quick: bool = False) -> str:
                      f"| {solver_cpu:.3f}: {parts} | {1e3 * solver_cpu / max(result.iterations, 1):.1f} "
                      f"| {result.objective:.6g} | {result.replay_error:.1e} | no CasADi model | | | | | |")
     note = ("\nOurs: addon/solver/shots (numpy/scipy interior point, exact first derivatives; exact second "
-            "derivatives of the car's step equations, differenced second derivatives elsewhere); wall / CPU time "
+            "derivatives of every vehicle's step equations over jets, differenced second derivatives of keys, "
+            "obstacles, costs and the tree DEL); wall / CPU time "
             "includes building the transcription and the replay through the simulator, solver CPU is the interior "
             "point's own (NLPResult.timings). "
             "CPU time is process time (all threads), the better measure on a shared machine. IPOPT: CasADi 3.8 SX model "

@@ -1,12 +1,17 @@
-"""The driving demo (docs/driving.md's pictures): a car rig driven live by a scripted keyboard take, and a car
-rig following a hairpin as a driver beside pure pursuit.
+"""The driving demo (docs/driving.md's pictures): a car rig driven live by a scripted keyboard take, a car
+rig following a hairpin as a driver beside pure pursuit, and a helicopter and a speedboat following paths.
 
 Live drive: bridge/vehicle_live.py drives the sedan rig from synthetic key events (LIVE_SCRIPT: what a
 person would press) on a clock of its own, then keeps the take (keyed controls, baked). Writes
 drive_live_motion.png (faded poses), drive_live_f<frame>.png and drive_live_controls.png (the keyed
 controls). Path: the sedan rig follows a hairpin curve with lateral_accel set (solver/vehicles/driver.py),
 baked; drive_path_motion.png renders it, drive_path_compare.png plots its path and speed beside pure
-pursuit's on the same curve at the same top speed. Saves driving.blend; appends a line per scene to `lines`.
+pursuit's on the same curve at the same top speed. Fly: the helicopter rig flies an S (solver/vehicles/
+pilot.py), baked; drive_fly_motion.png renders it, drive_fly_compare.png plots its ground track, speed and
+bank beside pure pursuit flown the same way at the top speed. Boat: the speedboat rig follows a bend by
+differential thrust (solver/vehicles/helmsman.py), baked; drive_boat_motion.png and drive_boat_compare.png
+(track, speed and heel: no control banks it) the same way. Saves driving.blend; appends a line per scene to
+`lines`.
 `make demo` runs it (scenes.run_demo). For the docs: `.venv/bin/python -m demo.driving out --docs docs/img`
 writes the same pictures to out/ and copies of DOC_FIGURES at most DOC_WIDTH pixels wide to docs/img/.
 """
@@ -21,12 +26,15 @@ from types import SimpleNamespace
 import bpy
 import numpy as np
 
-from addon.bridge import vehicle_live
+from addon.bridge import vehicle_body_rig, vehicle_live
 from addon.bridge.headless import registered
 from addon.bridge.vehicle_bake import bake_vehicle, object_trajectory, simulate_rig
 from addon.bridge.vehicle_rig import PATH_PROPERTY, build_car_rig, read_rig
 from addon.bridge.vehicle_setup import RESULT_PROPERTY, find
+from addon.solver.lie import quat_to_matrix
 from addon.solver.model import Mechanism
+from addon.solver.vehicles.helmsman import simulate_pursuit_steering
+from addon.solver.vehicles.pilot import simulate_pursuit_flying
 
 from .scenes import _render, demo_scene
 from .stage import stage
@@ -40,7 +48,13 @@ LIVE_SECONDS = 6.0
 HAIRPIN_RADIUS = 10.0  # m
 LIMITS = {"lateral_accel": 4.0, "accel_limit": 2.5, "brake_limit": 5.0}
 TOP_SPEED = 14.0  # m/s, the path_speed
-DOC_FIGURES = ("drive_live_motion", "drive_live_controls", "drive_path_motion", "drive_path_compare")
+FLIGHT = {"path_speed": 20.0, "initial_speed": 20.0, "lateral_accel": 4.0, "brake_limit": 2.5,
+          "bank_limit": math.radians(30.0)}  # the helicopter's properties
+BOAT = {"path_speed": 10.0, "initial_speed": 10.0, "lateral_accel": 2.0, "accel_limit": 1.0,
+        "brake_limit": 1.0}  # the speedboat's
+CRAFT_FRAMES = {"helicopter": 500, "speedboat": 625}  # 20 s and 25 s at the demo's 25 fps
+DOC_FIGURES = ("drive_live_motion", "drive_live_controls", "drive_path_motion", "drive_path_compare",
+               "drive_fly_motion", "drive_fly_compare", "drive_boat_motion", "drive_boat_compare")
 DOC_WIDTH = 640  # pixels
 
 
@@ -62,6 +76,23 @@ def _hairpin() -> np.ndarray:
     a = np.linspace(-math.pi / 2, math.pi / 2, 37)
     arc = np.column_stack([30.0 + HAIRPIN_RADIUS * np.cos(a), HAIRPIN_RADIUS + HAIRPIN_RADIUS * np.sin(a)])
     return np.vstack([[[0.0, 0.0]], arc, [[0.0, 2.0 * HAIRPIN_RADIUS]]])
+
+
+def _arc(cx: float, cy: float, r: float, a0: float, a1: float) -> np.ndarray:
+    a = np.linspace(a0, a1, 31)
+    return np.column_stack([cx + r * np.cos(a), cy + r * np.sin(a)])
+
+
+def _flight() -> np.ndarray:
+    """An S for the helicopter: 40 m straight, a left quarter turn of R = 60 m, a right one of R = 90 m, 100 m on."""
+    return np.vstack([[[0.0, 0.0]], _arc(40.0, 60.0, 60.0, -math.pi / 2, 0.0), _arc(190.0, 60.0, 90.0, math.pi,
+                                                                                     math.pi / 2)[1:],
+                      [[290.0, 150.0]]])
+
+
+def _bend() -> np.ndarray:
+    """A bend for the speedboat: 30 m straight, a left quarter turn of R = 60 m, 60 m on."""
+    return np.vstack([[[0.0, 0.0]], _arc(30.0, 60.0, 60.0, -math.pi / 2, 0.0), [[90.0, 120.0]]])
 
 
 def _curve_object(scene: bpy.types.Scene, name: str, points: np.ndarray) -> bpy.types.Object:
@@ -138,6 +169,61 @@ def _plot_compare(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], d
     plt.close(fig)
 
 
+def _plot_craft(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt: float, title: str) -> None:
+    """Ground track (top view), speed and bank over time of body poses (N, 7) for each run."""
+    plt = _pyplot()
+    if plt is None:
+        return
+    fig, (ax_p, ax_v, ax_b) = plt.subplots(3, 1, figsize=(7, 9), gridspec_kw={"height_ratios": [3, 1.5, 1.5]})
+    ax_p.plot(points[:, 0], points[:, 1], "k--", lw=1, label="path")
+    for label, poses in runs.items():
+        t = dt * np.arange(len(poses))
+        ax_p.plot(poses[:, 0], poses[:, 1], label=label)
+        ax_v.plot(t[1:], np.linalg.norm(np.diff(poses[:, :2], axis=0), axis=1) / dt, label=label)
+        R = np.array([quat_to_matrix(q) for q in poses[:, 3:]])
+        ax_b.plot(t, np.degrees(np.arctan2(-R[:, 2, 1], R[:, 2, 2])), label=label)
+    ax_p.set_aspect("equal", adjustable="datalim")
+    ax_p.set_xlabel("x (m)")
+    ax_p.set_ylabel("y (m)")
+    ax_p.set_title(title)
+    ax_p.legend(loc="best", fontsize=8)
+    ax_v.set_ylabel("speed (m/s)")
+    ax_b.set_ylabel("bank (deg, + left)")
+    ax_b.set_xlabel("time (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _craft_scene(name: str, preset: str, points: np.ndarray, props: dict[str, float], out_dir: Path,
+                 title: str) -> str:
+    """Build the `preset` rig in its own scene, give it the path `points` and `props`, bake, render it and plot
+    it beside pure pursuit at its path_speed; returns the bake's summary."""
+    scene = demo_scene(name)
+    scene.frame_end = CRAFT_FRAMES[preset]
+    rig = vehicle_body_rig.build_body_rig(scene, preset, preset.capitalize())
+    owner = scene.objects[rig.chassis]
+    owner[PATH_PROPERTY] = _curve_object(scene, f"{name} path", points + np.array(owner.location[:2])).name
+    for prop, value in props.items():
+        owner[prop] = value
+    report = vehicle_body_rig.bake_body_rig(scene, rig, preset)
+    reading = vehicle_body_rig.read_body_rig(scene, rig, preset)
+    trajectory, steered = vehicle_body_rig.simulate_body_rig(reading, scene.gravity)
+    mech = Mechanism(name=name, bodies=(), joints=(), gravity=tuple(scene.gravity), vehicle=reading.vehicle)
+    top = props["path_speed"]
+    pursue = simulate_pursuit_flying if preset == "helicopter" else simulate_pursuit_steering
+    pursuit = pursue(mech, reading.path, top, reading.dt, reading.steps)[0]
+    label = "pilot" if preset == "helicopter" else "helmsman"
+    _plot_craft(out_dir / f"{name}_compare.png", reading.path,
+                {label: trajectory.poses[:, 0], f"pure pursuit at {top:g} m/s": pursuit.poses[:, 0]}, reading.dt,
+                f"{preset}: {label} and pure pursuit, top view")
+    objects_run = vehicle_body_rig.object_trajectory(steered, trajectory)
+    objects = {body: bpy.data.objects[body] for body in objects_run.bodies}
+    staged = stage(scene, objects_run, objects, Mechanism(name=name, bodies=(), joints=()), title)
+    _render(scene, staged, objects_run, objects, name, out_dir, (scene.frame_end,))
+    return report.summary()
+
+
 def _render_rig(scene: bpy.types.Scene, reading, name: str, title: str, out_dir: Path) -> None:
     trajectory = object_trajectory(reading, simulate_rig(reading, scene.gravity))
     objects = {body: bpy.data.objects[body] for body in trajectory.bodies}
@@ -176,6 +262,10 @@ def run_driving_demo(out_dir: Path, lines: list[str]) -> None:
         _plot_compare(out_dir / "drive_path_compare.png", points, runs, reading.dt)
         _render_rig(scene, reading, "drive_path", "sedan rig following a hairpin as a driver", out_dir)
         lines.append(f"drive_path: {report.summary()}")
+        lines.append("drive_fly: " + _craft_scene("drive_fly", "helicopter", _flight(), FLIGHT, out_dir,
+                                                  "helicopter rig flying an S, banked into its turns"))
+        lines.append("drive_boat: " + _craft_scene("drive_boat", "speedboat", _bend(), BOAT, out_dir,
+                                                   "speedboat rig following a bend by differential thrust"))
         bpy.data.scenes.remove(first)
         bpy.ops.wm.save_as_mainfile(filepath=str(out_dir / "driving.blend"), check_existing=False)
 

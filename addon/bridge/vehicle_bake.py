@@ -35,6 +35,7 @@ from ..solver.lie import axis_rotation, pose_matrix
 from ..solver.model import Mechanism
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.car import ackermann_steer, wheel_arcs
+from ..solver.vehicles.drift import simulate_drifting
 from ..solver.vehicles.driver import simulate_driving
 from ..solver.vehicles.pursuit import simulate_following
 from ..solver.vehicles.trailer import TRAILER_WHEELS
@@ -74,13 +75,16 @@ class VehicleBakeReport:
 
 def simulate_rig(reading: RigReading, gravity=(0.0, 0.0, -9.81)) -> Trajectory:
     """The solver's run of the rig's Vehicle over its frame range (steered along its path, if it has one: by
-    pure pursuit, or as a driver with the rig's limits).
+    pure pursuit, as a driver with the rig's limits, or drifting on tyres that slip at its drift angle).
     Raises RigError naming the frame if it fails."""
     name = reading.rig.owner
     mech = Mechanism(name=f"vehicle rig {name}", bodies=(), joints=(), gravity=tuple(gravity),
                      vehicle=reading.vehicle, source=f"vehicle rig {name!r}")
     if reading.path is None:
         trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    elif reading.drift is not None:
+        trajectory, _ = simulate_drifting(mech, reading.path, reading.limits, reading.drift, reading.dt, reading.steps,
+                                          speed=reading.path_speed)
     elif reading.limits is not None:
         trajectory, _ = simulate_driving(mech, reading.path, reading.limits, reading.dt, reading.steps,
                                          speed=reading.path_speed)
@@ -168,12 +172,15 @@ def _trailer_worlds(reading: RigReading, trajectory: Trajectory, lift: np.ndarra
 
 
 def bake_vehicle(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", substeps: int = 1,
-                 ground: str | None = None) -> VehicleBakeReport:
-    """Read, simulate and bake `rig` over the scene's frame range (one key per frame), following the ground
-    object `ground` (default: the chassis' symplex_ground property; none: flat ground). A new bake replaces
-    the rig's previous one; on any error nothing in the scene changes."""
+                 ground: str | None = None, span: tuple[int, int, int] | None = None) -> VehicleBakeReport:
+    """Read, simulate and bake `rig` over the scene's frame range (one key per frame), or over `span` (first
+    frame, last frame, blend frames: the artist's keys outside kept, the blend frames after the last blended
+    into them, handback.py), following the ground object `ground` (default: the chassis' symplex_ground
+    property; none: flat ground). A new bake replaces the rig's previous one; on any error nothing in the
+    scene changes."""
     started = time.perf_counter()
-    reading = read_rig(scene, rig, preset, substeps)
+    first, last, blend = span or (scene.frame_start, scene.frame_end, 0)
+    reading = read_rig(scene, rig, preset, substeps, first, last + blend)
     trajectory = simulate_rig(reading, scene.gravity)
     ground = ground_name(scene.objects[rig.owner], ground)
     if ground is not None and reading.trailer is not None:
@@ -182,7 +189,8 @@ def bake_vehicle(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan",
     follow = None if ground is None else ride(scene, reading, trajectory, ground, -float(scene.gravity[2]))
     objects = object_trajectory(reading, trajectory, follow)
     targets = [rig.part(name).target() for name in objects.bodies]
-    options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps)
+    options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps,
+                          blend_frames=blend)
     keys = write_trajectory(objects, targets, options, root=rig.owner)
     psi = trajectory.q[:, trajectory.coordinate_names.index("wheel_angle")]
     return VehicleBakeReport(rig.owner, trajectory.nsteps, keys, time.perf_counter() - started,

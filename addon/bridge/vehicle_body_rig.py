@@ -15,7 +15,10 @@ properties come from the preset named by `symplex_vehicle_preset`.
 A helicopter whose chassis names a curve in `symplex_path` flies it (solver/vehicles/pilot.py) instead of its
 keyed controls: the driver's speed profile from the car's properties (`path_speed` caps it; `lateral_accel`,
 `accel_limit`, `brake_limit`, defaults 4, 2.5, 5 m/s^2) and `bank_limit` (rad, default 30 degrees), all
-keyable, holding its start height. The other one-body vehicles refuse a path.
+keyable, climbing and descending from its start height as the curve does. A boat or hovercraft with a path follows it by differential thrust
+(solver/vehicles/helmsman.py) with the same properties but no bank_limit (refused: nothing it controls rolls
+it). On a path the rotors, propellers or fans spin with the controls the pilot or helmsman chose, not the keyed
+ones. A tank or snakeboard refuses a path.
 A boat's water surface and a hovercraft's ground are the world plane z = 0, as in the solver; a tank
 drives on the plane under its chassis at the start (its chassis keeps its height).
 
@@ -51,7 +54,8 @@ from ..solver.model import Curve, Mechanism, Vehicle
 from ..solver.trajectory import Trajectory
 from ..solver.vehicles.controls import signal
 from ..solver.vehicles.driver import Limits
-from ..solver.vehicles.pilot import DEFAULT_BANK_LIMIT, simulate_flying
+from ..solver.vehicles.helmsman import CRAFT, simulate_steering
+from ..solver.vehicles.pilot import DEFAULT_BANK_LIMIT, Pilot, simulate_flying
 from ..solver.vehicles.snakeboard import BODIES as SNAKEBOARD_BODIES
 from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.spec import CONTROL_NAMES, VEHICLE_TYPES
@@ -190,7 +194,7 @@ class BodyReading(FrameGrid):
     chassis_world: np.ndarray  # (4, 4) rigid world matrix of the chassis part at the start
     parts_world: np.ndarray  # (P, 4, 4) rigid world matrices of the spinning parts at the start
     radii: np.ndarray  # (P,) tank wheels' radii (else 0)
-    path: np.ndarray | None = None  # (M, 2) world xy a helicopter flies (solver/vehicles/pilot.py), or None
+    path: np.ndarray | None = None  # (M, 3) world points the craft follows (solver/vehicles/pilot.py, helmsman.py)
     path_speed: Curve | float = 0.0  # m/s, its speed cap
     limits: Limits | Callable[[float], Limits] | None = None  # the pilot's speed profile limits
     bank_limit: Curve | float = DEFAULT_BANK_LIMIT  # rad
@@ -221,10 +225,13 @@ def _controls(owner: bpy.types.Object, kind: str, frame_start: float, fps: float
     return tuple(out)
 
 
-def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1) -> BodyReading:
-    """Read `rig` at the scene's start frame into a Vehicle of `preset` (see the module docstring)."""
+def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1,
+                  frame_start: int | None = None, frame_end: int | None = None) -> BodyReading:
+    """Read `rig` at `frame_start` (default the scene's) into a Vehicle of `preset`, to run until `frame_end`
+    (default the scene's) (see the module docstring)."""
     name = rig.owner
-    frame_start, frame_end = scene.frame_start, scene.frame_end
+    frame_start = scene.frame_start if frame_start is None else int(frame_start)
+    frame_end = scene.frame_end if frame_end is None else int(frame_end)
     if frame_end <= frame_start or int(substeps) < 1:
         raise RigError(f"vehicle rig {name!r}: needs a frame range (got {frame_start}-{frame_end}) and substeps >= 1")
     fps = scene.render.fps / scene.render.fps_base
@@ -265,28 +272,45 @@ def read_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: i
 
 def _with_path(scene: bpy.types.Scene, owner: bpy.types.Object, reading: BodyReading,
                times: np.ndarray) -> BodyReading:
-    """The reading with the path a helicopter's symplex_path names, its path_speed, the driver's limits
-    (vehicle_rig.driver_limits; Limits' defaults without lateral_accel) and bank_limit (rad; keyable).
-    Raises RigError for a path on another vehicle: a boat's or hovercraft's thrusters on its centre plane
-    cannot bank it, and no follower for them is built."""
+    """The reading with the path a helicopter's, boat's or hovercraft's symplex_path names, its path_speed, the
+    driver's limits (vehicle_rig.driver_limits; Limits' defaults without lateral_accel) and a helicopter's
+    bank_limit (rad; keyable). Raises RigError for a path on a tank or snakeboard, and for a bank_limit on a
+    boat or hovercraft: nothing they control rolls them (solver/vehicles/helmsman.py)."""
     path = read_path(scene, owner, reading.frame_start)
     if path is None:
         return reading
-    if reading.rig.kind != "helicopter":
-        raise RigError(f"vehicle rig {owner.name!r}: only a helicopter follows a path among the one-body "
-                       f"vehicles (property {PATH_PROPERTY!r}); remove it")
+    kind = reading.rig.kind
+    if kind not in ("helicopter", *CRAFT):
+        raise RigError(f"vehicle rig {owner.name!r}: a {kind} does not follow a path (property "
+                       f"{PATH_PROPERTY!r}; the helicopter, boat and hovercraft do); remove it")
+    if kind != "helicopter" and (BANK_LIMIT in owner.keys() or
+                                 compat.find_fcurve(reference.original_channels(owner), f'["{BANK_LIMIT}"]', 0)):
+        raise RigError(f"vehicle rig {owner.name!r}: a {kind} cannot bank: its thrusters push along its hull on "
+                       f"its centre plane, so nothing it controls rolls it; remove {BANK_LIMIT!r}")
     args = (reading.frame_start, reading.fps, times)
     path_speed = read_path_speed(owner, *args)
     limits = driver_limits(owner, *args, path_speed)
     if limits is None:
         top = float(max(path_speed.values) if isinstance(path_speed, Curve) else path_speed)
         limits = Limits(top_speed=top)
+    if kind != "helicopter":
+        return dataclasses.replace(reading, path=path, path_speed=path_speed, limits=limits)
     fcurve = compat.find_fcurve(reference.original_channels(owner), f'["{BANK_LIMIT}"]', 0)
     bank = sample_curve(fcurve, *args, 1.0) if fcurve is not None else float(owner.get(BANK_LIMIT, DEFAULT_BANK_LIMIT))
     values = np.array(bank.values if isinstance(bank, Curve) else [bank])
     if not np.all((values > 0) & (values < np.pi / 2)):
         raise RigError(f"vehicle rig {owner.name!r}: {BANK_LIMIT!r} must lie between 0 and pi/2 rad")
     return dataclasses.replace(reading, path=path, path_speed=path_speed, limits=limits, bank_limit=bank)
+
+
+def steered(vehicle: Vehicle, controller: Pilot) -> Vehicle:
+    """`vehicle` with the controls its path's pilot or helmsman chose at each node (linear between the nodes) in
+    place of the keyed ones, so its rotors, propellers or fans spin with them."""
+    names = [name for name, _ in controller.controls()]
+    t, *columns = np.array(controller.history).T
+    chosen = {name: Curve(tuple(t), tuple(values)) for name, values in zip(names, columns)}
+    kept = tuple((name, value) for name, value in vehicle.controls if name not in chosen)
+    return dataclasses.replace(vehicle, controls=kept + tuple(chosen.items()))
 
 
 def spin_rates(reading: BodyReading, t: np.ndarray) -> np.ndarray:
@@ -377,23 +401,42 @@ class BodyBakeReport:
                 f"{self.distance:.1f} m travelled, solver residual {self.max_residual:.1e}")
 
 
-def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1) -> BodyBakeReport:
-    """Read, simulate and bake `rig` over the scene's frame range; on any error nothing changes."""
-    started = time.perf_counter()
-    reading = read_body_rig(scene, rig, preset, substeps)
-    mech = Mechanism(name=f"vehicle rig {rig.owner}", bodies=(), joints=(), gravity=tuple(scene.gravity),
-                     vehicle=reading.vehicle, source=f"vehicle rig {rig.owner!r}")
+def simulate_body_rig(reading: BodyReading, gravity=(0.0, 0.0, -9.81)) -> tuple[Trajectory, BodyReading]:
+    """The solver's run of the rig's Vehicle over its frame range (flown or steered along its path, if it has
+    one), and the reading with the controls the run used (on a path: the pilot's or helmsman's, `steered`).
+    Raises RigError naming the frame if it fails."""
+    owner = reading.rig.owner
+    mech = Mechanism(name=f"vehicle rig {owner}", bodies=(), joints=(), gravity=tuple(gravity),
+                     vehicle=reading.vehicle, source=f"vehicle rig {owner!r}")
+    controller = None
     if reading.path is None:
         trajectory = simulate(mech, reading.dt, reading.steps, method="vehicle")
+    elif reading.rig.kind == "helicopter":
+        trajectory, controller = simulate_flying(mech, reading.path, reading.limits, reading.dt, reading.steps,
+                                                 reading.bank_limit, speed=reading.path_speed)
     else:
-        trajectory, _ = simulate_flying(mech, reading.path, reading.limits, reading.dt, reading.steps,
-                                        reading.bank_limit, speed=reading.path_speed)
+        trajectory, controller = simulate_steering(mech, reading.path[:, :2], reading.limits, reading.dt,
+                                                   reading.steps, speed=reading.path_speed)
     if trajectory.status != "finished":
         frame = reading.frame_start + trajectory.t[-1] * reading.fps
-        raise RigError(f"vehicle rig {rig.owner!r}: the solver stopped after frame {frame:g}: {trajectory.message}")
+        raise RigError(f"vehicle rig {owner!r}: the solver stopped after frame {frame:g}: {trajectory.message}")
+    if controller is not None:
+        reading = dataclasses.replace(reading, vehicle=steered(reading.vehicle, controller))
+    return trajectory, reading
+
+
+def bake_body_rig(scene: bpy.types.Scene, rig: BodyRig, preset: str, substeps: int = 1,
+                  span: tuple[int, int, int] | None = None) -> BodyBakeReport:
+    """Read, simulate and bake `rig` over the scene's frame range, or over `span` (first frame, last frame,
+    blend frames: as vehicle_bake.bake_vehicle's); on any error nothing changes."""
+    started = time.perf_counter()
+    first, last, blend = span or (scene.frame_start, scene.frame_end, 0)
+    reading = read_body_rig(scene, rig, preset, substeps, first, last + blend)
+    trajectory, reading = simulate_body_rig(reading, scene.gravity)
     objects = object_trajectory(reading, trajectory)
     targets = [rig.part(name).target() for name in objects.bodies]
-    options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps)
+    options = BakeOptions(setup_name(rig.owner), reading.frame_start, reading.fps, reading.substeps,
+                          blend_frames=blend)
     keys = write_trajectory(objects, targets, options, root=rig.owner)
     path = trajectory.poses[:, 0, :3]
     return BodyBakeReport(rig.owner, rig.kind, trajectory.nsteps, keys, time.perf_counter() - started,
@@ -438,7 +481,7 @@ def build_body_rig(scene: bpy.types.Scene, preset: str, name: str,
     elif kind in ("boat", "hovercraft"):
         if kind == "boat":
             body = box_mesh(name, (spec.hull_length, spec.hull_beam, spec.hull_height))
-            height = spec.design_draft - spec.keel_below_com
+            height = spec.keel_below_com - spec.design_draft
             place, size = (-spec.thruster_behind_com, -spec.thruster_below_com), 0.35
         else:
             body = box_mesh(name, (spec.skirt_length, spec.skirt_width, 1.0))

@@ -117,7 +117,7 @@ def keep(scene: bpy.types.Scene, session: DriveSession) -> VehicleBakeReport | B
     for prop, values in take.items():
         _key(owner, prop, frame_start, values)
     scene.frame_end = frame_start + session.drive.steps + 1
-    return bake_rig(scene, owner)
+    return bake_rig(scene, owner, frames=(frame_start, scene.frame_end, 0))  # the take's frames, not a bake range
 
 
 def _key(owner: bpy.types.Object, prop: str, frame_start: int, values: list[float]) -> None:

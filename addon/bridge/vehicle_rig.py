@@ -12,7 +12,9 @@ keyed as custom properties on the chassis (a bone rig: on its armature) sampled 
 offsets that place each part on the solver's bodies. A chassis whose `symplex_path` property names a
 curve object follows that curve (its first spline, flattened onto the ground) at the keyed `path_speed`
 (m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py; with a `lateral_accel` property it
-drives like a driver, solver/vehicles/driver.py: DRIVER_PROPERTIES, path_speed then caps). A chassis keyed before the start
+drives like a driver, solver/vehicles/driver.py: DRIVER_PROPERTIES, path_speed then caps; with a `drift_angle`
+(rad, keyable) it drives on tyres that slip and drifts at that body slip angle, solver/vehicles/drift.py).
+A chassis keyed before the start
 frame starts at the speed its keys arrive with (start_motion.chassis_twist; its yaw rate follows from the
 steering, so a car without trailer or path takes the speed nearest its keyed speed and yaw rate,
 solver/start_velocity.car_start_speed; its wheels spin with the distance rolled), unless the owner's
@@ -36,6 +38,7 @@ from ..solver.start_velocity import car_start_speed
 from ..solver.vehicles.car import WHEELS, compile_car
 from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.controls import signal
+from ..solver.vehicles.drift import MAX_DRIFT
 from ..solver.vehicles.driver import Limits
 from ..solver.vehicles.spec import CarSpec, CarTrailerSpec
 from ..solver.vehicles.trailer import TRAILER_WHEELS
@@ -65,6 +68,9 @@ PATH_SPEED = "path_speed"  # chassis custom property (keyable): target speed alo
 # chassis custom properties (m/s^2, keyable) making a path follower drive like a driver
 # (solver/vehicles/driver.py); lateral_accel switches it on
 DRIVER_PROPERTIES = {"lateral_accel": "lateral", "accel_limit": "accel", "brake_limit": "brake"}
+# chassis custom property (rad, keyable): the body slip angle a car following its path drifts at (0: grip); it
+# puts the car on tyres that slip, driven by solver/vehicles/drift.py
+DRIFT_ANGLE = "drift_angle"
 BEZIER_SAMPLES = 16  # points per Bezier segment of a path
 SQUARE_TOLERANCE = 0.5  # degrees a trailer's wheel axle may stand off square to its drawbar
 
@@ -138,6 +144,7 @@ class RigReading(FrameGrid):
     trailer: TrailerReading | None = None
     steering: tuple[tuple[str, np.ndarray], ...] = ()  # (role, rest matrix (4, 4) in the chassis frame)
     limits: Limits | Callable[[float], Limits] | None = None  # a driver's (limits(t) when keyed), or pure pursuit
+    drift: Curve | float | None = None  # drift_angle (rad; keyed: a Curve): the drift driver on tyres, or None
 
 
 def wheel_position(name: str) -> str | None:
@@ -350,8 +357,9 @@ def _bezier(points, cyclic: bool) -> np.ndarray:
 
 
 def read_path(scene: bpy.types.Scene, chassis: bpy.types.Object, frame: float) -> np.ndarray | None:
-    """World xy (M, 2) of the first spline of the curve named by the chassis' symplex_path property (Bezier
-    segments sampled, poly and NURBS splines through their control points), or None without the property."""
+    """World points (M, 3) of the first spline of the curve named by the chassis' symplex_path property (Bezier
+    segments sampled, poly and NURBS splines through their control points), or None without the property.
+    Cars, boats and hovercraft follow its xy; a helicopter also flies its climbs."""
     name = chassis.get(PATH_PROPERTY)
     if name is None or name == "":
         return None
@@ -372,7 +380,7 @@ def read_path(scene: bpy.types.Scene, chassis: bpy.types.Object, frame: float) -
     world = local @ matrix[:3, :3].T + matrix[:3, 3]
     if len(world) < 2 or np.linalg.norm(np.ptp(world[:, :2], axis=0)) <= 0:
         raise RigError(f"vehicle rig {chassis.name!r}: path curve {name!r} needs at least two distinct points")
-    return world[:, :2]
+    return world
 
 
 def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", substeps: int = 1,
@@ -444,11 +452,18 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
     times = 0.5 * dt * np.arange(2 * steps + 1)
     controls, warnings = read_controls(chassis, spec, frame_start, fps, times)
     path = read_path(scene, chassis, frame_start)
+    path = None if path is None else path[:, :2]
     path_speed: Curve | float = 0.0
-    limits = None
+    limits, drift = None, None
+    if path is None and DRIFT_ANGLE in chassis:
+        warnings.append(f"vehicle rig {name!r}: property {DRIFT_ANGLE!r} is read only by a car following a path "
+                        f"({PATH_PROPERTY!r}); it is ignored")
     if path is not None:
         path_speed = read_path_speed(chassis, frame_start, fps, times)
         limits = driver_limits(chassis, frame_start, fps, times, path_speed)
+        drift = read_drift(chassis, frame_start, fps, times, trailer_reading is not None)
+        if drift is not None and limits is None:  # drifting is driving: the driver's default limits
+            limits = Limits(top_speed=float(max(path_speed.values) if isinstance(path_speed, Curve) else path_speed))
         replaced = [c for c, _ in controls if c in ("steer", "drive_torque")]
         if replaced:
             warnings.append(f"vehicle rig {name!r}: follows path {chassis[PATH_PROPERTY]!r}; its keyed "
@@ -477,7 +492,7 @@ def read_rig(scene: bpy.types.Scene, rig: VehicleRig, preset: str = "sedan", sub
                      for key, part in rig.steering)
     return RigReading(rig, vehicle, frame_start, frame_end, fps, int(substeps), ground, to_body @ chassis_world,
                       local[:, :3, 3], local[:, :3, :3], radii_arr, offsets, tuple(warnings), path, path_speed,
-                      trailer_reading, steering, limits)
+                      trailer_reading, steering, limits, drift)
 
 
 def _offsets(matrices: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -558,6 +573,34 @@ def read_path_speed(chassis: bpy.types.Object, frame_start: float, fps: float, t
     except (TypeError, ValueError):
         raise RigError(f"vehicle rig {chassis.name!r}: property {PATH_SPEED!r} must be a number, "
                        f"got {chassis[PATH_SPEED]!r}") from None
+
+
+def read_drift(chassis: bpy.types.Object, frame_start: float, fps: float, times: np.ndarray,
+               trailer: bool) -> Curve | float | None:
+    """The drift_angle property (rad): sampled into a Curve when keyed, its value when set, None when absent.
+    Raises RigError for a value outside [0, MAX_DRIFT] (naming the frame) or a car with a trailer."""
+    fcurve = compat.find_fcurve(reference.original_channels(chassis), f'["{DRIFT_ANGLE}"]', 0)
+    if fcurve is None and DRIFT_ANGLE not in chassis:
+        return None
+    where = f"vehicle rig {chassis.name!r}: property {DRIFT_ANGLE!r}"
+    if trailer:
+        raise RigError(f"{where}: a car towing a trailer does not drift (its trailer rolls without slipping); "
+                       f"remove the property or pick a car preset")
+    if fcurve is not None:
+        value: Curve | float = sample_curve(fcurve, frame_start, fps, times, 1.0)
+        samples = np.asarray(value.values, dtype=float)
+    else:
+        try:
+            value = float(chassis[DRIFT_ANGLE])
+        except (TypeError, ValueError):
+            raise RigError(f"{where} must be a number of rad, got {chassis[DRIFT_ANGLE]!r}") from None
+        samples = np.array([value])
+    bad = np.flatnonzero(~((samples >= 0.0) & (samples <= MAX_DRIFT)))
+    if len(bad):
+        at = "" if fcurve is None else f" at frame {frame_start + times[bad[0]] * fps:g}"
+        raise RigError(f"{where} must lie between 0 (no drift) and {MAX_DRIFT:.4g} rad "
+                       f"({math.degrees(MAX_DRIFT):g} degrees){at}, got {samples[bad[0]]!r} rad")
+    return value
 
 
 def driver_limits(chassis: bpy.types.Object, frame_start: float, fps: float, times: np.ndarray,

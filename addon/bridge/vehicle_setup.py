@@ -3,7 +3,8 @@
 Owns what a rig's owner (its chassis object, or the armature of a bone rig) carries besides its keyed
 controls: the preset (vehicle_rig.PRESET_PROPERTY), the forward axis (FORWARD_PROPERTY), the chassis bone
 (CHASSIS_BONE_PROPERTY), the parts picked by hand (vehicle_parts.PICKS_PROPERTY) and the summary of its
-last bake (RESULT_PROPERTY). The buttons (ui/vehicle_operators.py) and the command line (job.py) both bake
+last bake (RESULT_PROPERTY); its bake range and blend are the owner's Object.symplex settings (`span`, read
+as a setup's). The buttons (ui/vehicle_operators.py) and the command line (job.py) both bake
 through `bake_rig`, so a saved file bakes the rig the buttons bake: what a caller gives overrides what is
 stored, and a bake that succeeds stores what it used and its summary; one that fails changes nothing.
 Solve Shot (shot.py) finds its rig with `find` too.
@@ -17,6 +18,7 @@ import bpy
 
 from ..solver.mechfile.read import vehicle_presets
 from ..solver.vehicles.spec import CarTrailerSpec
+from .read import bake_range
 from .vehicle_bake import VehicleBakeReport, bake_vehicle, free_vehicle_bake
 from .vehicle_body_rig import BODY_PRESETS, BodyBakeReport, BodyRig, bake_body_rig, find_body_rig, vehicle_type
 from .vehicle_parts import RigError, own_name, store_picks, stored_picks
@@ -79,17 +81,30 @@ def find(scene: bpy.types.Scene, owner: bpy.types.Object, preset: str = "", forw
                    f"{', '.join(CAR_PRESETS + BODY_PRESETS)}")
 
 
+def span(scene: bpy.types.Scene, owner: bpy.types.Object) -> tuple[int, int, int]:
+    """(first frame, last frame, blend frames) the rig `owner` holds bakes: its own Bake Range (read.bake_range:
+    else the scene's frame range) and Blend Frames, as a setup's."""
+    settings = owner.symplex
+    first, last = bake_range(scene, settings)
+    if last <= first:
+        raise RigError(f"vehicle rig {owner.name!r}: its bake range {first}-{last} must span at least two frames")
+    return first, last, int(settings.blend_frames)
+
+
 def bake_rig(scene: bpy.types.Scene, owner: bpy.types.Object, preset: str = "", forward: str = "", bone: str = "",
              picked: dict[str, str] | None = None, substeps: int = 1,
-             ground: str | None = None) -> VehicleBakeReport | BodyBakeReport:
-    """Find (see find) and bake the rig `owner` holds; on success store on the owner the preset, forward axis,
-    chassis bone and picks it used and the bake's summary. Raises RigError (nothing changed) otherwise."""
+             ground: str | None = None, frames: tuple[int, int, int] | None = None
+             ) -> VehicleBakeReport | BodyBakeReport:
+    """Find (see find) and bake the rig `owner` holds over `frames` (first, last, blend; default its own, see
+    span); on success store on the owner the preset, forward axis, chassis bone and picks it used and the bake's
+    summary. Raises RigError (nothing changed) otherwise."""
     picked = {k: v for k, v in (picked or {}).items() if v}
     rig, preset = find(scene, owner, preset, forward, bone, picked)
+    frames = frames or span(scene, owner)
     if isinstance(rig, BodyRig):
-        report: VehicleBakeReport | BodyBakeReport = bake_body_rig(scene, rig, preset, substeps)
+        report: VehicleBakeReport | BodyBakeReport = bake_body_rig(scene, rig, preset, substeps, frames)
     else:
-        report = bake_vehicle(scene, rig, preset, substeps, ground)
+        report = bake_vehicle(scene, rig, preset, substeps, ground, frames)
     owner[PRESET_PROPERTY] = preset
     owner[FORWARD_PROPERTY] = rig.forward
     if rig.armature:

@@ -4,7 +4,8 @@ Owns the plan (which file goes where, which are skipped because their output is 
 unless --force), the task a worker runs for one file and the command's report. Every file is baked by its
 own child process (`python -m addon bake FILE --out TEMP`), so Blender crashing on one file costs only that
 file. The child saves into a hidden temporary folder in DIR, and the file is renamed onto DIR/<name>.blend only
-when the bake finished and saved: a file appears in DIR complete or not at all. With a remote scheduler, the input
+when the bake finished and saved: a file appears in DIR complete or not at all. The command removes every job's
+hidden folder when the run ends, so a worker that dies mid-bake leaves none behind. With a remote scheduler, the input
 files and DIR must be reachable under the same paths on every worker (shared storage, docs/farm.md).
 """
 
@@ -13,11 +14,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,9 +34,10 @@ CLI_PREFIX = "python -m addon bake: "
 
 
 @dataclass(frozen=True)
-class BakeJob:
+class FileJob:
     source: str  # absolute paths: the worker may run in another folder
     target: str
+    scratch: str  # the hidden folder beside the target the child saves into (removed by the command at the end)
 
 
 @dataclass(frozen=True)
@@ -43,20 +47,25 @@ class BakeOutcome:
     detail: str  # the bake's first summary line, or why it failed
 
 
-def bake_in_child(job: BakeJob) -> BakeOutcome:
+def bake_in_child(job: FileJob) -> BakeOutcome:
     """Bake `job.source` in a child process into a temporary file beside `job.target`, renamed onto it when the
     bake succeeded (runs on a worker)."""
     target = Path(job.target)
     start = time.perf_counter()
-    # a private folder beside the target: the rename stays on one file system, and Blender keeps no backup
-    with tempfile.TemporaryDirectory(prefix=".symplex-bake-", dir=target.parent) as folder:
-        temp = Path(folder) / target.name
+    # a private folder beside the target: the rename stays on one file system, and Blender keeps no backup; one
+    # per attempt, as the scheduler runs a dead worker's task again while that worker's child may still write
+    Path(job.scratch).mkdir(exist_ok=True)
+    attempt = Path(tempfile.mkdtemp(dir=job.scratch))
+    try:
+        temp = attempt / target.name
         result = subprocess.run([sys.executable, "-m", PACKAGE, "bake", job.source, "--out", str(temp)],
                                 cwd=CHECKOUT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         seconds = time.perf_counter() - start
         if result.returncode != 0:
             return BakeOutcome(False, seconds, _failure(result))
         os.replace(temp, target)
+    finally:
+        shutil.rmtree(attempt, ignore_errors=True)
     return BakeOutcome(True, seconds, _summary(result.stdout))
 
 
@@ -79,7 +88,7 @@ def _failure(result: subprocess.CompletedProcess) -> str:
     return lines[-1].removeprefix(CLI_PREFIX)
 
 
-def plan(sources: list[Path], out_dir: Path, force: bool) -> tuple[list[BakeJob], list[Path]]:
+def plan(sources: list[Path], out_dir: Path, force: bool) -> tuple[list[FileJob], list[Path]]:
     """The jobs to run and the sources skipped (their output in `out_dir` is newer, and not `force`).
     CommandError when two sources would write the same output."""
     by_name: dict[str, Path] = {}
@@ -94,7 +103,9 @@ def plan(sources: list[Path], out_dir: Path, force: bool) -> tuple[list[BakeJob]
         if not force and target.is_file() and target.stat().st_mtime > source.stat().st_mtime:
             skipped.append(source)
         else:
-            jobs.append(BakeJob(str(source.resolve()), str(target.resolve())))
+            target = target.resolve()
+            scratch = target.parent / f".symplex-bake-{uuid.uuid4().hex[:12]}"
+            jobs.append(FileJob(str(source.resolve()), str(target), str(scratch)))
     return jobs, skipped
 
 
@@ -142,6 +153,8 @@ def cmd_batch_bake(args: argparse.Namespace) -> int:
                 progress.advance(source.name, line)
     finally:
         progress.close()
+        for job in jobs:  # a worker that died mid-bake could not remove its own
+            shutil.rmtree(job.scratch, ignore_errors=True)
     if failures:
         raise CommandError(f"{len(failures)} of {len(jobs)} files failed: " + "; ".join(failures), EXIT_FAILED)
     return EXIT_OK

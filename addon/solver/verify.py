@@ -21,8 +21,8 @@ import numpy as np
 from . import lie
 from .energy_audit import BOUND, EnergyAudit, growth_audit, length_scale, nonconservative_parts
 from .model import WORLD, Joint, Mechanism
+from .reference_frames import body_pose, joint_pose
 from .trajectory import EnergyError, SolverError, Trajectory
-from .tree.compile import _joint_rotation
 
 # A joint gap past GAP_TOL (radians; metres per metre of the mechanism's size) is a broken constraint: the
 # methods hold their rows to Newton tolerance (1e-10), so this is six orders of magnitude of margin.
@@ -36,16 +36,13 @@ class ConstraintError(SolverError):
 
 def _joint_frames(mechanism: Mechanism, joint: Joint) -> tuple[np.ndarray, np.ndarray]:
     """The joint frame at the reference in the parent's and the child's body frames (4x4 each)."""
-    reference = lie.pose_matrix(np.array(joint.anchor, dtype=float), _joint_rotation(joint))
+    reference = joint_pose(joint)
     frames = []
     for name in (joint.parent, joint.child):
         if name == WORLD:
             frames.append(reference)
         else:
-            body = mechanism.body(name)
-            pose = lie.pose_matrix(np.array(body.position, dtype=float),
-                                   lie.quat_to_matrix(np.array(body.orientation, dtype=float)))
-            frames.append(lie.inverse_pose(pose) @ reference)
+            frames.append(lie.inverse_pose(body_pose(mechanism.body(name))) @ reference)
     return frames[0], frames[1]
 
 
@@ -54,11 +51,8 @@ def _world_frames(poses: np.ndarray, index: dict[str, int], name: str, local: np
     n = len(poses)
     if name == WORLD:
         return np.broadcast_to(local, (n, 4, 4))
-    body = np.zeros((n, 4, 4))
-    body[:, :3, :3] = lie.quat_to_matrix(poses[:, index[name], 3:])
-    body[:, :3, 3] = poses[:, index[name], :3]
-    body[:, 3, 3] = 1.0
-    return body @ local
+    body = poses[:, index[name]]
+    return lie.pose_matrix(body[:, :3], lie.quat_to_matrix(body[:, 3:])) @ local
 
 
 def _gap(kind: str, p: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -39,6 +39,32 @@ def _density():
                          default=1000.0, min=1e-6, soft_max=25000.0)
 
 
+def _use_frame_range():
+    return BoolProperty(
+        name="Bake Range",
+        description="Bake only frames Start to End of a longer animation (else the scene's frame range); the keys "
+                    "before Start and after End stay as they are",
+    )
+
+
+def _frame_start():
+    return IntProperty(name="Start", description="First frame of the bake range: the simulation starts here",
+                       default=1, min=0)
+
+
+def _frame_end():
+    return IntProperty(name="End", description="Last frame of the bake range", default=250, min=0)
+
+
+def _blend_frames():
+    return IntProperty(
+        name="Blend Frames",
+        description="Simulate this many frames past the end of the bake range and blend the baked motion into the "
+                    "keys there (smoothly: no jump at either end); 0: the keys take over at once",
+        default=0, min=0, max=10000,
+    )
+
+
 def _is_armature(_self, obj: bpy.types.Object) -> bool:
     return obj.type == "ARMATURE"
 
@@ -117,20 +143,10 @@ class SymplexSetup(PropertyGroup):
                     "typed Initial Velocities",
         default=True,
     )
-    use_frame_range: BoolProperty(
-        name="Bake Range",
-        description="Bake only frames Start to End of a longer animation (else the scene's frame range); the keys "
-                    "before Start and after End stay as they are",
-    )
-    frame_start: IntProperty(name="Start", description="First frame of the bake range: the simulation starts here",
-                             default=1, min=0)
-    frame_end: IntProperty(name="End", description="Last frame of the bake range", default=250, min=0)
-    blend_frames: IntProperty(
-        name="Blend Frames",
-        description="Simulate this many frames past the end of the bake range and blend the baked motion into the "
-                    "keys there (smoothly: no jump at either end); 0: the keys take over at once",
-        default=0, min=0, max=10000,
-    )
+    use_frame_range: _use_frame_range()
+    frame_start: _frame_start()
+    frame_end: _frame_end()
+    blend_frames: _blend_frames()
     diagnostics: PointerProperty(type=SymplexDiagnostics)
 
 
@@ -150,7 +166,7 @@ class SymplexBakeStatus(PropertyGroup):
 
 class SymplexObjectSettings(PropertyGroup):
     """Rigid body mass properties, the initial state of a rigid body constraint's joint, and on a vehicle rig's
-    owner whether it starts from its chassis animation."""
+    owner whether it starts from its chassis animation, and its bake range and blend."""
 
     mass_source: EnumProperty(name="Mass Properties", items=MASS_SOURCES, default="SHAPE")
     density: _density()
@@ -165,6 +181,10 @@ class SymplexObjectSettings(PropertyGroup):
                     "have them, the turn and climb rates) its keys arrive with, instead of its initial_speed",
         default=True,
     )
+    use_frame_range: _use_frame_range()  # a vehicle rig's owner: its bake range and blend (as a setup's)
+    frame_start: _frame_start()
+    frame_end: _frame_end()
+    blend_frames: _blend_frames()
     v0: FloatVectorProperty(name="Initial Velocities", description="Joint velocities at the start", size=6)
     motor_gain: FloatProperty(
         name="Motor Gain", description="Velocity servo gain (N m s/rad or N s/m) of a Motor constraint", default=100.0

@@ -91,8 +91,8 @@ class SYMPLEX_OT_add_vehicle(Operator):
 
 
 class SYMPLEX_OT_bake_vehicle(Operator):
-    """Simulate the selected vehicle rig over the scene's frame range and bake chassis, wheels, trailer,
-    rotors or propellers to keys (objects, or the pose bones of an armature rig)"""
+    """Simulate the selected vehicle rig over its Bake Range (else the scene's frame range) and bake chassis,
+    wheels, trailer, rotors or propellers to keys (objects, or the pose bones of an armature rig)"""
 
     bl_idname = ids.BAKE_VEHICLE
     bl_label = "Bake Vehicle"

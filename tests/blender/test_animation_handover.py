@@ -407,3 +407,82 @@ def test_a_body_keyed_animated_until_the_start_is_thrown_from_its_keys():
     assert box.rigid_body.kinematic
     bake.free_bake([box])
     assert compat.find_fcurve(compat.assigned(box), "rigid_body.kinematic", 0) is not None
+
+
+def _keyed_rig(kind: str):
+    """A kart (hand_rig) or hovercraft rig whose chassis is keyed (Bezier) along a wavy course at KEYED over a
+    scene of frames 1-40, the rig's own Bake Range RANGE."""
+    from addon.bridge import vehicle_body_rig as body_rig
+    from tests.blender.test_vehicles import hand_rig
+
+    scene = new_scene(f"{kind} range", frames=40, fps=FPS)
+    if kind == "kart":
+        chassis, _wheels = hand_rig(scene)
+        chassis["symplex_vehicle_preset"] = "kart"
+        chassis["symplex_forward"] = "-Y"
+    else:
+        chassis = scene.objects[body_rig.build_body_rig(scene, kind, f"{scene.name} craft").chassis]
+    origin = np.array(chassis.location)
+    rotation = "rotation_quaternion" if chassis.rotation_mode == "QUATERNION" else "rotation_euler"
+    for frame in KEYED:
+        yaw = 0.02 * frame
+        chassis.location = origin + np.array([0.2 * frame, 0.5 * math.sin(0.2 * frame), 0.0])
+        if rotation == "rotation_euler":
+            chassis.rotation_euler = (0.0, 0.0, math.radians(30) + yaw)
+        else:
+            chassis.rotation_quaternion = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+        chassis.keyframe_insert("location", frame=frame)
+        chassis.keyframe_insert(rotation, frame=frame)
+    chassis.symplex.use_frame_range = True
+    chassis.symplex.frame_start, chassis.symplex.frame_end = RANGE
+    return scene, chassis
+
+
+@pytest.mark.parametrize("kind", ["kart", "hovercraft"])
+def test_a_vehicle_rig_bakes_its_own_range_and_blends_into_the_keys_after_it(kind):
+    """The rig's Bake Range and Blend Frames, as a setup's: the chassis keys outside the range (and its blend)
+    survive bit for bit, the range is keyed every frame, and over the blend each chassis channel is
+    (1 - w) sim + w keys (sim: a plain bake run on to the blend's end): no jump at either end, no frame stepping
+    further than the simulation, the keys and the blend's slope allow. Parts keyed only by the bake (wheels,
+    fans) keep the simulation."""
+    from addon.bridge import vehicle_setup
+    from addon.bridge.handback import blend_weights
+
+    blend = 8
+    end = RANGE[1] + blend
+    scene, chassis = _keyed_rig(kind)
+    before = {key: _key_attributes(fc) for key, fc in _curves(chassis).items() if not key[0].startswith('["')}
+    artist = {key: np.array([fc.evaluate(f) for f in range(RANGE[1], end + 1)]) for key, fc in _curves(chassis).items()
+              if key in before}
+    chassis.symplex.frame_end = end  # the simulation alone, on to end + 8
+    job.bake_vehicle_rig(scene, chassis)
+    sim = {key: _key_attributes(fc)["co"] for key, fc in _curves(chassis).items() if key in before}
+    parts = [o for o in scene.objects if o.parent == chassis]
+    plain_parts = {(o.name, key): _key_attributes(fc)["co"] for o in parts for key, fc in _curves(o).items()}
+    vehicle_setup.free_rig(scene, chassis)
+    chassis.symplex.frame_end, chassis.symplex.blend_frames = RANGE[1], blend
+    job.bake_vehicle_rig(scene, chassis)
+    w = blend_weights(np.arange(RANGE[0], end + 1, dtype=float), blend)[RANGE[1] - RANGE[0]:]
+    n = RANGE[1] - RANGE[0]
+    for key, want in before.items():
+        got = _key_attributes(_curves(chassis)[key])
+        frames = got["co"][:, 0]
+        kept = (frames < RANGE[0]) | (frames > end)
+        outside = (want["co"][:, 0] < RANGE[0]) | (want["co"][:, 0] > end)
+        assert kept.sum() == outside.sum() == 4
+        for name in want:
+            np.testing.assert_array_equal(got[name][kept], want[name][outside], err_msg=f"{key} {name}")
+        co = got["co"][~kept]
+        np.testing.assert_array_equal(co[:, 0], np.arange(RANGE[0], end + 1, dtype=np.float32))
+        simulated = sim[key][(sim[key][:, 0] >= RANGE[0]) & (sim[key][:, 0] <= end)]
+        np.testing.assert_array_equal(co[:n + 1], simulated[:n + 1])
+        zone, plain, keys = co[n:, 1].astype(float), simulated[n:, 1].astype(float), artist[key]
+        scale = max(1.0, np.abs(plain).max(), np.abs(keys).max())
+        np.testing.assert_allclose(zone, (1 - w) * plain + w * keys, atol=1e-6 * scale, err_msg=str(key))
+        assert zone[0] == plain[0] and zone[-1] == pytest.approx(keys[-1], abs=1e-6 * scale)
+        bound = np.abs(np.diff(plain)).max() + np.abs(np.diff(keys)).max() + 1.5 / blend * np.abs(plain - keys).max()
+        assert np.abs(np.diff(zone)).max() <= bound + 1e-6 * scale
+    gap = max(np.abs(sim[key][sim[key][:, 0] == end, 1] - artist[key][-1]).max() for key in before)
+    assert gap > 0.1  # the simulation ends away from the keys: the blend has work to do
+    assert plain_parts and all(np.array_equal(_key_attributes(fc)["co"], plain_parts[(o.name, key)])
+                               for o in parts for key, fc in _curves(o).items())

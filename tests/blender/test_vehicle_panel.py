@@ -43,7 +43,7 @@ class Layout:
     def box(self):
         return self
 
-    def row(self, align=False):
+    def row(self, align=False, heading=""):
         return self
 
     def operators(self) -> dict[str, SimpleNamespace]:
@@ -103,6 +103,8 @@ def test_every_preset_is_added_selected_alone_and_baked_by_the_next_bake(symplex
     assert kind == {"car_trailer": "car + trailer", "sedan": "car", "kart": "car", "truck": "car",
                     "speedboat": "boat"}.get(preset, preset)
     assert f"{chassis.name}: {kind}" in drawn.labels() and summary in drawn.labels()
+    drawn_props = [item[2] for item in drawn.items if item[0] == "prop" and item[1] == chassis.symplex]
+    assert drawn_props == ["start_from_animation", "use_frame_range", "frame_start", "frame_end", "blend_frames"]
     ops = drawn.operators()
     assert set(ops) == {ids.BAKE_VEHICLE, ids.FREE_VEHICLE_BAKE} | ({ids.DRIVE_VEHICLE} if kind in vehicle_setup.DRIVABLE
                                                                   else set())

@@ -358,6 +358,47 @@ def test_car_with_driver_limits_slows_for_the_bend_and_keeps_to_the_path(symplex
         vehicle_rig.read_rig(scene, rig, "sedan")
 
 
+def test_car_with_a_drift_angle_drifts_through_the_turn_on_its_path(symplex):
+    """drift_angle (keyed) puts the rig on tyres that slip (solver/vehicles/drift.py): in a half turn the baked
+    chassis slides at the keyed body slip angle, tail out, and its centre of mass stays near the path."""
+    scene = new_scene("drift", frames=145, fps=24)
+    rig = vehicle_rig.build_car_rig(scene, "sedan", f"{scene.name} car")
+    chassis = scene.objects[rig.chassis]
+    radius, angle = 15.0, math.radians(20.0)
+    a = np.linspace(-math.pi / 2, math.pi / 2, 61)
+    points = np.vstack([[[0.0, 0.0]], np.column_stack([15.0 + radius * np.cos(a), radius + radius * np.sin(a)]),
+                        [[-5.0, 2 * radius]]])
+    chassis[vehicle_rig.PATH_PROPERTY] = _path_curve(scene, "drift road", points).name
+    chassis["path_speed"], chassis["initial_speed"] = 12.0, 10.0
+    for frame, value in ((1, 0.0), (13, angle)):  # keyed: no drift on the straight, then 20 degrees
+        chassis[vehicle_rig.DRIFT_ANGLE] = value
+        chassis.keyframe_insert(f'["{vehicle_rig.DRIFT_ANGLE}"]', frame=frame)
+    reading = vehicle_rig.read_rig(scene, rig, "sedan")
+    assert reading.limits.lateral == 4.0 and reading.limits.top_speed == 12.0  # the driver's defaults
+    report = vehicle_bake.bake_vehicle(scene, rig, "sedan")
+    assert report.max_side_slip > 2.0  # the rear axle slides (m/s): it is not the rolling car
+    loc, euler = _locals(chassis, 145)
+    heading = np.unwrap(euler[:, 2])
+    chord = np.diff(loc[:, :2], axis=0)
+    slip = np.arctan2(chord[:, 1], chord[:, 0]) - 0.5 * (heading[1:] + heading[:-1])
+    slip = (slip + math.pi) % (2 * math.pi) - math.pi
+    centre = np.linalg.norm(loc[:, :2] - (15.0, radius), axis=1)
+    turning = (loc[:, 0] > 15.0) | (loc[:, 1] > 2.0)  # past the straight's end
+    around = np.degrees(np.arctan2(loc[1:, 1] - radius, loc[1:, 0] - 15.0))  # -90 at the turn's entry, 90 at its exit
+    held = np.flatnonzero(turning[1:] & (around > 0.0) & (around < 70.0))  # settled, before the exit's catch
+    assert len(held) > 15
+    assert np.degrees(slip[held]) == pytest.approx(-20.0, abs=1.0)  # tail out of the left turn (-19.9 to -20.1)
+    assert np.abs(centre[1:][held] - radius).max() < 0.1  # 0.02 m
+    on_arc = turning & (loc[:, 0] > 15.0 - radius) & (loc[:, 1] < 2 * radius)
+    assert np.abs(centre[on_arc] - radius).max() < 0.3  # 0.18 m: entry and exit included
+
+    vehicle_bake.free_vehicle_bake(scene, chassis.name)
+    chassis.animation_data_clear()
+    chassis[vehicle_rig.DRIFT_ANGLE] = -0.1
+    with pytest.raises(vehicle_rig.RigError, match="property 'drift_angle' must lie between 0"):
+        vehicle_rig.read_rig(scene, rig, "sedan")
+
+
 # ----------------------------------------------------------------------------------------------
 # One-body vehicles: rotors, propellers, fans and tank wheels
 
@@ -991,7 +1032,52 @@ def test_helicopter_with_a_path_flies_it_banked_into_the_turn(symplex):
     chassis["bank_limit"] = 2.0
     with pytest.raises(vehicle_rig.RigError, match="bank_limit"):
         body_rig.read_body_rig(scene, rig, "helicopter")
-    boat = body_rig.build_body_rig(scene, "speedboat", f"{scene.name} boat")  # nothing it controls can bank it
-    scene.objects[boat.chassis][vehicle_rig.PATH_PROPERTY] = chassis[vehicle_rig.PATH_PROPERTY]
-    with pytest.raises(vehicle_rig.RigError, match="only a helicopter follows a path"):
-        body_rig.read_body_rig(scene, boat, "speedboat")
+
+
+@pytest.mark.heavy
+def test_boat_with_a_path_follows_it_by_differential_thrust(symplex):
+    """A speedboat rig with symplex_path steers by its two thrusts (solver/vehicles/helmsman.py): the baked hull
+    follows a quarter turn of R = 60 m within 0.5 m at the profile's turn-rate speed turn_rate R (6.0 m/s, the
+    lateral limit allowing more), its propellers spin apart as the helmsman splits the thrust, and it heels
+    outward by the fraction of a degree its buoyancy allows (no control rolls it). A bank_limit on a boat and a
+    path on a tank are refused by name."""
+    from addon.bridge import vehicle_body_rig as body_rig
+    from addon.solver.vehicles.helmsman import turn_rate
+
+    scene = new_scene("helm", frames=361, fps=24)
+    rig = body_rig.build_body_rig(scene, "speedboat", f"{scene.name} boat")
+    chassis = scene.objects[rig.chassis]
+    start = tuple(chassis.location)
+    radius = 60.0
+    a = np.linspace(-math.pi / 2, 0.0, 46)
+    points = np.vstack([[[0.0, 0.0], [20.0, 0.0]],
+                        np.column_stack([20.0 + radius * np.cos(a[1:]), radius + radius * np.sin(a[1:])]),
+                        [[20.0 + radius, radius + 100.0]]]) + start[:2]
+    chassis[vehicle_rig.PATH_PROPERTY] = _path_curve(scene, "course", points).name
+    speed = turn_rate(vehicle_presets()["speedboat"]) * radius
+    chassis["path_speed"], chassis["initial_speed"], chassis["lateral_accel"] = 10.0, speed, 2.0
+    reading = body_rig.read_body_rig(scene, rig, "speedboat")
+    assert (reading.limits.lateral, reading.limits.top_speed) == (2.0, 10.0)
+    body_rig.bake_body_rig(scene, rig, "speedboat")
+    loc, quats = _locals(chassis, 361)
+    centre = np.array([20.0 + start[0], radius + start[1]])
+    rel = loc[:, :2] - centre
+    in_turn = (rel[:, 0] > 0.0) & (rel[:, 1] < 0.0)
+    assert in_turn.sum() > 200 and np.abs(np.linalg.norm(rel[in_turn], axis=1) - radius).max() < 0.5
+    angle = np.arctan2(rel[:, 1], rel[:, 0])
+    middle = in_turn & (angle > -1.2) & (angle < -0.4)  # its entry over (it sped up on the straight)
+    v = np.linalg.norm(np.diff(loc[:, :2], axis=0), axis=1)[middle[1:]] * 24
+    assert v == pytest.approx(speed, rel=0.02)
+    inward = -rel[in_turn] / np.linalg.norm(rel[in_turn], axis=1)[:, None]
+    up = np.array([quat_to_matrix(q)[:, 2] for q in quats[in_turn]])
+    lean = np.degrees(np.arctan2(np.einsum("ij,ij->i", up[:, :2], inward), up[:, 2]))
+    assert -0.5 < np.median(lean) < -0.1  # outward, by a_lat h / (g GM) = 0.28 degrees (test_helmsman.py)
+    spins = [_locals(scene.objects[name], 361)[1] for _, name in rig.spinners]
+    assert len(spins) == 2 and not np.allclose(spins[0][-1], spins[1][-1], atol=1e-3)
+    chassis["bank_limit"] = 0.3
+    with pytest.raises(vehicle_rig.RigError, match="a boat cannot bank.*remove 'bank_limit'"):
+        body_rig.read_body_rig(scene, rig, "speedboat")
+    tank = body_rig.build_body_rig(scene, "tank", f"{scene.name} tank")
+    scene.objects[tank.chassis][vehicle_rig.PATH_PROPERTY] = chassis[vehicle_rig.PATH_PROPERTY]
+    with pytest.raises(vehicle_rig.RigError, match="a tank does not follow a path"):
+        body_rig.read_body_rig(scene, tank, "tank")

@@ -32,7 +32,8 @@ held 1/dt further from the boundary than the friction pairs).
 Newton on the pair (lam dh + s dlam = t - lam h, eliminating ds) gives the row
     -dh - (s/lam) dlam = h - t/lam,
 which borders the joint system as auxiliary rows: force side -dh/dz at z_1, velocity side -dh/dzdot,
-and a dense diagonal block coupling gamma, psi and beta of one contact. The target t comes from
+and a sparse block E: -s/lam on the diagonal, and the cone rows coupling psi with its patch's gamma
+and beta. The target t comes from
 Mehrotra's predictor-corrector (variational._newton solves twice with one factorisation): the affine
 direction (t = 0) gives the complementarity mu_aff it would reach, sigma = (mu_aff / mu)^3, and the
 corrector aims at t = max(sigma mu, MU_FLOOR) - dlam_aff ds_aff. Steps keep s and lam positive with the
@@ -48,6 +49,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 import numpy as np
+import scipy.sparse
 
 from ..lie import hat, quat_to_matrix
 from .forces import scatter
@@ -143,7 +145,8 @@ def drop_friction(state: MaximalState, step: int) -> bool:
     if np.all(gap):
         return False
     keep = np.concatenate([gap, np.ones(len(rows.limits.coord), bool)])
-    contacts = replace(c, kind=c.kind[gap], owner=c.owner[gap], members=(), B=np.zeros((0, 12)))
+    none = np.zeros(0, dtype=np.int64)
+    contacts = replace(c, kind=c.kind[gap], owner=c.owner[gap], members=none, member_patch=none, B=np.zeros((0, 12)))
     ip.rows = replace(rows, kind=rows.kind[keep], owner=rows.owner[keep], key=rows.key[keep], contacts=contacts)
     ip.friction_dropped.append(step)
     _cold_start(ip)
@@ -180,7 +183,7 @@ def _cold_start(ip: InteriorPointState) -> None:
 def _no_contacts() -> ContactRows:
     index = np.zeros(0, dtype=np.int64)
     return ContactRows(index, index, index, np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros((0, 3, 6)),
-                       np.zeros((0, 3, 6)), index, index, (), np.zeros((0, 12)))
+                       np.zeros((0, 3, 6)), index, index, index, index, np.zeros((0, 12)))
 
 
 def _contacts(model: MaximalModel, state: MaximalState, R1: np.ndarray, x1: np.ndarray, dt: float) -> ContactRows:
@@ -214,47 +217,61 @@ def _contacts(model: MaximalModel, state: MaximalState, R1: np.ndarray, x1: np.n
     vn = np.einsum("ki,kij,kj->k", found.normal, Jb, ve[b]) - np.einsum("ki,kij,kj->k", found.normal, Ja, ve[a])
     closing = found.distance + dt * vn - 0.5 * dt * dt * np.linalg.norm(bs.gravity) <= CLOSE_MARGIN
     rubbing = np.nonzero((found.friction > 0) & closing)[0]
-    kind, owner, members, B = _patches(rubbing, key, found.normal, Ja, Jb, 0.5 * (pos_a1 + pos_b1), a, b, R1)
-    return ContactRows(a, b, key, found.normal, found.distance, found.friction, Ja, Jb, kind, owner, members, B)
+    kind, owner, members, member_patch, B = _patches(rubbing, key, found.normal, Ja, Jb, 0.5 * (pos_a1 + pos_b1),
+                                                     a, b, R1)
+    return ContactRows(a, b, key, found.normal, found.distance, found.friction, Ja, Jb, kind, owner, members,
+                       member_patch, B)
 
 
 def _patches(rubbing: np.ndarray, key: np.ndarray, normal: np.ndarray, Ja: np.ndarray, Jb: np.ndarray,
              centre: np.ndarray, a: np.ndarray, b: np.ndarray,
-             R1: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
-    """Rows: gamma of every contact, then per patch (the rubbing contacts of one collider pair) psi and
-    its pyramid. One pyramid per patch, not per point: the tangential velocities of a patch's points
-    have rank 3 (two slips and the spin about the normal), so per-point pyramids (4 corners: 16 rows)
-    made the sticking multipliers non-unique and the Newton matrix reach condition ~1e21 (dominoes).
-    Directions +-t1, +-t2 act at the mean of the witness points (the point Jacobian is linear in the
-    point, so exactly the mean of the points' Jacobians); a patch of several points adds +-spin,
-    h = r n . (w_B - w_A) with r the mean distance of its points from their centroid (`centre`: the
-    midpoints of the witness points), a torque r beta about n. Cone: mu sum(patch gamma) >= sum beta
-    (translation up to mu N, spin up to mu N r). Returns kind, owner, members and B (see ContactRows)."""
+             R1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows: gamma of every contact, then per patch (the rubbing contacts of one collider pair, patches
+    in the order of their keys) psi and its pyramid. One pyramid per patch, not per point: the
+    tangential velocities of a patch's points have rank 3 (two slips and the spin about the normal), so
+    per-point pyramids (4 corners: 16 rows) made the sticking multipliers non-unique and the Newton
+    matrix reach condition ~1e21 (dominoes). Directions +-t1, +-t2 about the patch's mean normal act at
+    the mean of the witness points (the point Jacobian is linear in the point, so exactly the mean of
+    the points' Jacobians); a patch of several points adds +-spin, h = r n . (w_B - w_A) with r the
+    mean distance of its points from their centroid (`centre`: the midpoints of the witness points), a
+    torque r beta about n. Cone: mu sum(patch gamma) >= sum beta (translation up to mu N, spin up to
+    mu N r). All patches at once (no per-pair Python). Returns kind, owner, members, member_patch and
+    B (see ContactRows)."""
     k = len(key)
     world = len(R1) - 1
-    kinds, owners, rows_b, patches = [0] * k, list(range(k)), [], []
-    for pair in np.unique(key[rubbing]):
-        members = rubbing[key[rubbing] == pair]
-        first = int(members[0])
-        n = np.mean(normal[members], axis=0)
-        n /= np.linalg.norm(n)
-        d = tangents(n[None])[0]
-        Jrel = np.concatenate([-np.mean(Ja[members], axis=0), np.mean(Jb[members], axis=0)], axis=1)
-        B = d @ Jrel  # (4, 12)
-        points = centre[members]
-        r = float(np.mean(np.linalg.norm(points - np.mean(points, axis=0), axis=1)))
-        if len(members) > 1 and r > 0.0:
-            body_a, body_b = a[first], b[first]
-            spin = np.zeros(12)
-            spin[3:6] = -r * n @ R1[body_a] if body_a < world else 0.0
-            spin[9:12] = r * n @ R1[body_b] if body_b < world else 0.0
-            B = np.vstack([B, spin, -spin])
-        kinds += [1] + [2] * len(B)
-        owners += [first] * (1 + len(B))
-        rows_b.append(B)
-        patches.append(members)
-    return (np.array(kinds, dtype=np.int64), np.array(owners, dtype=np.int64), tuple(patches),
-            np.vstack(rows_b) if rows_b else np.zeros((0, 12)))
+    keys, inverse = np.unique(key[rubbing], return_inverse=True)
+    if not len(keys):
+        none = np.zeros(0, dtype=np.int64)
+        return np.zeros(k, dtype=np.int64), np.arange(k), none, none, np.zeros((0, 12))
+    order = np.argsort(inverse, kind="stable")
+    members, member_patch = rubbing[order], inverse[order]
+    count = np.bincount(member_patch, minlength=len(keys))
+    start = np.cumsum(count) - count
+
+    def patch_mean(values: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(values[members], start, axis=0) / count.reshape((-1,) + (1,) * (values.ndim - 1))
+
+    n = patch_mean(normal)
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    Jrel = np.concatenate([-patch_mean(Ja), patch_mean(Jb)], axis=2)  # (P, 3, 12)
+    B = np.zeros((len(keys), 6, 12))
+    B[:, :4] = tangents(n) @ Jrel
+    spread = np.linalg.norm(centre[members] - patch_mean(centre)[member_patch], axis=1)
+    r = np.add.reduceat(spread, start) / count
+    spins = (count > 1) & (r > 0.0)
+    first = members[start]
+    for side, body, sign in ((slice(3, 6), a[first], -1.0), (slice(9, 12), b[first], 1.0)):
+        on_body = (sign * r * (body < world))[:, None]
+        B[:, 4, side] = on_body * np.einsum("pi,pij->pj", n, R1[body])
+    B[:, 5] = -B[:, 4]
+    rows = np.ones((len(keys), 6), bool)
+    rows[:, 4:] = spins[:, None]
+    per_patch = 1 + np.count_nonzero(rows, axis=1)  # cone row + directions
+    kind = np.full(k + int(np.sum(per_patch)), 2, dtype=np.int64)
+    kind[:k] = 0
+    kind[k + np.cumsum(per_patch) - per_patch] = 1
+    owner = np.concatenate([np.arange(k), np.repeat(first, per_patch)])
+    return kind, owner, members, member_patch, B[rows]
 
 
 def _limits(model: MaximalModel, state: MaximalState, knot: Knot, dt: float) -> LimitRows:
@@ -291,10 +308,12 @@ def extend(model: MaximalModel, state: MaximalState, ev: Evaluation, V: np.ndarr
     G = np.zeros((m, 12))
     C = np.zeros((m, 12))
     h = np.empty(m)
-    E = np.zeros((m, m))
+    lam, s = ip.lam, ip.s
+    diagonal = np.arange(m)
+    E_parts = [(diagonal, diagonal, -s / lam)]  # (row, column, value) triplets of E
     nc = len(rows.contacts.kind)
     if nc:
-        _contact_rows(ip, Ve, dt, a_rows[:nc], b_rows[:nc], G[:nc], C[:nc], h[:nc], E[:nc, :nc])
+        E_parts += _contact_rows(ip, Ve, dt, a_rows[:nc], b_rows[:nc], G[:nc], C[:nc], h[:nc])
     lim = rows.limits
     if len(lim.coord):
         sl = slice(nc, m)
@@ -303,8 +322,6 @@ def extend(model: MaximalModel, state: MaximalState, ev: Evaluation, V: np.ndarr
         h[sl] = lim.side * (theta2 - lim.bound) / dt
         G[sl] = -lim.G
         C[sl] = -lim.side[:, None] * ev.cjac2_velocity[lim.coord]
-    lam, s = ip.lam, ip.s
-    E[np.arange(m), np.arange(m)] += -s / lam
     ev.body_residual = ev.body_residual + scatter(nb, a_rows, b_rows, G * lam[:, None])
     joint_rows = ev.matrix.rows
     na = np.where(a_rows < nb, a_rows, -1)
@@ -312,17 +329,17 @@ def extend(model: MaximalModel, state: MaximalState, ev: Evaluation, V: np.ndarr
     ev.matrix.rows = RowBlocks(np.concatenate([joint_rows.a, na]), np.concatenate([joint_rows.b, nbb]),
                                np.vstack([joint_rows.Ga, G[:, :6]]), np.vstack([joint_rows.Gb, G[:, 6:]]),
                                np.vstack([joint_rows.Ca, C[:, :6]]), np.vstack([joint_rows.Cb, C[:, 6:]]))
-    k0 = len(ev.matrix.E)
-    E_all = np.zeros((k0 + m, k0 + m))
-    E_all[:k0, :k0] = ev.matrix.E
-    E_all[k0:, k0:] = E
-    ev.matrix.E = E_all
+    k0 = ev.matrix.E.shape[0]  # the joints' auxiliary rows, whose block of E is zero
+    e_row, e_col, e_val = (np.concatenate(part) for part in zip(*E_parts))
+    ev.matrix.E = scipy.sparse.csr_matrix((e_val, (e_row + k0, e_col + k0)), shape=(k0 + m, k0 + m))
     ev.ip_h = h
 
 
 def _contact_rows(ip: InteriorPointState, Ve: np.ndarray, dt: float, a_rows: np.ndarray, b_rows: np.ndarray,
-                  G: np.ndarray, C: np.ndarray, h: np.ndarray, E: np.ndarray) -> None:
-    """Fill the contacts' rows (views of extend's arrays) at the velocities Ve (B+1, 6)."""
+                  G: np.ndarray, C: np.ndarray, h: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Fill the contacts' rows (views of extend's arrays) at the velocities Ve (B+1, 6); return their
+    entries of E as (row, column, value) triplets: each cone row reads its patch's gamma and beta, each
+    beta row its cone's psi."""
     c = ip.rows.contacts
     owner, kind = c.owner, c.kind
     a, b = c.a[owner], c.b[owner]
@@ -336,20 +353,22 @@ def _contact_rows(ip: InteriorPointState, Ve: np.ndarray, dt: float, a_rows: np.
                                    + np.einsum("kj,kj->k", G[gap, 6:], Ve[b[gap]]))
     cone = np.nonzero(kind == 1)[0]
     fric = np.nonzero(kind == 2)[0]
-    if len(cone):
-        for row, members in zip(cone, c.members):
-            E[row, members] = -c.friction[members]  # gamma row i is contact i
-        patch = np.cumsum(kind == 1)[fric] - 1
-        cone_row = cone[patch]
-        beta_sum = np.bincount(patch, weights=ip.lam[fric], minlength=len(cone))
-        h[cone] = np.array([c.friction[m] @ ip.lam[m] for m in c.members]) - beta_sum
-        E[cone_row, fric] = 1.0
-        fo = owner[fric]
-        vrel = np.einsum("fk,fk->f", c.B[:, :6], Ve[c.a[fo]]) + np.einsum("fk,fk->f", c.B[:, 6:], Ve[c.b[fo]])
-        h[fric] = vrel + ip.lam[cone_row]
-        G[fric] = -c.B
-        C[fric] = -c.B
-        E[fric, cone_row] = -1.0
+    if not len(cone):
+        return []
+    members = c.members  # gamma row i is contact i
+    member_cone = cone[c.member_patch]
+    patch = np.cumsum(kind == 1)[fric] - 1
+    cone_row = cone[patch]
+    beta_sum = np.bincount(patch, weights=ip.lam[fric], minlength=len(cone))
+    gamma_sum = np.bincount(c.member_patch, weights=c.friction[members] * ip.lam[members], minlength=len(cone))
+    h[cone] = gamma_sum - beta_sum
+    fo = owner[fric]
+    vrel = np.einsum("fk,fk->f", c.B[:, :6], Ve[c.a[fo]]) + np.einsum("fk,fk->f", c.B[:, 6:], Ve[c.b[fo]])
+    h[fric] = vrel + ip.lam[cone_row]
+    G[fric] = -c.B
+    C[fric] = -c.B
+    ones = np.ones(len(fric))
+    return [(member_cone, members, -c.friction[members]), (cone_row, fric, ones), (fric, cone_row, -ones)]
 
 
 # ---- step control (Mehrotra predictor-corrector) -------------------------------------------------

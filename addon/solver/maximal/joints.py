@@ -27,7 +27,7 @@ import numpy as np
 from .. import lie
 from ..curves import evaluate
 from ..model import WORLD, Curve, Mechanism, MechanismError
-from ..tree.compile import _joint_rotation
+from ..reference_frames import body_pose, joint_pose
 from .bodies import lmat, qconj, qmul
 
 T0, T1, T2, Q0, Q1, Q2, U, ANGLE, UZ, UX, ROT0, ROT1, ROT2, CAY0, CAY1, CAY2 = range(16)
@@ -137,14 +137,13 @@ def joint_set(mech: Mechanism) -> JointSet:
     """Joint frames and rows of `mech` (joint frames as in tree/compile.py). Raises MechanismError."""
     index = {b.name: i for i, b in enumerate(mech.bodies)}
     world = len(mech.bodies)
-    ref = {b.name: lie.pose_matrix(np.array(b.position), lie.quat_to_matrix(np.array(b.orientation)))
-           for b in mech.bodies}
+    ref = {b.name: body_pose(b) for b in mech.bodies}
     com = {b.name: np.array(b.com, dtype=float) for b in mech.bodies}
     t = {k: [] for k in ("parent", "child", "pa", "pb", "ca", "cb", "rj", "rk", "rc", "cj", "ck", "cn",
                          "k", "rest", "d", "gain", "tv", "tq", "lo", "up")}
     curves: list[Curve] = []
     for ji, joint in enumerate(mech.joints):
-        joint_ref = lie.pose_matrix(np.array(joint.anchor), _joint_rotation(joint))
+        joint_ref = joint_pose(joint)
         sides = []
         for name in (joint.parent, joint.child):
             if name == WORLD:

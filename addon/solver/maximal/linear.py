@@ -1,24 +1,29 @@
-"""The Newton linear system of the maximal-coordinate step, solved with O(n) tree factorisations.
+"""The Newton linear system of the maximal-coordinate step, solved with O(n) tree factorisations or
+one sparse LU when contacts add many rows.
 
 The exact Newton matrix (docs/seeds.md 003-D) is not symmetric:
 
     A = [[D + K, G^T],        D: body blocks (inertial, self-damping; non-symmetric rotational part)
          [C,     E  ]]        K: body-body damper couplings; G: constraint rows at z_1 (force side);
-                              C: d g(z_2)/d zdot / dt (velocity side); E: zero on the joint rows, a
-                              dense block on the auxiliary rows (interior-point pairs of inequalities).
+                              C: d g(z_2)/d zdot / dt (velocity side); E (sparse): zero on the joint
+                              rows, the interior-point pairs' -s/lam and cone couplings on the rest.
 
 Its primary (tree) part P = [[D, G^T], [C, 0]] without K has the block pattern of Baraff's saddle
 matrix (seed 002 §7). With the C kernels built it is factored exactly by the block LDU of fillin.py
 in the tree's children-first order (no fill-in: O(n), one flat gather per factor, index arrays built
-once); without them P is replaced by its symmetric part and factored by baraff.factor. Loop-closing
-joints and inequality rows are k auxiliary rows bordered exactly onto it (one k-column solve of their
-force-side columns, the k x k Schur complement E - C_aux P^-1 G_aux^T; O(nk) + O(k^3)). The exact
-Newton step is then obtained by defect correction, u <- u + Pb^-1 (b - A u), where each A u is O(n)
-(blockwise, no sparse assembly): with the exact P only K remains in the defect (none without
-dampers), with the symmetric part the skew part of A is O(dt |omega|) relative to P; GMRES with the
-same preconditioner takes over if the sweeps stall; when A is the exactly factored P (a tree without
-dampers' body couplings or auxiliary rows) the factor's solve is returned as it is. Dense solves appear
-only in tests.
+once); without them P is replaced by its symmetric part and factored by baraff.factor. The k
+auxiliary rows (loop-closing joints, inequality pairs) are then either bordered exactly onto it (one
+k-column solve of their force-side columns, the dense k x k Schur complement E - C_aux P^-1 G_aux^T;
+O(nk) + O(k^3)), or, from SPARSE_FROM rows on, the whole bordered matrix Pb = A - K joins one sparse
+LU (SuperLU with partial pivoting after equilibration; Pb is indefinite) whose fill-reducing order,
+minimum degree on the pattern of Pb + Pb^T, follows the bodies' contact graph: a contact row touches
+only its two bodies, so with a bounded number of contacts per body the factor's cost is linear in
+bodies + contacts. The exact Newton step is then obtained by defect correction, u <- u + Pb^-1
+(b - A u), where each A u is O(n) (blockwise, no sparse assembly): with the exact P only K remains in
+the defect (none without dampers), with the symmetric part the skew part of A is O(dt |omega|)
+relative to P; GMRES with the same preconditioner takes over if the sweeps stall; when A is the
+exactly factored P (a tree without dampers' body couplings or auxiliary rows) the factor's solve is
+returned as it is. Dense solves of the whole matrix appear only in tests.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 import scipy.sparse.linalg
 
 from . import baraff, fillin
@@ -61,7 +67,7 @@ class NewtonMatrix:
     rows: RowBlocks
     n_primary: int
     coupling: tuple[np.ndarray, np.ndarray, np.ndarray]  # rows a (P,), cols b (P,), blocks (P, 6, 6)
-    E: np.ndarray
+    E: scipy.sparse.csr_matrix  # (k, k), k auxiliary rows
 
     def _force_side(self) -> tuple[np.ndarray, np.ndarray]:
         """Scatter index and [Ga Gb] (R, 12) of the current rows (kept while `rows` is the same object)."""
@@ -82,7 +88,7 @@ class NewtonMatrix:
         ia, ib, K = self.coupling
         D, Ca, Cb, E = self.D, rows.Ca, rows.Cb, self.E
         if absolute:
-            u, G, K, D, Ca, Cb, E = (np.abs(m) for m in (u, G, K, D, Ca, Cb, E))
+            u, G, K, D, Ca, Cb, E = (abs(m) for m in (u, G, K, D, Ca, Cb, E))
         z = u[:6 * nb].reshape(nb, 6)
         mu = u[6 * nb:]
         ze = np.vstack([z, np.zeros((1, 6))])  # body index -1 (none) reads the zero row
@@ -91,13 +97,43 @@ class NewtonMatrix:
             np.add.at(body, ia, np.einsum("pij,pj->pi", K, z[ib]))
         body += scatter(nb, rows.a, rows.b, G * mu[:, None], index)
         row = np.einsum("ri,ri->r", Ca, ze[rows.a]) + np.einsum("ri,ri->r", Cb, ze[rows.b])
-        if len(E):
+        if E.shape[0]:
             row[self.n_primary:] += E @ mu[self.n_primary:]
         return np.concatenate([body.ravel(), row])
 
 
 SLOW_SWEEP = 0.2  # defect correction hands over to GMRES when a sweep shrinks the defect less than this
 ROUNDING = 1e-13  # a defect below ROUNDING * max(|A| |u|) is rounding error: no solver can shrink it
+SPARSE_FROM = 32  # auxiliary rows from which the bordered matrix is factored sparsely as a whole (measured:
+# factor + two solves 1.5 ms dense against 3 ms sparse at 11 rows, 3.7-4.4 against 2.8 ms at 44-53 rows)
+SPARSE_ORDERING = "MMD_AT_PLUS_A"  # SuperLU's minimum degree on the pattern of Pb + Pb^T
+
+
+def bordered_matrix(A: NewtonMatrix) -> scipy.sparse.coo_matrix:
+    """Pb = [[D, G^T], [C, E]] (A without K) as a sparse matrix: the 6x6 body blocks, each row's
+    force side (column) and velocity side (row) on its bodies, E on the auxiliary rows. O(n + rows)."""
+    nb = len(A.D)
+    rows = A.rows
+    N = 6 * nb
+    six = np.arange(6)
+    first = 6 * np.arange(nb)[:, None, None]
+    ii = [np.broadcast_to(first + six[:, None], (nb, 6, 6)).ravel()]
+    jj = [np.broadcast_to(first + six, (nb, 6, 6)).ravel()]
+    vv = [A.D.ravel()]
+    for body, G, C in ((rows.a, rows.Ga, rows.Ca), (rows.b, rows.Gb, rows.Cb)):
+        r = np.nonzero(body >= 0)[0]
+        cols = (6 * body[r][:, None] + six).ravel()
+        at = np.repeat(N + r, 6)
+        ii += [cols, at]
+        jj += [at, cols]
+        vv += [G[r].ravel(), C[r].ravel()]
+    E = A.E.tocoo()
+    offset = N + A.n_primary
+    ii.append(E.row + offset)
+    jj.append(E.col + offset)
+    vv.append(E.data)
+    n = N + rows.count
+    return scipy.sparse.coo_matrix((np.concatenate(vv), (np.concatenate(ii), np.concatenate(jj))), shape=(n, n))
 
 
 class LinearSolver:
@@ -109,11 +145,16 @@ class LinearSolver:
     gather indices are computed once.
     """
 
-    def __init__(self, n_bodies: int, primary: list[tuple[slice, tuple[int, ...]]]):
+    def __init__(self, n_bodies: int, primary: list[tuple[slice, tuple[int, ...]]], border: str = "auto"):
+        if border not in ("auto", "dense", "sparse"):
+            raise ValueError(f"LinearSolver border must be 'auto', 'dense' or 'sparse', not {border!r}")
         self.n_bodies = n_bodies
         self.primary = primary
         self.order: TreeOrder = order_tree(n_bodies, [bodies for _, bodies in primary])
+        self.border = border
+        self.unknowns = 0  # size of the last factored Newton matrix (bodies' 6 + every row)
         self.fac: baraff.Factor | fillin.LDU | None = None
+        self._sparse_lu: tuple[scipy.sparse.linalg.SuperLU, np.ndarray, np.ndarray] | None = None
         self.sweeps = 0
         self.defect = 0.0
         if fillin.NATIVE:
@@ -170,7 +211,26 @@ class LinearSolver:
         return baraff.solve(self.fac, rhs)
 
     def factor(self, A: NewtonMatrix) -> None:
-        """Factor P (bodies and primary rows, see the module docstring) and its bordered auxiliary rows."""
+        """Factor the bordered matrix Pb (A without the damper couplings K): dense border over the
+        tree factor for few auxiliary rows, one sparse LU of the whole of Pb from SPARSE_FROM rows on
+        (or as `border` forces)."""
+        k = A.rows.count - A.n_primary
+        self.unknowns = 6 * len(A.D) + A.rows.count
+        sparse = self.border == "sparse" or (self.border == "auto" and k >= SPARSE_FROM)
+        if sparse:
+            self._factor_sparse(A)
+        else:
+            self._factor_bordered(A)
+
+    def schur(self, A: NewtonMatrix) -> np.ndarray | None:
+        """The dense k x k Schur complement E - C_aux P^-1 G_aux^T of the auxiliary rows (None without
+        them), factoring A by the dense border."""
+        self._factor_bordered(A)
+        return self._schur
+
+    def _factor_bordered(self, A: NewtonMatrix) -> None:
+        """P by the tree factor, the auxiliary rows bordered onto it densely: O(nk) + O(k^3)."""
+        self._sparse_lu = None
         self._factor_primary(A)
         rows = A.rows
         nb, npr = self.n_bodies, A.n_primary
@@ -190,11 +250,32 @@ class LinearSolver:
             cols[idx, j[:, None]] += G[aux][has]
         self._Y = self._inverse(cols)
         self._aux_C = (rows.Ca[aux], rows.Cb[aux], rows.a[aux], rows.b[aux])
-        self._schur = A.E - self._apply_aux(self._Y)
+        self._schur = A.E.toarray() - self._apply_aux(self._Y)
         # equilibrated LU of the Schur complement (interior-point rows range from s/lam ~ 1e-12 to 1e9)
         row = 1.0 / np.maximum(np.max(np.abs(self._schur), axis=1), 1e-300)
         col = 1.0 / np.maximum(np.max(np.abs(self._schur * row[:, None]), axis=0), 1e-300)
         self._schur_lu = (scipy.linalg.lu_factor(self._schur * row[:, None] * col, check_finite=False), row, col)
+
+    def _factor_sparse(self, A: NewtonMatrix) -> None:
+        """Pb assembled sparse (body blocks, every row's force and velocity sides on the bodies it
+        touches, E) and LU-factored by SuperLU with partial pivoting after row and column
+        equilibration, its columns ordered by minimum degree on the pattern of Pb + Pb^T: the
+        body-row graph, in which a contact couples only the bodies it touches. Pb is indefinite and not
+        symmetric (a saddle matrix with -s/lam on the pairs' diagonal), hence the pivoting. SuperLU
+        factors the transpose (Pb's CSR arrays are Pb^T's CSC ones) and solves with it transposed."""
+        self.fac = None
+        self._schur = None
+        M = bordered_matrix(A).tocsr()
+        data, indices, indptr = M.data, M.indices, M.indptr
+        row = 1.0 / np.maximum(np.maximum.reduceat(np.abs(data), indptr[:-1]), 1e-300)
+        data *= np.repeat(row, np.diff(indptr))
+        col = np.zeros(M.shape[1])
+        np.maximum.at(col, indices, np.abs(data))
+        col = 1.0 / np.maximum(col, 1e-300)
+        data *= col[indices]
+        transposed = scipy.sparse.csc_matrix((data, indices, indptr), shape=M.shape[::-1])
+        self._sparse_lu = (scipy.sparse.linalg.splu(transposed, permc_spec=SPARSE_ORDERING), row, col)
+        self._N = M.shape[0]
 
     def _apply_aux(self, y: np.ndarray) -> np.ndarray:
         """Velocity-side auxiliary rows applied to the body part of y ((N,) or (N, c))."""
@@ -209,6 +290,9 @@ class LinearSolver:
 
     def precondition(self, rhs: np.ndarray) -> np.ndarray:
         """Pb^-1 rhs, Pb = P bordered by the exact auxiliary rows (one baraff.solve plus the k x k Schur step)."""
+        if self._sparse_lu is not None:
+            lu, row, col = self._sparse_lu
+            return col * lu.solve(row * rhs, trans="T")
         N = self._N
         y0 = self._inverse(rhs[:N])
         if self._schur is None:

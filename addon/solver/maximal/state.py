@@ -64,8 +64,8 @@ class ContactRows:
     a, b (k,) body indices (B: the world); key (k,) collider pair; normal (k, 3) world, A to B;
     distance (k,) at z_1; friction (k,) coefficient; Ja, Jb (k, 3, 6) witness-point Jacobians at z_1
     (zero for the world). kind, owner: the contacts' rows (k gaps, then per patch a cone and its
-    directions; see Inequalities). members: each patch's contacts; B (directions, 12): each direction
-    row over (body A, body B) velocities.
+    directions; see Inequalities). members: the patches' contacts, patch by patch, and member_patch
+    their patch; B (directions, 12): each direction row over (body A, body B) velocities.
     """
 
     a: np.ndarray
@@ -78,7 +78,8 @@ class ContactRows:
     Jb: np.ndarray
     kind: np.ndarray
     owner: np.ndarray
-    members: tuple[np.ndarray, ...]
+    members: np.ndarray
+    member_patch: np.ndarray
     B: np.ndarray
 
 

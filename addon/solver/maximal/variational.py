@@ -28,6 +28,7 @@ from dataclasses import dataclass, fields, is_dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 
 from ..collision.world import CollisionWorld
 from ..lie import quat_to_matrix
@@ -211,7 +212,7 @@ def evaluate(model: MaximalModel, state: MaximalState, knot: Knot, V: np.ndarray
     blocks = RowBlocks(na, nbb, G[:, :6], G[:, 6:], C[sel, :6], C[sel, 6:])
     n_primary = int(np.count_nonzero(active[:model.n_primary]))
     n_aux = len(a) - n_primary
-    matrix = NewtonMatrix(D, blocks, n_primary, coupling, np.zeros((n_aux, n_aux)))
+    matrix = NewtonMatrix(D, blocks, n_primary, coupling, scipy.sparse.csr_matrix((n_aux, n_aux)))
     ev = Evaluation(r, row_res, matrix, x2, q2, raw2, cval2, rate, row_winding2,
                     state.coord_winding + coord_turns[:len(js.coord_kind)], cjac2_velocity, cjac2, frames2=fr2)
     if pairs:
@@ -227,8 +228,7 @@ def _select_rows(model: MaximalModel, solver: LinearSolver, matrix: NewtonMatrix
     at_knot = RowBlocks(r.a, r.b, r.Ga, r.Gb, r.Ga, r.Gb)  # both sides at z_1: redundancy is a property of z_1
     unit = NewtonMatrix(np.broadcast_to(np.eye(6), matrix.D.shape).copy(), at_knot, matrix.n_primary,
                         matrix.coupling, matrix.E)
-    solver.factor(unit)
-    schur = solver._schur
+    schur = solver.schur(unit)
     if schur is None:
         return active
     _, R, piv = scipy.linalg.qr(schur, pivoting=True)

@@ -58,6 +58,15 @@ def arc_jets(w: jets.Jet) -> tuple[jets.Jet, jets.Jet]:
     return w.apply(A, dA, d2A), w.apply(B, dB, d2B)
 
 
+def arc_lagrangian(theta: jets.Jet, turn: jets.Jet, length: jets.Jet, y: np.ndarray) -> jets.Jet:
+    """y[:, 0] r_x + y[:, 1] r_y of the arc rows below (`arc_rows`) up to terms linear in the window, as a jet:
+    -(y_x ct + y_y st) v A(w) - (y_y ct - y_x st) v B(w), turn w, length v, heading theta_k."""
+    A, B = arc_jets(turn)
+    ct, st = jets.cos(theta), jets.sin(theta)
+    P, Q = y[:, 0] * ct + y[:, 1] * st, y[:, 1] * ct - y[:, 0] * st
+    return -length * (P * A + Q * B)
+
+
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # a quantity per step, its (K, 3, 6) Jacobian, its h-derivative
 
 
@@ -171,13 +180,9 @@ class CarDynamics(StageDynamics):
         smp = jets.where(first, s, (1 - a) * sp_ + a * s)
         r0 = (m0 + c * s * sm) * w - (m0 + c * s * smp) * wp - unit * h_ * ((1 - a) * d + a * dp)
         om = k * h_ * sm * w
-        A, B = arc_jets(om)
-        ct, st = jets.cos(th), jets.sin(th)
-        # y2 r2 + y3 r3 = -(y2 ct + y3 st) v A - (y3 ct - y2 st) v B + terms linear in the window, v = rho h w
-        P, Q = y[:, 2] * ct + y[:, 3] * st, y[:, 3] * ct - y[:, 2] * st
-        arc_rows = (-rho) * (h_ * w) * (P * A + Q * B)
+        arc = arc_lagrangian(th, om, rho * (h_ * w), y[:, 2:4])
         out = np.zeros((len(X), 19, 19))
-        out[:, self._CURVED[:, None], self._CURVED] = jets.weighted_hessian([r0, -om, arc_rows], np.column_stack(
+        out[:, self._CURVED[:, None], self._CURVED] = jets.weighted_hessian([r0, -om, arc], np.column_stack(
             [y[:, :2], np.ones(len(X))]))
         return out
 

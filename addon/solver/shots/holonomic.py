@@ -1,4 +1,5 @@
-"""Holonomic vehicles (helicopter, boat, hovercraft) on SE(3) as shot constraints with exact first derivatives.
+"""Holonomic vehicles (helicopter, boat, hovercraft) on SE(3) as shot constraints with exact first and second
+derivatives.
 
 Owns the StageDynamics of vehicles/holonomic.py's step (seed 001 eqs. 9-10, tau = cay, exact C_cay).
 Node state (x (3), q (4)): position and attitude quaternion of g_k; segment variables (u (nc), xi (6)):
@@ -17,6 +18,11 @@ analytic derivatives; boat and hovercraft: their compiled model with zero contro
 cushion, drag, gravity; its exact d/dxi) plus the constant thrust matrix B u read off the same model
 (exact: the thrust is linear), with the pose derivative of the buoyancy columns or cushion corners
 differentiated here from the vehicle modules' formulas (checked against differences in the tests).
+
+Second derivatives (residual_hessian): the Lagrangian y . r written over second-order jets (jets.py) as a sum
+of terms each over its own few variables; the boat's columns and the hovercraft's corners enter through
+moments of their immersed lengths and compressions (functions of the pose alone), so the per-column work
+stays small.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from ..vehicles.boat import Hull, compile_boat
 from ..vehicles.hovercraft import compile_hovercraft, skirt_corners
 from ..vehicles.rigid_body import locked_inertia
 from ..vehicles.spec import VehicleStepError
+from . import jets
 from .transcription import Channel, StageDynamics
 
 
@@ -92,6 +99,25 @@ def cay_translation(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     P = (4 * np.eye(3) + 2 * hat(a) + a[:, :, None] * a[:, None, :]) / d[:, None, None]
     Pb = np.einsum("kij,kj->ki", P, b)
     return Pb, -0.5 * P @ hat(Pb), P
+
+
+def _rotate(q: list, z, transpose: bool = False) -> list:
+    """R(q) z (or R(q)^T z) over jets of q: (w^2 - |v|^2) z + 2 v (v . z) +- 2 w v x z."""
+    w, v = q[0], q[1:]
+    scale, vz, vxz = w * w - jets.dot(v, v), jets.dot(v, z), jets.cross(v, z)
+    sign = -2.0 if transpose else 2.0
+    return [scale * z[i] + 2 * v[i] * vz + sign * w * vxz[i] for i in range(3)]
+
+
+def _transport(e: list, mu: list) -> list:
+    """C_cay(e)^T mu over jets (groups.se3_dcay_inv_T): with nu = mu_v + w x mu_v / 2,
+    (mu_w + w x mu_w / 2 + w (w . mu_w) / 4 + v x nu / 2, nu)."""
+    w, v, mw, mv = e[:3], e[3:], mu[:3], mu[3:]
+    wxmv, wxmw = jets.cross(w, mv), jets.cross(w, mw)
+    nu = [mv[i] + 0.5 * wxmv[i] for i in range(3)]
+    wmw = jets.dot(w, mw)
+    vxnu = jets.cross(v, nu)
+    return [mw[i] + 0.5 * wxmw[i] + 0.25 * w[i] * wmw + 0.5 * vxnu[i] for i in range(3)] + nu
 
 
 class HolonomicDynamics(StageDynamics):
@@ -314,6 +340,146 @@ class HolonomicDynamics(StageDynamics):
         J[:, 7:, 1, iu] = -weight[:, None, None] * df_du * units
         dh[:, 7:] = (np.einsum("kij,kj->ki", D, xi) - dleft_dh - np.where(first, 0.5, 1.0)[:, None] * f)
         return r, J, dh
+
+    # -- exact second derivatives (the equations of `residual` and `wrench` over second-order jets) ----------
+    def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """sum_i y[:, i] d2 r_i over the window (3 x (13 + nc) flattened, then h), exact: the Lagrangian
+        y . r of `residual` written over jets of the window as a sum of terms each over its own few variables
+        (node k+1 and the start momentum I xi_{k-1} enter linearly and drop out)."""
+        K, nc = len(W), self.nc
+        nw = 13 + nc
+        var = jets.Jet.variables(np.concatenate([W.reshape(K, 3 * nw), h[:, None]], 1))
+        prev, cur, hh = var[:nw], var[nw:2 * nw], var[-1]
+        x, q, xi, xip = cur[:3], cur[3:7], cur[7 + nc:], prev[7 + nc:]
+        u = [c * unit for c, unit in zip(cur[7:7 + nc], self._units())]
+        a, b = [hh * c for c in xi[:3]], [hh * c for c in xi[3:]]
+        # position rows: -y . R(q) P(a) b = -(R(q)^T y) . (4 b + 2 a x b + a (a . b)) / (4 + |a|^2)
+        d = 4 + jets.dot(a, a)
+        inv_d = d.reciprocal()
+        ab, axb = jets.dot(a, b), jets.cross(a, b)
+        Pb = [(4 * b[i] + 2 * axb[i] + a[i] * ab) * inv_d for i in range(3)]
+        position = -jets.dot(_rotate(q, y[:, :3].T, transpose=True), Pb)
+        # attitude rows: -y . q (x) c(a), c = (2, a) / sqrt(4 + |a|^2)
+        r = jets.sqrt(d).reciprocal()
+        cw, cv = 2 * r, [c * r for c in a]
+        qv = q[1:]
+        qvxcv = jets.cross(qv, cv)
+        qc = [q[0] * cw - jets.dot(qv, cv)] + [q[0] * cv[i] + cw * qv[i] + qvxcv[i] for i in range(3)]
+        attitude = -jets.dot(y[:, 3:7].T, qc)
+        # momentum rows: C(h xi)^T I xi - mu^- - weight f(g_k, node twist, u), mu^- = I xi_{k-1} at k = 0
+        ym = y[:, 7:].T
+        transported = jets.dot(ym, _transport([hh * c for c in xi], self._momentum(xi)))
+        back = jets.dot(ym, _transport([-hh * c for c in xip], self._momentum(xip))) * np.where(first, 0.0, -1.0)
+        node = [jets.where(first, xip[i], 0.5 * (xip[i] + xi[i])) for i in range(6)]
+        wrench = jets.dot(ym, self._wrench_jets(x, q, node, u)) * (hh * np.where(first, -0.5, -1.0))
+        terms = [position, attitude, transported, back, wrench]
+        return jets.weighted_hessian(terms, np.ones((K, len(terms))))
+
+    def _momentum(self, xi: list) -> list:
+        """I xi as jets (the locked inertia's zero entries skipped)."""
+        I = self.inertia
+        return [jets.dot([I[i, j] for j in range(6) if I[i, j]], [xi[j] for j in range(6) if I[i, j]])
+                for i in range(6)]
+
+    def _wrench_jets(self, x: list, q: list, xi: list, u: list) -> list:
+        """The wrench of `wrench` (torque, force in body axes) as 6 jets of the pose, node twist and physical
+        controls: gravity R^T m g plus the helicopter's rotor and tail, or the boat's columns or the
+        hovercraft's cushion and skirt drag and the thrusters. Clipped quantities (immersed lengths,
+        compressions) are piecewise smooth: their derivatives are those of the active piece, as in `wrench`."""
+        s = self.spec
+        force = _rotate(q, s.mass * self.gravity, transpose=True)
+        torque: list = [0.0, 0.0, 0.0]
+        if self.vehicle.type == "helicopter":
+            sp, cp, sr, cr = jets.sin(u[2]), jets.cos(u[2]), jets.sin(u[3]), jets.cos(u[3])
+            arm, uc = s.rotor_height, u[0]
+            spcr = sp * cr * uc
+            torque = [arm * sr * uc, arm * spcr, s.tail_arm * u[1]]
+            force = [force[0] + spcr, force[1] - sr * uc - u[1], force[2] + cp * cr * uc]
+            return torque + force
+        up = _rotate(q, np.array([0.0, 0.0, 1.0]), transpose=True)  # world up in body axes
+        if self.vehicle.type == "boat":
+            torque_p, force_p = self._boat_water(x, q, xi, up)
+        else:
+            torque_p, force_p = self._hovercraft_cushion(x, xi, up)
+            drag = np.array([0.0, 0.0, s.yaw_drag, *s.drag, 0.0])
+            for i in np.flatnonzero(drag):
+                a = np.abs(xi[i].value)
+                skirt = xi[i].apply(a * xi[i].value, 2 * a, 2 * np.sign(xi[i].value))
+                if i < 3:
+                    torque[i] = torque[i] - drag[i] * skirt
+                else:
+                    force[i - 3] = force[i - 3] - drag[i] * skirt
+        wrench = [c + p for c, p in zip(torque + force, torque_p + force_p)]
+        return [wrench[i] + jets.dot(self.thrust[i], u) for i in range(6)]
+
+    def _boat_water(self, x: list, q: list, xi: list, up: list) -> tuple[list, list]:
+        """Torque and force of the hull's water (vehicles/boat.py's water()) as jets: column i has immersed
+        length l_i = clip(-(x_z + up_x X_i + up_y Y_i) / up_z - keel, 0, height), centroid c_i = (X_i, Y_i,
+        keel + l_i/2), force l_i a - s l_i D (w x c_i) with s = A / V_ref, a = rho g A up - s D (v - R^T eta).
+        Summed over columns this needs only moments of the lengths (functions of the pose alone, over jets of
+        K x columns instances): m = sum l_i, M = sum l_i c_i, S = sum l_i c_i c_i^T, and
+        force = m a - s D (w x M), torque = M x a - s sum_kn S_kn e_k x D (w x e_n)."""
+        sp, hull = self.spec, self.hull
+        n = len(hull.xy)
+        K = len(x[0].value)
+        X, Y = np.tile(hull.xy[:, 0], K), np.tile(hull.xy[:, 1], K)
+        up_c = [c.repeat(n) for c in up]
+        raw = -(x[2].repeat(n) + up_c[0] * X + up_c[1] * Y) / up_c[2] - hull.keel
+        active = ((raw.value > 0) & (raw.value < hull.height)).astype(float)
+        l = raw.apply(np.clip(raw.value, 0.0, hull.height), active, np.zeros(len(active)))
+        l2 = l * l
+        m, mX, mY = l.group_sum(n), (l * X).group_sum(n), (l * Y).group_sum(n)
+        half = [0.5 * (l2 * c).group_sum(n) for c in (1.0, X, Y)]  # sum l^2 (1, X, Y) / 2
+        kz = hull.keel
+        M = [mX, mY, kz * m + half[0]]
+        Sxz, Syz = kz * mX + half[1], kz * mY + half[2]
+        Szz = kz * kz * m + 2 * kz * half[0] + 0.25 * (l2 * l).group_sum(n)
+        S = [[(l * (X * X)).group_sum(n), (l * (X * Y)).group_sum(n), Sxz],
+             [None, (l * (Y * Y)).group_sum(n), Syz], [None, None, Szz]]
+        share = hull.area * sp.water_density / sp.mass
+        D = np.asarray(sp.drag, float)
+        lift = hull.area * sp.water_density * float(np.linalg.norm(self.gravity))
+        flow = _rotate(q, np.asarray(self.vehicle.current, float), transpose=True)
+        w, v = xi[:3], xi[3:]
+        acc = [lift * up[i] - (share * D[i]) * (v[i] - flow[i]) for i in range(3)]
+        wxM = jets.cross(w, M)
+        force = [m * acc[i] - (share * D[i]) * wxM[i] for i in range(3)]
+        # sum_kn S_kn e_k x D (w x e_n) = G w, G_im = sum_kn S_kn (e_k x D (e_m x e_n))_i: pose-only jets
+        E = np.eye(3)
+        lever = np.array([[[np.cross(E[k], D * np.cross(E[m], E[j])) for m in range(3)] for j in range(3)]
+                          for k in range(3)])  # (k, n, m, i)
+        torque = jets.cross(M, acc)
+        for i in range(3):
+            for mm in range(3):
+                pairs = [(lever[k, j, mm, i], S[min(k, j)][max(k, j)]) for k in range(3) for j in range(3)
+                         if lever[k, j, mm, i]]
+                if pairs:
+                    torque[i] = torque[i] - w[mm] * (share * jets.dot(*zip(*pairs)))
+        return torque, force
+
+    def _hovercraft_cushion(self, x: list, xi: list, up: list) -> tuple[list, list]:
+        """Torque and force of the cushion (vehicles/hovercraft.py's cushion()) as jets: corner i has
+        compression s_i = max(h0 - x_z - up . c_i, 0) and lift m_i = k s_i - c a_i up . (v + w x c_i) upward at
+        c_i (a_i = [s_i > 0]). Summed: force = (sum m_i) up, torque = (sum m_i c_i) x up, where
+        sum m_i (1, c_i) = k sum s_i (1, c_i) - c (sum a_i (1, c_i)) up . v - c sum a_i (1, c_i) c_i . (up x w):
+        the compressions are summed over jets of K x 4 instances (pose only), the rest per stage."""
+        sp = self.spec
+        K = len(x[0].value)
+        corners = skirt_corners(sp)
+        cn = np.tile(corners, (K, 1))
+        up_c = [c.repeat(4) for c in up]
+        raw = sp.cushion_height - x[2].repeat(4) - jets.dot(up_c, cn.T)
+        active = (raw.value > 0).astype(float)
+        comp = raw.apply(np.maximum(raw.value, 0.0), active, np.zeros(len(active)))
+        k, c = sp.cushion_stiffness / 4, sp.cushion_damping / 4
+        s0 = comp.group_sum(4)
+        sc = [(comp * cn[:, i]).group_sum(4) for i in range(3)]
+        a = active.reshape(K, 4)
+        a0, ac, acc = a.sum(1), a @ corners, np.einsum("kn,ni,nj->kij", a, corners, corners)
+        uv, uxw = jets.dot(up, xi[3:]), jets.cross(up, xi[:3])
+        total = k * s0 - c * (a0 * uv + jets.dot(ac.T, uxw))
+        moment = [k * sc[i] - c * (ac[:, i] * uv + jets.dot(acc[:, i].T, uxw)) for i in range(3)]
+        return jets.cross(moment, up), [total * u for u in up]
 
     def pre_start(self):
         out = np.zeros(7 + self.nc + 6)

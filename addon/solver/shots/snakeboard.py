@@ -10,7 +10,8 @@ l cos phi, 0), G(a, b) = e(a)^T M e(b) = K sin a sin b + m l^2 cos a cos b, pm_k
     w = h Omega_k sin pm_k,  v = h Omega_k l cos pm_k
 
 At k = 0 the bracket is the start momentum e(phi_0)^T mu(0), mu(0) = M speed (tan phi_0 / l, 1, 0) +
-(I u_0, 0, 0) (the rotor curve's rate at t = 0 is u_0 for keys linear in time).
+(I u_0, 0, 0) (the rotor curve's rate at t = 0 is u_0 for keys linear in time). The Jacobian is written out;
+the exact second derivatives come from the same equations over jets (jets.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import numpy as np
 
 from ..integrator import simulate
 from ..vehicles.snakeboard import compile_snakeboard
-from .car import arc_rows
+from . import jets
+from .car import arc_lagrangian, arc_rows
 from .transcription import Channel, StageDynamics
 
 
@@ -93,6 +95,28 @@ class SnakeboardDynamics(StageDynamics):
         dh[:, 1] = -dw_dh
         arc_rows(r, J, dh, (th, x, y, xn, yn), (w, dw, dw_dh), (v, dv, dv_dh))
         return r, J, dh
+
+    def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """sum_i y[:, i] d2 r_i over the window (3 x 6 flattened, then h): (K, 19, 19), exact: the equations of
+        `residual` over second-order jets (the arc rows through car.arc_lagrangian)."""
+        s, a = self.spec, self.alpha
+        Ir, l = s.rotor_inertia, s.half_length
+        K = len(W)
+        var = jets.Jet.variables(np.concatenate([W.reshape(K, 18), h[:, None]], 1))
+        (psp, php, omp), (th, ps, ph, om), (psn, phn), hh = var[3:6], (var[6], *var[9:12]), var[15:17], var[18]
+        K_yaw, ml2 = s.yaw_inertia, s.mass * l * l
+        sph, cph = jets.sin(ph), jets.cos(ph)
+
+        def G(b: jets.Jet) -> jets.Jet:  # G(phi_k, b)
+            return K_yaw * sph * jets.sin(b) + ml2 * cph * jets.cos(b)
+        pm, pmp = (1 - a) * ph + a * phn, (1 - a) * php + a * ph
+        inv_h = hh.reciprocal()
+        start = self.speed0 * ((K_yaw / l) * sph * jets.tan(ph) + (s.mass * l) * cph)
+        rest = om * G(pm) + Ir * sph * ((psn - 2 * ps + psp) * inv_h) - omp * G(pmp)
+        momentum = jets.where(first, om * G(pm) - start, rest)
+        turn = hh * om * jets.sin(pm)
+        arc = arc_lagrangian(th, turn, l * (hh * om * jets.cos(pm)), y[:, 2:4])
+        return jets.weighted_hessian([momentum, -turn, arc], np.column_stack([y[:, :2], np.ones(K)]))
 
     def pre_start(self):
         return np.array([self.theta0, 0.0, 0.0, 0.0, 0.0, 0.0])

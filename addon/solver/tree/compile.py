@@ -25,6 +25,7 @@ from .. import lie
 from ..joint_reverse import reversed_joint
 from ..mass import inertia_matrix
 from ..model import WORLD, Curve, Joint, Mechanism, MechanismError
+from ..reference_frames import body_pose, joint_pose, joint_rotation
 from ..stamp import ModelStamp, new_stamp
 
 ROT_X, ROT_Y, ROT_Z, TRANS_X, TRANS_Y, TRANS_Z = range(6)
@@ -126,18 +127,6 @@ class TreeModel:
         return tuple(j.name for j in self.mechanism.joints)
 
 
-def _pose_of(body) -> np.ndarray:
-    return lie.pose_matrix(np.array(body.position), lie.quat_to_matrix(np.array(body.orientation)))
-
-
-def _joint_rotation(joint: Joint) -> np.ndarray:
-    """World rotation of the joint frame at the reference: z = axis, x = axis2 (projected) if given."""
-    if joint.type == "free":
-        return np.eye(3)
-    hint = None if joint.axis2 is None else np.array(joint.axis2)
-    return lie.frame_from_axis(np.array(joint.axis), hint)
-
-
 def _spanning_tree(mech: Mechanism) -> tuple[list[Joint], list[int]]:
     """Tree joints (oriented parent -> child, parents first) and the indices of the loop joints.
 
@@ -207,7 +196,7 @@ def _dof_values(joint: Joint, values: tuple[float, ...]) -> np.ndarray:
 def compile_tree(mech: Mechanism) -> TreeModel:
     """Lower `mech` to a TreeModel. Raises MechanismError for what the tree method cannot represent."""
     body_index = {b.name: i for i, b in enumerate(mech.bodies)}
-    body_ref = {b.name: _pose_of(b) for b in mech.bodies}
+    body_ref = {b.name: body_pose(b) for b in mech.bodies}
     tree_joints, loop_joints = _spanning_tree(mech)
     _check_loop_joints(mech, loop_joints)
 
@@ -225,7 +214,7 @@ def compile_tree(mech: Mechanism) -> TreeModel:
     for joint in tree_joints:
         ji = joint_index[joint.name]
         parent_frame, parent_ref = carrier[joint.parent]
-        joint_ref = lie.pose_matrix(np.array(joint.anchor), _joint_rotation(joint))
+        joint_ref = joint_pose(joint)
         prims = PRIMITIVES[joint.type]
         q0 = _dof_values(joint, joint.q0)
         v0 = _dof_values(joint, joint.v0)
@@ -409,7 +398,7 @@ def _loop_rows(mech: Mechanism, loop_joints: list[int], carrier: dict) -> dict[s
         joint = mech.joints[ji]
         fp, ref_p = carrier[joint.parent]
         fc, ref_c = carrier[joint.child]
-        R_joint = _joint_rotation(joint)
+        R_joint = joint_rotation(joint)
         anchor = np.append(joint.anchor, 1.0)
         point_p = (lie.inverse_pose(ref_p) @ anchor)[:3]
         point_c = (lie.inverse_pose(ref_c) @ anchor)[:3]

@@ -19,8 +19,8 @@ own acceleration fed forward, within +-max_drive_torque, and the brake (up to ma
 a slow-down asks beyond; a keyed speed limit speed(t) (the rig's
 path_speed) caps v_ref over time.
 
-The drift option (a rear slip angle target) needs tyres that slip, which the car model's rolling-without-
-slipping wheels do not; banking belongs to the helicopter's follower (pilot.py), which reuses this one.
+The drift option (a body slip angle target) drives the car on tyres that slip (drift.py, which reuses this
+driver where the tyres grip); banking belongs to the helicopter's follower (pilot.py), which reuses it too.
 Pure numpy; never imports bpy.
 """
 
@@ -42,12 +42,14 @@ PROFILE_STEP = 0.25  # m between the speed profile's samples (the path's curvatu
 
 @dataclass(frozen=True)
 class Limits:
-    """A driver's limits: lateral, forward and braking acceleration (m/s^2) and top speed (m/s)."""
+    """A driver's limits: lateral, forward and braking acceleration (m/s^2), top speed (m/s) and turn rate
+    (rad/s: a craft turned by its thrust, helmsman.py; unlimited for a car)."""
 
     lateral: float = 4.0
     accel: float = 2.5
     brake: float = 5.0
     top_speed: float = 30.0
+    turn_rate: float = math.inf
 
     def __post_init__(self):
         for name in ("lateral", "accel", "brake", "top_speed"):
@@ -65,9 +67,11 @@ def curvature(path: np.ndarray) -> np.ndarray:
 
 
 def speed_profile(s: np.ndarray, kappa: np.ndarray, limits: Limits, v_start: float) -> np.ndarray:
-    """Speeds (m/s) at arc lengths s (M,) of a path of curvature kappa (M,): the curvature's lateral cap,
-    then the forward (acceleration from v_start) and backward (braking) passes."""
-    v = np.minimum(limits.top_speed, np.sqrt(limits.lateral / np.maximum(np.abs(kappa), 1e-12)))
+    """Speeds (m/s) at arc lengths s (M,) of a path of curvature kappa (M,): the curvature's lateral cap
+    sqrt(a_lat / |kappa|) and turn-rate cap turn_rate / |kappa|, then the forward (acceleration from v_start)
+    and backward (braking) passes."""
+    bend = np.maximum(np.abs(kappa), 1e-12)
+    v = np.minimum(limits.top_speed, np.minimum(np.sqrt(limits.lateral / bend), limits.turn_rate / bend))
     v[0] = min(v[0], max(v_start, 0.0))
     ds = np.diff(s)
     for i in range(1, len(v)):
@@ -113,7 +117,11 @@ class Driver(PurePursuit):
         kappa_ref = float(np.interp(s, self._s, self.kappa))
         kappa = kappa_ref - 2.0 * e_theta / ahead - e / ahead**2
         self.targets.append(tuple(float(c) for c in self.point(s + ahead)))
-        return float(np.clip(math.atan(self.spec.wheelbase * kappa), -self.spec.max_steer, self.spec.max_steer))
+        return float(np.clip(self.steer_for(kappa, v), -self.spec.max_steer, self.spec.max_steer))
+
+    def steer_for(self, kappa: float, _speed: float) -> float:
+        """The steering angle (rad) that turns the car at curvature kappa: atan(wheelbase kappa) when it rolls."""
+        return math.atan(self.spec.wheelbase * kappa)
 
     def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
         """Steer, drive torque and brake torque."""

@@ -9,7 +9,9 @@ Snakeboards: bodies board, wheel sets, rotor; q = rotor and foot angle; residual
 speed of the two wheel sets over the step (m/s). Cars with trailer: the car's bodies plus trailer and its
 two wheels, starting at the Vehicle's hitch_angle; q adds the hitch angle and the trailer wheels' rolling;
 residual = the larger side-slip speed of the two axles; iterations = Newton updates. Tanks: body chassis,
-q = each track's travel (m, left, right); residual = side-slip speed of the centre.
+q = each track's travel (m, left, right); residual = side-slip speed of the centre. A car given `tyres` runs on
+tyres that slip (slip_car.py): the car's bodies and coordinates; residual = the rear axle's side-slip speed
+(m/s, now physics: how far the car slides, not a constraint's error); iterations = Newton updates.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from .. import groups
 from ..protocol import Integrator
 from ..lie import matrix_to_quat, quat_to_matrix
 from ..model import Mechanism, Vehicle, VehicleError
-from . import car, holonomic, snakeboard, tank, trailer
+from . import car, holonomic, slip_car, snakeboard, tank, trailer
 from .boat import compile_boat
 from .helicopter import compile_helicopter
 from .hovercraft import compile_hovercraft
@@ -59,6 +61,29 @@ class _CarRun:
         slip = 0.0 if self._previous is None else abs(car.lateral_velocity(*self._previous, st.theta, st.x,
                                                                           st.y, self.dt))
         return car.poses(m, st), q, car.energy(m, st, self.dt), slip
+
+
+class _SlipCarRun:
+    def __init__(self, vehicle: Vehicle, dt: float, tol: float, tyres: slip_car.Tyres, gravity):
+        self.model = slip_car.compile_slip_car(vehicle, tyres, float(np.linalg.norm(gravity)))
+        s = self.model.spec
+        theta = _heading(vehicle.orientation)
+        b = s.com_ahead_of_rear_axle
+        x, y = vehicle.position[0] - b * np.cos(theta), vehicle.position[1] - b * np.sin(theta)
+        self.state = slip_car.rolling_start(self.model, theta, x, y, vehicle.velocity[3])
+        self.dt, self.tol = dt, tol
+        self.bodies = ["chassis", *car.WHEELS]
+        self.coordinates = ["wheel_angle", "steer", *(f"{w}_spin" for w in car.WHEELS),
+                            *(f"{w}_steer" for w in car.WHEELS)]
+
+    def step(self) -> int:
+        return slip_car.step(self.model, self.state, self.dt, self.tol)
+
+    def record(self) -> tuple[np.ndarray, np.ndarray, float, float]:
+        st, m = self.state, self.model
+        q = np.concatenate([[st.psi, st.delta], st.wheel_spin, slip_car.wheel_steer(m, st.delta)])
+        slide = abs(st.xi_prev[2] - m.rear * st.xi_prev[0]) if st.k > 0 else 0.0
+        return slip_car.poses(m, st), q, slip_car.energy(m, st, self.dt), slide
 
 
 class _CarTrailerRun(_CarRun):
@@ -173,18 +198,22 @@ class VehicleIntegrator(Integrator):
 
     The vehicle comes from `vehicle`, else from `mechanism.vehicle` (the proposed model.py field). Gravity
     is the mechanism's. `tol` is the relative Newton tolerance of the holonomic step (cars are explicit).
+    `tyres` puts a car on tyres that slip (slip_car.py, an implicit step to the same `tol`).
     """
 
     method = "vehicle"
 
-    def __init__(self, mechanism: Mechanism, dt: float, tol: float = 1e-10, vehicle: Vehicle | None = None):
+    def __init__(self, mechanism: Mechanism, dt: float, tol: float = 1e-10, vehicle: Vehicle | None = None,
+                 tyres: slip_car.Tyres | None = None):
         super().__init__(mechanism, dt, tol)
         vehicle = vehicle if vehicle is not None else getattr(mechanism, "vehicle", None)
         if vehicle is None:
             raise VehicleError(f"{mechanism.source}: mechanism {mechanism.name!r} has no vehicle; the 'vehicle' "
                                f"method needs a [vehicle] table (type, parameters, controls)")
         self.vehicle = vehicle
-        if vehicle.type == "car":
+        if tyres is not None:
+            self.run = _SlipCarRun(vehicle, self.dt, self.tol, tyres, mechanism.gravity)
+        elif vehicle.type == "car":
             self.run = _CarRun(vehicle, self.dt)
         elif vehicle.type == "car_trailer":
             self.run = _CarTrailerRun(vehicle, self.dt)

@@ -6,7 +6,10 @@ offset of the helicopter's centre of mass left of the path (xy), e_theta the hea
 velocity relative to the path's and L the look-ahead max(min_lookahead, 0.8 s x speed). It then flies it:
 
 - Acceleration wanted (world): along the path tangent T the profile's v dv/ds plus 1.5/s (v_ref - v), across
-  it (left normal N) the turn's v^2 kappa, and up -w_z^2 (z - z_0) - 2 w_z z' to hold the start height.
+  it (left normal N) the turn's v^2 kappa, and up -w_z^2 (z - z_ref) - 2 w_z (z' - v dz/ds). The height
+  z_ref(s) is the start height plus the path's own climb since the point closest to the start (a path
+  (M, 3) with its z, as the rig's curve gives it; a flat or (M, 2) path holds the start height), flown at
+  its slope dz/ds over the ground track.
 - Thrust: F = m (a + g e_z). The collective is |F| (within 0..max_collective) and the body's z axis is
   turned onto F / |F|. In a level turn the thrust then leans into it by phi = atan(v^2 kappa / g): the
   coordinated turn (no side force in the body frame; the nose is kept along the path).
@@ -23,9 +26,8 @@ The controls are read from the integrator's state at node k (the pose g_k and th
 step: a one-step feedback delay, as the car's. `PursuitPilot` flies the same way but turns by pure
 pursuit's curvature 2 sin(alpha) / d to the point L ahead, at a constant speed: the comparison.
 
-The boat and hovercraft are not flown here: the boat's column hull heels only through its buoyancy and
-its thrusters sit on its centre plane, so nothing it controls can bank it; a bank there is the heel its
-hull takes in a turn.
+The boat and hovercraft follow a path in helmsman.py (the same law, steered by differential thrust): nothing
+they control can bank them.
 Pure numpy; never imports bpy.
 """
 
@@ -42,7 +44,7 @@ from ..model import Control, Mechanism
 from ..trajectory import Trajectory
 from .controls import signal
 from .driver import Driver, Limits
-from .pursuit import DEFAULT_LOOKAHEAD_TIME, follow
+from .pursuit import DEFAULT_LOOKAHEAD_TIME, distinct, follow
 from .spec import HelicopterSpec
 
 GRAVITY = 9.81
@@ -62,8 +64,11 @@ def vee(skew: np.ndarray) -> np.ndarray:
 
 
 class Pilot(Driver):
-    """Collective, tail force and blade pitch/roll for a helicopter following `path` (M, 2) at the driver's
-    speed profile of `limits`, banked at most `bank_limit(t)` (rad), at most `speed(t)` (m/s)."""
+    """Collective, tail force and blade pitch/roll for a helicopter following `path` (M, 2), or (M, 3) with the
+    heights to climb and descend by, at the driver's speed profile of `limits`, banked at most `bank_limit(t)`
+    (rad), at most `speed(t)` (m/s)."""
+
+    lag = LAG  # s: how far ahead (in time at the speed) the path's curvature is read
 
     def __init__(self, path: np.ndarray, spec: HelicopterSpec, limits: Limits | Callable[[float], Limits],
                  start: tuple[float, float, float, float], bank_limit: Control = DEFAULT_BANK_LIMIT,
@@ -71,10 +76,15 @@ class Pilot(Driver):
                  height: float = 0.0):
         keyed = limits if callable(limits) else (lambda _t: limits)
         self.bank_limit = signal(bank_limit)
-        super().__init__(path, spec, self._banked(keyed), start, lookahead_time, MIN_LOOKAHEAD, speed)
+        path = np.asarray(path, float)
+        super().__init__(path[:, :2], spec, self._banked(keyed), start, lookahead_time, MIN_LOOKAHEAD, speed)
         self.height, self.inertia = float(height), np.diag(np.asarray(spec.inertia[:3], float))
+        # the path's heights at the followed vertices (flat without them), and where the climb is counted from
+        self._z = path[distinct(path[:, :2]), 2] if path.shape[1] == 3 else np.zeros(len(self.path))
+        self._z_start: float | None = None
         self._step: int | None = None
         self._u = np.zeros(4)
+        self.history: list[tuple[float, ...]] = []  # (t, *the controls' values) at each node, in controls() order
 
     def _banked(self, limits: Callable[[float], Limits]) -> Callable[[float], Limits]:
         def at(t: float) -> Limits:
@@ -98,7 +108,7 @@ class Pilot(Driver):
         e, e_theta, s = self._frame(x, y, track, v)
         ahead = self.lookahead(v)
         self.targets.append(tuple(float(c) for c in self.point(s + ahead)))
-        preview = s + v * LAG  # the path's curvature where the helicopter will be once banked
+        preview = s + v * self.lag  # the path's curvature where the craft will be once banked
         return float(np.interp(preview, self._s, self.kappa)) - 2.0 * e_theta / ahead - e / ahead**2
 
     def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
@@ -123,7 +133,7 @@ class Pilot(Driver):
         normal = np.array([-tangent[1], tangent[0], 0.0])
         cap = GRAVITY * math.tan(float(self.bank_limit(t)))
         lateral = float(np.clip(v * v * kappa, -cap, cap))
-        climb = -HEIGHT_RATE**2 * (x[2] - self.height) - 2.0 * HEIGHT_RATE * v_world[2]
+        climb = self._climb(x[2], v_world[2], v)
         accel = self.acceleration() * tangent + lateral * normal + (GRAVITY + climb) * np.array([0.0, 0.0, 1.0])
         force = self.spec.mass * accel
         up = force / np.linalg.norm(force)
@@ -134,7 +144,19 @@ class Pilot(Driver):
         w_d = R.T @ np.array([0.0, 0.0, v * kappa])
         torque = self.inertia @ (-ATTITUDE_RATE**2 * e_R - 2.0 * ATTITUDE_RATE * (w - w_d)) + hat(w) @ self.inertia @ w
         self._u = swashplate(self.spec, float(np.linalg.norm(force)), torque)
+        self.history.append((float(st.t), *(float(u) for u in self._u)))
         return self._u
+
+
+    def _climb(self, z: float, z_rate: float, v: float) -> float:
+        """The vertical acceleration (m/s^2) onto the height z_ref(s) at the progress s, at the path's slope."""
+        s = self.progress
+        if self._z_start is None:
+            self._z_start = float(np.interp(s, self._s, self._z))
+        z_ref = self.height + float(np.interp(s, self._s, self._z)) - self._z_start
+        i = int(np.clip(np.searchsorted(self._s, s, side="right") - 1, 0, len(self._len) - 1))
+        slope = (self._z[i + 1] - self._z[i]) / self._len[i]
+        return -HEIGHT_RATE**2 * (z - z_ref) - 2.0 * HEIGHT_RATE * (z_rate - v * slope)
 
 
 def swashplate(spec: HelicopterSpec, thrust: float, torque: np.ndarray) -> np.ndarray:
@@ -181,8 +203,8 @@ def helicopter_start(mechanism: Mechanism) -> tuple[tuple[float, float, float, f
 def simulate_flying(mechanism: Mechanism, path: np.ndarray, limits: Limits | Callable[[float], Limits], dt: float,
                     steps: int, bank_limit: Control = DEFAULT_BANK_LIMIT,
                     speed: Control = math.inf) -> tuple[Trajectory, Pilot]:
-    """Fly the mechanism's helicopter along `path` as a Pilot of `limits` and `bank_limit`, at most at
-    `speed(t)`, holding its start height (see pursuit.follow)."""
+    """Fly the mechanism's helicopter along `path` (M, 2) or (M, 3) as a Pilot of `limits` and `bank_limit`, at
+    most at `speed(t)`, from its start height by the path's climbs (see pursuit.follow)."""
     start, height = helicopter_start(mechanism)
     controller = Pilot(path, mechanism.vehicle.spec, limits, start, bank_limit, speed=speed, height=height)
     return follow(mechanism, controller, dt, steps), controller

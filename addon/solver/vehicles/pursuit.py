@@ -32,10 +32,16 @@ from ..model import Control, Mechanism
 from ..trajectory import SolverError, Trajectory
 from .controls import signal
 from .integrator import VehicleIntegrator
+from .slip_car import Tyres
 from .spec import CarSpec, CarTrailerSpec
 
 DEFAULT_LOOKAHEAD_TIME = 0.8  # s of travel at the current speed
 SPEED_GAIN = 1.5  # 1/s: the speed error decays at this rate (until the torque limit)
+
+
+def distinct(path: np.ndarray) -> np.ndarray:
+    """The vertices (bool mask) of a path (M, 2) kept by the followers: each apart from the one before."""
+    return np.concatenate([[True], np.linalg.norm(np.diff(path, axis=0), axis=1) > 1e-9])
 
 
 class PurePursuit:
@@ -44,8 +50,7 @@ class PurePursuit:
     def __init__(self, path: np.ndarray, spec: CarSpec, speed: Control, start: tuple[float, float, float, float],
                  lookahead_time: float = DEFAULT_LOOKAHEAD_TIME, min_lookahead: float | None = None):
         path = np.asarray(path, float)
-        keep = np.concatenate([[True], np.linalg.norm(np.diff(path, axis=0), axis=1) > 1e-9])
-        path = path[keep]
+        path = path[distinct(path)]
         if path.ndim != 2 or path.shape[1] != 2 or len(path) < 2:
             raise ValueError(f"car {spec.name!r}: a path needs at least two distinct (x, y) points")
         if not lookahead_time > 0:
@@ -138,15 +143,16 @@ def car_start(mechanism: Mechanism) -> tuple[float, float, float, float]:
             vehicle.velocity[3])
 
 
-def follow(mechanism: Mechanism, controller: PurePursuit, dt: float, steps: int) -> Trajectory:
+def follow(mechanism: Mechanism, controller: PurePursuit, dt: float, steps: int,
+           tyres: Tyres | None = None) -> Trajectory:
     """Run the mechanism's car with the controls `controller` drives (controller.controls(), replacing any
-    keyed ones; pure pursuit leaves a keyed brake). Returns the trajectory (status 'failed' with the message on
-    solver trouble)."""
+    keyed ones; pure pursuit leaves a keyed brake), on `tyres` that slip when given (slip_car.py). Returns the
+    trajectory (status 'failed' with the message on solver trouble)."""
     vehicle = mechanism.vehicle
     driven = controller.controls()
     controls = tuple((k, v) for k, v in vehicle.controls if k not in dict(driven)) + driven
     mech = dataclasses.replace(mechanism, vehicle=dataclasses.replace(vehicle, controls=controls))
-    integrator = VehicleIntegrator(mech, dt)
+    integrator = VehicleIntegrator(mech, dt, tyres=tyres)
     controller.bind(lambda: integrator.run.state)
     for _ in range(steps):
         try:

@@ -15,6 +15,16 @@ from ..operators import active_setup, loop_armature
 from . import SidebarSubPanel, SymplexTab, draw_list
 
 
+def draw_bake_range(layout, settings) -> None:
+    """Bake Range (on/off, Start, End) and Blend Frames of a setup, or of a vehicle rig's owner (Object.symplex)."""
+    row = layout.row(heading="Bake Range")
+    row.prop(settings, "use_frame_range", text="")
+    sub = row.row(align=True)
+    sub.active = settings.use_frame_range
+    sub.prop(settings, "frame_start")
+    sub.prop(settings, "frame_end")
+    layout.prop(settings, "blend_frames")
+
 class SYMPLEX_UL_setups(UIList):
     def draw_item(self, _context, layout, _data, item, _icon, _active_data, _active_prop, _index=0):
         icon = "ARMATURE_DATA" if item.kind == "ARMATURE" else "RIGID_BODY"
@@ -58,13 +68,7 @@ class SYMPLEX_PT_sidebar(SymplexTab, Panel):
         col.prop(setup, "substeps")
         col.prop(setup, "tolerance")
         col.prop(setup, "start_from_animation")
-        row = col.row(heading="Bake Range")
-        row.prop(setup, "use_frame_range", text="")
-        sub = row.row(align=True)
-        sub.active = setup.use_frame_range
-        sub.prop(setup, "frame_start")
-        sub.prop(setup, "frame_end")
-        col.prop(setup, "blend_frames")
+        draw_bake_range(col, setup)
         col.prop(setup, "subframes")
         row = col.row(heading="Reduce Keys")
         row.prop(setup, "reduce", text="")

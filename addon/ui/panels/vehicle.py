@@ -3,7 +3,8 @@
 The panel adds a vehicle rig from a preset (a menu of every preset), and for the rig of the active object
 (vehicle_setup.rig_owner: the chassis, its armature, or the owner of a selected part) shows its kind (car,
 car + trailer, helicopter, boat, hovercraft, tank, snakeboard), the preset and forward axis stored on it,
-and the summary of its last bake stored on it; Bake Vehicle and Free Vehicle Bake act on that rig, and
+and the summary of its last bake stored on it, its Start From Animation, Bake Range and Blend Frames;
+Bake Vehicle and Free Vehicle Bake act on that rig, and
 Drive Vehicle (ui/drive_operator.py) on a car rig. The
 same preset menu is appended to the 3D view's Add menu. Operators live in ui/vehicle_operators.py.
 """
@@ -16,6 +17,7 @@ from ...bridge import vehicle_rig, vehicle_setup
 from .. import ids
 from ..vehicle_operators import PRESETS
 from . import SymplexTab
+from .setups import draw_bake_range
 
 
 class SYMPLEX_MT_add_vehicle(Menu):
@@ -50,6 +52,7 @@ class SYMPLEX_PT_vehicle(SymplexTab, Panel):
         result = owner.get(vehicle_setup.RESULT_PROPERTY)
         box.label(text=result or "Not baked", icon="CHECKMARK" if result else "BLANK1")
         layout.prop(owner.symplex, "start_from_animation")
+        draw_bake_range(layout, owner.symplex)
         row = layout.row(align=True)
         row.operator(ids.BAKE_VEHICLE, icon="REC").chassis = owner.name
         row.operator(ids.FREE_VEHICLE_BAKE, icon="TRASH").chassis = owner.name

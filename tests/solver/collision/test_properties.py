@@ -227,6 +227,59 @@ def test_sweep_finds_exactly_the_overlapping_boxes():
     assert found == brute and len(found) > 50
 
 
+
+def test_candidate_pairs_are_exactly_the_brute_force_pairs_on_random_scenes():
+    """CollisionWorld.candidate_pairs (sort-and-sweep, planes against all boxes, pair filter; no per-pair
+    Python) against every collider pair tested one by one: bounding boxes grown by half the margin meet,
+    a plane within half the margin of a grown box's nearest corner, never two colliders of one body,
+    two world colliders or two bodies joined by anything but a free joint."""
+    rng = np.random.default_rng(11)
+    corners = np.array(list(itertools.product((0, 1), repeat=3)))
+    for scene in range(3):
+        n = 40
+        names = [f"b{k}" for k in range(n)]
+        bodies = tuple(Body(name, 1.0, position=tuple(rng.uniform([-2, -1, 0], [2, 1, 1.0]))) for name in names)
+        hinged = {tuple(sorted(rng.choice(n, 2, replace=False))) for _ in range(10)}
+        joints = tuple(Joint(f"{names[a]}-{names[b]}", "revolute", names[a], names[b]) for a, b in hinged)
+        joints += tuple(Joint(f"{name} free", "free", "world", name) for name in names)
+        colliders = [Collider("ground", "world", "plane"),
+                     Collider("slope", "world", "plane", position=(0.0, 0.0, 0.3), orientation=quat([0.4, 0.0, 0.0])),
+                     Collider("post", "world", "box", (0.1, 0.1, 1.0))]
+        for k, name in enumerate(names):
+            for m in range(1 + k % 2):
+                shape = SOLIDS[int(rng.integers(3))]  # sphere, box, capsule
+                colliders.append(Collider(f"{name}.{m}", name, shape, SHAPES[shape][0],
+                                          position=tuple(rng.uniform(-0.2, 0.2, 3)), orientation=quat(rng.normal(0, 1, 3))))
+        world = CollisionWorld(Mechanism(f"scene {scene}", bodies, joints, colliders=tuple(colliders)))
+        positions = np.array([b.position for b in bodies])
+        quats = np.array([quat(rng.normal(0.0, 1.5, 3)) for _ in range(n)])
+        margin = 0.1
+        rot, origin = world_frames(world.shapes, positions, quats)
+        i, j = world.candidate_pairs(rot, origin, margin)
+        found = {tuple(sorted(p)) for p in zip(i.tolist(), j.tolist())}
+        assert len(found) == len(i)  # no pair twice
+        lower, upper = aabbs(world.shapes, rot, origin)
+        lower, upper = lower - 0.5 * margin, upper + 0.5 * margin
+        body = world.shapes.body.tolist()
+        plane = [c.shape == "plane" for c in colliders]
+        joined = {(a, b) for a, b in hinged}
+        brute = set()
+        for a, b in itertools.combinations(range(len(colliders)), 2):
+            ba, bb = body[a], body[b]
+            if ba == bb or tuple(sorted((ba, bb))) in joined:
+                continue
+            if plane[a] or plane[b]:
+                p, box = (a, b) if plane[a] else (b, a)
+                normal = rot[p][:, 2]
+                reach = np.min((lower[box] + corners * (upper[box] - lower[box])) @ normal - normal @ origin[p])
+                meets = reach <= 0.5 * margin
+            else:
+                meets = np.all(lower[a] <= upper[b]) and np.all(lower[b] <= upper[a])
+            if meets:
+                brute.add((a, b))
+        assert found == brute
+        assert sum(plane[a] for a, _ in brute) >= 10 and len(brute) >= 40
+
 def test_aabbs_contain_every_support_point():
     rng = np.random.default_rng(4)
     for shape in SOLIDS:

@@ -47,7 +47,7 @@ def test_tree_and_maximal_agree_at_second_order(name):
 @pytest.mark.slow
 def test_three_link_loop_holds_its_constraints_where_rk4_drifts():
     mech = preset("three_link_loop")
-    steps = 10_000
+    steps = 4_000  # 40 s: RK4's residual grows 37x from the first 1000 steps to the last, the variational one's not at all
     vi = simulate(mech, 0.01, steps, "maximal", TOL)
     rk = simulate(mech, 0.01, steps, "tree-rk4", TOL)
     assert vi.status == "finished", vi.message

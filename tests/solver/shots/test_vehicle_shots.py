@@ -164,6 +164,7 @@ def test_snakeboard_rider_gait_reaches_a_key_from_rest():
                    costs=Costs(effort=0.0, smoothness=1.0))
     result = solve_shot(shot)
     assert result.status == "solved", result.report
+    assert result.iterations <= 71  # with differenced step Hessians: 71
     assert result.key_errors["there"] < 1e-8 and result.replay_error < 1e-8
 
 
@@ -185,16 +186,17 @@ def test_warm_starts_from_the_animation_and_from_a_result(solved):
     assert resolved.key_errors["tunnel exit"] < 1e-8
 
 
-@pytest.mark.parametrize("hitch_angle", [0.0, 0.3])
-def test_car_with_trailer_lane_change_replays_car_and_trailer(hitch_angle):
+@pytest.mark.parametrize("hitch_angle,iterations", [(0.0, 7), (0.3, 8)])
+def test_car_with_trailer_lane_change_replays_car_and_trailer(hitch_angle, iterations):
     """A lane change towing the trailer, in line or from a hitch angle: the replay reproduces the car and the
-    trailer heading (beta)."""
+    trailer heading (beta), in no more iterations than with differenced step Hessians (7 and 8)."""
     mech = load_mechanism("presets/vehicles/car_trailer.toml")
     mech = replace(mech, vehicle=replace(mech.vehicle, controls=(), hitch_angle=hitch_angle))
     shot = Shot(mech, 0.1, 60, keys=(Key(60, position=(40.0, 6.0, 0.55), heading=0.0, name="lane change"),),
                 costs=Costs(effort=1.0, smoothness=0.1), body_radius=1.0)
     result = solve_shot(shot)
     assert result.status == "solved", result.report
+    assert result.iterations <= iterations
     assert result.key_errors["lane change"] < 1e-8 and result.replay_error < 1e-8
     traj = result.trajectory
     R = traj.poses[:, traj.body_index("trailer"), 3:]
@@ -269,3 +271,32 @@ def test_progress_reports_and_cancel_stops_without_a_result():
     result = solve_shot(shot, progress=lambda it, info: seen.append((it, info["constraint_violation"])) or it < 3)
     assert result.status == "cancelled" and result.trajectory is None
     assert [it for it, _ in seen] == [0, 1, 2, 3]
+
+
+def test_helicopter_hop_converges_with_exact_step_hessians():
+    """A 20-step hop (3 m forward, 1 m aside, 1 m up, to rest): solved with the key met and the replay exact, in
+    no more iterations than with differenced step Hessians (16)."""
+    mech = load_mechanism("presets/vehicles/helicopter.toml")
+    mech = replace(mech, vehicle=replace(mech.vehicle, controls=()))
+    end = tuple(np.asarray(mech.vehicle.position) + [3.0, 1.0, 1.0])
+    shot = Shot(mech, 0.1, 20, keys=(Key(20, position=end, heading=0.05, velocity=(0.0, 0.0, 0.0), name="end"),),
+                costs=Costs(effort=1.0, smoothness=0.3))
+    result = solve_shot(shot)
+    assert result.status == "solved", result.report
+    assert result.iterations <= 16
+    assert result.key_errors["end"] < 1e-8 and result.replay_error < 1e-8
+
+
+@pytest.mark.heavy
+def test_hovercraft_rest_to_rest_converges_with_exact_step_hessians():
+    """20 m from rest to rest in 6 s on the cushion: solved with the key met and the replay exact, in no more
+    iterations than with differenced step Hessians (16)."""
+    mech = load_mechanism("presets/vehicles/hovercraft.toml")
+    mech = replace(mech, vehicle=replace(mech.vehicle, controls=(), velocity=(0.0,) * 6))
+    end = tuple(np.asarray(mech.vehicle.position) + [20.0, 0.0, 0.0])
+    shot = Shot(mech, 0.1, 60, keys=(Key(60, position=end, heading=0.0, velocity=(0.0, 0.0, 0.0), name="end"),),
+                costs=Costs(effort=1.0, smoothness=0.1))
+    result = solve_shot(shot)
+    assert result.status == "solved", result.report
+    assert result.iterations <= 16
+    assert result.key_errors["end"] < 1e-8 and result.replay_error < 1e-8

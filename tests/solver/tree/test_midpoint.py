@@ -77,16 +77,16 @@ def test_newton_converges_quadratically():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not native.NATIVE, reason="500,000 steps need the C step kernel (make kernels)")
+@pytest.mark.skipif(not native.NATIVE, reason="100,000 steps need the C step kernel (make kernels)")
 def test_pendulum_energy_has_no_trend_while_rk4_drifts():
-    dt, t_vi, t_rk4 = 0.01, 5000.0, 100.0
+    dt, t_vi, t_rk4 = 0.01, 1000.0, 40.0
     model = compile_tree(pendulum())
     state, *_ = midpoint.initial_state(model)
     e = np.array([midpoint.step(model, state, dt).energy for _ in range(int(t_vi / dt))])
     t = dt * np.arange(1, len(e) + 1)
     rk = simulate(pendulum(), dt, int(t_rk4 / dt), method="tree-rk4")
     assert rk.status == "finished"
-    window = int(500.0 / dt)
+    window = int(100.0 / dt)  # 50 periods: the windows' means differ by 5e-4 of the band
     vi_trend = abs(e[-window:].mean() - e[:window].mean())
     vi_band = np.ptp(e)
     rk_slope = np.polyfit(rk.t, rk.energy, 1)[0]

@@ -88,3 +88,25 @@ def test_the_pilot_tracks_closer_than_pure_pursuit_at_the_top_speed(name):
         reached = np.flatnonzero(arc >= end)
         errors.append(error[: reached[0] if len(reached) else len(error)].max())  # (beyond the end it flies on)
     assert errors[0] < 0.5 and errors[1] > 5.0
+
+
+def test_a_path_with_heights_is_climbed_from_the_start_height():
+    """A straight path that climbs 30 m at slope 0.1 between x = 60 and 360 m, drawn 100 m below the helicopter:
+    it flies the climb from its own start height (the height loop's rate feed-forward leaves a ramp no lag;
+    its corners cost v dz/ds e^-1 / w_z = 0.55 m at 15 m/s), and a flat path with heights flies exactly as
+    the same path without them."""
+    x = np.linspace(-40.0, 560.0, 601)
+    climb = np.clip((x - 60.0) * 0.1, 0.0, 30.0)
+    path = np.column_stack([x, np.zeros_like(x), climb - 100.0])
+    limits = driver.Limits(lateral=4.0, accel=2.0, brake=3.0, top_speed=15.0)
+    steps = int(32.0 / DT)
+    flown, _ = pilot.simulate_flying(helicopter(15.0), path, limits, DT, steps)
+    assert flown.status == "finished"
+    poses = flown.poses[:, 0]
+    wanted = HEIGHT + np.interp(poses[:, 0], x, climb)
+    assert np.abs(poses[:, 2] - wanted).max() < 0.7
+    assert abs(poses[-1, 2] - (HEIGHT + 30.0)) < 0.1 and poses[-1, 0] > 400.0  # settling after the climb (0.04 m)
+    flat = np.column_stack([x, np.zeros_like(x), np.full_like(x, -7.0)])
+    with_heights, _ = pilot.simulate_flying(helicopter(15.0), flat, limits, DT, 120)
+    without, _ = pilot.simulate_flying(helicopter(15.0), flat[:, :2], limits, DT, 120)
+    np.testing.assert_array_equal(with_heights.poses, without.poses)
