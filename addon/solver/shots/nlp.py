@@ -11,11 +11,14 @@ bounds, so the equalities are c_E(x) - c_lower = 0 and c_I(x) - s = 0 and every 
 
     [[H + Sigma + dw I, A^T], [A, -dc I]] [dz; lambda+] = -[grad phi_mu; c]
 
-by sparse LU (scipy splu) of the symmetric KKT matrix. splu reports no inertia, so the Hessian shift dw
-grows until two necessary conditions hold: the sign of det K (from the LU diagonal and the permutation
-parities) says the number of negative eigenvalues has the parity of m, and the step has positive
-curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016). Steps stop at a
-fraction tau = max(0.99, 1 - mu) of the distance to the bounds and are accepted by IPOPT's filter line
+factorising the symmetric KKT matrix K, by default by sparse LU (scipy splu). With kkt="stage", when the NLP
+gives each variable a stage (time step) and its rows couple only nearby stages, K is block tridiagonal in
+stage order and is factorised by the stage recursion of stage_kkt.py (O(N) in the stages); without that
+structure, and for a matrix whose pivot blocks break down, by sparse LU again (NLPResult.kkt says which).
+Neither gives the inertia cheaply, only the parity of the number of negative eigenvalues (the sign of det K),
+so the Hessian shift dw grows until two necessary conditions hold: that number has the parity of m, and the
+step has positive curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016).
+Steps stop at a fraction tau = max(0.99, 1 - mu) of the distance to the bounds and are accepted by IPOPT's filter line
 search (switching condition, Armijo on the barrier objective, up to four second-order corrections). The
 barrier parameter falls superlinearly (mu <- min(0.2 mu, mu^1.5)) once the barrier problem is solved to
 10 mu. Objective and rows are scaled by min(1, 100 / |gradient|_inf) at the start point (IPOPT's gradient
@@ -38,6 +41,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
+from .stage_kkt import StageBreakdown, StageFactor, StageLayout, stage_layout
+
 Progress = Callable[[int, dict], Optional[bool]]
 
 
@@ -48,7 +53,9 @@ class NLP:
     Bounds may be +-inf; c_lower == c_upper marks an equality. jacobian(x) -> scipy.sparse (m, n);
     hessian(x, multipliers (m,), obj_factor) -> scipy.sparse (n, n) of obj_factor * f + sum_i y_i c_i
     (either triangle or both; it is symmetrised), or None when hessian is None: then a damped BFGS
-    matrix is kept instead (dense; for small problems only).
+    matrix is kept instead (dense; for small problems only). stages (n,) int, optional: the stage (time step)
+    of each variable, -1 for a variable of no stage (such as a free time step); it lets the KKT matrix be
+    factorised stage by stage (stage_kkt.py).
     """
 
     x_lower: np.ndarray
@@ -60,6 +67,7 @@ class NLP:
     c_lower: np.ndarray
     c_upper: np.ndarray
     hessian: Optional[Callable[[np.ndarray, np.ndarray, float], sp.spmatrix]] = None
+    stages: Optional[np.ndarray] = None
 
     @property
     def n(self) -> int:
@@ -77,7 +85,7 @@ class NLPResult:
     c(x) to [c_lower, c_upper] (unscaled); wall_time in seconds; timings: CPU seconds per part of the
     solve (evaluation: objective, rows and their derivatives at the iterates; factorisation: KKT assembly,
     factorisations with the inertia correction, solves; line search: trial points and second-order
-    corrections)."""
+    corrections); kkt: how the KKT matrices were factorised (stage recursion or sparse LU, and why)."""
 
     x: np.ndarray
     status: str
@@ -88,6 +96,7 @@ class NLPResult:
     message: str
     wall_time: float
     timings: dict[str, float] = field(default_factory=dict)
+    kkt: str = ""
 
 
 class _Clock:
@@ -183,6 +192,18 @@ class _Reduced:
         H = 0.5 * (H + H.T)
         return sp.block_diag([H, sp.csr_matrix((self.ns, self.ns))], format="csr")
 
+    def kkt_layout(self, z: np.ndarray) -> StageLayout | str:
+        """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
+        Hessian's nonzeros are taken with every multiplier 1 (no entry cancels by chance)."""
+        if self.nlp.stages is None:
+            return "the NLP gives no stages"
+        if self.nlp.hessian is None:
+            return "quasi-Newton Hessian (dense)"
+        var_stage = np.concatenate([np.asarray(self.nlp.stages, int)[self.free], np.full(self.ns, -1)])
+        slack_rows = np.concatenate([np.full(self.nx, -1), self.ineq])
+        H = sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))[self.free][:, self.free]
+        return stage_layout(var_stage, self.jac(z), H, slack_rows)
+
 
 def _push_inside(z, zl, zu, k1=1e-2, k2=1e-2):
     """IPOPT's initial point rule: at least a relative margin from each bound."""
@@ -229,41 +250,105 @@ def _negative_parity(lu) -> int:
     return (negatives + _permutation_parity(lu.perm_r) + _permutation_parity(lu.perm_c)) % 2
 
 
+class _SparseLU:
+    """splu (COLAMD) of the assembled KKT matrix: RuntimeError when exactly singular; inertia up to parity."""
+
+    def __init__(self, W: sp.spmatrix, J: sp.csr_matrix, dw: float, dc: float):
+        nz, m = W.shape[0], J.shape[0]
+        self.K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(m) if m else None]], format="csc")
+        self.lu = splu(self.K, permc_spec="COLAMD", diag_pivot_thresh=0.1)
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        return self.lu.solve(rhs)
+
+    def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        return rhs - self.K @ sol
+
+    def inertia_ok(self, m: int) -> bool:
+        return _negative_parity(self.lu) == m % 2
+
+
+def _refined(factor, rhs: np.ndarray) -> tuple[np.ndarray, bool]:
+    """factor's solution of K sol = rhs after up to three steps of iterative refinement (stopping at a residual
+    of 1e-12 (1 + |rhs|)), and whether the residual came within 1e-9 (1 + |rhs|), round-off for these matrices
+    (the sparse LU's solutions are used either way, as they always were)."""
+    sol = factor.solve(rhs)
+    size = 1 + np.max(np.abs(rhs))
+    for _ in range(3):
+        res_k = factor.residual(sol, rhs)
+        if np.max(np.abs(res_k)) <= 1e-12 * size:
+            return sol, True
+        sol = sol + factor.solve(res_k)
+    return sol, bool(np.max(np.abs(factor.residual(sol, rhs))) <= 1e-9 * size)
+
+
+class _KKT:
+    """Factorises each KKT matrix of a solve: by the stage recursion (stage_kkt.py) when the NLP's variables
+    have stages and its rows couple only nearby ones, else, or when a pivot block breaks down, by sparse LU.
+    Counts which did what, for the report."""
+
+    def __init__(self, layout: StageLayout | str):
+        self.layout = layout
+        self.stage_count = self.lu_count = 0
+        self.breakdowns: dict[str, int] = {}
+
+    def factor_solve(self, W: sp.spmatrix, J: sp.csr_matrix, dw: float, dc: float, rhs: np.ndarray):
+        """(factor, solution of K sol = rhs with up to three steps of iterative refinement). RuntimeError when K
+        is exactly singular (sparse LU)."""
+        if isinstance(self.layout, StageLayout):
+            try:
+                factor = StageFactor(self.layout, W, J, dw, dc)
+                sol, accurate = _refined(factor, rhs)
+                if accurate or not np.all(np.isfinite(sol)):
+                    self.stage_count += 1
+                    return factor, sol
+                raise StageBreakdown("refinement did not reach the LU's accuracy")
+            except StageBreakdown as err:
+                self.breakdowns[str(err)] = self.breakdowns.get(str(err), 0) + 1
+                if self.stage_count == 0 and sum(self.breakdowns.values()) >= 3:
+                    self.layout = (f"the stage blocks broke down on the first three matrices ({err}); "
+                                   f"{self.layout.describe()}")
+        factor = _SparseLU(W, J, dw, dc)
+        self.lu_count += 1
+        return factor, _refined(factor, rhs)[0]
+
+    def describe(self) -> str:
+        if not isinstance(self.layout, StageLayout):
+            return f"sparse LU ({self.layout})"
+        text = f"{self.layout.describe()}; {self.stage_count} factorisations"
+        if self.lu_count:
+            why = "; ".join(f"{reason}: {count}" for reason, count in self.breakdowns.items())
+            text += f", {self.lu_count} by sparse LU instead ({why})"
+        return text
+
+
 def _regularised_step(H: sp.spmatrix, sigma: np.ndarray, J: sp.csr_matrix, rhs: np.ndarray, shift: float,
-                      dw_last: float, mu: float):
-    """The primal-dual Newton step: solve [[H + Sigma + dw I, J^T], [J, -dc I]] sol = rhs by sparse LU, raising
-    the Hessian shift dw from `shift` until the inertia tests of the module docstring pass (dc > 0 only for an
-    exactly singular matrix). Returns (sol, lu, dw); lu is None when no shift below 1e40 works."""
+                      dw_last: float, mu: float, kkt: _KKT):
+    """The primal-dual Newton step: solve [[H + Sigma + dw I, J^T], [J, -dc I]] sol = rhs (kkt's factorisation),
+    raising the Hessian shift dw from `shift` until the inertia tests of the module docstring pass (dc > 0 only
+    for an exactly singular matrix). Returns (sol, factor, dw); factor is None when no shift below 1e40 works."""
     nz, m = H.shape[0], J.shape[0]
     W = (H + sp.diags(sigma)).tocsc()
     dw, dc = shift, 0.0
-    sol, lu = None, None
+    sol, factor = None, None
     for _ in range(40):
-        K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(m) if m else None]], format="csc")
         try:
-            lu = splu(K, permc_spec="COLAMD", diag_pivot_thresh=0.1)
-            sol = lu.solve(rhs)
-            for _ in range(3):  # iterative refinement
-                res_k = rhs - K @ sol
-                if np.max(np.abs(res_k)) <= 1e-12 * (1 + np.max(np.abs(rhs))):
-                    break
-                sol = sol + lu.solve(res_k)
+            factor, sol = kkt.factor_solve(W, J, dw, dc, rhs)
         except RuntimeError:  # exactly singular
-            lu = None
+            factor = None
             dc = max(dc, 1e-8 * mu**0.25)
             dw = max(1e-4, 10 * dw) if dw else (max(1e-4, dw_last / 3) if dw_last else 1e-4)
             continue
         dz = sol[:nz]
         if not np.all(np.isfinite(sol)):
-            lu = None
-        elif (dz @ (W @ dz) + dw * (dz @ dz) >= 1e-10 * (dz @ dz)
-              and _negative_parity(lu) == m % 2):
+            factor = None
+        elif dz @ (W @ dz) + dw * (dz @ dz) >= 1e-10 * (dz @ dz) and factor.inertia_ok(m):
             break
         dw = (max(1e-4, dw_last / 3) if dw_last else 1e-4) if dw == 0 else (8 if dw_last else 100) * dw
         if dw > 1e40:
-            lu = None
+            factor = None
             break
-    return sol, lu, dw
+    return sol, factor, dw
 
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
@@ -281,12 +366,16 @@ def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_
 
 
 def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float = 1e-9, max_iter: int = 300,
-          progress: Progress | None = None, mu_init: float = 0.1) -> NLPResult:
+          progress: Progress | None = None, mu_init: float = 0.1, kkt: str = "lu") -> NLPResult:
     """Solve `nlp` from x0 by the primal-dual interior-point method of this module's docstring.
 
     progress(iteration, info) is called once per iteration with info keys objective, constraint_violation,
     dual_infeasibility, mu, step, regularization; returning False stops with status 'cancelled'.
+    kkt: "lu" (sparse LU, the default: faster here) or "stage" (the stage recursion of stage_kkt.py when
+    nlp.stages allows it, else sparse LU; same steps to round-off, see docs/shots.md).
     """
+    if kkt not in ("lu", "stage"):
+        raise ValueError(f"NLP solve: kkt must be 'lu' or 'stage', not {kkt!r}")
     start_time = time.perf_counter()
     P = _Reduced(nlp, x0)
     nz = P.nx + P.ns
@@ -312,6 +401,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         c = P.c(z, raw)
         g = P.grad(z)
         J = P.jac(z)
+    with clock("factorisation"):
+        factoriser = _KKT(P.kkt_layout(z) if kkt == "stage" else "the default")
     it = 0
     for it in range(max_iter + 1):
         dl = np.where(lo_f, z - zl, 1.0)
@@ -352,7 +443,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             H = P.hess(z, y)
         with clock("factorisation"):
             sol, lu, dw = _regularised_step(H if H is not None else sp.csr_matrix(bfgs), sigma, J,
-                                            -np.concatenate([grad_phi, c]), shift, dw_last, mu)
+                                            -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)
         if lu is None:
             status, message = "failed", f"KKT system could not be regularised at iteration {it}"
             break
@@ -458,4 +549,5 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     x = P.full(z)
     raw = P.raw_c(z)
     return NLPResult(x, status, it, float(nlp.objective(x)), float(np.max(violation(raw, P.cl, P.cu), initial=0.0)),
-                     P.c_scale * y / P.f_scale, message, time.perf_counter() - start_time, clock.total)
+                     P.c_scale * y / P.f_scale, message, time.perf_counter() - start_time, clock.total,
+                     factoriser.describe())

@@ -542,7 +542,9 @@ class Transcription:
             data = np.concatenate(parts)
             return hessian_pattern.matrix(data)
 
-        self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, objective, gradient, cons, jac, lower, upper, hessian)
+        stages = np.concatenate([np.repeat(np.arange(self.N + 2), self.nw), [-1]])  # h: of no stage
+        self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, objective, gradient, cons, jac, lower, upper, hessian,
+                              stages)
 
     # -- warm start -----------------------------------------------------------------------------
     def x0(self, warm_start=None, rest: bool = False) -> np.ndarray:

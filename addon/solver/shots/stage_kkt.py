@@ -1,0 +1,323 @@
+"""Stage-structured factorisation of the interior point's KKT matrix: block-tridiagonal LDL^T over stages.
+
+A transcription whose variables each belong to one stage (time step), with rows coupling only nearby stages,
+gives a KKT matrix [[W, J^T], [J, -dc I]] that is block banded once its unknowns (variables, slacks and row
+multipliers) are ordered by stage. `stage_layout` finds that order. Each row sits either at the stage of the
+variable it pins (the latest stage among its coefficients of at least half its largest, at the start point: a
+DMOC step's position and attitude rows go with the next state, its momentum balance with the velocity it
+determines) or at the middle of its stages; the placement cheaper to factorise is kept (on the car shots the
+middle; on the helicopter and the boat the pinned one, where the middle left the first block singular: its
+attitude rows had too few attitude variables). A slack sits at its row's stage; the
+band b is the largest stage distance between two coupled unknowns, and chunks of b consecutive stages make the
+matrix block tridiagonal (chunks merge where the unknowns so far have more rows than variables, e.g. after a
+start state fixed by its bounds). Variables of no stage (the free time step, stage -1) and rows touching only them
+form a small border coupled to every chunk (an arrow matrix); so does a last block much larger than the others
+(merged from the stages under keys on the end state), which would otherwise set the padded size of every block.
+
+`StageFactor` factorises by block cyclic reduction (the stage-wise Riccati recursion reordered so that each
+level is a batch of independent small dense problems, which numpy does in one call each): with A_k the diagonal
+and C_k the upper off-diagonal blocks, the even blocks are eliminated at once,
+
+    A'_j = A_j - C_{j-1}^T A_{j-1}^{-1} C_{j-1} - C_j A_{j+1}^{-1} C_j^T,   C'_j = -C_j A_{j+1}^{-1} C_{j+1}
+
+for the odd j, leaving a block-tridiagonal matrix of half the size; log2(N) levels, O(N p^3) work for N chunks of
+at most p unknowns. Each level's pivot blocks are equilibrated and inverted by batched LU, and the border is
+eliminated by its Schur complement S = F - E^T T^{-1} E. This is a block LDL^T of a symmetric permutation of K,
+so by Sylvester's law of inertia the negative eigenvalues of K are those of the pivot blocks plus those of S:
+the factorisation keeps their parity (the signs of the blocks' determinants, what the interior point tests, as
+with the sparse LU), and `negatives()` counts them exactly from the pivot blocks' eigenvalues. No pivoting
+crosses blocks: a singular pivot block or border raises `StageBreakdown`, and a solve that iterative refinement
+cannot bring to the LU's accuracy is redone by sparse LU (nlp.py); both are counted in the solver's report.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+_END_TO_BORDER = 200  # most unknowns in the border after moving the last block there
+_PIVOT_RCOND = 1e-13  # smallest |eigenvalue| / largest of the equilibrated border Schur complement (else: singular)
+
+
+class StageBreakdown(RuntimeError):
+    """The stage recursion cannot factorise this matrix reliably (use the sparse LU)."""
+
+
+class StageLayout:
+    """Where each KKT unknown (nz variables then m rows) goes: chunk, position in its padded chunk, or border.
+
+    Built once per solve from the stage of each variable and the sparsity patterns of J and H."""
+
+    def __init__(self, chunk: np.ndarray, n_chunks: int, band: int):
+        self.n_unknowns = len(chunk)
+        self.n_chunks = n_chunks
+        self.band = band
+        inner = np.flatnonzero(chunk >= 0)
+        self.border = np.flatnonzero(chunk < 0)
+        order = inner[np.argsort(chunk[inner], kind="stable")]
+        sizes = np.bincount(chunk[inner], minlength=n_chunks)
+        self.size = int(sizes.max())
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        local = np.empty(self.n_unknowns, int)
+        local[order] = np.arange(len(order)) - np.repeat(starts, sizes)
+        local[self.border] = np.arange(len(self.border))
+        self.chunk, self.local = chunk, local
+        self.pad = self.size - sizes  # unused slots per chunk: identity rows, one positive eigenvalue each
+
+    @property
+    def cost(self) -> int:
+        """Flops of a factorisation, up to a constant: every padded block's inverse and its products with the
+        border's columns, and the border's Schur complement."""
+        nb = len(self.border)
+        return self.n_chunks * (self.size**3 + self.size**2 * nb) + nb**3
+
+    def describe(self) -> str:
+        return (f"stage-structured LDL^T: {self.n_chunks} blocks of at most {self.size} unknowns "
+                f"({self.band} stage{'s' if self.band > 1 else ''} each), {len(self.border)} coupling unknowns")
+
+
+def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, slack_rows: np.ndarray,
+                 max_border: int = 20) -> StageLayout | str:
+    """The layout for KKT unknowns (variables with stages var_stage (nz,), -1 for none; then J's rows), or the
+    reason there is none. slack_rows (nz,): the row of each slack variable, -1 for the other variables.
+
+    Rows go either where they pin a variable or to the middle of their stages (module docstring); of the two
+    layouts, the cheaper to factorise is kept (StageLayout.cost)."""
+    J = sp.coo_matrix(J)
+    pairs = [(J.row + len(var_stage), J.col)]
+    if H is not None:
+        Hc = sp.coo_matrix(H)
+        nonzero = Hc.data != 0  # a window's Hessian pattern is dense; only entries that can be nonzero count
+        pairs.append((Hc.row[nonzero], Hc.col[nonzero]))
+    rows = np.concatenate([p[0] for p in pairs])
+    cols = np.concatenate([p[1] for p in pairs])
+    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border)
+               for row_stage in _row_stages(J, var_stage)]
+    found = [layout for layout in layouts if isinstance(layout, StageLayout)]
+    return min(found, key=lambda layout: layout.cost) if found else layouts[0]
+
+
+def _row_stages(J: sp.coo_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two placements of each row (-1: touches no staged variable): where it pins a variable, the latest stage
+    among its coefficients of at least half its largest (a step's equation x_{k+1} - f(x_k, ...) goes with
+    x_{k+1}, a momentum balance with the velocity it determines), and the middle of its stages."""
+    m = J.shape[0]
+    staged = var_stage[J.col] >= 0
+    lo = np.full(m, np.iinfo(np.int64).max)
+    hi = np.full(m, -1)
+    np.minimum.at(lo, J.row[staged], var_stage[J.col[staged]])
+    np.maximum.at(hi, J.row[staged], var_stage[J.col[staged]])
+    middle = np.where(hi >= 0, (lo + hi) // 2, -1)
+    size = np.abs(J.data) * staged
+    largest = np.zeros(m)
+    np.maximum.at(largest, J.row, size)
+    pins = staged & (size > 0) & (size >= 0.5 * largest[J.row])
+    pinned = np.full(m, -1)
+    np.maximum.at(pinned, J.row[pins], var_stage[J.col[pins]])
+    return np.where(pinned >= 0, pinned, middle), middle
+
+
+def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int) -> StageLayout | str:
+    """The layout for one placement of the rows; (rows, cols) are the KKT matrix's coupled pairs."""
+    nz = len(var_stage)
+    stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
+    both = (stage[rows] >= 0) & (stage[cols] >= 0)
+    band = max(1, int(np.max(np.abs(stage[rows[both]] - stage[cols[both]]), initial=0)))
+    border = int(np.sum(stage < 0))
+    if border > max_border:
+        return f"{border} unknowns belong to no stage (at most {max_border} allowed)"
+    first = int(np.min(stage[stage >= 0], initial=0))
+    group = np.where(stage >= 0, (stage - first) // band, -1)
+    chunk_of_group = _merge_groups(group, nz)
+    chunk = np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1)
+    n_chunks = int(chunk.max(initial=-1)) + 1
+    if n_chunks < 3:
+        return f"rows couple stages {band} apart: fewer than three stage blocks"
+    layout = StageLayout(chunk, n_chunks, band)
+    # a last block merged from several stages (keys on the end state) sets the padded size of every block: in
+    # the border instead (eliminated last, by its Schur complement) it may cost less
+    moved = StageLayout(np.where(chunk == n_chunks - 1, -1, chunk), n_chunks - 1, band)
+    if len(moved.border) <= _END_TO_BORDER and moved.cost < layout.cost:
+        layout = moved
+    if layout.size * 4 > len(stage):
+        return f"a stage block holds {layout.size} of {len(stage)} unknowns"
+    return layout
+
+
+def _merge_groups(group: np.ndarray, nz: int) -> np.ndarray:
+    """Chunk of each group of `band` stages: consecutive groups merge until the unknowns so far hold at least
+    as many variables as rows (the leading block of a KKT matrix with more rows than variables is singular:
+    a start state fixed by its bounds leaves the first step's rows with too few variables), and the same
+    backwards from the last group (keys on the end state)."""
+    inner = group >= 0
+    n_groups = int(group.max(initial=-1)) + 1
+    is_var = np.arange(len(group)) < nz
+    surplus = (np.bincount(group[inner & is_var], minlength=n_groups)
+               - np.bincount(group[inner & ~is_var], minlength=n_groups))
+    filled = np.bincount(group[inner], minlength=n_groups) > 0
+    chunk_of_group = np.empty(n_groups, int)
+    chunk, total = 0, 0
+    for g in range(n_groups):
+        chunk_of_group[g] = chunk
+        total += int(surplus[g])
+        if total >= 0 and filled[g]:
+            chunk += 1
+    chunk_of_group = np.minimum(chunk_of_group, chunk_of_group[-1])
+    # the same from the end: the last block (the end keys on a state) must not have more rows than variables
+    tail = 0
+    for g in range(n_groups - 1, 0, -1):
+        tail += int(surplus[g])
+        if tail >= 0 and chunk_of_group[g] != chunk_of_group[g - 1]:
+            break
+        chunk_of_group[chunk_of_group == chunk_of_group[g]] = chunk_of_group[g - 1]
+    return np.unique(chunk_of_group, return_inverse=True)[1]
+
+
+class StageFactor:
+    """Block LDL^T of K = [[W + dw I, J^T], [J, -dc I]] in a StageLayout: solve(rhs), residual(sol, rhs),
+    parity (of the number of negative eigenvalues of K) and negatives() (their exact number)."""
+
+    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float):
+        L = layout
+        nz, m = W.shape[0], J.shape[0]
+        Wc, Jc = sp.coo_matrix(W), sp.coo_matrix(J)
+        idx = np.arange(nz + m)
+        diag = np.concatenate([np.full(nz, dw), np.full(m, -dc)])
+        rows = np.concatenate([Wc.row, Jc.row + nz, Jc.col, idx])
+        cols = np.concatenate([Wc.col, Jc.col, Jc.row + nz, idx])
+        vals = np.concatenate([Wc.data, Jc.data, Jc.data, diag])
+        self.L, self.shape = L, (nz + m, nz + m)
+        p, nc, nb = L.size, L.n_chunks, len(L.border)
+        cr, cc = L.chunk[rows], L.chunk[cols]
+        inner = (cr >= 0) & (cc >= 0)
+        far = inner & (np.abs(cr - cc) > 1) & (vals != 0)
+        if np.any(far):
+            raise StageBreakdown("an entry couples stage blocks more than one apart")
+        lr, lc = L.local[rows], L.local[cols]
+        same = inner & (cr == cc)
+        at = np.where(inner, (cr * p + lr) * p + lc, 0)
+        A = np.bincount(at, weights=np.where(same, vals, 0.0), minlength=nc * p * p)
+        A = A.reshape(nc, p, p)
+        pad = np.arange(p)[None, :] >= (p - L.pad)[:, None]
+        A[:, np.arange(p), np.arange(p)] += pad  # unused slots: 1 on the diagonal
+        up = inner & (cc == cr + 1)
+        C = np.bincount(at, weights=np.where(up, vals, 0.0), minlength=nc * p * p)
+        self.C = C.reshape(nc, p, p)[:-1]
+        # border: E (chunks, p, nb) couples the chunks to the border unknowns, F (nb, nb) among them
+        edge = (cr >= 0) & (cc < 0)
+        E = np.bincount(((cr * p + lr) * max(nb, 1) + lc)[edge], weights=vals[edge], minlength=nc * p * max(nb, 1))
+        self.E = E.reshape(nc, p, max(nb, 1))[:, :, :nb]
+        bb = (cr < 0) & (cc < 0)
+        self.F = np.bincount((lr * max(nb, 1) + lc)[bb], weights=vals[bb], minlength=nb * nb).reshape(nb, nb)
+        self.A = A
+        self._factor()
+
+    def _factor(self):
+        """Factorise by block cyclic reduction: the even blocks of the current level are eliminated all at
+        once (batched), leaving a block-tridiagonal Schur complement on the odd blocks, the next level."""
+        self.parity, self.pivots, self.levels = 0, [], []
+        A, C = self.A, self.C
+        while True:
+            last = len(A) == 1
+            Ainv = self._invert(A[0::2] if not last else A)
+            if last:
+                self.levels.append((Ainv, None))
+                break
+            left = C[0::2]  # K[2i, 2i+1]: even 2i to odd 2i+1
+            right = C[1::2]  # K[2i+1, 2i+2]: odd 2i+1 to even 2i+2
+            n_odd = len(A) // 2
+            odd = A[1::2] - np.swapaxes(left, 1, 2) @ Ainv[:n_odd] @ left
+            odd[:len(right)] -= right @ Ainv[1:len(right) + 1] @ np.swapaxes(right, 1, 2)
+            couple = -right[:n_odd - 1] @ Ainv[1:n_odd] @ left[1:n_odd]
+            self.levels.append((Ainv, (left, right)))
+            A, C = odd, couple
+        if self.F.size:
+            X = self._solve_inner(self.E)
+            S = self.F - np.einsum("kpi,kpj->ij", self.E, X)
+            # equilibrated, S -> D S D with D = diag(1/sqrt(max_j |S_ij|)): T = D Q has T^T S T = diag(w)
+            scale = 1.0 / np.sqrt(np.maximum(np.abs(S).max(axis=1), 1e-300))
+            w, Q = np.linalg.eigh(0.5 * scale[:, None] * (S + S.T) * scale)
+            if not np.all(np.isfinite(w)) or np.abs(w).min() <= _PIVOT_RCOND * np.abs(w).max():
+                raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular")
+            self.parity = (self.parity + int(np.sum(w < 0))) % 2
+            self.S, self.X = (w, scale[:, None] * Q), X
+
+    def _invert(self, M: np.ndarray) -> np.ndarray:
+        """Inverses of the symmetric blocks M (k, p, p) by batched LU of the equilibrated S M S (S = diag(1 /
+        sqrt(max_j |M_ij|))), adding the parity of their negative eigenvalues (the sign of det) to `parity`."""
+        self.pivots.append(M)
+        scale = 1.0 / np.sqrt(np.maximum(np.abs(M).max(axis=2), 1e-300))
+        Ms = scale[:, :, None] * M * scale[:, None, :]
+        sign, logdet = np.linalg.slogdet(Ms)
+        if not np.all(np.isfinite(logdet)):
+            raise StageBreakdown("a stage pivot block is singular")
+        self.parity = (self.parity + int(np.sum(sign < 0))) % 2
+        return scale[:, :, None] * np.linalg.inv(Ms) * scale[:, None, :]
+
+    def negatives(self) -> int:
+        """The exact number of negative eigenvalues of K (Sylvester: those of the pivot blocks and the border's
+        Schur complement; eigenvalues of every pivot block, so dearer than the factorisation's parity)."""
+        count = sum(int(np.sum(np.linalg.eigvalsh(M) < 0)) for M in self.pivots)
+        return count + (int(np.sum(self.S[0] < 0)) if self.F.size else 0)
+
+    def _solve_inner(self, b: np.ndarray) -> np.ndarray:
+        """T^{-1} b for b (chunks, p, r): reduce the right-hand side level by level, then substitute back."""
+        rhs = [np.asarray(b, float)]
+        for Ainv, couplings in self.levels[:-1]:
+            left, right = couplings
+            even = Ainv @ rhs[-1][0::2]
+            odd = rhs[-1][1::2] - np.swapaxes(left, 1, 2) @ even[:len(left)]
+            odd[:len(right)] -= right @ even[1:len(right) + 1]
+            rhs.append(odd)
+        x = self.levels[-1][0] @ rhs[-1]
+        for (Ainv, (left, right)), r in zip(self.levels[-2::-1], rhs[-2::-1]):
+            full = np.empty_like(r)
+            full[1::2] = x
+            even = r[0::2].copy()
+            even[:len(left)] -= left @ x
+            even[1:len(right) + 1] -= np.swapaxes(right, 1, 2) @ x[:len(right)]
+            full[0::2] = Ainv @ even
+            x = full
+        return x
+
+    def _split(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        L = self.L
+        blocks = np.zeros((L.n_chunks, L.size))
+        inner = L.chunk >= 0
+        blocks[L.chunk[inner], L.local[inner]] = v[inner]
+        return blocks, v[L.border]
+
+    def _join(self, blocks: np.ndarray, border: np.ndarray) -> np.ndarray:
+        L = self.L
+        out = np.empty(L.n_unknowns)
+        inner = L.chunk >= 0
+        out[inner] = blocks[L.chunk[inner], L.local[inner]]
+        out[L.border] = border
+        return out
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        b, bb = self._split(rhs)
+        u = self._solve_inner(b[:, :, None])[:, :, 0]
+        if not self.F.size:
+            return self._join(u, bb)
+        w, T = self.S
+        xb = T @ ((T.T @ (bb - np.einsum("kpi,kp->i", self.E, u))) / w)
+        return self._join(u - np.einsum("kpi,i->kp", self.X, xb), xb)
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        b, bb = self._split(v)
+        y = np.einsum("kij,kj->ki", self.A, b)
+        y[:-1] += np.einsum("kij,kj->ki", self.C, b[1:])
+        y[1:] += np.einsum("kji,kj->ki", self.C, b[:-1])
+        y += np.einsum("kpi,i->kp", self.E, bb)
+        yb = self.F @ bb + np.einsum("kpi,kp->i", self.E, b)
+        return self._join(y, yb)
+
+    def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        return rhs - self.matvec(sol)
+
+    def inertia_ok(self, m: int) -> bool:
+        """The interior point's test, the same as for the sparse LU: the number of negative eigenvalues has the
+        parity of m (the exact count, negatives() == m, is IPOPT's test; on the parking shot it forced larger
+        shifts and tripled the iterations, so both factorisations keep the LU's test and give the same steps)."""
+        return self.parity == m % 2
