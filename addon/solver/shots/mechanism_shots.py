@@ -412,7 +412,7 @@ def solved_trajectory(shot: MechanismShot, result: ShotResult) -> Trajectory:
     poses = body_poses_batch(model, Q, np.broadcast_to(tx.charts, (N + 1,) + tx.charts.shape))
     start = terms(model, forward(model, tx.q0, tx.charts), tx.qd0, 0.0, second=False)
     energy = [start.kinetic + start.potential]
-    energy += [interval_terms(model, tx.charts, Q[k], Q[k + 1], k * tx.dt, tx.dt).energy for k in range(N)]
+    energy += [interval_terms(model, tx.charts, Q[k], Q[k + 1], k * tx.dt, tx.dt, False).energy for k in range(N)]
     residual = []
     for k in range(N + 1):
         h, _ = constraints.evaluate(model, forward(model, Q[k], tx.charts), jacobian=False)
