@@ -151,12 +151,6 @@ def _nlp(P: _Problem) -> NLP:
         _, blocks = tx.blocks(x)
         return assemble_blocks(blocks + key_blocks(x), (m, tx.n))
 
-    def lagrangian_gradient(x, y):
-        out = tx.vjp(x, y[: tx.m])
-        for r0, col, block in key_blocks(x):
-            out[col] += block.T @ y[r0: r0 + block.shape[0]]
-        return out
-
     def hessian(x, y, obj_factor):
         """The constraints' part exactly over jets (tree_hessian.py), the effort's diagonal exactly."""
         points, r0 = [], tx.m

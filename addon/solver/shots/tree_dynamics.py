@@ -209,14 +209,6 @@ class TreeTranscription:
         c, blocks = self.blocks(x, jacobian)
         return c, (assemble_blocks(blocks, (self.m, self.n)) if jacobian else None)
 
-    def vjp(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """(dc/dx)^T y (n,) for multipliers y (m,), without assembling the sparse Jacobian."""
-        _, blocks = self.blocks(x, True)
-        out = np.zeros(self.n)
-        for r0, col, block in blocks:
-            out[col] += block.T @ y[r0: r0 + block.shape[0]]
-        return out
-
     def blocks(self, x: np.ndarray, jacobian: bool = True) -> tuple[np.ndarray, list[tuple[int, slice, np.ndarray]]]:
         """Residual c (m,) and the Jacobian as dense blocks (first row, column slice, block)."""
         N, nq, nr = self.steps, self.nq, self.nr
