@@ -103,7 +103,7 @@ def frames(model: TreeModel, q: list[Jet]) -> JetFrames:
             local_R = [[float(P[r, col]) for col in range(3)] for r in range(3)]
             local_t = [_sum([float(P[r, 3]), _mul(float(P[r, ax]), q[f])]) for r in range(3)]
         R = [[_sum(_mul(Rp[r][k], local_R[k][col]) for k in range(3)) for col in range(3)] for r in range(3)]
-        o = [_sum([op[r], _matvec(Rp, local_t)[r]]) for r in range(3)]
+        o = [_sum([a, b]) for a, b in zip(op, _matvec(Rp, local_t))]
         e = [R[r][ax] for r in range(3)]
         axes.append((e, _cross(o, e)) if kind <= ROT_Z else ([0.0] * 3, e))
         Rs.append(R)
@@ -115,7 +115,7 @@ def _point(fr: JetFrames, f: int, local: np.ndarray) -> Vec:
     """World position of a point fixed in frame f (local coordinates), f = -1 the world."""
     if f < 0:
         return _const(local)
-    return [_sum([fr.origin[f][r], _matvec(fr.R[f], _const(local))[r]]) for r in range(3)]
+    return [_sum([a, b]) for a, b in zip(fr.origin[f], _matvec(fr.R[f], _const(local)))]
 
 
 def _direction(fr: JetFrames, f: int, local: np.ndarray) -> Vec:
