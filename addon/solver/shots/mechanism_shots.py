@@ -4,9 +4,8 @@ A shot drives chosen joints of a Mechanism (cart force, crane trolley, arm motor
 coordinates or body points are met at keyed frames, joint limits and torque bounds hold, and the
 effort sum_k dt |u_k|^2 is least (seed 001 §6, DMOC; trep's discrete optimiser is the model). The
 dynamics are the equality rows of shots/tree_dynamics.py; the program is solved by shots/nlp.py
-with the Hessian of the Lagrangian from colored central differences of its exact gradient (the
-Lagrangian couples only neighbouring steps, so 3 colors per coordinate suffice). The solved torques
-replay through the plain simulator as keyed joint torques (`torque_mechanism`).
+with the exact Hessian of the Lagrangian (shots/tree_hessian.py: second-order jets, all steps at
+once). The solved torques replay through the plain simulator as keyed joint torques (`torque_mechanism`).
 
 The shot description (MechanismShot) is data in spec.py; its file form is read by shotfile.py.
 """
@@ -31,6 +30,7 @@ from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
 from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
 from .tree_dynamics import TreeTranscription, assemble_blocks, interval_terms, transcribe_tree
+from .tree_hessian import lagrangian_hessian
 
 AXES = "xyz"
 
@@ -151,36 +151,23 @@ def _nlp(P: _Problem) -> NLP:
         _, blocks = tx.blocks(x)
         return assemble_blocks(blocks + key_blocks(x), (m, tx.n))
 
-    def lagrangian_gradient(x, y):
-        out = tx.vjp(x, y[: tx.m])
-        for r0, col, block in key_blocks(x):
-            out[col] += block.T @ y[r0: r0 + block.shape[0]]
-        return out
-
-    colors = _colors(tx)
-
     def hessian(x, y, obj_factor):
-        """Constraint part by colored central differences of the exact J^T y; the effort part exactly."""
-        rows, cols, vals = [], [], []
-        for members in colors:
-            eps = 1e-5 * max(1.0, float(np.max(np.abs(x[members]))))
-            e = np.zeros(tx.n)
-            e[members] = eps
-            diff = (lagrangian_gradient(x + e, y) - lagrangian_gradient(x - e, y)) / (2 * eps)
-            nz = np.flatnonzero(diff)
-            owner = _owner(tx, members, nz)
-            keep = owner >= 0
-            rows.append(nz[keep])
-            cols.append(owner[keep])
-            vals.append(diff[nz[keep]])
-        rows, cols, vals = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
-        q_row = rows < N * nq
-        Hqq = sp.coo_matrix((vals[q_row], (rows[q_row], cols[q_row])), shape=(tx.n, tx.n)).tocsr()
-        Hmq = sp.coo_matrix((vals[~q_row], (rows[~q_row], cols[~q_row])), shape=(tx.n, tx.n)).tocsr()
-        H = 0.5 * (Hqq + Hqq.T) + Hmq + Hmq.T  # multiplier rows of the q columns are their own columns' transposes
+        """The constraints' part exactly over jets (tree_hessian.py), the effort's diagonal exactly."""
+        points, r0 = [], tx.m
+        for key, axes in P.key_rows:
+            if key.coordinate is None:  # a body point: its position's curvature
+                b = P.model.body_names.index(key.body)
+                offset = P.model.body_offset[b]
+                along = np.zeros(3)
+                along[axes] = y[r0: r0 + len(axes)]
+                points.append((key.frame, int(P.model.body_frame[b]),
+                               offset[:3, 3] + offset[:3, :3] @ np.asarray(key.point, float), along))
+                r0 += len(axes)
+            else:  # a coordinate: linear
+                r0 += 1
         u_diag = np.zeros(tx.n)
         u_diag[u_at] = 2.0 * weight * obj_factor
-        return H + sp.diags(u_diag)
+        return lagrangian_hessian(tx, x, y[: tx.m], points) + sp.diags(u_diag)
 
     x_lower = np.full(tx.n, -np.inf)
     x_upper = np.full(tx.n, np.inf)
@@ -191,45 +178,6 @@ def _nlp(P: _Problem) -> NLP:
         x_lower[tx.u_slice(k)] = [c.lower for c in shot.controls]
         x_upper[tx.u_slice(k)] = [c.upper for c in shot.controls]
     return NLP(x_lower, x_upper, objective, gradient, constraints_fn, jacobian, np.zeros(m), np.zeros(m), hessian)
-
-
-def _step_of(tx: TreeTranscription, index: np.ndarray) -> np.ndarray:
-    """Time step of each unknown (q_k, u_k, lam_k: k; the rest multipliers mu: N)."""
-    N, nq, nu, nr = tx.steps, tx.nq, tx.nu, tx.nr
-    index = np.asarray(index)
-    return np.where(index < N * nq, index // nq + 1,
-                    np.where(index < N * (nq + nu), (index - N * nq) // max(nu, 1),
-                             np.where(index < tx.mu_slice.start, (index - N * (nq + nu)) // max(nr, 1), N)))
-
-
-def _colors(tx: TreeTranscription) -> list[np.ndarray]:
-    """Groups of coordinates whose Hessian columns do not overlap: the same slot of every third step.
-
-    The Lagrangian is a sum of terms in (q_k, q_k+1, u_k) per interval and in (q_k, lam_k) or q_k per
-    step, so column j's nonzero rows lie within one step of j's step; steps 3 apart never share a row.
-    Controls enter linearly (their Hessian is the effort's diagonal, added exactly), so they are skipped.
-    The loop and rest multipliers lam_k and mu enter as -lam_k^T Dh(q_k) y_k: their (multiplier, multiplier)
-    block is zero and their columns are the transposes of the (multiplier, q) rows of the coordinates'
-    columns, so they are skipped too (the four-bar differences 9 groups instead of 15).
-    """
-    N, nq = tx.steps, tx.nq
-    groups = []
-    for r in range(3):
-        for i in range(nq):
-            groups.append(np.array([tx.q_slice(k).start + i for k in range(1, N + 1) if k % 3 == r]))
-    return [g for g in groups if len(g)]
-
-
-def _owner(tx: TreeTranscription, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """For each nonzero row of a colored difference, the member column within one step of it (-1: none)."""
-    member_steps = _step_of(tx, members)
-    row_steps = _step_of(tx, rows)
-    at = np.searchsorted(member_steps, row_steps - 1)
-    at = np.clip(at, 0, len(members) - 1)
-    ok = np.abs(member_steps[at] - row_steps) <= 1
-    nxt = np.clip(at + 1, 0, len(members) - 1)
-    use_next = ~ok & (np.abs(member_steps[nxt] - row_steps) <= 1)
-    return np.where(ok, members[at], np.where(use_next, members[nxt], -1))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -458,7 +406,7 @@ def solved_trajectory(shot: MechanismShot, result: ShotResult) -> Trajectory:
     poses = body_poses_batch(model, Q, np.broadcast_to(tx.charts, (N + 1,) + tx.charts.shape))
     start = terms(model, forward(model, tx.q0, tx.charts), tx.qd0, 0.0, second=False)
     energy = [start.kinetic + start.potential]
-    energy += [interval_terms(model, tx.charts, Q[k], Q[k + 1], k * tx.dt, tx.dt).energy for k in range(N)]
+    energy += [interval_terms(model, tx.charts, Q[k], Q[k + 1], k * tx.dt, tx.dt, False).energy for k in range(N)]
     residual = []
     for k in range(N + 1):
         h, _ = constraints.evaluate(model, forward(model, Q[k], tx.charts), jacobian=False)

@@ -38,26 +38,29 @@ class IntervalTerms:
     """Slot derivatives of the forced discrete Lagrangian on one interval (q1, q2), all (nq,) / (nq, nq).
 
     D1 = D1Ld + fd and D2 = D2Ld + fd without the shot's controls (they enter linearly as dt/2 B u);
-    D1_q1 = dD1/dq1 and so on.
+    D1_q1 = dD1/dq1 and so on (None when evaluated without the Jacobian).
     """
 
     D1: np.ndarray
     D2: np.ndarray
-    D1_q1: np.ndarray
-    D1_q2: np.ndarray
-    D2_q1: np.ndarray
-    D2_q2: np.ndarray
+    D1_q1: np.ndarray | None
+    D1_q2: np.ndarray | None
+    D2_q1: np.ndarray | None
+    D2_q2: np.ndarray | None
     energy: float
 
 
 def interval_terms(model: TreeModel, charts: np.ndarray, q1: np.ndarray, q2: np.ndarray, t1: float,
-                   dt: float) -> IntervalTerms:
-    """Evaluate D1, D2 and their exact Jacobians on the interval [t1, t1 + dt] from q1 to q2 (nq,)."""
+                   dt: float, jacobian: bool = True) -> IntervalTerms:
+    """Evaluate D1, D2 and (jacobian=True) their exact Jacobians on the interval [t1, t1 + dt] from q1 to q2 (nq,)."""
     v = (q2 - q1) / dt
     tm = t1 + 0.5 * dt
-    tr = terms(model, forward(model, 0.5 * (q1 + q2), charts), v, tm, second=True)
+    tr = terms(model, forward(model, 0.5 * (q1 + q2), charts), v, tm, second=jacobian)
     fd = 0.5 * dt * nonconservative_forces(model, v, tm)
     Lq = 0.5 * dt * (tr.g + tr.Q)
+    if not jacobian:
+        return IntervalTerms(D1=Lq - tr.p + fd, D2=Lq + tr.p + fd, D1_q1=None, D1_q2=None, D2_q1=None, D2_q2=None,
+                             energy=tr.kinetic + tr.potential)
     curv = 0.25 * dt * (tr.B + tr.Q_q)
     sym, skew = 0.5 * (tr.A.T + tr.A), 0.5 * (tr.A.T - tr.A)
     Mdt = tr.M / dt
@@ -206,14 +209,6 @@ class TreeTranscription:
         c, blocks = self.blocks(x, jacobian)
         return c, (assemble_blocks(blocks, (self.m, self.n)) if jacobian else None)
 
-    def vjp(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """(dc/dx)^T y (n,) for multipliers y (m,), without assembling the sparse Jacobian."""
-        _, blocks = self.blocks(x, True)
-        out = np.zeros(self.n)
-        for r0, col, block in blocks:
-            out[col] += block.T @ y[r0: r0 + block.shape[0]]
-        return out
-
     def blocks(self, x: np.ndarray, jacobian: bool = True) -> tuple[np.ndarray, list[tuple[int, slice, np.ndarray]]]:
         """Residual c (m,) and the Jacobian as dense blocks (first row, column slice, block)."""
         N, nq, nr = self.steps, self.nq, self.nr
@@ -230,7 +225,7 @@ class TreeTranscription:
                 out.append((r0, col, block))
 
         qcol = [None] + [self.q_slice(k) for k in range(1, N + 1)]
-        intervals = [interval_terms(model, self.charts, Q[k], Q[k + 1], k * dt, dt) for k in range(N)]
+        intervals = [interval_terms(model, self.charts, Q[k], Q[k + 1], k * dt, dt, jacobian) for k in range(N)]
         kins = [forward(model, q, self.charts) for q in Q] if nr else []
         loops = [constraints.evaluate(model, kin) for kin in kins]  # (h, Dh) at every q_k, all rows
         for k in range(N):
@@ -243,7 +238,8 @@ class TreeTranscription:
             else:
                 prev = intervals[k - 1]
                 force = force + prev.D2 + half_Bu @ U[k - 1]
-                dq_k = dq_k + prev.D2_q2
+                if jacobian:
+                    dq_k = dq_k + prev.D2_q2
                 put(r0, qcol[k - 1], prev.D2_q1)
                 put(r0, self.u_slice(k - 1), half_Bu)
             put(r0, qcol[k + 1], it.D1_q2)

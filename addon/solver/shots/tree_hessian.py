@@ -1,0 +1,280 @@
+"""Exact Hessian of the Lagrangian of a tree shot's equality rows (tree_dynamics.py), over jets.jet.
+
+Each interval k contributes a_k . D1(q_k, q_k+1) + b_k . D2(q_k, q_k+1) (a_k, b_k: the multipliers of the DEL
+rows at steps k and k + 1, the rest rows for the last), which up to terms linear in q is the scalar
+
+    phi(qm, v) = W . (g + Q) + Z . p,   W = dt/2 (a + b),  Z = b - a
+
+of the midpoint qm and velocity v. Written through the frame momenta h_f and wrenches w_f as in
+tree/dynamics.py, phi = sum_f h_f . X_f + w_f . Y_f with the accumulated twists
+X_f = sum_{j <= f} (W_j ad(V_parent(j)) S_j + Z_j S_j) and Y_f = sum_{j <= f} W_j S_j (j over the ancestors of
+f and f itself). Every quantity is a second-order jet over (qm, v), one instance per interval, so phi's
+Hessian is exact; the chain rule qm = (q1 + q2)/2, v = (q2 - q1)/dt maps it onto (q_k, q_k+1).
+Each configuration q_k contributes -lam . Dh(q_k) y + nu . h(q_k) (+ the body keys' nu . point), where
+(Dh y)_r = w_r . (Y_P - Y_C) with Y_f = sum_{j <= f} y_j S_j: its Hessian is the (q, q) block and the
+gradients of -(Dh y)_r the (lam_r, q) block. Damping, servos, springs and the controls enter linearly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..curves import evaluate
+from ..tree.compile import ROT_Z, TreeModel
+from . import jets
+from .jets import Jet
+
+Scalar = Jet | float | np.ndarray  # an ndarray: a per-instance constant (K,)
+Vec = list  # three Scalars
+
+
+def _mul(a: Scalar, b: Scalar) -> Scalar:
+    """a b, an exact zero (a float 0) skipped."""
+    if (isinstance(a, float) and a == 0.0) or (isinstance(b, float) and b == 0.0):
+        return 0.0
+    return a * b
+
+
+def _sum(terms) -> Scalar:
+    """The sum of Scalars, float zeros skipped."""
+    out: Scalar = 0.0
+    for t in terms:
+        if isinstance(t, float) and t == 0.0:
+            continue
+        out = t if isinstance(out, float) and out == 0.0 else out + t
+    return out
+
+
+def _matvec(R: list, x: Vec) -> Vec:
+    return [_sum(_mul(R[i][k], x[k]) for k in range(3)) for i in range(3)]
+
+
+def _cross(a: Vec, b: Vec) -> Vec:
+    return [_sum([_mul(a[1], b[2]), -_mul(a[2], b[1])]),
+            _sum([_mul(a[2], b[0]), -_mul(a[0], b[2])]),
+            _sum([_mul(a[0], b[1]), -_mul(a[1], b[0])])]
+
+
+def _dot(a: Vec, b: Vec) -> Scalar:
+    return _sum(_mul(x, y) for x, y in zip(a, b))
+
+
+def _axpy(c: np.ndarray, x: Vec, y: Vec) -> Vec:
+    """y + c x for per-instance numbers c (K,)."""
+    return [_sum([yi, _mul(xi, c)]) for xi, yi in zip(x, y)]
+
+
+def _const(v: np.ndarray) -> Vec:
+    return [float(x) for x in v]
+
+
+@dataclass
+class JetFrames:
+    """Frame poses and world twist axes over jets: R[f] (3x3), origin[f] (3), axis[f] = (angular, linear)."""
+
+    R: list
+    origin: list
+    axis: list
+
+
+def frames(model: TreeModel, q: list[Jet]) -> JetFrames:
+    """Forward kinematics (tree/kinematics.py) with the coordinates q (nq jets): world_M_frame = world_M_parent
+    placement motion(q), S_f = (e, o x e) for a rotation about e through o, (0, e) for a translation."""
+    identity = [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
+    Rs, origins, axes = [], [], []
+    for f in range(model.nq):
+        parent = int(model.dof_parent[f])
+        Rp, op = (identity, [0.0] * 3) if parent < 0 else (Rs[parent], origins[parent])
+        P = model.dof_placement[f]
+        kind = int(model.dof_kind[f])
+        ax = kind % 3
+        if kind <= ROT_Z:
+            i, j = (ax + 1) % 3, (ax + 2) % 3
+            c, s = jets.cos(q[f]), jets.sin(q[f])
+            motion = [[0.0] * 3 for _ in range(3)]
+            motion[ax][ax], motion[i][i], motion[j][j], motion[j][i], motion[i][j] = 1.0, c, c, s, -s
+            local_R = [[_sum(_mul(float(P[r, k]), motion[k][col]) for k in range(3)) for col in range(3)]
+                       for r in range(3)]
+            local_t = _const(P[:3, 3])
+        else:
+            local_R = [[float(P[r, col]) for col in range(3)] for r in range(3)]
+            local_t = [_sum([float(P[r, 3]), _mul(float(P[r, ax]), q[f])]) for r in range(3)]
+        R = [[_sum(_mul(Rp[r][k], local_R[k][col]) for k in range(3)) for col in range(3)] for r in range(3)]
+        o = [_sum([a, b]) for a, b in zip(op, _matvec(Rp, local_t))]
+        e = [R[r][ax] for r in range(3)]
+        axes.append((e, _cross(o, e)) if kind <= ROT_Z else ([0.0] * 3, e))
+        Rs.append(R)
+        origins.append(o)
+    return JetFrames(Rs, origins, axes)
+
+
+def _point(fr: JetFrames, f: int, local: np.ndarray) -> Vec:
+    """World position of a point fixed in frame f (local coordinates), f = -1 the world."""
+    if f < 0:
+        return _const(local)
+    return [_sum([a, b]) for a, b in zip(fr.origin[f], _matvec(fr.R[f], _const(local)))]
+
+
+def _direction(fr: JetFrames, f: int, local: np.ndarray) -> Vec:
+    return _const(local) if f < 0 else _matvec(fr.R[f], _const(local))
+
+
+def _accumulate(model: TreeModel, per_frame: list) -> list:
+    """sum over the ancestors-or-self of each frame of per-frame twists (angular, linear)."""
+    out = []
+    for f in range(model.nq):
+        parent = int(model.dof_parent[f])
+        base = ([0.0] * 3, [0.0] * 3) if parent < 0 else out[parent]
+        out.append(([_sum([a, b]) for a, b in zip(base[0], per_frame[f][0])],
+                    [_sum([a, b]) for a, b in zip(base[1], per_frame[f][1])]))
+    return out
+
+
+def _point_velocity(twist: tuple, point: Vec) -> Vec:
+    """Velocity of a world point under a twist (angular, linear at the world origin): v + w x p."""
+    return [_sum([a, b]) for a, b in zip(twist[1], _cross(twist[0], point))]
+
+
+def _frame_bodies(model: TreeModel) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
+    """(frame, mass, com in frame axes, inertia about the com in frame axes) of each body on a moving frame."""
+    out = []
+    for b, f in enumerate(model.body_frame):
+        if f < 0:
+            continue
+        off = model.body_offset[b]
+        com = off[:3, 3] + off[:3, :3] @ model.body_com[b]
+        out.append((int(f), float(model.body_mass[b]), com, off[:3, :3] @ model.body_inertia[b] @ off[:3, :3].T))
+    return out
+
+
+def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
+                 Z: np.ndarray) -> Jet:
+    """phi = W . (g + Q) + Z . p at (qm, v) (K, nq), times tm (K,), weights W, Z (K, nq), as a jet over
+    (qm, v) (2 nq variables), up to terms linear in qm (joint springs)."""
+    nq = model.nq
+    var = Jet.variables(np.hstack([qm, v]))
+    fr = frames(model, var[:nq])
+    zero = ([0.0] * 3, [0.0] * 3)
+    V = _accumulate(model, [([_mul(a, var[nq + f]) for a in fr.axis[f][0]],
+                             [_mul(a, var[nq + f]) for a in fr.axis[f][1]]) for f in range(nq)])
+    x_own, y_own = [], []
+    for f in range(nq):
+        parent = int(model.dof_parent[f])
+        Vp = zero if parent < 0 else V[parent]
+        Sw, Sv = fr.axis[f]
+        ad = (_cross(Vp[0], Sw), [_sum([a, b]) for a, b in zip(_cross(Vp[0], Sv), _cross(Vp[1], Sw))])
+        x_own.append((_axpy(Z[:, f], Sw, _axpy(W[:, f], ad[0], [0.0] * 3)),
+                      _axpy(Z[:, f], Sv, _axpy(W[:, f], ad[1], [0.0] * 3))))
+        y_own.append(([_mul(a, W[:, f]) for a in Sw], [_mul(a, W[:, f]) for a in Sv]))
+    X, Y = _accumulate(model, x_own), _accumulate(model, y_own)
+    terms: list[Scalar] = []
+    g = np.asarray(model.gravity, float)
+    for f, mass, com, inertia in _frame_bodies(model):
+        c = _point(fr, f, com)
+        vc = _point_velocity(V[f], c)
+        terms.append(_mul(mass, _dot(vc, _point_velocity(X[f], c))))
+        Rt = [[fr.R[f][k][r] for k in range(3)] for r in range(3)]
+        w_body, x_body = _matvec(Rt, V[f][0]), _matvec(Rt, X[f][0])
+        terms.append(_dot(_matvec([[float(x) for x in row] for row in inertia], w_body), x_body))
+        terms.append(_dot(_const(mass * g), _point_velocity(Y[f], c)))
+    for i, f in enumerate(model.force_frame):
+        if f < 0:
+            continue
+        curve = model.force_scale[i]
+        scale = np.ones(len(tm)) if curve is None else np.array([evaluate(curve, t) for t in tm])
+        force = [_mul(float(F), scale) if F != 0.0 else 0.0 for F in model.force_vector[i]]
+        terms.append(_dot(force, _point_velocity(Y[int(f)], _point(fr, int(f), model.force_point[i]))))
+    return _as_jet(_sum(terms), len(qm), 2 * nq)
+
+
+def _as_jet(x: Scalar, K: int, n: int) -> Jet:
+    """A Scalar as a jet (a constant becomes a jet with no support)."""
+    if isinstance(x, Jet):
+        return x
+    return Jet(np.broadcast_to(np.asarray(x, float), (K,)).copy(), np.zeros((K, 0)), None, (), n)
+
+
+def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.ndarray, nu: np.ndarray,
+                        rows: np.ndarray, points: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[Jet, list[Jet]]:
+    """At configurations q (K, nq): psi = -lam . Dh[rows](q) y + nu . h[rows](q) + sum over points of
+    weight . position, as a jet over q, and the jets of (Dh y)_r for the kept rows. y (K, nq), lam, nu (K, nr);
+    points: (frame, point in frame axes, weights (K, 3))."""
+    K, nq = q.shape
+    var = Jet.variables(q)
+    fr = frames(model, var)
+    Yf = _accumulate(model, [([_mul(a, y[:, f]) for a in fr.axis[f][0]], [_mul(a, y[:, f]) for a in fr.axis[f][1]])
+                             for f in range(nq)])
+    zero = ([0.0] * 3, [0.0] * 3)
+    terms, dhy = [], []
+    for i, r in enumerate(rows):
+        fp, fc = int(model.row_frame_p[r]), int(model.row_frame_c[r])
+        dY = [[_sum([a, -b]) for a, b in zip(P, C)]
+              for P, C in zip(zero if fp < 0 else Yf[fp], zero if fc < 0 else Yf[fc])]
+        if model.row_kind[r] == 0:
+            n = _direction(fr, fp, model.row_n[r])
+            pc = _point(fr, fc, model.row_b[r])
+            pp = _point(fr, fp, model.row_a[r])
+            h = _dot(n, [_sum([a, -b]) for a, b in zip(pp, pc)])
+            u = _dot(n, _point_velocity((dY[0], dY[1]), pc))
+        else:
+            a = _direction(fr, fp, model.row_a[r])
+            b = _direction(fr, fc, model.row_b[r])
+            h = _dot(a, b)
+            u = _dot(_cross(a, b), dY[0])
+        u = _as_jet(u, K, nq)
+        dhy.append(u)
+        terms += [_mul(u, -lam[:, i]), _mul(_as_jet(h, K, nq), nu[:, i])]
+    for f, local, weight in points:
+        terms.append(_dot(_point(fr, f, local), [weight[:, j] for j in range(3)]))
+    return _as_jet(_sum(terms), K, nq), dhy
+
+
+def _blocks(rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """COO triplets of dense blocks values (K, r, c) at first rows (K,) and first columns (K,)."""
+    _, r, c = values.shape
+    i = np.broadcast_to(rows[:, None, None] + np.arange(r)[None, :, None], values.shape)
+    j = np.broadcast_to(cols[:, None, None] + np.arange(c)[None, None, :], values.shape)
+    return i.ravel(), j.ravel(), values.ravel()
+
+
+def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
+                       points: list[tuple[int, int, np.ndarray, np.ndarray]] = ()) -> sp.csr_matrix:
+    """Exact Hessian (n, n), both triangles, of y . c(x) for the rows c of the TreeTranscription tx (y: (m,))
+    plus, for each point (step k, frame, point in frame axes, weights (3,)), weights . position at q_k."""
+    N, nq, nr, dt = tx.steps, tx.nq, tx.nr, tx.dt
+    model = tx.model
+    Q, _, Lam = tx.unpack(x)
+    y_del = y[: N * nq].reshape(N, nq)
+    y_loop = y[N * nq: N * (nq + nr)].reshape(N, nr)
+    y_rest = y[N * (nq + nr): tx.m] if tx.rest_at_end else np.zeros(nq)
+    a, b = y_del, np.vstack([y_del[1:], y_rest[None, :]])  # multipliers of D1 and D2 on each interval
+    phi = interval_phi(model, 0.5 * (Q[:-1] + Q[1:]), (Q[1:] - Q[:-1]) / dt, (np.arange(N) + 0.5) * dt,
+                       0.5 * dt * (a + b), b - a)
+    eye = np.eye(nq)
+    chain = np.block([[0.5 * eye, 0.5 * eye], [-eye / dt, eye / dt]])  # d(qm, v) / d(q1, q2)
+    H = np.einsum("ai,kab,bj->kij", chain, phi.hess, chain)
+    col = np.arange(N) * nq - nq  # first column of q_k in x (q_0 is not an unknown)
+    # (q_k, q_k+1) are adjacent in x: one block per interval, only the (q_1, q_1) part on the first
+    parts = [_blocks(col[1:], col[1:], H[1:]), _blocks(col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
+    if nr or len(points):
+        mu = x[tx.mu_slice] if tx.rest_at_end else np.zeros(nr)
+        lam = np.vstack([Lam[1:], mu[None, :]])
+        weights = []
+        for step, frame, local, weight in points:
+            w = np.zeros((N, 3))
+            w[step - 1] = weight
+            weights.append((frame, local, w))
+        psi, dhy = configuration_terms(model, Q[1:], b, lam, y_loop, tx.rows, weights)
+        qcol = np.arange(N) * nq
+        parts.append(_blocks(qcol, qcol, psi.hess))
+        if nr:
+            mixed = -np.stack([u.grad for u in dhy], axis=1)  # (N, nr, nq): d(-Dh y)/dq
+            has_lam = N if tx.rest_at_end else N - 1
+            lam_row = np.array([tx.lam_slice(k).start for k in range(1, N)] + [tx.mu_slice.start])[:has_lam]
+            parts.append(_blocks(lam_row, qcol[:has_lam], mixed[:has_lam]))
+            parts.append(_blocks(qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
+    i, j, v = (np.concatenate(p) for p in zip(*parts))
+    return sp.coo_matrix((v, (i, j)), shape=(tx.n, tx.n)).tocsr()
