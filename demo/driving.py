@@ -13,7 +13,7 @@ differential thrust (solver/vehicles/helmsman.py), baked; drive_boat_motion.png 
 (track, speed and heel: no control banks it) the same way. Saves driving.blend; appends a line per scene to
 `lines`.
 `make demo` runs it (scenes.run_demo). For the docs: `.venv/bin/python -m demo.driving out --docs docs/img`
-writes the same pictures to out/ and copies of DOC_FIGURES at most DOC_WIDTH pixels wide to docs/img/.
+writes the same pictures to out/ and copies of DOC_FIGURES at most plots.DOC_WIDTH pixels wide to docs/img/.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from addon.solver.model import Mechanism
 from addon.solver.vehicles.helmsman import simulate_pursuit_steering
 from addon.solver.vehicles.pilot import simulate_pursuit_flying
 
+from .plots import doc_figures, pyplot, save_figure
 from .scenes import _render, demo_scene
 from .stage import stage
 
@@ -55,7 +56,6 @@ BOAT = {"path_speed": 10.0, "initial_speed": 10.0, "lateral_accel": 2.0, "accel_
 CRAFT_FRAMES = {"helicopter": 500, "speedboat": 625}  # 20 s and 25 s at the demo's 25 fps
 DOC_FIGURES = ("drive_live_motion", "drive_live_controls", "drive_path_motion", "drive_path_compare",
                "drive_fly_motion", "drive_fly_compare", "drive_boat_motion", "drive_boat_compare")
-DOC_WIDTH = 640  # pixels
 
 
 def live_take(scene: bpy.types.Scene, owner: bpy.types.Object) -> vehicle_live.DriveSession:
@@ -114,20 +114,8 @@ def _rear_axle(trajectory, spec) -> tuple[np.ndarray, np.ndarray]:
     return np.column_stack([poses[:, 0] - b * np.cos(theta), poses[:, 1] - b * np.sin(theta)]), theta
 
 
-def _pyplot():
-    """matplotlib's pyplot on the Agg backend, or None where matplotlib is not installed (as scenes._plot)."""
-    try:
-        import matplotlib
-    except ImportError:
-        return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _plot_controls(path: Path, session: vehicle_live.DriveSession) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 3))
@@ -139,13 +127,11 @@ def _plot_controls(path: Path, session: vehicle_live.DriveSession) -> None:
     ax.set_ylabel("keyed value / its largest")
     ax.set_title("live take: the controls keyed on the rig (every half frame)")
     ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _plot_compare(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt: float) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return
     fig, (ax_p, ax_v) = plt.subplots(2, 1, figsize=(7, 7), gridspec_kw={"height_ratios": [3, 2]})
@@ -164,14 +150,12 @@ def _plot_compare(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], d
     ax_v.set_xlabel("time (s)")
     ax_v.set_ylabel("speed (m/s)")
     ax_v.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _plot_craft(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt: float, title: str) -> None:
     """Ground track (top view), speed and bank over time of body poses (N, 7) for each run."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return
     fig, (ax_p, ax_v, ax_b) = plt.subplots(3, 1, figsize=(7, 9), gridspec_kw={"height_ratios": [3, 1.5, 1.5]})
@@ -190,9 +174,7 @@ def _plot_craft(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt:
     ax_v.set_ylabel("speed (m/s)")
     ax_b.set_ylabel("bank (deg, + left)")
     ax_b.set_xlabel("time (s)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _craft_scene(name: str, preset: str, points: np.ndarray, props: dict[str, float], out_dir: Path,
@@ -270,20 +252,6 @@ def run_driving_demo(out_dir: Path, lines: list[str]) -> None:
         bpy.ops.wm.save_as_mainfile(filepath=str(out_dir / "driving.blend"), check_existing=False)
 
 
-def doc_figures(out_dir: Path, docs_dir: Path) -> list[Path]:
-    """Copies of DOC_FIGURES from `out_dir`, scaled down to DOC_WIDTH, in `docs_dir`."""
-    from PIL import Image
-
-    docs_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in DOC_FIGURES:
-        with Image.open(out_dir / f"{name}.png") as image:
-            image.thumbnail((DOC_WIDTH, DOC_WIDTH))
-            image.convert("RGB").save(docs_dir / f"{name}.png", optimize=True)
-        written.append(docs_dir / f"{name}.png")
-    return written
-
-
 if __name__ == "__main__":
     import argparse
 
@@ -296,5 +264,5 @@ if __name__ == "__main__":
     run_driving_demo(args.out.resolve(), report)
     print("\n".join(report))
     if args.docs is not None:
-        for path in doc_figures(args.out.resolve(), args.docs):
+        for path in doc_figures(args.out.resolve(), args.docs, DOC_FIGURES):
             print(f"wrote {path}")

@@ -39,6 +39,7 @@ from addon.solver.model import Mechanism, MechanismError
 from addon.solver.presets import list_presets, list_vehicle_presets, preset_path, vehicle_preset_path
 from addon.solver.trajectory import SolverError, Trajectory
 
+from .plots import pyplot, save_figure
 from .stage import Stage, stage
 
 DEMO_PRESETS = ("chain_5", "four_bar", "scissor_lift", "slider_crank")
@@ -83,12 +84,8 @@ class DemoResult:
 
 def _plot(preset: str, trajectory: Trajectory, path: Path, residual_label: str = RESIDUAL_LABELS["mechanism"]
           ) -> Path | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     fig, (ax_e, ax_r) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
     ax_e.plot(trajectory.t, trajectory.energy - trajectory.energy[0])
@@ -98,10 +95,7 @@ def _plot(preset: str, trajectory: Trajectory, path: Path, residual_label: str =
     ax_r.semilogy(trajectory.t, residual)
     ax_r.set_ylabel(residual_label)
     ax_r.set_xlabel("time (s)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def demo_scene(name: str) -> bpy.types.Scene:

@@ -192,5 +192,5 @@ def test_driving_demo_writes_its_pictures_and_bakes_its_rigs(tmp_path, symplex):
         return
     for name in DOC_FIGURES:
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
-    small = doc_figures(tmp_path, tmp_path / "img")
+    small = doc_figures(tmp_path, tmp_path / "img", DOC_FIGURES)
     assert all(path.stat().st_size < 300_000 for path in small)
