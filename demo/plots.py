@@ -11,6 +11,7 @@ from pathlib import Path
 
 DPI = 100  # every demo figure
 DOC_WIDTH = 640  # pixels: the longer side of a docs copy
+DOC_COLOURS = 256  # a docs copy keeps a palette of this many (Workbench renders and plots have few)
 
 
 def pyplot():
@@ -36,7 +37,7 @@ def save_figure(fig, path: Path) -> Path:
 
 
 def doc_figures(out_dir: Path, docs_dir: Path, names: tuple[str, ...]) -> list[Path]:
-    """Copies of out_dir/<name>.png for each of `names`, scaled down to DOC_WIDTH, in `docs_dir`."""
+    """Copies of out_dir/<name>.png for each of `names`, scaled down to DOC_WIDTH and DOC_COLOURS, in `docs_dir`."""
     from PIL import Image
 
     docs_dir.mkdir(parents=True, exist_ok=True)
@@ -44,6 +45,6 @@ def doc_figures(out_dir: Path, docs_dir: Path, names: tuple[str, ...]) -> list[P
     for name in names:
         with Image.open(out_dir / f"{name}.png") as image:
             image.thumbnail((DOC_WIDTH, DOC_WIDTH))
-            image.convert("RGB").save(docs_dir / f"{name}.png", optimize=True)
+            image.convert("RGB").quantize(DOC_COLOURS).save(docs_dir / f"{name}.png", optimize=True)
         written.append(docs_dir / f"{name}.png")
     return written

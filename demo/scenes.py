@@ -14,6 +14,8 @@ and speedboat presets, whose chassis poses are baked onto one simple object each
 and rotor disc; a box hull) with bake.write_trajectory. They are rendered and plotted the same way.
 Then contact.run_maximal_demo adds the contact scenes (dominoes, wrecking ball; maximal method), each
 in its own out_dir/<preset>.blend.
+driving.run_driving_demo (live take, paths) and handover.run_handover_demo (Start From Animation, Bake
+Range and Blend Frames) follow, in driving.blend and handover.blend.
 Needs bpy (and matplotlib for the plots).
 """
 
@@ -266,6 +268,9 @@ def run_demo(out_dir: str | Path) -> list[DemoResult]:
     from .driving import run_driving_demo  # here: driving imports this module's helpers
 
     run_driving_demo(out_dir, lines)  # driving.blend: a live-driven take and a path followed as a driver
+    from .handover import run_handover_demo  # here: handover imports this module's helpers
+
+    run_handover_demo(out_dir, lines)  # handover.blend: a keyed throw handed over, a bake range blended back
     (out_dir / "demo_report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     for line in lines:
         print(line)
