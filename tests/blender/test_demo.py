@@ -176,17 +176,19 @@ def test_headless_bake_file_raises_naming_the_setup(tmp_path, symplex):
 
 @pytest.mark.slow  # four rigs baked and rendered: about 30 s of CPU
 def test_driving_demo_writes_its_pictures_and_bakes_its_rigs(tmp_path, symplex):
-    """demo/driving.py: the scripted live take, the driver on the hairpin, the helicopter on its S and the speedboat
-    on its bend, rendered and plotted."""
+    """demo/driving.py: the scripted live take, the driver and the drift driver on the hairpin, the helicopter on its
+    S and the speedboat on its bend, rendered and plotted."""
     from demo.driving import DOC_FIGURES, doc_figures, run_driving_demo
 
     lines: list[str] = []
     run_driving_demo(tmp_path, lines)
-    assert [line.split(":")[0] for line in lines] == ["drive_live", "drive_path", "drive_fly", "drive_boat"]
-    assert "take kept and baked" in lines[0] and "side slip" in lines[1]
-    assert "Baked helicopter" in lines[2] and "Baked boat" in lines[3]
+    assert [line.split(":")[0] for line in lines] == ["drive_live", "drive_path", "drive_drift", "drive_fly",
+                                                      "drive_boat"]
+    assert "take kept and baked" in lines[0] and "side slip" in lines[1] and "body slip up to" in lines[2]
+    assert "Baked helicopter" in lines[3] and "Baked boat" in lines[4]
     assert (tmp_path / "driving.blend").exists()
-    for name in ("drive_live_motion", "drive_path_motion", "drive_fly_motion", "drive_boat_motion"):
+    for name in ("drive_live_motion", "drive_path_motion", "drive_drift_motion", "drive_fly_motion",
+                 "drive_boat_motion"):
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     if importlib.util.find_spec("matplotlib") is None:  # the plots need matplotlib (not in every environment)
         return
