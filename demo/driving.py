@@ -211,12 +211,14 @@ def _craft_scene(name: str, preset: str, points: np.ndarray, props: dict[str, fl
     return report.summary()
 
 
-def _render_rig(scene: bpy.types.Scene, reading, solved, name: str, title: str, out_dir: Path) -> None:
-    """Render the rig's run `solved` (simulate_rig of `reading`: what the bake wrote) with faded poses."""
+def _render_rig(scene: bpy.types.Scene, reading, solved, name: str, title: str, out_dir: Path,
+                frames: tuple[int, ...]) -> None:
+    """Render the rig's run `solved` (simulate_rig of `reading`: what the bake wrote) with faded poses, and at
+    `frames`."""
     trajectory = object_trajectory(reading, solved)
     objects = {body: bpy.data.objects[body] for body in trajectory.bodies}
     staged = stage(scene, trajectory, objects, Mechanism(name=name, bodies=(), joints=()), title)
-    _render(scene, staged, trajectory, objects, name, out_dir, (scene.frame_end,))
+    _render(scene, staged, trajectory, objects, name, out_dir, frames)
 
 
 def _slip(poses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -275,7 +277,7 @@ def _drift_scene(out_dir: Path) -> str:
             "grip driver": grip.poses[:, grip.body_index("chassis")]}
     _plot_drift(out_dir / "drive_drift_compare.png", points, runs, reading.dt, HEADING_EVERY * reading.substeps)
     _render_rig(scene, reading, solved, "drive_drift", f"sedan rig drifting through a hairpin at "
-                f"{math.degrees(DRIFT):g} deg", out_dir)
+                f"{math.degrees(DRIFT):g} deg", out_dir, ())
     held = [math.degrees(np.abs(_slip(poses)[1]).max()) for poses in runs.values()]
     return f"{report.summary()}; body slip up to {held[0]:.1f} deg (the grip driver's: {held[1]:.1f} deg)"
 
@@ -291,7 +293,7 @@ def run_driving_demo(out_dir: Path, lines: list[str]) -> None:
         _plot_controls(out_dir / "drive_live_controls.png", session)
         reading = read_rig(scene, find(scene, owner)[0], "sedan")
         _render_rig(scene, reading, simulate_rig(reading, scene.gravity), "drive_live",
-                    "sedan rig, driven live (scripted keys), take baked", out_dir)
+                    "sedan rig, driven live (scripted keys), take baked", out_dir, (scene.frame_end,))
         lines.append(f"drive_live: {session.drive.steps} frames driven live, take kept and baked: "
                      f"{owner[RESULT_PROPERTY]}")
 
@@ -311,7 +313,8 @@ def run_driving_demo(out_dir: Path, lines: list[str]) -> None:
                 "pure pursuit": _rear_axle(simulate_rig(dataclasses.replace(reading, limits=None), scene.gravity),
                                            spec)[0]}
         _plot_compare(out_dir / "drive_path_compare.png", points, runs, reading.dt)
-        _render_rig(scene, reading, solved, "drive_path", "sedan rig following a hairpin as a driver", out_dir)
+        _render_rig(scene, reading, solved, "drive_path", "sedan rig following a hairpin as a driver", out_dir,
+                    (scene.frame_end,))
         lines.append(f"drive_path: {report.summary()}")
         lines.append(f"drive_drift: {_drift_scene(out_dir)}")
         lines.append("drive_fly: " + _craft_scene("drive_fly", "helicopter", _flight(), FLIGHT, out_dir,
