@@ -18,6 +18,7 @@ import bpy
 import numpy as np
 
 from addon.bridge.headless import registered
+from .plots import pyplot, save_figure
 from .scenes import FPS, _plot, _render, bake_preset, demo_scene
 from addon.solver.collision import CollisionWorld
 from addon.solver.model import Mechanism, MechanismError
@@ -46,12 +47,8 @@ def penetration(mech: Mechanism, trajectory: Trajectory) -> tuple[np.ndarray, np
 
 
 def _penetration_plot(name: str, t: np.ndarray, depth: np.ndarray, count: np.ndarray, path: Path) -> Path | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     fig, (ax_d, ax_c) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
     ax_d.plot(t, depth * 1e3)
@@ -60,10 +57,7 @@ def _penetration_plot(name: str, t: np.ndarray, depth: np.ndarray, count: np.nda
     ax_c.step(t, count, where="post")
     ax_c.set_ylabel(f"contacts within {TOUCH * 1e3:g} mm")
     ax_c.set_xlabel("time (s)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def run_contact(preset: str, out_dir: Path) -> tuple[list[Path], str]:

@@ -6,14 +6,17 @@ person would press) on a clock of its own, then keeps the take (keyed controls, 
 drive_live_motion.png (faded poses), drive_live_f<frame>.png and drive_live_controls.png (the keyed
 controls). Path: the sedan rig follows a hairpin curve with lateral_accel set (solver/vehicles/driver.py),
 baked; drive_path_motion.png renders it, drive_path_compare.png plots its path and speed beside pure
-pursuit's on the same curve at the same top speed. Fly: the helicopter rig flies an S (solver/vehicles/
+pursuit's on the same curve at the same top speed. Drift: the same rig on the same hairpin with drift_angle
+DRIFT (solver/vehicles/drift.py, on tyres that slip), baked; drive_drift_motion.png renders it,
+drive_drift_compare.png plots its centre of mass and heading (top view) and body slip angle beside the grip
+driver's (drift_angle 0, the same tyres). Fly: the helicopter rig flies an S (solver/vehicles/
 pilot.py), baked; drive_fly_motion.png renders it, drive_fly_compare.png plots its ground track, speed and
 bank beside pure pursuit flown the same way at the top speed. Boat: the speedboat rig follows a bend by
 differential thrust (solver/vehicles/helmsman.py), baked; drive_boat_motion.png and drive_boat_compare.png
 (track, speed and heel: no control banks it) the same way. Saves driving.blend; appends a line per scene to
 `lines`.
 `make demo` runs it (scenes.run_demo). For the docs: `.venv/bin/python -m demo.driving out --docs docs/img`
-writes the same pictures to out/ and copies of DOC_FIGURES at most DOC_WIDTH pixels wide to docs/img/.
+writes the same pictures to out/ and copies of DOC_FIGURES at most plots.DOC_WIDTH pixels wide to docs/img/.
 """
 
 from __future__ import annotations
@@ -29,13 +32,14 @@ import numpy as np
 from addon.bridge import vehicle_body_rig, vehicle_live
 from addon.bridge.headless import registered
 from addon.bridge.vehicle_bake import bake_vehicle, object_trajectory, simulate_rig
-from addon.bridge.vehicle_rig import PATH_PROPERTY, build_car_rig, read_rig
+from addon.bridge.vehicle_rig import DRIFT_ANGLE, PATH_PROPERTY, build_car_rig, read_rig
 from addon.bridge.vehicle_setup import RESULT_PROPERTY, find
 from addon.solver.lie import quat_to_matrix
 from addon.solver.model import Mechanism
 from addon.solver.vehicles.helmsman import simulate_pursuit_steering
 from addon.solver.vehicles.pilot import simulate_pursuit_flying
 
+from .plots import doc_figures, pyplot, save_figure
 from .scenes import _render, demo_scene
 from .stage import stage
 
@@ -48,14 +52,15 @@ LIVE_SECONDS = 6.0
 HAIRPIN_RADIUS = 10.0  # m
 LIMITS = {"lateral_accel": 4.0, "accel_limit": 2.5, "brake_limit": 5.0}
 TOP_SPEED = 14.0  # m/s, the path_speed
+DRIFT = math.radians(25.0)  # rad, the drift run's drift_angle
+HEADING_EVERY = 10  # frames between the heading segments drawn on the drift plot
 FLIGHT = {"path_speed": 20.0, "initial_speed": 20.0, "lateral_accel": 4.0, "brake_limit": 2.5,
           "bank_limit": math.radians(30.0)}  # the helicopter's properties
 BOAT = {"path_speed": 10.0, "initial_speed": 10.0, "lateral_accel": 2.0, "accel_limit": 1.0,
         "brake_limit": 1.0}  # the speedboat's
 CRAFT_FRAMES = {"helicopter": 500, "speedboat": 625}  # 20 s and 25 s at the demo's 25 fps
 DOC_FIGURES = ("drive_live_motion", "drive_live_controls", "drive_path_motion", "drive_path_compare",
-               "drive_fly_motion", "drive_fly_compare", "drive_boat_motion", "drive_boat_compare")
-DOC_WIDTH = 640  # pixels
+               "drive_drift_motion", "drive_drift_compare", "drive_fly_motion", "drive_fly_compare", "drive_boat_motion", "drive_boat_compare")
 
 
 def live_take(scene: bpy.types.Scene, owner: bpy.types.Object) -> vehicle_live.DriveSession:
@@ -114,20 +119,8 @@ def _rear_axle(trajectory, spec) -> tuple[np.ndarray, np.ndarray]:
     return np.column_stack([poses[:, 0] - b * np.cos(theta), poses[:, 1] - b * np.sin(theta)]), theta
 
 
-def _pyplot():
-    """matplotlib's pyplot on the Agg backend, or None where matplotlib is not installed (as scenes._plot)."""
-    try:
-        import matplotlib
-    except ImportError:
-        return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _plot_controls(path: Path, session: vehicle_live.DriveSession) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 3))
@@ -139,13 +132,11 @@ def _plot_controls(path: Path, session: vehicle_live.DriveSession) -> None:
     ax.set_ylabel("keyed value / its largest")
     ax.set_title("live take: the controls keyed on the rig (every half frame)")
     ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _plot_compare(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt: float) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return
     fig, (ax_p, ax_v) = plt.subplots(2, 1, figsize=(7, 7), gridspec_kw={"height_ratios": [3, 2]})
@@ -164,14 +155,12 @@ def _plot_compare(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], d
     ax_v.set_xlabel("time (s)")
     ax_v.set_ylabel("speed (m/s)")
     ax_v.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _plot_craft(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt: float, title: str) -> None:
     """Ground track (top view), speed and bank over time of body poses (N, 7) for each run."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return
     fig, (ax_p, ax_v, ax_b) = plt.subplots(3, 1, figsize=(7, 9), gridspec_kw={"height_ratios": [3, 1.5, 1.5]})
@@ -190,9 +179,7 @@ def _plot_craft(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt:
     ax_v.set_ylabel("speed (m/s)")
     ax_b.set_ylabel("bank (deg, + left)")
     ax_b.set_xlabel("time (s)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _craft_scene(name: str, preset: str, points: np.ndarray, props: dict[str, float], out_dir: Path,
@@ -224,11 +211,75 @@ def _craft_scene(name: str, preset: str, points: np.ndarray, props: dict[str, fl
     return report.summary()
 
 
-def _render_rig(scene: bpy.types.Scene, reading, name: str, title: str, out_dir: Path) -> None:
-    trajectory = object_trajectory(reading, simulate_rig(reading, scene.gravity))
+def _render_rig(scene: bpy.types.Scene, reading, solved, name: str, title: str, out_dir: Path,
+                frames: tuple[int, ...]) -> None:
+    """Render the rig's run `solved` (simulate_rig of `reading`: what the bake wrote) with faded poses, and at
+    `frames`."""
+    trajectory = object_trajectory(reading, solved)
     objects = {body: bpy.data.objects[body] for body in trajectory.bodies}
     staged = stage(scene, trajectory, objects, Mechanism(name=name, bodies=(), joints=()), title)
-    _render(scene, staged, trajectory, objects, name, out_dir, (scene.frame_end,))
+    _render(scene, staged, trajectory, objects, name, out_dir, frames)
+
+
+def _slip(poses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(heading (N+1,), body slip angle (N,): the centre of mass's course over each step less the mean heading)
+    of yaw-only chassis poses (N+1, 7)."""
+    heading = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
+    chord = np.diff(poses[:, :2], axis=0)
+    slip = np.arctan2(chord[:, 1], chord[:, 0]) - 0.5 * (heading[1:] + heading[:-1])
+    return heading, (slip + math.pi) % (2 * math.pi) - math.pi
+
+
+def _plot_drift(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt: float, every: int) -> None:
+    """Top view of each run's centre of mass with its heading drawn as a segment every `every` steps (the slip
+    angle is the angle between segment and track), and the body slip angle over time."""
+    plt = pyplot()
+    if plt is None:
+        return
+    fig, (ax_p, ax_s) = plt.subplots(2, 1, figsize=(7, 7.5), gridspec_kw={"height_ratios": [3, 1.6]})
+    ax_p.plot(points[:, 0], points[:, 1], "k--", lw=1, label="path")
+    for (label, poses), colour in zip(runs.items(), ("C0", "C3")):
+        heading, slip = _slip(poses)
+        ax_p.plot(poses[:, 0], poses[:, 1], color=colour, lw=1, label=f"{label}: centre of mass, heading")
+        half = 1.4 * np.column_stack([np.cos(heading), np.sin(heading)])[::every]
+        for (x, y), (hx, hy) in zip(poses[::every, :2], half):
+            ax_p.plot((x - hx, x + hx), (y - hy, y + hy), color=colour, lw=2.5, solid_capstyle="butt")
+        ax_s.plot(dt * np.arange(0.5, len(slip)), np.degrees(slip), color=colour, label=label)
+    ax_s.axhline(-math.degrees(DRIFT), color="0.6", lw=1, ls=":", label="-drift_angle")
+    ax_p.set_aspect("equal", adjustable="datalim")
+    ax_p.set_xlabel("x (m)")
+    ax_p.set_ylabel("y (m)")
+    ax_p.set_title(f"hairpin R = {HAIRPIN_RADIUS:g} m on tyres that slip, top view (heading every {every} frames)")
+    ax_p.legend(loc="center left", fontsize=8)
+    ax_s.set_xlabel("time (s)")
+    ax_s.set_ylabel("body slip angle (deg)")
+    ax_s.legend(loc="best", fontsize=8)
+    save_figure(fig, path)
+
+
+def _drift_scene(out_dir: Path) -> str:
+    """The sedan rig drifting through the hairpin at DRIFT, baked, rendered, and plotted beside the grip driver
+    (drift_angle 0: the same driver on the same tyres); returns the bake's summary and the slip each held."""
+    scene = demo_scene("drive_drift")
+    rig = build_car_rig(scene, "sedan", "Car", (0.0, 0.0, 0.0), slalom=False)
+    owner = scene.objects[rig.chassis]
+    points = _hairpin()
+    owner[PATH_PROPERTY] = _curve_object(scene, "hairpin", points).name
+    owner["path_speed"] = owner["initial_speed"] = TOP_SPEED
+    for prop, value in LIMITS.items():
+        owner[prop] = value
+    owner[DRIFT_ANGLE] = DRIFT
+    report = bake_vehicle(scene, rig, "sedan")
+    reading = read_rig(scene, rig, "sedan")
+    solved = simulate_rig(reading, scene.gravity)
+    grip = simulate_rig(dataclasses.replace(reading, drift=0.0), scene.gravity)
+    runs = {f"drift at {math.degrees(DRIFT):g} deg": solved.poses[:, solved.body_index("chassis")],
+            "grip driver": grip.poses[:, grip.body_index("chassis")]}
+    _plot_drift(out_dir / "drive_drift_compare.png", points, runs, reading.dt, HEADING_EVERY * reading.substeps)
+    _render_rig(scene, reading, solved, "drive_drift", f"sedan rig drifting through a hairpin at "
+                f"{math.degrees(DRIFT):g} deg", out_dir, ())
+    held = [math.degrees(np.abs(_slip(poses)[1]).max()) for poses in runs.values()]
+    return f"{report.summary()}; body slip up to {held[0]:.1f} deg (the grip driver's: {held[1]:.1f} deg)"
 
 
 def run_driving_demo(out_dir: Path, lines: list[str]) -> None:
@@ -241,7 +292,8 @@ def run_driving_demo(out_dir: Path, lines: list[str]) -> None:
         session = live_take(scene, owner)
         _plot_controls(out_dir / "drive_live_controls.png", session)
         reading = read_rig(scene, find(scene, owner)[0], "sedan")
-        _render_rig(scene, reading, "drive_live", "sedan rig, driven live (scripted keys), take baked", out_dir)
+        _render_rig(scene, reading, simulate_rig(reading, scene.gravity), "drive_live",
+                    "sedan rig, driven live (scripted keys), take baked", out_dir, (scene.frame_end,))
         lines.append(f"drive_live: {session.drive.steps} frames driven live, take kept and baked: "
                      f"{owner[RESULT_PROPERTY]}")
 
@@ -256,32 +308,21 @@ def run_driving_demo(out_dir: Path, lines: list[str]) -> None:
         report = bake_vehicle(scene, rig, "sedan")
         reading = read_rig(scene, rig, "sedan")
         spec = reading.vehicle.spec
-        runs = {"driver": _rear_axle(simulate_rig(reading, scene.gravity), spec)[0],
+        solved = simulate_rig(reading, scene.gravity)
+        runs = {"driver": _rear_axle(solved, spec)[0],
                 "pure pursuit": _rear_axle(simulate_rig(dataclasses.replace(reading, limits=None), scene.gravity),
                                            spec)[0]}
         _plot_compare(out_dir / "drive_path_compare.png", points, runs, reading.dt)
-        _render_rig(scene, reading, "drive_path", "sedan rig following a hairpin as a driver", out_dir)
+        _render_rig(scene, reading, solved, "drive_path", "sedan rig following a hairpin as a driver", out_dir,
+                    (scene.frame_end,))
         lines.append(f"drive_path: {report.summary()}")
+        lines.append(f"drive_drift: {_drift_scene(out_dir)}")
         lines.append("drive_fly: " + _craft_scene("drive_fly", "helicopter", _flight(), FLIGHT, out_dir,
                                                   "helicopter rig flying an S, banked into its turns"))
         lines.append("drive_boat: " + _craft_scene("drive_boat", "speedboat", _bend(), BOAT, out_dir,
                                                    "speedboat rig following a bend by differential thrust"))
         bpy.data.scenes.remove(first)
         bpy.ops.wm.save_as_mainfile(filepath=str(out_dir / "driving.blend"), check_existing=False)
-
-
-def doc_figures(out_dir: Path, docs_dir: Path) -> list[Path]:
-    """Copies of DOC_FIGURES from `out_dir`, scaled down to DOC_WIDTH, in `docs_dir`."""
-    from PIL import Image
-
-    docs_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in DOC_FIGURES:
-        with Image.open(out_dir / f"{name}.png") as image:
-            image.thumbnail((DOC_WIDTH, DOC_WIDTH))
-            image.convert("RGB").save(docs_dir / f"{name}.png", optimize=True)
-        written.append(docs_dir / f"{name}.png")
-    return written
 
 
 if __name__ == "__main__":
@@ -296,5 +337,5 @@ if __name__ == "__main__":
     run_driving_demo(args.out.resolve(), report)
     print("\n".join(report))
     if args.docs is not None:
-        for path in doc_figures(args.out.resolve(), args.docs):
+        for path in doc_figures(args.out.resolve(), args.docs, DOC_FIGURES):
             print(f"wrote {path}")

@@ -14,6 +14,8 @@ and speedboat presets, whose chassis poses are baked onto one simple object each
 and rotor disc; a box hull) with bake.write_trajectory. They are rendered and plotted the same way.
 Then contact.run_maximal_demo adds the contact scenes (dominoes, wrecking ball; maximal method), each
 in its own out_dir/<preset>.blend.
+driving.run_driving_demo (live take, paths) and handover.run_handover_demo (Start From Animation, Bake
+Range and Blend Frames) follow, in driving.blend and handover.blend.
 Needs bpy (and matplotlib for the plots).
 """
 
@@ -39,6 +41,7 @@ from addon.solver.model import Mechanism, MechanismError
 from addon.solver.presets import list_presets, list_vehicle_presets, preset_path, vehicle_preset_path
 from addon.solver.trajectory import SolverError, Trajectory
 
+from .plots import pyplot, save_figure
 from .stage import Stage, stage
 
 DEMO_PRESETS = ("chain_5", "four_bar", "scissor_lift", "slider_crank")
@@ -83,12 +86,8 @@ class DemoResult:
 
 def _plot(preset: str, trajectory: Trajectory, path: Path, residual_label: str = RESIDUAL_LABELS["mechanism"]
           ) -> Path | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     fig, (ax_e, ax_r) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
     ax_e.plot(trajectory.t, trajectory.energy - trajectory.energy[0])
@@ -98,10 +97,7 @@ def _plot(preset: str, trajectory: Trajectory, path: Path, residual_label: str =
     ax_r.semilogy(trajectory.t, residual)
     ax_r.set_ylabel(residual_label)
     ax_r.set_xlabel("time (s)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def demo_scene(name: str) -> bpy.types.Scene:
@@ -272,6 +268,9 @@ def run_demo(out_dir: str | Path) -> list[DemoResult]:
     from .driving import run_driving_demo  # here: driving imports this module's helpers
 
     run_driving_demo(out_dir, lines)  # driving.blend: a live-driven take and a path followed as a driver
+    from .handover import run_handover_demo  # here: handover imports this module's helpers
+
+    run_handover_demo(out_dir, lines)  # handover.blend: a keyed throw handed over, a bake range blended back
     (out_dir / "demo_report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     for line in lines:
         print(line)

@@ -36,6 +36,7 @@ from addon.solver.shots.solve import solve_shot
 from addon.solver.shots.spec import Key, Obstacle, Shot, ShotError, ShotResult
 from addon.solver.trajectory import SolverError
 
+from .plots import pyplot, save_figure
 from .scenes import _boxes_mesh, _chassis_boxes
 
 Progress = Optional[Callable[[str], None]]
@@ -65,14 +66,10 @@ def _plot(path: Path, title: str, paths: dict[str, np.ndarray], axes: tuple[int,
           controls: dict[str, tuple[np.ndarray, np.ndarray]]) -> Path | None:
     """Path plot (paths (N, 3) on the two `axes`, keys as crosses, obstacles as boxes (centre, half size) and
     circles) above the controls over time."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import Circle, Rectangle
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
+    from matplotlib.patches import Circle, Rectangle
     a, b = axes
     fig, (ax_p, ax_u) = plt.subplots(2, 1, figsize=(7, 7), gridspec_kw={"height_ratios": [3, 2]})
     for label, points in paths.items():
@@ -93,10 +90,7 @@ def _plot(path: Path, title: str, paths: dict[str, np.ndarray], axes: tuple[int,
     ax_u.set_xlabel("time (s)")
     ax_u.set_ylabel("control / its largest value")
     ax_u.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _controls(result: ShotResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -176,21 +176,47 @@ def test_headless_bake_file_raises_naming_the_setup(tmp_path, symplex):
 
 @pytest.mark.slow  # four rigs baked and rendered: about 30 s of CPU
 def test_driving_demo_writes_its_pictures_and_bakes_its_rigs(tmp_path, symplex):
-    """demo/driving.py: the scripted live take, the driver on the hairpin, the helicopter on its S and the speedboat
-    on its bend, rendered and plotted."""
+    """demo/driving.py: the scripted live take, the driver and the drift driver on the hairpin, the helicopter on its
+    S and the speedboat on its bend, rendered and plotted."""
     from demo.driving import DOC_FIGURES, doc_figures, run_driving_demo
 
     lines: list[str] = []
     run_driving_demo(tmp_path, lines)
-    assert [line.split(":")[0] for line in lines] == ["drive_live", "drive_path", "drive_fly", "drive_boat"]
-    assert "take kept and baked" in lines[0] and "side slip" in lines[1]
-    assert "Baked helicopter" in lines[2] and "Baked boat" in lines[3]
+    assert [line.split(":")[0] for line in lines] == ["drive_live", "drive_path", "drive_drift", "drive_fly",
+                                                      "drive_boat"]
+    assert "take kept and baked" in lines[0] and "side slip" in lines[1] and "body slip up to" in lines[2]
+    assert "Baked helicopter" in lines[3] and "Baked boat" in lines[4]
     assert (tmp_path / "driving.blend").exists()
-    for name in ("drive_live_motion", "drive_path_motion", "drive_fly_motion", "drive_boat_motion"):
+    for name in ("drive_live_motion", "drive_path_motion", "drive_drift_motion", "drive_fly_motion",
+                 "drive_boat_motion"):
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     if importlib.util.find_spec("matplotlib") is None:  # the plots need matplotlib (not in every environment)
         return
     for name in DOC_FIGURES:
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
-    small = doc_figures(tmp_path, tmp_path / "img")
+    small = doc_figures(tmp_path, tmp_path / "img", DOC_FIGURES)
     assert all(path.stat().st_size < 300_000 for path in small)
+
+
+@pytest.mark.heavy  # two small bakes, one render
+def test_handover_demo_hands_the_throw_over_and_keeps_the_keys_outside_the_range(tmp_path, symplex):
+    """demo/handover.py: with Start From Animation the thrown box's vertical velocity changes across the start frame
+    only by gravity's g/fps (its keys' arc goes on); without it, by its whole keyed vertical speed more. The range
+    bake keeps the artist's curve at every key outside the range and blend."""
+    import re
+
+    from demo.handover import DOC_FIGURES, FPS, GRAVITY, THROW_VELOCITY, run_handover_demo
+    from demo.plots import doc_figures
+
+    lines: list[str] = []
+    run_handover_demo(tmp_path, lines)
+    assert [line.split(":")[0] for line in lines] == ["handover_start", "handover_range"]
+    on, off = (float(v) for v in re.findall(r"([0-9.]+) m/s (?:with|off)", lines[0]))
+    assert on == pytest.approx(-GRAVITY / FPS, abs=2e-3)
+    assert off == pytest.approx(THROW_VELOCITY[2] - GRAVITY / FPS, abs=2e-3)
+    assert "at their keys (largest change 0.0e+00 m)" in lines[1]
+    assert (tmp_path / "handover.blend").exists() and (tmp_path / "handover_start_motion.png").stat().st_size > 10_000
+    if importlib.util.find_spec("matplotlib") is None:
+        return
+    small = doc_figures(tmp_path, tmp_path / "img", DOC_FIGURES)
+    assert all(10_000 < path.stat().st_size < 200_000 for path in small)
