@@ -1,0 +1,194 @@
+"""Twist of slender ball-jointed links on ropes (tree method): growth per step and the linearised step map.
+
+Usage: python -m benchmarks.rope_twist [--links 50] [--dt 0.005] [--steps 60] [--jacobian-at 20]
+
+Ropes are `benchmarks.maximal.ball_chain(n)`. Each run steps `midpoint._step_once` on the numpy path (no
+halving, no body-axes fallback). Measured:
+
+* each link's own spin about its axis, e3 . log(R(t)^T R(t + dt)) / dt (R the link's world rotation): its
+  largest value over the links at every step and the link (counted from the free end) that carries it;
+* the linearised step map (C, p) -> (C', p') by central differences in canonical coordinates of each chart,
+  C = C0 exp(theta), pi = J_R(theta)^T p (p the chart's body momentum, J_R the right Jacobian of exp): a
+  symplectic map has M^T Omega M = Omega (reported as the largest entry of the difference over the largest of
+  M) and its eigenvalues in pairs lambda, 1 / conj(lambda); the largest moduli are printed with the axial share
+  of their eigenvectors (the part of the configuration variation that turns links about their own axes).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from addon.solver.tree import articulated, midpoint
+from addon.solver.tree.compile import TreeModel, compile_tree
+from addon.solver.tree.kinematics import forward
+from addon.solver.tree.step_charts import left_jacobian
+from addon.solver.groups import so3_exp
+from benchmarks.maximal import ball_chain
+
+AXIS = 2  # the rods' axis is body Z (tools.generate.pendulum_chain)
+
+
+def rope(n: int) -> tuple[TreeModel, midpoint.MidpointState]:
+    """The n-link rope's tree model and its start state."""
+    model = compile_tree(ball_chain(n))
+    return model, midpoint.initial_state(model)[0]
+
+
+def link_rotations(model: TreeModel, state: midpoint.MidpointState) -> np.ndarray:
+    """World rotations (nbody, 3, 3) of the links."""
+    return forward(model, state.q, state.charts).body_R
+
+
+def spins(R1: np.ndarray, R2: np.ndarray, dt: float) -> np.ndarray:
+    """Each link's spin rate about its own axis over a step, (nbody,)."""
+    return Rotation.from_matrix(np.transpose(R1, (0, 2, 1)) @ R2).as_rotvec()[:, AXIS] / dt
+
+
+def spin_history(n: int, dt: float, steps: int, tol: float = 1e-10) -> list[tuple[int, float, int, int]]:
+    """(step, largest |spin| rad/s, link from the free end carrying it, Newton iterations) per step; stops at the
+    first step Newton does not take whole."""
+    model, state = rope(n)
+    R = link_rotations(model, state)
+    out = []
+    for k in range(1, steps + 1):
+        try:
+            result = midpoint._step_once(model, state, dt, tol, 30, None, False)
+        except midpoint.ConvergenceError:
+            out.append((k, float("nan"), -1, -1))
+            break
+        R2 = link_rotations(model, state)
+        s = np.abs(spins(R, R2, dt))
+        worst = int(np.argmax(s))
+        out.append((k, float(s[worst]), n - worst, result.iterations))
+        R = R2
+    return out
+
+
+def advance(n: int, dt: float, steps: int) -> tuple[TreeModel, midpoint.MidpointState]:
+    """The rope after `steps` numpy steps."""
+    model, state = rope(n)
+    for _ in range(steps):
+        midpoint._step_once(model, state, dt, 1e-12, 30, None, False)
+    return model, state
+
+
+def _canonical_out(model: TreeModel, ref: np.ndarray, state: midpoint.MidpointState) -> np.ndarray:
+    """(theta, pi) of a state's charts and momenta about reference charts `ref` (all coordinates are ball ones)."""
+    theta = Rotation.from_matrix(np.transpose(ref, (0, 2, 1)) @ state.charts).as_rotvec()
+    p = state.p[model.ball_dofs]
+    pi = np.einsum("bji,bj->bi", np.transpose(left_jacobian(theta), (0, 2, 1)), p)  # J_R^T p, J_R = J_L^T
+    return np.concatenate([theta.ravel(), pi.ravel()])
+
+
+def step_map_jacobian(model: TreeModel, state: midpoint.MidpointState, dt: float,
+                      eps: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """The linearised step map M (6 nball, 6 nball) in canonical chart coordinates and the axial unit vectors
+    (nball, 3) of the links in their charts' body axes. Requires a mechanism of ball joints only."""
+    assert model.nq == 3 * len(model.ball_dofs), "ball joints only"
+    nb = len(model.ball_dofs)
+    base = _copy(state)
+    midpoint._step_once(model, base, dt, 1e-13, 40, None, False)
+    ref = base.charts
+    M = np.zeros((6 * nb, 6 * nb))
+    for i in range(6 * nb):
+        cols = []
+        for sign in (1.0, -1.0):
+            s = _copy(state)
+            d = np.zeros(6 * nb)
+            d[i] = sign * eps
+            theta, pi = d[:3 * nb].reshape(nb, 3), d[3 * nb:].reshape(nb, 3)
+            s.charts = state.charts @ so3_exp(theta)
+            JR = np.transpose(left_jacobian(theta), (0, 2, 1))
+            pi = state.p[model.ball_dofs] + pi  # about the unperturbed charts theta = 0, pi = p
+            s.p = state.p.copy()
+            s.p[model.ball_dofs] = np.linalg.solve(np.transpose(JR, (0, 2, 1)), pi[..., None])[..., 0]
+            s.velocity_guess = base.velocity_guess.copy()
+            midpoint._step_once(model, s, dt, 1e-13, 40, None, False)
+            cols.append(_canonical_out(model, ref, s))
+        M[:, i] = (cols[0] - cols[1]) / (2 * eps)
+    # each link's axis in its chart's body axes: the child frame's Z through the chart (placement @ C)
+    kin = forward(model, state.q, state.charts)
+    first = model.ball_dofs[:, 0]
+    frame_R = kin.world_M_frame[first, :3, :3]
+    body_R = kin.body_R
+    axes = np.einsum("bji,bj->bi", frame_R, body_R[:, :, AXIS])
+    return M, axes
+
+
+def twist_pivots(model: TreeModel, state: midpoint.MidpointState, dt: float) -> np.ndarray:
+    """Each link's twist pivot (nball - 1,): -dt / (v^T J11^-1 v), J11 the Newton matrix of the next step at its
+    solution and v the link's spin with its child held still (the link's chart turned about the link's axis, the
+    child's chart turned back). On a straight rope at rest it is a positive fraction of the axial inertia; the
+    discrete Legendre map q2(q1, p1) is singular where it passes through 0 (module docstring)."""
+    s = _copy(state)
+    q2 = state.q + dt * state.velocity_guess
+    system, _ = midpoint._newton(model, s, dt, 1e-12, 30, q2, np.zeros(0), (), None)
+    Jinv = np.linalg.inv(articulated.dense(model, system.jacobian))
+    kin = system.kin2
+    k = model.ball_dofs
+    chart_R = kin.world_M_frame[k[:, 0], :3, :3]
+    axis = kin.body_R[:, :, AXIS]
+    out = np.zeros(len(k) - 1)
+    for b in range(len(k) - 1):
+        v = np.zeros(model.nq)
+        v[k[b]] = chart_R[b].T @ axis[b]
+        v[k[b + 1]] = -chart_R[b + 1].T @ axis[b]
+        out[b] = -dt / (v @ Jinv @ v)
+    return out
+
+
+def _copy(state: midpoint.MidpointState) -> midpoint.MidpointState:
+    from dataclasses import replace
+    return replace(state, q=state.q.copy(), p=state.p.copy(), charts=state.charts.copy(), lam=state.lam.copy(),
+                   velocity_guess=state.velocity_guess.copy())
+
+
+def symplectic_defect(M: np.ndarray) -> float:
+    """max |M^T Omega M - Omega| / max |M| (0 for a symplectic map, up to the differences' error)."""
+    m = len(M) // 2
+    Omega = np.block([[np.zeros((m, m)), np.eye(m)], [-np.eye(m), np.zeros((m, m))]])
+    return float(np.max(np.abs(M.T @ Omega @ M - Omega)) / np.max(np.abs(M)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--links", type=int, default=50)
+    parser.add_argument("--dt", type=float, default=0.005)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--jacobian-at", type=int, default=-1, help="linearise the step map after this step")
+    parser.add_argument("--pivots-at", type=int, default=-1, help="the links' twist pivots after this step")
+    args = parser.parse_args()
+    hist = spin_history(args.links, args.dt, args.steps)
+    for k, s, link, its in hist:
+        print(f"step {k:4d}  max|spin| {s:9.3e} rad/s  link {link:4d} from the free end  iterations {its}")
+    good = [h[1] for h in hist if np.isfinite(h[1]) and h[1] > 0]
+    if len(good) > 10:
+        tail = good[len(good) // 2:]
+        print(f"growth per step over the second half: x {(tail[-1] / tail[0]) ** (1 / (len(tail) - 1)):.3f}")
+    if args.jacobian_at >= 0:
+        model, state = advance(args.links, args.dt, args.jacobian_at)
+        M, axes = step_map_jacobian(model, state, args.dt)
+        nb = len(model.ball_dofs)
+        lam, vec = np.linalg.eig(M)
+        order = np.argsort(-np.abs(lam))
+        print(f"det M = {np.linalg.det(M):.6f}, symplectic defect {symplectic_defect(M):.2e}")
+        for j in order[:8]:
+            theta = vec[:3 * nb, j].reshape(nb, 3)
+            axial = np.abs(np.einsum("bi,bi->b", theta, axes))
+            share = np.linalg.norm(axial) / max(np.linalg.norm(theta), 1e-300)
+            where = args.links - int(np.argmax(axial))
+            print(f"|lambda| {abs(lam[j]):.6f}  arg {np.angle(lam[j]):+.4f}  axial share {share:.3f}  "
+                  f"largest at link {where} from the free end")
+        print("smallest |lambda|:", " ".join(f"{abs(lam[j]):.6f}" for j in order[-4:]))
+    if args.pivots_at >= 0:
+        model, state = advance(args.links, args.dt, args.pivots_at)
+        piv = twist_pivots(model, state, args.dt)
+        print(f"twist pivots after step {args.pivots_at} (link from the free end: -dt / v.J11^-1 v, kg m^2):")
+        print(" ".join(f"{args.links - b}:{x:+.5f}" for b, x in enumerate(piv)))
+
+
+if __name__ == "__main__":
+    main()
