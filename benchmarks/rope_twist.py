@@ -17,15 +17,16 @@ halving, no body-axes fallback). Measured:
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
+from addon.solver.groups import so3_exp
 from addon.solver.tree import articulated, midpoint
+from addon.solver.tree.ball_springs import so3_log
 from addon.solver.tree.compile import TreeModel, compile_tree
 from addon.solver.tree.kinematics import forward
 from addon.solver.tree.step_charts import left_jacobian
-from addon.solver.groups import so3_exp
 from benchmarks.maximal import ball_chain
 
 AXIS = 2  # the rods' axis is body Z (tools.generate.pendulum_chain)
@@ -44,7 +45,7 @@ def link_rotations(model: TreeModel, state: midpoint.MidpointState) -> np.ndarra
 
 def spins(R1: np.ndarray, R2: np.ndarray, dt: float) -> np.ndarray:
     """Each link's spin rate about its own axis over a step, (nbody,)."""
-    return Rotation.from_matrix(np.transpose(R1, (0, 2, 1)) @ R2).as_rotvec()[:, AXIS] / dt
+    return so3_log(np.transpose(R1, (0, 2, 1)) @ R2)[:, AXIS] / dt
 
 
 def spin_history(n: int, dt: float, steps: int, tol: float = 1e-10) -> list[tuple[int, float, int, int]]:
@@ -77,7 +78,7 @@ def advance(n: int, dt: float, steps: int) -> tuple[TreeModel, midpoint.Midpoint
 
 def _canonical_out(model: TreeModel, ref: np.ndarray, state: midpoint.MidpointState) -> np.ndarray:
     """(theta, pi) of a state's charts and momenta about reference charts `ref` (all coordinates are ball ones)."""
-    theta = Rotation.from_matrix(np.transpose(ref, (0, 2, 1)) @ state.charts).as_rotvec()
+    theta = so3_log(np.transpose(ref, (0, 2, 1)) @ state.charts)
     p = state.p[model.ball_dofs]
     pi = np.einsum("bji,bj->bi", np.transpose(left_jacobian(theta), (0, 2, 1)), p)  # J_R^T p, J_R = J_L^T
     return np.concatenate([theta.ravel(), pi.ravel()])
@@ -141,7 +142,6 @@ def twist_pivots(model: TreeModel, state: midpoint.MidpointState, dt: float) -> 
 
 
 def _copy(state: midpoint.MidpointState) -> midpoint.MidpointState:
-    from dataclasses import replace
     return replace(state, q=state.q.copy(), p=state.p.copy(), charts=state.charts.copy(), lam=state.lam.copy(),
                    velocity_guess=state.velocity_guess.copy())
 
