@@ -1,17 +1,22 @@
 """Twist of slender ball-jointed links on ropes (tree method): growth per step and the linearised step map.
 
-Usage: python -m benchmarks.rope_twist [--links 50] [--dt 0.005] [--steps 60] [--jacobian-at 20]
+Usage: python -m benchmarks.rope_twist [--links 50] [--dt 0.005] [--steps 60] [--maximal] [--jacobian-at 20]
+                                       [--pivots-at 50]
 
 Ropes are `benchmarks.maximal.ball_chain(n)`. Each run steps `midpoint._step_once` on the numpy path (no
 halving, no body-axes fallback). Measured:
 
 * each link's own spin about its axis, e3 . log(R(t)^T R(t + dt)) / dt (R the link's world rotation): its
   largest value over the links at every step and the link (counted from the free end) that carries it;
+* with --maximal, the same rope by the maximal method (per-body rotations): the largest spin over links and steps;
 * the linearised step map (C, p) -> (C', p') by central differences in canonical coordinates of each chart,
   C = C0 exp(theta), pi = J_R(theta)^T p (p the chart's body momentum, J_R the right Jacobian of exp): a
   symplectic map has M^T Omega M = Omega (reported as the largest entry of the difference over the largest of
   M) and its eigenvalues in pairs lambda, 1 / conj(lambda); the largest moduli are printed with the axial share
-  of their eigenvectors (the part of the configuration variation that turns links about their own axes).
+  of their eigenvectors (the part of the configuration variation that turns links about their own axes);
+* with --pivots-at, each link's twist pivot in the Newton matrix of the next step (twist_pivots) and how far
+  its spin reaches its child's midpoint rotation in the discrete Lagrangian (midpoint_coupling).
+Results and their reading: docs/benchmarks_ball_charts.md.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from dataclasses import replace
 import numpy as np
 
 from addon.solver.groups import so3_exp
+from addon.solver.integrator import make_integrator
+from addon.solver.lie import quat_to_matrix
 from addon.solver.tree import articulated, midpoint
 from addon.solver.tree.ball_springs import so3_log
 from addon.solver.tree.compile import TreeModel, compile_tree
@@ -66,6 +73,15 @@ def spin_history(n: int, dt: float, steps: int, tol: float = 1e-10) -> list[tupl
         out.append((k, float(s[worst]), n - worst, result.iterations))
         R = R2
     return out
+
+
+def maximal_spins(n: int, dt: float, steps: int) -> np.ndarray:
+    """The same rope by the maximal method (per-body rotations): each step's largest |spin| over the links."""
+    integ = make_integrator(ball_chain(n), "maximal", dt)
+    for _ in range(steps):
+        integ.step()
+    R = quat_to_matrix(integ.trajectory().poses[..., 3:])
+    return np.abs(so3_log(np.swapaxes(R[:-1], -1, -2) @ R[1:])[..., AXIS] / dt).max(axis=1)
 
 
 def advance(n: int, dt: float, steps: int) -> tuple[TreeModel, midpoint.MidpointState]:
@@ -141,6 +157,35 @@ def twist_pivots(model: TreeModel, state: midpoint.MidpointState, dt: float) -> 
     return out
 
 
+def midpoint_coupling(model: TreeModel, state: midpoint.MidpointState, dt: float, turn: float = 1e-6) -> np.ndarray:
+    """How far each link's spin reaches its child in the discrete Lagrangian, (nball - 1,): turn link k about its
+    own axis at the step's end with its child's world rotation kept (child chart turned back); the child's
+    midpoint rotation C1 exp(xi / 2), composed along the chain, turns by this many rad per rad (0 for an
+    equivariant midpoint of each link's own world rotation)."""
+    s = _copy(state)
+    midpoint._step_once(model, s, dt, 1e-12, 30, None, False)
+    C1, C2 = state.charts, s.charts
+    z = np.zeros(model.nq)
+    first = model.ball_dofs[:, 0]
+
+    def mid_rotations(end: np.ndarray) -> np.ndarray:
+        xi = so3_log(np.transpose(C1, (0, 2, 1)) @ end)
+        return forward(model, z, C1 @ so3_exp(0.5 * xi)).body_R
+
+    Rm = mid_rotations(C2)
+    kin2 = forward(model, z, C2)
+    out = np.zeros(len(first) - 1)
+    for k in range(len(first) - 1):
+        axis = kin2.world_M_frame[first[k], :3, :3].T @ kin2.body_R[k][:, AXIS]
+        end = C2.copy()
+        end[k] = C2[k] @ so3_exp(turn * axis)
+        placed = kin2.world_M_frame[first[k + 1], :3, :3] @ C2[k + 1].T
+        moved = forward(model, z, end).world_M_frame[first[k + 1], :3, :3] @ C2[k + 1].T
+        end[k + 1] = moved.T @ placed @ C2[k + 1]
+        out[k] = np.linalg.norm(so3_log(Rm[k + 1].T @ mid_rotations(end)[k + 1])) / turn
+    return out
+
+
 def _copy(state: midpoint.MidpointState) -> midpoint.MidpointState:
     return replace(state, q=state.q.copy(), p=state.p.copy(), charts=state.charts.copy(), lam=state.lam.copy(),
                    velocity_guess=state.velocity_guess.copy())
@@ -160,7 +205,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--jacobian-at", type=int, default=-1, help="linearise the step map after this step")
     parser.add_argument("--pivots-at", type=int, default=-1, help="the links' twist pivots after this step")
+    parser.add_argument("--maximal", action="store_true", help="also the maximal method's spins on the same rope")
     args = parser.parse_args()
+    if args.maximal and args.steps:
+        spin = maximal_spins(args.links, args.dt, args.steps)
+        print(f"maximal method: largest |spin| over the links and steps {spin.max():.2e} rad/s")
     hist = spin_history(args.links, args.dt, args.steps)
     for k, s, link, its in hist:
         print(f"step {k:4d}  max|spin| {s:9.3e} rad/s  link {link:4d} from the free end  iterations {its}")
@@ -188,6 +237,9 @@ def main() -> None:
         piv = twist_pivots(model, state, args.dt)
         print(f"twist pivots after step {args.pivots_at} (link from the free end: -dt / v.J11^-1 v, kg m^2):")
         print(" ".join(f"{args.links - b}:{x:+.5f}" for b, x in enumerate(piv)))
+        reach = midpoint_coupling(model, state, args.dt)
+        print("child's midpoint turn per rad of the link's spin (link from the free end):")
+        print(" ".join(f"{args.links - b}:{x:.1e}" for b, x in enumerate(reach)))
 
 
 if __name__ == "__main__":
