@@ -39,9 +39,9 @@ from benchmarks.maximal import ball_chain
 AXIS = 2  # the rods' axis is body Z (tools.generate.pendulum_chain)
 
 
-def rope(n: int) -> tuple[TreeModel, midpoint.MidpointState]:
-    """The n-link rope's tree model and its start state."""
-    model = compile_tree(ball_chain(n))
+def rope(n: int, radius: float = 0.05) -> tuple[TreeModel, midpoint.MidpointState]:
+    """The n-link rope (rods of the given radius) and its start state."""
+    model = compile_tree(ball_chain(n, radius))
     return model, midpoint.initial_state(model)[0]
 
 
@@ -55,10 +55,11 @@ def spins(R1: np.ndarray, R2: np.ndarray, dt: float) -> np.ndarray:
     return so3_log(np.transpose(R1, (0, 2, 1)) @ R2)[:, AXIS] / dt
 
 
-def spin_history(n: int, dt: float, steps: int, tol: float = 1e-10) -> list[tuple[int, float, int, int]]:
+def spin_history(n: int, dt: float, steps: int, tol: float = 1e-10,
+                 radius: float = 0.05) -> list[tuple[int, float, int, int]]:
     """(step, largest |spin| rad/s, link from the free end carrying it, Newton iterations) per step; stops at the
     first step Newton does not take whole."""
-    model, state = rope(n)
+    model, state = rope(n, radius)
     R = link_rotations(model, state)
     out = []
     for k in range(1, steps + 1):
@@ -205,12 +206,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--jacobian-at", type=int, default=-1, help="linearise the step map after this step")
     parser.add_argument("--pivots-at", type=int, default=-1, help="the links' twist pivots after this step")
+    parser.add_argument("--radius", type=float, default=0.05, help="the rods' radius, m (growth runs only)")
     parser.add_argument("--maximal", action="store_true", help="also the maximal method's spins on the same rope")
     args = parser.parse_args()
     if args.maximal and args.steps:
         spin = maximal_spins(args.links, args.dt, args.steps)
         print(f"maximal method: largest |spin| over the links and steps {spin.max():.2e} rad/s")
-    hist = spin_history(args.links, args.dt, args.steps)
+    hist = spin_history(args.links, args.dt, args.steps, radius=args.radius)
     for k, s, link, its in hist:
         print(f"step {k:4d}  max|spin| {s:9.3e} rad/s  link {link:4d} from the free end  iterations {its}")
     good = [h[1] for h in hist if np.isfinite(h[1]) and h[1] > 0]
