@@ -14,6 +14,7 @@ halving, no body-axes fallback). Measured:
   symplectic map has M^T Omega M = Omega (reported as the largest entry of the difference over the largest of
   M) and its eigenvalues in pairs lambda, 1 / conj(lambda); the largest moduli are printed with the axial share
   of their eigenvectors (the part of the configuration variation that turns links about their own axes);
+* with --world-midpoint, the spins under the proposed discrete Lagrangian (WorldMidpointRope), instead;
 * with --pivots-at, each link's twist pivot in the Newton matrix of the next step (twist_pivots) and how far
   its spin reaches its child's midpoint rotation in the discrete Lagrangian (midpoint_coupling).
 Results and their reading: docs/benchmarks_ball_charts.md.
@@ -32,6 +33,7 @@ from addon.solver.lie import quat_to_matrix
 from addon.solver.tree import articulated, midpoint
 from addon.solver.tree.ball_springs import so3_log
 from addon.solver.tree.compile import TreeModel, compile_tree
+from addon.solver.tree.dynamics import terms
 from addon.solver.tree.kinematics import forward
 from addon.solver.tree.step_charts import left_jacobian
 from benchmarks.maximal import ball_chain
@@ -187,6 +189,78 @@ def midpoint_coupling(model: TreeModel, state: midpoint.MidpointState, dt: float
     return out
 
 
+class WorldMidpointRope:
+    """The proposed discrete Lagrangian on a rope (docs/benchmarks_ball_charts.md), for validation only: each
+    link's midpoint is the geodesic midpoint of its own world rotations, W1 exp(Xi / 2) with W2 = W1 exp(Xi),
+    its body velocity Xi / dt; the tree's charts and chart velocities at that midpoint follow, and
+    Ld = dt (T - V) there (dynamics.terms). The DEL in the links' world rotations is solved by Newton on
+    central differences of Ld (eps 1e-5: residuals good to ~1e-10, so spins to ~1e-5 rad/s on thin rods)."""
+
+    EPS = 1e-5
+
+    def __init__(self, n: int, radius: float, dt: float):
+        self.model, state = rope(n, radius)
+        self.n, self.dt, self.z = n, dt, np.zeros(self.model.nq)
+        kin = forward(self.model, self.z, state.charts)
+        first = self.model.ball_dofs[:, 0]
+        frame = kin.world_M_frame[first, :3, :3]
+        self.W = kin.body_R.copy()
+        self.body_in_chart = np.transpose(frame, (0, 2, 1)) @ self.W
+        parent_W = np.concatenate([np.eye(3)[None], self.W[:-1]])  # a rope: link k hangs from link k - 1
+        self.placement = np.transpose(parent_W, (0, 2, 1)) @ frame @ np.transpose(state.charts, (0, 2, 1))
+        self.p = np.zeros((n, 3))  # from rest
+        self.Xi = np.zeros((n, 3))
+        self.Jinv: np.ndarray | None = None
+
+    def charts_of(self, W: np.ndarray) -> np.ndarray:
+        parent_W = np.concatenate([np.eye(3)[None], W[:-1]])
+        return np.transpose(parent_W @ self.placement, (0, 2, 1)) @ W @ np.transpose(self.body_in_chart, (0, 2, 1))
+
+    def lagrangian(self, W1: np.ndarray, W2: np.ndarray) -> float:
+        Xi = so3_log(np.transpose(W1, (0, 2, 1)) @ W2)
+        Wm = W1 @ so3_exp(0.5 * Xi)
+        w = np.einsum("bij,bj->bi", Wm, Xi) / self.dt  # world angular velocities
+        frame = Wm @ np.transpose(self.body_in_chart, (0, 2, 1))
+        v = np.zeros(self.model.nq)
+        v[self.model.ball_dofs] = np.einsum("bji,bj->bi", frame, w - np.concatenate([np.zeros((1, 3)), w[:-1]]))
+        tm = terms(self.model, forward(self.model, self.z, self.charts_of(Wm)), v, 0.0, second=False)
+        return self.dt * (tm.kinetic - tm.potential)
+
+    def gradient(self, W1: np.ndarray, W2: np.ndarray, end: int) -> np.ndarray:
+        """D1 Ld (end 1) or D2 Ld (end 2) in body axes of each link, (n, 3)."""
+        g = np.zeros((self.n, 3))
+        for b in range(self.n):
+            for j in range(3):
+                turned = []
+                for sign in (1.0, -1.0):
+                    W = (W1 if end == 1 else W2).copy()
+                    W[b] = W[b] @ so3_exp(sign * self.EPS * np.eye(3)[j])
+                    turned.append(self.lagrangian(W, W2) if end == 1 else self.lagrangian(W1, W))
+                g[b, j] = (turned[0] - turned[1]) / (2 * self.EPS)
+        return g
+
+    def step(self) -> int:
+        """One step (chord Newton, Jacobian by differences, refreshed when slow); returns the iterations."""
+        def residual(x: np.ndarray) -> np.ndarray:
+            return (self.p + self.gradient(self.W, self.W @ so3_exp(x.reshape(self.n, 3)), 1)).ravel()
+
+        x = self.Xi.ravel().copy()
+        r = residual(x)
+        for it in range(30):
+            if self.Jinv is None or it == 3:
+                J = np.column_stack([(residual(x + 1e-6 * e) - r) / 1e-6 for e in np.eye(len(x))])
+                self.Jinv = np.linalg.inv(J)
+            x = x - self.Jinv @ r
+            r = residual(x)
+            if np.max(np.abs(r)) < 1e-10 * max(1.0, float(np.max(np.abs(self.p)))):
+                break
+        self.Xi = x.reshape(self.n, 3)
+        W2 = self.W @ so3_exp(self.Xi)
+        self.p = self.gradient(self.W, W2, 2)
+        self.W = W2
+        return it + 1
+
+
 def _copy(state: midpoint.MidpointState) -> midpoint.MidpointState:
     return replace(state, q=state.q.copy(), p=state.p.copy(), charts=state.charts.copy(), lam=state.lam.copy(),
                    velocity_guess=state.velocity_guess.copy())
@@ -207,8 +281,18 @@ def main() -> None:
     parser.add_argument("--jacobian-at", type=int, default=-1, help="linearise the step map after this step")
     parser.add_argument("--pivots-at", type=int, default=-1, help="the links' twist pivots after this step")
     parser.add_argument("--radius", type=float, default=0.05, help="the rods' radius, m (growth runs only)")
+    parser.add_argument("--world-midpoint", action="store_true",
+                        help="run the proposed per-link world midpoint instead (WorldMidpointRope; slow)")
     parser.add_argument("--maximal", action="store_true", help="also the maximal method's spins on the same rope")
     args = parser.parse_args()
+    if args.world_midpoint:
+        wm = WorldMidpointRope(args.links, args.radius, args.dt)
+        for k in range(1, args.steps + 1):
+            its = wm.step()
+            spin = np.abs(wm.Xi[:, AXIS]) / args.dt
+            print(f"world midpoint step {k:4d}  max|spin| {spin.max():9.3e} rad/s  link {args.links - int(np.argmax(spin)):4d} "
+                  f"from the free end  iterations {its}", flush=True)
+        return
     if args.maximal and args.steps:
         spin = maximal_spins(args.links, args.dt, args.steps)
         print(f"maximal method: largest |spin| over the links and steps {spin.max():.2e} rad/s")
