@@ -290,8 +290,9 @@ def main() -> None:
         for k in range(1, args.steps + 1):
             its = wm.step()
             spin = np.abs(wm.Xi[:, AXIS]) / args.dt
-            print(f"world midpoint step {k:4d}  max|spin| {spin.max():9.3e} rad/s  link {args.links - int(np.argmax(spin)):4d} "
-                  f"from the free end  iterations {its}", flush=True)
+            link = args.links - int(np.argmax(spin))
+            print(f"world midpoint step {k:4d}  max|spin| {spin.max():9.3e} rad/s  link {link:4d} from the free end  "
+                  f"iterations {its}", flush=True)
         return
     if args.maximal and args.steps:
         spin = maximal_spins(args.links, args.dt, args.steps)
