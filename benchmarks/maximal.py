@@ -54,9 +54,9 @@ SQ2 = math.sqrt(0.5)
 
 # -- mechanisms ---------------------------------------------------------------------------------------
 
-def ball_chain(n: int) -> Mechanism:
-    """pendulum_chain's rods on ball joints; the top one starts tilted by (0.5, 0.3, 0) rad."""
-    base = pendulum_chain(n)
+def ball_chain(n: int, radius: float = 0.05) -> Mechanism:
+    """pendulum_chain's rods (of the given radius, m) on ball joints; the top one starts tilted by (0.5, 0.3, 0) rad."""
+    base = pendulum_chain(n, radius=radius)
     joints = tuple(Joint(j.name, "ball", j.parent, j.child, anchor=j.anchor,
                          q0=(0.5, 0.3, 0.0) if i == 0 else (0.0, 0.0, 0.0), v0=(0.0, 0.0, 0.0))
                    for i, j in enumerate(base.joints))
