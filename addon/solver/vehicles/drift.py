@@ -1,13 +1,17 @@
-"""Path following with a drift: the driver's speed profile where the tyres grip, a held body slip angle where keyed.
+"""Path following with a drift: the driver's speed profile where the tyres grip, a held rear slip angle where keyed.
 
 `DriftDriver` drives the slip car (slip_car.py). Where the keyed drift angle is 0 it is the grip driver
 (driver.py: speed profile, steer to the curvature kappa_ref - 2 e_theta / L - e / L^2, with e and e_theta now the
 offset and course error of the centre of mass, so the tyres' slip is steered out), slowing with the brake on
 all four wheels (slip_car.py splits it by load) instead of the driven rear axle alone, whose grip a corner needs.
-Where it is set, the car holds its body slip angle beta = atan2(vy, vx) at the target
-beta* = -drift(t) sign(kappa_ref) (the nose turned into the turn, the tail out; 0 on a straight, fading in below
-a curvature of 1 / DRIFT_RADIUS, and 0 below MIN_DRIFT_SPEED) by throttle and counter-steer, as a driver drifts
-(the allocation of Hindiyeh & Gerdes, "A controller framework for autonomous drifting", 2014, made explicit per step):
+Where it is set, it is the rear axle's slip angle alpha_r = atan((vy - b r) / vx) (b: the centre of mass to the
+rear axle, r: the yaw rate) the car holds, at alpha_r* = -drift(t) sign(kappa_c) (the tail out of the turn; 0 on a
+straight, fading in below a curvature of 1 / DRIFT_RADIUS, and 0 below MIN_DRIFT_SPEED; kappa_c the corner's
+curvature PREVIEW ahead), by throttle and counter-steer, as a driver drifts (the allocation of Hindiyeh & Gerdes,
+"A controller framework for autonomous drifting", 2014, made explicit per step). The controller regulates the body
+slip angle beta = atan2(vy, vx) of the centre of mass; each step the rear target becomes its body slip goal in the
+corner's steady turn (yaw rate r_c = V kappa_c): tan(beta*) = tan(alpha_r*) + b r_c / vx, the body slip smaller
+than the rear's by about atan(b kappa_c). A rear target of 0 is the grip driver, whatever the body slip.
 
 - Path: the course chi = theta + beta of the centre of mass follows the tracking law's curvature
   kappa = kappa_ref - 2 e_chi / L - e / L^2 (e, e_chi: its offset left of the path and its course error), so
@@ -58,7 +62,7 @@ DRIFT_GRIP = 0.8  # a drift takes a corner of radius R at most at sqrt(DRIFT_GRI
 
 class DriftDriver(Driver):
     """Steer, drive and brake torque for the slip car `model` following `path` (M, 2) at the speed profile of
-    `limits`, drifting at the body slip angle `drift(t)` (rad, >= 0; 0: grip) where it is set."""
+    `limits`, drifting at the rear axle's slip angle `drift(t)` (rad, >= 0; 0: grip) where it is set."""
 
     def __init__(self, path: np.ndarray, model: SlipCarModel, limits: Limits | Callable[[float], Limits],
                  start: tuple[float, float, float, float], drift: Control = 0.0,
@@ -71,7 +75,7 @@ class DriftDriver(Driver):
         self._step: int | None = None
         self._u = (0.0, 0.0, 0.0)  # steer, drive, brake
         self.drifting: list[bool] = []  # per step: the drift allocation drove it
-        self.goals: list[float] = []  # per step: the body slip target beta* (rad)
+        self.goals: list[tuple[float, float]] = []  # per step: the rear slip target alpha_r* and body slip's beta*
 
     def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
         """Steer, drive torque and brake torque, computed together once per step."""
@@ -79,7 +83,8 @@ class DriftDriver(Driver):
                      for i, name in enumerate(("steer", "drive_torque", "brake_torque")))
 
     def target(self, t: float, kappa: float) -> float:
-        """The body slip target beta* (rad) on a path of curvature kappa: the keyed angle, tail out of the turn."""
+        """The rear axle's slip target alpha_r* (rad) on a path of curvature kappa: the keyed angle, tail out of
+        the turn."""
         angle = float(self.drift(t))
         if not 0.0 <= angle <= MAX_DRIFT:
             raise ValueError(f"drift driver: the drift angle must lie in [0, {math.degrees(MAX_DRIFT):g}] degrees "
@@ -121,9 +126,13 @@ class DriftDriver(Driver):
         beta = course - st.theta
         e, e_chi, s = self._frame(x, y, course, speed)
         kappa_ref = float(np.interp(s, self._s, self.kappa))
-        goal = self.target(st.t, self.corner(s + PREVIEW * speed)) if speed >= MIN_DRIFT_SPEED else 0.0
-        self.goals.append(goal)
         m = self.model
+        corner = self.corner(s + PREVIEW * speed)
+        rear_goal = self.target(st.t, corner) if speed >= MIN_DRIFT_SPEED else 0.0
+        # the body slip that puts the rear axle at its target in the corner's steady turn (yaw rate V kappa_c)
+        goal = (math.atan(math.tan(rear_goal) + m.rear * speed * corner / max(abs(vx), m.tyres.low_speed))
+                if rear_goal != 0.0 else 0.0)
+        self.goals.append((rear_goal, goal))
         rear = (vy - m.rear * r) / max(abs(vx), m.tyres.low_speed)  # tan of the rear slip angle
         if goal == 0.0 and abs(rear) < RECOVERED * 3.0 * m.tyres.friction * m.load[1] / m.stiffness[1]:
             steer = self.steer(st.t)

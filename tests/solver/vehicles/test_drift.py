@@ -1,5 +1,6 @@
-"""The drift driver (drift.py) on the slip car: it holds the body slip angle it is given on a circle by throttle and
-counter-steer and stays on the circle; with no drift angle it is the grip driver and keeps the rear tyres gripping."""
+"""The drift driver (drift.py) on the slip car: it holds the rear axle's slip angle it is given on a circle (turning
+either way) by throttle and counter-steer and stays on the circle; with no drift angle it is the grip driver and
+keeps the rear tyres gripping."""
 
 import math
 
@@ -23,17 +24,18 @@ def circle_car(speed: float) -> Mechanism:
     return Mechanism(name="sedan", bodies=(), joints=(), gravity=(0.0, 0.0, -9.81), vehicle=vehicle, source="test")
 
 
-def circle(turns: float = 1.5) -> np.ndarray:
+def circle(turns: float = 1.5, side: float = 1.0) -> np.ndarray:
+    """The circle of RADIUS about (0, side RADIUS) from just behind (0, 0): a left turn (side 1) or a right (-1)."""
     a = np.linspace(-math.pi / 2 - 0.3, -math.pi / 2 + 2 * math.pi * turns, int(200 * turns))
-    return np.column_stack([RADIUS * np.cos(a), RADIUS + RADIUS * np.sin(a)])
+    return np.column_stack([RADIUS * np.cos(a), side * (RADIUS + RADIUS * np.sin(a))])
 
 
-def run(angle, seconds):
-    trajectory, controller = drift.simulate_drifting(circle_car(9.0), circle(), LIMITS, angle, DT,
+def run(angle, seconds, side: float = 1.0):
+    trajectory, controller = drift.simulate_drifting(circle_car(9.0), circle(side=side), LIMITS, angle, DT,
                                                      int(seconds / DT))
     assert trajectory.status == "finished", trajectory.message
     chassis = trajectory.poses[:, 0]
-    off = np.abs(np.hypot(chassis[:, 0], chassis[:, 1] - RADIUS) - RADIUS)
+    off = np.abs(np.hypot(chassis[:, 0], chassis[:, 1] - side * RADIUS) - RADIUS)
     return trajectory, controller, slip(chassis, 0.0), off
 
 
@@ -47,19 +49,28 @@ def slip(chassis: np.ndarray, ahead: float) -> np.ndarray:
     return (angle + math.pi) % (2 * math.pi) - math.pi
 
 
-def test_a_keyed_drift_angle_is_held_on_the_circle_by_throttle_and_counter_steer():
-    trajectory, controller, beta, off = run(math.radians(25.0), 5.0)
+@pytest.mark.parametrize("side", [1.0, -1.0], ids=["left", "right"])
+def test_a_keyed_drift_angle_is_the_rear_slip_held_on_the_circle_by_throttle_and_counter_steer(side):
+    angle = math.radians(25.0)
+    trajectory, controller, beta, off = run(angle, 5.0, side)
     later = slice(int(2.5 / DT), None)  # the drift has settled (about 1.5 s to break the rear loose from grip)
-    # body slip from the poses' chords: the tail out of the left turn, the nose inside the velocity
-    assert np.abs(np.degrees(beta[later]) + 25.0).max() < 0.5  # 0.17 degrees measured
-    assert off.max() < 0.3 and off[later].max() < 0.1  # the centre of mass stays on the circle (0.14, 0.063 m)
-    steer = trajectory.q[:, trajectory.coordinate_names.index("steer")]
-    assert steer[later].max() < -0.1  # counter-steer: the front wheels point out of the turn
     model = controller.model
-    rear = np.tan(np.abs(slip(trajectory.poses[:, 0], -model.rear)[later]))
+    rear = slip(trajectory.poses[:, 0], -model.rear)  # the rear axle's slip angle from the poses' chords
+    # the tail out of the turn: the rear axle's velocity turned toward the outside by the keyed angle
+    assert np.abs(np.degrees(side * rear[later] + angle)).max() < 0.3  # 0.04 degrees measured
+    # the body slip is smaller by the steady turn's b r / vx: tan(beta) = tan(alpha_r) + b / (R cos(beta)), 4.4
+    # degrees here (about atan(b / R) = 4.8); a driver holding the body slip at the angle would be 4.4 degrees off
+    held = -angle
+    for _ in range(20):
+        held = math.atan(math.tan(-angle) + model.rear / (RADIUS * math.cos(held)))
+    assert np.abs(np.degrees(side * beta[later] - held)).max() < 0.3  # 0.06 degrees measured
+    assert off.max() < 0.3 and off[later].max() < 0.1  # the centre of mass stays on the circle (0.14, 0.050 m)
+    steer = side * trajectory.q[:, trajectory.coordinate_names.index("steer")]
+    assert steer[later].max() < -0.1  # counter-steer: the front wheels point out of the turn
     sliding = 3.0 * model.tyres.friction * model.load[1] / model.stiffness[1]
-    assert rear.min() > sliding  # the rear tyres slide: tan(rear slip) beyond the brush's sliding slip
+    assert np.tan(np.abs(rear[later])).min() > sliding  # the rear tyres slide: beyond the brush's sliding slip
     assert all(controller.drifting[int(1.0 / DT):])
+    assert controller.goals[-1][0] == pytest.approx(-side * angle)  # (alpha_r*, beta*) recorded per step
 
 
 def test_without_a_drift_angle_it_is_the_grip_driver():
