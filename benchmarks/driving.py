@@ -8,8 +8,8 @@ the largest and RMS cross-track error of the rear axle (m) while on the path, th
 end, and the peak lateral acceleration v * yaw rate (m/s^2). Prints a Markdown table (docs/driving.md).
 Then the drift table: the same paths on tyres that slip (solver/vehicles/slip_car.py, default Tyres), pure pursuit
 at the driver's speed in the tightest curve, the grip driver (drift angle 0) and the drift driver at 15 and 25
-degrees; columns: cross-track errors of the centre of mass, time to the end, the body slip angle held (mean
-and range of |beta| where the same full target has been set for 1.5 s), and the peak lateral acceleration.
+degrees; columns: cross-track errors of the centre of mass, time to the end, the rear axle's slip angle held (mean
+and range of |alpha_r| where the same full target has been set for 1.5 s), and the peak lateral acceleration.
 Then the helicopter (solver/vehicles/pilot.py) on the same paths at three times the size, from 25 m/s at 20 m:
 the pilot against pure pursuit flown the same way (PursuitPilot) at 25 m/s and at the pilot's speed in the
 tightest curve; columns: cross-track errors of the centre of mass, time to the end, the largest tilt and
@@ -112,19 +112,22 @@ DRIFT_ANGLES = (15.0, 25.0)  # degrees
 SETTLE = 1.5  # s of one full target before its slip is counted as held (a 50 degree flick takes 1.45 s)
 
 
-def body_slip(trajectory) -> np.ndarray:
-    """Body slip angle (N,) of each step from the chassis poses: the chord's direction less the mid heading (rad)."""
+def slip_angle(trajectory, ahead: float) -> np.ndarray:
+    """Slip angle (N,) of each step of the chassis point `ahead` (m) of the centre of mass (-b: the rear axle), from
+    the chassis poses: its chord's direction less the mid heading (rad)."""
     poses = trajectory.poses[:, trajectory.body_index("chassis")]
     theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
-    chord = np.diff(poses[:, :2], axis=0)
+    point = poses[:, :2] + ahead * np.column_stack([np.cos(theta), np.sin(theta)])
+    chord = np.diff(point, axis=0)
     beta = np.arctan2(chord[:, 1], chord[:, 0]) - 0.5 * (theta[1:] + theta[:-1])
     return (beta + np.pi) % (2 * np.pi) - np.pi
 
 
-def measure_drift(trajectory, path: np.ndarray, goals: list[float] | None) -> str:
+def measure_drift(trajectory, path: np.ndarray, goals: list[tuple[float, float]] | None, behind: float) -> str:
     """Table cells up to the path's end: max and RMS cross-track error of the centre of mass (m), time to the end
-    (s), |beta| held (mean and range, degrees) where the same full target of `goals` (beta* per step) has been
-    set for SETTLE, and the peak lateral acceleration (m/s^2)."""
+    (s), the rear axle's |alpha_r| held (mean and range, degrees) where the same full rear target of `goals`
+    ((alpha_r*, beta*) per step) has been set for SETTLE (the rear axle `behind` m behind the centre of mass), and the
+    peak lateral acceleration (m/s^2)."""
     poses = trajectory.poses[:, trajectory.body_index("chassis")]
     error, arc = closest(poses[:, :2], path)
     past = np.flatnonzero(arc >= np.linalg.norm(np.diff(path, axis=0), axis=1).sum() - 1e-6)
@@ -135,21 +138,22 @@ def measure_drift(trajectory, path: np.ndarray, goals: list[float] | None) -> st
     lateral = np.abs(np.cross(velocity[:-1], np.diff(velocity, axis=0) / DT)) / np.linalg.norm(velocity[:-1], axis=1)
     held = "-"
     if goals is not None:
-        goal, width = np.array(goals[:n]), int(SETTLE / DT)
+        goal, width = np.array([g[0] for g in goals[:n]]), int(SETTLE / DT)
         full = np.abs(goal).max() - 1e-12
         settled = np.zeros(n, dtype=bool)
         for side in (goal >= full, goal <= -full):  # the same full target (tail out left or right) for SETTLE
             settled |= np.convolve(side, np.ones(width), "full")[:n] >= width
-        beta = np.degrees(np.abs(body_slip(trajectory)[:n]))[settled]
-        if len(beta):
-            held = f"{beta.mean():.1f} ({beta.min():.1f} to {beta.max():.1f})"
+        rear = np.degrees(np.abs(slip_angle(trajectory, -behind)[:n]))
+        rear = rear[settled]
+        if len(rear):
+            held = f"{rear.mean():.1f} ({rear.min():.1f} to {rear.max():.1f})"
     return (f"{error[:n].max():.3f} | {np.sqrt(np.mean(error[:n] ** 2)):.3f} | {n * DT:.2f} | {held} | "
             f"{lateral.max():.1f}")
 
 
 def drift_table() -> str:
     rows = ["| path | controller (on slipping tyres) | max cross-track (m) | RMS cross-track (m) | "
-            "time to the end (s) | body slip held (deg) | peak lateral accel (m/s^2) |", "|---|---|---|---|---|---|---|"]
+            "time to the end (s) | rear slip held (deg) | peak lateral accel (m/s^2) |", "|---|---|---|---|---|---|---|"]
     steps, tyres = int(40.0 / DT), slip_car.Tyres()
     for name, path in paths().items():
         grip, controller = drift.simulate_drifting(sedan(LIMITS.top_speed), path, LIMITS, 0.0, DT, steps, tyres)
@@ -161,8 +165,9 @@ def drift_table() -> str:
             run, drifter = drift.simulate_drifting(sedan(LIMITS.top_speed), path, LIMITS, math.radians(angle), DT,
                                                    steps, tyres)
             runs.append((f"drift driver at {angle:g} deg", run, drifter.goals))
+        behind = sedan(slow).vehicle.spec.com_ahead_of_rear_axle
         for label, trajectory, goals in runs:
-            rows.append(f"| {name} | {label} | {measure_drift(trajectory, path, goals)} |")
+            rows.append(f"| {name} | {label} | {measure_drift(trajectory, path, goals, behind)} |")
     return "\n".join(rows)
 
 

@@ -8,7 +8,7 @@ controls). Path: the sedan rig follows a hairpin curve with lateral_accel set (s
 baked; drive_path_motion.png renders it, drive_path_compare.png plots its path and speed beside pure
 pursuit's on the same curve at the same top speed. Drift: the same rig on the same hairpin with drift_angle
 DRIFT (solver/vehicles/drift.py, on tyres that slip), baked; drive_drift_motion.png renders it,
-drive_drift_compare.png plots its centre of mass and heading (top view) and body slip angle beside the grip
+drive_drift_compare.png plots its centre of mass and heading (top view) and rear axle's slip angle beside the grip
 driver's (drift_angle 0, the same tyres). Fly: the helicopter rig flies an S (solver/vehicles/
 pilot.py), baked; drive_fly_motion.png renders it, drive_fly_compare.png plots its ground track, speed and
 bank beside pure pursuit flown the same way at the top speed. Boat: the speedboat rig follows a bend by
@@ -221,25 +221,27 @@ def _render_rig(scene: bpy.types.Scene, reading, solved, name: str, title: str, 
     _render(scene, staged, trajectory, objects, name, out_dir, frames)
 
 
-def _slip(poses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(heading (N+1,), body slip angle (N,): the centre of mass's course over each step less the mean heading)
-    of yaw-only chassis poses (N+1, 7)."""
+def _slip(poses: np.ndarray, behind: float) -> tuple[np.ndarray, np.ndarray]:
+    """(heading (N+1,), rear slip angle (N,): the course over each step of the rear axle, `behind` m behind the
+    centre of mass, less the mean heading) of yaw-only chassis poses (N+1, 7)."""
     heading = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
-    chord = np.diff(poses[:, :2], axis=0)
+    chord = np.diff(poses[:, :2] - behind * np.column_stack([np.cos(heading), np.sin(heading)]), axis=0)
     slip = np.arctan2(chord[:, 1], chord[:, 0]) - 0.5 * (heading[1:] + heading[:-1])
     return heading, (slip + math.pi) % (2 * math.pi) - math.pi
 
 
-def _plot_drift(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt: float, every: int) -> None:
-    """Top view of each run's centre of mass with its heading drawn as a segment every `every` steps (the slip
-    angle is the angle between segment and track), and the body slip angle over time."""
+def _plot_drift(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt: float, every: int,
+                behind: float) -> None:
+    """Top view of each run's centre of mass with its heading drawn as a segment every `every` steps (the body
+    slip angle is the angle between segment and track), and the slip angle over time of the rear axle, `behind`
+    m behind the centre of mass."""
     plt = pyplot()
     if plt is None:
         return
     fig, (ax_p, ax_s) = plt.subplots(2, 1, figsize=(7, 7.5), gridspec_kw={"height_ratios": [3, 1.6]})
     ax_p.plot(points[:, 0], points[:, 1], "k--", lw=1, label="path")
     for (label, poses), colour in zip(runs.items(), ("C0", "C3")):
-        heading, slip = _slip(poses)
+        heading, slip = _slip(poses, behind)
         ax_p.plot(poses[:, 0], poses[:, 1], color=colour, lw=1, label=f"{label}: centre of mass, heading")
         half = 1.4 * np.column_stack([np.cos(heading), np.sin(heading)])[::every]
         for (x, y), (hx, hy) in zip(poses[::every, :2], half):
@@ -252,7 +254,7 @@ def _plot_drift(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt:
     ax_p.set_title(f"hairpin R = {HAIRPIN_RADIUS:g} m on tyres that slip, top view (heading every {every} frames)")
     ax_p.legend(loc="center left", fontsize=8)
     ax_s.set_xlabel("time (s)")
-    ax_s.set_ylabel("body slip angle (deg)")
+    ax_s.set_ylabel("rear axle slip angle (deg)")
     ax_s.legend(loc="best", fontsize=8)
     save_figure(fig, path)
 
@@ -275,11 +277,13 @@ def _drift_scene(out_dir: Path) -> str:
     grip = simulate_rig(dataclasses.replace(reading, drift=0.0), scene.gravity)
     runs = {f"drift at {math.degrees(DRIFT):g} deg": solved.poses[:, solved.body_index("chassis")],
             "grip driver": grip.poses[:, grip.body_index("chassis")]}
-    _plot_drift(out_dir / "drive_drift_compare.png", points, runs, reading.dt, HEADING_EVERY * reading.substeps)
+    behind = reading.vehicle.spec.com_ahead_of_rear_axle
+    _plot_drift(out_dir / "drive_drift_compare.png", points, runs, reading.dt, HEADING_EVERY * reading.substeps,
+                behind)
     _render_rig(scene, reading, solved, "drive_drift", f"sedan rig drifting through a hairpin at "
                 f"{math.degrees(DRIFT):g} deg", out_dir, ())
-    held = [math.degrees(np.abs(_slip(poses)[1]).max()) for poses in runs.values()]
-    return f"{report.summary()}; body slip up to {held[0]:.1f} deg (the grip driver's: {held[1]:.1f} deg)"
+    held = [math.degrees(np.abs(_slip(poses, behind)[1]).max()) for poses in runs.values()]
+    return f"{report.summary()}; rear slip up to {held[0]:.1f} deg (the grip driver's: {held[1]:.1f} deg)"
 
 
 def run_driving_demo(out_dir: Path, lines: list[str]) -> None:

@@ -13,7 +13,8 @@ offsets that place each part on the solver's bodies. A chassis whose `symplex_pa
 curve object follows that curve (its first spline, flattened onto the ground) at the keyed `path_speed`
 (m/s) instead of its keyed steer and throttle (solver/vehicles/pursuit.py; with a `lateral_accel` property it
 drives like a driver, solver/vehicles/driver.py: DRIVER_PROPERTIES, path_speed then caps; with a `drift_angle`
-(rad, keyable) it drives on tyres that slip and drifts at that body slip angle, solver/vehicles/drift.py).
+(rad, keyable) it drives on tyres that slip and drifts with its rear axle at that slip angle,
+solver/vehicles/drift.py).
 A chassis keyed before the start
 frame starts at the speed its keys arrive with (start_motion.chassis_twist; its yaw rate follows from the
 steering, so a car without trailer or path takes the speed nearest its keyed speed and yaw rate,
@@ -68,8 +69,8 @@ PATH_SPEED = "path_speed"  # chassis custom property (keyable): target speed alo
 # chassis custom properties (m/s^2, keyable) making a path follower drive like a driver
 # (solver/vehicles/driver.py); lateral_accel switches it on
 DRIVER_PROPERTIES = {"lateral_accel": "lateral", "accel_limit": "accel", "brake_limit": "brake"}
-# chassis custom property (rad, keyable): the body slip angle a car following its path drifts at (0: grip); it
-# puts the car on tyres that slip, driven by solver/vehicles/drift.py
+# chassis custom property (rad, keyable): the rear axle's slip angle a car following its path drifts at (the tail
+# out of the turn; 0: grip); it puts the car on tyres that slip, driven by solver/vehicles/drift.py
 DRIFT_ANGLE = "drift_angle"
 BEZIER_SAMPLES = 16  # points per Bezier segment of a path
 SQUARE_TOLERANCE = 0.5  # degrees a trailer's wheel axle may stand off square to its drawbar

@@ -184,7 +184,7 @@ def test_driving_demo_writes_its_pictures_and_bakes_its_rigs(tmp_path, symplex):
     run_driving_demo(tmp_path, lines)
     assert [line.split(":")[0] for line in lines] == ["drive_live", "drive_path", "drive_drift", "drive_fly",
                                                       "drive_boat"]
-    assert "take kept and baked" in lines[0] and "side slip" in lines[1] and "body slip up to" in lines[2]
+    assert "take kept and baked" in lines[0] and "side slip" in lines[1] and "rear slip up to" in lines[2]
     assert "Baked helicopter" in lines[3] and "Baked boat" in lines[4]
     assert (tmp_path / "driving.blend").exists()
     for name in ("drive_live_motion", "drive_path_motion", "drive_drift_motion", "drive_fly_motion",

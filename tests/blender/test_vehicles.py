@@ -360,7 +360,8 @@ def test_car_with_driver_limits_slows_for_the_bend_and_keeps_to_the_path(symplex
 
 def test_car_with_a_drift_angle_drifts_through_the_turn_on_its_path(symplex):
     """drift_angle (keyed) puts the rig on tyres that slip (solver/vehicles/drift.py): in a half turn the baked
-    chassis slides at the keyed body slip angle, tail out, and its centre of mass stays near the path."""
+    chassis' rear axle slides at the keyed slip angle, tail out, the body slip smaller by about atan(b / R), and
+    its centre of mass stays near the path."""
     scene = new_scene("drift", frames=145, fps=24)
     rig = vehicle_rig.build_car_rig(scene, "sedan", f"{scene.name} car")
     chassis = scene.objects[rig.chassis]
@@ -377,17 +378,28 @@ def test_car_with_a_drift_angle_drifts_through_the_turn_on_its_path(symplex):
     assert reading.limits.lateral == 4.0 and reading.limits.top_speed == 12.0  # the driver's defaults
     report = vehicle_bake.bake_vehicle(scene, rig, "sedan")
     assert report.max_side_slip > 2.0  # the rear axle slides (m/s): it is not the rolling car
-    loc, euler = _locals(chassis, 145)
+    loc, euler = _locals(chassis, 145)  # the rig's chassis origin: the centre of mass, +X forward
     heading = np.unwrap(euler[:, 2])
-    chord = np.diff(loc[:, :2], axis=0)
-    slip = np.arctan2(chord[:, 1], chord[:, 0]) - 0.5 * (heading[1:] + heading[:-1])
-    slip = (slip + math.pi) % (2 * math.pi) - math.pi
+    behind = reading.vehicle.spec.com_ahead_of_rear_axle  # b: the rear axle lies b behind the origin
+
+    def slip(ahead: float) -> np.ndarray:
+        """Slip angle over each frame of the chassis point `ahead` (m) of the origin: its chord's direction less
+        the mid heading."""
+        point = loc[:, :2] + ahead * np.column_stack([np.cos(heading), np.sin(heading)])
+        chord = np.diff(point, axis=0)
+        angle = np.arctan2(chord[:, 1], chord[:, 0]) - 0.5 * (heading[1:] + heading[:-1])
+        return (angle + math.pi) % (2 * math.pi) - math.pi
+
+    rear, body = slip(-behind), slip(0.0)
     centre = np.linalg.norm(loc[:, :2] - (15.0, radius), axis=1)
     turning = (loc[:, 0] > 15.0) | (loc[:, 1] > 2.0)  # past the straight's end
     around = np.degrees(np.arctan2(loc[1:, 1] - radius, loc[1:, 0] - 15.0))  # -90 at the turn's entry, 90 at its exit
     held = np.flatnonzero(turning[1:] & (around > 0.0) & (around < 70.0))  # settled, before the exit's catch
     assert len(held) > 15
-    assert np.degrees(slip[held]) == pytest.approx(-20.0, abs=1.0)  # tail out of the left turn (-19.9 to -20.1)
+    # tail out of the left turn (-20.1 to -19.9): a rig holding the body slip at 20 degrees has its rear at -26
+    assert np.degrees(rear[held]) == pytest.approx(-20.0, abs=0.5)
+    # the body slip is the steady turn's, smaller by b r / vx, about atan(b / R) = 6.4 degrees (5.95 to 6.2)
+    assert np.degrees(body[held] - rear[held]) == pytest.approx(math.degrees(math.atan(behind / radius)), abs=1.0)
     assert np.abs(centre[1:][held] - radius).max() < 0.1  # 0.02 m
     on_arc = turning & (loc[:, 0] > 15.0 - radius) & (loc[:, 1] < 2 * radius)
     assert np.abs(centre[on_arc] - radius).max() < 0.3  # 0.18 m: entry and exit included
