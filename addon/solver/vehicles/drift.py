@@ -11,7 +11,7 @@ curvature PREVIEW ahead), by throttle and counter-steer, as a driver drifts (the
 "A controller framework for autonomous drifting", 2014, made explicit per step). The controller regulates the body
 slip angle beta = atan2(vy, vx) of the centre of mass; each step the rear target becomes its body slip goal in the
 corner's steady turn (yaw rate r_c = V kappa_c): tan(beta*) = tan(alpha_r*) + b r_c / vx, the body slip smaller
-than the rear's by about atan(b kappa_c). A rear target of 0 is the grip driver, whatever the body slip.
+than the rear's by about atan(b kappa_c). A rear target of 0 is the grip driver (once the rear tyre grips again).
 
 - Path: the course chi = theta + beta of the centre of mass follows the tracking law's curvature
   kappa = kappa_ref - 2 e_chi / L - e / L^2 (e, e_chi: its offset left of the path and its course error), so

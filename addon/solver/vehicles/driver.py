@@ -19,7 +19,7 @@ own acceleration fed forward, within +-max_drive_torque, and the brake (up to ma
 a slow-down asks beyond; a keyed speed limit speed(t) (the rig's
 path_speed) caps v_ref over time.
 
-The drift option (a body slip angle target) drives the car on tyres that slip (drift.py, which reuses this
+The drift option (a rear axle slip angle target) drives the car on tyres that slip (drift.py, which reuses this
 driver where the tyres grip); banking belongs to the helicopter's follower (pilot.py), which reuses it too.
 Pure numpy; never imports bpy.
 """
