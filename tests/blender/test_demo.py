@@ -178,7 +178,8 @@ def test_headless_bake_file_raises_naming_the_setup(tmp_path, symplex):
 def test_driving_demo_writes_its_pictures_and_bakes_its_rigs(tmp_path, symplex):
     """demo/driving.py: the scripted live take, the driver and the drift driver on the hairpin, the helicopter on its
     S and the speedboat on its bend, rendered and plotted."""
-    from demo.driving import DOC_FIGURES, doc_figures, run_driving_demo
+    from demo.driving import DOC_FIGURES, run_driving_demo
+    from demo.plots import doc_figures
 
     lines: list[str] = []
     run_driving_demo(tmp_path, lines)
