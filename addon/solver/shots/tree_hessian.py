@@ -248,7 +248,7 @@ def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
                        0.5 * dt * (a + b), b - a)
     eye = np.eye(nq)
     chain = np.block([[0.5 * eye, 0.5 * eye], [-eye / dt, eye / dt]])  # d(qm, v) / d(q1, q2)
-    H = np.einsum("ai,kab,bj->kij", chain, phi.hess, chain)
+    H = chain.T @ phi.hess @ chain  # batched matmuls: a three-operand einsum would loop over (2 nq)^4 per step
     col = np.arange(N) * nq - nq  # first column of q_k in x (q_0 is not an unknown)
     # (q_k, q_k+1) are adjacent in x: one block per interval, only the (q_1, q_1) part on the first
     parts = [block_triplets(col[1:], col[1:], H[1:]), block_triplets(col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
