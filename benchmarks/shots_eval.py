@@ -8,7 +8,7 @@ process times), for
     driven, the tip keyed at the last frame), N = 20 steps: the ~30-degree-of-freedom mechanism shot.
 The mechanism shots are only evaluated, not solved (docs/benchmarks_shots.md says why).
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python -m benchmarks.shots_eval
+    OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python -m benchmarks.shots_eval [--reps 7]
 """
 
 from __future__ import annotations
@@ -80,4 +80,5 @@ def run(reps: int = 7) -> str:
 
 
 if __name__ == "__main__":
-    print(run())
+    import sys
+    print(run(int(sys.argv[sys.argv.index("--reps") + 1]) if "--reps" in sys.argv else 7))
