@@ -28,7 +28,14 @@ from ..tree.assembly import assemble
 from ..tree.compile import TreeModel
 from ..tree.dynamics import terms
 from ..tree.kinematics import Kinematics, forward
-from .tree_batch import BatchKinematics, constraint_force_dq_batch, curve_values, forward_batch, loops_batch, terms_batch
+from .tree_batch import (
+    BatchKinematics,
+    constraint_force_dq_batch,
+    curve_values,
+    forward_batch,
+    loops_batch,
+    terms_batch,
+)
 
 
 @dataclass(frozen=True)

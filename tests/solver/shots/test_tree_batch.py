@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from addon.solver.shots.tree_batch import constraint_force_dq_batch, forward_batch, loops_batch, terms_batch
+from addon.solver.shots.tree_batch import (
+    constraint_force_dq_batch,
+    forward_batch,
+    loops_batch,
+    terms_batch,
+)
 from addon.solver.tree import constraints
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.dynamics import terms
