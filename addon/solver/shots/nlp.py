@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .stage_kkt import StageBreakdown, StageFactor, StageLayout, stage_layout
+from .stage_kkt import NATIVE, NativeStageFactor, StageBreakdown, StageFactor, StageLayout, stage_layout
 
 Progress = Callable[[int, dict], Optional[bool]]
 
@@ -297,7 +297,7 @@ class _KKT:
         is exactly singular (sparse LU)."""
         if isinstance(self.layout, StageLayout):
             try:
-                factor = StageFactor(self.layout, W, J, dw, dc)
+                factor = (NativeStageFactor if NATIVE else StageFactor)(self.layout, W, J, dw, dc)
                 sol, accurate = _refined(factor, rhs)
                 if accurate or not np.all(np.isfinite(sol)):
                     self.stage_count += 1
@@ -366,16 +366,19 @@ def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_
 
 
 def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float = 1e-9, max_iter: int = 300,
-          progress: Progress | None = None, mu_init: float = 0.1, kkt: str = "lu") -> NLPResult:
+          progress: Progress | None = None, mu_init: float = 0.1, kkt: str = "auto") -> NLPResult:
     """Solve `nlp` from x0 by the primal-dual interior-point method of this module's docstring.
 
     progress(iteration, info) is called once per iteration with info keys objective, constraint_violation,
     dual_infeasibility, mu, step, regularization; returning False stops with status 'cancelled'.
-    kkt: "lu" (sparse LU, the default: faster here) or "stage" (the stage recursion of stage_kkt.py when
-    nlp.stages allows it, else sparse LU; same steps to round-off, see docs/shots.md).
+    kkt: "lu" (sparse LU), "stage" (the stage recursion of stage_kkt.py, in C when the kernel is built, else its
+    numpy twin, when nlp.stages allows it, else sparse LU; same steps to round-off, see docs/shots.md) or "auto"
+    (the default: "stage" when the C kernel is built, else "lu", the faster of the two in numpy).
     """
-    if kkt not in ("lu", "stage"):
-        raise ValueError(f"NLP solve: kkt must be 'lu' or 'stage', not {kkt!r}")
+    if kkt not in ("auto", "lu", "stage"):
+        raise ValueError(f"NLP solve: kkt must be 'auto', 'lu' or 'stage', not {kkt!r}")
+    if kkt == "auto":
+        kkt = "stage" if NATIVE else "lu"
     start_time = time.perf_counter()
     P = _Reduced(nlp, x0)
     nz = P.nx + P.ns
