@@ -48,6 +48,22 @@ static int lu_factor(int64_t n, double *a, int64_t *piv, int64_t *parity, double
     return 0;
 }
 
+/* sum_k a[k] b[k] with four partial sums (a single chain of adds is latency bound). */
+static double dot(int64_t n, const double *a, const double *b)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int64_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        s0 += a[k] * b[k];
+        s1 += a[k + 1] * b[k + 1];
+        s2 += a[k + 2] * b[k + 2];
+        s3 += a[k + 3] * b[k + 3];
+    }
+    for (; k < n; ++k)
+        s0 += a[k] * b[k];
+    return (s0 + s1) + (s2 + s3);
+}
+
 /* b (n x ncol, row-major) <- a^{-1} b with a's LU from lu_factor. */
 static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t ncol, double *b)
 {
@@ -60,6 +76,13 @@ static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t nco
                 rp[j] = t;
             }
         }
+    }
+    if (ncol == 1) { /* one right-hand side: rows of L and U dotted with b */
+        for (int64_t i = 1; i < n; ++i)
+            b[i] -= dot(i, a + i * n, b);
+        for (int64_t i = n - 1; i >= 0; --i)
+            b[i] = (b[i] - dot(n - 1 - i, a + i * n + i + 1, b + i + 1)) / a[i * n + i];
+        return;
     }
     for (int64_t i = 1; i < n; ++i) {
         double *ri = b + i * ncol;
@@ -107,6 +130,11 @@ static void sub_atb(int64_t p, int64_t q, int64_t r, const double *a, const doub
 /* out (p x r) -= a b, a (p x q), b (q x r), all row-major. */
 static void sub_ab(int64_t p, int64_t q, int64_t r, const double *a, const double *b, double *out)
 {
+    if (r == 1) {
+        for (int64_t i = 0; i < p; ++i)
+            out[i] -= dot(q, a + i * q, b);
+        return;
+    }
     for (int64_t i = 0; i < p; ++i) {
         const double *ai = a + i * q;
         double *oi = out + i * r;
@@ -177,31 +205,25 @@ int64_t symplex_stage_assemble(int64_t nz, int64_t m, const int64_t *chunk, cons
     return 0;
 }
 
-/* T^{-1} b for the factorised chain, b (n_inner x ncol) in place: forward z_{k+1} = b_{k+1} - C_k^T D_k^{-1} z_k,
- * then back x_k = D_k^{-1} (z_k - C_k x_{k+1}). scratch: max(size) * ncol doubles. */
+/* T^{-1} b for the factorised chain, b (n_inner x ncol) in place: forward w_k = D_k^{-1} (b_k - C_{k-1}^T w_{k-1}),
+ * then back x_k = w_k - G_k x_{k+1} with G_k = D_k^{-1} C_k (stored by the factorisation at c_off[k] in g). */
 static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_off, const int64_t *c_off,
-                        const int64_t *r_off, const double *blk, const int64_t *piv, int64_t ncol, double *b,
-                        double *scratch)
+                        const int64_t *r_off, const double *blk, const double *g, const int64_t *piv, int64_t ncol,
+                        double *b)
 {
-    for (int64_t k = 0; k + 1 < n_chunks; ++k) {
-        int64_t n = size[k];
-        double *w = scratch;
-        memcpy(w, b + r_off[k] * ncol, (size_t)(n * ncol) * sizeof(double));
-        lu_solve(n, blk + a_off[k], piv + r_off[k], ncol, w);
-        sub_atb(n, size[k + 1], ncol, blk + c_off[k], w, b + r_off[k + 1] * ncol);
-    }
-    for (int64_t k = n_chunks - 1; k >= 0; --k) {
+    for (int64_t k = 0; k < n_chunks; ++k) {
         double *bk = b + r_off[k] * ncol;
-        if (k + 1 < n_chunks)
-            sub_ab(size[k], size[k + 1], ncol, blk + c_off[k], b + r_off[k + 1] * ncol, bk);
+        if (k > 0)
+            sub_atb(size[k - 1], size[k], ncol, blk + c_off[k - 1], b + r_off[k - 1] * ncol, bk);
         lu_solve(size[k], blk + a_off[k], piv + r_off[k], ncol, bk);
     }
+    for (int64_t k = n_chunks - 2; k >= 0; --k)
+        sub_ab(size[k], size[k + 1], ncol, g + c_off[k], b + r_off[k + 1] * ncol, b + r_off[k] * ncol);
 }
 
 int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                              const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
-                             double s_rcond, double *blk, double *x, int64_t *piv, int64_t *parity,
-                             double *scratch)
+                             double s_rcond, double *blk, double *g, double *x, int64_t *piv, int64_t *parity)
 {
     *parity = 0;
     for (int64_t k = 0; k < n_chunks; ++k) {
@@ -211,10 +233,10 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
             return k;
         if (k + 1 < n_chunks) { /* D_{k+1} = A_{k+1} - C_k^T (D_k^{-1} C_k) */
             int64_t n1 = size[k + 1];
-            double *g = scratch;
-            memcpy(g, blk + c_off[k], (size_t)(n * n1) * sizeof(double));
-            lu_solve(n, d, piv + r_off[k], n1, g);
-            sub_atb(n, n1, n1, blk + c_off[k], g, blk + a_off[k + 1]);
+            double *gk = g + c_off[k];
+            memcpy(gk, blk + c_off[k], (size_t)(n * n1) * sizeof(double));
+            lu_solve(n, d, piv + r_off[k], n1, gk);
+            sub_atb(n, n1, n1, blk + c_off[k], gk, blk + a_off[k + 1]);
         }
     }
     if (nb == 0)
@@ -222,7 +244,7 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
     int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
     for (int64_t k = 0; k < n_chunks; ++k)
         memcpy(x + r_off[k] * nb, blk + e_off[k], (size_t)(size[k] * nb) * sizeof(double));
-    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, piv, nb, x, scratch);
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, piv, nb, x);
     double *s = blk + f_off;
     for (int64_t k = 0; k < n_chunks; ++k)
         sub_atb(size[k], nb, nb, blk + e_off[k], x + r_off[k] * nb, s);
@@ -236,10 +258,10 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
 
 void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                          const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
-                         const double *blk, const double *x, const int64_t *piv, double *v, double *scratch)
+                         const double *blk, const double *g, const double *x, const int64_t *piv, double *v)
 {
     int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
-    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, piv, 1, v, scratch);
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, piv, 1, v);
     if (nb == 0)
         return;
     double *vb = v + n_inner; /* border: S xb = bb - E^T u, then u -= X xb */

@@ -134,6 +134,8 @@ class _Reduced:
             raise ValueError(f"NLP: constraint row {i} has lower bound {cl[i]} above upper bound {cu[i]}")
         self.fixed = xl == xu
         self.free = np.flatnonzero(~self.fixed)
+        self.z_index = np.full(len(xl), -1)  # position of each variable in z, -1 when fixed
+        self.z_index[self.free] = np.arange(len(self.free))
         self.x_full = np.where(self.fixed, xl, np.clip(np.asarray(x0, float), xl, xu))
         self.eq = cl == cu
         self.ineq = np.flatnonzero(~self.eq)
@@ -185,12 +187,17 @@ class _Reduced:
         return (self.Dc @ J).tocsr()
 
     def hess(self, z, y):
-        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c), (nx+ns)^2, or None."""
+        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c), (nx+ns)^2 (CSC, symmetrised; slack rows
+        empty), or None. Built from the NLP's entries in one conversion (it is on every iteration's path)."""
         if self.nlp.hessian is None:
             return None
-        H = sp.csr_matrix(self.nlp.hessian(self.full(z), self.c_scale * y, self.f_scale))[self.free][:, self.free]
-        H = 0.5 * (H + H.T)
-        return sp.block_diag([H, sp.csr_matrix((self.ns, self.ns))], format="csr")
+        H = sp.coo_matrix(self.nlp.hessian(self.full(z), self.c_scale * y, self.f_scale))
+        i, j = self.z_index[H.row], self.z_index[H.col]
+        kept = (i >= 0) & (j >= 0)
+        i, j, half = i[kept], j[kept], 0.5 * H.data[kept]
+        nz = self.nx + self.ns
+        return sp.csc_matrix((np.concatenate([half, half]), (np.concatenate([i, j]), np.concatenate([j, i]))),
+                             shape=(nz, nz))
 
     def kkt_layout(self, z: np.ndarray) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
