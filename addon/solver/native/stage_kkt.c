@@ -205,11 +205,36 @@ int64_t symplex_stage_assemble(int64_t nz, int64_t m, const int64_t *chunk, cons
     return 0;
 }
 
+/* out (p x r) -= g y[cols], g (p x q) compact over the columns cols (q) of y (rows of y, r columns each). */
+static void sub_g(int64_t p, int64_t q, const int64_t *cols, const double *g, int64_t r, const double *y,
+                  double *out)
+{
+    for (int64_t i = 0; i < p; ++i) {
+        const double *gi = g + i * q;
+        double *oi = out + i * r;
+        if (r == 1) {
+            double acc = 0.0;
+            for (int64_t t = 0; t < q; ++t)
+                acc += gi[t] * y[cols[t]];
+            oi[0] -= acc;
+            continue;
+        }
+        for (int64_t t = 0; t < q; ++t) {
+            double s = gi[t];
+            if (s != 0.0) {
+                const double *yt = y + cols[t] * r;
+                for (int64_t j = 0; j < r; ++j)
+                    oi[j] -= s * yt[j];
+            }
+        }
+    }
+}
+
 /* T^{-1} b for the factorised chain, b (n_inner x ncol) in place: forward w_k = D_k^{-1} (b_k - C_{k-1}^T w_{k-1}),
- * then back x_k = w_k - G_k x_{k+1} with G_k = D_k^{-1} C_k (stored by the factorisation at c_off[k] in g). */
+ * then back x_k = w_k - G_k x_{k+1} with G_k = D_k^{-1} C_k (compact: its nonzero columns, symplex_stage_factor). */
 static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_off, const int64_t *c_off,
-                        const int64_t *r_off, const double *blk, const double *g, const int64_t *piv, int64_t ncol,
-                        double *b)
+                        const int64_t *r_off, const double *blk, const double *g, const int64_t *g_cols,
+                        const int64_t *g_count, const int64_t *piv, int64_t ncol, double *b)
 {
     for (int64_t k = 0; k < n_chunks; ++k) {
         double *bk = b + r_off[k] * ncol;
@@ -218,12 +243,14 @@ static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_
         lu_solve(size[k], blk + a_off[k], piv + r_off[k], ncol, bk);
     }
     for (int64_t k = n_chunks - 2; k >= 0; --k)
-        sub_ab(size[k], size[k + 1], ncol, g + c_off[k], b + r_off[k + 1] * ncol, b + r_off[k] * ncol);
+        sub_g(size[k], g_count[k], g_cols + r_off[k + 1], g + c_off[k], ncol, b + r_off[k + 1] * ncol,
+              b + r_off[k] * ncol);
 }
 
 int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                              const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
-                             double s_rcond, double *blk, double *g, double *x, int64_t *piv, int64_t *parity)
+                             double s_rcond, double *blk, double *g, int64_t *g_cols, int64_t *g_count, double *x,
+                             int64_t *piv, int64_t *parity)
 {
     *parity = 0;
     for (int64_t k = 0; k < n_chunks; ++k) {
@@ -231,12 +258,37 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
         double *d = blk + a_off[k];
         if (lu_factor(n, d, piv + r_off[k], parity, 0.0))
             return k;
-        if (k + 1 < n_chunks) { /* D_{k+1} = A_{k+1} - C_k^T (D_k^{-1} C_k) */
-            int64_t n1 = size[k + 1];
-            double *gk = g + c_off[k];
-            memcpy(gk, blk + c_off[k], (size_t)(n * n1) * sizeof(double));
-            lu_solve(n, d, piv + r_off[k], n1, gk);
-            sub_atb(n, n1, n1, blk + c_off[k], gk, blk + a_off[k + 1]);
+        if (k + 1 == n_chunks)
+            break;
+        /* D_{k+1} = A_{k+1} - C_k^T G_k, G_k = D_k^{-1} C_k over the q columns of C_k that are not zero (the
+         * unknowns of chunk k+1 that chunk k couples to: the stage's state, not its whole block) */
+        int64_t n1 = size[k + 1], q = 0;
+        const double *ck = blk + c_off[k];
+        int64_t *cols = g_cols + r_off[k + 1];
+        for (int64_t j = 0; j < n1; ++j) {
+            int64_t i = 0;
+            while (i < n && ck[i * n1 + j] == 0.0)
+                ++i;
+            if (i < n)
+                cols[q++] = j;
+        }
+        g_count[k] = q;
+        double *gk = g + c_off[k];
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t t = 0; t < q; ++t)
+                gk[i * q + t] = ck[i * n1 + cols[t]];
+        lu_solve(n, d, piv + r_off[k], q, gk);
+        double *a1 = blk + a_off[k + 1];
+        for (int64_t i = 0; i < n; ++i) {
+            const double *gi = gk + i * q;
+            for (int64_t u = 0; u < q; ++u) {
+                double c = ck[i * n1 + cols[u]];
+                if (c != 0.0) {
+                    double *row = a1 + cols[u] * n1;
+                    for (int64_t t = 0; t < q; ++t)
+                        row[cols[t]] -= c * gi[t];
+                }
+            }
         }
     }
     if (nb == 0)
@@ -244,7 +296,7 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
     int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
     for (int64_t k = 0; k < n_chunks; ++k)
         memcpy(x + r_off[k] * nb, blk + e_off[k], (size_t)(size[k] * nb) * sizeof(double));
-    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, piv, nb, x);
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, piv, nb, x);
     double *s = blk + f_off;
     for (int64_t k = 0; k < n_chunks; ++k)
         sub_atb(size[k], nb, nb, blk + e_off[k], x + r_off[k] * nb, s);
@@ -258,10 +310,11 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
 
 void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                          const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
-                         const double *blk, const double *g, const double *x, const int64_t *piv, double *v)
+                         const double *blk, const double *g, const int64_t *g_cols, const int64_t *g_count,
+                         const double *x, const int64_t *piv, double *v)
 {
     int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
-    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, piv, 1, v);
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, piv, 1, v);
     if (nb == 0)
         return;
     double *vb = v + n_inner; /* border: S xb = bb - E^T u, then u -= X xb */

@@ -24,9 +24,9 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_stage_assemble.argtypes = [_int, _int] + [_ptr] * 6 + [_int, _int] + [_ptr] * 6 \
         + [_double, _double, _int, _ptr]
     lib.symplex_stage_assemble.restype = _int
-    lib.symplex_stage_factor.argtypes = [_int, _int] + [_ptr] * 4 + [_int, _ptr, _double] + [_ptr] * 5
+    lib.symplex_stage_factor.argtypes = [_int, _int] + [_ptr] * 4 + [_int, _ptr, _double] + [_ptr] * 7
     lib.symplex_stage_factor.restype = _int
-    lib.symplex_stage_solve.argtypes = [_int, _int] + [_ptr] * 4 + [_int] + [_ptr] * 6
+    lib.symplex_stage_solve.argtypes = [_int, _int] + [_ptr] * 4 + [_int] + [_ptr] * 8
     lib.symplex_stage_solve.restype = None
     return lib
 
@@ -46,16 +46,17 @@ def assemble(plan, nz: int, m: int, w_ptr, w_idx, w_val, j_ptr, j_idx, j_val, dw
                                       _p(w_val), _p(j_ptr), _p(j_idx), _p(j_val), dw, dc, len(blk), _p(blk))
 
 
-def factor(plan, s_rcond: float, blk: np.ndarray, g: np.ndarray, x: np.ndarray, piv: np.ndarray,
-           parity: np.ndarray) -> int:
+def factor(plan, s_rcond: float, blk: np.ndarray, g: np.ndarray, g_cols: np.ndarray, g_count: np.ndarray,
+           x: np.ndarray, piv: np.ndarray, parity: np.ndarray) -> int:
     """Run symplex_stage_factor in place; -1, or the chunk with a singular pivot (n_chunks: the border)."""
     return LIB.symplex_stage_factor(plan.n_chunks, plan.nb, _p(plan.sizes), _p(plan.a_off), _p(plan.c_off),
-                                    _p(plan.e_off), plan.f_off, _p(plan.r_off), s_rcond, _p(blk), _p(g), _p(x),
-                                    _p(piv), _p(parity))
+                                    _p(plan.e_off), plan.f_off, _p(plan.r_off), s_rcond, _p(blk), _p(g),
+                                    _p(g_cols), _p(g_count), _p(x), _p(piv), _p(parity))
 
 
-def solve(plan, blk: np.ndarray, g: np.ndarray, x: np.ndarray, piv: np.ndarray, v: np.ndarray) -> None:
+def solve(plan, blk: np.ndarray, g: np.ndarray, g_cols: np.ndarray, g_count: np.ndarray, x: np.ndarray,
+          piv: np.ndarray, v: np.ndarray) -> None:
     """Run symplex_stage_solve in place on v (inner unknowns in chunk order, then the border)."""
     LIB.symplex_stage_solve(plan.n_chunks, plan.nb, _p(plan.sizes), _p(plan.a_off), _p(plan.c_off),
-                            _p(plan.e_off), plan.f_off, _p(plan.r_off), _p(blk), _p(g), _p(x), _p(piv),
-                            _p(v))
+                            _p(plan.e_off), plan.f_off, _p(plan.r_off), _p(blk), _p(g), _p(g_cols),
+                            _p(g_count), _p(x), _p(piv), _p(v))

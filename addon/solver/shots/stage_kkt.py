@@ -362,8 +362,8 @@ class NativeStageFactor:
         self.x = np.empty(n_inner * L.nb)
         self.piv = np.empty(n_inner + L.nb, i64)
         parity = np.zeros(1, i64)
-        self.g = np.empty(L.n_blk)
-        failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.x, self.piv, parity)
+        self.g, self.g_cols, self.g_count = np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64)
+        failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.g_cols, self.g_count, self.x, self.piv, parity)
         if failed >= 0:
             raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
                                  if failed == L.n_chunks else "a stage pivot block is singular")
@@ -372,7 +372,7 @@ class NativeStageFactor:
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         L = self.L
         v = np.concatenate([rhs[L.order], rhs[L.border]])
-        _native.solve(L, self.blk, self.g, self.x, self.piv, v)
+        _native.solve(L, self.blk, self.g, self.g_cols, self.g_count, self.x, self.piv, v)
         out = np.empty(L.n_unknowns)
         out[L.order] = v[:len(L.order)]
         out[L.border] = v[len(L.order):]
