@@ -335,7 +335,7 @@ def _regularised_step(H: sp.spmatrix, sigma: np.ndarray, J: sp.csr_matrix, rhs: 
     raising the Hessian shift dw from `shift` until the inertia tests of the module docstring pass (dc > 0 only
     for an exactly singular matrix). Returns (sol, factor, dw); factor is None when no shift below 1e40 works."""
     nz, m = H.shape[0], J.shape[0]
-    W = (H + sp.diags(sigma)).tocsc()
+    W = (H + sp.diags(sigma, format="csc")).tocsc()
     dw, dc = shift, 0.0
     sol, factor = None, None
     for _ in range(40):
