@@ -300,11 +300,16 @@ class _KKT:
         self.breakdowns: dict[str, int] = {}
 
     def factor_solve(self, W: sp.spmatrix, J: sp.csr_matrix, dw: float, dc: float, rhs: np.ndarray):
-        """(factor, solution of K sol = rhs with up to three steps of iterative refinement). RuntimeError when K
-        is exactly singular (sparse LU)."""
+        """(factor, solution of K sol = rhs with up to three steps of iterative refinement), or (factor, None) when
+        the factor's inertia parity already rejects K (m rows: the step would be thrown away, so it is not
+        solved). RuntimeError when K is exactly singular (sparse LU)."""
+        m = J.shape[0]
         if isinstance(self.layout, StageLayout):
             try:
                 factor = (NativeStageFactor if NATIVE else StageFactor)(self.layout, W, J, dw, dc)
+                if not factor.inertia_ok(m):
+                    self.stage_count += 1
+                    return factor, None
                 sol, accurate = _refined(factor, rhs)
                 if accurate or not np.all(np.isfinite(sol)):
                     self.stage_count += 1
@@ -317,7 +322,7 @@ class _KKT:
                                    f"{self.layout.describe()}")
         factor = _SparseLU(W, J, dw, dc)
         self.lu_count += 1
-        return factor, _refined(factor, rhs)[0]
+        return factor, (_refined(factor, rhs)[0] if factor.inertia_ok(m) else None)
 
     def describe(self) -> str:
         if not isinstance(self.layout, StageLayout):
@@ -346,16 +351,17 @@ def _regularised_step(H: sp.spmatrix, sigma: np.ndarray, J: sp.csr_matrix, rhs: 
             dc = max(dc, 1e-8 * mu**0.25)
             dw = max(1e-4, 10 * dw) if dw else (max(1e-4, dw_last / 3) if dw_last else 1e-4)
             continue
-        dz = sol[:nz]
-        if not np.all(np.isfinite(sol)):
+        if sol is None:  # wrong inertia parity (factor_solve did not solve)
+            pass
+        elif not np.all(np.isfinite(sol)):
             factor = None
-        elif dz @ (W @ dz) + dw * (dz @ dz) >= 1e-10 * (dz @ dz) and factor.inertia_ok(m):
+        elif sol[:nz] @ (W @ sol[:nz]) + dw * (sol[:nz] @ sol[:nz]) >= 1e-10 * (sol[:nz] @ sol[:nz]):
             break
         dw = (max(1e-4, dw_last / 3) if dw_last else 1e-4) if dw == 0 else (8 if dw_last else 100) * dw
         if dw > 1e40:
             factor = None
             break
-    return sol, factor, dw
+    return sol, (factor if sol is not None else None), dw
 
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
