@@ -11,10 +11,10 @@ bounds, so the equalities are c_E(x) - c_lower = 0 and c_I(x) - s = 0 and every 
 
     [[H + Sigma + dw I, A^T], [A, -dc I]] [dz; lambda+] = -[grad phi_mu; c]
 
-factorising the symmetric KKT matrix K, by default by sparse LU (scipy splu). With kkt="stage", when the NLP
-gives each variable a stage (time step) and its rows couple only nearby stages, K is block tridiagonal in
-stage order and is factorised by the stage recursion of stage_kkt.py (O(N) in the stages); without that
-structure, and for a matrix whose pivot blocks break down, by sparse LU again (NLPResult.kkt says which).
+factorising the symmetric KKT matrix K. When the NLP gives each variable a stage (time step) and its rows couple
+only nearby stages, K is block tridiagonal in stage order and, by default when the C kernel is built, is
+factorised by the stage recursion of stage_kkt.py (in C, O(N) in the stages); otherwise, and for a matrix whose
+pivot blocks break down, by sparse LU (scipy splu; NLPResult.kkt says which). kkt="lu" / "stage" force either.
 Neither gives the inertia cheaply, only the parity of the number of negative eigenvalues (the sign of det K),
 so the Hessian shift dw grows until two necessary conditions hold: that number has the parity of m, and the
 step has positive curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016).
