@@ -390,8 +390,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     """
     if kkt not in ("auto", "lu", "stage"):
         raise ValueError(f"NLP solve: kkt must be 'auto', 'lu' or 'stage', not {kkt!r}")
+    why_lu = "kkt='lu'"
     if kkt == "auto":
-        kkt = "stage" if NATIVE else "lu"
+        kkt, why_lu = ("stage" if NATIVE else "lu"), "the C stage kernel is not built"
     start_time = time.perf_counter()
     P = _Reduced(nlp, x0)
     nz = P.nx + P.ns
@@ -418,7 +419,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         g = P.grad(z)
         J = P.jac(z)
     with clock("factorisation"):
-        factoriser = _KKT(P.kkt_layout(z) if kkt == "stage" else "the default")
+        factoriser = _KKT(P.kkt_layout(z) if kkt == "stage" else why_lu)
     it = 0
     for it in range(max_iter + 1):
         dl = np.where(lo_f, z - zl, 1.0)
