@@ -14,9 +14,12 @@ start state fixed by its bounds). Variables of no stage (the free time step, sta
 form a small border coupled to every chunk (an arrow matrix); so does a last block much larger than the others
 (merged from the stages under keys on the end state), which would otherwise set the padded size of every block.
 
-`StageFactor` factorises by block cyclic reduction (the stage-wise Riccati recursion reordered so that each
-level is a batch of independent small dense problems, which numpy does in one call each): with A_k the diagonal
-and C_k the upper off-diagonal blocks, the even blocks are eliminated at once,
+`NativeStageFactor` (the default when the C kernels are built) assembles K from W and J straight into blocks of
+each chunk's own size and factorises it in C (native/stage_kkt.c) by the sequential Riccati recursion
+D_{k+1} = A_{k+1} - C_k^T D_k^{-1} C_k, dense LU per block, over only the columns of C_k that are not zero.
+`StageFactor`, its numpy twin and reference, factorises by block cyclic reduction (the stage-wise Riccati
+recursion reordered so that each level is a batch of independent small dense problems, which numpy does in one
+call each): with A_k the diagonal and C_k the upper off-diagonal blocks, the even blocks are eliminated at once,
 
     A'_j = A_j - C_{j-1}^T A_{j-1}^{-1} C_{j-1} - C_j A_{j+1}^{-1} C_j^T,   C'_j = -C_j A_{j+1}^{-1} C_{j+1}
 
@@ -347,10 +350,14 @@ class NativeStageFactor:
     StageFactor's cyclic reduction, the same matrix: same solutions to round-off, same parity. Same interface
     as StageFactor but for negatives() (the LU pivots give the parity only)."""
 
-    def __init__(self, layout: StageLayout, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float):
+    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float):
         L = layout
-        self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
+        W, J = sp.csc_matrix(W), sp.csr_matrix(J)  # no copies when they are already (the interior point's)
         nz, m = W.shape[0], J.shape[0]
+        if nz + m != L.n_unknowns or W.shape != (nz, nz) or J.shape[1] != nz:
+            raise ValueError(f"stage KKT: W {W.shape} and J {J.shape} do not fit a layout of {L.n_unknowns} "
+                             f"unknowns")
+        self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
         i64 = np.int64
         blk = np.empty(L.n_blk)
         bad = _native.assemble(L, nz, m, W.indptr.astype(i64), W.indices.astype(i64), np.ascontiguousarray(W.data,

@@ -97,7 +97,7 @@ def test_native_factor_solves_random_stage_systems_with_the_right_inertia_parity
 
 
 @needs_native
-def test_native_factor_reports_singular_pivots_and_far_couplings():
+def test_native_factor_reports_singular_pivots_far_couplings_and_wrong_shapes():
     rng = np.random.default_rng(8)
     layout, K, nz = _random_stage_system(rng, [4, 4, 4, 4], 0)
     first = layout.chunk == 0
@@ -109,6 +109,8 @@ def test_native_factor_reports_singular_pivots_and_far_couplings():
     K[i, j] = K[j, i] = 1.0  # two variables of chunks 0 and 2
     with pytest.raises(StageBreakdown, match="more than one apart"):
         _native(layout, K, nz)
+    with pytest.raises(ValueError, match="do not fit a layout"):
+        NativeStageFactor(layout, sp.csc_matrix(K[:nz - 1, :nz - 1]), sp.csr_matrix(K[nz:, :nz - 1]), 0.0, 0.0)
 
 
 @pytest.mark.heavy
