@@ -41,10 +41,8 @@ solve). Prescribed joints and joint limits are refused at s > 1 (refusals()).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
-from numpy.polynomial import legendre
 
 from ..groups import so3_exp
 from ..lie import ad_twist
@@ -55,51 +53,12 @@ from . import constraints
 from .ball_springs import chart_springs, has_springs
 from .compile import TreeModel
 from .dynamics import Terms, terms
+from .galerkin_newton import ChartNodes
+from .galerkin_rule import RULES, Rule, rule
 from .kinematics import forward
 from .midpoint import LOOP_TOLERANCE_FACTOR, initial_state, nonconservative_forces
 from .step_charts import fold, left_jacobian, left_jacobian_transpose_derivative
 
-RULES = ("lobatto", "gauss")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Control points tau (s + 1,), nodes c (r,), weights w (r,), P, D (r, s + 1) on the unit step."""
-
-    s: int
-    tau: np.ndarray
-    c: np.ndarray
-    w: np.ndarray
-    P: np.ndarray
-    D: np.ndarray
-
-
-def _lobatto_points(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The n-point Lobatto nodes and weights on [0, 1]."""
-    m = n - 1
-    inner = legendre.Legendre.basis(m).deriv().roots() if m > 1 else np.zeros(0)
-    x = np.concatenate([[-1.0], np.sort(np.real(inner)), [1.0]])
-    w = 2.0 / (m * (m + 1) * legendre.Legendre.basis(m)(x) ** 2)
-    return 0.5 * (x + 1.0), 0.5 * w
-
-
-@lru_cache(maxsize=None)
-def rule(s: int, quadrature: str = "lobatto") -> Rule:
-    """The Galerkin rule of degree s with the given quadrature (module docstring)."""
-    if s not in (1, 2, 3, 4) or quadrature not in RULES:
-        raise ValueError(f"Galerkin degree s must be 1..4 and quadrature one of {RULES}, got {s}, {quadrature!r}")
-    tau, lob_w = _lobatto_points(s + 1)
-    if quadrature == "lobatto":
-        c, w = tau, lob_w
-    else:
-        x, gw = legendre.leggauss(s)
-        c, w = 0.5 * (x + 1.0), 0.5 * gw
-    V = np.vander(tau, s + 1, increasing=True)  # V[a, k] = tau_a^k; basis coefficients = inv(V)
-    coef = np.linalg.inv(V)  # coef[k, a]: coefficient of tau^k in l_a
-    powers = np.vander(c, s + 1, increasing=True)
-    dpowers = np.zeros_like(powers)
-    dpowers[:, 1:] = powers[:, :-1] * np.arange(1, s + 1)
-    return Rule(s, tau, c, w, powers @ coef, dpowers @ coef)
 
 
 def refusals(model: TreeModel, order: int) -> None:
@@ -159,6 +118,7 @@ class Residual:
     p_end: np.ndarray
     nodes: list[Terms]
     scale: float
+    charts: ChartNodes | None = None
 
 
 def _chart_torque(model: TreeModel, tm: Terms, charts: np.ndarray) -> np.ndarray:
@@ -186,6 +146,7 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
     Zstart = np.zeros((len(k), 3))
     scale = max(1.0, float(np.max(np.abs(state.p), initial=0.0)))
     spread = float(np.max(np.abs(ru.D)))
+    parts: dict[str, list[np.ndarray]] = {"xi": [], "xid": [], "gamma": [], "force": [], "eta": []}
     for j, cj in enumerate(ru.c):
         t = state.t + cj * dt
         q, v, charts = qn[j].copy(), vn[j].copy(), state.charts
@@ -206,7 +167,10 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
         force[k] = momentum[k] = 0.0  # the chart columns are the Lie group terms below
         Z += wdt * (np.outer(ru.P[j], force) + np.outer(ru.D[j] / dt, momentum))
         if len(k):
-            torque = torque + _chart_torque(model, tm, charts)
+            gamma = _chart_torque(model, tm, charts)
+            for name, value in zip(parts, (xi, xid, gamma, torque, tm.p[k])):
+                parts[name].append(value)
+            torque = torque + gamma
             eta = tm.p[k]
             N = left_jacobian_transpose_derivative(xi, xid)
             rot_torque = np.einsum("bji,bj->bi", JR, torque)
@@ -217,6 +181,10 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
             Zstart += wdt * np.einsum("bij,bj->bi", so3_exp(xi), torque)
     r = Z[: ru.s].copy()
     r[0] += state.p
+    chart_nodes = None
+    if len(k):
+        chart_nodes = ChartNodes(**{name: np.array(v) for name, v in parts.items()}, charts=state.charts,
+                                 Z=Z[1:][:, k].copy())
     p_end = Z[ru.s].copy()
     if len(k):
         for a in range(1, ru.s + 1):
@@ -240,7 +208,7 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
                 for b, dofs in enumerate(k):
                     Dh[:, dofs] = Dh[:, dofs] @ left_jacobian(x[a + 1][dofs]).T
         h = np.concatenate(rows)
-    return Residual(r, h, p_end, nodes, scale)
+    return Residual(r, h, p_end, nodes, scale, chart_nodes)
 
 
 def exact_jacobian(model: TreeModel, res: Residual, dt: float, ru: Rule) -> np.ndarray:
