@@ -49,16 +49,15 @@ from ..lie import ad_twist
 from ..model import ORDERS, MechanismError
 from ..stamp import ModelStamp, check_state
 from ..trajectory import ConvergenceError
-from . import constraints
+from . import constraints, galerkin_newton
 from .ball_springs import chart_springs, has_springs
 from .compile import TreeModel
 from .dynamics import Terms, terms
 from .galerkin_newton import ChartNodes
-from .galerkin_rule import RULES, Rule, rule
+from .galerkin_rule import Rule, rule
 from .kinematics import forward
 from .midpoint import LOOP_TOLERANCE_FACTOR, initial_state, nonconservative_forces
 from .step_charts import fold, left_jacobian, left_jacobian_transpose_derivative
-
 
 
 def refusals(model: TreeModel, order: int) -> None:
@@ -134,10 +133,10 @@ def _chart_torque(model: TreeModel, tm: Terms, charts: np.ndarray) -> np.ndarray
     return gamma
 
 
-def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, ru: Rule, lam: np.ndarray | None = None,
-             second: bool = False) -> Residual:
+def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, ru: Rule,
+             lam: np.ndarray | None = None) -> Residual:
     """The DEL rows at unknowns X (s, nq) = x^1..x^s (chart entries: xi^a) and loop multipliers lam (the kept
-    rows'), then the kept loop rows h at the step's end. second: node Hessians too."""
+    rows'), then the kept loop rows h at the step's end."""
     k = model.ball_dofs
     x = np.vstack([state.q, X])  # (s + 1, nq); chart entries of x^0 are 0
     qn, vn = ru.P @ x, ru.D @ x / dt  # node values and rates
@@ -156,7 +155,7 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
             JR = np.transpose(left_jacobian(xi), (0, 2, 1))
             q[k] = 0.0
             v[k] = np.einsum("bij,bj->bi", JR, xid)
-        tm = terms(model, forward(model, q, charts), v, t, second=second)
+        tm = terms(model, forward(model, q, charts), v, t, second=False)
         nodes.append(tm)
         force = tm.g + tm.Q + nonconservative_forces(model, v, t)
         # round-off floor of the rows: the momenta enter them with the interpolation weights D (up to ~20 at s = 4)
@@ -194,100 +193,85 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
     h = np.zeros((0,))
     if len(state.rows):  # rows at every control point a = 1..s; multipliers for rows 0..s-1 (module docstring)
         m = len(state.rows)
-        Dh = constraints.evaluate(model, forward(model, state.q, state.charts))[1][state.rows]
+        Dh = loop_rows(model, state, None)[1]
         rows = []
         for a in range(ru.s):
             r[a] -= Dh.T @ lam[a * m:(a + 1) * m]  # Dh at x^a; on charts in xi^a (a = 0: body axes at C1)
-            qa, charts_a = x[a + 1].copy(), state.charts
-            if len(k):
-                qa[k], charts_a = 0.0, state.charts @ so3_exp(x[a + 1][k])
-            ha, Dh = constraints.evaluate(model, forward(model, qa, charts_a))
-            rows.append(ha[state.rows])
-            Dh = Dh[state.rows]
-            if len(k):  # a turn of xi^(a+1) turns C1 exp(xi^(a+1)) by J_R(xi^(a+1)) in body axes
-                for b, dofs in enumerate(k):
-                    Dh[:, dofs] = Dh[:, dofs] @ left_jacobian(x[a + 1][dofs]).T
+            ha, Dh = loop_rows(model, state, x[a + 1])
+            rows.append(ha)
         h = np.concatenate(rows)
     return Residual(r, h, p_end, nodes, scale, chart_nodes)
 
 
-def exact_jacobian(model: TreeModel, res: Residual, dt: float, ru: Rule) -> np.ndarray:
-    """d r / d X (s nq, s nq) on a tree without charts or loops, from the node Hessians (module docstring)."""
-    n, s = model.nq, ru.s
-    C = np.diag(model.dof_damping + model.dof_motor_gain)
-    J = np.zeros((s + 1, n, s + 1, n))
-    for j, tm in enumerate(res.nodes):
-        wdt = ru.w[j] * dt
-        Pj, Dj = ru.P[j], ru.D[j] / dt
-        J += wdt * (np.einsum("a,b,mn->ambn", Pj, Pj, tm.B + tm.Q_q)
-                    + np.einsum("a,b,mn->ambn", Pj, Dj, tm.A.T - C)
-                    + np.einsum("a,b,mn->ambn", Dj, Pj, tm.A)
-                    + np.einsum("a,b,mn->ambn", Dj, Dj, tm.M))
-    return J[:s, :, 1:, :].reshape(s * n, s * n)
+def loop_rows(model: TreeModel, state: GalerkinState, xa: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The kept loop rows h and their Jacobian Dh at control point xa (None: the step's start q^k, chart columns in
+    body axes at C1); on charts Dh is in xi^a: a turn of xi^a turns C1 exp(xi^a) by J_R(xi^a) in body axes."""
+    k = model.ball_dofs
+    if xa is None:
+        q, charts = state.q, state.charts
+    else:
+        q, charts = xa.copy(), state.charts
+        if len(k):
+            q[k], charts = 0.0, state.charts @ so3_exp(xa[k])
+    h, Dh = constraints.evaluate(model, forward(model, q, charts))
+    h, Dh = h[state.rows], Dh[state.rows]
+    if xa is not None and len(k):
+        for dofs in k:
+            Dh[:, dofs] = Dh[:, dofs] @ left_jacobian(xa[dofs]).T
+    return h, Dh
 
 
-def _loop_rows(model: TreeModel, state: GalerkinState, x: np.ndarray) -> np.ndarray:
-    """Dh (nrow kept, nq) at configuration x of a tree without charts."""
-    return constraints.evaluate(model, forward(model, x, state.charts))[1][state.rows]
-
-
-def loop_jacobian(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, res: Residual, dt: float,
-                  ru: Rule) -> np.ndarray:
-    """Newton's matrix over (X, lam) on a tree with loops and without charts: exact_jacobian's blocks, the rows'
-    Jacobians Dh(x^a) (exact, constraints.py), and d(Dh(x^a)^T mu^a)/dx^a, the one block formed by central
-    differences (of constraint rows only: cheap against the Lagrangian's terms)."""
+def loop_blocks(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray,
+                ru: Rule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The loop rows' part of Newton's matrix over (X, lam): G1 (s m, s nq) with d r / d lam = -G1^T (Dh(x^a) in
+    row block a = 0..s-1), G2 = d h / d X (s m, s nq), and the curvature K (s nq, s nq), d r / d X = J - K with
+    K's block (a, a) = d(Dh(x^a)^T lam^a)/dx^a (a = 1..s-1): the one block formed by central differences (of the
+    constraint rows only, over the coordinates they depend on)."""
     n, s, m = model.nq, ru.s, len(state.rows)
-    out = np.zeros((s * (n + m), s * (n + m)))
-    out[: s * n, : s * n] = exact_jacobian(model, res, dt, ru)
-    out[:n, s * n: s * n + m] = -_loop_rows(model, state, state.q).T
+    G1, G2, K = np.zeros((s * m, s * n)), np.zeros((s * m, s * n)), np.zeros((s * n, s * n))
+    G1[:m, :n] = loop_rows(model, state, None)[1]
     for a in range(1, s + 1):
-        Dh = _loop_rows(model, state, X[a - 1])
-        out[s * n + (a - 1) * m: s * n + a * m, (a - 1) * n: a * n] = Dh
+        Dh = loop_rows(model, state, X[a - 1])[1]
+        G2[(a - 1) * m:a * m, (a - 1) * n:a * n] = Dh
         if a == s:
             break
+        G1[a * m:(a + 1) * m, a * n:(a + 1) * n] = Dh
         mu = lam[a * m:(a + 1) * m]
-        out[a * n:(a + 1) * n, s * n + a * m: s * n + (a + 1) * m] = -Dh.T
-        for i in range(n):
+        for i in np.flatnonzero(np.any(Dh != 0.0, axis=0)):
             step = 1e-6 * max(1.0, abs(X[a - 1][i]))
             up, down = X[a - 1].copy(), X[a - 1].copy()
             up[i] += step
             down[i] -= step
-            out[a * n:(a + 1) * n, (a - 1) * n + i] -= (_loop_rows(model, state, up).T @ mu
-                                                        - _loop_rows(model, state, down).T @ mu) / (2.0 * step)
-    return out
+            K[a * n:(a + 1) * n, (a - 1) * n + i] = (loop_rows(model, state, up)[1].T @ mu
+                                                     - loop_rows(model, state, down)[1].T @ mu) / (2.0 * step)
+    return G1, G2, K
 
 
-def _stack(res: Residual) -> np.ndarray:
-    return np.concatenate([res.r.ravel(), res.h])
+def newton_matrix(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, res: Residual, dt: float,
+                  ru: Rule) -> np.ndarray:
+    """Newton's matrix over z = (X, lam), dense (galerkin_newton.tree_form, loop_blocks): the test reference."""
+    J = galerkin_newton.dense(galerkin_newton.tree_form(model, res.nodes, X, res.charts, dt, ru))
+    if not len(state.rows):
+        return J
+    G1, G2, K = loop_blocks(model, state, X, lam, ru)
+    k = len(G1)
+    return np.block([[J - K, -G1.T], [G2, np.zeros((k, k))]])
 
 
-def _difference_jacobian(model: TreeModel, state: GalerkinState, z: np.ndarray, dt: float, ru: Rule) -> np.ndarray:
-    """d (r, h) / d (X, lam) at z = (X.ravel(), lam) by central differences of the exact residual."""
-    size = ru.s * model.nq
-
-    def rows(v: np.ndarray) -> np.ndarray:
-        return _stack(residual(model, state, v[:size].reshape(ru.s, model.nq), dt, ru, v[size:]))
-
-    J = np.empty((z.size, z.size))
-    for i in range(z.size):
-        h = 1e-6 * max(1.0, abs(z[i]))
-        up, down = z.copy(), z.copy()
-        up[i] += h
-        down[i] -= h
-        J[:, i] = (rows(up) - rows(down)) / (2.0 * h)
-    return J
-
-
-def jacobian(model: TreeModel, state: GalerkinState, z: np.ndarray, dt: float, ru: Rule,
-             res: Residual) -> np.ndarray:
-    """Newton's matrix over z = (X, lam): exact without charts (loop_jacobian with loops), central differences of
-    the whole residual with charts."""
-    if len(model.ball_dofs):
-        return _difference_jacobian(model, state, z, dt, ru)
-    if len(state.rows):
-        size = ru.s * model.nq
-        return loop_jacobian(model, state, z[:size].reshape(ru.s, model.nq), z[size:], res, dt, ru)
-    return exact_jacobian(model, res, dt, ru)
+def newton_direction(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, res: Residual,
+                     dt: float, ru: Rule) -> np.ndarray | None:
+    """The exact Newton step (dX.ravel(), dlam) by galerkin_newton's O(s^3 n) elimination, bordered by the loop
+    rows; None when the matrix is singular."""
+    fac = galerkin_newton.factor(galerkin_newton.tree_form(model, res.nodes, X, res.charts, dt, ru))
+    if fac is None:
+        return None
+    if not len(state.rows):
+        return -galerkin_newton.solve(fac, res.r.reshape(-1, 1))[:, 0]
+    G1, G2, K = loop_blocks(model, state, X, lam, ru)
+    try:
+        return galerkin_newton.newton_direction(fac, res.r.ravel(), G1, G2, res.h, K)
+    except np.linalg.LinAlgError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -304,18 +288,15 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
     X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess)  # on charts: xi^a = tau_a dt omega
     lam = np.tile(state.lam, ru.s)  # the multipliers of the last step's rows, at every control point
     size = X.size
-    iterations, previous, matrix = 0, np.inf, None
+    iterations, previous = 0, np.inf
     while True:
-        res = residual(model, state, X, dt, ru, lam, second=not len(k))
+        res = residual(model, state, X, dt, ru, lam)
         loop = float(np.max(np.abs(res.h), initial=0.0))
         # relative to the rows' scale, with the loop rows held to a tenth of tol (midpoint.py's choice)
         worst = max(float(np.max(np.abs(res.r))) / res.scale, loop / LOOP_TOLERANCE_FACTOR)
         # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
         if worst <= tol or (worst <= STALL * tol and worst > 0.5 * previous):
             break
-        z = np.concatenate([X.ravel(), lam])
-        if matrix is None or not len(k) or worst > CHORD * previous:
-            matrix = jacobian(model, state, z, dt, ru, res)  # differenced (charts): kept while it converges fast
         previous = worst
         if iterations >= max_iterations or not np.isfinite(worst):
             step = state.step_index + 1
@@ -323,14 +304,13 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
                 f"Newton did not converge at step {step} (t = {state.t + dt:.6g} s) of the order-{2 * ru.s} tree "
                 f"method after {iterations} iterations: relative residual {worst:.3g}; try a smaller time step",
                 step=step, time=state.t + dt)
-        try:
-            delta = np.linalg.solve(matrix, _stack(res))
-        except np.linalg.LinAlgError:
+        delta = newton_direction(model, state, X, lam, res, dt, ru)
+        if delta is None:
             step = state.step_index + 1
             raise ConvergenceError(f"singular Newton matrix at step {step} (t = {state.t + dt:.6g} s) of the "
-                                   "tree method: a coordinate moves no mass", step=step, time=state.t + dt) from None
-        X = X - delta[:size].reshape(X.shape)
-        lam = lam - delta[size:]
+                                   "tree method: a coordinate moves no mass", step=step, time=state.t + dt)
+        X = X + delta[:size].reshape(X.shape)
+        lam = lam + delta[size:]
         iterations += 1
     q2 = X[-1].copy()
     state.velocity_guess = (q2 - state.q) / dt
@@ -356,7 +336,6 @@ def energy(model: TreeModel, state: GalerkinState) -> float:
     return 0.5 * float(v @ tm.M @ v) + tm.potential
 
 
-CHORD = 0.05  # a differenced Newton matrix is formed again when an iteration shrinks the rows by less than this
 STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the rows is at their round-off floor
 MAX_HALVINGS = 4  # as midpoint.py: a failed step is redone as two half steps, down to dt / 16
 

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..groups import so3_exp
 from ..lie import ad_twist, cross, hat
-from .articulated import ad_transpose, axis_terms, nodes
+from .articulated import axis_terms, nodes
 from .ball_springs import chart_springs, has_springs
 from .compile import TreeModel
 from .dynamics import Terms

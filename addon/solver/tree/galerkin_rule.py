@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from numpy.polynomial import legendre
@@ -32,7 +32,7 @@ def _lobatto_points(n: int) -> tuple[np.ndarray, np.ndarray]:
     return 0.5 * (x + 1.0), 0.5 * w
 
 
-@lru_cache(maxsize=None)
+@cache
 def rule(s: int, quadrature: str = "lobatto") -> Rule:
     """The Galerkin rule of degree s with the given quadrature (module docstring)."""
     if s not in (1, 2, 3, 4) or quadrature not in RULES:
