@@ -54,7 +54,7 @@ from .ball_springs import chart_springs, has_springs
 from .compile import TreeModel
 from .dynamics import Terms, terms
 from .galerkin_newton import ChartNodes
-from .galerkin_rule import Rule, rule
+from .galerkin_rule import Rule, extrapolation, rule
 from .kinematics import forward
 from .midpoint import LOOP_TOLERANCE_FACTOR, initial_state, nonconservative_forces
 from .step_charts import fold, left_jacobian, left_jacobian_transpose_derivative
@@ -98,6 +98,7 @@ class GalerkinState:
     lam: np.ndarray  # their multipliers at the last step
     dropped_joints: tuple[str, ...] = ()  # loop joints whose rows the assembly dropped as redundant
     step_index: int = 0
+    previous: tuple[float, np.ndarray] | None = None  # the last step's dt and control points (s + 1, nq)
 
 
 def start(model: TreeModel, t0: float = 0.0) -> tuple[GalerkinState, float]:
@@ -286,6 +287,11 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
                max_iterations: int) -> GalerkinResult:
     k = model.ball_dofs
     X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess)  # on charts: xi^a = tau_a dt omega
+    if state.previous is not None and state.previous[0] == dt and len(state.previous[1]) == ru.s + 1:
+        # the last step's interpolant carried on (on charts to first order: the new chart is C1 exp(xi^s))
+        last = state.previous[1]
+        X = extrapolation(ru.s) @ last
+        X[:, k] -= last[-1][k]
     lam = np.tile(state.lam, ru.s)  # the multipliers of the last step's rows, at every control point
     size = X.size
     iterations, previous = 0, np.inf
@@ -314,6 +320,7 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
         iterations += 1
     q2 = X[-1].copy()
     state.velocity_guess = (q2 - state.q) / dt
+    state.previous = (dt, np.vstack([state.q, X]))
     if len(k):
         state.charts = fold(state.charts, q2[k])
         q2[k] = 0.0

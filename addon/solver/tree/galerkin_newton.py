@@ -85,10 +85,7 @@ class GalerkinTree:
     R: list[np.ndarray]
     x: list[np.ndarray]
     Dloc: list[np.ndarray]
-
-    def index(self, g: int) -> np.ndarray:
-        """Positions of group g's unknowns (or rows) in X.ravel() (or r.ravel())."""
-        return (np.arange(self.s)[:, None] * self.nq + self.members[g][None, :]).ravel()
+    index: list[np.ndarray]  # positions of each group's unknowns in X.ravel() (and of its rows in r.ravel())
 
 
 def _series(u: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -285,7 +282,8 @@ def tree_form(model: TreeModel, nodes_: list[Terms], X: np.ndarray, cn: ChartNod
         Rs.append(R.reshape(s * d, -1))
         xs.append(xr.reshape(s * d, -1))
         Ds.append(Dl)
-    return GalerkinTree(s, nq, groups, parent, Us, Ycs, Rs, xs, Ds)
+    index = [(np.arange(s)[:, None] * nq + m[None, :]).ravel() for m in groups]
+    return GalerkinTree(s, nq, groups, parent, Us, Ycs, Rs, xs, Ds, index)
 
 
 def ancestors(tree: GalerkinTree, g: int) -> list[int]:
@@ -301,10 +299,10 @@ def dense(tree: GalerkinTree) -> np.ndarray:
     n = tree.s * tree.nq
     J = np.zeros((n, n))
     for g in range(len(tree.members)):
-        ig = tree.index(g)
+        ig = tree.index[g]
         J[np.ix_(ig, ig)] = tree.Dloc[g]
         for b in ancestors(tree, g):
-            ib = tree.index(b)
+            ib = tree.index[b]
             J[np.ix_(ig, ib)] = tree.x[g] @ tree.U[b].T
             J[np.ix_(ib, ig)] = tree.R[b] @ tree.Yc[g].T
     return J
@@ -342,7 +340,8 @@ def factor(tree: GalerkinTree) -> Factor | None:
         n = len(U)
         OPS["flops"] += 3 * width * width * n + width * n * n + n**3 + width * n * n
         if tree.parent[g] >= 0:
-            Obar[tree.parent[g]] += Omega + c[g] @ X[g]
+            Omega += c[g] @ X[g]
+            Obar[tree.parent[g]] += Omega
     return Factor(tree, Dinv, X, c)
 
 
@@ -354,7 +353,7 @@ def solve(fac: Factor, rhs: np.ndarray) -> np.ndarray:
     obar = [np.zeros((width, m)) for _ in range(count)]
     xi = [None] * count
     for g in range(count - 1, -1, -1):
-        xi[g] = fac.Dinv[g] @ (rhs[tree.index(g)] - tree.R[g] @ obar[g])
+        xi[g] = fac.Dinv[g] @ (rhs[tree.index[g]] - tree.R[g] @ obar[g])
         n = len(xi[g])
         OPS["flops"] += (2 * width * n + n * n) * m
         if tree.parent[g] >= 0:
@@ -365,7 +364,7 @@ def solve(fac: Factor, rhs: np.ndarray) -> np.ndarray:
         p = tree.parent[g]
         zp = z[p] if p >= 0 else np.zeros((width, m))
         delta = fac.X[g] @ zp + xi[g]
-        out[tree.index(g)] = delta
+        out[tree.index[g]] = delta
         z[g] = zp + tree.U[g].T @ delta
         OPS["flops"] += 2 * width * len(delta) * m
     return out

@@ -51,3 +51,12 @@ def rule(s: int, quadrature: str = "lobatto") -> Rule:
     return Rule(s, tau, c, w, powers @ coef, dpowers @ coef)
 
 
+
+
+@cache
+def extrapolation(s: int) -> np.ndarray:
+    """E (s, s + 1): the degree-s interpolant of one step's control points evaluated at the next step's control
+    points 1 + tau_1 .. 1 + tau_s (the next step's warm start)."""
+    tau = rule(s).tau  # the control points are Lobatto's under either quadrature
+    coef = np.linalg.inv(np.vander(tau, s + 1, increasing=True))
+    return np.vander(1.0 + tau[1:], s + 1, increasing=True) @ coef
