@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
 from addon.solver.mechfile.read import load_mechanism
+from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
 from addon.solver.presets import preset_path
 from addon.solver.tree import constraints, galerkin, galerkin_newton, midpoint
 from addon.solver.tree.compile import compile_tree
