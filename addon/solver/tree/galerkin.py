@@ -29,13 +29,11 @@ multiplier vector per DEL row: r^0 -= Dh(q^k)^T lam^0, r^a -= Dh(x^a)^T lam^a (a
 xi^a, i.e. times J_R(xi^a)). Rows at the step ends only leave the interior points off the constraint and lose
 the order (docs/architecture.md). Gauss s = 1 is again midpoint.py's loop step.
 
-Newton's Jacobian is exact and dense on trees without charts (dynamics.py's M, A, B, Q_q at every node):
-  dZ^a/dx^b = dt sum_j w_j [P_ja P_jb (B + Q_q) + P_ja D_jb / dt (A^T - C) + D_ja / dt P_jb A + D_ja D_jb / dt^2 M],
-C = diag(damping + servo gain), with loops the rows' Dh blocks and d(Dh(x^a)^T lam^a)/dx^a (differenced
-constraint rows, loop_jacobian). With charts it is formed by central differences of the exact residual, once
-per step while the iterations converge fast (a chord method: linear convergence with a small rate; the chart
-blocks' closed form belongs with the seed's O(s^3 n) recursion, issue 14 item 2, which will replace the dense
-solve). Prescribed joints and joint limits are refused at s > 1 (refusals()).
+Newton's step is exact and costs O(s^3 n): galerkin_newton.py holds the Newton matrix in tree form for every
+joint type (charts included) and eliminates it leaves to root; loop rows border it (newton_direction), with the
+one block d(Dh(x^a)^T lam^a)/dx^a formed by central differences of the constraint rows (loop_blocks). Each step
+starts from the last step's interpolant carried on (galerkin_rule.extrapolation). Prescribed joints and joint
+limits are refused at s > 1 (refusals()).
 """
 
 from __future__ import annotations
