@@ -10,7 +10,9 @@ at t = 10 s against DOP853 (rtol = atol = 1e-12) on the same tree model, and the
 MuJoCo RK4 on the same chain (benchmarks/run.py's model) at steps 1/24 .. 1/1536 s. Then: the error order 2 reaches
 at dt = 1/96 s, whether orders 4 and 6 meet it at dt = 1/24 s, and MuJoCo RK4's best step (the largest that meets
 it), with the wall times. With --long STEPS: only the pendulum preset's energy over STEPS steps of dt = 0.01 s at
-order 4 (band, and the difference of the first and last tenth's means: a trend would show there). With --ops: the
+order 4 (band, and the difference of the first and last tenth's means: a trend would show there). With
+--mujoco-reference N, chain_N's reference is MuJoCo RK4 at dt = 1/N (DOP853 on a 100-link chain takes hours on a
+shared machine; on chain_10 RK4 at 1/1536 is within 5e-9 m of DOP853). With --ops: the
 multiply-adds per link of one Newton direction (galerkin_newton.OPS) on revolute and ball chains of 25 to 1000 links.
 """
 
@@ -129,6 +131,8 @@ def main() -> None:
                         help="steps per second of orders above 2 (order 2 runs all of 24 .. 384)")
     parser.add_argument("--long", type=int, default=0, metavar="STEPS")
     parser.add_argument("--tol", type=float, default=1e-10, help="Newton tolerance of --long")
+    parser.add_argument("--mujoco-reference", type=int, default=0, metavar="N",
+                        help="chain_N only: the reference is MuJoCo RK4 at dt = 1 / N instead of DOP853 (long chains)")
     parser.add_argument("--ops", action="store_true", help="multiply-adds per link of a Newton direction only")
     args = parser.parse_args()
     if args.ops:
@@ -140,8 +144,13 @@ def main() -> None:
     print(f"Command: `python -m benchmarks.galerkin_orders` ({_describe()}).\n")
     for name in args.presets:
         mech = mechanism(name)
-        ref = reference_positions(mech)
-        print(f"### {name} ({len(mech.bodies)} bodies), t = {T_END:g} s\n")
+        if args.mujoco_reference and generated_chain(name):
+            ref = mujoco_run(mech, args.mujoco_reference)[1]
+            print(f"### {name} ({len(mech.bodies)} bodies), t = {T_END:g} s, reference MuJoCo RK4 at "
+                  f"dt = 1/{args.mujoco_reference} s\n")
+        else:
+            ref = reference_positions(mech)
+            print(f"### {name} ({len(mech.bodies)} bodies), t = {T_END:g} s\n")
         print("| order | dt (s) | steps | wall (s) | position error (m) | energy band (J) |")
         print("|---:|---:|---:|---:|---:|---:|")
         results = {}
