@@ -27,6 +27,7 @@ from scipy.integrate import solve_ivp
 from addon.solver.integrator import make_integrator
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.presets import preset_path
+from addon.solver.trajectory import ConvergenceError
 from addon.solver.tree import galerkin, galerkin_newton
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
@@ -156,7 +157,12 @@ def main() -> None:
         results = {}
         for order in args.orders:
             for per_second in STEPS_PER_SECOND if order == 2 else args.high_rates:
-                wall, pos, band = run(mech, order, per_second)
+                try:
+                    wall, pos, band = run(mech, order, per_second)
+                except ConvergenceError as failure:
+                    print(f"| {order} | 1/{per_second} | {int(T_END * per_second)} | - | failed at t = "
+                          f"{failure.time:.3g} s | - |", flush=True)
+                    continue
                 error = float(np.max(np.linalg.norm(pos - ref, axis=1)))
                 results[order, per_second] = (wall, error)
                 print(f"| {order} | 1/{per_second} | {int(T_END * per_second)} | {wall:.3f} | {error:.2e} | "
