@@ -12,7 +12,9 @@ at dt = 1/96 s, whether orders 4 and 6 meet it at dt = 1/24 s, and MuJoCo RK4's 
 it), with the wall times. With --long STEPS: only the pendulum preset's energy over STEPS steps of dt = 0.01 s at
 order 4 (band, and the difference of the first and last tenth's means: a trend would show there). With
 --mujoco-reference N, chain_N's reference is MuJoCo RK4 at dt = 1/N (DOP853 on a 100-link chain takes hours on a
-shared machine; on chain_10 RK4 at 1/1536 is within 5e-9 m of DOP853). With --ops: the
+shared machine; on chain_10 RK4 at 1/1536 is within 5e-9 m of DOP853); with --richardson N it is order 2 at
+dt = 1/N and 1/2N extrapolated (the closed chains, whose DOP853 reference runs rk4.acceleration's constrained
+dynamics). With --ops: the
 multiply-adds per link of one Newton direction (galerkin_newton.OPS) on revolute and ball chains of 25 to 1000 links.
 """
 
@@ -134,6 +136,9 @@ def main() -> None:
     parser.add_argument("--tol", type=float, default=1e-10, help="Newton tolerance of --long")
     parser.add_argument("--mujoco-reference", type=int, default=0, metavar="N",
                         help="chain_N only: the reference is MuJoCo RK4 at dt = 1 / N instead of DOP853 (long chains)")
+    parser.add_argument("--richardson", type=int, default=0, metavar="N",
+                        help="the reference is (4 x(1/2N) - x(1/N)) / 3 from order 2 at dt = 1/N and 1/2N instead of "
+                             "DOP853 (the midpoint rule is symmetric: its error is even in dt, so this is O(dt^4))")
     parser.add_argument("--ops", action="store_true", help="multiply-adds per link of a Newton direction only")
     args = parser.parse_args()
     if args.ops:
@@ -149,6 +154,12 @@ def main() -> None:
             ref = mujoco_run(mech, args.mujoco_reference)[1]
             print(f"### {name} ({len(mech.bodies)} bodies), t = {T_END:g} s, reference MuJoCo RK4 at "
                   f"dt = 1/{args.mujoco_reference} s\n")
+        elif args.richardson:
+            coarse, fine = run(mech, 2, args.richardson)[1], run(mech, 2, 2 * args.richardson)[1]
+            ref = (4.0 * fine - coarse) / 3.0
+            print(f"### {name} ({len(mech.bodies)} bodies), t = {T_END:g} s, reference order 2 at dt = "
+                  f"1/{args.richardson} and 1/{2 * args.richardson} s extrapolated (Richardson; they differ by "
+                  f"{np.max(np.linalg.norm(fine - coarse, axis=1)):.1e} m)\n")
         else:
             ref = reference_positions(mech)
             print(f"### {name} ({len(mech.bodies)} bodies), t = {T_END:g} s\n")
