@@ -24,7 +24,7 @@ pair's minus sum_a J_L(xi^a)^-T times row a's. Own blocks (one coordinate, or on
   dphi = P J_R dxi, domega = (D / dt J_R + P N) dxi and the chart maps' own derivatives: d(J_R^T g)/dx,
   d(N^T eta)/dxidot = d(J_R^T eta)/dx^T, d(N^T eta)/dx (jacobian_hessian), d(J_L^-T z)/dx = -J_L^-T N(x, y).
 Loop rows are not tree-structured: newton_direction borders the tree solve with them (as articulated.py) and
-with the loop rows' curvature columns (galerkin.py's loop_curvature), a small dense system.
+with the loop rows' curvature columns (galerkin.py's loop_blocks), a small dense system.
 
 The elimination (factor/solve): groups are articulated.nodes (a coordinate, or a chart's three), parents
 first; a group's unknowns are its s d control values (gamma-major). With z the sum of U^T delta over strict
@@ -287,6 +287,7 @@ def tree_form(model: TreeModel, nodes_: list[Terms], X: np.ndarray, cn: ChartNod
 
 
 def ancestors(tree: GalerkinTree, g: int) -> list[int]:
+    """The strict ancestor groups of group g, nearest first."""
     out, p = [], tree.parent[g]
     while p >= 0:
         out.append(int(p))
