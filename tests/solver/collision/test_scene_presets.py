@@ -30,12 +30,12 @@ def _deepest(contacts) -> float:
 
 def _tilt(quat: np.ndarray) -> float:
     """Angle (rad) between the body's z axis and the world's."""
-    w, x, y, _ = quat
+    _, x, y, _ = quat
     return float(np.arccos(np.clip(1 - 2 * (x * x + y * y), -1.0, 1.0)))
 
 
 def test_a_hundred_dominoes_stand_while_the_first_falls():
-    mech, traj, contacts = _run("dominoes_100", 5)
+    _, traj, contacts = _run("dominoes_100", 5)
     assert _deepest(contacts) < DEPTH
     first = [_tilt(q) for q in traj.poses[:, 0, 3:]]
     assert np.all(np.diff(first) > 0)  # tipping on, from 10 degrees
