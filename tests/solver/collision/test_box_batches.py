@@ -63,6 +63,11 @@ def test_box_pairs_at_once_equal_the_per_pair_reference(kind, monkeypatch):
     same number of points for every pair; and most pairs never reach the per-pair path."""
     rng = np.random.default_rng(15 if kind == "cloud" else 16)
     per_pair, pairs = Counter(), 0
+
+    def count(*args, **kw):
+        per_pair["calls"] += 1
+        return pair_contacts(*args, **kw)
+
     for _ in range(12):
         halves, positions, quats = _scene(rng, kind)
         world = CollisionWorld(_boxes(halves, positions, quats))
@@ -72,12 +77,6 @@ def test_box_pairs_at_once_equal_the_per_pair_reference(kind, monkeypatch):
         close = np.flatnonzero(sep <= MARGIN)
         reference = _sorted(concatenate([pair_contacts(world.shapes, rot, origin, int(ia[k]), int(ib[k]), normal[k],
                                                        float(sep[k]), MARGIN) for k in close]))
-        counting = pair_contacts
-
-        def count(*args, **kw):
-            per_pair["calls"] += 1
-            return counting(*args, **kw)
-
         monkeypatch.setattr(boxbox, "pair_contacts", count)
         fast = _sorted(box_box(world.shapes, rot, origin, ia, ib, MARGIN))
         monkeypatch.undo()
