@@ -108,8 +108,7 @@ def test_preset_starts_with_a_comment_header(name):
     assert "Units" in "\n".join(header)
 
 
-@pytest.mark.parametrize("stem", [pytest.param(s, marks=pytest.mark.heavy) if s == "dominoes_1000" else s
-                                  for s in sorted(generated_presets())])
+@pytest.mark.parametrize("stem", sorted(generated_presets()))
 def test_generated_preset_file_equals_its_generator(stem):
     mech, header = generated_presets()[stem]
     path = preset_path(stem)

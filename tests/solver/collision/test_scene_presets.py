@@ -3,6 +3,8 @@ file, the contacts that matter engaged, no contact deeper than 1 mm, and the exp
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,14 +12,15 @@ from addon.solver.collision import CollisionWorld
 from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.presets import preset_path
+from tools import contact_scenes
 
 DT = 0.01
 DEPTH = 1e-3  # m
 
 
-def _run(name: str, steps: int):
-    """The preset, its maximal run of `steps` steps and the contacts (within 0.1 mm) at every stored pose."""
-    mech = load_mechanism(preset_path(name))
+def _run(name, steps: int):
+    """The preset (or a file), its maximal run of `steps` steps and the contacts (within 0.1 mm) at every stored pose."""
+    mech = load_mechanism(name if isinstance(name, Path) else preset_path(name))
     traj = simulate(mech, DT, steps, method="maximal")
     assert traj.status == "finished", traj.message
     world = CollisionWorld(mech)
@@ -58,12 +61,14 @@ def test_the_box_piles_lowest_layer_lands_on_the_bin_floor():
 
 
 @pytest.mark.slow
-def test_the_wrecking_wall_stands_and_a_thousand_dominoes_run():
+def test_the_wrecking_wall_stands_and_a_thousand_dominoes_run(tmp_path):
     """One step of the 100-brick wall (181 stacked pairs, 724 contact points, where the sparse LU fills in) and two
-    of the 1000 dominoes: no contact deeper than 1 mm, the wall stays up."""
+    of 1000 dominoes written by tools.contact_scenes: no contact deeper than 1 mm, the wall stays up."""
     mech, traj, contacts = _run("wrecking_wall", 1)
     assert _deepest(contacts) < DEPTH
     bricks = [i for i, b in enumerate(mech.bodies) if b.name.startswith("brick")]
     assert np.abs(traj.poses[-1, bricks, :3] - traj.poses[0, bricks, :3]).max() < DEPTH
-    mech, traj, contacts = _run("dominoes_1000", 2)
-    assert _deepest(contacts) < DEPTH and len(contacts[-1]) >= 4 * 998
+    path = tmp_path / "dominoes_1000.toml"
+    assert contact_scenes.main(["--dominoes", "1000", "--out", str(path)]) == 0
+    mech, traj, contacts = _run(path, 2)
+    assert len(mech.bodies) == 1000 and _deepest(contacts) < DEPTH and len(contacts[-1]) >= 4 * 998
