@@ -225,8 +225,8 @@ def scaling_section(quick: bool) -> list[str]:
              "",
              f"n falling dominoes, steps 2 to {steps + 1} from the start (dt = {DT} s; every domino stands on the ground",
              "on 4 corner contacts, the first leans on the second). Contacts: mean contact points per step (world",
-             "query at the stored poses, margin 1 mm); unknowns: of the Newton matrix at the last step; us per",
-             "(body + contact): the median step divided by bodies plus contacts (constant if the cost is linear).",
+             "query at the stored poses, margin 1 mm); us per (body + contact): the median step divided by bodies",
+             "plus contacts (constant if the cost is linear).",
              "",
              "| dominoes | contacts | median ms per step | us per (body + contact) |",
              "|---:|---:|---:|---:|"]
