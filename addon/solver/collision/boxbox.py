@@ -24,7 +24,7 @@ import numpy as np
 
 from ..lie import cross
 from .boxface import face_contacts
-from .boxsingle import along_axis, apart
+from .boxsingle import along_axis, apart, edge_on_face
 from .convex import along_normal, convex_pair
 from .primitives import Batch, concatenate
 from .shapes import Shapes
@@ -99,7 +99,10 @@ def box_box(shapes: Shapes, rot: np.ndarray, origin: np.ndarray, ia: np.ndarray,
     found, gjk, done_far, close_points = apart(rot, origin, shapes.size, ia[far], ib[far], sep[far],
                                                nearest[~settled & (sep[rest] > 0)], margin)
     parts.append(found)
-    for k in np.concatenate([rest[~settled & (sep[rest] <= 0) & ~nearest], far[~gjk]]):
+    deep = rest[~settled & (sep[rest] <= 0) & ~nearest]
+    clipped, done_deep = edge_on_face(rot, origin, shapes.size, ia[deep], ib[deep], normal[deep], margin)
+    parts.append(clipped)
+    for k in np.concatenate([deep[~done_deep], far[~gjk]]):
         parts.append(pair_contacts(shapes, rot, origin, int(ia[k]), int(ib[k]), normal[k], float(sep[k]), margin))
     for k in rest[~settled & (sep[rest] <= 0) & nearest]:  # overlapping: EPA
         parts.append(convex_pair(shapes, int(ia[k]), int(ib[k]), rot, origin, margin))

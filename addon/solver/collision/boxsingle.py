@@ -1,8 +1,8 @@
-"""One-point box-box contacts for many pairs at once: what box_box left to the per-pair path when a
-vertex or two crossing edges touch, and box pairs apart whose nearest features include a vertex.
+"""Box-box contacts for many pairs at once beyond the face pass (boxface.py): a vertex or two crossing
+edges along the SAT normal, box pairs apart (nearest points), an edge of one box on a face of the other.
 
-Both passes give what the per-pair path gives (convex.along_normal, then convex.convex_pair's GJK),
-vectorised over the pairs, and return a mask of the pairs they settled; the rest stay per pair:
+Each pass gives what the per-pair path gives (convex.along_normal, then convex.convex_pair's GJK),
+vectorised over the pairs, and returns a mask of the pairs it settled; the rest stay per pair:
 
 * `along_axis`: pairs with a SAT normal n and separation s. The features along n are found as
   manifold.feature does (face within FACE_ANGLE, else edge, else vertex). A vertex on either side is
@@ -16,6 +16,11 @@ vectorised over the pairs, and return a mask of the pairs they settled; the rest
   vertex feature on either side, or two crossing edges, make the contact those two points
   (along_normal's witness case). Pairs whose features along n would be clipped (parallel edges, an
   edge or a face against a face) stay per pair.
+* `edge_on_face`: overlapping pairs whose SAT normal is an edge-edge axis but whose features along it
+  are an edge and a face (the face within FACE_ANGLE of the normal): the edge clipped to the face
+  across n and lifted onto both, manifold.manifold's segment clip as one parameter interval.
+Face against face along an edge-edge axis, and the apart pairs clipped along their nearest points,
+stay per pair.
 """
 
 from __future__ import annotations
@@ -161,3 +166,79 @@ def apart(rot, origin, size, ia, ib, sep, nearest, margin) -> tuple[Batch, np.nd
     settled = gjk & (point | (dist > margin))
     nearest = Batch(ia, ib, pa, pb, normal, dist)
     return Batch(ia[within], ib[within], pa[within], pb[within], normal[within], dist[within]), gjk, settled, nearest
+
+
+_BOX_FACE = np.array([[1, 1], [-1, 1], [-1, -1], [1, -1]], dtype=float)  # manifold's face corner order
+
+
+def _face_polygon(rot, origin, half, direction):
+    """Corners (K, 4, 3) and outward normal (K, 3) of each box's face along `direction`, in manifold's order."""
+    rows = np.arange(len(rot))
+    local = np.einsum("kji,kj->ki", rot, direction)
+    axis = np.argmax(np.abs(local), axis=1)
+    sign = np.where(local[rows, axis] >= 0, 1.0, -1.0)
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    corners = np.zeros((len(rot), 4, 3))
+    corners[rows, :, axis] = (sign * half[rows, axis])[:, None]
+    corners[rows, :, i] = _BOX_FACE[None, :, 0] * half[rows, i][:, None]
+    corners[rows, :, j] = _BOX_FACE[None, :, 1] * (half[rows, j] * sign)[:, None]
+    return origin[:, None, :] + np.einsum("kij,kmj->kmi", rot, corners), sign[:, None] * rot[rows, :, axis]
+
+
+def edge_on_face(rot, origin, size, ia, ib, normal, margin) -> tuple[Batch, np.ndarray]:
+    """Overlapping box pairs (K,) whose features along the normal (A to B) are an edge of one and a face of
+    the other: the edge clipped to the face across the normal and lifted back onto both, as
+    manifold.manifold does one pair at a time (its segment clip as an interval of the edge's parameter).
+    Returns the contacts and settled (K,); pairs with an end of the edge on a side line of the face, or
+    with no clipped point within the margin, are left to the per-pair path."""
+    kind_a, ends_a = _features(rot[ia], origin[ia], size[ia], normal)
+    kind_b, ends_b = _features(rot[ib], origin[ib], size[ib], -normal)
+    face_a = kind_a == 3
+    case = (face_a & (kind_b == 2)) | ((kind_a == 2) & (kind_b == 3))
+    poly_a, m_a = _face_polygon(rot[ia], origin[ia], size[ia], normal)
+    poly_b, m_b = _face_polygon(rot[ib], origin[ib], size[ib], -normal)
+    poly = np.where(face_a[:, None, None], poly_a, poly_b)
+    plane = np.where(face_a[:, None], m_a, m_b)
+    seg = np.where(face_a[:, None, None], ends_b, ends_a)
+    e1, e2 = _tangent_basis(normal)
+    flat_poly = np.stack([np.einsum("kmi,ki->km", poly, e1), np.einsum("kmi,ki->km", poly, e2)], axis=2)
+    flat_seg = np.stack([np.einsum("kmi,ki->km", seg, e1), np.einsum("kmi,ki->km", seg, e2)], axis=2)
+    nxt = np.roll(flat_poly, -1, axis=1)
+    area = np.sum(flat_poly[..., 0] * nxt[..., 1] - nxt[..., 0] * flat_poly[..., 1], axis=1)
+    orient = np.where(area >= 0, 1.0, -1.0)
+    edge = nxt - flat_poly  # (K, 4, 2)
+    rel = flat_seg[:, None, :, :] - flat_poly[:, :, None, :]  # (K, 4 edges, 2 ends, 2)
+    side = orient[:, None, None] * (edge[:, :, None, 0] * rel[..., 1] - edge[:, :, None, 1] * rel[..., 0])
+    s0, s1 = side[..., 0], side[..., 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = s0 / (s0 - s1)
+    t = np.where(np.isfinite(t), t, 0.0)  # no crossing (rows that are not an edge and a face)
+    t_lo = np.max(np.where(s0 < 0, t, 0.0), axis=1)
+    t_hi = np.min(np.where(s1 < 0, t, 1.0), axis=1)
+    scale = np.linalg.norm(edge, axis=2)[:, :, None] * np.linalg.norm(flat_seg[:, 1] - flat_seg[:, 0], axis=1)[:, None, None]
+    sharp = np.all(np.abs(side) > 1e-9 * scale, axis=(1, 2)) & (t_hi - t_lo > 1e-9)
+    ok = case & sharp & ~np.any((s0 < 0) & (s1 < 0), axis=1)
+    d2 = flat_seg[:, 1] - flat_seg[:, 0]
+    flat = flat_seg[:, None, 0] + np.stack([t_lo, t_hi], axis=1)[:, :, None] * d2[:, None, :]  # (K, 2, 2)
+    base = flat[..., :1] * e1[:, None, :] + flat[..., 1:] * e2[:, None, :]
+    lift = (_dot(poly[:, 0], plane)[:, None] - np.einsum("kmi,ki->km", base, plane)) / _dot(normal, plane)[:, None]
+    on_face = base + lift[..., None] * normal[:, None, :]
+    lam = np.einsum("kmi,ki->km", flat - flat_seg[:, None, 0], d2) / np.maximum(_dot(d2, d2), 1e-300)[:, None]
+    on_edge = seg[:, None, 0] + lam[..., None] * (seg[:, 1] - seg[:, 0])[:, None, :]
+    pa = np.where(face_a[:, None, None], on_face, on_edge)
+    pb = np.where(face_a[:, None, None], on_edge, on_face)
+    dist = np.einsum("kmi,ki->km", pb - pa, normal)
+    close = dist <= margin
+    ok &= close.any(axis=1)
+    # primitives.reduce_points on two points: both, unless they coincide (then the deepest)
+    flat_b = pb - np.einsum("kmi,ki->km", pb, normal)[..., None] * normal[:, None, :]
+    gap = flat_b[:, 1] - flat_b[:, 0]
+    near = 1e-9 * np.max(np.abs(pb), axis=(1, 2))  # primitives.COINCIDENT x the points' magnitude
+    one = _dot(gap, gap) <= near**2
+    deepest = np.where(dist[:, 1] < dist[:, 0], 1, 0)
+    keep = close & ok[:, None]
+    both = close.all(axis=1)
+    twice = np.flatnonzero(both & one)
+    keep[twice, 1 - deepest[twice]] = False
+    row, col = np.nonzero(keep)
+    return Batch(ia[row], ib[row], pa[row, col], pb[row, col], normal[row], dist[row, col]), ok
