@@ -18,7 +18,14 @@ from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 from addon.solver.presets import list_presets, preset_path
 from demo.contact import TOUCH, penetration
-from tests.blender.scenes import new_scene, object_world, read_scene, scene_state, set_frame, symplex  # noqa: F401
+from tests.blender.scenes import (  # noqa: F401
+    new_scene,
+    object_world,
+    read_scene,
+    scene_state,
+    set_frame,
+    symplex,
+)
 from tools.generate import pendulum_chain
 
 pytestmark = pytest.mark.usefixtures("symplex")
