@@ -16,6 +16,9 @@ Usage: python -m benchmarks.maximal [--quick] [--out docs/benchmarks_maximal.md]
   penetration beside MuJoCo's with its default contact settings.
 * Contact rows: the box drop and 8 to 128 falling dominoes with the contact rows bordered as one dense
   block (the old path, kept as the reference) and in one sparse LU, same run, beside MuJoCo.
+* Contact scenes (benchmarks/contact_scenes.py): box drop, sphere chains, 32 to 1000 dominoes and the
+  200-box pile beside MuJoCo (defaults and tuned under 1 mm) and PyBullet; cost per step against
+  bodies and contacts.
 Failures (a method that stops) are reported in the table with their message, not hidden.
 """
 
@@ -25,7 +28,6 @@ import argparse
 import math
 import os
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +43,7 @@ from addon.solver.presets import preset_path
 from addon.solver.reference_frames import joint_rotation
 from addon.solver.trajectory import SolverError
 from benchmarks.run import _describe, replace_section
+from tools.contact_scenes import falling_dominoes
 from tools.generate import pendulum_chain, rod_inertia
 
 DT = 0.01
@@ -109,20 +112,6 @@ def sphere_chain(n: int, radius: float = 0.25) -> Mechanism:
     return Mechanism(f"{n}-sphere chain", bodies, joints, colliders=colliders)
 
 
-def falling_dominoes(n: int) -> Mechanism:
-    """presets/dominoes.toml with n dominoes: the first tipped 10 degrees onto the second, the rest
-    standing 0.3 m apart along +x."""
-    base = load_mechanism(preset_path("dominoes"))
-    tipped, standing = base.bodies[0], base.bodies[1]
-    ground, box = base.colliders[0], base.colliders[1]
-    names = [f"domino_{i + 1}" for i in range(n)]
-    bodies = (tipped,) + tuple(replace(standing, name=name, position=(0.3 * i, 0.0, standing.position[2]))
-                               for i, name in enumerate(names) if i)
-    joints = tuple(replace(base.joints[0], name=f"{name} free", child=name) for name in names)
-    colliders = (ground,) + tuple(replace(box, name=f"{name} box", body=name) for name in names)
-    return base.replace(name=f"{n} dominoes", bodies=bodies, joints=joints, colliders=colliders)
-
-
 # -- MuJoCo models of the same mechanisms ---------------------------------------------------------------
 
 def mujoco_model(mech: Mechanism, integrator: str = "Euler", dt: float = DT):
@@ -168,12 +157,13 @@ def mujoco_model(mech: Mechanism, integrator: str = "Euler", dt: float = DT):
         eq.data[:3] = pa
     for col in mech.colliders:
         parent = spec.worldbody if col.body == WORLD else made[col.body]
+        at = {"pos": list(col.position), "quat": list(col.orientation)}  # in the body frame, as ours
         if col.shape == "plane":
-            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 1.0])
+            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 1.0], **at)
         elif col.shape == "sphere":
-            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[col.size[0], 0.0, 0.0], mass=0.0)
+            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[col.size[0], 0.0, 0.0], mass=0.0, **at)
         elif col.shape == "box":
-            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=list(col.size[:3]), mass=0.0)
+            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=list(col.size[:3]), mass=0.0, **at)
         else:
             raise ValueError(f"mujoco_model: collider shape {col.shape!r} not translated")
     return spec.compile(), closures
@@ -614,8 +604,11 @@ def _load(load: tuple[float, float, float]) -> str:
 def run(quick: bool) -> str:
     """The maximal-coordinate benchmark as Markdown."""
     load = os.getloadavg()
+    from benchmarks import contact_scenes  # it imports this module's MuJoCo models
+
     sections = [solver_section(quick), fillin_section(quick), chain_section(quick), loop_section(quick),
-                drift_section(quick), contact_section(quick), contact_scaling_section(quick)]
+                drift_section(quick), contact_section(quick), contact_scaling_section(quick),
+                *contact_scenes.sections(quick)]
     head = ["# Maximal coordinates: benchmark", "",
             f"Command: `python -m benchmarks.maximal{' --quick' if quick else ''}`. Machine: {_describe()}. "
             f"Load average (1, 5, 15 min; the machine is shared) at the start {_load(load)}, at the end "
