@@ -35,7 +35,7 @@ LINE_SEARCH_HALVINGS = 8  # variational.LINE_SEARCH_HALVINGS
 def kernel_for(model: MaximalModel, state: MaximalState) -> MaximalKernel | None:
     """A kernel for `model`, or None when its steps stay in numpy (see the module docstring)."""
     if binding.LIB is None or not fillin.NATIVE or model.collision is not None or len(model.limited) \
-            or model.loop_joints or state.interior is not None:
+            or state.interior is not None:
         return None
     if state.solver is None:
         state.solver = LinearSolver(model.bodies.count, list(model.primary))
@@ -80,7 +80,7 @@ class MaximalKernel:
         }
         self._arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}  # kept alive
         nb, R = bs.count, len(rows)
-        self.sizes = dict(nbody=nb, njoint=js.count, nrow=R, ncoord_joint=len(js.coord_joint),
+        self.sizes = dict(nbody=nb, njoint=js.count, nrow=R, n_primary=model.n_primary, ncoord_joint=len(js.coord_joint),
                           nspring=len(fs.spring_a), nforce=len(fs.force_body), n_nodes=len(plan.dim),
                           flat_size=plan.size, n_gather=len(solver._src), fill_scratch=max(plan.scratch, 1))
         self._model = binding.Model(*self.sizes.values(), *(self._arrays[n].ctypes.data for n in binding.MODEL_ARRAYS))
@@ -88,7 +88,7 @@ class MaximalKernel:
         nc = len(fs.coord_a)
         ncj = len(js.coord_joint)
         self._in = {"x": np.zeros((nb, 3)), "q": np.zeros((nb, 4)), "v": np.zeros((nb, 3)), "w": np.zeros((nb, 3)),
-                    "lam": np.zeros(R), "row_winding": np.zeros(R), "coord_winding": np.zeros(ncj),
+                    "lam": np.zeros(R), "active": np.ones(R, np.int64), "row_winding": np.zeros(R), "coord_winding": np.zeros(ncj),
                     "coord_rate": np.zeros(nc), "coord_jac_prev": np.zeros((nc, 12)),
                     "acceleration": np.zeros((nb, 6)), "targets": np.zeros(R), "torque": np.zeros(ncj),
                     "force_scale": np.ones(len(fs.force_body))}
@@ -107,12 +107,17 @@ class MaximalKernel:
         """One step of `state` (updated in place as variational.step does); (iterations, residual,
         energy), or None (state untouched) when the numpy step must take it (module docstring)."""
         model, ins, st = self.model, self._in, self._state
+        if state.aux_active is None:
+            if len(model.loop_joints):
+                return None  # the numpy step picks the independent loop rows (variational._select_rows)
+            state.aux_active = np.ones(len(model.order), bool)
         js, rows = model.joints, model.order
         ins["x"][...] = state.x
         ins["q"][...] = state.q
         ins["v"][...] = state.v
         ins["w"][...] = state.w
         ins["lam"][...] = state.lam
+        ins["active"][...] = state.aux_active
         ins["row_winding"][...] = state.row_winding[rows]
         ins["coord_winding"][...] = state.coord_winding
         ins["coord_rate"][...] = state.coord_rate
@@ -158,6 +163,4 @@ class MaximalKernel:
         state.t += dt
         state.startup = False
         state.step_index += 1
-        if state.aux_active is None:
-            state.aux_active = np.ones(len(rows), bool)
         return int(iterations), residual, energy

@@ -14,7 +14,7 @@ from . import load_kernels
 _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 
 # symplex_maximal: sizes, then one pointer per array, in header order
-MODEL_SIZES = ("nbody", "njoint", "nrow", "ncoord_joint", "nspring", "nforce", "n_nodes", "flat_size", "n_gather",
+MODEL_SIZES = ("nbody", "njoint", "nrow", "n_primary", "ncoord_joint", "nspring", "nforce", "n_nodes", "flat_size", "n_gather",
                "fill_scratch")
 MODEL_ARRAYS = ("mass", "inertia", "gravity", "parent", "child", "pa", "pb", "ca", "cb", "frame_a", "frame_b",
                 "row_joint", "row_kind", "coord_joint", "coord_kind", "spring_a", "spring_b", "spring_pa", "spring_pb",
@@ -23,7 +23,7 @@ MODEL_ARRAYS = ("mass", "inertia", "gravity", "parent", "child", "pa", "pb", "ca
                 "lower_offset", "upper_offset", "pair_start", "pair_offset", "row_offset", "gather_src",
                 "gather_dst")
 # symplex_maximal_state: pointers (NULL allowed for coord_jac_prev and acceleration), then startup
-STATE_ARRAYS = ("x", "q", "v", "w", "lam", "row_winding", "coord_winding", "coord_rate", "coord_jac_prev",
+STATE_ARRAYS = ("x", "q", "v", "w", "lam", "active", "row_winding", "coord_winding", "coord_rate", "coord_jac_prev",
                 "acceleration", "targets", "torque", "force_scale")
 # symplex_maximal_step's outputs after (model, state, dt, tol, max_iterations, halvings)
 OUTPUTS = ("V", "lam", "x2", "q2", "row_val2", "row_winding2", "coord_winding2", "cval2", "rate", "cjac2", "sweeps",

@@ -335,11 +335,16 @@ typedef struct evaluation { /* variational.Evaluation with its NewtonMatrix */
     frame *fr;
 } evaluation;
 
+/* The rows in the system: the primary rows 0..n_primary-1, then the active auxiliary rows (act, nact);
+ * a Newton vector is (zdot (6 nbody); multipliers of act). The auxiliary rows are bordered onto the
+ * factored primary part P through the dense Schur complement E - C_aux P^-1 G_aux^T (E = 0 for joint
+ * rows), LU-factored after row and column equilibration (linear.LinearSolver._factor_bordered). */
 typedef struct workspace {
     knot k;
     evaluation ev[2];
-    double *dV, *du, *rhs, *flat, *fill, *solve_scratch, *u, *best_u, *defect, *tmp, *trial_V, *trial_lam,
-        *blocks, *ct;
+    int64_t *act, nact, *pivot;
+    double *du, *rhs, *flat, *fill, *solve_scratch, *u, *best_u, *defect, *tmp, *trial_V, *trial_lam, *blocks,
+        *Y, *schur, *srow, *scol, *mu;
 } workspace;
 
 static int64_t frame_doubles(int64_t n) { return n * (int64_t)(sizeof(frame) / sizeof(double)); }
@@ -361,10 +366,12 @@ static int64_t carve(const symplex_maximal *M, double *base, workspace *w)
         ev->D = TAKE(36 * nb); ev->K = TAKE(72 * nc); ev->Wr = TAKE(9 * (nb + 1));
         ev->coupled = (int64_t *)TAKE(nc); ev->fr = (frame *)TAKE(frame_doubles(nj));
     }
-    w->dV = TAKE(6 * nb); w->du = TAKE(N); w->rhs = TAKE(N); w->flat = TAKE(M->flat_size);
+    w->act = (int64_t *)TAKE(R); w->pivot = (int64_t *)TAKE(R);
+    w->Y = TAKE((6 * nb + M->n_primary) * (R - M->n_primary)); w->schur = TAKE(R * R); w->srow = TAKE(R);
+    w->scol = TAKE(R); w->mu = TAKE(R); w->du = TAKE(N); w->rhs = TAKE(N); w->flat = TAKE(M->flat_size);
     w->fill = TAKE(M->fill_scratch > 1 ? M->fill_scratch : 1); w->solve_scratch = TAKE(64);
     w->u = TAKE(N); w->best_u = TAKE(N); w->defect = TAKE(N); w->tmp = TAKE(N);
-    w->trial_V = TAKE(6 * nb); w->trial_lam = TAKE(R); w->blocks = TAKE(24 * R); w->ct = TAKE(12);
+    w->trial_V = TAKE(6 * nb); w->trial_lam = TAKE(R); w->blocks = TAKE(24 * R);
 #undef TAKE
     return at;
 }
@@ -417,8 +424,8 @@ static void knot_terms(const symplex_maximal *M, const symplex_maximal_state *S,
 
 /* ---------------------------------------------------------------- one evaluation (variational.evaluate) */
 
-static int evaluate(const symplex_maximal *M, const symplex_maximal_state *S, const knot *k, const double *V,
-                    const double *lam, double dt, evaluation *ev)
+static int evaluate(const symplex_maximal *M, const symplex_maximal_state *S, const knot *k, const workspace *ws,
+                    const double *V, const double *lam, double dt, evaluation *ev)
 {
     const int64_t nb = M->nbody, R = M->nrow, nc = M->ncoord_joint + M->nspring;
     /* z_2 by (7) and (13); |omega| dt/2 < 1 needed */
@@ -485,8 +492,8 @@ static int evaluate(const symplex_maximal *M, const symplex_maximal_state *S, co
         add_rotational_momentum_jacobian(J, w, dt, +1.0, D);
         if (S->startup) add_rotational_momentum_jacobian(J, w0, dt, -1.0, D);
     }
-    for (int64_t r = 0; r < R; ++r) { /* - G^T lam */
-        const int64_t j = M->row_joint[r];
+    for (int64_t i = 0; i < ws->nact; ++i) { /* - G^T lam over the rows in the system */
+        const int64_t r = ws->act[i], j = M->row_joint[r];
         scatter(nb, M->parent[j], M->child[j], k->G + 12 * r, -lam[r], ev->r);
     }
     /* the implicit dampers' blocks 1/2 c_eff cjac(z_1) Ct(z_2): self blocks into D, body-body into K */
@@ -510,9 +517,18 @@ static int evaluate(const symplex_maximal *M, const symplex_maximal_state *S, co
     return SYMPLEX_CONVERGED;
 }
 
-static double merit(const symplex_maximal *M, const evaluation *ev) /* variational._merit */
+static double merit(const symplex_maximal *M, const workspace *w, const evaluation *ev) /* variational._merit */
 {
-    return norm(6 * M->nbody, ev->r) + norm(M->nrow, ev->row_res);
+    double s = 0.0;
+    for (int64_t i = 0; i < w->nact; ++i) s += ev->row_res[w->act[i]] * ev->row_res[w->act[i]];
+    return norm(6 * M->nbody, ev->r) + sqrt(s);
+}
+
+static double max_gap(const workspace *w, const evaluation *ev) /* max |row residual| over the system's rows */
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < w->nact; ++i) m = fabs(ev->row_res[w->act[i]]) > m ? fabs(ev->row_res[w->act[i]]) : m;
+    return m;
 }
 
 /* ---------------------------------------------------------------- the Newton solve (linear.py) */
@@ -525,10 +541,10 @@ static int any_coupling(const symplex_maximal *M, const evaluation *ev)
 }
 
 /* A u block by block (NewtonMatrix.multiply); with `absolute`, |A| |u| */
-static void multiply(const symplex_maximal *M, const knot *k, const evaluation *ev, const double *u, int absolute,
-                     double *out)
+static void multiply(const symplex_maximal *M, const knot *k, const evaluation *ev, const workspace *w,
+                     const double *u, int absolute, double *out)
 {
-    const int64_t nb = M->nbody, R = M->nrow;
+    const int64_t nb = M->nbody;
 #define A_(x) (absolute ? fabs(x) : (x))
     for (int64_t b = 0; b < nb; ++b)
         for (int i = 0; i < 6; ++i) {
@@ -545,9 +561,9 @@ static void multiply(const symplex_maximal *M, const knot *k, const evaluation *
                 out[6 * b + i] += A_(ev->K[72 * c + 36 + 6 * i + l]) * A_(u[6 * a + l]);
             }
     }
-    for (int64_t r = 0; r < R; ++r) {
-        const int64_t j = M->row_joint[r], a = M->parent[j], b = M->child[j];
-        const double mu = A_(u[6 * nb + r]), *G = k->G + 12 * r, *C = ev->C + 12 * r;
+    for (int64_t p = 0; p < w->nact; ++p) {
+        const int64_t r = w->act[p], j = M->row_joint[r], a = M->parent[j], b = M->child[j];
+        const double mu = A_(u[6 * nb + p]), *G = k->G + 12 * r, *C = ev->C + 12 * r;
         double row = 0.0;
         for (int i = 0; i < 6; ++i) {
             if (a < nb) {
@@ -559,15 +575,113 @@ static void multiply(const symplex_maximal *M, const knot *k, const evaluation *
                 row += A_(C[6 + i]) * A_(u[6 * b + i]);
             }
         }
-        out[6 * nb + r] = row;
+        out[6 * nb + p] = row;
     }
 #undef A_
+}
+
+static void primary_solve(const symplex_maximal *M, workspace *w, int64_t ncol, double *x) /* x <- P^-1 x */
+{
+    symplex_fillin_solve(M->n_nodes, M->order, M->dim, M->diag_offset, M->upper_start, M->upper_node,
+                         M->lower_offset, M->upper_offset, M->row_offset, w->flat, ncol, x, w->solve_scratch);
+}
+
+/* out (k, ncol) = C_aux y: the velocity side of the auxiliary rows on the body part of y (N0, ncol) */
+static void aux_rows(const symplex_maximal *M, const evaluation *ev, const workspace *w, const double *y, int64_t ncol,
+                     double *out)
+{
+    const int64_t nb = M->nbody, k = w->nact - M->n_primary;
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t r = w->act[M->n_primary + i], j = M->row_joint[r], a = M->parent[j], b = M->child[j];
+        const double *C = ev->C + 12 * r;
+        for (int64_t c = 0; c < ncol; ++c) {
+            double s = 0.0;
+            if (a < nb)
+                for (int l = 0; l < 6; ++l) s += C[l] * y[ncol * (6 * a + l) + c];
+            if (b < nb)
+                for (int l = 0; l < 6; ++l) s += C[6 + l] * y[ncol * (6 * b + l) + c];
+            out[ncol * i + c] = s;
+        }
+    }
+}
+
+/* In-place LU with partial pivoting (LAPACK getrf's choice: the largest |entry| of the column, first on
+ * ties) of the n x n row-major A; pivot[i]: the row swapped with i. Returns 0, or 1 when singular. */
+static int lu_factor(int64_t n, double *A, int64_t *pivot)
+{
+    for (int64_t c = 0; c < n; ++c) {
+        int64_t p = c;
+        for (int64_t r = c + 1; r < n; ++r)
+            if (fabs(A[n * r + c]) > fabs(A[n * p + c])) p = r;
+        pivot[c] = p;
+        if (A[n * p + c] == 0.0) return 1;
+        if (p != c)
+            for (int64_t l = 0; l < n; ++l) {
+                const double t = A[n * c + l];
+                A[n * c + l] = A[n * p + l];
+                A[n * p + l] = t;
+            }
+        for (int64_t r = c + 1; r < n; ++r) {
+            const double f = A[n * r + c] /= A[n * c + c];
+            for (int64_t l = c + 1; l < n; ++l) A[n * r + l] -= f * A[n * c + l];
+        }
+    }
+    return 0;
+}
+
+static void lu_solve(int64_t n, const double *A, const int64_t *pivot, double *x)
+{
+    for (int64_t c = 0; c < n; ++c) {
+        const double t = x[c];
+        x[c] = x[pivot[c]];
+        x[pivot[c]] = t;
+    }
+    for (int64_t r = 0; r < n; ++r)
+        for (int64_t l = 0; l < r; ++l) x[r] -= A[n * r + l] * x[l];
+    for (int64_t r = n - 1; r >= 0; --r) {
+        for (int64_t l = r + 1; l < n; ++l) x[r] -= A[n * r + l] * x[l];
+        x[r] /= A[n * r + r];
+    }
+}
+
+/* The auxiliary rows bordered onto the factored P: Y = P^-1 [G_aux^T; 0] (k columns), the Schur
+ * complement -C_aux Y (E = 0 on joint rows), equilibrated by rows then columns and LU-factored. */
+static int border(const symplex_maximal *M, const knot *kn, const evaluation *ev, workspace *w)
+{
+    const int64_t nb = M->nbody, N0 = 6 * nb + M->n_primary, k = w->nact - M->n_primary;
+    if (k == 0) return SYMPLEX_CONVERGED;
+    memset(w->Y, 0, N0 * k * sizeof(double));
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t r = w->act[M->n_primary + i], j = M->row_joint[r], a = M->parent[j], b = M->child[j];
+        for (int l = 0; l < 6; ++l) {
+            if (a < nb) w->Y[k * (6 * a + l) + i] += kn->G[12 * r + l];
+            if (b < nb) w->Y[k * (6 * b + l) + i] += kn->G[12 * r + 6 + l];
+        }
+    }
+    primary_solve(M, w, k, w->Y);
+    aux_rows(M, ev, w, w->Y, k, w->schur);
+    for (int64_t i = 0; i < k * k; ++i) w->schur[i] = 0.0 - w->schur[i];
+    for (int64_t i = 0; i < k; ++i) {
+        const double m = max_abs(k, w->schur + k * i);
+        w->srow[i] = 1.0 / (m > 1e-300 ? m : 1e-300);
+    }
+    for (int64_t c = 0; c < k; ++c) {
+        double m = 0.0;
+        for (int64_t i = 0; i < k; ++i) {
+            const double e = fabs(w->schur[k * i + c] * w->srow[i]);
+            m = e > m ? e : m;
+        }
+        w->scol[c] = 1.0 / (m > 1e-300 ? m : 1e-300);
+    }
+    for (int64_t i = 0; i < k; ++i)
+        for (int64_t c = 0; c < k; ++c) w->schur[k * i + c] *= w->srow[i] * w->scol[c];
+    return lu_factor(k, w->schur, w->pivot) ? SYMPLEX_SINGULAR : SYMPLEX_CONVERGED;
 }
 
 /* Factor P = [[D, G^T], [C, 0]] on the fill-in plan (linear.LinearSolver._factor_primary) */
 static int factor(const symplex_maximal *M, const knot *k, const evaluation *ev, workspace *w)
 {
-    const int64_t nb = M->nbody, R = M->nrow;
+    const int64_t nb = M->nbody, R = M->n_primary;
     memset(w->flat, 0, M->flat_size * sizeof(double));
     for (int64_t b = 0; b < nb; ++b) memcpy(w->flat + M->diag_offset[b], ev->D + 36 * b, 36 * sizeof(double));
     for (int64_t r = 0; r < R; ++r) /* [Ga; Gb; Ca; Cb] (4R, 6) */
@@ -581,13 +695,27 @@ static int factor(const symplex_maximal *M, const knot *k, const evaluation *ev,
     const int64_t status = symplex_fillin_factor(M->n_nodes, M->order, M->dim, M->diag_offset, M->upper_start,
                                                  M->upper_node, M->lower_offset, M->upper_offset, M->pair_start,
                                                  M->pair_offset, w->flat, w->fill);
-    return status == -1 ? SYMPLEX_CONVERGED : SYMPLEX_SINGULAR;
+    if (status != -1) return SYMPLEX_SINGULAR;
+    return border(M, k, ev, w);
 }
 
-static void precondition(const symplex_maximal *M, workspace *w, double *x) /* x <- P^-1 x */
+/* Pb^-1 x in place: P^-1 on the primary part, the auxiliary multipliers from the Schur complement
+ * (linear.LinearSolver.precondition) */
+static void precondition(const symplex_maximal *M, const evaluation *ev, workspace *w, double *x)
 {
-    symplex_fillin_solve(M->n_nodes, M->order, M->dim, M->diag_offset, M->upper_start, M->upper_node,
-                         M->lower_offset, M->upper_offset, M->row_offset, w->flat, 1, x, w->solve_scratch);
+    const int64_t N0 = 6 * M->nbody + M->n_primary, k = w->nact - M->n_primary;
+    primary_solve(M, w, 1, x);
+    if (k == 0) return;
+    aux_rows(M, ev, w, x, 1, w->mu);
+    for (int64_t i = 0; i < k; ++i) w->mu[i] = w->srow[i] * (x[N0 + i] - w->mu[i]);
+    lu_solve(k, w->schur, w->pivot, w->mu);
+    for (int64_t i = 0; i < k; ++i) w->mu[i] *= w->scol[i];
+    for (int64_t n = 0; n < N0; ++n) {
+        double s = 0.0;
+        for (int64_t i = 0; i < k; ++i) s += w->Y[k * n + i] * w->mu[i];
+        x[n] -= s;
+    }
+    memcpy(x + N0, w->mu, k * sizeof(double));
 }
 
 /* LinearSolver.solve: u = P^-1 rhs, exact when A = P (no body-body damper blocks); otherwise defect
@@ -595,11 +723,11 @@ static void precondition(const symplex_maximal *M, workspace *w, double *x) /* x
  * handing over (SYMPLEX_NEEDS_GMRES) where the numpy solver would call GMRES. */
 static int solve(const symplex_maximal *M, const knot *k, const evaluation *ev, workspace *w, double *sweeps)
 {
-    const int64_t N = 6 * M->nbody + M->nrow;
+    const int64_t N = 6 * M->nbody + w->nact;
     const double rtol = 1e-8, slow_sweep = 0.2, rounding = 1e-13;
     memcpy(w->u, w->rhs, N * sizeof(double));
-    precondition(M, w, w->u);
-    if (!any_coupling(M, ev)) {
+    precondition(M, ev, w, w->u);
+    if (w->nact == M->n_primary && !any_coupling(M, ev)) {
         memcpy(w->du, w->u, N * sizeof(double));
         *sweeps = 1;
         return SYMPLEX_CONVERGED;
@@ -609,7 +737,7 @@ static int solve(const symplex_maximal *M, const knot *k, const evaluation *ev, 
     memcpy(w->best_u, w->u, N * sizeof(double));
     int sweep = 0;
     for (; sweep < 40; ++sweep) {
-        multiply(M, k, ev, w->u, 0, w->tmp);
+        multiply(M, k, ev, w, w->u, 0, w->tmp);
         for (int64_t i = 0; i < N; ++i) w->defect[i] = w->rhs[i] - w->tmp[i];
         const double size = max_abs(N, w->defect);
         if (size >= best) break;
@@ -617,10 +745,10 @@ static int solve(const symplex_maximal *M, const knot *k, const evaluation *ev, 
         best = size;
         memcpy(w->best_u, w->u, N * sizeof(double));
         if (size <= rtol * scale) break;
-        multiply(M, k, ev, w->u, 1, w->tmp);
+        multiply(M, k, ev, w, w->u, 1, w->tmp);
         noise = rounding * max_abs(N, w->tmp);
         if (slow || size <= noise) break;
-        precondition(M, w, w->defect);
+        precondition(M, ev, w, w->defect);
         for (int64_t i = 0; i < N; ++i) w->u[i] += w->defect[i];
     }
     *sweeps = sweep < 40 ? sweep + 1 : 40;
@@ -644,9 +772,13 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
                              double *row_val2, double *row_winding2, double *coord_winding2, double *cval2,
                              double *rate, double *cjac2, double *sweeps, double *stats, double *scratch)
 {
-    const int64_t nb = M->nbody, R = M->nrow, nc = M->ncoord_joint + M->nspring, N = 6 * nb + R;
+    const int64_t nb = M->nbody, R = M->nrow, nc = M->ncoord_joint + M->nspring;
     workspace w;
     carve(M, scratch, &w);
+    w.nact = 0;
+    for (int64_t r = 0; r < R; ++r)
+        if (r < M->n_primary || S->active[r]) w.act[w.nact++] = r;
+    const int64_t N = 6 * nb + w.nact;
     knot_terms(M, S, &w.k);
     for (int64_t b = 0; b < nb; ++b)
         for (int i = 0; i < 3; ++i) {
@@ -655,19 +787,19 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
         }
     memcpy(lam, S->lam, R * sizeof(double));
     evaluation *ev = w.ev, *trial = w.ev + 1;
-    int status = evaluate(M, S, &w.k, V, lam, dt, ev);
+    int status = evaluate(M, S, &w.k, &w, V, lam, dt, ev);
     if (status != SYMPLEX_CONVERGED) return status;
     double error = INFINITY, previous_change = INFINITY;
     int64_t iteration = 1;
     int converged = 0;
     for (; iteration <= max_iterations; ++iteration) {
-        if (max_abs(R, ev->row_res) * dt <= tol && error <= tol) {
+        if (max_gap(&w, ev) * dt <= tol && error <= tol) {
             converged = 1;
             break;
         }
         if ((status = factor(M, &w.k, ev, &w)) != SYMPLEX_CONVERGED) return status;
         for (int64_t i = 0; i < 6 * nb; ++i) w.rhs[i] = -ev->r[i];
-        for (int64_t r = 0; r < R; ++r) w.rhs[6 * nb + r] = -ev->row_res[r];
+        for (int64_t p = 0; p < w.nact; ++p) w.rhs[6 * nb + p] = -ev->row_res[w.act[p]];
         if ((status = solve(M, &w.k, ev, &w, sweeps + iteration - 1)) != SYMPLEX_CONVERGED) return status;
         for (int64_t i = 0; i < N; ++i)
             if (!isfinite(w.du[i])) return SYMPLEX_NOT_FINITE;
@@ -683,12 +815,14 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
         if (spin > 1.0) alpha *= 1.0 / spin;
         /* halving line search on |r| (variational._newton: after the last halving the step is taken at the
          * halved length, with the multipliers and evaluation of the last trial) */
-        const double m0 = merit(M, ev);
+        const double m0 = merit(M, &w, ev);
         for (int64_t h = 0; h < halvings; ++h) {
-            for (int64_t r = 0; r < R; ++r) w.trial_lam[r] = lam[r] - alpha * dmu[r];
+            memcpy(w.trial_lam, lam, R * sizeof(double));
+            for (int64_t p = 0; p < w.nact; ++p) w.trial_lam[w.act[p]] -= alpha * dmu[p];
             for (int64_t i = 0; i < 6 * nb; ++i) w.trial_V[i] = V[i] + alpha * dV[i];
-            if ((status = evaluate(M, S, &w.k, w.trial_V, w.trial_lam, dt, trial)) != SYMPLEX_CONVERGED) return status;
-            if (merit(M, trial) <= (1.0 - 1e-4 * alpha) * m0) break;
+            if ((status = evaluate(M, S, &w.k, &w, w.trial_V, w.trial_lam, dt, trial)) != SYMPLEX_CONVERGED)
+                return status;
+            if (merit(M, &w, trial) <= (1.0 - 1e-4 * alpha) * m0) break;
             alpha *= 0.5;
         }
         double change = 0.0;

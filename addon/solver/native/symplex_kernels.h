@@ -90,13 +90,14 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
                               double tol, int64_t max_iterations, double *q2, double *lam, double *p2, double *h2,
                               double *stats, int64_t *iterations, double *scratch);
 
-/* A compiled maximal-coordinate model without colliders, limits or loop joints (maximal/state.py
- * MaximalModel, packed by maximal/native_step.py), as pointers to the caller's arrays. Every field is
- * 8 bytes. Body index nbody is the world. Rows are in the model's order (model.order), all primary;
+/* A compiled maximal-coordinate model without colliders or limits (maximal/state.py MaximalModel,
+ * packed by maximal/native_step.py), as pointers to the caller's arrays. Every field is 8 bytes. Body
+ * index nbody is the world. Rows are in the model's order (model.order): n_primary rows of the tree
+ * joints, then the auxiliary (loop-closing) rows, bordered onto the tree factor;
  * coordinates are the joint coordinates (ncoord_joint) followed by the spring lengths (nspring). The
  * Newton matrix's primary part is factored by symplex_fillin_factor on the plan of fillin.py. */
 typedef struct symplex_maximal {
-    int64_t nbody, njoint, nrow, ncoord_joint, nspring, nforce, n_nodes, flat_size, n_gather, fill_scratch;
+    int64_t nbody, njoint, nrow, n_primary, ncoord_joint, nspring, nforce, n_nodes, flat_size, n_gather, fill_scratch;
     const double *mass;             /* (nbody,) */
     const double *inertia;          /* (nbody, 3, 3) floored, body axes */
     const double *gravity;          /* (3,) */
@@ -118,7 +119,7 @@ typedef struct symplex_maximal {
     const double *force_vector;     /* (nforce, 3) world, before the keyed scale */
     const int64_t *order, *dim, *diag_offset, *upper_start, *upper_node, *lower_offset, *upper_offset,
         *pair_start, *pair_offset, *row_offset; /* fillin.Plan of the primary saddle matrix */
-    const int64_t *gather_src;      /* (n_gather,) into [Ga; Gb; Ca; Cb] (4 nrow, 6) row-major */
+    const int64_t *gather_src;      /* (n_gather,) into [Ga; Gb; Ca; Cb] (4 n_primary, 6) row-major */
     const int64_t *gather_dst;      /* (n_gather,) into the flat factor */
 } symplex_maximal;
 
@@ -134,6 +135,7 @@ int64_t symplex_maximal_scratch_size(const symplex_maximal *model);
 typedef struct symplex_maximal_state {
     const double *x, *q, *v, *w;    /* (nbody, 3|4|3|3) */
     const double *lam;              /* (nrow,) model order */
+    const int64_t *active;          /* (nrow,) nonzero: the row is in the system (redundant loop rows are not) */
     const double *row_winding;      /* (nrow,) windings of the rows, model order */
     const double *coord_winding;    /* (ncoord_joint,) */
     const double *coord_rate;       /* (ncoord,) */
