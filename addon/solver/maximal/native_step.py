@@ -102,6 +102,7 @@ class MaximalKernel:
                      "sweeps": np.zeros(MAX_ITERATIONS), "stats": np.zeros(4)}
         self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr))
         self._out_addresses = [self._out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
+        self.steps = 0  # steps taken in C (the others went to the numpy step)
 
     def step(self, state: MaximalState, dt: float, tol: float) -> tuple[int, float, float] | None:
         """One step of `state` (updated in place as variational.step does); (iterations, residual,
@@ -163,4 +164,5 @@ class MaximalKernel:
         state.t += dt
         state.startup = False
         state.step_index += 1
+        self.steps += 1
         return int(iterations), residual, energy
