@@ -63,7 +63,7 @@ class MaximalKernel:
         self._scaled = any(c is not None for c in fs.force_scale)
         i64 = np.int64
         arrays = {
-            "mass": _c(bs.mass), "inertia": _c(bs.inertia), "gravity": _c(bs.gravity),
+            "mass": _c(bs.mass), "com": _c(bs.com), "inertia": _c(bs.inertia), "gravity": _c(bs.gravity),
             "parent": _c(js.parent, i64), "child": _c(js.child, i64), "pa": _c(js.pa), "pb": _c(js.pb),
             "ca": _c(js.ca), "cb": _c(js.cb), "frame_a": _c(js.frame_a), "frame_b": _c(js.frame_b),
             "row_joint": _c(js.row_joint[rows], i64), "row_kind": _c(kinds, i64),
@@ -96,7 +96,7 @@ class MaximalKernel:
         self._state_ptr = ctypes.pointer(self._state)
         self._prev_address = self._state.coord_jac_prev
         self._accel_address = self._state.acceleration
-        self._out = {"V": np.zeros((nb, 6)), "lam": np.zeros(R), "x2": np.zeros((nb, 3)), "q2": np.zeros((nb, 4)),
+        self._out = {"V": np.zeros((nb, 6)), "acceleration": np.zeros((nb, 6)), "poses": np.zeros((nb, 7)), "lam": np.zeros(R), "x2": np.zeros((nb, 3)), "q2": np.zeros((nb, 4)),
                      "row_val2": np.zeros(R), "row_winding2": np.zeros(R), "coord_winding2": np.zeros(ncj),
                      "cval2": np.zeros(nc), "rate": np.zeros(nc), "cjac2": np.zeros((nc, 12)),
                      "sweeps": np.zeros(MAX_ITERATIONS), "stats": np.zeros(4)}
@@ -104,9 +104,10 @@ class MaximalKernel:
         self._out_addresses = [self._out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
         self.steps = 0  # steps taken in C (the others went to the numpy step)
 
-    def step(self, state: MaximalState, dt: float, tol: float) -> tuple[int, float, float] | None:
+    def step(self, state: MaximalState, dt: float, tol: float) -> tuple[int, float, float, np.ndarray] | None:
         """One step of `state` (updated in place as variational.step does); (iterations, residual,
-        energy), or None (state untouched) when the numpy step must take it (module docstring)."""
+        energy, body-frame poses (B, 7) at the new knot), or None (state untouched) when the numpy step
+        must take it (module docstring)."""
         model, ins, st = self.model, self._in, self._state
         if state.aux_active is None:
             if len(model.loop_joints):
@@ -154,7 +155,7 @@ class MaximalKernel:
             state.row_winding = state.row_winding.copy()
             state.row_winding[self._angle_rows] = out["row_winding2"][self._angle]
         state.coord_winding = out["coord_winding2"].copy()
-        state.acceleration_guess = 0.0 if state.startup else V - np.concatenate([state.v, state.w], axis=1)
+        state.acceleration_guess = 0.0 if state.startup else out["acceleration"].copy()
         state.x, state.q = out["x2"].copy(), out["q2"].copy()
         state.v, state.w = V[:, :3].copy(), V[:, 3:].copy()
         state.frames_at = None
@@ -165,4 +166,4 @@ class MaximalKernel:
         state.startup = False
         state.step_index += 1
         self.steps += 1
-        return int(iterations), residual, energy
+        return int(iterations), residual, energy, out["poses"].copy()

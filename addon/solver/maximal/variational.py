@@ -93,6 +93,7 @@ class StepResult:
     iterations: int
     residual: float
     energy: float
+    poses: np.ndarray | None = None  # body-frame poses (B, 7) at the new knot, when the C step made them
 
 
 def knot_terms(model: MaximalModel, state: MaximalState, dt: float) -> Knot:

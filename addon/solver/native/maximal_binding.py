@@ -16,7 +16,7 @@ _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 # symplex_maximal: sizes, then one pointer per array, in header order
 MODEL_SIZES = ("nbody", "njoint", "nrow", "n_primary", "ncoord_joint", "nspring", "nforce", "n_nodes", "flat_size", "n_gather",
                "fill_scratch")
-MODEL_ARRAYS = ("mass", "inertia", "gravity", "parent", "child", "pa", "pb", "ca", "cb", "frame_a", "frame_b",
+MODEL_ARRAYS = ("mass", "com", "inertia", "gravity", "parent", "child", "pa", "pb", "ca", "cb", "frame_a", "frame_b",
                 "row_joint", "row_kind", "coord_joint", "coord_kind", "spring_a", "spring_b", "spring_pa", "spring_pb",
                 "coord_a", "coord_b", "stiffness", "rest", "damping", "gain", "target_velocity", "force_body",
                 "force_point", "force_vector", "order", "dim", "diag_offset", "upper_start", "upper_node",
@@ -26,7 +26,7 @@ MODEL_ARRAYS = ("mass", "inertia", "gravity", "parent", "child", "pa", "pb", "ca
 STATE_ARRAYS = ("x", "q", "v", "w", "lam", "active", "row_winding", "coord_winding", "coord_rate", "coord_jac_prev",
                 "acceleration", "targets", "torque", "force_scale")
 # symplex_maximal_step's outputs after (model, state, dt, tol, max_iterations, halvings)
-OUTPUTS = ("V", "lam", "x2", "q2", "row_val2", "row_winding2", "coord_winding2", "cval2", "rate", "cjac2", "sweeps",
+OUTPUTS = ("V", "acceleration", "poses", "lam", "x2", "q2", "row_val2", "row_winding2", "coord_winding2", "cval2", "rate", "cjac2", "sweeps",
            "stats")
 
 # status codes (symplex_kernels.h)

@@ -768,7 +768,8 @@ static double remaining_error(double change, double previous_change, int full_ne
 /* ---------------------------------------------------------------- the step */
 
 int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_state *S, double dt, double tol,
-                             int64_t max_iterations, int64_t halvings, double *V, double *lam, double *x2, double *q2,
+                             int64_t max_iterations, int64_t halvings, double *V, double *acceleration,
+                             double *poses, double *lam, double *x2, double *q2,
                              double *row_val2, double *row_winding2, double *coord_winding2, double *cval2,
                              double *rate, double *cjac2, double *sweeps, double *stats, double *scratch)
 {
@@ -851,7 +852,15 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
     double kinetic = 0.0, potential2 = 0.0, spring = 0.0, residual = 0.0;
     for (int64_t b = 0; b < nb; ++b) {
         const double *v = V + 6 * b, *om = v + 3;
-        double Jw[3];
+        double Jw[3], R[9], offset[3];
+        for (int i = 0; i < 3; ++i) {
+            acceleration[6 * b + i] = v[i] - S->v[3 * b + i];
+            acceleration[6 * b + 3 + i] = om[i] - S->w[3 * b + i];
+        }
+        quat_to_matrix(q2 + 4 * b, R);
+        mat3_vec(R, M->com + 3 * b, offset);
+        for (int i = 0; i < 3; ++i) poses[7 * b + i] = x2[3 * b + i] - offset[i];
+        memcpy(poses + 7 * b + 3, q2 + 4 * b, 4 * sizeof(double));
         mat3_vec(M->inertia + 9 * b, om, Jw);
         kinetic += M->mass[b] * dot3(v, v) + dot3(om, Jw);
         potential2 -= M->mass[b] * dot3(M->gravity, x2 + 3 * b);

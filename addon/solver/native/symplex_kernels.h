@@ -99,6 +99,7 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
 typedef struct symplex_maximal {
     int64_t nbody, njoint, nrow, n_primary, ncoord_joint, nspring, nforce, n_nodes, flat_size, n_gather, fill_scratch;
     const double *mass;             /* (nbody,) */
+    const double *com;              /* (nbody, 3) body frame origin to centre of mass, body axes */
     const double *inertia;          /* (nbody, 3, 3) floored, body axes */
     const double *gravity;          /* (3,) */
     const int64_t *parent;          /* (njoint,) body index, nbody = world */
@@ -151,7 +152,8 @@ typedef struct symplex_maximal_state {
  * discrete Euler-Lagrange equations with the exact matrix, halving line search on
  * |r_body| + |r_rows|, the spin cap |omega| dt <= 1 and the convergence test max|g| <= tol,
  * estimated |zdot - zdot*| dt <= tol (variational._remaining_error).
- * outputs: V (nbody, 6) interval velocities (v, omega); lam (nrow,); x2 (nbody, 3), q2 (nbody, 4);
+ * outputs: V (nbody, 6) interval velocities (v, omega); acceleration (nbody, 6) = V - (v, w) of the state;
+ *          poses (nbody, 7) body-frame poses (origin, q) at z_2 (start.body_frame_poses); lam (nrow,); x2 (nbody, 3), q2 (nbody, 4);
  *          row_val2 (nrow,) rows at z_2 (unwrapped); row_winding2 (nrow,) windings of the ANGLE rows at
  *          z_2 (others 0); coord_winding2 (ncoord_joint,); cval2, rate (ncoord,); cjac2 (ncoord, 12);
  *          sweeps (max_iterations,) solver sweeps per Newton iteration;
@@ -159,7 +161,8 @@ typedef struct symplex_maximal_state {
  * Returns SYMPLEX_CONVERGED or a failure status (then nothing is meaningful: the caller redoes the
  * step with the numpy reference, which raises its error). */
 int64_t symplex_maximal_step(const symplex_maximal *model, const symplex_maximal_state *state, double dt, double tol,
-                             int64_t max_iterations, int64_t halvings, double *V, double *lam, double *x2, double *q2,
+                             int64_t max_iterations, int64_t halvings, double *V, double *acceleration,
+                             double *poses, double *lam, double *x2, double *q2,
                              double *row_val2, double *row_winding2, double *coord_winding2, double *cval2,
                              double *rate, double *cjac2, double *sweeps, double *stats, double *scratch);
 
