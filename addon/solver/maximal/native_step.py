@@ -7,7 +7,11 @@ variational.step's Newton loop (knot terms, residuals, the exact matrix, its fil
 search and the convergence test) in one call, and updates the state as variational.step does.
 
 Falls back to the numpy step (variational.py, the reference), silently and from the unchanged state:
-* always, for models with colliders, joint limits or loop joints (kernel_for returns None);
+* always, for models with colliders or joint limits (the interior point), and for loop joints with
+  linear.SPARSE_FROM or more auxiliary rows, which the numpy solver factors by one sparse LU (the
+  kernel borders fewer onto the tree factor densely, as linear.py does): kernel_for returns None;
+* the first step of a mechanism with loop joints, where the numpy step picks the independent loop
+  rows (variational._select_rows: pivoted QR of their Schur complement);
 * for one step, when the kernel stops without converging, meets a singular Newton matrix, a
   non-finite iterate or an angular speed of 2/dt, or when defect correction stalls where the numpy
   solver would hand over to GMRES: the numpy step then converges or raises its own error (the same
@@ -25,7 +29,7 @@ from ..native import maximal_binding as binding
 from . import fillin
 from .forces import knot_torques
 from .joints import ANGLE, row_targets
-from .linear import LinearSolver
+from .linear import SPARSE_FROM, LinearSolver
 from .state import MaximalModel, MaximalState
 
 MAX_ITERATIONS = 100  # variational.MAX_ITERATIONS
@@ -35,7 +39,7 @@ LINE_SEARCH_HALVINGS = 8  # variational.LINE_SEARCH_HALVINGS
 def kernel_for(model: MaximalModel, state: MaximalState) -> MaximalKernel | None:
     """A kernel for `model`, or None when its steps stay in numpy (see the module docstring)."""
     if binding.LIB is None or not fillin.NATIVE or model.collision is not None or len(model.limited) \
-            or state.interior is not None:
+            or state.interior is not None or len(model.order) - model.n_primary >= SPARSE_FROM:
         return None
     if state.solver is None:
         state.solver = LinearSolver(model.bodies.count, list(model.primary))
