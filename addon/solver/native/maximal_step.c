@@ -1,8 +1,9 @@
-/* One step of seed 003's maximal-coordinate variational integrator for mechanisms without colliders,
- * limits or loop joints (symplex_kernels.h symplex_maximal_step). The numpy twin and reference is
- * addon/solver/maximal/variational.py with bodies.py (rotation update, inertial terms), joints.py
- * (joint frames and rows), forces.py (wrenches and coordinates) and linear.py (the Newton solve); the
- * quantities and their names follow those modules, and so does the order of the Newton loop.
+/* One step of seed 003's maximal-coordinate variational integrator for mechanisms without colliders or
+ * joint limits (symplex_kernels.h symplex_maximal_step); loop joints' rows are bordered onto the tree
+ * factor. The numpy twin and reference is addon/solver/maximal/variational.py with bodies.py (rotation
+ * update, inertial terms), joints.py (joint frames and rows), forces.py (wrenches and coordinates) and
+ * linear.py (the Newton solve); the quantities and their names follow those modules, and so does the
+ * order of the Newton loop.
  *
  * Residuals at interval velocities V = (v, omega) and multipliers lam (variational.py's docstring):
  *   m (v - v0)/dt - F(z1) - f_damp - G_x^T lam                                            (10)
@@ -309,7 +310,7 @@ static void rotation_jacobian(const double *w, double dt, double *Wr)
     const double c = sqrt(1.0 - dot3(a, a));
     const double A[9] = {0, -a[2], a[1], a[2], 0, -a[0], -a[1], a[0], 0};
     for (int i = 0; i < 3; ++i)
-        for (int k = 0; k < 3; ++k) Wr[3 * i + k] = dt * ((i == k ? c : 0.0) + a[i] * a[k] / c - A[3 * i + k]) / dt;
+        for (int k = 0; k < 3; ++k) Wr[3 * i + k] = (i == k ? c : 0.0) + a[i] * a[k] / c - A[3 * i + k];
 }
 
 /* variational._velocity_side: phi columns of a (12,) Jacobian at z_2 times W(omega)/dt of each body */
@@ -367,7 +368,7 @@ static int64_t carve(const symplex_maximal *M, double *base, workspace *w)
         ev->coupled = (int64_t *)TAKE(nc); ev->fr = (frame *)TAKE(frame_doubles(nj));
     }
     w->act = (int64_t *)TAKE(R); w->pivot = (int64_t *)TAKE(R);
-    w->Y = TAKE((6 * nb + M->n_primary) * (R - M->n_primary)); w->schur = TAKE(R * R); w->srow = TAKE(R);
+    w->Y = TAKE((6 * nb + M->n_primary) * (R - M->n_primary)); w->schur = TAKE((R - M->n_primary) * (R - M->n_primary)); w->srow = TAKE(R);
     w->scol = TAKE(R); w->mu = TAKE(R); w->du = TAKE(N); w->rhs = TAKE(N); w->flat = TAKE(M->flat_size);
     w->fill = TAKE(M->fill_scratch > 1 ? M->fill_scratch : 1); w->solve_scratch = TAKE(64);
     w->u = TAKE(N); w->best_u = TAKE(N); w->defect = TAKE(N); w->tmp = TAKE(N);
