@@ -32,10 +32,6 @@ from .joints import ANGLE, row_targets
 from .linear import SPARSE_FROM, LinearSolver
 from .state import MaximalModel, MaximalState
 
-MAX_ITERATIONS = 100  # variational.MAX_ITERATIONS
-LINE_SEARCH_HALVINGS = 8  # variational.LINE_SEARCH_HALVINGS
-
-
 def kernel_for(model: MaximalModel, state: MaximalState) -> MaximalKernel | None:
     """A kernel for `model`, or None when its steps stay in numpy (see the module docstring)."""
     if binding.LIB is None or not fillin.NATIVE or model.collision is not None or len(model.limited) \
@@ -100,19 +96,23 @@ class MaximalKernel:
         self._state_ptr = ctypes.pointer(self._state)
         self._prev_address = self._state.coord_jac_prev
         self._accel_address = self._state.acceleration
-        self._out = {"V": np.zeros((nb, 6)), "acceleration": np.zeros((nb, 6)), "poses": np.zeros((nb, 7)), "lam": np.zeros(R), "x2": np.zeros((nb, 3)), "q2": np.zeros((nb, 4)),
-                     "row_val2": np.zeros(R), "row_winding2": np.zeros(R), "coord_winding2": np.zeros(ncj),
+        self._out = {"V": np.zeros((nb, 6)), "acceleration": np.zeros((nb, 6)), "poses": np.zeros((nb, 7)),
+                     "lam": np.zeros(R), "x2": np.zeros((nb, 3)), "q2": np.zeros((nb, 4)), "row_val2": np.zeros(R), "row_winding2": np.zeros(R), "coord_winding2": np.zeros(ncj),
                      "cval2": np.zeros(nc), "rate": np.zeros(nc), "cjac2": np.zeros((nc, 12)),
-                     "sweeps": np.zeros(MAX_ITERATIONS), "stats": np.zeros(4)}
+                     "sweeps": np.zeros(0), "stats": np.zeros(4)}
         self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr))
-        self._out_addresses = [self._out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
+        self._out_addresses: list[int] = []
         self.steps = 0  # steps taken in C (the others went to the numpy step)
 
-    def step(self, state: MaximalState, dt: float, tol: float) -> tuple[int, float, float, np.ndarray] | None:
-        """One step of `state` (updated in place as variational.step does); (iterations, residual,
-        energy, body-frame poses (B, 7) at the new knot), or None (state untouched) when the numpy step
-        must take it (module docstring)."""
+    def step(self, state: MaximalState, dt: float, tol: float, max_iterations: int,
+             halvings: int) -> tuple[int, float, float, np.ndarray] | None:
+        """One step of `state` (updated in place as variational.step does, with its iteration and
+        line-search limits); (iterations, residual, energy, body-frame poses (B, 7) at the new knot), or
+        None (state untouched) when the numpy step must take it (module docstring)."""
         model, ins, st = self.model, self._in, self._state
+        if len(self._out["sweeps"]) != max_iterations:
+            self._out["sweeps"] = np.zeros(max_iterations)
+            self._out_addresses = [self._out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
         if state.aux_active is None:
             if len(model.loop_joints):
                 return None  # the numpy step picks the independent loop rows (variational._select_rows)
@@ -148,7 +148,7 @@ class MaximalKernel:
                                                 for s in (t - 0.5 * dt, t + 0.5 * dt))
         st.startup = int(state.startup)
         status = binding.LIB.symplex_maximal_step(self._model_ptr, self._state_ptr, float(dt), float(tol),
-                                                  MAX_ITERATIONS, LINE_SEARCH_HALVINGS, *self._out_addresses)
+                                                  int(max_iterations), int(halvings), *self._out_addresses)
         if status != binding.CONVERGED:
             return None
         out = self._out

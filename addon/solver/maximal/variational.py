@@ -351,7 +351,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> Ste
     if state.kernel is None:
         state.kernel = native_step.kernel_for(model, state) or False
     if state.kernel:
-        done = state.kernel.step(state, dt, tol)
+        done = state.kernel.step(state, dt, tol, MAX_ITERATIONS, LINE_SEARCH_HALVINGS)
         if done is not None:
             return StepResult(*done)
     bs, js = model.bodies, model.joints
