@@ -1,12 +1,14 @@
 """Maximal-coordinate benchmark: time per step and accuracy beside the tree method and MuJoCo, one run.
 
 Usage: python -m benchmarks.maximal [--quick] [--out docs/benchmarks_maximal.md] [--contact-rows-only]
+[--chains-only]
 `run(quick)` returns the Markdown (the suite appends it). Sections:
 
 * Sparse solver: Baraff factor + solve of an n-link chain (C kernel, numpy twin, dense), and the
   reduced-fill-in LDU (fillin.py) against auxiliary rows (baraff.solve_auxiliary) on cyclic graphs:
   fill counts, stored entries, time.
-* n-link chains (revolute and ball joints): ms per step of `maximal` (variational, Newton),
+* n-link chains (revolute and ball joints) and a free body: ms per step of `maximal` (variational, Newton;
+  its C step and its numpy step in the same run),
   `maximal-rk4` (forward.py), `tree` and MuJoCo (default Euler) on the same chain and dt, with the
   energy band over the timed steps.
 * Chains of 4-link loops: the same methods, MuJoCo closing each loop with a `connect` equality;
@@ -221,10 +223,13 @@ def time_mujoco(mech: Mechanism, steps: int, integrator: str = "Euler", dt: floa
 
 # -- Symplex runs ---------------------------------------------------------------------------------------
 
-def time_symplex(mech: Mechanism, method: str, steps: int, dt: float = DT) -> dict:
-    """Median ms per step (after one warm-up step), energy band and worst joint residual; or the failure."""
+def time_symplex(mech: Mechanism, method: str, steps: int, dt: float = DT, numpy_step: bool = False) -> dict:
+    """Median ms per step (after one warm-up step), energy band and worst joint residual; or the failure.
+    numpy_step: the maximal method's numpy step even where its C kernel runs (maximal/native_step.py)."""
     try:
         integ = make_integrator(mech, method, dt)
+        if numpy_step:
+            integ.state.kernel = False
         integ.step()
         times = []
         for _ in range(steps):
@@ -387,6 +392,15 @@ def _steps(n: int, quick: bool) -> int:
     return max(3, min(100 if quick else 200, (400 if quick else 2000) // n))
 
 
+def free_body(spin: tuple[float, float, float] = (3.0, -2.0, 5.0)) -> Mechanism:
+    """One 2 kg brick (principal moments 0.1, 0.4, 0.3) thrown with an asymmetric spin under gravity."""
+    body = Body("brick", 2.0, (0.0, 0.0, 1.0), inertia=(0.1, 0.4, 0.3, 0.0, 0.0, 0.0))
+    return Mechanism("free body", (body,), (Joint("throw", "free", WORLD, "brick", v0=spin + (1.0, 0.0, 3.0)),))
+
+
+CHAIN_METHODS = (("maximal", False), ("maximal", True), ("maximal-rk4", False), ("tree", False))
+
+
 def chain_section(quick: bool) -> list[str]:
     sizes = (1, 5, 20, 100) if quick else (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
     lines = ["## n-link chains: ms per step",
@@ -396,24 +410,27 @@ def chain_section(quick: bool) -> list[str]:
              "at 45 degrees (generate.pendulum_chain); ball: the same rods on ball joints, top tilted by (0.5, 0.3, 0)",
              "rad. MuJoCo: the same chain (MjSpec, default Euler integrator and solver settings); its time grows",
              "steeply with n because a serial chain's joint-space mass matrix is dense. Energy band: max - min of",
-             "total energy over the timed steps (J). `maximal` is the variational method (METHODS['maximal']),",
-             "`maximal-rk4` the stabilised forward dynamics (maximal/forward.py), `tree` the tree midpoint VI.",
+             "total energy over the timed steps (J). `maximal` is the variational method (METHODS['maximal']):",
+             "`maximal C` its step in C (native/maximal_step.c, taken wherever the kernels are built), `maximal numpy`",
+             "the numpy step (variational.py, the C step's reference) in the same run; `maximal-rk4` the stabilised",
+             "forward dynamics (maximal/forward.py), `tree` the tree midpoint VI. `free` is one body without joint",
+             "rows (benchmarks.maximal.free_body: a 2 kg brick thrown with an asymmetric spin).",
              "",
-             "| joints | n | steps | maximal | maximal-rk4 | tree | MuJoCo | energy band maximal | energy band maximal-rk4 "
-             "| energy band tree | energy band MuJoCo |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| joints | n | steps | maximal C | maximal numpy | maximal-rk4 | tree | MuJoCo | energy band maximal "
+             "| energy band maximal-rk4 | energy band tree | energy band MuJoCo |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     failures = []
-    for joints, build in (("revolute", pendulum_chain), ("ball", ball_chain)):
-        for n in sizes:
-            mech = build(n)
-            steps = max(10, _steps(n, quick))
-            res = {m: time_symplex(mech, m, steps, CHAIN_DT) for m in ("maximal", "maximal-rk4", "tree")}
-            mj = time_mujoco(mech, steps, dt=CHAIN_DT)
-            failures += _failures({f"{joints} n={n} {m}": r for m, r in res.items()})
-            lines.append(f"| {joints} | {n} | {steps} | " + " | ".join(_cell(res[m]) for m in ("maximal", "maximal-rk4", "tree"))
-                         + f" | {mj['ms']:.3f} | " + " | ".join(_cell(res[m], "energy_band", "{:.1e}")
-                                                         for m in ("maximal", "maximal-rk4", "tree"))
-                         + f" | {mj['energy_band']:.1e} |")
+    cases = [("free", 1, free_body())] + [(joints, n, build(n)) for joints, build in
+                                          (("revolute", pendulum_chain), ("ball", ball_chain)) for n in sizes]
+    for joints, n, mech in cases:
+        steps = max(10, _steps(n, quick))
+        res = {(m, numpy_step): time_symplex(mech, m, steps, CHAIN_DT, numpy_step) for m, numpy_step in CHAIN_METHODS}
+        mj = time_mujoco(mech, steps, dt=CHAIN_DT)
+        failures += _failures({f"{joints} n={n} {m}{' numpy' if numpy_step else ''}": r for (m, numpy_step), r in res.items()})
+        lines.append(f"| {joints} | {n} | {steps} | " + " | ".join(_cell(res[key]) for key in CHAIN_METHODS)
+                     + f" | {mj['ms']:.3f} | " + " | ".join(_cell(res[key], "energy_band", "{:.1e}")
+                                                     for key in CHAIN_METHODS if key[1] is False)
+                     + f" | {mj['energy_band']:.1e} |")
     return lines + ([""] + failures if failures else [])
 
 
@@ -622,11 +639,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="Markdown file to write")
     parser.add_argument("--contact-rows-only", action="store_true",
                         help="only the contact-rows section, replacing that section of --out")
+    parser.add_argument("--chains-only", action="store_true",
+                        help="only the n-link chains section, replacing that section of --out")
     args = parser.parse_args(argv)
-    if args.contact_rows_only:
-        command = "python -m benchmarks.maximal --contact-rows-only" + (" --quick" if args.quick else "")
+    if args.contact_rows_only or args.chains_only:
+        flag = "--contact-rows-only" if args.contact_rows_only else "--chains-only"
+        command = f"python -m benchmarks.maximal {flag}" + (" --quick" if args.quick else "")
         load = os.getloadavg()
-        section = contact_scaling_section(args.quick)
+        section = (contact_scaling_section if args.contact_rows_only else chain_section)(args.quick)
         section[1:1] = ["", f"Command: `{command}`. Machine: {_describe()}. Load average (1, 5, 15 min; the machine "
                             f"is shared) at the start {_load(load)}, at the end {_load(os.getloadavg())}."]
         old = args.out.read_text() if args.out.exists() else "# Maximal coordinates: benchmark\n"

@@ -73,7 +73,8 @@ class MaximalIntegrator(Integrator):
                           RuntimeWarning, stacklevel=2)
         self._iterations.append(result.iterations)
         s = self.state
-        self._record(s.t, body_frame_poses(self.model, s.x, s.q), np.zeros(0), result.energy, result.residual)
+        poses = body_frame_poses(self.model, s.x, s.q) if result.poses is None else result.poses
+        self._record(s.t, poses, np.zeros(0), result.energy, result.residual)
 
     def info(self) -> dict:
         aux, ip = self.state.aux_active, self.state.interior
