@@ -21,12 +21,17 @@ from pathlib import Path
 import numpy as np
 
 from addon.solver.collision import CollisionWorld
-from addon.solver.integrator import make_integrator
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Mechanism
 from addon.solver.presets import preset_path
-from addon.solver.trajectory import SolverError
-from benchmarks.maximal import DT, OUT, mujoco_model, mujoco_start, sphere_chain
+from benchmarks.maximal import (
+    DT,
+    OUT,
+    mujoco_model,
+    mujoco_start,
+    sphere_chain,
+    time_symplex,
+)
 from benchmarks.run import _describe, replace_section
 from tools.contact_scenes import box_pile, falling_dominoes
 
@@ -49,20 +54,12 @@ def deepest(mech: Mechanism, poses: np.ndarray) -> float:
 
 
 def run_symplex(mech: Mechanism, steps: int) -> dict:
-    """Median ms per step of the maximal method (after one step from the start), deepest penetration,
-    and the mean number of contact points the steps saw."""
-    try:
-        integ = make_integrator(mech, "maximal", DT)
-        integ.step()
-        times = []
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            integ.step()
-            times.append(time.perf_counter() - t0)
-    except (SolverError, ValueError) as err:
-        return {"failed": f"{type(err).__name__}: {str(err)[:90]}"}
-    traj = integ.trajectory()
-    return {"ms": 1e3 * float(np.median(times)), "depth": deepest(mech, traj.poses), "traj": traj}
+    """Median ms per step of the maximal method (after one step from the start) and the deepest penetration;
+    or the failure."""
+    result = time_symplex(mech, "maximal", steps)
+    if "failed" not in result:
+        result["depth"] = deepest(mech, result["traj"].poses)
+    return result
 
 
 def run_mujoco(mech: Mechanism, steps: int, substeps: int = 1, stiff: bool = False) -> dict:

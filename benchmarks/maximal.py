@@ -44,7 +44,7 @@ from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 from addon.solver.presets import preset_path
 from addon.solver.reference_frames import joint_rotation
 from addon.solver.trajectory import SolverError
-from benchmarks.run import _describe, replace_section
+from benchmarks.run import _describe, replace_section, step_times
 from tools.contact_scenes import falling_dominoes
 from tools.generate import pendulum_chain, rod_inertia
 
@@ -231,11 +231,7 @@ def time_symplex(mech: Mechanism, method: str, steps: int, dt: float = DT, numpy
         if numpy_step:
             integ.state.kernel = False
         integ.step()
-        times = []
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            integ.step()
-            times.append(time.perf_counter() - t0)
+        times = step_times(integ, steps)
     except (SolverError, ValueError) as err:
         return {"failed": f"{type(err).__name__}: {str(err)[:90]}"}
     traj = integ.trajectory()
