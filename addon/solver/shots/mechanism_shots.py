@@ -394,7 +394,7 @@ def _result(P: _Problem, out, wall_time: float) -> ShotResult:
         else:
             lines.append(f"  replay through the simulator failed: {trajectory.message}")
     result.trajectory, result.replay_error, result.report = trajectory, replay_error, "\n".join(lines)
-    result.timings = dict(out.timings)
+    result.timings, result.kkt = dict(out.timings), out.kkt
     return result
 
 

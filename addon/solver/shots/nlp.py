@@ -327,7 +327,7 @@ class _KKT:
     def describe(self) -> str:
         if not isinstance(self.layout, StageLayout):
             return f"sparse LU ({self.layout})"
-        text = f"{self.layout.describe()}; {self.stage_count} factorisations"
+        text = f"{self.layout.describe()}; {self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})"
         if self.lu_count:
             why = "; ".join(f"{reason}: {count}" for reason, count in self.breakdowns.items())
             text += f", {self.lu_count} by sparse LU instead ({why})"

@@ -90,7 +90,7 @@ class StageLayout:
         return int(np.sum(p.astype(float)**3 + p.astype(float)**2 * nb)) + nb**3
 
     def describe(self) -> str:
-        return (f"stage-structured LDL^T: {self.n_chunks} blocks of at most {self.size} unknowns "
+        return (f"stage recursion: {self.n_chunks} blocks of at most {self.size} unknowns "
                 f"({self.band} stage{'s' if self.band > 1 else ''} each), {len(self.border)} coupling unknowns")
 
 

@@ -787,7 +787,7 @@ class Transcription:
             lines.insert(2, "  " + self.diagnose_keys(x))
         return ShotResult(trajectory, controls, times, "\n".join(lines), res.status, res.iterations, res.wall_time,
                           key_errors, st[1:, :dyn.ns].copy(), dyn.state_names, h, res.objective,
-                          res.constraint_violation, replay_error, clear, x.copy(), res.timings)
+                          res.constraint_violation, replay_error, clear, x.copy(), res.timings, res.kkt)
 
     def diagnose_keys(self, x: np.ndarray) -> str:
         """Why the shot failed: re-solve with every key soft (dynamics, bounds, obstacles hard) and name the key

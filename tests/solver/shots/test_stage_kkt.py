@@ -124,7 +124,7 @@ def test_interior_point_iterates_match_the_sparse_lu_on_parking():
             (info["objective"], info["constraint_violation"], info["regularization"])))
         runs[kkt] = res, np.array(trace)
     (lu, t_lu), (st, t_st) = runs["lu"], runs["stage"]
-    assert "stage-structured" in st.kkt and "sparse LU instead" not in st.kkt, st.kkt
+    assert "stage recursion" in st.kkt and "sparse LU instead" not in st.kkt, st.kkt
     assert st.status == lu.status == "solved" and st.iterations == lu.iterations
     # each step agrees to about cond(K) eps ~ 1e-8 (cond(K) ~ 3e8 at the start, see the test above); over ten
     # iterations that round-off may grow, but far less than the steps themselves
