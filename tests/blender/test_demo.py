@@ -17,7 +17,6 @@ from mathutils import Vector
 from addon.bridge import compat, reference
 from addon.bridge.build import build_rigid_bodies
 from addon.bridge.headless import bake_file
-from addon.bridge.job import BakeJob
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Joint, Mechanism
 from addon.solver.presets import list_presets, list_vehicle_presets, preset_path
@@ -25,6 +24,7 @@ from demo.contact import CONTACT_DEMOS
 from demo.scenes import DEMO_PRESETS, FRAMES, RENDER_FRAMES, VEHICLE_DEMOS, demo_scene, run_demo
 from demo.stage import image_size, nice_step, stage
 from tests.blender.scenes import (  # noqa: F401  (symplex: fixture)
+    bake_to_end,
     chain_armature,
     evaluated,
     fcurve_data,
@@ -112,10 +112,8 @@ def test_stage_frames_the_whole_motion_centred_and_large(symplex, mech):
     scene = demo_scene(f"stage {mech.name}")
     scene.frame_end = 60
     built = build_rigid_bodies(scene, mech)
-    bake_job = BakeJob(scene, built.setup)
-    while not bake_job.advance(budget_seconds=3600.0):
-        pass
-    assert bake_job.finish(scene).max_residual < 1e-8
+    report, _, bake_job = bake_to_end(scene, built.setup)
+    assert report.max_residual < 1e-8
     objects = {name: bpy.data.objects[name] for name in built.objects.values()}
     staged = stage(scene, bake_job.trajectory(), objects, bake_job.read.mechanism, mech.name)
     assert staged.side_view == (mech.name != "spherical pendulum")
