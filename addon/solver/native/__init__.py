@@ -4,7 +4,8 @@
 the C version when the library loads and to the numpy twin otherwise; SYMPLEX_NO_NATIVE=1 forces
 numpy. Wrappers check dtype, contiguity and shape before every call, because ctypes will not.
 `NativeStepper(model).step(...)` runs one whole midpoint step in C (tree_step.c); its numpy twin is
-tree/midpoint.py, which picks the stepper when NATIVE is true.
+tree/midpoint.py, which picks the stepper when NATIVE is true. The Galerkin step (galerkin_step.c) is bound in
+galerkin_binding.py; both share tree_struct and the kinematics and dynamics of tree_common.h.
 Build: `make kernels` (cc -O2 -shared -fPIC ... -lm) -> libsymplex_kernels.so beside this file.
 """
 
@@ -18,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 _LIB_NAMES = ("libsymplex_kernels.so", "libsymplex_kernels.dylib", "symplex_kernels.dll")
 _f64 = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
 _i64 = np.ctypeslib.ndpointer(dtype=np.int64, flags="C_CONTIGUOUS")
@@ -44,6 +45,15 @@ class _Tree(ctypes.Structure):
     _fields_ = [("nq", _int), ("nbody", _int), ("nforce", _int), ("nrow", _int), ("nball", _int)] + [
         (name, _ptr) for name, _ in _TREE_ARRAYS
     ]
+
+
+def tree_struct(model) -> tuple[dict[str, np.ndarray], _Tree]:
+    """Contiguous copies of a TreeModel's _TREE_ARRAYS and the symplex_tree pointing at them (keep both alive;
+    the arrays may be rewritten in place between calls)."""
+    arrays = {name: np.array(getattr(model, name), dtype=dtype, order="C") for name, dtype in _TREE_ARRAYS}
+    addresses = (arrays[name].ctypes.data for name, _ in _TREE_ARRAYS)
+    sizes = (model.nq, len(model.body_mass), len(model.force_frame), model.nrow, len(model.ball_dofs))
+    return arrays, _Tree(*sizes, *addresses)
 
 
 def load_kernels() -> ctypes.CDLL | None:
@@ -138,13 +148,11 @@ class NativeStepper:
                                "SYMPLEX_NO_NATIVE=1; or built from other sources); use tree.midpoint's numpy path")
         nq, nrow, nbody = model.nq, model.nrow, len(model.body_mass)
         self.nq, self.nrow, self.nforce, self.nball = nq, nrow, len(model.force_frame), len(model.ball_dofs)
-        self._arrays = {name: np.array(getattr(model, name), dtype=dtype, order="C") for name, dtype in _TREE_ARRAYS}
+        self._arrays, self._tree = tree_struct(model)
         self._placement0 = np.array(model.dof_placement)
         self._ball_first = np.array(model.ball_dofs[:, 0], dtype=np.int64)
         # the kernel reads the rest rotation through the chart's placement (symplex_kernels.h ball_rest)
         self._arrays["ball_rest"][...] = self._placement0[self._ball_first, :3, :3] @ model.ball_rest
-        addresses = (self._arrays[name].ctypes.data for name, _ in _TREE_ARRAYS)
-        self._tree = _Tree(nq, nbody, self.nforce, nrow, self.nball, *addresses)
         self._tree_ptr = ctypes.pointer(self._tree)
         # buffers in the kernel's argument order after (tree, nsel) and the scalars
         self._inputs = {"rows": np.zeros(nrow, dtype=np.int64), "torque_mid": np.zeros(nq),

@@ -1,13 +1,13 @@
 /* Symplex C kernels: plain C ABI (double*, int64 sizes), no Python headers.
  * Loaded with ctypes by addon/solver/native/__init__.py; each kernel has a numpy twin that is its
- * reference (tree_forward: native.tree_forward_numpy; the midpoint step: tree/midpoint.py; the maximal
- * step: maximal/variational.py).
+ * reference (tree_forward: native.tree_forward_numpy; the midpoint step: tree/midpoint.py; the Galerkin step:
+ * tree/galerkin.py; the maximal step: maximal/variational.py).
  * Every array is C-contiguous, row-major; frame index -1 means the world. Kernels allocate nothing. */
 #ifndef SYMPLEX_KERNELS_H
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 7
+#define SYMPLEX_ABI_VERSION 8
 
 int64_t symplex_abi_version(void);
 
@@ -89,6 +89,28 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
                               const double *force_vector, const double *q1, const double *p1, double dt,
                               double tol, int64_t max_iterations, double *q2, double *lam, double *p2, double *h2,
                               double *stats, int64_t *iterations, double *scratch);
+
+/* Number of doubles of scratch that symplex_galerkin_step needs: s, r nodes, nsel selected loop rows. */
+int64_t symplex_galerkin_scratch_size(const symplex_tree *tree, int64_t s, int64_t r, int64_t nsel);
+
+/* One step of the Galerkin variational integrator of order 2s (tree/galerkin.py `_newton`, s = 2..4) on a tree
+ * without ball or free-joint charts (nball = 0; the caller runs those in numpy) and without prescribed
+ * coordinates: Newton on the DEL rows r^0 = p1 + Z^0, r^a = Z^a (a = 1..s-1), minus Dh(x^a)^T lam^a with loop
+ * rows held at x^1..x^s, with the exact O(s^3 nq) direction of tree/galerkin_newton.py; stops when
+ * worst = max(max|r| / scale, max|h| / 0.1) <= tol, or <= stall tol without halving (the rows' round-off floor).
+ * outputs: X (s, nq) in: the guess x^1..x^s; out: the last iterate. lam (s nsel) in: guess; out: last iterate.
+ *          p2 (nq,) = Z^s at the last iterate. stats (2,) = worst, multiply-adds of the Newton directions.
+ *          iterations (1,) Newton updates made.
+ * inputs:  s; r nodes with weights weight (r,), P, D (r, s + 1) (tree/galerkin_rule.py Rule); rows (nsel,);
+ *          torque (r, nq) keyed torques and force_vector (r, nforce, 3) user forces at the node times;
+ *          q1, p1 (nq,); dt, tol, stall, max_iterations.
+ * scratch: symplex_galerkin_scratch_size(...) doubles.
+ * Returns SYMPLEX_CONVERGED, _NOT_CONVERGED, _SINGULAR or _NOT_FINITE (symplex_midpoint_step's codes). */
+int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, const double *weight, const double *P,
+                              const double *D, int64_t nsel, const int64_t *rows, const double *torque,
+                              const double *force_vector, const double *q1, const double *p1, double dt, double tol,
+                              double stall, int64_t max_iterations, double *X, double *lam, double *p2, double *stats,
+                              int64_t *iterations, double *scratch);
 
 /* A compiled maximal-coordinate model without colliders or limits (maximal/state.py MaximalModel,
  * packed by maximal/native_step.py), as pointers to the caller's arrays. Every field is 8 bytes. Body

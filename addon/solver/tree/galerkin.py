@@ -38,23 +38,25 @@ limits are refused at s > 1 (refusals()).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..groups import so3_exp
 from ..lie import ad_twist
 from ..model import ORDERS, MechanismError
+from .. import native
+from ..native import galerkin_binding
 from ..stamp import ModelStamp, check_state
 from ..trajectory import ConvergenceError
 from . import constraints, galerkin_newton
 from .ball_springs import chart_springs, has_springs
 from .compile import TreeModel
-from .dynamics import Terms, terms
+from .dynamics import Terms, terms, user_force_vectors
 from .galerkin_newton import ChartNodes
 from .galerkin_rule import Rule, extrapolation, rule
 from .kinematics import forward
-from .midpoint import LOOP_TOLERANCE_FACTOR, initial_state, nonconservative_forces
+from .midpoint import LOOP_TOLERANCE_FACTOR, initial_state, keyed_torques, nonconservative_forces
 from .step_charts import fold, left_jacobian, left_jacobian_transpose_derivative
 
 
@@ -97,6 +99,7 @@ class GalerkinState:
     dropped_joints: tuple[str, ...] = ()  # loop joints whose rows the assembly dropped as redundant
     step_index: int = 0
     previous: tuple[float, np.ndarray] | None = None  # the last step's dt and control points (s + 1, nq)
+    steppers: dict = field(default_factory=dict)  # the C steps of this run by rule (galerkin_binding.py)
 
 
 def start(model: TreeModel, t0: float = 0.0) -> tuple[GalerkinState, float]:
@@ -281,6 +284,63 @@ class GalerkinResult:
     iterations: int
 
 
+@dataclass(frozen=True)
+class Newton:
+    """Where a step's Newton loop stopped: the last iterate X (s, nq), lam (s nrow), the end momentum Z^s there,
+    Newton updates made, the worst scaled row and status: "converged", "not converged" (max_iterations reached or
+    a row not finite) or "singular" (a pivot block of the Newton matrix)."""
+
+    X: np.ndarray
+    lam: np.ndarray
+    p_end: np.ndarray
+    iterations: int
+    worst: float
+    status: str
+
+
+def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, dt: float, ru: Rule, tol: float,
+           max_iterations: int) -> Newton:
+    """Newton on the step's DEL and loop rows from the guess (X, lam), in numpy: the reference of the C step."""
+    size = X.size
+    iterations, previous = 0, np.inf
+    while True:
+        res = residual(model, state, X, dt, ru, lam)
+        loop = float(np.max(np.abs(res.h), initial=0.0))
+        # relative to the rows' scale, with the loop rows held to a tenth of tol (midpoint.py's choice)
+        worst = max(float(np.max(np.abs(res.r))) / res.scale, loop / LOOP_TOLERANCE_FACTOR)
+        # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
+        if worst <= tol or (worst <= STALL * tol and worst > 0.5 * previous):
+            return Newton(X, lam, res.p_end, iterations, worst, "converged")
+        previous = worst
+        if iterations >= max_iterations or not np.isfinite(worst):
+            return Newton(X, lam, res.p_end, iterations, worst, "not converged")
+        delta = newton_direction(model, state, X, lam, res, dt, ru)
+        if delta is None:
+            return Newton(X, lam, res.p_end, iterations, worst, "singular")
+        X = X + delta[:size].reshape(X.shape)
+        lam = lam + delta[size:]
+        iterations += 1
+
+
+_NATIVE_STATUS = {native.CONVERGED: "converged", native.NOT_CONVERGED: "not converged",
+                  native.NOT_FINITE: "not converged", native.SINGULAR: "singular"}
+
+
+def newton_native(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, dt: float, ru: Rule,
+                  tol: float, max_iterations: int) -> Newton:
+    """newton() in C (native/galerkin_step.c) for a model galerkin_binding.usable() accepts: keyed torques and user
+    forces evaluated here at the node times, the rest there."""
+    key = (ru.s, len(ru.c), float(ru.c[0]))
+    if key not in state.steppers:
+        state.steppers[key] = galerkin_binding.GalerkinStepper(model, ru)
+    times = state.t + ru.c * dt
+    torque = np.array([keyed_torques(model, t) for t in times])
+    forces = np.array([user_force_vectors(model, t) for t in times])
+    out = state.steppers[key].step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, max_iterations, X,
+                                   lam)
+    return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status])
+
+
 def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol: float,
                max_iterations: int) -> GalerkinResult:
     k = model.ball_dofs
@@ -291,40 +351,27 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
         X = extrapolation(ru.s) @ last
         X[:, k] -= last[-1][k]
     lam = np.tile(state.lam, ru.s)  # the multipliers of the last step's rows, at every control point
-    size = X.size
-    iterations, previous = 0, np.inf
-    while True:
-        res = residual(model, state, X, dt, ru, lam)
-        loop = float(np.max(np.abs(res.h), initial=0.0))
-        # relative to the rows' scale, with the loop rows held to a tenth of tol (midpoint.py's choice)
-        worst = max(float(np.max(np.abs(res.r))) / res.scale, loop / LOOP_TOLERANCE_FACTOR)
-        # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
-        if worst <= tol or (worst <= STALL * tol and worst > 0.5 * previous):
-            break
-        previous = worst
-        if iterations >= max_iterations or not np.isfinite(worst):
-            step = state.step_index + 1
-            raise ConvergenceError(
-                f"Newton did not converge at step {step} (t = {state.t + dt:.6g} s) of the order-{2 * ru.s} tree "
-                f"method after {iterations} iterations: relative residual {worst:.3g}; try a smaller time step",
-                step=step, time=state.t + dt)
-        delta = newton_direction(model, state, X, lam, res, dt, ru)
-        if delta is None:
-            step = state.step_index + 1
-            raise ConvergenceError(f"singular Newton matrix at step {step} (t = {state.t + dt:.6g} s) of the "
-                                   "tree method: a coordinate moves no mass", step=step, time=state.t + dt)
-        X = X + delta[:size].reshape(X.shape)
-        lam = lam + delta[size:]
-        iterations += 1
+    solve = newton_native if galerkin_binding.usable(model) else newton
+    out = solve(model, state, X, lam, dt, ru, tol, max_iterations)
+    step = state.step_index + 1
+    if out.status == "not converged":
+        raise ConvergenceError(
+            f"Newton did not converge at step {step} (t = {state.t + dt:.6g} s) of the order-{2 * ru.s} tree "
+            f"method after {out.iterations} iterations: relative residual {out.worst:.3g}; try a smaller time step",
+            step=step, time=state.t + dt)
+    if out.status == "singular":
+        raise ConvergenceError(f"singular Newton matrix at step {step} (t = {state.t + dt:.6g} s) of the "
+                               "tree method: a coordinate moves no mass", step=step, time=state.t + dt)
+    X, lam = out.X, out.lam
     q2 = X[-1].copy()
     state.velocity_guess = (q2 - state.q) / dt
     state.previous = (dt, np.vstack([state.q, X]))
     if len(k):
         state.charts = fold(state.charts, q2[k])
         q2[k] = 0.0
-    state.q, state.p, state.t, state.lam = q2, res.p_end, state.t + dt, lam[:len(state.rows)]
+    state.q, state.p, state.t, state.lam = q2, out.p_end, state.t + dt, lam[:len(state.rows)]
     state.step_index += 1
-    return GalerkinResult(energy(model, state), iterations)
+    return GalerkinResult(energy(model, state), out.iterations)
 
 
 def energy(model: TreeModel, state: GalerkinState) -> float:
