@@ -234,6 +234,22 @@ static int invert_small(int64_t n, const double *A, double *inv)
     return 0;
 }
 
+/* y += a x over n = 12 r entries (x and y do not overlap) */
+static void axpy12(int64_t n, double a, const double *restrict x, double *restrict y)
+{
+    for (int64_t b = 0; b < n; b += 12)
+        for (int64_t q = b; q < b + 12; ++q) y[q] += a * x[q];
+}
+
+/* row += own + c1 X1 + c2 X2 + c3 X3 + c4 X4 over n = 12 r entries (rows that do not overlap) */
+static void accumulate_row(int64_t n, const double *restrict own, double c1, const double *restrict X1, double c2,
+                           const double *restrict X2, double c3, const double *restrict X3, double c4,
+                           const double *restrict X4, double *restrict row)
+{
+    for (int64_t b = 0; b < n; b += 12)  /* n = 12 r: blocks of a known length, which -O2 vectorises */
+        for (int64_t q = b; q < b + 12; ++q) row[q] += own[q] + c1 * X1[q] + c2 * X2[q] + c3 * X3[q] + c4 * X4[q];
+}
+
 /* Leaves-to-root elimination (galerkin_newton.factor): per coordinate, Omega = Obar, D = Dloc + R Omega U^T,
  * X = -D^-1 (x + R Omega), c = Yc^T + Omega U^T, Obar[parent] += Omega + c X (R = U[0..s-1], columns
  * U[1..s], row vectors xv[0..s-1], Yc = xv[1..s]). Returns 1 when a pivot block is singular. */
@@ -245,22 +261,29 @@ static int gfactor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
         double *O = w->Obar + i * W * W, *OU = w->OU, *RO = w->RO, Dm[16];
         const double *U = w->U + i * (s + 1) * W, *xv = w->xv + i * (s + 1) * W, *Dl = w->Dloc + i * s * s;
         double *Dinv = w->Dinv + i * s * s, *Xg = w->Xg + i * s * W, *c = w->c + i * W * s;
-        for (int64_t p = 0; p < W; ++p)
-            for (int64_t k = 0; k < s; ++k) {
-                double t = 0.0;
-                const double *Op = O + p * W, *Uk = U + (k + 1) * W;
-                for (int64_t q = 0; q < W; ++q) t += Op[q] * Uk[q];
-                OU[p * s + k] = t;
+        /* OU = Omega U^T: four independent sums per row of Omega (the columns' dot products interleaved, rows
+         * beyond s repeat the last), so that the adds pipeline instead of waiting on one another */
+        const double *U1 = U + W, *U2 = U + W * (s > 1 ? 2 : 1), *U3 = U + W * (s > 2 ? 3 : 1),
+                     *U4 = U + W * (s > 3 ? 4 : 1);
+        for (int64_t p = 0; p < W; ++p) {
+            const double *Op = O + p * W;
+            double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
+            for (int64_t q = 0; q < W; ++q) {
+                const double o = Op[q];
+                t0 += o * U1[q];
+                t1 += o * U2[q];
+                t2 += o * U3[q];
+                t3 += o * U4[q];
             }
+            const double t[4] = {t0, t1, t2, t3};
+            for (int64_t k = 0; k < s; ++k) OU[p * s + k] = t[k];
+        }
         for (int64_t a = 0; a < s; ++a) {
             double *ROa = RO + a * W;
             const double *Ra = U + a * W;
             for (int64_t q = 0; q < W; ++q) ROa[q] = 0.0;
-            for (int64_t p = 0; p < W; ++p) {
-                const double rp = Ra[p], *Op = O + p * W;
-                if (rp != 0.0)
-                    for (int64_t q = 0; q < W; ++q) ROa[q] += rp * Op[q];
-            }
+            for (int64_t p = 0; p < W; ++p)
+                if (Ra[p] != 0.0) axpy12(W, Ra[p], O + p * W, ROa);
             for (int64_t k = 0; k < s; ++k) {
                 double t = Dl[a * s + k];
                 for (int64_t p = 0; p < W; ++p) t += Ra[p] * OU[p * s + k];
@@ -268,26 +291,28 @@ static int gfactor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
             }
         }
         if (invert_small(s, Dm, Dinv)) return 1;
-        for (int64_t a = 0; a < s; ++a)
-            for (int64_t q = 0; q < W; ++q) {
-                double t = 0.0;
-                for (int64_t b = 0; b < s; ++b) t -= Dinv[a * s + b] * (xv[b * W + q] + RO[b * W + q]);
-                Xg[a * W + q] = t;
+        for (int64_t b = 0; b < s; ++b)  /* RO <- x + R Omega */
+            for (int64_t q = 0; q < W; ++q) RO[b * W + q] += xv[b * W + q];
+        for (int64_t a = 0; a < s; ++a) {
+            double *Xa = Xg + a * W;
+            for (int64_t q = 0; q < W; ++q) Xa[q] = 0.0;
+            for (int64_t b = 0; b < s; ++b) {
+                const double d = Dinv[a * s + b], *ROb = RO + b * W;
+                for (int64_t q = 0; q < W; ++q) Xa[q] -= d * ROb[q];
             }
+        }
         for (int64_t p = 0; p < W; ++p)
             for (int64_t k = 0; k < s; ++k) c[p * s + k] = xv[(k + 1) * W + p] + OU[p * s + k];
         *ops += (double)(3 * W * W * s + W * s * s + s * s * s + W * s * s);
         const int64_t parent = tree->dof_parent[i];
-        if (parent >= 0) {
+        if (parent >= 0) {  /* Obar[parent] += Omega + c X */
             double *Op = w->Obar + parent * W * W;
-            for (int64_t p = 0; p < W; ++p) {
-                double *row = O + p * W;
-                for (int64_t k = 0; k < s; ++k) {
-                    const double ck = c[p * s + k], *Xk = Xg + k * W;
-                    for (int64_t q = 0; q < W; ++q) row[q] += ck * Xk[q];
-                }
+            const double *X1 = Xg, *X2 = Xg + W * (s > 1), *X3 = Xg + 2 * W * (s > 2), *X4 = Xg + 3 * W * (s > 3);
+            for (int64_t p = 0; p < W; ++p) {  /* one pass per row; rows of X beyond s weighted 0 */
+                const double *cp = c + p * s;
+                const double c1 = cp[0], c2 = s > 1 ? cp[1] : 0.0, c3 = s > 2 ? cp[2] : 0.0, c4 = s > 3 ? cp[3] : 0.0;
+                accumulate_row(W, O + p * W, c1, X1, c2, X2, c3, X3, c4, X4, Op + p * W);
             }
-            add(W * W, O, Op);
         }
     }
     return 0;
