@@ -43,7 +43,8 @@ def usable(model) -> bool:
 class GalerkinStep(NamedTuple):
     """Result of one C Galerkin step: the last Newton iterate X (s, nq) = x^1..x^s and lam (s nsel), p_end (nq,)
     = Z^s there, Newton updates made, worst scaled row (galerkin.py's convergence measure), status
-    (native.CONVERGED, NOT_CONVERGED, SINGULAR, NOT_FINITE) and the directions' multiply-adds."""
+    (native.CONVERGED, NOT_CONVERGED, SINGULAR, NOT_FINITE), the directions' multiply-adds and the energy
+    after a converged step of a model without loop rows (galerkin.energy; nan otherwise)."""
 
     X: np.ndarray
     lam: np.ndarray
@@ -52,6 +53,7 @@ class GalerkinStep(NamedTuple):
     worst: float
     status: int
     flops: int
+    energy: float
 
 
 def _f64(x, shape: tuple[int, ...], name: str) -> np.ndarray:
@@ -94,11 +96,12 @@ class GalerkinStepper:
         lam = _f64(lam, (s * nsel,), "lam").copy()
         if nsel not in self._scratch:
             self._scratch[nsel] = np.zeros(LIB.symplex_galerkin_scratch_size(self._tree_ptr, s, r, nsel))
-        p2, stats, iterations = np.zeros(nq), np.zeros(2), np.zeros(1, dtype=np.int64)
+        p2, stats, iterations = np.zeros(nq), np.zeros(3), np.zeros(1, dtype=np.int64)
         w, P, D = self._rule
         status = LIB.symplex_galerkin_step(
             self._tree_ptr, s, r, w.ctypes.data, P.ctypes.data, D.ctypes.data, nsel, rows.ctypes.data,
             torque.ctypes.data, force_vector.ctypes.data, q1.ctypes.data, p1.ctypes.data, float(dt), float(tol),
             float(stall), int(max_iterations), X.ctypes.data, lam.ctypes.data, p2.ctypes.data, stats.ctypes.data,
             iterations.ctypes.data, self._scratch[nsel].ctypes.data)
-        return GalerkinStep(X, lam, p2, int(iterations[0]), float(stats[0]), int(status), int(stats[1]))
+        return GalerkinStep(X, lam, p2, int(iterations[0]), float(stats[0]), int(status), int(stats[1]),
+                            float(stats[2]))

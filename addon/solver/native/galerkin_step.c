@@ -28,6 +28,7 @@ typedef struct {
     double *sol;                        /* (1 + s m + nc, s nq) right-hand sides, then solutions */
     double *B, *coef;                   /* (s m + nc)^2, (s m + nc) the bordered system */
     double *OU, *RO;                    /* (W, s), (s, W) */
+    double *M;                          /* (nq, nq) the end pose's mass matrix (energy, without loops) */
     int64_t *curv;                      /* (nc,) global unknown index of each curvature column */
 } gworkspace;
 
@@ -96,6 +97,7 @@ static int64_t gcarve(gworkspace *w, double *base, const symplex_tree *tree, int
     w->coef = gtake(base, &at, k);
     w->OU = gtake(base, &at, W * s);
     w->RO = gtake(base, &at, s * W);
+    w->M = gtake(base, &at, tree->nrow ? 0 : nq * nq);
     w->curv = (int64_t *)gtake(base, &at, nc);
     return at;
 }
@@ -437,6 +439,31 @@ static int direction(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t
     return 0;
 }
 
+/* galerkin.energy without loop rows: v^T M v / 2 + V at the end pose q2 with v = M^-1 p2 (dense: O(nq^3)). */
+static double end_energy(const symplex_tree *tree, gworkspace *w, const double *q2, const double *p2,
+                         const double *force_vector)
+{
+    const int64_t nq = tree->nq;
+    double kinetic, potential;
+    memset(w->vn, 0, (size_t)nq * sizeof(double));
+    forward_kinematics(tree, q2, NULL, NULL, w->wtmp, w->Stmp);
+    tree_terms(tree, force_vector, w->wtmp, w->Stmp, q2, w->vn, w->V, w->Sdot, w->Ic, w->H, w->Wr, w->K, w->p, w->g,
+               w->Q, &kinetic, &potential);
+    for (int64_t a = 0; a < nq; ++a) {  /* M[a][b] = S_b . Ic_a S_a, b = a and its ancestors */
+        double IcS[6];
+        inertia_apply(w->Ic + INERTIA * a, w->Stmp + 6 * a, IcS);
+        for (int64_t b = 0; b < nq; ++b) w->M[a * nq + b] = 0.0;
+        for (int64_t b = a; b >= 0; b = tree->dof_parent[b]) w->M[a * nq + b] = dot6(w->Stmp + 6 * b, IcS);
+    }
+    for (int64_t a = 0; a < nq; ++a)
+        for (int64_t b = tree->dof_parent[a]; b >= 0; b = tree->dof_parent[b]) w->M[b * nq + a] = w->M[a * nq + b];
+    memcpy(w->vn, p2, (size_t)nq * sizeof(double));
+    if (solve_dense(nq, w->M, w->vn)) return NAN;
+    kinetic = 0.0;
+    for (int64_t a = 0; a < nq; ++a) kinetic += w->vn[a] * p2[a];
+    return 0.5 * kinetic + potential;
+}
+
 int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, const double *weight, const double *P,
                               const double *D, int64_t nsel, const int64_t *rows, const double *torque,
                               const double *force_vector, const double *q1, const double *p1, double dt, double tol,
@@ -473,6 +500,7 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     memcpy(p2, w.Z + s * nq, (size_t)nq * sizeof(double));
     stats[0] = worst;
     stats[1] = ops;
+    stats[2] = status == SYMPLEX_CONVERGED && !tree->nrow ? end_energy(tree, &w, X + n - nq, p2, force_vector) : NAN;
     *iterations = it;
     return status;
 }

@@ -99,7 +99,9 @@ int64_t symplex_galerkin_scratch_size(const symplex_tree *tree, int64_t s, int64
  * rows held at x^1..x^s, with the exact O(s^3 nq) direction of tree/galerkin_newton.py; stops when
  * worst = max(max|r| / scale, max|h| / 0.1) <= tol, or <= stall tol without halving (the rows' round-off floor).
  * outputs: X (s, nq) in: the guess x^1..x^s; out: the last iterate. lam (s nsel) in: guess; out: last iterate.
- *          p2 (nq,) = Z^s at the last iterate. stats (2,) = worst, multiply-adds of the Newton directions.
+ *          p2 (nq,) = Z^s at the last iterate. stats (3,) = worst, multiply-adds of the Newton directions, and
+ *          on a converged step of a model without loop rows (nrow = 0) the energy of tree/galerkin.py `energy`
+ *          at (x^s, p2) (else nan).
  *          iterations (1,) Newton updates made.
  * inputs:  s; r nodes with weights weight (r,), P, D (r, s + 1) (tree/galerkin_rule.py Rule); rows (nsel,);
  *          torque (r, nq) keyed torques and force_vector (r, nforce, 3) user forces at the node times;

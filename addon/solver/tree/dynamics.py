@@ -105,6 +105,16 @@ def point_forces(model: TreeModel, kin: Kinematics, t: float) -> tuple[np.ndarra
     return np.concatenate(points), np.concatenate(forces), np.concatenate(frames)
 
 
+def mass_matrix(model: TreeModel, S: np.ndarray, IcS: np.ndarray) -> np.ndarray:
+    """M (nq, nq) from the axes S and the composite inertias applied to them, Ic S (nq, 6): M[a, b] = S_b . Ic_a S_a
+    for b an ancestor of a (or a itself), zero between branches."""
+    a, b = model.pair_deep, model.pair_anc
+    M = np.zeros((model.nq, model.nq))
+    M[a, b] = np.einsum("pi,pi->p", S[b], IcS[a])
+    M[b, a] = M[a, b]
+    return M
+
+
 def terms(model: TreeModel, kin: Kinematics, qd: np.ndarray, t: float, second: bool = True) -> Terms:
     """Evaluate the Lagrangian terms at (kin.q, qd, t). With second=True also M, A, B and Q_q."""
     nq = model.nq
@@ -143,9 +153,7 @@ def terms(model: TreeModel, kin: Kinematics, qd: np.ndarray, t: float, second: b
     a, b = model.pair_deep, model.pair_anc
     IcS = np.einsum("aij,aj->ai", Ic, S)
     IcSdot = np.einsum("aij,aj->ai", Ic, Sdot)
-    M = np.zeros((nq, nq))
-    M[a, b] = np.einsum("pi,pi->p", S[b], IcS[a])
-    M[b, a] = M[a, b]
+    M = mass_matrix(model, S, IcS)
 
     ad_b_a = ad_twist(S[b], S[a])
     A = np.zeros((nq, nq))

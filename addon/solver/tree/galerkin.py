@@ -52,7 +52,7 @@ from ..trajectory import ConvergenceError
 from . import constraints, galerkin_newton
 from .ball_springs import chart_springs, has_springs
 from .compile import TreeModel
-from .dynamics import Terms, terms, user_force_vectors
+from .dynamics import Terms, mass_matrix, terms, user_force_vectors
 from .galerkin_newton import ChartNodes
 from .galerkin_rule import Rule, extrapolation, rule
 from .kinematics import forward
@@ -288,7 +288,8 @@ class GalerkinResult:
 class Newton:
     """Where a step's Newton loop stopped: the last iterate X (s, nq), lam (s nrow), the end momentum Z^s there,
     Newton updates made, the worst scaled row and status: "converged", "not converged" (max_iterations reached or
-    a row not finite) or "singular" (a pivot block of the Newton matrix)."""
+    a row not finite) or "singular" (a pivot block of the Newton matrix); energy() after the step when the C step
+    computed it (no loop rows), else None."""
 
     X: np.ndarray
     lam: np.ndarray
@@ -296,6 +297,7 @@ class Newton:
     iterations: int
     worst: float
     status: str
+    energy: float | None = None
 
 
 def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, dt: float, ru: Rule, tol: float,
@@ -338,7 +340,8 @@ def newton_native(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np
     forces = np.array([user_force_vectors(model, t) for t in times])
     out = state.steppers[key].step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, max_iterations, X,
                                    lam)
-    return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status])
+    return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status],
+                  None if np.isnan(out.energy) else out.energy)
 
 
 def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol: float,
@@ -371,7 +374,7 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
         q2[k] = 0.0
     state.q, state.p, state.t, state.lam = q2, out.p_end, state.t + dt, lam[:len(state.rows)]
     state.step_index += 1
-    return GalerkinResult(energy(model, state), out.iterations)
+    return GalerkinResult(energy(model, state) if out.energy is None else out.energy, out.iterations)
 
 
 def energy(model: TreeModel, state: GalerkinState) -> float:
@@ -379,13 +382,14 @@ def energy(model: TreeModel, state: GalerkinState) -> float:
     (accurate to the method's order; the interpolant's own end slope is only order s), with loops projected onto
     the rows' tangent space, Dh v = 0 (p carries the next step's constraint impulse)."""
     kin = forward(model, state.q, state.charts)
-    tm = terms(model, kin, np.zeros(model.nq), state.t)
-    v = np.linalg.solve(tm.M, state.p)
+    tm = terms(model, kin, np.zeros(model.nq), state.t, second=False)
+    M = mass_matrix(model, tm.S, np.einsum("aij,aj->ai", tm.Ic, tm.S))
+    v = np.linalg.solve(M, state.p)
     if len(state.rows):
         Dh = constraints.evaluate(model, kin)[1][state.rows]
-        MiDt = np.linalg.solve(tm.M, Dh.T)
+        MiDt = np.linalg.solve(M, Dh.T)
         v -= MiDt @ np.linalg.lstsq(Dh @ MiDt, Dh @ v, rcond=None)[0]
-    return 0.5 * float(v @ tm.M @ v) + tm.potential
+    return 0.5 * float(v @ M @ v) + tm.potential
 
 
 STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the rows is at their round-off floor

@@ -81,6 +81,9 @@ class TreeGalerkin(_TreeIntegrator):
     def _step_impl(self) -> None:
         result = galerkin.step(self.model, self.state, self.dt, self.order, self.tol)
         self._iterations.append(result.iterations)
+        if not self.model.nrow:  # no loop rows to measure at the new pose
+            self._record_state(self.state.t, self.state.q, self.state.charts, result.energy, 0.0)
+            return
         self._record_kin(self.state.t, forward(self.model, self.state.q, self.state.charts), self.state.charts,
                          result.energy)
 
