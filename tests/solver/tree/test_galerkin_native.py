@@ -1,0 +1,80 @@
+"""The Galerkin step in C (native/galerkin_step.c) against its numpy reference (tree/galerkin.py `newton`)."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from addon.solver.model import Curve, Force, Motor
+from addon.solver.native import galerkin_binding
+from addon.solver.tree import galerkin
+from addon.solver.tree.compile import compile_tree
+
+from .random_mechanisms import random_tree
+
+pytestmark = pytest.mark.skipif(galerkin_binding.LIB is None, reason="C kernels not built (make kernels)")
+
+PLAIN = ("revolute", "prismatic", "cylindrical", "universal", "planar", "fixed")  # every kind the C step runs
+
+
+def driven_tree(seed: int, loops: int):
+    """A random tree of every plain joint kind with springs, dampers and a point force (random_tree), plus a keyed
+    torque motor, a velocity servo and a keyed scale on the force, all varying within a step."""
+    mech = random_tree(seed, types=PLAIN, loops=loops)
+    joints = list(mech.joints)
+    joints[0] = replace(joints[0], motor=Motor("torque", torque=Curve((0.0, 0.1), (2.0, -3.0))))
+    joints[1] = replace(joints[1], motor=Motor("velocity", target_velocity=0.7, gain=1.5))
+    force = mech.forces[0]
+    forces = (Force(force.name, force.body, force.point, force.force, scale=Curve((0.0, 0.1), (1.0, 3.0))),)
+    return compile_tree(mech.replace(joints=tuple(joints), forces=forces))
+
+
+@pytest.mark.parametrize("s", [2, 3, 4])
+def test_c_step_takes_the_numpy_newton_iterates(s):
+    """From a start moved off the warm start (control points 1e-2 away, random multipliers), Newton in C and in
+    numpy give the same iterates after 1, 2 and 3 updates, to round-off, with and without loop rows; both
+    converge (tol = 0 stops neither early) and the end momentum Z^s agrees."""
+    dt = 0.02
+    for seed, loops in ((3, 0), (7, 2)):
+        model = driven_tree(seed, loops)
+        assert galerkin_binding.usable(model)
+        state, _ = galerkin.start(model)
+        assert (len(state.rows) > 0) == (loops > 0)
+        ru = galerkin.rule(s)
+        rng = np.random.default_rng(seed)
+        X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess) + 1e-2 * rng.normal(size=(s, model.nq))
+        lam = rng.normal(size=s * len(state.rows))
+        steps = []
+        for iterations in (1, 2, 3):
+            a = galerkin.newton(model, state, X, lam, dt, ru, 0.0, iterations)
+            b = galerkin.newton_native(model, state, X, lam, dt, ru, 0.0, iterations)
+            assert a.status == b.status == "not converged" and a.iterations == b.iterations == iterations
+            assert np.max(np.abs(b.X - a.X)) < 1e-12 * max(1.0, np.max(np.abs(a.X))), (seed, s, iterations)
+            assert np.max(np.abs(b.lam - a.lam), initial=0.0) < 1e-9 * max(1.0, np.max(np.abs(a.lam), initial=0.0))
+            assert np.max(np.abs(b.p_end - a.p_end)) < 1e-10 * max(1.0, np.max(np.abs(a.p_end)))
+            steps.append(np.max(np.abs(a.X - X)))
+            X_last = a.X
+        assert np.max(np.abs(X_last - X)) > 1e-3  # the iterates moved: the comparison is not of the guess
+        # and they converge: the rows fall to round-off at the third update
+        done = galerkin.newton_native(model, state, X, lam, dt, ru, 1e-10, 30)
+        assert done.status == "converged" and done.iterations <= 5
+
+
+def test_c_step_energy_and_trajectory_equal_numpy(monkeypatch):
+    """Whole steps (warm starts, the C energy of a loop-free tree) against the numpy path on the same tree."""
+    model = driven_tree(3, 0)
+    ours, _ = galerkin.start(model)
+    ref, _ = galerkin.start(model)
+    for _ in range(5):
+        result = galerkin.step(model, ours, 0.02, 6)
+        with monkeypatch.context() as numpy_only:
+            numpy_only.setattr(galerkin_binding, "usable", lambda model: False)
+            expected = galerkin.step(model, ref, 0.02, 6)
+        assert result.iterations == expected.iterations
+        assert abs(result.energy - expected.energy) < 1e-11 * max(1.0, abs(expected.energy))
+        assert np.max(np.abs(ours.q - ref.q)) < 1e-12 and np.max(np.abs(ours.p - ref.p)) < 1e-10
+
+
+def test_ball_and_free_trees_stay_in_numpy():
+    assert not galerkin_binding.usable(compile_tree(random_tree(3, types=("revolute", "ball"))))
+    assert not galerkin_binding.usable(compile_tree(random_tree(3, types=("free",))))
