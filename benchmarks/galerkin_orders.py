@@ -5,7 +5,8 @@ Usage: python -m benchmarks.galerkin_orders [--presets chain_10 chain_100 four_b
        python -m benchmarks.galerkin_orders --ops
 Prints a Markdown table per mechanism (a preset, or chain_N: tools.generate.pendulum_chain(N)): order, dt, steps,
 wall time of the run (make_integrator + step, the product path: order 2 is midpoint.py with its C kernel, orders
-4-8 are tree/galerkin.py in numpy with galerkin_newton.py's O(s^3 n) Newton direction), largest body-position error
+4-8 are tree/galerkin.py, whose Newton loop runs in C on these trees of revolute joints, native/galerkin_step.c,
+with galerkin_newton.py's O(s^3 n) direction), largest body-position error
 at t = 10 s against DOP853 (rtol = atol = 1e-12) on the same tree model, and the energy band; for chain_N also
 MuJoCo RK4 on the same chain (benchmarks/run.py's model) at steps 1/24 .. 1/1536 s. Then: the error order 2 reaches
 at dt = 1/96 s, whether orders 4 and 6 meet it at dt = 1/24 s, and MuJoCo RK4's best step (the largest that meets

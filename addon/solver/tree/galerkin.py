@@ -335,9 +335,13 @@ def newton_native(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np
     key = (ru.s, len(ru.c), float(ru.c[0]))
     if key not in state.steppers:
         state.steppers[key] = galerkin_binding.GalerkinStepper(model, ru)
-    times = state.t + ru.c * dt
-    torque = np.array([keyed_torques(model, t) for t in times])
-    forces = np.array([user_force_vectors(model, t) for t in times])
+    if any(c is not None for c in model.dof_torque + model.force_scale):  # keyed: at each node's time
+        times = state.t + ru.c * dt
+        torque = np.array([keyed_torques(model, t) for t in times])
+        forces = np.array([user_force_vectors(model, t) for t in times])
+    else:
+        torque = np.zeros((len(ru.c), model.nq))
+        forces = np.broadcast_to(model.force_vector, (len(ru.c),) + model.force_vector.shape)
     out = state.steppers[key].step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, max_iterations, X,
                                    lam)
     return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status],
