@@ -56,16 +56,10 @@ class GalerkinStep(NamedTuple):
     energy: float
 
 
-def _f64(x, shape: tuple[int, ...], name: str) -> np.ndarray:
-    out = np.ascontiguousarray(x, dtype=np.float64)
-    if out.shape != shape:
-        raise ValueError(f"GalerkinStepper.step: {name} must have shape {shape}, got {out.shape}")
-    return out
-
-
 class GalerkinStepper:
     """Galerkin steps of one TreeModel and one rule (galerkin_rule.Rule) in C: the model's arrays, the rule's
-    weights and interpolation matrices and the scratch, made once. Raises RuntimeError unless usable(model)."""
+    weights and interpolation matrices, the input and output buffers and the scratch, made once with their
+    addresses (numpy's .ctypes costs microseconds per array). Raises RuntimeError unless usable(model)."""
 
     def __init__(self, model, ru) -> None:
         if not usable(model):
@@ -73,35 +67,54 @@ class GalerkinStepper:
                                "ball or free joints; use tree/galerkin.py's numpy path")
         self.nq, self.nrow, self.nforce = model.nq, model.nrow, len(model.force_frame)
         self.s, self.r = ru.s, len(ru.c)
+        s, r, nq = self.s, self.r, self.nq
         self._arrays, self._tree = tree_struct(model)
         self._tree_ptr = ctypes.pointer(self._tree)
         self._rule = [np.ascontiguousarray(a, dtype=np.float64) for a in (ru.w, ru.P, ru.D)]
-        self._scratch: dict[int, np.ndarray] = {}
+        self._inputs = {"torque": np.zeros((r, nq)), "force_vector": np.zeros((r, self.nforce, 3)),
+                        "q1": np.zeros(nq), "p1": np.zeros(nq)}
+        self._outputs = {"X": np.zeros((s, nq)), "lam": np.zeros(s * self.nrow), "p2": np.zeros(nq),
+                         "stats": np.zeros(3), "iterations": np.zeros(1, dtype=np.int64)}
+        self._rows = np.zeros(self.nrow, dtype=np.int64)
+        self._rule_addresses = [a.ctypes.data for a in self._rule]
+        self._in_addresses = [a.ctypes.data for a in self._inputs.values()]
+        self._out_addresses = [a.ctypes.data for a in self._outputs.values()]
+        self._scratch: dict[int, tuple[np.ndarray, int]] = {}
 
     def step(self, rows: np.ndarray, torque: np.ndarray, force_vector: np.ndarray, q1: np.ndarray, p1: np.ndarray,
              dt: float, tol: float, stall: float, max_iterations: int, X: np.ndarray, lam: np.ndarray) -> GalerkinStep:
-        """Newton from the guess (X (s, nq), lam (s nsel)) for the step from (q1, p1) (galerkin._newton);
-        torque (r, nq) and force_vector (r, nforce, 3) at the node times; rows (nsel,) the kept loop rows."""
-        s, r, nq = self.s, self.r, self.nq
-        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        """Newton from the guess (X (s, nq), lam (s nsel)) for the step from (q1, p1) (galerkin.newton);
+        torque (r, nq) and force_vector (r, nforce, 3) at the node times; rows (nsel,) the kept loop rows. Inputs
+        of any real dtype and layout are copied in after a shape check; none is modified."""
+        rows = np.asarray(rows)
         nsel = len(rows)
+        if rows.ndim != 1 or (nsel and rows.dtype.kind not in "iu"):
+            raise ValueError(f"GalerkinStepper.step: rows must be a 1-d integer array, got {rows.dtype} {rows.shape}")
         if nsel and (rows.min() < 0 or rows.max() >= self.nrow):
             raise ValueError(f"GalerkinStepper.step: rows must index the model's {self.nrow} loop rows, got {rows}")
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"GalerkinStepper.step: time step dt must be positive, got {dt}")
-        torque = _f64(torque, (r, nq), "torque")
-        force_vector = _f64(force_vector, (r, self.nforce, 3), "force_vector")
-        q1, p1 = _f64(q1, (nq,), "q1"), _f64(p1, (nq,), "p1")
-        X = _f64(X, (s, nq), "X").copy()
-        lam = _f64(lam, (s * nsel,), "lam").copy()
+        ins, outs = self._inputs, self._outputs
+        for name, value in (("torque", torque), ("force_vector", force_vector), ("q1", q1), ("p1", p1)):
+            _load(ins[name], name, value)
+        _load(outs["X"], "X", X)
+        _load(outs["lam"][:self.s * nsel], "lam", lam)
+        self._rows[:nsel] = rows
         if nsel not in self._scratch:
-            self._scratch[nsel] = np.zeros(LIB.symplex_galerkin_scratch_size(self._tree_ptr, s, r, nsel))
-        p2, stats, iterations = np.zeros(nq), np.zeros(3), np.zeros(1, dtype=np.int64)
-        w, P, D = self._rule
-        status = LIB.symplex_galerkin_step(
-            self._tree_ptr, s, r, w.ctypes.data, P.ctypes.data, D.ctypes.data, nsel, rows.ctypes.data,
-            torque.ctypes.data, force_vector.ctypes.data, q1.ctypes.data, p1.ctypes.data, float(dt), float(tol),
-            float(stall), int(max_iterations), X.ctypes.data, lam.ctypes.data, p2.ctypes.data, stats.ctypes.data,
-            iterations.ctypes.data, self._scratch[nsel].ctypes.data)
-        return GalerkinStep(X, lam, p2, int(iterations[0]), float(stats[0]), int(status), int(stats[1]),
-                            float(stats[2]))
+            buffer = np.zeros(LIB.symplex_galerkin_scratch_size(self._tree_ptr, self.s, self.r, nsel))
+            self._scratch[nsel] = (buffer, buffer.ctypes.data)
+        status = LIB.symplex_galerkin_step(self._tree_ptr, self.s, self.r, *self._rule_addresses, nsel,
+                                           self._rows.ctypes.data, *self._in_addresses, float(dt), float(tol),
+                                           float(stall), int(max_iterations), *self._out_addresses,
+                                           self._scratch[nsel][1])
+        worst, flops, energy = outs["stats"].tolist()
+        return GalerkinStep(outs["X"].copy(), outs["lam"][:self.s * nsel].copy(), outs["p2"].copy(),
+                            int(outs["iterations"][0]), worst, status, int(flops), energy)
+
+
+def _load(buffer: np.ndarray, name: str, value) -> None:
+    """Copy value into buffer after checking that its shape is the buffer's (no broadcasting)."""
+    value = np.asarray(value)
+    if value.shape != buffer.shape:
+        raise ValueError(f"GalerkinStepper.step: {name} must have shape {buffer.shape}, got {value.shape}")
+    buffer[...] = value
