@@ -2,7 +2,8 @@
 
 A shot drives chosen joints of a Mechanism (cart force, crane trolley, arm motors) so that keyed
 coordinates or body points are met at keyed frames, joint limits and torque bounds hold, and the
-effort sum_k dt |u_k|^2 is least (seed 001 §6, DMOC; trep's discrete optimiser is the model). The
+effort sum_k dt |u_k|^2 (plus an optional joint-speed cost, MechanismShot.speed) is least (seed 001 §6,
+DMOC; trep's discrete optimiser is the model). The
 dynamics are the equality rows of shots/tree_dynamics.py; the program is solved by shots/nlp.py
 with the exact Hessian of the Lagrangian (shots/tree_hessian.py: second-order jets, all steps at
 once). The solved torques replay through the plain simulator as keyed joint torques (`torque_mechanism`).
@@ -55,6 +56,8 @@ def _coordinate_index(model: TreeModel, name: str, where: str) -> int:
 
 def _problem(shot: MechanismShot) -> _Problem:
     where = f"{shot.source}: shot {shot.name!r}"
+    if not 0.0 <= shot.speed < np.inf:  # NaN fails too
+        raise ShotError(f"{where}: field 'speed' (joint-speed cost weight) must be a number >= 0, got {shot.speed!r}")
     model = compile_tree(shot.mechanism)
     actuated = []
     for c in shot.controls:
@@ -117,6 +120,21 @@ def _key_values(P: _Problem, Q: np.ndarray, jacobian: bool) -> tuple[np.ndarray,
     return (np.concatenate(out) if out else np.zeros(0)), jac
 
 
+def _speed_cost(P: _Problem) -> tuple[sp.csr_matrix, np.ndarray, sp.csr_matrix | None]:
+    """The joint-speed cost speed / dt |D x + offset|^2 (MechanismShot.speed): D x + offset stacks the steps
+    q_k+1 - q_k (q_0 fixed, in offset); returns D, offset and the cost's constant Hessian 2 speed / dt D^T D
+    (None without the cost, so the Hessian's pattern is unchanged)."""
+    tx = P.tx
+    N, nq = tx.steps, tx.nq
+    cols = np.concatenate([np.arange(tx.q_slice(k + 1).start, tx.q_slice(k + 1).stop) for k in range(N)])
+    rows = np.arange(N * nq)
+    D = sp.csr_matrix((np.ones(N * nq), (rows, cols)), shape=(N * nq, tx.n))
+    D = D - sp.csr_matrix((np.ones((N - 1) * nq), (rows[nq:], cols[:-nq])), shape=(N * nq, tx.n))
+    offset = np.zeros(N * nq)
+    offset[:nq] = -tx.q0
+    return D.tocsr(), offset, ((2.0 * P.shot.speed / tx.dt) * (D.T @ D)).tocsr() if P.shot.speed else None
+
+
 def _nlp(P: _Problem) -> NLP:
     tx, shot = P.tx, P.shot
     N, nq, nu = tx.steps, tx.nq, tx.nu
@@ -125,14 +143,20 @@ def _nlp(P: _Problem) -> NLP:
     weight = np.tile(shot.effort * tx.dt / scale ** 2, N)  # effort: sum dt |u / bound|^2, as spec.Costs
     u_at = slice(N * nq, N * (nq + nu))
     m = tx.m + sum(1 if key.coordinate is not None else len(axes) for key, axes in P.key_rows)
+    steps, offset, speed_hessian = _speed_cost(P)
 
     def objective(x):
         u = x[u_at]
-        return float(weight @ (u * u))
+        if not shot.speed:
+            return float(weight @ (u * u))
+        dq = steps @ x + offset
+        return float(weight @ (u * u)) + shot.speed / tx.dt * float(dq @ dq)
 
     def gradient(x):
         g = np.zeros(tx.n)
         g[u_at] = 2.0 * weight * x[u_at]
+        if shot.speed:
+            g += (2.0 * shot.speed / tx.dt) * (steps.T @ (steps @ x + offset))
         return g
 
     def constraints_fn(x):
@@ -152,7 +176,8 @@ def _nlp(P: _Problem) -> NLP:
         return assemble_blocks(blocks + key_blocks(x), (m, tx.n))
 
     def hessian(x, y, obj_factor):
-        """The constraints' part exactly over jets (tree_hessian.py), the effort's diagonal exactly."""
+        """The constraints' part exactly over jets (tree_hessian.py), the effort's diagonal and the joint-speed
+        cost's constant Hessian exactly."""
         points, r0 = [], tx.m
         for key, axes in P.key_rows:
             if key.coordinate is None:  # a body point: its position's curvature
@@ -167,7 +192,8 @@ def _nlp(P: _Problem) -> NLP:
                 r0 += 1
         u_diag = np.zeros(tx.n)
         u_diag[u_at] = 2.0 * weight * obj_factor
-        return lagrangian_hessian(tx, x, y[: tx.m], points) + sp.diags(u_diag)
+        H = lagrangian_hessian(tx, x, y[: tx.m], points) + sp.diags(u_diag)
+        return H if speed_hessian is None else H + obj_factor * speed_hessian
 
     x_lower = np.full(tx.n, -np.inf)
     x_upper = np.full(tx.n, np.inf)

@@ -36,6 +36,7 @@ Mechanism shots (tree mechanisms; driven joints, coordinate and body-point keys)
     rest_at_end = true           # optional: zero momentum after the last step
     [costs]
     effort = 1.0                 # optional weight on sum dt |u / bound|^2 (spec.Costs)
+    speed = 0.0                  # optional weight on sum dt |dq/dt|^2 (MechanismShot.speed)
     [[control]]                  # one per driven single-dof joint
     joint = "cart_slide"
     lower = -20.0                # optional torque / force bounds (N m or N)
@@ -315,7 +316,7 @@ def loads_mechanism_shot(data: dict, src: str, path: Path) -> MechanismShot:
     if not 1 <= steps <= MAX_STEPS:
         raise ShotError(f"{where}: field 'steps' must be an integer in 1..{MAX_STEPS}, got {steps!r}")
     costs = _field(data, "costs", src, dict, {})
-    _known(costs, ("effort",), f"{src}: [costs]")
+    _known(costs, ("effort", "speed"), f"{src}: [costs]")
     controls = []
     for i, c in enumerate(_field(data, "control", src, list, [])):
         w = f"{src}: [[control]] #{i + 1}"
@@ -343,7 +344,8 @@ def loads_mechanism_shot(data: dict, src: str, path: Path) -> MechanismShot:
             raise ShotError(f"{w}: needs field 'coordinate' (with 'value') or 'body' (with 'position')")
     return MechanismShot(_field(head, "name", where, str), mechanism, dt, steps, tuple(controls), tuple(keys),
                          _field(costs, "effort", f"{src}: [costs]", float, 1.0),
-                         _field(head, "rest_at_end", where, bool, False), src)
+                         _field(head, "rest_at_end", where, bool, False), src,
+                         _field(costs, "speed", f"{src}: [costs]", float, 0.0))
 
 
 def load_shot(path: str | Path) -> ShotProblem:

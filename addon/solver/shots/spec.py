@@ -237,7 +237,11 @@ class MechanismKey:
 class MechanismShot:
     """One shot of a tree mechanism: the joints it drives (controls, with bounds), coordinate and body-point
     keys, the effort weight, and whether it ends at rest. Its names are checked against the compiled
-    mechanism when it is solved (mechanism_shots.py)."""
+    mechanism when it is solved (mechanism_shots.py).
+
+    speed: weight of the joint-speed cost sum_k dt |(q_k+1 - q_k) / dt|^2 (rad/s or m/s squared), 0 = none.
+    It curves the directions the effort alone leaves nearly flat (a floppy chain's passive swings), which
+    makes the minimum-effort program of long driven chains solvable (docs/benchmarks_shots.md)."""
 
     name: str
     mechanism: Mechanism
@@ -248,6 +252,7 @@ class MechanismShot:
     effort: float = 1.0
     rest_at_end: bool = False
     source: str = "<memory>"
+    speed: float = 0.0
 
 
 class ShotProblem(Protocol):

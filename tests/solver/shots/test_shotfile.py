@@ -115,6 +115,7 @@ value = 1.0
     (('dt = 0.05', 'dt = 1e300'), "field 'shot.dt' must be within +-1e+15 (SI units), got 1e+300"),
     (('joint = "cart_slide"', 'joint = "cart_slide"\nlower = nan'), "field 'lower' must be a finite number"),
     (('name = "up"', 'name = ["up"]'), "[[key]] #1: field 'name' must be str"),
+    (('[[control]]', '[costs]\nspeed = "fast"\n[[control]]'), "[costs]: field 'speed' must be float"),
 ])
 def test_mechanism_shot_fields_are_checked(tmp_path, edit, message):
     path = tmp_path / "bad.toml"
@@ -122,6 +123,14 @@ def test_mechanism_shot_fields_are_checked(tmp_path, edit, message):
     with pytest.raises(ShotError) as err:
         load_shot(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_mechanism_shot_joint_speed_cost_is_read(tmp_path):
+    path = tmp_path / "speed.toml"
+    path.write_text(MECHANISM_SHOT.replace('[[control]]', '[costs]\nspeed = 0.01\n[[control]]', 1))
+    assert load_shot(path).speed == 0.01
+    path.write_text(MECHANISM_SHOT)
+    assert load_shot(path).speed == 0.0
 
 
 def test_mechanism_shot_control_bounds_may_be_infinite(tmp_path):

@@ -1,6 +1,7 @@
 """Mechanism shots (tree method DMOC): the shipped cart-pole, crane and robot-arm (one and two marks) shots
 converge, meet their keys, respect joint limits and force bounds, and their torques replay through the plain
-simulator; an unreachable key fails naming itself; a re-solve warm-starts; bad files are refused naming the field."""
+simulator; an unreachable key fails naming itself; a re-solve warm-starts; bad files are refused naming the field;
+the joint-speed cost is exact and lets a ten-link driven chain reach its key."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from addon.solver.integrator import simulate
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve, Motor
 from addon.solver.presets import list_shot_presets, preset_path, shot_preset_path
-from addon.solver.shots.mechanism_shots import (_problem, key_errors, keyed_coordinates, solve_mechanism_shot,
-                                                solved_trajectory)
+from addon.solver.shots.mechanism_shots import (_nlp, _problem, key_errors, keyed_coordinates,
+                                                solve_mechanism_shot, solved_trajectory)
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.solve import solve_shot
-from addon.solver.shots.spec import Key, MechanismKey, Shot, ShotError
+from addon.solver.shots.spec import Control, Key, MechanismKey, MechanismShot, Shot, ShotError
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
+from tools.generate import pendulum_chain
 
 SHOTS = ("cart_pole_swing_up", "crane_anti_sway", "robot_arm_reach", "robot_arm_two_marks")
 
@@ -172,3 +174,39 @@ def test_file_errors_name_the_file_the_entry_and_the_field(tmp_path):
     path.write_text(text)
     with pytest.raises(ShotError, match=r"'upright'.*'frame'.*1\.\.50.*80"):
         solve_shot(load_shot(path))
+
+
+def _driven_chain(n: int, speed: float) -> MechanismShot:
+    """n hanging 0.1 m, 0.1 kg links, every hinge driven (30 N m), the tip keyed where a bend of 0.02 rad per
+    hinge puts it after 20 steps of 0.05 s (benchmarks.shots_eval.chain_shot)."""
+    k = np.arange(1, n + 1)
+    tip = (0.1 * float(np.sum(np.sin(0.02 * k))), 0.0, -0.1 * float(np.sum(np.cos(0.02 * k))))
+    return MechanismShot(f"{n}-link chain", pendulum_chain(n, 0.1, 0.1, 0.01, 0.0), 0.05, 20,
+                         tuple(Control(f"hinge_{i}", -30.0, 30.0) for i in k),
+                         (MechanismKey("tip", 20, body=f"link_{n}", point=(0.0, 0.0, -0.1), position=tip,
+                                       components="xz"),), speed=speed)
+
+
+def test_joint_speed_cost_is_exact_and_lets_a_ten_link_chain_reach_its_key():
+    """Without it the 10-link chain's minimum-effort program is a saddle at the start and the solve runs out of
+    iterations (docs/benchmarks_shots.md); with the joint-speed cost it converges, meets the tip key and its
+    torques replay. The cost's gradient and constant Hessian match central differences of the objective and
+    gradient; a negative weight is refused naming the field."""
+    shot = _driven_chain(10, 1e-3)
+    P = _problem(shot)
+    nlp = _nlp(P)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(P.tx.n)
+    d, eps = rng.standard_normal(P.tx.n), 1e-6
+    slope = (nlp.objective(x + eps * d) - nlp.objective(x - eps * d)) / (2 * eps)
+    assert abs(slope - nlp.gradient(x) @ d) <= 1e-7 * (1 + abs(slope))
+    zero_y = np.zeros(len(nlp.c_lower))
+    H = nlp.hessian(x, zero_y, 1.0)  # constraints off: the effort's and the speed cost's curvature
+    curve = (nlp.gradient(x + eps * d) - nlp.gradient(x - eps * d)) / (2 * eps)
+    assert np.max(np.abs(curve - H @ d)) <= 1e-7 * (1 + np.max(np.abs(curve)))
+    result = solve_mechanism_shot(shot)
+    assert result.status == "solved", result.report
+    assert result.key_errors["tip"] <= 1e-6
+    assert result.replay_error <= 1e-9
+    with pytest.raises(ShotError, match="'speed'"):
+        _problem(replace(shot, speed=-1.0))
