@@ -74,6 +74,7 @@ class ShotSettings:
     max_iterations: int = 300
     smoothness: float = 0.01  # weight of spec.Costs.smoothness (the rates of the controls)
     max_force: float = 1000.0  # mechanism shots: bound on every driven joint's torque (N m) or force (N)
+    joint_speed: float = 0.0  # mechanism shots: weight of spec.MechanismShot.speed (the joints' rates)
 
 
 class SolveJob:
@@ -628,7 +629,8 @@ class MechanismShotJob(SolveJob):
         controls = tuple(Control(j.name, -bound, bound) for j in mech.joints
                          if j.ndof == 1 and j.motor is None and j.prescribed is None)
         self.shot = MechanismShot(f"{self.setup_name} shot", mech, self.read.dt, max(k.frame for k in keys), controls,
-                                  keys, rest_at_end=self.settings.end_at_rest, source=f"setup {self.setup_name!r}")
+                                  keys, rest_at_end=self.settings.end_at_rest, speed=self.settings.joint_speed,
+                                  source=f"setup {self.setup_name!r}")
         self.owner_name = self.effector
         self._reset()
 

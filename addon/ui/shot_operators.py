@@ -31,7 +31,8 @@ _ERRORS = (RigError, MechanismError, SolverError, KeyError)
 def _settings(context) -> shot_bridge.ShotSettings:
     s = context.scene.symplex_shot
     return shot_bridge.ShotSettings(s.obstacles.name if s.obstacles else "", s.clearance, s.use_heading,
-                                    s.end_at_rest, s.max_iterations, s.smoothness, s.max_force)
+                                    s.end_at_rest, s.max_iterations, s.smoothness, s.max_force,
+                                    s.joint_speed)
 
 
 class SYMPLEX_OT_solve_shot(Operator):

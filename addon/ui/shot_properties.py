@@ -30,6 +30,10 @@ class SymplexShotSettings(PropertyGroup):
                                           "only; a car's steering is then free while it stands still)")
     max_force: FloatProperty(name="Max Torque", default=1000.0, min=0.0,
                              description="Mechanism shots: bound on every driven joint's torque (N m) or force (N)")
+    joint_speed: FloatProperty(name="Joint Speed", default=0.0, min=0.0,
+                               description="Mechanism shots: weight of the cost on the joints' speeds (0: effort "
+                                           "only; long driven chains, whose passive swings cost almost no effort, "
+                                           "need some, e.g. 0.01)")
     max_iterations: IntProperty(name="Max Iterations", default=300, min=10, max=5000)
     is_solving: BoolProperty(default=False, options={"SKIP_SAVE"})
     progress: FloatProperty(default=0.0, min=0.0, max=1.0, subtype="FACTOR", options={"SKIP_SAVE"})

@@ -27,6 +27,7 @@ class SYMPLEX_PT_shot(SymplexTab, Panel):
         col.prop(settings, "end_at_rest")
         col.prop(settings, "smoothness")
         col.prop(settings, "max_force")
+        col.prop(settings, "joint_speed")
         col.prop(settings, "max_iterations")
         layout.operator(ids.SOLVE_SHOT, icon="CON_FOLLOWPATH")
         if settings.message:
