@@ -22,6 +22,8 @@ import numpy as np
 
 from ..lie import quat_to_matrix
 from ..model import WORLD, Mechanism
+from ..native import collide_binding
+from ..native.collide_binding import NativeQuery
 from .boxbox import box_box
 from .broadphase import plane_pairs, sweep_pairs
 from .convex import convex_pairs
@@ -120,9 +122,15 @@ def _first(code_a: np.ndarray, code_b: np.ndarray) -> np.ndarray:
 
 
 class CollisionWorld:
-    """Contacts between the colliders of one mechanism (immutable after construction)."""
+    """Contacts between the colliders of one mechanism (immutable after construction).
 
-    def __init__(self, mechanism: Mechanism):
+    With the C kernels loaded (native.collide_binding.LIB) and no hull colliders, `detect` runs the query in
+    collide.c, which finishes every pair it has a closed form or the box face pass for and hands the rest
+    (cylinders, box-capsule, box pairs beyond the face pass) back to the numpy kernels; native=False (or
+    SYMPLEX_NO_NATIVE=1) keeps the whole query in numpy, the reference.
+    """
+
+    def __init__(self, mechanism: Mechanism, native: bool = True):
         self.mechanism = mechanism
         self.shapes = compile_shapes(mechanism)
         self.nbody = len(mechanism.bodies)
@@ -132,6 +140,10 @@ class CollisionWorld:
         self._joined = np.unique(np.array(keys, dtype=np.int64))
         self._planes = np.flatnonzero(self.shapes.shape == PLANE)
         self._solids = np.flatnonzero(self.shapes.shape != PLANE)
+        shapes = self.shapes
+        self._native = (NativeQuery(shapes.shape, shapes.body, shapes.rotation_local, shapes.position_local, shapes.size,
+                                    self.nbody, self._joined)
+                        if native and collide_binding.LIB is not None and not shapes.hulls else None)
 
     def _key(self, body_a, body_b):
         """An integer per unordered body pair (the world is -1)."""
@@ -163,11 +175,24 @@ class CollisionWorld:
         """
         positions = np.asarray(positions, dtype=float).reshape(-1, 3)
         quaternions = np.asarray(quaternions, dtype=float).reshape(-1, 4)
+        if self._native is not None:
+            found = self._native.run(positions, quaternions, margin)
+            batch = Batch(found.a, found.b, found.point_a, found.point_b, found.normal, found.distance)
+            if len(found.leftover):
+                rest = self._narrow(found.rot, found.origin, found.leftover[:, 0], found.leftover[:, 1], margin)
+                batch = concatenate([batch, rest])
+                batch = batch.where(np.lexsort((batch.b, batch.a)))
+            return self._to_bodies(batch, positions, quaternions)
         rot, origin = world_frames(self.shapes, positions, quaternions)
         i, j = self.candidate_pairs(rot, origin, margin)
         code = self.shapes.shape
         ordered = _first(code[i], code[j])
-        ia, ib = np.where(ordered, i, j), np.where(ordered, j, i)
+        batch = self._narrow(rot, origin, np.where(ordered, i, j), np.where(ordered, j, i), margin)
+        return self._to_bodies(batch.where(np.lexsort((batch.b, batch.a))), positions, quaternions)
+
+    def _narrow(self, rot: np.ndarray, origin: np.ndarray, ia: np.ndarray, ib: np.ndarray, margin: float) -> Batch:
+        """Contacts of collider pairs (ia, ib) in kernel order, each kind of pair at once."""
+        code = self.shapes.shape
         kind = code[ia] * 8 + code[ib]
         parts = []
         for k in np.unique(kind):
@@ -177,14 +202,13 @@ class CollisionWorld:
                 parts.append(kernel(self.shapes, rot, origin, ia[sel], ib[sel], margin))
             else:
                 parts.append(convex_pairs(self.shapes, rot, origin, ia[sel], ib[sel], margin))
-        batch = concatenate(parts)
-        return self._to_bodies(batch.where(np.lexsort((batch.b, batch.a))), positions, quaternions, rot)
+        return concatenate(parts)
 
     def contacts(self, positions: np.ndarray, quaternions: np.ndarray, margin: float = 0.0) -> list[ContactPoint]:
         """Every contact with signed distance <= margin (see `detect` for the arguments)."""
         return self.detect(positions, quaternions, margin).points()
 
-    def _to_bodies(self, batch: Batch, positions, quaternions, rot) -> Contacts:
+    def _to_bodies(self, batch: Batch, positions, quaternions) -> Contacts:
         body = self.shapes.body
         ba, bb = body[batch.a], body[batch.b]
         rot_body = quat_to_matrix(quaternions) if len(quaternions) else np.zeros((0, 3, 3))
