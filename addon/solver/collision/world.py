@@ -178,8 +178,9 @@ class CollisionWorld:
         if self._native is not None:
             found = self._native.run(positions, quaternions, margin)
             batch = Batch(found.a, found.b, found.point_a, found.point_b, found.normal, found.distance)
-            if len(found.leftover):
-                rest = self._narrow(found.rot, found.origin, found.leftover[:, 0], found.leftover[:, 1], margin)
+            if len(found.leftover):  # numpy's own frames: GJK/EPA's answers move with their inputs' round-off
+                rot, origin = world_frames(self.shapes, positions, quaternions)
+                rest = self._narrow(rot, origin, found.leftover[:, 0], found.leftover[:, 1], margin)
                 batch = concatenate([batch, rest])
                 batch = batch.where(np.lexsort((batch.b, batch.a)))
             return self._to_bodies(batch, positions, quaternions)
