@@ -142,7 +142,7 @@ class CollisionWorld:
         self._solids = np.flatnonzero(self.shapes.shape != PLANE)
         shapes = self.shapes
         self._native = (NativeQuery(shapes.shape, shapes.body, shapes.rotation_local, shapes.position_local, shapes.size,
-                                    self.nbody, self._joined)
+                                    shapes.friction, self.nbody, self._joined)
                         if native and collide_binding.LIB is not None and not shapes.hulls else None)
 
     def _key(self, body_a, body_b):
@@ -177,13 +177,16 @@ class CollisionWorld:
         quaternions = np.asarray(quaternions, dtype=float).reshape(-1, 4)
         if self._native is not None:
             found = self._native.run(positions, quaternions, margin)
-            batch = Batch(found.a, found.b, found.point_a, found.point_b, found.normal, found.distance)
-            if len(found.leftover):  # numpy's own frames: GJK/EPA's answers move with their inputs' round-off
-                rot, origin = world_frames(self.shapes, positions, quaternions)
-                rest = self._narrow(rot, origin, found.leftover[:, 0], found.leftover[:, 1], margin)
-                batch = concatenate([batch, rest])
-                batch = batch.where(np.lexsort((batch.b, batch.a)))
-            return self._to_bodies(batch, positions, quaternions)
+            native = Contacts(*found[:-1])
+            if not len(found.leftover):
+                return native
+            # the rest in numpy, with numpy's own frames: GJK/EPA's answers move with their inputs' round-off
+            rot, origin = world_frames(self.shapes, positions, quaternions)
+            rest = self._narrow(rot, origin, found.leftover[:, 0], found.leftover[:, 1], margin)
+            both = [native, self._to_bodies(rest, positions, quaternions)]
+            merged = {f: np.concatenate([getattr(c, f) for c in both]) for f in Contacts.__dataclass_fields__}
+            order = np.lexsort((merged["collider_b"], merged["collider_a"]))
+            return Contacts(**{f: v[order] for f, v in merged.items()})
         rot, origin = world_frames(self.shapes, positions, quaternions)
         i, j = self.candidate_pairs(rot, origin, margin)
         code = self.shapes.shape

@@ -573,11 +573,13 @@ static int64_t pair_key(int64_t i, int64_t j, const int64_t *shape, int64_t n) {
 }
 
 int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *body, const double *rotation_local,
-                        const double *position_local, const double *size, int64_t nbody, const double *positions,
-                        const double *quaternions, int64_t njoined, const int64_t *joined_keys, double margin,
-                        int64_t pair_capacity, int64_t *pairs, int64_t *pair_scratch, int64_t *contact_pairs,
-                        double *point_a, double *point_b, double *normal, double *distance, double *rot,
-                        double *origin, int64_t *leftover, int64_t *counts, double *scratch) {
+                        const double *position_local, const double *size, const double *friction, int64_t nbody,
+                        const double *positions, const double *quaternions, int64_t njoined, const int64_t *joined_keys,
+                        double margin, int64_t pair_capacity, int64_t *pairs, int64_t *pair_scratch,
+                        int64_t *contact_pairs, int64_t *contact_bodies, double *point_a, double *point_b,
+                        double *normal, double *distance, double *contact_friction, double *body_point_a,
+                        double *body_point_b, double *rot, double *origin, int64_t *leftover, int64_t *counts,
+                        double *scratch) {
     const int64_t n = ncollider;
     double *rot_body = scratch, *lower = scratch + 9 * nbody, *upper = lower + 3 * n;
     int64_t *order = (int64_t *)(upper + 3 * n), *tmp = order + n;
@@ -688,6 +690,24 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
             leftover[2 * nleft + 1] = b;
             nleft++;
         }
+    }
+    /* world._to_bodies: the colliders' bodies, witness points in body frames, combined friction */
+    for (int64_t k = 0; k < o.n; k++) {
+        int64_t ab[2] = {contact_pairs[2 * k], contact_pairs[2 * k + 1]};
+        const double *world[2] = {point_a + 3 * k, point_b + 3 * k};
+        double *local[2] = {body_point_a + 3 * k, body_point_b + 3 * k};
+        for (int side = 0; side < 2; side++) {
+            int64_t b = body[ab[side]];
+            contact_bodies[2 * k + side] = b;
+            if (b < 0) {
+                memcpy(local[side], world[side], 3 * sizeof(double));
+                continue;
+            }
+            const double *r = rot_body + 9 * b, *x = positions + 3 * b;
+            double rel[3] = {world[side][0] - x[0], world[side][1] - x[1], world[side][2] - x[2]};
+            for (int i = 0; i < 3; i++) local[side][i] = r[i] * rel[0] + r[3 + i] * rel[1] + r[6 + i] * rel[2];
+        }
+        contact_friction[k] = sqrt(friction[ab[0]] * friction[ab[1]]);
     }
     counts[1] = o.n;
     counts[2] = nleft;
