@@ -1,6 +1,6 @@
 /* Collision query of the maximal method in C: collider world frames, broad phase and the closed-form
  * narrow phases, the twin of addon/solver/collision (world.py, broadphase.py, primitives.py, boxbox.py's
- * separating_axes, boxface.py's face_contacts). Contract in symplex_kernels.h (symplex_collide).
+ * separating_axes, boxface.py's face_contacts, boxsingle.py's along_axis and apart). Contract in symplex_kernels.h (symplex_collide).
  *
  * Every formula follows its numpy twin operation by operation, so the contacts agree to round-off and
  * every discrete choice (argmax ties, tolerance tests) is made the same way. Pairs this file does not
@@ -470,14 +470,187 @@ static int box_face(out_t *o, int64_t ia, int64_t ib, const double *normal, int 
     return 1;
 }
 
+/* boxsingle._features for one box: kind (1 vertex, 2 edge, 3 face) along `direction`, and its first two
+ * points (the vertex twice, or the edge's ends) */
+static int box_feature(const double *r, const double *o, const double *half, const double *direction, double ends[2][3]) {
+    double local[3], mags[3], corner[2][3];
+    for (int i = 0; i < 3; i++) {
+        local[i] = r[i] * direction[0] + r[3 + i] * direction[1] + r[6 + i] * direction[2];
+        mags[i] = fabs(local[i]);
+    }
+    int top = 0, low = 0;
+    for (int i = 1; i < 3; i++) {
+        if (mags[i] > mags[top]) top = i;
+        if (mags[i] < mags[low]) low = i;
+    }
+    int kind = mags[top] >= cos(FACE_ANGLE) ? 3 : (mags[low] <= sin(FACE_ANGLE) ? 2 : 1);
+    for (int i = 0; i < 3; i++) corner[0][i] = corner[1][i] = local[i] >= 0 ? half[i] : -half[i];
+    if (kind == 2) {
+        corner[0][low] = -half[low];
+        corner[1][low] = half[low];
+    }
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < 3; i++)
+            ends[m][i] = o[i] + (r[3 * i] * corner[m][0] + r[3 * i + 1] * corner[m][1] + r[3 * i + 2] * corner[m][2]);
+    return kind;
+}
+
+/* manifold._tangent_basis */
+static void tangent_basis(const double *n, double *e1, double *e2) {
+    double x = n[0], y = n[1], z = n[2];
+    if (fabs(x) < 0.9) {
+        e1[0] = 0.0, e1[1] = z, e1[2] = -y;
+    } else {
+        e1[0] = -z, e1[1] = 0.0, e1[2] = x;
+    }
+    double norm = sqrt(dot3(e1, e1));
+    for (int i = 0; i < 3; i++) e1[i] /= norm;
+    double a = e1[0], b = e1[1], c = e1[2];
+    e2[0] = y * c - z * b;
+    e2[1] = z * a - x * c;
+    e2[2] = x * b - y * a;
+}
+
+/* boxsingle._crossing: two edges crossing across the normal */
+static int crossing(const double *n, int kind_a, double ea[2][3], int kind_b, double eb[2][3]) {
+    if (kind_a != 2 || kind_b != 2) return 0;
+    double e1[3], e2[3], da[3], db[3];
+    tangent_basis(n, e1, e2);
+    for (int i = 0; i < 3; i++) {
+        da[i] = ea[1][i] - ea[0][i];
+        db[i] = eb[1][i] - eb[0][i];
+    }
+    double fa[2] = {dot3(da, e1), dot3(da, e2)}, fb[2] = {dot3(db, e1), dot3(db, e2)};
+    double la = sqrt(fa[0] * fa[0] + fa[1] * fa[1]), lb = sqrt(fb[0] * fb[0] + fb[1] * fb[1]);
+    return la > 0 && lb > 0 && fabs(fa[0] * fb[1] - fa[1] * fb[0]) > 1.01e-3 * la * lb;
+}
+
+static int inside_box(const double *r, const double *o, const double *half, const double *p, double tol) {
+    double rel[3] = {p[0] - o[0], p[1] - o[1], p[2] - o[2]};
+    for (int i = 0; i < 3; i++)
+        if (!(fabs(r[i] * rel[0] + r[3 + i] * rel[1] + r[6 + i] * rel[2]) <= half[i] + tol)) return 0;
+    return 1;
+}
+
+/* boxsingle.along_axis for one pair: 1 settled (its contact emitted), 0 not; *nearest the pair's point pair
+ * does not attain the separation (or lies beyond the margin) */
+static int box_along_axis(out_t *o, int64_t ia, int64_t ib, const double *normal, double sep, int *nearest) {
+    const double *ra = o->rot + 9 * ia, *rb = o->rot + 9 * ib, *ha = o->size + 3 * ia, *hb = o->size + 3 * ib;
+    const double *oa = o->origin + 3 * ia, *ob = o->origin + 3 * ib;
+    double ea[2][3], eb[2][3], back[3], pa[3], pb[3], gap[3];
+    for (int i = 0; i < 3; i++) back[i] = -normal[i];
+    int kind_a = box_feature(ra, oa, ha, normal, ea), kind_b = box_feature(rb, ob, hb, back, eb);
+    int vertex_b = kind_b == 1, vertex_a = kind_a == 1 && kind_b != 1;
+    int cross = crossing(normal, kind_a, ea, kind_b, eb);
+    *nearest = 0;
+    if (!(vertex_a || vertex_b || cross)) return 0;
+    for (int i = 0; i < 3; i++) {
+        pa[i] = vertex_b ? eb[0][i] - sep * normal[i] : ea[0][i];
+        pb[i] = vertex_b ? eb[0][i] : ea[0][i] + sep * normal[i];
+    }
+    if (cross) {
+        double s, t;
+        segment_closest(ea[0], ea[1], eb[0], eb[1], &s, &t);
+        for (int i = 0; i < 3; i++) {
+            pa[i] = ea[0][i] + s * (ea[1][i] - ea[0][i]);
+            pb[i] = eb[0][i] + t * (eb[1][i] - eb[0][i]);
+        }
+    }
+    for (int i = 0; i < 3; i++) gap[i] = pb[i] - pa[i];
+    double dist = dot3(gap, normal);
+    double tol = 1e-9 * fmax(fmax(fmax(ha[0], ha[1]), ha[2]), fmax(fmax(hb[0], hb[1]), hb[2]));
+    int attains = fabs(sqrt(dot3(gap, gap)) - sep) <= tol && fabs(dist - sep) <= tol && inside_box(ra, oa, ha, pa, tol)
+                  && inside_box(rb, ob, hb, pb, tol);
+    if (dist > o->margin || (sep > 0 && !attains)) {
+        *nearest = 1;
+        return 0;
+    }
+    emit(o, ia, ib, pa, pb, normal, dist);
+    return 1;
+}
+
+/* boxsingle.nearest_points for one pair of separated boxes: brute force over vertex-box and edge-edge */
+static void box_nearest_points(const out_t *o, int64_t ia, int64_t ib, double *best_a, double *best_b) {
+    const double *r[2] = {o->rot + 9 * ia, o->rot + 9 * ib}, *h[2] = {o->size + 3 * ia, o->size + 3 * ib};
+    const double *c[2] = {o->origin + 3 * ia, o->origin + 3 * ib};
+    double corners[2][8][3], clamped[2][8][3]; /* clamped[s]: the other box's corners clamped onto box s */
+    for (int s = 0; s < 2; s++)
+        for (int m = 0; m < 8; m++) {
+            double local[3] = {CORNERS[m][0] * h[s][0], CORNERS[m][1] * h[s][1], CORNERS[m][2] * h[s][2]};
+            for (int i = 0; i < 3; i++)
+                corners[s][m][i] = c[s][i] + (r[s][3 * i] * local[0] + r[s][3 * i + 1] * local[1] + r[s][3 * i + 2] * local[2]);
+        }
+    for (int s = 0; s < 2; s++)
+        for (int m = 0; m < 8; m++) {
+            const double *p = corners[1 - s][m];
+            double rel[3] = {p[0] - c[s][0], p[1] - c[s][1], p[2] - c[s][2]}, local[3];
+            for (int i = 0; i < 3; i++)
+                local[i] = clip(r[s][i] * rel[0] + r[s][3 + i] * rel[1] + r[s][6 + i] * rel[2], -h[s][i], h[s][i]);
+            for (int i = 0; i < 3; i++)
+                clamped[s][m][i] = c[s][i] + (r[s][3 * i] * local[0] + r[s][3 * i + 1] * local[1] + r[s][3 * i + 2] * local[2]);
+        }
+    double best = INFINITY;
+    /* candidates in boxsingle's order: A's corners with their clamp on B, B's corners' clamp on A with them, edges */
+    for (int m = 0; m < 16; m++) {
+        const double *pa = m < 8 ? corners[0][m] : clamped[0][m - 8], *pb = m < 8 ? clamped[1][m] : corners[1][m - 8];
+        double gap[3] = {pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]}, d2 = dot3(gap, gap);
+        if (d2 < best) best = d2, memcpy(best_a, pa, 3 * sizeof(double)), memcpy(best_b, pb, 3 * sizeof(double));
+    }
+    int edges[12][2], ne = 0;
+    for (int i = 0; i < 8; i++)
+        for (int j = i + 1; j < 8; j++) {
+            int differ = (CORNERS[i][0] != CORNERS[j][0]) + (CORNERS[i][1] != CORNERS[j][1]) + (CORNERS[i][2] != CORNERS[j][2]);
+            if (differ == 1) edges[ne][0] = i, edges[ne][1] = j, ne++;
+        }
+    for (int i = 0; i < 12; i++)
+        for (int j = 0; j < 12; j++) {
+            const double *p1 = corners[0][edges[i][0]], *q1 = corners[0][edges[i][1]];
+            const double *p2 = corners[1][edges[j][0]], *q2 = corners[1][edges[j][1]];
+            double s, t, pa[3], pb[3], gap[3];
+            segment_closest(p1, q1, p2, q2, &s, &t);
+            for (int k = 0; k < 3; k++) {
+                pa[k] = p1[k] + s * (q1[k] - p1[k]);
+                pb[k] = p2[k] + t * (q2[k] - p2[k]);
+                gap[k] = pb[k] - pa[k];
+            }
+            double d2 = dot3(gap, gap);
+            if (d2 < best) best = d2, memcpy(best_a, pa, sizeof pa), memcpy(best_b, pb, sizeof pb);
+        }
+}
+
+/* boxsingle.apart for one pair apart by the SAT bound sep > 0: 1 settled here (a contact from the nearest
+ * points when a vertex is on either side or two edges cross, or none beyond the margin), 0 otherwise */
+static int box_apart(out_t *o, int64_t ia, int64_t ib, double sep, int nearest) {
+    const double *ha = o->size + 3 * ia, *hb = o->size + 3 * ib;
+    double pa[3], pb[3], gap[3], n[3], back[3], ea[2][3], eb[2][3];
+    box_nearest_points(o, ia, ib, pa, pb);
+    for (int i = 0; i < 3; i++) gap[i] = pb[i] - pa[i];
+    double dist = sqrt(dot3(gap, gap));
+    double scale = fmax(fmax(fmax(ha[0], ha[1]), ha[2]), fmax(fmax(hb[0], hb[1]), hb[2]));
+    if (!(nearest || dist > sep + 1e-8 * scale)) return 0; /* no GJK on the per-pair path: clipped per pair */
+    double div = dist > 0 ? dist : 1.0;
+    for (int i = 0; i < 3; i++) {
+        n[i] = gap[i] / div;
+        back[i] = -n[i];
+    }
+    int kind_a = box_feature(o->rot + 9 * ia, o->origin + 3 * ia, ha, n, ea);
+    int kind_b = box_feature(o->rot + 9 * ib, o->origin + 3 * ib, hb, back, eb);
+    int point = (kind_a == 1 || kind_b == 1 || crossing(n, kind_a, ea, kind_b, eb)) && dist > 0;
+    if (!(point || dist > o->margin)) return 0;
+    if (point && dot3(gap, n) <= o->margin) emit(o, ia, ib, pa, pb, n, dist);
+    return 1;
+}
+
 /* box_box for one pair: 1 when finished here (no contact beyond the margin, or the face pass settled it) */
 static int box_box(out_t *o, int64_t ia, int64_t ib) {
     double normal[3];
     int axis;
     double sep = separating_axis(o, ia, ib, normal, &axis);
     if (!(sep <= o->margin)) return 1;
-    if (axis >= 6) return 0;
-    return box_face(o, ia, ib, normal, axis, sep);
+    if (axis < 6 && box_face(o, ia, ib, normal, axis, sep)) return 1;
+    int nearest;
+    if (box_along_axis(o, ia, ib, normal, sep, &nearest)) return 1;
+    return sep > 0 && box_apart(o, ia, ib, sep, nearest);
 }
 
 /* 1 when the pair (in kernel order) was finished here */
