@@ -618,16 +618,19 @@ static void box_nearest_points(const out_t *o, int64_t ia, int64_t ib, double *b
         }
 }
 
-/* boxsingle.apart for one pair apart by the SAT bound sep > 0: 1 settled here (a contact from the nearest
- * points when a vertex is on either side or two edges cross, or none beyond the margin), 0 otherwise */
-static int box_apart(out_t *o, int64_t ia, int64_t ib, double sep, int nearest) {
+static int box_clip(out_t *o, int64_t ia, int64_t ib, const double *n, double sep);
+
+/* boxsingle.apart for one pair apart by the SAT bound sep > 0 (SAT normal `normal`): 1 settled here (a
+ * contact from the nearest points when a vertex is on either side or two edges cross, or none beyond the
+ * margin; or, when the per-pair path takes no GJK, its manifold along the SAT normal), 0 otherwise */
+static int box_apart(out_t *o, int64_t ia, int64_t ib, const double *normal, double sep, int nearest) {
     const double *ha = o->size + 3 * ia, *hb = o->size + 3 * ib;
     double pa[3], pb[3], gap[3], n[3], back[3], ea[2][3], eb[2][3];
     box_nearest_points(o, ia, ib, pa, pb);
     for (int i = 0; i < 3; i++) gap[i] = pb[i] - pa[i];
     double dist = sqrt(dot3(gap, gap));
     double scale = fmax(fmax(fmax(ha[0], ha[1]), ha[2]), fmax(fmax(hb[0], hb[1]), hb[2]));
-    if (!(nearest || dist > sep + 1e-8 * scale)) return 0; /* no GJK on the per-pair path: clipped per pair */
+    if (!(nearest || dist > sep + 1e-8 * scale)) return box_clip(o, ia, ib, normal, sep); /* no GJK per pair */
     double div = dist > 0 ? dist : 1.0;
     for (int i = 0; i < 3; i++) {
         n[i] = gap[i] / div;
@@ -641,6 +644,231 @@ static int box_apart(out_t *o, int64_t ia, int64_t ib, double sep, int nearest) 
     return 1;
 }
 
+#define MAX_POLY 16
+
+/* manifold.feature of a box along the unit `direction`: 1 (vertex), 2 (edge) or 4 (face, CCW seen from
+ * outside, with its outward normal) world points */
+static int box_manifold_feature(const double *r, const double *o, const double *half, const double *direction,
+                                double pts[4][3], double *plane_normal) {
+    double local[3], mags[3], corner[4][3];
+    for (int i = 0; i < 3; i++) {
+        local[i] = r[i] * direction[0] + r[3 + i] * direction[1] + r[6 + i] * direction[2];
+        mags[i] = fabs(local[i]);
+    }
+    int axis = 0, low = 0;
+    for (int i = 1; i < 3; i++) {
+        if (mags[i] > mags[axis]) axis = i;
+        if (mags[i] < mags[low]) low = i;
+    }
+    int count;
+    if (mags[axis] >= cos(FACE_ANGLE)) {
+        double sign = local[axis] >= 0 ? 1.0 : -1.0;
+        int i = (axis + 1) % 3, j = (axis + 2) % 3;
+        for (int m = 0; m < 4; m++) {
+            corner[m][axis] = sign * half[axis];
+            corner[m][i] = QUAD[m][0] * half[i];
+            corner[m][j] = QUAD[m][1] * half[j] * sign;
+        }
+        for (int k = 0; k < 3; k++) plane_normal[k] = sign * r[3 * k + axis];
+        count = 4;
+    } else {
+        for (int k = 0; k < 3; k++) corner[0][k] = corner[1][k] = local[k] >= 0 ? half[k] : -half[k];
+        count = 1;
+        if (mags[low] <= sin(FACE_ANGLE)) {
+            corner[0][low] = -half[low];
+            corner[1][low] = half[low];
+            count = 2;
+        }
+    }
+    for (int m = 0; m < count; m++)
+        for (int k = 0; k < 3; k++)
+            pts[m][k] = o[k] + (corner[m][0] * r[3 * k] + corner[m][1] * r[3 * k + 1] + corner[m][2] * r[3 * k + 2]);
+    return count;
+}
+
+/* manifold._ccw in place */
+static void ccw(double (*poly)[2], int count) {
+    double area = 0.0;
+    for (int m = 0; m < count; m++) area += poly[m][0] * poly[(m + 1) % count][1] - poly[(m + 1) % count][0] * poly[m][1];
+    if (area >= 0) return;
+    for (int m = 0; m < count / 2; m++) {
+        double t0 = poly[m][0], t1 = poly[m][1];
+        poly[m][0] = poly[count - 1 - m][0], poly[m][1] = poly[count - 1 - m][1];
+        poly[count - 1 - m][0] = t0, poly[count - 1 - m][1] = t1;
+    }
+}
+
+/* manifold._clip_polygon: subject (count points; 2 = a segment) clipped by the convex CCW polygon clip */
+static int clip_polygon(double (*out)[2], int count, const double (*clip)[2], int nclip) {
+    int closed = count >= 3;
+    double kept[MAX_POLY][2], side[MAX_POLY];
+    for (int k = 0; k < nclip && count > 0; k++) {
+        const double *a = clip[k], *b = clip[(k + 1) % nclip];
+        double edge[2] = {b[0] - a[0], b[1] - a[1]};
+        for (int m = 0; m < count; m++) side[m] = edge[0] * (out[m][1] - a[1]) - edge[1] * (out[m][0] - a[0]);
+        if (!closed) {
+            if (side[0] < 0 && side[1] < 0) return 0;
+            if (side[0] < 0 || side[1] < 0) {
+                double t = side[0] / (side[0] - side[1]);
+                double cut[2] = {out[0][0] + t * (out[1][0] - out[0][0]), out[0][1] + t * (out[1][1] - out[0][1])};
+                int at = side[0] < 0 ? 0 : 1;
+                out[at][0] = cut[0], out[at][1] = cut[1];
+            }
+            continue;
+        }
+        int n = 0;
+        for (int m = 0; m < count; m++) {
+            int next = (m + 1) % count;
+            double sp = side[m], sq = side[next];
+            if (sp >= 0 && n < MAX_POLY) kept[n][0] = out[m][0], kept[n][1] = out[m][1], n++;
+            if ((sp >= 0) != (sq >= 0) && n < MAX_POLY) {
+                double t = sp / (sp - sq);
+                kept[n][0] = out[m][0] + t * (out[next][0] - out[m][0]);
+                kept[n][1] = out[m][1] + t * (out[next][1] - out[m][1]);
+                n++;
+            }
+        }
+        memcpy(out, kept, (size_t)n * sizeof kept[0]);
+        count = n;
+    }
+    return count;
+}
+
+/* manifold._lift: world points of a feature projecting to flat */
+static void lift(double (*pts)[3], int count, const double *plane_normal, const double *flat, const double *e1,
+                 const double *e2, const double *n, double *out) {
+    double base[3];
+    for (int k = 0; k < 3; k++) base[k] = flat[0] * e1[k] + flat[1] * e2[k];
+    if (count >= 3) {
+        double s = (dot3(pts[0], plane_normal) - dot3(base, plane_normal)) / dot3(n, plane_normal);
+        for (int k = 0; k < 3; k++) out[k] = base[k] + s * n[k];
+        return;
+    }
+    double p2[2] = {dot3(pts[0], e1), dot3(pts[0], e2)}, q2[2] = {dot3(pts[1], e1), dot3(pts[1], e2)};
+    double d[2] = {q2[0] - p2[0], q2[1] - p2[1]};
+    double lam = ((flat[0] - p2[0]) * d[0] + (flat[1] - p2[1]) * d[1]) / fmax(d[0] * d[0] + d[1] * d[1], 1e-300);
+    for (int k = 0; k < 3; k++) out[k] = pts[0][k] + lam * (pts[1][k] - pts[0][k]);
+}
+
+/* primitives.reduce_points on m points: chosen[] (at most 4 set) */
+static void reduce_any(double (*points)[3], const double *distance, int m, const double *normal, int *chosen) {
+    double flat[MAX_POLY][3], rel[MAX_POLY][3], length2[MAX_POLY], score[MAX_POLY], c[3], big = 0.0;
+    for (int k = 0; k < m; k++) {
+        double h = dot3(points[k], normal);
+        for (int i = 0; i < 3; i++) {
+            flat[k][i] = points[k][i] - h * normal[i];
+            big = fmax(big, fabs(points[k][i]));
+        }
+        chosen[k] = 0;
+    }
+    int first = 0;
+    for (int k = 1; k < m; k++)
+        if (distance[k] < distance[first]) first = k;
+    chosen[first] = 1;
+    for (int k = 0; k < m; k++) {
+        for (int i = 0; i < 3; i++) rel[k][i] = flat[k][i] - flat[first][i];
+        length2[k] = dot3(rel[k], rel[k]);
+    }
+    int second = argmax(length2, m);
+    double near = COINCIDENT * big;
+    if (length2[second] <= near * near) return;
+    chosen[second] = 1;
+    for (int k = 0; k < m; k++) {
+        cross3(rel[second], rel[k], c);
+        score[k] = fabs(dot3(c, normal));
+    }
+    int third = argmax(score, m);
+    double tol = fmax(1e-12 * length2[second], near * sqrt(length2[second]));
+    if (score[third] <= tol) return;
+    chosen[third] = 1;
+    const double *t[3] = {flat[first], flat[second], flat[third]};
+    double e01[3], e02[3];
+    for (int i = 0; i < 3; i++) e01[i] = t[1][i] - t[0][i], e02[i] = t[2][i] - t[0][i];
+    cross3(e01, e02, c);
+    double orient = sign0(dot3(c, normal));
+    for (int k = 0; k < m; k++) {
+        double beyond = -INFINITY;
+        for (int j = 0; j < 3; j++) {
+            double edge[3], to[3];
+            for (int i = 0; i < 3; i++) edge[i] = t[(j + 1) % 3][i] - t[j][i], to[i] = flat[k][i] - t[j][i];
+            cross3(edge, to, c);
+            double v = -orient * dot3(c, normal);
+            if (j == 0 || v > beyond) beyond = v;
+        }
+        score[k] = chosen[k] ? -INFINITY : beyond;
+    }
+    int fourth = argmax(score, m);
+    if (score[fourth] > tol) chosen[fourth] = 1;
+}
+
+/* boxbox.pair_contacts without its GJK: the manifold of the features along the SAT normal n of two boxes
+ * apart by sep > 0; 1 when it settles the pair (contacts within the margin, the deepest attaining sep) */
+static int box_clip(out_t *o, int64_t ia, int64_t ib, const double *n, double sep) {
+    const double *ra = o->rot + 9 * ia, *rb = o->rot + 9 * ib, *ha = o->size + 3 * ia, *hb = o->size + 3 * ib;
+    const double *oa = o->origin + 3 * ia, *ob = o->origin + 3 * ib;
+    double fa[4][3], fb[4][3], ma[3], mb[3], back[3] = {-n[0], -n[1], -n[2]}, e1[3], e2[3];
+    int na = box_manifold_feature(ra, oa, ha, n, fa, ma), nb = box_manifold_feature(rb, ob, hb, back, fb, mb);
+    if (na == 1 || nb == 1) return 0;
+    tangent_basis(n, e1, e2);
+    double flat_a[MAX_POLY][2], flat_b[MAX_POLY][2], clipped[MAX_POLY][2];
+    for (int m = 0; m < na; m++) flat_a[m][0] = dot3(fa[m], e1), flat_a[m][1] = dot3(fa[m], e2);
+    for (int m = 0; m < nb; m++) flat_b[m][0] = dot3(fb[m], e1), flat_b[m][1] = dot3(fb[m], e2);
+    int count;
+    if (na >= 3) {
+        memcpy(clipped, flat_b, sizeof flat_b);
+        if (nb >= 3) ccw(clipped, nb);
+        ccw(flat_a, na);
+        count = clip_polygon(clipped, nb, (const double (*)[2])flat_a, na);
+    } else if (nb >= 3) {
+        memcpy(clipped, flat_a, sizeof flat_a);
+        ccw(flat_b, nb);
+        count = clip_polygon(clipped, na, (const double (*)[2])flat_b, nb);
+    } else {
+        double da[2] = {flat_a[1][0] - flat_a[0][0], flat_a[1][1] - flat_a[0][1]};
+        double db[2] = {flat_b[1][0] - flat_b[0][0], flat_b[1][1] - flat_b[0][1]};
+        double la = sqrt(da[0] * da[0] + da[1] * da[1]), lb = sqrt(db[0] * db[0] + db[1] * db[1]);
+        if (la == 0 || lb == 0 || fabs(da[0] * db[1] - da[1] * db[0]) > 1e-3 * la * lb) return 0;
+        double u[2] = {da[0] / la, da[1] / la}, ta[2], tb[2];
+        for (int m = 0; m < 2; m++) {
+            ta[m] = (flat_a[m][0] - flat_a[0][0]) * u[0] + (flat_a[m][1] - flat_a[0][1]) * u[1];
+            tb[m] = (flat_b[m][0] - flat_a[0][0]) * u[0] + (flat_b[m][1] - flat_a[0][1]) * u[1];
+        }
+        double lo = fmax(fmin(ta[0], ta[1]), fmin(tb[0], tb[1])), hi = fmin(fmax(ta[0], ta[1]), fmax(tb[0], tb[1]));
+        if (hi < lo) return 0;
+        double rel[2] = {flat_b[0][0] - flat_a[0][0], flat_b[0][1] - flat_a[0][1]};
+        double along = rel[0] * u[0] + rel[1] * u[1];
+        double offset[2] = {rel[0] - along * u[0], rel[1] - along * u[1]};
+        const double ends[2] = {lo, hi};
+        for (int m = 0; m < 2; m++)
+            for (int i = 0; i < 2; i++) clipped[m][i] = flat_a[0][i] + ends[m] * u[i] + 0.5 * offset[i];
+        count = 2;
+    }
+    if (count == 0) return 0;
+    double pa[MAX_POLY][3], pb[MAX_POLY][3], dist[MAX_POLY], gap[3];
+    int m = 0;
+    for (int k = 0; k < count; k++) {
+        lift(fa, na, ma, clipped[k], e1, e2, n, pa[m]);
+        lift(fb, nb, mb, clipped[k], e1, e2, n, pb[m]);
+        for (int i = 0; i < 3; i++) gap[i] = pb[m][i] - pa[m][i];
+        dist[m] = dot3(gap, n);
+        if (dist[m] <= o->margin) m++;
+    }
+    if (m == 0) return 0;
+    int chosen[MAX_POLY], deepest = -1;
+    reduce_any(pb, dist, m, n, chosen);
+    for (int k = 0; k < m; k++)
+        if (chosen[k] && (deepest < 0 || dist[k] < dist[deepest])) deepest = k;
+    /* boxbox._attains */
+    double tol = 1e-9 * fmax(fmax(fmax(ha[0], ha[1]), ha[2]), fmax(fmax(hb[0], hb[1]), hb[2]));
+    for (int i = 0; i < 3; i++) gap[i] = pb[deepest][i] - pa[deepest][i];
+    if (!(fabs(sqrt(dot3(gap, gap)) - sep) <= tol && fabs(dist[deepest] - sep) <= tol
+          && inside_box(ra, oa, ha, pa[deepest], tol) && inside_box(rb, ob, hb, pb[deepest], tol)))
+        return 0;
+    for (int k = 0; k < m; k++)
+        if (chosen[k]) emit(o, ia, ib, pa[k], pb[k], n, dist[k]);
+    return 1;
+}
+
 /* box_box for one pair: 1 when finished here (no contact beyond the margin, or the face pass settled it) */
 static int box_box(out_t *o, int64_t ia, int64_t ib) {
     double normal[3];
@@ -650,7 +878,7 @@ static int box_box(out_t *o, int64_t ia, int64_t ib) {
     if (axis < 6 && box_face(o, ia, ib, normal, axis, sep)) return 1;
     int nearest;
     if (box_along_axis(o, ia, ib, normal, sep, &nearest)) return 1;
-    return sep > 0 && box_apart(o, ia, ib, sep, nearest);
+    return sep > 0 && box_apart(o, ia, ib, normal, sep, nearest);
 }
 
 /* 1 when the pair (in kernel order) was finished here */
