@@ -569,11 +569,15 @@ static int box_along_axis(out_t *o, int64_t ia, int64_t ib, const double *normal
     return 1;
 }
 
-/* boxsingle.nearest_points for one pair of separated boxes: brute force over vertex-box and edge-edge */
-static void box_nearest_points(const out_t *o, int64_t ia, int64_t ib, double *best_a, double *best_b) {
+/* boxsingle.nearest_points for one pair of separated boxes: brute force over vertex-box and edge-edge
+ * candidates, the first closest in boxsingle's order. Returns 0 when the answer is ill-posed for a copy: another
+ * candidate, a different point pair, lies within 1e-9 of the boxes' size of the closest (parallel features, or
+ * nearly: round-off decides which one is taken) */
+static int box_nearest_points(const out_t *o, int64_t ia, int64_t ib, double *best_a, double *best_b) {
     const double *r[2] = {o->rot + 9 * ia, o->rot + 9 * ib}, *h[2] = {o->size + 3 * ia, o->size + 3 * ib};
     const double *c[2] = {o->origin + 3 * ia, o->origin + 3 * ib};
     double corners[2][8][3], clamped[2][8][3]; /* clamped[s]: the other box's corners clamped onto box s */
+    double cand[160][2][3], d[160];
     for (int s = 0; s < 2; s++)
         for (int m = 0; m < 8; m++) {
             double local[3] = {CORNERS[m][0] * h[s][0], CORNERS[m][1] * h[s][1], CORNERS[m][2] * h[s][2]};
@@ -589,12 +593,10 @@ static void box_nearest_points(const out_t *o, int64_t ia, int64_t ib, double *b
             for (int i = 0; i < 3; i++)
                 clamped[s][m][i] = c[s][i] + (r[s][3 * i] * local[0] + r[s][3 * i + 1] * local[1] + r[s][3 * i + 2] * local[2]);
         }
-    double best = INFINITY;
     /* candidates in boxsingle's order: A's corners with their clamp on B, B's corners' clamp on A with them, edges */
     for (int m = 0; m < 16; m++) {
-        const double *pa = m < 8 ? corners[0][m] : clamped[0][m - 8], *pb = m < 8 ? clamped[1][m] : corners[1][m - 8];
-        double gap[3] = {pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]}, d2 = dot3(gap, gap);
-        if (d2 < best) best = d2, memcpy(best_a, pa, 3 * sizeof(double)), memcpy(best_b, pb, 3 * sizeof(double));
+        memcpy(cand[m][0], m < 8 ? corners[0][m] : clamped[0][m - 8], 3 * sizeof(double));
+        memcpy(cand[m][1], m < 8 ? clamped[1][m] : corners[1][m - 8], 3 * sizeof(double));
     }
     int edges[12][2], ne = 0;
     for (int i = 0; i < 8; i++)
@@ -606,31 +608,50 @@ static void box_nearest_points(const out_t *o, int64_t ia, int64_t ib, double *b
         for (int j = 0; j < 12; j++) {
             const double *p1 = corners[0][edges[i][0]], *q1 = corners[0][edges[i][1]];
             const double *p2 = corners[1][edges[j][0]], *q2 = corners[1][edges[j][1]];
-            double s, t, pa[3], pb[3], gap[3];
+            double s, t, *pa = cand[16 + 12 * i + j][0], *pb = cand[16 + 12 * i + j][1];
             segment_closest(p1, q1, p2, q2, &s, &t);
             for (int k = 0; k < 3; k++) {
                 pa[k] = p1[k] + s * (q1[k] - p1[k]);
                 pb[k] = p2[k] + t * (q2[k] - p2[k]);
-                gap[k] = pb[k] - pa[k];
             }
-            double d2 = dot3(gap, gap);
-            if (d2 < best) best = d2, memcpy(best_a, pa, sizeof pa), memcpy(best_b, pb, sizeof pb);
         }
+    int best = 0;
+    for (int m = 0; m < 160; m++) {
+        double gap[3] = {cand[m][1][0] - cand[m][0][0], cand[m][1][1] - cand[m][0][1], cand[m][1][2] - cand[m][0][2]};
+        d[m] = sqrt(dot3(gap, gap));
+        if (d[m] * d[m] < d[best] * d[best]) best = m;
+    }
+    memcpy(best_a, cand[best][0], 3 * sizeof(double));
+    memcpy(best_b, cand[best][1], 3 * sizeof(double));
+    double scale = fmax(fmax(fmax(h[0][0], h[0][1]), h[0][2]), fmax(fmax(h[1][0], h[1][1]), h[1][2])), tol = 1e-9 * scale;
+    for (int m = 0; m < 160; m++) {
+        if (m == best || d[m] - d[best] > tol) continue;
+        double moved = 0.0;
+        for (int k = 0; k < 3; k++)
+            moved = fmax(moved, fmax(fabs(cand[m][0][k] - best_a[k]), fabs(cand[m][1][k] - best_b[k])));
+        if (moved > tol) return 0;
+    }
+    return 1;
 }
 
 static int box_clip(out_t *o, int64_t ia, int64_t ib, const double *n, double sep);
+static int box_witness(out_t *o, int64_t ia, int64_t ib, const double *n, const double *wa, const double *wb);
 
 /* boxsingle.apart for one pair apart by the SAT bound sep > 0 (SAT normal `normal`): 1 settled here (a
- * contact from the nearest points when a vertex is on either side or two edges cross, or none beyond the
- * margin; or, when the per-pair path takes no GJK, its manifold along the SAT normal), 0 otherwise */
+ * contact from the nearest points when a vertex is on either side or two edges cross, else the features' manifold
+ * along them, or none beyond the margin; or, when the per-pair path takes no GJK, its manifold along the SAT
+ * normal), 0 otherwise */
 static int box_apart(out_t *o, int64_t ia, int64_t ib, const double *normal, double sep, int nearest) {
     const double *ha = o->size + 3 * ia, *hb = o->size + 3 * ib;
     double pa[3], pb[3], gap[3], n[3], back[3], ea[2][3], eb[2][3];
-    box_nearest_points(o, ia, ib, pa, pb);
+    int unique = box_nearest_points(o, ia, ib, pa, pb);
     for (int i = 0; i < 3; i++) gap[i] = pb[i] - pa[i];
     double dist = sqrt(dot3(gap, gap));
     double scale = fmax(fmax(fmax(ha[0], ha[1]), ha[2]), fmax(fmax(hb[0], hb[1]), hb[2]));
     if (!(nearest || dist > sep + 1e-8 * scale)) return box_clip(o, ia, ib, normal, sep); /* no GJK per pair */
+    /* the contact comes from the nearest points: left to numpy where round-off picks them (not unique) or
+     * turns their normal gap / |gap| by more than 1e-12 (|gap| under 1e-3 of the boxes' size) */
+    if (!unique || dist < 1e-3 * scale) return 0;
     double div = dist > 0 ? dist : 1.0;
     for (int i = 0; i < 3; i++) {
         n[i] = gap[i] / div;
@@ -639,8 +660,11 @@ static int box_apart(out_t *o, int64_t ia, int64_t ib, const double *normal, dou
     int kind_a = box_feature(o->rot + 9 * ia, o->origin + 3 * ia, ha, n, ea);
     int kind_b = box_feature(o->rot + 9 * ib, o->origin + 3 * ib, hb, back, eb);
     int point = (kind_a == 1 || kind_b == 1 || crossing(n, kind_a, ea, kind_b, eb)) && dist > 0;
-    if (!(point || dist > o->margin)) return 0;
-    if (point && dot3(gap, n) <= o->margin) emit(o, ia, ib, pa, pb, n, dist);
+    if (point) {
+        if (dot3(gap, n) <= o->margin) emit(o, ia, ib, pa, pb, n, dist);
+    } else if (!(dist > o->margin)) {
+        return box_witness(o, ia, ib, n, pa, pb);
+    }
     return 1;
 }
 
@@ -698,14 +722,19 @@ static void ccw(double (*poly)[2], int count) {
     }
 }
 
-/* manifold._clip_polygon: subject (count points; 2 = a segment) clipped by the convex CCW polygon clip */
-static int clip_polygon(double (*out)[2], int count, const double (*clip)[2], int nclip) {
+/* manifold._clip_polygon: subject (count points; 2 = a segment) clipped by the convex CCW polygon clip.
+ * Returns -1 when a point of the subject lies within `tol` of a clip line (then whether and where it is cut
+ * follows round-off: a side of one face along a side of the other) */
+static int clip_polygon(double (*out)[2], int count, const double (*clip)[2], int nclip, double tol) {
     int closed = count >= 3;
     double kept[MAX_POLY][2], side[MAX_POLY];
     for (int k = 0; k < nclip && count > 0; k++) {
         const double *a = clip[k], *b = clip[(k + 1) % nclip];
-        double edge[2] = {b[0] - a[0], b[1] - a[1]};
-        for (int m = 0; m < count; m++) side[m] = edge[0] * (out[m][1] - a[1]) - edge[1] * (out[m][0] - a[0]);
+        double edge[2] = {b[0] - a[0], b[1] - a[1]}, length = sqrt(edge[0] * edge[0] + edge[1] * edge[1]);
+        for (int m = 0; m < count; m++) {
+            side[m] = edge[0] * (out[m][1] - a[1]) - edge[1] * (out[m][0] - a[0]);
+            if (fabs(side[m]) <= tol * length) return -1;
+        }
         if (!closed) {
             if (side[0] < 0 && side[1] < 0) return 0;
             if (side[0] < 0 || side[1] < 0) {
@@ -801,14 +830,17 @@ static void reduce_any(double (*points)[3], const double *distance, int m, const
     if (score[fourth] > tol) chosen[fourth] = 1;
 }
 
-/* boxbox.pair_contacts without its GJK: the manifold of the features along the SAT normal n of two boxes
- * apart by sep > 0; 1 when it settles the pair (contacts within the margin, the deepest attaining sep) */
-static int box_clip(out_t *o, int64_t ia, int64_t ib, const double *n, double sep) {
+/* manifold.manifold of two boxes' features along the unit normal n (A to B): the number m of clipped points
+ * within the margin (pa, pb, dist; chosen[] marks the at most 4 kept), -1 where manifold gives None (a
+ * point feature, crossing or disjoint segments, nothing left after clipping), -2 when ill-posed (below) */
+static int box_manifold(const out_t *o, int64_t ia, int64_t ib, const double *n, double (*pa)[3], double (*pb)[3],
+                        double *dist, int *chosen) {
     const double *ra = o->rot + 9 * ia, *rb = o->rot + 9 * ib, *ha = o->size + 3 * ia, *hb = o->size + 3 * ib;
     const double *oa = o->origin + 3 * ia, *ob = o->origin + 3 * ib;
     double fa[4][3], fb[4][3], ma[3], mb[3], back[3] = {-n[0], -n[1], -n[2]}, e1[3], e2[3];
     int na = box_manifold_feature(ra, oa, ha, n, fa, ma), nb = box_manifold_feature(rb, ob, hb, back, fb, mb);
-    if (na == 1 || nb == 1) return 0;
+    if (na == 1 || nb == 1) return -1;
+    double scale = fmax(fmax(fmax(ha[0], ha[1]), ha[2]), fmax(fmax(hb[0], hb[1]), hb[2]));
     tangent_basis(n, e1, e2);
     double flat_a[MAX_POLY][2], flat_b[MAX_POLY][2], clipped[MAX_POLY][2];
     for (int m = 0; m < na; m++) flat_a[m][0] = dot3(fa[m], e1), flat_a[m][1] = dot3(fa[m], e2);
@@ -818,23 +850,23 @@ static int box_clip(out_t *o, int64_t ia, int64_t ib, const double *n, double se
         memcpy(clipped, flat_b, sizeof flat_b);
         if (nb >= 3) ccw(clipped, nb);
         ccw(flat_a, na);
-        count = clip_polygon(clipped, nb, (const double (*)[2])flat_a, na);
+        count = clip_polygon(clipped, nb, (const double (*)[2])flat_a, na, 1e-9 * scale);
     } else if (nb >= 3) {
         memcpy(clipped, flat_a, sizeof flat_a);
         ccw(flat_b, nb);
-        count = clip_polygon(clipped, na, (const double (*)[2])flat_b, nb);
+        count = clip_polygon(clipped, na, (const double (*)[2])flat_b, nb, 1e-9 * scale);
     } else {
         double da[2] = {flat_a[1][0] - flat_a[0][0], flat_a[1][1] - flat_a[0][1]};
         double db[2] = {flat_b[1][0] - flat_b[0][0], flat_b[1][1] - flat_b[0][1]};
         double la = sqrt(da[0] * da[0] + da[1] * da[1]), lb = sqrt(db[0] * db[0] + db[1] * db[1]);
-        if (la == 0 || lb == 0 || fabs(da[0] * db[1] - da[1] * db[0]) > 1e-3 * la * lb) return 0;
+        if (la == 0 || lb == 0 || fabs(da[0] * db[1] - da[1] * db[0]) > 1e-3 * la * lb) return -1;
         double u[2] = {da[0] / la, da[1] / la}, ta[2], tb[2];
         for (int m = 0; m < 2; m++) {
             ta[m] = (flat_a[m][0] - flat_a[0][0]) * u[0] + (flat_a[m][1] - flat_a[0][1]) * u[1];
             tb[m] = (flat_b[m][0] - flat_a[0][0]) * u[0] + (flat_b[m][1] - flat_a[0][1]) * u[1];
         }
         double lo = fmax(fmin(ta[0], ta[1]), fmin(tb[0], tb[1])), hi = fmin(fmax(ta[0], ta[1]), fmax(tb[0], tb[1]));
-        if (hi < lo) return 0;
+        if (hi < lo) return -1;
         double rel[2] = {flat_b[0][0] - flat_a[0][0], flat_b[0][1] - flat_a[0][1]};
         double along = rel[0] * u[0] + rel[1] * u[1];
         double offset[2] = {rel[0] - along * u[0], rel[1] - along * u[1]};
@@ -843,8 +875,9 @@ static int box_clip(out_t *o, int64_t ia, int64_t ib, const double *n, double se
             for (int i = 0; i < 2; i++) clipped[m][i] = flat_a[0][i] + ends[m] * u[i] + 0.5 * offset[i];
         count = 2;
     }
-    if (count == 0) return 0;
-    double pa[MAX_POLY][3], pb[MAX_POLY][3], dist[MAX_POLY], gap[3];
+    if (count < 0) return -2;
+    if (count == 0) return -1;
+    double gap[3];
     int m = 0;
     for (int k = 0; k < count; k++) {
         lift(fa, na, ma, clipped[k], e1, e2, n, pa[m]);
@@ -853,9 +886,47 @@ static int box_clip(out_t *o, int64_t ia, int64_t ib, const double *n, double se
         dist[m] = dot3(gap, n);
         if (dist[m] <= o->margin) m++;
     }
-    if (m == 0) return 0;
+    /* two points nearer than 1e-6 of the boxes' size but not one point for reduce_points (a sliver of overlap,
+     * a vertex just off a side): which of them are kept follows round-off, so the pair is left to numpy */
+    double big = 0.0;
+    for (int k = 0; k < m; k++)
+        for (int i = 0; i < 3; i++) big = fmax(big, fabs(pb[k][i]));
+    for (int k = 0; k < m; k++)
+        for (int j = k + 1; j < m; j++) {
+            for (int i = 0; i < 3; i++) gap[i] = pb[k][i] - pb[j][i];
+            double apart = sqrt(dot3(gap, gap));
+            if (apart > 1e-3 * COINCIDENT * big && apart < 1e-6 * scale) return -2;
+        }
+    if (m > 0) reduce_any(pb, dist, m, n, chosen);
+    return m;
+}
+
+/* convex.along_normal for two boxes with the witness points (pa, pb) of their nearest points along n (what
+ * box_box gives the separated pairs that took GJK): the manifold along n, else the witness pair; 0 when ill-posed */
+static int box_witness(out_t *o, int64_t ia, int64_t ib, const double *n, const double *wa, const double *wb) {
+    double pa[MAX_POLY][3], pb[MAX_POLY][3], dist[MAX_POLY];
+    int chosen[MAX_POLY];
+    int m = box_manifold(o, ia, ib, n, pa, pb, dist, chosen);
+    if (m == -2) return 0;
+    if (m >= 0) {
+        for (int k = 0; k < m; k++)
+            if (chosen[k]) emit(o, ia, ib, pa[k], pb[k], n, dist[k]);
+        return 1;
+    }
+    double gap[3] = {wb[0] - wa[0], wb[1] - wa[1], wb[2] - wa[2]};
+    emit(o, ia, ib, wa, wb, n, dot3(gap, n));
+    return 1;
+}
+
+/* boxbox.pair_contacts without its GJK: the manifold of the features along the SAT normal n of two boxes
+ * apart by sep > 0; 1 when it settles the pair (contacts within the margin, the deepest attaining sep) */
+static int box_clip(out_t *o, int64_t ia, int64_t ib, const double *n, double sep) {
+    const double *ra = o->rot + 9 * ia, *rb = o->rot + 9 * ib, *ha = o->size + 3 * ia, *hb = o->size + 3 * ib;
+    const double *oa = o->origin + 3 * ia, *ob = o->origin + 3 * ib;
+    double pa[MAX_POLY][3], pb[MAX_POLY][3], dist[MAX_POLY], gap[3];
     int chosen[MAX_POLY], deepest = -1;
-    reduce_any(pb, dist, m, n, chosen);
+    int m = box_manifold(o, ia, ib, n, pa, pb, dist, chosen);
+    if (m <= 0) return 0;
     for (int k = 0; k < m; k++)
         if (chosen[k] && (deepest < 0 || dist[k] < dist[deepest])) deepest = k;
     /* boxbox._attains */
