@@ -3,7 +3,8 @@
 Built once per mechanism (compiled shapes, which body pairs may touch); `contacts(positions,
 quaternions, margin)` runs the broad phase (sort-and-sweep on world AABBs, planes against all),
 drops the pairs that never collide, sorts the rest by shape pair and runs each kind of pair at once
-(primitives.py closed forms, boxbox.py SAT, convex.py GJK/EPA + manifold).
+(primitives.py closed forms, boxbox.py SAT, convex.py GJK/EPA + manifold). With the C kernels loaded the
+query runs in native/collide.c, its twin, which hands the pairs it does not finish back to those kernels.
 
 Pairs that never collide: two colliders on the same body, two world colliders, and colliders on
 two bodies joined directly by a joint other than 'free' (a free joint constrains nothing, so a

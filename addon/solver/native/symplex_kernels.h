@@ -169,8 +169,9 @@ int64_t symplex_maximal_step(const symplex_maximal *model, const symplex_maximal
 /* Collision query (collide.c; numpy twin: addon/solver/collision, CollisionWorld.detect). Shape codes as
  * collision/shapes.py (0 sphere, 1 box, 2 capsule, 3 cylinder, 4 plane, 5 hull); no hulls (returns -1).
  * inputs:  shape, body (n,) (-1 world), rotation_local (n, 3, 3), position_local (n, 3), size (n, 3),
- *          friction (n,) of the colliders; positions (nbody, 3), quaternions (nbody, 4) (w x y z); joined_keys (njoined,) sorted
- *          keys (lo + 1) (nbody + 1) + hi + 1 of the body pairs that never collide; margin.
+ *          friction (n,) of the colliders; positions (nbody, 3), quaternions (nbody, 4) (w x y z);
+ *          joined_keys (njoined,) sorted keys (lo + 1) (nbody + 1) + (hi + 1), lo <= hi the body indices (world
+ *          -1), of the body pairs that never collide; margin.
  * outputs: rot (n, 3, 3), origin (n, 3) collider world frames; pairs, pair_scratch (pair_capacity,) work;
  *          contact_pairs (8 pair_capacity, 2) colliders (a, b), contact_bodies (.., 2) their bodies, point_a,
  *          point_b (8 pair_capacity, 3) world witness points, normal (.., 3) A to B, distance (..,),
