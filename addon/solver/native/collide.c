@@ -723,17 +723,21 @@ static void ccw(double (*poly)[2], int count) {
 }
 
 /* manifold._clip_polygon: subject (count points; 2 = a segment) clipped by the convex CCW polygon clip.
- * Returns -1 when a point of the subject lies within `tol` of a clip line (then whether and where it is cut
- * follows round-off: a side of one face along a side of the other) */
+ * Returns -1 when a side of the subject has one end within `tol` of a clip line and the other within 1e5 tol:
+ * then whether and where it is cut, at side / (side - side') along it, moves with round-off by more than
+ * 1e-12 m (a side of one face along a side of the other). One end on the line and the other far from it is
+ * harmless: the cut falls on that end either way. */
 static int clip_polygon(double (*out)[2], int count, const double (*clip)[2], int nclip, double tol) {
     int closed = count >= 3;
     double kept[MAX_POLY][2], side[MAX_POLY];
     for (int k = 0; k < nclip && count > 0; k++) {
         const double *a = clip[k], *b = clip[(k + 1) % nclip];
         double edge[2] = {b[0] - a[0], b[1] - a[1]}, length = sqrt(edge[0] * edge[0] + edge[1] * edge[1]);
-        for (int m = 0; m < count; m++) {
-            side[m] = edge[0] * (out[m][1] - a[1]) - edge[1] * (out[m][0] - a[0]);
-            if (fabs(side[m]) <= tol * length) return -1;
+        for (int m = 0; m < count; m++) side[m] = edge[0] * (out[m][1] - a[1]) - edge[1] * (out[m][0] - a[0]);
+        for (int m = 0; m < (closed ? count : 1); m++) {
+            double near = fmin(fabs(side[m]), fabs(side[(m + 1) % count]));
+            double far = fmax(fabs(side[m]), fabs(side[(m + 1) % count]));
+            if (near <= tol * length && far <= 1e5 * tol * length) return -1;
         }
         if (!closed) {
             if (side[0] < 0 && side[1] < 0) return 0;
