@@ -95,6 +95,26 @@ def test_box_stacks_heaps_and_clouds_give_the_numpy_contacts(kind):
     assert total >= 100
 
 
+def test_a_layer_of_equal_boxes_within_a_wide_margin_gives_the_numpy_contacts():
+    """Equal cubes turned about z only (their tops and bottoms coplanar: faces' sides along each other, the
+    degenerate poses of a pile's layer) 0-8 cm apart, queried with a falling pile's 0.2 m margin: most box
+    pairs are separated and settled in C from their nearest points or their SAT manifold."""
+    rng = np.random.default_rng(51)
+    left = pairs = 0
+    for _ in range(4):
+        n = 16
+        grid = np.array([(i % 4, i // 4, 0) for i in range(n)], dtype=float) * 0.25
+        positions = grid + np.c_[rng.uniform(-0.02, 0.02, (n, 2)), np.full(n, 0.1)]
+        quats = np.array([quat((0.0, 0.0, rng.uniform(-0.4, 0.4))) for _ in range(n)])
+        mech = _boxes(np.full((n, 3), 0.1), positions, quats, ground=True)
+        native, reference = _both(mech, positions, quats, 0.2)
+        _same(native, reference)
+        found = CollisionWorld(mech)._native.run(positions, quats, 0.2)
+        left += len(found.leftover)
+        pairs += len(set(zip(native.collider_a.tolist(), native.collider_b.tolist())))
+    assert pairs >= 200 and left < 0.5 * pairs, (left, pairs)
+
+
 @pytest.mark.parametrize("name", [n for n in list_presets() if load_mechanism(preset_path(n)).colliders])
 def test_every_preset_with_colliders_gives_the_numpy_contacts(name):
     """At the preset's start and with every body shifted by up to 2 cm and turned by up to 0.1 rad."""
