@@ -18,6 +18,7 @@ run: body poses and the step's margin) with the C query (native/collide.c) and w
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 
@@ -212,21 +213,21 @@ def _difference(native, reference) -> float:
 
 def native_section(repeats: int = 3) -> str:
     """Markdown: ms per query of a maximal run's recorded queries, C against numpy (best of `repeats` each)."""
-    lines = [f"Collision queries of maximal runs (dt 0.01), C (`native/collide.c`) against the numpy reference on the same",
-             f"recorded queries, mean over the run's queries of the best of {repeats}; load average "
-             f"{os.getloadavg()[0]:.1f} at the start.", "",
-             "| scene | bodies | queries | contacts/query | pairs left to numpy/query | max C - numpy (m) | C ms/query | "
-             "numpy ms/query |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["Collision queries of maximal runs (dt 0.01), C (`native/collide.c`) against the numpy reference on the same",
+             (f"recorded queries, mean over the run's queries of the best of {repeats}; load average "
+              f"{os.getloadavg()[0]:.1f} at the start."), "",
+             ("| scene | bodies | queries | contacts/query | pairs left to numpy/query | max C - numpy (m) | C ms/query | "
+              "numpy ms/query |"), "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for label, build, steps in _RUNS:
         mech = build()
         queries = recorded_queries(mech, steps)
         native, reference = CollisionWorld(mech), CollisionWorld(mech, native=False)
         found = [native.detect(*q) for q in queries]
-        left = [len(native._native.run(*q).leftover) for q in queries]
+        left = [len(native.native_query.run(*q).leftover) for q in queries]
         gap = max(_difference(f, reference.detect(*q)) for f, q in zip(found, queries))
         ms = []
         for world in (native, reference):
-            best = [min(_seconds(lambda: world.detect(*q)) for _ in range(repeats)) for q in queries]
+            best = [min(_seconds(functools.partial(world.detect, *q)) for _ in range(repeats)) for q in queries]
             ms.append(1e3 * float(np.mean(best)))
         lines.append(f"| {label} | {len(mech.bodies)} | {len(queries)} | {np.mean([len(f) for f in found]):.0f} | "
                      f"{np.mean(left):.1f} | {gap:.0e} | {ms[0]:.3f} | {ms[1]:.2f} |")

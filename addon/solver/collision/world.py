@@ -41,7 +41,17 @@ from .primitives import (
     sphere_capsule,
     sphere_sphere,
 )
-from .shapes import BOX, CAPSULE, CYLINDER, HULL, PLANE, SPHERE, aabbs, compile_shapes, world_frames
+from .shapes import (
+    BOX,
+    CAPSULE,
+    CYLINDER,
+    HULL,
+    PLANE,
+    SPHERE,
+    aabbs,
+    compile_shapes,
+    world_frames,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,9 +136,10 @@ class CollisionWorld:
     """Contacts between the colliders of one mechanism (immutable after construction).
 
     With the C kernels loaded (native.collide_binding.LIB) and no hull colliders, `detect` runs the query in
-    collide.c, which finishes every pair it has a closed form or the box face pass for and hands the rest
-    (cylinders, box-capsule, box pairs beyond the face pass) back to the numpy kernels; native=False (or
-    SYMPLEX_NO_NATIVE=1) keeps the whole query in numpy, the reference.
+    collide.c, which finishes the pairs it has a closed form or a box pass for and hands the rest (cylinders,
+    box-capsule, box pairs it cannot settle exactly as numpy would) back to the numpy kernels; native=False (or
+    SYMPLEX_NO_NATIVE=1) keeps the whole query in numpy, the reference. `native_query` is the C query's
+    binding (native.collide_binding.NativeQuery), None on the numpy path.
     """
 
     def __init__(self, mechanism: Mechanism, native: bool = True):
@@ -142,9 +153,9 @@ class CollisionWorld:
         self._planes = np.flatnonzero(self.shapes.shape == PLANE)
         self._solids = np.flatnonzero(self.shapes.shape != PLANE)
         shapes = self.shapes
-        self._native = (NativeQuery(shapes.shape, shapes.body, shapes.rotation_local, shapes.position_local, shapes.size,
-                                    shapes.friction, self.nbody, self._joined)
-                        if native and collide_binding.LIB is not None and not shapes.hulls else None)
+        native = native and collide_binding.LIB is not None and not shapes.hulls
+        self.native_query = NativeQuery(shapes.shape, shapes.body, shapes.rotation_local, shapes.position_local,
+                                        shapes.size, shapes.friction, self.nbody, self._joined) if native else None
 
     def _key(self, body_a, body_b):
         """An integer per unordered body pair (the world is -1)."""
@@ -176,8 +187,8 @@ class CollisionWorld:
         """
         positions = np.asarray(positions, dtype=float).reshape(-1, 3)
         quaternions = np.asarray(quaternions, dtype=float).reshape(-1, 4)
-        if self._native is not None:
-            found = self._native.run(positions, quaternions, margin)
+        if self.native_query is not None:
+            found = self.native_query.run(positions, quaternions, margin)
             native = Contacts(*found[:-1])
             if not len(found.leftover):
                 return native

@@ -17,7 +17,7 @@ from addon.solver.native import collide_binding
 from addon.solver.presets import list_presets, preset_path
 
 from .pairs import quat
-from .test_box_batches import _qmul, _resting_poses, _scene, _boxes
+from .test_box_batches import _boxes, _qmul, _resting_poses, _scene
 
 pytestmark = pytest.mark.skipif(collide_binding.LIB is None, reason="C kernels not built (make kernels)")
 
@@ -43,7 +43,7 @@ def _same(native: Contacts, reference: Contacts, tol: float = 1e-12) -> None:
 
 def _both(mech: Mechanism, positions, quats, margin: float) -> tuple[Contacts, Contacts]:
     native, reference = CollisionWorld(mech), CollisionWorld(mech, native=False)
-    assert native._native is not None and reference._native is None
+    assert native.native_query is not None and reference.native_query is None
     return native.detect(positions, quats, margin), reference.detect(positions, quats, margin)
 
 
@@ -109,7 +109,7 @@ def test_a_layer_of_equal_boxes_within_a_wide_margin_gives_the_numpy_contacts():
         mech = _boxes(np.full((n, 3), 0.1), positions, quats, ground=True)
         native, reference = _both(mech, positions, quats, 0.2)
         _same(native, reference)
-        found = CollisionWorld(mech)._native.run(positions, quats, 0.2)
+        found = CollisionWorld(mech).native_query.run(positions, quats, 0.2)
         left += len(found.leftover)
         pairs += len(set(zip(native.collider_a.tolist(), native.collider_b.tolist())))
     assert pairs >= 200 and left < 0.5 * pairs, (left, pairs)
