@@ -8,11 +8,18 @@ pairs of every kind, touching and apart), and the collider presets at their star
 colliders, contacts found and the median wall time of a query over REPEATS (margin 1 mm). A second
 table times the box heaps' box pairs all at once (boxbox.box_box) against the per-pair reference
 (boxbox.pair_contacts on every pair within the margin).
+
+`python -m benchmarks.collision --native` instead times the queries a maximal run makes (recorded from the
+run: body poses and the step's margin) with the C query (native/collide.c) and with the numpy reference
+(CollisionWorld(native=False)), one after the other on the same recorded queries: the box drop, 32 / 128 /
+1000 falling dominoes and the 200-box pile (tools/contact_scenes.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import time
 
 import numpy as np
@@ -20,10 +27,12 @@ import numpy as np
 from addon.solver.collision import CollisionWorld
 from addon.solver.collision.boxbox import box_box, pair_contacts, separating_axes
 from addon.solver.collision.shapes import world_frames
+from addon.solver.integrator import make_integrator
 from addon.solver.lie import matrix_to_quat, rotvec_to_matrix
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Body, Collider, Joint, Mechanism
 from addon.solver.presets import list_presets, preset_path
+from tools.contact_scenes import box_pile, falling_dominoes
 
 MARGIN = 1e-3
 REPEATS = 5
@@ -160,10 +169,77 @@ def run(quick: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+# (label, scene builder, maximal steps at dt 0.01 whose queries are timed)
+_RUNS = (
+    ("box drop (lands at step 29)", lambda: load_mechanism(preset_path("box_drop")), 40),
+    ("32 falling dominoes", lambda: falling_dominoes(32), 40),
+    ("128 falling dominoes", lambda: falling_dominoes(128), 20),
+    ("1000 falling dominoes", lambda: falling_dominoes(1000), 4),
+    ("200-box pile (into its bin)", lambda: box_pile(200), 30),
+)
+
+
+def recorded_queries(mech: Mechanism, steps: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """The (positions, quaternions, margin) of every collision query of `steps` maximal steps at dt 0.01."""
+    integ = make_integrator(mech, "maximal", 0.01)
+    world = integ.model.collision
+    queries, detect = [], world.detect
+
+    def record(positions, quaternions, margin=0.0):
+        queries.append((np.array(positions, dtype=float), np.array(quaternions, dtype=float), float(margin)))
+        return detect(positions, quaternions, margin)
+
+    world.detect = record
+    for _ in range(steps):
+        integ.step()
+    return queries
+
+
+def _difference(native, reference) -> float:
+    """Largest difference of two queries' witness points and distances, the points of a pair taken as a set
+    (inf when the pairs or their point counts differ)."""
+    if not (np.array_equal(native.collider_a, reference.collider_a)
+            and np.array_equal(native.collider_b, reference.collider_b)):
+        return float("inf")
+    if not len(native):
+        return 0.0
+    order = []
+    for contacts in (native, reference):
+        key = np.round(contacts.point_b_world / 1e-6)
+        order.append(np.lexsort((key[:, 2], key[:, 1], key[:, 0], contacts.collider_b, contacts.collider_a)))
+    return max(float(np.abs(getattr(native, f)[order[0]] - getattr(reference, f)[order[1]]).max())
+               for f in ("point_a_world", "point_b_world", "distance"))
+
+
+def native_section(repeats: int = 3) -> str:
+    """Markdown: ms per query of a maximal run's recorded queries, C against numpy (best of `repeats` each)."""
+    lines = ["Collision queries of maximal runs (dt 0.01), C (`native/collide.c`) against the numpy reference on the same",
+             (f"recorded queries, mean over the run's queries of the best of {repeats}; load average "
+              f"{os.getloadavg()[0]:.1f} at the start."), "",
+             ("| scene | bodies | queries | contacts/query | pairs left to numpy/query | max C - numpy (m) | C ms/query | "
+              "numpy ms/query |"), "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for label, build, steps in _RUNS:
+        mech = build()
+        queries = recorded_queries(mech, steps)
+        native, reference = CollisionWorld(mech), CollisionWorld(mech, native=False)
+        found = [native.detect(*q) for q in queries]
+        left = [len(native.native_query.run(*q).leftover) for q in queries]
+        gap = max(_difference(f, reference.detect(*q)) for f, q in zip(found, queries))
+        ms = []
+        for world in (native, reference):
+            best = [min(_seconds(functools.partial(world.detect, *q)) for _ in range(repeats)) for q in queries]
+            ms.append(1e3 * float(np.mean(best)))
+        lines.append(f"| {label} | {len(mech.bodies)} | {len(queries)} | {np.mean([len(f) for f in found]):.0f} | "
+                     f"{np.mean(left):.1f} | {gap:.0e} | {ms[0]:.3f} | {ms[1]:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small scenes only")
-    print(run(parser.parse_args(argv).quick))
+    parser.add_argument("--native", action="store_true", help="maximal runs' queries, C against numpy")
+    args = parser.parse_args(argv)
+    print(native_section() if args.native else run(args.quick))
     return 0
 
 

@@ -3,7 +3,8 @@
 Built once per mechanism (compiled shapes, which body pairs may touch); `contacts(positions,
 quaternions, margin)` runs the broad phase (sort-and-sweep on world AABBs, planes against all),
 drops the pairs that never collide, sorts the rest by shape pair and runs each kind of pair at once
-(primitives.py closed forms, boxbox.py SAT, convex.py GJK/EPA + manifold).
+(primitives.py closed forms, boxbox.py SAT, convex.py GJK/EPA + manifold). With the C kernels loaded the
+query runs in native/collide.c, its twin, which hands the pairs it does not finish back to those kernels.
 
 Pairs that never collide: two colliders on the same body, two world colliders, and colliders on
 two bodies joined directly by a joint other than 'free' (a free joint constrains nothing, so a
@@ -22,6 +23,8 @@ import numpy as np
 
 from ..lie import quat_to_matrix
 from ..model import WORLD, Mechanism
+from ..native import collide_binding
+from ..native.collide_binding import NativeQuery
 from .boxbox import box_box
 from .broadphase import plane_pairs, sweep_pairs
 from .convex import convex_pairs
@@ -38,7 +41,17 @@ from .primitives import (
     sphere_capsule,
     sphere_sphere,
 )
-from .shapes import BOX, CAPSULE, CYLINDER, HULL, PLANE, SPHERE, aabbs, compile_shapes, world_frames
+from .shapes import (
+    BOX,
+    CAPSULE,
+    CYLINDER,
+    HULL,
+    PLANE,
+    SPHERE,
+    aabbs,
+    compile_shapes,
+    world_frames,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,9 +133,16 @@ def _first(code_a: np.ndarray, code_b: np.ndarray) -> np.ndarray:
 
 
 class CollisionWorld:
-    """Contacts between the colliders of one mechanism (immutable after construction)."""
+    """Contacts between the colliders of one mechanism (immutable after construction).
 
-    def __init__(self, mechanism: Mechanism):
+    With the C kernels loaded (native.collide_binding.LIB) and no hull colliders, `detect` runs the query in
+    collide.c, which finishes the pairs it has a closed form or a box pass for and hands the rest (cylinders,
+    box-capsule, box pairs it cannot settle exactly as numpy would) back to the numpy kernels; native=False (or
+    SYMPLEX_NO_NATIVE=1) keeps the whole query in numpy, the reference. `native_query` is the C query's
+    binding (native.collide_binding.NativeQuery), None on the numpy path.
+    """
+
+    def __init__(self, mechanism: Mechanism, native: bool = True):
         self.mechanism = mechanism
         self.shapes = compile_shapes(mechanism)
         self.nbody = len(mechanism.bodies)
@@ -132,6 +152,10 @@ class CollisionWorld:
         self._joined = np.unique(np.array(keys, dtype=np.int64))
         self._planes = np.flatnonzero(self.shapes.shape == PLANE)
         self._solids = np.flatnonzero(self.shapes.shape != PLANE)
+        shapes = self.shapes
+        native = native and collide_binding.LIB is not None and not shapes.hulls
+        self.native_query = NativeQuery(shapes.shape, shapes.body, shapes.rotation_local, shapes.position_local,
+                                        shapes.size, shapes.friction, self.nbody, self._joined) if native else None
 
     def _key(self, body_a, body_b):
         """An integer per unordered body pair (the world is -1)."""
@@ -163,11 +187,28 @@ class CollisionWorld:
         """
         positions = np.asarray(positions, dtype=float).reshape(-1, 3)
         quaternions = np.asarray(quaternions, dtype=float).reshape(-1, 4)
+        if self.native_query is not None:
+            found = self.native_query.run(positions, quaternions, margin)
+            native = Contacts(*found[:-1])
+            if not len(found.leftover):
+                return native
+            # the rest in numpy, with numpy's own frames: GJK/EPA's answers move with their inputs' round-off
+            rot, origin = world_frames(self.shapes, positions, quaternions)
+            rest = self._narrow(rot, origin, found.leftover[:, 0], found.leftover[:, 1], margin)
+            both = [native, self._to_bodies(rest, positions, quaternions)]
+            merged = {f: np.concatenate([getattr(c, f) for c in both]) for f in Contacts.__dataclass_fields__}
+            order = np.lexsort((merged["collider_b"], merged["collider_a"]))
+            return Contacts(**{f: v[order] for f, v in merged.items()})
         rot, origin = world_frames(self.shapes, positions, quaternions)
         i, j = self.candidate_pairs(rot, origin, margin)
         code = self.shapes.shape
         ordered = _first(code[i], code[j])
-        ia, ib = np.where(ordered, i, j), np.where(ordered, j, i)
+        batch = self._narrow(rot, origin, np.where(ordered, i, j), np.where(ordered, j, i), margin)
+        return self._to_bodies(batch.where(np.lexsort((batch.b, batch.a))), positions, quaternions)
+
+    def _narrow(self, rot: np.ndarray, origin: np.ndarray, ia: np.ndarray, ib: np.ndarray, margin: float) -> Batch:
+        """Contacts of collider pairs (ia, ib) in kernel order, each kind of pair at once."""
+        code = self.shapes.shape
         kind = code[ia] * 8 + code[ib]
         parts = []
         for k in np.unique(kind):
@@ -177,14 +218,13 @@ class CollisionWorld:
                 parts.append(kernel(self.shapes, rot, origin, ia[sel], ib[sel], margin))
             else:
                 parts.append(convex_pairs(self.shapes, rot, origin, ia[sel], ib[sel], margin))
-        batch = concatenate(parts)
-        return self._to_bodies(batch.where(np.lexsort((batch.b, batch.a))), positions, quaternions, rot)
+        return concatenate(parts)
 
     def contacts(self, positions: np.ndarray, quaternions: np.ndarray, margin: float = 0.0) -> list[ContactPoint]:
         """Every contact with signed distance <= margin (see `detect` for the arguments)."""
         return self.detect(positions, quaternions, margin).points()
 
-    def _to_bodies(self, batch: Batch, positions, quaternions, rot) -> Contacts:
+    def _to_bodies(self, batch: Batch, positions, quaternions) -> Contacts:
         body = self.shapes.body
         ba, bb = body[batch.a], body[batch.b]
         rot_body = quat_to_matrix(quaternions) if len(quaternions) else np.zeros((0, 3, 3))

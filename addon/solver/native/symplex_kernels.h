@@ -190,4 +190,28 @@ int64_t symplex_maximal_step(const symplex_maximal *model, const symplex_maximal
                              double *row_val2, double *row_winding2, double *coord_winding2, double *cval2,
                              double *rate, double *cjac2, double *sweeps, double *stats, double *scratch);
 
+/* Collision query (collide.c; numpy twin: addon/solver/collision, CollisionWorld.detect). Shape codes as
+ * collision/shapes.py (0 sphere, 1 box, 2 capsule, 3 cylinder, 4 plane, 5 hull); no hulls (returns -1).
+ * inputs:  shape, body (n,) (-1 world), rotation_local (n, 3, 3), position_local (n, 3), size (n, 3),
+ *          friction (n,) of the colliders; positions (nbody, 3), quaternions (nbody, 4) (w x y z);
+ *          joined_keys (njoined,) sorted keys (lo + 1) (nbody + 1) + (hi + 1), lo <= hi the body indices (world
+ *          -1), of the body pairs that never collide; margin.
+ * outputs: rot (n, 3, 3), origin (n, 3) collider world frames; pairs, pair_scratch (pair_capacity,) work;
+ *          contact_pairs (8 pair_capacity, 2) colliders (a, b), contact_bodies (.., 2) their bodies, point_a,
+ *          point_b (8 pair_capacity, 3) world witness points, normal (.., 3) A to B, distance (..,),
+ *          contact_friction (..,) sqrt(mu_a mu_b), body_point_a, body_point_b (.., 3) the witness points in the
+ *          frames of the bodies (world axes for the world), sorted by (a, b); leftover (pair_capacity, 2) the pairs
+ *          in kernel order this kernel does not finish (to the numpy path); counts (3,) = candidate pairs,
+ *          contacts, leftovers. scratch: symplex_collide_scratch_size(n, nbody) doubles.
+ * Returns 0, or 1 when the candidate pairs (counts[0]) exceed pair_capacity (then nothing else is set). */
+int64_t symplex_collide_scratch_size(int64_t ncollider, int64_t nbody);
+int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *body, const double *rotation_local,
+                        const double *position_local, const double *size, const double *friction, int64_t nbody,
+                        const double *positions, const double *quaternions, int64_t njoined, const int64_t *joined_keys,
+                        double margin, int64_t pair_capacity, int64_t *pairs, int64_t *pair_scratch,
+                        int64_t *contact_pairs, int64_t *contact_bodies, double *point_a, double *point_b,
+                        double *normal, double *distance, double *contact_friction, double *body_point_a,
+                        double *body_point_b, double *rot, double *origin, int64_t *leftover, int64_t *counts,
+                        double *scratch);
+
 #endif

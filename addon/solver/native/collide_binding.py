@@ -1,0 +1,110 @@
+"""ctypes binding of collide.c (symplex_kernels.h symplex_collide): the collision query's C twin.
+
+`LIB` is the kernel library when it is built with collide.c and loads (native.load_kernels), else None.
+`NativeQuery(shapes, nbody, joined)` owns the work buffers of one CollisionWorld (grown when a query finds
+more candidate pairs than they hold) and `run(positions, quaternions, margin)` returns the C contacts
+(sorted by collider pair, as the fields of collision.Contacts) and the pairs left to the numpy path. The only caller is collision/world.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import NamedTuple
+
+import numpy as np
+
+from . import load_kernels
+
+_int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
+_MAX_POINTS_PER_PAIR = 8  # a box's corners on a plane (collide.c sizes its contact arrays by this)
+
+
+def _load() -> ctypes.CDLL | None:
+    lib = load_kernels()
+    if lib is None or not hasattr(lib, "symplex_collide"):
+        return None
+    lib.symplex_collide_scratch_size.argtypes = [_int, _int]
+    lib.symplex_collide_scratch_size.restype = _int
+    lib.symplex_collide.argtypes = [_int] + [_ptr] * 6 + [_int, _ptr, _ptr, _int, _ptr, _double, _int] + [_ptr] * 16
+    lib.symplex_collide.restype = _int
+    return lib
+
+
+LIB = _load()
+
+
+class Found(NamedTuple):
+    """One C query: contacts between colliders collider_a, collider_b (k,) of bodies body_a, body_b (k,),
+    witness points in the body frames point_a, point_b and in world axes point_a_world, point_b_world (k, 3),
+    normals (k, 3), distances and friction (k,), sorted by collider pair (the fields of collision.Contacts);
+    leftover (m, 2) collider pairs in kernel order for the numpy path."""
+
+    collider_a: np.ndarray
+    collider_b: np.ndarray
+    body_a: np.ndarray
+    body_b: np.ndarray
+    point_a: np.ndarray
+    point_b: np.ndarray
+    normal: np.ndarray
+    distance: np.ndarray
+    friction: np.ndarray
+    point_a_world: np.ndarray
+    point_b_world: np.ndarray
+    leftover: np.ndarray
+
+
+def _addr(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+class NativeQuery:
+    """symplex_collide's inputs and work buffers for one set of shapes (no hulls)."""
+
+    def __init__(self, shape: np.ndarray, body: np.ndarray, rotation_local: np.ndarray, position_local: np.ndarray,
+                 size: np.ndarray, friction: np.ndarray, nbody: int, joined: np.ndarray):
+        self._inputs = [np.ascontiguousarray(a, dtype=dt) for a, dt in (
+            (shape, np.int64), (body, np.int64), (rotation_local, np.float64), (position_local, np.float64),
+            (size, np.float64), (friction, np.float64))]
+        self._joined = np.ascontiguousarray(np.sort(joined), dtype=np.int64)
+        self.count, self.nbody = len(shape), nbody
+        self._rot, self._origin = np.empty((self.count, 3, 3)), np.empty((self.count, 3))
+        self._counts = np.zeros(3, np.int64)
+        self._scratch = np.empty(LIB.symplex_collide_scratch_size(self.count, nbody))
+        self._allocate(4 * self.count + 16)
+
+    def _allocate(self, capacity: int) -> None:
+        self._capacity = capacity
+        k = _MAX_POINTS_PER_PAIR * capacity
+        self._pairs, self._pair_scratch = np.empty(capacity, np.int64), np.empty(capacity, np.int64)
+        self._leftover = np.empty((capacity, 2), np.int64)
+        self._colliders, self._bodies = np.empty((k, 2), np.int64), np.empty((k, 2), np.int64)
+        self._pa, self._pb, self._normal = np.empty((k, 3)), np.empty((k, 3)), np.empty((k, 3))
+        self._distance, self._friction = np.empty(k), np.empty(k)
+        self._body_pa, self._body_pb = np.empty((k, 3)), np.empty((k, 3))
+        self._before = [self.count, *map(_addr, self._inputs), self.nbody]
+        self._after = [len(self._joined), _addr(self._joined)]
+        self._outputs = [self._capacity] + [_addr(a) for a in (
+            self._pairs, self._pair_scratch, self._colliders, self._bodies, self._pa, self._pb, self._normal,
+            self._distance, self._friction, self._body_pa, self._body_pb, self._rot, self._origin, self._leftover,
+            self._counts, self._scratch)]
+
+    def run(self, positions: np.ndarray, quaternions: np.ndarray, margin: float) -> Found:
+        """Contacts with distance <= margin at body poses positions (B, 3), quaternions (B, 4)."""
+        positions = np.ascontiguousarray(positions, dtype=np.float64)
+        quaternions = np.ascontiguousarray(quaternions, dtype=np.float64)
+        if positions.shape != (self.nbody, 3) or quaternions.shape != (self.nbody, 4):
+            raise ValueError(f"collision query: poses of {self.nbody} bodies expected, got positions "
+                             f"{positions.shape} and quaternions {quaternions.shape}")
+        while True:
+            status = LIB.symplex_collide(*self._before, _addr(positions), _addr(quaternions), *self._after,
+                                         float(margin), *self._outputs)
+            if status == 0:
+                break
+            if status != 1:
+                raise RuntimeError(f"symplex_collide failed with status {status}")
+            self._allocate(2 * int(self._counts[0]))
+        k, m = int(self._counts[1]), int(self._counts[2])
+        colliders, bodies = self._colliders[:k].T.copy(), self._bodies[:k].T.copy()
+        return Found(colliders[0], colliders[1], bodies[0], bodies[1], self._body_pa[:k].copy(),
+                     self._body_pb[:k].copy(), self._normal[:k].copy(), self._distance[:k].copy(),
+                     self._friction[:k].copy(), self._pa[:k].copy(), self._pb[:k].copy(), self._leftover[:m].copy())
