@@ -116,7 +116,8 @@ def test_bordered_matrix_is_the_newton_matrix_without_damper_couplings():
         solver.factor(A)
         steps.append(solver.solve(A, rhs))
         k = A.rows.count - A.n_primary
-        assert (solver._sparse_lu is not None) == (border == "sparse" or border == "auto" and k >= linear.SPARSE_FROM)
+        sparse = border == "sparse" or border == "auto" and k >= linear.SPARSE_FROM
+        assert solver.factorisation == ("block LU" if sparse else "tree")
     assert np.max(np.abs(steps[1] - steps[0])) <= 1e-9 * np.max(np.abs(steps[0]))
     with pytest.raises(ValueError, match="border"):
         LinearSolver(1, [], "banded")
