@@ -75,9 +75,13 @@ def key(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sp
     return (np.array([n_bodies, n_primary]), a.copy(), b.copy(), E.indptr.copy(), E.indices.copy(), waiting.copy())
 
 
-def same_topology(pattern: Pattern | None, key: tuple) -> bool:
+def reusable(pattern: Pattern | None, key: tuple) -> bool:
+    """The pattern applies to a Pb with this key: same rows' bodies and E pattern, and every row that
+    must wait for its bodies already waits in it (rows that wait without needing to cost fill, not
+    accuracy: the pattern is kept while the interior point drives s/lam down through TAU)."""
     return pattern is not None and len(key) == len(pattern.key) and all(
-        x.shape == y.shape and np.array_equal(x, y) for x, y in zip(key, pattern.key))
+        x.shape == y.shape and np.array_equal(x, y) for x, y in zip(key[:-1], pattern.key[:-1])) and bool(
+        np.all(pattern.key[-1][key[-1]]))
 
 
 def group_rows(a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sparse.csr_matrix) -> np.ndarray:
