@@ -5,25 +5,26 @@ node per body (6 unknowns) and one per group of rows (a joint's rows, or all int
 between the same two bodies with the cone rows E couples to them), its minimum-degree elimination
 order (fillin.order_nodes, symbolic, plan), and the numeric block LU on that pattern: dense LU with
 partial pivoting inside each pivot block, L and U blocks by triangular solves (native/block_lu.c; the
-numpy twin here is its reference). Pivot blocks are never inverted explicitly: after the contacts are
-eliminated a body's block carries their stiffness G^T (-E)^-1 C (s/lam down to 1e-15), condition
-numbers of 1e14, and fillin's explicit inverses left a backward error of 1e-3 on the box pile.
+numpy twin here is its reference). Pivot blocks are never inverted explicitly (fillin's LDU does): a
+body's block may carry its contacts' stiffness G^T (-E)^-1 C, with condition numbers up to 1/TAU.
 
-The order is static and chosen so that no pivot needs a row exchange across blocks. A group of
-interior-point rows has a nonsingular diagonal block E (-s/lam on its diagonal, the cone couplings):
-it may go first, and eliminating it adds D + G^T (-E)^-1 C, a body-body 6x6 coupling along the
-contact, to the bodies it touches (the quasi-definite case: D near positive definite, -E positive).
-That is what minimum degree does with a contact of degree two, so the bodies are left coupled like
-the contact graph and the factor's fill follows it. A joint's rows have E = 0 and wait for all their
-bodies (fillin.order_nodes' `after`): their pivot is then -C D^-1 G^T, nonsingular for independent
-rows. Eliminating the bodies first instead (a contact waits for its bodies) gives, with redundant
-contact rows (four corners and opposite friction directions on twelve unknowns), pivots singular up
-to s/lam and factors with no digits left; SuperLU's partial pivoting, free to pick any row, loses the
-ordering (fill 40k -> 2.6M on the wrecking wall).
-
-Pb is equilibrated (row, then column maxima) before factoring, as for SuperLU. The pattern (grouping, order, symbolic factor, flat layout and
-where each entry of Pb goes) is kept while the rows' bodies and E's pattern stay the same (one step's
-Newton iterations). Whether the factor is good enough is judged by its caller's defect correction
+The order is static, so no pivot may need a row exchange across blocks. Pb is equilibrated (row, then
+column maxima, as for SuperLU), and each group of rows either goes freely or waits for its bodies
+(fillin.order_nodes' `after`):
+* A group whose equilibrated diagonal is at least TAU everywhere (interior-point pairs away from
+  contact: -s/lam not small) has a regular diagonal block E and may go first. Eliminating it adds
+  D + G^T (-E)^-1 C, a 6x6 body-body coupling along the contact, with growth at most 1/TAU; minimum
+  degree takes such a group (degree two) early, so the bodies are left coupled like the contact graph.
+* A group with a smaller diagonal entry (joints: zero; contacts near the solution: s/lam down to
+  1e-15) waits for all its bodies; its pivot is then E - C D^-1 G^T, nearly definite, and redundant rows
+  (four corners and opposite friction directions on twelve unknowns) give pivots as small as s/lam
+  only in directions their coupling blocks do not see. Eliminating such groups first instead (a
+  penalty of stiffness lam/s) left backward errors of 1e-3 on a box pile and 1e7 n eps on a sphere chain.
+The pattern (grouping, order, symbolic factor, flat layout and where each entry of Pb goes) is kept
+while the rows' bodies and E's pattern stay the same and no new row has to wait (one step's Newton
+iterations, the interior point driving s/lam through TAU). Eliminating a contact's body first makes
+its contact rows and its other contacts' rows one clique: the fill grows with the contacts per body,
+not with the scene. Whether a factor is good enough is judged by its caller's defect correction
 (linear.LinearSolver.solve), which falls back to SuperLU when it is not.
 """
 

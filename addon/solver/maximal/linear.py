@@ -15,10 +15,13 @@ once); without them P is replaced by its symmetric part and factored by baraff.f
 auxiliary rows (loop-closing joints, inequality pairs) are then either bordered exactly onto it (one
 k-column solve of their force-side columns, the dense k x k Schur complement E - C_aux P^-1 G_aux^T;
 O(nk) + O(k^3)), or, from SPARSE_FROM rows on, the whole bordered matrix Pb = A - K joins one sparse
-LU (SuperLU with partial pivoting after equilibration; Pb is indefinite) whose fill-reducing order,
-minimum degree on the pattern of Pb + Pb^T, follows the bodies' contact graph: a contact row touches
-only its two bodies, so with a bounded number of contacts per body the factor's cost is linear in
-bodies + contacts. The exact Newton step is then obtained by defect correction, u <- u + Pb^-1
+factorisation after row and column equilibration (Pb is indefinite and not symmetric): the block LU of
+contact_ldu.py, whose static elimination order follows the bodies' contact graph (a contact row
+touches only its two bodies, so with a bounded number of contacts per body its fill and cost are
+linear in bodies + contacts), or SuperLU with partial pivoting and minimum degree on Pb + Pb^T when the
+block LU cannot (no C kernel, a singular pivot, a defect that defect correction and GMRES cannot
+shrink: `fallback` says why). SuperLU's free row exchanges destroy its ordering on stacked contacts.
+The exact Newton step is then obtained by defect correction, u <- u + Pb^-1
 (b - A u), where each A u is O(n) (blockwise, no sparse assembly): with the exact P only K remains in
 the defect (none without dampers), with the symmetric part the skew part of A is O(dt |omega|)
 relative to P; GMRES with the same preconditioner takes over if the sweeps stall; when A is the
