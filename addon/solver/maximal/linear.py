@@ -265,9 +265,9 @@ class LinearSolver:
 
     def _factor_sparse(self, A: NewtonMatrix) -> None:
         """Pb assembled sparse (body blocks, every row's force and velocity sides on the bodies it
-        touches, E) and equilibrated (rows, then columns), then factored by the block LDU of
+        touches, E) and equilibrated (rows, then columns), then factored by the block LU of
         contact_ldu.py in an order that follows the bodies' contact graph (C kernel), or by SuperLU when
-        that cannot (kernels not built, a row group too large, a singular pivot) or `border` is
+        that cannot (its kernel not built, a singular pivot; `solve`: a defect it cannot shrink) or `border` is
         "superlu"; `fallback` says why. SuperLU pivots partially (Pb is indefinite and not symmetric: a
         saddle matrix with -s/lam on the pairs' diagonal) with its columns ordered by minimum degree on
         the pattern of Pb + Pb^T; it factors the transpose (Pb's CSR arrays are Pb^T's CSC ones) and
@@ -295,7 +295,7 @@ class LinearSolver:
         self._fall_back(reason)
 
     def _factor_block(self, A: NewtonMatrix, M: scipy.sparse.csr_matrix) -> str | None:
-        """contact_ldu's block LDU of the equilibrated Pb (its pattern kept while the topology is the
+        """contact_ldu's block LU of the equilibrated Pb (its pattern kept while the topology is the
         same); None, or why it cannot factor."""
         rows = A.rows
         waiting = contact_ldu.waiting_rows(len(A.D), A.n_primary, M.diagonal())
@@ -323,6 +323,7 @@ class LinearSolver:
         self._factor_superlu()
 
     def _factor_superlu(self) -> None:
+        """SuperLU of the last equilibrated Pb (its transpose, columns by minimum degree on Pb + Pb^T)."""
         M, row, col = self._equilibrated
         transposed = scipy.sparse.csc_matrix((M.data, M.indices, M.indptr), shape=M.shape[::-1])
         self._sparse_lu = (scipy.sparse.linalg.splu(transposed, permc_spec=SPARSE_ORDERING), row, col)
