@@ -19,8 +19,8 @@ factorisation after row and column equilibration (Pb is indefinite and not symme
 contact_ldu.py, whose static elimination order follows the bodies' contact graph (a contact row
 touches only its two bodies, so with a bounded number of contacts per body its fill and cost are
 linear in bodies + contacts), or SuperLU with partial pivoting and minimum degree on Pb + Pb^T when the
-block LU cannot (no C kernel, a singular pivot, a defect that defect correction and GMRES cannot
-shrink: `fallback` says why). SuperLU's free row exchanges destroy its ordering on stacked contacts.
+block LU cannot (no C kernel, a singular pivot, defect correction stalling above rounding level:
+then for the rest of that contact set; `fallback` says why). SuperLU's free row exchanges destroy its ordering on stacked contacts.
 The exact Newton step is then obtained by defect correction, u <- u + Pb^-1
 (b - A u), where each A u is O(n) (blockwise, no sparse assembly): with the exact P only K remains in
 the defect (none without dampers), with the symmetric part the skew part of A is O(dt |omega|)
@@ -160,6 +160,7 @@ class LinearSolver:
         self._sparse_lu: tuple[scipy.sparse.linalg.SuperLU, np.ndarray, np.ndarray] | None = None
         self._block: tuple[contact_ldu.Pattern, contact_ldu.Factor, np.ndarray, np.ndarray] | None = None
         self._pattern: contact_ldu.Pattern | None = None
+        self._distrusted: contact_ldu.Pattern | None = None  # a pattern whose factor defect correction stalled on
         self.fallback: str | None = None  # why the last sparse factor that fell back to SuperLU did
         self.fallbacks = 0  # sparse factors of Pb that fell back to SuperLU
         self.sweeps = 0
@@ -267,7 +268,7 @@ class LinearSolver:
         """Pb assembled sparse (body blocks, every row's force and velocity sides on the bodies it
         touches, E) and equilibrated (rows, then columns), then factored by the block LU of
         contact_ldu.py in an order that follows the bodies' contact graph (C kernel), or by SuperLU when
-        that cannot (its kernel not built, a singular pivot; `solve`: a defect it cannot shrink) or `border` is
+        that cannot (its kernel not built, a singular pivot; `solve`: defect correction stalls) or `border` is
         "superlu"; `fallback` says why. SuperLU pivots partially (Pb is indefinite and not symmetric: a
         saddle matrix with -s/lam on the pairs' diagonal) with its columns ordered by minimum degree on
         the pattern of Pb + Pb^T; it factors the transpose (Pb's CSR arrays are Pb^T's CSC ones) and
@@ -309,6 +310,8 @@ class LinearSolver:
             pattern = contact_ldu.build(len(A.D), rows.a, rows.b, A.n_primary, A.E.tocsr(), waiting, M.indptr,
                                         M.indices)
             self._pattern = pattern
+        if pattern is self._distrusted:
+            return "defect correction with the block LU stalled on this contact set"
         try:
             self._block_fac = contact_ldu.factor(pattern, M.data)
         except np.linalg.LinAlgError as err:
@@ -394,13 +397,15 @@ class LinearSolver:
             u = u + self.precondition(defect)
         self.sweeps = sweep + 1
         self.defect = best / scale
+        if self._block is not None and self.defect > rtol and best > noise:
+            # the block LU's static order is not accurate enough for this contact set: SuperLU, which
+            # pivots freely, until the pattern changes
+            self._distrusted = self._block[0]
+            self._fall_back(f"defect correction with the block LU stalled at a defect of {self.defect:.1e} "
+                            f"(relative) after {self.sweeps} sweeps")
+            return self.solve(A, rhs, rtol, max_sweeps)
         if self.defect > rtol and best > noise:
             best_u = self._gmres(A, rhs, best_u, rtol)
-        if self._block is not None and self.defect > rtol and best > noise:
-            # the block LDU's static order was not accurate enough here: SuperLU pivots freely
-            self._fall_back(f"the block LDU left a defect of {self.defect:.1e} (relative) after "
-                            f"{self.sweeps} sweeps and GMRES")
-            return self.solve(A, rhs, rtol, max_sweeps)
         return best_u
 
     def _gmres(self, A: NewtonMatrix, rhs: np.ndarray, u0: np.ndarray, rtol: float) -> np.ndarray:
