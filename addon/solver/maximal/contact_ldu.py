@@ -43,7 +43,7 @@ from . import fillin
 from ..native import block_lu_binding as _native
 
 NATIVE = _native.LIB is not None
-TAU = 1e-3  # a group of rows whose equilibrated diagonal is smaller waits for its bodies (bounds growth by 1/TAU)
+TAU = 0.5  # a group of rows whose equilibrated diagonal is smaller waits for its bodies (bounds growth by 1/TAU)
 WAIT_BELOW = 0.5  # a new pattern lets wait the rows below this already (fewer rebuilds as s/lam falls)
 
 
