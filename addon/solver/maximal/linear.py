@@ -304,7 +304,6 @@ class LinearSolver:
         pattern = self._pattern
         if not contact_ldu.reusable(pattern, key) or not (
                 np.array_equal(pattern.csr[0], M.indptr) and np.array_equal(pattern.csr[1], M.indices)):
-            waiting = contact_ldu.waiting_rows(len(A.D), A.n_primary, M.diagonal(), contact_ldu.WAIT_BELOW)
             if pattern is not None and contact_ldu.reusable(pattern, key[:-1] + (np.zeros_like(waiting),)):
                 waiting = waiting | pattern.key[-1]  # same topology: rows that waited keep waiting
             pattern = contact_ldu.build(len(A.D), rows.a, rows.b, A.n_primary, A.E.tocsr(), waiting, M.indptr,
