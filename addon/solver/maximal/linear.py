@@ -15,10 +15,13 @@ once); without them P is replaced by its symmetric part and factored by baraff.f
 auxiliary rows (loop-closing joints, inequality pairs) are then either bordered exactly onto it (one
 k-column solve of their force-side columns, the dense k x k Schur complement E - C_aux P^-1 G_aux^T;
 O(nk) + O(k^3)), or, from SPARSE_FROM rows on, the whole bordered matrix Pb = A - K joins one sparse
-LU (SuperLU with partial pivoting after equilibration; Pb is indefinite) whose fill-reducing order,
-minimum degree on the pattern of Pb + Pb^T, follows the bodies' contact graph: a contact row touches
-only its two bodies, so with a bounded number of contacts per body the factor's cost is linear in
-bodies + contacts. The exact Newton step is then obtained by defect correction, u <- u + Pb^-1
+factorisation after row and column equilibration (Pb is indefinite and not symmetric): the block LU of
+contact_ldu.py, whose static elimination order follows the bodies' contact graph (a contact row
+touches only its two bodies, so with a bounded number of contacts per body its fill and cost are
+linear in bodies + contacts), or SuperLU with partial pivoting and minimum degree on Pb + Pb^T when the
+block LU cannot (no C kernel, a singular pivot, defect correction stalling above rounding level:
+then for the rest of that contact set; `fallback` says why). SuperLU's free row exchanges destroy its ordering on stacked contacts.
+The exact Newton step is then obtained by defect correction, u <- u + Pb^-1
 (b - A u), where each A u is O(n) (blockwise, no sparse assembly): with the exact P only K remains in
 the defect (none without dampers), with the symmetric part the skew part of A is O(dt |omega|)
 relative to P; GMRES with the same preconditioner takes over if the sweeps stall; when A is the
@@ -35,7 +38,7 @@ import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
 
-from . import baraff, fillin
+from . import baraff, contact_ldu, fillin
 from .forces import scatter, scatter_index
 from .graph import TreeOrder, order_tree
 
@@ -146,8 +149,8 @@ class LinearSolver:
     """
 
     def __init__(self, n_bodies: int, primary: list[tuple[slice, tuple[int, ...]]], border: str = "auto"):
-        if border not in ("auto", "dense", "sparse"):
-            raise ValueError(f"LinearSolver border must be 'auto', 'dense' or 'sparse', not {border!r}")
+        if border not in ("auto", "dense", "sparse", "superlu"):
+            raise ValueError(f"LinearSolver border must be 'auto', 'dense', 'sparse' or 'superlu', not {border!r}")
         self.n_bodies = n_bodies
         self.primary = primary
         self.order: TreeOrder = order_tree(n_bodies, [bodies for _, bodies in primary])
@@ -155,6 +158,11 @@ class LinearSolver:
         self.unknowns = 0  # size of the last factored Newton matrix (bodies' 6 + every row)
         self.fac: baraff.Factor | fillin.LDU | None = None
         self._sparse_lu: tuple[scipy.sparse.linalg.SuperLU, np.ndarray, np.ndarray] | None = None
+        self._block: tuple[contact_ldu.Pattern, contact_ldu.Factor, np.ndarray, np.ndarray] | None = None
+        self._pattern: contact_ldu.Pattern | None = None
+        self._distrusted: contact_ldu.Pattern | None = None  # a pattern whose factor defect correction stalled on
+        self.fallback: str | None = None  # why the last sparse factor that fell back to SuperLU did
+        self.fallbacks = 0  # sparse factors of Pb that fell back to SuperLU
         self.sweeps = 0
         self.defect = 0.0
         if fillin.NATIVE:
@@ -216,7 +224,7 @@ class LinearSolver:
         (or as `border` forces)."""
         k = A.rows.count - A.n_primary
         self.unknowns = 6 * len(A.D) + A.rows.count
-        sparse = self.border == "sparse" or (self.border == "auto" and k >= SPARSE_FROM)
+        sparse = self.border in ("sparse", "superlu") or (self.border == "auto" and k >= SPARSE_FROM)
         if sparse:
             self._factor_sparse(A)
         else:
@@ -230,7 +238,7 @@ class LinearSolver:
 
     def _factor_bordered(self, A: NewtonMatrix) -> None:
         """P by the tree factor, the auxiliary rows bordered onto it densely: O(nk) + O(k^3)."""
-        self._sparse_lu = None
+        self._sparse_lu = self._block = None
         self._factor_primary(A)
         rows = A.rows
         nb, npr = self.n_bodies, A.n_primary
@@ -258,13 +266,16 @@ class LinearSolver:
 
     def _factor_sparse(self, A: NewtonMatrix) -> None:
         """Pb assembled sparse (body blocks, every row's force and velocity sides on the bodies it
-        touches, E) and LU-factored by SuperLU with partial pivoting after row and column
-        equilibration, its columns ordered by minimum degree on the pattern of Pb + Pb^T: the
-        body-row graph, in which a contact couples only the bodies it touches. Pb is indefinite and not
-        symmetric (a saddle matrix with -s/lam on the pairs' diagonal), hence the pivoting. SuperLU
-        factors the transpose (Pb's CSR arrays are Pb^T's CSC ones) and solves with it transposed."""
+        touches, E) and equilibrated (rows, then columns), then factored by the block LU of
+        contact_ldu.py in an order that follows the bodies' contact graph (C kernel), or by SuperLU when
+        that cannot (its kernel not built, a singular pivot; `solve`: defect correction stalls) or `border` is
+        "superlu"; `fallback` says why. SuperLU pivots partially (Pb is indefinite and not symmetric: a
+        saddle matrix with -s/lam on the pairs' diagonal) with its columns ordered by minimum degree on
+        the pattern of Pb + Pb^T; it factors the transpose (Pb's CSR arrays are Pb^T's CSC ones) and
+        solves with it transposed."""
         self.fac = None
         self._schur = None
+        self._sparse_lu = self._block = None
         M = bordered_matrix(A).tocsr()
         data, indices, indptr = M.data, M.indices, M.indptr
         row = 1.0 / np.maximum(np.maximum.reduceat(np.abs(data), indptr[:-1]), 1e-300)
@@ -273,9 +284,65 @@ class LinearSolver:
         np.maximum.at(col, indices, np.abs(data))
         col = 1.0 / np.maximum(col, 1e-300)
         data *= col[indices]
-        transposed = scipy.sparse.csc_matrix((data, indices, indptr), shape=M.shape[::-1])
-        self._sparse_lu = (scipy.sparse.linalg.splu(transposed, permc_spec=SPARSE_ORDERING), row, col)
         self._N = M.shape[0]
+        self._equilibrated = (M, row, col)
+        if self.border == "superlu":
+            self._factor_superlu()
+            return
+        reason = self._factor_block(A, M) if contact_ldu.NATIVE else "the block LU's C kernel is not built"
+        if reason is None:
+            self._block = (self._pattern, self._block_fac, row, col)
+            return
+        self._fall_back(reason)
+
+    def _factor_block(self, A: NewtonMatrix, M: scipy.sparse.csr_matrix) -> str | None:
+        """contact_ldu's block LU of the equilibrated Pb (its pattern kept while the topology is the
+        same); None, or why it cannot factor."""
+        rows = A.rows
+        waiting = contact_ldu.waiting_rows(len(A.D), A.n_primary, M.diagonal())
+        key = contact_ldu.key(len(A.D), rows.a, rows.b, A.n_primary, A.E, waiting)
+        pattern = self._pattern
+        if not contact_ldu.reusable(pattern, key) or not (
+                np.array_equal(pattern.csr[0], M.indptr) and np.array_equal(pattern.csr[1], M.indices)):
+            if pattern is not None and contact_ldu.reusable(pattern, key[:-1] + (np.zeros_like(waiting),)):
+                waiting = waiting | pattern.key[-1]  # same topology: rows that waited keep waiting
+            pattern = contact_ldu.build(len(A.D), rows.a, rows.b, A.n_primary, A.E.tocsr(), waiting, M.indptr,
+                                        M.indices)
+            self._pattern = pattern
+        if pattern is self._distrusted:
+            return "defect correction with the block LU stalled on this contact set"
+        try:
+            self._block_fac = contact_ldu.factor(pattern, M.data)
+        except np.linalg.LinAlgError as err:
+            return str(err)
+        return None
+
+    def _fall_back(self, reason: str) -> None:
+        """SuperLU for the last Pb, saying why (`fallback`, `fallbacks`)."""
+        self.fallback = reason
+        self.fallbacks += 1
+        self._block = None
+        self._factor_superlu()
+
+    def _factor_superlu(self) -> None:
+        """SuperLU of the last equilibrated Pb (its transpose, columns by minimum degree on Pb + Pb^T)."""
+        M, row, col = self._equilibrated
+        transposed = scipy.sparse.csc_matrix((M.data, M.indices, M.indptr), shape=M.shape[::-1])
+        self._sparse_lu = (scipy.sparse.linalg.splu(transposed, permc_spec=SPARSE_ORDERING), row, col)
+
+    @property
+    def factorisation(self) -> str:
+        """How the last Pb was factored: "block LU" (contact_ldu), "SuperLU" or "tree" (dense border)."""
+        return "block LU" if self._block is not None else "SuperLU" if self._sparse_lu is not None else "tree"
+
+    @property
+    def stored_entries(self) -> int:
+        """Scalars held by the last sparse factor of Pb (block LDU or SuperLU's L and U; 0 otherwise)."""
+        if self._block is not None:
+            return self._block[0].stored_entries
+        if self._sparse_lu is not None:
+            return self._sparse_lu[0].L.nnz + self._sparse_lu[0].U.nnz
+        return 0
 
     def _apply_aux(self, y: np.ndarray) -> np.ndarray:
         """Velocity-side auxiliary rows applied to the body part of y ((N,) or (N, c))."""
@@ -290,6 +357,9 @@ class LinearSolver:
 
     def precondition(self, rhs: np.ndarray) -> np.ndarray:
         """Pb^-1 rhs, Pb = P bordered by the exact auxiliary rows (one baraff.solve plus the k x k Schur step)."""
+        if self._block is not None:
+            pattern, fac, row, col = self._block
+            return col * contact_ldu.solve(pattern, fac, row * rhs)
         if self._sparse_lu is not None:
             lu, row, col = self._sparse_lu
             return col * lu.solve(row * rhs, trans="T")
@@ -326,6 +396,13 @@ class LinearSolver:
             u = u + self.precondition(defect)
         self.sweeps = sweep + 1
         self.defect = best / scale
+        if self._block is not None and self.defect > rtol and best > noise:
+            # the block LU's static order is not accurate enough for this contact set: SuperLU, which
+            # pivots freely, until the pattern changes
+            self._distrusted = self._block[0]
+            self._fall_back(f"defect correction with the block LU stalled at a defect of {self.defect:.1e} "
+                            f"(relative) after {self.sweeps} sweeps")
+            return self.solve(A, rhs, rtol, max_sweeps)
         if self.defect > rtol and best > noise:
             best_u = self._gmres(A, rhs, best_u, rtol)
         return best_u

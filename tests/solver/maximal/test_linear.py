@@ -1,8 +1,9 @@
-"""The maximal step's Newton linear system (maximal/linear.py): the contact rows' sparse LU of the whole
-bordered matrix against the reference, the tree factor with the auxiliary rows bordered as a dense
-k x k block. Both factor the same matrix, so the steps, and with them the iterates, must agree to
-round-off on the contact presets and on a random pile; the matrices are indefinite saddle matrices,
-so the sparse LU must pivot (its backward error is checked on every Newton matrix of the runs)."""
+"""The maximal step's Newton linear system (maximal/linear.py): the contact rows' sparse factors of the
+whole bordered matrix (the block LU of contact_ldu.py, SuperLU) against the reference, the tree factor
+with the auxiliary rows bordered as a dense k x k block. All factor the same matrix, so the steps, and
+with them the iterates, must agree to round-off on the contact presets and on a random pile; the
+matrices are indefinite saddle matrices, so the factors must pivot or order with care (their backward
+error is checked on every third Newton matrix of the runs)."""
 
 from __future__ import annotations
 
@@ -70,35 +71,41 @@ SCENES = {"box_drop": (lambda: load_mechanism(preset_path("box_drop")), 40),
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", list(SCENES))
-def test_sparse_contact_factor_follows_the_dense_border_to_round_off(name):
+def test_sparse_contact_factors_follow_the_dense_border_to_round_off(name):
+    """SuperLU and the block LU of contact_ldu.py (border "sparse") against the dense border."""
     make, steps = SCENES[name]
     mech = make()
     matrices: list = []
     dense, dense_iterations = run(mech, "dense", steps)
-    sparse, sparse_iterations = run(mech, "sparse", steps, matrices)
+    for border in ("superlu", "sparse"):
+        sparse, sparse_iterations = run(mech, border, steps, matrices if border == "sparse" else None)
+        assert sparse_iterations == dense_iterations, border
+        # positions (m, and unit quaternions) and velocities: the same iterates up to rounding that Newton
+        # and the interior point carry from step to step (1e-12 of the scene's scale)
+        scale = max(1.0, float(np.max(np.abs(dense))))
+        assert np.max(np.abs(sparse - dense)) <= 1e-12 * scale, (name, border)
     contact_rows = [A.rows.count - A.n_primary for A, _ in matrices]
     assert max(contact_rows) >= 10, f"{name}: the run never reached its contacts"
-    assert sparse_iterations == dense_iterations
-    # positions (m, and unit quaternions) and velocities: the same iterates up to rounding that Newton
-    # and the interior point carry from step to step (1e-12 of the scene's scale)
-    scale = max(1.0, float(np.max(np.abs(dense))))
-    assert np.max(np.abs(sparse - dense)) <= 1e-12 * scale, name
-    # every solve of the run: A u = b by the sparse LU alone (no refinement) to rounding, although A
-    # is indefinite (bodies' positive mass blocks, interior-point pairs' -s/lam on the diagonal)
+    # every solve of the run: A u = b by either sparse factor alone (no refinement) to rounding, although
+    # A is indefinite (bodies' positive mass blocks, interior-point pairs' -s/lam on the diagonal)
     with_contacts = [(A, rhs) for A, rhs in matrices if A.rows.count > A.n_primary]
     for A, rhs in with_contacts[::3]:
-        solver = LinearSolver(len(A.D), [], "sparse")
-        solver.factor(A)
-        u = solver.precondition(rhs)
         M = bordered_matrix(A).toarray()
-        # backward error of the equilibrated system R M C (C^-1 u) = R b (its rows span s/lam ~ 1e-12
-        # to 1e9 unscaled): within n eps, as LU with partial pivoting and small growth gives
-        row = 1.0 / np.max(np.abs(M), axis=1)
-        col = 1.0 / np.max(np.abs(M * row[:, None]), axis=0)
-        residual = np.max(np.abs(row * (M @ u - rhs)))
-        assert residual <= len(u) * EPS * np.max(np.abs(M * row[:, None] * col) @ np.abs(u / col) + np.abs(row * rhs))
         eig = np.linalg.eigvalsh(0.5 * (M + M.T))
         assert eig[0] < 0.0 < eig[-1]
+        for border in ("superlu", "sparse"):
+            solver = LinearSolver(len(A.D), [], border)
+            solver.factor(A)
+            assert solver.fallbacks == 0, solver.fallback
+            u = solver.precondition(rhs)
+            # backward error of the equilibrated system R M C (C^-1 u) = R b (its rows span s/lam ~ 1e-12
+            # to 1e9 unscaled): within n eps, as LU with small pivot growth gives
+            row = 1.0 / np.max(np.abs(M), axis=1)
+            col = 1.0 / np.max(np.abs(M * row[:, None]), axis=0)
+            residual = np.max(np.abs(row * (M @ u - rhs)))
+            bound = len(u) * EPS * np.max(np.abs(M * row[:, None] * col) @ np.abs(u / col) + np.abs(row * rhs))
+            assert residual <= bound, border
+
 
 def test_bordered_matrix_is_the_newton_matrix_without_damper_couplings():
     """The sparse assembly reproduces A u (blockwise, linear.NewtonMatrix.multiply) exactly; with
@@ -116,7 +123,8 @@ def test_bordered_matrix_is_the_newton_matrix_without_damper_couplings():
         solver.factor(A)
         steps.append(solver.solve(A, rhs))
         k = A.rows.count - A.n_primary
-        assert (solver._sparse_lu is not None) == (border == "sparse" or border == "auto" and k >= linear.SPARSE_FROM)
+        sparse = border == "sparse" or border == "auto" and k >= linear.SPARSE_FROM
+        assert solver.factorisation == ("block LU" if sparse else "tree")
     assert np.max(np.abs(steps[1] - steps[0])) <= 1e-9 * np.max(np.abs(steps[0]))
     with pytest.raises(ValueError, match="border"):
         LinearSolver(1, [], "banded")
