@@ -367,7 +367,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> Ste
         state.aux_active = _select_rows(model, state.solver, ev.matrix, state.aux_active)
     pairs = state.interior is not None
     if pairs:
-        interior_point.begin(model, state, knot, dt)
+        interior_point.begin(model, state, (knot.cval, knot.cjac), dt)
     converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol)
     if not converged and pairs and interior_point.drop_friction(state, state.step_index + 1):
         # last resort for a stalled interior point: the step again without friction rows (reported)
