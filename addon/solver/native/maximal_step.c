@@ -348,7 +348,7 @@ typedef struct workspace {
     const symplex_maximal_pairs *P;
     int64_t *act, nact, np, *pivot;
     double *du, *rhs, *flat, *fill, *solve_scratch, *u, *best_u, *defect, *tmp, *trial_V, *trial_lam, *blocks,
-        *Y, *schur, *srow, *scol, *mu, *target, *ds, *ls;
+        *Y, *schur, *srow, *scol, *mu, *target, *ds, *ls, *force, *plus, *minus;
 } workspace;
 
 static int64_t frame_doubles(int64_t n) { return n * (int64_t)(sizeof(frame) / sizeof(double)); }
@@ -373,7 +373,8 @@ static int64_t carve(const symplex_maximal *M, int64_t npair, double *base, work
     }
     w->act = (int64_t *)TAKE(R); w->pivot = (int64_t *)TAKE(naux);
     w->Y = TAKE((6 * nb + M->n_primary) * naux); w->schur = TAKE(naux * naux); w->srow = TAKE(naux);
-    w->scol = TAKE(naux); w->mu = TAKE(naux); w->target = TAKE(npair); w->ds = TAKE(npair); w->ls = TAKE(npair); w->du = TAKE(N); w->rhs = TAKE(N); w->flat = TAKE(M->flat_size);
+    w->scol = TAKE(naux); w->mu = TAKE(naux); w->target = TAKE(npair); w->ds = TAKE(npair); w->ls = TAKE(npair);
+    w->force = TAKE(6 * nb); w->plus = TAKE(npair); w->minus = TAKE(npair); w->du = TAKE(N); w->rhs = TAKE(N); w->flat = TAKE(M->flat_size);
     w->fill = TAKE(M->fill_scratch > 1 ? M->fill_scratch : 1); w->solve_scratch = TAKE(64);
     w->u = TAKE(N); w->best_u = TAKE(N); w->defect = TAKE(N); w->tmp = TAKE(N);
     w->trial_V = TAKE(6 * nb); w->trial_lam = TAKE(R); w->blocks = TAKE(24 * R);
@@ -437,11 +438,16 @@ static void pair_rows(const symplex_maximal *M, const workspace *ws, const doubl
     const symplex_maximal_pairs *P = ws->P;
     const int64_t nb = M->nbody;
     if (!P) return;
+    memset(ws->force, 0, 6 * nb * sizeof(double));
+    for (int64_t p = 0; p < P->npair; ++p) {
+        scatter(nb, P->a[p], P->b[p], P->G + 12 * p, P->lam[p], ws->force);
+        ws->plus[p] = ws->minus[p] = 0.0;
+    }
+    for (int64_t i = 0; i < 6 * nb; ++i) ev->r[i] += ws->force[i];
     for (int64_t p = 0; p < P->npair; ++p) {
         const int64_t a = P->a[p], b = P->b[p];
         const double *G = P->G + 12 * p;
         double *C = ev->pC + 12 * p;
-        scatter(nb, a, b, G, P->lam[p], ev->r);
         if (P->kind[p] == 3) {
             const int64_t c = P->coord[p];
             double Ct[12];
@@ -451,15 +457,21 @@ static void pair_rows(const symplex_maximal *M, const workspace *ws, const doubl
             continue;
         }
         memcpy(C, G, 12 * sizeof(double));
-        double along = 0.0;
+        double along_a = 0.0, along_b = 0.0;
         for (int i = 0; i < 6; ++i) {
-            if (a < nb) along += G[i] * V[6 * a + i];
-            if (b < nb) along += G[6 + i] * V[6 * b + i];
+            if (a < nb) along_a += G[i] * V[6 * a + i];
+            if (b < nb) along_b += G[6 + i] * V[6 * b + i];
         }
-        ev->h[p] = P->h0[p] - along;
+        ev->h[p] = P->h0[p] - (along_a + along_b);
     }
-    for (int64_t e = 0; e < P->nentry; ++e) /* cone rows: mu sum gamma - sum beta; beta rows: + psi */
-        ev->h[P->e_row[e]] -= P->e_val[e] * P->lam[P->e_col[e]];
+    /* - E_off lam: cone rows mu sum gamma - sum beta, beta rows + psi (each sum apart, as numpy forms them) */
+    for (int64_t e = 0; e < P->nentry; ++e) {
+        const double value = P->e_val[e] * P->lam[P->e_col[e]];
+        if (value < 0.0) ws->plus[P->e_row[e]] -= value;
+        else ws->minus[P->e_row[e]] += value;
+    }
+    for (int64_t p = 0; p < P->npair; ++p)
+        if (P->kind[p] != 3) ev->h[p] += ws->plus[p] - ws->minus[p];
 }
 
 static int evaluate(const symplex_maximal *M, const symplex_maximal_state *S, const knot *k, const workspace *ws,
@@ -530,10 +542,13 @@ static int evaluate(const symplex_maximal *M, const symplex_maximal_state *S, co
         add_rotational_momentum_jacobian(J, w, dt, +1.0, D);
         if (S->startup) add_rotational_momentum_jacobian(J, w0, dt, -1.0, D);
     }
-    for (int64_t i = 0; i < ws->nact; ++i) { /* - G^T lam over the rows in the system */
+    /* - G^T lam over the rows in the system, summed apart first (forces.scatter's order) */
+    memset(ws->force, 0, 6 * nb * sizeof(double));
+    for (int64_t i = 0; i < ws->nact; ++i) {
         const int64_t r = ws->act[i], j = M->row_joint[r];
-        scatter(nb, M->parent[j], M->child[j], k->G + 12 * r, -lam[r], ev->r);
+        scatter(nb, M->parent[j], M->child[j], k->G + 12 * r, -lam[r], ws->force);
     }
+    for (int64_t i = 0; i < 6 * nb; ++i) ev->r[i] += ws->force[i];
     /* the implicit dampers' blocks 1/2 c_eff cjac(z_1) Ct(z_2): self blocks into D, body-body into K */
     for (int64_t c = 0; c < nc; ++c) {
         const double c_eff = M->damping[c] + M->gain[c];
