@@ -375,7 +375,7 @@ static int64_t carve(const symplex_maximal *M, int64_t npair, double *base, work
     w->Y = TAKE((6 * nb + M->n_primary) * naux); w->schur = TAKE(naux * naux); w->srow = TAKE(naux);
     w->scol = TAKE(naux); w->mu = TAKE(naux); w->target = TAKE(npair); w->ds = TAKE(npair); w->ls = TAKE(npair);
     w->force = TAKE(6 * nb); w->plus = TAKE(npair); w->minus = TAKE(npair); w->du = TAKE(N); w->rhs = TAKE(N); w->flat = TAKE(M->flat_size);
-    w->fill = TAKE(M->fill_scratch > 1 ? M->fill_scratch : 1); w->solve_scratch = TAKE(64);
+    w->fill = TAKE(M->fill_scratch > 1 ? M->fill_scratch : 1); w->solve_scratch = TAKE(6 * (naux > 11 ? naux : 11)); /* symplex_fillin_solve: node dim (<= 6) x ncol */
     w->u = TAKE(N); w->best_u = TAKE(N); w->defect = TAKE(N); w->tmp = TAKE(N);
     w->trial_V = TAKE(6 * nb); w->trial_lam = TAKE(R); w->blocks = TAKE(24 * R);
 #undef TAKE
