@@ -116,6 +116,11 @@ class MaximalKernel:
         self._out_addresses: list[int] = []
         self.steps = 0  # steps taken in C (the others went to the numpy step)
 
+    def __deepcopy__(self, memo: dict) -> MaximalKernel:
+        """Copies of a state share their kernel: it keeps nothing of a state between steps (each step
+        copies its inputs in and its results out), only the model's arrays and scratch."""
+        return self
+
     def _reserve(self, npair: int) -> None:
         """Scratch for steps with up to npair pairs (grown by doubling, at most MAX_BORDER)."""
         if npair <= self._pair_capacity:

@@ -95,6 +95,13 @@ def test_inequality_presets_step_like_numpy(name):
     assert kinds == ({0, 1, 2} if name == "box_drop" else set())
 
 
+def test_limited_double_pendulum_steps_like_numpy():
+    """The double pendulum with both hinges limited to +-0.3 rad: it swings into the stops (limit rows only)."""
+    mech = load_mechanism(preset_path("double_pendulum"))
+    limited = replace(mech, joints=tuple(replace(j, lower=(-0.3,), upper=(0.3,)) for j in mech.joints))
+    assert assert_same_steps(limited, 40)[1] == {3}
+
+
 @pytest.mark.heavy
 def test_sphere_chain_steps_like_numpy():
     """Five jointed spheres hitting the ground (up to 38 pairs: the numpy solver factors these sparsely,
