@@ -12,7 +12,9 @@ Falls back to the numpy step (variational.py, the reference), silently and from 
 * always, for loop joints with linear.SPARSE_FROM or more auxiliary rows, which the numpy solver
   factors by one sparse LU (the kernel borders fewer onto the tree factor densely, as linear.py does):
   kernel_for returns None;
-* for one step, when its loop rows and pairs together exceed MAX_BORDER (dense k x k border);
+* for one step, when its loop rows and pairs together exceed MAX_BORDER (dense k x k border), and
+  for the steps after one with that many (contact sets change slowly; the numpy step then finds the
+  contacts once, not twice);
 * the first step of a mechanism with loop joints, where the numpy step picks the independent loop
   rows (variational._select_rows: pivoted QR of their Schur complement);
 * for one step, when the kernel stops without converging, meets a singular Newton matrix, a
@@ -139,10 +141,10 @@ class MaximalKernel:
             coords = coordinates(js, fs, frames(js, state.x, state.q), state.x, state.q, state.coord_winding)
         interior_point.begin(model, state, coords, dt)
         ip = state.interior
-        packed = interior_point.packed(model, state)
-        npair = len(packed.kind)
+        npair = len(ip.rows.kind)
         if npair + len(model.order) - model.n_primary > MAX_BORDER:
             return False
+        packed = interior_point.packed(model, state)
         self._reserve(npair)
         arrays = {name: _c(getattr(packed, name), np.int64 if name in ("kind", "a", "b", "coord", "e_row", "e_col")
                            else np.float64) for name in binding.PAIR_ARRAYS[:-3]}
@@ -171,7 +173,10 @@ class MaximalKernel:
         line-search limits); (iterations, residual, energy, body-frame poses (B, 7) at the new knot), or
         None (state untouched) when the numpy step must take it (module docstring)."""
         model, ins, st = self.model, self._in, self._state
-        if state.interior is not None and not self._set_pairs(state, dt):
+        ip = state.interior
+        if ip is not None and ip.rows is not None and len(ip.rows.kind) + len(model.order) - model.n_primary > MAX_BORDER:
+            return None  # the last step had too many pairs: so will this one, whose set-up numpy then does once
+        if ip is not None and not self._set_pairs(state, dt):
             return None
         if len(self._out["sweeps"]) != max_iterations or not self._out_addresses:
             self._out["sweeps"] = np.zeros(max_iterations)

@@ -112,7 +112,7 @@ def test_sphere_chain_steps_like_numpy():
 def test_steps_with_too_many_pairs_go_to_numpy(monkeypatch):
     """Steps whose pairs exceed MAX_BORDER are the numpy step's (from the unchanged state); the others stay in C."""
     monkeypatch.setattr(native_step, "MAX_BORDER", 8)  # the resting box has 11 pairs, the falling one none
-    assert_same_steps(load_mechanism(preset_path("box_drop")), 35, in_c=28)  # lands at step 29
+    assert_same_steps(load_mechanism(preset_path("box_drop")), 35, in_c=28)  # lands at step 29, stays
 
 
 def contact_scene(seed: int) -> Mechanism:
