@@ -1,9 +1,10 @@
-/* One step of seed 003's maximal-coordinate variational integrator for mechanisms without colliders or
- * joint limits (symplex_kernels.h symplex_maximal_step); loop joints' rows are bordered onto the tree
- * factor. The numpy twin and reference is addon/solver/maximal/variational.py with bodies.py (rotation
- * update, inertial terms), joints.py (joint frames and rows), forces.py (wrenches and coordinates) and
- * linear.py (the Newton solve); the quantities and their names follow those modules, and so does the
- * order of the Newton loop.
+/* One step of seed 003's maximal-coordinate variational integrator (symplex_kernels.h
+ * symplex_maximal_step); loop joints' rows and the inequality pairs (contacts, friction, joint limits, set
+ * up by the caller at the knot) are bordered onto the tree factor densely. The numpy twin and reference is
+ * addon/solver/maximal/variational.py with bodies.py (rotation update, inertial terms), joints.py (joint
+ * frames and rows), forces.py (wrenches and coordinates), interior_point.py (the pairs' rows and the
+ * predictor-corrector) and linear.py (the Newton solve); the quantities and their names follow those
+ * modules, and so does the order of the Newton loop.
  *
  * Residuals at interval velocities V = (v, omega) and multipliers lam (variational.py's docstring):
  *   m (v - v0)/dt - F(z1) - f_damp - G_x^T lam                                            (10)
