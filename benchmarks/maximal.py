@@ -464,24 +464,28 @@ def contact_section(quick: bool) -> list[str]:
              "",
              f"Sphere chains: r = 0.25 m, 1 kg spheres joined by ball joints, dropped from 1 cm, dt = {DT} s; depth:",
              "deepest penetration of a sphere into the ground over the run (m). MuJoCo: default contact settings",
-             "(solref 0.02, solimp defaults), Euler.",
+             "(solref 0.02, solimp defaults), Euler. `maximal` is its step in C (native/maximal_step.c, interior",
+             "point included, steps of more than native_step.MAX_BORDER pairs in numpy), `maximal numpy` the numpy",
+             "step (variational.py) in the same run.",
              "",
-             "| spheres | steps | maximal ms | MuJoCo ms | depth maximal | depth MuJoCo |",
-             "|---:|---:|---:|---:|---:|---:|"]
+             "| spheres | steps | maximal ms | maximal numpy ms | MuJoCo ms | depth maximal | depth MuJoCo |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
     failures = []
     for n in sizes:
         mech = sphere_chain(n)
         steps = 50 if quick else 100
         res = time_symplex(mech, "maximal", steps)
+        slow = time_symplex(mech, "maximal", steps, numpy_step=True)
         mj = time_mujoco(mech, steps)
         depth = "failed"
         if "failed" not in res:
             depth = f"{max(0.0, float(np.max(0.25 - res['traj'].poses[:, :, 2]))):.1e}"
-        failures += _failures({f"{n} spheres maximal": res})
-        lines.append(f"| {n} | {steps} | {_cell(res)} | {mj['ms']:.3f} | {depth} | {mj['depth']:.1e} |")
+        failures += _failures({f"{n} spheres maximal": res, f"{n} spheres maximal numpy": slow})
+        lines.append(f"| {n} | {steps} | {_cell(res)} | {_cell(slow)} | {mj['ms']:.3f} | {depth} | {mj['depth']:.1e} |")
     mech = load_mechanism(preset_path("box_drop"))
     steps = 150
     res = time_symplex(mech, "maximal", steps)
+    slow = time_symplex(mech, "maximal", steps, numpy_step=True)
     mj = time_mujoco(mech, steps)
     half = 0.25
     mj_sink = half - float(mj["data"].xpos[1, 2])
@@ -493,6 +497,10 @@ def contact_section(quick: bool) -> list[str]:
     else:
         z = res["traj"].poses[:, 0, 2]
         lines.append(f"| maximal | {max(0.0, float(half - z.min())):.1e} | {float(z[-1] - half):.1e} | {res['ms']:.2f} |")
+    if "failed" not in slow:
+        z = slow["traj"].poses[:, 0, 2]
+        lines.append(f"| maximal numpy | {max(0.0, float(half - z.min())):.1e} | {float(z[-1] - half):.1e} | "
+                     f"{slow['ms']:.2f} |")
     lines.append(f"| MuJoCo (defaults) | {mj['depth']:.1e} | {-mj_sink:.1e} | {mj['ms']:.3f} |")
     return lines + ([""] + failures if failures else [])
 
@@ -504,6 +512,7 @@ def _time_border(mech: Mechanism, border: str, steps: int) -> dict:
     the contact rows and the sparse factor's fill at the last Newton iteration."""
     integ = make_integrator(mech, "maximal", DT)
     state = integ.state
+    state.kernel = False  # the numpy step, whose solver's border this compares
     state.solver = LinearSolver(integ.model.bodies.count, list(integ.model.primary), border)
     times = []
     try:
@@ -637,12 +646,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the contact-rows section, replacing that section of --out")
     parser.add_argument("--chains-only", action="store_true",
                         help="only the n-link chains section, replacing that section of --out")
+    parser.add_argument("--contact-only", action="store_true",
+                        help="only the sphere-chain and box-drop contact section, replacing that section of --out")
     args = parser.parse_args(argv)
-    if args.contact_rows_only or args.chains_only:
-        flag = "--contact-rows-only" if args.contact_rows_only else "--chains-only"
+    only = {"--contact-rows-only": (args.contact_rows_only, contact_scaling_section),
+            "--chains-only": (args.chains_only, chain_section), "--contact-only": (args.contact_only, contact_section)}
+    chosen = [(flag, make) for flag, (wanted, make) in only.items() if wanted]
+    if chosen:
+        flag, make = chosen[0]
         command = f"python -m benchmarks.maximal {flag}" + (" --quick" if args.quick else "")
         load = os.getloadavg()
-        section = (contact_scaling_section if args.contact_rows_only else chain_section)(args.quick)
+        section = make(args.quick)
         section[1:1] = ["", f"Command: `{command}`. Machine: {_describe()}. Load average (1, 5, 15 min; the machine "
                             f"is shared) at the start {_load(load)}, at the end {_load(os.getloadavg())}."]
         old = args.out.read_text() if args.out.exists() else "# Maximal coordinates: benchmark\n"

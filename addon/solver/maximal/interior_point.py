@@ -47,14 +47,14 @@ state's `interior`; the functions read the model and write that state.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse
 
 from ..lie import hat, quat_to_matrix
 from .forces import scatter
 from .linear import RowBlocks
-from .state import (COLD_MU, ContactRows, Evaluation, Inequalities, InteriorPointState, Knot, LimitRows, MaximalModel,
+from .state import (COLD_MU, ContactRows, Evaluation, Inequalities, InteriorPointState, LimitRows, MaximalModel,
                     MaximalState, WarmStart)
 
 CENTRED = 0.5  # monotone mode: mu -> MU_DECREASE mu once every |lam s - mu| <= CENTRED mu
@@ -106,13 +106,15 @@ def finish(state: MaximalState) -> None:
 
 
 # ---- set-up at the knot -----------------------------------------------------------------------
-def begin(model: MaximalModel, state: MaximalState, knot: Knot, dt: float) -> None:
+def begin(model: MaximalModel, state: MaximalState, coordinates: tuple[np.ndarray, np.ndarray] | None,
+          dt: float) -> None:
     """Set up this step's rows at the knot and start the iterate: warm from the last step when the
-    contact set is the same, else cold."""
+    contact set is the same, else cold. coordinates: the knot's coordinate values and Jacobians
+    (Knot.cval, Knot.cjac), needed only when the model has limits."""
     R1 = np.concatenate([quat_to_matrix(state.q), np.eye(3)[None]], axis=0)
     x1 = np.vstack([state.x, np.zeros((1, 3))])
     contacts = _contacts(model, state, R1, x1, dt)
-    limits = _limits(model, state, knot, dt)
+    limits = _limits(model, state, coordinates, dt)
     kind = np.concatenate([contacts.kind, np.full(len(limits.coord), 3)])
     owner = np.concatenate([contacts.owner, np.arange(len(limits.coord))])
     key = np.concatenate([contacts.key[contacts.owner], -1 - limits.coord * 2 - (limits.side < 0)])
@@ -171,12 +173,17 @@ def restart(state: MaximalState) -> bool:
     return True
 
 
-def _cold_start(ip: InteriorPointState) -> None:
-    rows = ip.rows
+def _cold_slack(rows: Inequalities) -> np.ndarray:
+    """The slacks of a cold start: 1, or a gap's distance / dt when larger (its lam: COLD_MU / s)."""
     c = rows.contacts
     s0 = np.ones(len(rows.kind))
     gap_rows = np.nonzero(c.kind == 0)[0]
     s0[gap_rows] = np.maximum(c.distance[c.owner[gap_rows]] / rows.dt, 1.0)
+    return s0
+
+
+def _cold_start(ip: InteriorPointState) -> None:
+    s0 = _cold_slack(ip.rows)
     _start(ip, COLD_MU / s0, s0, cold=True)
 
 
@@ -274,10 +281,12 @@ def _patches(rubbing: np.ndarray, key: np.ndarray, normal: np.ndarray, Ja: np.nd
     return kind, owner, members, member_patch, B[rows]
 
 
-def _limits(model: MaximalModel, state: MaximalState, knot: Knot, dt: float) -> LimitRows:
+def _limits(model: MaximalModel, state: MaximalState, coordinates: tuple[np.ndarray, np.ndarray] | None,
+            dt: float) -> LimitRows:
     js, fs = model.joints, model.forces
     coords, sides, bounds = [], [], []
-    theta = knot.cval[:len(js.coord_kind)]
+    cval, cjac = coordinates if len(model.limited) else (np.zeros(len(js.coord_kind)), np.zeros((len(fs.coord_a), 12)))
+    theta = cval[:len(js.coord_kind)]
     reach = 2.0 * dt * np.abs(state.coord_rate[:len(js.coord_kind)]) + 0.05
     for c in model.limited:
         for side, bound in ((1.0, js.lower[c]), (-1.0, js.upper[c])):
@@ -288,7 +297,7 @@ def _limits(model: MaximalModel, state: MaximalState, knot: Knot, dt: float) -> 
     coord = np.array(coords, dtype=np.int64)
     side = np.array(sides)
     return LimitRows(coord, side, np.array(bounds), fs.coord_a[coord], fs.coord_b[coord],
-                     side[:, None] * knot.cjac[coord])
+                     side[:, None] * cjac[coord])
 
 
 # ---- rows at one Newton iterate ----------------------------------------------------------------
@@ -346,9 +355,8 @@ def _contact_rows(ip: InteriorPointState, Ve: np.ndarray, dt: float, a_rows: np.
     a_rows[:], b_rows[:] = a, b
     gap = kind == 0
     g = owner[gap]
-    G[gap, :6] = np.einsum("ki,kij->kj", c.normal[g], c.Ja[g])
-    G[gap, 6:] = -np.einsum("ki,kij->kj", c.normal[g], c.Jb[g])
-    C[gap] = G[gap]
+    G[:] = _contact_force_side(c)
+    C[:] = G
     h[gap] = c.distance[g] / dt - (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
                                    + np.einsum("kj,kj->k", G[gap, 6:], Ve[b[gap]]))
     cone = np.nonzero(kind == 1)[0]
@@ -356,7 +364,6 @@ def _contact_rows(ip: InteriorPointState, Ve: np.ndarray, dt: float, a_rows: np.
     if not len(cone):
         return []
     members = c.members  # gamma row i is contact i
-    member_cone = cone[c.member_patch]
     patch = np.cumsum(kind == 1)[fric] - 1
     cone_row = cone[patch]
     beta_sum = np.bincount(patch, weights=ip.lam[fric], minlength=len(cone))
@@ -365,10 +372,31 @@ def _contact_rows(ip: InteriorPointState, Ve: np.ndarray, dt: float, a_rows: np.
     fo = owner[fric]
     vrel = np.einsum("fk,fk->f", c.B[:, :6], Ve[c.a[fo]]) + np.einsum("fk,fk->f", c.B[:, 6:], Ve[c.b[fo]])
     h[fric] = vrel + ip.lam[cone_row]
-    G[fric] = -c.B
-    C[fric] = -c.B
+    return _cone_entries(c)
+
+
+def _contact_force_side(c: ContactRows) -> np.ndarray:
+    """Force sides G (rows, 12) of the contacts' rows over (body A, body B), fixed for the step; each
+    row's velocity side is the same: n . (J_A, -J_B) on a gap, zero on a cone row, -B on a direction."""
+    G = np.zeros((len(c.kind), 12))
+    gap = c.kind == 0
+    g = c.owner[gap]
+    G[gap, :6] = np.einsum("ki,kij->kj", c.normal[g], c.Ja[g])
+    G[gap, 6:] = -np.einsum("ki,kij->kj", c.normal[g], c.Jb[g])
+    G[c.kind == 2] = -c.B
+    return G
+
+
+def _cone_entries(c: ContactRows) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The contacts' off-diagonal entries of E as (row, column, value) triplets: each cone row reads its
+    patch's gamma (-mu) and beta (+1), each beta row its cone's psi (-1)."""
+    cone = np.nonzero(c.kind == 1)[0]
+    fric = np.nonzero(c.kind == 2)[0]
+    if not len(cone):
+        return []
+    cone_row = cone[np.cumsum(c.kind == 1)[fric] - 1]
     ones = np.ones(len(fric))
-    return [(member_cone, members, -c.friction[members]), (cone_row, fric, ones), (fric, cone_row, -ones)]
+    return [(cone[c.member_patch], c.members, -c.friction[c.members]), (cone_row, fric, ones), (fric, cone_row, -ones)]
 
 
 # ---- step control (Mehrotra predictor-corrector) -------------------------------------------------
@@ -442,8 +470,13 @@ def converged(model: MaximalModel, state: MaximalState, h: np.ndarray, tol: floa
         return True
     if float(np.max(ip.lam * ip.s)) > COMPLEMENTARITY:
         return False
-    # primal residual h - s in the units of tol (m, as the joint rows): velocity-level pairs times dt;
-    # cone rows (N) times dt^2 / m of the lighter body (how far that force error moves it in a step)
+    return float(np.max(_weights(model, rows) * np.abs(h - ip.s))) <= tol
+
+
+def _weights(model: MaximalModel, rows: Inequalities) -> np.ndarray:
+    """What turns each pair's primal residual h - s into the units of tol (m, as the joint rows):
+    velocity-level pairs times dt; cone rows (N) times dt^2 / m of the lighter body (how far that force
+    error moves it in a step)."""
     weight = np.full(len(rows.kind), rows.dt)
     cone = np.nonzero(rows.kind == 1)[0]
     if len(cone):
@@ -451,4 +484,45 @@ def converged(model: MaximalModel, state: MaximalState, h: np.ndarray, tol: floa
         c = rows.contacts
         lighter = np.minimum(mass[c.a[rows.owner[cone]]], mass[c.b[rows.owner[cone]]])
         weight[cone] = rows.dt * rows.dt / lighter
-    return float(np.max(weight * np.abs(h - ip.s))) <= tol
+    return weight
+
+
+@dataclass(frozen=True)
+class PackedPairs:
+    """This step's pairs as plain arrays (symplex_kernels.h symplex_maximal_pairs), rows as in
+    Inequalities: kind, bodies a, b (B: the world), limit coordinate (-1: a contact), force side G
+    (m, 12), h0 (a gap's distance / dt), limit side and bound, weight (_weights), cold slacks, and E's
+    off-diagonal entries (row, column, value)."""
+
+    kind: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    coord: np.ndarray
+    G: np.ndarray
+    h0: np.ndarray
+    side: np.ndarray
+    bound: np.ndarray
+    weight: np.ndarray
+    s_cold: np.ndarray
+    e_row: np.ndarray
+    e_col: np.ndarray
+    e_val: np.ndarray
+
+
+def packed(model: MaximalModel, state: MaximalState) -> PackedPairs:
+    """The rows `begin` set up, for a kernel that evaluates them itself (native_step.py)."""
+    rows = state.interior.rows
+    c, lim = rows.contacts, rows.limits
+    nc, m = len(c.kind), len(rows.kind)
+    owner = c.owner
+    gap = c.kind == 0
+    h0 = np.zeros(m)
+    h0[:nc][gap] = c.distance[owner[gap]] / rows.dt
+    entries = _cone_entries(c)
+    e_row, e_col, e_val = (np.concatenate(part) for part in zip(*entries)) if entries else \
+        (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    return PackedPairs(rows.kind, np.concatenate([c.a[owner], lim.a]), np.concatenate([c.b[owner], lim.b]),
+                       np.concatenate([np.full(nc, -1), lim.coord]),
+                       np.concatenate([_contact_force_side(c), -lim.G]).reshape(m, 12), h0,
+                       np.concatenate([np.zeros(nc), lim.side]), np.concatenate([np.zeros(nc), lim.bound]),
+                       _weights(model, rows), _cold_slack(rows), e_row, e_col, e_val)

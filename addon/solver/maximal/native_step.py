@@ -1,21 +1,27 @@
 """The maximal step in C (native/maximal_step.c): the model packed once, one kernel call per step.
 
 `kernel_for(model, state)` returns a MaximalKernel when the C kernels are built and loaded
-(SYMPLEX_NO_NATIVE unset) and the model is one the kernel runs: no colliders, no joint limits and no
-loop (auxiliary) joints, so no interior point and no bordered rows. `MaximalKernel.step` then runs
-variational.step's Newton loop (knot terms, residuals, the exact matrix, its fill-in LDU, the line
-search and the convergence test) in one call, and updates the state as variational.step does.
+(SYMPLEX_NO_NATIVE unset). `MaximalKernel.step` then runs variational.step's Newton loop (knot terms,
+residuals, the exact matrix, its fill-in LDU with the loop rows and inequality pairs bordered densely,
+the line search or the interior point's predictor-corrector, the convergence test) in one call, and
+updates the state as variational.step does. With colliders or joint limits, the step's contacts and
+limits are found in numpy at the knot (interior_point.begin) and handed over as plain arrays
+(interior_point.packed); the kernel moves the pairs' iterate, restarts included.
 
 Falls back to the numpy step (variational.py, the reference), silently and from the unchanged state:
-* always, for models with colliders or joint limits (the interior point), and for loop joints with
-  linear.SPARSE_FROM or more auxiliary rows, which the numpy solver factors by one sparse LU (the
-  kernel borders fewer onto the tree factor densely, as linear.py does): kernel_for returns None;
+* always, for loop joints with linear.SPARSE_FROM or more auxiliary rows, which the numpy solver
+  factors by one sparse LU (the kernel borders fewer onto the tree factor densely, as linear.py does):
+  kernel_for returns None;
+* for one step, when its loop rows and pairs together exceed MAX_BORDER (dense k x k border), and
+  for the steps after one with that many (contact sets change slowly; the numpy step then finds the
+  contacts once, not twice);
 * the first step of a mechanism with loop joints, where the numpy step picks the independent loop
   rows (variational._select_rows: pivoted QR of their Schur complement);
 * for one step, when the kernel stops without converging, meets a singular Newton matrix, a
   non-finite iterate or an angular speed of 2/dt, or when defect correction stalls where the numpy
-  solver would hand over to GMRES: the numpy step then converges or raises its own error (the same
-  messages and step information).
+  solver would hand over to GMRES, or when the interior point does not converge (the numpy step then
+  also tries the step without friction): the numpy step then converges or raises its own error (the
+  same messages and step information).
 """
 
 from __future__ import annotations
@@ -26,16 +32,19 @@ import numpy as np
 
 from ..curves import evaluate
 from ..native import maximal_binding as binding
-from . import fillin
-from .forces import knot_torques
-from .joints import ANGLE, row_targets
+from . import fillin, interior_point
+from .forces import coordinates, knot_torques
+from .joints import ANGLE, frames, row_targets
 from .linear import SPARSE_FROM, LinearSolver
 from .state import MaximalModel, MaximalState
 
+MAX_BORDER = 256  # loop rows + inequality pairs the kernel borders densely (measured: the dense border beats the
+# numpy sparse LU 7x at 174 pairs, 16 dominoes; loses 1.2x at 350, 32 dominoes); more: that step in numpy
+
+
 def kernel_for(model: MaximalModel, state: MaximalState) -> MaximalKernel | None:
     """A kernel for `model`, or None when its steps stay in numpy (see the module docstring)."""
-    if binding.LIB is None or not fillin.NATIVE or model.collision is not None or len(model.limited) \
-            or state.interior is not None or len(model.order) - model.n_primary >= SPARSE_FROM:
+    if binding.LIB is None or not fillin.NATIVE or len(model.order) - model.n_primary >= SPARSE_FROM:
         return None
     if state.solver is None:
         state.solver = LinearSolver(model.bodies.count, list(model.primary))
@@ -92,7 +101,7 @@ class MaximalKernel:
                     "coord_rate": np.zeros(nc), "coord_jac_prev": np.zeros((nc, 12)),
                     "acceleration": np.zeros((nb, 6)), "targets": np.zeros(R), "torque": np.zeros(ncj),
                     "force_scale": np.ones(len(fs.force_body))}
-        self._state = binding.State(*(self._in[n].ctypes.data for n in binding.STATE_ARRAYS), 0)
+        self._state = binding.State(*(self._in[n].ctypes.data for n in binding.STATE_ARRAYS), 0, None)
         self._state_ptr = ctypes.pointer(self._state)
         self._prev_address = self._state.coord_jac_prev
         self._accel_address = self._state.acceleration
@@ -100,9 +109,63 @@ class MaximalKernel:
                      "lam": np.zeros(R), "x2": np.zeros((nb, 3)), "q2": np.zeros((nb, 4)), "row_val2": np.zeros(R), "row_winding2": np.zeros(R), "coord_winding2": np.zeros(ncj),
                      "cval2": np.zeros(nc), "rate": np.zeros(nc), "cjac2": np.zeros((nc, 12)),
                      "sweeps": np.zeros(0), "stats": np.zeros(4)}
-        self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr))
+        self._pair_capacity = -1
+        self._scratch = np.zeros(0)
+        self._pairs = binding.Pairs()
+        self._pairs_ptr = ctypes.pointer(self._pairs)
+        self._pair_arrays: dict[str, np.ndarray] = {}  # kept alive during the call
+        self._reserve(0)
         self._out_addresses: list[int] = []
         self.steps = 0  # steps taken in C (the others went to the numpy step)
+
+    def __deepcopy__(self, memo: dict) -> MaximalKernel:
+        """Copies of a state share their kernel: it keeps nothing of a state between steps (each step
+        copies its inputs in and its results out), only the model's arrays and scratch."""
+        return self
+
+    def _reserve(self, npair: int) -> None:
+        """Scratch for steps with up to npair pairs (grown by doubling, at most MAX_BORDER)."""
+        if npair <= self._pair_capacity:
+            return
+        self._pair_capacity = min(max(npair, 2 * self._pair_capacity), MAX_BORDER)
+        self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, self._pair_capacity))
+        self._out_addresses = []
+
+    def _set_pairs(self, state: MaximalState, dt: float) -> bool:
+        """Set this step's pairs up at the knot (interior_point.begin) and point the kernel's state at
+        them; False when there are more than the dense border takes."""
+        model = self.model
+        coords = None
+        if len(model.limited):
+            js, fs = model.joints, model.forces
+            coords = coordinates(js, fs, frames(js, state.x, state.q), state.x, state.q, state.coord_winding)
+        interior_point.begin(model, state, coords, dt)
+        ip = state.interior
+        npair = len(ip.rows.kind)
+        if npair + len(model.order) - model.n_primary > MAX_BORDER:
+            return False
+        packed = interior_point.packed(model, state)
+        self._reserve(npair)
+        arrays = {name: _c(getattr(packed, name), np.int64 if name in ("kind", "a", "b", "coord", "e_row", "e_col")
+                           else np.float64) for name in binding.PAIR_ARRAYS[:-3]}
+        control = {"mu": ip.mu, "cold": ip.cold, "monotone": ip.monotone, "mu_fixed": ip.mu_fixed,
+                   "restarts": ip.restarts, "cold_mu": interior_point.COLD_MU}
+        arrays.update(lam=_c(ip.lam).copy(), s=_c(ip.s).copy(), control=np.array([control[n] for n in binding.CONTROL],
+                                                                                  dtype=np.float64))
+        self._pair_arrays = arrays
+        self._pairs.npair, self._pairs.nentry = npair, len(packed.e_row)
+        for name in binding.PAIR_ARRAYS:
+            setattr(self._pairs, name, arrays[name].ctypes.data)
+        self._state.pairs = self._pairs_ptr
+        return True
+
+    def _finish_pairs(self, state: MaximalState) -> None:
+        """The converged iterate back into state.interior, kept for the next step's warm start."""
+        ip, arrays = state.interior, self._pair_arrays
+        ip.lam, ip.s = arrays["lam"], arrays["s"]
+        mu, cold, monotone, mu_fixed, restarts, _ = arrays["control"].tolist()
+        ip.mu, ip.cold, ip.monotone, ip.mu_fixed, ip.restarts = mu, bool(cold), bool(monotone), mu_fixed, int(restarts)
+        interior_point.finish(state)
 
     def step(self, state: MaximalState, dt: float, tol: float, max_iterations: int,
              halvings: int) -> tuple[int, float, float, np.ndarray] | None:
@@ -110,7 +173,12 @@ class MaximalKernel:
         line-search limits); (iterations, residual, energy, body-frame poses (B, 7) at the new knot), or
         None (state untouched) when the numpy step must take it (module docstring)."""
         model, ins, st = self.model, self._in, self._state
-        if len(self._out["sweeps"]) != max_iterations:
+        ip = state.interior
+        if ip is not None and ip.rows is not None and len(ip.rows.kind) + len(model.order) - model.n_primary > MAX_BORDER:
+            return None  # the last step had too many pairs: so will this one, whose set-up numpy then does once
+        if ip is not None and not self._set_pairs(state, dt):
+            return None
+        if len(self._out["sweeps"]) != max_iterations or not self._out_addresses:
             self._out["sweeps"] = np.zeros(max_iterations)
             self._out_addresses = [self._out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
         if state.aux_active is None:
@@ -159,7 +227,9 @@ class MaximalKernel:
             state.row_winding = state.row_winding.copy()
             state.row_winding[self._angle_rows] = out["row_winding2"][self._angle]
         state.coord_winding = out["coord_winding2"].copy()
-        state.acceleration_guess = 0.0 if state.startup else out["acceleration"].copy()
+        if state.interior is not None:
+            self._finish_pairs(state)
+        state.acceleration_guess = 0.0 if state.startup or state.interior is not None else out["acceleration"].copy()
         state.x, state.q = out["x2"].copy(), out["q2"].copy()
         state.v, state.w = V[:, :3].copy(), V[:, 3:].copy()
         state.frames_at = None

@@ -21,9 +21,9 @@ The model is built once and never written; everything a step changes (the knot, 
 multipliers, windings, the interior point's iterate and warm start, the solver's scratch) lives in the
 MaximalState, which records the model that made it: `step` refuses a state of another model.
 
-With the C kernels built, `step` hands the whole step of a model without colliders, limits or loop
-joints to native_step.py (native/maximal_step.c, this module's twin); setting state.kernel = False
-keeps a state on this numpy path, the reference.
+With the C kernels built, `step` hands the whole step to native_step.py (native/maximal_step.c, this
+module's twin, interior point included; the steps it does not take come back here); setting
+state.kernel = False keeps a state on this numpy path, the reference.
 """
 
 from __future__ import annotations
@@ -367,7 +367,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> Ste
         state.aux_active = _select_rows(model, state.solver, ev.matrix, state.aux_active)
     pairs = state.interior is not None
     if pairs:
-        interior_point.begin(model, state, knot, dt)
+        interior_point.begin(model, state, (knot.cval, knot.cjac), dt)
     converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol)
     if not converged and pairs and interior_point.drop_friction(state, state.step_index + 1):
         # last resort for a stalled interior point: the step again without friction rows (reported)

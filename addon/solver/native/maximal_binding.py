@@ -22,9 +22,15 @@ MODEL_ARRAYS = ("mass", "com", "inertia", "gravity", "parent", "child", "pa", "p
                 "force_point", "force_vector", "order", "dim", "diag_offset", "upper_start", "upper_node",
                 "lower_offset", "upper_offset", "pair_start", "pair_offset", "row_offset", "gather_src",
                 "gather_dst")
-# symplex_maximal_state: pointers (NULL allowed for coord_jac_prev and acceleration), then startup
+# symplex_maximal_state: pointers (NULL allowed for coord_jac_prev and acceleration), then startup and
+# the pairs (a pointer to symplex_maximal_pairs, NULL without inequalities)
 STATE_ARRAYS = ("x", "q", "v", "w", "lam", "active", "row_winding", "coord_winding", "coord_rate", "coord_jac_prev",
                 "acceleration", "targets", "torque", "force_scale")
+# symplex_maximal_pairs: npair, nentry, then one pointer per array (interior_point.PackedPairs' fields,
+# then the iterate lam, s and control, written by the kernel)
+PAIR_ARRAYS = ("kind", "a", "b", "coord", "G", "h0", "side", "bound", "weight", "s_cold", "e_row", "e_col", "e_val",
+               "lam", "s", "control")
+CONTROL = ("mu", "cold", "monotone", "mu_fixed", "restarts", "cold_mu")  # symplex_maximal_pairs.control
 # symplex_maximal_step's outputs after (model, state, dt, tol, max_iterations, halvings)
 OUTPUTS = ("V", "acceleration", "poses", "lam", "x2", "q2", "row_val2", "row_winding2", "coord_winding2", "cval2", "rate", "cjac2", "sweeps",
            "stats")
@@ -39,10 +45,16 @@ class Model(ctypes.Structure):
     _fields_ = [(name, _int) for name in MODEL_SIZES] + [(name, _ptr) for name in MODEL_ARRAYS]
 
 
+class Pairs(ctypes.Structure):
+    """Mirror of symplex_maximal_pairs."""
+
+    _fields_ = [("npair", _int), ("nentry", _int)] + [(name, _ptr) for name in PAIR_ARRAYS]
+
+
 class State(ctypes.Structure):
     """Mirror of symplex_maximal_state."""
 
-    _fields_ = [(name, _ptr) for name in STATE_ARRAYS] + [("startup", _int)]
+    _fields_ = [(name, _ptr) for name in STATE_ARRAYS] + [("startup", _int), ("pairs", ctypes.POINTER(Pairs))]
 
 
 def _load() -> ctypes.CDLL | None:
@@ -52,7 +64,7 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_maximal_struct_size.restype = _int
     if lib.symplex_maximal_struct_size() != ctypes.sizeof(Model):
         return None
-    lib.symplex_maximal_scratch_size.argtypes = [ctypes.POINTER(Model)]
+    lib.symplex_maximal_scratch_size.argtypes = [ctypes.POINTER(Model), _int]
     lib.symplex_maximal_scratch_size.restype = _int
     lib.symplex_maximal_step.argtypes = [ctypes.POINTER(Model), ctypes.POINTER(State), _double, _double, _int, _int] \
         + [_ptr] * (len(OUTPUTS) + 1)

@@ -1,9 +1,10 @@
-/* One step of seed 003's maximal-coordinate variational integrator for mechanisms without colliders or
- * joint limits (symplex_kernels.h symplex_maximal_step); loop joints' rows are bordered onto the tree
- * factor. The numpy twin and reference is addon/solver/maximal/variational.py with bodies.py (rotation
- * update, inertial terms), joints.py (joint frames and rows), forces.py (wrenches and coordinates) and
- * linear.py (the Newton solve); the quantities and their names follow those modules, and so does the
- * order of the Newton loop.
+/* One step of seed 003's maximal-coordinate variational integrator (symplex_kernels.h
+ * symplex_maximal_step); loop joints' rows and the inequality pairs (contacts, friction, joint limits, set
+ * up by the caller at the knot) are bordered onto the tree factor densely. The numpy twin and reference is
+ * addon/solver/maximal/variational.py with bodies.py (rotation update, inertial terms), joints.py (joint
+ * frames and rows), forces.py (wrenches and coordinates), interior_point.py (the pairs' rows and the
+ * predictor-corrector) and linear.py (the Newton solve); the quantities and their names follow those
+ * modules, and so does the order of the Newton loop.
  *
  * Residuals at interval velocities V = (v, omega) and multipliers lam (variational.py's docstring):
  *   m (v - v0)/dt - F(z1) - f_damp - G_x^T lam                                            (10)
@@ -332,29 +333,32 @@ typedef struct knot { /* variational.Knot */
 
 typedef struct evaluation { /* variational.Evaluation with its NewtonMatrix */
     double *x2, *q2, *raw2, *jac2, *C, *wind2, *cval2, *cjac2, *turns, *rate, *r, *row_res, *D, *K, *Wr;
+    double *pC, *h; /* the pairs' velocity sides (npair, 12) and functions h (npair,) */
     int64_t *coupled; /* (ncoord,) nonzero: K holds coordinate c's body-body blocks (a, b), (b, a) */
     frame *fr;
 } evaluation;
 
-/* The rows in the system: the primary rows 0..n_primary-1, then the active auxiliary rows (act, nact);
- * a Newton vector is (zdot (6 nbody); multipliers of act). The auxiliary rows are bordered onto the
- * factored primary part P through the dense Schur complement E - C_aux P^-1 G_aux^T (E = 0 for joint
- * rows), LU-factored after row and column equilibration (linear.LinearSolver._factor_bordered). */
+/* The rows in the system: the primary rows 0..n_primary-1, then the active auxiliary rows (act, nact),
+ * then the inequality pairs (P, np); a Newton vector is (zdot (6 nbody); multipliers of act; pairs'
+ * multipliers). The auxiliary rows and the pairs are bordered onto the factored primary part P through
+ * the dense Schur complement E - C_aux P^-1 G_aux^T (E = 0 for joint rows), LU-factored after row and
+ * column equilibration (linear.LinearSolver._factor_bordered). */
 typedef struct workspace {
     knot k;
     evaluation ev[2];
-    int64_t *act, nact, *pivot;
+    const symplex_maximal_pairs *P;
+    int64_t *act, nact, np, *pivot;
     double *du, *rhs, *flat, *fill, *solve_scratch, *u, *best_u, *defect, *tmp, *trial_V, *trial_lam, *blocks,
-        *Y, *schur, *srow, *scol, *mu;
+        *Y, *schur, *srow, *scol, *mu, *target, *ds, *ls, *force, *plus, *minus;
 } workspace;
 
 static int64_t frame_doubles(int64_t n) { return n * (int64_t)(sizeof(frame) / sizeof(double)); }
 
 /* Lay the workspace out in `base` (NULL: only count); returns the doubles used. */
-static int64_t carve(const symplex_maximal *M, double *base, workspace *w)
+static int64_t carve(const symplex_maximal *M, int64_t npair, double *base, workspace *w)
 {
     const int64_t nb = M->nbody, nj = M->njoint, R = M->nrow, nc = M->ncoord_joint + M->nspring;
-    const int64_t N = 6 * nb + R;
+    const int64_t N = 6 * nb + R + npair, naux = R - M->n_primary + npair;
     int64_t at = 0;
 #define TAKE(n) (base ? base + (at += (n)) - (n) : (at += (n), (double *)0))
     w->k.G = TAKE(12 * R); w->k.row_val1 = TAKE(R); w->k.cval = TAKE(nc); w->k.cjac = TAKE(12 * nc);
@@ -366,21 +370,23 @@ static int64_t carve(const symplex_maximal *M, double *base, workspace *w)
         ev->turns = TAKE(nc); ev->rate = TAKE(nc); ev->r = TAKE(6 * nb); ev->row_res = TAKE(R);
         ev->D = TAKE(36 * nb); ev->K = TAKE(72 * nc); ev->Wr = TAKE(9 * (nb + 1));
         ev->coupled = (int64_t *)TAKE(nc); ev->fr = (frame *)TAKE(frame_doubles(nj));
+        ev->pC = TAKE(12 * npair); ev->h = TAKE(npair);
     }
-    w->act = (int64_t *)TAKE(R); w->pivot = (int64_t *)TAKE(R);
-    w->Y = TAKE((6 * nb + M->n_primary) * (R - M->n_primary)); w->schur = TAKE((R - M->n_primary) * (R - M->n_primary)); w->srow = TAKE(R);
-    w->scol = TAKE(R); w->mu = TAKE(R); w->du = TAKE(N); w->rhs = TAKE(N); w->flat = TAKE(M->flat_size);
-    w->fill = TAKE(M->fill_scratch > 1 ? M->fill_scratch : 1); w->solve_scratch = TAKE(64);
+    w->act = (int64_t *)TAKE(R); w->pivot = (int64_t *)TAKE(naux);
+    w->Y = TAKE((6 * nb + M->n_primary) * naux); w->schur = TAKE(naux * naux); w->srow = TAKE(naux);
+    w->scol = TAKE(naux); w->mu = TAKE(naux); w->target = TAKE(npair); w->ds = TAKE(npair); w->ls = TAKE(npair);
+    w->force = TAKE(6 * nb); w->plus = TAKE(npair); w->minus = TAKE(npair); w->du = TAKE(N); w->rhs = TAKE(N); w->flat = TAKE(M->flat_size);
+    w->fill = TAKE(M->fill_scratch > 1 ? M->fill_scratch : 1); w->solve_scratch = TAKE(6 * (naux > 11 ? naux : 11)); /* symplex_fillin_solve: node dim (<= 6) x ncol */
     w->u = TAKE(N); w->best_u = TAKE(N); w->defect = TAKE(N); w->tmp = TAKE(N);
     w->trial_V = TAKE(6 * nb); w->trial_lam = TAKE(R); w->blocks = TAKE(24 * R);
 #undef TAKE
     return at;
 }
 
-int64_t symplex_maximal_scratch_size(const symplex_maximal *model)
+int64_t symplex_maximal_scratch_size(const symplex_maximal *model, int64_t npair)
 {
     workspace w;
-    return carve(model, NULL, &w);
+    return carve(model, npair, NULL, &w);
 }
 
 /* ---------------------------------------------------------------- the knot (variational.knot_terms) */
@@ -424,6 +430,50 @@ static void knot_terms(const symplex_maximal *M, const symplex_maximal_state *S,
 }
 
 /* ---------------------------------------------------------------- one evaluation (variational.evaluate) */
+
+/* interior_point.extend: the pairs' forces G^T lam into the body residual, their velocity sides C and
+ * functions h at the velocities V (E is read from the iterate where it is used: -s/lam and the cone
+ * entries). Needs ev's z_2 quantities (cval2, cjac2, Wr). */
+static void pair_rows(const symplex_maximal *M, const workspace *ws, const double *V, double dt, evaluation *ev)
+{
+    const symplex_maximal_pairs *P = ws->P;
+    const int64_t nb = M->nbody;
+    if (!P) return;
+    memset(ws->force, 0, 6 * nb * sizeof(double));
+    for (int64_t p = 0; p < P->npair; ++p) {
+        scatter(nb, P->a[p], P->b[p], P->G + 12 * p, P->lam[p], ws->force);
+        ws->plus[p] = ws->minus[p] = 0.0;
+    }
+    for (int64_t i = 0; i < 6 * nb; ++i) ev->r[i] += ws->force[i];
+    for (int64_t p = 0; p < P->npair; ++p) {
+        const int64_t a = P->a[p], b = P->b[p];
+        const double *G = P->G + 12 * p;
+        double *C = ev->pC + 12 * p;
+        if (P->kind[p] == 3) {
+            const int64_t c = P->coord[p];
+            double Ct[12];
+            velocity_side(ev->cjac2 + 12 * c, ev->Wr + 9 * M->coord_a[c], ev->Wr + 9 * M->coord_b[c], Ct);
+            for (int i = 0; i < 12; ++i) C[i] = -P->side[p] * Ct[i];
+            ev->h[p] = P->side[p] * (ev->cval2[c] - P->bound[p]) / dt;
+            continue;
+        }
+        memcpy(C, G, 12 * sizeof(double));
+        double along_a = 0.0, along_b = 0.0;
+        for (int i = 0; i < 6; ++i) {
+            if (a < nb) along_a += G[i] * V[6 * a + i];
+            if (b < nb) along_b += G[6 + i] * V[6 * b + i];
+        }
+        ev->h[p] = P->h0[p] - (along_a + along_b);
+    }
+    /* - E_off lam: cone rows mu sum gamma - sum beta, beta rows + psi (each sum apart, as numpy forms them) */
+    for (int64_t e = 0; e < P->nentry; ++e) {
+        const double value = P->e_val[e] * P->lam[P->e_col[e]];
+        if (value < 0.0) ws->plus[P->e_row[e]] -= value;
+        else ws->minus[P->e_row[e]] += value;
+    }
+    for (int64_t p = 0; p < P->npair; ++p)
+        if (P->kind[p] != 3) ev->h[p] += ws->plus[p] - ws->minus[p];
+}
 
 static int evaluate(const symplex_maximal *M, const symplex_maximal_state *S, const knot *k, const workspace *ws,
                     const double *V, const double *lam, double dt, evaluation *ev)
@@ -493,10 +543,13 @@ static int evaluate(const symplex_maximal *M, const symplex_maximal_state *S, co
         add_rotational_momentum_jacobian(J, w, dt, +1.0, D);
         if (S->startup) add_rotational_momentum_jacobian(J, w0, dt, -1.0, D);
     }
-    for (int64_t i = 0; i < ws->nact; ++i) { /* - G^T lam over the rows in the system */
+    /* - G^T lam over the rows in the system, summed apart first (forces.scatter's order) */
+    memset(ws->force, 0, 6 * nb * sizeof(double));
+    for (int64_t i = 0; i < ws->nact; ++i) {
         const int64_t r = ws->act[i], j = M->row_joint[r];
-        scatter(nb, M->parent[j], M->child[j], k->G + 12 * r, -lam[r], ev->r);
+        scatter(nb, M->parent[j], M->child[j], k->G + 12 * r, -lam[r], ws->force);
     }
+    for (int64_t i = 0; i < 6 * nb; ++i) ev->r[i] += ws->force[i];
     /* the implicit dampers' blocks 1/2 c_eff cjac(z_1) Ct(z_2): self blocks into D, body-body into K */
     for (int64_t c = 0; c < nc; ++c) {
         const double c_eff = M->damping[c] + M->gain[c];
@@ -515,6 +568,7 @@ static int evaluate(const symplex_maximal *M, const symplex_maximal_state *S, co
             }
         ev->coupled[c] = a < nb && b < nb;
     }
+    pair_rows(M, ws, V, dt, ev);
     return SYMPLEX_CONVERGED;
 }
 
@@ -578,6 +632,26 @@ static void multiply(const symplex_maximal *M, const knot *k, const evaluation *
         }
         out[6 * nb + p] = row;
     }
+    const symplex_maximal_pairs *P = w->P;
+    const int64_t at = 6 * nb + w->nact;
+    for (int64_t p = 0; p < w->np; ++p) {
+        const int64_t a = P->a[p], b = P->b[p];
+        const double mu = A_(u[at + p]), *G = P->G + 12 * p, *C = ev->pC + 12 * p;
+        double row = A_(-P->s[p] / P->lam[p]) * mu;
+        for (int i = 0; i < 6; ++i) {
+            if (a < nb) {
+                out[6 * a + i] += A_(G[i]) * mu;
+                row += A_(C[i]) * A_(u[6 * a + i]);
+            }
+            if (b < nb) {
+                out[6 * b + i] += A_(G[6 + i]) * mu;
+                row += A_(C[6 + i]) * A_(u[6 * b + i]);
+            }
+        }
+        out[at + p] = row;
+    }
+    for (int64_t e = 0; e < (P ? P->nentry : 0); ++e)
+        out[at + P->e_row[e]] += A_(P->e_val[e]) * A_(u[at + P->e_col[e]]);
 #undef A_
 }
 
@@ -587,14 +661,36 @@ static void primary_solve(const symplex_maximal *M, workspace *w, int64_t ncol, 
                          M->lower_offset, M->upper_offset, M->row_offset, w->flat, ncol, x, w->solve_scratch);
 }
 
-/* out (k, ncol) = C_aux y: the velocity side of the auxiliary rows on the body part of y (N0, ncol) */
-static void aux_rows(const symplex_maximal *M, const evaluation *ev, const workspace *w, const double *y, int64_t ncol,
-                     double *out)
+/* Auxiliary row i of the border (the active loop rows, then the pairs): its bodies and force and
+ * velocity sides */
+static void aux_row(const symplex_maximal *M, const knot *kn, const evaluation *ev, const workspace *w, int64_t i,
+                    int64_t *a, int64_t *b, const double **G, const double **C)
 {
-    const int64_t nb = M->nbody, k = w->nact - M->n_primary;
+    const int64_t loops = w->nact - M->n_primary;
+    if (i < loops) {
+        const int64_t r = w->act[M->n_primary + i], j = M->row_joint[r];
+        *a = M->parent[j];
+        *b = M->child[j];
+        *G = kn->G + 12 * r;
+        *C = ev->C + 12 * r;
+        return;
+    }
+    i -= loops;
+    *a = w->P->a[i];
+    *b = w->P->b[i];
+    *G = w->P->G + 12 * i;
+    *C = ev->pC + 12 * i;
+}
+
+/* out (k, ncol) = C_aux y: the velocity side of the auxiliary rows on the body part of y (N0, ncol) */
+static void aux_rows(const symplex_maximal *M, const knot *kn, const evaluation *ev, const workspace *w, const double *y,
+                     int64_t ncol, double *out)
+{
+    const int64_t nb = M->nbody, k = w->nact - M->n_primary + w->np;
     for (int64_t i = 0; i < k; ++i) {
-        const int64_t r = w->act[M->n_primary + i], j = M->row_joint[r], a = M->parent[j], b = M->child[j];
-        const double *C = ev->C + 12 * r;
+        int64_t a, b;
+        const double *G, *C;
+        aux_row(M, kn, ev, w, i, &a, &b, &G, &C);
         for (int64_t c = 0; c < ncol; ++c) {
             double s = 0.0;
             if (a < nb)
@@ -649,19 +745,25 @@ static void lu_solve(int64_t n, const double *A, const int64_t *pivot, double *x
  * complement -C_aux Y (E = 0 on joint rows), equilibrated by rows then columns and LU-factored. */
 static int border(const symplex_maximal *M, const knot *kn, const evaluation *ev, workspace *w)
 {
-    const int64_t nb = M->nbody, N0 = 6 * nb + M->n_primary, k = w->nact - M->n_primary;
+    const int64_t nb = M->nbody, N0 = 6 * nb + M->n_primary, loops = w->nact - M->n_primary, k = loops + w->np;
     if (k == 0) return SYMPLEX_CONVERGED;
     memset(w->Y, 0, N0 * k * sizeof(double));
     for (int64_t i = 0; i < k; ++i) {
-        const int64_t r = w->act[M->n_primary + i], j = M->row_joint[r], a = M->parent[j], b = M->child[j];
+        int64_t a, b;
+        const double *G, *C;
+        aux_row(M, kn, ev, w, i, &a, &b, &G, &C);
         for (int l = 0; l < 6; ++l) {
-            if (a < nb) w->Y[k * (6 * a + l) + i] += kn->G[12 * r + l];
-            if (b < nb) w->Y[k * (6 * b + l) + i] += kn->G[12 * r + 6 + l];
+            if (a < nb) w->Y[k * (6 * a + l) + i] += G[l];
+            if (b < nb) w->Y[k * (6 * b + l) + i] += G[6 + l];
         }
     }
     primary_solve(M, w, k, w->Y);
-    aux_rows(M, ev, w, w->Y, k, w->schur);
+    aux_rows(M, kn, ev, w, w->Y, k, w->schur);
     for (int64_t i = 0; i < k * k; ++i) w->schur[i] = 0.0 - w->schur[i];
+    for (int64_t p = 0; p < w->np; ++p) /* E - C_aux Y on the pairs' block */
+        w->schur[k * (loops + p) + loops + p] += -w->P->s[p] / w->P->lam[p];
+    for (int64_t e = 0; e < (w->P ? w->P->nentry : 0); ++e)
+        w->schur[k * (loops + w->P->e_row[e]) + loops + w->P->e_col[e]] += w->P->e_val[e];
     for (int64_t i = 0; i < k; ++i) {
         const double m = max_abs(k, w->schur + k * i);
         w->srow[i] = 1.0 / (m > 1e-300 ? m : 1e-300);
@@ -702,12 +804,12 @@ static int factor(const symplex_maximal *M, const knot *k, const evaluation *ev,
 
 /* Pb^-1 x in place: P^-1 on the primary part, the auxiliary multipliers from the Schur complement
  * (linear.LinearSolver.precondition) */
-static void precondition(const symplex_maximal *M, const evaluation *ev, workspace *w, double *x)
+static void precondition(const symplex_maximal *M, const knot *kn, const evaluation *ev, workspace *w, double *x)
 {
-    const int64_t N0 = 6 * M->nbody + M->n_primary, k = w->nact - M->n_primary;
+    const int64_t N0 = 6 * M->nbody + M->n_primary, k = w->nact - M->n_primary + w->np;
     primary_solve(M, w, 1, x);
     if (k == 0) return;
-    aux_rows(M, ev, w, x, 1, w->mu);
+    aux_rows(M, kn, ev, w, x, 1, w->mu);
     for (int64_t i = 0; i < k; ++i) w->mu[i] = w->srow[i] * (x[N0 + i] - w->mu[i]);
     lu_solve(k, w->schur, w->pivot, w->mu);
     for (int64_t i = 0; i < k; ++i) w->mu[i] *= w->scol[i];
@@ -724,11 +826,11 @@ static void precondition(const symplex_maximal *M, const evaluation *ev, workspa
  * handing over (SYMPLEX_NEEDS_GMRES) where the numpy solver would call GMRES. */
 static int solve(const symplex_maximal *M, const knot *k, const evaluation *ev, workspace *w, double *sweeps)
 {
-    const int64_t N = 6 * M->nbody + w->nact;
+    const int64_t N = 6 * M->nbody + w->nact + w->np;
     const double rtol = 1e-8, slow_sweep = 0.2, rounding = 1e-13;
     memcpy(w->u, w->rhs, N * sizeof(double));
-    precondition(M, ev, w, w->u);
-    if (w->nact == M->n_primary && !any_coupling(M, ev)) {
+    precondition(M, k, ev, w, w->u);
+    if (w->nact == M->n_primary && w->np == 0 && !any_coupling(M, ev)) {
         memcpy(w->du, w->u, N * sizeof(double));
         *sweeps = 1;
         return SYMPLEX_CONVERGED;
@@ -749,7 +851,7 @@ static int solve(const symplex_maximal *M, const knot *k, const evaluation *ev, 
         multiply(M, k, ev, w, w->u, 1, w->tmp);
         noise = rounding * max_abs(N, w->tmp);
         if (slow || size <= noise) break;
-        precondition(M, ev, w, w->defect);
+        precondition(M, k, ev, w, w->defect);
         for (int64_t i = 0; i < N; ++i) w->u[i] += w->defect[i];
     }
     *sweeps = sweep < 40 ? sweep + 1 : 40;
@@ -766,6 +868,159 @@ static double remaining_error(double change, double previous_change, int full_ne
     return change;
 }
 
+/* ---------------------------------------------------------------- the interior point (interior_point.py) */
+
+enum { MU, COLD, MONOTONE, MU_FIXED, RESTARTS, COLD_MU_ };
+#define COMPLEMENTARITY 1e-8
+#define MU_FLOOR (0.1 * COMPLEMENTARITY)
+#define NEIGHBOURHOOD 1e-3
+#define TAU_MAX (1.0 - 1e-8)
+#define STALL_STEPS 8
+
+/* np.sum of a contiguous float64 array: the first element plus numpy's pairwise sum of the rest (eight
+ * accumulators, blocks of 128 halved recursively), so that means agree with numpy's bit for bit */
+static double pairwise(const double *a, int64_t n)
+{
+    if (n < 8) {
+        double r = 0.0;
+        for (int64_t i = 0; i < n; ++i) r += a[i];
+        return r;
+    }
+    if (n <= 128) {
+        double r[8], res;
+        int64_t i;
+        for (int j = 0; j < 8; ++j) r[j] = a[j];
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i) res += a[i];
+        return res;
+    }
+    int64_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise(a, n2) + pairwise(a + n2, n - n2);
+}
+
+static double mean(const double *a, int64_t n) { return (a[0] + pairwise(a + 1, n - 1)) / (double)n; }
+
+/* mean of (lam + alpha dlam)(s + alpha ds) over the pairs (alpha 0: lam s), products kept in w->ls */
+static double mean_product(workspace *w, double alpha, const double *dlam, const double *ds)
+{
+    const symplex_maximal_pairs *P = w->P;
+    for (int64_t p = 0; p < w->np; ++p)
+        w->ls[p] = alpha == 0.0 ? P->lam[p] * P->s[p] : (P->lam[p] + alpha * dlam[p]) * (P->s[p] + alpha * ds[p]);
+    return mean(w->ls, w->np);
+}
+
+static void slack_step(const workspace *w, const double *dlam, const double *target, double *ds) /* _slack_step */
+{
+    const symplex_maximal_pairs *P = w->P;
+    for (int64_t p = 0; p < w->np; ++p) ds[p] = ((target ? target[p] : 0.0) - P->s[p] * dlam[p]) / P->lam[p] - P->s[p];
+}
+
+static double boundary(const workspace *w, const double *dlam, const double *ds, double tau) /* _boundary */
+{
+    double alpha = 1.0;
+    for (int side = 0; side < 2; ++side) {
+        const double *value = side ? w->P->s : w->P->lam, *change = side ? ds : dlam;
+        double m = INFINITY;
+        for (int64_t p = 0; p < w->np; ++p)
+            if (change[p] < 0) m = fmin(m, -value[p] / change[p]);
+        if (m < INFINITY) alpha = fmin(alpha, tau * m);
+    }
+    return alpha;
+}
+
+/* corrector_target: w->target from the affine direction dlam_aff */
+static void corrector_target(workspace *w, const double *dlam_aff)
+{
+    const symplex_maximal_pairs *P = w->P;
+    double *ctrl = P->control;
+    if (ctrl[MONOTONE] != 0.0) {
+        double worst = 0.0;
+        for (int64_t p = 0; p < w->np; ++p) worst = fmax(worst, fabs(P->lam[p] * P->s[p] - ctrl[MU_FIXED]));
+        if (worst <= 0.5 * ctrl[MU_FIXED]) ctrl[MU_FIXED] = fmax(MU_FLOOR, 0.2 * ctrl[MU_FIXED]);
+        for (int64_t p = 0; p < w->np; ++p) w->target[p] = ctrl[MU_FIXED];
+        return;
+    }
+    slack_step(w, dlam_aff, NULL, w->ds);
+    const double alpha = boundary(w, dlam_aff, w->ds, 1.0);
+    const double mu = mean_product(w, 0.0, NULL, NULL), mu_aff = mean_product(w, alpha, dlam_aff, w->ds);
+    const double sigma = mu > 0 ? fmin(1.0, pow(mu_aff / mu, 3.0)) : 0.0;
+    const double floor = sigma * mu >= MU_FLOOR ? sigma * mu : MU_FLOOR;
+    for (int64_t p = 0; p < w->np; ++p) w->target[p] = floor - dlam_aff[p] * w->ds[p];
+}
+
+/* step_length: fraction to the boundary, then halved into the wide neighbourhood; ds into w->ds */
+static double step_length(workspace *w, const double *dlam)
+{
+    if (w->np == 0) return 1.0;
+    slack_step(w, dlam, w->target, w->ds);
+    const double tau = fmin(fmax(0.99, 1.0 - w->P->control[MU]), TAU_MAX);
+    double alpha = boundary(w, dlam, w->ds, tau);
+    for (int i = 0; i < 30; ++i) {
+        const double m = mean_product(w, alpha, dlam, w->ds);
+        double least = INFINITY;
+        for (int64_t p = 0; p < w->np; ++p) least = fmin(least, w->ls[p]);
+        if (least >= NEIGHBOURHOOD * m) break;
+        alpha *= 0.5;
+    }
+    return alpha;
+}
+
+static void ip_update(workspace *w, double alpha, const double *dlam) /* update */
+{
+    const symplex_maximal_pairs *P = w->P;
+    if (w->np == 0) return;
+    for (int64_t p = 0; p < w->np; ++p) {
+        P->lam[p] = fmax(P->lam[p] + alpha * dlam[p], 1e-300);
+        P->s[p] = fmax(P->s[p] + alpha * w->ds[p], 1e-300);
+    }
+    P->control[MU] = mean_product(w, 0.0, NULL, NULL);
+}
+
+static void ip_start(workspace *w, int cold) /* _start on P->lam, P->s */
+{
+    double *ctrl = w->P->control;
+    ctrl[COLD] = cold;
+    ctrl[MU] = w->np ? mean_product(w, 0.0, NULL, NULL) : 0.0;
+    ctrl[MONOTONE] = 0.0;
+}
+
+static int ip_restart(workspace *w) /* restart */
+{
+    const symplex_maximal_pairs *P = w->P;
+    double *ctrl = P->control;
+    if (ctrl[RESTARTS] >= 3) return 0;
+    ctrl[RESTARTS] += 1;
+    if (ctrl[COLD] != 0.0) {
+        for (int64_t p = 0; p < w->np; ++p) {
+            P->lam[p] = fmax(P->lam[p], 1e-2);
+            P->s[p] = fmax(P->s[p], 1e-2);
+        }
+        ip_start(w, 1);
+        ctrl[MONOTONE] = 1.0;
+        ctrl[MU_FIXED] = ctrl[MU];
+    } else {
+        for (int64_t p = 0; p < w->np; ++p) {
+            P->s[p] = P->s_cold[p];
+            P->lam[p] = ctrl[COLD_MU_] / P->s_cold[p];
+        }
+        ip_start(w, 1);
+    }
+    return 1;
+}
+
+static int ip_converged(const workspace *w, const evaluation *ev, double tol) /* converged */
+{
+    const symplex_maximal_pairs *P = w->P;
+    double worst = 0.0;
+    for (int64_t p = 0; p < w->np; ++p)
+        if (P->lam[p] * P->s[p] > COMPLEMENTARITY) return 0;
+    for (int64_t p = 0; p < w->np; ++p) worst = fmax(worst, P->weight[p] * fabs(ev->h[p] - P->s[p]));
+    return worst <= tol;
+}
+
 /* ---------------------------------------------------------------- the step */
 
 int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_state *S, double dt, double tol,
@@ -775,12 +1030,15 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
                              double *rate, double *cjac2, double *sweeps, double *stats, double *scratch)
 {
     const int64_t nb = M->nbody, R = M->nrow, nc = M->ncoord_joint + M->nspring;
+    const symplex_maximal_pairs *P = S->pairs;
     workspace w;
-    carve(M, scratch, &w);
+    carve(M, P ? P->npair : 0, scratch, &w);
+    w.P = P;
+    w.np = P ? P->npair : 0;
     w.nact = 0;
     for (int64_t r = 0; r < R; ++r)
         if (r < M->n_primary || S->active[r]) w.act[w.nact++] = r;
-    const int64_t N = 6 * nb + w.nact;
+    const int64_t N = 6 * nb + w.nact + w.np, at = 6 * nb + w.nact;
     knot_terms(M, S, &w.k);
     for (int64_t b = 0; b < nb; ++b)
         for (int i = 0; i < 3; ++i) {
@@ -792,21 +1050,29 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
     int status = evaluate(M, S, &w.k, &w, V, lam, dt, ev);
     if (status != SYMPLEX_CONVERGED) return status;
     double error = INFINITY, previous_change = INFINITY;
-    int64_t iteration = 1;
+    int64_t iteration = 1, short_steps = 0;
     int converged = 0;
     for (; iteration <= max_iterations; ++iteration) {
-        if (max_gap(&w, ev) * dt <= tol && error <= tol) {
+        if (max_gap(&w, ev) * dt <= tol && error <= tol && (!P || ip_converged(&w, ev, tol))) {
             converged = 1;
             break;
         }
         if ((status = factor(M, &w.k, ev, &w)) != SYMPLEX_CONVERGED) return status;
         for (int64_t i = 0; i < 6 * nb; ++i) w.rhs[i] = -ev->r[i];
         for (int64_t p = 0; p < w.nact; ++p) w.rhs[6 * nb + p] = -ev->row_res[w.act[p]];
+        for (int64_t p = 0; p < w.np; ++p) w.rhs[at + p] = ev->h[p]; /* the affine direction: target 0 */
         if ((status = solve(M, &w.k, ev, &w, sweeps + iteration - 1)) != SYMPLEX_CONVERGED) return status;
         for (int64_t i = 0; i < N; ++i)
             if (!isfinite(w.du[i])) return SYMPLEX_NOT_FINITE;
+        if (w.np) { /* Mehrotra's corrector with the same factorisation */
+            corrector_target(&w, w.du + at);
+            for (int64_t p = 0; p < w.np; ++p) w.rhs[at + p] = ev->h[p] - w.target[p] / P->lam[p];
+            if ((status = solve(M, &w.k, ev, &w, sweeps + iteration - 1)) != SYMPLEX_CONVERGED) return status;
+            for (int64_t i = 0; i < N; ++i)
+                if (!isfinite(w.du[i])) return SYMPLEX_NOT_FINITE;
+        }
         const double *dV = w.du, *dmu = w.du + 6 * nb;
-        double alpha = 1.0, spin = 0.0;
+        double alpha = P ? step_length(&w, w.du + at) : 1.0, spin = 0.0;
         for (int64_t b = 0; b < nb; ++b) { /* keep |omega| dt <= 1 */
             double o[3];
             for (int i = 0; i < 3; ++i) o[i] = V[6 * b + 3 + i] + alpha * dV[6 * b + 3 + i];
@@ -815,6 +1081,21 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
         }
         spin *= dt;
         if (spin > 1.0) alpha *= 1.0 / spin;
+        if (P) { /* the interior point's step: no line search (the fraction to the boundary shortens it) */
+            double change = 0.0;
+            for (int64_t i = 0; i < 6 * nb; ++i) {
+                V[i] = V[i] + alpha * dV[i];
+                change = fabs(alpha * dV[i]) > change ? fabs(alpha * dV[i]) : change;
+            }
+            for (int64_t p = 0; p < w.nact; ++p) lam[w.act[p]] -= alpha * dmu[p];
+            ip_update(&w, alpha, w.du + at);
+            short_steps = alpha < 0.05 ? short_steps + 1 : 0;
+            if (short_steps >= STALL_STEPS && ip_restart(&w)) short_steps = 0;
+            if ((status = evaluate(M, S, &w.k, &w, V, lam, dt, ev)) != SYMPLEX_CONVERGED) return status;
+            error = change * dt; /* _remaining_error of a damped step: its length */
+            previous_change = error;
+            continue;
+        }
         /* halving line search on |r| (variational._newton: after the last halving the step is taken at the
          * halved length, with the multipliers and evaluation of the last trial) */
         const double m0 = merit(M, &w, ev);

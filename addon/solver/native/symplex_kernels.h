@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 8
+#define SYMPLEX_ABI_VERSION 9
 
 int64_t symplex_abi_version(void);
 
@@ -114,7 +114,7 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
                               double stall, int64_t max_iterations, double *X, double *lam, double *p2, double *stats,
                               int64_t *iterations, double *scratch);
 
-/* A compiled maximal-coordinate model without colliders or limits (maximal/state.py MaximalModel,
+/* A compiled maximal-coordinate model (maximal/state.py MaximalModel,
  * packed by maximal/native_step.py), as pointers to the caller's arrays. Every field is 8 bytes. Body
  * index nbody is the world. Rows are in the model's order (model.order): n_primary rows of the tree
  * joints, then the auxiliary (loop-closing) rows, bordered onto the tree factor;
@@ -154,7 +154,27 @@ int64_t symplex_maximal_struct_size(void);
 #define SYMPLEX_SPIN_TOO_FAST 4 /* |omega| dt / 2 reached 1 in an iterate (bodies.SpinTooFastError) */
 #define SYMPLEX_NEEDS_GMRES 5   /* defect correction stalled: the numpy solver's GMRES would take over */
 
-int64_t symplex_maximal_scratch_size(const symplex_maximal *model);
+/* Doubles of scratch symplex_maximal_step needs for `model` with up to `npair` inequality pairs. */
+int64_t symplex_maximal_scratch_size(const symplex_maximal *model, int64_t npair);
+
+/* The interior point's rows of one step (maximal/interior_point.py Inequalities, packed by
+ * interior_point.packed), set up at the knot; row p is the pair (h_p >= 0, lam_p >= 0), s_p its slack.
+ * Contact rows (kind 0 gap, 1 cone, 2 friction direction): h = h0 - G . V_ab - sum_q E_pq lam_q, velocity
+ * side C = G; limits (kind 3) on coordinate `coord`: h = side (cval(z_2) - bound) / dt, C = -side d cval / d V.
+ * E: -s/lam on the diagonal plus the cone couplings (e_row, e_col, e_val). lam, s and control are read at
+ * the start and written as the iterate moves (meaningful only when the step converges). */
+typedef struct symplex_maximal_pairs {
+    int64_t npair, nentry;
+    const int64_t *kind, *a, *b, *coord; /* (npair,) bodies (nbody = world); coord: -1 for contacts */
+    const double *G;                /* (npair, 12) force side at z_1 */
+    const double *h0, *side, *bound;/* (npair,) */
+    const double *weight;           /* (npair,) primal residual |h - s| times this is compared with tol */
+    const double *s_cold;           /* (npair,) the cold start's slacks (its lam: cold_mu / s_cold) */
+    const int64_t *e_row, *e_col;   /* (nentry,) off-diagonal entries of E */
+    const double *e_val;
+    double *lam, *s;                /* (npair,) in/out */
+    double *control;                /* (6,) in/out: mu, cold, monotone, mu_fixed, restarts, cold_mu */
+} symplex_maximal_pairs;
 
 /* The knot state of one maximal step (maximal/state.py MaximalState), read only. */
 typedef struct symplex_maximal_state {
@@ -170,12 +190,16 @@ typedef struct symplex_maximal_state {
     const double *torque;           /* (ncoord_joint,) keyed torques averaged over t -+ dt/2 */
     const double *force_scale;      /* (nforce,) keyed force scales averaged over t -+ dt/2 */
     int64_t startup;                /* nonzero: v, w hold the continuous velocity zbar */
+    const struct symplex_maximal_pairs *pairs; /* the step's inequality pairs, or NULL (no colliders, no limits) */
 } symplex_maximal_state;
 
-/* One step of maximal/variational.py `step` (its _newton without inequalities): Newton on the
- * discrete Euler-Lagrange equations with the exact matrix, halving line search on
- * |r_body| + |r_rows|, the spin cap |omega| dt <= 1 and the convergence test max|g| <= tol,
- * estimated |zdot - zdot*| dt <= tol (variational._remaining_error).
+/* One step of maximal/variational.py `step` (its _newton): Newton on the discrete Euler-Lagrange
+ * equations with the exact matrix, the spin cap |omega| dt <= 1 and the convergence test max|g| <= tol,
+ * estimated |zdot - zdot*| dt <= tol (variational._remaining_error). Without pairs (state->pairs NULL):
+ * halving line search on |r_body| + |r_rows|. With them: interior_point.py's Mehrotra predictor-corrector
+ * (two solves per factorisation), fraction to the boundary, wide neighbourhood, restarts after stalls and
+ * its convergence test; a step that does not converge is SYMPLEX_NOT_CONVERGED (the numpy step then
+ * also tries it without friction).
  * outputs: V (nbody, 6) interval velocities (v, omega); acceleration (nbody, 6) = V - (v, w) of the state;
  *          poses (nbody, 7) body-frame poses (origin, q) at z_2 (start.body_frame_poses); lam (nrow,); x2 (nbody, 3), q2 (nbody, 4);
  *          row_val2 (nrow,) rows at z_2 (unwrapped); row_winding2 (nrow,) windings of the ANGLE rows at

@@ -48,6 +48,7 @@ def run(mech: Mechanism, border: str, steps: int, record: list | None = None) ->
     """States (x, q, v, w flattened) after each step and the Newton iterations per step, with the linear
     solver's border forced; `record` collects every (Newton matrix, right-hand side) solved."""
     model, state = start_from_tree(mech)
+    state.kernel = False  # the numpy step, whose linear solver this compares (the C step borders densely)
     state.solver = LinearSolver(model.bodies.count, list(model.primary), border)
     if record is not None:
         solve = state.solver.solve

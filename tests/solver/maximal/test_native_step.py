@@ -1,7 +1,8 @@
 """The maximal step in C (native/maximal_step.c via maximal/native_step.py) against its numpy twin
-(variational.py): the same iterates step by step to round-off on the contact- and limit-free presets and
-on random mechanisms with every joint kind, forces and actuators; energy bounded and joint rows at
-tolerance in C; models the kernel does not run, and failing steps, go to the numpy step."""
+(variational.py): the same iterates step by step to round-off on the presets (contacts, friction and
+joint limits through the interior point included) and on random mechanisms with every joint kind, forces
+and actuators, and random contact scenes; energy bounded and joint rows at tolerance in C; models and
+steps the kernel does not take, and failing steps, go to the numpy step."""
 
 from __future__ import annotations
 
@@ -11,18 +12,21 @@ import numpy as np
 import pytest
 
 from addon.solver.integrator import make_integrator
-from addon.solver.maximal import native_step
+from addon.solver.maximal import interior_point, native_step
 from addon.solver.mechfile.read import load_mechanism
-from addon.solver.model import Body, Curve, Force, Joint, Mechanism, Motor, Spring
+from addon.solver.model import WORLD, Body, Collider, Curve, Force, Joint, Mechanism, Motor, Spring
 from addon.solver.presets import preset_path
 from addon.solver.trajectory import ConvergenceError, StepTooLargeError
 
 pytestmark = pytest.mark.skipif(native_step.binding.LIB is None, reason="C kernels not built (make kernels)")
 
 DT = 0.01
-# contact- and limit-free presets the maximal method runs (the others have colliders or joint limits)
-PRESETS = ("pendulum", "double_pendulum", "chain_5", "four_bar", "slider_crank", "three_link_loop",
-           "double_four_bar", "closed_chain_device", "loop_chain", "scissor_lift")
+# contact- and limit-free presets (no interior point)
+PRESETS = ("pendulum", "double_pendulum", "chain_5", "four_bar", "slider_crank", "three_link_loop", "double_four_bar",
+           "closed_chain_device", "loop_chain", "scissor_lift")
+# presets with joint limits (not reached in these steps: the interior point without pairs, no line
+# search) or colliders, and the steps taken (the box lands at step 29)
+PAIR_PRESETS = {"cart_pole": 25, "crane": 25, "robot_arm": 25, "box_drop": 45}
 # Relative agreement of the two paths per step (state: x, q, velocities, coordinate rates, energy). The
 # multipliers are forces solved from momentum residuals m (v - v0) / dt: their round-off is the state's
 # times 1/dt (measured worst: 2e-13 for the velocities, 2.5e-11 for the multipliers of loop_chain).
@@ -41,8 +45,12 @@ def _gap(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a - b), initial=0.0) / max(1.0, float(np.max(np.abs(b), initial=0.0))))
 
 
-def assert_same_steps(mech: Mechanism, steps: int, dt: float = DT) -> native_step.MaximalKernel:
+def assert_same_steps(mech: Mechanism, steps: int, dt: float = DT,
+                      in_c: int | None = None) -> tuple[native_step.MaximalKernel, set[int]]:
+    """C and numpy take `steps` steps alike (in_c of them in C: by default all but a loop mechanism's first);
+    returns the kernel and the kinds of pair rows met (interior_point.Inequalities.kind)."""
     c, py = twins(mech, dt)
+    kinds: set[int] = set()
     for k in range(steps):
         c.step()
         py.step()
@@ -58,15 +66,81 @@ def assert_same_steps(mech: Mechanism, steps: int, dt: float = DT) -> native_ste
         np.testing.assert_array_equal(sc.coord_winding, sp.coord_winding)
         assert c._iterations[-1] == py._iterations[-1], f"step {k + 1}: Newton iterations differ"
         assert abs(c._residual[-1] - py._residual[-1]) < 1e-12
+        if sp.interior is not None:  # the same pairs, restarts and friction decisions
+            ic, ip = sc.interior, sp.interior
+            np.testing.assert_array_equal(ic.rows.key, ip.rows.key)
+            kinds.update(ip.rows.kind.tolist())
+            assert (ic.restarts, ic.cold, ic.monotone, ic.friction_dropped) == \
+                (ip.restarts, ip.cold, ip.monotone, ip.friction_dropped), f"step {k + 1}"
+            # a pair's multiplier is not unique on redundant contacts (four corners on a plane): compare
+            # the complementarity the step converged to, not the multipliers
+            assert np.max(ic.lam * ic.s, initial=0.0) <= interior_point.COMPLEMENTARITY
+    assert c.message == py.message
     assert isinstance(sc.kernel, native_step.MaximalKernel)
     # every step but a loop mechanism's first (numpy picks the independent loop rows there) ran in C
-    assert sc.kernel.steps == steps - (1 if c.model.loop_joints else 0)
-    return sc.kernel
+    assert sc.kernel.steps == (steps - (1 if c.model.loop_joints else 0) if in_c is None else in_c)
+    return sc.kernel, kinds
 
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_presets_step_like_numpy(name):
     assert_same_steps(load_mechanism(preset_path(name)), 25)
+
+
+@pytest.mark.parametrize("name", PAIR_PRESETS)
+def test_inequality_presets_step_like_numpy(name):
+    """Joint limits (the pendulums, crane, robot arm) and the box landing on its four corners with friction:
+    contacts, cone and pyramid rows, warm and cold starts, the predictor-corrector in C."""
+    _, kinds = assert_same_steps(load_mechanism(preset_path(name)), PAIR_PRESETS[name])
+    assert kinds == ({0, 1, 2} if name == "box_drop" else set())
+
+
+def test_limited_double_pendulum_steps_like_numpy():
+    """The double pendulum with both hinges limited to +-0.3 rad: it swings into the stops (limit rows only)."""
+    mech = load_mechanism(preset_path("double_pendulum"))
+    limited = replace(mech, joints=tuple(replace(j, lower=(-0.3,), upper=(0.3,)) for j in mech.joints))
+    assert assert_same_steps(limited, 40)[1] == {3}
+
+
+@pytest.mark.heavy
+def test_sphere_chain_steps_like_numpy():
+    """Five jointed spheres hitting the ground (up to 38 pairs: the numpy solver factors these sparsely,
+    the kernel borders them densely) through the first impacts."""
+    assert assert_same_steps(load_mechanism(preset_path("sphere_chain")), 45)[1] == {0, 1, 2}
+
+
+def test_steps_with_too_many_pairs_go_to_numpy(monkeypatch):
+    """Steps whose pairs exceed MAX_BORDER are the numpy step's (from the unchanged state); the others stay in C."""
+    monkeypatch.setattr(native_step, "MAX_BORDER", 8)  # the resting box has 11 pairs, the falling one none
+    assert_same_steps(load_mechanism(preset_path("box_drop")), 35, in_c=28)  # lands at step 29, stays
+
+
+def contact_scene(seed: int) -> Mechanism:
+    """A box, a sphere and a capsule thrown at random onto the ground and a limited, box-ended pendulum
+    swinging into them: contacts between bodies, on the world and with friction, and a joint limit."""
+    rng = np.random.default_rng(seed)
+    u = lambda lo, hi, n=None: tuple(rng.uniform(lo, hi, n).tolist()) if n else float(rng.uniform(lo, hi))  # noqa: E731
+    def quat():
+        q = rng.normal(size=4)
+        return tuple((q / np.linalg.norm(q)).tolist())
+    shapes = (("box", u(0.08, 0.15, 3)), ("sphere", (u(0.08, 0.15),)), ("capsule", (u(0.04, 0.08), u(0.05, 0.1))))
+    bodies, joints, colliders = [], [], [Collider("ground", WORLD, "plane", friction=u(0.3, 0.8))]
+    for i, (shape, size) in enumerate(shapes):
+        name = f"{shape}{i}"
+        bodies.append(Body(name, u(0.5, 2.0), (0.4 * i - 0.4, u(-0.05, 0.05), u(0.2, 0.3)), quat(), (0, 0, 0),
+                           (0.01, 0.012, 0.008, 0.0, 0.0, 0.0)))
+        joints.append(Joint(f"{name} free", "free", "world", name, v0=u(-1, 1, 3) + u(-3, 3, 3)))
+        colliders.append(Collider(f"{name} {shape}", name, shape, size, friction=u(0.3, 0.8)))
+    bodies.append(Body("arm", 1.0, (0.0, 0.3, 0.15), (1, 0, 0, 0), (0, 0, 0), (0.02, 0.02, 0.002, 0, 0, 0)))
+    joints.append(Joint("arm hinge", "revolute", "world", "arm", (0.0, 0.3, 0.6), (1.0, 0.0, 0.0),
+                        q0=(u(-0.3, 0.3),), v0=(u(-4, 4),), lower=(-0.5,), upper=(0.4,)))
+    colliders.append(Collider("arm box", "arm", "box", (0.05, 0.05, 0.1), friction=0.5))
+    return Mechanism(f"contact scene {seed}", tuple(bodies), tuple(joints), colliders=tuple(colliders))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_contact_scenes_step_like_numpy(seed):
+    assert assert_same_steps(contact_scene(seed), 30)[1] == {0, 1, 2, 3}
 
 
 INERTIA = (0.3, 0.2, 0.25, 0.01, -0.02, 0.015)
@@ -144,11 +218,12 @@ def test_long_run_in_c_keeps_energy_and_rows():
     assert 3.0 < bands[0] / bands[1] < 5.0, bands
 
 
-def test_unsupported_models_stay_in_numpy():
-    for name in ("crane", "box_drop"):  # joint limits; colliders
-        it = make_integrator(load_mechanism(preset_path(name)), "maximal", DT)
-        it.step()
-        assert it.state.kernel is False
+def test_many_loop_rows_stay_in_numpy(monkeypatch):
+    """Loop rows from linear.SPARSE_FROM on: the numpy solver factors them sparsely, every step in numpy."""
+    monkeypatch.setattr(native_step, "SPARSE_FROM", 3)
+    it = make_integrator(load_mechanism(preset_path("four_bar")), "maximal", DT)
+    it.step()
+    assert it.state.kernel is False
 
 
 @pytest.mark.parametrize("rate, dt, error", [
