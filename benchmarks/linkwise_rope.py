@@ -1,0 +1,251 @@
+"""The link-wise discrete Lagrangian on ball-jointed trees, with its exact O(n) Newton matrix (prototype).
+
+Usage: python -m benchmarks.linkwise_rope [--links 200] [--dt 0.005] [--steps 100] [--radius 0.05]
+
+The tree method's midpoint Lagrangian takes each link's midpoint rotation as the product of its ancestors' chart
+midpoints, which lets an axisymmetric link's spin reach its subtree (docs/benchmarks_ball_charts.md). Here each link
+k contributes its own term of its own end poses (COM c, world rotation R, mass m, inertia I about the COM in body
+axes, gravity g):
+  l_k = m |c2 - c1|^2 / (2 dt) + Xi^T I Xi / (2 dt) + dt/2 m g . (c1 + c2),   Xi = log(R1^T R2),
+so the spin of an axisymmetric link about its axis is a Noether momentum of its own term (turning the link about
+its axis at both ends, its children's world poses held, leaves every term unchanged) and reaches no other link.
+The unknowns stay the tree's: a ball chart's rotation vector xi (C2 = C1 exp(xi), step_charts.py). With
+w1_k, w2_k the world wrenches of l_k at the start and end poses (variation by a world twist (w, v): dc = v + w x c,
+dR = hat(w) R) the DEL row of coordinate i (world axis S_i(q1), at angle 0 in chart C1) and the next momentum are
+  F_i = p1_i + S_i(q1) . sum_{k in subtree(i)} w1_k,   p2_i = S_i(q2) . sum_{k in subtree(i)} w2_k.
+Only w1_k moves with the unknowns, through link k's end pose, which a column j turns by the world twist
+S'_j = sum_m S_m(q2) J_R(xi)[m, j] for every k below j. So, with D_k = dw1_k / d(end twist) (6 x 6) and
+Dc_a = sum of D_k over the subtree of a,
+  dF_i / dxi_j = S_i(q1)^T Dc_deeper(i, j) S'_j   (zero between branches),
+exactly the tree form of articulated.TreeJacobian (U = S', x = Dc^T S1, R = S1, Yc = Dc S'): articulated.factor
+and solve give the exact Newton step in O(n), with no curvature terms (the rows' axes are the start's).
+D_k, with f1 = -m (c2 - c1) / dt + dt/2 m g, mu = I Xi / dt, w1 = (c1 x f1 - R1 J_L(Xi)^-T mu, f1),
+dXi = J_L(Xi)^-1 R1^T w2 for an end turn w2 and J_L^-T = I + hat(Xi)/2 + e hat(Xi)^2,
+e(t) = (1 - (t/2) cot(t/2)) / t^2:
+  rotation rows:  m/dt hat(c1) (hat(c2) w2 - v2)  - R1 (dG + J_L^-T I / dt) J_L^-1 R1^T w2,
+  force rows:     m/dt (hat(c2) w2 - v2),
+dG = d(J_L(Xi)^-T y)/dXi at y = mu = hat(y)... (_dinv_transpose). Checked against differences in
+tests/benchmarks/test_linkwise_rope.py. Prototype scope: trees of ball joints only, gravity, no springs, dampers,
+motors, loops or limits (refused by name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from addon.solver.lie import hat
+from addon.solver.tree import articulated, midpoint
+from addon.solver.tree.ball_springs import so3_log
+from addon.solver.tree.compile import TreeModel, compile_tree
+from addon.solver.tree.kinematics import Kinematics, forward
+from addon.solver.tree.step_charts import fold, left_jacobian, rotation_at
+
+ROUNDOFF_STEP = 1e-13  # rad: a Newton correction this small changes no chart beyond rounding
+AXIS = 2  # the rods' axis is body Z (tools.generate.pendulum_chain)
+_SERIES_BELOW = 0.1
+
+
+def _e_coefficients(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """e(t) of J_L^-1 = I - hat/2 + e hat^2 and e'(t) / t."""
+    small = t < _SERIES_BELOW
+    s = np.where(small, 1.0, t)
+    t2 = t * t
+    e = np.where(small, 1 / 12 + t2 / 720 + t2**2 / 30240, (1.0 - 0.5 * s / np.tan(0.5 * s)) / s**2)
+    de = np.where(small, 1 / 360 + t2 / 7560 + t2**2 / 201600,
+                  (-2.0 / s**3 + 0.5 / (s**2 * np.tan(0.5 * s)) + 0.25 / (s * np.sin(0.5 * s) ** 2)) / s)
+    return e, de
+
+
+def inverse_left_jacobian_transpose(Xi: np.ndarray) -> np.ndarray:
+    """J_L(Xi)^-T (..., 3, 3) = I + hat(Xi) / 2 + e hat(Xi)^2."""
+    e, _ = _e_coefficients(np.linalg.norm(Xi, axis=-1))
+    X = hat(Xi)
+    return np.eye(3) + 0.5 * X + e[..., None, None] * (X @ X)
+
+
+def _dinv_transpose(Xi: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """d(J_L(Xi)^-T y)/dXi (..., 3, 3) at fixed y."""
+    e, de = _e_coefficients(np.linalg.norm(Xi, axis=-1))
+    xy = np.einsum("...i,...i->...", Xi, y)
+    XXy = Xi * xy[..., None] - y * np.einsum("...i,...i->...", Xi, Xi)[..., None]
+    outer = lambda a, b: a[..., :, None] * b[..., None, :]  # noqa: E731
+    return (-0.5 * hat(y) + e[..., None, None] * (xy[..., None, None] * np.eye(3) + outer(Xi, y) - 2.0 * outer(y, Xi))
+            + de[..., None, None] * outer(XXy, Xi))
+
+
+@dataclass
+class LinkwiseState:
+    """After a step: charts (nball, 3, 3), p (nq,) momenta in each chart's body axes, the last rotation vectors
+    xi (nball, 3) (the next step's first guess), t."""
+
+    t: float
+    charts: np.ndarray
+    p: np.ndarray
+    xi: np.ndarray
+
+
+class LinkwiseStepper:
+    """Steps of the link-wise discrete Lagrangian (module docstring) on a tree of ball joints."""
+
+    def __init__(self, model: TreeModel):
+        k = model.ball_dofs
+        if len(k) * 3 != model.nq:
+            raise ValueError("linkwise prototype: every joint must be a ball joint")
+        if (np.any(model.dof_damping) or np.any(model.dof_stiffness) or np.any(model.dof_motor_gain)
+                or np.any(model.ball_stiffness) or model.nrow):
+            raise ValueError("linkwise prototype: no springs, dampers, motors or loops")
+        self.model = model
+        self.first = k[:, 0]
+        self.last = k[:, 2]
+        self.zero = np.zeros(model.nq)
+        # each body's ball: the ball whose last frame carries it
+        ball_of_frame = {int(f): b for b, f in enumerate(self.last)}
+        self.body_ball = np.array([ball_of_frame[int(f)] for f in model.body_frame])
+        self.ball_parent = np.array([-1 if model.dof_parent[f] < 0 else ball_of_frame[int(model.dof_parent[f])]
+                                     for f in self.first])
+        self.m = model.body_mass
+        self.I = model.body_inertia
+
+    def initial_state(self) -> LinkwiseState:
+        state = midpoint.initial_state(self.model)[0]
+        return LinkwiseState(state.t, state.charts, state.p.copy(), np.zeros((len(self.first), 3)))
+
+    def poses(self, charts: np.ndarray) -> Kinematics:
+        return forward(self.model, self.zero, charts)
+
+    def _subtree_sum(self, per_body: np.ndarray) -> np.ndarray:
+        """Sum over each ball's subtree of per-body arrays (nbody, ...) -> (nball, ...) (balls parents first)."""
+        out = np.zeros((len(self.first),) + per_body.shape[1:])
+        np.add.at(out, self.body_ball, per_body)
+        for b in range(len(self.first) - 1, -1, -1):
+            if self.ball_parent[b] >= 0:
+                out[self.ball_parent[b]] += out[b]
+        return out
+
+    def wrenches(self, k1: Kinematics, k2: Kinematics, dt: float, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per-body wrenches w1 (end 1) or w2 (end 2) (nbody, 6) and the rotation vectors Xi (nbody, 3)."""
+        R1, R2, c1, c2 = k1.body_R, k2.body_R, k1.body_com_world, k2.body_com_world
+        Xi = so3_log(np.transpose(R1, (0, 2, 1)) @ R2)
+        mu = np.einsum("bij,bj->bi", self.I, Xi) / dt
+        gravity = 0.5 * dt * self.m[:, None] * self.model.gravity[None, :]
+        if end == 1:
+            f = -self.m[:, None] * (c2 - c1) / dt + gravity
+            tau = -np.einsum("bij,bj->bi", R1, np.einsum("bij,bj->bi", inverse_left_jacobian_transpose(Xi), mu))
+            c = c1
+        else:
+            f = self.m[:, None] * (c2 - c1) / dt + gravity
+            JLinv = np.transpose(inverse_left_jacobian_transpose(Xi), (0, 2, 1))  # J_L^-1; J_R^-T = J_L^-1
+            tau = np.einsum("bij,bj->bi", R2, np.einsum("bij,bj->bi", JLinv, mu))
+            c = c2
+        return np.concatenate([np.cross(c, f) + tau, f], axis=1), Xi
+
+    def end_blocks(self, k1: Kinematics, k2: Kinematics, Xi: np.ndarray, dt: float) -> np.ndarray:
+        """D_k = dw1_k / d(end twist (w2, v2)) (nbody, 6, 6)."""
+        R1, c1, c2 = k1.body_R, k1.body_com_world, k2.body_com_world
+        m = (self.m / dt)[:, None, None]
+        C1, C2 = hat(c1), hat(c2)
+        D = np.zeros((len(self.m), 6, 6))
+        D[:, 3:, :3] = m * C2
+        D[:, 3:, 3:] = -m * np.eye(3)
+        D[:, :3, :3] = C1 @ D[:, 3:, :3]
+        D[:, :3, 3:] = C1 @ D[:, 3:, 3:]
+        mu = np.einsum("bij,bj->bi", self.I, Xi) / dt
+        JinvT = inverse_left_jacobian_transpose(Xi)
+        inner = (_dinv_transpose(Xi, mu) + JinvT @ self.I / dt) @ np.transpose(JinvT, (0, 2, 1))
+        D[:, :3, :3] -= R1 @ inner @ np.transpose(R1, (0, 2, 1))
+        return D
+
+    def rows(self, state: LinkwiseState, xi: np.ndarray, dt: float, k1: Kinematics
+             ) -> tuple[np.ndarray, articulated.TreeJacobian, Kinematics]:
+        """The residual F (nq,), its tree Jacobian and the end kinematics at unknowns xi (nball, 3)."""
+        k2 = self.poses(rotation_at(state.charts, xi, 1.0))
+        w1, Xi = self.wrenches(k1, k2, dt, 1)
+        S1 = k1.axis_world[:-1]
+        F = state.p + np.einsum("ai,ai->a", S1, np.repeat(self._subtree_sum(w1), 3, axis=0))
+        Dc = np.repeat(self._subtree_sum(self.end_blocks(k1, k2, Xi, dt)), 3, axis=0)  # (nq, 6, 6)
+        S2 = k2.axis_world[:-1].reshape(-1, 3, 6)
+        Sp = np.einsum("bmk,bmj->bjk", S2, np.transpose(left_jacobian(xi), (0, 2, 1))).reshape(-1, 6)  # J_R
+        nq = self.model.nq
+        U = np.concatenate([Sp, np.zeros((nq, 6))], axis=1)
+        x = np.concatenate([np.einsum("aji,aj->ai", Dc, S1), np.zeros((nq, 6))], axis=1)
+        R = np.concatenate([S1, np.zeros((nq, 12))], axis=1)
+        DcSp = np.einsum("aij,aj->ai", Dc, Sp)
+        Yc = np.concatenate([DcSp, np.zeros((nq, 12))], axis=1)
+        d = np.einsum("ai,ai->a", S1, DcSp)
+        blocks = np.einsum("bik,bjk->bij", S1.reshape(-1, 3, 6), DcSp.reshape(-1, 3, 6))
+        return F, articulated.TreeJacobian(U, x, R, Yc, d, blocks), k2
+
+    def step(self, state: LinkwiseState, dt: float, tol: float = 1e-10, max_iterations: int = 30) -> int:
+        """Advance `state` in place by one step; returns the Newton iterations. Raises RuntimeError when Newton
+        does not converge (no halving: the prototype shows whether the full step is taken)."""
+        k1 = self.poses(state.charts)
+        xi = state.xi.copy()
+        unknown = np.ones(self.model.nq, dtype=bool)
+        step_size = np.inf
+        for it in range(max_iterations + 1):
+            F, jac, k2 = self.rows(state, xi, dt, k1)
+            # converged when the rows are at tol of their largest term (p1 or D1Ld), or when Newton's last
+            # correction was at round-off: on long ropes the rows' floor is the top chart's rounding (1e-16 rad)
+            # times the rope's inertia about it over dt, above tol times the momenta near rest
+            scale = max(1.0, float(np.max(np.abs(state.p))), float(np.max(np.abs(F - state.p))))
+            if np.max(np.abs(F)) <= tol * scale or step_size <= ROUNDOFF_STEP:
+                break
+            if it == max_iterations or not np.all(np.isfinite(F)):
+                raise RuntimeError(f"linkwise Newton did not converge at t = {state.t + dt:.6g} s: |F| "
+                                   f"{np.max(np.abs(F)):.3e}")
+            fac = articulated.factor(self.model, jac, unknown)
+            delta = articulated.solve(self.model, fac, -F[:, None])[:, 0]
+            step_size = float(np.max(np.abs(delta)))
+            xi = xi + delta.reshape(-1, 3)
+        w2, _ = self.wrenches(k1, k2, dt, 2)
+        state.p = np.einsum("ai,ai->a", k2.axis_world[:-1], np.repeat(self._subtree_sum(w2), 3, axis=0))
+        state.charts, state.xi, state.t = fold(state.charts, xi), xi, state.t + dt
+        return it
+
+    def energy(self, k1: Kinematics, k2: Kinematics, dt: float) -> float:
+        """Kinetic energy of the step's velocities plus the mean potential of its ends."""
+        Xi = so3_log(np.transpose(k1.body_R, (0, 2, 1)) @ k2.body_R)
+        dc = k2.body_com_world - k1.body_com_world
+        kinetic = 0.5 * (self.m @ np.einsum("bi,bi->b", dc, dc) + np.einsum("bi,bij,bj->", Xi, self.I, Xi)) / dt**2
+        return float(kinetic - self.m @ (0.5 * (k1.body_com_world + k2.body_com_world)) @ self.model.gravity)
+
+
+def spins(R1: np.ndarray, R2: np.ndarray, dt: float) -> np.ndarray:
+    """Each link's spin rate about its own axis over a step, (nbody,)."""
+    return so3_log(np.transpose(R1, (0, 2, 1)) @ R2)[:, AXIS] / dt
+
+
+def main() -> None:
+    from benchmarks.maximal import ball_chain
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--links", type=int, default=200)
+    parser.add_argument("--dt", type=float, default=0.005)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--radius", type=float, default=0.05)
+    args = parser.parse_args()
+    stepper = LinkwiseStepper(compile_tree(ball_chain(args.links, args.radius)))
+    state = stepper.initial_state()
+    k_prev = stepper.poses(state.charts)
+    iterations, energies, worst = [], [], 0.0
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        iterations.append(stepper.step(state, args.dt))
+        k = stepper.poses(state.charts)
+        energies.append(stepper.energy(k_prev, k, args.dt))
+        worst = max(worst, float(np.max(np.abs(spins(k_prev.body_R, k.body_R, args.dt)))))
+        k_prev = k
+    wall = (time.perf_counter() - start) / args.steps
+    counts = np.bincount(iterations)
+    print(f"{args.links} links, dt {args.dt}, {args.steps} steps (t = {state.t:.3f} s), every step whole: "
+          f"{wall * 1e3:.1f} ms/step (numpy), Newton iterations {dict((i, int(c)) for i, c in enumerate(counts) if c)}, "
+          f"largest |spin| {worst:.2e} rad/s, energy band {max(energies) - min(energies):.2e} J "
+          f"(|E| {abs(energies[0]):.3g} J)")
+
+
+if __name__ == "__main__":
+    main()
