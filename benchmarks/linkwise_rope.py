@@ -126,18 +126,57 @@ class LinkwiseStepper:
                 out[self.ball_parent[b]] += out[b]
         return out
 
-    def wrenches(self, k1: Kinematics, k2: Kinematics, dt: float, end: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per-body wrenches w1 (end 1) or w2 (end 2) (nbody, 6) and the rotation vectors Xi (nbody, 3)."""
+    def increments(self, k1: Kinematics, xi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each body's COM displacement c2 - c1 (nbody, 3) and rotation vector Xi = log(R1^T R2) (nbody, 3) over
+        the step to charts C1 exp(xi), composed down the tree as increments (E = R1^T R2 - I per frame,
+        dx = o2 - o1), so that their rounding is relative to the increments, not to the rope's size (differences
+        of the two ends' positions lose eps |c| / dt of momentum per link: 1e-5 on the top rows of 1000 links)."""
+        model = self.model
+        nq = model.nq
+        E = np.zeros((nq + 1, 3, 3))  # frame nq stands for the world
+        dx = np.zeros((nq + 1, 3))
+        W1 = k1.world_M_frame[:, :3, :3]
+        t, Lrot = model.dof_placement[:, :3, 3], model.dof_placement[:, :3, :3].copy()
+        ball_of_first = {int(f): b for b, f in enumerate(self.first)}
+        for f in range(nq):
+            p = model.dof_parent[f]
+            dx[f] = dx[p] + W1[p] @ (E[p] @ t[f])
+            b = ball_of_first.get(f)
+            if b is None:
+                E[f] = Lrot[f].T @ E[p] @ Lrot[f]
+            else:
+                Q = Lrot[f] @ k1.charts[b]
+                X = hat(xi[b])
+                th = np.linalg.norm(xi[b])
+                a, c = (np.sin(th) / th, (1 - np.cos(th)) / th**2) if th > 1e-4 else (1 - th**2 / 6, 0.5 - th**2 / 24)
+                expm1 = a * X + c * (X @ X)
+                E[f] = Q.T @ E[p] @ Q @ (np.eye(3) + expm1) + expm1
+        frame = model.body_frame
+        off_R, off_t = model.body_offset[:, :3, :3], model.body_offset[:, :3, 3]
+        r = off_t + np.einsum("bij,bj->bi", off_R, model.body_com)
+        dc = dx[frame] + np.einsum("bij,bj->bi", W1[frame], np.einsum("bij,bj->bi", E[frame], r))
+        Eb = np.transpose(off_R, (0, 2, 1)) @ E[frame] @ off_R
+        A = 0.5 * (Eb - np.transpose(Eb, (0, 2, 1)))
+        v = np.stack([A[:, 2, 1], A[:, 0, 2], A[:, 1, 0]], axis=1)
+        sin = np.linalg.norm(v, axis=1)
+        th = np.arctan2(sin, 1.0 + 0.5 * np.trace(Eb, axis1=1, axis2=2))
+        factor = np.where(sin < 1e-8, 1.0 + th**2 / 6, th / np.where(sin < 1e-8, 1.0, sin))
+        return dc, factor[:, None] * v
+
+    def wrenches(self, k1: Kinematics, k2: Kinematics, dt: float, end: int,
+                 steps: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Per-body wrenches w1 (end 1) or w2 (end 2) (nbody, 6) and the rotation vectors Xi (nbody, 3);
+        steps = increments(k1, xi)."""
         R1, R2, c1, c2 = k1.body_R, k2.body_R, k1.body_com_world, k2.body_com_world
-        Xi = so3_log(np.transpose(R1, (0, 2, 1)) @ R2)
+        dc, Xi = steps
         mu = np.einsum("bij,bj->bi", self.I, Xi) / dt
         gravity = 0.5 * dt * self.m[:, None] * self.model.gravity[None, :]
         if end == 1:
-            f = -self.m[:, None] * (c2 - c1) / dt + gravity
+            f = -self.m[:, None] * dc / dt + gravity
             tau = -np.einsum("bij,bj->bi", R1, np.einsum("bij,bj->bi", inverse_left_jacobian_transpose(Xi), mu))
             c = c1
         else:
-            f = self.m[:, None] * (c2 - c1) / dt + gravity
+            f = self.m[:, None] * dc / dt + gravity
             JLinv = np.transpose(inverse_left_jacobian_transpose(Xi), (0, 2, 1))  # J_L^-1; J_R^-T = J_L^-1
             tau = np.einsum("bij,bj->bi", R2, np.einsum("bij,bj->bi", JLinv, mu))
             c = c2
@@ -163,7 +202,7 @@ class LinkwiseStepper:
              ) -> tuple[np.ndarray, articulated.TreeJacobian, Kinematics]:
         """The residual F (nq,), its tree Jacobian and the end kinematics at unknowns xi (nball, 3)."""
         k2 = self.poses(rotation_at(state.charts, xi, 1.0))
-        w1, Xi = self.wrenches(k1, k2, dt, 1)
+        w1, Xi = self.wrenches(k1, k2, dt, 1, self.increments(k1, xi))
         S1 = k1.axis_world[:-1]
         F = state.p + np.einsum("ai,ai->a", S1, np.repeat(self._subtree_sum(w1), 3, axis=0))
         Dc = np.repeat(self._subtree_sum(self.end_blocks(k1, k2, Xi, dt)), 3, axis=0)  # (nq, 6, 6)
@@ -201,7 +240,7 @@ class LinkwiseStepper:
             delta = articulated.solve(self.model, fac, -F[:, None])[:, 0]
             step_size = float(np.max(np.abs(delta)))
             xi = xi + delta.reshape(-1, 3)
-        w2, _ = self.wrenches(k1, k2, dt, 2)
+        w2, _ = self.wrenches(k1, k2, dt, 2, self.increments(k1, xi))
         state.p = np.einsum("ai,ai->a", k2.axis_world[:-1], np.repeat(self._subtree_sum(w2), 3, axis=0))
         state.charts, state.xi, state.t = fold(state.charts, xi), xi, state.t + dt
         return it

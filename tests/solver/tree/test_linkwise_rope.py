@@ -49,7 +49,7 @@ def test_tree_form_newton_matrix_is_the_jacobian_of_the_rows():
     assert np.allclose(articulated.solve(stepper.model, fac, F[:, None])[:, 0], np.linalg.solve(J, F), rtol=1e-9)
 
 
-@pytest.mark.heavy
+@pytest.mark.slow  # 17 s: 1000 numpy steps of the prototype
 def test_rod_on_a_ball_joint_keeps_its_spin_over_1000_steps():
     # measured 1.6e-11 rad/s off its start over 1000 steps at dt = 0.01 (2.72 rad/s, tumbling)
     stepper = LinkwiseStepper(compile_tree(spinning_rod()))
