@@ -1,4 +1,4 @@
-"""The link-wise discrete Lagrangian on ball-jointed trees, with its exact O(n) Newton matrix (prototype).
+"""The link-wise discrete Lagrangian on trees, with its exact O(n) Newton matrix (prototype of the ball-spin fix).
 
 Usage: python -m benchmarks.linkwise_rope [--links 200] [--dt 0.005] [--steps 100] [--radius 0.05]
 
@@ -24,16 +24,18 @@ dXi = J_L(Xi)^-1 R1^T w2 for an end turn w2 and J_L^-T = I + hat(Xi)/2 + e hat(X
 e(t) = (1 - (t/2) cot(t/2)) / t^2:
   rotation rows:  m/dt hat(c1) (hat(c2) w2 - v2)  - R1 (dG + J_L^-T I / dt) J_L^-1 R1^T w2,
   force rows:     m/dt (hat(c2) w2 - v2),
-dG = d(J_L(Xi)^-T y)/dXi at y = mu = hat(y)... (_dinv_transpose). Checked against differences in
-tests/benchmarks/test_linkwise_rope.py. Prototype scope: trees of ball joints only, gravity, no springs, dampers,
-motors, loops or limits (refused by name).
+dG = d(J_L(Xi)^-T y)/dXi at y = mu = -hat(y)/2 + e ((Xi.y) I + Xi y^T - 2 y Xi^T) + e'/t (Xi x (Xi x y)) Xi^T
+(_dinv_transpose). Checked against differences in
+tests/solver/tree/test_linkwise_rope.py. Every joint type is a column S(q2) and a row S(q1) the same way (a ball
+or free joint's rotation in its per-step chart). Prototype scope: gravity only, no springs, dampers, motors,
+keyed torques, prescribed joints, loops or limits (refused by name); numpy; steps never halved.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,7 +43,7 @@ from addon.solver.lie import hat
 from addon.solver.tree import articulated, midpoint
 from addon.solver.tree.ball_springs import so3_log
 from addon.solver.tree.compile import TreeModel, compile_tree
-from addon.solver.tree.kinematics import Kinematics, forward
+from addon.solver.tree.kinematics import Kinematics, forward, local_transforms
 from addon.solver.tree.step_charts import fold, left_jacobian, rotation_at
 
 ROUNDOFF_STEP = 1e-13  # rad: a Newton correction this small changes no chart beyond rounding
@@ -79,75 +81,82 @@ def _dinv_transpose(Xi: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 @dataclass
 class LinkwiseState:
-    """After a step: charts (nball, 3, 3), p (nq,) momenta in each chart's body axes, the last rotation vectors
-    xi (nball, 3) (the next step's first guess), t."""
+    """After a step: q (nq,) (0 on ball coordinates), charts (nball, 3, 3), p (nq,) momenta (a ball's in its chart's
+    body axes), u (nq,) the last step's unknowns (ball xi, other q2), the next step's first guess, t."""
 
     t: float
+    q: np.ndarray
     charts: np.ndarray
     p: np.ndarray
-    xi: np.ndarray
+    u: np.ndarray
+    momentum: np.ndarray = field(default_factory=lambda: np.zeros(6))  # the step's D2Ld world wrench total
 
 
 class LinkwiseStepper:
-    """Steps of the link-wise discrete Lagrangian (module docstring) on a tree of ball joints."""
+    """Steps of the link-wise discrete Lagrangian (module docstring) on a tree of any joints (ball and free joints in
+    per-step exponential charts, the others in their coordinate), gravity only."""
 
     def __init__(self, model: TreeModel):
-        k = model.ball_dofs
-        if len(k) * 3 != model.nq:
-            raise ValueError("linkwise prototype: every joint must be a ball joint")
         if (np.any(model.dof_damping) or np.any(model.dof_stiffness) or np.any(model.dof_motor_gain)
-                or np.any(model.ball_stiffness) or model.nrow):
-            raise ValueError("linkwise prototype: no springs, dampers, motors or loops")
+                or np.any(model.ball_stiffness) or model.nrow or np.any(model.dof_prescribed)
+                or any(c is not None for c in model.dof_torque)):
+            raise ValueError("linkwise prototype: no springs, dampers, motors, keyed torques, prescribed joints "
+                             "or loops")
         self.model = model
-        self.first = k[:, 0]
-        self.last = k[:, 2]
-        self.zero = np.zeros(model.nq)
-        # each body's ball: the ball whose last frame carries it
-        ball_of_frame = {int(f): b for b, f in enumerate(self.last)}
-        self.body_ball = np.array([ball_of_frame[int(f)] for f in model.body_frame])
-        self.ball_parent = np.array([-1 if model.dof_parent[f] < 0 else ball_of_frame[int(model.dof_parent[f])]
-                                     for f in self.first])
+        k = model.ball_dofs
+        self.ball = np.zeros(model.nq, dtype=bool)
+        self.ball[k.ravel()] = True
+        self.first_of = {int(f): b for b, f in enumerate(k[:, 0])}
         self.m = model.body_mass
         self.I = model.body_inertia
 
     def initial_state(self) -> LinkwiseState:
         state = midpoint.initial_state(self.model)[0]
-        return LinkwiseState(state.t, state.charts, state.p.copy(), np.zeros((len(self.first), 3)))
+        return LinkwiseState(state.t, state.q.copy(), state.charts, state.p.copy(), state.q.copy())
 
-    def poses(self, charts: np.ndarray) -> Kinematics:
-        return forward(self.model, self.zero, charts)
+    def end(self, state: LinkwiseState, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(q2, charts2) at unknowns u: C2 = C1 exp(xi) on ball charts (q2 = 0 there), q2 = u elsewhere."""
+        k = self.model.ball_dofs
+        q2 = np.where(self.ball, 0.0, u)
+        return q2, (rotation_at(state.charts, u[k], 1.0) if len(k) else state.charts)
+
+    def poses(self, q: np.ndarray, charts: np.ndarray) -> Kinematics:
+        return forward(self.model, q, charts)
+
+    def kinematics(self, state: LinkwiseState) -> Kinematics:
+        return forward(self.model, state.q, state.charts)
 
     def _subtree_sum(self, per_body: np.ndarray) -> np.ndarray:
-        """Sum over each ball's subtree of per-body arrays (nbody, ...) -> (nball, ...) (balls parents first)."""
-        out = np.zeros((len(self.first),) + per_body.shape[1:])
-        np.add.at(out, self.body_ball, per_body)
-        for b in range(len(self.first) - 1, -1, -1):
-            if self.ball_parent[b] >= 0:
-                out[self.ball_parent[b]] += out[b]
-        return out
+        """Sum over each frame's subtree of per-body arrays (nbody, ...) -> (nq, ...) (frames parents first)."""
+        out = np.zeros((self.model.nq + 1,) + per_body.shape[1:])
+        np.add.at(out, self.model.body_frame, per_body)
+        for f in range(self.model.nq - 1, -1, -1):
+            out[self.model.dof_parent[f]] += out[f]
+        return out[:-1]
 
-    def increments(self, k1: Kinematics, xi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def increments(self, state: LinkwiseState, k1: Kinematics, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each body's COM displacement c2 - c1 (nbody, 3) and rotation vector Xi = log(R1^T R2) (nbody, 3) over
-        the step to charts C1 exp(xi), composed down the tree as increments (E = R1^T R2 - I per frame,
-        dx = o2 - o1), so that their rounding is relative to the increments, not to the rope's size (differences
-        of the two ends' positions lose eps |c| / dt of momentum per link: 1e-5 on the top rows of 1000 links)."""
+        the step to unknowns u, composed down the tree as increments (E = R1^T R2 - I per frame, dx = o2 - o1),
+        so that their rounding is relative to the increments, not to the mechanism's size (differences of the two
+        ends' positions lose eps |c| / dt of momentum per link: 1e-5 on the top rows of a 1000-link rope)."""
         model = self.model
         nq = model.nq
+        q2, charts2 = self.end(state, u)
+        L1 = local_transforms(model, state.q, state.charts)
+        L2 = local_transforms(model, q2, charts2)
         E = np.zeros((nq + 1, 3, 3))  # frame nq stands for the world
         dx = np.zeros((nq + 1, 3))
         W1 = k1.world_M_frame[:, :3, :3]
-        t, Lrot = model.dof_placement[:, :3, 3], model.dof_placement[:, :3, :3].copy()
-        ball_of_first = {int(f): b for b, f in enumerate(self.first)}
         for f in range(nq):
             p = model.dof_parent[f]
-            dx[f] = dx[p] + W1[p] @ (E[p] @ t[f])
-            b = ball_of_first.get(f)
-            if b is None:
-                E[f] = Lrot[f].T @ E[p] @ Lrot[f]
-            else:
-                Q = Lrot[f] @ k1.charts[b]
-                X = hat(xi[b])
-                th = np.linalg.norm(xi[b])
+            dx[f] = dx[p] + W1[p] @ (E[p] @ L2[f, :3, 3] + (L2[f, :3, 3] - L1[f, :3, 3]))
+            b = self.first_of.get(f)
+            if b is None:  # a fixed placement or a primitive's turn: R1^T R2 - I of the local rotations
+                E[f] = L1[f, :3, :3].T @ E[p] @ L2[f, :3, :3] + (L1[f, :3, :3].T @ L2[f, :3, :3] - np.eye(3))
+            else:  # the chart's turn exp(xi) - I in closed form (no cancellation against I)
+                Q = L1[f, :3, :3]
+                X = hat(u[model.ball_dofs[b]])
+                th = np.linalg.norm(u[model.ball_dofs[b]])
                 a, c = (np.sin(th) / th, (1 - np.cos(th)) / th**2) if th > 1e-4 else (1 - th**2 / 6, 0.5 - th**2 / 24)
                 expm1 = a * X + c * (X @ X)
                 E[f] = Q.T @ E[p] @ Q @ (np.eye(3) + expm1) + expm1
@@ -198,16 +207,19 @@ class LinkwiseStepper:
         D[:, :3, :3] -= R1 @ inner @ np.transpose(R1, (0, 2, 1))
         return D
 
-    def rows(self, state: LinkwiseState, xi: np.ndarray, dt: float, k1: Kinematics
+    def rows(self, state: LinkwiseState, u: np.ndarray, dt: float, k1: Kinematics
              ) -> tuple[np.ndarray, articulated.TreeJacobian, Kinematics]:
-        """The residual F (nq,), its tree Jacobian and the end kinematics at unknowns xi (nball, 3)."""
-        k2 = self.poses(rotation_at(state.charts, xi, 1.0))
-        w1, Xi = self.wrenches(k1, k2, dt, 1, self.increments(k1, xi))
+        """The residual F (nq,), its tree Jacobian and the end kinematics at unknowns u (nq,)."""
+        k2 = self.poses(*self.end(state, u))
+        w1, Xi = self.wrenches(k1, k2, dt, 1, self.increments(state, k1, u))
         S1 = k1.axis_world[:-1]
-        F = state.p + np.einsum("ai,ai->a", S1, np.repeat(self._subtree_sum(w1), 3, axis=0))
-        Dc = np.repeat(self._subtree_sum(self.end_blocks(k1, k2, Xi, dt)), 3, axis=0)  # (nq, 6, 6)
-        S2 = k2.axis_world[:-1].reshape(-1, 3, 6)
-        Sp = np.einsum("bmk,bmj->bjk", S2, np.transpose(left_jacobian(xi), (0, 2, 1))).reshape(-1, 6)  # J_R
+        F = state.p + np.einsum("ai,ai->a", S1, self._subtree_sum(w1))
+        Dc = self._subtree_sum(self.end_blocks(k1, k2, Xi, dt))  # (nq, 6, 6)
+        Sp = k2.axis_world[:-1].copy()  # a column's end twist: S(q2), times J_R(xi) on a chart
+        k = self.model.ball_dofs
+        if len(k):
+            JR = np.transpose(left_jacobian(u[k]), (0, 2, 1))
+            Sp[k] = np.einsum("bmk,bmj->bjk", Sp[k], JR)
         nq = self.model.nq
         U = np.concatenate([Sp, np.zeros((nq, 6))], axis=1)
         x = np.concatenate([np.einsum("aji,aj->ai", Dc, S1), np.zeros((nq, 6))], axis=1)
@@ -215,18 +227,18 @@ class LinkwiseStepper:
         DcSp = np.einsum("aij,aj->ai", Dc, Sp)
         Yc = np.concatenate([DcSp, np.zeros((nq, 12))], axis=1)
         d = np.einsum("ai,ai->a", S1, DcSp)
-        blocks = np.einsum("bik,bjk->bij", S1.reshape(-1, 3, 6), DcSp.reshape(-1, 3, 6))
+        blocks = np.einsum("bik,bjk->bij", S1[k], DcSp[k])
         return F, articulated.TreeJacobian(U, x, R, Yc, d, blocks), k2
 
     def step(self, state: LinkwiseState, dt: float, tol: float = 1e-10, max_iterations: int = 30) -> int:
         """Advance `state` in place by one step; returns the Newton iterations. Raises RuntimeError when Newton
         does not converge (no halving: the prototype shows whether the full step is taken)."""
-        k1 = self.poses(state.charts)
-        xi = state.xi.copy()
+        k1 = self.poses(state.q, state.charts)
+        u = np.where(self.ball, state.u, 2.0 * state.q - state.u)  # xi repeated; q2 = q1 + (q1 - q0)
         unknown = np.ones(self.model.nq, dtype=bool)
         step_size = np.inf
         for it in range(max_iterations + 1):
-            F, jac, k2 = self.rows(state, xi, dt, k1)
+            F, jac, k2 = self.rows(state, u, dt, k1)
             # converged when the rows are at tol of their largest term (p1 or D1Ld), or when Newton's last
             # correction was at round-off: on long ropes the rows' floor is the top chart's rounding (1e-16 rad)
             # times the rope's inertia about it over dt, above tol times the momenta near rest
@@ -239,10 +251,16 @@ class LinkwiseStepper:
             fac = articulated.factor(self.model, jac, unknown)
             delta = articulated.solve(self.model, fac, -F[:, None])[:, 0]
             step_size = float(np.max(np.abs(delta)))
-            xi = xi + delta.reshape(-1, 3)
-        w2, _ = self.wrenches(k1, k2, dt, 2, self.increments(k1, xi))
-        state.p = np.einsum("ai,ai->a", k2.axis_world[:-1], np.repeat(self._subtree_sum(w2), 3, axis=0))
-        state.charts, state.xi, state.t = fold(state.charts, xi), xi, state.t + dt
+            u = u + delta
+        w2, _ = self.wrenches(k1, k2, dt, 2, self.increments(state, k1, u))
+        state.momentum = w2.sum(axis=0)
+        state.p = np.einsum("ai,ai->a", k2.axis_world[:-1], self._subtree_sum(w2))
+        q2, _ = self.end(state, u)
+        k = self.model.ball_dofs
+        if len(k):
+            state.charts = fold(state.charts, u[k])
+        state.u = np.where(self.ball, u, state.q)  # ball: this step's xi; other: q1 (for q2 + (q2 - q1))
+        state.q, state.t = q2, state.t + dt
         return it
 
     def energy(self, k1: Kinematics, k2: Kinematics, dt: float) -> float:
@@ -269,12 +287,12 @@ def main() -> None:
     args = parser.parse_args()
     stepper = LinkwiseStepper(compile_tree(ball_chain(args.links, args.radius)))
     state = stepper.initial_state()
-    k_prev = stepper.poses(state.charts)
+    k_prev = stepper.kinematics(state)
     iterations, energies, worst = [], [], 0.0
     start = time.perf_counter()
     for _ in range(args.steps):
         iterations.append(stepper.step(state, args.dt))
-        k = stepper.poses(state.charts)
+        k = stepper.kinematics(state)
         energies.append(stepper.energy(k_prev, k, args.dt))
         worst = max(worst, float(np.max(np.abs(spins(k_prev.body_R, k.body_R, args.dt)))))
         k_prev = k
