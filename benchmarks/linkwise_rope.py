@@ -44,7 +44,7 @@ from addon.solver.tree import articulated, midpoint
 from addon.solver.tree.ball_springs import so3_log
 from addon.solver.tree.compile import TreeModel, compile_tree
 from addon.solver.tree.kinematics import Kinematics, forward, local_transforms
-from addon.solver.tree.step_charts import fold, left_jacobian, rotation_at
+from addon.solver.tree.step_charts import _outer, fold, left_jacobian, rotation_at
 
 ROUNDOFF_STEP = 1e-13  # rad: a Newton correction this small changes no chart beyond rounding
 AXIS = 2  # the rods' axis is body Z (tools.generate.pendulum_chain)
@@ -74,9 +74,8 @@ def _dinv_transpose(Xi: np.ndarray, y: np.ndarray) -> np.ndarray:
     e, de = _e_coefficients(np.linalg.norm(Xi, axis=-1))
     xy = np.einsum("...i,...i->...", Xi, y)
     XXy = Xi * xy[..., None] - y * np.einsum("...i,...i->...", Xi, Xi)[..., None]
-    outer = lambda a, b: a[..., :, None] * b[..., None, :]  # noqa: E731
-    return (-0.5 * hat(y) + e[..., None, None] * (xy[..., None, None] * np.eye(3) + outer(Xi, y) - 2.0 * outer(y, Xi))
-            + de[..., None, None] * outer(XXy, Xi))
+    return (-0.5 * hat(y) + e[..., None, None] * (xy[..., None, None] * np.eye(3) + _outer(Xi, y) - 2.0 * _outer(y, Xi))
+            + de[..., None, None] * _outer(XXy, Xi))
 
 
 @dataclass
@@ -297,9 +296,9 @@ def main() -> None:
         worst = max(worst, float(np.max(np.abs(spins(k_prev.body_R, k.body_R, args.dt)))))
         k_prev = k
     wall = (time.perf_counter() - start) / args.steps
-    counts = np.bincount(iterations)
+    counts = {i: int(c) for i, c in enumerate(np.bincount(iterations)) if c}
     print(f"{args.links} links, dt {args.dt}, {args.steps} steps (t = {state.t:.3f} s), every step whole: "
-          f"{wall * 1e3:.1f} ms/step (numpy), Newton iterations {dict((i, int(c)) for i, c in enumerate(counts) if c)}, "
+          f"{wall * 1e3:.1f} ms/step (numpy), Newton iterations {counts}, "
           f"largest |spin| {worst:.2e} rad/s, energy band {max(energies) - min(energies):.2e} J "
           f"(|E| {abs(energies[0]):.3g} J)")
 

@@ -1,7 +1,7 @@
-"""The link-wise discrete Lagrangian on ball-jointed trees (benchmarks/linkwise_rope.py, the proposed fix of the
-rope twist): its Newton matrix in tree form is the exact Jacobian of its rows, a rod keeps its spin, a rope of
-slender links keeps every link's spin at a step where the chart midpoint's twist grows, and it follows the maximal
-method at second order."""
+"""The link-wise discrete Lagrangian on trees (benchmarks/linkwise_rope.py, the decided fix of the rope twist): its
+Newton matrix in tree form is the exact Jacobian of its rows (rope, free hub with ball branches, hinge chain), a rod
+keeps its spin, a rope of slender links keeps every link's spin at a step where the chart midpoint's twist grows, a
+floating tree keeps its momentum, and it follows the maximal method at second order."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,12 @@ import pytest
 from addon.solver.integrator import make_integrator
 from addon.solver.tree import articulated
 from addon.solver.tree.compile import compile_tree
-from benchmarks.linkwise_rope import LinkwiseStepper, _dinv_transpose, inverse_left_jacobian_transpose, spins
+from benchmarks.linkwise_rope import (
+    LinkwiseStepper,
+    _dinv_transpose,
+    inverse_left_jacobian_transpose,
+    spins,
+)
 from benchmarks.maximal import ball_chain
 from tools.generate import pendulum_chain
 
@@ -114,7 +119,7 @@ def test_linkwise_rope_follows_the_maximal_method_at_second_order():
     # measured on 5 links at t = 0.5 s: 3.0e-7 m (dt 0.01), 7.4e-8 (0.005), 1.9e-8 (0.0025)
     diffs = []
     for dt in (0.01, 0.005):
-        steps = int(round(0.5 / dt))
+        steps = round(0.5 / dt)
         stepper = LinkwiseStepper(compile_tree(ball_chain(5)))
         state = stepper.initial_state()
         for _ in range(steps):
