@@ -233,5 +233,7 @@ def rows(model: TreeModel, q1: np.ndarray, charts: np.ndarray, p1: np.ndarray, k
     kinetic = 0.5 * (model.body_mass @ np.einsum("bi,bi->b", dc, dc)
                      + np.einsum("bi,bij,bj->", Xi, model.body_inertia, Xi)) / dt**2
     energy = float(kinetic + 0.5 * (ends[0].potential + ends[1].potential))
-    scale = max(float(np.max(np.abs(p1))) if nq else 0.0, float(np.max(np.abs(F - p1))) if nq else 0.0)
+    # the rows' round-off floor: their largest term (the momenta, or the forces' impulse on a long rope at rest)
+    scale = max(float(np.max(np.abs(p1))), float(np.max(np.abs(kinetic1))),
+                0.5 * dt * float(np.max(np.abs(ends[0].Q)))) if nq else 0.0
     return LinkRows(F, articulated.TreeJacobian(U, x, R, Yc, d, blocks), k2, JR, p2, w2.sum(axis=0), energy, scale)

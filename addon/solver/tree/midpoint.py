@@ -16,7 +16,10 @@ C1 exp(xi / 2), where the chart's primitives sit at angle 0); its rows are the L
 so the step is rotation invariant (a floating mechanism keeps its angular momentum to round-off) and
 equivariant (a link keeps its spin about its own axis); after the step C2 becomes the chart (ball coordinates
 0, the momentum already a body covector there). Springs on ball and free rotations (toward a rest rotation,
-ball_springs.py) enter the same rows, in the C kernel too.
+ball_springs.py) enter the same rows, in the C kernel too. That is the step of models without a ball joint;
+a model with one steps by the link-wise discrete Lagrangian instead (linkwise.py, bordered by linkwise_system
+with the same loop rows, limits and prescribed joints), in numpy only: its chart midpoints let a slender link's
+spin reach its subtree (docs/benchmarks_ball_charts.md).
 """
 
 from __future__ import annotations
@@ -417,17 +420,17 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
          body_frame: bool = False) -> StepResult:
     """Advance `state` by dt in place.
 
-    trace, when given, receives max|f| at every iterate (numpy path). use_native: None picks the C
-    kernel when it is built, no trace is asked for and no joint limit is in contact. A step whose
+    A model with a ball joint steps by the link-wise discrete Lagrangian (linkwise.py, linkwise_system), always
+    in numpy; the others by the chart midpoint (del_system). trace, when given, receives max|f| at every
+    iterate (numpy path). use_native: None picks the C kernel when it is built, no trace is asked for, no
+    joint limit is in contact and the model has no ball joint. A step whose
     Newton solve fails is redone as two half steps (still a variational step sequence, landing at the
     same time), at most `halvings` times deep; this carries closed chains through singular
-    configurations they cross at speed. When that fails on a mechanism with ball charts, the step is
-    redone the same way by Newton on the chart rows in body axes (body_frame_blocks, numpy path;
+    configurations they cross at speed. When that fails on a chart midpoint with free-joint charts, the step
+    is redone the same way by Newton on the chart rows in body axes (body_frame_blocks, numpy path;
     body_frame=True uses it from the start): the same roots, another iteration. Raises the plain solve's
     ConvergenceError (with step and time) when both fail, `state` as it was; ValueError when `state` was
-    made by another model. Long ropes of slender links
-    still need the halving at ordinary steps: the twist between neighbouring links grows there
-    (docs/benchmarks_ball_charts.md).
+    made by another model.
     """
     check_state(model.stamp, state.model)
     if body_frame or not len(model.ball_dofs) or linkwise.applies(model):  # no fallback to keep a copy of the state for
