@@ -73,7 +73,7 @@ def test_gauss_degree_one_is_the_midpoint_step_on_chart_joints_and_loops():
     assert np.max(np.abs(gs.p - ms.p)) < 1e-10 * scale
     assert np.max(np.abs(gs.q - ms.q)) < 1e-11
     assert np.max(np.abs(gs.charts - ms.charts)) < 1e-11
-    assert len(gs.rows) == 6 and np.max(np.abs(gs.lam - ms.lam)) < 1e-10 * np.max(np.abs(ms.lam))
+    assert len(gs.rows) == len(ms.rows) > 0 and np.max(np.abs(gs.lam - ms.lam)) < 1e-10 * np.max(np.abs(ms.lam))
 
 
 @pytest.mark.parametrize("s", [2])
