@@ -37,7 +37,13 @@ from .assembly import assemble, independent_rows, prescribed_values, worst_joint
 from .compile import TreeModel
 from .dynamics import Terms, terms, user_force_vectors
 from .kinematics import Kinematics, fold_charts, forward
-from .step_charts import StepCharts, fold, left_jacobian_transpose_derivative, rotation_at, step_charts
+from .step_charts import (
+    StepCharts,
+    fold,
+    left_jacobian_transpose_derivative,
+    rotation_at,
+    step_charts,
+)
 
 LOOP_TOLERANCE_FACTOR = 0.1  # mirrored in native/tree_step.c
 
