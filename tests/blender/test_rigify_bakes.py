@@ -141,11 +141,12 @@ def test_rigify_arm_bakes_after_a_newton_restart():
     with bpy.context.temp_override(scene=scene):
         assert bpy.ops.symplex.bake(setup=setup.name) == {"FINISHED"}
     message = setup.diagnostics.message
-    restart = re.search(r"restarted with (\d+) substeps per frame \(setup: 2\) after (Newton did not converge|"
-                        r"the energy grew past its bound) at frame", message)
-    assert restart, message
+    # measured: restarted with 4 at frame 11, then with 8 at frame 44.75, both after the energy grew
+    restarts = re.findall(r"restarted with (\d+) substeps per frame \(setup: 2\) after (?:Newton did not converge|"
+                          r"the energy grew past its bound) at frame", message)
+    assert restarts, message
     assert "energy check: max |E - E0|" in message and setup.substeps == 2
-    assert setup.diagnostics.steps == 47 * int(restart.group(1))
+    assert setup.diagnostics.steps == 47 * int(restarts[-1])
 
 
 def test_rigify_arm_without_restarts_fails_naming_substeps(monkeypatch):
