@@ -150,11 +150,13 @@ def test_frozen_chart_rows_would_lose_angular_momentum(monkeypatch):
 
 @pytest.mark.heavy
 def test_floating_mechanism_energy_is_bounded_without_drift():
-    _, energy = momentum_run(floating_mechanism(), 0.01, 2000, use_native=None)
+    # a ball shoulder: the link-wise step (tree/linkwise.py), numpy. O(dt^2) oscillation, measured 6.6e-3 of the
+    # energy over 10 s, window means 2 % of the band apart (the chart midpoint: 1.1e-3 over 200 s)
+    _, energy = momentum_run(floating_mechanism(), 0.01, 1000, use_native=None)
     band = np.ptp(energy)
-    assert band < 2e-3 * np.mean(energy)  # O(dt^2) oscillation (1.1e-3 over 200 s, measured)
+    assert band < 1e-2 * np.mean(energy)
     # quasi-periodic motion: window means differ by a fraction of the band, a drift would reach the band
-    assert abs(energy[-500:].mean() - energy[:500].mean()) < 0.5 * band
+    assert abs(energy[-250:].mean() - energy[:250].mean()) < 0.5 * band
 
 
 @pytest.mark.heavy
