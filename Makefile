@@ -94,17 +94,28 @@ extension: venv kernels wheels
 # under .venv; the Blender environments leave out the tests marked slow (pytest.ini), which repeat on them what
 # the faster tests already cover there (long physics runs, the whole demo), to keep the run within CI's time;
 # the numpy-2 run of the bpy-free tests also leaves out the heavy ones (at least one test of every module runs
-# there: the numpy and SciPy APIs each module calls).
+# there: the numpy and SciPy APIs each module calls). The .venv run goes in the foreground; the other
+# environments run one after another beside it, single-threaded, on the second core, each into its log in
+# build/test-logs, printed when all are done.
+TEST_LOGS := build/test-logs
+
 test: venvs kernels extension
-	@status=0; \
+	@status=0; rm -rf $(TEST_LOGS); mkdir -p $(TEST_LOGS); \
+	( rc=0; \
+	  echo ".venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest $(BPY_FREE_TESTS) -m 'not slow and not heavy' $(PYTEST_ARGS)" \
+	    > $(TEST_LOGS)/numpy2.log; \
+	  OMP_NUM_THREADS=1 .venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest -p no:cacheprovider $(BPY_FREE_TESTS) -m 'not slow and not heavy' \
+	    $(PYTEST_ARGS) >> $(TEST_LOGS)/numpy2.log 2>&1 || rc=1; \
+	  for env in $(BLENDER_ENVS); do \
+	    echo ".venv$$env/bin/python -m pytest $(BLENDER_TESTS) -m 'not slow' $(PYTEST_ARGS)" > $(TEST_LOGS)/blender$$env.log; \
+	    OMP_NUM_THREADS=1 .venv$$env/bin/python -m pytest -p no:cacheprovider $(BLENDER_TESTS) -m 'not slow' $(PYTEST_ARGS) \
+	      >> $(TEST_LOGS)/blender$$env.log 2>&1 || rc=1; \
+	  done; \
+	  exit $$rc ) & beside=$$!; \
 	echo "$(PY) -m pytest tests $(PYTEST_ARGS)"; \
 	$(PY) -m pytest tests $(PYTEST_ARGS) || status=1; \
-	echo ".venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest $(BPY_FREE_TESTS) -m 'not slow and not heavy' $(PYTEST_ARGS)"; \
-	.venv$(SOLVER_ENV_NUMPY2)/bin/python -m pytest $(BPY_FREE_TESTS) -m 'not slow and not heavy' $(PYTEST_ARGS) || status=1; \
-	for env in $(BLENDER_ENVS); do \
-		echo ".venv$$env/bin/python -m pytest $(BLENDER_TESTS) -m 'not slow' $(PYTEST_ARGS)"; \
-		.venv$$env/bin/python -m pytest $(BLENDER_TESTS) -m 'not slow' $(PYTEST_ARGS) || status=1; \
-	done; \
+	wait $$beside || status=1; \
+	for log in $(TEST_LOGS)/*.log; do echo; echo "== $$log"; cat $$log; done; \
 	exit $$status
 
 # Every test marked neither slow nor heavy (pytest.ini), under .venv only: the run to make while working. Each

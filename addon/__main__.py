@@ -105,6 +105,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     print(summary_line(mechanism.name, trajectory, label, args.dt, wall, args.out))
     if trajectory.status == "failed":
         raise CommandError(naming(model_path, trajectory.message), EXIT_FAILED)
+    if trajectory.message:  # finished, with something the run's checks name (integrator docstrings)
+        print(f"warning: {naming(model_path, trajectory.message)}", file=sys.stderr)
     return EXIT_OK
 
 

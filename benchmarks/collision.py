@@ -3,9 +3,11 @@
 `run(quick)` returns the Markdown table (the suite, `python -m addon bench --suite collision`, records
 it in docs/benchmarks_collision.md). Scenes: a chain of n spheres lying on the ground (ball joints
 between neighbours), n dominoes with every other one leaning on the next (edge-on-face contacts), a
-pyramid of boxes resting on each other and on the ground, and the collider presets at their start.
-Each row: bodies, colliders, contacts found and the median wall time of a query over REPEATS
-(margin 1 mm).
+pyramid of boxes resting on each other and on the ground, a heap of turned boxes (a pile mid-fall:
+pairs of every kind, touching and apart), and the collider presets at their start. Each row: bodies,
+colliders, contacts found and the median wall time of a query over REPEATS (margin 1 mm). A second
+table times the box heaps' box pairs all at once (boxbox.box_box) against the per-pair reference
+(boxbox.pair_contacts on every pair within the margin).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import time
 import numpy as np
 
 from addon.solver.collision import CollisionWorld
+from addon.solver.collision.boxbox import box_box, pair_contacts, separating_axes
+from addon.solver.collision.shapes import world_frames
 from addon.solver.lie import matrix_to_quat, rotvec_to_matrix
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Body, Collider, Joint, Mechanism
@@ -74,6 +78,48 @@ def box_pyramid(levels: int, half: float = 0.2):
             np.tile([1.0, 0.0, 0.0, 0.0], (len(names), 1)))
 
 
+def box_heap(n: int, half: float = 0.1, seed: int = 3):
+    """n cubes of half size `half` on a jittered cubic grid 2.1 half sizes apart, each turned by up to 30
+    degrees about a random axis: most neighbours overlap a little or are apart by less than the margin."""
+    rng = np.random.default_rng(seed)
+    side = int(np.ceil(n ** (1 / 3)))
+    cells = np.array([(i, j, k) for i in range(side) for j in range(side) for k in range(side)][:n], dtype=float)
+    positions = cells * 2.1 * half + rng.uniform(-0.05, 0.05, (n, 3)) * half
+    quats = []
+    for _ in range(n):
+        axis = rng.normal(size=3)
+        quats.append(matrix_to_quat(rotvec_to_matrix(axis / np.linalg.norm(axis) * rng.uniform(0, np.radians(30)))))
+    names = [f"b{i}" for i in range(n)]
+    bodies, joints = _free_bodies(names, [tuple(p) for p in positions])
+    colliders = tuple(Collider(f"c{i}", name, "box", (half,) * 3) for i, name in enumerate(names))
+    return Mechanism(f"{n}-box heap", bodies, joints, colliders=colliders), positions, np.array(quats)
+
+
+def box_pairs_at_once(mech: Mechanism, positions: np.ndarray, quats: np.ndarray, repeats: int):
+    """(box pairs within the margin, ms of box_box over all candidate pairs, ms of pair_contacts on each)."""
+    world = CollisionWorld(mech)
+    rot, origin = world_frames(world.shapes, positions, quats)
+    ia, ib = world.candidate_pairs(rot, origin, MARGIN)
+    sep, normal, _ = separating_axes(rot, origin, world.shapes.size, ia, ib)
+    close = np.flatnonzero(sep <= MARGIN)
+
+    def per_pair():
+        for k in close:
+            pair_contacts(world.shapes, rot, origin, int(ia[k]), int(ib[k]), normal[k], float(sep[k]), MARGIN)
+
+    def at_once():
+        box_box(world.shapes, rot, origin, ia, ib, MARGIN)
+
+    best = [min(_seconds(fn) for _ in range(repeats)) for fn in (at_once, per_pair)]
+    return len(close), 1e3 * best[0], 1e3 * best[1]
+
+
+def _seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def preset(name: str):
     mech = load_mechanism(preset_path(name))
     return mech, np.array([b.position for b in mech.bodies]), np.array([b.orientation for b in mech.bodies])
@@ -96,6 +142,8 @@ def run(quick: bool) -> str:
     scenes = [(f"sphere chain on the ground, n = {n}", sphere_chain(n)) for n in sizes]
     scenes += [(f"dominoes, every other leaning on the next, n = {n}", leaning_dominoes(n)) for n in sizes]
     scenes += [(f"box pyramid, {k} levels", box_pyramid(k)) for k in ((3, 4) if quick else (3, 5, 7))]
+    heaps = [(f"heap of {n} turned boxes", box_heap(n)) for n in ((27,) if quick else (27, 216))]
+    scenes += heaps
     scenes += [(f"preset `{name}` at its start", preset(name)) for name in list_presets()
                if load_mechanism(preset_path(name)).colliders]
     lines = [f"`CollisionWorld.detect`, median of {REPEATS} queries after a first one, margin {MARGIN * 1e3:g} mm.", "",
@@ -103,6 +151,12 @@ def run(quick: bool) -> str:
     for label, (mech, positions, quats) in scenes:
         contacts, seconds = time_query(mech, positions, quats, REPEATS)
         lines.append(f"| {label} | {len(mech.bodies)} | {len(mech.colliders)} | {contacts} | {seconds * 1e3:.2f} |")
+    lines += ["", "Box pairs of the heaps: `box_box` on all candidate pairs at once against `pair_contacts` (the per-pair",
+              f"reference) on each pair within the margin, best of {REPEATS}.", "",
+              "| scene | box pairs within the margin | all at once ms | per pair ms |", "|---|---:|---:|---:|"]
+    for label, (mech, positions, quats) in heaps:
+        pairs, fast, slow = box_pairs_at_once(mech, positions, quats, REPEATS)
+        lines.append(f"| {label} | {pairs} | {fast:.1f} | {slow:.1f} |")
     return "\n".join(lines) + "\n"
 
 

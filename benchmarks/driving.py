@@ -69,6 +69,14 @@ def closest(xy: np.ndarray, path: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array(dist), np.array(arc)
 
 
+def to_the_end(xy: np.ndarray, path: np.ndarray) -> tuple[np.ndarray, int | None]:
+    """Cross-track error (m) of every point (K, 2) and the number of points before the first that reached the
+    path's end (None: none did)."""
+    error, arc = closest(xy, path)
+    past = np.flatnonzero(arc >= np.linalg.norm(np.diff(path, axis=0), axis=1).sum() - 1e-6)
+    return error, (int(past[0]) if len(past) else None)
+
+
 def sedan(speed: float) -> Mechanism:
     spec = vehicle_presets()["sedan"]
     vehicle = Vehicle("car", spec, position=(spec.com_ahead_of_rear_axle, 0.0, spec.com_height),
@@ -82,9 +90,8 @@ def measure(trajectory, path: np.ndarray) -> tuple[float, float, float, float]:
     theta = np.unwrap(2 * np.arctan2(poses[:, 6], poses[:, 3]))
     b = vehicle_presets()["sedan"].com_ahead_of_rear_axle
     xy = np.column_stack([poses[:, 0] - b * np.cos(theta), poses[:, 1] - b * np.sin(theta)])
-    error, arc = closest(xy, path)
-    past = np.flatnonzero(arc >= np.linalg.norm(np.diff(path, axis=0), axis=1).sum() - 1e-6)
-    n = int(past[0]) if len(past) else len(xy)
+    error, n = to_the_end(xy, path)
+    n = len(xy) if n is None else n
     error = error[:n]
     speed = np.linalg.norm(np.diff(xy[:n], axis=0), axis=1) / DT
     lateral = speed * np.abs(np.diff(theta[:n])) / DT
@@ -182,11 +189,9 @@ def measure_flight(trajectory, path: np.ndarray) -> str:
     """Table cells of a flight up to the path's end: max and RMS cross-track (m), time to the end (s), largest
     tilt from upright (deg: bank and pitch together), largest height error (m)."""
     poses = trajectory.poses[:, 0]
-    error, arc = closest(poses[:, :2], path)
-    past = np.flatnonzero(arc >= np.linalg.norm(np.diff(path, axis=0), axis=1).sum() - 1e-6)
-    if not len(past):
+    error, n = to_the_end(poses[:, :2], path)
+    if n is None:
         return "left the path | | | | "
-    n = int(past[0])
     up = np.array([quat_to_matrix(q)[:, 2] for q in poses[:n, 3:]])
     tilt = np.degrees(np.arccos(np.clip(up[:, 2], -1.0, 1.0))).max()
     return (f"{error[:n].max():.3f} | {np.sqrt(np.mean(error[:n] ** 2)):.3f} | {n * DT:.2f} | {tilt:.1f} | "
@@ -228,11 +233,9 @@ def measure_craft(trajectory, path: np.ndarray) -> str:
     """Table cells of a boat or hovercraft run up to the path's end: max and RMS cross-track (m), time to the end
     (s), largest heel (deg, roll about the bow) and largest slide (deg, bow to velocity)."""
     poses = trajectory.poses[:, 0]
-    error, arc = closest(poses[:, :2], path)
-    past = np.flatnonzero(arc >= np.linalg.norm(np.diff(path, axis=0), axis=1).sum() - 1e-6)
-    if not len(past):
+    error, n = to_the_end(poses[:, :2], path)
+    if n is None:
         return "left the path | | | | "
-    n = int(past[0])
     R = np.array([quat_to_matrix(q) for q in poses[:n, 3:]])
     heel = np.degrees(np.abs(np.arctan2(R[:, 2, 1], R[:, 2, 2]))).max()
     velocity = np.diff(poses[:n + 1, :2], axis=0)

@@ -1,12 +1,21 @@
 """Position error at t = 10 s against wall time for each accuracy order of the tree method.
 
-Usage: python -m benchmarks.galerkin_orders [--presets double_pendulum chain_5] [--long STEPS [--tol TOL]]
-Prints a Markdown table per preset: order, dt, steps, wall time of the run (make_integrator + step, the product
-path: order 2 is midpoint.py with its C kernel, orders 4-8 are tree/galerkin.py in numpy with a dense Newton
-solve), largest body-position error at t = 10 s against DOP853 (rtol = atol = 1e-12) on the same tree model, and
-the energy band. Then, for each preset: the error order 2 reaches at dt = 1/96 s and whether orders 4 and 6 meet it
-at dt = 1/24 s, with the wall times. With --long STEPS: only the pendulum preset's energy over STEPS steps of
-dt = 0.01 s at order 4 (band, and the difference of the first and last tenth's means: a trend would show there).
+Usage: python -m benchmarks.galerkin_orders [--presets chain_10 chain_100 four_bar] [--high-rates 24 48 96]
+       python -m benchmarks.galerkin_orders --long STEPS [--tol TOL]
+       python -m benchmarks.galerkin_orders --ops
+Prints a Markdown table per mechanism (a preset, or chain_N: tools.generate.pendulum_chain(N)): order, dt, steps,
+wall time of the run (make_integrator + step, the product path: order 2 is midpoint.py with its C kernel, orders
+4-8 are tree/galerkin.py in numpy with galerkin_newton.py's O(s^3 n) Newton direction), largest body-position error
+at t = 10 s against DOP853 (rtol = atol = 1e-12) on the same tree model, and the energy band; for chain_N also
+MuJoCo RK4 on the same chain (benchmarks/run.py's model) at steps 1/24 .. 1/1536 s. Then: the error order 2 reaches
+at dt = 1/96 s, whether orders 4 and 6 meet it at dt = 1/24 s, and MuJoCo RK4's best step (the largest that meets
+it), with the wall times. With --long STEPS: only the pendulum preset's energy over STEPS steps of dt = 0.01 s at
+order 4 (band, and the difference of the first and last tenth's means: a trend would show there). With
+--mujoco-reference N, chain_N's reference is MuJoCo RK4 at dt = 1/N (DOP853 on a 100-link chain takes hours on a
+shared machine; on chain_10 RK4 at 1/1536 is within 5e-9 m of DOP853); with --richardson N it is order 2 at
+dt = 1/N and 1/2N extrapolated (the closed chains, whose DOP853 reference runs rk4.acceleration's constrained
+dynamics). With --ops: the
+multiply-adds per link of one Newton direction (galerkin_newton.OPS) on revolute and ball chains of 25 to 1000 links.
 """
 
 from __future__ import annotations
@@ -20,15 +29,67 @@ from scipy.integrate import solve_ivp
 from addon.solver.integrator import make_integrator
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.presets import preset_path
+from addon.solver.trajectory import ConvergenceError
+from addon.solver.tree import galerkin, galerkin_newton
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
 from addon.solver.tree.midpoint import initial_state
 from addon.solver.tree.rk4 import acceleration
+from tools.generate import pendulum_chain
 
-from .run import _describe
+from .maximal import ball_chain
+from .run import _describe, chain_mujoco
 
 T_END = 10.0
 STEPS_PER_SECOND = (24, 48, 96, 192, 384)
+MUJOCO_STEPS_PER_SECOND = (24, 48, 96, 192, 384, 768, 1536)
+
+
+def generated_chain(name: str) -> bool:
+    """chain_N with no preset of that name: tools.generate.pendulum_chain(N), the chain of benchmarks/run.py."""
+    if not (name.startswith("chain_") and name[6:].isdigit()):
+        return False
+    try:
+        preset_path(name)
+    except FileNotFoundError:
+        return True
+    return False
+
+
+def mechanism(name: str):
+    return pendulum_chain(int(name[6:])) if generated_chain(name) else load_mechanism(preset_path(name))
+
+
+def mujoco_run(mech, per_second: int) -> tuple[float, np.ndarray]:
+    """Wall time (s) and body-frame origins (nbody, 3) at T_END of MuJoCo RK4 on the chain at dt = 1 / per_second."""
+    import mujoco
+
+    model = chain_mujoco(mech, "RK4")
+    model.opt.timestep = 1.0 / per_second
+    data = mujoco.MjData(model)
+    data.qpos[0] = mech.joints[0].q0[0]
+    start = time.perf_counter()
+    for _ in range(round(T_END * per_second)):
+        mujoco.mj_step(model, data)
+    return time.perf_counter() - start, data.xpos[1:].copy()
+
+
+def ops_table() -> None:
+    """Multiply-adds per link of one Newton direction, s = 2..4, revolute and ball chains of 25 to 1000 links."""
+    print("| joints | s | 25 | 100 | 250 | 1000 |\n|---|---:|---:|---:|---:|---:|")
+    for kind in ("revolute", "ball"):
+        for s in (2, 3, 4):
+            per_link = []
+            for n in (25, 100, 250, 1000):
+                model = compile_tree(pendulum_chain(n) if kind == "revolute" else ball_chain(n))
+                state, _ = galerkin.start(model)
+                ru = galerkin.rule(s)
+                X = state.q + 0.02 * np.outer(ru.tau[1:], state.velocity_guess)
+                res = galerkin.residual(model, state, X, 0.02, ru, state.lam)
+                galerkin_newton.OPS.clear()
+                galerkin.newton_direction(model, state, X, state.lam, res, 0.02, ru)
+                per_link.append(galerkin_newton.OPS["flops"] / n)
+            print(f"| {kind} | {s} | " + " | ".join(f"{v:.0f}" for v in per_link) + " |", flush=True)
 
 
 def reference_positions(mech) -> np.ndarray:
@@ -67,29 +128,64 @@ def long_run(steps: int, tol: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--presets", nargs="+", default=["double_pendulum", "chain_5"])
+    parser.add_argument("--presets", nargs="+", default=["chain_10", "chain_100", "four_bar"])
     parser.add_argument("--orders", nargs="+", type=int, default=[2, 4, 6, 8])
+    parser.add_argument("--high-rates", nargs="+", type=int, default=list(STEPS_PER_SECOND[:3]), metavar="N",
+                        help="steps per second of orders above 2 (order 2 runs all of 24 .. 384)")
     parser.add_argument("--long", type=int, default=0, metavar="STEPS")
     parser.add_argument("--tol", type=float, default=1e-10, help="Newton tolerance of --long")
+    parser.add_argument("--mujoco-reference", type=int, default=0, metavar="N",
+                        help="chain_N only: the reference is MuJoCo RK4 at dt = 1 / N instead of DOP853 (long chains)")
+    parser.add_argument("--richardson", type=int, default=0, metavar="N",
+                        help="the reference is (4 x(1/2N) - x(1/N)) / 3 from order 2 at dt = 1/N and 1/2N instead of "
+                             "DOP853 (the midpoint rule is symmetric: its error is even in dt, so this is O(dt^4))")
+    parser.add_argument("--ops", action="store_true", help="multiply-adds per link of a Newton direction only")
     args = parser.parse_args()
+    if args.ops:
+        ops_table()
+        return
     if args.long:
         long_run(args.long, args.tol)
         return
     print(f"Command: `python -m benchmarks.galerkin_orders` ({_describe()}).\n")
     for name in args.presets:
-        mech = load_mechanism(preset_path(name))
-        ref = reference_positions(mech)
-        print(f"### {name} ({len(mech.bodies)} bodies), t = {T_END:g} s\n")
+        mech = mechanism(name)
+        if args.mujoco_reference and generated_chain(name):
+            ref = mujoco_run(mech, args.mujoco_reference)[1]
+            print(f"### {name} ({len(mech.bodies)} bodies), t = {T_END:g} s, reference MuJoCo RK4 at "
+                  f"dt = 1/{args.mujoco_reference} s\n")
+        elif args.richardson:
+            coarse, fine = run(mech, 2, args.richardson)[1], run(mech, 2, 2 * args.richardson)[1]
+            ref = (4.0 * fine - coarse) / 3.0
+            print(f"### {name} ({len(mech.bodies)} bodies), t = {T_END:g} s, reference order 2 at dt = "
+                  f"1/{args.richardson} and 1/{2 * args.richardson} s extrapolated (Richardson; they differ by "
+                  f"{np.max(np.linalg.norm(fine - coarse, axis=1)):.1e} m)\n")
+        else:
+            ref = reference_positions(mech)
+            print(f"### {name} ({len(mech.bodies)} bodies), t = {T_END:g} s\n")
         print("| order | dt (s) | steps | wall (s) | position error (m) | energy band (J) |")
         print("|---:|---:|---:|---:|---:|---:|")
         results = {}
         for order in args.orders:
-            for per_second in STEPS_PER_SECOND if order == 2 else STEPS_PER_SECOND[:3]:
-                wall, pos, band = run(mech, order, per_second)
+            for per_second in STEPS_PER_SECOND if order == 2 else args.high_rates:
+                try:
+                    wall, pos, band = run(mech, order, per_second)
+                except ConvergenceError as failure:
+                    print(f"| {order} | 1/{per_second} | {int(T_END * per_second)} | - | failed at t = "
+                          f"{failure.time:.3g} s | - |", flush=True)
+                    continue
                 error = float(np.max(np.linalg.norm(pos - ref, axis=1)))
                 results[order, per_second] = (wall, error)
                 print(f"| {order} | 1/{per_second} | {int(T_END * per_second)} | {wall:.3f} | {error:.2e} | "
                       f"{band:.2e} |", flush=True)
+        mujoco_results = {}
+        if generated_chain(name):
+            for per_second in MUJOCO_STEPS_PER_SECOND:
+                wall, pos = mujoco_run(mech, per_second)
+                error = float(np.max(np.linalg.norm(pos - ref, axis=1)))
+                mujoco_results[per_second] = (wall, error)
+                print(f"| MuJoCo RK4 | 1/{per_second} | {int(T_END * per_second)} | {wall:.3f} | {error:.2e} | - |",
+                      flush=True)
         if (2, 96) in results:
             target_wall, target = results[2, 96]
             print(f"\nOrder 2 at dt = 1/96 s: error {target:.2e} m in {target_wall:.3f} s.")
@@ -98,6 +194,13 @@ def main() -> None:
                     wall, error = results[order, 24]
                     verdict = "meets" if error <= target else "does not meet"
                     print(f"Order {order} at dt = 1/24 s: error {error:.2e} m ({verdict} it) in {wall:.3f} s.")
+            meeting = [per_second for per_second, (_, error) in mujoco_results.items() if error <= target]
+            if meeting:
+                wall, error = mujoco_results[min(meeting)]
+                print(f"MuJoCo RK4 at its best step meeting it, dt = 1/{min(meeting)} s: error {error:.2e} m in "
+                      f"{wall:.3f} s.")
+            elif mujoco_results:
+                print("MuJoCo RK4 meets it at none of the steps tried.")
         print()
 
 

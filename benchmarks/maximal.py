@@ -1,12 +1,14 @@
 """Maximal-coordinate benchmark: time per step and accuracy beside the tree method and MuJoCo, one run.
 
 Usage: python -m benchmarks.maximal [--quick] [--out docs/benchmarks_maximal.md] [--contact-rows-only]
+[--chains-only]
 `run(quick)` returns the Markdown (the suite appends it). Sections:
 
 * Sparse solver: Baraff factor + solve of an n-link chain (C kernel, numpy twin, dense), and the
   reduced-fill-in LDU (fillin.py) against auxiliary rows (baraff.solve_auxiliary) on cyclic graphs:
   fill counts, stored entries, time.
-* n-link chains (revolute and ball joints): ms per step of `maximal` (variational, Newton),
+* n-link chains (revolute and ball joints) and a free body: ms per step of `maximal` (variational, Newton;
+  its C step and its numpy step in the same run),
   `maximal-rk4` (forward.py), `tree` and MuJoCo (default Euler) on the same chain and dt, with the
   energy band over the timed steps.
 * Chains of 4-link loops: the same methods, MuJoCo closing each loop with a `connect` equality;
@@ -16,6 +18,9 @@ Usage: python -m benchmarks.maximal [--quick] [--out docs/benchmarks_maximal.md]
   penetration beside MuJoCo's with its default contact settings.
 * Contact rows: the box drop and 8 to 128 falling dominoes with the contact rows bordered as one dense
   block (the old path, kept as the reference) and in one sparse LU, same run, beside MuJoCo.
+* Contact scenes (benchmarks/contact_scenes.py): box drop, sphere chains, 32 to 1000 dominoes and the
+  200-box pile beside MuJoCo (defaults and tuned under 1 mm) and PyBullet; cost per step against
+  bodies and contacts.
 Failures (a method that stops) are reported in the table with their message, not hidden.
 """
 
@@ -25,7 +30,6 @@ import argparse
 import math
 import os
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +44,8 @@ from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 from addon.solver.presets import preset_path
 from addon.solver.reference_frames import joint_rotation
 from addon.solver.trajectory import SolverError
-from benchmarks.run import _describe, replace_section
+from benchmarks.run import _describe, replace_section, step_times
+from tools.contact_scenes import falling_dominoes
 from tools.generate import pendulum_chain, rod_inertia
 
 DT = 0.01
@@ -109,20 +114,6 @@ def sphere_chain(n: int, radius: float = 0.25) -> Mechanism:
     return Mechanism(f"{n}-sphere chain", bodies, joints, colliders=colliders)
 
 
-def falling_dominoes(n: int) -> Mechanism:
-    """presets/dominoes.toml with n dominoes: the first tipped 10 degrees onto the second, the rest
-    standing 0.3 m apart along +x."""
-    base = load_mechanism(preset_path("dominoes"))
-    tipped, standing = base.bodies[0], base.bodies[1]
-    ground, box = base.colliders[0], base.colliders[1]
-    names = [f"domino_{i + 1}" for i in range(n)]
-    bodies = (tipped,) + tuple(replace(standing, name=name, position=(0.3 * i, 0.0, standing.position[2]))
-                               for i, name in enumerate(names) if i)
-    joints = tuple(replace(base.joints[0], name=f"{name} free", child=name) for name in names)
-    colliders = (ground,) + tuple(replace(box, name=f"{name} box", body=name) for name in names)
-    return base.replace(name=f"{n} dominoes", bodies=bodies, joints=joints, colliders=colliders)
-
-
 # -- MuJoCo models of the same mechanisms ---------------------------------------------------------------
 
 def mujoco_model(mech: Mechanism, integrator: str = "Euler", dt: float = DT):
@@ -168,12 +159,13 @@ def mujoco_model(mech: Mechanism, integrator: str = "Euler", dt: float = DT):
         eq.data[:3] = pa
     for col in mech.colliders:
         parent = spec.worldbody if col.body == WORLD else made[col.body]
+        at = {"pos": list(col.position), "quat": list(col.orientation)}  # in the body frame, as ours
         if col.shape == "plane":
-            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 1.0])
+            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 1.0], **at)
         elif col.shape == "sphere":
-            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[col.size[0], 0.0, 0.0], mass=0.0)
+            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[col.size[0], 0.0, 0.0], mass=0.0, **at)
         elif col.shape == "box":
-            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=list(col.size[:3]), mass=0.0)
+            parent.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=list(col.size[:3]), mass=0.0, **at)
         else:
             raise ValueError(f"mujoco_model: collider shape {col.shape!r} not translated")
     return spec.compile(), closures
@@ -231,16 +223,15 @@ def time_mujoco(mech: Mechanism, steps: int, integrator: str = "Euler", dt: floa
 
 # -- Symplex runs ---------------------------------------------------------------------------------------
 
-def time_symplex(mech: Mechanism, method: str, steps: int, dt: float = DT) -> dict:
-    """Median ms per step (after one warm-up step), energy band and worst joint residual; or the failure."""
+def time_symplex(mech: Mechanism, method: str, steps: int, dt: float = DT, numpy_step: bool = False) -> dict:
+    """Median ms per step (after one warm-up step), energy band and worst joint residual; or the failure.
+    numpy_step: the maximal method's numpy step even where its C kernel runs (maximal/native_step.py)."""
     try:
         integ = make_integrator(mech, method, dt)
+        if numpy_step:
+            integ.state.kernel = False
         integ.step()
-        times = []
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            integ.step()
-            times.append(time.perf_counter() - t0)
+        times = step_times(integ, steps)
     except (SolverError, ValueError) as err:
         return {"failed": f"{type(err).__name__}: {str(err)[:90]}"}
     traj = integ.trajectory()
@@ -397,6 +388,15 @@ def _steps(n: int, quick: bool) -> int:
     return max(3, min(100 if quick else 200, (400 if quick else 2000) // n))
 
 
+def free_body(spin: tuple[float, float, float] = (3.0, -2.0, 5.0)) -> Mechanism:
+    """One 2 kg brick (principal moments 0.1, 0.4, 0.3) thrown with an asymmetric spin under gravity."""
+    body = Body("brick", 2.0, (0.0, 0.0, 1.0), inertia=(0.1, 0.4, 0.3, 0.0, 0.0, 0.0))
+    return Mechanism("free body", (body,), (Joint("throw", "free", WORLD, "brick", v0=spin + (1.0, 0.0, 3.0)),))
+
+
+CHAIN_METHODS = (("maximal", False), ("maximal", True), ("maximal-rk4", False), ("tree", False))
+
+
 def chain_section(quick: bool) -> list[str]:
     sizes = (1, 5, 20, 100) if quick else (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
     lines = ["## n-link chains: ms per step",
@@ -406,24 +406,27 @@ def chain_section(quick: bool) -> list[str]:
              "at 45 degrees (generate.pendulum_chain); ball: the same rods on ball joints, top tilted by (0.5, 0.3, 0)",
              "rad. MuJoCo: the same chain (MjSpec, default Euler integrator and solver settings); its time grows",
              "steeply with n because a serial chain's joint-space mass matrix is dense. Energy band: max - min of",
-             "total energy over the timed steps (J). `maximal` is the variational method (METHODS['maximal']),",
-             "`maximal-rk4` the stabilised forward dynamics (maximal/forward.py), `tree` the tree midpoint VI.",
+             "total energy over the timed steps (J). `maximal` is the variational method (METHODS['maximal']):",
+             "`maximal C` its step in C (native/maximal_step.c, taken wherever the kernels are built), `maximal numpy`",
+             "the numpy step (variational.py, the C step's reference) in the same run; `maximal-rk4` the stabilised",
+             "forward dynamics (maximal/forward.py), `tree` the tree midpoint VI. `free` is one body without joint",
+             "rows (benchmarks.maximal.free_body: a 2 kg brick thrown with an asymmetric spin).",
              "",
-             "| joints | n | steps | maximal | maximal-rk4 | tree | MuJoCo | energy band maximal | energy band maximal-rk4 "
-             "| energy band tree | energy band MuJoCo |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| joints | n | steps | maximal C | maximal numpy | maximal-rk4 | tree | MuJoCo | energy band maximal "
+             "| energy band maximal-rk4 | energy band tree | energy band MuJoCo |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     failures = []
-    for joints, build in (("revolute", pendulum_chain), ("ball", ball_chain)):
-        for n in sizes:
-            mech = build(n)
-            steps = max(10, _steps(n, quick))
-            res = {m: time_symplex(mech, m, steps, CHAIN_DT) for m in ("maximal", "maximal-rk4", "tree")}
-            mj = time_mujoco(mech, steps, dt=CHAIN_DT)
-            failures += _failures({f"{joints} n={n} {m}": r for m, r in res.items()})
-            lines.append(f"| {joints} | {n} | {steps} | " + " | ".join(_cell(res[m]) for m in ("maximal", "maximal-rk4", "tree"))
-                         + f" | {mj['ms']:.3f} | " + " | ".join(_cell(res[m], "energy_band", "{:.1e}")
-                                                         for m in ("maximal", "maximal-rk4", "tree"))
-                         + f" | {mj['energy_band']:.1e} |")
+    cases = [("free", 1, free_body())] + [(joints, n, build(n)) for joints, build in
+                                          (("revolute", pendulum_chain), ("ball", ball_chain)) for n in sizes]
+    for joints, n, mech in cases:
+        steps = max(10, _steps(n, quick))
+        res = {(m, numpy_step): time_symplex(mech, m, steps, CHAIN_DT, numpy_step) for m, numpy_step in CHAIN_METHODS}
+        mj = time_mujoco(mech, steps, dt=CHAIN_DT)
+        failures += _failures({f"{joints} n={n} {m}{' numpy' if numpy_step else ''}": r for (m, numpy_step), r in res.items()})
+        lines.append(f"| {joints} | {n} | {steps} | " + " | ".join(_cell(res[key]) for key in CHAIN_METHODS)
+                     + f" | {mj['ms']:.3f} | " + " | ".join(_cell(res[key], "energy_band", "{:.1e}")
+                                                     for key in CHAIN_METHODS if key[1] is False)
+                     + f" | {mj['energy_band']:.1e} |")
     return lines + ([""] + failures if failures else [])
 
 
@@ -614,8 +617,11 @@ def _load(load: tuple[float, float, float]) -> str:
 def run(quick: bool) -> str:
     """The maximal-coordinate benchmark as Markdown."""
     load = os.getloadavg()
+    from benchmarks import contact_scenes  # it imports this module's MuJoCo models
+
     sections = [solver_section(quick), fillin_section(quick), chain_section(quick), loop_section(quick),
-                drift_section(quick), contact_section(quick), contact_scaling_section(quick)]
+                drift_section(quick), contact_section(quick), contact_scaling_section(quick),
+                *contact_scenes.sections(quick)]
     head = ["# Maximal coordinates: benchmark", "",
             f"Command: `python -m benchmarks.maximal{' --quick' if quick else ''}`. Machine: {_describe()}. "
             f"Load average (1, 5, 15 min; the machine is shared) at the start {_load(load)}, at the end "
@@ -629,11 +635,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="Markdown file to write")
     parser.add_argument("--contact-rows-only", action="store_true",
                         help="only the contact-rows section, replacing that section of --out")
+    parser.add_argument("--chains-only", action="store_true",
+                        help="only the n-link chains section, replacing that section of --out")
     args = parser.parse_args(argv)
-    if args.contact_rows_only:
-        command = "python -m benchmarks.maximal --contact-rows-only" + (" --quick" if args.quick else "")
+    if args.contact_rows_only or args.chains_only:
+        flag = "--contact-rows-only" if args.contact_rows_only else "--chains-only"
+        command = f"python -m benchmarks.maximal {flag}" + (" --quick" if args.quick else "")
         load = os.getloadavg()
-        section = contact_scaling_section(args.quick)
+        section = (contact_scaling_section if args.contact_rows_only else chain_section)(args.quick)
         section[1:1] = ["", f"Command: `{command}`. Machine: {_describe()}. Load average (1, 5, 15 min; the machine "
                             f"is shared) at the start {_load(load)}, at the end {_load(os.getloadavg())}."]
         old = args.out.read_text() if args.out.exists() else "# Maximal coordinates: benchmark\n"

@@ -44,16 +44,22 @@ def _steps_for(nq: int, quick: bool) -> int:
     return max(50 if quick else 100, min(budget, int(budget * 20 / max(nq, 20))))
 
 
-def time_symplex(mech: Mechanism, steps: int) -> dict:
-    """Median ms per step after a warm-up, with accuracy of the timed run."""
-    integ = make_integrator(mech, "tree", DT)
-    for _ in range(3):
-        integ.step()
+def step_times(integ, steps: int) -> list[float]:
+    """Wall time (s) of each of the next `steps` steps of integrator `integ`."""
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
         integ.step()
         times.append(time.perf_counter() - t0)
+    return times
+
+
+def time_symplex(mech: Mechanism, steps: int) -> dict:
+    """Median ms per step after a warm-up, with accuracy of the timed run."""
+    integ = make_integrator(mech, "tree", DT)
+    for _ in range(3):
+        integ.step()
+    times = step_times(integ, steps)
     traj = integ.trajectory()
     e = traj.energy[1:]
     return {

@@ -1,11 +1,13 @@
-"""KKT factorisation benchmark: the stage recursion (shots/stage_kkt.py) beside the sparse LU, same solves.
+"""KKT factorisation benchmark: the stage recursion (shots/stage_kkt.py; in C, native/stage_kkt.c, when built)
+beside the sparse LU, same solves.
 
-Part 1: every vehicle benchmark shot solved twice by the interior point, kkt="lu" and kkt="stage": status,
+Part 1: every vehicle benchmark shot solved twice by the interior point, kkt="lu" and kkt="stage" (the C kernel
+when it is built, else the numpy twin): status,
 iterations, objective, the largest difference of the solutions, up to which iteration the objective and the
 constraint violation of the two solves agree to 1e-6 (relative), and the factorisation CPU (KKT assembly,
 factorisations with the inertia correction, solves) per iteration. Part 2: the parking shot at N = 100 ... 800
-stages (keys at the same times), one KKT matrix at the start point factorised and solved by each: CPU per
-factorisation, to show the cost per iteration against N.
+stages (keys at the same times), one KKT matrix at the start point assembled, factorised and solved by each (sparse
+LU, the C kernel, its numpy twin): CPU per call, to show the cost per iteration against N.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python -m benchmarks.shots_kkt
 """
@@ -20,7 +22,7 @@ import scipy.sparse as sp
 
 from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.shotfile import load_shot
-from addon.solver.shots.stage_kkt import StageFactor, StageLayout
+from addon.solver.shots.stage_kkt import NATIVE, NativeStageFactor, StageFactor, StageLayout
 from addon.solver.shots.vehicle_shot import transcribe
 
 from .shots import SHOTS, _benchmark_shot
@@ -62,8 +64,8 @@ def _cpu(fn, repeat: int) -> float:
 
 
 def _scaling() -> list[str]:
-    lines = ["| stages N | KKT unknowns | sparse LU: assemble + factorise + solve (ms) | stage: same (ms) "
-             "| stage blocks |", "|---|---|---|---|---|"]
+    lines = ["| stages N | KKT unknowns | sparse LU: assemble + factorise + solve (ms) | stage, C: same (ms) "
+             "| stage, numpy twin: same (ms) | stage blocks |", "|---|---|---|---|---|---|"]
     rng = np.random.default_rng(0)
     for factor in (1, 2, 4, 8):
         tr = transcribe(_scaled(factor))
@@ -78,8 +80,9 @@ def _scaling() -> list[str]:
         rhs = rng.standard_normal(W.shape[0] + J.shape[0])
         lu = _cpu(lambda: nlpmod._refined(nlpmod._SparseLU(W, J, 1e-4, 0.0), rhs), 5)
         stage = _cpu(lambda: nlpmod._refined(StageFactor(layout, W, J, 1e-4, 0.0), rhs), 5)
-        lines.append(f"| {tr.N} | {len(rhs)} | {1e3 * lu:.1f} | {1e3 * stage:.1f} | {layout.n_chunks} "
-                     f"of at most {layout.size} |")
+        native = _cpu(lambda: nlpmod._refined(NativeStageFactor(layout, W, J, 1e-4, 0.0), rhs), 20) if NATIVE else 0
+        lines.append(f"| {tr.N} | {len(rhs)} | {1e3 * lu:.1f} | {f'{1e3 * native:.2f}' if NATIVE else 'not built'} "
+                     f"| {1e3 * stage:.1f} | {layout.n_chunks} of at most {layout.size} |")
     return lines
 
 

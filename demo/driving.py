@@ -32,14 +32,14 @@ import numpy as np
 from addon.bridge import vehicle_body_rig, vehicle_live
 from addon.bridge.headless import registered
 from addon.bridge.vehicle_bake import bake_vehicle, object_trajectory, simulate_rig
-from addon.bridge.vehicle_rig import DRIFT_ANGLE, PATH_PROPERTY, build_car_rig, read_rig
+from addon.bridge.vehicle_rig import DRIFT_ANGLE, PATH_PROPERTY, VehicleRig, build_car_rig, read_rig
 from addon.bridge.vehicle_setup import RESULT_PROPERTY, find
 from addon.solver.lie import quat_to_matrix
 from addon.solver.model import Mechanism
 from addon.solver.vehicles.helmsman import simulate_pursuit_steering
 from addon.solver.vehicles.pilot import simulate_pursuit_flying
 
-from .plots import doc_figures, pyplot, save_figure
+from .plots import pyplot, run_demo_script, save_figure
 from .scenes import _render, demo_scene
 from .stage import stage
 
@@ -259,10 +259,10 @@ def _plot_drift(path: Path, points: np.ndarray, runs: dict[str, np.ndarray], dt:
     save_figure(fig, path)
 
 
-def _drift_scene(out_dir: Path) -> str:
-    """The sedan rig drifting through the hairpin at DRIFT, baked, rendered, and plotted beside the grip driver
-    (drift_angle 0: the same driver on the same tyres); returns the bake's summary and the slip each held."""
-    scene = demo_scene("drive_drift")
+def _hairpin_scene(name: str) -> tuple[bpy.types.Scene, VehicleRig, np.ndarray]:
+    """A demo scene `name` with the sedan rig set to follow the hairpin at TOP_SPEED under LIMITS: (scene, rig,
+    the hairpin's points)."""
+    scene = demo_scene(name)
     rig = build_car_rig(scene, "sedan", "Car", (0.0, 0.0, 0.0), slalom=False)
     owner = scene.objects[rig.chassis]
     points = _hairpin()
@@ -270,7 +270,14 @@ def _drift_scene(out_dir: Path) -> str:
     owner["path_speed"] = owner["initial_speed"] = TOP_SPEED
     for prop, value in LIMITS.items():
         owner[prop] = value
-    owner[DRIFT_ANGLE] = DRIFT
+    return scene, rig, points
+
+
+def _drift_scene(out_dir: Path) -> str:
+    """The sedan rig drifting through the hairpin at DRIFT, baked, rendered, and plotted beside the grip driver
+    (drift_angle 0: the same driver on the same tyres); returns the bake's summary and the slip each held."""
+    scene, rig, points = _hairpin_scene("drive_drift")
+    scene.objects[rig.chassis][DRIFT_ANGLE] = DRIFT
     report = bake_vehicle(scene, rig, "sedan")
     reading = read_rig(scene, rig, "sedan")
     solved = simulate_rig(reading, scene.gravity)
@@ -301,14 +308,7 @@ def run_driving_demo(out_dir: Path, lines: list[str]) -> None:
         lines.append(f"drive_live: {session.drive.steps} frames driven live, take kept and baked: "
                      f"{owner[RESULT_PROPERTY]}")
 
-        scene = demo_scene("drive_path")
-        rig = build_car_rig(scene, "sedan", "Car", (0.0, 0.0, 0.0), slalom=False)
-        owner = scene.objects[rig.chassis]
-        points = _hairpin()
-        owner[PATH_PROPERTY] = _curve_object(scene, "hairpin", points).name
-        owner["path_speed"] = owner["initial_speed"] = TOP_SPEED
-        for prop, value in LIMITS.items():
-            owner[prop] = value
+        scene, rig, points = _hairpin_scene("drive_path")
         report = bake_vehicle(scene, rig, "sedan")
         reading = read_rig(scene, rig, "sedan")
         spec = reading.vehicle.spec
@@ -330,16 +330,4 @@ def run_driving_demo(out_dir: Path, lines: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(description="The driving demo's pictures (module docstring)")
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--docs", type=Path, help="also write small copies for the docs here")
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    report: list[str] = []
-    run_driving_demo(args.out.resolve(), report)
-    print("\n".join(report))
-    if args.docs is not None:
-        for path in doc_figures(args.out.resolve(), args.docs, DOC_FIGURES):
-            print(f"wrote {path}")
+    run_demo_script(run_driving_demo, DOC_FIGURES, "The driving demo's pictures (module docstring)")

@@ -7,6 +7,7 @@ pictures down for docs/img/.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 DPI = 100  # every demo figure
@@ -48,3 +49,21 @@ def doc_figures(out_dir: Path, docs_dir: Path, names: tuple[str, ...]) -> list[P
             image.convert("RGB").quantize(DOC_COLOURS).save(docs_dir / f"{name}.png", optimize=True)
         written.append(docs_dir / f"{name}.png")
     return written
+
+
+def run_demo_script(run: Callable[[Path, list[str]], None], figures: tuple[str, ...], description: str) -> None:
+    """A demo module's command line: `python -m demo.<name> OUT [--docs DIR]` runs `run(OUT, report)`, prints
+    its report and, with --docs, writes the docs' copies of `figures`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--docs", type=Path, help="also write small copies for the docs here")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    report: list[str] = []
+    run(args.out.resolve(), report)
+    print("\n".join(report))
+    if args.docs is not None:
+        for path in doc_figures(args.out.resolve(), args.docs, figures):
+            print(f"wrote {path}")

@@ -2,7 +2,7 @@
 
 Owns the builders for the parametric examples of seed 000 (§VI-A N-link pendulum, §VI-C scissor lift;
 docs/seeds.md) and the presets generated from them (presets/chain_5.toml,
-presets/scissor_lift.toml). It does not own the file format (addon/solver/mechfile/) or any dynamics.
+presets/scissor_lift.toml), and writes the contact presets of tools/contact_scenes.py. It does not own the file format (addon/solver/mechfile/) or any dynamics.
 A development tool, not part of the extension: tests and benchmarks build their chains with it.
 Run ``python -m tools.generate`` from the repository root to rewrite the generated presets.
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from addon.solver.mechfile.write import save_mechanism
 from addon.solver.model import WORLD, Body, Joint, Mechanism
 from addon.solver.presets import PRESET_DIR
+from tools.contact_scenes import contact_presets
 
 Y_AXIS = (0.0, 1.0, 0.0)
 GRAVITY = (0.0, 0.0, -9.81)
@@ -159,6 +160,7 @@ def generated_presets() -> dict[str, tuple[Mechanism, str]]:
     return {
         "chain_5": (pendulum_chain(5), CHAIN_5_HEADER),
         "scissor_lift": (scissor_lift(), SCISSOR_LIFT_HEADER),
+        **contact_presets(),
     }
 
 

@@ -185,14 +185,33 @@ def _take(keys: dict[str, np.ndarray], which: np.ndarray) -> dict[str, np.ndarra
     return {name: buf[pairs] if name in _KEY_ARRAYS else buf[which] for name, buf in keys.items()}
 
 
+def _bridged(around, at: np.ndarray, frames: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`frames`, `values` with the artist's curve `around` (keys at frames `at`) sampled at each whole frame
+    between its last key before the first baked frame and that frame, and between the last baked frame and its
+    first key after: Blender would otherwise interpolate from the kept key to the baked one there, which is not
+    the artist's curve. The curve then passes through the artist's at every frame outside the bake."""
+    first, last = frames[0], frames[-1]
+    before, after = at[at < np.float32(first)], at[at > np.float32(last)]
+    lead = np.arange(np.floor(before.max()) + 1.0, first) if len(before) else np.empty(0)
+    tail = np.arange(last + 1.0, np.ceil(after.min())) if len(after) else np.empty(0)
+    if not len(lead) and not len(tail):
+        return frames, values
+    curve = [np.array([around.evaluate(float(f)) for f in fs]) for fs in (lead, tail)]
+    return np.concatenate([lead, frames, tail]), np.concatenate([curve[0], np.asarray(values, dtype=float), curve[1]])
+
+
 def _fill(fcurve, frames: np.ndarray, values: np.ndarray, tol: float | None, around=None) -> int:
     """Write keys into an empty F-curve in bulk; returns how many were baked.
 
     Keys are LINEAR, in frame order, with both handles on the key, so no fcurve.update() (sorting
     and handle recalculation, the slowest step by far) is needed; Blender recalculates handles
     itself if the artist later switches the keys to Bezier. The keys of F-curve `around` (the
-    artist's channel) before the first baked frame and after the last are kept bit for bit around them.
+    artist's channel) before the first baked frame and after the last are kept bit for bit around them, and
+    the whole frames between them and the bake are keyed from `around` (_bridged).
     """
+    kept = _read_keys(around) if around is not None else None
+    if kept is not None and len(kept["interpolation"]):
+        frames, values = _bridged(around, kept["co"][0::2], frames, values)
     if tol is not None:
         keep = reduce_keys(frames, values, tol)
         frames, values = frames[keep], values[keep]
@@ -201,7 +220,6 @@ def _fill(fcurve, frames: np.ndarray, values: np.ndarray, tol: float | None, aro
     co[0::2], co[1::2] = frames, values
     baked = {name: co for name in _KEY_ARRAYS}
     baked["interpolation"] = np.full(n, LINEAR, dtype=np.int32)
-    kept = _read_keys(around) if around is not None else None
     if kept is None or not len(kept["interpolation"]):
         fcurve.keyframe_points.add(n)
         for name, buf in baked.items():

@@ -212,7 +212,8 @@ class BakeJob:
             energy_drift=energy_drift(trajectory.energy),
             mean_newton=float(iterations.mean()) if len(iterations) else 0.0,
             max_newton=int(iterations.max()) if len(iterations) else 0,
-            notes=(*self.notes, self.audit.summary()),
+            notes=(*self.notes, *((f"warning: {trajectory.message}",) if trajectory.message else ()),
+                   self.audit.summary()),
         )
         diagnostics = find_setup(scene, self.setup_name).diagnostics
         diagnostics.status = "finished"

@@ -15,11 +15,20 @@ import pytest
 from mathutils import Matrix, Vector
 
 import addon
-from addon.bridge import compat, read
+from addon.bridge import compat, job, read
 from addon.bridge.build import edit_armature, ensure_rigidbody_world
 from addon.bridge.rotations import quat_to_matrix
 
 _counter = [0]
+
+
+def bake_to_end(scene, setup_name: str):
+    """Bake one setup to the end through the operator's job: (report, trajectory, job)."""
+    baker = job.BakeJob(scene, setup_name)
+    while not baker.advance(budget_seconds=3600.0):
+        pass
+    report = baker.finish(scene)
+    return report, baker.trajectory(), baker
 
 
 @pytest.fixture(scope="module")

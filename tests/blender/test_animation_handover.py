@@ -272,6 +272,29 @@ def _curves(owner) -> dict[tuple[str, int], object]:
     return {(fc.data_path, fc.array_index): fc for fc in compat.fcurves(compat.assigned(owner))}
 
 
+def outside_frames(first: int, last: int) -> np.ndarray:
+    """The scene's frames (1-40) outside the bake [first, last]."""
+    return np.array([f for f in range(1, 41) if not first <= f <= last], dtype=float)
+
+
+def assert_artist_kept(want: dict[str, np.ndarray], fcurve, artist: np.ndarray, first: int, last: int) -> None:
+    """`fcurve` after a bake of frames [first, last]: the artist's keys outside them (`want`, their attributes
+    before the bake) bit for bit, a key at each whole frame from the one after the last kept key before `first`
+    to the one before the first kept key after `last`, and the curve the artist's (`artist`, at
+    outside_frames) at every frame outside the bake."""
+    got = _key_attributes(fcurve)
+    frames, theirs = got["co"][:, 0], want["co"][:, 0]
+    outside = (theirs < first) | (theirs > last)
+    kept = np.isin(frames, theirs[outside])
+    for name in want:
+        np.testing.assert_array_equal(got[name][kept], want[name][outside], err_msg=f"{fcurve.data_path} {name}")
+    lead, tail = theirs[theirs < first].max(), theirs[theirs > last].min()
+    np.testing.assert_array_equal(frames[~kept], np.arange(lead + 1, tail, dtype=np.float32))
+    scale = max(1.0, np.abs(artist).max())
+    np.testing.assert_allclose([fcurve.evaluate(f) for f in outside_frames(first, last)], artist, rtol=0,
+                               atol=1e-6 * scale, err_msg=fcurve.data_path)
+
+
 def keyed_flight(blend_frames: int = 0):
     """A free box under gravity keyed along a wavy path (Bezier keys at KEYED) over a scene of frames 1-40; its
     setup bakes RANGE only and blends `blend_frames` frames into the keys after it."""
@@ -293,19 +316,16 @@ def keyed_flight(blend_frames: int = 0):
 
 @pytest.mark.parametrize("blend_frames", [0, 5])
 def test_keys_outside_the_bake_range_survive_bit_for_bit(blend_frames):
+    """The artist's keys before the range and after it (and its blend) are kept bit for bit; the whole frames
+    between them and the bake are keyed from the artist's curve, so the animation outside the range is the
+    artist's at every frame, not Blender's interpolation from a kept key to a baked one."""
     scene, setup, box = keyed_flight(blend_frames)
-    before = {key: _key_attributes(fc) for key, fc in _curves(box).items()}
-    job.bake_setup(scene, setup.name)
     first, last = RANGE[0], RANGE[1] + blend_frames
+    before = {key: _key_attributes(fc) for key, fc in _curves(box).items()}
+    artist = {key: np.array([fc.evaluate(f) for f in outside_frames(first, last)]) for key, fc in _curves(box).items()}
+    job.bake_setup(scene, setup.name)
     for key, want in before.items():
-        got = _key_attributes(_curves(box)[key])
-        frames = got["co"][:, 0]
-        outside = (want["co"][:, 0] < first) | (want["co"][:, 0] > last)
-        kept = (frames < first) | (frames > last)
-        assert (frames[kept] < first).sum() == 2 and (frames[kept] > last).sum() == (3 if blend_frames == 0 else 2)
-        for name in want:
-            np.testing.assert_array_equal(got[name][kept], want[name][outside], err_msg=f"{key} {name}")
-        np.testing.assert_array_equal(frames[~kept], np.arange(first, last + 1, dtype=np.float32))
+        assert_artist_kept(want, _curves(box)[key], artist[key], first, last)
     # the range itself is the simulation: the box falls freely from where its keys hand it over
     set_frame(scene, first)
     start = object_world(scene, box)
@@ -375,16 +395,12 @@ def test_bone_keys_outside_the_bake_range_survive_bit_for_bit():
     setup.use_frame_range = True
     setup.frame_start, setup.frame_end = RANGE
     before = {key: _key_attributes(fc) for key, fc in _curves(arm).items()}
+    artist = {key: np.array([fc.evaluate(f) for f in outside_frames(*RANGE)]) for key, fc in _curves(arm).items()}
     job.bake_setup(scene, setup.name)
     after = _curves(arm)
     assert ('pose.bones["b1"].rotation_euler', 0) in after
     for key, want in before.items():
-        got = _key_attributes(after[key])
-        outside = (want["co"][:, 0] < RANGE[0]) | (want["co"][:, 0] > RANGE[1])
-        kept = (got["co"][:, 0] < RANGE[0]) | (got["co"][:, 0] > RANGE[1])
-        assert kept.sum() == outside.sum() == 5
-        for name in want:
-            np.testing.assert_array_equal(got[name][kept], want[name][outside], err_msg=f"{key} {name}")
+        assert_artist_kept(want, after[key], artist[key], *RANGE)
 
 
 def test_a_body_keyed_animated_until_the_start_is_thrown_from_its_keys():
@@ -454,6 +470,8 @@ def test_a_vehicle_rig_bakes_its_own_range_and_blends_into_the_keys_after_it(kin
     before = {key: _key_attributes(fc) for key, fc in _curves(chassis).items() if not key[0].startswith('["')}
     artist = {key: np.array([fc.evaluate(f) for f in range(RANGE[1], end + 1)]) for key, fc in _curves(chassis).items()
               if key in before}
+    outside = {key: np.array([fc.evaluate(f) for f in outside_frames(RANGE[0], end)])
+               for key, fc in _curves(chassis).items() if key in before}
     chassis.symplex.frame_end = end  # the simulation alone, on to end + 8
     job.bake_vehicle_rig(scene, chassis)
     sim = {key: _key_attributes(fc)["co"] for key, fc in _curves(chassis).items() if key in before}
@@ -465,14 +483,9 @@ def test_a_vehicle_rig_bakes_its_own_range_and_blends_into_the_keys_after_it(kin
     w = blend_weights(np.arange(RANGE[0], end + 1, dtype=float), blend)[RANGE[1] - RANGE[0]:]
     n = RANGE[1] - RANGE[0]
     for key, want in before.items():
-        got = _key_attributes(_curves(chassis)[key])
-        frames = got["co"][:, 0]
-        kept = (frames < RANGE[0]) | (frames > end)
-        outside = (want["co"][:, 0] < RANGE[0]) | (want["co"][:, 0] > end)
-        assert kept.sum() == outside.sum() == 4
-        for name in want:
-            np.testing.assert_array_equal(got[name][kept], want[name][outside], err_msg=f"{key} {name}")
-        co = got["co"][~kept]
+        assert_artist_kept(want, _curves(chassis)[key], outside[key], RANGE[0], end)
+        co = _key_attributes(_curves(chassis)[key])["co"]
+        co = co[(co[:, 0] >= RANGE[0]) & (co[:, 0] <= end)]
         np.testing.assert_array_equal(co[:, 0], np.arange(RANGE[0], end + 1, dtype=np.float32))
         simulated = sim[key][(sim[key][:, 0] >= RANGE[0]) & (sim[key][:, 0] <= end)]
         np.testing.assert_array_equal(co[:n + 1], simulated[:n + 1])

@@ -22,6 +22,7 @@ from addon.solver.model import MechanismError
 from addon.solver.trajectory import SolverError, Trajectory
 from tests.blender.scenes import (
     add_setup,
+    bake_to_end,
     bone_world,
     box_mesh,
     box_object,
@@ -244,18 +245,10 @@ def test_failure_mid_write_leaves_nothing_behind():
 # Whole bakes through the solver
 
 
-def bake_and_trajectory(scene, setup_name: str):
-    bake_job = job.BakeJob(scene, setup_name)
-    while not bake_job.advance(budget_seconds=3600.0):
-        pass
-    report = bake_job.finish(scene)
-    return report, bake_job.trajectory(), bake_job
-
-
 def test_armature_pendulum_chain_bake_equals_trajectory():
     scene = new_scene("chain", frames=60)
     arm, setup = chain_armature(scene, n=3, mode="QUATERNION")
-    report, trajectory, bake_job = bake_and_trajectory(scene, setup.name)
+    report, trajectory, bake_job = bake_to_end(scene, setup.name)
     assert report.steps == 59 * setup.substeps and report.keys > 0
     assert setup.diagnostics.status == "finished"
     for k in range(0, len(trajectory.t), setup.substeps):
@@ -270,7 +263,7 @@ def test_accuracy_order_4_bakes_the_chain_with_the_galerkin_integrator_and_maxim
     scene = new_scene("chain order", frames=30)
     arm, setup = chain_armature(scene, n=3, mode="QUATERNION")
     setup.order, setup.substeps = "4", 1
-    report, trajectory, bake_job = bake_and_trajectory(scene, setup.name)
+    report, trajectory, bake_job = bake_to_end(scene, setup.name)
     assert bake_job.integrator.order == 4 and setup.diagnostics.status == "finished"
     for k in (0, len(trajectory.t) - 1):
         set_frame(scene, 1 + trajectory.t[k] * FPS)
@@ -302,7 +295,7 @@ def test_armature_scissor_lift_loops_stay_closed_in_baked_keys(tmp_path):
     arm = bpy.data.objects[built.setup]
     loops = list(arm.data.symplex.loops)
     assert loops, "the scissor lift has loop closures"
-    report, trajectory, _ = bake_and_trajectory(scene, built.setup)
+    report, trajectory, _ = bake_to_end(scene, built.setup)
     assert report.max_residual < 1e-8
     moved = 0.0
     for frame in range(scene.frame_start, scene.frame_end + 1):
@@ -340,7 +333,7 @@ def test_rigid_four_bar_from_blender_constraints_bakes_exactly():
         rbc = hinge.rigid_body_constraint
         ends = [e for e in (rbc.object1, rbc.object2) if e.rigid_body.type == "ACTIVE"]
         carried.append((hinge.name, anchor, [(e, reference.object_matrix(e, 1).inverted() @ anchor) for e in ends]))
-    report, trajectory, _ = bake_and_trajectory(scene, setup.name)
+    report, trajectory, _ = bake_to_end(scene, setup.name)
     assert report.max_residual < 1e-8 and "energy check: max |E - E0|" in report.summary()  # audited, passed
     assert_objects_follow(scene, trajectory, [b.name for b in bodies], stride=setup.substeps)
     for frame in range(1, 41):
@@ -401,7 +394,7 @@ def test_rigid_pendulum_hinge_limits_hold_in_the_baked_keys():
     setup.subframes = True  # a key per solver step: the step that lands on a stop is keyed
     joint = read_scene(scene, setup.name).mechanism.joint(hinge.name)
     assert (joint.lower, joint.upper) == ((LOWER,), (UPPER,)) and joint.axis == pytest.approx((0, 1, 0))
-    report, trajectory, _ = bake_and_trajectory(scene, setup.name)
+    report, trajectory, _ = bake_to_end(scene, setup.name)
     assert f"energy check did not apply (not a conservative setup: limits (inelastic stops) on joint {hinge.name!r})" \
         in report.summary()  # the stops absorb energy: nothing to audit
     angles = baked_angles(scene, lambda: object_world(scene, bar), trajectory.t, (0.0, 1.0, 0.0))
@@ -419,7 +412,7 @@ def test_armature_bone_ik_limits_hold_in_the_baked_keys():
     setup.subframes = True
     joint = read_scene(scene, setup.name).mechanism.joint("b0")
     assert joint.lower == pytest.approx((LOWER,)) and joint.upper == pytest.approx((UPPER,))
-    report, trajectory, _ = bake_and_trajectory(scene, setup.name)
+    report, trajectory, _ = bake_to_end(scene, setup.name)
     axis = np.array(arm.data.bones["b0"].matrix_local)[:3, 0]
     angles = baked_angles(scene, lambda: bone_world(scene, arm, "b0"), trajectory.t, axis)
     assert_limits_hold_and_are_reached(angles, trajectory)
@@ -441,7 +434,7 @@ def test_pendulum_with_mass_from_its_mesh_swings_at_the_compound_pendulum_period
     hinge.symplex.q0 = (0.05, 0, 0, 0, 0, 0)
     setup = add_setup(scene, "mesh pendulum", "RIGID_BODIES", collection=coll)
     setup.substeps = 4
-    _report, trajectory, _ = bake_and_trajectory(scene, setup.name)
+    _report, trajectory, _ = bake_to_end(scene, setup.name)
     q, t = trajectory.q[:, 0], trajectory.t
     up = np.nonzero((q[:-1] < 0) & (q[1:] >= 0))[0]
     crossings = t[up] - q[up] * (t[up + 1] - t[up]) / (q[up + 1] - q[up])
@@ -467,7 +460,7 @@ def test_reduced_bake_reevaluates_to_the_full_bake_within_tolerance(kind, subfra
         _coll, setup, bodies, _hinges = rigid_four_bar(scene)
         owners = list(bodies)
     setup.subframes = subframes
-    bake_and_trajectory(scene, setup.name)
+    bake_to_end(scene, setup.name)
     full = {}
     for owner in owners:
         for key, co in fcurve_data(owner).items():
@@ -476,7 +469,7 @@ def test_reduced_bake_reevaluates_to_the_full_bake_within_tolerance(kind, subfra
     assert all(len(co) == 2 * expected_keys for co in full.values())
     tol = 1e-3
     setup.reduce, setup.reduce_tolerance = True, tol
-    report, _trajectory, _ = bake_and_trajectory(scene, setup.name)
+    report, _trajectory, _ = bake_to_end(scene, setup.name)
     reduced_keys = 0
     for owner in owners:
         curves = fcurves_of(owner)
@@ -494,9 +487,9 @@ def test_reduced_bake_reevaluates_to_the_full_bake_within_tolerance(kind, subfra
 def test_baking_twice_gives_identical_keys():
     scene = new_scene("twice", frames=20)
     arm, setup = chain_armature(scene, n=2)
-    bake_and_trajectory(scene, setup.name)
+    bake_to_end(scene, setup.name)
     first = fcurve_data(arm)
-    bake_and_trajectory(scene, setup.name)
+    bake_to_end(scene, setup.name)
     second = fcurve_data(arm)
     assert first.keys() == second.keys()
     for key in first:
@@ -510,7 +503,7 @@ def test_free_bake_restores_the_previous_action_and_pose():
     arm.pose.bones["b1"].keyframe_insert("scale", frame=1)  # the artist's own action
     previous = compat.assigned(arm).action
     before = scene_state(scene)
-    bake_and_trajectory(scene, setup.name)
+    bake_to_end(scene, setup.name)
     assert compat.assigned(arm).action != previous
     set_frame(scene, 15)
     with bpy.context.temp_override(scene=scene):

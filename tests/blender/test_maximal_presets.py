@@ -18,7 +18,15 @@ from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 from addon.solver.presets import list_presets, preset_path
 from demo.contact import TOUCH, penetration
-from tests.blender.scenes import new_scene, object_world, read_scene, set_frame, symplex  # noqa: F401
+from tests.blender.scenes import (  # noqa: F401
+    bake_to_end,
+    new_scene,
+    object_world,
+    read_scene,
+    scene_state,
+    set_frame,
+    symplex,
+)
 from tools.generate import pendulum_chain
 
 pytestmark = pytest.mark.usefixtures("symplex")
@@ -140,6 +148,11 @@ def test_hull_off_the_body_origin_moves_into_the_body_frame():
     assert np.allclose(np.sort(got.vertices, axis=0), np.sort(moved, axis=0), atol=F32)
 
 
+def _reference(baker: job.BakeJob, mech: Mechanism):
+    """simulate() with the maximal method on the bake's own grid and tolerance."""
+    return simulate(mech, baker.read.dt, baker.read.steps, method="maximal", tol=baker.read.tolerance)
+
+
 def test_maximal_bake_of_the_built_box_drop_follows_the_file():
     """20 frames (0.76 s, the landing at 0.29 s included) at dt = 0.01 s: the bake's poses and its keys
     against simulate() on presets/box_drop.toml."""
@@ -148,12 +161,8 @@ def test_maximal_bake_of_the_built_box_drop_follows_the_file():
     built = build_rigid_bodies(scene, mech)
     setup = scene.symplex.setups[built.setup]
     setup.substeps = 4
-    baker = job.BakeJob(scene, built.setup)
-    while not baker.advance(budget_seconds=60.0):
-        pass
-    baker.finish(scene)
-    baked = baker.trajectory()
-    reference = simulate(mech, baker.read.dt, baker.read.steps, method="maximal", tol=baker.read.tolerance)
+    _, baked, baker = bake_to_end(scene, built.setup)
+    reference = _reference(baker, mech)
     assert reference.status == "finished" and baked.status == "finished"
     assert np.allclose(baked.t, reference.t)
     cube = built.objects["cube"]
@@ -185,14 +194,41 @@ def test_maximal_bake_past_the_time_step_limit_restarts_with_more_substeps():
     built = build_rigid_bodies(scene, mech)
     setup = scene.symplex.setups[built.setup]
     setup.method, setup.substeps = "maximal", 1
-    baker = job.BakeJob(scene, built.setup)
-    while not baker.advance(budget_seconds=60.0):
-        pass
-    report = baker.finish(scene)
+    report, baked, baker = bake_to_end(scene, built.setup)
     assert baker.read.substeps >= 2, report.summary()
     assert f"restarted with {baker.read.substeps} substeps per frame (setup: 1)" in report.summary()
     assert setup.substeps == 1  # the setup is the user's: the bake only used more
-    baked = baker.trajectory()
     assert baked.status == "finished" and baked.nsteps == 75 * baker.read.substeps
-    reference = simulate(baker.read.mechanism, baker.read.dt, baker.read.steps, "maximal", baker.read.tolerance)
+    reference = _reference(baker, baker.read.mechanism)
     assert np.abs(baked.poses[:, :, :3] - reference.poses[:, :, :3]).max() < 1e-9
+
+
+@pytest.mark.heavy
+def test_an_artist_scale_preset_bakes_with_progress_and_a_cancel_leaves_the_scene():
+    """presets/dominoes_100.toml built as rigid bodies: a bake advanced a few steps at a time reports a growing
+    fraction and, dropped half way (what Esc does), leaves the scene as it was; baked to the end, its keys follow
+    simulate() on the file, the first domino tipping on while the others stand."""
+    mech = load_mechanism(preset_path("dominoes_100"))
+    scene = new_scene("dominoes_100_bake", frames=4)
+    built = build_rigid_bodies(scene, mech)
+    setup = scene.symplex.setups[built.setup]
+    setup.substeps = 4
+    before = scene_state(scene)
+    cancelled = job.BakeJob(scene, built.setup)
+    fractions = []
+    while len(fractions) < 3:
+        cancelled.advance(max_steps=2)
+        fractions.append(cancelled.fraction)
+    assert 0 < fractions[0] < fractions[1] < fractions[2] < 1, fractions
+    del cancelled
+    assert scene_state(scene) == before
+    _, baked, baker = bake_to_end(scene, built.setup)
+    reference = _reference(baker, mech)
+    assert baked.status == reference.status == "finished" and baked.nsteps == 12
+    index = [baked.body_index(built.objects[b.name]) for b in mech.bodies]
+    assert np.abs(baked.poses[:, index, :3] - reference.poses[:, :, :3]).max() < 1e-5
+    first = bpy.data.objects[built.objects["domino_1"]]
+    set_frame(scene, scene.frame_end)
+    assert np.abs(np.asarray(object_world(scene, first))[:3, 3] - reference.poses[-1, 0, :3]).max() < 1e-5
+    assert reference.poses[-1, 0, 0] > mech.bodies[0].position[0] + 1e-3  # tipping on
+    assert np.abs(reference.poses[-1, 2:, :3] - reference.poses[0, 2:, :3]).max() < 1e-6  # the rest stand

@@ -11,7 +11,11 @@ points of two crossing edges.
 Pairs apart by at most the margin keep the SAT result when it is attained (a point of each box, both
 inside their boxes, exactly the separation apart along the normal: then the lower bound is the
 distance, as for resting faces and crossing edges); otherwise (vertex-vertex, vertex-edge nearest
-features) they go to GJK (convex.convex_pair).
+features) they need the true nearest points (GJK, convex.convex_pair).
+All of this runs over all pairs at once (boxface.py: faces shown to faces or edges; boxsingle.py: a
+vertex or crossing edges, and the nearest points of separated boxes); what is left (parallel edges,
+edge or face clipped against a face apart from the face pass, overlapping pairs needing EPA) runs per
+pair through `pair_contacts`, the reference the vectorised passes reproduce.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import numpy as np
 
 from ..lie import cross
 from .boxface import face_contacts
+from .boxsingle import along_axis, apart, edge_on_face
 from .convex import along_normal, convex_pair
 from .primitives import Batch, concatenate
 from .shapes import Shapes
@@ -86,10 +91,34 @@ def box_box(shapes: Shapes, rot: np.ndarray, origin: np.ndarray, ia: np.ndarray,
     scale = np.maximum(shapes.size[ia[face]].max(axis=1), shapes.size[ib[face]].max(axis=1))
     done = handled & np.isfinite(deepest) & ((sep[face] <= 0) | (np.abs(deepest - sep[face]) <= 1e-9 * scale))
     parts = [batch.where(done[pair])]
-    for k in np.concatenate([close[axis[close] >= 6], face[~done]]):
-        a, b, n = int(ia[k]), int(ib[k]), normal[k]
-        found = along_normal(shapes, a, b, rot, origin, n, float(sep[k]), margin)
-        if found is None or not len(found) or (sep[k] > 0 and not _attains(shapes, rot, origin, found, float(sep[k]))):
-            found = convex_pair(shapes, a, b, rot, origin, margin)
-        parts.append(found)
+    rest = np.concatenate([close[axis[close] >= 6], face[~done]])
+    single, settled, nearest = along_axis(rot, origin, shapes.size, ia[rest], ib[rest], normal[rest], sep[rest],
+                                          margin)
+    parts.append(single)
+    far = rest[~settled & (sep[rest] > 0)]
+    found, gjk, done_far, close_points = apart(rot, origin, shapes.size, ia[far], ib[far], sep[far],
+                                               nearest[~settled & (sep[rest] > 0)], margin)
+    parts.append(found)
+    deep = rest[~settled & (sep[rest] <= 0) & ~nearest]
+    clipped, done_deep = edge_on_face(rot, origin, shapes.size, ia[deep], ib[deep], normal[deep], margin)
+    parts.append(clipped)
+    for k in np.concatenate([deep[~done_deep], far[~gjk]]):
+        parts.append(pair_contacts(shapes, rot, origin, int(ia[k]), int(ib[k]), normal[k], float(sep[k]), margin))
+    for k in rest[~settled & (sep[rest] <= 0) & nearest]:  # overlapping: EPA
+        parts.append(convex_pair(shapes, int(ia[k]), int(ib[k]), rot, origin, margin))
+    for k in np.flatnonzero(gjk & ~done_far):  # apart: the features along the nearest points, as after GJK
+        p = close_points
+        parts.append(along_normal(shapes, int(p.a[k]), int(p.b[k]), rot, origin, p.normal[k], float(p.distance[k]),
+                                  margin, (p.point_a[k], p.point_b[k])))
     return concatenate(parts)
+
+
+def pair_contacts(shapes: Shapes, rot: np.ndarray, origin: np.ndarray, a: int, b: int, n: np.ndarray, sep: float,
+                  margin: float) -> Batch:
+    """Contacts of boxes a, b with SAT normal n and separation sep, one pair at a time (the reference the
+    vectorised passes reproduce): the features along n, then GJK when they give nothing within the
+    margin or, apart, no point pair attaining the separation."""
+    found = along_normal(shapes, a, b, rot, origin, n, sep, margin)
+    if found is None or not len(found) or (sep > 0 and not _attains(shapes, rot, origin, found, sep)):
+        found = convex_pair(shapes, a, b, rot, origin, margin)
+    return found

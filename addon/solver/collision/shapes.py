@@ -51,6 +51,21 @@ class Shapes:
         return len(self.names)
 
 
+def half_thickness(shapes: Shapes) -> np.ndarray:
+    """Half the thinnest extent of each collider (n,) in m: a sphere's, capsule's or cylinder's radius, a box's
+    smallest half-size, half the thinnest side of a hull's bounding box in its frame; inf for a plane."""
+    out = np.full(shapes.count, np.inf)
+    for i, code in enumerate(shapes.shape):
+        if code == BOX:
+            out[i] = float(np.min(shapes.size[i]))
+        elif code in (SPHERE, CAPSULE, CYLINDER):
+            out[i] = float(shapes.size[i, 0])
+        elif code == HULL:
+            vertices = shapes.hulls[i].vertices
+            out[i] = 0.5 * float(np.min(vertices.max(axis=0) - vertices.min(axis=0)))
+    return out
+
+
 def convex_hull(points: np.ndarray) -> Hull:
     """The convex hull of points (k, 3) with coplanar triangles merged into polygon faces."""
     points = np.asarray(points, dtype=float)

@@ -9,7 +9,10 @@ redundant rows included) at the new configuration; newton_iterations per step. A
 2/dt in a step (bodies.SpinTooFastError) is a ConvergenceError naming the body, and so is a singular Newton
 matrix (numpy's LinAlgError from the factorisations, naming the node). A step redone without
 friction (the interior point's last resort) is named in the message, in a RuntimeWarning and in
-info()["friction_dropped_at_steps"].
+info()["friction_dropped_at_steps"]. So is a contact found deeper than PENETRATION_FRACTION of the thinner
+collider's half-thickness (collision.shapes.half_thickness): the contact set of a step is found at its start,
+so a contact that opens and closes within one step (bodies hitting at speed) is not held; the deepest such
+overlap of the run is named with its colliders and time, and info()["deepest_penetration"] holds it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from ..collision.shapes import half_thickness
 from ..protocol import Integrator
 from ..model import Mechanism
 from ..trajectory import ConvergenceError
@@ -26,6 +30,9 @@ from .bodies import SpinTooFastError
 from .joints import frames
 from .start import body_frame_poses, joint_residual, kinetic_energy, start_from_tree
 from .variational import step
+
+
+PENETRATION_FRACTION = 0.1  # a contact deeper than this fraction of the thinner collider's half-thickness is named
 
 
 class MaximalIntegrator(Integrator):
@@ -44,6 +51,11 @@ class MaximalIntegrator(Integrator):
         energy = kinetic_energy(self.model, s.v, s.w) + forces.potential(bs.gravity, bs.mass, s.x, self.model.forces, cval)
         self._record(s.t, body_frame_poses(self.model, s.x, s.q), np.zeros(0), energy,
                      joint_residual(self.model, s.x, s.q, s.row_winding, s.t))
+        collision = self.model.collision
+        self._thickness = half_thickness(collision.shapes) if collision is not None else np.zeros(0)
+        self._deepest = 0.0  # m: the deepest contact found at a knot
+        self._named = 0.0  # m: the deepest overlap named in the message
+        self._notes: dict[str, str] = {}  # what went wrong without failing the run: the message, by kind
 
     @property
     def names(self) -> tuple[list[str], list[str]]:
@@ -67,13 +79,42 @@ class MaximalIntegrator(Integrator):
                                    f"({err}); try a smaller time step, or the tree method", step=k, time=t) from err
         if ip is not None and len(ip.friction_dropped) > dropped:
             steps = ip.friction_dropped
-            self.message = (f"friction dropped at {len(steps)} step(s) (the interior point stalled with friction "
-                            f"and the step was redone frictionless): steps {steps}")
-            warnings.warn(f"maximal-coordinate step {steps[-1]} (t = {self.state.t:.6g} s): {self.message}",
-                          RuntimeWarning, stacklevel=2)
+            self._note("friction", steps[-1], f"friction dropped at {len(steps)} step(s) (the interior point "
+                       f"stalled with friction and the step was redone frictionless): steps {steps}")
+        if ip is not None and ip.rows is not None:
+            self._check_penetration(ip.rows.contacts, self.state.t - self.dt)
         self._iterations.append(result.iterations)
         s = self.state
-        self._record(s.t, body_frame_poses(self.model, s.x, s.q), np.zeros(0), result.energy, result.residual)
+        poses = body_frame_poses(self.model, s.x, s.q) if result.poses is None else result.poses
+        self._record(s.t, poses, np.zeros(0), result.energy, result.residual)
+
+    def _note(self, kind: str, step: int, text: str) -> None:
+        """Record `text` as the run's note of `kind` (the message joins the notes) and warn."""
+        self._notes[kind] = text
+        self.message = "; ".join(self._notes.values())
+        warnings.warn(f"maximal-coordinate step {step} (t = {self.state.t:.6g} s): {text}", RuntimeWarning,
+                      stacklevel=3)
+
+    def _check_penetration(self, contacts, t: float) -> None:
+        """Name the deepest overlap of this step's contacts (found at the knot, time t) when it is deeper than
+        PENETRATION_FRACTION of the thinner collider's half-thickness and than any named before."""
+        if not len(contacts.distance):
+            return
+        names = self.model.collision.shapes.names
+        a, b = np.divmod(contacts.key, len(names))
+        allowed = PENETRATION_FRACTION * np.minimum(self._thickness[a], self._thickness[b])
+        depth = -contacts.distance
+        i = int(np.argmax(depth / allowed))
+        self._deepest = max(self._deepest, float(depth.max()))
+        if depth[i] <= allowed[i] or depth[i] <= self._named:
+            return
+        self._named = float(depth[i])
+        thin = float(min(self._thickness[a[i]], self._thickness[b[i]]))
+        self._note("penetration", self.state.step_index - 1,
+                   f"colliders {names[a[i]]!r} and {names[b[i]]!r} overlap by {1e3 * depth[i]:.3g} mm at "
+                   f"t = {t:.6g} s, more than {100 * PENETRATION_FRACTION:g} % of the thinner one's half-thickness "
+                   f"({1e3 * thin:.3g} mm): a step finds its contacts at its start, so bodies that meet within "
+                   "one step pass into each other; use a smaller time step (more substeps)")
 
     def info(self) -> dict:
         aux, ip = self.state.aux_active, self.state.interior
@@ -82,4 +123,5 @@ class MaximalIntegrator(Integrator):
         return {"redundant_rows_dropped_in": dropped,
                 "steps_without_friction": 0 if ip is None else len(ip.friction_dropped),
                 "friction_dropped_at_steps": [] if ip is None else list(ip.friction_dropped),
-                "mean_refinement_sweeps": float(np.mean(self.state.sweeps)) if self.state.sweeps else 0.0}
+                "mean_refinement_sweeps": float(np.mean(self.state.sweeps)) if self.state.sweeps else 0.0,
+                "deepest_penetration": self._deepest}

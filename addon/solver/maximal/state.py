@@ -166,6 +166,7 @@ class MaximalState:
     sweeps: list[int] = field(default_factory=list)
     frames_at: tuple | None = None  # (x, q, JointFrames) of the last step's z_2: the next knot's frames
     coord_jac_prev: np.ndarray | None = None  # (C, 12) the previous interval's coordinates' Jacobian at the knot
+    kernel: object | None = None  # native_step.MaximalKernel that takes the steps; False: numpy; None: not chosen yet
 
 
 @dataclass

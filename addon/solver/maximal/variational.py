@@ -20,6 +20,10 @@ interior_point.py, which adds its rows to the same matrix.
 The model is built once and never written; everything a step changes (the knot, velocities,
 multipliers, windings, the interior point's iterate and warm start, the solver's scratch) lives in the
 MaximalState, which records the model that made it: `step` refuses a state of another model.
+
+With the C kernels built, `step` hands the whole step of a model without colliders, limits or loop
+joints to native_step.py (native/maximal_step.c, this module's twin); setting state.kernel = False
+keeps a state on this numpy path, the reference.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from ..lie import quat_to_matrix
 from ..model import Mechanism
 from ..stamp import check_state, new_stamp
 from ..trajectory import ConvergenceError, StepTooLargeError
-from . import forces, interior_point
+from . import forces, interior_point, native_step
 from .bodies import advance, body_set, rotation_jacobian, rotational_momentum, rotational_momentum_jacobian
 from .forces import force_set
 from .interior_point import limited_coordinates
@@ -89,6 +93,7 @@ class StepResult:
     iterations: int
     residual: float
     energy: float
+    poses: np.ndarray | None = None  # body-frame poses (B, 7) at the new knot, when the C step made them
 
 
 def knot_terms(model: MaximalModel, state: MaximalState, dt: float) -> Knot:
@@ -343,6 +348,12 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> Ste
     when Newton does not converge (StepTooLargeError past the time-step limit).
     """
     check_state(model.stamp, state.model)
+    if state.kernel is None:
+        state.kernel = native_step.kernel_for(model, state) or False
+    if state.kernel:
+        done = state.kernel.step(state, dt, tol, MAX_ITERATIONS, LINE_SEARCH_HALVINGS)
+        if done is not None:
+            return StepResult(*done)
     bs, js = model.bodies, model.joints
     nb = bs.count
     knot = knot_terms(model, state, dt)

@@ -1,12 +1,13 @@
 /* Symplex C kernels: plain C ABI (double*, int64 sizes), no Python headers.
  * Loaded with ctypes by addon/solver/native/__init__.py; each kernel has a numpy twin that is its
- * reference (tree_forward: native.tree_forward_numpy; the midpoint step: tree/midpoint.py).
+ * reference (tree_forward: native.tree_forward_numpy; the midpoint step: tree/midpoint.py; the maximal
+ * step: maximal/variational.py).
  * Every array is C-contiguous, row-major; frame index -1 means the world. Kernels allocate nothing. */
 #ifndef SYMPLEX_KERNELS_H
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 6
+#define SYMPLEX_ABI_VERSION 7
 
 int64_t symplex_abi_version(void);
 
@@ -88,5 +89,81 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
                               const double *force_vector, const double *q1, const double *p1, double dt,
                               double tol, int64_t max_iterations, double *q2, double *lam, double *p2, double *h2,
                               double *stats, int64_t *iterations, double *scratch);
+
+/* A compiled maximal-coordinate model without colliders or limits (maximal/state.py MaximalModel,
+ * packed by maximal/native_step.py), as pointers to the caller's arrays. Every field is 8 bytes. Body
+ * index nbody is the world. Rows are in the model's order (model.order): n_primary rows of the tree
+ * joints, then the auxiliary (loop-closing) rows, bordered onto the tree factor;
+ * coordinates are the joint coordinates (ncoord_joint) followed by the spring lengths (nspring). The
+ * Newton matrix's primary part is factored by symplex_fillin_factor on the plan of fillin.py. */
+typedef struct symplex_maximal {
+    int64_t nbody, njoint, nrow, n_primary, ncoord_joint, nspring, nforce, n_nodes, flat_size, n_gather, fill_scratch;
+    const double *mass;             /* (nbody,) */
+    const double *com;              /* (nbody, 3) body frame origin to centre of mass, body axes */
+    const double *inertia;          /* (nbody, 3, 3) floored, body axes */
+    const double *gravity;          /* (3,) */
+    const int64_t *parent;          /* (njoint,) body index, nbody = world */
+    const int64_t *child;           /* (njoint,) */
+    const double *pa, *pb;          /* (njoint, 3) anchors from the centres of mass, body axes */
+    const double *ca, *cb;          /* (njoint, 4) joint-frame quaternions in body axes */
+    const double *frame_a, *frame_b;/* (njoint, 3, 3) their rotation matrices */
+    const int64_t *row_joint;       /* (nrow,) */
+    const int64_t *row_kind;        /* (nrow,) joints.py kinds T0..UX */
+    const int64_t *coord_joint;     /* (ncoord_joint,) */
+    const int64_t *coord_kind;      /* (ncoord_joint,) */
+    const int64_t *spring_a, *spring_b; /* (nspring,) */
+    const double *spring_pa, *spring_pb;/* (nspring, 3) */
+    const int64_t *coord_a, *coord_b;   /* (ncoord,) bodies of every coordinate */
+    const double *stiffness, *rest, *damping, *gain, *target_velocity; /* (ncoord,) */
+    const int64_t *force_body;      /* (nforce,) */
+    const double *force_point;      /* (nforce, 3) from the centre of mass, body axes */
+    const double *force_vector;     /* (nforce, 3) world, before the keyed scale */
+    const int64_t *order, *dim, *diag_offset, *upper_start, *upper_node, *lower_offset, *upper_offset,
+        *pair_start, *pair_offset, *row_offset; /* fillin.Plan of the primary saddle matrix */
+    const int64_t *gather_src;      /* (n_gather,) into [Ga; Gb; Ca; Cb] (4 n_primary, 6) row-major */
+    const int64_t *gather_dst;      /* (n_gather,) into the flat factor */
+} symplex_maximal;
+
+int64_t symplex_maximal_struct_size(void);
+
+/* Status codes of symplex_maximal_step beyond those of symplex_midpoint_step. */
+#define SYMPLEX_SPIN_TOO_FAST 4 /* |omega| dt / 2 reached 1 in an iterate (bodies.SpinTooFastError) */
+#define SYMPLEX_NEEDS_GMRES 5   /* defect correction stalled: the numpy solver's GMRES would take over */
+
+int64_t symplex_maximal_scratch_size(const symplex_maximal *model);
+
+/* The knot state of one maximal step (maximal/state.py MaximalState), read only. */
+typedef struct symplex_maximal_state {
+    const double *x, *q, *v, *w;    /* (nbody, 3|4|3|3) */
+    const double *lam;              /* (nrow,) model order */
+    const int64_t *active;          /* (nrow,) nonzero: the row is in the system (redundant loop rows are not) */
+    const double *row_winding;      /* (nrow,) windings of the rows, model order */
+    const double *coord_winding;    /* (ncoord_joint,) */
+    const double *coord_rate;       /* (ncoord,) */
+    const double *coord_jac_prev;   /* (ncoord, 12) or NULL (the knot's own Jacobian) */
+    const double *acceleration;     /* (nbody, 6) Newton starts from (v, w) + this; NULL: zero */
+    const double *targets;          /* (nrow,) row targets at t + dt */
+    const double *torque;           /* (ncoord_joint,) keyed torques averaged over t -+ dt/2 */
+    const double *force_scale;      /* (nforce,) keyed force scales averaged over t -+ dt/2 */
+    int64_t startup;                /* nonzero: v, w hold the continuous velocity zbar */
+} symplex_maximal_state;
+
+/* One step of maximal/variational.py `step` (its _newton without inequalities): Newton on the
+ * discrete Euler-Lagrange equations with the exact matrix, halving line search on
+ * |r_body| + |r_rows|, the spin cap |omega| dt <= 1 and the convergence test max|g| <= tol,
+ * estimated |zdot - zdot*| dt <= tol (variational._remaining_error).
+ * outputs: V (nbody, 6) interval velocities (v, omega); acceleration (nbody, 6) = V - (v, w) of the state;
+ *          poses (nbody, 7) body-frame poses (origin, q) at z_2 (start.body_frame_poses); lam (nrow,); x2 (nbody, 3), q2 (nbody, 4);
+ *          row_val2 (nrow,) rows at z_2 (unwrapped); row_winding2 (nrow,) windings of the ANGLE rows at
+ *          z_2 (others 0); coord_winding2 (ncoord_joint,); cval2, rate (ncoord,); cjac2 (ncoord, 12);
+ *          sweeps (max_iterations,) solver sweeps per Newton iteration;
+ *          stats (4,) = iterations, max |row_val2 - targets|, energy T + (V1 + V2)/2, Newton updates made.
+ * Returns SYMPLEX_CONVERGED or a failure status (then nothing is meaningful: the caller redoes the
+ * step with the numpy reference, which raises its error). */
+int64_t symplex_maximal_step(const symplex_maximal *model, const symplex_maximal_state *state, double dt, double tol,
+                             int64_t max_iterations, int64_t halvings, double *V, double *acceleration,
+                             double *poses, double *lam, double *x2, double *q2,
+                             double *row_val2, double *row_winding2, double *coord_winding2, double *cval2,
+                             double *rate, double *cjac2, double *sweeps, double *stats, double *scratch);
 
 #endif

@@ -103,6 +103,16 @@ def arc_rows(r: np.ndarray, J: np.ndarray, dh: np.ndarray, pose: tuple[np.ndarra
     dh[:, 3] = -(st * dT1_dh + ct * dT2_dh)
 
 
+def planar_point_hessian(S: np.ndarray, ox: float, oy: float) -> np.ndarray:
+    """d2p/dS2 (K, 3, ns, ns) of the point (x + cos th ox - sin th oy, y + sin th ox + cos th oy, const) of a
+    planar body, th = S[:, 0], x, y = S[:, 1:3]: only the heading enters nonlinearly."""
+    c, s = np.cos(S[:, 0]), np.sin(S[:, 0])
+    H = np.zeros((len(S), 3, S.shape[1], S.shape[1]))
+    H[:, 0, 0, 0] = -c * ox + s * oy
+    H[:, 1, 0, 0] = -s * ox - c * oy
+    return H
+
+
 class CarDynamics(StageDynamics):
     state_names = ("theta", "x", "y", "steer")
     segment_names = ("drive_torque", "wheel_rate")
@@ -210,6 +220,9 @@ class CarDynamics(StageDynamics):
         J[:, 0, 0] = -s * ox - c * oy
         J[:, 1, 0] = c * ox - s * oy
         return p, J
+
+    def body_point_hessian(self, S, offset):
+        return planar_point_hessian(S, self.b + offset[0], offset[1])
 
     def heading(self, S):
         J = np.zeros((len(S), 4))

@@ -86,9 +86,10 @@ def save_result(result: ShotResult, out: Path) -> None:
 
 def summary_line(name: str, result: ShotResult, wall: float, out: Path) -> str:
     """One line: status, iterations, each key's error, replay error, wall time, the solver's CPU time and where
-    it went (evaluation, factorisation, line search), output file."""
+    it went (evaluation, factorisation, line search), how the KKT matrices were factorised, output file."""
     errors = ", ".join(f"{key} {err:.2e}" for key, err in result.key_errors.items()) or "none"
     parts = ", ".join(f"{part} {t:.3f} s" for part, t in result.timings.items())
     solver = f"; solver CPU {sum(result.timings.values()):.3f} s ({parts})" if result.timings else ""
+    solver += f"; KKT: {result.kkt}" if result.kkt else ""
     return (f"{name}: {result.status} after {result.iterations} iterations; key errors {errors}; "
             f"replay error {result.replay_error:.2e} m; wall time {wall:.2f} s{solver} -> {out}")

@@ -505,6 +505,12 @@ class HolonomicDynamics(StageDynamics):
         J[:, :, 3:] = np.einsum("kija,j->kia", dR, offset)
         return p, J
 
+    def body_point_hessian(self, S, offset):
+        """R(q) is the quadratic form T q q: d2(R offset)/dq2 = 2 T offset, constant."""
+        H = np.zeros((len(S), 3, S.shape[1], S.shape[1]))
+        H[:, :, 3:7, 3:7] = 2 * np.einsum("ijab,j->iab", _T, offset)
+        return H
+
     def heading(self, S):
         R, dR = rotation(S[:, 3:7])
         a, b = R[:, 1, 0], R[:, 0, 0]

@@ -29,7 +29,7 @@ from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
 from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
-from .tree_dynamics import TreeTranscription, assemble_blocks, interval_terms, transcribe_tree
+from .tree_dynamics import TreeTranscription, assemble_blocks, intervals, transcribe_tree
 from .tree_hessian import lagrangian_hessian
 
 AXES = "xyz"
@@ -143,7 +143,7 @@ def _nlp(P: _Problem) -> NLP:
         _, jac = _key_values(P, tx.unpack(x)[0], True)
         blocks, r0 = [], tx.m
         for (key, _), rows in zip(P.key_rows, jac):
-            blocks.append((r0, tx.q_slice(key.frame), rows))
+            blocks.append((np.array([r0]), np.array([tx.q_slice(key.frame).start]), np.atleast_2d(rows)[None]))
             r0 += len(rows)
         return blocks
 
@@ -394,7 +394,7 @@ def _result(P: _Problem, out, wall_time: float) -> ShotResult:
         else:
             lines.append(f"  replay through the simulator failed: {trajectory.message}")
     result.trajectory, result.replay_error, result.report = trajectory, replay_error, "\n".join(lines)
-    result.timings = dict(out.timings)
+    result.timings, result.kkt = dict(out.timings), out.kkt
     return result
 
 
@@ -406,7 +406,7 @@ def solved_trajectory(shot: MechanismShot, result: ShotResult) -> Trajectory:
     poses = body_poses_batch(model, Q, np.broadcast_to(tx.charts, (N + 1,) + tx.charts.shape))
     start = terms(model, forward(model, tx.q0, tx.charts), tx.qd0, 0.0, second=False)
     energy = [start.kinetic + start.potential]
-    energy += [interval_terms(model, tx.charts, Q[k], Q[k + 1], k * tx.dt, tx.dt, False).energy for k in range(N)]
+    energy += list(intervals(model, tx.charts, Q[:-1], Q[1:], np.arange(N) * tx.dt, tx.dt, False).energy)
     residual = []
     for k in range(N + 1):
         h, _ = constraints.evaluate(model, forward(model, Q[k], tx.charts), jacobian=False)

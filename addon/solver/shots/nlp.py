@@ -11,10 +11,10 @@ bounds, so the equalities are c_E(x) - c_lower = 0 and c_I(x) - s = 0 and every 
 
     [[H + Sigma + dw I, A^T], [A, -dc I]] [dz; lambda+] = -[grad phi_mu; c]
 
-factorising the symmetric KKT matrix K, by default by sparse LU (scipy splu). With kkt="stage", when the NLP
-gives each variable a stage (time step) and its rows couple only nearby stages, K is block tridiagonal in
-stage order and is factorised by the stage recursion of stage_kkt.py (O(N) in the stages); without that
-structure, and for a matrix whose pivot blocks break down, by sparse LU again (NLPResult.kkt says which).
+factorising the symmetric KKT matrix K. When the NLP gives each variable a stage (time step) and its rows couple
+only nearby stages, K is block tridiagonal in stage order and, by default when the C kernel is built, is
+factorised by the stage recursion of stage_kkt.py (in C, O(N) in the stages); otherwise, and for a matrix whose
+pivot blocks break down, by sparse LU (scipy splu; NLPResult.kkt says which). kkt="lu" / "stage" force either.
 Neither gives the inertia cheaply, only the parity of the number of negative eigenvalues (the sign of det K),
 so the Hessian shift dw grows until two necessary conditions hold: that number has the parity of m, and the
 step has positive curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test of Chiang & Zavala 2016).
@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .stage_kkt import StageBreakdown, StageFactor, StageLayout, stage_layout
+from .stage_kkt import NATIVE, NativeStageFactor, StageBreakdown, StageFactor, StageLayout, stage_layout
 
 Progress = Callable[[int, dict], Optional[bool]]
 
@@ -134,6 +134,8 @@ class _Reduced:
             raise ValueError(f"NLP: constraint row {i} has lower bound {cl[i]} above upper bound {cu[i]}")
         self.fixed = xl == xu
         self.free = np.flatnonzero(~self.fixed)
+        self.z_index = np.full(len(xl), -1)  # position of each variable in z, -1 when fixed
+        self.z_index[self.free] = np.arange(len(self.free))
         self.x_full = np.where(self.fixed, xl, np.clip(np.asarray(x0, float), xl, xu))
         self.eq = cl == cu
         self.ineq = np.flatnonzero(~self.eq)
@@ -185,12 +187,17 @@ class _Reduced:
         return (self.Dc @ J).tocsr()
 
     def hess(self, z, y):
-        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c), (nx+ns)^2, or None."""
+        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c), (nx+ns)^2 (CSC, symmetrised; slack rows
+        empty), or None. Built from the NLP's entries in one conversion (it is on every iteration's path)."""
         if self.nlp.hessian is None:
             return None
-        H = sp.csr_matrix(self.nlp.hessian(self.full(z), self.c_scale * y, self.f_scale))[self.free][:, self.free]
-        H = 0.5 * (H + H.T)
-        return sp.block_diag([H, sp.csr_matrix((self.ns, self.ns))], format="csr")
+        H = sp.coo_matrix(self.nlp.hessian(self.full(z), self.c_scale * y, self.f_scale))
+        i, j = self.z_index[H.row], self.z_index[H.col]
+        kept = (i >= 0) & (j >= 0)
+        i, j, half = i[kept], j[kept], 0.5 * H.data[kept]
+        nz = self.nx + self.ns
+        return sp.csc_matrix((np.concatenate([half, half]), (np.concatenate([i, j]), np.concatenate([j, i]))),
+                             shape=(nz, nz))
 
     def kkt_layout(self, z: np.ndarray) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
@@ -293,11 +300,16 @@ class _KKT:
         self.breakdowns: dict[str, int] = {}
 
     def factor_solve(self, W: sp.spmatrix, J: sp.csr_matrix, dw: float, dc: float, rhs: np.ndarray):
-        """(factor, solution of K sol = rhs with up to three steps of iterative refinement). RuntimeError when K
-        is exactly singular (sparse LU)."""
+        """(factor, solution of K sol = rhs with up to three steps of iterative refinement), or (factor, None) when
+        the factor's inertia parity already rejects K (m rows: the step would be thrown away, so it is not
+        solved). RuntimeError when K is exactly singular (sparse LU)."""
+        m = J.shape[0]
         if isinstance(self.layout, StageLayout):
             try:
-                factor = StageFactor(self.layout, W, J, dw, dc)
+                factor = (NativeStageFactor if NATIVE else StageFactor)(self.layout, W, J, dw, dc)
+                if not factor.inertia_ok(m):
+                    self.stage_count += 1
+                    return factor, None
                 sol, accurate = _refined(factor, rhs)
                 if accurate or not np.all(np.isfinite(sol)):
                     self.stage_count += 1
@@ -310,12 +322,12 @@ class _KKT:
                                    f"{self.layout.describe()}")
         factor = _SparseLU(W, J, dw, dc)
         self.lu_count += 1
-        return factor, _refined(factor, rhs)[0]
+        return factor, (_refined(factor, rhs)[0] if factor.inertia_ok(m) else None)
 
     def describe(self) -> str:
         if not isinstance(self.layout, StageLayout):
             return f"sparse LU ({self.layout})"
-        text = f"{self.layout.describe()}; {self.stage_count} factorisations"
+        text = f"{self.layout.describe()}; {self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})"
         if self.lu_count:
             why = "; ".join(f"{reason}: {count}" for reason, count in self.breakdowns.items())
             text += f", {self.lu_count} by sparse LU instead ({why})"
@@ -328,7 +340,7 @@ def _regularised_step(H: sp.spmatrix, sigma: np.ndarray, J: sp.csr_matrix, rhs: 
     raising the Hessian shift dw from `shift` until the inertia tests of the module docstring pass (dc > 0 only
     for an exactly singular matrix). Returns (sol, factor, dw); factor is None when no shift below 1e40 works."""
     nz, m = H.shape[0], J.shape[0]
-    W = (H + sp.diags(sigma)).tocsc()
+    W = (H + sp.diags(sigma, format="csc")).tocsc()
     dw, dc = shift, 0.0
     sol, factor = None, None
     for _ in range(40):
@@ -339,16 +351,17 @@ def _regularised_step(H: sp.spmatrix, sigma: np.ndarray, J: sp.csr_matrix, rhs: 
             dc = max(dc, 1e-8 * mu**0.25)
             dw = max(1e-4, 10 * dw) if dw else (max(1e-4, dw_last / 3) if dw_last else 1e-4)
             continue
-        dz = sol[:nz]
-        if not np.all(np.isfinite(sol)):
+        if sol is None:  # wrong inertia parity (factor_solve did not solve)
+            pass
+        elif not np.all(np.isfinite(sol)):
             factor = None
-        elif dz @ (W @ dz) + dw * (dz @ dz) >= 1e-10 * (dz @ dz) and factor.inertia_ok(m):
+        elif sol[:nz] @ (W @ sol[:nz]) + dw * (sol[:nz] @ sol[:nz]) >= 1e-10 * (sol[:nz] @ sol[:nz]):
             break
         dw = (max(1e-4, dw_last / 3) if dw_last else 1e-4) if dw == 0 else (8 if dw_last else 100) * dw
         if dw > 1e40:
             factor = None
             break
-    return sol, factor, dw
+    return sol, (factor if sol is not None else None), dw
 
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
@@ -366,16 +379,20 @@ def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_
 
 
 def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float = 1e-9, max_iter: int = 300,
-          progress: Progress | None = None, mu_init: float = 0.1, kkt: str = "lu") -> NLPResult:
+          progress: Progress | None = None, mu_init: float = 0.1, kkt: str = "auto") -> NLPResult:
     """Solve `nlp` from x0 by the primal-dual interior-point method of this module's docstring.
 
     progress(iteration, info) is called once per iteration with info keys objective, constraint_violation,
     dual_infeasibility, mu, step, regularization; returning False stops with status 'cancelled'.
-    kkt: "lu" (sparse LU, the default: faster here) or "stage" (the stage recursion of stage_kkt.py when
-    nlp.stages allows it, else sparse LU; same steps to round-off, see docs/shots.md).
+    kkt: "lu" (sparse LU), "stage" (the stage recursion of stage_kkt.py, in C when the kernel is built, else its
+    numpy twin, when nlp.stages allows it, else sparse LU; same steps to round-off, see docs/shots.md) or "auto"
+    (the default: "stage" when the C kernel is built, else "lu", the faster of the two in numpy).
     """
-    if kkt not in ("lu", "stage"):
-        raise ValueError(f"NLP solve: kkt must be 'lu' or 'stage', not {kkt!r}")
+    if kkt not in ("auto", "lu", "stage"):
+        raise ValueError(f"NLP solve: kkt must be 'auto', 'lu' or 'stage', not {kkt!r}")
+    why_lu = "kkt='lu'"
+    if kkt == "auto":
+        kkt, why_lu = ("stage" if NATIVE else "lu"), "the C stage kernel is not built"
     start_time = time.perf_counter()
     P = _Reduced(nlp, x0)
     nz = P.nx + P.ns
@@ -402,7 +419,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         g = P.grad(z)
         J = P.jac(z)
     with clock("factorisation"):
-        factoriser = _KKT(P.kkt_layout(z) if kkt == "stage" else "the default")
+        factoriser = _KKT(P.kkt_layout(z) if kkt == "stage" else why_lu)
     it = 0
     for it in range(max_iter + 1):
         dl = np.where(lo_f, z - zl, 1.0)

@@ -18,7 +18,7 @@ from scipy.spatial import ConvexHull
 from ..lie import quat_to_matrix
 from .spec import Obstacle
 
-Distance = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+Distance = Callable[..., tuple]  # (p (K, 3), second=False) -> (d (K,), g (K, 3)[, H (K, 3, 3) with second])
 
 
 def _soft_norm(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -27,15 +27,24 @@ def _soft_norm(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return n, v / np.where(n > 0, n, 1.0)[..., None]
 
 
+def _norm_hessian(n: np.ndarray, u: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Hessian (K, d, d) of |o| in the active components of o (K, d) (the others clamped at zero), |o| = n,
+    o / |o| = u: (diag(active) - u u^T) / n, zero where n = 0."""
+    eye = active[:, :, None] * np.eye(active.shape[1])
+    return (eye - u[:, :, None] * u[:, None, :]) / np.where(n > 0, n, np.inf)[:, None, None]
+
+
 def _sphere(radius: float) -> Distance:
-    def distance(p):
+    def distance(p, second=False):
         n, u = _soft_norm(p)
-        return n - radius, u
+        if not second:
+            return n - radius, u
+        return n - radius, u, _norm_hessian(n, u, np.ones(p.shape, bool))
     return distance
 
 
 def _box(half: np.ndarray) -> Distance:
-    def distance(p):
+    def distance(p, second=False):
         q = np.abs(p) - half
         outside = np.maximum(q, 0.0)
         n, u = _soft_norm(outside)
@@ -45,13 +54,18 @@ def _box(half: np.ndarray) -> Distance:
         grad_in[np.arange(len(p)), i] = 1.0
         is_out = inside > 0
         d = np.where(is_out, n, inside)
-        g = np.where(is_out[:, None], u, grad_in) * np.sign(np.where(p == 0, 1.0, p))
-        return d, g
+        sign = np.sign(np.where(p == 0, 1.0, p))
+        g = np.where(is_out[:, None], u, grad_in) * sign
+        if not second:
+            return d, g
+        # outside: |max(|p| - half, 0)|, the signs of p on both sides; inside: one face, linear
+        H = _norm_hessian(n, u, q > 0) * sign[:, :, None] * sign[:, None, :] * is_out[:, None, None]
+        return d, g, H
     return distance
 
 
 def _cylinder(radius: float, half_height: float) -> Distance:
-    def distance(p):
+    def distance(p, second=False):
         rho, radial = _soft_norm(p[:, :2])
         q = np.stack([rho - radius, np.abs(p[:, 2]) - half_height], -1)
         n, u = _soft_norm(np.maximum(q, 0.0))
@@ -60,7 +74,15 @@ def _cylinder(radius: float, half_height: float) -> Distance:
         d_dq = np.where(is_out[:, None], u, np.eye(2)[np.argmax(q, axis=-1)])
         sz = np.sign(np.where(p[:, 2] == 0, 1.0, p[:, 2]))
         g = np.concatenate([d_dq[:, :1] * radial, (d_dq[:, 1] * sz)[:, None]], -1)
-        return np.where(is_out, n, inside), g
+        d = np.where(is_out, n, inside)
+        if not second:
+            return d, g
+        # d(q(p)): dq/dp rows (radial, 0) and (0, 0, sz); q_0 = rho curves as (I - r r^T) / rho in x, y
+        Jq = np.zeros((len(p), 2, 3))
+        Jq[:, 0, :2], Jq[:, 1, 2] = radial, sz
+        H = np.einsum("kai,kab,kbj->kij", Jq, _norm_hessian(n, u, q > 0) * is_out[:, None, None], Jq)
+        H[:, :2, :2] += d_dq[:, 0, None, None] * _norm_hessian(rho, radial, np.ones((len(p), 2), bool))
+        return d, g, H
     return distance
 
 
@@ -76,18 +98,26 @@ def _hull(vertices: np.ndarray) -> Distance:
     beta = 50.0 / size
     shift = np.log(len(offsets)) / beta
 
-    def distance(p):
+    def distance(p, second=False):
         s = p @ normals.T - offsets
         top = np.max(s, axis=-1, keepdims=True)
         w = np.exp(beta * (s - top))
         total = w.sum(-1)
         d = top[:, 0] + np.log(total) / beta - shift
-        return d, (w / total[:, None]) @ normals
+        w = w / total[:, None]
+        g = w @ normals
+        if not second:
+            return d, g
+        # log-sum-exp: beta (sum_j w_j n_j n_j^T - g g^T)
+        H = beta * (np.einsum("kj,ja,jb->kab", w, normals, normals) - g[:, :, None] * g[:, None, :])
+        return d, g, H
     return distance
 
 
 def distance_function(obstacle: Obstacle) -> Distance:
-    """World signed distance (K, 3) -> ((K,), (K, 3)) of `obstacle`."""
+    """World signed distance (K, 3) -> ((K,), (K, 3)) of `obstacle`; with second=True also its Hessian
+    (K, 3, 3) (exact where the distance is twice differentiable: away from a box's or cylinder's edges
+    and faces inside, where one branch is linear)."""
     R = quat_to_matrix(np.asarray(obstacle.orientation, dtype=float))
     c = np.asarray(obstacle.position, dtype=float)
     if obstacle.shape == "sphere":
@@ -99,7 +129,9 @@ def distance_function(obstacle: Obstacle) -> Distance:
     else:
         local = _hull(np.asarray(obstacle.vertices, dtype=float))
 
-    def distance(p):
-        d, g = local((np.asarray(p, dtype=float) - c) @ R)
-        return d, g @ R.T
+    def distance(p, second=False):
+        out = local((np.asarray(p, dtype=float) - c) @ R, second)
+        if not second:
+            return out[0], out[1] @ R.T
+        return out[0], out[1] @ R.T, R @ out[2] @ R.T
     return distance

@@ -23,7 +23,7 @@ import numpy as np
 from ..integrator import simulate
 from ..vehicles.snakeboard import compile_snakeboard
 from . import jets
-from .car import arc_lagrangian, arc_rows
+from .car import arc_lagrangian, arc_rows, planar_point_hessian
 from .transcription import Channel, StageDynamics
 
 
@@ -140,6 +140,9 @@ class SnakeboardDynamics(StageDynamics):
         J[:, 0, 0] = -s * offset[0] - c * offset[1]
         J[:, 1, 0] = c * offset[0] - s * offset[1]
         return p, J
+
+    def body_point_hessian(self, S, offset):
+        return planar_point_hessian(S, offset[0], offset[1])
 
     def heading(self, S):
         J = np.zeros((len(S), 5))

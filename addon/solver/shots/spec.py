@@ -283,6 +283,7 @@ class ShotResult:
     label -> largest error of its conditions (m, rad or m/s; radius keys: distance beyond the radius).
     replay_error: largest difference between the solved and the replayed body positions (m). timings: the
     interior point's CPU seconds per part (evaluation, factorisation, line search; nlp.NLPResult.timings).
+    kkt: how its KKT matrices were factorised (nlp.NLPResult.kkt: the stage recursion or sparse LU, and why).
     """
 
     trajectory: Trajectory | None
@@ -302,6 +303,7 @@ class ShotResult:
     obstacle_clearance: dict[str, float] = field(default_factory=dict)
     solution: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the NLP vector (a warm start for re-solves)
     timings: dict[str, float] = field(default_factory=dict)
+    kkt: str = ""
 
     def curves(self) -> tuple[tuple[str, Curve], ...]:
         """(channel, linear Curve) pairs, ready for Vehicle.controls."""

@@ -14,9 +14,12 @@ start state fixed by its bounds). Variables of no stage (the free time step, sta
 form a small border coupled to every chunk (an arrow matrix); so does a last block much larger than the others
 (merged from the stages under keys on the end state), which would otherwise set the padded size of every block.
 
-`StageFactor` factorises by block cyclic reduction (the stage-wise Riccati recursion reordered so that each
-level is a batch of independent small dense problems, which numpy does in one call each): with A_k the diagonal
-and C_k the upper off-diagonal blocks, the even blocks are eliminated at once,
+`NativeStageFactor` (the default when the C kernels are built) assembles K from W and J straight into blocks of
+each chunk's own size and factorises it in C (native/stage_kkt.c) by the sequential Riccati recursion
+D_{k+1} = A_{k+1} - C_k^T D_k^{-1} C_k, dense LU per block, over only the columns of C_k that are not zero.
+`StageFactor`, its numpy twin and reference, factorises by block cyclic reduction (the stage-wise Riccati
+recursion reordered so that each level is a batch of independent small dense problems, which numpy does in one
+call each): with A_k the diagonal and C_k the upper off-diagonal blocks, the even blocks are eliminated at once,
 
     A'_j = A_j - C_{j-1}^T A_{j-1}^{-1} C_{j-1} - C_j A_{j+1}^{-1} C_j^T,   C'_j = -C_j A_{j+1}^{-1} C_{j+1}
 
@@ -35,8 +38,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..native import stage_kkt_binding as _native
+
 _END_TO_BORDER = 200  # most unknowns in the border after moving the last block there
 _PIVOT_RCOND = 1e-13  # smallest |eigenvalue| / largest of the equilibrated border Schur complement (else: singular)
+NATIVE = _native.LIB is not None  # the C kernel (native/stage_kkt.c) is built and loads
 
 
 class StageBreakdown(RuntimeError):
@@ -63,26 +69,40 @@ class StageLayout:
         local[self.border] = np.arange(len(self.border))
         self.chunk, self.local = chunk, local
         self.pad = self.size - sizes  # unused slots per chunk: identity rows, one positive eigenvalue each
+        # the C kernel's storage (native/stage_kkt.h): blocks of each chunk's own size, no padding
+        self.order = order
+        self.sizes = sizes.astype(np.int64)
+        self.nb = len(self.border)
+        self.r_off = starts.astype(np.int64)
+        ends = np.cumsum(np.concatenate([sizes**2, sizes[:-1] * sizes[1:], sizes * self.nb]))
+        offsets = np.concatenate([[0], ends]).astype(np.int64)
+        self.a_off = offsets[:n_chunks]
+        self.c_off = offsets[n_chunks:2 * n_chunks - 1]
+        self.e_off = offsets[2 * n_chunks - 1:3 * n_chunks - 1]
+        self.f_off = int(offsets[3 * n_chunks - 1])
+        self.n_blk = self.f_off + self.nb**2
 
-    @property
-    def cost(self) -> int:
-        """Flops of a factorisation, up to a constant: every padded block's inverse and its products with the
-        border's columns, and the border's Schur complement."""
+    def cost(self, padded: bool) -> int:
+        """Flops of a factorisation, up to a constant: every block's inverse and its products with the border's
+        columns, and the border's Schur complement; blocks padded to the largest (numpy's batches) or not (C)."""
         nb = len(self.border)
-        return self.n_chunks * (self.size**3 + self.size**2 * nb) + nb**3
+        p = np.full(self.n_chunks, self.size) if padded else self.sizes
+        return int(np.sum(p.astype(float)**3 + p.astype(float)**2 * nb)) + nb**3
 
     def describe(self) -> str:
-        return (f"stage-structured LDL^T: {self.n_chunks} blocks of at most {self.size} unknowns "
+        return (f"stage recursion: {self.n_chunks} blocks of at most {self.size} unknowns "
                 f"({self.band} stage{'s' if self.band > 1 else ''} each), {len(self.border)} coupling unknowns")
 
 
 def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, slack_rows: np.ndarray,
-                 max_border: int = 20) -> StageLayout | str:
+                 max_border: int = 20, padded: bool | None = None) -> StageLayout | str:
     """The layout for KKT unknowns (variables with stages var_stage (nz,), -1 for none; then J's rows), or the
     reason there is none. slack_rows (nz,): the row of each slack variable, -1 for the other variables.
 
     Rows go either where they pin a variable or to the middle of their stages (module docstring); of the two
-    layouts, the cheaper to factorise is kept (StageLayout.cost)."""
+    layouts, the cheaper to factorise is kept (StageLayout.cost: padded for the numpy twin, by default when the C
+    kernel is not built)."""
+    padded = NATIVE is False if padded is None else padded
     J = sp.coo_matrix(J)
     pairs = [(J.row + len(var_stage), J.col)]
     if H is not None:
@@ -91,10 +111,10 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
         pairs.append((Hc.row[nonzero], Hc.col[nonzero]))
     rows = np.concatenate([p[0] for p in pairs])
     cols = np.concatenate([p[1] for p in pairs])
-    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border)
+    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded)
                for row_stage in _row_stages(J, var_stage)]
     found = [layout for layout in layouts if isinstance(layout, StageLayout)]
-    return min(found, key=lambda layout: layout.cost) if found else layouts[0]
+    return min(found, key=lambda layout: layout.cost(padded)) if found else layouts[0]
 
 
 def _row_stages(J: sp.coo_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,7 +137,7 @@ def _row_stages(J: sp.coo_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np
     return np.where(pinned >= 0, pinned, middle), middle
 
 
-def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int) -> StageLayout | str:
+def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padded: bool) -> StageLayout | str:
     """The layout for one placement of the rows; (rows, cols) are the KKT matrix's coupled pairs."""
     nz = len(var_stage)
     stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
@@ -137,7 +157,7 @@ def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int) -> St
     # a last block merged from several stages (keys on the end state) sets the padded size of every block: in
     # the border instead (eliminated last, by its Schur complement) it may cost less
     moved = StageLayout(np.where(chunk == n_chunks - 1, -1, chunk), n_chunks - 1, band)
-    if len(moved.border) <= _END_TO_BORDER and moved.cost < layout.cost:
+    if len(moved.border) <= _END_TO_BORDER and moved.cost(padded) < layout.cost(padded):
         layout = moved
     if layout.size * 4 > len(stage):
         return f"a stage block holds {layout.size} of {len(stage)} unknowns"
@@ -320,4 +340,56 @@ class StageFactor:
         """The interior point's test, the same as for the sparse LU: the number of negative eigenvalues has the
         parity of m (the exact count, negatives() == m, is IPOPT's test; on the parking shot it forced larger
         shifts and tripled the iterations, so both factorisations keep the LU's test and give the same steps)."""
+        return self.parity == m % 2
+
+
+class NativeStageFactor:
+    """The same factorisation in C (native/stage_kkt.c): K assembled from W (CSC) and J (CSR) straight into blocks
+    of each chunk's own size (no padding), factorised by the sequential Riccati recursion D_{k+1} = A_{k+1} -
+    C_k^T D_k^{-1} C_k with dense LU per block, then the border's Schur complement. Other pivot blocks than
+    StageFactor's cyclic reduction, the same matrix: same solutions to round-off, same parity. Same interface
+    as StageFactor but for negatives() (the LU pivots give the parity only)."""
+
+    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float):
+        L = layout
+        W, J = sp.csc_matrix(W), sp.csr_matrix(J)  # no copies when they are already (the interior point's)
+        nz, m = W.shape[0], J.shape[0]
+        if nz + m != L.n_unknowns or W.shape != (nz, nz) or J.shape[1] != nz:
+            raise ValueError(f"stage KKT: W {W.shape} and J {J.shape} do not fit a layout of {L.n_unknowns} "
+                             f"unknowns")
+        self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
+        i64 = np.int64
+        blk = np.empty(L.n_blk)
+        bad = _native.assemble(L, nz, m, W.indptr.astype(i64), W.indices.astype(i64), np.ascontiguousarray(W.data,
+                               float), J.indptr.astype(i64), J.indices.astype(i64),
+                               np.ascontiguousarray(J.data, float), dw, dc, blk)
+        if bad:
+            raise StageBreakdown("an entry couples stage blocks more than one apart")
+        n_inner = len(L.order)
+        self.x = np.empty(n_inner * L.nb)
+        self.piv = np.empty(n_inner + L.nb, i64)
+        parity = np.zeros(1, i64)
+        self.g, self.g_cols, self.g_count = np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64)
+        failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.g_cols, self.g_count, self.x, self.piv, parity)
+        if failed >= 0:
+            raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
+                                 if failed == L.n_chunks else "a stage pivot block is singular")
+        self.blk, self.parity = blk, int(parity[0])
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        L = self.L
+        v = np.concatenate([rhs[L.order], rhs[L.border]])
+        _native.solve(L, self.blk, self.g, self.g_cols, self.g_count, self.x, self.piv, v)
+        out = np.empty(L.n_unknowns)
+        out[L.order] = v[:len(L.order)]
+        out[L.border] = v[len(L.order):]
+        return out
+
+    def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        nz = self.W.shape[0]
+        dz, y = sol[:nz], sol[nz:]
+        return rhs - np.concatenate([self.W @ dz + self.dw * dz + self.J.T @ y, self.J @ dz - self.dc * y])
+
+    def inertia_ok(self, m: int) -> bool:
+        """The interior point's parity test (StageFactor.inertia_ok)."""
         return self.parity == m % 2

@@ -12,8 +12,10 @@ Jacobian is block banded, and the KKT matrix keeps that band under a fill-reduci
 
 Blocks: each is K instances of one vectorised function of a small local vector (K, w) -> values (K, r)
 and exact Jacobian (K, r, w). The Hessian of the Lagrangian is summed from each block's local second
-derivatives sum_i y_i d2 c_i, obtained by forward differences of that exact local Jacobian (w batched
-evaluations per block, all instances at once): "exact first, differenced second derivatives".
+derivatives sum_i y_i d2 c_i: exact where the block's function carries a `hessian` (every vehicle's step
+equations; keys, obstacle clearances, corridors and the reference cost when the dynamics gives
+body_point_hessian), else by forward differences of its exact local Jacobian (w batched evaluations per block,
+all instances at once: the effort and smoothness costs, quadratic in the controls, so exact to round-off).
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ class StageDynamics(ABC):
     # Optional exact second derivatives: residual_hessian(W, first, h, y (K, nr)) -> (K, 3 (ns + nv) + 1,
     # 3 (ns + nv) + 1), sum_i y_i d2 r_i over the window flattened then h. None: differenced instead.
     residual_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
+
+    # Optional: body_point_hessian(S (K, ns), offset (3,)) -> d2 position / dS2 (K, 3, ns, ns), the exact
+    # curvature of body_point; keys, obstacles, corridors and reference costs then have exact Hessians.
+    body_point_hessian: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
 
     @abstractmethod
     def pre_start(self) -> np.ndarray:
@@ -226,14 +232,25 @@ def _assemble(blocks: list[Block], n: int):
 
 def _at_height(dist, z: float):
     """The distance function evaluated with every point moved to height z (planar vehicles)."""
-    def distance(p):
+    def distance(p, second=False):
         q = np.array(p, dtype=float)
         q[:, 2] = z
-        d, g = dist(q)
+        d, g, *H = dist(q, second)
         g = g.copy()
         g[:, 2] = 0.0
-        return d, g
+        if not second:
+            return d, g
+        H = H[0].copy()
+        H[:, 2, :] = H[:, :, 2] = 0.0
+        return d, g, H
     return distance
+
+
+def _with_hessian(fn: LocalFn, hessian) -> LocalFn:
+    """fn with its exact `hessian(X, weights) -> (K, w, w)` attached (None: fn unchanged, differenced)."""
+    if hessian is not None:
+        fn.hessian = hessian
+    return fn
 
 
 def _wrap(a: np.ndarray) -> np.ndarray:
@@ -377,13 +394,24 @@ class Transcription:
                         p, dp = dyn.position(S)
                         d = p[:, rows] - target
                         return np.sum(d * d, 1, keepdims=True), 2 * np.einsum("ki,kij->kj", d, dp[:, rows])[:, None]
-                    self._node_block(step, fn, [[-np.inf]], [[key.radius**2]], [key.label], ("key", key, "position"))
+
+                    def hessian(S, weights, target=target):  # 2 (J^T J + sum_i d_i d2p_i)
+                        p, dp = dyn.position(S)
+                        J, d = dp[:, rows], p[:, rows] - target
+                        H = np.einsum("kia,kib->kab", J, J) + np.einsum("ki,kiab->kab", d, self._point_hessian(S)[:, rows])
+                        return 2 * weights[:, :1, None] * H
+                    self._node_block(step, _with_hessian(fn, hessian if self._curvature else None), [[-np.inf]],
+                                     [[key.radius**2]], [key.label], ("key", key, "position"))
                 else:
                     def fn(S, target=target):
                         p, dp = dyn.position(S)
                         return p[:, rows] - target, dp[:, rows]
+
+                    def hessian(S, weights):
+                        return np.einsum("ki,kiab->kab", weights, self._point_hessian(S)[:, rows])
                     z = np.zeros((1, len(rows)))
-                    self._node_block(step, fn, z, z, [key.label], ("key", key, "position"))
+                    self._node_block(step, _with_hessian(fn, hessian if self._curvature else None), z, z, [key.label],
+                                     ("key", key, "position"))
             if key.heading is not None:
                 def fn(S, target=float(key.heading)):
                     a, da = dyn.heading(S)
@@ -401,6 +429,26 @@ class Transcription:
                 z = np.zeros((1, len(comps)))
                 self._node_block(step, fn, z, z, [key.label], ("key", key, "velocity"), extra_segment=True)
 
+    @property
+    def _curvature(self) -> bool:
+        """Whether the dynamics gives body_point's exact curvature (exact Hessians of the geometric blocks)."""
+        return self.dyn.body_point_hessian is not None
+
+    def _point_hessian(self, S: np.ndarray) -> np.ndarray:
+        """d2 position / dS2 (K, 3, ns, ns)."""
+        return self.dyn.body_point_hessian(S, np.zeros(3))
+
+    def _sphere_points(self, S: np.ndarray, spheres: np.ndarray, second: bool = False) -> tuple[np.ndarray, ...]:
+        """Centres of the body spheres (K, m, 3), d/dS (K, m, 3, ns) and with second d2/dS2 (K, m, 3, ns, ns),
+        remembered for the last S (every obstacle block, and its Hessian, asks at the same stages)."""
+        last = getattr(self, "_spheres_at", None)
+        if last is None or not np.array_equal(last[0], S):
+            P, J = zip(*(self.dyn.body_point(S, c) for c in spheres[:, :3]))
+            last = self._spheres_at = [S.copy(), np.stack(P, 1), np.stack(J, 1), None]
+        if second and last[3] is None:
+            last[3] = np.stack([self.dyn.body_point_hessian(S, c) for c in spheres[:, :3]], 1)
+        return tuple(last[1:4] if second else last[1:3])
+
     def _obstacle_blocks(self):
         dyn, shot = self.dyn, self.shot
         steps = np.arange(1, self.N + 1)
@@ -410,17 +458,22 @@ class Transcription:
             if dyn.planar:  # a ground vehicle meets the obstacle's cross-section at the obstacle's centre height
                 dist = _at_height(dist, float(ob.position[2]))
 
-            def fn(S, dist=dist):
-                d, dd = [], []
-                for c in spheres[:, :3]:
-                    p, dp = dyn.body_point(S, c)
-                    di, gi = dist(p)
-                    d.append(di)
-                    dd.append(np.einsum("ki,kij->kj", gi, dp))
-                return np.stack(d, 1), np.stack(dd, 1)
+            def fn(S, dist=dist):  # every sphere's centre through one distance call
+                P, J = self._sphere_points(S, spheres)
+                K, m = P.shape[:2]
+                d, g = dist(P.reshape(K * m, 3))
+                return d.reshape(K, m), np.einsum("kmi,kmij->kmj", g.reshape(K, m, 3), J)
+
+            def hessian(S, weights, dist=dist):  # sum_m w_m (J_m^T H_m J_m + sum_i g_mi d2p_mi)
+                P, J, D2 = self._sphere_points(S, spheres, True)
+                K, m = P.shape[:2]
+                _, g, H = dist(P.reshape(K * m, 3), True)
+                wH = weights[:, :, None, None] * H.reshape(K, m, 3, 3)
+                wg = weights[:, :, None] * g.reshape(K, m, 3)
+                return np.sum(np.swapaxes(J, 2, 3) @ wH @ J, axis=1) + np.einsum("kma,kmaij->kij", wg, D2)
             need = np.tile(spheres[:, 3] + ob.clearance, (len(steps), 1))
-            self._node_block(steps, fn, need, np.full(need.shape, np.inf),
-                             [f"{ob.name} at step {k}" for k in steps], ("obstacle", ob))
+            self._node_block(steps, _with_hessian(fn, hessian if self._curvature else None), need,
+                             np.full(need.shape, np.inf), [f"{ob.name} at step {k}" for k in steps], ("obstacle", ob))
         rows = self._position_rows()
         for c in shot.corridors:
             steps_c = np.arange(max(c.first, 1), c.last + 1)
@@ -428,6 +481,8 @@ class Transcription:
             def fn(S):
                 p, dp = dyn.position(S)
                 return p[:, rows], dp[:, rows]
+            if self._curvature:
+                fn.hessian = lambda S, weights: np.einsum("ki,kiab->kab", weights, self._point_hessian(S)[:, rows])
             lo = np.tile(np.asarray(c.lower, float)[rows], (len(steps_c), 1))
             hi = np.tile(np.asarray(c.upper, float)[rows], (len(steps_c), 1))
             self._node_block(steps_c, fn, lo, hi, [f"{c.name} at step {k}" for k in steps_c], ("corridor", c))
@@ -475,6 +530,18 @@ class Transcription:
                 g = np.concatenate([2 * wgt * h[:, None] * np.einsum("ki,kij->kj", d, dp[:, rows]),
                                     (wgt * np.sum(d * d, 1))[:, None]], 1)
                 return val[:, None], g[:, None]
+
+            def hessian(X, weights):  # wgt h |d|^2: 2 wgt h (J^T J + sum_i d_i d2p_i); with h: 2 wgt J^T d
+                S = X[:, :ns]
+                p, dp = dyn.position(S)
+                h, J = X[:, ns], dp[:, rows]
+                d = p[:, rows] - np.resize(ref[ks], (len(X), len(rows)))
+                H = np.zeros((len(X), ns + 1, ns + 1))
+                H[:, :ns, :ns] = 2 * wgt * h[:, None, None] * (
+                    np.einsum("kia,kib->kab", J, J) + np.einsum("ki,kiab->kab", d, self._point_hessian(S)[:, rows]))
+                H[:, :ns, ns] = H[:, ns, :ns] = 2 * wgt * np.einsum("ki,kij->kj", d, J)
+                return weights[:, :1, None] * H
+            _with_hessian(fn, hessian if self._curvature else None)
             idx = np.concatenate([self.stage_index(ks, "state"), np.full((N, 1), self.h_index)], 1)
             self.costs.append(Block(idx, fn, np.zeros((N, 1)), np.zeros((N, 1)), [], "reference"))
 
@@ -720,7 +787,7 @@ class Transcription:
             lines.insert(2, "  " + self.diagnose_keys(x))
         return ShotResult(trajectory, controls, times, "\n".join(lines), res.status, res.iterations, res.wall_time,
                           key_errors, st[1:, :dyn.ns].copy(), dyn.state_names, h, res.objective,
-                          res.constraint_violation, replay_error, clear, x.copy(), res.timings)
+                          res.constraint_violation, replay_error, clear, x.copy(), res.timings, res.kkt)
 
     def diagnose_keys(self, x: np.ndarray) -> str:
         """Why the shot failed: re-solve with every key soft (dynamics, bounds, obstacles hard) and name the key

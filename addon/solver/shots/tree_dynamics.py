@@ -23,22 +23,28 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..lie import ad_twist, cross
 from ..model import MechanismError
-from ..tree import constraints
 from ..tree.assembly import assemble
 from ..tree.compile import TreeModel
 from ..tree.dynamics import terms
 from ..tree.kinematics import Kinematics, forward
-from ..tree.midpoint import nonconservative_forces
+from .tree_batch import (
+    BatchKinematics,
+    constraint_force_dq_batch,
+    curve_values,
+    forward_batch,
+    loops_batch,
+    terms_batch,
+)
 
 
 @dataclass(frozen=True)
 class IntervalTerms:
-    """Slot derivatives of the forced discrete Lagrangian on one interval (q1, q2), all (nq,) / (nq, nq).
+    """Slot derivatives of the forced discrete Lagrangian on intervals (q1, q2): (..., nq) / (..., nq, nq),
+    a leading axis K when evaluated for K intervals at once.
 
     D1 = D1Ld + fd and D2 = D2Ld + fd without the shot's controls (they enter linearly as dt/2 B u);
-    D1_q1 = dD1/dq1 and so on (None when evaluated without the Jacobian).
+    D1_q1 = dD1/dq1 and so on (None when evaluated without the Jacobian); energy at the midpoint.
     """
 
     D1: np.ndarray
@@ -47,30 +53,42 @@ class IntervalTerms:
     D1_q2: np.ndarray | None
     D2_q1: np.ndarray | None
     D2_q2: np.ndarray | None
-    energy: float
+    energy: np.ndarray | float
 
 
-def interval_terms(model: TreeModel, charts: np.ndarray, q1: np.ndarray, q2: np.ndarray, t1: float,
-                   dt: float, jacobian: bool = True) -> IntervalTerms:
-    """Evaluate D1, D2 and (jacobian=True) their exact Jacobians on the interval [t1, t1 + dt] from q1 to q2 (nq,)."""
-    v = (q2 - q1) / dt
-    tm = t1 + 0.5 * dt
-    tr = terms(model, forward(model, 0.5 * (q1 + q2), charts), v, tm, second=jacobian)
-    fd = 0.5 * dt * nonconservative_forces(model, v, tm)
+def intervals(model: TreeModel, charts: np.ndarray, Q1: np.ndarray, Q2: np.ndarray, t1: np.ndarray, dt: float,
+              jacobian: bool = True) -> IntervalTerms:
+    """D1, D2 and (jacobian=True) their exact Jacobians on the K intervals [t1, t1 + dt] from Q1 to Q2 (K, nq),
+    all at once (tree_batch.py)."""
+    V = (Q2 - Q1) / dt
+    tm = np.asarray(t1, float) + 0.5 * dt
+    qm = 0.5 * (Q1 + Q2)
+    tr = terms_batch(model, forward_batch(model, qm, charts), qm, V, tm, second=jacobian)
+    keyed = curve_values(model.dof_torque, tm, 0.0)
+    fd = 0.5 * dt * (-model.dof_damping * V + model.dof_motor_gain * (model.dof_motor_velocity - V) + keyed)
     Lq = 0.5 * dt * (tr.g + tr.Q)
     if not jacobian:
         return IntervalTerms(D1=Lq - tr.p + fd, D2=Lq + tr.p + fd, D1_q1=None, D1_q2=None, D2_q1=None, D2_q2=None,
-                             energy=tr.kinetic + tr.potential)
+                             energy=tr.energy)
     curv = 0.25 * dt * (tr.B + tr.Q_q)
-    sym, skew = 0.5 * (tr.A.T + tr.A), 0.5 * (tr.A.T - tr.A)
+    At = np.swapaxes(tr.A, 1, 2)
+    sym, skew = 0.5 * (At + tr.A), 0.5 * (At - tr.A)
     Mdt = tr.M / dt
     fd_q2 = -0.5 * np.diag(model.dof_damping + model.dof_motor_gain)
     return IntervalTerms(
         D1=Lq - tr.p + fd, D2=Lq + tr.p + fd,
         D1_q1=curv - sym + Mdt - fd_q2, D1_q2=curv + skew - Mdt + fd_q2,
         D2_q1=curv - skew - Mdt - fd_q2, D2_q2=curv + sym + Mdt + fd_q2,
-        energy=tr.kinetic + tr.potential,
+        energy=tr.energy,
     )
+
+
+def interval_terms(model: TreeModel, charts: np.ndarray, q1: np.ndarray, q2: np.ndarray, t1: float,
+                   dt: float, jacobian: bool = True) -> IntervalTerms:
+    """`intervals` on the one interval [t1, t1 + dt] from q1 to q2 (nq,): (nq,) / (nq, nq), energy a float."""
+    it = intervals(model, charts, q1[None], q2[None], np.array([t1]), dt, jacobian)
+    return IntervalTerms(*(None if a is None else a[0] for a in (it.D1, it.D2, it.D1_q1, it.D1_q2, it.D2_q1,
+                                                                 it.D2_q2)), energy=float(it.energy[0]))
 
 
 def constraint_force_dq(model: TreeModel, kin: Kinematics, lam: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -79,40 +97,11 @@ def constraint_force_dq(model: TreeModel, kin: Kinematics, lam: np.ndarray, rows
     Dh[r, k] = s_rk (w_r . S_k) (tree/constraints.py) with s_rk = anc[P_r, k] - anc[C_r, k]. Moving q_j
     turns S_k by ad(S_j) S_k when j is an ancestor of k, and the wrench w_r through its points and
     directions: n and a (fixed in P) by anc[P, j] omega_j x, the point p_C and b (fixed in C) by
-    anc[C, j] (omega_j x p + v_j) and anc[C, j] omega_j x b.
+    anc[C, j] (omega_j x p + v_j) and anc[C, j] omega_j x b. Evaluated by tree_batch.constraint_force_dq_batch.
     """
-    nq = model.nq
-    out = np.zeros((nq, nq))
     if not len(rows):
-        return out
-    S = kin.axis_world[:nq]
-    omega, lin = S[:, :3], S[:, 3:]
-    anc = model.ancestor
-    ad_jk = ad_twist(S[:, None, :], S[None, :, :])  # (nq_j, nq_k, 6): ad(S_j) S_k
-    for lam_r, r in zip(lam, rows):
-        fp, fc = model.row_frame_p[r], model.row_frame_c[r]
-        Wp, Wc = kin.world_M_frame[fp], kin.world_M_frame[fc]
-        a = Wp[:3, :3] @ model.row_a[r]
-        b = Wc[:3, :3] @ model.row_b[r]
-        in_p, in_c = anc[fp][:, None], anc[fc][:, None]  # (nq, 1): does q_j move P / C
-        if model.row_kind[r] == 0:
-            n = Wp[:3, :3] @ model.row_n[r]
-            pc = b + Wc[:3, 3]
-            wrench = np.concatenate([cross(pc, n), n])
-            dn = in_p * cross(omega, n[None, :])
-            dpc = in_c * (cross(omega, pc[None, :]) + lin)
-            dwrench = np.concatenate([cross(dpc, n[None, :]) + cross(pc[None, :], dn), dn], axis=1)
-        else:
-            wrench = np.concatenate([cross(a, b), np.zeros(3)])
-            da = in_p * cross(omega, a[None, :])
-            db = in_c * cross(omega, b[None, :])
-            dwrench = np.concatenate([cross(da, b[None, :]) + cross(a[None, :], db), np.zeros((nq, 3))], axis=1)
-        side = anc[fp] - anc[fc]  # (nq,) over k
-        # wrench . dS_k/dq_j = wrench . ad(S_j) S_k for j an ancestor-or-self of k
-        term_s = np.einsum("i,jki->kj", wrench, ad_jk) * anc[:nq]  # anc[k, j]
-        term_w = dwrench @ S.T  # (j, k)
-        out += lam_r * side[:, None] * (term_w.T + term_s)
-    return out
+        return np.zeros((model.nq, model.nq))
+    return constraint_force_dq_batch(model, forward_batch(model, kin.q[None], kin.charts), lam[None], rows)[0]
 
 
 def check_supported(model: TreeModel, where: str) -> None:
@@ -209,84 +198,78 @@ class TreeTranscription:
         c, blocks = self.blocks(x, jacobian)
         return c, (assemble_blocks(blocks, (self.m, self.n)) if jacobian else None)
 
-    def blocks(self, x: np.ndarray, jacobian: bool = True) -> tuple[np.ndarray, list[tuple[int, slice, np.ndarray]]]:
-        """Residual c (m,) and the Jacobian as dense blocks (first row, column slice, block)."""
-        N, nq, nr = self.steps, self.nq, self.nr
+    def blocks(self, x: np.ndarray, jacobian: bool = True) -> tuple[np.ndarray, list[Blocks]]:
+        """Residual c (m,) and the Jacobian as groups of dense blocks (first rows (G,), first columns (G,),
+        blocks (G, r, c)), every interval and configuration evaluated at once (tree_batch.py)."""
+        N, nq, nr, nu = self.steps, self.nq, self.nr, self.nu
         model, dt = self.model, self.dt
         Q, U, Lam = self.unpack(x)
-        Bu = np.zeros((nq, self.nu))
-        Bu[self.actuated, np.arange(self.nu)] = 1.0
-        half_Bu = 0.5 * dt * Bu
-        c = np.zeros(self.m)
-        out: list[tuple[int, slice, np.ndarray]] = []
-
-        def put(r0: int, col: slice | None, block: np.ndarray) -> None:
-            if jacobian and col is not None:
-                out.append((r0, col, block))
-
-        qcol = [None] + [self.q_slice(k) for k in range(1, N + 1)]
-        intervals = [interval_terms(model, self.charts, Q[k], Q[k + 1], k * dt, dt, jacobian) for k in range(N)]
-        kins = [forward(model, q, self.charts) for q in Q] if nr else []
-        loops = [constraints.evaluate(model, kin) for kin in kins]  # (h, Dh) at every q_k, all rows
-        for k in range(N):
-            r0 = k * nq
-            it = intervals[k]
-            force = it.D1 + half_Bu @ U[k]
-            dq_k = it.D1_q1
-            if k == 0:
-                force = force + self.p0
-            else:
-                prev = intervals[k - 1]
-                force = force + prev.D2 + half_Bu @ U[k - 1]
-                if jacobian:
-                    dq_k = dq_k + prev.D2_q2
-                put(r0, qcol[k - 1], prev.D2_q1)
-                put(r0, self.u_slice(k - 1), half_Bu)
-            put(r0, qcol[k + 1], it.D1_q2)
-            put(r0, self.u_slice(k), half_Bu)
-            if nr:
-                Dh = loops[k][1][self.rows]
-                force = force - Dh.T @ Lam[k]
-                put(r0, self.lam_slice(k), -Dh.T)
-                if k and jacobian:
-                    dq_k = dq_k - constraint_force_dq(model, kins[k], Lam[k], self.rows)
-            put(r0, qcol[k], dq_k)
-            c[r0: r0 + nq] = force
-        base = N * nq
-        for k in range(1, N + 1 if nr else 1):
-            h, Dh = loops[k]
-            c[base + (k - 1) * nr: base + k * nr] = h[self.rows]
-            put(base + (k - 1) * nr, qcol[k], Dh[self.rows])
+        half_Bu = np.zeros((nq, nu))
+        half_Bu[self.actuated, np.arange(nu)] = 0.5 * dt
+        it = intervals(model, self.charts, Q[:-1], Q[1:], np.arange(N) * dt, dt, jacobian)
+        Bu = U @ half_Bu.T  # (N, nq)
+        force = it.D1 + Bu
+        force[0] += self.p0
+        force[1:] += it.D2[:-1] + Bu[:-1]
+        parts = [force.ravel()]
+        if nr:
+            kin = forward_batch(model, Q, self.charts)
+            h, Dh = loops_batch(model, kin, self.rows)
+            force -= np.einsum("krq,kr->kq", Dh[:N], Lam)
+            parts.append(h[1:].ravel())
         if self.rest_at_end:
-            r0 = N * (nq + nr)
-            last = intervals[-1]
-            rest = last.D2 + half_Bu @ U[-1]
-            rest_q = last.D2_q2
+            rest = it.D2[-1] + Bu[-1]
             if nr:  # at rest the momentum may only push against the loop constraints: p_N = Dh(q_N)^T mu
-                mu = x[self.mu_slice]
-                Dh = loops[N][1][self.rows]
-                rest = rest - Dh.T @ mu
-                put(r0, self.mu_slice, -Dh.T)
-                if jacobian:
-                    rest_q = rest_q - constraint_force_dq(model, kins[N], mu, self.rows)
-            c[r0:] = rest
-            put(r0, qcol[N - 1], last.D2_q1)
-            put(r0, qcol[N], rest_q)
-            put(r0, self.u_slice(N - 1), half_Bu)
+                rest = rest - Dh[N].T @ x[self.mu_slice]
+            parts.append(rest)
+        c = np.concatenate(parts)
+        if not jacobian:
+            return c, []
+        k = np.arange(N)
+        row, qcol = k * nq, (k - 1) * nq  # first DEL row of step k; first column of q_k (k >= 1)
+        ucol = N * nq + k * nu
+        dq_k = it.D1_q1[1:] + it.D2_q2[:-1]
+        lam_N = np.vstack([Lam[1:], x[self.mu_slice][None]]) if self.rest_at_end else Lam[1:]
+        if nr and len(lam_N):
+            at = slice(1, len(lam_N) + 1)  # q_1 .. q_N-1 (and q_N at rest)
+            dq_all = constraint_force_dq_batch(model, BatchKinematics(kin.world[at], kin.S[at], kin.body_R[at],
+                                                                      kin.body_com[at]), lam_N, self.rows)
+            dq_k = dq_k - dq_all[:N - 1]
+        Bu_blocks = np.broadcast_to(half_Bu, (N, nq, nu))
+        out = [(row, qcol + nq, it.D1_q2), (row[1:], qcol[1:], dq_k), (row[2:], qcol[1:-1], it.D2_q1[1:-1]),
+               (row, ucol, Bu_blocks), (row[1:], ucol[:-1], Bu_blocks[1:])]
+        if nr:
+            lcol = N * (nq + nu) + k * nr
+            out += [(row, lcol, -np.swapaxes(Dh[:N], 1, 2)), (N * nq + k * nr, qcol + nq, Dh[1:])]
+        if self.rest_at_end:
+            r0 = np.array([N * (nq + nr)])
+            rest_q = it.D2_q2[-1:]
+            if nr:
+                rest_q = rest_q - dq_all[-1:]
+                out.append((r0, np.array([self.mu_slice.start]), -np.swapaxes(Dh[N:], 1, 2)))
+            out += [(r0, qcol[-1:] + nq, rest_q), (r0, ucol[-1:], Bu_blocks[-1:])]
+            if N > 1:
+                out.append((r0, qcol[-1:], it.D2_q1[-1:]))
         return c, out
 
 
-def assemble_blocks(blocks: list[tuple[int, slice, np.ndarray]], shape: tuple[int, int]) -> sp.csr_matrix:
-    """A sparse matrix from dense blocks (first row, column slice, block); overlapping blocks add."""
+Blocks = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def block_triplets(rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """COO triplets of dense blocks values (G, r, c) at first rows (G,) and first columns (G,)."""
+    _, r, c = values.shape
+    i = np.broadcast_to(rows[:, None, None] + np.arange(r)[None, :, None], values.shape)
+    j = np.broadcast_to(cols[:, None, None] + np.arange(c)[None, None, :], values.shape)
+    return i.ravel(), j.ravel(), values.ravel()
+
+
+def assemble_blocks(blocks: list[Blocks], shape: tuple[int, int]) -> sp.csr_matrix:
+    """A sparse matrix from groups of dense blocks (first rows, first columns, blocks); overlapping blocks add."""
     if not blocks:
         return sp.csr_matrix(shape)
-    rows, cols, vals = [], [], []
-    for r0, col, block in blocks:
-        nr, nc = block.shape
-        rows.append(np.repeat(np.arange(r0, r0 + nr), nc))
-        cols.append(np.tile(np.arange(col.start, col.start + nc), nr))
-        vals.append(block.ravel())
-    return sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=shape).tocsr()
+    i, j, v = (np.concatenate(p) for p in zip(*(block_triplets(*b) for b in blocks)))
+    return sp.coo_matrix((v, (i, j)), shape=shape).tocsr()
 
 
 def transcribe_tree(model: TreeModel, dt: float, steps: int, actuated: np.ndarray, rest_at_end: bool = False,

@@ -26,6 +26,7 @@ from ..curves import evaluate
 from ..tree.compile import ROT_Z, TreeModel
 from . import jets
 from .jets import Jet
+from .tree_dynamics import block_triplets
 
 Scalar = Jet | float | np.ndarray  # an ndarray: a per-instance constant (K,)
 Vec = list  # three Scalars
@@ -232,14 +233,6 @@ def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.
     return _as_jet(_sum(terms), K, nq), dhy
 
 
-def _blocks(rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """COO triplets of dense blocks values (K, r, c) at first rows (K,) and first columns (K,)."""
-    _, r, c = values.shape
-    i = np.broadcast_to(rows[:, None, None] + np.arange(r)[None, :, None], values.shape)
-    j = np.broadcast_to(cols[:, None, None] + np.arange(c)[None, None, :], values.shape)
-    return i.ravel(), j.ravel(), values.ravel()
-
-
 def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
                        points: list[tuple[int, int, np.ndarray, np.ndarray]] = ()) -> sp.csr_matrix:
     """Exact Hessian (n, n), both triangles, of y . c(x) for the rows c of the TreeTranscription tx (y: (m,))
@@ -255,10 +248,10 @@ def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
                        0.5 * dt * (a + b), b - a)
     eye = np.eye(nq)
     chain = np.block([[0.5 * eye, 0.5 * eye], [-eye / dt, eye / dt]])  # d(qm, v) / d(q1, q2)
-    H = np.einsum("ai,kab,bj->kij", chain, phi.hess, chain)
+    H = chain.T @ phi.hess @ chain  # batched matmuls: a three-operand einsum would loop over (2 nq)^4 per step
     col = np.arange(N) * nq - nq  # first column of q_k in x (q_0 is not an unknown)
     # (q_k, q_k+1) are adjacent in x: one block per interval, only the (q_1, q_1) part on the first
-    parts = [_blocks(col[1:], col[1:], H[1:]), _blocks(col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
+    parts = [block_triplets(col[1:], col[1:], H[1:]), block_triplets(col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
     if nr or len(points):
         mu = x[tx.mu_slice] if tx.rest_at_end else np.zeros(nr)
         lam = np.vstack([Lam[1:], mu[None, :]])
@@ -269,12 +262,12 @@ def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
             weights.append((frame, local, w))
         psi, dhy = configuration_terms(model, Q[1:], b, lam, y_loop, tx.rows, weights)
         qcol = np.arange(N) * nq
-        parts.append(_blocks(qcol, qcol, psi.hess))
+        parts.append(block_triplets(qcol, qcol, psi.hess))
         if nr:
             mixed = -np.stack([u.grad for u in dhy], axis=1)  # (N, nr, nq): d(-Dh y)/dq
             has_lam = N if tx.rest_at_end else N - 1
             lam_row = np.array([tx.lam_slice(k).start for k in range(1, N)] + [tx.mu_slice.start])[:has_lam]
-            parts.append(_blocks(lam_row, qcol[:has_lam], mixed[:has_lam]))
-            parts.append(_blocks(qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
+            parts.append(block_triplets(lam_row, qcol[:has_lam], mixed[:has_lam]))
+            parts.append(block_triplets(qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
     i, j, v = (np.concatenate(p) for p in zip(*parts))
     return sp.coo_matrix((v, (i, j)), shape=(tx.n, tx.n)).tocsr()

@@ -1,4 +1,4 @@
-"""Galerkin variational integrators of order 2s (s = 1..4) on a TreeModel, solved by dense Newton.
+"""Galerkin variational integrators of order 2s (s = 1..4) on a TreeModel, by exact Newton in O(s^3 n).
 
 Seed 004 (Fan, Schultz & Murphey, WAFR 2018, appendix): on each step the path of every coordinate is the
 degree-s polynomial through s + 1 control points x^0 = q^k, x^1 .. x^s = q^(k+1) at the Lobatto points tau_a of
@@ -29,77 +29,33 @@ multiplier vector per DEL row: r^0 -= Dh(q^k)^T lam^0, r^a -= Dh(x^a)^T lam^a (a
 xi^a, i.e. times J_R(xi^a)). Rows at the step ends only leave the interior points off the constraint and lose
 the order (docs/architecture.md). Gauss s = 1 is again midpoint.py's loop step.
 
-Newton's Jacobian is exact and dense on trees without charts (dynamics.py's M, A, B, Q_q at every node):
-  dZ^a/dx^b = dt sum_j w_j [P_ja P_jb (B + Q_q) + P_ja D_jb / dt (A^T - C) + D_ja / dt P_jb A + D_ja D_jb / dt^2 M],
-C = diag(damping + servo gain), with loops the rows' Dh blocks and d(Dh(x^a)^T lam^a)/dx^a (differenced
-constraint rows, loop_jacobian). With charts it is formed by central differences of the exact residual, once
-per step while the iterations converge fast (a chord method: linear convergence with a small rate; the chart
-blocks' closed form belongs with the seed's O(s^3 n) recursion, issue 14 item 2, which will replace the dense
-solve). Prescribed joints and joint limits are refused at s > 1 (refusals()).
+Newton's step is exact and costs O(s^3 n): galerkin_newton.py holds the Newton matrix in tree form for every
+joint type (charts included) and eliminates it leaves to root; loop rows border it (newton_direction), with the
+one block d(Dh(x^a)^T lam^a)/dx^a formed by central differences of the constraint rows (loop_blocks). Each step
+starts from the last step's interpolant carried on (galerkin_rule.extrapolation). Prescribed joints and joint
+limits are refused at s > 1 (refusals()).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
-from numpy.polynomial import legendre
 
 from ..groups import so3_exp
 from ..lie import ad_twist
 from ..model import ORDERS, MechanismError
 from ..stamp import ModelStamp, check_state
 from ..trajectory import ConvergenceError
-from . import constraints
+from . import constraints, galerkin_newton
 from .ball_springs import chart_springs, has_springs
 from .compile import TreeModel
 from .dynamics import Terms, terms
+from .galerkin_newton import ChartNodes
+from .galerkin_rule import Rule, extrapolation, rule
 from .kinematics import forward
 from .midpoint import LOOP_TOLERANCE_FACTOR, initial_state, nonconservative_forces
 from .step_charts import fold, left_jacobian, left_jacobian_transpose_derivative
-
-RULES = ("lobatto", "gauss")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Control points tau (s + 1,), nodes c (r,), weights w (r,), P, D (r, s + 1) on the unit step."""
-
-    s: int
-    tau: np.ndarray
-    c: np.ndarray
-    w: np.ndarray
-    P: np.ndarray
-    D: np.ndarray
-
-
-def _lobatto_points(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The n-point Lobatto nodes and weights on [0, 1]."""
-    m = n - 1
-    inner = legendre.Legendre.basis(m).deriv().roots() if m > 1 else np.zeros(0)
-    x = np.concatenate([[-1.0], np.sort(np.real(inner)), [1.0]])
-    w = 2.0 / (m * (m + 1) * legendre.Legendre.basis(m)(x) ** 2)
-    return 0.5 * (x + 1.0), 0.5 * w
-
-
-@lru_cache(maxsize=None)
-def rule(s: int, quadrature: str = "lobatto") -> Rule:
-    """The Galerkin rule of degree s with the given quadrature (module docstring)."""
-    if s not in (1, 2, 3, 4) or quadrature not in RULES:
-        raise ValueError(f"Galerkin degree s must be 1..4 and quadrature one of {RULES}, got {s}, {quadrature!r}")
-    tau, lob_w = _lobatto_points(s + 1)
-    if quadrature == "lobatto":
-        c, w = tau, lob_w
-    else:
-        x, gw = legendre.leggauss(s)
-        c, w = 0.5 * (x + 1.0), 0.5 * gw
-    V = np.vander(tau, s + 1, increasing=True)  # V[a, k] = tau_a^k; basis coefficients = inv(V)
-    coef = np.linalg.inv(V)  # coef[k, a]: coefficient of tau^k in l_a
-    powers = np.vander(c, s + 1, increasing=True)
-    dpowers = np.zeros_like(powers)
-    dpowers[:, 1:] = powers[:, :-1] * np.arange(1, s + 1)
-    return Rule(s, tau, c, w, powers @ coef, dpowers @ coef)
 
 
 def refusals(model: TreeModel, order: int) -> None:
@@ -140,6 +96,7 @@ class GalerkinState:
     lam: np.ndarray  # their multipliers at the last step
     dropped_joints: tuple[str, ...] = ()  # loop joints whose rows the assembly dropped as redundant
     step_index: int = 0
+    previous: tuple[float, np.ndarray] | None = None  # the last step's dt and control points (s + 1, nq)
 
 
 def start(model: TreeModel, t0: float = 0.0) -> tuple[GalerkinState, float]:
@@ -159,6 +116,7 @@ class Residual:
     p_end: np.ndarray
     nodes: list[Terms]
     scale: float
+    charts: ChartNodes | None = None
 
 
 def _chart_torque(model: TreeModel, tm: Terms, charts: np.ndarray) -> np.ndarray:
@@ -174,10 +132,10 @@ def _chart_torque(model: TreeModel, tm: Terms, charts: np.ndarray) -> np.ndarray
     return gamma
 
 
-def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, ru: Rule, lam: np.ndarray | None = None,
-             second: bool = False) -> Residual:
+def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, ru: Rule,
+             lam: np.ndarray | None = None) -> Residual:
     """The DEL rows at unknowns X (s, nq) = x^1..x^s (chart entries: xi^a) and loop multipliers lam (the kept
-    rows'), then the kept loop rows h at the step's end. second: node Hessians too."""
+    rows'), then the kept loop rows h at the step's end."""
     k = model.ball_dofs
     x = np.vstack([state.q, X])  # (s + 1, nq); chart entries of x^0 are 0
     qn, vn = ru.P @ x, ru.D @ x / dt  # node values and rates
@@ -186,6 +144,7 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
     Zstart = np.zeros((len(k), 3))
     scale = max(1.0, float(np.max(np.abs(state.p), initial=0.0)))
     spread = float(np.max(np.abs(ru.D)))
+    parts: dict[str, list[np.ndarray]] = {"xi": [], "xid": [], "gamma": [], "force": [], "eta": []}
     for j, cj in enumerate(ru.c):
         t = state.t + cj * dt
         q, v, charts = qn[j].copy(), vn[j].copy(), state.charts
@@ -195,7 +154,7 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
             JR = np.transpose(left_jacobian(xi), (0, 2, 1))
             q[k] = 0.0
             v[k] = np.einsum("bij,bj->bi", JR, xid)
-        tm = terms(model, forward(model, q, charts), v, t, second=second)
+        tm = terms(model, forward(model, q, charts), v, t, second=False)
         nodes.append(tm)
         force = tm.g + tm.Q + nonconservative_forces(model, v, t)
         # round-off floor of the rows: the momenta enter them with the interpolation weights D (up to ~20 at s = 4)
@@ -206,7 +165,10 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
         force[k] = momentum[k] = 0.0  # the chart columns are the Lie group terms below
         Z += wdt * (np.outer(ru.P[j], force) + np.outer(ru.D[j] / dt, momentum))
         if len(k):
-            torque = torque + _chart_torque(model, tm, charts)
+            gamma = _chart_torque(model, tm, charts)
+            for name, value in zip(parts, (xi, xid, gamma, torque, tm.p[k])):
+                parts[name].append(value)
+            torque = torque + gamma
             eta = tm.p[k]
             N = left_jacobian_transpose_derivative(xi, xid)
             rot_torque = np.einsum("bji,bj->bi", JR, torque)
@@ -217,6 +179,10 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
             Zstart += wdt * np.einsum("bij,bj->bi", so3_exp(xi), torque)
     r = Z[: ru.s].copy()
     r[0] += state.p
+    chart_nodes = None
+    if len(k):
+        chart_nodes = ChartNodes(**{name: np.array(v) for name, v in parts.items()}, charts=state.charts,
+                                 Z=Z[1:][:, k].copy())
     p_end = Z[ru.s].copy()
     if len(k):
         for a in range(1, ru.s + 1):
@@ -226,100 +192,85 @@ def residual(model: TreeModel, state: GalerkinState, X: np.ndarray, dt: float, r
     h = np.zeros((0,))
     if len(state.rows):  # rows at every control point a = 1..s; multipliers for rows 0..s-1 (module docstring)
         m = len(state.rows)
-        Dh = constraints.evaluate(model, forward(model, state.q, state.charts))[1][state.rows]
+        Dh = loop_rows(model, state, None)[1]
         rows = []
         for a in range(ru.s):
             r[a] -= Dh.T @ lam[a * m:(a + 1) * m]  # Dh at x^a; on charts in xi^a (a = 0: body axes at C1)
-            qa, charts_a = x[a + 1].copy(), state.charts
-            if len(k):
-                qa[k], charts_a = 0.0, state.charts @ so3_exp(x[a + 1][k])
-            ha, Dh = constraints.evaluate(model, forward(model, qa, charts_a))
-            rows.append(ha[state.rows])
-            Dh = Dh[state.rows]
-            if len(k):  # a turn of xi^(a+1) turns C1 exp(xi^(a+1)) by J_R(xi^(a+1)) in body axes
-                for b, dofs in enumerate(k):
-                    Dh[:, dofs] = Dh[:, dofs] @ left_jacobian(x[a + 1][dofs]).T
+            ha, Dh = loop_rows(model, state, x[a + 1])
+            rows.append(ha)
         h = np.concatenate(rows)
-    return Residual(r, h, p_end, nodes, scale)
+    return Residual(r, h, p_end, nodes, scale, chart_nodes)
 
 
-def exact_jacobian(model: TreeModel, res: Residual, dt: float, ru: Rule) -> np.ndarray:
-    """d r / d X (s nq, s nq) on a tree without charts or loops, from the node Hessians (module docstring)."""
-    n, s = model.nq, ru.s
-    C = np.diag(model.dof_damping + model.dof_motor_gain)
-    J = np.zeros((s + 1, n, s + 1, n))
-    for j, tm in enumerate(res.nodes):
-        wdt = ru.w[j] * dt
-        Pj, Dj = ru.P[j], ru.D[j] / dt
-        J += wdt * (np.einsum("a,b,mn->ambn", Pj, Pj, tm.B + tm.Q_q)
-                    + np.einsum("a,b,mn->ambn", Pj, Dj, tm.A.T - C)
-                    + np.einsum("a,b,mn->ambn", Dj, Pj, tm.A)
-                    + np.einsum("a,b,mn->ambn", Dj, Dj, tm.M))
-    return J[:s, :, 1:, :].reshape(s * n, s * n)
+def loop_rows(model: TreeModel, state: GalerkinState, xa: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The kept loop rows h and their Jacobian Dh at control point xa (None: the step's start q^k, chart columns in
+    body axes at C1); on charts Dh is in xi^a: a turn of xi^a turns C1 exp(xi^a) by J_R(xi^a) in body axes."""
+    k = model.ball_dofs
+    if xa is None:
+        q, charts = state.q, state.charts
+    else:
+        q, charts = xa.copy(), state.charts
+        if len(k):
+            q[k], charts = 0.0, state.charts @ so3_exp(xa[k])
+    h, Dh = constraints.evaluate(model, forward(model, q, charts))
+    h, Dh = h[state.rows], Dh[state.rows]
+    if xa is not None and len(k):
+        for dofs in k:
+            Dh[:, dofs] = Dh[:, dofs] @ left_jacobian(xa[dofs]).T
+    return h, Dh
 
 
-def _loop_rows(model: TreeModel, state: GalerkinState, x: np.ndarray) -> np.ndarray:
-    """Dh (nrow kept, nq) at configuration x of a tree without charts."""
-    return constraints.evaluate(model, forward(model, x, state.charts))[1][state.rows]
-
-
-def loop_jacobian(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, res: Residual, dt: float,
-                  ru: Rule) -> np.ndarray:
-    """Newton's matrix over (X, lam) on a tree with loops and without charts: exact_jacobian's blocks, the rows'
-    Jacobians Dh(x^a) (exact, constraints.py), and d(Dh(x^a)^T mu^a)/dx^a, the one block formed by central
-    differences (of constraint rows only: cheap against the Lagrangian's terms)."""
+def loop_blocks(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray,
+                ru: Rule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The loop rows' part of Newton's matrix over (X, lam): G1 (s m, s nq) with d r / d lam = -G1^T (Dh(x^a) in
+    row block a = 0..s-1), G2 = d h / d X (s m, s nq), and the curvature K (s nq, s nq), d r / d X = J - K with
+    K's block (a, a) = d(Dh(x^a)^T lam^a)/dx^a (a = 1..s-1): the one block formed by central differences (of the
+    constraint rows only, over the coordinates they depend on)."""
     n, s, m = model.nq, ru.s, len(state.rows)
-    out = np.zeros((s * (n + m), s * (n + m)))
-    out[: s * n, : s * n] = exact_jacobian(model, res, dt, ru)
-    out[:n, s * n: s * n + m] = -_loop_rows(model, state, state.q).T
+    G1, G2, K = np.zeros((s * m, s * n)), np.zeros((s * m, s * n)), np.zeros((s * n, s * n))
+    G1[:m, :n] = loop_rows(model, state, None)[1]
     for a in range(1, s + 1):
-        Dh = _loop_rows(model, state, X[a - 1])
-        out[s * n + (a - 1) * m: s * n + a * m, (a - 1) * n: a * n] = Dh
+        Dh = loop_rows(model, state, X[a - 1])[1]
+        G2[(a - 1) * m:a * m, (a - 1) * n:a * n] = Dh
         if a == s:
             break
+        G1[a * m:(a + 1) * m, a * n:(a + 1) * n] = Dh
         mu = lam[a * m:(a + 1) * m]
-        out[a * n:(a + 1) * n, s * n + a * m: s * n + (a + 1) * m] = -Dh.T
-        for i in range(n):
+        for i in np.flatnonzero(np.any(Dh != 0.0, axis=0)):
             step = 1e-6 * max(1.0, abs(X[a - 1][i]))
             up, down = X[a - 1].copy(), X[a - 1].copy()
             up[i] += step
             down[i] -= step
-            out[a * n:(a + 1) * n, (a - 1) * n + i] -= (_loop_rows(model, state, up).T @ mu
-                                                        - _loop_rows(model, state, down).T @ mu) / (2.0 * step)
-    return out
+            K[a * n:(a + 1) * n, (a - 1) * n + i] = (loop_rows(model, state, up)[1].T @ mu
+                                                     - loop_rows(model, state, down)[1].T @ mu) / (2.0 * step)
+    return G1, G2, K
 
 
-def _stack(res: Residual) -> np.ndarray:
-    return np.concatenate([res.r.ravel(), res.h])
+def newton_matrix(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, res: Residual, dt: float,
+                  ru: Rule) -> np.ndarray:
+    """Newton's matrix over z = (X, lam), dense (galerkin_newton.tree_form, loop_blocks): the test reference."""
+    J = galerkin_newton.dense(galerkin_newton.tree_form(model, res.nodes, X, res.charts, dt, ru))
+    if not len(state.rows):
+        return J
+    G1, G2, K = loop_blocks(model, state, X, lam, ru)
+    k = len(G1)
+    return np.block([[J - K, -G1.T], [G2, np.zeros((k, k))]])
 
 
-def _difference_jacobian(model: TreeModel, state: GalerkinState, z: np.ndarray, dt: float, ru: Rule) -> np.ndarray:
-    """d (r, h) / d (X, lam) at z = (X.ravel(), lam) by central differences of the exact residual."""
-    size = ru.s * model.nq
-
-    def rows(v: np.ndarray) -> np.ndarray:
-        return _stack(residual(model, state, v[:size].reshape(ru.s, model.nq), dt, ru, v[size:]))
-
-    J = np.empty((z.size, z.size))
-    for i in range(z.size):
-        h = 1e-6 * max(1.0, abs(z[i]))
-        up, down = z.copy(), z.copy()
-        up[i] += h
-        down[i] -= h
-        J[:, i] = (rows(up) - rows(down)) / (2.0 * h)
-    return J
-
-
-def jacobian(model: TreeModel, state: GalerkinState, z: np.ndarray, dt: float, ru: Rule,
-             res: Residual) -> np.ndarray:
-    """Newton's matrix over z = (X, lam): exact without charts (loop_jacobian with loops), central differences of
-    the whole residual with charts."""
-    if len(model.ball_dofs):
-        return _difference_jacobian(model, state, z, dt, ru)
-    if len(state.rows):
-        size = ru.s * model.nq
-        return loop_jacobian(model, state, z[:size].reshape(ru.s, model.nq), z[size:], res, dt, ru)
-    return exact_jacobian(model, res, dt, ru)
+def newton_direction(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, res: Residual,
+                     dt: float, ru: Rule) -> np.ndarray | None:
+    """The exact Newton step (dX.ravel(), dlam) by galerkin_newton's O(s^3 n) elimination, bordered by the loop
+    rows; None when the matrix is singular."""
+    fac = galerkin_newton.factor(galerkin_newton.tree_form(model, res.nodes, X, res.charts, dt, ru))
+    if fac is None:
+        return None
+    if not len(state.rows):
+        return -galerkin_newton.solve(fac, res.r.reshape(-1, 1))[:, 0]
+    G1, G2, K = loop_blocks(model, state, X, lam, ru)
+    try:
+        return galerkin_newton.newton_direction(fac, res.r.ravel(), G1, G2, res.h, K)
+    except np.linalg.LinAlgError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -334,20 +285,22 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
                max_iterations: int) -> GalerkinResult:
     k = model.ball_dofs
     X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess)  # on charts: xi^a = tau_a dt omega
+    if state.previous is not None and state.previous[0] == dt and len(state.previous[1]) == ru.s + 1:
+        # the last step's interpolant carried on (on charts to first order: the new chart is C1 exp(xi^s))
+        last = state.previous[1]
+        X = extrapolation(ru.s) @ last
+        X[:, k] -= last[-1][k]
     lam = np.tile(state.lam, ru.s)  # the multipliers of the last step's rows, at every control point
     size = X.size
-    iterations, previous, matrix = 0, np.inf, None
+    iterations, previous = 0, np.inf
     while True:
-        res = residual(model, state, X, dt, ru, lam, second=not len(k))
+        res = residual(model, state, X, dt, ru, lam)
         loop = float(np.max(np.abs(res.h), initial=0.0))
         # relative to the rows' scale, with the loop rows held to a tenth of tol (midpoint.py's choice)
         worst = max(float(np.max(np.abs(res.r))) / res.scale, loop / LOOP_TOLERANCE_FACTOR)
         # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
         if worst <= tol or (worst <= STALL * tol and worst > 0.5 * previous):
             break
-        z = np.concatenate([X.ravel(), lam])
-        if matrix is None or not len(k) or worst > CHORD * previous:
-            matrix = jacobian(model, state, z, dt, ru, res)  # differenced (charts): kept while it converges fast
         previous = worst
         if iterations >= max_iterations or not np.isfinite(worst):
             step = state.step_index + 1
@@ -355,17 +308,17 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
                 f"Newton did not converge at step {step} (t = {state.t + dt:.6g} s) of the order-{2 * ru.s} tree "
                 f"method after {iterations} iterations: relative residual {worst:.3g}; try a smaller time step",
                 step=step, time=state.t + dt)
-        try:
-            delta = np.linalg.solve(matrix, _stack(res))
-        except np.linalg.LinAlgError:
+        delta = newton_direction(model, state, X, lam, res, dt, ru)
+        if delta is None:
             step = state.step_index + 1
             raise ConvergenceError(f"singular Newton matrix at step {step} (t = {state.t + dt:.6g} s) of the "
-                                   "tree method: a coordinate moves no mass", step=step, time=state.t + dt) from None
-        X = X - delta[:size].reshape(X.shape)
-        lam = lam - delta[size:]
+                                   "tree method: a coordinate moves no mass", step=step, time=state.t + dt)
+        X = X + delta[:size].reshape(X.shape)
+        lam = lam + delta[size:]
         iterations += 1
     q2 = X[-1].copy()
     state.velocity_guess = (q2 - state.q) / dt
+    state.previous = (dt, np.vstack([state.q, X]))
     if len(k):
         state.charts = fold(state.charts, q2[k])
         q2[k] = 0.0
@@ -388,7 +341,6 @@ def energy(model: TreeModel, state: GalerkinState) -> float:
     return 0.5 * float(v @ tm.M @ v) + tm.potential
 
 
-CHORD = 0.05  # a differenced Newton matrix is formed again when an iteration shrinks the rows by less than this
 STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the rows is at their round-off floor
 MAX_HALVINGS = 4  # as midpoint.py: a failed step is redone as two half steps, down to dt / 16
 

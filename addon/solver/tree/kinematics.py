@@ -93,9 +93,16 @@ def frame_velocities(model: TreeModel, kin: Kinematics, qd: np.ndarray) -> np.nd
 def body_poses_batch(model: TreeModel, q: np.ndarray, charts: np.ndarray) -> np.ndarray:
     """World pose rows (T, nbody, 7) of every body at T configurations q (T, nq), charts (T, nball, 3, 3).
 
-    The same transforms as forward() + body_poses(), vectorised over the T configurations: the tree
-    is walked once, each frame composing all T parent poses at a time.
+    The same transforms as forward() + body_poses(), vectorised over the T configurations.
     """
+    world = world_frames_batch(model, q, charts)
+    body_M = world[:, model.body_frame] @ model.body_offset
+    return np.concatenate([body_M[..., :3, 3], matrix_to_quat(body_M[..., :3, :3])], axis=-1)
+
+
+def world_frames_batch(model: TreeModel, q: np.ndarray, charts: np.ndarray) -> np.ndarray:
+    """world_M_frame (T, nq + 1, 4, 4) (last: the world) at T configurations q (T, nq), charts (T, nball, 3, 3):
+    forward()'s frame poses, the tree walked once, each frame composing all T parent poses at a time."""
     T, nq = len(q), model.nq
     rot, cos_at, sin_at, minus_sin_at, trans, trans_at = model.motion_index
     motion = np.tile(_IDENTITY_FLAT, (T, nq, 1))
@@ -113,8 +120,7 @@ def body_poses_batch(model: TreeModel, q: np.ndarray, charts: np.ndarray) -> np.
     world[:, nq] = np.eye(4)
     for f in range(nq):
         world[:, f] = world[:, model.dof_parent[f]] @ local[:, f]
-    body_M = world[:, model.body_frame] @ model.body_offset
-    return np.concatenate([body_M[..., :3, 3], matrix_to_quat(body_M[..., :3, :3])], axis=-1)
+    return world
 
 
 def body_poses(model: TreeModel, kin: Kinematics) -> np.ndarray:

@@ -24,7 +24,6 @@ import numpy as np
 from ..lie import cross, hat
 from ..model import Vehicle
 from . import forces
-from .controls import signal
 from .holonomic import HolonomicModel, Wrench
 from .rigid_body import locked_inertia
 from .spec import BoatSpec, VehicleStepError
@@ -84,11 +83,8 @@ def compile_boat(vehicle: Vehicle, gravity=(0.0, 0.0, -GRAVITY), current: Field 
     rho, g_mag = spec.water_density, -float(gravity[2])
     v_ref = spec.mass / rho
     damping = np.diag(spec.drag)
-    right, left = signal(vehicle.control("thrust_right")), signal(vehicle.control("thrust_left"))
-    c_r = np.array([-spec.thruster_behind_com, -spec.thruster_spacing / 2, -spec.thruster_below_com])
-    c_l = c_r * np.array([1.0, -1.0, 1.0])
-    e_x = np.array([1.0, 0.0, 0.0])
-    thrust_matrix = np.column_stack([np.concatenate([np.cross(c, e_x), e_x]) for c in (c_r, c_l)])
+    thrusters = forces.twin_thrusters(vehicle, spec.thruster_behind_com, spec.thruster_spacing,
+                                      -spec.thruster_below_com, spec.max_thrust)
 
     def water(t: float, g: np.ndarray, xi: np.ndarray) -> Wrench:
         length, centroid = hull.immersion(g)
@@ -110,10 +106,6 @@ def compile_boat(vehicle: Vehicle, gravity=(0.0, 0.0, -GRAVITY), current: Field 
         d_force = -share[..., None, None] * np.concatenate([-damping @ C, np.broadcast_to(damping, C.shape)], -1)
         d_wrench = np.concatenate([(C @ d_force).sum(-3), d_force.sum(-3)], -2)
         return wrench, d_wrench
-
-    def thrusters(t: float, g: np.ndarray, xi: np.ndarray) -> Wrench:
-        u = np.clip([right(t), left(t)], -spec.max_thrust, spec.max_thrust)
-        return np.broadcast_to(thrust_matrix @ u, np.broadcast_shapes(g.shape[:-2], xi.shape[:-1]) + (6,)), None
 
     weight, weight_potential = forces.gravity(spec.mass, gravity)
 

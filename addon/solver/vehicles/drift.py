@@ -72,14 +72,13 @@ class DriftDriver(Driver):
         super().__init__(path, model.spec, limits, start, lookahead_time, speed=speed)
         self.model = model
         self.drift = signal(drift)
-        self._step: int | None = None
         self._u = (0.0, 0.0, 0.0)  # steer, drive, brake
         self.drifting: list[bool] = []  # per step: the drift allocation drove it
         self.goals: list[tuple[float, float]] = []  # per step: the rear slip target alpha_r* and body slip's beta*
 
     def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
         """Steer, drive torque and brake torque, computed together once per step."""
-        return tuple((name, lambda _t, i=i: self._update()[i])
+        return tuple((name, lambda _t, i=i: self._node_controls(self._at)[i])
                      for i, name in enumerate(("steer", "drive_torque", "brake_torque")))
 
     def target(self, t: float, kappa: float) -> float:
@@ -114,13 +113,8 @@ class DriftDriver(Driver):
         k0, k1 = self.kappa[i], self.kappa[i + 1]
         return 0.0 if k0 * k1 <= 0 else float(k0 if abs(k0) < abs(k1) else k1)
 
-    def _update(self) -> tuple[float, float, float]:
-        if self._state is None:
-            return self._u
-        st = self._state()
-        if self._step == st.k:
-            return self._u
-        self._step = st.k
+    def _at(self, st) -> tuple[float, float, float]:
+        """(steer, drive, brake) at the slip car's state `st`: the grip driver's, or the drift allocation's."""
         r, vx, vy = st.xi_prev
         course, x, y, speed, _ = self._pose()
         beta = course - st.theta
@@ -137,18 +131,16 @@ class DriftDriver(Driver):
         if goal == 0.0 and abs(rear) < RECOVERED * 3.0 * m.tyres.friction * m.load[1] / m.stiffness[1]:
             steer = self.steer(st.t)
             demand = self._demand()  # on the pedals: drive on the rear, the brake on all four wheels
-            self._u = (steer, float(np.clip(demand, 0.0, self.spec.max_drive_torque)),
-                       float(np.clip(-demand, 0.0, self.spec.max_brake_torque)))
             self.drifting.append(False)
-        else:
-            ahead = self.lookahead(speed)
-            self.targets.append(tuple(float(c) for c in self.point(s + ahead)))
-            kappa = kappa_ref - 2.0 * e_chi / ahead - e / ahead**2
-            corner = abs(self.corner(s))
-            cap = math.sqrt(DRIFT_GRIP * m.tyres.friction * m.gravity / corner) if corner else math.inf
-            self._u = self._allocate(st, speed, beta, kappa, goal, 1.0 if speed <= min(cap, self.speed(st.t)) else -1.0)
-            self.drifting.append(True)
-        return self._u
+            return (steer, float(np.clip(demand, 0.0, self.spec.max_drive_torque)),
+                    float(np.clip(-demand, 0.0, self.spec.max_brake_torque)))
+        ahead = self.lookahead(speed)
+        self.targets.append(tuple(float(c) for c in self.point(s + ahead)))
+        kappa = kappa_ref - 2.0 * e_chi / ahead - e / ahead**2
+        corner = abs(self.corner(s))
+        cap = math.sqrt(DRIFT_GRIP * m.tyres.friction * m.gravity / corner) if corner else math.inf
+        self.drifting.append(True)
+        return self._allocate(st, speed, beta, kappa, goal, 1.0 if speed <= min(cap, self.speed(st.t)) else -1.0)
 
     def _allocate(self, st, speed: float, beta: float, kappa: float, goal: float,
                   sign: float) -> tuple[float, float, float]:

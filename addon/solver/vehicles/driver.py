@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -93,6 +94,18 @@ class Driver(PurePursuit):
         self.limits_at = limits if callable(limits) else (lambda _t: limits)
         self.kappa = curvature(self.path)
         self._plan(0.0, start[3], self.limits_at(0.0))
+        self._node: int | None = None  # the integrator's node whose controls `_u` holds
+        self._u: tuple[float, ...] = ()  # the controls computed together at that node (before it: their start)
+
+    def _node_controls(self, compute: Callable[[Any], tuple[float, ...]]) -> tuple[float, ...]:
+        """The controls `compute(state)` gives at the integrator's current node, computed once per node; `_u`
+        (the start values) before the integrator is bound."""
+        if self._state is None:
+            return self._u
+        st = self._state()
+        if self._node != st.k:
+            self._node, self._u = st.k, compute(st)
+        return self._u
 
     def _plan(self, s0: float, v0: float, limits: Limits) -> None:
         """The speed profile from arc length s0 at speed v0 to the path's end, under `limits`."""

@@ -1,4 +1,5 @@
-"""Body wrenches shared by the holonomic vehicles: gravity (with its potential) and sums of wrenches.
+"""Body wrenches shared by the holonomic vehicles: gravity (with its potential), twin rear thrusters and sums
+of wrenches.
 
 A wrench function maps (t, g (..., 4, 4), xi (..., 6)) to a body-frame wrench (..., 6) ordered (torque;
 force), plus its derivative with respect to xi or None when it does not depend on the velocity. The
@@ -10,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..lie import cross
+from ..model import Vehicle
+from .controls import signal
 from .holonomic import Wrench, WrenchFn
 
 
@@ -33,6 +36,22 @@ def gravity(mass: float, gravity_world, com=(0.0, 0.0, 0.0)):
         return -(g[..., :3, 3] + g[..., :3, :3] @ com) @ weight
 
     return wrench, potential
+
+
+def twin_thrusters(vehicle: Vehicle, behind: float, spacing: float, height: float, max_thrust: float) -> WrenchFn:
+    """Two rear thrusters pushing along body x from (-behind, -+spacing/2, height) (body axes, from the centre of
+    mass), driven by the vehicle's controls thrust_right and thrust_left (N) clipped to +-max_thrust."""
+    right, left = signal(vehicle.control("thrust_right")), signal(vehicle.control("thrust_left"))
+    c_right = np.array([-behind, -spacing / 2, height])
+    c_left = c_right * np.array([1.0, -1.0, 1.0])
+    e_x = np.array([1.0, 0.0, 0.0])
+    thrust_matrix = np.column_stack([np.concatenate([np.cross(c, e_x), e_x]) for c in (c_right, c_left)])
+
+    def thrusters(t: float, g: np.ndarray, xi: np.ndarray) -> Wrench:
+        u = np.clip([right(t), left(t)], -max_thrust, max_thrust)
+        return np.broadcast_to(thrust_matrix @ u, np.broadcast_shapes(g.shape[:-2], xi.shape[:-1]) + (6,)), None
+
+    return thrusters
 
 
 def weight(mass: float, gravity_world) -> float:

@@ -96,6 +96,7 @@ class Helmsman(Pilot):
                  speed: Control = math.inf):
         self.most_turn = turn_rate(spec)
         super().__init__(path, spec, limits, start, lookahead_time=lookahead_time, speed=speed)
+        self._u = (0.0, 0.0)
 
     def _banked(self, limits: Callable[[float], Limits]) -> Callable[[float], Limits]:
         """The limits with the craft's turn rate (the pilot's bank limit does not apply)."""
@@ -113,17 +114,11 @@ class Helmsman(Pilot):
 
     def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
         """thrust_right and thrust_left."""
-        return tuple((name, lambda _t, i=i: float(self._update()[i]))
+        return tuple((name, lambda _t, i=i: self._node_controls(self._at)[i])
                      for i, name in enumerate(("thrust_right", "thrust_left")))
 
-    def _update(self) -> np.ndarray:
-        """The two thrusts for the integrator's current node (once per node; zero before it is bound)."""
-        if self._state is None:
-            return self._u[:2]
-        st = self._state()
-        if self._step == st.k:
-            return self._u[:2]
-        self._step = st.k
+    def _at(self, st) -> tuple[float, ...]:
+        """The two thrusts at the craft's state `st`."""
         R = st.g[:3, :3]
         track, x, y, v, _ = self._pose()
         kappa = self.turn(x, y, track, v)
@@ -139,9 +134,9 @@ class Helmsman(Pilot):
         torque = yaw_damping(self.spec, rate_wanted) + self.inertia[2, 2] * (
             HEADING_RATE**2 * heading_error + 2.0 * HEADING_RATE * (rate_wanted - rate))
         thrust = float(force @ bow)
-        self._u[:2] = split(self.spec, thrust, torque)
-        self.history.append((float(st.t), float(self._u[0]), float(self._u[1])))
-        return self._u[:2]
+        u = tuple(float(c) for c in split(self.spec, thrust, torque))
+        self.history.append((float(st.t), *u))
+        return u
 
 
 def split(spec: BoatSpec | HovercraftSpec, thrust: float, torque: float) -> np.ndarray:

@@ -21,7 +21,6 @@ import numpy as np
 from ..lie import cross, hat
 from ..model import Vehicle
 from . import forces
-from .controls import signal
 from .holonomic import HolonomicModel, Wrench
 from .rigid_body import locked_inertia
 from .spec import HovercraftSpec
@@ -43,11 +42,8 @@ def compile_hovercraft(vehicle: Vehicle, gravity=(0.0, 0.0, -GRAVITY)) -> Holono
     C = hat(corners)  # (4, 3, 3)
     k, c = spec.cushion_stiffness / 4, spec.cushion_damping / 4
     drag = np.array([0.0, 0.0, spec.yaw_drag, *spec.drag, 0.0])  # quadratic coefficients per twist entry
-    right, left = signal(vehicle.control("thrust_right")), signal(vehicle.control("thrust_left"))
-    c_r = np.array([-spec.thruster_behind_com, -spec.thruster_spacing / 2, spec.thruster_above_com])
-    c_l = c_r * np.array([1.0, -1.0, 1.0])
-    e_x = np.array([1.0, 0.0, 0.0])
-    thrust_matrix = np.column_stack([np.concatenate([np.cross(p, e_x), e_x]) for p in (c_r, c_l)])
+    thrusters = forces.twin_thrusters(vehicle, spec.thruster_behind_com, spec.thruster_spacing,
+                                      spec.thruster_above_com, spec.max_thrust)
 
     def compression(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(world z of body axes (..., 3), compression s_i (..., 4) of each corner below cushion_height)."""
@@ -77,10 +73,6 @@ def compile_hovercraft(vehicle: Vehicle, gravity=(0.0, 0.0, -GRAVITY)) -> Holono
         idx = np.arange(6)
         d_wrench[..., idx, idx] = -2 * drag * np.abs(xi)
         return wrench, d_wrench
-
-    def thrusters(t: float, g: np.ndarray, xi: np.ndarray) -> Wrench:
-        u = np.clip([right(t), left(t)], -spec.max_thrust, spec.max_thrust)
-        return np.broadcast_to(thrust_matrix @ u, np.broadcast_shapes(g.shape[:-2], xi.shape[:-1]) + (6,)), None
 
     weight, weight_potential = forces.gravity(spec.mass, gravity)
 

@@ -82,8 +82,7 @@ class Pilot(Driver):
         # the path's heights at the followed vertices (flat without them), and where the climb is counted from
         self._z = path[distinct(path[:, :2]), 2] if path.shape[1] == 3 else np.zeros(len(self.path))
         self._z_start: float | None = None
-        self._step: int | None = None
-        self._u = np.zeros(4)
+        self._u = (0.0, 0.0, 0.0, 0.0)
         self.history: list[tuple[float, ...]] = []  # (t, *the controls' values) at each node, in controls() order
 
     def _banked(self, limits: Callable[[float], Limits]) -> Callable[[float], Limits]:
@@ -113,18 +112,11 @@ class Pilot(Driver):
 
     def controls(self) -> tuple[tuple[str, Callable[[float], float]], ...]:
         """Collective, tail, blade pitch and blade roll."""
-        return tuple((name, lambda _t, i=i: float(self._update()[i]))
+        return tuple((name, lambda _t, i=i: self._node_controls(self._at)[i])
                      for i, name in enumerate(("collective", "tail", "blade_pitch", "blade_roll")))
 
-    def _update(self) -> np.ndarray:
-        """The four controls for the integrator's current node (computed once per node; zero before the
-        integrator is bound, when it only records its start)."""
-        if self._state is None:
-            return self._u
-        st = self._state()
-        if self._step == st.k:
-            return self._u
-        self._step = st.k
+    def _at(self, st) -> tuple[float, ...]:
+        """The four controls at the helicopter's state `st`."""
         R, x = st.g[:3, :3], st.g[:3, 3]
         w, v_world = st.xi_prev[:3], R @ st.xi_prev[3:]
         track, _, _, v, t = self._pose()
@@ -143,9 +135,9 @@ class Pilot(Driver):
         e_R = 0.5 * vee(R_d.T @ R - R.T @ R_d)
         w_d = R.T @ np.array([0.0, 0.0, v * kappa])
         torque = self.inertia @ (-ATTITUDE_RATE**2 * e_R - 2.0 * ATTITUDE_RATE * (w - w_d)) + hat(w) @ self.inertia @ w
-        self._u = swashplate(self.spec, float(np.linalg.norm(force)), torque)
-        self.history.append((float(st.t), *(float(u) for u in self._u)))
-        return self._u
+        u = tuple(float(c) for c in swashplate(self.spec, float(np.linalg.norm(force)), torque))
+        self.history.append((float(st.t), *u))
+        return u
 
 
     def _climb(self, z: float, z_rate: float, v: float) -> float:

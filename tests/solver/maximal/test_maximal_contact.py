@@ -4,6 +4,8 @@ sphere launched sliding rolls at 5/7 of its speed (the friction-torque scale, do
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -100,3 +102,29 @@ def test_spinning_block_stops_under_the_friction_torque_of_its_corners():
     assert np.max(np.abs(np.diff(momentum[:stop + 1]) + torque * dt)) < 1e-9, np.diff(momentum[:stop + 1])
     assert np.max(np.abs(rate[stop + 1:])) < 1e-6
     assert np.max(np.abs(run.poses[:, 0, :3] - [0.0, 0.0, 0.1])) < 1e-6  # spins in place on the ground
+
+
+@pytest.mark.parametrize("sunk", [0.01, 0.04])
+def test_an_overlap_deeper_than_a_tenth_of_the_thinner_collider_is_named(sunk):
+    """The box drop's cube (half-size 0.25 m) started `sunk` m into the ground: 10 mm is within a tenth of its
+    half-thickness (25 mm) and passes silently; 40 mm is named, with both colliders and the depth, in the run's
+    message, a RuntimeWarning and info()["deepest_penetration"]."""
+    import dataclasses
+
+    from addon.solver.integrator import make_integrator
+    from addon.solver.maximal.integrator import PENETRATION_FRACTION
+
+    mech = load_mechanism(preset_path("box_drop"))
+    cube = dataclasses.replace(mech.bodies[0], position=(0.0, 0.0, 0.25 - sunk))
+    integ = make_integrator(dataclasses.replace(mech, bodies=(cube,)), "maximal", 0.01)
+    deep = sunk > PENETRATION_FRACTION * 0.25
+    with pytest.warns(RuntimeWarning, match="overlap by 40 mm") if deep else warnings.catch_warnings():
+        if not deep:
+            warnings.simplefilter("error")
+        integ.step()
+    assert integ.info()["deepest_penetration"] == pytest.approx(sunk, rel=1e-9)
+    if deep:
+        assert "colliders 'ground' and 'cube box' overlap by 40 mm at t = 0 s" in integ.message
+        assert "more than 10 % of the thinner one's half-thickness (250 mm)" in integ.message
+    else:
+        assert integ.message == ""

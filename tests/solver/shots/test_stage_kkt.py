@@ -1,4 +1,5 @@
-"""The stage-structured KKT factorisation (shots/stage_kkt.py) against the sparse LU it falls back to."""
+"""The stage-structured KKT factorisation (shots/stage_kkt.py, its C kernel native/stage_kkt.c) against the sparse
+LU it falls back to and against dense linear algebra."""
 
 import numpy as np
 import pytest
@@ -6,7 +7,7 @@ import scipy.sparse as sp
 
 from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.shotfile import load_shot
-from addon.solver.shots.stage_kkt import StageFactor, StageLayout
+from addon.solver.shots.stage_kkt import NATIVE, NativeStageFactor, StageBreakdown, StageFactor, StageLayout
 from addon.solver.shots.vehicle_shot import transcribe
 
 
@@ -23,28 +24,93 @@ def _kkt_at_start(name: str, seed: int):
     return W, P.jac(z), layout
 
 
+needs_native = pytest.mark.skipif(not NATIVE, reason="C kernels not built (make kernels)")
+
+
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", ["parallel_parking", "car_tunnel", "helicopter_canyon_landing", "boat_docking"])
 def test_stage_solve_and_inertia_match_the_sparse_lu(name):
     W, J, layout = _kkt_at_start(name, seed=3)
     assert isinstance(layout, StageLayout), layout
     assert layout.n_chunks >= 95 and layout.band == 1  # one block per stage, not one big block
-    stage, lu = StageFactor(layout, W, J, 0.0, 0.0), nlpmod._SparseLU(W, J, 0.0, 0.0)
+    lu = nlpmod._SparseLU(W, J, 0.0, 0.0)
     rhs = np.random.default_rng(4).standard_normal(W.shape[0] + J.shape[0])
-    a, accurate = nlpmod._refined(stage, rhs)
     b, _ = nlpmod._refined(lu, rhs)
-    assert accurate
-    assert stage.parity == nlpmod._negative_parity(lu.lu)
-    if name != "parallel_parking":
-        # the residual bound of the refined solve, scaled: both are backward stable
-        assert np.max(np.abs(stage.residual(a, rhs))) <= 1e-9 * (1 + np.max(np.abs(rhs)))
-        return
-    eig = np.linalg.eigvalsh(lu.K.toarray())
-    # two backward-stable solves differ by at most about cond(K) eps (relative)
-    cond = np.max(np.abs(eig)) / np.min(np.abs(eig))
-    assert np.max(np.abs(a - b)) <= 10 * cond * np.finfo(float).eps * np.max(np.abs(b))
-    # the exact count from the pivot blocks is the dense eigenvalue count (Sylvester's law of inertia)
-    assert stage.negatives() == int(np.sum(eig < 0))
+    stage = StageFactor(layout, W, J, 0.0, 0.0)
+    factors = [stage] + ([NativeStageFactor(layout, W, J, 0.0, 0.0)] if NATIVE else [])
+    eig = np.linalg.eigvalsh(lu.K.toarray()) if name == "parallel_parking" else None
+    for factor in factors:
+        a, accurate = nlpmod._refined(factor, rhs)
+        assert accurate
+        assert factor.parity == nlpmod._negative_parity(lu.lu)
+        if eig is None:
+            # the residual bound of the refined solve, scaled: both are backward stable
+            assert np.max(np.abs(factor.residual(a, rhs))) <= 1e-9 * (1 + np.max(np.abs(rhs)))
+            continue
+        # two backward-stable solves differ by at most about cond(K) eps (relative)
+        cond = np.max(np.abs(eig)) / np.min(np.abs(eig))
+        assert np.max(np.abs(a - b)) <= 10 * cond * np.finfo(float).eps * np.max(np.abs(b))
+        assert factor.parity == int(np.sum(eig < 0)) % 2
+    if eig is not None:
+        # the exact count from the pivot blocks is the dense eigenvalue count (Sylvester's law of inertia)
+        assert stage.negatives() == int(np.sum(eig < 0))
+
+
+def _random_stage_system(rng, sizes, nb: int):
+    """A random symmetric indefinite KKT matrix K (dense) in a stage layout: each chunk of the given sizes holds a
+    third of rows and the rest variables, nb border variables; unknowns shuffled (variables first, then rows),
+    coupled only within a chunk, to the next chunk and to the border. Returns (layout, K, nz)."""
+    sizes = np.asarray(sizes)
+    var = rng.permutation(np.concatenate([np.repeat(np.arange(len(sizes)), sizes - sizes // 3), np.full(nb, -1)]))
+    chunk = np.concatenate([var, rng.permutation(np.repeat(np.arange(len(sizes)), sizes // 3))])
+    n, nz = len(chunk), len(var)
+    K = rng.standard_normal((n, n))
+    far = (chunk[:, None] >= 0) & (chunk[None, :] >= 0) & (np.abs(chunk[:, None] - chunk[None, :]) > 1)
+    K[far | (rng.random((n, n)) < 0.4)] = 0.0
+    K = K + K.T
+    K[nz:, nz:] = 0.0  # the rows' block is -dc I
+    return StageLayout(chunk, len(sizes), 1), K, nz
+
+
+def _native(layout, K, nz, dw=0.0, dc=0.0):
+    return NativeStageFactor(layout, sp.csc_matrix(K[:nz, :nz]), sp.csr_matrix(K[nz:, :nz]), dw, dc)
+
+
+@needs_native
+def test_native_factor_solves_random_stage_systems_with_the_right_inertia_parity():
+    rng = np.random.default_rng(7)
+    for sizes, nb, dw, dc in (([5, 3, 7, 4, 6, 2, 9], 0, 0.0, 0.0), ([4, 6, 5, 5, 3, 12], 3, 0.5, 1e-3),
+                              ([8] * 10, 1, 0.0, 0.0)):
+        layout, K, nz = _random_stage_system(rng, sizes, nb)
+        native = _native(layout, K, nz, dw, dc)
+        twin = StageFactor(layout, sp.csc_matrix(K[:nz, :nz]), sp.csr_matrix(K[nz:, :nz]), dw, dc)
+        K += np.diag(np.where(np.arange(len(K)) < nz, dw, -dc))
+        rhs = rng.standard_normal(len(K))
+        exact = np.linalg.solve(K, rhs)
+        bound = 10 * np.linalg.cond(K) * np.finfo(float).eps * np.max(np.abs(exact))
+        for factor in (native, twin):
+            assert np.max(np.abs(factor.solve(rhs) - exact)) <= bound
+            # the residual of the exact solution through the factor's own K is round-off: K is the same matrix
+            assert np.max(np.abs(factor.residual(exact, rhs))) <= 1e-13 * np.abs(K).sum(axis=1).max() * np.max(
+                np.abs(exact))
+        assert native.parity == twin.parity == int(np.sum(np.linalg.eigvalsh(K) < 0)) % 2
+
+
+@needs_native
+def test_native_factor_reports_singular_pivots_far_couplings_and_wrong_shapes():
+    rng = np.random.default_rng(8)
+    layout, K, nz = _random_stage_system(rng, [4, 4, 4, 4], 0)
+    first = layout.chunk == 0
+    K[np.ix_(first, first)] = 0.0  # chunk 0's own block is zero: its pivot is singular
+    with pytest.raises(StageBreakdown, match="pivot block is singular"):
+        _native(layout, K, nz)
+    K[np.ix_(first, first)] = np.eye(4)
+    i, j = np.flatnonzero(layout.chunk[:nz] == 0)[0], np.flatnonzero(layout.chunk[:nz] == 2)[0]
+    K[i, j] = K[j, i] = 1.0  # two variables of chunks 0 and 2
+    with pytest.raises(StageBreakdown, match="more than one apart"):
+        _native(layout, K, nz)
+    with pytest.raises(ValueError, match="do not fit a layout"):
+        NativeStageFactor(layout, sp.csc_matrix(K[:nz - 1, :nz - 1]), sp.csr_matrix(K[nz:, :nz - 1]), 0.0, 0.0)
 
 
 @pytest.mark.heavy
@@ -58,7 +124,7 @@ def test_interior_point_iterates_match_the_sparse_lu_on_parking():
             (info["objective"], info["constraint_violation"], info["regularization"])))
         runs[kkt] = res, np.array(trace)
     (lu, t_lu), (st, t_st) = runs["lu"], runs["stage"]
-    assert "stage-structured" in st.kkt and "sparse LU instead" not in st.kkt, st.kkt
+    assert "stage recursion" in st.kkt and "sparse LU instead" not in st.kkt, st.kkt
     assert st.status == lu.status == "solved" and st.iterations == lu.iterations
     # each step agrees to about cond(K) eps ~ 1e-8 (cond(K) ~ 3e8 at the start, see the test above); over ten
     # iterations that round-off may grow, but far less than the steps themselves

@@ -6,15 +6,16 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
 from addon.solver.mechfile.read import load_mechanism
+from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
 from addon.solver.presets import preset_path
-from addon.solver.tree import constraints, galerkin, midpoint
+from addon.solver.tree import constraints, galerkin, galerkin_newton, midpoint
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
 from addon.solver.tree.rk4 import acceleration
+from addon.solver.tree.step_charts import left_jacobian_transpose_derivative
 
-from .random_mechanisms import TYPES, random_tree
+from .random_mechanisms import random_tree
 from .test_midpoint import pendulum
 
 
@@ -76,31 +77,97 @@ def test_gauss_degree_one_is_the_midpoint_step_on_chart_joints_and_loops():
     assert len(gs.rows) == len(ms.rows) > 0 and np.max(np.abs(gs.lam - ms.lam)) < 1e-10 * np.max(np.abs(ms.lam))
 
 
-@pytest.mark.parametrize("s", [2])
-def test_loop_jacobian_equals_finite_differences(s):
-    model = compile_tree(random_tree(7, types=tuple(t for t in TYPES if t not in ("ball", "free")), loops=2))
+def iterate(model, s: int, dt: float = 0.02, spread: float = 1e-3):
+    """A Newton iterate of a random tree's first step: the warm start moved by `spread`, random multipliers."""
     state, _ = galerkin.start(model)
     ru = galerkin.rule(s)
     rng = np.random.default_rng(s)
-    X = state.q + 0.02 * np.outer(ru.tau[1:], state.velocity_guess) + 1e-3 * rng.normal(size=(s, model.nq))
+    X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess) + spread * rng.normal(size=(s, model.nq))
     lam = rng.normal(size=s * len(state.rows))
-    res = galerkin.residual(model, state, X, 0.02, ru, lam, second=True)
-    J = galerkin.loop_jacobian(model, state, X, lam, res, 0.02, ru)
-    fd = galerkin._difference_jacobian(model, state, np.concatenate([X.ravel(), lam]), 0.02, ru)
-    assert np.max(np.abs(J - fd)) < 1e-7 * np.max(np.abs(J))
+    return state, ru, X, lam, galerkin.residual(model, state, X, dt, ru, lam)
 
 
-@pytest.mark.parametrize("s", [1, 2, 3, 4])
-def test_exact_jacobian_equals_finite_differences(s):
-    model = compile_tree(random_tree(3, types=tuple(t for t in TYPES if t not in ("ball", "free"))))
-    state, _ = galerkin.start(model)
-    ru = galerkin.rule(s)
-    rng = np.random.default_rng(s)
-    X = state.q + 0.02 * np.outer(ru.tau[1:], state.velocity_guess) + 1e-3 * rng.normal(size=(s, model.nq))
-    res = galerkin.residual(model, state, X, 0.02, ru, second=True)
-    J = galerkin.exact_jacobian(model, res, 0.02, ru)
-    fd = galerkin._difference_jacobian(model, state, X.ravel(), 0.02, ru)
-    assert np.max(np.abs(J - fd)) < 1e-7 * np.max(np.abs(J))  # the damping blocks alone are ~1e-6 of J
+def difference_matrix(model, state, X, lam, dt, ru) -> np.ndarray:
+    """d (r, h) / d (X, lam) by central differences of the residual."""
+    z = np.concatenate([X.ravel(), lam])
+    size = X.size
+
+    def rows(v):
+        res = galerkin.residual(model, state, v[:size].reshape(X.shape), dt, ru, v[size:])
+        return np.concatenate([res.r.ravel(), res.h])
+
+    columns = []
+    for i in range(z.size):
+        h = 1e-6 * max(1.0, abs(z[i]))
+        up, down = z.copy(), z.copy()
+        up[i] += h
+        down[i] -= h
+        columns.append((rows(up) - rows(down)) / (2.0 * h))
+    return np.column_stack(columns)
+
+
+@pytest.mark.parametrize("s, loops, spread", [
+    (1, 0, 0.3), (2, 0, 0.3),
+    pytest.param(3, 0, 1e-3, marks=pytest.mark.heavy), pytest.param(4, 0, 1e-3, marks=pytest.mark.heavy),
+    pytest.param(2, 2, 1e-3, marks=pytest.mark.heavy)])
+def test_newton_matrix_equals_central_differences_for_every_joint_type(s, loops, spread):
+    """The tree form's matrix (galerkin_newton.dense), loop blocks bordering it, against differences of the rows
+    on a random tree with every joint type, springs on the ball and free rotations, dampers, a point force; at a
+    spread of 0.3 the charts' control points are 0.3 rad from the warm start (the chart maps' curvature)."""
+    model = compile_tree(random_tree(5, loops=loops, ball_springs=True))
+    assert len(model.ball_dofs) == 2
+    state, ru, X, lam, res = iterate(model, s, spread=spread)
+    J = galerkin.newton_matrix(model, state, X, lam, res, 0.02, ru)
+    fd = difference_matrix(model, state, X, lam, 0.02, ru)
+    assert np.max(np.abs(J - fd)) < 1e-8 * np.max(np.abs(J))  # central differences at h = 1e-6: ~1e-10
+
+
+def test_chart_map_hessian_equals_differences_of_its_gradient():
+    rng = np.random.default_rng(0)
+    for scale in (1e-3, 0.5, 2.5):
+        x, a, b = scale * rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+        H = galerkin_newton.jacobian_hessian(x, a, b)
+        fd = np.column_stack([(left_jacobian_transpose_derivative(x + e, b).T @ a
+                               - left_jacobian_transpose_derivative(x - e, b).T @ a) / 2e-6 for e in 1e-6 * np.eye(3)])
+        assert np.max(np.abs(H - fd)) < 1e-8 * max(1.0, np.max(np.abs(H)))
+
+
+@pytest.mark.parametrize("s", [2, 3, 4])
+def test_recursion_gives_the_dense_newton_direction(s):
+    """galerkin.newton_direction (O(s^3 n) elimination bordered by the loop rows) against a dense solve of
+    newton_matrix, on random trees with every joint type, with and without loops."""
+    for seed, loops in ((3, 0), (7, 2)):
+        model = compile_tree(random_tree(seed, loops=loops, ball_springs=True))
+        state, ru, X, lam, res = iterate(model, s)
+        step = galerkin.newton_direction(model, state, X, lam, res, 0.02, ru)
+        J = galerkin.newton_matrix(model, state, X, lam, res, 0.02, ru)
+        dense = -np.linalg.solve(J, np.concatenate([res.r.ravel(), res.h]))
+        scale = np.linalg.norm(dense) * np.linalg.cond(J)
+        assert np.max(np.abs(step - dense)) < 1e-14 * scale, (seed, s)
+        assert np.max(np.abs(step - dense)) < 1e-6 * np.max(np.abs(dense))
+
+
+def chain(n: int, kind: str) -> Mechanism:
+    rod = (1.0 / 12, 1.0 / 12, 1e-3, 0.0, 0.0, 0.0)
+    bodies = tuple(Body(f"l{i}", 1.0, (0, 0, -float(i)), com=(0, 0, -0.5), inertia=rod) for i in range(n))
+    v0 = (0.3,) * (3 if kind == "ball" else 1)
+    return Mechanism("chain", bodies, tuple(
+        Joint(f"j{i}", kind, "world" if i == 0 else f"l{i - 1}", f"l{i}", (0, 0, -float(i)), (1, 0, 0), v0=v0)
+        for i in range(n)))
+
+
+@pytest.mark.parametrize("s", [2, pytest.param(4, marks=pytest.mark.heavy)])
+def test_multiply_adds_per_link_are_flat_in_the_number_of_links(s):
+    """25 and 200 links here (benchmarks/galerkin_orders.py --ops prints 25 to 1000)."""
+    for kind in ("revolute", "ball"):
+        per_link = []
+        for n in (25, 200):
+            model = compile_tree(chain(n, kind))
+            state, ru, X, lam, res = iterate(model, s)
+            galerkin_newton.OPS.clear()
+            galerkin.newton_direction(model, state, X, lam, res, 0.02, ru)
+            per_link.append(galerkin_newton.OPS["flops"] / n)
+        assert per_link[0] > 0 and abs(per_link[1] / per_link[0] - 1.0) < 0.02, (kind, per_link)
 
 
 @pytest.mark.heavy

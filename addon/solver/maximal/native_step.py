@@ -1,0 +1,173 @@
+"""The maximal step in C (native/maximal_step.c): the model packed once, one kernel call per step.
+
+`kernel_for(model, state)` returns a MaximalKernel when the C kernels are built and loaded
+(SYMPLEX_NO_NATIVE unset) and the model is one the kernel runs: no colliders, no joint limits and no
+loop (auxiliary) joints, so no interior point and no bordered rows. `MaximalKernel.step` then runs
+variational.step's Newton loop (knot terms, residuals, the exact matrix, its fill-in LDU, the line
+search and the convergence test) in one call, and updates the state as variational.step does.
+
+Falls back to the numpy step (variational.py, the reference), silently and from the unchanged state:
+* always, for models with colliders or joint limits (the interior point), and for loop joints with
+  linear.SPARSE_FROM or more auxiliary rows, which the numpy solver factors by one sparse LU (the
+  kernel borders fewer onto the tree factor densely, as linear.py does): kernel_for returns None;
+* the first step of a mechanism with loop joints, where the numpy step picks the independent loop
+  rows (variational._select_rows: pivoted QR of their Schur complement);
+* for one step, when the kernel stops without converging, meets a singular Newton matrix, a
+  non-finite iterate or an angular speed of 2/dt, or when defect correction stalls where the numpy
+  solver would hand over to GMRES: the numpy step then converges or raises its own error (the same
+  messages and step information).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..curves import evaluate
+from ..native import maximal_binding as binding
+from . import fillin
+from .forces import knot_torques
+from .joints import ANGLE, row_targets
+from .linear import SPARSE_FROM, LinearSolver
+from .state import MaximalModel, MaximalState
+
+def kernel_for(model: MaximalModel, state: MaximalState) -> MaximalKernel | None:
+    """A kernel for `model`, or None when its steps stay in numpy (see the module docstring)."""
+    if binding.LIB is None or not fillin.NATIVE or model.collision is not None or len(model.limited) \
+            or state.interior is not None or len(model.order) - model.n_primary >= SPARSE_FROM:
+        return None
+    if state.solver is None:
+        state.solver = LinearSolver(model.bodies.count, list(model.primary))
+    return MaximalKernel(model, state.solver)
+
+
+def _c(array, dtype=np.float64) -> np.ndarray:
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
+class MaximalKernel:
+    """One model's arrays, the fill-in plan of its Newton matrix, the kernel's scratch and its input
+    and output buffers, made once (their addresses too)."""
+
+    def __init__(self, model: MaximalModel, solver: LinearSolver):
+        bs, js, fs = model.bodies, model.joints, model.forces
+        rows = model.order
+        plan = solver._plan
+        self.model = model
+        kinds = js.row_kind[rows]
+        self._angle = kinds == ANGLE
+        self._angle_rows = rows[self._angle]
+        self._curves = bool(np.any(js.row_curve[rows] >= 0))
+        self._torques = bool(np.any(js.torque >= 0))
+        self._scaled = any(c is not None for c in fs.force_scale)
+        i64 = np.int64
+        arrays = {
+            "mass": _c(bs.mass), "com": _c(bs.com), "inertia": _c(bs.inertia), "gravity": _c(bs.gravity),
+            "parent": _c(js.parent, i64), "child": _c(js.child, i64), "pa": _c(js.pa), "pb": _c(js.pb),
+            "ca": _c(js.ca), "cb": _c(js.cb), "frame_a": _c(js.frame_a), "frame_b": _c(js.frame_b),
+            "row_joint": _c(js.row_joint[rows], i64), "row_kind": _c(kinds, i64),
+            "coord_joint": _c(js.coord_joint, i64), "coord_kind": _c(js.coord_kind, i64),
+            "spring_a": _c(fs.spring_a, i64), "spring_b": _c(fs.spring_b, i64), "spring_pa": _c(fs.spring_pa),
+            "spring_pb": _c(fs.spring_pb), "coord_a": _c(fs.coord_a, i64), "coord_b": _c(fs.coord_b, i64),
+            "stiffness": _c(fs.stiffness), "rest": _c(fs.rest), "damping": _c(fs.damping), "gain": _c(fs.gain),
+            "target_velocity": _c(fs.target_velocity), "force_body": _c(fs.force_body, i64),
+            "force_point": _c(fs.force_point), "force_vector": _c(fs.force_vector),
+            "order": plan.order, "dim": plan.dim, "diag_offset": plan.diag_offset, "upper_start": plan.upper_start,
+            "upper_node": plan.upper_node, "lower_offset": plan.lower_offset, "upper_offset": plan.upper_offset,
+            "pair_start": plan.pair_start, "pair_offset": plan.pair_offset, "row_offset": plan.row_offset,
+            "gather_src": _c(solver._src, i64), "gather_dst": _c(solver._dst, i64),
+        }
+        self._arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}  # kept alive
+        nb, R = bs.count, len(rows)
+        self.sizes = dict(nbody=nb, njoint=js.count, nrow=R, n_primary=model.n_primary, ncoord_joint=len(js.coord_joint),
+                          nspring=len(fs.spring_a), nforce=len(fs.force_body), n_nodes=len(plan.dim),
+                          flat_size=plan.size, n_gather=len(solver._src), fill_scratch=max(plan.scratch, 1))
+        self._model = binding.Model(*self.sizes.values(), *(self._arrays[n].ctypes.data for n in binding.MODEL_ARRAYS))
+        self._model_ptr = ctypes.pointer(self._model)
+        nc = len(fs.coord_a)
+        ncj = len(js.coord_joint)
+        self._in = {"x": np.zeros((nb, 3)), "q": np.zeros((nb, 4)), "v": np.zeros((nb, 3)), "w": np.zeros((nb, 3)),
+                    "lam": np.zeros(R), "active": np.ones(R, np.int64), "row_winding": np.zeros(R), "coord_winding": np.zeros(ncj),
+                    "coord_rate": np.zeros(nc), "coord_jac_prev": np.zeros((nc, 12)),
+                    "acceleration": np.zeros((nb, 6)), "targets": np.zeros(R), "torque": np.zeros(ncj),
+                    "force_scale": np.ones(len(fs.force_body))}
+        self._state = binding.State(*(self._in[n].ctypes.data for n in binding.STATE_ARRAYS), 0)
+        self._state_ptr = ctypes.pointer(self._state)
+        self._prev_address = self._state.coord_jac_prev
+        self._accel_address = self._state.acceleration
+        self._out = {"V": np.zeros((nb, 6)), "acceleration": np.zeros((nb, 6)), "poses": np.zeros((nb, 7)),
+                     "lam": np.zeros(R), "x2": np.zeros((nb, 3)), "q2": np.zeros((nb, 4)), "row_val2": np.zeros(R), "row_winding2": np.zeros(R), "coord_winding2": np.zeros(ncj),
+                     "cval2": np.zeros(nc), "rate": np.zeros(nc), "cjac2": np.zeros((nc, 12)),
+                     "sweeps": np.zeros(0), "stats": np.zeros(4)}
+        self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr))
+        self._out_addresses: list[int] = []
+        self.steps = 0  # steps taken in C (the others went to the numpy step)
+
+    def step(self, state: MaximalState, dt: float, tol: float, max_iterations: int,
+             halvings: int) -> tuple[int, float, float, np.ndarray] | None:
+        """One step of `state` (updated in place as variational.step does, with its iteration and
+        line-search limits); (iterations, residual, energy, body-frame poses (B, 7) at the new knot), or
+        None (state untouched) when the numpy step must take it (module docstring)."""
+        model, ins, st = self.model, self._in, self._state
+        if len(self._out["sweeps"]) != max_iterations:
+            self._out["sweeps"] = np.zeros(max_iterations)
+            self._out_addresses = [self._out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
+        if state.aux_active is None:
+            if len(model.loop_joints):
+                return None  # the numpy step picks the independent loop rows (variational._select_rows)
+            state.aux_active = np.ones(len(model.order), bool)
+        js, rows = model.joints, model.order
+        ins["x"][...] = state.x
+        ins["q"][...] = state.q
+        ins["v"][...] = state.v
+        ins["w"][...] = state.w
+        ins["lam"][...] = state.lam
+        ins["active"][...] = state.aux_active
+        ins["row_winding"][...] = state.row_winding[rows]
+        ins["coord_winding"][...] = state.coord_winding
+        ins["coord_rate"][...] = state.coord_rate
+        if state.coord_jac_prev is None:
+            st.coord_jac_prev = None
+        else:
+            ins["coord_jac_prev"][...] = state.coord_jac_prev
+            st.coord_jac_prev = self._prev_address
+        if isinstance(state.acceleration_guess, np.ndarray):
+            ins["acceleration"][...] = state.acceleration_guess
+            st.acceleration = self._accel_address
+        else:
+            st.acceleration = None
+        if self._curves:
+            ins["targets"][...] = row_targets(js, state.t + dt)[rows]
+        if self._torques:
+            ins["torque"][...] = knot_torques(js, state.t, dt)
+        if self._scaled:
+            t = state.t
+            ins["force_scale"][...] = 0.5 * sum(np.array([1.0 if c is None else evaluate(c, s)
+                                                          for c in model.forces.force_scale])
+                                                for s in (t - 0.5 * dt, t + 0.5 * dt))
+        st.startup = int(state.startup)
+        status = binding.LIB.symplex_maximal_step(self._model_ptr, self._state_ptr, float(dt), float(tol),
+                                                  int(max_iterations), int(halvings), *self._out_addresses)
+        if status != binding.CONVERGED:
+            return None
+        out = self._out
+        iterations, residual, energy, updates = out["stats"].tolist()
+        V = out["V"].copy()
+        state.sweeps.extend(out["sweeps"][:int(updates)].astype(int).tolist())
+        if len(self._angle_rows):
+            state.row_winding = state.row_winding.copy()
+            state.row_winding[self._angle_rows] = out["row_winding2"][self._angle]
+        state.coord_winding = out["coord_winding2"].copy()
+        state.acceleration_guess = 0.0 if state.startup else out["acceleration"].copy()
+        state.x, state.q = out["x2"].copy(), out["q2"].copy()
+        state.v, state.w = V[:, :3].copy(), V[:, 3:].copy()
+        state.frames_at = None
+        state.coord_rate = out["rate"].copy()
+        state.coord_jac_prev = out["cjac2"].copy()
+        state.lam = out["lam"].copy()
+        state.t += dt
+        state.startup = False
+        state.step_index += 1
+        self.steps += 1
+        return int(iterations), residual, energy, out["poses"].copy()

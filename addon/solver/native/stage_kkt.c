@@ -1,0 +1,325 @@
+/* Block-tridiagonal LDL^T (Riccati recursion over stage chunks) of the shot interior point's KKT matrix, with
+ * a border eliminated by its Schur complement. Contract in stage_kkt.h. */
+#include "stage_kkt.h"
+
+#include <math.h>
+#include <string.h>
+
+/* LU with partial pivoting of the n x n row-major a, in place; piv[i] = row swapped with i. Adds to *parity the
+ * number of swaps and of negative U_ii (mod 2: sign of det a). Returns 0, or 1 on a pivot that is non-finite or
+ * not above tol (absolute). */
+static int lu_factor(int64_t n, double *a, int64_t *piv, int64_t *parity, double tol)
+{
+    for (int64_t k = 0; k < n; ++k) {
+        int64_t p = k;
+        double best = fabs(a[k * n + k]);
+        for (int64_t i = k + 1; i < n; ++i) {
+            double v = fabs(a[i * n + k]);
+            if (v > best) {
+                best = v;
+                p = i;
+            }
+        }
+        if (!(best > tol) || !isfinite(best))
+            return 1;
+        piv[k] = p;
+        if (p != k) {
+            *parity ^= 1;
+            double *rk = a + k * n, *rp = a + p * n;
+            for (int64_t j = 0; j < n; ++j) {
+                double t = rk[j];
+                rk[j] = rp[j];
+                rp[j] = t;
+            }
+        }
+        const double *rk = a + k * n;
+        if (rk[k] < 0)
+            *parity ^= 1;
+        double inv = 1.0 / rk[k];
+        for (int64_t i = k + 1; i < n; ++i) {
+            double *ri = a + i * n;
+            double l = ri[k] * inv;
+            ri[k] = l;
+            if (l != 0.0)
+                for (int64_t j = k + 1; j < n; ++j)
+                    ri[j] -= l * rk[j];
+        }
+    }
+    return 0;
+}
+
+/* sum_k a[k] b[k] with four partial sums (a single chain of adds is latency bound). */
+static double dot(int64_t n, const double *a, const double *b)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int64_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        s0 += a[k] * b[k];
+        s1 += a[k + 1] * b[k + 1];
+        s2 += a[k + 2] * b[k + 2];
+        s3 += a[k + 3] * b[k + 3];
+    }
+    for (; k < n; ++k)
+        s0 += a[k] * b[k];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* b (n x ncol, row-major) <- a^{-1} b with a's LU from lu_factor. */
+static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t ncol, double *b)
+{
+    for (int64_t k = 0; k < n; ++k) {
+        if (piv[k] != k) {
+            double *rk = b + k * ncol, *rp = b + piv[k] * ncol;
+            for (int64_t j = 0; j < ncol; ++j) {
+                double t = rk[j];
+                rk[j] = rp[j];
+                rp[j] = t;
+            }
+        }
+    }
+    if (ncol == 1) { /* one right-hand side: rows of L and U dotted with b */
+        for (int64_t i = 1; i < n; ++i)
+            b[i] -= dot(i, a + i * n, b);
+        for (int64_t i = n - 1; i >= 0; --i)
+            b[i] = (b[i] - dot(n - 1 - i, a + i * n + i + 1, b + i + 1)) / a[i * n + i];
+        return;
+    }
+    for (int64_t i = 1; i < n; ++i) {
+        double *ri = b + i * ncol;
+        for (int64_t k = 0; k < i; ++k) {
+            double l = a[i * n + k];
+            if (l != 0.0) {
+                const double *rk = b + k * ncol;
+                for (int64_t j = 0; j < ncol; ++j)
+                    ri[j] -= l * rk[j];
+            }
+        }
+    }
+    for (int64_t i = n - 1; i >= 0; --i) {
+        double *ri = b + i * ncol;
+        for (int64_t k = i + 1; k < n; ++k) {
+            double u = a[i * n + k];
+            if (u != 0.0) {
+                const double *rk = b + k * ncol;
+                for (int64_t j = 0; j < ncol; ++j)
+                    ri[j] -= u * rk[j];
+            }
+        }
+        double inv = 1.0 / a[i * n + i];
+        for (int64_t j = 0; j < ncol; ++j)
+            ri[j] *= inv;
+    }
+}
+
+/* out (q x r) -= a^T b, a (p x q), b (p x r), all row-major. */
+static void sub_atb(int64_t p, int64_t q, int64_t r, const double *a, const double *b, double *out)
+{
+    for (int64_t k = 0; k < p; ++k) {
+        const double *ak = a + k * q, *bk = b + k * r;
+        for (int64_t i = 0; i < q; ++i) {
+            double s = ak[i];
+            if (s != 0.0) {
+                double *oi = out + i * r;
+                for (int64_t j = 0; j < r; ++j)
+                    oi[j] -= s * bk[j];
+            }
+        }
+    }
+}
+
+/* out (p x r) -= a b, a (p x q), b (q x r), all row-major. */
+static void sub_ab(int64_t p, int64_t q, int64_t r, const double *a, const double *b, double *out)
+{
+    if (r == 1) {
+        for (int64_t i = 0; i < p; ++i)
+            out[i] -= dot(q, a + i * q, b);
+        return;
+    }
+    for (int64_t i = 0; i < p; ++i) {
+        const double *ai = a + i * q;
+        double *oi = out + i * r;
+        for (int64_t k = 0; k < q; ++k) {
+            double s = ai[k];
+            if (s != 0.0) {
+                const double *bk = b + k * r;
+                for (int64_t j = 0; j < r; ++j)
+                    oi[j] -= s * bk[j];
+            }
+        }
+    }
+}
+
+/* Where K[i, j] goes in blk, or -1 (the lower twin of a stored coupling), or -2 (chunks more than one apart). */
+static int64_t slot(int64_t i, int64_t j, const int64_t *chunk, const int64_t *local, const int64_t *size,
+                    const int64_t *a_off, const int64_t *c_off, const int64_t *e_off, int64_t f_off, int64_t nb)
+{
+    int64_t ci = chunk[i], cj = chunk[j];
+    if (ci >= 0 && cj >= 0) {
+        if (ci == cj)
+            return a_off[ci] + local[i] * size[ci] + local[j];
+        if (cj == ci + 1)
+            return c_off[ci] + local[i] * size[cj] + local[j];
+        return ci == cj + 1 ? -1 : -2;
+    }
+    if (ci >= 0)
+        return e_off[ci] + local[i] * nb + local[j];
+    if (cj >= 0)
+        return -1;
+    return f_off + local[i] * nb + local[j];
+}
+
+int64_t symplex_stage_assemble(int64_t nz, int64_t m, const int64_t *chunk, const int64_t *local,
+                               const int64_t *size, const int64_t *a_off, const int64_t *c_off,
+                               const int64_t *e_off, int64_t f_off, int64_t nb, const int64_t *w_ptr,
+                               const int64_t *w_idx, const double *w_val, const int64_t *j_ptr,
+                               const int64_t *j_idx, const double *j_val, double dw, double dc, int64_t n_blk,
+                               double *blk)
+{
+    memset(blk, 0, (size_t)n_blk * sizeof(double));
+    for (int64_t col = 0; col < nz; ++col) {
+        for (int64_t e = w_ptr[col]; e < w_ptr[col + 1]; ++e) {
+            int64_t at = slot(w_idx[e], col, chunk, local, size, a_off, c_off, e_off, f_off, nb);
+            if (at >= 0)
+                blk[at] += w_val[e];
+            else if (at == -2 && w_val[e] != 0.0)
+                return 1 + w_idx[e];
+        }
+        int64_t at = slot(col, col, chunk, local, size, a_off, c_off, e_off, f_off, nb);
+        blk[at] += dw;
+    }
+    for (int64_t row = 0; row < m; ++row) {
+        int64_t r = nz + row;
+        for (int64_t e = j_ptr[row]; e < j_ptr[row + 1]; ++e) {
+            int64_t c = j_idx[e];
+            int64_t lower = slot(r, c, chunk, local, size, a_off, c_off, e_off, f_off, nb);
+            int64_t upper = slot(c, r, chunk, local, size, a_off, c_off, e_off, f_off, nb);
+            if (lower == -2 && j_val[e] != 0.0)
+                return 1 + r;
+            if (lower >= 0)
+                blk[lower] += j_val[e];
+            if (upper >= 0)
+                blk[upper] += j_val[e];
+        }
+        blk[slot(r, r, chunk, local, size, a_off, c_off, e_off, f_off, nb)] -= dc;
+    }
+    return 0;
+}
+
+/* out (p x r) -= g y[cols], g (p x q) compact over the columns cols (q) of y (rows of y, r columns each). */
+static void sub_g(int64_t p, int64_t q, const int64_t *cols, const double *g, int64_t r, const double *y,
+                  double *out)
+{
+    for (int64_t i = 0; i < p; ++i) {
+        const double *gi = g + i * q;
+        double *oi = out + i * r;
+        if (r == 1) {
+            double acc = 0.0;
+            for (int64_t t = 0; t < q; ++t)
+                acc += gi[t] * y[cols[t]];
+            oi[0] -= acc;
+            continue;
+        }
+        for (int64_t t = 0; t < q; ++t) {
+            double s = gi[t];
+            if (s != 0.0) {
+                const double *yt = y + cols[t] * r;
+                for (int64_t j = 0; j < r; ++j)
+                    oi[j] -= s * yt[j];
+            }
+        }
+    }
+}
+
+/* T^{-1} b for the factorised chain, b (n_inner x ncol) in place: forward w_k = D_k^{-1} (b_k - C_{k-1}^T w_{k-1}),
+ * then back x_k = w_k - G_k x_{k+1} with G_k = D_k^{-1} C_k (compact: its nonzero columns, symplex_stage_factor). */
+static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_off, const int64_t *c_off,
+                        const int64_t *r_off, const double *blk, const double *g, const int64_t *g_cols,
+                        const int64_t *g_count, const int64_t *piv, int64_t ncol, double *b)
+{
+    for (int64_t k = 0; k < n_chunks; ++k) {
+        double *bk = b + r_off[k] * ncol;
+        if (k > 0)
+            sub_atb(size[k - 1], size[k], ncol, blk + c_off[k - 1], b + r_off[k - 1] * ncol, bk);
+        lu_solve(size[k], blk + a_off[k], piv + r_off[k], ncol, bk);
+    }
+    for (int64_t k = n_chunks - 2; k >= 0; --k)
+        sub_g(size[k], g_count[k], g_cols + r_off[k + 1], g + c_off[k], ncol, b + r_off[k + 1] * ncol,
+              b + r_off[k] * ncol);
+}
+
+int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
+                             const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
+                             double s_rcond, double *blk, double *g, int64_t *g_cols, int64_t *g_count, double *x,
+                             int64_t *piv, int64_t *parity)
+{
+    *parity = 0;
+    for (int64_t k = 0; k < n_chunks; ++k) {
+        int64_t n = size[k];
+        double *d = blk + a_off[k];
+        if (lu_factor(n, d, piv + r_off[k], parity, 0.0))
+            return k;
+        if (k + 1 == n_chunks)
+            break;
+        /* D_{k+1} = A_{k+1} - C_k^T G_k, G_k = D_k^{-1} C_k over the q columns of C_k that are not zero (the
+         * unknowns of chunk k+1 that chunk k couples to: the stage's state, not its whole block) */
+        int64_t n1 = size[k + 1], q = 0;
+        const double *ck = blk + c_off[k];
+        int64_t *cols = g_cols + r_off[k + 1];
+        for (int64_t j = 0; j < n1; ++j) {
+            int64_t i = 0;
+            while (i < n && ck[i * n1 + j] == 0.0)
+                ++i;
+            if (i < n)
+                cols[q++] = j;
+        }
+        g_count[k] = q;
+        double *gk = g + c_off[k];
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t t = 0; t < q; ++t)
+                gk[i * q + t] = ck[i * n1 + cols[t]];
+        lu_solve(n, d, piv + r_off[k], q, gk);
+        double *a1 = blk + a_off[k + 1];
+        for (int64_t i = 0; i < n; ++i) {
+            const double *gi = gk + i * q;
+            for (int64_t u = 0; u < q; ++u) {
+                double c = ck[i * n1 + cols[u]];
+                if (c != 0.0) {
+                    double *row = a1 + cols[u] * n1;
+                    for (int64_t t = 0; t < q; ++t)
+                        row[cols[t]] -= c * gi[t];
+                }
+            }
+        }
+    }
+    if (nb == 0)
+        return -1;
+    int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
+    for (int64_t k = 0; k < n_chunks; ++k)
+        memcpy(x + r_off[k] * nb, blk + e_off[k], (size_t)(size[k] * nb) * sizeof(double));
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, piv, nb, x);
+    double *s = blk + f_off;
+    for (int64_t k = 0; k < n_chunks; ++k)
+        sub_atb(size[k], nb, nb, blk + e_off[k], x + r_off[k] * nb, s);
+    double largest = 0.0;
+    for (int64_t i = 0; i < nb * nb; ++i)
+        largest = fmax(largest, fabs(s[i]));
+    if (lu_factor(nb, s, piv + n_inner, parity, s_rcond * largest))
+        return n_chunks;
+    return -1;
+}
+
+void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
+                         const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
+                         const double *blk, const double *g, const int64_t *g_cols, const int64_t *g_count,
+                         const double *x, const int64_t *piv, double *v)
+{
+    int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, piv, 1, v);
+    if (nb == 0)
+        return;
+    double *vb = v + n_inner; /* border: S xb = bb - E^T u, then u -= X xb */
+    for (int64_t k = 0; k < n_chunks; ++k)
+        sub_atb(size[k], nb, 1, blk + e_off[k], v + r_off[k], vb);
+    lu_solve(nb, blk + f_off, piv + n_inner, 1, vb);
+    sub_ab(n_inner, nb, 1, x, vb, v);
+}

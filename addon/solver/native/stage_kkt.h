@@ -1,0 +1,49 @@
+/* Stage-structured KKT factorisation of the shot interior point: block-tridiagonal (Riccati) LDL^T with a border.
+ * Plain C ABI, loaded with ctypes by addon/solver/native/stage_kkt_binding.py; the numpy twin and test reference
+ * is addon/solver/shots/stage_kkt.py (StageFactor, block cyclic reduction: the same matrix, other pivots).
+ *
+ * The KKT matrix K = [[W + dw I, J^T], [J, -dc I]] (nz variables, m rows) in a stage layout: unknown i sits in
+ * chunk chunk[i] >= 0 at row local[i] of that chunk, or in the border (chunk[i] < 0) at row local[i]. Chunk k has
+ * size[k] unknowns; the border nb. Block storage (offsets in doubles, row-major, no padding):
+ *   a_off[k]  A_k, size[k] x size[k]          (diagonal block; the factor overwrites it by the LU of the pivot)
+ *   c_off[k]  C_k, size[k] x size[k+1]        (K[chunk k, chunk k+1]; k < n_chunks - 1)
+ *   e_off[k]  E_k, size[k] x nb               (K[chunk k, border])
+ *   f_off     F, nb x nb                      (K[border, border]; the factor overwrites it by the LU of S)
+ * Kernels allocate nothing. */
+#ifndef SYMPLEX_STAGE_KKT_H
+#define SYMPLEX_STAGE_KKT_H
+#include <stdint.h>
+
+/* Zero blk (n_blk doubles) and scatter W (CSC: w_ptr (nz+1), w_idx, w_val), J (CSR: j_ptr (m+1), j_idx, j_val)
+ * and the shifts into it: W holds both triangles, J gives K[nz + r, j] and K[j, nz + r]. Of a coupling between
+ * two blocks only the upper one is kept (C_k: chunk k to k+1; E_k: chunk to border). Returns 0, or 1 + the KKT row of an entry coupling chunks more
+ * than one apart (the layout does not fit this matrix). */
+int64_t symplex_stage_assemble(int64_t nz, int64_t m, const int64_t *chunk, const int64_t *local,
+                               const int64_t *size, const int64_t *a_off, const int64_t *c_off,
+                               const int64_t *e_off, int64_t f_off, int64_t nb, const int64_t *w_ptr,
+                               const int64_t *w_idx, const double *w_val, const int64_t *j_ptr,
+                               const int64_t *j_idx, const double *j_val, double dw, double dc, int64_t n_blk,
+                               double *blk);
+
+/* Factorise in place: D_0 = A_0, D_{k+1} = A_{k+1} - C_k^T G_k with G_k = D_k^{-1} C_k (each D_k by LU with
+ * partial pivoting, pivots in piv at r_off[k]), then X = T^{-1} E (x: sum size[k] * nb doubles, same row order as
+ * a right-hand side) and S = F - E^T X (LU in F, pivots at piv[n_inner...]). r_off[k]: first row of chunk k in a
+ * right-hand side of the n_inner = sum size inner unknowns. G_k is kept compact over the g_count[k] columns of C_k
+ * that are not zero, listed in g_cols at r_off[k + 1]: size[k] x g_count[k] into g at c_off[k] (g, g_cols as long
+ * as blk and n_inner; g_count n_chunks).
+ * parity[0] <- number of negative eigenvalues of K mod 2 (Sylvester: signs of the pivots' determinants).
+ * Returns -1, or the chunk whose pivot block is singular (exactly zero or non-finite pivot), or n_chunks when
+ * S is (nearly) singular (a pivot not above s_rcond times S's largest entry). */
+int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
+                             const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
+                             double s_rcond, double *blk, double *g, int64_t *g_cols, int64_t *g_count, double *x,
+                             int64_t *piv, int64_t *parity);
+
+/* Solve K v = b in place: v (n_inner + nb) holds b on entry, inner unknowns in chunk order then the border:
+ * forward w_k = D_k^{-1} (b_k - C_{k-1}^T w_{k-1}), back u_k = w_k - G_k u_{k+1}, then the border. */
+void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
+                         const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
+                         const double *blk, const double *g, const int64_t *g_cols, const int64_t *g_count,
+                         const double *x, const int64_t *piv, double *v);
+
+#endif
