@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 _LIB_NAMES = ("libsymplex_kernels.so", "libsymplex_kernels.dylib", "symplex_kernels.dll")
 _f64 = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
 _i64 = np.ctypeslib.ndpointer(dtype=np.int64, flags="C_CONTIGUOUS")
@@ -41,7 +41,8 @@ _TREE_ARRAYS = (
 class _Tree(ctypes.Structure):
     """Mirror of symplex_tree in symplex_kernels.h (sizes, then one pointer per _TREE_ARRAYS entry)."""
 
-    _fields_ = [("nq", _int), ("nbody", _int), ("nforce", _int), ("nrow", _int), ("nball", _int)] + [
+    _fields_ = [("nq", _int), ("nbody", _int), ("nforce", _int), ("nrow", _int), ("nball", _int),
+                ("linkwise", _int)] + [
         (name, _ptr) for name, _ in _TREE_ARRAYS
     ]
 
@@ -122,7 +123,8 @@ class NativeStep(NamedTuple):
 
 
 class NativeStepper:
-    """Midpoint steps of one TreeModel in C: contiguous copies of the model arrays, the placement with
+    """Midpoint steps of one TreeModel in C (linkwise: by the link-wise discrete Lagrangian of tree/linkwise.py,
+    else the chart midpoint): contiguous copies of the model arrays, the placement with
     the ball charts folded in, the kernel's scratch and its input and output buffers, all made once
     here (their addresses too: numpy's .ctypes costs microseconds per array). `step` copies its inputs
     in, checking shapes, and returns copies of the outputs. Raises RuntimeError when the kernels are
@@ -132,7 +134,7 @@ class NativeStepper:
     error messages (tree.assembly.worst_joint(model, stepper.h)).
     """
 
-    def __init__(self, model) -> None:
+    def __init__(self, model, linkwise: bool = False) -> None:
         if _LIB is None:
             raise RuntimeError("the Symplex C kernels are not loaded (not built: run `make kernels`; or "
                                "SYMPLEX_NO_NATIVE=1; or built from other sources); use tree.midpoint's numpy path")
@@ -144,7 +146,7 @@ class NativeStepper:
         # the kernel reads the rest rotation through the chart's placement (symplex_kernels.h ball_rest)
         self._arrays["ball_rest"][...] = self._placement0[self._ball_first, :3, :3] @ model.ball_rest
         addresses = (self._arrays[name].ctypes.data for name, _ in _TREE_ARRAYS)
-        self._tree = _Tree(nq, nbody, self.nforce, nrow, self.nball, *addresses)
+        self._tree = _Tree(nq, nbody, self.nforce, nrow, self.nball, int(linkwise), *addresses)
         self._tree_ptr = ctypes.pointer(self._tree)
         # buffers in the kernel's argument order after (tree, nsel) and the scalars
         self._inputs = {"rows": np.zeros(nrow, dtype=np.int64), "torque_mid": np.zeros(nq),

@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 7
+#define SYMPLEX_ABI_VERSION 8
 
 int64_t symplex_abi_version(void);
 
@@ -21,6 +21,7 @@ void symplex_tree_forward(int64_t n, const int64_t *parent, const double *local,
  * The caller may rewrite the arrays between calls (the ball charts live in dof_placement). */
 typedef struct symplex_tree {
     int64_t nq, nbody, nforce, nrow, nball;
+    int64_t linkwise;                 /* nonzero: the step is the link-wise discrete Lagrangian (tree/linkwise.py) */
     const int64_t *dof_parent;        /* (nq,) parent frame, dof_parent[f] < f, -1 = world */
     const int64_t *dof_kind;          /* (nq,) 0..2 rotation about local x, y, z; 3..5 translation along */
     const int64_t *dof_prescribed;    /* (nq,) nonzero: follows its curve, not an unknown of the step */

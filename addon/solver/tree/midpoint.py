@@ -18,7 +18,7 @@ equivariant (a link keeps its spin about its own axis); after the step C2 become
 0, the momentum already a body covector there). Springs on ball and free rotations (toward a rest rotation,
 ball_springs.py) enter the same rows, in the C kernel too. That is the step of models without a ball joint;
 a model with one steps by the link-wise discrete Lagrangian instead (linkwise.py, bordered by linkwise_system
-with the same loop rows, limits and prescribed joints), in numpy only: its chart midpoints let a slender link's
+with the same loop rows, limits and prescribed joints), in C (native/tree_step.c) or numpy: its chart midpoints let a slender link's
 spin reach its subtree (docs/benchmarks_ball_charts.md).
 """
 
@@ -379,7 +379,7 @@ def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
     contacts) or a loop-constrained solve fails (numpy retries with its least-squares fallback).
     Leaves `state` untouched unless it returns a result."""
     if state.stepper is None:
-        state.stepper = native.NativeStepper(model)
+        state.stepper = native.NativeStepper(model, linkwise.applies(model))
     t2, tmid = state.t + dt, state.t + 0.5 * dt
     q2 = state.q + dt * state.velocity_guess
     q2[model.dof_prescribed] = prescribed_values(model, t2)[0]
@@ -426,10 +426,10 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
          body_frame: bool = False) -> StepResult:
     """Advance `state` by dt in place.
 
-    A model with a ball joint steps by the link-wise discrete Lagrangian (linkwise.py, linkwise_system), always
-    in numpy; the others by the chart midpoint (del_system). trace, when given, receives max|f| at every
-    iterate (numpy path). use_native: None picks the C kernel when it is built, no trace is asked for, no
-    joint limit is in contact and the model has no ball joint. A step whose
+    A model with a ball joint steps by the link-wise discrete Lagrangian (linkwise.py, linkwise_system);
+    the others by the chart midpoint (del_system); both in the C kernel (native/tree_step.c) or numpy. trace, when
+    given, receives max|f| at every iterate (numpy path). use_native: None picks the C kernel when it is built, no
+    trace is asked for and no joint limit is in contact. A step whose
     Newton solve fails is redone as two half steps (still a variational step sequence, landing at the
     same time), at most `halvings` times deep; this carries closed chains through singular
     configurations they cross at speed. When that fails on a chart midpoint with free-joint charts, the step
@@ -475,9 +475,8 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
     """One midpoint step of size dt (see step)."""
     if use_native is None:
         use_native = native.NATIVE and trace is None and not state.contacts
-    # the C kernel runs the chart midpoint's plain Newton matrix: never the body-frame one, nor a model that
-    # steps by the link-wise Lagrangian (linkwise.py), so C and numpy never step a model differently
-    use_native = use_native and not body_frame and not linkwise.applies(model)
+    # the C kernel runs the chart midpoint's and the link-wise rows' plain Newton matrices, never the body-frame one
+    use_native = use_native and not body_frame
     if len(state.rows) < model.nrow and state.row_conditioning < RESELECT_BELOW:
         _reselect_rows(model, state)
     if use_native:
