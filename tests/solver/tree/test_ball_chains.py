@@ -18,7 +18,7 @@ from addon.solver.tree.kinematics import euler_chain, fold_charts
 from benchmarks.maximal import ball_chain
 
 from .random_mechanisms import random_quat
-from .test_lie_rows import NUMPY, momentum_run
+from .test_lie_rows import PATHS, momentum_run
 
 
 def chart_defect(charts: np.ndarray) -> float:
@@ -114,7 +114,7 @@ def tumbling_tree(seed: int) -> Mechanism:
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("use_native", NUMPY)
+@pytest.mark.parametrize("use_native", PATHS)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_tumbling_ball_trees_keep_momentum_energy_and_rotation_charts(seed, use_native):
     # eight charts up to six deep; at dt = 0.0025 over 2 s the energy band is 0.84 % (seed 0, a fast

@@ -21,7 +21,7 @@ from addon.solver.tree.dynamics import terms
 from addon.solver.tree.kinematics import forward
 
 from .random_mechanisms import random_tree
-from .test_lie_rows import NUMPY, floating_mechanism, momentum_run
+from .test_lie_rows import PATHS, floating_mechanism, momentum_run
 
 INERTIA = (0.4, 0.25, 0.1)  # principal moments about the centre of mass
 K = 3.0
@@ -132,7 +132,7 @@ def test_free_joint_springs_on_translation_and_rotation_are_harmonic():
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("use_native", NUMPY)
+@pytest.mark.parametrize("use_native", PATHS)
 def test_tumbling_hub_with_a_sprung_ball_arm_keeps_momentum_and_energy(use_native):
     # the ball spring is internal and rotation invariant: total angular momentum holds to round-off;
     # the energy oscillates in an O(dt^2) band with no trend

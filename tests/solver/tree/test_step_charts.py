@@ -19,7 +19,7 @@ from addon.solver.tree.step_charts import (
 from benchmarks import rope_twist
 from benchmarks.maximal import ball_chain
 
-from .test_lie_rows import NUMPY
+from .test_lie_rows import PATHS
 
 # angles on both sides of the series switch (0.1) and near pi
 XI = np.array([[1e-7, -2e-7, 3e-8], [0.03, -0.05, 0.02], [0.09, 0.04, -0.02], [0.4, -1.1, 0.7], [1.9, 2.0, -1.5]])
@@ -68,7 +68,7 @@ def spinning_rod() -> Mechanism:
     return Mechanism("spinning rod", (rod,), (pivot,), gravity=(0.0, 0.0, 0.0))
 
 
-@pytest.mark.parametrize("use_native", NUMPY)
+@pytest.mark.parametrize("use_native", PATHS)
 @pytest.mark.parametrize("dt", [0.01, 0.005])
 def test_rod_on_a_ball_joint_keeps_its_spin(dt, use_native):
     # the spin about the rod's axis (the chart's z axis: the joint axis is the rod) is the momentum of turning
