@@ -969,6 +969,17 @@ static int node_at(const symplex_tree *tree, const workspace *w, int64_t a, int 
     return a == tree->ball_dofs[3 * b + (last ? 2 : 0)] ? 3 : 0;
 }
 
+/* The length of the hand-up vectors (R, Yc rows of Obar): (y, t) when ball rows read t, y otherwise; the link-wise
+ * form's are 6 long and its U, x 6 wide (the rest zero, linkwise_jacobian), so factor and solve_tree take 6 x 6. */
+static int hand_up(const symplex_tree *tree) { return tree->linkwise ? 6 : tree->nball ? 18 : 12; }
+
+static double dot_n(int n, const double *a, const double *b)
+{
+    double t = 0.0;
+    for (int i = 0; i < n; ++i) t += a[i] * b[i];
+    return t;
+}
+
 /* Leaves-to-root elimination of J11 on the unknown coordinates (tree/articulated.py factor): per node with
  * members m (s of them), D = d + R Obar U^T, X = -D^-1 (x + R Obar), c = Yc^T + Obar U^T,
  * Omega = Obar + c X added into Obar of the parent coordinate. outputs: w->Dinv, w->X, w->c by member;
@@ -976,7 +987,7 @@ static int node_at(const symplex_tree *tree, const workspace *w, int64_t a, int 
 static int factor(const symplex_tree *tree, workspace *w, double *ops)
 {
     const int64_t nq = tree->nq;
-    const int h = tree->nball ? 18 : 12;  /* hand-up length: (y, t) when ball rows read t, else y */
+    const int h = hand_up(tree), nc = tree->linkwise ? 6 : 12;  /* the link-wise form: 6 x 6 (linkwise_jacobian) */
     memset(w->Obar, 0, (size_t)(216 * nq) * sizeof(double));
     for (int64_t a = nq - 1; a >= 0; --a) {
         int64_t m;
@@ -986,10 +997,10 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
         if (w->unknown[m] >= 0) {
             double OU[18][3], RO[3][12], D[9], inv[9];
             for (int r = 0; r < h; ++r)
-                for (int j = 0; j < s; ++j) OU[r][j] = dot12(O + 12 * r, w->U + 12 * (m + j));
+                for (int j = 0; j < s; ++j) OU[r][j] = dot_n(nc, O + 12 * r, w->U + 12 * (m + j));
             for (int i = 0; i < s; ++i) {
                 const double *R = w->R + 18 * (m + i);
-                for (int col = 0; col < 12; ++col) {
+                for (int col = 0; col < nc; ++col) {
                     double t = 0.0;
                     for (int r = 0; r < h; ++r) t += R[r] * O[12 * r + col];
                     RO[i][col] = t;
@@ -1003,7 +1014,7 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
             if (invert_block(s, D, inv)) return 1;
             for (int i = 0; i < s; ++i) {
                 double *X = w->X + 12 * (m + i);
-                for (int col = 0; col < 12; ++col) {
+                for (int col = 0; col < nc; ++col) {
                     double t = 0.0;
                     for (int j = 0; j < s; ++j) t -= inv[s * i + j] * (w->x[12 * (m + j) + col] + RO[j][col]);
                     X[col] = t;
@@ -1015,10 +1026,10 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
                 const double *X = w->X + 12 * (m + j);
                 for (int r = 0; r < h; ++r) {
                     c[r] = w->Yc[18 * (m + j) + r] + OU[r][j];
-                    for (int col = 0; col < 12; ++col) O[12 * r + col] += c[r] * X[col];
+                    for (int col = 0; col < nc; ++col) O[12 * r + col] += c[r] * X[col];
                 }
             }
-            *ops += 3 * h * 12 * s + h * s * s + 12 * s * s;
+            *ops += 3 * h * nc * s + h * s * s + nc * s * s;
         }
         if (tree->dof_parent[m] >= 0) add(12 * h, O, w->Obar + 216 * tree->dof_parent[m]);
     }
@@ -1030,7 +1041,7 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
 static void solve_tree(const symplex_tree *tree, workspace *w, double *r, double *ops)
 {
     const int64_t nq = tree->nq;
-    const int h = tree->nball ? 18 : 12;
+    const int h = hand_up(tree), nc = tree->linkwise ? 6 : 12;
     memset(w->obar, 0, (size_t)(18 * nq) * sizeof(double));
     for (int64_t a = nq - 1; a >= 0; --a) {
         int64_t m;
@@ -1062,16 +1073,16 @@ static void solve_tree(const symplex_tree *tree, workspace *w, double *r, double
         if (!s) continue;
         const int64_t p = tree->dof_parent[m];
         double z[12];
-        for (int i = 0; i < 12; ++i) z[i] = p >= 0 ? w->zc[12 * p + i] : 0.0;
+        for (int i = 0; i < nc; ++i) z[i] = p >= 0 ? w->zc[12 * p + i] : 0.0;
         if (w->unknown[m] >= 0) {
-            for (int i = 0; i < s; ++i) r[m + i] = dot12(w->X + 12 * (m + i), z) + w->xi[m + i];
+            for (int i = 0; i < s; ++i) r[m + i] = dot_n(nc, w->X + 12 * (m + i), z) + w->xi[m + i];
             for (int i = 0; i < s; ++i)
-                for (int k = 0; k < 12; ++k) z[k] += w->U[12 * (m + i) + k] * r[m + i];
-            *ops += 24 * s;
+                for (int k = 0; k < nc; ++k) z[k] += w->U[12 * (m + i) + k] * r[m + i];
+            *ops += 2 * nc * s;
         } else {
             for (int i = 0; i < s; ++i) r[m + i] = 0.0;
         }
-        for (int i = 0; i < 12; ++i) w->zc[12 * (m + s - 1) + i] = z[i];
+        for (int i = 0; i < nc; ++i) w->zc[12 * (m + s - 1) + i] = z[i];
     }
 }
 
