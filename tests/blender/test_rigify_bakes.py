@@ -79,10 +79,12 @@ def test_rigify_tail_at_one_substep_blows_up_and_is_never_baked_as_finished():
     assert {j.type for j in read.mechanism.joints} == {"ball"} and len(read.mechanism.joints) == len(TAIL)
     raw = simulate_plain(read.mechanism, read.dt, read.steps, "tree", read.tolerance)  # as the method makes it
     raw_audit = audit(read.mechanism, raw, "tree")
-    assert raw.status == "finished" and raw_audit.applies and raw_audit.failed
+    # the raw run either finishes with the audit tripped or stops where Newton fails on the blown-up state
+    # (measured, the link-wise step, tree/linkwise.py: Newton fails at step 106 in C, 65 in numpy)
+    assert raw_audit.applies and (raw.status == "failed" or raw_audit.failed), raw.message
     assert simulate(read.mechanism, read.dt, read.steps, "tree", read.tolerance).status == "failed"  # verified
-    # blown up, not drifted: the link-wise step (tree/linkwise.py) gained 94 J against 7.1 J available (measured;
-    # the chart midpoint before it, over 100 times that)
+    # blown up, not drifted: it gained 79 J (C; numpy 96 J) against 7.1 J available before that (measured; the
+    # chart midpoint, over 100 times that)
     assert np.max(raw.energy) - raw.energy[0] > 5 * raw_audit.available
     before = scene_state(scene)
     try:

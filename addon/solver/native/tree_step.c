@@ -970,15 +970,11 @@ static int node_at(const symplex_tree *tree, const workspace *w, int64_t a, int 
 }
 
 /* The length of the hand-up vectors (R, Yc rows of Obar): (y, t) when ball rows read t, y otherwise; the link-wise
- * form's are 6 long and its U, x 6 wide (the rest zero, linkwise_jacobian), so factor and solve_tree take 6 x 6. */
+ * form's are 6 long and its U, x 6 wide (the rest zero, linkwise_jacobian), so factor and solve_tree take 6 x 6
+ * (dot_n: the dot product of the first n = 6 or 12 entries). */
 static int hand_up(const symplex_tree *tree) { return tree->linkwise ? 6 : tree->nball ? 18 : 12; }
 
-static double dot_n(int n, const double *a, const double *b)
-{
-    double t = 0.0;
-    for (int i = 0; i < n; ++i) t += a[i] * b[i];
-    return t;
-}
+static double dot_n(int n, const double *a, const double *b) { return n == 12 ? dot12(a, b) : dot6(a, b); }
 
 /* Leaves-to-root elimination of J11 on the unknown coordinates (tree/articulated.py factor): per node with
  * members m (s of them), D = d + R Obar U^T, X = -D^-1 (x + R Obar), c = Yc^T + Obar U^T,
