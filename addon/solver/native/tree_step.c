@@ -97,7 +97,7 @@ typedef struct {
     double *spring;         /* (nq, 12): the first nball hold each chart spring at the midpoint (theta (3),
                                J_r^-1(theta) (9), tree/ball_springs.py chart_springs at angle 0) */
     double *qe;             /* (nq,) the coordinates of the step's end pose: q2, 0 on the charts */
-    double *Obar, *X, *c, *Dinv; /* (nq, 18, 12), (nq, 12), (nq, 18), (nq, 3): its factor, by node member */
+    double *Obar, *X, *c, *Dinv; /* (nq, h, nc) packed (factor), (nq, 12), (nq, 18), (nq, 3): the factor, by node member */
     double *obar, *zc, *xi; /* (nq, 18), (nq, 12), (nq,): solve scratch */
     double *delta;          /* (nq,) Newton step of q2 */
     double *Dh1, *Dh2, *Y;  /* (nrow, nq) selected rows at q1 and at the end (chart columns times J_R(xi));
@@ -984,21 +984,22 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
 {
     const int64_t nq = tree->nq;
     const int h = hand_up(tree), nc = tree->linkwise ? 6 : 12;  /* the link-wise form: 6 x 6 (linkwise_jacobian) */
-    memset(w->Obar, 0, (size_t)(216 * nq) * sizeof(double));
+    const int64_t block = (int64_t)h * nc;  /* Obar of a frame: h rows of nc, packed (6 x 6 on the link-wise form) */
+    memset(w->Obar, 0, (size_t)(block * nq) * sizeof(double));
     for (int64_t a = nq - 1; a >= 0; --a) {
         int64_t m;
         const int s = node_at(tree, w, a, 1, &m);
         if (!s) continue;
-        double *O = w->Obar + 216 * a;
+        double *O = w->Obar + block * a;
         if (w->unknown[m] >= 0) {
             double OU[18][3], RO[3][12], D[9], inv[9];
             for (int r = 0; r < h; ++r)
-                for (int j = 0; j < s; ++j) OU[r][j] = dot_n(nc, O + 12 * r, w->U + 12 * (m + j));
+                for (int j = 0; j < s; ++j) OU[r][j] = dot_n(nc, O + nc * r, w->U + 12 * (m + j));
             for (int i = 0; i < s; ++i) {
                 const double *R = w->R + 18 * (m + i);
                 for (int col = 0; col < nc; ++col) {
                     double t = 0.0;
-                    for (int r = 0; r < h; ++r) t += R[r] * O[12 * r + col];
+                    for (int r = 0; r < h; ++r) t += R[r] * O[nc * r + col];
                     RO[i][col] = t;
                 }
                 for (int j = 0; j < s; ++j) {
@@ -1022,12 +1023,12 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
                 const double *X = w->X + 12 * (m + j);
                 for (int r = 0; r < h; ++r) {
                     c[r] = w->Yc[18 * (m + j) + r] + OU[r][j];
-                    for (int col = 0; col < nc; ++col) O[12 * r + col] += c[r] * X[col];
+                    for (int col = 0; col < nc; ++col) O[nc * r + col] += c[r] * X[col];
                 }
             }
             *ops += 3 * h * nc * s + h * s * s + nc * s * s;
         }
-        if (tree->dof_parent[m] >= 0) add(12 * h, O, w->Obar + 216 * tree->dof_parent[m]);
+        if (tree->dof_parent[m] >= 0) add(block, O, w->Obar + block * tree->dof_parent[m]);
     }
     return 0;
 }
