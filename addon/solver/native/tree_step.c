@@ -1152,7 +1152,7 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
     double scale = 1.0, energy = 0.0, r1 = 0.0, r2 = 0.0, ops = 0.0;
     for (int64_t k = 0; k < nq; ++k) scale = fabs(p1[k]) > scale ? fabs(p1[k]) : scale;
     const int linkwise = tree->linkwise != 0;
-    double potential1 = 0.0, link_scale = 0.0, correction = INFINITY;
+    double potential1 = 0.0, potential2 = 0.0, kinetic = 0.0, link_scale = 0.0, correction = INFINITY;
     if (nsel || linkwise) forward_kinematics(tree, q1, NULL, w.ball, w.world1, w.S1);
     for (int64_t i = 0; i < nsel; ++i) loop_row(tree, w.world1, w.S1, rows[i], w.Dh1 + i * nq);
     if (linkwise) {  // the potential's start end: Q(q1) and V(q1), forces at the midpoint time (tree/linkwise.py)
@@ -1183,7 +1183,6 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
         }
         double scale_it = scale;  // the round-off floor of f1 scales with the largest momentum-like term in it
         if (linkwise) {  // F = p1 + S1 . w1 + dt/2 (Q(q1) + f_c), p2 = S2 . w2 + dt/2 (Q(q2) + f_c) (tree/linkwise.py)
-            double potential2;
             forward_kinematics(tree, w.qe, w.turn_e, w.ball, w.world, w.S);
             for (int64_t k = 0; k < nq; ++k) {
                 w.qm[k] = w.qe[k];
@@ -1191,7 +1190,7 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             }
             first_order_terms(tree, force_vector, w.turn_e, &w, &potential2);
             increments(tree, q1, w.qe, q2, &w);
-            energy = link_wrenches(tree, dt, &w) + 0.5 * (potential1 + potential2);
+            kinetic = link_wrenches(tree, dt, &w);
             scale_it = fmax(scale_it, link_scale);
             for (int64_t k = 0; k < nq; ++k) {
                 const double kinetic1 = dot6(w.S1 + 6 * k, w.w1 + 6 * k);
@@ -1288,6 +1287,13 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
         ++it;
     }
 
+    if (linkwise) {  // kinetic + 2 V(qm) - (V(q1) + V(q2)) / 2 at the joint-space midpoint (tree/linkwise.py)
+        double potential_mid;
+        for (int64_t k = 0; k < nq; ++k) w.qm[k] = w.ball[k] >= 0 ? 0.0 : 0.5 * (q1[k] + q2[k]);
+        forward_kinematics(tree, w.qm, w.turn_m, w.ball, w.world, w.S);
+        first_order_terms(tree, force_vector, w.turn_m, &w, &potential_mid);
+        energy = kinetic + 2.0 * potential_mid - 0.5 * (potential1 + potential2);
+    }
     for (int64_t k = 0; k < nq && !linkwise; ++k) p2[k] = 0.5 * dt * (w.g[k] + w.Q[k]) + w.p[k] + 0.5 * dt * w.fc[k];
     for (int64_t b = 0; b < tree->nball && !linkwise; ++b)  // on a chart: the body covector at C2, D2 + dt/2 f_c (tree/lie_rows.py)
         for (int i = 0; i < 3; ++i) {
