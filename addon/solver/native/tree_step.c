@@ -1,6 +1,7 @@
 /* One midpoint variational integrator step on a tree model: kinematics, Lagrangian terms and their
- * derivatives, loop rows, the Newton loop and its O(n) direction (symplex_kernels.h). The numpy twin and
- * reference is addon/solver/tree/midpoint.py with dynamics.py (formulas in its docstring),
+ * derivatives, loop rows, the Newton loop and its O(n) direction (symplex_kernels.h); on models with a ball joint
+ * (tree->linkwise) the link-wise discrete Lagrangian's rows and tree-form matrix instead. The numpy twin and
+ * reference is addon/solver/tree/midpoint.py with dynamics.py (formulas in its docstring), linkwise.py,
  * kinematics.py, constraints.py and articulated.py; the quantities and their names follow those modules.
  *
  * Twists and wrenches are 6-vectors (angular, linear) in world coordinates. Frame index -1 is the
