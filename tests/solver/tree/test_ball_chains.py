@@ -54,7 +54,7 @@ def test_charts_of_a_20_link_ball_chain_stay_rotations():
     assert worst < 1e-14
 
 
-@pytest.mark.slow  # numpy only (tree/linkwise.py): 134 s at load average 8
+@pytest.mark.heavy  # the link-wise step in C: 3 s at load average 9 (its numpy twin: 134 s at 8)
 def test_20_link_ball_chain_runs_8_s_at_dt_0005_with_bounded_energy_and_no_trend():
     # 1600 steps; the energy band of each 2 s quarter against a potential energy swing of about 20 J.
     # Measured by the chart midpoint 1.8e-3, 1.5e-3, 1.8e-4, 2.4e-4 J (the Euler charts before: 1.8e-3, 4.2e-2,
