@@ -72,10 +72,8 @@ def test_20_link_rope_at_dt_0005_takes_every_step_whole_in_2_iterations():
     # (measured: 400 steps, 2 iterations each, energy band 4.5e-4 J)
     model = compile_tree(ball_chain(20))
     state, *_ = midpoint.initial_state(model)
-    for _ in range(60):
-        trace: list[float] = []
-        result = midpoint.step(model, state, 0.005, trace=trace, halvings=0)
-        assert result.iterations == 2 and len(trace) == 3, trace  # one plain solve, no fallback
+    for _ in range(200):  # the link-wise step (C kernel when built) has no fallback solve: halvings=0 raises
+        assert midpoint.step(model, state, 0.005, halvings=0).iterations == 2
 
 
 @pytest.mark.heavy
