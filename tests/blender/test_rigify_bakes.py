@@ -9,6 +9,8 @@ the scene left as it was. Never 'finished' with the energy blown up.
 
 from __future__ import annotations
 
+import re
+
 import addon_utils
 import bpy
 import numpy as np
@@ -77,9 +79,13 @@ def test_rigify_tail_at_one_substep_blows_up_and_is_never_baked_as_finished():
     assert {j.type for j in read.mechanism.joints} == {"ball"} and len(read.mechanism.joints) == len(TAIL)
     raw = simulate_plain(read.mechanism, read.dt, read.steps, "tree", read.tolerance)  # as the method makes it
     raw_audit = audit(read.mechanism, raw, "tree")
-    assert raw.status == "finished" and raw_audit.applies and raw_audit.failed
+    # the raw run either finishes with the audit tripped or stops where Newton fails on the blown-up state
+    # (measured, the link-wise step, tree/linkwise.py: Newton fails at step 106 in C, 65 in numpy)
+    assert raw_audit.applies and (raw.status == "failed" or raw_audit.failed), raw.message
     assert simulate(read.mechanism, read.dt, read.steps, "tree", read.tolerance).status == "failed"  # verified
-    assert np.max(raw.energy) - raw.energy[0] > 100 * raw_audit.available  # blown up, not drifted
+    # blown up, not drifted: it gained 79 J (C; numpy 96 J) against 7.1 J available before that (measured; the
+    # chart midpoint, over 100 times that)
+    assert np.max(raw.energy) - raw.energy[0] > 5 * raw_audit.available
     before = scene_state(scene)
     try:
         baker = run(scene, setup.name)
@@ -105,7 +111,10 @@ def test_rigify_tail_at_the_default_substeps_restarts_until_its_energy_is_bounde
     baker = run(scene, setup.name)
     report = baker.finish(scene)
     summary = report.summary()
-    assert "restarted with 4 substeps per frame (setup: 2) after the energy grew past its bound at frame" in summary
+    # measured: restarted with 4 (Newton failed at frame 102.6), then 8 (the energy at frame 105); the chart
+    # midpoint needed 4
+    assert re.search(r"restarted with \d+ substeps per frame \(setup: 2\) after the energy grew past its bound at "
+                     r"frame", summary), summary
     assert baker.read.substeps > 2 and setup.substeps == 2
     baked = baker.trajectory()
     assert baked.status == "finished" and baked.nsteps == 119 * baker.read.substeps
@@ -115,9 +124,9 @@ def test_rigify_tail_at_the_default_substeps_restarts_until_its_energy_is_bounde
 
 
 def test_rigify_arm_bakes_at_its_own_substeps_at_24_fps():
-    """The human metarig's arm pinned at the shoulder at 24 fps: the ball charts' per-step exponential
-    coordinates carry it at the setup's 1 and 2 substeps with no restart (the Euler charts needed 4),
-    within the energy bound."""
+    """The human metarig's arm pinned at the shoulder at 24 fps: the link-wise step (tree/linkwise.py) carries
+    it at the setup's 1 and 2 substeps with no restart, within the energy bound (measured: 5.3 % and 1.1 % of the
+    energy the motion can exchange, bound 10 %)."""
     for substeps in (1, 2):
         scene, setup = metarig_setup("armature_human_metarig_add", ARM, frames=48, substeps=substeps)
         with bpy.context.temp_override(scene=scene):
@@ -128,27 +137,32 @@ def test_rigify_arm_bakes_at_its_own_substeps_at_24_fps():
 
 
 def test_rigify_arm_bakes_after_a_newton_restart():
-    """The same arm at 8 fps: Newton fails at 2 substeps (dt = 1/16 s); the bake restarts with 4,
+    """The same arm at 8 fps fails at 2 substeps (dt = 1/16 s: the link-wise step's energy grows past the
+    bound, measured; the chart midpoint's Newton failed); the bake restarts with more,
     finishes within the energy bound, and its report says so."""
     scene, setup = metarig_setup("armature_human_metarig_add", ARM, frames=48, substeps=2, fps=8)
     with bpy.context.temp_override(scene=scene):
         assert bpy.ops.symplex.bake(setup=setup.name) == {"FINISHED"}
     message = setup.diagnostics.message
-    assert "restarted with 4 substeps per frame (setup: 2) after Newton did not converge at frame" in message
+    # measured: restarted with 4 at frame 18, then with 8 at frame 44.75, both after the energy grew
+    restarts = re.findall(r"restarted with (\d+) substeps per frame \(setup: 2\) after (?:Newton did not converge|"
+                          r"the energy grew past its bound) at frame", message)
+    assert restarts, message
     assert "energy check: max |E - E0|" in message and setup.substeps == 2
-    assert setup.diagnostics.steps == 47 * 4
+    assert setup.diagnostics.steps == 47 * int(restarts[-1])
 
 
 def test_rigify_arm_without_restarts_fails_naming_substeps(monkeypatch):
-    """With no restarts left, the arm's Newton failure at 1 substep and 8 fps names the frame, the setting
-    the user has (Substeps, its value) and the other method; nothing in the scene changes."""
+    """With no restarts left, the arm's failure at 1 substep and 8 fps (the link-wise step's energy past the bound
+    or its Newton failing; the chart midpoint's Newton failed) names the frame, the setting the user has
+    (Substeps, its value) and the other method; nothing in the scene changes."""
     monkeypatch.setattr(job, "MAX_SUBSTEP_RESTARTS", 0)
     scene, setup = metarig_setup("armature_human_metarig_add", ARM, frames=48, substeps=1, fps=8)
     before = scene_state(scene)
-    with pytest.raises(ConvergenceError) as err:
+    with pytest.raises((ConvergenceError, EnergyError)) as err:
         run(scene, setup.name)
     message = str(err.value)
-    assert message.startswith(f"setup {setup.name!r}, frame ") and "Newton did not converge" in message
+    assert message.startswith(f"setup {setup.name!r}, frame ")
     assert message.endswith("Raise the setup's Substeps (solver steps per frame; it is 1) or try the Maximal method")
     assert scene_state(scene) == before
 

@@ -21,8 +21,7 @@ def test_a_rope_of_slender_ball_links_is_advised_to_the_maximal_method_in_the_tr
     mechanism = rope(ROPE_LINKS + 2, ROPE_LINKS)
     advice = method_advice(mechanism, "tree")
     assert advice == [f"{ROPE_LINKS} ball joints on slender links (a rope or tail, e.g. 'hinge_1'): the tree method "
-                      "goes unstable on long chains of them at ordinary time steps (the twist between neighbouring "
-                      "links grows); the Maximal method runs them"]
+                      "runs them, but the Maximal method steps long chains of them several times faster"]
     for method in ("maximal", "tree-rk4", "maximal-rk4", "vehicle"):
         assert method_advice(mechanism, method) == [], method
 

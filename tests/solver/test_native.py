@@ -23,15 +23,16 @@ from tools.generate import pendulum_chain
 from addon.solver.model import Body, Curve, Force, Joint, Mechanism, Motor
 from addon.solver.presets import preset_path
 from addon.solver.trajectory import ConvergenceError
-from addon.solver.tree import articulated, midpoint
+from addon.solver.tree import articulated, linkwise, midpoint
 from addon.solver.tree.assembly import prescribed_values
-from addon.solver.tree.compile import compile_tree
+from addon.solver.tree.compile import PRIMITIVES, compile_tree
 from addon.solver.tree.dynamics import user_force_vectors
 from addon.solver.tree.kinematics import local_transforms
-from benchmarks.maximal import ball_chain
 from tools.generate import pendulum_chain
 
-from .tree.random_mechanisms import random_tree
+from benchmarks.maximal import ball_chain
+
+from .tree.random_mechanisms import TYPES, random_tree
 
 needs_c = pytest.mark.skipif(not native.NATIVE, reason="C kernels not built (run `make kernels`) or "
                                                         "SYMPLEX_NO_NATIVE=1: C cases skipped")
@@ -40,10 +41,10 @@ TREE_FORWARD = [pytest.param(native.tree_forward_numpy, id="numpy"),
 DT, STEPS = 0.01, 200
 
 
-def actuated_chain() -> Mechanism:
+def actuated_chain(hang: str = "free") -> Mechanism:
     """Every forcing the C step reads: a prescribed joint, torque and velocity motors, springs with a
-    rest angle, damping, a time-scaled user force, a ball chart, and a loop closed by a ball joint
-    between two branches from the world."""
+    rest angle, damping, a time-scaled user force, a free joint's chart (the chart midpoint; hang="ball": a ball
+    joint's, the link-wise step), and a loop closed by a ball joint between two branches from the world."""
     rod = (1.0 / 12, 1.0 / 12, 1e-3, 0.0, 0.0, 0.0)
     bodies = tuple(Body(name, 1.0 + 0.2 * i, position, com=(0, 0, -0.5), inertia=rod) for i, (name, position) in
                    enumerate([("l0", (0, 0, 0)), ("l1", (0.3, 0, -1)), ("l2", (1.5, 0, 0)), ("l3", (1.5, 0, -1)),
@@ -56,29 +57,36 @@ def actuated_chain() -> Mechanism:
         Joint("elbow", "revolute", "l0", "l1", (0.3, 0, -1), (0, 1, 0), q0=(0.2,), stiffness=3.0, rest=(0.1,),
               damping=0.2, motor=Motor("torque", torque=Curve((0.0, 1.0, 2.0), (0.0, 2.0, -1.0)))),
         Joint("slide", "cylindrical", "l2", "l3", (1.5, 0, -1), (0, 0, 1), stiffness=5.0, damping=0.1),
-        Joint("hang", "ball", "l1", "bob", (0.6, 0, -1.5), q0=(0.1, 0.2, -0.1), v0=(0.3, -0.2, 0.5)),
+        Joint("hang", hang, "l1", "bob", (0.6, 0, -1.5), q0=(0.0,) * (len(PRIMITIVES[hang]) - 3) + (0.1, 0.2, -0.1),
+              v0=(0.0,) * (len(PRIMITIVES[hang]) - 3) + (0.3, -0.2, 0.5)),
         Joint("close", "ball", "l1", "l3", (0.9, 0, -1.4)),
     )
     push = Force("push", "l2", point=(0.1, 0.0, -0.3), force=(2.0, 0.5, 0.0), scale=Curve((0.0, 2.0), (1.0, -1.0)))
     return Mechanism("actuated", bodies, joints, forces=(push,))
 
 
+NO_BALL = tuple(t for t in TYPES if t != "ball")  # models with a ball joint take the link-wise step
 MECHANISMS = {
-    "tree0": lambda: random_tree(0),
-    "tree1": lambda: random_tree(1),
-    "tree1_loops": lambda: random_tree(1, loops=2),
-    "tree3_loops": lambda: random_tree(3, loops=3),
-    "tree6_loop": lambda: random_tree(6, loops=1),
-    "tree2_ball_springs": lambda: random_tree(2, ball_springs=True),
-    "tree4_ball_springs_loops": lambda: random_tree(4, loops=2, ball_springs=True),
+    "tree0": lambda: random_tree(0, NO_BALL),
+    "tree1": lambda: random_tree(1, NO_BALL),
+    "tree1_loops": lambda: random_tree(1, NO_BALL, loops=2),
+    "tree3_loops": lambda: random_tree(3, NO_BALL, loops=3),
+    "tree6_loop": lambda: random_tree(6, NO_BALL, loops=1),
+    "tree2_ball_springs": lambda: random_tree(2, NO_BALL, ball_springs=True),
+    "tree4_free_springs_loops": lambda: random_tree(4, NO_BALL, loops=2, ball_springs=True),
     "pendulum": lambda: load_mechanism(preset_path("pendulum")),
     "chain_10": lambda: pendulum_chain(10),
     "closed_chain_device": lambda: load_mechanism(preset_path("closed_chain_device")),
     "four_bar": lambda: load_mechanism(preset_path("four_bar")),
     "scissor_lift": lambda: load_mechanism(preset_path("scissor_lift")),
     "actuated": actuated_chain,
+    # the link-wise step (tree/linkwise.py): every joint kind with ball joints, springs, dampers, loops, motors
+    "tree3_ball_loops": lambda: random_tree(3, loops=3),
+    "tree4_ball_springs_loops": lambda: random_tree(4, loops=2, ball_springs=True),
+    "actuated_ball": lambda: actuated_chain("ball"),
     "rope_8": lambda: ball_chain(8),
 }
+LINKWISE = ("tree3_ball_loops", "tree4_ball_springs_loops", "actuated_ball", "rope_8")
 
 
 @dataclass
@@ -146,6 +154,7 @@ def test_tree_forward_c_equals_numpy():
 def test_c_step_reproduces_numpy_step(name):
     """200 steps along the numpy trajectory: from each numpy state, C makes the same next state."""
     model = compile_tree(MECHANISMS[name]())
+    assert linkwise.applies(model) == (name in LINKWISE)
     state, *_ = midpoint.initial_state(model)
     for k in range(STEPS):
         ref, after = take_step(model, state, DT, use_native=False)
@@ -160,7 +169,7 @@ def test_c_step_reproduces_numpy_step(name):
 
 @pytest.mark.heavy
 @needs_c
-@pytest.mark.parametrize("name", ["tree1_loops", "closed_chain_device", "actuated"])
+@pytest.mark.parametrize("name", ["tree1_loops", "closed_chain_device", "actuated", "actuated_ball"])
 def test_c_and_numpy_trajectories_stay_together(name):
     """Both run free for 200 steps; rounding differences must not grow beyond the Newton tolerance."""
     model = compile_tree(MECHANISMS[name]())
@@ -256,3 +265,19 @@ def test_c_step_work_per_link_is_constant_from_25_to_800_links():
         assert out.status == native.CONVERGED and out.iterations >= 1
         per_link.append(out.flops / (out.iterations * n))
     assert max(per_link) == pytest.approx(min(per_link), rel=1e-12), per_link
+
+
+@needs_c
+@pytest.mark.parametrize("name", LINKWISE)
+def test_c_takes_the_link_wise_step_of_models_with_a_ball_joint(name):
+    """The C kernel steps a model with a ball joint by the link-wise rows (tree/linkwise.py), making numpy's
+    next state to rounding (the same Newton iterations), holding its loop rows, prescribed joints and motors."""
+    model = compile_tree(MECHANISMS[name]())
+    state, *_ = midpoint.initial_state(model)
+    for k in range(5):
+        c, c_state = take_step(model, state, DT, use_native=True)
+        ref, state = take_step(model, state, DT, use_native=False)
+        assert c_state.stepper is not None, "the C kernel did not step this model"
+        assert_same_step(c, ref, DT, f"{name}, step {k + 1}")
+        assert c.residual < 1e-9
+    np.testing.assert_allclose(state.q[model.dof_prescribed], prescribed_values(model, state.t)[0], atol=1e-14)

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 _LIB_NAMES = ("libsymplex_kernels.so", "libsymplex_kernels.dylib", "symplex_kernels.dll")
 _f64 = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
 _i64 = np.ctypeslib.ndpointer(dtype=np.int64, flags="C_CONTIGUOUS")
@@ -42,17 +42,18 @@ _TREE_ARRAYS = (
 class _Tree(ctypes.Structure):
     """Mirror of symplex_tree in symplex_kernels.h (sizes, then one pointer per _TREE_ARRAYS entry)."""
 
-    _fields_ = [("nq", _int), ("nbody", _int), ("nforce", _int), ("nrow", _int), ("nball", _int)] + [
+    _fields_ = [("nq", _int), ("nbody", _int), ("nforce", _int), ("nrow", _int), ("nball", _int),
+                ("linkwise", _int)] + [
         (name, _ptr) for name, _ in _TREE_ARRAYS
     ]
 
 
-def tree_struct(model) -> tuple[dict[str, np.ndarray], _Tree]:
+def tree_struct(model, linkwise: bool = False) -> tuple[dict[str, np.ndarray], _Tree]:
     """Contiguous copies of a TreeModel's _TREE_ARRAYS and the symplex_tree pointing at them (keep both alive;
-    the arrays may be rewritten in place between calls)."""
+    the arrays may be rewritten in place between calls); linkwise: step by the link-wise discrete Lagrangian."""
     arrays = {name: np.array(getattr(model, name), dtype=dtype, order="C") for name, dtype in _TREE_ARRAYS}
     addresses = (arrays[name].ctypes.data for name, _ in _TREE_ARRAYS)
-    sizes = (model.nq, len(model.body_mass), len(model.force_frame), model.nrow, len(model.ball_dofs))
+    sizes = (model.nq, len(model.body_mass), len(model.force_frame), model.nrow, len(model.ball_dofs), int(linkwise))
     return arrays, _Tree(*sizes, *addresses)
 
 
@@ -132,7 +133,8 @@ class NativeStep(NamedTuple):
 
 
 class NativeStepper:
-    """Midpoint steps of one TreeModel in C: contiguous copies of the model arrays, the placement with
+    """Midpoint steps of one TreeModel in C (linkwise: by the link-wise discrete Lagrangian of tree/linkwise.py,
+    else the chart midpoint): contiguous copies of the model arrays, the placement with
     the ball charts folded in, the kernel's scratch and its input and output buffers, all made once
     here (their addresses too: numpy's .ctypes costs microseconds per array). `step` copies its inputs
     in, checking shapes, and returns copies of the outputs. Raises RuntimeError when the kernels are
@@ -142,13 +144,13 @@ class NativeStepper:
     error messages (tree.assembly.worst_joint(model, stepper.h)).
     """
 
-    def __init__(self, model) -> None:
+    def __init__(self, model, linkwise: bool = False) -> None:
         if _LIB is None:
             raise RuntimeError("the Symplex C kernels are not loaded (not built: run `make kernels`; or "
                                "SYMPLEX_NO_NATIVE=1; or built from other sources); use tree.midpoint's numpy path")
         nq, nrow, nbody = model.nq, model.nrow, len(model.body_mass)
         self.nq, self.nrow, self.nforce, self.nball = nq, nrow, len(model.force_frame), len(model.ball_dofs)
-        self._arrays, self._tree = tree_struct(model)
+        self._arrays, self._tree = tree_struct(model, linkwise)
         self._placement0 = np.array(model.dof_placement)
         self._ball_first = np.array(model.ball_dofs[:, 0], dtype=np.int64)
         # the kernel reads the rest rotation through the chart's placement (symplex_kernels.h ball_rest)

@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 9
+#define SYMPLEX_ABI_VERSION 10
 
 int64_t symplex_abi_version(void);
 
@@ -21,6 +21,7 @@ void symplex_tree_forward(int64_t n, const int64_t *parent, const double *local,
  * The caller may rewrite the arrays between calls (the ball charts live in dof_placement). */
 typedef struct symplex_tree {
     int64_t nq, nbody, nforce, nrow, nball;
+    int64_t linkwise;                 /* nonzero: the step is the link-wise discrete Lagrangian (tree/linkwise.py) */
     const int64_t *dof_parent;        /* (nq,) parent frame, dof_parent[f] < f, -1 = world */
     const int64_t *dof_kind;          /* (nq,) 0..2 rotation about local x, y, z; 3..5 translation along */
     const int64_t *dof_prescribed;    /* (nq,) nonzero: follows its curve, not an unknown of the step */
@@ -70,7 +71,10 @@ int64_t symplex_midpoint_scratch_size(int64_t nq, int64_t nbody, int64_t nforce,
  * chart's rows are under tol times their own terms. A ball chart's coordinates are its step's rotation vector
  * xi (q1 = 0 there, tree/step_charts.py): the pose is taken at the chart C1 exp(xi / 2) mid-step and C1 exp(xi)
  * at the end, with the chart's coordinates at 0, v = xi / dt is its body angular velocity, and its rows are
- * the Lie group rows of tree/lie_rows.py.
+ * the Lie group rows of tree/lie_rows.py. With tree->linkwise set the rows are instead the link-wise discrete
+ * Lagrangian's (tree/linkwise.py): f1 = p1 + S(q1) . (links' start wrenches below) + dt/2 (Q(q1) + f_c) - Dh(q1)^T lam,
+ * ending also when a Newton correction is at round-off (1e-13 rad); p2 = S(q2) . (end wrenches below)
+ * + dt/2 (Q(q2) + f_c); energy = the links' kinetic term + 2 V(qm) - (V(q1) + V(q2)) / 2.
  * outputs: q2 (nq,) in: the guess, prescribed entries set to their values at t2; out: the last iterate.
  *          lam (nsel,) in: the guess; out: the last iterate.
  *          p2 (nq,) = dt/2 (g + Q + f_c) + p at the last midpoint; on a chart J_L(xi)^-1 (dt/2 J_L(xi/2) gamma

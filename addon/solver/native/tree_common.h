@@ -75,6 +75,38 @@ static inline double max_abs(int64_t n, const double *x)
     return r;
 }
 
+/* parent_M_frame rows 0..2 of frame f at q (kinematics.local_transforms): placement @ motion(q[f]), a ball chart's
+ * placement rotation times turn (nball, 3, 3) when turn is given. outputs: L (12); inputs: tree, f, q, turn, ball. */
+static inline void local_transform(const symplex_tree *tree, int64_t f, const double *q, const double *turn,
+                                   const int64_t *ball, double *L)
+{
+    const int64_t kind = tree->dof_kind[f];
+    const int ax = (int)(kind % 3);
+    const double *P = tree->dof_placement + 16 * f;
+    double turned[16];
+    if (turn && ball[f] >= 0 && tree->ball_dofs[3 * ball[f]] == f) {
+        const double *T = turn + 9 * ball[f];
+        for (int i = 0; i < 3; ++i) {
+            for (int j = 0; j < 3; ++j)
+                turned[4 * i + j] = P[4 * i] * T[j] + P[4 * i + 1] * T[3 + j] + P[4 * i + 2] * T[6 + j];
+            turned[4 * i + 3] = P[4 * i + 3];
+        }
+        P = turned;
+    }
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j) L[4 * i + j] = P[4 * i + j];
+    if (kind <= 2) {
+        const double c = cos(q[f]), s = sin(q[f]);
+        const int a = (ax + 1) % 3, b = (ax + 2) % 3;
+        for (int i = 0; i < 3; ++i) {
+            L[4 * i + a] = P[4 * i + a] * c + P[4 * i + b] * s;
+            L[4 * i + b] = P[4 * i + b] * c - P[4 * i + a] * s;
+        }
+    } else {
+        for (int i = 0; i < 3; ++i) L[4 * i + 3] = P[4 * i + ax] * q[f] + P[4 * i + 3];
+    }
+}
+
 /* Frame poses and world twist axes at q (kinematics.forward), each ball chart C1 turned by turn (nball, 3, 3)
  * when it is given (the chart C1 turn of tree/step_charts.py: its placement rotation times turn).
  * outputs: world (nq+1, 4, 4), S (nq+1, 6); inputs: tree, q (nq,), turn or NULL, ball (nq,) as workspace. */
@@ -89,29 +121,9 @@ static inline void forward_kinematics(const symplex_tree *tree, const double *q,
         const int64_t parent = tree->dof_parent[f] < 0 ? nq : tree->dof_parent[f];
         const int64_t kind = tree->dof_kind[f];
         const int ax = (int)(kind % 3);
-        const double *P = tree->dof_placement + 16 * f, *A = world + 16 * parent;
-        double L[12], turned[16]; /* parent_M_frame rows 0..2 = placement @ motion */
-        if (turn && ball[f] >= 0 && tree->ball_dofs[3 * ball[f]] == f) {
-            const double *T = turn + 9 * ball[f];
-            for (int i = 0; i < 3; ++i) {
-                for (int j = 0; j < 3; ++j)
-                    turned[4 * i + j] = P[4 * i] * T[j] + P[4 * i + 1] * T[3 + j] + P[4 * i + 2] * T[6 + j];
-                turned[4 * i + 3] = P[4 * i + 3];
-            }
-            P = turned;
-        }
-        for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 4; ++j) L[4 * i + j] = P[4 * i + j];
-        if (kind <= 2) {
-            const double c = cos(q[f]), s = sin(q[f]);
-            const int a = (ax + 1) % 3, b = (ax + 2) % 3;
-            for (int i = 0; i < 3; ++i) {
-                L[4 * i + a] = P[4 * i + a] * c + P[4 * i + b] * s;
-                L[4 * i + b] = P[4 * i + b] * c - P[4 * i + a] * s;
-            }
-        } else {
-            for (int i = 0; i < 3; ++i) L[4 * i + 3] = P[4 * i + ax] * q[f] + P[4 * i + 3];
-        }
+        const double *A = world + 16 * parent;
+        double L[12];
+        local_transform(tree, f, q, turn, ball, L);
         double *C = world + 16 * f;
         for (int i = 0; i < 3; ++i) {
             for (int j = 0; j < 4; ++j)

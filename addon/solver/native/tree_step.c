@@ -1,6 +1,7 @@
 /* One midpoint variational integrator step on a tree model: kinematics, Lagrangian terms and their
- * derivatives, loop rows, the Newton loop and its O(n) direction (symplex_kernels.h). The numpy twin and
- * reference is addon/solver/tree/midpoint.py with dynamics.py (formulas in its docstring),
+ * derivatives, loop rows, the Newton loop and its O(n) direction (symplex_kernels.h); on models with a ball joint
+ * (tree->linkwise) the link-wise discrete Lagrangian's rows and tree-form matrix instead. The numpy twin and
+ * reference is addon/solver/tree/midpoint.py with dynamics.py (formulas in its docstring), linkwise.py,
  * kinematics.py, constraints.py and articulated.py; the quantities and their names follow those modules.
  *
  * Twists and wrenches are 6-vectors (angular, linear) in world coordinates. Frame index -1 is the
@@ -9,6 +10,8 @@
  * leaves to root and solved root to leaves in O(nq), loop rows through a Schur complement. A spatial inertia is kept
  * as 13 numbers: mass m, first moment m c (3), rotational inertia about the world origin (3x3). */
 #include "tree_common.h"
+
+#define LINKWISE_ROUNDOFF_STEP 1e-13 /* rad: tree/linkwise.py ROUNDOFF_STEP */
 
 int64_t symplex_tree_struct_size(void) { return (int64_t)sizeof(symplex_tree); }
 
@@ -29,13 +32,18 @@ typedef struct {
     double *spring;         /* (nq, 12): the first nball hold each chart spring at the midpoint (theta (3),
                                J_r^-1(theta) (9), tree/ball_springs.py chart_springs at angle 0) */
     double *qe;             /* (nq,) the coordinates of the step's end pose: q2, 0 on the charts */
-    double *Obar, *X, *c, *Dinv; /* (nq, 18, 12), (nq, 12), (nq, 18), (nq, 3): its factor, by node member */
+    double *Obar, *X, *c, *Dinv; /* (nq, h, nc) packed (factor), (nq, 12), (nq, 18), (nq, 3): the factor, by node member */
     double *obar, *zc, *xi; /* (nq, 18), (nq, 12), (nq,): solve scratch */
     double *delta;          /* (nq,) Newton step of q2 */
     double *Dh1, *Dh2, *Y;  /* (nrow, nq) selected rows at q1 and at the end (chart columns times J_R(xi));
                                J11^-1 G1^T by row */
     double *schur, *dlam;   /* (nrow, nrow), (nrow,) Schur system of the loop rows */
     double *f;              /* (nq+nrow,) Newton residual */
+    /* the link-wise rows (tree/linkwise.py) */
+    double *world1, *S1;    /* (nq+1, 16), (nq+1, 6) at q1 */
+    double *E, *dx;         /* (nq+1, 9), (nq+1, 3) each frame's R1^T R2 - I and origin displacement over the step */
+    double *w1, *w2, *Dc;   /* (nq, 6), (nq, 6), (nq, 36) subtree sums of the links' end wrenches and end blocks */
+    double *Q1, *F, *Sp;    /* (nq,) Q at q1, (nq,) the rows before loop impulses, (nq, 6) the columns' end twists */
     int64_t *unknown;       /* (nq,) index of each coordinate among the unknowns, -1 prescribed */
     int64_t *ball;          /* (nq,) ball chart of each coordinate, -1 outside ball charts */
 } workspace;
@@ -93,6 +101,16 @@ static int64_t carve(workspace *w, double *base, int64_t nq, int64_t nrow)
     w->schur = take(base, &at, nrow * nrow);
     w->dlam = take(base, &at, nrow);
     w->f = take(base, &at, n);
+    w->world1 = take(base, &at, 16 * (nq + 1));
+    w->S1 = take(base, &at, 6 * (nq + 1));
+    w->E = take(base, &at, 9 * (nq + 1));
+    w->dx = take(base, &at, 3 * (nq + 1));
+    w->w1 = take(base, &at, 6 * nq);
+    w->w2 = take(base, &at, 6 * nq);
+    w->Dc = take(base, &at, 36 * nq);
+    w->Q1 = take(base, &at, nq);
+    w->F = take(base, &at, nq);
+    w->Sp = take(base, &at, 6 * nq);
     w->unknown = (int64_t *)take(base, &at, nq); /* int64 and double are both 8 bytes */
     w->ball = (int64_t *)take(base, &at, nq);
     return at;
@@ -230,14 +248,15 @@ static void so3_log(const double *R, double *theta)
     for (int i = 0; i < 3; ++i) theta[i] = sign * factor * q[1 + i];
 }
 
-/* The spring of ball chart b at angle 0 in the chart C1 turn (ball_springs.chart_springs, Jb = I): sp = (theta (3),
+/* The spring of ball chart b at angle 0 in the chart C1 turn (turn NULL: C1) (ball_springs.chart_springs, Jb = I): sp = (theta (3),
  * J_r^-1(theta) (9)); theta = log(ball_rest^T place turn) with place the chart's placement rotation (C1 in it). */
 static void chart_spring(const symplex_tree *tree, int64_t b, const double *turn, double *sp)
 {
     double *theta = sp, *Jri = sp + 3, place[9], PP[9], M[9];
     const double *rest = tree->ball_rest + 9 * b;
     rot_of(tree->dof_placement + 16 * tree->ball_dofs[3 * b], place);
-    mat3_mul(place, turn, PP);
+    if (turn) mat3_mul(place, turn, PP);
+    else memcpy(PP, place, sizeof PP);
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) M[3 * i + j] = rest[i] * PP[j] + rest[3 + i] * PP[3 + j] + rest[6 + i] * PP[6 + j];
     so3_log(M, theta);
@@ -249,11 +268,13 @@ static void chart_spring(const symplex_tree *tree, int64_t b, const double *turn
     for (int i = 0; i < 9; ++i) Jri[i] = (i % 4 == 0 ? 1.0 : 0.0) + 0.5 * T[i] + c * TT[i];
 }
 
-/* First-order terms at the midpoint (dynamics.terms with second=False), from w->world and w->S.
+/* First-order terms at the midpoint (dynamics.terms with second=False), from w->world and w->S, the ball charts
+ * turned by turn (nball, 3, 3; NULL: not turned) as in forward_kinematics.
  * outputs: w->p, w->g, w->Q (nq,), *energy = kinetic + potential; keeps w->V, w->Sdot, w->Ic (composite),
  *          w->H, w->W, w->K for the second derivatives.
  * inputs:  tree, force_vector (nforce, 3), w->qm, w->v. */
-static void first_order_terms(const symplex_tree *tree, const double *force_vector, workspace *w, double *energy)
+static void first_order_terms(const symplex_tree *tree, const double *force_vector, const double *turn, workspace *w,
+                              double *energy)
 {
     double potential, kinetic;
     tree_terms(tree, force_vector, w->world, w->S, w->qm, w->v, w->V, w->Sdot, w->Ic, w->H, w->W, w->K, w->p, w->g,
@@ -263,7 +284,7 @@ static void first_order_terms(const symplex_tree *tree, const double *force_vect
         if (k == 0.0) continue;
         const int64_t *dof = tree->ball_dofs + 3 * b;
         double *sp = w->spring + 12 * b;
-        chart_spring(tree, b, w->turn_m + 9 * b, sp);
+        chart_spring(tree, b, turn ? turn + 9 * b : NULL, sp);
         for (int i = 0; i < 3; ++i) w->Q[dof[i]] -= k * sp[i];
         potential += 0.5 * k * dot3(sp, sp);
     }
@@ -423,6 +444,225 @@ static double ball_rows(const symplex_tree *tree, double dt, workspace *w, const
     return residual;
 }
 
+/* ---- The link-wise discrete Lagrangian (tree/linkwise.py, formulas in its docstring) ---- */
+
+static void mat3_tmul(const double *A, const double *B, double *C) /* C = A^T B */
+{
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) C[3 * i + j] = A[i] * B[j] + A[3 + i] * B[3 + j] + A[6 + i] * B[6 + j];
+}
+
+static void mat3_mult(const double *A, const double *B, double *C) /* C = A B^T */
+{
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) C[3 * i + j] = dot3(A + 3 * i, B + 3 * j);
+}
+
+static void mat3_vec(const double *A, const double *x, double *y) /* y = A x */
+{
+    for (int i = 0; i < 3; ++i) y[i] = dot3(A + 3 * i, x);
+}
+
+/* e(t) of J_L^-1 = I - hat/2 + e hat^2 and e'(t) / t (linkwise._e_coefficients) */
+static void e_coefficients(double t, double *e, double *de)
+{
+    const double t2 = t * t;
+    if (t < 0.1) {
+        *e = 1.0 / 12 + t2 / 720 + t2 * t2 / 30240;
+        *de = 1.0 / 360 + t2 / 7560 + t2 * t2 / 201600;
+        return;
+    }
+    const double h = 0.5 * t, sh = sin(h);
+    *e = (1.0 - h / tan(h)) / t2;
+    *de = (-2.0 / (t2 * t) + 0.5 / (t2 * tan(h)) + 0.25 / (t * sh * sh)) / t;
+}
+
+/* Each frame's E = R1^T R2 - I and origin displacement dx over the step to q2 (linkwise.increments), composed down
+ * the tree so that their rounding is relative to the step. outputs: w->E, w->dx (slot nq: the world, zero);
+ * inputs: q1, qe (q2 with 0 on the charts), q2 (xi on the charts), w->world1, w->turn_e. */
+static void increments(const symplex_tree *tree, const double *q1, const double *qe, const double *q2, workspace *w)
+{
+    const int64_t nq = tree->nq;
+    memset(w->E + 9 * nq, 0, 9 * sizeof(double));
+    memset(w->dx + 3 * nq, 0, 3 * sizeof(double));
+    for (int64_t f = 0; f < nq; ++f) {
+        const int64_t p = tree->dof_parent[f] < 0 ? nq : tree->dof_parent[f];
+        const double *Ep = w->E + 9 * p, *W1 = w->world1 + 16 * p;
+        double L1[12], L2[12], R1[9], R2[9], t[3], u[3], *E = w->E + 9 * f;
+        local_transform(tree, f, q1, NULL, w->ball, L1);
+        local_transform(tree, f, qe, w->turn_e, w->ball, L2);
+        rot_of(L1, R1);
+        rot_of(L2, R2);
+        for (int i = 0; i < 3; ++i) t[i] = Ep[3 * i] * L2[3] + Ep[3 * i + 1] * L2[7] + Ep[3 * i + 2] * L2[11]
+                                           + (L2[4 * i + 3] - L1[4 * i + 3]);
+        for (int i = 0; i < 3; ++i) u[i] = W1[4 * i] * t[0] + W1[4 * i + 1] * t[1] + W1[4 * i + 2] * t[2];
+        for (int i = 0; i < 3; ++i) w->dx[3 * f + i] = w->dx[3 * p + i] + u[i];
+        double M[9], A[9];
+        mat3_tmul(R1, Ep, A);
+        const int64_t b = w->ball[f];
+        if (b >= 0 && tree->ball_dofs[3 * b] == f) {  /* the chart's turn exp(xi) - I in closed form */
+            const double xi[3] = {q2[f], q2[tree->ball_dofs[3 * b + 1]], q2[tree->ball_dofs[3 * b + 2]]};
+            const double th = sqrt(dot3(xi, xi)), th2 = th * th;
+            const double a = th > 1e-4 ? sin(th) / th : 1.0 - th2 / 6, c = th > 1e-4 ? (1.0 - cos(th)) / th2 : 0.5 - th2 / 24;
+            double X[9], X2[9], em1[9], T[9];
+            hat3(xi, X);
+            mat3_mul(X, X, X2);
+            for (int i = 0; i < 9; ++i) em1[i] = a * X[i] + c * X2[i];
+            mat3_mul(A, R1, M);  /* Q^T E_p Q */
+            for (int i = 0; i < 9; ++i) T[i] = em1[i] + (i % 4 == 0 ? 1.0 : 0.0);
+            mat3_mul(M, T, E);
+            for (int i = 0; i < 9; ++i) E[i] += em1[i];
+        } else {  /* R1^T E_p R2 + (R1^T R2 - I) of the local rotations */
+            mat3_mul(A, R2, E);
+            mat3_tmul(R1, R2, M);
+            for (int i = 0; i < 9; ++i) E[i] += M[i] - (i % 4 == 0 ? 1.0 : 0.0);
+        }
+    }
+}
+
+/* Every link's end wrenches w1, w2 and end block D = dw1 / d(end twist), summed over each frame's subtree into
+ * w->w1, w->w2, w->Dc (linkwise.wrenches, end_blocks); returns the step's kinetic energy. Inputs: the start and
+ * end poses w->world1, w->world and the increments (increments). */
+static double link_wrenches(const symplex_tree *tree, double dt, workspace *w)
+{
+    const int64_t nq = tree->nq;
+    double kinetic = 0.0;
+    memset(w->w1, 0, (size_t)(6 * nq) * sizeof(double));
+    memset(w->w2, 0, (size_t)(6 * nq) * sizeof(double));
+    memset(w->Dc, 0, (size_t)(36 * nq) * sizeof(double));
+    for (int64_t b = 0; b < tree->nbody; ++b) {
+        const int64_t f = tree->body_frame[b];
+        if (f < 0) continue;  /* a world body does not move */
+        const double *O = tree->body_offset + 16 * b, *com = tree->body_com + 3 * b, *Ib = tree->body_inertia + 9 * b;
+        const double *A1 = w->world1 + 16 * f, *A2 = w->world + 16 * f, *Ef = w->E + 9 * f, m = tree->body_mass[b];
+        double OR[9], W1[9], W2[9], r[3], Er[3], t[3], dc[3], c1[3], c2[3], R1[9], R2[9], Eb[9], M[9];
+        rot_of(O, OR);
+        rot_of(A1, W1);
+        rot_of(A2, W2);
+        mat3_vec(OR, com, r);
+        for (int i = 0; i < 3; ++i) r[i] += O[4 * i + 3];
+        mat3_vec(Ef, r, Er);
+        mat3_vec(W1, Er, t);
+        for (int i = 0; i < 3; ++i) dc[i] = w->dx[3 * f + i] + t[i];
+        mat3_vec(W1, r, c1);
+        mat3_vec(W2, r, c2);
+        for (int i = 0; i < 3; ++i) {
+            c1[i] += A1[4 * i + 3];
+            c2[i] += A2[4 * i + 3];
+        }
+        mat3_mul(W1, OR, R1);
+        mat3_mul(W2, OR, R2);
+        mat3_tmul(OR, Ef, M);
+        mat3_mul(M, OR, Eb);
+        /* Xi = log(R1^T R2) from E = R1^T R2 - I: its skew part and trace, no cancellation against I */
+        const double v[3] = {0.5 * (Eb[7] - Eb[5]), 0.5 * (Eb[2] - Eb[6]), 0.5 * (Eb[3] - Eb[1])};
+        const double sn = sqrt(dot3(v, v)), th = atan2(sn, 1.0 + 0.5 * (Eb[0] + Eb[4] + Eb[8]));
+        const double factor = sn < 1e-8 ? 1.0 + th * th / 6 : th / sn;
+        const double Xi[3] = {factor * v[0], factor * v[1], factor * v[2]};
+        double mu[3], X[9], X2[9], JinvT[9], e, de;
+        mat3_vec(Ib, Xi, mu);
+        kinetic += 0.5 * (m * dot3(dc, dc) + dot3(Xi, mu)) / (dt * dt);
+        for (int i = 0; i < 3; ++i) mu[i] /= dt;
+        e_coefficients(sqrt(dot3(Xi, Xi)), &e, &de);
+        hat3(Xi, X);
+        mat3_mul(X, X, X2);
+        for (int i = 0; i < 9; ++i) JinvT[i] = (i % 4 == 0 ? 1.0 : 0.0) + 0.5 * X[i] + e * X2[i];
+        double Jmu[3], JTmu[3], tau1[3], tau2[3], fo[3], cf[3];
+        mat3_vec(JinvT, mu, Jmu);
+        for (int i = 0; i < 3; ++i) JTmu[i] = JinvT[i] * mu[0] + JinvT[3 + i] * mu[1] + JinvT[6 + i] * mu[2];
+        mat3_vec(R1, Jmu, tau1);
+        mat3_vec(R2, JTmu, tau2);
+        double *s1 = w->w1 + 6 * f, *s2 = w->w2 + 6 * f;
+        for (int i = 0; i < 3; ++i) fo[i] = m * dc[i] / dt;
+        cross3(c1, fo, cf);  /* w1 = (c1 x f1 + tau, f1) with f1 = -fo, tau = -R1 J^-T mu */
+        for (int i = 0; i < 3; ++i) {
+            s1[i] -= cf[i] + tau1[i];
+            s1[3 + i] -= fo[i];
+        }
+        cross3(c2, fo, cf);
+        for (int i = 0; i < 3; ++i) {
+            s2[i] += cf[i] + tau2[i];
+            s2[3 + i] += fo[i];
+        }
+        /* D: m/dt [[C1 C2, -C1], [C2, -I]] - [[R1 (dG + J^-T I / dt) J^-T^T R1^T, 0], [0, 0]] */
+        const double mm = m / dt;
+        double C1[9], C2[9], C12[9], dG[9], inner[9], T[9], RT[9], *D = w->Dc + 36 * f;
+        hat3(c1, C1);
+        hat3(c2, C2);
+        mat3_mul(C1, C2, C12);
+        const double xy = dot3(Xi, mu), xx = dot3(Xi, Xi);
+        double Y[9];
+        hat3(mu, Y);
+        for (int i = 0; i < 3; ++i) {
+            const double XXy = Xi[i] * xy - mu[i] * xx;
+            for (int j = 0; j < 3; ++j)
+                dG[3 * i + j] = -0.5 * Y[3 * i + j] + e * ((i == j ? xy : 0.0) + Xi[i] * mu[j] - 2.0 * mu[i] * Xi[j])
+                                + de * XXy * Xi[j];
+        }
+        mat3_mul(JinvT, Ib, T);
+        for (int i = 0; i < 9; ++i) T[i] = dG[i] + T[i] / dt;
+        mat3_mult(T, JinvT, inner);
+        mat3_mul(R1, inner, T);
+        mat3_mult(T, R1, RT);
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+                D[6 * i + j] += mm * C12[3 * i + j] - RT[3 * i + j];
+                D[6 * i + 3 + j] -= mm * C1[3 * i + j];
+                D[6 * (3 + i) + j] += mm * C2[3 * i + j];
+                D[6 * (3 + i) + 3 + j] -= i == j ? mm : 0.0;
+            }
+    }
+    for (int64_t f = nq - 1; f >= 0; --f) {
+        const int64_t parent = tree->dof_parent[f];
+        if (parent < 0) continue;
+        add(6, w->w1 + 6 * f, w->w1 + 6 * parent);
+        add(6, w->w2 + 6 * f, w->w2 + 6 * parent);
+        add(36, w->Dc + 36 * f, w->Dc + 36 * parent);
+    }
+    return kinetic;
+}
+
+/* The link-wise rows' Newton matrix in tree form (linkwise.rows): U = (S', 0), x = (Dc^T S1, 0), R = (S1, 0),
+ * Yc = (Dc S', 0), d = S1 . Dc S' - (damping + gain) / 2, each chart's own block; S' = S2, times J_R(xi) on a
+ * chart. Inputs: w->S1, w->S (end), w->Dc, w->JL. */
+static void linkwise_jacobian(const symplex_tree *tree, workspace *w)
+{
+    const int64_t nq = tree->nq;
+    memcpy(w->Sp, w->S, (size_t)(6 * nq) * sizeof(double));
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        const double *JL = w->JL + 9 * b;
+        for (int j = 0; j < 3; ++j)
+            for (int r = 0; r < 6; ++r)
+                w->Sp[6 * k[j] + r] = JL[3 * j] * w->S[6 * k[0] + r] + JL[3 * j + 1] * w->S[6 * k[1] + r]
+                                      + JL[3 * j + 2] * w->S[6 * k[2] + r];
+    }
+    for (int64_t a = 0; a < nq; ++a) {
+        const double *D = w->Dc + 36 * a, *S1 = w->S1 + 6 * a, *Sp = w->Sp + 6 * a;
+        double *U = w->U + 12 * a, *x = w->x + 12 * a, *R = w->R + 18 * a, *Yc = w->Yc + 18 * a;
+        memset(U, 0, 12 * sizeof(double));
+        memset(x, 0, 12 * sizeof(double));
+        memset(R, 0, 18 * sizeof(double));
+        memset(Yc, 0, 18 * sizeof(double));
+        for (int i = 0; i < 6; ++i) {
+            U[i] = Sp[i];
+            R[i] = S1[i];
+            for (int j = 0; j < 6; ++j) {
+                x[i] += D[6 * j + i] * S1[j];
+                Yc[i] += D[6 * i + j] * Sp[j];
+            }
+        }
+        w->d[a] = dot6(S1, Yc) - 0.5 * (tree->dof_damping[a] + tree->dof_motor_gain[a]);
+    }
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j)
+                w->blocks[9 * b + 3 * i + j] = dot6(w->S1 + 6 * k[i], w->Yc + 18 * k[j])
+                    - (i == j ? 0.5 * (tree->dof_damping[k[i]] + tree->dof_motor_gain[k[i]]) : 0.0);
+    }
+}
+
 /* D^-1 for an s x s block (s = 1 or 3), row-major into inv; returns 1 when singular or not finite */
 static int invert_block(int s, const double *D, double *inv)
 {
@@ -457,6 +697,13 @@ static int node_at(const symplex_tree *tree, const workspace *w, int64_t a, int 
     return a == tree->ball_dofs[3 * b + (last ? 2 : 0)] ? 3 : 0;
 }
 
+/* The length of the hand-up vectors (R, Yc rows of Obar): (y, t) when ball rows read t, y otherwise; the link-wise
+ * form's are 6 long and its U, x 6 wide (the rest zero, linkwise_jacobian), so factor and solve_tree take 6 x 6
+ * (dot_n: the dot product of the first n = 6 or 12 entries). */
+static int hand_up(const symplex_tree *tree) { return tree->linkwise ? 6 : tree->nball ? 18 : 12; }
+
+static double dot_n(int n, const double *a, const double *b) { return n == 12 ? dot12(a, b) : dot6(a, b); }
+
 /* Leaves-to-root elimination of J11 on the unknown coordinates (tree/articulated.py factor): per node with
  * members m (s of them), D = d + R Obar U^T, X = -D^-1 (x + R Obar), c = Yc^T + Obar U^T,
  * Omega = Obar + c X added into Obar of the parent coordinate. outputs: w->Dinv, w->X, w->c by member;
@@ -464,22 +711,23 @@ static int node_at(const symplex_tree *tree, const workspace *w, int64_t a, int 
 static int factor(const symplex_tree *tree, workspace *w, double *ops)
 {
     const int64_t nq = tree->nq;
-    const int h = tree->nball ? 18 : 12;  /* hand-up length: (y, t) when ball rows read t, else y */
-    memset(w->Obar, 0, (size_t)(216 * nq) * sizeof(double));
+    const int h = hand_up(tree), nc = tree->linkwise ? 6 : 12;  /* the link-wise form: 6 x 6 (linkwise_jacobian) */
+    const int64_t block = (int64_t)h * nc;  /* Obar of a frame: h rows of nc, packed (6 x 6 on the link-wise form) */
+    memset(w->Obar, 0, (size_t)(block * nq) * sizeof(double));
     for (int64_t a = nq - 1; a >= 0; --a) {
         int64_t m;
         const int s = node_at(tree, w, a, 1, &m);
         if (!s) continue;
-        double *O = w->Obar + 216 * a;
+        double *O = w->Obar + block * a;
         if (w->unknown[m] >= 0) {
             double OU[18][3], RO[3][12], D[9], inv[9];
             for (int r = 0; r < h; ++r)
-                for (int j = 0; j < s; ++j) OU[r][j] = dot12(O + 12 * r, w->U + 12 * (m + j));
+                for (int j = 0; j < s; ++j) OU[r][j] = dot_n(nc, O + nc * r, w->U + 12 * (m + j));
             for (int i = 0; i < s; ++i) {
                 const double *R = w->R + 18 * (m + i);
-                for (int col = 0; col < 12; ++col) {
+                for (int col = 0; col < nc; ++col) {
                     double t = 0.0;
-                    for (int r = 0; r < h; ++r) t += R[r] * O[12 * r + col];
+                    for (int r = 0; r < h; ++r) t += R[r] * O[nc * r + col];
                     RO[i][col] = t;
                 }
                 for (int j = 0; j < s; ++j) {
@@ -491,7 +739,7 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
             if (invert_block(s, D, inv)) return 1;
             for (int i = 0; i < s; ++i) {
                 double *X = w->X + 12 * (m + i);
-                for (int col = 0; col < 12; ++col) {
+                for (int col = 0; col < nc; ++col) {
                     double t = 0.0;
                     for (int j = 0; j < s; ++j) t -= inv[s * i + j] * (w->x[12 * (m + j) + col] + RO[j][col]);
                     X[col] = t;
@@ -503,12 +751,12 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
                 const double *X = w->X + 12 * (m + j);
                 for (int r = 0; r < h; ++r) {
                     c[r] = w->Yc[18 * (m + j) + r] + OU[r][j];
-                    for (int col = 0; col < 12; ++col) O[12 * r + col] += c[r] * X[col];
+                    for (int col = 0; col < nc; ++col) O[nc * r + col] += c[r] * X[col];
                 }
             }
-            *ops += 3 * h * 12 * s + h * s * s + 12 * s * s;
+            *ops += 3 * h * nc * s + h * s * s + nc * s * s;
         }
-        if (tree->dof_parent[m] >= 0) add(12 * h, O, w->Obar + 216 * tree->dof_parent[m]);
+        if (tree->dof_parent[m] >= 0) add(block, O, w->Obar + block * tree->dof_parent[m]);
     }
     return 0;
 }
@@ -518,7 +766,7 @@ static int factor(const symplex_tree *tree, workspace *w, double *ops)
 static void solve_tree(const symplex_tree *tree, workspace *w, double *r, double *ops)
 {
     const int64_t nq = tree->nq;
-    const int h = tree->nball ? 18 : 12;
+    const int h = hand_up(tree), nc = tree->linkwise ? 6 : 12;
     memset(w->obar, 0, (size_t)(18 * nq) * sizeof(double));
     for (int64_t a = nq - 1; a >= 0; --a) {
         int64_t m;
@@ -550,16 +798,16 @@ static void solve_tree(const symplex_tree *tree, workspace *w, double *r, double
         if (!s) continue;
         const int64_t p = tree->dof_parent[m];
         double z[12];
-        for (int i = 0; i < 12; ++i) z[i] = p >= 0 ? w->zc[12 * p + i] : 0.0;
+        for (int i = 0; i < nc; ++i) z[i] = p >= 0 ? w->zc[12 * p + i] : 0.0;
         if (w->unknown[m] >= 0) {
-            for (int i = 0; i < s; ++i) r[m + i] = dot12(w->X + 12 * (m + i), z) + w->xi[m + i];
+            for (int i = 0; i < s; ++i) r[m + i] = dot_n(nc, w->X + 12 * (m + i), z) + w->xi[m + i];
             for (int i = 0; i < s; ++i)
-                for (int k = 0; k < 12; ++k) z[k] += w->U[12 * (m + i) + k] * r[m + i];
-            *ops += 24 * s;
+                for (int k = 0; k < nc; ++k) z[k] += w->U[12 * (m + i) + k] * r[m + i];
+            *ops += 2 * nc * s;
         } else {
             for (int i = 0; i < s; ++i) r[m + i] = 0.0;
         }
-        for (int i = 0; i < 12; ++i) w->zc[12 * (m + s - 1) + i] = z[i];
+        for (int i = 0; i < nc; ++i) w->zc[12 * (m + s - 1) + i] = z[i];
     }
 }
 
@@ -582,9 +830,21 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
         for (int i = 0; i < 3; ++i) w.ball[tree->ball_dofs[3 * b + i]] = b;
     double scale = 1.0, energy = 0.0, r1 = 0.0, r2 = 0.0, ops = 0.0;
     for (int64_t k = 0; k < nq; ++k) scale = fabs(p1[k]) > scale ? fabs(p1[k]) : scale;
-    if (nsel) {
-        forward_kinematics(tree, q1, NULL, w.ball, w.world2, w.S2);
-        for (int64_t i = 0; i < nsel; ++i) loop_row(tree, w.world2, w.S2, rows[i], w.Dh1 + i * nq);
+    const int linkwise = tree->linkwise != 0;
+    double potential1 = 0.0, potential2 = 0.0, kinetic = 0.0, link_scale = 0.0, correction = INFINITY;
+    if (nsel || linkwise) forward_kinematics(tree, q1, NULL, w.ball, w.world1, w.S1);
+    for (int64_t i = 0; i < nsel; ++i) loop_row(tree, w.world1, w.S1, rows[i], w.Dh1 + i * nq);
+    if (linkwise) {  // the potential's start end: Q(q1) and V(q1), forces at the midpoint time (tree/linkwise.py)
+        memcpy(w.world, w.world1, (size_t)(16 * (nq + 1)) * sizeof(double));
+        memcpy(w.S, w.S1, (size_t)(6 * (nq + 1)) * sizeof(double));
+        for (int64_t k = 0; k < nq; ++k) {
+            w.qm[k] = q1[k];
+            w.v[k] = 0.0;
+        }
+        first_order_terms(tree, force_vector, NULL, &w, &potential1);
+        memcpy(w.Q1, w.Q, (size_t)nq * sizeof(double));
+        link_scale = max_abs(nq, p1);
+        for (int64_t k = 0; k < nq; ++k) link_scale = fmax(link_scale, 0.5 * dt * fabs(w.Q1[k]));
     }
 
     int64_t status = SYMPLEX_CONVERGED, it = 0;
@@ -600,17 +860,45 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             w.fc[k] = -tree->dof_damping[k] * w.v[k] + tree->dof_motor_gain[k] * (tree->dof_motor_velocity[k] - w.v[k]);
             w.fc[k] += torque[k];
         }
-        forward_kinematics(tree, w.qm, w.turn_m, w.ball, w.world, w.S);
-        first_order_terms(tree, force_vector, &w, &energy);
-        if (nrow) forward_kinematics(tree, w.qe, w.turn_e, w.ball, w.world2, w.S2);
+        double scale_it = scale;  // the round-off floor of f1 scales with the largest momentum-like term in it
+        if (linkwise) {  // F = p1 + S1 . w1 + dt/2 (Q(q1) + f_c), p2 = S2 . w2 + dt/2 (Q(q2) + f_c) (tree/linkwise.py)
+            forward_kinematics(tree, w.qe, w.turn_e, w.ball, w.world, w.S);
+            for (int64_t k = 0; k < nq; ++k) {
+                w.qm[k] = w.qe[k];
+                w.v[k] = 0.0;
+            }
+            first_order_terms(tree, force_vector, w.turn_e, &w, &potential2);
+            increments(tree, q1, w.qe, q2, &w);
+            kinetic = link_wrenches(tree, dt, &w);
+            scale_it = fmax(scale_it, link_scale);
+            for (int64_t k = 0; k < nq; ++k) {
+                const double kinetic1 = dot6(w.S1 + 6 * k, w.w1 + 6 * k);
+                scale_it = fmax(scale_it, fabs(kinetic1));
+                w.F[k] = p1[k] + kinetic1 + 0.5 * dt * (w.Q1[k] + w.fc[k]);
+                p2[k] = dot6(w.S + 6 * k, w.w2 + 6 * k) + 0.5 * dt * (w.Q[k] + w.fc[k]);
+            }
+            if (nrow) {
+                memcpy(w.world2, w.world, (size_t)(16 * (nq + 1)) * sizeof(double));
+                memcpy(w.S2, w.S, (size_t)(6 * (nq + 1)) * sizeof(double));
+            }
+        } else {
+            forward_kinematics(tree, w.qm, w.turn_m, w.ball, w.world, w.S);
+            first_order_terms(tree, force_vector, w.turn_m, &w, &energy);
+            if (nrow) forward_kinematics(tree, w.qe, w.turn_e, w.ball, w.world2, w.S2);
+            for (int64_t k = 0; k < nq; ++k) {
+                w.F[k] = p1[k] + 0.5 * dt * (w.g[k] + w.Q[k]) - w.p[k] + 0.5 * dt * w.fc[k];
+                scale_it = fmax(scale_it, fabs(w.p[k]));
+                scale_it = fmax(scale_it, dt * fabs(w.g[k] + w.Q[k]));
+            }
+        }
         for (int64_t k = 0; k < nq; ++k) {
             const int64_t u = w.unknown[k];
             if (u < 0) continue;
-            double f1 = p1[k] + 0.5 * dt * (w.g[k] + w.Q[k]) - w.p[k] + 0.5 * dt * w.fc[k];
+            double f1 = w.F[k];
             for (int64_t i = 0; i < nsel; ++i) f1 -= w.Dh1[i * nq + k] * lam[i];
             w.f[u] = f1;
         }
-        if (tree->nball) {  // the chart rows on the rotation group (tree/lie_rows.py): pbar, then F into f
+        if (tree->nball && !linkwise) {  // the chart rows on the rotation group (tree/lie_rows.py): pbar, then F into f
             for (int64_t k = 0; k < nq; ++k) {
                 if (w.ball[k] < 0) continue;
                 w.delta[k] = p1[k] + 0.5 * dt * w.fc[k];
@@ -621,27 +909,27 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
                 if (w.ball[k] >= 0) w.f[w.unknown[k]] = w.xi[k];
         }
         r1 = max_abs(nd, w.f);
-        // round-off floor of f1 scales with the largest momentum-like term in it
-        double scale_it = scale;
-        for (int64_t k = 0; k < nq; ++k) {
-            scale_it = fmax(scale_it, fabs(w.p[k]));
-            scale_it = fmax(scale_it, dt * fabs(w.g[k] + w.Q[k]));
-        }
         if (nrow) {
             for (int64_t r = 0; r < nrow; ++r) h2[r] = loop_row(tree, w.world2, w.S2, r, NULL);
             for (int64_t i = 0; i < nsel; ++i) w.f[nd + i] = h2[rows[i]];
         }
         r2 = max_abs(nsel, w.f + nd);
         // loop rows get a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR): redundant rows follow them under tol;
-        // chart rows are held to their own terms (midpoint._newton)
-        if (r1 <= tol * scale_it && r2 <= 0.1 * tol && chart_residual <= tol) break;
+        // chart rows are held to their own terms; the link-wise rows end at a correction at round-off
+        // (midpoint._newton, tree/linkwise.py ROUNDOFF_STEP)
+        const int settled = linkwise && correction <= LINKWISE_ROUNDOFF_STEP;
+        if ((r1 <= tol * scale_it || settled) && r2 <= 0.1 * tol && chart_residual <= tol) break;
         if (!isfinite(r1 + r2)) { status = SYMPLEX_NOT_FINITE; break; }
         if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }
 
         // the exact Newton step, O(nq) per loop row (tree/articulated.py newton_direction):
         // delta = a + Y dlam, a = J11^-1 (-f1), Y = J11^-1 Dh1^T, (Dh2 Y) dlam = -f2 - Dh2 a
-        tree_jacobian(tree, dt, &w);
-        if (tree->nball) ball_rows(tree, dt, &w, q2, w.delta, w.xi, 1);  // w.delta still holds pbar
+        if (linkwise) {
+            linkwise_jacobian(tree, &w);
+        } else {
+            tree_jacobian(tree, dt, &w);
+            if (tree->nball) ball_rows(tree, dt, &w, q2, w.delta, w.xi, 1);  // w.delta still holds pbar
+        }
         if (factor(tree, &w, &ops)) { status = SYMPLEX_SINGULAR; break; }
         for (int64_t k = 0; k < nq; ++k) w.delta[k] = w.unknown[k] >= 0 ? -w.f[w.unknown[k]] : 0.0;
         solve_tree(tree, &w, w.delta, &ops);
@@ -649,12 +937,12 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
             double *Dh2 = w.Dh2 + i * nq, *Y = w.Y + i * nq;
             loop_row(tree, w.world2, w.S2, rows[i], Dh2);
             memcpy(Y, w.Dh1 + i * nq, (size_t)nq * sizeof(double));
-            for (int64_t b = 0; b < tree->nball; ++b) {  // chart columns: Dh1 times J_L(xi), Dh2 times J_R(xi) = J_L(xi)^T
-                const int64_t *k = tree->ball_dofs + 3 * b;
+            for (int64_t b = 0; b < tree->nball; ++b) {  // chart columns: Dh1 times J_L(xi) (the link-wise rows' axes
+                const int64_t *k = tree->ball_dofs + 3 * b;  // are the start's: Dh1), Dh2 times J_R(xi) = J_L(xi)^T
                 const double *JL = w.JL + 9 * b, *row = w.Dh1 + i * nq;
                 const double end[3] = {Dh2[k[0]], Dh2[k[1]], Dh2[k[2]]};
                 for (int c = 0; c < 3; ++c) {
-                    Y[k[c]] = row[k[0]] * JL[c] + row[k[1]] * JL[3 + c] + row[k[2]] * JL[6 + c];
+                    if (!linkwise) Y[k[c]] = row[k[0]] * JL[c] + row[k[1]] * JL[3 + c] + row[k[2]] * JL[6 + c];
                     Dh2[k[c]] = dot3(JL + 3 * c, end);
                 }
             }
@@ -674,11 +962,19 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
         ops += (double)(nsel * nsel * nd + 2 * nsel * nd);
         for (int64_t k = 0; k < nq; ++k) q2[k] += w.delta[k];
         for (int64_t i = 0; i < nsel; ++i) lam[i] += w.dlam[i];
+        correction = max_abs(nq, w.delta);  // zero where prescribed
         ++it;
     }
 
-    for (int64_t k = 0; k < nq; ++k) p2[k] = 0.5 * dt * (w.g[k] + w.Q[k]) + w.p[k] + 0.5 * dt * w.fc[k];
-    for (int64_t b = 0; b < tree->nball; ++b)  // on a chart: the body covector at C2, D2 + dt/2 f_c (tree/lie_rows.py)
+    if (linkwise) {  // kinetic + 2 V(qm) - (V(q1) + V(q2)) / 2 at the joint-space midpoint (tree/linkwise.py)
+        double potential_mid;
+        for (int64_t k = 0; k < nq; ++k) w.qm[k] = w.ball[k] >= 0 ? 0.0 : 0.5 * (q1[k] + q2[k]);
+        forward_kinematics(tree, w.qm, w.turn_m, w.ball, w.world, w.S);
+        first_order_terms(tree, force_vector, w.turn_m, &w, &potential_mid);
+        energy = kinetic + 2.0 * potential_mid - 0.5 * (potential1 + potential2);
+    }
+    for (int64_t k = 0; k < nq && !linkwise; ++k) p2[k] = 0.5 * dt * (w.g[k] + w.Q[k]) + w.p[k] + 0.5 * dt * w.fc[k];
+    for (int64_t b = 0; b < tree->nball && !linkwise; ++b)  // on a chart: the body covector at C2, D2 + dt/2 f_c (tree/lie_rows.py)
         for (int i = 0; i < 3; ++i) {
             const int64_t k = tree->ball_dofs[3 * b + i];
             p2[k] = w.D2[3 * b + i] + 0.5 * dt * w.fc[k];

@@ -16,7 +16,10 @@ C1 exp(xi / 2), where the chart's primitives sit at angle 0); its rows are the L
 so the step is rotation invariant (a floating mechanism keeps its angular momentum to round-off) and
 equivariant (a link keeps its spin about its own axis); after the step C2 becomes the chart (ball coordinates
 0, the momentum already a body covector there). Springs on ball and free rotations (toward a rest rotation,
-ball_springs.py) enter the same rows, in the C kernel too.
+ball_springs.py) enter the same rows, in the C kernel too. That is the step of models without a ball joint;
+a model with one steps by the link-wise discrete Lagrangian instead (linkwise.py, bordered by linkwise_system
+with the same loop rows, limits and prescribed joints), in C (native/tree_step.c) or numpy: its chart midpoints let a slender link's
+spin reach its subtree (docs/benchmarks_ball_charts.md).
 """
 
 from __future__ import annotations
@@ -29,12 +32,18 @@ from .. import native
 from ..curves import evaluate
 from ..stamp import ModelStamp, check_state
 from ..trajectory import ConvergenceError
-from . import articulated, constraints, lie_rows
+from . import articulated, constraints, lie_rows, linkwise
 from .assembly import assemble, independent_rows, prescribed_values, worst_joint
 from .compile import TreeModel
 from .dynamics import Terms, terms, user_force_vectors
 from .kinematics import Kinematics, fold_charts, forward
-from .step_charts import StepCharts, fold, left_jacobian_transpose_derivative, rotation_at, step_charts
+from .step_charts import (
+    StepCharts,
+    fold,
+    left_jacobian_transpose_derivative,
+    rotation_at,
+    step_charts,
+)
 
 LOOP_TOLERANCE_FACTOR = 0.1  # mirrored in native/tree_step.c
 
@@ -118,7 +127,7 @@ class DELSystem:
     G2: np.ndarray
     r1: float
     r2: float
-    terms_mid: Terms
+    terms_mid: Terms | None  # None on the link-wise rows
     forcing: np.ndarray
     kin2: Kinematics
     h2: np.ndarray
@@ -126,6 +135,8 @@ class DELSystem:
     charts: StepCharts | None  # None without ball charts
     D2: np.ndarray | None
     chart_residual: float  # max over charts of |F| / BallRows.scale (0 without ball charts)
+    scale: float  # the largest of the rows' momentum-like terms (their round-off floor)
+    link_rows: linkwise.LinkRows | None = None  # set on the link-wise rows (linkwise_system); terms_mid is None
 
 
 def contact_rows(model: TreeModel, contacts: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -181,8 +192,34 @@ def del_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.n
     f2 = np.concatenate([h2[rows], C @ q2[dyn] - sides * bounds])
     r1 = float(np.max(np.abs(f1))) if len(f1) else 0.0
     r2 = float(np.max(np.abs(f2))) if len(f2) else 0.0
+    scale = max(float(np.max(np.abs(tm.p))), dt * float(np.max(np.abs(tm.g + tm.Q))))
     return DELSystem(np.concatenate([f1, f2]), jacobian, G1, G2, r1, r2, tm, f_c, kin2, h2, Dh2, sc, D2,
-                     chart_residual)
+                     chart_residual, scale)
+
+
+def linkwise_system(model: TreeModel, state: MidpointState, Dh1: np.ndarray, q2: np.ndarray, lam: np.ndarray,
+                    dt: float, contacts: tuple[tuple[int, int], ...] = ()) -> DELSystem:
+    """del_system for the link-wise discrete Lagrangian (linkwise.py), the tree method's step on models with a
+    ball joint: the same unknowns (a chart's xi in q2), loop rows G1 = Dh(q1) on the start's chart axes and
+    G2 = Dh(q2) J_R(xi), limits as contacts."""
+    dyn = ~model.dof_prescribed
+    C, bounds = contact_rows(model, contacts)
+    G1 = np.vstack([Dh1, C])
+    f_c = nonconservative_forces(model, (q2 - state.q) / dt, state.t + 0.5 * dt)
+    k1 = forward(model, state.q, state.charts)
+    link = linkwise.rows(model, state.q, state.charts, state.p, k1, q2, dt, state.t + 0.5 * dt, f_c)
+    f1 = link.F[dyn] - G1.T @ lam
+    h2, Dh2 = constraints.evaluate(model, link.kin2)
+    G2 = np.vstack([Dh2[state.rows][:, dyn], C])
+    k = model.ball_dofs
+    if len(k):
+        G2[:, (np.cumsum(dyn) - 1)[k]] = np.einsum("rbj,bji->rbi", G2[:, (np.cumsum(dyn) - 1)[k]], link.JR)
+    sides = np.array([side for _, side in contacts], dtype=float)
+    f2 = np.concatenate([h2[state.rows], C @ q2[dyn] - sides * bounds])
+    r1 = float(np.max(np.abs(f1))) if len(f1) else 0.0
+    r2 = float(np.max(np.abs(f2))) if len(f2) else 0.0
+    return DELSystem(np.concatenate([f1, f2]), link.jacobian, G1, G2, r1, r2, None, f_c, link.kin2, h2, Dh2,
+                     None, None, 0.0, link.scale, link)
 
 
 def _failure(model: TreeModel, state: MidpointState, dt: float, iterations: int, momentum_residual: float,
@@ -227,7 +264,7 @@ def _newton_direction(model: TreeModel, system: DELSystem, nd: int, iterations: 
     is solved by minimum-norm least squares instead, which keeps the multipliers bounded and converges.
     """
     jacobian = system.jacobian
-    if body_frame and len(model.ball_dofs):
+    if body_frame and system.charts is not None:
         jacobian = replace(jacobian, blocks=body_frame_blocks(model, system, nd))
     fac = articulated.factor(model, jacobian, ~model.dof_prescribed)
     if fac is None:
@@ -249,16 +286,20 @@ def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_i
     Dh1 = state.Dh[state.rows][:, dyn]
     scale = max(1.0, float(np.max(np.abs(state.p))) if len(state.p) else 1.0)
     iterations = 0
+    rows_at = linkwise_system if linkwise.applies(model) else del_system
+    correction = np.inf
     while True:
-        system = del_system(model, state, Dh1, q2, lam, dt, contacts)
+        system = rows_at(model, state, Dh1, q2, lam, dt, contacts)
         if trace is not None:
             trace.append(max(system.r1, system.r2))
-        tm = system.terms_mid  # the round-off floor of f1 scales with its largest momentum-like term
-        scale_it = max(scale, float(np.max(np.abs(tm.p))), dt * float(np.max(np.abs(tm.g + tm.Q))))
+        scale_it = max(scale, system.scale)  # the round-off floor of f1 scales with its largest momentum-like term
         # loop rows get a tenth of tol, so rows dropped as redundant (which follow the kept ones) stay under tol;
         # chart rows are held to their own terms, else a rope's top momenta set the tolerance of every link's
-        # spin, whose axial inertia is small: its error would walk by tol * scale_it / inertia a step
-        if (system.r1 <= tol * scale_it and system.r2 <= LOOP_TOLERANCE_FACTOR * tol
+        # spin, whose axial inertia is small: its error would walk by tol * scale_it / inertia a step. On long
+        # ropes the link-wise rows' floor is the top chart's rounding (1e-16 rad) times the rope's inertia over
+        # dt: a Newton correction at round-off (linkwise.ROUNDOFF_STEP) ends the solve there
+        settled = system.link_rows is not None and correction <= linkwise.ROUNDOFF_STEP
+        if ((system.r1 <= tol * scale_it or settled) and system.r2 <= LOOP_TOLERANCE_FACTOR * tol
                 and system.chart_residual <= tol):
             return system, iterations
         if iterations >= max_iterations or not np.isfinite(system.r1 + system.r2):
@@ -268,6 +309,7 @@ def _newton(model: TreeModel, state: MidpointState, dt: float, tol: float, max_i
             raise _failure(model, state, dt, iterations, system.r1, system.h2, singular=True)
         q2[dyn] += delta[:nd]
         lam += delta[nd:]
+        correction = float(np.max(np.abs(delta[:nd]))) if nd else 0.0
         iterations += 1
 
 
@@ -337,7 +379,7 @@ def _native_step(model: TreeModel, state: MidpointState, dt: float, tol: float,
     contacts) or a loop-constrained solve fails (numpy retries with its least-squares fallback).
     Leaves `state` untouched unless it returns a result."""
     if state.stepper is None:
-        state.stepper = native.NativeStepper(model)
+        state.stepper = native.NativeStepper(model, linkwise.applies(model))
     t2, tmid = state.t + dt, state.t + 0.5 * dt
     q2 = state.q + dt * state.velocity_guess
     q2[model.dof_prescribed] = prescribed_values(model, t2)[0]
@@ -384,20 +426,20 @@ def step(model: TreeModel, state: MidpointState, dt: float, tol: float = 1e-10, 
          body_frame: bool = False) -> StepResult:
     """Advance `state` by dt in place.
 
-    trace, when given, receives max|f| at every iterate (numpy path). use_native: None picks the C
-    kernel when it is built, no trace is asked for and no joint limit is in contact. A step whose
+    A model with a ball joint steps by the link-wise discrete Lagrangian (linkwise.py, linkwise_system);
+    the others by the chart midpoint (del_system); both in the C kernel (native/tree_step.c) or numpy. trace, when
+    given, receives max|f| at every iterate (numpy path). use_native: None picks the C kernel when it is built, no
+    trace is asked for and no joint limit is in contact. A step whose
     Newton solve fails is redone as two half steps (still a variational step sequence, landing at the
     same time), at most `halvings` times deep; this carries closed chains through singular
-    configurations they cross at speed. When that fails on a mechanism with ball charts, the step is
-    redone the same way by Newton on the chart rows in body axes (body_frame_blocks, numpy path;
+    configurations they cross at speed. When that fails on a chart midpoint with free-joint charts, the step
+    is redone the same way by Newton on the chart rows in body axes (body_frame_blocks, numpy path;
     body_frame=True uses it from the start): the same roots, another iteration. Raises the plain solve's
     ConvergenceError (with step and time) when both fail, `state` as it was; ValueError when `state` was
-    made by another model. Long ropes of slender links
-    still need the halving at ordinary steps: the twist between neighbouring links grows there
-    (docs/benchmarks_ball_charts.md).
+    made by another model.
     """
     check_state(model.stamp, state.model)
-    if body_frame or not len(model.ball_dofs):  # no fallback to keep a copy of the state for
+    if body_frame or not len(model.ball_dofs) or linkwise.applies(model):  # no fallback to keep a copy of the state for
         return _halving_step(model, state, dt, tol, max_iterations, trace, use_native, halvings, body_frame)
     start = replace(state)
     try:
@@ -433,7 +475,8 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
     """One midpoint step of size dt (see step)."""
     if use_native is None:
         use_native = native.NATIVE and trace is None and not state.contacts
-    use_native = use_native and not body_frame  # the C kernel runs the plain Newton matrix
+    # the C kernel runs the chart midpoint's and the link-wise rows' plain Newton matrices, never the body-frame one
+    use_native = use_native and not body_frame
     if len(state.rows) < model.nrow and state.row_conditioning < RESELECT_BELOW:
         _reselect_rows(model, state)
     if use_native:
@@ -462,7 +505,11 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
     state.contacts, state.lam_contact = contacts, lam[len(state.rows):]
 
     tm, f_c = system.terms_mid, system.forcing
-    p2 = 0.5 * dt * (tm.g + tm.Q) + tm.p + 0.5 * dt * f_c
+    if system.link_rows is not None:
+        p2, energy = system.link_rows.p2, system.link_rows.energy
+    else:
+        p2 = 0.5 * dt * (tm.g + tm.Q) + tm.p + 0.5 * dt * f_c
+        energy = tm.kinetic + tm.potential
     if system.D2 is not None:  # a chart's D2Ld in body axes at C2, plus its f+ (lie_rows.py)
         p2[model.ball_dofs] = system.D2 + 0.5 * dt * f_c[model.ball_dofs]
     _fold(model, state, q2, (q2 - state.q) / dt)
@@ -470,4 +517,4 @@ def _step_once(model: TreeModel, state: MidpointState, dt: float, tol: float, ma
     state.q, state.p, state.lam, state.t = q2, p2, lam[: len(state.rows)], t2
     state.step_index += 1
     residual = float(np.max(np.abs(system.h2))) if len(system.h2) else 0.0
-    return StepResult(tm.kinetic + tm.potential, iterations, residual)
+    return StepResult(energy, iterations, residual)

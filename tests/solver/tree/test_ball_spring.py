@@ -148,7 +148,9 @@ def test_tumbling_hub_with_a_sprung_ball_arm_keeps_momentum_and_energy(use_nativ
     assert np.max(np.abs(angular - angular[0])) < 1e-9 * np.linalg.norm(angular[0])
     assert np.max(np.abs(linear - linear[0])) < 1e-9 * np.linalg.norm(linear[0])
     band = np.ptp(energy)
-    assert band < 3.5e-2 * np.mean(energy)  # O(dt^2): 2.4 % at dt = 0.01, 0.48 % at 0.005 over 20 s (measured)
+    # O(dt^2); measured over 6 s at dt = 0.01: 7.0 % by the link-wise step (tree/linkwise.py: the spring's
+    # potential is the mean of the step's ends), 2.4 % by the chart midpoint before it (0.48 % at dt = 0.005)
+    assert band < 8e-2 * np.mean(energy)
     window = steps // 4
     assert abs(energy[-window:].mean() - energy[:window].mean()) < 0.5 * band
 

@@ -58,8 +58,10 @@ def test_rules_integrate_polynomials_and_differentiate_the_interpolant():
 
 @pytest.mark.heavy
 def test_gauss_degree_one_is_the_midpoint_step_on_chart_joints_and_loops():
-    # damping is left out on chart rotations: midpoint.py applies it untransported (its half/half split)
-    mech = random_tree(7, types=("revolute", "ball", "free", "universal"), loops=2, ball_springs=True)
+    # damping is left out on chart rotations: midpoint.py applies it untransported (its half/half split). No ball
+    # joints: midpoint.step takes the link-wise Lagrangian there (tree/linkwise.py), which Galerkin's charts do not;
+    # free joints' charts keep the chart midpoint that Gauss s = 1 reproduces
+    mech = random_tree(7, types=("revolute", "free", "universal"), loops=2, ball_springs=True)
     mech = mech.replace(joints=tuple(replace(j, damping=0.0) if j.type in ("ball", "free") else j
                                      for j in mech.joints))
     model = compile_tree(mech)
@@ -72,7 +74,7 @@ def test_gauss_degree_one_is_the_midpoint_step_on_chart_joints_and_loops():
     assert np.max(np.abs(gs.p - ms.p)) < 1e-10 * scale
     assert np.max(np.abs(gs.q - ms.q)) < 1e-11
     assert np.max(np.abs(gs.charts - ms.charts)) < 1e-11
-    assert len(gs.rows) == 6 and np.max(np.abs(gs.lam - ms.lam)) < 1e-10 * np.max(np.abs(ms.lam))
+    assert len(gs.rows) == len(ms.rows) > 0 and np.max(np.abs(gs.lam - ms.lam)) < 1e-10 * np.max(np.abs(ms.lam))
 
 
 def iterate(model, s: int, dt: float = 0.02, spread: float = 1e-3):

@@ -87,11 +87,20 @@ PATHS = [pytest.param(False, id="numpy"),
          pytest.param(True, id="C", marks=pytest.mark.skipif(not native.NATIVE, reason="C kernels not built"))]
 
 
+def free_shoulder(mech: Mechanism) -> Mechanism:
+    """floating_mechanism with its shoulder a free joint: its charts are all free joints', so it steps by the chart
+    midpoint of these rows (a ball joint would take the link-wise step, tree/linkwise.py)."""
+    shoulder = mech.joints[1]
+    joints = list(mech.joints)
+    joints[1] = replace(shoulder, type="free", q0=(0.0,) * 3 + shoulder.q0, v0=(0.0,) * 3 + shoulder.v0)
+    return mech.replace(joints=tuple(joints))
+
+
 @pytest.mark.skipif(not native.NATIVE, reason="C kernels not built")
 def test_c_kernel_steps_ball_charts_like_numpy():
     # the kernel runs the per-step exponential charts (tree/step_charts.py): from each numpy state it makes
     # the same next state and Newton iteration count, and the two free runs end together
-    model = compile_tree(floating_mechanism(damping=0.3))
+    model = compile_tree(free_shoulder(floating_mechanism(damping=0.3)))
     ref, *_ = midpoint.initial_state(model)
     c = replace(ref)
     for k in range(100):
@@ -134,15 +143,17 @@ def test_frozen_chart_rows_would_lose_angular_momentum(monkeypatch):
         return lie_rows.BallRows(F, tj.U[k], tj.Yc[k], tj.x[k], tj.R[k], tj.blocks, D2, np.ones(len(k)))
 
     monkeypatch.setattr(lie_rows, "ball_rows", frozen)
-    J, _ = momentum_run(floating_mechanism(), 0.01, 300, use_native=False)
+    J, _ = momentum_run(free_shoulder(floating_mechanism()), 0.01, 100, use_native=False)
     assert np.max(np.abs(J[:, :3] - J[0, :3])) > 1e-6 * np.linalg.norm(J[0, :3])
 
 
 @pytest.mark.heavy
 def test_floating_mechanism_energy_is_bounded_without_drift():
+    # a ball shoulder: the link-wise step (tree/linkwise.py). O(dt^2) oscillation, measured 6.6e-3 of the
+    # energy over 20 s, window means 2.5 % of the band apart (the chart midpoint: 1.1e-3 over 200 s)
     _, energy = momentum_run(floating_mechanism(), 0.01, 2000, use_native=None)
     band = np.ptp(energy)
-    assert band < 2e-3 * np.mean(energy)  # O(dt^2) oscillation (1.1e-3 over 200 s, measured)
+    assert band < 1e-2 * np.mean(energy)
     # quasi-periodic motion: window means differ by a fraction of the band, a drift would reach the band
     assert abs(energy[-500:].mean() - energy[:500].mean()) < 0.5 * band
 
