@@ -41,7 +41,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .stage_kkt import NATIVE, NativeStageFactor, StageBreakdown, StageFactor, StageLayout, stage_layout
+from .stage_kkt import (NATIVE, CondensedFactor, NativeStageFactor, StageBreakdown, StageFactor, StageLayout,
+                        stage_layout)
 
 Progress = Callable[[int, dict], Optional[bool]]
 
@@ -199,16 +200,21 @@ class _Reduced:
         return sp.csc_matrix((np.concatenate([half, half]), (np.concatenate([i, j]), np.concatenate([j, i]))),
                              shape=(nz, nz))
 
-    def kkt_layout(self, z: np.ndarray) -> StageLayout | str:
+    def kkt_layout(self, z: np.ndarray, slacks: bool = True) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
-        Hessian's nonzeros are taken with every multiplier 1 (no entry cancels by chance)."""
+        Hessian's nonzeros are taken with every multiplier 1 (no entry cancels by chance). slacks=False: the
+        layout of the free variables and the rows only, for the KKT matrix with its slacks eliminated
+        (stage_kkt.CondensedFactor)."""
         if self.nlp.stages is None:
             return "the NLP gives no stages"
         if self.nlp.hessian is None:
             return "quasi-Newton Hessian (dense)"
-        var_stage = np.concatenate([np.asarray(self.nlp.stages, int)[self.free], np.full(self.ns, -1)])
-        slack_rows = np.concatenate([np.full(self.nx, -1), self.ineq])
+        var_stage = np.asarray(self.nlp.stages, int)[self.free]
         H = sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))[self.free][:, self.free]
+        if not slacks:
+            return stage_layout(var_stage, self.jac(z)[:, :self.nx], H, np.full(self.nx, -1), soft_rows=~self.eq)
+        var_stage = np.concatenate([var_stage, np.full(self.ns, -1)])
+        slack_rows = np.concatenate([np.full(self.nx, -1), self.ineq])
         return stage_layout(var_stage, self.jac(z), H, slack_rows)
 
 
@@ -294,8 +300,10 @@ class _KKT:
     have stages and its rows couple only nearby ones, else, or when a pivot block breaks down, by sparse LU.
     Counts which did what, for the report."""
 
-    def __init__(self, layout: StageLayout | str):
-        self.layout = layout
+    def __init__(self, layout: StageLayout | str, slacks: tuple[np.ndarray, np.ndarray] | None = None):
+        """slacks: (row of each slack, its coefficient) when the layout leaves the slacks out (they are then
+        eliminated first: stage_kkt.CondensedFactor)."""
+        self.layout, self.slacks = layout, slacks
         self.stage_count = self.lu_count = 0
         self.breakdowns: dict[str, int] = {}
 
@@ -306,7 +314,9 @@ class _KKT:
         m = J.shape[0]
         if isinstance(self.layout, StageLayout):
             try:
-                factor = (NativeStageFactor if NATIVE else StageFactor)(self.layout, W, J, dw, dc)
+                kind = NativeStageFactor if NATIVE else StageFactor
+                factor = (kind(self.layout, W, J, dw, dc) if self.slacks is None else
+                          CondensedFactor(kind, self.layout, W, J, dw, dc, *self.slacks))
                 if not factor.inertia_ok(m):
                     self.stage_count += 1
                     return factor, None
@@ -327,7 +337,8 @@ class _KKT:
     def describe(self) -> str:
         if not isinstance(self.layout, StageLayout):
             return f"sparse LU ({self.layout})"
-        text = f"{self.layout.describe()}; {self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})"
+        text = (f"{self.layout.describe()}{'' if self.slacks is None else ' (slacks eliminated first)'}; "
+                f"{self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})")
         if self.lu_count:
             why = "; ".join(f"{reason}: {count}" for reason, count in self.breakdowns.items())
             text += f", {self.lu_count} by sparse LU instead ({why})"
@@ -419,7 +430,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         g = P.grad(z)
         J = P.jac(z)
     with clock("factorisation"):
-        factoriser = _KKT(P.kkt_layout(z) if kkt == "stage" else why_lu)
+        factoriser = (_KKT(P.kkt_layout(z, slacks=False), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
+                      else _KKT(why_lu))
     it = 0
     for it in range(max_iter + 1):
         dl = np.where(lo_f, z - zl, 1.0)
