@@ -427,7 +427,7 @@ class CondensedFactor:
             raise StageBreakdown("a slack's diagonal is not positive")
         dcs = np.full(J.shape[0], dc)
         dcs[rows] += coef * coef / self.D
-        self.inner = factor(layout, W[:self.nx, :self.nx], J[:, :self.nx], dw, dcs)
+        self.inner = factor(layout, _leading(W, self.nx, self.nx), _leading(J, J.shape[0], self.nx), dw, dcs)
         self.parity = self.inner.parity
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
@@ -446,3 +446,30 @@ class CondensedFactor:
     def inertia_ok(self, m: int) -> bool:
         """The interior point's parity test (StageFactor.inertia_ok)."""
         return self.parity == m % 2
+
+
+_LEADING: dict[tuple, tuple] = {}  # (ids of the index arrays, rows, cols) -> (them, entries, indices, indptr)
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    """The array that owns a's memory (scipy's matrices hold views of the index arrays they are built on)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _leading(M: sp.spmatrix, rows: int, cols: int) -> sp.spmatrix:
+    """M[:rows, :cols] (CSR or CSC), the entries' positions worked out once for M's index arrays: the
+    interior point builds every iteration's matrices on the same read-only arrays (nlp._Reduced)."""
+    if M.indices.flags.writeable:  # not a shared pattern: no use keeping it
+        return M[:rows, :cols]
+    pattern = (_root(M.indices), _root(M.indptr))
+    key = (id(pattern[0]), id(pattern[1]), rows, cols)
+    hit = _LEADING.get(key)
+    if hit is None or hit[0][0] is not pattern[0] or hit[0][1] is not pattern[1]:
+        marked = type(M)((np.arange(1.0, M.nnz + 1), M.indices, M.indptr), shape=M.shape)[:rows, :cols]
+        if len(_LEADING) > 8:
+            _LEADING.clear()
+        hit = _LEADING[key] = (pattern, marked.data.astype(np.int64) - 1, marked.indices, marked.indptr)
+    _, entries, indices, indptr = hit
+    return type(M)((M.data[entries], indices, indptr), shape=(rows, cols))
