@@ -330,6 +330,7 @@ class _SparseLU:
     def __init__(self, W: sp.spmatrix, J: sp.csr_matrix, dw: float, dc: float):
         nz, m = W.shape[0], J.shape[0]
         self.K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(m) if m else None]], format="csc")
+        self.K.eliminate_zeros()  # entries of W's and J's fixed patterns that are zero here: no fill for COLAMD
         self.lu = splu(self.K, permc_spec="COLAMD", diag_pivot_thresh=0.1)
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
