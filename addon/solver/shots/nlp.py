@@ -13,7 +13,8 @@ bounds, so the equalities are c_E(x) - c_lower = 0 and c_I(x) - s = 0 and every 
 
 factorising the symmetric KKT matrix K. When the NLP gives each variable a stage (time step) and its rows couple
 only nearby stages, K is block tridiagonal in stage order and, by default when the C kernel is built, is
-factorised by the stage recursion of stage_kkt.py (in C, O(N) in the stages); otherwise, and for a matrix whose
+factorised by the stage recursion of stage_kkt.py (in C, O(N) in the stages; the slacks eliminated first,
+stage_kkt.CondensedFactor); otherwise, and for a matrix whose
 pivot blocks break down, by sparse LU (scipy splu; NLPResult.kkt says which). kkt="lu" / "stage" force either.
 Neither gives the inertia cheaply, only the parity of the number of negative eigenvalues (the sign of det K),
 so the Hessian shift dw grows until two necessary conditions hold: that number has the parity of m, and the

@@ -31,6 +31,10 @@ the factorisation keeps their parity (the signs of the blocks' determinants, wha
 with the sparse LU), and `negatives()` counts them exactly from the pivot blocks' eigenvalues. No pivoting
 crosses blocks: a singular pivot block or border raises `StageBreakdown`, and a solve that iterative refinement
 cannot bring to the LU's accuracy is redone by sparse LU (nlp.py); both are counted in the solver's report.
+
+`CondensedFactor` (the interior point's stage path) eliminates the slack unknowns first (each has a positive
+diagonal and one row): either factorisation then runs on the variables and rows only, smaller blocks, with a
+diagonal of its own on each slack's row.
 """
 
 from __future__ import annotations
