@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -377,7 +378,7 @@ class _KKT:
         m = J.shape[0]
         if isinstance(self.layout, StageLayout):
             try:
-                kind = NativeStageFactor if NATIVE else StageFactor
+                kind = partial(NativeStageFactor, reuse=True) if NATIVE else StageFactor  # only the last is kept
                 factor = (kind(self.layout, W, J, dw, dc) if self.slacks is None else
                           CondensedFactor(kind, self.layout, W, J, dw, dc, *self.slacks))
                 if not factor.inertia_ok(m):

@@ -90,6 +90,12 @@ class StageLayout:
         base = np.where(chunk >= 0, self.a_off[np.maximum(chunk, 0)], self.f_off)
         self.diagonal = (base + local * size_of + local).astype(np.int64)
 
+    def scratch(self) -> tuple[np.ndarray, ...]:
+        """The C kernel's work arrays of this layout, allocated once (NativeStageFactor(..., reuse=True))."""
+        if getattr(self, "_scratch", None) is None:
+            self._scratch = _work_arrays(self)
+        return self._scratch
+
     def cost(self, padded: bool) -> int:
         """Flops of a factorisation, up to a constant: every block's inverse and its products with the border's
         columns, and the border's Schur complement; blocks padded to the largest (numpy's batches) or not (C)."""
@@ -357,14 +363,27 @@ class StageFactor:
         return self.parity == m % 2
 
 
+def _work_arrays(L: StageLayout) -> tuple[np.ndarray, ...]:
+    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, x, piv (stage_kkt.h)."""
+    n_inner, i64 = len(L.order), np.int64
+    return (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64),
+            np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64))
+
+
 class NativeStageFactor:
     """The same factorisation in C (native/stage_kkt.c): K assembled from W (CSC) and J (CSR) straight into blocks
     of each chunk's own size (no padding), factorised by the sequential Riccati recursion D_{k+1} = A_{k+1} -
     C_k^T D_k^{-1} C_k with dense LU per block, then the border's Schur complement. Other pivot blocks than
     StageFactor's cyclic reduction, the same matrix: same solutions to round-off, same parity. Same interface
-    as StageFactor but for negatives() (the LU pivots give the parity only)."""
+    as StageFactor but for negatives() (the LU pivots give the parity only).
 
-    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray):
+    reuse: work in the layout's own arrays (StageLayout.scratch) instead of fresh ones, so that the next
+    factorisation in that layout overwrites this one (the interior point keeps only its latest factor). Fresh
+    arrays of this size (hundreds of kB) come from the system zeroed, page by page: 0.45 ms a factorisation
+    on the parking shot, as much as the factorisation itself."""
+
+    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray,
+                 reuse: bool = False):
         L = layout
         W, J = sp.csc_matrix(W), sp.csr_matrix(J)  # no copies when they are already (the interior point's)
         nz, m = W.shape[0], J.shape[0]
@@ -373,7 +392,9 @@ class NativeStageFactor:
                              f"unknowns")
         self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
         i64 = np.int64
-        blk = np.empty(L.n_blk)
+        n_inner = len(L.order)
+        work = L.scratch() if reuse else _work_arrays(L)
+        blk, self.g, self.g_cols, self.g_count, self.x, self.piv = work
         bad = _native.assemble(L, nz, m, W.indptr.astype(i64), W.indices.astype(i64), np.ascontiguousarray(W.data,
                                float), J.indptr.astype(i64), J.indices.astype(i64),
                                np.ascontiguousarray(J.data, float), dw, dc if np.ndim(dc) == 0 else 0.0, blk)
@@ -381,11 +402,7 @@ class NativeStageFactor:
             raise StageBreakdown("an entry couples stage blocks more than one apart")
         if np.ndim(dc):
             blk[L.diagonal[nz:]] -= dc
-        n_inner = len(L.order)
-        self.x = np.empty(n_inner * L.nb)
-        self.piv = np.empty(n_inner + L.nb, i64)
         parity = np.zeros(1, i64)
-        self.g, self.g_cols, self.g_count = np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64)
         failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.g_cols, self.g_count, self.x, self.piv, parity)
         if failed >= 0:
             raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
