@@ -179,21 +179,82 @@ class CarDynamics(StageDynamics):
     _CURVED = np.array([3, 4, 5, 6, 9, 10, 11, 15, 18])  # window slots entering nonlinearly (x, y, ... linearly)
 
     def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """sum_i y[:, i] d2 r_i over the window (stages k-1, k, k+1 flattened, then h): (K, 19, 19), exact
-        (the equations of `residual` over second-order jets of the slots that enter nonlinearly)."""
+        """sum_i y[:, i] d2 r_i over the window (stages k-1, k, k+1 flattened, then h): (K, 19, 19), exact, in
+        closed form over the slots that enter nonlinearly (_CURVED; numbered SP..HH below). The rows are written
+        over sigma = tan phi (sp, s, sn of the three stages), the turn om = h (rho / l) sm u and the arc length
+        v = h rho u: r0 is a sum of products of affine functions of them; the arc rows are -v G(theta, om) with
+        G = P A(om) + Q B(om), P = y2 cos theta + y3 sin theta, Q = y3 cos theta - y2 sin theta (G_thth = -G).
+        Second derivatives over (theta, om, v) go through their Jacobian (Gauss-Newton part) plus the
+        curvature of om and v; then the chain rule to phi adds dL/dsigma * sigma'' (sigma' = 1 + sigma^2)."""
         a, rho, k, c, m0 = self.alpha, self.rho, self.rho / self.l, self.c, self.m0
         unit = self.spec.max_drive_torque
-        X = np.concatenate([W.reshape(len(W), 18), h[:, None]], axis=1)
-        phip, dp, wp, th, phi, d, w, phin, h_ = jets.Jet.variables(X[:, self._CURVED])
-        sp_, s, sn = jets.tan(phip), jets.tan(phi), jets.tan(phin)
+        SP, DP, WP, TH, S, D, U, SN, HH = range(9)
+        X = np.concatenate([W.reshape(len(W), 18), h[:, None]], axis=1)[:, self._CURVED]
+        phip, th, phi, u, phin, hh = X[:, SP], X[:, TH], X[:, S], X[:, U], X[:, SN], X[:, HH]
+        wp = X[:, WP]
+        sp_, s, sn = np.tan(phip), np.tan(phi), np.tan(phin)
         sm = (1 - a) * s + a * sn
-        smp = jets.where(first, s, (1 - a) * sp_ + a * s)
-        r0 = (m0 + c * s * sm) * w - (m0 + c * s * smp) * wp - unit * h_ * ((1 - a) * d + a * dp)
-        om = k * h_ * sm * w
-        arc = arc_lagrangian(th, om, rho * (h_ * w), y[:, 2:4])
-        out = np.zeros((len(X), 19, 19))
-        out[:, self._CURVED[:, None], self._CURVED] = jets.weighted_hessian([r0, -om, arc], np.column_stack(
-            [y[:, :2], np.ones(len(X))]))
+        smp_s = np.where(first, 1.0, a)  # d smp / d s and d smp / d sp
+        smp_sp = np.where(first, 0.0, 1 - a)
+        smp = np.where(first, s, (1 - a) * sp_ + a * s)
+        y0, y1 = y[:, 0], y[:, 1]
+        K = len(X)
+        H = np.zeros((K, 9, 9))
+
+        def add(i: int, j: int, value: np.ndarray) -> None:
+            H[:, i, j] += value
+            if i != j:
+                H[:, j, i] += value
+
+        # momentum row r0 = (m0 + c s sm) u - (m0 + c s smp) u_prev - unit h ((1 - a) d + a d_prev)
+        add(S, S, y0 * 2 * c * ((1 - a) * u - smp_s * wp))
+        add(S, SN, y0 * c * a * u)
+        add(S, SP, -y0 * c * smp_sp * wp)
+        add(S, U, y0 * c * (sm + (1 - a) * s))
+        add(S, WP, -y0 * c * (smp + s * smp_s))
+        add(SN, U, y0 * c * a * s)
+        add(SP, WP, -y0 * c * s * smp_sp)
+        add(D, HH, -y0 * unit * (1 - a))
+        add(DP, HH, -y0 * unit * a)
+        # turn om (enters r1 as -om and the arc rows) and arc length v
+        om = k * hh * sm * u
+        om_z = np.zeros((K, 9))
+        om_z[:, S], om_z[:, SN], om_z[:, U], om_z[:, HH] = k * hh * (1 - a) * u, k * hh * a * u, k * hh * sm, k * sm * u
+        v = rho * hh * u
+        A, B, dA, dB = arc(om)
+        d2A, d2B = arc_curvature(om)
+        ct, st = np.cos(th), np.sin(th)
+        P, Q = y[:, 2] * ct + y[:, 3] * st, y[:, 3] * ct - y[:, 2] * st
+        G, G_th, G_om = P * A + Q * B, Q * A - P * B, P * dA + Q * dB
+        outer = np.zeros((K, 3, 3))  # second derivatives of -v G over (theta, om, v)
+        outer[:, 0, 0] = v * G
+        outer[:, 0, 1] = outer[:, 1, 0] = -v * (Q * dA - P * dB)
+        outer[:, 1, 1] = -v * (P * d2A + Q * d2B)
+        outer[:, 0, 2] = outer[:, 2, 0] = -G_th
+        outer[:, 1, 2] = outer[:, 2, 1] = -G_om
+        inner = np.zeros((K, 3, 9))  # d(theta, om, v) / d slots
+        inner[:, 0, TH] = 1.0
+        inner[:, 1] = om_z
+        inner[:, 2, U], inner[:, 2, HH] = rho * hh, rho * u
+        H += np.swapaxes(inner, 1, 2) @ outer @ inner
+        om_weight = -y1 - v * G_om  # dL/d om: -y1 from r1, -v G_om from the arc rows
+        add(S, U, om_weight * k * hh * (1 - a))
+        add(S, HH, om_weight * k * (1 - a) * u)
+        add(SN, U, om_weight * k * hh * a)
+        add(SN, HH, om_weight * k * a * u)
+        add(U, HH, om_weight * k * sm - G * rho)  # and d2 v / du dh = rho times dL/dv = -G
+        # chain rule sigma = tan phi: dL/dsigma of each stage's sigma times sigma''
+        L_s = y0 * c * ((sm + (1 - a) * s) * u - (smp + s * smp_s) * wp) + om_weight * om_z[:, S]
+        L_sn = y0 * c * a * s * u + om_weight * om_z[:, SN]
+        L_sp = -y0 * c * s * smp_sp * wp
+        slope = np.ones((K, 9))
+        slope[:, SP], slope[:, S], slope[:, SN] = 1 + sp_ * sp_, 1 + s * s, 1 + sn * sn
+        H *= slope[:, :, None] * slope[:, None, :]
+        H[:, SP, SP] += L_sp * 2 * sp_ * slope[:, SP]
+        H[:, S, S] += L_s * 2 * s * slope[:, S]
+        H[:, SN, SN] += L_sn * 2 * sn * slope[:, SN]
+        out = np.zeros((K, 19, 19))
+        out[:, self._CURVED[:, None], self._CURVED] = H
         return out
 
     def pre_start(self):

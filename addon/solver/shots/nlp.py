@@ -13,7 +13,8 @@ bounds, so the equalities are c_E(x) - c_lower = 0 and c_I(x) - s = 0 and every 
 
 factorising the symmetric KKT matrix K. When the NLP gives each variable a stage (time step) and its rows couple
 only nearby stages, K is block tridiagonal in stage order and, by default when the C kernel is built, is
-factorised by the stage recursion of stage_kkt.py (in C, O(N) in the stages); otherwise, and for a matrix whose
+factorised by the stage recursion of stage_kkt.py (in C, O(N) in the stages; the slacks eliminated first,
+stage_kkt.CondensedFactor); otherwise, and for a matrix whose
 pivot blocks break down, by sparse LU (scipy splu; NLPResult.kkt says which). kkt="lu" / "stage" force either.
 Neither gives the inertia cheaply, only the parity of the number of negative eigenvalues (the sign of det K),
 so the Hessian shift dw grows until two necessary conditions hold: that number has the parity of m, and the
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -41,7 +43,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .stage_kkt import NATIVE, NativeStageFactor, StageBreakdown, StageFactor, StageLayout, stage_layout
+from .stage_kkt import (NATIVE, CondensedFactor, NativeStageFactor, StageBreakdown, StageFactor, StageLayout,
+                        stage_layout)
 
 Progress = Callable[[int, dict], Optional[bool]]
 
@@ -158,6 +161,7 @@ class _Reduced:
         self.Dc = sp.diags(self.c_scale)
         c0 = np.asarray(nlp.constraints(x), float)
         self.s0 = np.clip(c0[self.ineq], cl[self.ineq], cu[self.ineq])
+        self._jac_plan = self._hess_plan = None
 
     def full(self, z: np.ndarray) -> np.ndarray:
         x = self.x_full.copy()
@@ -182,34 +186,99 @@ class _Reduced:
         return self.c_scale * out
 
     def jac(self, z):
-        J = sp.csr_matrix(self.nlp.jacobian(self.full(z)))[:, self.free]
-        J = sp.hstack([J, sp.csr_matrix((self.m, self.ns))], format="csr") + self.S
-        return (self.Dc @ J).tocsr()
+        """Jacobian of the scaled rows over z (CSR, m x (nx+ns)). The NLP's Jacobian keeps its sparsity pattern
+        from one call to the next (a transcription's does): the reduced matrix's pattern and where each entry
+        comes from are worked out once per pattern, and each call only gathers and scales the values."""
+        raw = sp.csr_matrix(self.nlp.jacobian(self.full(z)))
+        plan = self._jac_plan
+        if plan is None or not _same_pattern(plan[0], raw):
+            plan = self._jac_plan = (raw, *self._reduce_jacobian(raw))
+        _, src, scale, indices, indptr = plan
+        data = np.concatenate([raw.data, -np.ones(self.ns)])[src] * scale
+        return sp.csr_matrix((data, indices, indptr), shape=(self.m, self.nx + self.ns))
+
+    def _reduce_jacobian(self, raw: sp.csr_matrix):
+        """(source of each reduced entry in [raw.data, slack -1s], its row scale, indices, indptr): the free
+        columns of raw, then the slacks' -1 at (inequality row, slack), every entry scaled by its row's c_scale."""
+        nnz = len(raw.data)
+        marked = sp.csr_matrix((np.arange(1.0, nnz + 1), raw.indices, raw.indptr), shape=raw.shape)[:, self.free]
+        slack = sp.csr_matrix((nnz + 1.0 + np.arange(self.ns), (self.ineq, self.nx + np.arange(self.ns))),
+                              shape=(self.m, self.nx + self.ns))
+        J = (sp.hstack([marked, sp.csr_matrix((self.m, self.ns))], format="csr") + slack).tocsr()
+        J.sort_indices()
+        rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
+        return J.data.astype(np.int64) - 1, self.c_scale[rows], _frozen(J.indices), _frozen(J.indptr)
 
     def hess(self, z, y):
-        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c), (nx+ns)^2 (CSC, symmetrised; slack rows
-        empty), or None. Built from the NLP's entries in one conversion (it is on every iteration's path)."""
+        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c), (nx+ns)^2 (CSC, symmetrised, with every
+        diagonal entry in its pattern (W = H + Sigma adds to them); slack rows empty), or None. Like jac, the
+        pattern and the scatter of the NLP's entries into it are worked out once per pattern."""
         if self.nlp.hessian is None:
             return None
-        H = sp.coo_matrix(self.nlp.hessian(self.full(z), self.c_scale * y, self.f_scale))
-        i, j = self.z_index[H.row], self.z_index[H.col]
-        kept = (i >= 0) & (j >= 0)
-        i, j, half = i[kept], j[kept], 0.5 * H.data[kept]
+        raw = sp.csr_matrix(self.nlp.hessian(self.full(z), self.c_scale * y, self.f_scale))
+        plan = self._hess_plan
+        if plan is None or not _same_pattern(plan[0], raw):
+            plan = self._hess_plan = (raw, *self._reduce_hessian(raw))
+        _, kept, target, size, indices, indptr, self.diagonal = plan
+        half = 0.5 * raw.data[kept]
+        data = np.bincount(target, weights=np.concatenate([half, half]), minlength=size)
         nz = self.nx + self.ns
-        return sp.csc_matrix((np.concatenate([half, half]), (np.concatenate([i, j]), np.concatenate([j, i]))),
-                             shape=(nz, nz))
+        return sp.csc_matrix((data, indices, indptr), shape=(nz, nz))
 
-    def kkt_layout(self, z: np.ndarray) -> StageLayout | str:
+    def _reduce_hessian(self, raw: sp.csr_matrix):
+        """(kept raw entries, target of each half-entry (both triangles), number of entries, indices, indptr,
+        position of each diagonal entry) of the symmetrised Hessian over z."""
+        nz = self.nx + self.ns
+        r = np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr))
+        i, j = self.z_index[r], self.z_index[raw.indices]
+        kept = np.flatnonzero((i >= 0) & (j >= 0))
+        i, j = i[kept], j[kept]
+        d = np.arange(nz)
+        key = np.concatenate([j, i, d]).astype(np.int64) * nz + np.concatenate([i, j, d])  # column-major: CSC
+        unique, inverse = np.unique(key, return_inverse=True)
+        indices = (unique % nz).astype(np.int32)
+        indptr = np.searchsorted(unique // nz, np.arange(nz + 1)).astype(np.int32)
+        return kept, inverse[:2 * len(kept)], len(unique), _frozen(indices), _frozen(indptr), inverse[2 * len(kept):]
+
+    def plus_diagonal(self, H: sp.csc_matrix, sigma: np.ndarray) -> sp.csc_matrix:
+        """W = H + diag(sigma) for an H from hess (its pattern holds the diagonal: the values are added in
+        place of a sparse sum)."""
+        data = H.data.copy()
+        data[self.diagonal] += sigma
+        return sp.csc_matrix((data, H.indices, H.indptr), shape=H.shape)
+
+    def kkt_layout(self, z: np.ndarray, slacks: bool = True) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
-        Hessian's nonzeros are taken with every multiplier 1 (no entry cancels by chance)."""
+        Hessian's nonzeros are taken with every multiplier 1 (no entry cancels by chance). slacks=False: the
+        layout of the free variables and the rows only, for the KKT matrix with its slacks eliminated
+        (stage_kkt.CondensedFactor)."""
         if self.nlp.stages is None:
             return "the NLP gives no stages"
         if self.nlp.hessian is None:
             return "quasi-Newton Hessian (dense)"
-        var_stage = np.concatenate([np.asarray(self.nlp.stages, int)[self.free], np.full(self.ns, -1)])
-        slack_rows = np.concatenate([np.full(self.nx, -1), self.ineq])
+        var_stage = np.asarray(self.nlp.stages, int)[self.free]
         H = sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))[self.free][:, self.free]
-        return stage_layout(var_stage, self.jac(z), H, slack_rows)
+        J = self.jac(z).copy()  # its index arrays are shared with the next calls' matrices: not in place
+        J.eliminate_zeros()  # the pattern's entries that are zero here (a window's) couple nothing
+        if not slacks:
+            return stage_layout(var_stage, J[:, :self.nx], H, np.full(self.nx, -1), soft_rows=~self.eq)
+        var_stage = np.concatenate([var_stage, np.full(self.ns, -1)])
+        slack_rows = np.concatenate([np.full(self.nx, -1), self.ineq])
+        return stage_layout(var_stage, J, H, slack_rows)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """a made read-only: index arrays shared by every matrix built on one pattern (no caller may change one)."""
+    a.flags.writeable = False
+    return a
+
+
+def _same_pattern(a: sp.csr_matrix, b: sp.csr_matrix) -> bool:
+    """Whether two CSR matrices have the same sparsity pattern (the same index arrays, or equal ones)."""
+    if a.shape != b.shape or len(a.indices) != len(b.indices):
+        return False
+    return ((a.indices is b.indices or np.array_equal(a.indices, b.indices))
+            and (a.indptr is b.indptr or np.array_equal(a.indptr, b.indptr)))
 
 
 def _push_inside(z, zl, zu, k1=1e-2, k2=1e-2):
@@ -263,6 +332,7 @@ class _SparseLU:
     def __init__(self, W: sp.spmatrix, J: sp.csr_matrix, dw: float, dc: float):
         nz, m = W.shape[0], J.shape[0]
         self.K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(m) if m else None]], format="csc")
+        self.K.eliminate_zeros()  # entries of W's and J's fixed patterns that are zero here: no fill for COLAMD
         self.lu = splu(self.K, permc_spec="COLAMD", diag_pivot_thresh=0.1)
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
@@ -294,8 +364,10 @@ class _KKT:
     have stages and its rows couple only nearby ones, else, or when a pivot block breaks down, by sparse LU.
     Counts which did what, for the report."""
 
-    def __init__(self, layout: StageLayout | str):
-        self.layout = layout
+    def __init__(self, layout: StageLayout | str, slacks: tuple[np.ndarray, np.ndarray] | None = None):
+        """slacks: (row of each slack, its coefficient) when the layout leaves the slacks out (they are then
+        eliminated first: stage_kkt.CondensedFactor)."""
+        self.layout, self.slacks = layout, slacks
         self.stage_count = self.lu_count = 0
         self.breakdowns: dict[str, int] = {}
 
@@ -306,7 +378,9 @@ class _KKT:
         m = J.shape[0]
         if isinstance(self.layout, StageLayout):
             try:
-                factor = (NativeStageFactor if NATIVE else StageFactor)(self.layout, W, J, dw, dc)
+                kind = partial(NativeStageFactor, reuse=True) if NATIVE else StageFactor  # only the last is kept
+                factor = (kind(self.layout, W, J, dw, dc) if self.slacks is None else
+                          CondensedFactor(kind, self.layout, W, J, dw, dc, *self.slacks))
                 if not factor.inertia_ok(m):
                     self.stage_count += 1
                     return factor, None
@@ -327,20 +401,22 @@ class _KKT:
     def describe(self) -> str:
         if not isinstance(self.layout, StageLayout):
             return f"sparse LU ({self.layout})"
-        text = f"{self.layout.describe()}; {self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})"
+        text = (f"{self.layout.describe()}{'' if self.slacks is None else ' (slacks eliminated first)'}; "
+                f"{self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})")
         if self.lu_count:
             why = "; ".join(f"{reason}: {count}" for reason, count in self.breakdowns.items())
             text += f", {self.lu_count} by sparse LU instead ({why})"
         return text
 
 
-def _regularised_step(H: sp.spmatrix, sigma: np.ndarray, J: sp.csr_matrix, rhs: np.ndarray, shift: float,
-                      dw_last: float, mu: float, kkt: _KKT):
-    """The primal-dual Newton step: solve [[H + Sigma + dw I, J^T], [J, -dc I]] sol = rhs (kkt's factorisation),
-    raising the Hessian shift dw from `shift` until the inertia tests of the module docstring pass (dc > 0 only
-    for an exactly singular matrix). Returns (sol, factor, dw); factor is None when no shift below 1e40 works."""
-    nz, m = H.shape[0], J.shape[0]
-    W = (H + sp.diags(sigma, format="csc")).tocsc()
+def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: float, dw_last: float, mu: float,
+                      kkt: _KKT):
+    """The primal-dual Newton step: solve [[W + dw I, J^T], [J, -dc I]] sol = rhs (kkt's factorisation; W = H +
+    Sigma), raising the Hessian shift dw from `shift` until the inertia tests of the module docstring pass (dc > 0
+    only for an exactly singular matrix). Returns (sol, factor, dw); factor is None when no shift below 1e40
+    works."""
+    W = sp.csc_matrix(W)
+    nz = W.shape[0]
     dw, dc = shift, 0.0
     sol, factor = None, None
     for _ in range(40):
@@ -419,7 +495,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         g = P.grad(z)
         J = P.jac(z)
     with clock("factorisation"):
-        factoriser = _KKT(P.kkt_layout(z) if kkt == "stage" else why_lu)
+        factoriser = (_KKT(P.kkt_layout(z, slacks=False), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
+                      else _KKT(why_lu))
     it = 0
     for it in range(max_iter + 1):
         dl = np.where(lo_f, z - zl, 1.0)
@@ -459,8 +536,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         with clock("evaluation"):
             H = P.hess(z, y)
         with clock("factorisation"):
-            sol, lu, dw = _regularised_step(H if H is not None else sp.csr_matrix(bfgs), sigma, J,
-                                            -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)
+            W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
+            sol, lu, dw = _regularised_step(W, J, -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)
         if lu is None:
             status, message = "failed", f"KKT system could not be regularised at iteration {it}"
             break

@@ -31,6 +31,10 @@ the factorisation keeps their parity (the signs of the blocks' determinants, wha
 with the sparse LU), and `negatives()` counts them exactly from the pivot blocks' eigenvalues. No pivoting
 crosses blocks: a singular pivot block or border raises `StageBreakdown`, and a solve that iterative refinement
 cannot bring to the LU's accuracy is redone by sparse LU (nlp.py); both are counted in the solver's report.
+
+`CondensedFactor` (the interior point's stage path) eliminates the slack unknowns first (each has a positive
+diagonal and one row): either factorisation then runs on the variables and rows only, smaller blocks, with a
+diagonal of its own on each slack's row.
 """
 
 from __future__ import annotations
@@ -81,6 +85,16 @@ class StageLayout:
         self.e_off = offsets[2 * n_chunks - 1:3 * n_chunks - 1]
         self.f_off = int(offsets[3 * n_chunks - 1])
         self.n_blk = self.f_off + self.nb**2
+        # where each unknown's diagonal entry sits in the C kernel's storage (a per-row -dc is added there)
+        size_of = np.where(chunk >= 0, sizes[np.maximum(chunk, 0)], self.nb)
+        base = np.where(chunk >= 0, self.a_off[np.maximum(chunk, 0)], self.f_off)
+        self.diagonal = (base + local * size_of + local).astype(np.int64)
+
+    def scratch(self) -> tuple[np.ndarray, ...]:
+        """The C kernel's work arrays of this layout, allocated once (NativeStageFactor(..., reuse=True))."""
+        if getattr(self, "_scratch", None) is None:
+            self._scratch = _work_arrays(self)
+        return self._scratch
 
     def cost(self, padded: bool) -> int:
         """Flops of a factorisation, up to a constant: every block's inverse and its products with the border's
@@ -95,13 +109,15 @@ class StageLayout:
 
 
 def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, slack_rows: np.ndarray,
-                 max_border: int = 20, padded: bool | None = None) -> StageLayout | str:
+                 max_border: int = 20, padded: bool | None = None,
+                 soft_rows: np.ndarray | None = None) -> StageLayout | str:
     """The layout for KKT unknowns (variables with stages var_stage (nz,), -1 for none; then J's rows), or the
     reason there is none. slack_rows (nz,): the row of each slack variable, -1 for the other variables.
 
     Rows go either where they pin a variable or to the middle of their stages (module docstring); of the two
     layouts, the cheaper to factorise is kept (StageLayout.cost: padded for the numpy twin, by default when the C
-    kernel is not built)."""
+    kernel is not built). soft_rows (m,) bool: rows with a negative diagonal of their own in K (an eliminated
+    slack's), which leave no block singular however many there are."""
     padded = NATIVE is False if padded is None else padded
     J = sp.coo_matrix(J)
     pairs = [(J.row + len(var_stage), J.col)]
@@ -111,7 +127,8 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
         pairs.append((Hc.row[nonzero], Hc.col[nonzero]))
     rows = np.concatenate([p[0] for p in pairs])
     cols = np.concatenate([p[1] for p in pairs])
-    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded)
+    hard = np.ones(J.shape[0], bool) if soft_rows is None else ~np.asarray(soft_rows, bool)
+    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded, hard)
                for row_stage in _row_stages(J, var_stage)]
     found = [layout for layout in layouts if isinstance(layout, StageLayout)]
     return min(found, key=lambda layout: layout.cost(padded)) if found else layouts[0]
@@ -137,7 +154,8 @@ def _row_stages(J: sp.coo_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np
     return np.where(pinned >= 0, pinned, middle), middle
 
 
-def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padded: bool) -> StageLayout | str:
+def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padded: bool,
+            hard: np.ndarray) -> StageLayout | str:
     """The layout for one placement of the rows; (rows, cols) are the KKT matrix's coupled pairs."""
     nz = len(var_stage)
     stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
@@ -148,7 +166,7 @@ def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padde
         return f"{border} unknowns belong to no stage (at most {max_border} allowed)"
     first = int(np.min(stage[stage >= 0], initial=0))
     group = np.where(stage >= 0, (stage - first) // band, -1)
-    chunk_of_group = _merge_groups(group, nz)
+    chunk_of_group = _merge_groups(group, nz, hard)
     chunk = np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1)
     n_chunks = int(chunk.max(initial=-1)) + 1
     if n_chunks < 3:
@@ -164,16 +182,17 @@ def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padde
     return layout
 
 
-def _merge_groups(group: np.ndarray, nz: int) -> np.ndarray:
+def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
     """Chunk of each group of `band` stages: consecutive groups merge until the unknowns so far hold at least
     as many variables as rows (the leading block of a KKT matrix with more rows than variables is singular:
     a start state fixed by its bounds leaves the first step's rows with too few variables), and the same
-    backwards from the last group (keys on the end state)."""
+    backwards from the last group (keys on the end state). Only the `hard` rows (m,) count."""
     inner = group >= 0
     n_groups = int(group.max(initial=-1)) + 1
     is_var = np.arange(len(group)) < nz
+    counted_row = np.concatenate([np.zeros(nz, bool), hard])
     surplus = (np.bincount(group[inner & is_var], minlength=n_groups)
-               - np.bincount(group[inner & ~is_var], minlength=n_groups))
+               - np.bincount(group[inner & counted_row], minlength=n_groups))
     filled = np.bincount(group[inner], minlength=n_groups) > 0
     chunk_of_group = np.empty(n_groups, int)
     chunk, total = 0, 0
@@ -194,15 +213,16 @@ def _merge_groups(group: np.ndarray, nz: int) -> np.ndarray:
 
 
 class StageFactor:
-    """Block LDL^T of K = [[W + dw I, J^T], [J, -dc I]] in a StageLayout: solve(rhs), residual(sol, rhs),
-    parity (of the number of negative eigenvalues of K) and negatives() (their exact number)."""
+    """Block LDL^T of K = [[W + dw I, J^T], [J, -diag(dc)]] (dc a number or one per row) in a StageLayout:
+    solve(rhs), residual(sol, rhs), parity (of the number of negative eigenvalues of K) and negatives() (their
+    exact number)."""
 
-    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float):
+    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray):
         L = layout
         nz, m = W.shape[0], J.shape[0]
         Wc, Jc = sp.coo_matrix(W), sp.coo_matrix(J)
         idx = np.arange(nz + m)
-        diag = np.concatenate([np.full(nz, dw), np.full(m, -dc)])
+        diag = np.concatenate([np.full(nz, dw), -np.broadcast_to(np.asarray(dc, float), (m,))])
         rows = np.concatenate([Wc.row, Jc.row + nz, Jc.col, idx])
         cols = np.concatenate([Wc.col, Jc.col, Jc.row + nz, idx])
         vals = np.concatenate([Wc.data, Jc.data, Jc.data, diag])
@@ -343,14 +363,27 @@ class StageFactor:
         return self.parity == m % 2
 
 
+def _work_arrays(L: StageLayout) -> tuple[np.ndarray, ...]:
+    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, x, piv (stage_kkt.h)."""
+    n_inner, i64 = len(L.order), np.int64
+    return (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64),
+            np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64))
+
+
 class NativeStageFactor:
     """The same factorisation in C (native/stage_kkt.c): K assembled from W (CSC) and J (CSR) straight into blocks
     of each chunk's own size (no padding), factorised by the sequential Riccati recursion D_{k+1} = A_{k+1} -
     C_k^T D_k^{-1} C_k with dense LU per block, then the border's Schur complement. Other pivot blocks than
     StageFactor's cyclic reduction, the same matrix: same solutions to round-off, same parity. Same interface
-    as StageFactor but for negatives() (the LU pivots give the parity only)."""
+    as StageFactor but for negatives() (the LU pivots give the parity only).
 
-    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float):
+    reuse: work in the layout's own arrays (StageLayout.scratch) instead of fresh ones, so that the next
+    factorisation in that layout overwrites this one (the interior point keeps only its latest factor). Fresh
+    arrays of this size (hundreds of kB) come from the system zeroed, page by page: 0.45 ms a factorisation
+    on the parking shot, as much as the factorisation itself."""
+
+    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray,
+                 reuse: bool = False):
         L = layout
         W, J = sp.csc_matrix(W), sp.csr_matrix(J)  # no copies when they are already (the interior point's)
         nz, m = W.shape[0], J.shape[0]
@@ -359,17 +392,17 @@ class NativeStageFactor:
                              f"unknowns")
         self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
         i64 = np.int64
-        blk = np.empty(L.n_blk)
+        n_inner = len(L.order)
+        work = L.scratch() if reuse else _work_arrays(L)
+        blk, self.g, self.g_cols, self.g_count, self.x, self.piv = work
         bad = _native.assemble(L, nz, m, W.indptr.astype(i64), W.indices.astype(i64), np.ascontiguousarray(W.data,
                                float), J.indptr.astype(i64), J.indices.astype(i64),
-                               np.ascontiguousarray(J.data, float), dw, dc, blk)
+                               np.ascontiguousarray(J.data, float), dw, dc if np.ndim(dc) == 0 else 0.0, blk)
         if bad:
             raise StageBreakdown("an entry couples stage blocks more than one apart")
-        n_inner = len(L.order)
-        self.x = np.empty(n_inner * L.nb)
-        self.piv = np.empty(n_inner + L.nb, i64)
+        if np.ndim(dc):
+            blk[L.diagonal[nz:]] -= dc
         parity = np.zeros(1, i64)
-        self.g, self.g_cols, self.g_count = np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64)
         failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.g_cols, self.g_count, self.x, self.piv, parity)
         if failed >= 0:
             raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
@@ -393,3 +426,71 @@ class NativeStageFactor:
     def inertia_ok(self, m: int) -> bool:
         """The interior point's parity test (StageFactor.inertia_ok)."""
         return self.parity == m % 2
+
+
+class CondensedFactor:
+    """K = [[W + dw I, J^T], [J, -dc I]] with its slack unknowns eliminated before the stage factorisation.
+
+    The last ns of the nz variables are slacks: W is diagonal over them (D = W_ss + dw > 0, the barrier's
+    Sigma) and slack j enters only row rows[j], with coefficient coef[j]. Eliminating them (positive pivots: no
+    change to the negative eigenvalues, Sylvester) leaves [[W_xx + dw I, J_x^T], [J_x, -diag(dc + e)]] with
+    e = coef^2 / D on the slacks' rows, factorised by `factor` (StageFactor or NativeStageFactor) in a layout of
+    the variables x and the rows only: on the car shots a stage block of 17 unknowns instead of 29. The solve
+    recovers ds = (r_s - coef y_rows) / D; the residual is the full K's, so refinement checks the whole system."""
+
+    def __init__(self, factor, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float,
+                 rows: np.ndarray, coef: np.ndarray):
+        W, J = sp.csc_matrix(W), sp.csr_matrix(J)
+        nz, ns = W.shape[0], len(rows)
+        self.nx, self.rows, self.coef, self.W, self.J, self.dw, self.dc = nz - ns, rows, coef, W, J, dw, dc
+        self.D = W.diagonal()[self.nx:] + dw
+        if not np.all(self.D > 0):
+            raise StageBreakdown("a slack's diagonal is not positive")
+        dcs = np.full(J.shape[0], dc)
+        dcs[rows] += coef * coef / self.D
+        self.inner = factor(layout, _leading(W, self.nx, self.nx), _leading(J, J.shape[0], self.nx), dw, dcs)
+        self.parity = self.inner.parity
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        nx, nz = self.nx, self.W.shape[0]
+        r_s, r_y = rhs[nx:nz], rhs[nz:].copy()
+        r_y[self.rows] -= self.coef * r_s / self.D
+        inner = self.inner.solve(np.concatenate([rhs[:nx], r_y]))
+        y = inner[nx:]
+        return np.concatenate([inner[:nx], (r_s - self.coef * y[self.rows]) / self.D, y])
+
+    def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        nz = self.W.shape[0]
+        dz, y = sol[:nz], sol[nz:]
+        return rhs - np.concatenate([self.W @ dz + self.dw * dz + self.J.T @ y, self.J @ dz - self.dc * y])
+
+    def inertia_ok(self, m: int) -> bool:
+        """The interior point's parity test (StageFactor.inertia_ok)."""
+        return self.parity == m % 2
+
+
+_LEADING: dict[tuple, tuple] = {}  # (ids of the index arrays, rows, cols) -> (them, entries, indices, indptr)
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    """The array that owns a's memory (scipy's matrices hold views of the index arrays they are built on)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _leading(M: sp.spmatrix, rows: int, cols: int) -> sp.spmatrix:
+    """M[:rows, :cols] (CSR or CSC), the entries' positions worked out once for M's index arrays: the
+    interior point builds every iteration's matrices on the same read-only arrays (nlp._Reduced)."""
+    if M.indices.flags.writeable:  # not a shared pattern: no use keeping it
+        return M[:rows, :cols]
+    pattern = (_root(M.indices), _root(M.indptr))
+    key = (id(pattern[0]), id(pattern[1]), rows, cols)
+    hit = _LEADING.get(key)
+    if hit is None or hit[0][0] is not pattern[0] or hit[0][1] is not pattern[1]:
+        marked = type(M)((np.arange(1.0, M.nnz + 1), M.indices, M.indptr), shape=M.shape)[:rows, :cols]
+        if len(_LEADING) > 8:
+            _LEADING.clear()
+        hit = _LEADING[key] = (pattern, marked.data.astype(np.int64) - 1, marked.indices, marked.indptr)
+    _, entries, indices, indptr = hit
+    return type(M)((M.data[entries], indices, indptr), shape=(rows, cols))

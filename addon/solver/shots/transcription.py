@@ -153,7 +153,7 @@ def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.nda
     multiple of its K rows)."""
     exact = getattr(fn, "hessian", None)
     if exact is not None:
-        return exact(X, weights)[:, cols][:, :, cols]
+        return exact(X, weights)[:, cols[:, None], cols]
     K, c = len(X), len(cols)
     step = 1.5e-8 * np.maximum(1.0, np.abs(X[:, cols]))
     wt = weights[:, None, :]
@@ -190,7 +190,8 @@ class _Pattern:
 
 
 def _assemble(blocks: list[Block], n: int):
-    """Constraint function, sparse Jacobian and Hessian callbacks over the blocks, and the row offsets."""
+    """Constraint function, sparse Jacobian, the Jacobian's column sums (the gradient of the sum of the rows)
+    and Hessian callbacks over the blocks, and the row offsets."""
     offsets = np.cumsum([0] + [b.index.shape[0] * b.rows for b in blocks])
     m = int(offsets[-1])
     rows, cols = [], []
@@ -217,6 +218,10 @@ def _assemble(blocks: list[Block], n: int):
         data = np.concatenate([b.evaluate(x)[1].ravel() for b in blocks]) if blocks else np.zeros(0)
         return pattern.matrix(data)
 
+    def column_sums(x):
+        data = np.concatenate([b.evaluate(x)[1].ravel() for b in blocks]) if blocks else np.zeros(0)
+        return np.bincount(cols, weights=data, minlength=n)
+
     def hessian_parts(x, y):
         parts = []
         for b, off in zip(blocks, offsets):
@@ -227,7 +232,7 @@ def _assemble(blocks: list[Block], n: int):
 
     lower = np.concatenate([b.lower.ravel() for b in blocks]) if blocks else np.zeros(0)
     upper = np.concatenate([b.upper.ravel() for b in blocks]) if blocks else np.zeros(0)
-    return constraints, jacobian, hessian_parts, (hr, hc), lower, upper, offsets
+    return constraints, jacobian, column_sums, hessian_parts, (hr, hc), lower, upper, offsets
 
 
 def _at_height(dist, z: float):
@@ -585,23 +590,20 @@ class Transcription:
 
             if hasattr(fn, "hessian"):
                 def pruned_hessian(X, weights, cols=cols, fn=fn, widen=widen):
-                    return fn.hessian(widen(X), weights)[:, cols][:, :, cols]
+                    return fn.hessian(widen(X), weights)[:, cols[:, None], cols]
                 pruned.hessian = pruned_hessian
             b.index, b.fn = b.index[:, cols], pruned
 
     def _build_nlp(self):
         self._prune()
         n = self.n
-        cons, jac, hess_c, (hr, hc), lower, upper, self.offsets = _assemble(self.blocks, n)
-        _, cost_jac, hess_f, (fr, fc), _, _, _ = _assemble(self.costs, n)
+        cons, jac, _, hess_c, (hr, hc), lower, upper, self.offsets = _assemble(self.blocks, n)
+        _, _, gradient, hess_f, (fr, fc), _, _, _ = _assemble(self.costs, n)
         costs = self.costs
         hessian_pattern = _Pattern(np.concatenate(hr + fr), np.concatenate(hc + fc), (n, n))
 
         def objective(x):
             return float(sum(np.sum(b.evaluate(x)[0]) for b in costs))
-
-        def gradient(x):
-            return np.asarray(cost_jac(x).sum(axis=0)).ravel()
 
         def hessian(x, y, obj_factor):
             parts = hess_c(x, y)

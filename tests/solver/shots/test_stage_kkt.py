@@ -7,12 +7,14 @@ import scipy.sparse as sp
 
 from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.shotfile import load_shot
-from addon.solver.shots.stage_kkt import NATIVE, NativeStageFactor, StageBreakdown, StageFactor, StageLayout
+from addon.solver.shots.stage_kkt import (NATIVE, CondensedFactor, NativeStageFactor, StageBreakdown, StageFactor,
+                                         StageLayout)
 from addon.solver.shots.vehicle_shot import transcribe
 
 
 def _kkt_at_start(name: str, seed: int):
-    """The reduced problem of a demo shot at its interior start point, with random multipliers: (W, J, layout)."""
+    """The reduced problem of a demo shot at its interior start point, with random multipliers: (W, J, layout,
+    condensed), condensed: the layout without the slacks and the slacks' (rows, coefficients)."""
     tr = transcribe(load_shot(name))
     P = nlpmod._Reduced(tr.nlp, tr.x0())
     z = nlpmod._push_inside(np.concatenate([P.x_full[P.free], P.s0]), P.zl, P.zu)
@@ -21,7 +23,7 @@ def _kkt_at_start(name: str, seed: int):
     sigma = (np.where(np.isfinite(P.zl), 1.0 / np.maximum(z - P.zl, 1e-300), 0.0)
              + np.where(np.isfinite(P.zu), 1.0 / np.maximum(P.zu - z, 1e-300), 0.0))
     W = (P.hess(z, y) + sp.diags(sigma)).tocsc()
-    return W, P.jac(z), layout
+    return W, P.jac(z), layout, (P.kkt_layout(z, slacks=False), P.ineq, -P.c_scale[P.ineq])
 
 
 needs_native = pytest.mark.skipif(not NATIVE, reason="C kernels not built (make kernels)")
@@ -30,14 +32,18 @@ needs_native = pytest.mark.skipif(not NATIVE, reason="C kernels not built (make 
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", ["parallel_parking", "car_tunnel", "helicopter_canyon_landing", "boat_docking"])
 def test_stage_solve_and_inertia_match_the_sparse_lu(name):
-    W, J, layout = _kkt_at_start(name, seed=3)
+    W, J, layout, (condensed, rows, coef) = _kkt_at_start(name, seed=3)
     assert isinstance(layout, StageLayout), layout
+    assert isinstance(condensed, StageLayout) and condensed.n_unknowns == layout.n_unknowns - len(rows)
     assert layout.n_chunks >= 95 and layout.band == 1  # one block per stage, not one big block
     lu = nlpmod._SparseLU(W, J, 0.0, 0.0)
     rhs = np.random.default_rng(4).standard_normal(W.shape[0] + J.shape[0])
     b, _ = nlpmod._refined(lu, rhs)
     stage = StageFactor(layout, W, J, 0.0, 0.0)
-    factors = [stage] + ([NativeStageFactor(layout, W, J, 0.0, 0.0)] if NATIVE else [])
+    kinds = [StageFactor] + ([NativeStageFactor] if NATIVE else [])
+    factors = [stage] + [kind(layout, W, J, 0.0, 0.0) for kind in kinds[1:]]
+    # the slacks eliminated first (a smaller block per stage): the same solution and parity
+    factors += [CondensedFactor(kind, condensed, W, J, 0.0, 0.0, rows, coef) for kind in kinds]
     eig = np.linalg.eigvalsh(lu.K.toarray()) if name == "parallel_parking" else None
     for factor in factors:
         a, accurate = nlpmod._refined(factor, rhs)
