@@ -164,7 +164,9 @@ def test_snakeboard_rider_gait_reaches_a_key_from_rest():
                    costs=Costs(effort=0.0, smoothness=1.0))
     result = solve_shot(shot)
     assert result.status == "solved", result.report
-    assert result.iterations <= 71  # with differenced step Hessians: 71
+    # the count is chaotic in round-off (iterates part at 4e-11 by iteration 2): measured 71 with the SkylakeX
+    # and Haswell BLAS kernels, 61 with Sandybridge; 71 with differenced step Hessians. The bound keeps a margin.
+    assert result.iterations <= 80
     assert result.key_errors["there"] < 1e-8 and result.replay_error < 1e-8
 
 
