@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import time
 from pathlib import Path
 
@@ -20,8 +19,8 @@ from addon.solver.maximal.linear import LinearSolver
 from addon.solver.maximal.start import start_from_tree
 from addon.solver.maximal.variational import step
 from addon.solver.model import Mechanism
-from benchmarks.maximal import DT, OUT
-from benchmarks.run import _describe, replace_section
+from benchmarks.maximal import DT, OUT, TITLE
+from benchmarks.run import write_sections
 from tools.contact_scenes import box_pile, falling_dominoes, wrecking_wall
 
 TOL = 1e-10
@@ -96,14 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="Markdown file whose section is replaced")
     args = parser.parse_args(argv)
     command = "python -m benchmarks.contact_factor" + (" --quick" if args.quick else "")
-    load = os.getloadavg()
-    lines = section(args.quick)
-    lines[2:2] = [f"Command: `OMP_NUM_THREADS=1 {command}`. Machine: {_describe()}. Load average (1, 5, 15 min; "
-                  f"the machine is shared) at the start {', '.join(f'{x:.2f}' for x in load)}, at the end "
-                  f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}.", ""]
-    text = args.out.read_text() if args.out.exists() else "# Maximal coordinates: benchmark\n"
-    args.out.write_text(replace_section(text, lines[0], lines))
-    print("\n".join(lines))
+    write_sections(args.out, command, lambda: [section(args.quick)], TITLE)
     return 0
 
 

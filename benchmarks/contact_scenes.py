@@ -14,7 +14,6 @@ contact distances after every step).
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
@@ -27,19 +26,16 @@ from addon.solver.presets import preset_path
 from benchmarks.maximal import (
     DT,
     OUT,
+    TITLE,
     mujoco_model,
     mujoco_start,
     sphere_chain,
     time_symplex,
 )
-from benchmarks.run import _describe, replace_section
+from benchmarks.run import write_sections
 from tools.contact_scenes import box_pile, falling_dominoes
 
 TUNED_SUBSTEPS = (1, 2, 5, 10, 20, 50)  # MuJoCo steps per DT tried, stiffest contact settings each
-
-
-def _load(load) -> str:
-    return ", ".join(f"{x:.2f}" for x in load)
 
 
 def deepest(mech: Mechanism, poses: np.ndarray) -> float:
@@ -249,16 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="Markdown file whose sections are replaced")
     args = parser.parse_args(argv)
     command = "python -m benchmarks.contact_scenes" + (" --quick" if args.quick else "")
-    load = os.getloadavg()
-    parts = sections(args.quick)
-    note = [f"Command: `{command}` (OMP_NUM_THREADS=1). Machine: {_describe()}. Load average (1, 5, 15 min; the "
-            f"machine is shared) at the start {_load(load)}, at the end {_load(os.getloadavg())}.", ""]
-    text = args.out.read_text() if args.out.exists() else "# Maximal coordinates: benchmark\n"
-    for section in parts:
-        section[2:2] = note
-        text = replace_section(text, section[0], section)
-    args.out.write_text(text)
-    print("\n".join(line for section in parts for line in section))
+    write_sections(args.out, command, lambda: sections(args.quick), TITLE)
     return 0
 
 

@@ -44,7 +44,7 @@ from addon.solver.model import WORLD, Body, Collider, Joint, Mechanism
 from addon.solver.presets import preset_path
 from addon.solver.reference_frames import joint_rotation
 from addon.solver.trajectory import SolverError
-from benchmarks.run import _describe, replace_section, step_times
+from benchmarks.run import run_note, step_times, write_sections
 from tools.contact_scenes import falling_dominoes
 from tools.generate import pendulum_chain, rod_inertia
 
@@ -54,6 +54,7 @@ DT = 0.01
 # (maximal/stability.py): about 480 links at dt = 0.01, about 1900 at dt = 0.005.
 CHAIN_DT = 0.005
 OUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks_maximal.md"
+TITLE = "Maximal coordinates: benchmark"
 SQ2 = math.sqrt(0.5)
 
 
@@ -619,10 +620,6 @@ def drift_section(quick: bool) -> list[str]:
     return lines + ([""] + failures if failures else [])
 
 
-def _load(load: tuple[float, float, float]) -> str:
-    return ", ".join(f"{x:.2f}" for x in load)
-
-
 def run(quick: bool) -> str:
     """The maximal-coordinate benchmark as Markdown."""
     load = os.getloadavg()
@@ -631,10 +628,7 @@ def run(quick: bool) -> str:
     sections = [solver_section(quick), fillin_section(quick), chain_section(quick), loop_section(quick),
                 drift_section(quick), contact_section(quick), contact_scaling_section(quick),
                 *contact_scenes.sections(quick)]
-    head = ["# Maximal coordinates: benchmark", "",
-            f"Command: `python -m benchmarks.maximal{' --quick' if quick else ''}`. Machine: {_describe()}. "
-            f"Load average (1, 5, 15 min; the machine is shared) at the start {_load(load)}, at the end "
-            f"{_load(os.getloadavg())}.", ""]
+    head = [f"# {TITLE}", "", run_note(f"python -m benchmarks.maximal{' --quick' if quick else ''}", load), ""]
     return "\n".join(head + [line for section in sections for line in section + [""]])
 
 
@@ -655,13 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     if chosen:
         flag, make = chosen[0]
         command = f"python -m benchmarks.maximal {flag}" + (" --quick" if args.quick else "")
-        load = os.getloadavg()
-        section = make(args.quick)
-        section[1:1] = ["", f"Command: `{command}`. Machine: {_describe()}. Load average (1, 5, 15 min; the machine "
-                            f"is shared) at the start {_load(load)}, at the end {_load(os.getloadavg())}."]
-        old = args.out.read_text() if args.out.exists() else "# Maximal coordinates: benchmark\n"
-        args.out.write_text(replace_section(old, section[0], section))
-        print("\n".join(section))
+        write_sections(args.out, command, lambda: [make(args.quick)], TITLE)
         return 0
     text = run(args.quick)
     args.out.write_text(text)

@@ -16,6 +16,7 @@ Writes a Markdown table with the command, commit, CPU and versions.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import subprocess
 import sys
@@ -184,6 +185,31 @@ def closed_chain_table(quick: bool) -> list[str]:
         lines.append(row)
         print(row, flush=True)
     return lines
+
+
+def load_text(load: tuple[float, float, float]) -> str:
+    """A load average (1, 5, 15 min) as text."""
+    return ", ".join(f"{x:.2f}" for x in load)
+
+
+def run_note(command: str, load_at_start: tuple[float, float, float]) -> str:
+    """The line under a benchmark section's heading: command, machine, load at the start and now."""
+    return (f"Command: `OMP_NUM_THREADS=1 {command}`. Machine: {_describe()}. Load average (1, 5, 15 min; the "
+            f"machine is shared) at the start {load_text(load_at_start)}, at the end {load_text(os.getloadavg())}.")
+
+
+def write_sections(out: Path, command: str, make: Callable[[], list[list[str]]], title: str) -> None:
+    """Measure the sections `make` returns and replace each in the Markdown file `out` (titled `title` if new),
+    with the command and the machine's load under each heading; print them."""
+    load = os.getloadavg()
+    parts = make()
+    note = run_note(command, load)
+    text = out.read_text() if out.exists() else f"# {title}\n"
+    for section in parts:
+        section[1:1] = ["", note]
+        text = replace_section(text, section[0], section)
+    out.write_text(text)
+    print("\n".join(line for section in parts for line in section))
 
 
 def replace_section(text: str, heading: str, section: list[str]) -> str:
