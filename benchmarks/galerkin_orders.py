@@ -38,7 +38,7 @@ from addon.solver.tree.midpoint import initial_state
 from addon.solver.tree.rk4 import acceleration
 from tools.generate import pendulum_chain
 
-from .maximal import ball_chain
+from tools.generate import ball_chain
 from .run import _describe, chain_mujoco
 
 T_END = 10.0

@@ -3,7 +3,7 @@ whole, Newton iterations, each link's spin about its own axis, energy band, wall
 
 Usage: python -m benchmarks.linkwise_rope [--links 200] [--dt 0.005] [--steps 100] [--radius 0.05]
 
-Ropes are `benchmarks.maximal.ball_chain(n)` from rest; each step is `midpoint.step` with halving off (a step that
+Ropes are `tools.generate.ball_chain(n)` from rest; each step is `midpoint.step` with halving off (a step that
 does not converge whole raises); the wall time is the steps' alone (the C kernel's when it is built). Results: docs/benchmarks_ball_charts.md.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 from addon.solver.tree import midpoint
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
-from benchmarks.maximal import ball_chain
+from tools.generate import ball_chain
 from benchmarks.rope_twist import spins
 
 

@@ -46,7 +46,7 @@ from addon.solver.reference_frames import joint_rotation
 from addon.solver.trajectory import SolverError
 from benchmarks.run import run_note, step_times, write_sections
 from tools.contact_scenes import falling_dominoes
-from tools.generate import pendulum_chain, rod_inertia
+from tools.generate import ball_chain, pendulum_chain, rod_inertia
 
 DT = 0.01
 # n-link chains run at half that: released at 45 degrees, a chain of n 1 m, 1 kg rods carries ~6.9 n N at its
@@ -59,15 +59,6 @@ SQ2 = math.sqrt(0.5)
 
 
 # -- mechanisms ---------------------------------------------------------------------------------------
-
-def ball_chain(n: int, radius: float = 0.05) -> Mechanism:
-    """pendulum_chain's rods (of the given radius, m) on ball joints; the top one starts tilted by (0.5, 0.3, 0) rad."""
-    base = pendulum_chain(n, radius=radius)
-    joints = tuple(Joint(j.name, "ball", j.parent, j.child, anchor=j.anchor,
-                         q0=(0.5, 0.3, 0.0) if i == 0 else (0.0, 0.0, 0.0), v0=(0.0, 0.0, 0.0))
-                   for i, j in enumerate(base.joints))
-    return base.replace(name=f"{n}-link ball chain", joints=joints)
-
 
 def _rod(name: str, start: np.ndarray, direction: np.ndarray, radius: float = 0.02) -> Body:
     """A 1 m, 1 kg rod with its frame at `start` and local +X along `direction` (in the X-Z plane)."""

@@ -3,7 +3,7 @@
 Usage: python -m benchmarks.rope_twist [--links 50] [--dt 0.005] [--steps 60] [--maximal] [--jacobian-at 20]
                                        [--pivots-at 50]
 
-Ropes are `benchmarks.maximal.ball_chain(n)`. Each run steps `midpoint._step_once` on the numpy path (no
+Ropes are `tools.generate.ball_chain(n)`. Each run steps `midpoint._step_once` on the numpy path (no
 halving, no body-axes fallback). Measured:
 
 * each link's own spin about its axis, e3 . log(R(t)^T R(t + dt)) / dt (R the link's world rotation): its
@@ -36,7 +36,7 @@ from addon.solver.tree.compile import TreeModel, compile_tree
 from addon.solver.tree.dynamics import terms
 from addon.solver.tree.kinematics import forward
 from addon.solver.tree.step_charts import left_jacobian
-from benchmarks.maximal import ball_chain
+from tools.generate import ball_chain
 
 AXIS = 2  # the rods' axis is body Z (tools.generate.pendulum_chain)
 

@@ -75,6 +75,15 @@ def pendulum_chain(n: int, link_length: float = 1.0, link_mass: float = 1.0, rad
                      gravity=GRAVITY, source="generate.pendulum_chain")
 
 
+def ball_chain(n: int, radius: float = 0.05) -> Mechanism:
+    """pendulum_chain's rods (of the given radius, m) on ball joints; the top one starts tilted by (0.5, 0.3, 0) rad."""
+    base = pendulum_chain(n, radius=radius)
+    joints = tuple(Joint(j.name, "ball", j.parent, j.child, anchor=j.anchor,
+                         q0=(0.5, 0.3, 0.0) if i == 0 else (0.0, 0.0, 0.0), v0=(0.0, 0.0, 0.0))
+                   for i, j in enumerate(base.joints))
+    return base.replace(name=f"{n}-link ball chain", joints=joints)
+
+
 def scissor_lift(segments: int = 5, link_length: float = 1.0, link_mass: float = 1.0,
                  link_inertia: float = 0.1, link_axial_inertia: float = 0.01, slider_mass: float = 1.0,
                  theta: float = 0.3) -> Mechanism:

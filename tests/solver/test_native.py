@@ -18,8 +18,6 @@ import pytest
 
 from addon.solver import native
 from addon.solver.mechfile.read import load_mechanism
-from addon.solver.presets import preset_path
-from tools.generate import pendulum_chain
 from addon.solver.model import Body, Curve, Force, Joint, Mechanism, Motor
 from addon.solver.presets import preset_path
 from addon.solver.trajectory import ConvergenceError
@@ -28,9 +26,7 @@ from addon.solver.tree.assembly import prescribed_values
 from addon.solver.tree.compile import PRIMITIVES, compile_tree
 from addon.solver.tree.dynamics import user_force_vectors
 from addon.solver.tree.kinematics import local_transforms
-from tools.generate import pendulum_chain
-
-from benchmarks.maximal import ball_chain
+from tools.generate import ball_chain, pendulum_chain
 
 from .tree.random_mechanisms import TYPES, random_tree
 

@@ -15,7 +15,7 @@ from addon.solver.model import Body, Joint, Mechanism
 from addon.solver.tree import midpoint
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import euler_chain, fold_charts
-from benchmarks.maximal import ball_chain
+from tools.generate import ball_chain
 
 from .random_mechanisms import random_quat
 from .test_lie_rows import PATHS, momentum_run

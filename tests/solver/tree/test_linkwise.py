@@ -15,7 +15,7 @@ from addon.solver.tree.ball_springs import so3_log
 from addon.solver.tree.compile import PRIMITIVES, compile_tree
 from addon.solver.tree.kinematics import forward
 from addon.solver.tree.step_charts import left_jacobian
-from benchmarks.maximal import ball_chain
+from tools.generate import ball_chain
 from tools.generate import pendulum_chain
 
 from .test_ball_chains import tumbling_tree

@@ -19,7 +19,7 @@ from addon.solver.tree import articulated, midpoint
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
 from addon.solver.tree.step_charts import left_jacobian
-from benchmarks.maximal import ball_chain
+from tools.generate import ball_chain
 from tools.generate import pendulum_chain
 
 from .random_mechanisms import random_iterate, random_tree, rows_by_central_differences

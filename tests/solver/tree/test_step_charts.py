@@ -17,7 +17,7 @@ from addon.solver.tree.step_charts import (
     step_charts,
 )
 from benchmarks import rope_twist
-from benchmarks.maximal import ball_chain
+from tools.generate import ball_chain
 
 from .test_lie_rows import PATHS
 
