@@ -30,6 +30,8 @@ typedef struct {
     double *OU, *RO;                    /* (W, s), (s, W) */
     double *M;                          /* (nq, nq) the end pose's mass matrix (energy, without loops) */
     int64_t *curv;                      /* (nc,) global unknown index of each curvature column */
+    int64_t *live, *held;               /* (W,) live components (compact_components), (nq,) Obar slots */
+    int64_t Wc;                         /* the live components' count, padded (compact_components) */
 } gworkspace;
 
 static double *gtake(double *base, int64_t *at, int64_t n)
@@ -99,6 +101,8 @@ static int64_t gcarve(gworkspace *w, double *base, const symplex_tree *tree, int
     w->RO = gtake(base, &at, s * W);
     w->M = gtake(base, &at, tree->nrow ? 0 : nq * nq);
     w->curv = (int64_t *)gtake(base, &at, nc);
+    w->live = (int64_t *)gtake(base, &at, W);
+    w->held = (int64_t *)gtake(base, &at, nq);
     return at;
 }
 
@@ -236,101 +240,166 @@ static int invert_small(int64_t n, const double *A, double *inv)
     return 0;
 }
 
-/* y += a x over n = 12 r entries (x and y do not overlap) */
-static void axpy12(int64_t n, double a, const double *restrict x, double *restrict y)
+/* The live components of the node vectors (galerkin_newton's 12 r entries of U and x): those nonzero in some
+ * coordinate's U[a] or x[a] at this iterate. A dead component stays zero in every Obar, c, X, obar and z of the
+ * elimination (each is built from U and x by products and sums), so factor and solve run on the live ones only,
+ * with the same sums less their zero terms. A planar mechanism (parallel hinge axes, motion in the plane normal
+ * to them) keeps three of each six twist and wrench components: half of them, a quarter of the W x W work. The
+ * count is padded with dead components to a multiple of 4 (blocks the compiler vectorises). Compacts U and xv in
+ * place (each vector's first Wc entries, stride W unchanged) and sets w->Wc. */
+static void compact_components(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r)
 {
-    for (int64_t b = 0; b < n; b += 12)
-        for (int64_t q = b; q < b + 12; ++q) y[q] += a * x[q];
+    const int64_t nq = tree->nq, W = 12 * r, vectors = nq * (s + 1);
+    int64_t Wc = 0, *live = w->live;
+    for (int64_t e = 0; e < W; ++e) live[e] = 0;
+    for (int64_t v = 0; v < vectors; ++v) {
+        const double *U = w->U + v * W, *xv = w->xv + v * W;
+        for (int64_t e = 0; e < W; ++e) live[e] |= U[e] != 0.0 || xv[e] != 0.0;
+    }
+    for (int64_t e = 0; e < W; ++e) Wc += live[e];
+    for (int64_t e = W - 1; e >= 0 && Wc % 4; --e)
+        if (!live[e]) { live[e] = 1; ++Wc; }
+    w->Wc = Wc;
+    if (Wc == W) return;
+    int64_t k = 0;
+    for (int64_t e = 0; e < W; ++e)
+        if (live[e]) live[k++] = e;
+    for (int64_t v = 0; v < vectors; ++v) {  /* live[k] >= k: a forward gather in place */
+        double *U = w->U + v * W, *xv = w->xv + v * W;
+        for (int64_t q = 0; q < Wc; ++q) { U[q] = U[live[q]]; xv[q] = xv[live[q]]; }
+    }
 }
 
-/* row += own + c1 X1 + c2 X2 + c3 X3 + c4 X4 over n = 12 r entries (rows that do not overlap) */
-static void accumulate_row(int64_t n, const double *restrict own, double c1, const double *restrict X1, double c2,
-                           const double *restrict X2, double c3, const double *restrict X3, double c4,
-                           const double *restrict X4, double *restrict row)
+/* y += a x over n entries, n a multiple of 4 (x and y do not overlap) */
+static void axpy4(int64_t n, double a, const double *restrict x, double *restrict y)
 {
-    for (int64_t b = 0; b < n; b += 12)  /* n = 12 r: blocks of a known length, which -O2 vectorises */
-        for (int64_t q = b; q < b + 12; ++q) row[q] += own[q] + c1 * X1[q] + c2 * X2[q] + c3 * X3[q] + c4 * X4[q];
+    for (int64_t b = 0; b < n; b += 4)
+        for (int64_t q = b; q < b + 4; ++q) y[q] += a * x[q];
 }
 
-/* Leaves-to-root elimination (galerkin_newton.factor): per coordinate, Omega = Obar, D = Dloc + R Omega U^T,
- * X = -D^-1 (x + R Omega), c = Yc^T + Omega U^T, Obar[parent] += Omega + c X (R = U[0..s-1], columns
- * U[1..s], row vectors xv[0..s-1], Yc = xv[1..s]). Returns 1 when a pivot block is singular. */
+/* row = base + c_1 X_1 + .. + c_S X_S over n entries (n a multiple of 4, X_k = X + k n; base NULL: 0; row may be
+ * base), S a constant where inlined so that the blocks of 4 vectorise */
+static inline __attribute__((always_inline)) void hand_up_row(int64_t n, int64_t S, const double *base,
+                                                              const double *c, const double *X, double *row)
+{
+    for (int64_t b = 0; b < n; b += 4)
+        for (int64_t q = b; q < b + 4; ++q) {
+            double t = base ? base[q] : 0.0;
+            for (int64_t k = 0; k < S; ++k) t += c[k] * X[k * n + q];
+            row[q] = t;
+        }
+}
+
+/* OU (Wc, S) = Omega U^T for Omega (Wc x Wc) and the S vectors U (stride W): per row four partial sums a column
+ * (lanes of the blocks of 4), S a constant where inlined, so that the sums vectorise and pipeline */
+static inline __attribute__((always_inline)) void omega_columns(int64_t Wc, int64_t S, const double *Omega,
+                                                                const double *U, int64_t W, double *OU)
+{
+    const double *U1 = U, *U2 = U + W * (S > 1), *U3 = U + 2 * W * (S > 2), *U4 = U + 3 * W * (S > 3);
+    for (int64_t p = 0; p < Wc; ++p) {
+        const double *Op = Omega + p * Wc;
+        double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0, u0 = 0.0, u1 = 0.0, u2 = 0.0, u3 = 0.0;
+        for (int64_t q = 0; q < Wc; q += 2) {  /* two partial sums a column: even and odd q */
+            const double o = Op[q], e = Op[q + 1];
+            t0 += o * U1[q];
+            u0 += e * U1[q + 1];
+            if (S > 1) { t1 += o * U2[q]; u1 += e * U2[q + 1]; }
+            if (S > 2) { t2 += o * U3[q]; u2 += e * U3[q + 1]; }
+            if (S > 3) { t3 += o * U4[q]; u3 += e * U4[q + 1]; }
+        }
+        const double t[4] = {t0 + u0, t1 + u1, t2 + u2, t3 + u3};
+        for (int64_t k = 0; k < S; ++k) OU[p * S + k] = t[k];
+    }
+}
+
+/* Obar[parent] (Wc x Wc at into) = into + Omega + c X, or = Omega + c X when adopt (Omega NULL: 0; into may be
+ * Omega, updated in place) */
+static void hand_up(int64_t Wc, int64_t s, const double *Omega, const double *c, const double *X, int adopt,
+                    double *into)
+{
+    for (int64_t p = 0; p < Wc; ++p) {
+        const double *own = Omega ? Omega + p * Wc : NULL, *cp = c + p * s;
+        double *row = into + p * Wc, sum[64];
+        double *dst = adopt ? row : sum;  /* accumulating: Omega + c X first, then added (Wc <= 12 r <= 60) */
+        switch (s) {
+        case 2: hand_up_row(Wc, 2, own, cp, X, dst); break;
+        case 3: hand_up_row(Wc, 3, own, cp, X, dst); break;
+        default: hand_up_row(Wc, 4, own, cp, X, dst); break;
+        }
+        if (!adopt)
+            for (int64_t q = 0; q < Wc; ++q) row[q] += sum[q];
+    }
+}
+
+/* Leaves-to-root elimination (galerkin_newton.factor) on the Wc live components (compact_components): per
+ * coordinate, Omega = Obar, D = Dloc + R Omega U^T, X = -D^-1 (x + R Omega), c = Yc^T + Omega U^T,
+ * Obar[parent] += Omega + c X (R = U[0..s-1], columns U[1..s], row vectors xv[0..s-1], Yc = xv[1..s]). A
+ * coordinate's Obar is a slot of w->Obar (w->held[i], -1 while it is zero): the first child handed up to a parent
+ * gives it its own slot, updated in place (a chain hands one Wc x Wc block down its length). Returns 1 when a
+ * pivot block is singular. */
 static int gfactor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *ops)
 {
-    const int64_t nq = tree->nq, W = 12 * r;
-    memset(w->Obar, 0, (size_t)(nq * W * W) * sizeof(double));
+    const int64_t nq = tree->nq, W = 12 * r, Wc = w->Wc;
+    for (int64_t i = 0; i < nq; ++i) w->held[i] = -1;
     for (int64_t i = nq - 1; i >= 0; --i) {
-        double *O = w->Obar + i * W * W, *OU = w->OU, *RO = w->RO, Dm[16];
+        const int64_t slot = w->held[i];
+        double *O = slot >= 0 ? w->Obar + slot * W * W : NULL, *OU = w->OU, *RO = w->RO, Dm[16];
         const double *U = w->U + i * (s + 1) * W, *xv = w->xv + i * (s + 1) * W, *Dl = w->Dloc + i * s * s;
         double *Dinv = w->Dinv + i * s * s, *Xg = w->Xg + i * s * W, *c = w->c + i * W * s;
-        /* OU = Omega U^T: four independent sums per row of Omega (the columns' dot products interleaved, rows
-         * beyond s repeat the last), so that the adds pipeline instead of waiting on one another */
-        const double *U1 = U + W, *U2 = U + W * (s > 1 ? 2 : 1), *U3 = U + W * (s > 2 ? 3 : 1),
-                     *U4 = U + W * (s > 3 ? 4 : 1);
-        for (int64_t p = 0; p < W; ++p) {
-            const double *Op = O + p * W;
-            double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
-            for (int64_t q = 0; q < W; ++q) {
-                const double o = Op[q];
-                t0 += o * U1[q];
-                t1 += o * U2[q];
-                t2 += o * U3[q];
-                t3 += o * U4[q];
-            }
-            const double t[4] = {t0, t1, t2, t3};
-            for (int64_t k = 0; k < s; ++k) OU[p * s + k] = t[k];
+        switch (O ? s : 0) {  /* OU = Omega U^T (zero while Omega is) */
+        case 0: for (int64_t p = 0; p < Wc * s; ++p) OU[p] = 0.0; break;
+        case 2: omega_columns(Wc, 2, O, U + W, W, OU); break;
+        case 3: omega_columns(Wc, 3, O, U + W, W, OU); break;
+        default: omega_columns(Wc, 4, O, U + W, W, OU); break;
         }
         for (int64_t a = 0; a < s; ++a) {
-            double *ROa = RO + a * W;
+            double *ROa = RO + a * Wc;
             const double *Ra = U + a * W;
-            for (int64_t q = 0; q < W; ++q) ROa[q] = 0.0;
-            for (int64_t p = 0; p < W; ++p)
-                if (Ra[p] != 0.0) axpy12(W, Ra[p], O + p * W, ROa);
+            for (int64_t q = 0; q < Wc; ++q) ROa[q] = 0.0;
+            for (int64_t p = 0; p < Wc && O; ++p)
+                if (Ra[p] != 0.0) axpy4(Wc, Ra[p], O + p * Wc, ROa);
             for (int64_t k = 0; k < s; ++k) {
                 double t = Dl[a * s + k];
-                for (int64_t p = 0; p < W; ++p) t += Ra[p] * OU[p * s + k];
+                for (int64_t p = 0; p < Wc; ++p) t += Ra[p] * OU[p * s + k];
                 Dm[a * s + k] = t;
             }
         }
         if (invert_small(s, Dm, Dinv)) return 1;
         for (int64_t b = 0; b < s; ++b)  /* RO <- x + R Omega */
-            for (int64_t q = 0; q < W; ++q) RO[b * W + q] += xv[b * W + q];
+            for (int64_t q = 0; q < Wc; ++q) RO[b * Wc + q] += xv[b * W + q];
         for (int64_t a = 0; a < s; ++a) {
-            double *Xa = Xg + a * W;
-            for (int64_t q = 0; q < W; ++q) Xa[q] = 0.0;
+            double *Xa = Xg + a * Wc;
+            for (int64_t q = 0; q < Wc; ++q) Xa[q] = 0.0;
             for (int64_t b = 0; b < s; ++b) {
-                const double d = Dinv[a * s + b], *ROb = RO + b * W;
-                for (int64_t q = 0; q < W; ++q) Xa[q] -= d * ROb[q];
+                const double d = Dinv[a * s + b], *ROb = RO + b * Wc;
+                for (int64_t q = 0; q < Wc; ++q) Xa[q] -= d * ROb[q];
             }
         }
-        for (int64_t p = 0; p < W; ++p)
+        for (int64_t p = 0; p < Wc; ++p)
             for (int64_t k = 0; k < s; ++k) c[p * s + k] = xv[(k + 1) * W + p] + OU[p * s + k];
-        *ops += (double)(3 * W * W * s + W * s * s + s * s * s + W * s * s);
+        *ops += (double)((O ? 2 : 0) * Wc * Wc * s + Wc * Wc * s + Wc * s * s + s * s * s + Wc * s * s);
         const int64_t parent = tree->dof_parent[i];
-        if (parent >= 0) {  /* Obar[parent] += Omega + c X */
-            double *Op = w->Obar + parent * W * W;
-            const double *X1 = Xg, *X2 = Xg + W * (s > 1), *X3 = Xg + 2 * W * (s > 2), *X4 = Xg + 3 * W * (s > 3);
-            for (int64_t p = 0; p < W; ++p) {  /* one pass per row; rows of X beyond s weighted 0 */
-                const double *cp = c + p * s;
-                const double c1 = cp[0], c2 = s > 1 ? cp[1] : 0.0, c3 = s > 2 ? cp[2] : 0.0, c4 = s > 3 ? cp[3] : 0.0;
-                accumulate_row(W, O + p * W, c1, X1, c2, X2, c3, X3, c4, X4, Op + p * W);
-            }
+        if (parent >= 0) {
+            const int adopt = w->held[parent] < 0;
+            if (adopt) w->held[parent] = slot >= 0 ? slot : i;
+            hand_up(Wc, s, O, c, Xg, adopt, w->Obar + w->held[parent] * W * W);
         }
     }
     return 0;
 }
 
-/* rhs (s nq, in r.ravel() order: a nq + i) <- J^-1 rhs with the factor (galerkin_newton.solve). */
+/* rhs (s nq, in r.ravel() order: a nq + i) <- J^-1 rhs with the factor (galerkin_newton.solve), on the Wc live
+ * components of gfactor. */
 static void gsolve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *rhs, double *ops)
 {
-    const int64_t nq = tree->nq, W = 12 * r;
+    const int64_t nq = tree->nq, W = 12 * r, Wc = w->Wc;
     memset(w->obar, 0, (size_t)(nq * W) * sizeof(double));
     for (int64_t i = nq - 1; i >= 0; --i) {
         const double *U = w->U + i * (s + 1) * W, *Dinv = w->Dinv + i * s * s, *c = w->c + i * W * s;
         double *o = w->obar + i * W, *xs = w->xs + i * s, t[4];
         for (int64_t a = 0; a < s; ++a) {
             double u = rhs[a * nq + i];
-            for (int64_t p = 0; p < W; ++p) u -= U[a * W + p] * o[p];
+            for (int64_t p = 0; p < Wc; ++p) u -= U[a * W + p] * o[p];
             t[a] = u;
         }
         for (int64_t a = 0; a < s; ++a) {
@@ -338,11 +407,11 @@ static void gsolve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
             for (int64_t b = 0; b < s; ++b) u += Dinv[a * s + b] * t[b];
             xs[a] = u;
         }
-        *ops += (double)(2 * W * s + s * s);
+        *ops += (double)(2 * Wc * s + s * s);
         const int64_t parent = tree->dof_parent[i];
         if (parent >= 0) {
             double *op = w->obar + parent * W;
-            for (int64_t p = 0; p < W; ++p) {
+            for (int64_t p = 0; p < Wc; ++p) {
                 double v = o[p];
                 for (int64_t k = 0; k < s; ++k) v += c[p * s + k] * xs[k];
                 op[p] += v;
@@ -357,16 +426,16 @@ static void gsolve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
         for (int64_t a = 0; a < s; ++a) {
             double t = xs[a];
             if (zp)
-                for (int64_t q = 0; q < W; ++q) t += Xg[a * W + q] * zp[q];
+                for (int64_t q = 0; q < Wc; ++q) t += Xg[a * Wc + q] * zp[q];
             delta[a] = t;
             rhs[a * nq + i] = t;
         }
-        for (int64_t q = 0; q < W; ++q) {
+        for (int64_t q = 0; q < Wc; ++q) {
             double t = zp ? zp[q] : 0.0;
             for (int64_t k = 0; k < s; ++k) t += U[(k + 1) * W + q] * delta[k];
             z[q] = t;
         }
-        *ops += (double)(2 * W * s);
+        *ops += (double)(2 * Wc * s);
     }
 }
 
@@ -488,6 +557,7 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
         if (!isfinite(worst)) { status = SYMPLEX_NOT_FINITE; break; }
         if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }
         tree_form(tree, &w, s, r, weight, P, D, dt);
+        compact_components(tree, &w, s, r);
         if (gfactor(tree, &w, s, r, &ops) || direction(tree, &w, s, r, m, rows, lam, &ops)) {
             status = SYMPLEX_SINGULAR;
             break;

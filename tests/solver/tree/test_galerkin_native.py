@@ -5,10 +5,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve, Force, Motor
 from addon.solver.native import galerkin_binding
+from addon.solver.presets import preset_path
 from addon.solver.tree import galerkin
 from addon.solver.tree.compile import compile_tree
+from tools.generate import pendulum_chain
 
 from .random_mechanisms import random_tree
 
@@ -78,3 +81,34 @@ def test_c_step_energy_and_trajectory_equal_numpy(monkeypatch):
 def test_ball_and_free_trees_stay_in_numpy():
     assert not galerkin_binding.usable(compile_tree(random_tree(3, types=("revolute", "ball"))))
     assert not galerkin_binding.usable(compile_tree(random_tree(3, types=("free",))))
+
+
+def planar_tree():
+    """tools.generate.pendulum_chain(5) with links 4 and 5 hung from link 2 (a branched tree, every hinge about Y)
+    and a velocity servo on hinge 3: its motion stays in the XZ plane."""
+    mech = pendulum_chain(5)
+    joints = list(mech.joints)
+    joints[2] = replace(joints[2], motor=Motor("velocity", target_velocity=0.7, gain=1.5))
+    joints[3] = replace(joints[3], parent="link_2")
+    return mech.replace(joints=tuple(joints))
+
+
+@pytest.mark.parametrize("name", ["planar_tree", "four_bar"])
+def test_c_step_on_planar_mechanisms_takes_the_numpy_iterates(name):
+    """A planar mechanism's node vectors are zero in half of their components, which the C elimination skips
+    (galerkin_step.c compact_components): its Newton iterates still equal numpy's to round-off, s = 2..4, from a
+    start moved off the warm start in the plane (the closed four-bar with its loop rows too)."""
+    model = compile_tree(planar_tree() if name == "planar_tree" else load_mechanism(preset_path(name)))
+    dt = 0.02
+    for s in (2, 3, 4):
+        state, _ = galerkin.start(model)
+        ru = galerkin.rule(s)
+        X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess) + 1e-2 * np.random.default_rng(s).normal(
+            size=(s, model.nq))
+        lam = np.tile(state.lam, s)
+        for iterations in (1, 3):
+            a = galerkin.newton(model, state, X, lam, dt, ru, 0.0, iterations)
+            b = galerkin.newton_native(model, state, X, lam, dt, ru, 0.0, iterations)
+            assert np.max(np.abs(a.X - X)) > 1e-3  # the iterates moved
+            assert np.max(np.abs(b.X - a.X)) < 1e-12 * max(1.0, np.max(np.abs(a.X))), (name, s, iterations)
+            assert np.max(np.abs(b.p_end - a.p_end)) < 1e-10 * max(1.0, np.max(np.abs(a.p_end)))
