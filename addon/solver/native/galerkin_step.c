@@ -322,6 +322,7 @@ static void hand_up(int64_t Wc, int64_t s, const double *Omega, const double *c,
         double *row = into + p * Wc, sum[64];
         double *dst = adopt ? row : sum;  /* accumulating: Omega + c X first, then added (Wc <= 12 r <= 60) */
         switch (s) {
+        case 1: hand_up_row(Wc, 1, own, cp, X, dst); break;
         case 2: hand_up_row(Wc, 2, own, cp, X, dst); break;
         case 3: hand_up_row(Wc, 3, own, cp, X, dst); break;
         default: hand_up_row(Wc, 4, own, cp, X, dst); break;
@@ -348,6 +349,7 @@ static int gfactor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
         double *Dinv = w->Dinv + i * s * s, *Xg = w->Xg + i * s * W, *c = w->c + i * W * s;
         switch (O ? s : 0) {  /* OU = Omega U^T (zero while Omega is) */
         case 0: for (int64_t p = 0; p < Wc * s; ++p) OU[p] = 0.0; break;
+        case 1: omega_columns(Wc, 1, O, U + W, W, OU); break;
         case 2: omega_columns(Wc, 2, O, U + W, W, OU); break;
         case 3: omega_columns(Wc, 3, O, U + W, W, OU); break;
         default: omega_columns(Wc, 4, O, U + W, W, OU); break;
