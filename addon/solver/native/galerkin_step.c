@@ -28,7 +28,7 @@ typedef struct {
     double *sol;                        /* (1 + s m + nc, s nq) right-hand sides, then solutions */
     double *B, *coef;                   /* (s m + nc)^2, (s m + nc) the bordered system */
     double *OU, *RO;                    /* (W, s), (s, W) */
-    double *M;                          /* (nq, nq) the end pose's mass matrix (energy, without loops) */
+    double *M;                          /* (56 nq) mass_solve's scratch (the energy, without loops) */
     int64_t *curv;                      /* (nc,) global unknown index of each curvature column */
     int64_t *live, *held;               /* (W,) live components (compact_components), (nq,) Obar slots */
     int64_t Wc;                         /* the live components' count, padded (compact_components) */
@@ -99,7 +99,7 @@ static int64_t gcarve(gworkspace *w, double *base, const symplex_tree *tree, int
     w->coef = gtake(base, &at, k);
     w->OU = gtake(base, &at, W * s);
     w->RO = gtake(base, &at, s * W);
-    w->M = gtake(base, &at, tree->nrow ? 0 : nq * nq);
+    w->M = gtake(base, &at, tree->nrow ? 0 : 56 * nq);
     w->curv = (int64_t *)gtake(base, &at, nc);
     w->live = (int64_t *)gtake(base, &at, W);
     w->held = (int64_t *)gtake(base, &at, nq);
@@ -510,7 +510,52 @@ static int direction(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t
     return 0;
 }
 
-/* galerkin.energy without loop rows: v^T M v / 2 + V at the end pose q2 with v = M^-1 p2 (dense: O(nq^3)). */
+/* v = M^-1 p for the tree's mass matrix at a pose, in O(nq) by the articulated-body recursion on the world-frame
+ * axes S (nq, 6) and composite inertias Ic (nq, INERTIA) of tree_terms (a coordinate's own inertia is its
+ * composite less its children's): leaves to root, IA = own + sum over children (IA_c - U_c U_c^T / D_c) with
+ * U = IA S, D = S . U, u = p - S . b, b = sum over children (b_c + U_c u_c / D_c); root to leaves,
+ * v = (u - U . a_parent) / D, a = a_parent + S v. scratch: 56 nq doubles. Returns 1 when a D is not positive. */
+static int mass_solve(const symplex_tree *tree, const double *S, const double *Ic, const double *p, double *scratch,
+                      double *v)
+{
+    const int64_t nq = tree->nq;
+    double *IA = scratch, *b = IA + 36 * nq, *U = b + 6 * nq, *a = U + 6 * nq, *D = a + 6 * nq, *u = D + nq;
+    memset(b, 0, (size_t)(6 * nq) * sizeof(double));
+    for (int64_t i = 0; i < nq; ++i)  /* IA starts as the composite inertia (columns I e_k) */
+        for (int k = 0; k < 6; ++k) {
+            double e[6] = {0.0}, col[6];
+            e[k] = 1.0;
+            inertia_apply(Ic + INERTIA * i, e, col);
+            for (int l = 0; l < 6; ++l) IA[36 * i + 6 * l + k] = col[l];
+        }
+    for (int64_t i = nq - 1; i >= 0; --i) {
+        const double *Si = S + 6 * i, *IAi = IA + 36 * i;
+        double *Ui = U + 6 * i;
+        for (int l = 0; l < 6; ++l) Ui[l] = dot6(IAi + 6 * l, Si);
+        D[i] = dot6(Si, Ui);
+        u[i] = p[i] - dot6(Si, b + 6 * i);
+        if (!(D[i] > 0.0)) return 1;
+        const int64_t parent = tree->dof_parent[i];
+        if (parent < 0) continue;
+        double own[6], *IAp = IA + 36 * parent;  /* IA_parent += IA_i - mat(Ic_i) - U U^T / D */
+        for (int k = 0; k < 6; ++k) {
+            double e[6] = {0.0};
+            e[k] = 1.0;
+            inertia_apply(Ic + INERTIA * i, e, own);
+            for (int l = 0; l < 6; ++l) IAp[6 * l + k] += IAi[6 * l + k] - own[l] - Ui[l] * Ui[k] / D[i];
+        }
+        for (int l = 0; l < 6; ++l) b[6 * parent + l] += b[6 * i + l] + Ui[l] * u[i] / D[i];
+    }
+    for (int64_t i = 0; i < nq; ++i) {
+        const int64_t parent = tree->dof_parent[i];
+        const double *ap = parent >= 0 ? a + 6 * parent : NULL;
+        v[i] = (u[i] - (ap ? dot6(U + 6 * i, ap) : 0.0)) / D[i];
+        for (int l = 0; l < 6; ++l) a[6 * i + l] = (ap ? ap[l] : 0.0) + S[6 * i + l] * v[i];
+    }
+    return 0;
+}
+
+/* galerkin.energy without loop rows: v^T M v / 2 + V at the end pose q2 with v = M^-1 p2 (mass_solve, O(nq)). */
 static double end_energy(const symplex_tree *tree, gworkspace *w, const double *q2, const double *p2,
                          const double *force_vector)
 {
@@ -520,16 +565,7 @@ static double end_energy(const symplex_tree *tree, gworkspace *w, const double *
     forward_kinematics(tree, q2, NULL, NULL, w->wtmp, w->Stmp);
     tree_terms(tree, force_vector, w->wtmp, w->Stmp, q2, w->vn, w->V, w->Sdot, w->Ic, w->H, w->Wr, w->K, w->p, w->g,
                w->Q, &kinetic, &potential);
-    for (int64_t a = 0; a < nq; ++a) {  /* M[a][b] = S_b . Ic_a S_a, b = a and its ancestors */
-        double IcS[6];
-        inertia_apply(w->Ic + INERTIA * a, w->Stmp + 6 * a, IcS);
-        for (int64_t b = 0; b < nq; ++b) w->M[a * nq + b] = 0.0;
-        for (int64_t b = a; b >= 0; b = tree->dof_parent[b]) w->M[a * nq + b] = dot6(w->Stmp + 6 * b, IcS);
-    }
-    for (int64_t a = 0; a < nq; ++a)
-        for (int64_t b = tree->dof_parent[a]; b >= 0; b = tree->dof_parent[b]) w->M[b * nq + a] = w->M[a * nq + b];
-    memcpy(w->vn, p2, (size_t)nq * sizeof(double));
-    if (solve_dense(nq, w->M, w->vn)) return NAN;
+    if (mass_solve(tree, w->Stmp, w->Ic, p2, w->M, w->vn)) return NAN;
     kinetic = 0.0;
     for (int64_t a = 0; a < nq; ++a) kinetic += w->vn[a] * p2[a];
     return 0.5 * kinetic + potential;
