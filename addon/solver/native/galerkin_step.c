@@ -277,14 +277,14 @@ static void axpy4(int64_t n, double a, const double *restrict x, double *restric
         for (int64_t q = b; q < b + 4; ++q) y[q] += a * x[q];
 }
 
-/* row = base + c_1 X_1 + .. + c_S X_S over n entries (n a multiple of 4, X_k = X + k n; base NULL: 0; row may be
- * base), S a constant where inlined so that the blocks of 4 vectorise */
-static inline __attribute__((always_inline)) void hand_up_row(int64_t n, int64_t S, const double *base,
-                                                              const double *c, const double *X, double *row)
+/* row = c_1 X_1 + .. + c_S X_S (add: row += that) over n entries (n a multiple of 4, X_k = X + (k - 1) n), S a
+ * constant where inlined so that the blocks of 4 vectorise */
+static inline __attribute__((always_inline)) void hand_up_row(int64_t n, int64_t S, int add, const double *restrict c,
+                                                              const double *restrict X, double *restrict row)
 {
     for (int64_t b = 0; b < n; b += 4)
         for (int64_t q = b; q < b + 4; ++q) {
-            double t = base ? base[q] : 0.0;
+            double t = add ? row[q] : 0.0;
             for (int64_t k = 0; k < S; ++k) t += c[k] * X[k * n + q];
             row[q] = t;
         }
@@ -321,11 +321,13 @@ static void hand_up(int64_t Wc, int64_t s, const double *Omega, const double *c,
         const double *own = Omega ? Omega + p * Wc : NULL, *cp = c + p * s;
         double *row = into + p * Wc, sum[64];
         double *dst = adopt ? row : sum;  /* accumulating: Omega + c X first, then added (Wc <= 12 r <= 60) */
-        switch (s) {
-        case 1: hand_up_row(Wc, 1, own, cp, X, dst); break;
-        case 2: hand_up_row(Wc, 2, own, cp, X, dst); break;
-        case 3: hand_up_row(Wc, 3, own, cp, X, dst); break;
-        default: hand_up_row(Wc, 4, own, cp, X, dst); break;
+        const int add = own != NULL;
+        if (own && own != dst) memcpy(dst, own, (size_t)Wc * sizeof(double));
+        switch (s) {  /* the branches on add fold away in each copy */
+        case 1: if (add) hand_up_row(Wc, 1, 1, cp, X, dst); else hand_up_row(Wc, 1, 0, cp, X, dst); break;
+        case 2: if (add) hand_up_row(Wc, 2, 1, cp, X, dst); else hand_up_row(Wc, 2, 0, cp, X, dst); break;
+        case 3: if (add) hand_up_row(Wc, 3, 1, cp, X, dst); else hand_up_row(Wc, 3, 0, cp, X, dst); break;
+        default: if (add) hand_up_row(Wc, 4, 1, cp, X, dst); else hand_up_row(Wc, 4, 0, cp, X, dst); break;
         }
         if (!adopt)
             for (int64_t q = 0; q < Wc; ++q) row[q] += sum[q];
