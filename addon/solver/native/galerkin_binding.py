@@ -24,10 +24,10 @@ def _load() -> ctypes.CDLL | None:
         return None
     lib.symplex_galerkin_scratch_size.argtypes = [ctypes.POINTER(_Tree), _int, _int, _int]
     lib.symplex_galerkin_scratch_size.restype = _int
-    # tree, s, r, weight, P, D, nsel, rows, torque, force_vector, q1, p1, dt, tol, stall, max_iterations,
+    # tree, s, r, weight, P, D, nsel, rows, torque, force_vector, q1, p1, dt, tol, stall, reuse, max_iterations,
     # X, lam, p2, stats, iterations, scratch
     lib.symplex_galerkin_step.argtypes = [ctypes.POINTER(_Tree), _int, _int] + [_ptr] * 3 + [_int] + [_ptr] * 5 \
-        + [_double, _double, _double, _int] + [_ptr] * 6
+        + [_double] * 4 + [_int] + [_ptr] * 6
     lib.symplex_galerkin_step.restype = _int
     return lib
 
@@ -43,8 +43,9 @@ def usable(model) -> bool:
 class GalerkinStep(NamedTuple):
     """Result of one C Galerkin step: the last Newton iterate X (s, nq) = x^1..x^s and lam (s nsel), p_end (nq,)
     = Z^s there, Newton updates made, worst scaled row (galerkin.py's convergence measure), status
-    (native.CONVERGED, NOT_CONVERGED, SINGULAR, NOT_FINITE), the directions' multiply-adds and the energy
-    after a converged step of a model without loop rows (galerkin.energy; nan otherwise)."""
+    (native.CONVERGED, NOT_CONVERGED, SINGULAR, NOT_FINITE), the directions' multiply-adds, the energy
+    after a converged step of a model without loop rows (galerkin.energy; nan otherwise) and the Newton matrices
+    factored (fewer than the updates where the simplified steps reused one)."""
 
     X: np.ndarray
     lam: np.ndarray
@@ -54,6 +55,7 @@ class GalerkinStep(NamedTuple):
     status: int
     flops: int
     energy: float
+    factorizations: int
 
 
 class GalerkinStepper:
@@ -74,7 +76,7 @@ class GalerkinStepper:
         self._inputs = {"torque": np.zeros((r, nq)), "force_vector": np.zeros((r, self.nforce, 3)),
                         "q1": np.zeros(nq), "p1": np.zeros(nq)}
         self._outputs = {"X": np.zeros((s, nq)), "lam": np.zeros(s * self.nrow), "p2": np.zeros(nq),
-                         "stats": np.zeros(3), "iterations": np.zeros(1, dtype=np.int64)}
+                         "stats": np.zeros(4), "iterations": np.zeros(1, dtype=np.int64)}
         self._rows = np.zeros(self.nrow, dtype=np.int64)
         self._rule_addresses = [a.ctypes.data for a in self._rule]
         self._in_addresses = [a.ctypes.data for a in self._inputs.values()]
@@ -82,8 +84,10 @@ class GalerkinStepper:
         self._scratch: dict[int, tuple[np.ndarray, int]] = {}
 
     def step(self, rows: np.ndarray, torque: np.ndarray, force_vector: np.ndarray, q1: np.ndarray, p1: np.ndarray,
-             dt: float, tol: float, stall: float, max_iterations: int, X: np.ndarray, lam: np.ndarray) -> GalerkinStep:
-        """Newton from the guess (X (s, nq), lam (s nsel)) for the step from (q1, p1) (galerkin.newton);
+             dt: float, tol: float, stall: float, reuse: float, max_iterations: int, X: np.ndarray,
+             lam: np.ndarray) -> GalerkinStep:
+        """Newton from the guess (X (s, nq), lam (s nsel)) for the step from (q1, p1) (galerkin.newton, its stall
+        and reuse factors);
         torque (r, nq) and force_vector (r, nforce, 3) at the node times; rows (nsel,) the kept loop rows. Inputs
         of any real dtype and layout are copied in after a shape check; none is modified."""
         rows = np.asarray(rows)
@@ -105,11 +109,11 @@ class GalerkinStepper:
             self._scratch[nsel] = (buffer, buffer.ctypes.data)
         status = LIB.symplex_galerkin_step(self._tree_ptr, self.s, self.r, *self._rule_addresses, nsel,
                                            self._rows.ctypes.data, *self._in_addresses, float(dt), float(tol),
-                                           float(stall), int(max_iterations), *self._out_addresses,
+                                           float(stall), float(reuse), int(max_iterations), *self._out_addresses,
                                            self._scratch[nsel][1])
-        worst, flops, energy = outs["stats"].tolist()
+        worst, flops, energy, factorizations = outs["stats"].tolist()
         return GalerkinStep(outs["X"].copy(), outs["lam"][:self.s * nsel].copy(), outs["p2"].copy(),
-                            int(outs["iterations"][0]), worst, status, int(flops), energy)
+                            int(outs["iterations"][0]), worst, status, int(flops), energy, int(factorizations))
 
 
 def _load(buffer: np.ndarray, name: str, value) -> None:

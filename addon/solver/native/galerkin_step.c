@@ -8,7 +8,11 @@
  *   direction: each coordinate's column and row vectors U, x (s + 1, 12 r) at every node, its own s x s
  *              block, the leaves-to-root elimination (Obar, Dinv, X, c) and the solve (galerkin_newton.py's
  *              docstring); loop rows and their curvature columns (central differences of Dh^T lam) border it
- *              (galerkin_newton.newton_direction). */
+ *              (galerkin_newton.newton_direction); without loop rows, simplified updates reuse the last factor
+ *              after a 10-fold cut of the rows (galerkin.newton, REUSE);
+ *   cost:      the elimination runs on the live components of the node vectors only (compact_components), a
+ *              parent's Obar is its first child's block updated in place, and the end energy's M^-1 p is the
+ *              O(nq) articulated-body recursion (mass_solve). */
 #include "tree_common.h"
 
 /* Scratch of one Galerkin step (or only its size when base is NULL). W = 12 r, m = selected loop rows,
@@ -576,8 +580,8 @@ static double end_energy(const symplex_tree *tree, gworkspace *w, const double *
 int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, const double *weight, const double *P,
                               const double *D, int64_t nsel, const int64_t *rows, const double *torque,
                               const double *force_vector, const double *q1, const double *p1, double dt, double tol,
-                              double stall, int64_t max_iterations, double *X, double *lam, double *p2, double *stats,
-                              int64_t *iterations, double *scratch)
+                              double stall, double reuse, int64_t max_iterations, double *X, double *lam, double *p2,
+                              double *stats, int64_t *iterations, double *scratch)
 {
     const int64_t nq = tree->nq, n = s * nq, m = nsel;
     gworkspace w;
@@ -587,18 +591,25 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     double base = 1.0, previous = INFINITY, worst = 0.0, ops = 0.0;
     for (int64_t k = 0; k < nq; ++k) base = fmax(base, fabs(p1[k]));
     if (m) loop_rows_at(tree, &w, m, rows, q1, w.Dh, NULL);
-    int64_t status = SYMPLEX_CONVERGED, it = 0;
+    int64_t status = SYMPLEX_CONVERGED, it = 0, factorizations = 0;
+    int exact = 1;  /* the last update was an exact Newton step */
     for (;;) {
         const double scale = residual(tree, &w, s, r, weight, P, D, m, rows, torque, force_vector, p1, dt, lam, base);
-        /* relative to the rows' scale, loop rows held to a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR) */
+        /* relative to the rows' scale, loop rows held to a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR); the
+         * round-off floor is where an exact step no longer halves the rows */
         worst = fmax(max_abs(n, w.f) / scale, max_abs(s * m, w.f + n) / 0.1);
-        if (worst <= tol || (worst <= stall * tol && worst > 0.5 * previous)) break;
+        if (worst <= tol || (exact && worst <= stall * tol && worst > 0.5 * previous)) break;
+        /* galerkin.newton: the last factor again (simplified Newton) while the last update cut the rows by reuse */
+        exact = !(factorizations && !m && worst <= reuse * previous);
         previous = worst;
         if (!isfinite(worst)) { status = SYMPLEX_NOT_FINITE; break; }
         if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }
-        tree_form(tree, &w, s, r, weight, P, D, dt);
-        compact_components(tree, &w, s, r);
-        if (gfactor(tree, &w, s, r, &ops) || direction(tree, &w, s, r, m, rows, lam, &ops)) {
+        if (exact) {
+            tree_form(tree, &w, s, r, weight, P, D, dt);
+            compact_components(tree, &w, s, r);
+            ++factorizations;
+        }
+        if ((exact && gfactor(tree, &w, s, r, &ops)) || direction(tree, &w, s, r, m, rows, lam, &ops)) {
             status = SYMPLEX_SINGULAR;
             break;
         }
@@ -610,6 +621,7 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     memcpy(p2, w.Z + s * nq, (size_t)nq * sizeof(double));
     stats[0] = worst;
     stats[1] = ops;
+    stats[3] = (double)factorizations;
     stats[2] = status == SYMPLEX_CONVERGED && !tree->nrow ? end_energy(tree, &w, X + n - nq, p2, force_vector) : NAN;
     *iterations = it;
     return status;

@@ -101,22 +101,24 @@ int64_t symplex_galerkin_scratch_size(const symplex_tree *tree, int64_t s, int64
  * without ball or free-joint charts (nball = 0; the caller runs those in numpy) and without prescribed
  * coordinates: Newton on the DEL rows r^0 = p1 + Z^0, r^a = Z^a (a = 1..s-1), minus Dh(x^a)^T lam^a with loop
  * rows held at x^1..x^s, with the exact O(s^3 nq) direction of tree/galerkin_newton.py; stops when
- * worst = max(max|r| / scale, max|h| / 0.1) <= tol, or <= stall tol without halving (the rows' round-off floor).
+ * worst = max(max|r| / scale, max|h| / 0.1) <= tol, or <= stall tol without halving after an exact step (the
+ * rows' round-off floor). Without loop rows, an update after one that cut worst by the factor reuse or more
+ * solves with the last factor (simplified Newton; tree/galerkin.py `newton`).
  * outputs: X (s, nq) in: the guess x^1..x^s; out: the last iterate. lam (s nsel) in: guess; out: last iterate.
- *          p2 (nq,) = Z^s at the last iterate. stats (3,) = worst, multiply-adds of the Newton directions, and
+ *          p2 (nq,) = Z^s at the last iterate. stats (4,) = worst, multiply-adds of the Newton directions,
  *          on a converged step of a model without loop rows (nrow = 0) the energy of tree/galerkin.py `energy`
- *          at (x^s, p2) (else nan).
+ *          at (x^s, p2) (else nan), and the number of factorizations.
  *          iterations (1,) Newton updates made.
  * inputs:  s; r nodes with weights weight (r,), P, D (r, s + 1) (tree/galerkin_rule.py Rule); rows (nsel,);
  *          torque (r, nq) keyed torques and force_vector (r, nforce, 3) user forces at the node times;
- *          q1, p1 (nq,); dt, tol, stall, max_iterations.
+ *          q1, p1 (nq,); dt, tol, stall, reuse, max_iterations.
  * scratch: symplex_galerkin_scratch_size(...) doubles.
  * Returns SYMPLEX_CONVERGED, _NOT_CONVERGED, _SINGULAR or _NOT_FINITE (symplex_midpoint_step's codes). */
 int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, const double *weight, const double *P,
                               const double *D, int64_t nsel, const int64_t *rows, const double *torque,
                               const double *force_vector, const double *q1, const double *p1, double dt, double tol,
-                              double stall, int64_t max_iterations, double *X, double *lam, double *p2, double *stats,
-                              int64_t *iterations, double *scratch);
+                              double stall, double reuse, int64_t max_iterations, double *X, double *lam, double *p2,
+                              double *stats, int64_t *iterations, double *scratch);
 
 /* A compiled maximal-coordinate model (maximal/state.py MaximalModel,
  * packed by maximal/native_step.py), as pointers to the caller's arrays. Every field is 8 bytes. Body

@@ -31,8 +31,10 @@ the order (docs/architecture.md). Gauss s = 1 is again midpoint.py's loop step.
 
 Newton's step is exact and costs O(s^3 n): galerkin_newton.py holds the Newton matrix in tree form for every
 joint type (charts included) and eliminates it leaves to root; loop rows border it (newton_direction), with the
-one block d(Dh(x^a)^T lam^a)/dx^a formed by central differences of the constraint rows (loop_blocks). Each step
-starts from the last step's interpolant carried on (galerkin_rule.extrapolation). `newton` is that loop in numpy;
+one block d(Dh(x^a)^T lam^a)/dx^a formed by central differences of the constraint rows (loop_blocks). Without loop
+rows, an update that follows a 10-fold cut of the rows reuses the last factor (simplified Newton, `newton`: the
+factor is most of an update's cost). Each step starts from the last step's interpolant carried on
+(galerkin_rule.extrapolation). `newton` is that loop in numpy;
 on trees without ball or free joints the whole loop runs in C instead (native/galerkin_step.c through
 native/galerkin_binding.py, `newton_native`: the same iterates to round-off, and the energy after the step), and
 `newton` stays its reference and the path of chart trees. Prescribed joints and joint limits are refused at s > 1
@@ -292,7 +294,7 @@ class Newton:
     """Where a step's Newton loop stopped: the last iterate X (s, nq), lam (s nrow), the end momentum Z^s there,
     Newton updates made, the worst scaled row and status: "converged", "not converged" (max_iterations reached or
     a row not finite) or "singular" (a pivot block of the Newton matrix); energy() after the step when the C step
-    computed it (no loop rows), else None."""
+    computed it (no loop rows), else None; the Newton matrices factored (newton's simplified updates reuse one)."""
 
     X: np.ndarray
     lam: np.ndarray
@@ -301,27 +303,41 @@ class Newton:
     worst: float
     status: str
     energy: float | None = None
+    factorizations: int = 0
 
 
 def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, dt: float, ru: Rule, tol: float,
            max_iterations: int) -> Newton:
-    """Newton on the step's DEL and loop rows from the guess (X, lam), in numpy: the reference of the C step."""
+    """Newton on the step's DEL and loop rows from the guess (X, lam), in numpy: the reference of the C step.
+
+    Without loop rows, an update that follows one which cut the worst row by REUSE or more solves with the last
+    factor (simplified Newton: near the solution the matrix has hardly moved, and the factor is most of an
+    update's cost); as soon as an update cuts less, the next one factors again. The convergence test is the same
+    for both kinds, and the stall exit (round-off floor) follows exact updates only."""
     size = X.size
-    iterations, previous = 0, np.inf
+    iterations, previous, fac, factorizations, exact = 0, np.inf, None, 0, True
     while True:
         res = residual(model, state, X, dt, ru, lam)
         loop = float(np.max(np.abs(res.h), initial=0.0))
         # relative to the rows' scale, with the loop rows held to a tenth of tol (midpoint.py's choice)
         worst = max(float(np.max(np.abs(res.r))) / res.scale, loop / LOOP_TOLERANCE_FACTOR)
         # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
-        if worst <= tol or (worst <= STALL * tol and worst > 0.5 * previous):
-            return Newton(X, lam, res.p_end, iterations, worst, "converged")
+        if worst <= tol or (exact and worst <= STALL * tol and worst > 0.5 * previous):
+            return Newton(X, lam, res.p_end, iterations, worst, "converged", factorizations=factorizations)
+        exact = not (fac is not None and worst <= REUSE * previous)
         previous = worst
         if iterations >= max_iterations or not np.isfinite(worst):
-            return Newton(X, lam, res.p_end, iterations, worst, "not converged")
-        delta = newton_direction(model, state, X, lam, res, dt, ru)
+            return Newton(X, lam, res.p_end, iterations, worst, "not converged", factorizations=factorizations)
+        if len(state.rows):
+            delta = newton_direction(model, state, X, lam, res, dt, ru)
+            factorizations += 1
+        else:
+            if exact:
+                fac = galerkin_newton.factor(galerkin_newton.tree_form(model, res.nodes, X, res.charts, dt, ru))
+                factorizations += 1
+            delta = None if fac is None else -galerkin_newton.solve(fac, res.r.reshape(-1, 1))[:, 0]
         if delta is None:
-            return Newton(X, lam, res.p_end, iterations, worst, "singular")
+            return Newton(X, lam, res.p_end, iterations, worst, "singular", factorizations=factorizations)
         X = X + delta[:size].reshape(X.shape)
         lam = lam + delta[size:]
         iterations += 1
@@ -345,10 +361,10 @@ def newton_native(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np
     else:
         torque = np.zeros((len(ru.c), model.nq))
         forces = np.broadcast_to(model.force_vector, (len(ru.c),) + model.force_vector.shape)
-    out = state.steppers[key].step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, max_iterations, X,
-                                   lam)
+    out = state.steppers[key].step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, REUSE,
+                                   max_iterations, X, lam)
     return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status],
-                  None if np.isnan(out.energy) else out.energy)
+                  None if np.isnan(out.energy) else out.energy, out.factorizations)
 
 
 def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol: float,
@@ -400,6 +416,7 @@ def energy(model: TreeModel, state: GalerkinState) -> float:
 
 
 STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the rows is at their round-off floor
+REUSE = 0.1  # newton: after an update that cut the worst row 10-fold, the next one reuses its factor
 MAX_HALVINGS = 4  # as midpoint.py: a failed step is redone as two half steps, down to dt / 16
 
 

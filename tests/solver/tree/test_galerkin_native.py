@@ -35,9 +35,11 @@ def driven_tree(seed: int, loops: int):
 @pytest.mark.parametrize("s", [2, 3, 4])
 def test_c_step_takes_the_numpy_newton_iterates(s):
     """From a start moved off the warm start (control points 1e-2 away, random multipliers), Newton in C and in
-    numpy give the same iterates after 1, 2 and 3 updates, to round-off, with and without loop rows; both
-    converge (tol = 0 stops neither early) and the end momentum Z^s agrees."""
+    numpy give the same iterates after 1, 2 and 3 updates, to round-off, with and without loop rows (tol = 0 stops
+    neither early), and the end momentum Z^s agrees; to tol 1e-10 both converge with the same updates and
+    factorizations, simplified updates (galerkin.REUSE) in between on the loop-free tree."""
     dt = 0.02
+    reused = []
     for seed, loops in ((3, 0), (7, 2)):
         model = driven_tree(seed, loops)
         assert galerkin_binding.usable(model)
@@ -58,9 +60,14 @@ def test_c_step_takes_the_numpy_newton_iterates(s):
             steps.append(np.max(np.abs(a.X - X)))
             X_last = a.X
         assert np.max(np.abs(X_last - X)) > 1e-3  # the iterates moved: the comparison is not of the guess
-        # and they converge: the rows fall to round-off at the third update
+        # and they converge, in few factorizations (loop-free: simplified updates between them, the same in both)
         done = galerkin.newton_native(model, state, X, lam, dt, ru, 1e-10, 30)
-        assert done.status == "converged" and done.iterations <= 5
+        ref = galerkin.newton(model, state, X, lam, dt, ru, 1e-10, 30)
+        assert done.status == ref.status == "converged" and done.factorizations <= 5
+        assert (done.iterations, done.factorizations) == (ref.iterations, ref.factorizations)
+        assert np.max(np.abs(done.X - ref.X)) < 1e-12 * max(1.0, np.max(np.abs(ref.X)))
+        reused.append(done.iterations - done.factorizations)
+    assert reused[0] > 0 and reused[1] == 0  # the loop-free tree reuses factors, the one with loop rows never
 
 
 def test_c_step_energy_and_trajectory_equal_numpy(monkeypatch):
