@@ -3,6 +3,7 @@
 Usage: python -m benchmarks.galerkin_orders [--presets chain_10 chain_100 four_bar] [--high-rates 24 48 96]
        python -m benchmarks.galerkin_orders --long STEPS [--tol TOL]
        python -m benchmarks.galerkin_orders --ops
+       python -m benchmarks.galerkin_orders --cpu [--presets ...] [--orders 2 6 8]
 Prints a Markdown table per mechanism (a preset, or chain_N: tools.generate.pendulum_chain(N)): order, dt, steps,
 wall time of the run (make_integrator + step, the product path: order 2 is midpoint.py with its C kernel, orders
 4-8 are tree/galerkin.py, whose Newton loop runs in C on these trees of revolute joints, native/galerkin_step.c,
@@ -17,6 +18,7 @@ shared machine; on chain_10 RK4 at 1/1536 is within 5e-9 m of DOP853); with --ri
 dt = 1/N and 1/2N extrapolated (the closed chains, whose DOP853 reference runs rk4.acceleration's constrained
 dynamics). With --ops: the
 multiply-adds per link of one Newton direction (galerkin_newton.OPS) on revolute and ball chains of 25 to 1000 links.
+With --cpu: only the CPU seconds of the stepping loops, order 2 at dt = 1/96 s and the others at 1/24 s.
 """
 
 from __future__ import annotations
@@ -117,6 +119,26 @@ def run(mech, order: int, per_second: int) -> tuple[float, np.ndarray, float]:
     return wall, trajectory.poses[-1][:, :3], float(np.ptp(trajectory.energy))
 
 
+def cpu_table(names: list[str], orders: list[int]) -> None:
+    """CPU seconds (time.process_time: less sensitive than wall time to other processes on a shared machine) of
+    run()'s stepping loop, order 2 at dt = 1/96 s and the higher orders at 1/24 s, without the reference."""
+    for name in names:
+        mech = mechanism(name)
+        cells = []
+        for order in orders:
+            per_second = 96 if order == 2 else 24
+            integrator = make_integrator(mech.replace(order=order), "tree", 1.0 / per_second)
+            start = time.process_time()
+            try:
+                for _ in range(int(round(T_END * per_second))):
+                    integrator.step()
+            except ConvergenceError as failure:
+                cells.append(f"order {order} at 1/{per_second} s: failed at t = {failure.time:.3g} s")
+                continue
+            cells.append(f"order {order} at 1/{per_second} s: {time.process_time() - start:.3f} s")
+        print(f"{name}: " + "; ".join(cells), flush=True)
+
+
 def long_run(steps: int, tol: float) -> None:
     integrator = make_integrator(load_mechanism(preset_path("pendulum")).replace(order=4), "tree", 0.01, tol)
     for _ in range(steps):
@@ -141,9 +163,14 @@ def main() -> None:
                         help="the reference is (4 x(1/2N) - x(1/N)) / 3 from order 2 at dt = 1/N and 1/2N instead of "
                              "DOP853 (the midpoint rule is symmetric: its error is even in dt, so this is O(dt^4))")
     parser.add_argument("--ops", action="store_true", help="multiply-adds per link of a Newton direction only")
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds of the runs only: order 2 at dt = 1/96 s, "
+                        "the other orders at 1/24 s, no reference")
     args = parser.parse_args()
     if args.ops:
         ops_table()
+        return
+    if args.cpu:
+        cpu_table(args.presets, args.orders)
         return
     if args.long:
         long_run(args.long, args.tol)
