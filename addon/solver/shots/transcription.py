@@ -13,9 +13,9 @@ Jacobian is block banded, and the KKT matrix keeps that band under a fill-reduci
 Blocks: each is K instances of one vectorised function of a small local vector (K, w) -> values (K, r)
 and exact Jacobian (K, r, w). The Hessian of the Lagrangian is summed from each block's local second
 derivatives sum_i y_i d2 c_i: exact where the block's function carries a `hessian` (every vehicle's step
-equations; keys, obstacle clearances, corridors and the reference cost when the dynamics gives
-body_point_hessian), else by forward differences of its exact local Jacobian (w batched evaluations per block,
-all instances at once: the effort and smoothness costs, quadratic in the controls, so exact to round-off).
+equations; the effort and smoothness costs; keys, obstacle clearances, corridors and the reference cost when
+the dynamics gives body_point_hessian), else by forward differences of its exact local Jacobian (w batched
+evaluations per block, all instances at once: heading keys of rigid bodies).
 """
 
 from __future__ import annotations
@@ -505,6 +505,14 @@ class Transcription:
                     u, h = X[:, 0], X[:, 1]
                     e = (u - trim) / s
                     return (wgt * h * e * e)[:, None], np.stack([2 * wgt * h * e / s, wgt * e * e], 1)[:, None]
+
+                def hessian(X, weights, wgt=wgt, trim=trim / ch.unit, s=s):  # wgt h e^2 over (u, h)
+                    e = (X[:, 0] - trim) / s
+                    H = np.empty((len(X), 2, 2))
+                    H[:, 0, 0], H[:, 0, 1], H[:, 1, 1] = 2 * wgt * X[:, 1] / s**2, 2 * wgt * e / s, 0.0
+                    H[:, 1, 0] = H[:, 0, 1]
+                    return weights[:, :1, None] * H
+                _with_hessian(fn, hessian)
                 self.costs.append(Block(np.stack([col, np.full(len(col), self.h_index)], 1), fn,
                                         np.zeros((len(col), 1)), np.zeros((len(col), 1)), [], "effort"))
             if costs.smoothness > 0:
@@ -514,6 +522,18 @@ class Transcription:
                     d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
                     return (wgt * d * d / h)[:, None], np.stack(
                         [-2 * wgt * d / (h * s), 2 * wgt * d / (h * s), -wgt * d * d / h**2], 1)[:, None]
+
+                def hessian(X, weights, wgt=wgt, s=s):  # wgt d^2 / h over (u_k, u_k+1, h), d = (u_k+1 - u_k) / s
+                    d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
+                    a, b, c = 2 * wgt / (h * s * s), 2 * wgt * d / (h * h * s), 2 * wgt * d * d / h**3
+                    H = np.empty((len(X), 3, 3))
+                    H[:, 0, 0] = H[:, 1, 1] = a
+                    H[:, 0, 1] = H[:, 1, 0] = -a
+                    H[:, 0, 2] = H[:, 2, 0] = b
+                    H[:, 1, 2] = H[:, 2, 1] = -b
+                    H[:, 2, 2] = c
+                    return weights[:, :1, None] * H
+                _with_hessian(fn, hessian)
                 idx = np.stack([col[:-1], col[1:], np.full(len(col) - 1, self.h_index)], 1)
                 self.costs.append(Block(idx, fn, np.zeros((len(idx), 1)), np.zeros((len(idx), 1)), [], "smooth"))
         if costs.time > 0:

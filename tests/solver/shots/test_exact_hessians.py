@@ -118,7 +118,7 @@ def test_dynamics_hessian_is_exact(preset):
     assert np.allclose(H, np.swapaxes(H, 1, 2), rtol=0, atol=1e-13 * np.abs(H).max())
 
 
-@pytest.mark.parametrize("preset", ["sedan", "helicopter"])
+@pytest.mark.parametrize("preset", ["helicopter"])  # a car shot has no differenced block left
 def test_batched_differencing_equals_column_by_column(preset, monkeypatch):
     """The differenced block Hessians (perturbed copies stacked into one call of the block's function, in
     chunks of transcription._BATCH instances) equal one call per column, the plain forward differences of the
@@ -128,9 +128,9 @@ def test_batched_differencing_equals_column_by_column(preset, monkeypatch):
     rng = np.random.default_rng(6)
     x = tr.x0() + 0.02 * rng.standard_normal(tr.n)
     x[tr.h_index] = 0.1
-    for b in tr.blocks + tr.costs:
-        if hasattr(b.fn, "hessian") or not len(b.curved):
-            continue
+    differenced = [b for b in tr.blocks + tr.costs if not hasattr(b.fn, "hessian") and len(b.curved)]
+    assert differenced
+    for b in differenced:
         X = x[b.index]
         weights = rng.standard_normal((len(X), b.rows))
         _, J0 = b.fn(X)
