@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 10
+#define SYMPLEX_ABI_VERSION 11
 
 int64_t symplex_abi_version(void);
 
@@ -241,5 +241,16 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
                         double *normal, double *distance, double *contact_friction, double *body_point_a,
                         double *body_point_b, double *rot, double *origin, int64_t *leftover, int64_t *counts,
                         double *scratch);
+
+/* The car's step equations as shot rows (car_step.c; numpy twin addon/solver/shots/car.py CarDynamics), K steps at
+ * once. W (K, 3, 6): stages k-1, k, k+1 of (theta, x, y, phi, d / unit, u); first (K,) nonzero at step 0; h (K,);
+ * par (6,): alpha, rho, rho / wheelbase, coupling, rho^2 m, unit. r (K, 4) the residuals; J (K, 4, 19) their
+ * Jacobian over the window flattened then h, or NULL for the residuals only. */
+void symplex_car_step(int64_t K, const double *W, const int64_t *first, const double *h, const double *par,
+                      double *r, double *J);
+
+/* out (K, 19, 19): the exact Hessian of sum_i y[k, i] r_i (y (K, 4)) over the window flattened then h. */
+void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, const double *h,
+                              const double *par, const double *y, double *out);
 
 #endif
