@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..integrator import simulate
-from ..native import car_step_binding as _native
+from ..native import shot_rows_binding as _native
 from ..vehicles.car import compile_car
 from . import jets
 from .transcription import Channel, StageDynamics
@@ -304,6 +304,14 @@ class CarDynamics(StageDynamics):
 
     def body_point_hessian(self, S, offset):
         return planar_point_hessian(S, self.b + offset[0], offset[1])
+
+    def body_plane(self, offset) -> tuple[float, float] | None:
+        """(ox, oy) with body_point(S, offset)[:, :2] = (x + cos th ox - sin th oy, y + sin th ox + cos th oy),
+        (th, x, y) = S[:, :3] (the C clearance rows, transcription._planar_clearance); None for a subclass with
+        its own body_point."""
+        if type(self).body_point is not CarDynamics.body_point:
+            return None
+        return self.b + float(offset[0]), float(offset[1])
 
     def heading(self, S):
         J = np.zeros((len(S), 4))

@@ -114,12 +114,16 @@ def _hull(vertices: np.ndarray) -> Distance:
     return distance
 
 
+def obstacle_frame(obstacle: Obstacle) -> tuple[np.ndarray, np.ndarray]:
+    """The obstacle's centre (3,) and orientation R (3, 3, world from local): world point p is (p - c) @ R locally."""
+    return np.asarray(obstacle.position, dtype=float), quat_to_matrix(np.asarray(obstacle.orientation, dtype=float))
+
+
 def distance_function(obstacle: Obstacle) -> Distance:
     """World signed distance (K, 3) -> ((K,), (K, 3)) of `obstacle`; with second=True also its Hessian
     (K, 3, 3) (exact where the distance is twice differentiable: away from a box's or cylinder's edges
     and faces inside, where one branch is linear)."""
-    R = quat_to_matrix(np.asarray(obstacle.orientation, dtype=float))
-    c = np.asarray(obstacle.position, dtype=float)
+    c, R = obstacle_frame(obstacle)
     if obstacle.shape == "sphere":
         local = _sphere(float(obstacle.size[0]))
     elif obstacle.shape == "box":

@@ -27,8 +27,9 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from ..native import shot_rows_binding as _rows
 from . import nlp as nlpmod
-from .obstacles import distance_function
+from .obstacles import distance_function, obstacle_frame
 from .spec import Shot, ShotError, ShotResult
 
 LocalFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -454,6 +455,20 @@ class Transcription:
             last[3] = np.stack([self.dyn.body_point_hessian(S, c) for c in spheres[:, :3]], 1)
         return tuple(last[1:4] if second else last[1:3])
 
+    def _planar_clearance(self, ob, spheres: np.ndarray) -> _rows.PlanarClearance | None:
+        """The C clearance rows of the body spheres against a sphere or box obstacle, when the kernels are built
+        and the dynamics puts its body points in the plane (body_plane); else None (numpy, obstacles.py)."""
+        plane = getattr(self.dyn, "body_plane", None)
+        if _rows.LIB is None or ob.shape not in _rows.CLEARANCE_SHAPES or plane is None:
+            return None
+        offsets = [plane(c) for c in spheres[:, :3]]
+        if any(o is None for o in offsets):
+            return None
+        centre, R = obstacle_frame(ob)
+        size = np.zeros(3)
+        size[:len(ob.size)] = ob.size
+        return _rows.PlanarClearance(np.array(offsets), ob.shape, centre, R, size)
+
     def _obstacle_blocks(self):
         dyn, shot = self.dyn, self.shot
         steps = np.arange(1, self.N + 1)
@@ -462,6 +477,16 @@ class Transcription:
             dist = distance_function(ob)
             if dyn.planar:  # a ground vehicle meets the obstacle's cross-section at the obstacle's centre height
                 dist = _at_height(dist, float(ob.position[2]))
+
+            clearance = self._planar_clearance(ob, spheres)
+            if clearance is not None:  # in C (native/planar_clearance.c): rows, gradients and the exact Hessian
+                def rows(S, clearance=clearance):
+                    return clearance.rows(S)
+                rows.hessian = clearance.hessian
+                need = np.tile(spheres[:, 3] + ob.clearance, (len(steps), 1))
+                self._node_block(steps, rows, need, np.full(need.shape, np.inf),
+                                 [f"{ob.name} at step {k}" for k in steps], ("obstacle", ob))
+                continue
 
             def fn(S, dist=dist):  # every sphere's centre through one distance call
                 P, J = self._sphere_points(S, spheres)

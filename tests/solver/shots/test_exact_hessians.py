@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
-from addon.solver.native import car_step_binding
+from addon.solver.native import shot_rows_binding
 from addon.solver.shots import jets, transcription
 from addon.solver.shots.car import arc, arc_curvature
 from addon.solver.shots.vehicle_shot import transcribe
@@ -152,7 +152,7 @@ def test_batched_differencing_equals_column_by_column(preset, monkeypatch):
             assert np.all(np.abs(H - reference) <= roundoff[:, None, None] + 1e-12)
 
 
-@pytest.mark.skipif(car_step_binding.LIB is None, reason="C kernels not built (make kernels)")
+@pytest.mark.skipif(shot_rows_binding.LIB is None, reason="C kernels not built (make kernels)")
 def test_car_step_in_c_equals_numpy():
     """native/car_step.c against CarDynamics' numpy rows, Jacobian and Hessian at random windows, first step and
     turns below the arc series' threshold (|om| < 1e-3) included: equal to round-off of each quantity's size."""
@@ -172,5 +172,5 @@ def test_car_step_in_c_equals_numpy():
                                                      dyn.residual_hessian_numpy(W, first, h, y))):
         assert got.shape == want.shape
         assert np.max(np.abs(got - want)) <= 1e-13 * max(1.0, np.abs(want).max())
-    rows_only, J = car_step_binding.step(W, first, h, dyn._par, jacobian=False)
+    rows_only, J = shot_rows_binding.step(W, first, h, dyn._par, jacobian=False)
     assert J is None and np.array_equal(rows_only, r)
