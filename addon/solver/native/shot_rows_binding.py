@@ -1,5 +1,5 @@
 """ctypes bindings of the shots' row kernels: car_step.c (the car's step rows, their Jacobian and exact Hessian over
-all steps) and planar_clearance.c (a planar vehicle's body spheres against a sphere or box obstacle).
+all steps) and planar_clearance.c (a planar vehicle's body spheres against an obstacle of any shot shape).
 
 `LIB` is the kernel library when it is built with both and loads (native.load_kernels), else None; then
 addon/solver/shots/car.py uses its numpy twin (CarDynamics.residual_numpy, residual_hessian_numpy) and
@@ -66,22 +66,19 @@ def hessian(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y:
     return out
 
 
-CLEARANCE_SHAPES = {"sphere": 0, "box": 1}  # obstacle shapes planar_clearance.c knows
-
-
 class PlanarClearance:
-    """The clearance rows of body spheres at planar offsets (m, 2) against one sphere or box obstacle (shape,
-    centre (3,), R (3, 3) world from local, size (3,): radius first, or half extents)."""
+    """The clearance rows of body spheres at planar offsets (m, 2) against one obstacle: kind and shape parameters
+    of obstacles.shape_parameters, centre (3,), R (3, 3) world from local."""
 
-    def __init__(self, offsets: np.ndarray, shape: str, centre: np.ndarray, R: np.ndarray, size: np.ndarray):
+    def __init__(self, offsets: np.ndarray, kind: int, shape: np.ndarray, centre: np.ndarray, R: np.ndarray):
         if LIB is None:
             raise RuntimeError("planar clearance: the C kernels are not built (make kernels)")
         self._lib = LIB
         self.offsets = np.ascontiguousarray(offsets, np.float64).reshape(-1, 2)
-        self.kind = CLEARANCE_SHAPES[shape]
-        self.centre, self.R, self.size = (np.ascontiguousarray(a, np.float64) for a in (centre, R, size))
+        self.kind = kind
+        self.centre, self.R, self.shape = (np.ascontiguousarray(a, np.float64) for a in (centre, R, shape))
         self._args = (len(self.offsets), self.offsets.ctypes.data, self.kind, self.centre.ctypes.data,
-                      self.R.ctypes.data, self.size.ctypes.data)
+                      self.R.ctypes.data, self.shape.ctypes.data)
 
     def rows(self, S: np.ndarray, jacobian: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """Distances (K, m) and, with jacobian, their gradients over S (K, m, ns)."""

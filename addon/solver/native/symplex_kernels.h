@@ -253,15 +253,16 @@ void symplex_car_step(int64_t K, const double *W, const int64_t *first, const do
 void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, const double *h,
                               const double *par, const double *y, double *out);
 
-/* Clearance rows of a planar vehicle's body spheres against one sphere (kind 0, size[0] its radius) or box
- * (kind 1, size its half extents) obstacle at centre (3,) with orientation R (3, 3, world from local), met at the
- * obstacle's centre height (planar_clearance.c; numpy twin addon/solver/shots/obstacles.py through
+/* Clearance rows of a planar vehicle's body spheres against one obstacle at centre (3,) with orientation R (3, 3,
+ * world from local), met at the obstacle's centre height. kind and shape: 0 sphere [radius], 1 box [half extents
+ * (3)], 2 cylinder along local z [radius, half height], 3 convex hull [F, beta, shift, normals (F, 3), offsets
+ * (F,)]: the smooth maximum of obstacles.py (planar_clearance.c; numpy twin addon/solver/shots/obstacles.py through
  * transcription.py). S (K, ns): stage states with heading, x, y first; sphere j's centre is (x + cos th ox_j -
  * sin th oy_j, y + sin th ox_j + cos th oy_j), offsets (m, 2) = (ox_j, oy_j). d (K, m) the signed distances; J
  * (K, m, ns) their gradients over S or NULL; H (K, ns, ns) the exact Hessian of sum_j weights[k, j] d_kj over S,
  * or NULL (weights (K, m) then unused). */
 void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
-                              int64_t kind, const double *centre, const double *R, const double *size,
+                              int64_t kind, const double *centre, const double *R, const double *shape,
                               const double *weights, double *d, double *J, double *H);
 
 #endif

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from ..native import shot_rows_binding as _rows
 from . import nlp as nlpmod
-from .obstacles import distance_function, obstacle_frame
+from .obstacles import distance_function, obstacle_frame, shape_parameters
 from .spec import Shot, ShotError, ShotResult
 
 LocalFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -456,18 +456,15 @@ class Transcription:
         return tuple(last[1:4] if second else last[1:3])
 
     def _planar_clearance(self, ob, spheres: np.ndarray) -> _rows.PlanarClearance | None:
-        """The C clearance rows of the body spheres against a sphere or box obstacle, when the kernels are built
-        and the dynamics puts its body points in the plane (body_plane); else None (numpy, obstacles.py)."""
+        """The C clearance rows of the body spheres against the obstacle, when the kernels are built and the
+        dynamics puts its body points in the plane (body_plane); else None (numpy, obstacles.py)."""
         plane = getattr(self.dyn, "body_plane", None)
-        if _rows.LIB is None or ob.shape not in _rows.CLEARANCE_SHAPES or plane is None:
+        if _rows.LIB is None or plane is None:
             return None
         offsets = [plane(c) for c in spheres[:, :3]]
         if any(o is None for o in offsets):
             return None
-        centre, R = obstacle_frame(ob)
-        size = np.zeros(3)
-        size[:len(ob.size)] = ob.size
-        return _rows.PlanarClearance(np.array(offsets), ob.shape, centre, R, size)
+        return _rows.PlanarClearance(np.array(offsets), *shape_parameters(ob), *obstacle_frame(ob))
 
     def _obstacle_blocks(self):
         dyn, shot = self.dyn, self.shot

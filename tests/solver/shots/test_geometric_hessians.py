@@ -71,11 +71,11 @@ def test_geometric_and_cost_block_hessians_equal_differences_of_their_jacobians(
 
 @pytest.mark.skipif(shot_rows_binding.LIB is None, reason="C kernels not built (make kernels)")
 def test_car_clearance_rows_in_c_equal_numpy(monkeypatch):
-    """The car's body spheres against a sphere and a tilted box, in C and through obstacles.py: distances, gradients
-    and weighted Hessians equal to round-off at random states with spheres inside and outside both."""
+    """The car's body spheres against every obstacle shape (tilted), in C and through obstacles.py: distances,
+    gradients and weighted Hessians equal to round-off at random states with spheres inside and outside each."""
     shot = _small_shot("sedan", 1.0)
     p = np.asarray(shot.mechanism.vehicle.position)
-    obstacles = tuple(replace(o, position=tuple(p + np.asarray(o.position))) for o in SHAPES[:2])
+    obstacles = tuple(replace(o, position=tuple(p + np.asarray(o.position))) for o in SHAPES)
     shot = replace(shot, obstacles=obstacles, body_spheres=((-1.2, 0.3, 0.0, 0.8), (0.4, -0.2, 0.1, 0.8)))
     in_c = transcribe(shot)
     monkeypatch.setattr(shot_rows_binding, "LIB", None)
@@ -83,7 +83,7 @@ def test_car_clearance_rows_in_c_equal_numpy(monkeypatch):
     rng = np.random.default_rng(4)
     S = np.column_stack([rng.uniform(-np.pi, np.pi, 400), p[:2] + rng.uniform(-2.5, 2.5, (400, 2))])
     blocks = [(a, b) for a, b in zip(in_c.blocks, in_numpy.blocks) if a.kind[0] == "obstacle"]
-    assert len(blocks) == 2
+    assert len(blocks) == len(SHAPES)
     for a, b in blocks:
         assert np.array_equal(a.index, b.index) and a.index.shape[1] == 3  # heading, x, y: steering pruned
         (d, J), (d0, J0) = a.fn(S), b.fn(S)
