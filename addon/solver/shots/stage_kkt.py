@@ -383,6 +383,43 @@ def _work_arrays(L: StageLayout) -> tuple[np.ndarray, ...]:
             np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64))
 
 
+def _int64(a: np.ndarray) -> np.ndarray:
+    """a as int64, converted once for a read-only index array (a pattern the interior point reuses)."""
+    if a.dtype == np.int64 or a.flags.writeable:
+        return a.astype(np.int64, copy=False)
+    hit = _INT64.get(id(a))
+    if hit is None or hit[0] is not a:
+        if len(_INT64) > 16:
+            _INT64.clear()
+        hit = _INT64[id(a)] = (a, a.astype(np.int64))
+    return hit[1]
+
+
+_INT64: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _assemble_into(blk: np.ndarray, L: StageLayout, W: sp.csc_matrix, J: sp.csr_matrix) -> None:
+    """K without its shifts (dw = dc = 0) into the C kernel's blocks."""
+    bad = _native.assemble(L, W.shape[0], J.shape[0], _int64(W.indptr), _int64(W.indices),
+                           np.ascontiguousarray(W.data, float), _int64(J.indptr), _int64(J.indices),
+                           np.ascontiguousarray(J.data, float), 0.0, 0.0, blk)
+    if bad:
+        raise StageBreakdown("an entry couples stage blocks more than one apart")
+
+
+def _assembled(L: StageLayout, W: sp.csc_matrix, J: sp.csr_matrix) -> np.ndarray:
+    """K without its shifts in blocks, kept in the layout for the last (W, J): the inertia correction factorises
+    the same W and J again with larger shifts, which only add to the diagonal."""
+    last = getattr(L, "_assembled", None)
+    pattern = (W.indices, W.indptr, J.indices, J.indptr)
+    if (last is None or any(a is not b for a, b in zip(last[0], pattern)) or not np.array_equal(last[1], W.data)
+            or not np.array_equal(last[2], J.data)):
+        blk = np.empty(L.n_blk)
+        _assemble_into(blk, L, W, J)
+        last = L._assembled = (pattern, W.data.copy(), J.data.copy(), blk)
+    return last[3]
+
+
 class NativeStageFactor:
     """The same factorisation in C (native/stage_kkt.c): K assembled from W (CSC) and J (CSR) straight into blocks
     of each chunk's own size (no padding), factorised by the sequential Riccati recursion D_{k+1} = A_{k+1} -
@@ -393,7 +430,9 @@ class NativeStageFactor:
     reuse: work in the layout's own arrays (StageLayout.scratch) instead of fresh ones, so that the next
     factorisation in that layout overwrites this one (the interior point keeps only its latest factor). Fresh
     arrays of this size (hundreds of kB) come from the system zeroed, page by page: 0.45 ms a factorisation
-    on the parking shot, as much as the factorisation itself."""
+    on the parking shot, as much as the factorisation itself. With reuse the unshifted blocks of the last (W, J)
+    are kept too, so an inertia-correction retry (same W and J, larger shifts) only copies them and adds its
+    shifts on the diagonal: the same numbers as assembling afresh."""
 
     def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray,
                  reuse: bool = False):
@@ -404,18 +443,15 @@ class NativeStageFactor:
             raise ValueError(f"stage KKT: W {W.shape} and J {J.shape} do not fit a layout of {L.n_unknowns} "
                              f"unknowns")
         self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
-        i64 = np.int64
-        n_inner = len(L.order)
         work = L.scratch() if reuse else _work_arrays(L)
         blk, self.g, self.g_cols, self.g_count, self.x, self.piv = work
-        bad = _native.assemble(L, nz, m, W.indptr.astype(i64), W.indices.astype(i64), np.ascontiguousarray(W.data,
-                               float), J.indptr.astype(i64), J.indices.astype(i64),
-                               np.ascontiguousarray(J.data, float), dw, dc if np.ndim(dc) == 0 else 0.0, blk)
-        if bad:
-            raise StageBreakdown("an entry couples stage blocks more than one apart")
-        if np.ndim(dc):
-            blk[L.diagonal[nz:]] -= dc
-        parity = np.zeros(1, i64)
+        if reuse:
+            blk[:] = _assembled(L, W, J)
+        else:
+            _assemble_into(blk, L, W, J)
+        blk[L.diagonal[:nz]] += dw  # as the kernel adds them: W's diagonal entry, then the shifts
+        blk[L.diagonal[nz:]] -= dc
+        parity = np.zeros(1, np.int64)
         failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.g_cols, self.g_count, self.x, self.piv, parity)
         if failed >= 0:
             raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
@@ -496,6 +532,7 @@ def _leading(M: sp.spmatrix, rows: int, cols: int) -> sp.spmatrix:
         marked = type(M)((np.arange(1.0, M.nnz + 1), M.indices, M.indptr), shape=M.shape)[:rows, :cols]
         if len(_LEADING) > 8:
             _LEADING.clear()
+        marked.indices.flags.writeable = marked.indptr.flags.writeable = False  # shared by every call's matrix
         hit = _LEADING[key] = (pattern, marked.data.astype(np.int64) - 1, marked.indices, marked.indptr)
     _, entries, indices, indptr = hit
     return type(M)((M.data[entries], indices, indptr), shape=(rows, cols))
