@@ -383,15 +383,25 @@ def _work_arrays(L: StageLayout) -> tuple[np.ndarray, ...]:
             np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64))
 
 
+def _shared(a: np.ndarray) -> np.ndarray | None:
+    """The read-only array a views whole (scipy wraps a matrix's index arrays in fresh views), else None: a
+    pattern the interior point reuses from one matrix to the next."""
+    root = _root(a)
+    if root.flags.writeable or root.shape != a.shape or root.ctypes.data != a.ctypes.data:
+        return None
+    return root
+
+
 def _int64(a: np.ndarray) -> np.ndarray:
-    """a as int64, converted once for a read-only index array (a pattern the interior point reuses)."""
-    if a.dtype == np.int64 or a.flags.writeable:
+    """a as int64, converted once for a shared index array (_shared)."""
+    root = None if a.dtype == np.int64 else _shared(a)
+    if root is None:
         return a.astype(np.int64, copy=False)
-    hit = _INT64.get(id(a))
-    if hit is None or hit[0] is not a:
+    hit = _INT64.get(id(root))
+    if hit is None or hit[0] is not root:
         if len(_INT64) > 16:
             _INT64.clear()
-        hit = _INT64[id(a)] = (a, a.astype(np.int64))
+        hit = _INT64[id(root)] = (root, root.astype(np.int64))
     return hit[1]
 
 
@@ -411,9 +421,9 @@ def _assembled(L: StageLayout, W: sp.csc_matrix, J: sp.csr_matrix) -> np.ndarray
     """K without its shifts in blocks, kept in the layout for the last (W, J): the inertia correction factorises
     the same W and J again with larger shifts, which only add to the diagonal."""
     last = getattr(L, "_assembled", None)
-    pattern = (W.indices, W.indptr, J.indices, J.indptr)
-    if (last is None or any(a is not b for a, b in zip(last[0], pattern)) or not np.array_equal(last[1], W.data)
-            or not np.array_equal(last[2], J.data)):
+    pattern = tuple(_shared(a) for a in (W.indices, W.indptr, J.indices, J.indptr))
+    if (last is None or any(a is None or a is not b for a, b in zip(pattern, last[0]))
+            or not np.array_equal(last[1], W.data) or not np.array_equal(last[2], J.data)):
         blk = np.empty(L.n_blk)
         _assemble_into(blk, L, W, J)
         last = L._assembled = (pattern, W.data.copy(), J.data.copy(), blk)
@@ -532,7 +542,8 @@ def _leading(M: sp.spmatrix, rows: int, cols: int) -> sp.spmatrix:
         marked = type(M)((np.arange(1.0, M.nnz + 1), M.indices, M.indptr), shape=M.shape)[:rows, :cols]
         if len(_LEADING) > 8:
             _LEADING.clear()
-        marked.indices.flags.writeable = marked.indptr.flags.writeable = False  # shared by every call's matrix
-        hit = _LEADING[key] = (pattern, marked.data.astype(np.int64) - 1, marked.indices, marked.indptr)
+        indices, indptr = marked.indices.copy(), marked.indptr.copy()  # own arrays, read-only: shared by every
+        indices.flags.writeable = indptr.flags.writeable = False  # call's matrix (_shared)
+        hit = _LEADING[key] = (pattern, marked.data.astype(np.int64) - 1, indices, indptr)
     _, entries, indices, indptr = hit
     return type(M)((M.data[entries], indices, indptr), shape=(rows, cols))
