@@ -424,7 +424,8 @@ def _assembled(L: StageLayout, W: sp.csc_matrix, J: sp.csr_matrix) -> np.ndarray
     pattern = tuple(_shared(a) for a in (W.indices, W.indptr, J.indices, J.indptr))
     if (last is None or any(a is None or a is not b for a, b in zip(pattern, last[0]))
             or not np.array_equal(last[1], W.data) or not np.array_equal(last[2], J.data)):
-        blk = np.empty(L.n_blk)
+        blk = np.empty(L.n_blk) if last is None else last[3]  # one buffer per layout (fresh pages cost)
+        L._assembled = None  # until assembled: a far coupling raises
         _assemble_into(blk, L, W, J)
         last = L._assembled = (pattern, W.data.copy(), J.data.copy(), blk)
     return last[3]
