@@ -383,54 +383,6 @@ def _work_arrays(L: StageLayout) -> tuple[np.ndarray, ...]:
             np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64))
 
 
-def _shared(a: np.ndarray) -> np.ndarray | None:
-    """The read-only array a views whole (scipy wraps a matrix's index arrays in fresh views), else None: a
-    pattern the interior point reuses from one matrix to the next."""
-    root = _root(a)
-    if root.flags.writeable or root.shape != a.shape or root.ctypes.data != a.ctypes.data:
-        return None
-    return root
-
-
-def _int64(a: np.ndarray) -> np.ndarray:
-    """a as int64, converted once for a shared index array (_shared)."""
-    root = None if a.dtype == np.int64 else _shared(a)
-    if root is None:
-        return a.astype(np.int64, copy=False)
-    hit = _INT64.get(id(root))
-    if hit is None or hit[0] is not root:
-        if len(_INT64) > 16:
-            _INT64.clear()
-        hit = _INT64[id(root)] = (root, root.astype(np.int64))
-    return hit[1]
-
-
-_INT64: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _assemble_into(blk: np.ndarray, L: StageLayout, W: sp.csc_matrix, J: sp.csr_matrix) -> None:
-    """K without its shifts (dw = dc = 0) into the C kernel's blocks."""
-    bad = _native.assemble(L, W.shape[0], J.shape[0], _int64(W.indptr), _int64(W.indices),
-                           np.ascontiguousarray(W.data, float), _int64(J.indptr), _int64(J.indices),
-                           np.ascontiguousarray(J.data, float), 0.0, 0.0, blk)
-    if bad:
-        raise StageBreakdown("an entry couples stage blocks more than one apart")
-
-
-def _assembled(L: StageLayout, W: sp.csc_matrix, J: sp.csr_matrix) -> np.ndarray:
-    """K without its shifts in blocks, kept in the layout for the last (W, J): the inertia correction factorises
-    the same W and J again with larger shifts, which only add to the diagonal."""
-    last = getattr(L, "_assembled", None)
-    pattern = tuple(_shared(a) for a in (W.indices, W.indptr, J.indices, J.indptr))
-    if (last is None or any(a is None or a is not b for a, b in zip(pattern, last[0]))
-            or not np.array_equal(last[1], W.data) or not np.array_equal(last[2], J.data)):
-        blk = np.empty(L.n_blk) if last is None else last[3]  # one buffer per layout (fresh pages cost)
-        L._assembled = None  # until assembled: a far coupling raises
-        _assemble_into(blk, L, W, J)
-        last = L._assembled = (pattern, W.data.copy(), J.data.copy(), blk)
-    return last[3]
-
-
 class NativeStageFactor:
     """The same factorisation in C (native/stage_kkt.c): K assembled from W (CSC) and J (CSR) straight into blocks
     of each chunk's own size (no padding), factorised by the sequential Riccati recursion D_{k+1} = A_{k+1} -
@@ -441,9 +393,7 @@ class NativeStageFactor:
     reuse: work in the layout's own arrays (StageLayout.scratch) instead of fresh ones, so that the next
     factorisation in that layout overwrites this one (the interior point keeps only its latest factor). Fresh
     arrays of this size (hundreds of kB) come from the system zeroed, page by page: 0.45 ms a factorisation
-    on the parking shot, as much as the factorisation itself. With reuse the unshifted blocks of the last (W, J)
-    are kept too, so an inertia-correction retry (same W and J, larger shifts) only copies them and adds its
-    shifts on the diagonal: the same numbers as assembling afresh."""
+    on the parking shot, as much as the factorisation itself."""
 
     def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray,
                  reuse: bool = False):
@@ -454,15 +404,18 @@ class NativeStageFactor:
             raise ValueError(f"stage KKT: W {W.shape} and J {J.shape} do not fit a layout of {L.n_unknowns} "
                              f"unknowns")
         self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
+        i64 = np.int64
+        n_inner = len(L.order)
         work = L.scratch() if reuse else _work_arrays(L)
         blk, self.g, self.g_cols, self.g_count, self.x, self.piv = work
-        if reuse:
-            blk[:] = _assembled(L, W, J)
-        else:
-            _assemble_into(blk, L, W, J)
-        blk[L.diagonal[:nz]] += dw  # as the kernel adds them: W's diagonal entry, then the shifts
-        blk[L.diagonal[nz:]] -= dc
-        parity = np.zeros(1, np.int64)
+        bad = _native.assemble(L, nz, m, W.indptr.astype(i64), W.indices.astype(i64), np.ascontiguousarray(W.data,
+                               float), J.indptr.astype(i64), J.indices.astype(i64),
+                               np.ascontiguousarray(J.data, float), dw, dc if np.ndim(dc) == 0 else 0.0, blk)
+        if bad:
+            raise StageBreakdown("an entry couples stage blocks more than one apart")
+        if np.ndim(dc):
+            blk[L.diagonal[nz:]] -= dc
+        parity = np.zeros(1, i64)
         failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.g_cols, self.g_count, self.x, self.piv, parity)
         if failed >= 0:
             raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
@@ -543,8 +496,6 @@ def _leading(M: sp.spmatrix, rows: int, cols: int) -> sp.spmatrix:
         marked = type(M)((np.arange(1.0, M.nnz + 1), M.indices, M.indptr), shape=M.shape)[:rows, :cols]
         if len(_LEADING) > 8:
             _LEADING.clear()
-        indices, indptr = marked.indices.copy(), marked.indptr.copy()  # own arrays, read-only: shared by every
-        indices.flags.writeable = indptr.flags.writeable = False  # call's matrix (_shared)
-        hit = _LEADING[key] = (pattern, marked.data.astype(np.int64) - 1, indices, indptr)
+        hit = _LEADING[key] = (pattern, marked.data.astype(np.int64) - 1, marked.indices, marked.indptr)
     _, entries, indices, indptr = hit
     return type(M)((M.data[entries], indices, indptr), shape=(rows, cols))

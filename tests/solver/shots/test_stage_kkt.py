@@ -103,20 +103,6 @@ def test_native_factor_solves_random_stage_systems_with_the_right_inertia_parity
 
 
 @needs_native
-def test_reused_assembly_under_growing_shifts_equals_a_fresh_factorisation():
-    """reuse=True keeps the unshifted blocks of the last (W, J) and adds each retry's shifts: the factor equals a
-    fresh assembly bit for bit, and a changed W is assembled anew."""
-    rng = np.random.default_rng(9)
-    layout, K, nz = _random_stage_system(rng, [4, 6, 5, 5, 3, 7], 2)
-    for scale in (1.0, 1.0, 2.0):
-        W, J = sp.csc_matrix(scale * K[:nz, :nz]), sp.csr_matrix(K[nz:, :nz])
-        for dw, dc in ((0.0, 0.0), (1e-4, 1e-8), (0.3, rng.uniform(0, 1e-3, len(K) - nz))):
-            reused = NativeStageFactor(layout, W, J, dw, dc, reuse=True)
-            fresh = NativeStageFactor(layout, W, J, dw, dc)
-            assert np.array_equal(reused.blk, fresh.blk) and reused.parity == fresh.parity
-
-
-@needs_native
 def test_native_factor_reports_singular_pivots_far_couplings_and_wrong_shapes():
     rng = np.random.default_rng(8)
     layout, K, nz = _random_stage_system(rng, [4, 4, 4, 4], 0)
