@@ -466,41 +466,43 @@ class Transcription:
             return None
         return _rows.PlanarClearance(np.array(offsets), *shape_parameters(ob), *obstacle_frame(ob))
 
+    def _sphere_clearance(self, ob, spheres: np.ndarray) -> LocalFn:
+        """The body spheres' distances to the obstacle over the stage state, through obstacles.py (numpy), with
+        their exact Hessian when the dynamics gives body_point_hessian."""
+        dist = distance_function(ob)
+        if self.dyn.planar:  # a ground vehicle meets the obstacle's cross-section at the obstacle's centre height
+            dist = _at_height(dist, float(ob.position[2]))
+
+        def fn(S):  # every sphere's centre through one distance call
+            P, J = self._sphere_points(S, spheres)
+            K, m = P.shape[:2]
+            d, g = dist(P.reshape(K * m, 3))
+            return d.reshape(K, m), np.einsum("kmi,kmij->kmj", g.reshape(K, m, 3), J)
+
+        def hessian(S, weights):  # sum_m w_m (J_m^T H_m J_m + sum_i g_mi d2p_mi)
+            P, J, D2 = self._sphere_points(S, spheres, True)
+            K, m = P.shape[:2]
+            _, g, H = dist(P.reshape(K * m, 3), True)
+            wH = weights[:, :, None, None] * H.reshape(K, m, 3, 3)
+            wg = weights[:, :, None] * g.reshape(K, m, 3)
+            return np.sum(np.swapaxes(J, 2, 3) @ wH @ J, axis=1) + np.einsum("kma,kmaij->kij", wg, D2)
+        return _with_hessian(fn, hessian if self._curvature else None)
+
     def _obstacle_blocks(self):
         dyn, shot = self.dyn, self.shot
         steps = np.arange(1, self.N + 1)
         spheres = np.asarray(shot.body_spheres or ((0.0, 0.0, 0.0, shot.body_radius),), float)
         for ob in shot.obstacles:
-            dist = distance_function(ob)
-            if dyn.planar:  # a ground vehicle meets the obstacle's cross-section at the obstacle's centre height
-                dist = _at_height(dist, float(ob.position[2]))
-
             clearance = self._planar_clearance(ob, spheres)
             if clearance is not None:  # in C (native/planar_clearance.c): rows, gradients and the exact Hessian
-                def rows(S, clearance=clearance):
+                def fn(S, clearance=clearance):
                     return clearance.rows(S)
-                rows.hessian = clearance.hessian
-                need = np.tile(spheres[:, 3] + ob.clearance, (len(steps), 1))
-                self._node_block(steps, rows, need, np.full(need.shape, np.inf),
-                                 [f"{ob.name} at step {k}" for k in steps], ("obstacle", ob))
-                continue
-
-            def fn(S, dist=dist):  # every sphere's centre through one distance call
-                P, J = self._sphere_points(S, spheres)
-                K, m = P.shape[:2]
-                d, g = dist(P.reshape(K * m, 3))
-                return d.reshape(K, m), np.einsum("kmi,kmij->kmj", g.reshape(K, m, 3), J)
-
-            def hessian(S, weights, dist=dist):  # sum_m w_m (J_m^T H_m J_m + sum_i g_mi d2p_mi)
-                P, J, D2 = self._sphere_points(S, spheres, True)
-                K, m = P.shape[:2]
-                _, g, H = dist(P.reshape(K * m, 3), True)
-                wH = weights[:, :, None, None] * H.reshape(K, m, 3, 3)
-                wg = weights[:, :, None] * g.reshape(K, m, 3)
-                return np.sum(np.swapaxes(J, 2, 3) @ wH @ J, axis=1) + np.einsum("kma,kmaij->kij", wg, D2)
+                fn.hessian = clearance.hessian
+            else:
+                fn = self._sphere_clearance(ob, spheres)
             need = np.tile(spheres[:, 3] + ob.clearance, (len(steps), 1))
-            self._node_block(steps, _with_hessian(fn, hessian if self._curvature else None), need,
-                             np.full(need.shape, np.inf), [f"{ob.name} at step {k}" for k in steps], ("obstacle", ob))
+            self._node_block(steps, fn, need, np.full(need.shape, np.inf), [f"{ob.name} at step {k}" for k in steps],
+                             ("obstacle", ob))
         rows = self._position_rows()
         for c in shot.corridors:
             steps_c = np.arange(max(c.first, 1), c.last + 1)
