@@ -56,8 +56,6 @@ void symplex_car_step(int64_t K, const double *W, const int64_t *first, const do
         const double T1 = v * A, T2 = v * B, ct = cos(th), st = sin(th);
         rk[2] = w2[1] - w1[1] - (ct * T1 - st * T2);
         rk[3] = w2[2] - w1[2] - (st * T1 + ct * T2);
-        if (!J)
-            continue;
         double *J0 = J + 4 * NW * k, *J1 = J0 + NW, *J2 = J1 + NW, *J3 = J2 + NW;
         memset(J0, 0, 4 * NW * sizeof(double));
         /* momentum row */

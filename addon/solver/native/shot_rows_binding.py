@@ -43,14 +43,13 @@ def _inputs(W: np.ndarray, first: np.ndarray, h: np.ndarray) -> tuple[np.ndarray
             np.ascontiguousarray(h, np.float64))
 
 
-def step(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray,
-         jacobian: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-    """Residuals r (K, 4) and, with jacobian, dr / d(window, h) (K, 4, 19)."""
+def step(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Residuals r (K, 4) and dr / d(window, h) (K, 4, 19)."""
     W, first, h = _inputs(W, first, h)
     r = np.empty((len(W), 4))
-    J = np.empty((len(W), 4, 19)) if jacobian else None
+    J = np.empty((len(W), 4, 19))
     LIB.symplex_car_step(len(W), W.ctypes.data, first.ctypes.data, h.ctypes.data, par.ctypes.data, r.ctypes.data,
-                         None if J is None else J.ctypes.data)
+                         J.ctypes.data)
     return r, J
 
 
@@ -80,14 +79,13 @@ class PlanarClearance:
         self._args = (len(self.offsets), self.offsets.ctypes.data, self.kind, self.centre.ctypes.data,
                       self.R.ctypes.data, self.shape.ctypes.data)
 
-    def rows(self, S: np.ndarray, jacobian: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-        """Distances (K, m) and, with jacobian, their gradients over S (K, m, ns)."""
+    def rows(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Distances (K, m) and their gradients over S (K, m, ns)."""
         S = np.ascontiguousarray(S, np.float64)
         K, ns = S.shape
         d = np.empty((K, len(self.offsets)))
-        J = np.empty((K, len(self.offsets), ns)) if jacobian else None
-        self._lib.symplex_planar_clearance(K, ns, S.ctypes.data, *self._args, None, d.ctypes.data,
-                                     None if J is None else J.ctypes.data, None)
+        J = np.empty((K, len(self.offsets), ns))
+        self._lib.symplex_planar_clearance(K, ns, S.ctypes.data, *self._args, None, d.ctypes.data, J.ctypes.data, None)
         return d, J
 
     def hessian(self, S: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -99,6 +97,6 @@ class PlanarClearance:
             raise ValueError(f"planar clearance: expected weights {(K, len(self.offsets))}, got {weights.shape}")
         d = np.empty((K, len(self.offsets)))
         H = np.empty((K, ns, ns))
-        self._lib.symplex_planar_clearance(K, ns, S.ctypes.data, *self._args, weights.ctypes.data, d.ctypes.data, None,
-                                     H.ctypes.data)
+        self._lib.symplex_planar_clearance(K, ns, S.ctypes.data, *self._args, weights.ctypes.data, d.ctypes.data,
+                                           None, H.ctypes.data)
         return H

@@ -245,7 +245,7 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
 /* The car's step equations as shot rows (car_step.c; numpy twin addon/solver/shots/car.py CarDynamics), K steps at
  * once. W (K, 3, 6): stages k-1, k, k+1 of (theta, x, y, phi, d / unit, u); first (K,) nonzero at step 0; h (K,);
  * par (6,): alpha, rho, rho / wheelbase, coupling, rho^2 m, unit. r (K, 4) the residuals; J (K, 4, 19) their
- * Jacobian over the window flattened then h, or NULL for the residuals only. */
+ * Jacobian over the window flattened then h. */
 void symplex_car_step(int64_t K, const double *W, const int64_t *first, const double *h, const double *par,
                       double *r, double *J);
 
