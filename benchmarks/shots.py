@@ -347,9 +347,9 @@ def run(quick: bool = False) -> str:
                      f"| {solver_cpu:.3f}: {parts} | {1e3 * solver_cpu / max(result.iterations, 1):.1f} "
                      f"| {result.objective:.6g} | {result.replay_error:.1e} | no CasADi model | | | | | |")
     note = ("\nOurs: addon/solver/shots (numpy/scipy interior point, exact first derivatives; exact second "
-            "derivatives of every vehicle's step equations over jets, of keys, obstacle clearances and corridors, "
-            "and of the tree DEL over jets; the effort and smoothness costs, quadratic in the controls, by "
-            "differences of their exact gradients); wall / CPU time "
+            "derivatives of every vehicle's step equations (over jets; the car's in closed form, in C), of keys, "
+            "obstacle clearances (a car's in C), corridors and the effort and smoothness costs, and of the tree DEL "
+            "over jets); wall / CPU time "
             "includes building the transcription and the replay through the simulator, solver CPU is the interior "
             "point's own (NLPResult.timings). "
             "CPU time is process time (all threads), the better measure on a shared machine. IPOPT: CasADi 3.8 SX model "

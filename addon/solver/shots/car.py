@@ -12,6 +12,9 @@ car.step with no brake (a negative drive torque brakes or reverses):
 sm_k = (1 - a) sigma_k + a sigma_{k+1}; at k = 0 the left momentum is (rho^2 m + c sigma_0^2) u(0)
 (sm_{-1} := sigma_0, d_{-1} = 0), the simulator's start. Replaying the steering keyed linearly at t_k
 and the drive torque keyed linearly at t_k + a h reproduces the same numbers.
+
+The rows, their Jacobian and the exact Hessian run in C over all steps (native/car_step.c) when the kernels are
+built; the numpy methods (residual_numpy, residual_hessian_numpy) are its twin and the tests' reference.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..integrator import simulate
+from ..native import shot_rows_binding as _native
 from ..vehicles.car import compile_car
 from . import jets
 from .transcription import Channel, StageDynamics
@@ -129,6 +133,7 @@ class CarDynamics(StageDynamics):
         self.rho, self.l, self.b = s.wheel_radius, s.wheelbase, s.com_ahead_of_rear_axle
         self.m0 = s.wheel_radius**2 * self.model.mass_x
         self.c = self.model.coupling
+        self._par = np.array([self.alpha, self.rho, self.rho / self.l, self.c, self.m0, s.max_drive_torque])
         self.channels = (Channel("drive_torque", "segment", 0, self.alpha, s.max_drive_torque,
                                  unit=s.max_drive_torque),
                          Channel("steer", "node", 3, 0.0, s.max_steer, effort=False))
@@ -137,6 +142,14 @@ class CarDynamics(StageDynamics):
         self.speed0 = float(self.vehicle.velocity[3])
 
     def residual(self, W, first, h):
+        """The step rows (StageDynamics.residual): in C (native/car_step.c) when the kernels are built, else
+        residual_numpy, its twin and reference."""
+        if _native.LIB is None:
+            return self.residual_numpy(W, first, h)
+        r, J = _native.step(W, first, h, self._par)
+        return r, J[:, :, :18].reshape(len(W), 4, 3, 6), J[:, :, 18]
+
+    def residual_numpy(self, W, first, h):
         a, rho, k, c, m0 = self.alpha, self.rho, self.rho / self.l, self.c, self.m0
         unit = self.spec.max_drive_torque  # the drive variable is d / max_drive_torque
         phip, dp, wp = W[:, 0, 3], unit * W[:, 0, 4], W[:, 0, 5]
@@ -179,6 +192,13 @@ class CarDynamics(StageDynamics):
     _CURVED = np.array([3, 4, 5, 6, 9, 10, 11, 15, 18])  # window slots entering nonlinearly (x, y, ... linearly)
 
     def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """sum_i y[:, i] d2 r_i over the window then h (K, 19, 19): in C (native/car_step.c) when the kernels are
+        built, else residual_hessian_numpy, its twin and reference."""
+        if _native.LIB is None:
+            return self.residual_hessian_numpy(W, first, h, y)
+        return _native.hessian(W, first, h, self._par, y)
+
+    def residual_hessian_numpy(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
         """sum_i y[:, i] d2 r_i over the window (stages k-1, k, k+1 flattened, then h): (K, 19, 19), exact, in
         closed form over the slots that enter nonlinearly (_CURVED; numbered SP..HH below). The rows are written
         over sigma = tan phi (sp, s, sn of the three stages), the turn om = h (rho / l) sm u and the arc length
@@ -284,6 +304,14 @@ class CarDynamics(StageDynamics):
 
     def body_point_hessian(self, S, offset):
         return planar_point_hessian(S, self.b + offset[0], offset[1])
+
+    def body_plane(self, offset) -> tuple[float, float] | None:
+        """(ox, oy) with body_point(S, offset)[:, :2] = (x + cos th ox - sin th oy, y + sin th ox + cos th oy),
+        (th, x, y) = S[:, :3] (the C clearance rows, transcription._planar_clearance); None for a subclass with
+        its own body_point."""
+        if type(self).body_point is not CarDynamics.body_point:
+            return None
+        return self.b + float(offset[0]), float(offset[1])
 
     def heading(self, S):
         J = np.zeros((len(S), 4))

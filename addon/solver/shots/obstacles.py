@@ -89,14 +89,20 @@ def _cylinder(radius: float, half_height: float) -> Distance:
 _QHULL_LARGEST = 1e150
 
 
-def _hull(vertices: np.ndarray) -> Distance:
+def hull_planes(vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The hull's face planes n_j . p <= b_j: normals (F, 3), offsets (F,), the smooth maximum's beta and the
+    shift log(F) / beta of the module docstring."""
+    vertices = np.asarray(vertices, dtype=float)
     largest = float(np.max(np.abs(vertices)))
     scale = largest if largest > _QHULL_LARGEST else 1.0  # qhull squares coordinates: beyond ~1e154 they overflow
     hull = ConvexHull(vertices / scale)
     normals, offsets = hull.equations[:, :3], -hull.equations[:, 3] * scale  # n . p <= b inside
-    size = float(np.max(np.ptp(vertices, axis=0)))
-    beta = 50.0 / size
-    shift = np.log(len(offsets)) / beta
+    beta = 50.0 / float(np.max(np.ptp(vertices, axis=0)))
+    return normals, offsets, beta, float(np.log(len(offsets)) / beta)
+
+
+def _hull(vertices: np.ndarray) -> Distance:
+    normals, offsets, beta, shift = hull_planes(vertices)
 
     def distance(p, second=False):
         s = p @ normals.T - offsets
@@ -114,12 +120,26 @@ def _hull(vertices: np.ndarray) -> Distance:
     return distance
 
 
+def obstacle_frame(obstacle: Obstacle) -> tuple[np.ndarray, np.ndarray]:
+    """The obstacle's centre (3,) and orientation R (3, 3, world from local): world point p is (p - c) @ R locally."""
+    return np.asarray(obstacle.position, dtype=float), quat_to_matrix(np.asarray(obstacle.orientation, dtype=float))
+
+
+def shape_parameters(obstacle: Obstacle) -> tuple[int, np.ndarray]:
+    """The obstacle's shape for the C clearance rows (native/planar_clearance.c): kind 0 sphere [radius], 1 box
+    [half extents], 2 cylinder [radius, half height], 3 hull [faces, beta, shift, normals (F, 3), offsets (F,)]."""
+    if obstacle.shape == "hull":
+        normals, offsets, beta, shift = hull_planes(obstacle.vertices)
+        return 3, np.concatenate([[len(offsets), beta, shift], normals.ravel(), offsets])
+    kind = {"sphere": 0, "box": 1, "cylinder": 2}[obstacle.shape]
+    return kind, np.asarray(obstacle.size, dtype=float)[:(1, 3, 2)[kind]]
+
+
 def distance_function(obstacle: Obstacle) -> Distance:
     """World signed distance (K, 3) -> ((K,), (K, 3)) of `obstacle`; with second=True also its Hessian
     (K, 3, 3) (exact where the distance is twice differentiable: away from a box's or cylinder's edges
     and faces inside, where one branch is linear)."""
-    R = quat_to_matrix(np.asarray(obstacle.orientation, dtype=float))
-    c = np.asarray(obstacle.position, dtype=float)
+    c, R = obstacle_frame(obstacle)
     if obstacle.shape == "sphere":
         local = _sphere(float(obstacle.size[0]))
     elif obstacle.shape == "box":

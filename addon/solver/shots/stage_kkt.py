@@ -212,6 +212,23 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
     return np.unique(chunk_of_group, return_inverse=True)[1]
 
 
+def kkt_residual(W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray, sol: np.ndarray,
+                 rhs: np.ndarray) -> np.ndarray:
+    """rhs - K sol for K = [[W + dw I, J^T], [J, -diag(dc)]] (dc a number or one per row): the refinement
+    residual of the factorisations that keep W and J (NativeStageFactor, CondensedFactor: the whole K's)."""
+    nz = W.shape[0]
+    dz, y = sol[:nz], sol[nz:]
+    return rhs - np.concatenate([W @ dz + dw * dz + J.T @ y, J @ dz - dc * y])
+
+
+def _parity_ok(factor, m: int) -> bool:
+    """The interior point's test of every factorisation here, the same as for the sparse LU: the number of
+    negative eigenvalues of K has the parity of m (the exact count, negatives() == m, is IPOPT's test; on the
+    parking shot it forced larger shifts and tripled the iterations, so all factorisations keep the LU's test and
+    give the same steps)."""
+    return factor.parity == m % 2
+
+
 class StageFactor:
     """Block LDL^T of K = [[W + dw I, J^T], [J, -diag(dc)]] (dc a number or one per row) in a StageLayout:
     solve(rhs), residual(sol, rhs), parity (of the number of negative eigenvalues of K) and negatives() (their
@@ -356,11 +373,7 @@ class StageFactor:
     def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         return rhs - self.matvec(sol)
 
-    def inertia_ok(self, m: int) -> bool:
-        """The interior point's test, the same as for the sparse LU: the number of negative eigenvalues has the
-        parity of m (the exact count, negatives() == m, is IPOPT's test; on the parking shot it forced larger
-        shifts and tripled the iterations, so both factorisations keep the LU's test and give the same steps)."""
-        return self.parity == m % 2
+    inertia_ok = _parity_ok
 
 
 def _work_arrays(L: StageLayout) -> tuple[np.ndarray, ...]:
@@ -419,13 +432,9 @@ class NativeStageFactor:
         return out
 
     def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        nz = self.W.shape[0]
-        dz, y = sol[:nz], sol[nz:]
-        return rhs - np.concatenate([self.W @ dz + self.dw * dz + self.J.T @ y, self.J @ dz - self.dc * y])
+        return kkt_residual(self.W, self.J, self.dw, self.dc, sol, rhs)
 
-    def inertia_ok(self, m: int) -> bool:
-        """The interior point's parity test (StageFactor.inertia_ok)."""
-        return self.parity == m % 2
+    inertia_ok = _parity_ok
 
 
 class CondensedFactor:
@@ -460,13 +469,9 @@ class CondensedFactor:
         return np.concatenate([inner[:nx], (r_s - self.coef * y[self.rows]) / self.D, y])
 
     def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        nz = self.W.shape[0]
-        dz, y = sol[:nz], sol[nz:]
-        return rhs - np.concatenate([self.W @ dz + self.dw * dz + self.J.T @ y, self.J @ dz - self.dc * y])
+        return kkt_residual(self.W, self.J, self.dw, self.dc, sol, rhs)
 
-    def inertia_ok(self, m: int) -> bool:
-        """The interior point's parity test (StageFactor.inertia_ok)."""
-        return self.parity == m % 2
+    inertia_ok = _parity_ok
 
 
 _LEADING: dict[tuple, tuple] = {}  # (ids of the index arrays, rows, cols) -> (them, entries, indices, indptr)

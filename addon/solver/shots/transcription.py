@@ -13,9 +13,9 @@ Jacobian is block banded, and the KKT matrix keeps that band under a fill-reduci
 Blocks: each is K instances of one vectorised function of a small local vector (K, w) -> values (K, r)
 and exact Jacobian (K, r, w). The Hessian of the Lagrangian is summed from each block's local second
 derivatives sum_i y_i d2 c_i: exact where the block's function carries a `hessian` (every vehicle's step
-equations; keys, obstacle clearances, corridors and the reference cost when the dynamics gives
-body_point_hessian), else by forward differences of its exact local Jacobian (w batched evaluations per block,
-all instances at once: the effort and smoothness costs, quadratic in the controls, so exact to round-off).
+equations; the effort and smoothness costs; keys, obstacle clearances, corridors and the reference cost when
+the dynamics gives body_point_hessian), else by forward differences of its exact local Jacobian (w batched
+evaluations per block, all instances at once: heading keys of rigid bodies).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from ..native import shot_rows_binding as _rows
 from . import nlp as nlpmod
-from .obstacles import distance_function
+from .obstacles import distance_function, obstacle_frame, shape_parameters
 from .spec import Shot, ShotError, ShotResult
 
 LocalFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -454,31 +455,54 @@ class Transcription:
             last[3] = np.stack([self.dyn.body_point_hessian(S, c) for c in spheres[:, :3]], 1)
         return tuple(last[1:4] if second else last[1:3])
 
+    def _planar_clearance(self, ob, spheres: np.ndarray) -> _rows.PlanarClearance | None:
+        """The C clearance rows of the body spheres against the obstacle, when the kernels are built and the
+        dynamics puts its body points in the plane (body_plane); else None (numpy, obstacles.py)."""
+        plane = getattr(self.dyn, "body_plane", None)
+        if _rows.LIB is None or plane is None:
+            return None
+        offsets = [plane(c) for c in spheres[:, :3]]
+        if any(o is None for o in offsets):
+            return None
+        return _rows.PlanarClearance(np.array(offsets), *shape_parameters(ob), *obstacle_frame(ob))
+
+    def _sphere_clearance(self, ob, spheres: np.ndarray) -> LocalFn:
+        """The body spheres' distances to the obstacle over the stage state, through obstacles.py (numpy), with
+        their exact Hessian when the dynamics gives body_point_hessian."""
+        dist = distance_function(ob)
+        if self.dyn.planar:  # a ground vehicle meets the obstacle's cross-section at the obstacle's centre height
+            dist = _at_height(dist, float(ob.position[2]))
+
+        def fn(S):  # every sphere's centre through one distance call
+            P, J = self._sphere_points(S, spheres)
+            K, m = P.shape[:2]
+            d, g = dist(P.reshape(K * m, 3))
+            return d.reshape(K, m), np.einsum("kmi,kmij->kmj", g.reshape(K, m, 3), J)
+
+        def hessian(S, weights):  # sum_m w_m (J_m^T H_m J_m + sum_i g_mi d2p_mi)
+            P, J, D2 = self._sphere_points(S, spheres, True)
+            K, m = P.shape[:2]
+            _, g, H = dist(P.reshape(K * m, 3), True)
+            wH = weights[:, :, None, None] * H.reshape(K, m, 3, 3)
+            wg = weights[:, :, None] * g.reshape(K, m, 3)
+            return np.sum(np.swapaxes(J, 2, 3) @ wH @ J, axis=1) + np.einsum("kma,kmaij->kij", wg, D2)
+        return _with_hessian(fn, hessian if self._curvature else None)
+
     def _obstacle_blocks(self):
         dyn, shot = self.dyn, self.shot
         steps = np.arange(1, self.N + 1)
         spheres = np.asarray(shot.body_spheres or ((0.0, 0.0, 0.0, shot.body_radius),), float)
         for ob in shot.obstacles:
-            dist = distance_function(ob)
-            if dyn.planar:  # a ground vehicle meets the obstacle's cross-section at the obstacle's centre height
-                dist = _at_height(dist, float(ob.position[2]))
-
-            def fn(S, dist=dist):  # every sphere's centre through one distance call
-                P, J = self._sphere_points(S, spheres)
-                K, m = P.shape[:2]
-                d, g = dist(P.reshape(K * m, 3))
-                return d.reshape(K, m), np.einsum("kmi,kmij->kmj", g.reshape(K, m, 3), J)
-
-            def hessian(S, weights, dist=dist):  # sum_m w_m (J_m^T H_m J_m + sum_i g_mi d2p_mi)
-                P, J, D2 = self._sphere_points(S, spheres, True)
-                K, m = P.shape[:2]
-                _, g, H = dist(P.reshape(K * m, 3), True)
-                wH = weights[:, :, None, None] * H.reshape(K, m, 3, 3)
-                wg = weights[:, :, None] * g.reshape(K, m, 3)
-                return np.sum(np.swapaxes(J, 2, 3) @ wH @ J, axis=1) + np.einsum("kma,kmaij->kij", wg, D2)
+            clearance = self._planar_clearance(ob, spheres)
+            if clearance is not None:  # in C (native/planar_clearance.c): rows, gradients and the exact Hessian
+                def fn(S, clearance=clearance):
+                    return clearance.rows(S)
+                fn.hessian = clearance.hessian
+            else:
+                fn = self._sphere_clearance(ob, spheres)
             need = np.tile(spheres[:, 3] + ob.clearance, (len(steps), 1))
-            self._node_block(steps, _with_hessian(fn, hessian if self._curvature else None), need,
-                             np.full(need.shape, np.inf), [f"{ob.name} at step {k}" for k in steps], ("obstacle", ob))
+            self._node_block(steps, fn, need, np.full(need.shape, np.inf), [f"{ob.name} at step {k}" for k in steps],
+                             ("obstacle", ob))
         rows = self._position_rows()
         for c in shot.corridors:
             steps_c = np.arange(max(c.first, 1), c.last + 1)
@@ -505,6 +529,14 @@ class Transcription:
                     u, h = X[:, 0], X[:, 1]
                     e = (u - trim) / s
                     return (wgt * h * e * e)[:, None], np.stack([2 * wgt * h * e / s, wgt * e * e], 1)[:, None]
+
+                def hessian(X, weights, wgt=wgt, trim=trim / ch.unit, s=s):  # wgt h e^2 over (u, h)
+                    e = (X[:, 0] - trim) / s
+                    H = np.empty((len(X), 2, 2))
+                    H[:, 0, 0], H[:, 0, 1], H[:, 1, 1] = 2 * wgt * X[:, 1] / s**2, 2 * wgt * e / s, 0.0
+                    H[:, 1, 0] = H[:, 0, 1]
+                    return weights[:, :1, None] * H
+                _with_hessian(fn, hessian)
                 self.costs.append(Block(np.stack([col, np.full(len(col), self.h_index)], 1), fn,
                                         np.zeros((len(col), 1)), np.zeros((len(col), 1)), [], "effort"))
             if costs.smoothness > 0:
@@ -514,6 +546,18 @@ class Transcription:
                     d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
                     return (wgt * d * d / h)[:, None], np.stack(
                         [-2 * wgt * d / (h * s), 2 * wgt * d / (h * s), -wgt * d * d / h**2], 1)[:, None]
+
+                def hessian(X, weights, wgt=wgt, s=s):  # wgt d^2 / h over (u_k, u_k+1, h), d = (u_k+1 - u_k) / s
+                    d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
+                    a, b, c = 2 * wgt / (h * s * s), 2 * wgt * d / (h * h * s), 2 * wgt * d * d / h**3
+                    H = np.empty((len(X), 3, 3))
+                    H[:, 0, 0] = H[:, 1, 1] = a
+                    H[:, 0, 1] = H[:, 1, 0] = -a
+                    H[:, 0, 2] = H[:, 2, 0] = b
+                    H[:, 1, 2] = H[:, 2, 1] = -b
+                    H[:, 2, 2] = c
+                    return weights[:, :1, None] * H
+                _with_hessian(fn, hessian)
                 idx = np.stack([col[:-1], col[1:], np.full(len(col) - 1, self.h_index)], 1)
                 self.costs.append(Block(idx, fn, np.zeros((len(idx), 1)), np.zeros((len(idx), 1)), [], "smooth"))
         if costs.time > 0:

@@ -1,4 +1,5 @@
 """Exact second derivatives of the shots' stage equations (jets.py, StageDynamics.residual_hessian).
+The car's rows, Jacobian and Hessian in C (native/car_step.c) equal their numpy twins to round-off.
 
 Each is checked against central differences of the exact first derivatives: the arc functions' second
 derivatives (closed form and series), a jet formula, each vehicle's step equations at random windows, and
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
+from addon.solver.native import shot_rows_binding
 from addon.solver.shots import jets, transcription
 from addon.solver.shots.car import arc, arc_curvature
 from addon.solver.shots.vehicle_shot import transcribe
@@ -118,7 +120,7 @@ def test_dynamics_hessian_is_exact(preset):
     assert np.allclose(H, np.swapaxes(H, 1, 2), rtol=0, atol=1e-13 * np.abs(H).max())
 
 
-@pytest.mark.parametrize("preset", ["sedan", "helicopter"])
+@pytest.mark.parametrize("preset", ["helicopter"])  # a car shot has no differenced block left
 def test_batched_differencing_equals_column_by_column(preset, monkeypatch):
     """The differenced block Hessians (perturbed copies stacked into one call of the block's function, in
     chunks of transcription._BATCH instances) equal one call per column, the plain forward differences of the
@@ -128,9 +130,9 @@ def test_batched_differencing_equals_column_by_column(preset, monkeypatch):
     rng = np.random.default_rng(6)
     x = tr.x0() + 0.02 * rng.standard_normal(tr.n)
     x[tr.h_index] = 0.1
-    for b in tr.blocks + tr.costs:
-        if hasattr(b.fn, "hessian") or not len(b.curved):
-            continue
+    differenced = [b for b in tr.blocks + tr.costs if not hasattr(b.fn, "hessian") and len(b.curved)]
+    assert differenced
+    for b in differenced:
         X = x[b.index]
         weights = rng.standard_normal((len(X), b.rows))
         _, J0 = b.fn(X)
@@ -148,3 +150,25 @@ def test_batched_differencing_equals_column_by_column(preset, monkeypatch):
             monkeypatch.setattr(transcription, "_BATCH", batch)
             H = transcription._local_hessian(b.fn, X, weights, b.curved, J0)
             assert np.all(np.abs(H - reference) <= roundoff[:, None, None] + 1e-12)
+
+
+@pytest.mark.skipif(shot_rows_binding.LIB is None, reason="C kernels not built (make kernels)")
+def test_car_step_in_c_equals_numpy():
+    """native/car_step.c against CarDynamics' numpy rows, Jacobian and Hessian at random windows, first step and
+    turns below the arc series' threshold (|om| < 1e-3) included: equal to round-off of each quantity's size."""
+    dyn = transcribe(_small_shot("sedan", 3.0)).dyn
+    rng = np.random.default_rng(11)
+    K = 40
+    W = rng.uniform(-0.5, 0.5, (K, 3, 6))
+    W[:, :, 5] *= 20.0
+    W[: K // 2, :, 3] *= 1e-4  # nearly straight: the series branch
+    h = rng.uniform(0.05, 0.2, K)
+    first = np.arange(K) % 7 == 0
+    y = rng.standard_normal((K, 4))
+    r, dW, dh = dyn.residual(W, first, h)
+    r0, dW0, dh0 = dyn.residual_numpy(W, first, h)
+    assert np.any(np.abs(h * dyn.rho / dyn.l * W[:, 1, 5] * np.tan(W[:, 1, 3])) < 1e-3)
+    for got, want in ((r, r0), (dW, dW0), (dh, dh0), (dyn.residual_hessian(W, first, h, y),
+                                                     dyn.residual_hessian_numpy(W, first, h, y))):
+        assert got.shape == want.shape
+        assert np.max(np.abs(got - want)) <= 1e-13 * max(1.0, np.abs(want).max())

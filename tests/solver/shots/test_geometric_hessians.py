@@ -1,6 +1,7 @@
 """Exact second derivatives of the shots' geometric terms: obstacle distances (sphere, box, cylinder, convex
 hull), body points, keys, corridors, obstacle clearances and the reference-path cost, each against central differences
-of its exact first derivative (obstacles.py, StageDynamics.body_point_hessian, transcription.py)."""
+of its exact first derivative (obstacles.py, StageDynamics.body_point_hessian, transcription.py); a car's clearance
+rows in C (native/planar_clearance.c) against their numpy twin."""
 
 from dataclasses import replace
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
+from addon.solver.native import shot_rows_binding
 from addon.solver.shots.obstacles import distance_function
 from addon.solver.shots.spec import Corridor, Costs, Obstacle
 from addon.solver.shots.vehicle_shot import transcribe
@@ -65,3 +67,28 @@ def test_geometric_and_cost_block_hessians_equal_differences_of_their_jacobians(
         checked.add(b.kind if isinstance(b.kind, str) else b.kind[0] + (b.kind[1].shape if b.kind[0] == "obstacle" else ""))
     assert {"key", "obstaclesphere", "obstaclebox", "obstaclecylinder", "obstaclehull", "corridor",
             "reference"} <= checked
+
+
+@pytest.mark.skipif(shot_rows_binding.LIB is None, reason="C kernels not built (make kernels)")
+def test_car_clearance_rows_in_c_equal_numpy(monkeypatch):
+    """The car's body spheres against every obstacle shape (tilted), in C and through obstacles.py: distances,
+    gradients and weighted Hessians equal to round-off at random states with spheres inside and outside each."""
+    shot = _small_shot("sedan", 1.0)
+    p = np.asarray(shot.mechanism.vehicle.position)
+    obstacles = tuple(replace(o, position=tuple(p + np.asarray(o.position))) for o in SHAPES)
+    shot = replace(shot, obstacles=obstacles, body_spheres=((-1.2, 0.3, 0.0, 0.8), (0.4, -0.2, 0.1, 0.8)))
+    in_c = transcribe(shot)
+    monkeypatch.setattr(shot_rows_binding, "LIB", None)
+    in_numpy = transcribe(shot)
+    rng = np.random.default_rng(4)
+    S = np.column_stack([rng.uniform(-np.pi, np.pi, 400), p[:2] + rng.uniform(-2.5, 2.5, (400, 2))])
+    blocks = [(a, b) for a, b in zip(in_c.blocks, in_numpy.blocks) if a.kind[0] == "obstacle"]
+    assert len(blocks) == len(SHAPES)
+    for a, b in blocks:
+        assert np.array_equal(a.index, b.index) and a.index.shape[1] == 3  # heading, x, y: steering pruned
+        (d, J), (d0, J0) = a.fn(S), b.fn(S)
+        assert np.any(d < 0) and np.any(d > 0)
+        assert np.max(np.abs(d - d0)) <= 1e-14 * np.abs(d0).max() and np.max(np.abs(J - J0)) <= 1e-14 * np.abs(J0).max()
+        w = rng.standard_normal(d.shape)
+        H, H0 = a.fn.hessian(S, w), b.fn.hessian(S, w)
+        assert np.max(np.abs(H - H0)) <= 1e-13 * np.abs(H0).max() and np.abs(H0).max() > 0.1

@@ -1,0 +1,182 @@
+/* Clearance rows of a planar vehicle's body spheres against a sphere, box, cylinder or convex-hull obstacle, for all
+ * stages in one call: the signed distance of each sphere centre, its gradient over the stage state and the exact
+ * Hessian of the weighted sum over the spheres. Numpy twin and reference: addon/solver/shots/obstacles.py (_sphere,
+ * _box, _cylinder, _hull, distance_function) through transcription.py's obstacle blocks (_at_height: a ground
+ * vehicle meets the obstacle's cross-section at the obstacle's centre height). Declared in symplex_kernels.h. */
+#include <math.h>
+#include <string.h>
+
+#include "symplex_kernels.h"
+
+/* Hl (3x3) += (diag(active) - u u^T) / n scaled by scale_i scale_j: the Hessian of |max(o, 0)| (n its value, u its
+ * gradient, active the components above zero) under o_i = scale_i |q_i| - const; nothing at n = 0. */
+static void add_norm_hessian(double *Hl, const double *u, const int *active, double n, const double *scale) {
+    if (!(n > 0))
+        return;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            Hl[3 * i + j] += ((i == j && active[i]) - u[i] * u[j]) / n * scale[i] * scale[j];
+}
+
+static double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
+
+/* Distance of the local point q (3,) to the shape, its local gradient g and Hessian Hl (3x3, row-major); shape
+ * parameters as in symplex_kernels.h. Formulas of obstacles.py (_sphere, _box, _cylinder, _hull). */
+static double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double Hl[9]) {
+    memset(Hl, 0, 9 * sizeof(double));
+    if (kind == 0) { /* sphere */
+        const double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]), one[3] = {1, 1, 1};
+        const int all[3] = {1, 1, 1};
+        for (int i = 0; i < 3; ++i)
+            g[i] = n > 0 ? q[i] / n : 0.0;
+        add_norm_hessian(Hl, g, all, n, one);
+        return n - par[0];
+    }
+    if (kind == 3) { /* convex hull: smooth maximum of the face planes */
+        const int64_t F = (int64_t)par[0];
+        const double beta = par[1], shift = par[2], *normal = par + 3, *offset = par + 3 + 3 * F;
+        double top = -INFINITY, total = 0.0, nn[9] = {0};
+        for (int64_t f = 0; f < F; ++f) {
+            const double s = q[0] * normal[3 * f] + q[1] * normal[3 * f + 1] + q[2] * normal[3 * f + 2] - offset[f];
+            if (s > top)
+                top = s;
+        }
+        g[0] = g[1] = g[2] = 0.0;
+        for (int64_t f = 0; f < F; ++f) {
+            const double *nf = normal + 3 * f;
+            const double w = exp(beta * (q[0] * nf[0] + q[1] * nf[1] + q[2] * nf[2] - offset[f] - top));
+            total += w;
+            for (int i = 0; i < 3; ++i) {
+                g[i] += w * nf[i];
+                for (int j = 0; j < 3; ++j)
+                    nn[3 * i + j] += w * nf[i] * nf[j];
+            }
+        }
+        for (int i = 0; i < 3; ++i)
+            g[i] /= total;
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j)
+                Hl[3 * i + j] = beta * (nn[3 * i + j] / total - g[i] * g[j]);
+        return top + log(total) / beta - shift;
+    }
+    if (kind == 2) { /* cylinder along local z: radius par[0], half height par[1] */
+        const double rho = sqrt(q[0] * q[0] + q[1] * q[1]);
+        const double radial[2] = {rho > 0 ? q[0] / rho : 0.0, rho > 0 ? q[1] / rho : 0.0};
+        const double a[2] = {rho - par[0], fabs(q[2]) - par[1]}, sz = sign_of(q[2]);
+        const double out[2] = {a[0] > 0 ? a[0] : 0.0, a[1] > 0 ? a[1] : 0.0};
+        const double n = sqrt(out[0] * out[0] + out[1] * out[1]);
+        const double inside = a[1] > a[0] ? a[1] : a[0];
+        double d_dq[2];
+        if (inside > 0) {
+            d_dq[0] = out[0] / n;
+            d_dq[1] = out[1] / n;
+            /* Jq^T (norm Hessian of max(a, 0)) Jq, Jq rows (radial, 0) and (0, 0, sz) */
+            const int active[2] = {a[0] > 0, a[1] > 0};
+            double h2[2][2];
+            for (int i = 0; i < 2; ++i)
+                for (int j = 0; j < 2; ++j)
+                    h2[i][j] = ((i == j && active[i]) - d_dq[i] * d_dq[j]) / n;
+            const double Jq[2][3] = {{radial[0], radial[1], 0.0}, {0.0, 0.0, sz}};
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 3; ++j)
+                    for (int p = 0; p < 2; ++p)
+                        for (int r = 0; r < 2; ++r)
+                            Hl[3 * i + j] += Jq[p][i] * h2[p][r] * Jq[r][j];
+        } else {
+            d_dq[0] = a[0] >= a[1] ? 1.0 : 0.0;
+            d_dq[1] = 1.0 - d_dq[0];
+        }
+        /* the radial distance's curvature: d_dq0 (I - r r^T) / rho in x, y */
+        if (rho > 0 && d_dq[0] != 0.0)
+            for (int i = 0; i < 2; ++i)
+                for (int j = 0; j < 2; ++j)
+                    Hl[3 * i + j] += d_dq[0] * ((i == j) - radial[i] * radial[j]) / rho;
+        g[0] = d_dq[0] * radial[0];
+        g[1] = d_dq[0] * radial[1];
+        g[2] = d_dq[1] * sz;
+        return inside > 0 ? n : inside;
+    }
+    /* box: half extents par[0..2] */
+    double a[3], out[3], sign[3], n2 = 0.0, inside = -INFINITY;
+    int face = 0;
+    for (int i = 0; i < 3; ++i) {
+        a[i] = fabs(q[i]) - par[i];
+        out[i] = a[i] > 0 ? a[i] : 0.0;
+        n2 += out[i] * out[i];
+        sign[i] = sign_of(q[i]);
+        if (a[i] > inside) {
+            inside = a[i];
+            face = i;
+        }
+    }
+    if (!(inside > 0)) {
+        for (int i = 0; i < 3; ++i)
+            g[i] = i == face ? sign[i] : 0.0;
+        return inside;
+    }
+    const double n = sqrt(n2);
+    double u[3];
+    int active[3];
+    for (int i = 0; i < 3; ++i) {
+        u[i] = out[i] / n;
+        g[i] = u[i] * sign[i];
+        active[i] = a[i] > 0;
+    }
+    add_norm_hessian(Hl, u, active, n, sign);
+    return n;
+}
+
+void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
+                              int64_t kind, const double *centre, const double *R, const double *shape,
+                              const double *weights, double *d, double *J, double *H) {
+    for (int64_t k = 0; k < K; ++k) {
+        const double *sk = S + ns * k;
+        const double c = cos(sk[0]), s = sin(sk[0]);
+        double *Hk = H ? H + ns * ns * k : NULL;
+        if (Hk)
+            memset(Hk, 0, ns * ns * sizeof(double));
+        for (int64_t j = 0; j < m; ++j) {
+            const double ox = offsets[2 * j], oy = offsets[2 * j + 1];
+            /* the sphere's centre at the obstacle's height, relative to the obstacle, in its frame: q = R^T p */
+            const double p[3] = {sk[1] + c * ox - s * oy - centre[0], sk[2] + s * ox + c * oy - centre[1], 0.0};
+            double q[3], gl[3], Hl[9], g[2];
+            for (int i = 0; i < 3; ++i)
+                q[i] = R[i] * p[0] + R[3 + i] * p[1] + R[6 + i] * p[2];
+            d[m * k + j] = local_distance(kind, shape, q, gl, Hl);
+            for (int i = 0; i < 2; ++i) /* world gradient, its height component dropped */
+                g[i] = R[3 * i] * gl[0] + R[3 * i + 1] * gl[1] + R[3 * i + 2] * gl[2];
+            const double pth[2] = {-s * ox - c * oy, c * ox - s * oy}; /* d centre / d theta */
+            if (J) {
+                double *Jj = J + ns * (m * k + j);
+                memset(Jj, 0, ns * sizeof(double));
+                Jj[0] = g[0] * pth[0] + g[1] * pth[1];
+                Jj[1] = g[0];
+                Jj[2] = g[1];
+            }
+            if (!Hk)
+                continue;
+            const double w = weights[m * k + j];
+            double Hw[2][2]; /* R Hl R^T over the world's x, y */
+            for (int a = 0; a < 2; ++a)
+                for (int b = 0; b < 2; ++b) {
+                    double sum = 0.0;
+                    for (int i = 0; i < 3; ++i)
+                        for (int l = 0; l < 3; ++l)
+                            sum += R[3 * a + i] * Hl[3 * i + l] * R[3 * b + l];
+                    Hw[a][b] = w * sum;
+                }
+            /* centre's Jacobian over (theta, x, y): rows world x, y */
+            const double Jp[2][3] = {{pth[0], 1.0, 0.0}, {pth[1], 0.0, 1.0}};
+            for (int a = 0; a < 3; ++a)
+                for (int b = 0; b < 3; ++b) {
+                    double sum = 0.0;
+                    for (int i = 0; i < 2; ++i)
+                        for (int l = 0; l < 2; ++l)
+                            sum += Jp[i][a] * Hw[i][l] * Jp[l][b];
+                    Hk[ns * a + b] += sum;
+                }
+            /* the centre's curvature in theta: d2 centre / d theta2 = -(c ox - s oy, s ox + c oy) */
+            Hk[0] += w * (g[0] * (-c * ox + s * oy) + g[1] * (-s * ox - c * oy));
+        }
+    }
+}
