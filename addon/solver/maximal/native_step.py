@@ -31,7 +31,9 @@ import ctypes
 import numpy as np
 
 from ..curves import evaluate
+from ..native import contact_rows_binding as contact_binding
 from ..native import maximal_binding as binding
+from ..native.contact_rows_binding import NativeRows
 from . import fillin, interior_point
 from .forces import coordinates, knot_torques
 from .joints import ANGLE, frames, row_targets
@@ -64,6 +66,8 @@ class MaximalKernel:
         rows = model.order
         plan = solver._plan
         self.model = model
+        self._rows = None if model.collision is None or contact_binding.LIB is None else \
+            NativeRows(bs.count, len(model.mechanism.colliders), bs.com, bs.mass, float(np.linalg.norm(bs.gravity)))
         kinds = js.row_kind[rows]
         self._angle = kinds == ANGLE
         self._angle_rows = rows[self._angle]
@@ -139,12 +143,13 @@ class MaximalKernel:
         if len(model.limited):
             js, fs = model.joints, model.forces
             coords = coordinates(js, fs, frames(js, state.x, state.q), state.x, state.q, state.coord_winding)
-        interior_point.begin(model, state, coords, dt)
+        packed = interior_point.begin(model, state, coords, dt, self._rows)
         ip = state.interior
         npair = len(ip.rows.kind)
         if npair + len(model.order) - model.n_primary > MAX_BORDER:
             return False
-        packed = interior_point.packed(model, state)
+        if packed is None:  # no colliders (limits only), or contact_rows.c not loaded
+            packed = interior_point.packed(model, state)
         self._reserve(npair)
         arrays = {name: _c(getattr(packed, name), np.int64 if name in ("kind", "a", "b", "coord", "e_row", "e_col")
                            else np.float64) for name in binding.PAIR_ARRAYS[:-3]}
