@@ -57,6 +57,14 @@ def _c(array, dtype=np.float64) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=dtype)
 
 
+def _addr(array: np.ndarray) -> int:
+    """The data address of a C-contiguous array (cheaper than array.ctypes.data)."""
+    return array.__array_interface__["data"][0]
+
+
+_INT_PAIR_ARRAYS = frozenset(("kind", "a", "b", "coord", "e_row", "e_col"))
+
+
 class MaximalKernel:
     """One model's arrays, the fill-in plan of its Newton matrix, the kernel's scratch and its input
     and output buffers, made once (their addresses too)."""
@@ -151,16 +159,14 @@ class MaximalKernel:
         if packed is None:  # no colliders (limits only), or contact_rows.c not loaded
             packed = interior_point.packed(model, state)
         self._reserve(npair)
-        arrays = {name: _c(getattr(packed, name), np.int64 if name in ("kind", "a", "b", "coord", "e_row", "e_col")
-                           else np.float64) for name in binding.PAIR_ARRAYS[:-3]}
-        control = {"mu": ip.mu, "cold": ip.cold, "monotone": ip.monotone, "mu_fixed": ip.mu_fixed,
-                   "restarts": ip.restarts, "cold_mu": interior_point.COLD_MU}
-        arrays.update(lam=_c(ip.lam).copy(), s=_c(ip.s).copy(), control=np.array([control[n] for n in binding.CONTROL],
-                                                                                  dtype=np.float64))
+        arrays = {name: _c(getattr(packed, name), np.int64 if name in _INT_PAIR_ARRAYS else np.float64)
+                  for name in binding.PAIR_ARRAYS[:-3]}
+        arrays.update(lam=ip.lam.copy(), s=ip.s.copy(),
+                      control=np.array([getattr(ip, n) for n in binding.CONTROL[:-1]] + [interior_point.COLD_MU], float))
         self._pair_arrays = arrays
         self._pairs.npair, self._pairs.nentry = npair, len(packed.e_row)
         for name in binding.PAIR_ARRAYS:
-            setattr(self._pairs, name, arrays[name].ctypes.data)
+            setattr(self._pairs, name, _addr(arrays[name]))
         self._state.pairs = self._pairs_ptr
         return True
 
