@@ -57,11 +57,6 @@ def _c(array, dtype=np.float64) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=dtype)
 
 
-def _addr(array: np.ndarray) -> int:
-    """The data address of a C-contiguous array (cheaper than array.ctypes.data)."""
-    return array.__array_interface__["data"][0]
-
-
 _INT_PAIR_ARRAYS = frozenset(("kind", "a", "b", "coord", "e_row", "e_col"))
 
 
@@ -125,7 +120,8 @@ class MaximalKernel:
         self._scratch = np.zeros(0)
         self._pairs = binding.Pairs()
         self._pairs_ptr = ctypes.pointer(self._pairs)
-        self._pair_arrays: dict[str, np.ndarray] = {}  # kept alive during the call
+        self._pair_arrays: dict[str, np.ndarray] = {}  # the pairs' buffers (symplex_maximal_pairs points at them)
+        self._entry_capacity = 0
         self._reserve(0)
         self._out_addresses: list[int] = []
         self.steps = 0  # steps taken in C (the others went to the numpy step)
@@ -135,17 +131,27 @@ class MaximalKernel:
         copies its inputs in and its results out), only the model's arrays and scratch."""
         return self
 
-    def _reserve(self, npair: int) -> None:
-        """Scratch for steps with up to npair pairs (grown by doubling, at most MAX_BORDER)."""
-        if npair <= self._pair_capacity:
-            return
-        self._pair_capacity = min(max(npair, 2 * self._pair_capacity), MAX_BORDER)
-        self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, self._pair_capacity))
-        self._out_addresses = []
+    def _reserve(self, npair: int, nentry: int = 0) -> None:
+        """Scratch and pair buffers for steps with up to npair pairs (grown by doubling, at most MAX_BORDER)
+        and nentry entries of E (grown by doubling); the pairs' struct points at the buffers."""
+        if npair > self._pair_capacity:
+            self._pair_capacity = min(max(npair, 2 * self._pair_capacity), MAX_BORDER)
+            self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, self._pair_capacity))
+            self._out_addresses = []
+            cap = self._pair_capacity
+            self._pair_arrays.update({name: np.zeros((cap, 12) if name == "G" else cap,
+                                                     np.int64 if name in _INT_PAIR_ARRAYS else np.float64)
+                                      for name in binding.PAIR_ARRAYS[:-1] if not name.startswith("e_")})
+            self._pair_arrays["control"] = np.zeros(len(binding.CONTROL))
+        if nentry > self._entry_capacity or not self._entry_capacity:
+            self._entry_capacity = cap = max(nentry, 2 * self._entry_capacity, 16)
+            self._pair_arrays.update(e_row=np.zeros(cap, np.int64), e_col=np.zeros(cap, np.int64), e_val=np.zeros(cap))
+        for name in binding.PAIR_ARRAYS:
+            setattr(self._pairs, name, self._pair_arrays[name].ctypes.data)
 
     def _set_pairs(self, state: MaximalState, dt: float) -> bool:
-        """Set this step's pairs up at the knot (interior_point.begin) and point the kernel's state at
-        them; False when there are more than the dense border takes."""
+        """Set this step's pairs up at the knot (interior_point.begin) and copy them into the kernel's
+        buffers; False when there are more than the dense border takes."""
         model = self.model
         coords = None
         if len(model.limited):
@@ -158,22 +164,23 @@ class MaximalKernel:
             return False
         if packed is None:  # no colliders (limits only), or contact_rows.c not loaded
             packed = interior_point.packed(model, state)
-        self._reserve(npair)
-        arrays = {name: _c(getattr(packed, name), np.int64 if name in _INT_PAIR_ARRAYS else np.float64)
-                  for name in binding.PAIR_ARRAYS[:-3]}
-        arrays.update(lam=ip.lam.copy(), s=ip.s.copy(),
-                      control=np.array([getattr(ip, n) for n in binding.CONTROL[:-1]] + [interior_point.COLD_MU], float))
-        self._pair_arrays = arrays
-        self._pairs.npair, self._pairs.nentry = npair, len(packed.e_row)
-        for name in binding.PAIR_ARRAYS:
-            setattr(self._pairs, name, _addr(arrays[name]))
+        nentry = len(packed.e_row)
+        if npair > self._pair_capacity or nentry > self._entry_capacity:
+            self._reserve(npair, nentry)
+        arrays = self._pair_arrays
+        for name in binding.PAIR_ARRAYS[:-3]:
+            arrays[name][:len(getattr(packed, name))] = getattr(packed, name)
+        arrays["lam"][:npair] = ip.lam
+        arrays["s"][:npair] = ip.s
+        arrays["control"][:] = [getattr(ip, n) for n in binding.CONTROL[:-1]] + [interior_point.COLD_MU]
+        self._pairs.npair, self._pairs.nentry = npair, nentry
         self._state.pairs = self._pairs_ptr
         return True
 
     def _finish_pairs(self, state: MaximalState) -> None:
         """The converged iterate back into state.interior, kept for the next step's warm start."""
-        ip, arrays = state.interior, self._pair_arrays
-        ip.lam, ip.s = arrays["lam"], arrays["s"]
+        ip, arrays, npair = state.interior, self._pair_arrays, self._pairs.npair
+        ip.lam, ip.s = arrays["lam"][:npair].copy(), arrays["s"][:npair].copy()
         mu, cold, monotone, mu_fixed, restarts, _ = arrays["control"].tolist()
         ip.mu, ip.cold, ip.monotone, ip.mu_fixed, ip.restarts = mu, bool(cold), bool(monotone), mu_fixed, int(restarts)
         interior_point.finish(state)
