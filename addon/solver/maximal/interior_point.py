@@ -42,7 +42,9 @@ fraction to the boundary tau = max(0.99, 1 - mu) and stay in the wide neighbourh
 
 Nothing here outlives a call: the step's rows (Inequalities, set up at the knot), the iterate (lam, s,
 mu), the counters and the warm start for the next step live in InteriorPointState (state.py), the maximal
-state's `interior`; the functions read the model and write that state.
+state's `interior`; the functions read the model and write that state. The contacts' set-up at the knot
+(_contacts, _patches and the contact part of `packed`) has a C twin, native/contact_rows.c, which `begin`
+takes when the C step hands it its buffers; the numpy functions here are its reference.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@
 (SYMPLEX_NO_NATIVE unset). `MaximalKernel.step` then runs variational.step's Newton loop (knot terms,
 residuals, the exact matrix, its fill-in LDU with the loop rows and inequality pairs bordered densely,
 the line search or the interior point's predictor-corrector, the convergence test) in one call, and
-updates the state as variational.step does. With colliders or joint limits, the step's contacts and
-limits are found in numpy at the knot (interior_point.begin) and handed over as plain arrays
-(interior_point.packed); the kernel moves the pairs' iterate, restarts included.
+updates the state as variational.step does. With colliders or joint limits, the step's pairs are set up at
+the knot by interior_point.begin, the contacts' rows in C (native/contact_rows.c through the kernel's
+NativeRows buffers, around the C collision query), and copied into the kernel's pair buffers; the kernel
+moves the pairs' iterate, restarts included.
 
 Falls back to the numpy step (variational.py, the reference), silently and from the unchanged state:
 * always, for loop joints with linear.SPARSE_FROM or more auxiliary rows, which the numpy solver
