@@ -49,6 +49,8 @@ class NativeQuery:
         self._joined = np.ascontiguousarray(np.sort(joined), dtype=np.int64)
         self.count, self.nbody, self._contacts = len(shape), nbody, contacts
         self._rot, self._origin = np.empty((self.count, 3, 3)), np.empty((self.count, 3))
+        self._positions, self._quaternions = np.zeros((nbody, 3)), np.zeros((nbody, 4))  # the poses, copied in
+        self._poses = (_addr(self._positions), _addr(self._quaternions))
         self._counts = np.zeros(3, np.int64)
         self._scratch = np.empty(LIB.symplex_collide_scratch_size(self.count, nbody))
         self._allocate(4 * self.count + 16)
@@ -73,14 +75,13 @@ class NativeQuery:
         """Contacts with distance <= margin at body poses positions (B, 3), quaternions (B, 4): the C contacts
         made by `contacts` (the fields of collision.world.Contacts, in its order) and the leftover (m, 2)
         collider pairs in kernel order for the numpy path."""
-        positions = np.ascontiguousarray(positions, dtype=np.float64)
-        quaternions = np.ascontiguousarray(quaternions, dtype=np.float64)
-        if positions.shape != (self.nbody, 3) or quaternions.shape != (self.nbody, 4):
+        if np.shape(positions) != (self.nbody, 3) or np.shape(quaternions) != (self.nbody, 4):
             raise ValueError(f"collision query: poses of {self.nbody} bodies expected, got positions "
-                             f"{positions.shape} and quaternions {quaternions.shape}")
+                             f"{np.shape(positions)} and quaternions {np.shape(quaternions)}")
+        self._positions[...] = positions
+        self._quaternions[...] = quaternions
         while True:
-            status = LIB.symplex_collide(*self._before, _addr(positions), _addr(quaternions), *self._after,
-                                         float(margin), *self._outputs)
+            status = LIB.symplex_collide(*self._before, *self._poses, *self._after, float(margin), *self._outputs)
             if status == 0:
                 break
             if status != 1:
