@@ -565,7 +565,8 @@ def _with_limits(contacts: PackedPairs, rows: Inequalities) -> PackedPairs:
     nl = len(lim.coord)
     if not nl:
         return contacts
-    return replace(contacts, kind=rows.kind, a=np.concatenate([contacts.a, lim.a]), b=np.concatenate([contacts.b, lim.b]),
+    return replace(contacts, kind=rows.kind, a=np.concatenate([contacts.a, lim.a]),
+                   b=np.concatenate([contacts.b, lim.b]),
                    coord=np.concatenate([contacts.coord, lim.coord]), G=np.concatenate([contacts.G, -lim.G]),
                    h0=np.concatenate([contacts.h0, np.zeros(nl)]), side=np.concatenate([contacts.side, lim.side]),
                    bound=np.concatenate([contacts.bound, lim.bound]),

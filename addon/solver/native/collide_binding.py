@@ -10,7 +10,7 @@ collision package) and the pairs left to the numpy path. The only caller is coll
 from __future__ import annotations
 
 import ctypes
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -33,7 +33,8 @@ double symplex_contact_knot(int64_t nbody, const double *x, const double *q, con
     for (int64_t i = 0; i < nbody; i++) {
         const double *r = R + 9 * i, *c = com + 3 * i, *vi = v + 3 * i, *wi = w + 3 * i;
         quat_to_matrix(q + 4 * i, R + 9 * i);
-        for (int j = 0; j < 3; j++) origin[3 * i + j] = x[3 * i + j] - (r[3 * j] * c[0] + r[3 * j + 1] * c[1] + r[3 * j + 2] * c[2]);
+        for (int j = 0; j < 3; j++)
+            origin[3 * i + j] = x[3 * i + j] - (r[3 * j] * c[0] + r[3 * j + 1] * c[1] + r[3 * j + 2] * c[2]);
         const double sv = sqrt(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
         const double sw = sqrt(wi[0] * wi[0] + wi[1] * wi[1] + wi[2] * wi[2]);
         vmax = sv > vmax ? sv : vmax;
@@ -49,7 +50,8 @@ static void point_jacobian(const double *r, const double *p, int world, double *
     const double hp[9] = {0.0, -p[2], p[1], p[2], 0.0, -p[0], -p[1], p[0], 0.0};
     for (int i = 0; i < 3; i++) {
         J[6 * i + i] = 1.0;
-        for (int j = 0; j < 3; j++) J[6 * i + 3 + j] = -(r[3 * i] * hp[j] + r[3 * i + 1] * hp[3 + j] + r[3 * i + 2] * hp[6 + j]);
+        for (int j = 0; j < 3; j++)
+            J[6 * i + 3 + j] = -(r[3 * i] * hp[j] + r[3 * i + 1] * hp[3 + j] + r[3 * i + 2] * hp[6 + j]);
     }
 }
 
@@ -88,8 +90,10 @@ int64_t symplex_contact_rows(int64_t nbody, int64_t ncollider, int64_t k, const 
         point_jacobian(ra, pa, ai == nbody, Ja + 18 * i);
         point_jacobian(rb, pb, bi == nbody, Jb + 18 * i);
         for (int j = 0; j < 3; j++) {
-            pos_a[j] = (ai < nbody ? x[3 * ai + j] : 0.0) + (ra[3 * j] * pa[0] + ra[3 * j + 1] * pa[1] + ra[3 * j + 2] * pa[2]);
-            pos_b[j] = (bi < nbody ? x[3 * bi + j] : 0.0) + (rb[3 * j] * pb[0] + rb[3 * j + 1] * pb[1] + rb[3 * j + 2] * pb[2]);
+            pos_a[j] = (ai < nbody ? x[3 * ai + j] : 0.0)
+                       + (ra[3 * j] * pa[0] + ra[3 * j + 1] * pa[1] + ra[3 * j + 2] * pa[2]);
+            pos_b[j] = (bi < nbody ? x[3 * bi + j] : 0.0)
+                       + (rb[3 * j] * pb[0] + rb[3 * j + 1] * pb[1] + rb[3 * j + 2] * pb[2]);
             centre[3 * i + j] = 0.5 * (pos_a[j] + pos_b[j]);
         }
         /* the gap row: force side n . (J_A, -J_B), h0 = d / dt, cold slack max(d / dt, 1) */
@@ -111,7 +115,8 @@ int64_t symplex_contact_rows(int64_t nbody, int64_t ncollider, int64_t k, const 
         weight[i] = dt;
         s_cold[i] = h0[i] > 1.0 ? h0[i] : 1.0;
         /* friction rows only where the gap can close within the step */
-        if (friction[i] > 0.0 && distance[i] + dt * vn - 0.5 * dt * dt * gravity_norm <= CLOSE_MARGIN) rubbing[nrub++] = i;
+        if (friction[i] > 0.0 && distance[i] + dt * vn - 0.5 * dt * dt * gravity_norm <= CLOSE_MARGIN)
+            rubbing[nrub++] = i;
     }
     int64_t m = k, nmem = 0, ndir = 0, nentry = 0, patch = 0;
     for (int64_t s = 0; s < nrub;) {
