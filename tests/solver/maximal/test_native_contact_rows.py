@@ -88,7 +88,6 @@ def test_box_drop_rows_match_numpy():
     assert compare_run(load_mechanism(preset_path("box_drop")), 40) == {0, 1, 2}
 
 
-@pytest.mark.heavy
 def test_sphere_chain_rows_match_numpy():
     """Five jointed spheres on the ground: one-point patches (no spin rows), several patches per step."""
     assert compare_run(load_mechanism(preset_path("sphere_chain")), 40) == {0, 1, 2}
