@@ -205,7 +205,7 @@ def comparison_section(quick: bool) -> list[str]:
         for who, res in (("maximal", ours), ("MuJoCo tuned", tuned), ("PyBullet", bullet)):
             if "failed" in res:
                 failures.append(f"- {label}, {who}: {res['failed']}")
-        lines.append(f"| {label} | {steps} | {_ms(ours, '{:.1f}')} | {_depth(ours)} | {_ms(mj)} | {_depth(mj)} | "
+        lines.append(f"| {label} | {steps} | {_ms(ours, '{:.3g}')} | {_depth(ours)} | {_ms(mj)} | {_depth(mj)} | "
                      f"{_ms(tuned)} | {tuned['substeps']} | {1e3 * tuned['depth']:.2f} | {_ms(bullet)} | "
                      f"{_depth(bullet)} |")
     return lines + ([""] + failures if failures else [])

@@ -155,7 +155,8 @@ class CollisionWorld:
         shapes = self.shapes
         native = native and collide_binding.LIB is not None and not shapes.hulls
         self.native_query = NativeQuery(shapes.shape, shapes.body, shapes.rotation_local, shapes.position_local,
-                                        shapes.size, shapes.friction, self.nbody, self._joined) if native else None
+                                        shapes.size, shapes.friction, self.nbody, self._joined,
+                                        Contacts) if native else None
 
     def _key(self, body_a, body_b):
         """An integer per unordered body pair (the world is -1)."""
@@ -188,13 +189,12 @@ class CollisionWorld:
         positions = np.asarray(positions, dtype=float).reshape(-1, 3)
         quaternions = np.asarray(quaternions, dtype=float).reshape(-1, 4)
         if self.native_query is not None:
-            found = self.native_query.run(positions, quaternions, margin)
-            native = Contacts(*found[:-1])
-            if not len(found.leftover):
+            native, leftover = self.native_query.run(positions, quaternions, margin)
+            if not len(leftover):
                 return native
             # the rest in numpy, with numpy's own frames: GJK/EPA's answers move with their inputs' round-off
             rot, origin = world_frames(self.shapes, positions, quaternions)
-            rest = self._narrow(rot, origin, found.leftover[:, 0], found.leftover[:, 1], margin)
+            rest = self._narrow(rot, origin, leftover[:, 0], leftover[:, 1], margin)
             both = [native, self._to_bodies(rest, positions, quaternions)]
             merged = {f: np.concatenate([getattr(c, f) for c in both]) for f in Contacts.__dataclass_fields__}
             order = np.lexsort((merged["collider_b"], merged["collider_a"]))

@@ -100,12 +100,15 @@ class MaximalIntegrator(Integrator):
         PENETRATION_FRACTION of the thinner collider's half-thickness and than any named before."""
         if not len(contacts.distance):
             return
+        depth = -contacts.distance
+        deepest = float(depth.max())
+        self._deepest = max(self._deepest, deepest)
+        if deepest <= 0.0 or deepest <= self._named:  # no overlap, or none deeper than the one named
+            return
         names = self.model.collision.shapes.names
         a, b = np.divmod(contacts.key, len(names))
         allowed = PENETRATION_FRACTION * np.minimum(self._thickness[a], self._thickness[b])
-        depth = -contacts.distance
         i = int(np.argmax(depth / allowed))
-        self._deepest = max(self._deepest, float(depth.max()))
         if depth[i] <= allowed[i] or depth[i] <= self._named:
             return
         self._named = float(depth[i])

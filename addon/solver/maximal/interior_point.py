@@ -42,7 +42,9 @@ fraction to the boundary tau = max(0.99, 1 - mu) and stay in the wide neighbourh
 
 Nothing here outlives a call: the step's rows (Inequalities, set up at the knot), the iterate (lam, s,
 mu), the counters and the warm start for the next step live in InteriorPointState (state.py), the maximal
-state's `interior`; the functions read the model and write that state.
+state's `interior`; the functions read the model and write that state. The contacts' set-up at the knot
+(_contacts, _patches and the contact part of `packed`) has a C twin, native/contact_rows.c, which `begin`
+takes when the C step hands it its buffers; the numpy functions here are its reference.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ import numpy as np
 import scipy.sparse
 
 from ..lie import hat, quat_to_matrix
+from ..native.contact_rows_binding import NativeRows
 from .forces import scatter
 from .linear import RowBlocks
 from .state import (COLD_MU, ContactRows, Evaluation, Inequalities, InteriorPointState, LimitRows, MaximalModel,
@@ -107,18 +110,28 @@ def finish(state: MaximalState) -> None:
 
 # ---- set-up at the knot -----------------------------------------------------------------------
 def begin(model: MaximalModel, state: MaximalState, coordinates: tuple[np.ndarray, np.ndarray] | None,
-          dt: float) -> None:
+          dt: float, native: NativeRows | None = None) -> PackedPairs | None:
     """Set up this step's rows at the knot and start the iterate: warm from the last step when the
     contact set is the same, else cold. coordinates: the knot's coordinate values and Jacobians
-    (Knot.cval, Knot.cjac), needed only when the model has limits."""
-    R1 = np.concatenate([quat_to_matrix(state.q), np.eye(3)[None]], axis=0)
-    x1 = np.vstack([state.x, np.zeros((1, 3))])
-    contacts = _contacts(model, state, R1, x1, dt)
+    (Knot.cval, Knot.cjac), needed only when the model has limits. native (the C step's call): the
+    model's buffers of native/contact_rows.c, which then sets the contact rows up (twin of _contacts
+    and the contact part of `packed`); returns the rows packed for the C step when native is given."""
+    pack = None
+    if native is not None and model.collision is not None:
+        contacts, pack, contact_key = _contacts_native(model, state, native, dt)
+    else:
+        R1 = np.concatenate([quat_to_matrix(state.q), np.eye(3)[None]], axis=0)
+        x1 = np.vstack([state.x, np.zeros((1, 3))])
+        contacts = _contacts(model, state, R1, x1, dt)
     limits = _limits(model, state, coordinates, dt)
-    kind = np.concatenate([contacts.kind, np.full(len(limits.coord), 3)])
-    owner = np.concatenate([contacts.owner, np.arange(len(limits.coord))])
-    key = np.concatenate([contacts.key[contacts.owner], -1 - limits.coord * 2 - (limits.side < 0)])
-    rows = Inequalities(dt, kind, owner, key * 4 + kind, contacts, limits)
+    if len(limits.coord):
+        kind = np.concatenate([contacts.kind, np.full(len(limits.coord), 3)])
+        owner = np.concatenate([contacts.owner, np.arange(len(limits.coord))])
+        key = np.concatenate([contacts.key[contacts.owner], -1 - limits.coord * 2 - (limits.side < 0)]) * 4 + kind
+    else:
+        kind, owner = contacts.kind, contacts.owner
+        key = contact_key if pack is not None else contacts.key[owner] * 4 + kind
+    rows = Inequalities(dt, kind, owner, key, contacts, limits)
     ip = state.interior
     ip.rows = rows
     ip.restarts = 0
@@ -127,6 +140,9 @@ def begin(model: MaximalModel, state: MaximalState, coordinates: tuple[np.ndarra
         _start(ip, ip.warm.lam + WARM_SHIFT, ip.warm.s + WARM_SHIFT, cold=False)
     else:
         _cold_start(ip)
+    if native is None:
+        return None
+    return packed(model, state) if pack is None else _with_limits(pack, rows)
 
 
 def _start(ip: InteriorPointState, lam0: np.ndarray, s0: np.ndarray, cold: bool) -> None:
@@ -230,6 +246,21 @@ def _contacts(model: MaximalModel, state: MaximalState, R1: np.ndarray, x1: np.n
                        member_patch, B)
 
 
+def _contacts_native(model: MaximalModel, state: MaximalState, native: NativeRows,
+                     dt: float) -> tuple[ContactRows, PackedPairs, np.ndarray]:
+    """_contacts in C (native/contact_rows.c: the knot's frames and margin, then the rows of the query's
+    contacts), with the contact rows packed for the C step and their keys (Inequalities.key)."""
+    origin, margin = native.knot(state.x, state.q, state.v, state.w, dt)
+    found = model.collision.detect(origin, state.q, margin)
+    r = native.rows(found, dt)
+    m = len(r.kind)
+    contacts = ContactRows(r.a, r.b, r.key, found.normal, found.distance, found.friction, r.Ja, r.Jb, r.kind, r.owner,
+                           r.members, r.member_patch, r.B)
+    zeros = np.zeros(m)
+    return contacts, PackedPairs(r.kind, r.row_a, r.row_b, np.full(m, -1, dtype=np.int64), r.G, r.h0, zeros, zeros,
+                                 r.weight, r.s_cold, r.e_row, r.e_col, r.e_val), r.row_key
+
+
 def _patches(rubbing: np.ndarray, key: np.ndarray, normal: np.ndarray, Ja: np.ndarray, Jb: np.ndarray,
              centre: np.ndarray, a: np.ndarray, b: np.ndarray,
              R1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -283,21 +314,22 @@ def _patches(rubbing: np.ndarray, key: np.ndarray, normal: np.ndarray, Ja: np.nd
 
 def _limits(model: MaximalModel, state: MaximalState, coordinates: tuple[np.ndarray, np.ndarray] | None,
             dt: float) -> LimitRows:
+    """The limits within reach of the step: per limited coordinate (model order) its lower, then its
+    upper bound, when finite and nearer than twice the coordinate's travel in a step plus a margin."""
+    if not len(model.limited):
+        none = np.zeros(0, dtype=np.int64)
+        return LimitRows(none, np.zeros(0), np.zeros(0), none, none, np.zeros((0, 12)))
     js, fs = model.joints, model.forces
-    coords, sides, bounds = [], [], []
-    cval, cjac = coordinates if len(model.limited) else (np.zeros(len(js.coord_kind)), np.zeros((len(fs.coord_a), 12)))
-    theta = cval[:len(js.coord_kind)]
-    reach = 2.0 * dt * np.abs(state.coord_rate[:len(js.coord_kind)]) + 0.05
-    for c in model.limited:
-        for side, bound in ((1.0, js.lower[c]), (-1.0, js.upper[c])):
-            if np.isfinite(bound) and side * (theta[c] - bound) < reach[c] + 0.05 * abs(bound - theta[c]) + 0.1:
-                coords.append(c)
-                sides.append(side)
-                bounds.append(bound)
-    coord = np.array(coords, dtype=np.int64)
-    side = np.array(sides)
-    return LimitRows(coord, side, np.array(bounds), fs.coord_a[coord], fs.coord_b[coord],
-                     side[:, None] * cjac[coord])
+    cval, cjac = coordinates
+    limited = model.limited
+    theta = cval[limited][:, None]
+    reach = (2.0 * dt * np.abs(state.coord_rate[limited]) + 0.05)[:, None]
+    bounds = np.stack([js.lower[limited], js.upper[limited]], axis=1)  # (l, 2): lower side first
+    sides = np.array([1.0, -1.0])
+    near = np.isfinite(bounds) & (sides * (theta - bounds) < reach + 0.05 * np.abs(bounds - theta) + 0.1)
+    coord = np.repeat(limited, 2)[near.ravel()].astype(np.int64)
+    side = np.broadcast_to(sides, bounds.shape)[near]
+    return LimitRows(coord, side, bounds[near], fs.coord_a[coord], fs.coord_b[coord], side[:, None] * cjac[coord])
 
 
 # ---- rows at one Newton iterate ----------------------------------------------------------------
@@ -512,17 +544,31 @@ class PackedPairs:
 def packed(model: MaximalModel, state: MaximalState) -> PackedPairs:
     """The rows `begin` set up, for a kernel that evaluates them itself (native_step.py)."""
     rows = state.interior.rows
-    c, lim = rows.contacts, rows.limits
-    nc, m = len(c.kind), len(rows.kind)
+    c = rows.contacts
+    nc = len(c.kind)
     owner = c.owner
     gap = c.kind == 0
-    h0 = np.zeros(m)
-    h0[:nc][gap] = c.distance[owner[gap]] / rows.dt
+    h0 = np.zeros(nc)
+    h0[gap] = c.distance[owner[gap]] / rows.dt
     entries = _cone_entries(c)
     e_row, e_col, e_val = (np.concatenate(part) for part in zip(*entries)) if entries else \
         (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-    return PackedPairs(rows.kind, np.concatenate([c.a[owner], lim.a]), np.concatenate([c.b[owner], lim.b]),
-                       np.concatenate([np.full(nc, -1), lim.coord]),
-                       np.concatenate([_contact_force_side(c), -lim.G]).reshape(m, 12), h0,
-                       np.concatenate([np.zeros(nc), lim.side]), np.concatenate([np.zeros(nc), lim.bound]),
-                       _weights(model, rows), _cold_slack(rows), e_row, e_col, e_val)
+    zeros = np.zeros(nc)
+    contact_part = PackedPairs(c.kind, c.a[owner], c.b[owner], np.full(nc, -1), _contact_force_side(c), h0, zeros,
+                               zeros, _weights(model, rows)[:nc], _cold_slack(rows)[:nc], e_row, e_col, e_val)
+    return _with_limits(contact_part, rows)
+
+
+def _with_limits(contacts: PackedPairs, rows: Inequalities) -> PackedPairs:
+    """The packed contact rows followed by the limit rows of `rows` (weight dt, cold slack 1)."""
+    lim = rows.limits
+    nl = len(lim.coord)
+    if not nl:
+        return contacts
+    return replace(contacts, kind=rows.kind, a=np.concatenate([contacts.a, lim.a]),
+                   b=np.concatenate([contacts.b, lim.b]),
+                   coord=np.concatenate([contacts.coord, lim.coord]), G=np.concatenate([contacts.G, -lim.G]),
+                   h0=np.concatenate([contacts.h0, np.zeros(nl)]), side=np.concatenate([contacts.side, lim.side]),
+                   bound=np.concatenate([contacts.bound, lim.bound]),
+                   weight=np.concatenate([contacts.weight, np.full(nl, rows.dt)]),
+                   s_cold=np.concatenate([contacts.s_cold, np.ones(nl)]))

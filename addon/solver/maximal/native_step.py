@@ -4,9 +4,10 @@
 (SYMPLEX_NO_NATIVE unset). `MaximalKernel.step` then runs variational.step's Newton loop (knot terms,
 residuals, the exact matrix, its fill-in LDU with the loop rows and inequality pairs bordered densely,
 the line search or the interior point's predictor-corrector, the convergence test) in one call, and
-updates the state as variational.step does. With colliders or joint limits, the step's contacts and
-limits are found in numpy at the knot (interior_point.begin) and handed over as plain arrays
-(interior_point.packed); the kernel moves the pairs' iterate, restarts included.
+updates the state as variational.step does. With colliders or joint limits, the step's pairs are set up at
+the knot by interior_point.begin, the contacts' rows in C (native/contact_rows.c through the kernel's
+NativeRows buffers, around the C collision query), and copied into the kernel's pair buffers; the kernel
+moves the pairs' iterate, restarts included.
 
 Falls back to the numpy step (variational.py, the reference), silently and from the unchanged state:
 * always, for loop joints with linear.SPARSE_FROM or more auxiliary rows, which the numpy solver
@@ -31,7 +32,9 @@ import ctypes
 import numpy as np
 
 from ..curves import evaluate
+from ..native import contact_rows_binding as contact_binding
 from ..native import maximal_binding as binding
+from ..native.contact_rows_binding import NativeRows
 from . import fillin, interior_point
 from .forces import coordinates, knot_torques
 from .joints import ANGLE, frames, row_targets
@@ -55,6 +58,9 @@ def _c(array, dtype=np.float64) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=dtype)
 
 
+_INT_PAIR_ARRAYS = frozenset(("kind", "a", "b", "coord", "e_row", "e_col"))
+
+
 class MaximalKernel:
     """One model's arrays, the fill-in plan of its Newton matrix, the kernel's scratch and its input
     and output buffers, made once (their addresses too)."""
@@ -64,6 +70,8 @@ class MaximalKernel:
         rows = model.order
         plan = solver._plan
         self.model = model
+        self._rows = None if model.collision is None or contact_binding.LIB is None else \
+            NativeRows(bs.count, len(model.mechanism.colliders), bs.com, bs.mass, float(np.linalg.norm(bs.gravity)))
         kinds = js.row_kind[rows]
         self._angle = kinds == ANGLE
         self._angle_rows = rows[self._angle]
@@ -113,7 +121,8 @@ class MaximalKernel:
         self._scratch = np.zeros(0)
         self._pairs = binding.Pairs()
         self._pairs_ptr = ctypes.pointer(self._pairs)
-        self._pair_arrays: dict[str, np.ndarray] = {}  # kept alive during the call
+        self._pair_arrays: dict[str, np.ndarray] = {}  # the pairs' buffers (symplex_maximal_pairs points at them)
+        self._entry_capacity = 0
         self._reserve(0)
         self._out_addresses: list[int] = []
         self.steps = 0  # steps taken in C (the others went to the numpy step)
@@ -123,46 +132,56 @@ class MaximalKernel:
         copies its inputs in and its results out), only the model's arrays and scratch."""
         return self
 
-    def _reserve(self, npair: int) -> None:
-        """Scratch for steps with up to npair pairs (grown by doubling, at most MAX_BORDER)."""
-        if npair <= self._pair_capacity:
-            return
-        self._pair_capacity = min(max(npair, 2 * self._pair_capacity), MAX_BORDER)
-        self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, self._pair_capacity))
-        self._out_addresses = []
+    def _reserve(self, npair: int, nentry: int = 0) -> None:
+        """Scratch and pair buffers for steps with up to npair pairs (grown by doubling, at most MAX_BORDER)
+        and nentry entries of E (grown by doubling); the pairs' struct points at the buffers."""
+        if npair > self._pair_capacity:
+            self._pair_capacity = min(max(npair, 2 * self._pair_capacity), MAX_BORDER)
+            self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, self._pair_capacity))
+            self._out_addresses = []
+            cap = self._pair_capacity
+            self._pair_arrays.update({name: np.zeros((cap, 12) if name == "G" else cap,
+                                                     np.int64 if name in _INT_PAIR_ARRAYS else np.float64)
+                                      for name in binding.PAIR_ARRAYS[:-1] if not name.startswith("e_")})
+            self._pair_arrays["control"] = np.zeros(len(binding.CONTROL))
+        if nentry > self._entry_capacity or not self._entry_capacity:
+            self._entry_capacity = cap = max(nentry, 2 * self._entry_capacity, 16)
+            self._pair_arrays.update(e_row=np.zeros(cap, np.int64), e_col=np.zeros(cap, np.int64), e_val=np.zeros(cap))
+        for name in binding.PAIR_ARRAYS:
+            setattr(self._pairs, name, self._pair_arrays[name].ctypes.data)
 
     def _set_pairs(self, state: MaximalState, dt: float) -> bool:
-        """Set this step's pairs up at the knot (interior_point.begin) and point the kernel's state at
-        them; False when there are more than the dense border takes."""
+        """Set this step's pairs up at the knot (interior_point.begin) and copy them into the kernel's
+        buffers; False when there are more than the dense border takes."""
         model = self.model
         coords = None
         if len(model.limited):
             js, fs = model.joints, model.forces
             coords = coordinates(js, fs, frames(js, state.x, state.q), state.x, state.q, state.coord_winding)
-        interior_point.begin(model, state, coords, dt)
+        packed = interior_point.begin(model, state, coords, dt, self._rows)
         ip = state.interior
         npair = len(ip.rows.kind)
         if npair + len(model.order) - model.n_primary > MAX_BORDER:
             return False
-        packed = interior_point.packed(model, state)
-        self._reserve(npair)
-        arrays = {name: _c(getattr(packed, name), np.int64 if name in ("kind", "a", "b", "coord", "e_row", "e_col")
-                           else np.float64) for name in binding.PAIR_ARRAYS[:-3]}
-        control = {"mu": ip.mu, "cold": ip.cold, "monotone": ip.monotone, "mu_fixed": ip.mu_fixed,
-                   "restarts": ip.restarts, "cold_mu": interior_point.COLD_MU}
-        arrays.update(lam=_c(ip.lam).copy(), s=_c(ip.s).copy(), control=np.array([control[n] for n in binding.CONTROL],
-                                                                                  dtype=np.float64))
-        self._pair_arrays = arrays
-        self._pairs.npair, self._pairs.nentry = npair, len(packed.e_row)
-        for name in binding.PAIR_ARRAYS:
-            setattr(self._pairs, name, arrays[name].ctypes.data)
+        if packed is None:  # no colliders (limits only), or contact_rows.c not loaded
+            packed = interior_point.packed(model, state)
+        nentry = len(packed.e_row)
+        if npair > self._pair_capacity or nentry > self._entry_capacity:
+            self._reserve(npair, nentry)
+        arrays = self._pair_arrays
+        for name in binding.PAIR_ARRAYS[:-3]:
+            arrays[name][:len(getattr(packed, name))] = getattr(packed, name)
+        arrays["lam"][:npair] = ip.lam
+        arrays["s"][:npair] = ip.s
+        arrays["control"][:] = [getattr(ip, n) for n in binding.CONTROL[:-1]] + [interior_point.COLD_MU]
+        self._pairs.npair, self._pairs.nentry = npair, nentry
         self._state.pairs = self._pairs_ptr
         return True
 
     def _finish_pairs(self, state: MaximalState) -> None:
         """The converged iterate back into state.interior, kept for the next step's warm start."""
-        ip, arrays = state.interior, self._pair_arrays
-        ip.lam, ip.s = arrays["lam"], arrays["s"]
+        ip, arrays, npair = state.interior, self._pair_arrays, self._pairs.npair
+        ip.lam, ip.s = arrays["lam"][:npair].copy(), arrays["s"][:npair].copy()
         mu, cold, monotone, mu_fixed, restarts, _ = arrays["control"].tolist()
         ip.mu, ip.cold, ip.monotone, ip.mu_fixed, ip.restarts = mu, bool(cold), bool(monotone), mu_fixed, int(restarts)
         interior_point.finish(state)

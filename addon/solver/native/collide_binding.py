@@ -1,15 +1,16 @@
 """ctypes binding of collide.c (symplex_kernels.h symplex_collide): the collision query's C twin.
 
 `LIB` is the kernel library when it is built with collide.c and loads (native.load_kernels), else None.
-`NativeQuery(shapes, nbody, joined)` owns the work buffers of one CollisionWorld (grown when a query finds
-more candidate pairs than they hold) and `run(positions, quaternions, margin)` returns the C contacts
-(sorted by collider pair, as the fields of collision.Contacts) and the pairs left to the numpy path. The only caller is collision/world.py.
+`NativeQuery(shapes, nbody, joined, contacts)` owns the work buffers of one CollisionWorld (grown when a query
+finds more candidate pairs than they hold) and `run(positions, quaternions, margin)` returns the C contacts
+(sorted by collider pair) made by `contacts` (collision.world.Contacts, passed in: this module is below the
+collision package) and the pairs left to the numpy path. The only caller is collision/world.py.
 """
 
 from __future__ import annotations
 
 import ctypes
-from typing import NamedTuple
+from collections.abc import Callable
 
 import numpy as np
 
@@ -33,26 +34,6 @@ def _load() -> ctypes.CDLL | None:
 LIB = _load()
 
 
-class Found(NamedTuple):
-    """One C query: contacts between colliders collider_a, collider_b (k,) of bodies body_a, body_b (k,),
-    witness points in the body frames point_a, point_b and in world axes point_a_world, point_b_world (k, 3),
-    normals (k, 3), distances and friction (k,), sorted by collider pair (the fields of collision.Contacts);
-    leftover (m, 2) collider pairs in kernel order for the numpy path."""
-
-    collider_a: np.ndarray
-    collider_b: np.ndarray
-    body_a: np.ndarray
-    body_b: np.ndarray
-    point_a: np.ndarray
-    point_b: np.ndarray
-    normal: np.ndarray
-    distance: np.ndarray
-    friction: np.ndarray
-    point_a_world: np.ndarray
-    point_b_world: np.ndarray
-    leftover: np.ndarray
-
-
 def _addr(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 
@@ -61,13 +42,15 @@ class NativeQuery:
     """symplex_collide's inputs and work buffers for one set of shapes (no hulls)."""
 
     def __init__(self, shape: np.ndarray, body: np.ndarray, rotation_local: np.ndarray, position_local: np.ndarray,
-                 size: np.ndarray, friction: np.ndarray, nbody: int, joined: np.ndarray):
+                 size: np.ndarray, friction: np.ndarray, nbody: int, joined: np.ndarray, contacts: Callable):
         self._inputs = [np.ascontiguousarray(a, dtype=dt) for a, dt in (
             (shape, np.int64), (body, np.int64), (rotation_local, np.float64), (position_local, np.float64),
             (size, np.float64), (friction, np.float64))]
         self._joined = np.ascontiguousarray(np.sort(joined), dtype=np.int64)
-        self.count, self.nbody = len(shape), nbody
+        self.count, self.nbody, self._contacts = len(shape), nbody, contacts
         self._rot, self._origin = np.empty((self.count, 3, 3)), np.empty((self.count, 3))
+        self._positions, self._quaternions = np.zeros((nbody, 3)), np.zeros((nbody, 4))  # the poses, copied in
+        self._poses = (_addr(self._positions), _addr(self._quaternions))
         self._counts = np.zeros(3, np.int64)
         self._scratch = np.empty(LIB.symplex_collide_scratch_size(self.count, nbody))
         self._allocate(4 * self.count + 16)
@@ -88,16 +71,17 @@ class NativeQuery:
             self._distance, self._friction, self._body_pa, self._body_pb, self._rot, self._origin, self._leftover,
             self._counts, self._scratch)]
 
-    def run(self, positions: np.ndarray, quaternions: np.ndarray, margin: float) -> Found:
-        """Contacts with distance <= margin at body poses positions (B, 3), quaternions (B, 4)."""
-        positions = np.ascontiguousarray(positions, dtype=np.float64)
-        quaternions = np.ascontiguousarray(quaternions, dtype=np.float64)
-        if positions.shape != (self.nbody, 3) or quaternions.shape != (self.nbody, 4):
+    def run(self, positions: np.ndarray, quaternions: np.ndarray, margin: float) -> tuple[object, np.ndarray]:
+        """Contacts with distance <= margin at body poses positions (B, 3), quaternions (B, 4): the C contacts
+        made by `contacts` (the fields of collision.world.Contacts, in its order) and the leftover (m, 2)
+        collider pairs in kernel order for the numpy path."""
+        if np.shape(positions) != (self.nbody, 3) or np.shape(quaternions) != (self.nbody, 4):
             raise ValueError(f"collision query: poses of {self.nbody} bodies expected, got positions "
-                             f"{positions.shape} and quaternions {quaternions.shape}")
+                             f"{np.shape(positions)} and quaternions {np.shape(quaternions)}")
+        self._positions[...] = positions
+        self._quaternions[...] = quaternions
         while True:
-            status = LIB.symplex_collide(*self._before, _addr(positions), _addr(quaternions), *self._after,
-                                         float(margin), *self._outputs)
+            status = LIB.symplex_collide(*self._before, *self._poses, *self._after, float(margin), *self._outputs)
             if status == 0:
                 break
             if status != 1:
@@ -105,6 +89,7 @@ class NativeQuery:
             self._allocate(2 * int(self._counts[0]))
         k, m = int(self._counts[1]), int(self._counts[2])
         colliders, bodies = self._colliders[:k].T.copy(), self._bodies[:k].T.copy()
-        return Found(colliders[0], colliders[1], bodies[0], bodies[1], self._body_pa[:k].copy(),
-                     self._body_pb[:k].copy(), self._normal[:k].copy(), self._distance[:k].copy(),
-                     self._friction[:k].copy(), self._pa[:k].copy(), self._pb[:k].copy(), self._leftover[:m].copy())
+        return self._contacts(colliders[0], colliders[1], bodies[0], bodies[1], self._body_pa[:k].copy(),
+                              self._body_pb[:k].copy(), self._normal[:k].copy(), self._distance[:k].copy(),
+                              self._friction[:k].copy(), self._pa[:k].copy(), self._pb[:k].copy()), \
+            self._leftover[:m].copy()

@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 12
+#define SYMPLEX_ABI_VERSION 13
 
 int64_t symplex_abi_version(void);
 
@@ -266,5 +266,33 @@ void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, 
 void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               int64_t kind, const double *centre, const double *R, const double *shape,
                               const double *weights, double *d, double *J, double *H);
+
+/* Contact rows of the maximal step at the knot (contact_rows.c; numpy twin: maximal/interior_point.py
+ * _contacts, _patches and the contact part of `packed`).
+ * symplex_contact_knot: rotations R (nbody, 3, 3) of the quaternions q (w x y z, normalised first) and the body
+ * frame origins x - R com (nbody, 3) for the collision query; returns its margin
+ * 2 dt (max |v| + max |w|) + |g| dt^2 + 1 mm. */
+double symplex_contact_knot(int64_t nbody, const double *x, const double *q, const double *v, const double *w,
+                            const double *com, double gravity_norm, double dt, double *R, double *origin);
+/* symplex_contact_rows: from k contacts (CollisionWorld.detect's Contacts, sorted by collider pair: colliders,
+ * bodies (-1 world), body-frame witness points, normals, distances, friction) and the knot (x, R from
+ * symplex_contact_knot, v, w, com, mass of the bodies), the interior point's contact rows:
+ * per contact (k): bodies a, b (nbody: the world), key collider_a ncollider + collider_b, point Jacobians
+ *   Ja, Jb (k, 3, 6);
+ * per row (at most 8 k): kind (0 gap, 1 cone, 2 direction), owner contact, bodies row_a, row_b, row_key
+ *   (4 key[owner] + kind), force side G (.., 12), h0, weight, s_cold (symplex_maximal_pairs' fields);
+ * members, member_patch (at most k) the rubbing contacts patch by patch; B (at most 6 k, 12) the direction
+ * rows; e_row, e_col, e_val (at most 13 k) E's off-diagonal entries; counts (4,) = rows, members,
+ * directions, entries. scratch: 4 k doubles. Returns 0, or -1 when the contacts are not sorted. */
+int64_t symplex_contact_rows(int64_t nbody, int64_t ncollider, int64_t k, const int64_t *collider_a,
+                             const int64_t *collider_b, const int64_t *body_a, const int64_t *body_b,
+                             const double *point_a, const double *point_b, const double *normal,
+                             const double *distance, const double *friction, const double *x, const double *R,
+                             const double *v, const double *w, const double *com, const double *mass,
+                             double gravity_norm, double dt, int64_t *a, int64_t *b, int64_t *key, double *Ja,
+                             double *Jb, int64_t *kind, int64_t *owner, int64_t *row_a, int64_t *row_b,
+                             int64_t *row_key, double *G, double *h0, double *weight, double *s_cold,
+                             int64_t *members, int64_t *member_patch, double *B, int64_t *e_row, int64_t *e_col,
+                             double *e_val, int64_t *counts, double *scratch);
 
 #endif

@@ -1,0 +1,247 @@
+/* The maximal step's contact rows at the knot in C: the twin of maximal/interior_point.py's _contacts,
+ * _patches, _contact_force_side, _weights, _cold_slack and _cone_entries (the contact part of `packed`).
+ * Contract in symplex_kernels.h (symplex_contact_knot, symplex_contact_rows).
+ *
+ * Every formula follows its numpy twin (same rows, same order, same discrete choices), so the rows agree
+ * to round-off: gaps first, then per friction patch (the rubbing contacts of one collider pair, patches
+ * in key order) its cone row and four (six with spin) pyramid directions. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "symplex_kernels.h"
+
+#define CLOSE_MARGIN 1e-3 /* interior_point.CLOSE_MARGIN */
+
+static void quat_to_matrix(const double *quat, double *r) {
+    const double norm = sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3]);
+    const double w = quat[0] / norm, x = quat[1] / norm, y = quat[2] / norm, z = quat[3] / norm;
+    r[0] = 1 - 2 * (y * y + z * z);
+    r[1] = 2 * (x * y - w * z);
+    r[2] = 2 * (x * z + w * y);
+    r[3] = 2 * (x * y + w * z);
+    r[4] = 1 - 2 * (x * x + z * z);
+    r[5] = 2 * (y * z - w * x);
+    r[6] = 2 * (x * z - w * y);
+    r[7] = 2 * (y * z + w * x);
+    r[8] = 1 - 2 * (x * x + y * y);
+}
+
+double symplex_contact_knot(int64_t nbody, const double *x, const double *q, const double *v, const double *w,
+                            const double *com, double gravity_norm, double dt, double *R, double *origin) {
+    double vmax = 0.0, wmax = 0.0;
+    for (int64_t i = 0; i < nbody; i++) {
+        const double *r = R + 9 * i, *c = com + 3 * i, *vi = v + 3 * i, *wi = w + 3 * i;
+        quat_to_matrix(q + 4 * i, R + 9 * i);
+        for (int j = 0; j < 3; j++)
+            origin[3 * i + j] = x[3 * i + j] - (r[3 * j] * c[0] + r[3 * j + 1] * c[1] + r[3 * j + 2] * c[2]);
+        const double sv = sqrt(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+        const double sw = sqrt(wi[0] * wi[0] + wi[1] * wi[1] + wi[2] * wi[2]);
+        vmax = sv > vmax ? sv : vmax;
+        wmax = sw > wmax ? sw : wmax;
+    }
+    return 2.0 * dt * (vmax + wmax) + gravity_norm * dt * dt + 1e-3;
+}
+
+/* d(x + R p)/d(x, phi) = [I, -R [p]x] (3 x 6, row major), zero for the world (body == nbody). */
+static void point_jacobian(const double *r, const double *p, int world, double *J) {
+    memset(J, 0, 18 * sizeof(double));
+    if (world) return;
+    const double hp[9] = {0.0, -p[2], p[1], p[2], 0.0, -p[0], -p[1], p[0], 0.0};
+    for (int i = 0; i < 3; i++) {
+        J[6 * i + i] = 1.0;
+        for (int j = 0; j < 3; j++)
+            J[6 * i + 3 + j] = -(r[3 * i] * hp[j] + r[3 * i + 1] * hp[3 + j] + r[3 * i + 2] * hp[6 + j]);
+    }
+}
+
+/* n^T J (6) of a 3 x 6 Jacobian. */
+static void normal_side(const double *n, const double *J, double *out) {
+    for (int j = 0; j < 6; j++) out[j] = n[0] * J[j] + n[1] * J[6 + j] + n[2] * J[12 + j];
+}
+
+int64_t symplex_contact_rows(int64_t nbody, int64_t ncollider, int64_t k, const int64_t *collider_a,
+                             const int64_t *collider_b, const int64_t *body_a, const int64_t *body_b,
+                             const double *point_a, const double *point_b, const double *normal,
+                             const double *distance, const double *friction, const double *x, const double *R,
+                             const double *v, const double *w, const double *com, const double *mass,
+                             double gravity_norm, double dt, int64_t *a, int64_t *b, int64_t *key, double *Ja,
+                             double *Jb, int64_t *kind, int64_t *owner, int64_t *row_a, int64_t *row_b,
+                             int64_t *row_key, double *G, double *h0, double *weight, double *s_cold,
+                             int64_t *members, int64_t *member_patch, double *B, int64_t *e_row, int64_t *e_col,
+                             double *e_val, int64_t *counts, double *scratch) {
+    static const double IDENTITY[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    double *centre = scratch;            /* (k, 3) midpoints of the witness points at z_1 */
+    int64_t *rubbing = (int64_t *)(scratch + 3 * k); /* (k,) */
+    int64_t nrub = 0;
+    for (int64_t i = 0; i < k; i++) {
+        if (i > 0 && collider_a[i] * ncollider + collider_b[i] < collider_a[i - 1] * ncollider + collider_b[i - 1])
+            return -1; /* not sorted by collider pair (CollisionWorld.detect sorts them) */
+        const int64_t ai = body_a[i] < 0 ? nbody : body_a[i], bi = body_b[i] < 0 ? nbody : body_b[i];
+        a[i] = ai;
+        b[i] = bi;
+        key[i] = collider_a[i] * ncollider + collider_b[i];
+        const double *ra = ai < nbody ? R + 9 * ai : IDENTITY, *rb = bi < nbody ? R + 9 * bi : IDENTITY;
+        double pa[3], pb[3], pos_a[3], pos_b[3];
+        for (int j = 0; j < 3; j++) {
+            pa[j] = point_a[3 * i + j] - (ai < nbody ? com[3 * ai + j] : 0.0);
+            pb[j] = point_b[3 * i + j] - (bi < nbody ? com[3 * bi + j] : 0.0);
+        }
+        point_jacobian(ra, pa, ai == nbody, Ja + 18 * i);
+        point_jacobian(rb, pb, bi == nbody, Jb + 18 * i);
+        for (int j = 0; j < 3; j++) {
+            pos_a[j] = (ai < nbody ? x[3 * ai + j] : 0.0)
+                       + (ra[3 * j] * pa[0] + ra[3 * j + 1] * pa[1] + ra[3 * j + 2] * pa[2]);
+            pos_b[j] = (bi < nbody ? x[3 * bi + j] : 0.0)
+                       + (rb[3 * j] * pb[0] + rb[3 * j + 1] * pb[1] + rb[3 * j + 2] * pb[2]);
+            centre[3 * i + j] = 0.5 * (pos_a[j] + pos_b[j]);
+        }
+        /* the gap row: force side n . (J_A, -J_B), h0 = d / dt, cold slack max(d / dt, 1) */
+        double *g = G + 12 * i;
+        normal_side(normal + 3 * i, Ja + 18 * i, g);
+        normal_side(normal + 3 * i, Jb + 18 * i, g + 6);
+        double vn = 0.0;
+        for (int j = 0; j < 3; j++) {
+            vn += g[6 + j] * (bi < nbody ? v[3 * bi + j] : 0.0) + g[9 + j] * (bi < nbody ? w[3 * bi + j] : 0.0);
+            vn -= g[j] * (ai < nbody ? v[3 * ai + j] : 0.0) + g[3 + j] * (ai < nbody ? w[3 * ai + j] : 0.0);
+        }
+        for (int j = 6; j < 12; j++) g[j] = -g[j];
+        kind[i] = 0;
+        owner[i] = i;
+        row_a[i] = ai;
+        row_b[i] = bi;
+        row_key[i] = 4 * key[i];
+        h0[i] = distance[i] / dt;
+        weight[i] = dt;
+        s_cold[i] = h0[i] > 1.0 ? h0[i] : 1.0;
+        /* friction rows only where the gap can close within the step */
+        if (friction[i] > 0.0 && distance[i] + dt * vn - 0.5 * dt * dt * gravity_norm <= CLOSE_MARGIN)
+            rubbing[nrub++] = i;
+    }
+    int64_t m = k, nmem = 0, ndir = 0, nentry = 0, patch = 0;
+    for (int64_t s = 0; s < nrub;) {
+        int64_t e = s + 1;
+        while (e < nrub && key[rubbing[e]] == key[rubbing[s]]) e++;
+        const int64_t count = e - s, first = rubbing[s];
+        double n[3] = {0, 0, 0}, mean_a[18] = {0}, mean_b[18] = {0}, mean_c[3] = {0, 0, 0};
+        for (int64_t t = s; t < e; t++) {
+            const int64_t i = rubbing[t];
+            for (int j = 0; j < 3; j++) n[j] += normal[3 * i + j];
+            for (int j = 0; j < 18; j++) {
+                mean_a[j] += Ja[18 * i + j];
+                mean_b[j] += Jb[18 * i + j];
+            }
+            for (int j = 0; j < 3; j++) mean_c[j] += centre[3 * i + j];
+        }
+        for (int j = 0; j < 3; j++) {
+            n[j] /= (double)count;
+            mean_c[j] /= (double)count;
+        }
+        for (int j = 0; j < 18; j++) {
+            mean_a[j] /= (double)count;
+            mean_b[j] /= (double)count;
+        }
+        const double nn = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+        for (int j = 0; j < 3; j++) n[j] /= nn;
+        /* interior_point.tangents: +-t1, +-t2 */
+        double helper[3] = {0, 0, 0}, t1[3], d[4][3];
+        helper[fabs(n[0]) < 0.9 ? 0 : 1] = 1.0;
+        const double hn = helper[0] * n[0] + helper[1] * n[1] + helper[2] * n[2];
+        for (int j = 0; j < 3; j++) t1[j] = helper[j] - hn * n[j];
+        const double tn = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
+        for (int j = 0; j < 3; j++) {
+            t1[j] /= tn;
+            d[0][j] = t1[j];
+            d[1][j] = -t1[j];
+        }
+        d[2][0] = n[1] * t1[2] - n[2] * t1[1];
+        d[2][1] = n[2] * t1[0] - n[0] * t1[2];
+        d[2][2] = n[0] * t1[1] - n[1] * t1[0];
+        for (int j = 0; j < 3; j++) d[3][j] = -d[2][j];
+        double r = 0.0;
+        for (int64_t t = s; t < e; t++) {
+            const double *c = centre + 3 * rubbing[t];
+            const double dx = c[0] - mean_c[0], dy = c[1] - mean_c[1], dz = c[2] - mean_c[2];
+            r += sqrt(dx * dx + dy * dy + dz * dz);
+        }
+        r /= (double)count;
+        const int spin = count > 1 && r > 0.0;
+        const int64_t ndirections = spin ? 6 : 4;
+        /* the cone row, then its directions (B: over the velocities of A and B; force side -B) */
+        const int64_t cone = m;
+        const int64_t fa = a[first], fb = b[first];
+        const double mass_a = fa < nbody ? mass[fa] : INFINITY, mass_b = fb < nbody ? mass[fb] : INFINITY;
+        const double lighter = mass_a < mass_b ? mass_a : mass_b;
+        kind[cone] = 1;
+        owner[cone] = first;
+        row_a[cone] = fa;
+        row_b[cone] = fb;
+        row_key[cone] = 4 * key[first] + 1;
+        memset(G + 12 * cone, 0, 12 * sizeof(double));
+        h0[cone] = 0.0;
+        weight[cone] = dt * dt / lighter;
+        s_cold[cone] = 1.0;
+        for (int64_t u = 0; u < ndirections; u++) {
+            const int64_t row = cone + 1 + u;
+            double *bd = B + 12 * (ndir + u);
+            if (u < 4) {
+                for (int j = 0; j < 6; j++) {
+                    bd[j] = -(d[u][0] * mean_a[j] + d[u][1] * mean_a[6 + j] + d[u][2] * mean_a[12 + j]);
+                    bd[6 + j] = d[u][0] * mean_b[j] + d[u][1] * mean_b[6 + j] + d[u][2] * mean_b[12 + j];
+                }
+            } else {
+                const double sign = u == 4 ? 1.0 : -1.0;
+                const double on_a = -r * (fa < nbody), on_b = r * (fb < nbody);
+                const double *ra = fa < nbody ? R + 9 * fa : IDENTITY, *rb = fb < nbody ? R + 9 * fb : IDENTITY;
+                memset(bd, 0, 12 * sizeof(double));
+                for (int j = 0; j < 3; j++) {
+                    bd[3 + j] = sign * (on_a * (n[0] * ra[j] + n[1] * ra[3 + j] + n[2] * ra[6 + j]));
+                    bd[9 + j] = sign * (on_b * (n[0] * rb[j] + n[1] * rb[3 + j] + n[2] * rb[6 + j]));
+                }
+            }
+            kind[row] = 2;
+            owner[row] = first;
+            row_a[row] = fa;
+            row_b[row] = fb;
+            row_key[row] = 4 * key[first] + 2;
+            for (int j = 0; j < 12; j++) G[12 * row + j] = -bd[j];
+            h0[row] = 0.0;
+            weight[row] = dt;
+            s_cold[row] = 1.0;
+        }
+        /* E: the cone row reads its patch's gamma (-mu) */
+        for (int64_t t = s; t < e; t++) {
+            const int64_t i = rubbing[t];
+            members[nmem] = i;
+            member_patch[nmem++] = patch;
+            e_row[nentry] = cone;
+            e_col[nentry] = i;
+            e_val[nentry++] = -friction[i];
+        }
+        ndir += ndirections;
+        m += 1 + ndirections;
+        patch++;
+        s = e;
+    }
+    /* E: each cone row reads its betas (+1), each beta row its cone's psi (-1) */
+    int64_t cone = -1;
+    for (int64_t row = k; row < m; row++) {
+        if (kind[row] == 1) {
+            cone = row;
+            continue;
+        }
+        e_row[nentry] = cone;
+        e_col[nentry] = row;
+        e_val[nentry] = 1.0;
+        e_row[nentry + ndir] = row;
+        e_col[nentry + ndir] = cone;
+        e_val[nentry + ndir] = -1.0;
+        nentry++;
+    }
+    nentry += ndir;
+    counts[0] = m;
+    counts[1] = nmem;
+    counts[2] = ndir;
+    counts[3] = nentry;
+    return 0;
+}

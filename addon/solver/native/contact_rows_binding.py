@@ -1,0 +1,128 @@
+"""ctypes binding of contact_rows.c (symplex_kernels.h symplex_contact_knot, symplex_contact_rows): the maximal
+step's contact rows at the knot in C.
+
+`LIB` is the kernel library when it is built with contact_rows.c and loads (native.load_kernels), else None.
+`NativeRows(...)` holds one model's buffers: `knot` gives the body-frame origins and the margin of the
+collision query, `rows` turns the query's contacts into the interior point's contact rows (copied out: a
+step's rows outlive the next call). The caller is maximal/interior_point.py (its numpy functions are the
+reference), through the NativeRows a maximal/native_step.py kernel owns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import NamedTuple
+
+import numpy as np
+
+from . import load_kernels
+
+_int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
+_ROWS_PER_CONTACT, _DIRECTIONS_PER_CONTACT, _ENTRIES_PER_CONTACT = 8, 6, 13  # contact_rows.c's bounds
+
+
+def _load() -> ctypes.CDLL | None:
+    lib = load_kernels()
+    if lib is None or not hasattr(lib, "symplex_contact_rows"):
+        return None
+    lib.symplex_contact_knot.argtypes = [_int] + [_ptr] * 5 + [_double, _double, _ptr, _ptr]
+    lib.symplex_contact_knot.restype = _double
+    lib.symplex_contact_rows.argtypes = [_int, _int, _int] + [_ptr] * 15 + [_double, _double] + [_ptr] * 22
+    lib.symplex_contact_rows.restype = _int
+    return lib
+
+
+LIB = _load()
+
+
+class Rows(NamedTuple):
+    """symplex_contact_rows' outputs, trimmed to their counts (see the header for each field)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    key: np.ndarray
+    Ja: np.ndarray
+    Jb: np.ndarray
+    kind: np.ndarray
+    owner: np.ndarray
+    row_a: np.ndarray
+    row_b: np.ndarray
+    row_key: np.ndarray
+    G: np.ndarray
+    h0: np.ndarray
+    weight: np.ndarray
+    s_cold: np.ndarray
+    members: np.ndarray
+    member_patch: np.ndarray
+    B: np.ndarray
+    e_row: np.ndarray
+    e_col: np.ndarray
+    e_val: np.ndarray
+
+
+def _addr(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+class NativeRows:
+    """symplex_contact_knot's and symplex_contact_rows' inputs and outputs for one model (nbody bodies with
+    centres of mass com (B, 3) and masses (B,), ncollider colliders, gravity of norm gravity_norm), made once
+    with their addresses and grown by doubling when a query finds more contacts than they hold."""
+
+    def __init__(self, nbody: int, ncollider: int, com: np.ndarray, mass: np.ndarray, gravity_norm: float):
+        self.nbody, self.ncollider, self.gravity_norm = nbody, ncollider, float(gravity_norm)
+        self._com, self._mass = np.array(com, dtype=np.float64), np.array(mass, dtype=np.float64)
+        self._state = [np.zeros((nbody, 3)), np.zeros((nbody, 4)), np.zeros((nbody, 3)), np.zeros((nbody, 3))]
+        self.R, self.origin = np.zeros((nbody, 3, 3)), np.zeros((nbody, 3))
+        x, q, v, w = map(_addr, self._state)
+        self._knot_args = (nbody, x, q, v, w, _addr(self._com))
+        self._knot_out = (_addr(self.R), _addr(self.origin))
+        self._body_args = (x, _addr(self.R), v, w, _addr(self._com), _addr(self._mass))
+        self._capacity = -1
+        self._reserve(16)
+
+    def _reserve(self, k: int) -> None:
+        if k <= self._capacity:
+            return
+        self._capacity = k = max(k, 2 * self._capacity)
+        i64 = np.int64
+        self._inputs = [np.zeros(k, i64) for _ in range(4)] + [np.zeros((k, 3)) for _ in range(3)] + \
+            [np.zeros(k), np.zeros(k)]
+        self._per_contact = [np.zeros(k, i64), np.zeros(k, i64), np.zeros(k, i64), np.zeros((k, 3, 6)),
+                             np.zeros((k, 3, 6))]
+        m = _ROWS_PER_CONTACT * k
+        self._per_row = [np.zeros(m, i64) for _ in range(5)] + [np.zeros((m, 12)), np.zeros(m), np.zeros(m),
+                                                               np.zeros(m)]
+        self._patches = [np.zeros(k, i64), np.zeros(k, i64), np.zeros((_DIRECTIONS_PER_CONTACT * k, 12))]
+        ne = _ENTRIES_PER_CONTACT * k
+        self._entries = [np.zeros(ne, i64), np.zeros(ne, i64), np.zeros(ne)]
+        self._counts, self._scratch = np.zeros(4, i64), np.zeros(4 * k)
+        self._outputs = tuple(map(_addr, self._per_contact + self._per_row + self._patches + self._entries
+                                  + [self._counts, self._scratch]))
+        self._input_addresses = tuple(map(_addr, self._inputs))
+
+    def knot(self, x: np.ndarray, q: np.ndarray, v: np.ndarray, w: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
+        """Body-frame origins x - R com (B, 3) (this object's buffer, rewritten by the next call) and the
+        collision query's margin at the knot (x, q, v, w); keeps the rotations R for `rows`."""
+        for buffer, value in zip(self._state, (x, q, v, w)):
+            buffer[...] = value
+        margin = LIB.symplex_contact_knot(*self._knot_args, self.gravity_norm, dt, *self._knot_out)
+        return self.origin, margin
+
+    def rows(self, found, dt: float) -> Rows:
+        """The contact rows of `found` (collision.world.Contacts, sorted by collider pair) at the last
+        `knot`, as fresh arrays."""
+        k = len(found.distance)
+        self._reserve(k)
+        for buffer, name in zip(self._inputs, ("collider_a", "collider_b", "body_a", "body_b", "point_a", "point_b",
+                                               "normal", "distance", "friction")):
+            buffer[:k] = getattr(found, name)
+        status = LIB.symplex_contact_rows(self.nbody, self.ncollider, k, *self._input_addresses, *self._body_args,
+                                          self.gravity_norm, dt, *self._outputs)
+        if status != 0:
+            raise ValueError("contact rows: the contacts are not sorted by collider pair")
+        m, nmem, nd, ne = self._counts.tolist()
+        members, member_patch, B = self._patches
+        return Rows(*(a[:k].copy() for a in self._per_contact), *(a[:m].copy() for a in self._per_row),
+                    members[:nmem].copy(), member_patch[:nmem].copy(), B[:nd].copy(),
+                    *(a[:ne].copy() for a in self._entries))
