@@ -459,7 +459,10 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     """Solve `nlp` from x0 by the primal-dual interior-point method of this module's docstring.
 
     progress(iteration, info) is called once per iteration with info keys objective, constraint_violation,
-    dual_infeasibility, mu, step, regularization; returning False stops with status 'cancelled'.
+    dual_infeasibility, mu, step, regularization and, after the first step, how that step went: step_max (the
+    fraction-to-boundary bound on the primal step), step_dual (the bound multipliers' step) and accepted ('f':
+    Armijo on the barrier objective, 'h': filter progress, '': the line search failed); returning False stops
+    with status 'cancelled'.
     kkt: "lu" (sparse LU), "stage" (the stage recursion of stage_kkt.py, in C when the kernel is built, else its
     numpy twin, when nlp.stages allows it, else sparse LU; same steps to round-off, see docs/shots.md) or "auto"
     (the default: "stage" when the C kernel is built, else "lu", the faster of the two in numpy).
@@ -485,6 +488,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     stalls = 0
     shift = 0.0  # Hessian shift forced after a failed line search
     last_alpha = 0.0
+    last_step: dict = {}  # how the last step went, for progress: its bound on alpha, the dual step, the verdict
     filt: list[tuple[float, float]] = []  # filter entries (constraint violation, barrier objective)
     theta_max = theta_min = None
 
@@ -509,7 +513,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         f_val = float(nlp.objective(P.full(z)))
         if progress is not None:
             info = {"objective": f_val, "constraint_violation": raw_viol, "dual_infeasibility": dual_inf,
-                    "mu": mu, "regularization": dw_last, "step": last_alpha}
+                    "mu": mu, "regularization": dw_last, "step": last_alpha, **last_step}
             if progress(it, info) is False:
                 status, message = "cancelled", f"cancelled at iteration {it}"
                 break
@@ -614,8 +618,10 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     message = f"line search stalled at iteration {it} (feasible, not optimal to tol {tol:g})"
                 break
             shift = max(10 * max(dw_last, shift), 1e-2)  # retry with a more convex, shorter step
+            last_step = {"step_max": alpha_max, "step_dual": 0.0, "accepted": ""}
             continue
         stalls, last_alpha, shift = 0, alpha, 0.0
+        last_step = {"step_max": alpha_max, "step_dual": alpha_z, "accepted": accepted[3]}
         z_new, raw, c, _ = accepted
         s_step = z_new - z
         z = z_new
