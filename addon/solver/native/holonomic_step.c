@@ -1,0 +1,473 @@
+/* Holonomic shot step rows (helicopter, boat) with their exact Jacobian or the exact Hessian of y . r, per
+ * stage, over second-order jets of a few local variables (the C twin of shots/holonomic.py's `residual` and
+ * `residual_hessian`; the formulas and their seed equations are documented there).
+ *
+ * A jet holds a value, its gradient and (mode 2) its Hessian over n <= NJ local variables; each group of rows
+ * (position, attitude, transported momentum, previous momentum, wrench) is computed over its own variables and
+ * scattered into the window's columns (stage slot * nw + variable, h last). The boat's columns are summed as
+ * jets of the four pose quantities (x_z, up) they depend on, then composed into the wrench's variables. */
+#include <math.h>
+#include <string.h>
+
+#include "symplex_kernels.h"
+
+#define NJ 14
+
+typedef struct {
+    double v, g[NJ], H[NJ * NJ];
+} jet;
+
+typedef struct {
+    int n, second;
+} jctx;
+
+static void jconst(const jctx *c, jet *o, double v) {
+    o->v = v;
+    memset(o->g, 0, sizeof(double) * (size_t)c->n);
+    if (c->second) memset(o->H, 0, sizeof(double) * (size_t)(c->n * c->n));
+}
+
+static void jvar(const jctx *c, jet *o, double v, int i) {
+    jconst(c, o, v);
+    if (i < c->n) o->g[i] = 1.0;
+}
+
+/* o = a + s b (o may alias a or b) */
+static void jaxpy(const jctx *c, jet *o, const jet *a, double s, const jet *b) {
+    int n = c->n;
+    for (int i = 0; i < n; i++) o->g[i] = a->g[i] + s * b->g[i];
+    if (c->second)
+        for (int i = 0; i < n * n; i++) o->H[i] = a->H[i] + s * b->H[i];
+    o->v = a->v + s * b->v;
+}
+
+/* o = s a + t (o may alias a) */
+static void jscale(const jctx *c, jet *o, const jet *a, double s, double t) {
+    int n = c->n;
+    for (int i = 0; i < n; i++) o->g[i] = s * a->g[i];
+    if (c->second)
+        for (int i = 0; i < n * n; i++) o->H[i] = s * a->H[i];
+    o->v = s * a->v + t;
+}
+
+/* o += s a b (o distinct from a and b) */
+static void jmuladd(const jctx *c, jet *o, double s, const jet *a, const jet *b) {
+    int n = c->n;
+    double av = s * a->v, bv = s * b->v;
+    if (c->second)
+        for (int i = 0; i < n; i++) {
+            double ai = s * a->g[i], bi = s * b->g[i];
+            for (int j = 0; j < n; j++)
+                o->H[i * n + j] += av * b->H[i * n + j] + bv * a->H[i * n + j] + ai * b->g[j] + bi * a->g[j];
+        }
+    for (int i = 0; i < n; i++) o->g[i] += av * b->g[i] + bv * a->g[i];
+    o->v += av * b->v;
+}
+
+static void jmul(const jctx *c, jet *o, const jet *a, const jet *b) {
+    jconst(c, o, 0.0);
+    jmuladd(c, o, 1.0, a, b);
+}
+
+/* o = f(a) from f's value, first and second derivative at a (o may alias a) */
+static void japply(const jctx *c, jet *o, const jet *a, double f, double f1, double f2) {
+    int n = c->n;
+    if (c->second)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) o->H[i * n + j] = f1 * a->H[i * n + j] + f2 * a->g[i] * a->g[j];
+    for (int i = 0; i < n; i++) o->g[i] = f1 * a->g[i];
+    o->v = f;
+}
+
+/* o = sum_i a_i b_i over 3-vectors */
+static void jdot3(const jctx *c, jet *o, const jet *a, const jet *b) {
+    jconst(c, o, 0.0);
+    for (int i = 0; i < 3; i++) jmuladd(c, o, 1.0, a + i, b + i);
+}
+
+/* o = a x b (o distinct from a and b) */
+static void jcross(const jctx *c, jet *o, const jet *a, const jet *b) {
+    for (int i = 0; i < 3; i++) {
+        int j = (i + 1) % 3, k = (i + 2) % 3;
+        jconst(c, o + i, 0.0);
+        jmuladd(c, o + i, 1.0, a + j, b + k);
+        jmuladd(c, o + i, -1.0, a + k, b + j);
+    }
+}
+
+/* o = R(q) z (sign 2) or R(q)^T z (sign -2): (w^2 - |v|^2) z + 2 v (v . z) + sign w (v x z) */
+static void jrotate(const jctx *c, jet *o, const jet *q, const jet *z, double sign) {
+    jet s, vz, vxz[3];
+    jmul(c, &s, q, q);
+    for (int i = 1; i < 4; i++) jmuladd(c, &s, -1.0, q + i, q + i);
+    jdot3(c, &vz, q + 1, z);
+    jcross(c, vxz, q + 1, z);
+    for (int i = 0; i < 3; i++) {
+        jmul(c, o + i, &s, z + i);
+        jmuladd(c, o + i, 2.0, q + 1 + i, &vz);
+        jmuladd(c, o + i, sign, q, vxz + i);
+    }
+}
+
+/* C_cay(e)^T mu: nu = mu_v + w x mu_v / 2, (mu_w + w x mu_w / 2 + w (w . mu_w) / 4 + v x nu / 2, nu) */
+static void jtransport(const jctx *c, jet *o, const jet *e, const jet *mu) {
+    jet t[3], nu[3], wm;
+    jcross(c, t, e, mu + 3);
+    for (int i = 0; i < 3; i++) jaxpy(c, nu + i, mu + 3 + i, 0.5, t + i);
+    jcross(c, t, e, mu);
+    jdot3(c, &wm, e, mu);
+    for (int i = 0; i < 3; i++) {
+        jaxpy(c, o + i, mu + i, 0.5, t + i);
+        jmuladd(c, o + i, 0.25, e + i, &wm);
+    }
+    jcross(c, t, e + 3, nu);
+    for (int i = 0; i < 3; i++) {
+        jaxpy(c, o + i, o + i, 0.5, t + i);
+        o[3 + i] = nu[i];
+    }
+}
+
+/* o = I xi (constant 6x6 inertia) */
+static void jinertia(const jctx *c, jet *o, const double *I, const jet *xi) {
+    for (int i = 0; i < 6; i++) {
+        jconst(c, o + i, 0.0);
+        for (int j = 0; j < 6; j++)
+            if (I[i * 6 + j] != 0.0) jaxpy(c, o + i, o + i, I[i * 6 + j], xi + j);
+    }
+}
+
+/* o (over outer's n variables) = f(z) with f given as a jet over the inner variables z_k (k < c_in->n) and
+ * z_k jets over the outer variables: the chain rule to second order. */
+static void jcompose(const jctx *c_in, const jctx *c, jet *o, const jet *f, const jet *z) {
+    int m = c_in->n;
+    jconst(c, o, f->v);
+    for (int k = 0; k < m; k++) jaxpy(c, o, o, f->g[k], z + k);
+    o->v = f->v;
+    if (!c->second) return;
+    int n = c->n;
+    for (int k = 0; k < m; k++)
+        for (int l = 0; l < m; l++) {
+            double s = f->H[k * m + l];
+            if (s == 0.0) continue;
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n; j++) o->H[i * n + j] += s * z[k].g[i] * z[l].g[j];
+        }
+}
+
+/* Where a term's local variables go in the window: up to two columns each (the node twist is (xi_{k-1} +
+ * xi_k) / 2), with factors; column nx = 3 nw is h. */
+typedef struct {
+    int col[NJ][2];
+    double fac[NJ][2];
+} place;
+
+static void place_set(place *p, int j, int col, double fac) {
+    p->col[j][0] = col;
+    p->fac[j][0] = fac;
+    p->col[j][1] = -1;
+}
+
+/* rows r0.. += jets (values); J (nr, nx + 1 with h last) += gradients (mode 1); H (nx+1)^2 += y . Hessians (mode 2) */
+static void scatter(const jctx *c, const place *p, const jet *rows, int nrows, int r0, int nx, double *r, double *J,
+                    double *H, const double *y) {
+    int n = c->n;
+    for (int i = 0; i < nrows; i++) r[r0 + i] += rows[i].v;
+    if (J)
+        for (int i = 0; i < nrows; i++)
+            for (int j = 0; j < n; j++)
+                for (int a = 0; a < 2 && p->col[j][a] >= 0; a++)
+                    J[(r0 + i) * (nx + 1) + p->col[j][a]] += p->fac[j][a] * rows[i].g[j];
+    if (H) {
+        double S[NJ * NJ];
+        memset(S, 0, sizeof(S));
+        for (int i = 0; i < nrows; i++)
+            for (int t = 0; t < n * n; t++) S[t] += y[r0 + i] * rows[i].H[t];
+        for (int j = 0; j < n; j++)
+            for (int l = 0; l < n; l++) {
+                if (S[j * n + l] == 0.0) continue;
+                for (int a = 0; a < 2 && p->col[j][a] >= 0; a++)
+                    for (int b = 0; b < 2 && p->col[l][b] >= 0; b++)
+                        H[p->col[j][a] * (nx + 1) + p->col[l][b]] += p->fac[j][a] * p->fac[l][b] * S[j * n + l];
+            }
+    }
+}
+
+/* The boat's water (vehicles/boat.py water(), shots/holonomic.py _boat_water) over jets: torque o[0..2], force
+ * o[3..5] from x_z, up (world z in body axes), q (for the current) and the node twist xi. Returns 1 when the
+ * hull is on its side (up_z < 0.05, outside the model). */
+static int boat_water(const symplex_holonomic *p, const jctx *c, jet *o, const jet *xz, const jet *up, const jet *q,
+                      const jet *xi) {
+    if (up[2].v < 0.05) return 1;
+    /* the columns over the pose quantities z = (x_z, up_x, up_y, up_z) */
+    jctx c4 = {4, c->second};
+    jet z[4], inv_d, l, l2, mom[10], s;
+    for (int k = 0; k < 4; k++) jvar(&c4, z + k, k ? up[k - 1].v : xz->v, k);
+    japply(&c4, &inv_d, z + 3, 1.0 / z[3].v, -1.0 / (z[3].v * z[3].v), 2.0 / (z[3].v * z[3].v * z[3].v));
+    for (int k = 0; k < 10; k++) jconst(&c4, mom + k, 0.0);
+    for (int i = 0; i < p->ncol; i++) {
+        double X = p->col_xy[2 * i], Y = p->col_xy[2 * i + 1];
+        jaxpy(&c4, &s, z, X, z + 1);
+        jaxpy(&c4, &s, &s, Y, z + 2);
+        jmul(&c4, &l, &s, &inv_d);
+        jscale(&c4, &l, &l, -1.0, -p->keel);
+        if (l.v <= 0.0) continue; /* dry column: zero length, zero derivatives */
+        if (l.v >= p->hull_height) { /* fully immersed: the height, zero derivatives */
+            jconst(&c4, &l, p->hull_height);
+        }
+        jmul(&c4, &l2, &l, &l);
+        double wl[5] = {1.0, X, Y, X * X, X * Y};
+        for (int k = 0; k < 5; k++) jaxpy(&c4, mom + k, mom + k, wl[k], &l);
+        jaxpy(&c4, mom + 5, mom + 5, Y * Y, &l);
+        for (int k = 0; k < 3; k++) jaxpy(&c4, mom + 6 + k, mom + 6 + k, 0.5 * wl[k], &l2);
+        jmuladd(&c4, mom + 9, 0.25, &l2, &l);
+    }
+    /* moments over the outer variables: m, mX, mY, Sxx, Sxy, Syy, half0, half1, half2, l^3 / 4 */
+    jet zo[4], M[10];
+    zo[0] = *xz;
+    for (int k = 0; k < 3; k++) zo[k + 1] = up[k];
+    for (int k = 0; k < 10; k++) jcompose(&c4, c, M + k, mom + k, zo);
+    double kz = p->keel;
+    jet Mv[3], S[3][3];
+    Mv[0] = M[1];
+    Mv[1] = M[2];
+    jaxpy(c, Mv + 2, M + 6, kz, M); /* kz m + half0 */
+    S[0][0] = M[3];
+    S[0][1] = S[1][0] = M[4];
+    S[1][1] = M[5];
+    jaxpy(c, &S[0][2], M + 7, kz, M + 1);
+    S[2][0] = S[0][2];
+    jaxpy(c, &S[1][2], M + 8, kz, M + 2);
+    S[2][1] = S[1][2];
+    jaxpy(c, &S[2][2], M + 9, kz * kz, M);
+    jaxpy(c, &S[2][2], &S[2][2], 2 * kz, M + 6);
+    double share = p->hull_area * p->water_density / p->mass;
+    double gnorm = sqrt(p->gravity[0] * p->gravity[0] + p->gravity[1] * p->gravity[1] + p->gravity[2] * p->gravity[2]);
+    double lift = p->hull_area * p->water_density * gnorm;
+    jet eta[3], flow[3], acc[3], wxM[3], t[3];
+    for (int i = 0; i < 3; i++) jconst(c, eta + i, p->current[i]);
+    jrotate(c, flow, q, eta, -2.0);
+    for (int i = 0; i < 3; i++) {
+        jscale(c, acc + i, up + i, lift, 0.0);
+        jaxpy(c, acc + i, acc + i, -share * p->drag[i], xi + 3 + i);
+        jaxpy(c, acc + i, acc + i, share * p->drag[i], flow + i);
+    }
+    jcross(c, wxM, xi, Mv);
+    for (int i = 0; i < 3; i++) {
+        jmul(c, o + 3 + i, M, acc + i);
+        jaxpy(c, o + 3 + i, o + 3 + i, -share * p->drag[i], wxM + i);
+    }
+    jcross(c, o, Mv, acc);
+    /* - share sum_kn S_kn e_k x D (w x e_n) = - share G(S) w */
+    for (int i = 0; i < 3; i++) {
+        for (int m = 0; m < 3; m++) {
+            jconst(c, t, 0.0);
+            for (int k = 0; k < 3; k++)
+                for (int j = 0; j < 3; j++) {
+                    double e_m_x_e_j[3] = {0, 0, 0}, dv[3], lv;
+                    e_m_x_e_j[(m + 1) % 3] = (j == (m + 2) % 3) ? -1.0 : 0.0; /* (e_m x e_j) */
+                    e_m_x_e_j[(m + 2) % 3] = (j == (m + 1) % 3) ? 1.0 : 0.0;
+                    for (int a = 0; a < 3; a++) dv[a] = p->drag[a] * e_m_x_e_j[a];
+                    /* (e_k x dv)_i */
+                    lv = (i == (k + 1) % 3) ? -dv[(k + 2) % 3] : ((i == (k + 2) % 3) ? dv[(k + 1) % 3] : 0.0);
+                    if (lv != 0.0) jaxpy(c, t, t, lv, &S[k][j]);
+                }
+            jmuladd(c, o + i, -share, xi + m, t);
+        }
+    }
+    return 0;
+}
+
+/* The wrench's rows of one stage: -(h / 2 at the first step, else h) f(pose, node twist, u) with f the
+ * vehicle's wrench plus gravity; local variables (q, u, h) for the helicopter, (x_z, q, node twist, u, h) for
+ * the boat. Returns 1 when the boat's hull is outside the model. */
+static int wrench_rows(const symplex_holonomic *p, int second, const double *Wk, int first, double hk, int nx,
+                       double *r, double *J, double *H, const double *y) {
+    int nc = (int)p->nc, nw = 13 + nc, boat = p->kind == 1;
+    int iq = boat ? 1 : 0, ixi = 5, iu = boat ? 11 : 4, ih = iu + nc;
+    jctx c = {ih + 1, second};
+    if (!J && !H) c.n = 0;
+    place pl;
+    jet q[4], u[4], hj, xi[6], xz, mg[3], f[6], rows[6];
+    const double *cur = Wk + nw, *prev = Wk;
+    for (int a = 0; a < 4; a++) {
+        jvar(&c, q + a, cur[3 + a], iq + a);
+        place_set(&pl, iq + a, nw + 3 + a, 1.0);
+    }
+    for (int a = 0; a < nc; a++) {
+        jvar(&c, u + a, cur[7 + a], iu + a);
+        jscale(&c, u + a, u + a, p->units[a], 0.0);
+        place_set(&pl, iu + a, nw + 7 + a, 1.0);
+    }
+    jvar(&c, &hj, hk, ih);
+    place_set(&pl, ih, nx, 1.0);
+    for (int i = 0; i < 3; i++) jconst(&c, mg + i, p->mass * p->gravity[i]);
+    jrotate(&c, f + 3, q, mg, -2.0);
+    if (boat) {
+        jvar(&c, &xz, cur[2], 0);
+        place_set(&pl, 0, nw + 2, 1.0);
+        for (int a = 0; a < 6; a++) {
+            double node = first ? prev[7 + nc + a] : 0.5 * (prev[7 + nc + a] + cur[7 + nc + a]);
+            jvar(&c, xi + a, node, ixi + a);
+            if (first) {
+                place_set(&pl, ixi + a, 7 + nc + a, 1.0);
+            } else {
+                place_set(&pl, ixi + a, 7 + nc + a, 0.5);
+                pl.col[ixi + a][1] = nw + 7 + nc + a;
+                pl.fac[ixi + a][1] = 0.5;
+            }
+        }
+        jet up[3], ez[3], water[6];
+        for (int i = 0; i < 3; i++) jconst(&c, ez + i, i == 2 ? 1.0 : 0.0);
+        jrotate(&c, up, q, ez, -2.0);
+        if (boat_water(p, &c, water, &xz, up, q, xi)) return 1;
+        for (int i = 0; i < 3; i++) f[i] = water[i];
+        for (int i = 0; i < 3; i++) jaxpy(&c, f + 3 + i, f + 3 + i, 1.0, water + 3 + i);
+        for (int i = 0; i < 6; i++)
+            for (int a = 0; a < nc; a++) jaxpy(&c, f + i, f + i, p->thrust[i * nc + a], u + a);
+    } else {
+        double sp = sin(u[2].v), cp = cos(u[2].v), sr = sin(u[3].v), cr = cos(u[3].v);
+        jet Sp, Cp, Sr, Cr, spcr, t;
+        japply(&c, &Sp, u + 2, sp, cp, -sp);
+        japply(&c, &Cp, u + 2, cp, -sp, -cp);
+        japply(&c, &Sr, u + 3, sr, cr, -sr);
+        japply(&c, &Cr, u + 3, cr, -sr, -cr);
+        jmul(&c, &t, &Sp, &Cr);
+        jmul(&c, &spcr, &t, u);
+        jmul(&c, f, &Sr, u);
+        jscale(&c, f, f, p->rotor_height, 0.0);
+        jscale(&c, f + 1, &spcr, p->rotor_height, 0.0);
+        jscale(&c, f + 2, u + 1, p->tail_arm, 0.0);
+        jaxpy(&c, f + 3, f + 3, 1.0, &spcr);
+        jmul(&c, &t, &Sr, u);
+        jaxpy(&c, f + 4, f + 4, -1.0, &t);
+        jaxpy(&c, f + 4, f + 4, -1.0, u + 1);
+        jmul(&c, &t, &Cp, &Cr);
+        jmuladd(&c, f + 5, 1.0, &t, u);
+    }
+    double w = first ? -0.5 : -1.0;
+    for (int i = 0; i < 6; i++) {
+        jmul(&c, rows + i, f + i, &hj);
+        jscale(&c, rows + i, rows + i, w, 0.0);
+    }
+    scatter(&c, &pl, rows, 6, 7, nx, r, J, H, y);
+    return 0;
+}
+
+/* Position, attitude and momentum-transport rows of one stage (all but the wrench). */
+static void kinematic_rows(const symplex_holonomic *p, int second, const double *Wk, int first, double hk, int nx,
+                           double *r, double *J, double *H, const double *y) {
+    int nc = (int)p->nc, nw = 13 + nc, ixi = 7 + nc;
+    const double *prev = Wk, *cur = Wk + nw, *next = Wk + 2 * nw;
+    int deriv = J || H;
+    place pl;
+    jet q[4], e[6], a[3], b[3], hj, d, inv_d, ab, axb[3], Pb[3], rows[6];
+    /* position: x_{k+1} - x_k - R(q) P(h w) h v; local (q, w, v, h) */
+    jctx c = {deriv ? 11 : 0, second};
+    for (int i = 0; i < 4; i++) {
+        jvar(&c, q + i, cur[3 + i], i);
+        place_set(&pl, i, nw + 3 + i, 1.0);
+    }
+    for (int i = 0; i < 6; i++) {
+        jvar(&c, e + i, cur[ixi + i], 4 + i);
+        place_set(&pl, 4 + i, nw + ixi + i, 1.0);
+    }
+    jvar(&c, &hj, hk, 10);
+    place_set(&pl, 10, nx, 1.0);
+    for (int i = 0; i < 3; i++) {
+        jmul(&c, a + i, &hj, e + i);
+        jmul(&c, b + i, &hj, e + 3 + i);
+    }
+    jdot3(&c, &d, a, a);
+    jscale(&c, &d, &d, 1.0, 4.0);
+    japply(&c, &inv_d, &d, 1.0 / d.v, -1.0 / (d.v * d.v), 2.0 / (d.v * d.v * d.v));
+    jdot3(&c, &ab, a, b);
+    jcross(&c, axb, a, b);
+    for (int i = 0; i < 3; i++) {
+        jet t;
+        jscale(&c, &t, b + i, 4.0, 0.0);
+        jaxpy(&c, &t, &t, 2.0, axb + i);
+        jmuladd(&c, &t, 1.0, a + i, &ab);
+        jmul(&c, Pb + i, &t, &inv_d);
+    }
+    jrotate(&c, rows, q, Pb, 2.0);
+    for (int i = 0; i < 3; i++) {
+        jscale(&c, rows + i, rows + i, -1.0, next[i] - cur[i]);
+        if (J) {
+            J[i * (nx + 1) + 2 * nw + i] += 1.0;
+            J[i * (nx + 1) + nw + i] -= 1.0;
+        }
+    }
+    scatter(&c, &pl, rows, 3, 0, nx, r, J, H, y);
+    /* attitude: q_{k+1} - q (x) c(h w), c = (2, h w) / sqrt(4 + |h w|^2); local (q, w, h): drop v */
+    c.n = deriv ? 8 : 0;
+    place_set(&pl, 7, nx, 1.0);
+    jet qs[4], ws[3], hs, as[3], ds, rr, cq[4], qvxcv[3];
+    for (int i = 0; i < 4; i++) jvar(&c, qs + i, cur[3 + i], i);
+    for (int i = 0; i < 3; i++) jvar(&c, ws + i, cur[ixi + i], 4 + i);
+    jvar(&c, &hs, hk, 7);
+    for (int i = 0; i < 3; i++) jmul(&c, as + i, &hs, ws + i);
+    jdot3(&c, &ds, as, as);
+    jscale(&c, &ds, &ds, 1.0, 4.0);
+    double sq = sqrt(ds.v);
+    japply(&c, &rr, &ds, 1.0 / sq, -0.5 / (sq * ds.v), 0.75 / (sq * ds.v * ds.v));
+    jscale(&c, cq, &rr, 2.0, 0.0);
+    for (int i = 0; i < 3; i++) jmul(&c, cq + 1 + i, as + i, &rr);
+    jcross(&c, qvxcv, qs + 1, cq + 1);
+    jmul(&c, rows, qs, cq);
+    for (int i = 0; i < 3; i++) {
+        jmuladd(&c, rows, -1.0, qs + 1 + i, cq + 1 + i);
+        jmul(&c, rows + 1 + i, qs, cq + 1 + i);
+        jmuladd(&c, rows + 1 + i, 1.0, cq, qs + 1 + i);
+        jaxpy(&c, rows + 1 + i, rows + 1 + i, 1.0, qvxcv + i);
+    }
+    for (int i = 0; i < 4; i++) {
+        jscale(&c, rows + i, rows + i, -1.0, next[3 + i]);
+        if (J) J[(3 + i) * (nx + 1) + 2 * nw + 3 + i] += 1.0;
+    }
+    scatter(&c, &pl, rows, 4, 3, nx, r, J, H, y);
+    /* momentum: C(h xi_k)^T I xi_k - (I xi_{k-1} at the first step, else C(-h xi_{k-1})^T I xi_{k-1});
+     * local (xi, h) of each */
+    c.n = deriv ? 7 : 0;
+    for (int side = 0; side < 2; side++) {
+        const double *st = side ? prev : cur;
+        double sign = side ? -1.0 : 1.0;
+        jet xi[6], mu[6], eh[6];
+        for (int i = 0; i < 6; i++) {
+            jvar(&c, xi + i, st[ixi + i], i);
+            place_set(&pl, i, (side ? 0 : nw) + ixi + i, 1.0);
+        }
+        place_set(&pl, 6, nx, 1.0);
+        jvar(&c, &hj, hk, 6);
+        jinertia(&c, mu, p->inertia, xi);
+        for (int i = 0; i < 6; i++) {
+            if (side && first)
+                jconst(&c, eh + i, 0.0);
+            else
+                jmul(&c, eh + i, &hj, xi + i);
+            jscale(&c, eh + i, eh + i, sign, 0.0);
+        }
+        jtransport(&c, rows, eh, mu);
+        for (int i = 0; i < 6; i++) jscale(&c, rows + i, rows + i, sign, 0.0);
+        scatter(&c, &pl, rows, 6, 7, nx, r, J, H, y);
+    }
+}
+
+int64_t symplex_holonomic_step(const symplex_holonomic *p, int64_t K, int64_t mode, const double *W,
+                               const int64_t *first, const double *h, const double *y, double *r, double *J,
+                               double *H) {
+    int nw = 13 + (int)p->nc, nx = 3 * nw, nr = 13;
+    int64_t outside = 0;
+    for (int64_t k = 0; k < K; k++) {
+        const double *Wk = W + k * nx;
+        double *rk = r + k * nr, *Jk = mode == 1 ? J + k * nr * (nx + 1) : 0, *Hk = mode == 2 ? H + k * (nx + 1) * (nx + 1) : 0;
+        const double *yk = mode == 2 ? y + k * nr : 0;
+        memset(rk, 0, sizeof(double) * (size_t)nr);
+        if (Jk) memset(Jk, 0, sizeof(double) * (size_t)(nr * (nx + 1)));
+        if (Hk) memset(Hk, 0, sizeof(double) * (size_t)((nx + 1) * (nx + 1)));
+        kinematic_rows(p, mode == 2, Wk, (int)first[k], h[k], nx, rk, Jk, Hk, yk);
+        outside += wrench_rows(p, mode == 2, Wk, (int)first[k], h[k], nx, rk, Jk, Hk, yk);
+    }
+    return outside;
+}
+
+int64_t symplex_holonomic_struct_size(void) { return (int64_t)sizeof(symplex_holonomic); }
