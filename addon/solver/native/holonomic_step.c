@@ -14,7 +14,7 @@
 #define NJ 14
 
 typedef struct {
-    double v, g[NJ], H[NJ * NJ];
+    double v, g[NJ], H[NJ * NJ]; /* H: the upper triangle (j >= i) of the row-major n x n Hessian is kept */
 } jet;
 
 typedef struct {
@@ -57,7 +57,7 @@ static void jmuladd(const jctx *c, jet *o, double s, const jet *a, const jet *b)
     if (c->second)
         for (int i = 0; i < n; i++) {
             double ai = s * a->g[i], bi = s * b->g[i];
-            for (int j = 0; j < n; j++)
+            for (int j = i; j < n; j++)
                 o->H[i * n + j] += av * b->H[i * n + j] + bv * a->H[i * n + j] + ai * b->g[j] + bi * a->g[j];
         }
     for (int i = 0; i < n; i++) o->g[i] += av * b->g[i] + bv * a->g[i];
@@ -74,7 +74,7 @@ static void japply(const jctx *c, jet *o, const jet *a, double f, double f1, dou
     int n = c->n;
     if (c->second)
         for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) o->H[i * n + j] = f1 * a->H[i * n + j] + f2 * a->g[i] * a->g[j];
+            for (int j = i; j < n; j++) o->H[i * n + j] = f1 * a->H[i * n + j] + f2 * a->g[i] * a->g[j];
     for (int i = 0; i < n; i++) o->g[i] = f1 * a->g[i];
     o->v = f;
 }
@@ -146,11 +146,12 @@ static void jcompose(const jctx *c_in, const jctx *c, jet *o, const jet *f, cons
     if (!c->second) return;
     int n = c->n;
     for (int k = 0; k < m; k++)
-        for (int l = 0; l < m; l++) {
+        for (int l = k; l < m; l++) {
             double s = f->H[k * m + l];
             if (s == 0.0) continue;
             for (int i = 0; i < n; i++)
-                for (int j = 0; j < n; j++) o->H[i * n + j] += s * z[k].g[i] * z[l].g[j];
+                for (int j = i; j < n; j++)
+                    o->H[i * n + j] += s * (z[k].g[i] * z[l].g[j] + (l > k ? z[l].g[i] * z[k].g[j] : 0.0));
         }
 }
 
@@ -183,11 +184,15 @@ static void scatter(const jctx *c, const place *p, const jet *rows, int nrows, i
         for (int i = 0; i < nrows; i++)
             for (int t = 0; t < n * n; t++) S[t] += y[r0 + i] * rows[i].H[t];
         for (int j = 0; j < n; j++)
-            for (int l = 0; l < n; l++) {
-                if (S[j * n + l] == 0.0) continue;
+            for (int l = j; l < n; l++) {
+                double v = S[j * n + l];
+                if (v == 0.0) continue;
                 for (int a = 0; a < 2 && p->col[j][a] >= 0; a++)
-                    for (int b = 0; b < 2 && p->col[l][b] >= 0; b++)
-                        H[p->col[j][a] * (nx + 1) + p->col[l][b]] += p->fac[j][a] * p->fac[l][b] * S[j * n + l];
+                    for (int b = 0; b < 2 && p->col[l][b] >= 0; b++) {
+                        double t = p->fac[j][a] * p->fac[l][b] * v;
+                        H[p->col[j][a] * (nx + 1) + p->col[l][b]] += t;
+                        if (l > j) H[p->col[l][b] * (nx + 1) + p->col[j][a]] += t;
+                    }
             }
     }
 }

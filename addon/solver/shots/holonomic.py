@@ -307,8 +307,8 @@ class HolonomicDynamics(StageDynamics):
         if self.kernel is None:
             return self.residual_numpy(W, first, h)
         r, J, outside = self.kernel.residual(W, first, h)
-        if outside:  # a capsized hull: no value, the line search backs off (as `wrench` does)
-            r[:], J[:] = np.nan, np.nan
+        if outside:  # a capsized hull: no wrench, the line search backs off (as `wrench` does)
+            r[:, 7:], J[:, 7:] = np.nan, np.nan
         K, nw = J.shape[0], 13 + self.nc
         return r, J[:, :, :-1].reshape(K, 13, 3, nw), J[:, :, -1].copy()
 
