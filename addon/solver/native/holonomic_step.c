@@ -155,6 +155,24 @@ static void jcompose(const jctx *c_in, const jctx *c, jet *o, const jet *f, cons
         }
 }
 
+/* o += s a b with a over the variables offa.. and b over offb.. of o's (disjoint, offa + na <= offb) */
+static void jdisjoint_muladd(const jctx *c, jet *o, double s, const jctx *ca, const jet *a, int offa,
+                             const jctx *cb, const jet *b, int offb) {
+    int n = c->n, na = ca->n, nb = cb->n;
+    double av = s * a->v, bv = s * b->v;
+    if (c->second) {
+        for (int i = 0; i < na; i++)
+            for (int k = i; k < na; k++) o->H[(offa + i) * n + offa + k] += bv * a->H[i * na + k];
+        for (int j = 0; j < nb; j++)
+            for (int l = j; l < nb; l++) o->H[(offb + j) * n + offb + l] += av * b->H[j * nb + l];
+        for (int i = 0; i < na; i++)
+            for (int j = 0; j < nb; j++) o->H[(offa + i) * n + offb + j] += s * a->g[i] * b->g[j];
+    }
+    for (int i = 0; i < na; i++) o->g[offa + i] += bv * a->g[i];
+    for (int j = 0; j < nb; j++) o->g[offb + j] += av * b->g[j];
+    o->v += av * b->v;
+}
+
 /* Where a term's local variables go in the window: up to two columns each (the node twist is (xi_{k-1} +
  * xi_k) / 2), with factors; column nx = 3 nw is h. */
 typedef struct {
@@ -168,9 +186,24 @@ static void place_set(place *p, int j, int col, double fac) {
     p->col[j][1] = -1;
 }
 
-/* rows r0.. += jets (values); J (nr, nx + 1 with h last) += gradients (mode 1); H (nx+1)^2 += y . Hessians (mode 2) */
-static void scatter(const jctx *c, const place *p, const jet *rows, int nrows, int r0, int nx, double *r, double *J,
-                    double *H, const double *y) {
+/* H (nx+1)^2 += the Hessian S (upper triangle of n x n) of a term over its local variables */
+static void add_hessian(const jctx *c, const place *p, const double *S, int nx, double *H) {
+    int n = c->n;
+    for (int j = 0; j < n; j++)
+        for (int l = j; l < n; l++) {
+            double v = S[j * n + l];
+            if (v == 0.0) continue;
+            for (int a = 0; a < 2 && p->col[j][a] >= 0; a++)
+                for (int b = 0; b < 2 && p->col[l][b] >= 0; b++) {
+                    double t = p->fac[j][a] * p->fac[l][b] * v;
+                    H[p->col[j][a] * (nx + 1) + p->col[l][b]] += t;
+                    if (l > j) H[p->col[l][b] * (nx + 1) + p->col[j][a]] += t;
+                }
+        }
+}
+
+/* rows r0.. += jets' values; J (nr, nx + 1 with h last) += their gradients (when J) */
+static void scatter(const jctx *c, const place *p, const jet *rows, int nrows, int r0, int nx, double *r, double *J) {
     int n = c->n;
     for (int i = 0; i < nrows; i++) r[r0 + i] += rows[i].v;
     if (J)
@@ -178,23 +211,17 @@ static void scatter(const jctx *c, const place *p, const jet *rows, int nrows, i
             for (int j = 0; j < n; j++)
                 for (int a = 0; a < 2 && p->col[j][a] >= 0; a++)
                     J[(r0 + i) * (nx + 1) + p->col[j][a]] += p->fac[j][a] * rows[i].g[j];
-    if (H) {
-        double S[NJ * NJ];
-        memset(S, 0, sizeof(S));
-        for (int i = 0; i < nrows; i++)
-            for (int t = 0; t < n * n; t++) S[t] += y[r0 + i] * rows[i].H[t];
-        for (int j = 0; j < n; j++)
-            for (int l = j; l < n; l++) {
-                double v = S[j * n + l];
-                if (v == 0.0) continue;
-                for (int a = 0; a < 2 && p->col[j][a] >= 0; a++)
-                    for (int b = 0; b < 2 && p->col[l][b] >= 0; b++) {
-                        double t = p->fac[j][a] * p->fac[l][b] * v;
-                        H[p->col[j][a] * (nx + 1) + p->col[l][b]] += t;
-                        if (l > j) H[p->col[l][b] * (nx + 1) + p->col[j][a]] += t;
-                    }
-            }
-    }
+}
+
+/* H += sum_i y_{r0+i} (Hessian of rows i) */
+static void scatter_hessian(const jctx *c, const place *p, const jet *rows, int nrows, int r0, int nx, double *H,
+                            const double *y) {
+    double S[NJ * NJ];
+    int n = c->n;
+    memset(S, 0, sizeof(S));
+    for (int i = 0; i < nrows; i++)
+        for (int t = 0; t < n * n; t++) S[t] += y[r0 + i] * rows[i].H[t];
+    add_hessian(c, p, S, nx, H);
 }
 
 /* The boat's water (vehicles/boat.py water(), shots/holonomic.py _boat_water) over jets: torque o[0..2], force
@@ -354,7 +381,8 @@ static int wrench_rows(const symplex_holonomic *p, int second, const double *Wk,
         jmul(&c, rows + i, f + i, &hj);
         jscale(&c, rows + i, rows + i, w, 0.0);
     }
-    scatter(&c, &pl, rows, 6, 7, nx, r, J, H, y);
+    scatter(&c, &pl, rows, 6, 7, nx, r, J);
+    if (H) scatter_hessian(&c, &pl, rows, 6, 7, nx, H, y);
     return 0;
 }
 
@@ -366,70 +394,98 @@ static void kinematic_rows(const symplex_holonomic *p, int second, const double 
     int deriv = J || H;
     place pl;
     jet q[4], e[6], a[3], b[3], hj, d, inv_d, ab, axb[3], Pb[3], rows[6];
-    /* position: x_{k+1} - x_k - R(q) P(h w) h v; local (q, w, v, h) */
-    jctx c = {deriv ? 11 : 0, second};
+    /* position: x_{k+1} - x_k - R(q) P(h w) h v; local (q, w, v, h). P(h w) h v over (w, v, h) alone, then
+     * the rows -sum_j R_ij(q) Pb_j (mode 1), or y . rows = -sum_j (R^T y)_j Pb_j (mode 2), as products of jets
+     * over the disjoint (q) and (w, v, h) */
+    jctx cq = {deriv ? 4 : 0, second}, cz = {deriv ? 7 : 0, second}, c = {deriv ? 11 : 0, second};
     for (int i = 0; i < 4; i++) {
-        jvar(&c, q + i, cur[3 + i], i);
+        jvar(&cq, q + i, cur[3 + i], i);
         place_set(&pl, i, nw + 3 + i, 1.0);
     }
     for (int i = 0; i < 6; i++) {
-        jvar(&c, e + i, cur[ixi + i], 4 + i);
+        jvar(&cz, e + i, cur[ixi + i], i);
         place_set(&pl, 4 + i, nw + ixi + i, 1.0);
     }
-    jvar(&c, &hj, hk, 10);
+    jvar(&cz, &hj, hk, 6);
     place_set(&pl, 10, nx, 1.0);
     for (int i = 0; i < 3; i++) {
-        jmul(&c, a + i, &hj, e + i);
-        jmul(&c, b + i, &hj, e + 3 + i);
+        jmul(&cz, a + i, &hj, e + i);
+        jmul(&cz, b + i, &hj, e + 3 + i);
     }
-    jdot3(&c, &d, a, a);
-    jscale(&c, &d, &d, 1.0, 4.0);
-    japply(&c, &inv_d, &d, 1.0 / d.v, -1.0 / (d.v * d.v), 2.0 / (d.v * d.v * d.v));
-    jdot3(&c, &ab, a, b);
-    jcross(&c, axb, a, b);
+    jdot3(&cz, &d, a, a);
+    jscale(&cz, &d, &d, 1.0, 4.0);
+    japply(&cz, &inv_d, &d, 1.0 / d.v, -1.0 / (d.v * d.v), 2.0 / (d.v * d.v * d.v));
+    jdot3(&cz, &ab, a, b);
+    jcross(&cz, axb, a, b);
     for (int i = 0; i < 3; i++) {
         jet t;
-        jscale(&c, &t, b + i, 4.0, 0.0);
-        jaxpy(&c, &t, &t, 2.0, axb + i);
-        jmuladd(&c, &t, 1.0, a + i, &ab);
-        jmul(&c, Pb + i, &t, &inv_d);
+        jscale(&cz, &t, b + i, 4.0, 0.0);
+        jaxpy(&cz, &t, &t, 2.0, axb + i);
+        jmuladd(&cz, &t, 1.0, a + i, &ab);
+        jmul(&cz, Pb + i, &t, &inv_d);
     }
-    jrotate(&c, rows, q, Pb, 2.0);
-    for (int i = 0; i < 3; i++) {
-        jscale(&c, rows + i, rows + i, -1.0, next[i] - cur[i]);
-        if (J) {
-            J[i * (nx + 1) + 2 * nw + i] += 1.0;
-            J[i * (nx + 1) + nw + i] -= 1.0;
+    jet A[3][3], yv[3];
+    if (H) { /* A[0][j] = (R^T y)_j */
+        for (int i = 0; i < 3; i++) jconst(&cq, yv + i, y[i]);
+        jrotate(&cq, A[0], q, yv, -2.0);
+        jconst(&c, rows, 0.0);
+        for (int j = 0; j < 3; j++) jdisjoint_muladd(&c, rows, -1.0, &cq, &A[0][j], 0, &cz, Pb + j, 4);
+        add_hessian(&c, &pl, rows->H, nx, H);
+    } else { /* A[i][j] = R_ij: column j is R e_j */
+        for (int j = 0; j < 3; j++) {
+            for (int i = 0; i < 3; i++) jconst(&cq, yv + i, i == j ? 1.0 : 0.0);
+            jrotate(&cq, A[j], q, yv, 2.0);
         }
+        for (int i = 0; i < 3; i++) {
+            jconst(&c, rows + i, next[i] - cur[i]);
+            for (int j = 0; j < 3; j++) jdisjoint_muladd(&c, rows + i, -1.0, &cq, &A[j][i], 0, &cz, Pb + j, 4);
+            if (J) {
+                J[i * (nx + 1) + 2 * nw + i] += 1.0;
+                J[i * (nx + 1) + nw + i] -= 1.0;
+            }
+        }
+        scatter(&c, &pl, rows, 3, 0, nx, r, J);
     }
-    scatter(&c, &pl, rows, 3, 0, nx, r, J, H, y);
-    /* attitude: q_{k+1} - q (x) c(h w), c = (2, h w) / sqrt(4 + |h w|^2); local (q, w, h): drop v */
+    /* attitude: q_{k+1} - q (x) c(h w) = q_{k+1} - L(q) c, c = (2, h w) / sqrt(4 + |h w|^2); local (q, w, h):
+     * c over (w, h), L(q) linear in q, combined as above */
+    static const int lidx[4][4] = {{0, 1, 2, 3}, {1, 0, 3, 2}, {2, 3, 0, 1}, {3, 2, 1, 0}};
+    static const double lsgn[4][4] = {{1, -1, -1, -1}, {1, 1, -1, 1}, {1, 1, 1, -1}, {1, -1, 1, 1}};
+    jctx cw = {deriv ? 4 : 0, second};
     c.n = deriv ? 8 : 0;
     place_set(&pl, 7, nx, 1.0);
-    jet qs[4], ws[3], hs, as[3], ds, rr, cq[4], qvxcv[3];
-    for (int i = 0; i < 4; i++) jvar(&c, qs + i, cur[3 + i], i);
-    for (int i = 0; i < 3; i++) jvar(&c, ws + i, cur[ixi + i], 4 + i);
-    jvar(&c, &hs, hk, 7);
-    for (int i = 0; i < 3; i++) jmul(&c, as + i, &hs, ws + i);
-    jdot3(&c, &ds, as, as);
-    jscale(&c, &ds, &ds, 1.0, 4.0);
+    jet ws[3], hs, as[3], ds, rr, cquat[4], Lq[4];
+    for (int i = 0; i < 3; i++) jvar(&cw, ws + i, cur[ixi + i], i);
+    jvar(&cw, &hs, hk, 3);
+    for (int i = 0; i < 3; i++) jmul(&cw, as + i, &hs, ws + i);
+    jdot3(&cw, &ds, as, as);
+    jscale(&cw, &ds, &ds, 1.0, 4.0);
     double sq = sqrt(ds.v);
-    japply(&c, &rr, &ds, 1.0 / sq, -0.5 / (sq * ds.v), 0.75 / (sq * ds.v * ds.v));
-    jscale(&c, cq, &rr, 2.0, 0.0);
-    for (int i = 0; i < 3; i++) jmul(&c, cq + 1 + i, as + i, &rr);
-    jcross(&c, qvxcv, qs + 1, cq + 1);
-    jmul(&c, rows, qs, cq);
-    for (int i = 0; i < 3; i++) {
-        jmuladd(&c, rows, -1.0, qs + 1 + i, cq + 1 + i);
-        jmul(&c, rows + 1 + i, qs, cq + 1 + i);
-        jmuladd(&c, rows + 1 + i, 1.0, cq, qs + 1 + i);
-        jaxpy(&c, rows + 1 + i, rows + 1 + i, 1.0, qvxcv + i);
-    }
+    japply(&cw, &rr, &ds, 1.0 / sq, -0.5 / (sq * ds.v), 0.75 / (sq * ds.v * ds.v));
+    jscale(&cw, cquat, &rr, 2.0, 0.0);
+    for (int i = 0; i < 3; i++) jmul(&cw, cquat + 1 + i, as + i, &rr);
     for (int i = 0; i < 4; i++) {
-        jscale(&c, rows + i, rows + i, -1.0, next[3 + i]);
+        for (int j = 0; j < 4; j++) { /* Lq[j] = L(q)_ij, or sum_i y_i L(q)_ij (mode 2) */
+            if (H) {
+                if (i == 0) jconst(&cq, Lq + j, 0.0);
+                Lq[j].v += y[3 + i] * lsgn[i][j] * q[lidx[i][j]].v;
+                if (deriv) Lq[j].g[lidx[i][j]] += y[3 + i] * lsgn[i][j];
+            } else {
+                jconst(&cq, Lq + j, lsgn[i][j] * q[lidx[i][j]].v);
+                if (deriv) Lq[j].g[lidx[i][j]] = lsgn[i][j];
+            }
+        }
+        if (H) continue;
+        jconst(&c, rows + i, next[3 + i]);
+        for (int j = 0; j < 4; j++) jdisjoint_muladd(&c, rows + i, -1.0, &cq, Lq + j, 0, &cw, cquat + j, 4);
         if (J) J[(3 + i) * (nx + 1) + 2 * nw + 3 + i] += 1.0;
     }
-    scatter(&c, &pl, rows, 4, 3, nx, r, J, H, y);
+    if (H) {
+        jconst(&c, rows, 0.0);
+        for (int j = 0; j < 4; j++) jdisjoint_muladd(&c, rows, -1.0, &cq, Lq + j, 0, &cw, cquat + j, 4);
+        add_hessian(&c, &pl, rows->H, nx, H);
+    } else {
+        scatter(&c, &pl, rows, 4, 3, nx, r, J);
+    }
     /* momentum: C(h xi_k)^T I xi_k - (I xi_{k-1} at the first step, else C(-h xi_{k-1})^T I xi_{k-1});
      * local (xi, h) of each */
     c.n = deriv ? 7 : 0;
@@ -453,7 +509,8 @@ static void kinematic_rows(const symplex_holonomic *p, int second, const double 
         }
         jtransport(&c, rows, eh, mu);
         for (int i = 0; i < 6; i++) jscale(&c, rows + i, rows + i, sign, 0.0);
-        scatter(&c, &pl, rows, 6, 7, nx, r, J, H, y);
+        scatter(&c, &pl, rows, 6, 7, nx, r, J);
+    if (H) scatter_hessian(&c, &pl, rows, 6, 7, nx, H, y);
     }
 }
 

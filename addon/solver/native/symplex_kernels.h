@@ -262,7 +262,7 @@ int64_t symplex_holonomic_struct_size(void);
 /* The DMOC step rows of K windows (stages k-1, k, k+1 of 13 + nc variables each, then h) of a holonomic
  * vehicle: shots/holonomic.py `residual` (mode 1) and `residual_hessian` (mode 2), its numpy twin.
  * inputs:  W (K, 3, 13 + nc); first (K,) nonzero at step 0; h (K,); y (K, 13) multipliers (mode 2).
- * outputs: r (K, 13) rows; J (K, 13, 3 (13 + nc) + 1) their Jacobian, h last (mode 1); H (K, 3 (13 + nc) + 1,
+ * outputs: r (K, 13) rows (mode 1; scratch in mode 2); J (K, 13, 3 (13 + nc) + 1) their Jacobian, h last (mode 1); H (K, 3 (13 + nc) + 1,
  *          3 (13 + nc) + 1) = sum_i y_i d2 r_i (mode 2).
  * Returns the number of windows whose boat hull is outside the column model (body z within 87 degrees of
  * horizontal): their wrench rows are not set. */
