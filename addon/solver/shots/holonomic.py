@@ -23,6 +23,10 @@ Second derivatives (residual_hessian): the Lagrangian y . r written over second-
 of terms each over its own few variables; the boat's columns and the hovercraft's corners enter through
 moments of their immersed lengths and compressions (functions of the pose alone), so the per-column work
 stays small.
+
+The helicopter's and the boat's rows, Jacobian and Hessian run in C when the kernels are built
+(native/holonomic_step.c, the same equations over jets per stage); the numpy code here (`residual_numpy`,
+`residual_hessian_numpy`) is its twin: the fallback, the hovercraft's path, and the tests' reference.
 """
 
 from __future__ import annotations
