@@ -23,7 +23,9 @@ class _Holonomic(ctypes.Structure):
     _fields_ = [("kind", _int), ("nc", _int), ("ncol", _int), ("col_xy", _ptr), ("inertia", _double * 36),
                 ("units", _double * 4), ("mass", _double), ("gravity", _double * 3), ("rotor_height", _double),
                 ("tail_arm", _double), ("thrust", _double * 12), ("keel", _double), ("hull_height", _double),
-                ("hull_area", _double), ("water_density", _double), ("drag", _double * 3), ("current", _double * 3)]
+                ("hull_area", _double), ("water_density", _double), ("drag", _double * 3), ("current", _double * 3),
+                ("corners", _double * 12), ("cushion_height", _double), ("cushion_stiffness", _double),
+                ("cushion_damping", _double), ("skirt_drag", _double * 6)]
 
 
 def _load() -> ctypes.CDLL | None:
@@ -39,13 +41,14 @@ def _load() -> ctypes.CDLL | None:
 
 
 LIB = _load()
-KINDS = {"helicopter": 0, "boat": 1}
+KINDS = {"helicopter": 0, "boat": 1, "hovercraft": 2}
 
 
 class HolonomicKernel:
-    """A helicopter's or boat's parameters as the C struct. kind: 'helicopter' or 'boat'; units (nc,) physical
-    control per stage variable; helicopter: rotor_height, tail_arm; boat: col_xy (n, 2), keel, hull_height,
-    hull_area, water_density, drag (3,), current (3,), thrust (6, nc)."""
+    """A holonomic vehicle's parameters as the C struct. kind: a KINDS key; units (nc,) physical control per stage
+    variable; helicopter: rotor_height, tail_arm; boat: col_xy (n, 2), keel, hull_height, hull_area,
+    water_density, drag (3,), current (3,), thrust (6, nc); hovercraft: corners (4, 3), cushion_height,
+    cushion_stiffness, cushion_damping, skirt_drag (6,), thrust (6, nc)."""
 
     def __init__(self, kind: str, inertia: np.ndarray, units: np.ndarray, mass: float, gravity: np.ndarray,
                  **params) -> None:
@@ -58,6 +61,11 @@ class HolonomicKernel:
         s.mass, s.gravity[:] = mass, np.asarray(gravity, float)
         if kind == "helicopter":
             s.rotor_height, s.tail_arm = params["rotor_height"], params["tail_arm"]
+        elif kind == "hovercraft":
+            s.thrust[:6 * len(units)] = np.asarray(params["thrust"], float).ravel()
+            s.corners[:] = np.asarray(params["corners"], float).ravel()
+            s.cushion_height, s.cushion_stiffness = params["cushion_height"], params["cushion_stiffness"]
+            s.cushion_damping, s.skirt_drag[:] = params["cushion_damping"], np.asarray(params["skirt_drag"], float)
         else:
             self._col_xy = np.ascontiguousarray(params["col_xy"], dtype=np.float64)
             s.ncol, s.col_xy = len(self._col_xy), self._col_xy.ctypes.data

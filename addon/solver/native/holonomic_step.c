@@ -309,12 +309,46 @@ static int boat_water(const symplex_holonomic *p, const jctx *c, jet *o, const j
     return 0;
 }
 
+/* The hovercraft's cushion and skirt drag (vehicles/hovercraft.py cushion(), skirt_drag(); shots/holonomic.py
+ * _hovercraft_cushion) over jets, added to o (torque, force): corner i compressed by s_i = h0 - x_z - up . c_i > 0
+ * lifts (k s_i - c up . (v + w x c_i)) up at c_i (k, c a quarter of the cushion's); the skirt drags
+ * -d_j |xi_j| xi_j. */
+static void hovercraft_wrench(const symplex_holonomic *p, const jctx *c, jet *o, const jet *xz, const jet *up,
+                              const jet *xi) {
+    double k = p->cushion_stiffness / 4, damp = p->cushion_damping / 4;
+    for (int i = 0; i < 4; i++) {
+        const double *ci = p->corners + 3 * i;
+        jet raw, mag, cup[3], cc[3], speed, t;
+        jscale(c, &raw, xz, -1.0, p->cushion_height);
+        for (int j = 0; j < 3; j++) jaxpy(c, &raw, &raw, -ci[j], up + j);
+        if (raw.v <= 0.0) continue;
+        for (int j = 0; j < 3; j++) jconst(c, cc + j, ci[j]);
+        jcross(c, cup, cc, up); /* c_i x up */
+        jdot3(c, &speed, cup, xi);
+        jdot3(c, &t, up, xi + 3);
+        jaxpy(c, &speed, &speed, 1.0, &t);
+        jscale(c, &mag, &raw, k, 0.0);
+        jaxpy(c, &mag, &mag, -damp, &speed);
+        for (int j = 0; j < 3; j++) {
+            jmuladd(c, o + j, 1.0, &mag, cup + j);
+            jmuladd(c, o + 3 + j, 1.0, &mag, up + j);
+        }
+    }
+    for (int j = 0; j < 6; j++) {
+        double d = p->skirt_drag[j], x = xi[j].v, a = fabs(x);
+        jet t;
+        if (d == 0.0) continue;
+        japply(c, &t, xi + j, a * x, 2 * a, x > 0 ? 2.0 : (x < 0 ? -2.0 : 0.0));
+        jaxpy(c, o + j, o + j, -d, &t);
+    }
+}
+
 /* The wrench's rows of one stage: -(h / 2 at the first step, else h) f(pose, node twist, u) with f the
  * vehicle's wrench plus gravity; local variables (q, u, h) for the helicopter, (x_z, q, node twist, u, h) for
- * the boat. Returns 1 when the boat's hull is outside the model. */
+ * the boat and the hovercraft. Returns 1 when the boat's hull is outside the model. */
 static int wrench_rows(const symplex_holonomic *p, int second, const double *Wk, int first, double hk, int nx,
                        double *r, double *J, double *H, const double *y) {
-    int nc = (int)p->nc, nw = 13 + nc, boat = p->kind == 1;
+    int nc = (int)p->nc, nw = 13 + nc, boat = p->kind != 0; /* boat or hovercraft: pose, node twist, thrust */
     int iq = boat ? 1 : 0, ixi = 5, iu = boat ? 11 : 4, ih = iu + nc;
     jctx c = {ih + 1, second};
     if (!J && !H) c.n = 0;
@@ -351,9 +385,14 @@ static int wrench_rows(const symplex_holonomic *p, int second, const double *Wk,
         jet up[3], ez[3], water[6];
         for (int i = 0; i < 3; i++) jconst(&c, ez + i, i == 2 ? 1.0 : 0.0);
         jrotate(&c, up, q, ez, -2.0);
-        if (boat_water(p, &c, water, &xz, up, q, xi)) return 1;
-        for (int i = 0; i < 3; i++) f[i] = water[i];
-        for (int i = 0; i < 3; i++) jaxpy(&c, f + 3 + i, f + 3 + i, 1.0, water + 3 + i);
+        if (p->kind == 1) {
+            if (boat_water(p, &c, water, &xz, up, q, xi)) return 1;
+            for (int i = 0; i < 3; i++) f[i] = water[i];
+            for (int i = 0; i < 3; i++) jaxpy(&c, f + 3 + i, f + 3 + i, 1.0, water + 3 + i);
+        } else {
+            for (int i = 0; i < 3; i++) jconst(&c, f + i, 0.0);
+            hovercraft_wrench(p, &c, f, &xz, up, xi);
+        }
         for (int i = 0; i < 6; i++)
             for (int a = 0; a < nc; a++) jaxpy(&c, f + i, f + i, p->thrust[i * nc + a], u + a);
     } else {

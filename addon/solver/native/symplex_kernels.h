@@ -245,16 +245,19 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
 /* A holonomic shot vehicle (shots/holonomic.py HolonomicDynamics) for symplex_holonomic_step. Every field is
  * 8 bytes (symplex_holonomic_struct_size() lets the loader check the layout). */
 typedef struct symplex_holonomic {
-    int64_t kind;           /* 0 helicopter (rotor, tail, gravity), 1 boat (column water, thrusters, gravity) */
-    int64_t nc;             /* controls: 4 (helicopter: collective, tail, blade pitch, roll), 2 (boat) */
+    int64_t kind;           /* 0 helicopter (rotor, tail, gravity), 1 boat (column water, thrusters, gravity),
+                             * 2 hovercraft (cushion, skirt drag, thrusters, gravity) */
+    int64_t nc;             /* controls: 4 (helicopter: collective, tail, blade pitch, roll), 2 (boat, hovercraft) */
     int64_t ncol;           /* boat: hull columns */
     const double *col_xy;   /* boat: (ncol, 2) column centres, body x y */
     double inertia[36];     /* locked inertia (6, 6), rows (angular; linear) */
     double units[4];        /* physical control = unit * stage variable */
     double mass, gravity[3];
     double rotor_height, tail_arm;   /* helicopter */
-    double thrust[12];      /* boat: (6, nc) wrench per unit thrust */
+    double thrust[12];      /* boat, hovercraft: (6, nc) wrench per unit thrust */
     double keel, hull_height, hull_area, water_density, drag[3], current[3];  /* boat */
+    double corners[12], cushion_height, cushion_stiffness, cushion_damping;  /* hovercraft: (4, 3) skirt corners */
+    double skirt_drag[6];   /* hovercraft: quadratic drag per twist entry (w, v) */
 } symplex_holonomic;
 
 int64_t symplex_holonomic_struct_size(void);

@@ -24,9 +24,9 @@ of terms each over its own few variables; the boat's columns and the hovercraft'
 moments of their immersed lengths and compressions (functions of the pose alone), so the per-column work
 stays small.
 
-The helicopter's and the boat's rows, Jacobian and Hessian run in C when the kernels are built
-(native/holonomic_step.c, the same equations over jets per stage); the numpy code here (`residual_numpy`,
-`residual_hessian_numpy`) is its twin: the fallback, the hovercraft's path, and the tests' reference.
+The rows, Jacobian and Hessian run in C when the kernels are built (native/holonomic_step.c, the same
+equations over jets per stage); the numpy code here (`residual_numpy`, `residual_hessian_numpy`) is its
+twin: the fallback and the tests' reference.
 """
 
 from __future__ import annotations
@@ -170,8 +170,8 @@ class HolonomicDynamics(StageDynamics):
         self.kernel = self._kernel()
 
     def _kernel(self) -> holonomic_binding.HolonomicKernel | None:
-        """The C twin of `residual_numpy` and `residual_hessian_numpy` (native/holonomic_step.c) for the
-        helicopter and the boat when the kernels are built; None: numpy (and always for the hovercraft)."""
+        """The C twin of `residual_numpy` and `residual_hessian_numpy` (native/holonomic_step.c) when the
+        kernels are built; None: numpy."""
         kind = self.vehicle.type
         if holonomic_binding.LIB is None or kind not in holonomic_binding.KINDS:
             return None
@@ -179,6 +179,11 @@ class HolonomicDynamics(StageDynamics):
         common = (kind, self.inertia, self._units(), s.mass, self.gravity)
         if kind == "helicopter":
             return holonomic_binding.HolonomicKernel(*common, rotor_height=s.rotor_height, tail_arm=s.tail_arm)
+        if kind == "hovercraft":
+            return holonomic_binding.HolonomicKernel(
+                *common, thrust=self.thrust, corners=skirt_corners(s), cushion_height=s.cushion_height,
+                cushion_stiffness=s.cushion_stiffness, cushion_damping=s.cushion_damping,
+                skirt_drag=(0.0, 0.0, s.yaw_drag, *s.drag, 0.0))
         hull = self.hull
         return holonomic_binding.HolonomicKernel(*common, col_xy=hull.xy, keel=hull.keel, hull_height=hull.height,
                                                  hull_area=hull.area, water_density=s.water_density, drag=s.drag,

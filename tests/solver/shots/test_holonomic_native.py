@@ -1,7 +1,7 @@
 """The holonomic vehicles' step rows, Jacobian and Hessian in C (native/holonomic_step.c) against their numpy
 twin (shots/holonomic.py `residual_numpy`, `residual_hessian_numpy`): equal to round-off at random windows
-(first step included), for the boat with dry, partly and fully immersed columns, and NaN where the hull is
-outside the column model. Exactness of either against differences: test_exact_hessians.py."""
+(first step included) of the helicopter, the boat (columns dry, partly and fully immersed) and the hovercraft
+(corners free and pressed), and NaN where the boat's hull is outside the column model. Exactness of either against differences: test_exact_hessians.py."""
 
 import numpy as np
 import pytest
@@ -9,6 +9,7 @@ import pytest
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
 from addon.solver.native import holonomic_binding
 from addon.solver.shots.vehicle_shot import transcribe
+from addon.solver.vehicles.hovercraft import skirt_corners
 
 from .test_exact_hessians import _random_window
 from .test_vehicle_shots import _small_shot
@@ -20,13 +21,13 @@ def _windows(preset: str, rng):
     tr = transcribe(_small_shot(preset, 3.0))
     W = np.concatenate([_random_window(tr, 6, rng) for _ in range(2)])
     K = len(W)
-    if preset == "speedboat":  # heave and tilt: some columns dry, some under water to the deck, most partly
+    if preset != "helicopter":  # heave and tilt: columns dry, partly and fully immersed; corners free and pressed
         W[:, :, 2] += rng.uniform(-0.6, 0.6, (K, 3))
         W[:, :, 3:7] += 0.2 * rng.standard_normal((K, 3, 4))
     return tr.dyn, W, rng.uniform(0.05, 0.2, K), np.arange(K) % 5 == 0
 
 
-@pytest.mark.parametrize("preset", ["helicopter", "speedboat"])
+@pytest.mark.parametrize("preset", ["helicopter", "speedboat", "hovercraft"])
 def test_c_step_rows_and_derivatives_equal_the_numpy_twin(preset):
     rng = np.random.default_rng(11)
     dyn, W, h, first = _windows(preset, rng)
@@ -36,6 +37,11 @@ def test_c_step_rows_and_derivatives_equal_the_numpy_twin(preset):
         up = dyn._g(S[:, :3], S[:, 3:7])[:, 2, :3]
         raw = -(S[:, 2, None] + up[:, :2] @ dyn.hull.xy.T) / up[:, 2, None] - dyn.hull.keel
         assert (raw <= 0).any() and (raw >= dyn.hull.height).any() and ((raw > 0) & (raw < dyn.hull.height)).any()
+    if preset == "hovercraft":
+        S = W[:, 1]
+        up = dyn._g(S[:, :3], S[:, 3:7])[:, 2, :3]
+        compression = dyn.spec.cushion_height - S[:, 2, None] - up @ skirt_corners(dyn.spec).T
+        assert (compression > 0).any() and (compression <= 0).any()
     y = rng.standard_normal((len(W), 13))
     for c, ref in zip(dyn.residual(W, first, h), dyn.residual_numpy(W, first, h)):
         assert np.all(np.isfinite(ref))
