@@ -350,8 +350,8 @@ static int wrench_rows(const symplex_holonomic *p, int second, const double *Wk,
                        double *r, double *J, double *H, const double *y) {
     int nc = (int)p->nc, nw = 13 + nc, boat = p->kind != 0; /* boat or hovercraft: pose, node twist, thrust */
     int iq = boat ? 1 : 0, ixi = 5, iu = boat ? 11 : 4, ih = iu + nc;
-    jctx c = {ih + 1, second};
-    if (!J && !H) c.n = 0;
+    jctx c = {ih, second}, co = {ih + 1, second}, ch = {1, second}; /* f over all but h; rows = -w h f */
+    if (!J && !H) c.n = co.n = ch.n = 0;
     place pl;
     jet q[4], u[4], hj, xi[6], xz, mg[3], f[6], rows[6];
     const double *cur = Wk + nw, *prev = Wk;
@@ -364,7 +364,7 @@ static int wrench_rows(const symplex_holonomic *p, int second, const double *Wk,
         jscale(&c, u + a, u + a, p->units[a], 0.0);
         place_set(&pl, iu + a, nw + 7 + a, 1.0);
     }
-    jvar(&c, &hj, hk, ih);
+    jvar(&ch, &hj, hk, 0);
     place_set(&pl, ih, nx, 1.0);
     for (int i = 0; i < 3; i++) jconst(&c, mg + i, p->mass * p->gravity[i]);
     jrotate(&c, f + 3, q, mg, -2.0);
@@ -417,11 +417,11 @@ static int wrench_rows(const symplex_holonomic *p, int second, const double *Wk,
     }
     double w = first ? -0.5 : -1.0;
     for (int i = 0; i < 6; i++) {
-        jmul(&c, rows + i, f + i, &hj);
-        jscale(&c, rows + i, rows + i, w, 0.0);
+        jconst(&co, rows + i, 0.0);
+        jdisjoint_muladd(&co, rows + i, w, &c, f + i, 0, &ch, &hj, ih);
     }
-    scatter(&c, &pl, rows, 6, 7, nx, r, J);
-    if (H) scatter_hessian(&c, &pl, rows, 6, 7, nx, H, y);
+    scatter(&co, &pl, rows, 6, 7, nx, r, J);
+    if (H) scatter_hessian(&co, &pl, rows, 6, 7, nx, H, y);
     return 0;
 }
 
