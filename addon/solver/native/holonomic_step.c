@@ -224,16 +224,33 @@ static void scatter_hessian(const jctx *c, const place *p, const jet *rows, int 
     add_hessian(c, p, S, nx, H);
 }
 
+/* o (over c's variables) += s a, with a over the first ca->n of them */
+static void jembed(const jctx *c, jet *o, double s, const jctx *ca, const jet *a) {
+    int n = c->n, m = ca->n;
+    for (int i = 0; i < m; i++) o->g[i] += s * a->g[i];
+    if (c->second)
+        for (int i = 0; i < m; i++)
+            for (int j = i; j < m; j++) o->H[i * n + j] += s * a->H[i * m + j];
+    o->v += s * a->v;
+}
+
 /* The boat's water (vehicles/boat.py water(), shots/holonomic.py _boat_water) over jets: torque o[0..2], force
- * o[3..5] from x_z, up (world z in body axes), q (for the current) and the node twist xi. Returns 1 when the
- * hull is on its side (up_z < 0.05, outside the model). */
-static int boat_water(const symplex_holonomic *p, const jctx *c, jet *o, const jet *xz, const jet *up, const jet *q,
-                      const jet *xi) {
+ * o[3..5] (over c's variables: x_z, q first, then the node twist at xi_at) from the pose x_z, q and the node
+ * twist xi. With the moments m, M, S of the immersed lengths and a = lift up + s D R^T eta (pose alone):
+ * force = m a - s D (m v + w x M), torque = M x a - s M x D v - s G(S) w; the pose parts are jets over
+ * (x_z, q) alone, their products with the twist are products of jets over disjoint variables.
+ * Returns 1 when the hull is on its side (up_z < 0.05, outside the model). */
+static int boat_water(const symplex_holonomic *p, const jctx *c, jet *o, double xz, const double *qv,
+                      const double *xiv, int xi_at) {
+    jctx cp = {c->n ? 5 : 0, c->second}, cn = {c->n ? 6 : 0, c->second}, c4 = {c->n ? 4 : 0, c->second};
+    jet pose[5], up[3], ez[3], z[4], inv_d, l, l2, mom[10], s, M[10], xi[6];
+    for (int k = 0; k < 5; k++) jvar(&cp, pose + k, k ? qv[k - 1] : xz, k);
+    for (int k = 0; k < 6; k++) jvar(&cn, xi + k, xiv[k], k);
+    for (int i = 0; i < 3; i++) jconst(&cp, ez + i, i == 2 ? 1.0 : 0.0);
+    jrotate(&cp, up, pose + 1, ez, -2.0);
     if (up[2].v < 0.05) return 1;
-    /* the columns over the pose quantities z = (x_z, up_x, up_y, up_z) */
-    jctx c4 = {4, c->second};
-    jet z[4], inv_d, l, l2, mom[10], s;
-    for (int k = 0; k < 4; k++) jvar(&c4, z + k, k ? up[k - 1].v : xz->v, k);
+    /* the columns over (x_z, up_x, up_y, up_z), their moments composed into (x_z, q) */
+    for (int k = 0; k < 4; k++) jvar(&c4, z + k, k ? up[k - 1].v : xz, k);
     japply(&c4, &inv_d, z + 3, 1.0 / z[3].v, -1.0 / (z[3].v * z[3].v), 2.0 / (z[3].v * z[3].v * z[3].v));
     for (int k = 0; k < 10; k++) jconst(&c4, mom + k, 0.0);
     for (int i = 0; i < p->ncol; i++) {
@@ -243,9 +260,7 @@ static int boat_water(const symplex_holonomic *p, const jctx *c, jet *o, const j
         jmul(&c4, &l, &s, &inv_d);
         jscale(&c4, &l, &l, -1.0, -p->keel);
         if (l.v <= 0.0) continue; /* dry column: zero length, zero derivatives */
-        if (l.v >= p->hull_height) { /* fully immersed: the height, zero derivatives */
-            jconst(&c4, &l, p->hull_height);
-        }
+        if (l.v >= p->hull_height) jconst(&c4, &l, p->hull_height); /* fully immersed: the height */
         jmul(&c4, &l2, &l, &l);
         double wl[5] = {1.0, X, Y, X * X, X * Y};
         for (int k = 0; k < 5; k++) jaxpy(&c4, mom + k, mom + k, wl[k], &l);
@@ -253,57 +268,62 @@ static int boat_water(const symplex_holonomic *p, const jctx *c, jet *o, const j
         for (int k = 0; k < 3; k++) jaxpy(&c4, mom + 6 + k, mom + 6 + k, 0.5 * wl[k], &l2);
         jmuladd(&c4, mom + 9, 0.25, &l2, &l);
     }
-    /* moments over the outer variables: m, mX, mY, Sxx, Sxy, Syy, half0, half1, half2, l^3 / 4 */
-    jet zo[4], M[10];
-    zo[0] = *xz;
+    /* m, mX, mY, Sxx, Sxy, Syy, half0, half1, half2, l^3 / 4 over (x_z, q) */
+    jet zo[4];
+    zo[0] = pose[0];
     for (int k = 0; k < 3; k++) zo[k + 1] = up[k];
-    for (int k = 0; k < 10; k++) jcompose(&c4, c, M + k, mom + k, zo);
+    for (int k = 0; k < 10; k++) jcompose(&c4, &cp, M + k, mom + k, zo);
     double kz = p->keel;
     jet Mv[3], S[3][3];
     Mv[0] = M[1];
     Mv[1] = M[2];
-    jaxpy(c, Mv + 2, M + 6, kz, M); /* kz m + half0 */
+    jaxpy(&cp, Mv + 2, M + 6, kz, M); /* kz m + half0 */
     S[0][0] = M[3];
     S[0][1] = S[1][0] = M[4];
     S[1][1] = M[5];
-    jaxpy(c, &S[0][2], M + 7, kz, M + 1);
+    jaxpy(&cp, &S[0][2], M + 7, kz, M + 1);
     S[2][0] = S[0][2];
-    jaxpy(c, &S[1][2], M + 8, kz, M + 2);
+    jaxpy(&cp, &S[1][2], M + 8, kz, M + 2);
     S[2][1] = S[1][2];
-    jaxpy(c, &S[2][2], M + 9, kz * kz, M);
-    jaxpy(c, &S[2][2], &S[2][2], 2 * kz, M + 6);
+    jaxpy(&cp, &S[2][2], M + 9, kz * kz, M);
+    jaxpy(&cp, &S[2][2], &S[2][2], 2 * kz, M + 6);
     double share = p->hull_area * p->water_density / p->mass;
     double gnorm = sqrt(p->gravity[0] * p->gravity[0] + p->gravity[1] * p->gravity[1] + p->gravity[2] * p->gravity[2]);
     double lift = p->hull_area * p->water_density * gnorm;
-    jet eta[3], flow[3], acc[3], wxM[3], t[3];
-    for (int i = 0; i < 3; i++) jconst(c, eta + i, p->current[i]);
-    jrotate(c, flow, q, eta, -2.0);
+    jet eta[3], flow[3], acc[3], t[3], G;
+    for (int i = 0; i < 3; i++) jconst(&cp, eta + i, p->current[i]);
+    jrotate(&cp, flow, pose + 1, eta, -2.0);
     for (int i = 0; i < 3; i++) {
-        jscale(c, acc + i, up + i, lift, 0.0);
-        jaxpy(c, acc + i, acc + i, -share * p->drag[i], xi + 3 + i);
-        jaxpy(c, acc + i, acc + i, share * p->drag[i], flow + i);
+        jscale(&cp, acc + i, up + i, lift, 0.0);
+        jaxpy(&cp, acc + i, acc + i, share * p->drag[i], flow + i);
     }
-    jcross(c, wxM, xi, Mv);
-    for (int i = 0; i < 3; i++) {
-        jmul(c, o + 3 + i, M, acc + i);
-        jaxpy(c, o + 3 + i, o + 3 + i, -share * p->drag[i], wxM + i);
+    for (int i = 0; i < 3; i++) { /* force: m a - s D (m v + w x M) */
+        int j = (i + 1) % 3, k = (i + 2) % 3;
+        double sd = -share * p->drag[i];
+        jmul(&cp, t, M, acc + i);
+        jembed(c, o + 3 + i, 1.0, &cp, t);
+        jdisjoint_muladd(c, o + 3 + i, sd, &cp, M, 0, &cn, xi + 3 + i, xi_at);
+        jdisjoint_muladd(c, o + 3 + i, sd, &cp, Mv + k, 0, &cn, xi + j, xi_at);
+        jdisjoint_muladd(c, o + 3 + i, -sd, &cp, Mv + j, 0, &cn, xi + k, xi_at);
     }
-    jcross(c, o, Mv, acc);
-    /* - share sum_kn S_kn e_k x D (w x e_n) = - share G(S) w */
-    for (int i = 0; i < 3; i++) {
-        for (int m = 0; m < 3; m++) {
-            jconst(c, t, 0.0);
-            for (int k = 0; k < 3; k++)
-                for (int j = 0; j < 3; j++) {
-                    double e_m_x_e_j[3] = {0, 0, 0}, dv[3], lv;
-                    e_m_x_e_j[(m + 1) % 3] = (j == (m + 2) % 3) ? -1.0 : 0.0; /* (e_m x e_j) */
-                    e_m_x_e_j[(m + 2) % 3] = (j == (m + 1) % 3) ? 1.0 : 0.0;
-                    for (int a = 0; a < 3; a++) dv[a] = p->drag[a] * e_m_x_e_j[a];
-                    /* (e_k x dv)_i */
-                    lv = (i == (k + 1) % 3) ? -dv[(k + 2) % 3] : ((i == (k + 2) % 3) ? dv[(k + 1) % 3] : 0.0);
-                    if (lv != 0.0) jaxpy(c, t, t, lv, &S[k][j]);
+    jcross(&cp, t, Mv, acc);
+    for (int i = 0; i < 3; i++) { /* torque: M x a - s M x D v - s G(S) w */
+        int j = (i + 1) % 3, k = (i + 2) % 3;
+        jembed(c, o + i, 1.0, &cp, t + i);
+        jdisjoint_muladd(c, o + i, -share * p->drag[k], &cp, Mv + j, 0, &cn, xi + 3 + k, xi_at);
+        jdisjoint_muladd(c, o + i, share * p->drag[j], &cp, Mv + k, 0, &cn, xi + 3 + j, xi_at);
+        for (int m = 0; m < 3; m++) { /* G_im = sum_kn S_kn (e_k x D (e_m x e_n))_i */
+            jconst(&cp, &G, 0.0);
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 3; b++) {
+                    double mxn[3] = {0, 0, 0}, dv[3], lv;
+                    mxn[(m + 1) % 3] = (b == (m + 2) % 3) ? -1.0 : 0.0; /* e_m x e_b */
+                    mxn[(m + 2) % 3] = (b == (m + 1) % 3) ? 1.0 : 0.0;
+                    for (int e = 0; e < 3; e++) dv[e] = p->drag[e] * mxn[e];
+                    lv = (i == (a + 1) % 3) ? -dv[(a + 2) % 3] : ((i == (a + 2) % 3) ? dv[(a + 1) % 3] : 0.0);
+                    if (lv != 0.0) jaxpy(&cp, &G, &G, lv, &S[a][b]);
                 }
-            jmuladd(c, o + i, -share, xi + m, t);
+            jdisjoint_muladd(c, o + i, -share, &cp, &G, 0, &cn, xi + m, xi_at);
         }
     }
     return 0;
@@ -382,13 +402,14 @@ static int wrench_rows(const symplex_holonomic *p, int second, const double *Wk,
                 pl.fac[ixi + a][1] = 0.5;
             }
         }
-        jet up[3], ez[3], water[6];
+        jet up[3], ez[3];
         for (int i = 0; i < 3; i++) jconst(&c, ez + i, i == 2 ? 1.0 : 0.0);
         jrotate(&c, up, q, ez, -2.0);
         if (p->kind == 1) {
-            if (boat_water(p, &c, water, &xz, up, q, xi)) return 1;
-            for (int i = 0; i < 3; i++) f[i] = water[i];
-            for (int i = 0; i < 3; i++) jaxpy(&c, f + 3 + i, f + 3 + i, 1.0, water + 3 + i);
+            double node[6];
+            for (int a = 0; a < 6; a++) node[a] = xi[a].v;
+            for (int i = 0; i < 3; i++) jconst(&c, f + i, 0.0);
+            if (boat_water(p, &c, f, cur[2], cur + 3, node, ixi)) return 1;
         } else {
             for (int i = 0; i < 3; i++) jconst(&c, f + i, 0.0);
             hovercraft_wrench(p, &c, f, &xz, up, xi);
