@@ -1,11 +1,13 @@
-/* Holonomic shot step rows (helicopter, boat) with their exact Jacobian or the exact Hessian of y . r, per
- * stage, over second-order jets of a few local variables (the C twin of shots/holonomic.py's `residual` and
- * `residual_hessian`; the formulas and their seed equations are documented there).
+/* Holonomic shot step rows (helicopter, boat, hovercraft) with their exact Jacobian or the exact Hessian of
+ * y . r, per stage, over jets of a few local variables (the C twin of shots/holonomic.py's `residual_numpy` and
+ * `residual_hessian_numpy`; the formulas and their seed equations are documented there).
  *
  * A jet holds a value, its gradient and (mode 2) its Hessian over n <= NJ local variables; each group of rows
  * (position, attitude, transported momentum, previous momentum, wrench) is computed over its own variables and
- * scattered into the window's columns (stage slot * nw + variable, h last). The boat's columns are summed as
- * jets of the four pose quantities (x_z, up) they depend on, then composed into the wrench's variables. */
+ * scattered into the window's columns (stage slot * nw + variable, h last). Factors that depend on disjoint
+ * variables (R(q) and P(h w) h v; the boat's pose terms and the node twist; the wrench and h) are multiplied
+ * as such (jdisjoint_muladd: no products over the union). The boat's columns are summed as jets of the four
+ * pose quantities (x_z, up) they depend on, then composed into (x_z, q) by the chain rule. */
 #include <math.h>
 #include <string.h>
 
