@@ -22,7 +22,7 @@ from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.mechanism_shots import solve_mechanism_shot
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.solve import solve_shot
-from addon.solver.shots.transcription import Transcription
+from addon.solver.shots.transcription import COLD_MU, Transcription
 from addon.solver.shots.vehicle_shot import transcribe
 
 from .shots_eval import chain_shot
@@ -264,7 +264,8 @@ def casadi_problem(tr: Transcription):
     return {"x": x, "f": f, "g": ca.vertcat(*g)}, np.array(lbg), np.array(ubg)
 
 
-def run_ipopt(tr: Transcription) -> dict | None:
+def run_ipopt(tr: Transcription, mu_init: float | None = None) -> dict | None:
+    """CasADi + IPOPT on the same transcription from the same start; mu_init None: IPOPT's default (0.1)."""
     ca = _casadi()
     built = casadi_problem(tr)
     if built is None:
@@ -273,7 +274,7 @@ def run_ipopt(tr: Transcription) -> dict | None:
     problem, lbg, ubg = built
     solver = ca.nlpsol("shot", "ipopt", problem, {
         "print_time": False, "ipopt.print_level": 0, "ipopt.tol": 1e-8, "ipopt.constr_viol_tol": 1e-9,
-        "ipopt.max_iter": 3000, "ipopt.sb": "yes"})
+        "ipopt.max_iter": 3000, "ipopt.sb": "yes", **({} if mu_init is None else {"ipopt.mu_init": mu_init})})
     build = time.perf_counter() - t0
     t0, c0 = time.perf_counter(), time.process_time()
     out = solver(x0=tr.x0(), lbx=tr.x_lower, ubx=tr.x_upper, lbg=lbg, ubg=ubg)
@@ -308,15 +309,16 @@ def run(quick: bool = False) -> str:
     lines = ["| shot | steps | unknowns | ours: status | ours: iterations | ours: wall / CPU time (s) "
              "| ours: solver CPU (s): evaluation / factorisation / line search | ours: CPU per iteration (ms) "
              "| ours: objective | replay error (m) | IPOPT: status | IPOPT: iterations | IPOPT: wall / CPU time (s) "
-             "| IPOPT: CPU per iteration (ms) | IPOPT: objective | IPOPT solution in our constraints |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| IPOPT: CPU per iteration (ms) | IPOPT: objective | IPOPT solution in our constraints "
+             f"| IPOPT from mu_init {COLD_MU:g}: iterations / CPU (s) / objective |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in names:
         shot = _benchmark_shot(name)
         t0, c0 = time.perf_counter(), time.process_time()
         result = solve_shot(shot)
         ours, ours_cpu = time.perf_counter() - t0, time.process_time() - c0
         tr = transcribe(shot)
-        ip = run_ipopt(tr)
+        ip, ip_small = run_ipopt(tr), run_ipopt(tr, COLD_MU)
         free = int(np.sum(tr.x_lower < tr.x_upper))
         solver_cpu = sum(result.timings.values())
         parts = " / ".join(f"{t:.3f}" for t in result.timings.values())
@@ -324,11 +326,12 @@ def run(quick: bool = False) -> str:
                f"| {solver_cpu:.3f}: {parts} | {1e3 * solver_cpu / max(result.iterations, 1):.1f} "
                f"| {result.objective:.6g} | {result.replay_error:.1e} |")
         if ip is None:
-            row += " no CasADi model | | | | | |"
+            row += " no CasADi model | | | | | | |"
         else:
             row += (f" {ip['status']} | {ip['iterations']} | {ip['time']:.2f} / {ip['cpu']:.2f} "
                     f"| {1e3 * ip['cpu'] / max(ip['iterations'], 1):.1f} | {ip['objective']:.6g} "
-                    f"| max violation {ip['our_violation']:.1e} |")
+                    f"| max violation {ip['our_violation']:.1e} "
+                    f"| {ip_small['iterations']} / {ip_small['cpu']:.2f} / {ip_small['objective']:.6g} |")
         lines.append(row)
         if name in TARGETS:
             limit = TARGETS[name]
@@ -345,7 +348,7 @@ def run(quick: bool = False) -> str:
         parts = " / ".join(f"{t:.3f}" for t in result.timings.values())
         lines.append(f"| {shot.name} | {shot.steps} | | {result.status} | {result.iterations} | {ours:.2f} / {ours_cpu:.2f} "
                      f"| {solver_cpu:.3f}: {parts} | {1e3 * solver_cpu / max(result.iterations, 1):.1f} "
-                     f"| {result.objective:.6g} | {result.replay_error:.1e} | no CasADi model | | | | | |")
+                     f"| {result.objective:.6g} | {result.replay_error:.1e} | no CasADi model | | | | | | |")
     note = ("\nOurs: addon/solver/shots (numpy/scipy interior point, exact first derivatives; exact second "
             "derivatives of every vehicle's step equations (over jets; the car's in closed form, in C), of keys, "
             "obstacle clearances (a car's in C), corridors and the effort and smoothness costs, and of the tree DEL "
@@ -354,7 +357,8 @@ def run(quick: bool = False) -> str:
             "point's own (NLPResult.timings). "
             "CPU time is process time (all threads), the better measure on a shared machine. IPOPT: CasADi 3.8 SX model "
             "of the same rows, exact Hessian by AD, MUMPS, tol 1e-8; time excludes building the model. Both "
-            "start from the same key-path guess. Local optima of these non-convex problems may differ, so "
+            "start from the same key-path guess. Ours starts its barrier at mu = COLD_MU (docs/shots.md, \"Barrier\"), "
+            "IPOPT at its default 0.1; the last column is IPOPT from the same first barrier as ours. Local optima of these non-convex problems may differ, so "
             "compare objectives too.")
     return ("\n".join(lines) + "\n" + note + "\n\nTargets (wall time includes building the transcription and "
             "the replay; on a machine shared with other jobs wall time is inflated, CPU time less so):\n\n"

@@ -172,6 +172,7 @@ def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.nda
 
 
 _BATCH = 1000  # instances per batched call of a block's function while differencing
+COLD_MU = 1e-3  # first barrier parameter from the key path or an earlier result (docs/shots.md, "Barrier")
 
 
 class _Pattern:
@@ -746,14 +747,14 @@ class Transcription:
     # -- solve and report -----------------------------------------------------------------------
     def solve(self, warm_start=None, progress=None, tol: float = 1e-8, max_iter: int = 300) -> ShotResult:
         """warm_start: a Trajectory (its body path seeds the states) or an earlier ShotResult of this layout
-        (its whole solution, first barrier parameter 1e-3). From the key path the first barrier parameter is 3e-4,
+        (its whole solution). From the key path or an earlier result the first barrier parameter is COLD_MU,
         not IPOPT's 0.1 (kept from an animation): 0.1 lets the barrier pull the car shots far from the keys before
         mu falls (4x the iterations at 200 steps), and from an animation a small one can end in a worse local
         optimum (docs/shots.md, "Barrier")."""
         if isinstance(warm_start, ShotResult) and len(warm_start.solution) == self.n:
-            x0, mu_init = np.clip(warm_start.solution, self.x_lower, self.x_upper), 1e-3
+            x0, mu_init = np.clip(warm_start.solution, self.x_lower, self.x_upper), COLD_MU
         else:
-            x0, mu_init = self.x0(warm_start), (3e-4 if warm_start is None else 0.1)
+            x0, mu_init = self.x0(warm_start), (COLD_MU if warm_start is None else 0.1)
         res = nlpmod.solve(self.nlp, x0, tol=tol, max_iter=max_iter, progress=progress, mu_init=mu_init)
         if res.status in ("infeasible", "failed", "max_iter") and any(b.kind[0] == "key" for b in self.blocks):
             # second phase: the keys made soft from rest give a dynamically feasible path; when it comes within
