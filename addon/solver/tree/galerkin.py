@@ -346,7 +346,7 @@ def newton_native(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np
         torque = np.zeros((len(ru.c), model.nq))
         forces = np.broadcast_to(model.force_vector, (len(ru.c),) + model.force_vector.shape)
     out = state.steppers[key].step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, max_iterations, X,
-                                   lam)
+                                   lam, state.charts)
     return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status],
                   None if np.isnan(out.energy) else out.energy)
 
