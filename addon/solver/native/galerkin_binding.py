@@ -2,9 +2,9 @@
 
 `LIB` is the kernel library when it is built with galerkin_step.c and loads (native.load_kernels), else None.
 `usable(model)` says whether the C step runs the model: every tree of plain joints (rotations, translations) and
-ball and free joints (their per-step exponential charts), springs (ball springs too), dampers, servos, keyed
-torques and user forces included, loops on trees without charts; ball or free joints on a closed loop run in
-numpy. tree/galerkin.py picks `GalerkinStepper` when usable and is its reference and fallback.
+ball and free joints (their per-step exponential charts), loops, springs (ball springs too), dampers, servos,
+keyed torques and user forces included. tree/galerkin.py picks `GalerkinStepper` when usable and is its reference
+and fallback.
 """
 
 from __future__ import annotations
@@ -37,9 +37,8 @@ LIB = _load()
 
 
 def usable(model) -> bool:
-    """True when the C Galerkin step can run this TreeModel (kernels loaded; no loop rows on a tree with ball or
-    free-joint charts)."""
-    return LIB is not None and not (len(model.ball_dofs) and model.nrow)
+    """True when the C Galerkin step can run this TreeModel (the kernels are loaded)."""
+    return LIB is not None
 
 
 class GalerkinStep(NamedTuple):
@@ -65,8 +64,8 @@ class GalerkinStepper:
 
     def __init__(self, model, ru) -> None:
         if not usable(model):
-            raise RuntimeError("the C Galerkin step needs the Symplex kernels (`make kernels`) and no loop rows on a "
-                               "tree with ball or free joints; use tree/galerkin.py's numpy path")
+            raise RuntimeError("the C Galerkin step needs the Symplex kernels (`make kernels`); use tree/galerkin.py's "
+                               "numpy path")
         self.nq, self.nrow, self.nforce = model.nq, model.nrow, len(model.force_frame)
         self.s, self.r = ru.s, len(ru.c)
         s, r, nq = self.s, self.r, self.nq

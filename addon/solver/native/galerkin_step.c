@@ -40,6 +40,7 @@ typedef struct {
     double *Dinv3, *U0, *x0;            /* (nq, 3 s s) group pivots; (3, W) x 2 a chart's row-0 vectors */
     double *OU3, *RO3;                  /* (W, 3 s), (3 s, W) */
     double *qe;                         /* (nq,) the end pose's coordinates (0 on the charts) */
+    double *lq, *lturn;                 /* (nq,), (nball, 9) a control point's pose for the loop rows */
 } gworkspace;
 
 static double *gtake(double *base, int64_t *at, int64_t n)
@@ -127,6 +128,8 @@ static int64_t gcarve(gworkspace *w, double *base, const symplex_tree *tree, int
     w->OU3 = gtake(base, &at, on * 3 * s * W);
     w->RO3 = gtake(base, &at, on * 3 * s * W);
     w->qe = gtake(base, &at, nq);
+    w->lq = gtake(base, &at, on * nq);
+    w->lturn = gtake(base, &at, nb * 9);
     return at;
 }
 
@@ -136,13 +139,43 @@ int64_t symplex_galerkin_scratch_size(const symplex_tree *tree, int64_t s, int64
     return gcarve(&w, NULL, tree, s, r, nsel);
 }
 
+/* The pose (w->wtmp, w->Stmp) of control point q for the loop rows: on a tree with charts q holds xi there and
+ * the pose is C1 exp(xi) at chart coordinates 0 (galerkin.loop_rows). */
+static void loop_pose(const symplex_tree *tree, gworkspace *w, const double *q)
+{
+    if (!tree->nball) {
+        forward_kinematics(tree, q, NULL, NULL, w->wtmp, w->Stmp);
+        return;
+    }
+    memcpy(w->lq, q, (size_t)tree->nq * sizeof(double));
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        so3_exp(q + k[0], w->lturn + 9 * b);  /* a chart's coordinates are consecutive */
+        for (int i = 0; i < 3; ++i) w->lq[k[i]] = 0.0;
+    }
+    forward_kinematics(tree, w->lq, w->lturn, w->ball, w->wtmp, w->Stmp);
+}
+
+/* A loop row's chart columns (body axes at C1 exp(xi)) in xi: times J_R(xi) (galerkin.loop_rows). */
+static void chart_columns(const symplex_tree *tree, const double *q, double *row)
+{
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        double JL[9];
+        const double d[3] = {row[k[0]], row[k[1]], row[k[2]]};
+        left_jacobian(q + k[0], JL);
+        for (int c = 0; c < 3; ++c) row[k[c]] = dot3(d, JL + 3 * c);
+    }
+}
+
 /* Dh rows (m, nq) of the selected loop rows and, if h is given, their values at coordinates q. */
 static void loop_rows_at(const symplex_tree *tree, gworkspace *w, int64_t m, const int64_t *rows, const double *q,
                          double *Dh, double *h)
 {
-    forward_kinematics(tree, q, NULL, NULL, w->wtmp, w->Stmp);
+    loop_pose(tree, w, q);
     for (int64_t i = 0; i < m; ++i) {
         const double v = loop_row(tree, w->wtmp, w->Stmp, rows[i], Dh + i * tree->nq);
+        chart_columns(tree, q, Dh + i * tree->nq);
         if (h) h[i] = v;
     }
 }
@@ -905,9 +938,10 @@ static int direction(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t
             const double x0 = xb[i], step = 1e-6 * fmax(1.0, fabs(x0));
             for (int sign = 1; sign >= -1; sign -= 2) {
                 xb[i] = x0 + sign * step;
-                forward_kinematics(tree, xb, NULL, NULL, w->wtmp, w->Stmp);
+                loop_pose(tree, w, xb);
                 for (int64_t k = 0; k < m; ++k) {
                     loop_row(tree, w->wtmp, w->Stmp, rows[k], w->row);
+                    chart_columns(tree, xb, w->row);
                     for (int64_t e = 0; e < nq; ++e) half[e] += sign * w->row[e] * mu[k] / (2.0 * step);
                 }
             }
