@@ -1,5 +1,5 @@
-/* One Galerkin variational integrator step of order 2s (s = 2..4) on a tree model of plain joints (rotations
- * and translations; no ball or free-joint charts), loop rows included: the whole Newton loop of
+/* One Galerkin variational integrator step of order 2s (s = 2..4) on a tree model, ball and free-joint charts and
+ * loop rows included: the whole Newton loop of
  * tree/galerkin.py `_newton` with galerkin_newton.py's exact O(s^3 n) direction (symplex_kernels.h). The numpy
  * modules are the reference and the fallback; the quantities and names follow them:
  *   residual:  node values q_j = P[j] x, v_j = D[j] x / dt, the Lagrangian terms there (tree_common.h), and
@@ -8,7 +8,11 @@
  *   direction: each coordinate's column and row vectors U, x (s + 1, 12 r) at every node, its own s x s
  *              block, the leaves-to-root elimination (Obar, Dinv, X, c) and the solve (galerkin_newton.py's
  *              docstring); loop rows and their curvature columns (central differences of Dh^T lam) border it
- *              (galerkin_newton.newton_direction). */
+ *              (galerkin_newton.newton_direction);
+ *   charts:    each node at angle 0 in the chart C1 exp(xi_j) with body angular velocity J_R(xi_j) xidot_j, the
+ *              charts' rows (chart torque, momentum, springs, row 0's C1 turn, p^(k+1) = J_R(xi^s)^-T Z^s), their
+ *              column and row vectors and own 3s x 3s blocks (galerkin_newton.tree_form, _chart_own_blocks), and
+ *              the elimination by groups, a chart's three coordinates one group (group_factor, group_solve). */
 #include "tree_common.h"
 
 /* Scratch of one Galerkin step (or only its size when base is NULL). W = 12 r, m = selected loop rows,

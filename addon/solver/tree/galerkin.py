@@ -33,9 +33,9 @@ Newton's step is exact and costs O(s^3 n): galerkin_newton.py holds the Newton m
 joint type (charts included) and eliminates it leaves to root; loop rows border it (newton_direction), with the
 one block d(Dh(x^a)^T lam^a)/dx^a formed by central differences of the constraint rows (loop_blocks). Each step
 starts from the last step's interpolant carried on (galerkin_rule.extrapolation). `newton` is that loop in numpy;
-on trees without ball or free joints the whole loop runs in C instead (native/galerkin_step.c through
-native/galerkin_binding.py, `newton_native`: the same iterates to round-off, and the energy after the step), and
-`newton` stays its reference and the path of chart trees. Prescribed joints and joint limits are refused at s > 1
+when the kernels are built the whole loop runs in C instead, on every tree, charts and loops included
+(native/galerkin_step.c through native/galerkin_binding.py, `newton_native`: the same iterates to round-off, and
+the energy after a loop-free step), and `newton` stays its reference and the fallback. Prescribed joints and joint limits are refused at s > 1
 (refusals()).
 """
 
