@@ -114,25 +114,37 @@ def test_c_step_takes_the_numpy_newton_iterates_on_ball_and_free_joints(s):
         assert done.status == "converged" and done.iterations <= 4
 
 
-@pytest.mark.parametrize("order", [4, 6, 8])
-def test_c_trajectory_solves_the_numpy_rows_on_ball_and_free_joints(order):
-    """120 whole steps in C (warm starts, chart folds) on a tree with ball and free joints: at every tenth step the C
-    control points solve numpy's DEL rows (galerkin.residual from the same state) to the Newton tolerance, its
-    end momentum is numpy's there and its energy numpy's (galerkin.energy), to round-off."""
-    model, dt = chart_tree(5, 0), 0.01
+@pytest.mark.parametrize("order, loops", [(4, 0), (6, 2), (8, 0)])
+def test_c_trajectory_solves_the_numpy_rows_on_ball_and_free_joints(order, loops, monkeypatch):
+    """120 whole steps in C (warm starts, chart folds) on a tree with ball and free joints, with and without loop
+    rows: at every tenth step the C control points and multipliers solve numpy's DEL and loop rows
+    (galerkin.residual from the same state) to the Newton tolerance, its end momentum is numpy's there and, without
+    loops, its energy numpy's (galerkin.energy), to round-off."""
+    model, dt, tol = chart_tree(5, loops), 0.01, 1e-11
     state, _ = galerkin.start(model)
+    assert (len(state.rows) > 0) == (loops > 0)
     ru = galerkin.rule(order // 2)
+    last = []
+    native = galerkin.newton_native
+
+    def recorded(*args):
+        last.append(native(*args))
+        return last[-1]
+
+    monkeypatch.setattr(galerkin, "newton_native", recorded)
     for k in range(120):
         before = galerkin.GalerkinState(**state.__dict__)
-        result = galerkin.step(model, state, dt, order, tol=1e-11)
+        result = galerkin.step(model, state, dt, order, tol=tol)
         if k % 10 != 9:  # numpy checks every tenth step (its residual costs as much as the C step's Newton loop)
             continue
-        X = state.previous[1][1:]  # x^1..x^s in the step's first charts
-        res = galerkin.residual(model, before, X, dt, ru, np.zeros(0))
-        assert np.max(np.abs(res.r)) / res.scale < galerkin.STALL * 1e-11
+        out = last[-1]
+        res = galerkin.residual(model, before, out.X, dt, ru, out.lam)
+        assert np.max(np.abs(res.r)) / res.scale < galerkin.STALL * tol
+        assert np.max(np.abs(res.h), initial=0.0) < galerkin.STALL * tol * galerkin.LOOP_TOLERANCE_FACTOR
         assert np.max(np.abs(res.p_end - state.p)) < 1e-11 * max(1.0, np.max(np.abs(res.p_end)))
-        assert abs(result.energy - galerkin.energy(model, state)) < 1e-11 * max(1.0, abs(result.energy))
-    assert len(state.steppers) == 1 and state.step_index == 120  # in C, no halving
+        if not loops:
+            assert abs(result.energy - galerkin.energy(model, state)) < 1e-11 * max(1.0, abs(result.energy))
+    assert len(last) == 120 and state.step_index == 120  # every step in C, none halved
     assert np.max(np.abs(state.charts - model.ball_chart0)) > 0.1  # the balls turned
 
 
