@@ -32,7 +32,7 @@ typedef struct {
     double *sol;                        /* (1 + s m + nc, s nq) right-hand sides, then solutions */
     double *B, *coef;                   /* (s m + nc)^2, (s m + nc) the bordered system */
     double *OU, *RO;                    /* (W, s), (s, W) */
-    double *M;                          /* (nq, nq) the end pose's mass matrix (energy, without loops) */
+    double *M;                          /* (nq, 50) articulated inertias and their pass (energy, without loops) */
     int64_t *curv;                      /* (nc,) global unknown index of each curvature column */
     /* ball and free-joint charts (tree/galerkin.py's per-step charts; sizes 0 without them) */
     int64_t *ball;                      /* (nq,) chart of each coordinate, -1 outside charts */
@@ -112,7 +112,7 @@ static int64_t gcarve(gworkspace *w, double *base, const symplex_tree *tree, int
     w->coef = gtake(base, &at, k);
     w->OU = gtake(base, &at, W * s);
     w->RO = gtake(base, &at, s * W);
-    w->M = gtake(base, &at, tree->nrow ? 0 : nq * nq);
+    w->M = gtake(base, &at, tree->nrow ? 0 : nq * 50);
     w->curv = (int64_t *)gtake(base, &at, nc);
     const int64_t nb = tree->nball, on = nb > 0;
     w->ball = (int64_t *)gtake(base, &at, nq);
@@ -987,7 +987,59 @@ static int direction(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t
     return 0;
 }
 
-/* galerkin.energy without loop rows: v^T M v / 2 + V at the end pose q2 with v = M^-1 p2 (dense: O(nq^3)); on a
+/* v = M^-1 p at the pose whose axes S (nq + 1, 6) and composite inertias Ic (nq, INERTIA) are given, by the
+ * articulated-body recursion at rest (O(nq), Featherstone): articulated inertias IA and forces pA leaves to root,
+ * then the accelerations root to leaves. scratch (nq, 50). Returns 1 when an axis moves no inertia. */
+static int inverse_mass_apply(const symplex_tree *tree, const double *S, const double *Ic, const double *p, double *v,
+                              double *scratch)
+{
+    const int64_t nq = tree->nq;
+    double *own = scratch;  /* (nq, INERTIA): the frame's own bodies, then IA (36), pA, U (6), D, u at 13 + ... */
+    for (int64_t f = 0; f < nq; ++f) memcpy(own + 50 * f, Ic + INERTIA * f, INERTIA * sizeof(double));
+    for (int64_t f = 0; f < nq; ++f)
+        if (tree->dof_parent[f] >= 0)
+            for (int k = 0; k < INERTIA; ++k) own[50 * tree->dof_parent[f] + k] -= Ic[INERTIA * f + k];
+    for (int64_t f = 0; f < nq; ++f) {  /* IA = [[Io, hat(h)], [-hat(h), m 1]] of the own bodies; pA = 0 */
+        double *row = scratch + 50 * f, I[INERTIA], *IA = row + 2;  /* IA at 2..37, pA 38..43 (own read first) */
+        memcpy(I, row, sizeof I);
+        const double m = I[0], *h = I + 1, *Io = I + 4;
+        double H[9];
+        hat3(h, H);
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+                IA[6 * i + j] = Io[3 * i + j];
+                IA[6 * i + 3 + j] = H[3 * i + j];
+                IA[6 * (3 + i) + j] = -H[3 * i + j];
+                IA[6 * (3 + i) + 3 + j] = i == j ? m : 0.0;
+            }
+        memset(row + 38, 0, 12 * sizeof(double));
+    }
+    for (int64_t f = nq - 1; f >= 0; --f) {  /* U = IA S, D = S . U, u = p - S . pA at 44..49 (U), 0 (D), 1 (u) */
+        double *row = scratch + 50 * f, *IA = row + 2, *pA = row + 38, *U = row + 44;
+        const double *Sf = S + 6 * f;
+        for (int i = 0; i < 6; ++i) U[i] = dot6(IA + 6 * i, Sf);
+        row[0] = dot6(Sf, U);
+        row[1] = p[f] - dot6(Sf, pA);
+        if (!(row[0] > 0.0)) return 1;
+        const int64_t parent = tree->dof_parent[f];
+        if (parent < 0) continue;
+        double *IAp = scratch + 50 * parent + 2, *pAp = scratch + 50 * parent + 38;
+        for (int i = 0; i < 6; ++i) {
+            for (int j = 0; j < 6; ++j) IAp[6 * i + j] += IA[6 * i + j] - U[i] * U[j] / row[0];
+            pAp[i] += pA[i] + U[i] * row[1] / row[0];
+        }
+    }
+    for (int64_t f = 0; f < nq; ++f) {  /* accelerations a_f = a_parent + S_f v_f, kept in pA */
+        double *row = scratch + 50 * f, *a = row + 38;
+        const int64_t parent = tree->dof_parent[f];
+        const double *ap = parent >= 0 ? scratch + 50 * parent + 38 : NULL;
+        v[f] = (row[1] - (ap ? dot6(row + 44, ap) : 0.0)) / row[0];
+        for (int i = 0; i < 6; ++i) a[i] = (ap ? ap[i] : 0.0) + S[6 * f + i] * v[f];
+    }
+    return 0;
+}
+
+/* galerkin.energy without loop rows: v^T M v / 2 + V at the end pose q2 with v = M^-1 p2 (O(nq)); on a
  * tree with charts q2 is 0 on them and each chart turned by turn (nball, 3, 3), their springs' energy added. */
 static double end_energy(const symplex_tree *tree, gworkspace *w, const double *q2, const double *turn,
                          const double *p2, const double *force_vector)
@@ -1004,16 +1056,7 @@ static double end_energy(const symplex_tree *tree, gworkspace *w, const double *
         chart_spring(tree, b, turn + 9 * b, sp);
         potential += 0.5 * tree->ball_stiffness[b] * dot3(sp, sp);
     }
-    for (int64_t a = 0; a < nq; ++a) {  /* M[a][b] = S_b . Ic_a S_a, b = a and its ancestors */
-        double IcS[6];
-        inertia_apply(w->Ic + INERTIA * a, w->Stmp + 6 * a, IcS);
-        for (int64_t b = 0; b < nq; ++b) w->M[a * nq + b] = 0.0;
-        for (int64_t b = a; b >= 0; b = tree->dof_parent[b]) w->M[a * nq + b] = dot6(w->Stmp + 6 * b, IcS);
-    }
-    for (int64_t a = 0; a < nq; ++a)
-        for (int64_t b = tree->dof_parent[a]; b >= 0; b = tree->dof_parent[b]) w->M[b * nq + a] = w->M[a * nq + b];
-    memcpy(w->vn, p2, (size_t)nq * sizeof(double));
-    if (solve_dense(nq, w->M, w->vn)) return NAN;
+    if (inverse_mass_apply(tree, w->Stmp, w->Ic, p2, w->vn, w->M)) return NAN;
     kinetic = 0.0;
     for (int64_t a = 0; a < nq; ++a) kinetic += w->vn[a] * p2[a];
     return 0.5 * kinetic + potential;
