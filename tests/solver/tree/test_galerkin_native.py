@@ -15,7 +15,7 @@ from .test_galerkin import floating, momenta
 
 pytestmark = pytest.mark.skipif(galerkin_binding.LIB is None, reason="C kernels not built (make kernels)")
 
-PLAIN = ("revolute", "prismatic", "cylindrical", "universal", "planar", "fixed")  # every kind the C step runs
+PLAIN = ("revolute", "prismatic", "cylindrical", "universal", "planar", "fixed")  # every joint kind without a chart
 
 
 def driven_tree(seed: int, loops: int):
