@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 13
+#define SYMPLEX_ABI_VERSION 14
 
 int64_t symplex_abi_version(void);
 
@@ -295,5 +295,36 @@ int64_t symplex_contact_rows(int64_t nbody, int64_t ncollider, int64_t k, const 
                              int64_t *row_key, double *G, double *h0, double *weight, double *s_cold,
                              int64_t *members, int64_t *member_patch, double *B, int64_t *e_row, int64_t *e_col,
                              double *e_val, int64_t *counts, double *scratch);
+
+/* A holonomic shot vehicle (shots/holonomic.py HolonomicDynamics) for symplex_holonomic_step. Every field is
+ * 8 bytes (symplex_holonomic_struct_size() lets the loader check the layout). */
+typedef struct symplex_holonomic {
+    int64_t kind;           /* 0 helicopter (rotor, tail, gravity), 1 boat (column water, thrusters, gravity),
+                             * 2 hovercraft (cushion, skirt drag, thrusters, gravity) */
+    int64_t nc;             /* controls: 4 (helicopter: collective, tail, blade pitch, roll), 2 (boat, hovercraft) */
+    int64_t ncol;           /* boat: hull columns */
+    const double *col_xy;   /* boat: (ncol, 2) column centres, body x y */
+    double inertia[36];     /* locked inertia (6, 6), rows (angular; linear) */
+    double units[4];        /* physical control = unit * stage variable */
+    double mass, gravity[3];
+    double rotor_height, tail_arm;   /* helicopter */
+    double thrust[12];      /* boat, hovercraft: (6, nc) wrench per unit thrust */
+    double keel, hull_height, hull_area, water_density, drag[3], current[3];  /* boat */
+    double corners[12], cushion_height, cushion_stiffness, cushion_damping;  /* hovercraft: (4, 3) skirt corners */
+    double skirt_drag[6];   /* hovercraft: quadratic drag per twist entry (w, v) */
+} symplex_holonomic;
+
+int64_t symplex_holonomic_struct_size(void);
+
+/* The DMOC step rows of K windows (stages k-1, k, k+1 of 13 + nc variables each, then h) of a holonomic
+ * vehicle: shots/holonomic.py `residual` (mode 1) and `residual_hessian` (mode 2), its numpy twin.
+ * inputs:  W (K, 3, 13 + nc); first (K,) nonzero at step 0; h (K,); y (K, 13) multipliers (mode 2).
+ * outputs: r (K, 13) rows (mode 1; scratch in mode 2); J (K, 13, 3 (13 + nc) + 1) their Jacobian, h last (mode 1); H (K, 3 (13 + nc) + 1,
+ *          3 (13 + nc) + 1) = sum_i y_i d2 r_i (mode 2).
+ * Returns the number of windows whose boat hull is outside the column model (body z within 87 degrees of
+ * horizontal): their wrench rows are not set. */
+int64_t symplex_holonomic_step(const symplex_holonomic *p, int64_t K, int64_t mode, const double *W,
+                               const int64_t *first, const double *h, const double *y, double *r, double *J,
+                               double *H);
 
 #endif

@@ -23,6 +23,10 @@ Second derivatives (residual_hessian): the Lagrangian y . r written over second-
 of terms each over its own few variables; the boat's columns and the hovercraft's corners enter through
 moments of their immersed lengths and compressions (functions of the pose alone), so the per-column work
 stays small.
+
+The rows, Jacobian and Hessian run in C when the kernels are built (native/holonomic_step.c, the same
+equations over jets per stage); the numpy code here (`residual_numpy`, `residual_hessian_numpy`) is its
+twin: the fallback and the tests' reference.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numpy as np
 
 from .. import groups
 from ..integrator import simulate
+from ..native import holonomic_binding
 from ..lie import hat
 from ..vehicles import forces
 from ..vehicles.boat import Hull, compile_boat
@@ -162,6 +167,27 @@ class HolonomicDynamics(StageDynamics):
             self.thrust = np.stack(cols, 1)
         self.nc = len(self.channels)
         self.segment_names = tuple(c.name for c in self.channels) + ("wx", "wy", "wz", "vx", "vy", "vz")
+        self.kernel = self._kernel()
+
+    def _kernel(self) -> holonomic_binding.HolonomicKernel | None:
+        """The C twin of `residual_numpy` and `residual_hessian_numpy` (native/holonomic_step.c) when the
+        kernels are built; None: numpy."""
+        kind = self.vehicle.type
+        if holonomic_binding.LIB is None or kind not in holonomic_binding.KINDS:
+            return None
+        s = self.spec
+        common = (kind, self.inertia, self._units(), s.mass, self.gravity)
+        if kind == "helicopter":
+            return holonomic_binding.HolonomicKernel(*common, rotor_height=s.rotor_height, tail_arm=s.tail_arm)
+        if kind == "hovercraft":
+            return holonomic_binding.HolonomicKernel(
+                *common, thrust=self.thrust, corners=skirt_corners(s), cushion_height=s.cushion_height,
+                cushion_stiffness=s.cushion_stiffness, cushion_damping=s.cushion_damping,
+                skirt_drag=(0.0, 0.0, s.yaw_drag, *s.drag, 0.0))
+        hull = self.hull
+        return holonomic_binding.HolonomicKernel(*common, col_xy=hull.xy, keel=hull.keel, hull_height=hull.height,
+                                                 hull_area=hull.area, water_density=s.water_density, drag=s.drag,
+                                                 current=self.vehicle.current, thrust=self.thrust)
 
     # -- the wrench ------------------------------------------------------------------------------
     def _g(self, x, q):
@@ -287,6 +313,26 @@ class HolonomicDynamics(StageDynamics):
         return np.array([c.unit for c in self.channels])
 
     def residual(self, W, first, h):
+        if self.kernel is None:
+            return self.residual_numpy(W, first, h)
+        r, J, outside = self.kernel.residual(W, first, h)
+        if outside:  # a capsized hull: no wrench, the line search backs off (as `wrench` does)
+            r[:, 7:], J[:, 7:] = np.nan, np.nan
+        K, nw = J.shape[0], 13 + self.nc
+        return r, J[:, :, :-1].reshape(K, 13, 3, nw), J[:, :, -1].copy()
+
+    def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """sum_i y[:, i] d2 r_i over the window (3 x (13 + nc) flattened, then h), exact: in C when built
+        (native/holonomic_step.c), else `residual_hessian_numpy`."""
+        if self.kernel is None:
+            return self.residual_hessian_numpy(W, first, h, y)
+        H, outside = self.kernel.hessian(W, first, h, y)
+        if outside:
+            H[:] = np.nan
+        return H
+
+    def residual_numpy(self, W, first, h):
+        """The step rows, their Jacobian over the window and d/dh in numpy (the C kernel's twin)."""
         K, nc, I = len(W), self.nc, self.inertia
         units = self._units()
         x, q = W[:, 1, :3], W[:, 1, 3:7]
@@ -342,7 +388,7 @@ class HolonomicDynamics(StageDynamics):
         return r, J, dh
 
     # -- exact second derivatives (the equations of `residual` and `wrench` over second-order jets) ----------
-    def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def residual_hessian_numpy(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
         """sum_i y[:, i] d2 r_i over the window (3 x (13 + nc) flattened, then h), exact: the Lagrangian
         y . r of `residual` written over jets of the window as a sum of terms each over its own few variables
         (node k+1 and the start momentum I xi_{k-1} enter linearly and drop out)."""
