@@ -883,8 +883,8 @@ static void hand_up(int64_t Wc, int64_t s, const double *Omega, const double *c,
  * coordinate, Omega = Obar, D = Dloc + R Omega U^T, X = -D^-1 (x + R Omega), c = Yc^T + Omega U^T,
  * Obar[parent] += Omega + c X (R = U[0..s-1], columns U[1..s], row vectors xv[0..s-1], Yc = xv[1..s]). A
  * coordinate's Obar is a slot of w->Obar (w->held[i], -1 while it is zero): the first child handed up to a parent
- * gives it its own slot, updated in place (a chain hands one Wc x Wc block down its length). Returns 1 when a
- * pivot block is singular. */
+ * gives it its own slot, updated in place (a chain hands one Wc x Wc block down its length). Trees without
+ * charts only (with charts: group_factor, on all W components). Returns 1 when a pivot block is singular. */
 static int gfactor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *ops)
 {
     const int64_t nq = tree->nq, W = 12 * r, Wc = w->Wc;
