@@ -1,9 +1,10 @@
 """ctypes binding of galerkin_step.c: the whole Newton loop of one Galerkin step (order 2s, s = 2..4) in C.
 
 `LIB` is the kernel library when it is built with galerkin_step.c and loads (native.load_kernels), else None.
-`usable(model)` says whether the C step runs the model: every tree of plain joints (rotations, translations),
-loops, springs, dampers, servos, keyed torques and user forces included; trees with ball or free joints (per-step
-charts) run in numpy. tree/galerkin.py picks `GalerkinStepper` when usable and is its reference and fallback.
+`usable(model)` says whether the C step runs the model: every tree of plain joints (rotations, translations) and
+ball and free joints (their per-step exponential charts), loops, springs (ball springs too), dampers, servos,
+keyed torques and user forces included. tree/galerkin.py picks `GalerkinStepper` when usable and is its reference
+and fallback.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ LIB = _load()
 
 
 def usable(model) -> bool:
-    """True when the C Galerkin step can run this TreeModel (kernels loaded, no ball or free-joint charts)."""
-    return LIB is not None and len(model.ball_dofs) == 0
+    """True when the C Galerkin step can run this TreeModel (the kernels are loaded)."""
+    return LIB is not None
 
 
 class GalerkinStep(NamedTuple):
@@ -65,12 +66,18 @@ class GalerkinStepper:
 
     def __init__(self, model, ru) -> None:
         if not usable(model):
-            raise RuntimeError("the C Galerkin step needs the Symplex kernels (`make kernels`) and a tree without "
-                               "ball or free joints; use tree/galerkin.py's numpy path")
+            raise RuntimeError("the C Galerkin step needs the Symplex kernels (`make kernels`); use tree/galerkin.py's "
+                               "numpy path")
         self.nq, self.nrow, self.nforce = model.nq, model.nrow, len(model.force_frame)
         self.s, self.r = ru.s, len(ru.c)
         s, r, nq = self.s, self.r, self.nq
         self._arrays, self._tree = tree_struct(model)
+        self.nball = len(model.ball_dofs)
+        self._placement0 = np.array(model.dof_placement)
+        self._ball_first = np.array(model.ball_dofs[:, 0], dtype=np.int64)
+        # the kernel reads each chart (C1) from its placement, the rest rotation through the placement at q = 0
+        # (symplex_kernels.h ball_rest), as native.NativeStepper
+        self._arrays["ball_rest"][...] = self._placement0[self._ball_first, :3, :3] @ model.ball_rest
         self._tree_ptr = ctypes.pointer(self._tree)
         self._rule = [np.ascontiguousarray(a, dtype=np.float64) for a in (ru.w, ru.P, ru.D)]
         self._inputs = {"torque": np.zeros((r, nq)), "force_vector": np.zeros((r, self.nforce, 3)),
@@ -85,11 +92,11 @@ class GalerkinStepper:
 
     def step(self, rows: np.ndarray, torque: np.ndarray, force_vector: np.ndarray, q1: np.ndarray, p1: np.ndarray,
              dt: float, tol: float, stall: float, reuse: float, max_iterations: int, X: np.ndarray,
-             lam: np.ndarray) -> GalerkinStep:
+             lam: np.ndarray, charts: np.ndarray | None = None) -> GalerkinStep:
         """Newton from the guess (X (s, nq), lam (s nsel)) for the step from (q1, p1) (galerkin.newton, its stall
-        and reuse factors);
-        torque (r, nq) and force_vector (r, nforce, 3) at the node times; rows (nsel,) the kept loop rows. Inputs
-        of any real dtype and layout are copied in after a shape check; none is modified."""
+        and reuse factors); torque (r, nq) and force_vector (r, nforce, 3) at the node times; rows (nsel,) the kept
+        loop rows; charts (nball, 3, 3) the step's first charts C1 (chart entries of q1 are 0, of X the xi^a).
+        Inputs of any real dtype and layout are copied in after a shape check; none is modified."""
         rows = np.asarray(rows)
         nsel = len(rows)
         if rows.ndim != 1 or (nsel and rows.dtype.kind not in "iu"):
@@ -104,6 +111,13 @@ class GalerkinStepper:
         _load(outs["X"], "X", X)
         _load(outs["lam"][:self.s * nsel], "lam", lam)
         self._rows[:nsel] = rows
+        if self.nball:
+            charts = np.asarray(charts)
+            if charts.shape != (self.nball, 3, 3):
+                raise ValueError(f"GalerkinStepper.step: charts must have shape {(self.nball, 3, 3)}, got "
+                                 f"{charts.shape}")
+            first = self._ball_first
+            self._arrays["dof_placement"][first, :3, :3] = self._placement0[first, :3, :3] @ charts
         if nsel not in self._scratch:
             buffer = np.zeros(LIB.symplex_galerkin_scratch_size(self._tree_ptr, self.s, self.r, nsel))
             self._scratch[nsel] = (buffer, buffer.ctypes.data)

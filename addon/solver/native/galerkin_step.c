@@ -1,5 +1,5 @@
-/* One Galerkin variational integrator step of order 2s (s = 2..4) on a tree model of plain joints (rotations
- * and translations; no ball or free-joint charts), loop rows included: the whole Newton loop of
+/* One Galerkin variational integrator step of order 2s (s = 2..4) on a tree model, ball and free-joint charts and
+ * loop rows included: the whole Newton loop of
  * tree/galerkin.py `_newton` with galerkin_newton.py's exact O(s^3 n) direction (symplex_kernels.h). The numpy
  * modules are the reference and the fallback; the quantities and names follow them:
  *   residual:  node values q_j = P[j] x, v_j = D[j] x / dt, the Lagrangian terms there (tree_common.h), and
@@ -9,10 +9,14 @@
  *              block, the leaves-to-root elimination (Obar, Dinv, X, c) and the solve (galerkin_newton.py's
  *              docstring); loop rows and their curvature columns (central differences of Dh^T lam) border it
  *              (galerkin_newton.newton_direction); without loop rows, simplified updates reuse the last factor
- *              after a 10-fold cut of the rows (galerkin.newton, REUSE);
- *   cost:      the elimination runs on the live components of the node vectors only (compact_components), a
- *              parent's Obar is its first child's block updated in place, and the end energy's M^-1 p is the
- *              O(nq) articulated-body recursion (mass_solve). */
+ *              after a 10-fold cut of the rows (galerkin.newton, REUSE), on every tree;
+ *   charts:    each node at angle 0 in the chart C1 exp(xi_j) with body angular velocity J_R(xi_j) xidot_j, the
+ *              charts' rows (chart torque, momentum, springs, row 0's C1 turn, p^(k+1) = J_R(xi^s)^-T Z^s), their
+ *              column and row vectors and own 3s x 3s blocks (galerkin_newton.tree_form, _chart_own_blocks), and
+ *              the elimination by groups, a chart's three coordinates one group (group_factor, group_solve);
+ *   cost:      on trees without charts the elimination runs on the live components of the node vectors only
+ *              (compact_components) and a parent's Obar is its first child's block updated in place; the end
+ *              energy's M^-1 p is the O(nq) articulated-body recursion (inverse_mass_apply). */
 #include "tree_common.h"
 
 /* Scratch of one Galerkin step (or only its size when base is NULL). W = 12 r, m = selected loop rows,
@@ -32,10 +36,21 @@ typedef struct {
     double *sol;                        /* (1 + s m + nc, s nq) right-hand sides, then solutions */
     double *B, *coef;                   /* (s m + nc)^2, (s m + nc) the bordered system */
     double *OU, *RO;                    /* (W, s), (s, W) */
-    double *M;                          /* (56 nq) mass_solve's scratch (the energy, without loops) */
+    double *M;                          /* (nq, 50) articulated inertias and their pass (energy, without loops) */
     int64_t *curv;                      /* (nc,) global unknown index of each curvature column */
     int64_t *live, *held;               /* (W,) live components (compact_components), (nq,) Obar slots */
     int64_t Wc;                         /* the live components' count, padded (compact_components) */
+    /* ball and free-joint charts (tree/galerkin.py's per-step charts; sizes 0 without them) */
+    int64_t *ball;                      /* (nq,) chart of each coordinate, -1 outside charts */
+    double *turn, *cxi, *cxid;          /* (r, nball, 9 | 3 | 3) exp(xi_j), xi_j, xidot_j at each node */
+    double *cVP;                        /* (r, nball, 6) the chart's parent velocity V_P at each node */
+    double *cg, *ceta, *cJri;           /* (r, nball, 3 | 3 | 9) gamma_j + f_j, eta_j, the spring's J_r^-1 */
+    double *Zstart, *pend;              /* (nball, 3) Z_start, the end momentum J_R(xi^s)^-T Z^s */
+    double *Dball;                      /* (nball, 3 s, 3 s) each chart's own block */
+    double *Dinv3, *U0, *x0;            /* (nq, 3 s s) group pivots; (3, W) x 2 a chart's row-0 vectors */
+    double *OU3, *RO3;                  /* (W, 3 s), (3 s, W) */
+    double *qe;                         /* (nq,) the end pose's coordinates (0 on the charts) */
+    double *lq, *lturn;                 /* (nq,), (nball, 9) a control point's pose for the loop rows */
 } gworkspace;
 
 static double *gtake(double *base, int64_t *at, int64_t n)
@@ -103,10 +118,31 @@ static int64_t gcarve(gworkspace *w, double *base, const symplex_tree *tree, int
     w->coef = gtake(base, &at, k);
     w->OU = gtake(base, &at, W * s);
     w->RO = gtake(base, &at, s * W);
-    w->M = gtake(base, &at, tree->nrow ? 0 : 56 * nq);
+    w->M = gtake(base, &at, tree->nrow ? 0 : nq * 50);
     w->curv = (int64_t *)gtake(base, &at, nc);
     w->live = (int64_t *)gtake(base, &at, W);
     w->held = (int64_t *)gtake(base, &at, nq);
+    w->Wc = W;  /* every component (compact_components narrows it on trees without charts) */
+    const int64_t nb = tree->nball, on = nb > 0;
+    w->ball = (int64_t *)gtake(base, &at, nq);
+    w->turn = gtake(base, &at, r * nb * 9);
+    w->cxi = gtake(base, &at, r * nb * 3);
+    w->cxid = gtake(base, &at, r * nb * 3);
+    w->cVP = gtake(base, &at, r * nb * 6);
+    w->cg = gtake(base, &at, r * nb * 3);
+    w->ceta = gtake(base, &at, r * nb * 3);
+    w->cJri = gtake(base, &at, r * nb * 9);
+    w->Zstart = gtake(base, &at, nb * 3);
+    w->pend = gtake(base, &at, nb * 3);
+    w->Dball = gtake(base, &at, nb * 9 * s * s);
+    w->Dinv3 = gtake(base, &at, on * nq * 3 * s * s);
+    w->U0 = gtake(base, &at, on * 3 * W);
+    w->x0 = gtake(base, &at, on * 3 * W);
+    w->OU3 = gtake(base, &at, on * 3 * s * W);
+    w->RO3 = gtake(base, &at, on * 3 * s * W);
+    w->qe = gtake(base, &at, nq);
+    w->lq = gtake(base, &at, on * nq);
+    w->lturn = gtake(base, &at, nb * 9);
     return at;
 }
 
@@ -116,15 +152,177 @@ int64_t symplex_galerkin_scratch_size(const symplex_tree *tree, int64_t s, int64
     return gcarve(&w, NULL, tree, s, r, nsel);
 }
 
+/* The pose (w->wtmp, w->Stmp) of control point q for the loop rows: on a tree with charts q holds xi there and
+ * the pose is C1 exp(xi) at chart coordinates 0 (galerkin.loop_rows). */
+static void loop_pose(const symplex_tree *tree, gworkspace *w, const double *q)
+{
+    if (!tree->nball) {
+        forward_kinematics(tree, q, NULL, NULL, w->wtmp, w->Stmp);
+        return;
+    }
+    memcpy(w->lq, q, (size_t)tree->nq * sizeof(double));
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        so3_exp(q + k[0], w->lturn + 9 * b);  /* a chart's coordinates are consecutive */
+        for (int i = 0; i < 3; ++i) w->lq[k[i]] = 0.0;
+    }
+    forward_kinematics(tree, w->lq, w->lturn, w->ball, w->wtmp, w->Stmp);
+}
+
+/* A loop row's chart columns (body axes at C1 exp(xi)) in xi: times J_R(xi) (galerkin.loop_rows). */
+static void chart_columns(const symplex_tree *tree, const double *q, double *row)
+{
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        double JL[9];
+        const double d[3] = {row[k[0]], row[k[1]], row[k[2]]};
+        left_jacobian(q + k[0], JL);
+        for (int c = 0; c < 3; ++c) row[k[c]] = dot3(d, JL + 3 * c);
+    }
+}
+
 /* Dh rows (m, nq) of the selected loop rows and, if h is given, their values at coordinates q. */
 static void loop_rows_at(const symplex_tree *tree, gworkspace *w, int64_t m, const int64_t *rows, const double *q,
                          double *Dh, double *h)
 {
-    forward_kinematics(tree, q, NULL, NULL, w->wtmp, w->Stmp);
+    loop_pose(tree, w, q);
     for (int64_t i = 0; i < m; ++i) {
         const double v = loop_row(tree, w->wtmp, w->Stmp, rows[i], Dh + i * tree->nq);
+        chart_columns(tree, q, Dh + i * tree->nq);
         if (h) h[i] = v;
     }
+}
+
+/* ---- Ball and free-joint charts (galerkin.py residual, galerkin_newton.py tree_form and _chart_own_blocks) ---- */
+
+/* Node j's chart coordinates: xi_j, xidot_j and exp(xi_j) kept; in qn, vn the charts' entries become 0 and the
+ * body angular velocity J_R(xi_j) xidot_j (the tree is evaluated at angle 0 in the chart C1 exp(xi_j)). */
+static void chart_node_in(const symplex_tree *tree, gworkspace *w, int64_t j)
+{
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b, at = j * tree->nball + b;
+        double *xi = w->cxi + 3 * at, *xid = w->cxid + 3 * at, JL[9];
+        for (int i = 0; i < 3; ++i) {
+            xi[i] = w->qn[k[i]];
+            xid[i] = w->vn[k[i]];
+            w->qn[k[i]] = 0.0;
+        }
+        so3_exp(xi, w->turn + 9 * at);
+        left_jacobian(xi, JL);
+        for (int i = 0; i < 3; ++i) w->vn[k[i]] = JL[i] * xid[0] + JL[3 + i] * xid[1] + JL[6 + i] * xid[2];
+    }
+}
+
+/* Node j's chart rows after tree_terms (galerkin.residual): the chart springs into Q (at angle 0, their J_r^-1
+ * kept), gamma_j + f_j and eta_j kept, and the charts' Z^a (a >= 1) and Z_start terms. */
+static void chart_node_terms(const symplex_tree *tree, gworkspace *w, int64_t j, int64_t s, const double *Pj,
+                             const double *Dj, double wdt, double dt, const double *tj)
+{
+    const int64_t nq = tree->nq;
+    const double *S = w->S + j * 6 * (nq + 1);
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b, base = k[0], at = j * tree->nball + b;
+        const int64_t parent = tree->dof_parent[base] < 0 ? nq : tree->dof_parent[base];
+        const double *VP = w->V + 6 * parent, *H = w->H + j * 6 * nq + 6 * base, *Wr = w->Wr + j * 6 * nq + 6 * base;
+        const double *xi = w->cxi + 3 * at, *xid = w->cxid + 3 * at, *rot = w->turn + 9 * at, ks = tree->ball_stiffness[b];
+        double *g = w->cg + 3 * at, *eta = w->ceta + 3 * at, *Jri = w->cJri + 9 * at, sp[12] = {0.0};
+        memcpy(w->cVP + 6 * at, VP, sizeof(double) * 6);
+        if (ks != 0.0) chart_spring(tree, b, rot, sp);
+        memcpy(Jri, sp + 3, sizeof(double) * 9);
+        for (int i = 0; i < 3; ++i) {
+            const int64_t c = k[i];
+            const double v = w->vn[c], *E = S + 6 * c;
+            double t[6];
+            w->Q[c] -= ks * sp[i];
+            ad_twist(VP, E, t);
+            g[i] = dot6(t, H) + dot6(E, Wr) - ks * sp[i] - tree->dof_damping[c] * v
+                   + tree->dof_motor_gain[c] * (tree->dof_motor_velocity[c] - v) + tj[c];
+            eta[i] = w->p[c];
+        }
+        double JL[9], N[9], rt[3], re[3], ve[3], eg[3];
+        left_jacobian(xi, JL);
+        left_jacobian_transpose_derivative(xi, xid, N);
+        mat3_vec(JL, g, rt);   /* J_R^T g = J_L g */
+        mat3_vec(JL, eta, ve);
+        for (int i = 0; i < 3; ++i) re[i] = N[i] * eta[0] + N[3 + i] * eta[1] + N[6 + i] * eta[2];
+        for (int64_t a = 1; a <= s; ++a)
+            for (int i = 0; i < 3; ++i)
+                w->Z[a * nq + k[i]] += wdt * (Pj[a] * (rt[i] + re[i]) + Dj[a] / dt * ve[i]);
+        mat3_vec(rot, g, eg);
+        for (int i = 0; i < 3; ++i) w->Zstart[3 * b + i] += wdt * eg[i];
+    }
+}
+
+/* The charts' row 0, r^0 = p^k + Z_start - sum_a J_L(xi^a)^-T Z^a, into w->f, and the end momenta
+ * p^(k+1) = J_L(xi^s)^-1 Z^s into w->pend (galerkin.residual). */
+static void chart_rows_finish(const symplex_tree *tree, gworkspace *w, int64_t s, const double *p1)
+{
+    const int64_t nq = tree->nq;
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        double r0[3], JL[9], JLt[9], z[3], y[3];
+        for (int i = 0; i < 3; ++i) r0[i] = p1[k[i]] + w->Zstart[3 * b + i];
+        for (int64_t a = 1; a <= s; ++a) {
+            const double xa[3] = {w->x[a * nq + k[0]], w->x[a * nq + k[1]], w->x[a * nq + k[2]]};
+            for (int i = 0; i < 3; ++i) z[i] = w->Z[a * nq + k[i]];
+            left_jacobian(xa, JL);
+            for (int i = 0; i < 3; ++i)
+                for (int e = 0; e < 3; ++e) JLt[3 * i + e] = JL[3 * e + i];
+            solve3(JLt, z, y);
+            for (int i = 0; i < 3; ++i) r0[i] -= y[i];
+            if (a == s) solve3(JL, z, w->pend + 3 * b);
+        }
+        for (int i = 0; i < 3; ++i) w->f[k[i]] = r0[i];
+    }
+}
+
+/* f, f', f'' of f(u) = sum_k (-1)^k u^k / (2k + first)! (galerkin_newton._series, the same 40 terms) */
+static void chart_series(double u, int first, double *f)
+{
+    double coef = first == 2 ? 0.5 : 1.0 / 6.0, pw[3] = {1.0, 0.0, 0.0};  /* u^k, u^(k-1), u^(k-2) */
+    f[0] = f[1] = f[2] = 0.0;
+    for (int k = 0; k < 40; ++k) {
+        const double c = (k % 2 ? -1.0 : 1.0) * coef;
+        f[0] += c * pw[0];
+        if (k >= 1) f[1] += c * k * pw[1];
+        if (k >= 2) f[2] += c * k * (k - 1) * pw[2];
+        pw[2] = pw[1];
+        pw[1] = pw[0];
+        pw[0] *= u;
+        coef /= (double)((2 * k + first + 1) * (2 * k + first + 2));
+    }
+}
+
+/* d^2 (a . J_R(x) b) / dx^2 (3x3) (galerkin_newton.jacobian_hessian: J_R = I - p hat(x) + q hat(x)^2) */
+static void jacobian_hessian(const double *x, const double *a, const double *b, double *out)
+{
+    const double u = dot3(x, x), ab = dot3(a, b), ax = dot3(a, x), bx = dot3(b, x);
+    double p[3], q[3], m[3], g2[3];
+    chart_series(u, 2, p);
+    chart_series(u, 3, q);
+    cross3(b, a, m);
+    const double psi1 = dot3(x, m), psi2 = ax * bx - u * ab;
+    for (int i = 0; i < 3; ++i) g2[i] = a[i] * bx + b[i] * ax - 2.0 * x[i] * ab;
+    for (int i = 0; i < 3; ++i)
+        for (int e = 0; e < 3; ++e) {
+            const double I = i == e ? 1.0 : 0.0, xx = x[i] * x[e];
+            const double h2 = a[i] * b[e] + b[i] * a[e] - 2.0 * ab * I;
+            const double one = 2.0 * p[1] * (x[i] * m[e] + m[i] * x[e]) + psi1 * (2.0 * p[1] * I + 4.0 * p[2] * xx);
+            const double two = q[0] * h2 + 2.0 * q[1] * (x[i] * g2[e] + g2[i] * x[e])
+                               + psi2 * (2.0 * q[1] * I + 4.0 * q[2] * xx);
+            out[3 * i + e] = -one + two;
+        }
+}
+
+/* C = A B, A^T B, A B^T on 3x3 (row-major) with scale: out += c op */
+static void mat3_acc(double c, const double *A, int ta, const double *B, int tb, double *out)
+{
+    for (int i = 0; i < 3; ++i)
+        for (int e = 0; e < 3; ++e) {
+            double t = 0.0;
+            for (int l = 0; l < 3; ++l) t += (ta ? A[3 * l + i] : A[3 * i + l]) * (tb ? B[3 * e + l] : B[3 * l + e]);
+            out[3 * i + e] += c * t;
+        }
 }
 
 /* The rows at X (w->x rows 1..s; row 0 = q^k) and lam: w->f = (r (s, nq), h (s, m)), w->Z (s + 1, nq) and
@@ -138,6 +336,7 @@ static double residual(const symplex_tree *tree, gworkspace *w, int64_t s, int64
     double scale = base, spread = 0.0, kinetic, potential;
     for (int64_t k = 0; k < r * (s + 1); ++k) spread = fmax(spread, fabs(D[k]));
     memset(w->Z, 0, (size_t)((s + 1) * nq) * sizeof(double));
+    memset(w->Zstart, 0, (size_t)(3 * tree->nball) * sizeof(double));
     for (int64_t j = 0; j < r; ++j) {
         const double *Pj = P + j * (s + 1), *Dj = D + j * (s + 1), *tj = torque + j * nq, wdt = weight[j] * dt;
         for (int64_t i = 0; i < nq; ++i) {
@@ -149,22 +348,26 @@ static double residual(const symplex_tree *tree, gworkspace *w, int64_t s, int64
             w->qn[i] = q;
             w->vn[i] = v / dt;
         }
+        if (tree->nball) chart_node_in(tree, w, j);
         double *world = w->world + j * 16 * n1, *S = w->S + j * 6 * n1;
-        forward_kinematics(tree, w->qn, NULL, NULL, world, S);
+        forward_kinematics(tree, w->qn, tree->nball ? w->turn + j * 9 * tree->nball : NULL, w->ball, world, S);
         tree_terms(tree, force_vector + j * 3 * tree->nforce, world, S, w->qn, w->vn, w->V, w->Sdot + j * 6 * nq,
                    w->Ic + j * INERTIA * nq, w->H + j * 6 * nq, w->Wr + j * 6 * nq, w->K + j * 9 * nq, w->p, w->g,
                    w->Q, &kinetic, &potential);
+        if (tree->nball) chart_node_terms(tree, w, j, s, Pj, Dj, wdt, dt, tj);
         for (int64_t i = 0; i < nq; ++i) {
             const double v = w->vn[i];
             const double force = w->g[i] + w->Q[i] - tree->dof_damping[i] * v
                                  + tree->dof_motor_gain[i] * (tree->dof_motor_velocity[i] - v) + tj[i];
             scale = fmax(scale, fmax(spread * fabs(w->p[i]), dt * fabs(force)));
+            if (w->ball[i] >= 0) continue;  /* chart columns: chart_node_terms */
             for (int64_t a = 0; a <= s; ++a)
                 w->Z[a * nq + i] += wdt * (Pj[a] * force + Dj[a] / dt * w->p[i]);
         }
     }
     memcpy(w->f, w->Z, (size_t)(s * nq) * sizeof(double));
     add(nq, p1, w->f);
+    if (tree->nball) chart_rows_finish(tree, w, s, p1);
     for (int64_t a = 0; a < s && m; ++a) {  /* rows at x^1..x^s; multipliers on rows 0..s-1 */
         const double *Dh = w->Dh + a * m * nq, *mu = lam + a * m;
         for (int64_t i = 0; i < m; ++i)
@@ -281,6 +484,344 @@ static void axpy4(int64_t n, double a, const double *restrict x, double *restric
         for (int64_t q = b; q < b + 4; ++q) y[q] += a * x[q];
 }
 
+/* At one node, one chart: d gamma / d phi, d eta / d phi, d eta / d omega (3x3, [i][k]) for body-axes turns phi
+ * and body angular velocities omega (galerkin_newton.chart_node_derivatives), E the chart's world axes (3, 6). */
+static void chart_node_derivatives(const double *E, const double *VP, const double *Ic, const double *H,
+                                   const double *Wr, const double *K, double ks, const double *Jri, double *gp,
+                                   double *ep, double *eo)
+{
+    double Sd[3][6], IcE[3][6], IcSd[3][6], moved[3][3];
+    const double trK = K[0] + K[4] + K[8];
+    for (int k = 0; k < 3; ++k) {
+        ad_twist(VP, E + 6 * k, Sd[k]);
+        inertia_apply(Ic, E + 6 * k, IcE[k]);
+        inertia_apply(Ic, Sd[k], IcSd[k]);
+        const double *wk = E + 6 * k, *vk = wk + 3;
+        double vF[3];
+        cross3(vk, Wr + 3, vF);
+        for (int m = 0; m < 3; ++m) moved[k][m] = dot3(K + 3 * m, wk) - wk[m] * trK + vF[m];
+    }
+    for (int i = 0; i < 3; ++i)
+        for (int k = 0; k < 3; ++k) {
+            const double *Ei = E + 6 * i;
+            double t1[6], t2[6];
+            ad_twist(Sd[k], Ei, t1);
+            ad_twist(E + 6 * k, Ei, t2);
+            eo[3 * i + k] = dot6(Ei, IcE[k]);
+            ep[3 * i + k] = dot6(Ei, IcSd[k]);
+            gp[3 * i + k] = dot6(t1, H) + dot6(Sd[i], IcSd[k]) + dot6(t2, Wr) + dot3(Ei, moved[k]) - ks * Jri[3 * i + k];
+        }
+}
+
+/* The charts' part of the tree form (galerkin_newton.tree_form): each chart coordinate's columns U, xv (a = 1..s)
+ * from the chart axes S = J_R^T E, Sdot = ad(V_P) S + N^T E with the chart's subtree terms; row 0 (U, xv at
+ * a = 0) the C1 turn's minus sum_a J_L(xi^a)^-T times row a's; the own blocks into w->Dball. */
+static void chart_tree_form(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, const double *weight,
+                            const double *P, const double *D, double dt)
+{
+    const int64_t nq = tree->nq, W = 12 * r, n1 = nq + 1, nb = tree->nball, S3 = 3 * s;
+    for (int64_t b = 0; b < nb; ++b) {
+        const int64_t *k = tree->ball_dofs + 3 * b, base = k[0];
+        const double ks = tree->ball_stiffness[b];
+        double dZ[5][5][9], dstart[5][9];
+        memset(dZ, 0, sizeof dZ);
+        memset(dstart, 0, sizeof dstart);
+        for (int64_t j = 0; j < r; ++j) {
+            const int64_t at = j * nb + b;
+            const double *Pj = P + j * (s + 1), *Dj = D + j * (s + 1), wdt = weight[j] * dt;
+            const double *E = w->S + j * 6 * n1 + 6 * base;
+            const double *Ic = w->Ic + j * INERTIA * nq + INERTIA * base, *H = w->H + j * 6 * nq + 6 * base;
+            const double *Wr = w->Wr + j * 6 * nq + 6 * base, *K = w->K + j * 9 * nq + 9 * base;
+            const double *xi = w->cxi + 3 * at, *xid = w->cxid + 3 * at, *rot = w->turn + 9 * at;
+            const double *g = w->cg + 3 * at, *eta = w->ceta + 3 * at;
+            const double *Vp = w->cVP + 6 * at;
+            double JL[9], JR[9], N[9], Sc[3][6], Sdc[3][6];
+            left_jacobian(xi, JL);
+            for (int i = 0; i < 3; ++i)
+                for (int e = 0; e < 3; ++e) JR[3 * i + e] = JL[3 * e + i];
+            left_jacobian_transpose_derivative(xi, xid, N);
+            for (int c = 0; c < 3; ++c) {
+                double t[6];
+                for (int e = 0; e < 6; ++e) {
+                    Sc[c][e] = JL[3 * c] * E[e] + JL[3 * c + 1] * E[6 + e] + JL[3 * c + 2] * E[12 + e];
+                    t[e] = N[c] * E[e] + N[3 + c] * E[6 + e] + N[6 + c] * E[12 + e];
+                }
+                ad_twist(Vp, Sc[c], Sdc[c]);
+                for (int e = 0; e < 6; ++e) Sdc[c][e] += t[e];
+                double IcS[6], G[6], X[6];
+                axis_terms(Ic, H, Wr, K, Sc[c], Sdc[c], IcS, G, X);
+                for (int64_t a = 1; a <= s; ++a) {
+                    double *u = w->U + (k[c] * (s + 1) + a) * W + 12 * j, *x = w->xv + (k[c] * (s + 1) + a) * W + 12 * j;
+                    const double pa = Pj[a], da = Dj[a] / dt;
+                    for (int e = 0; e < 6; ++e) {
+                        u[e] = pa * Sc[c][e];
+                        u[6 + e] = pa * Sdc[c][e] + da * Sc[c][e];
+                        x[e] = wdt * pa * X[e];
+                        x[6 + e] = wdt * (pa * G[e] + da * IcS[e]);
+                    }
+                }
+                double sig[6], sd[6];  /* the C1 turn's pair (exp(xi_j) E, ad(V_P) exp(xi_j) E) */
+                for (int e = 0; e < 6; ++e) sig[e] = rot[3 * c] * E[e] + rot[3 * c + 1] * E[6 + e] + rot[3 * c + 2] * E[12 + e];
+                ad_twist(Vp, sig, sd);
+                axis_terms(Ic, H, Wr, K, sig, sd, IcS, G, X);
+                double *u0 = w->U0 + c * W + 12 * j, *x0 = w->x0 + c * W + 12 * j;
+                for (int e = 0; e < 6; ++e) {
+                    u0[e] = sig[e];
+                    u0[6 + e] = sd[e];
+                    x0[e] = wdt * X[e];
+                    x0[6 + e] = wdt * G[e];
+                }
+            }
+            /* own block terms at node j (galerkin_newton._chart_own_blocks) */
+            double gp[9], ep[9], eo[9], TJg[9], TJe[9], HNe[9], mx[3] = {-xi[0], -xi[1], -xi[2]}, hg[9], rh[9];
+            chart_node_derivatives(E, Vp, Ic, H, Wr, K, ks, w->cJri + 9 * at, gp, ep, eo);
+            left_jacobian_transpose_derivative(mx, g, TJg);
+            left_jacobian_transpose_derivative(mx, eta, TJe);
+            for (int e = 0; e < 9; ++e) { TJg[e] = -TJg[e]; TJe[e] = -TJe[e]; }
+            jacobian_hessian(xi, eta, xid, HNe);
+            hat3(g, hg);
+            memset(rh, 0, sizeof rh);
+            mat3_acc(1.0, rot, 0, hg, 0, rh);  /* rot hat(g) */
+            const double cd[3] = {tree->dof_damping[k[0]] + tree->dof_motor_gain[k[0]],
+                                  tree->dof_damping[k[1]] + tree->dof_motor_gain[k[1]],
+                                  tree->dof_damping[k[2]] + tree->dof_motor_gain[k[2]]};
+            for (int64_t bb = 1; bb <= s; ++bb) {
+                const double Pb = Pj[bb], Db = Dj[bb] / dt;
+                double dphi[9], domega[9], dgamma[9] = {0.0}, deta[9] = {0.0};
+                for (int e = 0; e < 9; ++e) {
+                    dphi[e] = Pb * JR[e];
+                    domega[e] = Db * JR[e] + Pb * N[e];
+                }
+                mat3_acc(1.0, gp, 0, dphi, 0, dgamma);
+                mat3_acc(1.0, ep, 1, domega, 0, dgamma);
+                for (int i = 0; i < 3; ++i)
+                    for (int e = 0; e < 3; ++e) dgamma[3 * i + e] -= cd[i] * domega[3 * i + e];
+                mat3_acc(1.0, ep, 0, dphi, 0, deta);
+                mat3_acc(1.0, eo, 0, domega, 0, deta);
+                for (int64_t a = 1; a <= s; ++a) {
+                    const double Pa = Pj[a], Da = Dj[a] / dt;
+                    double *out = dZ[a][bb], M[9];
+                    for (int e = 0; e < 9; ++e) {
+                        const int i = e / 3, c = e % 3;
+                        out[e] += wdt * (Pa * Pb * TJg[e] + Pa * (Pb * HNe[e] + Db * TJe[3 * c + i]) + Da * Pb * TJe[e]);
+                        M[e] = Pa * N[e] + Da * JR[e];
+                    }
+                    mat3_acc(wdt * Pa, JL, 0, dgamma, 0, out);
+                    mat3_acc(wdt, M, 1, deta, 0, out);
+                }
+                mat3_acc(-wdt * Pb, rh, 0, JR, 0, dstart[bb]);
+                mat3_acc(wdt, rot, 0, dgamma, 0, dstart[bb]);
+            }
+        }
+        /* row 0 and the own block: J_L(xi^a)^-T for a = 1..s */
+        double JLinvT[5][9];
+        for (int64_t a = 1; a <= s; ++a) {
+            const double xa[3] = {w->x[a * nq + k[0]], w->x[a * nq + k[1]], w->x[a * nq + k[2]]};
+            double JL[9], inv[9];
+            left_jacobian(xa, JL);
+            invert_small(3, JL, inv);
+            for (int i = 0; i < 3; ++i)
+                for (int e = 0; e < 3; ++e) JLinvT[a][3 * i + e] = inv[3 * e + i];
+        }
+        for (int c = 0; c < 3; ++c) {
+            double *u = w->U + k[c] * (s + 1) * W, *x = w->xv + k[c] * (s + 1) * W;
+            memcpy(u, w->U0 + c * W, (size_t)W * sizeof(double));
+            memcpy(x, w->x0 + c * W, (size_t)W * sizeof(double));
+            for (int64_t a = 1; a <= s; ++a)
+                for (int d = 0; d < 3; ++d) {
+                    const double l = JLinvT[a][3 * c + d];
+                    const double *ua = w->U + (k[d] * (s + 1) + a) * W, *xa = w->xv + (k[d] * (s + 1) + a) * W;
+                    for (int64_t e = 0; e < W; ++e) {
+                        u[e] -= l * ua[e];
+                        x[e] -= l * xa[e];
+                    }
+                }
+        }
+        double *Db = w->Dball + b * S3 * S3;
+        for (int64_t bb = 1; bb <= s; ++bb) {
+            double row0[9], y[3], z[3], T[9] = {0.0};
+            const double xb[3] = {w->x[bb * nq + k[0]], w->x[bb * nq + k[1]], w->x[bb * nq + k[2]]};
+            memcpy(row0, dstart[bb], sizeof row0);
+            for (int i = 0; i < 3; ++i) z[i] = w->Z[bb * nq + k[i]];
+            mat3_vec(JLinvT[bb], z, y);
+            left_jacobian_transpose_derivative(xb, y, T);
+            mat3_acc(1.0, JLinvT[bb], 0, T, 0, row0);
+            for (int64_t a = 1; a <= s; ++a) mat3_acc(-1.0, JLinvT[a], 0, dZ[a][bb], 0, row0);
+            for (int64_t a = 0; a < s; ++a) {
+                const double *blk = a == 0 ? row0 : dZ[a][bb];
+                for (int i = 0; i < 3; ++i)
+                    for (int e = 0; e < 3; ++e) Db[(a * 3 + i) * S3 + (bb - 1) * 3 + e] = blk[3 * i + e];
+            }
+        }
+    }
+}
+
+/* The elimination group of coordinate i: 1 (a plain coordinate), 3 (the first of a chart's three), 0 (the rest of
+ * a chart); and the group holding coordinate p (a chart's first coordinate, or p). */
+static int group_size(const symplex_tree *tree, const gworkspace *w, int64_t i)
+{
+    const int64_t b = w->ball[i];
+    return b < 0 ? 1 : tree->ball_dofs[3 * b] == i ? 3 : 0;
+}
+
+static int64_t group_of(const symplex_tree *tree, const gworkspace *w, int64_t p)
+{
+    return p < 0 ? -1 : w->ball[p] >= 0 ? tree->ball_dofs[3 * w->ball[p]] : p;
+}
+
+/* inv = A^-1 for A (n, n), n <= 12, by Gauss-Jordan with partial pivoting; 1 when singular or not finite. */
+static int invert_group(int64_t n, const double *A, double *inv)
+{
+    double M[12][24];
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            M[i][j] = A[i * n + j];
+            M[i][n + j] = i == j ? 1.0 : 0.0;
+        }
+    for (int64_t k = 0; k < n; ++k) {
+        int64_t best = k;
+        for (int64_t i = k + 1; i < n; ++i)
+            if (fabs(M[i][k]) > fabs(M[best][k])) best = i;
+        if (M[best][k] == 0.0) return 1;
+        for (int64_t j = 0; j < 2 * n; ++j) { double t = M[k][j]; M[k][j] = M[best][j]; M[best][j] = t; }
+        const double pivot = M[k][k];
+        for (int64_t j = 0; j < 2 * n; ++j) M[k][j] /= pivot;
+        for (int64_t i = 0; i < n; ++i) {
+            if (i == k || M[i][k] == 0.0) continue;
+            const double l = M[i][k];
+            for (int64_t j = 0; j < 2 * n; ++j) M[i][j] -= l * M[k][j];
+        }
+    }
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            inv[i * n + j] = M[i][n + j];
+            if (!isfinite(inv[i * n + j])) return 1;
+        }
+    return 0;
+}
+
+/* Row `row` = (a, c) of a group at coordinate f (d members, unknowns control-point-major): U[f + c][a + shift]
+ * of the coordinate vectors (shift 0: its row vectors R, x; shift 1: its columns U, Yc). */
+static const double *group_row(const double *V, int64_t f, int64_t d, int64_t s, int64_t W, int64_t row, int shift)
+{
+    return V + ((f + row % d) * (s + 1) + row / d + shift) * W;
+}
+
+/* a . b over n = 12 r entries in four independent sums (the adds pipeline instead of waiting on one another) */
+static double dot_w(int64_t n, const double *restrict a, const double *restrict b)
+{
+    double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
+    for (int64_t q = 0; q < n; q += 4) {
+        t0 += a[q] * b[q];
+        t1 += a[q + 1] * b[q + 1];
+        t2 += a[q + 2] * b[q + 2];
+        t3 += a[q + 3] * b[q + 3];
+    }
+    return (t0 + t1) + (t2 + t3);
+}
+
+/* gfactor over elimination groups (galerkin_newton.factor): a chart's three coordinates are one group of 3 s
+ * unknowns with its own block w->Dball; used when the tree has charts. Returns 1 when a pivot is singular. */
+static int group_factor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *ops)
+{
+    const int64_t nq = tree->nq, W = 12 * r;
+    memset(w->Obar, 0, (size_t)(nq * W * W) * sizeof(double));
+    for (int64_t f = nq - 1; f >= 0; --f) {
+        const int64_t d = group_size(tree, w, f), n = s * d;
+        if (!d) continue;
+        double *O = w->Obar + f * W * W, *OU = w->OU3, *RO = w->RO3, Dm[144];
+        double *Dinv = w->Dinv3 + f * 3 * s * s, *Xg = w->Xg + f * s * W, *c = w->c + f * W * s;
+        for (int64_t p = 0; p < W; ++p)
+            for (int64_t col = 0; col < n; ++col)
+                OU[p * n + col] = dot_w(W, O + p * W, group_row(w->U, f, d, s, W, col, 1));
+        for (int64_t row = 0; row < n; ++row) {
+            const double *R = group_row(w->U, f, d, s, W, row, 0);
+            double *ROa = RO + row * W;
+            for (int64_t q = 0; q < W; ++q) ROa[q] = 0.0;
+            for (int64_t p = 0; p < W; ++p)
+                if (R[p] != 0.0) axpy4(W, R[p], O + p * W, ROa);
+            for (int64_t col = 0; col < n; ++col) {
+                double t = d == 1 ? w->Dloc[f * s * s + row * s + col]
+                                  : w->Dball[w->ball[f] * n * n + row * n + col];
+                for (int64_t p = 0; p < W; ++p) t += R[p] * OU[p * n + col];
+                Dm[row * n + col] = t;  /* (R Omega) U^T would be the same sum in another order */
+            }
+        }
+        if (invert_group(n, Dm, Dinv)) return 1;
+        for (int64_t row = 0; row < n; ++row) {  /* RO <- x + R Omega */
+            const double *x = group_row(w->xv, f, d, s, W, row, 0);
+            for (int64_t q = 0; q < W; ++q) RO[row * W + q] += x[q];
+        }
+        for (int64_t a = 0; a < n; ++a) {
+            double *Xa = Xg + a * W;
+            for (int64_t q = 0; q < W; ++q) Xa[q] = 0.0;
+            for (int64_t b = 0; b < n; ++b) axpy4(W, -Dinv[a * n + b], RO + b * W, Xa);
+        }
+        for (int64_t col = 0; col < n; ++col) {
+            const double *y = group_row(w->xv, f, d, s, W, col, 1);
+            for (int64_t p = 0; p < W; ++p) c[p * n + col] = y[p] + OU[p * n + col];
+        }
+        *ops += (double)(3 * W * W * n + W * n * n + n * n * n + W * n * n);
+        const int64_t parent = group_of(tree, w, tree->dof_parent[f]);
+        if (parent >= 0) {  /* Obar[parent] += Omega + c X */
+            double *Op = w->Obar + parent * W * W;
+            for (int64_t p = 0; p < W; ++p) {
+                double *row = Op + p * W;
+                add(W, O + p * W, row);
+                for (int64_t col = 0; col < n; ++col) axpy4(W, c[p * n + col], Xg + col * W, row);
+            }
+        }
+    }
+    return 0;
+}
+
+/* gsolve over elimination groups (galerkin_newton.solve): rhs (s nq, r.ravel() order) <- J^-1 rhs. */
+static void group_solve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *rhs, double *ops)
+{
+    const int64_t nq = tree->nq, W = 12 * r;
+    memset(w->obar, 0, (size_t)(nq * W) * sizeof(double));
+    for (int64_t f = nq - 1; f >= 0; --f) {
+        const int64_t d = group_size(tree, w, f), n = s * d;
+        if (!d) continue;
+        const double *Dinv = w->Dinv3 + f * 3 * s * s, *c = w->c + f * W * s;
+        double *o = w->obar + f * W, *xs = w->xs + f * s, t[12];
+        for (int64_t row = 0; row < n; ++row) {
+            const double *R = group_row(w->U, f, d, s, W, row, 0);
+            t[row] = rhs[(row / d) * nq + f + row % d] - dot_w(W, R, o);
+        }
+        for (int64_t a = 0; a < n; ++a) {
+            double u = 0.0;
+            for (int64_t b = 0; b < n; ++b) u += Dinv[a * n + b] * t[b];
+            xs[a] = u;
+        }
+        *ops += (double)(2 * W * n + n * n);
+        const int64_t parent = group_of(tree, w, tree->dof_parent[f]);
+        if (parent >= 0) {
+            double *op = w->obar + parent * W;
+            for (int64_t p = 0; p < W; ++p) {
+                double v = o[p];
+                for (int64_t k = 0; k < n; ++k) v += c[p * n + k] * xs[k];
+                op[p] += v;
+            }
+        }
+    }
+    for (int64_t f = 0; f < nq; ++f) {
+        const int64_t d = group_size(tree, w, f), n = s * d;
+        if (!d) continue;
+        const int64_t parent = group_of(tree, w, tree->dof_parent[f]);
+        const double *zp = parent >= 0 ? w->z + parent * W : NULL, *Xg = w->Xg + f * s * W, *xs = w->xs + f * s;
+        double *z = w->z + f * W, delta[12];
+        for (int64_t a = 0; a < n; ++a) {
+            const double t = xs[a] + (zp ? dot_w(W, Xg + a * W, zp) : 0.0);
+            delta[a] = t;
+            rhs[(a / d) * nq + f + a % d] = t;
+        }
+        for (int64_t q = 0; q < W; ++q) z[q] = zp ? zp[q] : 0.0;
+        for (int64_t k = 0; k < n; ++k) axpy4(W, delta[k], group_row(w->U, f, d, s, W, k, 1), z);
+        *ops += (double)(2 * W * n);
+    }
+}
+
 /* row = c_1 X_1 + .. + c_S X_S (add: row += that) over n entries (n a multiple of 4, X_k = X + (k - 1) n), S a
  * constant where inlined so that the blocks of 4 vectorise */
 static inline __attribute__((always_inline)) void hand_up_row(int64_t n, int64_t S, int add, const double *restrict c,
@@ -342,8 +883,8 @@ static void hand_up(int64_t Wc, int64_t s, const double *Omega, const double *c,
  * coordinate, Omega = Obar, D = Dloc + R Omega U^T, X = -D^-1 (x + R Omega), c = Yc^T + Omega U^T,
  * Obar[parent] += Omega + c X (R = U[0..s-1], columns U[1..s], row vectors xv[0..s-1], Yc = xv[1..s]). A
  * coordinate's Obar is a slot of w->Obar (w->held[i], -1 while it is zero): the first child handed up to a parent
- * gives it its own slot, updated in place (a chain hands one Wc x Wc block down its length). Returns 1 when a
- * pivot block is singular. */
+ * gives it its own slot, updated in place (a chain hands one Wc x Wc block down its length). Trees without
+ * charts only (with charts: group_factor, on all W components). Returns 1 when a pivot block is singular. */
 static int gfactor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *ops)
 {
     const int64_t nq = tree->nq, W = 12 * r, Wc = w->Wc;
@@ -447,6 +988,13 @@ static void gsolve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
     }
 }
 
+/* gsolve, or group_solve on a tree with charts */
+static void solve_form(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *rhs, double *ops)
+{
+    if (tree->nball) group_solve(tree, w, s, r, rhs, ops);
+    else gsolve(tree, w, s, r, rhs, ops);
+}
+
 /* The Newton step (delta (s nq), dlam (s m)) into w->sol[0 .. s nq + s m) from the factored tree
  * (galerkin_newton.newton_direction, galerkin.loop_blocks): loop rows and curvature columns border it.
  * Returns 1 when the bordered system is singular. */
@@ -456,7 +1004,7 @@ static int direction(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t
     const int64_t nq = tree->nq, n = s * nq;
     double *a = w->sol;
     for (int64_t k = 0; k < n; ++k) a[k] = -w->f[k];
-    gsolve(tree, w, s, r, a, ops);
+    solve_form(tree, w, s, r, a, ops);
     if (!m) return 0;
     int64_t cols = 1, nc = 0;
     for (int64_t b = 0; b < s; ++b)  /* G1^T columns: Dh(x^b) in block b */
@@ -477,9 +1025,10 @@ static int direction(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t
             const double x0 = xb[i], step = 1e-6 * fmax(1.0, fabs(x0));
             for (int sign = 1; sign >= -1; sign -= 2) {
                 xb[i] = x0 + sign * step;
-                forward_kinematics(tree, xb, NULL, NULL, w->wtmp, w->Stmp);
+                loop_pose(tree, w, xb);
                 for (int64_t k = 0; k < m; ++k) {
                     loop_row(tree, w->wtmp, w->Stmp, rows[k], w->row);
+                    chart_columns(tree, xb, w->row);
                     for (int64_t e = 0; e < nq; ++e) half[e] += sign * w->row[e] * mu[k] / (2.0 * step);
                 }
             }
@@ -488,7 +1037,7 @@ static int direction(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t
             ++cols;
         }
     }
-    for (int64_t col = 1; col < cols; ++col) gsolve(tree, w, s, r, w->sol + col * n, ops);
+    for (int64_t col = 1; col < cols; ++col) solve_form(tree, w, s, r, w->sol + col * n, ops);
     const int64_t k = s * m, size = k + nc;
     double *B = w->B, *coef = w->coef;
     for (int64_t b = 1; b <= s; ++b)  /* G2 rows: Dh(x^b) on block b - 1 */
@@ -516,62 +1065,76 @@ static int direction(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t
     return 0;
 }
 
-/* v = M^-1 p for the tree's mass matrix at a pose, in O(nq) by the articulated-body recursion on the world-frame
- * axes S (nq, 6) and composite inertias Ic (nq, INERTIA) of tree_terms (a coordinate's own inertia is its
- * composite less its children's): leaves to root, IA = own + sum over children (IA_c - U_c U_c^T / D_c) with
- * U = IA S, D = S . U, u = p - S . b, b = sum over children (b_c + U_c u_c / D_c); root to leaves,
- * v = (u - U . a_parent) / D, a = a_parent + S v. scratch: 56 nq doubles. Returns 1 when a D is not positive. */
-static int mass_solve(const symplex_tree *tree, const double *S, const double *Ic, const double *p, double *scratch,
-                      double *v)
+/* v = M^-1 p at the pose whose axes S (nq + 1, 6) and composite inertias Ic (nq, INERTIA) are given, by the
+ * articulated-body recursion at rest (O(nq), Featherstone): articulated inertias IA and forces pA leaves to root,
+ * then the accelerations root to leaves. scratch (nq, 50). Returns 1 when an axis moves no inertia. */
+static int inverse_mass_apply(const symplex_tree *tree, const double *S, const double *Ic, const double *p, double *v,
+                              double *scratch)
 {
     const int64_t nq = tree->nq;
-    double *IA = scratch, *b = IA + 36 * nq, *U = b + 6 * nq, *a = U + 6 * nq, *D = a + 6 * nq, *u = D + nq;
-    memset(b, 0, (size_t)(6 * nq) * sizeof(double));
-    for (int64_t i = 0; i < nq; ++i)  /* IA starts as the composite inertia (columns I e_k) */
-        for (int k = 0; k < 6; ++k) {
-            double e[6] = {0.0}, col[6];
-            e[k] = 1.0;
-            inertia_apply(Ic + INERTIA * i, e, col);
-            for (int l = 0; l < 6; ++l) IA[36 * i + 6 * l + k] = col[l];
-        }
-    for (int64_t i = nq - 1; i >= 0; --i) {
-        const double *Si = S + 6 * i, *IAi = IA + 36 * i;
-        double *Ui = U + 6 * i;
-        for (int l = 0; l < 6; ++l) Ui[l] = dot6(IAi + 6 * l, Si);
-        D[i] = dot6(Si, Ui);
-        u[i] = p[i] - dot6(Si, b + 6 * i);
-        if (!(D[i] > 0.0)) return 1;
-        const int64_t parent = tree->dof_parent[i];
-        if (parent < 0) continue;
-        double own[6], *IAp = IA + 36 * parent;  /* IA_parent += IA_i - mat(Ic_i) - U U^T / D */
-        for (int k = 0; k < 6; ++k) {
-            double e[6] = {0.0};
-            e[k] = 1.0;
-            inertia_apply(Ic + INERTIA * i, e, own);
-            for (int l = 0; l < 6; ++l) IAp[6 * l + k] += IAi[6 * l + k] - own[l] - Ui[l] * Ui[k] / D[i];
-        }
-        for (int l = 0; l < 6; ++l) b[6 * parent + l] += b[6 * i + l] + Ui[l] * u[i] / D[i];
+    double *own = scratch;  /* (nq, INERTIA): the frame's own bodies, then IA (36), pA, U (6), D, u at 13 + ... */
+    for (int64_t f = 0; f < nq; ++f) memcpy(own + 50 * f, Ic + INERTIA * f, INERTIA * sizeof(double));
+    for (int64_t f = 0; f < nq; ++f)
+        if (tree->dof_parent[f] >= 0)
+            for (int k = 0; k < INERTIA; ++k) own[50 * tree->dof_parent[f] + k] -= Ic[INERTIA * f + k];
+    for (int64_t f = 0; f < nq; ++f) {  /* IA = [[Io, hat(h)], [-hat(h), m 1]] of the own bodies; pA = 0 */
+        double *row = scratch + 50 * f, I[INERTIA], *IA = row + 2;  /* IA at 2..37, pA 38..43 (own read first) */
+        memcpy(I, row, sizeof I);
+        const double m = I[0], *h = I + 1, *Io = I + 4;
+        double H[9];
+        hat3(h, H);
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+                IA[6 * i + j] = Io[3 * i + j];
+                IA[6 * i + 3 + j] = H[3 * i + j];
+                IA[6 * (3 + i) + j] = -H[3 * i + j];
+                IA[6 * (3 + i) + 3 + j] = i == j ? m : 0.0;
+            }
+        memset(row + 38, 0, 12 * sizeof(double));
     }
-    for (int64_t i = 0; i < nq; ++i) {
-        const int64_t parent = tree->dof_parent[i];
-        const double *ap = parent >= 0 ? a + 6 * parent : NULL;
-        v[i] = (u[i] - (ap ? dot6(U + 6 * i, ap) : 0.0)) / D[i];
-        for (int l = 0; l < 6; ++l) a[6 * i + l] = (ap ? ap[l] : 0.0) + S[6 * i + l] * v[i];
+    for (int64_t f = nq - 1; f >= 0; --f) {  /* U = IA S, D = S . U, u = p - S . pA at 44..49 (U), 0 (D), 1 (u) */
+        double *row = scratch + 50 * f, *IA = row + 2, *pA = row + 38, *U = row + 44;
+        const double *Sf = S + 6 * f;
+        for (int i = 0; i < 6; ++i) U[i] = dot6(IA + 6 * i, Sf);
+        row[0] = dot6(Sf, U);
+        row[1] = p[f] - dot6(Sf, pA);
+        if (!(row[0] > 0.0)) return 1;
+        const int64_t parent = tree->dof_parent[f];
+        if (parent < 0) continue;
+        double *IAp = scratch + 50 * parent + 2, *pAp = scratch + 50 * parent + 38;
+        for (int i = 0; i < 6; ++i) {
+            for (int j = 0; j < 6; ++j) IAp[6 * i + j] += IA[6 * i + j] - U[i] * U[j] / row[0];
+            pAp[i] += pA[i] + U[i] * row[1] / row[0];
+        }
+    }
+    for (int64_t f = 0; f < nq; ++f) {  /* accelerations a_f = a_parent + S_f v_f, kept in pA */
+        double *row = scratch + 50 * f, *a = row + 38;
+        const int64_t parent = tree->dof_parent[f];
+        const double *ap = parent >= 0 ? scratch + 50 * parent + 38 : NULL;
+        v[f] = (row[1] - (ap ? dot6(row + 44, ap) : 0.0)) / row[0];
+        for (int i = 0; i < 6; ++i) a[i] = (ap ? ap[i] : 0.0) + S[6 * f + i] * v[f];
     }
     return 0;
 }
 
-/* galerkin.energy without loop rows: v^T M v / 2 + V at the end pose q2 with v = M^-1 p2 (mass_solve, O(nq)). */
-static double end_energy(const symplex_tree *tree, gworkspace *w, const double *q2, const double *p2,
-                         const double *force_vector)
+/* galerkin.energy without loop rows: v^T M v / 2 + V at the end pose q2 with v = M^-1 p2 (O(nq)); on a
+ * tree with charts q2 is 0 on them and each chart turned by turn (nball, 3, 3), their springs' energy added. */
+static double end_energy(const symplex_tree *tree, gworkspace *w, const double *q2, const double *turn,
+                         const double *p2, const double *force_vector)
 {
     const int64_t nq = tree->nq;
     double kinetic, potential;
     memset(w->vn, 0, (size_t)nq * sizeof(double));
-    forward_kinematics(tree, q2, NULL, NULL, w->wtmp, w->Stmp);
+    forward_kinematics(tree, q2, turn, w->ball, w->wtmp, w->Stmp);
     tree_terms(tree, force_vector, w->wtmp, w->Stmp, q2, w->vn, w->V, w->Sdot, w->Ic, w->H, w->Wr, w->K, w->p, w->g,
                w->Q, &kinetic, &potential);
-    if (mass_solve(tree, w->Stmp, w->Ic, p2, w->M, w->vn)) return NAN;
+    for (int64_t b = 0; b < tree->nball; ++b) {
+        double sp[12];
+        if (tree->ball_stiffness[b] == 0.0) continue;
+        chart_spring(tree, b, turn + 9 * b, sp);
+        potential += 0.5 * tree->ball_stiffness[b] * dot3(sp, sp);
+    }
+    if (inverse_mass_apply(tree, w->Stmp, w->Ic, p2, w->vn, w->M)) return NAN;
     kinetic = 0.0;
     for (int64_t a = 0; a < nq; ++a) kinetic += w->vn[a] * p2[a];
     return 0.5 * kinetic + potential;
@@ -586,6 +1149,9 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     const int64_t nq = tree->nq, n = s * nq, m = nsel;
     gworkspace w;
     gcarve(&w, scratch, tree, s, r, m);
+    for (int64_t k = 0; k < nq; ++k) w.ball[k] = -1;
+    for (int64_t b = 0; b < tree->nball; ++b)
+        for (int i = 0; i < 3; ++i) w.ball[tree->ball_dofs[3 * b + i]] = b;
     memcpy(w.x, q1, (size_t)nq * sizeof(double));
     memcpy(w.x + nq, X, (size_t)n * sizeof(double));
     double base = 1.0, previous = INFINITY, worst = 0.0, ops = 0.0;
@@ -606,10 +1172,12 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
         if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }
         if (exact) {
             tree_form(tree, &w, s, r, weight, P, D, dt);
-            compact_components(tree, &w, s, r);
+            if (tree->nball) chart_tree_form(tree, &w, s, r, weight, P, D, dt);
+            else compact_components(tree, &w, s, r);
             ++factorizations;
         }
-        if ((exact && gfactor(tree, &w, s, r, &ops)) || direction(tree, &w, s, r, m, rows, lam, &ops)) {
+        if ((exact && (tree->nball ? group_factor(tree, &w, s, r, &ops) : gfactor(tree, &w, s, r, &ops)))
+            || direction(tree, &w, s, r, m, rows, lam, &ops)) {
             status = SYMPLEX_SINGULAR;
             break;
         }
@@ -619,10 +1187,20 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     }
     memcpy(X, w.x + nq, (size_t)n * sizeof(double));
     memcpy(p2, w.Z + s * nq, (size_t)nq * sizeof(double));
+    memcpy(w.qe, X + n - nq, (size_t)nq * sizeof(double));
+    for (int64_t b = 0; b < tree->nball; ++b) {  /* on the charts: the body covector at C2 = C1 exp(xi^s) */
+        const int64_t *k = tree->ball_dofs + 3 * b;
+        for (int i = 0; i < 3; ++i) {
+            p2[k[i]] = w.pend[3 * b + i];
+            w.qe[k[i]] = 0.0;
+        }
+        so3_exp(X + n - nq + k[0], w.turn + 9 * b);  /* node 0's turns are spent: the end turns */
+    }
     stats[0] = worst;
     stats[1] = ops;
     stats[3] = (double)factorizations;
-    stats[2] = status == SYMPLEX_CONVERGED && !tree->nrow ? end_energy(tree, &w, X + n - nq, p2, force_vector) : NAN;
+    stats[2] = status == SYMPLEX_CONVERGED && !tree->nrow
+                   ? end_energy(tree, &w, w.qe, tree->nball ? w.turn : NULL, p2, force_vector) : NAN;
     *iterations = it;
     return status;
 }

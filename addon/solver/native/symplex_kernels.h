@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 14
+#define SYMPLEX_ABI_VERSION 15
 
 int64_t symplex_abi_version(void);
 
@@ -98,12 +98,13 @@ int64_t symplex_midpoint_step(const symplex_tree *tree, int64_t nsel, const int6
 int64_t symplex_galerkin_scratch_size(const symplex_tree *tree, int64_t s, int64_t r, int64_t nsel);
 
 /* One step of the Galerkin variational integrator of order 2s (tree/galerkin.py `_newton`, s = 2..4) on a tree
- * without ball or free-joint charts (nball = 0; the caller runs those in numpy) and without prescribed
- * coordinates: Newton on the DEL rows r^0 = p1 + Z^0, r^a = Z^a (a = 1..s-1), minus Dh(x^a)^T lam^a with loop
- * rows held at x^1..x^s, with the exact O(s^3 nq) direction of tree/galerkin_newton.py; stops when
+ * without prescribed coordinates, ball and free joints included (each in the step's first chart C1, read from
+ * its placement; the caller folds the charts between steps as tree/galerkin.py does): Newton on the DEL rows
+ * r^0 = p1 + Z^0, r^a = Z^a (a = 1..s-1), minus Dh(x^a)^T lam^a with loop rows held at x^1..x^s, with the exact O(s^3 nq) direction of tree/galerkin_newton.py; stops when
  * worst = max(max|r| / scale, max|h| / 0.1) <= tol, or <= stall tol without halving after an exact step (the
  * rows' round-off floor). Without loop rows, an update after one that cut worst by the factor reuse or more
- * solves with the last factor (simplified Newton; tree/galerkin.py `newton`).
+ * solves with the last factor (simplified Newton; tree/galerkin.py `newton`), charts included.
+ * On the charts X holds the xi^a (q1 0 there) and p2 the body covector at C2 = C1 exp(xi^s).
  * outputs: X (s, nq) in: the guess x^1..x^s; out: the last iterate. lam (s nsel) in: guess; out: last iterate.
  *          p2 (nq,) = Z^s at the last iterate. stats (4,) = worst, multiply-adds of the Newton directions,
  *          on a converged step of a model without loop rows (nrow = 0) the energy of tree/galerkin.py `energy`

@@ -124,88 +124,6 @@ int64_t symplex_midpoint_scratch_size(int64_t nq, int64_t nbody, int64_t nforce,
     return carve(&w, NULL, nq, nrow);
 }
 
-/* R^T-free helpers on row-major 3x3 rotations taken from a 4x4 pose (stride 4) */
-static void rot_of(const double *M, double *R) /* R = M[:3, :3] */
-{
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) R[3 * i + j] = M[4 * i + j];
-}
-
-static void mat3_mul(const double *A, const double *B, double *C) /* C = A B */
-{
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
-}
-
-/* The coefficients of J_L at angle t (tree/step_charts.py _coefficients): cf = (b, c, b' / t, c' / t),
- * b = (1 - cos t) / t^2, c = (t - sin t) / t^3, by their Taylor series below t = 0.1. */
-static void jl_coefficients(double t, double *cf)
-{
-    const double t2 = t * t;
-    if (t < 0.1) {
-        cf[0] = 0.5 - t2 / 24 + t2 * t2 / 720 - t2 * t2 * t2 / 40320;
-        cf[1] = 1.0 / 6 - t2 / 120 + t2 * t2 / 5040 - t2 * t2 * t2 / 362880;
-        cf[2] = -1.0 / 12 + t2 / 180 - t2 * t2 / 6720 + t2 * t2 * t2 / 453600;
-        cf[3] = -1.0 / 60 + t2 / 1260 - t2 * t2 / 60480 + t2 * t2 * t2 / 4989600;
-        return;
-    }
-    const double h = sin(0.5 * t), sn = sin(t);
-    cf[0] = 2.0 * h * h / t2;
-    cf[1] = (t - sn) / (t2 * t);
-    cf[2] = sn / (t2 * t) - 4.0 * h * h / (t2 * t2);
-    cf[3] = (1.0 - cos(t)) / (t2 * t2) - 3.0 * (t - sn) / (t2 * t2 * t);
-}
-
-static void hat3(const double *v, double *X)
-{
-    X[0] = 0.0; X[1] = -v[2]; X[2] = v[1];
-    X[3] = v[2]; X[4] = 0.0; X[5] = -v[0];
-    X[6] = -v[1]; X[7] = v[0]; X[8] = 0.0;
-}
-
-/* J_L(xi) = I + b X + c X^2, X = hat(xi), row-major (tree/step_charts.py left_jacobian) */
-static void left_jacobian(const double *xi, double *JL)
-{
-    double cf[4], X[9], X2[9];
-    jl_coefficients(sqrt(dot3(xi, xi)), cf);
-    hat3(xi, X);
-    mat3_mul(X, X, X2);
-    for (int i = 0; i < 9; ++i) JL[i] = (i % 4 == 0 ? 1.0 : 0.0) + cf[0] * X[i] + cf[1] * X2[i];
-}
-
-/* exp(hat(xi)) = I + a X + b X^2, a = sin t / t, b = (1 - cos t) / t^2 (Rodrigues, groups.so3_exp) */
-static void so3_exp(const double *xi, double *R)
-{
-    const double t = sqrt(dot3(xi, xi)), t2 = t * t;
-    const double a = t < 0.1 ? 1.0 - t2 / 6 + t2 * t2 / 120 - t2 * t2 * t2 / 5040 + t2 * t2 * t2 * t2 / 362880
-                             : sin(t) / t;
-    double cf[4], X[9], X2[9];
-    jl_coefficients(t, cf);
-    hat3(xi, X);
-    mat3_mul(X, X, X2);
-    for (int i = 0; i < 9; ++i) R[i] = (i % 4 == 0 ? 1.0 : 0.0) + a * X[i] + cf[0] * X2[i];
-}
-
-/* out = d(J_L(xi)^T v)/dxi at fixed v (tree/step_charts.py left_jacobian_transpose_derivative):
- * b hat(v) + c ((xi . v) I + xi v^T - 2 v xi^T) + (b'/t hat(v) xi + c'/t X^2 v) xi^T, row-major. */
-static void left_jacobian_transpose_derivative(const double *xi, const double *v, double *out)
-{
-    double cf[4], V[9], X[9], X2[9], Vxi[3], X2v[3];
-    jl_coefficients(sqrt(dot3(xi, xi)), cf);
-    hat3(v, V);
-    hat3(xi, X);
-    mat3_mul(X, X, X2);
-    const double xv = dot3(xi, v);
-    for (int i = 0; i < 3; ++i) {
-        Vxi[i] = dot3(V + 3 * i, xi);
-        X2v[i] = dot3(X2 + 3 * i, v);
-    }
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j)
-            out[3 * i + j] = cf[0] * V[3 * i + j] + cf[1] * ((i == j ? xv : 0.0) + xi[i] * v[j] - 2.0 * v[i] * xi[j])
-                             + (cf[2] * Vxi[i] + cf[3] * X2v[i]) * xi[j];
-}
-
 /* The step's charts of every ball from the chart coordinates of q2, xi (tree/step_charts.py step_charts):
  * w->JL = J_L(xi), w->JLh = J_L(xi / 2), w->turn_m = exp(xi / 2), w->turn_e = exp(xi). */
 static void step_charts(const symplex_tree *tree, const double *q2, workspace *w)
@@ -218,54 +136,6 @@ static void step_charts(const symplex_tree *tree, const double *q2, workspace *w
         so3_exp(half, w->turn_m + 9 * b);
         so3_exp(xi, w->turn_e + 9 * b);
     }
-}
-
-/* principal rotation vector of R, |theta| <= pi, through its quaternion with w >= 0 (ball_springs.so3_log) */
-static void so3_log(const double *R, double *theta)
-{
-    const double d0 = R[0], d1 = R[4], d2 = R[8], tr = d0 + d1 + d2;
-    double q[4];
-    if (tr >= d0 && tr >= d1 && tr >= d2) {
-        q[0] = 0.5 * sqrt(fmax(1.0 + tr, 0.0));
-        const double s = 0.25 / q[0];
-        q[1] = (R[7] - R[5]) * s; q[2] = (R[2] - R[6]) * s; q[3] = (R[3] - R[1]) * s;
-    } else if (d0 >= d1 && d0 >= d2) {
-        q[1] = 0.5 * sqrt(fmax(1.0 + d0 - d1 - d2, 0.0));
-        const double s = 0.25 / q[1];
-        q[0] = (R[7] - R[5]) * s; q[2] = (R[1] + R[3]) * s; q[3] = (R[2] + R[6]) * s;
-    } else if (d1 >= d2) {
-        q[2] = 0.5 * sqrt(fmax(1.0 - d0 + d1 - d2, 0.0));
-        const double s = 0.25 / q[2];
-        q[0] = (R[2] - R[6]) * s; q[1] = (R[1] + R[3]) * s; q[3] = (R[5] + R[7]) * s;
-    } else {
-        q[3] = 0.5 * sqrt(fmax(1.0 - d0 - d1 + d2, 0.0));
-        const double s = 0.25 / q[3];
-        q[0] = (R[3] - R[1]) * s; q[1] = (R[2] + R[6]) * s; q[2] = (R[5] + R[7]) * s;
-    }
-    const double sign = q[0] < 0.0 ? -1.0 : 1.0, w = sign * q[0];
-    const double n = sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-    const double factor = n < 1e-6 ? 2.0 / w * (1.0 - n * n / (3.0 * w * w)) : 2.0 * atan2(n, w) / n;
-    for (int i = 0; i < 3; ++i) theta[i] = sign * factor * q[1 + i];
-}
-
-/* The spring of ball chart b at angle 0 in the chart C1 turn (turn NULL: C1) (ball_springs.chart_springs, Jb = I): sp = (theta (3),
- * J_r^-1(theta) (9)); theta = log(ball_rest^T place turn) with place the chart's placement rotation (C1 in it). */
-static void chart_spring(const symplex_tree *tree, int64_t b, const double *turn, double *sp)
-{
-    double *theta = sp, *Jri = sp + 3, place[9], PP[9], M[9];
-    const double *rest = tree->ball_rest + 9 * b;
-    rot_of(tree->dof_placement + 16 * tree->ball_dofs[3 * b], place);
-    if (turn) mat3_mul(place, turn, PP);
-    else memcpy(PP, place, sizeof PP);
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) M[3 * i + j] = rest[i] * PP[j] + rest[3 + i] * PP[3 + j] + rest[6 + i] * PP[6 + j];
-    so3_log(M, theta);
-    const double t = sqrt(dot3(theta, theta));
-    const double c = t < 1e-6 ? 1.0 / 12.0 + t * t / 720.0 : 1.0 / (t * t) - 1.0 / (2.0 * t * tan(0.5 * t));
-    double T[9], TT[9];
-    hat3(theta, T);
-    mat3_mul(T, T, TT);
-    for (int i = 0; i < 9; ++i) Jri[i] = (i % 4 == 0 ? 1.0 : 0.0) + 0.5 * T[i] + c * TT[i];
 }
 
 /* First-order terms at the midpoint (dynamics.terms with second=False), from w->world and w->S, the ball charts
@@ -321,19 +191,6 @@ static void tree_jacobian(const symplex_tree *tree, double dt, workspace *w)
         w->d[a] = 0.25 * dt * (dot6(Sda, G) + dot6(Sa, X) - tree->dof_stiffness[a]) - dot6(Sa, IcS) / dt
                   - 0.5 * (tree->dof_damping[a] + tree->dof_motor_gain[a]);
     }
-}
-
-/* x solving the 3 x 3 system A x = y (row-major A, Cramer's rule; A = J_L(xi) is invertible for |xi| < 2 pi) */
-static void solve3(const double *A, const double *y, double *x)
-{
-    double c0[3], c1[3], c2[3], r[3];
-    const double a0[3] = {A[0], A[3], A[6]}, a1[3] = {A[1], A[4], A[7]}, a2[3] = {A[2], A[5], A[8]};
-    cross3(a1, a2, c0);
-    cross3(a2, a0, c1);
-    cross3(a0, a1, c2);
-    const double det = dot3(a0, c0);
-    r[0] = dot3(y, c0); r[1] = dot3(y, c1); r[2] = dot3(y, c2);
-    for (int i = 0; i < 3; ++i) x[i] = r[i] / det;
 }
 
 /* (y, t) = column_vectors of an axis with axis_terms (IcS, G, X) (tree/articulated.py column_vectors) */
@@ -445,23 +302,6 @@ static double ball_rows(const symplex_tree *tree, double dt, workspace *w, const
 }
 
 /* ---- The link-wise discrete Lagrangian (tree/linkwise.py, formulas in its docstring) ---- */
-
-static void mat3_tmul(const double *A, const double *B, double *C) /* C = A^T B */
-{
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) C[3 * i + j] = A[i] * B[j] + A[3 + i] * B[3 + j] + A[6 + i] * B[6 + j];
-}
-
-static void mat3_mult(const double *A, const double *B, double *C) /* C = A B^T */
-{
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) C[3 * i + j] = dot3(A + 3 * i, B + 3 * j);
-}
-
-static void mat3_vec(const double *A, const double *x, double *y) /* y = A x */
-{
-    for (int i = 0; i < 3; ++i) y[i] = dot3(A + 3 * i, x);
-}
 
 /* e(t) of J_L^-1 = I - hat/2 + e hat^2 and e'(t) / t (linkwise._e_coefficients) */
 static void e_coefficients(double t, double *e, double *de)

@@ -34,10 +34,10 @@ joint type (charts included) and eliminates it leaves to root; loop rows border 
 one block d(Dh(x^a)^T lam^a)/dx^a formed by central differences of the constraint rows (loop_blocks). Without loop
 rows, an update that follows a 10-fold cut of the rows reuses the last factor (simplified Newton, `newton`: the
 factor is most of an update's cost). Each step starts from the last step's interpolant carried on
-(galerkin_rule.extrapolation). `newton` is that loop in numpy;
-on trees without ball or free joints the whole loop runs in C instead (native/galerkin_step.c through
-native/galerkin_binding.py, `newton_native`: the same iterates to round-off, and the energy after the step), and
-`newton` stays its reference and the path of chart trees. Prescribed joints and joint limits are refused at s > 1
+(galerkin_rule.extrapolation). `newton` is that loop in numpy; when the kernels are built the whole loop runs in C
+instead, on every tree, charts and loops included (native/galerkin_step.c through native/galerkin_binding.py,
+`newton_native`: the same iterates to round-off, and the energy after a loop-free step), and `newton` stays its
+reference and the fallback. Prescribed joints and joint limits are refused at s > 1
 (refusals()).
 """
 
@@ -362,7 +362,7 @@ def newton_native(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np
         torque = np.zeros((len(ru.c), model.nq))
         forces = np.broadcast_to(model.force_vector, (len(ru.c),) + model.force_vector.shape)
     out = state.steppers[key].step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, REUSE,
-                                   max_iterations, X, lam)
+                                   max_iterations, X, lam, state.charts)
     return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status],
                   None if np.isnan(out.energy) else out.energy, out.factorizations)
 

@@ -14,10 +14,11 @@ from addon.solver.tree.compile import compile_tree
 from tools.generate import pendulum_chain
 
 from .random_mechanisms import random_tree
+from .test_galerkin import floating, momenta
 
 pytestmark = pytest.mark.skipif(galerkin_binding.LIB is None, reason="C kernels not built (make kernels)")
 
-PLAIN = ("revolute", "prismatic", "cylindrical", "universal", "planar", "fixed")  # every kind the C step runs
+PLAIN = ("revolute", "prismatic", "cylindrical", "universal", "planar", "fixed")  # every joint kind without a chart
 
 
 def driven_tree(seed: int, loops: int):
@@ -50,7 +51,7 @@ def test_c_step_takes_the_numpy_newton_iterates(s):
         X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess) + 1e-2 * rng.normal(size=(s, model.nq))
         lam = rng.normal(size=s * len(state.rows))
         steps = []
-        for iterations in (1, 2, 3):
+        for iterations in (1, 3):
             a = galerkin.newton(model, state, X, lam, dt, ru, 0.0, iterations)
             b = galerkin.newton_native(model, state, X, lam, dt, ru, 0.0, iterations)
             assert a.status == b.status == "not converged" and a.iterations == b.iterations == iterations
@@ -85,11 +86,6 @@ def test_c_step_energy_and_trajectory_equal_numpy(monkeypatch):
         assert np.max(np.abs(ours.q - ref.q)) < 1e-12 and np.max(np.abs(ours.p - ref.p)) < 1e-10
 
 
-def test_ball_and_free_trees_stay_in_numpy():
-    assert not galerkin_binding.usable(compile_tree(random_tree(3, types=("revolute", "ball"))))
-    assert not galerkin_binding.usable(compile_tree(random_tree(3, types=("free",))))
-
-
 def planar_tree():
     """tools.generate.pendulum_chain(5) with links 4 and 5 hung from link 2 (a branched tree, every hinge about Y)
     and a velocity servo on hinge 3: its motion stays in the XZ plane."""
@@ -119,3 +115,96 @@ def test_c_step_on_planar_mechanisms_takes_the_numpy_iterates(name):
             assert np.max(np.abs(a.X - X)) > 1e-3  # the iterates moved
             assert np.max(np.abs(b.X - a.X)) < 1e-12 * max(1.0, np.max(np.abs(a.X))), (name, s, iterations)
             assert np.max(np.abs(b.p_end - a.p_end)) < 1e-10 * max(1.0, np.max(np.abs(a.p_end)))
+
+
+CHARTS = ("ball", "revolute", "free", "prismatic", "ball")  # ball and free joints among plain ones
+
+
+def chart_tree(seed: int, loops: int):
+    """A random tree of ball, free, revolute and prismatic joints with springs on the ball and free rotations
+    (random rests), dampers and a point force (random_tree), plus a velocity servo on the first ball."""
+    mech = random_tree(seed, types=CHARTS, loops=loops, ball_springs=True)
+    joints = list(mech.joints)
+    joints[0] = replace(joints[0], motor=Motor("velocity", target_velocity=0.7, gain=1.5))
+    return compile_tree(mech.replace(joints=tuple(joints)))
+
+
+@pytest.mark.parametrize("s", [2, 3, 4])
+def test_c_step_takes_the_numpy_newton_iterates_on_ball_and_free_joints(s):
+    """As above on trees with ball and free joints (per-step charts, chart springs, a servo on a ball), with and
+    without loop rows: the C iterates are numpy's to round-off after 1 and 3 updates, and both converge with the
+    same updates and factorizations (simplified updates on the loop-free tree too)."""
+    dt = 0.01
+    reused = []
+    for seed, loops in ((5, 0), (11, 2)):
+        model = chart_tree(seed, loops)
+        assert galerkin_binding.usable(model) and len(model.ball_dofs) == 3
+        state, _ = galerkin.start(model)
+        assert (len(state.rows) > 0) == (loops > 0)
+        ru = galerkin.rule(s)
+        rng = np.random.default_rng(seed)
+        X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess) + 1e-3 * rng.normal(size=(s, model.nq))
+        lam = rng.normal(size=s * len(state.rows))
+        for iterations in (1, 3):
+            a = galerkin.newton(model, state, X, lam, dt, ru, 0.0, iterations)
+            b = galerkin.newton_native(model, state, X, lam, dt, ru, 0.0, iterations)
+            assert a.status == b.status == "not converged" and a.iterations == b.iterations == iterations
+            assert np.max(np.abs(b.X - a.X)) < 1e-12 * max(1.0, np.max(np.abs(a.X))), (seed, s, iterations)
+            assert np.max(np.abs(b.lam - a.lam), initial=0.0) < 1e-9 * max(1.0, np.max(np.abs(a.lam), initial=0.0))
+            assert np.max(np.abs(b.p_end - a.p_end)) < 1e-10 * max(1.0, np.max(np.abs(a.p_end)))
+        assert np.max(np.abs(a.X - X)) > 1e-4  # the iterates moved
+        done = galerkin.newton_native(model, state, X, lam, dt, ru, 1e-10, 30)
+        ref = galerkin.newton(model, state, X, lam, dt, ru, 1e-10, 30)
+        assert done.status == ref.status == "converged" and done.factorizations <= 4
+        assert (done.iterations, done.factorizations) == (ref.iterations, ref.factorizations)
+        assert np.max(np.abs(done.X - ref.X)) < 1e-12 * max(1.0, np.max(np.abs(ref.X)))
+        reused.append(done.iterations - done.factorizations)
+    assert reused[0] > 0 and reused[1] == 0  # the loop-free tree reuses factors, the one with loop rows never
+
+
+@pytest.mark.parametrize("order, loops", [(4, 0), (6, 2), (8, 0)])
+def test_c_trajectory_solves_the_numpy_rows_on_ball_and_free_joints(order, loops, monkeypatch):
+    """120 whole steps in C (warm starts, chart folds) on a tree with ball and free joints, with and without loop
+    rows: at every tenth step the C control points and multipliers solve numpy's DEL and loop rows
+    (galerkin.residual from the same state) to the Newton tolerance, its end momentum is numpy's there and, without
+    loops, its energy numpy's (galerkin.energy), to round-off."""
+    model, dt, tol = chart_tree(5, loops), 0.01, 1e-11
+    state, _ = galerkin.start(model)
+    assert (len(state.rows) > 0) == (loops > 0)
+    ru = galerkin.rule(order // 2)
+    last = []
+    native = galerkin.newton_native
+
+    def recorded(*args):
+        last.append(native(*args))
+        return last[-1]
+
+    monkeypatch.setattr(galerkin, "newton_native", recorded)
+    for k in range(120):
+        before = galerkin.GalerkinState(**state.__dict__)
+        result = galerkin.step(model, state, dt, order, tol=tol)
+        if k % 10 != 9:  # numpy checks every tenth step (its residual costs as much as the C step's Newton loop)
+            continue
+        out = last[-1]
+        res = galerkin.residual(model, before, out.X, dt, ru, out.lam)
+        assert np.max(np.abs(res.r)) / res.scale < galerkin.STALL * tol
+        assert np.max(np.abs(res.h), initial=0.0) < galerkin.STALL * tol * galerkin.LOOP_TOLERANCE_FACTOR
+        assert np.max(np.abs(res.p_end - state.p)) < 1e-11 * max(1.0, np.max(np.abs(res.p_end)))
+        if not loops:
+            assert abs(result.energy - galerkin.energy(model, state)) < 1e-11 * max(1.0, abs(result.energy))
+    assert len(last) == 120 and state.step_index == 120  # every step in C, none halved
+    assert np.max(np.abs(state.charts - model.ball_chart0)) > 0.1  # the balls turned
+
+
+def test_floating_mechanism_keeps_its_momenta_in_c():
+    """A free-floating hull with a ball-jointed arm (test_galerkin.floating) without gravity, 40 steps in C at
+    order 6: world linear and angular momentum stay to the Newton tolerance (the discrete action is invariant)."""
+    model = compile_tree(floating())
+    assert galerkin_binding.usable(model)
+    state, _ = galerkin.start(model)
+    before = momenta(model, state)
+    for _ in range(40):
+        galerkin.step(model, state, 0.05, 6, tol=1e-12)
+    assert len(state.steppers) == 1  # the steps ran in C
+    assert np.max(np.abs(momenta(model, state) - before)) < 1e-9 * np.max(np.abs(before))
+    assert np.max(np.abs(state.q[:3])) > 0.3  # it moved
