@@ -6,18 +6,18 @@ residuals, the exact matrix, its fill-in LDU with the loop rows and inequality p
 the line search or the interior point's predictor-corrector, the convergence test) in one call, and
 updates the state as variational.step does. With colliders or joint limits, the step's contacts and
 limits are found in numpy at the knot (interior_point.begin) and handed over as plain arrays
-(interior_point.packed); the kernel moves the pairs' iterate, restarts included.
+(interior_point.packed); the kernel moves the pairs' iterate, restarts included. When loop rows and pairs
+together exceed MAX_BORDER, the kernel factors the whole bordered matrix by the block LU on the contact
+graph instead (native_border.py builds its pattern once per contact set).
 
 Falls back to the numpy step (variational.py, the reference), silently and from the unchanged state:
 * always, for loop joints with linear.SPARSE_FROM or more auxiliary rows, which the numpy solver
   factors by one sparse LU (the kernel borders fewer onto the tree factor densely, as linear.py does):
   kernel_for returns None;
-* for one step, when its loop rows and pairs together exceed MAX_BORDER (dense k x k border), and
-  for the steps after one with that many (contact sets change slowly; the numpy step then finds the
-  contacts once, not twice);
 * the first step of a mechanism with loop joints, where the numpy step picks the independent loop
   rows (variational._select_rows: pivoted QR of their Schur complement);
-* for one step, when the kernel stops without converging, meets a singular Newton matrix, a
+* for one step, when the kernel stops without converging, meets a singular Newton matrix (for the block
+  LU: a zero pivot, where the numpy solver goes to SuperLU), a
   non-finite iterate or an angular speed of 2/dt, or when defect correction stalls where the numpy
   solver would hand over to GMRES, or when the interior point does not converge (the numpy step then
   also tries the step without friction): the numpy step then converges or raises its own error (the
@@ -32,14 +32,14 @@ import numpy as np
 
 from ..curves import evaluate
 from ..native import maximal_binding as binding
-from . import fillin, interior_point
+from . import fillin, interior_point, native_border
 from .forces import coordinates, knot_torques
 from .joints import ANGLE, frames, row_targets
 from .linear import SPARSE_FROM, LinearSolver
 from .state import MaximalModel, MaximalState
 
 MAX_BORDER = 256  # loop rows + inequality pairs the kernel borders densely (measured: the dense border beats the
-# numpy sparse LU 7x at 174 pairs, 16 dominoes; loses 1.2x at 350, 32 dominoes); more: that step in numpy
+# numpy sparse LU 7x at 174 pairs, 16 dominoes; loses 1.2x at 350, 32 dominoes); more: the block LU in C
 
 
 def kernel_for(model: MaximalModel, state: MaximalState) -> MaximalKernel | None:
@@ -110,12 +110,14 @@ class MaximalKernel:
                      "cval2": np.zeros(nc), "rate": np.zeros(nc), "cjac2": np.zeros((nc, 12)),
                      "sweeps": np.zeros(0), "stats": np.zeros(4)}
         self._pair_capacity = -1
+        self._dense = True
         self._scratch = np.zeros(0)
+        self._sparse: native_border.KernelPattern | None = None
         self._pairs = binding.Pairs()
         self._pairs_ptr = ctypes.pointer(self._pairs)
         self._pair_arrays: dict[str, np.ndarray] = {}  # kept alive during the call
-        self._reserve(0)
         self._out_addresses: list[int] = []
+        self._reserve(0, True)
         self.steps = 0  # steps taken in C (the others went to the numpy step)
 
     def __deepcopy__(self, memo: dict) -> MaximalKernel:
@@ -123,17 +125,21 @@ class MaximalKernel:
         copies its inputs in and its results out), only the model's arrays and scratch."""
         return self
 
-    def _reserve(self, npair: int) -> None:
-        """Scratch for steps with up to npair pairs (grown by doubling, at most MAX_BORDER)."""
-        if npair <= self._pair_capacity:
+    def _reserve(self, npair: int, dense: bool) -> None:
+        """Scratch for steps with up to npair pairs (grown by doubling), with the dense border's room when
+        `dense` (then at most MAX_BORDER pairs)."""
+        if npair <= self._pair_capacity and (self._dense or not dense):
             return
-        self._pair_capacity = min(max(npair, 2 * self._pair_capacity), MAX_BORDER)
-        self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, self._pair_capacity))
+        capacity = max(npair, 2 * self._pair_capacity)
+        self._pair_capacity = min(capacity, MAX_BORDER) if dense else capacity
+        self._dense = dense
+        self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, self._pair_capacity,
+                                                                          int(dense)))
         self._out_addresses = []
 
-    def _set_pairs(self, state: MaximalState, dt: float) -> bool:
+    def _set_pairs(self, state: MaximalState, dt: float) -> None:
         """Set this step's pairs up at the knot (interior_point.begin) and point the kernel's state at
-        them; False when there are more than the dense border takes."""
+        them."""
         model = self.model
         coords = None
         if len(model.limited):
@@ -142,10 +148,8 @@ class MaximalKernel:
         interior_point.begin(model, state, coords, dt)
         ip = state.interior
         npair = len(ip.rows.kind)
-        if npair + len(model.order) - model.n_primary > MAX_BORDER:
-            return False
         packed = interior_point.packed(model, state)
-        self._reserve(npair)
+        self._reserve(npair, npair + len(model.order) - model.n_primary <= MAX_BORDER)
         arrays = {name: _c(getattr(packed, name), np.int64 if name in ("kind", "a", "b", "coord", "e_row", "e_col")
                            else np.float64) for name in binding.PAIR_ARRAYS[:-3]}
         control = {"mu": ip.mu, "cold": ip.cold, "monotone": ip.monotone, "mu_fixed": ip.mu_fixed,
@@ -157,7 +161,23 @@ class MaximalKernel:
         for name in binding.PAIR_ARRAYS:
             setattr(self._pairs, name, arrays[name].ctypes.data)
         self._state.pairs = self._pairs_ptr
-        return True
+
+    def _set_sparse(self, state: MaximalState) -> None:
+        """Point the kernel at the block LU's pattern of this step's rows (kept while the contact set's
+        topology is), or at none (dense border)."""
+        model, arrays = self.model, self._pair_arrays
+        if state.interior is None or self._dense:
+            self._state.sparse = None
+            return
+        system = np.arange(len(model.order)) < model.n_primary  # the kernel's system rows (symplex_maximal_step)
+        joint = model.joints.row_joint[model.order[system | state.aux_active]]
+        js, nb = model.joints, model.bodies.count
+        self._sparse = native_border.pattern_for(self._sparse, nb, np.concatenate([js.parent[joint], arrays["a"]]),
+                                                 np.concatenate([js.child[joint], arrays["b"]]), len(arrays["a"]),
+                                                 arrays["e_row"], arrays["e_col"])
+        self._state.sparse = self._sparse.pointer
+
+
 
     def _finish_pairs(self, state: MaximalState) -> None:
         """The converged iterate back into state.interior, kept for the next step's warm start."""
@@ -173,11 +193,8 @@ class MaximalKernel:
         line-search limits); (iterations, residual, energy, body-frame poses (B, 7) at the new knot), or
         None (state untouched) when the numpy step must take it (module docstring)."""
         model, ins, st = self.model, self._in, self._state
-        ip = state.interior
-        if ip is not None and ip.rows is not None and len(ip.rows.kind) + len(model.order) - model.n_primary > MAX_BORDER:
-            return None  # the last step had too many pairs: so will this one, whose set-up numpy then does once
-        if ip is not None and not self._set_pairs(state, dt):
-            return None
+        if state.interior is not None:
+            self._set_pairs(state, dt)
         if len(self._out["sweeps"]) != max_iterations or not self._out_addresses:
             self._out["sweeps"] = np.zeros(max_iterations)
             self._out_addresses = [self._out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
@@ -215,6 +232,7 @@ class MaximalKernel:
                                                           for c in model.forces.force_scale])
                                                 for s in (t - 0.5 * dt, t + 0.5 * dt))
         st.startup = int(state.startup)
+        self._set_sparse(state)
         status = binding.LIB.symplex_maximal_step(self._model_ptr, self._state_ptr, float(dt), float(tol),
                                                   int(max_iterations), int(halvings), *self._out_addresses)
         if status != binding.CONVERGED:
