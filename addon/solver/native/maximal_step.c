@@ -344,7 +344,8 @@ typedef struct evaluation { /* variational.Evaluation with its NewtonMatrix */
  * then the inequality pairs (P, np); a Newton vector is (zdot (6 nbody); multipliers of act; pairs'
  * multipliers). The auxiliary rows and the pairs are bordered onto the factored primary part P through
  * the dense Schur complement E - C_aux P^-1 G_aux^T (E = 0 for joint rows), LU-factored after row and
- * column equilibration (linear.LinearSolver._factor_bordered). */
+ * column equilibration (linear.LinearSolver._factor_bordered); or, with a pattern (S), the whole bordered
+ * matrix is equilibrated and factored by the block LU (linear.LinearSolver._factor_sparse). */
 typedef struct workspace {
     knot k;
     evaluation ev[2];
@@ -598,6 +599,25 @@ static int any_coupling(const symplex_maximal *M, const evaluation *ev)
     return 0;
 }
 
+/* One row of A u: its force side G mu into the body rows of out, its velocity side C . u on bodies a, b (the
+ * world's columns dropped) returned; with `absolute`, |G| mu and |C| |u| (mu already |mu|) */
+static double row_product(int64_t nb, int64_t a, int64_t b, const double *G, const double *C, double mu,
+                          const double *u, int absolute, double *out)
+{
+    double row = 0.0;
+    for (int i = 0; i < 6; ++i) {
+        if (a < nb) {
+            out[6 * a + i] += (absolute ? fabs(G[i]) : G[i]) * mu;
+            row += absolute ? fabs(C[i]) * fabs(u[6 * a + i]) : C[i] * u[6 * a + i];
+        }
+        if (b < nb) {
+            out[6 * b + i] += (absolute ? fabs(G[6 + i]) : G[6 + i]) * mu;
+            row += absolute ? fabs(C[6 + i]) * fabs(u[6 * b + i]) : C[6 + i] * u[6 * b + i];
+        }
+    }
+    return row;
+}
+
 /* A u block by block (NewtonMatrix.multiply); with `absolute`, |A| |u| */
 static void multiply(const symplex_maximal *M, const knot *k, const evaluation *ev, const workspace *w,
                      const double *u, int absolute, double *out)
@@ -620,38 +640,16 @@ static void multiply(const symplex_maximal *M, const knot *k, const evaluation *
             }
     }
     for (int64_t p = 0; p < w->nact; ++p) {
-        const int64_t r = w->act[p], j = M->row_joint[r], a = M->parent[j], b = M->child[j];
-        const double mu = A_(u[6 * nb + p]), *G = k->G + 12 * r, *C = ev->C + 12 * r;
-        double row = 0.0;
-        for (int i = 0; i < 6; ++i) {
-            if (a < nb) {
-                out[6 * a + i] += A_(G[i]) * mu;
-                row += A_(C[i]) * A_(u[6 * a + i]);
-            }
-            if (b < nb) {
-                out[6 * b + i] += A_(G[6 + i]) * mu;
-                row += A_(C[6 + i]) * A_(u[6 * b + i]);
-            }
-        }
-        out[6 * nb + p] = row;
+        const int64_t r = w->act[p], j = M->row_joint[r];
+        out[6 * nb + p] = row_product(nb, M->parent[j], M->child[j], k->G + 12 * r, ev->C + 12 * r,
+                                      A_(u[6 * nb + p]), u, absolute, out);
     }
     const symplex_maximal_pairs *P = w->P;
     const int64_t at = 6 * nb + w->nact;
     for (int64_t p = 0; p < w->np; ++p) {
-        const int64_t a = P->a[p], b = P->b[p];
-        const double mu = A_(u[at + p]), *G = P->G + 12 * p, *C = ev->pC + 12 * p;
-        double row = A_(-P->s[p] / P->lam[p]) * mu;
-        for (int i = 0; i < 6; ++i) {
-            if (a < nb) {
-                out[6 * a + i] += A_(G[i]) * mu;
-                row += A_(C[i]) * A_(u[6 * a + i]);
-            }
-            if (b < nb) {
-                out[6 * b + i] += A_(G[6 + i]) * mu;
-                row += A_(C[6 + i]) * A_(u[6 * b + i]);
-            }
-        }
-        out[at + p] = row;
+        const double mu = A_(u[at + p]);
+        out[at + p] = A_(-P->s[p] / P->lam[p]) * mu +
+                      row_product(nb, P->a[p], P->b[p], P->G + 12 * p, ev->pC + 12 * p, mu, u, absolute, out);
     }
     for (int64_t e = 0; e < (P ? P->nentry : 0); ++e)
         out[at + P->e_row[e]] += A_(P->e_val[e]) * A_(u[at + P->e_col[e]]);
