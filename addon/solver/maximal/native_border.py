@@ -64,6 +64,7 @@ class KernelPattern:
     """One topology's contact_ldu.Pattern, its entries' places and the kernel's struct and scratch."""
 
     def __init__(self, nb: int, a: np.ndarray, b: np.ndarray, npair: int, e_row: np.ndarray, e_col: np.ndarray):
+        self.topology = tuple(np.array(x, dtype=np.int64) for x in (a, b, [nb, npair], e_row, e_col))
         R = len(a)
         N = 6 * nb + R
         row, col = entries(nb, a, b, npair, e_row, e_col)
@@ -91,10 +92,9 @@ class KernelPattern:
 
 def pattern_for(previous: KernelPattern | None, nb: int, a: np.ndarray, b: np.ndarray, npair: int,
                 e_row: np.ndarray, e_col: np.ndarray) -> KernelPattern:
-    """The pattern of this step's system rows: `previous` when its topology is the same, else a new one."""
-    waiting = np.ones(len(a), bool)
-    topology = contact_ldu.key(nb, _world(nb, a), _world(nb, b), len(a) - npair, _e_matrix(npair, e_row, e_col),
-                               waiting)
-    if previous is not None and contact_ldu.reusable(previous.pattern, topology):
+    """The pattern of this step's system rows: `previous` when its topology (the rows' bodies, the number of
+    pairs, E's off-diagonal entries in order) is the same, else a new one."""
+    if previous is not None and all(x.shape == np.shape(y) and np.array_equal(x, y) for x, y in zip(
+            previous.topology, (a, b, [nb, npair], e_row, e_col))):
         return previous
     return KernelPattern(nb, a, b, npair, e_row, e_col)
