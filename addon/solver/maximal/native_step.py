@@ -8,7 +8,8 @@ updates the state as variational.step does. With colliders or joint limits, the 
 limits are found in numpy at the knot (interior_point.begin) and handed over as plain arrays
 (interior_point.packed); the kernel moves the pairs' iterate, restarts included. When loop rows and pairs
 together exceed MAX_BORDER, the kernel factors the whole bordered matrix by the block LU on the contact
-graph instead (native_border.py builds its pattern once per contact set).
+graph instead (native_border.py builds its pattern once per contact set), unless that pattern's fill
+exceeds MAX_FILL stored scalars per unknown (then numpy takes the step).
 
 Falls back to the numpy step (variational.py, the reference), silently and from the unchanged state:
 * always, for loop joints with linear.SPARSE_FROM or more auxiliary rows, which the numpy solver
@@ -38,6 +39,9 @@ from .joints import ANGLE, frames, row_targets
 from .linear import SPARSE_FROM, LinearSolver
 from .state import MaximalModel, MaximalState
 
+MAX_FILL = 64  # the block LU's stored scalars per unknown above which the step goes to numpy (dominoes: 17; the
+# 200-box pile's contact-heavy steps: a box's contacts form one dense clique when every row waits for its bodies,
+# and one such step ran > 4 min in C where the numpy step takes 4-8 s)
 MAX_BORDER = 256  # loop rows + inequality pairs the kernel borders densely (measured: the dense border beats the
 # numpy sparse LU 7x at 174 pairs, 16 dominoes; loses 1.2x at 350, 32 dominoes); more: the block LU in C
 
@@ -162,13 +166,13 @@ class MaximalKernel:
             setattr(self._pairs, name, arrays[name].ctypes.data)
         self._state.pairs = self._pairs_ptr
 
-    def _set_sparse(self, state: MaximalState) -> None:
+    def _set_sparse(self, state: MaximalState) -> bool:
         """Point the kernel at the block LU's pattern of this step's rows (kept while the contact set's
-        topology is), or at none (dense border)."""
+        topology is), or at none (dense border); False when the pattern fills more than MAX_FILL allows."""
         model, arrays = self.model, self._pair_arrays
         if state.interior is None or self._dense:
             self._state.sparse = None
-            return
+            return True
         system = np.arange(len(model.order)) < model.n_primary  # the kernel's system rows (symplex_maximal_step)
         joint = model.joints.row_joint[model.order[system | state.aux_active]]
         js, nb = model.joints, model.bodies.count
@@ -176,6 +180,7 @@ class MaximalKernel:
                                                  np.concatenate([js.child[joint], arrays["b"]]), len(arrays["a"]),
                                                  arrays["e_row"], arrays["e_col"])
         self._state.sparse = self._sparse.pointer
+        return self._sparse.pattern.stored_entries <= MAX_FILL * len(self._sparse.pattern.perm)
 
 
 
@@ -232,7 +237,8 @@ class MaximalKernel:
                                                           for c in model.forces.force_scale])
                                                 for s in (t - 0.5 * dt, t + 0.5 * dt))
         st.startup = int(state.startup)
-        self._set_sparse(state)
+        if not self._set_sparse(state):
+            return None
         status = binding.LIB.symplex_maximal_step(self._model_ptr, self._state_ptr, float(dt), float(tol),
                                                   int(max_iterations), int(halvings), *self._out_addresses)
         if status != binding.CONVERGED:
