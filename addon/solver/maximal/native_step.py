@@ -7,18 +7,19 @@ the line search or the interior point's predictor-corrector, the convergence tes
 updates the state as variational.step does. With colliders or joint limits, the step's pairs are set up at
 the knot by interior_point.begin, the contacts' rows in C (native/contact_rows.c through the kernel's
 NativeRows buffers, around the C collision query), and copied into the kernel's pair buffers; the kernel
-moves the pairs' iterate, restarts included.
+moves the pairs' iterate, restarts included. When loop rows and pairs together exceed MAX_BORDER, the kernel
+factors the whole bordered matrix by the block LU on the contact graph instead of bordering it densely
+(native_border.py builds its pattern once per contact set), unless that pattern's fill exceeds MAX_FILL
+stored scalars per unknown (then numpy takes the step).
 
 Falls back to the numpy step (variational.py, the reference), silently and from the unchanged state:
 * always, for loop joints with linear.SPARSE_FROM or more auxiliary rows, which the numpy solver
   factors by one sparse LU (the kernel borders fewer onto the tree factor densely, as linear.py does):
   kernel_for returns None;
-* for one step, when its loop rows and pairs together exceed MAX_BORDER (dense k x k border), and
-  for the steps after one with that many (contact sets change slowly; the numpy step then finds the
-  contacts once, not twice);
 * the first step of a mechanism with loop joints, where the numpy step picks the independent loop
   rows (variational._select_rows: pivoted QR of their Schur complement);
-* for one step, when the kernel stops without converging, meets a singular Newton matrix, a
+* for one step, when the kernel stops without converging, meets a singular Newton matrix (for the block
+  LU: a zero pivot, where the numpy solver goes to SuperLU), a
   non-finite iterate or an angular speed of 2/dt, or when defect correction stalls where the numpy
   solver would hand over to GMRES, or when the interior point does not converge (the numpy step then
   also tries the step without friction): the numpy step then converges or raises its own error (the
@@ -35,14 +36,17 @@ from ..curves import evaluate
 from ..native import contact_rows_binding as contact_binding
 from ..native import maximal_binding as binding
 from ..native.contact_rows_binding import NativeRows
-from . import fillin, interior_point
+from . import fillin, interior_point, native_border
 from .forces import coordinates, knot_torques
 from .joints import ANGLE, frames, row_targets
 from .linear import SPARSE_FROM, LinearSolver
 from .state import MaximalModel, MaximalState
 
+MAX_FILL = 64  # the block LU's stored scalars per unknown above which the step goes to numpy (dominoes: 17; the
+# 200-box pile's contact-heavy steps: a box's contacts form one dense clique when every row waits for its bodies,
+# and one such step ran > 4 min in C where the numpy step takes 4-8 s)
 MAX_BORDER = 256  # loop rows + inequality pairs the kernel borders densely (measured: the dense border beats the
-# numpy sparse LU 7x at 174 pairs, 16 dominoes; loses 1.2x at 350, 32 dominoes); more: that step in numpy
+# numpy sparse LU 7x at 174 pairs, 16 dominoes; loses 1.2x at 350, 32 dominoes); more: the block LU in C
 
 
 def kernel_for(model: MaximalModel, state: MaximalState) -> MaximalKernel | None:
@@ -118,13 +122,15 @@ class MaximalKernel:
                      "cval2": np.zeros(nc), "rate": np.zeros(nc), "cjac2": np.zeros((nc, 12)),
                      "sweeps": np.zeros(0), "stats": np.zeros(4)}
         self._pair_capacity = -1
+        self._dense = True
         self._scratch = np.zeros(0)
+        self._sparse: native_border.KernelPattern | None = None
         self._pairs = binding.Pairs()
         self._pairs_ptr = ctypes.pointer(self._pairs)
         self._pair_arrays: dict[str, np.ndarray] = {}  # the pairs' buffers (symplex_maximal_pairs points at them)
         self._entry_capacity = 0
-        self._reserve(0)
         self._out_addresses: list[int] = []
+        self._reserve(0, 0, True)
         self.steps = 0  # steps taken in C (the others went to the numpy step)
 
     def __deepcopy__(self, memo: dict) -> MaximalKernel:
@@ -132,14 +138,16 @@ class MaximalKernel:
         copies its inputs in and its results out), only the model's arrays and scratch."""
         return self
 
-    def _reserve(self, npair: int, nentry: int = 0) -> None:
-        """Scratch and pair buffers for steps with up to npair pairs (grown by doubling, at most MAX_BORDER)
-        and nentry entries of E (grown by doubling); the pairs' struct points at the buffers."""
-        if npair > self._pair_capacity:
-            self._pair_capacity = min(max(npair, 2 * self._pair_capacity), MAX_BORDER)
-            self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, self._pair_capacity))
+    def _reserve(self, npair: int, nentry: int, dense: bool) -> None:
+        """Scratch and pair buffers for steps with up to npair pairs (grown by doubling; with the dense border's
+        room when `dense`, then at most MAX_BORDER pairs) and nentry entries of E (grown by doubling); the pairs'
+        struct points at the buffers."""
+        if npair > self._pair_capacity or (dense and not self._dense):
+            capacity = max(npair, 2 * self._pair_capacity)
+            self._pair_capacity = cap = min(capacity, MAX_BORDER) if dense else capacity
+            self._dense = dense
+            self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, cap, int(dense)))
             self._out_addresses = []
-            cap = self._pair_capacity
             self._pair_arrays.update({name: np.zeros((cap, 12) if name == "G" else cap,
                                                      np.int64 if name in _INT_PAIR_ARRAYS else np.float64)
                                       for name in binding.PAIR_ARRAYS[:-1] if not name.startswith("e_")})
@@ -150,9 +158,9 @@ class MaximalKernel:
         for name in binding.PAIR_ARRAYS:
             setattr(self._pairs, name, self._pair_arrays[name].ctypes.data)
 
-    def _set_pairs(self, state: MaximalState, dt: float) -> bool:
+    def _set_pairs(self, state: MaximalState, dt: float) -> None:
         """Set this step's pairs up at the knot (interior_point.begin) and copy them into the kernel's
-        buffers; False when there are more than the dense border takes."""
+        buffers."""
         model = self.model
         coords = None
         if len(model.limited):
@@ -161,13 +169,10 @@ class MaximalKernel:
         packed = interior_point.begin(model, state, coords, dt, self._rows)
         ip = state.interior
         npair = len(ip.rows.kind)
-        if npair + len(model.order) - model.n_primary > MAX_BORDER:
-            return False
         if packed is None:  # no colliders (limits only), or contact_rows.c not loaded
             packed = interior_point.packed(model, state)
         nentry = len(packed.e_row)
-        if npair > self._pair_capacity or nentry > self._entry_capacity:
-            self._reserve(npair, nentry)
+        self._reserve(npair, nentry, npair + len(model.order) - model.n_primary <= MAX_BORDER)
         arrays = self._pair_arrays
         for name in binding.PAIR_ARRAYS[:-3]:
             arrays[name][:len(getattr(packed, name))] = getattr(packed, name)
@@ -176,7 +181,23 @@ class MaximalKernel:
         arrays["control"][:] = [getattr(ip, n) for n in binding.CONTROL[:-1]] + [interior_point.COLD_MU]
         self._pairs.npair, self._pairs.nentry = npair, nentry
         self._state.pairs = self._pairs_ptr
-        return True
+
+    def _set_sparse(self, state: MaximalState) -> bool:
+        """Point the kernel at the block LU's pattern of this step's rows (kept while the contact set's
+        topology is), or at none (dense border); False when the pattern fills more than MAX_FILL allows."""
+        model, npair, nentry = self.model, self._pairs.npair, self._pairs.nentry
+        if state.interior is None or self._dense:
+            self._state.sparse = None
+            return True
+        a, b = self._pair_arrays["a"][:npair], self._pair_arrays["b"][:npair]
+        e_row, e_col = self._pair_arrays["e_row"][:nentry], self._pair_arrays["e_col"][:nentry]
+        system = np.arange(len(model.order)) < model.n_primary  # the kernel's system rows (symplex_maximal_step)
+        joint = model.joints.row_joint[model.order[system | state.aux_active]]
+        js, nb = model.joints, model.bodies.count
+        self._sparse = native_border.pattern_for(self._sparse, nb, np.concatenate([js.parent[joint], a]),
+                                                 np.concatenate([js.child[joint], b]), npair, e_row, e_col)
+        self._state.sparse = self._sparse.pointer
+        return self._sparse.pattern.stored_entries <= MAX_FILL * len(self._sparse.pattern.perm)
 
     def _finish_pairs(self, state: MaximalState) -> None:
         """The converged iterate back into state.interior, kept for the next step's warm start."""
@@ -192,11 +213,8 @@ class MaximalKernel:
         line-search limits); (iterations, residual, energy, body-frame poses (B, 7) at the new knot), or
         None (state untouched) when the numpy step must take it (module docstring)."""
         model, ins, st = self.model, self._in, self._state
-        ip = state.interior
-        if ip is not None and ip.rows is not None and len(ip.rows.kind) + len(model.order) - model.n_primary > MAX_BORDER:
-            return None  # the last step had too many pairs: so will this one, whose set-up numpy then does once
-        if ip is not None and not self._set_pairs(state, dt):
-            return None
+        if state.interior is not None:
+            self._set_pairs(state, dt)
         if len(self._out["sweeps"]) != max_iterations or not self._out_addresses:
             self._out["sweeps"] = np.zeros(max_iterations)
             self._out_addresses = [self._out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
@@ -234,6 +252,8 @@ class MaximalKernel:
                                                           for c in model.forces.force_scale])
                                                 for s in (t - 0.5 * dt, t + 0.5 * dt))
         st.startup = int(state.startup)
+        if not self._set_sparse(state):
+            return None
         status = binding.LIB.symplex_maximal_step(self._model_ptr, self._state_ptr, float(dt), float(tol),
                                                   int(max_iterations), int(halvings), *self._out_addresses)
         if status != binding.CONVERGED:

@@ -4,30 +4,16 @@
 #include <string.h>
 
 #include "baraff_kernels.h"
+#include "pivot.h"
 
 /* Invert the d x d row-major matrix a in place by Gauss-Jordan elimination with partial (row)
  * pivoting; 0 on success, 1 on an exactly zero or non-finite pivot. */
 static int invert_in_place(int64_t d, double *a) {
     int64_t perm[SYMPLEX_BARAFF_MAX_DIM];
     for (int64_t k = 0; k < d; k++) {
-        int64_t p = k;
-        double best = fabs(a[k * d + k]);
-        for (int64_t i = k + 1; i < d; i++) {
-            double v = fabs(a[i * d + k]);
-            if (v > best) {
-                best = v;
-                p = i;
-            }
-        }
-        if (!(best > 0.0) || !isfinite(best)) return 1;
+        int64_t p = symplex_pivot_row(d, k, a);
+        if (p < 0) return 1;
         perm[k] = p;
-        if (p != k) {
-            for (int64_t j = 0; j < d; j++) {
-                double t = a[k * d + j];
-                a[k * d + j] = a[p * d + j];
-                a[p * d + j] = t;
-            }
-        }
         double inv = 1.0 / a[k * d + k];
         a[k * d + k] = 1.0;
         for (int64_t j = 0; j < d; j++) a[k * d + j] *= inv;

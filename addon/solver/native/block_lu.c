@@ -3,28 +3,15 @@
 #include <math.h>
 
 #include "block_lu.h"
+#include "pivot.h"
 
 /* Dense LU of the d x d row-major block in place, P a = L U, row exchanges in piv; 0, or 1 on an
  * exactly zero or non-finite pivot. */
 static int lu_in_place(int64_t d, double *a, int64_t *piv) {
     for (int64_t k = 0; k < d; k++) {
-        int64_t p = k;
-        double best = fabs(a[k * d + k]);
-        for (int64_t i = k + 1; i < d; i++) {
-            double v = fabs(a[i * d + k]);
-            if (v > best) {
-                best = v;
-                p = i;
-            }
-        }
-        if (!(best > 0.0) || !isfinite(best)) return 1;
+        int64_t p = symplex_pivot_row(d, k, a);
+        if (p < 0) return 1;
         piv[k] = p;
-        if (p != k)
-            for (int64_t j = 0; j < d; j++) {
-                double t = a[k * d + j];
-                a[k * d + j] = a[p * d + j];
-                a[p * d + j] = t;
-            }
         double inv = 1.0 / a[k * d + k];
         for (int64_t i = k + 1; i < d; i++) {
             double f = a[i * d + k] * inv;

@@ -31,6 +31,11 @@ STATE_ARRAYS = ("x", "q", "v", "w", "lam", "active", "row_winding", "coord_windi
 PAIR_ARRAYS = ("kind", "a", "b", "coord", "G", "h0", "side", "bound", "weight", "s_cold", "e_row", "e_col", "e_val",
                "lam", "s", "control")
 CONTROL = ("mu", "cold", "monotone", "mu_fixed", "restarts", "cold_mu")  # symplex_maximal_pairs.control
+# symplex_maximal_sparse: sizes, the pattern's arrays, then the scratch (written by the kernel)
+SPARSE_SIZES = ("n_nodes", "flat_size", "nentry")
+SPARSE_ARRAYS = ("order", "dim", "diag_offset", "row_offset", "upper_start", "upper_node", "lower_offset", "upper_offset",
+                 "pair_start", "pair_offset", "perm", "entry_row", "entry_col", "target")
+SPARSE_SCRATCH = ("flat", "values", "srow", "scol", "x", "piv")
 # symplex_maximal_step's outputs after (model, state, dt, tol, max_iterations, halvings)
 OUTPUTS = ("V", "acceleration", "poses", "lam", "x2", "q2", "row_val2", "row_winding2", "coord_winding2", "cval2", "rate", "cjac2", "sweeps",
            "stats")
@@ -51,10 +56,17 @@ class Pairs(ctypes.Structure):
     _fields_ = [("npair", _int), ("nentry", _int)] + [(name, _ptr) for name in PAIR_ARRAYS]
 
 
+class Sparse(ctypes.Structure):
+    """Mirror of symplex_maximal_sparse."""
+
+    _fields_ = [(name, _int) for name in SPARSE_SIZES] + [(name, _ptr) for name in SPARSE_ARRAYS + SPARSE_SCRATCH]
+
+
 class State(ctypes.Structure):
     """Mirror of symplex_maximal_state."""
 
-    _fields_ = [(name, _ptr) for name in STATE_ARRAYS] + [("startup", _int), ("pairs", ctypes.POINTER(Pairs))]
+    _fields_ = [(name, _ptr) for name in STATE_ARRAYS] + [("startup", _int), ("pairs", ctypes.POINTER(Pairs)),
+                                                         ("sparse", ctypes.POINTER(Sparse))]
 
 
 def _load() -> ctypes.CDLL | None:
@@ -64,7 +76,7 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_maximal_struct_size.restype = _int
     if lib.symplex_maximal_struct_size() != ctypes.sizeof(Model):
         return None
-    lib.symplex_maximal_scratch_size.argtypes = [ctypes.POINTER(Model), _int]
+    lib.symplex_maximal_scratch_size.argtypes = [ctypes.POINTER(Model), _int, _int]
     lib.symplex_maximal_scratch_size.restype = _int
     lib.symplex_maximal_step.argtypes = [ctypes.POINTER(Model), ctypes.POINTER(State), _double, _double, _int, _int] \
         + [_ptr] * (len(OUTPUTS) + 1)

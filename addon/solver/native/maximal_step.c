@@ -1,6 +1,7 @@
 /* One step of seed 003's maximal-coordinate variational integrator (symplex_kernels.h
  * symplex_maximal_step); loop joints' rows and the inequality pairs (contacts, friction, joint limits, set
- * up by the caller at the knot) are bordered onto the tree factor densely. The numpy twin and reference is
+ * up by the caller at the knot) are bordered onto the tree factor densely, or, with a block pattern from the
+ * caller (many contacts), the whole bordered matrix is factored by the block LU of block_lu.c. The numpy twin and reference is
  * addon/solver/maximal/variational.py with bodies.py (rotation update, inertial terms), joints.py (joint
  * frames and rows), forces.py (wrenches and coordinates), interior_point.py (the pairs' rows and the
  * predictor-corrector) and linear.py (the Newton solve); the quantities and their names follow those
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "baraff_kernels.h"
+#include "block_lu.h"
 #include "symplex_kernels.h"
 
 enum { T0, T1, T2, Q0, Q1, Q2, U, ANGLE, UZ, UX, ROT0, ROT1, ROT2, CAY0, CAY1, CAY2 };
@@ -342,11 +344,13 @@ typedef struct evaluation { /* variational.Evaluation with its NewtonMatrix */
  * then the inequality pairs (P, np); a Newton vector is (zdot (6 nbody); multipliers of act; pairs'
  * multipliers). The auxiliary rows and the pairs are bordered onto the factored primary part P through
  * the dense Schur complement E - C_aux P^-1 G_aux^T (E = 0 for joint rows), LU-factored after row and
- * column equilibration (linear.LinearSolver._factor_bordered). */
+ * column equilibration (linear.LinearSolver._factor_bordered); or, with a pattern (S), the whole bordered
+ * matrix is equilibrated and factored by the block LU (linear.LinearSolver._factor_sparse). */
 typedef struct workspace {
     knot k;
     evaluation ev[2];
     const symplex_maximal_pairs *P;
+    const symplex_maximal_sparse *S; /* the block LU's pattern, or NULL: dense border */
     int64_t *act, nact, np, *pivot;
     double *du, *rhs, *flat, *fill, *solve_scratch, *u, *best_u, *defect, *tmp, *trial_V, *trial_lam, *blocks,
         *Y, *schur, *srow, *scol, *mu, *target, *ds, *ls, *force, *plus, *minus;
@@ -355,10 +359,10 @@ typedef struct workspace {
 static int64_t frame_doubles(int64_t n) { return n * (int64_t)(sizeof(frame) / sizeof(double)); }
 
 /* Lay the workspace out in `base` (NULL: only count); returns the doubles used. */
-static int64_t carve(const symplex_maximal *M, int64_t npair, double *base, workspace *w)
+static int64_t carve(const symplex_maximal *M, int64_t npair, int64_t dense, double *base, workspace *w)
 {
     const int64_t nb = M->nbody, nj = M->njoint, R = M->nrow, nc = M->ncoord_joint + M->nspring;
-    const int64_t N = 6 * nb + R + npair, naux = R - M->n_primary + npair;
+    const int64_t N = 6 * nb + R + npair, naux = dense ? R - M->n_primary + npair : 0;
     int64_t at = 0;
 #define TAKE(n) (base ? base + (at += (n)) - (n) : (at += (n), (double *)0))
     w->k.G = TAKE(12 * R); w->k.row_val1 = TAKE(R); w->k.cval = TAKE(nc); w->k.cjac = TAKE(12 * nc);
@@ -383,10 +387,10 @@ static int64_t carve(const symplex_maximal *M, int64_t npair, double *base, work
     return at;
 }
 
-int64_t symplex_maximal_scratch_size(const symplex_maximal *model, int64_t npair)
+int64_t symplex_maximal_scratch_size(const symplex_maximal *model, int64_t npair, int64_t dense)
 {
     workspace w;
-    return carve(model, npair, NULL, &w);
+    return carve(model, npair, dense, NULL, &w);
 }
 
 /* ---------------------------------------------------------------- the knot (variational.knot_terms) */
@@ -595,6 +599,25 @@ static int any_coupling(const symplex_maximal *M, const evaluation *ev)
     return 0;
 }
 
+/* One row of A u: its force side G mu into the body rows of out, its velocity side C . u on bodies a, b (the
+ * world's columns dropped) returned; with `absolute`, |G| mu and |C| |u| (mu already |mu|) */
+static double row_product(int64_t nb, int64_t a, int64_t b, const double *G, const double *C, double mu,
+                          const double *u, int absolute, double *out)
+{
+    double row = 0.0;
+    for (int i = 0; i < 6; ++i) {
+        if (a < nb) {
+            out[6 * a + i] += (absolute ? fabs(G[i]) : G[i]) * mu;
+            row += absolute ? fabs(C[i]) * fabs(u[6 * a + i]) : C[i] * u[6 * a + i];
+        }
+        if (b < nb) {
+            out[6 * b + i] += (absolute ? fabs(G[6 + i]) : G[6 + i]) * mu;
+            row += absolute ? fabs(C[6 + i]) * fabs(u[6 * b + i]) : C[6 + i] * u[6 * b + i];
+        }
+    }
+    return row;
+}
+
 /* A u block by block (NewtonMatrix.multiply); with `absolute`, |A| |u| */
 static void multiply(const symplex_maximal *M, const knot *k, const evaluation *ev, const workspace *w,
                      const double *u, int absolute, double *out)
@@ -617,38 +640,16 @@ static void multiply(const symplex_maximal *M, const knot *k, const evaluation *
             }
     }
     for (int64_t p = 0; p < w->nact; ++p) {
-        const int64_t r = w->act[p], j = M->row_joint[r], a = M->parent[j], b = M->child[j];
-        const double mu = A_(u[6 * nb + p]), *G = k->G + 12 * r, *C = ev->C + 12 * r;
-        double row = 0.0;
-        for (int i = 0; i < 6; ++i) {
-            if (a < nb) {
-                out[6 * a + i] += A_(G[i]) * mu;
-                row += A_(C[i]) * A_(u[6 * a + i]);
-            }
-            if (b < nb) {
-                out[6 * b + i] += A_(G[6 + i]) * mu;
-                row += A_(C[6 + i]) * A_(u[6 * b + i]);
-            }
-        }
-        out[6 * nb + p] = row;
+        const int64_t r = w->act[p], j = M->row_joint[r];
+        out[6 * nb + p] = row_product(nb, M->parent[j], M->child[j], k->G + 12 * r, ev->C + 12 * r,
+                                      A_(u[6 * nb + p]), u, absolute, out);
     }
     const symplex_maximal_pairs *P = w->P;
     const int64_t at = 6 * nb + w->nact;
     for (int64_t p = 0; p < w->np; ++p) {
-        const int64_t a = P->a[p], b = P->b[p];
-        const double mu = A_(u[at + p]), *G = P->G + 12 * p, *C = ev->pC + 12 * p;
-        double row = A_(-P->s[p] / P->lam[p]) * mu;
-        for (int i = 0; i < 6; ++i) {
-            if (a < nb) {
-                out[6 * a + i] += A_(G[i]) * mu;
-                row += A_(C[i]) * A_(u[6 * a + i]);
-            }
-            if (b < nb) {
-                out[6 * b + i] += A_(G[6 + i]) * mu;
-                row += A_(C[6 + i]) * A_(u[6 * b + i]);
-            }
-        }
-        out[at + p] = row;
+        const double mu = A_(u[at + p]);
+        out[at + p] = A_(-P->s[p] / P->lam[p]) * mu +
+                      row_product(nb, P->a[p], P->b[p], P->G + 12 * p, ev->pC + 12 * p, mu, u, absolute, out);
     }
     for (int64_t e = 0; e < (P ? P->nentry : 0); ++e)
         out[at + P->e_row[e]] += A_(P->e_val[e]) * A_(u[at + P->e_col[e]]);
@@ -781,10 +782,84 @@ static int border(const symplex_maximal *M, const knot *kn, const evaluation *ev
     return lu_factor(k, w->schur, w->pivot) ? SYMPLEX_SINGULAR : SYMPLEX_CONVERGED;
 }
 
-/* Factor P = [[D, G^T], [C, 0]] on the fill-in plan (linear.LinearSolver._factor_primary) */
+/* Pb's entries in the order of symplex_maximal_sparse (values only: their rows, columns and places are the
+ * pattern's) */
+static void sparse_values(const symplex_maximal *M, const knot *kn, const evaluation *ev, const workspace *w,
+                          double *v)
+{
+    const int64_t nb = M->nbody, k = w->nact - M->n_primary + w->np;
+    int64_t e = 0;
+    memcpy(v, ev->D, 36 * nb * sizeof(double));
+    e = 36 * nb;
+    for (int64_t i = -M->n_primary; i < k; ++i) { /* the primary rows, then aux_row's order */
+        int64_t a, b;
+        const double *G, *C;
+        if (i < 0) {
+            const int64_t r = w->act[M->n_primary + i], j = M->row_joint[r];
+            a = M->parent[j];
+            b = M->child[j];
+            G = kn->G + 12 * r;
+            C = ev->C + 12 * r;
+        } else {
+            aux_row(M, kn, ev, w, i, &a, &b, &G, &C);
+        }
+        if (a < nb) {
+            memcpy(v + e, G, 6 * sizeof(double));
+            memcpy(v + e + 6, C, 6 * sizeof(double));
+            e += 12;
+        }
+        if (b < nb) {
+            memcpy(v + e, G + 6, 6 * sizeof(double));
+            memcpy(v + e + 6, C + 6, 6 * sizeof(double));
+            e += 12;
+        }
+    }
+    for (int64_t p = 0; p < w->np; ++p) v[e++] = -w->P->s[p] / w->P->lam[p];
+    for (int64_t i = 0; i < (w->P ? w->P->nentry : 0); ++i) v[e++] = w->P->e_val[i];
+}
+
+/* The block LU of the equilibrated Pb (linear.LinearSolver._factor_sparse, _factor_block); SYMPLEX_SINGULAR
+ * on an exactly zero or non-finite pivot. */
+static int sparse_factor(const symplex_maximal *M, const knot *kn, const evaluation *ev, workspace *w)
+{
+    const symplex_maximal_sparse *S = w->S;
+    const int64_t N = 6 * M->nbody + w->nact + w->np;
+    double *v = S->values, growth = 0.0;
+    sparse_values(M, kn, ev, w, v);
+    for (int64_t i = 0; i < N; ++i) S->srow[i] = S->scol[i] = 0.0;
+    for (int64_t e = 0; e < S->nentry; ++e)
+        if (fabs(v[e]) > S->srow[S->entry_row[e]]) S->srow[S->entry_row[e]] = fabs(v[e]);
+    for (int64_t i = 0; i < N; ++i) S->srow[i] = 1.0 / (S->srow[i] > 1e-300 ? S->srow[i] : 1e-300);
+    for (int64_t e = 0; e < S->nentry; ++e) {
+        v[e] *= S->srow[S->entry_row[e]];
+        if (fabs(v[e]) > S->scol[S->entry_col[e]]) S->scol[S->entry_col[e]] = fabs(v[e]);
+    }
+    for (int64_t i = 0; i < N; ++i) S->scol[i] = 1.0 / (S->scol[i] > 1e-300 ? S->scol[i] : 1e-300);
+    memset(S->flat, 0, S->flat_size * sizeof(double));
+    for (int64_t e = 0; e < S->nentry; ++e) S->flat[S->target[e]] += v[e] * S->scol[S->entry_col[e]];
+    const int64_t status = symplex_block_lu_factor(S->n_nodes, S->order, S->dim, S->diag_offset, S->row_offset,
+                                                   S->upper_start, S->upper_node, S->lower_offset, S->upper_offset,
+                                                   S->pair_start, S->pair_offset, S->flat, S->piv, &growth);
+    return status == -1 ? SYMPLEX_CONVERGED : SYMPLEX_SINGULAR;
+}
+
+/* x <- Pb^-1 x with the block LU: col * solve(row * x), unknowns stacked node by node (contact_ldu.solve) */
+static void sparse_precondition(const symplex_maximal *M, const workspace *w, double *x)
+{
+    const symplex_maximal_sparse *S = w->S;
+    const int64_t N = 6 * M->nbody + w->nact + w->np;
+    for (int64_t i = 0; i < N; ++i) S->x[i] = S->srow[S->perm[i]] * x[S->perm[i]];
+    symplex_block_lu_solve(S->n_nodes, S->order, S->dim, S->diag_offset, S->row_offset, S->upper_start,
+                           S->upper_node, S->lower_offset, S->upper_offset, S->flat, S->piv, 1, S->x);
+    for (int64_t i = 0; i < N; ++i) x[S->perm[i]] = S->scol[S->perm[i]] * S->x[i];
+}
+
+/* Factor P = [[D, G^T], [C, 0]] on the fill-in plan (linear.LinearSolver._factor_primary), the auxiliary rows
+ * bordered densely; or the whole Pb by the block LU when the caller gave its pattern */
 static int factor(const symplex_maximal *M, const knot *k, const evaluation *ev, workspace *w)
 {
     const int64_t nb = M->nbody, R = M->n_primary;
+    if (w->S) return sparse_factor(M, k, ev, w);
     memset(w->flat, 0, M->flat_size * sizeof(double));
     for (int64_t b = 0; b < nb; ++b) memcpy(w->flat + M->diag_offset[b], ev->D + 36 * b, 36 * sizeof(double));
     for (int64_t r = 0; r < R; ++r) /* [Ga; Gb; Ca; Cb] (4R, 6) */
@@ -807,6 +882,10 @@ static int factor(const symplex_maximal *M, const knot *k, const evaluation *ev,
 static void precondition(const symplex_maximal *M, const knot *kn, const evaluation *ev, workspace *w, double *x)
 {
     const int64_t N0 = 6 * M->nbody + M->n_primary, k = w->nact - M->n_primary + w->np;
+    if (w->S) {
+        sparse_precondition(M, w, x);
+        return;
+    }
     primary_solve(M, w, 1, x);
     if (k == 0) return;
     aux_rows(M, kn, ev, w, x, 1, w->mu);
@@ -1032,8 +1111,9 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
     const int64_t nb = M->nbody, R = M->nrow, nc = M->ncoord_joint + M->nspring;
     const symplex_maximal_pairs *P = S->pairs;
     workspace w;
-    carve(M, P ? P->npair : 0, scratch, &w);
+    carve(M, P ? P->npair : 0, S->sparse == NULL, scratch, &w);
     w.P = P;
+    w.S = S->sparse;
     w.np = P ? P->npair : 0;
     w.nact = 0;
     for (int64_t r = 0; r < R; ++r)

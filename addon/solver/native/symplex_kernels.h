@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 15
+#define SYMPLEX_ABI_VERSION 16
 
 int64_t symplex_abi_version(void);
 
@@ -161,8 +161,9 @@ int64_t symplex_maximal_struct_size(void);
 #define SYMPLEX_SPIN_TOO_FAST 4 /* |omega| dt / 2 reached 1 in an iterate (bodies.SpinTooFastError) */
 #define SYMPLEX_NEEDS_GMRES 5   /* defect correction stalled: the numpy solver's GMRES would take over */
 
-/* Doubles of scratch symplex_maximal_step needs for `model` with up to `npair` inequality pairs. */
-int64_t symplex_maximal_scratch_size(const symplex_maximal *model, int64_t npair);
+/* Doubles of scratch symplex_maximal_step needs for `model` with up to `npair` inequality pairs, with room for
+ * the dense border of the loop rows and pairs when `dense` is nonzero (none: the step factors by the block LU). */
+int64_t symplex_maximal_scratch_size(const symplex_maximal *model, int64_t npair, int64_t dense);
 
 /* The interior point's rows of one step (maximal/interior_point.py Inequalities, packed by
  * interior_point.packed), set up at the knot; row p is the pair (h_p >= 0, lam_p >= 0), s_p its slack.
@@ -183,6 +184,24 @@ typedef struct symplex_maximal_pairs {
     double *control;                /* (6,) in/out: mu, cold, monotone, mu_fixed, restarts, cold_mu */
 } symplex_maximal_pairs;
 
+/* The block LU of the whole bordered Newton matrix Pb = [[D, G^T], [C, E]] (maximal/contact_ldu.py Pattern,
+ * packed by maximal/native_step.py) for one contact set, instead of the dense border. Pb's structural
+ * entries are enumerated in the kernel's order: D (nbody, 6, 6); for each system row (the active joint rows,
+ * then the pairs) and each of its bodies a, b (not the world) the force side G (6 entries, column) then the
+ * velocity side C (6 entries, row); the pairs' diagonal -s/lam; E's off-diagonal entries. entry_row,
+ * entry_col and target give each entry's unknowns and its place in the flat factor (block_lu.h layout);
+ * Pb is equilibrated (rows, then columns) as linear.LinearSolver._factor_sparse does; every row group waits for
+ * its bodies in the order (contact_ldu.py), so no pivot depends on the iterate's -s/lam being large. */
+typedef struct symplex_maximal_sparse {
+    int64_t n_nodes, flat_size, nentry;
+    const int64_t *order, *dim, *diag_offset, *row_offset, *upper_start, *upper_node, *lower_offset, *upper_offset,
+        *pair_start, *pair_offset; /* fillin.Plan of the pattern */
+    const int64_t *perm;            /* (N,) unknowns stacked node by node: position -> unknown */
+    const int64_t *entry_row, *entry_col, *target; /* (nentry,) */
+    double *flat, *values, *srow, *scol, *x; /* scratch: (flat_size,), (nentry,), (N,) x 3 */
+    int64_t *piv;                   /* (N,) scratch */
+} symplex_maximal_sparse;
+
 /* The knot state of one maximal step (maximal/state.py MaximalState), read only. */
 typedef struct symplex_maximal_state {
     const double *x, *q, *v, *w;    /* (nbody, 3|4|3|3) */
@@ -198,6 +217,7 @@ typedef struct symplex_maximal_state {
     const double *force_scale;      /* (nforce,) keyed force scales averaged over t -+ dt/2 */
     int64_t startup;                /* nonzero: v, w hold the continuous velocity zbar */
     const struct symplex_maximal_pairs *pairs; /* the step's inequality pairs, or NULL (no colliders, no limits) */
+    const struct symplex_maximal_sparse *sparse; /* the block LU's pattern, or NULL: border densely */
 } symplex_maximal_state;
 
 /* One step of maximal/variational.py `step` (its _newton): Newton on the discrete Euler-Lagrange

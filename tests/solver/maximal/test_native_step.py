@@ -17,6 +17,7 @@ from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import WORLD, Body, Collider, Curve, Force, Joint, Mechanism, Motor, Spring
 from addon.solver.presets import preset_path
 from addon.solver.trajectory import ConvergenceError, StepTooLargeError
+from tools.contact_scenes import box_pile, falling_dominoes
 
 pytestmark = pytest.mark.skipif(native_step.binding.LIB is None, reason="C kernels not built (make kernels)")
 
@@ -109,10 +110,39 @@ def test_sphere_chain_steps_like_numpy():
     assert assert_same_steps(load_mechanism(preset_path("sphere_chain")), 45)[1] == {0, 1, 2}
 
 
-def test_steps_with_too_many_pairs_go_to_numpy(monkeypatch):
-    """Steps whose pairs exceed MAX_BORDER are the numpy step's (from the unchanged state); the others stay in C."""
+def test_steps_with_many_pairs_take_the_block_lu(monkeypatch):
+    """Steps whose pairs exceed MAX_BORDER stay in C, factored by the block LU on the contact graph
+    (native_border.py) instead of the dense border: the same iterates as numpy."""
     monkeypatch.setattr(native_step, "MAX_BORDER", 8)  # the resting box has 11 pairs, the falling one none
+    kernel, _ = assert_same_steps(load_mechanism(preset_path("box_drop")), 35)  # lands at step 29, stays
+    assert kernel._sparse is not None and kernel._sparse.pattern.stored_entries > 0
+
+
+def test_steps_whose_block_lu_fills_too_much_go_to_numpy(monkeypatch):
+    """A step whose block LU would store more than MAX_FILL scalars per unknown is the numpy step's (from the
+    unchanged state); the steps before the landing stay in C."""
+    monkeypatch.setattr(native_step, "MAX_BORDER", 8)
+    monkeypatch.setattr(native_step, "MAX_FILL", 1)
     assert_same_steps(load_mechanism(preset_path("box_drop")), 35, in_c=28)  # lands at step 29, stays
+
+
+@pytest.mark.parametrize("scene, steps, border", [("8 dominoes", 20, 16), ("25-box pile", 6, 16)])
+def test_contact_scenes_on_the_block_lu_step_like_numpy(monkeypatch, scene, steps, border):
+    """Falling dominoes (the first tips onto the second: contacts between bodies and on the ground) and a
+    layer of 25 turned boxes landing in the bin (its first contacts, steps 4-6: 29 to 219 pairs), on the
+    kernel's block LU from the first contacts on. (From step 7 the pile's corners pile up redundantly and the
+    two paths part at the Newton tolerance, 1e-8 in V, with the dense border as with the block LU.)"""
+    monkeypatch.setattr(native_step, "MAX_BORDER", border)
+    mech = falling_dominoes(8) if scene == "8 dominoes" else box_pile(25)
+    kernel, kinds = assert_same_steps(mech, steps)
+    assert kinds == {0, 1, 2} and kernel._sparse is not None
+
+
+@pytest.mark.heavy
+def test_32_dominoes_step_like_numpy():
+    """32 dominoes: 350 pairs, more than MAX_BORDER, so every step on the block LU without monkeypatching."""
+    kernel, _ = assert_same_steps(falling_dominoes(32), 10)
+    assert kernel._sparse is not None
 
 
 def contact_scene(seed: int) -> Mechanism:
@@ -138,8 +168,10 @@ def contact_scene(seed: int) -> Mechanism:
     return Mechanism(f"contact scene {seed}", tuple(bodies), tuple(joints), colliders=tuple(colliders))
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_random_contact_scenes_step_like_numpy(seed):
+@pytest.mark.parametrize("seed, border", [(1, native_step.MAX_BORDER), (2, native_step.MAX_BORDER), (1, 2)])
+def test_random_contact_scenes_step_like_numpy(monkeypatch, seed, border):
+    """Random thrown scenes, densely bordered and (border 2) on the block LU with a limit row among the pairs."""
+    monkeypatch.setattr(native_step, "MAX_BORDER", border)
     assert assert_same_steps(contact_scene(seed), 30)[1] == {0, 1, 2, 3}
 
 
