@@ -416,10 +416,10 @@ static void tree_form(const symplex_tree *tree, gworkspace *w, int64_t s, int64_
     }
 }
 
-/* inv = A^-1 for A (n, n), n <= 4, by Gauss-Jordan with partial pivoting; 1 when singular or not finite. */
+/* inv = A^-1 for A (n, n), n <= 12, by Gauss-Jordan with partial pivoting; 1 when singular or not finite. */
 static int invert_small(int64_t n, const double *A, double *inv)
 {
-    double M[4][8];
+    double M[12][24];
     for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < n; ++j) {
             M[i][j] = A[i * n + j];
@@ -669,37 +669,6 @@ static int64_t group_of(const symplex_tree *tree, const gworkspace *w, int64_t p
     return p < 0 ? -1 : w->ball[p] >= 0 ? tree->ball_dofs[3 * w->ball[p]] : p;
 }
 
-/* inv = A^-1 for A (n, n), n <= 12, by Gauss-Jordan with partial pivoting; 1 when singular or not finite. */
-static int invert_group(int64_t n, const double *A, double *inv)
-{
-    double M[12][24];
-    for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-            M[i][j] = A[i * n + j];
-            M[i][n + j] = i == j ? 1.0 : 0.0;
-        }
-    for (int64_t k = 0; k < n; ++k) {
-        int64_t best = k;
-        for (int64_t i = k + 1; i < n; ++i)
-            if (fabs(M[i][k]) > fabs(M[best][k])) best = i;
-        if (M[best][k] == 0.0) return 1;
-        for (int64_t j = 0; j < 2 * n; ++j) { double t = M[k][j]; M[k][j] = M[best][j]; M[best][j] = t; }
-        const double pivot = M[k][k];
-        for (int64_t j = 0; j < 2 * n; ++j) M[k][j] /= pivot;
-        for (int64_t i = 0; i < n; ++i) {
-            if (i == k || M[i][k] == 0.0) continue;
-            const double l = M[i][k];
-            for (int64_t j = 0; j < 2 * n; ++j) M[i][j] -= l * M[k][j];
-        }
-    }
-    for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-            inv[i * n + j] = M[i][n + j];
-            if (!isfinite(inv[i * n + j])) return 1;
-        }
-    return 0;
-}
-
 /* Row `row` = (a, c) of a group at coordinate f (d members, unknowns control-point-major): U[f + c][a + shift]
  * of the coordinate vectors (shift 0: its row vectors R, x; shift 1: its columns U, Yc). */
 static const double *group_row(const double *V, int64_t f, int64_t d, int64_t s, int64_t W, int64_t row, int shift)
@@ -747,7 +716,7 @@ static int group_factor(const symplex_tree *tree, gworkspace *w, int64_t s, int6
                 Dm[row * n + col] = t;  /* (R Omega) U^T would be the same sum in another order */
             }
         }
-        if (invert_group(n, Dm, Dinv)) return 1;
+        if (invert_small(n, Dm, Dinv)) return 1;
         for (int64_t row = 0; row < n; ++row) {  /* RO <- x + R Omega */
             const double *x = group_row(w->xv, f, d, s, W, row, 0);
             for (int64_t q = 0; q < W; ++q) RO[row * W + q] += x[q];
