@@ -746,6 +746,17 @@ static int group_factor(const symplex_tree *tree, gworkspace *w, int64_t s, int6
     return 0;
 }
 
+/* The solves' hand-up of a coordinate or group (n unknowns xs) to its parent: obar[parent] += o + c xs over the
+ * first `width` components (c (width, n)). */
+static void obar_up(int64_t width, int64_t n, const double *o, const double *c, const double *xs, double *parent)
+{
+    for (int64_t p = 0; p < width; ++p) {
+        double v = o[p];
+        for (int64_t k = 0; k < n; ++k) v += c[p * n + k] * xs[k];
+        parent[p] += v;
+    }
+}
+
 /* gsolve over elimination groups (galerkin_newton.solve): rhs (s nq, r.ravel() order) <- J^-1 rhs. */
 static void group_solve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *rhs, double *ops)
 {
@@ -767,14 +778,7 @@ static void group_solve(const symplex_tree *tree, gworkspace *w, int64_t s, int6
         }
         *ops += (double)(2 * W * n + n * n);
         const int64_t parent = group_of(tree, w, tree->dof_parent[f]);
-        if (parent >= 0) {
-            double *op = w->obar + parent * W;
-            for (int64_t p = 0; p < W; ++p) {
-                double v = o[p];
-                for (int64_t k = 0; k < n; ++k) v += c[p * n + k] * xs[k];
-                op[p] += v;
-            }
-        }
+        if (parent >= 0) obar_up(W, n, o, c, xs, w->obar + parent * W);
     }
     for (int64_t f = 0; f < nq; ++f) {
         const int64_t d = group_size(tree, w, f), n = s * d;
@@ -929,14 +933,7 @@ static void gsolve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
         }
         *ops += (double)(2 * Wc * s + s * s);
         const int64_t parent = tree->dof_parent[i];
-        if (parent >= 0) {
-            double *op = w->obar + parent * W;
-            for (int64_t p = 0; p < Wc; ++p) {
-                double v = o[p];
-                for (int64_t k = 0; k < s; ++k) v += c[p * s + k] * xs[k];
-                op[p] += v;
-            }
-        }
+        if (parent >= 0) obar_up(Wc, s, o, c, xs, w->obar + parent * W);
     }
     for (int64_t i = 0; i < nq; ++i) {
         const int64_t parent = tree->dof_parent[i];
