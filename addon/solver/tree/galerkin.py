@@ -104,7 +104,7 @@ class GalerkinState:
     dropped_joints: tuple[str, ...] = ()  # loop joints whose rows the assembly dropped as redundant
     step_index: int = 0
     previous: tuple[float, np.ndarray] | None = None  # the last step's dt and control points (s + 1, nq)
-    steppers: dict = field(default_factory=dict)  # the C steps of this run by rule (galerkin_binding.py)
+    steppers: dict = field(default_factory=dict)  # the C steps of this run by rule, and whether keyed (newton_native)
     factor: tuple | None = None  # newton's last factor (numpy path): (rule key, dt, galerkin_newton factor)
 
 
@@ -367,16 +367,16 @@ def newton_native(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np
     the rule's stepper last made, when that was at this dt (newton's `carried`)."""
     key = _rule_key(ru)
     if key not in state.steppers:
-        state.steppers[key] = galerkin_binding.GalerkinStepper(model, ru)
-    if any(c is not None for c in model.dof_torque + model.force_scale):  # keyed: at each node's time
+        keyed = any(c is not None for c in model.dof_torque + model.force_scale)
+        state.steppers[key] = galerkin_binding.GalerkinStepper(model, ru), keyed
+    stepper, keyed = state.steppers[key]
+    torque = forces = None  # unkeyed: the stepper's constants
+    if keyed:  # at each node's time
         times = state.t + ru.c * dt
         torque = np.array([keyed_torques(model, t) for t in times])
         forces = np.array([user_force_vectors(model, t) for t in times])
-    else:
-        torque = np.zeros((len(ru.c), model.nq))
-        forces = np.broadcast_to(model.force_vector, (len(ru.c),) + model.force_vector.shape)
-    out = state.steppers[key].step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, REUSE,
-                                   max_iterations, X, lam, state.charts, carry)
+    out = stepper.step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, REUSE, max_iterations, X, lam,
+                       state.charts, carry)
     return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status],
                   None if np.isnan(out.energy) else out.energy, out.factorizations)
 
