@@ -33,7 +33,8 @@ Newton's step is exact and costs O(s^3 n): galerkin_newton.py holds the Newton m
 joint type (charts included) and eliminates it leaves to root; loop rows border it (newton_direction), with the
 one block d(Dh(x^a)^T lam^a)/dx^a formed by central differences of the constraint rows (loop_blocks). Without loop
 rows, an update that follows a 10-fold cut of the rows reuses the last factor (simplified Newton, `newton`: the
-factor is most of an update's cost). Each step starts from the last step's interpolant carried on
+factor is most of an update's cost), and on trees without charts a step's first CARRY updates reuse the last
+factor made at its dt (the last step's). Each step starts from the last step's interpolant carried on
 (galerkin_rule.extrapolation). `newton` is that loop in numpy; when the kernels are built the whole loop runs in C
 instead, on every tree, charts and loops included (native/galerkin_step.c through native/galerkin_binding.py,
 `newton_native`: the same iterates to round-off, and the energy after a loop-free step), and `newton` stays its
