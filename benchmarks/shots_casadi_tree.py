@@ -59,13 +59,15 @@ def lagrangian(ca, model: TreeModel):
     q, v = ca.SX.sym("q", model.nq), ca.SX.sym("v", model.nq)
     scale = ca.SX.sym("scale", len(model.force_frame))
     world = frames(ca, model, q)
-    T, V = 0, 0
     g = ca.DM(np.asarray(model.gravity, float))
-    for b in range(len(model.body_mass)):
-        R, origin = body_pose(ca, model, world, b)
-        com = origin + R @ ca.DM(model.body_com[b])
-        com_dot = ca.jtimes(com, q, v)
-        R_dot = ca.reshape(ca.jtimes(ca.vec(R), q, v), 3, 3)
+    poses = [body_pose(ca, model, world, b) for b in range(len(model.body_mass))]
+    coms = [origin + R @ ca.DM(model.body_com[b]) for b, (R, origin) in enumerate(poses)]
+    # every body's com and rotation differentiated along v in one forward sweep
+    moving = ca.vertcat(*[ca.vertcat(com, ca.vec(R)) for com, (R, _) in zip(coms, poses)])
+    rates = ca.vertsplit(ca.jtimes(moving, q, v), 12) if moving.shape[0] else []
+    T, V = 0, 0
+    for b, ((R, _), com, rate) in enumerate(zip(poses, coms, rates)):
+        com_dot, R_dot = rate[:3], ca.reshape(rate[3:], 3, 3)
         W = R.T @ R_dot  # hat(omega in body axes)
         omega = ca.vertcat(W[2, 1], W[0, 2], W[1, 0])
         m = float(model.body_mass[b])
@@ -126,7 +128,7 @@ def tree_rows(ca, tx: TreeTranscription, x):
     for k in range(N):
         tm = (k + 0.5) * dt
         D1, D2 = slots(Q[k], Q[k + 1], _curve_at(model.force_scale, tm, 1.0))
-        fd = 0.5 * dt * (-damping * (Q[k + 1] - Q[k]) / dt
+        fd = 0.5 * dt * (-ca.DM(damping) * (Q[k + 1] - Q[k]) / dt
                          + ca.DM(model.dof_motor_gain * model.dof_motor_velocity + _curve_at(model.dof_torque, tm, 0.0)))
         push = fd + ca.DM(B) @ x[tx.u_slice(k)]
         left.append(D1 + push)
@@ -148,8 +150,17 @@ def tree_rows(ca, tx: TreeTranscription, x):
     return ca.vertcat(*parts)
 
 
+def _key_point(ca, model: TreeModel, key):
+    """The Function q -> the keyed point of key.body (world) minus its target."""
+    q = ca.SX.sym("q", model.nq)
+    R, origin = body_pose(ca, model, frames(ca, model, q), model.body_names.index(key.body))
+    point = origin + R @ ca.DM(np.asarray(key.point, float)) - ca.DM(np.asarray(key.position, float))
+    return ca.Function("key", [q], [point])
+
+
 def mechanism_problem(ca, P):
-    """(nlp dict, lbg, ubg, lbx, ubx) of mechanism_shots._Problem P: rows, keys, costs and bounds in SX."""
+    """(nlp dict, lbg, ubg, lbx, ubx) of mechanism_shots._Problem P: rows, keys, costs and bounds, one SX graph
+    (the per-interval and key functions inlined)."""
     tx, shot, model = P.tx, P.shot, P.model
     N = tx.steps
     x = ca.SX.sym("x", tx.n)
@@ -160,8 +171,7 @@ def mechanism_problem(ca, P):
         if key.coordinate is not None:
             keys.append(q[model.coordinate_names.index(key.coordinate)] - key.value)
             continue
-        R, origin = body_pose(ca, model, frames(ca, model, q), model.body_names.index(key.body))
-        point = origin + R @ ca.DM(np.asarray(key.point, float)) - ca.DM(np.asarray(key.position, float))
+        point = _key_point(ca, model, key)(q)
         keys.extend(point[int(i)] for i in axes)
     g = ca.vertcat(tree_rows(ca, tx, x), *keys)
     scale = np.array([max(abs(c.lower), abs(c.upper)) if np.isfinite(c.lower) and np.isfinite(c.upper) else 1.0
