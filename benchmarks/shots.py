@@ -5,9 +5,11 @@ keys, obstacle clearances, corridors) and costs are written a second time as Cas
 (this module; CasADi differentiates them, exact Hessian) and solved by IPOPT (MUMPS) from the same
 initial guess. The IPOPT solution is then checked against OUR constraint functions: a violation at
 solver tolerance shows both solve the same discretisation. CasADi models exist for the car and the
-helicopter and the boat (column buoyancy with min/max for the immersed length).
+helicopter and the boat (column buoyancy with min/max for the immersed length), here, and for the mechanism
+shots (the tree's midpoint DEL with loop and rest rows) in shots_casadi_tree.py; on those, CasADi's rows are
+also evaluated at our solution.
 
-    PYTHONPATH=. /tmp/venv5/bin/python -m benchmarks.shots [--quick]
+    OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python -m benchmarks.shots [--quick]
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots import mechanism_shots
+from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.mechanism_shots import solve_mechanism_shot
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.solve import solve_shot
@@ -402,7 +404,10 @@ def run(quick: bool = False) -> str:
             "of the same rows, exact Hessian by AD, MUMPS, tol 1e-8; time excludes building the model. Both "
             "start from the same key-path guess. Ours starts its barrier at mu = COLD_MU (docs/shots.md, \"Barrier\"), "
             "IPOPT at its default 0.1; the last column is IPOPT from the same first barrier as ours. Local optima of these non-convex problems may differ, so "
-            "compare objectives too.")
+            "compare objectives too. Mechanism shots: ours starts its barrier at 0.1 (IPOPT's default, so the main "
+            "IPOPT columns are the same first barrier), IPOPT's model is benchmarks/shots_casadi_tree.py (one SX graph, "
+            "built in seconds to a minute, not counted) from our start (the keyed path); CasADi's rows at our solution "
+            "take its multipliers from our rows by least squares (mechanism_shots.initial_guess).")
     return ("\n".join(lines) + "\n" + note + "\n\nTargets (wall time includes building the transcription and "
             "the replay; on a machine shared with other jobs wall time is inflated, CPU time less so):\n\n"
             + "\n".join(targets) + "\n" + ("" if quick else "\nWarm start:\n\n" + warm_start_line() + "\n"))

@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from addon.solver.model import Curve, Force, Motor
+from addon.solver.model import Curve, Motor
 from addon.solver.shots import mechanism_shots
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.tree_dynamics import TreeTranscription
