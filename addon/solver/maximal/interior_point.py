@@ -53,8 +53,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse
 
+from ..collision.features import EDGES, FACE_A, NONE, normal_owners
 from ..lie import hat, quat_to_matrix
 from ..native.contact_rows_binding import NativeRows
+from .bodies import half_step
 from .forces import scatter
 from .linear import RowBlocks
 from .state import (COLD_MU, ContactRows, Evaluation, Inequalities, InteriorPointState, LimitRows, MaximalModel,
@@ -194,7 +196,8 @@ def _cold_slack(rows: Inequalities) -> np.ndarray:
     c = rows.contacts
     s0 = np.ones(len(rows.kind))
     gap_rows = np.nonzero(c.kind == 0)[0]
-    s0[gap_rows] = np.maximum(c.distance[c.owner[gap_rows]] / rows.dt, 1.0)
+    g = c.owner[gap_rows]
+    s0[gap_rows] = np.maximum((c.distance[g] + c.curvature[g]) / rows.dt, 1.0)
     return s0
 
 
@@ -206,7 +209,7 @@ def _cold_start(ip: InteriorPointState) -> None:
 def _no_contacts() -> ContactRows:
     index = np.zeros(0, dtype=np.int64)
     return ContactRows(index, index, index, np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros((0, 3, 6)),
-                       np.zeros((0, 3, 6)), index, index, index, index, np.zeros((0, 12)))
+                       np.zeros((0, 3, 6)), index, index, index, index, np.zeros((0, 12)), np.zeros(0))
 
 
 def _contacts(model: MaximalModel, state: MaximalState, R1: np.ndarray, x1: np.ndarray, dt: float) -> ContactRows:
@@ -238,12 +241,75 @@ def _contacts(model: MaximalModel, state: MaximalState, R1: np.ndarray, x1: np.n
     # normal force is zero and the sliding-speed multiplier psi is undetermined (degenerate pair)
     ve = np.vstack([np.concatenate([state.v, state.w], axis=1), np.zeros((1, 6))])
     vn = np.einsum("ki,kij,kj->k", found.normal, Jb, ve[b]) - np.einsum("ki,kij,kj->k", found.normal, Ja, ve[a])
-    closing = found.distance + dt * vn - 0.5 * dt * dt * np.linalg.norm(bs.gravity) <= CLOSE_MARGIN
+    curvature = _curvature(model, state, found, R1, dt)
+    reach = found.distance + curvature  # the distance the gap rows start from
+    closing = reach + dt * vn - 0.5 * dt * dt * np.linalg.norm(bs.gravity) <= CLOSE_MARGIN
     rubbing = np.nonzero((found.friction > 0) & closing)[0]
     kind, owner, members, member_patch, B = _patches(rubbing, key, found.normal, Ja, Jb, 0.5 * (pos_a1 + pos_b1),
                                                      a, b, R1)
     return ContactRows(a, b, key, found.normal, found.distance, found.friction, Ja, Jb, kind, owner, members,
-                       member_patch, B)
+                       member_patch, B, curvature)
+
+
+def _curvature(model: MaximalModel, state: MaximalState, found, R1: np.ndarray, dt: float) -> np.ndarray:
+    """What the gap rows' linearisation misses over the step (k,), in m: the gap of each contact's features
+    at the configuration the knot's velocities (state.v, state.w, the last interval's) reach in dt, minus its
+    linearisation d + dt N zdot there. The gap of a vertex on a face moves with the face's normal, an edge
+    across an edge with both edges (collision.features: pairs of planes and boxes; other pairs 0): the linear
+    row, normal and points frozen at z_1, misses the term dt^2 (w x n) . v_rel of a point sliding on a turning
+    face and the points' centripetal dt^2 w x (w x r) / 2 (a domino's edge sliding down the next one's face
+    sank 0.35 mm a step). The row then aims at d + curvature + dt N zdot: exact along the predicted motion,
+    and off by dt^2 times the change of velocity over the step elsewhere. R1 (B+1, 3, 3): the knot's
+    rotations, the world's last."""
+    nb = model.bodies.count
+    out = np.zeros(len(found.distance))
+    a = np.where(found.body_a < 0, nb, found.body_a)
+    b = np.where(found.body_b < 0, nb, found.body_b)
+    owner, edge_a, edge_b = normal_owners(model.collision.shapes, found.collider_a, found.collider_b, found.normal,
+                                          R1[a], R1[b])
+    sel = np.nonzero(owner != NONE)[0]
+    if not len(sel):
+        return out
+    a, b, owner, n = a[sel], b[sel], owner[sel], found.normal[sel]
+    R2 = np.concatenate([R1[:nb] @ quat_to_matrix(half_step(state.w, dt)), np.eye(3)[None]], axis=0)
+    x1 = np.vstack([state.x, np.zeros((1, 3))])
+    x2 = np.vstack([state.x + dt * state.v, np.zeros((1, 3))])
+    v, w = np.vstack([state.v, np.zeros((1, 3))]), np.vstack([state.w, np.zeros((1, 3))])
+    com = np.vstack([model.bodies.com, np.zeros((1, 3))])
+    ends = []
+    for body, point in ((a, found.point_a[sel]), (b, found.point_b[sel])):
+        p = point - com[body]
+        arm = np.einsum("kij,kj->ki", R1[body], p)
+        linear = x1[body] + arm + dt * (v[body] + np.einsum("kij,kj->ki", R1[body], np.cross(w[body], p)))
+        ends.append((linear, x2[body] + np.einsum("kij,kj->ki", R2[body], p)))
+    (lin_a, moved_a), (lin_b, moved_b) = ends
+    turn_a = np.einsum("kij,klj->kil", R2[a], R1[a])  # R2 R1^T: each body's turn over the step
+    turn_b = np.einsum("kij,klj->kil", R2[b], R1[b])
+    n2 = np.where((owner == FACE_A)[:, None], np.einsum("kij,kj->ki", turn_a, n), np.einsum("kij,kj->ki", turn_b, n))
+    across = np.cross(np.einsum("kij,kj->ki", R2[a], edge_a[sel]), np.einsum("kij,kj->ki", R2[b], edge_b[sel]))
+    size = np.linalg.norm(across, axis=1)
+    across *= (np.where(np.einsum("ki,ki->k", across, n) < 0, -1.0, 1.0) / np.maximum(size, 1e-300))[:, None]
+    n2 = np.where(((owner == EDGES) & (size > 1e-6))[:, None], across, n2)
+    out[sel] = np.einsum("ki,ki->k", n2, moved_b - moved_a) - np.einsum("ki,ki->k", n, lin_b - lin_a)
+    return out
+    x2, q2 = advance(state.x, state.q, state.v, state.w, dt)
+    R2 = np.concatenate([quat_to_matrix(q2), np.eye(3)[None]], axis=0)
+    x2 = np.vstack([x2, np.zeros((1, 3))])
+    ve = np.vstack([np.concatenate([state.v, state.w], axis=1), np.zeros((1, 6))])
+    a, b, owner, n = a[sel], b[sel], owner[sel], found.normal[sel]
+    lin = (pos_b1[sel] + dt * np.einsum("kij,kj->ki", Jb[sel], ve[b])) - \
+        (pos_a1[sel] + dt * np.einsum("kij,kj->ki", Ja[sel], ve[a]))
+    moved = (x2[b] + np.einsum("kij,kj->ki", R2[b], pb[sel])) - (x2[a] + np.einsum("kij,kj->ki", R2[a], pa[sel]))
+    turn_a = np.einsum("kij,klj->kil", R2[a], R1[a])  # R2 R1^T: each body's turn over the step
+    turn_b = np.einsum("kij,klj->kil", R2[b], R1[b])
+    n2 = np.where((owner == FACE_A)[:, None], np.einsum("kij,kj->ki", turn_a, n), np.einsum("kij,kj->ki", turn_b, n))
+    across = np.cross(np.einsum("kij,kj->ki", R2[a], edge_a[sel]), np.einsum("kij,kj->ki", R2[b], edge_b[sel]))
+    across /= np.linalg.norm(across, axis=1, keepdims=True)
+    across *= np.where(np.einsum("ki,ki->k", across, n) < 0, -1.0, 1.0)[:, None]
+    n2 = np.where((owner == EDGES)[:, None], across, n2)
+    out[sel] = np.einsum("ki,ki->k", n2, moved) - np.einsum("ki,ki->k", n, lin)
+    del nb
+    return out
 
 
 def _contacts_native(model: MaximalModel, state: MaximalState, native: NativeRows,
@@ -252,10 +318,10 @@ def _contacts_native(model: MaximalModel, state: MaximalState, native: NativeRow
     contacts), with the contact rows packed for the C step and their keys (Inequalities.key)."""
     origin, margin = native.knot(state.x, state.q, state.v, state.w, dt)
     found = model.collision.detect(origin, state.q, margin)
-    r = native.rows(found, dt)
+    r = native.rows(found, model.collision.shapes, dt)
     m = len(r.kind)
     contacts = ContactRows(r.a, r.b, r.key, found.normal, found.distance, found.friction, r.Ja, r.Jb, r.kind, r.owner,
-                           r.members, r.member_patch, r.B)
+                           r.members, r.member_patch, r.B, r.curvature)
     zeros = np.zeros(m)
     return contacts, PackedPairs(r.kind, r.row_a, r.row_b, np.full(m, -1, dtype=np.int64), r.G, r.h0, zeros, zeros,
                                  r.weight, r.s_cold, r.e_row, r.e_col, r.e_val), r.row_key
@@ -389,7 +455,7 @@ def _contact_rows(ip: InteriorPointState, Ve: np.ndarray, dt: float, a_rows: np.
     g = owner[gap]
     G[:] = _contact_force_side(c)
     C[:] = G
-    h[gap] = c.distance[g] / dt - (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
+    h[gap] = (c.distance[g] + c.curvature[g]) / dt - (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
                                    + np.einsum("kj,kj->k", G[gap, 6:], Ve[b[gap]]))
     cone = np.nonzero(kind == 1)[0]
     fric = np.nonzero(kind == 2)[0]
@@ -549,7 +615,7 @@ def packed(model: MaximalModel, state: MaximalState) -> PackedPairs:
     owner = c.owner
     gap = c.kind == 0
     h0 = np.zeros(nc)
-    h0[gap] = c.distance[owner[gap]] / rows.dt
+    h0[gap] = (c.distance[owner[gap]] + c.curvature[owner[gap]]) / rows.dt
     entries = _cone_entries(c)
     e_row, e_col, e_val = (np.concatenate(part) for part in zip(*entries)) if entries else \
         (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))

@@ -65,7 +65,9 @@ class ContactRows:
     distance (k,) at z_1; friction (k,) coefficient; Ja, Jb (k, 3, 6) witness-point Jacobians at z_1
     (zero for the world). kind, owner: the contacts' rows (k gaps, then per patch a cone and its
     directions; see Inequalities). members: the patches' contacts, patch by patch, and member_patch
-    their patch; B (directions, 12): each direction row over (body A, body B) velocities.
+    their patch; B (directions, 12): each direction row over (body A, body B) velocities. curvature (k,):
+    what the gap's linearisation misses over the step along the predicted motion (interior_point._curvature),
+    added to the distance the gap row starts from.
     """
 
     a: np.ndarray
@@ -81,6 +83,7 @@ class ContactRows:
     members: np.ndarray
     member_patch: np.ndarray
     B: np.ndarray
+    curvature: np.ndarray
 
 
 @dataclass(frozen=True)
