@@ -7,7 +7,7 @@ that back from the normal and the colliders' axes alone, so every narrow phase (
 serves. Only pairs of planes and boxes are classified (a plane is always A): a sphere's or capsule's
 witness point follows its centre, not its body's rotation, and GJK/EPA normals of other shapes belong to no
 fixed feature; those pairs get NONE. A face wins over the edges, A's face over B's (parallel faces: the
-SAT's preference). Twin: native/contact_rows.c (normal_owner).
+SAT's preference); parallel edges give no normal (NONE). Twin: native/contact_rows.c (normal_owner).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .shapes import BOX, PLANE, Shapes
 
 NONE, FACE_A, FACE_B, EDGES = range(4)
 FACE_TOLERANCE = 1e-9  # |axis . n| within this of 1: n is that face's normal; of 0: n is across that edge
+PARALLEL = 1e-6  # |e_A x e_B| at most this: parallel edges, whose normal no cross product gives (boxbox.py)
 
 
 def normal_owners(shapes: Shapes, collider_a: np.ndarray, collider_b: np.ndarray, normal: np.ndarray,
@@ -36,8 +37,9 @@ def normal_owners(shapes: Shapes, collider_a: np.ndarray, collider_b: np.ndarray
     face_b = flat & (np.max(along_b, axis=1) >= 1.0 - FACE_TOLERANCE)
     edge_a, edge_b = np.argmin(along_a, axis=1), np.argmin(along_b, axis=1)
     rows = np.arange(k)
+    crossing = np.linalg.norm(np.cross(axes_a[rows, :, edge_a], axes_b[rows, :, edge_b]), axis=1) > PARALLEL
     edges = flat & (code_a == BOX) & (along_a[rows, edge_a] <= FACE_TOLERANCE) & \
-        (along_b[rows, edge_b] <= FACE_TOLERANCE)
+        (along_b[rows, edge_b] <= FACE_TOLERANCE) & crossing
     owner = np.where(face_a, FACE_A, np.where(face_b, FACE_B, np.where(edges, EDGES, NONE)))
     on_edges = (owner == EDGES)[:, None]
     dir_a = np.where(on_edges, shapes.rotation_local[collider_a, :, edge_a], 0.0)

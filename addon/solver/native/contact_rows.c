@@ -61,6 +61,7 @@ static void point_jacobian(const double *r, const double *p, int world, double *
 #define OWNER_FACE_B 2
 #define OWNER_EDGES 3
 #define FACE_TOLERANCE 1e-9
+#define PARALLEL 1e-6
 #define SHAPE_BOX 1
 #define SHAPE_PLANE 4
 
@@ -102,6 +103,11 @@ static int normal_owner(int64_t code_a, int64_t code_b, const double *local_a, c
     if (code_a == SHAPE_PLANE || high_a >= 1.0 - FACE_TOLERANCE) return OWNER_FACE_A;
     if (high_b >= 1.0 - FACE_TOLERANCE) return OWNER_FACE_B;
     if (code_a != SHAPE_BOX || along_a[low_a] > FACE_TOLERANCE || along_b[low_b] > FACE_TOLERANCE) return OWNER_NONE;
+    const double ea[3] = {axes_a[low_a], axes_a[3 + low_a], axes_a[6 + low_a]};
+    const double eb[3] = {axes_b[low_b], axes_b[3 + low_b], axes_b[6 + low_b]};
+    double across[3];
+    cross3(ea, eb, across);
+    if (!(sqrt(dot3(across, across)) > PARALLEL)) return OWNER_NONE;
     for (int j = 0; j < 3; j++) {
         edge_a[j] = local_a[3 * j + low_a];
         edge_b[j] = local_b[3 * j + low_b];

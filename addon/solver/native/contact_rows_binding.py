@@ -4,7 +4,8 @@ symplex_contact_rows): the maximal step's contact rows at the knot in C.
 `LIB` is the kernel library when it is built with contact_rows.c and loads (native.load_kernels), else None.
 `NativeRows(...)` holds one model's buffers: `knot` gives the body-frame origins and the margin of the
 collision query, `rows` turns the query's contacts into the interior point's contact rows (their gaps' curvature
-over the step first; copied out: a step's rows outlive the next call). The caller is maximal/interior_point.py (its numpy functions are the
+over the step first; copied out: a step's rows outlive the next call), `curvature` gives those contacts' curvature
+along other velocities. The caller is maximal/interior_point.py (its numpy functions are the
 reference), through the NativeRows a maximal/native_step.py kernel owns.
 """
 
@@ -82,6 +83,8 @@ class NativeRows:
         self._knot_out = (_addr(self.R), _addr(self.origin))
         self._body_args = (x, _addr(self.R), v, w, _addr(self._com), _addr(self._mass))
         self._shapes = None  # (shape codes, rotation_local) of the colliders, set by the first `rows`
+        self._k = 0  # contacts of the last `rows` call, still in the input buffers
+        self._predicted = [np.zeros((nbody, 3)), np.zeros((nbody, 3))]  # v, w a step's curvature follows
         self._capacity = -1
         self._reserve(16)
 
@@ -114,9 +117,21 @@ class NativeRows:
         margin = LIB.symplex_contact_knot(*self._knot_args, self.gravity_norm, dt, *self._knot_out)
         return self.origin, margin
 
-    def rows(self, found, shapes, dt: float) -> Rows:
+    def curvature(self, dt: float, velocity: np.ndarray | None = None) -> np.ndarray:
+        """The gap curvature (k,) of the last `rows` call's contacts along the interval velocities `velocity`
+        (B, 6; None: the knot's), as a fresh array."""
+        x, R, v, w, com, _ = self._body_args
+        if velocity is not None:
+            self._predicted[0][...], self._predicted[1][...] = velocity[:, :3], velocity[:, 3:]
+            v, w = map(_addr, self._predicted)
+        LIB.symplex_contact_curvature(self._k, *map(_addr, self._shapes), *self._input_addresses[:7], x, R, v, w,
+                                      com, dt, _addr(self._curvature))
+        return self._curvature[:self._k].copy()
+
+    def rows(self, found, shapes, dt: float, velocity: np.ndarray | None = None) -> Rows:
         """The contact rows of `found` (collision.world.Contacts, sorted by collider pair, of the colliders
-        `shapes`, collision.shapes.Shapes) at the last `knot`, as fresh arrays."""
+        `shapes`, collision.shapes.Shapes) at the last `knot`, as fresh arrays; their gaps' curvature along the
+        interval velocities `velocity` (B, 6), None: the knot's."""
         k = len(found.distance)
         self._reserve(k)
         if self._shapes is None:
@@ -125,11 +140,8 @@ class NativeRows:
         for buffer, name in zip(self._inputs, ("collider_a", "collider_b", "body_a", "body_b", "point_a", "point_b",
                                                "normal", "distance", "friction")):
             buffer[:k] = getattr(found, name)
-        address = self._input_addresses
-        x, R, v, w, com, _ = self._body_args
-        LIB.symplex_contact_curvature(k, *map(_addr, self._shapes), *address[:7], x, R, v, w, com, dt,
-                                      _addr(self._curvature))
-        curvature = self._curvature[:k].copy()
+        self._k = k
+        curvature = self.curvature(dt, velocity)
         self._inputs[7][:k] += curvature  # the rows start from the distance plus the curvature
         status = LIB.symplex_contact_rows(self.nbody, self.ncollider, k, *self._input_addresses, *self._body_args,
                                           self.gravity_norm, dt, *self._outputs)
