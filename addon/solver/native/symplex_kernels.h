@@ -297,8 +297,19 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
  * 2 dt (max |v| + max |w|) + |g| dt^2 + 1 mm. */
 double symplex_contact_knot(int64_t nbody, const double *x, const double *q, const double *v, const double *w,
                             const double *com, double gravity_norm, double dt, double *R, double *origin);
+/* symplex_contact_curvature: what each of k contacts' gap rows misses over the step (interior_point._curvature):
+ * the gap of its features (collision/features.py: the face of A or of B, or two edges, from the colliders'
+ * shape codes and axes rotation_local (ncollider, 3, 3)) at the configuration the knot's velocities v, w reach
+ * in dt, minus the gap's linearisation there; 0 for pairs other than plane-box and box-box. Contacts as for
+ * symplex_contact_rows, knot x, R from symplex_contact_knot. Writes curvature (k). */
+void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *rotation_local,
+                               const int64_t *collider_a, const int64_t *collider_b, const int64_t *body_a,
+                               const int64_t *body_b, const double *point_a, const double *point_b,
+                               const double *normal, const double *x, const double *R, const double *v,
+                               const double *w, const double *com, double dt, double *curvature);
 /* symplex_contact_rows: from k contacts (CollisionWorld.detect's Contacts, sorted by collider pair: colliders,
- * bodies (-1 world), body-frame witness points, normals, distances, friction) and the knot (x, R from
+ * bodies (-1 world), body-frame witness points, normals, distances (the query's plus symplex_contact_curvature's:
+ * the gap the rows start from), friction) and the knot (x, R from
  * symplex_contact_knot, v, w, com, mass of the bodies), the interior point's contact rows:
  * per contact (k): bodies a, b (nbody: the world), key collider_a ncollider + collider_b, point Jacobians
  *   Ja, Jb (k, 3, 6);
