@@ -92,7 +92,7 @@ def refusals(model: TreeModel, order: int) -> None:
 class GalerkinState:
     """After step k: t, q (nq,) (0 on chart coordinates), p (nq,) discrete momentum (body covectors on charts),
     charts (nball, 3, 3), velocity_guess (nq,) for the next warm start, model stamp, kept loop rows and their
-    multipliers, step_index."""
+    multipliers, step_index and the recently halved steps (step())."""
 
     t: float
     q: np.ndarray
@@ -107,6 +107,7 @@ class GalerkinState:
     previous: tuple[float, np.ndarray] | None = None  # the last step's dt and control points (s + 1, nq)
     steppers: dict = field(default_factory=dict)  # the C steps of this run by rule, and whether keyed (newton_native)
     factor: tuple | None = None  # newton's last factor (numpy path): (rule key, dt, galerkin_newton factor)
+    halved: tuple[int, ...] = ()  # the steps of the last WINDOW that step() had to halve
 
 
 def start(model: TreeModel, t0: float = 0.0) -> tuple[GalerkinState, float]:
@@ -440,24 +441,59 @@ STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the r
 REUSE = 0.1  # newton: after an update that cut the worst row 10-fold, the next one reuses its factor
 CARRY = 2  # newton: a step's first CARRY updates solve with the last factor made at its dt (`carried`; 0: none)
 MAX_HALVINGS = 4  # as midpoint.py: a failed step is redone as two half steps, down to dt / 16
+WINDOW = 16  # step(): a run fails when HALVED of its last WINDOW steps had to be halved
+HALVED = 4
 
 
 def step(model: TreeModel, state: GalerkinState, dt: float, order: int, tol: float = 1e-10,
          max_iterations: int = 30, quadrature: str = "lobatto", halvings: int = MAX_HALVINGS) -> GalerkinResult:
     """Advance `state` by dt in place with the Galerkin rule of the given order (2s). Raises ConvergenceError
-    (step and time) when Newton fails even on halved steps, `state` as it was."""
+    (step and time) when Newton fails even on halved steps, or when this step is the HALVED-th of the last WINDOW
+    that had to be halved, `state` as it was.
+
+    The second test is the run's guard against converged steps that do not follow the motion. A step redone in
+    halves is the designed answer to a moment the step does not resolve (a whip, a snap of the chain): isolated,
+    the halves are as accurate as the run. Recurring, it says dt is beyond the order's reach for this motion: the
+    step's equations (a polynomial system of degree s in the control points) then have no root near the motion,
+    even exact Newton started from the halves' solution diverges, and the full steps that still converge between
+    the halved ones land on roots far from it. Their rows are at tolerance, and their energy error (tens of J on a
+    14 kJ chain) stays under the energy audit's bound, so no per-step residual or energy test tells them apart; the
+    recurrence does, on every mechanism and without a tuned scale. An isolated halving (3 in 120 steps on a
+    10-link chain at order 4, dt = 1/12 s, 0.025 rad off the reference) passes; a quarter of a 16-step window
+    (chain_100 at order 4, dt = 1/24 s: 0.58 m off by its end) fails, naming the step and the fix (dt / 2, which
+    the halves show converges, or a higher order). Halving happens here in Python around either Newton (numpy or
+    C), so both paths take the same decisions."""
     check_state(model.stamp, state.model)
     ru = rule(order // 2, quadrature)
     saved = GalerkinState(**state.__dict__)
+    result, halved = _advance(model, state, dt, ru, tol, max_iterations, halvings)
+    if not halved:
+        return result
+    k = state.step_index
+    state.halved = tuple(j for j in state.halved if j > k - WINDOW) + (k,)
+    if len(state.halved) >= HALVED:
+        state.__dict__.update(saved.__dict__)
+        raise ConvergenceError(
+            f"the order-{order} tree method at dt = {dt:.6g} s does not resolve the motion at step {k} "
+            f"(t = {state.t + dt:.6g} s): {HALVED} of the last {WINDOW} steps failed to converge and were redone in "
+            "halves, so the full steps between them may have converged away from the motion; use a smaller time "
+            "step or a higher accuracy order", step=k, time=state.t + dt)
+    return result
+
+
+def _advance(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol: float, max_iterations: int,
+             halvings: int) -> tuple[GalerkinResult, bool]:
+    """step()'s step, redone as two half steps (recursively, `halvings` deep) when Newton fails; and whether it was."""
+    saved = GalerkinState(**state.__dict__)
     try:
-        return _step_once(model, state, dt, ru, tol, max_iterations)
+        return _step_once(model, state, dt, ru, tol, max_iterations), False
     except ConvergenceError:
         state.__dict__.update(saved.__dict__)
         if halvings <= 0:
             raise
     index = state.step_index
-    first = step(model, state, 0.5 * dt, order, tol, max_iterations, quadrature, halvings - 1)
+    first = _advance(model, state, 0.5 * dt, ru, tol, max_iterations, halvings - 1)[0]
     state.step_index = index
-    second = step(model, state, 0.5 * dt, order, tol, max_iterations, quadrature, halvings - 1)
+    second = _advance(model, state, 0.5 * dt, ru, tol, max_iterations, halvings - 1)[0]
     state.step_index = index + 1
-    return GalerkinResult(second.energy, first.iterations + second.iterations)
+    return GalerkinResult(second.energy, first.iterations + second.iterations), True

@@ -9,11 +9,13 @@ from scipy.integrate import solve_ivp
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Body, Curve, Joint, Mechanism, MechanismError
 from addon.solver.presets import preset_path
+from addon.solver.trajectory import ConvergenceError
 from addon.solver.tree import constraints, galerkin, galerkin_newton, midpoint
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
 from addon.solver.tree.rk4 import acceleration
 from addon.solver.tree.step_charts import left_jacobian_transpose_derivative
+from tools.generate import pendulum_chain
 
 from .random_mechanisms import random_tree
 from .test_midpoint import pendulum
@@ -258,3 +260,26 @@ def test_refuses_what_it_cannot_run_above_order_two_by_name():
         galerkin.refusals(model, 2)
     with pytest.raises(MechanismError, match="accuracy order must be one of 2, 4, 6, 8"):
         galerkin.refusals(model, 3)
+
+
+def test_run_that_keeps_halving_fails_naming_the_step_and_isolated_halvings_pass(monkeypatch):
+    """A 10-link chain at dt = 1/8 s: order 4 has to halve steps 6, 9, 11 and 13, and fails there naming step 13,
+    its state as it was; let run on (guard off), it ends a radian off. Order 6 halves two isolated steps and
+    finishes silently within 0.02 rad of order 8 at dt / 4."""
+    model = compile_tree(pendulum_chain(10))
+    dt, steps = 0.125, 80
+    reference = run(model, dt / 4, steps * dt, 8, tol=1e-10)
+    state, _ = galerkin.start(model)
+    with pytest.raises(ConvergenceError, match=r"order-4 .* step 13 \(t = 1.625 s\).* smaller time step or a "
+                                               "higher accuracy order") as failed:
+        for _ in range(steps):
+            galerkin.step(model, state, dt, 4)
+    assert failed.value.step == 13 and state.step_index == 12 and state.halved == (6, 9, 11)
+    monkeypatch.setattr(galerkin, "HALVED", steps + 1)
+    assert np.max(np.abs(run(model, dt, steps * dt, 4, tol=1e-10) - reference)) > 0.5
+    monkeypatch.undo()
+    state, _ = galerkin.start(model)
+    for _ in range(steps):
+        galerkin.step(model, state, dt, 6)
+    assert state.halved  # halvings were seen, and judged isolated
+    assert np.max(np.abs(state.q - reference)) < 0.02

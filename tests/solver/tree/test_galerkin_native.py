@@ -9,6 +9,7 @@ from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Curve, Force, Motor
 from addon.solver.native import galerkin_binding
 from addon.solver.presets import preset_path
+from addon.solver.trajectory import ConvergenceError
 from addon.solver.tree import galerkin
 from addon.solver.tree.compile import compile_tree
 from tools.generate import pendulum_chain
@@ -239,3 +240,20 @@ def test_floating_mechanism_keeps_its_momenta_in_c():
     assert len(state.steppers) == 1  # the steps ran in C
     assert np.max(np.abs(momenta(model, state) - before)) < 1e-9 * np.max(np.abs(before))
     assert np.max(np.abs(state.q[:3])) > 0.3  # it moved
+
+
+@pytest.mark.heavy
+def test_numpy_and_c_halve_the_same_steps_and_fail_at_the_same_one(monkeypatch):
+    """step()'s halving guard on a 10-link chain at order 4, dt = 1/8 s (test_galerkin's failing run) decides the
+    same on either Newton."""
+    model = compile_tree(pendulum_chain(10))
+    seen = []
+    for numpy_only in (False, True):
+        if numpy_only:
+            monkeypatch.setattr(galerkin_binding, "usable", lambda model: False)
+        state, _ = galerkin.start(model)
+        with pytest.raises(ConvergenceError) as failed:
+            for _ in range(20):
+                galerkin.step(model, state, 0.125, 4)
+        seen.append((failed.value.step, state.halved, str(failed.value)))
+    assert seen[0] == seen[1] and seen[0][0] == 13
