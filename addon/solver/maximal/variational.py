@@ -277,15 +277,20 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float,
     previous_change = np.inf
     short_steps = 0
     ev = evaluate(model, state, knot, V, lam, active, dt, pairs)
+    factored = ev.matrix
+    direct = not pairs and factored.rows.count == factored.n_primary and not len(factored.coupling[0])
+    chord = False  # the next solve reuses the factorisation of `factored`
     for iteration in range(1, MAX_ITERATIONS + 1):
         gap = np.max(np.abs(ev.row_residual), initial=0.0) * dt
         if gap <= tol and error <= tol and (not pairs or interior_point.converged(model, state, ev.ip_h, tol)):
             return True, V, lam, ev, iteration
-        state.solver.factor(ev.matrix)
+        if not chord:
+            factored = ev.matrix
+            state.solver.factor(factored)
         rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual])
         n_pre = len(rhs)
         if not pairs:
-            du = state.solver.solve(ev.matrix, rhs)
+            du = state.solver.solve(factored, rhs)
         else:  # Mehrotra: affine direction, then the corrector with the same factorisation
             du = state.solver.solve(ev.matrix, np.concatenate([rhs, interior_point.rhs(state, ev.ip_h, 0.0)]))
             target = interior_point.corrector_target(state, du[n_pre:]) if np.all(np.isfinite(du)) else 0.0
@@ -321,6 +326,7 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float,
             ev = evaluate(model, state, knot, V, lam, active, dt, pairs)
         change = np.max(np.abs(alpha * dV)) * dt
         error = _remaining_error(change, previous_change, not pairs and alpha == 1.0)
+        chord = direct and alpha == 1.0 and iteration == 1
         previous_change = change
     return False, V, lam, ev, MAX_ITERATIONS + 1
 

@@ -1131,13 +1131,15 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
     if (status != SYMPLEX_CONVERGED) return status;
     double error = INFINITY, previous_change = INFINITY;
     int64_t iteration = 1, short_steps = 0;
-    int converged = 0;
+    int converged = 0, chord = 0; /* chord: the next solve reuses the first factorisation (variational._newton) */
+    /* variational._newton's direct case: P factored exactly (no pairs, no bordered rows, no damper coupling) */
+    const int direct = !P && w.nact == M->n_primary && !any_coupling(M, ev);
     for (; iteration <= max_iterations; ++iteration) {
         if (max_gap(&w, ev) * dt <= tol && error <= tol && (!P || ip_converged(&w, ev, tol))) {
             converged = 1;
             break;
         }
-        if ((status = factor(M, &w.k, ev, &w)) != SYMPLEX_CONVERGED) return status;
+        if (!chord && (status = factor(M, &w.k, ev, &w)) != SYMPLEX_CONVERGED) return status;
         for (int64_t i = 0; i < 6 * nb; ++i) w.rhs[i] = -ev->r[i];
         for (int64_t p = 0; p < w.nact; ++p) w.rhs[6 * nb + p] = -ev->row_res[w.act[p]];
         for (int64_t p = 0; p < w.np; ++p) w.rhs[at + p] = ev->h[p]; /* the affine direction: target 0 */
@@ -1199,6 +1201,7 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
         trial = swap;
         change *= dt;
         error = remaining_error(change, previous_change, alpha == 1.0);
+        chord = direct && alpha == 1.0 && iteration == 1;
         previous_change = change;
     }
     if (!converged) return SYMPLEX_NOT_CONVERGED;
