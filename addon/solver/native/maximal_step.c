@@ -18,6 +18,7 @@
 
 #include "baraff_kernels.h"
 #include "block_lu.h"
+#include "rotation.h"
 #include "symplex_kernels.h"
 
 enum { T0, T1, T2, Q0, Q1, Q2, U, ANGLE, UZ, UX, ROT0, ROT1, ROT2, CAY0, CAY1, CAY2 };
@@ -58,15 +59,6 @@ static void qmul(const double *a, const double *b, double *out) /* Hamilton prod
 static void qconj(const double *q, double *out)
 {
     out[0] = q[0]; out[1] = -q[1]; out[2] = -q[2]; out[3] = -q[3];
-}
-
-static void quat_to_matrix(const double *quat, double *R) /* lie.quat_to_matrix: normalises first */
-{
-    const double n = sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3]);
-    const double w = quat[0] / n, x = quat[1] / n, y = quat[2] / n, z = quat[3] / n;
-    R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - w * z); R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z); R[4] = 1 - 2 * (x * x + z * z); R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y); R[7] = 2 * (y * z + w * x); R[8] = 1 - 2 * (x * x + y * y);
 }
 
 static double max_abs(int64_t n, const double *x)
@@ -111,8 +103,8 @@ static void frame_pair(int64_t nb, const double *x, const double *q, int64_t a, 
     const double *xa = a < nb ? x + 3 * a : ZERO3, *xb = b < nb ? x + 3 * b : ZERO3;
     const double *qa = a < nb ? q + 4 * a : IDENTITY_QUAT, *qb = b < nb ? q + 4 * b : IDENTITY_QUAT;
     double Ra[9], Rb[9], t[3], d[3], u[3], qA[4], qAc[4], m[4], CR[9], Rm[9], up[3];
-    quat_to_matrix(qa, Ra);
-    quat_to_matrix(qb, Rb);
+    symplex_quat_to_matrix(qa, Ra);
+    symplex_quat_to_matrix(qb, Rb);
     mat3_vec(Rb, pb, d);
     mat3_vec(Ra, pa, t);
     for (int i = 0; i < 3; ++i) d[i] += xb[i] - xa[i] - t[i];
@@ -122,8 +114,8 @@ static void frame_pair(int64_t nb, const double *x, const double *q, int64_t a, 
     qconj(qA, qAc);
     qmul(qAc, qb, m);
     qmul(m, cb, f->qrel);
-    quat_to_matrix(qA, CR); /* R(q_A): the blocks below read its transpose */
-    quat_to_matrix(m, Rm);
+    symplex_quat_to_matrix(qA, CR); /* R(q_A): the blocks below read its transpose */
+    symplex_quat_to_matrix(m, Rm);
     for (int i = 0; i < 3; ++i) up[i] = u[i] + pa[i];
     for (int i = 0; i < 3; ++i) {
         double *row = f->dr + 12 * i, col[3], c[3];
@@ -414,7 +406,7 @@ static void knot_terms(const symplex_maximal *M, const symplex_maximal_state *S,
         const int64_t b = M->force_body[f];
         double F[3], R[9], body_F[3], tau[3];
         for (int i = 0; i < 3; ++i) F[i] = M->force_vector[3 * f + i] * S->force_scale[f];
-        quat_to_matrix(S->q + 4 * b, R);
+        symplex_quat_to_matrix(S->q + 4 * b, R);
         mat3t_vec(R, F, body_F);
         cross3(M->force_point + 3 * f, body_F, tau);
         for (int i = 0; i < 3; ++i) {
@@ -1222,7 +1214,7 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
             acceleration[6 * b + i] = v[i] - S->v[3 * b + i];
             acceleration[6 * b + 3 + i] = om[i] - S->w[3 * b + i];
         }
-        quat_to_matrix(q2 + 4 * b, R);
+        symplex_quat_to_matrix(q2 + 4 * b, R);
         mat3_vec(R, M->com + 3 * b, offset);
         for (int i = 0; i < 3; ++i) poses[7 * b + i] = x2[3 * b + i] - offset[i];
         memcpy(poses + 7 * b + 3, q2 + 4 * b, 4 * sizeof(double));
