@@ -82,6 +82,9 @@ class MaximalKernel:
         self._curves = bool(np.any(js.row_curve[rows] >= 0))
         self._torques = bool(np.any(js.torque >= 0))
         self._scaled = any(c is not None for c in fs.force_scale)
+        self._loop_rows = len(rows) > model.n_primary  # the kernel reads the loop-row mask
+        self._coordinates = len(fs.coord_a) > 0  # joint coordinates or springs: windings, rates, Jacobians
+        self._call = binding.LIB.symplex_maximal_step
         i64 = np.int64
         arrays = {
             "mass": _c(bs.mass), "com": _c(bs.com), "inertia": _c(bs.inertia), "gravity": _c(bs.gravity),
@@ -211,13 +214,14 @@ class MaximalKernel:
              halvings: int) -> tuple[int, float, float, np.ndarray] | None:
         """One step of `state` (updated in place as variational.step does, with its iteration and
         line-search limits); (iterations, residual, energy, body-frame poses (B, 7) at the new knot), or
-        None (state untouched) when the numpy step must take it (module docstring)."""
-        model, ins, st = self.model, self._in, self._state
+        None (state untouched) when the numpy step must take it (module docstring). Only what the kernel
+        reads is copied in (no windings without angle rows or coordinates, no loop-row mask without loop rows)."""
+        model, ins, st, out = self.model, self._in, self._state, self._out
         if state.interior is not None:
             self._set_pairs(state, dt)
-        if len(self._out["sweeps"]) != max_iterations or not self._out_addresses:
-            self._out["sweeps"] = np.zeros(max_iterations)
-            self._out_addresses = [self._out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
+        if len(out["sweeps"]) != max_iterations or not self._out_addresses:
+            out["sweeps"] = np.zeros(max_iterations)
+            self._out_addresses = [out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
         if state.aux_active is None:
             if len(model.loop_joints):
                 return None  # the numpy step picks the independent loop rows (variational._select_rows)
@@ -228,15 +232,18 @@ class MaximalKernel:
         ins["v"][...] = state.v
         ins["w"][...] = state.w
         ins["lam"][...] = state.lam
-        ins["active"][...] = state.aux_active
-        ins["row_winding"][...] = state.row_winding[rows]
-        ins["coord_winding"][...] = state.coord_winding
-        ins["coord_rate"][...] = state.coord_rate
-        if state.coord_jac_prev is None:
-            st.coord_jac_prev = None
-        else:
-            ins["coord_jac_prev"][...] = state.coord_jac_prev
-            st.coord_jac_prev = self._prev_address
+        if self._loop_rows:
+            ins["active"][...] = state.aux_active
+        if len(self._angle_rows):
+            ins["row_winding"][...] = state.row_winding[rows]
+        if self._coordinates:
+            ins["coord_winding"][...] = state.coord_winding
+            ins["coord_rate"][...] = state.coord_rate
+            if state.coord_jac_prev is None:
+                st.coord_jac_prev = None
+            else:
+                ins["coord_jac_prev"][...] = state.coord_jac_prev
+                st.coord_jac_prev = self._prev_address
         if isinstance(state.acceleration_guess, np.ndarray):
             ins["acceleration"][...] = state.acceleration_guess
             st.acceleration = self._accel_address
@@ -252,28 +259,30 @@ class MaximalKernel:
                                                           for c in model.forces.force_scale])
                                                 for s in (t - 0.5 * dt, t + 0.5 * dt))
         st.startup = int(state.startup)
-        if not self._set_sparse(state):
+        if state.interior is not None and not self._set_sparse(state):
             return None
-        status = binding.LIB.symplex_maximal_step(self._model_ptr, self._state_ptr, float(dt), float(tol),
-                                                  int(max_iterations), int(halvings), *self._out_addresses)
+        status = self._call(self._model_ptr, self._state_ptr, float(dt), float(tol), int(max_iterations),
+                            int(halvings), *self._out_addresses)
         if status != binding.CONVERGED:
             return None
-        out = self._out
         iterations, residual, energy, updates = out["stats"].tolist()
-        V = out["V"].copy()
-        state.sweeps.extend(out["sweeps"][:int(updates)].astype(int).tolist())
+        state.sweeps.extend([int(s) for s in out["sweeps"][:int(updates)].tolist()])
         if len(self._angle_rows):
             state.row_winding = state.row_winding.copy()
             state.row_winding[self._angle_rows] = out["row_winding2"][self._angle]
-        state.coord_winding = out["coord_winding2"].copy()
+        if self._coordinates:
+            state.coord_winding = out["coord_winding2"].copy()
+            state.coord_rate = out["rate"].copy()
+            state.coord_jac_prev = out["cjac2"].copy()
+        elif state.coord_jac_prev is None:
+            state.coord_jac_prev = out["cjac2"]  # empty: nothing to copy or overwrite
         if state.interior is not None:
             self._finish_pairs(state)
         state.acceleration_guess = 0.0 if state.startup or state.interior is not None else out["acceleration"].copy()
         state.x, state.q = out["x2"].copy(), out["q2"].copy()
-        state.v, state.w = V[:, :3].copy(), V[:, 3:].copy()
+        V = out["V"].copy()
+        state.v, state.w = V[:, :3], V[:, 3:]
         state.frames_at = None
-        state.coord_rate = out["rate"].copy()
-        state.coord_jac_prev = out["cjac2"].copy()
         state.lam = out["lam"].copy()
         state.t += dt
         state.startup = False
