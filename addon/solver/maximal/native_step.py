@@ -132,7 +132,9 @@ class MaximalKernel:
         self._pairs_ptr = ctypes.pointer(self._pairs)
         self._pair_arrays: dict[str, np.ndarray] = {}  # the pairs' buffers (symplex_maximal_pairs points at them)
         self._entry_capacity = 0
-        self._out_addresses: list[int] = []
+        self._outputs = binding.Outputs()  # points at self._out's buffers and the scratch (set by step)
+        self._outputs_ptr = ctypes.pointer(self._outputs)
+        self._outputs_set = False
         self._reserve(0, 0, True)
         self.steps = 0  # steps taken in C (the others went to the numpy step)
 
@@ -150,7 +152,7 @@ class MaximalKernel:
             self._pair_capacity = cap = min(capacity, MAX_BORDER) if dense else capacity
             self._dense = dense
             self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, cap, int(dense)))
-            self._out_addresses = []
+            self._outputs_set = False
             self._pair_arrays.update({name: np.zeros((cap, 12) if name == "G" else cap,
                                                      np.int64 if name in _INT_PAIR_ARRAYS else np.float64)
                                       for name in binding.PAIR_ARRAYS[:-1] if not name.startswith("e_")})
@@ -219,9 +221,12 @@ class MaximalKernel:
         model, ins, st, out = self.model, self._in, self._state, self._out
         if state.interior is not None:
             self._set_pairs(state, dt)
-        if len(out["sweeps"]) != max_iterations or not self._out_addresses:
+        if len(out["sweeps"]) != max_iterations or not self._outputs_set:
             out["sweeps"] = np.zeros(max_iterations)
-            self._out_addresses = [out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
+            for name in binding.OUTPUTS:
+                setattr(self._outputs, name, out[name].ctypes.data)
+            self._outputs.scratch = self._scratch.ctypes.data
+            self._outputs_set = True
         if state.aux_active is None:
             if len(model.loop_joints):
                 return None  # the numpy step picks the independent loop rows (variational._select_rows)
@@ -262,7 +267,7 @@ class MaximalKernel:
         if state.interior is not None and not self._set_sparse(state):
             return None
         status = self._call(self._model_ptr, self._state_ptr, float(dt), float(tol), int(max_iterations),
-                            int(halvings), *self._out_addresses)
+                            int(halvings), self._outputs_ptr)
         if status != binding.CONVERGED:
             return None
         iterations, residual, energy, updates = out["stats"].tolist()

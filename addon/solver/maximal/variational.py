@@ -13,7 +13,10 @@ continuous velocity zbar of the tree model's initial state: zdot_0 := 2 zbar - z
 knot velocity (zdot_0 + zdot_1)/2 is zbar and the start is second-order accurate.
 
 The Newton matrix is the exact derivative of these residuals (checked against finite differences in
-tests/solver/maximal/test_maximal_jacobian.py); linear.py solves it with Baraff's factorisation.
+tests/solver/maximal/test_maximal_jacobian.py); linear.py solves it with Baraff's factorisation. When that
+factorisation is the whole matrix (no pairs, no bordered loop rows, no damper coupling) and the first Newton
+step was full, the second iteration reuses it (a chord step: docs/maximal.md, "One factorisation for the first
+two iterations"); later iterations factor again.
 Inequalities (joint limits; contacts when the mechanism has colliders) go through
 interior_point.py, which adds its rows to the same matrix.
 
@@ -28,7 +31,8 @@ state.kernel = False keeps a state on this numpy path, the reference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import fields, is_dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -88,8 +92,9 @@ def compile_maximal(mech: Mechanism, loop_joints: tuple[int, ...]) -> MaximalMod
     return model
 
 
-@dataclass(frozen=True)
-class StepResult:
+class StepResult(NamedTuple):
+    """What a step reports (a tuple: cheap to make once per step)."""
+
     iterations: int
     residual: float
     energy: float
@@ -353,7 +358,8 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> Ste
     Raises ValueError when `state` was made by another model, ConvergenceError naming the step and time
     when Newton does not converge (StepTooLargeError past the time-step limit).
     """
-    check_state(model.stamp, state.model)
+    if state.model is not model.stamp:
+        check_state(model.stamp, state.model)
     if state.kernel is None:
         state.kernel = native_step.kernel_for(model, state) or False
     if state.kernel:

@@ -1095,11 +1095,12 @@ static int ip_converged(const workspace *w, const evaluation *ev, double tol) /*
 /* ---------------------------------------------------------------- the step */
 
 int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_state *S, double dt, double tol,
-                             int64_t max_iterations, int64_t halvings, double *V, double *acceleration,
-                             double *poses, double *lam, double *x2, double *q2,
-                             double *row_val2, double *row_winding2, double *coord_winding2, double *cval2,
-                             double *rate, double *cjac2, double *sweeps, double *stats, double *scratch)
+                             int64_t max_iterations, int64_t halvings, const symplex_maximal_outputs *out)
 {
+    double *V = out->V, *acceleration = out->acceleration, *poses = out->poses, *lam = out->lam, *x2 = out->x2,
+           *q2 = out->q2, *row_val2 = out->row_val2, *row_winding2 = out->row_winding2,
+           *coord_winding2 = out->coord_winding2, *cval2 = out->cval2, *rate = out->rate, *cjac2 = out->cjac2,
+           *sweeps = out->sweeps, *stats = out->stats, *scratch = out->scratch;
     const int64_t nb = M->nbody, R = M->nrow, nc = M->ncoord_joint + M->nspring;
     const symplex_maximal_pairs *P = S->pairs;
     workspace w;
