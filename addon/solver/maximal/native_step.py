@@ -264,7 +264,7 @@ class MaximalKernel:
                                                           for c in model.forces.force_scale])
                                                 for s in (t - 0.5 * dt, t + 0.5 * dt))
         st.startup = int(state.startup)
-        if state.interior is not None and not self._set_sparse(state):
+        if not self._set_sparse(state):
             return None
         status = self._call(self._model_ptr, self._state_ptr, float(dt), float(tol), int(max_iterations),
                             int(halvings), self._outputs_ptr)
