@@ -32,6 +32,8 @@ from .start import body_frame_poses, joint_residual, kinetic_energy, start_from_
 from .variational import step
 
 
+NO_COORDINATES = np.zeros(0)  # the trajectory's q of every sample: the state is the poses
+NO_COORDINATES.flags.writeable = False
 PENETRATION_FRACTION = 0.1  # a contact deeper than this fraction of the thinner collider's half-thickness is named
 
 
@@ -49,7 +51,7 @@ class MaximalIntegrator(Integrator):
         cval, _ = forces.coordinates(self.model.joints, self.model.forces, fr, s.x, s.q, s.coord_winding)
         bs = self.model.bodies
         energy = kinetic_energy(self.model, s.v, s.w) + forces.potential(bs.gravity, bs.mass, s.x, self.model.forces, cval)
-        self._record(s.t, body_frame_poses(self.model, s.x, s.q), np.zeros(0), energy,
+        self._record(s.t, body_frame_poses(self.model, s.x, s.q), NO_COORDINATES, energy,
                      joint_residual(self.model, s.x, s.q, s.row_winding, s.t))
         collision = self.model.collision
         self._thickness = half_thickness(collision.shapes) if collision is not None else np.zeros(0)
@@ -86,7 +88,7 @@ class MaximalIntegrator(Integrator):
         self._iterations.append(result.iterations)
         s = self.state
         poses = body_frame_poses(self.model, s.x, s.q) if result.poses is None else result.poses
-        self._record(s.t, poses, np.zeros(0), result.energy, result.residual)
+        self._record(s.t, poses, NO_COORDINATES, result.energy, result.residual)
 
     def _note(self, kind: str, step: int, text: str) -> None:
         """Record `text` as the run's note of `kind` (the message joins the notes) and warn."""

@@ -82,6 +82,9 @@ class MaximalKernel:
         self._curves = bool(np.any(js.row_curve[rows] >= 0))
         self._torques = bool(np.any(js.torque >= 0))
         self._scaled = any(c is not None for c in fs.force_scale)
+        self._loop_rows = len(rows) > model.n_primary  # the kernel reads the loop-row mask
+        self._coordinates = len(fs.coord_a) > 0  # joint coordinates or springs: windings, rates, Jacobians
+        self._call = binding.LIB.symplex_maximal_step
         i64 = np.int64
         arrays = {
             "mass": _c(bs.mass), "com": _c(bs.com), "inertia": _c(bs.inertia), "gravity": _c(bs.gravity),
@@ -129,7 +132,9 @@ class MaximalKernel:
         self._pairs_ptr = ctypes.pointer(self._pairs)
         self._pair_arrays: dict[str, np.ndarray] = {}  # the pairs' buffers (symplex_maximal_pairs points at them)
         self._entry_capacity = 0
-        self._out_addresses: list[int] = []
+        self._outputs = binding.Outputs()  # points at self._out's buffers and the scratch (set by step)
+        self._outputs_ptr = ctypes.pointer(self._outputs)
+        self._outputs_set = False
         self._reserve(0, 0, True)
         self.steps = 0  # steps taken in C (the others went to the numpy step)
 
@@ -147,7 +152,7 @@ class MaximalKernel:
             self._pair_capacity = cap = min(capacity, MAX_BORDER) if dense else capacity
             self._dense = dense
             self._scratch = np.zeros(binding.LIB.symplex_maximal_scratch_size(self._model_ptr, cap, int(dense)))
-            self._out_addresses = []
+            self._outputs_set = False
             self._pair_arrays.update({name: np.zeros((cap, 12) if name == "G" else cap,
                                                      np.int64 if name in _INT_PAIR_ARRAYS else np.float64)
                                       for name in binding.PAIR_ARRAYS[:-1] if not name.startswith("e_")})
@@ -211,13 +216,17 @@ class MaximalKernel:
              halvings: int) -> tuple[int, float, float, np.ndarray] | None:
         """One step of `state` (updated in place as variational.step does, with its iteration and
         line-search limits); (iterations, residual, energy, body-frame poses (B, 7) at the new knot), or
-        None (state untouched) when the numpy step must take it (module docstring)."""
-        model, ins, st = self.model, self._in, self._state
+        None (state untouched) when the numpy step must take it (module docstring). Only what the kernel
+        reads is copied in (no windings without angle rows or coordinates, no loop-row mask without loop rows)."""
+        model, ins, st, out = self.model, self._in, self._state, self._out
         if state.interior is not None:
             self._set_pairs(state, dt)
-        if len(self._out["sweeps"]) != max_iterations or not self._out_addresses:
-            self._out["sweeps"] = np.zeros(max_iterations)
-            self._out_addresses = [self._out[n].ctypes.data for n in binding.OUTPUTS] + [self._scratch.ctypes.data]
+        if len(out["sweeps"]) != max_iterations or not self._outputs_set:
+            out["sweeps"] = np.zeros(max_iterations)
+            for name in binding.OUTPUTS:
+                setattr(self._outputs, name, out[name].ctypes.data)
+            self._outputs.scratch = self._scratch.ctypes.data
+            self._outputs_set = True
         if state.aux_active is None:
             if len(model.loop_joints):
                 return None  # the numpy step picks the independent loop rows (variational._select_rows)
@@ -228,15 +237,18 @@ class MaximalKernel:
         ins["v"][...] = state.v
         ins["w"][...] = state.w
         ins["lam"][...] = state.lam
-        ins["active"][...] = state.aux_active
-        ins["row_winding"][...] = state.row_winding[rows]
-        ins["coord_winding"][...] = state.coord_winding
-        ins["coord_rate"][...] = state.coord_rate
-        if state.coord_jac_prev is None:
-            st.coord_jac_prev = None
-        else:
-            ins["coord_jac_prev"][...] = state.coord_jac_prev
-            st.coord_jac_prev = self._prev_address
+        if self._loop_rows:
+            ins["active"][...] = state.aux_active
+        if len(self._angle_rows):
+            ins["row_winding"][...] = state.row_winding[rows]
+        if self._coordinates:
+            ins["coord_winding"][...] = state.coord_winding
+            ins["coord_rate"][...] = state.coord_rate
+            if state.coord_jac_prev is None:
+                st.coord_jac_prev = None
+            else:
+                ins["coord_jac_prev"][...] = state.coord_jac_prev
+                st.coord_jac_prev = self._prev_address
         if isinstance(state.acceleration_guess, np.ndarray):
             ins["acceleration"][...] = state.acceleration_guess
             st.acceleration = self._accel_address
@@ -254,28 +266,30 @@ class MaximalKernel:
         st.startup = int(state.startup)
         if not self._set_sparse(state):
             return None
-        status = binding.LIB.symplex_maximal_step(self._model_ptr, self._state_ptr, float(dt), float(tol),
-                                                  int(max_iterations), int(halvings), *self._out_addresses)
+        status = self._call(self._model_ptr, self._state_ptr, float(dt), float(tol), int(max_iterations),
+                            int(halvings), self._outputs_ptr)
         if status != binding.CONVERGED:
             return None
-        out = self._out
         if state.interior is not None and interior_point.relinearise(model, state, out["V"], dt, self._rows):
             return self.step(state, dt, tol, max_iterations, halvings)  # again, the gaps along its velocities
         iterations, residual, energy, updates = out["stats"].tolist()
-        V = out["V"].copy()
-        state.sweeps.extend(out["sweeps"][:int(updates)].astype(int).tolist())
+        state.sweeps.extend([int(s) for s in out["sweeps"][:int(updates)].tolist()])
         if len(self._angle_rows):
             state.row_winding = state.row_winding.copy()
             state.row_winding[self._angle_rows] = out["row_winding2"][self._angle]
-        state.coord_winding = out["coord_winding2"].copy()
+        if self._coordinates:
+            state.coord_winding = out["coord_winding2"].copy()
+            state.coord_rate = out["rate"].copy()
+            state.coord_jac_prev = out["cjac2"].copy()
+        elif state.coord_jac_prev is None:
+            state.coord_jac_prev = out["cjac2"]  # empty: nothing to copy or overwrite
         if state.interior is not None:
             self._finish_pairs(state)
         state.acceleration_guess = 0.0 if state.startup or state.interior is not None else out["acceleration"].copy()
         state.x, state.q = out["x2"].copy(), out["q2"].copy()
-        state.v, state.w = V[:, :3].copy(), V[:, 3:].copy()
+        V = out["V"].copy()
+        state.v, state.w = V[:, :3], V[:, 3:]
         state.frames_at = None
-        state.coord_rate = out["rate"].copy()
-        state.coord_jac_prev = out["cjac2"].copy()
         state.lam = out["lam"].copy()
         state.t += dt
         state.startup = False

@@ -13,7 +13,10 @@ continuous velocity zbar of the tree model's initial state: zdot_0 := 2 zbar - z
 knot velocity (zdot_0 + zdot_1)/2 is zbar and the start is second-order accurate.
 
 The Newton matrix is the exact derivative of these residuals (checked against finite differences in
-tests/solver/maximal/test_maximal_jacobian.py); linear.py solves it with Baraff's factorisation.
+tests/solver/maximal/test_maximal_jacobian.py); linear.py solves it with Baraff's factorisation. When that
+factorisation is the whole matrix (no pairs, no bordered loop rows, no damper coupling) and the first Newton
+step was full, the second iteration reuses it (a chord step: docs/maximal.md, "One factorisation for the first
+two iterations"); later iterations factor again.
 Inequalities (joint limits; contacts when the mechanism has colliders) go through
 interior_point.py, which adds its rows to the same matrix.
 
@@ -28,7 +31,8 @@ state.kernel = False keeps a state on this numpy path, the reference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import fields, is_dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -88,8 +92,9 @@ def compile_maximal(mech: Mechanism, loop_joints: tuple[int, ...]) -> MaximalMod
     return model
 
 
-@dataclass(frozen=True)
-class StepResult:
+class StepResult(NamedTuple):
+    """What a step reports (a tuple: cheap to make once per step)."""
+
     iterations: int
     residual: float
     energy: float
@@ -277,15 +282,20 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float,
     previous_change = np.inf
     short_steps = 0
     ev = evaluate(model, state, knot, V, lam, active, dt, pairs)
+    factored = ev.matrix
+    direct = not pairs and factored.rows.count == factored.n_primary and not len(factored.coupling[0])
+    chord = False  # the next solve reuses the factorisation of `factored`
     for iteration in range(1, MAX_ITERATIONS + 1):
         gap = np.max(np.abs(ev.row_residual), initial=0.0) * dt
         if gap <= tol and error <= tol and (not pairs or interior_point.converged(model, state, ev.ip_h, tol)):
             return True, V, lam, ev, iteration
-        state.solver.factor(ev.matrix)
+        if not chord:
+            factored = ev.matrix
+            state.solver.factor(factored)
         rhs = -np.concatenate([ev.body_residual.ravel(), ev.row_residual])
         n_pre = len(rhs)
         if not pairs:
-            du = state.solver.solve(ev.matrix, rhs)
+            du = state.solver.solve(factored, rhs)
         else:  # Mehrotra: affine direction, then the corrector with the same factorisation
             du = state.solver.solve(ev.matrix, np.concatenate([rhs, interior_point.rhs(state, ev.ip_h, 0.0)]))
             target = interior_point.corrector_target(state, du[n_pre:]) if np.all(np.isfinite(du)) else 0.0
@@ -321,6 +331,7 @@ def _newton(model: MaximalModel, state: MaximalState, knot: Knot, dt: float,
             ev = evaluate(model, state, knot, V, lam, active, dt, pairs)
         change = np.max(np.abs(alpha * dV)) * dt
         error = _remaining_error(change, previous_change, not pairs and alpha == 1.0)
+        chord = direct and alpha == 1.0 and iteration == 1
         previous_change = change
     return False, V, lam, ev, MAX_ITERATIONS + 1
 
@@ -347,7 +358,8 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> Ste
     Raises ValueError when `state` was made by another model, ConvergenceError naming the step and time
     when Newton does not converge (StepTooLargeError past the time-step limit).
     """
-    check_state(model.stamp, state.model)
+    if state.model is not model.stamp:
+        check_state(model.stamp, state.model)
     if state.kernel is None:
         state.kernel = native_step.kernel_for(model, state) or False
     if state.kernel:

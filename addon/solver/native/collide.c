@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "symplex_kernels.h"
+#include "rotation.h"
 
 enum { SPHERE, BOX, CAPSULE, CYLINDER, PLANE, HULL };
 
@@ -986,21 +987,6 @@ static int narrow(out_t *o, int64_t ia, int64_t ib, int64_t code_a, int64_t code
     return 0;
 }
 
-/* lie.quat_to_matrix (normalising first) */
-static void quat_to_matrix(const double *quat, double *r) {
-    double norm = sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3]);
-    double w = quat[0] / norm, x = quat[1] / norm, y = quat[2] / norm, z = quat[3] / norm;
-    r[0] = 1 - 2 * (y * y + z * z);
-    r[1] = 2 * (x * y - w * z);
-    r[2] = 2 * (x * z + w * y);
-    r[3] = 2 * (x * y + w * z);
-    r[4] = 1 - 2 * (x * x + z * z);
-    r[5] = 2 * (y * z - w * x);
-    r[6] = 2 * (x * z - w * y);
-    r[7] = 2 * (y * z + w * x);
-    r[8] = 1 - 2 * (x * x + y * y);
-}
-
 /* stable merge sort of idx[0..n) by key[idx], tmp of n entries */
 static void sort_by(int64_t *idx, int64_t *tmp, int64_t n, const double *key, int64_t stride) {
     for (int64_t width = 1; width < n; width *= 2) {
@@ -1059,7 +1045,7 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
     const int64_t n = ncollider;
     double *rot_body = scratch, *lower = scratch + 9 * nbody, *upper = lower + 3 * n;
     int64_t *order = (int64_t *)(upper + 3 * n), *tmp = order + n;
-    for (int64_t b = 0; b < nbody; b++) quat_to_matrix(quaternions + 4 * b, rot_body + 9 * b);
+    for (int64_t b = 0; b < nbody; b++) symplex_quat_to_matrix(quaternions + 4 * b, rot_body + 9 * b);
     /* shapes.world_frames */
     for (int64_t c = 0; c < n; c++) {
         const double *rl = rotation_local + 9 * c, *pl = position_local + 3 * c;

@@ -10,29 +10,16 @@
 #include <string.h>
 
 #include "symplex_kernels.h"
+#include "rotation.h"
 
 #define CLOSE_MARGIN 1e-3 /* interior_point.CLOSE_MARGIN */
-
-static void quat_to_matrix(const double *quat, double *r) {
-    const double norm = sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3]);
-    const double w = quat[0] / norm, x = quat[1] / norm, y = quat[2] / norm, z = quat[3] / norm;
-    r[0] = 1 - 2 * (y * y + z * z);
-    r[1] = 2 * (x * y - w * z);
-    r[2] = 2 * (x * z + w * y);
-    r[3] = 2 * (x * y + w * z);
-    r[4] = 1 - 2 * (x * x + z * z);
-    r[5] = 2 * (y * z - w * x);
-    r[6] = 2 * (x * z - w * y);
-    r[7] = 2 * (y * z + w * x);
-    r[8] = 1 - 2 * (x * x + y * y);
-}
 
 double symplex_contact_knot(int64_t nbody, const double *x, const double *q, const double *v, const double *w,
                             const double *com, double gravity_norm, double dt, double *R, double *origin) {
     double vmax = 0.0, wmax = 0.0;
     for (int64_t i = 0; i < nbody; i++) {
         const double *r = R + 9 * i, *c = com + 3 * i, *vi = v + 3 * i, *wi = w + 3 * i;
-        quat_to_matrix(q + 4 * i, R + 9 * i);
+        symplex_quat_to_matrix(q + 4 * i, R + 9 * i);
         for (int j = 0; j < 3; j++)
             origin[3 * i + j] = x[3 * i + j] - (r[3 * j] * c[0] + r[3 * j + 1] * c[1] + r[3 * j + 2] * c[2]);
         const double sv = sqrt(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);

@@ -36,7 +36,7 @@ SPARSE_SIZES = ("n_nodes", "flat_size", "nentry")
 SPARSE_ARRAYS = ("order", "dim", "diag_offset", "row_offset", "upper_start", "upper_node", "lower_offset", "upper_offset",
                  "pair_start", "pair_offset", "perm", "entry_row", "entry_col", "target")
 SPARSE_SCRATCH = ("flat", "values", "srow", "scol", "x", "piv")
-# symplex_maximal_step's outputs after (model, state, dt, tol, max_iterations, halvings)
+# symplex_maximal_outputs: symplex_maximal_step's outputs, then its scratch
 OUTPUTS = ("V", "acceleration", "poses", "lam", "x2", "q2", "row_val2", "row_winding2", "coord_winding2", "cval2", "rate", "cjac2", "sweeps",
            "stats")
 
@@ -62,6 +62,12 @@ class Sparse(ctypes.Structure):
     _fields_ = [(name, _int) for name in SPARSE_SIZES] + [(name, _ptr) for name in SPARSE_ARRAYS + SPARSE_SCRATCH]
 
 
+class Outputs(ctypes.Structure):
+    """Mirror of symplex_maximal_outputs."""
+
+    _fields_ = [(name, _ptr) for name in OUTPUTS + ("scratch",)]
+
+
 class State(ctypes.Structure):
     """Mirror of symplex_maximal_state."""
 
@@ -78,8 +84,8 @@ def _load() -> ctypes.CDLL | None:
         return None
     lib.symplex_maximal_scratch_size.argtypes = [ctypes.POINTER(Model), _int, _int]
     lib.symplex_maximal_scratch_size.restype = _int
-    lib.symplex_maximal_step.argtypes = [ctypes.POINTER(Model), ctypes.POINTER(State), _double, _double, _int, _int] \
-        + [_ptr] * (len(OUTPUTS) + 1)
+    lib.symplex_maximal_step.argtypes = [ctypes.POINTER(Model), ctypes.POINTER(State), _double, _double, _int, _int,
+                                         ctypes.POINTER(Outputs)]
     lib.symplex_maximal_step.restype = _int
     return lib
 

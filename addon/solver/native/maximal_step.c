@@ -18,6 +18,7 @@
 
 #include "baraff_kernels.h"
 #include "block_lu.h"
+#include "rotation.h"
 #include "symplex_kernels.h"
 
 enum { T0, T1, T2, Q0, Q1, Q2, U, ANGLE, UZ, UX, ROT0, ROT1, ROT2, CAY0, CAY1, CAY2 };
@@ -58,15 +59,6 @@ static void qmul(const double *a, const double *b, double *out) /* Hamilton prod
 static void qconj(const double *q, double *out)
 {
     out[0] = q[0]; out[1] = -q[1]; out[2] = -q[2]; out[3] = -q[3];
-}
-
-static void quat_to_matrix(const double *quat, double *R) /* lie.quat_to_matrix: normalises first */
-{
-    const double n = sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3]);
-    const double w = quat[0] / n, x = quat[1] / n, y = quat[2] / n, z = quat[3] / n;
-    R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - w * z); R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z); R[4] = 1 - 2 * (x * x + z * z); R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y); R[7] = 2 * (y * z + w * x); R[8] = 1 - 2 * (x * x + y * y);
 }
 
 static double max_abs(int64_t n, const double *x)
@@ -111,8 +103,8 @@ static void frame_pair(int64_t nb, const double *x, const double *q, int64_t a, 
     const double *xa = a < nb ? x + 3 * a : ZERO3, *xb = b < nb ? x + 3 * b : ZERO3;
     const double *qa = a < nb ? q + 4 * a : IDENTITY_QUAT, *qb = b < nb ? q + 4 * b : IDENTITY_QUAT;
     double Ra[9], Rb[9], t[3], d[3], u[3], qA[4], qAc[4], m[4], CR[9], Rm[9], up[3];
-    quat_to_matrix(qa, Ra);
-    quat_to_matrix(qb, Rb);
+    symplex_quat_to_matrix(qa, Ra);
+    symplex_quat_to_matrix(qb, Rb);
     mat3_vec(Rb, pb, d);
     mat3_vec(Ra, pa, t);
     for (int i = 0; i < 3; ++i) d[i] += xb[i] - xa[i] - t[i];
@@ -122,8 +114,8 @@ static void frame_pair(int64_t nb, const double *x, const double *q, int64_t a, 
     qconj(qA, qAc);
     qmul(qAc, qb, m);
     qmul(m, cb, f->qrel);
-    quat_to_matrix(qA, CR); /* R(q_A): the blocks below read its transpose */
-    quat_to_matrix(m, Rm);
+    symplex_quat_to_matrix(qA, CR); /* R(q_A): the blocks below read its transpose */
+    symplex_quat_to_matrix(m, Rm);
     for (int i = 0; i < 3; ++i) up[i] = u[i] + pa[i];
     for (int i = 0; i < 3; ++i) {
         double *row = f->dr + 12 * i, col[3], c[3];
@@ -414,7 +406,7 @@ static void knot_terms(const symplex_maximal *M, const symplex_maximal_state *S,
         const int64_t b = M->force_body[f];
         double F[3], R[9], body_F[3], tau[3];
         for (int i = 0; i < 3; ++i) F[i] = M->force_vector[3 * f + i] * S->force_scale[f];
-        quat_to_matrix(S->q + 4 * b, R);
+        symplex_quat_to_matrix(S->q + 4 * b, R);
         mat3t_vec(R, F, body_F);
         cross3(M->force_point + 3 * f, body_F, tau);
         for (int i = 0; i < 3; ++i) {
@@ -1103,11 +1095,12 @@ static int ip_converged(const workspace *w, const evaluation *ev, double tol) /*
 /* ---------------------------------------------------------------- the step */
 
 int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_state *S, double dt, double tol,
-                             int64_t max_iterations, int64_t halvings, double *V, double *acceleration,
-                             double *poses, double *lam, double *x2, double *q2,
-                             double *row_val2, double *row_winding2, double *coord_winding2, double *cval2,
-                             double *rate, double *cjac2, double *sweeps, double *stats, double *scratch)
+                             int64_t max_iterations, int64_t halvings, const symplex_maximal_outputs *out)
 {
+    double *V = out->V, *acceleration = out->acceleration, *poses = out->poses, *lam = out->lam, *x2 = out->x2,
+           *q2 = out->q2, *row_val2 = out->row_val2, *row_winding2 = out->row_winding2,
+           *coord_winding2 = out->coord_winding2, *cval2 = out->cval2, *rate = out->rate, *cjac2 = out->cjac2,
+           *sweeps = out->sweeps, *stats = out->stats, *scratch = out->scratch;
     const int64_t nb = M->nbody, R = M->nrow, nc = M->ncoord_joint + M->nspring;
     const symplex_maximal_pairs *P = S->pairs;
     workspace w;
@@ -1131,13 +1124,15 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
     if (status != SYMPLEX_CONVERGED) return status;
     double error = INFINITY, previous_change = INFINITY;
     int64_t iteration = 1, short_steps = 0;
-    int converged = 0;
+    int converged = 0, chord = 0; /* chord: the next solve reuses the first factorisation (variational._newton) */
+    /* variational._newton's direct case: P factored exactly (no pairs, no bordered rows, no damper coupling) */
+    const int direct = !P && w.nact == M->n_primary && !any_coupling(M, ev);
     for (; iteration <= max_iterations; ++iteration) {
         if (max_gap(&w, ev) * dt <= tol && error <= tol && (!P || ip_converged(&w, ev, tol))) {
             converged = 1;
             break;
         }
-        if ((status = factor(M, &w.k, ev, &w)) != SYMPLEX_CONVERGED) return status;
+        if (!chord && (status = factor(M, &w.k, ev, &w)) != SYMPLEX_CONVERGED) return status;
         for (int64_t i = 0; i < 6 * nb; ++i) w.rhs[i] = -ev->r[i];
         for (int64_t p = 0; p < w.nact; ++p) w.rhs[6 * nb + p] = -ev->row_res[w.act[p]];
         for (int64_t p = 0; p < w.np; ++p) w.rhs[at + p] = ev->h[p]; /* the affine direction: target 0 */
@@ -1199,6 +1194,7 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
         trial = swap;
         change *= dt;
         error = remaining_error(change, previous_change, alpha == 1.0);
+        chord = direct && alpha == 1.0 && iteration == 1;
         previous_change = change;
     }
     if (!converged) return SYMPLEX_NOT_CONVERGED;
@@ -1219,7 +1215,7 @@ int64_t symplex_maximal_step(const symplex_maximal *M, const symplex_maximal_sta
             acceleration[6 * b + i] = v[i] - S->v[3 * b + i];
             acceleration[6 * b + 3 + i] = om[i] - S->w[3 * b + i];
         }
-        quat_to_matrix(q2 + 4 * b, R);
+        symplex_quat_to_matrix(q2 + 4 * b, R);
         mat3_vec(R, M->com + 3 * b, offset);
         for (int i = 0; i < 3; ++i) poses[7 * b + i] = x2[3 * b + i] - offset[i];
         memcpy(poses + 7 * b + 3, q2 + 4 * b, 4 * sizeof(double));

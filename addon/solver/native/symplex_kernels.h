@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 18
+#define SYMPLEX_ABI_VERSION 19
 
 int64_t symplex_abi_version(void);
 
@@ -223,7 +223,8 @@ typedef struct symplex_maximal_state {
 } symplex_maximal_state;
 
 /* One step of maximal/variational.py `step` (its _newton): Newton on the discrete Euler-Lagrange
- * equations with the exact matrix, the spin cap |omega| dt <= 1 and the convergence test max|g| <= tol,
+ * equations with the exact matrix (its second iteration reusing the first factorisation where _newton does),
+ * the spin cap |omega| dt <= 1 and the convergence test max|g| <= tol,
  * estimated |zdot - zdot*| dt <= tol (variational._remaining_error). Without pairs (state->pairs NULL):
  * halving line search on |r_body| + |r_rows|. With them: interior_point.py's Mehrotra predictor-corrector
  * (two solves per factorisation), fraction to the boundary, wide neighbourhood, restarts after stalls and
@@ -237,11 +238,13 @@ typedef struct symplex_maximal_state {
  *          stats (4,) = iterations, max |row_val2 - targets|, energy T + (V1 + V2)/2, Newton updates made.
  * Returns SYMPLEX_CONVERGED or a failure status (then nothing is meaningful: the caller redoes the
  * step with the numpy reference, which raises its error). */
+typedef struct symplex_maximal_outputs { /* the outputs above, then the scratch (symplex_maximal_scratch_size) */
+    double *V, *acceleration, *poses, *lam, *x2, *q2, *row_val2, *row_winding2, *coord_winding2, *cval2, *rate, *cjac2,
+        *sweeps, *stats, *scratch;
+} symplex_maximal_outputs;
+
 int64_t symplex_maximal_step(const symplex_maximal *model, const symplex_maximal_state *state, double dt, double tol,
-                             int64_t max_iterations, int64_t halvings, double *V, double *acceleration,
-                             double *poses, double *lam, double *x2, double *q2,
-                             double *row_val2, double *row_winding2, double *coord_winding2, double *cval2,
-                             double *rate, double *cjac2, double *sweeps, double *stats, double *scratch);
+                             int64_t max_iterations, int64_t halvings, const symplex_maximal_outputs *out);
 
 /* Collision query (collide.c; numpy twin: addon/solver/collision, CollisionWorld.detect). Shape codes as
  * collision/shapes.py (0 sphere, 1 box, 2 capsule, 3 cylinder, 4 plane, 5 hull); no hulls (returns -1).

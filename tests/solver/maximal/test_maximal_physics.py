@@ -3,11 +3,14 @@ order, constraint drift, energy behaviour, dissipation, and Euler's equations fo
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from addon.solver.integrator import simulate, simulate_plain
+from addon.solver.integrator import make_integrator, simulate, simulate_plain
+from addon.solver.maximal import linear, variational
 from addon.solver.maximal.bodies import twists_from_quaternions
 from addon.solver.mechfile.read import load_mechanism
 from addon.solver.model import Body, Joint, Mechanism
@@ -146,3 +149,25 @@ def test_every_preset_runs_with_the_maximal_method(name):
     run = simulate(preset(name), 0.01, 50, "maximal", TOL)
     assert run.status == "finished", run.message
     assert np.max(run.constraint_residual) <= 10 * TOL
+
+
+def test_second_iteration_reuses_the_factorisation_within_tolerance(monkeypatch):
+    """Simplified Newton on the second iteration (variational._newton): the numpy step of the 5-link chain
+    factors once per step, takes two iterations, and lands within the tolerance of the same step solved to
+    1e-14 (more iterations, each factoring afresh)."""
+    factors = []
+    real = linear.LinearSolver.factor
+    monkeypatch.setattr(linear.LinearSolver, "factor", lambda self, A: factors.append(1) or real(self, A))
+    it = make_integrator(preset("chain_5"), "maximal", 0.01)
+    it.state.kernel = False
+    for _ in range(20):
+        it.step()
+    start = len(factors)
+    before = copy.deepcopy(it.state)
+    result = variational.step(it.model, it.state, 0.01, TOL)
+    assert result.iterations == 2 and len(factors) - start == 1
+    tight = variational.step(it.model, before, 0.01, 1e-14)
+    assert tight.iterations >= 2
+    v_scale = max(1.0, float(np.max(np.abs(before.v))))
+    assert np.max(np.abs(it.state.x - before.x)) <= TOL
+    assert np.max(np.abs(np.hstack([it.state.v, it.state.w]) - np.hstack([before.v, before.w]))) * 0.01 <= TOL * v_scale
