@@ -205,6 +205,23 @@ int64_t symplex_stage_assemble(int64_t nz, int64_t m, const int64_t *chunk, cons
     return 0;
 }
 
+void symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_t *w_slot, const int64_t *w_src,
+                        const double *w_val, int64_t n_j, const int64_t *j_slot, const int64_t *j_src,
+                        const double *j_val, int64_t n_p, const int64_t *p_slot, const int64_t *p_a,
+                        const int64_t *p_b, const int64_t *p_row, const double *row_weight, int64_t n_d,
+                        const int64_t *d_slot, const double *d_val)
+{
+    memset(blk, 0, (size_t)n_blk * sizeof(double));
+    for (int64_t t = 0; t < n_w; ++t)
+        blk[w_slot[t]] += w_val[w_src[t]];
+    for (int64_t t = 0; t < n_j; ++t)
+        blk[j_slot[t]] += j_val[j_src[t]];
+    for (int64_t t = 0; t < n_p; ++t)
+        blk[p_slot[t]] += j_val[p_a[t]] * j_val[p_b[t]] * row_weight[p_row[t]];
+    for (int64_t t = 0; t < n_d; ++t)
+        blk[d_slot[t]] += d_val[t];
+}
+
 /* out (p x r) -= g y[cols], g (p x q) compact over the columns cols (q) of y (rows of y, r columns each). */
 static void sub_g(int64_t p, int64_t q, const int64_t *cols, const double *g, int64_t r, const double *y,
                   double *out)

@@ -25,6 +25,17 @@ int64_t symplex_stage_assemble(int64_t nz, int64_t m, const int64_t *chunk, cons
                                const int64_t *j_idx, const double *j_val, double dw, double dc, int64_t n_blk,
                                double *blk);
 
+/* Zero blk (n_blk doubles) and fill it through slots worked out once per sparsity pattern (stage_kkt.StagePlan):
+ * blk[w_slot[t]] += w_val[w_src[t]] (n_w entries of W), blk[j_slot[t]] += j_val[j_src[t]] (n_j: each entry of J
+ * as K[row, col] and K[col, row], where stored), blk[p_slot[t]] += j_val[p_a[t]] j_val[p_b[t]] row_weight[p_row[t]]
+ * (n_p products of two entries of one eliminated row: J_I^T diag(row_weight) J_I), blk[d_slot[t]] += d_val[t]
+ * (n_d diagonal shifts). */
+void symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_t *w_slot, const int64_t *w_src,
+                        const double *w_val, int64_t n_j, const int64_t *j_slot, const int64_t *j_src,
+                        const double *j_val, int64_t n_p, const int64_t *p_slot, const int64_t *p_a,
+                        const int64_t *p_b, const int64_t *p_row, const double *row_weight, int64_t n_d,
+                        const int64_t *d_slot, const double *d_val);
+
 /* Factorise in place: D_0 = A_0, D_{k+1} = A_{k+1} - C_k^T G_k with G_k = D_k^{-1} C_k (each D_k by LU with
  * partial pivoting, pivots in piv at r_off[k]), then X = T^{-1} E (x: sum size[k] * nb doubles, same row order as
  * a right-hand side) and S = F - E^T X (LU in F, pivots at piv[n_inner...]). r_off[k]: first row of chunk k in a

@@ -1,9 +1,10 @@
-"""ctypes bindings of stage_kkt.c (stage_kkt.h): assembly, block-tridiagonal LDL^T and solve of the shot KKT.
+"""ctypes bindings of stage_kkt.c (stage_kkt.h): assembly (from CSC/CSR, or through precomputed slots),
+block-tridiagonal LDL^T and solve of the shot KKT.
 
 `LIB` is the kernel library when it is built with stage_kkt.c and loads (native.load_kernels), else None;
 addon/solver/shots/stage_kkt.py then uses its numpy twin (StageFactor). The wrappers take the arrays of
-stage_kkt.NativeStageFactor as they are (int64 / float64, C-contiguous; it builds them so) and do not re-check
-them: it is their only caller.
+stage_kkt.NativeStageFactor and stage_kkt.StagePlan as they are (int64 / float64, C-contiguous; they build them
+so) and do not re-check them: those are their only callers.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 
 def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
-    if lib is None or not hasattr(lib, "symplex_stage_solve"):
+    if lib is None or not hasattr(lib, "symplex_stage_fill"):
         return None
+    lib.symplex_stage_fill.argtypes = [_int, _ptr, _int] + [_ptr] * 3 + [_int] + [_ptr] * 3 + [_int] + [_ptr] * 5 \
+        + [_int, _ptr, _ptr]
+    lib.symplex_stage_fill.restype = None
     lib.symplex_stage_assemble.argtypes = [_int, _int] + [_ptr] * 6 + [_int, _int] + [_ptr] * 6 \
         + [_double, _double, _int, _ptr]
     lib.symplex_stage_assemble.restype = _int
@@ -44,6 +48,14 @@ def assemble(plan, nz: int, m: int, w_ptr, w_idx, w_val, j_ptr, j_idx, j_val, dw
     return LIB.symplex_stage_assemble(nz, m, _p(plan.chunk), _p(plan.local), _p(plan.sizes), _p(plan.a_off),
                                       _p(plan.c_off), _p(plan.e_off), plan.f_off, plan.nb, _p(w_ptr), _p(w_idx),
                                       _p(w_val), _p(j_ptr), _p(j_idx), _p(j_val), dw, dc, len(blk), _p(blk))
+
+
+def fill(blk: np.ndarray, w_slot, w_src, w_val, j_slot, j_src, j_val, p_slot, p_a, p_b, p_row, row_weight,
+         d_slot, d_val) -> None:
+    """Run symplex_stage_fill into blk (stage_kkt.StagePlan's slots and this factorisation's values)."""
+    LIB.symplex_stage_fill(len(blk), _p(blk), len(w_slot), _p(w_slot), _p(w_src), _p(w_val), len(j_slot), _p(j_slot),
+                           _p(j_src), _p(j_val), len(p_slot), _p(p_slot), _p(p_a), _p(p_b), _p(p_row),
+                           _p(row_weight), len(d_slot), _p(d_slot), _p(d_val))
 
 
 def factor(plan, s_rcond: float, blk: np.ndarray, g: np.ndarray, g_cols: np.ndarray, g_count: np.ndarray,

@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from .stage_kkt import (NATIVE, CondensedFactor, NativeStageFactor, StageBreakdown, StageFactor, StageLayout,
-                        stage_layout)
+                        StagePlan, stage_layout)
 
 Progress = Callable[[int, dict], Optional[bool]]
 
@@ -368,6 +368,9 @@ class _KKT:
         """slacks: (row of each slack, its coefficient) when the layout leaves the slacks out (they are then
         eliminated first: stage_kkt.CondensedFactor)."""
         self.layout, self.slacks = layout, slacks
+        # in C, with the slacks given: the slacks and the one-stage inequality rows eliminated through a plan
+        self.plan = StagePlan(layout, *slacks) if NATIVE and slacks is not None and isinstance(layout, StageLayout) \
+            else None
         self.stage_count = self.lu_count = 0
         self.breakdowns: dict[str, int] = {}
 
@@ -379,7 +382,8 @@ class _KKT:
         if isinstance(self.layout, StageLayout):
             try:
                 kind = partial(NativeStageFactor, reuse=True) if NATIVE else StageFactor  # only the last is kept
-                factor = (kind(self.layout, W, J, dw, dc) if self.slacks is None else
+                factor = (self.plan.factor(W, J, dw, dc) if self.plan is not None else
+                          kind(self.layout, W, J, dw, dc) if self.slacks is None else
                           CondensedFactor(kind, self.layout, W, J, dw, dc, *self.slacks))
                 if not factor.inertia_ok(m):
                     self.stage_count += 1
@@ -401,7 +405,8 @@ class _KKT:
     def describe(self) -> str:
         if not isinstance(self.layout, StageLayout):
             return f"sparse LU ({self.layout})"
-        text = (f"{self.layout.describe()}{'' if self.slacks is None else ' (slacks eliminated first)'}; "
+        text = (f"{self.plan.describe() if self.plan is not None else self.layout.describe()}"
+                f"{'' if self.slacks is None or self.plan is not None else ' (slacks eliminated first)'}; "
                 f"{self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})")
         if self.lu_count:
             why = "; ".join(f"{reason}: {count}" for reason, count in self.breakdowns.items())

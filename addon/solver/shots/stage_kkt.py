@@ -499,3 +499,179 @@ def _leading(M: sp.spmatrix, rows: int, cols: int) -> sp.spmatrix:
         hit = _LEADING[key] = (pattern, marked.data.astype(np.int64) - 1, marked.indices, marked.indptr)
     _, entries, indices, indptr = hit
     return type(M)((M.data[entries], indices, indptr), shape=(rows, cols))
+
+
+def _slots(L: StageLayout, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Where K[i, j] goes in the C kernel's blocks of layout L (stage_kkt.h), vectorised: the slot, or -1 (the
+    lower twin of a stored coupling between blocks), or -2 (blocks more than one apart)."""
+    ci, cj = L.chunk[i], L.chunk[j]
+    li, lj = L.local[i], L.local[j]
+    ki, kj = np.maximum(ci, 0), np.maximum(cj, 0)
+    nb = max(L.nb, 1)
+    return np.select(
+        [(ci >= 0) & (ci == cj), (ci >= 0) & (cj == ci + 1), (cj >= 0) & (ci == cj + 1),
+         (ci >= 0) & (cj >= 0), ci >= 0, cj >= 0],
+        [L.a_off[ki] + li * L.sizes[ki] + lj, L.c_off[np.minimum(ki, L.n_chunks - 2)] + li * L.sizes[kj] + lj, -1, -2,
+         L.e_off[ki] + li * nb + lj, -1],
+        L.f_off + li * nb + lj).astype(np.int64)
+
+
+class StagePlan:
+    """The interior point's stage path in C: K = [[W + dw I, J^T], [J, -dc I]] over z = (x, slacks) and the rows,
+    with the slacks and then the inequality rows that touch one stage (or two adjacent ones) eliminated first.
+
+    After the slacks (CondensedFactor), an inequality row i has the diagonal -d_i = -(dc + coef_i^2 / D_i) < 0 of
+    its own; eliminating it adds J_i^T J_i / d_i to W_xx (within its stage: no new coupling) and one negative
+    eigenvalue (Sylvester), so the blocks hold the variables and the equality rows only: on the car shots 10
+    unknowns a stage instead of 16 (the body-sphere clearances are six of a stage's rows). The solve recovers
+    y_i = (J_i dx - r_i) / d_i and the slacks as CondensedFactor does; the refinement residual is the whole K's.
+
+    Where each entry of W (CSC over z) and J (CSR over z) goes in the kernel's blocks is worked out once per
+    sparsity pattern (the interior point's matrices share their index arrays from one iteration to the next),
+    so each factorisation is one fill call (native/stage_kkt.c, symplex_stage_fill) from W.data and J.data, the
+    factorisation and a few vector operations: no scipy.sparse matrix is built.
+
+    layout: the StageLayout of the variables x and all of J's rows (nlp._Reduced.kkt_layout(slacks=False)); rows,
+    coef: the row of each slack and its coefficient there."""
+
+    def __init__(self, layout: StageLayout, rows: np.ndarray, coef: np.ndarray):
+        self.full, self.rows, self.coef = layout, np.asarray(rows, np.int64), np.asarray(coef, float)
+        self._pattern: tuple | None = None
+
+    def describe(self) -> str:
+        L = self.layout if self._pattern is not None else self.full
+        return (f"{L.describe()} (slacks eliminated first"
+                f"{f', and {len(self.elim)} inequality rows' if self._pattern is not None else ''})")
+
+    def factor(self, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float) -> "PlannedFactor":
+        pattern = (W.indices, W.indptr, J.indices, J.indptr)
+        if self._pattern is None or not all(a is b or np.array_equal(a, b) for a, b in zip(pattern, self._pattern)):
+            self._build(W, J)
+        self._pattern = pattern
+        return PlannedFactor(self, W, J, dw, dc)
+
+    def _build(self, W: sp.csc_matrix, J: sp.csr_matrix) -> None:
+        full, rows = self.full, self.rows
+        m, nz = J.shape[0], W.shape[0]
+        nx = full.n_unknowns - m
+        if nz != nx + len(rows) or W.shape != (nz, nz) or J.shape[1] != nz:
+            raise ValueError(f"stage KKT: W {W.shape} and J {J.shape} do not fit a layout of {full.n_unknowns} "
+                             f"unknowns and {len(rows)} slacks")
+        j_row = np.repeat(np.arange(m), np.diff(J.indptr))
+        j_col = J.indices.astype(np.int64)
+        in_x = j_col < nx
+        # an inequality row is eliminated when its variables lie in one block or two adjacent ones
+        chunk_x = np.where(in_x, full.chunk[np.minimum(j_col, nx - 1)], -1)
+        staged = in_x & (chunk_x >= 0)
+        lo = np.full(m, np.iinfo(np.int64).max)
+        hi = np.full(m, -1)
+        np.minimum.at(lo, j_row[staged], chunk_x[staged])
+        np.maximum.at(hi, j_row[staged], chunk_x[staged])
+        near = (hi < 0) | (hi - lo <= 1)
+        slack_of_row = np.full(m, -1)
+        slack_of_row[rows] = np.arange(len(rows))
+        eliminated = (slack_of_row >= 0) & near
+        kept = np.flatnonzero(~eliminated)
+        self.elim = np.flatnonzero(eliminated)
+        self.elim_slack = slack_of_row[self.elim]
+        self.kept, self.kept_slack = kept, slack_of_row[kept]
+        # the layout of x and the kept rows: each unknown stays in its block
+        chunk = np.concatenate([full.chunk[:nx], full.chunk[nx + kept]])
+        used, chunk_inner = np.unique(chunk[chunk >= 0], return_inverse=True)
+        chunk[chunk >= 0] = chunk_inner
+        L = self.layout = StageLayout(chunk, len(used), full.band)
+        new_row = np.full(m, -1)
+        new_row[kept] = nx + np.arange(len(kept))
+        # W's entries over x (both triangles given: the lower twins of couplings are dropped)
+        w_col = np.repeat(np.arange(nz), np.diff(W.indptr))
+        w_row = W.indices.astype(np.int64)
+        # W over the slacks is diagonal (the barrier's Sigma): where each slack's diagonal entry is, and the
+        # entries that must stay zero
+        on_slack = (w_row >= nx) | (w_col >= nx)
+        diagonal = np.full(nz, -1)
+        diagonal[w_col[w_row == w_col]] = np.flatnonzero(w_row == w_col)
+        if np.any(diagonal[nx:] < 0):
+            raise ValueError("stage KKT: W's pattern lacks a slack's diagonal entry")
+        self.slack_diag = diagonal[nx:].astype(np.int64)
+        self.w_far = np.flatnonzero(on_slack & (w_row != w_col))
+        wx = np.flatnonzero((w_row < nx) & (w_col < nx))
+        w_slot = _slots(L, w_row[wx], w_col[wx])
+        self.w_far = np.concatenate([self.w_far, wx[w_slot == -2]])  # entries that must be zero
+        self.w_slot, self.w_src = w_slot[w_slot >= 0], wx[w_slot >= 0]
+        # J's entries of the kept rows, as K[row, x] and K[x, row]
+        jk = np.flatnonzero(in_x & (new_row[j_row] >= 0))
+        r_k, c_k = new_row[j_row[jk]], j_col[jk]
+        lower, upper = _slots(L, r_k, c_k), _slots(L, c_k, r_k)
+        self.j_far = jk[lower == -2]
+        self.j_slot = np.concatenate([lower[lower >= 0], upper[upper >= 0]])
+        self.j_src = np.concatenate([jk[lower >= 0], jk[upper >= 0]])
+        # the eliminated rows' entries over x (sorted by row: J is CSR) and their products J_ia J_ib, same row
+        which = np.full(m, -1)
+        which[self.elim] = np.arange(len(self.elim))
+        je = np.flatnonzero(in_x & (which[j_row] >= 0))
+        self.e_src, self.e_col, self.e_row = je, j_col[je], which[j_row[je]]
+        count = np.bincount(self.e_row, minlength=len(self.elim))[self.e_row]
+        first = np.searchsorted(self.e_row, self.e_row)
+        a = np.repeat(np.arange(len(je)), count)
+        b = first[a] + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
+        p_slot = _slots(L, self.e_col[a], self.e_col[b])
+        if np.any(p_slot == -2):
+            raise StageBreakdown("an eliminated inequality row couples stage blocks more than one apart")
+        keep = p_slot >= 0
+        self.p_slot, self.p_a, self.p_b, self.p_row = p_slot[keep], je[a[keep]], je[b[keep]], self.e_row[a[keep]]
+        # diagonal shifts: dw on x, -dc (and a kept inequality row's slack term) on the kept rows
+        idx = np.arange(L.n_unknowns)
+        self.d_slot = _slots(L, idx, idx)
+        self.d_val = np.empty(L.n_unknowns)
+        self.nx = nx
+
+
+class PlannedFactor:
+    """One factorisation through a StagePlan (see there): solve(rhs), residual(sol, rhs) (the whole K's), parity
+    of the number of negative eigenvalues of K. The plan's layout's work arrays are reused: only the latest
+    factor of a plan is valid."""
+
+    def __init__(self, plan: StagePlan, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float):
+        P, L = plan, plan.layout
+        self.plan, self.W, self.J, self.dw, self.dc = plan, W, J, dw, dc
+        if np.any(W.data[P.w_far] != 0) or np.any(J.data[P.j_far] != 0):
+            raise StageBreakdown("an entry couples stage blocks more than one apart, or a slack to another unknown")
+        self.D = W.data[P.slack_diag] + dw
+        if not np.all(self.D > 0):
+            raise StageBreakdown("a slack's diagonal is not positive")
+        e = P.coef * P.coef / self.D
+        self.weight = 1.0 / (dc + e[P.elim_slack])  # 1 / d_i of the eliminated rows
+        P.d_val[:P.nx] = dw
+        P.d_val[P.nx:] = -dc - np.where(P.kept_slack >= 0, e[np.maximum(P.kept_slack, 0)], 0.0)
+        w_val, j_val = np.ascontiguousarray(W.data, float), np.ascontiguousarray(J.data, float)
+        blk, self.g, self.g_cols, self.g_count, self.x, self.piv = L.scratch()
+        _native.fill(blk, P.w_slot, P.w_src, w_val, P.j_slot, P.j_src, j_val, P.p_slot, P.p_a, P.p_b, P.p_row,
+                     self.weight, P.d_slot, P.d_val)
+        parity = np.zeros(1, np.int64)
+        failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.g_cols, self.g_count, self.x, self.piv, parity)
+        if failed >= 0:
+            raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
+                                 if failed == L.n_chunks else "a stage pivot block is singular")
+        self.blk, self.parity = blk, (int(parity[0]) + len(P.elim)) % 2
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        P, L = self.plan, self.plan.layout
+        nx, nz = P.nx, self.W.shape[0]
+        r_s, r_y = rhs[nx:nz], rhs[nz:].copy()
+        r_y[P.rows] -= P.coef * r_s / self.D
+        jv = self.J.data[P.e_src]
+        t = r_y[P.elim] * self.weight
+        inner = np.concatenate([rhs[:nx] + np.bincount(P.e_col, weights=jv * t[P.e_row], minlength=nx), r_y[P.kept]])
+        v = np.concatenate([inner[L.order], inner[L.border]])
+        _native.solve(L, self.blk, self.g, self.g_cols, self.g_count, self.x, self.piv, v)
+        inner[L.order], inner[L.border] = v[:len(L.order)], v[len(L.order):]
+        dx = inner[:nx]
+        y = np.empty(len(r_y))
+        y[P.kept] = inner[nx:]
+        y[P.elim] = np.bincount(P.e_row, weights=jv * dx[P.e_col], minlength=len(P.elim)) * self.weight - t
+        return np.concatenate([dx, (r_s - P.coef * y[P.rows]) / self.D, y])
+
+    def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        return kkt_residual(self.W, self.J, self.dw, self.dc, sol, rhs)
+
+    inertia_ok = _parity_ok
