@@ -25,6 +25,8 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_stage_fill.argtypes = [_int, _ptr, _int] + [_ptr] * 3 + [_int] + [_ptr] * 3 + [_int] + [_ptr] * 5 \
         + [_int, _ptr, _ptr]
     lib.symplex_stage_fill.restype = None
+    lib.symplex_kkt_residual.argtypes = [_int, _int] + [_ptr] * 6 + [_double, _double] + [_ptr] * 3
+    lib.symplex_kkt_residual.restype = None
     lib.symplex_stage_assemble.argtypes = [_int, _int] + [_ptr] * 6 + [_int, _int] + [_ptr] * 6 \
         + [_double, _double, _int, _ptr]
     lib.symplex_stage_assemble.restype = _int
@@ -42,6 +44,18 @@ def _p(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
+def pointers(*arrays: np.ndarray) -> tuple[int, ...]:
+    """The arrays' data addresses, to be kept beside the arrays and passed to the kernels below (a.ctypes.data
+    costs microseconds per call: a factorisation passes a dozen)."""
+    return tuple(a.ctypes.data for a in arrays)
+
+
+def layout_args(plan) -> tuple:
+    """The layout's part of the factor and solve calls: n_chunks, nb, size, a_off, c_off, e_off, f_off, r_off."""
+    sizes, a_off, c_off, e_off, r_off = pointers(plan.sizes, plan.a_off, plan.c_off, plan.e_off, plan.r_off)
+    return (plan.n_chunks, plan.nb, sizes, a_off, c_off, e_off, plan.f_off, r_off)
+
+
 def assemble(plan, nz: int, m: int, w_ptr, w_idx, w_val, j_ptr, j_idx, j_val, dw: float, dc: float,
              blk: np.ndarray) -> int:
     """Run symplex_stage_assemble into blk; 0, or 1 + the KKT row of an entry that couples far chunks."""
@@ -50,25 +64,32 @@ def assemble(plan, nz: int, m: int, w_ptr, w_idx, w_val, j_ptr, j_idx, j_val, dw
                                       _p(w_val), _p(j_ptr), _p(j_idx), _p(j_val), dw, dc, len(blk), _p(blk))
 
 
-def fill(blk: np.ndarray, w_slot, w_src, w_val, j_slot, j_src, j_val, p_slot, p_a, p_b, p_row, row_weight,
-         d_slot, d_val) -> None:
-    """Run symplex_stage_fill into blk (stage_kkt.StagePlan's slots and this factorisation's values)."""
-    LIB.symplex_stage_fill(len(blk), _p(blk), len(w_slot), _p(w_slot), _p(w_src), _p(w_val), len(j_slot), _p(j_slot),
-                           _p(j_src), _p(j_val), len(p_slot), _p(p_slot), _p(p_a), _p(p_b), _p(p_row),
-                           _p(row_weight), len(d_slot), _p(d_slot), _p(d_val))
+def fill(n_blk: int, blk: int, slots: tuple, w_val: np.ndarray, j_val: np.ndarray, row_weight: int,
+         d_val: int) -> None:
+    """Run symplex_stage_fill into blk (n_blk doubles at address blk): slots = (n_w, w_slot, w_src, n_j, j_slot,
+    j_src, n_p, p_slot, p_a, p_b, p_row, n_d, d_slot), counts and addresses of stage_kkt.StagePlan's arrays."""
+    n_w, w_slot, w_src, n_j, j_slot, j_src, n_p, p_slot, p_a, p_b, p_row, n_d, d_slot = slots
+    LIB.symplex_stage_fill(n_blk, blk, n_w, w_slot, w_src, _p(w_val), n_j, j_slot, j_src, _p(j_val), n_p, p_slot,
+                           p_a, p_b, p_row, row_weight, n_d, d_slot, d_val)
 
 
-def factor(plan, s_rcond: float, blk: np.ndarray, g: np.ndarray, g_cols: np.ndarray, g_count: np.ndarray,
-           x: np.ndarray, piv: np.ndarray, parity: np.ndarray) -> int:
-    """Run symplex_stage_factor in place; -1, or the chunk with a singular pivot (n_chunks: the border)."""
-    return LIB.symplex_stage_factor(plan.n_chunks, plan.nb, _p(plan.sizes), _p(plan.a_off), _p(plan.c_off),
-                                    _p(plan.e_off), plan.f_off, _p(plan.r_off), s_rcond, _p(blk), _p(g),
-                                    _p(g_cols), _p(g_count), _p(x), _p(piv), _p(parity))
+def residual(nz: int, m: int, pattern: tuple, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float,
+             sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """rhs - K sol by symplex_kkt_residual; pattern: addresses of W's indptr and indices (CSC) and J's (CSR), int64."""
+    out = np.empty(nz + m)
+    w_ptr, w_idx, j_ptr, j_idx = pattern
+    LIB.symplex_kkt_residual(nz, m, w_ptr, w_idx, _p(w_val), j_ptr, j_idx, _p(j_val), dw, dc, _p(sol), _p(rhs),
+                             _p(out))
+    return out
 
 
-def solve(plan, blk: np.ndarray, g: np.ndarray, g_cols: np.ndarray, g_count: np.ndarray, x: np.ndarray,
-          piv: np.ndarray, v: np.ndarray) -> None:
-    """Run symplex_stage_solve in place on v (inner unknowns in chunk order, then the border)."""
-    LIB.symplex_stage_solve(plan.n_chunks, plan.nb, _p(plan.sizes), _p(plan.a_off), _p(plan.c_off),
-                            _p(plan.e_off), plan.f_off, _p(plan.r_off), _p(blk), _p(g), _p(g_cols),
-                            _p(g_count), _p(x), _p(piv), _p(v))
+def factor(args: tuple, s_rcond: float, work: tuple, parity: int) -> int:
+    """Run symplex_stage_factor in place (args: layout_args; work: addresses of blk, g, g_cols, g_count, x, piv;
+    parity: address of one int64); -1, or the chunk with a singular pivot (n_chunks: the border)."""
+    return LIB.symplex_stage_factor(*args, s_rcond, *work, parity)
+
+
+def solve(args: tuple, work: tuple, v: np.ndarray) -> None:
+    """Run symplex_stage_solve in place on v (inner unknowns in chunk order, then the border); args, work as for
+    factor."""
+    LIB.symplex_stage_solve(*args, *work, _p(v))

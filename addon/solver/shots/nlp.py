@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from .stage_kkt import (NATIVE, CondensedFactor, NativeStageFactor, StageBreakdown, StageFactor, StageLayout,
-                        StagePlan, stage_layout)
+                        StagePlan, kkt_residual, stage_layout)
 
 Progress = Callable[[int, dict], Optional[bool]]
 
@@ -331,6 +331,7 @@ class _SparseLU:
 
     def __init__(self, W: sp.spmatrix, J: sp.csr_matrix, dw: float, dc: float):
         nz, m = W.shape[0], J.shape[0]
+        self.W, self.J, self.dw, self.dc = W, J, dw, dc
         self.K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(m) if m else None]], format="csc")
         self.K.eliminate_zeros()  # entries of W's and J's fixed patterns that are zero here: no fill for COLAMD
         self.lu = splu(self.K, permc_spec="COLAMD", diag_pivot_thresh=0.1)
@@ -339,7 +340,7 @@ class _SparseLU:
         return self.lu.solve(rhs)
 
     def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        return rhs - self.K @ sol
+        return kkt_residual(self.W, self.J, self.dw, self.dc, sol, rhs)
 
     def inertia_ok(self, m: int) -> bool:
         return _negative_parity(self.lu) == m % 2

@@ -90,11 +90,18 @@ class StageLayout:
         base = np.where(chunk >= 0, self.a_off[np.maximum(chunk, 0)], self.f_off)
         self.diagonal = (base + local * size_of + local).astype(np.int64)
 
-    def scratch(self) -> tuple[np.ndarray, ...]:
-        """The C kernel's work arrays of this layout, allocated once (NativeStageFactor(..., reuse=True))."""
+    def scratch(self) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
+        """The C kernel's work arrays of this layout, allocated once (NativeStageFactor(..., reuse=True),
+        PlannedFactor), and their addresses."""
         if getattr(self, "_scratch", None) is None:
             self._scratch = _work_arrays(self)
         return self._scratch
+
+    def kernel_args(self) -> tuple:
+        """The layout's arguments of the C factor and solve calls (stage_kkt_binding.layout_args), kept."""
+        if getattr(self, "_kernel_args", None) is None:
+            self._kernel_args = _native.layout_args(self)
+        return self._kernel_args
 
     def cost(self, padded: bool) -> int:
         """Flops of a factorisation, up to a constant: every block's inverse and its products with the border's
@@ -215,7 +222,8 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
 def kkt_residual(W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray, sol: np.ndarray,
                  rhs: np.ndarray) -> np.ndarray:
     """rhs - K sol for K = [[W + dw I, J^T], [J, -diag(dc)]] (dc a number or one per row): the refinement
-    residual of the factorisations that keep W and J (NativeStageFactor, CondensedFactor: the whole K's)."""
+    residual of every factorisation of the interior point (the sparse LU's, NativeStageFactor's, CondensedFactor's:
+    the whole K's; PlannedFactor's is its C twin, symplex_kkt_residual)."""
     nz = W.shape[0]
     dz, y = sol[:nz], sol[nz:]
     return rhs - np.concatenate([W @ dz + dw * dz + J.T @ y, J @ dz - dc * y])
@@ -376,11 +384,23 @@ class StageFactor:
     inertia_ok = _parity_ok
 
 
-def _work_arrays(L: StageLayout) -> tuple[np.ndarray, ...]:
-    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, x, piv (stage_kkt.h)."""
+def _work_arrays(L: StageLayout) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
+    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, x, piv (stage_kkt.h), and
+    their addresses."""
     n_inner, i64 = len(L.order), np.int64
-    return (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64),
-            np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64))
+    arrays = (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64),
+              np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64))
+    return arrays, _native.pointers(*arrays)
+
+
+def _native_factor(L: StageLayout, work: tuple[int, ...]) -> int:
+    """Factorise the blocks filled at work's addresses in C; the parity of K's negative eigenvalues."""
+    parity = np.zeros(1, np.int64)
+    failed = _native.factor(L.kernel_args(), _PIVOT_RCOND, work, parity.ctypes.data)
+    if failed >= 0:
+        raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
+                             if failed == L.n_chunks else "a stage pivot block is singular")
+    return int(parity[0])
 
 
 class NativeStageFactor:
@@ -405,9 +425,8 @@ class NativeStageFactor:
                              f"unknowns")
         self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
         i64 = np.int64
-        n_inner = len(L.order)
-        work = L.scratch() if reuse else _work_arrays(L)
-        blk, self.g, self.g_cols, self.g_count, self.x, self.piv = work
+        self.arrays, self.work = L.scratch() if reuse else _work_arrays(L)  # the arrays and their addresses
+        blk = self.arrays[0]
         bad = _native.assemble(L, nz, m, W.indptr.astype(i64), W.indices.astype(i64), np.ascontiguousarray(W.data,
                                float), J.indptr.astype(i64), J.indices.astype(i64),
                                np.ascontiguousarray(J.data, float), dw, dc if np.ndim(dc) == 0 else 0.0, blk)
@@ -415,17 +434,12 @@ class NativeStageFactor:
             raise StageBreakdown("an entry couples stage blocks more than one apart")
         if np.ndim(dc):
             blk[L.diagonal[nz:]] -= dc
-        parity = np.zeros(1, i64)
-        failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.g_cols, self.g_count, self.x, self.piv, parity)
-        if failed >= 0:
-            raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
-                                 if failed == L.n_chunks else "a stage pivot block is singular")
-        self.blk, self.parity = blk, int(parity[0])
+        self.parity = _native_factor(L, self.work)
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         L = self.L
         v = np.concatenate([rhs[L.order], rhs[L.border]])
-        _native.solve(L, self.blk, self.g, self.g_cols, self.g_count, self.x, self.piv, v)
+        _native.solve(L.kernel_args(), self.work, v)
         out = np.empty(L.n_unknowns)
         out[L.order] = v[:len(L.order)]
         out[L.border] = v[len(L.order):]
@@ -622,8 +636,15 @@ class StagePlan:
         # diagonal shifts: dw on x, -dc (and a kept inequality row's slack term) on the kept rows
         idx = np.arange(L.n_unknowns)
         self.d_slot = _slots(L, idx, idx)
-        self.d_val = np.empty(L.n_unknowns)
+        self.d_val, self.weight = np.empty(L.n_unknowns), np.empty(len(self.elim))
         self.nx = nx
+        self.slots = (len(self.w_slot), *_native.pointers(self.w_slot, self.w_src), len(self.j_slot),
+                      *_native.pointers(self.j_slot, self.j_src), len(self.p_slot),
+                      *_native.pointers(self.p_slot, self.p_a, self.p_b, self.p_row), len(self.d_slot),
+                      *_native.pointers(self.d_slot))
+        self.addresses = _native.pointers(self.weight, self.d_val)
+        self.pattern = tuple(np.ascontiguousarray(a, np.int64) for a in (W.indptr, W.indices, J.indptr, J.indices))
+        self.pattern_addresses = _native.pointers(*self.pattern)
 
 
 class PlannedFactor:
@@ -643,16 +664,11 @@ class PlannedFactor:
         self.weight = 1.0 / (dc + e[P.elim_slack])  # 1 / d_i of the eliminated rows
         P.d_val[:P.nx] = dw
         P.d_val[P.nx:] = -dc - np.where(P.kept_slack >= 0, e[np.maximum(P.kept_slack, 0)], 0.0)
-        w_val, j_val = np.ascontiguousarray(W.data, float), np.ascontiguousarray(J.data, float)
-        blk, self.g, self.g_cols, self.g_count, self.x, self.piv = L.scratch()
-        _native.fill(blk, P.w_slot, P.w_src, w_val, P.j_slot, P.j_src, j_val, P.p_slot, P.p_a, P.p_b, P.p_row,
-                     self.weight, P.d_slot, P.d_val)
-        parity = np.zeros(1, np.int64)
-        failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.g_cols, self.g_count, self.x, self.piv, parity)
-        if failed >= 0:
-            raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
-                                 if failed == L.n_chunks else "a stage pivot block is singular")
-        self.blk, self.parity = blk, (int(parity[0]) + len(P.elim)) % 2
+        P.weight[:] = self.weight
+        arrays, self.work = L.scratch()
+        _native.fill(len(arrays[0]), self.work[0], P.slots, np.ascontiguousarray(W.data, float),
+                     np.ascontiguousarray(J.data, float), P.addresses[0], P.addresses[1])
+        self.parity = (_native_factor(L, self.work) + len(P.elim)) % 2
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         P, L = self.plan, self.plan.layout
@@ -663,7 +679,7 @@ class PlannedFactor:
         t = r_y[P.elim] * self.weight
         inner = np.concatenate([rhs[:nx] + np.bincount(P.e_col, weights=jv * t[P.e_row], minlength=nx), r_y[P.kept]])
         v = np.concatenate([inner[L.order], inner[L.border]])
-        _native.solve(L, self.blk, self.g, self.g_cols, self.g_count, self.x, self.piv, v)
+        _native.solve(L.kernel_args(), self.work, v)
         inner[L.order], inner[L.border] = v[:len(L.order)], v[len(L.order):]
         dx = inner[:nx]
         y = np.empty(len(r_y))
@@ -672,6 +688,9 @@ class PlannedFactor:
         return np.concatenate([dx, (r_s - P.coef * y[P.rows]) / self.D, y])
 
     def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        return kkt_residual(self.W, self.J, self.dw, self.dc, sol, rhs)
+        """rhs - K sol for the whole K (kkt_residual's C twin, on the plan's copy of the pattern)."""
+        sol, rhs = np.ascontiguousarray(sol, float), np.ascontiguousarray(rhs, float)
+        return _native.residual(self.W.shape[0], self.J.shape[0], self.plan.pattern_addresses, self.W.data,
+                                self.J.data, self.dw, self.dc, sol, rhs)
 
     inertia_ok = _parity_ok
