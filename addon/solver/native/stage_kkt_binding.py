@@ -22,9 +22,14 @@ def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
     if lib is None or not hasattr(lib, "symplex_stage_fill"):
         return None
-    lib.symplex_stage_fill.argtypes = [_int, _ptr, _int] + [_ptr] * 3 + [_int] + [_ptr] * 3 + [_int] + [_ptr] * 5 \
-        + [_int, _ptr, _ptr]
-    lib.symplex_stage_fill.restype = None
+    lib.symplex_stage_fill.argtypes = [_int, _ptr, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr,
+                                       _ptr, _ptr, _int, _int, _ptr, _ptr, _double, _double, _ptr, _int, _ptr,
+                                       _ptr, _int, _ptr, _ptr]
+    lib.symplex_stage_fill.restype = _int
+    lib.symplex_stage_condensed_solve.argtypes = [_int, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr] + [_ptr] * 6 \
+        + [_int, _int, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr, _ptr] \
+        + [_ptr] * 4
+    lib.symplex_stage_condensed_solve.restype = None
     lib.symplex_kkt_residual.argtypes = [_int, _int] + [_ptr] * 6 + [_double, _double] + [_ptr] * 3
     lib.symplex_kkt_residual.restype = None
     lib.symplex_stage_assemble.argtypes = [_int, _int] + [_ptr] * 6 + [_int, _int] + [_ptr] * 6 \
@@ -64,13 +69,20 @@ def assemble(plan, nz: int, m: int, w_ptr, w_idx, w_val, j_ptr, j_idx, j_val, dw
                                       _p(w_val), _p(j_ptr), _p(j_idx), _p(j_val), dw, dc, len(blk), _p(blk))
 
 
-def fill(n_blk: int, blk: int, slots: tuple, w_val: np.ndarray, j_val: np.ndarray, row_weight: int,
-         d_val: int) -> None:
-    """Run symplex_stage_fill into blk (n_blk doubles at address blk): slots = (n_w, w_slot, w_src, n_j, j_slot,
-    j_src, n_p, p_slot, p_a, p_b, p_row, n_d, d_slot), counts and addresses of stage_kkt.StagePlan's arrays."""
-    n_w, w_slot, w_src, n_j, j_slot, j_src, n_p, p_slot, p_a, p_b, p_row, n_d, d_slot = slots
-    LIB.symplex_stage_fill(n_blk, blk, n_w, w_slot, w_src, _p(w_val), n_j, j_slot, j_src, _p(j_val), n_p, p_slot,
-                           p_a, p_b, p_row, row_weight, n_d, d_slot, d_val)
+def fill(n_blk: int, blk: int, plan: tuple, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float) -> int:
+    """Run symplex_stage_fill into blk (n_blk doubles at address blk); plan: the counts and addresses of
+    stage_kkt.StagePlan's arrays in the kernel's order without w_val, j_val, dw, dc (StagePlan.fill_args).
+    0, or 1 + the slack whose diagonal is not positive."""
+    return LIB.symplex_stage_fill(n_blk, blk, *plan[:3], _p(w_val), *plan[3:6], _p(j_val), *plan[6:15], dw, dc,
+                                  *plan[15:])
+
+
+def condensed_solve(args: tuple, work: tuple, plan: tuple, j_val: np.ndarray, rows: tuple, rhs: np.ndarray,
+                    out: np.ndarray, scratch: tuple) -> None:
+    """Run symplex_stage_condensed_solve: args, work as for factor; plan: nx, ns, m and the addresses of slack_row
+    ... e_row (StagePlan.solve_args); rows: n_kept and the addresses of kept_row, where; scratch: addresses of v
+    and t."""
+    LIB.symplex_stage_condensed_solve(*args, *work, *plan, _p(j_val), *rows, _p(rhs), _p(out), *scratch)
 
 
 def residual(nz: int, m: int, pattern: tuple, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float,

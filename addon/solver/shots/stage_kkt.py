@@ -549,7 +549,7 @@ class StagePlan:
     coef: the row of each slack and its coefficient there."""
 
     def __init__(self, layout: StageLayout, rows: np.ndarray, coef: np.ndarray):
-        self.full, self.rows, self.coef = layout, np.asarray(rows, np.int64), np.asarray(coef, float)
+        self.full, self.rows, self.coef = layout, np.ascontiguousarray(rows, np.int64), np.ascontiguousarray(coef, float)
         self._pattern: tuple | None = None
 
     def describe(self) -> str:
@@ -636,56 +636,56 @@ class StagePlan:
         # diagonal shifts: dw on x, -dc (and a kept inequality row's slack term) on the kept rows
         idx = np.arange(L.n_unknowns)
         self.d_slot = _slots(L, idx, idx)
-        self.d_val, self.weight = np.empty(L.n_unknowns), np.empty(len(self.elim))
-        self.nx = nx
-        self.slots = (len(self.w_slot), *_native.pointers(self.w_slot, self.w_src), len(self.j_slot),
-                      *_native.pointers(self.j_slot, self.j_src), len(self.p_slot),
-                      *_native.pointers(self.p_slot, self.p_a, self.p_b, self.p_row), len(self.d_slot),
-                      *_native.pointers(self.d_slot))
-        self.addresses = _native.pointers(self.weight, self.d_val)
+        self.nx, self.m = nx, m
+        self.far = len(self.w_far) > 0 or len(self.j_far) > 0
+        self.slack_d, self.weight = np.empty(len(rows)), np.empty(len(self.elim))
+        self.where = np.empty(L.n_unknowns, np.int64)  # position of each unknown in the kernel's right-hand side
+        self.where[L.order] = np.arange(len(L.order))
+        self.where[L.border] = len(L.order) + np.arange(L.nb)
+        self.v, self.t = np.empty(L.n_unknowns), np.empty(len(self.elim))
         self.pattern = tuple(np.ascontiguousarray(a, np.int64) for a in (W.indptr, W.indices, J.indptr, J.indices))
-        self.pattern_addresses = _native.pointers(*self.pattern)
+        i64 = [np.ascontiguousarray(a, np.int64) for a in (self.w_slot, self.w_src, self.j_slot, self.j_src,
+               self.p_slot, self.p_a, self.p_b, self.p_row, self.slack_diag, self.elim_slack, self.kept_slack,
+               self.d_slot, self.rows, self.elim, self.e_src, self.e_col, self.e_row, self.kept)]
+        (self.w_slot, self.w_src, self.j_slot, self.j_src, self.p_slot, self.p_a, self.p_b, self.p_row,
+         self.slack_diag, self.elim_slack, self.kept_slack, self.d_slot, self.rows, self.elim, self.e_src, self.e_col,
+         self.e_row, self.kept) = i64
+        ptr = _native.pointers
+        self.fill_args = (len(self.w_slot), *ptr(self.w_slot, self.w_src), len(self.j_slot),
+                          *ptr(self.j_slot, self.j_src), len(self.p_slot), *ptr(self.p_slot, self.p_a, self.p_b,
+                                                                               self.p_row),
+                          nx, len(rows), *ptr(self.slack_diag, self.coef, self.slack_d), len(self.elim),
+                          *ptr(self.elim_slack, self.weight), len(self.kept), *ptr(self.kept_slack, self.d_slot))
+        self.solve_args = (nx, len(rows), m, *ptr(self.rows, self.coef, self.slack_d), len(self.elim),
+                           *ptr(self.elim, self.weight), len(self.e_src), *ptr(self.e_src, self.e_col, self.e_row))
+        self.row_args = (len(self.kept), *ptr(self.kept, self.where))
+        self.scratch_args = ptr(self.v, self.t)
+        self.pattern_addresses = ptr(*self.pattern)
 
 
 class PlannedFactor:
     """One factorisation through a StagePlan (see there): solve(rhs), residual(sol, rhs) (the whole K's), parity
-    of the number of negative eigenvalues of K. The plan's layout's work arrays are reused: only the latest
-    factor of a plan is valid."""
+    of the number of negative eigenvalues of K. The fill, the factorisation and the solve (the slacks' and the
+    eliminated rows' parts folded in and recovered) are one C call each. The plan's and its layout's work arrays
+    are reused: only the latest factor of a plan is valid."""
 
     def __init__(self, plan: StagePlan, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float):
         P, L = plan, plan.layout
         self.plan, self.W, self.J, self.dw, self.dc = plan, W, J, dw, dc
-        if np.any(W.data[P.w_far] != 0) or np.any(J.data[P.j_far] != 0):
+        if P.far and (np.any(W.data[P.w_far] != 0) or np.any(J.data[P.j_far] != 0)):
             raise StageBreakdown("an entry couples stage blocks more than one apart, or a slack to another unknown")
-        self.D = W.data[P.slack_diag] + dw
-        if not np.all(self.D > 0):
-            raise StageBreakdown("a slack's diagonal is not positive")
-        e = P.coef * P.coef / self.D
-        self.weight = 1.0 / (dc + e[P.elim_slack])  # 1 / d_i of the eliminated rows
-        P.d_val[:P.nx] = dw
-        P.d_val[P.nx:] = -dc - np.where(P.kept_slack >= 0, e[np.maximum(P.kept_slack, 0)], 0.0)
-        P.weight[:] = self.weight
         arrays, self.work = L.scratch()
-        _native.fill(len(arrays[0]), self.work[0], P.slots, np.ascontiguousarray(W.data, float),
-                     np.ascontiguousarray(J.data, float), P.addresses[0], P.addresses[1])
+        if _native.fill(len(arrays[0]), self.work[0], P.fill_args, np.ascontiguousarray(W.data, float),
+                        np.ascontiguousarray(J.data, float), dw, dc):
+            raise StageBreakdown("a slack's diagonal is not positive")
         self.parity = (_native_factor(L, self.work) + len(P.elim)) % 2
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
-        P, L = self.plan, self.plan.layout
-        nx, nz = P.nx, self.W.shape[0]
-        r_s, r_y = rhs[nx:nz], rhs[nz:].copy()
-        r_y[P.rows] -= P.coef * r_s / self.D
-        jv = self.J.data[P.e_src]
-        t = r_y[P.elim] * self.weight
-        inner = np.concatenate([rhs[:nx] + np.bincount(P.e_col, weights=jv * t[P.e_row], minlength=nx), r_y[P.kept]])
-        v = np.concatenate([inner[L.order], inner[L.border]])
-        _native.solve(L.kernel_args(), self.work, v)
-        inner[L.order], inner[L.border] = v[:len(L.order)], v[len(L.order):]
-        dx = inner[:nx]
-        y = np.empty(len(r_y))
-        y[P.kept] = inner[nx:]
-        y[P.elim] = np.bincount(P.e_row, weights=jv * dx[P.e_col], minlength=len(P.elim)) * self.weight - t
-        return np.concatenate([dx, (r_s - P.coef * y[P.rows]) / self.D, y])
+        P = self.plan
+        out = np.empty(len(rhs))
+        _native.condensed_solve(P.layout.kernel_args(), self.work, P.solve_args, self.J.data, P.row_args,
+                                np.ascontiguousarray(rhs, float), out, P.scratch_args)
+        return out
 
     def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """rhs - K sol for the whole K (kkt_residual's C twin, on the plan's copy of the pattern)."""
