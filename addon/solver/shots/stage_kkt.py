@@ -136,28 +136,41 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     cols = np.concatenate([p[1] for p in pairs])
     hard = np.ones(J.shape[0], bool) if soft_rows is None else ~np.asarray(soft_rows, bool)
     layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded, hard)
-               for row_stage in _row_stages(J, var_stage)]
+               for row_stage in _row_stages(sp.csr_matrix(J), var_stage)]
     found = [layout for layout in layouts if isinstance(layout, StageLayout)]
     return min(found, key=lambda layout: layout.cost(padded)) if found else layouts[0]
 
 
-def _row_stages(J: sp.coo_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _per_row(ufunc: np.ufunc, values: np.ndarray, indptr: np.ndarray, empty) -> np.ndarray:
+    """ufunc reduced over each row's entries of a CSR matrix (values: one per entry), `empty` for a row without
+    any (one reduceat call: ufunc.at is an order of magnitude slower)."""
+    out = np.full(len(indptr) - 1, empty, dtype=values.dtype)
+    filled = np.diff(indptr) > 0
+    if np.any(filled):
+        out[filled] = ufunc.reduceat(values, indptr[:-1][filled])
+    return out
+
+
+def _row_span(J: sp.csr_matrix, stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lowest, highest) stage of each row's columns with stage >= 0 (stage: one per column); -1, -1 for none."""
+    staged = stage[J.indices] >= 0
+    lo = _per_row(np.minimum, np.where(staged, stage[J.indices], np.iinfo(np.int64).max), J.indptr, -1)
+    hi = _per_row(np.maximum, np.where(staged, stage[J.indices], -1), J.indptr, -1)
+    return np.where(hi >= 0, lo, -1), hi
+
+
+def _row_stages(J: sp.csr_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two placements of each row (-1: touches no staged variable): where it pins a variable, the latest stage
     among its coefficients of at least half its largest (a step's equation x_{k+1} - f(x_k, ...) goes with
     x_{k+1}, a momentum balance with the velocity it determines), and the middle of its stages."""
-    m = J.shape[0]
-    staged = var_stage[J.col] >= 0
-    lo = np.full(m, np.iinfo(np.int64).max)
-    hi = np.full(m, -1)
-    np.minimum.at(lo, J.row[staged], var_stage[J.col[staged]])
-    np.maximum.at(hi, J.row[staged], var_stage[J.col[staged]])
+    lo, hi = _row_span(J, var_stage)
     middle = np.where(hi >= 0, (lo + hi) // 2, -1)
-    size = np.abs(J.data) * staged
-    largest = np.zeros(m)
-    np.maximum.at(largest, J.row, size)
-    pins = staged & (size > 0) & (size >= 0.5 * largest[J.row])
-    pinned = np.full(m, -1)
-    np.maximum.at(pinned, J.row[pins], var_stage[J.col[pins]])
+    stage = var_stage[J.indices]
+    size = np.abs(J.data) * (stage >= 0)
+    largest = _per_row(np.maximum, size, J.indptr, 0.0)
+    rows = np.repeat(np.arange(J.shape[0]), np.diff(J.indptr))
+    pins = (size > 0) & (size >= 0.5 * largest[rows])
+    pinned = _per_row(np.maximum, np.where(pins, stage, -1), J.indptr, -1)
     return np.where(pinned >= 0, pinned, middle), middle
 
 
@@ -520,14 +533,19 @@ def _slots(L: StageLayout, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     lower twin of a stored coupling between blocks), or -2 (blocks more than one apart)."""
     ci, cj = L.chunk[i], L.chunk[j]
     li, lj = L.local[i], L.local[j]
-    ki, kj = np.maximum(ci, 0), np.maximum(cj, 0)
-    nb = max(L.nb, 1)
-    return np.select(
-        [(ci >= 0) & (ci == cj), (ci >= 0) & (cj == ci + 1), (cj >= 0) & (ci == cj + 1),
-         (ci >= 0) & (cj >= 0), ci >= 0, cj >= 0],
-        [L.a_off[ki] + li * L.sizes[ki] + lj, L.c_off[np.minimum(ki, L.n_chunks - 2)] + li * L.sizes[kj] + lj, -1, -2,
-         L.e_off[ki] + li * nb + lj, -1],
-        L.f_off + li * nb + lj).astype(np.int64)
+    out = np.full(len(i), -2, np.int64)
+    inner = (ci >= 0) & (cj >= 0)
+    out[inner & (ci == cj + 1)] = -1
+    out[(ci < 0) & (cj >= 0)] = -1
+    at = np.flatnonzero(inner & (ci == cj))
+    out[at] = L.a_off[ci[at]] + li[at] * L.sizes[ci[at]] + lj[at]
+    at = np.flatnonzero(inner & (cj == ci + 1))
+    out[at] = L.c_off[ci[at]] + li[at] * L.sizes[cj[at]] + lj[at]
+    at = np.flatnonzero((ci >= 0) & (cj < 0))
+    out[at] = L.e_off[ci[at]] + li[at] * L.nb + lj[at]
+    at = np.flatnonzero((ci < 0) & (cj < 0))
+    out[at] = L.f_off + li[at] * L.nb + lj[at]
+    return out
 
 
 class StagePlan:
@@ -575,13 +593,8 @@ class StagePlan:
         j_col = J.indices.astype(np.int64)
         in_x = j_col < nx
         # an inequality row is eliminated when its variables lie in one block or two adjacent ones
-        chunk_x = np.where(in_x, full.chunk[np.minimum(j_col, nx - 1)], -1)
-        staged = in_x & (chunk_x >= 0)
-        lo = np.full(m, np.iinfo(np.int64).max)
-        hi = np.full(m, -1)
-        np.minimum.at(lo, j_row[staged], chunk_x[staged])
-        np.maximum.at(hi, j_row[staged], chunk_x[staged])
-        near = (hi < 0) | (hi - lo <= 1)
+        lo, hi = _row_span(J, np.concatenate([full.chunk[:nx], np.full(len(rows), -1)]))
+        near = hi - lo <= 1
         slack_of_row = np.full(m, -1)
         slack_of_row[rows] = np.arange(len(rows))
         eliminated = (slack_of_row >= 0) & near
@@ -591,9 +604,9 @@ class StagePlan:
         self.kept, self.kept_slack = kept, slack_of_row[kept]
         # the layout of x and the kept rows: each unknown stays in its block
         chunk = np.concatenate([full.chunk[:nx], full.chunk[nx + kept]])
-        used, chunk_inner = np.unique(chunk[chunk >= 0], return_inverse=True)
-        chunk[chunk >= 0] = chunk_inner
-        L = self.layout = StageLayout(chunk, len(used), full.band)
+        renumber = np.cumsum(np.bincount(chunk[chunk >= 0], minlength=full.n_chunks) > 0) - 1  # no empty block
+        chunk = np.where(chunk >= 0, renumber[np.maximum(chunk, 0)], -1)
+        L = self.layout = StageLayout(chunk, int(renumber[-1]) + 1, full.band)
         new_row = np.full(m, -1)
         new_row[kept] = nx + np.arange(len(kept))
         # W's entries over x (both triangles given: the lower twins of couplings are dropped)
