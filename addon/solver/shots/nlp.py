@@ -13,8 +13,8 @@ bounds, so the equalities are c_E(x) - c_lower = 0 and c_I(x) - s = 0 and every 
 
 factorising the symmetric KKT matrix K. When the NLP gives each variable a stage (time step) and its rows couple
 only nearby stages, K is block tridiagonal in stage order and, by default when the C kernel is built, is
-factorised by the stage recursion of stage_kkt.py (in C, O(N) in the stages; the slacks eliminated first,
-stage_kkt.CondensedFactor); otherwise, and for a matrix whose
+factorised by the stage recursion of stage_kkt.py (in C, O(N) in the stages; the slacks and the inequality rows
+of one stage eliminated first, stage_kkt.StagePlan); otherwise, and for a matrix whose
 pivot blocks break down, by sparse LU (scipy splu; NLPResult.kkt says which). kkt="lu" / "stage" force either.
 Neither gives the inertia cheaply, only the parity of the number of negative eigenvalues (the sign of det K),
 so the Hessian shift dw grows until two necessary conditions hold: that number has the parity of m, and the
@@ -251,7 +251,7 @@ class _Reduced:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
         Hessian's nonzeros are taken with every multiplier 1 (no entry cancels by chance). slacks=False: the
         layout of the free variables and the rows only, for the KKT matrix with its slacks eliminated
-        (stage_kkt.CondensedFactor)."""
+        (stage_kkt.StagePlan, stage_kkt.CondensedFactor)."""
         if self.nlp.stages is None:
             return "the NLP gives no stages"
         if self.nlp.hessian is None:
@@ -367,7 +367,7 @@ class _KKT:
 
     def __init__(self, layout: StageLayout | str, slacks: tuple[np.ndarray, np.ndarray] | None = None):
         """slacks: (row of each slack, its coefficient) when the layout leaves the slacks out (they are then
-        eliminated first: stage_kkt.CondensedFactor)."""
+        eliminated first: stage_kkt.StagePlan in C, else stage_kkt.CondensedFactor)."""
         self.layout, self.slacks = layout, slacks
         # in C, with the slacks given: the slacks and the one-stage inequality rows eliminated through a plan
         self.plan = StagePlan(layout, *slacks) if NATIVE and slacks is not None and isinstance(layout, StageLayout) \

@@ -32,9 +32,12 @@ with the sparse LU), and `negatives()` counts them exactly from the pivot blocks
 crosses blocks: a singular pivot block or border raises `StageBreakdown`, and a solve that iterative refinement
 cannot bring to the LU's accuracy is redone by sparse LU (nlp.py); both are counted in the solver's report.
 
-`CondensedFactor` (the interior point's stage path) eliminates the slack unknowns first (each has a positive
-diagonal and one row): either factorisation then runs on the variables and rows only, smaller blocks, with a
-diagonal of its own on each slack's row.
+`CondensedFactor` eliminates the slack unknowns first (each has a positive diagonal and one row): either
+factorisation then runs on the variables and rows only, smaller blocks, with a diagonal of its own on each slack's
+row. `StagePlan` (the interior point's stage path when the C kernel is built) also eliminates the inequality rows
+whose variables lie in one block or two adjacent ones (each a negative pivot), leaving the variables and the
+equality rows, and fills the C kernel's blocks from W's and J's data through slots worked out once per sparsity
+pattern.
 """
 
 from __future__ import annotations
@@ -398,22 +401,23 @@ class StageFactor:
 
 
 def _work_arrays(L: StageLayout) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
-    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, x, piv (stage_kkt.h), and
-    their addresses."""
+    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, x, piv (stage_kkt.h) and the
+    parity output, and their addresses."""
     n_inner, i64 = len(L.order), np.int64
     arrays = (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64),
-              np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64))
+              np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64), np.zeros(1, i64))
     return arrays, _native.pointers(*arrays)
 
 
-def _native_factor(L: StageLayout, work: tuple[int, ...]) -> int:
-    """Factorise the blocks filled at work's addresses in C; the parity of K's negative eigenvalues."""
-    parity = np.zeros(1, np.int64)
-    failed = _native.factor(L.kernel_args(), _PIVOT_RCOND, work, parity.ctypes.data)
+def _native_factor(L: StageLayout, work: tuple[tuple[np.ndarray, ...], tuple[int, ...]]) -> int:
+    """Factorise the blocks filled in work (_work_arrays: the arrays and their addresses) in C; the parity of K's
+    negative eigenvalues."""
+    arrays, addresses = work
+    failed = _native.factor(L.kernel_args(), _PIVOT_RCOND, addresses[:6], addresses[6])
     if failed >= 0:
         raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
                              if failed == L.n_chunks else "a stage pivot block is singular")
-    return int(parity[0])
+    return int(arrays[6][0])
 
 
 class NativeStageFactor:
@@ -447,12 +451,12 @@ class NativeStageFactor:
             raise StageBreakdown("an entry couples stage blocks more than one apart")
         if np.ndim(dc):
             blk[L.diagonal[nz:]] -= dc
-        self.parity = _native_factor(L, self.work)
+        self.parity = _native_factor(L, (self.arrays, self.work))
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         L = self.L
         v = np.concatenate([rhs[L.order], rhs[L.border]])
-        _native.solve(L.kernel_args(), self.work, v)
+        _native.solve(L.kernel_args(), self.work[:6], v)
         out = np.empty(L.n_unknowns)
         out[L.order] = v[:len(L.order)]
         out[L.border] = v[len(L.order):]
@@ -687,16 +691,16 @@ class PlannedFactor:
         self.plan, self.W, self.J, self.dw, self.dc = plan, W, J, dw, dc
         if P.far and (np.any(W.data[P.w_far] != 0) or np.any(J.data[P.j_far] != 0)):
             raise StageBreakdown("an entry couples stage blocks more than one apart, or a slack to another unknown")
-        arrays, self.work = L.scratch()
+        arrays, self.work = work = L.scratch()
         if _native.fill(len(arrays[0]), self.work[0], P.fill_args, np.ascontiguousarray(W.data, float),
                         np.ascontiguousarray(J.data, float), dw, dc):
             raise StageBreakdown("a slack's diagonal is not positive")
-        self.parity = (_native_factor(L, self.work) + len(P.elim)) % 2
+        self.parity = (_native_factor(L, work) + len(P.elim)) % 2
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         P = self.plan
         out = np.empty(len(rhs))
-        _native.condensed_solve(P.layout.kernel_args(), self.work, P.solve_args, self.J.data, P.row_args,
+        _native.condensed_solve(P.layout.kernel_args(), self.work[:6], P.solve_args, self.J.data, P.row_args,
                                 np.ascontiguousarray(rhs, float), out, P.scratch_args)
         return out
 
