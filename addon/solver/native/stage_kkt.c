@@ -240,25 +240,28 @@ int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_
 
 void symplex_kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int64_t *w_idx, const double *w_val,
                           const int64_t *j_ptr, const int64_t *j_idx, const double *j_val, double dw, double dc,
-                          const double *sol, const double *rhs, double *out)
+                          const double *sol, const double *rhs, double *out, double *work)
 {
+    /* the operations of stage_kkt.kkt_residual in its order (scipy's CSC and CSR products, then the sums), so
+     * that both give the same bits: W dz in out, J^T y in work */
     const double *dz = sol, *y = sol + nz;
-    for (int64_t i = 0; i < nz; ++i)
-        out[i] = rhs[i] - dw * dz[i];
-    for (int64_t col = 0; col < nz; ++col) {
-        double v = dz[col];
-        if (v != 0.0)
-            for (int64_t e = w_ptr[col]; e < w_ptr[col + 1]; ++e)
-                out[w_idx[e]] -= w_val[e] * v;
+    for (int64_t i = 0; i < nz; ++i) {
+        out[i] = 0.0;
+        work[i] = 0.0;
     }
+    for (int64_t col = 0; col < nz; ++col)
+        for (int64_t e = w_ptr[col]; e < w_ptr[col + 1]; ++e)
+            out[w_idx[e]] += w_val[e] * dz[col];
     for (int64_t row = 0; row < m; ++row) {
-        double acc = 0.0, yr = y[row];
+        double acc = 0.0;
         for (int64_t e = j_ptr[row]; e < j_ptr[row + 1]; ++e) {
             acc += j_val[e] * dz[j_idx[e]];
-            out[j_idx[e]] -= j_val[e] * yr;
+            work[j_idx[e]] += j_val[e] * y[row];
         }
-        out[nz + row] = rhs[nz + row] - acc + dc * yr;
+        out[nz + row] = rhs[nz + row] - (acc - dc * y[row]);
     }
+    for (int64_t i = 0; i < nz; ++i)
+        out[i] = rhs[i] - ((out[i] + dw * dz[i]) + work[i]);
 }
 
 /* out (p x r) -= g y[cols], g (p x q) compact over the columns cols (q) of y (rows of y, r columns each). */

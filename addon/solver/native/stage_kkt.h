@@ -43,10 +43,12 @@ int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_
                            const int64_t *d_slot);
 
 /* out = rhs - K sol for K = [[W + dw I, J^T], [J, -dc I]], W (nz x nz, CSC, both triangles), J (m x nz, CSR): the
- * refinement residual of the whole KKT system (numpy twin: stage_kkt.kkt_residual). */
+ * refinement residual of the whole KKT system, the same operations in the same order as its numpy twin
+ * stage_kkt.kkt_residual (so the same bits: the refinement, and so the iterates, do not depend on which ran).
+ * work: nz doubles. */
 void symplex_kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int64_t *w_idx, const double *w_val,
                           const int64_t *j_ptr, const int64_t *j_idx, const double *j_val, double dw, double dc,
-                          const double *sol, const double *rhs, double *out);
+                          const double *sol, const double *rhs, double *out, double *work);
 
 /* Factorise in place: D_0 = A_0, D_{k+1} = A_{k+1} - C_k^T G_k with G_k = D_k^{-1} C_k (each D_k by LU with
  * partial pivoting, pivots in piv at r_off[k]), then X = T^{-1} E (x: sum size[k] * nb doubles, same row order as

@@ -30,7 +30,7 @@ def _load() -> ctypes.CDLL | None:
         + [_int, _int, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr, _ptr] \
         + [_ptr] * 4
     lib.symplex_stage_condensed_solve.restype = None
-    lib.symplex_kkt_residual.argtypes = [_int, _int] + [_ptr] * 6 + [_double, _double] + [_ptr] * 3
+    lib.symplex_kkt_residual.argtypes = [_int, _int] + [_ptr] * 6 + [_double, _double] + [_ptr] * 4
     lib.symplex_kkt_residual.restype = None
     lib.symplex_stage_assemble.argtypes = [_int, _int] + [_ptr] * 6 + [_int, _int] + [_ptr] * 6 \
         + [_double, _double, _int, _ptr]
@@ -87,12 +87,13 @@ def condensed_solve(args: tuple, work: tuple, plan: tuple, j_val: np.ndarray, ro
 
 
 def residual(nz: int, m: int, pattern: tuple, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float,
-             sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """rhs - K sol by symplex_kkt_residual; pattern: addresses of W's indptr and indices (CSC) and J's (CSR), int64."""
+             sol: np.ndarray, rhs: np.ndarray, work: int) -> np.ndarray:
+    """rhs - K sol by symplex_kkt_residual; pattern: addresses of W's indptr and indices (CSC) and J's (CSR), int64;
+    work: address of nz doubles."""
     out = np.empty(nz + m)
     w_ptr, w_idx, j_ptr, j_idx = pattern
     LIB.symplex_kkt_residual(nz, m, w_ptr, w_idx, _p(w_val), j_ptr, j_idx, _p(j_val), dw, dc, _p(sol), _p(rhs),
-                             _p(out))
+                             _p(out), work)
     return out
 
 

@@ -659,7 +659,7 @@ class StagePlan:
         self.where = np.empty(L.n_unknowns, np.int64)  # position of each unknown in the kernel's right-hand side
         self.where[L.order] = np.arange(len(L.order))
         self.where[L.border] = len(L.order) + np.arange(L.nb)
-        self.v, self.t = np.empty(L.n_unknowns), np.empty(len(self.elim))
+        self.v, self.t, self.z_work = np.empty(L.n_unknowns), np.empty(len(self.elim)), np.empty(nz)
         self.pattern = tuple(np.ascontiguousarray(a, np.int64) for a in (W.indptr, W.indices, J.indptr, J.indices))
         i64 = [np.ascontiguousarray(a, np.int64) for a in (self.w_slot, self.w_src, self.j_slot, self.j_src,
                self.p_slot, self.p_a, self.p_b, self.p_row, self.slack_diag, self.elim_slack, self.kept_slack,
@@ -678,6 +678,7 @@ class StagePlan:
         self.row_args = (len(self.kept), *ptr(self.kept, self.where))
         self.scratch_args = ptr(self.v, self.t)
         self.pattern_addresses = ptr(*self.pattern)
+        self.z_work_address = ptr(self.z_work)[0]
 
 
 class PlannedFactor:
@@ -705,9 +706,9 @@ class PlannedFactor:
         return out
 
     def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """rhs - K sol for the whole K (kkt_residual's C twin, on the plan's copy of the pattern)."""
+        """rhs - K sol for the whole K (kkt_residual's C twin, bit for bit, on the plan's copy of the pattern)."""
         sol, rhs = np.ascontiguousarray(sol, float), np.ascontiguousarray(rhs, float)
         return _native.residual(self.W.shape[0], self.J.shape[0], self.plan.pattern_addresses, self.W.data,
-                                self.J.data, self.dw, self.dc, sol, rhs)
+                                self.J.data, self.dw, self.dc, sol, rhs, self.plan.z_work_address)
 
     inertia_ok = _parity_ok
