@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from functools import partial
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -43,8 +42,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .stage_kkt import (NATIVE, CondensedFactor, NativeStageFactor, StageBreakdown, StageFactor, StageLayout,
-                        StagePlan, kkt_residual, stage_layout)
+from .stage_kkt import (NATIVE, CondensedFactor, StageBreakdown, StageFactor, StageLayout, StagePlan, kkt_residual,
+                        stage_layout)
 
 Progress = Callable[[int, dict], Optional[bool]]
 
@@ -366,12 +365,11 @@ class _KKT:
     Counts which did what, for the report."""
 
     def __init__(self, layout: StageLayout | str, slacks: tuple[np.ndarray, np.ndarray] | None = None):
-        """slacks: (row of each slack, its coefficient) when the layout leaves the slacks out (they are then
-        eliminated first: stage_kkt.StagePlan in C, else stage_kkt.CondensedFactor)."""
+        """layout: of the variables and the rows (the slacks left out), or why there is none; slacks: (row of each
+        slack, its coefficient), given with a layout. The slacks are eliminated first: in C with the one-stage
+        inequality rows through a stage_kkt.StagePlan, else by stage_kkt.CondensedFactor over the numpy twin."""
         self.layout, self.slacks = layout, slacks
-        # in C, with the slacks given: the slacks and the one-stage inequality rows eliminated through a plan
-        self.plan = StagePlan(layout, *slacks) if NATIVE and slacks is not None and isinstance(layout, StageLayout) \
-            else None
+        self.plan = StagePlan(layout, *slacks) if NATIVE and isinstance(layout, StageLayout) else None
         self.stage_count = self.lu_count = 0
         self.breakdowns: dict[str, int] = {}
 
@@ -382,10 +380,8 @@ class _KKT:
         m = J.shape[0]
         if isinstance(self.layout, StageLayout):
             try:
-                kind = partial(NativeStageFactor, reuse=True) if NATIVE else StageFactor  # only the last is kept
-                factor = (self.plan.factor(W, J, dw, dc) if self.plan is not None else
-                          kind(self.layout, W, J, dw, dc) if self.slacks is None else
-                          CondensedFactor(kind, self.layout, W, J, dw, dc, *self.slacks))
+                factor = (self.plan.factor(W, J, dw, dc) if self.plan is not None else  # only the last is kept
+                          CondensedFactor(StageFactor, self.layout, W, J, dw, dc, *self.slacks))
                 if not factor.inertia_ok(m):
                     self.stage_count += 1
                     return factor, None
@@ -406,9 +402,8 @@ class _KKT:
     def describe(self) -> str:
         if not isinstance(self.layout, StageLayout):
             return f"sparse LU ({self.layout})"
-        text = (f"{self.plan.describe() if self.plan is not None else self.layout.describe()}"
-                f"{'' if self.slacks is None or self.plan is not None else ' (slacks eliminated first)'}; "
-                f"{self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})")
+        how = self.plan.describe() if self.plan is not None else f"{self.layout.describe()} (slacks eliminated first)"
+        text = (f"{how}; {self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})")
         if self.lu_count:
             why = "; ".join(f"{reason}: {count}" for reason, count in self.breakdowns.items())
             text += f", {self.lu_count} by sparse LU instead ({why})"

@@ -94,8 +94,9 @@ class StageLayout:
         self.diagonal = (base + local * size_of + local).astype(np.int64)
 
     def scratch(self) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
-        """The C kernel's work arrays of this layout, allocated once (NativeStageFactor(..., reuse=True),
-        PlannedFactor), and their addresses."""
+        """The C kernel's work arrays of this layout, allocated once (PlannedFactor: each factorisation in a plan
+        overwrites the last; the interior point keeps only its latest factor), and their addresses. Fresh arrays
+        of this size come from the system zeroed, page by page: about as dear as a factorisation."""
         if getattr(self, "_scratch", None) is None:
             self._scratch = _work_arrays(self)
         return self._scratch
@@ -425,15 +426,11 @@ class NativeStageFactor:
     of each chunk's own size (no padding), factorised by the sequential Riccati recursion D_{k+1} = A_{k+1} -
     C_k^T D_k^{-1} C_k with dense LU per block, then the border's Schur complement. Other pivot blocks than
     StageFactor's cyclic reduction, the same matrix: same solutions to round-off, same parity. Same interface
-    as StageFactor but for negatives() (the LU pivots give the parity only).
+    as StageFactor but for negatives() (the LU pivots give the parity only). The interior point's own path is
+    StagePlan (the same kernel, smaller blocks, no per-factorisation scatter from CSC/CSR); this class is its
+    reference with the slacks kept (tests, benchmarks.shots_kkt)."""
 
-    reuse: work in the layout's own arrays (StageLayout.scratch) instead of fresh ones, so that the next
-    factorisation in that layout overwrites this one (the interior point keeps only its latest factor). Fresh
-    arrays of this size (hundreds of kB) come from the system zeroed, page by page: 0.45 ms a factorisation
-    on the parking shot, as much as the factorisation itself."""
-
-    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray,
-                 reuse: bool = False):
+    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray):
         L = layout
         W, J = sp.csc_matrix(W), sp.csr_matrix(J)  # no copies when they are already (the interior point's)
         nz, m = W.shape[0], J.shape[0]
@@ -442,7 +439,7 @@ class NativeStageFactor:
                              f"unknowns")
         self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
         i64 = np.int64
-        self.arrays, self.work = L.scratch() if reuse else _work_arrays(L)  # the arrays and their addresses
+        self.arrays, self.work = _work_arrays(L)  # the arrays and their addresses
         blk = self.arrays[0]
         bad = _native.assemble(L, nz, m, W.indptr.astype(i64), W.indices.astype(i64), np.ascontiguousarray(W.data,
                                float), J.indptr.astype(i64), J.indices.astype(i64),
