@@ -5,9 +5,11 @@ keys, obstacle clearances, corridors) and costs are written a second time as Cas
 (this module; CasADi differentiates them, exact Hessian) and solved by IPOPT (MUMPS) from the same
 initial guess. The IPOPT solution is then checked against OUR constraint functions: a violation at
 solver tolerance shows both solve the same discretisation. CasADi models exist for the car and the
-helicopter and the boat (column buoyancy with min/max for the immersed length).
+helicopter and the boat (column buoyancy with min/max for the immersed length), here, and for the mechanism
+shots (the tree's midpoint DEL with loop and rest rows) in shots_casadi_tree.py; on those, CasADi's rows are
+also evaluated at our solution.
 
-    PYTHONPATH=. /tmp/venv5/bin/python -m benchmarks.shots [--quick]
+    OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python -m benchmarks.shots [--quick]
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from addon.solver.shots import mechanism_shots
 from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.mechanism_shots import solve_mechanism_shot
 from addon.solver.shots.shotfile import load_shot
@@ -25,11 +28,12 @@ from addon.solver.shots.solve import solve_shot
 from addon.solver.shots.transcription import COLD_MU, Transcription
 from addon.solver.shots.vehicle_shot import transcribe
 
+from .shots_casadi_tree import mechanism_problem
 from .shots_eval import chain_shot
 
 SHOTS = ("parallel_parking", "parallel_parking_200", "car_tunnel", "helicopter_canyon_landing", "boat_docking")
 QUICK = ("parallel_parking", "helicopter_canyon_landing")
-MECHANISM_SHOTS = ("four_bar_swing", "crane_anti_sway", "chain_30")  # ours only: no CasADi model of the tree DEL
+MECHANISM_SHOTS = ("four_bar_swing", "crane_anti_sway", "chain_30")  # CasADi model: benchmarks/shots_casadi_tree.py
 TARGETS = {"parallel_parking": 2.0, "helicopter_canyon_landing": 10.0}  # seconds, from the issue
 
 
@@ -264,26 +268,57 @@ def casadi_problem(tr: Transcription):
     return {"x": x, "f": f, "g": ca.vertcat(*g)}, np.array(lbg), np.array(ubg)
 
 
-def run_ipopt(tr: Transcription, mu_init: float | None = None) -> dict | None:
-    """CasADi + IPOPT on the same transcription from the same start; mu_init None: IPOPT's default (0.1)."""
+def _ipopt(problem, lbg, ubg, x0, lbx, ubx, nlp: nlpmod.NLP, build: float, mu_init: float | None) -> dict:
+    """IPOPT (MUMPS, exact Hessian by CasADi) on a CasADi problem from x0; its solution checked against OUR
+    rows (`our_violation`) and cost (`our_objective`) of `nlp`; `build`: seconds spent building the model."""
     ca = _casadi()
-    built = casadi_problem(tr)
-    if built is None:
-        return None
     t0 = time.perf_counter()
-    problem, lbg, ubg = built
     solver = ca.nlpsol("shot", "ipopt", problem, {
         "print_time": False, "ipopt.print_level": 0, "ipopt.tol": 1e-8, "ipopt.constr_viol_tol": 1e-9,
         "ipopt.max_iter": 3000, "ipopt.sb": "yes", **({} if mu_init is None else {"ipopt.mu_init": mu_init})})
-    build = time.perf_counter() - t0
+    build += time.perf_counter() - t0
     t0, c0 = time.perf_counter(), time.process_time()
-    out = solver(x0=tr.x0(), lbx=tr.x_lower, ubx=tr.x_upper, lbg=lbg, ubg=ubg)
+    out = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     stats = solver.stats()
     x = np.asarray(out["x"]).ravel()
-    ours = nlpmod.violation(tr.nlp.constraints(x), tr.nlp.c_lower, tr.nlp.c_upper)
+    ours = nlpmod.violation(nlp.constraints(x), nlp.c_lower, nlp.c_upper)
     return {"time": wall, "cpu": cpu, "build": build, "iterations": int(stats["iter_count"]), "status": stats["return_status"],
-            "objective": float(out["f"]), "our_violation": float(np.max(ours))}
+            "objective": float(out["f"]), "our_violation": float(np.max(ours)), "our_objective": nlp.objective(x)}
+
+
+def run_ipopt(tr: Transcription, mu_init: float | None = None) -> dict | None:
+    """CasADi + IPOPT on the same transcription from the same start; mu_init None: IPOPT's default (0.1)."""
+    t0 = time.perf_counter()
+    built = casadi_problem(tr)
+    if built is None:
+        return None
+    problem, lbg, ubg = built
+    return _ipopt(problem, lbg, ubg, tr.x0(), tr.x_lower, tr.x_upper, tr.nlp, time.perf_counter() - t0, mu_init)
+
+
+def mechanism_ipopt(shot, result, mu_inits=(None,)) -> list[dict] | None:
+    """CasADi + IPOPT on a mechanism shot (the tree DMOC written in SX by shots_casadi_tree.py) from our start
+    (as solve_mechanism_shot starts without a warm start: the keyed path, or the start held still), once per
+    first barrier in mu_inits (None: IPOPT's default 0.1, ours too on mechanism shots). Each dict also holds the
+    largest CasADi row at OUR solution `result` (`casadi_rows_at_ours`; its multipliers recovered from our rows
+    by mechanism_shots.initial_guess, exact where the rows fix them) and our own largest row there
+    (`our_rows_at_ours`). None without casadi."""
+    ca = _casadi()
+    if ca is None:
+        return None
+    P = mechanism_shots._problem(shot)
+    t0 = time.perf_counter()
+    problem, lbg, ubg, lbx, ubx = mechanism_problem(ca, P)
+    build = time.perf_counter() - t0
+    Q = mechanism_shots.keyed_coordinates(P)
+    x0 = mechanism_shots.initial_guess(P, np.tile(P.tx.q0, (P.tx.steps + 1, 1)) if Q is None else Q)
+    nlp = mechanism_shots._nlp(P)
+    x_ours = mechanism_shots.initial_guess(P, result.states)
+    at_ours = float(np.max(np.abs(np.asarray(ca.Function("g", [problem["x"]], [problem["g"]])(x_ours)))))
+    mine = float(np.max(nlpmod.violation(nlp.constraints(x_ours), nlp.c_lower, nlp.c_upper)))
+    return [dict(_ipopt(problem, lbg, ubg, x0, lbx, ubx, nlp, build, mu), casadi_rows_at_ours=at_ours,
+                 our_rows_at_ours=mine) for mu in mu_inits]
 
 
 def warm_start_line(name: str = "parallel_parking", shift: float = 0.3) -> str:
@@ -346,9 +381,19 @@ def run(quick: bool = False) -> str:
         ours, ours_cpu = time.perf_counter() - t0, time.process_time() - c0
         solver_cpu = sum(result.timings.values())
         parts = " / ".join(f"{t:.3f}" for t in result.timings.values())
-        lines.append(f"| {shot.name} | {shot.steps} | | {result.status} | {result.iterations} | {ours:.2f} / {ours_cpu:.2f} "
-                     f"| {solver_cpu:.3f}: {parts} | {1e3 * solver_cpu / max(result.iterations, 1):.1f} "
-                     f"| {result.objective:.6g} | {result.replay_error:.1e} | no CasADi model | | | | | | |")
+        row = (f"| {shot.name} | {shot.steps} | {mechanism_shots._problem(shot).tx.n} | {result.status} "
+               f"| {result.iterations} | {ours:.2f} / {ours_cpu:.2f} | {solver_cpu:.3f}: {parts} "
+               f"| {1e3 * solver_cpu / max(result.iterations, 1):.1f} | {result.objective:.6g} | {result.replay_error:.1e} |")
+        runs = mechanism_ipopt(shot, result, (None, COLD_MU))
+        if runs is None:
+            lines.append(row + " casadi not installed | | | | | | |")
+            continue
+        ip, ip_small = runs
+        lines.append(row + f" {ip['status']} | {ip['iterations']} | {ip['time']:.2f} / {ip['cpu']:.2f} "
+                     f"| {1e3 * ip['cpu'] / max(ip['iterations'], 1):.1f} | {ip['objective']:.6g} "
+                     f"| max violation {ip['our_violation']:.1e}, our objective there {ip['our_objective']:.6g}; "
+                     f"CasADi's rows at our solution {ip['casadi_rows_at_ours']:.1e} (ours {ip['our_rows_at_ours']:.1e}) "
+                     f"| {ip_small['iterations']} / {ip_small['cpu']:.2f} / {ip_small['objective']:.6g} |")
     note = ("\nOurs: addon/solver/shots (numpy/scipy interior point, exact first derivatives; exact second "
             "derivatives of every vehicle's step equations (over jets; the car's in closed form, in C), of keys, "
             "obstacle clearances (a car's in C), corridors and the effort and smoothness costs, and of the tree DEL "
@@ -359,7 +404,10 @@ def run(quick: bool = False) -> str:
             "of the same rows, exact Hessian by AD, MUMPS, tol 1e-8; time excludes building the model. Both "
             "start from the same key-path guess. Ours starts its barrier at mu = COLD_MU (docs/shots.md, \"Barrier\"), "
             "IPOPT at its default 0.1; the last column is IPOPT from the same first barrier as ours. Local optima of these non-convex problems may differ, so "
-            "compare objectives too.")
+            "compare objectives too. Mechanism shots: ours starts its barrier at 0.1 (IPOPT's default, so the main "
+            "IPOPT columns are the same first barrier), IPOPT's model is benchmarks/shots_casadi_tree.py (one SX graph, "
+            "built in seconds to a minute, not counted) from our start (the keyed path); CasADi's rows at our solution "
+            "take its multipliers from our rows by least squares (mechanism_shots.initial_guess).")
     return ("\n".join(lines) + "\n" + note + "\n\nTargets (wall time includes building the transcription and "
             "the replay; on a machine shared with other jobs wall time is inflated, CPU time less so):\n\n"
             + "\n".join(targets) + "\n" + ("" if quick else "\nWarm start:\n\n" + warm_start_line() + "\n"))

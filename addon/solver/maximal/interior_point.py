@@ -10,6 +10,10 @@ collision.CollisionWorld; normal n from A to B, witness points fixed in the bodi
                           z_1, p = x + R p_body), force +gamma n on B. Linear, not the body-fixed
                           point moved exactly: a rolling sphere's contact point would rise by
                           r (|w| dt)^2 / 2 per step and let the sphere sink by that much (P4).
+                          Between flat features (plane-box, box-box) the row starts from d_1 + c:
+                          c (_curvature) adds the gap's dt^2 terms along the predicted motion, and
+                          a step whose own velocities bend the gap otherwise is redone along them
+                          (relinearise).
 Friction per patch (the contacts of one collider pair that can close within the step; a sphere's patch
 is its one point, a box face on a plane its four corners):
   psi    (sliding speed): h = sum mu_f gamma - sum beta  (friction cone, (26b), (27b));
@@ -50,15 +54,28 @@ takes when the C step hands it its buffers; the numpy functions here are its ref
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+
 import numpy as np
 import scipy.sparse
 
+from ..collision.features import FACE_A, FACE_B, NONE, PARALLEL, normal_owners
+from ..collision.world import Contacts
 from ..lie import hat, quat_to_matrix
 from ..native.contact_rows_binding import NativeRows
+from .bodies import half_step
 from .forces import scatter
 from .linear import RowBlocks
-from .state import (COLD_MU, ContactRows, Evaluation, Inequalities, InteriorPointState, LimitRows, MaximalModel,
-                    MaximalState, WarmStart)
+from .state import (
+    COLD_MU,
+    ContactRows,
+    Evaluation,
+    Inequalities,
+    InteriorPointState,
+    LimitRows,
+    MaximalModel,
+    MaximalState,
+    WarmStart,
+)
 
 CENTRED = 0.5  # monotone mode: mu -> MU_DECREASE mu once every |lam s - mu| <= CENTRED mu
 MU_DECREASE = 0.2
@@ -69,6 +86,8 @@ RECENTRE_FLOOR = 1e-2  # lam and s (N or m/s) are raised to at least this by a r
 TAU_MIN = 0.99  # fraction to the boundary max(TAU_MIN, 1 - mu), at most TAU_MAX
 TAU_MAX = 1.0 - 1e-8  # 1 - mu rounds to 1 for mu < 1e-16: a pair would land on the boundary (s/lam = 0)
 CLOSE_MARGIN = 1e-3  # m: contacts predicted further apart than this after the step get no friction rows
+RELINEARISE = 3e-5  # m: a step whose gap curvature along its own velocities differs from its rows' by more is
+MAX_RELINEARISE = 2  # redone along them (relinearise), at most this often
 WARM_SHIFT = 1e-2  # added to warm-started lam and s (a start nearer the boundary jams the first steps)
 COMPLEMENTARITY = 1e-8  # W: converged when every lam * s is below this (resting gap ~ 1e-8 dt / gamma)
 MU_FLOOR = 0.1 * COMPLEMENTARITY  # the corrector aims no lower: smaller s / lam makes the border of
@@ -106,6 +125,35 @@ def finish(state: MaximalState) -> None:
     """Keep the converged pairs for warm-starting the next step."""
     ip = state.interior
     ip.warm = WarmStart(ip.rows.key, ip.lam.copy(), ip.s.copy())
+    ip.predicted, ip.relinearised = None, 0
+
+
+def relinearise(model: MaximalModel, state: MaximalState, V: np.ndarray, dt: float,
+                native: NativeRows | None = None) -> bool:
+    """After a converged step with interval velocities V (B, 6): True (and V kept as the prediction the next
+    `begin` of this step follows) when the gap curvature along V of its contacts that end the step within
+    CLOSE_MARGIN differs from the one its rows started from by more than RELINEARISE, at most MAX_RELINEARISE times a step; the caller then redoes the
+    step from the knot. The rows' curvature follows the knot's velocities, the last interval's: where the
+    step changes them (an impact, a domino knocked over) the rows' gap is off by dt^2 times that change, and
+    the redo, along velocities that differ from its own result only by what that changes, closes it. native:
+    the C step's NativeRows, which computes the curvature (twin of _curvature)."""
+    ip = state.interior
+    c = ip.rows.contacts
+    if c.found is None or ip.relinearised >= MAX_RELINEARISE:
+        return False
+    if native is not None:  # the C step: its rows' contacts are still in native's buffers
+        along = native.curvature(dt, V)
+    else:
+        along = _curvature(model, state, c.found, np.concatenate([quat_to_matrix(state.q), np.eye(3)[None]]), dt, V)
+    Ve = np.vstack([V, np.zeros((1, 6))])
+    end = c.distance + c.curvature + dt * (np.einsum("ki,kij,kj->k", c.normal, c.Jb, Ve[c.b])
+                                           - np.einsum("ki,kij,kj->k", c.normal, c.Ja, Ve[c.a]))
+    touching = end <= CLOSE_MARGIN  # only gaps that end the step closed hold anything
+    if np.max(np.abs(along - c.curvature)[touching], initial=0.0) <= RELINEARISE:
+        return False
+    ip.predicted = np.array(V, dtype=float)
+    ip.relinearised += 1
+    return True
 
 
 # ---- set-up at the knot -----------------------------------------------------------------------
@@ -194,7 +242,8 @@ def _cold_slack(rows: Inequalities) -> np.ndarray:
     c = rows.contacts
     s0 = np.ones(len(rows.kind))
     gap_rows = np.nonzero(c.kind == 0)[0]
-    s0[gap_rows] = np.maximum(c.distance[c.owner[gap_rows]] / rows.dt, 1.0)
+    g = c.owner[gap_rows]
+    s0[gap_rows] = np.maximum((c.distance[g] + c.curvature[g]) / rows.dt, 1.0)
     return s0
 
 
@@ -206,7 +255,7 @@ def _cold_start(ip: InteriorPointState) -> None:
 def _no_contacts() -> ContactRows:
     index = np.zeros(0, dtype=np.int64)
     return ContactRows(index, index, index, np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros((0, 3, 6)),
-                       np.zeros((0, 3, 6)), index, index, index, index, np.zeros((0, 12)))
+                       np.zeros((0, 3, 6)), index, index, index, index, np.zeros((0, 12)), np.zeros(0), None)
 
 
 def _contacts(model: MaximalModel, state: MaximalState, R1: np.ndarray, x1: np.ndarray, dt: float) -> ContactRows:
@@ -238,12 +287,59 @@ def _contacts(model: MaximalModel, state: MaximalState, R1: np.ndarray, x1: np.n
     # normal force is zero and the sliding-speed multiplier psi is undetermined (degenerate pair)
     ve = np.vstack([np.concatenate([state.v, state.w], axis=1), np.zeros((1, 6))])
     vn = np.einsum("ki,kij,kj->k", found.normal, Jb, ve[b]) - np.einsum("ki,kij,kj->k", found.normal, Ja, ve[a])
-    closing = found.distance + dt * vn - 0.5 * dt * dt * np.linalg.norm(bs.gravity) <= CLOSE_MARGIN
+    curvature = _curvature(model, state, found, R1, dt, state.interior.predicted)
+    reach = found.distance + curvature  # the distance the gap rows start from
+    closing = reach + dt * vn - 0.5 * dt * dt * np.linalg.norm(bs.gravity) <= CLOSE_MARGIN
     rubbing = np.nonzero((found.friction > 0) & closing)[0]
     kind, owner, members, member_patch, B = _patches(rubbing, key, found.normal, Ja, Jb, 0.5 * (pos_a1 + pos_b1),
                                                      a, b, R1)
     return ContactRows(a, b, key, found.normal, found.distance, found.friction, Ja, Jb, kind, owner, members,
-                       member_patch, B)
+                       member_patch, B, curvature, found)
+
+
+def _curvature(model: MaximalModel, state: MaximalState, found: Contacts, R1: np.ndarray, dt: float,
+               velocity: np.ndarray | None = None) -> np.ndarray:
+    """What the gap rows' linearisation misses over the step (k,), in m: the gap of each contact's features
+    at the configuration the interval velocities `velocity` (B, 6; None: the knot's state.v, state.w, the last
+    interval's) reach in dt, minus its linearisation d + dt N zdot there. The gap of a vertex on a face moves with the face's normal, an edge
+    across an edge with both edges (collision.features: pairs of planes and boxes; other pairs 0): the linear
+    row, normal and points frozen at z_1, misses the term dt^2 (w x n) . v_rel of a point sliding on a turning
+    face and the points' centripetal dt^2 w x (w x r) / 2 (a domino's edge sliding down the next one's face
+    sank 0.35 mm a step). The row then aims at d + curvature + dt N zdot: exact along the predicted motion,
+    and off by dt^2 times the change of velocity over the step elsewhere. R1 (B+1, 3, 3): the knot's
+    rotations, the world's last."""
+    nb = model.bodies.count
+    out = np.zeros(len(found.distance))
+    a = np.where(found.body_a < 0, nb, found.body_a)
+    b = np.where(found.body_b < 0, nb, found.body_b)
+    owner, edge_a, edge_b = normal_owners(model.collision.shapes, found.collider_a, found.collider_b, found.normal,
+                                          R1[a], R1[b])
+    sel = np.nonzero(owner != NONE)[0]
+    if not len(sel):
+        return out
+    a, b, owner, n = a[sel], b[sel], owner[sel], found.normal[sel]
+    velocity = np.concatenate([state.v, state.w], axis=1) if velocity is None else velocity
+    v, w = np.vstack([velocity[:, :3], np.zeros((1, 3))]), np.vstack([velocity[:, 3:], np.zeros((1, 3))])
+    R2 = np.concatenate([R1[:nb] @ quat_to_matrix(half_step(w[:nb], dt)), np.eye(3)[None]], axis=0)
+    x1, x2 = np.vstack([state.x, np.zeros((1, 3))]), np.vstack([state.x + dt * v[:nb], np.zeros((1, 3))])
+    com = np.vstack([model.bodies.com, np.zeros((1, 3))])
+    ends = []
+    for body, point in ((a, found.point_a[sel]), (b, found.point_b[sel])):
+        p = point - com[body]
+        arm = np.einsum("kij,kj->ki", R1[body], p)
+        linear = x1[body] + arm + dt * (v[body] + np.einsum("kij,kj->ki", R1[body], np.cross(w[body], p)))
+        ends.append((linear, x2[body] + np.einsum("kij,kj->ki", R2[body], p)))
+    (lin_a, moved_a), (lin_b, moved_b) = ends
+    turn_a = np.einsum("kij,klj->kil", R2[a], R1[a])  # R2 R1^T: each body's turn over the step
+    turn_b = np.einsum("kij,klj->kil", R2[b], R1[b])
+    across = np.cross(np.einsum("kij,kj->ki", R2[a], edge_a[sel]), np.einsum("kij,kj->ki", R2[b], edge_b[sel]))
+    size = np.linalg.norm(across, axis=1)
+    across *= (np.where(np.einsum("ki,ki->k", across, n) < 0, -1.0, 1.0) / np.maximum(size, 1e-300))[:, None]
+    across = np.where((size > PARALLEL)[:, None], across, n)  # edges turned parallel: the normal kept
+    n2 = np.where((owner == FACE_A)[:, None], np.einsum("kij,kj->ki", turn_a, n),
+                  np.where((owner == FACE_B)[:, None], np.einsum("kij,kj->ki", turn_b, n), across))
+    out[sel] = np.einsum("ki,ki->k", n2, moved_b - moved_a) - np.einsum("ki,ki->k", n, lin_b - lin_a)
+    return out
 
 
 def _contacts_native(model: MaximalModel, state: MaximalState, native: NativeRows,
@@ -252,10 +348,10 @@ def _contacts_native(model: MaximalModel, state: MaximalState, native: NativeRow
     contacts), with the contact rows packed for the C step and their keys (Inequalities.key)."""
     origin, margin = native.knot(state.x, state.q, state.v, state.w, dt)
     found = model.collision.detect(origin, state.q, margin)
-    r = native.rows(found, dt)
+    r = native.rows(found, model.collision.shapes, dt, state.interior.predicted)
     m = len(r.kind)
     contacts = ContactRows(r.a, r.b, r.key, found.normal, found.distance, found.friction, r.Ja, r.Jb, r.kind, r.owner,
-                           r.members, r.member_patch, r.B)
+                           r.members, r.member_patch, r.B, r.curvature, found)
     zeros = np.zeros(m)
     return contacts, PackedPairs(r.kind, r.row_a, r.row_b, np.full(m, -1, dtype=np.int64), r.G, r.h0, zeros, zeros,
                                  r.weight, r.s_cold, r.e_row, r.e_col, r.e_val), r.row_key
@@ -389,7 +485,7 @@ def _contact_rows(ip: InteriorPointState, Ve: np.ndarray, dt: float, a_rows: np.
     g = owner[gap]
     G[:] = _contact_force_side(c)
     C[:] = G
-    h[gap] = c.distance[g] / dt - (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
+    h[gap] = (c.distance[g] + c.curvature[g]) / dt - (np.einsum("kj,kj->k", G[gap, :6], Ve[a[gap]])
                                    + np.einsum("kj,kj->k", G[gap, 6:], Ve[b[gap]]))
     cone = np.nonzero(kind == 1)[0]
     fric = np.nonzero(kind == 2)[0]
@@ -549,7 +645,7 @@ def packed(model: MaximalModel, state: MaximalState) -> PackedPairs:
     owner = c.owner
     gap = c.kind == 0
     h0 = np.zeros(nc)
-    h0[gap] = c.distance[owner[gap]] / rows.dt
+    h0[gap] = (c.distance[owner[gap]] + c.curvature[owner[gap]]) / rows.dt
     entries = _cone_entries(c)
     e_row, e_col, e_val = (np.concatenate(part) for part in zip(*entries)) if entries else \
         (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))

@@ -259,6 +259,8 @@ class MaximalKernel:
         if status != binding.CONVERGED:
             return None
         out = self._out
+        if state.interior is not None and interior_point.relinearise(model, state, out["V"], dt, self._rows):
+            return self.step(state, dt, tol, max_iterations, halvings)  # again, the gaps along its velocities
         iterations, residual, energy, updates = out["stats"].tolist()
         V = out["V"].copy()
         state.sweeps.extend(out["sweeps"][:int(updates)].astype(int).tolist())

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..collision.world import CollisionWorld
+from ..collision.world import CollisionWorld, Contacts
 from ..model import Mechanism
 from ..stamp import ModelStamp
 from .bodies import BodySet
@@ -65,7 +65,10 @@ class ContactRows:
     distance (k,) at z_1; friction (k,) coefficient; Ja, Jb (k, 3, 6) witness-point Jacobians at z_1
     (zero for the world). kind, owner: the contacts' rows (k gaps, then per patch a cone and its
     directions; see Inequalities). members: the patches' contacts, patch by patch, and member_patch
-    their patch; B (directions, 12): each direction row over (body A, body B) velocities.
+    their patch; B (directions, 12): each direction row over (body A, body B) velocities. curvature (k,):
+    what the gap's linearisation misses over the step along the predicted motion (interior_point._curvature),
+    added to the distance the gap row starts from; found: the collision query's Contacts they were made from
+    (None without contacts).
     """
 
     a: np.ndarray
@@ -81,6 +84,8 @@ class ContactRows:
     members: np.ndarray
     member_patch: np.ndarray
     B: np.ndarray
+    curvature: np.ndarray
+    found: Contacts | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,9 @@ class InteriorPointState:
 
     This step's rows and iterate: rows, lam, s (m,) > 0, the barrier parameter mu = mean lam s, cold
     (started cold rather than warm), monotone (Fiacco-McCormick mode after a stall, at mu_fixed),
-    restarts used. Across steps: warm (the last converged step's pairs) and friction_dropped (the steps
+    restarts used; predicted: the velocities (B, 6) this step's gap curvature follows when not the knot's (a
+    step redone along its own converged velocities, interior_point.relinearise), and relinearised, how often
+    this step was. Across steps: warm (the last converged step's pairs) and friction_dropped (the steps
     redone without friction rows).
     """
 
@@ -134,6 +141,8 @@ class InteriorPointState:
     monotone: bool = False
     mu_fixed: float = COLD_MU
     restarts: int = 0
+    predicted: np.ndarray | None = None
+    relinearised: int = 0
     warm: WarmStart | None = None
     friction_dropped: list[int] = field(default_factory=list)
 

@@ -369,6 +369,9 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> Ste
     if pairs:
         interior_point.begin(model, state, (knot.cval, knot.cjac), dt)
     converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol)
+    while converged and pairs and interior_point.relinearise(model, state, V, dt):  # the gaps along V
+        interior_point.begin(model, state, (knot.cval, knot.cjac), dt)
+        converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol)
     if not converged and pairs and interior_point.drop_friction(state, state.step_index + 1):
         # last resort for a stalled interior point: the step again without friction rows (reported)
         converged, V, lam, ev, iteration = _newton(model, state, knot, dt, tol)

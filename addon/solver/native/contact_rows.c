@@ -55,6 +55,137 @@ static void point_jacobian(const double *r, const double *p, int world, double *
     }
 }
 
+/* collision/features.py's codes and tolerance; shapes.py's codes */
+#define OWNER_NONE 0
+#define OWNER_FACE_A 1
+#define OWNER_FACE_B 2
+#define OWNER_EDGES 3
+#define FACE_TOLERANCE 1e-9
+#define PARALLEL 1e-6
+#define SHAPE_BOX 1
+#define SHAPE_PLANE 4
+
+static void matmul3(const double *a, const double *b, double *out) {
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            out[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
+}
+
+static void matvec3(const double *r, const double *p, double *out) {
+    for (int i = 0; i < 3; i++) out[i] = r[3 * i] * p[0] + r[3 * i + 1] * p[1] + r[3 * i + 2] * p[2];
+}
+
+static void cross3(const double *a, const double *b, double *out) {
+    out[0] = a[1] * b[2] - a[2] * b[1];
+    out[1] = a[2] * b[0] - a[0] * b[2];
+    out[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+/* features.normal_owners for one contact: the owner code; for edges the edges' body-frame directions. */
+static int normal_owner(int64_t code_a, int64_t code_b, const double *local_a, const double *local_b,
+                        const double *ra, const double *rb, const double *n, double *edge_a, double *edge_b) {
+    if (!((code_a == SHAPE_PLANE || code_a == SHAPE_BOX) && code_b == SHAPE_BOX)) return OWNER_NONE;
+    double axes_a[9], axes_b[9], along_a[3], along_b[3];
+    matmul3(ra, local_a, axes_a);
+    matmul3(rb, local_b, axes_b);
+    int low_a = 0, low_b = 0;
+    double high_a = 0.0, high_b = 0.0;
+    for (int j = 0; j < 3; j++) {
+        along_a[j] = fabs(axes_a[j] * n[0] + axes_a[3 + j] * n[1] + axes_a[6 + j] * n[2]);
+        along_b[j] = fabs(axes_b[j] * n[0] + axes_b[3 + j] * n[1] + axes_b[6 + j] * n[2]);
+        high_a = along_a[j] > high_a ? along_a[j] : high_a;
+        high_b = along_b[j] > high_b ? along_b[j] : high_b;
+        if (along_a[j] < along_a[low_a]) low_a = j;
+        if (along_b[j] < along_b[low_b]) low_b = j;
+    }
+    if (code_a == SHAPE_PLANE || high_a >= 1.0 - FACE_TOLERANCE) return OWNER_FACE_A;
+    if (high_b >= 1.0 - FACE_TOLERANCE) return OWNER_FACE_B;
+    if (code_a != SHAPE_BOX || along_a[low_a] > FACE_TOLERANCE || along_b[low_b] > FACE_TOLERANCE) return OWNER_NONE;
+    const double ea[3] = {axes_a[low_a], axes_a[3 + low_a], axes_a[6 + low_a]};
+    const double eb[3] = {axes_b[low_b], axes_b[3 + low_b], axes_b[6 + low_b]};
+    double across[3];
+    cross3(ea, eb, across);
+    if (!(sqrt(dot3(across, across)) > PARALLEL)) return OWNER_NONE;
+    for (int j = 0; j < 3; j++) {
+        edge_a[j] = local_a[3 * j + low_a];
+        edge_b[j] = local_b[3 * j + low_b];
+    }
+    return OWNER_EDGES;
+}
+
+void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *rotation_local,
+                               const int64_t *collider_a, const int64_t *collider_b, const int64_t *body_a,
+                               const int64_t *body_b, const double *point_a, const double *point_b,
+                               const double *normal, const double *x, const double *R, const double *v,
+                               const double *w, const double *com, double dt, double *curvature) {
+    static const double IDENTITY[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    for (int64_t i = 0; i < k; i++) {
+        curvature[i] = 0.0;
+        const int64_t body[2] = {body_a[i], body_b[i]};
+        const double *r1[2], *n = normal + 3 * i;
+        for (int side = 0; side < 2; side++) r1[side] = body[side] >= 0 ? R + 9 * body[side] : IDENTITY;
+        double edge[2][3];
+        const int owner = normal_owner(shape[collider_a[i]], shape[collider_b[i]], rotation_local + 9 * collider_a[i],
+                                       rotation_local + 9 * collider_b[i], r1[0], r1[1], n, edge[0], edge[1]);
+        if (owner == OWNER_NONE) continue;
+        /* each side's witness point frozen (linear) and moved with its body over dt at the knot's velocities */
+        double r2[2][9], linear[2][3], moved[2][3];
+        for (int side = 0; side < 2; side++) {
+            const int64_t bi = body[side];
+            const double *point = side ? point_b + 3 * i : point_a + 3 * i;
+            if (bi < 0) {
+                memcpy(r2[side], IDENTITY, sizeof IDENTITY);
+                for (int j = 0; j < 3; j++) linear[side][j] = moved[side][j] = point[j];
+                continue;
+            }
+            const double *wi = w + 3 * bi, *vi = v + 3 * bi, *xi = x + 3 * bi;
+            double p[3], arm[3], spin[3], turn[3], half[4], h[9];
+            for (int j = 0; j < 3; j++) p[j] = point[j] - com[3 * bi + j];
+            /* bodies.half_step: [sqrt(1 - |a|^2); a], a = dt/2 w */
+            for (int j = 0; j < 3; j++) half[1 + j] = 0.5 * dt * wi[j];
+            const double c2 = 1.0 - dot3(half + 1, half + 1);
+            half[0] = sqrt(c2 > 0.0 ? c2 : 0.0);
+            quat_to_matrix(half, h);
+            matmul3(r1[side], h, r2[side]);
+            matvec3(r1[side], p, arm);
+            cross3(wi, p, spin);
+            matvec3(r1[side], spin, turn);
+            matvec3(r2[side], p, moved[side]);
+            for (int j = 0; j < 3; j++) {
+                linear[side][j] = xi[j] + arm[j] + dt * (vi[j] + turn[j]);
+                moved[side][j] += xi[j] + dt * vi[j];
+            }
+        }
+        /* the normal at the moved configuration: the owning face turned with its body, or across both edges */
+        double n2[3], tmp[3];
+        if (owner == OWNER_EDGES) {
+            double ea[3], eb[3];
+            matvec3(r2[0], edge[0], ea);
+            matvec3(r2[1], edge[1], eb);
+            cross3(ea, eb, n2);
+            const double size = sqrt(dot3(n2, n2));
+            if (size > 1e-6) {
+                const double scale = (dot3(n2, n) < 0 ? -1.0 : 1.0) / size;
+                for (int j = 0; j < 3; j++) n2[j] *= scale;
+            } else {
+                memcpy(n2, n, 3 * sizeof(double));
+            }
+        } else {
+            const int side = owner == OWNER_FACE_A ? 0 : 1;
+            for (int j = 0; j < 3; j++) tmp[j] = r1[side][j] * n[0] + r1[side][3 + j] * n[1] + r1[side][6 + j] * n[2];
+            matvec3(r2[side], tmp, n2);
+        }
+        double gap_moved[3], gap_linear[3];
+        for (int j = 0; j < 3; j++) {
+            gap_moved[j] = moved[1][j] - moved[0][j];
+            gap_linear[j] = linear[1][j] - linear[0][j];
+        }
+        curvature[i] = dot3(n2, gap_moved) - dot3(n, gap_linear);
+    }
+}
+
 /* n^T J (6) of a 3 x 6 Jacobian. */
 static void normal_side(const double *n, const double *J, double *out) {
     for (int j = 0; j < 6; j++) out[j] = n[0] * J[j] + n[1] * J[6 + j] + n[2] * J[12 + j];

@@ -1,10 +1,11 @@
-"""ctypes binding of contact_rows.c (symplex_kernels.h symplex_contact_knot, symplex_contact_rows): the maximal
-step's contact rows at the knot in C.
+"""ctypes binding of contact_rows.c (symplex_kernels.h symplex_contact_knot, symplex_contact_curvature,
+symplex_contact_rows): the maximal step's contact rows at the knot in C.
 
 `LIB` is the kernel library when it is built with contact_rows.c and loads (native.load_kernels), else None.
 `NativeRows(...)` holds one model's buffers: `knot` gives the body-frame origins and the margin of the
-collision query, `rows` turns the query's contacts into the interior point's contact rows (copied out: a
-step's rows outlive the next call). The caller is maximal/interior_point.py (its numpy functions are the
+collision query, `rows` turns the query's contacts into the interior point's contact rows (their gaps' curvature
+over the step first; copied out: a step's rows outlive the next call), `curvature` gives those contacts' curvature
+along other velocities. The caller is maximal/interior_point.py (its numpy functions are the
 reference), through the NativeRows a maximal/native_step.py kernel owns.
 """
 
@@ -29,6 +30,8 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_contact_knot.restype = _double
     lib.symplex_contact_rows.argtypes = [_int, _int, _int] + [_ptr] * 15 + [_double, _double] + [_ptr] * 22
     lib.symplex_contact_rows.restype = _int
+    lib.symplex_contact_curvature.argtypes = [_int] + [_ptr] * 14 + [_double, _ptr]
+    lib.symplex_contact_curvature.restype = None
     return lib
 
 
@@ -58,6 +61,7 @@ class Rows(NamedTuple):
     e_row: np.ndarray
     e_col: np.ndarray
     e_val: np.ndarray
+    curvature: np.ndarray
 
 
 def _addr(array: np.ndarray) -> int:
@@ -78,6 +82,9 @@ class NativeRows:
         self._knot_args = (nbody, x, q, v, w, _addr(self._com))
         self._knot_out = (_addr(self.R), _addr(self.origin))
         self._body_args = (x, _addr(self.R), v, w, _addr(self._com), _addr(self._mass))
+        self._shapes = None  # (shape codes, rotation_local) of the colliders, set by the first `rows`
+        self._k = 0  # contacts of the last `rows` call, still in the input buffers
+        self._predicted = [np.zeros((nbody, 3)), np.zeros((nbody, 3))]  # v, w a step's curvature follows
         self._capacity = -1
         self._reserve(16)
 
@@ -97,6 +104,7 @@ class NativeRows:
         ne = _ENTRIES_PER_CONTACT * k
         self._entries = [np.zeros(ne, i64), np.zeros(ne, i64), np.zeros(ne)]
         self._counts, self._scratch = np.zeros(4, i64), np.zeros(4 * k)
+        self._curvature = np.zeros(k)
         self._outputs = tuple(map(_addr, self._per_contact + self._per_row + self._patches + self._entries
                                   + [self._counts, self._scratch]))
         self._input_addresses = tuple(map(_addr, self._inputs))
@@ -109,14 +117,32 @@ class NativeRows:
         margin = LIB.symplex_contact_knot(*self._knot_args, self.gravity_norm, dt, *self._knot_out)
         return self.origin, margin
 
-    def rows(self, found, dt: float) -> Rows:
-        """The contact rows of `found` (collision.world.Contacts, sorted by collider pair) at the last
-        `knot`, as fresh arrays."""
+    def curvature(self, dt: float, velocity: np.ndarray | None = None) -> np.ndarray:
+        """The gap curvature (k,) of the last `rows` call's contacts along the interval velocities `velocity`
+        (B, 6; None: the knot's), as a fresh array."""
+        x, R, v, w, com, _ = self._body_args
+        if velocity is not None:
+            self._predicted[0][...], self._predicted[1][...] = velocity[:, :3], velocity[:, 3:]
+            v, w = map(_addr, self._predicted)
+        LIB.symplex_contact_curvature(self._k, *map(_addr, self._shapes), *self._input_addresses[:7], x, R, v, w,
+                                      com, dt, _addr(self._curvature))
+        return self._curvature[:self._k].copy()
+
+    def rows(self, found, shapes, dt: float, velocity: np.ndarray | None = None) -> Rows:
+        """The contact rows of `found` (collision.world.Contacts, sorted by collider pair, of the colliders
+        `shapes`, collision.shapes.Shapes) at the last `knot`, as fresh arrays; their gaps' curvature along the
+        interval velocities `velocity` (B, 6), None: the knot's."""
         k = len(found.distance)
         self._reserve(k)
+        if self._shapes is None:
+            self._shapes = (np.ascontiguousarray(shapes.shape, dtype=np.int64),
+                            np.ascontiguousarray(shapes.rotation_local, dtype=np.float64))
         for buffer, name in zip(self._inputs, ("collider_a", "collider_b", "body_a", "body_b", "point_a", "point_b",
                                                "normal", "distance", "friction")):
             buffer[:k] = getattr(found, name)
+        self._k = k
+        curvature = self.curvature(dt, velocity)
+        self._inputs[7][:k] += curvature  # the rows start from the distance plus the curvature
         status = LIB.symplex_contact_rows(self.nbody, self.ncollider, k, *self._input_addresses, *self._body_args,
                                           self.gravity_norm, dt, *self._outputs)
         if status != 0:
@@ -125,4 +151,4 @@ class NativeRows:
         members, member_patch, B = self._patches
         return Rows(*(a[:k].copy() for a in self._per_contact), *(a[:m].copy() for a in self._per_row),
                     members[:nmem].copy(), member_patch[:nmem].copy(), B[:nd].copy(),
-                    *(a[:ne].copy() for a in self._entries))
+                    *(a[:ne].copy() for a in self._entries), curvature)

@@ -26,9 +26,9 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_galerkin_scratch_size.argtypes = [ctypes.POINTER(_Tree), _int, _int, _int]
     lib.symplex_galerkin_scratch_size.restype = _int
     # tree, s, r, weight, P, D, nsel, rows, torque, force_vector, q1, p1, dt, tol, stall, reuse, max_iterations,
-    # X, lam, p2, stats, iterations, scratch
+    # carry, X, lam, p2, stats, iterations, scratch
     lib.symplex_galerkin_step.argtypes = [ctypes.POINTER(_Tree), _int, _int] + [_ptr] * 3 + [_int] + [_ptr] * 5 \
-        + [_double] * 4 + [_int] + [_ptr] * 6
+        + [_double] * 4 + [_int] * 2 + [_ptr] * 6
     lib.symplex_galerkin_step.restype = _int
     return lib
 
@@ -62,7 +62,10 @@ class GalerkinStep(NamedTuple):
 class GalerkinStepper:
     """Galerkin steps of one TreeModel and one rule (galerkin_rule.Rule) in C: the model's arrays, the rule's
     weights and interpolation matrices, the input and output buffers and the scratch, made once with their
-    addresses (numpy's .ctypes costs microseconds per array). Raises RuntimeError unless usable(model)."""
+    addresses (numpy's .ctypes costs microseconds per array). `factor_dt`: the step of the factor that the last
+    factoring call without loop rows left in the scratch (None before one), which step(carry=k) solves the
+    first k updates with at that dt on a tree without charts (galerkin.newton's carried factor). Raises RuntimeError
+    unless usable(model)."""
 
     def __init__(self, model, ru) -> None:
         if not usable(model):
@@ -82,6 +85,9 @@ class GalerkinStepper:
         self._rule = [np.ascontiguousarray(a, dtype=np.float64) for a in (ru.w, ru.P, ru.D)]
         self._inputs = {"torque": np.zeros((r, nq)), "force_vector": np.zeros((r, self.nforce, 3)),
                         "q1": np.zeros(nq), "p1": np.zeros(nq)}
+        self._force_vector = np.array(model.force_vector, dtype=np.float64).reshape(self.nforce, 3)
+        self._inputs["force_vector"][...] = self._force_vector
+        self._unkeyed = True  # torque and force_vector hold the unkeyed model's constants (0, model.force_vector)
         self._outputs = {"X": np.zeros((s, nq)), "lam": np.zeros(s * self.nrow), "p2": np.zeros(nq),
                          "stats": np.zeros(4), "iterations": np.zeros(1, dtype=np.int64)}
         self._rows = np.zeros(self.nrow, dtype=np.int64)
@@ -89,13 +95,17 @@ class GalerkinStepper:
         self._in_addresses = [a.ctypes.data for a in self._inputs.values()]
         self._out_addresses = [a.ctypes.data for a in self._outputs.values()]
         self._scratch: dict[int, tuple[np.ndarray, int]] = {}
+        self.factor_dt: float | None = None
 
-    def step(self, rows: np.ndarray, torque: np.ndarray, force_vector: np.ndarray, q1: np.ndarray, p1: np.ndarray,
+    def step(self, rows: np.ndarray, torque: np.ndarray | None, force_vector: np.ndarray | None, q1: np.ndarray,
+             p1: np.ndarray,
              dt: float, tol: float, stall: float, reuse: float, max_iterations: int, X: np.ndarray,
-             lam: np.ndarray, charts: np.ndarray | None = None) -> GalerkinStep:
+             lam: np.ndarray, charts: np.ndarray | None = None, carry: int = 0) -> GalerkinStep:
         """Newton from the guess (X (s, nq), lam (s nsel)) for the step from (q1, p1) (galerkin.newton, its stall
-        and reuse factors); torque (r, nq) and force_vector (r, nforce, 3) at the node times; rows (nsel,) the kept
-        loop rows; charts (nball, 3, 3) the step's first charts C1 (chart entries of q1 are 0, of X the xi^a).
+        and reuse factors); torque (r, nq) and force_vector (r, nforce, 3) at the node times (both None: no keyed
+        torques, the model's constant force vectors: nothing to copy in a step); rows (nsel,) the kept
+        loop rows; charts (nball, 3, 3) the step's first charts C1 (chart entries of q1 are 0, of X the xi^a);
+        carry: the first `carry` updates solve with the factor left at factor_dt when that is dt (class docstring).
         Inputs of any real dtype and layout are copied in after a shape check; none is modified."""
         rows = np.asarray(rows)
         nsel = len(rows)
@@ -106,10 +116,19 @@ class GalerkinStepper:
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"GalerkinStepper.step: time step dt must be positive, got {dt}")
         ins, outs = self._inputs, self._outputs
-        for name, value in (("torque", torque), ("force_vector", force_vector), ("q1", q1), ("p1", p1)):
-            _load(ins[name], name, value)
-        _load(outs["X"], "X", X)
-        _load(outs["lam"][:self.s * nsel], "lam", lam)
+        if torque is None and force_vector is None:
+            if not self._unkeyed:
+                ins["torque"][...] = 0.0
+                ins["force_vector"][...] = self._force_vector
+                self._unkeyed = True
+        else:
+            _copy_in(ins["torque"], "torque", torque)
+            _copy_in(ins["force_vector"], "force_vector", force_vector)
+            self._unkeyed = False
+        _copy_in(ins["q1"], "q1", q1)
+        _copy_in(ins["p1"], "p1", p1)
+        _copy_in(outs["X"], "X", X)
+        _copy_in(outs["lam"][:self.s * nsel], "lam", lam)
         self._rows[:nsel] = rows
         if self.nball:
             charts = np.asarray(charts)
@@ -121,16 +140,19 @@ class GalerkinStepper:
         if nsel not in self._scratch:
             buffer = np.zeros(LIB.symplex_galerkin_scratch_size(self._tree_ptr, self.s, self.r, nsel))
             self._scratch[nsel] = (buffer, buffer.ctypes.data)
+        carry = carry if not nsel and not self.nball and self.factor_dt == dt else 0
         status = LIB.symplex_galerkin_step(self._tree_ptr, self.s, self.r, *self._rule_addresses, nsel,
                                            self._rows.ctypes.data, *self._in_addresses, float(dt), float(tol),
-                                           float(stall), float(reuse), int(max_iterations), *self._out_addresses,
-                                           self._scratch[nsel][1])
+                                           float(stall), float(reuse), int(max_iterations), int(carry),
+                                           *self._out_addresses, self._scratch[nsel][1])
         worst, flops, energy, factorizations = outs["stats"].tolist()
+        if factorizations and not nsel:
+            self.factor_dt = dt
         return GalerkinStep(outs["X"].copy(), outs["lam"][:self.s * nsel].copy(), outs["p2"].copy(),
                             int(outs["iterations"][0]), worst, status, int(flops), energy, int(factorizations))
 
 
-def _load(buffer: np.ndarray, name: str, value) -> None:
+def _copy_in(buffer: np.ndarray, name: str, value) -> None:
     """Copy value into buffer after checking that its shape is the buffer's (no broadcasting)."""
     value = np.asarray(value)
     if value.shape != buffer.shape:

@@ -9,7 +9,8 @@
  *              block, the leaves-to-root elimination (Obar, Dinv, X, c) and the solve (galerkin_newton.py's
  *              docstring); loop rows and their curvature columns (central differences of Dh^T lam) border it
  *              (galerkin_newton.newton_direction); without loop rows, simplified updates reuse the last factor
- *              after a 10-fold cut of the rows (galerkin.newton, REUSE), on every tree;
+ *              after a 10-fold cut of the rows (galerkin.newton, REUSE), on every tree, and without charts the
+ *              first `carry` updates of a step reuse the factor the last call left in the scratch (CARRY);
  *   charts:    each node at angle 0 in the chart C1 exp(xi_j) with body angular velocity J_R(xi_j) xidot_j, the
  *              charts' rows (chart torque, momentum, springs, row 0's C1 turn, p^(k+1) = J_R(xi^s)^-T Z^s), their
  *              column and row vectors and own 3s x 3s blocks (galerkin_newton.tree_form, _chart_own_blocks), and
@@ -40,6 +41,7 @@ typedef struct {
     int64_t *curv;                      /* (nc,) global unknown index of each curvature column */
     int64_t *live, *held;               /* (W,) live components (compact_components), (nq,) Obar slots */
     int64_t Wc;                         /* the live components' count, padded (compact_components) */
+    double *kept;                       /* (1,) Wc of the factor left in the scratch by the last call */
     /* ball and free-joint charts (tree/galerkin.py's per-step charts; sizes 0 without them) */
     int64_t *ball;                      /* (nq,) chart of each coordinate, -1 outside charts */
     double *turn, *cxi, *cxid;          /* (r, nball, 9 | 3 | 3) exp(xi_j), xi_j, xidot_j at each node */
@@ -122,6 +124,7 @@ static int64_t gcarve(gworkspace *w, double *base, const symplex_tree *tree, int
     w->curv = (int64_t *)gtake(base, &at, nc);
     w->live = (int64_t *)gtake(base, &at, W);
     w->held = (int64_t *)gtake(base, &at, nq);
+    w->kept = gtake(base, &at, 1);
     w->Wc = W;  /* every component (compact_components narrows it on trees without charts) */
     const int64_t nb = tree->nball, on = nb > 0;
     w->ball = (int64_t *)gtake(base, &at, nq);
@@ -744,6 +747,17 @@ static int group_factor(const symplex_tree *tree, gworkspace *w, int64_t s, int6
     return 0;
 }
 
+/* The solves' hand-up of a coordinate or group (n unknowns xs) to its parent: obar[parent] += o + c xs over the
+ * first `width` components (c (width, n)). */
+static void obar_up(int64_t width, int64_t n, const double *o, const double *c, const double *xs, double *parent)
+{
+    for (int64_t p = 0; p < width; ++p) {
+        double v = o[p];
+        for (int64_t k = 0; k < n; ++k) v += c[p * n + k] * xs[k];
+        parent[p] += v;
+    }
+}
+
 /* gsolve over elimination groups (galerkin_newton.solve): rhs (s nq, r.ravel() order) <- J^-1 rhs. */
 static void group_solve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *rhs, double *ops)
 {
@@ -765,14 +779,7 @@ static void group_solve(const symplex_tree *tree, gworkspace *w, int64_t s, int6
         }
         *ops += (double)(2 * W * n + n * n);
         const int64_t parent = group_of(tree, w, tree->dof_parent[f]);
-        if (parent >= 0) {
-            double *op = w->obar + parent * W;
-            for (int64_t p = 0; p < W; ++p) {
-                double v = o[p];
-                for (int64_t k = 0; k < n; ++k) v += c[p * n + k] * xs[k];
-                op[p] += v;
-            }
-        }
+        if (parent >= 0) obar_up(W, n, o, c, xs, w->obar + parent * W);
     }
     for (int64_t f = 0; f < nq; ++f) {
         const int64_t d = group_size(tree, w, f), n = s * d;
@@ -927,14 +934,7 @@ static void gsolve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
         }
         *ops += (double)(2 * Wc * s + s * s);
         const int64_t parent = tree->dof_parent[i];
-        if (parent >= 0) {
-            double *op = w->obar + parent * W;
-            for (int64_t p = 0; p < Wc; ++p) {
-                double v = o[p];
-                for (int64_t k = 0; k < s; ++k) v += c[p * s + k] * xs[k];
-                op[p] += v;
-            }
-        }
+        if (parent >= 0) obar_up(Wc, s, o, c, xs, w->obar + parent * W);
     }
     for (int64_t i = 0; i < nq; ++i) {
         const int64_t parent = tree->dof_parent[i];
@@ -1112,8 +1112,8 @@ static double end_energy(const symplex_tree *tree, gworkspace *w, const double *
 int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, const double *weight, const double *P,
                               const double *D, int64_t nsel, const int64_t *rows, const double *torque,
                               const double *force_vector, const double *q1, const double *p1, double dt, double tol,
-                              double stall, double reuse, int64_t max_iterations, double *X, double *lam, double *p2,
-                              double *stats, int64_t *iterations, double *scratch)
+                              double stall, double reuse, int64_t max_iterations, int64_t carry, double *X,
+                              double *lam, double *p2, double *stats, int64_t *iterations, double *scratch)
 {
     const int64_t nq = tree->nq, n = s * nq, m = nsel;
     gworkspace w;
@@ -1128,14 +1128,19 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     if (m) loop_rows_at(tree, &w, m, rows, q1, w.Dh, NULL);
     int64_t status = SYMPLEX_CONVERGED, it = 0, factorizations = 0;
     int exact = 1;  /* the last update was an exact Newton step */
+    /* galerkin.newton's carried factor: the last one made, left in the scratch, for the first `carry` updates
+     * (plain loop-free trees only; the caller says whether it was made at this dt) */
+    int factored = carry > 0 && !m && !tree->nball;
+    if (factored) w.Wc = (int64_t)w.kept[0];
     for (;;) {
         const double scale = residual(tree, &w, s, r, weight, P, D, m, rows, torque, force_vector, p1, dt, lam, base);
         /* relative to the rows' scale, loop rows held to a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR); the
          * round-off floor is where an exact step no longer halves the rows */
         worst = fmax(max_abs(n, w.f) / scale, max_abs(s * m, w.f + n) / 0.1);
         if (worst <= tol || (exact && worst <= stall * tol && worst > 0.5 * previous)) break;
-        /* galerkin.newton: the last factor again (simplified Newton) while the last update cut the rows by reuse */
-        exact = !(factorizations && !m && worst <= reuse * previous);
+        /* galerkin.newton: the last factor again (simplified Newton) while the last update cut the rows by reuse,
+         * and a carried one for the first `carry` updates */
+        exact = !(factored && !m && ((it < carry && !factorizations) || worst <= reuse * previous));
         previous = worst;
         if (!isfinite(worst)) { status = SYMPLEX_NOT_FINITE; break; }
         if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }
@@ -1144,6 +1149,7 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
             if (tree->nball) chart_tree_form(tree, &w, s, r, weight, P, D, dt);
             else compact_components(tree, &w, s, r);
             ++factorizations;
+            factored = 1;
         }
         if ((exact && (tree->nball ? group_factor(tree, &w, s, r, &ops) : gfactor(tree, &w, s, r, &ops)))
             || direction(tree, &w, s, r, m, rows, lam, &ops)) {
@@ -1165,6 +1171,7 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
         }
         so3_exp(X + n - nq + k[0], w.turn + 9 * b);  /* node 0's turns are spent: the end turns */
     }
+    if (factorizations) w.kept[0] = (double)w.Wc;
     stats[0] = worst;
     stats[1] = ops;
     stats[3] = (double)factorizations;

@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 16
+#define SYMPLEX_ABI_VERSION 18
 
 int64_t symplex_abi_version(void);
 
@@ -103,7 +103,9 @@ int64_t symplex_galerkin_scratch_size(const symplex_tree *tree, int64_t s, int64
  * r^0 = p1 + Z^0, r^a = Z^a (a = 1..s-1), minus Dh(x^a)^T lam^a with loop rows held at x^1..x^s, with the exact O(s^3 nq) direction of tree/galerkin_newton.py; stops when
  * worst = max(max|r| / scale, max|h| / 0.1) <= tol, or <= stall tol without halving after an exact step (the
  * rows' round-off floor). Without loop rows, an update after one that cut worst by the factor reuse or more
- * solves with the last factor (simplified Newton; tree/galerkin.py `newton`), charts included.
+ * solves with the last factor (simplified Newton; tree/galerkin.py `newton`), charts included. With carry > 0
+ * on a tree without charts or loop rows, the first `carry` updates solve with the factor that the last factoring
+ * call on this scratch left there (the caller vouches that it was made for this tree, rule and dt).
  * On the charts X holds the xi^a (q1 0 there) and p2 the body covector at C2 = C1 exp(xi^s).
  * outputs: X (s, nq) in: the guess x^1..x^s; out: the last iterate. lam (s nsel) in: guess; out: last iterate.
  *          p2 (nq,) = Z^s at the last iterate. stats (4,) = worst, multiply-adds of the Newton directions,
@@ -112,14 +114,14 @@ int64_t symplex_galerkin_scratch_size(const symplex_tree *tree, int64_t s, int64
  *          iterations (1,) Newton updates made.
  * inputs:  s; r nodes with weights weight (r,), P, D (r, s + 1) (tree/galerkin_rule.py Rule); rows (nsel,);
  *          torque (r, nq) keyed torques and force_vector (r, nforce, 3) user forces at the node times;
- *          q1, p1 (nq,); dt, tol, stall, reuse, max_iterations.
+ *          q1, p1 (nq,); dt, tol, stall, reuse, max_iterations, carry.
  * scratch: symplex_galerkin_scratch_size(...) doubles.
  * Returns SYMPLEX_CONVERGED, _NOT_CONVERGED, _SINGULAR or _NOT_FINITE (symplex_midpoint_step's codes). */
 int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, const double *weight, const double *P,
                               const double *D, int64_t nsel, const int64_t *rows, const double *torque,
                               const double *force_vector, const double *q1, const double *p1, double dt, double tol,
-                              double stall, double reuse, int64_t max_iterations, double *X, double *lam, double *p2,
-                              double *stats, int64_t *iterations, double *scratch);
+                              double stall, double reuse, int64_t max_iterations, int64_t carry, double *X,
+                              double *lam, double *p2, double *stats, int64_t *iterations, double *scratch);
 
 /* A compiled maximal-coordinate model (maximal/state.py MaximalModel,
  * packed by maximal/native_step.py), as pointers to the caller's arrays. Every field is 8 bytes. Body
@@ -295,8 +297,19 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
  * 2 dt (max |v| + max |w|) + |g| dt^2 + 1 mm. */
 double symplex_contact_knot(int64_t nbody, const double *x, const double *q, const double *v, const double *w,
                             const double *com, double gravity_norm, double dt, double *R, double *origin);
+/* symplex_contact_curvature: what each of k contacts' gap rows misses over the step (interior_point._curvature):
+ * the gap of its features (collision/features.py: the face of A or of B, or two edges, from the colliders'
+ * shape codes and axes rotation_local (ncollider, 3, 3)) at the configuration the knot's velocities v, w reach
+ * in dt, minus the gap's linearisation there; 0 for pairs other than plane-box and box-box. Contacts as for
+ * symplex_contact_rows, knot x, R from symplex_contact_knot. Writes curvature (k). */
+void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *rotation_local,
+                               const int64_t *collider_a, const int64_t *collider_b, const int64_t *body_a,
+                               const int64_t *body_b, const double *point_a, const double *point_b,
+                               const double *normal, const double *x, const double *R, const double *v,
+                               const double *w, const double *com, double dt, double *curvature);
 /* symplex_contact_rows: from k contacts (CollisionWorld.detect's Contacts, sorted by collider pair: colliders,
- * bodies (-1 world), body-frame witness points, normals, distances, friction) and the knot (x, R from
+ * bodies (-1 world), body-frame witness points, normals, distances (the query's plus symplex_contact_curvature's:
+ * the gap the rows start from), friction) and the knot (x, R from
  * symplex_contact_knot, v, w, com, mass of the bodies), the interior point's contact rows:
  * per contact (k): bodies a, b (nbody: the world), key collider_a ncollider + collider_b, point Jacobians
  *   Ja, Jb (k, 3, 6);

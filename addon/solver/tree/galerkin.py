@@ -33,7 +33,8 @@ Newton's step is exact and costs O(s^3 n): galerkin_newton.py holds the Newton m
 joint type (charts included) and eliminates it leaves to root; loop rows border it (newton_direction), with the
 one block d(Dh(x^a)^T lam^a)/dx^a formed by central differences of the constraint rows (loop_blocks). Without loop
 rows, an update that follows a 10-fold cut of the rows reuses the last factor (simplified Newton, `newton`: the
-factor is most of an update's cost). Each step starts from the last step's interpolant carried on
+factor is most of an update's cost), and on trees without charts a step's first CARRY updates reuse the last
+factor made at its dt (the last step's). Each step starts from the last step's interpolant carried on
 (galerkin_rule.extrapolation). `newton` is that loop in numpy; when the kernels are built the whole loop runs in C
 instead, on every tree, charts and loops included (native/galerkin_step.c through native/galerkin_binding.py,
 `newton_native`: the same iterates to round-off, and the energy after a loop-free step), and `newton` stays its
@@ -104,7 +105,8 @@ class GalerkinState:
     dropped_joints: tuple[str, ...] = ()  # loop joints whose rows the assembly dropped as redundant
     step_index: int = 0
     previous: tuple[float, np.ndarray] | None = None  # the last step's dt and control points (s + 1, nq)
-    steppers: dict = field(default_factory=dict)  # the C steps of this run by rule (galerkin_binding.py)
+    steppers: dict = field(default_factory=dict)  # the C steps of this run by rule, and whether keyed (newton_native)
+    factor: tuple | None = None  # newton's last factor (numpy path): (rule key, dt, galerkin_newton factor)
 
 
 def start(model: TreeModel, t0: float = 0.0) -> tuple[GalerkinState, float]:
@@ -294,7 +296,8 @@ class Newton:
     """Where a step's Newton loop stopped: the last iterate X (s, nq), lam (s nrow), the end momentum Z^s there,
     Newton updates made, the worst scaled row and status: "converged", "not converged" (max_iterations reached or
     a row not finite) or "singular" (a pivot block of the Newton matrix); energy() after the step when the C step
-    computed it (no loop rows), else None; the Newton matrices factored (newton's simplified updates reuse one)."""
+    computed it (no loop rows), else None; the Newton matrices factored (newton's simplified updates reuse one);
+    newton's last factor (None from the C step, which keeps it in its scratch)."""
 
     X: np.ndarray
     lam: np.ndarray
@@ -304,18 +307,24 @@ class Newton:
     status: str
     energy: float | None = None
     factorizations: int = 0
+    factor: object = None
 
 
 def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, dt: float, ru: Rule, tol: float,
-           max_iterations: int) -> Newton:
+           max_iterations: int, carried=None) -> Newton:
     """Newton on the step's DEL and loop rows from the guess (X, lam), in numpy: the reference of the C step.
 
     Without loop rows, an update that follows one which cut the worst row by REUSE or more solves with the last
     factor (simplified Newton: near the solution the matrix has hardly moved, and the factor is most of an
-    update's cost); as soon as an update cuts less, the next one factors again. The convergence test is the same
-    for both kinds, and the stall exit (round-off floor) follows exact updates only."""
+    update's cost); as soon as an update cuts less, the next one factors again. On a tree without charts or loop
+    rows, `carried` (the last factor made at this dt: the last step's) serves the first CARRY updates whatever they
+    cut, then on the same rule: on a whipping chain at dt = 1/24 s the warm start is ~1e-2 rad off and its first
+    update hardly cuts the rows even when exact (the curvature, not the matrix, holds it back), so a fresh factor
+    there is wasted (docs/benchmarks.md). The convergence test is the same for every kind of update, and the stall
+    exit (round-off floor) follows exact updates only."""
     size = X.size
-    iterations, previous, fac, factorizations, exact = 0, np.inf, None, 0, True
+    fac = carried if not len(state.rows) and not len(model.ball_dofs) else None
+    iterations, previous, factorizations, exact = 0, np.inf, 0, True
     while True:
         res = residual(model, state, X, dt, ru, lam)
         loop = float(np.max(np.abs(res.h), initial=0.0))
@@ -323,11 +332,12 @@ def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarra
         worst = max(float(np.max(np.abs(res.r))) / res.scale, loop / LOOP_TOLERANCE_FACTOR)
         # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
         if worst <= tol or (exact and worst <= STALL * tol and worst > 0.5 * previous):
-            return Newton(X, lam, res.p_end, iterations, worst, "converged", factorizations=factorizations)
-        exact = not (fac is not None and worst <= REUSE * previous)
+            return Newton(X, lam, res.p_end, iterations, worst, "converged", factorizations=factorizations, factor=fac)
+        exact = not (fac is not None and ((iterations < CARRY and not factorizations) or worst <= REUSE * previous))
         previous = worst
         if iterations >= max_iterations or not np.isfinite(worst):
-            return Newton(X, lam, res.p_end, iterations, worst, "not converged", factorizations=factorizations)
+            return Newton(X, lam, res.p_end, iterations, worst, "not converged", factorizations=factorizations,
+                          factor=fac)
         if len(state.rows):
             delta = newton_direction(model, state, X, lam, res, dt, ru)
             factorizations += 1
@@ -337,7 +347,7 @@ def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarra
                 factorizations += 1
             delta = None if fac is None else -galerkin_newton.solve(fac, res.r.reshape(-1, 1))[:, 0]
         if delta is None:
-            return Newton(X, lam, res.p_end, iterations, worst, "singular", factorizations=factorizations)
+            return Newton(X, lam, res.p_end, iterations, worst, "singular", factorizations=factorizations, factor=fac)
         X = X + delta[:size].reshape(X.shape)
         lam = lam + delta[size:]
         iterations += 1
@@ -347,22 +357,27 @@ _NATIVE_STATUS = {native.CONVERGED: "converged", native.NOT_CONVERGED: "not conv
                   native.NOT_FINITE: "not converged", native.SINGULAR: "singular"}
 
 
+def _rule_key(ru: Rule) -> tuple:
+    return ru.s, len(ru.c), float(ru.c[0])
+
+
 def newton_native(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, dt: float, ru: Rule,
-                  tol: float, max_iterations: int) -> Newton:
+                  tol: float, max_iterations: int, carry: int = 0) -> Newton:
     """newton() in C (native/galerkin_step.c) for a model galerkin_binding.usable() accepts: keyed torques and user
-    forces evaluated here at the node times, the rest there."""
-    key = (ru.s, len(ru.c), float(ru.c[0]))
+    forces evaluated here at the node times, the rest there; carry: the first `carry` updates solve with the factor
+    the rule's stepper last made, when that was at this dt (newton's `carried`)."""
+    key = _rule_key(ru)
     if key not in state.steppers:
-        state.steppers[key] = galerkin_binding.GalerkinStepper(model, ru)
-    if any(c is not None for c in model.dof_torque + model.force_scale):  # keyed: at each node's time
+        keyed = any(c is not None for c in model.dof_torque + model.force_scale)
+        state.steppers[key] = galerkin_binding.GalerkinStepper(model, ru), keyed
+    stepper, keyed = state.steppers[key]
+    torque = forces = None  # unkeyed: the stepper's constants
+    if keyed:  # at each node's time
         times = state.t + ru.c * dt
         torque = np.array([keyed_torques(model, t) for t in times])
         forces = np.array([user_force_vectors(model, t) for t in times])
-    else:
-        torque = np.zeros((len(ru.c), model.nq))
-        forces = np.broadcast_to(model.force_vector, (len(ru.c),) + model.force_vector.shape)
-    out = state.steppers[key].step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, REUSE,
-                                   max_iterations, X, lam, state.charts)
+    out = stepper.step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, REUSE, max_iterations, X, lam,
+                       state.charts, carry)
     return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status],
                   None if np.isnan(out.energy) else out.energy, out.factorizations)
 
@@ -377,8 +392,14 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
         X = extrapolation(ru.s) @ last
         X[:, k] -= last[-1][k]
     lam = np.tile(state.lam, ru.s)  # the multipliers of the last step's rows, at every control point
-    solve = newton_native if galerkin_binding.usable(model) else newton
-    out = solve(model, state, X, lam, dt, ru, tol, max_iterations)
+    if galerkin_binding.usable(model):
+        out = newton_native(model, state, X, lam, dt, ru, tol, max_iterations, CARRY)
+    else:
+        key = _rule_key(ru)
+        carried = state.factor[2] if CARRY and state.factor and state.factor[:2] == (key, dt) else None
+        out = newton(model, state, X, lam, dt, ru, tol, max_iterations, carried)
+        if out.factor is not None:
+            state.factor = (key, dt, out.factor)
     step = state.step_index + 1
     if out.status == "not converged":
         raise ConvergenceError(
@@ -417,6 +438,7 @@ def energy(model: TreeModel, state: GalerkinState) -> float:
 
 STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the rows is at their round-off floor
 REUSE = 0.1  # newton: after an update that cut the worst row 10-fold, the next one reuses its factor
+CARRY = 2  # newton: a step's first CARRY updates solve with the last factor made at its dt (`carried`; 0: none)
 MAX_HALVINGS = 4  # as midpoint.py: a failed step is redone as two half steps, down to dt / 16
 
 

@@ -57,7 +57,7 @@ def compare_at(integ, native) -> set[int]:
     for field in ("kind", "owner", "key"):
         assert_same(field, getattr(rc, field), getattr(rp, field))
     for field in ("a", "b", "key", "normal", "distance", "friction", "Ja", "Jb", "kind", "owner", "members",
-                  "member_patch", "B"):
+                  "member_patch", "B", "curvature"):
         assert_same(f"contacts.{field}", getattr(rc.contacts, field), getattr(rp.contacts, field))
     for field in ("kind", "a", "b", "coord", "G", "side", "bound", "e_row", "e_col", "e_val"):
         assert_same(f"packed.{field}", getattr(pack_c, field), getattr(pack_py, field))
@@ -111,4 +111,4 @@ def test_unsorted_contacts_are_refused():
     order = np.arange(len(found))[::-1]
     flipped = type(found)(**{f: getattr(found, f)[order] for f in found.__dataclass_fields__})
     with pytest.raises(ValueError, match="not sorted"):
-        native.rows(flipped, DT)
+        native.rows(flipped, integ.model.collision.shapes, DT)

@@ -33,6 +33,30 @@ def driven_tree(seed: int, loops: int):
     return compile_tree(mech.replace(joints=tuple(joints), forces=forces))
 
 
+def same_iterates(model, state, X, lam, dt, ru):
+    """Newton in numpy and in C from (X, lam) with tol = 0 (stopping neither early): after 1 and 3 updates the same
+    iterates, multipliers and end momentum Z^s to round-off. Returns numpy's after 3."""
+    for iterations in (1, 3):
+        a = galerkin.newton(model, state, X, lam, dt, ru, 0.0, iterations)
+        b = galerkin.newton_native(model, state, X, lam, dt, ru, 0.0, iterations)
+        assert a.status == b.status == "not converged" and a.iterations == b.iterations == iterations
+        assert np.max(np.abs(b.X - a.X)) < 1e-12 * max(1.0, np.max(np.abs(a.X))), (ru.s, iterations)
+        assert np.max(np.abs(b.lam - a.lam), initial=0.0) < 1e-9 * max(1.0, np.max(np.abs(a.lam), initial=0.0))
+        assert np.max(np.abs(b.p_end - a.p_end)) < 1e-10 * max(1.0, np.max(np.abs(a.p_end)))
+    return a
+
+
+def same_convergence(model, state, X, lam, dt, ru, factorizations: int) -> int:
+    """Both converge to tol 1e-10 from (X, lam) with the same updates and at most `factorizations` factorizations
+    (the same in both), to the same iterate. Returns the simplified updates (updates less factorizations)."""
+    done = galerkin.newton_native(model, state, X, lam, dt, ru, 1e-10, 30)
+    ref = galerkin.newton(model, state, X, lam, dt, ru, 1e-10, 30)
+    assert done.status == ref.status == "converged" and done.factorizations <= factorizations
+    assert (done.iterations, done.factorizations) == (ref.iterations, ref.factorizations)
+    assert np.max(np.abs(done.X - ref.X)) < 1e-12 * max(1.0, np.max(np.abs(ref.X)))
+    return done.iterations - done.factorizations
+
+
 @pytest.mark.parametrize("s", [2, 3, 4])
 def test_c_step_takes_the_numpy_newton_iterates(s):
     """From a start moved off the warm start (control points 1e-2 away, random multipliers), Newton in C and in
@@ -50,24 +74,10 @@ def test_c_step_takes_the_numpy_newton_iterates(s):
         rng = np.random.default_rng(seed)
         X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess) + 1e-2 * rng.normal(size=(s, model.nq))
         lam = rng.normal(size=s * len(state.rows))
-        steps = []
-        for iterations in (1, 3):
-            a = galerkin.newton(model, state, X, lam, dt, ru, 0.0, iterations)
-            b = galerkin.newton_native(model, state, X, lam, dt, ru, 0.0, iterations)
-            assert a.status == b.status == "not converged" and a.iterations == b.iterations == iterations
-            assert np.max(np.abs(b.X - a.X)) < 1e-12 * max(1.0, np.max(np.abs(a.X))), (seed, s, iterations)
-            assert np.max(np.abs(b.lam - a.lam), initial=0.0) < 1e-9 * max(1.0, np.max(np.abs(a.lam), initial=0.0))
-            assert np.max(np.abs(b.p_end - a.p_end)) < 1e-10 * max(1.0, np.max(np.abs(a.p_end)))
-            steps.append(np.max(np.abs(a.X - X)))
-            X_last = a.X
-        assert np.max(np.abs(X_last - X)) > 1e-3  # the iterates moved: the comparison is not of the guess
+        moved = same_iterates(model, state, X, lam, dt, ru).X
+        assert np.max(np.abs(moved - X)) > 1e-3  # the iterates moved: the comparison is not of the guess
         # and they converge, in few factorizations (loop-free: simplified updates between them, the same in both)
-        done = galerkin.newton_native(model, state, X, lam, dt, ru, 1e-10, 30)
-        ref = galerkin.newton(model, state, X, lam, dt, ru, 1e-10, 30)
-        assert done.status == ref.status == "converged" and done.factorizations <= 5
-        assert (done.iterations, done.factorizations) == (ref.iterations, ref.factorizations)
-        assert np.max(np.abs(done.X - ref.X)) < 1e-12 * max(1.0, np.max(np.abs(ref.X)))
-        reused.append(done.iterations - done.factorizations)
+        reused.append(same_convergence(model, state, X, lam, dt, ru, 5))
     assert reused[0] > 0 and reused[1] == 0  # the loop-free tree reuses factors, the one with loop rows never
 
 
@@ -84,6 +94,44 @@ def test_c_step_energy_and_trajectory_equal_numpy(monkeypatch):
         assert result.iterations == expected.iterations
         assert abs(result.energy - expected.energy) < 1e-11 * max(1.0, abs(expected.energy))
         assert np.max(np.abs(ours.q - ref.q)) < 1e-12 and np.max(np.abs(ours.p - ref.p)) < 1e-10
+
+
+def test_carried_factor_takes_the_same_updates_in_c_and_numpy(monkeypatch):
+    """12 whole steps of a 5-link chain at order 6 and dt = 1/24 s, where the warm start is far off (a whip): from
+    the second step the first galerkin.CARRY updates solve with the last factor made, in C and in numpy alike (each
+    step the same updates and factorizations, the same state to round-off), with fewer factorizations than steps
+    (with CARRY = 0 every step factors at least once); and the states are CARRY = 0's to the Newton tolerance (the
+    carried factor changes the path to each step's solution, not the solution)."""
+    model, dt = compile_tree(pendulum_chain(5)), 1.0 / 24.0
+    counts = {}
+
+    def run(carry: int, numpy: bool):
+        monkeypatch.setattr(galerkin, "CARRY", carry)
+        name = "newton" if numpy else "newton_native"
+        solve, record = getattr(galerkin, name), counts.setdefault((carry, numpy), [])
+
+        def counted(*args):
+            out = solve(*args)
+            record.append((out.iterations, out.factorizations))
+            return out
+
+        with monkeypatch.context() as patch:
+            patch.setattr(galerkin, name, counted)
+            if numpy:
+                patch.setattr(galerkin_binding, "usable", lambda model: False)
+            state, _ = galerkin.start(model)
+            for _ in range(12):
+                galerkin.step(model, state, dt, 6)
+        return state
+
+    ours, ref, exact = run(2, False), run(2, True), run(0, False)
+    assert counts[2, False] == counts[2, True] and len(counts[2, False]) == 12  # no step halved
+    assert np.max(np.abs(ours.q - ref.q)) < 1e-12 and np.max(np.abs(ours.p - ref.p)) < 1e-10
+    assert sum(f for _, f in counts[2, False]) < 12 <= sum(f for _, f in counts[0, False])
+    assert min(f for _, f in counts[0, False]) >= 1
+    # the rows are held to 1e-10 of their scale (~|p|, 40 here) each step: the states within 1e-7 after 12 steps
+    assert np.max(np.abs(ours.q - exact.q)) < 1e-7 and 0.0 < np.max(np.abs(ours.p - exact.p)) < 1e-7 * np.max(
+        np.abs(exact.p))
 
 
 def planar_tree():
@@ -109,12 +157,7 @@ def test_c_step_on_planar_mechanisms_takes_the_numpy_iterates(name):
         X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess) + 1e-2 * np.random.default_rng(s).normal(
             size=(s, model.nq))
         lam = np.tile(state.lam, s)
-        for iterations in (1, 3):
-            a = galerkin.newton(model, state, X, lam, dt, ru, 0.0, iterations)
-            b = galerkin.newton_native(model, state, X, lam, dt, ru, 0.0, iterations)
-            assert np.max(np.abs(a.X - X)) > 1e-3  # the iterates moved
-            assert np.max(np.abs(b.X - a.X)) < 1e-12 * max(1.0, np.max(np.abs(a.X))), (name, s, iterations)
-            assert np.max(np.abs(b.p_end - a.p_end)) < 1e-10 * max(1.0, np.max(np.abs(a.p_end)))
+        assert np.max(np.abs(same_iterates(model, state, X, lam, dt, ru).X - X)) > 1e-3  # the iterates moved
 
 
 CHARTS = ("ball", "revolute", "free", "prismatic", "ball")  # ball and free joints among plain ones
@@ -145,20 +188,8 @@ def test_c_step_takes_the_numpy_newton_iterates_on_ball_and_free_joints(s):
         rng = np.random.default_rng(seed)
         X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess) + 1e-3 * rng.normal(size=(s, model.nq))
         lam = rng.normal(size=s * len(state.rows))
-        for iterations in (1, 3):
-            a = galerkin.newton(model, state, X, lam, dt, ru, 0.0, iterations)
-            b = galerkin.newton_native(model, state, X, lam, dt, ru, 0.0, iterations)
-            assert a.status == b.status == "not converged" and a.iterations == b.iterations == iterations
-            assert np.max(np.abs(b.X - a.X)) < 1e-12 * max(1.0, np.max(np.abs(a.X))), (seed, s, iterations)
-            assert np.max(np.abs(b.lam - a.lam), initial=0.0) < 1e-9 * max(1.0, np.max(np.abs(a.lam), initial=0.0))
-            assert np.max(np.abs(b.p_end - a.p_end)) < 1e-10 * max(1.0, np.max(np.abs(a.p_end)))
-        assert np.max(np.abs(a.X - X)) > 1e-4  # the iterates moved
-        done = galerkin.newton_native(model, state, X, lam, dt, ru, 1e-10, 30)
-        ref = galerkin.newton(model, state, X, lam, dt, ru, 1e-10, 30)
-        assert done.status == ref.status == "converged" and done.factorizations <= 4
-        assert (done.iterations, done.factorizations) == (ref.iterations, ref.factorizations)
-        assert np.max(np.abs(done.X - ref.X)) < 1e-12 * max(1.0, np.max(np.abs(ref.X)))
-        reused.append(done.iterations - done.factorizations)
+        assert np.max(np.abs(same_iterates(model, state, X, lam, dt, ru).X - X)) > 1e-4  # the iterates moved
+        reused.append(same_convergence(model, state, X, lam, dt, ru, 4))
     assert reused[0] > 0 and reused[1] == 0  # the loop-free tree reuses factors, the one with loop rows never
 
 
