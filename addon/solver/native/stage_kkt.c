@@ -205,6 +205,65 @@ int64_t symplex_stage_assemble(int64_t nz, int64_t m, const int64_t *chunk, cons
     return 0;
 }
 
+int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_t *w_slot, const int64_t *w_src,
+                           const double *w_val, int64_t n_j, const int64_t *j_slot, const int64_t *j_src,
+                           const double *j_val, int64_t n_p, const int64_t *p_slot, const int64_t *p_a,
+                           const int64_t *p_b, const int64_t *p_row, int64_t nx, int64_t ns, const int64_t *slack_diag,
+                           const double *coef, double dw, double dc, double *slack_d, int64_t n_elim,
+                           const int64_t *elim_slack, double *weight, int64_t n_kept, const int64_t *kept_slack,
+                           const int64_t *d_slot)
+{
+    for (int64_t j = 0; j < ns; ++j) {
+        slack_d[j] = w_val[slack_diag[j]] + dw;
+        if (!(slack_d[j] > 0.0))
+            return 1 + j;
+    }
+    for (int64_t i = 0; i < n_elim; ++i) {
+        int64_t j = elim_slack[i];
+        weight[i] = 1.0 / (dc + coef[j] * coef[j] / slack_d[j]);
+    }
+    memset(blk, 0, (size_t)n_blk * sizeof(double));
+    for (int64_t t = 0; t < n_w; ++t)
+        blk[w_slot[t]] += w_val[w_src[t]];
+    for (int64_t t = 0; t < n_j; ++t)
+        blk[j_slot[t]] += j_val[j_src[t]];
+    for (int64_t t = 0; t < n_p; ++t)
+        blk[p_slot[t]] += j_val[p_a[t]] * j_val[p_b[t]] * weight[p_row[t]];
+    for (int64_t i = 0; i < nx; ++i)
+        blk[d_slot[i]] += dw;
+    for (int64_t k = 0; k < n_kept; ++k) {
+        int64_t j = kept_slack[k];
+        blk[d_slot[nx + k]] -= dc + (j >= 0 ? coef[j] * coef[j] / slack_d[j] : 0.0);
+    }
+    return 0;
+}
+
+void symplex_kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int64_t *w_idx, const double *w_val,
+                          const int64_t *j_ptr, const int64_t *j_idx, const double *j_val, double dw, double dc,
+                          const double *sol, const double *rhs, double *out, double *work)
+{
+    /* the operations of stage_kkt.kkt_residual in its order (scipy's CSC and CSR products, then the sums), so
+     * that both give the same bits: W dz in out, J^T y in work */
+    const double *dz = sol, *y = sol + nz;
+    for (int64_t i = 0; i < nz; ++i) {
+        out[i] = 0.0;
+        work[i] = 0.0;
+    }
+    for (int64_t col = 0; col < nz; ++col)
+        for (int64_t e = w_ptr[col]; e < w_ptr[col + 1]; ++e)
+            out[w_idx[e]] += w_val[e] * dz[col];
+    for (int64_t row = 0; row < m; ++row) {
+        double acc = 0.0;
+        for (int64_t e = j_ptr[row]; e < j_ptr[row + 1]; ++e) {
+            acc += j_val[e] * dz[j_idx[e]];
+            work[j_idx[e]] += j_val[e] * y[row];
+        }
+        out[nz + row] = rhs[nz + row] - (acc - dc * y[row]);
+    }
+    for (int64_t i = 0; i < nz; ++i)
+        out[i] = rhs[i] - ((out[i] + dw * dz[i]) + work[i]);
+}
+
 /* out (p x r) -= g y[cols], g (p x q) compact over the columns cols (q) of y (rows of y, r columns each). */
 static void sub_g(int64_t p, int64_t q, const int64_t *cols, const double *g, int64_t r, const double *y,
                   double *out)
@@ -322,4 +381,42 @@ void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, cons
         sub_atb(size[k], nb, 1, blk + e_off[k], v + r_off[k], vb);
     lu_solve(nb, blk + f_off, piv + n_inner, 1, vb);
     sub_ab(n_inner, nb, 1, x, vb, v);
+}
+
+void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
+                                   const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
+                                   const double *blk, const double *g, const int64_t *g_cols,
+                                   const int64_t *g_count, const double *x, const int64_t *piv, int64_t nx,
+                                   int64_t ns, int64_t m, const int64_t *slack_row, const double *coef,
+                                   const double *slack_d, int64_t n_elim, const int64_t *elim_row,
+                                   const double *weight, int64_t n_e, const int64_t *e_src, const int64_t *e_col,
+                                   const int64_t *e_row, const double *j_val, int64_t n_kept,
+                                   const int64_t *kept_row, const int64_t *where, const double *rhs, double *out,
+                                   double *v, double *t)
+{
+    int64_t nz = nx + ns;
+    double *ry = out + nz; /* the rows' right-hand side, then their multipliers */
+    for (int64_t r = 0; r < m; ++r)
+        ry[r] = rhs[nz + r];
+    for (int64_t j = 0; j < ns; ++j)
+        ry[slack_row[j]] -= coef[j] * rhs[nx + j] / slack_d[j];
+    for (int64_t i = 0; i < n_elim; ++i)
+        t[i] = ry[elim_row[i]] * weight[i];
+    for (int64_t i = 0; i < nx; ++i)
+        v[where[i]] = rhs[i];
+    for (int64_t e = 0; e < n_e; ++e)
+        v[where[e_col[e]]] += j_val[e_src[e]] * t[e_row[e]];
+    for (int64_t k = 0; k < n_kept; ++k)
+        v[where[nx + k]] = ry[kept_row[k]];
+    symplex_stage_solve(n_chunks, nb, size, a_off, c_off, e_off, f_off, r_off, blk, g, g_cols, g_count, x, piv, v);
+    for (int64_t i = 0; i < nx; ++i)
+        out[i] = v[where[i]];
+    for (int64_t k = 0; k < n_kept; ++k)
+        ry[kept_row[k]] = v[where[nx + k]];
+    for (int64_t i = 0; i < n_elim; ++i)
+        ry[elim_row[i]] = -t[i];
+    for (int64_t e = 0; e < n_e; ++e)
+        ry[elim_row[e_row[e]]] += weight[e_row[e]] * j_val[e_src[e]] * out[e_col[e]];
+    for (int64_t j = 0; j < ns; ++j)
+        out[nx + j] = (rhs[nx + j] - coef[j] * ry[slack_row[j]]) / slack_d[j];
 }

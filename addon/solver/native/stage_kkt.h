@@ -25,6 +25,31 @@ int64_t symplex_stage_assemble(int64_t nz, int64_t m, const int64_t *chunk, cons
                                const int64_t *j_idx, const double *j_val, double dw, double dc, int64_t n_blk,
                                double *blk);
 
+/* The KKT matrix with its slacks and some inequality rows eliminated (stage_kkt.StagePlan), filled through slots
+ * worked out once per sparsity pattern. Slack j (of ns) has the diagonal slack_d[j] = W[nx + j, nx + j] + dw (its
+ * entry w_val[slack_diag[j]]; returns 1 + j if not positive, else 0) and the coefficient coef[j] in its row; an
+ * eliminated row i (of n_elim, slack elim_slack[i]) has the pivot -1 / weight[i] = -(dc + coef^2 / slack_d).
+ * Zeroes blk (n_blk doubles), then blk[w_slot[t]] += w_val[w_src[t]] (n_w entries of W over x),
+ * blk[j_slot[t]] += j_val[j_src[t]] (n_j: each kept row's entry of J as K[row, col] and K[col, row], where stored),
+ * blk[p_slot[t]] += j_val[p_a[t]] j_val[p_b[t]] weight[p_row[t]] (n_p products of two entries of one eliminated row:
+ * J_I^T diag(weight) J_I), and the diagonals: + dw on the nx variables, - dc (- coef^2 / slack_d for a kept row
+ * with a slack, kept_slack[k] >= 0) on the n_kept rows, at d_slot (nx + n_kept). slack_d and weight are outputs. */
+int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_t *w_slot, const int64_t *w_src,
+                           const double *w_val, int64_t n_j, const int64_t *j_slot, const int64_t *j_src,
+                           const double *j_val, int64_t n_p, const int64_t *p_slot, const int64_t *p_a,
+                           const int64_t *p_b, const int64_t *p_row, int64_t nx, int64_t ns, const int64_t *slack_diag,
+                           const double *coef, double dw, double dc, double *slack_d, int64_t n_elim,
+                           const int64_t *elim_slack, double *weight, int64_t n_kept, const int64_t *kept_slack,
+                           const int64_t *d_slot);
+
+/* out = rhs - K sol for K = [[W + dw I, J^T], [J, -dc I]], W (nz x nz, CSC, both triangles), J (m x nz, CSR): the
+ * refinement residual of the whole KKT system, the same operations in the same order as its numpy twin
+ * stage_kkt.kkt_residual (so the same bits: the refinement, and so the iterates, do not depend on which ran).
+ * work: nz doubles. */
+void symplex_kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int64_t *w_idx, const double *w_val,
+                          const int64_t *j_ptr, const int64_t *j_idx, const double *j_val, double dw, double dc,
+                          const double *sol, const double *rhs, double *out, double *work);
+
 /* Factorise in place: D_0 = A_0, D_{k+1} = A_{k+1} - C_k^T G_k with G_k = D_k^{-1} C_k (each D_k by LU with
  * partial pivoting, pivots in piv at r_off[k]), then X = T^{-1} E (x: sum size[k] * nb doubles, same row order as
  * a right-hand side) and S = F - E^T X (LU in F, pivots at piv[n_inner...]). r_off[k]: first row of chunk k in a
@@ -45,5 +70,21 @@ void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, cons
                          const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
                          const double *blk, const double *g, const int64_t *g_cols, const int64_t *g_count,
                          const double *x, const int64_t *piv, double *v);
+
+/* Solve the whole K sol = rhs (nz = nx + ns variables, then m rows) with the factor of the condensed matrix: the
+ * slacks' and eliminated rows' right-hand sides folded in (n_e entries of the eliminated rows over x: e_src into
+ * j_val, column e_col, eliminated row e_row), the chain solved in v (n_inner + nb; where[i]: position in v of
+ * variable i < nx and of kept row kept_row[k] at nx + k), then the eliminated rows' multipliers and the slacks
+ * recovered. slack_d and weight as symplex_stage_fill left them; t: n_elim doubles of work. */
+void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
+                                   const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
+                                   const double *blk, const double *g, const int64_t *g_cols,
+                                   const int64_t *g_count, const double *x, const int64_t *piv, int64_t nx,
+                                   int64_t ns, int64_t m, const int64_t *slack_row, const double *coef,
+                                   const double *slack_d, int64_t n_elim, const int64_t *elim_row,
+                                   const double *weight, int64_t n_e, const int64_t *e_src, const int64_t *e_col,
+                                   const int64_t *e_row, const double *j_val, int64_t n_kept,
+                                   const int64_t *kept_row, const int64_t *where, const double *rhs, double *out,
+                                   double *v, double *t);
 
 #endif

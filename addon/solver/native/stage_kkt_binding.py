@@ -1,9 +1,10 @@
-"""ctypes bindings of stage_kkt.c (stage_kkt.h): assembly, block-tridiagonal LDL^T and solve of the shot KKT.
+"""ctypes bindings of stage_kkt.c (stage_kkt.h): assembly (from CSC/CSR, or through precomputed slots),
+block-tridiagonal LDL^T and solve of the shot KKT.
 
 `LIB` is the kernel library when it is built with stage_kkt.c and loads (native.load_kernels), else None;
 addon/solver/shots/stage_kkt.py then uses its numpy twin (StageFactor). The wrappers take the arrays of
-stage_kkt.NativeStageFactor as they are (int64 / float64, C-contiguous; it builds them so) and do not re-check
-them: it is their only caller.
+stage_kkt.NativeStageFactor and stage_kkt.StagePlan as they are (int64 / float64, C-contiguous; they build them
+so) and do not re-check them: those are their only callers.
 """
 
 from __future__ import annotations
@@ -19,8 +20,18 @@ _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 
 def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
-    if lib is None or not hasattr(lib, "symplex_stage_solve"):
+    if lib is None or not hasattr(lib, "symplex_stage_fill"):
         return None
+    lib.symplex_stage_fill.argtypes = [_int, _ptr, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr,
+                                       _ptr, _ptr, _int, _int, _ptr, _ptr, _double, _double, _ptr, _int, _ptr,
+                                       _ptr, _int, _ptr, _ptr]
+    lib.symplex_stage_fill.restype = _int
+    lib.symplex_stage_condensed_solve.argtypes = [_int, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr] + [_ptr] * 6 \
+        + [_int, _int, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr, _ptr] \
+        + [_ptr] * 4
+    lib.symplex_stage_condensed_solve.restype = None
+    lib.symplex_kkt_residual.argtypes = [_int, _int] + [_ptr] * 6 + [_double, _double] + [_ptr] * 4
+    lib.symplex_kkt_residual.restype = None
     lib.symplex_stage_assemble.argtypes = [_int, _int] + [_ptr] * 6 + [_int, _int] + [_ptr] * 6 \
         + [_double, _double, _int, _ptr]
     lib.symplex_stage_assemble.restype = _int
@@ -35,7 +46,20 @@ LIB = _load()
 
 
 def _p(a: np.ndarray) -> int:
-    return a.ctypes.data
+    """a's data address (half the cost of a.ctypes.data, which builds a ctypes object)."""
+    return a.__array_interface__["data"][0]
+
+
+def pointers(*arrays: np.ndarray) -> tuple[int, ...]:
+    """The arrays' data addresses, to be kept beside the arrays and passed to the kernels below (each address
+    costs about a microsecond to look up: a factorisation passes a dozen)."""
+    return tuple(_p(a) for a in arrays)
+
+
+def layout_args(plan) -> tuple:
+    """The layout's part of the factor and solve calls: n_chunks, nb, size, a_off, c_off, e_off, f_off, r_off."""
+    sizes, a_off, c_off, e_off, r_off = pointers(plan.sizes, plan.a_off, plan.c_off, plan.e_off, plan.r_off)
+    return (plan.n_chunks, plan.nb, sizes, a_off, c_off, e_off, plan.f_off, r_off)
 
 
 def assemble(plan, nz: int, m: int, w_ptr, w_idx, w_val, j_ptr, j_idx, j_val, dw: float, dc: float,
@@ -46,17 +70,40 @@ def assemble(plan, nz: int, m: int, w_ptr, w_idx, w_val, j_ptr, j_idx, j_val, dw
                                       _p(w_val), _p(j_ptr), _p(j_idx), _p(j_val), dw, dc, len(blk), _p(blk))
 
 
-def factor(plan, s_rcond: float, blk: np.ndarray, g: np.ndarray, g_cols: np.ndarray, g_count: np.ndarray,
-           x: np.ndarray, piv: np.ndarray, parity: np.ndarray) -> int:
-    """Run symplex_stage_factor in place; -1, or the chunk with a singular pivot (n_chunks: the border)."""
-    return LIB.symplex_stage_factor(plan.n_chunks, plan.nb, _p(plan.sizes), _p(plan.a_off), _p(plan.c_off),
-                                    _p(plan.e_off), plan.f_off, _p(plan.r_off), s_rcond, _p(blk), _p(g),
-                                    _p(g_cols), _p(g_count), _p(x), _p(piv), _p(parity))
+def fill(n_blk: int, blk: int, plan: tuple, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float) -> int:
+    """Run symplex_stage_fill into blk (n_blk doubles at address blk); plan: the counts and addresses of
+    stage_kkt.StagePlan's arrays in the kernel's order without w_val, j_val, dw, dc (StagePlan.fill_args).
+    0, or 1 + the slack whose diagonal is not positive."""
+    return LIB.symplex_stage_fill(n_blk, blk, *plan[:3], _p(w_val), *plan[3:6], _p(j_val), *plan[6:15], dw, dc,
+                                  *plan[15:])
 
 
-def solve(plan, blk: np.ndarray, g: np.ndarray, g_cols: np.ndarray, g_count: np.ndarray, x: np.ndarray,
-          piv: np.ndarray, v: np.ndarray) -> None:
-    """Run symplex_stage_solve in place on v (inner unknowns in chunk order, then the border)."""
-    LIB.symplex_stage_solve(plan.n_chunks, plan.nb, _p(plan.sizes), _p(plan.a_off), _p(plan.c_off),
-                            _p(plan.e_off), plan.f_off, _p(plan.r_off), _p(blk), _p(g), _p(g_cols),
-                            _p(g_count), _p(x), _p(piv), _p(v))
+def condensed_solve(args: tuple, work: tuple, plan: tuple, j_val: np.ndarray, rows: tuple, rhs: np.ndarray,
+                    out: np.ndarray, scratch: tuple) -> None:
+    """Run symplex_stage_condensed_solve: args, work as for factor; plan: nx, ns, m and the addresses of slack_row
+    ... e_row (StagePlan.solve_args); rows: n_kept and the addresses of kept_row, where; scratch: addresses of v
+    and t."""
+    LIB.symplex_stage_condensed_solve(*args, *work, *plan, _p(j_val), *rows, _p(rhs), _p(out), *scratch)
+
+
+def residual(nz: int, m: int, pattern: tuple, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float,
+             sol: np.ndarray, rhs: np.ndarray, work: int) -> np.ndarray:
+    """rhs - K sol by symplex_kkt_residual; pattern: addresses of W's indptr and indices (CSC) and J's (CSR), int64;
+    work: address of nz doubles."""
+    out = np.empty(nz + m)
+    w_ptr, w_idx, j_ptr, j_idx = pattern
+    LIB.symplex_kkt_residual(nz, m, w_ptr, w_idx, _p(w_val), j_ptr, j_idx, _p(j_val), dw, dc, _p(sol), _p(rhs),
+                             _p(out), work)
+    return out
+
+
+def factor(args: tuple, s_rcond: float, work: tuple, parity: int) -> int:
+    """Run symplex_stage_factor in place (args: layout_args; work: addresses of blk, g, g_cols, g_count, x, piv;
+    parity: address of one int64); -1, or the chunk with a singular pivot (n_chunks: the border)."""
+    return LIB.symplex_stage_factor(*args, s_rcond, *work, parity)
+
+
+def solve(args: tuple, work: tuple, v: np.ndarray) -> None:
+    """Run symplex_stage_solve in place on v (inner unknowns in chunk order, then the border); args, work as for
+    factor."""
+    LIB.symplex_stage_solve(*args, *work, _p(v))

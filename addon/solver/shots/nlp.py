@@ -13,8 +13,8 @@ bounds, so the equalities are c_E(x) - c_lower = 0 and c_I(x) - s = 0 and every 
 
 factorising the symmetric KKT matrix K. When the NLP gives each variable a stage (time step) and its rows couple
 only nearby stages, K is block tridiagonal in stage order and, by default when the C kernel is built, is
-factorised by the stage recursion of stage_kkt.py (in C, O(N) in the stages; the slacks eliminated first,
-stage_kkt.CondensedFactor); otherwise, and for a matrix whose
+factorised by the stage recursion of stage_kkt.py (in C, O(N) in the stages; the slacks and the inequality rows
+of one stage eliminated first, stage_kkt.StagePlan); otherwise, and for a matrix whose
 pivot blocks break down, by sparse LU (scipy splu; NLPResult.kkt says which). kkt="lu" / "stage" force either.
 Neither gives the inertia cheaply, only the parity of the number of negative eigenvalues (the sign of det K),
 so the Hessian shift dw grows until two necessary conditions hold: that number has the parity of m, and the
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from functools import partial
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -43,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .stage_kkt import (NATIVE, CondensedFactor, NativeStageFactor, StageBreakdown, StageFactor, StageLayout,
+from .stage_kkt import (NATIVE, CondensedFactor, StageBreakdown, StageFactor, StageLayout, StagePlan, kkt_residual,
                         stage_layout)
 
 Progress = Callable[[int, dict], Optional[bool]]
@@ -251,7 +250,7 @@ class _Reduced:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
         Hessian's nonzeros are taken with every multiplier 1 (no entry cancels by chance). slacks=False: the
         layout of the free variables and the rows only, for the KKT matrix with its slacks eliminated
-        (stage_kkt.CondensedFactor)."""
+        (stage_kkt.StagePlan, stage_kkt.CondensedFactor)."""
         if self.nlp.stages is None:
             return "the NLP gives no stages"
         if self.nlp.hessian is None:
@@ -331,6 +330,7 @@ class _SparseLU:
 
     def __init__(self, W: sp.spmatrix, J: sp.csr_matrix, dw: float, dc: float):
         nz, m = W.shape[0], J.shape[0]
+        self.W, self.J, self.dw, self.dc = W, J, dw, dc
         self.K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(m) if m else None]], format="csc")
         self.K.eliminate_zeros()  # entries of W's and J's fixed patterns that are zero here: no fill for COLAMD
         self.lu = splu(self.K, permc_spec="COLAMD", diag_pivot_thresh=0.1)
@@ -339,7 +339,7 @@ class _SparseLU:
         return self.lu.solve(rhs)
 
     def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        return rhs - self.K @ sol
+        return kkt_residual(self.W, self.J, self.dw, self.dc, sol, rhs)
 
     def inertia_ok(self, m: int) -> bool:
         return _negative_parity(self.lu) == m % 2
@@ -365,9 +365,11 @@ class _KKT:
     Counts which did what, for the report."""
 
     def __init__(self, layout: StageLayout | str, slacks: tuple[np.ndarray, np.ndarray] | None = None):
-        """slacks: (row of each slack, its coefficient) when the layout leaves the slacks out (they are then
-        eliminated first: stage_kkt.CondensedFactor)."""
+        """layout: of the variables and the rows (the slacks left out), or why there is none; slacks: (row of each
+        slack, its coefficient), given with a layout. The slacks are eliminated first: in C with the one-stage
+        inequality rows through a stage_kkt.StagePlan, else by stage_kkt.CondensedFactor over the numpy twin."""
         self.layout, self.slacks = layout, slacks
+        self.plan = StagePlan(layout, *slacks) if NATIVE and isinstance(layout, StageLayout) else None
         self.stage_count = self.lu_count = 0
         self.breakdowns: dict[str, int] = {}
 
@@ -378,9 +380,8 @@ class _KKT:
         m = J.shape[0]
         if isinstance(self.layout, StageLayout):
             try:
-                kind = partial(NativeStageFactor, reuse=True) if NATIVE else StageFactor  # only the last is kept
-                factor = (kind(self.layout, W, J, dw, dc) if self.slacks is None else
-                          CondensedFactor(kind, self.layout, W, J, dw, dc, *self.slacks))
+                factor = (self.plan.factor(W, J, dw, dc) if self.plan is not None else  # only the last is kept
+                          CondensedFactor(StageFactor, self.layout, W, J, dw, dc, *self.slacks))
                 if not factor.inertia_ok(m):
                     self.stage_count += 1
                     return factor, None
@@ -401,8 +402,8 @@ class _KKT:
     def describe(self) -> str:
         if not isinstance(self.layout, StageLayout):
             return f"sparse LU ({self.layout})"
-        text = (f"{self.layout.describe()}{'' if self.slacks is None else ' (slacks eliminated first)'}; "
-                f"{self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})")
+        how = self.plan.describe() if self.plan is not None else f"{self.layout.describe()} (slacks eliminated first)"
+        text = (f"{how}; {self.stage_count} factorisations ({'C' if NATIVE else 'numpy'})")
         if self.lu_count:
             why = "; ".join(f"{reason}: {count}" for reason, count in self.breakdowns.items())
             text += f", {self.lu_count} by sparse LU instead ({why})"

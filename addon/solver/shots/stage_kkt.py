@@ -32,9 +32,12 @@ with the sparse LU), and `negatives()` counts them exactly from the pivot blocks
 crosses blocks: a singular pivot block or border raises `StageBreakdown`, and a solve that iterative refinement
 cannot bring to the LU's accuracy is redone by sparse LU (nlp.py); both are counted in the solver's report.
 
-`CondensedFactor` (the interior point's stage path) eliminates the slack unknowns first (each has a positive
-diagonal and one row): either factorisation then runs on the variables and rows only, smaller blocks, with a
-diagonal of its own on each slack's row.
+`CondensedFactor` eliminates the slack unknowns first (each has a positive diagonal and one row): either
+factorisation then runs on the variables and rows only, smaller blocks, with a diagonal of its own on each slack's
+row. `StagePlan` (the interior point's stage path when the C kernel is built) also eliminates the inequality rows
+whose variables lie in one block or two adjacent ones (each a negative pivot), leaving the variables and the
+equality rows, and fills the C kernel's blocks from W's and J's data through slots worked out once per sparsity
+pattern.
 """
 
 from __future__ import annotations
@@ -90,11 +93,19 @@ class StageLayout:
         base = np.where(chunk >= 0, self.a_off[np.maximum(chunk, 0)], self.f_off)
         self.diagonal = (base + local * size_of + local).astype(np.int64)
 
-    def scratch(self) -> tuple[np.ndarray, ...]:
-        """The C kernel's work arrays of this layout, allocated once (NativeStageFactor(..., reuse=True))."""
+    def scratch(self) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
+        """The C kernel's work arrays of this layout, allocated once (PlannedFactor: each factorisation in a plan
+        overwrites the last; the interior point keeps only its latest factor), and their addresses. Fresh arrays
+        of this size come from the system zeroed, page by page: about as dear as a factorisation."""
         if getattr(self, "_scratch", None) is None:
             self._scratch = _work_arrays(self)
         return self._scratch
+
+    def kernel_args(self) -> tuple:
+        """The layout's arguments of the C factor and solve calls (stage_kkt_binding.layout_args), kept."""
+        if getattr(self, "_kernel_args", None) is None:
+            self._kernel_args = _native.layout_args(self)
+        return self._kernel_args
 
     def cost(self, padded: bool) -> int:
         """Flops of a factorisation, up to a constant: every block's inverse and its products with the border's
@@ -129,28 +140,41 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     cols = np.concatenate([p[1] for p in pairs])
     hard = np.ones(J.shape[0], bool) if soft_rows is None else ~np.asarray(soft_rows, bool)
     layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded, hard)
-               for row_stage in _row_stages(J, var_stage)]
+               for row_stage in _row_stages(sp.csr_matrix(J), var_stage)]
     found = [layout for layout in layouts if isinstance(layout, StageLayout)]
     return min(found, key=lambda layout: layout.cost(padded)) if found else layouts[0]
 
 
-def _row_stages(J: sp.coo_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _per_row(ufunc: np.ufunc, values: np.ndarray, indptr: np.ndarray, empty) -> np.ndarray:
+    """ufunc reduced over each row's entries of a CSR matrix (values: one per entry), `empty` for a row without
+    any (one reduceat call: ufunc.at is an order of magnitude slower)."""
+    out = np.full(len(indptr) - 1, empty, dtype=values.dtype)
+    filled = np.diff(indptr) > 0
+    if np.any(filled):
+        out[filled] = ufunc.reduceat(values, indptr[:-1][filled])
+    return out
+
+
+def _row_span(J: sp.csr_matrix, stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lowest, highest) stage of each row's columns with stage >= 0 (stage: one per column); -1, -1 for none."""
+    staged = stage[J.indices] >= 0
+    lo = _per_row(np.minimum, np.where(staged, stage[J.indices], np.iinfo(np.int64).max), J.indptr, -1)
+    hi = _per_row(np.maximum, np.where(staged, stage[J.indices], -1), J.indptr, -1)
+    return np.where(hi >= 0, lo, -1), hi
+
+
+def _row_stages(J: sp.csr_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two placements of each row (-1: touches no staged variable): where it pins a variable, the latest stage
     among its coefficients of at least half its largest (a step's equation x_{k+1} - f(x_k, ...) goes with
     x_{k+1}, a momentum balance with the velocity it determines), and the middle of its stages."""
-    m = J.shape[0]
-    staged = var_stage[J.col] >= 0
-    lo = np.full(m, np.iinfo(np.int64).max)
-    hi = np.full(m, -1)
-    np.minimum.at(lo, J.row[staged], var_stage[J.col[staged]])
-    np.maximum.at(hi, J.row[staged], var_stage[J.col[staged]])
+    lo, hi = _row_span(J, var_stage)
     middle = np.where(hi >= 0, (lo + hi) // 2, -1)
-    size = np.abs(J.data) * staged
-    largest = np.zeros(m)
-    np.maximum.at(largest, J.row, size)
-    pins = staged & (size > 0) & (size >= 0.5 * largest[J.row])
-    pinned = np.full(m, -1)
-    np.maximum.at(pinned, J.row[pins], var_stage[J.col[pins]])
+    stage = var_stage[J.indices]
+    size = np.abs(J.data) * (stage >= 0)
+    largest = _per_row(np.maximum, size, J.indptr, 0.0)
+    rows = np.repeat(np.arange(J.shape[0]), np.diff(J.indptr))
+    pins = (size > 0) & (size >= 0.5 * largest[rows])
+    pinned = _per_row(np.maximum, np.where(pins, stage, -1), J.indptr, -1)
     return np.where(pinned >= 0, pinned, middle), middle
 
 
@@ -215,7 +239,8 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
 def kkt_residual(W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray, sol: np.ndarray,
                  rhs: np.ndarray) -> np.ndarray:
     """rhs - K sol for K = [[W + dw I, J^T], [J, -diag(dc)]] (dc a number or one per row): the refinement
-    residual of the factorisations that keep W and J (NativeStageFactor, CondensedFactor: the whole K's)."""
+    residual of every factorisation of the interior point (the sparse LU's, NativeStageFactor's, CondensedFactor's:
+    the whole K's; PlannedFactor's is its C twin, symplex_kkt_residual)."""
     nz = W.shape[0]
     dz, y = sol[:nz], sol[nz:]
     return rhs - np.concatenate([W @ dz + dw * dz + J.T @ y, J @ dz - dc * y])
@@ -376,11 +401,24 @@ class StageFactor:
     inertia_ok = _parity_ok
 
 
-def _work_arrays(L: StageLayout) -> tuple[np.ndarray, ...]:
-    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, x, piv (stage_kkt.h)."""
+def _work_arrays(L: StageLayout) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
+    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, x, piv (stage_kkt.h) and the
+    parity output, and their addresses."""
     n_inner, i64 = len(L.order), np.int64
-    return (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64),
-            np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64))
+    arrays = (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64),
+              np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64), np.zeros(1, i64))
+    return arrays, _native.pointers(*arrays)
+
+
+def _native_factor(L: StageLayout, work: tuple[tuple[np.ndarray, ...], tuple[int, ...]]) -> int:
+    """Factorise the blocks filled in work (_work_arrays: the arrays and their addresses) in C; the parity of K's
+    negative eigenvalues."""
+    arrays, addresses = work
+    failed = _native.factor(L.kernel_args(), _PIVOT_RCOND, addresses[:6], addresses[6])
+    if failed >= 0:
+        raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
+                             if failed == L.n_chunks else "a stage pivot block is singular")
+    return int(arrays[6][0])
 
 
 class NativeStageFactor:
@@ -388,15 +426,11 @@ class NativeStageFactor:
     of each chunk's own size (no padding), factorised by the sequential Riccati recursion D_{k+1} = A_{k+1} -
     C_k^T D_k^{-1} C_k with dense LU per block, then the border's Schur complement. Other pivot blocks than
     StageFactor's cyclic reduction, the same matrix: same solutions to round-off, same parity. Same interface
-    as StageFactor but for negatives() (the LU pivots give the parity only).
+    as StageFactor but for negatives() (the LU pivots give the parity only). The interior point's own path is
+    StagePlan (the same kernel, smaller blocks, no per-factorisation scatter from CSC/CSR); this class is its
+    reference with the slacks kept (tests, benchmarks.shots_kkt)."""
 
-    reuse: work in the layout's own arrays (StageLayout.scratch) instead of fresh ones, so that the next
-    factorisation in that layout overwrites this one (the interior point keeps only its latest factor). Fresh
-    arrays of this size (hundreds of kB) come from the system zeroed, page by page: 0.45 ms a factorisation
-    on the parking shot, as much as the factorisation itself."""
-
-    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray,
-                 reuse: bool = False):
+    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray):
         L = layout
         W, J = sp.csc_matrix(W), sp.csr_matrix(J)  # no copies when they are already (the interior point's)
         nz, m = W.shape[0], J.shape[0]
@@ -405,9 +439,8 @@ class NativeStageFactor:
                              f"unknowns")
         self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
         i64 = np.int64
-        n_inner = len(L.order)
-        work = L.scratch() if reuse else _work_arrays(L)
-        blk, self.g, self.g_cols, self.g_count, self.x, self.piv = work
+        self.arrays, self.work = _work_arrays(L)  # the arrays and their addresses
+        blk = self.arrays[0]
         bad = _native.assemble(L, nz, m, W.indptr.astype(i64), W.indices.astype(i64), np.ascontiguousarray(W.data,
                                float), J.indptr.astype(i64), J.indices.astype(i64),
                                np.ascontiguousarray(J.data, float), dw, dc if np.ndim(dc) == 0 else 0.0, blk)
@@ -415,17 +448,12 @@ class NativeStageFactor:
             raise StageBreakdown("an entry couples stage blocks more than one apart")
         if np.ndim(dc):
             blk[L.diagonal[nz:]] -= dc
-        parity = np.zeros(1, i64)
-        failed = _native.factor(L, _PIVOT_RCOND, blk, self.g, self.g_cols, self.g_count, self.x, self.piv, parity)
-        if failed >= 0:
-            raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
-                                 if failed == L.n_chunks else "a stage pivot block is singular")
-        self.blk, self.parity = blk, int(parity[0])
+        self.parity = _native_factor(L, (self.arrays, self.work))
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         L = self.L
         v = np.concatenate([rhs[L.order], rhs[L.border]])
-        _native.solve(L, self.blk, self.g, self.g_cols, self.g_count, self.x, self.piv, v)
+        _native.solve(L.kernel_args(), self.work[:6], v)
         out = np.empty(L.n_unknowns)
         out[L.order] = v[:len(L.order)]
         out[L.border] = v[len(L.order):]
@@ -499,3 +527,185 @@ def _leading(M: sp.spmatrix, rows: int, cols: int) -> sp.spmatrix:
         hit = _LEADING[key] = (pattern, marked.data.astype(np.int64) - 1, marked.indices, marked.indptr)
     _, entries, indices, indptr = hit
     return type(M)((M.data[entries], indices, indptr), shape=(rows, cols))
+
+
+def _slots(L: StageLayout, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Where K[i, j] goes in the C kernel's blocks of layout L (stage_kkt.h), vectorised: the slot, or -1 (the
+    lower twin of a stored coupling between blocks), or -2 (blocks more than one apart)."""
+    ci, cj = L.chunk[i], L.chunk[j]
+    li, lj = L.local[i], L.local[j]
+    out = np.full(len(i), -2, np.int64)
+    inner = (ci >= 0) & (cj >= 0)
+    out[inner & (ci == cj + 1)] = -1
+    out[(ci < 0) & (cj >= 0)] = -1
+    at = np.flatnonzero(inner & (ci == cj))
+    out[at] = L.a_off[ci[at]] + li[at] * L.sizes[ci[at]] + lj[at]
+    at = np.flatnonzero(inner & (cj == ci + 1))
+    out[at] = L.c_off[ci[at]] + li[at] * L.sizes[cj[at]] + lj[at]
+    at = np.flatnonzero((ci >= 0) & (cj < 0))
+    out[at] = L.e_off[ci[at]] + li[at] * L.nb + lj[at]
+    at = np.flatnonzero((ci < 0) & (cj < 0))
+    out[at] = L.f_off + li[at] * L.nb + lj[at]
+    return out
+
+
+class StagePlan:
+    """The interior point's stage path in C: K = [[W + dw I, J^T], [J, -dc I]] over z = (x, slacks) and the rows,
+    with the slacks and then the inequality rows that touch one stage (or two adjacent ones) eliminated first.
+
+    After the slacks (CondensedFactor), an inequality row i has the diagonal -d_i = -(dc + coef_i^2 / D_i) < 0 of
+    its own; eliminating it adds J_i^T J_i / d_i to W_xx (within its stage: no new coupling) and one negative
+    eigenvalue (Sylvester), so the blocks hold the variables and the equality rows only: on the car shots 10
+    unknowns a stage instead of 16 (the body-sphere clearances are six of a stage's rows). The solve recovers
+    y_i = (J_i dx - r_i) / d_i and the slacks as CondensedFactor does; the refinement residual is the whole K's.
+
+    Where each entry of W (CSC over z) and J (CSR over z) goes in the kernel's blocks is worked out once per
+    sparsity pattern (the interior point's matrices share their index arrays from one iteration to the next),
+    so each factorisation is one fill call (native/stage_kkt.c, symplex_stage_fill) from W.data and J.data, the
+    factorisation and a few vector operations: no scipy.sparse matrix is built.
+
+    layout: the StageLayout of the variables x and all of J's rows (nlp._Reduced.kkt_layout(slacks=False)); rows,
+    coef: the row of each slack and its coefficient there."""
+
+    def __init__(self, layout: StageLayout, rows: np.ndarray, coef: np.ndarray):
+        self.full, self.rows, self.coef = layout, np.ascontiguousarray(rows, np.int64), np.ascontiguousarray(coef, float)
+        self._pattern: tuple | None = None
+
+    def describe(self) -> str:
+        L = self.layout if self._pattern is not None else self.full
+        return (f"{L.describe()} (slacks eliminated first"
+                f"{f', and {len(self.elim)} inequality rows' if self._pattern is not None else ''})")
+
+    def factor(self, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float) -> "PlannedFactor":
+        pattern = (W.indices, W.indptr, J.indices, J.indptr)
+        if self._pattern is None or not all(a is b or np.array_equal(a, b) for a, b in zip(pattern, self._pattern)):
+            self._build(W, J)
+        self._pattern = pattern
+        return PlannedFactor(self, W, J, dw, dc)
+
+    def _build(self, W: sp.csc_matrix, J: sp.csr_matrix) -> None:
+        full, rows = self.full, self.rows
+        m, nz = J.shape[0], W.shape[0]
+        nx = full.n_unknowns - m
+        if nz != nx + len(rows) or W.shape != (nz, nz) or J.shape[1] != nz:
+            raise ValueError(f"stage KKT: W {W.shape} and J {J.shape} do not fit a layout of {full.n_unknowns} "
+                             f"unknowns and {len(rows)} slacks")
+        j_row = np.repeat(np.arange(m), np.diff(J.indptr))
+        j_col = J.indices.astype(np.int64)
+        in_x = j_col < nx
+        # an inequality row is eliminated when its variables lie in one block or two adjacent ones
+        lo, hi = _row_span(J, np.concatenate([full.chunk[:nx], np.full(len(rows), -1)]))
+        near = hi - lo <= 1
+        slack_of_row = np.full(m, -1)
+        slack_of_row[rows] = np.arange(len(rows))
+        eliminated = (slack_of_row >= 0) & near
+        kept = np.flatnonzero(~eliminated)
+        self.elim = np.flatnonzero(eliminated)
+        self.elim_slack = slack_of_row[self.elim]
+        self.kept, self.kept_slack = kept, slack_of_row[kept]
+        # the layout of x and the kept rows: each unknown stays in its block
+        chunk = np.concatenate([full.chunk[:nx], full.chunk[nx + kept]])
+        renumber = np.cumsum(np.bincount(chunk[chunk >= 0], minlength=full.n_chunks) > 0) - 1  # no empty block
+        chunk = np.where(chunk >= 0, renumber[np.maximum(chunk, 0)], -1)
+        L = self.layout = StageLayout(chunk, int(renumber[-1]) + 1, full.band)
+        new_row = np.full(m, -1)
+        new_row[kept] = nx + np.arange(len(kept))
+        # W's entries over x (both triangles given: the lower twins of couplings are dropped)
+        w_col = np.repeat(np.arange(nz), np.diff(W.indptr))
+        w_row = W.indices.astype(np.int64)
+        # W over the slacks is diagonal (the barrier's Sigma): where each slack's diagonal entry is, and the
+        # entries that must stay zero
+        on_slack = (w_row >= nx) | (w_col >= nx)
+        diagonal = np.full(nz, -1)
+        diagonal[w_col[w_row == w_col]] = np.flatnonzero(w_row == w_col)
+        if np.any(diagonal[nx:] < 0):
+            raise ValueError("stage KKT: W's pattern lacks a slack's diagonal entry")
+        self.slack_diag = diagonal[nx:].astype(np.int64)
+        self.w_far = np.flatnonzero(on_slack & (w_row != w_col))
+        wx = np.flatnonzero((w_row < nx) & (w_col < nx))
+        w_slot = _slots(L, w_row[wx], w_col[wx])
+        self.w_far = np.concatenate([self.w_far, wx[w_slot == -2]])  # entries that must be zero
+        self.w_slot, self.w_src = w_slot[w_slot >= 0], wx[w_slot >= 0]
+        # J's entries of the kept rows, as K[row, x] and K[x, row]
+        jk = np.flatnonzero(in_x & (new_row[j_row] >= 0))
+        r_k, c_k = new_row[j_row[jk]], j_col[jk]
+        lower, upper = _slots(L, r_k, c_k), _slots(L, c_k, r_k)
+        self.j_far = jk[lower == -2]
+        self.j_slot = np.concatenate([lower[lower >= 0], upper[upper >= 0]])
+        self.j_src = np.concatenate([jk[lower >= 0], jk[upper >= 0]])
+        # the eliminated rows' entries over x (sorted by row: J is CSR) and their products J_ia J_ib, same row
+        which = np.full(m, -1)
+        which[self.elim] = np.arange(len(self.elim))
+        je = np.flatnonzero(in_x & (which[j_row] >= 0))
+        self.e_src, self.e_col, self.e_row = je, j_col[je], which[j_row[je]]
+        count = np.bincount(self.e_row, minlength=len(self.elim))[self.e_row]
+        first = np.searchsorted(self.e_row, self.e_row)
+        a = np.repeat(np.arange(len(je)), count)
+        b = first[a] + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
+        p_slot = _slots(L, self.e_col[a], self.e_col[b])
+        if np.any(p_slot == -2):
+            raise StageBreakdown("an eliminated inequality row couples stage blocks more than one apart")
+        keep = p_slot >= 0
+        self.p_slot, self.p_a, self.p_b, self.p_row = p_slot[keep], je[a[keep]], je[b[keep]], self.e_row[a[keep]]
+        # diagonal shifts: dw on x, -dc (and a kept inequality row's slack term) on the kept rows
+        idx = np.arange(L.n_unknowns)
+        self.d_slot = _slots(L, idx, idx)
+        self.nx, self.m = nx, m
+        self.far = len(self.w_far) > 0 or len(self.j_far) > 0
+        self.slack_d, self.weight = np.empty(len(rows)), np.empty(len(self.elim))
+        self.where = np.empty(L.n_unknowns, np.int64)  # position of each unknown in the kernel's right-hand side
+        self.where[L.order] = np.arange(len(L.order))
+        self.where[L.border] = len(L.order) + np.arange(L.nb)
+        self.v, self.t, self.z_work = np.empty(L.n_unknowns), np.empty(len(self.elim)), np.empty(nz)
+        self.pattern = tuple(np.ascontiguousarray(a, np.int64) for a in (W.indptr, W.indices, J.indptr, J.indices))
+        i64 = [np.ascontiguousarray(a, np.int64) for a in (self.w_slot, self.w_src, self.j_slot, self.j_src,
+               self.p_slot, self.p_a, self.p_b, self.p_row, self.slack_diag, self.elim_slack, self.kept_slack,
+               self.d_slot, self.rows, self.elim, self.e_src, self.e_col, self.e_row, self.kept)]
+        (self.w_slot, self.w_src, self.j_slot, self.j_src, self.p_slot, self.p_a, self.p_b, self.p_row,
+         self.slack_diag, self.elim_slack, self.kept_slack, self.d_slot, self.rows, self.elim, self.e_src, self.e_col,
+         self.e_row, self.kept) = i64
+        ptr = _native.pointers
+        self.fill_args = (len(self.w_slot), *ptr(self.w_slot, self.w_src), len(self.j_slot),
+                          *ptr(self.j_slot, self.j_src), len(self.p_slot), *ptr(self.p_slot, self.p_a, self.p_b,
+                                                                               self.p_row),
+                          nx, len(rows), *ptr(self.slack_diag, self.coef, self.slack_d), len(self.elim),
+                          *ptr(self.elim_slack, self.weight), len(self.kept), *ptr(self.kept_slack, self.d_slot))
+        self.solve_args = (nx, len(rows), m, *ptr(self.rows, self.coef, self.slack_d), len(self.elim),
+                           *ptr(self.elim, self.weight), len(self.e_src), *ptr(self.e_src, self.e_col, self.e_row))
+        self.row_args = (len(self.kept), *ptr(self.kept, self.where))
+        self.scratch_args = ptr(self.v, self.t)
+        self.pattern_addresses = ptr(*self.pattern)
+        self.z_work_address = ptr(self.z_work)[0]
+
+
+class PlannedFactor:
+    """One factorisation through a StagePlan (see there): solve(rhs), residual(sol, rhs) (the whole K's), parity
+    of the number of negative eigenvalues of K. The fill, the factorisation and the solve (the slacks' and the
+    eliminated rows' parts folded in and recovered) are one C call each. The plan's and its layout's work arrays
+    are reused: only the latest factor of a plan is valid."""
+
+    def __init__(self, plan: StagePlan, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float):
+        P, L = plan, plan.layout
+        self.plan, self.W, self.J, self.dw, self.dc = plan, W, J, dw, dc
+        if P.far and (np.any(W.data[P.w_far] != 0) or np.any(J.data[P.j_far] != 0)):
+            raise StageBreakdown("an entry couples stage blocks more than one apart, or a slack to another unknown")
+        arrays, self.work = work = L.scratch()
+        if _native.fill(len(arrays[0]), self.work[0], P.fill_args, np.ascontiguousarray(W.data, float),
+                        np.ascontiguousarray(J.data, float), dw, dc):
+            raise StageBreakdown("a slack's diagonal is not positive")
+        self.parity = (_native_factor(L, work) + len(P.elim)) % 2
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        P = self.plan
+        out = np.empty(len(rhs))
+        _native.condensed_solve(P.layout.kernel_args(), self.work[:6], P.solve_args, self.J.data, P.row_args,
+                                np.ascontiguousarray(rhs, float), out, P.scratch_args)
+        return out
+
+    def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """rhs - K sol for the whole K (kkt_residual's C twin, bit for bit, on the plan's copy of the pattern)."""
+        sol, rhs = np.ascontiguousarray(sol, float), np.ascontiguousarray(rhs, float)
+        return _native.residual(self.W.shape[0], self.J.shape[0], self.plan.pattern_addresses, self.W.data,
+                                self.J.data, self.dw, self.dc, sol, rhs, self.plan.z_work_address)
+
+    inertia_ok = _parity_ok

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.stage_kkt import (NATIVE, CondensedFactor, NativeStageFactor, StageBreakdown, StageFactor,
-                                         StageLayout)
+                                         StageLayout, StagePlan, kkt_residual, stage_layout)
 from addon.solver.shots.vehicle_shot import transcribe
 
 
@@ -44,6 +44,12 @@ def test_stage_solve_and_inertia_match_the_sparse_lu(name):
     factors = [stage] + [kind(layout, W, J, 0.0, 0.0) for kind in kinds[1:]]
     # the slacks eliminated first (a smaller block per stage): the same solution and parity
     factors += [CondensedFactor(kind, condensed, W, J, 0.0, 0.0, rows, coef) for kind in kinds]
+    if NATIVE:  # and the inequality rows of one stage too: blocks of the variables and equality rows only
+        plan = StagePlan(condensed, rows, coef)
+        factors.append(plan.factor(W, J, 0.0, 0.0))
+        assert len(plan.elim) == len(rows) and plan.layout.n_unknowns == condensed.n_unknowns - len(rows)
+        sol = factors[-1].solve(rhs)
+        assert np.array_equal(factors[-1].residual(sol, rhs), kkt_residual(W, J, 0.0, 0.0, sol, rhs))
     eig = np.linalg.eigvalsh(lu.K.toarray()) if name == "parallel_parking" else None
     for factor in factors:
         a, accurate = nlpmod._refined(factor, rhs)
@@ -117,6 +123,81 @@ def test_native_factor_reports_singular_pivots_far_couplings_and_wrong_shapes():
         _native(layout, K, nz)
     with pytest.raises(ValueError, match="do not fit a layout"):
         NativeStageFactor(layout, sp.csc_matrix(K[:nz - 1, :nz - 1]), sp.csr_matrix(K[nz:, :nz - 1]), 0.0, 0.0)
+
+
+def _random_program_kkt(rng, n_stages: int = 8):
+    """A random interior-point KKT system with the shots' structure: 3 variables a stage and one of no stage (a
+    border), 2 equality rows a stage coupling it to the next, inequality rows with a slack each touching one
+    stage, two adjacent stages, or three (the last kept in the blocks: its fill would span three stages).
+    Returns (W over z = (x, slacks) CSC, J over z CSR, layout of x and the rows, slack rows, slack coefficients,
+    number of rows spanning three stages)."""
+    var_stage = np.concatenate([np.repeat(np.arange(n_stages), 3), [-1]])
+    nx = len(var_stage)
+    stage_vars = [np.flatnonzero(var_stage == k) for k in range(n_stages)]
+    rows, eq = [], []
+    for k in range(n_stages):
+        near = stage_vars[k] if k + 1 == n_stages else np.concatenate([stage_vars[k], stage_vars[k + 1]])
+        rows += [rng.choice(near, min(4, len(near)), replace=False) for _ in range(2 if k + 1 < n_stages else 1)]
+        eq += [True] * (2 if k + 1 < n_stages else 1)
+        rows += [rng.choice(stage_vars[k], 2, replace=False), np.append(stage_vars[k][:1], nx - 1)]
+        eq += [False, False]
+        if k == 0:  # an odd number of eliminated rows: each is a negative eigenvalue of K
+            rows.append(stage_vars[k][1:])
+            eq.append(False)
+        if 0 < k < n_stages - 1:
+            rows += [np.concatenate([stage_vars[k][:1], stage_vars[k + 1][:1]]),
+                     np.concatenate([stage_vars[k - 1][:1], stage_vars[k][:1], stage_vars[k + 1][:1]])]
+            eq += [False, False]
+    eq = np.array(eq)
+    m, ineq = len(rows), np.flatnonzero(~eq)
+    ns = len(ineq)
+    Jx = np.zeros((m, nx))
+    for i, cols in enumerate(rows):
+        Jx[i, cols] = rng.standard_normal(len(cols))
+    coef = -rng.uniform(0.5, 2.0, ns)
+    J = np.hstack([Jx, np.zeros((m, ns))])
+    J[ineq, nx + np.arange(ns)] = coef
+    near = np.abs(var_stage[:, None] - var_stage[None, :]) <= 1
+    Wx = rng.standard_normal((nx, nx)) * (near | (var_stage[:, None] < 0) | (var_stage[None, :] < 0))
+    Wx = Wx + Wx.T
+    W = np.zeros((nx + ns, nx + ns))
+    W[:nx, :nx] = Wx
+    W[nx + np.arange(ns), nx + np.arange(ns)] = rng.uniform(0.1, 10.0, ns)
+    layout = stage_layout(var_stage, sp.csr_matrix(Jx), sp.csr_matrix(Wx), np.full(nx, -1), soft_rows=~eq)
+    assert isinstance(layout, StageLayout), layout
+    return sp.csc_matrix(W), sp.csr_matrix(J), layout, ineq, coef, n_stages - 2
+
+
+@needs_native
+def test_planned_factor_eliminates_inequality_rows_and_matches_a_dense_solve():
+    """StagePlan: slacks and the inequality rows within two adjacent stages eliminated, a row over three stages
+    kept; the solution of the whole K and the parity of its negative eigenvalues equal the dense ones."""
+    rng = np.random.default_rng(11)
+    W, J, layout, rows, coef, wide = _random_program_kkt(rng)
+    plan = StagePlan(layout, rows, coef)
+    nz, m = W.shape[0], J.shape[0]
+    for dw, dc in ((0.0, 0.0), (0.3, 1e-3)):
+        factor = plan.factor(W, J, dw, dc)
+        assert len(plan.elim) == len(rows) - wide and plan.layout.n_unknowns == layout.n_unknowns - len(plan.elim)
+        K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(m)]]).toarray()
+        rhs = rng.standard_normal(nz + m)
+        exact = np.linalg.solve(K, rhs)
+        bound = 10 * np.linalg.cond(K) * np.finfo(float).eps * np.max(np.abs(exact))
+        assert np.max(np.abs(factor.solve(rhs) - exact)) <= bound
+        assert factor.parity == int(np.sum(np.linalg.eigvalsh(K) < 0)) % 2
+        # the C residual is the numpy one's twin, bit for bit (refinement, and so the iterates, must not depend
+        # on which ran)
+        assert np.array_equal(factor.residual(exact, rhs), kkt_residual(W, J, dw, dc, exact, rhs))
+    # a new pattern (one more entry in a kept row) is planned again; a slack's coupling to x breaks the plan
+    J2 = J.tolil()
+    J2[0, 0] = J2[0, 0] + 1.0
+    factor = plan.factor(W, J2.tocsr(), 0.0, 0.0)
+    K = sp.bmat([[W, J2.T], [J2, None]]).toarray()
+    assert np.allclose(factor.solve(rhs), np.linalg.solve(K, rhs), rtol=0, atol=1e-9 * np.max(np.abs(rhs)))
+    W2 = W.tolil()
+    W2[0, nz - 1] = W2[nz - 1, 0] = 1.0
+    with pytest.raises(StageBreakdown, match="slack"):
+        plan.factor(W2.tocsc(), J, 0.0, 0.0)
 
 
 @pytest.mark.heavy
