@@ -50,6 +50,21 @@ Progress = Callable[[int, dict], Optional[bool]]
 
 
 @dataclass(frozen=True)
+class FixedPattern:
+    """A sparse derivative whose pattern is fixed for the whole solve: CSR indices, indptr and shape, and
+    values(*args) -> its data in that order (the same arguments as the NLP's matrix callback). The solver then
+    works out once where each entry goes and each call only gathers numbers (no matrix to check and convert)."""
+
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+    values: Callable[..., np.ndarray]
+
+    def csr(self, data: np.ndarray) -> sp.csr_matrix:
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
+
+
+@dataclass(frozen=True)
 class NLP:
     """min objective(x) s.t. c_lower <= constraints(x) <= c_upper, x_lower <= x <= x_upper.
 
@@ -58,7 +73,8 @@ class NLP:
     (either triangle or both; it is symmetrised), or None when hessian is None: then a damped BFGS
     matrix is kept instead (dense; for small problems only). stages (n,) int, optional: the stage (time step)
     of each variable, -1 for a variable of no stage (such as a free time step); it lets the KKT matrix be
-    factorised stage by stage (stage_kkt.py).
+    factorised stage by stage (stage_kkt.py). jacobian_data, hessian_data, optional: the same matrices as
+    values on fixed patterns (the solver then uses them instead of jacobian and hessian).
     """
 
     x_lower: np.ndarray
@@ -71,6 +87,8 @@ class NLP:
     c_upper: np.ndarray
     hessian: Optional[Callable[[np.ndarray, np.ndarray, float], sp.spmatrix]] = None
     stages: Optional[np.ndarray] = None
+    jacobian_data: Optional[FixedPattern] = None
+    hessian_data: Optional[FixedPattern] = None
 
     @property
     def n(self) -> int:
@@ -189,13 +207,23 @@ class _Reduced:
         """Jacobian of the scaled rows over z (CSR, m x (nx+ns)). The NLP's Jacobian keeps its sparsity pattern
         from one call to the next (a transcription's does): the reduced matrix's pattern and where each entry
         comes from are worked out once per pattern, and each call only gathers and scales the values."""
-        raw = sp.csr_matrix(self.nlp.jacobian(self.full(z)))
-        plan = self._jac_plan
-        if plan is None or not _same_pattern(plan[0], raw):
-            plan = self._jac_plan = (raw, *self._reduce_jacobian(raw))
-        _, src, scale, indices, indptr = plan
-        data = np.concatenate([raw.data, -np.ones(self.ns)])[src] * scale
+        fixed = self.nlp.jacobian_data
+        if fixed is not None:
+            values = fixed.values(self.full(z))
+            if self._jac_plan is None:
+                self._jac_plan = (None, *self._reduce_jacobian(fixed.csr(values)))
+        else:
+            raw = sp.csr_matrix(self.nlp.jacobian(self.full(z)))
+            values = raw.data
+            if self._jac_plan is None or not _same_pattern(self._jac_plan[0], raw):
+                self._jac_plan = (raw, *self._reduce_jacobian(raw))
+        _, src, scale, indices, indptr, self._jac_rows = self._jac_plan
+        data = np.concatenate([values, -np.ones(self.ns)])[src] * scale
         return sp.csr_matrix((data, indices, indptr), shape=(self.m, self.nx + self.ns))
+
+    def jt(self, J: sp.csr_matrix, y: np.ndarray) -> np.ndarray:
+        """J^T y for a J from jac (without the transposed matrix; the same sums in the same order)."""
+        return np.bincount(J.indices, weights=J.data * y[self._jac_rows], minlength=J.shape[1])
 
     def _reduce_jacobian(self, raw: sp.csr_matrix):
         """(source of each reduced entry in [raw.data, slack -1s], its row scale, indices, indptr): the free
@@ -207,23 +235,30 @@ class _Reduced:
         J = (sp.hstack([marked, sp.csr_matrix((self.m, self.ns))], format="csr") + slack).tocsr()
         J.sort_indices()
         rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
-        return J.data.astype(np.int64) - 1, self.c_scale[rows], _frozen(J.indices), _frozen(J.indptr)
+        return J.data.astype(np.int64) - 1, self.c_scale[rows], _frozen(J.indices), _frozen(J.indptr), rows
 
-    def hess(self, z, y):
-        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c), (nx+ns)^2 (CSC, symmetrised, with every
-        diagonal entry in its pattern (W = H + Sigma adds to them); slack rows empty), or None. Like jac, the
-        pattern and the scatter of the NLP's entries into it are worked out once per pattern."""
+    def hess(self, z, y) -> np.ndarray | None:
+        """Data of the Hessian of the scaled Lagrangian f_scale f + y^T (Dc c) over z, in the CSC pattern
+        self.hess_pattern ((nx+ns)^2, symmetrised, with every diagonal entry in it (W = H + Sigma adds to
+        them); slack rows empty), or None. Like jac, the pattern and the scatter of the NLP's entries into it
+        are worked out once per pattern."""
         if self.nlp.hessian is None:
             return None
-        raw = sp.csr_matrix(self.nlp.hessian(self.full(z), self.c_scale * y, self.f_scale))
-        plan = self._hess_plan
-        if plan is None or not _same_pattern(plan[0], raw):
-            plan = self._hess_plan = (raw, *self._reduce_hessian(raw))
-        _, kept, target, size, indices, indptr, self.diagonal = plan
-        half = 0.5 * raw.data[kept]
-        data = np.bincount(target, weights=np.concatenate([half, half]), minlength=size)
-        nz = self.nx + self.ns
-        return sp.csc_matrix((data, indices, indptr), shape=(nz, nz))
+        args = (self.full(z), self.c_scale * y, self.f_scale)
+        fixed = self.nlp.hessian_data
+        if fixed is not None:
+            values = fixed.values(*args)
+            if self._hess_plan is None:
+                self._hess_plan = (None, *self._reduce_hessian(fixed.csr(values)))
+        else:
+            raw = sp.csr_matrix(self.nlp.hessian(*args))
+            values = raw.data
+            if self._hess_plan is None or not _same_pattern(self._hess_plan[0], raw):
+                self._hess_plan = (raw, *self._reduce_hessian(raw))
+        _, kept, target, size, indices, indptr, self.diagonal = self._hess_plan
+        self.hess_pattern = (indices, indptr)
+        half = 0.5 * values[kept]
+        return np.bincount(target, weights=np.concatenate([half, half]), minlength=size)
 
     def _reduce_hessian(self, raw: sp.csr_matrix):
         """(kept raw entries, target of each half-entry (both triangles), number of entries, indices, indptr,
@@ -240,12 +275,13 @@ class _Reduced:
         indptr = np.searchsorted(unique // nz, np.arange(nz + 1)).astype(np.int32)
         return kept, inverse[:2 * len(kept)], len(unique), _frozen(indices), _frozen(indptr), inverse[2 * len(kept):]
 
-    def plus_diagonal(self, H: sp.csc_matrix, sigma: np.ndarray) -> sp.csc_matrix:
-        """W = H + diag(sigma) for an H from hess (its pattern holds the diagonal: the values are added in
-        place of a sparse sum)."""
-        data = H.data.copy()
+    def plus_diagonal(self, H: np.ndarray, sigma: np.ndarray) -> sp.csc_matrix:
+        """W = H + diag(sigma) (CSC) for H's data from hess (its pattern holds the diagonal: the values are
+        added in place of a sparse sum)."""
+        data = H.copy()
         data[self.diagonal] += sigma
-        return sp.csc_matrix((data, H.indices, H.indptr), shape=H.shape)
+        nz = self.nx + self.ns
+        return sp.csc_matrix((data, *self.hess_pattern), shape=(nz, nz))
 
     def kkt_layout(self, z: np.ndarray, slacks: bool = True) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
@@ -505,7 +541,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     for it in range(max_iter + 1):
         dl = np.where(lo_f, z - zl, 1.0)
         du = np.where(up_f, zu - z, 1.0)
-        grad_lag = g + J.T @ y - zL + zU
+        grad_lag = g + P.jt(J, y) - zL + zU
         s_d = max(100.0, (np.abs(y).sum() + zL.sum() + zU.sum()) / max(P.m + nz, 1)) / 100.0
         dual_inf = float(np.max(np.abs(grad_lag), initial=0.0)) / s_d
         compl = float(np.max(np.concatenate([(dl * zL)[lo_f], (du * zU)[up_f]]), initial=0.0))
