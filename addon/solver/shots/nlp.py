@@ -330,16 +330,37 @@ def _push_inside(z, zl, zu, k1=1e-2, k2=1e-2):
     return z
 
 
-def _fraction_to_boundary(x, dx, lo, up, tau) -> float:
-    """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each finite bound."""
-    alpha = 1.0
-    m = np.isfinite(lo) & (dx < 0)
-    if np.any(m):
-        alpha = min(alpha, float(np.min(-tau * (x[m] - lo[m]) / dx[m])))
-    m = np.isfinite(up) & (dx > 0)
-    if np.any(m):
-        alpha = min(alpha, float(np.min(tau * (up[m] - x[m]) / dx[m])))
-    return alpha
+class _Bounds:
+    """The finite lower and upper bounds of a vector, by index (fixed for a solve): distances, barrier terms and
+    the fraction-to-boundary rule without masking the whole vector each time."""
+
+    def __init__(self, lo: np.ndarray, up: np.ndarray):
+        self.lo, self.up = np.flatnonzero(np.isfinite(lo)), np.flatnonzero(np.isfinite(up))
+        self.lo_value, self.up_value = lo[self.lo], up[self.up]
+
+    def distances(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """x - lower over the finite lower bounds, upper - x over the finite upper bounds."""
+        return x[self.lo] - self.lo_value, self.up_value - x[self.up]
+
+    def log_barrier(self, x: np.ndarray) -> float:
+        """sum of log(distance) over the finite bounds; -inf when x is on or outside one."""
+        d_lo, d_up = self.distances(x)
+        if np.any(d_lo <= 0) or np.any(d_up <= 0):
+            return -np.inf
+        return float(np.sum(np.log(d_lo)) + np.sum(np.log(d_up)))
+
+    def step(self, x: np.ndarray, dx: np.ndarray, tau: float) -> float:
+        """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each finite bound."""
+        alpha = 1.0
+        d = dx[self.lo]
+        m = d < 0
+        if np.any(m):
+            alpha = min(alpha, float(np.min(-tau * (x[self.lo][m] - self.lo_value[m]) / d[m])))
+        d = dx[self.up]
+        m = d > 0
+        if np.any(m):
+            alpha = min(alpha, float(np.min(tau * (self.up_value[m] - x[self.up][m]) / d[m])))
+        return alpha
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -537,6 +558,11 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     with clock("factorisation"):
         factoriser = (_KKT(P.kkt_layout(z, slacks=False), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
                       else _KKT(why_lu))
+    bounds = _Bounds(zl, zu)
+    lo, up = bounds.lo, bounds.up
+    # the bound multipliers' own bounds (zL, zU >= 0 where z has the bound)
+    zL_bounds, zU_bounds = _Bounds(np.where(lo_f, 0.0, -np.inf), np.full(nz, np.inf)), \
+        _Bounds(np.where(up_f, 0.0, -np.inf), np.full(nz, np.inf))
     it = 0
     for it in range(max_iter + 1):
         dl = np.where(lo_f, z - zl, 1.0)
@@ -544,7 +570,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         grad_lag = g + P.jt(J, y) - zL + zU
         s_d = max(100.0, (np.abs(y).sum() + zL.sum() + zU.sum()) / max(P.m + nz, 1)) / 100.0
         dual_inf = float(np.max(np.abs(grad_lag), initial=0.0)) / s_d
-        compl = float(np.max(np.concatenate([(dl * zL)[lo_f], (du * zU)[up_f]]), initial=0.0))
+        dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
+        compl = max(float(np.max(dzl, initial=0.0)), float(np.max(dzu, initial=0.0)))
         raw_viol = float(np.max(violation(raw, P.cl, P.cu), initial=0.0))
         f_val = float(nlp.objective(P.full(z)))
         if progress is not None:
@@ -564,8 +591,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         # barrier subproblem solved well enough: decrease mu (possibly several times)
         while mu > tol / 10:
             e_mu = max(dual_inf, float(np.max(np.abs(c), initial=0.0)),
-                       float(np.max(np.concatenate([np.abs(dl * zL - mu)[lo_f], np.abs(du * zU - mu)[up_f]]),
-                                    initial=0.0)))
+                       float(np.max(np.abs(dzl - mu), initial=0.0)), float(np.max(np.abs(dzu - mu), initial=0.0)))
             if e_mu > 10.0 * mu:
                 break
             mu = max(tol / 10, min(0.2 * mu, mu**1.5))
@@ -586,16 +612,12 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         dy = y_new - y
         dzL = np.where(lo_f, mu / dl - zL - zL / dl * dz, 0.0)
         dzU = np.where(up_f, mu / du - zU + zU / du * dz, 0.0)
-        alpha_max = _fraction_to_boundary(z, dz, zl, zu, tau)
-        alpha_z = min(_fraction_to_boundary(zL, dzL, np.where(lo_f, 0.0, -np.inf), np.full(nz, np.inf), tau),
-                      _fraction_to_boundary(zU, dzU, np.where(up_f, 0.0, -np.inf), np.full(nz, np.inf), tau))
+        alpha_max = bounds.step(z, dz, tau)
+        alpha_z = min(zL_bounds.step(zL, dzL, tau), zU_bounds.step(zU, dzU, tau))
 
         def barrier(zz):
-            dd_l = np.where(lo_f, zz - zl, 1.0)
-            dd_u = np.where(up_f, zu - zz, 1.0)
-            if np.any(dd_l <= 0) or np.any(dd_u <= 0):
-                return np.inf
-            return P.f(zz) - mu * (np.sum(np.log(dd_l[lo_f])) + np.sum(np.log(dd_u[up_f])))
+            logs = bounds.log_barrier(zz)
+            return np.inf if logs == -np.inf else P.f(zz) - mu * logs
 
         theta0 = float(np.sum(np.abs(c)))
         phi0 = barrier(z)
@@ -619,7 +641,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     c_soc, theta_prev = alpha * c + ct, theta0
                     for _ in range(4):
                         d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
-                        a_soc = _fraction_to_boundary(z, d_soc, zl, zu, tau)
+                        a_soc = bounds.step(z, d_soc, tau)
                         zs = z + a_soc * d_soc
                         raw_s = P.raw_c(zs)
                         cs = P.c(zs, raw_s)
