@@ -148,8 +148,11 @@ void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, 
         memcpy(inner[1], om_z, sizeof om_z);
         inner[2][U] = rho * hh;
         inner[2][HH] = rho * u;
-        for (int i = 0; i < NC; ++i)
-            for (int j = 0; j < NC; ++j) {
+        /* inner is zero outside the slots theta, phi, phi_next, u, h: the other rows and columns gain nothing */
+        static const int MOVED[5] = {TH, S, SN, U, HH};
+        for (int a = 0; a < 5; ++a)
+            for (int b = 0; b < 5; ++b) {
+                const int i = MOVED[a], j = MOVED[b];
                 double sum = 0.0;
                 for (int p = 0; p < 3; ++p)
                     for (int q = 0; q < 3; ++q)

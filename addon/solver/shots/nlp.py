@@ -255,14 +255,15 @@ class _Reduced:
             values = raw.data
             if self._hess_plan is None or not _same_pattern(self._hess_plan[0], raw):
                 self._hess_plan = (raw, *self._reduce_hessian(raw))
-        _, kept, target, size, indices, indptr, self.diagonal = self._hess_plan
+        _, upper, lower, indices, indptr, self.diagonal = self._hess_plan
         self.hess_pattern = (indices, indptr)
-        half = 0.5 * values[kept]
-        return np.bincount(target, weights=np.concatenate([half, half]), minlength=size)
+        half = np.append(0.5 * values, 0.0)
+        return half[upper] + half[lower]
 
     def _reduce_hessian(self, raw: sp.csr_matrix):
-        """(kept raw entries, target of each half-entry (both triangles), number of entries, indices, indptr,
-        position of each diagonal entry) of the symmetrised Hessian over z."""
+        """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is
+        len(raw.data), a zero, where the raw pattern has none), indices, indptr, position of each diagonal
+        entry): the entry is half the sum of the two."""
         nz = self.nx + self.ns
         r = np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr))
         i, j = self.z_index[r], self.z_index[raw.indices]
@@ -273,7 +274,10 @@ class _Reduced:
         unique, inverse = np.unique(key, return_inverse=True)
         indices = (unique % nz).astype(np.int32)
         indptr = np.searchsorted(unique // nz, np.arange(nz + 1)).astype(np.int32)
-        return kept, inverse[:2 * len(kept)], len(unique), _frozen(indices), _frozen(indptr), inverse[2 * len(kept):]
+        upper, lower = np.full(len(unique), len(raw.data)), np.full(len(unique), len(raw.data))
+        upper[inverse[:len(kept)]] = kept  # raw (i, j) at CSC (row i, column j)
+        lower[inverse[len(kept):2 * len(kept)]] = kept  # and at (row j, column i)
+        return upper, lower, _frozen(indices), _frozen(indptr), inverse[2 * len(kept):]
 
     def plus_diagonal(self, H: np.ndarray, sigma: np.ndarray) -> sp.csc_matrix:
         """W = H + diag(sigma) (CSC) for H's data from hess (its pattern holds the diagonal: the values are

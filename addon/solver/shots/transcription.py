@@ -148,7 +148,7 @@ class Block:
         """(window values X (K, w), rows (K, rows), Jacobian over the used columns (K, rows, len(used)))."""
         X = x[self.window]
         r, J = self.window_fn(X)
-        return X, r, (J if len(self.used) == X.shape[1] else J[:, :, self.used])
+        return X, r, (J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2))
 
     def hessian_values(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """sum_i weights[:, i] d2 fn_i over the curved columns at window values X (K, c, c) flattened, J the
@@ -159,8 +159,8 @@ class Block:
         H = exact(X, weights)
         if len(self.curved) == X.shape[1]:
             return H.ravel()
-        w, c = self.used[self.curved], self.window.shape[1]
-        return H.reshape(len(X), c * c)[:, (w[:, None] * c + w).ravel()].ravel()
+        w, c = self.used[self.curved], X.shape[1]
+        return np.take(H.reshape(len(X), c * c), (w[:, None] * c + w).ravel(), axis=1).ravel()
 
 
 def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.ndarray, J0: np.ndarray) -> np.ndarray:
