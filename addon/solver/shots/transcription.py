@@ -81,6 +81,11 @@ class StageDynamics(ABC):
     # 3 (ns + nv) + 1), sum_i y_i d2 r_i over the window flattened then h. None: differenced instead.
     residual_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
 
+    # Optional with it: hessian_slots (s,), the window slots outside which residual_hessian is zero, and
+    # residual_hessian_slots(W, first, h, y) -> (K, s, s), the same numbers over those slots only (the solver's
+    # Hessian takes them without the zeros around them).
+    hessian_slots: np.ndarray | None = None
+
     # Optional: body_point_hessian(S (K, ns), offset (3,)) -> d2 position / dS2 (K, 3, ns, ns), the exact
     # curvature of body_point; keys, obstacles, corridors and reference costs then have exact Hessians.
     body_point_hessian: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
@@ -156,6 +161,13 @@ class Block:
         exact = getattr(self.window_fn, "hessian", None)
         if exact is None:
             return _local_hessian(self.fn, X[:, self.used], weights, self.curved, J).ravel()
+        slots, on_slots = getattr(self.window_fn, "slot_hessian", (None, None))
+        if slots is not None and np.all(np.isin(self.used[self.curved], slots)):
+            H = on_slots(X, weights)
+            at = np.searchsorted(slots, self.used[self.curved])
+            if len(at) == len(slots):  # every slot curved: H is the block as it is
+                return H.ravel()
+            return np.take(H.reshape(len(X), len(slots) ** 2), (at[:, None] * len(slots) + at).ravel(), axis=1).ravel()
         H = exact(X, weights)
         if len(self.curved) == X.shape[1]:
             return H.ravel()
@@ -419,6 +431,11 @@ class Transcription:
             def hessian(X, weights):
                 return dyn.residual_hessian(X[:, :-1].reshape(-1, 3, nw), np.resize(first, len(X)), X[:, -1], weights)
             fn.hessian = hessian
+            if dyn.hessian_slots is not None:
+                def on_slots(X, weights):
+                    return dyn.residual_hessian_slots(X[:, :-1].reshape(-1, 3, nw), np.resize(first, len(X)), X[:, -1],
+                                                      weights)
+                fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots)
 
         r0, _, _ = dyn.residual(np.zeros((1, 3, nw)) + 0.1, np.array([True]), np.array([0.1]))
         nr = r0.shape[1]
