@@ -117,6 +117,9 @@ def planar_point_hessian(S: np.ndarray, ox: float, oy: float) -> np.ndarray:
     return H
 
 
+_SLOTS = np.array([3, 4, 5, 6, 9, 10, 11, 15, 18])  # window slots entering nonlinearly (x, y, ... linearly)
+
+
 class CarDynamics(StageDynamics):
     state_names = ("theta", "x", "y", "steer")
     segment_names = ("drive_torque", "wheel_rate")
@@ -189,12 +192,12 @@ class CarDynamics(StageDynamics):
         arc_rows(r, J, dh, (th, x, y, xn, yn), (om, dom, dom_dh), (h * rho * w, dv, rho * w))
         return r, J, dh
 
-    hessian_slots = np.array([3, 4, 5, 6, 9, 10, 11, 15, 18])  # window slots entering nonlinearly (x, y, ... linearly)
+    hessian_slots = _SLOTS
 
     def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
         """sum_i y[:, i] d2 r_i over the window then h (K, 19, 19)."""
         out = np.zeros((len(W), 19, 19))
-        out[:, self.hessian_slots[:, None], self.hessian_slots] = self.residual_hessian_slots(W, first, h, y)
+        out[:, _SLOTS[:, None], _SLOTS] = self.residual_hessian_slots(W, first, h, y)
         return out
 
     def residual_hessian_slots(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -207,7 +210,7 @@ class CarDynamics(StageDynamics):
     def residual_hessian_numpy(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
         """residual_hessian in numpy (K, 19, 19): the C kernel's twin and reference (_hessian_numpy)."""
         out = np.zeros((len(W), 19, 19))
-        out[:, self.hessian_slots[:, None], self.hessian_slots] = self._hessian_numpy(W, first, h, y)
+        out[:, _SLOTS[:, None], _SLOTS] = self._hessian_numpy(W, first, h, y)
         return out
 
     def _hessian_numpy(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -221,7 +224,7 @@ class CarDynamics(StageDynamics):
         a, rho, k, c, m0 = self.alpha, self.rho, self.rho / self.l, self.c, self.m0
         unit = self.spec.max_drive_torque
         SP, DP, WP, TH, S, D, U, SN, HH = range(9)
-        X = np.concatenate([W.reshape(len(W), 18), h[:, None]], axis=1)[:, self.hessian_slots]
+        X = np.concatenate([W.reshape(len(W), 18), h[:, None]], axis=1)[:, _SLOTS]
         phip, th, phi, u, phin, hh = X[:, SP], X[:, TH], X[:, S], X[:, U], X[:, SN], X[:, HH]
         wp = X[:, WP]
         sp_, s, sn = np.tan(phip), np.tan(phi), np.tan(phin)
