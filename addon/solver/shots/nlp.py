@@ -206,7 +206,8 @@ class _Reduced:
     def jac(self, z):
         """Jacobian of the scaled rows over z (CSR, m x (nx+ns)). The NLP's Jacobian keeps its sparsity pattern
         from one call to the next (a transcription's does): the reduced matrix's pattern and where each entry
-        comes from are worked out once per pattern, and each call only gathers and scales the values."""
+        comes from are worked out once per pattern, and each call only gathers and scales the values: into the
+        same matrix object each time (valid until the next call; the interior point keeps only the latest)."""
         fixed = self.nlp.jacobian_data
         if fixed is not None:
             values = fixed.values(self.full(z))
@@ -217,17 +218,18 @@ class _Reduced:
             values = raw.data
             if self._jac_plan is None or not _same_pattern(self._jac_plan[0], raw):
                 self._jac_plan = (raw, *self._reduce_jacobian(raw))
-        _, src, scale, indices, indptr, self._jac_rows = self._jac_plan
-        data = np.concatenate([values, -np.ones(self.ns)])[src] * scale
-        return sp.csr_matrix((data, indices, indptr), shape=(self.m, self.nx + self.ns))
+        _, src, scale, J, self._jac_rows = self._jac_plan
+        J.data = np.concatenate([values, -np.ones(self.ns)])[src] * scale
+        return J
 
     def jt(self, J: sp.csr_matrix, y: np.ndarray) -> np.ndarray:
         """J^T y for a J from jac (without the transposed matrix; the same sums in the same order)."""
         return np.bincount(J.indices, weights=J.data * y[self._jac_rows], minlength=J.shape[1])
 
     def _reduce_jacobian(self, raw: sp.csr_matrix):
-        """(source of each reduced entry in [raw.data, slack -1s], its row scale, indices, indptr): the free
-        columns of raw, then the slacks' -1 at (inequality row, slack), every entry scaled by its row's c_scale."""
+        """(source of each reduced entry in [raw.data, slack -1s], its row scale, the reduced matrix, the row of
+        each entry): the free columns of raw, then the slacks' -1 at (inequality row, slack), every entry scaled
+        by its row's c_scale."""
         nnz = len(raw.data)
         marked = sp.csr_matrix((np.arange(1.0, nnz + 1), raw.indices, raw.indptr), shape=raw.shape)[:, self.free]
         slack = sp.csr_matrix((nnz + 1.0 + np.arange(self.ns), (self.ineq, self.nx + np.arange(self.ns))),
@@ -235,13 +237,14 @@ class _Reduced:
         J = (sp.hstack([marked, sp.csr_matrix((self.m, self.ns))], format="csr") + slack).tocsr()
         J.sort_indices()
         rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
-        return J.data.astype(np.int64) - 1, self.c_scale[rows], _frozen(J.indices), _frozen(J.indptr), rows
+        reduced = sp.csr_matrix((np.zeros(J.nnz), _frozen(J.indices), _frozen(J.indptr)), shape=J.shape)
+        return J.data.astype(np.int64) - 1, self.c_scale[rows], reduced, rows
 
     def hess(self, z, y) -> np.ndarray | None:
-        """Data of the Hessian of the scaled Lagrangian f_scale f + y^T (Dc c) over z, in the CSC pattern
-        self.hess_pattern ((nx+ns)^2, symmetrised, with every diagonal entry in it (W = H + Sigma adds to
-        them); slack rows empty), or None. Like jac, the pattern and the scatter of the NLP's entries into it
-        are worked out once per pattern."""
+        """Data of the Hessian of the scaled Lagrangian f_scale f + y^T (Dc c) over z, in the pattern of the
+        CSC matrix plus_diagonal fills ((nx+ns)^2, symmetrised, with every diagonal entry in it (W = H + Sigma
+        adds to them); slack rows empty), or None. Like jac, the pattern and the scatter of the NLP's entries
+        into it are worked out once per pattern."""
         if self.nlp.hessian is None:
             return None
         args = (self.full(z), self.c_scale * y, self.f_scale)
@@ -255,15 +258,14 @@ class _Reduced:
             values = raw.data
             if self._hess_plan is None or not _same_pattern(self._hess_plan[0], raw):
                 self._hess_plan = (raw, *self._reduce_hessian(raw))
-        _, upper, lower, indices, indptr, self.diagonal = self._hess_plan
-        self.hess_pattern = (indices, indptr)
+        _, upper, lower, self._w_matrix, self.diagonal = self._hess_plan
         half = np.append(0.5 * values, 0.0)
         return half[upper] + half[lower]
 
     def _reduce_hessian(self, raw: sp.csr_matrix):
         """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is
-        len(raw.data), a zero, where the raw pattern has none), indices, indptr, position of each diagonal
-        entry): the entry is half the sum of the two."""
+        len(raw.data), a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
+        each diagonal entry): the entry is half the sum of the two."""
         nz = self.nx + self.ns
         r = np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr))
         i, j = self.z_index[r], self.z_index[raw.indices]
@@ -277,15 +279,17 @@ class _Reduced:
         upper, lower = np.full(len(unique), len(raw.data)), np.full(len(unique), len(raw.data))
         upper[inverse[:len(kept)]] = kept  # raw (i, j) at CSC (row i, column j)
         lower[inverse[len(kept):2 * len(kept)]] = kept  # and at (row j, column i)
-        return upper, lower, _frozen(indices), _frozen(indptr), inverse[2 * len(kept):]
+        pattern = sp.csc_matrix((np.zeros(len(unique)), _frozen(indices), _frozen(indptr)), shape=(nz, nz))
+        return upper, lower, pattern, inverse[2 * len(kept):]
 
     def plus_diagonal(self, H: np.ndarray, sigma: np.ndarray) -> sp.csc_matrix:
         """W = H + diag(sigma) (CSC) for H's data from hess (its pattern holds the diagonal: the values are
-        added in place of a sparse sum)."""
+        added in place of a sparse sum); like jac's, the same matrix object each call, valid until the next."""
         data = H.copy()
         data[self.diagonal] += sigma
-        nz = self.nx + self.ns
-        return sp.csc_matrix((data, *self.hess_pattern), shape=(nz, nz))
+        W = self._w_matrix
+        W.data = data
+        return W
 
     def kkt_layout(self, z: np.ndarray, slacks: bool = True) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
@@ -695,12 +699,12 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         zL = np.where(lo_f, np.clip(zL, mu / (1e10 * dl), 1e10 * mu / dl), 0.0)
         zU = np.where(up_f, np.clip(zU, mu / (1e10 * du), 1e10 * mu / du), 0.0)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
-        g_old, J_old = g, J
+        lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):
             g = P.grad(z)
             J = P.jac(z)
         if bfgs is not None:
-            yk = (g + J.T @ y) - (g_old + J_old.T @ y)
+            yk = (g + J.T @ y) - lag_old
             Bs = bfgs @ s_step
             sBs = float(s_step @ Bs)
             sy = float(s_step @ yk)
