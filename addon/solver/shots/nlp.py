@@ -240,10 +240,17 @@ class _Reduced:
         reduced = sp.csr_matrix((np.zeros(J.nnz), _frozen(J.indices), _frozen(J.indptr)), shape=J.shape)
         return J.data.astype(np.int64) - 1, self.c_scale[rows], reduced, rows
 
-    def hess(self, z, y) -> np.ndarray | None:
-        """Data of the Hessian of the scaled Lagrangian f_scale f + y^T (Dc c) over z, in the pattern of the
-        CSC matrix plus_diagonal fills ((nx+ns)^2, symmetrised, with every diagonal entry in it (W = H + Sigma
-        adds to them); slack rows empty), or None. Like jac, the pattern and the scatter of the NLP's entries
+    def hess(self, z, y) -> sp.csc_matrix | None:
+        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c) over z ((nx+ns)^2, CSC, symmetrised, with
+        every diagonal entry in its pattern; slack rows empty), or None: hess_data's values in a new matrix."""
+        data = self.hess_data(z, y)
+        if data is None:
+            return None
+        return sp.csc_matrix((data, self._w_matrix.indices, self._w_matrix.indptr), shape=self._w_matrix.shape)
+
+    def hess_data(self, z, y) -> np.ndarray | None:
+        """The Hessian's data in the pattern of the CSC matrix plus_diagonal fills (with every diagonal entry
+        in it: W = H + Sigma adds to them), or None. Like jac, the pattern and the scatter of the NLP's entries
         into it are worked out once per pattern."""
         if self.nlp.hessian is None:
             return None
@@ -608,7 +615,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         sigma = np.where(lo_f, zL / dl, 0.0) + np.where(up_f, zU / du, 0.0)
         grad_phi = g - np.where(lo_f, mu / dl, 0.0) + np.where(up_f, mu / du, 0.0)
         with clock("evaluation"):
-            H = P.hess(z, y)
+            H = P.hess_data(z, y)
         with clock("factorisation"):
             W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
             sol, lu, dw = _regularised_step(W, J, -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)

@@ -148,6 +148,7 @@ class Block:
         self.window, self.window_fn = self.index, self.fn
         self.used = np.arange(self.index.shape[1])
         self.curved = self.used
+        self._hessian_plan = None
 
     def values_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(window values X (K, w), rows (K, rows), Jacobian over the used columns (K, rows, len(used)))."""
@@ -158,21 +159,32 @@ class Block:
     def hessian_values(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """sum_i weights[:, i] d2 fn_i over the curved columns at window values X (K, c, c) flattened, J the
         used columns' Jacobian at X (for a block differenced by _local_hessian)."""
-        exact = getattr(self.window_fn, "hessian", None)
+        if not len(self.curved):
+            return np.zeros(0)
+        if self._hessian_plan is None:
+            self._hessian_plan = self._plan_hessian()
+        exact, size, picked = self._hessian_plan
         if exact is None:
             return _local_hessian(self.fn, X[:, self.used], weights, self.curved, J).ravel()
-        slots, on_slots = getattr(self.window_fn, "slot_hessian", (None, None))
-        if slots is not None and np.all(np.isin(self.used[self.curved], slots)):
-            H = on_slots(X, weights)
-            at = np.searchsorted(slots, self.used[self.curved])
-            if len(at) == len(slots):  # every slot curved: H is the block as it is
-                return H.ravel()
-            return np.take(H.reshape(len(X), len(slots) ** 2), (at[:, None] * len(slots) + at).ravel(), axis=1).ravel()
         H = exact(X, weights)
-        if len(self.curved) == X.shape[1]:
-            return H.ravel()
-        w, c = self.used[self.curved], X.shape[1]
-        return np.take(H.reshape(len(X), c * c), (w[:, None] * c + w).ravel(), axis=1).ravel()
+        return H.ravel() if picked is None else np.take(H.reshape(len(X), size), picked, axis=1).ravel()
+
+    def _plan_hessian(self):
+        """(the exact Hessian to call, or None: differenced; the size of its (w, w) block per instance; the
+        flat positions of the curved columns' entries in it, or None when it is exactly those). The window
+        function's slot_hessian (slots, fn: X, weights -> (K, s, s)) serves when the curved columns are among
+        its slots, else its hessian over the whole window."""
+        exact = getattr(self.window_fn, "hessian", None)
+        if exact is None:
+            return None, 0, None
+        curved = self.used[self.curved]
+        slots, on_slots = getattr(self.window_fn, "slot_hessian", (None, None))
+        if slots is not None and np.all(np.isin(curved, slots)):
+            exact, columns = on_slots, slots
+        else:
+            columns = np.arange(self.window.shape[1])
+        at, c = np.searchsorted(columns, curved), len(columns)
+        return exact, c * c, (None if len(at) == c else (at[:, None] * c + at).ravel())
 
 
 def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.ndarray, J0: np.ndarray) -> np.ndarray:
@@ -422,18 +434,21 @@ class Transcription:
         first = k == 0
         nw = self.nw
 
+        def firsts(count: int) -> np.ndarray:  # batched copies of the N steps while differencing
+            return first if count == N else np.resize(first, count)
+
         def fn(X):
             W = X[:, :-1].reshape(-1, 3, nw)
-            r, dW, dh = dyn.residual(W, np.resize(first, len(X)), X[:, -1])
+            r, dW, dh = dyn.residual(W, firsts(len(X)), X[:, -1])
             return r, np.concatenate([dW.reshape(len(X), r.shape[1], 3 * nw), dh[:, :, None]], axis=2)
 
         if dyn.residual_hessian is not None:
             def hessian(X, weights):
-                return dyn.residual_hessian(X[:, :-1].reshape(-1, 3, nw), np.resize(first, len(X)), X[:, -1], weights)
+                return dyn.residual_hessian(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1], weights)
             fn.hessian = hessian
             if dyn.hessian_slots is not None:
                 def on_slots(X, weights):
-                    return dyn.residual_hessian_slots(X[:, :-1].reshape(-1, 3, nw), np.resize(first, len(X)), X[:, -1],
+                    return dyn.residual_hessian_slots(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1],
                                                       weights)
                 fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots)
 
