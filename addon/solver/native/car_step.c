@@ -93,10 +93,9 @@ void symplex_car_step(int64_t K, const double *W, const int64_t *first, const do
     }
 }
 
-/* Slots of the window entering nonlinearly (car.py _CURVED): phi, d, u of stage k-1; theta, phi, d, u of stage
- * k; phi of stage k+1; h. */
+/* Slots of the window entering nonlinearly (car.py CarDynamics.hessian_slots), the Hessian's rows and columns: phi,
+ * d, u of stage k-1 (window slots 3, 4, 5); theta, phi, d, u of stage k (6, 9, 10, 11); phi of stage k+1 (15); h (18). */
 enum { SP, DP, WP, TH, S, D, U, SN, HH, NC };
-static const int CURVED[NC] = {3, 4, 5, 6, 9, 10, 11, 15, 18};
 
 static void add(double H[NC][NC], int i, int j, double value) {
     H[i][j] += value;
@@ -148,8 +147,11 @@ void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, 
         memcpy(inner[1], om_z, sizeof om_z);
         inner[2][U] = rho * hh;
         inner[2][HH] = rho * u;
-        for (int i = 0; i < NC; ++i)
-            for (int j = 0; j < NC; ++j) {
+        /* inner is zero outside the slots theta, phi, phi_next, u, h: the other rows and columns gain nothing */
+        static const int MOVED[5] = {TH, S, SN, U, HH};
+        for (int a = 0; a < 5; ++a)
+            for (int b = 0; b < 5; ++b) {
+                const int i = MOVED[a], j = MOVED[b];
                 double sum = 0.0;
                 for (int p = 0; p < 3; ++p)
                     for (int q = 0; q < 3; ++q)
@@ -178,10 +180,6 @@ void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, 
         H[SP][SP] += L_sp * 2 * sp * slope[SP];
         H[S][S] += L_s * 2 * s * slope[S];
         H[SN][SN] += L_sn * 2 * sn * slope[SN];
-        double *ok = out + NW * NW * k;
-        memset(ok, 0, NW * NW * sizeof(double));
-        for (int i = 0; i < NC; ++i)
-            for (int j = 0; j < NC; ++j)
-                ok[CURVED[i] * NW + CURVED[j]] = H[i][j];
+        memcpy(out + NC * NC * k, H, sizeof H);
     }
 }

@@ -54,12 +54,13 @@ def step(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray) -> tu
 
 
 def hessian(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """sum_i y[:, i] d2 r_i over (window, h): (K, 19, 19)."""
+    """sum_i y[:, i] d2 r_i over the window slots that enter nonlinearly (car.py CarDynamics.hessian_slots):
+    (K, 9, 9)."""
     W, first, h = _inputs(W, first, h)
     y = np.ascontiguousarray(y, np.float64)
     if y.shape != (len(W), 4):
         raise ValueError(f"car step Hessian: expected y ({len(W)}, 4), got {y.shape}")
-    out = np.empty((len(W), 19, 19))
+    out = np.empty((len(W), 9, 9))
     LIB.symplex_car_step_hessian(len(W), W.ctypes.data, first.ctypes.data, h.ctypes.data, par.ctypes.data,
                                  y.ctypes.data, out.ctypes.data)
     return out

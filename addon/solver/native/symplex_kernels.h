@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 19
+#define SYMPLEX_ABI_VERSION 20
 
 int64_t symplex_abi_version(void);
 
@@ -277,7 +277,8 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
 void symplex_car_step(int64_t K, const double *W, const int64_t *first, const double *h, const double *par,
                       double *r, double *J);
 
-/* out (K, 19, 19): the exact Hessian of sum_i y[k, i] r_i (y (K, 4)) over the window flattened then h. */
+/* out (K, 9, 9): the exact Hessian of sum_i y[k, i] r_i (y (K, 4)) over the window slots that enter nonlinearly,
+ * 3, 4, 5, 6, 9, 10, 11, 15, 18 of the window flattened then h (zero over the other slots). */
 void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, const double *h,
                               const double *par, const double *y, double *out);
 

@@ -117,6 +117,9 @@ def planar_point_hessian(S: np.ndarray, ox: float, oy: float) -> np.ndarray:
     return H
 
 
+_SLOTS = np.array([3, 4, 5, 6, 9, 10, 11, 15, 18])  # window slots entering nonlinearly (x, y, ... linearly)
+
+
 class CarDynamics(StageDynamics):
     state_names = ("theta", "x", "y", "steer")
     segment_names = ("drive_torque", "wheel_rate")
@@ -189,18 +192,30 @@ class CarDynamics(StageDynamics):
         arc_rows(r, J, dh, (th, x, y, xn, yn), (om, dom, dom_dh), (h * rho * w, dv, rho * w))
         return r, J, dh
 
-    _CURVED = np.array([3, 4, 5, 6, 9, 10, 11, 15, 18])  # window slots entering nonlinearly (x, y, ... linearly)
+    hessian_slots = _SLOTS
 
     def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """sum_i y[:, i] d2 r_i over the window then h (K, 19, 19): in C (native/car_step.c) when the kernels are
-        built, else residual_hessian_numpy, its twin and reference."""
+        """sum_i y[:, i] d2 r_i over the window then h (K, 19, 19)."""
+        out = np.zeros((len(W), 19, 19))
+        out[:, _SLOTS[:, None], _SLOTS] = self.residual_hessian_slots(W, first, h, y)
+        return out
+
+    def residual_hessian_slots(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """The same over hessian_slots only (K, 9, 9; zero elsewhere): in C (native/car_step.c) when the kernels are
+        built, else residual_hessian_numpy's, its twin and reference."""
         if _native.LIB is None:
-            return self.residual_hessian_numpy(W, first, h, y)
+            return self._hessian_numpy(W, first, h, y)
         return _native.hessian(W, first, h, self._par, y)
 
     def residual_hessian_numpy(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """sum_i y[:, i] d2 r_i over the window (stages k-1, k, k+1 flattened, then h): (K, 19, 19), exact, in
-        closed form over the slots that enter nonlinearly (_CURVED; numbered SP..HH below). The rows are written
+        """residual_hessian in numpy (K, 19, 19): the C kernel's twin and reference (_hessian_numpy)."""
+        out = np.zeros((len(W), 19, 19))
+        out[:, _SLOTS[:, None], _SLOTS] = self._hessian_numpy(W, first, h, y)
+        return out
+
+    def _hessian_numpy(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """sum_i y[:, i] d2 r_i over the window (stages k-1, k, k+1 flattened, then h), exact, in closed form over
+        the slots that enter nonlinearly (hessian_slots; numbered SP..HH below): (K, 9, 9). The rows are written
         over sigma = tan phi (sp, s, sn of the three stages), the turn om = h (rho / l) sm u and the arc length
         v = h rho u: r0 is a sum of products of affine functions of them; the arc rows are -v G(theta, om) with
         G = P A(om) + Q B(om), P = y2 cos theta + y3 sin theta, Q = y3 cos theta - y2 sin theta (G_thth = -G).
@@ -209,7 +224,7 @@ class CarDynamics(StageDynamics):
         a, rho, k, c, m0 = self.alpha, self.rho, self.rho / self.l, self.c, self.m0
         unit = self.spec.max_drive_torque
         SP, DP, WP, TH, S, D, U, SN, HH = range(9)
-        X = np.concatenate([W.reshape(len(W), 18), h[:, None]], axis=1)[:, self._CURVED]
+        X = np.concatenate([W.reshape(len(W), 18), h[:, None]], axis=1)[:, _SLOTS]
         phip, th, phi, u, phin, hh = X[:, SP], X[:, TH], X[:, S], X[:, U], X[:, SN], X[:, HH]
         wp = X[:, WP]
         sp_, s, sn = np.tan(phip), np.tan(phi), np.tan(phin)
@@ -273,9 +288,7 @@ class CarDynamics(StageDynamics):
         H[:, SP, SP] += L_sp * 2 * sp_ * slope[:, SP]
         H[:, S, S] += L_s * 2 * s * slope[:, S]
         H[:, SN, SN] += L_sn * 2 * sn * slope[:, SN]
-        out = np.zeros((K, 19, 19))
-        out[:, self._CURVED[:, None], self._CURVED] = H
-        return out
+        return H
 
     def pre_start(self):
         return np.array([self.theta0, 0.0, 0.0, 0.0, 0.0, self.speed0 / self.rho])

@@ -49,6 +49,21 @@ Progress = Callable[[int, dict], Optional[bool]]
 
 
 @dataclass(frozen=True)
+class FixedPattern:
+    """A sparse derivative whose pattern is fixed for the whole solve: CSR indices, indptr and shape, and
+    values(*args) -> its data in that order (the same arguments as the NLP's matrix callback). The solver then
+    works out once where each entry goes and each call only gathers numbers (no matrix to check and convert)."""
+
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+    values: Callable[..., np.ndarray]
+
+    def csr(self, data: np.ndarray) -> sp.csr_matrix:
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
+
+
+@dataclass(frozen=True)
 class NLP:
     """min objective(x) s.t. c_lower <= constraints(x) <= c_upper, x_lower <= x <= x_upper.
 
@@ -57,7 +72,8 @@ class NLP:
     (either triangle or both; it is symmetrised), or None when hessian is None: then a damped BFGS
     matrix is kept instead (dense; for small problems only). stages (n,) int, optional: the stage (time step)
     of each variable, -1 for a variable of no stage (such as a free time step); it lets the KKT matrix be
-    factorised stage by stage (stage_kkt.py).
+    factorised stage by stage (stage_kkt.py). jacobian_data, hessian_data, optional: the same matrices as
+    values on fixed patterns (the solver then uses them instead of jacobian and hessian).
     """
 
     x_lower: np.ndarray
@@ -70,6 +86,8 @@ class NLP:
     c_upper: np.ndarray
     hessian: Optional[Callable[[np.ndarray, np.ndarray, float], sp.spmatrix]] = None
     stages: Optional[np.ndarray] = None
+    jacobian_data: Optional[FixedPattern] = None
+    hessian_data: Optional[FixedPattern] = None
 
     @property
     def n(self) -> int:
@@ -187,18 +205,30 @@ class _Reduced:
     def jac(self, z):
         """Jacobian of the scaled rows over z (CSR, m x (nx+ns)). The NLP's Jacobian keeps its sparsity pattern
         from one call to the next (a transcription's does): the reduced matrix's pattern and where each entry
-        comes from are worked out once per pattern, and each call only gathers and scales the values."""
-        raw = sp.csr_matrix(self.nlp.jacobian(self.full(z)))
-        plan = self._jac_plan
-        if plan is None or not _same_pattern(plan[0], raw):
-            plan = self._jac_plan = (raw, *self._reduce_jacobian(raw))
-        _, src, scale, indices, indptr = plan
-        data = np.concatenate([raw.data, -np.ones(self.ns)])[src] * scale
-        return sp.csr_matrix((data, indices, indptr), shape=(self.m, self.nx + self.ns))
+        comes from are worked out once per pattern, and each call only gathers and scales the values: into the
+        same matrix object each time (valid until the next call; the interior point keeps only the latest)."""
+        fixed = self.nlp.jacobian_data
+        if fixed is not None:
+            values = fixed.values(self.full(z))
+            if self._jac_plan is None:
+                self._jac_plan = (None, *self._reduce_jacobian(fixed.csr(values)))
+        else:
+            raw = sp.csr_matrix(self.nlp.jacobian(self.full(z)))
+            values = raw.data
+            if self._jac_plan is None or not _same_pattern(self._jac_plan[0], raw):
+                self._jac_plan = (raw, *self._reduce_jacobian(raw))
+        _, src, scale, J, self._jac_rows = self._jac_plan
+        J.data = np.concatenate([values, -np.ones(self.ns)])[src] * scale
+        return J
+
+    def jt(self, J: sp.csr_matrix, y: np.ndarray) -> np.ndarray:
+        """J^T y for a J from jac (without the transposed matrix; the same sums in the same order)."""
+        return np.bincount(J.indices, weights=J.data * y[self._jac_rows], minlength=J.shape[1])
 
     def _reduce_jacobian(self, raw: sp.csr_matrix):
-        """(source of each reduced entry in [raw.data, slack -1s], its row scale, indices, indptr): the free
-        columns of raw, then the slacks' -1 at (inequality row, slack), every entry scaled by its row's c_scale."""
+        """(source of each reduced entry in [raw.data, slack -1s], its row scale, the reduced matrix, the row of
+        each entry): the free columns of raw, then the slacks' -1 at (inequality row, slack), every entry scaled
+        by its row's c_scale."""
         nnz = len(raw.data)
         marked = sp.csr_matrix((np.arange(1.0, nnz + 1), raw.indices, raw.indptr), shape=raw.shape)[:, self.free]
         slack = sp.csr_matrix((nnz + 1.0 + np.arange(self.ns), (self.ineq, self.nx + np.arange(self.ns))),
@@ -206,27 +236,42 @@ class _Reduced:
         J = (sp.hstack([marked, sp.csr_matrix((self.m, self.ns))], format="csr") + slack).tocsr()
         J.sort_indices()
         rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
-        return J.data.astype(np.int64) - 1, self.c_scale[rows], _frozen(J.indices), _frozen(J.indptr)
+        reduced = sp.csr_matrix((np.zeros(J.nnz), _frozen(J.indices), _frozen(J.indptr)), shape=J.shape)
+        return J.data.astype(np.int64) - 1, self.c_scale[rows], reduced, rows
 
-    def hess(self, z, y):
-        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c), (nx+ns)^2 (CSC, symmetrised, with every
-        diagonal entry in its pattern (W = H + Sigma adds to them); slack rows empty), or None. Like jac, the
-        pattern and the scatter of the NLP's entries into it are worked out once per pattern."""
+    def hess(self, z, y) -> sp.csc_matrix | None:
+        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c) over z ((nx+ns)^2, CSC, symmetrised, with
+        every diagonal entry in its pattern; slack rows empty), or None: hess_data's values in a new matrix."""
+        data = self.hess_data(z, y)
+        if data is None:
+            return None
+        return sp.csc_matrix((data, self._w_matrix.indices, self._w_matrix.indptr), shape=self._w_matrix.shape)
+
+    def hess_data(self, z, y) -> np.ndarray | None:
+        """The Hessian's data in the pattern of the CSC matrix plus_diagonal fills (with every diagonal entry
+        in it: W = H + Sigma adds to them), or None. Like jac, the pattern and the scatter of the NLP's entries
+        into it are worked out once per pattern."""
         if self.nlp.hessian is None:
             return None
-        raw = sp.csr_matrix(self.nlp.hessian(self.full(z), self.c_scale * y, self.f_scale))
-        plan = self._hess_plan
-        if plan is None or not _same_pattern(plan[0], raw):
-            plan = self._hess_plan = (raw, *self._reduce_hessian(raw))
-        _, kept, target, size, indices, indptr, self.diagonal = plan
-        half = 0.5 * raw.data[kept]
-        data = np.bincount(target, weights=np.concatenate([half, half]), minlength=size)
-        nz = self.nx + self.ns
-        return sp.csc_matrix((data, indices, indptr), shape=(nz, nz))
+        args = (self.full(z), self.c_scale * y, self.f_scale)
+        fixed = self.nlp.hessian_data
+        if fixed is not None:
+            values = fixed.values(*args)
+            if self._hess_plan is None:
+                self._hess_plan = (None, *self._reduce_hessian(fixed.csr(values)))
+        else:
+            raw = sp.csr_matrix(self.nlp.hessian(*args))
+            values = raw.data
+            if self._hess_plan is None or not _same_pattern(self._hess_plan[0], raw):
+                self._hess_plan = (raw, *self._reduce_hessian(raw))
+        _, upper, lower, self._w_matrix, self.diagonal = self._hess_plan
+        half = np.append(0.5 * values, 0.0)
+        return half[upper] + half[lower]
 
     def _reduce_hessian(self, raw: sp.csr_matrix):
-        """(kept raw entries, target of each half-entry (both triangles), number of entries, indices, indptr,
-        position of each diagonal entry) of the symmetrised Hessian over z."""
+        """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is
+        len(raw.data), a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
+        each diagonal entry): the entry is half the sum of the two."""
         nz = self.nx + self.ns
         r = np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr))
         i, j = self.z_index[r], self.z_index[raw.indices]
@@ -237,14 +282,20 @@ class _Reduced:
         unique, inverse = np.unique(key, return_inverse=True)
         indices = (unique % nz).astype(np.int32)
         indptr = np.searchsorted(unique // nz, np.arange(nz + 1)).astype(np.int32)
-        return kept, inverse[:2 * len(kept)], len(unique), _frozen(indices), _frozen(indptr), inverse[2 * len(kept):]
+        upper, lower = np.full(len(unique), len(raw.data)), np.full(len(unique), len(raw.data))
+        upper[inverse[:len(kept)]] = kept  # raw (i, j) at CSC (row i, column j)
+        lower[inverse[len(kept):2 * len(kept)]] = kept  # and at (row j, column i)
+        pattern = sp.csc_matrix((np.zeros(len(unique)), _frozen(indices), _frozen(indptr)), shape=(nz, nz))
+        return upper, lower, pattern, inverse[2 * len(kept):]
 
-    def plus_diagonal(self, H: sp.csc_matrix, sigma: np.ndarray) -> sp.csc_matrix:
-        """W = H + diag(sigma) for an H from hess (its pattern holds the diagonal: the values are added in
-        place of a sparse sum)."""
-        data = H.data.copy()
+    def plus_diagonal(self, H: np.ndarray, sigma: np.ndarray) -> sp.csc_matrix:
+        """W = H + diag(sigma) (CSC) for H's data from hess (its pattern holds the diagonal: the values are
+        added in place of a sparse sum); like jac's, the same matrix object each call, valid until the next."""
+        data = H.copy()
         data[self.diagonal] += sigma
-        return sp.csc_matrix((data, H.indices, H.indptr), shape=H.shape)
+        W = self._w_matrix
+        W.data = data
+        return W
 
     def kkt_layout(self, z: np.ndarray, slacks: bool = True) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
@@ -293,16 +344,37 @@ def _push_inside(z, zl, zu, k1=1e-2, k2=1e-2):
     return z
 
 
-def _fraction_to_boundary(x, dx, lo, up, tau) -> float:
-    """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each finite bound."""
-    alpha = 1.0
-    m = np.isfinite(lo) & (dx < 0)
-    if np.any(m):
-        alpha = min(alpha, float(np.min(-tau * (x[m] - lo[m]) / dx[m])))
-    m = np.isfinite(up) & (dx > 0)
-    if np.any(m):
-        alpha = min(alpha, float(np.min(tau * (up[m] - x[m]) / dx[m])))
-    return alpha
+class _Bounds:
+    """The finite lower and upper bounds of a vector, by index (fixed for a solve): distances, barrier terms and
+    the fraction-to-boundary rule without masking the whole vector each time."""
+
+    def __init__(self, lo: np.ndarray, up: np.ndarray):
+        self.lo, self.up = np.flatnonzero(np.isfinite(lo)), np.flatnonzero(np.isfinite(up))
+        self.lo_value, self.up_value = lo[self.lo], up[self.up]
+
+    def distances(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """x - lower over the finite lower bounds, upper - x over the finite upper bounds."""
+        return x[self.lo] - self.lo_value, self.up_value - x[self.up]
+
+    def log_barrier(self, x: np.ndarray) -> float:
+        """sum of log(distance) over the finite bounds; -inf when x is on or outside one."""
+        d_lo, d_up = self.distances(x)
+        if np.any(d_lo <= 0) or np.any(d_up <= 0):
+            return -np.inf
+        return float(np.sum(np.log(d_lo)) + np.sum(np.log(d_up)))
+
+    def step(self, x: np.ndarray, dx: np.ndarray, tau: float) -> float:
+        """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each finite bound."""
+        alpha = 1.0
+        d = dx[self.lo]
+        m = d < 0
+        if np.any(m):
+            alpha = min(alpha, float(np.min(-tau * (x[self.lo][m] - self.lo_value[m]) / d[m])))
+        d = dx[self.up]
+        m = d > 0
+        if np.any(m):
+            alpha = min(alpha, float(np.min(tau * (self.up_value[m] - x[self.up][m]) / d[m])))
+        return alpha
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -502,14 +574,20 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     with clock("factorisation"):
         factoriser = (_KKT(P.kkt_layout(z, slacks=False), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
                       else _KKT(why_lu))
+    bounds = _Bounds(zl, zu)
+    lo, up = bounds.lo, bounds.up
+    # the bound multipliers' own bounds (zL, zU >= 0 where z has the bound)
+    zL_bounds, zU_bounds = _Bounds(np.where(lo_f, 0.0, -np.inf), np.full(nz, np.inf)), \
+        _Bounds(np.where(up_f, 0.0, -np.inf), np.full(nz, np.inf))
     it = 0
     for it in range(max_iter + 1):
         dl = np.where(lo_f, z - zl, 1.0)
         du = np.where(up_f, zu - z, 1.0)
-        grad_lag = g + J.T @ y - zL + zU
+        grad_lag = g + P.jt(J, y) - zL + zU
         s_d = max(100.0, (np.abs(y).sum() + zL.sum() + zU.sum()) / max(P.m + nz, 1)) / 100.0
         dual_inf = float(np.max(np.abs(grad_lag), initial=0.0)) / s_d
-        compl = float(np.max(np.concatenate([(dl * zL)[lo_f], (du * zU)[up_f]]), initial=0.0))
+        dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
+        compl = max(float(np.max(dzl, initial=0.0)), float(np.max(dzu, initial=0.0)))
         raw_viol = float(np.max(violation(raw, P.cl, P.cu), initial=0.0))
         f_val = float(nlp.objective(P.full(z)))
         if progress is not None:
@@ -529,8 +607,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         # barrier subproblem solved well enough: decrease mu (possibly several times)
         while mu > tol / 10:
             e_mu = max(dual_inf, float(np.max(np.abs(c), initial=0.0)),
-                       float(np.max(np.concatenate([np.abs(dl * zL - mu)[lo_f], np.abs(du * zU - mu)[up_f]]),
-                                    initial=0.0)))
+                       float(np.max(np.abs(dzl - mu), initial=0.0)), float(np.max(np.abs(dzu - mu), initial=0.0)))
             if e_mu > 10.0 * mu:
                 break
             mu = max(tol / 10, min(0.2 * mu, mu**1.5))
@@ -539,7 +616,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         sigma = np.where(lo_f, zL / dl, 0.0) + np.where(up_f, zU / du, 0.0)
         grad_phi = g - np.where(lo_f, mu / dl, 0.0) + np.where(up_f, mu / du, 0.0)
         with clock("evaluation"):
-            H = P.hess(z, y)
+            H = P.hess_data(z, y)
         with clock("factorisation"):
             W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
             sol, lu, dw = _regularised_step(W, J, -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)
@@ -551,16 +628,12 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         dy = y_new - y
         dzL = np.where(lo_f, mu / dl - zL - zL / dl * dz, 0.0)
         dzU = np.where(up_f, mu / du - zU + zU / du * dz, 0.0)
-        alpha_max = _fraction_to_boundary(z, dz, zl, zu, tau)
-        alpha_z = min(_fraction_to_boundary(zL, dzL, np.where(lo_f, 0.0, -np.inf), np.full(nz, np.inf), tau),
-                      _fraction_to_boundary(zU, dzU, np.where(up_f, 0.0, -np.inf), np.full(nz, np.inf), tau))
+        alpha_max = bounds.step(z, dz, tau)
+        alpha_z = min(zL_bounds.step(zL, dzL, tau), zU_bounds.step(zU, dzU, tau))
 
         def barrier(zz):
-            dd_l = np.where(lo_f, zz - zl, 1.0)
-            dd_u = np.where(up_f, zu - zz, 1.0)
-            if np.any(dd_l <= 0) or np.any(dd_u <= 0):
-                return np.inf
-            return P.f(zz) - mu * (np.sum(np.log(dd_l[lo_f])) + np.sum(np.log(dd_u[up_f])))
+            logs = bounds.log_barrier(zz)
+            return np.inf if logs == -np.inf else P.f(zz) - mu * logs
 
         theta0 = float(np.sum(np.abs(c)))
         phi0 = barrier(z)
@@ -584,7 +657,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     c_soc, theta_prev = alpha * c + ct, theta0
                     for _ in range(4):
                         d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
-                        a_soc = _fraction_to_boundary(z, d_soc, zl, zu, tau)
+                        a_soc = bounds.step(z, d_soc, tau)
                         zs = z + a_soc * d_soc
                         raw_s = P.raw_c(zs)
                         cs = P.c(zs, raw_s)
@@ -634,12 +707,12 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         zL = np.where(lo_f, np.clip(zL, mu / (1e10 * dl), 1e10 * mu / dl), 0.0)
         zU = np.where(up_f, np.clip(zU, mu / (1e10 * du), 1e10 * mu / du), 0.0)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
-        g_old, J_old = g, J
+        lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):
             g = P.grad(z)
             J = P.jac(z)
         if bfgs is not None:
-            yk = (g + J.T @ y) - (g_old + J_old.T @ y)
+            yk = (g + J.T @ y) - lag_old
             Bs = bfgs @ s_step
             sBs = float(s_step @ Bs)
             sy = float(s_step @ yk)

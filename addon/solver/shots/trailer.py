@@ -120,6 +120,8 @@ class TrailerDynamics(CarDynamics):
         dh[:, [0, 4]] = g[:, :, 21]
         return r, J, dh
 
+    hessian_slots = None  # its residual_hessian is over the trailer's wider window
+
     def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
         """sum_i y[:, i] d2 r_i over the window (3 x 7 flattened, then h): (K, 22, 22), exact: the car's rows
         from CarDynamics.residual_hessian, the momentum and chord rows over second-order jets."""

@@ -81,6 +81,11 @@ class StageDynamics(ABC):
     # 3 (ns + nv) + 1), sum_i y_i d2 r_i over the window flattened then h. None: differenced instead.
     residual_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
 
+    # Optional with it: hessian_slots (s,), the window slots outside which residual_hessian is zero, and
+    # residual_hessian_slots(W, first, h, y) -> (K, s, s), the same numbers over those slots only (the solver's
+    # Hessian takes them without the zeros around them).
+    hessian_slots: np.ndarray | None = None
+
     # Optional: body_point_hessian(S (K, ns), offset (3,)) -> d2 position / dS2 (K, 3, ns, ns), the exact
     # curvature of body_point; keys, obstacles, corridors and reference costs then have exact Hessians.
     body_point_hessian: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
@@ -124,7 +129,12 @@ class StageDynamics(ABC):
 
 @dataclass
 class Block:
-    """K instances of a local function over global variables index (K, w); rows bounded by lower/upper."""
+    """K instances of a local function over global variables index (K, w); rows bounded by lower/upper.
+
+    _prune narrows index and fn to the window columns the rows depend on (`used`, positions in the original
+    window `window`, which `window_fn` takes) and marks the columns entering nonlinearly (`curved`, positions
+    in index). The solver's evaluations go through the original window and pick the used columns' entries out
+    of its Jacobian and Hessian by index maps fixed once (values_jacobian, hessian_values)."""
 
     index: np.ndarray
     fn: LocalFn
@@ -135,15 +145,46 @@ class Block:
 
     def __post_init__(self):
         self.rows = self.lower.shape[1]
-        self._last: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.window, self.window_fn = self.index, self.fn
+        self.used = np.arange(self.index.shape[1])
+        self.curved = self.used
+        self._hessian_plan = None
 
-    def evaluate(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """fn at this block's variables of x: values (K, rows) and Jacobian (K, rows, w), remembered for the
-        last point (the solver asks for the rows, the Jacobian and the Hessian at the same point)."""
-        X = x[self.index]
-        if self._last is None or not np.array_equal(self._last[0], X):
-            self._last = (X, *self.fn(X))
-        return self._last[1], self._last[2]
+    def values_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(window values X (K, w), rows (K, rows), Jacobian over the used columns (K, rows, len(used)))."""
+        X = x[self.window]
+        r, J = self.window_fn(X)
+        return X, r, (J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2))
+
+    def hessian_values(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """sum_i weights[:, i] d2 fn_i over the curved columns at window values X (K, c, c) flattened, J the
+        used columns' Jacobian at X (for a block differenced by _local_hessian)."""
+        if not len(self.curved):
+            return np.zeros(0)
+        if self._hessian_plan is None:
+            self._hessian_plan = self._plan_hessian()
+        exact, size, picked = self._hessian_plan
+        if exact is None:
+            return _local_hessian(self.fn, X[:, self.used], weights, self.curved, J).ravel()
+        H = exact(X, weights)
+        return H.ravel() if picked is None else np.take(H.reshape(len(X), size), picked, axis=1).ravel()
+
+    def _plan_hessian(self):
+        """(the exact Hessian to call, or None: differenced; the size of its (w, w) block per instance; the
+        flat positions of the curved columns' entries in it, or None when it is exactly those). The window
+        function's slot_hessian (slots, fn: X, weights -> (K, s, s)) serves when the curved columns are among
+        its slots, else its hessian over the whole window."""
+        exact = getattr(self.window_fn, "hessian", None)
+        if exact is None:
+            return None, 0, None
+        curved = self.used[self.curved]
+        slots, on_slots = getattr(self.window_fn, "slot_hessian", (None, None))
+        if slots is not None and np.all(np.isin(curved, slots)):
+            exact, columns = on_slots, slots
+        else:
+            columns = np.arange(self.window.shape[1])
+        at, c = np.searchsorted(columns, curved), len(columns)
+        return exact, c * c, (None if len(at) == c else (at[:, None] * c + at).ravel())
 
 
 def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.ndarray, J0: np.ndarray) -> np.ndarray:
@@ -185,56 +226,85 @@ class _Pattern:
         self.indices = (unique % shape[1]).astype(np.int32)
         self.indptr = np.searchsorted(unique // shape[1], np.arange(shape[0] + 1)).astype(np.int32)
         self.size, self.shape = len(unique), shape
+        # without duplicates the sum is a reordering: the entry of each CSR position
+        self.order = np.argsort(self.inverse) if len(unique) == len(key) else None
+
+    def values(self, data: np.ndarray) -> np.ndarray:
+        """The COO data summed into the CSR entries (in CSR order)."""
+        if self.order is not None:
+            return data[self.order]
+        return np.bincount(self.inverse, weights=data, minlength=self.size)
 
     def matrix(self, data: np.ndarray) -> sp.csr_matrix:
-        summed = np.bincount(self.inverse, weights=data, minlength=self.size)
-        return sp.csr_matrix((summed, self.indices, self.indptr), shape=self.shape)
+        return sp.csr_matrix((self.values(data), self.indices, self.indptr), shape=self.shape)
+
+    def fixed(self, values: Callable[..., np.ndarray]) -> nlpmod.FixedPattern:
+        """This pattern for the solver, with values(*args) -> COO data."""
+        return nlpmod.FixedPattern(self.indices, self.indptr, self.shape, lambda *args: self.values(values(*args)))
 
 
-def _assemble(blocks: list[Block], n: int):
-    """Constraint function, sparse Jacobian, the Jacobian's column sums (the gradient of the sum of the rows)
-    and Hessian callbacks over the blocks, and the row offsets."""
-    offsets = np.cumsum([0] + [b.index.shape[0] * b.rows for b in blocks])
-    m = int(offsets[-1])
-    rows, cols = [], []
-    for b, off in zip(blocks, offsets):
-        K, w = b.index.shape
-        r = off + np.arange(K * b.rows).reshape(K, b.rows)
-        rows.append(np.repeat(r[:, :, None], w, axis=2).ravel())
-        cols.append(np.repeat(b.index[:, None, :], b.rows, axis=1).ravel())
-    rows = np.concatenate(rows) if rows else np.zeros(0, int)
-    cols = np.concatenate(cols) if cols else np.zeros(0, int)
-    hr, hc = [], []
-    for b in blocks:
-        sub = b.index[:, b.curved]
-        w = sub.shape[1]
-        hr.append(np.repeat(sub[:, :, None], w, axis=2).ravel())
-        hc.append(np.repeat(sub[:, None, :], w, axis=1).ravel())
+class _Assembly:
+    """Blocks over n variables evaluated together: their rows, the Jacobian's COO data (pattern: `rows`,
+    `cols`) and the Hessian's (`hess_rows`, `hess_cols`: each block's curved columns). The rows and the
+    Jacobian are computed once per point x and kept for the last one: the solver asks for the rows, the
+    Jacobian and the Hessian at each iterate (the rows alone at trial points)."""
 
-    def constraints(x):
-        return np.concatenate([b.evaluate(x)[0].ravel() for b in blocks]) if blocks else np.zeros(0)
+    def __init__(self, blocks: list[Block], n: int):
+        self.blocks, self.n = blocks, n
+        self.offsets = np.cumsum([0] + [b.index.shape[0] * b.rows for b in blocks])
+        self.m = int(self.offsets[-1])
+        rows, cols, hr, hc = [np.zeros(0, int)], [np.zeros(0, int)], [np.zeros(0, int)], [np.zeros(0, int)]
+        for b, off in zip(blocks, self.offsets):
+            K, w = b.index.shape
+            r = off + np.arange(K * b.rows).reshape(K, b.rows)
+            rows.append(np.repeat(r[:, :, None], w, axis=2).ravel())
+            cols.append(np.repeat(b.index[:, None, :], b.rows, axis=1).ravel())
+            sub = b.index[:, b.curved]
+            c = sub.shape[1]
+            hr.append(np.repeat(sub[:, :, None], c, axis=2).ravel())
+            hc.append(np.repeat(sub[:, None, :], c, axis=1).ravel())
+        self.rows, self.cols = np.concatenate(rows), np.concatenate(cols)
+        self.hess_rows, self.hess_cols = np.concatenate(hr), np.concatenate(hc)
+        self.lower = np.concatenate([np.zeros(0)] + [b.lower.ravel() for b in blocks])
+        self.upper = np.concatenate([np.zeros(0)] + [b.upper.ravel() for b in blocks])
+        self._x: np.ndarray | None = None
 
-    pattern = _Pattern(rows, cols, (m, n))
+    def _at(self, x: np.ndarray) -> None:
+        if self._x is not None and np.array_equal(self._x, x):
+            return
+        X, r, J = zip(*(b.values_jacobian(x) for b in self.blocks)) if self.blocks else ((), (), ())
+        self._X, self._r, self._J = X, r, J
+        self._values = np.concatenate([np.zeros(0)] + [v.ravel() for v in r])
+        self._jacobian = np.concatenate([np.zeros(0)] + [v.ravel() for v in J])
+        self._x = x.copy()
 
-    def jacobian(x):
-        data = np.concatenate([b.evaluate(x)[1].ravel() for b in blocks]) if blocks else np.zeros(0)
-        return pattern.matrix(data)
+    def values(self, x: np.ndarray) -> np.ndarray:
+        self._at(x)
+        return self._values
 
-    def column_sums(x):
-        data = np.concatenate([b.evaluate(x)[1].ravel() for b in blocks]) if blocks else np.zeros(0)
-        return np.bincount(cols, weights=data, minlength=n)
+    def total(self, x: np.ndarray) -> float:
+        """Sum of the rows (block by block: a cost)."""
+        self._at(x)
+        return float(sum(np.sum(v) for v in self._r))
 
-    def hessian_parts(x, y):
-        parts = []
-        for b, off in zip(blocks, offsets):
-            K = b.index.shape[0]
-            weights = y[off:off + K * b.rows].reshape(K, b.rows)
-            parts.append(_local_hessian(b.fn, x[b.index], weights, b.curved, b.evaluate(x)[1]).ravel())
-        return parts
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """The Jacobian's COO data (pattern rows, cols)."""
+        self._at(x)
+        return self._jacobian
 
-    lower = np.concatenate([b.lower.ravel() for b in blocks]) if blocks else np.zeros(0)
-    upper = np.concatenate([b.upper.ravel() for b in blocks]) if blocks else np.zeros(0)
-    return constraints, jacobian, column_sums, hessian_parts, (hr, hc), lower, upper, offsets
+    def column_sums(self, x: np.ndarray) -> np.ndarray:
+        """The gradient of the sum of the rows."""
+        return np.bincount(self.cols, weights=self.jacobian(x), minlength=self.n)
+
+    def hessian(self, x: np.ndarray, y: np.ndarray | None) -> np.ndarray:
+        """COO data (pattern hess_rows, hess_cols) of sum_i y_i d2 row_i (y None: every weight 1)."""
+        self._at(x)
+        parts = [np.zeros(0)]
+        for b, off, X, J in zip(self.blocks, self.offsets, self._X, self._J):
+            K = len(X)
+            weights = np.ones((K, b.rows)) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
+            parts.append(b.hessian_values(X, J, weights))
+        return np.concatenate(parts)
 
 
 def _at_height(dist, z: float):
@@ -364,15 +434,23 @@ class Transcription:
         first = k == 0
         nw = self.nw
 
+        def firsts(count: int) -> np.ndarray:  # batched copies of the N steps while differencing
+            return first if count == N else np.resize(first, count)
+
         def fn(X):
             W = X[:, :-1].reshape(-1, 3, nw)
-            r, dW, dh = dyn.residual(W, np.resize(first, len(X)), X[:, -1])
+            r, dW, dh = dyn.residual(W, firsts(len(X)), X[:, -1])
             return r, np.concatenate([dW.reshape(len(X), r.shape[1], 3 * nw), dh[:, :, None]], axis=2)
 
         if dyn.residual_hessian is not None:
             def hessian(X, weights):
-                return dyn.residual_hessian(X[:, :-1].reshape(-1, 3, nw), np.resize(first, len(X)), X[:, -1], weights)
+                return dyn.residual_hessian(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1], weights)
             fn.hessian = hessian
+            if dyn.hessian_slots is not None:
+                def on_slots(X, weights):
+                    return dyn.residual_hessian_slots(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1],
+                                                      weights)
+                fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots)
 
         r0, _, _ = dyn.residual(np.zeros((1, 3, nw)) + 0.1, np.array([True]), np.array([0.1]))
         nr = r0.shape[1]
@@ -637,28 +715,24 @@ class Transcription:
                 def pruned_hessian(X, weights, cols=cols, fn=fn, widen=widen):
                     return fn.hessian(widen(X), weights)[:, cols[:, None], cols]
                 pruned.hessian = pruned_hessian
-            b.index, b.fn = b.index[:, cols], pruned
+            b.index, b.fn, b.used = b.index[:, cols], pruned, cols
 
     def _build_nlp(self):
         self._prune()
         n = self.n
-        cons, jac, _, hess_c, (hr, hc), lower, upper, self.offsets = _assemble(self.blocks, n)
-        _, _, gradient, hess_f, (fr, fc), _, _, _ = _assemble(self.costs, n)
-        costs = self.costs
-        hessian_pattern = _Pattern(np.concatenate(hr + fr), np.concatenate(hc + fc), (n, n))
+        rows, costs = _Assembly(self.blocks, n), _Assembly(self.costs, n)
+        jacobian = _Pattern(rows.rows, rows.cols, (rows.m, n))
+        hessian = _Pattern(np.concatenate([rows.hess_rows, costs.hess_rows]),
+                           np.concatenate([rows.hess_cols, costs.hess_cols]), (n, n))
 
-        def objective(x):
-            return float(sum(np.sum(b.evaluate(x)[0]) for b in costs))
-
-        def hessian(x, y, obj_factor):
-            parts = hess_c(x, y)
-            parts += [obj_factor * p for p in hess_f(x, np.ones(sum(b.index.shape[0] for b in costs)))]
-            data = np.concatenate(parts)
-            return hessian_pattern.matrix(data)
+        def hessian_data(x, y, obj_factor):
+            return np.concatenate([rows.hessian(x, y), obj_factor * costs.hessian(x, None)])
 
         stages = np.concatenate([np.repeat(np.arange(self.N + 2), self.nw), [-1]])  # h: of no stage
-        self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, objective, gradient, cons, jac, lower, upper, hessian,
-                              stages)
+        self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, costs.total, costs.column_sums, rows.values,
+                              lambda x: jacobian.matrix(rows.jacobian(x)), rows.lower, rows.upper,
+                              lambda x, y, obj_factor: hessian.matrix(hessian_data(x, y, obj_factor)), stages,
+                              jacobian.fixed(rows.jacobian), hessian.fixed(hessian_data))
 
     # -- warm start -----------------------------------------------------------------------------
     def x0(self, warm_start=None, rest: bool = False) -> np.ndarray:
