@@ -134,7 +134,7 @@ void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *ro
             for (int j = 0; j < 3; j++) half[1 + j] = 0.5 * dt * wi[j];
             const double c2 = 1.0 - dot3(half + 1, half + 1);
             half[0] = sqrt(c2 > 0.0 ? c2 : 0.0);
-            quat_to_matrix(half, h);
+            symplex_quat_to_matrix(half, h);
             matmul3(r1[side], h, r2[side]);
             matvec3(r1[side], p, arm);
             cross3(wi, p, spin);
