@@ -109,9 +109,11 @@ def group_rows(a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sparse.csr
 
 
 def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sparse.csr_matrix,
-          waiting: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> Pattern:
+          waiting: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
+          max_flops: float | None = None) -> Pattern | None:
     """The pattern of Pb for rows on bodies a, b (-1: none) and auxiliary block E, Pb's CSR pattern
-    (indptr, indices) given."""
+    (indptr, indices) given; None when its factor would take more than `max_flops` multiply-adds (found
+    from the symbolic factor, before the flat layout, whose Python cost grows like the flops)."""
     R = len(a)
     label = group_rows(a, b, n_primary, E)
     groups = int(label.max(initial=-1)) + 1
@@ -135,6 +137,8 @@ def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.
     edge_list = [tuple(e) for e in edges.tolist()]
     order = fillin.order_nodes(n_nodes, edge_list, "min-degree", after)
     symbolic = fillin.symbolic(dims, edge_list, order)
+    if max_flops is not None and symbolic.flops > max_flops:
+        return None
     plan = fillin.plan(symbolic)
     # unknowns stacked node by node, in each node by unknown index
     perm = np.argsort(node, kind="stable")

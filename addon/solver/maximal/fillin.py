@@ -196,9 +196,11 @@ def symbolic(dims: list[int], edges: list[tuple[int, int]], order: tuple[int, ..
         later = sorted(graph[v], key=position.__getitem__)
         upper[v] = tuple(later)
         total += len(later)
+        neighbours = graph[v]
         for a in later:
+            graph[a] |= neighbours
+            graph[a].discard(a)
             graph[a].discard(v)
-            graph[a].update(b for b in later if b != a)
     return Symbolic(tuple(int(d) for d in dims), tuple(order), tuple(upper), total - original)
 
 
@@ -243,17 +245,29 @@ def plan(sym: Symbolic) -> Plan:
             upper_node.append(p)
             offset += 2 * dims[p] * dims[v]
         upper_start.append(len(upper_node))
-    pair_start, pair_offset, scratch = [0] * (len(dims) + 1), [], 0
-    for v in range(len(dims)):
-        later = sym.upper[v]
-        pair_start[v] = len(pair_offset)
-        pair_offset += [int(diag_offset[p]) if p == r else where[p, r] for p in later for r in later]
-        if later:
-            scratch = max(scratch, dims[v] * (sum(dims[p] for p in later) + max(dims[p] for p in later)))
-    pair_start[len(dims)] = len(pair_offset)
     ints = lambda x: np.array(x, dtype=np.int64)  # noqa: E731
+    n_nodes = len(dims)
+    # every ordered pair (p, r) of each node's later neighbours: the diagonal block, or where[p, r]
+    keys = np.array([p * n_nodes + r for p, r in where], dtype=np.int64)
+    sort = np.argsort(keys)
+    keys, offsets = keys[sort], ints(list(where.values()))[sort]
+    count = ints([len(u) for u in sym.upper])
+    pair_start = np.concatenate([[0], np.cumsum(count * count)]).astype(np.int64)
+    pair_offset = np.empty(int(pair_start[-1]), np.int64)
+    scratch = 0
+    for v in range(n_nodes):
+        later = ints(sym.upper[v])
+        if not len(later):
+            continue
+        p, r = np.repeat(later, len(later)), np.tile(later, len(later))
+        off = p != r
+        block = diag_offset[p]
+        block[off] = offsets[np.searchsorted(keys, p[off] * n_nodes + r[off])]
+        pair_offset[pair_start[v]:pair_start[v + 1]] = block
+        width = ints(dims)[later]
+        scratch = max(scratch, dims[v] * int(width.sum() + width.max()))
     return Plan(ints(sym.order), ints(dims), diag_offset, ints(upper_start), ints(upper_node), ints(lower_offset),
-                ints(upper_offset), ints(pair_start), ints(pair_offset),
+                ints(upper_offset), pair_start, pair_offset,
                 np.concatenate([[0], np.cumsum(dims)]).astype(np.int64), where, offset, scratch)
 
 

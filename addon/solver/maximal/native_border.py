@@ -5,7 +5,8 @@ enumeration of the bordered Newton matrix Pb's structural entries in the kernel'
 force side G and velocity side C on its bodies; the pairs' diagonal -s/lam; E's off-diagonal entries),
 the contact_ldu.Pattern built on it (grouping, minimum-degree order, flat layout) with each entry's place
 in the flat factor, and the symplex_maximal_sparse struct that hands pattern and scratch to the kernel.
-The pattern is kept while the rows' bodies and E's pattern stay the same.
+The pattern is kept while the rows' bodies and E's pattern stay the same. A topology whose factor would
+cost more than the caller's max_flops (native_step's gate) stops after the symbolic factor.
 
 Every row group waits for its bodies (contact_ldu's `waiting` all set): the order is then fixed for a
 contact set whatever the iterate's -s/lam, each group's pivot is E - C D^-1 G^T (nearly definite), and
@@ -61,9 +62,11 @@ def _e_matrix(npair: int, e_row: np.ndarray, e_col: np.ndarray) -> scipy.sparse.
 
 
 class KernelPattern:
-    """One topology's contact_ldu.Pattern, its entries' places and the kernel's struct and scratch."""
+    """One topology's contact_ldu.Pattern, its entries' places and the kernel's struct and scratch; or, for a
+    topology whose factor would take more than max_flops multiply-adds, `pattern` None (nothing else built)."""
 
-    def __init__(self, nb: int, a: np.ndarray, b: np.ndarray, npair: int, e_row: np.ndarray, e_col: np.ndarray):
+    def __init__(self, nb: int, a: np.ndarray, b: np.ndarray, npair: int, e_row: np.ndarray, e_col: np.ndarray,
+                 max_flops: float | None = None):
         self.topology = tuple(np.array(x, dtype=np.int64) for x in (a, b, [nb, npair], e_row, e_col))
         R = len(a)
         N = 6 * nb + R
@@ -74,7 +77,9 @@ class KernelPattern:
         E = _e_matrix(npair, e_row, e_col)
         wa, wb = _world(nb, a), _world(nb, b)
         waiting = np.ones(R, bool)
-        self.pattern = contact_ldu.build(nb, wa, wb, R - npair, E, waiting, indptr, indices)
+        self.pattern = contact_ldu.build(nb, wa, wb, R - npair, E, waiting, indptr, indices, max_flops)
+        if self.pattern is None:
+            return
         plan = self.pattern.plan
         arrays = {"order": plan.order, "dim": plan.dim, "diag_offset": plan.diag_offset, "row_offset": plan.row_offset,
                   "upper_start": plan.upper_start, "upper_node": plan.upper_node, "lower_offset": plan.lower_offset,
@@ -91,10 +96,10 @@ class KernelPattern:
 
 
 def pattern_for(previous: KernelPattern | None, nb: int, a: np.ndarray, b: np.ndarray, npair: int,
-                e_row: np.ndarray, e_col: np.ndarray) -> KernelPattern:
+                e_row: np.ndarray, e_col: np.ndarray, max_flops: float | None = None) -> KernelPattern:
     """The pattern of this step's system rows: `previous` when its topology (the rows' bodies, the number of
-    pairs, E's off-diagonal entries in order) is the same, else a new one."""
+    pairs, E's off-diagonal entries in order) is the same, else a new one (`pattern` None above max_flops)."""
     if previous is not None and all(x.shape == np.shape(y) and np.array_equal(x, y) for x, y in zip(
             previous.topology, (a, b, [nb, npair], e_row, e_col))):
         return previous
-    return KernelPattern(nb, a, b, npair, e_row, e_col)
+    return KernelPattern(nb, a, b, npair, e_row, e_col, max_flops)

@@ -9,8 +9,9 @@ the knot by interior_point.begin, the contacts' rows in C (native/contact_rows.c
 NativeRows buffers, around the C collision query), and copied into the kernel's pair buffers; the kernel
 moves the pairs' iterate, restarts included. When loop rows and pairs together exceed MAX_BORDER, the kernel
 factors the whole bordered matrix by the block LU on the contact graph instead of bordering it densely
-(native_border.py builds its pattern once per contact set), unless that pattern's fill exceeds MAX_FILL
-stored scalars per unknown (then numpy takes the step).
+(native_border.py builds its pattern once per contact set), unless that factor would take more than
+MAX_FLOPS multiply-adds per unknown (then numpy takes the step; the gate is decided on the symbolic
+factor, before the layout is built).
 
 Falls back to the numpy step (variational.py, the reference), silently and from the unchanged state:
 * always, for loop joints with linear.SPARSE_FROM or more auxiliary rows, which the numpy solver
@@ -42,9 +43,8 @@ from .joints import ANGLE, frames, row_targets
 from .linear import SPARSE_FROM, LinearSolver
 from .state import MaximalModel, MaximalState
 
-MAX_FILL = 64  # the block LU's stored scalars per unknown above which the step goes to numpy (dominoes: 17; the
-# 200-box pile's contact-heavy steps: a box's contacts form one dense clique when every row waits for its bodies,
-# and one such step ran > 4 min in C where the numpy step takes 4-8 s)
+MAX_FLOPS = 2000.0  # the block LU's multiply-adds per unknown (fillin.Symbolic.flops) above which the step goes to numpy
+# before the factor's layout is built (dominoes: DOMINO; the 200-box pile's clique steps: 17000, where C took 37 s and numpy 12)
 MAX_BORDER = 256  # loop rows + inequality pairs the kernel borders densely (measured: the dense border beats the
 # numpy sparse LU 7x at 174 pairs, 16 dominoes; loses 1.2x at 350, 32 dominoes); more: the block LU in C
 
@@ -189,7 +189,7 @@ class MaximalKernel:
 
     def _set_sparse(self, state: MaximalState) -> bool:
         """Point the kernel at the block LU's pattern of this step's rows (kept while the contact set's
-        topology is), or at none (dense border); False when the pattern fills more than MAX_FILL allows."""
+        topology is), or at none (dense border); False when its factor would cost more than MAX_FLOPS allows."""
         model, npair, nentry = self.model, self._pairs.npair, self._pairs.nentry
         if state.interior is None or self._dense:
             self._state.sparse = None
@@ -199,10 +199,12 @@ class MaximalKernel:
         system = np.arange(len(model.order)) < model.n_primary  # the kernel's system rows (symplex_maximal_step)
         joint = model.joints.row_joint[model.order[system | state.aux_active]]
         js, nb = model.joints, model.bodies.count
+        unknowns = 6 * nb + len(joint) + npair
         self._sparse = native_border.pattern_for(self._sparse, nb, np.concatenate([js.parent[joint], a]),
-                                                 np.concatenate([js.child[joint], b]), npair, e_row, e_col)
-        self._state.sparse = self._sparse.pointer
-        return self._sparse.pattern.stored_entries <= MAX_FILL * len(self._sparse.pattern.perm)
+                                                 np.concatenate([js.child[joint], b]), npair, e_row, e_col,
+                                                 MAX_FLOPS * unknowns)
+        self._state.sparse = self._sparse.pointer if self._sparse.pattern is not None else None
+        return self._sparse.pattern is not None
 
     def _finish_pairs(self, state: MaximalState) -> None:
         """The converged iterate back into state.interior, kept for the next step's warm start."""

@@ -118,12 +118,13 @@ def test_steps_with_many_pairs_take_the_block_lu(monkeypatch):
     assert kernel._sparse is not None and kernel._sparse.pattern.stored_entries > 0
 
 
-def test_steps_whose_block_lu_fills_too_much_go_to_numpy(monkeypatch):
-    """A step whose block LU would store more than MAX_FILL scalars per unknown is the numpy step's (from the
-    unchanged state); the steps before the landing stay in C."""
+def test_steps_whose_block_lu_costs_too_much_go_to_numpy(monkeypatch):
+    """A step whose block LU would take more than MAX_FLOPS multiply-adds per unknown is the numpy step's (from
+    the unchanged state), decided before the factor's layout is built; the steps before the landing stay in C."""
     monkeypatch.setattr(native_step, "MAX_BORDER", 8)
-    monkeypatch.setattr(native_step, "MAX_FILL", 1)
-    assert_same_steps(load_mechanism(preset_path("box_drop")), 35, in_c=28)  # lands at step 29, stays
+    monkeypatch.setattr(native_step, "MAX_FLOPS", 1.0)
+    kernel, _ = assert_same_steps(load_mechanism(preset_path("box_drop")), 35, in_c=28)  # lands at step 29, stays
+    assert kernel._sparse is not None and kernel._sparse.pattern is None
 
 
 @pytest.mark.parametrize("scene, steps, border", [("8 dominoes", 20, 16), ("25-box pile", 6, 16)])
