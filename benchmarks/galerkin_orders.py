@@ -14,8 +14,10 @@ t = 10 s against a reference, and the energy band; beside it MuJoCo RK4 on the s
 `connect`; a mechanism MuJoCo's model would not reproduce, a prescribed or damped joint, gets no MuJoCo rows).
 Then: the error order 2 reaches at dt = 1/96 s, whether orders 4 and 6 meet it at dt = 1/24 s, and MuJoCo RK4's
 best step (the largest that meets it), with the wall times. A run that fails shows "failed at t = ...", an order
-the compiler refuses shows its message; MuJoCo rows stop at the first step its RK4 diverges at (MuJoCo resets the
-state then) and once a rung's wall time passes --mujoco-budget (the smaller steps would only take longer).
+the compiler refuses shows its message. Orders above 2 run at the steps of --high-rates (24, 48, 96 per second)
+up to the first one they run to t = 10 s at. A run, ours or MuJoCo's, stops once it takes more than --budget
+seconds of wall time ("stopped at t = ..."); MuJoCo rows also stop at a step its RK4 diverges at (MuJoCo resets the
+state then, so its end positions would mean nothing), and after a rung over budget (smaller steps only cost more).
 The reference (default_reference; --dop853, --mujoco-reference N, --richardson N override it): DOP853 (rtol = atol
 = 1e-12) on the tree model's dynamics for chains up to 10 links; MuJoCo RK4 at dt = 1/6144 s up to 100 links
 (DOP853 takes hours there; on chain_10 RK4 at 1/1536 s is within 5e-9 m of DOP853); for longer chains and the
@@ -108,12 +110,14 @@ def closed_chain_presets() -> list[str]:
 
 
 def default_reference(name: str) -> Reference:
-    """DOP853 for chains up to 10 links, MuJoCo RK4 at 1/6144 s up to 100 links, else order-8 Richardson."""
+    """DOP853 for chains up to 10 links, MuJoCo RK4 at 1/6144 s up to 100 links, then order-8 Richardson: at 1/48
+    and 1/96 s on longer chains (order 8's first step on chain_1000; the pair costs about a minute there), at 1/96
+    and 1/192 s on the presets (a few seconds)."""
     if generated_chain(name) and int(name[6:]) <= 10:
         return Reference("dop853")
     if generated_chain(name) and int(name[6:]) <= 100:
         return Reference("mujoco", 6144)
-    return Reference("richardson", 96, 8)
+    return Reference("richardson", 48 if generated_chain(name) else 96, 8)
 
 
 # -- MuJoCo ----------------------------------------------------------------------------------------------
@@ -171,12 +175,24 @@ def mujoco_run(mech: Mechanism, per_second: int, generated: bool, budget: float 
 
 # -- our runs and references -----------------------------------------------------------------------------
 
-def run(mech: Mechanism, order: int, per_second: int) -> tuple[float, np.ndarray, float]:
-    """Wall time (s), body positions at T_END and energy band of a run at dt = 1 / per_second."""
+class OverBudget(Exception):
+    """A run stopped because it took more wall time than allowed (`time`: the simulated time it reached)."""
+
+    def __init__(self, time_reached: float, wall: float):
+        super().__init__(f"stopped at t = {time_reached:.3g} s after {wall:.0f} s (budget)")
+        self.time = time_reached
+
+
+def run(mech: Mechanism, order: int, per_second: int, budget: float = np.inf) -> tuple[float, np.ndarray, float]:
+    """Wall time (s), body positions at T_END and energy band of a run at dt = 1 / per_second; OverBudget when the
+    run takes more than `budget` seconds."""
     integrator = make_integrator(mech.replace(order=order), "tree", 1.0 / per_second)
+    steps = int(round(T_END * per_second))
     start = time.perf_counter()
-    for _ in range(int(round(T_END * per_second))):
+    for k in range(steps):
         integrator.step()
+        if k + 1 < steps and time.perf_counter() - start > budget:
+            raise OverBudget((k + 1) / per_second, time.perf_counter() - start)
     wall = time.perf_counter() - start
     trajectory = integrator.trajectory()
     return wall, trajectory.poses[-1][:, :3], float(np.ptp(trajectory.energy))
@@ -204,17 +220,23 @@ def reference(mech: Mechanism, ref: Reference) -> tuple[np.ndarray, str]:
         if pos is None:
             raise RuntimeError(f"the reference, MuJoCo RK4 at dt = 1/{ref.rate} s, {why}")
         return pos, f"MuJoCo RK4 at dt = 1/{ref.rate} s ({wall:.1f} s)"
-    p = ref.order
-    wall_c, coarse, _ = run(mech, p, ref.rate)
+    p, note = ref.order, ""
+    try:
+        wall_c, coarse, _ = run(mech, p, ref.rate)
+    except MechanismError as refusal:  # an order the compiler refuses here: order 2 at 4 times the steps
+        note = f" (order {p} refused: {str(refusal).split(': ', 1)[-1]})"
+        p, ref = 2, Reference("richardson", 4 * ref.rate, 2)
+        wall_c, coarse, _ = run(mech, p, ref.rate)
     wall_f, fine, _ = run(mech, p, 2 * ref.rate)
     gap = float(np.max(np.linalg.norm(fine - coarse, axis=1)))
     return ((2**p * fine - coarse) / (2**p - 1),
             f"our order {p} at dt = 1/{ref.rate} and 1/{2 * ref.rate} s extrapolated (Richardson, error "
-            f"O(dt^{p + 2}) for this symmetric method; the two runs differ by {gap:.1e} m; {wall_c + wall_f:.1f} s)")
+            f"O(dt^{p + 2}) for this symmetric method; the two runs differ by {gap:.1e} m; {wall_c + wall_f:.1f} s)"
+            + note)
 
 
 def accuracy_section(name: str, ref: Reference, orders: list[int], high_rates: list[int],
-                     mujoco_budget: float) -> list[str]:
+                     budget: float) -> list[str]:
     """The Markdown section of one mechanism (heading first); rows are printed as they are measured."""
     mech = mechanism(name)
     generated = generated_chain(name)
@@ -236,9 +258,12 @@ def accuracy_section(name: str, ref: Reference, orders: list[int], high_rates: l
         for per_second in STEPS_PER_SECOND if order == 2 else high_rates:
             steps = round(T_END * per_second)
             try:
-                wall, pos, band = run(mech, order, per_second)
+                wall, pos, band = run(mech, order, per_second, budget)
             except ConvergenceError as failure:
                 row(f"| {order} | 1/{per_second} | {steps} | - | failed at t = {failure.time:.3g} s | - |")
+                continue
+            except OverBudget as stop:
+                row(f"| {order} | 1/{per_second} | {steps} | - | {stop} | - |")
                 continue
             except MechanismError as refusal:
                 row(f"| {order} | all | - | - | refused: {str(refusal).split(': ', 1)[-1]} | - |")
@@ -246,10 +271,12 @@ def accuracy_section(name: str, ref: Reference, orders: list[int], high_rates: l
             error = float(np.max(np.linalg.norm(pos - ref_pos, axis=1)))
             results[order, per_second] = (wall, error)
             row(f"| {order} | 1/{per_second} | {steps} | {wall:.3f} | {error:.2e} | {band:.2e} |")
+            if order != 2:
+                break  # the first step an order above 2 runs at: smaller ones only cost more
     mujoco_results: dict[int, tuple[float, float]] = {}
     untranslated = "" if generated else mujoco_untranslated(mech)
     for per_second in () if untranslated else MUJOCO_STEPS_PER_SECOND:
-        wall, pos, why = mujoco_run(mech, per_second, generated, mujoco_budget)
+        wall, pos, why = mujoco_run(mech, per_second, generated, budget)
         steps = round(T_END * per_second)
         if pos is None:
             row(f"| MuJoCo RK4 | 1/{per_second} | {steps} | {wall:.3f} | {why} | - |")
@@ -272,6 +299,8 @@ def accuracy_section(name: str, ref: Reference, orders: list[int], high_rates: l
                 faster = "less" if wall < target_wall else "more"
                 lines.append(f"Order {order} at dt = 1/24 s: error {error:.2e} m ({verdict} it) in {wall:.3f} s "
                              f"({faster} wall time).")
+            elif order in orders:
+                lines.append(f"Order {order} at dt = 1/24 s: no run to t = 10 s (its row above says why).")
         meeting = [per_second for per_second, (_, error) in mujoco_results.items() if error <= target]
         if meeting:
             wall, error = mujoco_results[min(meeting)]
@@ -406,10 +435,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--presets", nargs="+", default=None, help="default: chain_10 chain_100 chain_1000 and every "
                         "closed-chain preset")
     parser.add_argument("--orders", nargs="+", type=int, default=[2, 4, 6, 8])
-    parser.add_argument("--high-rates", nargs="+", type=int, default=[24], metavar="N",
-                        help="steps per second of orders above 2 (order 2 runs all of 24 .. 384)")
-    parser.add_argument("--mujoco-budget", type=float, default=120.0, metavar="S",
-                        help="MuJoCo rows stop once a run takes more than S seconds of wall time")
+    parser.add_argument("--high-rates", nargs="+", type=int, default=[24, 48, 96], metavar="N",
+                        help="steps per second tried for orders above 2, each order up to the first that runs "
+                             "(order 2 runs all of 24 .. 384)")
+    parser.add_argument("--budget", type=float, default=120.0, metavar="S",
+                        help="a run (ours or MuJoCo's) stops once it takes more than S seconds of wall time")
     parser.add_argument("--newton", action="store_true", help="time per Newton iteration only")
     parser.add_argument("--write", action="store_true", help="replace the measured sections in --out")
     parser.add_argument("--out", type=Path, default=OUT)
@@ -445,21 +475,20 @@ def main(argv: list[str] | None = None) -> None:
             return Reference("richardson", args.richardson, args.richardson_order)
         return default_reference(name)
 
-    def sections() -> list[list[str]]:
-        parts = [] if args.newton else [accuracy_section(name, ref_of(name), args.orders, args.high_rates,
-                                                         args.mujoco_budget) for name in names]
-        if args.newton or args.all:
-            parts.append(newton_section())
-        if args.all:
-            from .galerkin_balls import mujoco_section
-            parts.append(mujoco_section())
-        return parts
-
-    command = "python -m benchmarks.galerkin_orders " + " ".join(sys.argv[1:] if argv is None else argv)
-    if args.write or args.all:
-        write_sections(args.out, command.strip(), sections, "Benchmarks")
-    else:
-        sections()
+    parts = [] if args.newton else [
+        lambda name=name: accuracy_section(name, ref_of(name), args.orders, args.high_rates, args.budget)
+        for name in names]
+    if args.newton or args.all:
+        parts.append(newton_section)
+    if args.all:
+        from .galerkin_balls import mujoco_section
+        parts.append(mujoco_section)
+    command = ("python -m benchmarks.galerkin_orders " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    for part in parts:  # each section written as soon as it is measured, with the load over its own run
+        if args.write or args.all:
+            write_sections(args.out, command, lambda part=part: [part()], "Benchmarks")
+        else:
+            part()
 
 
 if __name__ == "__main__":
