@@ -131,6 +131,12 @@ def mujoco_untranslated(mech: Mechanism) -> str:
             return f"joint {joint.name!r}'s spring rest is not its reference (not translated to MuJoCo)"
     if mech.springs or mech.forces:
         return "springs or forces between bodies (not translated to MuJoCo)"
+    from .maximal import mujoco_model
+
+    try:
+        mujoco_model(mech, "RK4")
+    except ValueError as refusal:  # e.g. point masses: MuJoCo wants positive inertia eigenvalues
+        return f"MuJoCo refuses the model ({' '.join(str(refusal).split())})"
     return ""
 
 
