@@ -51,7 +51,7 @@ from addon.solver.model import Mechanism, MechanismError
 from addon.solver.native import galerkin_binding
 from addon.solver.presets import list_presets, preset_path
 from addon.solver.trajectory import ConvergenceError
-from addon.solver.tree import galerkin, galerkin_newton
+from addon.solver.tree import galerkin, galerkin_newton, linkwise
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.kinematics import forward
 from addon.solver.tree.midpoint import initial_state
@@ -338,7 +338,7 @@ def iteration_time(model, s: int, dt: float, extra: int = 3, repeats: int = 5) -
     `repeats` (tol = 0: every step runs to its cap; s > 1 factors at every iteration, no simplified update)."""
     if s == 1:
         state, _, tm, _ = initial_state(model)
-        stepper = native.NativeStepper(model)
+        stepper = native.NativeStepper(model, linkwise.applies(model))  # as midpoint.py: ball chains link-wise
         zeros, forces = np.zeros(model.nq), np.broadcast_to(model.force_vector, model.force_vector.shape)
 
         def capped(cap: int) -> int:
@@ -367,7 +367,8 @@ def newton_section(links: tuple[int, ...] = NEWTON_LINKS, dt: float = 1.0 / 24) 
     """Microseconds per Newton iteration and per link, revolute and ball chains, s = 1..4."""
     lines = [NEWTON_HEADING, "",
              f"One Newton iteration (residual, factorisation, solve) of the first step from the start, dt = 1/{1 / dt:.0f}"
-             " s, in C: tree_step.c for s = 1 (the midpoint rule, order 2), galerkin_step.c for s = 2..4 (every "
+             " s, in C: tree_step.c for s = 1 (order 2: the midpoint rule, on ball chains its link-wise form as "
+             "midpoint.py runs it), galerkin_step.c for s = 2..4 (every "
              "iteration factors: the simplified updates off). CPU time (process_time) of a step capped at 4 iterations "
              "less one capped at 1, over 3, each the best of 5. Cells: microseconds per iteration / per link "
              "(`benchmarks.galerkin_orders.iteration_time`).", "",
