@@ -7,7 +7,7 @@ Usage: python -m benchmarks.galerkin_orders --all                 (all of item 6
        python -m benchmarks.galerkin_orders --ops
        python -m benchmarks.galerkin_orders --cpu [--presets ...] [--orders 2 6 8]
 One Markdown section per mechanism (a preset, or chain_N: tools.generate.pendulum_chain(N)): order, dt, steps,
-wall time of the run (make_integrator + step, the product path: order 2 is midpoint.py with its C kernel, orders
+wall and CPU time (time.process_time: on a shared machine the fairer comparison) of the run (make_integrator + step, the product path: order 2 is midpoint.py with its C kernel, orders
 4-8 are tree/galerkin.py, whose Newton loop runs in C, native/galerkin_step.c), largest body-position error at
 t = 10 s against a reference, and the energy band; beside it MuJoCo RK4 on the same mechanism at steps 1/24 ..
 1/1536 s (chains: benchmarks/run.py's model; closed chains: benchmarks/maximal.py's, loops closed by MuJoCo's soft
@@ -161,8 +161,8 @@ def mujoco_setup(mech: Mechanism, generated: bool, per_second: int):
 
 
 def mujoco_run(mech: Mechanism, per_second: int, generated: bool, budget: float = np.inf):
-    """MuJoCo RK4 to T_END at dt = 1 / per_second: (wall s, body origins (nbody, 3), '') or (wall s, None, why it
-    stopped: diverged, MuJoCo's bad-acceleration warning, or over `budget` seconds of CPU time)."""
+    """MuJoCo RK4 to T_END at dt = 1 / per_second: (wall s, CPU s, body origins (nbody, 3), '') or (wall s, CPU s,
+    None, why it stopped: diverged, MuJoCo's bad-acceleration warning, or over `budget` seconds of CPU time)."""
     import mujoco
 
     model, data, ids = mujoco_setup(mech, generated, per_second)
@@ -173,14 +173,13 @@ def mujoco_run(mech: Mechanism, per_second: int, generated: bool, budget: float 
     while done < steps:
         n = min(chunk, steps - done)
         mujoco.mj_step(model, data, nstep=n)
-        wall = time.perf_counter() - start
+        wall, used = time.perf_counter() - start, time.process_time() - cpu
         if data.warning[bad].number:
-            return wall, None, f"diverged by t = {(done + n) / per_second:.3g} s"
+            return wall, used, None, f"diverged by t = {(done + n) / per_second:.3g} s"
         done += n
-        if time.process_time() - cpu > budget and done < steps:
-            return wall, None, (f"stopped at t = {done / per_second:.3g} s after {time.process_time() - cpu:.0f} s "
-                                "of CPU (budget)")
-    return time.perf_counter() - start, data.xpos[ids].copy(), ""
+        if used > budget and done < steps:
+            return wall, used, None, f"stopped at t = {done / per_second:.3g} s after {used:.0f} s of CPU (budget)"
+    return time.perf_counter() - start, time.process_time() - cpu, data.xpos[ids].copy(), ""
 
 
 # -- our runs and references -----------------------------------------------------------------------------
@@ -193,8 +192,9 @@ class OverBudget(Exception):
         self.time = time_reached
 
 
-def run(mech: Mechanism, order: int, per_second: int, budget: float = np.inf) -> tuple[float, np.ndarray, float]:
-    """Wall time (s), body positions at T_END and energy band of a run at dt = 1 / per_second; OverBudget when the
+def run(mech: Mechanism, order: int, per_second: int,
+        budget: float = np.inf) -> tuple[float, float, np.ndarray, float]:
+    """Wall and CPU time (s), body positions at T_END and energy band of a run at dt = 1 / per_second; OverBudget when the
     run takes more than `budget` seconds of CPU time (time.process_time: the same rows stop whatever else runs on
     the machine)."""
     integrator = make_integrator(mech.replace(order=order), "tree", 1.0 / per_second)
@@ -204,9 +204,9 @@ def run(mech: Mechanism, order: int, per_second: int, budget: float = np.inf) ->
         integrator.step()
         if k + 1 < steps and time.process_time() - cpu > budget:
             raise OverBudget((k + 1) / per_second, time.process_time() - cpu)
-    wall = time.perf_counter() - start
+    wall, used = time.perf_counter() - start, time.process_time() - cpu
     trajectory = integrator.trajectory()
-    return wall, trajectory.poses[-1][:, :3], float(np.ptp(trajectory.energy))
+    return wall, used, trajectory.poses[-1][:, :3], float(np.ptp(trajectory.energy))
 
 
 def dop853_positions(mech: Mechanism) -> np.ndarray:
@@ -227,18 +227,18 @@ def reference(mech: Mechanism, ref: Reference) -> tuple[np.ndarray, str]:
     if ref.kind == "dop853":
         return dop853_positions(mech), "DOP853 (rtol = atol = 1e-12) on the same tree model"
     if ref.kind == "mujoco":
-        wall, pos, why = mujoco_run(mech, ref.rate, True)
+        wall, _, pos, why = mujoco_run(mech, ref.rate, True)
         if pos is None:
             raise RuntimeError(f"the reference, MuJoCo RK4 at dt = 1/{ref.rate} s, {why}")
         return pos, f"MuJoCo RK4 at dt = 1/{ref.rate} s ({wall:.1f} s)"
     p, note = ref.order, ""
     try:
-        wall_c, coarse, _ = run(mech, p, ref.rate)
+        wall_c, _, coarse, _ = run(mech, p, ref.rate)
     except MechanismError as refusal:  # an order the compiler refuses here: order 2 at 4 times the steps
         note = f" (order {p} refused: {str(refusal).split(': ', 1)[-1]})"
         p, ref = 2, Reference("richardson", 4 * ref.rate, 2)
-        wall_c, coarse, _ = run(mech, p, ref.rate)
-    wall_f, fine, _ = run(mech, p, 2 * ref.rate)
+        wall_c, _, coarse, _ = run(mech, p, ref.rate)
+    wall_f, _, fine, _ = run(mech, p, 2 * ref.rate)
     gap = float(np.max(np.linalg.norm(fine - coarse, axis=1)))
     return ((2**p * fine - coarse) / (2**p - 1),
             f"our order {p} at dt = 1/{ref.rate} and 1/{2 * ref.rate} s extrapolated (Richardson, error "
@@ -256,67 +256,66 @@ def accuracy_section(name: str, ref: Reference, orders: list[int], high_rates: l
     except (ConvergenceError, RuntimeError) as failure:
         return [heading(name, mech), "", f"No reference: {failure}"]
     lines = [heading(name, mech), "", f"Reference: {ref_text}.", "",
-             "| order | dt (s) | steps | wall (s) | position error (m) | energy band (J) |",
-             "|---:|---:|---:|---:|---:|---:|"]
+             "| order | dt (s) | steps | wall (s) | CPU (s) | position error (m) | energy band (J) |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
     print("\n".join(lines), flush=True)
 
     def row(text: str) -> None:
         lines.append(text)
         print(text, flush=True)
 
-    results: dict[tuple[int, int], tuple[float, float]] = {}
+    results: dict[tuple[int, int], tuple[float, float, float]] = {}
     for order in orders:
         for per_second in STEPS_PER_SECOND if order == 2 else high_rates:
             steps = round(T_END * per_second)
             try:
-                wall, pos, band = run(mech, order, per_second, budget)
+                wall, cpu, pos, band = run(mech, order, per_second, budget)
             except ConvergenceError as failure:
-                row(f"| {order} | 1/{per_second} | {steps} | - | failed at t = {failure.time:.3g} s | - |")
+                row(f"| {order} | 1/{per_second} | {steps} | - | - | failed at t = {failure.time:.3g} s | - |")
                 continue
             except OverBudget as stop:
-                row(f"| {order} | 1/{per_second} | {steps} | - | {stop} | - |")
+                row(f"| {order} | 1/{per_second} | {steps} | - | - | {stop} | - |")
                 continue
             except MechanismError as refusal:
-                row(f"| {order} | all | - | - | refused: {str(refusal).split(': ', 1)[-1]} | - |")
+                row(f"| {order} | all | - | - | - | refused: {str(refusal).split(': ', 1)[-1]} | - |")
                 break
             error = float(np.max(np.linalg.norm(pos - ref_pos, axis=1)))
-            results[order, per_second] = (wall, error)
-            row(f"| {order} | 1/{per_second} | {steps} | {wall:.3f} | {error:.2e} | {band:.2e} |")
+            results[order, per_second] = (wall, cpu, error)
+            row(f"| {order} | 1/{per_second} | {steps} | {wall:.3f} | {cpu:.3f} | {error:.2e} | {band:.2e} |")
             if order != 2:
                 break  # the first step an order above 2 runs at: smaller ones only cost more
-    mujoco_results: dict[int, tuple[float, float]] = {}
+    mujoco_results: dict[int, tuple[float, float, float]] = {}
     untranslated = "" if generated else mujoco_untranslated(mech)
     for per_second in () if untranslated else MUJOCO_STEPS_PER_SECOND:
-        wall, pos, why = mujoco_run(mech, per_second, generated, budget)
+        wall, cpu, pos, why = mujoco_run(mech, per_second, generated, budget)
         steps = round(T_END * per_second)
         if pos is None:
-            row(f"| MuJoCo RK4 | 1/{per_second} | {steps} | {wall:.3f} | {why} | - |")
+            row(f"| MuJoCo RK4 | 1/{per_second} | {steps} | {wall:.3f} | {cpu:.3f} | {why} | - |")
             if "budget" in why:
                 break
             continue
         error = float(np.max(np.linalg.norm(pos - ref_pos, axis=1)))
-        mujoco_results[per_second] = (wall, error)
-        row(f"| MuJoCo RK4 | 1/{per_second} | {steps} | {wall:.3f} | {error:.2e} | - |")
+        mujoco_results[per_second] = (wall, cpu, error)
+        row(f"| MuJoCo RK4 | 1/{per_second} | {steps} | {wall:.3f} | {cpu:.3f} | {error:.2e} | - |")
     lines.append("")
     if untranslated:
         lines.append(f"No MuJoCo rows: {untranslated}.")
     if (2, 96) in results:
-        target_wall, target = results[2, 96]
-        lines.append(f"Order 2 at dt = 1/96 s: error {target:.2e} m in {target_wall:.3f} s.")
+        target_wall, target_cpu, target = results[2, 96]
+        lines.append(f"Order 2 at dt = 1/96 s: error {target:.2e} m in {target_wall:.3f} s ({target_cpu:.3f} s CPU).")
         for order in (4, 6):
             if (order, 24) in results:
-                wall, error = results[order, 24]
+                wall, cpu, error = results[order, 24]
                 verdict = "meets" if error <= target else "does not meet"
-                faster = "less" if wall < target_wall else "more"
                 lines.append(f"Order {order} at dt = 1/24 s: error {error:.2e} m ({verdict} it) in {wall:.3f} s "
-                             f"({faster} wall time).")
+                             f"({cpu:.3f} s CPU: {'less' if cpu < target_cpu else 'more'} than order 2's).")
             elif order in orders:
                 lines.append(f"Order {order} at dt = 1/24 s: no run to t = 10 s (its row above says why).")
-        meeting = [per_second for per_second, (_, error) in mujoco_results.items() if error <= target]
+        meeting = [per_second for per_second, (_, _, error) in mujoco_results.items() if error <= target]
         if meeting:
-            wall, error = mujoco_results[min(meeting)]
+            wall, cpu, error = mujoco_results[min(meeting)]
             lines.append(f"MuJoCo RK4 at its best step meeting it, dt = 1/{min(meeting)} s: error {error:.2e} m in "
-                         f"{wall:.3f} s.")
+                         f"{wall:.3f} s ({cpu:.3f} s CPU).")
         elif not untranslated:
             lines.append("MuJoCo RK4 meets it at none of the steps run.")
     print("\n".join(lines[-5:]) + "\n", flush=True)

@@ -24,10 +24,10 @@ def test_mujoco_rows_report_divergence_instead_of_a_reset_state():
     pytest.importorskip("mujoco")
     mech = pendulum_chain(100)
     # RK4 at 1/24 s is unstable on this chain (MuJoCo then resets the state to the start and carries on)
-    _, positions, why = galerkin_orders.mujoco_run(mech, 24, True)
+    _, _, positions, why = galerkin_orders.mujoco_run(mech, 24, True)
     assert positions is None and why.startswith("diverged")
     # a run allowed no CPU time stops after its first chunk instead of pretending to reach t = 10 s
-    _, positions, why = galerkin_orders.mujoco_run(pendulum_chain(3), 24, True, budget=-1.0)
+    _, _, positions, why = galerkin_orders.mujoco_run(pendulum_chain(3), 24, True, budget=-1.0)
     assert positions is None and "budget" in why
 
 
