@@ -21,7 +21,7 @@ state then, so its end positions would mean nothing), and after a rung over budg
 The reference (default_reference; --dop853, --mujoco-reference N, --richardson N override it): DOP853 (rtol = atol
 = 1e-12) on the tree model's dynamics for chains up to 10 links; MuJoCo RK4 at dt = 1/6144 s up to 100 links
 (DOP853 takes hours there; on chain_10 RK4 at 1/1536 s is within 5e-9 m of DOP853); for longer chains our order 2
-at dt = 1/768 and 1/1536 s, and for the closed chains our order 8 at 1/96 and 1/192 s, Richardson-extrapolated
+at dt = 1/192 and 1/384 s, and for the closed chains our order 8 at 1/96 and 1/192 s, Richardson-extrapolated
 (error O(dt^4) and O(dt^10); the two runs' difference is printed as its scale; on the closed chains order 2's
 errors converging at its order towards it cross-check it through another kernel, tree_step.c).
 --newton: CPU time of one Newton iteration of the C kernels (residual, factorisation, solve) on revolute and ball
@@ -111,15 +111,16 @@ def closed_chain_presets() -> list[str]:
 
 def default_reference(name: str) -> Reference:
     """DOP853 for chains up to 10 links; MuJoCo RK4 at 1/6144 s up to 100 links; on longer chains our order 2 at
-    1/768 and 1/1536 s, Richardson-extrapolated (MuJoCo's step costs 0.2-0.3 s on 1000 links, and order 8 at
-    1/48 s spends minutes of Newton iterations late in the run there, while the midpoint step at these small
-    steps takes two iterations); on the presets our order 8 at 1/96 and 1/192 s (a few seconds)."""
+    1/192 and 1/384 s, Richardson-extrapolated (MuJoCo's step costs 0.2-0.3 s on 1000 links; order 8 at 1/48 s
+    spends minutes of Newton iterations late in the run there; order 2 at 1/768 s failed its first step on
+    chain_1000, 30 iterations at a momentum residual of 1.6e-4, the round-off floor); on the presets our order 8 at
+    1/96 and 1/192 s (a few seconds)."""
     if generated_chain(name) and int(name[6:]) <= 10:
         return Reference("dop853")
     if generated_chain(name) and int(name[6:]) <= 100:
         return Reference("mujoco", 6144)
     if generated_chain(name):
-        return Reference("richardson", 768, 2)
+        return Reference("richardson", 192, 2)
     return Reference("richardson", 96, 8)
 
 
