@@ -53,11 +53,11 @@ def mujoco_section(links: int = 100, steps: int = 100, dt: float = CHAIN_DT) -> 
     """ms per step of each order on ball_chain(links) after one warm-up step, beside MuJoCo RK4 and Euler."""
     mech = ball_chain(links)
     lines = [MUJOCO_HEADING, "",
-             f"tools.generate.ball_chain({links}) (rods 1 m, 1 kg on ball joints, top tilted by (0.5, 0.3, 0) rad), "
-             f"dt = {dt:g} s, median wall time of {steps} steps after one warm-up step, through make_integrator "
-             "(order 2: midpoint.py's C step; 4-8: galerkin.py's C step). Newton it/step: mean over the run (a step "
-             "redone in halves counts both halves'). MuJoCo: the same chain (benchmarks/maximal.py's MjSpec model, "
-             "ball joints), same dt and steps. Ratio: ours / MuJoCo RK4 (the target: under 3).", "",
+             (f"tools.generate.ball_chain({links}) (rods 1 m, 1 kg on ball joints, top tilted by (0.5, 0.3, 0) rad), "
+              f"dt = {dt:g} s, median wall time of {steps} steps after one warm-up step, through make_integrator "
+              "(order 2: midpoint.py's C step; 4-8: galerkin.py's C step). Newton it/step: mean over the run (a step "
+              "redone in halves counts both halves'). MuJoCo: the same chain (benchmarks/maximal.py's MjSpec model, "
+              "ball joints), same dt and steps. Ratio: ours / MuJoCo RK4 (the target: under 3)."), "",
              "| method | ms/step | Newton it/step | energy band (J) | ratio to MuJoCo RK4 |",
              "|---|---:|---:|---:|---:|"]
     print("\n".join(lines), flush=True)

@@ -7,17 +7,19 @@ Usage: python -m benchmarks.galerkin_orders --all                 (all of item 6
        python -m benchmarks.galerkin_orders --ops
        python -m benchmarks.galerkin_orders --cpu [--presets ...] [--orders 2 6 8]
 One Markdown section per mechanism (a preset, or chain_N: tools.generate.pendulum_chain(N)): order, dt, steps,
-wall and CPU time (time.process_time: on a shared machine the fairer comparison) of the run (make_integrator + step, the product path: order 2 is midpoint.py with its C kernel, orders
-4-8 are tree/galerkin.py, whose Newton loop runs in C, native/galerkin_step.c), largest body-position error at
-t = 10 s against a reference, and the energy band; beside it MuJoCo RK4 on the same mechanism at steps 1/24 ..
-1/1536 s (chains: benchmarks/run.py's model; closed chains: benchmarks/maximal.py's, loops closed by MuJoCo's soft
-`connect`; a mechanism MuJoCo's model would not reproduce, a prescribed or damped joint, gets no MuJoCo rows).
-Then: the error order 2 reaches at dt = 1/96 s, whether orders 4 and 6 meet it at dt = 1/24 s, and MuJoCo RK4's
-best step (the largest that meets it), with the wall times. A run that fails shows "failed at t = ...", an order
-the compiler refuses shows its message. Orders above 2 run at the steps of --high-rates (24, 48, 96 per second)
-up to the first one they run to t = 10 s at. A run, ours or MuJoCo's, stops once it has used more than --budget
-seconds of CPU time ("stopped at t = ..."; CPU time, so that the same rows stop on a loaded machine); MuJoCo rows also stop at a step its RK4 diverges at (MuJoCo resets the
-state then, so its end positions would mean nothing), and after a rung over budget (smaller steps only cost more).
+wall and CPU time (time.process_time: on a shared machine the fairer comparison) of the run (make_integrator +
+step, the product path: order 2 is midpoint.py with its C kernel, orders 4-8 are tree/galerkin.py, whose Newton
+loop runs in C, native/galerkin_step.c), largest body-position error at t = 10 s against a reference, and the
+energy band; beside it MuJoCo RK4 on the same mechanism at steps 1/24 .. 1/1536 s (chains: benchmarks/run.py's
+model; closed chains: benchmarks/maximal.py's, loops closed by MuJoCo's soft `connect`; a mechanism that model
+would not reproduce, a prescribed, driven or damped joint, or one MuJoCo refuses, gets no MuJoCo rows, and the
+reason). Then: the error order 2 reaches at dt = 1/96 s, whether orders 4 and 6 meet it at dt = 1/24 s and in
+less CPU time, and MuJoCo RK4's best step (the largest that meets it). A run that fails shows "failed at t = ...",
+an order the compiler refuses shows its message. Orders above 2 run at the steps of --high-rates (24, 48, 96 per
+second) up to the first one they run to t = 10 s at. A run, ours or MuJoCo's, stops once it has used more than
+--budget seconds of CPU time ("stopped at t = ..."; CPU time, so that the same rows stop on a loaded machine);
+MuJoCo rows also stop at a step its RK4 diverges at (MuJoCo resets the state then, so its end positions would
+mean nothing), and after a rung over budget (smaller steps only cost more).
 The reference (default_reference; --dop853, --mujoco-reference N, --richardson N override it): DOP853 (rtol = atol
 = 1e-12) on the tree model's dynamics for chains up to 10 links; MuJoCo RK4 at dt = 1/6144 s up to 100 links
 (DOP853 takes hours there; on chain_10 RK4 at 1/1536 s is within 5e-9 m of DOP853); for longer chains our order 2
@@ -195,11 +197,11 @@ class OverBudget(Exception):
 
 def run(mech: Mechanism, order: int, per_second: int,
         budget: float = np.inf) -> tuple[float, float, np.ndarray, float]:
-    """Wall and CPU time (s), body positions at T_END and energy band of a run at dt = 1 / per_second; OverBudget when the
-    run takes more than `budget` seconds of CPU time (time.process_time: the same rows stop whatever else runs on
-    the machine)."""
+    """Wall and CPU time (s), body positions at T_END and energy band of a run at dt = 1 / per_second; OverBudget
+    when the run takes more than `budget` seconds of CPU time (time.process_time: the same rows stop whatever else
+    runs on the machine)."""
     integrator = make_integrator(mech.replace(order=order), "tree", 1.0 / per_second)
-    steps = int(round(T_END * per_second))
+    steps = round(T_END * per_second)
     start, cpu = time.perf_counter(), time.process_time()
     for k in range(steps):
         integrator.step()
@@ -341,7 +343,7 @@ def iteration_time(model, s: int, dt: float, extra: int = 3, repeats: int = 5) -
     best of `repeats` (tol = 0: every step runs to its cap but the link-wise one, which stops at round-off; s > 1
     factors at every iteration, no simplified update)."""
     if s == 1:
-        state, _, tm, _ = initial_state(model)
+        state, _, _, _ = initial_state(model)
         stepper = native.NativeStepper(model, linkwise.applies(model))  # as midpoint.py: ball chains link-wise
         zeros, forces = np.zeros(model.nq), np.broadcast_to(model.force_vector, model.force_vector.shape)
 
@@ -370,13 +372,13 @@ def iteration_time(model, s: int, dt: float, extra: int = 3, repeats: int = 5) -
 def newton_section(links: tuple[int, ...] = NEWTON_LINKS, dt: float = 1.0 / 24) -> list[str]:
     """Microseconds per Newton iteration and per link, revolute and ball chains, s = 1..4."""
     lines = [NEWTON_HEADING, "",
-             f"One Newton iteration (residual, factorisation, solve) of the first step from the start, dt = 1/{1 / dt:.0f}"
-             " s, in C: tree_step.c for s = 1 (order 2: the midpoint rule, on ball chains its link-wise form as "
-             "midpoint.py runs it), galerkin_step.c for s = 2..4 (every "
-             "iteration factors: the simplified updates off). CPU time (process_time) of a step capped at 4 iterations "
-             "less one capped at 1, over the iterations between (3; 2 for the link-wise step, which stops at "
-             "round-off), each the best of 5. Cells: microseconds per iteration / per link "
-             "(`benchmarks.galerkin_orders.iteration_time`).", "",
+             ("One Newton iteration (residual, factorisation, solve) of the first step from the start, "
+              f"dt = 1/{1 / dt:.0f} s, in C: tree_step.c for s = 1 (order 2: the midpoint rule, on ball chains its "
+              "link-wise form as midpoint.py runs it), galerkin_step.c for s = 2..4 (every iteration factors: the "
+              "simplified updates off). CPU time (process_time) of a step capped at 4 iterations less one capped at "
+              "1, over the iterations between (3; 2 for the link-wise step, which stops at round-off), each the best "
+              "of 5. Cells: microseconds per iteration / per link (`benchmarks.galerkin_orders.iteration_time`)."),
+             "",
              "| joints | s | " + " | ".join(f"{n} links" for n in links) + " |",
              "|---|---:|" + "---:|" * len(links)]
     print("\n".join(lines), flush=True)
@@ -423,7 +425,7 @@ def cpu_table(names: list[str], orders: list[int]) -> None:
             integrator = make_integrator(mech.replace(order=order), "tree", 1.0 / per_second)
             start = time.process_time()
             try:
-                for _ in range(int(round(T_END * per_second))):
+                for _ in range(round(T_END * per_second)):
                     integrator.step()
             except ConvergenceError as failure:
                 cells.append(f"order {order} at 1/{per_second} s: failed at t = {failure.time:.3g} s")
