@@ -2,7 +2,8 @@
 
 For every pair whose SAT axis is a face normal of the reference box and whose other (incident) box
 shows a face or an edge to it (within manifold.FACE_ANGLE, as manifold.feature decides), the
-incident face quad (or edge segment) is clipped against the reference face rectangle with
+incident face quad (or edge segment; or, for an edge whose face behind it rises by at most the margin,
+that face, as manifold.face_behind_edge) is clipped against the reference face rectangle with
 fixed-size candidate sets, all pairs in one array pass: the incident corners inside the rectangle
 (4), the rectangle corners inside the incident quad (4, faces only) and the crossings of the quad's
 sides with the rectangle's edges (16). Each candidate's distance is its
@@ -89,6 +90,10 @@ def face_contacts(rot: np.ndarray, origin: np.ndarray, size: np.ndarray, ia: np.
     low = np.argmin(np.abs(local), axis=1)
     is_edge = ~is_face & (np.abs(local[k_rows, low]) <= _SIN_FACE)
     handled = is_face | is_edge
+    across = np.where(kf == low, 0, 3 - kf - low)  # an edge: the face behind it spans its axis `low` and this
+    rise = 2.0 * h_inc[k_rows, across] * np.abs(local[k_rows, across])
+    is_edge &= rise > margin  # else the face behind the edge (manifold.face_behind_edge)
+    is_face = handled & ~is_edge
     sign = np.where(local[k_rows, kf] >= 0, -1.0, 1.0)
     k1, k2 = (kf + 1) % 3, (kf + 2) % 3
     face_centre = origin[inc] + (sign * h_inc[k_rows, kf])[:, None] * r_inc[k_rows, :, kf]

@@ -18,7 +18,8 @@ vectorised over the pairs, and returns a mask of the pairs it settled; the rest 
   edge or a face against a face) stay per pair.
 * `edge_on_face`: overlapping pairs whose SAT normal is an edge-edge axis but whose features along it
   are an edge and a face (the face within FACE_ANGLE of the normal): the edge clipped to the face
-  across n and lifted onto both, manifold.manifold's segment clip as one parameter interval.
+  across n and lifted onto both, manifold.manifold's segment clip as one parameter interval (unless
+  the face behind the edge rises by at most the margin: manifold.face_behind_edge clips that face).
 Face against face along an edge-edge axis, and the apart pairs clipped along their nearest points,
 stay per pair.
 """
@@ -58,6 +59,15 @@ def _features(rot: np.ndarray, origin: np.ndarray, half: np.ndarray, direction: 
     ends[rows[edge], 0, low[edge]] = -half[edge, low[edge]]
     ends[rows[edge], 1, low[edge]] = half[edge, low[edge]]
     return kind, origin[:, None, :] + np.einsum("kij,kmj->kmi", rot, ends)
+
+
+def _rise_behind_edge(rot: np.ndarray, half: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """manifold._rise_behind_edge for many boxes (K,) showing an edge along `direction` (K, 3)."""
+    rows = np.arange(len(rot))
+    mags = np.abs(np.einsum("kji,kj->ki", rot, direction))
+    top, low = np.argmax(mags, axis=1), np.argmin(mags, axis=1)
+    across = np.where(top == low, 0, 3 - top - low)  # rows with no edge (equal magnitudes): any axis
+    return 2.0 * half[rows, across] * mags[rows, across]
 
 
 def _tangent_basis(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -189,12 +199,16 @@ def edge_on_face(rot, origin, size, ia, ib, normal, margin) -> tuple[Batch, np.n
     """Overlapping box pairs (K,) whose features along the normal (A to B) are an edge of one and a face of
     the other: the edge clipped to the face across the normal and lifted back onto both, as
     manifold.manifold does one pair at a time (its segment clip as an interval of the edge's parameter).
-    Returns the contacts and settled (K,); pairs with an end of the edge on a side line of the face, or
-    with no clipped point within the margin, are left to the per-pair path."""
+    Returns the contacts and settled (K,); pairs with an end of the edge on a side line of the face, with
+    no clipped point within the margin, or whose edge's face behind it rises by at most the margin (then
+    manifold.face_behind_edge clips that face), are left to the per-pair path."""
     kind_a, ends_a = _features(rot[ia], origin[ia], size[ia], normal)
     kind_b, ends_b = _features(rot[ib], origin[ib], size[ib], -normal)
     face_a = kind_a == 3
     case = (face_a & (kind_b == 2)) | ((kind_a == 2) & (kind_b == 3))
+    # an edge whose face behind it is clipped instead (manifold.face_behind_edge) stays per pair
+    rise = np.where(face_a, _rise_behind_edge(rot[ib], size[ib], normal), _rise_behind_edge(rot[ia], size[ia], normal))
+    case &= rise > margin
     poly_a, m_a = _face_polygon(rot[ia], origin[ia], size[ia], normal)
     poly_b, m_b = _face_polygon(rot[ib], origin[ib], size[ib], -normal)
     poly = np.where(face_a[:, None, None], poly_a, poly_b)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .gjk import closest_points
-from .manifold import feature, manifold, single_contact
+from .manifold import face_behind_edge, feature, manifold, single_contact
 from .primitives import Batch, concatenate, empty_batch
 from .shapes import CAPSULE, SPHERE, Shapes, core_radius, support
 
@@ -27,6 +27,7 @@ def along_normal(shapes: Shapes, a: int, b: int, rot: np.ndarray, origin: np.nda
     neither applies (features that do not overlap across n and no witness)."""
     fa = feature(shapes, a, rot[a], origin[a], n)
     fb = feature(shapes, b, rot[b], origin[b], -n)
+    fa, fb = face_behind_edge(shapes, a, b, rot, origin, n, fa, fb, margin)
     many = manifold(fa, fb, n, margin)
     if many is not None:
         pa, pb, dist = many

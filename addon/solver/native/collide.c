@@ -364,6 +364,9 @@ static int box_face(out_t *o, int64_t ia, int64_t ib, const double *normal, int 
     int is_face = fabs(local[kf]) >= cos_face;
     int is_edge = !is_face && fabs(local[low]) <= sin_face;
     if (!is_face && !is_edge) return 0;
+    /* an edge whose face behind it rises by at most the margin: that face (manifold.face_behind_edge) */
+    int across = 3 - kf - low;
+    if (is_edge && 2.0 * h_inc[across] * fabs(local[across]) <= o->margin) is_face = 1, is_edge = 0;
     double sgn = local[kf] >= 0 ? -1.0 : 1.0;
     int k1 = (kf + 1) % 3, k2 = (kf + 2) % 3;
     double face_centre[3], span1[3], span2[3], quad[4][3], face_normal[3];
@@ -671,10 +674,23 @@ static int box_apart(out_t *o, int64_t ia, int64_t ib, const double *normal, dou
 
 #define MAX_POLY 16
 
+/* manifold._rise_behind_edge: how far the face behind a box's edge along `direction` rises from the edge */
+static double rise_behind_edge(const double *r, const double *half, const double *direction) {
+    double mags[3];
+    for (int i = 0; i < 3; i++) mags[i] = fabs(r[i] * direction[0] + r[3 + i] * direction[1] + r[6 + i] * direction[2]);
+    int axis = 0, low = 0;
+    for (int i = 1; i < 3; i++) {
+        if (mags[i] > mags[axis]) axis = i;
+        if (mags[i] < mags[low]) low = i;
+    }
+    int across = 3 - axis - low;
+    return 2.0 * half[across] * mags[across];
+}
+
 /* manifold.feature of a box along the unit `direction`: 1 (vertex), 2 (edge) or 4 (face, CCW seen from
  * outside, with its outward normal) world points */
 static int box_manifold_feature(const double *r, const double *o, const double *half, const double *direction,
-                                double pts[4][3], double *plane_normal) {
+                                int edge_face, double pts[4][3], double *plane_normal) {
     double local[3], mags[3], corner[4][3];
     for (int i = 0; i < 3; i++) {
         local[i] = r[i] * direction[0] + r[3 + i] * direction[1] + r[6 + i] * direction[2];
@@ -686,7 +702,7 @@ static int box_manifold_feature(const double *r, const double *o, const double *
         if (mags[i] < mags[low]) low = i;
     }
     int count;
-    if (mags[axis] >= cos(FACE_ANGLE)) {
+    if (mags[axis] >= cos(FACE_ANGLE) || (edge_face && mags[low] <= sin(FACE_ANGLE))) {
         double sign = local[axis] >= 0 ? 1.0 : -1.0;
         int i = (axis + 1) % 3, j = (axis + 2) % 3;
         for (int m = 0; m < 4; m++) {
@@ -843,7 +859,13 @@ static int box_manifold(const out_t *o, int64_t ia, int64_t ib, const double *n,
     const double *ra = o->rot + 9 * ia, *rb = o->rot + 9 * ib, *ha = o->size + 3 * ia, *hb = o->size + 3 * ib;
     const double *oa = o->origin + 3 * ia, *ob = o->origin + 3 * ib;
     double fa[4][3], fb[4][3], ma[3], mb[3], back[3] = {-n[0], -n[1], -n[2]}, e1[3], e2[3];
-    int na = box_manifold_feature(ra, oa, ha, n, fa, ma), nb = box_manifold_feature(rb, ob, hb, back, fb, mb);
+    int na = box_manifold_feature(ra, oa, ha, n, 0, fa, ma), nb = box_manifold_feature(rb, ob, hb, back, 0, fb, mb);
+    /* manifold.face_behind_edge: an edge shown to a face becomes the face behind it when that rises by at
+     * most the margin */
+    if (na >= 3 && nb == 2 && rise_behind_edge(rb, hb, n) <= o->margin)
+        nb = box_manifold_feature(rb, ob, hb, back, 1, fb, mb);
+    else if (nb >= 3 && na == 2 && rise_behind_edge(ra, ha, n) <= o->margin)
+        na = box_manifold_feature(ra, oa, ha, n, 1, fa, ma);
     if (na == 1 || nb == 1) return -1;
     double scale = fmax(fmax(fmax(ha[0], ha[1]), ha[2]), fmax(fmax(hb[0], hb[1]), hb[2]));
     tangent_basis(n, e1, e2);
