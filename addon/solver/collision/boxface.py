@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .manifold import FACE_ANGLE
+from .manifold import FACE_ANGLE, rise_behind_edge
 from .primitives import COINCIDENT, Batch
 
 _COS_FACE, _SIN_FACE = np.cos(FACE_ANGLE), np.sin(FACE_ANGLE)
@@ -90,9 +90,7 @@ def face_contacts(rot: np.ndarray, origin: np.ndarray, size: np.ndarray, ia: np.
     low = np.argmin(np.abs(local), axis=1)
     is_edge = ~is_face & (np.abs(local[k_rows, low]) <= _SIN_FACE)
     handled = is_face | is_edge
-    across = np.where(kf == low, 0, 3 - kf - low)  # an edge: the face behind it spans its axis `low` and this
-    rise = 2.0 * h_inc[k_rows, across] * np.abs(local[k_rows, across])
-    is_edge &= rise > margin  # else the face behind the edge (manifold.face_behind_edge)
+    is_edge &= rise_behind_edge(np.abs(local), h_inc) > margin  # else the face behind the edge (manifold.face_behind_edge)
     is_face = handled & ~is_edge
     sign = np.where(local[k_rows, kf] >= 0, -1.0, 1.0)
     k1, k2 = (kf + 1) % 3, (kf + 2) % 3

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .manifold import FACE_ANGLE
+from .manifold import FACE_ANGLE, rise_behind_edge
 from .primitives import Batch, segment_closest
 
 _COS_FACE, _SIN_FACE = np.cos(FACE_ANGLE), np.sin(FACE_ANGLE)
@@ -59,15 +59,6 @@ def _features(rot: np.ndarray, origin: np.ndarray, half: np.ndarray, direction: 
     ends[rows[edge], 0, low[edge]] = -half[edge, low[edge]]
     ends[rows[edge], 1, low[edge]] = half[edge, low[edge]]
     return kind, origin[:, None, :] + np.einsum("kij,kmj->kmi", rot, ends)
-
-
-def _rise_behind_edge(rot: np.ndarray, half: np.ndarray, direction: np.ndarray) -> np.ndarray:
-    """manifold._rise_behind_edge for many boxes (K,) showing an edge along `direction` (K, 3)."""
-    rows = np.arange(len(rot))
-    mags = np.abs(np.einsum("kji,kj->ki", rot, direction))
-    top, low = np.argmax(mags, axis=1), np.argmin(mags, axis=1)
-    across = np.where(top == low, 0, 3 - top - low)  # rows with no edge (equal magnitudes): any axis
-    return 2.0 * half[rows, across] * mags[rows, across]
 
 
 def _tangent_basis(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,7 +198,9 @@ def edge_on_face(rot, origin, size, ia, ib, normal, margin) -> tuple[Batch, np.n
     face_a = kind_a == 3
     case = (face_a & (kind_b == 2)) | ((kind_a == 2) & (kind_b == 3))
     # an edge whose face behind it is clipped instead (manifold.face_behind_edge) stays per pair
-    rise = np.where(face_a, _rise_behind_edge(rot[ib], size[ib], normal), _rise_behind_edge(rot[ia], size[ia], normal))
+    mags_a = np.abs(np.einsum("kji,kj->ki", rot[ia], normal))
+    mags_b = np.abs(np.einsum("kji,kj->ki", rot[ib], normal))
+    rise = np.where(face_a, rise_behind_edge(mags_b, size[ib]), rise_behind_edge(mags_a, size[ia]))
     case &= rise > margin
     poly_a, m_a = _face_polygon(rot[ia], origin[ia], size[ia], normal)
     poly_b, m_b = _face_polygon(rot[ib], origin[ib], size[ib], -normal)

@@ -103,12 +103,20 @@ def feature(shapes: Shapes, i: int, rot: np.ndarray, origin: np.ndarray, directi
     raise ValueError(f"collider {shapes.names[i]!r}: no contact feature for shape code {code}")
 
 
+def rise_behind_edge(mags: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """How far the face behind each box's edge along a direction (the one of the two beside the edge that
+    faces the direction more) rises from the edge along it, for boxes (K,) with mags = |R^T direction| (K, 3)
+    and half sizes half (K, 3): its width across the edge times the slope. Rows with no edge (equal
+    magnitudes) take axis 0."""
+    rows = np.arange(len(mags))
+    top, low = np.argmax(mags, axis=1), np.argmin(mags, axis=1)
+    across = np.where(top == low, 0, 3 - top - low)
+    return 2.0 * half[rows, across] * mags[rows, across]
+
+
 def _rise_behind_edge(shapes: Shapes, i: int, rot: np.ndarray, direction: np.ndarray) -> float:
-    """How far the face behind box i's edge along `direction` (the one of the two beside the edge that
-    faces `direction` more) rises from the edge along it: its width across the edge times the slope."""
-    mags = np.abs(rot.T @ direction)
-    across = 3 - int(np.argmax(mags)) - int(np.argmin(mags))
-    return 2.0 * float(shapes.size[i, across] * mags[across])
+    """rise_behind_edge of box i (world rotation rot) along `direction`."""
+    return float(rise_behind_edge(np.abs(rot.T @ direction)[None], shapes.size[i][None])[0])
 
 
 def face_behind_edge(shapes: Shapes, a: int, b: int, rot: np.ndarray, origin: np.ndarray, n: np.ndarray,
