@@ -127,12 +127,12 @@ def face_behind_edge(shapes: Shapes, a: int, b: int, rot: np.ndarray, origin: np
     the corners that will touch within the step. A steeper face keeps the edge, whose ends alone are
     stable (a leaning domino's face, flush with the other's sides, would add slivers of clipped points
     at 1e-9 perturbations)."""
-    if len(fa.points) >= 3 and len(fb.points) == 2 and shapes.shape[b] == BOX:
-        if _rise_behind_edge(shapes, b, rot[b], n) <= margin:
-            fb = feature(shapes, b, rot[b], origin[b], -n, edge_face=True)
-    elif len(fb.points) >= 3 and len(fa.points) == 2 and shapes.shape[a] == BOX:
-        if _rise_behind_edge(shapes, a, rot[a], n) <= margin:
-            fa = feature(shapes, a, rot[a], origin[a], n, edge_face=True)
+    if (len(fa.points) >= 3 and len(fb.points) == 2 and shapes.shape[b] == BOX
+            and _rise_behind_edge(shapes, b, rot[b], n) <= margin):
+        fb = feature(shapes, b, rot[b], origin[b], -n, edge_face=True)
+    elif (len(fb.points) >= 3 and len(fa.points) == 2 and shapes.shape[a] == BOX
+            and _rise_behind_edge(shapes, a, rot[a], n) <= margin):
+        fa = feature(shapes, a, rot[a], origin[a], n, edge_face=True)
     return fa, fb
 
 
