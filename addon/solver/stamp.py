@@ -30,6 +30,6 @@ def new_stamp(kind: str, mechanism: str) -> ModelStamp:
 
 def check_state(model: ModelStamp, made_by: ModelStamp) -> None:
     """ValueError naming both models unless a state made by `made_by` belongs to the model stamped `model`."""
-    if made_by != model:
+    if made_by is not model and made_by != model:
         raise ValueError(f"this state was made by {made_by}, not by {model}: a state steps only with the model "
                          "that made it")

@@ -358,8 +358,7 @@ def step(model: MaximalModel, state: MaximalState, dt: float, tol: float) -> Ste
     Raises ValueError when `state` was made by another model, ConvergenceError naming the step and time
     when Newton does not converge (StepTooLargeError past the time-step limit).
     """
-    if state.model is not model.stamp:
-        check_state(model.stamp, state.model)
+    check_state(model.stamp, state.model)
     if state.kernel is None:
         state.kernel = native_step.kernel_for(model, state) or False
     if state.kernel:
