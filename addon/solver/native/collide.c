@@ -12,6 +12,7 @@
 
 #include "symplex_kernels.h"
 #include "rotation.h"
+#include "vec3.h"
 
 enum { SPHERE, BOX, CAPSULE, CYLINDER, PLANE, HULL };
 
@@ -35,14 +36,6 @@ typedef struct {
     int64_t *ab;     /* (cap, 2) */
     double *pa, *pb, *normal, *dist; /* world witness points, normal, distance */
 } out_t;
-
-static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-
-static void cross3(const double *a, const double *b, double *out) {
-    out[0] = a[1] * b[2] - a[2] * b[1];
-    out[1] = a[2] * b[0] - a[0] * b[2];
-    out[2] = a[0] * b[1] - a[1] * b[0];
-}
 
 static double cross2(const double *a, const double *b) { return a[0] * b[1] - a[1] * b[0]; }
 

@@ -11,6 +11,7 @@
 
 #include "symplex_kernels.h"
 #include "rotation.h"
+#include "vec3.h"
 
 #define CLOSE_MARGIN 1e-3 /* interior_point.CLOSE_MARGIN */
 
@@ -61,14 +62,6 @@ static void matmul3(const double *a, const double *b, double *out) {
 static void matvec3(const double *r, const double *p, double *out) {
     for (int i = 0; i < 3; i++) out[i] = r[3 * i] * p[0] + r[3 * i + 1] * p[1] + r[3 * i + 2] * p[2];
 }
-
-static void cross3(const double *a, const double *b, double *out) {
-    out[0] = a[1] * b[2] - a[2] * b[1];
-    out[1] = a[2] * b[0] - a[0] * b[2];
-    out[2] = a[0] * b[1] - a[1] * b[0];
-}
-
-static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
 /* features.normal_owners for one contact: the owner code; for edges the edges' body-frame directions. */
 static int normal_owner(int64_t code_a, int64_t code_b, const double *local_a, const double *local_b,
@@ -153,7 +146,7 @@ void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *ro
             matvec3(r2[1], edge[1], eb);
             cross3(ea, eb, n2);
             const double size = sqrt(dot3(n2, n2));
-            if (size > 1e-6) {
+            if (size > PARALLEL) {
                 const double scale = (dot3(n2, n) < 0 ? -1.0 : 1.0) / size;
                 for (int j = 0; j < 3; j++) n2[j] *= scale;
             } else {

@@ -20,21 +20,13 @@
 #include "block_lu.h"
 #include "rotation.h"
 #include "symplex_kernels.h"
+#include "vec3.h"
 
 enum { T0, T1, T2, Q0, Q1, Q2, U, ANGLE, UZ, UX, ROT0, ROT1, ROT2, CAY0, CAY1, CAY2 };
 
 int64_t symplex_maximal_struct_size(void) { return (int64_t)sizeof(symplex_maximal); }
 
 /* ---------------------------------------------------------------- small vector and quaternion algebra */
-
-static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-
-static void cross3(const double *a, const double *b, double *out)
-{
-    out[0] = a[1] * b[2] - a[2] * b[1];
-    out[1] = a[2] * b[0] - a[0] * b[2];
-    out[2] = a[0] * b[1] - a[1] * b[0];
-}
 
 static void mat3_vec(const double *M, const double *x, double *y) /* y = M x */
 {

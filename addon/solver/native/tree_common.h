@@ -10,19 +10,11 @@
 #include <string.h>
 
 #include "symplex_kernels.h"
+#include "vec3.h"
 
 #define INERTIA 13
 
-static inline double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-
 static inline double dot6(const double *a, const double *b) { return dot3(a, b) + dot3(a + 3, b + 3); }
-
-static inline void cross3(const double *a, const double *b, double *out)
-{
-    out[0] = a[1] * b[2] - a[2] * b[1];
-    out[1] = a[2] * b[0] - a[0] * b[2];
-    out[2] = a[0] * b[1] - a[1] * b[0];
-}
 
 /* out = ad(a) b = (wa x wb, wa x vb + va x wb) */
 static inline void ad_twist(const double *a, const double *b, double *out)
