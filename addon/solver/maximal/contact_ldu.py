@@ -10,25 +10,28 @@ body's block may carry its contacts' stiffness G^T (-E)^-1 C (with every contact
 and the blocks inverted explicitly, the box pile's factor had a backward error of 1e-3).
 
 The order is static, so no pivot may need a row exchange across blocks. Pb is equilibrated (row, then
-column maxima, as for SuperLU), and each group of rows either goes freely or waits for its bodies
-(fillin.order_nodes' `after`):
-* A group whose equilibrated diagonal is at least TAU everywhere (interior-point pairs away from
-  contact: -s/lam not small) has a regular diagonal block E and may go first. Eliminating it adds
-  D + G^T (-E)^-1 C, a 6x6 body-body coupling along the contact, with growth at most 1/TAU; minimum
-  degree takes such a group (degree two) early, so the bodies are left coupled like the contact graph.
-* A group with a smaller diagonal entry (joints: zero; contacts near the solution: s/lam down to
-  1e-15) waits for all its bodies; its pivot is then E - C D^-1 G^T, nearly definite, and redundant rows
-  (four corners and opposite friction directions on twelve unknowns) give pivots as small as s/lam
-  only in directions their coupling blocks do not see. Eliminating such groups first instead (a
-  penalty of stiffness lam/s) left backward errors up to 4e7 eps on a sphere chain.
+column maxima, as for SuperLU). A group of joint rows (zero diagonal) waits for all its bodies
+(fillin.order_nodes' `after`): its pivot is then E - C D^-1 G^T. Every group of interior-point rows
+may go first whatever its -s/lam (the condensed order): minimum degree takes such a group (degree two)
+early, its elimination adds the contact's stiffness D - G^T E^-1 C (lam/s, large on active contacts,
+as in the normal equations of interior-point methods) to its two bodies and a 6x6 coupling between
+them, so the bodies are left coupled like the contact graph and the fill is the bodies' (each box of
+the 200-box pile touches about ten others: a body graph of 1200 unknowns) and not the contact rows'.
+Its pivot growth is lam/s (up to 1e13 at the end of a step), but the error stays in the stiff
+directions, as for the normal equations: on the pile's landing steps defect correction against the
+exact Pb (linear.LinearSolver.solve) meets its 1e-8 in one sweep (a defect of 1e-10 before it), and
+the Newton direction agrees with SuperLU's to 2e-7 (docs/benchmarks_maximal.md).
+
+Measured against the bordered order, in which every interior-point group also waited for its bodies
+(its pivot E - C D^-1 G^T nearly definite, growth bounded): eliminating a box then joined the rows of
+all its contacts into one clique, and the pile's landing steps took 17000 multiply-adds per unknown
+(63 million per factorisation) and 10-80 s per step, against 8600 in 6x6 blocks in the condensed order;
+dominoes (a chain of contacts) are as fast or faster condensed, with the same depth. Between the two,
+letting only groups with an equilibrated diagonal of at least 0.5 go first made rows cross that bound
+within a step and rebuild the pattern each time (20 builds in one pile step).
 The pattern (grouping, order, symbolic factor, flat layout and where each entry of Pb goes) is kept
-while the rows' bodies and E's pattern stay the same and no new row has to wait (a step's Newton
-iterations, often the next steps). TAU = 0.5 (only rows whose own -s/lam dominates them go first):
-with 1e-3 the interior point drove rows through TAU mid-step (more rebuilds), and on the box pile's
-step 26 the factors, accurate enough for defect correction, still led the step through 119
-factorisations where SuperLU took 29 (0.5: 33). Eliminating a contact's body first makes
-its contact rows and its other contacts' rows one clique: the fill grows with the contacts per body,
-not with the scene. Whether a factor is good enough is judged by its caller's defect correction
+while the rows' bodies and E's pattern stay the same (a step's Newton iterations, often the next
+steps). Whether a factor is good enough is judged by its caller's defect correction
 (linear.LinearSolver.solve), which falls back to SuperLU when it is not.
 """
 
@@ -44,7 +47,6 @@ from . import fillin
 from ..native import block_lu_binding as _native
 
 NATIVE = _native.LIB is not None
-TAU = 0.5  # a group of rows whose equilibrated diagonal is smaller waits for its bodies (bounds growth by 1/TAU)
 
 
 @dataclass(frozen=True)
@@ -68,10 +70,10 @@ class Pattern:
         return self.symbolic.stored_entries
 
 
-def waiting_rows(n_bodies: int, n_primary: int, diagonal: np.ndarray) -> np.ndarray:
-    """Rows that must follow their bodies: Pb's equilibrated diagonal `diagonal` (unknowns) below TAU
-    (joints: zero; interior-point pairs near the solution: s/lam)."""
-    return np.abs(diagonal[6 * n_bodies:]) < TAU
+def waiting_rows(n_bodies: int, diagonal: np.ndarray) -> np.ndarray:
+    """Rows that must follow their bodies: those with a zero diagonal in Pb (`diagonal`, unknowns), the
+    joints' (an interior-point pair's is -s/lam, never zero)."""
+    return diagonal[6 * n_bodies:] == 0.0
 
 
 def key(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sparse.csr_matrix,
@@ -81,12 +83,9 @@ def key(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sp
 
 
 def reusable(pattern: Pattern | None, key: tuple) -> bool:
-    """The pattern applies to a Pb with this key: same rows' bodies and E pattern, and every row that
-    must wait for its bodies already waits in it (rows that wait without needing to cost fill, not
-    accuracy: the pattern is kept while the interior point drives s/lam down through TAU)."""
+    """The pattern applies to a Pb with this key: the same rows' bodies, E pattern and waiting rows."""
     return pattern is not None and len(key) == len(pattern.key) and all(
-        x.shape == y.shape and np.array_equal(x, y) for x, y in zip(key[:-1], pattern.key[:-1])) and bool(
-        np.all(pattern.key[-1][key[-1]]))
+        x.shape == y.shape and np.array_equal(x, y) for x, y in zip(key, pattern.key))
 
 
 def group_rows(a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sparse.csr_matrix) -> np.ndarray:
@@ -127,7 +126,7 @@ def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.
     off = lr != lc
     pairs.append(np.stack([n_bodies + np.minimum(lr, lc)[off], n_bodies + np.maximum(lr, lc)[off]], axis=1))
     edges = np.unique(np.concatenate(pairs).reshape(-1, 2), axis=0)
-    # rows with a zero diagonal in Pb (joints) wait for all their bodies; interior-point groups do not
+    # groups with a waiting row (joints) wait for all their bodies; interior-point groups do not
     needs_bodies = np.bincount(label, weights=waiting, minlength=groups) > 0
     bodies_of: list[set[int]] = [set() for _ in range(groups)]
     for g, body in pairs[0].tolist() + pairs[1].tolist():

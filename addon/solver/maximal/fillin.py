@@ -63,11 +63,12 @@ class Symbolic:
 
     @property
     def flops(self) -> int:
-        """Multiply-adds of `factor`: per node an inversion, its L and U blocks and the Schur updates."""
-        d, total = self.dims, 0
-        for v, up in enumerate(self.upper):
-            total += d[v] ** 3 + 2 * sum(d[v] ** 2 * d[p] for p in up)
-            total += sum(d[p] * d[v] * d[r] for p in up for r in up)
+        """Multiply-adds of `factor`: per node v of d unknowns whose later neighbours hold w, an inversion
+        (d^3), its L and U blocks (2 d^2 w) and the Schur updates of every later pair (d w^2)."""
+        total = 0
+        for d, up in zip(self.dims, self.upper):
+            w = sum(self.dims[p] for p in up)
+            total += d ** 3 + 2 * d * d * w + d * w * w
         return total
 
 

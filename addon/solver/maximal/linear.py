@@ -299,13 +299,11 @@ class LinearSolver:
         """contact_ldu's block LU of the equilibrated Pb (its pattern kept while the topology is the
         same); None, or why it cannot factor."""
         rows = A.rows
-        waiting = contact_ldu.waiting_rows(len(A.D), A.n_primary, M.diagonal())
+        waiting = contact_ldu.waiting_rows(len(A.D), M.diagonal())
         key = contact_ldu.key(len(A.D), rows.a, rows.b, A.n_primary, A.E, waiting)
         pattern = self._pattern
         if not contact_ldu.reusable(pattern, key) or not (
                 np.array_equal(pattern.csr[0], M.indptr) and np.array_equal(pattern.csr[1], M.indices)):
-            if pattern is not None and contact_ldu.reusable(pattern, key[:-1] + (np.zeros_like(waiting),)):
-                waiting = waiting | pattern.key[-1]  # same topology: rows that waited keep waiting
             pattern = contact_ldu.build(len(A.D), rows.a, rows.b, A.n_primary, A.E.tocsr(), waiting, M.indptr,
                                         M.indices)
             self._pattern = pattern

@@ -8,12 +8,13 @@ in the flat factor, and the symplex_maximal_sparse struct that hands pattern and
 The pattern is kept while the rows' bodies and E's pattern stay the same. A topology whose factor would
 cost more than the caller's max_flops (native_step's gate) stops after the symbolic factor.
 
-Every row group waits for its bodies (contact_ldu's `waiting` all set): the order is then fixed for a
-contact set whatever the iterate's -s/lam, each group's pivot is E - C D^-1 G^T (nearly definite), and
-no step has to be redone for a new order. Measured against letting groups with an equilibrated diagonal
->= contact_ldu.TAU go first (the numpy solver's choice), with the kernel rebuilding the pattern and
-redoing the step when a row crossed TAU (OMP_NUM_THREADS=1, load 4.8-5): 32 dominoes 11.0 against 18.9 ms
-per step, 1000 dominoes 217 against 627 ms (rows crossing TAU step after step meant a rebuild each time).
+The joint rows wait for their bodies, the pairs' groups may go first (contact_ldu's condensed order,
+whatever the iterate's -s/lam): the order is then fixed for a contact set, and no step has to be redone
+for a new order. Earlier every group waited (fixed too, but a box's elimination joined all its
+contacts' rows into one clique: the 200-box pile's landing steps went to numpy over MAX_FLOPS), and
+before that groups with an equilibrated diagonal >= 0.5 went first, with the kernel rebuilding the
+pattern and redoing the step when a row crossed that bound (32 dominoes 18.9 ms per step, 1000
+dominoes 627 ms, against 11.0 and 217 with all waiting; OMP_NUM_THREADS=1, load 4.8-5).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class KernelPattern:
         indices = unique % N
         E = _e_matrix(npair, e_row, e_col)
         wa, wb = _world(nb, a), _world(nb, b)
-        waiting = np.ones(R, bool)
+        waiting = np.arange(R) < R - npair  # the joint rows (contact_ldu: the pairs' groups may go first)
         self.pattern = contact_ldu.build(nb, wa, wb, R - npair, E, waiting, indptr, indices, max_flops)
         if self.pattern is None:
             return

@@ -65,8 +65,25 @@ static void right_upper_solve(int64_t d, const double *lu, int64_t m, double *x)
     }
 }
 
+/* c (6 x 6) -= a (6 x 6) b (6 x 6): the body-body update of the condensed order (contact_ldu.py), most of the
+ * pile's multiply-adds; fixed bounds let the compiler unroll and vectorise it. */
+static void sub_product6(const double *a, const double *b, double *c) {
+    for (int i = 0; i < 6; i++) {
+        double r[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        for (int l = 0; l < 6; l++) {
+            const double f = a[i * 6 + l];
+            for (int j = 0; j < 6; j++) r[j] += f * b[l * 6 + j];
+        }
+        for (int j = 0; j < 6; j++) c[i * 6 + j] -= r[j];
+    }
+}
+
 /* c (m x n) -= a (m x k) b (k x n), all row-major. */
 static void sub_product(int64_t m, int64_t k, int64_t n, const double *a, const double *b, double *c) {
+    if (m == 6 && k == 6 && n == 6) {
+        sub_product6(a, b, c);
+        return;
+    }
     for (int64_t i = 0; i < m; i++)
         for (int64_t l = 0; l < k; l++) {
             double f = a[i * k + l];
