@@ -43,8 +43,9 @@ from .joints import ANGLE, frames, row_targets
 from .linear import SPARSE_FROM, LinearSolver
 from .state import MaximalModel, MaximalState
 
-MAX_FLOPS = 2000.0  # the block LU's multiply-adds per unknown (fillin.Symbolic.flops) above which the step goes to numpy
-# before the factor's layout is built (dominoes: DOMINO; the 200-box pile's clique steps: 17000, where C took 37 s and numpy 12)
+MAX_FLOPS = 50000.0  # the block LU's multiply-adds per unknown (fillin.Symbolic.flops) above which the step goes to numpy
+# before the factor's layout is built: a guard, reached by no measured scene in contact_ldu's condensed order (dominoes
+# 75-250; the 200-box pile's landing steps 4400-12800, the body graph's fill; in the bordered order 17000, then gated at 2000)
 MAX_BORDER = 256  # loop rows + inequality pairs the kernel borders densely (measured: the dense border beats the
 # numpy sparse LU 7x at 174 pairs, 16 dominoes; loses 1.2x at 350, 32 dominoes); more: the block LU in C
 
