@@ -42,8 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .stage_kkt import (NATIVE, CondensedFactor, StageBreakdown, StageFactor, StageLayout, StagePlan, kkt_residual,
-                        stage_layout)
+from .stage_kkt import NATIVE, CondensedFactor, StageBreakdown, StageLayout, StagePlan, kkt_residual, stage_layout
 
 Progress = Callable[[int, dict], Optional[bool]]
 
@@ -217,18 +216,21 @@ class _Reduced:
             values = raw.data
             if self._jac_plan is None or not _same_pattern(self._jac_plan[0], raw):
                 self._jac_plan = (raw, *self._reduce_jacobian(raw))
-        _, src, scale, J, self._jac_rows = self._jac_plan
+        _, src, scale, J, self._jt_matrix = self._jac_plan
         J.data = np.concatenate([values, -np.ones(self.ns)])[src] * scale
         return J
 
     def jt(self, J: sp.csr_matrix, y: np.ndarray) -> np.ndarray:
-        """J^T y for a J from jac (without the transposed matrix; the same sums in the same order)."""
-        return np.bincount(J.indices, weights=J.data * y[self._jac_rows], minlength=J.shape[1])
+        """J^T y for a J from jac: J's arrays read as the CSC matrix of J^T (kept with the pattern; scipy's product
+        sums each column's entries in row order, as J.T @ y would)."""
+        JT = self._jt_matrix
+        JT.data = J.data
+        return JT @ y
 
     def _reduce_jacobian(self, raw: sp.csr_matrix):
-        """(source of each reduced entry in [raw.data, slack -1s], its row scale, the reduced matrix, the row of
-        each entry): the free columns of raw, then the slacks' -1 at (inequality row, slack), every entry scaled
-        by its row's c_scale."""
+        """(source of each reduced entry in [raw.data, slack -1s], its row scale, the reduced matrix, its transpose
+        on the same index arrays (CSC)): the free columns of raw, then the slacks' -1 at (inequality row, slack),
+        every entry scaled by its row's c_scale."""
         nnz = len(raw.data)
         marked = sp.csr_matrix((np.arange(1.0, nnz + 1), raw.indices, raw.indptr), shape=raw.shape)[:, self.free]
         slack = sp.csr_matrix((nnz + 1.0 + np.arange(self.ns), (self.ineq, self.nx + np.arange(self.ns))),
@@ -237,20 +239,14 @@ class _Reduced:
         J.sort_indices()
         rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
         reduced = sp.csr_matrix((np.zeros(J.nnz), _frozen(J.indices), _frozen(J.indptr)), shape=J.shape)
-        return J.data.astype(np.int64) - 1, self.c_scale[rows], reduced, rows
-
-    def hess(self, z, y) -> sp.csc_matrix | None:
-        """Hessian of the scaled Lagrangian f_scale f + y^T (Dc c) over z ((nx+ns)^2, CSC, symmetrised, with
-        every diagonal entry in its pattern; slack rows empty), or None: hess_data's values in a new matrix."""
-        data = self.hess_data(z, y)
-        if data is None:
-            return None
-        return sp.csc_matrix((data, self._w_matrix.indices, self._w_matrix.indptr), shape=self._w_matrix.shape)
+        transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=J.shape[::-1])
+        return J.data.astype(np.int64) - 1, self.c_scale[rows], reduced, transposed
 
     def hess_data(self, z, y) -> np.ndarray | None:
-        """The Hessian's data in the pattern of the CSC matrix plus_diagonal fills (with every diagonal entry
-        in it: W = H + Sigma adds to them), or None. Like jac, the pattern and the scatter of the NLP's entries
-        into it are worked out once per pattern."""
+        """The data of the Hessian of the scaled Lagrangian f_scale f + y^T (Dc c) over z ((nx+ns)^2, symmetrised;
+        slack rows empty) in the pattern of the CSC matrix plus_diagonal fills (with every diagonal entry in it: W
+        = H + Sigma adds to them), or None. Like jac, the pattern and the scatter of the NLP's entries into it are
+        worked out once per pattern."""
         if self.nlp.hessian is None:
             return None
         args = (self.full(z), self.c_scale * y, self.f_scale)
@@ -289,7 +285,7 @@ class _Reduced:
         return upper, lower, pattern, inverse[2 * len(kept):]
 
     def plus_diagonal(self, H: np.ndarray, sigma: np.ndarray) -> sp.csc_matrix:
-        """W = H + diag(sigma) (CSC) for H's data from hess (its pattern holds the diagonal: the values are
+        """W = H + diag(sigma) (CSC) for H's data from hess_data (its pattern holds the diagonal: the values are
         added in place of a sparse sum); like jac's, the same matrix object each call, valid until the next."""
         data = H.copy()
         data[self.diagonal] += sigma
@@ -345,11 +341,12 @@ def _push_inside(z, zl, zu, k1=1e-2, k2=1e-2):
 
 
 class _Bounds:
-    """The finite lower and upper bounds of a vector, by index (fixed for a solve): distances, barrier terms and
-    the fraction-to-boundary rule without masking the whole vector each time."""
+    """The finite lower and upper bounds of a vector (fixed for a solve): lo, up, the masks of the entries that
+    have one (the interior point's only record of which bounds exist); distances, barrier terms and the
+    fraction-to-boundary rule over those entries."""
 
     def __init__(self, lo: np.ndarray, up: np.ndarray):
-        self.lo, self.up = np.flatnonzero(np.isfinite(lo)), np.flatnonzero(np.isfinite(up))
+        self.lo, self.up = np.isfinite(lo), np.isfinite(up)
         self.lo_value, self.up_value = lo[self.lo], up[self.up]
 
     def distances(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -453,7 +450,7 @@ class _KKT:
         if isinstance(self.layout, StageLayout):
             try:
                 factor = (self.plan.factor(W, J, dw, dc) if self.plan is not None else  # only the last is kept
-                          CondensedFactor(StageFactor, self.layout, W, J, dw, dc, *self.slacks))
+                          CondensedFactor(self.layout, W, J, dw, dc, *self.slacks))
                 if not factor.inertia_ok(m):
                     self.stage_count += 1
                     return factor, None
@@ -549,7 +546,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     P = _Reduced(nlp, x0)
     nz = P.nx + P.ns
     zl, zu = P.zl, P.zu
-    lo_f, up_f = np.isfinite(zl), np.isfinite(zu)
+    bounds = _Bounds(zl, zu)
+    lo_f, up_f = bounds.lo, bounds.up
     z = _push_inside(np.concatenate([P.x_full[P.free], P.s0]), zl, zu)
     mu = mu_init
     zL = np.where(lo_f, 1.0, 0.0)
@@ -574,19 +572,17 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     with clock("factorisation"):
         factoriser = (_KKT(P.kkt_layout(z, slacks=False), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
                       else _KKT(why_lu))
-    bounds = _Bounds(zl, zu)
-    lo, up = bounds.lo, bounds.up
     # the bound multipliers' own bounds (zL, zU >= 0 where z has the bound)
     zL_bounds, zU_bounds = _Bounds(np.where(lo_f, 0.0, -np.inf), np.full(nz, np.inf)), \
         _Bounds(np.where(up_f, 0.0, -np.inf), np.full(nz, np.inf))
+    dl = np.where(lo_f, z - zl, 1.0)  # distances to the bounds at z (1 where there is none)
+    du = np.where(up_f, zu - z, 1.0)
     it = 0
     for it in range(max_iter + 1):
-        dl = np.where(lo_f, z - zl, 1.0)
-        du = np.where(up_f, zu - z, 1.0)
         grad_lag = g + P.jt(J, y) - zL + zU
         s_d = max(100.0, (np.abs(y).sum() + zL.sum() + zU.sum()) / max(P.m + nz, 1)) / 100.0
         dual_inf = float(np.max(np.abs(grad_lag), initial=0.0)) / s_d
-        dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
+        dzl, dzu = dl[lo_f] * zL[lo_f], du[up_f] * zU[up_f]  # complementarity products
         compl = max(float(np.max(dzl, initial=0.0)), float(np.max(dzu, initial=0.0)))
         raw_viol = float(np.max(violation(raw, P.cl, P.cu), initial=0.0))
         f_val = float(nlp.objective(P.full(z)))
@@ -613,8 +609,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             mu = max(tol / 10, min(0.2 * mu, mu**1.5))
             filt = []
         tau = max(0.99, 1.0 - mu)
-        sigma = np.where(lo_f, zL / dl, 0.0) + np.where(up_f, zU / du, 0.0)
-        grad_phi = g - np.where(lo_f, mu / dl, 0.0) + np.where(up_f, mu / du, 0.0)
+        zl_dl, zu_du, mu_dl, mu_du = zL / dl, zU / du, mu / dl, mu / du
+        sigma = np.where(lo_f, zl_dl, 0.0) + np.where(up_f, zu_du, 0.0)
+        grad_phi = g - np.where(lo_f, mu_dl, 0.0) + np.where(up_f, mu_du, 0.0)
         with clock("evaluation"):
             H = P.hess_data(z, y)
         with clock("factorisation"):
@@ -626,8 +623,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         dw_last = dw
         dz, y_new = sol[:nz], sol[nz:]
         dy = y_new - y
-        dzL = np.where(lo_f, mu / dl - zL - zL / dl * dz, 0.0)
-        dzU = np.where(up_f, mu / du - zU + zU / du * dz, 0.0)
+        dzL = np.where(lo_f, mu_dl - zL - zl_dl * dz, 0.0)
+        dzU = np.where(up_f, mu_du - zU + zu_du * dz, 0.0)
         alpha_max = bounds.step(z, dz, tau)
         alpha_z = min(zL_bounds.step(zL, dzL, tau), zU_bounds.step(zU, dzU, tau))
 

@@ -77,6 +77,13 @@ class StageDynamics(ABC):
     @abstractmethod
     def residual(self, W: np.ndarray, first: np.ndarray, h: np.ndarray): ...
 
+    def window_residual(self, X: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """residual over the transcription's windows X (K, 3 (ns + nv) + 1), stages k-1, k, k+1 flattened then h:
+        (r (K, nr), dr/dX (K, nr, 3 (ns + nv) + 1)). A vehicle whose kernel lays its Jacobian out so overrides it
+        (no copies back and forth)."""
+        r, dW, dh = self.residual(X[:, :-1].reshape(len(X), 3, self.ns + self.nv), first, X[:, -1])
+        return r, np.concatenate([dW.reshape(len(X), r.shape[1], -1), dh[:, :, None]], axis=2)
+
     # Optional exact second derivatives: residual_hessian(W, first, h, y (K, nr)) -> (K, 3 (ns + nv) + 1,
     # 3 (ns + nv) + 1), sum_i y_i d2 r_i over the window flattened then h. None: differenced instead.
     residual_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
@@ -438,9 +445,7 @@ class Transcription:
             return first if count == N else np.resize(first, count)
 
         def fn(X):
-            W = X[:, :-1].reshape(-1, 3, nw)
-            r, dW, dh = dyn.residual(W, firsts(len(X)), X[:, -1])
-            return r, np.concatenate([dW.reshape(len(X), r.shape[1], 3 * nw), dh[:, :, None]], axis=2)
+            return dyn.window_residual(X, firsts(len(X)))
 
         if dyn.residual_hessian is not None:
             def hessian(X, weights):
