@@ -356,21 +356,21 @@ class _Bounds:
     def log_barrier(self, x: np.ndarray) -> float:
         """sum of log(distance) over the finite bounds; -inf when x is on or outside one."""
         d_lo, d_up = self.distances(x)
-        if np.any(d_lo <= 0) or np.any(d_up <= 0):
+        if (d_lo <= 0).any() or (d_up <= 0).any():
             return -np.inf
-        return float(np.sum(np.log(d_lo)) + np.sum(np.log(d_up)))
+        return float(np.log(d_lo).sum() + np.log(d_up).sum())
 
     def step(self, x: np.ndarray, dx: np.ndarray, tau: float) -> float:
         """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each finite bound."""
         alpha = 1.0
         d = dx[self.lo]
         m = d < 0
-        if np.any(m):
-            alpha = min(alpha, float(np.min(-tau * (x[self.lo][m] - self.lo_value[m]) / d[m])))
+        if m.any():
+            alpha = min(alpha, float((-tau * (x[self.lo][m] - self.lo_value[m]) / d[m]).min()))
         d = dx[self.up]
         m = d > 0
-        if np.any(m):
-            alpha = min(alpha, float(np.min(tau * (self.up_value[m] - x[self.up][m]) / d[m])))
+        if m.any():
+            alpha = min(alpha, float((tau * (self.up_value[m] - x[self.up][m]) / d[m]).min()))
         return alpha
 
 
@@ -419,13 +419,13 @@ def _refined(factor, rhs: np.ndarray) -> tuple[np.ndarray, bool]:
     of 1e-12 (1 + |rhs|)), and whether the residual came within 1e-9 (1 + |rhs|), round-off for these matrices
     (the sparse LU's solutions are used either way, as they always were)."""
     sol = factor.solve(rhs)
-    size = 1 + np.max(np.abs(rhs))
+    size = 1 + np.abs(rhs).max()
     for _ in range(3):
         res_k = factor.residual(sol, rhs)
-        if np.max(np.abs(res_k)) <= 1e-12 * size:
+        if np.abs(res_k).max() <= 1e-12 * size:
             return sol, True
         sol = sol + factor.solve(res_k)
-    return sol, bool(np.max(np.abs(factor.residual(sol, rhs))) <= 1e-9 * size)
+    return sol, bool(np.abs(factor.residual(sol, rhs)).max() <= 1e-9 * size)
 
 
 class _KKT:
@@ -455,7 +455,7 @@ class _KKT:
                     self.stage_count += 1
                     return factor, None
                 sol, accurate = _refined(factor, rhs)
-                if accurate or not np.all(np.isfinite(sol)):
+                if accurate or not np.isfinite(sol).all():
                     self.stage_count += 1
                     return factor, sol
                 raise StageBreakdown("refinement did not reach the LU's accuracy")
@@ -499,7 +499,7 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
             continue
         if sol is None:  # wrong inertia parity (factor_solve did not solve)
             pass
-        elif not np.all(np.isfinite(sol)):
+        elif not np.isfinite(sol).all():
             factor = None
         elif sol[:nz] @ (W @ sol[:nz]) + dw * (sol[:nz] @ sol[:nz]) >= 1e-10 * (sol[:nz] @ sol[:nz]):
             break
@@ -581,10 +581,10 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     for it in range(max_iter + 1):
         grad_lag = g + P.jt(J, y) - zL + zU
         s_d = max(100.0, (np.abs(y).sum() + zL.sum() + zU.sum()) / max(P.m + nz, 1)) / 100.0
-        dual_inf = float(np.max(np.abs(grad_lag), initial=0.0)) / s_d
+        dual_inf = float(np.abs(grad_lag).max(initial=0.0)) / s_d
         dzl, dzu = dl[lo_f] * zL[lo_f], du[up_f] * zU[up_f]  # complementarity products
-        compl = max(float(np.max(dzl, initial=0.0)), float(np.max(dzu, initial=0.0)))
-        raw_viol = float(np.max(violation(raw, P.cl, P.cu), initial=0.0))
+        compl = max(float(dzl.max(initial=0.0)), float(dzu.max(initial=0.0)))
+        raw_viol = float(violation(raw, P.cl, P.cu).max(initial=0.0))
         f_val = float(nlp.objective(P.full(z)))
         if progress is not None:
             info = {"objective": f_val, "constraint_violation": raw_viol, "dual_infeasibility": dual_inf,
@@ -597,13 +597,13 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             break
         if it == max_iter:
             break
-        if not (np.isfinite(f_val) and np.all(np.isfinite(c))):
+        if not (np.isfinite(f_val) and np.isfinite(c).all()):
             status, message = "failed", f"non-finite objective or constraints at iteration {it}"
             break
         # barrier subproblem solved well enough: decrease mu (possibly several times)
         while mu > tol / 10:
-            e_mu = max(dual_inf, float(np.max(np.abs(c), initial=0.0)),
-                       float(np.max(np.abs(dzl - mu), initial=0.0)), float(np.max(np.abs(dzu - mu), initial=0.0)))
+            e_mu = max(dual_inf, float(np.abs(c).max(initial=0.0)),
+                       float(np.abs(dzl - mu).max(initial=0.0)), float(np.abs(dzu - mu).max(initial=0.0)))
             if e_mu > 10.0 * mu:
                 break
             mu = max(tol / 10, min(0.2 * mu, mu**1.5))
@@ -632,7 +632,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             logs = bounds.log_barrier(zz)
             return np.inf if logs == -np.inf else P.f(zz) - mu * logs
 
-        theta0 = float(np.sum(np.abs(c)))
+        theta0 = float(np.abs(c).sum())
         phi0 = barrier(z)
         slope = float(grad_phi @ dz)
         if theta_max is None:
@@ -644,12 +644,12 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 zt = z + alpha * dz
                 raw_t = P.raw_c(zt)
                 ct = P.c(zt, raw_t)
-                verdict = _filter_test(filt, theta0, phi0, float(np.sum(np.abs(ct))), barrier(zt), alpha * slope,
+                verdict = _filter_test(filt, theta0, phi0, float(np.abs(ct).sum()), barrier(zt), alpha * slope,
                                        alpha, theta_min, theta_max)
                 if verdict:
                     accepted = (zt, raw_t, ct, verdict)
                     break
-                if alpha == alpha_max and float(np.sum(np.abs(ct))) >= theta0:
+                if alpha == alpha_max and float(np.abs(ct).sum()) >= theta0:
                     # second-order corrections (IPOPT): re-solve with the constraint values at the trial point
                     c_soc, theta_prev = alpha * c + ct, theta0
                     for _ in range(4):
@@ -658,7 +658,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                         zs = z + a_soc * d_soc
                         raw_s = P.raw_c(zs)
                         cs = P.c(zs, raw_s)
-                        theta_s = float(np.sum(np.abs(cs)))
+                        theta_s = float(np.abs(cs).sum())
                         verdict = _filter_test(filt, theta0, phi0, theta_s, barrier(zs), alpha * slope, alpha,
                                                theta_min, theta_max)
                         if verdict:
@@ -675,7 +675,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         if accepted is None:
             stalls += 1
             if stalls >= 8:
-                viol = float(np.max(violation(raw, P.cl, P.cu), initial=0.0))
+                viol = float(violation(raw, P.cl, P.cu).max(initial=0.0))
                 if viol > constraint_tol:
                     status = "infeasible"
                     message = (f"line search stalled at iteration {it} with constraint violation {viol:.3g}: "
@@ -719,6 +719,6 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 bfgs = bfgs - np.outer(Bs, Bs) / sBs + np.outer(r, r) / float(s_step @ r)
     x = P.full(z)
     raw = P.raw_c(z)
-    return NLPResult(x, status, it, float(nlp.objective(x)), float(np.max(violation(raw, P.cl, P.cu), initial=0.0)),
+    return NLPResult(x, status, it, float(nlp.objective(x)), float(violation(raw, P.cl, P.cu).max(initial=0.0)),
                      P.c_scale * y / P.f_scale, message, time.perf_counter() - start_time, clock.total,
                      factoriser.describe())
