@@ -261,8 +261,12 @@ class _Reduced:
             if self._hess_plan is None or not _same_pattern(self._hess_plan[0], raw):
                 self._hess_plan = (raw, *self._reduce_hessian(raw))
         _, upper, lower, self._w_matrix, self.diagonal = self._hess_plan
-        half = np.append(0.5 * values, 0.0)
-        return half[upper] + half[lower]
+        half = np.empty(len(values) + 1)  # 0.5 values, then the zero of the entries the raw pattern lacks
+        np.multiply(values, 0.5, out=half[:-1])
+        half[-1] = 0.0
+        out = half[upper]
+        out += half[lower]
+        return out
 
     def _reduce_hessian(self, raw: sp.csr_matrix):
         """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is
@@ -487,7 +491,7 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
     Sigma), raising the Hessian shift dw from `shift` until the inertia tests of the module docstring pass (dc > 0
     only for an exactly singular matrix). Returns (sol, factor, dw); factor is None when no shift below 1e40
     works."""
-    W = sp.csc_matrix(W)
+    W = W if W.format == "csc" else sp.csc_matrix(W)
     nz = W.shape[0]
     dw, dc = shift, 0.0
     sol, factor = None, None

@@ -275,6 +275,7 @@ class _Assembly:
         self.lower = np.concatenate([np.zeros(0)] + [b.lower.ravel() for b in blocks])
         self.upper = np.concatenate([np.zeros(0)] + [b.upper.ravel() for b in blocks])
         self._x: np.ndarray | None = None
+        self._unit_weights: dict[int, np.ndarray] = {}
 
     def _at(self, x: np.ndarray) -> None:
         if self._x is not None and np.array_equal(self._x, x):
@@ -303,15 +304,26 @@ class _Assembly:
         """The gradient of the sum of the rows."""
         return np.bincount(self.cols, weights=self.jacobian(x), minlength=self.n)
 
-    def hessian(self, x: np.ndarray, y: np.ndarray | None) -> np.ndarray:
-        """COO data (pattern hess_rows, hess_cols) of sum_i y_i d2 row_i (y None: every weight 1)."""
+    def hessian_parts(self, x: np.ndarray, y: np.ndarray | None, scale: float | None = None) -> list[np.ndarray]:
+        """Each block's COO data (in the pattern hess_rows, hess_cols, block after block) of sum_i y_i d2 row_i (y
+        None: every weight 1), times scale when given."""
         self._at(x)
-        parts = [np.zeros(0)]
-        for b, off, X, J in zip(self.blocks, self.offsets, self._X, self._J):
+        parts = []
+        for i, (b, off, X, J) in enumerate(zip(self.blocks, self.offsets, self._X, self._J)):
             K = len(X)
-            weights = np.ones((K, b.rows)) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
-            parts.append(b.hessian_values(X, J, weights))
-        return np.concatenate(parts)
+            weights = self._ones(i) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
+            part = b.hessian_values(X, J, weights)
+            parts.append(part if scale is None else scale * part)
+        return parts
+
+    def _ones(self, i: int) -> np.ndarray:
+        """Block i's weights of one (read-only, made once)."""
+        ones = self._unit_weights.get(i)
+        if ones is None:
+            b = self.blocks[i]
+            ones = self._unit_weights[i] = np.ones((len(b.index), b.rows))
+            ones.flags.writeable = False
+        return ones
 
 
 def _at_height(dist, z: float):
@@ -731,7 +743,7 @@ class Transcription:
                            np.concatenate([rows.hess_cols, costs.hess_cols]), (n, n))
 
         def hessian_data(x, y, obj_factor):
-            return np.concatenate([rows.hessian(x, y), obj_factor * costs.hessian(x, None)])
+            return np.concatenate([np.zeros(0)] + rows.hessian_parts(x, y) + costs.hessian_parts(x, None, obj_factor))
 
         stages = np.concatenate([np.repeat(np.arange(self.N + 2), self.nw), [-1]])  # h: of no stage
         self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, costs.total, costs.column_sums, rows.values,
