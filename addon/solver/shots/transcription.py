@@ -624,7 +624,9 @@ class Transcription:
                 def fn(X, wgt=wgt, trim=trim / ch.unit, s=s):
                     u, h = X[:, 0], X[:, 1]
                     e = (u - trim) / s
-                    return (wgt * h * e * e)[:, None], np.stack([2 * wgt * h * e / s, wgt * e * e], 1)[:, None]
+                    J = np.empty((len(X), 1, 2))
+                    J[:, 0, 0], J[:, 0, 1] = 2 * wgt * h * e / s, wgt * e * e
+                    return (wgt * h * e * e)[:, None], J
 
                 def hessian(X, weights, wgt=wgt, trim=trim / ch.unit, s=s):  # wgt h e^2 over (u, h)
                     e = (X[:, 0] - trim) / s
@@ -640,8 +642,10 @@ class Transcription:
 
                 def fn(X, wgt=wgt, s=s):
                     d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
-                    return (wgt * d * d / h)[:, None], np.stack(
-                        [-2 * wgt * d / (h * s), 2 * wgt * d / (h * s), -wgt * d * d / h**2], 1)[:, None]
+                    J = np.empty((len(X), 1, 3))
+                    J[:, 0, 0], J[:, 0, 1] = -2 * wgt * d / (h * s), 2 * wgt * d / (h * s)
+                    J[:, 0, 2] = -wgt * d * d / h**2
+                    return (wgt * d * d / h)[:, None], J
 
                 def hessian(X, weights, wgt=wgt, s=s):  # wgt d^2 / h over (u_k, u_k+1, h), d = (u_k+1 - u_k) / s
                     d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
