@@ -162,9 +162,7 @@ class _Reduced:
         self.cl, self.cu = cl, cu
         self.zl = np.concatenate([xl[self.free], cl[self.ineq]])
         self.zu = np.concatenate([xu[self.free], cu[self.ineq]])
-        # slack block of the reduced Jacobian: -1 at (ineq row, its slack)
-        self.S = sp.csr_matrix((-np.ones(self.ns), (self.ineq, self.nx + np.arange(self.ns))),
-                               shape=(self.m, self.nx + self.ns))
+        self.slack_entries = -np.ones(self.ns)  # the slacks' entries in the reduced Jacobian (inequality row, slack)
         self.target = np.where(self.eq, cl, 0.0)
         x = self.x_full.copy()
         g = np.asarray(nlp.gradient(x), float)[self.free]
@@ -174,7 +172,6 @@ class _Reduced:
         if J.nnz:
             row_max = np.maximum.reduceat(np.abs(J.data), J.indptr[:-1]) * (np.diff(J.indptr) > 0)
         self.c_scale = np.minimum(1.0, 100.0 / np.maximum(row_max, 1e-300))
-        self.Dc = sp.diags(self.c_scale)
         c0 = np.asarray(nlp.constraints(x), float)
         self.s0 = np.clip(c0[self.ineq], cl[self.ineq], cu[self.ineq])
         self._jac_plan = self._hess_plan = None
@@ -217,7 +214,7 @@ class _Reduced:
             if self._jac_plan is None or not _same_pattern(self._jac_plan[0], raw):
                 self._jac_plan = (raw, *self._reduce_jacobian(raw))
         _, src, scale, J, self._jt_matrix = self._jac_plan
-        J.data = np.concatenate([values, -np.ones(self.ns)])[src] * scale
+        J.data = np.concatenate([values, self.slack_entries])[src] * scale
         return J
 
     def jt(self, J: sp.csr_matrix, y: np.ndarray) -> np.ndarray:
@@ -507,8 +504,11 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
             pass
         elif not np.isfinite(sol).all():
             factor = None
-        elif sol[:nz] @ (W @ sol[:nz]) + dw * (sol[:nz] @ sol[:nz]) >= 1e-10 * (sol[:nz] @ sol[:nz]):
-            break
+        else:
+            dz = sol[:nz]
+            dd = dz @ dz
+            if dz @ (W @ dz) + dw * dd >= 1e-10 * dd:
+                break
         dw = (max(1e-4, dw_last / 3) if dw_last else 1e-4) if dw == 0 else (8 if dw_last else 100) * dw
         if dw > 1e40:
             factor = None
