@@ -240,7 +240,7 @@ class _Reduced:
         return J.data.astype(np.int64) - 1, self.c_scale[rows], reduced, transposed
 
     def hess_data(self, z, y) -> np.ndarray | None:
-        """The data of the Hessian of the scaled Lagrangian f_scale f + y^T (Dc c) over z ((nx+ns)^2, symmetrised;
+        """The data of the Hessian of the scaled Lagrangian f_scale f + (c_scale y)^T c over z ((nx+ns)^2, symmetrised;
         slack rows empty) in the pattern of the CSC matrix plus_diagonal fills (with every diagonal entry in it: W
         = H + Sigma adds to them), or None. Like jac, the pattern and the scatter of the NLP's entries into it are
         worked out once per pattern."""
