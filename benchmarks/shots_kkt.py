@@ -86,7 +86,8 @@ def _scaling() -> list[str]:
         stage = _cpu(lambda: nlpmod._refined(StageFactor(layout, W, J, 1e-4, 0.0), rhs), 5)
         plan = StagePlan(P.kkt_layout(z, slacks=False), P.ineq, -P.c_scale[P.ineq]) if NATIVE else None
         planned = _cpu(lambda: nlpmod._refined(plan.factor(W, J, 1e-4, 0.0), rhs), 20) if NATIVE else 0
-        lines.append(f"| {tr.N} | {len(rhs)} | {1e3 * lu:.1f} | {1e3 * stage:.1f} | {layout.n_chunks} of at most {layout.size} "
+        lines.append(f"| {tr.N} | {len(rhs)} | {1e3 * lu:.1f} | {1e3 * stage:.1f} "
+                     f"| {layout.n_chunks} of at most {layout.size} "
                      f"| {f'{1e3 * planned:.2f}' if NATIVE else 'not built'} "
                      f"| {f'{plan.layout.n_chunks} of at most {plan.layout.size}' if NATIVE else ''} |")
     return lines
