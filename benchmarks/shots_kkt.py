@@ -7,8 +7,8 @@ iterations, objective, the largest difference of the solutions, up to which iter
 constraint violation of the two solves agree to 1e-6 (relative), and the factorisation CPU (KKT assembly,
 factorisations with the inertia correction, solves) per iteration. Part 2: the parking shot at N = 100 ... 800
 stages (keys at the same times), one KKT matrix at the start point assembled, factorised and solved by each (sparse
-LU, the C kernel, its numpy twin, and the interior point's own path: the C kernel through a StagePlan, slacks and
-one-stage inequality rows eliminated): CPU per call, to show the cost per iteration against N.
+LU, the numpy twin of the stage recursion, and the interior point's own path: the C kernel through a StagePlan,
+slacks and one-stage inequality rows eliminated): CPU per call, to show the cost per iteration against N.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python -m benchmarks.shots_kkt [--scaling]
 
@@ -22,11 +22,10 @@ import time
 from dataclasses import replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.shotfile import load_shot
-from addon.solver.shots.stage_kkt import NATIVE, NativeStageFactor, StageFactor, StageLayout, StagePlan
+from addon.solver.shots.stage_kkt import NATIVE, StageFactor, StageLayout, StagePlan
 from addon.solver.shots.vehicle_shot import transcribe
 
 from .shots import SHOTS, _benchmark_shot
@@ -68,9 +67,9 @@ def _cpu(fn, repeat: int) -> float:
 
 
 def _scaling() -> list[str]:
-    lines = ["| stages N | KKT unknowns | sparse LU: assemble + factorise + solve (ms) | stage, C: same (ms) "
+    lines = ["| stages N | KKT unknowns | sparse LU: assemble + factorise + solve (ms) "
              "| stage, numpy twin: same (ms) | stage blocks | interior point's path (C, StagePlan): same (ms) "
-             "| its blocks |", "|---|---|---|---|---|---|---|---|"]
+             "| its blocks |", "|---|---|---|---|---|---|---|"]
     rng = np.random.default_rng(0)
     for factor in (1, 2, 4, 8):
         tr = transcribe(_scaled(factor))
@@ -80,16 +79,15 @@ def _scaling() -> list[str]:
         assert isinstance(layout, StageLayout), layout
         sigma = (np.where(np.isfinite(P.zl), 1.0 / (z - P.zl), 0.0)
                  + np.where(np.isfinite(P.zu), 1.0 / (P.zu - z), 0.0))
-        W = (P.hess(z, 0.1 * rng.standard_normal(P.m)) + sp.diags(sigma)).tocsc()
+        W = P.plus_diagonal(P.hess_data(z, 0.1 * rng.standard_normal(P.m)), sigma).copy()
         J = P.jac(z)
         rhs = rng.standard_normal(W.shape[0] + J.shape[0])
         lu = _cpu(lambda: nlpmod._refined(nlpmod._SparseLU(W, J, 1e-4, 0.0), rhs), 5)
         stage = _cpu(lambda: nlpmod._refined(StageFactor(layout, W, J, 1e-4, 0.0), rhs), 5)
-        native = _cpu(lambda: nlpmod._refined(NativeStageFactor(layout, W, J, 1e-4, 0.0), rhs), 20) if NATIVE else 0
         plan = StagePlan(P.kkt_layout(z, slacks=False), P.ineq, -P.c_scale[P.ineq]) if NATIVE else None
         planned = _cpu(lambda: nlpmod._refined(plan.factor(W, J, 1e-4, 0.0), rhs), 20) if NATIVE else 0
-        lines.append(f"| {tr.N} | {len(rhs)} | {1e3 * lu:.1f} | {f'{1e3 * native:.2f}' if NATIVE else 'not built'} "
-                     f"| {1e3 * stage:.1f} | {layout.n_chunks} of at most {layout.size} "
+        lines.append(f"| {tr.N} | {len(rhs)} | {1e3 * lu:.1f} | {1e3 * stage:.1f} "
+                     f"| {layout.n_chunks} of at most {layout.size} "
                      f"| {f'{1e3 * planned:.2f}' if NATIVE else 'not built'} "
                      f"| {f'{plan.layout.n_chunks} of at most {plan.layout.size}' if NATIVE else ''} |")
     return lines

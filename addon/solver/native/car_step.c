@@ -147,15 +147,22 @@ void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, 
         memcpy(inner[1], om_z, sizeof om_z);
         inner[2][U] = rho * hh;
         inner[2][HH] = rho * u;
-        /* inner is zero outside the slots theta, phi, phi_next, u, h: the other rows and columns gain nothing */
+        /* inner is zero outside the slots theta, phi, phi_next, u, h: the other rows and columns gain nothing. Of
+         * the terms inner[p][i] outer[p][q] inner[q][j] only those whose inner factors can be nonzero are summed
+         * (p, q in order): the others are zeros, which leave the sum's bits as they are */
         static const int MOVED[5] = {TH, S, SN, U, HH};
+        static const int DEPENDS[5][3] = {{1, 0, 0}, {0, 1, 0}, {0, 1, 0}, {0, 1, 1}, {0, 1, 1}}; /* inner[p][MOVED[a]] */
         for (int a = 0; a < 5; ++a)
             for (int b = 0; b < 5; ++b) {
                 const int i = MOVED[a], j = MOVED[b];
                 double sum = 0.0;
-                for (int p = 0; p < 3; ++p)
+                for (int p = 0; p < 3; ++p) {
+                    if (!DEPENDS[a][p])
+                        continue;
                     for (int q = 0; q < 3; ++q)
-                        sum += inner[p][i] * outer[p][q] * inner[q][j];
+                        if (DEPENDS[b][q])
+                            sum += inner[p][i] * outer[p][q] * inner[q][j];
+                }
                 H[i][j] += sum;
             }
         const double om_weight = -y1 - v * G_om; /* dL / d om */

@@ -14,6 +14,7 @@ import ctypes
 import numpy as np
 
 from . import load_kernels
+from .stage_kkt_binding import pointers
 
 _int, _ptr = ctypes.c_int64, ctypes.c_void_p
 
@@ -48,8 +49,7 @@ def step(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray) -> tu
     W, first, h = _inputs(W, first, h)
     r = np.empty((len(W), 4))
     J = np.empty((len(W), 4, 19))
-    LIB.symplex_car_step(len(W), W.ctypes.data, first.ctypes.data, h.ctypes.data, par.ctypes.data, r.ctypes.data,
-                         J.ctypes.data)
+    LIB.symplex_car_step(len(W), *pointers(W, first, h, par, r, J))
     return r, J
 
 
@@ -61,8 +61,7 @@ def hessian(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y:
     if y.shape != (len(W), 4):
         raise ValueError(f"car step Hessian: expected y ({len(W)}, 4), got {y.shape}")
     out = np.empty((len(W), 9, 9))
-    LIB.symplex_car_step_hessian(len(W), W.ctypes.data, first.ctypes.data, h.ctypes.data, par.ctypes.data,
-                                 y.ctypes.data, out.ctypes.data)
+    LIB.symplex_car_step_hessian(len(W), *pointers(W, first, h, par, y, out))
     return out
 
 
@@ -77,8 +76,8 @@ class PlanarClearance:
         self.offsets = np.ascontiguousarray(offsets, np.float64).reshape(-1, 2)
         self.kind = kind
         self.centre, self.R, self.shape = (np.ascontiguousarray(a, np.float64) for a in (centre, R, shape))
-        self._args = (len(self.offsets), self.offsets.ctypes.data, self.kind, self.centre.ctypes.data,
-                      self.R.ctypes.data, self.shape.ctypes.data)
+        offsets, centre, R, shape = pointers(self.offsets, self.centre, self.R, self.shape)
+        self._args = (len(self.offsets), offsets, self.kind, centre, R, shape)
 
     def rows(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Distances (K, m) and their gradients over S (K, m, ns)."""
@@ -86,7 +85,8 @@ class PlanarClearance:
         K, ns = S.shape
         d = np.empty((K, len(self.offsets)))
         J = np.empty((K, len(self.offsets), ns))
-        self._lib.symplex_planar_clearance(K, ns, S.ctypes.data, *self._args, None, d.ctypes.data, J.ctypes.data, None)
+        s, d_p, j_p = pointers(S, d, J)
+        self._lib.symplex_planar_clearance(K, ns, s, *self._args, None, d_p, j_p, None)
         return d, J
 
     def hessian(self, S: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -98,6 +98,6 @@ class PlanarClearance:
             raise ValueError(f"planar clearance: expected weights {(K, len(self.offsets))}, got {weights.shape}")
         d = np.empty((K, len(self.offsets)))
         H = np.empty((K, ns, ns))
-        self._lib.symplex_planar_clearance(K, ns, S.ctypes.data, *self._args, weights.ctypes.data, d.ctypes.data,
-                                           None, H.ctypes.data)
+        self._lib.symplex_planar_clearance(K, ns, *pointers(S), *self._args, *pointers(weights, d), None,
+                                           *pointers(H))
         return H

@@ -149,62 +149,6 @@ static void sub_ab(int64_t p, int64_t q, int64_t r, const double *a, const doubl
     }
 }
 
-/* Where K[i, j] goes in blk, or -1 (the lower twin of a stored coupling), or -2 (chunks more than one apart). */
-static int64_t slot(int64_t i, int64_t j, const int64_t *chunk, const int64_t *local, const int64_t *size,
-                    const int64_t *a_off, const int64_t *c_off, const int64_t *e_off, int64_t f_off, int64_t nb)
-{
-    int64_t ci = chunk[i], cj = chunk[j];
-    if (ci >= 0 && cj >= 0) {
-        if (ci == cj)
-            return a_off[ci] + local[i] * size[ci] + local[j];
-        if (cj == ci + 1)
-            return c_off[ci] + local[i] * size[cj] + local[j];
-        return ci == cj + 1 ? -1 : -2;
-    }
-    if (ci >= 0)
-        return e_off[ci] + local[i] * nb + local[j];
-    if (cj >= 0)
-        return -1;
-    return f_off + local[i] * nb + local[j];
-}
-
-int64_t symplex_stage_assemble(int64_t nz, int64_t m, const int64_t *chunk, const int64_t *local,
-                               const int64_t *size, const int64_t *a_off, const int64_t *c_off,
-                               const int64_t *e_off, int64_t f_off, int64_t nb, const int64_t *w_ptr,
-                               const int64_t *w_idx, const double *w_val, const int64_t *j_ptr,
-                               const int64_t *j_idx, const double *j_val, double dw, double dc, int64_t n_blk,
-                               double *blk)
-{
-    memset(blk, 0, (size_t)n_blk * sizeof(double));
-    for (int64_t col = 0; col < nz; ++col) {
-        for (int64_t e = w_ptr[col]; e < w_ptr[col + 1]; ++e) {
-            int64_t at = slot(w_idx[e], col, chunk, local, size, a_off, c_off, e_off, f_off, nb);
-            if (at >= 0)
-                blk[at] += w_val[e];
-            else if (at == -2 && w_val[e] != 0.0)
-                return 1 + w_idx[e];
-        }
-        int64_t at = slot(col, col, chunk, local, size, a_off, c_off, e_off, f_off, nb);
-        blk[at] += dw;
-    }
-    for (int64_t row = 0; row < m; ++row) {
-        int64_t r = nz + row;
-        for (int64_t e = j_ptr[row]; e < j_ptr[row + 1]; ++e) {
-            int64_t c = j_idx[e];
-            int64_t lower = slot(r, c, chunk, local, size, a_off, c_off, e_off, f_off, nb);
-            int64_t upper = slot(c, r, chunk, local, size, a_off, c_off, e_off, f_off, nb);
-            if (lower == -2 && j_val[e] != 0.0)
-                return 1 + r;
-            if (lower >= 0)
-                blk[lower] += j_val[e];
-            if (upper >= 0)
-                blk[upper] += j_val[e];
-        }
-        blk[slot(r, r, chunk, local, size, a_off, c_off, e_off, f_off, nb)] -= dc;
-    }
-    return 0;
-}
-
 int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_t *w_slot, const int64_t *w_src,
                            const double *w_val, int64_t n_j, const int64_t *j_slot, const int64_t *j_src,
                            const double *j_val, int64_t n_p, const int64_t *p_slot, const int64_t *p_a,

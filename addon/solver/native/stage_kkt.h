@@ -14,17 +14,6 @@
 #define SYMPLEX_STAGE_KKT_H
 #include <stdint.h>
 
-/* Zero blk (n_blk doubles) and scatter W (CSC: w_ptr (nz+1), w_idx, w_val), J (CSR: j_ptr (m+1), j_idx, j_val)
- * and the shifts into it: W holds both triangles, J gives K[nz + r, j] and K[j, nz + r]. Of a coupling between
- * two blocks only the upper one is kept (C_k: chunk k to k+1; E_k: chunk to border). Returns 0, or 1 + the KKT row of an entry coupling chunks more
- * than one apart (the layout does not fit this matrix). */
-int64_t symplex_stage_assemble(int64_t nz, int64_t m, const int64_t *chunk, const int64_t *local,
-                               const int64_t *size, const int64_t *a_off, const int64_t *c_off,
-                               const int64_t *e_off, int64_t f_off, int64_t nb, const int64_t *w_ptr,
-                               const int64_t *w_idx, const double *w_val, const int64_t *j_ptr,
-                               const int64_t *j_idx, const double *j_val, double dw, double dc, int64_t n_blk,
-                               double *blk);
-
 /* The KKT matrix with its slacks and some inequality rows eliminated (stage_kkt.StagePlan), filled through slots
  * worked out once per sparsity pattern. Slack j (of ns) has the diagonal slack_d[j] = W[nx + j, nx + j] + dw (its
  * entry w_val[slack_diag[j]]; returns 1 + j if not positive, else 0) and the coefficient coef[j] in its row; an

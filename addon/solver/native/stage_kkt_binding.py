@@ -1,10 +1,10 @@
-"""ctypes bindings of stage_kkt.c (stage_kkt.h): assembly (from CSC/CSR, or through precomputed slots),
-block-tridiagonal LDL^T and solve of the shot KKT.
+"""ctypes bindings of stage_kkt.c (stage_kkt.h): assembly through precomputed slots, block-tridiagonal LDL^T and
+solve of the shot KKT, and its residual.
 
 `LIB` is the kernel library when it is built with stage_kkt.c and loads (native.load_kernels), else None;
 addon/solver/shots/stage_kkt.py then uses its numpy twin (StageFactor). The wrappers take the arrays of
-stage_kkt.NativeStageFactor and stage_kkt.StagePlan as they are (int64 / float64, C-contiguous; they build them
-so) and do not re-check them: those are their only callers.
+stage_kkt.StagePlan as they are (int64 / float64, C-contiguous; it builds them so) and do not re-check them: it
+is their only caller.
 """
 
 from __future__ import annotations
@@ -32,13 +32,8 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_stage_condensed_solve.restype = None
     lib.symplex_kkt_residual.argtypes = [_int, _int] + [_ptr] * 6 + [_double, _double] + [_ptr] * 4
     lib.symplex_kkt_residual.restype = None
-    lib.symplex_stage_assemble.argtypes = [_int, _int] + [_ptr] * 6 + [_int, _int] + [_ptr] * 6 \
-        + [_double, _double, _int, _ptr]
-    lib.symplex_stage_assemble.restype = _int
     lib.symplex_stage_factor.argtypes = [_int, _int] + [_ptr] * 4 + [_int, _ptr, _double] + [_ptr] * 7
     lib.symplex_stage_factor.restype = _int
-    lib.symplex_stage_solve.argtypes = [_int, _int] + [_ptr] * 4 + [_int] + [_ptr] * 8
-    lib.symplex_stage_solve.restype = None
     return lib
 
 
@@ -60,14 +55,6 @@ def layout_args(plan) -> tuple:
     """The layout's part of the factor and solve calls: n_chunks, nb, size, a_off, c_off, e_off, f_off, r_off."""
     sizes, a_off, c_off, e_off, r_off = pointers(plan.sizes, plan.a_off, plan.c_off, plan.e_off, plan.r_off)
     return (plan.n_chunks, plan.nb, sizes, a_off, c_off, e_off, plan.f_off, r_off)
-
-
-def assemble(plan, nz: int, m: int, w_ptr, w_idx, w_val, j_ptr, j_idx, j_val, dw: float, dc: float,
-             blk: np.ndarray) -> int:
-    """Run symplex_stage_assemble into blk; 0, or 1 + the KKT row of an entry that couples far chunks."""
-    return LIB.symplex_stage_assemble(nz, m, _p(plan.chunk), _p(plan.local), _p(plan.sizes), _p(plan.a_off),
-                                      _p(plan.c_off), _p(plan.e_off), plan.f_off, plan.nb, _p(w_ptr), _p(w_idx),
-                                      _p(w_val), _p(j_ptr), _p(j_idx), _p(j_val), dw, dc, len(blk), _p(blk))
 
 
 def fill(n_blk: int, blk: int, plan: tuple, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float) -> int:
@@ -102,8 +89,3 @@ def factor(args: tuple, s_rcond: float, work: tuple, parity: int) -> int:
     parity: address of one int64); -1, or the chunk with a singular pivot (n_chunks: the border)."""
     return LIB.symplex_stage_factor(*args, s_rcond, *work, parity)
 
-
-def solve(args: tuple, work: tuple, v: np.ndarray) -> None:
-    """Run symplex_stage_solve in place on v (inner unknowns in chunk order, then the border); args, work as for
-    factor."""
-    LIB.symplex_stage_solve(*args, *work, _p(v))

@@ -14,10 +14,10 @@ start state fixed by its bounds). Variables of no stage (the free time step, sta
 form a small border coupled to every chunk (an arrow matrix); so does a last block much larger than the others
 (merged from the stages under keys on the end state), which would otherwise set the padded size of every block.
 
-`NativeStageFactor` (the default when the C kernels are built) assembles K from W and J straight into blocks of
-each chunk's own size and factorises it in C (native/stage_kkt.c) by the sequential Riccati recursion
-D_{k+1} = A_{k+1} - C_k^T D_k^{-1} C_k, dense LU per block, over only the columns of C_k that are not zero.
-`StageFactor`, its numpy twin and reference, factorises by block cyclic reduction (the stage-wise Riccati
+In C (native/stage_kkt.c, the interior point's path through `StagePlan` below when the kernels are built) K goes
+into blocks of each chunk's own size and is factorised by the sequential Riccati recursion D_{k+1} = A_{k+1} -
+C_k^T D_k^{-1} C_k, dense LU per block, over only the columns of C_k that are not zero. `StageFactor`, the numpy
+twin and reference (the same matrix, other pivots), factorises by block cyclic reduction (the stage-wise Riccati
 recursion reordered so that each level is a batch of independent small dense problems, which numpy does in one
 call each): with A_k the diagonal and C_k the upper off-diagonal blocks, the even blocks are eliminated at once,
 
@@ -32,12 +32,12 @@ with the sparse LU), and `negatives()` counts them exactly from the pivot blocks
 crosses blocks: a singular pivot block or border raises `StageBreakdown`, and a solve that iterative refinement
 cannot bring to the LU's accuracy is redone by sparse LU (nlp.py); both are counted in the solver's report.
 
-`CondensedFactor` eliminates the slack unknowns first (each has a positive diagonal and one row): either
-factorisation then runs on the variables and rows only, smaller blocks, with a diagonal of its own on each slack's
-row. `StagePlan` (the interior point's stage path when the C kernel is built) also eliminates the inequality rows
-whose variables lie in one block or two adjacent ones (each a negative pivot), leaving the variables and the
-equality rows, and fills the C kernel's blocks from W's and J's data through slots worked out once per sparsity
-pattern.
+`CondensedFactor` (the numpy path) eliminates the slack unknowns first (each has a positive diagonal and one
+row): StageFactor then runs on the variables and rows only, smaller blocks, with a diagonal of its own on each
+slack's row. `StagePlan` (the interior point's stage path when the C kernel is built) also eliminates the
+inequality rows whose variables lie in one block or two adjacent ones (each a negative pivot), leaving the
+variables and the equality rows, and fills the C kernel's blocks from W's and J's data through slots worked out
+once per sparsity pattern.
 """
 
 from __future__ import annotations
@@ -88,10 +88,6 @@ class StageLayout:
         self.e_off = offsets[2 * n_chunks - 1:3 * n_chunks - 1]
         self.f_off = int(offsets[3 * n_chunks - 1])
         self.n_blk = self.f_off + self.nb**2
-        # where each unknown's diagonal entry sits in the C kernel's storage (a per-row -dc is added there)
-        size_of = np.where(chunk >= 0, sizes[np.maximum(chunk, 0)], self.nb)
-        base = np.where(chunk >= 0, self.a_off[np.maximum(chunk, 0)], self.f_off)
-        self.diagonal = (base + local * size_of + local).astype(np.int64)
 
     def scratch(self) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
         """The C kernel's work arrays of this layout, allocated once (PlannedFactor: each factorisation in a plan
@@ -239,8 +235,8 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
 def kkt_residual(W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray, sol: np.ndarray,
                  rhs: np.ndarray) -> np.ndarray:
     """rhs - K sol for K = [[W + dw I, J^T], [J, -diag(dc)]] (dc a number or one per row): the refinement
-    residual of every factorisation of the interior point (the sparse LU's, NativeStageFactor's, CondensedFactor's:
-    the whole K's; PlannedFactor's is its C twin, symplex_kkt_residual)."""
+    residual of every factorisation of the interior point (the sparse LU's, StageFactor's, CondensedFactor's: the
+    whole K's; PlannedFactor's is its C twin, symplex_kkt_residual)."""
     nz = W.shape[0]
     dz, y = sol[:nz], sol[nz:]
     return rhs - np.concatenate([W @ dz + dw * dz + J.T @ y, J @ dz - dc * y])
@@ -421,61 +417,17 @@ def _native_factor(L: StageLayout, work: tuple[tuple[np.ndarray, ...], tuple[int
     return int(arrays[6][0])
 
 
-class NativeStageFactor:
-    """The same factorisation in C (native/stage_kkt.c): K assembled from W (CSC) and J (CSR) straight into blocks
-    of each chunk's own size (no padding), factorised by the sequential Riccati recursion D_{k+1} = A_{k+1} -
-    C_k^T D_k^{-1} C_k with dense LU per block, then the border's Schur complement. Other pivot blocks than
-    StageFactor's cyclic reduction, the same matrix: same solutions to round-off, same parity. Same interface
-    as StageFactor but for negatives() (the LU pivots give the parity only). The interior point's own path is
-    StagePlan (the same kernel, smaller blocks, no per-factorisation scatter from CSC/CSR); this class is its
-    reference with the slacks kept (tests, benchmarks.shots_kkt)."""
-
-    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray):
-        L = layout
-        W, J = sp.csc_matrix(W), sp.csr_matrix(J)  # no copies when they are already (the interior point's)
-        nz, m = W.shape[0], J.shape[0]
-        if nz + m != L.n_unknowns or W.shape != (nz, nz) or J.shape[1] != nz:
-            raise ValueError(f"stage KKT: W {W.shape} and J {J.shape} do not fit a layout of {L.n_unknowns} "
-                             f"unknowns")
-        self.L, self.W, self.J, self.dw, self.dc = L, W, J, dw, dc
-        i64 = np.int64
-        self.arrays, self.work = _work_arrays(L)  # the arrays and their addresses
-        blk = self.arrays[0]
-        bad = _native.assemble(L, nz, m, W.indptr.astype(i64), W.indices.astype(i64), np.ascontiguousarray(W.data,
-                               float), J.indptr.astype(i64), J.indices.astype(i64),
-                               np.ascontiguousarray(J.data, float), dw, dc if np.ndim(dc) == 0 else 0.0, blk)
-        if bad:
-            raise StageBreakdown("an entry couples stage blocks more than one apart")
-        if np.ndim(dc):
-            blk[L.diagonal[nz:]] -= dc
-        self.parity = _native_factor(L, (self.arrays, self.work))
-
-    def solve(self, rhs: np.ndarray) -> np.ndarray:
-        L = self.L
-        v = np.concatenate([rhs[L.order], rhs[L.border]])
-        _native.solve(L.kernel_args(), self.work[:6], v)
-        out = np.empty(L.n_unknowns)
-        out[L.order] = v[:len(L.order)]
-        out[L.border] = v[len(L.order):]
-        return out
-
-    def residual(self, sol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        return kkt_residual(self.W, self.J, self.dw, self.dc, sol, rhs)
-
-    inertia_ok = _parity_ok
-
-
 class CondensedFactor:
     """K = [[W + dw I, J^T], [J, -dc I]] with its slack unknowns eliminated before the stage factorisation.
 
     The last ns of the nz variables are slacks: W is diagonal over them (D = W_ss + dw > 0, the barrier's
     Sigma) and slack j enters only row rows[j], with coefficient coef[j]. Eliminating them (positive pivots: no
     change to the negative eigenvalues, Sylvester) leaves [[W_xx + dw I, J_x^T], [J_x, -diag(dc + e)]] with
-    e = coef^2 / D on the slacks' rows, factorised by `factor` (StageFactor or NativeStageFactor) in a layout of
-    the variables x and the rows only: on the car shots a stage block of 17 unknowns instead of 29. The solve
-    recovers ds = (r_s - coef y_rows) / D; the residual is the full K's, so refinement checks the whole system."""
+    e = coef^2 / D on the slacks' rows, factorised by StageFactor in a layout of the variables x and the rows only:
+    on the car shots a stage block of 17 unknowns instead of 29. The solve recovers ds = (r_s - coef y_rows) / D;
+    the residual is the full K's, so refinement checks the whole system."""
 
-    def __init__(self, factor, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float,
+    def __init__(self, layout: StageLayout, W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float,
                  rows: np.ndarray, coef: np.ndarray):
         W, J = sp.csc_matrix(W), sp.csr_matrix(J)
         nz, ns = W.shape[0], len(rows)
@@ -485,7 +437,7 @@ class CondensedFactor:
             raise StageBreakdown("a slack's diagonal is not positive")
         dcs = np.full(J.shape[0], dc)
         dcs[rows] += coef * coef / self.D
-        self.inner = factor(layout, _leading(W, self.nx, self.nx), _leading(J, J.shape[0], self.nx), dw, dcs)
+        self.inner = StageFactor(layout, _leading(W, self.nx, self.nx), _leading(J, J.shape[0], self.nx), dw, dcs)
         self.parity = self.inner.parity
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:

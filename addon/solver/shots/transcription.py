@@ -77,6 +77,13 @@ class StageDynamics(ABC):
     @abstractmethod
     def residual(self, W: np.ndarray, first: np.ndarray, h: np.ndarray): ...
 
+    def window_residual(self, X: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """residual over the transcription's windows X (K, 3 (ns + nv) + 1), stages k-1, k, k+1 flattened then h:
+        (r (K, nr), dr/dX (K, nr, 3 (ns + nv) + 1)). A vehicle whose kernel lays its Jacobian out so overrides it
+        (no copies back and forth)."""
+        r, dW, dh = self.residual(X[:, :-1].reshape(len(X), 3, self.ns + self.nv), first, X[:, -1])
+        return r, np.concatenate([dW.reshape(len(X), r.shape[1], -1), dh[:, :, None]], axis=2)
+
     # Optional exact second derivatives: residual_hessian(W, first, h, y (K, nr)) -> (K, 3 (ns + nv) + 1,
     # 3 (ns + nv) + 1), sum_i y_i d2 r_i over the window flattened then h. None: differenced instead.
     residual_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
@@ -268,6 +275,7 @@ class _Assembly:
         self.lower = np.concatenate([np.zeros(0)] + [b.lower.ravel() for b in blocks])
         self.upper = np.concatenate([np.zeros(0)] + [b.upper.ravel() for b in blocks])
         self._x: np.ndarray | None = None
+        self._unit_weights: dict[int, np.ndarray] = {}
 
     def _at(self, x: np.ndarray) -> None:
         if self._x is not None and np.array_equal(self._x, x):
@@ -296,15 +304,26 @@ class _Assembly:
         """The gradient of the sum of the rows."""
         return np.bincount(self.cols, weights=self.jacobian(x), minlength=self.n)
 
-    def hessian(self, x: np.ndarray, y: np.ndarray | None) -> np.ndarray:
-        """COO data (pattern hess_rows, hess_cols) of sum_i y_i d2 row_i (y None: every weight 1)."""
+    def hessian_parts(self, x: np.ndarray, y: np.ndarray | None, scale: float | None = None) -> list[np.ndarray]:
+        """Each block's COO data (in the pattern hess_rows, hess_cols, block after block) of sum_i y_i d2 row_i (y
+        None: every weight 1), times scale when given."""
         self._at(x)
-        parts = [np.zeros(0)]
-        for b, off, X, J in zip(self.blocks, self.offsets, self._X, self._J):
+        parts = []
+        for i, (b, off, X, J) in enumerate(zip(self.blocks, self.offsets, self._X, self._J)):
             K = len(X)
-            weights = np.ones((K, b.rows)) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
-            parts.append(b.hessian_values(X, J, weights))
-        return np.concatenate(parts)
+            weights = self._ones(i) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
+            part = b.hessian_values(X, J, weights)
+            parts.append(part if scale is None else scale * part)
+        return parts
+
+    def _ones(self, i: int) -> np.ndarray:
+        """Block i's weights of one (read-only, made once)."""
+        ones = self._unit_weights.get(i)
+        if ones is None:
+            b = self.blocks[i]
+            ones = self._unit_weights[i] = np.ones((len(b.index), b.rows))
+            ones.flags.writeable = False
+        return ones
 
 
 def _at_height(dist, z: float):
@@ -438,9 +457,7 @@ class Transcription:
             return first if count == N else np.resize(first, count)
 
         def fn(X):
-            W = X[:, :-1].reshape(-1, 3, nw)
-            r, dW, dh = dyn.residual(W, firsts(len(X)), X[:, -1])
-            return r, np.concatenate([dW.reshape(len(X), r.shape[1], 3 * nw), dh[:, :, None]], axis=2)
+            return dyn.window_residual(X, firsts(len(X)))
 
         if dyn.residual_hessian is not None:
             def hessian(X, weights):
@@ -607,7 +624,9 @@ class Transcription:
                 def fn(X, wgt=wgt, trim=trim / ch.unit, s=s):
                     u, h = X[:, 0], X[:, 1]
                     e = (u - trim) / s
-                    return (wgt * h * e * e)[:, None], np.stack([2 * wgt * h * e / s, wgt * e * e], 1)[:, None]
+                    J = np.empty((len(X), 1, 2))
+                    J[:, 0, 0], J[:, 0, 1] = 2 * wgt * h * e / s, wgt * e * e
+                    return (wgt * h * e * e)[:, None], J
 
                 def hessian(X, weights, wgt=wgt, trim=trim / ch.unit, s=s):  # wgt h e^2 over (u, h)
                     e = (X[:, 0] - trim) / s
@@ -623,8 +642,10 @@ class Transcription:
 
                 def fn(X, wgt=wgt, s=s):
                     d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
-                    return (wgt * d * d / h)[:, None], np.stack(
-                        [-2 * wgt * d / (h * s), 2 * wgt * d / (h * s), -wgt * d * d / h**2], 1)[:, None]
+                    J = np.empty((len(X), 1, 3))
+                    J[:, 0, 0], J[:, 0, 1] = -2 * wgt * d / (h * s), 2 * wgt * d / (h * s)
+                    J[:, 0, 2] = -wgt * d * d / h**2
+                    return (wgt * d * d / h)[:, None], J
 
                 def hessian(X, weights, wgt=wgt, s=s):  # wgt d^2 / h over (u_k, u_k+1, h), d = (u_k+1 - u_k) / s
                     d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
@@ -726,7 +747,7 @@ class Transcription:
                            np.concatenate([rows.hess_cols, costs.hess_cols]), (n, n))
 
         def hessian_data(x, y, obj_factor):
-            return np.concatenate([rows.hessian(x, y), obj_factor * costs.hessian(x, None)])
+            return np.concatenate([np.zeros(0)] + rows.hessian_parts(x, y) + costs.hessian_parts(x, None, obj_factor))
 
         stages = np.concatenate([np.repeat(np.arange(self.N + 2), self.nw), [-1]])  # h: of no stage
         self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, costs.total, costs.column_sums, rows.values,

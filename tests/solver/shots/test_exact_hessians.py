@@ -172,3 +172,8 @@ def test_car_step_in_c_equals_numpy():
                                                      dyn.residual_hessian_numpy(W, first, h, y))):
         assert got.shape == want.shape
         assert np.max(np.abs(got - want)) <= 1e-13 * max(1.0, np.abs(want).max())
+    # the transcription's window layout (stages flattened, then h) straight from the kernel: the same numbers as
+    # the rows and Jacobian split per stage and joined again
+    X = np.concatenate([W.reshape(K, 18), h[:, None]], axis=1)
+    for got, want in zip(dyn.window_residual(X, first), transcription.StageDynamics.window_residual(dyn, X, first)):
+        assert got.shape == want.shape and np.array_equal(got, want)

@@ -7,8 +7,8 @@ import scipy.sparse as sp
 
 from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.shotfile import load_shot
-from addon.solver.shots.stage_kkt import (NATIVE, CondensedFactor, NativeStageFactor, StageBreakdown, StageFactor,
-                                         StageLayout, StagePlan, kkt_residual, stage_layout)
+from addon.solver.shots.stage_kkt import (NATIVE, CondensedFactor, StageBreakdown, StageFactor, StageLayout, StagePlan,
+                                         kkt_residual, stage_layout)
 from addon.solver.shots.vehicle_shot import transcribe
 
 
@@ -22,7 +22,7 @@ def _kkt_at_start(name: str, seed: int):
     y = np.random.default_rng(seed).standard_normal(P.m)
     sigma = (np.where(np.isfinite(P.zl), 1.0 / np.maximum(z - P.zl, 1e-300), 0.0)
              + np.where(np.isfinite(P.zu), 1.0 / np.maximum(P.zu - z, 1e-300), 0.0))
-    W = (P.hess(z, y) + sp.diags(sigma)).tocsc()
+    W = P.plus_diagonal(P.hess_data(z, y), sigma).copy()
     return W, P.jac(z), layout, (P.kkt_layout(z, slacks=False), P.ineq, -P.c_scale[P.ineq])
 
 
@@ -40,10 +40,8 @@ def test_stage_solve_and_inertia_match_the_sparse_lu(name):
     rhs = np.random.default_rng(4).standard_normal(W.shape[0] + J.shape[0])
     b, _ = nlpmod._refined(lu, rhs)
     stage = StageFactor(layout, W, J, 0.0, 0.0)
-    kinds = [StageFactor] + ([NativeStageFactor] if NATIVE else [])
-    factors = [stage] + [kind(layout, W, J, 0.0, 0.0) for kind in kinds[1:]]
     # the slacks eliminated first (a smaller block per stage): the same solution and parity
-    factors += [CondensedFactor(kind, condensed, W, J, 0.0, 0.0, rows, coef) for kind in kinds]
+    factors = [stage, CondensedFactor(condensed, W, J, 0.0, 0.0, rows, coef)]
     if NATIVE:  # and the inequality rows of one stage too: blocks of the variables and equality rows only
         plan = StagePlan(condensed, rows, coef)
         factors.append(plan.factor(W, J, 0.0, 0.0))
@@ -85,7 +83,9 @@ def _random_stage_system(rng, sizes, nb: int):
 
 
 def _native(layout, K, nz, dw=0.0, dc=0.0):
-    return NativeStageFactor(layout, sp.csc_matrix(K[:nz, :nz]), sp.csr_matrix(K[nz:, :nz]), dw, dc)
+    """The C factorisation of K (no slacks: a StagePlan that eliminates nothing, every unknown in its block)."""
+    plan = StagePlan(layout, np.zeros(0, np.int64), np.zeros(0))
+    return plan.factor(sp.csc_matrix(K[:nz, :nz]), sp.csr_matrix(K[nz:, :nz]), dw, dc)
 
 
 @needs_native
@@ -122,7 +122,8 @@ def test_native_factor_reports_singular_pivots_far_couplings_and_wrong_shapes():
     with pytest.raises(StageBreakdown, match="more than one apart"):
         _native(layout, K, nz)
     with pytest.raises(ValueError, match="do not fit a layout"):
-        NativeStageFactor(layout, sp.csc_matrix(K[:nz - 1, :nz - 1]), sp.csr_matrix(K[nz:, :nz - 1]), 0.0, 0.0)
+        StagePlan(layout, np.zeros(0, np.int64), np.zeros(0)).factor(
+            sp.csc_matrix(K[:nz - 1, :nz - 1]), sp.csr_matrix(K[nz:, :nz - 1]), 0.0, 0.0)
 
 
 def _random_program_kkt(rng, n_stages: int = 8):
