@@ -380,6 +380,19 @@ static double residual(const symplex_tree *tree, gworkspace *w, int64_t s, int64
     return scale;
 }
 
+/* a . b over n = 12 r entries in four independent sums (the adds pipeline instead of waiting on one another) */
+static double dot_w(int64_t n, const double *restrict a, const double *restrict b)
+{
+    double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
+    for (int64_t q = 0; q < n; q += 4) {
+        t0 += a[q] * b[q];
+        t1 += a[q + 1] * b[q + 1];
+        t2 += a[q + 2] * b[q + 2];
+        t3 += a[q + 3] * b[q + 3];
+    }
+    return (t0 + t1) + (t2 + t3);
+}
+
 /* The Newton matrix's tree form (galerkin_newton.tree_form on plain joints): per coordinate i its vectors
  * U[i][a], xv[i][a] (a = 0..s, 12 r each) and own block Dloc[i] (rows a = 0..s-1, columns g = 1..s). */
 static void tree_form(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, const double *weight,
@@ -411,11 +424,7 @@ static void tree_form(const symplex_tree *tree, gworkspace *w, int64_t s, int64_
                     Dl[a * s + g] -= wdt * Pj[a] * (Pj[g + 1] * k + Dj[g + 1] / dt * cd);
         }
         for (int64_t a = 0; a < s; ++a)
-            for (int64_t g = 0; g < s; ++g) {
-                double t = 0.0;
-                for (int64_t e = 0; e < W; ++e) t += U[(g + 1) * W + e] * xv[a * W + e];
-                Dl[a * s + g] += t;
-            }
+            for (int64_t g = 0; g < s; ++g) Dl[a * s + g] += dot_w(W, U + (g + 1) * W, xv + a * W);
     }
 }
 
@@ -679,19 +688,6 @@ static const double *group_row(const double *V, int64_t f, int64_t d, int64_t s,
     return V + ((f + row % d) * (s + 1) + row / d + shift) * W;
 }
 
-/* a . b over n = 12 r entries in four independent sums (the adds pipeline instead of waiting on one another) */
-static double dot_w(int64_t n, const double *restrict a, const double *restrict b)
-{
-    double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
-    for (int64_t q = 0; q < n; q += 4) {
-        t0 += a[q] * b[q];
-        t1 += a[q + 1] * b[q + 1];
-        t2 += a[q + 2] * b[q + 2];
-        t3 += a[q + 3] * b[q + 3];
-    }
-    return (t0 + t1) + (t2 + t3);
-}
-
 /* gfactor over elimination groups (galerkin_newton.factor): a chart's three coordinates are one group of 3 s
  * unknowns with its own block w->Dball; used when the tree has charts. Returns 1 when a pivot is singular. */
 static int group_factor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *ops)
@@ -798,17 +794,14 @@ static void group_solve(const symplex_tree *tree, gworkspace *w, int64_t s, int6
     }
 }
 
-/* row = c_1 X_1 + .. + c_S X_S (add: row += that) over n entries (n a multiple of 4, X_k = X + (k - 1) n), S a
- * constant where inlined so that the blocks of 4 vectorise */
+/* row = c_1 X_1 + .. + c_S X_S (add: row += that) over n entries (n a multiple of 4, X_k = X + (k - 1) n): one
+ * vectorised pass (axpy4) per k, the sums in the order of a loop over k per entry */
 static inline __attribute__((always_inline)) void hand_up_row(int64_t n, int64_t S, int add, const double *restrict c,
                                                               const double *restrict X, double *restrict row)
 {
-    for (int64_t b = 0; b < n; b += 4)
-        for (int64_t q = b; q < b + 4; ++q) {
-            double t = add ? row[q] : 0.0;
-            for (int64_t k = 0; k < S; ++k) t += c[k] * X[k * n + q];
-            row[q] = t;
-        }
+    if (!add)
+        for (int64_t q = 0; q < n; ++q) row[q] = 0.0;
+    for (int64_t k = 0; k < S; ++k) axpy4(n, c[k], X + k * n, row);
 }
 
 /* OU (Wc, S) = Omega U^T for Omega (Wc x Wc) and the S vectors U (stride W): per row four partial sums a column
@@ -895,10 +888,7 @@ static int gfactor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
         for (int64_t a = 0; a < s; ++a) {
             double *Xa = Xg + a * Wc;
             for (int64_t q = 0; q < Wc; ++q) Xa[q] = 0.0;
-            for (int64_t b = 0; b < s; ++b) {
-                const double d = Dinv[a * s + b], *ROb = RO + b * Wc;
-                for (int64_t q = 0; q < Wc; ++q) Xa[q] -= d * ROb[q];
-            }
+            for (int64_t b = 0; b < s; ++b) axpy4(Wc, -Dinv[a * s + b], RO + b * Wc, Xa);
         }
         for (int64_t p = 0; p < Wc; ++p)
             for (int64_t k = 0; k < s; ++k) c[p * s + k] = xv[(k + 1) * W + p] + OU[p * s + k];
