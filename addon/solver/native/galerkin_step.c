@@ -330,10 +330,12 @@ static void mat3_acc(double c, const double *A, int ta, const double *B, int tb,
 
 /* The rows at X (w->x rows 1..s; row 0 = q^k) and lam: w->f = (r (s, nq), h (s, m)), w->Z (s + 1, nq) and
  * the node terms kept for the Newton matrix; w->Dh rows 1..s. Returns the rows' convergence scale
- * (galerkin.residual: max(base, max|D| max|p_j|, dt max|force_j|)). */
+ * (galerkin.residual: max(base, max|D| max|p_j|, dt max|force_j|)). `again`: a later call of the same step,
+ * whose poses of the nodes at x^0 = q^k (P[j] = e_0: Lobatto's first node) are still in w->world, w->S. */
 static double residual(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, const double *weight,
                        const double *P, const double *D, int64_t m, const int64_t *rows, const double *torque,
-                       const double *force_vector, const double *p1, double dt, const double *lam, double base)
+                       const double *force_vector, const double *p1, double dt, const double *lam, double base,
+                       int again)
 {
     const int64_t nq = tree->nq, n1 = nq + 1;
     double scale = base, spread = 0.0, kinetic, potential;
@@ -353,7 +355,10 @@ static double residual(const symplex_tree *tree, gworkspace *w, int64_t s, int64
         }
         if (tree->nball) chart_node_in(tree, w, j);
         double *world = w->world + j * 16 * n1, *S = w->S + j * 6 * n1;
-        forward_kinematics(tree, w->qn, tree->nball ? w->turn + j * 9 * tree->nball : NULL, w->ball, world, S);
+        int start = Pj[0] == 1.0;  /* the node sits at x^0, fixed through the step (its charts' turns: 1) */
+        for (int64_t a = 1; a <= s; ++a) start = start && Pj[a] == 0.0;
+        if (!(again && start))
+            forward_kinematics(tree, w->qn, tree->nball ? w->turn + j * 9 * tree->nball : NULL, w->ball, world, S);
         tree_terms(tree, force_vector + j * 3 * tree->nforce, world, S, w->qn, w->vn, w->V, w->Sdot + j * 6 * nq,
                    w->Ic + j * INERTIA * nq, w->H + j * 6 * nq, w->Wr + j * 6 * nq, w->K + j * 9 * nq, w->p, w->g,
                    w->Q, &kinetic, &potential);
@@ -912,11 +917,7 @@ static void gsolve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
     for (int64_t i = nq - 1; i >= 0; --i) {
         const double *U = w->U + i * (s + 1) * W, *Dinv = w->Dinv + i * s * s, *c = w->c + i * W * s;
         double *o = w->obar + i * W, *xs = w->xs + i * s, t[4];
-        for (int64_t a = 0; a < s; ++a) {
-            double u = rhs[a * nq + i];
-            for (int64_t p = 0; p < Wc; ++p) u -= U[a * W + p] * o[p];
-            t[a] = u;
-        }
+        for (int64_t a = 0; a < s; ++a) t[a] = rhs[a * nq + i] - dot_w(Wc, U + a * W, o);
         for (int64_t a = 0; a < s; ++a) {
             double u = 0.0;
             for (int64_t b = 0; b < s; ++b) u += Dinv[a * s + b] * t[b];
@@ -932,17 +933,11 @@ static void gsolve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
         const double *Xg = w->Xg + i * s * W, *xs = w->xs + i * s;
         double *z = w->z + i * W, delta[4];
         for (int64_t a = 0; a < s; ++a) {
-            double t = xs[a];
-            if (zp)
-                for (int64_t q = 0; q < Wc; ++q) t += Xg[a * Wc + q] * zp[q];
-            delta[a] = t;
-            rhs[a * nq + i] = t;
+            delta[a] = xs[a] + (zp ? dot_w(Wc, Xg + a * Wc, zp) : 0.0);
+            rhs[a * nq + i] = delta[a];
         }
-        for (int64_t q = 0; q < Wc; ++q) {
-            double t = zp ? zp[q] : 0.0;
-            for (int64_t k = 0; k < s; ++k) t += U[(k + 1) * W + q] * delta[k];
-            z[q] = t;
-        }
+        for (int64_t q = 0; q < Wc; ++q) z[q] = zp ? zp[q] : 0.0;
+        for (int64_t k = 0; k < s; ++k) axpy4(Wc, delta[k], U + (k + 1) * W, z);
         *ops += (double)(2 * Wc * s);
     }
 }
@@ -1123,7 +1118,8 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     int factored = carry > 0 && !m && !tree->nball;
     if (factored) w.Wc = (int64_t)w.kept[0];
     for (;;) {
-        const double scale = residual(tree, &w, s, r, weight, P, D, m, rows, torque, force_vector, p1, dt, lam, base);
+        const double scale = residual(tree, &w, s, r, weight, P, D, m, rows, torque, force_vector, p1, dt, lam, base,
+                                      it > 0);
         /* relative to the rows' scale, loop rows held to a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR); the
          * round-off floor is where an exact step no longer halves the rows */
         worst = fmax(max_abs(n, w.f) / scale, max_abs(s * m, w.f + n) / 0.1);
