@@ -330,12 +330,13 @@ static void mat3_acc(double c, const double *A, int ta, const double *B, int tb,
 
 /* The rows at X (w->x rows 1..s; row 0 = q^k) and lam: w->f = (r (s, nq), h (s, m)), w->Z (s + 1, nq) and
  * the node terms kept for the Newton matrix; w->Dh rows 1..s. Returns the rows' convergence scale
- * (galerkin.residual: max(base, max|D| max|p_j|, dt max|force_j|)). `again`: a later call of the same step,
- * whose poses of the nodes at x^0 = q^k (P[j] = e_0: Lobatto's first node) are still in w->world, w->S. */
+ * (galerkin.residual: max(base, max|D| max|p_j|, dt max|force_j|)) and each node's potential energy in
+ * potentials (r,). `again`: a later call of the same step, whose poses of the nodes at x^0 = q^k (P[j] = e_0:
+ * Lobatto's first node) are still in w->world, w->S. */
 static double residual(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, const double *weight,
                        const double *P, const double *D, int64_t m, const int64_t *rows, const double *torque,
                        const double *force_vector, const double *p1, double dt, const double *lam, double base,
-                       int again)
+                       int again, double *potentials)
 {
     const int64_t nq = tree->nq, n1 = nq + 1;
     double scale = base, spread = 0.0, kinetic, potential;
@@ -362,6 +363,7 @@ static double residual(const symplex_tree *tree, gworkspace *w, int64_t s, int64
         tree_terms(tree, force_vector + j * 3 * tree->nforce, world, S, w->qn, w->vn, w->V, w->Sdot + j * 6 * nq,
                    w->Ic + j * INERTIA * nq, w->H + j * 6 * nq, w->Wr + j * 6 * nq, w->K + j * 9 * nq, w->p, w->g,
                    w->Q, &kinetic, &potential);
+        potentials[j] = potential;
         if (tree->nball) chart_node_terms(tree, w, j, s, Pj, Dj, wdt, dt, tj);
         for (int64_t i = 0; i < nq; ++i) {
             const double v = w->vn[i];
@@ -1072,23 +1074,31 @@ static int inverse_mass_apply(const symplex_tree *tree, const double *S, const d
 }
 
 /* galerkin.energy without loop rows: v^T M v / 2 + V at the end pose q2 with v = M^-1 p2 (O(nq)); on a
- * tree with charts q2 is 0 on them and each chart turned by turn (nball, 3, 3), their springs' energy added. */
+ * tree with charts q2 is 0 on them and each chart turned by turn (nball, 3, 3), their springs' energy added.
+ * node >= 0: the last residual's node at x^s (P[node] = e_s: Lobatto's last), whose axes, composite inertias and
+ * potential (node_potential) are those of the end pose already; else they are evaluated here. */
 static double end_energy(const symplex_tree *tree, gworkspace *w, const double *q2, const double *turn,
-                         const double *p2, const double *force_vector)
+                         const double *p2, const double *force_vector, int64_t node, double node_potential)
 {
     const int64_t nq = tree->nq;
-    double kinetic, potential;
-    memset(w->vn, 0, (size_t)nq * sizeof(double));
-    forward_kinematics(tree, q2, turn, w->ball, w->wtmp, w->Stmp);
-    tree_terms(tree, force_vector, w->wtmp, w->Stmp, q2, w->vn, w->V, w->Sdot, w->Ic, w->H, w->Wr, w->K, w->p, w->g,
-               w->Q, &kinetic, &potential);
+    const double *S = w->Stmp, *Ic = w->Ic;
+    double kinetic, potential = node_potential;
+    if (node >= 0) {
+        S = w->S + node * 6 * (nq + 1);
+        Ic = w->Ic + node * INERTIA * nq;
+    } else {
+        memset(w->vn, 0, (size_t)nq * sizeof(double));
+        forward_kinematics(tree, q2, turn, w->ball, w->wtmp, w->Stmp);
+        tree_terms(tree, force_vector, w->wtmp, w->Stmp, q2, w->vn, w->V, w->Sdot, w->Ic, w->H, w->Wr, w->K, w->p,
+                   w->g, w->Q, &kinetic, &potential);
+    }
     for (int64_t b = 0; b < tree->nball; ++b) {
         double sp[12];
         if (tree->ball_stiffness[b] == 0.0) continue;
         chart_spring(tree, b, turn + 9 * b, sp);
         potential += 0.5 * tree->ball_stiffness[b] * dot3(sp, sp);
     }
-    if (inverse_mass_apply(tree, w->Stmp, w->Ic, p2, w->vn, w->M)) return NAN;
+    if (inverse_mass_apply(tree, S, Ic, p2, w->vn, w->M)) return NAN;
     kinetic = 0.0;
     for (int64_t a = 0; a < nq; ++a) kinetic += w->vn[a] * p2[a];
     return 0.5 * kinetic + potential;
@@ -1112,6 +1122,10 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     for (int64_t k = 0; k < nq; ++k) base = fmax(base, fabs(p1[k]));
     if (m) loop_rows_at(tree, &w, m, rows, q1, w.Dh, NULL);
     int64_t status = SYMPLEX_CONVERGED, it = 0, factorizations = 0;
+    /* the node at x^s (P[end] = e_s), whose pose is the end pose of end_energy; -1 when none is */
+    int64_t end = r - 1;
+    for (int64_t a = 0; a <= s; ++a) end = P[(r - 1) * (s + 1) + a] == (a == s ? 1.0 : 0.0) ? end : -1;
+    double potentials[8];  /* each node's potential energy at the last residual (r <= s + 1 <= 5) */
     int exact = 1;  /* the last update was an exact Newton step */
     /* galerkin.newton's carried factor: the last one made, left in the scratch, for the first `carry` updates
      * (plain loop-free trees only; the caller says whether it was made at this dt) */
@@ -1119,7 +1133,7 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     if (factored) w.Wc = (int64_t)w.kept[0];
     for (;;) {
         const double scale = residual(tree, &w, s, r, weight, P, D, m, rows, torque, force_vector, p1, dt, lam, base,
-                                      it > 0);
+                                      it > 0, potentials);
         /* relative to the rows' scale, loop rows held to a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR); the
          * round-off floor is where an exact step no longer halves the rows */
         worst = fmax(max_abs(n, w.f) / scale, max_abs(s * m, w.f + n) / 0.1);
@@ -1162,7 +1176,8 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     stats[1] = ops;
     stats[3] = (double)factorizations;
     stats[2] = status == SYMPLEX_CONVERGED && !tree->nrow
-                   ? end_energy(tree, &w, w.qe, tree->nball ? w.turn : NULL, p2, force_vector) : NAN;
+                   ? end_energy(tree, &w, w.qe, tree->nball ? w.turn : NULL, p2, force_vector, end,
+                                end >= 0 ? potentials[end] : 0.0) : NAN;
     *iterations = it;
     return status;
 }
