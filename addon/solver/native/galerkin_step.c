@@ -480,7 +480,7 @@ static void compact_components(const symplex_tree *tree, gworkspace *w, int64_t 
     for (int64_t e = 0; e < W; ++e) live[e] = 0;
     for (int64_t v = 0; v < vectors; ++v) {
         const double *U = w->U + v * W, *xv = w->xv + v * W;
-        for (int64_t e = 0; e < W; ++e) live[e] |= U[e] != 0.0 || xv[e] != 0.0;
+        for (int64_t e = 0; e < W; ++e) live[e] |= (U[e] != 0.0) | (xv[e] != 0.0);  /* no branches */
     }
     for (int64_t e = 0; e < W; ++e) Wc += live[e];
     for (int64_t e = W - 1; e >= 0 && Wc % 4; --e)
@@ -883,11 +883,8 @@ static int gfactor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
             for (int64_t q = 0; q < Wc; ++q) ROa[q] = 0.0;
             for (int64_t p = 0; p < Wc && O; ++p)
                 if (Ra[p] != 0.0) axpy4(Wc, Ra[p], O + p * Wc, ROa);
-            for (int64_t k = 0; k < s; ++k) {
-                double t = Dl[a * s + k];
-                for (int64_t p = 0; p < Wc; ++p) t += Ra[p] * OU[p * s + k];
-                Dm[a * s + k] = t;
-            }
+            for (int64_t k = 0; k < s; ++k)  /* D = Dloc + (R Omega) U^T, contiguous sums */
+                Dm[a * s + k] = Dl[a * s + k] + (O ? dot_w(Wc, ROa, U + (k + 1) * W) : 0.0);
         }
         if (invert_small(s, Dm, Dinv)) return 1;
         for (int64_t b = 0; b < s; ++b)  /* RO <- x + R Omega */
