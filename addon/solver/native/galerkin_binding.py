@@ -94,6 +94,7 @@ class GalerkinStepper:
         self._outputs = {"X": np.zeros((s, nq)), "lam": np.zeros(s * self.nrow), "p2": np.zeros(nq),
                          "stats": np.zeros(4), "iterations": np.zeros(1, dtype=np.int64)}
         self._rows = np.zeros(self.nrow, dtype=np.int64)
+        self._rows_address = self._rows.ctypes.data
         self._rule_addresses = [a.ctypes.data for a in self._rule]
         self._in_addresses = [a.ctypes.data for a in self._inputs.values()]
         self._out_addresses = [a.ctypes.data for a in self._outputs.values()]
@@ -148,7 +149,7 @@ class GalerkinStepper:
             self._scratch[nsel] = (buffer, buffer.ctypes.data)
         carry = carry if not nsel and not self.nball and self.factor_dt == dt else 0
         status = LIB.symplex_galerkin_step(self._tree_ptr, self.s, self.r, *self._rule_addresses, nsel,
-                                           self._rows.ctypes.data, *self._in_addresses, float(dt), float(tol),
+                                           self._rows_address, *self._in_addresses, float(dt), float(tol),
                                            float(stall), float(reuse), int(max_iterations), int(carry),
                                            *self._out_addresses, self._scratch[nsel][1])
         worst, flops, energy, factorizations = outs["stats"].tolist()
