@@ -44,6 +44,7 @@ reference and the fallback. Prescribed joints and joint limits are refused at s 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -380,8 +381,8 @@ def newton_native(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np
         forces = np.array([user_force_vectors(model, t) for t in times])
     out = stepper.step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, REUSE, max_iterations, X, lam,
                        state.charts, carry)
-    return Newton(out.points[1:], out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status],
-                  None if out.energy != out.energy else out.energy, out.factorizations, points=out.points)
+    return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status],
+                  None if math.isnan(out.energy) else out.energy, out.factorizations, points=out.points)
 
 
 def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol: float,
