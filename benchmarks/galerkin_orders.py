@@ -5,7 +5,7 @@ Usage: python -m benchmarks.galerkin_orders --all                 (all of item 6
        python -m benchmarks.galerkin_orders --newton [--write]    (time per Newton iteration only)
        python -m benchmarks.galerkin_orders --long STEPS [--tol TOL]
        python -m benchmarks.galerkin_orders --ops
-       python -m benchmarks.galerkin_orders --cpu [--presets ...] [--orders 2 6 8]
+       python -m benchmarks.galerkin_orders --cpu [--presets ...] [--orders 2 6 8] [--repeats N]
 One Markdown section per mechanism (a preset, or chain_N: tools.generate.pendulum_chain(N)): order, dt, steps,
 wall and CPU time (time.process_time: on a shared machine the fairer comparison) of the run (make_integrator +
 step, the product path: order 2 is midpoint.py with its C kernel, orders 4-8 are tree/galerkin.py, whose Newton
@@ -30,8 +30,9 @@ errors converging at its order towards it cross-check it through another kernel,
 chains of 25 to 1000 links, s = 1 (tree_step.c, the midpoint rule) to 4 (galerkin_step.c).
 --all also writes benchmarks.galerkin_balls' section (the 100-link ball chain per step against MuJoCo).
 --ops: the multiply-adds per link of one Newton direction (galerkin_newton.OPS). --cpu: only the CPU seconds of the
-stepping loops, order 2 at dt = 1/96 s and the others at 1/24 s. --long STEPS: only the pendulum preset's energy
-over STEPS steps of dt = 0.01 s at order 4 (band, and the difference of the first and last tenth's means).
+stepping loops, order 2 at dt = 1/96 s and the others at 1/24 s (--repeats N: the least of N runs each, the orders
+taking turns). --long STEPS: only the pendulum preset's energy over STEPS steps of dt = 0.01 s at order 4 (band,
+and the difference of the first and last tenth's means).
 """
 
 from __future__ import annotations
@@ -414,23 +415,37 @@ def ops_table() -> None:
             print(f"| {kind} | {s} | " + " | ".join(f"{v:.0f}" for v in per_link) + " |", flush=True)
 
 
-def cpu_table(names: list[str], orders: list[int]) -> None:
+def cpu_table(names: list[str], orders: list[int], repeats: int = 1) -> None:
     """CPU seconds (time.process_time: less sensitive than wall time to other processes on a shared machine) of
-    run()'s stepping loop, order 2 at dt = 1/96 s and the higher orders at 1/24 s, without the reference."""
+    run()'s stepping loop, order 2 at dt = 1/96 s and the higher orders at 1/24 s, without the reference; with
+    repeats > 1 the least of that many runs, the orders taking turns (so that a busy spell of the machine does
+    not fall on one order's runs only), and the ratio of order 2's time to each other order's."""
     for name in names:
         mech = mechanism(name)
+        best: dict[int, float] = {}
+        failed: dict[int, str] = {}
+        for _ in range(repeats):
+            for order in orders:
+                if order in failed:
+                    continue
+                per_second = 96 if order == 2 else 24
+                integrator = make_integrator(mech.replace(order=order), "tree", 1.0 / per_second)
+                start = time.process_time()
+                try:
+                    for _ in range(round(T_END * per_second)):
+                        integrator.step()
+                except ConvergenceError as failure:
+                    failed[order] = f"failed at t = {failure.time:.3g} s"
+                    continue
+                best[order] = min(best.get(order, np.inf), time.process_time() - start)
         cells = []
         for order in orders:
             per_second = 96 if order == 2 else 24
-            integrator = make_integrator(mech.replace(order=order), "tree", 1.0 / per_second)
-            start = time.process_time()
-            try:
-                for _ in range(round(T_END * per_second)):
-                    integrator.step()
-            except ConvergenceError as failure:
-                cells.append(f"order {order} at 1/{per_second} s: failed at t = {failure.time:.3g} s")
+            if order in failed:
+                cells.append(f"order {order} at 1/{per_second} s: {failed[order]}")
                 continue
-            cells.append(f"order {order} at 1/{per_second} s: {time.process_time() - start:.3f} s")
+            ratio = f" ({best[2] / best[order]:.2f}x order 2's speed)" if order != 2 and 2 in best else ""
+            cells.append(f"order {order} at 1/{per_second} s: {best[order]:.3f} s{ratio}")
         print(f"{name}: " + "; ".join(cells), flush=True)
 
 
@@ -468,6 +483,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--long", type=int, default=0, metavar="STEPS")
     parser.add_argument("--tol", type=float, default=1e-10, help="Newton tolerance of --long")
     parser.add_argument("--ops", action="store_true", help="multiply-adds per link of a Newton direction only")
+    parser.add_argument("--repeats", type=int, default=1, metavar="N", help="--cpu: the least CPU time of N runs "
+                        "of each order, the orders taking turns")
     parser.add_argument("--cpu", action="store_true", help="CPU seconds of the runs only: order 2 at dt = 1/96 s, "
                         "the other orders at 1/24 s, no reference")
     args = parser.parse_args(argv)
@@ -476,7 +493,7 @@ def main(argv: list[str] | None = None) -> None:
         ops_table()
         return
     if args.cpu:
-        cpu_table(names, args.orders)
+        cpu_table(names, args.orders, args.repeats)
         return
     if args.long:
         long_run(args.long, args.tol)

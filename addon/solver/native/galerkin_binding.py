@@ -10,6 +10,7 @@ and fallback.
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -45,8 +46,9 @@ class GalerkinStep(NamedTuple):
     """Result of one C Galerkin step: the last Newton iterate X (s, nq) = x^1..x^s and lam (s nsel), p_end (nq,)
     = Z^s there, Newton updates made, worst scaled row (galerkin.py's convergence measure), status
     (native.CONVERGED, NOT_CONVERGED, SINGULAR, NOT_FINITE), the directions' multiply-adds, the energy
-    after a converged step of a model without loop rows (galerkin.energy; nan otherwise) and the Newton matrices
-    factored (fewer than the updates where the simplified steps reused one)."""
+    after a converged step of a model without loop rows (galerkin.energy; nan otherwise), the Newton matrices
+    factored (fewer than the updates where the simplified steps reused one) and all the step's control points
+    (s + 1, nq) = (q1, X), of which X is a view."""
 
     X: np.ndarray
     lam: np.ndarray
@@ -57,6 +59,7 @@ class GalerkinStep(NamedTuple):
     flops: int
     energy: float
     factorizations: int
+    points: np.ndarray
 
 
 class GalerkinStepper:
@@ -91,6 +94,7 @@ class GalerkinStepper:
         self._outputs = {"X": np.zeros((s, nq)), "lam": np.zeros(s * self.nrow), "p2": np.zeros(nq),
                          "stats": np.zeros(4), "iterations": np.zeros(1, dtype=np.int64)}
         self._rows = np.zeros(self.nrow, dtype=np.int64)
+        self._rows_address = self._rows.ctypes.data
         self._rule_addresses = [a.ctypes.data for a in self._rule]
         self._in_addresses = [a.ctypes.data for a in self._inputs.values()]
         self._out_addresses = [a.ctypes.data for a in self._outputs.values()]
@@ -113,7 +117,7 @@ class GalerkinStepper:
             raise ValueError(f"GalerkinStepper.step: rows must be a 1-d integer array, got {rows.dtype} {rows.shape}")
         if nsel and (rows.min() < 0 or rows.max() >= self.nrow):
             raise ValueError(f"GalerkinStepper.step: rows must index the model's {self.nrow} loop rows, got {rows}")
-        if not (np.isfinite(dt) and dt > 0):
+        if not (math.isfinite(dt) and dt > 0):
             raise ValueError(f"GalerkinStepper.step: time step dt must be positive, got {dt}")
         ins, outs = self._inputs, self._outputs
         if torque is None and force_vector is None:
@@ -128,8 +132,11 @@ class GalerkinStepper:
         _copy_in(ins["q1"], "q1", q1)
         _copy_in(ins["p1"], "p1", p1)
         _copy_in(outs["X"], "X", X)
-        _copy_in(outs["lam"][:self.s * nsel], "lam", lam)
-        self._rows[:nsel] = rows
+        if nsel:
+            _copy_in(outs["lam"][:self.s * nsel], "lam", lam)
+            self._rows[:nsel] = rows
+        elif np.shape(lam) != (0,):
+            raise ValueError(f"GalerkinStepper.step: lam must have shape (0,) without loop rows, got {np.shape(lam)}")
         if self.nball:
             charts = np.asarray(charts)
             if charts.shape != (self.nball, 3, 3):
@@ -142,14 +149,17 @@ class GalerkinStepper:
             self._scratch[nsel] = (buffer, buffer.ctypes.data)
         carry = carry if not nsel and not self.nball and self.factor_dt == dt else 0
         status = LIB.symplex_galerkin_step(self._tree_ptr, self.s, self.r, *self._rule_addresses, nsel,
-                                           self._rows.ctypes.data, *self._in_addresses, float(dt), float(tol),
+                                           self._rows_address, *self._in_addresses, float(dt), float(tol),
                                            float(stall), float(reuse), int(max_iterations), int(carry),
                                            *self._out_addresses, self._scratch[nsel][1])
         worst, flops, energy, factorizations = outs["stats"].tolist()
         if factorizations and not nsel:
             self.factor_dt = dt
-        return GalerkinStep(outs["X"].copy(), outs["lam"][:self.s * nsel].copy(), outs["p2"].copy(),
-                            int(outs["iterations"][0]), worst, status, int(flops), energy, int(factorizations))
+        points = np.empty((self.s + 1, self.nq))
+        points[0] = ins["q1"]
+        points[1:] = outs["X"]
+        return GalerkinStep(points[1:], outs["lam"][:self.s * nsel].copy(), outs["p2"].copy(),
+                            outs["iterations"].item(), worst, status, int(flops), energy, int(factorizations), points)
 
 
 def _copy_in(buffer: np.ndarray, name: str, value) -> None:

@@ -330,10 +330,13 @@ static void mat3_acc(double c, const double *A, int ta, const double *B, int tb,
 
 /* The rows at X (w->x rows 1..s; row 0 = q^k) and lam: w->f = (r (s, nq), h (s, m)), w->Z (s + 1, nq) and
  * the node terms kept for the Newton matrix; w->Dh rows 1..s. Returns the rows' convergence scale
- * (galerkin.residual: max(base, max|D| max|p_j|, dt max|force_j|)). */
+ * (galerkin.residual: max(base, max|D| max|p_j|, dt max|force_j|)) and each node's potential energy in
+ * potentials (r,). `again`: a later call of the same step, whose poses of the nodes at x^0 = q^k (P[j] = e_0:
+ * Lobatto's first node) are still in w->world, w->S. */
 static double residual(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, const double *weight,
                        const double *P, const double *D, int64_t m, const int64_t *rows, const double *torque,
-                       const double *force_vector, const double *p1, double dt, const double *lam, double base)
+                       const double *force_vector, const double *p1, double dt, const double *lam, double base,
+                       int again, double *potentials)
 {
     const int64_t nq = tree->nq, n1 = nq + 1;
     double scale = base, spread = 0.0, kinetic, potential;
@@ -353,10 +356,14 @@ static double residual(const symplex_tree *tree, gworkspace *w, int64_t s, int64
         }
         if (tree->nball) chart_node_in(tree, w, j);
         double *world = w->world + j * 16 * n1, *S = w->S + j * 6 * n1;
-        forward_kinematics(tree, w->qn, tree->nball ? w->turn + j * 9 * tree->nball : NULL, w->ball, world, S);
+        int start = Pj[0] == 1.0;  /* the node sits at x^0, fixed through the step (its charts' turns: 1) */
+        for (int64_t a = 1; a <= s; ++a) start = start && Pj[a] == 0.0;
+        if (!(again && start))
+            forward_kinematics(tree, w->qn, tree->nball ? w->turn + j * 9 * tree->nball : NULL, w->ball, world, S);
         tree_terms(tree, force_vector + j * 3 * tree->nforce, world, S, w->qn, w->vn, w->V, w->Sdot + j * 6 * nq,
                    w->Ic + j * INERTIA * nq, w->H + j * 6 * nq, w->Wr + j * 6 * nq, w->K + j * 9 * nq, w->p, w->g,
                    w->Q, &kinetic, &potential);
+        potentials[j] = potential;
         if (tree->nball) chart_node_terms(tree, w, j, s, Pj, Dj, wdt, dt, tj);
         for (int64_t i = 0; i < nq; ++i) {
             const double v = w->vn[i];
@@ -378,6 +385,19 @@ static double residual(const symplex_tree *tree, gworkspace *w, int64_t s, int64
         loop_rows_at(tree, w, m, rows, w->x + (a + 1) * nq, w->Dh + (a + 1) * m * nq, w->f + s * nq + a * m);
     }
     return scale;
+}
+
+/* a . b over n = 12 r entries in four independent sums (the adds pipeline instead of waiting on one another) */
+static double dot_w(int64_t n, const double *restrict a, const double *restrict b)
+{
+    double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
+    for (int64_t q = 0; q < n; q += 4) {
+        t0 += a[q] * b[q];
+        t1 += a[q + 1] * b[q + 1];
+        t2 += a[q + 2] * b[q + 2];
+        t3 += a[q + 3] * b[q + 3];
+    }
+    return (t0 + t1) + (t2 + t3);
 }
 
 /* The Newton matrix's tree form (galerkin_newton.tree_form on plain joints): per coordinate i its vectors
@@ -411,11 +431,7 @@ static void tree_form(const symplex_tree *tree, gworkspace *w, int64_t s, int64_
                     Dl[a * s + g] -= wdt * Pj[a] * (Pj[g + 1] * k + Dj[g + 1] / dt * cd);
         }
         for (int64_t a = 0; a < s; ++a)
-            for (int64_t g = 0; g < s; ++g) {
-                double t = 0.0;
-                for (int64_t e = 0; e < W; ++e) t += U[(g + 1) * W + e] * xv[a * W + e];
-                Dl[a * s + g] += t;
-            }
+            for (int64_t g = 0; g < s; ++g) Dl[a * s + g] += dot_w(W, U + (g + 1) * W, xv + a * W);
     }
 }
 
@@ -464,7 +480,7 @@ static void compact_components(const symplex_tree *tree, gworkspace *w, int64_t 
     for (int64_t e = 0; e < W; ++e) live[e] = 0;
     for (int64_t v = 0; v < vectors; ++v) {
         const double *U = w->U + v * W, *xv = w->xv + v * W;
-        for (int64_t e = 0; e < W; ++e) live[e] |= U[e] != 0.0 || xv[e] != 0.0;
+        for (int64_t e = 0; e < W; ++e) live[e] |= (U[e] != 0.0) | (xv[e] != 0.0);  /* no branches */
     }
     for (int64_t e = 0; e < W; ++e) Wc += live[e];
     for (int64_t e = W - 1; e >= 0 && Wc % 4; --e)
@@ -679,19 +695,6 @@ static const double *group_row(const double *V, int64_t f, int64_t d, int64_t s,
     return V + ((f + row % d) * (s + 1) + row / d + shift) * W;
 }
 
-/* a . b over n = 12 r entries in four independent sums (the adds pipeline instead of waiting on one another) */
-static double dot_w(int64_t n, const double *restrict a, const double *restrict b)
-{
-    double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
-    for (int64_t q = 0; q < n; q += 4) {
-        t0 += a[q] * b[q];
-        t1 += a[q + 1] * b[q + 1];
-        t2 += a[q + 2] * b[q + 2];
-        t3 += a[q + 3] * b[q + 3];
-    }
-    return (t0 + t1) + (t2 + t3);
-}
-
 /* gfactor over elimination groups (galerkin_newton.factor): a chart's three coordinates are one group of 3 s
  * unknowns with its own block w->Dball; used when the tree has charts. Returns 1 when a pivot is singular. */
 static int group_factor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r, double *ops)
@@ -798,17 +801,14 @@ static void group_solve(const symplex_tree *tree, gworkspace *w, int64_t s, int6
     }
 }
 
-/* row = c_1 X_1 + .. + c_S X_S (add: row += that) over n entries (n a multiple of 4, X_k = X + (k - 1) n), S a
- * constant where inlined so that the blocks of 4 vectorise */
+/* row = c_1 X_1 + .. + c_S X_S (add: row += that) over n entries (n a multiple of 4, X_k = X + (k - 1) n): one
+ * vectorised pass (axpy4) per k, the sums in the order of a loop over k per entry */
 static inline __attribute__((always_inline)) void hand_up_row(int64_t n, int64_t S, int add, const double *restrict c,
                                                               const double *restrict X, double *restrict row)
 {
-    for (int64_t b = 0; b < n; b += 4)
-        for (int64_t q = b; q < b + 4; ++q) {
-            double t = add ? row[q] : 0.0;
-            for (int64_t k = 0; k < S; ++k) t += c[k] * X[k * n + q];
-            row[q] = t;
-        }
+    if (!add)
+        for (int64_t q = 0; q < n; ++q) row[q] = 0.0;
+    for (int64_t k = 0; k < S; ++k) axpy4(n, c[k], X + k * n, row);
 }
 
 /* OU (Wc, S) = Omega U^T for Omega (Wc x Wc) and the S vectors U (stride W): per row four partial sums a column
@@ -883,11 +883,8 @@ static int gfactor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
             for (int64_t q = 0; q < Wc; ++q) ROa[q] = 0.0;
             for (int64_t p = 0; p < Wc && O; ++p)
                 if (Ra[p] != 0.0) axpy4(Wc, Ra[p], O + p * Wc, ROa);
-            for (int64_t k = 0; k < s; ++k) {
-                double t = Dl[a * s + k];
-                for (int64_t p = 0; p < Wc; ++p) t += Ra[p] * OU[p * s + k];
-                Dm[a * s + k] = t;
-            }
+            for (int64_t k = 0; k < s; ++k)  /* D = Dloc + (R Omega) U^T, contiguous sums */
+                Dm[a * s + k] = Dl[a * s + k] + (O ? dot_w(Wc, ROa, U + (k + 1) * W) : 0.0);
         }
         if (invert_small(s, Dm, Dinv)) return 1;
         for (int64_t b = 0; b < s; ++b)  /* RO <- x + R Omega */
@@ -895,10 +892,7 @@ static int gfactor(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
         for (int64_t a = 0; a < s; ++a) {
             double *Xa = Xg + a * Wc;
             for (int64_t q = 0; q < Wc; ++q) Xa[q] = 0.0;
-            for (int64_t b = 0; b < s; ++b) {
-                const double d = Dinv[a * s + b], *ROb = RO + b * Wc;
-                for (int64_t q = 0; q < Wc; ++q) Xa[q] -= d * ROb[q];
-            }
+            for (int64_t b = 0; b < s; ++b) axpy4(Wc, -Dinv[a * s + b], RO + b * Wc, Xa);
         }
         for (int64_t p = 0; p < Wc; ++p)
             for (int64_t k = 0; k < s; ++k) c[p * s + k] = xv[(k + 1) * W + p] + OU[p * s + k];
@@ -922,11 +916,7 @@ static void gsolve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
     for (int64_t i = nq - 1; i >= 0; --i) {
         const double *U = w->U + i * (s + 1) * W, *Dinv = w->Dinv + i * s * s, *c = w->c + i * W * s;
         double *o = w->obar + i * W, *xs = w->xs + i * s, t[4];
-        for (int64_t a = 0; a < s; ++a) {
-            double u = rhs[a * nq + i];
-            for (int64_t p = 0; p < Wc; ++p) u -= U[a * W + p] * o[p];
-            t[a] = u;
-        }
+        for (int64_t a = 0; a < s; ++a) t[a] = rhs[a * nq + i] - dot_w(Wc, U + a * W, o);
         for (int64_t a = 0; a < s; ++a) {
             double u = 0.0;
             for (int64_t b = 0; b < s; ++b) u += Dinv[a * s + b] * t[b];
@@ -942,17 +932,11 @@ static void gsolve(const symplex_tree *tree, gworkspace *w, int64_t s, int64_t r
         const double *Xg = w->Xg + i * s * W, *xs = w->xs + i * s;
         double *z = w->z + i * W, delta[4];
         for (int64_t a = 0; a < s; ++a) {
-            double t = xs[a];
-            if (zp)
-                for (int64_t q = 0; q < Wc; ++q) t += Xg[a * Wc + q] * zp[q];
-            delta[a] = t;
-            rhs[a * nq + i] = t;
+            delta[a] = xs[a] + (zp ? dot_w(Wc, Xg + a * Wc, zp) : 0.0);
+            rhs[a * nq + i] = delta[a];
         }
-        for (int64_t q = 0; q < Wc; ++q) {
-            double t = zp ? zp[q] : 0.0;
-            for (int64_t k = 0; k < s; ++k) t += U[(k + 1) * W + q] * delta[k];
-            z[q] = t;
-        }
+        for (int64_t q = 0; q < Wc; ++q) z[q] = zp ? zp[q] : 0.0;
+        for (int64_t k = 0; k < s; ++k) axpy4(Wc, delta[k], U + (k + 1) * W, z);
         *ops += (double)(2 * Wc * s);
     }
 }
@@ -1087,23 +1071,31 @@ static int inverse_mass_apply(const symplex_tree *tree, const double *S, const d
 }
 
 /* galerkin.energy without loop rows: v^T M v / 2 + V at the end pose q2 with v = M^-1 p2 (O(nq)); on a
- * tree with charts q2 is 0 on them and each chart turned by turn (nball, 3, 3), their springs' energy added. */
+ * tree with charts q2 is 0 on them and each chart turned by turn (nball, 3, 3), their springs' energy added.
+ * node >= 0: the last residual's node at x^s (P[node] = e_s: Lobatto's last), whose axes, composite inertias and
+ * potential (node_potential) are those of the end pose already; else they are evaluated here. */
 static double end_energy(const symplex_tree *tree, gworkspace *w, const double *q2, const double *turn,
-                         const double *p2, const double *force_vector)
+                         const double *p2, const double *force_vector, int64_t node, double node_potential)
 {
     const int64_t nq = tree->nq;
-    double kinetic, potential;
-    memset(w->vn, 0, (size_t)nq * sizeof(double));
-    forward_kinematics(tree, q2, turn, w->ball, w->wtmp, w->Stmp);
-    tree_terms(tree, force_vector, w->wtmp, w->Stmp, q2, w->vn, w->V, w->Sdot, w->Ic, w->H, w->Wr, w->K, w->p, w->g,
-               w->Q, &kinetic, &potential);
+    const double *S = w->Stmp, *Ic = w->Ic;
+    double kinetic, potential = node_potential;
+    if (node >= 0) {
+        S = w->S + node * 6 * (nq + 1);
+        Ic = w->Ic + node * INERTIA * nq;
+    } else {
+        memset(w->vn, 0, (size_t)nq * sizeof(double));
+        forward_kinematics(tree, q2, turn, w->ball, w->wtmp, w->Stmp);
+        tree_terms(tree, force_vector, w->wtmp, w->Stmp, q2, w->vn, w->V, w->Sdot, w->Ic, w->H, w->Wr, w->K, w->p,
+                   w->g, w->Q, &kinetic, &potential);
+    }
     for (int64_t b = 0; b < tree->nball; ++b) {
         double sp[12];
         if (tree->ball_stiffness[b] == 0.0) continue;
         chart_spring(tree, b, turn + 9 * b, sp);
         potential += 0.5 * tree->ball_stiffness[b] * dot3(sp, sp);
     }
-    if (inverse_mass_apply(tree, w->Stmp, w->Ic, p2, w->vn, w->M)) return NAN;
+    if (inverse_mass_apply(tree, S, Ic, p2, w->vn, w->M)) return NAN;
     kinetic = 0.0;
     for (int64_t a = 0; a < nq; ++a) kinetic += w->vn[a] * p2[a];
     return 0.5 * kinetic + potential;
@@ -1127,13 +1119,18 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     for (int64_t k = 0; k < nq; ++k) base = fmax(base, fabs(p1[k]));
     if (m) loop_rows_at(tree, &w, m, rows, q1, w.Dh, NULL);
     int64_t status = SYMPLEX_CONVERGED, it = 0, factorizations = 0;
+    /* the node at x^s (P[end] = e_s), whose pose is the end pose of end_energy; -1 when none is */
+    int64_t end = r - 1;
+    for (int64_t a = 0; a <= s; ++a) end = P[(r - 1) * (s + 1) + a] == (a == s ? 1.0 : 0.0) ? end : -1;
+    double potentials[8];  /* each node's potential energy at the last residual (r <= s + 1 <= 5) */
     int exact = 1;  /* the last update was an exact Newton step */
     /* galerkin.newton's carried factor: the last one made, left in the scratch, for the first `carry` updates
      * (plain loop-free trees only; the caller says whether it was made at this dt) */
     int factored = carry > 0 && !m && !tree->nball;
     if (factored) w.Wc = (int64_t)w.kept[0];
     for (;;) {
-        const double scale = residual(tree, &w, s, r, weight, P, D, m, rows, torque, force_vector, p1, dt, lam, base);
+        const double scale = residual(tree, &w, s, r, weight, P, D, m, rows, torque, force_vector, p1, dt, lam, base,
+                                      it > 0, potentials);
         /* relative to the rows' scale, loop rows held to a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR); the
          * round-off floor is where an exact step no longer halves the rows */
         worst = fmax(max_abs(n, w.f) / scale, max_abs(s * m, w.f + n) / 0.1);
@@ -1176,7 +1173,8 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     stats[1] = ops;
     stats[3] = (double)factorizations;
     stats[2] = status == SYMPLEX_CONVERGED && !tree->nrow
-                   ? end_energy(tree, &w, w.qe, tree->nball ? w.turn : NULL, p2, force_vector) : NAN;
+                   ? end_energy(tree, &w, w.qe, tree->nball ? w.turn : NULL, p2, force_vector, end,
+                                end >= 0 ? potentials[end] : 0.0) : NAN;
     *iterations = it;
     return status;
 }

@@ -44,6 +44,7 @@ reference and the fallback. Prescribed joints and joint limits are refused at s 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -309,6 +310,7 @@ class Newton:
     energy: float | None = None
     factorizations: int = 0
     factor: object = None
+    points: np.ndarray | None = None  # the C step's (q^k, X) (s + 1, nq), whose rows 1..s are X (None from numpy)
 
 
 def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarray, dt: float, ru: Rule, tol: float,
@@ -380,19 +382,22 @@ def newton_native(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np
     out = stepper.step(state.rows, torque, forces, state.q, state.p, dt, tol, STALL, REUSE, max_iterations, X, lam,
                        state.charts, carry)
     return Newton(out.X, out.lam, out.p_end, out.iterations, out.worst, _NATIVE_STATUS[out.status],
-                  None if np.isnan(out.energy) else out.energy, out.factorizations)
+                  None if math.isnan(out.energy) else out.energy, out.factorizations, points=out.points)
 
 
 def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol: float,
                max_iterations: int) -> GalerkinResult:
     k = model.ball_dofs
-    X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess)  # on charts: xi^a = tau_a dt omega
     if state.previous is not None and state.previous[0] == dt and len(state.previous[1]) == ru.s + 1:
         # the last step's interpolant carried on (on charts to first order: the new chart is C1 exp(xi^s))
         last = state.previous[1]
         X = extrapolation(ru.s) @ last
-        X[:, k] -= last[-1][k]
-    lam = np.tile(state.lam, ru.s)  # the multipliers of the last step's rows, at every control point
+        if len(k):
+            X[:, k] -= last[-1][k]
+    else:
+        X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess)  # on charts: xi^a = tau_a dt omega
+    # the multipliers of the last step's rows, at every control point
+    lam = np.tile(state.lam, ru.s) if len(state.rows) else state.lam
     if galerkin_binding.usable(model):
         out = newton_native(model, state, X, lam, dt, ru, tol, max_iterations, CARRY)
     else:
@@ -413,7 +418,7 @@ def _step_once(model: TreeModel, state: GalerkinState, dt: float, ru: Rule, tol:
     X, lam = out.X, out.lam
     q2 = X[-1].copy()
     state.velocity_guess = (q2 - state.q) / dt
-    state.previous = (dt, np.vstack([state.q, X]))
+    state.previous = (dt, out.points if out.points is not None else np.vstack([state.q, X]))
     if len(k):
         state.charts = fold(state.charts, q2[k])
         q2[k] = 0.0

@@ -82,16 +82,19 @@ def test_c_step_takes_the_numpy_newton_iterates(s):
     assert reused[0] > 0 and reused[1] == 0  # the loop-free tree reuses factors, the one with loop rows never
 
 
-def test_c_step_energy_and_trajectory_equal_numpy(monkeypatch):
-    """Whole steps (warm starts, the C energy of a loop-free tree) against the numpy path on the same tree."""
+@pytest.mark.parametrize("quadrature", ["lobatto", "gauss"])
+def test_c_step_energy_and_trajectory_equal_numpy(monkeypatch, quadrature):
+    """Whole steps (warm starts, the C energy of a loop-free tree) against the numpy path on the same tree; with
+    Lobatto's nodes the C step keeps the first node's pose through a step and takes the end energy's pose from the
+    last node, with Gauss's (no node at a control point) it evaluates both afresh."""
     model = driven_tree(3, 0)
     ours, _ = galerkin.start(model)
     ref, _ = galerkin.start(model)
     for _ in range(5):
-        result = galerkin.step(model, ours, 0.02, 6)
+        result = galerkin.step(model, ours, 0.02, 6, quadrature=quadrature)
         with monkeypatch.context() as numpy_only:
             numpy_only.setattr(galerkin_binding, "usable", lambda model: False)
-            expected = galerkin.step(model, ref, 0.02, 6)
+            expected = galerkin.step(model, ref, 0.02, 6, quadrature=quadrature)
         assert result.iterations == expected.iterations
         assert abs(result.energy - expected.energy) < 1e-11 * max(1.0, abs(expected.energy))
         assert np.max(np.abs(ours.q - ref.q)) < 1e-12 and np.max(np.abs(ours.p - ref.p)) < 1e-10
