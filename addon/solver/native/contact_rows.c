@@ -156,6 +156,34 @@ void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *ro
     }
 }
 
+double symplex_contact_drift(int64_t nbody, int64_t k, const int64_t *shape, const double *rotation_local,
+                             const int64_t *collider_a, const int64_t *collider_b, const int64_t *body_a,
+                             const int64_t *body_b, const double *point_a, const double *point_b,
+                             const double *normal, const double *start, const double *curvature, const int64_t *a,
+                             const int64_t *b, const double *Ja, const double *Jb, const double *x, const double *R,
+                             const double *v, const double *w, const double *com, double dt, double close_margin,
+                             double *along) {
+    symplex_contact_curvature(k, shape, rotation_local, collider_a, collider_b, body_a, body_b, point_a, point_b,
+                              normal, x, R, v, w, com, dt, along);
+    double drift = 0.0;
+    for (int64_t i = 0; i < k; i++) {
+        const double *n = normal + 3 * i;
+        double rate = 0.0; /* n . (Jb V_b - Ja V_a), the world (index nbody) at rest */
+        const int64_t body[2] = {a[i], b[i]};
+        const double *J[2] = {Ja + 18 * i, Jb + 18 * i};
+        for (int side = 0; side < 2; side++) {
+            if (body[side] >= nbody) continue;
+            const double *vi = v + 3 * body[side], *wi = w + 3 * body[side];
+            double moved = 0.0;
+            for (int r = 0; r < 3; r++) moved += n[r] * (dot3(J[side] + 6 * r, vi) + dot3(J[side] + 6 * r + 3, wi));
+            rate += side ? moved : -moved;
+        }
+        const double off = fabs(along[i] - curvature[i]);
+        if (start[i] + dt * rate <= close_margin && off > drift) drift = off;
+    }
+    return drift;
+}
+
 /* n^T J (6) of a 3 x 6 Jacobian. */
 static void normal_side(const double *n, const double *J, double *out) {
     for (int j = 0; j < 6; j++) out[j] = n[0] * J[j] + n[1] * J[6 + j] + n[2] * J[12 + j];
