@@ -136,24 +136,29 @@ def relinearise(model: MaximalModel, state: MaximalState, V: np.ndarray, dt: flo
     step from the knot. The rows' curvature follows the knot's velocities, the last interval's: where the
     step changes them (an impact, a domino knocked over) the rows' gap is off by dt^2 times that change, and
     the redo, along velocities that differ from its own result only by what that changes, closes it. native:
-    the C step's NativeRows, which computes the curvature (twin of _curvature)."""
+    the C step's NativeRows, which measures the change in C (NativeRows.drift, twin of the numpy measure here)."""
     ip = state.interior
     c = ip.rows.contacts
     if c.found is None or ip.relinearised >= MAX_RELINEARISE:
         return False
-    if native is not None:  # the C step: its rows' contacts are still in native's buffers
-        along = native.curvature(dt, V)
-    else:
-        along = _curvature(model, state, c.found, np.concatenate([quat_to_matrix(state.q), np.eye(3)[None]]), dt, V)
-    Ve = np.vstack([V, np.zeros((1, 6))])
-    end = c.distance + c.curvature + dt * (np.einsum("ki,kij,kj->k", c.normal, c.Jb, Ve[c.b])
-                                           - np.einsum("ki,kij,kj->k", c.normal, c.Ja, Ve[c.a]))
-    touching = end <= CLOSE_MARGIN  # only gaps that end the step closed hold anything
-    if np.max(np.abs(along - c.curvature)[touching], initial=0.0) <= RELINEARISE:
+    # the C step: its rows' contacts are still in native's buffers
+    drift = _drift(model, state, c, V, dt) if native is None else native.drift(dt, V, CLOSE_MARGIN)
+    if drift <= RELINEARISE:
         return False
     ip.predicted = np.array(V, dtype=float)
     ip.relinearised += 1
     return True
+
+
+def _drift(model: MaximalModel, state: MaximalState, c: ContactRows, V: np.ndarray, dt: float) -> float:
+    """relinearise's measure (twin of NativeRows.drift): the largest change of the gap curvature of the contacts c
+    along the interval velocities V (B, 6) from the one their rows started from, over the contacts whose gap ends
+    the step within CLOSE_MARGIN (only gaps that end the step closed hold anything); 0 when none does."""
+    along = _curvature(model, state, c.found, np.concatenate([quat_to_matrix(state.q), np.eye(3)[None]]), dt, V)
+    Ve = np.vstack([V, np.zeros((1, 6))])
+    end = c.distance + c.curvature + dt * (np.einsum("ki,kij,kj->k", c.normal, c.Jb, Ve[c.b])
+                                           - np.einsum("ki,kij,kj->k", c.normal, c.Ja, Ve[c.a]))
+    return float(np.max(np.abs(along - c.curvature)[end <= CLOSE_MARGIN], initial=0.0))
 
 
 # ---- set-up at the knot -----------------------------------------------------------------------
@@ -348,7 +353,7 @@ def _contacts_native(model: MaximalModel, state: MaximalState, native: NativeRow
     contacts), with the contact rows packed for the C step and their keys (Inequalities.key)."""
     origin, margin = native.knot(state.x, state.q, state.v, state.w, dt)
     found = model.collision.detect(origin, state.q, margin)
-    r = native.rows(found, model.collision.shapes, dt, state.interior.predicted)
+    r = native.rows(found, dt, state.interior.predicted)
     m = len(r.kind)
     contacts = ContactRows(r.a, r.b, r.key, found.normal, found.distance, found.friction, r.Ja, r.Jb, r.kind, r.owner,
                            r.members, r.member_patch, r.B, r.curvature, found)

@@ -76,7 +76,8 @@ class MaximalKernel:
         plan = solver._plan
         self.model = model
         self._rows = None if model.collision is None or contact_binding.LIB is None else \
-            NativeRows(bs.count, len(model.mechanism.colliders), bs.com, bs.mass, float(np.linalg.norm(bs.gravity)))
+            NativeRows(bs.count, len(model.mechanism.colliders), model.collision.shapes, bs.com, bs.mass,
+                       float(np.linalg.norm(bs.gravity)))
         kinds = js.row_kind[rows]
         self._angle = kinds == ANGLE
         self._angle_rows = rows[self._angle]
@@ -147,7 +148,8 @@ class MaximalKernel:
     def _reserve(self, npair: int, nentry: int, dense: bool) -> None:
         """Scratch and pair buffers for steps with up to npair pairs (grown by doubling; with the dense border's
         room when `dense`, then at most MAX_BORDER pairs) and nentry entries of E (grown by doubling); the pairs'
-        struct points at the buffers."""
+        struct points at the buffers (set when they are made, not at every step)."""
+        grown = False
         if npair > self._pair_capacity or (dense and not self._dense):
             capacity = max(npair, 2 * self._pair_capacity)
             self._pair_capacity = cap = min(capacity, MAX_BORDER) if dense else capacity
@@ -158,11 +160,14 @@ class MaximalKernel:
                                                      np.int64 if name in _INT_PAIR_ARRAYS else np.float64)
                                       for name in binding.PAIR_ARRAYS[:-1] if not name.startswith("e_")})
             self._pair_arrays["control"] = np.zeros(len(binding.CONTROL))
+            grown = True
         if nentry > self._entry_capacity or not self._entry_capacity:
             self._entry_capacity = cap = max(nentry, 2 * self._entry_capacity, 16)
             self._pair_arrays.update(e_row=np.zeros(cap, np.int64), e_col=np.zeros(cap, np.int64), e_val=np.zeros(cap))
-        for name in binding.PAIR_ARRAYS:
-            setattr(self._pairs, name, self._pair_arrays[name].ctypes.data)
+            grown = True
+        if grown:
+            for name in binding.PAIR_ARRAYS:
+                setattr(self._pairs, name, self._pair_arrays[name].ctypes.data)
 
     def _set_pairs(self, state: MaximalState, dt: float) -> None:
         """Set this step's pairs up at the knot (interior_point.begin) and copy them into the kernel's
@@ -215,25 +220,10 @@ class MaximalKernel:
         ip.mu, ip.cold, ip.monotone, ip.mu_fixed, ip.restarts = mu, bool(cold), bool(monotone), mu_fixed, int(restarts)
         interior_point.finish(state)
 
-    def step(self, state: MaximalState, dt: float, tol: float, max_iterations: int,
-             halvings: int) -> tuple[int, float, float, np.ndarray] | None:
-        """One step of `state` (updated in place as variational.step does, with its iteration and
-        line-search limits); (iterations, residual, energy, body-frame poses (B, 7) at the new knot), or
-        None (state untouched) when the numpy step must take it (module docstring). Only what the kernel
-        reads is copied in (no windings without angle rows or coordinates, no loop-row mask without loop rows)."""
-        model, ins, st, out = self.model, self._in, self._state, self._out
-        if state.interior is not None:
-            self._set_pairs(state, dt)
-        if len(out["sweeps"]) != max_iterations or not self._outputs_set:
-            out["sweeps"] = np.zeros(max_iterations)
-            for name in binding.OUTPUTS:
-                setattr(self._outputs, name, out[name].ctypes.data)
-            self._outputs.scratch = self._scratch.ctypes.data
-            self._outputs_set = True
-        if state.aux_active is None:
-            if len(model.loop_joints):
-                return None  # the numpy step picks the independent loop rows (variational._select_rows)
-            state.aux_active = np.ones(len(model.order), bool)
+    def _copy_in(self, state: MaximalState, dt: float) -> None:
+        """The step's inputs into the kernel's buffers (the kernel reads them only): no windings without angle
+        rows or coordinates, no loop-row mask without loop rows."""
+        model, ins, st = self.model, self._in, self._state
         js, rows = model.joints, model.order
         ins["x"][...] = state.x
         ins["q"][...] = state.q
@@ -267,14 +257,35 @@ class MaximalKernel:
                                                           for c in model.forces.force_scale])
                                                 for s in (t - 0.5 * dt, t + 0.5 * dt))
         st.startup = int(state.startup)
-        if not self._set_sparse(state):
-            return None
-        status = self._call(self._model_ptr, self._state_ptr, float(dt), float(tol), int(max_iterations),
-                            int(halvings), self._outputs_ptr)
-        if status != binding.CONVERGED:
-            return None
-        if state.interior is not None and interior_point.relinearise(model, state, out["V"], dt, self._rows):
-            return self.step(state, dt, tol, max_iterations, halvings)  # again, the gaps along its velocities
+
+    def step(self, state: MaximalState, dt: float, tol: float, max_iterations: int,
+             halvings: int) -> tuple[int, float, float, np.ndarray] | None:
+        """One step of `state` (updated in place as variational.step does, with its iteration and
+        line-search limits); (iterations, residual, energy, body-frame poses (B, 7) at the new knot), or
+        None (state untouched) when the numpy step must take it (module docstring)."""
+        model, out = self.model, self._out
+        if state.aux_active is None:
+            if len(model.loop_joints):
+                return None  # the numpy step picks the independent loop rows (variational._select_rows)
+            state.aux_active = np.ones(len(model.order), bool)
+        self._copy_in(state, dt)
+        while True:  # a relinearised step is redone from the same inputs, its pairs set up along its velocities
+            if state.interior is not None:
+                self._set_pairs(state, dt)
+            if len(out["sweeps"]) != max_iterations or not self._outputs_set:
+                out["sweeps"] = np.zeros(max_iterations)
+                for name in binding.OUTPUTS:
+                    setattr(self._outputs, name, out[name].ctypes.data)
+                self._outputs.scratch = self._scratch.ctypes.data
+                self._outputs_set = True
+            if not self._set_sparse(state):
+                return None
+            status = self._call(self._model_ptr, self._state_ptr, float(dt), float(tol), int(max_iterations),
+                                int(halvings), self._outputs_ptr)
+            if status != binding.CONVERGED:
+                return None
+            if state.interior is None or not interior_point.relinearise(model, state, out["V"], dt, self._rows):
+                break
         iterations, residual, energy, updates = out["stats"].tolist()
         state.sweeps.extend([int(s) for s in out["sweeps"][:int(updates)].tolist()])
         if len(self._angle_rows):

@@ -53,23 +53,13 @@ static void point_jacobian(const double *r, const double *p, int world, double *
 #define SHAPE_BOX 1
 #define SHAPE_PLANE 4
 
-static void matmul3(const double *a, const double *b, double *out) {
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            out[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
-}
-
-static void matvec3(const double *r, const double *p, double *out) {
-    for (int i = 0; i < 3; i++) out[i] = r[3 * i] * p[0] + r[3 * i + 1] * p[1] + r[3 * i + 2] * p[2];
-}
-
 /* features.normal_owners for one contact: the owner code; for edges the edges' body-frame directions. */
 static int normal_owner(int64_t code_a, int64_t code_b, const double *local_a, const double *local_b,
                         const double *ra, const double *rb, const double *n, double *edge_a, double *edge_b) {
     if (!((code_a == SHAPE_PLANE || code_a == SHAPE_BOX) && code_b == SHAPE_BOX)) return OWNER_NONE;
     double axes_a[9], axes_b[9], along_a[3], along_b[3];
-    matmul3(ra, local_a, axes_a);
-    matmul3(rb, local_b, axes_b);
+    mat3_mul(ra, local_a, axes_a);
+    mat3_mul(rb, local_b, axes_b);
     int low_a = 0, low_b = 0;
     double high_a = 0.0, high_b = 0.0;
     for (int j = 0; j < 3; j++) {
@@ -128,11 +118,11 @@ void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *ro
             const double c2 = 1.0 - dot3(half + 1, half + 1);
             half[0] = sqrt(c2 > 0.0 ? c2 : 0.0);
             symplex_quat_to_matrix(half, h);
-            matmul3(r1[side], h, r2[side]);
-            matvec3(r1[side], p, arm);
+            mat3_mul(r1[side], h, r2[side]);
+            mat3_vec(r1[side], p, arm);
             cross3(wi, p, spin);
-            matvec3(r1[side], spin, turn);
-            matvec3(r2[side], p, moved[side]);
+            mat3_vec(r1[side], spin, turn);
+            mat3_vec(r2[side], p, moved[side]);
             for (int j = 0; j < 3; j++) {
                 linear[side][j] = xi[j] + arm[j] + dt * (vi[j] + turn[j]);
                 moved[side][j] += xi[j] + dt * vi[j];
@@ -142,8 +132,8 @@ void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *ro
         double n2[3], tmp[3];
         if (owner == OWNER_EDGES) {
             double ea[3], eb[3];
-            matvec3(r2[0], edge[0], ea);
-            matvec3(r2[1], edge[1], eb);
+            mat3_vec(r2[0], edge[0], ea);
+            mat3_vec(r2[1], edge[1], eb);
             cross3(ea, eb, n2);
             const double size = sqrt(dot3(n2, n2));
             if (size > PARALLEL) {
@@ -155,7 +145,7 @@ void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *ro
         } else {
             const int side = owner == OWNER_FACE_A ? 0 : 1;
             for (int j = 0; j < 3; j++) tmp[j] = r1[side][j] * n[0] + r1[side][3 + j] * n[1] + r1[side][6 + j] * n[2];
-            matvec3(r2[side], tmp, n2);
+            mat3_vec(r2[side], tmp, n2);
         }
         double gap_moved[3], gap_linear[3];
         for (int j = 0; j < 3; j++) {
@@ -164,6 +154,34 @@ void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *ro
         }
         curvature[i] = dot3(n2, gap_moved) - dot3(n, gap_linear);
     }
+}
+
+double symplex_contact_drift(int64_t nbody, int64_t k, const int64_t *shape, const double *rotation_local,
+                             const int64_t *collider_a, const int64_t *collider_b, const int64_t *body_a,
+                             const int64_t *body_b, const double *point_a, const double *point_b,
+                             const double *normal, const double *start, const double *curvature, const int64_t *a,
+                             const int64_t *b, const double *Ja, const double *Jb, const double *x, const double *R,
+                             const double *v, const double *w, const double *com, double dt, double close_margin,
+                             double *along) {
+    symplex_contact_curvature(k, shape, rotation_local, collider_a, collider_b, body_a, body_b, point_a, point_b,
+                              normal, x, R, v, w, com, dt, along);
+    double drift = 0.0;
+    for (int64_t i = 0; i < k; i++) {
+        const double *n = normal + 3 * i;
+        double rate = 0.0; /* n . (Jb V_b - Ja V_a), the world (index nbody) at rest */
+        const int64_t body[2] = {a[i], b[i]};
+        const double *J[2] = {Ja + 18 * i, Jb + 18 * i};
+        for (int side = 0; side < 2; side++) {
+            if (body[side] >= nbody) continue;
+            const double *vi = v + 3 * body[side], *wi = w + 3 * body[side];
+            double moved = 0.0;
+            for (int r = 0; r < 3; r++) moved += n[r] * (dot3(J[side] + 6 * r, vi) + dot3(J[side] + 6 * r + 3, wi));
+            rate += side ? moved : -moved;
+        }
+        const double off = fabs(along[i] - curvature[i]);
+        if (start[i] + dt * rate <= close_margin && off > drift) drift = off;
+    }
+    return drift;
 }
 
 /* n^T J (6) of a 3 x 6 Jacobian. */

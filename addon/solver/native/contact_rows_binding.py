@@ -1,12 +1,13 @@
 """ctypes binding of contact_rows.c (symplex_kernels.h symplex_contact_knot, symplex_contact_curvature,
-symplex_contact_rows): the maximal step's contact rows at the knot in C.
+symplex_contact_rows, symplex_contact_drift): the maximal step's contact rows at the knot in C.
 
 `LIB` is the kernel library when it is built with contact_rows.c and loads (native.load_kernels), else None.
 `NativeRows(...)` holds one model's buffers: `knot` gives the body-frame origins and the margin of the
 collision query, `rows` turns the query's contacts into the interior point's contact rows (their gaps' curvature
-over the step first; copied out: a step's rows outlive the next call), `curvature` gives those contacts' curvature
-along other velocities. The caller is maximal/interior_point.py (its numpy functions are the
-reference), through the NativeRows a maximal/native_step.py kernel owns.
+over the step first; copied out: a step's rows outlive the next call), `drift` how far those contacts' curvature
+along other velocities is from the rows' own where the step ends with the gap closed. The caller is
+maximal/interior_point.py (its numpy functions are the reference), through the NativeRows a
+maximal/native_step.py kernel owns.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_contact_rows.restype = _int
     lib.symplex_contact_curvature.argtypes = [_int] + [_ptr] * 14 + [_double, _ptr]
     lib.symplex_contact_curvature.restype = None
+    lib.symplex_contact_drift.argtypes = [_int, _int] + [_ptr] * 20 + [_double, _double, _ptr]
+    lib.symplex_contact_drift.restype = _double
     return lib
 
 
@@ -64,25 +67,30 @@ class Rows(NamedTuple):
     curvature: np.ndarray
 
 
+_FOUND = ("collider_a", "collider_b", "body_a", "body_b", "point_a", "point_b", "normal", "distance", "friction")
+
+
 def _addr(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 
 
 class NativeRows:
     """symplex_contact_knot's and symplex_contact_rows' inputs and outputs for one model (nbody bodies with
-    centres of mass com (B, 3) and masses (B,), ncollider colliders, gravity of norm gravity_norm), made once
-    with their addresses and grown by doubling when a query finds more contacts than they hold."""
+    centres of mass com (B, 3) and masses (B,), its ncollider colliders `shapes` (collision.shapes.Shapes),
+    gravity of norm gravity_norm), made once with their addresses (every call's argument tuple is built when
+    the buffers are) and grown by doubling when a query finds more contacts than they hold."""
 
-    def __init__(self, nbody: int, ncollider: int, com: np.ndarray, mass: np.ndarray, gravity_norm: float):
+    def __init__(self, nbody: int, ncollider: int, shapes, com: np.ndarray, mass: np.ndarray, gravity_norm: float):
         self.nbody, self.ncollider, self.gravity_norm = nbody, ncollider, float(gravity_norm)
         self._com, self._mass = np.array(com, dtype=np.float64), np.array(mass, dtype=np.float64)
+        self._shapes = (np.ascontiguousarray(shapes.shape, dtype=np.int64),
+                        np.ascontiguousarray(shapes.rotation_local, dtype=np.float64))
         self._state = [np.zeros((nbody, 3)), np.zeros((nbody, 4)), np.zeros((nbody, 3)), np.zeros((nbody, 3))]
         self.R, self.origin = np.zeros((nbody, 3, 3)), np.zeros((nbody, 3))
         x, q, v, w = map(_addr, self._state)
         self._knot_args = (nbody, x, q, v, w, _addr(self._com))
         self._knot_out = (_addr(self.R), _addr(self.origin))
         self._body_args = (x, _addr(self.R), v, w, _addr(self._com), _addr(self._mass))
-        self._shapes = None  # (shape codes, rotation_local) of the colliders, set by the first `rows`
         self._k = 0  # contacts of the last `rows` call, still in the input buffers
         self._predicted = [np.zeros((nbody, 3)), np.zeros((nbody, 3))]  # v, w a step's curvature follows
         self._capacity = -1
@@ -104,10 +112,21 @@ class NativeRows:
         ne = _ENTRIES_PER_CONTACT * k
         self._entries = [np.zeros(ne, i64), np.zeros(ne, i64), np.zeros(ne)]
         self._counts, self._scratch = np.zeros(4, i64), np.zeros(4 * k)
-        self._curvature = np.zeros(k)
-        self._outputs = tuple(map(_addr, self._per_contact + self._per_row + self._patches + self._entries
-                                  + [self._counts, self._scratch]))
-        self._input_addresses = tuple(map(_addr, self._inputs))
+        self._curvature, self._along = np.zeros(k), np.zeros(k)  # the rows' curvature; along other velocities
+        outputs = tuple(map(_addr, self._per_contact + self._per_row + self._patches + self._entries
+                            + [self._counts, self._scratch]))
+        inputs = tuple(map(_addr, self._inputs))
+        self._rows_args = (*inputs, *self._body_args, self.gravity_norm)
+        self._rows_out = outputs
+        x, R, v, w, com, _ = self._body_args
+        contacts = (*map(_addr, self._shapes), *inputs[:7])
+        self._curvature_args = {False: (*contacts, x, R, v, w, com),  # along the knot's velocities
+                                True: (*contacts, x, R, *map(_addr, self._predicted), com)}  # along predicted ones
+        self._curvature_out = _addr(self._curvature)
+        a, b, _, Ja, Jb = map(_addr, self._per_contact)
+        self._drift_args = (*contacts, inputs[7], self._curvature_out, a, b, Ja, Jb,
+                            *self._curvature_args[True][-5:])
+        self._along_out = _addr(self._along)
 
     def knot(self, x: np.ndarray, q: np.ndarray, v: np.ndarray, w: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
         """Body-frame origins x - R com (B, 3) (this object's buffer, rewritten by the next call) and the
@@ -117,34 +136,33 @@ class NativeRows:
         margin = LIB.symplex_contact_knot(*self._knot_args, self.gravity_norm, dt, *self._knot_out)
         return self.origin, margin
 
-    def curvature(self, dt: float, velocity: np.ndarray | None = None) -> np.ndarray:
-        """The gap curvature (k,) of the last `rows` call's contacts along the interval velocities `velocity`
-        (B, 6; None: the knot's), as a fresh array."""
-        x, R, v, w, com, _ = self._body_args
+    def _gap_curvature(self, dt: float, velocity: np.ndarray | None) -> np.ndarray:
+        """The gap curvature (k,) of the contacts in the input buffers along the interval velocities `velocity`
+        (B, 6; None: the knot's), kept for `drift` and returned as a fresh array."""
         if velocity is not None:
             self._predicted[0][...], self._predicted[1][...] = velocity[:, :3], velocity[:, 3:]
-            v, w = map(_addr, self._predicted)
-        LIB.symplex_contact_curvature(self._k, *map(_addr, self._shapes), *self._input_addresses[:7], x, R, v, w,
-                                      com, dt, _addr(self._curvature))
+        LIB.symplex_contact_curvature(self._k, *self._curvature_args[velocity is not None], dt, self._curvature_out)
         return self._curvature[:self._k].copy()
 
-    def rows(self, found, shapes, dt: float, velocity: np.ndarray | None = None) -> Rows:
-        """The contact rows of `found` (collision.world.Contacts, sorted by collider pair, of the colliders
-        `shapes`, collision.shapes.Shapes) at the last `knot`, as fresh arrays; their gaps' curvature along the
-        interval velocities `velocity` (B, 6), None: the knot's."""
+    def drift(self, dt: float, velocity: np.ndarray, close_margin: float) -> float:
+        """interior_point.relinearise's measure of the last `rows` call's contacts along the interval velocities
+        `velocity` (B, 6): the largest change of their gap curvature from the rows' own over the contacts whose
+        gap ends the step within close_margin (0 when none does)."""
+        self._predicted[0][...], self._predicted[1][...] = velocity[:, :3], velocity[:, 3:]
+        return LIB.symplex_contact_drift(self.nbody, self._k, *self._drift_args, dt, close_margin, self._along_out)
+
+    def rows(self, found, dt: float, velocity: np.ndarray | None = None) -> Rows:
+        """The contact rows of `found` (collision.world.Contacts of this model's colliders, sorted by collider
+        pair) at the last `knot`, as fresh arrays; their gaps' curvature along the interval velocities
+        `velocity` (B, 6), None: the knot's."""
         k = len(found.distance)
         self._reserve(k)
-        if self._shapes is None:
-            self._shapes = (np.ascontiguousarray(shapes.shape, dtype=np.int64),
-                            np.ascontiguousarray(shapes.rotation_local, dtype=np.float64))
-        for buffer, name in zip(self._inputs, ("collider_a", "collider_b", "body_a", "body_b", "point_a", "point_b",
-                                               "normal", "distance", "friction")):
+        for buffer, name in zip(self._inputs, _FOUND):
             buffer[:k] = getattr(found, name)
         self._k = k
-        curvature = self.curvature(dt, velocity)
+        curvature = self._gap_curvature(dt, velocity)
         self._inputs[7][:k] += curvature  # the rows start from the distance plus the curvature
-        status = LIB.symplex_contact_rows(self.nbody, self.ncollider, k, *self._input_addresses, *self._body_args,
-                                          self.gravity_norm, dt, *self._outputs)
+        status = LIB.symplex_contact_rows(self.nbody, self.ncollider, k, *self._rows_args, dt, *self._rows_out)
         if status != 0:
             raise ValueError("contact rows: the contacts are not sorted by collider pair")
         m, nmem, nd, ne = self._counts.tolist()

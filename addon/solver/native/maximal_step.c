@@ -28,11 +28,6 @@ int64_t symplex_maximal_struct_size(void) { return (int64_t)sizeof(symplex_maxim
 
 /* ---------------------------------------------------------------- small vector and quaternion algebra */
 
-static void mat3_vec(const double *M, const double *x, double *y) /* y = M x */
-{
-    for (int i = 0; i < 3; ++i) y[i] = M[3 * i] * x[0] + M[3 * i + 1] * x[1] + M[3 * i + 2] * x[2];
-}
-
 static void mat3t_vec(const double *M, const double *x, double *y) /* y = M^T x */
 {
     for (int i = 0; i < 3; ++i) y[i] = M[i] * x[0] + M[3 + i] * x[1] + M[6 + i] * x[2];

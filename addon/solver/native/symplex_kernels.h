@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 20
+#define SYMPLEX_ABI_VERSION 21
 
 int64_t symplex_abi_version(void);
 
@@ -311,6 +311,19 @@ void symplex_contact_curvature(int64_t k, const int64_t *shape, const double *ro
                                const int64_t *body_b, const double *point_a, const double *point_b,
                                const double *normal, const double *x, const double *R, const double *v,
                                const double *w, const double *com, double dt, double *curvature);
+/* symplex_contact_drift: interior_point.relinearise's measure for the C step. Of k contacts whose rows
+ * symplex_contact_rows built (a, b, Ja, Jb its outputs; start: distance + curvature, the gap the rows start
+ * from; curvature: the rows' curvature), the largest |curvature along v, w - curvature| over those whose gap
+ * ends the step within close_margin, start + dt n . (Jb V_b - Ja V_a) <= close_margin (V = (v, w) the step's
+ * interval velocities (nbody, 3 each); the world at rest); 0 when none does. Writes the curvature along v, w
+ * into along (k) (symplex_contact_curvature). */
+double symplex_contact_drift(int64_t nbody, int64_t k, const int64_t *shape, const double *rotation_local,
+                             const int64_t *collider_a, const int64_t *collider_b, const int64_t *body_a,
+                             const int64_t *body_b, const double *point_a, const double *point_b,
+                             const double *normal, const double *start, const double *curvature, const int64_t *a,
+                             const int64_t *b, const double *Ja, const double *Jb, const double *x, const double *R,
+                             const double *v, const double *w, const double *com, double dt, double close_margin,
+                             double *along);
 /* symplex_contact_rows: from k contacts (CollisionWorld.detect's Contacts, sorted by collider pair: colliders,
  * bodies (-1 world), body-frame witness points, normals, distances (the query's plus symplex_contact_curvature's:
  * the gap the rows start from), friction) and the knot (x, R from

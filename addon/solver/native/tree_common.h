@@ -346,12 +346,6 @@ static inline void rot_of(const double *M, double *R) /* R = M[:3, :3] */
         for (int j = 0; j < 3; ++j) R[3 * i + j] = M[4 * i + j];
 }
 
-static inline void mat3_mul(const double *A, const double *B, double *C) /* C = A B */
-{
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
-}
-
 /* The coefficients of J_L at angle t (tree/step_charts.py _coefficients): cf = (b, c, b' / t, c' / t),
  * b = (1 - cos t) / t^2, c = (t - sin t) / t^3, by their Taylor series below t = 0.1. */
 static inline void jl_coefficients(double t, double *cf)
@@ -492,11 +486,6 @@ static inline void mat3_mult(const double *A, const double *B, double *C) /* C =
 {
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) C[3 * i + j] = dot3(A + 3 * i, B + 3 * j);
-}
-
-static inline void mat3_vec(const double *A, const double *x, double *y) /* y = A x */
-{
-    for (int i = 0; i < 3; ++i) y[i] = dot3(A + 3 * i, x);
 }
 
 #endif

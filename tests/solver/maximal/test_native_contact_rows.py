@@ -1,7 +1,8 @@
 """The contact rows at the knot in C (native/contact_rows.c via interior_point.begin's `native` buffers)
 against their numpy twin (interior_point._contacts, _patches, packed): the same contacts, patches, rows,
-keys, warm or cold start and packed arrays at every knot of runs through impacts (the box drop on its
-corners, the sphere chain, random thrown scenes with a joint limit)."""
+keys, warm or cold start, packed arrays and relinearise's measure (NativeRows.drift, interior_point._drift) at
+every knot of runs through impacts (the box drop on its corners, the sphere chain, random thrown scenes with a
+joint limit)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ ATOL = 1e-12
 
 def native_rows(model) -> contact_rows_binding.NativeRows:
     bs = model.bodies
-    return contact_rows_binding.NativeRows(bs.count, len(model.mechanism.colliders), bs.com, bs.mass,
-                                           float(np.linalg.norm(bs.gravity)))
+    return contact_rows_binding.NativeRows(bs.count, len(model.mechanism.colliders), model.collision.shapes, bs.com,
+                                           bs.mass, float(np.linalg.norm(bs.gravity)))
 
 
 def assert_same(name: str, c: np.ndarray, py: np.ndarray, scale: float = 1.0) -> None:
@@ -42,8 +43,10 @@ def assert_same(name: str, c: np.ndarray, py: np.ndarray, scale: float = 1.0) ->
         np.testing.assert_allclose(c, py, rtol=0, atol=ATOL * scale, err_msg=name)
 
 
-def compare_at(integ, native) -> set[int]:
-    """Set the rows up at the integrator's knot both ways; assert they agree; the row kinds met."""
+def compare_at(integ, native, rng: np.random.Generator) -> tuple[set[int], float]:
+    """Set the rows up at the integrator's knot both ways; assert they agree, and so does relinearise's measure
+    along the knot's velocities pushed by up to 1 m/s and 1 rad/s (NativeRows.drift, interior_point._drift);
+    the row kinds met and that measure."""
     model, state, dt = integ.model, integ.state, integ.dt
     coords = None
     if len(model.limited):
@@ -67,37 +70,48 @@ def compare_at(integ, native) -> set[int]:
     assert ic.cold == ip.cold
     assert_same("lam", ic.lam, ip.lam, 1.0 / dt)
     assert_same("s", ic.s, ip.s, 1.0 / dt)
-    return set(rp.kind.tolist())
+    V = np.hstack([state.v, state.w]) + rng.uniform(-1.0, 1.0, (len(state.v), 6))
+    drift = native.drift(dt, V, interior_point.CLOSE_MARGIN)
+    if rp.contacts.found is not None:  # curvatures are dt^2 times velocities squared: round-off of 1e-15 m
+        assert abs(drift - interior_point._drift(model, twin_py, rp.contacts, V, dt)) <= ATOL * dt
+    return set(rp.kind.tolist()), drift
 
 
-def compare_run(mech, steps: int) -> set[int]:
-    """Compare at every knot of `steps` numpy steps; the row kinds met."""
+def compare_run(mech, steps: int) -> tuple[set[int], float]:
+    """Compare at every knot of `steps` numpy steps; the row kinds met and the largest of relinearise's
+    measures (0 without box contacts: only their features curve)."""
     integ = make_integrator(mech, "maximal", DT)
     integ.state.kernel = False
     native = native_rows(integ.model)
+    rng = np.random.default_rng(7)
     kinds: set[int] = set()
+    largest = 0.0
     for _ in range(steps):
-        kinds |= compare_at(integ, native)
+        met, drift = compare_at(integ, native, rng)
+        kinds |= met
+        largest = max(largest, drift)
         integ.step()
-    return kinds
+    return kinds, largest
 
 
 def test_box_drop_rows_match_numpy():
     """Falling (no contact within reach), landing on its corners and resting: gaps, the patch's cone, its
     pyramid and spin rows, warm starts."""
-    assert compare_run(load_mechanism(preset_path("box_drop")), 40) == {0, 1, 2}
+    kinds, drift = compare_run(load_mechanism(preset_path("box_drop")), 40)
+    assert kinds == {0, 1, 2} and drift > 0.0
 
 
 def test_sphere_chain_rows_match_numpy():
     """Five jointed spheres on the ground: one-point patches (no spin rows), several patches per step."""
-    assert compare_run(load_mechanism(preset_path("sphere_chain")), 40) == {0, 1, 2}
+    assert compare_run(load_mechanism(preset_path("sphere_chain")), 40)[0] == {0, 1, 2}
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_random_contact_scenes_rows_match_numpy(seed):
     """A box, a sphere and a capsule thrown onto the ground beside a limited pendulum: contacts between
     bodies and with the world, open contacts without friction rows, limit rows after the contact rows."""
-    assert compare_run(contact_scene(seed), 30) == {0, 1, 2, 3}
+    kinds, drift = compare_run(contact_scene(seed), 30)
+    assert kinds == {0, 1, 2, 3} and drift > 0.0
 
 
 def test_unsorted_contacts_are_refused():
@@ -111,4 +125,4 @@ def test_unsorted_contacts_are_refused():
     order = np.arange(len(found))[::-1]
     flipped = type(found)(**{f: getattr(found, f)[order] for f in found.__dataclass_fields__})
     with pytest.raises(ValueError, match="not sorted"):
-        native.rows(flipped, integ.model.collision.shapes, DT)
+        native.rows(flipped, DT)
