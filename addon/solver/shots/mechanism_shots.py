@@ -30,8 +30,9 @@ from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
 from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
-from .tree_dynamics import TreeTranscription, assemble_blocks, intervals, transcribe_tree
-from .tree_hessian import lagrangian_hessian
+from .transcription import _Pattern
+from .tree_dynamics import TreeTranscription, assemble_blocks, block_triplets, intervals, transcribe_tree
+from .tree_hessian import hessian_triplets
 
 AXES = "xyz"
 
@@ -171,29 +172,39 @@ def _nlp(P: _Problem) -> NLP:
             r0 += len(rows)
         return blocks
 
-    def jacobian(x):
+    def jacobian_triplets(x):
         _, blocks = tx.blocks(x)
-        return assemble_blocks(blocks + key_blocks(x), (m, tx.n))
+        return [np.concatenate(p) for p in zip(*(block_triplets(*b) for b in blocks + key_blocks(x)))]
 
-    def hessian(x, y, obj_factor):
+    points = []  # body keys: (step, frame, point in frame axes, where their multipliers sit in y)
+    r0 = tx.m
+    for key, axes in P.key_rows:
+        if key.coordinate is None:  # a body point: its position's curvature
+            b = P.model.body_names.index(key.body)
+            placed = P.model.body_offset[b]
+            points.append((key.frame, int(P.model.body_frame[b]),
+                           placed[:3, 3] + placed[:3, :3] @ np.asarray(key.point, float), axes, r0))
+            r0 += len(axes)
+        else:  # a coordinate: linear
+            r0 += 1
+    u_index = np.arange(u_at.start, u_at.stop)
+    speed = sp.coo_matrix((tx.n, tx.n)) if speed_hessian is None else speed_hessian.tocoo()
+
+    def hessian_triplets_(x, y, obj_factor):
         """The constraints' part exactly over jets (tree_hessian.py), the effort's diagonal and the joint-speed
         cost's constant Hessian exactly."""
-        points, r0 = [], tx.m
-        for key, axes in P.key_rows:
-            if key.coordinate is None:  # a body point: its position's curvature
-                b = P.model.body_names.index(key.body)
-                offset = P.model.body_offset[b]
-                along = np.zeros(3)
-                along[axes] = y[r0: r0 + len(axes)]
-                points.append((key.frame, int(P.model.body_frame[b]),
-                               offset[:3, 3] + offset[:3, :3] @ np.asarray(key.point, float), along))
-                r0 += len(axes)
-            else:  # a coordinate: linear
-                r0 += 1
-        u_diag = np.zeros(tx.n)
-        u_diag[u_at] = 2.0 * weight * obj_factor
-        H = lagrangian_hessian(tx, x, y[: tx.m], points) + sp.diags(u_diag)
-        return H if speed_hessian is None else H + obj_factor * speed_hessian
+        weighted = []
+        for step, frame, local, axes, r in points:
+            along = np.zeros(3)
+            along[axes] = y[r: r + len(axes)]
+            weighted.append((step, frame, local, along))
+        i, j, v = hessian_triplets(tx, x, y[: tx.m], weighted)
+        return (np.concatenate([i, u_index, speed.row]), np.concatenate([j, u_index, speed.col]),
+                np.concatenate([v, 2.0 * weight * obj_factor, obj_factor * speed.data]))
+
+    x0 = tx.pack(np.tile(tx.q0, (N + 1, 1)), np.zeros((N, nu)))
+    jac_pattern = _Pattern(*jacobian_triplets(x0)[:2], (m, tx.n))
+    hess_pattern = _Pattern(*hessian_triplets_(x0, np.zeros(m), 1.0)[:2], (tx.n, tx.n))
 
     x_lower = np.full(tx.n, -np.inf)
     x_upper = np.full(tx.n, np.inf)
@@ -203,7 +214,20 @@ def _nlp(P: _Problem) -> NLP:
     for k in range(N):
         x_lower[tx.u_slice(k)] = [c.lower for c in shot.controls]
         x_upper[tx.u_slice(k)] = [c.upper for c in shot.controls]
-    return NLP(x_lower, x_upper, objective, gradient, constraints_fn, jacobian, np.zeros(m), np.zeros(m), hessian)
+    jacobian_data = jac_pattern.fixed(lambda x: jacobian_triplets(x)[2])
+    hessian_data = hess_pattern.fixed(lambda x, y, obj_factor: hessian_triplets_(x, y, obj_factor)[2])
+    return NLP(x_lower, x_upper, objective, gradient, constraints_fn,
+               lambda x: jac_pattern.matrix(jacobian_triplets(x)[2]), np.zeros(m), np.zeros(m),
+               lambda x, y, obj_factor: hess_pattern.matrix(hessian_triplets_(x, y, obj_factor)[2]),
+               stages=_stages(tx), jacobian_data=jacobian_data, hessian_data=hessian_data)
+
+
+def _stages(tx: TreeTranscription) -> np.ndarray:
+    """The stage of each unknown for the KKT factorisation (nlp.NLP.stages): q_k, lam_k at stage k, u_k (acting
+    on the interval from q_k to q_k+1) at stage k, mu (the rest rows' multipliers) at the last stage N."""
+    N, nq, nu, nr = tx.steps, tx.nq, tx.nu, tx.nr
+    k = np.arange(1, N + 1)
+    return np.concatenate([np.repeat(k, nq), np.repeat(np.arange(N), nu), np.repeat(k - 1, nr), np.full(tx.n_rest, N)])
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..curves import evaluate
 from ..tree.compile import ROT_Z, TreeModel
@@ -233,10 +232,12 @@ def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.
     return _as_jet(_sum(terms), K, nq), dhy
 
 
-def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
-                       points: list[tuple[int, int, np.ndarray, np.ndarray]] = ()) -> sp.csr_matrix:
-    """Exact Hessian (n, n), both triangles, of y . c(x) for the rows c of the TreeTranscription tx (y: (m,))
-    plus, for each point (step k, frame, point in frame axes, weights (3,)), weights . position at q_k."""
+def hessian_triplets(tx, x: np.ndarray, y: np.ndarray,
+                     points: list[tuple[int, int, np.ndarray, np.ndarray]] = ()) -> tuple[np.ndarray, ...]:
+    """The exact Hessian (n, n), both triangles, of y . c(x) for the rows c of the TreeTranscription tx (y: (m,))
+    plus, for each point (step k, frame, point in frame axes, weights (3,)), weights . position at q_k, as COO
+    triplets (rows, columns, values; duplicates add). The rows and columns depend only on tx and the points'
+    steps: the pattern is the same at every x and y."""
     N, nq, nr, dt = tx.steps, tx.nq, tx.nr, tx.dt
     model = tx.model
     Q, _, Lam = tx.unpack(x)
@@ -255,13 +256,15 @@ def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
     if nr or len(points):
         mu = x[tx.mu_slice] if tx.rest_at_end else np.zeros(nr)
         lam = np.vstack([Lam[1:], mu[None, :]])
+        # the configurations q_1..q_N with loop rows, else only the keyed ones (the rest have no curvature here)
+        at = np.arange(N) if nr else np.unique([step - 1 for step, _, _, _ in points])
         weights = []
         for step, frame, local, weight in points:
-            w = np.zeros((N, 3))
-            w[step - 1] = weight
+            w = np.zeros((len(at), 3))
+            w[np.searchsorted(at, step - 1)] = weight
             weights.append((frame, local, w))
-        psi, dhy = configuration_terms(model, Q[1:], b, lam, y_loop, tx.rows, weights)
-        qcol = np.arange(N) * nq
+        psi, dhy = configuration_terms(model, Q[1:][at], b[at], lam[at], y_loop[at], tx.rows, weights)
+        qcol = at * nq
         parts.append(block_triplets(qcol, qcol, psi.hess))
         if nr:
             mixed = -np.stack([u.grad for u in dhy], axis=1)  # (N, nr, nq): d(-Dh y)/dq
@@ -269,5 +272,4 @@ def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
             lam_row = np.array([tx.lam_slice(k).start for k in range(1, N)] + [tx.mu_slice.start])[:has_lam]
             parts.append(block_triplets(lam_row, qcol[:has_lam], mixed[:has_lam]))
             parts.append(block_triplets(qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
-    i, j, v = (np.concatenate(p) for p in zip(*parts))
-    return sp.coo_matrix((v, (i, j)), shape=(tx.n, tx.n)).tocsr()
+    return tuple(np.concatenate(p) for p in zip(*parts))
