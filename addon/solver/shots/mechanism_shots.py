@@ -31,8 +31,8 @@ from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
 from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
 from .transcription import _Pattern
-from .tree_dynamics import TreeTranscription, assemble_blocks, block_triplets, intervals, transcribe_tree
-from .tree_hessian import hessian_triplets
+from .tree_dynamics import Blocks, TreeTranscription, assemble_blocks, block_triplets, intervals, transcribe_tree
+from .tree_hessian import hessian_blocks
 
 AXES = "xyz"
 
@@ -172,9 +172,8 @@ def _nlp(P: _Problem) -> NLP:
             r0 += len(rows)
         return blocks
 
-    def jacobian_triplets(x):
-        _, blocks = tx.blocks(x)
-        return [np.concatenate(p) for p in zip(*(block_triplets(*b) for b in blocks + key_blocks(x)))]
+    def jacobian_blocks(x):
+        return tx.blocks(x)[1] + key_blocks(x)
 
     points = []  # body keys: (step, frame, point in frame axes, where their multipliers sit in y)
     r0 = tx.m
@@ -190,21 +189,21 @@ def _nlp(P: _Problem) -> NLP:
     u_index = np.arange(u_at.start, u_at.stop)
     speed = sp.coo_matrix((tx.n, tx.n)) if speed_hessian is None else speed_hessian.tocoo()
 
-    def hessian_triplets_(x, y, obj_factor):
+    def hessian_blocks_(x, y, obj_factor):
         """The constraints' part exactly over jets (tree_hessian.py), the effort's diagonal and the joint-speed
-        cost's constant Hessian exactly."""
+        cost's constant Hessian exactly, as groups of dense blocks (1 x 1 for the costs')."""
         weighted = []
         for step, frame, local, axes, r in points:
             along = np.zeros(3)
             along[axes] = y[r: r + len(axes)]
             weighted.append((step, frame, local, along))
-        i, j, v = hessian_triplets(tx, x, y[: tx.m], weighted)
-        return (np.concatenate([i, u_index, speed.row]), np.concatenate([j, u_index, speed.col]),
-                np.concatenate([v, 2.0 * weight * obj_factor, obj_factor * speed.data]))
+        return hessian_blocks(tx, x, y[: tx.m], weighted) + [
+            (u_index, u_index, (2.0 * weight * obj_factor)[:, None, None]),
+            (speed.row, speed.col, (obj_factor * speed.data)[:, None, None])]
 
     x0 = tx.pack(np.tile(tx.q0, (N + 1, 1)), np.zeros((N, nu)))
-    jac_pattern = _Pattern(*jacobian_triplets(x0)[:2], (m, tx.n))
-    hess_pattern = _Pattern(*hessian_triplets_(x0, np.zeros(m), 1.0)[:2], (tx.n, tx.n))
+    jac_pattern = _Pattern(*_triplets(jacobian_blocks(x0))[:2], (m, tx.n))
+    hess_pattern = _Pattern(*_triplets(hessian_blocks_(x0, np.zeros(m), 1.0))[:2], (tx.n, tx.n))
 
     x_lower = np.full(tx.n, -np.inf)
     x_upper = np.full(tx.n, np.inf)
@@ -214,12 +213,23 @@ def _nlp(P: _Problem) -> NLP:
     for k in range(N):
         x_lower[tx.u_slice(k)] = [c.lower for c in shot.controls]
         x_upper[tx.u_slice(k)] = [c.upper for c in shot.controls]
-    jacobian_data = jac_pattern.fixed(lambda x: jacobian_triplets(x)[2])
-    hessian_data = hess_pattern.fixed(lambda x, y, obj_factor: hessian_triplets_(x, y, obj_factor)[2])
+    jacobian_data = jac_pattern.fixed(lambda x: _values(jacobian_blocks(x)))
+    hessian_data = hess_pattern.fixed(lambda x, y, obj_factor: _values(hessian_blocks_(x, y, obj_factor)))
     return NLP(x_lower, x_upper, objective, gradient, constraints_fn,
-               lambda x: jac_pattern.matrix(jacobian_triplets(x)[2]), np.zeros(m), np.zeros(m),
-               lambda x, y, obj_factor: hess_pattern.matrix(hessian_triplets_(x, y, obj_factor)[2]),
+               lambda x: jacobian_data.csr(jacobian_data.values(x)), np.zeros(m), np.zeros(m),
+               lambda x, y, obj_factor: hessian_data.csr(hessian_data.values(x, y, obj_factor)),
                stages=_stages(tx), jacobian_data=jacobian_data, hessian_data=hessian_data)
+
+
+def _triplets(blocks: list[Blocks]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """COO triplets of groups of dense blocks (tree_dynamics.block_triplets), all groups."""
+    i, j, v = zip(*(block_triplets(*b) for b in blocks))
+    return np.concatenate(i), np.concatenate(j), np.concatenate(v)
+
+
+def _values(blocks: list[Blocks]) -> np.ndarray:
+    """The values of _triplets(blocks) alone (their positions are a fixed pattern's)."""
+    return np.concatenate([b[2].ravel() for b in blocks])
 
 
 def _stages(tx: TreeTranscription) -> np.ndarray:

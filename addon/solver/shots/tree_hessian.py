@@ -25,7 +25,7 @@ from ..curves import evaluate
 from ..tree.compile import ROT_Z, TreeModel
 from . import jets
 from .jets import Jet
-from .tree_dynamics import block_triplets
+from .tree_dynamics import Blocks
 
 Scalar = Jet | float | np.ndarray  # an ndarray: a per-instance constant (K,)
 Vec = list  # three Scalars
@@ -155,7 +155,8 @@ def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray
     """phi = W . (g + Q) + Z . p at (qm, v) (K, nq), times tm (K,), weights W, Z (K, nq), as a jet over
     (qm, v) (2 nq variables), up to terms linear in qm (joint springs)."""
     nq = model.nq
-    var = Jet.variables(np.hstack([qm, v]))
+    var = Jet.variables(np.stack([qm, v], axis=2).reshape(len(qm), 2 * nq))  # qm_0, v_0, qm_1, v_1, ...
+    var = var[0::2] + var[1::2]  # a frame's jets then have consecutive supports (cheap to widen)
     fr = frames(model, var[:nq])
     zero = ([0.0] * 3, [0.0] * 3)
     V = _accumulate(model, [([_mul(a, var[nq + f]) for a in fr.axis[f][0]],
@@ -187,7 +188,16 @@ def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray
         scale = np.ones(len(tm)) if curve is None else np.array([evaluate(curve, t) for t in tm])
         force = [_mul(float(F), scale) if F != 0.0 else 0.0 for F in model.force_vector[i]]
         terms.append(_dot(force, _point_velocity(Y[int(f)], _point(fr, int(f), model.force_point[i]))))
-    return _as_jet(_sum(terms), len(qm), 2 * nq)
+    phi = _as_jet(_sum(terms), len(qm), 2 * nq)
+    order = np.concatenate([2 * np.arange(nq), 2 * np.arange(nq) + 1])  # back to (qm, v)
+    return Jet(phi.value, *_reordered(phi, order), 2 * nq)
+
+
+def _reordered(x: Jet, order: np.ndarray) -> tuple:
+    """(gradient, Hessian, support) of x over variables renumbered so that variable order[i] becomes i."""
+    where = np.argsort(order)[list(x.idx)]
+    keep = np.argsort(where)
+    return x.g[:, keep], None if x.H is None else x.H[:, keep[:, None], keep], tuple(where[keep])
 
 
 def _as_jet(x: Scalar, K: int, n: int) -> Jet:
@@ -232,12 +242,12 @@ def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.
     return _as_jet(_sum(terms), K, nq), dhy
 
 
-def hessian_triplets(tx, x: np.ndarray, y: np.ndarray,
-                     points: list[tuple[int, int, np.ndarray, np.ndarray]] = ()) -> tuple[np.ndarray, ...]:
+def hessian_blocks(tx, x: np.ndarray, y: np.ndarray,
+                     points: list[tuple[int, int, np.ndarray, np.ndarray]] = ()) -> list[Blocks]:
     """The exact Hessian (n, n), both triangles, of y . c(x) for the rows c of the TreeTranscription tx (y: (m,))
-    plus, for each point (step k, frame, point in frame axes, weights (3,)), weights . position at q_k, as COO
-    triplets (rows, columns, values; duplicates add). The rows and columns depend only on tx and the points'
-    steps: the pattern is the same at every x and y."""
+    plus, for each point (step k, frame, point in frame axes, weights (3,)), weights . position at q_k, as groups
+    of dense blocks (first rows, first columns, blocks; overlapping blocks add, tree_dynamics.assemble_blocks).
+    Where the blocks sit depends only on tx and the points' steps: the pattern is the same at every x and y."""
     N, nq, nr, dt = tx.steps, tx.nq, tx.nr, tx.dt
     model = tx.model
     Q, _, Lam = tx.unpack(x)
@@ -252,7 +262,7 @@ def hessian_triplets(tx, x: np.ndarray, y: np.ndarray,
     H = chain.T @ phi.hess @ chain  # batched matmuls: a three-operand einsum would loop over (2 nq)^4 per step
     col = np.arange(N) * nq - nq  # first column of q_k in x (q_0 is not an unknown)
     # (q_k, q_k+1) are adjacent in x: one block per interval, only the (q_1, q_1) part on the first
-    parts = [block_triplets(col[1:], col[1:], H[1:]), block_triplets(col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
+    parts = [(col[1:], col[1:], H[1:]), (col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
     if nr or len(points):
         mu = x[tx.mu_slice] if tx.rest_at_end else np.zeros(nr)
         lam = np.vstack([Lam[1:], mu[None, :]])
@@ -265,11 +275,11 @@ def hessian_triplets(tx, x: np.ndarray, y: np.ndarray,
             weights.append((frame, local, w))
         psi, dhy = configuration_terms(model, Q[1:][at], b[at], lam[at], y_loop[at], tx.rows, weights)
         qcol = at * nq
-        parts.append(block_triplets(qcol, qcol, psi.hess))
+        parts.append((qcol, qcol, psi.hess))
         if nr:
             mixed = -np.stack([u.grad for u in dhy], axis=1)  # (N, nr, nq): d(-Dh y)/dq
             has_lam = N if tx.rest_at_end else N - 1
             lam_row = np.array([tx.lam_slice(k).start for k in range(1, N)] + [tx.mu_slice.start])[:has_lam]
-            parts.append(block_triplets(lam_row, qcol[:has_lam], mixed[:has_lam]))
-            parts.append(block_triplets(qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
-    return tuple(np.concatenate(p) for p in zip(*parts))
+            parts.append((lam_row, qcol[:has_lam], mixed[:has_lam]))
+            parts.append((qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
+    return parts
