@@ -24,10 +24,10 @@ import numpy as np
 from ..curves import evaluate
 from ..tree.compile import ROT_Z, TreeModel
 from . import jets
-from .jets import Jet
+from .tape import Tape, TapeJet
 from .tree_dynamics import Blocks
 
-Scalar = Jet | float | np.ndarray  # an ndarray: a per-instance constant (K,)
+Scalar = TapeJet | float | np.ndarray  # an ndarray: a per-instance constant (K,)
 Vec = list  # three Scalars
 
 
@@ -80,7 +80,7 @@ class JetFrames:
     axis: list
 
 
-def frames(model: TreeModel, q: list[Jet]) -> JetFrames:
+def frames(model: TreeModel, q: list[TapeJet]) -> JetFrames:
     """Forward kinematics (tree/kinematics.py) with the coordinates q (nq jets): world_M_frame = world_M_parent
     placement motion(q), S_f = (e, o x e) for a rotation about e through o, (0, e) for a translation."""
     identity = [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
@@ -151,12 +151,12 @@ def _frame_bodies(model: TreeModel) -> list[tuple[int, float, np.ndarray, np.nda
 
 
 def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
-                 Z: np.ndarray) -> Jet:
+                 Z: np.ndarray) -> np.ndarray:
     """phi = W . (g + Q) + Z . p at (qm, v) (K, nq), times tm (K,), weights W, Z (K, nq), as a jet over
     (qm, v) (2 nq variables), up to terms linear in qm (joint springs)."""
     nq = model.nq
-    var = Jet.variables(np.stack([qm, v], axis=2).reshape(len(qm), 2 * nq))  # qm_0, v_0, qm_1, v_1, ...
-    var = var[0::2] + var[1::2]  # a frame's jets then have consecutive supports (cheap to widen)
+    tape = Tape(2 * nq)
+    var = tape.variables(np.hstack([qm, v]))
     fr = frames(model, var[:nq])
     zero = ([0.0] * 3, [0.0] * 3)
     V = _accumulate(model, [([_mul(a, var[nq + f]) for a in fr.axis[f][0]],
@@ -188,33 +188,22 @@ def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray
         scale = np.ones(len(tm)) if curve is None else np.array([evaluate(curve, t) for t in tm])
         force = [_mul(float(F), scale) if F != 0.0 else 0.0 for F in model.force_vector[i]]
         terms.append(_dot(force, _point_velocity(Y[int(f)], _point(fr, int(f), model.force_point[i]))))
-    phi = _as_jet(_sum(terms), len(qm), 2 * nq)
-    order = np.concatenate([2 * np.arange(nq), 2 * np.arange(nq) + 1])  # back to (qm, v)
-    return Jet(phi.value, *_reordered(phi, order), 2 * nq)
+    return tape.hessian(_sum(terms), len(qm))
 
 
-def _reordered(x: Jet, order: np.ndarray) -> tuple:
-    """(gradient, Hessian, support) of x over variables renumbered so that variable order[i] becomes i."""
-    where = np.argsort(order)[list(x.idx)]
-    keep = np.argsort(where)
-    return x.g[:, keep], None if x.H is None else x.H[:, keep[:, None], keep], tuple(where[keep])
-
-
-def _as_jet(x: Scalar, K: int, n: int) -> Jet:
-    """A Scalar as a jet (a constant becomes a jet with no support)."""
-    if isinstance(x, Jet):
-        return x
-    return Jet(np.broadcast_to(np.asarray(x, float), (K,)).copy(), np.zeros((K, 0)), None, (), n)
+def _gradient(x: Scalar, K: int, n: int) -> np.ndarray:
+    """The gradient (K, n) of a tape jet or of a constant (zeros)."""
+    return x.grad if isinstance(x, TapeJet) else np.zeros((K, n))
 
 
 def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.ndarray, nu: np.ndarray,
-                        rows: np.ndarray, points: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[Jet, list[Jet]]:
+                        rows: np.ndarray, points: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[np.ndarray]]:
     """At configurations q (K, nq): psi = -lam . Dh[rows](q) y + nu . h[rows](q) + sum over points of
     weight . position, as a jet over q, and the jets of (Dh y)_r for the kept rows. y (K, nq), lam, nu (K, nr);
     points: (frame, point in frame axes, weights (K, 3))."""
     K, nq = q.shape
-    var = Jet.variables(q)
-    fr = frames(model, var)
+    tape = Tape(nq)
+    fr = frames(model, tape.variables(q))
     Yf = _accumulate(model, [([_mul(a, y[:, f]) for a in fr.axis[f][0]], [_mul(a, y[:, f]) for a in fr.axis[f][1]])
                              for f in range(nq)])
     zero = ([0.0] * 3, [0.0] * 3)
@@ -234,12 +223,11 @@ def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.
             b = _direction(fr, fc, model.row_b[r])
             h = _dot(a, b)
             u = _dot(_cross(a, b), dY[0])
-        u = _as_jet(u, K, nq)
-        dhy.append(u)
-        terms += [_mul(u, -lam[:, i]), _mul(_as_jet(h, K, nq), nu[:, i])]
+        dhy.append(_gradient(u, K, nq))
+        terms += [_mul(u, -lam[:, i]), _mul(h, nu[:, i])]
     for f, local, weight in points:
         terms.append(_dot(_point(fr, f, local), [weight[:, j] for j in range(3)]))
-    return _as_jet(_sum(terms), K, nq), dhy
+    return tape.hessian(_sum(terms), K), dhy
 
 
 def hessian_blocks(tx, x: np.ndarray, y: np.ndarray,
@@ -259,7 +247,7 @@ def hessian_blocks(tx, x: np.ndarray, y: np.ndarray,
                        0.5 * dt * (a + b), b - a)
     eye = np.eye(nq)
     chain = np.block([[0.5 * eye, 0.5 * eye], [-eye / dt, eye / dt]])  # d(qm, v) / d(q1, q2)
-    H = chain.T @ phi.hess @ chain  # batched matmuls: a three-operand einsum would loop over (2 nq)^4 per step
+    H = chain.T @ phi @ chain  # batched matmuls: a three-operand einsum would loop over (2 nq)^4 per step
     col = np.arange(N) * nq - nq  # first column of q_k in x (q_0 is not an unknown)
     # (q_k, q_k+1) are adjacent in x: one block per interval, only the (q_1, q_1) part on the first
     parts = [(col[1:], col[1:], H[1:]), (col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
@@ -273,11 +261,11 @@ def hessian_blocks(tx, x: np.ndarray, y: np.ndarray,
             w = np.zeros((len(at), 3))
             w[np.searchsorted(at, step - 1)] = weight
             weights.append((frame, local, w))
-        psi, dhy = configuration_terms(model, Q[1:][at], b[at], lam[at], y_loop[at], tx.rows, weights)
+        psi_hess, dhy = configuration_terms(model, Q[1:][at], b[at], lam[at], y_loop[at], tx.rows, weights)
         qcol = at * nq
-        parts.append((qcol, qcol, psi.hess))
+        parts.append((qcol, qcol, psi_hess))
         if nr:
-            mixed = -np.stack([u.grad for u in dhy], axis=1)  # (N, nr, nq): d(-Dh y)/dq
+            mixed = -np.stack(dhy, axis=1)  # (N, nr, nq): d(-Dh y)/dq
             has_lam = N if tx.rest_at_end else N - 1
             lam_row = np.array([tx.lam_slice(k).start for k in range(1, N)] + [tx.mu_slice.start])[:has_lam]
             parts.append((lam_row, qcol[:has_lam], mixed[:has_lam]))
