@@ -32,9 +32,12 @@ Vec = list  # three Scalars
 
 
 def _mul(a: Scalar, b: Scalar) -> Scalar:
-    """a b, an exact zero (a float 0) skipped."""
-    if (isinstance(a, float) and a == 0.0) or (isinstance(b, float) and b == 0.0):
-        return 0.0
+    """a b, an exact zero or one (a float 0 or 1) skipped."""
+    if isinstance(a, float):
+        if a == 0.0 or a == 1.0:
+            return 0.0 if a == 0.0 else b
+    elif isinstance(b, float) and (b == 0.0 or b == 1.0):
+        return 0.0 if b == 0.0 else a
     return a * b
 
 
@@ -91,18 +94,18 @@ def frames(model: TreeModel, q: list[TapeJet]) -> JetFrames:
         P = model.dof_placement[f]
         kind = int(model.dof_kind[f])
         ax = kind % 3
-        if kind <= ROT_Z:
+        placed = [[_sum(_mul(Rp[r][k], float(P[k, col])) for k in range(3)) for col in range(3)] for r in range(3)]
+        if kind <= ROT_Z:  # placed times the rotation about axis ax: columns i, j turn by q
             i, j = (ax + 1) % 3, (ax + 2) % 3
             c, s = jets.cos(q[f]), jets.sin(q[f])
-            motion = [[0.0] * 3 for _ in range(3)]
-            motion[ax][ax], motion[i][i], motion[j][j], motion[j][i], motion[i][j] = 1.0, c, c, s, -s
-            local_R = [[_sum(_mul(float(P[r, k]), motion[k][col]) for k in range(3)) for col in range(3)]
-                       for r in range(3)]
+            R = [row[:] for row in placed]
+            for r in range(3):
+                R[r][i] = _sum([_mul(c, placed[r][i]), _mul(s, placed[r][j])])
+                R[r][j] = _sum([_mul(c, placed[r][j]), -_mul(s, placed[r][i])])
             local_t = _const(P[:3, 3])
         else:
-            local_R = [[float(P[r, col]) for col in range(3)] for r in range(3)]
+            R = placed
             local_t = [_sum([float(P[r, 3]), _mul(float(P[r, ax]), q[f])]) for r in range(3)]
-        R = [[_sum(_mul(Rp[r][k], local_R[k][col]) for k in range(3)) for col in range(3)] for r in range(3)]
         o = [_sum([a, b]) for a, b in zip(op, _matvec(Rp, local_t))]
         e = [R[r][ax] for r in range(3)]
         axes.append((e, _cross(o, e)) if kind <= ROT_Z else ([0.0] * 3, e))
