@@ -24,33 +24,30 @@ import numpy as np
 
 @lru_cache(maxsize=4096)
 def _merge(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple, tuple]:
-    """The union of two supports and, for each, its positions in the union: a slice when they are consecutive
-    (a support that is a run of the union: copied as a block), else an index array."""
+    """The union of two supports and, for each, its positions in the union and the flat positions of its
+    Hessian entries in the union's Hessian."""
     u = tuple(sorted(set(a) | set(b)))
     places = []
     for part in (a, b):
         pos = np.searchsorted(u, part)
-        consecutive = len(pos) and pos[-1] - pos[0] == len(pos) - 1
-        places.append(slice(int(pos[0]), int(pos[-1]) + 1) if consecutive else pos)
+        places.append((pos, (pos[:, None] * len(u) + pos).ravel()))
     return u, places[0], places[1]
 
 
-def _lift(g: np.ndarray, H: np.ndarray | None, pos: slice | np.ndarray, size: int):
-    """Gradient (K, s) and Hessian (K, s, s) or None on a support placed at positions `pos` of a wider support
-    of `size` variables."""
-    if g.shape[1] == size:
+def _lift(g: np.ndarray, H: np.ndarray | None, place: tuple, size: int):
+    """Gradient (K, s) and Hessian (K, s, s) or None on a support placed at `place` (positions, flat Hessian
+    positions) of a wider support of `size` variables."""
+    pos, flat = place
+    if len(pos) == size:
         return g, H
     K = len(g)
     G = np.zeros((K, size))
     G[:, pos] = g
     if H is None:
         return G, None
-    HH = np.zeros((K, size, size))
-    if isinstance(pos, slice):
-        HH[:, pos, pos] = H
-    else:
-        HH[:, pos[:, None], pos] = H
-    return G, HH
+    HH = np.zeros((K, size * size))
+    HH[:, flat] = H.reshape(K, -1)
+    return G, HH.reshape(K, size, size)
 
 
 def _add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
