@@ -25,6 +25,7 @@ from ..curves import evaluate
 from ..tree.compile import ROT_Z, TreeModel
 from . import jets
 from .tape import Tape, TapeJet
+from .tree_batch import forward_batch
 from .tree_dynamics import Blocks
 
 Scalar = TapeJet | float | np.ndarray  # an ndarray: a per-instance constant (K,)
@@ -199,6 +200,25 @@ def _gradient(x: Scalar, K: int, n: int) -> np.ndarray:
     return x.grad if isinstance(x, TapeJet) else np.zeros((K, n))
 
 
+def point_hessian(model: TreeModel, world: np.ndarray, S: np.ndarray, frame: int, local: np.ndarray,
+                  weight: np.ndarray) -> np.ndarray:
+    """Hessian (nq, nq) over q of weight . p(q) for the point p fixed in `frame` (local coordinates), from the frame
+    poses world (nq + 1, 4, 4) and twist axes S (nq, 6) at q (tree_batch.forward_batch): with w_j, v_j the twist
+    of coordinate j, dp/dq_j = w_j x p + v_j and d2p/dq_a dq_b = w_a x dp/dq_b for a an ancestor-or-self of b,
+    both ancestors-or-self of the frame (the Jacobi identity folds the turning of S_b by q_a into this form)."""
+    chain = np.flatnonzero(model.ancestor[frame])
+    chain = chain[np.argsort(model.ancestor[chain].sum(axis=1), kind="stable")]  # root first (by depth)
+    p = world[frame, :3, 3] + world[frame, :3, :3] @ np.asarray(local, float)
+    w, v = S[chain, :3], S[chain, 3:]
+    d1 = np.cross(w, p) + v  # (s, 3)
+    T = np.cross(w[:, None, :], d1[None, :, :]) @ np.asarray(weight, float)  # (a, b): weight . (w_a x dp/dq_b)
+    s = len(chain)
+    H = np.where(np.arange(s)[:, None] <= np.arange(s)[None, :], T, T.T)
+    out = np.zeros((model.nq, model.nq))
+    out[chain[:, None], chain] = H
+    return out
+
+
 def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.ndarray, nu: np.ndarray,
                         rows: np.ndarray, points: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[np.ndarray]]:
     """At configurations q (K, nq): psi = -lam . Dh[rows](q) y + nu . h[rows](q) + sum over points of
@@ -254,23 +274,27 @@ def hessian_blocks(tx, x: np.ndarray, y: np.ndarray,
     col = np.arange(N) * nq - nq  # first column of q_k in x (q_0 is not an unknown)
     # (q_k, q_k+1) are adjacent in x: one block per interval, only the (q_1, q_1) part on the first
     parts = [(col[1:], col[1:], H[1:]), (col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
-    if nr or len(points):
+    if nr:
         mu = x[tx.mu_slice] if tx.rest_at_end else np.zeros(nr)
         lam = np.vstack([Lam[1:], mu[None, :]])
-        # the configurations q_1..q_N with loop rows, else only the keyed ones (the rest have no curvature here)
-        at = np.arange(N) if nr else np.unique([step - 1 for step, _, _, _ in points])
         weights = []
         for step, frame, local, weight in points:
-            w = np.zeros((len(at), 3))
-            w[np.searchsorted(at, step - 1)] = weight
+            w = np.zeros((N, 3))
+            w[step - 1] = weight
             weights.append((frame, local, w))
-        psi_hess, dhy = configuration_terms(model, Q[1:][at], b[at], lam[at], y_loop[at], tx.rows, weights)
-        qcol = at * nq
+        psi_hess, dhy = configuration_terms(model, Q[1:], b, lam, y_loop, tx.rows, weights)
+        qcol = np.arange(N) * nq
         parts.append((qcol, qcol, psi_hess))
-        if nr:
-            mixed = -np.stack(dhy, axis=1)  # (N, nr, nq): d(-Dh y)/dq
-            has_lam = N if tx.rest_at_end else N - 1
-            lam_row = np.array([tx.lam_slice(k).start for k in range(1, N)] + [tx.mu_slice.start])[:has_lam]
-            parts.append((lam_row, qcol[:has_lam], mixed[:has_lam]))
-            parts.append((qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
+        mixed = -np.stack(dhy, axis=1)  # (N, nr, nq): d(-Dh y)/dq
+        has_lam = N if tx.rest_at_end else N - 1
+        lam_row = np.array([tx.lam_slice(k).start for k in range(1, N)] + [tx.mu_slice.start])[:has_lam]
+        parts.append((lam_row, qcol[:has_lam], mixed[:has_lam]))
+        parts.append((qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
+    elif len(points):  # a tree: only the keyed points curve, in closed form
+        steps = np.array([step for step, _, _, _ in points])
+        kin = forward_batch(model, Q[steps], tx.charts)
+        blocks = [point_hessian(model, kin.world[i], kin.S[i], frame, local, weight)
+                  for i, (_, frame, local, weight) in enumerate(points)]
+        qcol = (steps - 1) * nq
+        parts.append((qcol, qcol, np.stack(blocks)))
     return parts
