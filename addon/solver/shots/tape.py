@@ -54,21 +54,30 @@ class Tape:
             return H
         adjoint: list = [None] * (y.node + 1)
         adjoint[y.node] = np.ones(K)
+        parents = self.parents
         for i in range(y.node, -1, -1):
             a = adjoint[i]
             if a is None:
                 continue
-            for parent, partial in self.parents[i]:
-                add = a * partial
-                adjoint[parent] = add if adjoint[parent] is None else adjoint[parent] + add
+            for parent, partial in parents[i]:
+                add = a if partial.__class__ is float and partial == 1.0 else a * partial
+                held = adjoint[parent]
+                adjoint[parent] = add if held is None else held + add
         used = [(u, v, weight, adjoint[i]) for u, v, weight, i in self.pairs if i <= y.node and adjoint[i] is not None]
         if not used:
             return H
+        scale = np.empty((len(used), K))  # adjoint times weight of each pair
+        for p, (_, _, weight, a) in enumerate(used):
+            scale[p] = a * weight
         A = np.zeros((K, len(used), self.n))
         B = np.zeros((K, len(used), self.n))
-        for p, (u, v, weight, a) in enumerate(used):
-            A[:, p, list(u.idx)] = (a * weight)[:, None] * u.g
-            B[:, p, list(v.idx)] = v.g
+        for out, side in ((A, 0), (B, 1)):
+            operands = [pair[side] for pair in used]
+            sizes = [len(jet.idx) for jet in operands]
+            rows = np.repeat(np.arange(len(used)), sizes)
+            cols = np.fromiter((i for jet in operands for i in jet.idx), np.int64, sum(sizes))
+            values = np.concatenate([jet.g for jet in operands], axis=1)
+            out[:, rows, cols] = values * scale.T[:, rows] if side == 0 else values
         M = np.swapaxes(A, 1, 2) @ B
         return M + np.swapaxes(M, 1, 2)
 
