@@ -3,7 +3,7 @@
 A `Tape` records every operation on its `TapeJet`s: each carries a value (K,) and its gradient over its support
 (the variables it depends on), batched over K instances, as jets.Jet does with second=False, and remembers its
 operands with the local partial derivatives. The Hessian of an output y is then, by the second-order chain rule
-summed over the operations i of the formula (Griewank and Walther, "Evaluating Derivatives", ch. 4),
+summed over the operations i of the formula (Griewank and Walther, "Evaluating Derivatives"),
 
     Hess y = sum_i ybar_i sum_(j, k) d2 phi_i / du_j du_k  grad u_j grad u_k^T,
 
