@@ -400,7 +400,7 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
     note = ("\nOurs: addon/solver/shots (numpy/scipy interior point, exact first derivatives; exact second "
             "derivatives of every vehicle's step equations (over jets; the car's in closed form, in C), of keys, "
             "obstacle clearances (a car's in C), corridors and the effort and smoothness costs, and of the tree DEL "
-            "over jets); wall / CPU time "
+            "over first-order jets on a tape, shots/tape.py); wall / CPU time "
             "includes building the transcription and the replay through the simulator, solver CPU is the interior "
             "point's own (NLPResult.timings). "
             "CPU time is process time (all threads), the better measure on a shared machine. IPOPT: CasADi 3.8 SX model "
@@ -411,9 +411,11 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
             "IPOPT columns are the same first barrier), IPOPT's model is benchmarks/shots_casadi_tree.py (one SX graph, "
             "built in seconds to a minute, not counted) from our start (the keyed path); CasADi's rows at our solution "
             "take its multipliers from our rows by least squares (mechanism_shots.initial_guess).")
+    if mechanisms_only:
+        return "\n".join(lines) + "\n" + note + "\n"
     return ("\n".join(lines) + "\n" + note + "\n\nTargets (wall time includes building the transcription and "
             "the replay; on a machine shared with other jobs wall time is inflated, CPU time less so):\n\n"
-            + "\n".join(targets) + "\n" + ("" if quick or mechanisms_only else "\nWarm start:\n\n" + warm_start_line() + "\n"))
+            + "\n".join(targets) + "\n" + ("" if quick else "\nWarm start:\n\n" + warm_start_line() + "\n"))
 
 
 if __name__ == "__main__":
