@@ -5,8 +5,8 @@ coordinates or body points are met at keyed frames, joint limits and torque boun
 effort sum_k dt |u_k|^2 (plus an optional joint-speed cost, MechanismShot.speed) is least (seed 001 §6,
 DMOC; trep's discrete optimiser is the model). The
 dynamics are the equality rows of shots/tree_dynamics.py; the program is solved by shots/nlp.py
-with the exact Hessian of the Lagrangian (shots/tree_hessian.py: second-order jets, all steps at
-once). The solved torques replay through the plain simulator as keyed joint torques (`torque_mechanism`).
+with the exact Hessian of the Lagrangian (shots/tree_hessian.py: first-order jets on a tape, all steps
+at once), its Jacobian and Hessian as values on fixed patterns and its variables' stages for the KKT factor. The solved torques replay through the plain simulator as keyed joint torques (`torque_mechanism`).
 
 The shot description (MechanismShot) is data in spec.py; its file form is read by shotfile.py.
 """
@@ -31,7 +31,7 @@ from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
 from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
 from .transcription import _Pattern
-from .tree_dynamics import Blocks, TreeTranscription, assemble_blocks, block_triplets, intervals, transcribe_tree
+from .tree_dynamics import Blocks, TreeTranscription, all_triplets, assemble_blocks, intervals, transcribe_tree
 from .tree_hessian import hessian_blocks
 
 AXES = "xyz"
@@ -189,9 +189,9 @@ def _nlp(P: _Problem) -> NLP:
     u_index = np.arange(u_at.start, u_at.stop)
     speed = sp.coo_matrix((tx.n, tx.n)) if speed_hessian is None else speed_hessian.tocoo()
 
-    def hessian_blocks_(x, y, obj_factor):
-        """The constraints' part exactly over jets (tree_hessian.py), the effort's diagonal and the joint-speed
-        cost's constant Hessian exactly, as groups of dense blocks (1 x 1 for the costs')."""
+    def lagrangian_blocks(x, y, obj_factor):
+        """The Hessian of the Lagrangian as groups of dense blocks: the constraints' part exactly (tree_hessian.py),
+        the effort's diagonal and the joint-speed cost's constant Hessian (1 x 1 blocks)."""
         weighted = []
         for step, frame, local, axes, r in points:
             along = np.zeros(3)
@@ -202,8 +202,8 @@ def _nlp(P: _Problem) -> NLP:
             (speed.row, speed.col, (obj_factor * speed.data)[:, None, None])]
 
     x0 = tx.pack(np.tile(tx.q0, (N + 1, 1)), np.zeros((N, nu)))
-    jac_pattern = _Pattern(*_triplets(jacobian_blocks(x0))[:2], (m, tx.n))
-    hess_pattern = _Pattern(*_triplets(hessian_blocks_(x0, np.zeros(m), 1.0))[:2], (tx.n, tx.n))
+    jac_pattern = _Pattern(*all_triplets(jacobian_blocks(x0))[:2], (m, tx.n))
+    hess_pattern = _Pattern(*all_triplets(lagrangian_blocks(x0, np.zeros(m), 1.0))[:2], (tx.n, tx.n))
 
     x_lower = np.full(tx.n, -np.inf)
     x_upper = np.full(tx.n, np.inf)
@@ -214,30 +214,23 @@ def _nlp(P: _Problem) -> NLP:
         x_lower[tx.u_slice(k)] = [c.lower for c in shot.controls]
         x_upper[tx.u_slice(k)] = [c.upper for c in shot.controls]
     jacobian_data = jac_pattern.fixed(lambda x: _values(jacobian_blocks(x)))
-    hessian_data = hess_pattern.fixed(lambda x, y, obj_factor: _values(hessian_blocks_(x, y, obj_factor)))
+    hessian_data = hess_pattern.fixed(lambda x, y, obj_factor: _values(lagrangian_blocks(x, y, obj_factor)))
     return NLP(x_lower, x_upper, objective, gradient, constraints_fn,
                lambda x: jacobian_data.csr(jacobian_data.values(x)), np.zeros(m), np.zeros(m),
                lambda x, y, obj_factor: hessian_data.csr(hessian_data.values(x, y, obj_factor)),
                stages=_stages(tx), jacobian_data=jacobian_data, hessian_data=hessian_data)
 
 
-def _triplets(blocks: list[Blocks]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """COO triplets of groups of dense blocks (tree_dynamics.block_triplets), all groups."""
-    i, j, v = zip(*(block_triplets(*b) for b in blocks))
-    return np.concatenate(i), np.concatenate(j), np.concatenate(v)
-
-
 def _values(blocks: list[Blocks]) -> np.ndarray:
-    """The values of _triplets(blocks) alone (their positions are a fixed pattern's)."""
+    """The values of all_triplets(blocks) alone (their positions are a fixed pattern's)."""
     return np.concatenate([b[2].ravel() for b in blocks])
 
 
 def _stages(tx: TreeTranscription) -> np.ndarray:
     """The stage of each unknown for the KKT factorisation (nlp.NLP.stages): q_k, lam_k at stage k, u_k (acting
     on the interval from q_k to q_k+1) at stage k, mu (the rest rows' multipliers) at the last stage N."""
-    N, nq, nu, nr = tx.steps, tx.nq, tx.nu, tx.nr
-    k = np.arange(1, N + 1)
-    return np.concatenate([np.repeat(k, nq), np.repeat(np.arange(N), nu), np.repeat(k - 1, nr), np.full(tx.n_rest, N)])
+    N, k = tx.steps, np.arange(tx.steps)
+    return np.concatenate([np.repeat(k + 1, tx.nq), np.repeat(k, tx.nu), np.repeat(k, tx.nr), np.full(tx.n_rest, N)])
 
 
 # ---------------------------------------------------------------------------------------------------

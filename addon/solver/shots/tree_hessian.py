@@ -1,4 +1,4 @@
-"""Exact Hessian of the Lagrangian of a tree shot's equality rows (tree_dynamics.py), over jets.jet.
+"""Exact Hessian of the Lagrangian of a tree shot's equality rows (tree_dynamics.py), over tape.TapeJet.
 
 Each interval k contributes a_k . D1(q_k, q_k+1) + b_k . D2(q_k, q_k+1) (a_k, b_k: the multipliers of the DEL
 rows at steps k and k + 1, the rest rows for the last), which up to terms linear in q is the scalar
@@ -8,11 +8,13 @@ rows at steps k and k + 1, the rest rows for the last), which up to terms linear
 of the midpoint qm and velocity v. Written through the frame momenta h_f and wrenches w_f as in
 tree/dynamics.py, phi = sum_f h_f . X_f + w_f . Y_f with the accumulated twists
 X_f = sum_{j <= f} (W_j ad(V_parent(j)) S_j + Z_j S_j) and Y_f = sum_{j <= f} W_j S_j (j over the ancestors of
-f and f itself). Every quantity is a second-order jet over (qm, v), one instance per interval, so phi's
-Hessian is exact; the chain rule qm = (q1 + q2)/2, v = (q2 - q1)/dt maps it onto (q_k, q_k+1).
+f and f itself). Every quantity is a first-order jet over (qm, v) on a tape (tape.py), one instance per
+interval, so phi's Hessian is exact (one reverse sweep); the chain rule qm = (q1 + q2)/2, v = (q2 - q1)/dt maps
+it onto (q_k, q_k+1).
 Each configuration q_k contributes -lam . Dh(q_k) y + nu . h(q_k) (+ the body keys' nu . point), where
 (Dh y)_r = w_r . (Y_P - Y_C) with Y_f = sum_{j <= f} y_j S_j: its Hessian is the (q, q) block and the
-gradients of -(Dh y)_r the (lam_r, q) block. Damping, servos, springs and the controls enter linearly.
+gradients of -(Dh y)_r the (lam_r, q) block. On a tree, a body-point key's curvature is in closed form
+(point_hessian). Damping, servos, springs and the controls enter linearly.
 """
 
 from __future__ import annotations
@@ -156,8 +158,8 @@ def _frame_bodies(model: TreeModel) -> list[tuple[int, float, np.ndarray, np.nda
 
 def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
                  Z: np.ndarray) -> np.ndarray:
-    """phi = W . (g + Q) + Z . p at (qm, v) (K, nq), times tm (K,), weights W, Z (K, nq), as a jet over
-    (qm, v) (2 nq variables), up to terms linear in qm (joint springs)."""
+    """The Hessian (K, 2 nq, 2 nq) over (qm, v) of phi = W . (g + Q) + Z . p at (qm, v) (K, nq), times tm (K,),
+    weights W, Z (K, nq) (phi up to terms linear in qm: joint springs)."""
     nq = model.nq
     tape = Tape(2 * nq)
     var = tape.variables(np.hstack([qm, v]))
@@ -222,7 +224,7 @@ def point_hessian(model: TreeModel, world: np.ndarray, S: np.ndarray, frame: int
 def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.ndarray, nu: np.ndarray,
                         rows: np.ndarray, points: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[np.ndarray]]:
     """At configurations q (K, nq): psi = -lam . Dh[rows](q) y + nu . h[rows](q) + sum over points of
-    weight . position, as a jet over q, and the jets of (Dh y)_r for the kept rows. y (K, nq), lam, nu (K, nr);
+    weight . position: its Hessian (K, nq, nq) over q, and the gradients (K, nq) of (Dh y)_r for the kept rows. y (K, nq), lam, nu (K, nr);
     points: (frame, point in frame axes, weights (K, 3))."""
     K, nq = q.shape
     tape = Tape(nq)
