@@ -35,19 +35,19 @@ class Tape:
     def __init__(self, n: int):
         self.n = n
         self.parents: list[tuple] = []
-        self.pairs: list[tuple["TapeJet", "TapeJet", object, int]] = []  # (u, v, weight, node of the result)
+        self.pairs: list[tuple[TapeJet, TapeJet, object, int]] = []  # (u, v, weight, node of the result)
 
     def node(self, parents: tuple) -> int:
         self.parents.append(parents)
         return len(self.parents) - 1
 
-    def variables(self, X: np.ndarray) -> list["TapeJet"]:
+    def variables(self, X: np.ndarray) -> list[TapeJet]:
         """The columns of X (K, n) as independent variables."""
         K = len(X)
         one = np.ones((K, 1))
         return [TapeJet(X[:, i], one, (i,), self, self.node(())) for i in range(X.shape[1])]
 
-    def hessian(self, y: "TapeJet | float | np.ndarray", K: int) -> np.ndarray:
+    def hessian(self, y: TapeJet | float | np.ndarray, K: int) -> np.ndarray:
         """Hess y (K, n, n) over all n variables (zeros for a constant y)."""
         H = np.zeros((K, self.n, self.n))
         if not isinstance(y, TapeJet):
@@ -86,7 +86,7 @@ class TapeJet:
     """value (K,) and gradient g (K, s) over the support idx (s variables of tape.n), recorded on `tape` as
     result `node`."""
 
-    __slots__ = ("value", "g", "idx", "tape", "node")
+    __slots__ = ("g", "idx", "node", "tape", "value")
     __array_ufunc__ = None  # array (op) jet: numpy defers to the jet's reflected operators
 
     def __init__(self, value: np.ndarray, g: np.ndarray, idx: tuple[int, ...], tape: Tape, node: int):
@@ -102,10 +102,10 @@ class TapeJet:
         out[:, list(self.idx)] = self.g
         return out
 
-    def _result(self, value: np.ndarray, g: np.ndarray, idx: tuple[int, ...], parents: tuple) -> "TapeJet":
+    def _result(self, value: np.ndarray, g: np.ndarray, idx: tuple[int, ...], parents: tuple) -> TapeJet:
         return TapeJet(value, g, idx, self.tape, self.tape.node(parents))
 
-    def apply(self, f: np.ndarray, f1: np.ndarray, f2: np.ndarray) -> "TapeJet":
+    def apply(self, f: np.ndarray, f1: np.ndarray, f2: np.ndarray) -> TapeJet:
         """g(self) from g's value f, first derivative f1 and second derivative f2 at self.value."""
         out = self._result(f, f1[:, None] * self.g, self.idx, ((self.node, f1),))
         self.tape.pairs.append((self, self, 0.5 * f2, out.node))  # the pair adds both orders: f2 in all
@@ -118,7 +118,7 @@ class TapeJet:
         G[:, pos] = self.g
         return G
 
-    def __add__(self, other: "TapeJet | float | np.ndarray") -> "TapeJet":
+    def __add__(self, other: TapeJet | float | np.ndarray) -> TapeJet:
         if isinstance(other, TapeJet):
             u, pa, pb = _merge(self.idx, other.idx)
             g = self._widened(pa, len(u)) + other._widened(pb, len(u))
@@ -127,16 +127,16 @@ class TapeJet:
 
     __radd__ = __add__
 
-    def __neg__(self) -> "TapeJet":
+    def __neg__(self) -> TapeJet:
         return self._result(-self.value, -self.g, self.idx, ((self.node, -1.0),))
 
-    def __sub__(self, other: "TapeJet | float | np.ndarray") -> "TapeJet":
+    def __sub__(self, other: TapeJet | float | np.ndarray) -> TapeJet:
         return self + (-other)
 
-    def __rsub__(self, other: float | np.ndarray) -> "TapeJet":
+    def __rsub__(self, other: float | np.ndarray) -> TapeJet:
         return (-self) + other
 
-    def __mul__(self, other: "TapeJet | float | np.ndarray") -> "TapeJet":
+    def __mul__(self, other: TapeJet | float | np.ndarray) -> TapeJet:
         if isinstance(other, TapeJet):
             u, pa, pb = _merge(self.idx, other.idx)
             va, vb = self.value, other.value
