@@ -69,17 +69,26 @@ class Tape:
         scale = np.empty((len(used), K))  # adjoint times weight of each pair
         for p, (_, _, weight, a) in enumerate(used):
             scale[p] = a * weight
-        A = np.zeros((K, len(used), self.n))
-        B = np.zeros((K, len(used), self.n))
-        for out, side in ((A, 0), (B, 1)):
+        sides = []
+        for side in (0, 1):
             operands = [pair[side] for pair in used]
             sizes = [len(jet.idx) for jet in operands]
             rows = np.repeat(np.arange(len(used)), sizes)
             cols = np.fromiter((i for jet in operands for i in jet.idx), np.int64, sum(sizes))
             values = np.concatenate([jet.g for jet in operands], axis=1)
-            out[:, rows, cols] = values * scale.T[:, rows] if side == 0 else values
-        M = np.swapaxes(A, 1, 2) @ B
-        return M + np.swapaxes(M, 1, 2)
+            sides.append((rows, cols, values * scale.T[:, rows] if side == 0 else values))
+        chunk = max(1, _CHUNK // (len(used) * self.n))  # instances per product: its operands stay within _CHUNK
+        for k0 in range(0, K, chunk):
+            k1 = min(K, k0 + chunk)
+            A, B = (np.zeros((k1 - k0, len(used), self.n)) for _ in range(2))
+            for out, (rows, cols, values) in zip((A, B), sides):
+                out[:, rows, cols] = values[k0:k1]
+            M = np.swapaxes(A, 1, 2) @ B
+            H[k0:k1] = M + np.swapaxes(M, 1, 2)
+        return H
+
+
+_CHUNK = 2_000_000  # numbers in each operand of the Hessian's batched product (16 MB)
 
 
 class TapeJet:

@@ -5,8 +5,10 @@ second-order jets (shots/jets.py) on a formula shaped like the tree's (products 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from addon.solver.shots import jets
+from addon.solver.shots import tape as tape_module
 from addon.solver.shots.jets import Jet
 from addon.solver.shots.tape import Tape
 
@@ -39,7 +41,11 @@ def _formula(v: list):
     return out
 
 
-def test_tape_hessian_equals_second_order_jets():
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_tape_hessian_equals_second_order_jets(chunk, monkeypatch):
+    """Also with the batched product split into single instances (tape._CHUNK: its memory bound)."""
+    if chunk is not None:
+        monkeypatch.setattr(tape_module, "_CHUNK", chunk)
     X = np.random.default_rng(4).standard_normal((4, 6))
     tape = Tape(6)
     by_tape = tape.hessian(_formula(tape.variables(X)), 4)
