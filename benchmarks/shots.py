@@ -9,7 +9,9 @@ helicopter and the boat (column buoyancy with min/max for the immersed length), 
 shots (the tree's midpoint DEL with loop and rest rows) in shots_casadi_tree.py; on those, CasADi's rows are
 also evaluated at our solution.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python -m benchmarks.shots [--quick]
+    OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python -m benchmarks.shots [--quick | --mechanisms]
+
+(--quick: parking and the helicopter only; --mechanisms: the mechanism shots only.)
 """
 
 from __future__ import annotations
@@ -337,9 +339,10 @@ def warm_start_line(name: str = "parallel_parking", shift: float = 0.3) -> str:
             f"{sum(warm.timings.values()):.3f} s solver CPU (objective {warm.objective:.6g})")
 
 
-def run(quick: bool = False) -> str:
-    """Markdown table: per demo shot, our solve and CasADi + IPOPT (same discretisation, same start)."""
-    names = QUICK if quick else SHOTS
+def run(quick: bool = False, mechanisms_only: bool = False) -> str:
+    """Markdown table: per demo shot, our solve and CasADi + IPOPT (same discretisation, same start);
+    mechanisms_only: the mechanism shots alone (no vehicle shots, targets or warm start)."""
+    names = () if mechanisms_only else QUICK if quick else SHOTS
     targets: list[str] = []
     lines = ["| shot | steps | unknowns | ours: status | ours: iterations | ours: wall / CPU time (s) "
              "| ours: solver CPU (s): evaluation / factorisation / line search | ours: CPU per iteration (ms) "
@@ -397,7 +400,7 @@ def run(quick: bool = False) -> str:
     note = ("\nOurs: addon/solver/shots (numpy/scipy interior point, exact first derivatives; exact second "
             "derivatives of every vehicle's step equations (over jets; the car's in closed form, in C), of keys, "
             "obstacle clearances (a car's in C), corridors and the effort and smoothness costs, and of the tree DEL "
-            "over jets); wall / CPU time "
+            "over first-order jets on a tape, shots/tape.py); wall / CPU time "
             "includes building the transcription and the replay through the simulator, solver CPU is the interior "
             "point's own (NLPResult.timings). "
             "CPU time is process time (all threads), the better measure on a shared machine. IPOPT: CasADi 3.8 SX model "
@@ -408,10 +411,12 @@ def run(quick: bool = False) -> str:
             "IPOPT columns are the same first barrier), IPOPT's model is benchmarks/shots_casadi_tree.py (one SX graph, "
             "built in seconds to a minute, not counted) from our start (the keyed path); CasADi's rows at our solution "
             "take its multipliers from our rows by least squares (mechanism_shots.initial_guess).")
+    if mechanisms_only:
+        return "\n".join(lines) + "\n" + note + "\n"
     return ("\n".join(lines) + "\n" + note + "\n\nTargets (wall time includes building the transcription and "
             "the replay; on a machine shared with other jobs wall time is inflated, CPU time less so):\n\n"
             + "\n".join(targets) + "\n" + ("" if quick else "\nWarm start:\n\n" + warm_start_line() + "\n"))
 
 
 if __name__ == "__main__":
-    print(run(quick="--quick" in sys.argv))
+    print(run(quick="--quick" in sys.argv, mechanisms_only="--mechanisms" in sys.argv))

@@ -5,8 +5,8 @@ coordinates or body points are met at keyed frames, joint limits and torque boun
 effort sum_k dt |u_k|^2 (plus an optional joint-speed cost, MechanismShot.speed) is least (seed 001 §6,
 DMOC; trep's discrete optimiser is the model). The
 dynamics are the equality rows of shots/tree_dynamics.py; the program is solved by shots/nlp.py
-with the exact Hessian of the Lagrangian (shots/tree_hessian.py: second-order jets, all steps at
-once). The solved torques replay through the plain simulator as keyed joint torques (`torque_mechanism`).
+with the exact Hessian of the Lagrangian (shots/tree_hessian.py: first-order jets on a tape, all steps
+at once), its Jacobian and Hessian as values on fixed patterns and its variables' stages for the KKT factor. The solved torques replay through the plain simulator as keyed joint torques (`torque_mechanism`).
 
 The shot description (MechanismShot) is data in spec.py; its file form is read by shotfile.py.
 """
@@ -30,8 +30,9 @@ from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
 from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
-from .tree_dynamics import TreeTranscription, assemble_blocks, intervals, transcribe_tree
-from .tree_hessian import lagrangian_hessian
+from .transcription import _Pattern
+from .tree_dynamics import Blocks, TreeTranscription, all_triplets, assemble_blocks, intervals, transcribe_tree
+from .tree_hessian import hessian_blocks
 
 AXES = "xyz"
 
@@ -171,29 +172,38 @@ def _nlp(P: _Problem) -> NLP:
             r0 += len(rows)
         return blocks
 
-    def jacobian(x):
-        _, blocks = tx.blocks(x)
-        return assemble_blocks(blocks + key_blocks(x), (m, tx.n))
+    def jacobian_blocks(x):
+        return tx.blocks(x)[1] + key_blocks(x)
 
-    def hessian(x, y, obj_factor):
-        """The constraints' part exactly over jets (tree_hessian.py), the effort's diagonal and the joint-speed
-        cost's constant Hessian exactly."""
-        points, r0 = [], tx.m
-        for key, axes in P.key_rows:
-            if key.coordinate is None:  # a body point: its position's curvature
-                b = P.model.body_names.index(key.body)
-                offset = P.model.body_offset[b]
-                along = np.zeros(3)
-                along[axes] = y[r0: r0 + len(axes)]
-                points.append((key.frame, int(P.model.body_frame[b]),
-                               offset[:3, 3] + offset[:3, :3] @ np.asarray(key.point, float), along))
-                r0 += len(axes)
-            else:  # a coordinate: linear
-                r0 += 1
-        u_diag = np.zeros(tx.n)
-        u_diag[u_at] = 2.0 * weight * obj_factor
-        H = lagrangian_hessian(tx, x, y[: tx.m], points) + sp.diags(u_diag)
-        return H if speed_hessian is None else H + obj_factor * speed_hessian
+    points = []  # body keys: (step, frame, point in frame axes, where their multipliers sit in y)
+    r0 = tx.m
+    for key, axes in P.key_rows:
+        if key.coordinate is None:  # a body point: its position's curvature
+            b = P.model.body_names.index(key.body)
+            placed = P.model.body_offset[b]
+            points.append((key.frame, int(P.model.body_frame[b]),
+                           placed[:3, 3] + placed[:3, :3] @ np.asarray(key.point, float), axes, r0))
+            r0 += len(axes)
+        else:  # a coordinate: linear
+            r0 += 1
+    u_index = np.arange(u_at.start, u_at.stop)
+    speed = sp.coo_matrix((tx.n, tx.n)) if speed_hessian is None else speed_hessian.tocoo()
+
+    def lagrangian_blocks(x, y, obj_factor):
+        """The Hessian of the Lagrangian as groups of dense blocks: the constraints' part exactly (tree_hessian.py),
+        the effort's diagonal and the joint-speed cost's constant Hessian (1 x 1 blocks)."""
+        weighted = []
+        for step, frame, local, axes, r in points:
+            along = np.zeros(3)
+            along[axes] = y[r: r + len(axes)]
+            weighted.append((step, frame, local, along))
+        return hessian_blocks(tx, x, y[: tx.m], weighted) + [
+            (u_index, u_index, (2.0 * weight * obj_factor)[:, None, None]),
+            (speed.row, speed.col, (obj_factor * speed.data)[:, None, None])]
+
+    x0 = tx.pack(np.tile(tx.q0, (N + 1, 1)), np.zeros((N, nu)))
+    jac_pattern = _Pattern(*all_triplets(jacobian_blocks(x0))[:2], (m, tx.n))
+    hess_pattern = _Pattern(*all_triplets(lagrangian_blocks(x0, np.zeros(m), 1.0))[:2], (tx.n, tx.n))
 
     x_lower = np.full(tx.n, -np.inf)
     x_upper = np.full(tx.n, np.inf)
@@ -203,7 +213,24 @@ def _nlp(P: _Problem) -> NLP:
     for k in range(N):
         x_lower[tx.u_slice(k)] = [c.lower for c in shot.controls]
         x_upper[tx.u_slice(k)] = [c.upper for c in shot.controls]
-    return NLP(x_lower, x_upper, objective, gradient, constraints_fn, jacobian, np.zeros(m), np.zeros(m), hessian)
+    jacobian_data = jac_pattern.fixed(lambda x: _values(jacobian_blocks(x)))
+    hessian_data = hess_pattern.fixed(lambda x, y, obj_factor: _values(lagrangian_blocks(x, y, obj_factor)))
+    return NLP(x_lower, x_upper, objective, gradient, constraints_fn,
+               lambda x: jacobian_data.csr(jacobian_data.values(x)), np.zeros(m), np.zeros(m),
+               lambda x, y, obj_factor: hessian_data.csr(hessian_data.values(x, y, obj_factor)),
+               stages=_stages(tx), jacobian_data=jacobian_data, hessian_data=hessian_data)
+
+
+def _values(blocks: list[Blocks]) -> np.ndarray:
+    """The values of all_triplets(blocks) alone (their positions are a fixed pattern's)."""
+    return np.concatenate([b[2].ravel() for b in blocks])
+
+
+def _stages(tx: TreeTranscription) -> np.ndarray:
+    """The stage of each unknown for the KKT factorisation (nlp.NLP.stages): q_k, lam_k at stage k, u_k (acting
+    on the interval from q_k to q_k+1) at stage k, mu (the rest rows' multipliers) at the last stage N."""
+    N, k = tx.steps, np.arange(tx.steps)
+    return np.concatenate([np.repeat(k + 1, tx.nq), np.repeat(k, tx.nu), np.repeat(k, tx.nr), np.full(tx.n_rest, N)])
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -264,11 +264,17 @@ def block_triplets(rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> tu
     return i.ravel(), j.ravel(), values.ravel()
 
 
+def all_triplets(blocks: list[Blocks]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """COO triplets of every group of dense blocks (first rows, first columns, blocks), in order."""
+    i, j, v = (np.concatenate(p) for p in zip(*(block_triplets(*b) for b in blocks)))
+    return i, j, v
+
+
 def assemble_blocks(blocks: list[Blocks], shape: tuple[int, int]) -> sp.csr_matrix:
     """A sparse matrix from groups of dense blocks (first rows, first columns, blocks); overlapping blocks add."""
     if not blocks:
         return sp.csr_matrix(shape)
-    i, j, v = (np.concatenate(p) for p in zip(*(block_triplets(*b) for b in blocks)))
+    i, j, v = all_triplets(blocks)
     return sp.coo_matrix((v, (i, j)), shape=shape).tocsr()
 
 

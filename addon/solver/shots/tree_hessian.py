@@ -1,4 +1,4 @@
-"""Exact Hessian of the Lagrangian of a tree shot's equality rows (tree_dynamics.py), over jets.jet.
+"""Exact Hessian of the Lagrangian of a tree shot's equality rows (tree_dynamics.py), over tape.TapeJet.
 
 Each interval k contributes a_k . D1(q_k, q_k+1) + b_k . D2(q_k, q_k+1) (a_k, b_k: the multipliers of the DEL
 rows at steps k and k + 1, the rest rows for the last), which up to terms linear in q is the scalar
@@ -8,11 +8,13 @@ rows at steps k and k + 1, the rest rows for the last), which up to terms linear
 of the midpoint qm and velocity v. Written through the frame momenta h_f and wrenches w_f as in
 tree/dynamics.py, phi = sum_f h_f . X_f + w_f . Y_f with the accumulated twists
 X_f = sum_{j <= f} (W_j ad(V_parent(j)) S_j + Z_j S_j) and Y_f = sum_{j <= f} W_j S_j (j over the ancestors of
-f and f itself). Every quantity is a second-order jet over (qm, v), one instance per interval, so phi's
-Hessian is exact; the chain rule qm = (q1 + q2)/2, v = (q2 - q1)/dt maps it onto (q_k, q_k+1).
+f and f itself). Every quantity is a first-order jet over (qm, v) on a tape (tape.py), one instance per
+interval, so phi's Hessian is exact (one reverse sweep); the chain rule qm = (q1 + q2)/2, v = (q2 - q1)/dt maps
+it onto (q_k, q_k+1).
 Each configuration q_k contributes -lam . Dh(q_k) y + nu . h(q_k) (+ the body keys' nu . point), where
 (Dh y)_r = w_r . (Y_P - Y_C) with Y_f = sum_{j <= f} y_j S_j: its Hessian is the (q, q) block and the
-gradients of -(Dh y)_r the (lam_r, q) block. Damping, servos, springs and the controls enter linearly.
+gradients of -(Dh y)_r the (lam_r, q) block. On a tree, a body-point key's curvature is in closed form
+(point_hessian). Damping, servos, springs and the controls enter linearly.
 """
 
 from __future__ import annotations
@@ -20,22 +22,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..curves import evaluate
 from ..tree.compile import ROT_Z, TreeModel
 from . import jets
-from .jets import Jet
-from .tree_dynamics import block_triplets
+from .tape import Tape, TapeJet
+from .tree_batch import forward_batch
+from .tree_dynamics import Blocks
 
-Scalar = Jet | float | np.ndarray  # an ndarray: a per-instance constant (K,)
+Scalar = TapeJet | float | np.ndarray  # an ndarray: a per-instance constant (K,)
 Vec = list  # three Scalars
 
 
 def _mul(a: Scalar, b: Scalar) -> Scalar:
-    """a b, an exact zero (a float 0) skipped."""
-    if (isinstance(a, float) and a == 0.0) or (isinstance(b, float) and b == 0.0):
-        return 0.0
+    """a b, an exact zero or one (a float 0 or 1) skipped."""
+    if isinstance(a, float):
+        if a == 0.0 or a == 1.0:
+            return 0.0 if a == 0.0 else b
+    elif isinstance(b, float) and (b == 0.0 or b == 1.0):
+        return 0.0 if b == 0.0 else a
     return a * b
 
 
@@ -81,7 +86,7 @@ class JetFrames:
     axis: list
 
 
-def frames(model: TreeModel, q: list[Jet]) -> JetFrames:
+def frames(model: TreeModel, q: list[TapeJet]) -> JetFrames:
     """Forward kinematics (tree/kinematics.py) with the coordinates q (nq jets): world_M_frame = world_M_parent
     placement motion(q), S_f = (e, o x e) for a rotation about e through o, (0, e) for a translation."""
     identity = [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
@@ -92,18 +97,18 @@ def frames(model: TreeModel, q: list[Jet]) -> JetFrames:
         P = model.dof_placement[f]
         kind = int(model.dof_kind[f])
         ax = kind % 3
-        if kind <= ROT_Z:
+        placed = [[_sum(_mul(Rp[r][k], float(P[k, col])) for k in range(3)) for col in range(3)] for r in range(3)]
+        if kind <= ROT_Z:  # placed times the rotation about axis ax: columns i, j turn by q
             i, j = (ax + 1) % 3, (ax + 2) % 3
             c, s = jets.cos(q[f]), jets.sin(q[f])
-            motion = [[0.0] * 3 for _ in range(3)]
-            motion[ax][ax], motion[i][i], motion[j][j], motion[j][i], motion[i][j] = 1.0, c, c, s, -s
-            local_R = [[_sum(_mul(float(P[r, k]), motion[k][col]) for k in range(3)) for col in range(3)]
-                       for r in range(3)]
+            R = [row[:] for row in placed]
+            for r in range(3):
+                R[r][i] = _sum([_mul(c, placed[r][i]), _mul(s, placed[r][j])])
+                R[r][j] = _sum([_mul(c, placed[r][j]), -_mul(s, placed[r][i])])
             local_t = _const(P[:3, 3])
         else:
-            local_R = [[float(P[r, col]) for col in range(3)] for r in range(3)]
+            R = placed
             local_t = [_sum([float(P[r, 3]), _mul(float(P[r, ax]), q[f])]) for r in range(3)]
-        R = [[_sum(_mul(Rp[r][k], local_R[k][col]) for k in range(3)) for col in range(3)] for r in range(3)]
         o = [_sum([a, b]) for a, b in zip(op, _matvec(Rp, local_t))]
         e = [R[r][ax] for r in range(3)]
         axes.append((e, _cross(o, e)) if kind <= ROT_Z else ([0.0] * 3, e))
@@ -152,11 +157,12 @@ def _frame_bodies(model: TreeModel) -> list[tuple[int, float, np.ndarray, np.nda
 
 
 def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
-                 Z: np.ndarray) -> Jet:
-    """phi = W . (g + Q) + Z . p at (qm, v) (K, nq), times tm (K,), weights W, Z (K, nq), as a jet over
-    (qm, v) (2 nq variables), up to terms linear in qm (joint springs)."""
+                 Z: np.ndarray) -> np.ndarray:
+    """The Hessian (K, 2 nq, 2 nq) over (qm, v) of phi = W . (g + Q) + Z . p at (qm, v) (K, nq), times tm (K,),
+    weights W, Z (K, nq) (phi up to terms linear in qm: joint springs)."""
     nq = model.nq
-    var = Jet.variables(np.hstack([qm, v]))
+    tape = Tape(2 * nq)
+    var = tape.variables(np.hstack([qm, v]))
     fr = frames(model, var[:nq])
     zero = ([0.0] * 3, [0.0] * 3)
     V = _accumulate(model, [([_mul(a, var[nq + f]) for a in fr.axis[f][0]],
@@ -188,24 +194,41 @@ def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray
         scale = np.ones(len(tm)) if curve is None else np.array([evaluate(curve, t) for t in tm])
         force = [_mul(float(F), scale) if F != 0.0 else 0.0 for F in model.force_vector[i]]
         terms.append(_dot(force, _point_velocity(Y[int(f)], _point(fr, int(f), model.force_point[i]))))
-    return _as_jet(_sum(terms), len(qm), 2 * nq)
+    return tape.hessian(_sum(terms), len(qm))
 
 
-def _as_jet(x: Scalar, K: int, n: int) -> Jet:
-    """A Scalar as a jet (a constant becomes a jet with no support)."""
-    if isinstance(x, Jet):
-        return x
-    return Jet(np.broadcast_to(np.asarray(x, float), (K,)).copy(), np.zeros((K, 0)), None, (), n)
+def _gradient(x: Scalar, K: int, n: int) -> np.ndarray:
+    """The gradient (K, n) of a tape jet or of a constant (zeros)."""
+    return x.grad if isinstance(x, TapeJet) else np.zeros((K, n))
+
+
+def point_hessian(model: TreeModel, world: np.ndarray, S: np.ndarray, frame: int, local: np.ndarray,
+                  weight: np.ndarray) -> np.ndarray:
+    """Hessian (nq, nq) over q of weight . p(q) for the point p fixed in `frame` (local coordinates), from the frame
+    poses world (nq + 1, 4, 4) and twist axes S (nq, 6) at q (tree_batch.forward_batch): with w_j, v_j the twist
+    of coordinate j, dp/dq_j = w_j x p + v_j and d2p/dq_a dq_b = w_a x dp/dq_b for a an ancestor-or-self of b,
+    both ancestors-or-self of the frame (the Jacobi identity folds the turning of S_b by q_a into this form)."""
+    chain = np.flatnonzero(model.ancestor[frame])
+    chain = chain[np.argsort(model.ancestor[chain].sum(axis=1), kind="stable")]  # root first (by depth)
+    p = world[frame, :3, 3] + world[frame, :3, :3] @ np.asarray(local, float)
+    w, v = S[chain, :3], S[chain, 3:]
+    d1 = np.cross(w, p) + v  # (s, 3)
+    T = np.cross(w[:, None, :], d1[None, :, :]) @ np.asarray(weight, float)  # (a, b): weight . (w_a x dp/dq_b)
+    s = len(chain)
+    H = np.where(np.arange(s)[:, None] <= np.arange(s)[None, :], T, T.T)
+    out = np.zeros((model.nq, model.nq))
+    out[chain[:, None], chain] = H
+    return out
 
 
 def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.ndarray, nu: np.ndarray,
-                        rows: np.ndarray, points: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[Jet, list[Jet]]:
+                        rows: np.ndarray, points: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[np.ndarray]]:
     """At configurations q (K, nq): psi = -lam . Dh[rows](q) y + nu . h[rows](q) + sum over points of
-    weight . position, as a jet over q, and the jets of (Dh y)_r for the kept rows. y (K, nq), lam, nu (K, nr);
+    weight . position: its Hessian (K, nq, nq) over q, and the gradients (K, nq) of (Dh y)_r for the kept rows. y (K, nq), lam, nu (K, nr);
     points: (frame, point in frame axes, weights (K, 3))."""
     K, nq = q.shape
-    var = Jet.variables(q)
-    fr = frames(model, var)
+    tape = Tape(nq)
+    fr = frames(model, tape.variables(q))
     Yf = _accumulate(model, [([_mul(a, y[:, f]) for a in fr.axis[f][0]], [_mul(a, y[:, f]) for a in fr.axis[f][1]])
                              for f in range(nq)])
     zero = ([0.0] * 3, [0.0] * 3)
@@ -225,18 +248,19 @@ def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.
             b = _direction(fr, fc, model.row_b[r])
             h = _dot(a, b)
             u = _dot(_cross(a, b), dY[0])
-        u = _as_jet(u, K, nq)
-        dhy.append(u)
-        terms += [_mul(u, -lam[:, i]), _mul(_as_jet(h, K, nq), nu[:, i])]
+        dhy.append(_gradient(u, K, nq))
+        terms += [_mul(u, -lam[:, i]), _mul(h, nu[:, i])]
     for f, local, weight in points:
         terms.append(_dot(_point(fr, f, local), [weight[:, j] for j in range(3)]))
-    return _as_jet(_sum(terms), K, nq), dhy
+    return tape.hessian(_sum(terms), K), dhy
 
 
-def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
-                       points: list[tuple[int, int, np.ndarray, np.ndarray]] = ()) -> sp.csr_matrix:
-    """Exact Hessian (n, n), both triangles, of y . c(x) for the rows c of the TreeTranscription tx (y: (m,))
-    plus, for each point (step k, frame, point in frame axes, weights (3,)), weights . position at q_k."""
+def hessian_blocks(tx, x: np.ndarray, y: np.ndarray,
+                     points: list[tuple[int, int, np.ndarray, np.ndarray]] = ()) -> list[Blocks]:
+    """The exact Hessian (n, n), both triangles, of y . c(x) for the rows c of the TreeTranscription tx (y: (m,))
+    plus, for each point (step k, frame, point in frame axes, weights (3,)), weights . position at q_k, as groups
+    of dense blocks (first rows, first columns, blocks; overlapping blocks add, tree_dynamics.assemble_blocks).
+    Where the blocks sit depends only on tx and the points' steps: the pattern is the same at every x and y."""
     N, nq, nr, dt = tx.steps, tx.nq, tx.nr, tx.dt
     model = tx.model
     Q, _, Lam = tx.unpack(x)
@@ -248,11 +272,11 @@ def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
                        0.5 * dt * (a + b), b - a)
     eye = np.eye(nq)
     chain = np.block([[0.5 * eye, 0.5 * eye], [-eye / dt, eye / dt]])  # d(qm, v) / d(q1, q2)
-    H = chain.T @ phi.hess @ chain  # batched matmuls: a three-operand einsum would loop over (2 nq)^4 per step
+    H = chain.T @ phi @ chain  # batched matmuls: a three-operand einsum would loop over (2 nq)^4 per step
     col = np.arange(N) * nq - nq  # first column of q_k in x (q_0 is not an unknown)
     # (q_k, q_k+1) are adjacent in x: one block per interval, only the (q_1, q_1) part on the first
-    parts = [block_triplets(col[1:], col[1:], H[1:]), block_triplets(col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
-    if nr or len(points):
+    parts = [(col[1:], col[1:], H[1:]), (col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
+    if nr:
         mu = x[tx.mu_slice] if tx.rest_at_end else np.zeros(nr)
         lam = np.vstack([Lam[1:], mu[None, :]])
         weights = []
@@ -260,14 +284,19 @@ def lagrangian_hessian(tx, x: np.ndarray, y: np.ndarray,
             w = np.zeros((N, 3))
             w[step - 1] = weight
             weights.append((frame, local, w))
-        psi, dhy = configuration_terms(model, Q[1:], b, lam, y_loop, tx.rows, weights)
+        psi_hess, dhy = configuration_terms(model, Q[1:], b, lam, y_loop, tx.rows, weights)
         qcol = np.arange(N) * nq
-        parts.append(block_triplets(qcol, qcol, psi.hess))
-        if nr:
-            mixed = -np.stack([u.grad for u in dhy], axis=1)  # (N, nr, nq): d(-Dh y)/dq
-            has_lam = N if tx.rest_at_end else N - 1
-            lam_row = np.array([tx.lam_slice(k).start for k in range(1, N)] + [tx.mu_slice.start])[:has_lam]
-            parts.append(block_triplets(lam_row, qcol[:has_lam], mixed[:has_lam]))
-            parts.append(block_triplets(qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
-    i, j, v = (np.concatenate(p) for p in zip(*parts))
-    return sp.coo_matrix((v, (i, j)), shape=(tx.n, tx.n)).tocsr()
+        parts.append((qcol, qcol, psi_hess))
+        mixed = -np.stack(dhy, axis=1)  # (N, nr, nq): d(-Dh y)/dq
+        has_lam = N if tx.rest_at_end else N - 1
+        lam_row = np.array([tx.lam_slice(k).start for k in range(1, N)] + [tx.mu_slice.start])[:has_lam]
+        parts.append((lam_row, qcol[:has_lam], mixed[:has_lam]))
+        parts.append((qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
+    elif len(points):  # a tree: only the keyed points curve, in closed form
+        steps = np.array([step for step, _, _, _ in points])
+        kin = forward_batch(model, Q[steps], tx.charts)
+        blocks = [point_hessian(model, kin.world[i], kin.S[i], frame, local, weight)
+                  for i, (_, frame, local, weight) in enumerate(points)]
+        qcol = (steps - 1) * nq
+        parts.append((qcol, qcol, np.stack(blocks)))
+    return parts
