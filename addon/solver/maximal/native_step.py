@@ -33,6 +33,7 @@ import ctypes
 
 import numpy as np
 
+from ..collision.shapes import body_reach
 from ..curves import evaluate
 from ..native import contact_rows_binding as contact_binding
 from ..native import maximal_binding as binding
@@ -75,7 +76,8 @@ class MaximalKernel:
         plan = solver._plan
         self.model = model
         self._rows = None if model.collision is None or contact_binding.LIB is None else \
-            NativeRows(bs.count, len(model.mechanism.colliders), bs.com, bs.mass, float(np.linalg.norm(bs.gravity)))
+            NativeRows(bs.count, len(model.mechanism.colliders), bs.com, bs.mass,
+                       body_reach(model.collision.shapes, bs.com), float(np.linalg.norm(bs.gravity)))
         kinds = js.row_kind[rows]
         self._angle = kinds == ANGLE
         self._angle_rows = rows[self._angle]

@@ -26,7 +26,7 @@ def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
     if lib is None or not hasattr(lib, "symplex_contact_rows"):
         return None
-    lib.symplex_contact_knot.argtypes = [_int] + [_ptr] * 5 + [_double, _double, _ptr, _ptr]
+    lib.symplex_contact_knot.argtypes = [_int] + [_ptr] * 6 + [_double, _double, _ptr, _ptr]
     lib.symplex_contact_knot.restype = _double
     lib.symplex_contact_rows.argtypes = [_int, _int, _int] + [_ptr] * 15 + [_double, _double] + [_ptr] * 22
     lib.symplex_contact_rows.restype = _int
@@ -70,16 +70,19 @@ def _addr(array: np.ndarray) -> int:
 
 class NativeRows:
     """symplex_contact_knot's and symplex_contact_rows' inputs and outputs for one model (nbody bodies with
-    centres of mass com (B, 3) and masses (B,), ncollider colliders, gravity of norm gravity_norm), made once
-    with their addresses and grown by doubling when a query finds more contacts than they hold."""
+    centres of mass com (B, 3), masses (B,) and colliders reaching `reach` (B,) from the centres of mass
+    (collision.shapes.body_reach), ncollider colliders, gravity of norm gravity_norm), made once with their
+    addresses and grown by doubling when a query finds more contacts than they hold."""
 
-    def __init__(self, nbody: int, ncollider: int, com: np.ndarray, mass: np.ndarray, gravity_norm: float):
+    def __init__(self, nbody: int, ncollider: int, com: np.ndarray, mass: np.ndarray, reach: np.ndarray,
+                 gravity_norm: float):
         self.nbody, self.ncollider, self.gravity_norm = nbody, ncollider, float(gravity_norm)
         self._com, self._mass = np.array(com, dtype=np.float64), np.array(mass, dtype=np.float64)
+        self._reach = np.array(reach, dtype=np.float64)
         self._state = [np.zeros((nbody, 3)), np.zeros((nbody, 4)), np.zeros((nbody, 3)), np.zeros((nbody, 3))]
         self.R, self.origin = np.zeros((nbody, 3, 3)), np.zeros((nbody, 3))
         x, q, v, w = map(_addr, self._state)
-        self._knot_args = (nbody, x, q, v, w, _addr(self._com))
+        self._knot_args = (nbody, x, q, v, w, _addr(self._com), _addr(self._reach))
         self._knot_out = (_addr(self.R), _addr(self.origin))
         self._body_args = (x, _addr(self.R), v, w, _addr(self._com), _addr(self._mass))
         self._shapes = None  # (shape codes, rotation_local) of the colliders, set by the first `rows`

@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 20
+#define SYMPLEX_ABI_VERSION 21
 
 int64_t symplex_abi_version(void);
 
@@ -298,9 +298,11 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
  * _contacts, _patches and the contact part of `packed`).
  * symplex_contact_knot: rotations R (nbody, 3, 3) of the quaternions q (w x y z, normalised first) and the body
  * frame origins x - R com (nbody, 3) for the collision query; returns its margin
- * 2 dt (max |v| + max |w|) + |g| dt^2 + 1 mm. */
+ * 2 dt max (|v| + reach |w|) + |g| dt^2 + 1 mm, reach (nbody) how far each body's colliders reach from its
+ * centre of mass (collision/shapes.py body_reach). */
 double symplex_contact_knot(int64_t nbody, const double *x, const double *q, const double *v, const double *w,
-                            const double *com, double gravity_norm, double dt, double *R, double *origin);
+                            const double *com, const double *reach, double gravity_norm, double dt, double *R,
+                            double *origin);
 /* symplex_contact_curvature: what each of k contacts' gap rows misses over the step (interior_point._curvature):
  * the gap of its features (collision/features.py: the face of A or of B, or two edges, from the colliders'
  * shape codes and axes rotation_local (ncollider, 3, 3)) at the configuration the knot's velocities v, w reach
