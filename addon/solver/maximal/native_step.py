@@ -208,13 +208,12 @@ class MaximalKernel:
         self._state.sparse = self._sparse.pointer if self._sparse.pattern is not None else None
         return self._sparse.pattern is not None
 
-    def _finish_pairs(self, state: MaximalState) -> None:
-        """The converged iterate back into state.interior, kept for the next step's warm start."""
+    def _pairs_back(self, state: MaximalState) -> None:
+        """The converged iterate back into state.interior (a redo along the step's velocities starts from it)."""
         ip, arrays, npair = state.interior, self._pair_arrays, self._pairs.npair
         ip.lam, ip.s = arrays["lam"][:npair].copy(), arrays["s"][:npair].copy()
         mu, cold, monotone, mu_fixed, restarts, _ = arrays["control"].tolist()
         ip.mu, ip.cold, ip.monotone, ip.mu_fixed, ip.restarts = mu, bool(cold), bool(monotone), mu_fixed, int(restarts)
-        interior_point.finish(state)
 
     def step(self, state: MaximalState, dt: float, tol: float, max_iterations: int,
              halvings: int) -> tuple[int, float, float, np.ndarray] | None:
@@ -274,8 +273,10 @@ class MaximalKernel:
                             int(halvings), self._outputs_ptr)
         if status != binding.CONVERGED:
             return None
-        if state.interior is not None and interior_point.relinearise(model, state, out["V"], dt, self._rows):
-            return self.step(state, dt, tol, max_iterations, halvings)  # again, the gaps along its velocities
+        if state.interior is not None:
+            self._pairs_back(state)
+            if interior_point.relinearise(model, state, out["V"], dt, self._rows):
+                return self.step(state, dt, tol, max_iterations, halvings)  # again, the gaps along its velocities
         iterations, residual, energy, updates = out["stats"].tolist()
         state.sweeps.extend([int(s) for s in out["sweeps"][:int(updates)].tolist()])
         if len(self._angle_rows):
@@ -288,7 +289,7 @@ class MaximalKernel:
         elif state.coord_jac_prev is None:
             state.coord_jac_prev = out["cjac2"]  # empty: nothing to copy or overwrite
         if state.interior is not None:
-            self._finish_pairs(state)
+            interior_point.finish(state)  # kept for the next step's warm start
         state.acceleration_guess = 0.0 if state.startup or state.interior is not None else out["acceleration"].copy()
         state.x, state.q = out["x2"].copy(), out["q2"].copy()
         V = out["V"].copy()
