@@ -295,6 +295,20 @@ def _cold_start(ip: InteriorPointState) -> None:
     _start(ip, COLD_MU / s0, s0, cold=True)
 
 
+def query_margins(reach: np.ndarray, v: np.ndarray, w: np.ndarray, gravity_norm: float, dt: float) -> np.ndarray:
+    """Each body's margin (B,) for the collision query at the knot (a pair's is the larger of its bodies', the
+    world's 0): twice the farthest its collider points move in dt at the knot's velocities, |v| + reach |w| with
+    reach from collision.shapes.body_reach, plus |g| dt^2 and QUERY_MARGIN, rounded up to QUERY_MARGIN times a
+    power of 2 (the query runs each kind of pair once per level). Per body, and with the scene's lengths: one
+    margin for all, 2 dt (max |v| + max |w|), had a toppling domino's 4 rad/s add 8 cm to every pair (its corners
+    move 2.3 cm), and the margin rising and falling with the front's impacts had the resting dominoes' far
+    corners enter and leave the contact set step after step (a new pattern of the Newton matrix each time)."""
+    margin = 2.0 * dt * (np.linalg.norm(v, axis=1) + reach * np.linalg.norm(w, axis=1)) + gravity_norm * dt * dt \
+        + QUERY_MARGIN
+    fraction, exponent = np.frexp(margin / QUERY_MARGIN)
+    return np.ldexp(QUERY_MARGIN, np.where(fraction == 0.5, exponent - 1, exponent))
+
+
 def _no_contacts() -> ContactRows:
     index = np.zeros(0, dtype=np.int64)
     return ContactRows(index, index, index, np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros((0, 3, 6)),
@@ -302,17 +316,15 @@ def _no_contacts() -> ContactRows:
 
 
 def _contacts(model: MaximalModel, state: MaximalState, R1: np.ndarray, x1: np.ndarray, dt: float) -> ContactRows:
-    """The contacts within reach of the step (R1 (B+1, 3, 3), x1 (B+1, 3): the knot, world last): the query's
-    margin is twice the farthest any collider point moves in dt at the knot's velocities, |v| + reach |w| with
-    reach from collision.shapes.body_reach (a length of the scene, not 1 m: a falling domino's 4 rad/s had
-    added 8 cm where its corners move 2.3 cm), plus |g| dt^2 and QUERY_MARGIN."""
+    """The contacts within reach of the step (R1 (B+1, 3, 3), x1 (B+1, 3): the knot, world last), each pair's
+    within its faster body's margin (query_margins)."""
     if model.collision is None:
         return _no_contacts()
     bs = model.bodies
     nb = bs.count
     origin = state.x - np.einsum("bij,bj->bi", R1[:nb], bs.com)
-    speed = np.linalg.norm(state.v, axis=1) + body_reach(model.collision.shapes, bs.com) * np.linalg.norm(state.w, axis=1)
-    margin = 2.0 * dt * np.max(speed, initial=0.0) + np.linalg.norm(bs.gravity) * dt * dt + QUERY_MARGIN
+    margin = query_margins(body_reach(model.collision.shapes, bs.com), state.v, state.w,
+                           float(np.linalg.norm(bs.gravity)), dt)
     found = model.collision.detect(origin, state.q, margin)
     k = len(found.distance)
     if k == 0:

@@ -2,7 +2,7 @@
 symplex_contact_rows): the maximal step's contact rows at the knot in C.
 
 `LIB` is the kernel library when it is built with contact_rows.c and loads (native.load_kernels), else None.
-`NativeRows(...)` holds one model's buffers: `knot` gives the body-frame origins and the margin of the
+`NativeRows(...)` holds one model's buffers: `knot` gives the body-frame origins and the bodies' margins of the
 collision query, `rows` turns the query's contacts into the interior point's contact rows (their gaps' curvature
 over the step first; copied out: a step's rows outlive the next call), `curvature` gives those contacts' curvature
 along other velocities. The caller is maximal/interior_point.py (its numpy functions are the
@@ -26,8 +26,8 @@ def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
     if lib is None or not hasattr(lib, "symplex_contact_rows"):
         return None
-    lib.symplex_contact_knot.argtypes = [_int] + [_ptr] * 6 + [_double, _double, _ptr, _ptr]
-    lib.symplex_contact_knot.restype = _double
+    lib.symplex_contact_knot.argtypes = [_int] + [_ptr] * 6 + [_double, _double, _ptr, _ptr, _ptr]
+    lib.symplex_contact_knot.restype = None
     lib.symplex_contact_rows.argtypes = [_int, _int, _int] + [_ptr] * 15 + [_double, _double] + [_ptr] * 22
     lib.symplex_contact_rows.restype = _int
     lib.symplex_contact_curvature.argtypes = [_int] + [_ptr] * 14 + [_double, _ptr]
@@ -80,10 +80,10 @@ class NativeRows:
         self._com, self._mass = np.array(com, dtype=np.float64), np.array(mass, dtype=np.float64)
         self._reach = np.array(reach, dtype=np.float64)
         self._state = [np.zeros((nbody, 3)), np.zeros((nbody, 4)), np.zeros((nbody, 3)), np.zeros((nbody, 3))]
-        self.R, self.origin = np.zeros((nbody, 3, 3)), np.zeros((nbody, 3))
+        self.R, self.origin, self.margin = np.zeros((nbody, 3, 3)), np.zeros((nbody, 3)), np.zeros(nbody)
         x, q, v, w = map(_addr, self._state)
         self._knot_args = (nbody, x, q, v, w, _addr(self._com), _addr(self._reach))
-        self._knot_out = (_addr(self.R), _addr(self.origin))
+        self._knot_out = (_addr(self.R), _addr(self.origin), _addr(self.margin))
         self._body_args = (x, _addr(self.R), v, w, _addr(self._com), _addr(self._mass))
         self._shapes = None  # (shape codes, rotation_local) of the colliders, set by the first `rows`
         self._k = 0  # contacts of the last `rows` call, still in the input buffers
@@ -112,13 +112,14 @@ class NativeRows:
                                   + [self._counts, self._scratch]))
         self._input_addresses = tuple(map(_addr, self._inputs))
 
-    def knot(self, x: np.ndarray, q: np.ndarray, v: np.ndarray, w: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
-        """Body-frame origins x - R com (B, 3) (this object's buffer, rewritten by the next call) and the
-        collision query's margin at the knot (x, q, v, w); keeps the rotations R for `rows`."""
+    def knot(self, x: np.ndarray, q: np.ndarray, v: np.ndarray, w: np.ndarray,
+             dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Body-frame origins x - R com (B, 3) and each body's collision-query margin (B,) at the knot (x, q, v, w)
+        (this object's buffers, rewritten by the next call); keeps the rotations R for `rows`."""
         for buffer, value in zip(self._state, (x, q, v, w)):
             buffer[...] = value
-        margin = LIB.symplex_contact_knot(*self._knot_args, self.gravity_norm, dt, *self._knot_out)
-        return self.origin, margin
+        LIB.symplex_contact_knot(*self._knot_args, self.gravity_norm, dt, *self._knot_out)
+        return self.origin, self.margin
 
     def curvature(self, dt: float, velocity: np.ndarray | None = None) -> np.ndarray:
         """The gap curvature (k,) of the last `rows` call's contacts along the interval velocities `velocity`

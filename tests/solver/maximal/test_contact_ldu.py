@@ -20,7 +20,7 @@ EPS = np.finfo(float).eps
 
 def _pile_matrices() -> list:
     matrices: list = []
-    run(random_pile(5), "sparse", 12, matrices)
+    run(random_pile(5), "sparse", 16, matrices)
     return [(A, rhs) for A, rhs in matrices if A.rows.count - A.n_primary >= 10]
 
 
