@@ -34,9 +34,10 @@ def sweep_pairs(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def plane_pairs(normals: np.ndarray, points: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                margin: float) -> tuple[np.ndarray, np.ndarray]:
-    """(plane index (into normals), box index) for every box reaching within `margin` of a plane's
-    front side (normals (P, 3), points on the planes (P, 3); boxes lower/upper (n, 3))."""
+                margin: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(plane index (into normals), box index) for every box reaching within `margin` (one for all, or (n, P)
+    per box and plane) of a plane's front side (normals (P, 3), points on the planes (P, 3); boxes lower/upper
+    (n, 3))."""
     centre, half = 0.5 * (lower + upper), 0.5 * (upper - lower)
     nearest = centre @ normals.T - half @ np.abs(normals).T - np.sum(normals * points, axis=1)  # (n, P)
     box, plane = np.nonzero(nearest <= margin)

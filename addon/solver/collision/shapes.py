@@ -3,7 +3,8 @@
 `compile_shapes(mechanism)` turns Mechanism.colliders into a `Shapes` (shape codes, owning body
 index, local frames, sizes, friction, convex hulls with merged faces) once. Per configuration,
 `world_frames` gives every collider's world rotation and origin (vectorised over colliders) and
-`aabbs` their world bounding boxes; `support` is the farthest point of one collider along a
+`aabbs` their world bounding boxes; `body_reach` how far each body's colliders reach from its centre of
+mass (what bounds a point's speed, for the query margin of a step); `support` is the farthest point of one collider along a
 direction, the only thing GJK/EPA needs. Shapes are described in docs/collision.md.
 """
 
@@ -63,6 +64,26 @@ def half_thickness(shapes: Shapes) -> np.ndarray:
         elif code == HULL:
             vertices = shapes.hulls[i].vertices
             out[i] = 0.5 * float(np.min(vertices.max(axis=0) - vertices.min(axis=0)))
+    return out
+
+
+def body_reach(shapes: Shapes, com: np.ndarray) -> np.ndarray:
+    """How far any point of each body's colliders lies from its centre of mass (B,) in m, com (B, 3) in the body
+    frames (0 for a body without colliders): a point of body i moves by at most |v_i| + reach_i |w_i| per
+    second. A collider reaches |its origin - com| plus its bounding radius: a sphere's r, a box's |half sizes|, a
+    capsule's r + half length, a cylinder's sqrt(r^2 + half length^2), a hull's farthest vertex."""
+    size, code = shapes.size, shapes.shape
+    radius = np.zeros(shapes.count)
+    radius[code == SPHERE] = size[code == SPHERE, 0]
+    radius[code == BOX] = np.linalg.norm(size[code == BOX], axis=1)
+    radius[code == CAPSULE] = size[code == CAPSULE, 0] + size[code == CAPSULE, 1]
+    radius[code == CYLINDER] = np.hypot(size[code == CYLINDER, 0], size[code == CYLINDER, 1])
+    for i, hull in shapes.hulls.items():
+        radius[i] = float(np.max(np.linalg.norm(hull.vertices, axis=1)))
+    on = np.nonzero(shapes.body >= 0)[0]
+    body = shapes.body[on]
+    out = np.zeros(len(com))
+    np.maximum.at(out, body, np.linalg.norm(shapes.position_local[on] - com[body], axis=1) + radius[on])
     return out
 
 

@@ -163,31 +163,49 @@ class CollisionWorld:
         lo, hi = np.minimum(body_a, body_b) + 1, np.maximum(body_a, body_b) + 1
         return lo * (self.nbody + 1) + hi
 
-    def candidate_pairs(self, rot: np.ndarray, origin: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
-        """Collider pairs (i, j) whose bounding boxes (grown by the margin) meet and that may collide."""
+    def margins(self, margin: float | np.ndarray) -> np.ndarray:
+        """Each collider's margin (n,) from one margin for all, or from one per body (B,) (world colliders 0)."""
+        if np.ndim(margin) == 0:
+            return np.full(self.shapes.count, float(margin))
+        margin = np.asarray(margin, dtype=float)
+        if margin.shape != (self.nbody,):
+            raise ValueError(f"collision query: a margin per body ({self.nbody}) expected, got shape {margin.shape}")
+        body = self.shapes.body
+        return np.where(body >= 0, margin[np.maximum(body, 0)], 0.0)
+
+    def candidate_pairs(self, rot: np.ndarray, origin: np.ndarray,
+                        margin: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Collider pairs (i, j) that may collide and whose bounding boxes, each grown by its collider's margin
+        (one for all, or (n,)), meet; a plane's pairs, the boxes within the plane's margin beyond their own (a
+        pair's contacts are those within the larger of its two margins)."""
+        margin = np.broadcast_to(np.asarray(margin, dtype=float), (self.shapes.count,))
         lower, upper = aabbs(self.shapes, rot, origin)
         solids = self._solids
-        lower_s, upper_s = lower[solids] - 0.5 * margin, upper[solids] + 0.5 * margin
+        grow = margin[solids][:, None]
+        lower_s, upper_s = lower[solids] - grow, upper[solids] + grow
         i, j = sweep_pairs(lower_s, upper_s)
         i, j = solids[i], solids[j]
         if len(self._planes):
-            p, s = plane_pairs(rot[self._planes][:, :, 2], origin[self._planes], lower_s, upper_s, 0.5 * margin)
+            reach = np.maximum(margin[self._planes][None, :] - grow, 0.0)  # (solids, planes): beyond the box's own
+            p, s = plane_pairs(rot[self._planes][:, :, 2], origin[self._planes], lower_s, upper_s, reach)
             i, j = np.concatenate([i, self._planes[p]]), np.concatenate([j, solids[s]])
         body = self.shapes.body
         ba, bb = body[i], body[j]
         keep = (ba != bb) & ~np.isin(self._key(ba, bb), self._joined)
         return i[keep], j[keep]
 
-    def detect(self, positions: np.ndarray, quaternions: np.ndarray, margin: float = 0.0) -> Contacts:
+    def detect(self, positions: np.ndarray, quaternions: np.ndarray, margin: float | np.ndarray = 0.0) -> Contacts:
         """Every contact with signed distance <= margin, as arrays (see Contacts and ContactPoint),
         sorted by (collider_a, collider_b): the same pairs in the same numbers give the same order from
         one configuration to the next (the points of one pair keep their detection order).
 
         positions (B, 3) and quaternions (B, 4) (w x y z) are the world poses of the body frames, in the
-        order of Mechanism.bodies (as in Trajectory.poses).
+        order of Mechanism.bodies (as in Trajectory.poses). margin: one for every pair, or one per body (B,),
+        when a pair's margin is the larger of its two bodies' (the world's 0).
         """
         positions = np.asarray(positions, dtype=float).reshape(-1, 3)
         quaternions = np.asarray(quaternions, dtype=float).reshape(-1, 4)
+        margin = self.margins(margin)
         if self.native_query is not None:
             native, leftover = self.native_query.run(positions, quaternions, margin)
             if not len(leftover):
@@ -206,18 +224,21 @@ class CollisionWorld:
         batch = self._narrow(rot, origin, np.where(ordered, i, j), np.where(ordered, j, i), margin)
         return self._to_bodies(batch.where(np.lexsort((batch.b, batch.a))), positions, quaternions)
 
-    def _narrow(self, rot: np.ndarray, origin: np.ndarray, ia: np.ndarray, ib: np.ndarray, margin: float) -> Batch:
-        """Contacts of collider pairs (ia, ib) in kernel order, each kind of pair at once."""
+    def _narrow(self, rot: np.ndarray, origin: np.ndarray, ia: np.ndarray, ib: np.ndarray,
+                margin: np.ndarray) -> Batch:
+        """Contacts of collider pairs (ia, ib) in kernel order within the larger margin (n,) of their colliders,
+        each kind of pair with the same margin at once (per-body margins come in a few levels:
+        maximal/interior_point.query_margins)."""
         code = self.shapes.shape
         kind = code[ia] * 8 + code[ib]
+        pair_margin = np.maximum(margin[ia], margin[ib])
         parts = []
         for k in np.unique(kind):
-            sel = kind == k
-            kernel = _KERNELS.get((int(k) // 8, int(k) % 8))
-            if kernel is not None:
-                parts.append(kernel(self.shapes, rot, origin, ia[sel], ib[sel], margin))
-            else:
-                parts.append(convex_pairs(self.shapes, rot, origin, ia[sel], ib[sel], margin))
+            of_kind = kind == k
+            kernel = _KERNELS.get((int(k) // 8, int(k) % 8)) or convex_pairs
+            for m in np.unique(pair_margin[of_kind]):
+                sel = of_kind & (pair_margin == m)
+                parts.append(kernel(self.shapes, rot, origin, ia[sel], ib[sel], float(m)))
         return concatenate(parts)
 
     def contacts(self, positions: np.ndarray, quaternions: np.ndarray, margin: float = 0.0) -> list[ContactPoint]:

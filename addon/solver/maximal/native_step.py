@@ -33,6 +33,7 @@ import ctypes
 
 import numpy as np
 
+from ..collision.shapes import body_reach
 from ..curves import evaluate
 from ..native import contact_rows_binding as contact_binding
 from ..native import maximal_binding as binding
@@ -77,7 +78,7 @@ class MaximalKernel:
         self.model = model
         self._rows = None if model.collision is None or contact_binding.LIB is None else \
             NativeRows(bs.count, len(model.mechanism.colliders), model.collision.shapes, bs.com, bs.mass,
-                       float(np.linalg.norm(bs.gravity)))
+                       body_reach(model.collision.shapes, bs.com), float(np.linalg.norm(bs.gravity)))
         kinds = js.row_kind[rows]
         self._angle = kinds == ANGLE
         self._angle_rows = rows[self._angle]
@@ -212,13 +213,12 @@ class MaximalKernel:
         self._state.sparse = self._sparse.pointer if self._sparse.pattern is not None else None
         return self._sparse.pattern is not None
 
-    def _finish_pairs(self, state: MaximalState) -> None:
-        """The converged iterate back into state.interior, kept for the next step's warm start."""
+    def _pairs_back(self, state: MaximalState) -> None:
+        """The converged iterate back into state.interior (a redo along the step's velocities starts from it)."""
         ip, arrays, npair = state.interior, self._pair_arrays, self._pairs.npair
         ip.lam, ip.s = arrays["lam"][:npair].copy(), arrays["s"][:npair].copy()
         mu, cold, monotone, mu_fixed, restarts, _ = arrays["control"].tolist()
         ip.mu, ip.cold, ip.monotone, ip.mu_fixed, ip.restarts = mu, bool(cold), bool(monotone), mu_fixed, int(restarts)
-        interior_point.finish(state)
 
     def _copy_in(self, state: MaximalState, dt: float) -> None:
         """The step's inputs into the kernel's buffers (the kernel reads them only): no windings without angle
@@ -284,7 +284,10 @@ class MaximalKernel:
                                 int(halvings), self._outputs_ptr)
             if status != binding.CONVERGED:
                 return None
-            if state.interior is None or not interior_point.relinearise(model, state, out["V"], dt, self._rows):
+            if state.interior is None:
+                break
+            self._pairs_back(state)  # a redo's pairs start from this step's converged ones
+            if not interior_point.relinearise(model, state, out["V"], dt, self._rows):
                 break
         iterations, residual, energy, updates = out["stats"].tolist()
         state.sweeps.extend([int(s) for s in out["sweeps"][:int(updates)].tolist()])
@@ -298,7 +301,7 @@ class MaximalKernel:
         elif state.coord_jac_prev is None:
             state.coord_jac_prev = out["cjac2"]  # empty: nothing to copy or overwrite
         if state.interior is not None:
-            self._finish_pairs(state)
+            interior_point.finish(state)  # kept for the next step's warm start
         state.acceleration_guess = 0.0 if state.startup or state.interior is not None else out["acceleration"].copy()
         state.x, state.q = out["x2"].copy(), out["q2"].copy()
         V = out["V"].copy()

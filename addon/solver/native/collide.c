@@ -1052,7 +1052,7 @@ static int64_t pair_key(int64_t i, int64_t j, const int64_t *shape, int64_t n) {
 int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *body, const double *rotation_local,
                         const double *position_local, const double *size, const double *friction, int64_t nbody,
                         const double *positions, const double *quaternions, int64_t njoined, const int64_t *joined_keys,
-                        double margin, int64_t pair_capacity, int64_t *pairs, int64_t *pair_scratch,
+                        const double *margin, int64_t pair_capacity, int64_t *pairs, int64_t *pair_scratch,
                         int64_t *contact_pairs, int64_t *contact_bodies, double *point_a, double *point_b,
                         double *normal, double *distance, double *contact_friction, double *body_point_a,
                         double *body_point_b, double *rot, double *origin, int64_t *leftover, int64_t *counts,
@@ -1076,7 +1076,7 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
             p[i] = x[i] + (rb[3 * i] * pl[0] + rb[3 * i + 1] * pl[1] + rb[3 * i + 2] * pl[2]);
         }
     }
-    /* shapes.aabbs grown by half the margin, solids only */
+    /* shapes.aabbs grown by each collider's margin, solids only */
     int64_t nsolid = 0;
     for (int64_t c = 0; c < n; c++) {
         if (shape[c] == PLANE) continue;
@@ -1095,8 +1095,8 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
         }
         if (shape[c] == HULL) return -1; /* hull bounds need the vertices: the caller keeps such worlds in numpy */
         for (int i = 0; i < 3; i++) {
-            lower[3 * c + i] -= 0.5 * margin;
-            upper[3 * c + i] += 0.5 * margin;
+            lower[3 * c + i] -= margin[c];
+            upper[3 * c + i] += margin[c];
         }
         order[nsolid++] = c;
     }
@@ -1140,7 +1140,7 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
                 centre[i] = 0.5 * (lower[3 * s + i] + upper[3 * s + i]);
                 half[i] = 0.5 * (upper[3 * s + i] - lower[3 * s + i]);
             }
-            if (dot3(centre, nrm) - dot3(half, an) - offset <= 0.5 * margin) {
+            if (dot3(centre, nrm) - dot3(half, an) - offset <= fmax(margin[pl] - margin[s], 0.0)) {
                 if (npair < pair_capacity) pairs[npair] = pl * n + s;
                 npair++;
             }
@@ -1158,10 +1158,11 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
         pairs[kept++] = pairs[k];
     }
     sort_values(pairs, pair_scratch, kept);
-    out_t o = {rot, origin, size, margin, 8 * pair_capacity, 0, contact_pairs, point_a, point_b, normal, distance};
+    out_t o = {rot, origin, size, 0.0, 8 * pair_capacity, 0, contact_pairs, point_a, point_b, normal, distance};
     int64_t nleft = 0;
     for (int64_t k = 0; k < kept; k++) {
         int64_t a = pairs[k] / n, b = pairs[k] % n;
+        o.margin = fmax(margin[a], margin[b]); /* world._narrow: the pair's margin, the larger of its colliders' */
         if (!narrow(&o, a, b, shape[a], shape[b])) {
             leftover[2 * nleft] = a;
             leftover[2 * nleft + 1] = b;

@@ -2,8 +2,8 @@
 
 `LIB` is the kernel library when it is built with collide.c and loads (native.load_kernels), else None.
 `NativeQuery(shapes, nbody, joined, contacts)` owns the work buffers of one CollisionWorld (grown when a query
-finds more candidate pairs than they hold) and `run(positions, quaternions, margin)` returns the C contacts
-(sorted by collider pair) made by `contacts` (collision.world.Contacts, passed in: this module is below the
+finds more candidate pairs than they hold) and `run(positions, quaternions, margin)` (margin per collider) returns
+the C contacts (sorted by collider pair) made by `contacts` (collision.world.Contacts, passed in: this module is below the
 collision package) and the pairs left to the numpy path. The only caller is collision/world.py.
 """
 
@@ -26,7 +26,7 @@ def _load() -> ctypes.CDLL | None:
         return None
     lib.symplex_collide_scratch_size.argtypes = [_int, _int]
     lib.symplex_collide_scratch_size.restype = _int
-    lib.symplex_collide.argtypes = [_int] + [_ptr] * 6 + [_int, _ptr, _ptr, _int, _ptr, _double, _int] + [_ptr] * 16
+    lib.symplex_collide.argtypes = [_int] + [_ptr] * 6 + [_int, _ptr, _ptr, _int, _ptr, _ptr, _int] + [_ptr] * 16
     lib.symplex_collide.restype = _int
     return lib
 
@@ -51,6 +51,7 @@ class NativeQuery:
         self._rot, self._origin = np.empty((self.count, 3, 3)), np.empty((self.count, 3))
         self._positions, self._quaternions = np.zeros((nbody, 3)), np.zeros((nbody, 4))  # the poses, copied in
         self._poses = (_addr(self._positions), _addr(self._quaternions))
+        self._margin = np.zeros(self.count)  # the colliders' margins, copied in
         self._counts = np.zeros(3, np.int64)
         self._scratch = np.empty(LIB.symplex_collide_scratch_size(self.count, nbody))
         self._allocate(4 * self.count + 16)
@@ -71,8 +72,9 @@ class NativeQuery:
             self._distance, self._friction, self._body_pa, self._body_pb, self._rot, self._origin, self._leftover,
             self._counts, self._scratch)]
 
-    def run(self, positions: np.ndarray, quaternions: np.ndarray, margin: float) -> tuple[object, np.ndarray]:
-        """Contacts with distance <= margin at body poses positions (B, 3), quaternions (B, 4): the C contacts
+    def run(self, positions: np.ndarray, quaternions: np.ndarray, margin: np.ndarray) -> tuple[object, np.ndarray]:
+        """Contacts with distance <= the larger margin (n,) of their two colliders at body poses positions (B, 3),
+        quaternions (B, 4): the C contacts
         made by `contacts` (the fields of collision.world.Contacts, in its order) and the leftover (m, 2)
         collider pairs in kernel order for the numpy path."""
         if np.shape(positions) != (self.nbody, 3) or np.shape(quaternions) != (self.nbody, 4):
@@ -80,8 +82,9 @@ class NativeQuery:
                              f"{np.shape(positions)} and quaternions {np.shape(quaternions)}")
         self._positions[...] = positions
         self._quaternions[...] = quaternions
+        self._margin[...] = margin
         while True:
-            status = LIB.symplex_collide(*self._before, *self._poses, *self._after, float(margin), *self._outputs)
+            status = LIB.symplex_collide(*self._before, *self._poses, *self._after, _addr(self._margin), *self._outputs)
             if status == 0:
                 break
             if status != 1:

@@ -14,10 +14,11 @@
 #include "vec3.h"
 
 #define CLOSE_MARGIN 1e-3 /* interior_point.CLOSE_MARGIN */
+#define QUERY_MARGIN 1e-3 /* interior_point.QUERY_MARGIN */
 
-double symplex_contact_knot(int64_t nbody, const double *x, const double *q, const double *v, const double *w,
-                            const double *com, double gravity_norm, double dt, double *R, double *origin) {
-    double vmax = 0.0, wmax = 0.0;
+void symplex_contact_knot(int64_t nbody, const double *x, const double *q, const double *v, const double *w,
+                          const double *com, const double *reach, double gravity_norm, double dt, double *R,
+                          double *origin, double *margin) {
     for (int64_t i = 0; i < nbody; i++) {
         const double *r = R + 9 * i, *c = com + 3 * i, *vi = v + 3 * i, *wi = w + 3 * i;
         symplex_quat_to_matrix(q + 4 * i, R + 9 * i);
@@ -25,10 +26,11 @@ double symplex_contact_knot(int64_t nbody, const double *x, const double *q, con
             origin[3 * i + j] = x[3 * i + j] - (r[3 * j] * c[0] + r[3 * j + 1] * c[1] + r[3 * j + 2] * c[2]);
         const double sv = sqrt(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
         const double sw = sqrt(wi[0] * wi[0] + wi[1] * wi[1] + wi[2] * wi[2]);
-        vmax = sv > vmax ? sv : vmax;
-        wmax = sw > wmax ? sw : wmax;
+        /* interior_point.query_margins: rounded up to QUERY_MARGIN times a power of 2 */
+        int e;
+        const double f = frexp((2.0 * dt * (sv + reach[i] * sw) + gravity_norm * dt * dt + QUERY_MARGIN) / QUERY_MARGIN, &e);
+        margin[i] = ldexp(QUERY_MARGIN, f == 0.5 ? e - 1 : e);
     }
-    return 2.0 * dt * (vmax + wmax) + gravity_norm * dt * dt + 1e-3;
 }
 
 /* d(x + R p)/d(x, phi) = [I, -R [p]x] (3 x 6, row major), zero for the world (body == nbody). */

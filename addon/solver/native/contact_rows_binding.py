@@ -2,7 +2,7 @@
 symplex_contact_rows, symplex_contact_drift): the maximal step's contact rows at the knot in C.
 
 `LIB` is the kernel library when it is built with contact_rows.c and loads (native.load_kernels), else None.
-`NativeRows(...)` holds one model's buffers: `knot` gives the body-frame origins and the margin of the
+`NativeRows(...)` holds one model's buffers: `knot` gives the body-frame origins and the bodies' margins of the
 collision query, `rows` turns the query's contacts into the interior point's contact rows (their gaps' curvature
 over the step first; copied out: a step's rows outlive the next call), `drift` how far those contacts' curvature
 along other velocities is from the rows' own where the step ends with the gap closed. The caller is
@@ -27,8 +27,8 @@ def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
     if lib is None or not hasattr(lib, "symplex_contact_rows"):
         return None
-    lib.symplex_contact_knot.argtypes = [_int] + [_ptr] * 5 + [_double, _double, _ptr, _ptr]
-    lib.symplex_contact_knot.restype = _double
+    lib.symplex_contact_knot.argtypes = [_int] + [_ptr] * 6 + [_double, _double, _ptr, _ptr, _ptr]
+    lib.symplex_contact_knot.restype = None
     lib.symplex_contact_rows.argtypes = [_int, _int, _int] + [_ptr] * 15 + [_double, _double] + [_ptr] * 22
     lib.symplex_contact_rows.restype = _int
     lib.symplex_contact_curvature.argtypes = [_int] + [_ptr] * 14 + [_double, _ptr]
@@ -76,20 +76,23 @@ def _addr(array: np.ndarray) -> int:
 
 class NativeRows:
     """symplex_contact_knot's and symplex_contact_rows' inputs and outputs for one model (nbody bodies with
-    centres of mass com (B, 3) and masses (B,), its ncollider colliders `shapes` (collision.shapes.Shapes),
-    gravity of norm gravity_norm), made once with their addresses (every call's argument tuple is built when
-    the buffers are) and grown by doubling when a query finds more contacts than they hold."""
+    centres of mass com (B, 3), masses (B,) and colliders reaching `reach` (B,) from the centres of mass
+    (collision.shapes.body_reach), its ncollider colliders `shapes` (collision.shapes.Shapes), gravity of norm
+    gravity_norm), made once with their addresses (every call's argument tuple is built when the buffers are) and
+    grown by doubling when a query finds more contacts than they hold."""
 
-    def __init__(self, nbody: int, ncollider: int, shapes, com: np.ndarray, mass: np.ndarray, gravity_norm: float):
+    def __init__(self, nbody: int, ncollider: int, shapes, com: np.ndarray, mass: np.ndarray, reach: np.ndarray,
+                 gravity_norm: float):
         self.nbody, self.ncollider, self.gravity_norm = nbody, ncollider, float(gravity_norm)
         self._com, self._mass = np.array(com, dtype=np.float64), np.array(mass, dtype=np.float64)
+        self._reach = np.array(reach, dtype=np.float64)
         self._shapes = (np.ascontiguousarray(shapes.shape, dtype=np.int64),
                         np.ascontiguousarray(shapes.rotation_local, dtype=np.float64))
         self._state = [np.zeros((nbody, 3)), np.zeros((nbody, 4)), np.zeros((nbody, 3)), np.zeros((nbody, 3))]
-        self.R, self.origin = np.zeros((nbody, 3, 3)), np.zeros((nbody, 3))
+        self.R, self.origin, self.margin = np.zeros((nbody, 3, 3)), np.zeros((nbody, 3)), np.zeros(nbody)
         x, q, v, w = map(_addr, self._state)
-        self._knot_args = (nbody, x, q, v, w, _addr(self._com))
-        self._knot_out = (_addr(self.R), _addr(self.origin))
+        self._knot_args = (nbody, x, q, v, w, _addr(self._com), _addr(self._reach))
+        self._knot_out = (_addr(self.R), _addr(self.origin), _addr(self.margin))
         self._body_args = (x, _addr(self.R), v, w, _addr(self._com), _addr(self._mass))
         self._k = 0  # contacts of the last `rows` call, still in the input buffers
         self._predicted = [np.zeros((nbody, 3)), np.zeros((nbody, 3))]  # v, w a step's curvature follows
@@ -128,13 +131,14 @@ class NativeRows:
                             *self._curvature_args[True][-5:])
         self._along_out = _addr(self._along)
 
-    def knot(self, x: np.ndarray, q: np.ndarray, v: np.ndarray, w: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
-        """Body-frame origins x - R com (B, 3) (this object's buffer, rewritten by the next call) and the
-        collision query's margin at the knot (x, q, v, w); keeps the rotations R for `rows`."""
+    def knot(self, x: np.ndarray, q: np.ndarray, v: np.ndarray, w: np.ndarray,
+             dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Body-frame origins x - R com (B, 3) and each body's collision-query margin (B,) at the knot (x, q, v, w)
+        (this object's buffers, rewritten by the next call); keeps the rotations R for `rows`."""
         for buffer, value in zip(self._state, (x, q, v, w)):
             buffer[...] = value
-        margin = LIB.symplex_contact_knot(*self._knot_args, self.gravity_norm, dt, *self._knot_out)
-        return self.origin, margin
+        LIB.symplex_contact_knot(*self._knot_args, self.gravity_norm, dt, *self._knot_out)
+        return self.origin, self.margin
 
     def _gap_curvature(self, dt: float, velocity: np.ndarray | None) -> np.ndarray:
         """The gap curvature (k,) of the contacts in the input buffers along the interval velocities `velocity`

@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 21
+#define SYMPLEX_ABI_VERSION 22
 
 int64_t symplex_abi_version(void);
 
@@ -251,7 +251,8 @@ int64_t symplex_maximal_step(const symplex_maximal *model, const symplex_maximal
  * inputs:  shape, body (n,) (-1 world), rotation_local (n, 3, 3), position_local (n, 3), size (n, 3),
  *          friction (n,) of the colliders; positions (nbody, 3), quaternions (nbody, 4) (w x y z);
  *          joined_keys (njoined,) sorted keys (lo + 1) (nbody + 1) + (hi + 1), lo <= hi the body indices (world
- *          -1), of the body pairs that never collide; margin.
+ *          -1), of the body pairs that never collide; margin (n,) per collider: a pair's contacts are those
+ *          with distance <= the larger of its two colliders' margins.
  * outputs: rot (n, 3, 3), origin (n, 3) collider world frames; pairs, pair_scratch (pair_capacity,) work;
  *          contact_pairs (8 pair_capacity, 2) colliders (a, b), contact_bodies (.., 2) their bodies, point_a,
  *          point_b (8 pair_capacity, 3) world witness points, normal (.., 3) A to B, distance (..,),
@@ -264,7 +265,7 @@ int64_t symplex_collide_scratch_size(int64_t ncollider, int64_t nbody);
 int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *body, const double *rotation_local,
                         const double *position_local, const double *size, const double *friction, int64_t nbody,
                         const double *positions, const double *quaternions, int64_t njoined, const int64_t *joined_keys,
-                        double margin, int64_t pair_capacity, int64_t *pairs, int64_t *pair_scratch,
+                        const double *margin, int64_t pair_capacity, int64_t *pairs, int64_t *pair_scratch,
                         int64_t *contact_pairs, int64_t *contact_bodies, double *point_a, double *point_b,
                         double *normal, double *distance, double *contact_friction, double *body_point_a,
                         double *body_point_b, double *rot, double *origin, int64_t *leftover, int64_t *counts,
@@ -297,10 +298,12 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
 /* Contact rows of the maximal step at the knot (contact_rows.c; numpy twin: maximal/interior_point.py
  * _contacts, _patches and the contact part of `packed`).
  * symplex_contact_knot: rotations R (nbody, 3, 3) of the quaternions q (w x y z, normalised first) and the body
- * frame origins x - R com (nbody, 3) for the collision query; returns its margin
- * 2 dt (max |v| + max |w|) + |g| dt^2 + 1 mm. */
-double symplex_contact_knot(int64_t nbody, const double *x, const double *q, const double *v, const double *w,
-                            const double *com, double gravity_norm, double dt, double *R, double *origin);
+ * frame origins x - R com (nbody, 3) for the collision query, and each body's margin (nbody) for it
+ * 2 dt (|v| + reach |w|) + |g| dt^2 + 1 mm rounded up to 1 mm times a power of 2, reach (nbody) how far the
+ * body's colliders reach from its centre of mass (collision/shapes.py body_reach). */
+void symplex_contact_knot(int64_t nbody, const double *x, const double *q, const double *v, const double *w,
+                          const double *com, const double *reach, double gravity_norm, double dt, double *R,
+                          double *origin, double *margin);
 /* symplex_contact_curvature: what each of k contacts' gap rows misses over the step (interior_point._curvature):
  * the gap of its features (collision/features.py: the face of A or of B, or two edges, from the colliders'
  * shape codes and axes rotation_local (ncollider, 3, 3)) at the configuration the knot's velocities v, w reach

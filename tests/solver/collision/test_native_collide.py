@@ -41,7 +41,7 @@ def _same(native: Contacts, reference: Contacts, tol: float = 1e-12) -> None:
         assert np.abs(gap).max(initial=0.0) <= tol, field
 
 
-def _both(mech: Mechanism, positions, quats, margin: float) -> tuple[Contacts, Contacts]:
+def _both(mech: Mechanism, positions, quats, margin: float | np.ndarray) -> tuple[Contacts, Contacts]:
     native, reference = CollisionWorld(mech), CollisionWorld(mech, native=False)
     assert native.native_query is not None and reference.native_query is None
     return native.detect(positions, quats, margin), reference.detect(positions, quats, margin)
@@ -81,6 +81,23 @@ def test_random_scenes_of_every_shape_give_the_numpy_contacts():
     # every pair kind the C kernel finishes itself was met, and some it hands back to numpy
     assert {("plane", "sphere"), ("box", "plane"), ("capsule", "plane"), ("sphere", "sphere"), ("box", "sphere"),
             ("capsule", "sphere"), ("capsule", "capsule"), ("box", "box"), ("cylinder", "plane")} <= kinds, kinds
+
+
+@pytest.mark.heavy
+def test_a_margin_per_body_gives_the_numpy_contacts_within_each_pairs_larger_margin():
+    """Margins per body in levels (maximal/interior_point.query_margins: 1 mm times a power of 2, the world's 0):
+    C and numpy agree, and every pair's contacts are the one-margin query's at its larger margin."""
+    rng = np.random.default_rng(23)
+    mech, positions, quats = _mixed_scene(rng)
+    margin = 1e-3 * 2.0 ** rng.integers(0, 6, len(mech.bodies))
+    native, reference = _both(mech, positions, quats, margin)
+    _same(native, reference)
+    wide = CollisionWorld(mech).detect(positions, quats, float(margin.max()))
+    body_margin = np.append(margin, 0.0)  # the world (-1) last
+    within = wide.distance <= np.maximum(body_margin[wide.body_a], body_margin[wide.body_b])
+    pairs = set(zip(wide.collider_a[within].tolist(), wide.collider_b[within].tolist()))
+    assert set(zip(reference.collider_a.tolist(), reference.collider_b.tolist())) == pairs
+    assert len(pairs) >= 10 and len(pairs) < len(set(zip(wide.collider_a.tolist(), wide.collider_b.tolist())))
 
 
 @pytest.mark.parametrize("kind", ["cloud", "stack", "heap"])

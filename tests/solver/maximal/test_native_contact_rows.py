@@ -11,6 +11,7 @@ import copy
 import numpy as np
 import pytest
 
+from addon.solver.collision.shapes import body_reach
 from addon.solver.integrator import make_integrator
 from addon.solver.maximal import interior_point
 from addon.solver.maximal.forces import coordinates
@@ -31,7 +32,8 @@ ATOL = 1e-12
 def native_rows(model) -> contact_rows_binding.NativeRows:
     bs = model.bodies
     return contact_rows_binding.NativeRows(bs.count, len(model.mechanism.colliders), model.collision.shapes, bs.com,
-                                           bs.mass, float(np.linalg.norm(bs.gravity)))
+                                           bs.mass, body_reach(model.collision.shapes, bs.com),
+                                           float(np.linalg.norm(bs.gravity)))
 
 
 def assert_same(name: str, c: np.ndarray, py: np.ndarray, scale: float = 1.0) -> None:
