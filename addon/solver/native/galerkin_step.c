@@ -1144,7 +1144,8 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
          * round-off floor is where an exact step no longer halves the rows, or moves the unknowns by round-off */
         worst = fmax(max_abs(n, w.f) / scale, max_abs(s * m, w.f + n) / 0.1);
         if (worst <= tol
-            || (exact && ((worst <= stall * tol && worst > 0.5 * previous) || moved <= GALERKIN_ROUNDOFF)))
+            || (exact && ((worst <= stall * tol && worst > 0.5 * previous)
+                          || (tol > 0.0 && moved <= GALERKIN_ROUNDOFF))))
             break;
         /* galerkin.newton: the last factor again (simplified Newton) while the last update cut the rows by reuse,
          * and a carried one for the first `carry` updates */

@@ -332,8 +332,10 @@ def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarra
         # relative to the rows' scale, with the loop rows held to a tenth of tol (midpoint.py's choice)
         worst = max(float(np.max(np.abs(res.r))) / res.scale, loop / LOOP_TOLERANCE_FACTOR)
         # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13); or
-        # at that floor whatever its height once an exact update moved the unknowns by round-off only (ROUNDOFF)
-        if worst <= tol or (exact and (worst <= STALL * tol and worst > 0.5 * previous or moved <= ROUNDOFF)):
+        # at that floor whatever its height once an exact update moved the unknowns by round-off only (ROUNDOFF;
+        # tol = 0 runs max_iterations updates whatever they do, the tests' way to compare iterates)
+        at_floor = worst <= STALL * tol and worst > 0.5 * previous or tol > 0.0 and moved <= ROUNDOFF
+        if worst <= tol or (exact and at_floor):
             return Newton(X, lam, res.p_end, iterations, worst, "converged", factorizations=factorizations, factor=fac)
         exact = not (fac is not None and ((iterations < CARRY and not factorizations) or worst <= REUSE * previous))
         previous = worst
