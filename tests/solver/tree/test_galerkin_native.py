@@ -262,7 +262,7 @@ def test_numpy_and_c_halve_the_same_steps_and_fail_at_the_same_one(monkeypatch):
 def test_rows_at_a_round_off_floor_above_the_stall_band_converge_alike_in_c_and_numpy():
     """A 100-link chain's first step at order 4, dt = 1/12288 s, default tol 1e-10: the rows' round-off floor (the
     velocities D x / dt of a 0.79 rad coordinate under the chain's inertia, ~1e-7 of the rows' scale) is above
-    STALL * tol, where Newton used to run out of iterations. Both Newtons stop after the same exact updates, once one
+    STALL * tol, so the stall exit never takes it. Both Newtons stop after the same exact updates, once one
     moves the unknowns by round-off only (galerkin.ROUNDOFF), with more updates leaving the iterate where it is."""
     model = compile_tree(pendulum_chain(100))
     state, _ = galerkin.start(model)
