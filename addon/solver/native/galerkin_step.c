@@ -18,7 +18,13 @@
  *   cost:      on trees without charts the elimination runs on the live components of the node vectors only
  *              (compact_components) and a parent's Obar is its first child's block updated in place; the end
  *              energy's M^-1 p is the O(nq) articulated-body recursion (inverse_mass_apply). */
+#include <float.h>
+
 #include "tree_common.h"
+
+/* galerkin.ROUNDOFF: an exact update within this of the unknowns (relative to max(1, their largest)) moves them by a
+ * few units in the last place, so the rows left are their round-off floor, whatever its height */
+#define GALERKIN_ROUNDOFF (64.0 * DBL_EPSILON)
 
 /* Scratch of one Galerkin step (or only its size when base is NULL). W = 12 r, m = selected loop rows,
  * nc = the most curvature columns, (s - 1) times the coordinates on loop paths. */
@@ -1115,7 +1121,7 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
         for (int i = 0; i < 3; ++i) w.ball[tree->ball_dofs[3 * b + i]] = b;
     memcpy(w.x, q1, (size_t)nq * sizeof(double));
     memcpy(w.x + nq, X, (size_t)n * sizeof(double));
-    double base = 1.0, previous = INFINITY, worst = 0.0, ops = 0.0;
+    double base = 1.0, previous = INFINITY, worst = 0.0, ops = 0.0, moved = INFINITY;
     for (int64_t k = 0; k < nq; ++k) base = fmax(base, fabs(p1[k]));
     if (m) loop_rows_at(tree, &w, m, rows, q1, w.Dh, NULL);
     int64_t status = SYMPLEX_CONVERGED, it = 0, factorizations = 0;
@@ -1132,9 +1138,12 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
         const double scale = residual(tree, &w, s, r, weight, P, D, m, rows, torque, force_vector, p1, dt, lam, base,
                                       it > 0, potentials);
         /* relative to the rows' scale, loop rows held to a tenth of tol (midpoint.LOOP_TOLERANCE_FACTOR); the
-         * round-off floor is where an exact step no longer halves the rows */
+         * round-off floor is where an exact step no longer halves the rows, or moves the unknowns by round-off */
         worst = fmax(max_abs(n, w.f) / scale, max_abs(s * m, w.f + n) / 0.1);
-        if (worst <= tol || (exact && worst <= stall * tol && worst > 0.5 * previous)) break;
+        if (worst <= tol
+            || (exact && ((worst <= stall * tol && worst > 0.5 * previous)
+                          || (tol > 0.0 && moved <= GALERKIN_ROUNDOFF))))
+            break;
         /* galerkin.newton: the last factor again (simplified Newton) while the last update cut the rows by reuse,
          * and a carried one for the first `carry` updates */
         exact = !(factored && !m && ((it < carry && !factorizations) || worst <= reuse * previous));
@@ -1153,6 +1162,8 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
             status = SYMPLEX_SINGULAR;
             break;
         }
+        moved = fmax(max_abs(n, w.sol) / fmax(1.0, max_abs(n, w.x + nq)),
+                     max_abs(s * m, w.sol + n) / fmax(1.0, max_abs(s * m, lam)));
         add(n, w.sol, w.x + nq);
         add(s * m, w.sol + n, lam);
         ++it;

@@ -327,14 +327,17 @@ def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarra
     exit (round-off floor) follows exact updates only."""
     size = X.size
     fac = carried if not len(state.rows) and not len(model.ball_dofs) else None
-    iterations, previous, factorizations, exact = 0, np.inf, 0, True
+    iterations, previous, factorizations, exact, moved = 0, np.inf, 0, True, np.inf
     while True:
         res = residual(model, state, X, dt, ru, lam)
         loop = float(np.max(np.abs(res.h), initial=0.0))
         # relative to the rows' scale, with the loop rows held to a tenth of tol (midpoint.py's choice)
         worst = max(float(np.max(np.abs(res.r))) / res.scale, loop / LOOP_TOLERANCE_FACTOR)
-        # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13)
-        if worst <= tol or (exact and worst <= STALL * tol and worst > 0.5 * previous):
+        # converged; or stalled just above tol at the rows' round-off floor (velocities D x / dt, D up to ~13); or
+        # at that floor whatever its height once an exact update moved the unknowns by round-off only (ROUNDOFF;
+        # tol = 0 runs max_iterations updates whatever they do, the tests' way to compare iterates)
+        at_floor = worst <= STALL * tol and worst > 0.5 * previous or tol > 0.0 and moved <= ROUNDOFF
+        if worst <= tol or (exact and at_floor):
             return Newton(X, lam, res.p_end, iterations, worst, "converged", factorizations=factorizations, factor=fac)
         exact = not (fac is not None and ((iterations < CARRY and not factorizations) or worst <= REUSE * previous))
         previous = worst
@@ -351,9 +354,15 @@ def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarra
             delta = None if fac is None else -galerkin_newton.solve(fac, res.r.reshape(-1, 1))[:, 0]
         if delta is None:
             return Newton(X, lam, res.p_end, iterations, worst, "singular", factorizations=factorizations, factor=fac)
+        moved = max(_relative_change(delta[:size], X), _relative_change(delta[size:], lam))
         X = X + delta[:size].reshape(X.shape)
         lam = lam + delta[size:]
         iterations += 1
+
+
+def _relative_change(delta: np.ndarray, x: np.ndarray) -> float:
+    """An update's largest entry relative to max(1, the largest unknown it updates): newton's ROUNDOFF test."""
+    return float(np.max(np.abs(delta), initial=0.0)) / max(1.0, float(np.max(np.abs(x), initial=0.0)))
 
 
 _NATIVE_STATUS = {native.CONVERGED: "converged", native.NOT_CONVERGED: "not converged",
@@ -443,6 +452,11 @@ def energy(model: TreeModel, state: GalerkinState) -> float:
 
 
 STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the rows is at their round-off floor
+# an exact update within ROUNDOFF of the unknowns (_relative_change) moves them by a few units in the last place: the
+# rows left are their round-off floor, whatever its height (it grows like 1/dt and with the chain's inertia: chain_1000
+# at order 4 and dt = 1/3072 s stalls at 1e-8 to 1e-7 > STALL * tol after updates of 1e-15). galerkin_step.c's
+# GALERKIN_ROUNDOFF is the same number.
+ROUNDOFF = 64.0 * np.finfo(float).eps
 REUSE = 0.1  # newton: after an update that cut the worst row 10-fold, the next one reuses its factor
 CARRY = 2  # newton: a step's first CARRY updates solve with the last factor made at its dt (`carried`; 0: none)
 MAX_HALVINGS = 4  # as midpoint.py: a failed step is redone as two half steps, down to dt / 16

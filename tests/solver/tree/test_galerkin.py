@@ -58,6 +58,30 @@ def test_rules_integrate_polynomials_and_differentiate_the_interpolant():
             np.testing.assert_allclose(r.P @ r.tau**s, r.c**s, atol=1e-14)
 
 
+def oscillator_step_growth(s: int, quadrature: str, dt_omega: float) -> float:
+    """The spectral radius of the rule's step map (q^k, p^k) -> (q^(k+1), p^(k+1)) on q'' = -omega^2 q (unit mass,
+    omega = 1, dt = dt_omega): the DEL rows of galerkin.py's module docstring, linear here."""
+    ru = galerkin.rule(s, quadrature)
+    dt = dt_omega
+    A = sum(w * (np.outer(d, d) / dt - dt * np.outer(p, p)) for w, p, d in zip(ru.w, ru.P, ru.D))  # action Hessian
+    start = np.column_stack([A[:s, 0], np.eye(s)[:, 0]])  # rows r^0..r^(s-1) in (q^k, p^k)
+    X = -np.linalg.solve(A[:s, 1:], start)  # x^1..x^s in (q^k, p^k)
+    step = np.vstack([X[-1], A[s, 1:] @ X + [A[s, 0], 0.0]])  # q^(k+1) = x^s, p^(k+1) = dLd/dx^s
+    return float(np.max(np.abs(np.linalg.eigvals(step))))
+
+
+def test_lobatto_rule_is_stable_on_an_oscillator_below_a_step_bound_and_gauss_at_every_step():
+    """The seed's Lobatto rule (partitioned Lobatto IIIA-IIIB) keeps an oscillator's amplitude only for dt omega below
+    2 sqrt 2 (s = 2), 3.11 (s = 3), 3.14 (s = 4, stable again up to 6.05), like the trapezoidal rule's 2 at s = 1,
+    and grows it beyond: why orders 4 to 8 need dt below ~1/100 s on chain_1000, whose top links swing at up to ~340
+    rad/s (docs/architecture.md). Gauss quadrature keeps it at every step (the midpoint rule's A-stability)."""
+    for s, stable, unstable in ((1, 1.99, 2.01), (2, 2.82, 2.84), (3, 3.10, 3.13), (4, 3.13, 6.2)):
+        grid = np.linspace(0.05, stable, 40)
+        assert max(oscillator_step_growth(s, "lobatto", h) for h in grid) < 1.0 + 1e-9, s
+        assert oscillator_step_growth(s, "lobatto", unstable) > 1.01, s
+        assert max(oscillator_step_growth(s, "gauss", h) for h in np.linspace(0.05, 20.0, 200)) < 1.0 + 1e-9, s
+
+
 @pytest.mark.heavy
 def test_gauss_degree_one_is_the_midpoint_step_on_chart_joints_and_loops():
     # damping is left out on chart rotations: midpoint.py applies it untransported (its half/half split). No ball

@@ -260,3 +260,22 @@ def test_numpy_and_c_halve_the_same_steps_and_fail_at_the_same_one(monkeypatch):
                 galerkin.step(model, state, 0.125, 4)
         seen.append((failed.value.step, state.halved, str(failed.value)))
     assert seen[0] == seen[1] and seen[0][0] == 13
+
+
+def test_rows_at_a_round_off_floor_above_the_stall_band_converge_alike_in_c_and_numpy():
+    """A 100-link chain's first step at order 4, dt = 1/12288 s, default tol 1e-10: the rows' round-off floor (the
+    velocities D x / dt of a 0.79 rad coordinate under the chain's inertia, ~1e-7 of the rows' scale) is above
+    STALL * tol, so the stall exit never takes it. Both Newtons stop after the same exact updates, once one
+    moves the unknowns by round-off only (galerkin.ROUNDOFF), with more updates leaving the iterate where it is."""
+    model = compile_tree(pendulum_chain(100))
+    state, _ = galerkin.start(model)
+    dt, ru = 1.0 / 12288, galerkin.rule(2)
+    X = state.q + dt * np.outer(ru.tau[1:], state.velocity_guess)
+    lam = np.zeros(0)
+    ref = galerkin.newton(model, state, X, lam, dt, ru, 1e-10, 30)
+    done = galerkin.newton_native(model, state, X, lam, dt, ru, 1e-10, 30)
+    assert ref.status == done.status == "converged" and ref.worst > galerkin.STALL * 1e-10
+    assert (done.iterations, done.factorizations) == (ref.iterations, ref.factorizations) and ref.iterations <= 4
+    more = galerkin.newton(model, state, X, lam, dt, ru, 0.0, ref.iterations + 3)  # tol = 0: every update made
+    assert more.iterations == ref.iterations + 3 and np.max(np.abs(more.X - ref.X)) < 1e-13
+    assert np.max(np.abs(done.X - ref.X)) < 1e-13
