@@ -30,7 +30,7 @@ from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .nlp import NLP, solve
 from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
-from .transcription import _Pattern
+from .transcription import SparsityPattern
 from .tree_dynamics import Blocks, TreeTranscription, all_triplets, assemble_blocks, intervals, transcribe_tree
 from .tree_hessian import hessian_blocks
 
@@ -202,8 +202,8 @@ def _nlp(P: _Problem) -> NLP:
             (speed.row, speed.col, (obj_factor * speed.data)[:, None, None])]
 
     x0 = tx.pack(np.tile(tx.q0, (N + 1, 1)), np.zeros((N, nu)))
-    jac_pattern = _Pattern(*all_triplets(jacobian_blocks(x0))[:2], (m, tx.n))
-    hess_pattern = _Pattern(*all_triplets(lagrangian_blocks(x0, np.zeros(m), 1.0))[:2], (tx.n, tx.n))
+    jac_pattern = SparsityPattern(*all_triplets(jacobian_blocks(x0))[:2], (m, tx.n))
+    hess_pattern = SparsityPattern(*all_triplets(lagrangian_blocks(x0, np.zeros(m), 1.0))[:2], (tx.n, tx.n))
 
     x_lower = np.full(tx.n, -np.inf)
     x_upper = np.full(tx.n, np.inf)

@@ -223,7 +223,7 @@ _BATCH = 1000  # instances per batched call of a block's function while differen
 COLD_MU = 1e-3  # first barrier parameter from the key path or an earlier result (docs/shots.md, "Barrier")
 
 
-class _Pattern:
+class SparsityPattern:
     """A fixed COO pattern (rows, cols, duplicates allowed) turned into CSR once; each call only sums and
     reorders the data (the sparse structure of a shot never changes between iterations)."""
 
@@ -742,8 +742,8 @@ class Transcription:
         self._prune()
         n = self.n
         rows, costs = _Assembly(self.blocks, n), _Assembly(self.costs, n)
-        jacobian = _Pattern(rows.rows, rows.cols, (rows.m, n))
-        hessian = _Pattern(np.concatenate([rows.hess_rows, costs.hess_rows]),
+        jacobian = SparsityPattern(rows.rows, rows.cols, (rows.m, n))
+        hessian = SparsityPattern(np.concatenate([rows.hess_rows, costs.hess_rows]),
                            np.concatenate([rows.hess_cols, costs.hess_cols]), (n, n))
 
         def hessian_data(x, y, obj_factor):
