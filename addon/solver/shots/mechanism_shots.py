@@ -17,20 +17,20 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 
 from ..integrator import simulate
 from ..model import Mechanism, Motor
 from ..trajectory import Trajectory
 from ..tree import constraints
-from ..tree.assembly import close_loops
 from ..tree.compile import TreeModel, compile_tree
 from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
+from .keyed_start import close_loops_batch, inverse_kinematics, key_values_batch
 from .nlp import NLP, solve
 from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
 from .transcription import SparsityPattern
+from .tree_batch import forward_batch
 from .tree_dynamics import Blocks, TreeTranscription, all_triplets, assemble_blocks, intervals, transcribe_tree
 from .tree_hessian import hessian_blocks
 
@@ -254,23 +254,6 @@ def initial_guess(P: _Problem, Q: np.ndarray) -> np.ndarray:
     return x
 
 
-def _close_loops(P: _Problem, q: np.ndarray) -> np.ndarray | None:
-    """q projected onto the loop constraints h(q) = 0 (minimum-norm Gauss-Newton steps, so it lands near q),
-    q itself on a tree, None when the projection does not converge (no closed configuration near q)."""
-    if not P.model.nrow:
-        return q
-    closed, _, _, ok = close_loops(P.model, q, P.tx.charts, np.ones(P.model.nq, dtype=bool))
-    return closed if ok else None
-
-
-def _tangent(P: _Problem, q: np.ndarray) -> np.ndarray:
-    """Basis (nq, nq - rank) of the motions that keep the loops closed to first order at q (I on a tree)."""
-    if not P.model.nrow:
-        return np.eye(P.model.nq)
-    return scipy.linalg.null_space(constraints.evaluate(P.model, forward(P.model, q, P.tx.charts))[1],
-                                   rcond=1e-9)
-
-
 def _inverse_kinematics(P: _Problem, frame: int, q: np.ndarray, seeds: int = 24,
                         iterations: int = 100) -> np.ndarray:
     """Coordinates meeting the keys at `frame` within the joint limits, nearest to q among the solutions found
@@ -279,42 +262,22 @@ def _inverse_kinematics(P: _Problem, frame: int, q: np.ndarray, seeds: int = 24,
     for the move: the arm turns its light base rather than swinging its links backwards). Many starts, as
     from a singular pose such as the arm standing upright the base yaw does not move the tool and DLS never
     turns it. On a closed chain every iterate closes the loops: the step is taken in the tangent space of
-    h(q) = 0 and projected back onto it. The closest approach when no start meets the keys."""
-    keyed = _Problem(P.shot, P.model, P.tx, tuple(kr for kr in P.key_rows if kr[0].frame == frame))
+    h(q) = 0 and projected back onto it. All starts run at once (keyed_start.inverse_kinematics); the first
+    of the best (largest key residual, floored at 1e-9, then the metric) wins. The closest approach when no
+    start meets the keys; q when no start closes the loops."""
+    keys = tuple(kr for kr in P.key_rows if kr[0].frame == frame)
     lower, upper = P.model.dof_lower, P.model.dof_upper
     starts = np.random.default_rng(0).uniform(np.maximum(lower, -np.pi), np.minimum(upper, np.pi),
                                               (seeds, len(q)))
+    found, closed = inverse_kinematics(P.model, P.tx.charts, keys, np.vstack([q, starts]), iterations)
+    found = found[closed]
+    if not len(found):
+        return q
+    r, _ = key_values_batch(P.model, forward_batch(P.model, found, P.tx.charts), found, keys)
     M = terms(P.model, forward(P.model, q, P.tx.charts), np.zeros_like(q), 0.0).M
-    best, best_score = q, (np.inf, np.inf)
-    for start in np.vstack([q, starts]):
-        Q = np.tile(start, (P.tx.steps + 1, 1))
-        closed = _close_loops(P, Q[frame])
-        if closed is None:
-            continue
-        Q[frame] = closed
-        for _ in range(iterations):
-            r, jac = _key_values(keyed, Q, True)
-            if np.max(np.abs(r)) < 1e-12:
-                break
-            Z = _tangent(P, Q[frame])
-            JZ = np.vstack(jac) @ Z
-            try:
-                step = -Z @ (JZ.T @ np.linalg.solve(JZ @ JZ.T + 1e-6 * np.eye(len(r)), r))
-            except np.linalg.LinAlgError:  # keys so far away that the damping vanishes: this start fails
-                break
-            closed = _close_loops(P, np.clip(Q[frame] + step, lower, upper))
-            if closed is None:
-                break
-            moved = float(np.max(np.abs(closed - Q[frame])))
-            Q[frame] = closed
-            if moved < 1e-12:  # the closest approach of an unreachable key
-                break
-        r, _ = _key_values(keyed, Q, False)
-        d = Q[frame] - q
-        score = (max(float(np.max(np.abs(r))), 1e-9), float(d @ M @ d))
-        if score < best_score:
-            best, best_score = Q[frame].copy(), score
-    return best
+    d = found - q
+    scores = list(zip(np.maximum(np.max(np.abs(r), axis=1), 1e-9), np.einsum("ki,ij,kj->k", d, M, d)))
+    return found[min(range(len(found)), key=scores.__getitem__)].copy()
 
 
 def keyed_coordinates(P: _Problem) -> np.ndarray | None:
@@ -344,12 +307,8 @@ def _closed_path(P: _Problem, Q: np.ndarray) -> np.ndarray | None:
     """Every configuration of Q (N+1, nq) after the start projected onto the loop constraints (None if one fails)."""
     if not P.model.nrow:
         return Q
-    for k in range(1, len(Q)):
-        closed = _close_loops(P, Q[k])
-        if closed is None:
-            return None
-        Q[k] = closed
-    return Q
+    Q[1:], closed = close_loops_batch(P.model, Q[1:], P.tx.charts)
+    return Q if np.all(closed) else None
 
 
 def _warm_coordinates(P: _Problem, warm_start: Trajectory | ShotResult | None) -> np.ndarray | None:
