@@ -15,6 +15,8 @@ SE(2) diagonal is 4 - w^2 (001-B).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .lie import cross, hat
@@ -129,6 +131,17 @@ def se2_exp(xi: np.ndarray) -> np.ndarray:
     a, b, _ = _sincos_coefficients(np.abs(w))
     out = se2_element(w, a * vx - b * w * vy, b * w * vx + a * vy)
     return out
+
+
+def se2_exp_translation(w: float, vx: float, vy: float) -> tuple[float, float]:
+    """The translation (x, y) of se2_exp((w, vx, vy)) for one twist, in Python floats: the same coefficients
+    and Taylor switch as se2_exp without its array overhead, for loops that step one pose at a time."""
+    t2 = w * w
+    if abs(w) < _SMALL:
+        a, b = 1 - t2 / 6 + t2 * t2 / 120, 0.5 - t2 / 24 + t2 * t2 / 720
+    else:
+        a, b = math.sin(w) / w, (1 - math.cos(w)) / t2
+    return a * vx - b * w * vy, b * w * vx + a * vy
 
 
 def se2_log(g: np.ndarray) -> np.ndarray:

@@ -27,6 +27,7 @@ continuous kinetic energy changes at exactly psi' times the applied torque: stee
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,7 +85,7 @@ class CarModel:
     def sigma(self, t: float) -> float:
         """tan of the keyed steering angle at t, the angle clipped to the rack's +-max_steer."""
         limit = self.spec.max_steer
-        return float(np.tan(np.clip(self.steer(t), -limit, limit)))
+        return math.tan(min(max(self.steer(t), -limit), limit))
 
 
 def compile_car(vehicle: Vehicle, alpha: float = 0.5) -> CarModel:
@@ -142,9 +143,9 @@ def quadrature(force: Signal, alpha: float, k: int, t: float, h: float) -> float
 def arc(theta: float, x: float, y: float, turn: float, length: float) -> tuple[float, float, float]:
     """The planar pose (theta, x, y) after an exact circular arc of `length` turning by `turn` (rad), i.e.
     g exp((turn, length, 0)) on SE(2)."""
-    chord = groups.se2_exp(np.array([turn, length, 0.0]))
-    c, sn = np.cos(theta), np.sin(theta)
-    return theta + turn, x + c * chord[0, 2] - sn * chord[1, 2], y + sn * chord[0, 2] + c * chord[1, 2]
+    chord_x, chord_y = groups.se2_exp_translation(turn, length, 0.0)
+    c, sn = math.cos(theta), math.sin(theta)
+    return theta + turn, x + c * chord_x - sn * chord_y, y + sn * chord_x + c * chord_y
 
 
 def ackermann_steer(sigma: float | np.ndarray, wheel_xy: np.ndarray, wheelbase: float) -> np.ndarray:
@@ -250,17 +251,25 @@ def _quat_z(angle: np.ndarray) -> np.ndarray:
 def poses(model: CarModel, state: CarState) -> np.ndarray:
     """World poses (5, 7) x y z qw qx qy qz of the chassis (centre of mass) and the WHEELS (wheel centres;
     each turned by its steering angle about z, then by its rolling angle about its axle, body y)."""
+    return pose_rows(model, state.theta, state.x, state.y, state.sigma, state.wheel_spin)
+
+
+def pose_rows(model: CarModel, theta, x, y, sigma, wheel_spin) -> np.ndarray:
+    """poses() at many nodes at once: rear-axle poses theta, x, y (...), tan of the steer sigma (...) and wheel
+    rolling angles wheel_spin (..., 4) -> (..., 5, 7)."""
     s = model.spec
-    c, sn = np.cos(state.theta), np.sin(state.theta)
-    out = np.zeros((5, 7))
+    theta, x, y = (np.asarray(v, dtype=float)[..., None] for v in (theta, x, y))
+    c, sn = np.cos(theta), np.sin(theta)
+    out = np.zeros(theta.shape[:-1] + (5, 7))
     b = s.com_ahead_of_rear_axle
-    out[0, :3] = (state.x + b * c, state.y + b * sn, s.com_height)
-    out[0, 3:] = _quat_z(state.theta)
+    out[..., 0, 0], out[..., 0, 1] = (x + b * c)[..., 0], (y + b * sn)[..., 0]
+    out[..., 0, 2] = s.com_height
+    out[..., 0, 3:] = _quat_z(theta[..., 0])
     px, py = model.wheel_xy[:, 0], model.wheel_xy[:, 1]
-    out[1:, 0] = state.x + c * px - sn * py
-    out[1:, 1] = state.y + sn * px + c * py
-    out[1:, 2] = s.wheel_radius
-    out[1:, 3:] = wheel_quaternions(state.theta + wheel_steer(model, state.sigma), state.wheel_spin)
+    out[..., 1:, 0] = x + c * px - sn * py
+    out[..., 1:, 1] = y + sn * px + c * py
+    out[..., 1:, 2] = s.wheel_radius
+    out[..., 1:, 3:] = wheel_quaternions(theta + wheel_steer(model, sigma), wheel_spin)
     return out
 
 

@@ -60,7 +60,12 @@ class _CarRun:
         q = np.concatenate([[st.psi, np.arctan(st.sigma)], st.wheel_spin, car.wheel_steer(m, st.sigma)])
         slip = 0.0 if self._previous is None else abs(car.lateral_velocity(*self._previous, st.theta, st.x,
                                                                           st.y, self.dt))
-        return car.poses(m, st), q, car.energy(m, st, self.dt), slip
+        return np.array([st.theta, st.x, st.y, st.sigma, *st.wheel_spin]), q, car.energy(m, st, self.dt), slip
+
+    def pose_array(self, recorded: np.ndarray) -> np.ndarray:
+        """Body poses (N+1, 5, 7) from record()'s rows (theta, x, y, sigma, wheel spins), all nodes at once."""
+        return car.pose_rows(self.model, recorded[:, 0], recorded[:, 1], recorded[:, 2], recorded[:, 3],
+                             recorded[:, 4:])
 
 
 class _SlipCarRun:
@@ -115,6 +120,9 @@ class _CarTrailerRun(_CarRun):
             slip = max(abs(car.lateral_velocity(*p[:3], st.theta, st.x, st.y, self.dt)),
                        abs(car.lateral_velocity(*p[3:], st.beta, *trailer.trailer_axle(m, st), self.dt)))
         return trailer.poses(m, st), q, trailer.energy(m, st, self.dt), slip
+
+    def pose_array(self, recorded: np.ndarray) -> np.ndarray:
+        return recorded
 
 
 class _TankRun:
@@ -232,6 +240,12 @@ class VehicleIntegrator(Integrator):
     def _step_impl(self) -> None:
         self._iterations.append(self.run.step())
         self._record(self.run.state.t, *self.run.record())
+
+    def _pose_array(self) -> np.ndarray:
+        """The car records its rear-axle pose, steer and wheel spins per node (cheap in the stepping loop) and
+        turns them into body poses here for every node at once; the other vehicles record body poses."""
+        recorded = np.array(self._poses)
+        return self.run.pose_array(recorded) if isinstance(self.run, _CarRun) else recorded
 
     def info(self) -> dict:
         return {"vehicle": self.vehicle.type, "vehicle_name": self.vehicle.name, "spec": self.vehicle.spec.name}
