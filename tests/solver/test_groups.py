@@ -126,3 +126,11 @@ def test_se2_log_inverts_exp():
     xi[:, 0] = np.clip(xi[:, 0], -3.0, 3.0)
     xi[:3, 0] = (0.0, 1e-9, -2e-5)
     assert np.allclose(groups.se2_log(groups.se2_exp(xi)), xi, atol=1e-12)
+
+
+@pytest.mark.parametrize("w", [0.0, 3e-5, -9.9e-5, 1.01e-4, -0.3, 2.9])
+def test_se2_exp_translation_is_se2_exps_translation(w):
+    """The scalar translation car.arc steps with equals se2_exp's on both sides of the Taylor switch (1e-4)."""
+    x, y = groups.se2_exp_translation(w, 1.7, -0.4)
+    g = groups.se2_exp(np.array([w, 1.7, -0.4]))
+    np.testing.assert_allclose([x, y], g[:2, 2], rtol=1e-15, atol=1e-16)

@@ -118,3 +118,25 @@ def test_a_capsizing_boat_fails_the_run_with_a_message_instead_of_raising():
                        velocity=(4.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     traj = simulate(_replace(mech, vehicle=rolling), 1 / 24, 48, method="vehicle")
     assert traj.status == "failed" and "capsized" in traj.message
+
+
+def test_car_poses_recorded_as_rows_equal_each_nodes_poses():
+    """The car records its pose per node as a row and turns all rows into body poses at once (car.pose_rows):
+    the same poses as car.poses of the state at each node of a plain stepping loop, and of its slip and energy."""
+    slalom = Curve((0.0, 1.0, 2.0, 3.0), (0.0, 0.4, -0.4, 0.2), "cubic")
+    drive = Curve((0.0, 1.5, 3.0), (2000.0, -1500.0, 800.0), "linear")
+    vehicle = Vehicle("car", SEDAN, position=(1.0, 2.0, SEDAN.com_height), velocity=(0, 0, 0, 4.0, 0, 0),
+                      controls=(("steer", slalom), ("drive_torque", drive)))
+    h, steps = 0.04, 80
+    traj = run(vehicle, h, steps)
+    model = car.compile_car(vehicle)
+    b = SEDAN.com_ahead_of_rear_axle
+    state = car.start(model, 0.0, 1.0 - b, 2.0, 4.0)
+    poses, energy = [car.poses(model, state)], [car.energy(model, state, h)]
+    for _ in range(steps):
+        car.step(model, state, h)
+        poses.append(car.poses(model, state))
+        energy.append(car.energy(model, state, h))
+    np.testing.assert_allclose(traj.poses, np.array(poses), rtol=0, atol=1e-13)
+    np.testing.assert_allclose(traj.energy, energy, rtol=1e-14)
+    assert np.ptp(traj.poses[:, 0, 0]) > 5.0 and np.ptp(np.array(poses)[:, 1:, 3:]) > 0.5  # it drove and turned
