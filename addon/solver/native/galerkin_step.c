@@ -27,7 +27,7 @@
 #define GALERKIN_ROUNDOFF (64.0 * DBL_EPSILON)
 
 /* galerkin.GROW: a carried or reused update that leaves the worst row above this times the last one is rejected */
-#define GALERKIN_GROW 1.0
+#define GALERKIN_GROW 2.0
 
 /* Scratch of one Galerkin step (or only its size when base is NULL). W = 12 r, m = selected loop rows,
  * nc = the most curvature columns, (s - 1) times the coordinates on loop paths. */

@@ -297,9 +297,8 @@ def test_refuses_what_it_cannot_run_above_order_two_by_name():
 
 def test_run_that_keeps_halving_fails_naming_the_step_and_isolated_halvings_pass(monkeypatch):
     """A 10-link chain at dt = 1/8 s: order 4 has to halve steps 8, 9, 11 and 13, and fails there naming step 13,
-    its state as it was; let run on (guard off), it does not follow the motion: Newton fails later even on halved
-    steps (at step 53 today), or the run ends over half a radian off. Order 6 at dt = 1/7 s halves two isolated
-    steps and finishes silently within 0.02 rad of order 8 at dt / 4."""
+    its state as it was; let run on (guard off), it ends a radian off. Order 6 halves an isolated step and
+    finishes silently within 0.02 rad of order 8 at dt / 4."""
     model = compile_tree(pendulum_chain(10))
     dt, steps = 0.125, 80
     reference = run(model, dt / 4, steps * dt, 8, tol=1e-10)
@@ -310,14 +309,10 @@ def test_run_that_keeps_halving_fails_naming_the_step_and_isolated_halvings_pass
             galerkin.step(model, state, dt, 4)
     assert failed.value.step == 13 and state.step_index == 12 and state.halved == (8, 9, 11)
     monkeypatch.setattr(galerkin, "HALVED", steps + 1)
-    try:
-        assert np.max(np.abs(run(model, dt, steps * dt, 4, tol=1e-10) - reference)) > 0.5
-    except ConvergenceError as later:
-        assert later.step > 13
+    assert np.max(np.abs(run(model, dt, steps * dt, 4, tol=1e-10) - reference)) > 0.5
     monkeypatch.undo()
-    dt, steps = 1.0 / 7.0, 70
     state, _ = galerkin.start(model)
     for _ in range(steps):
         galerkin.step(model, state, dt, 6)
     assert state.halved  # halvings were seen, and judged isolated
-    assert np.max(np.abs(state.q - run(model, dt / 4, steps * dt, 8, tol=1e-10))) < 0.02
+    assert np.max(np.abs(state.q - reference)) < 0.02
