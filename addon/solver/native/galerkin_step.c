@@ -10,7 +10,8 @@
  *              docstring); loop rows and their curvature columns (central differences of Dh^T lam) border it
  *              (galerkin_newton.newton_direction); without loop rows, simplified updates reuse the last factor
  *              after a 10-fold cut of the rows (galerkin.newton, REUSE), on every tree, and without charts the
- *              first `carry` updates of a step reuse the factor the last call left in the scratch (CARRY);
+ *              first `carry` updates of a step reuse the factor the last call left in the scratch (CARRY); a
+ *              reused or carried update that grows the rows (GALERKIN_GROW) is undone and the next factors afresh;
  *   charts:    each node at angle 0 in the chart C1 exp(xi_j) with body angular velocity J_R(xi_j) xidot_j, the
  *              charts' rows (chart torque, momentum, springs, row 0's C1 turn, p^(k+1) = J_R(xi^s)^-T Z^s), their
  *              column and row vectors and own 3s x 3s blocks (galerkin_newton.tree_form, _chart_own_blocks), and

@@ -34,7 +34,8 @@ joint type (charts included) and eliminates it leaves to root; loop rows border 
 one block d(Dh(x^a)^T lam^a)/dx^a formed by central differences of the constraint rows (loop_blocks). Without loop
 rows, an update that follows a 10-fold cut of the rows reuses the last factor (simplified Newton, `newton`: the
 factor is most of an update's cost), and on trees without charts a step's first CARRY updates reuse the last
-factor made at its dt (the last step's). Each step starts from the last step's interpolant carried on
+factor made at its dt (the last step's); such an update that grows the rows (GROW) is undone and the next factors
+afresh. Each step starts from the last step's interpolant carried on
 (galerkin_rule.extrapolation). `newton` is that loop in numpy; when the kernels are built the whole loop runs in C
 instead, on every tree, charts and loops included (native/galerkin_step.c through native/galerkin_binding.py,
 `newton_native`: the same iterates to round-off, and the energy after a loop-free step), and `newton` stays its
