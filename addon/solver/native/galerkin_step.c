@@ -10,7 +10,8 @@
  *              docstring); loop rows and their curvature columns (central differences of Dh^T lam) border it
  *              (galerkin_newton.newton_direction); without loop rows, simplified updates reuse the last factor
  *              after a 10-fold cut of the rows (galerkin.newton, REUSE), on every tree, and without charts the
- *              first `carry` updates of a step reuse the factor the last call left in the scratch (CARRY);
+ *              first `carry` updates of a step reuse the factor the last call left in the scratch (CARRY); a
+ *              reused or carried update that grows the rows (GALERKIN_GROW) is undone and the next factors afresh;
  *   charts:    each node at angle 0 in the chart C1 exp(xi_j) with body angular velocity J_R(xi_j) xidot_j, the
  *              charts' rows (chart torque, momentum, springs, row 0's C1 turn, p^(k+1) = J_R(xi^s)^-T Z^s), their
  *              column and row vectors and own 3s x 3s blocks (galerkin_newton.tree_form, _chart_own_blocks), and
@@ -25,6 +26,9 @@
 /* galerkin.ROUNDOFF: an exact update within this of the unknowns (relative to max(1, their largest)) moves them by a
  * few units in the last place, so the rows left are their round-off floor, whatever its height */
 #define GALERKIN_ROUNDOFF (64.0 * DBL_EPSILON)
+
+/* galerkin.GROW: a carried or reused update that leaves the worst row above this times the last one is rejected */
+#define GALERKIN_GROW 2.0
 
 /* Scratch of one Galerkin step (or only its size when base is NULL). W = 12 r, m = selected loop rows,
  * nc = the most curvature columns, (s - 1) times the coordinates on loop paths. */
@@ -1130,6 +1134,7 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
     for (int64_t a = 0; a <= s; ++a) end = P[(r - 1) * (s + 1) + a] == (a == s ? 1.0 : 0.0) ? end : -1;
     double potentials[8];  /* each node's potential energy at the last residual (r <= s + 1 <= 5) */
     int exact = 1;  /* the last update was an exact Newton step */
+    int fresh = 0;  /* the last update was rejected: the next one factors afresh */
     /* galerkin.newton's carried factor: the last one made, left in the scratch, for the first `carry` updates
      * (plain loop-free trees only; the caller says whether it was made at this dt) */
     int factored = carry > 0 && !m && !tree->nball;
@@ -1144,9 +1149,18 @@ int64_t symplex_galerkin_step(const symplex_tree *tree, int64_t s, int64_t r, co
             || (exact && ((worst <= stall * tol && worst > 0.5 * previous)
                           || (tol > 0.0 && moved <= GALERKIN_ROUNDOFF))))
             break;
+        /* galerkin.newton: a carried or reused update that grew the rows (or left them not finite) is undone, the
+         * iterate back to the one before it (x + sol - sol, as numpy does), and the next update factors there */
+        if (!exact && !fresh && !(worst <= GALERKIN_GROW * previous)) {
+            for (int64_t k = 0; k < n; ++k) w.x[nq + k] -= w.sol[k];
+            for (int64_t k = 0; k < s * m; ++k) lam[k] -= w.sol[n + k];
+            fresh = 1;
+            continue;
+        }
         /* galerkin.newton: the last factor again (simplified Newton) while the last update cut the rows by reuse,
          * and a carried one for the first `carry` updates */
-        exact = !(factored && !m && ((it < carry && !factorizations) || worst <= reuse * previous));
+        exact = fresh || !(factored && !m && ((it < carry && !factorizations) || worst <= reuse * previous));
+        fresh = 0;
         previous = worst;
         if (!isfinite(worst)) { status = SYMPLEX_NOT_FINITE; break; }
         if (it >= max_iterations) { status = SYMPLEX_NOT_CONVERGED; break; }

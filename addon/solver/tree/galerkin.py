@@ -34,7 +34,8 @@ joint type (charts included) and eliminates it leaves to root; loop rows border 
 one block d(Dh(x^a)^T lam^a)/dx^a formed by central differences of the constraint rows (loop_blocks). Without loop
 rows, an update that follows a 10-fold cut of the rows reuses the last factor (simplified Newton, `newton`: the
 factor is most of an update's cost), and on trees without charts a step's first CARRY updates reuse the last
-factor made at its dt (the last step's). Each step starts from the last step's interpolant carried on
+factor made at its dt (the last step's); such an update that grows the rows (GROW) is undone and the next factors
+afresh. Each step starts from the last step's interpolant carried on
 (galerkin_rule.extrapolation). `newton` is that loop in numpy; when the kernels are built the whole loop runs in C
 instead, on every tree, charts and loops included (native/galerkin_step.c through native/galerkin_binding.py,
 `newton_native`: the same iterates to round-off, and the energy after a loop-free step), and `newton` stays its
@@ -324,10 +325,18 @@ def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarra
     cut, then on the same rule: on a whipping chain at dt = 1/24 s the warm start is ~1e-2 rad off and its first
     update hardly cuts the rows even when exact (the curvature, not the matrix, holds it back), so a fresh factor
     there is wasted (docs/benchmarks.md). The convergence test is the same for every kind of update, and the stall
-    exit (round-off floor) follows exact updates only."""
+    exit (round-off floor) follows exact updates only.
+
+    A carried or reused update that leaves the worst row above GROW times the one before it (or not finite) is
+    rejected: the iterate goes back to the one before it (x + delta - delta, as in C) and the next update factors
+    afresh there. An old factor far from the iterate can throw it out of exact Newton's reach (chain_1000 at order
+    4 and dt = 1/24 s: a carried update took the rows from 3.8e-5 to 3.0e-3 of their scale, the step then failed
+    and was halved, where exact Newton from the same start converges in 6 updates). The rejected update counts as
+    an iteration."""
     size = X.size
     fac = carried if not len(state.rows) and not len(model.ball_dofs) else None
-    iterations, previous, factorizations, exact, moved = 0, np.inf, 0, True, np.inf
+    iterations, previous, factorizations, exact, moved, fresh = 0, np.inf, 0, True, np.inf, False
+    delta = np.zeros(0)
     while True:
         res = residual(model, state, X, dt, ru, lam)
         loop = float(np.max(np.abs(res.h), initial=0.0))
@@ -339,7 +348,14 @@ def newton(model: TreeModel, state: GalerkinState, X: np.ndarray, lam: np.ndarra
         at_floor = worst <= STALL * tol and worst > 0.5 * previous or tol > 0.0 and moved <= ROUNDOFF
         if worst <= tol or (exact and at_floor):
             return Newton(X, lam, res.p_end, iterations, worst, "converged", factorizations=factorizations, factor=fac)
-        exact = not (fac is not None and ((iterations < CARRY and not factorizations) or worst <= REUSE * previous))
+        if not exact and not fresh and not worst <= GROW * previous:  # rejected: back, and factor there
+            X = X - delta[:size].reshape(X.shape)
+            lam = lam - delta[size:]
+            fresh = True
+            continue
+        exact = fresh or not (fac is not None
+                              and ((iterations < CARRY and not factorizations) or worst <= REUSE * previous))
+        fresh = False
         previous = worst
         if iterations >= max_iterations or not np.isfinite(worst):
             return Newton(X, lam, res.p_end, iterations, worst, "not converged", factorizations=factorizations,
@@ -459,6 +475,11 @@ STALL = 100.0  # a Newton iterate within STALL * tol that no longer halves the r
 ROUNDOFF = 64.0 * np.finfo(float).eps
 REUSE = 0.1  # newton: after an update that cut the worst row 10-fold, the next one reuses its factor
 CARRY = 2  # newton: a step's first CARRY updates solve with the last factor made at its dt (`carried`; 0: none)
+# newton: a carried or reused update that leaves the worst row above GROW times the last is rejected (galerkin_step.c's
+# GALERKIN_GROW is the same number). Not 1: from a whip's warm start the first carried update often gains nothing
+# and the next still converges; rejecting every growth took chain_100 at order 6, dt = 1/24 s from 0.87 to 1.78
+# factorisations a step, 2 takes it to 0.95 and keeps most of the robustness (docs/architecture.md)
+GROW = 2.0
 MAX_HALVINGS = 4  # as midpoint.py: a failed step is redone as two half steps, down to dt / 16
 WINDOW = 16  # step(): a run fails when HALVED of its last WINDOW steps had to be halved
 HALVED = 4
@@ -477,8 +498,8 @@ def step(model: TreeModel, state: GalerkinState, dt: float, order: int, tol: flo
     even exact Newton started from the halves' solution diverges, and the full steps that still converge between
     the halved ones land on roots far from it. Their rows are at tolerance, and their energy error (tens of J on a
     14 kJ chain) stays under the energy audit's bound, so no per-step residual or energy test tells them apart; the
-    recurrence does, on every mechanism and without a tuned scale. An isolated halving (3 in 120 steps on a
-    10-link chain at order 4, dt = 1/12 s, 0.025 rad off the reference) passes; a quarter of a 16-step window
+    recurrence does, on every mechanism and without a tuned scale. An isolated halving (one in 80 steps on a
+    10-link chain at order 6, dt = 1/8 s, within 0.02 rad of the reference) passes; a quarter of a 16-step window
     (chain_100 at order 4, dt = 1/24 s: 0.58 m off by its end) fails, naming the step and the fix (dt / 2, which
     the halves show converges, or a higher order). Halving happens here in Python around either Newton (numpy or
     C), so both paths take the same decisions."""

@@ -48,7 +48,11 @@ def rule(s: int, quadrature: str = "lobatto") -> Rule:
     powers = np.vander(c, s + 1, increasing=True)
     dpowers = np.zeros_like(powers)
     dpowers[:, 1:] = powers[:, :-1] * np.arange(1, s + 1)
-    return Rule(s, tau, c, w, powers @ coef, dpowers @ coef)
+    # Lobatto's nodes are the control points, where the Lagrange basis is exactly the unit vectors (P = I); the
+    # product powers @ coef leaves round-off there (-1.8e-15 at s = 4), which would hide the end nodes from the
+    # steps' shortcuts (galerkin_step.c: a node at x^0 keeps its pose, the one at x^s gives the end energy)
+    P = np.eye(s + 1) if quadrature == "lobatto" else powers @ coef
+    return Rule(s, tau, c, w, P, dpowers @ coef)
 
 
 

@@ -58,6 +58,15 @@ def test_rules_integrate_polynomials_and_differentiate_the_interpolant():
             np.testing.assert_allclose(r.P @ r.tau**s, r.c**s, atol=1e-14)
 
 
+def test_lobatto_end_nodes_are_exactly_the_step_ends():
+    """Lobatto's nodes are the control points, so P = I exactly, and its first and last rows are the unit vectors
+    e_0, e_s compared with == as galerkin_step.c's shortcuts do (the pose at x^0 kept through the step's residuals,
+    the end energy from the last node's terms): at s = 4 the interpolation product left -1.8e-15 there."""
+    for s in (1, 2, 3, 4):
+        ru = galerkin.rule(s, "lobatto")
+        assert np.array_equal(ru.P, np.eye(s + 1)), s
+
+
 def oscillator_step_growth(s: int, quadrature: str, dt_omega: float) -> float:
     """The spectral radius of the rule's step map (q^k, p^k) -> (q^(k+1), p^(k+1)) on q'' = -omega^2 q (unit mass,
     omega = 1, dt = dt_omega): the DEL rows of galerkin.py's module docstring, linear here."""
@@ -287,8 +296,8 @@ def test_refuses_what_it_cannot_run_above_order_two_by_name():
 
 
 def test_run_that_keeps_halving_fails_naming_the_step_and_isolated_halvings_pass(monkeypatch):
-    """A 10-link chain at dt = 1/8 s: order 4 has to halve steps 6, 9, 11 and 13, and fails there naming step 13,
-    its state as it was; let run on (guard off), it ends a radian off. Order 6 halves two isolated steps and
+    """A 10-link chain at dt = 1/8 s: order 4 has to halve steps 8, 9, 11 and 13, and fails there naming step 13,
+    its state as it was; let run on (guard off), it ends a radian off. Order 6 halves an isolated step and
     finishes silently within 0.02 rad of order 8 at dt / 4."""
     model = compile_tree(pendulum_chain(10))
     dt, steps = 0.125, 80
@@ -298,7 +307,7 @@ def test_run_that_keeps_halving_fails_naming_the_step_and_isolated_halvings_pass
                                                "higher accuracy order") as failed:
         for _ in range(steps):
             galerkin.step(model, state, dt, 4)
-    assert failed.value.step == 13 and state.step_index == 12 and state.halved == (6, 9, 11)
+    assert failed.value.step == 13 and state.step_index == 12 and state.halved == (8, 9, 11)
     monkeypatch.setattr(galerkin, "HALVED", steps + 1)
     assert np.max(np.abs(run(model, dt, steps * dt, 4, tol=1e-10) - reference)) > 0.5
     monkeypatch.undo()

@@ -138,6 +138,46 @@ def test_carried_factor_takes_the_same_updates_in_c_and_numpy(monkeypatch):
         np.abs(exact.p))
 
 
+def test_a_carried_update_that_grows_the_rows_is_rejected_alike_in_c_and_numpy(monkeypatch):
+    """6 steps of a 50-link chain at order 4 and dt = 1/12 s: at step 6 a carried update grows the rows, and without
+    the safeguard (galerkin.GROW = inf, numpy) Newton never recovers and the step is halved. With it the update is
+    rejected and the iteration goes on from the iterate before it with a fresh factor: numpy and C take the same
+    updates and factorizations, no step is halved, and the end state is exact Newton's (CARRY = 0) to the Newton
+    tolerance (the carried factor changes the path to the step's solution, not the solution)."""
+    model, dt, grow = compile_tree(pendulum_chain(50)), 1.0 / 12.0, galerkin.GROW
+    counts = {}
+
+    def run(grow: float, carry: int, numpy: bool):
+        monkeypatch.setattr(galerkin, "GROW", grow)
+        monkeypatch.setattr(galerkin, "CARRY", carry)
+        name = "newton" if numpy else "newton_native"
+        solve, record = getattr(galerkin, name), counts.setdefault((grow, carry, numpy), [])
+
+        def counted(*args):
+            out = solve(*args)
+            record.append((out.iterations, out.factorizations, out.status))
+            return out
+
+        with monkeypatch.context() as patch:
+            patch.setattr(galerkin, name, counted)
+            if numpy:
+                patch.setattr(galerkin_binding, "usable", lambda model: False)
+            state, _ = galerkin.start(model)
+            for _ in range(6):
+                galerkin.step(model, state, dt, 4)
+        return state
+
+    unguarded = run(np.inf, galerkin.CARRY, True)
+    assert unguarded.halved == (6,)
+    ours, ref, exact = run(grow, 2, False), run(grow, 2, True), run(grow, 0, False)
+    assert counts[grow, 2, False] == counts[grow, 2, True] and len(counts[grow, 2, True]) == 6
+    assert ours.halved == ref.halved == exact.halved == ()
+    # the same state to well below the Newton tolerance (1e-10 of the rows' scale; round-off over 50 links: 1e-12)
+    assert np.max(np.abs(ours.q - ref.q)) < 1e-10 and np.max(np.abs(ours.p - ref.p)) < 1e-10 * np.max(np.abs(ref.p))
+    assert np.max(np.abs(ours.q - exact.q)) < 1e-7 and np.max(np.abs(ours.p - exact.p)) < 1e-7 * np.max(
+        np.abs(exact.p))
+
+
 def planar_tree():
     """tools.generate.pendulum_chain(5) with links 4 and 5 hung from link 2 (a branched tree, every hinge about Y)
     and a velocity servo on hinge 3: its motion stays in the XZ plane."""
