@@ -500,9 +500,9 @@ def step(model: TreeModel, state: GalerkinState, dt: float, order: int, tol: flo
     14 kJ chain) stays under the energy audit's bound, so no per-step residual or energy test tells them apart; the
     recurrence does, on every mechanism and without a tuned scale. An isolated halving (one in 80 steps on a
     10-link chain at order 6, dt = 1/8 s, within 0.02 rad of the reference) passes; a quarter of a 16-step window
-    (chain_100 at order 4, dt = 1/24 s: 0.58 m off by its end) fails, naming the step and the fix (dt / 2, which
-    the halves show converges, or a higher order). Halving happens here in Python around either Newton (numpy or
-    C), so both paths take the same decisions."""
+    (chain_100 at order 4, dt = 1/24 s, whose unguarded run ended far off the reference) fails, naming the step and
+    the fix (dt / 2, which the halves show converges, or a higher order). Halving happens here in Python around
+    either Newton (numpy or C), so both paths take the same decisions."""
     check_state(model.stamp, state.model)
     ru = rule(order // 2, quadrature)
     saved = GalerkinState(**state.__dict__)
