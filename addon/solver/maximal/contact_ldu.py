@@ -145,21 +145,15 @@ def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.
     local = np.empty(len(node), np.int64)
     local[perm] = np.arange(len(node)) - plan.row_offset[node[perm]]
     row = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-    target = _targets(plan, n_nodes, node[row], node[indices], local[row], local[indices])
+    target = _targets(plan, node[row], node[indices], local[row], local[indices])
     return Pattern(key(n_bodies, a, b, n_primary, E, waiting), symbolic, plan, perm, (indptr.copy(), indices.copy()), target)
 
 
-def _targets(plan: fillin.Plan, n_nodes: int, p: np.ndarray, q: np.ndarray, i: np.ndarray,
-             j: np.ndarray) -> np.ndarray:
+def _targets(plan: fillin.Plan, p: np.ndarray, q: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """Flat position of entry (i, j) of block (p, q): the row-major block at diag_offset or where."""
-    pair_keys = np.array([k[0] * n_nodes + k[1] for k in plan.where], dtype=np.int64)
-    pair_offsets = np.array(list(plan.where.values()), dtype=np.int64)
-    sort = np.argsort(pair_keys)
-    pair_keys, pair_offsets = pair_keys[sort], pair_offsets[sort]
     base = plan.diag_offset[p].copy()
     off = p != q
-    if off.any():
-        base[off] = pair_offsets[np.searchsorted(pair_keys, p[off] * n_nodes + q[off])]
+    base[off] = plan.block_offsets(p[off], q[off])
     return base + i * plan.dim[q] + j
 
 
