@@ -126,13 +126,15 @@ def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.
     lr, lc = label[Ec.row + n_primary], label[Ec.col + n_primary]
     off = lr != lc
     pairs.append(np.stack([n_bodies + np.minimum(lr, lc)[off], n_bodies + np.maximum(lr, lc)[off]], axis=1))
-    edges = np.unique(np.concatenate(pairs).reshape(-1, 2), axis=0)
+    edges = _unique_pairs(np.concatenate(pairs).reshape(-1, 2), n_nodes)
     # groups with a waiting row (joints) wait for all their bodies; interior-point groups do not
-    needs_bodies = np.bincount(label, weights=waiting, minlength=groups) > 0
-    bodies_of: list[set[int]] = [set() for _ in range(groups)]
-    for g, body in pairs[0].tolist() + pairs[1].tolist():
-        bodies_of[g - n_bodies].add(body)
-    after = [()] * n_bodies + [tuple(sorted(bodies_of[g])) if needs_bodies[g] else () for g in range(groups)]
+    needs_bodies = np.flatnonzero(np.bincount(label, weights=waiting, minlength=groups) > 0)
+    group_body = _unique_pairs(np.concatenate(pairs[:2]).reshape(-1, 2), n_nodes)  # by group, then body
+    first = np.searchsorted(group_body[:, 0], n_bodies + needs_bodies)
+    last = np.searchsorted(group_body[:, 0], n_bodies + needs_bodies, side="right")
+    after: list[tuple[int, ...]] = [()] * n_nodes
+    for g, i, j in zip(needs_bodies.tolist(), first.tolist(), last.tolist()):
+        after[n_bodies + g] = tuple(group_body[i:j, 1].tolist())
     dims = [6] * n_bodies + size.tolist()
     edge_list = [tuple(e) for e in edges.tolist()]
     order = fillin.order_nodes(n_nodes, edge_list, "min-degree", after)
@@ -147,6 +149,12 @@ def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.
     row = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
     target = _targets(plan, node[row], node[indices], local[row], local[indices])
     return Pattern(key(n_bodies, a, b, n_primary, E, waiting), symbolic, plan, perm, (indptr.copy(), indices.copy()), target)
+
+
+def _unique_pairs(pairs: np.ndarray, n_nodes: int) -> np.ndarray:
+    """The distinct rows of `pairs` (m, 2) of nodes below n_nodes, sorted by first then second node."""
+    keys = np.unique(pairs[:, 0].astype(np.int64) * n_nodes + pairs[:, 1])
+    return np.stack([keys // n_nodes, keys % n_nodes], axis=1)
 
 
 def _targets(plan: fillin.Plan, p: np.ndarray, q: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
