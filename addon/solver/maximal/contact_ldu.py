@@ -42,7 +42,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse
-import scipy.sparse.csgraph
 
 from . import fillin
 from ..native import block_lu_binding as _native
@@ -100,12 +99,24 @@ def group_rows(a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sparse.csr
     first = np.ones(R, bool)
     first[1:] = key[order[1:]] != key[order[:-1]]
     head = order[np.maximum.accumulate(np.where(first, np.arange(R), 0))]  # first row with the same key
-    Ec = E.tocoo()
-    i = np.concatenate([order, Ec.row + n_primary])
-    j = np.concatenate([head, Ec.col + n_primary])
-    graph = scipy.sparse.coo_matrix((np.ones(len(i)), (i, j)), shape=(R, R))
-    _, label = scipy.sparse.csgraph.connected_components(graph, directed=True, connection="weak")
-    return label
+    e_row = np.repeat(np.arange(E.shape[0]), np.diff(E.indptr))
+    return components(R, np.concatenate([order, e_row + n_primary]), np.concatenate([head, E.indices + n_primary]))
+
+
+def components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Component of each of n nodes joined by edges (i, j), numbered by their lowest node (as
+    scipy.sparse.csgraph.connected_components does, without building a sparse matrix): each node takes
+    its neighbours' smallest label and its label's label until nothing changes."""
+    label = np.arange(n)
+    while True:
+        low = np.minimum(label[i], label[j])
+        new = label.copy()
+        np.minimum.at(new, i, low)
+        np.minimum.at(new, j, low)
+        new = new[new]
+        if np.array_equal(new, label):
+            return np.unique(label, return_inverse=True)[1]
+        label = new
 
 
 def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sparse.csr_matrix,
@@ -122,8 +133,8 @@ def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.
     node = np.concatenate([np.repeat(np.arange(n_bodies), 6), n_bodies + label])  # node of each unknown
     # edges: every row group to its bodies, and between groups coupled by E
     pairs = [np.stack([n_bodies + label[body >= 0], body[body >= 0]], axis=1) for body in (a, b)]
-    Ec = E.tocoo()
-    lr, lc = label[Ec.row + n_primary], label[Ec.col + n_primary]
+    e_row = np.repeat(np.arange(E.shape[0]), np.diff(E.indptr))
+    lr, lc = label[e_row + n_primary], label[E.indices + n_primary]
     off = lr != lc
     pairs.append(np.stack([n_bodies + np.minimum(lr, lc)[off], n_bodies + np.maximum(lr, lc)[off]], axis=1))
     edges = _unique_pairs(np.concatenate(pairs).reshape(-1, 2), n_nodes)

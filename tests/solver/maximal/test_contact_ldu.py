@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse
+import scipy.sparse.csgraph
 
 from addon.solver.maximal import contact_ldu, native_border
 from addon.solver.maximal.linear import LinearSolver, NewtonMatrix, RowBlocks, bordered_matrix
@@ -167,3 +168,15 @@ def test_kernel_pattern_places_every_entry_of_random_contact_sets():
         for r in range(joints):
             bodies = [x for x in (a[r], b[r]) if x < nb]
             assert all(position[node[6 * nb + r]] > position[x] for x in bodies), trial
+
+
+def test_row_groups_are_the_components_scipy_finds():
+    """contact_ldu.components on random graphs (isolated nodes, repeated edges and loops included) labels
+    the nodes as scipy's weak connected components do: the same components, numbered by lowest node."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n, m = int(rng.integers(1, 60)), int(rng.integers(0, 80))
+        i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+        graph = scipy.sparse.coo_matrix((np.ones(m), (i, j)), shape=(n, n))
+        _, expected = scipy.sparse.csgraph.connected_components(graph, directed=True, connection="weak")
+        np.testing.assert_array_equal(contact_ldu.components(n, i, j), expected)
