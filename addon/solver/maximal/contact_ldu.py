@@ -125,7 +125,6 @@ def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.
     """The pattern of Pb for rows on bodies a, b (-1: none) and auxiliary block E, Pb's CSR pattern
     (indptr, indices) given; None when its factor would take more than `max_flops` multiply-adds (found
     from the symbolic factor, before the flat layout, whose Python cost grows like the flops)."""
-    R = len(a)
     label = group_rows(a, b, n_primary, E)
     groups = int(label.max(initial=-1)) + 1
     size = np.bincount(label, minlength=groups)

@@ -152,13 +152,13 @@ def test_kernel_pattern_places_every_entry_of_random_contact_sets():
         np.add.at(Pb, (row, col), values)
         flat = np.bincount(kp._arrays["target"], weights=values, minlength=kp.pattern.plan.size)
         plan, perm = kp.pattern.plan, kp.pattern.perm
-        stacked = Pb[np.ix_(perm, perm)]
-        ro = plan.row_offset
-        block = lambda p, q: stacked[ro[p]:ro[p + 1], ro[q]:ro[q + 1]].ravel()  # noqa: E731
+        stacked, ro = Pb[np.ix_(perm, perm)], plan.row_offset
         for v in range(len(plan.dim)):
-            np.testing.assert_array_equal(flat[plan.diag_offset[v]:plan.diag_offset[v] + plan.dim[v] ** 2], block(v, v))
+            np.testing.assert_array_equal(flat[plan.diag_offset[v]:plan.diag_offset[v] + plan.dim[v] ** 2],
+                                          stacked[ro[v]:ro[v + 1], ro[v]:ro[v + 1]].ravel())
         for (p, q), at in plan.where.items():
-            np.testing.assert_array_equal(flat[at:at + plan.dim[p] * plan.dim[q]], block(p, q))
+            np.testing.assert_array_equal(flat[at:at + plan.dim[p] * plan.dim[q]],
+                                          stacked[ro[p]:ro[p + 1], ro[q]:ro[q + 1]].ravel())
         assert np.isclose(np.abs(flat).sum(), np.abs(Pb).sum(), rtol=1e-14), trial
         node = np.concatenate([np.repeat(np.arange(nb), 6), nb + contact_ldu.group_rows(
             np.where(a >= nb, -1, a), np.where(b >= nb, -1, b), joints,

@@ -189,7 +189,8 @@ def test_plan_lays_out_every_block_once_and_lists_each_schur_pair():
                 assert plan.upper_node[edges_v].tolist() == list(later), (name, method, v)
                 for e, p in zip(edges_v, later):
                     assert plan.where[p, v] == plan.lower_offset[e] and plan.where[v, p] == plan.upper_offset[e]
-                    blocks += [(int(plan.lower_offset[e]), dims[p] * dims[v]), (int(plan.upper_offset[e]), dims[v] * dims[p])]
+                    blocks += [(int(plan.lower_offset[e]), dims[p] * dims[v]),
+                               (int(plan.upper_offset[e]), dims[v] * dims[p])]
                 pairs += [plan.diag_offset[p] if p == r else plan.where[p, r] for p in later for r in later]
                 if later:
                     width = [dims[p] for p in later]
