@@ -42,7 +42,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse
-import scipy.sparse.csgraph
 
 from . import fillin
 from ..native import block_lu_binding as _native
@@ -100,12 +99,24 @@ def group_rows(a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sparse.csr
     first = np.ones(R, bool)
     first[1:] = key[order[1:]] != key[order[:-1]]
     head = order[np.maximum.accumulate(np.where(first, np.arange(R), 0))]  # first row with the same key
-    Ec = E.tocoo()
-    i = np.concatenate([order, Ec.row + n_primary])
-    j = np.concatenate([head, Ec.col + n_primary])
-    graph = scipy.sparse.coo_matrix((np.ones(len(i)), (i, j)), shape=(R, R))
-    _, label = scipy.sparse.csgraph.connected_components(graph, directed=True, connection="weak")
-    return label
+    e_row = np.repeat(np.arange(E.shape[0]), np.diff(E.indptr))
+    return components(R, np.concatenate([order, e_row + n_primary]), np.concatenate([head, E.indices + n_primary]))
+
+
+def components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Component of each of n nodes joined by edges (i, j), numbered by their lowest node (as
+    scipy.sparse.csgraph.connected_components does, without building a sparse matrix): each node takes
+    its neighbours' smallest label and its label's label until nothing changes."""
+    label = np.arange(n)
+    while True:
+        low = np.minimum(label[i], label[j])
+        new = label.copy()
+        np.minimum.at(new, i, low)
+        np.minimum.at(new, j, low)
+        new = new[new]
+        if np.array_equal(new, label):
+            return np.unique(label, return_inverse=True)[1]
+        label = new
 
 
 def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.sparse.csr_matrix,
@@ -114,7 +125,6 @@ def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.
     """The pattern of Pb for rows on bodies a, b (-1: none) and auxiliary block E, Pb's CSR pattern
     (indptr, indices) given; None when its factor would take more than `max_flops` multiply-adds (found
     from the symbolic factor, before the flat layout, whose Python cost grows like the flops)."""
-    R = len(a)
     label = group_rows(a, b, n_primary, E)
     groups = int(label.max(initial=-1)) + 1
     size = np.bincount(label, minlength=groups)
@@ -122,17 +132,19 @@ def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.
     node = np.concatenate([np.repeat(np.arange(n_bodies), 6), n_bodies + label])  # node of each unknown
     # edges: every row group to its bodies, and between groups coupled by E
     pairs = [np.stack([n_bodies + label[body >= 0], body[body >= 0]], axis=1) for body in (a, b)]
-    Ec = E.tocoo()
-    lr, lc = label[Ec.row + n_primary], label[Ec.col + n_primary]
+    e_row = np.repeat(np.arange(E.shape[0]), np.diff(E.indptr))
+    lr, lc = label[e_row + n_primary], label[E.indices + n_primary]
     off = lr != lc
     pairs.append(np.stack([n_bodies + np.minimum(lr, lc)[off], n_bodies + np.maximum(lr, lc)[off]], axis=1))
-    edges = np.unique(np.concatenate(pairs).reshape(-1, 2), axis=0)
+    edges = _unique_pairs(np.concatenate(pairs).reshape(-1, 2), n_nodes)
     # groups with a waiting row (joints) wait for all their bodies; interior-point groups do not
-    needs_bodies = np.bincount(label, weights=waiting, minlength=groups) > 0
-    bodies_of: list[set[int]] = [set() for _ in range(groups)]
-    for g, body in pairs[0].tolist() + pairs[1].tolist():
-        bodies_of[g - n_bodies].add(body)
-    after = [()] * n_bodies + [tuple(sorted(bodies_of[g])) if needs_bodies[g] else () for g in range(groups)]
+    needs_bodies = np.flatnonzero(np.bincount(label, weights=waiting, minlength=groups) > 0)
+    group_body = _unique_pairs(np.concatenate(pairs[:2]).reshape(-1, 2), n_nodes)  # by group, then body
+    first = np.searchsorted(group_body[:, 0], n_bodies + needs_bodies)
+    last = np.searchsorted(group_body[:, 0], n_bodies + needs_bodies, side="right")
+    after: list[tuple[int, ...]] = [()] * n_nodes
+    for g, i, j in zip(needs_bodies.tolist(), first.tolist(), last.tolist()):
+        after[n_bodies + g] = tuple(group_body[i:j, 1].tolist())
     dims = [6] * n_bodies + size.tolist()
     edge_list = [tuple(e) for e in edges.tolist()]
     order = fillin.order_nodes(n_nodes, edge_list, "min-degree", after)
@@ -145,21 +157,21 @@ def build(n_bodies: int, a: np.ndarray, b: np.ndarray, n_primary: int, E: scipy.
     local = np.empty(len(node), np.int64)
     local[perm] = np.arange(len(node)) - plan.row_offset[node[perm]]
     row = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-    target = _targets(plan, n_nodes, node[row], node[indices], local[row], local[indices])
+    target = _targets(plan, node[row], node[indices], local[row], local[indices])
     return Pattern(key(n_bodies, a, b, n_primary, E, waiting), symbolic, plan, perm, (indptr.copy(), indices.copy()), target)
 
 
-def _targets(plan: fillin.Plan, n_nodes: int, p: np.ndarray, q: np.ndarray, i: np.ndarray,
-             j: np.ndarray) -> np.ndarray:
+def _unique_pairs(pairs: np.ndarray, n_nodes: int) -> np.ndarray:
+    """The distinct rows of `pairs` (m, 2) of nodes below n_nodes, sorted by first then second node."""
+    keys = np.unique(pairs[:, 0].astype(np.int64) * n_nodes + pairs[:, 1])
+    return np.stack([keys // n_nodes, keys % n_nodes], axis=1)
+
+
+def _targets(plan: fillin.Plan, p: np.ndarray, q: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """Flat position of entry (i, j) of block (p, q): the row-major block at diag_offset or where."""
-    pair_keys = np.array([k[0] * n_nodes + k[1] for k in plan.where], dtype=np.int64)
-    pair_offsets = np.array(list(plan.where.values()), dtype=np.int64)
-    sort = np.argsort(pair_keys)
-    pair_keys, pair_offsets = pair_keys[sort], pair_offsets[sort]
     base = plan.diag_offset[p].copy()
     off = p != q
-    if off.any():
-        base[off] = pair_offsets[np.searchsorted(pair_keys, p[off] * n_nodes + q[off])]
+    base[off] = plan.block_offsets(p[off], q[off])
     return base + i * plan.dim[q] + j
 
 

@@ -22,6 +22,7 @@ leaves, so eliminating one links all its later neighbours (fill). This module:
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from dataclasses import dataclass
 
@@ -229,47 +230,53 @@ class Plan:
     size: int
     scratch: int
 
+    def block_offsets(self, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """Flat offsets of blocks A_pq (p != q, each in the filled pattern): `where` vectorised."""
+        n_nodes = len(self.dim)
+        owner = np.repeat(np.arange(n_nodes, dtype=np.int64), np.diff(self.upper_start))
+        keys = np.concatenate([self.upper_node * n_nodes + owner, owner * n_nodes + self.upper_node])
+        offsets = np.concatenate([self.lower_offset, self.upper_offset])
+        sort = np.argsort(keys)
+        return offsets[sort][np.searchsorted(keys[sort], p * n_nodes + q)]
+
 
 def plan(sym: Symbolic) -> Plan:
-    """Flat offsets of every block of the filled pattern (once per topology)."""
-    dims = sym.dims
-    sq = np.array([d * d for d in dims], dtype=np.int64)
-    diag_offset = np.concatenate([[0], np.cumsum(sq)[:-1]]).astype(np.int64)
-    offset = int(sq.sum())
-    upper_start, upper_node, lower_offset, upper_offset = [0], [], [], []
-    where: dict[tuple[int, int], int] = {}
-    for v in range(len(dims)):
-        for p in sym.upper[v]:
-            where[p, v], where[v, p] = offset, offset + dims[p] * dims[v]
-            lower_offset.append(offset)
-            upper_offset.append(offset + dims[p] * dims[v])
-            upper_node.append(p)
-            offset += 2 * dims[p] * dims[v]
-        upper_start.append(len(upper_node))
+    """Flat offsets of every block of the filled pattern (once per topology; vectorised over the nodes)."""
     ints = lambda x: np.array(x, dtype=np.int64)  # noqa: E731
-    n_nodes = len(dims)
-    # every ordered pair (p, r) of each node's later neighbours: the diagonal block, or where[p, r]
-    keys = np.array([p * n_nodes + r for p, r in where], dtype=np.int64)
-    sort = np.argsort(keys)
-    keys, offsets = keys[sort], ints(list(where.values()))[sort]
+    dims, n_nodes = ints(sym.dims), len(sym.dims)
+    sq = dims * dims
+    diag_offset = np.concatenate([[0], np.cumsum(sq)[:-1]]).astype(np.int64)
     count = ints([len(u) for u in sym.upper])
+    upper_start = np.concatenate([[0], np.cumsum(count)]).astype(np.int64)
+    upper_node = ints([p for up in sym.upper for p in up])
+    owner = np.repeat(np.arange(n_nodes, dtype=np.int64), count)  # v of each elimination edge, in node order
+    sizes = dims[upper_node] * dims[owner]
+    lower_offset = int(sq.sum()) + np.concatenate([[0], np.cumsum(2 * sizes)[:-1]]).astype(np.int64)[:len(sizes)]
+    upper_offset = lower_offset + sizes
+    size = int(sq.sum() + 2 * sizes.sum())
+    where: dict[tuple[int, int], int] = {}
+    for p, v, lo, up in zip(upper_node.tolist(), owner.tolist(), lower_offset.tolist(), upper_offset.tolist()):
+        where[p, v], where[v, p] = lo, up
+    # every ordered pair (p, r) of each node's later neighbours: the diagonal block, or the block A_pr
     pair_start = np.concatenate([[0], np.cumsum(count * count)]).astype(np.int64)
-    pair_offset = np.empty(int(pair_start[-1]), np.int64)
+    pair_owner = np.repeat(np.arange(n_nodes, dtype=np.int64), count * count)
+    k = np.arange(int(pair_start[-1]), dtype=np.int64) - pair_start[pair_owner]
+    c = count[pair_owner]
+    p = upper_node[upper_start[pair_owner] + k // np.maximum(c, 1)]
+    r = upper_node[upper_start[pair_owner] + k % np.maximum(c, 1)]
+    layout = Plan(ints(sym.order), dims, diag_offset, upper_start, upper_node, lower_offset, upper_offset,
+                  pair_start, np.empty(0, np.int64), np.concatenate([[0], np.cumsum(dims)]).astype(np.int64),
+                  where, size, 0)
+    pair_offset = diag_offset[p]
+    off = p != r
+    pair_offset[off] = layout.block_offsets(p[off], r[off])
+    nonempty = np.flatnonzero(count)
     scratch = 0
-    for v in range(n_nodes):
-        later = ints(sym.upper[v])
-        if not len(later):
-            continue
-        p, r = np.repeat(later, len(later)), np.tile(later, len(later))
-        off = p != r
-        block = diag_offset[p]
-        block[off] = offsets[np.searchsorted(keys, p[off] * n_nodes + r[off])]
-        pair_offset[pair_start[v]:pair_start[v + 1]] = block
-        width = ints(dims)[later]
-        scratch = max(scratch, dims[v] * int(width.sum() + width.max()))
-    return Plan(ints(sym.order), ints(dims), diag_offset, ints(upper_start), ints(upper_node), ints(lower_offset),
-                ints(upper_offset), pair_start, pair_offset,
-                np.concatenate([[0], np.cumsum(dims)]).astype(np.int64), where, offset, scratch)
+    if len(nonempty):
+        width = dims[upper_node]
+        starts = upper_start[nonempty]
+        scratch = int(np.max(dims[nonempty] * (np.add.reduceat(width, starts) + np.maximum.reduceat(width, starts))))
+    return dataclasses.replace(layout, pair_offset=pair_offset, scratch=scratch)
 
 
 @dataclass(frozen=True)

@@ -56,10 +56,11 @@ def _world(nb: int, body: np.ndarray) -> np.ndarray:
 
 
 def _e_matrix(npair: int, e_row: np.ndarray, e_col: np.ndarray) -> scipy.sparse.csr_matrix:
-    """E's pattern on the pairs: the diagonal and the cone couplings."""
-    i = np.concatenate([np.arange(npair), e_row])
-    j = np.concatenate([np.arange(npair), e_col])
-    return scipy.sparse.csr_matrix((np.ones(len(i)), (i, j)), shape=(npair, npair))
+    """E's pattern on the pairs, the diagonal and the cone couplings, in canonical CSR (sorted, no duplicates:
+    what scipy makes of the same entries as COO, without the conversion)."""
+    keys = np.unique(np.concatenate([np.arange(npair) * (npair + 1), e_row * npair + e_col]).astype(np.int64))
+    indptr = np.searchsorted(keys // npair, np.arange(npair + 1)) if npair else np.zeros(1, np.int64)
+    return scipy.sparse.csr_matrix((np.ones(len(keys)), keys % max(npair, 1), indptr), shape=(npair, npair))
 
 
 class KernelPattern:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse
+import scipy.sparse.csgraph
 
-from addon.solver.maximal import contact_ldu
+from addon.solver.maximal import contact_ldu, native_border
 from addon.solver.maximal.linear import LinearSolver, NewtonMatrix, RowBlocks, bordered_matrix
 from addon.solver.integrator import make_integrator
 from tools.contact_scenes import box_pile, falling_dominoes
@@ -127,3 +128,55 @@ def test_a_small_pile_lands_in_c_in_the_condensed_order_like_numpy():
     V_np = np.hstack([py.state.v, py.state.w])
     assert np.max(np.abs(V - V_np)) <= 1e-6 * np.max(np.abs(V_np))
     assert np.max(np.abs(c.state.x - py.state.x)) <= 1e-8
+
+
+@pytest.mark.skipif(native_border.binding.LIB is None, reason="C kernels not built")
+def test_kernel_pattern_places_every_entry_of_random_contact_sets():
+    """Random contact sets (joints and pairs on random bodies or the world, random cone couplings), as the
+    toppling front changes them: Pb's entries scattered through the pattern's targets give, block by block of
+    the filled pattern, Pb with its unknowns stacked node by node (fill blocks zero, nothing lost), and every
+    group with a joint row is eliminated after all its bodies."""
+    rng = np.random.default_rng(15)
+    for trial in range(40):
+        nb, joints, npair = int(rng.integers(2, 12)), int(rng.integers(0, 4)), int(rng.integers(1, 30))
+        a = rng.integers(0, nb, joints + npair)
+        b = np.where(rng.random(joints + npair) < 0.4, nb, (a + rng.integers(1, nb, joints + npair)) % nb)
+        e_row = rng.integers(0, npair, int(rng.integers(0, npair)))
+        e_col = (e_row + rng.integers(1, npair + 1, len(e_row))) % npair
+        e_row, e_col = e_row[e_row != e_col], e_col[e_row != e_col]
+        kp = native_border.KernelPattern(nb, a, b, npair, e_row, e_col)
+        row, col = native_border.entries(nb, a, b, npair, e_row, e_col)
+        values = rng.standard_normal(len(row))
+        N = 6 * nb + joints + npair
+        Pb = np.zeros((N, N))
+        np.add.at(Pb, (row, col), values)
+        flat = np.bincount(kp._arrays["target"], weights=values, minlength=kp.pattern.plan.size)
+        plan, perm = kp.pattern.plan, kp.pattern.perm
+        stacked, ro = Pb[np.ix_(perm, perm)], plan.row_offset
+        for v in range(len(plan.dim)):
+            np.testing.assert_array_equal(flat[plan.diag_offset[v]:plan.diag_offset[v] + plan.dim[v] ** 2],
+                                          stacked[ro[v]:ro[v + 1], ro[v]:ro[v + 1]].ravel())
+        for (p, q), at in plan.where.items():
+            np.testing.assert_array_equal(flat[at:at + plan.dim[p] * plan.dim[q]],
+                                          stacked[ro[p]:ro[p + 1], ro[q]:ro[q + 1]].ravel())
+        assert np.isclose(np.abs(flat).sum(), np.abs(Pb).sum(), rtol=1e-14), trial
+        node = np.concatenate([np.repeat(np.arange(nb), 6), nb + contact_ldu.group_rows(
+            np.where(a >= nb, -1, a), np.where(b >= nb, -1, b), joints,
+            native_border._e_matrix(npair, e_row, e_col))])
+        position = np.empty(len(plan.order), np.int64)
+        position[plan.order] = np.arange(len(plan.order))
+        for r in range(joints):
+            bodies = [x for x in (a[r], b[r]) if x < nb]
+            assert all(position[node[6 * nb + r]] > position[x] for x in bodies), trial
+
+
+def test_row_groups_are_the_components_scipy_finds():
+    """contact_ldu.components on random graphs (isolated nodes, repeated edges and loops included) labels
+    the nodes as scipy's weak connected components do: the same components, numbered by lowest node."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n, m = int(rng.integers(1, 60)), int(rng.integers(0, 80))
+        i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+        graph = scipy.sparse.coo_matrix((np.ones(m), (i, j)), shape=(n, n))
+        _, expected = scipy.sparse.csgraph.connected_components(graph, directed=True, connection="weak")
+        np.testing.assert_array_equal(contact_ldu.components(n, i, j), expected)

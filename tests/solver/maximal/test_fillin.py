@@ -169,3 +169,35 @@ def test_zero_pivot_and_bad_input_are_named():
     for native in (False, True) if baraff_binding.LIB is not None else (False,):
         with pytest.raises(np.linalg.LinAlgError, match="node 2"):
             fillin.factor(sym, system.diagonal, system.blocks, native=native)
+
+
+def test_plan_lays_out_every_block_once_and_lists_each_schur_pair():
+    """The flat layout of random filled patterns (random block sizes, both orders): the diagonal, lower and
+    upper blocks tile 0..size exactly, `where` and `block_offsets` find each off-diagonal block, and each
+    node's pair list names, pair by pair of its later neighbours, the block its Schur update goes to (the
+    reference enumeration loops over the blocks one by one)."""
+    rng = np.random.default_rng(11)
+    for name, (n_nodes, edges) in GRAPHS.items():
+        for method in ("dfs", "min-degree"):
+            dims = rng.integers(1, 8, n_nodes).tolist()
+            sym = fillin.symbolic(dims, edges, fillin.order_nodes(n_nodes, edges, method))
+            plan = fillin.plan(sym)
+            blocks = [(int(plan.diag_offset[v]), d * d) for v, d in enumerate(dims)]
+            pairs, scratch = [], 0
+            for v, later in enumerate(sym.upper):
+                edges_v = range(plan.upper_start[v], plan.upper_start[v + 1])
+                assert plan.upper_node[edges_v].tolist() == list(later), (name, method, v)
+                for e, p in zip(edges_v, later):
+                    assert plan.where[p, v] == plan.lower_offset[e] and plan.where[v, p] == plan.upper_offset[e]
+                    blocks += [(int(plan.lower_offset[e]), dims[p] * dims[v]),
+                               (int(plan.upper_offset[e]), dims[v] * dims[p])]
+                pairs += [plan.diag_offset[p] if p == r else plan.where[p, r] for p in later for r in later]
+                if later:
+                    width = [dims[p] for p in later]
+                    scratch = max(scratch, dims[v] * (sum(width) + max(width)))
+            blocks.sort()
+            assert [o for o, _ in blocks] == np.cumsum([0] + [s for _, s in blocks[:-1]]).tolist(), (name, method)
+            assert plan.size == sum(s for _, s in blocks) and plan.scratch == scratch
+            assert plan.pair_offset.tolist() == [int(x) for x in pairs] and plan.pair_start[-1] == len(pairs)
+            keys = np.array(list(plan.where), dtype=np.int64).reshape(-1, 2)
+            assert plan.block_offsets(keys[:, 0], keys[:, 1]).tolist() == list(plan.where.values())
