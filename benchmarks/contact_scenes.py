@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -271,10 +272,20 @@ def scaling_section(quick: bool) -> list[str]:
     return lines
 
 
+def _write_one(function: str, section: Callable[[], list[str]]) -> None:
+    """Measure one section and write it to OUT, with the command that runs `function` of this module."""
+    command = f"python -c \"from benchmarks.contact_scenes import {function}; {function}()\""
+    write_sections(OUT, command, lambda: [section()], TITLE)
+
+
+def main_comparison() -> None:
+    """Only the comparison section."""
+    _write_one("main_comparison", lambda: comparison_section(False))
+
+
 def main_scaling() -> None:
-    """Only the scaling section (python -c "from benchmarks.contact_scenes import main_scaling; main_scaling()")."""
-    write_sections(OUT, "python -c \"from benchmarks.contact_scenes import main_scaling; main_scaling()\"",
-                   lambda: [scaling_section(False)], TITLE)
+    """Only the scaling section."""
+    _write_one("main_scaling", lambda: scaling_section(False))
 
 
 def sections(quick: bool) -> list[list[str]]:
