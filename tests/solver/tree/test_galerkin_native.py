@@ -100,6 +100,27 @@ def test_c_step_energy_and_trajectory_equal_numpy(monkeypatch, quadrature):
         assert np.max(np.abs(ours.q - ref.q)) < 1e-12 and np.max(np.abs(ours.p - ref.p)) < 1e-10
 
 
+def counted_run(monkeypatch, model, dt: float, order: int, steps: int, numpy: bool, record: list):
+    """`steps` Galerkin steps of `model` from its start through numpy's Newton (`numpy`) or C's, appending each
+    Newton call's (iterations, factorizations, status) to `record`; the end state."""
+    name = "newton" if numpy else "newton_native"
+    solve = getattr(galerkin, name)
+
+    def counted(*args):
+        out = solve(*args)
+        record.append((out.iterations, out.factorizations, out.status))
+        return out
+
+    with monkeypatch.context() as patch:
+        patch.setattr(galerkin, name, counted)
+        if numpy:
+            patch.setattr(galerkin_binding, "usable", lambda model: False)
+        state, _ = galerkin.start(model)
+        for _ in range(steps):
+            galerkin.step(model, state, dt, order)
+    return state
+
+
 def test_carried_factor_takes_the_same_updates_in_c_and_numpy(monkeypatch):
     """12 whole steps of a 5-link chain at order 6 and dt = 1/24 s, where the warm start is far off (a whip): from
     the second step the first galerkin.CARRY updates solve with the last factor made, in C and in numpy alike (each
@@ -111,28 +132,13 @@ def test_carried_factor_takes_the_same_updates_in_c_and_numpy(monkeypatch):
 
     def run(carry: int, numpy: bool):
         monkeypatch.setattr(galerkin, "CARRY", carry)
-        name = "newton" if numpy else "newton_native"
-        solve, record = getattr(galerkin, name), counts.setdefault((carry, numpy), [])
-
-        def counted(*args):
-            out = solve(*args)
-            record.append((out.iterations, out.factorizations))
-            return out
-
-        with monkeypatch.context() as patch:
-            patch.setattr(galerkin, name, counted)
-            if numpy:
-                patch.setattr(galerkin_binding, "usable", lambda model: False)
-            state, _ = galerkin.start(model)
-            for _ in range(12):
-                galerkin.step(model, state, dt, 6)
-        return state
+        return counted_run(monkeypatch, model, dt, 6, 12, numpy, counts.setdefault((carry, numpy), []))
 
     ours, ref, exact = run(2, False), run(2, True), run(0, False)
     assert counts[2, False] == counts[2, True] and len(counts[2, False]) == 12  # no step halved
     assert np.max(np.abs(ours.q - ref.q)) < 1e-12 and np.max(np.abs(ours.p - ref.p)) < 1e-10
-    assert sum(f for _, f in counts[2, False]) < 12 <= sum(f for _, f in counts[0, False])
-    assert min(f for _, f in counts[0, False]) >= 1
+    assert sum(f for _, f, _ in counts[2, False]) < 12 <= sum(f for _, f, _ in counts[0, False])
+    assert min(f for _, f, _ in counts[0, False]) >= 1
     # the rows are held to 1e-10 of their scale (~|p|, 40 here) each step: the states within 1e-7 after 12 steps
     assert np.max(np.abs(ours.q - exact.q)) < 1e-7 and 0.0 < np.max(np.abs(ours.p - exact.p)) < 1e-7 * np.max(
         np.abs(exact.p))
@@ -150,22 +156,7 @@ def test_a_carried_update_that_grows_the_rows_is_rejected_alike_in_c_and_numpy(m
     def run(grow: float, carry: int, numpy: bool):
         monkeypatch.setattr(galerkin, "GROW", grow)
         monkeypatch.setattr(galerkin, "CARRY", carry)
-        name = "newton" if numpy else "newton_native"
-        solve, record = getattr(galerkin, name), counts.setdefault((grow, carry, numpy), [])
-
-        def counted(*args):
-            out = solve(*args)
-            record.append((out.iterations, out.factorizations, out.status))
-            return out
-
-        with monkeypatch.context() as patch:
-            patch.setattr(galerkin, name, counted)
-            if numpy:
-                patch.setattr(galerkin_binding, "usable", lambda model: False)
-            state, _ = galerkin.start(model)
-            for _ in range(6):
-                galerkin.step(model, state, dt, 4)
-        return state
+        return counted_run(monkeypatch, model, dt, 4, 6, numpy, counts.setdefault((grow, carry, numpy), []))
 
     unguarded = run(np.inf, galerkin.CARRY, True)
     assert unguarded.halved == (6,)
