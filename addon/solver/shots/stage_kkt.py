@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from ..native import stage_kkt_binding as _native
 
@@ -188,6 +189,9 @@ def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padde
     group = np.where(stage >= 0, (stage - first) // band, -1)
     chunk_of_group = _merge_groups(group, nz, hard)
     chunk = np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1)
+    chunk = _merge_singular(chunk, rows, cols, np.concatenate([np.ones(nz, bool), ~hard]))
+    if isinstance(chunk, str):
+        return chunk
     n_chunks = int(chunk.max(initial=-1)) + 1
     if n_chunks < 3:
         return f"rows couple stages {band} apart: fewer than three stage blocks"
@@ -230,6 +234,61 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
             break
         chunk_of_group[chunk_of_group == chunk_of_group[g]] = chunk_of_group[g - 1]
     return np.unique(chunk_of_group, return_inverse=True)[1]
+
+
+def _pairs_within(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair (a, b) of positions in the sorted non-negative integers key with key[a] == key[b]."""
+    count = np.bincount(key)[key] if len(key) else np.zeros(0, np.int64)
+    first = np.searchsorted(key, key)
+    a = np.repeat(np.arange(len(key)), count)
+    b = first[a] + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
+    return a, b
+
+
+def _singular_chunks(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, diagonal: np.ndarray) -> np.ndarray:
+    """The chunks whose pivot block D_k = A_k - C_{k-1}^T D_{k-1}^{-1} C_{k-1} is structurally singular: the pattern
+    of its entries has no perfect matching. The pattern: the coupled pairs (rows, cols) within the chunk (both
+    ways), the Schur complement's fill (dense among the chunk's unknowns coupled to the previous chunk) and the
+    diagonal where `diagonal` (unknowns,) holds (the variables: W + dw I; rows with a diagonal of their own).
+
+    A block-diagonal pattern has a perfect matching where each block has one: one matching over all chunks."""
+    n = len(chunk)
+    cr, cc = chunk[rows], chunk[cols]
+    inner = (cr >= 0) & (cc >= 0)
+    same = inner & (cr == cc)
+    across = inner & (np.abs(cr - cc) == 1)
+    coupled = np.unique(np.where(cr > cc, rows, cols)[across])  # unknowns coupled to the chunk before theirs
+    coupled = coupled[np.argsort(chunk[coupled], kind="stable")]
+    a, b = _pairs_within(chunk[coupled])
+    own = np.flatnonzero(diagonal & (chunk >= 0))
+    i = np.concatenate([rows[same], cols[same], coupled[a], own])
+    j = np.concatenate([cols[same], rows[same], coupled[b], own])
+    pattern = sp.csr_matrix((np.ones(len(i)), (i, j)), shape=(n, n))
+    match = maximum_bipartite_matching(pattern, perm_type="column")
+    return np.unique(chunk[(match < 0) & (chunk >= 0)])
+
+
+def _merge_singular(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, diagonal: np.ndarray) -> np.ndarray | str:
+    """chunk (unknowns,) with each structurally singular pivot block (_singular_chunks) merged with the next one
+    (the last with the one before), until none is: a leading block whose rows touch fewer of its variables
+    than there are rows (the four-bar's rest rows p_N = Dh^T mu and its loop rows at the last step but one,
+    five rows on that step's three coordinates and one control) cannot be pivoted on, however the count of
+    rows and variables so far (_merge_groups) stands. The reason there is no layout when a merged block would
+    hold more than twice the unknowns of the largest before (rows placed ahead of their variables at every stage
+    leave every leading block singular: the merges would cascade)."""
+    largest = 2 * int(np.max(np.bincount(chunk[chunk >= 0]), initial=0))
+    while True:
+        n_chunks = int(chunk.max(initial=-1)) + 1
+        bad = _singular_chunks(chunk, rows, cols, diagonal)
+        if len(bad) == 0 or n_chunks < 2:
+            return chunk
+        opens = np.ones(n_chunks, bool)  # whether chunk k starts a merged chunk
+        opens[np.minimum(bad + 1, n_chunks - 1)] = False
+        opens[0] = True
+        new = np.cumsum(opens) - 1
+        chunk = np.where(chunk >= 0, new[np.maximum(chunk, 0)], -1)
+        if np.max(np.bincount(chunk[chunk >= 0])) > largest:
+            return f"stage block {int(bad[0])}'s pivot block is structurally singular"
 
 
 def kkt_residual(W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray, sol: np.ndarray,
@@ -590,10 +649,7 @@ class StagePlan:
         which[self.elim] = np.arange(len(self.elim))
         je = np.flatnonzero(in_x & (which[j_row] >= 0))
         self.e_src, self.e_col, self.e_row = je, j_col[je], which[j_row[je]]
-        count = np.bincount(self.e_row, minlength=len(self.elim))[self.e_row]
-        first = np.searchsorted(self.e_row, self.e_row)
-        a = np.repeat(np.arange(len(je)), count)
-        b = first[a] + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
+        a, b = _pairs_within(self.e_row)
         p_slot = _slots(L, self.e_col[a], self.e_col[b])
         if np.any(p_slot == -2):
             raise StageBreakdown("an eliminated inequality row couples stage blocks more than one apart")
