@@ -10,7 +10,8 @@ middle; on the helicopter and the boat the pinned one, where the middle left the
 attitude rows had too few attitude variables). A slack sits at its row's stage; the
 band b is the largest stage distance between two coupled unknowns, and chunks of b consecutive stages make the
 matrix block tridiagonal (chunks merge where the unknowns so far have more rows than variables, e.g. after a
-start state fixed by its bounds). Variables of no stage (the free time step, stage -1) and rows touching only them
+start state fixed by its bounds, and where a chunk's pivot block is structurally singular: the four-bar's rest
+and loop rows at its last step but one). Variables of no stage (the free time step, stage -1) and rows touching only them
 form a small border coupled to every chunk (an arrow matrix); so does a last block much larger than the others
 (merged from the stages under keys on the end state), which would otherwise set the padded size of every block.
 
