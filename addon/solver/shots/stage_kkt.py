@@ -190,7 +190,7 @@ def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padde
     group = np.where(stage >= 0, (stage - first) // band, -1)
     chunk_of_group = _merge_groups(group, nz, hard)
     chunk = np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1)
-    chunk = _merge_singular(chunk, rows, cols, np.concatenate([np.ones(nz, bool), ~hard]))
+    chunk = _merge_singular(chunk, rows, cols, np.concatenate([np.zeros(nz, bool), hard]))
     if isinstance(chunk, str):
         return chunk
     n_chunks = int(chunk.max(initial=-1)) + 1
@@ -246,30 +246,25 @@ def _pairs_within(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def _singular_chunks(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, diagonal: np.ndarray) -> np.ndarray:
-    """The chunks whose pivot block D_k = A_k - C_{k-1}^T D_{k-1}^{-1} C_{k-1} is structurally singular: the pattern
-    of its entries has no perfect matching. The pattern: the coupled pairs (rows, cols) within the chunk (both
-    ways), the Schur complement's fill (dense among the chunk's unknowns coupled to the previous chunk) and the
-    diagonal where `diagonal` (unknowns,) holds (the variables: W + dw I; rows with a diagonal of their own).
-
-    A block-diagonal pattern has a perfect matching where each block has one: one matching over all chunks."""
-    n = len(chunk)
+def _singular_chunks(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard: np.ndarray) -> np.ndarray:
+    """The chunks whose pivot block D_k = A_k - C_{k-1}^T D_{k-1}^{-1} C_{k-1} is structurally singular, the
+    variables' diagonal (W + dw I) taken as nonzero: those with a row that has no diagonal of its own (`hard`,
+    over the unknowns), no coupling to the previous chunk (which would give it one in the Schur complement) and
+    no variable of its chunk to itself in a matching of such rows to the variables they touch (by symmetry,
+    such a matching is the rows' half of a perfect matching of D_k's pattern, the variables' diagonal the
+    rest). One matching over all chunks: it decomposes by chunk. (rows, cols): the coupled pairs of K, a row's
+    entries as (row, variable) only (stage_layout's)."""
     cr, cc = chunk[rows], chunk[cols]
     inner = (cr >= 0) & (cc >= 0)
-    same = inner & (cr == cc)
-    across = inner & (np.abs(cr - cc) == 1)
-    coupled = np.unique(np.where(cr > cc, rows, cols)[across])  # unknowns coupled to the chunk before theirs
-    coupled = coupled[np.argsort(chunk[coupled], kind="stable")]
-    a, b = _pairs_within(chunk[coupled])
-    own = np.flatnonzero(diagonal & (chunk >= 0))
-    i = np.concatenate([rows[same], cols[same], coupled[a], own])
-    j = np.concatenate([cols[same], rows[same], coupled[b], own])
-    pattern = sp.csr_matrix((np.ones(len(i)), (i, j)), shape=(n, n))
+    lonely = hard & (chunk >= 0)
+    lonely[rows[inner & (cr == cc + 1)]] = False
+    entry = inner & (cr == cc) & lonely[rows]
+    pattern = sp.csr_matrix((np.ones(np.count_nonzero(entry)), (rows[entry], cols[entry])), shape=(len(chunk),) * 2)
     match = maximum_bipartite_matching(pattern, perm_type="column")
-    return np.unique(chunk[(match < 0) & (chunk >= 0)])
+    return np.unique(chunk[lonely & (match < 0)])
 
 
-def _merge_singular(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, diagonal: np.ndarray) -> np.ndarray | str:
+def _merge_singular(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard: np.ndarray) -> np.ndarray | str:
     """chunk (unknowns,) with each structurally singular pivot block (_singular_chunks) merged with the next one
     (the last with the one before), until none is: a leading block whose rows touch fewer of its variables
     than there are rows (the four-bar's rest rows p_N = Dh^T mu and its loop rows at the last step but one,
@@ -280,7 +275,7 @@ def _merge_singular(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, diago
     largest = 2 * int(np.max(np.bincount(chunk[chunk >= 0]), initial=0))
     while True:
         n_chunks = int(chunk.max(initial=-1)) + 1
-        bad = _singular_chunks(chunk, rows, cols, diagonal)
+        bad = _singular_chunks(chunk, rows, cols, hard)
         if len(bad) == 0 or n_chunks < 2:
             return chunk
         opens = np.ones(n_chunks, bool)  # whether chunk k starts a merged chunk
