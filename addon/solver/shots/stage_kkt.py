@@ -258,6 +258,8 @@ def _singular_chunks(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard
     inner = (cr >= 0) & (cc >= 0)
     lonely = hard & (chunk >= 0)
     lonely[rows[inner & (cr == cc + 1)]] = False
+    if not lonely.any():
+        return np.zeros(0, np.int64)
     entry = inner & (cr == cc) & lonely[rows]
     pattern = sp.csr_matrix((np.ones(np.count_nonzero(entry)), (rows[entry], cols[entry])), shape=(len(chunk),) * 2)
     match = maximum_bipartite_matching(pattern, perm_type="column")
