@@ -129,15 +129,18 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     slack's), which leave no block singular however many there are."""
     padded = NATIVE is False if padded is None else padded
     J = sp.coo_matrix(J)
-    pairs = [(J.row + len(var_stage), J.col)]
+    rows, cols, h_band = J.row + len(var_stage), J.col, 0
     if H is not None:
         Hc = sp.coo_matrix(H)
         nonzero = Hc.data != 0  # a window's Hessian pattern is dense; only entries that can be nonzero count
-        pairs.append((Hc.row[nonzero], Hc.col[nonzero]))
-    rows = np.concatenate([p[0] for p in pairs])
-    cols = np.concatenate([p[1] for p in pairs])
+        h_rows, h_cols = Hc.row[nonzero], Hc.col[nonzero]
+        # the variables' stages do not depend on where the rows go: the band of W's entries among them is
+        # measured once; entries at a slack (its stage is its row's) go with J's to each placement
+        on_slack = (slack_rows[h_rows] >= 0) | (slack_rows[h_cols] >= 0)
+        h_band = _spread(var_stage, h_rows[~on_slack], h_cols[~on_slack])
+        rows, cols = np.concatenate([rows, h_rows[on_slack]]), np.concatenate([cols, h_cols[on_slack]])
     hard = np.ones(J.shape[0], bool) if soft_rows is None else ~np.asarray(soft_rows, bool)
-    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded, hard)
+    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded, hard, h_band)
                for row_stage in _row_stages(sp.csr_matrix(J), var_stage)]
     found = [layout for layout in layouts if isinstance(layout, StageLayout)]
     return min(found, key=lambda layout: layout.cost(padded)) if found else layouts[0]
@@ -176,13 +179,19 @@ def _row_stages(J: sp.csr_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np
     return np.where(pinned >= 0, pinned, middle), middle
 
 
+def _spread(stage: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
+    """The largest stage distance between the two unknowns of a pair (rows[i], cols[i]) that both have a stage."""
+    both = (stage[rows] >= 0) & (stage[cols] >= 0)
+    return int(np.max(np.abs(stage[rows[both]] - stage[cols[both]]), initial=0))
+
+
 def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padded: bool,
-            hard: np.ndarray) -> StageLayout | str:
-    """The layout for one placement of the rows; (rows, cols) are the KKT matrix's coupled pairs."""
+            hard: np.ndarray, h_band: int) -> StageLayout | str:
+    """The layout for one placement of the rows; (rows, cols): the KKT matrix's coupled pairs whose stages
+    depend on the placement (J's entries, W's at slacks), h_band: the largest stage distance of the others."""
     nz = len(var_stage)
     stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
-    both = (stage[rows] >= 0) & (stage[cols] >= 0)
-    band = max(1, int(np.max(np.abs(stage[rows[both]] - stage[cols[both]]), initial=0)))
+    band = max(1, h_band, _spread(stage, rows, cols))
     border = int(np.sum(stage < 0))
     if border > max_border:
         return f"{border} unknowns belong to no stage (at most {max_border} allowed)"
@@ -252,8 +261,8 @@ def _singular_chunks(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard
     over the unknowns), no coupling to the previous chunk (which would give it one in the Schur complement) and
     no variable of its chunk to itself in a matching of such rows to the variables they touch (by symmetry,
     such a matching is the rows' half of a perfect matching of D_k's pattern, the variables' diagonal the
-    rest). One matching over all chunks: it decomposes by chunk. (rows, cols): the coupled pairs of K, a row's
-    entries as (row, variable) only (stage_layout's)."""
+    rest). One matching over all chunks: it decomposes by chunk. (rows, cols): coupled pairs of K, every row's
+    entries among them as (row, variable) only (stage_layout's)."""
     cr, cc = chunk[rows], chunk[cols]
     inner = (cr >= 0) & (cc >= 0)
     lonely = hard & (chunk >= 0)
