@@ -294,7 +294,7 @@ class _Reduced:
         W.data = data
         return W
 
-    def _layout_hessian(self, z: np.ndarray, var_stage: np.ndarray) -> sp.csr_matrix:
+    def _layout_hessian(self, z: np.ndarray) -> sp.csr_matrix:
         """The Hessian over the free variables whose nonzeros the stage layout takes: the NLP's fixed pattern
         itself when its entries couple stages at most one apart (a layout's band is at least one stage: which of
         them are zero cannot change it), else its value at z with every multiplier 1 (a window's pattern is
@@ -302,10 +302,11 @@ class _Reduced:
         mechanism shots."""
         fixed = self.nlp.hessian_data
         if fixed is not None:
-            pattern = fixed.csr(np.ones(len(fixed.indices)))[self.free][:, self.free].tocoo()
-            staged = (var_stage[pattern.row] >= 0) & (var_stage[pattern.col] >= 0)
-            if np.max(np.abs(var_stage[pattern.row] - var_stage[pattern.col])[staged], initial=0) <= 1:
-                return pattern.tocsr()
+            stage = np.asarray(self.nlp.stages, int)
+            row = np.repeat(stage, np.diff(fixed.indptr))
+            col = stage[fixed.indices]
+            if np.max(np.abs(row - col)[(row >= 0) & (col >= 0)], initial=0) <= 1:
+                return fixed.csr(np.ones(len(fixed.indices)))[self.free][:, self.free]
         return sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))[self.free][:, self.free]
 
     def kkt_layout(self, z: np.ndarray, slacks: bool = True, J: sp.csr_matrix | None = None) -> StageLayout | str:
@@ -319,7 +320,7 @@ class _Reduced:
         if self.nlp.hessian is None:
             return "quasi-Newton Hessian (dense)"
         var_stage = np.asarray(self.nlp.stages, int)[self.free]
-        H = self._layout_hessian(z, var_stage)
+        H = self._layout_hessian(z)
         J = (self.jac(z) if J is None else J).copy()  # its index arrays are shared with the next calls': not in place
         J.eliminate_zeros()  # the pattern's entries that are zero here (a window's) couple nothing
         if not slacks:
