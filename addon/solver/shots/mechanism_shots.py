@@ -5,8 +5,9 @@ coordinates or body points are met at keyed frames, joint limits and torque boun
 effort sum_k dt |u_k|^2 (plus an optional joint-speed cost, MechanismShot.speed) is least (seed 001 §6,
 DMOC; trep's discrete optimiser is the model). The
 dynamics are the equality rows of shots/tree_dynamics.py; the program is solved by shots/nlp.py
-with the exact Hessian of the Lagrangian (shots/tree_hessian.py: first-order jets on a tape, all steps
-at once), its Jacobian and Hessian as values on fixed patterns and its variables' stages for the KKT factor. The solved torques replay through the plain simulator as keyed joint torques (`torque_mechanism`).
+with the exact Hessian of the Lagrangian (shots/tree_hessian.py's formulas), rows, Jacobian and Hessian
+evaluated for all steps at once by programs compiled once per model and run in C (shots/tree_program.py; without
+the C kernels tree_batch.py and first-order jets on a tape), its Jacobian and Hessian as values on fixed patterns and its variables' stages for the KKT factor. The solved torques replay through the plain simulator as keyed joint torques (`torque_mechanism`).
 
 The shot description (MechanismShot) is data in spec.py; its file form is read by shotfile.py.
 """
@@ -33,6 +34,7 @@ from .transcription import SparsityPattern
 from .tree_batch import forward_batch
 from .tree_dynamics import Blocks, TreeTranscription, all_triplets, assemble_blocks, intervals, transcribe_tree
 from .tree_hessian import hessian_blocks
+from .tree_program import shot_terms
 
 AXES = "xyz"
 
@@ -145,6 +147,7 @@ def _nlp(P: _Problem) -> NLP:
     u_at = slice(N * nq, N * (nq + nu))
     m = tx.m + sum(1 if key.coordinate is not None else len(axes) for key, axes in P.key_rows)
     steps, offset, speed_hessian = _speed_cost(P)
+    evaluator = shot_terms(tx)  # the compiled programs in C, else tree_batch.py and the tape
 
     def objective(x):
         u = x[u_at]
@@ -161,7 +164,7 @@ def _nlp(P: _Problem) -> NLP:
         return g
 
     def constraints_fn(x):
-        c, _ = tx.evaluate(x, jacobian=False)
+        c, _ = tx.blocks(x, False, evaluator)
         return np.concatenate([c, _key_values(P, tx.unpack(x)[0], False)[0]])
 
     def key_blocks(x):
@@ -173,7 +176,7 @@ def _nlp(P: _Problem) -> NLP:
         return blocks
 
     def jacobian_blocks(x):
-        return tx.blocks(x)[1] + key_blocks(x)
+        return tx.blocks(x, True, evaluator)[1] + key_blocks(x)
 
     points = []  # body keys: (step, frame, point in frame axes, where their multipliers sit in y)
     r0 = tx.m
@@ -197,7 +200,7 @@ def _nlp(P: _Problem) -> NLP:
             along = np.zeros(3)
             along[axes] = y[r: r + len(axes)]
             weighted.append((step, frame, local, along))
-        return hessian_blocks(tx, x, y[: tx.m], weighted) + [
+        return hessian_blocks(tx, x, y[: tx.m], weighted, evaluator) + [
             (u_index, u_index, (2.0 * weight * obj_factor)[:, None, None]),
             (speed.row, speed.col, (obj_factor * speed.data)[:, None, None])]
 

@@ -1,0 +1,132 @@
+"""A tree shot's whole evaluation (rows, Jacobian, Hessian of the Lagrangian) from two programs compiled once per
+model and run in C for all stages (program.py, native/tape_program.c).
+
+tree_hessian.py's generic formulas, recorded once on program nodes:
+  phi(qm, v, W, Z) = W . (g + Q) + Z . p    (phi_formula; the point forces' scales are parameters)
+  psi(q, y, lam, nu) = -lam . Dh(q) y + nu . h(q)    (configuration_formula, over the kept loop rows)
+with the weights W, Z and the multipliers y, lam, nu as VARIABLES. phi is linear in W and Z, so its gradient in
+them is (g + Q, p), whence the DEL rows' D1 = dt/2 (g + Q) - p + fd and D2 = dt/2 (g + Q) + p + fd, and its
+mixed second derivatives by (W, Z) and (qm, v) are (B + Q_q, A^T; A, M), whence their Jacobian
+(tree_dynamics.slot_terms adds the springs, damping, servos and keyed torques, which enter linearly); its
+(qm, v) block at the multipliers' W, Z is the Lagrangian's (tree_hessian.hessian_blocks). Likewise psi's
+gradient in nu is h and in y -Dh^T lam, its (lam, y) block -Dh, its (y, q) block -d(Dh^T lam)/dq, its (q, q)
+block and (lam, q) block the Lagrangian's. Rows alone (the line search) need no Hessian pass.
+
+`TreeProgram` answers what tree_dynamics.NumpyTerms and tree_hessian.TapeTerms (its references) answer, to
+round-off (tests/solver/shots/test_tree_program.py). `shot_terms` picks it when the C kernels are built and the
+model is small enough for it to pay (COMPILED_MAX_NQ), else TapeTerms.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ..native import tape_program_binding
+from ..tree.compile import TreeModel
+from .program import Recorder
+from .tree_dynamics import IntervalTerms, LoopTerms, TreeTranscription, slot_terms
+from .tree_hessian import TAPE_TERMS, TapeTerms, configuration_formula, force_scales, phi_formula
+
+
+class TreeProgram:
+    """The compiled phi and psi programs of a model with kept loop rows `rows`."""
+
+    def __init__(self, model: TreeModel, rows: np.ndarray):
+        nq, nr = model.nq, len(rows)
+        rec = Recorder()
+        qm, v, W, Z = (rec.variables(nq) for _ in range(4))
+        self.phi = rec.compile(phi_formula(model, qm, v, W, Z, rec.parameters(len(model.force_frame)))).native()
+        self.psi = None
+        if nr:
+            rec = Recorder()
+            q, y, lam, nu = rec.variables(nq), rec.variables(nq), rec.variables(nr), rec.variables(nr)
+            self.psi = rec.compile(configuration_formula(model, q, y, lam, nu, rows)[0]).native()
+        self.nq, self.nr = nq, nr
+
+    def _phi(self, tx: TreeTranscription, Q: np.ndarray, W: np.ndarray, Z: np.ndarray,
+             hessian: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """Velocities V (N, nq), midpoint times (N,), phi's gradient and (hessian) Hessian on Q's intervals."""
+        N, dt = tx.steps, tx.dt
+        V = (Q[1:] - Q[:-1]) / dt
+        tm = (np.arange(N) + 0.5) * dt
+        _, grad, H = self.phi.run(np.hstack([0.5 * (Q[:-1] + Q[1:]), V, W, Z]), force_scales(tx.model, tm), hessian)
+        return V, tm, grad, H
+
+    def intervals(self, tx: TreeTranscription, Q: np.ndarray, jacobian: bool) -> IntervalTerms:
+        """tree_dynamics.NumpyTerms.intervals (no energy)."""
+        nq, model = self.nq, tx.model
+        zero = np.zeros((tx.steps, nq))
+        V, tm, grad, H = self._phi(tx, Q, zero, zero, jacobian)
+        Lq = grad[:, 2 * nq: 3 * nq] - model.dof_stiffness * (0.5 * (Q[:-1] + Q[1:]) - model.dof_rest)
+        p = grad[:, 3 * nq:]
+        if not jacobian:
+            return slot_terms(model, V, tm, tx.dt, Lq, p)
+        by_W, by_Z = H[:, 2 * nq: 3 * nq], H[:, 3 * nq:]
+        derivatives = (by_W[:, :, :nq] - np.diag(model.dof_stiffness), by_W[:, :, nq: 2 * nq], by_Z[:, :, :nq],
+                       by_Z[:, :, nq: 2 * nq])
+        return slot_terms(model, V, tm, tx.dt, Lq, p, derivatives)
+
+    def phi_hessian(self, tx: TreeTranscription, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
+                    Z: np.ndarray) -> np.ndarray:
+        """tree_hessian.TapeTerms.phi_hessian."""
+        _, _, H = self.phi.run(np.hstack([qm, v, W, Z]), force_scales(tx.model, tm), True)
+        return H[:, : 2 * self.nq, : 2 * self.nq]
+
+    def _psi(self, q: np.ndarray, y: np.ndarray, lam: np.ndarray, nu: np.ndarray,
+             hessian: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        _, grad, H = self.psi.run(np.hstack([q, y, lam, nu]), np.zeros((len(q), 0)), hessian)
+        return grad, H
+
+    def loops(self, tx: TreeTranscription, Q: np.ndarray, lam: np.ndarray, jacobian: bool) -> LoopTerms:
+        """tree_dynamics.NumpyTerms.loops."""
+        nq, nr = self.nq, self.nr
+        grad, H = self._psi(Q, np.zeros_like(Q), lam, np.zeros_like(lam), jacobian)
+        h, force = grad[:, 2 * nq + nr:], -grad[:, nq: 2 * nq]
+        if not jacobian:
+            return LoopTerms(h, force, None, None)
+        return LoopTerms(h, force, -H[:, 2 * nq: 2 * nq + nr, nq: 2 * nq], -H[:, nq: 2 * nq, :nq])
+
+    def configuration_hessian(self, tx: TreeTranscription, q: np.ndarray, y: np.ndarray, lam: np.ndarray,
+                              nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """tree_hessian.TapeTerms.configuration_hessian."""
+        nq = self.nq
+        _, H = self._psi(q, y, lam, nu, True)
+        return H[:, :nq, :nq], -H[:, 2 * nq: 2 * nq + self.nr, :nq]
+
+
+COMPILED_MAX_NQ = 64  # coordinates up to which the compiled programs are used (see shot_terms)
+_CACHE: dict[bytes, TreeProgram] = {}
+_CACHE_SIZE = 16
+
+
+def _fingerprint(model: TreeModel, rows: np.ndarray) -> bytes:
+    """A digest of everything the formulas read from the model, and of the kept rows."""
+    digest = hashlib.sha1()
+    for name in ("dof_parent", "dof_kind", "dof_placement", "body_frame", "body_offset", "body_mass", "body_com",
+                 "body_inertia", "gravity", "force_frame", "force_point", "force_vector", "row_frame_p",
+                 "row_frame_c", "row_kind", "row_a", "row_b", "row_n"):
+        a = np.ascontiguousarray(getattr(model, name))
+        digest.update(f"{name}{a.dtype}{a.shape}".encode())
+        digest.update(a.tobytes())
+    digest.update(np.ascontiguousarray(rows, np.int64).tobytes())
+    return digest.digest()
+
+
+def tree_program(model: TreeModel, rows: np.ndarray) -> TreeProgram:
+    """The model's TreeProgram, compiled on first use and kept (the last _CACHE_SIZE models)."""
+    key = _fingerprint(model, rows)
+    if key not in _CACHE:
+        if len(_CACHE) >= _CACHE_SIZE:
+            del _CACHE[next(iter(_CACHE))]
+        _CACHE[key] = TreeProgram(model, rows)
+    return _CACHE[key]
+
+
+def shot_terms(tx: TreeTranscription) -> TreeProgram | TapeTerms:
+    """The evaluator of a shot's terms: the compiled programs when the C kernels are built and the model has at
+    most COMPILED_MAX_NQ coordinates, else tree_batch.py and the tape (TapeTerms)."""
+    if tape_program_binding.LIB is None or tx.nq > COMPILED_MAX_NQ:
+        return TAPE_TERMS
+    return tree_program(tx.model, tx.rows)
