@@ -22,6 +22,7 @@ reference), recorded once per model as programs and run in C by tree_program.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -217,6 +218,13 @@ def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray
     return tape.hessian(phi, len(qm))
 
 
+def points_formula(model: TreeModel, q: list, w: list, points: list[tuple[int, np.ndarray]]) -> Scalar:
+    """chi = sum_p w_p . x_p(q): the world positions x_p of points fixed in frames (frame, local coordinates) at
+    the coordinates q (nq Scalars), weighted by w (3 Scalars per point), over any scalar type (tree_program.py)."""
+    fr = frames(model, q)
+    return _sum(_dot(_point(fr, frame, local), w[3 * p: 3 * p + 3]) for p, (frame, local) in enumerate(points))
+
+
 def _gradient(x: Scalar, K: int, n: int) -> np.ndarray:
     """The gradient (K, n) of a tape jet or of a constant (zeros)."""
     return x.grad if isinstance(x, TapeJet) else np.zeros((K, n))
@@ -283,6 +291,15 @@ def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.
     return tape.hessian(psi, K), np.stack([_gradient(u, K, nq) for u in dhy], axis=1)
 
 
+@lru_cache(maxsize=64)
+def _midpoint_chain(nq: int, dt: float) -> np.ndarray:
+    """d(qm, v) / d(q1, q2) (2 nq, 2 nq) for qm = (q1 + q2)/2, v = (q2 - q1)/dt."""
+    eye = np.eye(nq)
+    out = np.block([[0.5 * eye, 0.5 * eye], [-eye / dt, eye / dt]])
+    out.setflags(write=False)  # shared by every call
+    return out
+
+
 class TapeTerms(NumpyTerms):
     """The rows' terms by tree_batch.py and the Hessian's by the formulas above on a tape (tape.py): the
     reference of tree_program.TreeProgram."""
@@ -317,8 +334,7 @@ def hessian_blocks(tx, x: np.ndarray, y: np.ndarray, points: list[tuple[int, int
     a, b = y_del, np.vstack([y_del[1:], y_rest[None, :]])  # multipliers of D1 and D2 on each interval
     phi = terms.phi_hessian(tx, 0.5 * (Q[:-1] + Q[1:]), (Q[1:] - Q[:-1]) / dt, (np.arange(N) + 0.5) * dt,
                             0.5 * dt * (a + b), b - a)
-    eye = np.eye(nq)
-    chain = np.block([[0.5 * eye, 0.5 * eye], [-eye / dt, eye / dt]])  # d(qm, v) / d(q1, q2)
+    chain = _midpoint_chain(nq, dt)
     H = chain.T @ phi @ chain  # batched matmuls: a three-operand einsum would loop over (2 nq)^4 per step
     col = np.arange(N) * nq - nq  # first column of q_k in x (q_0 is not an unknown)
     # (q_k, q_k+1) are adjacent in x: one block per interval, only the (q_1, q_1) part on the first

@@ -27,7 +27,7 @@ from ..native import tape_program_binding
 from ..tree.compile import TreeModel
 from .program import Recorder
 from .tree_dynamics import IntervalTerms, LoopTerms, TreeTranscription, slot_terms
-from .tree_hessian import TAPE_TERMS, TapeTerms, configuration_formula, force_scales, phi_formula
+from .tree_hessian import TAPE_TERMS, TapeTerms, configuration_formula, force_scales, phi_formula, points_formula
 
 
 class TreeProgram:
@@ -96,13 +96,38 @@ class TreeProgram:
         return H[:, :nq, :nq], -H[:, 2 * nq: 2 * nq + self.nr, :nq]
 
 
+class PointProgram:
+    """chi(q, w) = sum_p w_p . x_p(q) compiled for points fixed in frames (frame, local coordinates): its gradient
+    in w_p is the world position x_p, its (w_p, q) block dx_p/dq, its (q, q) block sum_p w_p . d2x_p/dq2 (a
+    shot's body-point keys: their rows, Jacobian and curvature; references: mechanism_shots' per-key forward
+    kinematics and tree_hessian.point_hessian)."""
+
+    def __init__(self, model: TreeModel, points: list[tuple[int, np.ndarray]]):
+        rec = Recorder()
+        q, w = rec.variables(model.nq), rec.variables(3 * len(points))
+        self.program = rec.compile(points_formula(model, q, w, points)).native()
+        self.nq, self.n_points = model.nq, len(points)
+
+    def run(self, Q: np.ndarray, weights: np.ndarray | None = None,
+            hessian: bool = False) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """At configurations Q (K, nq): positions (K, points, 3), their derivatives (K, points, 3, nq) and the
+        weighted curvature (K, nq, nq) (weights (K, points, 3), zero when None), the last two when hessian."""
+        K, nq = len(Q), self.nq
+        w = np.zeros((K, 3 * self.n_points)) if weights is None else weights.reshape(K, -1)
+        _, grad, H = self.program.run(np.hstack([Q, w]), np.zeros((K, 0)), hessian)
+        positions = grad[:, nq:].reshape(K, self.n_points, 3)
+        if not hessian:
+            return positions, None, None
+        return positions, H[:, nq:, :nq].reshape(K, self.n_points, 3, nq), H[:, :nq, :nq]
+
+
 COMPILED_MAX_NQ = 64  # coordinates up to which the compiled programs are used (see shot_terms)
-_CACHE: dict[bytes, TreeProgram] = {}
+_CACHE: dict[bytes, TreeProgram | PointProgram] = {}
 _CACHE_SIZE = 16
 
 
-def _fingerprint(model: TreeModel, rows: np.ndarray) -> bytes:
-    """A digest of everything the formulas read from the model, and of the kept rows."""
+def _fingerprint(model: TreeModel, *extra: np.ndarray) -> bytes:
+    """A digest of everything the formulas read from the model, and of the extra arrays (kept rows, points)."""
     digest = hashlib.sha1()
     for name in ("dof_parent", "dof_kind", "dof_placement", "body_frame", "body_offset", "body_mass", "body_com",
                  "body_inertia", "gravity", "force_frame", "force_point", "force_vector", "row_frame_p",
@@ -110,23 +135,38 @@ def _fingerprint(model: TreeModel, rows: np.ndarray) -> bytes:
         a = np.ascontiguousarray(getattr(model, name))
         digest.update(f"{name}{a.dtype}{a.shape}".encode())
         digest.update(a.tobytes())
-    digest.update(np.ascontiguousarray(rows, np.int64).tobytes())
+    for a in extra:
+        digest.update(np.ascontiguousarray(a).tobytes())
     return digest.digest()
 
 
-def tree_program(model: TreeModel, rows: np.ndarray) -> TreeProgram:
-    """The model's TreeProgram, compiled on first use and kept (the last _CACHE_SIZE models)."""
-    key = _fingerprint(model, rows)
+def _cached(key: bytes, make):
+    """The program kept under key, made by make() on first use (the last _CACHE_SIZE kept)."""
     if key not in _CACHE:
         if len(_CACHE) >= _CACHE_SIZE:
             del _CACHE[next(iter(_CACHE))]
-        _CACHE[key] = TreeProgram(model, rows)
+        _CACHE[key] = make()
     return _CACHE[key]
 
 
+def tree_program(model: TreeModel, rows: np.ndarray) -> TreeProgram:
+    """The model's TreeProgram, compiled on first use and kept."""
+    return _cached(b"tree" + _fingerprint(model, np.asarray(rows, np.int64)), lambda: TreeProgram(model, rows))
+
+
+def point_program(model: TreeModel, points: list[tuple[int, np.ndarray]]) -> PointProgram:
+    """The PointProgram of the model's points, compiled on first use and kept."""
+    frames = np.array([frame for frame, _ in points], np.int64)
+    local = np.array([np.asarray(p, float) for _, p in points]).reshape(-1)
+    return _cached(b"points" + _fingerprint(model, frames, local), lambda: PointProgram(model, points))
+
+
+def compiled(model: TreeModel) -> bool:
+    """Whether a model's shots are evaluated by compiled programs: when the C kernels are built and the model has
+    at most COMPILED_MAX_NQ coordinates."""
+    return tape_program_binding.LIB is not None and model.nq <= COMPILED_MAX_NQ
+
+
 def shot_terms(tx: TreeTranscription) -> TreeProgram | TapeTerms:
-    """The evaluator of a shot's terms: the compiled programs when the C kernels are built and the model has at
-    most COMPILED_MAX_NQ coordinates, else tree_batch.py and the tape (TapeTerms)."""
-    if tape_program_binding.LIB is None or tx.nq > COMPILED_MAX_NQ:
-        return TAPE_TERMS
-    return tree_program(tx.model, tx.rows)
+    """The evaluator of a shot's terms: its TreeProgram when `compiled`, else tree_batch.py and the tape."""
+    return tree_program(tx.model, tx.rows) if compiled(tx.model) else TAPE_TERMS

@@ -2,7 +2,8 @@
 Hessian equal to their references to round-off: tree_dynamics.NumpyTerms (tree_batch.py) for the DEL, loop
 and rest rows and their Jacobian, tree_hessian.TapeTerms (the tape) for the Hessian blocks, on random trees with
 springs, dampers, a servo, a keyed torque, a point force with a scale curve and loops, with and without rest
-rows; the compiled Jacobian equals central differences of the compiled rows; and the shipped crane and four-bar
+rows; the compiled Jacobian equals central differences of the compiled rows; the keyed points' program equals
+forward kinematics and the closed-form curvature; and the shipped crane and four-bar
 shots take the same iterates either way (iterations; objective and constraint violation at every iteration to
 round-off as the four-bar amplifies it)."""
 
@@ -19,8 +20,9 @@ from addon.solver.presets import shot_preset_path
 from addon.solver.shots import mechanism_shots
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.tree_dynamics import TreeTranscription, assemble_blocks
-from addon.solver.shots.tree_hessian import TAPE_TERMS, hessian_blocks
-from addon.solver.shots.tree_program import TreeProgram, shot_terms
+from addon.solver.shots.tree_batch import forward_batch
+from addon.solver.shots.tree_hessian import TAPE_TERMS, hessian_blocks, point_hessian
+from addon.solver.shots.tree_program import PointProgram, TreeProgram, shot_terms
 from addon.solver.tree.compile import compile_tree
 from addon.solver.tree.dynamics import terms
 from addon.solver.tree.kinematics import forward
@@ -88,6 +90,30 @@ def test_compiled_jacobian_equals_central_differences_of_the_compiled_rows(seed,
         e[j] = eps
         diff[:, j] = (tx.blocks(x + e, False, program)[0] - tx.blocks(x - e, False, program)[0]) / (2 * eps)
     assert np.max(np.abs(J - diff)) <= 1e-6 * max(1.0, np.abs(diff).max())
+
+
+def test_point_program_equals_forward_kinematics_and_the_closed_form_curvature():
+    """Positions, their derivatives and the weighted curvature of points on a random tree's frames (and on the
+    world) against tree_batch.forward_batch and tree_hessian.point_hessian."""
+    model = compile_tree(random_tree(4, types=("revolute", "prismatic", "universal", "revolute"), forces=False))
+    rng = np.random.default_rng(8)
+    points = [(f, rng.normal(size=3)) for f in (model.nq - 1, 1, -1)]
+    Q, weights = rng.normal(size=(3, model.nq)), rng.normal(size=(3, len(points), 3))
+    positions, derivatives, H = PointProgram(model, points).run(Q, weights, hessian=True)
+    kin = forward_batch(model, Q, np.array(model.ball_chart0))
+    for k in range(len(Q)):
+        reference = np.zeros((model.nq, model.nq))
+        for p, (frame, local) in enumerate(points):
+            world = np.eye(4) if frame < 0 else kin.world[k, frame]
+            x = world[:3, :3] @ local + world[:3, 3]
+            _close(positions[k, p], x, "position")
+            moves = model.ancestor[frame] if frame >= 0 else np.zeros(model.nq)
+            S = kin.S[k]
+            _close(derivatives[k, p], ((np.cross(S[:, :3], x) + S[:, 3:]) * moves[:, None]).T, "derivative")
+            if frame >= 0:
+                reference += point_hessian(model, kin.world[k], S, frame, local, weights[k, p])
+        assert np.abs(reference).max() > 0.1
+        _close(H[k], reference, "curvature")
 
 
 def _iterates(shot, evaluator, monkeypatch) -> tuple[list[tuple[float, float]], object]:
