@@ -395,9 +395,14 @@ typedef struct symplex_program {
 /* Doubles of scratch symplex_program_run needs. */
 int64_t symplex_program_scratch_size(const symplex_program *p);
 
+/* What symplex_program_run computes besides the value and gradient: no Hessian (rows), the whole Hessian, or
+ * only its entries across split (one variable below it, one not) or below it (both variables below it). */
+enum { SYMPLEX_PROGRAM_ROWS, SYMPLEX_PROGRAM_HESSIAN, SYMPLEX_PROGRAM_ACROSS, SYMPLEX_PROGRAM_BELOW };
+
 /* The program at K instances: variables X (K, n_var), parameters P (K, n_param).
- * outputs: value (K,), grad (K, n_var); with_hessian: H (K, n_var, n_var), both triangles. */
-void symplex_program_run(const symplex_program *p, int64_t K, int64_t with_hessian, const double *X,
+ * outputs: value (K,), grad (K, n_var); unless block is SYMPLEX_PROGRAM_ROWS, H (K, n_var, n_var), both
+ * triangles, the entries block asks for (the others zero). */
+void symplex_program_run(const symplex_program *p, int64_t K, int64_t block, int64_t split, const double *X,
                          const double *P, double *value, double *grad, double *H, double *scratch);
 
 #endif

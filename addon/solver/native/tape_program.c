@@ -82,21 +82,50 @@ static void gradients(const symplex_program *p, const double *val, double *g) {
     }
 }
 
-/* M[su_j, sv_l] += w gu_j gv_l over the supports of nodes u and v (M: n_var x n_var). */
-static void pair(const symplex_program *p, int64_t u, int64_t v, double w, const double *g, double *M) {
+/* M[s_j, t_l] += w gu_j gv_l for j in [j0, j1), l in [l0, l1) of the supports s, t (M: n x n). */
+static void outer(double *M, int64_t n, const int64_t *s, const double *gu, int64_t j0, int64_t j1,
+                  const int64_t *t, const double *gv, int64_t l0, int64_t l1, double w) {
+    for (int64_t j = j0; j < j1; j++) {
+        double *row = M + s[j] * n;
+        const double c = w * gu[j];
+        for (int64_t l = l0; l < l1; l++) row[t[l]] += c * gv[l];
+    }
+}
+
+/* How many of the sorted support s (length n) are below split. */
+static int64_t below(const int64_t *s, int64_t n, int64_t split) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi) / 2;
+        if (s[mid] < split) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+/* The pair w grad u grad v^T added to M, only the entries `block` asks for (see symplex_program_run). */
+static void pair(const symplex_program *p, int64_t u, int64_t v, double w, const double *g, double *M,
+                 int64_t block, int64_t split) {
     const int64_t *start = p->support_start;
     const int64_t nu = start[u + 1] - start[u], nv = start[v + 1] - start[v];
     const int64_t *su = p->support + start[u], *sv = p->support + start[v];
     const double *gu = g + start[u], *gv = g + start[v];
-    for (int64_t j = 0; j < nu; j++) {
-        double *row = M + su[j] * p->n_var;
-        const double c = w * gu[j];
-        for (int64_t l = 0; l < nv; l++) row[sv[l]] += c * gv[l];
+    if (block == SYMPLEX_PROGRAM_HESSIAN) {
+        outer(M, p->n_var, su, gu, 0, nu, sv, gv, 0, nv, w);
+        return;
+    }
+    const int64_t cu = below(su, nu, split), cv = below(sv, nv, split);
+    if (block == SYMPLEX_PROGRAM_BELOW) {
+        outer(M, p->n_var, su, gu, 0, cu, sv, gv, 0, cv, w);
+    } else {
+        outer(M, p->n_var, su, gu, 0, cu, sv, gv, cv, nv, w);
+        outer(M, p->n_var, su, gu, cu, nu, sv, gv, 0, cv, w);
     }
 }
 
-/* Hessian H (n_var x n_var) = sum_i abar_i (second-order pairs of node i), both triangles. */
-static void hessian(const symplex_program *p, const double *val, const double *adj, const double *g, double *H) {
+/* Hessian H (n_var x n_var) = sum_i abar_i (second-order pairs of node i), both triangles, the entries `block`
+ * asks for. */
+static void hessian(const symplex_program *p, const double *val, const double *adj, const double *g, double *H,
+                    int64_t block, int64_t split) {
     const int64_t n = p->n_var;
     memset(H, 0, sizeof(double) * n * n);
     for (int64_t i = 0; i < p->n; i++) {
@@ -105,11 +134,11 @@ static void hessian(const symplex_program *p, const double *val, const double *a
         if (w == 0.0 || p->support_start[i + 1] == p->support_start[i]) continue;
         if (p->op[i] == OP_MUL && p->support_start[a + 1] > p->support_start[a]
             && p->support_start[b + 1] > p->support_start[b])
-            pair(p, a, b, w, g, H);
+            pair(p, a, b, w, g, H, block, split);
         else if (p->op[i] == OP_SIN)
-            pair(p, a, a, -0.5 * w * sin(val[a]), g, H);
+            pair(p, a, a, -0.5 * w * sin(val[a]), g, H, block, split);
         else if (p->op[i] == OP_COS)
-            pair(p, a, a, -0.5 * w * cos(val[a]), g, H);
+            pair(p, a, a, -0.5 * w * cos(val[a]), g, H, block, split);
     }
     for (int64_t r = 0; r < n; r++)
         for (int64_t c = r; c < n; c++) {
@@ -122,7 +151,7 @@ int64_t symplex_program_scratch_size(const symplex_program *p) {
     return 2 * p->n + p->support_start[p->n];
 }
 
-void symplex_program_run(const symplex_program *p, int64_t K, int64_t with_hessian, const double *X,
+void symplex_program_run(const symplex_program *p, int64_t K, int64_t block, int64_t split, const double *X,
                          const double *P, double *value, double *grad, double *H, double *scratch) {
     double *val = scratch, *adj = scratch + p->n, *g = scratch + 2 * p->n;
     const int64_t nv = p->n_var;
@@ -130,8 +159,8 @@ void symplex_program_run(const symplex_program *p, int64_t K, int64_t with_hessi
         values(p, X + k * nv, P + k * p->n_param, val);
         value[k] = val[p->n - 1];
         adjoints(p, val, adj, grad + k * nv);
-        if (!with_hessian) continue;
+        if (block == SYMPLEX_PROGRAM_ROWS) continue;
         gradients(p, val, g);
-        hessian(p, val, adj, g, H + k * nv * nv);
+        hessian(p, val, adj, g, H + k * nv * nv, block, split);
     }
 }

@@ -30,12 +30,16 @@ def _load() -> ctypes.CDLL | None:
         return None
     lib.symplex_program_scratch_size.argtypes = [ctypes.POINTER(_Program)]
     lib.symplex_program_scratch_size.restype = _int
-    lib.symplex_program_run.argtypes = [ctypes.POINTER(_Program), _int, _int] + [_ptr] * 6
+    lib.symplex_program_run.argtypes = [ctypes.POINTER(_Program), _int, _int, _int] + [_ptr] * 6
     lib.symplex_program_run.restype = None
     return lib
 
 
 LIB = _load()
+
+# What a run computes besides the value and gradient (symplex_kernels.h): no Hessian, the whole Hessian, only its
+# entries across a split of the variables (one index below it, one not), only those below it.
+ROWS, HESSIAN, ACROSS, BELOW = range(4)
 
 
 class CProgram:
@@ -53,16 +57,18 @@ class CProgram:
         self.struct = _Program(program.size, self.n_var, self.n_param, *pointers(*self.arrays))
         self.scratch = np.empty(LIB.symplex_program_scratch_size(ctypes.byref(self.struct)))
 
-    def run(self, X: np.ndarray, P: np.ndarray, hessian: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Value (K,), gradient (K, n_var) and (hessian) Hessian (K, n_var, n_var) at X (K, n_var), P (K, n_param)."""
+    def run(self, X: np.ndarray, P: np.ndarray, block: int = ROWS,
+            split: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Value (K,), gradient (K, n_var) and (unless block is ROWS) Hessian (K, n_var, n_var) at X (K, n_var),
+        P (K, n_param): the entries `block` asks for (HESSIAN, or ACROSS or BELOW `split`), the others zero."""
         X = np.ascontiguousarray(X, np.float64)
         P = np.ascontiguousarray(P, np.float64)
         K = len(X)
-        if X.shape != (K, self.n_var) or P.shape != (K, self.n_param):
-            raise ValueError(f"tape program: expected X ({K}, {self.n_var}), P ({K}, {self.n_param}); got {X.shape}, "
-                             f"{P.shape}")
+        if X.shape != (K, self.n_var) or P.shape != (K, self.n_param) or block not in (ROWS, HESSIAN, ACROSS, BELOW):
+            raise ValueError(f"tape program: expected X ({K}, {self.n_var}), P ({K}, {self.n_param}) and a block; got "
+                             f"{X.shape}, {P.shape}, {block}")
         value, grad = np.empty(K), np.empty((K, self.n_var))
-        H = np.empty((K, self.n_var, self.n_var) if hessian else (0,))
-        LIB.symplex_program_run(ctypes.byref(self.struct), K, int(hessian),
+        H = np.empty((K, self.n_var, self.n_var) if block != ROWS else (0,))
+        LIB.symplex_program_run(ctypes.byref(self.struct), K, block, split,
                                 *pointers(X, P, value, grad, H, self.scratch))
-        return value, grad, (H if hessian else None)
+        return value, grad, (H if block != ROWS else None)

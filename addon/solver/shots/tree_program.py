@@ -24,6 +24,7 @@ import hashlib
 import numpy as np
 
 from ..native import tape_program_binding
+from ..native.tape_program_binding import ACROSS, BELOW, HESSIAN, ROWS
 from ..tree.compile import TreeModel
 from .program import Recorder
 from .tree_dynamics import IntervalTerms, LoopTerms, TreeTranscription, slot_terms
@@ -45,20 +46,14 @@ class TreeProgram:
             self.psi = rec.compile(configuration_formula(model, q, y, lam, nu, rows)[0]).native()
         self.nq, self.nr = nq, nr
 
-    def _phi(self, tx: TreeTranscription, Q: np.ndarray, W: np.ndarray, Z: np.ndarray,
-             hessian: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-        """Velocities V (N, nq), midpoint times (N,), phi's gradient and (hessian) Hessian on Q's intervals."""
-        N, dt = tx.steps, tx.dt
+    def intervals(self, tx: TreeTranscription, Q: np.ndarray, jacobian: bool) -> IntervalTerms:
+        """tree_dynamics.NumpyTerms.intervals (no energy): phi at W = Z = 0, its Hessian only across (qm, v) and
+        (W, Z)."""
+        nq, model, N, dt = self.nq, tx.model, tx.steps, tx.dt
         V = (Q[1:] - Q[:-1]) / dt
         tm = (np.arange(N) + 0.5) * dt
-        _, grad, H = self.phi.run(np.hstack([0.5 * (Q[:-1] + Q[1:]), V, W, Z]), force_scales(tx.model, tm), hessian)
-        return V, tm, grad, H
-
-    def intervals(self, tx: TreeTranscription, Q: np.ndarray, jacobian: bool) -> IntervalTerms:
-        """tree_dynamics.NumpyTerms.intervals (no energy)."""
-        nq, model = self.nq, tx.model
-        zero = np.zeros((tx.steps, nq))
-        V, tm, grad, H = self._phi(tx, Q, zero, zero, jacobian)
+        X = np.hstack([0.5 * (Q[:-1] + Q[1:]), V, np.zeros((N, 2 * nq))])
+        _, grad, H = self.phi.run(X, force_scales(model, tm), ACROSS if jacobian else ROWS, 2 * nq)
         Lq = grad[:, 2 * nq: 3 * nq] - model.dof_stiffness * (0.5 * (Q[:-1] + Q[1:]) - model.dof_rest)
         p = grad[:, 3 * nq:]
         if not jacobian:
@@ -70,13 +65,13 @@ class TreeProgram:
 
     def phi_hessian(self, tx: TreeTranscription, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
                     Z: np.ndarray) -> np.ndarray:
-        """tree_hessian.TapeTerms.phi_hessian."""
-        _, _, H = self.phi.run(np.hstack([qm, v, W, Z]), force_scales(tx.model, tm), True)
+        """tree_hessian.TapeTerms.phi_hessian: phi's Hessian only over (qm, v)."""
+        _, _, H = self.phi.run(np.hstack([qm, v, W, Z]), force_scales(tx.model, tm), BELOW, 2 * self.nq)
         return H[:, : 2 * self.nq, : 2 * self.nq]
 
     def _psi(self, q: np.ndarray, y: np.ndarray, lam: np.ndarray, nu: np.ndarray,
              hessian: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        _, grad, H = self.psi.run(np.hstack([q, y, lam, nu]), np.zeros((len(q), 0)), hessian)
+        _, grad, H = self.psi.run(np.hstack([q, y, lam, nu]), np.zeros((len(q), 0)), HESSIAN if hessian else ROWS)
         return grad, H
 
     def loops(self, tx: TreeTranscription, Q: np.ndarray, lam: np.ndarray, jacobian: bool) -> LoopTerms:
@@ -114,7 +109,7 @@ class PointProgram:
         weighted curvature (K, nq, nq) (weights (K, points, 3), zero when None), the last two when hessian."""
         K, nq = len(Q), self.nq
         w = np.zeros((K, 3 * self.n_points)) if weights is None else weights.reshape(K, -1)
-        _, grad, H = self.program.run(np.hstack([Q, w]), np.zeros((K, 0)), hessian)
+        _, grad, H = self.program.run(np.hstack([Q, w]), np.zeros((K, 0)), HESSIAN if hessian else ROWS)
         positions = grad[:, nq:].reshape(K, self.n_points, 3)
         if not hessian:
             return positions, None, None

@@ -2,7 +2,8 @@
 of its formula: equal to the tape's (shots/tape.py, the reference) to round-off on a formula with products, a
 repeated operand, per-instance parameters, constants and functions of one variable, and on a chain-like formula
 with nested supports; its gradient equals central differences of its value and its Hessian central differences
-of its gradient; rows alone (no Hessian pass) give the same value and gradient."""
+of its gradient; rows alone (no Hessian pass) give the same value and gradient, and the Hessian's entries
+across a split of the variables or below it alone equal those of the whole Hessian."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from addon.solver.native import tape_program_binding
+from addon.solver.native.tape_program_binding import ACROSS, BELOW, HESSIAN, ROWS
 from addon.solver.shots import jets
 from addon.solver.shots.program import Node, Recorder
 from addon.solver.shots.tape import Tape
@@ -41,10 +43,10 @@ def _chain(v: list, p: list):
     return out
 
 
-def _run(formula, n: int, n_param: int, X: np.ndarray, P: np.ndarray, hessian: bool = True):
+def _run(formula, n: int, n_param: int, X: np.ndarray, P: np.ndarray, block: int = HESSIAN, split: int = 0):
     rec = Recorder()
     program = rec.compile(formula(rec.variables(n), rec.parameters(n_param))).native()
-    return program.run(X, P, hessian)
+    return program.run(X, P, block, split)
 
 
 @pytest.mark.parametrize("formula, n", [(_mixed, 4), (_chain, 7)])
@@ -60,8 +62,15 @@ def test_program_equals_the_tape(formula, n):
     assert np.max(np.abs(value - y.value)) <= 1e-14 * np.abs(y.value).max()
     assert np.max(np.abs(grad - y.grad)) <= 1e-13 * np.abs(y.grad).max()
     assert np.max(np.abs(H - reference)) <= 1e-13 * np.abs(reference).max()
-    rows_value, rows_grad, none = _run(formula, n, 2, X, P, hessian=False)
+    rows_value, rows_grad, none = _run(formula, n, 2, X, P, ROWS)
     assert none is None and np.array_equal(rows_value, value) and np.array_equal(rows_grad, grad)
+    split = n // 2
+    low = np.arange(n)[:, None] < split
+    across = low != low.T
+    for block, wanted in ((ACROSS, across), (BELOW, low & low.T)):
+        part = _run(formula, n, 2, X, P, block, split)[2]
+        assert np.all(part[:, ~wanted] == 0.0) and np.abs(H[:, wanted]).max() > 0.1
+        assert np.max(np.abs(part[:, wanted] - H[:, wanted])) <= 1e-14 * np.abs(H).max()
 
 
 @pytest.mark.parametrize("formula, n", [(_mixed, 4), (_chain, 7)])
@@ -86,6 +95,6 @@ def test_compile_keeps_only_what_the_output_needs():
     program = rec.compile(x * y + 1.0)
     assert unused.index > 0 and program.size == 5  # x, y, x y, 1, x y + 1: z and sin z x dropped
     assert list(program.support[program.support_start[-2]: program.support_start[-1]]) == [0, 1]
-    value, grad, H = program.native().run(np.array([[2.0, 3.0, 4.0]]), np.zeros((1, 0)), True)
+    value, grad, H = program.native().run(np.array([[2.0, 3.0, 4.0]]), np.zeros((1, 0)), HESSIAN)
     assert value[0] == 7.0 and list(grad[0]) == [3.0, 2.0, 0.0]
     assert np.array_equal(H[0], [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
