@@ -10,8 +10,8 @@
 
 enum { OP_CONST, OP_PARAM, OP_VAR, OP_ADD, OP_MUL, OP_NEG, OP_SIN, OP_COS };
 
-/* Node values of one instance. */
-static void values(const symplex_program *p, const double *x, const double *par, double *val) {
+/* Node values of one instance, and the derivative of each sin and cos node at its operand (d1; f'' = -f). */
+static void values(const symplex_program *p, const double *x, const double *par, double *val, double *d1) {
     for (int64_t i = 0; i < p->n; i++) {
         const int64_t a = p->args[2 * i], b = p->args[2 * i + 1];
         switch (p->op[i]) {
@@ -21,14 +21,14 @@ static void values(const symplex_program *p, const double *x, const double *par,
         case OP_ADD: val[i] = val[a] + val[b]; break;
         case OP_MUL: val[i] = val[a] * val[b]; break;
         case OP_NEG: val[i] = -val[a]; break;
-        case OP_SIN: val[i] = sin(val[a]); break;
-        default: val[i] = cos(val[a]); break;
+        case OP_SIN: val[i] = sin(val[a]); d1[i] = cos(val[a]); break;
+        default: val[i] = cos(val[a]); d1[i] = -sin(val[a]); break;
         }
     }
 }
 
 /* Adjoints of every node (adj) and the output's gradient over the variables (grad, n_var), one reverse sweep. */
-static void adjoints(const symplex_program *p, const double *val, double *adj, double *grad) {
+static void adjoints(const symplex_program *p, const double *val, const double *d1, double *adj, double *grad) {
     memset(adj, 0, sizeof(double) * p->n);
     memset(grad, 0, sizeof(double) * p->n_var);
     adj[p->n - 1] = 1.0;
@@ -41,8 +41,8 @@ static void adjoints(const symplex_program *p, const double *val, double *adj, d
         case OP_ADD: adj[a] += w; adj[b] += w; break;
         case OP_MUL: adj[a] += w * val[b]; adj[b] += w * val[a]; break;
         case OP_NEG: adj[a] -= w; break;
-        case OP_SIN: adj[a] += w * cos(val[a]); break;
-        case OP_COS: adj[a] -= w * sin(val[a]); break;
+        case OP_SIN:
+        case OP_COS: adj[a] += w * d1[i]; break;
         default: break;
         }
     }
@@ -54,7 +54,7 @@ static void scatter(double *g, const int64_t *map, const double *ga, int64_t na,
 }
 
 /* Gradients of every node over its support (g, at support_start). */
-static void gradients(const symplex_program *p, const double *val, double *g) {
+static void gradients(const symplex_program *p, const double *val, const double *d1, double *g) {
     const int64_t *start = p->support_start;
     for (int64_t i = 0; i < p->n; i++) {
         const int64_t s = start[i + 1] - start[i];
@@ -74,7 +74,7 @@ static void gradients(const symplex_program *p, const double *val, double *g) {
             break;
         }
         default: {
-            const double c = p->op[i] == OP_NEG ? -1.0 : p->op[i] == OP_SIN ? cos(val[a]) : -sin(val[a]);
+            const double c = p->op[i] == OP_NEG ? -1.0 : d1[i];
             for (int64_t j = 0; j < s; j++) gi[j] = c * ga[j];
             break;
         }
@@ -135,10 +135,8 @@ static void hessian(const symplex_program *p, const double *val, const double *a
         if (p->op[i] == OP_MUL && p->support_start[a + 1] > p->support_start[a]
             && p->support_start[b + 1] > p->support_start[b])
             pair(p, a, b, w, g, H, block, split);
-        else if (p->op[i] == OP_SIN)
-            pair(p, a, a, -0.5 * w * sin(val[a]), g, H, block, split);
-        else if (p->op[i] == OP_COS)
-            pair(p, a, a, -0.5 * w * cos(val[a]), g, H, block, split);
+        else if (p->op[i] == OP_SIN || p->op[i] == OP_COS)  /* f'' = -f */
+            pair(p, a, a, -0.5 * w * val[i], g, H, block, split);
     }
     for (int64_t r = 0; r < n; r++)
         for (int64_t c = r; c < n; c++) {
@@ -148,19 +146,19 @@ static void hessian(const symplex_program *p, const double *val, const double *a
 }
 
 int64_t symplex_program_scratch_size(const symplex_program *p) {
-    return 2 * p->n + p->support_start[p->n];
+    return 3 * p->n + p->support_start[p->n];
 }
 
 void symplex_program_run(const symplex_program *p, int64_t K, int64_t block, int64_t split, const double *X,
                          const double *P, double *value, double *grad, double *H, double *scratch) {
-    double *val = scratch, *adj = scratch + p->n, *g = scratch + 2 * p->n;
+    double *val = scratch, *d1 = scratch + p->n, *adj = scratch + 2 * p->n, *g = scratch + 3 * p->n;
     const int64_t nv = p->n_var;
     for (int64_t k = 0; k < K; k++) {
-        values(p, X + k * nv, P + k * p->n_param, val);
+        values(p, X + k * nv, P + k * p->n_param, val, d1);
         value[k] = val[p->n - 1];
-        adjoints(p, val, adj, grad + k * nv);
+        adjoints(p, val, d1, adj, grad + k * nv);
         if (block == SYMPLEX_PROGRAM_ROWS) continue;
-        gradients(p, val, g);
+        gradients(p, val, d1, g);
         hessian(p, val, adj, g, H + k * nv * nv, block, split);
     }
 }

@@ -301,7 +301,7 @@ def initial_guess(P: _Problem, Q: np.ndarray) -> np.ndarray:
     their bounds."""
     tx, shot = P.tx, P.shot
     x = tx.pack(Q, np.zeros((tx.steps, tx.nu)))
-    c, blocks = tx.blocks(x)
+    c, blocks = tx.blocks(x, True, shot_terms(tx))
     start = tx.steps * tx.nq
     J = assemble_blocks(blocks, (tx.m, tx.n))[:, start:].toarray()
     x[start:] = np.linalg.lstsq(J, -c, rcond=None)[0]

@@ -1,20 +1,24 @@
-"""A tree shot's whole evaluation (rows, Jacobian, Hessian of the Lagrangian) from two programs compiled once per
-model and run in C for all stages (program.py, native/tape_program.c).
+"""A tree shot's whole evaluation (rows, Jacobian, Hessian of the Lagrangian, body-point keys) from programs
+compiled once per model and run in C for all stages (program.py, native/tape_program.c).
 
 tree_hessian.py's generic formulas, recorded once on program nodes:
   phi(qm, v, W, Z) = W . (g + Q) + Z . p    (phi_formula; the point forces' scales are parameters)
   psi(q, y, lam, nu) = -lam . Dh(q) y + nu . h(q)    (configuration_formula, over the kept loop rows)
-with the weights W, Z and the multipliers y, lam, nu as VARIABLES. phi is linear in W and Z, so its gradient in
-them is (g + Q, p), whence the DEL rows' D1 = dt/2 (g + Q) - p + fd and D2 = dt/2 (g + Q) + p + fd, and its
-mixed second derivatives by (W, Z) and (qm, v) are (B + Q_q, A^T; A, M), whence their Jacobian
-(tree_dynamics.slot_terms adds the springs, damping, servos and keyed torques, which enter linearly); its
-(qm, v) block at the multipliers' W, Z is the Lagrangian's (tree_hessian.hessian_blocks). Likewise psi's
-gradient in nu is h and in y -Dh^T lam, its (lam, y) block -Dh, its (y, q) block -d(Dh^T lam)/dq, its (q, q)
-block and (lam, q) block the Lagrangian's. Rows alone (the line search) need no Hessian pass.
+  chi(q, w) = sum_p w_p . x_p(q)    (points_formula, the body-point keys' points)
+with the weights W, Z, the multipliers y, lam, nu and the key weights w as VARIABLES. phi is linear in W and Z,
+so its gradient in them is (g + Q, p), whence the DEL rows' D1 = dt/2 (g + Q) - p + fd and
+D2 = dt/2 (g + Q) + p + fd, and its second derivatives across (W, Z) and (qm, v) are (B + Q_q, A^T; A, M),
+whence their Jacobian (tree_dynamics.slot_terms adds the springs, damping, servos and keyed torques, which
+enter linearly); its (qm, v) block at the multipliers' W, Z is the Lagrangian's (tree_hessian.hessian_blocks).
+Each pass computes only the block it needs (tape_program_binding.ACROSS, BELOW). Likewise psi's gradient in nu
+is h and in y -Dh^T lam, its (lam, y) block -Dh, its (y, q) block -d(Dh^T lam)/dq, its (q, q) and (lam, q)
+blocks the Lagrangian's; chi's gradient in w_p is the point x_p, its (w_p, q) block dx_p/dq, its (q, q) block
+the keys' curvature. Rows alone (the line search) need no Hessian pass.
 
-`TreeProgram` answers what tree_dynamics.NumpyTerms and tree_hessian.TapeTerms (its references) answer, to
-round-off (tests/solver/shots/test_tree_program.py). `shot_terms` picks it when the C kernels are built and the
-model is small enough for it to pay (COMPILED_MAX_NQ), else TapeTerms.
+`TreeProgram` answers what tree_dynamics.NumpyTerms and tree_hessian.TapeTerms (its references) answer, and
+`PointProgram` what mechanism_shots' per-key forward kinematics and tree_hessian.point_hessian answer, to
+round-off (tests/solver/shots/test_tree_program.py). `shot_terms` picks the programs when the C kernels are
+built and the model has at most COMPILED_MAX_NQ coordinates (`compiled`), else TapeTerms.
 """
 
 from __future__ import annotations
@@ -116,7 +120,10 @@ class PointProgram:
         return positions, H[:, nq:, :nq].reshape(K, self.n_points, 3, nq), H[:, :nq, :nq]
 
 
-COMPILED_MAX_NQ = 64  # coordinates up to which the compiled programs are used (see shot_terms)
+# Coordinates up to which the compiled programs are used. Measured faster than the numpy path up to the largest
+# benchmark model (chain_30: solver CPU 1.45 -> 0.69 s); beyond, untried: a program's Hessian per instance is
+# (4 nq)^2 numbers and its compile time grows with the supports (chain_30: 0.03 s).
+COMPILED_MAX_NQ = 64
 _CACHE: dict[bytes, TreeProgram | PointProgram] = {}
 _CACHE_SIZE = 16
 
