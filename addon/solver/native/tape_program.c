@@ -1,5 +1,6 @@
 /* A recorded scalar program (shots/program.py) run for K instances: the output's value, its gradient by one
- * reverse sweep and (hessian) its exact Hessian by the second-order chain rule of shots/tape.py: forward
+ * reverse sweep and on request its exact Hessian (whole, or the block across or below a split of the variables)
+ * by the second-order chain rule of shots/tape.py: forward
  * gradients over each node's support, the reverse sweep's adjoints abar_i, then for every product u v the pair
  * abar_i (grad u grad v^T + grad v grad u^T) and for every f(u) the pair abar_i f''(u) grad u grad u^T.
  * Its reference is shots/tape.py's Tape run on the same formula (tests/solver/shots/test_program.py). */
