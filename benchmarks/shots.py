@@ -342,10 +342,11 @@ def warm_start_line(name: str = "parallel_parking", shift: float = 0.3) -> str:
 
 def _targets(ratios: list[tuple[str, float, float]], car_200: tuple[float, int] | None) -> list[str]:
     """Issue 18's targets from the table's numbers: each shot's solver CPU over IPOPT's CPU in the same run, IPOPT
-    from its default first barrier (and from ours), and parking with 200 steps under CAR_200_LIMIT of solver CPU."""
+    from its default first barrier (and from COLD_MU, the vehicle shots' own), and parking with 200 steps under
+    CAR_200_LIMIT of solver CPU."""
     below = [name for name, default, _ in ratios if default < 1.0]
     lines = [f"- every shot below IPOPT's CPU time: met on {len(below)} of {len(ratios)}; our solver CPU / IPOPT's "
-             "CPU (IPOPT from its default first barrier; in brackets from ours): "
+             f"CPU (IPOPT from its default first barrier 0.1; in brackets from {COLD_MU:g}, the vehicle shots' own): "
              + "; ".join(f"{name} {default:.2f} ({same:.2f})" for name, default, same in ratios)]
     if car_200 is not None:
         cpu, iterations = car_200
