@@ -252,7 +252,7 @@ def _suites() -> dict[str, tuple[Callable[[bool, str], str], str]]:
         """docs/benchmarks_shots.md with its Results section replaced (the rest of it is written by hand)."""
         from benchmarks import shots
         doc = Path(__file__).resolve().parents[1] / "docs" / "benchmarks_shots.md"
-        section = [SHOTS_HEADING, "", f"Command: `{command}` ({_describe()}).", "", shots.run(quick)]
+        section = [SHOTS_HEADING, "", f"Command: `{command}` ({_describe()}).", "", shots.run(quick).rstrip("\n")]
         return replace_section(doc.read_text(), SHOTS_HEADING, section)
 
     def collision(quick: bool, command: str) -> str:
