@@ -7,7 +7,9 @@ DMOC; trep's discrete optimiser is the model). The
 dynamics are the equality rows of shots/tree_dynamics.py; the program is solved by shots/nlp.py
 with the exact Hessian of the Lagrangian (shots/tree_hessian.py's formulas), rows, Jacobian and Hessian
 evaluated for all steps at once by programs compiled once per model and run in C (shots/tree_program.py; without
-the C kernels tree_batch.py and first-order jets on a tape), its Jacobian and Hessian as values on fixed patterns and its variables' stages for the KKT factor. The solved torques replay through the plain simulator as keyed joint torques (`torque_mechanism`).
+the C kernels tree_batch.py and first-order jets on a tape), its Jacobian and Hessian as values on fixed
+patterns and its variables' stages for the KKT factor. The solved torques replay through the plain simulator as
+keyed joint torques (`torque_mechanism`).
 
 The shot description (MechanismShot) is data in spec.py; its file form is read by shotfile.py.
 """

@@ -7,9 +7,9 @@ formulas, written for tape.TapeJet) records every operation (add, mul, neg, sin,
 works out at run time: each node's support (the variables it depends on, sorted) and where each operand's support
 sits in its result's. The `Program` then runs in C (native/tape_program.c, bound in tape_program_binding.py) for
 K instances at once: value and gradient of the output by one forward and one reverse sweep, and on request its
-Hessian (whole, or only the entries a caller needs) by tape.py's second-order chain rule (forward gradients over the supports, the
-reverse sweep's adjoints, then the pair terms of the products and functions). tape.Tape on the same formula is
-the reference (tests/solver/shots/test_program.py).
+Hessian (whole, or only the entries a caller needs) by tape.py's second-order chain rule (forward gradients
+over the supports, the reverse sweep's adjoints, then the pair terms of the products and functions).
+tape.Tape on the same formula is the reference (tests/solver/shots/test_program.py).
 """
 
 from __future__ import annotations
