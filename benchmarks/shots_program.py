@@ -16,20 +16,19 @@ import argparse
 import numpy as np
 
 from addon.solver.shots import mechanism_shots
-from addon.solver.shots.tree_hessian import TAPE_TERMS
-from addon.solver.shots.tree_program import shot_terms
+from addon.solver.shots.tree_program import compiled
 from benchmarks.shots import MECHANISM_SHOTS, _mechanism_shot, mechanism_ipopt
 
-PATHS = {"reference": lambda tx: TAPE_TERMS, "compiled": shot_terms}
+PATHS = {"reference": lambda model: False, "compiled": compiled}  # mechanism_shots.compiled for each path
 
 
 def _solve(shot, path: str):
     """solve_mechanism_shot with the evaluation of `path`."""
-    mechanism_shots.shot_terms = PATHS[path]
+    mechanism_shots.compiled = PATHS[path]
     try:
         return mechanism_shots.solve_mechanism_shot(shot)
     finally:
-        mechanism_shots.shot_terms = shot_terms
+        mechanism_shots.compiled = compiled
 
 
 def _line(name: str, path: str, results: list) -> str:

@@ -35,8 +35,8 @@ from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotErro
 from .transcription import SparsityPattern
 from .tree_batch import forward_batch
 from .tree_dynamics import Blocks, TreeTranscription, all_triplets, assemble_blocks, intervals, transcribe_tree
-from .tree_hessian import hessian_blocks
-from .tree_program import PointProgram, compiled, point_program, shot_terms
+from .tree_hessian import TAPE_TERMS, TapeTerms, hessian_blocks
+from .tree_program import PointProgram, TreeProgram, compiled, point_program, tree_program
 
 AXES = "xyz"
 
@@ -137,6 +137,16 @@ def _body_points_compiled(P: _Problem, program: PointProgram, Q: np.ndarray, jac
     return list(positions[own, own]), (list(derivatives[own, own]) if jacobian else [])
 
 
+def _evaluators(P: _Problem) -> tuple[TreeProgram | TapeTerms, PointProgram | None]:
+    """The shot's rows, Jacobian and Hessian terms and its body-point keys' program: compiled programs run in C
+    when tree_program.compiled (the body keys' program None without body keys), else tree_batch.py and the tape
+    (TapeTerms) with per-key forward kinematics (None)."""
+    if not compiled(P.model):
+        return TAPE_TERMS, None
+    points = _body_key_points(P)
+    return tree_program(P.model, P.tx.rows), (point_program(P.model, points) if points else None)
+
+
 def _key_values(P: _Problem, Q: np.ndarray, jacobian: bool,
                 program: PointProgram | None = None) -> tuple[np.ndarray, list]:
     """Key residuals (stacked) and per key (frame, d residual / d q_frame); body points by `program` when given."""
@@ -186,9 +196,8 @@ def _nlp(P: _Problem) -> NLP:
     u_at = slice(N * nq, N * (nq + nu))
     m = tx.m + sum(1 if key.coordinate is not None else len(axes) for key, axes in P.key_rows)
     steps, offset, speed_hessian = _speed_cost(P)
-    evaluator = shot_terms(tx)  # the compiled programs in C, else tree_batch.py and the tape
+    evaluator, points_program = _evaluators(P)
     key_points = _body_key_points(P)
-    points_program = point_program(P.model, key_points) if key_points and compiled(P.model) else None
 
     def objective(x):
         u = x[u_at]
@@ -303,7 +312,7 @@ def initial_guess(P: _Problem, Q: np.ndarray) -> np.ndarray:
     their bounds."""
     tx, shot = P.tx, P.shot
     x = tx.pack(Q, np.zeros((tx.steps, tx.nu)))
-    c, blocks = tx.blocks(x, True, shot_terms(tx))
+    c, blocks = tx.blocks(x, True, _evaluators(P)[0])
     start = tx.steps * tx.nq
     J = assemble_blocks(blocks, (tx.m, tx.n))[:, start:].toarray()
     x[start:] = np.linalg.lstsq(J, -c, rcond=None)[0]

@@ -249,10 +249,11 @@ class TreeTranscription:
         Lam = self.unpack(x)[2]
         return np.vstack([Lam, x[self.mu_slice][None] if self.rest_at_end else np.zeros((1, self.nr))])
 
-    def blocks(self, x: np.ndarray, jacobian: bool = True, terms=NUMPY_TERMS) -> tuple[np.ndarray, list[Blocks]]:
+    def blocks(self, x: np.ndarray, jacobian: bool = True,
+               terms: NumpyTerms = NUMPY_TERMS) -> tuple[np.ndarray, list[Blocks]]:
         """Residual c (m,) and the Jacobian as groups of dense blocks (first rows (G,), first columns (G,),
-        blocks (G, r, c)), every interval and configuration evaluated at once by `terms` (NumpyTerms or
-        tree_program.TreeProgram)."""
+        blocks (G, r, c)), every interval and configuration evaluated at once by `terms` (NumpyTerms, or
+        tree_program.TreeProgram: the same methods)."""
         N, nq, nr, nu = self.steps, self.nq, self.nr, self.nu
         dt = self.dt
         Q, U, _ = self.unpack(x)

@@ -323,7 +323,8 @@ def hessian_blocks(tx, x: np.ndarray, y: np.ndarray, points: list[tuple[int, int
     """The exact Hessian (n, n), both triangles, of y . c(x) for the rows c of the TreeTranscription tx (y: (m,))
     plus, for each point (step k, frame, point in frame axes, weights (3,)), weights . position at q_k, as groups
     of dense blocks (first rows, first columns, blocks; overlapping blocks add, tree_dynamics.assemble_blocks),
-    the phi and psi terms by `terms` (TapeTerms or tree_program.TreeProgram), the points' in closed form.
+    the phi and psi terms by `terms` (TapeTerms, or tree_program.TreeProgram: the same methods), the points' in
+    closed form.
     Where the blocks sit depends only on tx and the points' steps: the pattern is the same at every x and y."""
     N, nq, nr, dt = tx.steps, tx.nq, tx.nr, tx.dt
     model = tx.model

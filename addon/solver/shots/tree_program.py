@@ -17,8 +17,8 @@ the keys' curvature. Rows alone (the line search) need no Hessian pass.
 
 `TreeProgram` answers what tree_dynamics.NumpyTerms and tree_hessian.TapeTerms (its references) answer, and
 `PointProgram` what mechanism_shots' per-key forward kinematics and tree_hessian.point_hessian answer, to
-round-off (tests/solver/shots/test_tree_program.py). `shot_terms` picks the programs when the C kernels are
-built and the model has at most COMPILED_MAX_NQ coordinates (`compiled`), else TapeTerms.
+round-off (tests/solver/shots/test_tree_program.py). Mechanism shots use them when `compiled` (the C kernels
+are built and the model has at most COMPILED_MAX_NQ coordinates), else TapeTerms and per-key kinematics.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ..native.tape_program_binding import ACROSS, BELOW, HESSIAN, ROWS
 from ..tree.compile import TreeModel
 from .program import Recorder
 from .tree_dynamics import IntervalTerms, LoopTerms, TreeTranscription, slot_terms
-from .tree_hessian import TAPE_TERMS, TapeTerms, configuration_formula, force_scales, phi_formula, points_formula
+from .tree_hessian import configuration_formula, force_scales, phi_formula, points_formula
 
 
 class TreeProgram:
@@ -167,8 +167,3 @@ def compiled(model: TreeModel) -> bool:
     """Whether a model's shots are evaluated by compiled programs: when the C kernels are built and the model has
     at most COMPILED_MAX_NQ coordinates."""
     return tape_program_binding.LIB is not None and model.nq <= COMPILED_MAX_NQ
-
-
-def shot_terms(tx: TreeTranscription) -> TreeProgram | TapeTerms:
-    """The evaluator of a shot's terms: its TreeProgram when `compiled`, else tree_batch.py and the tape."""
-    return tree_program(tx.model, tx.rows) if compiled(tx.model) else TAPE_TERMS
