@@ -2,7 +2,8 @@
 
 `LIB` is the kernel library when it is built with tape_program.c and loads (native.load_kernels), else None; the
 program's callers (shots/tree_program.py) then keep to their numpy twins (tree_dynamics.py, tree_hessian.py on
-shots/tape.py). `CProgram` holds the program's arrays and the C struct pointing at them, built once per program.
+shots/tape.py). `CProgram` holds the program's arrays and the C struct pointing at them, built once per program (each run
+allocates its own scratch and outputs, so threads may run one program at once).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ ROWS, HESSIAN, ACROSS, BELOW = range(4)
 
 
 class CProgram:
-    """A shots/program.py Program ready for C: contiguous int64 / float64 copies of its arrays, the struct and its
-    scratch."""
+    """A shots/program.py Program ready for C: contiguous int64 / float64 copies of its arrays, the struct and the
+    size of its scratch."""
 
     def __init__(self, program):
         if LIB is None:
@@ -55,7 +56,7 @@ class CProgram:
                                            ("map_start", np.int64), ("maps", np.int64))]
         self.n_var, self.n_param = program.n_var, program.n_param
         self.struct = _Program(program.size, self.n_var, self.n_param, *pointers(*self.arrays))
-        self.scratch = np.empty(LIB.symplex_program_scratch_size(ctypes.byref(self.struct)))
+        self.scratch_size = LIB.symplex_program_scratch_size(ctypes.byref(self.struct))
 
     def run(self, X: np.ndarray, P: np.ndarray, block: int = ROWS,
             split: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -69,6 +70,6 @@ class CProgram:
                              f"{X.shape}, {P.shape}, {block}")
         value, grad = np.empty(K), np.empty((K, self.n_var))
         H = np.empty((K, self.n_var, self.n_var) if block != ROWS else (0,))
-        LIB.symplex_program_run(ctypes.byref(self.struct), K, block, split,
-                                *pointers(X, P, value, grad, H, self.scratch))
+        scratch = np.empty(self.scratch_size)  # per call: the call releases the GIL, threads may share a program
+        LIB.symplex_program_run(ctypes.byref(self.struct), K, block, split, *pointers(X, P, value, grad, H, scratch))
         return value, grad, (H if block != ROWS else None)
