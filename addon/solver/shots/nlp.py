@@ -452,12 +452,14 @@ class _KKT:
         m = J.shape[0]
         if isinstance(self.layout, StageLayout):
             try:
-                factor = (self.plan.factor(W, J, dw, dc) if self.plan is not None else  # only the last is kept
-                          CondensedFactor(self.layout, W, J, dw, dc, *self.slacks))
-                if not factor.inertia_ok(m):
+                if self.plan is not None:  # fill, factor, parity test and refined solve in one C call
+                    factor, sol, accurate = self.plan.newton_step(W, J, dw, dc, rhs)  # only the last is kept
+                else:
+                    factor = CondensedFactor(self.layout, W, J, dw, dc, *self.slacks)
+                    sol, accurate = _refined(factor, rhs) if factor.inertia_ok(m) else (None, False)
+                if sol is None:
                     self.stage_count += 1
                     return factor, None
-                sol, accurate = _refined(factor, rhs)
                 if accurate or not np.isfinite(sol).all():
                     self.stage_count += 1
                     return factor, sol
