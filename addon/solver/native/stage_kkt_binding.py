@@ -125,7 +125,7 @@ def factor(args: tuple, s_rcond: float, work: tuple, parity: int) -> int:
 
 
 def newton(plan: int, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float, rhs: np.ndarray,
-           sol: np.ndarray, parity: np.ndarray) -> int:
+           sol: np.ndarray, parity: int) -> int:
     """Run symplex_stage_newton on the Plan at address plan (ctypes.addressof, kept with it): the outcome (SOLVED ...
-    BORDER); sol (nz + m) and parity (one int64) are written."""
-    return LIB.symplex_stage_newton(plan, _p(w_val), _p(j_val), dw, dc, _p(rhs), _p(sol), _p(parity))
+    BORDER); sol (nz + m) and the int64 at address parity are written."""
+    return LIB.symplex_stage_newton(plan, _p(w_val), _p(j_val), dw, dc, _p(rhs), _p(sol), parity)

@@ -663,7 +663,8 @@ class StagePlan:
             slack_row=self.rows, elim_row=self.elim, n_e=len(self.e_src), e_src=self.e_src, e_col=self.e_col,
             e_row=self.e_row, kept_row=self.kept, where=self.where, v=self.v, t=self.t, w_ptr=w_ptr, w_idx=w_idx,
             j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine, parity_m=self.m % 2)
-        self.kernel_plan_address = ctypes.addressof(self.kernel_plan)
+        self.kernel_plan_address, self.parity_address = ctypes.addressof(self.kernel_plan), _native.pointers(
+            self.parity_out)[0]
 
     def newton_step(self, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float,
                     rhs: np.ndarray) -> tuple["PlannedFactor", np.ndarray | None, bool]:
@@ -675,7 +676,7 @@ class StagePlan:
         sol = np.empty(len(rhs))
         outcome = _native.newton(self.kernel_plan_address, np.ascontiguousarray(W.data, float),
                                  np.ascontiguousarray(J.data, float), dw, dc, np.ascontiguousarray(rhs, float), sol,
-                                 self.parity_out)
+                                 self.parity_address)
         if outcome in _BREAKDOWN:
             raise StageBreakdown(_BREAKDOWN[outcome])
         factor = PlannedFactor(self, W, J, dw, dc, parity=int(self.parity_out[0]))
@@ -693,10 +694,10 @@ class PlannedFactor:
                  parity: int | None = None):
         P, L = plan, plan.layout
         self.plan, self.W, self.J, self.dw, self.dc = plan, W, J, dw, dc
-        arrays, self.work = work = L.scratch()
         if parity is not None:
-            self.parity = parity
+            self.parity, self.work = parity, L.scratch()[1]
             return
+        arrays, self.work = work = L.scratch()
         if P.far and (np.any(W.data[P.w_far] != 0) or np.any(J.data[P.j_far] != 0)):
             raise StageBreakdown(_BREAKDOWN[_native.FAR])
         if _native.fill(len(arrays[0]), self.work[0], P.fill_args, np.ascontiguousarray(W.data, float),
