@@ -37,7 +37,8 @@ row): StageFactor then runs on the variables and rows only, smaller blocks, with
 slack's row. `StagePlan` (the interior point's stage path when the C kernel is built) also eliminates the
 inequality rows whose variables lie in one block or two adjacent ones (each a negative pivot), leaving the
 variables and the equality rows, and fills the C kernel's blocks from W's and J's data through slots worked out
-once per sparsity pattern.
+once per sparsity pattern; its newton_step is the interior point's whole step attempt (fill, factorisation, parity
+test, refined solve) in one C call.
 """
 
 from __future__ import annotations
