@@ -240,6 +240,30 @@ def test_newton_step_in_one_c_call_matches_the_numpy_factor_and_rejects_the_wron
         plan.newton_step(W, J, -20.0, 0.0, rhs)
 
 
+@needs_native
+def test_interior_point_with_the_one_call_newton_step_takes_the_separate_calls_steps(monkeypatch):
+    """The parking shot solved with StagePlan.newton_step (one C call per attempt) and with its reference, the
+    separate calls it replaces (fill and factor, parity test, nlp._refined): the same iterates, bit for bit."""
+    tr = transcribe(load_shot("parallel_parking"))
+    x0 = tr.x0()
+
+    def separate_calls(plan, W, J, dw, dc, rhs):
+        factor = plan.factor(W, J, dw, dc)
+        if not factor.inertia_ok(J.shape[0]):
+            return factor, None, False
+        return (factor, *nlpmod._refined(factor, rhs))
+
+    runs = []
+    for step in (StagePlan.newton_step, separate_calls):
+        monkeypatch.setattr(StagePlan, "newton_step", step)
+        trace = []
+        res = nlpmod.solve(tr.nlp, x0, mu_init=1e-3, progress=lambda it, info: trace.append(sorted(info.items())))
+        runs.append((res, trace))
+    (one, t_one), (separate, t_separate) = runs
+    assert one.status == "solved" and "sparse LU instead" not in one.kkt, one.kkt
+    assert t_one == t_separate and np.array_equal(one.x, separate.x)
+
+
 @pytest.mark.heavy
 def test_interior_point_iterates_match_the_sparse_lu_on_parking():
     tr = transcribe(load_shot("parallel_parking"))
