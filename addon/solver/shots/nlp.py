@@ -181,9 +181,6 @@ class _Reduced:
         x[self.free] = z[:self.nx]
         return x
 
-    def f(self, z):
-        return self.f_scale * float(self.nlp.objective(self.full(z)))
-
     def grad(self, z):
         g = np.zeros(self.nx + self.ns)
         g[:self.nx] = self.f_scale * np.asarray(self.nlp.gradient(self.full(z)), float)[self.free]
@@ -452,12 +449,14 @@ class _KKT:
         m = J.shape[0]
         if isinstance(self.layout, StageLayout):
             try:
-                factor = (self.plan.factor(W, J, dw, dc) if self.plan is not None else  # only the last is kept
-                          CondensedFactor(self.layout, W, J, dw, dc, *self.slacks))
-                if not factor.inertia_ok(m):
+                if self.plan is not None:  # fill, factor, parity test and refined solve in one C call
+                    factor, sol, accurate = self.plan.newton_step(W, J, dw, dc, rhs)  # only the last is kept
+                else:
+                    factor = CondensedFactor(self.layout, W, J, dw, dc, *self.slacks)
+                    sol, accurate = _refined(factor, rhs) if factor.inertia_ok(m) else (None, False)
+                if sol is None:
                     self.stage_count += 1
                     return factor, None
-                sol, accurate = _refined(factor, rhs)
                 if accurate or not np.isfinite(sol).all():
                     self.stage_count += 1
                     return factor, sol
@@ -516,6 +515,34 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
     return sol, (factor if sol is not None else None), dw
 
 
+@dataclass(frozen=True)
+class _Point:
+    """A point the interior point evaluated: z, its rows (raw and scaled), theta = sum |c| (the filter's violation),
+    the objective (unscaled; nan where not evaluated: outside the bounds) and the sum of the log barrier terms (-inf
+    outside). The line search's accepted trial is the next iterate: its objective, violation and barrier objective
+    are not evaluated again."""
+
+    z: np.ndarray
+    raw: np.ndarray
+    c: np.ndarray
+    theta: float
+    f: float
+    logs: float
+
+    def barrier(self, f_scale: float, mu: float) -> float:
+        """The scaled barrier objective f_scale f - mu logs (inf outside the bounds)."""
+        return np.inf if self.logs == -np.inf else f_scale * self.f - mu * self.logs
+
+
+def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
+    """The rows, their violation sum, the log barrier and (inside the bounds) the objective at z."""
+    raw = P.raw_c(z)
+    c = P.c(z, raw)
+    logs = bounds.log_barrier(z)
+    f = np.nan if logs == -np.inf else float(P.nlp.objective(P.full(z)))
+    return _Point(z, raw, c, float(np.abs(c).sum()), f, logs)
+
+
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
     """Waechter-Biegler filter acceptance of a trial point: '' (reject), 'f' (Armijo on the barrier objective
     under the switching condition) or 'h' (enough progress in violation or objective; the filter grows)."""
@@ -571,8 +598,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
 
     clock = _Clock()
     with clock("evaluation"):
-        raw = P.raw_c(z)
-        c = P.c(z, raw)
+        point = _evaluate(P, bounds, z)
+        raw, c = point.raw, point.c
         g = P.grad(z)
         J = P.jac(z)
     with clock("factorisation"):
@@ -591,7 +618,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
         compl = max(float(dzl.max(initial=0.0)), float(dzu.max(initial=0.0)))
         raw_viol = float(violation(raw, P.cl, P.cu).max(initial=0.0))
-        f_val = float(nlp.objective(P.full(z)))
+        f_val = point.f if point.logs != -np.inf else float(nlp.objective(P.full(z)))
         if progress is not None:
             info = {"objective": f_val, "constraint_violation": raw_viol, "dual_infeasibility": dual_inf,
                     "mu": mu, "regularization": dw_last, "step": last_alpha, **last_step}
@@ -634,12 +661,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         alpha_max = bounds.step(z, dz, tau)
         alpha_z = min(zL_bounds.step(zL, dzL, tau), zU_bounds.step(zU, dzU, tau))
 
-        def barrier(zz):
-            logs = bounds.log_barrier(zz)
-            return np.inf if logs == -np.inf else P.f(zz) - mu * logs
-
-        theta0 = float(np.abs(c).sum())
-        phi0 = barrier(z)
+        theta0 = point.theta
+        phi0 = point.barrier(P.f_scale, mu)
         slope = float(grad_phi @ dz)
         if theta_max is None:
             theta_max, theta_min = 1e4 * max(1.0, theta0), 1e-4 * max(1.0, theta0)
@@ -647,36 +670,31 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         accepted = None
         with clock("line search"):
             while alpha > 1e-12:
-                zt = z + alpha * dz
-                raw_t = P.raw_c(zt)
-                ct = P.c(zt, raw_t)
-                verdict = _filter_test(filt, theta0, phi0, float(np.abs(ct).sum()), barrier(zt), alpha * slope,
+                trial = _evaluate(P, bounds, z + alpha * dz)
+                verdict = _filter_test(filt, theta0, phi0, trial.theta, trial.barrier(P.f_scale, mu), alpha * slope,
                                        alpha, theta_min, theta_max)
                 if verdict:
-                    accepted = (zt, raw_t, ct, verdict)
+                    accepted = (trial, verdict)
                     break
-                if alpha == alpha_max and float(np.abs(ct).sum()) >= theta0:
+                if alpha == alpha_max and trial.theta >= theta0:
                     # second-order corrections (IPOPT): re-solve with the constraint values at the trial point
-                    c_soc, theta_prev = alpha * c + ct, theta0
+                    c_soc, theta_prev = alpha * c + trial.c, theta0
                     for _ in range(4):
                         d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
                         a_soc = bounds.step(z, d_soc, tau)
-                        zs = z + a_soc * d_soc
-                        raw_s = P.raw_c(zs)
-                        cs = P.c(zs, raw_s)
-                        theta_s = float(np.abs(cs).sum())
-                        verdict = _filter_test(filt, theta0, phi0, theta_s, barrier(zs), alpha * slope, alpha,
-                                               theta_min, theta_max)
+                        soc = _evaluate(P, bounds, z + a_soc * d_soc)
+                        verdict = _filter_test(filt, theta0, phi0, soc.theta, soc.barrier(P.f_scale, mu),
+                                               alpha * slope, alpha, theta_min, theta_max)
                         if verdict:
-                            accepted = (zs, raw_s, cs, verdict)
+                            accepted = (soc, verdict)
                             break
-                        if theta_s > 0.99 * theta_prev:
+                        if soc.theta > 0.99 * theta_prev:
                             break
-                        c_soc, theta_prev = a_soc * c_soc + cs, theta_s
+                        c_soc, theta_prev = a_soc * c_soc + soc.c, soc.theta
                     if accepted is not None:
                         break
                 alpha *= 0.5
-        if accepted is not None and accepted[3] == "h":  # not an Armijo step: the filter grows
+        if accepted is not None and accepted[1] == "h":  # not an Armijo step: the filter grows
             filt.append(((1 - 1e-5) * theta0, phi0 - 1e-8 * theta0))
         if accepted is None:
             stalls += 1
@@ -698,10 +716,10 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             last_step = {"step_max": alpha_max, "step_dual": 0.0, "accepted": ""}
             continue
         stalls, last_alpha, shift = 0, alpha, 0.0
-        last_step = {"step_max": alpha_max, "step_dual": alpha_z, "accepted": accepted[3]}
-        z_new, raw, c, _ = accepted
-        s_step = z_new - z
-        z = z_new
+        last_step = {"step_max": alpha_max, "step_dual": alpha_z, "accepted": accepted[1]}
+        point = accepted[0]
+        s_step = point.z - z
+        z, raw, c = point.z, point.raw, point.c
         zL = np.where(lo_f, zL + alpha_z * dzL, 0.0)
         zU = np.where(up_f, zU + alpha_z * dzU, 0.0)
         # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma)
