@@ -22,8 +22,9 @@ step has positive curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test 
 Steps stop at a fraction tau = max(0.99, 1 - mu) of the distance to the bounds and are accepted by IPOPT's filter line
 search (switching condition, Armijo on the barrier objective, up to four second-order corrections). The
 barrier parameter falls superlinearly (mu <- min(0.2 mu, mu^1.5)) once the barrier problem is solved to
-10 mu. Objective and rows are scaled by min(1, 100 / |gradient|_inf) at the start point (IPOPT's gradient
-scaling). There is no restoration phase: when eight line searches in a row fail, the solve stops.
+10 mu (the default, mu_strategy="monotone"); mu_strategy="adaptive" chooses it each iteration by Mehrotra's
+probing with the KKT-error safeguard of Nocedal, Waechter & Waltz 2009 (_BarrierUpdate). Objective and rows are
+scaled by min(1, 100 / |gradient|_inf) at the start point (IPOPT's gradient scaling). There is no restoration phase: when eight line searches in a row fail, the solve stops.
 
 Converged ("solved") when the scaled dual infeasibility and complementarity are below `tol` and every
 constraint row is met to `constraint_tol` (absolute, unscaled), or, IPOPT's "acceptable" level, when the
@@ -612,6 +613,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     kkt: "lu" (sparse LU), "stage" (the stage recursion of stage_kkt.py, in C when the kernel is built, else its
     numpy twin, when nlp.stages allows it, else sparse LU; same steps to round-off, see docs/shots.md) or "auto"
     (the default: "stage" when the C kernel is built, else "lu", the faster of the two in numpy).
+    mu_strategy: the barrier update, "monotone" (the default) or "adaptive" (probing, from the affine-scaling step:
+    one more solve with each factorisation); see _BarrierUpdate. mu_init is the first mu of either, and the
+    adaptive rule's largest.
     """
     if kkt not in ("auto", "lu", "stage"):
         raise ValueError(f"NLP solve: kkt must be 'auto', 'lu' or 'stage', not {kkt!r}")
