@@ -24,7 +24,8 @@ search (switching condition, Armijo on the barrier objective, up to four second-
 barrier parameter falls superlinearly (mu <- min(0.2 mu, mu^1.5)) once the barrier problem is solved to
 10 mu (the default, mu_strategy="monotone"); mu_strategy="adaptive" chooses it each iteration by Mehrotra's
 probing with the KKT-error safeguard of Nocedal, Waechter & Waltz 2009 (_BarrierUpdate). Objective and rows are
-scaled by min(1, 100 / |gradient|_inf) at the start point (IPOPT's gradient scaling). There is no restoration phase: when eight line searches in a row fail, the solve stops.
+scaled by min(1, 100 / |gradient|_inf) at the start point (IPOPT's gradient scaling). There is no restoration
+phase: when eight line searches in a row fail, the solve stops.
 
 Converged ("solved") when the scaled dual infeasibility and complementarity are below `tol` and every
 constraint row is met to `constraint_tol` (absolute, unscaled), or, IPOPT's "acceptable" level, when the
@@ -698,7 +699,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     sol[:nz], z, zL, zU, zl_dl, zu_du, bounds, (zL_bounds, zU_bounds)))
                 mu, filt = mu_new, ([] if mu_new != mu else filt)
                 grad_phi = _barrier_gradient(g, mu, dl, du, lo_f, up_f)
-                sol = _refined(lu, -np.concatenate([grad_phi, c]))[0]
+                sol = _refined(lu, -np.concatenate([grad_phi, c]))[0]  # the factor passed its tests on the first
         if lu is None:
             status, message = "failed", f"KKT system could not be regularised at iteration {it}"
             break

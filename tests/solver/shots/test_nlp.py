@@ -86,7 +86,7 @@ def test_adaptive_barrier_reaches_the_projection_in_fewer_iterations(seed):
         # bound), moving x by that over the Hessian's 2: 1e-6
         assert np.abs(r.x - x_star).max() < 1e-5
         assert r.objective == pytest.approx(float(nlp.objective(x_star)), rel=1e-7)
-    assert runs["adaptive"].iterations <= runs["monotone"].iterations - 2
+    assert runs["adaptive"].iterations < runs["monotone"].iterations
 
 
 def test_unknown_barrier_update_is_refused():
