@@ -4,8 +4,8 @@ Usage: python -m addon bench [--quick] [--suite tree|maximal|shots|collision|far
        python -m benchmarks.run --chains-only   (only the chain section of docs/benchmarks.md)
 Suites: tree (this module: chains and closed chains, plus benchmarks/vehicles.py) -> benchmarks.md;
 maximal (benchmarks/maximal.py) -> benchmarks_maximal.md; shots (benchmarks/shots.py, CasADi + IPOPT)
--> benchmarks_shots.md; collision (benchmarks/collision.py) -> benchmarks_collision.md; farm
-(benchmarks/farm.py: a 32-variant shot sweep on 1 and 2 Dask workers) -> benchmarks_farm.md.
+-> the Results section of benchmarks_shots.md; collision (benchmarks/collision.py) -> benchmarks_collision.md;
+farm (benchmarks/farm.py: a 32-variant shot sweep on 1 and 2 Dask workers) -> benchmarks_farm.md.
 For each N-link pendulum chain (generate.pendulum_chain) and each closed-chain preset, reports the
 median warm wall time per step of Symplex's midpoint VI (C kernel when built, numpy otherwise) and,
 for chains, of MuJoCo (RK4 and its default semi-implicit Euler) on the same chain, same dt, with the
@@ -141,6 +141,7 @@ def _describe() -> str:
 
 
 CHAIN_HEADING = "## N-link pendulum chains"
+SHOTS_HEADING = "## Results"  # the section of docs/benchmarks_shots.md that `bench --suite shots` writes
 
 
 def chain_table(quick: bool) -> list[str]:
@@ -248,8 +249,11 @@ def _suites() -> dict[str, tuple[Callable[[bool, str], str], str]]:
             "`python -m benchmarks.maximal`", f"`{command}`")
 
     def shots(quick: bool, command: str) -> str:
+        """docs/benchmarks_shots.md with its Results section replaced (the rest of it is written by hand)."""
         from benchmarks import shots
-        return f"# Optimal-control shots: benchmark\n\nCommand: `{command}` ({_describe()}).\n\n{shots.run(quick)}"
+        doc = Path(__file__).resolve().parents[1] / "docs" / "benchmarks_shots.md"
+        section = [SHOTS_HEADING, "", f"Command: `{command}` ({_describe()}).", "", shots.run(quick).rstrip("\n")]
+        return replace_section(doc.read_text(), SHOTS_HEADING, section)
 
     def collision(quick: bool, command: str) -> str:
         from benchmarks import collision

@@ -364,3 +364,75 @@ void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *
     for (int64_t j = 0; j < ns; ++j)
         out[nx + j] = (rhs[nx + j] - coef[j] * ry[slack_row[j]]) / slack_d[j];
 }
+
+/* max |v_i| over n entries, NaN when any is NaN (numpy's max: comparisons with it then fail, as in nlp._refined). */
+static double max_abs(int64_t n, const double *v)
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        double a = fabs(v[i]);
+        if (isnan(a))
+            return a;
+        if (a > m)
+            m = a;
+    }
+    return m;
+}
+
+/* sol = K^{-1} rhs by the factor in the plan's work arrays (symplex_stage_condensed_solve). */
+static void plan_solve(const symplex_stage_plan *p, const double *j_val, const double *rhs, double *sol)
+{
+    symplex_stage_condensed_solve(p->n_chunks, p->nb, p->size, p->a_off, p->c_off, p->e_off, p->f_off, p->r_off,
+                                  p->blk, p->g, p->g_cols, p->g_count, p->x, p->piv, p->nx, p->ns, p->m,
+                                  p->slack_row, p->coef, p->slack_d, p->n_elim, p->elim_row, p->weight, p->n_e,
+                                  p->e_src, p->e_col, p->e_row, j_val, p->n_kept, p->kept_row, p->where, rhs, sol,
+                                  p->v, p->t);
+}
+
+/* out = rhs - K sol (symplex_kkt_residual on the plan's pattern). */
+static void plan_residual(const symplex_stage_plan *p, const double *w_val, const double *j_val, double dw,
+                          double dc, const double *sol, const double *rhs, double *out)
+{
+    symplex_kkt_residual(p->nx + p->ns, p->m, p->w_ptr, p->w_idx, w_val, p->j_ptr, p->j_idx, j_val, dw, dc, sol, rhs,
+                         out, p->z_work);
+}
+
+int64_t symplex_stage_newton(const symplex_stage_plan *plan, const double *w_val, const double *j_val, double dw,
+                             double dc, const double *rhs, double *sol, int64_t *parity)
+{
+    const symplex_stage_plan *p = plan;
+    for (int64_t t = 0; t < p->n_w_far; ++t)
+        if (w_val[p->w_far[t]] != 0.0)
+            return SYMPLEX_STEP_FAR;
+    for (int64_t t = 0; t < p->n_j_far; ++t)
+        if (j_val[p->j_far[t]] != 0.0)
+            return SYMPLEX_STEP_FAR;
+    if (symplex_stage_fill(p->n_blk, p->blk, p->n_w, p->w_slot, p->w_src, w_val, p->n_j, p->j_slot, p->j_src, j_val,
+                           p->n_p, p->p_slot, p->p_a, p->p_b, p->p_row, p->nx, p->ns, p->slack_diag, p->coef, dw, dc,
+                           p->slack_d, p->n_elim, p->elim_slack, p->weight, p->n_kept, p->kept_slack, p->d_slot))
+        return SYMPLEX_STEP_SLACK;
+    int64_t factor_parity = 0;
+    int64_t failed = symplex_stage_factor(p->n_chunks, p->nb, p->size, p->a_off, p->c_off, p->e_off, p->f_off,
+                                          p->r_off, p->s_rcond, p->blk, p->g, p->g_cols, p->g_count, p->x, p->piv,
+                                          &factor_parity);
+    if (failed >= 0)
+        return failed == p->n_chunks ? SYMPLEX_STEP_BORDER : SYMPLEX_STEP_PIVOT;
+    *parity = (factor_parity + p->n_elim) % 2;
+    if (*parity != p->parity_m)
+        return SYMPLEX_STEP_INERTIA;
+    /* nlp._refined: sol = K^{-1} rhs, then up to three corrections by the residual's solve */
+    int64_t n = p->nx + p->ns + p->m;
+    double *res = p->refine, *correction = p->refine + n;
+    plan_solve(p, j_val, rhs, sol);
+    double size = 1.0 + max_abs(n, rhs);
+    for (int k = 0; k < 3; ++k) {
+        plan_residual(p, w_val, j_val, dw, dc, sol, rhs, res);
+        if (max_abs(n, res) <= 1e-12 * size)
+            return SYMPLEX_STEP_SOLVED;
+        plan_solve(p, j_val, res, correction);
+        for (int64_t i = 0; i < n; ++i)
+            sol[i] = sol[i] + correction[i];
+    }
+    plan_residual(p, w_val, j_val, dw, dc, sol, rhs, res);
+    return max_abs(n, res) <= 1e-9 * size ? SYMPLEX_STEP_SOLVED : SYMPLEX_STEP_INACCURATE;
+}

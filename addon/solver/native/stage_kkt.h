@@ -76,4 +76,66 @@ void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *
                                    const int64_t *kept_row, const int64_t *where, const double *rhs, double *out,
                                    double *v, double *t);
 
+/* Everything one Newton step of the interior point needs from a StagePlan (stage_kkt.py, its newton_step), as
+ * addresses of the plan's arrays looked up once: the layout (as symplex_stage_factor), the work arrays, the fill's
+ * slots (as symplex_stage_fill), the condensed solve's maps (as symplex_stage_condensed_solve) and the pattern of
+ * W (CSC) and J (CSR) for the residual (as symplex_kkt_residual). Every field is 8 bytes (the ctypes mirror in
+ * stage_kkt_binding.py has the same order). w_far, j_far: the entries of W and J that must be zero (couplings
+ * more than one block apart). parity_m: m mod 2, the parity of the negative eigenvalues K must have. refine:
+ * 2 (nz + m) doubles of work (a residual and its correction). */
+typedef struct symplex_stage_plan {
+    int64_t n_chunks, nb, f_off, n_blk;
+    const int64_t *size, *a_off, *c_off, *e_off, *r_off;
+    double s_rcond;
+    double *blk, *g;
+    int64_t *g_cols, *g_count;
+    double *x;
+    int64_t *piv;
+    int64_t n_w;
+    const int64_t *w_slot, *w_src;
+    int64_t n_j;
+    const int64_t *j_slot, *j_src;
+    int64_t n_p;
+    const int64_t *p_slot, *p_a, *p_b, *p_row;
+    int64_t nx, ns, m;
+    const int64_t *slack_diag;
+    const double *coef;
+    double *slack_d;
+    int64_t n_elim;
+    const int64_t *elim_slack;
+    double *weight;
+    int64_t n_kept;
+    const int64_t *kept_slack, *d_slot;
+    int64_t n_w_far, n_j_far;
+    const int64_t *w_far, *j_far;
+    const int64_t *slack_row, *elim_row;
+    int64_t n_e;
+    const int64_t *e_src, *e_col, *e_row;
+    const int64_t *kept_row, *where;
+    double *v, *t;
+    const int64_t *w_ptr, *w_idx, *j_ptr, *j_idx;
+    double *z_work, *refine;
+    int64_t parity_m;
+} symplex_stage_plan;
+
+/* symplex_stage_newton's outcomes. */
+enum {
+    SYMPLEX_STEP_SOLVED = 0,     /* sol refined to the accuracy of nlp._refined's test */
+    SYMPLEX_STEP_INERTIA = 1,    /* the parity of K's negative eigenvalues is wrong: not solved */
+    SYMPLEX_STEP_INACCURATE = 2, /* solved, but the refinement did not reach 1e-9 (1 + |rhs|) */
+    SYMPLEX_STEP_FAR = 3,        /* an entry couples blocks more than one apart (or a slack to another unknown) */
+    SYMPLEX_STEP_SLACK = 4,      /* a slack's diagonal is not positive */
+    SYMPLEX_STEP_PIVOT = 5,      /* a stage pivot block is singular */
+    SYMPLEX_STEP_BORDER = 6      /* the border's Schur complement is (nearly) singular */
+};
+
+/* One attempt of the interior point's Newton step in one call: the far entries checked, K filled from w_val and
+ * j_val with the shifts dw, dc (symplex_stage_fill), factorised (symplex_stage_factor), its parity tested, and
+ * K sol = rhs solved (symplex_stage_condensed_solve) with up to three steps of iterative refinement (residual
+ * symplex_kkt_residual; stop at max |residual| <= 1e-12 (1 + max |rhs|)), the loop of nlp._refined, operation
+ * for operation. *parity <- the parity of K's negative eigenvalues (the factor's plus one per eliminated row). Returns a
+ * SYMPLEX_STEP_ outcome; sol (nz + m) is written for SOLVED and INACCURATE. */
+int64_t symplex_stage_newton(const symplex_stage_plan *plan, const double *w_val, const double *j_val, double dw,
+                             double dc, const double *rhs, double *sol, int64_t *parity);
+
 #endif

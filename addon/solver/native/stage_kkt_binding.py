@@ -1,5 +1,6 @@
 """ctypes bindings of stage_kkt.c (stage_kkt.h): assembly through precomputed slots, block-tridiagonal LDL^T and
-solve of the shot KKT, and its residual.
+solve of the shot KKT, and its residual; and the interior point's whole Newton step attempt (fill, factor, parity,
+solve and refinement) in one call on a `Plan`, the mirror of symplex_stage_plan.
 
 `LIB` is the kernel library when it is built with stage_kkt.c and loads (native.load_kernels), else None;
 addon/solver/shots/stage_kkt.py then uses its numpy twin (StageFactor). The wrappers take the arrays of
@@ -34,10 +35,42 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_kkt_residual.restype = None
     lib.symplex_stage_factor.argtypes = [_int, _int] + [_ptr] * 4 + [_int, _ptr, _double] + [_ptr] * 7
     lib.symplex_stage_factor.restype = _int
+    lib.symplex_stage_newton.argtypes = [_ptr, _ptr, _ptr, _double, _double, _ptr, _ptr, _ptr]
+    lib.symplex_stage_newton.restype = _int
     return lib
 
 
 LIB = _load()
+
+# symplex_stage_plan's fields in header order: name and kind (int64, double or an address)
+_PLAN_FIELDS = (
+    ("n_chunks", _int), ("nb", _int), ("f_off", _int), ("n_blk", _int), ("size", _ptr), ("a_off", _ptr),
+    ("c_off", _ptr), ("e_off", _ptr), ("r_off", _ptr), ("s_rcond", _double), ("blk", _ptr), ("g", _ptr),
+    ("g_cols", _ptr), ("g_count", _ptr), ("x", _ptr), ("piv", _ptr), ("n_w", _int), ("w_slot", _ptr),
+    ("w_src", _ptr), ("n_j", _int), ("j_slot", _ptr), ("j_src", _ptr), ("n_p", _int), ("p_slot", _ptr),
+    ("p_a", _ptr), ("p_b", _ptr), ("p_row", _ptr), ("nx", _int), ("ns", _int), ("m", _int), ("slack_diag", _ptr),
+    ("coef", _ptr), ("slack_d", _ptr), ("n_elim", _int), ("elim_slack", _ptr), ("weight", _ptr), ("n_kept", _int),
+    ("kept_slack", _ptr), ("d_slot", _ptr), ("n_w_far", _int), ("n_j_far", _int), ("w_far", _ptr), ("j_far", _ptr),
+    ("slack_row", _ptr), ("elim_row", _ptr), ("n_e", _int), ("e_src", _ptr), ("e_col", _ptr), ("e_row", _ptr),
+    ("kept_row", _ptr), ("where", _ptr), ("v", _ptr), ("t", _ptr), ("w_ptr", _ptr), ("w_idx", _ptr),
+    ("j_ptr", _ptr), ("j_idx", _ptr), ("z_work", _ptr), ("refine", _ptr), ("parity_m", _int),
+)
+
+
+class Plan(ctypes.Structure):
+    """Mirror of symplex_stage_plan (stage_kkt.h): built once per StagePlan pattern from the plan's arrays, which
+    must outlive it; arrays are passed as numpy arrays (int64 or float64, C-contiguous), their addresses taken
+    here once."""
+
+    _fields_ = list(_PLAN_FIELDS)
+
+    def __init__(self, **fields):
+        super().__init__(**{name: (_p(value) if isinstance(value, np.ndarray) else value)
+                            for name, value in fields.items()})
+
+
+# symplex_stage_newton's outcomes (stage_kkt.h)
+SOLVED, INERTIA, INACCURATE, FAR, SLACK, PIVOT, BORDER = range(7)
 
 
 def _p(a: np.ndarray) -> int:
@@ -89,3 +122,10 @@ def factor(args: tuple, s_rcond: float, work: tuple, parity: int) -> int:
     parity: address of one int64); -1, or the chunk with a singular pivot (n_chunks: the border)."""
     return LIB.symplex_stage_factor(*args, s_rcond, *work, parity)
 
+
+
+def newton(plan: int, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float, rhs: np.ndarray,
+           sol: np.ndarray, parity: int) -> int:
+    """Run symplex_stage_newton on the Plan at address plan (ctypes.addressof, kept with it): the outcome (SOLVED ...
+    BORDER); sol (nz + m) and the int64 at address parity are written."""
+    return LIB.symplex_stage_newton(plan, _p(w_val), _p(j_val), dw, dc, _p(rhs), _p(sol), parity)

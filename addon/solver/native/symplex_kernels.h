@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 22
+#define SYMPLEX_ABI_VERSION 24
 
 int64_t symplex_abi_version(void);
 
@@ -379,5 +379,30 @@ int64_t symplex_holonomic_struct_size(void);
 int64_t symplex_holonomic_step(const symplex_holonomic *p, int64_t K, int64_t mode, const double *W,
                                const int64_t *first, const double *h, const double *y, double *r, double *J,
                                double *H);
+
+/* A scalar program recorded and compiled by shots/program.py (its Program fields, same names): node i is
+ * op[i] (0 constant, 1 parameter, 2 variable, 3 add, 4 mul, 5 neg, 6 sin, 7 cos) on nodes args[2i], args[2i+1]
+ * (-1: none, operands before i) with number[i] (a constant's value, a parameter's or variable's index); its
+ * gradient is over the variables support[support_start[i] .. support_start[i+1]); for an add or product,
+ * maps[map_start[2i + side] ..] are the positions of operand side's support in node i's. The output is node n-1. */
+typedef struct symplex_program {
+    int64_t n, n_var, n_param;
+    const int64_t *op, *args;
+    const double *number;
+    const int64_t *support_start, *support, *map_start, *maps;
+} symplex_program;
+
+/* Doubles of scratch symplex_program_run needs. */
+int64_t symplex_program_scratch_size(const symplex_program *p);
+
+/* What symplex_program_run computes besides the value and gradient: no Hessian (rows), the whole Hessian, or
+ * only its entries across split (one variable below it, one not) or below it (both variables below it). */
+enum { SYMPLEX_PROGRAM_ROWS, SYMPLEX_PROGRAM_HESSIAN, SYMPLEX_PROGRAM_ACROSS, SYMPLEX_PROGRAM_BELOW };
+
+/* The program at K instances: variables X (K, n_var), parameters P (K, n_param).
+ * outputs: value (K,), grad (K, n_var); unless block is SYMPLEX_PROGRAM_ROWS, H (K, n_var, n_var), both
+ * triangles, the entries block asks for (the others zero). */
+void symplex_program_run(const symplex_program *p, int64_t K, int64_t block, int64_t split, const double *X,
+                         const double *P, double *value, double *grad, double *H, double *scratch);
 
 #endif

@@ -5,8 +5,11 @@ coordinates or body points are met at keyed frames, joint limits and torque boun
 effort sum_k dt |u_k|^2 (plus an optional joint-speed cost, MechanismShot.speed) is least (seed 001 §6,
 DMOC; trep's discrete optimiser is the model). The
 dynamics are the equality rows of shots/tree_dynamics.py; the program is solved by shots/nlp.py
-with the exact Hessian of the Lagrangian (shots/tree_hessian.py: first-order jets on a tape, all steps
-at once), its Jacobian and Hessian as values on fixed patterns and its variables' stages for the KKT factor. The solved torques replay through the plain simulator as keyed joint torques (`torque_mechanism`).
+with the exact Hessian of the Lagrangian (shots/tree_hessian.py's formulas), rows, Jacobian and Hessian
+evaluated for all steps at once by programs compiled once per model and run in C (shots/tree_program.py; without
+the C kernels tree_batch.py and first-order jets on a tape), its Jacobian and Hessian as values on fixed
+patterns and its variables' stages for the KKT factor. The solved torques replay through the plain simulator as
+keyed joint torques (`torque_mechanism`).
 
 The shot description (MechanismShot) is data in spec.py; its file form is read by shotfile.py.
 """
@@ -32,7 +35,8 @@ from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotErro
 from .transcription import SparsityPattern
 from .tree_batch import forward_batch
 from .tree_dynamics import Blocks, TreeTranscription, all_triplets, assemble_blocks, intervals, transcribe_tree
-from .tree_hessian import hessian_blocks
+from .tree_hessian import TAPE_TERMS, TapeTerms, hessian_blocks
+from .tree_program import PointProgram, TreeProgram, compiled, point_program, tree_program
 
 AXES = "xyz"
 
@@ -95,10 +99,62 @@ def _problem(shot: MechanismShot) -> _Problem:
     return _Problem(shot, model, tx, tuple(key_rows))
 
 
-def _key_values(P: _Problem, Q: np.ndarray, jacobian: bool) -> tuple[np.ndarray, list]:
-    """Key residuals (stacked) and per key (frame, d residual / d q_frame)."""
+def _body_key_points(P: _Problem) -> list[tuple[int, np.ndarray]]:
+    """(frame, keyed point in the frame's axes) of each body-point key, in key order."""
+    out = []
+    for key, _ in P.key_rows:
+        if key.coordinate is None:
+            b = P.model.body_names.index(key.body)
+            placed = P.model.body_offset[b]
+            out.append((int(P.model.body_frame[b]), placed[:3, 3] + placed[:3, :3] @ np.asarray(key.point, float)))
+    return out
+
+
+def _body_points_numpy(P: _Problem, Q: np.ndarray, jacobian: bool) -> tuple[list, list]:
+    """World position (3,) of each body-point key's point at its frame and (jacobian) its derivative (3, nq), by
+    forward kinematics per key (the reference of tree_program.PointProgram)."""
+    model = P.model
+    positions, derivatives = [], []
+    for key, _ in P.key_rows:
+        if key.coordinate is not None:
+            continue
+        kin = forward(model, Q[key.frame], P.tx.charts)
+        b = model.body_names.index(key.body)
+        point = kin.body_origin[b] + kin.body_R[b] @ np.asarray(key.point)
+        positions.append(point)
+        if jacobian:
+            S = kin.axis_world[: model.nq]
+            moves = model.ancestor[model.body_frame[b]]  # (nq,)
+            derivatives.append(((np.cross(S[:, :3], point) + S[:, 3:]) * moves[:, None]).T)  # point velocity per q
+    return positions, derivatives
+
+
+def _body_points_compiled(P: _Problem, program: PointProgram, Q: np.ndarray, jacobian: bool) -> tuple[list, list]:
+    """_body_points_numpy by the keys' PointProgram: one instance per key at its frame, its own point taken."""
+    frames = [key.frame for key, _ in P.key_rows if key.coordinate is None]
+    positions, derivatives, _ = program.run(Q[frames], hessian=jacobian)
+    own = np.arange(len(frames))
+    return list(positions[own, own]), (list(derivatives[own, own]) if jacobian else [])
+
+
+def _evaluators(P: _Problem) -> tuple[TreeProgram | TapeTerms, PointProgram | None]:
+    """The shot's rows, Jacobian and Hessian terms and its body-point keys' program: compiled programs run in C
+    when tree_program.compiled (the body keys' program None without body keys), else tree_batch.py and the tape
+    (TapeTerms) with per-key forward kinematics (None)."""
+    if not compiled(P.model):
+        return TAPE_TERMS, None
+    points = _body_key_points(P)
+    return tree_program(P.model, P.tx.rows), (point_program(P.model, points) if points else None)
+
+
+def _key_values(P: _Problem, Q: np.ndarray, jacobian: bool,
+                program: PointProgram | None = None) -> tuple[np.ndarray, list]:
+    """Key residuals (stacked) and per key (frame, d residual / d q_frame); body points by `program` when given."""
     out, jac = [], []
     model = P.model
+    positions, derivatives = (_body_points_numpy(P, Q, jacobian) if program is None
+                              else _body_points_compiled(P, program, Q, jacobian))
+    body = 0
     for key, axes in P.key_rows:
         q = Q[key.frame]
         if key.coordinate is not None:
@@ -109,15 +165,10 @@ def _key_values(P: _Problem, Q: np.ndarray, jacobian: bool) -> tuple[np.ndarray,
                 row[0, i] = 1.0
                 jac.append(row)
             continue
-        kin = forward(model, q, P.tx.charts)
-        b = model.body_names.index(key.body)
-        point = kin.body_origin[b] + kin.body_R[b] @ np.asarray(key.point)
-        out.append((point - np.asarray(key.position))[axes])
+        out.append((positions[body] - np.asarray(key.position))[axes])
         if jacobian:
-            S = kin.axis_world[: model.nq]
-            moves = model.ancestor[model.body_frame[b]]  # (nq,)
-            d = (np.cross(S[:, :3], point) + S[:, 3:]) * moves[:, None]  # (nq, 3) point velocity per coordinate
-            jac.append(d.T[axes])
+            jac.append(derivatives[body][axes])
+        body += 1
     return (np.concatenate(out) if out else np.zeros(0)), jac
 
 
@@ -145,6 +196,8 @@ def _nlp(P: _Problem) -> NLP:
     u_at = slice(N * nq, N * (nq + nu))
     m = tx.m + sum(1 if key.coordinate is not None else len(axes) for key, axes in P.key_rows)
     steps, offset, speed_hessian = _speed_cost(P)
+    evaluator, points_program = _evaluators(P)
+    key_points = _body_key_points(P)
 
     def objective(x):
         u = x[u_at]
@@ -161,11 +214,11 @@ def _nlp(P: _Problem) -> NLP:
         return g
 
     def constraints_fn(x):
-        c, _ = tx.evaluate(x, jacobian=False)
-        return np.concatenate([c, _key_values(P, tx.unpack(x)[0], False)[0]])
+        c, _ = tx.blocks(x, False, evaluator)
+        return np.concatenate([c, _key_values(P, tx.unpack(x)[0], False, points_program)[0]])
 
     def key_blocks(x):
-        _, jac = _key_values(P, tx.unpack(x)[0], True)
+        _, jac = _key_values(P, tx.unpack(x)[0], True, points_program)
         blocks, r0 = [], tx.m
         for (key, _), rows in zip(P.key_rows, jac):
             blocks.append((np.array([r0]), np.array([tx.q_slice(key.frame).start]), np.atleast_2d(rows)[None]))
@@ -173,31 +226,47 @@ def _nlp(P: _Problem) -> NLP:
         return blocks
 
     def jacobian_blocks(x):
-        return tx.blocks(x)[1] + key_blocks(x)
+        return tx.blocks(x, True, evaluator)[1] + key_blocks(x)
 
-    points = []  # body keys: (step, frame, point in frame axes, where their multipliers sit in y)
+    points = []  # body keys: (step, where their multipliers sit in y, keyed axes)
     r0 = tx.m
     for key, axes in P.key_rows:
         if key.coordinate is None:  # a body point: its position's curvature
-            b = P.model.body_names.index(key.body)
-            placed = P.model.body_offset[b]
-            points.append((key.frame, int(P.model.body_frame[b]),
-                           placed[:3, 3] + placed[:3, :3] @ np.asarray(key.point, float), axes, r0))
+            points.append((key.frame, r0, axes))
             r0 += len(axes)
         else:  # a coordinate: linear
             r0 += 1
     u_index = np.arange(u_at.start, u_at.stop)
     speed = sp.coo_matrix((tx.n, tx.n)) if speed_hessian is None else speed_hessian.tocoo()
 
+    def key_weights(y):
+        """(body keys, 3): each body key's multipliers on its keyed axes."""
+        weights = np.zeros((len(points), 3))
+        for i, (_, r, axes) in enumerate(points):
+            weights[i, axes] = y[r: r + len(axes)]
+        return weights
+
+    def key_hessian_blocks(x, y):
+        """The body keys' curvature by their PointProgram (one instance per key at its frame, its own weights)."""
+        if not points:
+            return []
+        steps = np.array([step for step, _, _ in points])
+        weights = np.zeros((len(points), len(points), 3))
+        weights[np.arange(len(points)), np.arange(len(points))] = key_weights(y)
+        _, _, H = points_program.run(tx.unpack(x)[0][steps], weights, hessian=True)
+        return [((steps - 1) * nq, (steps - 1) * nq, H)]
+
     def lagrangian_blocks(x, y, obj_factor):
-        """The Hessian of the Lagrangian as groups of dense blocks: the constraints' part exactly (tree_hessian.py),
-        the effort's diagonal and the joint-speed cost's constant Hessian (1 x 1 blocks)."""
-        weighted = []
-        for step, frame, local, axes, r in points:
-            along = np.zeros(3)
-            along[axes] = y[r: r + len(axes)]
-            weighted.append((step, frame, local, along))
-        return hessian_blocks(tx, x, y[: tx.m], weighted) + [
+        """The Hessian of the Lagrangian as groups of dense blocks: the constraints' part exactly (tree_hessian.py,
+        the body keys' by their PointProgram when compiled), the effort's diagonal and the joint-speed cost's
+        constant Hessian (1 x 1 blocks)."""
+        if points_program is None:
+            weighted = [(step, frame, local, w) for (step, _, _), (frame, local), w
+                        in zip(points, key_points, key_weights(y))]
+            constraints_part = hessian_blocks(tx, x, y[: tx.m], weighted, evaluator)
+        else:
+            constraints_part = hessian_blocks(tx, x, y[: tx.m], (), evaluator) + key_hessian_blocks(x, y)
+        return constraints_part + [
             (u_index, u_index, (2.0 * weight * obj_factor)[:, None, None]),
             (speed.row, speed.col, (obj_factor * speed.data)[:, None, None])]
 
@@ -243,7 +312,7 @@ def initial_guess(P: _Problem, Q: np.ndarray) -> np.ndarray:
     their bounds."""
     tx, shot = P.tx, P.shot
     x = tx.pack(Q, np.zeros((tx.steps, tx.nu)))
-    c, blocks = tx.blocks(x)
+    c, blocks = tx.blocks(x, True, _evaluators(P)[0])
     start = tx.steps * tx.nq
     J = assemble_blocks(blocks, (tx.m, tx.n))[:, start:].toarray()
     x[start:] = np.linalg.lstsq(J, -c, rcond=None)[0]

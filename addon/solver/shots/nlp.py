@@ -22,8 +22,10 @@ step has positive curvature d^T (H + Sigma + dw I) d > 0 (the inertia-free test 
 Steps stop at a fraction tau = max(0.99, 1 - mu) of the distance to the bounds and are accepted by IPOPT's filter line
 search (switching condition, Armijo on the barrier objective, up to four second-order corrections). The
 barrier parameter falls superlinearly (mu <- min(0.2 mu, mu^1.5)) once the barrier problem is solved to
-10 mu. Objective and rows are scaled by min(1, 100 / |gradient|_inf) at the start point (IPOPT's gradient
-scaling). There is no restoration phase: when eight line searches in a row fail, the solve stops.
+10 mu (the default, mu_strategy="monotone"); mu_strategy="adaptive" chooses it each iteration by Mehrotra's
+probing with the KKT-error safeguard of Nocedal, Waechter & Waltz 2009 (_BarrierUpdate). Objective and rows are
+scaled by min(1, 100 / |gradient|_inf) at the start point (IPOPT's gradient scaling). There is no restoration
+phase: when eight line searches in a row fail, the solve stops.
 
 Converged ("solved") when the scaled dual infeasibility and complementarity are below `tol` and every
 constraint row is met to `constraint_tol` (absolute, unscaled), or, IPOPT's "acceptable" level, when the
@@ -180,9 +182,6 @@ class _Reduced:
         x = self.x_full.copy()
         x[self.free] = z[:self.nx]
         return x
-
-    def f(self, z):
-        return self.f_scale * float(self.nlp.objective(self.full(z)))
 
     def grad(self, z):
         g = np.zeros(self.nx + self.ns)
@@ -468,12 +467,14 @@ class _KKT:
         m = J.shape[0]
         if isinstance(self.layout, StageLayout):
             try:
-                factor = (self.plan.factor(W, J, dw, dc) if self.plan is not None else  # only the last is kept
-                          CondensedFactor(self.layout, W, J, dw, dc, *self.slacks))
-                if not factor.inertia_ok(m):
+                if self.plan is not None:  # fill, factor, parity test and refined solve in one C call
+                    factor, sol, accurate = self.plan.newton_step(W, J, dw, dc, rhs)  # only the last is kept
+                else:
+                    factor = CondensedFactor(self.layout, W, J, dw, dc, *self.slacks)
+                    sol, accurate = _refined(factor, rhs) if factor.inertia_ok(m) else (None, False)
+                if sol is None:
                     self.stage_count += 1
                     return factor, None
-                sol, accurate = _refined(factor, rhs)
                 if accurate or not np.isfinite(sol).all():
                     self.stage_count += 1
                     return factor, sol
@@ -532,6 +533,41 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
     return sol, (factor if sol is not None else None), dw
 
 
+@dataclass(frozen=True)
+class _Point:
+    """A point the interior point evaluated: z, its rows (raw and scaled), theta = sum |c| (the filter's violation),
+    the objective (unscaled; nan where not evaluated: outside the bounds) and the sum of the log barrier terms (-inf
+    outside). The line search's accepted trial is the next iterate: its objective, violation and barrier objective
+    are not evaluated again."""
+
+    z: np.ndarray
+    raw: np.ndarray
+    c: np.ndarray
+    theta: float
+    f: float
+    logs: float
+
+    def barrier(self, f_scale: float, mu: float) -> float:
+        """The scaled barrier objective f_scale f - mu logs (inf outside the bounds)."""
+        return np.inf if self.logs == -np.inf else f_scale * self.f - mu * self.logs
+
+
+def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
+    """The rows, their violation sum, the log barrier and (inside the bounds) the objective at z."""
+    raw = P.raw_c(z)
+    c = P.c(z, raw)
+    logs = bounds.log_barrier(z)
+    f = np.nan if logs == -np.inf else float(P.nlp.objective(P.full(z)))
+    return _Point(z, raw, c, float(np.abs(c).sum()), f, logs)
+
+
+def _barrier_gradient(g: np.ndarray, mu: float, dl: np.ndarray, du: np.ndarray, lo_f: np.ndarray,
+                      up_f: np.ndarray) -> np.ndarray:
+    """The gradient of the barrier objective f - mu sum log(distance to each bound), from g = grad f and the
+    distances dl, du (lo_f, up_f: the entries with a lower and an upper bound)."""
+    return g - np.where(lo_f, mu / dl, 0.0) + np.where(up_f, mu / du, 0.0)
+
+
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
     """Waechter-Biegler filter acceptance of a trial point: '' (reject), 'f' (Armijo on the barrier objective
     under the switching condition) or 'h' (enough progress in violation or objective; the filter grows)."""
@@ -546,8 +582,72 @@ def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_
     return ""
 
 
+class _BarrierUpdate:
+    """The barrier parameter mu of a solve and its update rule, mu_strategy "monotone" or "adaptive".
+
+    monotone (Fiacco-McCormick, IPOPT's default): mu <- min(0.2 mu, mu^1.5), possibly several times, once the
+    barrier problem is solved to 10 mu. adaptive (Nocedal, Waechter & Waltz 2009; IPOPT's mu_strategy adaptive,
+    mu_oracle probing, with the KKT-error safeguard): in free mode each iteration's mu comes from Mehrotra's probing
+    (`probe`, after the KKT matrix is factorised), within [tol / 10, mu_init]; free mode lasts while the KKT error
+    falls below 0.9999 times the largest of its last four values there; otherwise monotone mode from 0.8 times
+    the mean complementarity until that barrier problem is solved to 10 mu, then free mode again."""
+
+    def __init__(self, strategy: str, mu_init: float, tol: float):
+        if strategy not in ("monotone", "adaptive"):
+            raise ValueError(f"NLP solve: mu_strategy must be 'monotone' or 'adaptive', not {strategy!r}")
+        self.adaptive = self.free = strategy == "adaptive"
+        self.mu, self.mu_max, self.mu_min = mu_init, mu_init, tol / 10
+        self.references: list[float] = []  # the KKT errors of the last free-mode iterations
+
+    def update(self, dual_inf: float, primal_inf: float, products: np.ndarray) -> bool:
+        """The update before an iteration's step from its scaled dual infeasibility, constraint error and
+        complementarity products (each bound's distance times its multiplier): whether mu changed."""
+        old = self.mu
+        if self.free:
+            error = max(dual_inf, primal_inf, float(products.max(initial=0.0)))
+            if self.references and error > 0.9999 * max(self.references):
+                self.free = False
+                self.mu = float(np.clip(0.8 * products.mean(), self.mu_min, self.mu_max)) if len(products) else old
+            self.references = (self.references + [error])[-4:] if self.free else []
+            return self.mu != old
+        while self.mu > self.mu_min and max(dual_inf, primal_inf, float(np.abs(products - self.mu).max(
+                initial=0.0))) <= 10.0 * self.mu:
+            self.mu = max(self.mu_min, min(0.2 * self.mu, self.mu**1.5))
+            if self.adaptive:  # this barrier problem is solved: back to free mode
+                self.free = True
+                break
+        return self.mu != old
+
+    @property
+    def probing(self) -> bool:
+        """Whether this iteration's mu comes from probing (the adaptive rule's free mode)."""
+        return self.free
+
+    def probe(self, products: np.ndarray, mean_product_affine: float) -> float:
+        """Mehrotra's probing: mu = sigma * the mean complementarity product, sigma = (its value after the affine
+        step to the boundary / its value now)^3, at most 1; within [mu_min, mu_max]. Returns the new mu."""
+        mean_product = float(products.mean()) if len(products) else 0.0
+        sigma = min((max(mean_product_affine, 0.0) / mean_product) ** 3, 1.0) if mean_product > 0 else 0.0
+        self.mu = float(np.clip(sigma * mean_product, self.mu_min, self.mu_max))
+        return self.mu
+
+
+def _affine_products(dz: np.ndarray, z: np.ndarray, zL: np.ndarray, zU: np.ndarray, zl_dl: np.ndarray,
+                     zu_du: np.ndarray, bounds: "_Bounds", multiplier_bounds: tuple["_Bounds", "_Bounds"]) -> float:
+    """The mean complementarity product after the affine-scaling step (the primal-dual Newton step for mu = 0, primal
+    part dz): primal and bound multipliers each stepped as far as their bounds allow (fraction 1)."""
+    dzL, dzU = -zL - zl_dl * dz, zu_du * dz - zU  # the bound multipliers' Newton steps for mu = 0
+    alpha = bounds.step(z, dz, 1.0)
+    alpha_dual = min(multiplier_bounds[0].step(zL, dzL, 1.0), multiplier_bounds[1].step(zU, dzU, 1.0))
+    d_lo, d_up = bounds.distances(z + alpha * dz)
+    zL_new, zU_new = (zL + alpha_dual * dzL)[bounds.lo], (zU + alpha_dual * dzU)[bounds.up]
+    count = len(d_lo) + len(d_up)
+    return float(d_lo @ zL_new + d_up @ zU_new) / count if count else 0.0
+
+
 def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float = 1e-9, max_iter: int = 300,
-          progress: Progress | None = None, mu_init: float = 0.1, kkt: str = "auto") -> NLPResult:
+          progress: Progress | None = None, mu_init: float = 0.1, kkt: str = "auto",
+          mu_strategy: str = "monotone") -> NLPResult:
     """Solve `nlp` from x0 by the primal-dual interior-point method of this module's docstring.
 
     progress(iteration, info) is called once per iteration with info keys objective, constraint_violation,
@@ -558,6 +658,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     kkt: "lu" (sparse LU), "stage" (the stage recursion of stage_kkt.py, in C when the kernel is built, else its
     numpy twin, when nlp.stages allows it, else sparse LU; same steps to round-off, see docs/shots.md) or "auto"
     (the default: "stage" when the C kernel is built, else "lu", the faster of the two in numpy).
+    mu_strategy: the barrier update, "monotone" (the default) or "adaptive" (probing, from the affine-scaling step:
+    one more solve with each factorisation, two when mu rises); see _BarrierUpdate. mu_init is the first mu of either, and the
+    adaptive rule's largest.
     """
     if kkt not in ("auto", "lu", "stage"):
         raise ValueError(f"NLP solve: kkt must be 'auto', 'lu' or 'stage', not {kkt!r}")
@@ -572,6 +675,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     lo_f, up_f, lo, up = bounds.has_lo, bounds.has_up, bounds.lo, bounds.up
     z = _push_inside(np.concatenate([P.x_full[P.free], P.s0]), zl, zu)
     mu = mu_init
+    barrier_update = _BarrierUpdate(mu_strategy, mu_init, tol)
     zL = np.where(lo_f, 1.0, 0.0)
     zU = np.where(up_f, 1.0, 0.0)
     y = np.zeros(P.m)
@@ -587,8 +691,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
 
     clock = _Clock()
     with clock("evaluation"):
-        raw = P.raw_c(z)
-        c = P.c(z, raw)
+        point = _evaluate(P, bounds, z)
+        raw, c = point.raw, point.c
         g = P.grad(z)
         J = P.jac(z)
     with clock("factorisation"):
@@ -607,7 +711,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
         compl = max(float(dzl.max(initial=0.0)), float(dzu.max(initial=0.0)))
         raw_viol = float(violation(raw, P.cl, P.cu).max(initial=0.0))
-        f_val = float(nlp.objective(P.full(z)))
+        f_val = point.f if point.logs != -np.inf else float(nlp.objective(P.full(z)))
         if progress is not None:
             info = {"objective": f_val, "constraint_violation": raw_viol, "dual_infeasibility": dual_inf,
                     "mu": mu, "regularization": dw_last, "step": last_alpha, **last_step}
@@ -622,27 +726,34 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         if not (np.isfinite(f_val) and np.isfinite(c).all()):
             status, message = "failed", f"non-finite objective or constraints at iteration {it}"
             break
-        # barrier subproblem solved well enough: decrease mu (possibly several times)
-        while mu > tol / 10:
-            e_mu = max(dual_inf, float(np.abs(c).max(initial=0.0)),
-                       float(np.abs(dzl - mu).max(initial=0.0)), float(np.abs(dzu - mu).max(initial=0.0)))
-            if e_mu > 10.0 * mu:
-                break
-            mu = max(tol / 10, min(0.2 * mu, mu**1.5))
-            filt = []
-        tau = max(0.99, 1.0 - mu)
-        zl_dl, zu_du, mu_dl, mu_du = zL / dl, zU / du, mu / dl, mu / du
+        products = np.concatenate([dzl, dzu])
+        if barrier_update.update(dual_inf, float(np.abs(c).max(initial=0.0)), products):
+            mu, filt = barrier_update.mu, []
+        zl_dl, zu_du = zL / dl, zU / du
         sigma = np.where(lo_f, zl_dl, 0.0) + np.where(up_f, zu_du, 0.0)
-        grad_phi = g - np.where(lo_f, mu_dl, 0.0) + np.where(up_f, mu_du, 0.0)
         with clock("evaluation"):
             H = P.hess_data(z, y)
         with clock("factorisation"):
             W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
+            grad_phi = _barrier_gradient(g, mu, dl, du, lo_f, up_f)
             sol, lu, dw = _regularised_step(W, J, -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)
+            if lu is not None and barrier_update.probing:
+                # the affine-scaling step (mu = 0), unrefined: relative residuals up to 2e-9 measured on the shots,
+                # 3e-10 in the combined steps below (_refined accepts 1e-9)
+                sol_aff = lu.solve(-np.concatenate([g, c]))
+                mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, zL, zU, zl_dl, zu_du, bounds,
+                                                                         (zL_bounds, zU_bounds)))
+                if mu_new != mu:  # the right-hand side is affine in mu: a smaller mu's step is a combination
+                    sol = (sol_aff + (mu_new / mu) * (sol - sol_aff) if mu_new < mu else
+                           _refined(lu, -np.concatenate([_barrier_gradient(g, mu_new, dl, du, lo_f, up_f), c]))[0])
+                    mu, filt = mu_new, []
+                    grad_phi = _barrier_gradient(g, mu, dl, du, lo_f, up_f)
         if lu is None:
             status, message = "failed", f"KKT system could not be regularised at iteration {it}"
             break
         dw_last = dw
+        tau = max(0.99, 1.0 - mu)
+        mu_dl, mu_du = mu / dl, mu / du
         dz, y_new = sol[:nz], sol[nz:]
         dy = y_new - y
         dzL = np.where(lo_f, mu_dl - zL - zl_dl * dz, 0.0)
@@ -650,12 +761,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         alpha_max = bounds.step(z, dz, tau)
         alpha_z = min(zL_bounds.step(zL, dzL, tau), zU_bounds.step(zU, dzU, tau))
 
-        def barrier(zz):
-            logs = bounds.log_barrier(zz)
-            return np.inf if logs == -np.inf else P.f(zz) - mu * logs
-
-        theta0 = float(np.abs(c).sum())
-        phi0 = barrier(z)
+        theta0 = point.theta
+        phi0 = point.barrier(P.f_scale, mu)
         slope = float(grad_phi @ dz)
         if theta_max is None:
             theta_max, theta_min = 1e4 * max(1.0, theta0), 1e-4 * max(1.0, theta0)
@@ -663,36 +770,31 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         accepted = None
         with clock("line search"):
             while alpha > 1e-12:
-                zt = z + alpha * dz
-                raw_t = P.raw_c(zt)
-                ct = P.c(zt, raw_t)
-                verdict = _filter_test(filt, theta0, phi0, float(np.abs(ct).sum()), barrier(zt), alpha * slope,
+                trial = _evaluate(P, bounds, z + alpha * dz)
+                verdict = _filter_test(filt, theta0, phi0, trial.theta, trial.barrier(P.f_scale, mu), alpha * slope,
                                        alpha, theta_min, theta_max)
                 if verdict:
-                    accepted = (zt, raw_t, ct, verdict)
+                    accepted = (trial, verdict)
                     break
-                if alpha == alpha_max and float(np.abs(ct).sum()) >= theta0:
+                if alpha == alpha_max and trial.theta >= theta0:
                     # second-order corrections (IPOPT): re-solve with the constraint values at the trial point
-                    c_soc, theta_prev = alpha * c + ct, theta0
+                    c_soc, theta_prev = alpha * c + trial.c, theta0
                     for _ in range(4):
                         d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
                         a_soc = bounds.step(z, d_soc, tau)
-                        zs = z + a_soc * d_soc
-                        raw_s = P.raw_c(zs)
-                        cs = P.c(zs, raw_s)
-                        theta_s = float(np.abs(cs).sum())
-                        verdict = _filter_test(filt, theta0, phi0, theta_s, barrier(zs), alpha * slope, alpha,
-                                               theta_min, theta_max)
+                        soc = _evaluate(P, bounds, z + a_soc * d_soc)
+                        verdict = _filter_test(filt, theta0, phi0, soc.theta, soc.barrier(P.f_scale, mu),
+                                               alpha * slope, alpha, theta_min, theta_max)
                         if verdict:
-                            accepted = (zs, raw_s, cs, verdict)
+                            accepted = (soc, verdict)
                             break
-                        if theta_s > 0.99 * theta_prev:
+                        if soc.theta > 0.99 * theta_prev:
                             break
-                        c_soc, theta_prev = a_soc * c_soc + cs, theta_s
+                        c_soc, theta_prev = a_soc * c_soc + soc.c, soc.theta
                     if accepted is not None:
                         break
                 alpha *= 0.5
-        if accepted is not None and accepted[3] == "h":  # not an Armijo step: the filter grows
+        if accepted is not None and accepted[1] == "h":  # not an Armijo step: the filter grows
             filt.append(((1 - 1e-5) * theta0, phi0 - 1e-8 * theta0))
         if accepted is None:
             stalls += 1
@@ -714,10 +816,10 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             last_step = {"step_max": alpha_max, "step_dual": 0.0, "accepted": ""}
             continue
         stalls, last_alpha, shift = 0, alpha, 0.0
-        last_step = {"step_max": alpha_max, "step_dual": alpha_z, "accepted": accepted[3]}
-        z_new, raw, c, _ = accepted
-        s_step = z_new - z
-        z = z_new
+        last_step = {"step_max": alpha_max, "step_dual": alpha_z, "accepted": accepted[1]}
+        point = accepted[0]
+        s_step = point.z - z
+        z, raw, c = point.z, point.raw, point.c
         zL = np.where(lo_f, zL + alpha_z * dzL, 0.0)
         zU = np.where(up_f, zU + alpha_z * dzU, 0.0)
         # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma)

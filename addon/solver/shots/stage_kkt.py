@@ -38,10 +38,13 @@ row): StageFactor then runs on the variables and rows only, smaller blocks, with
 slack's row. `StagePlan` (the interior point's stage path when the C kernel is built) also eliminates the
 inequality rows whose variables lie in one block or two adjacent ones (each a negative pivot), leaving the
 variables and the equality rows, and fills the C kernel's blocks from W's and J's data through slots worked out
-once per sparsity pattern.
+once per sparsity pattern; its newton_step is the interior point's whole step attempt (fill, factorisation, parity
+test, refined solve) in one C call.
 """
 
 from __future__ import annotations
+
+import ctypes
 
 import numpy as np
 import scipy.sparse as sp
@@ -478,9 +481,17 @@ def _native_factor(L: StageLayout, work: tuple[tuple[np.ndarray, ...], tuple[int
     arrays, addresses = work
     failed = _native.factor(L.kernel_args(), _PIVOT_RCOND, addresses[:6], addresses[6])
     if failed >= 0:
-        raise StageBreakdown("the coupling unknowns' Schur complement is (nearly) singular"
-                             if failed == L.n_chunks else "a stage pivot block is singular")
+        raise StageBreakdown(_BREAKDOWN[_native.BORDER if failed == L.n_chunks else _native.PIVOT])
     return int(arrays[6][0])
+
+
+# why the C kernel could not factorise K (stage_kkt_binding's outcomes of symplex_stage_newton)
+_BREAKDOWN = {
+    _native.FAR: "an entry couples stage blocks more than one apart, or a slack to another unknown",
+    _native.SLACK: "a slack's diagonal is not positive",
+    _native.PIVOT: "a stage pivot block is singular",
+    _native.BORDER: "the coupling unknowns' Schur complement is (nearly) singular",
+}
 
 
 class CondensedFactor:
@@ -595,11 +606,15 @@ class StagePlan:
                 f"{f', and {len(self.elim)} inequality rows' if self._pattern is not None else ''})")
 
     def factor(self, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float) -> "PlannedFactor":
+        self._fit(W, J)
+        return PlannedFactor(self, W, J, dw, dc)
+
+    def _fit(self, W: sp.csc_matrix, J: sp.csr_matrix) -> None:
+        """Plan again when W's or J's pattern is not the last one's."""
         pattern = (W.indices, W.indptr, J.indices, J.indptr)
         if self._pattern is None or not all(a is b or np.array_equal(a, b) for a, b in zip(pattern, self._pattern)):
             self._build(W, J)
         self._pattern = pattern
-        return PlannedFactor(self, W, J, dw, dc)
 
     def _build(self, W: sp.csc_matrix, J: sp.csr_matrix) -> None:
         full, rows = self.full, self.rows
@@ -691,23 +706,67 @@ class StagePlan:
         self.scratch_args = ptr(self.v, self.t)
         self.pattern_addresses = ptr(*self.pattern)
         self.z_work_address = ptr(self.z_work)[0]
+        self._plan_kernel_step(L)
+
+    def _plan_kernel_step(self, L: StageLayout) -> None:
+        """The symplex_stage_plan of newton_step (stage_kkt_binding.Plan) on this plan's arrays, its address, and
+        the arrays it writes beyond the layout's scratch: the refinement's work and the parity."""
+        work, _ = L.scratch()
+        self.w_far, self.j_far = (np.ascontiguousarray(a, np.int64) for a in (self.w_far, self.j_far))
+        self.refine, self.parity_out = np.empty(2 * (len(self.z_work) + self.m)), np.zeros(1, np.int64)
+        w_ptr, w_idx, j_ptr, j_idx = self.pattern
+        self.kernel_plan = _native.Plan(
+            n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, size=L.sizes, a_off=L.a_off, c_off=L.c_off,
+            e_off=L.e_off, r_off=L.r_off, s_rcond=_PIVOT_RCOND, blk=work[0], g=work[1], g_cols=work[2],
+            g_count=work[3], x=work[4], piv=work[5], n_w=len(self.w_slot), w_slot=self.w_slot, w_src=self.w_src,
+            n_j=len(self.j_slot), j_slot=self.j_slot, j_src=self.j_src, n_p=len(self.p_slot), p_slot=self.p_slot,
+            p_a=self.p_a, p_b=self.p_b, p_row=self.p_row, nx=self.nx, ns=len(self.rows), m=self.m,
+            slack_diag=self.slack_diag, coef=self.coef, slack_d=self.slack_d, n_elim=len(self.elim),
+            elim_slack=self.elim_slack, weight=self.weight, n_kept=len(self.kept), kept_slack=self.kept_slack,
+            d_slot=self.d_slot, n_w_far=len(self.w_far), n_j_far=len(self.j_far), w_far=self.w_far, j_far=self.j_far,
+            slack_row=self.rows, elim_row=self.elim, n_e=len(self.e_src), e_src=self.e_src, e_col=self.e_col,
+            e_row=self.e_row, kept_row=self.kept, where=self.where, v=self.v, t=self.t, w_ptr=w_ptr, w_idx=w_idx,
+            j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine, parity_m=self.m % 2)
+        self.kernel_plan_address, self.parity_address = ctypes.addressof(self.kernel_plan), _native.pointers(
+            self.parity_out)[0]
+
+    def newton_step(self, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float,
+                    rhs: np.ndarray) -> tuple["PlannedFactor", np.ndarray | None, bool]:
+        """One attempt of the interior point's Newton step in one C call (symplex_stage_newton): what factor(W, J,
+        dw, dc), its parity test and nlp._refined(factor, rhs) do, the same operations. (factor, solution of K sol
+        = rhs or None when the parity of K's negative eigenvalues is not m's, whether the refinement reached
+        1e-9 (1 + |rhs|)); StageBreakdown as factor."""
+        self._fit(W, J)
+        sol = np.empty(len(rhs))
+        outcome = _native.newton(self.kernel_plan_address, np.ascontiguousarray(W.data, float),
+                                 np.ascontiguousarray(J.data, float), dw, dc, np.ascontiguousarray(rhs, float), sol,
+                                 self.parity_address)
+        if outcome in _BREAKDOWN:
+            raise StageBreakdown(_BREAKDOWN[outcome])
+        factor = PlannedFactor(self, W, J, dw, dc, parity=int(self.parity_out[0]))
+        return factor, (None if outcome == _native.INERTIA else sol), outcome == _native.SOLVED
 
 
 class PlannedFactor:
     """One factorisation through a StagePlan (see there): solve(rhs), residual(sol, rhs) (the whole K's), parity
     of the number of negative eigenvalues of K. The fill, the factorisation and the solve (the slacks' and the
     eliminated rows' parts folded in and recovered) are one C call each. The plan's and its layout's work arrays
-    are reused: only the latest factor of a plan is valid."""
+    are reused: only the latest factor of a plan is valid. parity given: the factorisation is already in the work
+    arrays (StagePlan.newton_step's), with this parity."""
 
-    def __init__(self, plan: StagePlan, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float):
+    def __init__(self, plan: StagePlan, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float,
+                 parity: int | None = None):
         P, L = plan, plan.layout
         self.plan, self.W, self.J, self.dw, self.dc = plan, W, J, dw, dc
-        if P.far and (np.any(W.data[P.w_far] != 0) or np.any(J.data[P.j_far] != 0)):
-            raise StageBreakdown("an entry couples stage blocks more than one apart, or a slack to another unknown")
+        if parity is not None:
+            self.parity, self.work = parity, L.scratch()[1]
+            return
         arrays, self.work = work = L.scratch()
+        if P.far and (np.any(W.data[P.w_far] != 0) or np.any(J.data[P.j_far] != 0)):
+            raise StageBreakdown(_BREAKDOWN[_native.FAR])
         if _native.fill(len(arrays[0]), self.work[0], P.fill_args, np.ascontiguousarray(W.data, float),
                         np.ascontiguousarray(J.data, float), dw, dc):
-            raise StageBreakdown("a slack's diagonal is not positive")
+            raise StageBreakdown(_BREAKDOWN[_native.SLACK])
         self.parity = (_native_factor(L, work) + len(P.elim)) % 2
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:

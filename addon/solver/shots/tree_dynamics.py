@@ -29,7 +29,6 @@ from ..tree.compile import TreeModel
 from ..tree.dynamics import terms
 from ..tree.kinematics import Kinematics, forward
 from .tree_batch import (
-    BatchKinematics,
     constraint_force_dq_batch,
     curve_values,
     forward_batch,
@@ -44,7 +43,8 @@ class IntervalTerms:
     a leading axis K when evaluated for K intervals at once.
 
     D1 = D1Ld + fd and D2 = D2Ld + fd without the shot's controls (they enter linearly as dt/2 B u);
-    D1_q1 = dD1/dq1 and so on (None when evaluated without the Jacobian); energy at the midpoint.
+    D1_q1 = dD1/dq1 and so on (None when evaluated without the Jacobian); energy at the midpoint (None from
+    tree_program.py, which does not compute it).
     """
 
     D1: np.ndarray
@@ -53,7 +53,7 @@ class IntervalTerms:
     D1_q2: np.ndarray | None
     D2_q1: np.ndarray | None
     D2_q2: np.ndarray | None
-    energy: np.ndarray | float
+    energy: np.ndarray | float | None
 
 
 def intervals(model: TreeModel, charts: np.ndarray, Q1: np.ndarray, Q2: np.ndarray, t1: np.ndarray, dt: float,
@@ -64,22 +64,34 @@ def intervals(model: TreeModel, charts: np.ndarray, Q1: np.ndarray, Q2: np.ndarr
     tm = np.asarray(t1, float) + 0.5 * dt
     qm = 0.5 * (Q1 + Q2)
     tr = terms_batch(model, forward_batch(model, qm, charts), qm, V, tm, second=jacobian)
+    if not jacobian:
+        return slot_terms(model, V, tm, dt, tr.g + tr.Q, tr.p, energy=tr.energy)
+    return slot_terms(model, V, tm, dt, tr.g + tr.Q, tr.p, (tr.B + tr.Q_q, np.swapaxes(tr.A, 1, 2), tr.A, tr.M),
+                      tr.energy)
+
+
+def slot_terms(model: TreeModel, V: np.ndarray, tm: np.ndarray, dt: float, Lq: np.ndarray, p: np.ndarray,
+               derivatives: tuple | None = None, energy: np.ndarray | None = None) -> IntervalTerms:
+    """IntervalTerms at velocities V (K, nq) and midpoint times tm (K,) from L_q = g + Q and p (K, nq) at the
+    midpoints and (derivatives) their derivatives (L_q,q, L_q,qdot, p_q, p_qdot) (K, nq, nq) by the midpoint and
+    the velocity: the slot derivatives of the module docstring, with damping, servos and keyed torques."""
     keyed = curve_values(model.dof_torque, tm, 0.0)
     fd = 0.5 * dt * (-model.dof_damping * V + model.dof_motor_gain * (model.dof_motor_velocity - V) + keyed)
-    Lq = 0.5 * dt * (tr.g + tr.Q)
-    if not jacobian:
-        return IntervalTerms(D1=Lq - tr.p + fd, D2=Lq + tr.p + fd, D1_q1=None, D1_q2=None, D2_q1=None, D2_q2=None,
-                             energy=tr.energy)
-    curv = 0.25 * dt * (tr.B + tr.Q_q)
-    At = np.swapaxes(tr.A, 1, 2)
-    sym, skew = 0.5 * (At + tr.A), 0.5 * (At - tr.A)
-    Mdt = tr.M / dt
+    Lq = 0.5 * dt * Lq
+    if derivatives is None:
+        return IntervalTerms(D1=Lq - p + fd, D2=Lq + p + fd, D1_q1=None, D1_q2=None, D2_q1=None, D2_q2=None,
+                             energy=energy)
+    Lqq, Lqv, pq, pv = derivatives
+    curv = 0.25 * dt * Lqq
+    At = 0.5 * Lqv
+    sym, skew = At + 0.5 * pq, At - 0.5 * pq
+    Mdt = pv / dt
     fd_q2 = -0.5 * np.diag(model.dof_damping + model.dof_motor_gain)
     return IntervalTerms(
-        D1=Lq - tr.p + fd, D2=Lq + tr.p + fd,
+        D1=Lq - p + fd, D2=Lq + p + fd,
         D1_q1=curv - sym + Mdt - fd_q2, D1_q2=curv + skew - Mdt + fd_q2,
         D2_q1=curv - skew - Mdt - fd_q2, D2_q2=curv + sym + Mdt + fd_q2,
-        energy=tr.energy,
+        energy=energy,
     )
 
 
@@ -102,6 +114,39 @@ def constraint_force_dq(model: TreeModel, kin: Kinematics, lam: np.ndarray, rows
     if not len(rows):
         return np.zeros((model.nq, model.nq))
     return constraint_force_dq_batch(model, forward_batch(model, kin.q[None], kin.charts), lam[None], rows)[0]
+
+
+@dataclass(frozen=True)
+class LoopTerms:
+    """The kept loop rows at K configurations with multipliers lam (K, nr): h (K, nr), the constraint force
+    Dh^T lam (K, nq) and (with the Jacobian) Dh (K, nr, nq) and d(Dh^T lam)/dq (K, nq, nq), else None."""
+
+    h: np.ndarray
+    force: np.ndarray
+    Dh: np.ndarray | None
+    force_dq: np.ndarray | None
+
+
+class NumpyTerms:
+    """The rows' terms of a tree shot by tree_batch.py (numpy, batched over the stages): the reference of
+    tree_program.TreeProgram, which computes the same from programs run in C."""
+
+    def intervals(self, tx: TreeTranscription, Q: np.ndarray, jacobian: bool) -> IntervalTerms:
+        """`intervals` on the shot's N intervals of Q (N+1, nq)."""
+        N, dt = tx.steps, tx.dt
+        return intervals(tx.model, tx.charts, Q[:-1], Q[1:], np.arange(N) * dt, dt, jacobian)
+
+    def loops(self, tx: TreeTranscription, Q: np.ndarray, lam: np.ndarray, jacobian: bool) -> LoopTerms:
+        """LoopTerms at the configurations Q (K, nq) with multipliers lam (K, nr)."""
+        kin = forward_batch(tx.model, Q, tx.charts)
+        h, Dh = loops_batch(tx.model, kin, tx.rows)
+        force = np.einsum("krq,kr->kq", Dh, lam)
+        if not jacobian:
+            return LoopTerms(h, force, None, None)
+        return LoopTerms(h, force, Dh, constraint_force_dq_batch(tx.model, kin, lam, tx.rows))
+
+
+NUMPY_TERMS = NumpyTerms()
 
 
 def check_supported(model: TreeModel, where: str) -> None:
@@ -198,29 +243,36 @@ class TreeTranscription:
         c, blocks = self.blocks(x, jacobian)
         return c, (assemble_blocks(blocks, (self.m, self.n)) if jacobian else None)
 
-    def blocks(self, x: np.ndarray, jacobian: bool = True) -> tuple[np.ndarray, list[Blocks]]:
+    def loop_multipliers(self, x: np.ndarray) -> np.ndarray:
+        """(N+1, nr): the multipliers of the constraint force at each configuration q_0 .. q_N: lam_0 .. lam_N-1,
+        then mu at rest (zeros otherwise)."""
+        Lam = self.unpack(x)[2]
+        return np.vstack([Lam, x[self.mu_slice][None] if self.rest_at_end else np.zeros((1, self.nr))])
+
+    def blocks(self, x: np.ndarray, jacobian: bool = True,
+               terms: NumpyTerms = NUMPY_TERMS) -> tuple[np.ndarray, list[Blocks]]:
         """Residual c (m,) and the Jacobian as groups of dense blocks (first rows (G,), first columns (G,),
-        blocks (G, r, c)), every interval and configuration evaluated at once (tree_batch.py)."""
+        blocks (G, r, c)), every interval and configuration evaluated at once by `terms` (NumpyTerms, or
+        tree_program.TreeProgram: the same methods)."""
         N, nq, nr, nu = self.steps, self.nq, self.nr, self.nu
-        model, dt = self.model, self.dt
-        Q, U, Lam = self.unpack(x)
+        dt = self.dt
+        Q, U, _ = self.unpack(x)
         half_Bu = np.zeros((nq, nu))
         half_Bu[self.actuated, np.arange(nu)] = 0.5 * dt
-        it = intervals(model, self.charts, Q[:-1], Q[1:], np.arange(N) * dt, dt, jacobian)
+        it = terms.intervals(self, Q, jacobian)
         Bu = U @ half_Bu.T  # (N, nq)
         force = it.D1 + Bu
         force[0] += self.p0
         force[1:] += it.D2[:-1] + Bu[:-1]
         parts = [force.ravel()]
         if nr:
-            kin = forward_batch(model, Q, self.charts)
-            h, Dh = loops_batch(model, kin, self.rows)
-            force -= np.einsum("krq,kr->kq", Dh[:N], Lam)
-            parts.append(h[1:].ravel())
+            loops = terms.loops(self, Q, self.loop_multipliers(x), jacobian)
+            force -= loops.force[:N]
+            parts.append(loops.h[1:].ravel())
         if self.rest_at_end:
             rest = it.D2[-1] + Bu[-1]
             if nr:  # at rest the momentum may only push against the loop constraints: p_N = Dh(q_N)^T mu
-                rest = rest - Dh[N].T @ x[self.mu_slice]
+                rest = rest - loops.force[N]
             parts.append(rest)
         c = np.concatenate(parts)
         if not jacobian:
@@ -229,12 +281,9 @@ class TreeTranscription:
         row, qcol = k * nq, (k - 1) * nq  # first DEL row of step k; first column of q_k (k >= 1)
         ucol = N * nq + k * nu
         dq_k = it.D1_q1[1:] + it.D2_q2[:-1]
-        lam_N = np.vstack([Lam[1:], x[self.mu_slice][None]]) if self.rest_at_end else Lam[1:]
-        if nr and len(lam_N):
-            at = slice(1, len(lam_N) + 1)  # q_1 .. q_N-1 (and q_N at rest)
-            dq_all = constraint_force_dq_batch(model, BatchKinematics(kin.world[at], kin.S[at], kin.body_R[at],
-                                                                      kin.body_com[at]), lam_N, self.rows)
-            dq_k = dq_k - dq_all[:N - 1]
+        if nr:
+            dq_k = dq_k - loops.force_dq[1:N]
+            Dh = loops.Dh
         Bu_blocks = np.broadcast_to(half_Bu, (N, nq, nu))
         out = [(row, qcol + nq, it.D1_q2), (row[1:], qcol[1:], dq_k), (row[2:], qcol[1:-1], it.D2_q1[1:-1]),
                (row, ucol, Bu_blocks), (row[1:], ucol[:-1], Bu_blocks[1:])]
@@ -245,7 +294,7 @@ class TreeTranscription:
             r0 = np.array([N * (nq + nr)])
             rest_q = it.D2_q2[-1:]
             if nr:
-                rest_q = rest_q - dq_all[-1:]
+                rest_q = rest_q - loops.force_dq[N:]
                 out.append((r0, np.array([self.mu_slice.start]), -np.swapaxes(Dh[N:], 1, 2)))
             out += [(r0, qcol[-1:] + nq, rest_q), (r0, ucol[-1:], Bu_blocks[-1:])]
             if N > 1:

@@ -11,24 +11,27 @@ X_f = sum_{j <= f} (W_j ad(V_parent(j)) S_j + Z_j S_j) and Y_f = sum_{j <= f} W_
 f and f itself). Every quantity is a first-order jet over (qm, v) on a tape (tape.py), one instance per
 interval, so phi's Hessian is exact (one reverse sweep); the chain rule qm = (q1 + q2)/2, v = (q2 - q1)/dt maps
 it onto (q_k, q_k+1).
-Each configuration q_k contributes -lam . Dh(q_k) y + nu . h(q_k) (+ the body keys' nu . point), where
+Each configuration q_k contributes -lam . Dh(q_k) y + nu . h(q_k), where
 (Dh y)_r = w_r . (Y_P - Y_C) with Y_f = sum_{j <= f} y_j S_j: its Hessian is the (q, q) block and the
-gradients of -(Dh y)_r the (lam_r, q) block. On a tree, a body-point key's curvature is in closed form
-(point_hessian). Damping, servos, springs and the controls enter linearly.
+gradients of -(Dh y)_r the (lam_r, q) block. A body-point key's curvature is in closed form (point_hessian).
+Damping, servos, springs and the controls enter linearly.
+The formulas (phi_formula, configuration_formula) are generic scalar code: on tape jets here (TapeTerms, the
+reference), recorded once per model as programs and run in C by tree_program.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from ..curves import evaluate
 from ..tree.compile import ROT_Z, TreeModel
 from . import jets
+from .program import Node
 from .tape import Tape, TapeJet
-from .tree_batch import forward_batch
-from .tree_dynamics import Blocks
+from .tree_batch import curve_values, forward_batch
+from .tree_dynamics import Blocks, NumpyTerms
 
 Scalar = TapeJet | float | np.ndarray  # an ndarray: a per-instance constant (K,)
 Vec = list  # three Scalars
@@ -86,8 +89,13 @@ class JetFrames:
     axis: list
 
 
-def frames(model: TreeModel, q: list[TapeJet]) -> JetFrames:
-    """Forward kinematics (tree/kinematics.py) with the coordinates q (nq jets): world_M_frame = world_M_parent
+def _cos_sin(u: TapeJet | Node) -> tuple:
+    """cos u, sin u of a tape jet or of a recorded program node."""
+    return (u.cos(), u.sin()) if isinstance(u, Node) else (jets.cos(u), jets.sin(u))
+
+
+def frames(model: TreeModel, q: list) -> JetFrames:
+    """Forward kinematics (tree/kinematics.py) with the coordinates q (nq jets or nodes): world_M_frame = world_M_parent
     placement motion(q), S_f = (e, o x e) for a rotation about e through o, (0, e) for a translation."""
     identity = [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
     Rs, origins, axes = [], [], []
@@ -100,7 +108,7 @@ def frames(model: TreeModel, q: list[TapeJet]) -> JetFrames:
         placed = [[_sum(_mul(Rp[r][k], float(P[k, col])) for k in range(3)) for col in range(3)] for r in range(3)]
         if kind <= ROT_Z:  # placed times the rotation about axis ax: columns i, j turn by q
             i, j = (ax + 1) % 3, (ax + 2) % 3
-            c, s = jets.cos(q[f]), jets.sin(q[f])
+            c, s = _cos_sin(q[f])
             R = [row[:] for row in placed]
             for r in range(3):
                 R[r][i] = _sum([_mul(c, placed[r][i]), _mul(s, placed[r][j])])
@@ -156,26 +164,24 @@ def _frame_bodies(model: TreeModel) -> list[tuple[int, float, np.ndarray, np.nda
     return out
 
 
-def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
-                 Z: np.ndarray) -> np.ndarray:
-    """The Hessian (K, 2 nq, 2 nq) over (qm, v) of phi = W . (g + Q) + Z . p at (qm, v) (K, nq), times tm (K,),
-    weights W, Z (K, nq) (phi up to terms linear in qm: joint springs)."""
+def phi_formula(model: TreeModel, qm: list, v: list, W: list, Z: list, scales: list) -> Scalar:
+    """phi = W . (g + Q) + Z . p at the midpoint qm and velocity v (nq Scalars each), weights W, Z (nq Scalars)
+    and the point forces' scales (one Scalar per force), over any scalar type: tape jets with per-instance arrays
+    (interval_phi) or recorded program nodes (tree_program.py). Joint springs are left out (linear in qm)."""
     nq = model.nq
-    tape = Tape(2 * nq)
-    var = tape.variables(np.hstack([qm, v]))
-    fr = frames(model, var[:nq])
+    fr = frames(model, qm)
     zero = ([0.0] * 3, [0.0] * 3)
-    V = _accumulate(model, [([_mul(a, var[nq + f]) for a in fr.axis[f][0]],
-                             [_mul(a, var[nq + f]) for a in fr.axis[f][1]]) for f in range(nq)])
+    V = _accumulate(model, [([_mul(a, v[f]) for a in fr.axis[f][0]],
+                             [_mul(a, v[f]) for a in fr.axis[f][1]]) for f in range(nq)])
     x_own, y_own = [], []
     for f in range(nq):
         parent = int(model.dof_parent[f])
         Vp = zero if parent < 0 else V[parent]
         Sw, Sv = fr.axis[f]
         ad = (_cross(Vp[0], Sw), [_sum([a, b]) for a, b in zip(_cross(Vp[0], Sv), _cross(Vp[1], Sw))])
-        x_own.append((_axpy(Z[:, f], Sw, _axpy(W[:, f], ad[0], [0.0] * 3)),
-                      _axpy(Z[:, f], Sv, _axpy(W[:, f], ad[1], [0.0] * 3))))
-        y_own.append(([_mul(a, W[:, f]) for a in Sw], [_mul(a, W[:, f]) for a in Sv]))
+        x_own.append((_axpy(Z[f], Sw, _axpy(W[f], ad[0], [0.0] * 3)),
+                      _axpy(Z[f], Sv, _axpy(W[f], ad[1], [0.0] * 3))))
+        y_own.append(([_mul(a, W[f]) for a in Sw], [_mul(a, W[f]) for a in Sv]))
     X, Y = _accumulate(model, x_own), _accumulate(model, y_own)
     terms: list[Scalar] = []
     g = np.asarray(model.gravity, float)
@@ -190,11 +196,33 @@ def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray
     for i, f in enumerate(model.force_frame):
         if f < 0:
             continue
-        curve = model.force_scale[i]
-        scale = np.ones(len(tm)) if curve is None else np.array([evaluate(curve, t) for t in tm])
-        force = [_mul(float(F), scale) if F != 0.0 else 0.0 for F in model.force_vector[i]]
+        force = [_mul(float(F), scales[i]) if F != 0.0 else 0.0 for F in model.force_vector[i]]
         terms.append(_dot(force, _point_velocity(Y[int(f)], _point(fr, int(f), model.force_point[i]))))
-    return tape.hessian(_sum(terms), len(qm))
+    return _sum(terms)
+
+
+def force_scales(model: TreeModel, tm: np.ndarray) -> np.ndarray:
+    """(K, nforce): each point force's scale curve at the times tm (K,), 1 for a force without one."""
+    return curve_values(model.force_scale, tm, 1.0)
+
+
+def interval_phi(model: TreeModel, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
+                 Z: np.ndarray) -> np.ndarray:
+    """The Hessian (K, 2 nq, 2 nq) over (qm, v) of phi = W . (g + Q) + Z . p at (qm, v) (K, nq), times tm (K,),
+    weights W, Z (K, nq) (phi up to terms linear in qm: joint springs), on a tape."""
+    nq = model.nq
+    tape = Tape(2 * nq)
+    var = tape.variables(np.hstack([qm, v]))
+    scales = force_scales(model, tm)
+    phi = phi_formula(model, var[:nq], var[nq:], list(W.T), list(Z.T), list(scales.T))
+    return tape.hessian(phi, len(qm))
+
+
+def points_formula(model: TreeModel, q: list, w: list, points: list[tuple[int, np.ndarray]]) -> Scalar:
+    """chi = sum_p w_p . x_p(q): the world positions x_p of points fixed in frames (frame, local coordinates) at
+    the coordinates q (nq Scalars), weighted by w (3 Scalars per point), over any scalar type (tree_program.py)."""
+    fr = frames(model, q)
+    return _sum(_dot(_point(fr, frame, local), w[3 * p: 3 * p + 3]) for p, (frame, local) in enumerate(points))
 
 
 def _gradient(x: Scalar, K: int, n: int) -> np.ndarray:
@@ -221,15 +249,14 @@ def point_hessian(model: TreeModel, world: np.ndarray, S: np.ndarray, frame: int
     return out
 
 
-def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.ndarray, nu: np.ndarray,
-                        rows: np.ndarray, points: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """At configurations q (K, nq): psi = -lam . Dh[rows](q) y + nu . h[rows](q) + sum over points of
-    weight . position: its Hessian (K, nq, nq) over q, and the gradients (K, nq) of (Dh y)_r for the kept rows. y (K, nq), lam, nu (K, nr);
-    points: (frame, point in frame axes, weights (K, 3))."""
-    K, nq = q.shape
-    tape = Tape(nq)
-    fr = frames(model, tape.variables(q))
-    Yf = _accumulate(model, [([_mul(a, y[:, f]) for a in fr.axis[f][0]], [_mul(a, y[:, f]) for a in fr.axis[f][1]])
+def configuration_formula(model: TreeModel, q: list, y: list, lam: list, nu: list,
+                          rows: np.ndarray) -> tuple[Scalar, list[Scalar]]:
+    """psi = -lam . Dh[rows](q) y + nu . h[rows](q) and the (Dh y)_r of the kept rows, at the coordinates q and
+    velocities y (nq Scalars each) with lam, nu (one Scalar per row), over any scalar type (configuration_terms,
+    tree_program.py)."""
+    nq = model.nq
+    fr = frames(model, q)
+    Yf = _accumulate(model, [([_mul(a, y[f]) for a in fr.axis[f][0]], [_mul(a, y[f]) for a in fr.axis[f][1]])
                              for f in range(nq)])
     zero = ([0.0] * 3, [0.0] * 3)
     terms, dhy = [], []
@@ -248,18 +275,56 @@ def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.
             b = _direction(fr, fc, model.row_b[r])
             h = _dot(a, b)
             u = _dot(_cross(a, b), dY[0])
-        dhy.append(_gradient(u, K, nq))
-        terms += [_mul(u, -lam[:, i]), _mul(h, nu[:, i])]
-    for f, local, weight in points:
-        terms.append(_dot(_point(fr, f, local), [weight[:, j] for j in range(3)]))
-    return tape.hessian(_sum(terms), K), dhy
+        dhy.append(u)
+        terms += [_mul(u, -lam[i]), _mul(h, nu[i])]
+    return _sum(terms), dhy
 
 
-def hessian_blocks(tx, x: np.ndarray, y: np.ndarray,
-                     points: list[tuple[int, int, np.ndarray, np.ndarray]] = ()) -> list[Blocks]:
+def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.ndarray, nu: np.ndarray,
+                        rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """At configurations q (K, nq): the Hessian (K, nq, nq) over q of psi = -lam . Dh[rows](q) y + nu . h[rows](q)
+    and the gradients (K, nr, nq) of (Dh y)_r for the kept rows, on a tape. y (K, nq), lam, nu (K, nr)."""
+    K, nq = q.shape
+    tape = Tape(nq)
+    psi, dhy = configuration_formula(model, tape.variables(q), list(y.T), list(lam.T), list(nu.T),
+                                     rows)
+    return tape.hessian(psi, K), np.stack([_gradient(u, K, nq) for u in dhy], axis=1)
+
+
+@lru_cache(maxsize=64)
+def _midpoint_chain(nq: int, dt: float) -> np.ndarray:
+    """d(qm, v) / d(q1, q2) (2 nq, 2 nq) for qm = (q1 + q2)/2, v = (q2 - q1)/dt."""
+    eye = np.eye(nq)
+    out = np.block([[0.5 * eye, 0.5 * eye], [-eye / dt, eye / dt]])
+    out.setflags(write=False)  # shared by every call
+    return out
+
+
+class TapeTerms(NumpyTerms):
+    """The rows' terms by tree_batch.py and the Hessian's by the formulas above on a tape (tape.py): the
+    reference of tree_program.TreeProgram."""
+
+    def phi_hessian(self, tx, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
+                    Z: np.ndarray) -> np.ndarray:
+        """interval_phi for the shot's model."""
+        return interval_phi(tx.model, qm, v, tm, W, Z)
+
+    def configuration_hessian(self, tx, q: np.ndarray, y: np.ndarray, lam: np.ndarray,
+                              nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """configuration_terms for the shot's model and kept rows."""
+        return configuration_terms(tx.model, q, y, lam, nu, tx.rows)
+
+
+TAPE_TERMS = TapeTerms()
+
+
+def hessian_blocks(tx, x: np.ndarray, y: np.ndarray, points: list[tuple[int, int, np.ndarray, np.ndarray]] = (),
+                   terms: TapeTerms = TAPE_TERMS) -> list[Blocks]:
     """The exact Hessian (n, n), both triangles, of y . c(x) for the rows c of the TreeTranscription tx (y: (m,))
     plus, for each point (step k, frame, point in frame axes, weights (3,)), weights . position at q_k, as groups
-    of dense blocks (first rows, first columns, blocks; overlapping blocks add, tree_dynamics.assemble_blocks).
+    of dense blocks (first rows, first columns, blocks; overlapping blocks add, tree_dynamics.assemble_blocks),
+    the phi and psi terms by `terms` (TapeTerms, or tree_program.TreeProgram: the same methods), the points' in
+    closed form.
     Where the blocks sit depends only on tx and the points' steps: the pattern is the same at every x and y."""
     N, nq, nr, dt = tx.steps, tx.nq, tx.nr, tx.dt
     model = tx.model
@@ -268,31 +333,24 @@ def hessian_blocks(tx, x: np.ndarray, y: np.ndarray,
     y_loop = y[N * nq: N * (nq + nr)].reshape(N, nr)
     y_rest = y[N * (nq + nr): tx.m] if tx.rest_at_end else np.zeros(nq)
     a, b = y_del, np.vstack([y_del[1:], y_rest[None, :]])  # multipliers of D1 and D2 on each interval
-    phi = interval_phi(model, 0.5 * (Q[:-1] + Q[1:]), (Q[1:] - Q[:-1]) / dt, (np.arange(N) + 0.5) * dt,
-                       0.5 * dt * (a + b), b - a)
-    eye = np.eye(nq)
-    chain = np.block([[0.5 * eye, 0.5 * eye], [-eye / dt, eye / dt]])  # d(qm, v) / d(q1, q2)
+    phi = terms.phi_hessian(tx, 0.5 * (Q[:-1] + Q[1:]), (Q[1:] - Q[:-1]) / dt, (np.arange(N) + 0.5) * dt,
+                            0.5 * dt * (a + b), b - a)
+    chain = _midpoint_chain(nq, dt)
     H = chain.T @ phi @ chain  # batched matmuls: a three-operand einsum would loop over (2 nq)^4 per step
     col = np.arange(N) * nq - nq  # first column of q_k in x (q_0 is not an unknown)
     # (q_k, q_k+1) are adjacent in x: one block per interval, only the (q_1, q_1) part on the first
     parts = [(col[1:], col[1:], H[1:]), (col[:1] + nq, col[:1] + nq, H[:1, nq:, nq:])]
     if nr:
-        mu = x[tx.mu_slice] if tx.rest_at_end else np.zeros(nr)
-        lam = np.vstack([Lam[1:], mu[None, :]])
-        weights = []
-        for step, frame, local, weight in points:
-            w = np.zeros((N, 3))
-            w[step - 1] = weight
-            weights.append((frame, local, w))
-        psi_hess, dhy = configuration_terms(model, Q[1:], b, lam, y_loop, tx.rows, weights)
+        lam = tx.loop_multipliers(x)[1:]
+        psi_hess, dhy = terms.configuration_hessian(tx, Q[1:], b, lam, y_loop)
         qcol = np.arange(N) * nq
         parts.append((qcol, qcol, psi_hess))
-        mixed = -np.stack(dhy, axis=1)  # (N, nr, nq): d(-Dh y)/dq
+        mixed = -dhy  # (N, nr, nq): d(-Dh y)/dq
         has_lam = N if tx.rest_at_end else N - 1
         lam_row = np.array([tx.lam_slice(k).start for k in range(1, N)] + [tx.mu_slice.start])[:has_lam]
         parts.append((lam_row, qcol[:has_lam], mixed[:has_lam]))
         parts.append((qcol[:has_lam], lam_row, np.swapaxes(mixed[:has_lam], 1, 2)))
-    elif len(points):  # a tree: only the keyed points curve, in closed form
+    if len(points):  # the keyed points' curvature, in closed form
         steps = np.array([step for step, _, _, _ in points])
         kin = forward_batch(model, Q[steps], tx.charts)
         blocks = [point_hessian(model, kin.world[i], kin.S[i], frame, local, weight)

@@ -1,4 +1,5 @@
-"""The interior-point NLP solver on problems with known answers (HS071, a bounded QP, an infeasible one)."""
+"""The interior-point NLP solver on problems with known answers (HS071, bounded QPs, an infeasible one), with both
+barrier updates (monotone, adaptive)."""
 
 import numpy as np
 import pytest
@@ -31,9 +32,10 @@ def _hs071(hessian: bool) -> NLP:
                H if hessian else None)
 
 
+@pytest.mark.parametrize("mu_strategy", ["monotone", "adaptive"])
 @pytest.mark.parametrize("hessian", [True, False])
-def test_hs071_reaches_the_published_optimum(hessian):
-    r = solve(_hs071(hessian), np.array([1.0, 5.0, 5.0, 1.0]))
+def test_hs071_reaches_the_published_optimum(hessian, mu_strategy):
+    r = solve(_hs071(hessian), np.array([1.0, 5.0, 5.0, 1.0]), mu_strategy=mu_strategy)
     assert r.status == "solved"
     assert r.objective == pytest.approx(17.0140173, abs=1e-6)  # Hock & Schittkowski problem 71
     assert np.allclose(r.x, [1.0, 4.7429996, 3.8211500, 1.3794083], atol=1e-6)
@@ -53,6 +55,43 @@ def test_bounded_quadratic_meets_its_kkt_conditions():
     sums = np.clip(a[None] - ts[:, None], 0, 0.4).sum(1)
     t = ts[np.argmin(np.abs(sums - 1))]
     assert np.allclose(r.x, np.clip(a - t, 0, 0.4), atol=1e-5)
+
+
+def _capped_simplex(seed: int) -> tuple[NLP, np.ndarray]:
+    """min |x - a|^2 s.t. sum x = 1, 0 <= x <= 0.01 over 200 variables: the projection of a onto a capped simplex,
+    convex, with 140 bounds active; and its solution. a is built from the solution x*: 60 entries at the cap, 60
+    between (summing to 0.4), 80 at zero, a = x* + t (t = 0.5, the row's multiplier over 2) plus, on the entries at a
+    bound, a random 0.1-1 outwards (those bounds' multipliers over 2: strictly complementary, so x has the
+    solver's accuracy, tol over a multiplier)."""
+    rng = np.random.default_rng(seed)
+    inner = 0.4 / 60 + 0.002 * (rng.random(60) - 0.5)
+    x_star = np.concatenate([np.full(60, 0.01), inner - inner.mean() + 0.4 / 60, np.zeros(80)])
+    push = rng.uniform(0.1, 1.0, 200) * np.concatenate([np.ones(60), np.zeros(60), -np.ones(80)])
+    a = x_star + 0.5 + push
+    nlp = NLP(np.zeros(200), np.full(200, 0.01), lambda x: float((x - a) @ (x - a)), lambda x: 2 * (x - a),
+              lambda x: np.array([x.sum()]), lambda x: sp.csr_matrix(np.ones((1, 200))), np.ones(1), np.ones(1),
+              lambda x, y, s: sp.csr_matrix(2 * s * sp.identity(200)))
+    return nlp, x_star
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_adaptive_barrier_reaches_the_projection_in_fewer_iterations(seed):
+    # both barrier updates reach the known solution; the adaptive one (probing) in fewer iterations: the monotone
+    # rule takes about one iteration per barrier value from 0.1 down to tol / 10 (10 in all against 8)
+    nlp, x_star = _capped_simplex(seed)
+    runs = {m: solve(nlp, np.full(200, 1 / 200), mu_strategy=m) for m in ("monotone", "adaptive")}
+    for r in runs.values():
+        assert r.status == "solved"
+        # complementarity to tol 1e-8 leaves inactive bounds' multipliers up to 1e-8 / 0.0057 (the nearest inactive
+        # bound), moving x by that over the Hessian's 2: 1e-6
+        assert np.abs(r.x - x_star).max() < 1e-5
+        assert r.objective == pytest.approx(float(nlp.objective(x_star)), rel=1e-7)
+    assert runs["adaptive"].iterations < runs["monotone"].iterations
+
+
+def test_unknown_barrier_update_is_refused():
+    with pytest.raises(ValueError, match="mu_strategy"):
+        solve(_hs071(True), np.array([1.0, 5.0, 5.0, 1.0]), mu_strategy="loqo")
 
 
 def test_infeasible_problem_is_reported_and_progress_can_cancel():

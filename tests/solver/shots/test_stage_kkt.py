@@ -230,6 +230,69 @@ def test_planned_factor_eliminates_inequality_rows_and_matches_a_dense_solve():
         plan.factor(W2.tocsc(), J, 0.0, 0.0)
 
 
+@needs_native
+def test_newton_step_in_one_c_call_matches_the_numpy_factor_and_rejects_the_wrong_inertia_parity():
+    """StagePlan.newton_step (fill, factor, parity test, solve and refinement in one C call): where the parity of
+    K's negative eigenvalues (dense) is m's, the refined solution of the numpy twin (CondensedFactor + nlp._refined)
+    to round-off and that of the separate C calls bit for bit; where it is not, no solution."""
+    rng = np.random.default_rng(5)
+    W, J, layout, rows, coef, _ = _random_program_kkt(rng)
+    plan = StagePlan(layout, rows, coef)
+    nz, m = W.shape[0], J.shape[0]
+    outcomes = set()
+    for dw, dc in ((0.0, 0.0), (0.05, 0.0), (0.3, 1e-3), (1.0, 0.0), (3.0, 0.0), (30.0, 1e-6)):
+        K = sp.bmat([[W + dw * sp.identity(nz), J.T], [J, -dc * sp.identity(m)]]).toarray()
+        right = int(np.sum(np.linalg.eigvalsh(K) < 0)) % 2 == m % 2
+        rhs = rng.standard_normal(nz + m)
+        factor, sol, accurate = plan.newton_step(W, J, dw, dc, rhs)
+        outcomes.add(right)
+        assert factor.parity == int(np.sum(np.linalg.eigvalsh(K) < 0)) % 2
+        if not right:
+            assert sol is None and not accurate
+            continue
+        reference, reference_accurate = nlpmod._refined(CondensedFactor(layout, W, J, dw, dc, rows, coef), rhs)
+        assert accurate and reference_accurate
+        bound = 10 * np.linalg.cond(K) * np.finfo(float).eps * np.max(np.abs(reference))
+        assert np.max(np.abs(sol - reference)) <= bound
+        separate, _ = nlpmod._refined(plan.factor(W, J, dw, dc), rhs)
+        assert np.array_equal(sol, separate)
+        # the factor it leaves is the one the line search's second-order corrections solve with
+        factor, sol, _ = plan.newton_step(W, J, dw, dc, rhs)
+        assert np.max(np.abs(factor.solve(rhs) - sol)) <= bound
+    assert outcomes == {True, False}  # both outcomes were exercised
+    # breakdowns: a slack coupled to x, a slack's diagonal not positive
+    W2 = W.tolil()
+    W2[0, nz - 1] = W2[nz - 1, 0] = 1.0
+    with pytest.raises(StageBreakdown, match="slack to another unknown"):
+        plan.newton_step(W2.tocsc(), J, 0.0, 0.0, rhs)
+    with pytest.raises(StageBreakdown, match="slack's diagonal"):
+        plan.newton_step(W, J, -20.0, 0.0, rhs)
+
+
+@needs_native
+def test_interior_point_with_the_one_call_newton_step_takes_the_separate_calls_steps(monkeypatch):
+    """The parking shot solved with StagePlan.newton_step (one C call per attempt) and with its reference, the
+    separate calls it replaces (fill and factor, parity test, nlp._refined): the same iterates, bit for bit."""
+    tr = transcribe(load_shot("parallel_parking"))
+    x0 = tr.x0()
+
+    def separate_calls(plan, W, J, dw, dc, rhs):
+        factor = plan.factor(W, J, dw, dc)
+        if not factor.inertia_ok(J.shape[0]):
+            return factor, None, False
+        return (factor, *nlpmod._refined(factor, rhs))
+
+    runs = []
+    for step in (StagePlan.newton_step, separate_calls):
+        monkeypatch.setattr(StagePlan, "newton_step", step)
+        trace = []
+        res = nlpmod.solve(tr.nlp, x0, mu_init=1e-3, progress=lambda it, info: trace.append(sorted(info.items())))
+        runs.append((res, trace))
+    (one, t_one), (separate, t_separate) = runs
+    assert one.status == "solved" and "sparse LU instead" not in one.kkt, one.kkt
+    assert t_one == t_separate and np.array_equal(one.x, separate.x)
+
+
 @pytest.mark.heavy
 def test_interior_point_iterates_match_the_sparse_lu_on_parking():
     tr = transcribe(load_shot("parallel_parking"))

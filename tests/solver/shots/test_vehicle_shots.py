@@ -177,9 +177,10 @@ def test_snakeboard_rider_gait_reaches_a_key_from_rest():
                    costs=Costs(effort=0.0, smoothness=1.0))
     result = solve_shot(shot)
     assert result.status == "solved", result.report
-    # the count is chaotic in round-off (iterates part at 4e-11 by iteration 2): measured 71 with the SkylakeX
-    # and Haswell BLAS kernels, 61 with Sandybridge; 71 with differenced step Hessians. The bound keeps a margin.
-    assert result.iterations <= 80
+    # the count is chaotic in round-off (iterates part at 4e-11 by iteration 2; a smoothness-only cost leaves
+    # many near-equal gaits, objectives 61.8-62.4): measured 63, 71, 106 and 121 across machines, BLAS kernels
+    # and commits that did not touch this solve. The bound catches a solve that wanders, not that chaos.
+    assert result.iterations <= 160
     assert result.key_errors["there"] < 1e-8 and result.replay_error < 1e-8
 
 
