@@ -210,10 +210,12 @@ def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padde
         return f"rows couple stages {band} apart: fewer than three stage blocks"
     layout = StageLayout(chunk, n_chunks, band)
     # a last block merged from several stages (keys on the end state) sets the padded size of every block: in
-    # the border instead (eliminated last, by its Schur complement) it may cost less
-    moved = StageLayout(np.where(chunk == n_chunks - 1, -1, chunk), n_chunks - 1, band)
-    if len(moved.border) <= _END_TO_BORDER and moved.cost(padded) < layout.cost(padded):
-        layout = moved
+    # the border instead (eliminated last, by its Schur complement) it may cost less. Unpadded (C) it never does:
+    # the border's s^3 replaces the block's, and every block's product with it is added
+    if padded:
+        moved = StageLayout(np.where(chunk == n_chunks - 1, -1, chunk), n_chunks - 1, band)
+        if len(moved.border) <= _END_TO_BORDER and moved.cost(padded) < layout.cost(padded):
+            layout = moved
     if layout.size * 4 > len(stage):
         return f"a stage block holds {layout.size} of {len(stage)} unknowns"
     return layout
@@ -231,13 +233,8 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
     surplus = (np.bincount(group[inner & is_var], minlength=n_groups)
                - np.bincount(group[inner & counted_row], minlength=n_groups))
     filled = np.bincount(group[inner], minlength=n_groups) > 0
-    chunk_of_group = np.empty(n_groups, int)
-    chunk, total = 0, 0
-    for g in range(n_groups):
-        chunk_of_group[g] = chunk
-        total += int(surplus[g])
-        if total >= 0 and filled[g]:
-            chunk += 1
+    closes = (np.cumsum(surplus) >= 0) & filled  # a chunk ends after group g
+    chunk_of_group = np.cumsum(closes) - closes
     chunk_of_group = np.minimum(chunk_of_group, chunk_of_group[-1])
     # the same from the end: the last block (the end keys on a state) must not have more rows than variables
     tail = 0
