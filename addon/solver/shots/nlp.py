@@ -293,18 +293,34 @@ class _Reduced:
         W.data = data
         return W
 
-    def kkt_layout(self, z: np.ndarray, slacks: bool = True) -> StageLayout | str:
+    def _layout_hessian(self, z: np.ndarray) -> sp.csr_matrix:
+        """The Hessian over the free variables whose nonzeros the stage layout takes: the NLP's fixed pattern
+        itself when its entries couple stages at most one apart (a layout's band is at least one stage: which of
+        them are zero cannot change it), else its value at z with every multiplier 1 (a window's pattern is
+        dense over three stages; entries that are zero there couple nothing), an evaluation saved on the
+        mechanism shots."""
+        fixed = self.nlp.hessian_data
+        if fixed is not None:
+            stage = np.asarray(self.nlp.stages, int)
+            row = np.repeat(stage, np.diff(fixed.indptr))
+            col = stage[fixed.indices]
+            if np.max(np.abs(row - col)[(row >= 0) & (col >= 0)], initial=0) <= 1:
+                return fixed.csr(np.ones(len(fixed.indices)))[self.free][:, self.free]
+        return sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))[self.free][:, self.free]
+
+    def kkt_layout(self, z: np.ndarray, slacks: bool = True, J: sp.csr_matrix | None = None) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
-        Hessian's nonzeros are taken with every multiplier 1 (no entry cancels by chance). slacks=False: the
-        layout of the free variables and the rows only, for the KKT matrix with its slacks eliminated
-        (stage_kkt.StagePlan, stage_kkt.CondensedFactor)."""
+        Hessian's nonzeros are taken with every multiplier 1 (no entry cancels by chance; _layout_hessian).
+        slacks=False: the layout of the free variables and the rows only, for the KKT matrix with its slacks
+        eliminated (stage_kkt.StagePlan, stage_kkt.CondensedFactor). J: jac(z), when the caller has it (not
+        evaluated again)."""
         if self.nlp.stages is None:
             return "the NLP gives no stages"
         if self.nlp.hessian is None:
             return "quasi-Newton Hessian (dense)"
         var_stage = np.asarray(self.nlp.stages, int)[self.free]
-        H = sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))[self.free][:, self.free]
-        J = self.jac(z).copy()  # its index arrays are shared with the next calls' matrices: not in place
+        H = self._layout_hessian(z)
+        J = (self.jac(z) if J is None else J).copy()  # its index arrays are shared with the next calls': not in place
         J.eliminate_zeros()  # the pattern's entries that are zero here (a window's) couple nothing
         if not slacks:
             return stage_layout(var_stage, J[:, :self.nx], H, np.full(self.nx, -1), soft_rows=~self.eq)
@@ -680,7 +696,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         g = P.grad(z)
         J = P.jac(z)
     with clock("factorisation"):
-        factoriser = (_KKT(P.kkt_layout(z, slacks=False), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
+        factoriser = (_KKT(P.kkt_layout(z, slacks=False, J=J), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
                       else _KKT(why_lu))
     # the bound multipliers' own bounds (zL, zU >= 0 where z has the bound)
     zL_bounds, zU_bounds = _Bounds(np.where(lo_f, 0.0, -np.inf), np.full(nz, np.inf)), \

@@ -10,7 +10,8 @@ middle; on the helicopter and the boat the pinned one, where the middle left the
 attitude rows had too few attitude variables). A slack sits at its row's stage; the
 band b is the largest stage distance between two coupled unknowns, and chunks of b consecutive stages make the
 matrix block tridiagonal (chunks merge where the unknowns so far have more rows than variables, e.g. after a
-start state fixed by its bounds). Variables of no stage (the free time step, stage -1) and rows touching only them
+start state fixed by its bounds, and where a chunk's pivot block is structurally singular: the four-bar's rest
+and loop rows at its last step but one). Variables of no stage (the free time step, stage -1) and rows touching only them
 form a small border coupled to every chunk (an arrow matrix); so does a last block much larger than the others
 (merged from the stages under keys on the end state), which would otherwise set the padded size of every block.
 
@@ -47,6 +48,7 @@ import ctypes
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from ..native import stage_kkt_binding as _native
 
@@ -130,15 +132,18 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     slack's), which leave no block singular however many there are."""
     padded = NATIVE is False if padded is None else padded
     J = sp.coo_matrix(J)
-    pairs = [(J.row + len(var_stage), J.col)]
+    rows, cols, h_band = J.row + len(var_stage), J.col, 0
     if H is not None:
         Hc = sp.coo_matrix(H)
         nonzero = Hc.data != 0  # a window's Hessian pattern is dense; only entries that can be nonzero count
-        pairs.append((Hc.row[nonzero], Hc.col[nonzero]))
-    rows = np.concatenate([p[0] for p in pairs])
-    cols = np.concatenate([p[1] for p in pairs])
+        h_rows, h_cols = Hc.row[nonzero], Hc.col[nonzero]
+        # the variables' stages do not depend on where the rows go: the band of W's entries among them is
+        # measured once; entries at a slack (its stage is its row's) go with J's to each placement
+        on_slack = (slack_rows[h_rows] >= 0) | (slack_rows[h_cols] >= 0)
+        h_band = _spread(var_stage, h_rows[~on_slack], h_cols[~on_slack])
+        rows, cols = np.concatenate([rows, h_rows[on_slack]]), np.concatenate([cols, h_cols[on_slack]])
     hard = np.ones(J.shape[0], bool) if soft_rows is None else ~np.asarray(soft_rows, bool)
-    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded, hard)
+    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded, hard, h_band)
                for row_stage in _row_stages(sp.csr_matrix(J), var_stage)]
     found = [layout for layout in layouts if isinstance(layout, StageLayout)]
     return min(found, key=lambda layout: layout.cost(padded)) if found else layouts[0]
@@ -177,13 +182,19 @@ def _row_stages(J: sp.csr_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np
     return np.where(pinned >= 0, pinned, middle), middle
 
 
+def _spread(stage: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
+    """The largest stage distance between the two unknowns of a pair (rows[i], cols[i]) that both have a stage."""
+    both = (stage[rows] >= 0) & (stage[cols] >= 0)
+    return int(np.max(np.abs(stage[rows[both]] - stage[cols[both]]), initial=0))
+
+
 def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padded: bool,
-            hard: np.ndarray) -> StageLayout | str:
-    """The layout for one placement of the rows; (rows, cols) are the KKT matrix's coupled pairs."""
+            hard: np.ndarray, h_band: int) -> StageLayout | str:
+    """The layout for one placement of the rows; (rows, cols): the KKT matrix's coupled pairs whose stages
+    depend on the placement (J's entries, W's at slacks), h_band: the largest stage distance of the others."""
     nz = len(var_stage)
     stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
-    both = (stage[rows] >= 0) & (stage[cols] >= 0)
-    band = max(1, int(np.max(np.abs(stage[rows[both]] - stage[cols[both]]), initial=0)))
+    band = max(1, h_band, _spread(stage, rows, cols))
     border = int(np.sum(stage < 0))
     if border > max_border:
         return f"{border} unknowns belong to no stage (at most {max_border} allowed)"
@@ -191,15 +202,20 @@ def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padde
     group = np.where(stage >= 0, (stage - first) // band, -1)
     chunk_of_group = _merge_groups(group, nz, hard)
     chunk = np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1)
+    chunk = _merge_singular(chunk, rows, cols, np.concatenate([np.zeros(nz, bool), hard]))
+    if isinstance(chunk, str):
+        return chunk
     n_chunks = int(chunk.max(initial=-1)) + 1
     if n_chunks < 3:
         return f"rows couple stages {band} apart: fewer than three stage blocks"
     layout = StageLayout(chunk, n_chunks, band)
     # a last block merged from several stages (keys on the end state) sets the padded size of every block: in
-    # the border instead (eliminated last, by its Schur complement) it may cost less
-    moved = StageLayout(np.where(chunk == n_chunks - 1, -1, chunk), n_chunks - 1, band)
-    if len(moved.border) <= _END_TO_BORDER and moved.cost(padded) < layout.cost(padded):
-        layout = moved
+    # the border instead (eliminated last, by its Schur complement) it may cost less. Unpadded (C) it never does:
+    # the border's s^3 replaces the block's, and every block's product with it is added
+    if padded:
+        moved = StageLayout(np.where(chunk == n_chunks - 1, -1, chunk), n_chunks - 1, band)
+        if len(moved.border) <= _END_TO_BORDER and moved.cost(padded) < layout.cost(padded):
+            layout = moved
     if layout.size * 4 > len(stage):
         return f"a stage block holds {layout.size} of {len(stage)} unknowns"
     return layout
@@ -217,13 +233,8 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
     surplus = (np.bincount(group[inner & is_var], minlength=n_groups)
                - np.bincount(group[inner & counted_row], minlength=n_groups))
     filled = np.bincount(group[inner], minlength=n_groups) > 0
-    chunk_of_group = np.empty(n_groups, int)
-    chunk, total = 0, 0
-    for g in range(n_groups):
-        chunk_of_group[g] = chunk
-        total += int(surplus[g])
-        if total >= 0 and filled[g]:
-            chunk += 1
+    closes = (np.cumsum(surplus) >= 0) & filled  # a chunk ends after group g
+    chunk_of_group = np.cumsum(closes) - closes
     chunk_of_group = np.minimum(chunk_of_group, chunk_of_group[-1])
     # the same from the end: the last block (the end keys on a state) must not have more rows than variables
     tail = 0
@@ -233,6 +244,58 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
             break
         chunk_of_group[chunk_of_group == chunk_of_group[g]] = chunk_of_group[g - 1]
     return np.unique(chunk_of_group, return_inverse=True)[1]
+
+
+def _pairs_within(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair (a, b) of positions in the sorted non-negative integers key with key[a] == key[b]."""
+    count = np.bincount(key)[key] if len(key) else np.zeros(0, np.int64)
+    first = np.searchsorted(key, key)
+    a = np.repeat(np.arange(len(key)), count)
+    b = first[a] + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
+    return a, b
+
+
+def _singular_chunks(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard: np.ndarray) -> np.ndarray:
+    """The chunks whose pivot block D_k = A_k - C_{k-1}^T D_{k-1}^{-1} C_{k-1} is structurally singular, the
+    variables' diagonal (W + dw I) taken as nonzero: those with a row that has no diagonal of its own (`hard`,
+    over the unknowns), no coupling to the previous chunk (which would give it one in the Schur complement) and
+    no variable of its chunk to itself in a matching of such rows to the variables they touch (by symmetry,
+    such a matching is the rows' half of a perfect matching of D_k's pattern, the variables' diagonal the
+    rest). One matching over all chunks: it decomposes by chunk. (rows, cols): coupled pairs of K, every row's
+    entries among them as (row, variable) only (stage_layout's)."""
+    cr, cc = chunk[rows], chunk[cols]
+    inner = (cr >= 0) & (cc >= 0)
+    lonely = hard & (chunk >= 0)
+    lonely[rows[inner & (cr == cc + 1)]] = False
+    if not lonely.any():
+        return np.zeros(0, np.int64)
+    entry = inner & (cr == cc) & lonely[rows]
+    pattern = sp.csr_matrix((np.ones(np.count_nonzero(entry)), (rows[entry], cols[entry])), shape=(len(chunk),) * 2)
+    match = maximum_bipartite_matching(pattern, perm_type="column")
+    return np.unique(chunk[lonely & (match < 0)])
+
+
+def _merge_singular(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard: np.ndarray) -> np.ndarray | str:
+    """chunk (unknowns,) with each structurally singular pivot block (_singular_chunks) merged with the next one
+    (the last with the one before), until none is: a leading block whose rows touch fewer of its variables
+    than there are rows (the four-bar's rest rows p_N = Dh^T mu and its loop rows at the last step but one,
+    five rows on that step's three coordinates and one control) cannot be pivoted on, however the count of
+    rows and variables so far (_merge_groups) stands. The reason there is no layout when a merged block would
+    hold more than twice the unknowns of the largest before (rows placed ahead of their variables at every stage
+    leave every leading block singular: the merges would cascade)."""
+    largest = 2 * int(np.max(np.bincount(chunk[chunk >= 0]), initial=0))
+    while True:
+        n_chunks = int(chunk.max(initial=-1)) + 1
+        bad = _singular_chunks(chunk, rows, cols, hard)
+        if len(bad) == 0 or n_chunks < 2:
+            return chunk
+        opens = np.ones(n_chunks, bool)  # whether chunk k starts a merged chunk
+        opens[np.minimum(bad + 1, n_chunks - 1)] = False
+        opens[0] = True
+        new = np.cumsum(opens) - 1
+        chunk = np.where(chunk >= 0, new[np.maximum(chunk, 0)], -1)
+        if np.max(np.bincount(chunk[chunk >= 0])) > largest:
+            return f"stage block {int(bad[0])}'s pivot block is structurally singular"
 
 
 def kkt_residual(W: sp.spmatrix, J: sp.spmatrix, dw: float, dc: float | np.ndarray, sol: np.ndarray,
@@ -605,10 +668,7 @@ class StagePlan:
         which[self.elim] = np.arange(len(self.elim))
         je = np.flatnonzero(in_x & (which[j_row] >= 0))
         self.e_src, self.e_col, self.e_row = je, j_col[je], which[j_row[je]]
-        count = np.bincount(self.e_row, minlength=len(self.elim))[self.e_row]
-        first = np.searchsorted(self.e_row, self.e_row)
-        a = np.repeat(np.arange(len(je)), count)
-        b = first[a] + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
+        a, b = _pairs_within(self.e_row)
         p_slot = _slots(L, self.e_col[a], self.e_col[b])
         if np.any(p_slot == -2):
             raise StageBreakdown("an eliminated inequality row couples stage blocks more than one apart")

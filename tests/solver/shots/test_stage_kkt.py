@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from addon.solver.presets import shot_preset_path
+from addon.solver.shots import mechanism_shots
 from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.stage_kkt import (NATIVE, CondensedFactor, StageBreakdown, StageFactor, StageLayout, StagePlan,
@@ -16,7 +18,12 @@ def _kkt_at_start(name: str, seed: int):
     """The reduced problem of a demo shot at its interior start point, with random multipliers: (W, J, layout,
     condensed), condensed: the layout without the slacks and the slacks' (rows, coefficients)."""
     tr = transcribe(load_shot(name))
-    P = nlpmod._Reduced(tr.nlp, tr.x0())
+    return _kkt_at(tr.nlp, tr.x0(), seed)
+
+
+def _kkt_at(nlp: nlpmod.NLP, x0: np.ndarray, seed: int):
+    """_kkt_at_start for any NLP and start point x0."""
+    P = nlpmod._Reduced(nlp, x0)
     z = nlpmod._push_inside(np.concatenate([P.x_full[P.free], P.s0]), P.zl, P.zu)
     layout = P.kkt_layout(z)
     y = np.random.default_rng(seed).standard_normal(P.m)
@@ -64,6 +71,28 @@ def test_stage_solve_and_inertia_match_the_sparse_lu(name):
     if eig is not None:
         # the exact count from the pivot blocks is the dense eigenvalue count (Sylvester's law of inertia)
         assert stage.negatives() == int(np.sum(eig < 0))
+
+
+def test_four_bar_pivot_blocks_solve_its_kkt_to_round_off_without_refinement():
+    """The four-bar shot's KKT matrix (a closed loop: loop rows and their multipliers at every step, the rest rows
+    p_N = Dh^T mu on the last step) at its start point: every pivot block of the stage recursion is nonsingular,
+    so one solve (C and numpy twin) leaves a residual of round-off, as the sparse LU's does. The rest and loop
+    rows of the last step but one are five rows on four variables of their stage: in a block of their own its
+    pivot was singular (cond 1e17), the first solve's residual 1e-4 to 1, and refinement fell back to sparse LU."""
+    P = mechanism_shots._problem(load_shot(shot_preset_path("four_bar_swing")))
+    x0 = mechanism_shots.initial_guess(P, mechanism_shots.keyed_coordinates(P))
+    W, J, _, (condensed, rows, coef) = _kkt_at(mechanism_shots._nlp(P), x0, seed=5)
+    assert isinstance(condensed, StageLayout), condensed
+    assert condensed.n_chunks >= P.tx.steps - 2  # one block per step, two merged at most
+    rhs = np.random.default_rng(6).standard_normal(W.shape[0] + J.shape[0])
+    lu = nlpmod._SparseLU(W, J, 0.0, 0.0)
+    scale = np.abs(lu.K).sum(axis=1).max() * np.max(np.abs(lu.solve(rhs)))  # |K| |sol|: backward-stable residual
+    factors = [CondensedFactor(condensed, W, J, 0.0, 0.0, rows, coef)]
+    if NATIVE:
+        factors.append(StagePlan(condensed, rows, coef).factor(W, J, 0.0, 0.0))
+    for factor in factors:
+        assert np.max(np.abs(factor.residual(factor.solve(rhs), rhs))) <= 1e-13 * scale
+        assert factor.parity == nlpmod._negative_parity(lu.lu)
 
 
 def _random_stage_system(rng, sizes, nb: int):
