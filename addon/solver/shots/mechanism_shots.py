@@ -30,11 +30,12 @@ from ..tree.compile import TreeModel, compile_tree
 from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .keyed_start import close_loops_batch, inverse_kinematics, key_values_batch
-from .nlp import NLP, solve
+from .nlp import NLP, FixedPattern, solve
 from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
 from .transcription import SparsityPattern
 from .tree_batch import forward_batch
 from .tree_dynamics import Blocks, TreeTranscription, all_triplets, assemble_blocks, intervals, transcribe_tree
+from .tree_evaluation import TreeEvaluation
 from .tree_hessian import TAPE_TERMS, TapeTerms, hessian_blocks
 from .tree_program import PointProgram, TreeProgram, compiled, point_program, tree_program
 
@@ -282,12 +283,35 @@ def _nlp(P: _Problem) -> NLP:
     for k in range(N):
         x_lower[tx.u_slice(k)] = [c.lower for c in shot.controls]
         x_upper[tx.u_slice(k)] = [c.upper for c in shot.controls]
-    jacobian_data = jac_pattern.fixed(lambda x: _values(jacobian_blocks(x)))
-    hessian_data = hess_pattern.fixed(lambda x, y, obj_factor: _values(lagrangian_blocks(x, y, obj_factor)))
+    if isinstance(evaluator, TreeProgram):  # compiled: the values as one sparse product of the programs' outputs
+        objective_hessian = (np.concatenate([u_index, speed.row]), np.concatenate([u_index, speed.col]),
+                             np.concatenate([2.0 * weight, speed.data]))
+        evaluation = TreeEvaluation(tx, evaluator, points_program, [(r, step, axes) for step, r, axes in points],
+                                    _coordinate_keys(P), objective_hessian, _csr_pattern(jac_pattern),
+                                    _csr_pattern(hess_pattern))
+        jacobian_data = FixedPattern(*_csr_pattern(jac_pattern), evaluation.jacobian)
+        hessian_data = FixedPattern(*_csr_pattern(hess_pattern), evaluation.hessian)
+    else:
+        jacobian_data = jac_pattern.fixed(lambda x: _values(jacobian_blocks(x)))
+        hessian_data = hess_pattern.fixed(lambda x, y, obj_factor: _values(lagrangian_blocks(x, y, obj_factor)))
     return NLP(x_lower, x_upper, objective, gradient, constraints_fn,
                lambda x: jacobian_data.csr(jacobian_data.values(x)), np.zeros(m), np.zeros(m),
                lambda x, y, obj_factor: hessian_data.csr(hessian_data.values(x, y, obj_factor)),
                stages=_stages(tx), jacobian_data=jacobian_data, hessian_data=hessian_data)
+
+
+def _csr_pattern(pattern: SparsityPattern) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+    return pattern.indices, pattern.indptr, pattern.shape
+
+
+def _coordinate_keys(P: _Problem) -> list[tuple[int, int, int]]:
+    """(row, frame, coordinate) of each coordinate key (its row is q_frame[coordinate] - value)."""
+    out, r = [], P.tx.m
+    for key, axes in P.key_rows:
+        if key.coordinate is not None:
+            out.append((r, key.frame, P.model.coordinate_names.index(key.coordinate)))
+        r += 1 if key.coordinate is not None else len(axes)
+    return out
 
 
 def _values(blocks: list[Blocks]) -> np.ndarray:

@@ -63,9 +63,8 @@ class TreeProgram:
         if not jacobian:
             return slot_terms(model, V, tm, tx.dt, Lq, p)
         by_W, by_Z = H[:, 2 * nq: 3 * nq], H[:, 3 * nq:]
-        derivatives = (by_W[:, :, :nq] - np.diag(model.dof_stiffness), by_W[:, :, nq: 2 * nq], by_Z[:, :, :nq],
-                       by_Z[:, :, nq: 2 * nq])
-        return slot_terms(model, V, tm, tx.dt, Lq, p, derivatives)
+        across = (by_W[:, :, :nq], by_W[:, :, nq: 2 * nq], by_Z[:, :, :nq], by_Z[:, :, nq: 2 * nq])
+        return slot_terms(model, V, tm, tx.dt, Lq, p, lagrangian_derivatives(model, *across))
 
     def phi_hessian(self, tx: TreeTranscription, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
                     Z: np.ndarray) -> np.ndarray:
@@ -93,6 +92,18 @@ class TreeProgram:
         nq = self.nq
         _, H = self._psi(q, y, lam, nu, True)
         return H[:, :nq, :nq], -H[:, 2 * nq: 2 * nq + self.nr, :nq]
+
+
+# The sub-blocks of phi's Hessian across (W, Z) and (qm, v) (first row, first column in units of nq), in the order
+# lagrangian_derivatives takes them: (W, qm), (W, v), (Z, qm), (Z, v).
+ACROSS_BLOCKS = ((2, 0), (2, 1), (3, 0), (3, 1))
+
+
+def lagrangian_derivatives(model: TreeModel, W_qm: np.ndarray, W_v: np.ndarray, Z_qm: np.ndarray,
+                           Z_v: np.ndarray) -> tuple:
+    """(L_q,q, L_q,qdot, p_q, p_qdot) for tree_dynamics.slot_terms from phi's Hessian across (ACROSS_BLOCKS): the
+    joint springs (left out of phi) added to L_q,q."""
+    return W_qm - np.diag(model.dof_stiffness), W_v, Z_qm, Z_v
 
 
 class PointProgram:
