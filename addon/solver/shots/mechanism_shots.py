@@ -286,9 +286,11 @@ def _nlp(P: _Problem) -> NLP:
     if isinstance(evaluator, TreeProgram):  # compiled: the values as one sparse product of the programs' outputs
         objective_hessian = (np.concatenate([u_index, speed.row]), np.concatenate([u_index, speed.col]),
                              np.concatenate([2.0 * weight, speed.data]))
-        evaluation = TreeEvaluation(tx, evaluator, points_program, [(r, step, axes) for step, r, axes in points],
-                                    _coordinate_keys(P), objective_hessian, _csr_pattern(jac_pattern),
-                                    _csr_pattern(hess_pattern))
+        body_keys = [(r, step, axes, key.position) for (step, r, axes), key in
+                     zip(points, [key for key, _ in P.key_rows if key.coordinate is None])]
+        evaluation = TreeEvaluation(tx, evaluator, points_program, body_keys, _coordinate_keys(P), objective_hessian,
+                                    _csr_pattern(jac_pattern), _csr_pattern(hess_pattern))
+        constraints_fn = evaluation.rows
         jacobian_data = FixedPattern(*_csr_pattern(jac_pattern), evaluation.jacobian)
         hessian_data = FixedPattern(*_csr_pattern(hess_pattern), evaluation.hessian)
     else:
@@ -304,12 +306,12 @@ def _csr_pattern(pattern: SparsityPattern) -> tuple[np.ndarray, np.ndarray, tupl
     return pattern.indices, pattern.indptr, pattern.shape
 
 
-def _coordinate_keys(P: _Problem) -> list[tuple[int, int, int]]:
-    """(row, frame, coordinate) of each coordinate key (its row is q_frame[coordinate] - value)."""
+def _coordinate_keys(P: _Problem) -> list[tuple[int, int, int, float]]:
+    """(row, frame, coordinate, value) of each coordinate key (its row is q_frame[coordinate] - value)."""
     out, r = [], P.tx.m
     for key, axes in P.key_rows:
         if key.coordinate is not None:
-            out.append((r, key.frame, P.model.coordinate_names.index(key.coordinate)))
+            out.append((r, key.frame, P.model.coordinate_names.index(key.coordinate), key.value))
         r += 1 if key.coordinate is not None else len(axes)
     return out
 

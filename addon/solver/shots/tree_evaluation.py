@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from ..native.tape_program_binding import ACROSS, BELOW, HESSIAN, ROWS, Runner
 from .tree_dynamics import TreeTranscription, slot_terms
 from .tree_hessian import _midpoint_chain, force_scales
-from .tree_program import ACROSS_BLOCKS, PointProgram, TreeProgram, lagrangian_derivatives
+from .tree_program import ACROSS_BLOCKS, PointProgram, TreeProgram, lagrangian_derivatives, lagrangian_force
 
 SLOTS = ("D1_q1", "D1_q2", "D2_q1", "D2_q2")
 
@@ -47,13 +47,14 @@ class _AffineMap:
         self.parts: list[tuple[np.ndarray, ...]] = []
 
     def blocks(self, rows: np.ndarray, cols: np.ndarray, sources: np.ndarray, shape: tuple[int, int],
-               strides: tuple[int, int], coefficient: float | np.ndarray = 1.0) -> None:
+               strides: tuple[int, int], coefficient: float | np.ndarray = 1.0, column_step: int = 1) -> None:
         """Dense blocks of `shape` at first rows and columns (G,): entry (i, j) of block g is coefficient (a number
-        or (r, c)) times buffer[sources[g] + i strides[0] + j strides[1]]."""
+        or (r, c)) times buffer[sources[g] + i strides[0] + j strides[1]], at column cols[g] + j column_step (0:
+        a matrix-vector product's terms summed into one column)."""
         i = np.arange(shape[0])[None, :, None]
         j = np.arange(shape[1])[None, None, :]
         r = np.asarray(rows)[:, None, None] + i
-        c = np.asarray(cols)[:, None, None] + j
+        c = np.asarray(cols)[:, None, None] + j * column_step
         s = np.asarray(sources)[:, None, None] + i * strides[0] + j * strides[1]
         full = np.broadcast_shapes(r.shape, c.shape, s.shape)
         self.parts.append(tuple(np.broadcast_to(a, full).ravel() for a in (r, c, s, coefficient)))
@@ -106,7 +107,7 @@ class TreeEvaluation:
         N, nq, nr = tx.steps, tx.nq, tx.nr
         self.tx, self.nq, self.nr = tx, nq, nr
         self.Q = np.tile(tx.q0, (N + 1, 1))
-        self.frames = np.array([frame for _, frame, _ in body_keys], np.int64)
+        self.frames = np.array([frame for _, frame, _, _ in body_keys], np.int64)
         self.body_keys = body_keys
         n_phi, n_psi = 4 * nq, 2 * (nq + nr)
         n_points = nq + 3 * len(body_keys)
@@ -117,9 +118,10 @@ class TreeEvaluation:
         if body_keys:
             sections["points"] = (len(body_keys), n_points, n_points)
         self.jacobian_buffer = _Buffer(sections)
+        hessian_sections = dict(sections)
         if nr:
-            sections["psi"] = (N, n_psi, n_psi)
-        self.hessian_buffer = _Buffer(sections)
+            hessian_sections["psi"] = (N, n_psi, n_psi)
+        self.hessian_buffer = _Buffer(hessian_sections)
         jb, hb = self.jacobian_buffer.view, self.hessian_buffer.view
         self.jacobian_runs = [Runner(program.phi, N, ACROSS, 2 * nq, H=jb["phi"])]
         self.hessian_runs = [Runner(program.phi, N, BELOW, 2 * nq, H=hb["phi"])]
@@ -131,6 +133,17 @@ class TreeEvaluation:
         if body_keys:
             self.jacobian_runs.append(Runner(points.program, len(body_keys), HESSIAN, H=jb["points"]))
             self.hessian_runs.append(Runner(points.program, len(body_keys), HESSIAN, H=hb["points"]))
+        self.rows_buffer = _Buffer({name: shape[:2] for name, shape in sections.items()} | {"x": (tx.n,)})
+        rb = self.rows_buffer.view
+        self.rows_runs = [Runner(program.phi, N, ROWS, grad=rb["phi"])]
+        self.rows_runs[0].P[:] = scales
+        if nr:
+            self.rows_runs.append(Runner(program.psi, N + 1, ROWS, grad=rb["psi"]))
+        if body_keys:
+            self.rows_runs.append(Runner(points.program, len(body_keys), ROWS, grad=rb["points"]))
+        m = jacobian_pattern[2][0]
+        self.rows_matrix = self._rows_map(coordinate_keys).matrix(np.zeros(m, np.int64), np.arange(m + 1), (m, 1),
+                                                                  len(self.rows_buffer.data))
         jac = self._jacobian_map(coordinate_keys)
         self.jacobian_matrix = jac.matrix(*jacobian_pattern, len(self.jacobian_buffer.data))
         hess = self._hessian_map(objective_hessian)
@@ -180,10 +193,10 @@ class TreeEvaluation:
                 self._slot(out, buffer, D2_q1, last, np.array([rest]), qcol[-1:], coefficients)
         if nr:
             self._loop_jacobian(out, row, qcol)
-        for r, frame, index in coordinate_keys:
+        for r, frame, index, _ in coordinate_keys:
             self._constant(out, buffer, np.array([r]), np.array([tx.q_slice(frame).start + index]), np.ones((1, 1)))
         n_points = nq + 3 * len(self.body_keys)
-        for p, (r, frame, axes) in enumerate(self.body_keys):
+        for p, (r, frame, axes, _) in enumerate(self.body_keys):
             sources = buffer.offset["points"] + (p * n_points + nq + 3 * p + axes) * n_points
             out.blocks(r + np.arange(len(axes)), np.full(len(axes), tx.q_slice(frame).start), sources, (1, nq),
                        (0, 1))
@@ -204,6 +217,85 @@ class TreeEvaluation:
             rest = np.array([N * (nq + nr)])
             out.blocks(rest, qcol[-1:] + nq, base[N:] + nq * n, (nq, nq), (n, 1))
             out.blocks(rest, np.array([tx.mu_slice.start]), base[N:] + 2 * nq * n + nq, (nq, nr), (1, n))
+
+    def _rows_map(self, coordinate_keys: list[tuple[int, int, int, float]]) -> _AffineMap:
+        """Where TreeTranscription.blocks and the keys put each row, from what: phi's gradient (L_q, p), psi's (h,
+        Dh^T lam), the points' positions, x (springs, damping and servos through q_k, the controls, coordinate
+        keys) and constants."""
+        tx, nq, nr, buffer = self.tx, self.nq, self.nr, self.rows_buffer
+        N, nu = tx.steps, tx.nu
+        out = _AffineMap()
+        k = np.arange(N)
+        row, x = k * nq, buffer.offset["x"]
+        self._slot_rows(out, 0, k, row)
+        self._slot_rows(out, 1, k[:-1], row[1:])
+        self._constant(out, buffer, row[:1], np.zeros(1, np.int64), tx.p0[:, None])
+        half_Bu = np.zeros((nq, nu))
+        half_Bu[tx.actuated, np.arange(nu)] = 0.5 * tx.dt
+        ucol = x + N * nq + k * nu
+        out.blocks(row, np.zeros(N), ucol, (nq, nu), (0, 1), half_Bu, column_step=0)
+        out.blocks(row[1:], np.zeros(N - 1), ucol[:-1], (nq, nu), (0, 1), half_Bu, column_step=0)
+        rest = np.array([N * (nq + nr)])
+        if tx.rest_at_end:
+            self._slot_rows(out, 1, k[-1:], rest)
+            out.blocks(rest, np.zeros(1), ucol[-1:], (nq, nu), (0, 1), half_Bu, column_step=0)
+        if nr:  # the constraint force Dh^T lam = -psi's gradient in y; h its gradient in nu
+            n = 2 * (nq + nr)
+            base = buffer.offset["psi"] + np.arange(N + 1) * n
+            column = (nq, 1), (1, 0)
+            out.blocks(row, np.zeros(N), base[:N] + nq, *column)
+            out.blocks(N * nq + k * nr, np.zeros(N), base[1:] + 2 * nq + nr, (nr, 1), (1, 0))
+            if tx.rest_at_end:
+                out.blocks(rest, np.zeros(1), base[N:] + nq, *column)
+        for r, frame, index, value in coordinate_keys:
+            one = (np.array([r]), np.zeros(1), np.array([x + tx.q_slice(frame).start + index]), (1, 1), (0, 0))
+            out.blocks(*one)
+            self._constant(out, buffer, np.array([r]), np.zeros(1), np.array([[-value]]))
+        n_points = nq + 3 * len(self.body_keys)
+        for p, (r, _, axes, target) in enumerate(self.body_keys):
+            rows = r + np.arange(len(axes))
+            out.blocks(rows, np.zeros(len(axes)), buffer.offset["points"] + p * n_points + nq + 3 * p + axes, (1, 1),
+                       (0, 0))
+            self._constant_column(out, rows, -np.asarray(target, float)[axes, None])
+        return out
+
+    def _slot_rows(self, out: _AffineMap, slot: int, instances: np.ndarray, rows: np.ndarray) -> None:
+        """D1 (slot 0) or D2 (1) of the intervals `instances` at rows (nq each): slot_terms' and lagrangian_force's
+        coefficients of L_q, p, v and qm (found on probes), constants (keyed torques, servos, spring rests) and
+        q_0's part."""
+        tx, nq, buffer = self.tx, self.nq, self.rows_buffer
+        N, dt, model = tx.steps, tx.dt, tx.model
+        tm = (np.arange(N) + 0.5) * dt
+        zero, one = np.zeros((N, nq)), np.ones((N, nq))
+        spring = lagrangian_force(model, zero, zero)[0]
+        by_qm = lagrangian_force(model, zero, one)[0] - spring
+
+        def evaluate(V, Lq, p):
+            it = slot_terms(model, V, tm, dt, Lq, p)
+            return (it.D1, it.D2)[slot]
+
+        none = evaluate(zero, zero, zero)
+        by_Lq, by_p, by_v = (evaluate(*probe) - none for probe in ((zero, one, zero), (zero, zero, one),
+                                                                   (one, zero, zero)))
+        constant = evaluate(zero, zero + spring, zero)
+        by_q1 = 0.5 * by_Lq * by_qm - by_v / dt  # (N, nq): q_k, q_k+1 through the midpoint and the velocity
+        by_q2 = 0.5 * by_Lq * by_qm + by_v / dt
+        phi = buffer.offset["phi"] + instances * 4 * nq
+        column = np.zeros(len(rows))
+        for source, coefficient in ((phi + 2 * nq, by_Lq), (phi + 3 * nq, by_p)):
+            out.blocks(rows, column, source, (nq, 1), (1, 0), coefficient[instances, :, None])
+        x = buffer.offset["x"]
+        out.blocks(rows, column, x + instances * nq, (nq, 1), (1, 0), by_q2[instances, :, None])
+        later = instances > 0
+        out.blocks(rows[later], column[later], x + (instances[later] - 1) * nq, (nq, 1), (1, 0),
+                   by_q1[instances[later], :, None])
+        constant[0] += by_q1[0] * tx.q0  # q_0 is no unknown
+        self._constant_column(out, rows, constant[instances])
+
+    def _constant_column(self, out: _AffineMap, rows: np.ndarray, values: np.ndarray) -> None:
+        """Constant (G, r) at rows (G,) of the rows map."""
+        out.blocks(rows, np.zeros(len(rows)), np.full(len(rows), self.rows_buffer.offset["one"]),
+                   (values.shape[1], 1), (0, 0), values[:, :, None])
 
     def _hessian_map(self, objective_hessian: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _AffineMap:
         """Where tree_hessian.hessian_blocks (with the keys' curvature) and the objective put each entry."""
@@ -232,7 +324,7 @@ class TreeEvaluation:
             out.blocks(lam_row, qcol[:has_lam], mixed, (nr, nq), (m, 1))
             out.blocks(qcol[:has_lam], lam_row, mixed, (nq, nr), (1, m))
         n_points = nq + 3 * len(self.body_keys)
-        for p, (_, frame, _) in enumerate(self.body_keys):
+        for p, (_, frame, _, _) in enumerate(self.body_keys):
             first = np.array([(frame - 1) * nq])
             out.blocks(first, first, buffer.offset["points"] + np.array([p * n_points * n_points]), (nq, nq),
                        (n_points, 1))
@@ -252,17 +344,33 @@ class TreeEvaluation:
         np.subtract(Q[1:], Q[:-1], out=phi[:, nq: 2 * nq])
         phi[:, nq: 2 * nq] *= 1.0 / self.tx.dt
 
-    def jacobian(self, x: np.ndarray) -> np.ndarray:
-        """The Jacobian's values on its pattern at x."""
+    def rows(self, x: np.ndarray) -> np.ndarray:
+        """The rows (the DEL, loop and rest rows, then the keys') at x."""
         nq, nr = self.nq, self.nr
-        self._configurations(x, self.jacobian_runs[0].X)
-        runs = iter(self.jacobian_runs[1:])
+        self._configurations(x, self.rows_runs[0].X)
+        self._loop_and_point_inputs(x, self.rows_runs[1:])
+        self.rows_buffer.view["x"][:] = x
+        for run in self.rows_runs:
+            run()
+        return self.rows_matrix @ self.rows_buffer.data
+
+    def _loop_and_point_inputs(self, x: np.ndarray, runs: list[Runner]) -> None:
+        """psi's inputs at q_0 .. q_N (multipliers lam_0 .. lam_N-1, mu) and the points' (each key's frame), y, nu
+        and the key weights zero."""
+        nq, nr = self.nq, self.nr
+        runs = iter(runs)
         if nr:
             run = next(runs)
             run.X[:, :nq] = self.Q
             run.X[:, 2 * nq: 2 * nq + nr] = self.tx.loop_multipliers(x)
         if self.body_keys:
             next(runs).X[:, :nq] = self.Q[self.frames]
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """The Jacobian's values on its pattern at x."""
+        nq, nr = self.nq, self.nr
+        self._configurations(x, self.jacobian_runs[0].X)
+        self._loop_and_point_inputs(x, self.jacobian_runs[1:])
         for run in self.jacobian_runs:
             run()
         return self.jacobian_matrix @ self.jacobian_buffer.data
@@ -289,7 +397,7 @@ class TreeEvaluation:
         if self.body_keys:
             points = self.hessian_runs[-1].X
             points[:, :nq] = self.Q[self.frames]
-            for p, (r, _, axes) in enumerate(self.body_keys):
+            for p, (r, _, axes, _) in enumerate(self.body_keys):
                 points[p, nq + 3 * p + axes] = y[r: r + len(axes)]
         self.hessian_buffer.data[self.hessian_buffer.offset["objective"]] = obj_factor
         for run in self.hessian_runs:

@@ -58,7 +58,7 @@ class TreeProgram:
         tm = (np.arange(N) + 0.5) * dt
         X = np.hstack([0.5 * (Q[:-1] + Q[1:]), V, np.zeros((N, 2 * nq))])
         _, grad, H = self.phi.run(X, force_scales(model, tm), ACROSS if jacobian else ROWS, 2 * nq)
-        Lq = grad[:, 2 * nq: 3 * nq] - model.dof_stiffness * (0.5 * (Q[:-1] + Q[1:]) - model.dof_rest)
+        Lq = lagrangian_force(model, grad[:, 2 * nq: 3 * nq], X[:, :nq])
         p = grad[:, 3 * nq:]
         if not jacobian:
             return slot_terms(model, V, tm, tx.dt, Lq, p)
@@ -92,6 +92,11 @@ class TreeProgram:
         nq = self.nq
         _, H = self._psi(q, y, lam, nu, True)
         return H[:, :nq, :nq], -H[:, 2 * nq: 2 * nq + self.nr, :nq]
+
+
+def lagrangian_force(model: TreeModel, by_W: np.ndarray, qm: np.ndarray) -> np.ndarray:
+    """L_q = g + Q with the joint springs (left out of phi) from phi's gradient in W at the midpoints qm."""
+    return by_W - model.dof_stiffness * (qm - model.dof_rest)
 
 
 # The sub-blocks of phi's Hessian across (W, Z) and (qm, v) (first row, first column in units of nq), in the order
