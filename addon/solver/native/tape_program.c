@@ -49,9 +49,17 @@ static void adjoints(const symplex_program *p, const double *val, const double *
     }
 }
 
-/* g[map[j]] += c * ga[j] for the na entries of an operand's gradient ga. */
-static void scatter(double *g, const int64_t *map, const double *ga, int64_t na, double c) {
-    for (int64_t j = 0; j < na; j++) g[map[j]] += c * ga[j];
+/* g (s entries) = ca ga + cb gb for the operands' gradients ga, gb (na, nb entries) at the increasing positions
+ * ma, mb of g, each entry written once (zeroing g first and adding stalls on store forwarding). */
+static void merge(double *g, int64_t s, const int64_t *ma, const double *ga, int64_t na, double ca,
+                  const int64_t *mb, const double *gb, int64_t nb, double cb) {
+    int64_t ia = 0, ib = 0;
+    for (int64_t j = 0; j < s; j++) {
+        double v = 0.0;
+        if (ia < na && ma[ia] == j) v += ca * ga[ia++];
+        if (ib < nb && mb[ib] == j) v += cb * gb[ib++];
+        g[j] = v;
+    }
 }
 
 /* Gradients of every node over its support (g, at support_start). */
@@ -69,9 +77,8 @@ static void gradients(const symplex_program *p, const double *val, const double 
         case OP_ADD:
         case OP_MUL: {
             const double ca = p->op[i] == OP_ADD ? 1.0 : val[b], cb = p->op[i] == OP_ADD ? 1.0 : val[a];
-            memset(gi, 0, sizeof(double) * s);
-            scatter(gi, p->maps + p->map_start[2 * i], ga, sa, ca);
-            scatter(gi, p->maps + p->map_start[2 * i + 1], g + start[b], start[b + 1] - start[b], cb);
+            merge(gi, s, p->maps + p->map_start[2 * i], ga, sa, ca, p->maps + p->map_start[2 * i + 1],
+                  g + start[b], start[b + 1] - start[b], cb);
             break;
         }
         default: {
