@@ -15,10 +15,12 @@ tree_program.TreeProgram, to round-off (tests/solver/shots/test_tree_evaluation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 
-from ..native.tape_program_binding import ACROSS, BELOW, HESSIAN, ROWS, Runner
+from ..native.tape_program_binding import ACROSS, BELOW, HESSIAN, ROWS, CProgram, Runner
 from .tree_dynamics import TreeTranscription, slot_terms
 from .tree_hessian import _midpoint_chain, force_scales
 from .tree_program import ACROSS_BLOCKS, PointProgram, TreeProgram, lagrangian_derivatives, lagrangian_force
@@ -101,53 +103,47 @@ class TreeEvaluation:
     and hessian_pattern (indices, indptr, shape) the fixed CSR patterns the values are for."""
 
     def __init__(self, tx: TreeTranscription, program: TreeProgram, points: PointProgram | None,
-                 body_keys: list[tuple[int, int, np.ndarray]], coordinate_keys: list[tuple[int, int, int]],
+                 body_keys: list[tuple[int, int, np.ndarray, tuple]], coordinate_keys: list[tuple[int, int, int, float]],
                  objective_hessian: tuple[np.ndarray, np.ndarray, np.ndarray], jacobian_pattern: tuple,
                  hessian_pattern: tuple):
         N, nq, nr = tx.steps, tx.nq, tx.nr
-        self.tx, self.nq, self.nr = tx, nq, nr
-        self.Q = np.tile(tx.q0, (N + 1, 1))
-        self.frames = np.array([frame for _, frame, _, _ in body_keys], np.int64)
-        self.body_keys = body_keys
-        n_phi, n_psi = 4 * nq, 2 * (nq + nr)
-        n_points = nq + 3 * len(body_keys)
-        scales = force_scales(tx.model, (np.arange(N) + 0.5) * tx.dt)
-        sections = {"phi": (N, n_phi, n_phi)}
-        if nr:
-            sections["psi"] = (N + 1, n_psi, n_psi)
-        if body_keys:
-            sections["points"] = (len(body_keys), n_points, n_points)
-        self.jacobian_buffer = _Buffer(sections)
-        hessian_sections = dict(sections)
-        if nr:
-            hessian_sections["psi"] = (N, n_psi, n_psi)
-        self.hessian_buffer = _Buffer(hessian_sections)
-        jb, hb = self.jacobian_buffer.view, self.hessian_buffer.view
-        self.jacobian_runs = [Runner(program.phi, N, ACROSS, 2 * nq, H=jb["phi"])]
-        self.hessian_runs = [Runner(program.phi, N, BELOW, 2 * nq, H=hb["phi"])]
-        for run in self.jacobian_runs + self.hessian_runs:
-            run.P[:] = scales
-        if nr:
-            self.jacobian_runs.append(Runner(program.psi, N + 1, HESSIAN, H=jb["psi"]))
-            self.hessian_runs.append(Runner(program.psi, N, HESSIAN, H=hb["psi"]))
-        if body_keys:
-            self.jacobian_runs.append(Runner(points.program, len(body_keys), HESSIAN, H=jb["points"]))
-            self.hessian_runs.append(Runner(points.program, len(body_keys), HESSIAN, H=hb["points"]))
-        self.rows_buffer = _Buffer({name: shape[:2] for name, shape in sections.items()} | {"x": (tx.n,)})
-        rb = self.rows_buffer.view
-        self.rows_runs = [Runner(program.phi, N, ROWS, grad=rb["phi"])]
-        self.rows_runs[0].P[:] = scales
-        if nr:
-            self.rows_runs.append(Runner(program.psi, N + 1, ROWS, grad=rb["psi"]))
-        if body_keys:
-            self.rows_runs.append(Runner(points.program, len(body_keys), ROWS, grad=rb["points"]))
+        self.tx, self.nq, self.nr, self.body_keys = tx, nq, nr, body_keys
         m = jacobian_pattern[2][0]
-        self.rows_matrix = self._rows_map(coordinate_keys).matrix(np.zeros(m, np.int64), np.arange(m + 1), (m, 1),
-                                                                  len(self.rows_buffer.data))
-        jac = self._jacobian_map(coordinate_keys)
-        self.jacobian_matrix = jac.matrix(*jacobian_pattern, len(self.jacobian_buffer.data))
-        hess = self._hessian_map(objective_hessian)
-        self.hessian_matrix = hess.matrix(*hessian_pattern, len(self.hessian_buffer.data))
+        phi = [("phi", program.phi, N, ACROSS)]
+        others = [("psi", program.psi, N + 1, HESSIAN)] if nr else []
+        others += [("points", points.program, len(body_keys), HESSIAN)] if body_keys else []
+        self.rows = self._pass([(name, c, K, ROWS) for name, c, K, _ in phi + others], False, m,
+                               lambda buffer: self._rows_map(buffer, coordinate_keys),
+                               (np.zeros(m, np.int64), np.arange(m + 1), (m, 1)))
+        self.jacobian = self._pass(phi + others, False, m, lambda buffer: self._jacobian_map(buffer, coordinate_keys),
+                                   jacobian_pattern)
+        phi = [("phi", program.phi, N, BELOW)]
+        others = [(name, c, N if name == "psi" else K, block) for name, c, K, block in others]
+        self.hessian = self._pass(phi + others, True, m, lambda buffer: self._hessian_map(buffer, objective_hessian),
+                                  hessian_pattern)
+
+    def _pass(self, programs: list[tuple[str, CProgram, int, int]], hessian: bool, m: int,
+              values_map: Callable[[_Buffer], _AffineMap], pattern: tuple) -> EvaluationPass:
+        """A pass running `programs` (name, program, instances, block) from x (and, for the Hessian, y), with the
+        values on `pattern` (indices, indptr, shape) by values_map."""
+        tx = self.tx
+        sections = {"x": (tx.n,), "y": (m,)}
+        sections |= {"in " + name: (K, c.n_var) for name, c, K, _ in programs}
+        sections |= {name: (K, c.n_var) + ((c.n_var,) if block != ROWS else ()) for name, c, K, block in programs}
+        buffer = _Buffer(sections)
+        runs = []
+        for name, c, K, block in programs:
+            output = {"grad" if block == ROWS else "H": buffer.view[name]}
+            runs.append(Runner(c, K, block, 2 * self.nq if name == "phi" else 0, X=buffer.view["in " + name],
+                               **output))
+            if name == "phi":
+                runs[-1].P[:] = force_scales(tx.model, (np.arange(tx.steps) + 0.5) * tx.dt)
+        first, last = ("in " + name for name in (programs[0][0], programs[-1][0]))
+        inputs = slice(buffer.offset[first], buffer.offset[last] + buffer.view[last].size)
+        size = inputs.stop - inputs.start
+        dense = (np.zeros(size, np.int64), np.arange(size + 1), (size, 1))
+        input_matrix = self._input_map(buffer, inputs.start, hessian).matrix(*dense, len(buffer.data))
+        return EvaluationPass(buffer, runs, inputs, input_matrix, values_map(buffer).matrix(*pattern, len(buffer.data)))
 
     # ---------------------------------------------------------------------------------------------- maps
 
@@ -167,9 +163,9 @@ class TreeEvaluation:
         """The constant block (r, c) at rows, cols."""
         out.blocks(rows, cols, np.full(len(rows), buffer.offset["one"]), block.shape, (0, 0), block)
 
-    def _jacobian_map(self, coordinate_keys: list[tuple[int, int, int]]) -> _AffineMap:
+    def _jacobian_map(self, buffer: _Buffer, coordinate_keys: list[tuple[int, int, int, float]]) -> _AffineMap:
         """Where tree_dynamics.TreeTranscription.blocks and the keys put each Jacobian entry, from what."""
-        tx, nq, nr, buffer = self.tx, self.nq, self.nr, self.jacobian_buffer
+        tx, nq, nr = self.tx, self.nq, self.nr
         N, nu = tx.steps, tx.nu
         out = _AffineMap()
         coefficients = slot_coefficients(tx.model, tx.dt)
@@ -192,7 +188,7 @@ class TreeEvaluation:
             if N > 1:
                 self._slot(out, buffer, D2_q1, last, np.array([rest]), qcol[-1:], coefficients)
         if nr:
-            self._loop_jacobian(out, row, qcol)
+            self._loop_jacobian(out, buffer, row, qcol)
         for r, frame, index, _ in coordinate_keys:
             self._constant(out, buffer, np.array([r]), np.array([tx.q_slice(frame).start + index]), np.ones((1, 1)))
         n_points = nq + 3 * len(self.body_keys)
@@ -202,10 +198,10 @@ class TreeEvaluation:
                        (0, 1))
         return out
 
-    def _loop_jacobian(self, out: _AffineMap, row: np.ndarray, qcol: np.ndarray) -> None:
+    def _loop_jacobian(self, out: _AffineMap, buffer: _Buffer, row: np.ndarray, qcol: np.ndarray) -> None:
         """psi's part (configurations q_0 .. q_N): -d(Dh^T lam)/dq on the DEL (and rest) rows, -Dh^T on the
         multipliers' columns, Dh on the loop rows; psi's Hessian has Dh = -H[lam, y], d(Dh^T lam)/dq = -H[y, q]."""
-        tx, nq, nr, buffer = self.tx, self.nq, self.nr, self.jacobian_buffer
+        tx, nq, nr = self.tx, self.nq, self.nr
         N = tx.steps
         n = 2 * (nq + nr)
         base = buffer.offset["psi"] + np.arange(N + 1) * n * n
@@ -218,17 +214,17 @@ class TreeEvaluation:
             out.blocks(rest, qcol[-1:] + nq, base[N:] + nq * n, (nq, nq), (n, 1))
             out.blocks(rest, np.array([tx.mu_slice.start]), base[N:] + 2 * nq * n + nq, (nq, nr), (1, n))
 
-    def _rows_map(self, coordinate_keys: list[tuple[int, int, int, float]]) -> _AffineMap:
+    def _rows_map(self, buffer: _Buffer, coordinate_keys: list[tuple[int, int, int, float]]) -> _AffineMap:
         """Where TreeTranscription.blocks and the keys put each row, from what: phi's gradient (L_q, p), psi's (h,
         Dh^T lam), the points' positions, x (springs, damping and servos through q_k, the controls, coordinate
         keys) and constants."""
-        tx, nq, nr, buffer = self.tx, self.nq, self.nr, self.rows_buffer
+        tx, nq, nr = self.tx, self.nq, self.nr
         N, nu = tx.steps, tx.nu
         out = _AffineMap()
         k = np.arange(N)
         row, x = k * nq, buffer.offset["x"]
-        self._slot_rows(out, 0, k, row)
-        self._slot_rows(out, 1, k[:-1], row[1:])
+        self._slot_rows(out, buffer, 0, k, row)
+        self._slot_rows(out, buffer, 1, k[:-1], row[1:])
         self._constant(out, buffer, row[:1], np.zeros(1, np.int64), tx.p0[:, None])
         half_Bu = np.zeros((nq, nu))
         half_Bu[tx.actuated, np.arange(nu)] = 0.5 * tx.dt
@@ -237,7 +233,7 @@ class TreeEvaluation:
         out.blocks(row[1:], np.zeros(N - 1), ucol[:-1], (nq, nu), (0, 1), half_Bu, column_step=0)
         rest = np.array([N * (nq + nr)])
         if tx.rest_at_end:
-            self._slot_rows(out, 1, k[-1:], rest)
+            self._slot_rows(out, buffer, 1, k[-1:], rest)
             out.blocks(rest, np.zeros(1), ucol[-1:], (nq, nu), (0, 1), half_Bu, column_step=0)
         if nr:  # the constraint force Dh^T lam = -psi's gradient in y; h its gradient in nu
             n = 2 * (nq + nr)
@@ -256,14 +252,14 @@ class TreeEvaluation:
             rows = r + np.arange(len(axes))
             out.blocks(rows, np.zeros(len(axes)), buffer.offset["points"] + p * n_points + nq + 3 * p + axes, (1, 1),
                        (0, 0))
-            self._constant_column(out, rows, -np.asarray(target, float)[axes, None])
+            _constant_column(out, buffer, rows, -np.asarray(target, float)[axes, None])
         return out
 
-    def _slot_rows(self, out: _AffineMap, slot: int, instances: np.ndarray, rows: np.ndarray) -> None:
+    def _slot_rows(self, out: _AffineMap, buffer: _Buffer, slot: int, instances: np.ndarray, rows: np.ndarray) -> None:
         """D1 (slot 0) or D2 (1) of the intervals `instances` at rows (nq each): slot_terms' and lagrangian_force's
         coefficients of L_q, p, v and qm (found on probes), constants (keyed torques, servos, spring rests) and
         q_0's part."""
-        tx, nq, buffer = self.tx, self.nq, self.rows_buffer
+        tx, nq = self.tx, self.nq
         N, dt, model = tx.steps, tx.dt, tx.model
         tm = (np.arange(N) + 0.5) * dt
         zero, one = np.zeros((N, nq)), np.ones((N, nq))
@@ -290,16 +286,11 @@ class TreeEvaluation:
         out.blocks(rows[later], column[later], x + (instances[later] - 1) * nq, (nq, 1), (1, 0),
                    by_q1[instances[later], :, None])
         constant[0] += by_q1[0] * tx.q0  # q_0 is no unknown
-        self._constant_column(out, rows, constant[instances])
+        _constant_column(out, buffer, rows, constant[instances])
 
-    def _constant_column(self, out: _AffineMap, rows: np.ndarray, values: np.ndarray) -> None:
-        """Constant (G, r) at rows (G,) of the rows map."""
-        out.blocks(rows, np.zeros(len(rows)), np.full(len(rows), self.rows_buffer.offset["one"]),
-                   (values.shape[1], 1), (0, 0), values[:, :, None])
-
-    def _hessian_map(self, objective_hessian: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _AffineMap:
+    def _hessian_map(self, buffer: _Buffer, objective_hessian: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _AffineMap:
         """Where tree_hessian.hessian_blocks (with the keys' curvature) and the objective put each entry."""
-        tx, nq, nr, buffer = self.tx, self.nq, self.nr, self.hessian_buffer
+        tx, nq, nr = self.tx, self.nq, self.nr
         N = tx.steps
         out = _AffineMap()
         n = 4 * nq
@@ -332,74 +323,88 @@ class TreeEvaluation:
         out.blocks(rows, cols, np.full(len(rows), buffer.offset["objective"]), (1, 1), (0, 0), values[:, None, None])
         return out
 
-    # ---------------------------------------------------------------------------------------------- values
+    # ---------------------------------------------------------------------------------------------- inputs
 
-    def _configurations(self, x: np.ndarray, phi: np.ndarray) -> None:
-        """Q[1:] (Q[0] = q0) from x, and the midpoints and velocities into phi's inputs (N, 4 nq)."""
-        N, nq = self.tx.steps, self.nq
-        Q = self.Q
-        Q[1:] = x[: N * nq].reshape(N, nq)
-        np.add(Q[:-1], Q[1:], out=phi[:, :nq])
-        phi[:, :nq] *= 0.5
-        np.subtract(Q[1:], Q[:-1], out=phi[:, nq: 2 * nq])
-        phi[:, nq: 2 * nq] *= 1.0 / self.tx.dt
-
-    def rows(self, x: np.ndarray) -> np.ndarray:
-        """The rows (the DEL, loop and rest rows, then the keys') at x."""
-        nq, nr = self.nq, self.nr
-        self._configurations(x, self.rows_runs[0].X)
-        self._loop_and_point_inputs(x, self.rows_runs[1:])
-        self.rows_buffer.view["x"][:] = x
-        for run in self.rows_runs:
-            run()
-        return self.rows_matrix @ self.rows_buffer.data
-
-    def _loop_and_point_inputs(self, x: np.ndarray, runs: list[Runner]) -> None:
-        """psi's inputs at q_0 .. q_N (multipliers lam_0 .. lam_N-1, mu) and the points' (each key's frame), y, nu
-        and the key weights zero."""
-        nq, nr = self.nq, self.nr
-        runs = iter(runs)
-        if nr:
-            run = next(runs)
-            run.X[:, :nq] = self.Q
-            run.X[:, 2 * nq: 2 * nq + nr] = self.tx.loop_multipliers(x)
-        if self.body_keys:
-            next(runs).X[:, :nq] = self.Q[self.frames]
-
-    def jacobian(self, x: np.ndarray) -> np.ndarray:
-        """The Jacobian's values on its pattern at x."""
-        nq, nr = self.nq, self.nr
-        self._configurations(x, self.jacobian_runs[0].X)
-        self._loop_and_point_inputs(x, self.jacobian_runs[1:])
-        for run in self.jacobian_runs:
-            run()
-        return self.jacobian_matrix @ self.jacobian_buffer.data
-
-    def hessian(self, x: np.ndarray, y: np.ndarray, obj_factor: float) -> np.ndarray:
-        """The Lagrangian Hessian's values on its pattern at x, multipliers y (rows, then keys) and obj_factor."""
+    def _input_map(self, buffer: _Buffer, start: int, hessian: bool) -> _AffineMap:
+        """The programs' inputs (rows: their index in the buffer less start) from x, y and constants: phi's midpoints
+        and velocities (and for the Hessian its weights W = dt/2 (a + b), Z = b - a from the multipliers a, b of D1
+        and D2), psi's configurations and loop multipliers (for the Hessian q_1 .. q_N, y = b and nu the loop
+        rows' multipliers; else q_0 .. q_N), the points' configurations at their keys' frames (for the Hessian
+        their keys' multipliers as weights)."""
         tx, nq, nr = self.tx, self.nq, self.nr
-        N = tx.steps
-        phi = self.hessian_runs[0].X
-        self._configurations(x, phi)
-        a = y[: N * nq].reshape(N, nq)  # multipliers of D1 and D2 on each interval: a_k, b_k = a_k+1 (rest: y_rest)
-        b = phi[:, 3 * nq:]  # Z = b - a, W = dt/2 (a + b)
-        b[:-1] = a[1:]
-        b[-1] = y[N * (nq + nr): N * (nq + nr) + nq] if tx.rest_at_end else 0.0
-        np.add(a, b, out=phi[:, 2 * nq: 3 * nq])
-        phi[:, 2 * nq: 3 * nq] *= 0.5 * tx.dt
+        N, dt, x, y = tx.steps, tx.dt, buffer.offset["x"], buffer.offset["y"]
+        out = _AffineMap()
+        k = np.arange(N)
+        phi = buffer.offset["in phi"] - start + k * 4 * nq
+        for first, (c1, c2) in ((0, (0.5, 0.5)), (nq, (-1.0 / dt, 1.0 / dt))):
+            self._configuration(out, buffer, phi + first, k, c1)
+            self._configuration(out, buffer, phi + first, k + 1, c2)
+        a = y + k * nq  # where each interval's multipliers a (D1) and b (D2) sit in y (b None: no rest rows)
+        b = [y + (j + 1) * nq if j < N - 1 else (y + N * (nq + nr) if tx.rest_at_end else None) for j in k]
+        has_b = np.array([j for j in k if b[j] is not None], np.int64)
+        b_at = np.array([b[j] for j in has_b], np.int64)
+        vector = (nq, 1), (1, 0)
+        if hessian:
+            for first, (ca, cb) in ((2 * nq, (0.5 * dt, 0.5 * dt)), (3 * nq, (-1.0, 1.0))):
+                out.blocks(phi + first, k * 0, a, *vector, ca, column_step=0)
+                out.blocks(phi[has_b] + first, has_b * 0, b_at, *vector, cb, column_step=0)
         if nr:
-            psi = self.hessian_runs[1].X
-            psi[:, :nq] = self.Q[1:]
-            psi[:, nq: 2 * nq] = b
-            psi[:, 2 * nq: 2 * nq + nr] = tx.loop_multipliers(x)[1:]
-            psi[:, 2 * nq + nr:] = y[N * nq: N * (nq + nr)].reshape(N, nr)
-        b -= a
-        if self.body_keys:
-            points = self.hessian_runs[-1].X
-            points[:, :nq] = self.Q[self.frames]
-            for p, (r, _, axes, _) in enumerate(self.body_keys):
-                points[p, nq + 3 * p + axes] = y[r: r + len(axes)]
-        self.hessian_buffer.data[self.hessian_buffer.offset["objective"]] = obj_factor
-        for run in self.hessian_runs:
+            n = 2 * (nq + nr)
+            configurations = k + 1 if hessian else np.arange(N + 1)
+            psi = buffer.offset["in psi"] - start + np.arange(len(configurations)) * n
+            self._configuration(out, buffer, psi, configurations, 1.0)
+            has_lam = configurations < N if not tx.rest_at_end else configurations >= 0
+            lam = np.array([tx.lam_slice(c).start if c < N else tx.mu_slice.start for c in configurations[has_lam]])
+            out.blocks(psi[has_lam] + 2 * nq, lam * 0, x + lam, (nr, 1), (1, 0), column_step=0)
+            if hessian:
+                out.blocks(psi[has_b] + nq, has_b * 0, b_at, *vector, column_step=0)
+                out.blocks(psi + 2 * nq + nr, k * 0, y + N * nq + k * nr, (nr, 1), (1, 0), column_step=0)
+        n_points = nq + 3 * len(self.body_keys)
+        for p, (r, frame, axes, _) in enumerate(self.body_keys):
+            at = buffer.offset["in points"] - start + p * n_points
+            self._configuration(out, buffer, np.array([at]), np.array([frame]), 1.0)
+            if hessian:
+                out.blocks(at + nq + 3 * p + axes, axes * 0, y + r + np.arange(len(axes)), (1, 1), (0, 0),
+                           column_step=0)
+        return out
+
+    def _configuration(self, out: _AffineMap, buffer: _Buffer, rows: np.ndarray, configurations: np.ndarray,
+                       coefficient: float) -> None:
+        """coefficient q_k at rows + (0 .. nq-1) of an input map for the configurations k (G,) (q_0 a constant)."""
+        nq, moving = self.nq, configurations > 0
+        out.blocks(rows[moving], rows[moving] * 0, buffer.offset["x"] + (configurations[moving] - 1) * nq, (nq, 1),
+                   (1, 0), coefficient, column_step=0)
+        start = rows[~moving]
+        _constant_column(out, buffer, start, np.tile(coefficient * self.tx.q0, (len(start), 1)))
+
+
+def _constant_column(out: _AffineMap, buffer: _Buffer, rows: np.ndarray, values: np.ndarray) -> None:
+    """Constants values (G, r) at rows (G,) + (0 .. r-1) of a one-column map (rows or inputs)."""
+    out.blocks(rows, np.zeros(len(rows)), np.full(len(rows), buffer.offset["one"]), (values.shape[1], 1), (0, 0),
+               values[:, :, None])
+
+
+class EvaluationPass:
+    """One kind of evaluation (the rows, the Jacobian's values or the Hessian's): its buffer, the map from the
+    buffer's x, y and constants to the programs' inputs (a slice of it), the programs' runs (outputs into it) and
+    the map from it to the values."""
+
+    def __init__(self, buffer: _Buffer, runs: list[Runner], inputs: slice, input_matrix: sp.csr_matrix,
+                 values_matrix: sp.csr_matrix):
+        self.buffer, self.runs, self.inputs = buffer, runs, inputs
+        self.input_matrix, self.values_matrix = input_matrix, values_matrix
+        self.x = slice(buffer.offset["x"], buffer.offset["x"] + buffer.view["x"].size)
+        self.y = slice(buffer.offset["y"], buffer.offset["y"] + buffer.view["y"].size)
+        self.objective = buffer.offset["objective"]
+
+    def __call__(self, x: np.ndarray, y: np.ndarray | None = None, obj_factor: float = 0.0) -> np.ndarray:
+        """The values at x (and y, obj_factor for the Hessian)."""
+        data = self.buffer.data
+        data[self.x] = x
+        if y is not None:
+            data[self.y] = y
+            data[self.objective] = obj_factor
+        data[self.inputs] = self.input_matrix @ data
+        for run in self.runs:
             run()
-        return self.hessian_matrix @ self.hessian_buffer.data
+        return self.values_matrix @ data

@@ -11,7 +11,7 @@ import pytest
 from addon.solver.native import tape_program_binding
 from addon.solver.shots import mechanism_shots
 from addon.solver.shots.spec import Control, MechanismKey, MechanismShot
-from addon.solver.shots.tree_evaluation import TreeEvaluation
+from addon.solver.shots.tree_evaluation import EvaluationPass
 from addon.solver.tree.compile import compile_tree
 
 from .test_tree_program import CASES, forced_tree
@@ -38,7 +38,7 @@ def _close(a: np.ndarray, b: np.ndarray, what: str) -> None:
 def test_compiled_evaluation_equals_the_reference_path(seed, loops, rest_at_end, monkeypatch):
     P = mechanism_shots._problem(_shot(seed, loops, rest_at_end))
     compiled = mechanism_shots._nlp(P)
-    assert isinstance(compiled.constraints.__self__, TreeEvaluation)
+    assert isinstance(compiled.constraints, EvaluationPass)
     monkeypatch.setattr(mechanism_shots, "compiled", lambda model: False)
     reference = mechanism_shots._nlp(P)
     rng = np.random.default_rng(seed)
