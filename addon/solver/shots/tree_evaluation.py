@@ -1,18 +1,19 @@
-"""A tree shot's compiled evaluation for one solve: the programs of tree_program.py run in place (inputs and outputs
-allocated once) and the Jacobian's and the Lagrangian Hessian's values on their fixed patterns as one sparse matrix
-times the programs' outputs.
+"""A tree shot's compiled evaluation for one solve: the rows, the Jacobian's values and the Lagrangian Hessian's
+on their fixed patterns, each pass the programs of tree_program.py run in place between two sparse products.
 
-Every Jacobian entry is an affine function of phi's Hessian across (W, Z) and (qm, v) (tree_dynamics.slot_terms:
-D1_q1 = dt/4 (B + Q_q) - ... with constants from the springs, damping and servos), of psi's Hessian (the loop rows'
-Dh and d(Dh^T lam)/dq) and of the keys' points program (dx_p/dq), plus constants (the controls' columns, coordinate
-keys); every Lagrangian Hessian entry a linear function of phi's (qm, v) block (through the midpoint chain rule),
-psi's (q, q) and (lam, q) blocks, the points' curvature and the objective factor (the effort's and the joint-speed
-cost's constant Hessians). The maps are built once per solve from where tree_dynamics.TreeTranscription.blocks and
-tree_hessian.hessian_blocks put each block (the coefficients of slot_terms found by evaluating it on unit probes),
-so each evaluation is the C runs and one sparse product. Their references are those two functions on
-tree_program.TreeProgram, to round-off (tests/solver/shots/test_tree_evaluation.py).
+Every program input is an affine function of x, y and constants (midpoints and velocities, the multipliers'
+weights W = dt/2 (a + b) and Z = b - a, configurations, loop multipliers, key weights), and every value an affine
+function of the programs' outputs, x and constants: each row of phi's gradient (L_q, p) and psi's (h, Dh^T lam),
+the points' positions, the controls and springs, damping and servos through q_k; each Jacobian entry of phi's
+Hessian across (W, Z) and (qm, v) (tree_dynamics.slot_terms: D1_q1 = dt/4 (B + Q_q) - ...), psi's Hessian (Dh,
+d(Dh^T lam)/dq) and dx_p/dq, with constants (the controls' columns, coordinate keys); each Lagrangian Hessian
+entry of phi's (qm, v) block (through the midpoint chain rule), psi's (q, q) and (lam, q) blocks, the points'
+curvature and the objective factor. So a pass holds one buffer (x, y, the inputs, the outputs, 1, obj_factor)
+and two sparse matrices built once per solve, from where tree_dynamics.TreeTranscription.blocks and
+tree_hessian.hessian_blocks put each block, the coefficients of slot_terms and of the springs found by evaluating
+them on probes. Their references are those functions on tree_program.TreeProgram, to round-off
+(tests/solver/shots/test_tree_evaluation.py).
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -21,16 +22,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..native.tape_program_binding import ACROSS, BELOW, HESSIAN, ROWS, CProgram, Runner
+from ..tree.compile import TreeModel
 from .tree_dynamics import TreeTranscription, slot_terms
-from .tree_hessian import _midpoint_chain, force_scales
+from .tree_hessian import force_scales, midpoint_chain
 from .tree_program import ACROSS_BLOCKS, PointProgram, TreeProgram, lagrangian_derivatives, lagrangian_force
 
 SLOTS = ("D1_q1", "D1_q2", "D2_q1", "D2_q2")
 
 
 class _Buffer:
-    """Named sections of one flat float buffer (the programs' outputs side by side, then a constant 1 and the
-    objective factor), so that a fixed sparse matrix times it gives a derivative's values."""
+    """Named sections of one flat float buffer, then a constant 1 and the objective factor: fixed sparse matrices
+    times it give the programs' inputs and the values."""
 
     def __init__(self, sections: dict[str, tuple[int, ...]]):
         sections = dict(sections, one=(1,), objective=(1,))
@@ -75,7 +77,7 @@ class _AffineMap:
         return out
 
 
-def slot_coefficients(model, dt: float) -> tuple[np.ndarray, np.ndarray]:
+def slot_coefficients(model: TreeModel, dt: float) -> tuple[np.ndarray, np.ndarray]:
     """c (4 slots, 4 blocks) and constants (4 slots, nq, nq) with slot derivative X (SLOTS) = sum_s c[X, s] H_s +
     constants[X] over the sub-blocks H_s of phi's Hessian across (ACROSS_BLOCKS): slot_terms evaluated on probes
     (all sub-blocks zero, then each alone a fixed non-symmetric matrix), the elementwise form checked."""
@@ -90,20 +92,22 @@ def slot_coefficients(model, dt: float) -> tuple[np.ndarray, np.ndarray]:
     constants = slots[:, 0]
     c = (slots[:, 1:, 0, 0] - constants[:, None, 0, 0]) / probe[0, 0]
     if not np.allclose(slots[:, 1:] - constants[:, None], c[:, :, None, None] * probe, rtol=1e-13, atol=0.0):
-        raise AssertionError("slot_terms is not elementwise in phi's Hessian blocks")
+        raise RuntimeError("slot_terms is not elementwise in phi's Hessian blocks")
     return c, constants
 
 
 class TreeEvaluation:
-    """The compiled Jacobian and Lagrangian Hessian values of one shot on fixed CSR patterns.
+    """A shot's compiled evaluation: rows(x) (the rows, then the keys'), jacobian(x) and hessian(x, y, obj_factor)
+    (the values on the fixed CSR patterns), each an EvaluationPass.
 
     tx: the transcription; program: its TreeProgram; points: the body-point keys' PointProgram (or None) with
-    body_keys (first row, frame, keyed axes) in its points' order; coordinate_keys (row, frame, coordinate);
-    objective_hessian (rows, cols, values): the objective's Hessian at obj_factor 1 (constant); jacobian_pattern
-    and hessian_pattern (indices, indptr, shape) the fixed CSR patterns the values are for."""
+    body_keys (first row, frame, keyed axes, keyed position) in its points' order; coordinate_keys (row, frame,
+    coordinate, value); objective_hessian (rows, cols, values): the objective's Hessian at obj_factor 1
+    (constant); jacobian_pattern and hessian_pattern (indices, indptr, shape) the fixed CSR patterns."""
 
     def __init__(self, tx: TreeTranscription, program: TreeProgram, points: PointProgram | None,
-                 body_keys: list[tuple[int, int, np.ndarray, tuple]], coordinate_keys: list[tuple[int, int, int, float]],
+                 body_keys: list[tuple[int, int, np.ndarray, tuple]],
+                 coordinate_keys: list[tuple[int, int, int, float]],
                  objective_hessian: tuple[np.ndarray, np.ndarray, np.ndarray], jacobian_pattern: tuple,
                  hessian_pattern: tuple):
         N, nq, nr = tx.steps, tx.nq, tx.nr
@@ -294,7 +298,7 @@ class TreeEvaluation:
         N = tx.steps
         out = _AffineMap()
         n = 4 * nq
-        chain = _midpoint_chain(nq, tx.dt)[::nq, ::nq]  # (qm, v) by (q1, q2): scalar multiples of the identity
+        chain = midpoint_chain(nq, tx.dt)[::nq, ::nq]  # (qm, v) by (q1, q2): scalar multiples of the identity
         base = buffer.offset["phi"] + np.arange(N) * n * n
         col = (np.arange(N) - 1) * nq  # first column of q_k
         for a in range(2):
