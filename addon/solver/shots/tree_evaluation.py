@@ -52,29 +52,50 @@ class _AffineMap:
 
     def blocks(self, rows: np.ndarray, cols: np.ndarray, sources: np.ndarray, shape: tuple[int, int],
                strides: tuple[int, int], coefficient: float | np.ndarray = 1.0, column_step: int = 1) -> None:
-        """Dense blocks of `shape` at first rows and columns (G,): entry (i, j) of block g is coefficient (a number
-        or (r, c)) times buffer[sources[g] + i strides[0] + j strides[1]], at column cols[g] + j column_step (0:
-        a matrix-vector product's terms summed into one column)."""
-        i = np.arange(shape[0])[None, :, None]
-        j = np.arange(shape[1])[None, None, :]
-        r = np.asarray(rows)[:, None, None] + i
-        c = np.asarray(cols)[:, None, None] + j * column_step
-        s = np.asarray(sources)[:, None, None] + i * strides[0] + j * strides[1]
-        full = np.broadcast_shapes(r.shape, c.shape, s.shape)
-        self.parts.append(tuple(np.broadcast_to(a, full).ravel() for a in (r, c, s, coefficient)))
+        """Dense blocks of `shape` at first rows and columns (G,): entry (i, j) of block g is coefficient (a number,
+        (r, c) or per block (G, r, c)) times buffer[sources[g] + i strides[0] + j strides[1]], at column cols[g] +
+        j column_step (0: a matrix-vector product's terms summed into one column). Entries whose coefficient is
+        zero for every block are left out."""
+        G = len(rows)
+        if np.ndim(coefficient) == 3:  # per block
+            i, j = np.divmod(np.arange(shape[0] * shape[1]), shape[1])
+            coefficient = (np.zeros((G,) + tuple(shape)) + coefficient).reshape(G, len(i))
+        else:  # the same for every block: its zero entries left out
+            coefficient = np.zeros(shape) + coefficient
+            i, j = np.nonzero(coefficient)
+            coefficient = coefficient[i, j][None, :]
+        zero = np.zeros((G, len(i)), np.int64)
+        r = zero + np.asarray(rows, np.int64)[:, None] + i
+        c = zero + np.asarray(cols, np.int64)[:, None] + j * column_step
+        s = zero + np.asarray(sources, np.int64)[:, None] + i * strides[0] + j * strides[1]
+        self.parts.append((r.ravel(), c.ravel(), s.ravel(), (zero + coefficient).ravel()))
+
+    def _all(self) -> tuple[np.ndarray, ...]:
+        """(rows, cols, sources, coefficients) of every contribution."""
+        return tuple(np.concatenate(a) for a in zip(*self.parts))
 
     def matrix(self, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int], size: int) -> sp.csr_matrix:
         """(pattern entries, size): the contributions gathered onto a CSR pattern's entries (each contribution must
         fall on one; several on one entry add)."""
-        r, c, s, coefficient = (np.concatenate(a) for a in zip(*self.parts))
+        r, c, s, coefficient = self._all()
         keys = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(indptr)) * shape[1] + indices
-        wanted = r.astype(np.int64) * shape[1] + c
+        wanted = r * shape[1] + c
         position = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
         if not np.array_equal(keys[position], wanted):
             raise ValueError("tree evaluation: a contribution falls outside the fixed pattern")
-        out = sp.csr_matrix((coefficient.astype(float), (position, s)), shape=(len(keys), size))
-        out.sum_duplicates()
-        return out
+        return _gather(position, s, coefficient, len(keys), size)
+
+    def column(self, n: int, size: int) -> sp.csr_matrix:
+        """(n, size): the contributions to a vector of n entries (column 0)."""
+        r, _, s, coefficient = self._all()
+        return _gather(r, s, coefficient, n, size)
+
+
+def _gather(position: np.ndarray, source: np.ndarray, coefficient: np.ndarray, n: int, size: int) -> sp.csr_matrix:
+    """The (n, size) matrix taking buffer[source] times coefficient to entry position (duplicates add)."""
+    out = sp.csr_matrix((coefficient, (position, source)), shape=(n, size))
+    out.sum_duplicates()
+    return out
 
 
 def slot_coefficients(model: TreeModel, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -117,8 +138,7 @@ class TreeEvaluation:
         others = [("psi", program.psi, N + 1, HESSIAN)] if nr else []
         others += [("points", points.program, len(body_keys), HESSIAN)] if body_keys else []
         self.rows = self._pass([(name, c, K, ROWS) for name, c, K, _ in phi + others], False, m,
-                               lambda buffer: self._rows_map(buffer, coordinate_keys),
-                               (np.zeros(m, np.int64), np.arange(m + 1), (m, 1)))
+                               lambda buffer: self._rows_map(buffer, coordinate_keys), None)
         self.jacobian = self._pass(phi + others, False, m, lambda buffer: self._jacobian_map(buffer, coordinate_keys),
                                    jacobian_pattern)
         phi = [("phi", program.phi, N, BELOW)]
@@ -127,9 +147,9 @@ class TreeEvaluation:
                                   hessian_pattern)
 
     def _pass(self, programs: list[tuple[str, CProgram, int, int]], hessian: bool, m: int,
-              values_map: Callable[[_Buffer], _AffineMap], pattern: tuple) -> EvaluationPass:
+              values_map: Callable[[_Buffer], _AffineMap], pattern: tuple | None) -> EvaluationPass:
         """A pass running `programs` (name, program, instances, block) from x (and, for the Hessian, y), with the
-        values on `pattern` (indices, indptr, shape) by values_map."""
+        values on `pattern` (indices, indptr, shape; None: the m rows) by values_map."""
         tx = self.tx
         sections = {"x": (tx.n,), "y": (m,)}
         sections |= {"in " + name: (K, c.n_var) for name, c, K, _ in programs}
@@ -144,10 +164,11 @@ class TreeEvaluation:
                 runs[-1].P[:] = force_scales(tx.model, (np.arange(tx.steps) + 0.5) * tx.dt)
         first, last = ("in " + name for name in (programs[0][0], programs[-1][0]))
         inputs = slice(buffer.offset[first], buffer.offset[last] + buffer.view[last].size)
-        size = inputs.stop - inputs.start
-        dense = (np.zeros(size, np.int64), np.arange(size + 1), (size, 1))
-        input_matrix = self._input_map(buffer, inputs.start, hessian).matrix(*dense, len(buffer.data))
-        return EvaluationPass(buffer, runs, inputs, input_matrix, values_map(buffer).matrix(*pattern, len(buffer.data)))
+        n = len(buffer.data)
+        input_matrix = self._input_map(buffer, inputs.start, hessian).column(inputs.stop - inputs.start, n)
+        values = values_map(buffer)
+        values_matrix = values.column(m, n) if pattern is None else values.matrix(*pattern, n)
+        return EvaluationPass(buffer, runs, inputs, input_matrix, values_matrix)
 
     # ---------------------------------------------------------------------------------------------- maps
 
