@@ -38,9 +38,10 @@ from .tree_batch import forward_batch
 from .tree_dynamics import Blocks, TreeTranscription, all_triplets, assemble_blocks, intervals, transcribe_tree
 from .tree_evaluation import TreeEvaluation
 from .tree_hessian import TAPE_TERMS, TapeTerms, hessian_blocks
-from .tree_program import PointProgram, TreeProgram, compiled, point_program, tree_program
+from .tree_program import PointProgram, TreeProgram, cached, compiled, point_program, tree_program
 
 AXES = "xyz"
+_EVALUATIONS: dict = {}  # MechanismShot -> its TreeEvaluation (the maps, built on its first compiled solve)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -289,11 +290,12 @@ def _nlp(P: _Problem) -> NLP:
                              np.concatenate([2.0 * weight, speed.data]))
         body_keys = [(r, step, axes, key.position) for (step, r, axes), key in
                      zip(points, [key for key, _ in P.key_rows if key.coordinate is None])]
-        evaluation = TreeEvaluation(tx, evaluator, points_program, body_keys, _coordinate_keys(P), objective_hessian,
-                                    _csr_pattern(jac_pattern), _csr_pattern(hess_pattern))
-        rows = evaluation.rows
-        jacobian_data = FixedPattern(*_csr_pattern(jac_pattern), evaluation.jacobian)
-        hessian_data = FixedPattern(*_csr_pattern(hess_pattern), evaluation.hessian)
+        evaluation = cached(_EVALUATIONS, shot, lambda: TreeEvaluation(
+            tx, evaluator, points_program, body_keys, _coordinate_keys(P), objective_hessian,
+            _csr_pattern(jac_pattern), _csr_pattern(hess_pattern)))
+        rows, jacobian, hessian = evaluation.passes()
+        jacobian_data = FixedPattern(*_csr_pattern(jac_pattern), jacobian)
+        hessian_data = FixedPattern(*_csr_pattern(hess_pattern), hessian)
     else:
         rows = block_rows
         jacobian_data = jac_pattern.fixed(lambda x: _values(jacobian_blocks(x)))

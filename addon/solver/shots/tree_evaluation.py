@@ -17,6 +17,7 @@ them on probes. Their references are those functions on tree_program.TreeProgram
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,18 +31,22 @@ from .tree_program import ACROSS_BLOCKS, PointProgram, TreeProgram, lagrangian_d
 SLOTS = ("D1_q1", "D1_q2", "D2_q1", "D2_q2")
 
 
-class _Buffer:
-    """Named sections of one flat float buffer, then a constant 1 and the objective factor: fixed sparse matrices
-    times it give the programs' inputs and the values."""
+class _Layout:
+    """Named sections of a pass's flat float buffer, then a constant 1 and the objective factor: fixed sparse
+    matrices times the buffer give the programs' inputs and the values."""
 
     def __init__(self, sections: dict[str, tuple[int, ...]]):
-        sections = dict(sections, one=(1,), objective=(1,))
-        sizes = [int(np.prod(shape)) for shape in sections.values()]
-        self.offset = dict(zip(sections, np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()))
-        self.data = np.zeros(int(sum(sizes)))
-        self.view = {name: self.data[self.offset[name]: self.offset[name] + size].reshape(shape)
-                     for (name, shape), size in zip(sections.items(), sizes)}
-        self.data[self.offset["one"]] = 1.0
+        self.shape = dict(sections, one=(1,), objective=(1,))
+        sizes = [int(np.prod(shape)) for shape in self.shape.values()]
+        self.offset = dict(zip(self.shape, np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()))
+        self.size = dict(zip(self.shape, sizes))
+        self.total = int(sum(sizes))
+
+    def section(self, name: str) -> slice:
+        return slice(self.offset[name], self.offset[name] + self.size[name])
+
+    def views(self, data: np.ndarray) -> dict[str, np.ndarray]:
+        return {name: data[self.section(name)].reshape(shape) for name, shape in self.shape.items()}
 
 
 class _AffineMap:
@@ -118,8 +123,9 @@ def slot_coefficients(model: TreeModel, dt: float) -> tuple[np.ndarray, np.ndarr
 
 
 class TreeEvaluation:
-    """A shot's compiled evaluation: rows(x) (the rows, then the keys'), jacobian(x) and hessian(x, y, obj_factor)
-    (the values on the fixed CSR patterns), each an EvaluationPass.
+    """A shot's compiled evaluation: the plans of its rows (the rows, then the keys'), Jacobian and Hessian passes
+    (values on the fixed CSR patterns); passes() gives a solve its three EvaluationPass callables, rows(x),
+    jacobian(x), hessian(x, y, obj_factor).
 
     tx: the transcription; program: its TreeProgram; points: the body-point keys' PointProgram (or None) with
     body_keys (first row, frame, keyed axes, keyed position) in its points' order; coordinate_keys (row, frame,
@@ -137,58 +143,56 @@ class TreeEvaluation:
         phi = [("phi", program.phi, N, ACROSS)]
         others = [("psi", program.psi, N + 1, HESSIAN)] if nr else []
         others += [("points", points.program, len(body_keys), HESSIAN)] if body_keys else []
-        self.rows = self._pass([(name, c, K, ROWS) for name, c, K, _ in phi + others], False, m,
-                               lambda buffer: self._rows_map(buffer, coordinate_keys), None)
-        self.jacobian = self._pass(phi + others, False, m, lambda buffer: self._jacobian_map(buffer, coordinate_keys),
-                                   jacobian_pattern)
-        phi = [("phi", program.phi, N, BELOW)]
-        others = [(name, c, N if name == "psi" else K, block) for name, c, K, block in others]
-        self.hessian = self._pass(phi + others, True, m, lambda buffer: self._hessian_map(buffer, objective_hessian),
-                                  hessian_pattern)
+        self.plans = (
+            self._plan([(name, c, K, ROWS) for name, c, K, _ in phi + others], False, m,
+                       lambda layout: self._rows_map(layout, coordinate_keys), None),
+            self._plan(phi + others, False, m, lambda layout: self._jacobian_map(layout, coordinate_keys),
+                       jacobian_pattern),
+            self._plan([("phi", program.phi, N, BELOW)] + [(name, c, N if name == "psi" else K, block)
+                                                           for name, c, K, block in others],
+                       True, m, lambda layout: self._hessian_map(layout, objective_hessian), hessian_pattern))
 
-    def _pass(self, programs: list[tuple[str, CProgram, int, int]], hessian: bool, m: int,
-              values_map: Callable[[_Buffer], _AffineMap], pattern: tuple | None) -> EvaluationPass:
+    def passes(self) -> tuple[EvaluationPass, EvaluationPass, EvaluationPass]:
+        """The rows, Jacobian and Hessian passes, with buffers of their own (one solve's)."""
+        return tuple(EvaluationPass(plan) for plan in self.plans)
+
+    def _plan(self, programs: list[tuple[str, CProgram, int, int]], hessian: bool, m: int,
+              values_map: Callable[[_Layout], _AffineMap], pattern: tuple | None) -> PassPlan:
         """A pass running `programs` (name, program, instances, block) from x (and, for the Hessian, y), with the
         values on `pattern` (indices, indptr, shape; None: the m rows) by values_map."""
         tx = self.tx
         sections = {"x": (tx.n,), "y": (m,)}
         sections |= {"in " + name: (K, c.n_var) for name, c, K, _ in programs}
         sections |= {name: (K, c.n_var) + ((c.n_var,) if block != ROWS else ()) for name, c, K, block in programs}
-        buffer = _Buffer(sections)
-        runs = []
-        for name, c, K, block in programs:
-            output = {"grad" if block == ROWS else "H": buffer.view[name]}
-            runs.append(Runner(c, K, block, 2 * self.nq if name == "phi" else 0, X=buffer.view["in " + name],
-                               **output))
-            if name == "phi":
-                runs[-1].P[:] = force_scales(tx.model, (np.arange(tx.steps) + 0.5) * tx.dt)
-        first, last = ("in " + name for name in (programs[0][0], programs[-1][0]))
-        inputs = slice(buffer.offset[first], buffer.offset[last] + buffer.view[last].size)
-        n = len(buffer.data)
-        input_matrix = self._input_map(buffer, inputs.start, hessian).column(inputs.stop - inputs.start, n)
-        values = values_map(buffer)
-        values_matrix = values.column(m, n) if pattern is None else values.matrix(*pattern, n)
-        return EvaluationPass(buffer, runs, inputs, input_matrix, values_matrix)
+        layout = _Layout(sections)
+        first, last = (layout.section("in " + name) for name in (programs[0][0], programs[-1][0]))
+        inputs = slice(first.start, last.stop)
+        input_matrix = self._input_map(layout, inputs.start, hessian).column(inputs.stop - inputs.start, layout.total)
+        values = values_map(layout)
+        values_matrix = values.column(m, layout.total) if pattern is None else values.matrix(*pattern, layout.total)
+        scales = force_scales(tx.model, (np.arange(tx.steps) + 0.5) * tx.dt)
+        runs = [(name, c, K, block, 2 * self.nq if name == "phi" else 0) for name, c, K, block in programs]
+        return PassPlan(layout, runs, scales, inputs, input_matrix, values_matrix)
 
     # ---------------------------------------------------------------------------------------------- maps
 
-    def _slot(self, out: _AffineMap, buffer: _Buffer, slot: int, instances: np.ndarray, rows: np.ndarray,
+    def _slot(self, out: _AffineMap, layout: _Layout, slot: int, instances: np.ndarray, rows: np.ndarray,
               cols: np.ndarray, coefficients: tuple[np.ndarray, np.ndarray]) -> None:
         """Slot derivative SLOTS[slot] of the intervals `instances` as (nq, nq) blocks at rows, cols."""
         nq = self.nq
         n = 4 * nq
         c, constants = coefficients
-        base = buffer.offset["phi"] + instances * n * n
+        base = layout.offset["phi"] + instances * n * n
         for s, (r0, c0) in enumerate(ACROSS_BLOCKS):
             out.blocks(rows, cols, base + r0 * nq * n + c0 * nq, (nq, nq), (n, 1), c[slot, s])
-        self._constant(out, buffer, rows, cols, constants[slot])
+        self._constant(out, layout, rows, cols, constants[slot])
 
     @staticmethod
-    def _constant(out: _AffineMap, buffer: _Buffer, rows: np.ndarray, cols: np.ndarray, block: np.ndarray) -> None:
+    def _constant(out: _AffineMap, layout: _Layout, rows: np.ndarray, cols: np.ndarray, block: np.ndarray) -> None:
         """The constant block (r, c) at rows, cols."""
-        out.blocks(rows, cols, np.full(len(rows), buffer.offset["one"]), block.shape, (0, 0), block)
+        out.blocks(rows, cols, np.full(len(rows), layout.offset["one"]), block.shape, (0, 0), block)
 
-    def _jacobian_map(self, buffer: _Buffer, coordinate_keys: list[tuple[int, int, int, float]]) -> _AffineMap:
+    def _jacobian_map(self, layout: _Layout, coordinate_keys: list[tuple[int, int, int, float]]) -> _AffineMap:
         """Where tree_dynamics.TreeTranscription.blocks and the keys put each Jacobian entry, from what."""
         tx, nq, nr = self.tx, self.nq, self.nr
         N, nu = tx.steps, tx.nu
@@ -197,39 +201,39 @@ class TreeEvaluation:
         D1_q1, D1_q2, D2_q1, D2_q2 = range(4)
         k = np.arange(N)
         row, qcol, ucol = k * nq, (k - 1) * nq, N * nq + k * nu
-        self._slot(out, buffer, D1_q2, k, row, qcol + nq, coefficients)
-        self._slot(out, buffer, D1_q1, k[1:], row[1:], qcol[1:], coefficients)
-        self._slot(out, buffer, D2_q2, k[:-1], row[1:], qcol[1:], coefficients)
-        self._slot(out, buffer, D2_q1, k[1:-1], row[2:], qcol[1:-1], coefficients)
+        self._slot(out, layout, D1_q2, k, row, qcol + nq, coefficients)
+        self._slot(out, layout, D1_q1, k[1:], row[1:], qcol[1:], coefficients)
+        self._slot(out, layout, D2_q2, k[:-1], row[1:], qcol[1:], coefficients)
+        self._slot(out, layout, D2_q1, k[1:-1], row[2:], qcol[1:-1], coefficients)
         half_Bu = np.zeros((nq, nu))
         half_Bu[tx.actuated, np.arange(nu)] = 0.5 * tx.dt
-        self._constant(out, buffer, row, ucol, half_Bu)
-        self._constant(out, buffer, row[1:], ucol[:-1], half_Bu)
+        self._constant(out, layout, row, ucol, half_Bu)
+        self._constant(out, layout, row[1:], ucol[:-1], half_Bu)
         rest = N * (nq + nr)
         if tx.rest_at_end:
             last = np.array([N - 1])
-            self._slot(out, buffer, D2_q2, last, np.array([rest]), qcol[-1:] + nq, coefficients)
-            self._constant(out, buffer, np.array([rest]), ucol[-1:], half_Bu)
+            self._slot(out, layout, D2_q2, last, np.array([rest]), qcol[-1:] + nq, coefficients)
+            self._constant(out, layout, np.array([rest]), ucol[-1:], half_Bu)
             if N > 1:
-                self._slot(out, buffer, D2_q1, last, np.array([rest]), qcol[-1:], coefficients)
+                self._slot(out, layout, D2_q1, last, np.array([rest]), qcol[-1:], coefficients)
         if nr:
-            self._loop_jacobian(out, buffer, row, qcol)
+            self._loop_jacobian(out, layout, row, qcol)
         for r, frame, index, _ in coordinate_keys:
-            self._constant(out, buffer, np.array([r]), np.array([tx.q_slice(frame).start + index]), np.ones((1, 1)))
+            self._constant(out, layout, np.array([r]), np.array([tx.q_slice(frame).start + index]), np.ones((1, 1)))
         n_points = nq + 3 * len(self.body_keys)
         for p, (r, frame, axes, _) in enumerate(self.body_keys):
-            sources = buffer.offset["points"] + (p * n_points + nq + 3 * p + axes) * n_points
+            sources = layout.offset["points"] + (p * n_points + nq + 3 * p + axes) * n_points
             out.blocks(r + np.arange(len(axes)), np.full(len(axes), tx.q_slice(frame).start), sources, (1, nq),
                        (0, 1))
         return out
 
-    def _loop_jacobian(self, out: _AffineMap, buffer: _Buffer, row: np.ndarray, qcol: np.ndarray) -> None:
+    def _loop_jacobian(self, out: _AffineMap, layout: _Layout, row: np.ndarray, qcol: np.ndarray) -> None:
         """psi's part (configurations q_0 .. q_N): -d(Dh^T lam)/dq on the DEL (and rest) rows, -Dh^T on the
         multipliers' columns, Dh on the loop rows; psi's Hessian has Dh = -H[lam, y], d(Dh^T lam)/dq = -H[y, q]."""
         tx, nq, nr = self.tx, self.nq, self.nr
         N = tx.steps
         n = 2 * (nq + nr)
-        base = buffer.offset["psi"] + np.arange(N + 1) * n * n
+        base = layout.offset["psi"] + np.arange(N + 1) * n * n
         lcol = N * (nq + tx.nu) + np.arange(N) * nr
         out.blocks(row[1:], qcol[1:], base[1:N] + nq * n, (nq, nq), (n, 1))
         out.blocks(row, lcol, base[:N] + 2 * nq * n + nq, (nq, nr), (1, n))
@@ -239,7 +243,7 @@ class TreeEvaluation:
             out.blocks(rest, qcol[-1:] + nq, base[N:] + nq * n, (nq, nq), (n, 1))
             out.blocks(rest, np.array([tx.mu_slice.start]), base[N:] + 2 * nq * n + nq, (nq, nr), (1, n))
 
-    def _rows_map(self, buffer: _Buffer, coordinate_keys: list[tuple[int, int, int, float]]) -> _AffineMap:
+    def _rows_map(self, layout: _Layout, coordinate_keys: list[tuple[int, int, int, float]]) -> _AffineMap:
         """Where TreeTranscription.blocks and the keys put each row, from what: phi's gradient (L_q, p), psi's (h,
         Dh^T lam), the points' positions, x (springs, damping and servos through q_k, the controls, coordinate
         keys) and constants."""
@@ -247,10 +251,10 @@ class TreeEvaluation:
         N, nu = tx.steps, tx.nu
         out = _AffineMap()
         k = np.arange(N)
-        row, x = k * nq, buffer.offset["x"]
-        self._slot_rows(out, buffer, 0, k, row)
-        self._slot_rows(out, buffer, 1, k[:-1], row[1:])
-        self._constant(out, buffer, row[:1], np.zeros(1, np.int64), tx.p0[:, None])
+        row, x = k * nq, layout.offset["x"]
+        self._slot_rows(out, layout, 0, k, row)
+        self._slot_rows(out, layout, 1, k[:-1], row[1:])
+        self._constant(out, layout, row[:1], np.zeros(1, np.int64), tx.p0[:, None])
         half_Bu = np.zeros((nq, nu))
         half_Bu[tx.actuated, np.arange(nu)] = 0.5 * tx.dt
         ucol = x + N * nq + k * nu
@@ -258,11 +262,11 @@ class TreeEvaluation:
         out.blocks(row[1:], np.zeros(N - 1), ucol[:-1], (nq, nu), (0, 1), half_Bu, column_step=0)
         rest = np.array([N * (nq + nr)])
         if tx.rest_at_end:
-            self._slot_rows(out, buffer, 1, k[-1:], rest)
+            self._slot_rows(out, layout, 1, k[-1:], rest)
             out.blocks(rest, np.zeros(1), ucol[-1:], (nq, nu), (0, 1), half_Bu, column_step=0)
         if nr:  # the constraint force Dh^T lam = -psi's gradient in y; h its gradient in nu
             n = 2 * (nq + nr)
-            base = buffer.offset["psi"] + np.arange(N + 1) * n
+            base = layout.offset["psi"] + np.arange(N + 1) * n
             column = (nq, 1), (1, 0)
             out.blocks(row, np.zeros(N), base[:N] + nq, *column)
             out.blocks(N * nq + k * nr, np.zeros(N), base[1:] + 2 * nq + nr, (nr, 1), (1, 0))
@@ -271,16 +275,16 @@ class TreeEvaluation:
         for r, frame, index, value in coordinate_keys:
             one = (np.array([r]), np.zeros(1), np.array([x + tx.q_slice(frame).start + index]), (1, 1), (0, 0))
             out.blocks(*one)
-            self._constant(out, buffer, np.array([r]), np.zeros(1), np.array([[-value]]))
+            self._constant(out, layout, np.array([r]), np.zeros(1), np.array([[-value]]))
         n_points = nq + 3 * len(self.body_keys)
         for p, (r, _, axes, target) in enumerate(self.body_keys):
             rows = r + np.arange(len(axes))
-            out.blocks(rows, np.zeros(len(axes)), buffer.offset["points"] + p * n_points + nq + 3 * p + axes, (1, 1),
+            out.blocks(rows, np.zeros(len(axes)), layout.offset["points"] + p * n_points + nq + 3 * p + axes, (1, 1),
                        (0, 0))
-            _constant_column(out, buffer, rows, -np.asarray(target, float)[axes, None])
+            _constant_column(out, layout, rows, -np.asarray(target, float)[axes, None])
         return out
 
-    def _slot_rows(self, out: _AffineMap, buffer: _Buffer, slot: int, instances: np.ndarray, rows: np.ndarray) -> None:
+    def _slot_rows(self, out: _AffineMap, layout: _Layout, slot: int, instances: np.ndarray, rows: np.ndarray) -> None:
         """D1 (slot 0) or D2 (1) of the intervals `instances` at rows (nq each): slot_terms' and lagrangian_force's
         coefficients of L_q, p, v and qm (found on probes), constants (keyed torques, servos, spring rests) and
         q_0's part."""
@@ -301,26 +305,26 @@ class TreeEvaluation:
         constant = evaluate(zero, zero + spring, zero)
         by_q1 = 0.5 * by_Lq * by_qm - by_v / dt  # (N, nq): q_k, q_k+1 through the midpoint and the velocity
         by_q2 = 0.5 * by_Lq * by_qm + by_v / dt
-        phi = buffer.offset["phi"] + instances * 4 * nq
+        phi = layout.offset["phi"] + instances * 4 * nq
         column = np.zeros(len(rows))
         for source, coefficient in ((phi + 2 * nq, by_Lq), (phi + 3 * nq, by_p)):
             out.blocks(rows, column, source, (nq, 1), (1, 0), coefficient[instances, :, None])
-        x = buffer.offset["x"]
+        x = layout.offset["x"]
         out.blocks(rows, column, x + instances * nq, (nq, 1), (1, 0), by_q2[instances, :, None])
         later = instances > 0
         out.blocks(rows[later], column[later], x + (instances[later] - 1) * nq, (nq, 1), (1, 0),
                    by_q1[instances[later], :, None])
         constant[0] += by_q1[0] * tx.q0  # q_0 is no unknown
-        _constant_column(out, buffer, rows, constant[instances])
+        _constant_column(out, layout, rows, constant[instances])
 
-    def _hessian_map(self, buffer: _Buffer, objective_hessian: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _AffineMap:
+    def _hessian_map(self, layout: _Layout, objective_hessian: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _AffineMap:
         """Where tree_hessian.hessian_blocks (with the keys' curvature) and the objective put each entry."""
         tx, nq, nr = self.tx, self.nq, self.nr
         N = tx.steps
         out = _AffineMap()
         n = 4 * nq
         chain = midpoint_chain(nq, tx.dt)[::nq, ::nq]  # (qm, v) by (q1, q2): scalar multiples of the identity
-        base = buffer.offset["phi"] + np.arange(N) * n * n
+        base = layout.offset["phi"] + np.arange(N) * n * n
         col = (np.arange(N) - 1) * nq  # first column of q_k
         for a in range(2):
             for b in range(2):
@@ -331,7 +335,7 @@ class TreeEvaluation:
                                    (nq, nq), (n, 1), chain[s, a] * chain[t, b])
         if nr:
             m = 2 * (nq + nr)
-            base = buffer.offset["psi"] + np.arange(N) * m * m
+            base = layout.offset["psi"] + np.arange(N) * m * m
             qcol = np.arange(N) * nq
             out.blocks(qcol, qcol, base, (nq, nq), (m, 1))
             has_lam = N if tx.rest_at_end else N - 1
@@ -342,28 +346,28 @@ class TreeEvaluation:
         n_points = nq + 3 * len(self.body_keys)
         for p, (_, frame, _, _) in enumerate(self.body_keys):
             first = np.array([(frame - 1) * nq])
-            out.blocks(first, first, buffer.offset["points"] + np.array([p * n_points * n_points]), (nq, nq),
+            out.blocks(first, first, layout.offset["points"] + np.array([p * n_points * n_points]), (nq, nq),
                        (n_points, 1))
         rows, cols, values = objective_hessian
-        out.blocks(rows, cols, np.full(len(rows), buffer.offset["objective"]), (1, 1), (0, 0), values[:, None, None])
+        out.blocks(rows, cols, np.full(len(rows), layout.offset["objective"]), (1, 1), (0, 0), values[:, None, None])
         return out
 
     # ---------------------------------------------------------------------------------------------- inputs
 
-    def _input_map(self, buffer: _Buffer, start: int, hessian: bool) -> _AffineMap:
+    def _input_map(self, layout: _Layout, start: int, hessian: bool) -> _AffineMap:
         """The programs' inputs (rows: their index in the buffer less start) from x, y and constants: phi's midpoints
         and velocities (and for the Hessian its weights W = dt/2 (a + b), Z = b - a from the multipliers a, b of D1
         and D2), psi's configurations and loop multipliers (for the Hessian q_1 .. q_N, y = b and nu the loop
         rows' multipliers; else q_0 .. q_N), the points' configurations at their keys' frames (for the Hessian
         their keys' multipliers as weights)."""
         tx, nq, nr = self.tx, self.nq, self.nr
-        N, dt, x, y = tx.steps, tx.dt, buffer.offset["x"], buffer.offset["y"]
+        N, dt, x, y = tx.steps, tx.dt, layout.offset["x"], layout.offset["y"]
         out = _AffineMap()
         k = np.arange(N)
-        phi = buffer.offset["in phi"] - start + k * 4 * nq
+        phi = layout.offset["in phi"] - start + k * 4 * nq
         for first, (c1, c2) in ((0, (0.5, 0.5)), (nq, (-1.0 / dt, 1.0 / dt))):
-            self._configuration(out, buffer, phi + first, k, c1)
-            self._configuration(out, buffer, phi + first, k + 1, c2)
+            self._configuration(out, layout, phi + first, k, c1)
+            self._configuration(out, layout, phi + first, k + 1, c2)
         a = y + k * nq  # where each interval's multipliers a (D1) and b (D2) sit in y (b None: no rest rows)
         b = [y + (j + 1) * nq if j < N - 1 else (y + N * (nq + nr) if tx.rest_at_end else None) for j in k]
         has_b = np.array([j for j in k if b[j] is not None], np.int64)
@@ -376,8 +380,8 @@ class TreeEvaluation:
         if nr:
             n = 2 * (nq + nr)
             configurations = k + 1 if hessian else np.arange(N + 1)
-            psi = buffer.offset["in psi"] - start + np.arange(len(configurations)) * n
-            self._configuration(out, buffer, psi, configurations, 1.0)
+            psi = layout.offset["in psi"] - start + np.arange(len(configurations)) * n
+            self._configuration(out, layout, psi, configurations, 1.0)
             has_lam = configurations < N if not tx.rest_at_end else configurations >= 0
             lam = np.array([tx.lam_slice(c).start if c < N else tx.mu_slice.start for c in configurations[has_lam]])
             out.blocks(psi[has_lam] + 2 * nq, lam * 0, x + lam, (nr, 1), (1, 0), column_step=0)
@@ -386,50 +390,68 @@ class TreeEvaluation:
                 out.blocks(psi + 2 * nq + nr, k * 0, y + N * nq + k * nr, (nr, 1), (1, 0), column_step=0)
         n_points = nq + 3 * len(self.body_keys)
         for p, (r, frame, axes, _) in enumerate(self.body_keys):
-            at = buffer.offset["in points"] - start + p * n_points
-            self._configuration(out, buffer, np.array([at]), np.array([frame]), 1.0)
+            at = layout.offset["in points"] - start + p * n_points
+            self._configuration(out, layout, np.array([at]), np.array([frame]), 1.0)
             if hessian:
                 out.blocks(at + nq + 3 * p + axes, axes * 0, y + r + np.arange(len(axes)), (1, 1), (0, 0),
                            column_step=0)
         return out
 
-    def _configuration(self, out: _AffineMap, buffer: _Buffer, rows: np.ndarray, configurations: np.ndarray,
+    def _configuration(self, out: _AffineMap, layout: _Layout, rows: np.ndarray, configurations: np.ndarray,
                        coefficient: float) -> None:
         """coefficient q_k at rows + (0 .. nq-1) of an input map for the configurations k (G,) (q_0 a constant)."""
         nq, moving = self.nq, configurations > 0
-        out.blocks(rows[moving], rows[moving] * 0, buffer.offset["x"] + (configurations[moving] - 1) * nq, (nq, 1),
+        out.blocks(rows[moving], rows[moving] * 0, layout.offset["x"] + (configurations[moving] - 1) * nq, (nq, 1),
                    (1, 0), coefficient, column_step=0)
         start = rows[~moving]
-        _constant_column(out, buffer, start, np.tile(coefficient * self.tx.q0, (len(start), 1)))
+        _constant_column(out, layout, start, np.tile(coefficient * self.tx.q0, (len(start), 1)))
 
 
-def _constant_column(out: _AffineMap, buffer: _Buffer, rows: np.ndarray, values: np.ndarray) -> None:
+def _constant_column(out: _AffineMap, layout: _Layout, rows: np.ndarray, values: np.ndarray) -> None:
     """Constants values (G, r) at rows (G,) + (0 .. r-1) of a one-column map (rows or inputs)."""
-    out.blocks(rows, np.zeros(len(rows)), np.full(len(rows), buffer.offset["one"]), (values.shape[1], 1), (0, 0),
+    out.blocks(rows, np.zeros(len(rows)), np.full(len(rows), layout.offset["one"]), (values.shape[1], 1), (0, 0),
                values[:, :, None])
 
 
-class EvaluationPass:
-    """One kind of evaluation (the rows, the Jacobian's values or the Hessian's): its buffer, the map from the
-    buffer's x, y and constants to the programs' inputs (a slice of it), the programs' runs (outputs into it) and
-    the map from it to the values."""
+@dataclass(frozen=True)
+class PassPlan:
+    """What a pass is, kept between solves of a shot: its buffer's layout, its runs (name, program, instances,
+    block, split; the buffer's sections "in name" and name are their inputs and outputs), phi's force scales,
+    where the inputs sit, the map from x, y and constants to them and the map to the values."""
 
-    def __init__(self, buffer: _Buffer, runs: list[Runner], inputs: slice, input_matrix: sp.csr_matrix,
-                 values_matrix: sp.csr_matrix):
-        self.buffer, self.runs, self.inputs = buffer, runs, inputs
-        self.input_matrix, self.values_matrix = input_matrix, values_matrix
-        self.x = slice(buffer.offset["x"], buffer.offset["x"] + buffer.view["x"].size)
-        self.y = slice(buffer.offset["y"], buffer.offset["y"] + buffer.view["y"].size)
-        self.objective = buffer.offset["objective"]
+    layout: _Layout
+    runs: list[tuple[str, CProgram, int, int, int]]
+    scales: np.ndarray
+    inputs: slice
+    input_matrix: sp.csr_matrix
+    values_matrix: sp.csr_matrix
+
+
+class EvaluationPass:
+    """One kind of evaluation (the rows, the Jacobian's values or the Hessian's) of one solve: a PassPlan with its
+    buffer and the programs' runners on it (not for sharing between threads)."""
+
+    def __init__(self, plan: PassPlan):
+        layout = plan.layout
+        self.plan, self.data = plan, np.zeros(layout.total)
+        self.data[layout.offset["one"]] = 1.0
+        view = layout.views(self.data)
+        self.runs = []
+        for name, program, K, block, split in plan.runs:
+            output = {"grad" if block == ROWS else "H": view[name]}
+            self.runs.append(Runner(program, K, block, split, X=view["in " + name], **output))
+            if name == "phi":
+                self.runs[-1].P[:] = plan.scales
+        self.x, self.y, self.objective = layout.section("x"), layout.section("y"), layout.offset["objective"]
 
     def __call__(self, x: np.ndarray, y: np.ndarray | None = None, obj_factor: float = 0.0) -> np.ndarray:
         """The values at x (and y, obj_factor for the Hessian)."""
-        data = self.buffer.data
+        data = self.data
         data[self.x] = x
         if y is not None:
             data[self.y] = y
             data[self.objective] = obj_factor
-        data[self.inputs] = self.input_matrix @ data
+        data[self.plan.inputs] = self.plan.input_matrix @ data
         for run in self.runs:
             run()
-        return self.values_matrix @ data
+        return self.plan.values_matrix @ data

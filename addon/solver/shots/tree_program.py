@@ -158,25 +158,25 @@ def _fingerprint(model: TreeModel, *extra: np.ndarray) -> bytes:
     return digest.digest()
 
 
-def _cached(key: bytes, make):
-    """The program kept under key, made by make() on first use (the last _CACHE_SIZE kept)."""
-    if key not in _CACHE:
-        if len(_CACHE) >= _CACHE_SIZE:
-            del _CACHE[next(iter(_CACHE))]
-        _CACHE[key] = make()
-    return _CACHE[key]
+def cached(cache: dict, key, make):
+    """What cache keeps under key, made by make() on first use (the last _CACHE_SIZE kept)."""
+    if key not in cache:
+        if len(cache) >= _CACHE_SIZE:
+            del cache[next(iter(cache))]
+        cache[key] = make()
+    return cache[key]
 
 
 def tree_program(model: TreeModel, rows: np.ndarray) -> TreeProgram:
     """The model's TreeProgram, compiled on first use and kept."""
-    return _cached(b"tree" + _fingerprint(model, np.asarray(rows, np.int64)), lambda: TreeProgram(model, rows))
+    return cached(_CACHE, b"tree" + _fingerprint(model, np.asarray(rows, np.int64)), lambda: TreeProgram(model, rows))
 
 
 def point_program(model: TreeModel, points: list[tuple[int, np.ndarray]]) -> PointProgram:
     """The PointProgram of the model's points, compiled on first use and kept."""
     frames = np.array([frame for frame, _ in points], np.int64)
     local = np.array([np.asarray(p, float) for _, p in points]).reshape(-1)
-    return _cached(b"points" + _fingerprint(model, frames, local), lambda: PointProgram(model, points))
+    return cached(_CACHE, b"points" + _fingerprint(model, frames, local), lambda: PointProgram(model, points))
 
 
 def compiled(model: TreeModel) -> bool:
