@@ -73,3 +73,30 @@ class CProgram:
         scratch = np.empty(self.scratch_size)  # per call: the call releases the GIL, threads may share a program
         LIB.symplex_program_run(ctypes.byref(self.struct), K, block, split, *pointers(X, P, value, grad, H, scratch))
         return value, grad, (H if block != ROWS else None)
+
+
+class Runner:
+    """A CProgram bound to fixed inputs and outputs for K instances (a solve's: built once, run at every iterate).
+    X (K, n_var) and P (K, n_param) are filled by the caller between runs; each run writes the value (K,), the
+    gradient (K, n_var) and (unless block is ROWS) the Hessian entries `block` asks for into grad and H. X, grad and
+    H may be views into a caller's buffer (C-contiguous). Not for sharing between threads (one scratch)."""
+
+    def __init__(self, program: CProgram, K: int, block: int, split: int = 0, X: np.ndarray | None = None,
+                 grad: np.ndarray | None = None, H: np.ndarray | None = None):
+        self.X = np.zeros((K, program.n_var)) if X is None else X
+        self.P = np.zeros((K, program.n_param))
+        self.value = np.empty(K)
+        self.grad = np.empty((K, program.n_var)) if grad is None else grad
+        hessian_shape = (K, program.n_var, program.n_var) if block != ROWS else (0,)
+        self.H = np.empty(hessian_shape) if H is None else H
+        for name, a, shape in (("X", self.X, (K, program.n_var)), ("grad", self.grad, (K, program.n_var)),
+                               ("H", self.H, hessian_shape)):
+            if a.shape != shape or a.dtype != np.float64 or not a.flags.c_contiguous:
+                raise ValueError(f"tape program runner: {name} must be C-contiguous float64 {shape}, got {a.shape}")
+        self._scratch = np.empty(program.scratch_size)
+        self._program = program
+        self._args = (ctypes.byref(program.struct), K, block, split,
+                      *pointers(self.X, self.P, self.value, self.grad, self.H, self._scratch))
+
+    def __call__(self) -> None:
+        LIB.symplex_program_run(*self._args)

@@ -8,7 +8,8 @@ dynamics are the equality rows of shots/tree_dynamics.py; the program is solved 
 with the exact Hessian of the Lagrangian (shots/tree_hessian.py's formulas), rows, Jacobian and Hessian
 evaluated for all steps at once by programs compiled once per model and run in C (shots/tree_program.py; without
 the C kernels tree_batch.py and first-order jets on a tape), its Jacobian and Hessian as values on fixed
-patterns and its variables' stages for the KKT factor. The solved torques replay through the plain simulator as
+patterns (compiled: one sparse map of the programs' outputs per pass, shots/tree_evaluation.py) and its
+variables' stages for the KKT factor. The solved torques replay through the plain simulator as
 keyed joint torques (`torque_mechanism`).
 
 The shot description (MechanismShot) is data in spec.py; its file form is read by shotfile.py.
@@ -30,15 +31,17 @@ from ..tree.compile import TreeModel, compile_tree
 from ..tree.dynamics import terms
 from ..tree.kinematics import body_poses_batch, forward
 from .keyed_start import close_loops_batch, inverse_kinematics, key_values_batch
-from .nlp import NLP, solve
+from .nlp import NLP, FixedPattern, solve
 from .spec import Control, MechanismKey, MechanismShot, Progress, Shot, ShotError, ShotResult
 from .transcription import SparsityPattern
 from .tree_batch import forward_batch
 from .tree_dynamics import Blocks, TreeTranscription, all_triplets, assemble_blocks, intervals, transcribe_tree
+from .tree_evaluation import TreeEvaluation
 from .tree_hessian import TAPE_TERMS, TapeTerms, hessian_blocks
-from .tree_program import PointProgram, TreeProgram, compiled, point_program, tree_program
+from .tree_program import PointProgram, TreeProgram, cached, compiled, point_program, tree_program
 
 AXES = "xyz"
+_EVALUATIONS: dict = {}  # MechanismShot -> its TreeEvaluation (the maps, built on its first compiled solve)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -213,7 +216,7 @@ def _nlp(P: _Problem) -> NLP:
             g += (2.0 * shot.speed / tx.dt) * (steps.T @ (steps @ x + offset))
         return g
 
-    def constraints_fn(x):
+    def block_rows(x):
         c, _ = tx.blocks(x, False, evaluator)
         return np.concatenate([c, _key_values(P, tx.unpack(x)[0], False, points_program)[0]])
 
@@ -282,12 +285,39 @@ def _nlp(P: _Problem) -> NLP:
     for k in range(N):
         x_lower[tx.u_slice(k)] = [c.lower for c in shot.controls]
         x_upper[tx.u_slice(k)] = [c.upper for c in shot.controls]
-    jacobian_data = jac_pattern.fixed(lambda x: _values(jacobian_blocks(x)))
-    hessian_data = hess_pattern.fixed(lambda x, y, obj_factor: _values(lagrangian_blocks(x, y, obj_factor)))
-    return NLP(x_lower, x_upper, objective, gradient, constraints_fn,
+    if isinstance(evaluator, TreeProgram):  # compiled: rows and values as sparse products of the programs' outputs
+        objective_hessian = (np.concatenate([u_index, speed.row]), np.concatenate([u_index, speed.col]),
+                             np.concatenate([2.0 * weight, speed.data]))
+        body_keys = [(r, step, axes, key.position) for (step, r, axes), key in
+                     zip(points, [key for key, _ in P.key_rows if key.coordinate is None])]
+        evaluation = cached(_EVALUATIONS, shot, lambda: TreeEvaluation(
+            tx, evaluator, points_program, body_keys, _coordinate_keys(P), objective_hessian,
+            _csr_pattern(jac_pattern), _csr_pattern(hess_pattern)))
+        rows, jacobian, hessian = evaluation.passes()
+        jacobian_data = FixedPattern(*_csr_pattern(jac_pattern), jacobian)
+        hessian_data = FixedPattern(*_csr_pattern(hess_pattern), hessian)
+    else:
+        rows = block_rows
+        jacobian_data = jac_pattern.fixed(lambda x: _values(jacobian_blocks(x)))
+        hessian_data = hess_pattern.fixed(lambda x, y, obj_factor: _values(lagrangian_blocks(x, y, obj_factor)))
+    return NLP(x_lower, x_upper, objective, gradient, rows,
                lambda x: jacobian_data.csr(jacobian_data.values(x)), np.zeros(m), np.zeros(m),
                lambda x, y, obj_factor: hessian_data.csr(hessian_data.values(x, y, obj_factor)),
                stages=_stages(tx), jacobian_data=jacobian_data, hessian_data=hessian_data)
+
+
+def _csr_pattern(pattern: SparsityPattern) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+    return pattern.indices, pattern.indptr, pattern.shape
+
+
+def _coordinate_keys(P: _Problem) -> list[tuple[int, int, int, float]]:
+    """(row, frame, coordinate, value) of each coordinate key (its row is q_frame[coordinate] - value)."""
+    out, r = [], P.tx.m
+    for key, axes in P.key_rows:
+        if key.coordinate is not None:
+            out.append((r, key.frame, P.model.coordinate_names.index(key.coordinate), key.value))
+        r += 1 if key.coordinate is not None else len(axes)
+    return out
 
 
 def _values(blocks: list[Blocks]) -> np.ndarray:

@@ -292,7 +292,7 @@ def configuration_terms(model: TreeModel, q: np.ndarray, y: np.ndarray, lam: np.
 
 
 @lru_cache(maxsize=64)
-def _midpoint_chain(nq: int, dt: float) -> np.ndarray:
+def midpoint_chain(nq: int, dt: float) -> np.ndarray:
     """d(qm, v) / d(q1, q2) (2 nq, 2 nq) for qm = (q1 + q2)/2, v = (q2 - q1)/dt."""
     eye = np.eye(nq)
     out = np.block([[0.5 * eye, 0.5 * eye], [-eye / dt, eye / dt]])
@@ -335,7 +335,7 @@ def hessian_blocks(tx, x: np.ndarray, y: np.ndarray, points: list[tuple[int, int
     a, b = y_del, np.vstack([y_del[1:], y_rest[None, :]])  # multipliers of D1 and D2 on each interval
     phi = terms.phi_hessian(tx, 0.5 * (Q[:-1] + Q[1:]), (Q[1:] - Q[:-1]) / dt, (np.arange(N) + 0.5) * dt,
                             0.5 * dt * (a + b), b - a)
-    chain = _midpoint_chain(nq, dt)
+    chain = midpoint_chain(nq, dt)
     H = chain.T @ phi @ chain  # batched matmuls: a three-operand einsum would loop over (2 nq)^4 per step
     col = np.arange(N) * nq - nq  # first column of q_k in x (q_0 is not an unknown)
     # (q_k, q_k+1) are adjacent in x: one block per interval, only the (q_1, q_1) part on the first

@@ -58,14 +58,13 @@ class TreeProgram:
         tm = (np.arange(N) + 0.5) * dt
         X = np.hstack([0.5 * (Q[:-1] + Q[1:]), V, np.zeros((N, 2 * nq))])
         _, grad, H = self.phi.run(X, force_scales(model, tm), ACROSS if jacobian else ROWS, 2 * nq)
-        Lq = grad[:, 2 * nq: 3 * nq] - model.dof_stiffness * (0.5 * (Q[:-1] + Q[1:]) - model.dof_rest)
+        Lq = lagrangian_force(model, grad[:, 2 * nq: 3 * nq], X[:, :nq])
         p = grad[:, 3 * nq:]
         if not jacobian:
             return slot_terms(model, V, tm, tx.dt, Lq, p)
         by_W, by_Z = H[:, 2 * nq: 3 * nq], H[:, 3 * nq:]
-        derivatives = (by_W[:, :, :nq] - np.diag(model.dof_stiffness), by_W[:, :, nq: 2 * nq], by_Z[:, :, :nq],
-                       by_Z[:, :, nq: 2 * nq])
-        return slot_terms(model, V, tm, tx.dt, Lq, p, derivatives)
+        across = (by_W[:, :, :nq], by_W[:, :, nq: 2 * nq], by_Z[:, :, :nq], by_Z[:, :, nq: 2 * nq])
+        return slot_terms(model, V, tm, tx.dt, Lq, p, lagrangian_derivatives(model, *across))
 
     def phi_hessian(self, tx: TreeTranscription, qm: np.ndarray, v: np.ndarray, tm: np.ndarray, W: np.ndarray,
                     Z: np.ndarray) -> np.ndarray:
@@ -93,6 +92,23 @@ class TreeProgram:
         nq = self.nq
         _, H = self._psi(q, y, lam, nu, True)
         return H[:, :nq, :nq], -H[:, 2 * nq: 2 * nq + self.nr, :nq]
+
+
+def lagrangian_force(model: TreeModel, by_W: np.ndarray, qm: np.ndarray) -> np.ndarray:
+    """L_q = g + Q with the joint springs (left out of phi) from phi's gradient in W at the midpoints qm."""
+    return by_W - model.dof_stiffness * (qm - model.dof_rest)
+
+
+# The sub-blocks of phi's Hessian across (W, Z) and (qm, v) (first row, first column in units of nq), in the order
+# lagrangian_derivatives takes them: (W, qm), (W, v), (Z, qm), (Z, v).
+ACROSS_BLOCKS = ((2, 0), (2, 1), (3, 0), (3, 1))
+
+
+def lagrangian_derivatives(model: TreeModel, W_qm: np.ndarray, W_v: np.ndarray, Z_qm: np.ndarray,
+                           Z_v: np.ndarray) -> tuple:
+    """(L_q,q, L_q,qdot, p_q, p_qdot) for tree_dynamics.slot_terms from phi's Hessian across (ACROSS_BLOCKS): the
+    joint springs (left out of phi) added to L_q,q."""
+    return W_qm - np.diag(model.dof_stiffness), W_v, Z_qm, Z_v
 
 
 class PointProgram:
@@ -142,25 +158,25 @@ def _fingerprint(model: TreeModel, *extra: np.ndarray) -> bytes:
     return digest.digest()
 
 
-def _cached(key: bytes, make):
-    """The program kept under key, made by make() on first use (the last _CACHE_SIZE kept)."""
-    if key not in _CACHE:
-        if len(_CACHE) >= _CACHE_SIZE:
-            del _CACHE[next(iter(_CACHE))]
-        _CACHE[key] = make()
-    return _CACHE[key]
+def cached(cache: dict, key, make):
+    """What cache keeps under key, made by make() on first use (the last _CACHE_SIZE kept)."""
+    if key not in cache:
+        if len(cache) >= _CACHE_SIZE:
+            del cache[next(iter(cache))]
+        cache[key] = make()
+    return cache[key]
 
 
 def tree_program(model: TreeModel, rows: np.ndarray) -> TreeProgram:
     """The model's TreeProgram, compiled on first use and kept."""
-    return _cached(b"tree" + _fingerprint(model, np.asarray(rows, np.int64)), lambda: TreeProgram(model, rows))
+    return cached(_CACHE, b"tree" + _fingerprint(model, np.asarray(rows, np.int64)), lambda: TreeProgram(model, rows))
 
 
 def point_program(model: TreeModel, points: list[tuple[int, np.ndarray]]) -> PointProgram:
     """The PointProgram of the model's points, compiled on first use and kept."""
     frames = np.array([frame for frame, _ in points], np.int64)
     local = np.array([np.asarray(p, float) for _, p in points]).reshape(-1)
-    return _cached(b"points" + _fingerprint(model, frames, local), lambda: PointProgram(model, points))
+    return cached(_CACHE, b"points" + _fingerprint(model, frames, local), lambda: PointProgram(model, points))
 
 
 def compiled(model: TreeModel) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from addon.solver.model import Curve, Motor
+from addon.solver.model import Curve, Mechanism, Motor
 from addon.solver.native import tape_program_binding
 from addon.solver.presets import shot_preset_path
 from addon.solver.shots import mechanism_shots
@@ -32,14 +32,19 @@ from ..tree.random_mechanisms import random_tree
 pytestmark = pytest.mark.skipif(tape_program_binding.LIB is None, reason="C kernels not built (make kernels)")
 
 
-def _transcription(seed: int, loops: int, rest_at_end: bool) -> TreeTranscription:
-    """A random tree with every kind of forcing the rows carry (springs and dampers come with random_tree)."""
+def forced_tree(seed: int, loops: int) -> Mechanism:
+    """A random tree with every kind of forcing the rows carry (springs and dampers come with random_tree): a servo
+    on j1, a keyed torque on j2, point forces with a scale curve; joint j0 (revolute) free for a control."""
     mech = random_tree(seed, types=("revolute", "prismatic", "revolute", "universal"), loops=loops, forces=True)
     joints = list(mech.joints)
     joints[1] = replace(joints[1], motor=Motor("velocity", target_velocity=0.3, gain=0.7))
     joints[2] = replace(joints[2], motor=Motor("torque", Curve((0.0, 0.2), (1.0, -2.0))))
     forces = tuple(replace(f, scale=Curve((0.0, 0.2), (0.5, 1.5))) for f in mech.forces)
-    model = compile_tree(mech.replace(joints=tuple(joints), forces=forces))
+    return mech.replace(joints=tuple(joints), forces=forces)
+
+
+def _transcription(seed: int, loops: int, rest_at_end: bool) -> TreeTranscription:
+    model = compile_tree(forced_tree(seed, loops))
     assert len(model.force_frame) and model.dof_stiffness.any() and model.dof_damping.any()
     assert model.dof_motor_gain.any() and any(c is not None for c in model.dof_torque)
     rng = np.random.default_rng(seed)
