@@ -250,14 +250,69 @@ class SparsityPattern:
         return nlpmod.FixedPattern(self.indices, self.indptr, self.shape, lambda *args: self.values(values(*args)))
 
 
+class QuadraticCosts:
+    """The effort and smoothness costs of every channel as one term over x, h = x[h_index]:
+
+        f = h sum_i we_i e_i^2 + (1 / h) sum_j ws_j d_j^2,  e_i = (x[ce_i] - trim_i) / se_i,  d_j = (x[c1_j] - x[c0_j]) / ss_j
+
+    (effort: a control's squared distance from its trim over the step; smoothness: its squared change per step over
+    the step). Quadratic in the controls (their Hessian is constant up to the factor h or 1 / h, its entries with h
+    linear in e and d): the value, gradient and Hessian of all channels are a few vector operations on index maps made
+    once. The Hessian's COO pattern (hess_rows, hess_cols) always holds (h, h) and the entries with h, also when
+    the step is fixed (the pattern does not depend on the bounds)."""
+
+    def __init__(self, effort: list, smooth: list, h_index: int, n: int):
+        """effort: [(columns (K,), trims (K,), scale, weight)] and smooth: [(columns of u_k (K,), of u_k+1 (K,), scale,
+        weight)], one entry a channel."""
+        def joined(parts: list, i: int) -> np.ndarray:
+            return np.concatenate([np.zeros(0)] + [np.broadcast_to(p[i], len(p[0])) for p in parts])
+
+        self.ce, self.trim, self.se, self.we = (joined(effort, i) for i in range(4))
+        self.c0, self.c1, self.ss, self.ws = (joined(smooth, i) for i in range(4))
+        self.ce, self.c0, self.c1 = (a.astype(np.int64) for a in (self.ce, self.c0, self.c1))
+        self.h_index, self.n = h_index, n
+        he, hs = np.full(len(self.ce), h_index), np.full(len(self.c0), h_index)
+        self.grad_cols = np.concatenate([self.ce, self.c1, self.c0, [h_index]])
+        self.hess_rows = np.concatenate([self.ce, self.ce, he, self.c0, self.c1, self.c0, self.c1, self.c0, hs,
+                                         self.c1, hs, [h_index]])
+        self.hess_cols = np.concatenate([self.ce, he, self.ce, self.c0, self.c1, self.c1, self.c0, hs, self.c0,
+                                         hs, self.c1, [h_index]])
+
+    def _deviations(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """(h, e, d) at x."""
+        return float(x[self.h_index]), (x[self.ce] - self.trim) / self.se, (x[self.c1] - x[self.c0]) / self.ss
+
+    def value(self, x: np.ndarray) -> float:
+        h, e, d = self._deviations(x)
+        return h * float(np.sum(self.we * e * e)) + float(np.sum(self.ws * d * d)) / h
+
+    def gradient(self, x: np.ndarray) -> np.ndarray:
+        """df/dx (n,)."""
+        h, e, d = self._deviations(x)
+        g_e, g_s = 2 * h * self.we * e / self.se, 2 * self.ws * d / (h * self.ss)
+        g_h = float(np.sum(self.we * e * e)) - float(np.sum(self.ws * d * d)) / (h * h)
+        return np.bincount(self.grad_cols, weights=np.concatenate([g_e, g_s, -g_s, [g_h]]), minlength=self.n)
+
+    def hessian_values(self, x: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols)."""
+        h, e, d = self._deviations(x)
+        uu = scale * 2 * h * self.we / (self.se * self.se)
+        uh = scale * 2 * self.we * e / self.se
+        a = scale * 2 * self.ws / (h * self.ss * self.ss)
+        b = scale * 2 * self.ws * d / (h * h * self.ss)
+        hh = scale * 2 * float(np.sum(self.ws * d * d)) / h**3
+        return np.concatenate([uu, uh, uh, a, a, -a, -a, b, b, -b, -b, [hh]])
+
+
 class _Assembly:
     """Blocks over n variables evaluated together: their rows, the Jacobian's COO data (pattern: `rows`,
-    `cols`) and the Hessian's (`hess_rows`, `hess_cols`: each block's curved columns). The rows and the
-    Jacobian are computed once per point x and kept for the last one: the solver asks for the rows, the
-    Jacobian and the Hessian at each iterate (the rows alone at trial points)."""
+    `cols`) and the Hessian's (`hess_rows`, `hess_cols`: each block's curved columns, then the quadratic costs'
+    pattern). The rows and the Jacobian are computed once per point x and kept for the last one: the solver asks for
+    the rows, the Jacobian and the Hessian at each iterate (the rows alone at trial points). A cost assembly may
+    carry the QuadraticCosts too: they add to total, column_sums and hessian_parts (not to the rows)."""
 
-    def __init__(self, blocks: list[Block], n: int):
-        self.blocks, self.n = blocks, n
+    def __init__(self, blocks: list[Block], n: int, quadratic: QuadraticCosts | None = None):
+        self.blocks, self.n, self.quadratic = blocks, n, quadratic
         self.offsets = np.cumsum([0] + [b.index.shape[0] * b.rows for b in blocks])
         self.m = int(self.offsets[-1])
         rows, cols, hr, hc = [np.zeros(0, int)], [np.zeros(0, int)], [np.zeros(0, int)], [np.zeros(0, int)]
@@ -270,6 +325,9 @@ class _Assembly:
             c = sub.shape[1]
             hr.append(np.repeat(sub[:, :, None], c, axis=2).ravel())
             hc.append(np.repeat(sub[:, None, :], c, axis=1).ravel())
+        if quadratic is not None:
+            hr.append(quadratic.hess_rows)
+            hc.append(quadratic.hess_cols)
         self.rows, self.cols = np.concatenate(rows), np.concatenate(cols)
         self.hess_rows, self.hess_cols = np.concatenate(hr), np.concatenate(hc)
         self.lower = np.concatenate([np.zeros(0)] + [b.lower.ravel() for b in blocks])
@@ -293,7 +351,8 @@ class _Assembly:
     def total(self, x: np.ndarray) -> float:
         """Sum of the rows (block by block: a cost)."""
         self._at(x)
-        return float(sum(np.sum(v) for v in self._r))
+        total = float(sum(np.sum(v) for v in self._r))
+        return total if self.quadratic is None else total + self.quadratic.value(x)
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
         """The Jacobian's COO data (pattern rows, cols)."""
@@ -302,7 +361,8 @@ class _Assembly:
 
     def column_sums(self, x: np.ndarray) -> np.ndarray:
         """The gradient of the sum of the rows."""
-        return np.bincount(self.cols, weights=self.jacobian(x), minlength=self.n)
+        sums = np.bincount(self.cols, weights=self.jacobian(x), minlength=self.n)
+        return sums if self.quadratic is None else sums + self.quadratic.gradient(x)
 
     def hessian_parts(self, x: np.ndarray, y: np.ndarray | None, scale: float | None = None) -> list[np.ndarray]:
         """Each block's COO data (in the pattern hess_rows, hess_cols, block after block) of sum_i y_i d2 row_i (y
@@ -314,6 +374,8 @@ class _Assembly:
             weights = self._ones(i) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
             part = b.hessian_values(X, J, weights)
             parts.append(part if scale is None else scale * part)
+        if self.quadratic is not None:
+            parts.append(self.quadratic.hessian_values(x, 1.0 if scale is None else scale))
         return parts
 
     def _ones(self, i: int) -> np.ndarray:
@@ -614,52 +676,17 @@ class Transcription:
 
     def _cost_blocks(self):
         costs, dyn, N = self.shot.costs, self.dyn, self.N
+        effort, smooth = [], []
         for ch in dyn.channels:
             j = ch.index + (dyn.ns if ch.where == "segment" else 0)
             ks = np.arange(N) if ch.where == "segment" else np.arange(N + 1)
             col = self.stage_index(ks)[:, j]
+            s = ch.scale / ch.unit
             if costs.effort > 0 and ch.effort:
-                wgt, trim, s = costs.effort, ch.trim, ch.scale / ch.unit
-
-                def fn(X, wgt=wgt, trim=trim / ch.unit, s=s):
-                    u, h = X[:, 0], X[:, 1]
-                    e = (u - trim) / s
-                    J = np.empty((len(X), 1, 2))
-                    J[:, 0, 0], J[:, 0, 1] = 2 * wgt * h * e / s, wgt * e * e
-                    return (wgt * h * e * e)[:, None], J
-
-                def hessian(X, weights, wgt=wgt, trim=trim / ch.unit, s=s):  # wgt h e^2 over (u, h)
-                    e = (X[:, 0] - trim) / s
-                    H = np.empty((len(X), 2, 2))
-                    H[:, 0, 0], H[:, 0, 1], H[:, 1, 1] = 2 * wgt * X[:, 1] / s**2, 2 * wgt * e / s, 0.0
-                    H[:, 1, 0] = H[:, 0, 1]
-                    return weights[:, :1, None] * H
-                _with_hessian(fn, hessian)
-                self.costs.append(Block(np.stack([col, np.full(len(col), self.h_index)], 1), fn,
-                                        np.zeros((len(col), 1)), np.zeros((len(col), 1)), [], "effort"))
+                effort.append((col, np.full(len(col), ch.trim / ch.unit), s, costs.effort))
             if costs.smoothness > 0:
-                wgt, s = costs.smoothness, ch.scale / ch.unit
-
-                def fn(X, wgt=wgt, s=s):
-                    d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
-                    J = np.empty((len(X), 1, 3))
-                    J[:, 0, 0], J[:, 0, 1] = -2 * wgt * d / (h * s), 2 * wgt * d / (h * s)
-                    J[:, 0, 2] = -wgt * d * d / h**2
-                    return (wgt * d * d / h)[:, None], J
-
-                def hessian(X, weights, wgt=wgt, s=s):  # wgt d^2 / h over (u_k, u_k+1, h), d = (u_k+1 - u_k) / s
-                    d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
-                    a, b, c = 2 * wgt / (h * s * s), 2 * wgt * d / (h * h * s), 2 * wgt * d * d / h**3
-                    H = np.empty((len(X), 3, 3))
-                    H[:, 0, 0] = H[:, 1, 1] = a
-                    H[:, 0, 1] = H[:, 1, 0] = -a
-                    H[:, 0, 2] = H[:, 2, 0] = b
-                    H[:, 1, 2] = H[:, 2, 1] = -b
-                    H[:, 2, 2] = c
-                    return weights[:, :1, None] * H
-                _with_hessian(fn, hessian)
-                idx = np.stack([col[:-1], col[1:], np.full(len(col) - 1, self.h_index)], 1)
-                self.costs.append(Block(idx, fn, np.zeros((len(idx), 1)), np.zeros((len(idx), 1)), [], "smooth"))
+                smooth.append((col[:-1], col[1:], s, costs.smoothness))
+        self.quadratic = QuadraticCosts(effort, smooth, self.h_index, self.n) if effort or smooth else None
         if costs.time > 0:
             wgt = costs.time
 
@@ -741,7 +768,7 @@ class Transcription:
     def _build_nlp(self):
         self._prune()
         n = self.n
-        rows, costs = _Assembly(self.blocks, n), _Assembly(self.costs, n)
+        rows, costs = _Assembly(self.blocks, n), _Assembly(self.costs, n, self.quadratic)
         jacobian = SparsityPattern(rows.rows, rows.cols, (rows.m, n))
         hessian = SparsityPattern(np.concatenate([rows.hess_rows, costs.hess_rows]),
                            np.concatenate([rows.hess_cols, costs.hess_cols]), (n, n))
