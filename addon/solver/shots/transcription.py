@@ -140,8 +140,9 @@ class Block:
 
     _prune narrows index and fn to the window columns the rows depend on (`used`, positions in the original
     window `window`, which `window_fn` takes) and marks the columns entering nonlinearly (`curved`, positions
-    in index). The solver's evaluations go through the original window and pick the used columns' entries out
-    of its Jacobian and Hessian by index maps fixed once (values_jacobian, hessian_values)."""
+    in index). The solver's evaluations go through the original window: its Jacobian and the Hessian's raw output
+    (hessian_raw, laid out as hessian_layout says) reach the solver's matrices through index maps fixed once
+    (_Assembly), without copies of the used or curved columns' entries."""
 
     index: np.ndarray
     fn: LocalFn
@@ -157,24 +158,40 @@ class Block:
         self.curved = self.used
         self._hessian_plan = None
 
-    def values_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(window values X (K, w), rows (K, rows), Jacobian over the used columns (K, rows, len(used)))."""
+    def evaluate(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(window values X (K, w), rows (K, rows), Jacobian over the whole window (K, rows, w))."""
         X = x[self.window]
         r, J = self.window_fn(X)
-        return X, r, (J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2))
+        return X, r, J
 
-    def hessian_values(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """sum_i weights[:, i] d2 fn_i over the curved columns at window values X (K, c, c) flattened, J the
-        used columns' Jacobian at X (for a block differenced by _local_hessian)."""
+    def jacobian_positions(self) -> np.ndarray:
+        """Where each entry of the Jacobian over the used columns (K, rows, len(used)) sits in the window's
+        Jacobian (K, rows, w) flattened."""
+        K, w = self.window.shape
+        first = np.arange(K * self.rows)[:, None] * w
+        return (first + self.used).reshape(K, self.rows, len(self.used))
+
+    def hessian_layout(self) -> tuple[int, np.ndarray | None]:
+        """(entries of hessian_raw per instance; the flat positions of the curved columns' (c, c) entries among
+        them, or None when they are exactly those)."""
+        if self._hessian_plan is None:
+            self._hessian_plan = self._plan_hessian()
+        exact, size, picked = self._hessian_plan
+        c = len(self.curved)
+        return (c * c, None) if exact is None or not c else (size, picked)
+
+    def hessian_raw(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """sum_i weights[:, i] d2 fn_i at window values X, J the window's Jacobian there (for a block differenced
+        by _local_hessian), flattened as hessian_layout says."""
         if not len(self.curved):
             return np.zeros(0)
         if self._hessian_plan is None:
             self._hessian_plan = self._plan_hessian()
-        exact, size, picked = self._hessian_plan
+        exact = self._hessian_plan[0]
         if exact is None:
+            J = J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2)
             return _local_hessian(self.fn, X[:, self.used], weights, self.curved, J).ravel()
-        H = exact(X, weights)
-        return H.ravel() if picked is None else np.take(H.reshape(len(X), size), picked, axis=1).ravel()
+        return exact(X, weights).ravel()
 
     def _plan_hessian(self):
         """(the exact Hessian to call, or None: differenced; the size of its (w, w) block per instance; the
@@ -245,6 +262,20 @@ class SparsityPattern:
     def matrix(self, data: np.ndarray) -> sp.csr_matrix:
         return sp.csr_matrix((self.values(data), self.indices, self.indptr), shape=self.shape)
 
+    def gather(self, source: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """raw -> values(raw[source]) with the two index maps made one: for COO data picked out of a larger raw
+        array (source: each COO entry's position in raw)."""
+        if self.order is not None:
+            picked = source[self.order]
+            return lambda raw: raw[picked]
+        return lambda raw: np.bincount(self.inverse, weights=raw[source], minlength=self.size)
+
+    def scatter(self, target: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """raw -> the CSR entries, for raw data whose entry i is the COO entry target[i] (-1: none, dropped), summed
+        in raw's order."""
+        bins = np.where(target >= 0, self.inverse[target], self.size)
+        return lambda raw: np.bincount(bins, weights=raw, minlength=self.size + 1)[:self.size]
+
     def fixed(self, values: Callable[..., np.ndarray]) -> nlpmod.FixedPattern:
         """This pattern for the solver, with values(*args) -> COO data."""
         return nlpmod.FixedPattern(self.indices, self.indptr, self.shape, lambda *args: self.values(values(*args)))
@@ -305,31 +336,42 @@ class QuadraticCosts:
 
 
 class _Assembly:
-    """Blocks over n variables evaluated together: their rows, the Jacobian's COO data (pattern: `rows`,
-    `cols`) and the Hessian's (`hess_rows`, `hess_cols`: each block's curved columns, then the quadratic costs'
-    pattern). The rows and the Jacobian are computed once per point x and kept for the last one: the solver asks for
-    the rows, the Jacobian and the Hessian at each iterate (the rows alone at trial points). A cost assembly may
-    carry the QuadraticCosts too: they add to total, column_sums and hessian_parts (not to the rows)."""
+    """Blocks over n variables evaluated together: their rows, the Jacobian's COO data (pattern: `rows`, `cols`) and
+    the Hessian's (`hess_rows`, `hess_cols`: each block's curved columns, then the quadratic costs' pattern). A cost
+    assembly may carry the QuadraticCosts: they add to total, column_sums and hessian_raw (not to the rows).
+
+    The rows and the window Jacobians are computed once per point x and kept for the last one: the solver asks for
+    the rows at trial points and for the Jacobian and the Hessian at the iterate (an accepted trial). The
+    Jacobian's COO entries are the window Jacobians' (raw_jacobian) at `source`; the Hessian's raw output
+    (hessian_raw, block after block) holds COO entry `hess_target[i]` at i (-1: an entry outside the curved
+    columns): the solver's matrices come from them through one gather or one sum (_build_nlp)."""
 
     def __init__(self, blocks: list[Block], n: int, quadratic: QuadraticCosts | None = None):
         self.blocks, self.n, self.quadratic = blocks, n, quadratic
         self.offsets = np.cumsum([0] + [b.index.shape[0] * b.rows for b in blocks])
         self.m = int(self.offsets[-1])
-        rows, cols, hr, hc = [np.zeros(0, int)], [np.zeros(0, int)], [np.zeros(0, int)], [np.zeros(0, int)]
+        rows, cols, source, hr, hc, target = ([np.zeros(0, int)] for _ in range(6))
+        raw = coo = 0  # window Jacobian entries and Hessian COO entries of the blocks before
         for b, off in zip(blocks, self.offsets):
             K, w = b.index.shape
             r = off + np.arange(K * b.rows).reshape(K, b.rows)
             rows.append(np.repeat(r[:, :, None], w, axis=2).ravel())
             cols.append(np.repeat(b.index[:, None, :], b.rows, axis=1).ravel())
+            source.append(raw + b.jacobian_positions().ravel())
+            raw += K * b.rows * b.window.shape[1]
             sub = b.index[:, b.curved]
             c = sub.shape[1]
             hr.append(np.repeat(sub[:, :, None], c, axis=2).ravel())
             hc.append(np.repeat(sub[:, None, :], c, axis=1).ravel())
+            target.append(_shifted(_hessian_targets(K, c, *b.hessian_layout()), coo))
+            coo += K * c * c
         if quadratic is not None:
             hr.append(quadratic.hess_rows)
             hc.append(quadratic.hess_cols)
-        self.rows, self.cols = np.concatenate(rows), np.concatenate(cols)
+            target.append(coo + np.arange(len(quadratic.hess_rows)))
+        self.rows, self.cols, self.source = np.concatenate(rows), np.concatenate(cols), np.concatenate(source)
         self.hess_rows, self.hess_cols = np.concatenate(hr), np.concatenate(hc)
+        self.hess_target = np.concatenate(target)
         self.lower = np.concatenate([np.zeros(0)] + [b.lower.ravel() for b in blocks])
         self.upper = np.concatenate([np.zeros(0)] + [b.upper.ravel() for b in blocks])
         self._x: np.ndarray | None = None
@@ -338,10 +380,10 @@ class _Assembly:
     def _at(self, x: np.ndarray) -> None:
         if self._x is not None and np.array_equal(self._x, x):
             return
-        X, r, J = zip(*(b.values_jacobian(x) for b in self.blocks)) if self.blocks else ((), (), ())
+        X, r, J = zip(*(b.evaluate(x) for b in self.blocks)) if self.blocks else ((), (), ())
         self._X, self._r, self._J = X, r, J
         self._values = np.concatenate([np.zeros(0)] + [v.ravel() for v in r])
-        self._jacobian = np.concatenate([np.zeros(0)] + [v.ravel() for v in J])
+        self._raw_jacobian = None
         self._x = x.copy()
 
     def values(self, x: np.ndarray) -> np.ndarray:
@@ -354,25 +396,31 @@ class _Assembly:
         total = float(sum(np.sum(v) for v in self._r))
         return total if self.quadratic is None else total + self.quadratic.value(x)
 
+    def raw_jacobian(self, x: np.ndarray) -> np.ndarray:
+        """The blocks' window Jacobians flattened one after the other (kept for the last x)."""
+        self._at(x)
+        if self._raw_jacobian is None:
+            self._raw_jacobian = np.concatenate([np.zeros(0)] + [J.ravel() for J in self._J])
+        return self._raw_jacobian
+
     def jacobian(self, x: np.ndarray) -> np.ndarray:
         """The Jacobian's COO data (pattern rows, cols)."""
-        self._at(x)
-        return self._jacobian
+        return self.raw_jacobian(x)[self.source]
 
     def column_sums(self, x: np.ndarray) -> np.ndarray:
         """The gradient of the sum of the rows."""
         sums = np.bincount(self.cols, weights=self.jacobian(x), minlength=self.n)
         return sums if self.quadratic is None else sums + self.quadratic.gradient(x)
 
-    def hessian_parts(self, x: np.ndarray, y: np.ndarray | None, scale: float | None = None) -> list[np.ndarray]:
-        """Each block's COO data (in the pattern hess_rows, hess_cols, block after block) of sum_i y_i d2 row_i (y
-        None: every weight 1), times scale when given."""
+    def hessian_raw(self, x: np.ndarray, y: np.ndarray | None, scale: float | None = None) -> list[np.ndarray]:
+        """Each block's raw output of sum_i y_i d2 row_i (y None: every weight 1), times scale when given, then the
+        quadratic costs' COO data: laid out as hess_target says."""
         self._at(x)
         parts = []
         for i, (b, off, X, J) in enumerate(zip(self.blocks, self.offsets, self._X, self._J)):
             K = len(X)
             weights = self._ones(i) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
-            part = b.hessian_values(X, J, weights)
+            part = b.hessian_raw(X, J, weights)
             parts.append(part if scale is None else scale * part)
         if self.quadratic is not None:
             parts.append(self.quadratic.hessian_values(x, 1.0 if scale is None else scale))
@@ -386,6 +434,21 @@ class _Assembly:
             ones = self._unit_weights[i] = np.ones((len(b.index), b.rows))
             ones.flags.writeable = False
         return ones
+
+
+def _hessian_targets(K: int, c: int, size: int, picked: np.ndarray | None) -> np.ndarray:
+    """For a block's raw Hessian output (K instances of `size` entries, the curved (c, c) entries at `picked`, or
+    all of them when None), the COO entry (instance, curved row, curved column) of each raw entry; -1 for none."""
+    if picked is None:
+        return np.arange(K * c * c)
+    target = np.full((K, size), -1)
+    target[:, picked] = np.arange(K * c * c).reshape(K, c * c)
+    return target.ravel()
+
+
+def _shifted(target: np.ndarray, by: int) -> np.ndarray:
+    """COO targets moved by `by` entries, -1 kept."""
+    return np.where(target >= 0, target + by, -1)
 
 
 def _at_height(dist, z: float):
@@ -771,16 +834,27 @@ class Transcription:
         rows, costs = _Assembly(self.blocks, n), _Assembly(self.costs, n, self.quadratic)
         jacobian = SparsityPattern(rows.rows, rows.cols, (rows.m, n))
         hessian = SparsityPattern(np.concatenate([rows.hess_rows, costs.hess_rows]),
-                           np.concatenate([rows.hess_cols, costs.hess_cols]), (n, n))
+                                  np.concatenate([rows.hess_cols, costs.hess_cols]), (n, n))
+        jacobian_values = jacobian.gather(rows.source)
+        hessian_values = hessian.scatter(np.concatenate([rows.hess_target,
+                                                         _shifted(costs.hess_target, len(rows.hess_rows))]))
+
+        def jacobian_data(x):
+            return jacobian_values(rows.raw_jacobian(x))
 
         def hessian_data(x, y, obj_factor):
-            return np.concatenate([np.zeros(0)] + rows.hessian_parts(x, y) + costs.hessian_parts(x, None, obj_factor))
+            return hessian_values(np.concatenate([np.zeros(0)] + rows.hessian_raw(x, y)
+                                                 + costs.hessian_raw(x, None, obj_factor)))
+
+        def csr(pattern: SparsityPattern, data: np.ndarray) -> sp.csr_matrix:
+            return sp.csr_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
 
         stages = np.concatenate([np.repeat(np.arange(self.N + 2), self.nw), [-1]])  # h: of no stage
         self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, costs.total, costs.column_sums, rows.values,
-                              lambda x: jacobian.matrix(rows.jacobian(x)), rows.lower, rows.upper,
-                              lambda x, y, obj_factor: hessian.matrix(hessian_data(x, y, obj_factor)), stages,
-                              jacobian.fixed(rows.jacobian), hessian.fixed(hessian_data))
+                              lambda x: csr(jacobian, jacobian_data(x)), rows.lower, rows.upper,
+                              lambda x, y, obj_factor: csr(hessian, hessian_data(x, y, obj_factor)), stages,
+                              nlpmod.FixedPattern(jacobian.indices, jacobian.indptr, jacobian.shape, jacobian_data),
+                              nlpmod.FixedPattern(hessian.indices, hessian.indptr, hessian.shape, hessian_data))
 
     # -- warm start -----------------------------------------------------------------------------
     def x0(self, warm_start=None, rest: bool = False) -> np.ndarray:
