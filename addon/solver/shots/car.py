@@ -120,6 +120,20 @@ def planar_point_hessian(S: np.ndarray, ox: float, oy: float) -> np.ndarray:
 _SLOTS = np.array([3, 4, 5, 6, 9, 10, 11, 15, 18])  # window slots entering nonlinearly (x, y, ... linearly)
 
 
+def _slot_pattern() -> np.ndarray:
+    """The entries of the step Hessian over _SLOTS that can be nonzero (36 of 81; _hessian_numpy term by term): every
+    pair of the slots the turn, the arc length and the heading move (theta, phi, phi_next, u, h), the momentum row's
+    products (phi, phi_prev), (phi, u_prev), (phi_prev, u_prev), (d, h), (d_prev, h), and phi_prev's own tan
+    curvature."""
+    SP, DP, WP, TH, S, D, U, SN, HH = range(9)
+    pattern = np.zeros((9, 9), bool)
+    moved = [TH, S, SN, U, HH]
+    pattern[np.ix_(moved, moved)] = True
+    for i, j in ((S, SP), (S, WP), (SP, WP), (D, HH), (DP, HH), (SP, SP)):
+        pattern[i, j] = pattern[j, i] = True
+    return pattern
+
+
 class CarDynamics(StageDynamics):
     state_names = ("theta", "x", "y", "steer")
     segment_names = ("drive_torque", "wheel_rate")
@@ -200,6 +214,7 @@ class CarDynamics(StageDynamics):
         return r, J, dh
 
     hessian_slots = _SLOTS
+    hessian_slot_pattern = _slot_pattern()
 
     def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
         """sum_i y[:, i] d2 r_i over the window then h (K, 19, 19)."""

@@ -93,6 +93,10 @@ class StageDynamics(ABC):
     # Hessian takes them without the zeros around them).
     hessian_slots: np.ndarray | None = None
 
+    # Optional with them: hessian_slot_pattern (s, s) bool, the entries of residual_hessian_slots that can be
+    # nonzero (by the formula; the solver's Hessian leaves the others out). None: all of them.
+    hessian_slot_pattern: np.ndarray | None = None
+
     # Optional: body_point_hessian(S (K, ns), offset (3,)) -> d2 position / dS2 (K, 3, ns, ns), the exact
     # curvature of body_point; keys, obstacles, corridors and reference costs then have exact Hessians.
     body_point_hessian: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
@@ -171,14 +175,18 @@ class Block:
         first = np.arange(K * self.rows)[:, None] * w
         return (first + self.used).reshape(K, self.rows, len(self.used))
 
-    def hessian_layout(self) -> tuple[int, np.ndarray | None]:
-        """(entries of hessian_raw per instance; the flat positions of the curved columns' (c, c) entries among
-        them, or None when they are exactly those)."""
+    def hessian_layout(self) -> tuple[int, np.ndarray, np.ndarray]:
+        """(entries of hessian_raw per instance; the pairs (P, 2) of curved columns (positions in `curved`) whose
+        entry can be nonzero; each pair's flat position among the raw entries (P,))."""
         if self._hessian_plan is None:
             self._hessian_plan = self._plan_hessian()
-        exact, size, picked = self._hessian_plan
+        exact, size, picked, pattern = self._hessian_plan
         c = len(self.curved)
-        return (c * c, None) if exact is None or not c else (size, picked)
+        if exact is None or not c:
+            pattern, size, picked = np.ones((c, c), bool), c * c, None
+        pairs = np.argwhere(pattern)
+        flat = pairs[:, 0] * c + pairs[:, 1]
+        return size, pairs, (flat if picked is None else picked[flat])
 
     def hessian_raw(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """sum_i weights[:, i] d2 fn_i at window values X, J the window's Jacobian there (for a block differenced
@@ -195,20 +203,23 @@ class Block:
 
     def _plan_hessian(self):
         """(the exact Hessian to call, or None: differenced; the size of its (w, w) block per instance; the
-        flat positions of the curved columns' entries in it, or None when it is exactly those). The window
-        function's slot_hessian (slots, fn: X, weights -> (K, s, s)) serves when the curved columns are among
-        its slots, else its hessian over the whole window."""
+        flat positions of the curved columns' entries in it, or None when it is exactly those; which of the curved
+        columns' (c, c) entries can be nonzero). The window function's slot_hessian (slots, fn: X, weights ->
+        (K, s, s), optionally the (s, s) pattern of its entries that can be nonzero) serves when the curved columns
+        are among its slots, else its hessian over the whole window."""
+        c = len(self.curved)
         exact = getattr(self.window_fn, "hessian", None)
         if exact is None:
-            return None, 0, None
+            return None, 0, None, np.ones((c, c), bool)
         curved = self.used[self.curved]
-        slots, on_slots = getattr(self.window_fn, "slot_hessian", (None, None))
+        slots, on_slots, *pattern = getattr(self.window_fn, "slot_hessian", (None, None))
         if slots is not None and np.all(np.isin(curved, slots)):
             exact, columns = on_slots, slots
         else:
-            columns = np.arange(self.window.shape[1])
-        at, c = np.searchsorted(columns, curved), len(columns)
-        return exact, c * c, (None if len(at) == c else (at[:, None] * c + at).ravel())
+            columns, pattern = np.arange(self.window.shape[1]), []
+        at, w = np.searchsorted(columns, curved), len(columns)
+        nonzero = pattern[0][at[:, None], at] if pattern and pattern[0] is not None else np.ones((c, c), bool)
+        return exact, w * w, (None if len(at) == w else (at[:, None] * w + at).ravel()), nonzero
 
 
 def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.ndarray, J0: np.ndarray) -> np.ndarray:
@@ -360,11 +371,11 @@ class _Assembly:
             source.append(raw + b.jacobian_positions().ravel())
             raw += K * b.rows * b.window.shape[1]
             sub = b.index[:, b.curved]
-            c = sub.shape[1]
-            hr.append(np.repeat(sub[:, :, None], c, axis=2).ravel())
-            hc.append(np.repeat(sub[:, None, :], c, axis=1).ravel())
-            target.append(_shifted(_hessian_targets(K, c, *b.hessian_layout()), coo))
-            coo += K * c * c
+            size, pairs, positions = b.hessian_layout()
+            hr.append(sub[:, pairs[:, 0]].ravel())
+            hc.append(sub[:, pairs[:, 1]].ravel())
+            target.append(_shifted(_hessian_targets(K, size, positions), coo))
+            coo += K * len(pairs)
         if quadratic is not None:
             hr.append(quadratic.hess_rows)
             hc.append(quadratic.hess_cols)
@@ -436,13 +447,11 @@ class _Assembly:
         return ones
 
 
-def _hessian_targets(K: int, c: int, size: int, picked: np.ndarray | None) -> np.ndarray:
-    """For a block's raw Hessian output (K instances of `size` entries, the curved (c, c) entries at `picked`, or
-    all of them when None), the COO entry (instance, curved row, curved column) of each raw entry; -1 for none."""
-    if picked is None:
-        return np.arange(K * c * c)
+def _hessian_targets(K: int, size: int, positions: np.ndarray) -> np.ndarray:
+    """For a block's raw Hessian output (K instances of `size` entries, its P COO entries per instance at
+    `positions`), the COO entry (instance, pair) of each raw entry; -1 for none."""
     target = np.full((K, size), -1)
-    target[:, picked] = np.arange(K * c * c).reshape(K, c * c)
+    target[:, positions] = np.arange(K * len(positions)).reshape(K, len(positions))
     return target.ravel()
 
 
@@ -592,7 +601,7 @@ class Transcription:
                 def on_slots(X, weights):
                     return dyn.residual_hessian_slots(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1],
                                                       weights)
-                fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots)
+                fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots, dyn.hessian_slot_pattern)
 
         r0, _, _ = dyn.residual(np.zeros((1, 3, nw)) + 0.1, np.array([True]), np.array([0.1]))
         nr = r0.shape[1]

@@ -177,3 +177,53 @@ def test_car_step_in_c_equals_numpy():
     X = np.concatenate([W.reshape(K, 18), h[:, None]], axis=1)
     for got, want in zip(dyn.window_residual(X, first), transcription.StageDynamics.window_residual(dyn, X, first)):
         assert got.shape == want.shape and np.array_equal(got, want)
+
+
+def test_car_step_hessian_pattern_holds_its_nonzeros():
+    """CarDynamics.hessian_slot_pattern (the entries the solver's Hessian keeps) holds every nonzero of the step
+    Hessian over its slots, in C and in numpy, at random windows (first steps and nearly straight turns included),
+    and every entry it holds is nonzero somewhere: neither a dropped curvature nor a needless entry."""
+    dyn = transcribe(_small_shot("sedan", 3.0)).dyn
+    rng = np.random.default_rng(12)
+    K = 60
+    W = rng.uniform(-0.5, 0.5, (K, 3, 6))
+    W[:, :, 5] *= 20.0
+    W[: K // 3, :, 3] *= 1e-4
+    h = rng.uniform(0.05, 0.2, K)
+    first = np.arange(K) % 5 == 0
+    y = rng.standard_normal((K, 4))
+    pattern = dyn.hessian_slot_pattern
+    for H in (dyn.residual_hessian_slots(W, first, h, y), dyn._hessian_numpy(W, first, h, y)):
+        assert not np.any(H[:, ~pattern])
+        assert np.all(np.any(H != 0, axis=0) == pattern)
+
+
+def test_quadratic_costs_equal_the_channel_formulas():
+    """The effort and smoothness of every channel as one QuadraticCosts term: its value equals the per-channel
+    formulas (effort weight h ((u - trim) / s)^2, smoothness weight ((u_k+1 - u_k) / s)^2 / h summed), its gradient
+    central differences of the value and its Hessian (COO data summed) central differences of the gradient, with a
+    free step h at a random point."""
+    tr = transcribe(_small_shot("helicopter", 2.0))
+    q, dyn, costs = tr.quadratic, tr.dyn, tr.shot.costs
+    rng = np.random.default_rng(13)
+    x = tr.x0() + 0.1 * rng.standard_normal(tr.n)
+    x[tr.h_index] = 0.13
+    h, st = x[tr.h_index], tr.stages(x)
+    want = 0.0
+    for ch in dyn.channels:
+        u = st[1:tr.N + 1, dyn.ns + ch.index] if ch.where == "segment" else st[1:, ch.index]
+        s = ch.scale / ch.unit
+        if ch.effort:
+            want += costs.effort * h * np.sum(((u - ch.trim / ch.unit) / s) ** 2)
+        want += costs.smoothness * np.sum((np.diff(u) / s) ** 2) / h
+    assert abs(q.value(x) - want) <= 1e-12 * abs(want)
+    eps = 1e-6
+    E = np.eye(tr.n)
+    fd = np.array([(q.value(x + eps * e) - q.value(x - eps * e)) / (2 * eps) for e in E])
+    g = q.gradient(x)
+    assert np.max(np.abs(g - fd)) < 1e-6 * np.abs(fd).max()
+    H = np.zeros((tr.n, tr.n))
+    np.add.at(H, (q.hess_rows, q.hess_cols), q.hessian_values(x, 0.7))
+    fd2 = np.stack([(q.gradient(x + eps * e) - q.gradient(x - eps * e)) / (2 * eps) for e in E], 1)
+    assert np.max(np.abs(H - 0.7 * fd2)) < 1e-6 * np.abs(fd2).max()
+    assert np.abs(H[tr.h_index]).max() > 0  # the entries with the free step are checked too
