@@ -13,9 +13,11 @@ Jacobian is block banded, and the KKT matrix keeps that band under a fill-reduci
 Blocks: each is K instances of one vectorised function of a small local vector (K, w) -> values (K, r)
 and exact Jacobian (K, r, w). The Hessian of the Lagrangian is summed from each block's local second
 derivatives sum_i y_i d2 c_i: exact where the block's function carries a `hessian` (every vehicle's step
-equations; the effort and smoothness costs; keys, obstacle clearances, corridors and the reference cost when
-the dynamics gives body_point_hessian), else by forward differences of its exact local Jacobian (w batched
-evaluations per block, all instances at once: heading keys of rigid bodies).
+equations; keys, obstacle clearances, corridors and the reference cost when the dynamics gives
+body_point_hessian), else by forward differences of its exact local Jacobian (w batched evaluations per block,
+all instances at once: heading keys of rigid bodies). The effort and smoothness costs of all channels are one
+QuadraticCosts term with its exact derivatives. The blocks' window outputs reach the solver's fixed-pattern
+values through index maps composed once (_Assembly, SparsityPattern.gather and scatter).
 """
 
 from __future__ import annotations
