@@ -322,30 +322,35 @@ class QuadraticCosts:
         self.hess_cols = np.concatenate([self.ce, he, self.ce, self.c0, self.c1, self.c1, self.c0, hs, self.c0,
                                          hs, self.c1, [h_index]])
 
-    def _deviations(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        """(h, e, d) at x."""
-        return float(x[self.h_index]), (x[self.ce] - self.trim) / self.se, (x[self.c1] - x[self.c0]) / self.ss
+        self.ke, self.ks = 2 * self.we / self.se, 2 * self.ws / self.ss  # d/de of we e^2, scaled by 1 / se
+        self.kee, self.kss = self.ke / self.se, self.ks / self.ss
+        self._last: tuple | None = None
+
+    def _at(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, float, float]:
+        """(h, e, d, sum we e^2, sum ws d^2) at x, kept for the last x (the solver asks for the value at a trial point,
+        then for the gradient and Hessian there)."""
+        last = self._last
+        if last is None or not np.array_equal(last[0], x):
+            h, e, d = float(x[self.h_index]), (x[self.ce] - self.trim) / self.se, (x[self.c1] - x[self.c0]) / self.ss
+            last = self._last = (x.copy(), h, e, d, float(np.dot(self.we * e, e)), float(np.dot(self.ws * d, d)))
+        return last[1:]
 
     def value(self, x: np.ndarray) -> float:
-        h, e, d = self._deviations(x)
-        return h * float(np.sum(self.we * e * e)) + float(np.sum(self.ws * d * d)) / h
+        h, _, _, effort, smooth = self._at(x)
+        return h * effort + smooth / h
 
     def gradient(self, x: np.ndarray) -> np.ndarray:
         """df/dx (n,)."""
-        h, e, d = self._deviations(x)
-        g_e, g_s = 2 * h * self.we * e / self.se, 2 * self.ws * d / (h * self.ss)
-        g_h = float(np.sum(self.we * e * e)) - float(np.sum(self.ws * d * d)) / (h * h)
-        return np.bincount(self.grad_cols, weights=np.concatenate([g_e, g_s, -g_s, [g_h]]), minlength=self.n)
+        h, e, d, effort, smooth = self._at(x)
+        g_s = self.ks * d / h
+        weights = np.concatenate([h * self.ke * e, g_s, -g_s, [effort - smooth / (h * h)]])
+        return np.bincount(self.grad_cols, weights=weights, minlength=self.n)
 
     def hessian_values(self, x: np.ndarray, scale: float = 1.0) -> np.ndarray:
         """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols)."""
-        h, e, d = self._deviations(x)
-        uu = scale * 2 * h * self.we / (self.se * self.se)
-        uh = scale * 2 * self.we * e / self.se
-        a = scale * 2 * self.ws / (h * self.ss * self.ss)
-        b = scale * 2 * self.ws * d / (h * h * self.ss)
-        hh = scale * 2 * float(np.sum(self.ws * d * d)) / h**3
-        return np.concatenate([uu, uh, uh, a, a, -a, -a, b, b, -b, -b, [hh]])
+        h, e, d, _, smooth = self._at(x)
+        uh, a, b = scale * self.ke * e, (scale / h) * self.kss, (scale / (h * h)) * self.ks * d
+        return np.concatenate([(scale * h) * self.kee, uh, uh, a, a, -a, -a, b, b, -b, -b, [2 * scale * smooth / h**3]])
 
 
 class _Assembly:
