@@ -120,6 +120,20 @@ def planar_point_hessian(S: np.ndarray, ox: float, oy: float) -> np.ndarray:
 _SLOTS = np.array([3, 4, 5, 6, 9, 10, 11, 15, 18])  # window slots entering nonlinearly (x, y, ... linearly)
 
 
+def _row_pattern() -> np.ndarray:
+    """The entries of the step rows' Jacobian over the window (stages k-1, k, k+1 of (theta, x, y, phi, d, u), then h)
+    that can be nonzero (28 of 76; residual_numpy term by term): the momentum row over phi, d, u of stages k-1 and k,
+    phi_k+1 and h; the heading row over theta_k, theta_k+1 and the turn's phi_k, u_k, phi_k+1, h; the arc rows over
+    theta_k, their own coordinate at k and k+1 and the turn's slots."""
+    pattern = np.zeros((4, 19), bool)
+    turn = [9, 11, 15, 18]
+    pattern[0, [3, 4, 5, 9, 10, 11, 15, 18]] = True
+    pattern[1, [6, 12] + turn] = True
+    pattern[2, [6, 7, 13] + turn] = True
+    pattern[3, [6, 8, 14] + turn] = True
+    return pattern
+
+
 def _slot_pattern() -> np.ndarray:
     """The entries of the step Hessian over _SLOTS that can be nonzero (36 of 81; _hessian_numpy term by term): every
     pair of the slots the turn, the arc length and the heading move (theta, phi, phi_next, u, h), the momentum row's
@@ -213,6 +227,7 @@ class CarDynamics(StageDynamics):
         arc_rows(r, J, dh, (th, x, y, xn, yn), (om, dom, dom_dh), (h * rho * w, dv, rho * w))
         return r, J, dh
 
+    residual_pattern = _row_pattern()
     hessian_slots = _SLOTS
     hessian_slot_pattern = _slot_pattern()
 

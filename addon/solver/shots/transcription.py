@@ -99,6 +99,10 @@ class StageDynamics(ABC):
     # nonzero (by the formula; the solver's Hessian leaves the others out). None: all of them.
     hessian_slot_pattern: np.ndarray | None = None
 
+    # Optional: residual_pattern (nr, 3 (ns + nv) + 1) bool, the entries of dr/d(window, h) that can be nonzero (by
+    # the formula; the solver's Jacobian leaves the others out). None: all of them.
+    residual_pattern: np.ndarray | None = None
+
     # Optional: body_point_hessian(S (K, ns), offset (3,)) -> d2 position / dS2 (K, 3, ns, ns), the exact
     # curvature of body_point; keys, obstacles, corridors and reference costs then have exact Hessians.
     body_point_hessian: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
@@ -170,12 +174,12 @@ class Block:
         r, J = self.window_fn(X)
         return X, r, J
 
-    def jacobian_positions(self) -> np.ndarray:
-        """Where each entry of the Jacobian over the used columns (K, rows, len(used)) sits in the window's
-        Jacobian (K, rows, w) flattened."""
-        K, w = self.window.shape
-        first = np.arange(K * self.rows)[:, None] * w
-        return (first + self.used).reshape(K, self.rows, len(self.used))
+    def jacobian_layout(self) -> np.ndarray:
+        """The pairs (P, 2) of (row, used column: position in `used`) whose Jacobian entry can be nonzero: all of
+        them, or those the window function's jacobian_pattern (rows, w) bool over the window marks."""
+        pattern = getattr(self.window_fn, "jacobian_pattern", None)
+        used = np.ones((self.rows, len(self.used)), bool) if pattern is None else pattern[:, self.used]
+        return np.argwhere(used)
 
     def hessian_layout(self) -> tuple[int, np.ndarray, np.ndarray]:
         """(entries of hessian_raw per instance; the pairs (P, 2) of curved columns (positions in `curved`) whose
@@ -372,10 +376,11 @@ class _Assembly:
         raw = coo = 0  # window Jacobian entries and Hessian COO entries of the blocks before
         for b, off in zip(blocks, self.offsets):
             K, w = b.index.shape
-            r = off + np.arange(K * b.rows).reshape(K, b.rows)
-            rows.append(np.repeat(r[:, :, None], w, axis=2).ravel())
-            cols.append(np.repeat(b.index[:, None, :], b.rows, axis=1).ravel())
-            source.append(raw + b.jacobian_positions().ravel())
+            pairs = b.jacobian_layout()
+            row = off + np.arange(K)[:, None] * b.rows + pairs[:, 0]
+            rows.append(row.ravel())
+            cols.append(b.index[:, pairs[:, 1]].ravel())
+            source.append((raw + (row - off) * b.window.shape[1] + b.used[pairs[:, 1]]).ravel())
             raw += K * b.rows * b.window.shape[1]
             sub = b.index[:, b.curved]
             size, pairs, positions = b.hessian_layout()
@@ -609,6 +614,8 @@ class Transcription:
                     return dyn.residual_hessian_slots(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1],
                                                       weights)
                 fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots, dyn.hessian_slot_pattern)
+        if dyn.residual_pattern is not None:
+            fn.jacobian_pattern = dyn.residual_pattern
 
         r0, _, _ = dyn.residual(np.zeros((1, 3, nw)) + 0.1, np.array([True]), np.array([0.1]))
         nr = r0.shape[1]

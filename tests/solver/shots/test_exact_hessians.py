@@ -179,10 +179,11 @@ def test_car_step_in_c_equals_numpy():
         assert got.shape == want.shape and np.array_equal(got, want)
 
 
-def test_car_step_hessian_pattern_holds_its_nonzeros():
-    """CarDynamics.hessian_slot_pattern (the entries the solver's Hessian keeps) holds every nonzero of the step
-    Hessian over its slots, in C and in numpy, at random windows (first steps and nearly straight turns included),
-    and every entry it holds is nonzero somewhere: neither a dropped curvature nor a needless entry."""
+def test_car_step_patterns_hold_their_nonzeros():
+    """CarDynamics.residual_pattern and hessian_slot_pattern (the entries the solver's Jacobian and Hessian keep)
+    hold every nonzero of the step rows' Jacobian over the window and of the step Hessian over its slots, in C and in
+    numpy, at random windows (first steps and nearly straight turns included), and every entry they hold is nonzero
+    somewhere: neither a dropped derivative nor a needless entry."""
     dyn = transcribe(_small_shot("sedan", 3.0)).dyn
     rng = np.random.default_rng(12)
     K = 60
@@ -192,10 +193,16 @@ def test_car_step_hessian_pattern_holds_its_nonzeros():
     h = rng.uniform(0.05, 0.2, K)
     first = np.arange(K) % 5 == 0
     y = rng.standard_normal((K, 4))
-    pattern = dyn.hessian_slot_pattern
-    for H in (dyn.residual_hessian_slots(W, first, h, y), dyn._hessian_numpy(W, first, h, y)):
-        assert not np.any(H[:, ~pattern])
-        assert np.all(np.any(H != 0, axis=0) == pattern)
+    X = np.concatenate([W.reshape(K, 18), h[:, None]], axis=1)
+    jacobians = [dyn.window_residual(X, first)[1],
+                 transcription.StageDynamics.window_residual(dyn, X, first)[1]]  # C (when built), numpy below
+    _, dW, dh = dyn.residual_numpy(W, first, h)
+    jacobians.append(np.concatenate([dW.reshape(K, 4, 18), dh[:, :, None]], axis=2))
+    hessians = (dyn.residual_hessian_slots(W, first, h, y), dyn._hessian_numpy(W, first, h, y))
+    for pattern, matrices in ((dyn.residual_pattern, jacobians), (dyn.hessian_slot_pattern, hessians)):
+        for M in matrices:
+            assert not np.any(M[:, ~pattern])
+            assert np.all(np.any(M != 0, axis=0) == pattern)
 
 
 def test_quadratic_costs_equal_the_channel_formulas():
