@@ -11,7 +11,7 @@
 /* Hl (3x3) += (diag(active) - u u^T) / n scaled by scale_i scale_j: the Hessian of |max(o, 0)| (n its value, u its
  * gradient, active the components above zero) under o_i = scale_i |q_i| - const; nothing at n = 0. */
 static void add_norm_hessian(double *Hl, const double *u, const int *active, double n, const double *scale) {
-    if (!(n > 0))
+    if (!Hl || !(n > 0))
         return;
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j)
@@ -20,10 +20,12 @@ static void add_norm_hessian(double *Hl, const double *u, const int *active, dou
 
 static double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
 
-/* Distance of the local point q (3,) to the shape, its local gradient g and Hessian Hl (3x3, row-major); shape
- * parameters as in symplex_kernels.h. Formulas of obstacles.py (_sphere, _box, _cylinder, _hull). */
-static double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double Hl[9]) {
-    memset(Hl, 0, 9 * sizeof(double));
+/* Distance of the local point q (3,) to the shape, its local gradient g and Hessian Hl (3x3, row-major; NULL: not
+ * wanted, for the rows alone); shape parameters as in symplex_kernels.h. Formulas of obstacles.py (_sphere, _box,
+ * _cylinder, _hull). */
+static double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double *Hl) {
+    if (Hl)
+        memset(Hl, 0, 9 * sizeof(double));
     if (kind == 0) { /* sphere */
         const double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]), one[3] = {1, 1, 1};
         const int all[3] = {1, 1, 1};
@@ -54,7 +56,7 @@ static double local_distance(int64_t kind, const double *par, const double q[3],
         }
         for (int i = 0; i < 3; ++i)
             g[i] /= total;
-        for (int i = 0; i < 3; ++i)
+        for (int i = 0; i < 3 && Hl; ++i)
             for (int j = 0; j < 3; ++j)
                 Hl[3 * i + j] = beta * (nn[3 * i + j] / total - g[i] * g[j]);
         return top + log(total) / beta - shift;
@@ -70,6 +72,11 @@ static double local_distance(int64_t kind, const double *par, const double q[3],
         if (inside > 0) {
             d_dq[0] = out[0] / n;
             d_dq[1] = out[1] / n;
+        } else {
+            d_dq[0] = a[0] >= a[1] ? 1.0 : 0.0;
+            d_dq[1] = 1.0 - d_dq[0];
+        }
+        if (inside > 0 && Hl) {
             /* Jq^T (norm Hessian of max(a, 0)) Jq, Jq rows (radial, 0) and (0, 0, sz) */
             const int active[2] = {a[0] > 0, a[1] > 0};
             double h2[2][2];
@@ -82,12 +89,9 @@ static double local_distance(int64_t kind, const double *par, const double q[3],
                     for (int p = 0; p < 2; ++p)
                         for (int r = 0; r < 2; ++r)
                             Hl[3 * i + j] += Jq[p][i] * h2[p][r] * Jq[r][j];
-        } else {
-            d_dq[0] = a[0] >= a[1] ? 1.0 : 0.0;
-            d_dq[1] = 1.0 - d_dq[0];
         }
         /* the radial distance's curvature: d_dq0 (I - r r^T) / rho in x, y */
-        if (rho > 0 && d_dq[0] != 0.0)
+        if (Hl && rho > 0 && d_dq[0] != 0.0)
             for (int i = 0; i < 2; ++i)
                 for (int j = 0; j < 2; ++j)
                     Hl[3 * i + j] += d_dq[0] * ((i == j) - radial[i] * radial[j]) / rho;
@@ -142,7 +146,7 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
             double q[3], gl[3], Hl[9], g[2];
             for (int i = 0; i < 3; ++i)
                 q[i] = R[i] * p[0] + R[3 + i] * p[1] + R[6 + i] * p[2];
-            d[m * k + j] = local_distance(kind, shape, q, gl, Hl);
+            d[m * k + j] = local_distance(kind, shape, q, gl, Hk ? Hl : NULL);
             for (int i = 0; i < 2; ++i) /* world gradient, its height component dropped */
                 g[i] = R[3 * i] * gl[0] + R[3 * i + 1] * gl[1] + R[3 * i + 2] * gl[2];
             const double pth[2] = {-s * ox - c * oy, c * ox - s * oy}; /* d centre / d theta */
