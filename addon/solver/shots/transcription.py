@@ -289,7 +289,15 @@ class SparsityPattern:
 
     def scatter(self, target: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         """raw -> the CSR entries, for raw data whose entry i is the COO entry target[i] (-1: none, dropped), summed
-        in raw's order."""
+        in raw's order: in C (native/sparse_sum.c) when the kernels are built, else by np.bincount, its twin."""
+        if _rows.LIB is not None:
+            entry = np.ascontiguousarray(np.where(target >= 0, self.inverse[target], -1), np.int64)
+            entry.flags.writeable = False
+            return lambda raw: _rows.scatter_add(entry, raw, self.size)
+        return self.scatter_numpy(target)
+
+    def scatter_numpy(self, target: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """scatter by np.bincount (the dropped entries summed into one more bin, cut off)."""
         bins = np.where(target >= 0, self.inverse[target], self.size)
         return lambda raw: np.bincount(bins, weights=raw, minlength=self.size + 1)[:self.size]
 

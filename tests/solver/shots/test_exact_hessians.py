@@ -8,6 +8,7 @@ the whole Lagrangian Hessian of small shots of every vehicle.
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
 from addon.solver.native import shot_rows_binding
@@ -234,3 +235,23 @@ def test_quadratic_costs_equal_the_channel_formulas():
     fd2 = np.stack([(q.gradient(x + eps * e) - q.gradient(x - eps * e)) / (2 * eps) for e in E], 1)
     assert np.max(np.abs(H - 0.7 * fd2)) < 1e-6 * np.abs(fd2).max()
     assert np.abs(H[tr.h_index]).max() > 0  # the entries with the free step are checked too
+
+
+@pytest.mark.skipif(shot_rows_binding.LIB is None, reason="C kernels not built (make kernels)")
+def test_hessian_scatter_in_c_equals_bincount():
+    """SparsityPattern.scatter (native/sparse_sum.c) sums raw entries into the CSR values bit for bit as its numpy
+    twin (np.bincount, the same order), with many raw entries on one COO entry, COO duplicates and dropped (-1)
+    entries; both equal the dense sum of the raw entries at their (row, column)."""
+    rng = np.random.default_rng(14)
+    n = 30
+    rows, cols = rng.integers(0, n, 500), rng.integers(0, n, 500)
+    pattern = transcription.SparsityPattern(rows, cols, (n, n))
+    target = rng.integers(-1, 500, 3000)
+    raw = rng.standard_normal(3000)
+    got = pattern.scatter(target)(raw)
+    assert np.array_equal(got, pattern.scatter_numpy(target)(raw))
+    kept = target >= 0
+    dense = np.zeros((n, n))
+    np.add.at(dense, (rows[target[kept]], cols[target[kept]]), raw[kept])
+    csr = sp.csr_matrix((got, pattern.indices, pattern.indptr), shape=(n, n))
+    assert np.allclose(csr.toarray(), dense, rtol=0, atol=1e-12)
