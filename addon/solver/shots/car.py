@@ -344,8 +344,10 @@ class CarDynamics(StageDynamics):
         th = S[:, 0]
         ox, oy = self.b + offset[0], offset[1]
         c, s = np.cos(th), np.sin(th)
-        p = np.stack([S[:, 1] + c * ox - s * oy, S[:, 2] + s * ox + c * oy,
-                      np.full(len(S), self.spec.com_height + offset[2])], 1)
+        p = np.empty((len(S), 3))
+        p[:, 0] = S[:, 1] + c * ox - s * oy
+        p[:, 1] = S[:, 2] + s * ox + c * oy
+        p[:, 2] = self.spec.com_height + offset[2]
         J = np.zeros((len(S), 3, 4))
         J[:, 0, 1] = J[:, 1, 2] = 1.0
         J[:, 0, 0] = -s * ox - c * oy
