@@ -20,6 +20,14 @@ static void add_norm_hessian(double *Hl, const double *u, const int *active, dou
 
 static double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
 
+/* Whether the local Hessian is zero (its terms in the stage Hessian then add only zeros, which change no sum). */
+static int flat(const double Hl[9]) {
+    for (int i = 0; i < 9; ++i)
+        if (Hl[i] != 0.0)
+            return 0;
+    return 1;
+}
+
 /* Distance of the local point q (3,) to the shape, its local gradient g and Hessian Hl (3x3, row-major; NULL: not
  * wanted, for the rows alone); shape parameters as in symplex_kernels.h. Formulas of obstacles.py (_sphere, _box,
  * _cylinder, _hull). */
@@ -160,6 +168,12 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
             if (!Hk)
                 continue;
             const double w = weights[m * k + j];
+            /* the centre's curvature in theta: d2 centre / d theta2 = -(c ox - s oy, s ox + c oy) */
+            const double turn = w * (g[0] * (-c * ox + s * oy) + g[1] * (-s * ox - c * oy));
+            if (flat(Hl)) { /* a face's distance (most spheres most of the time): no curvature in the plane */
+                Hk[0] += turn;
+                continue;
+            }
             double Hw[2][2]; /* R Hl R^T over the world's x, y */
             for (int a = 0; a < 2; ++a)
                 for (int b = 0; b < 2; ++b) {
@@ -179,8 +193,7 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
                             sum += Jp[i][a] * Hw[i][l] * Jp[l][b];
                     Hk[ns * a + b] += sum;
                 }
-            /* the centre's curvature in theta: d2 centre / d theta2 = -(c ox - s oy, s ox + c oy) */
-            Hk[0] += w * (g[0] * (-c * ox + s * oy) + g[1] * (-s * ox - c * oy));
+            Hk[0] += turn;
         }
     }
 }
