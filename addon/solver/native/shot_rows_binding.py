@@ -69,9 +69,9 @@ def hessian(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y:
 
 
 def scatter_add(target: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """out (size,) with out[target[i]] += values[i] for target[i] >= 0, summed in the order of i: np.bincount over the
-    kept targets, without its passes to check and convert them. target: int64, C-contiguous, entries below size (the
-    caller's fixed map, not checked here)."""
+    """out (size,) with out[target[i]] += values[i], summed in the order of i: np.bincount without its passes to check
+    and convert the targets. target: int64, C-contiguous, entries in [0, size) (the caller's fixed map, not checked
+    here)."""
     values = np.ascontiguousarray(values, np.float64)
     if target.shape != values.shape or target.dtype != np.int64:
         raise ValueError(f"scatter_add: expected int64 targets of the values' shape {values.shape}, got "

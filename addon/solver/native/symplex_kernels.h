@@ -295,8 +295,8 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
                               int64_t kind, const double *centre, const double *R, const double *shape,
                               const double *weights, double *d, double *J, double *H);
 
-/* out[target[i]] += values[i] for i < n with target[i] >= 0, in the order of i (sparse_sum.c; numpy twin np.bincount
- * in addon/solver/shots/transcription.py SparsityPattern.scatter). */
+/* out[target[i]] += values[i] for i < n, in the order of i (sparse_sum.c; numpy twin np.bincount in
+ * addon/solver/shots/transcription.py SparsityPattern.values_numpy). */
 void symplex_scatter_add(int64_t n, const int64_t *target, const double *values, double *out);
 
 /* Contact rows of the maximal step at the knot (contact_rows.c; numpy twin: maximal/interior_point.py

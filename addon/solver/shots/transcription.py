@@ -17,7 +17,8 @@ equations; keys, obstacle clearances, corridors and the reference cost when the 
 body_point_hessian), else by forward differences of its exact local Jacobian (w batched evaluations per block,
 all instances at once: heading keys of rigid bodies). The effort and smoothness costs of all channels are one
 QuadraticCosts term with its exact derivatives. The blocks' window outputs reach the solver's fixed-pattern
-values through index maps composed once (_Assembly, SparsityPattern.gather and scatter).
+values through index maps composed once (_Assembly, SparsityPattern.gather; the Hessian's duplicates summed in
+C by SparsityPattern.values).
 """
 
 from __future__ import annotations
@@ -150,9 +151,9 @@ class Block:
 
     _prune narrows index and fn to the window columns the rows depend on (`used`, positions in the original
     window `window`, which `window_fn` takes) and marks the columns entering nonlinearly (`curved`, positions
-    in index). The solver's evaluations go through the original window: its Jacobian and the Hessian's raw output
-    (hessian_raw, laid out as hessian_layout says) reach the solver's matrices through index maps fixed once
-    (_Assembly), without copies of the used or curved columns' entries."""
+    in index). The solver's evaluations go through the original window: its Jacobian reaches the solver's matrix
+    through an index map fixed once (_Assembly: no copy of the used columns' entries), its Hessian as the entries of
+    the curved columns' pairs that can be nonzero (hessian_pairs, hessian_values)."""
 
     index: np.ndarray
     fn: LocalFn
@@ -181,42 +182,38 @@ class Block:
         used = np.ones((self.rows, len(self.used)), bool) if pattern is None else pattern[:, self.used]
         return np.argwhere(used)
 
-    def hessian_layout(self) -> tuple[int, np.ndarray, np.ndarray]:
-        """(entries of hessian_raw per instance; the pairs (P, 2) of curved columns (positions in `curved`) whose
-        entry can be nonzero; each pair's flat position among the raw entries (P,))."""
-        if self._hessian_plan is None:
-            self._hessian_plan = self._plan_hessian()
-        exact, size, picked, pattern = self._hessian_plan
-        c = len(self.curved)
-        if exact is None or not c:
-            pattern, size, picked = np.ones((c, c), bool), c * c, None
-        pairs = np.argwhere(pattern)
-        flat = pairs[:, 0] * c + pairs[:, 1]
-        return size, pairs, (flat if picked is None else picked[flat])
+    def hessian_pairs(self) -> np.ndarray:
+        """The pairs (P, 2) of curved columns (positions in `curved`) whose Hessian entry can be nonzero: an
+        instance's share of the Hessian's COO pattern, in the order of hessian_values."""
+        return self._plan()[3]
 
-    def hessian_raw(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """sum_i weights[:, i] d2 fn_i at window values X, J the window's Jacobian there (for a block differenced
-        by _local_hessian), flattened as hessian_layout says."""
-        if not len(self.curved):
+    def hessian_values(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """sum_i weights[:, i] d2 fn_i at window values X over hessian_pairs (K, P) flattened; J the window's
+        Jacobian at X (for a block differenced by _local_hessian)."""
+        exact, size, positions, pairs = self._plan()
+        if not len(pairs):
             return np.zeros(0)
-        if self._hessian_plan is None:
-            self._hessian_plan = self._plan_hessian()
-        exact = self._hessian_plan[0]
         if exact is None:
             J = J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2)
             return _local_hessian(self.fn, X[:, self.used], weights, self.curved, J).ravel()
-        return exact(X, weights).ravel()
+        H = exact(X, weights)
+        return H.ravel() if positions is None else np.take(H.reshape(len(X), size), positions, axis=1).ravel()
+
+    def _plan(self):
+        if self._hessian_plan is None:
+            self._hessian_plan = self._plan_hessian()
+        return self._hessian_plan
 
     def _plan_hessian(self):
-        """(the exact Hessian to call, or None: differenced; the size of its (w, w) block per instance; the
-        flat positions of the curved columns' entries in it, or None when it is exactly those; which of the curved
-        columns' (c, c) entries can be nonzero). The window function's slot_hessian (slots, fn: X, weights ->
-        (K, s, s), optionally the (s, s) pattern of its entries that can be nonzero) serves when the curved columns
-        are among its slots, else its hessian over the whole window."""
+        """(the exact Hessian to call, or None: differenced (over the curved columns, all pairs); the size of its
+        block per instance; the flat positions of the pairs' entries in it, or None when they are all of them; the
+        pairs). The window function's slot_hessian (slots, fn: X, weights -> (K, s, s), optionally the (s, s)
+        pattern of its entries that can be nonzero) serves when the curved columns are among its slots, else its
+        hessian over the whole window."""
         c = len(self.curved)
         exact = getattr(self.window_fn, "hessian", None)
-        if exact is None:
-            return None, 0, None, np.ones((c, c), bool)
+        if exact is None or not c:
+            return None, c * c, None, np.argwhere(np.ones((c, c), bool))
         curved = self.used[self.curved]
         slots, on_slots, *pattern = getattr(self.window_fn, "slot_hessian", (None, None))
         if slots is not None and np.all(np.isin(curved, slots)):
@@ -225,7 +222,9 @@ class Block:
             columns, pattern = np.arange(self.window.shape[1]), []
         at, w = np.searchsorted(columns, curved), len(columns)
         nonzero = pattern[0][at[:, None], at] if pattern and pattern[0] is not None else np.ones((c, c), bool)
-        return exact, w * w, (None if len(at) == w else (at[:, None] * w + at).ravel()), nonzero
+        pairs = np.argwhere(nonzero)
+        positions = at[pairs[:, 0]] * w + at[pairs[:, 1]]
+        return exact, w * w, (None if len(positions) == w * w else positions), pairs
 
 
 def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.ndarray, J0: np.ndarray) -> np.ndarray:
@@ -269,9 +268,19 @@ class SparsityPattern:
         self.size, self.shape = len(unique), shape
         # without duplicates the sum is a reordering: the entry of each CSR position
         self.order = np.argsort(self.inverse) if len(unique) == len(key) else None
+        self.inverse = np.ascontiguousarray(self.inverse, np.int64)
 
     def values(self, data: np.ndarray) -> np.ndarray:
-        """The COO data summed into the CSR entries (in CSR order)."""
+        """The COO data summed into the CSR entries (in CSR order, each entry's data in COO order): in C
+        (native/sparse_sum.c) when the kernels are built, else values_numpy, its twin."""
+        if self.order is not None:
+            return data[self.order]
+        if _rows.LIB is None:
+            return self.values_numpy(data)
+        return _rows.scatter_add(self.inverse, data, self.size)
+
+    def values_numpy(self, data: np.ndarray) -> np.ndarray:
+        """values by np.bincount."""
         if self.order is not None:
             return data[self.order]
         return np.bincount(self.inverse, weights=data, minlength=self.size)
@@ -286,20 +295,6 @@ class SparsityPattern:
             picked = source[self.order]
             return lambda raw: raw[picked]
         return lambda raw: np.bincount(self.inverse, weights=raw[source], minlength=self.size)
-
-    def scatter(self, target: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-        """raw -> the CSR entries, for raw data whose entry i is the COO entry target[i] (-1: none, dropped), summed
-        in raw's order: in C (native/sparse_sum.c) when the kernels are built, else by np.bincount, its twin."""
-        if _rows.LIB is not None:
-            entry = np.ascontiguousarray(np.where(target >= 0, self.inverse[target], -1), np.int64)
-            entry.flags.writeable = False
-            return lambda raw: _rows.scatter_add(entry, raw, self.size)
-        return self.scatter_numpy(target)
-
-    def scatter_numpy(self, target: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-        """scatter by np.bincount (the dropped entries summed into one more bin, cut off)."""
-        bins = np.where(target >= 0, self.inverse[target], self.size)
-        return lambda raw: np.bincount(bins, weights=raw, minlength=self.size + 1)[:self.size]
 
     def fixed(self, values: Callable[..., np.ndarray]) -> nlpmod.FixedPattern:
         """This pattern for the solver, with values(*args) -> COO data."""
@@ -366,22 +361,22 @@ class QuadraticCosts:
 
 
 class _Assembly:
-    """Blocks over n variables evaluated together: their rows, the Jacobian's COO data (pattern: `rows`, `cols`) and
-    the Hessian's (`hess_rows`, `hess_cols`: each block's curved columns, then the quadratic costs' pattern). A cost
-    assembly may carry the QuadraticCosts: they add to total, column_sums and hessian_raw (not to the rows).
+    """Blocks over n variables evaluated together: their rows, the Jacobian's COO data (pattern: `rows`, `cols`: each
+    block's patterned entries) and the Hessian's (`hess_rows`, `hess_cols`: each block's hessian_pairs, then the
+    quadratic costs' pattern). A cost assembly may carry the QuadraticCosts: they add to total, column_sums and
+    hessian_parts (not to the rows).
 
     The rows and the window Jacobians are computed once per point x and kept for the last one: the solver asks for
     the rows at trial points and for the Jacobian and the Hessian at the iterate (an accepted trial). The
-    Jacobian's COO entries are the window Jacobians' (raw_jacobian) at `source`; the Hessian's raw output
-    (hessian_raw, block after block) holds COO entry `hess_target[i]` at i (-1: an entry outside the curved
-    columns): the solver's matrices come from them through one gather or one sum (_build_nlp)."""
+    Jacobian's COO entries are the window Jacobians' (raw_jacobian) at `source`: the solver's CSR values are one
+    gather of them (_build_nlp, SparsityPattern.gather)."""
 
     def __init__(self, blocks: list[Block], n: int, quadratic: QuadraticCosts | None = None):
         self.blocks, self.n, self.quadratic = blocks, n, quadratic
         self.offsets = np.cumsum([0] + [b.index.shape[0] * b.rows for b in blocks])
         self.m = int(self.offsets[-1])
-        rows, cols, source, hr, hc, target = ([np.zeros(0, int)] for _ in range(6))
-        raw = coo = 0  # window Jacobian entries and Hessian COO entries of the blocks before
+        rows, cols, source, hr, hc = ([np.zeros(0, int)] for _ in range(5))
+        raw = 0  # window Jacobian entries of the blocks before
         for b, off in zip(blocks, self.offsets):
             K, w = b.index.shape
             pairs = b.jacobian_layout()
@@ -390,19 +385,14 @@ class _Assembly:
             cols.append(b.index[:, pairs[:, 1]].ravel())
             source.append((raw + (row - off) * b.window.shape[1] + b.used[pairs[:, 1]]).ravel())
             raw += K * b.rows * b.window.shape[1]
-            sub = b.index[:, b.curved]
-            size, pairs, positions = b.hessian_layout()
+            sub, pairs = b.index[:, b.curved], b.hessian_pairs()
             hr.append(sub[:, pairs[:, 0]].ravel())
             hc.append(sub[:, pairs[:, 1]].ravel())
-            target.append(_shifted(_hessian_targets(K, size, positions), coo))
-            coo += K * len(pairs)
         if quadratic is not None:
             hr.append(quadratic.hess_rows)
             hc.append(quadratic.hess_cols)
-            target.append(coo + np.arange(len(quadratic.hess_rows)))
         self.rows, self.cols, self.source = np.concatenate(rows), np.concatenate(cols), np.concatenate(source)
         self.hess_rows, self.hess_cols = np.concatenate(hr), np.concatenate(hc)
-        self.hess_target = np.concatenate(target)
         self.lower = np.concatenate([np.zeros(0)] + [b.lower.ravel() for b in blocks])
         self.upper = np.concatenate([np.zeros(0)] + [b.upper.ravel() for b in blocks])
         self._x: np.ndarray | None = None
@@ -443,15 +433,15 @@ class _Assembly:
         sums = np.bincount(self.cols, weights=self.jacobian(x), minlength=self.n)
         return sums if self.quadratic is None else sums + self.quadratic.gradient(x)
 
-    def hessian_raw(self, x: np.ndarray, y: np.ndarray | None, scale: float | None = None) -> list[np.ndarray]:
-        """Each block's raw output of sum_i y_i d2 row_i (y None: every weight 1), times scale when given, then the
-        quadratic costs' COO data: laid out as hess_target says."""
+    def hessian_parts(self, x: np.ndarray, y: np.ndarray | None, scale: float | None = None) -> list[np.ndarray]:
+        """Each block's COO data of sum_i y_i d2 row_i (y None: every weight 1), times scale when given, then the
+        quadratic costs': the pattern hess_rows, hess_cols."""
         self._at(x)
         parts = []
         for i, (b, off, X, J) in enumerate(zip(self.blocks, self.offsets, self._X, self._J)):
             K = len(X)
             weights = self._ones(i) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
-            part = b.hessian_raw(X, J, weights)
+            part = b.hessian_values(X, J, weights)
             parts.append(part if scale is None else scale * part)
         if self.quadratic is not None:
             parts.append(self.quadratic.hessian_values(x, 1.0 if scale is None else scale))
@@ -465,19 +455,6 @@ class _Assembly:
             ones = self._unit_weights[i] = np.ones((len(b.index), b.rows))
             ones.flags.writeable = False
         return ones
-
-
-def _hessian_targets(K: int, size: int, positions: np.ndarray) -> np.ndarray:
-    """For a block's raw Hessian output (K instances of `size` entries, its P COO entries per instance at
-    `positions`), the COO entry (instance, pair) of each raw entry; -1 for none."""
-    target = np.full((K, size), -1)
-    target[:, positions] = np.arange(K * len(positions)).reshape(K, len(positions))
-    return target.ravel()
-
-
-def _shifted(target: np.ndarray, by: int) -> np.ndarray:
-    """COO targets moved by `by` entries, -1 kept."""
-    return np.where(target >= 0, target + by, -1)
 
 
 def _at_height(dist, z: float):
@@ -867,15 +844,13 @@ class Transcription:
         hessian = SparsityPattern(np.concatenate([rows.hess_rows, costs.hess_rows]),
                                   np.concatenate([rows.hess_cols, costs.hess_cols]), (n, n))
         jacobian_values = jacobian.gather(rows.source)
-        hessian_values = hessian.scatter(np.concatenate([rows.hess_target,
-                                                         _shifted(costs.hess_target, len(rows.hess_rows))]))
 
         def jacobian_data(x):
             return jacobian_values(rows.raw_jacobian(x))
 
         def hessian_data(x, y, obj_factor):
-            return hessian_values(np.concatenate([np.zeros(0)] + rows.hessian_raw(x, y)
-                                                 + costs.hessian_raw(x, None, obj_factor)))
+            return hessian.values(np.concatenate([np.zeros(0)] + rows.hessian_parts(x, y)
+                                                 + costs.hessian_parts(x, None, obj_factor)))
 
         def csr(pattern: SparsityPattern, data: np.ndarray) -> sp.csr_matrix:
             return sp.csr_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
