@@ -183,16 +183,19 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
                             sum += R[3 * a + i] * Hl[3 * i + l] * R[3 * b + l];
                     Hw[a][b] = w * sum;
                 }
-            /* centre's Jacobian over (theta, x, y): rows world x, y */
-            const double Jp[2][3] = {{pth[0], 1.0, 0.0}, {pth[1], 0.0, 1.0}};
-            for (int a = 0; a < 3; ++a)
-                for (int b = 0; b < 3; ++b) {
-                    double sum = 0.0;
-                    for (int i = 0; i < 2; ++i)
-                        for (int l = 0; l < 2; ++l)
-                            sum += Jp[i][a] * Hw[i][l] * Jp[l][b];
-                    Hk[ns * a + b] += sum;
-                }
+            /* Jp^T Hw Jp, Jp the centre's Jacobian over (theta, x, y) with rows world x, y: (pth, e_x) and (pth, e_y);
+             * its ones and zeros written out (the same products summed in the same order) */
+            const double p0 = pth[0], p1 = pth[1];
+            double *H0 = Hk, *H1 = Hk + ns, *H2 = Hk + 2 * ns;
+            H0[0] += p0 * Hw[0][0] * p0 + p0 * Hw[0][1] * p1 + p1 * Hw[1][0] * p0 + p1 * Hw[1][1] * p1;
+            H0[1] += p0 * Hw[0][0] + p1 * Hw[1][0];
+            H0[2] += p0 * Hw[0][1] + p1 * Hw[1][1];
+            H1[0] += Hw[0][0] * p0 + Hw[0][1] * p1;
+            H1[1] += Hw[0][0];
+            H1[2] += Hw[0][1];
+            H2[0] += Hw[1][0] * p0 + Hw[1][1] * p1;
+            H2[1] += Hw[1][0];
+            H2[2] += Hw[1][1];
             Hk[0] += turn;
         }
     }
