@@ -399,8 +399,8 @@ class _Assembly:
         self._unit_weights: dict[int, np.ndarray] = {}
 
     def _at(self, x: np.ndarray) -> None:
-        if self._x is not None and np.array_equal(self._x, x):
-            return
+        if self._x is not None and (not self.blocks or np.array_equal(self._x, x)):
+            return  # without blocks (costs of the quadratic term only) nothing depends on x
         X, r, J = zip(*(b.evaluate(x) for b in self.blocks)) if self.blocks else ((), (), ())
         self._X, self._r, self._J = X, r, J
         self._values = np.concatenate([np.zeros(0)] + [v.ravel() for v in r])
