@@ -175,7 +175,7 @@ class Block:
         r, J = self.window_fn(X)
         return X, r, J
 
-    def jacobian_layout(self) -> np.ndarray:
+    def jacobian_pairs(self) -> np.ndarray:
         """The pairs (P, 2) of (row, used column: position in `used`) whose Jacobian entry can be nonzero: all of
         them, or those the window function's jacobian_pattern (rows, w) bool over the window marks."""
         pattern = getattr(self.window_fn, "jacobian_pattern", None)
@@ -304,7 +304,8 @@ class SparsityPattern:
 class QuadraticCosts:
     """The effort and smoothness costs of every channel as one term over x, h = x[h_index]:
 
-        f = h sum_i we_i e_i^2 + (1 / h) sum_j ws_j d_j^2,  e_i = (x[ce_i] - trim_i) / se_i,  d_j = (x[c1_j] - x[c0_j]) / ss_j
+        f = h sum_i we_i e_i^2 + (1 / h) sum_j ws_j d_j^2,
+        e_i = (x[ce_i] - trim_i) / se_i,  d_j = (x[c1_j] - x[c0_j]) / ss_j
 
     (effort: a control's squared distance from its trim over the step; smoothness: its squared change per step over
     the step). Quadratic in the controls (their Hessian is constant up to the factor h or 1 / h, its entries with h
@@ -328,7 +329,6 @@ class QuadraticCosts:
                                          self.c1, hs, [h_index]])
         self.hess_cols = np.concatenate([self.ce, he, self.ce, self.c0, self.c1, self.c1, self.c0, hs, self.c0,
                                          hs, self.c1, [h_index]])
-
         self.ke, self.ks = 2 * self.we / self.se, 2 * self.ws / self.ss  # d/de of we e^2, scaled by 1 / se
         self.kee, self.kss = self.ke / self.se, self.ks / self.ss
         self._last: tuple | None = None
@@ -379,7 +379,7 @@ class _Assembly:
         raw = 0  # window Jacobian entries of the blocks before
         for b, off in zip(blocks, self.offsets):
             K, w = b.index.shape
-            pairs = b.jacobian_layout()
+            pairs = b.jacobian_pairs()
             row = off + np.arange(K)[:, None] * b.rows + pairs[:, 0]
             rows.append(row.ravel())
             cols.append(b.index[:, pairs[:, 1]].ravel())
