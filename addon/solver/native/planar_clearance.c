@@ -11,7 +11,7 @@
 /* Hl (3x3) += (diag(active) - u u^T) / n scaled by scale_i scale_j: the Hessian of |max(o, 0)| (n its value, u its
  * gradient, active the components above zero) under o_i = scale_i |q_i| - const; nothing at n = 0. */
 static void add_norm_hessian(double *Hl, const double *u, const int *active, double n, const double *scale) {
-    if (!(n > 0))
+    if (!Hl || !(n > 0))
         return;
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j)
@@ -20,10 +20,20 @@ static void add_norm_hessian(double *Hl, const double *u, const int *active, dou
 
 static double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
 
-/* Distance of the local point q (3,) to the shape, its local gradient g and Hessian Hl (3x3, row-major); shape
- * parameters as in symplex_kernels.h. Formulas of obstacles.py (_sphere, _box, _cylinder, _hull). */
-static double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double Hl[9]) {
-    memset(Hl, 0, 9 * sizeof(double));
+/* Whether the local Hessian is zero (its terms in the stage Hessian then add only zeros, which change no sum). */
+static int flat(const double Hl[9]) {
+    for (int i = 0; i < 9; ++i)
+        if (Hl[i] != 0.0)
+            return 0;
+    return 1;
+}
+
+/* Distance of the local point q (3,) to the shape, its local gradient g and Hessian Hl (3x3, row-major; NULL: not
+ * wanted, for the rows alone); shape parameters as in symplex_kernels.h. Formulas of obstacles.py (_sphere, _box,
+ * _cylinder, _hull). */
+static double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double *Hl) {
+    if (Hl)
+        memset(Hl, 0, 9 * sizeof(double));
     if (kind == 0) { /* sphere */
         const double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]), one[3] = {1, 1, 1};
         const int all[3] = {1, 1, 1};
@@ -54,7 +64,7 @@ static double local_distance(int64_t kind, const double *par, const double q[3],
         }
         for (int i = 0; i < 3; ++i)
             g[i] /= total;
-        for (int i = 0; i < 3; ++i)
+        for (int i = 0; i < 3 && Hl; ++i)
             for (int j = 0; j < 3; ++j)
                 Hl[3 * i + j] = beta * (nn[3 * i + j] / total - g[i] * g[j]);
         return top + log(total) / beta - shift;
@@ -70,6 +80,11 @@ static double local_distance(int64_t kind, const double *par, const double q[3],
         if (inside > 0) {
             d_dq[0] = out[0] / n;
             d_dq[1] = out[1] / n;
+        } else {
+            d_dq[0] = a[0] >= a[1] ? 1.0 : 0.0;
+            d_dq[1] = 1.0 - d_dq[0];
+        }
+        if (inside > 0 && Hl) {
             /* Jq^T (norm Hessian of max(a, 0)) Jq, Jq rows (radial, 0) and (0, 0, sz) */
             const int active[2] = {a[0] > 0, a[1] > 0};
             double h2[2][2];
@@ -82,12 +97,9 @@ static double local_distance(int64_t kind, const double *par, const double q[3],
                     for (int p = 0; p < 2; ++p)
                         for (int r = 0; r < 2; ++r)
                             Hl[3 * i + j] += Jq[p][i] * h2[p][r] * Jq[r][j];
-        } else {
-            d_dq[0] = a[0] >= a[1] ? 1.0 : 0.0;
-            d_dq[1] = 1.0 - d_dq[0];
         }
         /* the radial distance's curvature: d_dq0 (I - r r^T) / rho in x, y */
-        if (rho > 0 && d_dq[0] != 0.0)
+        if (Hl && rho > 0 && d_dq[0] != 0.0)
             for (int i = 0; i < 2; ++i)
                 for (int j = 0; j < 2; ++j)
                     Hl[3 * i + j] += d_dq[0] * ((i == j) - radial[i] * radial[j]) / rho;
@@ -142,7 +154,7 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
             double q[3], gl[3], Hl[9], g[2];
             for (int i = 0; i < 3; ++i)
                 q[i] = R[i] * p[0] + R[3 + i] * p[1] + R[6 + i] * p[2];
-            d[m * k + j] = local_distance(kind, shape, q, gl, Hl);
+            d[m * k + j] = local_distance(kind, shape, q, gl, Hk ? Hl : NULL);
             for (int i = 0; i < 2; ++i) /* world gradient, its height component dropped */
                 g[i] = R[3 * i] * gl[0] + R[3 * i + 1] * gl[1] + R[3 * i + 2] * gl[2];
             const double pth[2] = {-s * ox - c * oy, c * ox - s * oy}; /* d centre / d theta */
@@ -156,6 +168,12 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
             if (!Hk)
                 continue;
             const double w = weights[m * k + j];
+            /* the centre's curvature in theta: d2 centre / d theta2 = -(c ox - s oy, s ox + c oy) */
+            const double turn = w * (g[0] * (-c * ox + s * oy) + g[1] * (-s * ox - c * oy));
+            if (flat(Hl)) { /* a face's distance (most spheres most of the time): no curvature in the plane */
+                Hk[0] += turn;
+                continue;
+            }
             double Hw[2][2]; /* R Hl R^T over the world's x, y */
             for (int a = 0; a < 2; ++a)
                 for (int b = 0; b < 2; ++b) {
@@ -165,18 +183,20 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
                             sum += R[3 * a + i] * Hl[3 * i + l] * R[3 * b + l];
                     Hw[a][b] = w * sum;
                 }
-            /* centre's Jacobian over (theta, x, y): rows world x, y */
-            const double Jp[2][3] = {{pth[0], 1.0, 0.0}, {pth[1], 0.0, 1.0}};
-            for (int a = 0; a < 3; ++a)
-                for (int b = 0; b < 3; ++b) {
-                    double sum = 0.0;
-                    for (int i = 0; i < 2; ++i)
-                        for (int l = 0; l < 2; ++l)
-                            sum += Jp[i][a] * Hw[i][l] * Jp[l][b];
-                    Hk[ns * a + b] += sum;
-                }
-            /* the centre's curvature in theta: d2 centre / d theta2 = -(c ox - s oy, s ox + c oy) */
-            Hk[0] += w * (g[0] * (-c * ox + s * oy) + g[1] * (-s * ox - c * oy));
+            /* Jp^T Hw Jp, Jp the centre's Jacobian over (theta, x, y) with rows world x, y: (pth, e_x) and (pth, e_y);
+             * its ones and zeros written out (the same products summed in the same order) */
+            const double p0 = pth[0], p1 = pth[1];
+            double *H0 = Hk, *H1 = Hk + ns, *H2 = Hk + 2 * ns;
+            H0[0] += p0 * Hw[0][0] * p0 + p0 * Hw[0][1] * p1 + p1 * Hw[1][0] * p0 + p1 * Hw[1][1] * p1;
+            H0[1] += p0 * Hw[0][0] + p1 * Hw[1][0];
+            H0[2] += p0 * Hw[0][1] + p1 * Hw[1][1];
+            H1[0] += Hw[0][0] * p0 + Hw[0][1] * p1;
+            H1[1] += Hw[0][0];
+            H1[2] += Hw[0][1];
+            H2[0] += Hw[1][0] * p0 + Hw[1][1] * p1;
+            H2[1] += Hw[1][0];
+            H2[2] += Hw[1][1];
+            Hk[0] += turn;
         }
     }
 }

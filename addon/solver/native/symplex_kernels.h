@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 24
+#define SYMPLEX_ABI_VERSION 25
 
 int64_t symplex_abi_version(void);
 
@@ -294,6 +294,10 @@ void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, 
 void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               int64_t kind, const double *centre, const double *R, const double *shape,
                               const double *weights, double *d, double *J, double *H);
+
+/* out[target[i]] += values[i] for i < n, in the order of i (sparse_sum.c; numpy twin np.bincount in
+ * addon/solver/shots/transcription.py SparsityPattern.values_numpy). */
+void symplex_scatter_add(int64_t n, const int64_t *target, const double *values, double *out);
 
 /* Contact rows of the maximal step at the knot (contact_rows.c; numpy twin: maximal/interior_point.py
  * _contacts, _patches and the contact part of `packed`).

@@ -120,6 +120,34 @@ def planar_point_hessian(S: np.ndarray, ox: float, oy: float) -> np.ndarray:
 _SLOTS = np.array([3, 4, 5, 6, 9, 10, 11, 15, 18])  # window slots entering nonlinearly (x, y, ... linearly)
 
 
+def _row_pattern() -> np.ndarray:
+    """The entries of the step rows' Jacobian over the window (stages k-1, k, k+1 of (theta, x, y, phi, d, u), then h)
+    that can be nonzero (28 of 76; residual_numpy term by term): the momentum row over phi, d, u of stages k-1 and k,
+    phi_k+1 and h; the heading row over theta_k, theta_k+1 and the turn's phi_k, u_k, phi_k+1, h; the arc rows over
+    theta_k, their own coordinate at k and k+1 and the turn's slots."""
+    pattern = np.zeros((4, 19), bool)
+    turn = [9, 11, 15, 18]
+    pattern[0, [3, 4, 5, 9, 10, 11, 15, 18]] = True
+    pattern[1, [6, 12] + turn] = True
+    pattern[2, [6, 7, 13] + turn] = True
+    pattern[3, [6, 8, 14] + turn] = True
+    return pattern
+
+
+def _slot_pattern() -> np.ndarray:
+    """The entries of the step Hessian over _SLOTS that can be nonzero (36 of 81; _hessian_numpy term by term): every
+    pair of the slots the turn, the arc length and the heading move (theta, phi, phi_next, u, h), the momentum row's
+    products (phi, phi_prev), (phi, u_prev), (phi_prev, u_prev), (d, h), (d_prev, h), and phi_prev's own tan
+    curvature."""
+    SP, DP, WP, TH, S, D, U, SN, HH = range(9)
+    pattern = np.zeros((9, 9), bool)
+    moved = [TH, S, SN, U, HH]
+    pattern[np.ix_(moved, moved)] = True
+    for i, j in ((S, SP), (S, WP), (SP, WP), (D, HH), (DP, HH), (SP, SP)):
+        pattern[i, j] = pattern[j, i] = True
+    return pattern
+
+
 class CarDynamics(StageDynamics):
     state_names = ("theta", "x", "y", "steer")
     segment_names = ("drive_torque", "wheel_rate")
@@ -199,7 +227,9 @@ class CarDynamics(StageDynamics):
         arc_rows(r, J, dh, (th, x, y, xn, yn), (om, dom, dom_dh), (h * rho * w, dv, rho * w))
         return r, J, dh
 
+    residual_pattern = _row_pattern()
     hessian_slots = _SLOTS
+    hessian_slot_pattern = _slot_pattern()
 
     def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
         """sum_i y[:, i] d2 r_i over the window then h (K, 19, 19)."""
@@ -314,8 +344,10 @@ class CarDynamics(StageDynamics):
         th = S[:, 0]
         ox, oy = self.b + offset[0], offset[1]
         c, s = np.cos(th), np.sin(th)
-        p = np.stack([S[:, 1] + c * ox - s * oy, S[:, 2] + s * ox + c * oy,
-                      np.full(len(S), self.spec.com_height + offset[2])], 1)
+        p = np.empty((len(S), 3))
+        p[:, 0] = S[:, 1] + c * ox - s * oy
+        p[:, 1] = S[:, 2] + s * ox + c * oy
+        p[:, 2] = self.spec.com_height + offset[2]
         J = np.zeros((len(S), 3, 4))
         J[:, 0, 1] = J[:, 1, 2] = 1.0
         J[:, 0, 0] = -s * ox - c * oy

@@ -121,6 +121,7 @@ class TrailerDynamics(CarDynamics):
         return r, J, dh
 
     hessian_slots = None  # its residual_hessian is over the trailer's wider window
+    residual_pattern = None  # its rows are over the wider window too
 
     def residual_hessian(self, W: np.ndarray, first: np.ndarray, h: np.ndarray, y: np.ndarray) -> np.ndarray:
         """sum_i y[:, i] d2 r_i over the window (3 x 7 flattened, then h): (K, 22, 22), exact: the car's rows

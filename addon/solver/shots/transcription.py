@@ -13,9 +13,12 @@ Jacobian is block banded, and the KKT matrix keeps that band under a fill-reduci
 Blocks: each is K instances of one vectorised function of a small local vector (K, w) -> values (K, r)
 and exact Jacobian (K, r, w). The Hessian of the Lagrangian is summed from each block's local second
 derivatives sum_i y_i d2 c_i: exact where the block's function carries a `hessian` (every vehicle's step
-equations; the effort and smoothness costs; keys, obstacle clearances, corridors and the reference cost when
-the dynamics gives body_point_hessian), else by forward differences of its exact local Jacobian (w batched
-evaluations per block, all instances at once: heading keys of rigid bodies).
+equations; keys, obstacle clearances, corridors and the reference cost when the dynamics gives
+body_point_hessian), else by forward differences of its exact local Jacobian (w batched evaluations per block,
+all instances at once: heading keys of rigid bodies). The effort and smoothness costs of all channels are one
+QuadraticCosts term with its exact derivatives. The blocks' window outputs reach the solver's fixed-pattern
+values through index maps composed once (_Assembly, SparsityPattern.gather; the Hessian's duplicates summed in
+C by SparsityPattern.values).
 """
 
 from __future__ import annotations
@@ -93,6 +96,14 @@ class StageDynamics(ABC):
     # Hessian takes them without the zeros around them).
     hessian_slots: np.ndarray | None = None
 
+    # Optional with them: hessian_slot_pattern (s, s) bool, the entries of residual_hessian_slots that can be
+    # nonzero (by the formula; the solver's Hessian leaves the others out). None: all of them.
+    hessian_slot_pattern: np.ndarray | None = None
+
+    # Optional: residual_pattern (nr, 3 (ns + nv) + 1) bool, the entries of dr/d(window, h) that can be nonzero (by
+    # the formula; the solver's Jacobian leaves the others out). None: all of them.
+    residual_pattern: np.ndarray | None = None
+
     # Optional: body_point_hessian(S (K, ns), offset (3,)) -> d2 position / dS2 (K, 3, ns, ns), the exact
     # curvature of body_point; keys, obstacles, corridors and reference costs then have exact Hessians.
     body_point_hessian: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
@@ -140,8 +151,9 @@ class Block:
 
     _prune narrows index and fn to the window columns the rows depend on (`used`, positions in the original
     window `window`, which `window_fn` takes) and marks the columns entering nonlinearly (`curved`, positions
-    in index). The solver's evaluations go through the original window and pick the used columns' entries out
-    of its Jacobian and Hessian by index maps fixed once (values_jacobian, hessian_values)."""
+    in index). The solver's evaluations go through the original window: its Jacobian reaches the solver's matrix
+    through an index map fixed once (_Assembly: no copy of the used columns' entries), its Hessian as the entries of
+    the curved columns' pairs that can be nonzero (hessian_pairs, hessian_values)."""
 
     index: np.ndarray
     fn: LocalFn
@@ -157,41 +169,62 @@ class Block:
         self.curved = self.used
         self._hessian_plan = None
 
-    def values_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(window values X (K, w), rows (K, rows), Jacobian over the used columns (K, rows, len(used)))."""
+    def evaluate(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(window values X (K, w), rows (K, rows), Jacobian over the whole window (K, rows, w))."""
         X = x[self.window]
         r, J = self.window_fn(X)
-        return X, r, (J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2))
+        return X, r, J
+
+    def jacobian_pairs(self) -> np.ndarray:
+        """The pairs (P, 2) of (row, used column: position in `used`) whose Jacobian entry can be nonzero: all of
+        them, or those the window function's jacobian_pattern (rows, w) bool over the window marks."""
+        pattern = getattr(self.window_fn, "jacobian_pattern", None)
+        used = np.ones((self.rows, len(self.used)), bool) if pattern is None else pattern[:, self.used]
+        return np.argwhere(used)
+
+    def hessian_pairs(self) -> np.ndarray:
+        """The pairs (P, 2) of curved columns (positions in `curved`) whose Hessian entry can be nonzero: an
+        instance's share of the Hessian's COO pattern, in the order of hessian_values."""
+        return self._plan()[3]
 
     def hessian_values(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """sum_i weights[:, i] d2 fn_i over the curved columns at window values X (K, c, c) flattened, J the
-        used columns' Jacobian at X (for a block differenced by _local_hessian)."""
-        if not len(self.curved):
+        """sum_i weights[:, i] d2 fn_i at window values X over hessian_pairs (K, P) flattened; J the window's
+        Jacobian at X (for a block differenced by _local_hessian)."""
+        exact, size, positions, pairs = self._plan()
+        if not len(pairs):
             return np.zeros(0)
-        if self._hessian_plan is None:
-            self._hessian_plan = self._plan_hessian()
-        exact, size, picked = self._hessian_plan
         if exact is None:
+            J = J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2)
             return _local_hessian(self.fn, X[:, self.used], weights, self.curved, J).ravel()
         H = exact(X, weights)
-        return H.ravel() if picked is None else np.take(H.reshape(len(X), size), picked, axis=1).ravel()
+        return H.ravel() if positions is None else np.take(H.reshape(len(X), size), positions, axis=1).ravel()
+
+    def _plan(self):
+        if self._hessian_plan is None:
+            self._hessian_plan = self._plan_hessian()
+        return self._hessian_plan
 
     def _plan_hessian(self):
-        """(the exact Hessian to call, or None: differenced; the size of its (w, w) block per instance; the
-        flat positions of the curved columns' entries in it, or None when it is exactly those). The window
-        function's slot_hessian (slots, fn: X, weights -> (K, s, s)) serves when the curved columns are among
-        its slots, else its hessian over the whole window."""
+        """(the exact Hessian to call, or None: differenced (over the curved columns, all pairs); the size of its
+        block per instance; the flat positions of the pairs' entries in it, or None when they are all of them; the
+        pairs). The window function's slot_hessian (slots, fn: X, weights -> (K, s, s), optionally the (s, s)
+        pattern of its entries that can be nonzero) serves when the curved columns are among its slots, else its
+        hessian over the whole window."""
+        c = len(self.curved)
         exact = getattr(self.window_fn, "hessian", None)
-        if exact is None:
-            return None, 0, None
+        if exact is None or not c:
+            return None, c * c, None, np.argwhere(np.ones((c, c), bool))
         curved = self.used[self.curved]
-        slots, on_slots = getattr(self.window_fn, "slot_hessian", (None, None))
+        slots, on_slots, *pattern = getattr(self.window_fn, "slot_hessian", (None, None))
         if slots is not None and np.all(np.isin(curved, slots)):
             exact, columns = on_slots, slots
         else:
-            columns = np.arange(self.window.shape[1])
-        at, c = np.searchsorted(columns, curved), len(columns)
-        return exact, c * c, (None if len(at) == c else (at[:, None] * c + at).ravel())
+            columns, pattern = np.arange(self.window.shape[1]), []
+        at, w = np.searchsorted(columns, curved), len(columns)
+        nonzero = pattern[0][at[:, None], at] if pattern and pattern[0] is not None else np.ones((c, c), bool)
+        pairs = np.argwhere(nonzero)
+        positions = at[pairs[:, 0]] * w + at[pairs[:, 1]]
+        return exact, w * w, (None if len(positions) == w * w else positions), pairs
 
 
 def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.ndarray, J0: np.ndarray) -> np.ndarray:
@@ -235,9 +268,19 @@ class SparsityPattern:
         self.size, self.shape = len(unique), shape
         # without duplicates the sum is a reordering: the entry of each CSR position
         self.order = np.argsort(self.inverse) if len(unique) == len(key) else None
+        self.inverse = np.ascontiguousarray(self.inverse, np.int64)
 
     def values(self, data: np.ndarray) -> np.ndarray:
-        """The COO data summed into the CSR entries (in CSR order)."""
+        """The COO data summed into the CSR entries (in CSR order, each entry's data in COO order): in C
+        (native/sparse_sum.c) when the kernels are built, else values_numpy, its twin."""
+        if self.order is not None:
+            return data[self.order]
+        if _rows.LIB is None:
+            return self.values_numpy(data)
+        return _rows.scatter_add(self.inverse, data, self.size)
+
+    def values_numpy(self, data: np.ndarray) -> np.ndarray:
+        """values by np.bincount."""
         if self.order is not None:
             return data[self.order]
         return np.bincount(self.inverse, weights=data, minlength=self.size)
@@ -245,32 +288,110 @@ class SparsityPattern:
     def matrix(self, data: np.ndarray) -> sp.csr_matrix:
         return sp.csr_matrix((self.values(data), self.indices, self.indptr), shape=self.shape)
 
+    def gather(self, source: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """raw -> values(raw[source]) with the two index maps made one: for COO data picked out of a larger raw
+        array (source: each COO entry's position in raw)."""
+        if self.order is not None:
+            picked = source[self.order]
+            return lambda raw: raw[picked]
+        return lambda raw: np.bincount(self.inverse, weights=raw[source], minlength=self.size)
+
     def fixed(self, values: Callable[..., np.ndarray]) -> nlpmod.FixedPattern:
         """This pattern for the solver, with values(*args) -> COO data."""
         return nlpmod.FixedPattern(self.indices, self.indptr, self.shape, lambda *args: self.values(values(*args)))
 
 
-class _Assembly:
-    """Blocks over n variables evaluated together: their rows, the Jacobian's COO data (pattern: `rows`,
-    `cols`) and the Hessian's (`hess_rows`, `hess_cols`: each block's curved columns). The rows and the
-    Jacobian are computed once per point x and kept for the last one: the solver asks for the rows, the
-    Jacobian and the Hessian at each iterate (the rows alone at trial points)."""
+class QuadraticCosts:
+    """The effort and smoothness costs of every channel as one term over x, h = x[h_index]:
 
-    def __init__(self, blocks: list[Block], n: int):
-        self.blocks, self.n = blocks, n
+        f = h sum_i we_i e_i^2 + (1 / h) sum_j ws_j d_j^2,
+        e_i = (x[ce_i] - trim_i) / se_i,  d_j = (x[c1_j] - x[c0_j]) / ss_j
+
+    (effort: a control's squared distance from its trim over the step; smoothness: its squared change per step over
+    the step). Quadratic in the controls (their Hessian is constant up to the factor h or 1 / h, its entries with h
+    linear in e and d): the value, gradient and Hessian of all channels are a few vector operations on index maps made
+    once. The Hessian's COO pattern (hess_rows, hess_cols) always holds (h, h) and the entries with h, also when
+    the step is fixed (the pattern does not depend on the bounds)."""
+
+    def __init__(self, effort: list, smooth: list, h_index: int, n: int):
+        """effort: [(columns (K,), trims (K,), scale, weight)] and smooth: [(columns of u_k (K,), of u_k+1 (K,), scale,
+        weight)], one entry a channel."""
+        def joined(parts: list, i: int) -> np.ndarray:
+            return np.concatenate([np.zeros(0)] + [np.broadcast_to(p[i], len(p[0])) for p in parts])
+
+        self.ce, self.trim, self.se, self.we = (joined(effort, i) for i in range(4))
+        self.c0, self.c1, self.ss, self.ws = (joined(smooth, i) for i in range(4))
+        self.ce, self.c0, self.c1 = (a.astype(np.int64) for a in (self.ce, self.c0, self.c1))
+        self.h_index, self.n = h_index, n
+        he, hs = np.full(len(self.ce), h_index), np.full(len(self.c0), h_index)
+        self.grad_cols = np.concatenate([self.ce, self.c1, self.c0, [h_index]])
+        self.hess_rows = np.concatenate([self.ce, self.ce, he, self.c0, self.c1, self.c0, self.c1, self.c0, hs,
+                                         self.c1, hs, [h_index]])
+        self.hess_cols = np.concatenate([self.ce, he, self.ce, self.c0, self.c1, self.c1, self.c0, hs, self.c0,
+                                         hs, self.c1, [h_index]])
+        self.ke, self.ks = 2 * self.we / self.se, 2 * self.ws / self.ss  # d/de of we e^2, scaled by 1 / se
+        self.kee, self.kss = self.ke / self.se, self.ks / self.ss
+        self._last: tuple | None = None
+
+    def _at(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, float, float]:
+        """(h, e, d, sum we e^2, sum ws d^2) at x, kept for the last x (the solver asks for the value at a trial point,
+        then for the gradient and Hessian there)."""
+        last = self._last
+        if last is None or not np.array_equal(last[0], x):
+            h, e, d = float(x[self.h_index]), (x[self.ce] - self.trim) / self.se, (x[self.c1] - x[self.c0]) / self.ss
+            last = self._last = (x.copy(), h, e, d, float(np.dot(self.we * e, e)), float(np.dot(self.ws * d, d)))
+        return last[1:]
+
+    def value(self, x: np.ndarray) -> float:
+        h, _, _, effort, smooth = self._at(x)
+        return h * effort + smooth / h
+
+    def gradient(self, x: np.ndarray) -> np.ndarray:
+        """df/dx (n,)."""
+        h, e, d, effort, smooth = self._at(x)
+        g_s = self.ks * d / h
+        weights = np.concatenate([h * self.ke * e, g_s, -g_s, [effort - smooth / (h * h)]])
+        return np.bincount(self.grad_cols, weights=weights, minlength=self.n)
+
+    def hessian_values(self, x: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols)."""
+        h, e, d, _, smooth = self._at(x)
+        uh, a, b = scale * self.ke * e, (scale / h) * self.kss, (scale / (h * h)) * self.ks * d
+        return np.concatenate([(scale * h) * self.kee, uh, uh, a, a, -a, -a, b, b, -b, -b, [2 * scale * smooth / h**3]])
+
+
+class _Assembly:
+    """Blocks over n variables evaluated together: their rows, the Jacobian's COO data (pattern: `rows`, `cols`: each
+    block's patterned entries) and the Hessian's (`hess_rows`, `hess_cols`: each block's hessian_pairs, then the
+    quadratic costs' pattern). A cost assembly may carry the QuadraticCosts: they add to total, column_sums and
+    hessian_parts (not to the rows).
+
+    The rows and the window Jacobians are computed once per point x and kept for the last one: the solver asks for
+    the rows at trial points and for the Jacobian and the Hessian at the iterate (an accepted trial). The
+    Jacobian's COO entries are the window Jacobians' (raw_jacobian) at `source`: the solver's CSR values are one
+    gather of them (_build_nlp, SparsityPattern.gather)."""
+
+    def __init__(self, blocks: list[Block], n: int, quadratic: QuadraticCosts | None = None):
+        self.blocks, self.n, self.quadratic = blocks, n, quadratic
         self.offsets = np.cumsum([0] + [b.index.shape[0] * b.rows for b in blocks])
         self.m = int(self.offsets[-1])
-        rows, cols, hr, hc = [np.zeros(0, int)], [np.zeros(0, int)], [np.zeros(0, int)], [np.zeros(0, int)]
+        rows, cols, source, hr, hc = ([np.zeros(0, int)] for _ in range(5))
+        raw = 0  # window Jacobian entries of the blocks before
         for b, off in zip(blocks, self.offsets):
             K, w = b.index.shape
-            r = off + np.arange(K * b.rows).reshape(K, b.rows)
-            rows.append(np.repeat(r[:, :, None], w, axis=2).ravel())
-            cols.append(np.repeat(b.index[:, None, :], b.rows, axis=1).ravel())
-            sub = b.index[:, b.curved]
-            c = sub.shape[1]
-            hr.append(np.repeat(sub[:, :, None], c, axis=2).ravel())
-            hc.append(np.repeat(sub[:, None, :], c, axis=1).ravel())
-        self.rows, self.cols = np.concatenate(rows), np.concatenate(cols)
+            pairs = b.jacobian_pairs()
+            row = off + np.arange(K)[:, None] * b.rows + pairs[:, 0]
+            rows.append(row.ravel())
+            cols.append(b.index[:, pairs[:, 1]].ravel())
+            source.append((raw + (row - off) * b.window.shape[1] + b.used[pairs[:, 1]]).ravel())
+            raw += K * b.rows * b.window.shape[1]
+            sub, pairs = b.index[:, b.curved], b.hessian_pairs()
+            hr.append(sub[:, pairs[:, 0]].ravel())
+            hc.append(sub[:, pairs[:, 1]].ravel())
+        if quadratic is not None:
+            hr.append(quadratic.hess_rows)
+            hc.append(quadratic.hess_cols)
+        self.rows, self.cols, self.source = np.concatenate(rows), np.concatenate(cols), np.concatenate(source)
         self.hess_rows, self.hess_cols = np.concatenate(hr), np.concatenate(hc)
         self.lower = np.concatenate([np.zeros(0)] + [b.lower.ravel() for b in blocks])
         self.upper = np.concatenate([np.zeros(0)] + [b.upper.ravel() for b in blocks])
@@ -278,12 +399,12 @@ class _Assembly:
         self._unit_weights: dict[int, np.ndarray] = {}
 
     def _at(self, x: np.ndarray) -> None:
-        if self._x is not None and np.array_equal(self._x, x):
-            return
-        X, r, J = zip(*(b.values_jacobian(x) for b in self.blocks)) if self.blocks else ((), (), ())
+        if self._x is not None and (not self.blocks or np.array_equal(self._x, x)):
+            return  # without blocks (costs of the quadratic term only) nothing depends on x
+        X, r, J = zip(*(b.evaluate(x) for b in self.blocks)) if self.blocks else ((), (), ())
         self._X, self._r, self._J = X, r, J
         self._values = np.concatenate([np.zeros(0)] + [v.ravel() for v in r])
-        self._jacobian = np.concatenate([np.zeros(0)] + [v.ravel() for v in J])
+        self._raw_jacobian = None
         self._x = x.copy()
 
     def values(self, x: np.ndarray) -> np.ndarray:
@@ -293,20 +414,28 @@ class _Assembly:
     def total(self, x: np.ndarray) -> float:
         """Sum of the rows (block by block: a cost)."""
         self._at(x)
-        return float(sum(np.sum(v) for v in self._r))
+        total = float(sum(np.sum(v) for v in self._r))
+        return total if self.quadratic is None else total + self.quadratic.value(x)
+
+    def raw_jacobian(self, x: np.ndarray) -> np.ndarray:
+        """The blocks' window Jacobians flattened one after the other (kept for the last x)."""
+        self._at(x)
+        if self._raw_jacobian is None:
+            self._raw_jacobian = np.concatenate([np.zeros(0)] + [J.ravel() for J in self._J])
+        return self._raw_jacobian
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
         """The Jacobian's COO data (pattern rows, cols)."""
-        self._at(x)
-        return self._jacobian
+        return self.raw_jacobian(x)[self.source]
 
     def column_sums(self, x: np.ndarray) -> np.ndarray:
         """The gradient of the sum of the rows."""
-        return np.bincount(self.cols, weights=self.jacobian(x), minlength=self.n)
+        sums = np.bincount(self.cols, weights=self.jacobian(x), minlength=self.n)
+        return sums if self.quadratic is None else sums + self.quadratic.gradient(x)
 
     def hessian_parts(self, x: np.ndarray, y: np.ndarray | None, scale: float | None = None) -> list[np.ndarray]:
-        """Each block's COO data (in the pattern hess_rows, hess_cols, block after block) of sum_i y_i d2 row_i (y
-        None: every weight 1), times scale when given."""
+        """Each block's COO data of sum_i y_i d2 row_i (y None: every weight 1), times scale when given, then the
+        quadratic costs': the pattern hess_rows, hess_cols."""
         self._at(x)
         parts = []
         for i, (b, off, X, J) in enumerate(zip(self.blocks, self.offsets, self._X, self._J)):
@@ -314,6 +443,8 @@ class _Assembly:
             weights = self._ones(i) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
             part = b.hessian_values(X, J, weights)
             parts.append(part if scale is None else scale * part)
+        if self.quadratic is not None:
+            parts.append(self.quadratic.hessian_values(x, 1.0 if scale is None else scale))
         return parts
 
     def _ones(self, i: int) -> np.ndarray:
@@ -467,7 +598,9 @@ class Transcription:
                 def on_slots(X, weights):
                     return dyn.residual_hessian_slots(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1],
                                                       weights)
-                fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots)
+                fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots, dyn.hessian_slot_pattern)
+        if dyn.residual_pattern is not None:
+            fn.jacobian_pattern = dyn.residual_pattern
 
         r0, _, _ = dyn.residual(np.zeros((1, 3, nw)) + 0.1, np.array([True]), np.array([0.1]))
         nr = r0.shape[1]
@@ -614,52 +747,17 @@ class Transcription:
 
     def _cost_blocks(self):
         costs, dyn, N = self.shot.costs, self.dyn, self.N
+        effort, smooth = [], []
         for ch in dyn.channels:
             j = ch.index + (dyn.ns if ch.where == "segment" else 0)
             ks = np.arange(N) if ch.where == "segment" else np.arange(N + 1)
             col = self.stage_index(ks)[:, j]
+            s = ch.scale / ch.unit
             if costs.effort > 0 and ch.effort:
-                wgt, trim, s = costs.effort, ch.trim, ch.scale / ch.unit
-
-                def fn(X, wgt=wgt, trim=trim / ch.unit, s=s):
-                    u, h = X[:, 0], X[:, 1]
-                    e = (u - trim) / s
-                    J = np.empty((len(X), 1, 2))
-                    J[:, 0, 0], J[:, 0, 1] = 2 * wgt * h * e / s, wgt * e * e
-                    return (wgt * h * e * e)[:, None], J
-
-                def hessian(X, weights, wgt=wgt, trim=trim / ch.unit, s=s):  # wgt h e^2 over (u, h)
-                    e = (X[:, 0] - trim) / s
-                    H = np.empty((len(X), 2, 2))
-                    H[:, 0, 0], H[:, 0, 1], H[:, 1, 1] = 2 * wgt * X[:, 1] / s**2, 2 * wgt * e / s, 0.0
-                    H[:, 1, 0] = H[:, 0, 1]
-                    return weights[:, :1, None] * H
-                _with_hessian(fn, hessian)
-                self.costs.append(Block(np.stack([col, np.full(len(col), self.h_index)], 1), fn,
-                                        np.zeros((len(col), 1)), np.zeros((len(col), 1)), [], "effort"))
+                effort.append((col, np.full(len(col), ch.trim / ch.unit), s, costs.effort))
             if costs.smoothness > 0:
-                wgt, s = costs.smoothness, ch.scale / ch.unit
-
-                def fn(X, wgt=wgt, s=s):
-                    d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
-                    J = np.empty((len(X), 1, 3))
-                    J[:, 0, 0], J[:, 0, 1] = -2 * wgt * d / (h * s), 2 * wgt * d / (h * s)
-                    J[:, 0, 2] = -wgt * d * d / h**2
-                    return (wgt * d * d / h)[:, None], J
-
-                def hessian(X, weights, wgt=wgt, s=s):  # wgt d^2 / h over (u_k, u_k+1, h), d = (u_k+1 - u_k) / s
-                    d, h = (X[:, 1] - X[:, 0]) / s, X[:, 2]
-                    a, b, c = 2 * wgt / (h * s * s), 2 * wgt * d / (h * h * s), 2 * wgt * d * d / h**3
-                    H = np.empty((len(X), 3, 3))
-                    H[:, 0, 0] = H[:, 1, 1] = a
-                    H[:, 0, 1] = H[:, 1, 0] = -a
-                    H[:, 0, 2] = H[:, 2, 0] = b
-                    H[:, 1, 2] = H[:, 2, 1] = -b
-                    H[:, 2, 2] = c
-                    return weights[:, :1, None] * H
-                _with_hessian(fn, hessian)
-                idx = np.stack([col[:-1], col[1:], np.full(len(col) - 1, self.h_index)], 1)
-                self.costs.append(Block(idx, fn, np.zeros((len(idx), 1)), np.zeros((len(idx), 1)), [], "smooth"))
+                smooth.append((col[:-1], col[1:], s, costs.smoothness))
+        self.quadratic = QuadraticCosts(effort, smooth, self.h_index, self.n) if effort or smooth else None
         if costs.time > 0:
             wgt = costs.time
 
@@ -741,19 +839,28 @@ class Transcription:
     def _build_nlp(self):
         self._prune()
         n = self.n
-        rows, costs = _Assembly(self.blocks, n), _Assembly(self.costs, n)
+        rows, costs = _Assembly(self.blocks, n), _Assembly(self.costs, n, self.quadratic)
         jacobian = SparsityPattern(rows.rows, rows.cols, (rows.m, n))
         hessian = SparsityPattern(np.concatenate([rows.hess_rows, costs.hess_rows]),
-                           np.concatenate([rows.hess_cols, costs.hess_cols]), (n, n))
+                                  np.concatenate([rows.hess_cols, costs.hess_cols]), (n, n))
+        jacobian_values = jacobian.gather(rows.source)
+
+        def jacobian_data(x):
+            return jacobian_values(rows.raw_jacobian(x))
 
         def hessian_data(x, y, obj_factor):
-            return np.concatenate([np.zeros(0)] + rows.hessian_parts(x, y) + costs.hessian_parts(x, None, obj_factor))
+            return hessian.values(np.concatenate([np.zeros(0)] + rows.hessian_parts(x, y)
+                                                 + costs.hessian_parts(x, None, obj_factor)))
+
+        def csr(pattern: SparsityPattern, data: np.ndarray) -> sp.csr_matrix:
+            return sp.csr_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
 
         stages = np.concatenate([np.repeat(np.arange(self.N + 2), self.nw), [-1]])  # h: of no stage
         self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, costs.total, costs.column_sums, rows.values,
-                              lambda x: jacobian.matrix(rows.jacobian(x)), rows.lower, rows.upper,
-                              lambda x, y, obj_factor: hessian.matrix(hessian_data(x, y, obj_factor)), stages,
-                              jacobian.fixed(rows.jacobian), hessian.fixed(hessian_data))
+                              lambda x: csr(jacobian, jacobian_data(x)), rows.lower, rows.upper,
+                              lambda x, y, obj_factor: csr(hessian, hessian_data(x, y, obj_factor)), stages,
+                              nlpmod.FixedPattern(jacobian.indices, jacobian.indptr, jacobian.shape, jacobian_data),
+                              nlpmod.FixedPattern(hessian.indices, hessian.indptr, hessian.shape, hessian_data))
 
     # -- warm start -----------------------------------------------------------------------------
     def x0(self, warm_start=None, rest: bool = False) -> np.ndarray:

@@ -8,6 +8,7 @@ the whole Lagrangian Hessian of small shots of every vehicle.
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
 from addon.solver.native import shot_rows_binding
@@ -177,3 +178,78 @@ def test_car_step_in_c_equals_numpy():
     X = np.concatenate([W.reshape(K, 18), h[:, None]], axis=1)
     for got, want in zip(dyn.window_residual(X, first), transcription.StageDynamics.window_residual(dyn, X, first)):
         assert got.shape == want.shape and np.array_equal(got, want)
+
+
+def test_car_step_patterns_hold_their_nonzeros():
+    """CarDynamics.residual_pattern and hessian_slot_pattern (the entries the solver's Jacobian and Hessian keep)
+    hold every nonzero of the step rows' Jacobian over the window and of the step Hessian over its slots, in C and in
+    numpy, at random windows (first steps and nearly straight turns included), and every entry they hold is nonzero
+    somewhere: neither a dropped derivative nor a needless entry."""
+    dyn = transcribe(_small_shot("sedan", 3.0)).dyn
+    rng = np.random.default_rng(12)
+    K = 60
+    W = rng.uniform(-0.5, 0.5, (K, 3, 6))
+    W[:, :, 5] *= 20.0
+    W[: K // 3, :, 3] *= 1e-4
+    h = rng.uniform(0.05, 0.2, K)
+    first = np.arange(K) % 5 == 0
+    y = rng.standard_normal((K, 4))
+    X = np.concatenate([W.reshape(K, 18), h[:, None]], axis=1)
+    jacobians = [dyn.window_residual(X, first)[1],
+                 transcription.StageDynamics.window_residual(dyn, X, first)[1]]  # C (when built), numpy below
+    _, dW, dh = dyn.residual_numpy(W, first, h)
+    jacobians.append(np.concatenate([dW.reshape(K, 4, 18), dh[:, :, None]], axis=2))
+    hessians = (dyn.residual_hessian_slots(W, first, h, y), dyn._hessian_numpy(W, first, h, y))
+    for pattern, matrices in ((dyn.residual_pattern, jacobians), (dyn.hessian_slot_pattern, hessians)):
+        for M in matrices:
+            assert not np.any(M[:, ~pattern])
+            assert np.all(np.any(M != 0, axis=0) == pattern)
+
+
+def test_quadratic_costs_equal_the_channel_formulas():
+    """The effort and smoothness of every channel as one QuadraticCosts term: its value equals the per-channel
+    formulas (effort weight h ((u - trim) / s)^2, smoothness weight ((u_k+1 - u_k) / s)^2 / h summed), its gradient
+    central differences of the value and its Hessian (COO data summed) central differences of the gradient, with a
+    free step h at a random point."""
+    tr = transcribe(_small_shot("helicopter", 2.0))
+    q, dyn, costs = tr.quadratic, tr.dyn, tr.shot.costs
+    rng = np.random.default_rng(13)
+    x = tr.x0() + 0.1 * rng.standard_normal(tr.n)
+    x[tr.h_index] = 0.13
+    h, st = x[tr.h_index], tr.stages(x)
+    want = 0.0
+    for ch in dyn.channels:
+        u = st[1:tr.N + 1, dyn.ns + ch.index] if ch.where == "segment" else st[1:, ch.index]
+        s = ch.scale / ch.unit
+        if ch.effort:
+            want += costs.effort * h * np.sum(((u - ch.trim / ch.unit) / s) ** 2)
+        want += costs.smoothness * np.sum((np.diff(u) / s) ** 2) / h
+    assert abs(q.value(x) - want) <= 1e-12 * abs(want)
+    eps = 1e-6
+    E = np.eye(tr.n)
+    fd = np.array([(q.value(x + eps * e) - q.value(x - eps * e)) / (2 * eps) for e in E])
+    g = q.gradient(x)
+    assert np.max(np.abs(g - fd)) < 1e-6 * np.abs(fd).max()
+    H = np.zeros((tr.n, tr.n))
+    np.add.at(H, (q.hess_rows, q.hess_cols), q.hessian_values(x, 0.7))
+    fd2 = np.stack([(q.gradient(x + eps * e) - q.gradient(x - eps * e)) / (2 * eps) for e in E], 1)
+    assert np.max(np.abs(H - 0.7 * fd2)) < 1e-6 * np.abs(fd2).max()
+    assert np.abs(H[tr.h_index]).max() > 0  # the entries with the free step are checked too
+
+
+@pytest.mark.skipif(shot_rows_binding.LIB is None, reason="C kernels not built (make kernels)")
+def test_pattern_sum_in_c_equals_bincount():
+    """SparsityPattern.values (native/sparse_sum.c) sums COO data with many duplicates into the CSR values bit for bit
+    as its numpy twin (np.bincount, the same order), and both equal the dense sum of the data at their (row,
+    column)."""
+    rng = np.random.default_rng(14)
+    n = 30
+    rows, cols = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    pattern = transcription.SparsityPattern(rows, cols, (n, n))
+    data = rng.standard_normal(3000)
+    got = pattern.values(data)
+    assert np.array_equal(got, pattern.values_numpy(data))
+    dense = np.zeros((n, n))
+    np.add.at(dense, (rows, cols), data)
+    csr = sp.csr_matrix((got, pattern.indices, pattern.indptr), shape=(n, n))
+    assert np.allclose(csr.toarray(), dense, rtol=0, atol=1e-12)
