@@ -36,7 +36,6 @@ the line search stalls while the constraints are still violated (a local minimum
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -125,14 +124,19 @@ class _Clock:
 
     def __init__(self):
         self.total: dict[str, float] = {"evaluation": 0.0, "factorisation": 0.0, "line search": 0.0}
+        self._parts: list[tuple[str, float]] = []
 
-    @contextmanager
-    def __call__(self, part: str):
-        t0 = time.process_time()
-        try:
-            yield
-        finally:
-            self.total[part] += time.process_time() - t0
+    def __call__(self, part: str) -> "_Clock":
+        """with clock(part): adds the block's CPU time to part (a plain context manager: no generator per use)."""
+        self._parts.append((part, 0.0))
+        return self
+
+    def __enter__(self) -> None:
+        self._parts[-1] = (self._parts[-1][0], time.process_time())
+
+    def __exit__(self, *exc) -> None:
+        part, t0 = self._parts.pop()
+        self.total[part] += time.process_time() - t0
 
 
 def violation(c: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -178,18 +182,22 @@ class _Reduced:
         self.s0 = np.clip(c0[self.ineq], cl[self.ineq], cu[self.ineq])
         self._jac_plan = self._hess_plan = None
 
-    def full(self, z: np.ndarray) -> np.ndarray:
+    def full(self, z: np.ndarray, x: np.ndarray | None = None) -> np.ndarray:
+        """The NLP's variables at z (fixed ones at their value); x: full(z) when the caller has it (returned)."""
+        if x is not None:
+            return x
         x = self.x_full.copy()
         x[self.free] = z[:self.nx]
         return x
 
-    def grad(self, z):
+    def grad(self, z, x=None):
+        """The scaled objective's gradient over z (x: full(z), when the caller has it: likewise below)."""
         g = np.zeros(self.nx + self.ns)
-        g[:self.nx] = self.f_scale * np.asarray(self.nlp.gradient(self.full(z)), float)[self.free]
+        g[:self.nx] = self.f_scale * np.asarray(self.nlp.gradient(self.full(z, x)), float)[self.free]
         return g
 
-    def raw_c(self, z):
-        return np.asarray(self.nlp.constraints(self.full(z)), float)
+    def raw_c(self, z, x=None):
+        return np.asarray(self.nlp.constraints(self.full(z, x)), float)
 
     def c(self, z, raw=None):
         raw = self.raw_c(z) if raw is None else raw
@@ -197,18 +205,18 @@ class _Reduced:
         out[self.ineq] -= z[self.nx:]
         return self.c_scale * out
 
-    def jac(self, z):
+    def jac(self, z, x=None):
         """Jacobian of the scaled rows over z (CSR, m x (nx+ns)). The NLP's Jacobian keeps its sparsity pattern
         from one call to the next (a transcription's does): the reduced matrix's pattern and where each entry
         comes from are worked out once per pattern, and each call only gathers and scales the values: into the
         same matrix object each time (valid until the next call; the interior point keeps only the latest)."""
         fixed = self.nlp.jacobian_data
         if fixed is not None:
-            values = fixed.values(self.full(z))
+            values = fixed.values(self.full(z, x))
             if self._jac_plan is None:
                 self._jac_plan = (None, *self._reduce_jacobian(fixed.csr(values)))
         else:
-            raw = sp.csr_matrix(self.nlp.jacobian(self.full(z)))
+            raw = sp.csr_matrix(self.nlp.jacobian(self.full(z, x)))
             values = raw.data
             if self._jac_plan is None or not _same_pattern(self._jac_plan[0], raw):
                 self._jac_plan = (raw, *self._reduce_jacobian(raw))
@@ -238,14 +246,14 @@ class _Reduced:
         transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=J.shape[::-1])
         return J.data.astype(np.int64) - 1, self.c_scale[rows], reduced, transposed
 
-    def hess_data(self, z, y) -> np.ndarray | None:
+    def hess_data(self, z, y, x=None) -> np.ndarray | None:
         """The data of the Hessian of the scaled Lagrangian f_scale f + (c_scale y)^T c over z ((nx+ns)^2, symmetrised;
         slack rows empty) in the pattern of the CSC matrix plus_diagonal fills (with every diagonal entry in it: W
         = H + Sigma adds to them), or None. Like jac, the pattern and the scatter of the NLP's entries into it are
         worked out once per pattern."""
         if self.nlp.hessian is None:
             return None
-        args = (self.full(z), self.c_scale * y, self.f_scale)
+        args = (self.full(z, x), self.c_scale * y, self.f_scale)
         fixed = self.nlp.hessian_data
         if fixed is not None:
             values = fixed.values(*args)
@@ -380,16 +388,10 @@ class _Bounds:
 
     def step(self, x: np.ndarray, dx: np.ndarray, tau: float) -> float:
         """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each finite bound."""
-        alpha = 1.0
-        d = dx[self.lo]
-        m = d < 0
-        if m.any():
-            alpha = min(alpha, float((-tau * (x[self.lo][m] - self.lo_value[m]) / d[m]).min()))
-        d = dx[self.up]
-        m = d > 0
-        if m.any():
-            alpha = min(alpha, float((tau * (self.up_value[m] - x[self.up][m]) / d[m]).min()))
-        return alpha
+        d_lo, d_up = dx[self.lo], dx[self.up]
+        to_lo = _where_divide(-tau * (x[self.lo] - self.lo_value), d_lo, d_lo < 0, np.inf)
+        to_up = _where_divide(tau * (self.up_value - x[self.up]), d_up, d_up > 0, np.inf)
+        return min(1.0, float(to_lo.min(initial=np.inf)), float(to_up.min(initial=np.inf)))
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -535,12 +537,13 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
 
 @dataclass(frozen=True)
 class _Point:
-    """A point the interior point evaluated: z, its rows (raw and scaled), theta = sum |c| (the filter's violation),
+    """A point the interior point evaluated: z, the NLP's variables x there (full(z)), its rows (raw and scaled), theta = sum |c| (the filter's violation),
     the objective (unscaled; nan where not evaluated: outside the bounds) and the sum of the log barrier terms (-inf
     outside). The line search's accepted trial is the next iterate: its objective, violation and barrier objective
     are not evaluated again."""
 
     z: np.ndarray
+    x: np.ndarray
     raw: np.ndarray
     c: np.ndarray
     theta: float
@@ -554,18 +557,27 @@ class _Point:
 
 def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
     """The rows, their violation sum, the log barrier and (inside the bounds) the objective at z."""
-    raw = P.raw_c(z)
+    x = P.full(z)
+    raw = P.raw_c(z, x)
     c = P.c(z, raw)
     logs = bounds.log_barrier(z)
-    f = np.nan if logs == -np.inf else float(P.nlp.objective(P.full(z)))
-    return _Point(z, raw, c, float(np.abs(c).sum()), f, logs)
+    f = np.nan if logs == -np.inf else float(P.nlp.objective(x))
+    return _Point(z, x, raw, c, float(np.abs(c).sum()), f, logs)
 
 
-def _barrier_gradient(g: np.ndarray, mu: float, dl: np.ndarray, du: np.ndarray, lo_f: np.ndarray,
-                      up_f: np.ndarray) -> np.ndarray:
-    """The gradient of the barrier objective f - mu sum log(distance to each bound), from g = grad f and the
-    distances dl, du (lo_f, up_f: the entries with a lower and an upper bound)."""
-    return g - np.where(lo_f, mu / dl, 0.0) + np.where(up_f, mu / du, 0.0)
+def _where_divide(numerator, denominator: np.ndarray, mask: np.ndarray, otherwise: float = 0.0) -> np.ndarray:
+    """numerator / denominator where mask, else `otherwise` (np.where(mask, numerator / denominator, otherwise) in
+    one call, dividing only where mask)."""
+    out = np.zeros(len(denominator)) if otherwise == 0.0 else np.full(len(denominator), otherwise)
+    return np.divide(numerator, denominator, out=out, where=mask)
+
+
+def _barrier_pull(mu: float, dl: np.ndarray, du: np.ndarray, lo_f: np.ndarray,
+                  up_f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mu / dl, mu / du), each 0 where there is no such bound: the barrier terms' gradient is -first + second
+    (the barrier objective's gradient g - first + second), from the distances dl, du to the bounds (lo_f, up_f:
+    the entries with a lower and an upper bound)."""
+    return _where_divide(mu, dl, lo_f), _where_divide(mu, du, up_f)
 
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
@@ -693,8 +705,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     with clock("evaluation"):
         point = _evaluate(P, bounds, z)
         raw, c = point.raw, point.c
-        g = P.grad(z)
-        J = P.jac(z)
+        g = P.grad(z, point.x)
+        J = P.jac(z, point.x)
     with clock("factorisation"):
         factoriser = (_KKT(P.kkt_layout(z, slacks=False, J=J), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
                       else _KKT(why_lu))
@@ -711,7 +723,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
         compl = max(float(dzl.max(initial=0.0)), float(dzu.max(initial=0.0)))
         raw_viol = float(violation(raw, P.cl, P.cu).max(initial=0.0))
-        f_val = point.f if point.logs != -np.inf else float(nlp.objective(P.full(z)))
+        f_val = point.f if point.logs != -np.inf else float(nlp.objective(point.x))
         if progress is not None:
             info = {"objective": f_val, "constraint_violation": raw_viol, "dual_infeasibility": dual_inf,
                     "mu": mu, "regularization": dw_last, "step": last_alpha, **last_step}
@@ -730,12 +742,13 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         if barrier_update.update(dual_inf, float(np.abs(c).max(initial=0.0)), products):
             mu, filt = barrier_update.mu, []
         zl_dl, zu_du = zL / dl, zU / du
-        sigma = np.where(lo_f, zl_dl, 0.0) + np.where(up_f, zu_du, 0.0)
+        sigma = zl_dl + zu_du  # zL, zU are 0 (and dl, du 1) where there is no bound
         with clock("evaluation"):
-            H = P.hess_data(z, y)
+            H = P.hess_data(z, y, point.x)
         with clock("factorisation"):
             W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
-            grad_phi = _barrier_gradient(g, mu, dl, du, lo_f, up_f)
+            pull = _barrier_pull(mu, dl, du, lo_f, up_f)
+            grad_phi = g - pull[0] + pull[1]
             sol, lu, dw = _regularised_step(W, J, -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)
             if lu is not None and barrier_update.probing:
                 # the affine-scaling step (mu = 0), unrefined: relative residuals up to 2e-9 measured on the shots,
@@ -744,20 +757,20 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, zL, zU, zl_dl, zu_du, bounds,
                                                                          (zL_bounds, zU_bounds)))
                 if mu_new != mu:  # the right-hand side is affine in mu: a smaller mu's step is a combination
+                    pull = _barrier_pull(mu_new, dl, du, lo_f, up_f)
+                    grad_phi = g - pull[0] + pull[1]
                     sol = (sol_aff + (mu_new / mu) * (sol - sol_aff) if mu_new < mu else
-                           _refined(lu, -np.concatenate([_barrier_gradient(g, mu_new, dl, du, lo_f, up_f), c]))[0])
+                           _refined(lu, -np.concatenate([grad_phi, c]))[0])
                     mu, filt = mu_new, []
-                    grad_phi = _barrier_gradient(g, mu, dl, du, lo_f, up_f)
         if lu is None:
             status, message = "failed", f"KKT system could not be regularised at iteration {it}"
             break
         dw_last = dw
         tau = max(0.99, 1.0 - mu)
-        mu_dl, mu_du = mu / dl, mu / du
         dz, y_new = sol[:nz], sol[nz:]
         dy = y_new - y
-        dzL = np.where(lo_f, mu_dl - zL - zl_dl * dz, 0.0)
-        dzU = np.where(up_f, mu_du - zU + zu_du * dz, 0.0)
+        dzL = pull[0] - zL - zl_dl * dz  # 0 where there is no bound (each term is)
+        dzU = pull[1] - zU + zu_du * dz
         alpha_max = bounds.step(z, dz, tau)
         alpha_z = min(zL_bounds.step(zL, dzL, tau), zU_bounds.step(zU, dzU, tau))
 
@@ -820,18 +833,17 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         point = accepted[0]
         s_step = point.z - z
         z, raw, c = point.z, point.raw, point.c
-        zL = np.where(lo_f, zL + alpha_z * dzL, 0.0)
-        zU = np.where(up_f, zU + alpha_z * dzU, 0.0)
-        # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma)
+        # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
+        # is no bound, zL, zU, dzL, dzU and both limits are 0
         dl = np.where(lo_f, z - zl, 1.0)
         du = np.where(up_f, zu - z, 1.0)
-        zL = np.where(lo_f, np.clip(zL, mu / (1e10 * dl), 1e10 * mu / dl), 0.0)
-        zU = np.where(up_f, np.clip(zU, mu / (1e10 * du), 1e10 * mu / du), 0.0)
+        zL = np.clip(zL + alpha_z * dzL, _where_divide(mu, 1e10 * dl, lo_f), _where_divide(1e10 * mu, dl, lo_f))
+        zU = np.clip(zU + alpha_z * dzU, _where_divide(mu, 1e10 * du, up_f), _where_divide(1e10 * mu, du, up_f))
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):
-            g = P.grad(z)
-            J = P.jac(z)
+            g = P.grad(z, point.x)
+            J = P.jac(z, point.x)
         if bfgs is not None:
             yk = (g + J.T @ y) - lag_old
             Bs = bfgs @ s_step
@@ -841,8 +853,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 theta = 1.0 if sy >= 0.2 * sBs else 0.8 * sBs / (sBs - sy)
                 r = theta * yk + (1 - theta) * Bs
                 bfgs = bfgs - np.outer(Bs, Bs) / sBs + np.outer(r, r) / float(s_step @ r)
-    x = P.full(z)
-    raw = P.raw_c(z)
-    return NLPResult(x, status, it, float(nlp.objective(x)), float(violation(raw, P.cl, P.cu).max(initial=0.0)),
+    x, raw = point.x, point.raw  # the last iterate's, evaluated there
+    f_val = point.f if point.logs != -np.inf else float(nlp.objective(x))
+    return NLPResult(x, status, it, f_val, float(violation(raw, P.cl, P.cu).max(initial=0.0)),
                      P.c_scale * y / P.f_scale, message, time.perf_counter() - start_time, clock.total,
                      factoriser.describe())
