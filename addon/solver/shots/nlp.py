@@ -172,11 +172,13 @@ class _Reduced:
         self.target = np.where(self.eq, cl, 0.0)
         x = self.x_full.copy()
         g = np.asarray(nlp.gradient(x), float)[self.free]
-        J = sp.csr_matrix(nlp.jacobian(x))[:, self.free]
+        J = sp.csr_matrix(nlp.jacobian(x))
         self.f_scale = min(1.0, 100.0 / max(np.max(np.abs(g), initial=0.0), 1e-300))
-        row_max = np.zeros(self.m)
-        if J.nnz:
-            row_max = np.maximum.reduceat(np.abs(J.data), J.indptr[:-1]) * (np.diff(J.indptr) > 0)
+        row_max = np.zeros(self.m)  # over the free variables' columns
+        filled = np.diff(J.indptr) > 0
+        if filled.any():
+            size = np.where(self.z_index[J.indices] >= 0, np.abs(J.data), 0.0)
+            row_max[filled] = np.maximum.reduceat(size, J.indptr[:-1][filled])
         self.c_scale = np.minimum(1.0, 100.0 / np.maximum(row_max, 1e-300))
         c0 = np.asarray(nlp.constraints(x), float)
         self.s0 = np.clip(c0[self.ineq], cl[self.ineq], cu[self.ineq])
@@ -235,16 +237,23 @@ class _Reduced:
         """(source of each reduced entry in [raw.data, slack -1s], its row scale, the reduced matrix, its transpose
         on the same index arrays (CSC)): the free columns of raw, then the slacks' -1 at (inequality row, slack),
         every entry scaled by its row's c_scale."""
-        nnz = len(raw.data)
-        marked = sp.csr_matrix((np.arange(1.0, nnz + 1), raw.indices, raw.indptr), shape=raw.shape)[:, self.free]
-        slack = sp.csr_matrix((nnz + 1.0 + np.arange(self.ns), (self.ineq, self.nx + np.arange(self.ns))),
-                              shape=(self.m, self.nx + self.ns))
-        J = (sp.hstack([marked, sp.csr_matrix((self.m, self.ns))], format="csr") + slack).tocsr()
-        J.sort_indices()
-        rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
-        reduced = sp.csr_matrix((np.zeros(J.nnz), _frozen(J.indices), _frozen(J.indptr)), shape=J.shape)
-        transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=J.shape[::-1])
-        return J.data.astype(np.int64) - 1, self.c_scale[rows], reduced, transposed
+        nnz, nz = len(raw.data), self.nx + self.ns
+        rows, cols = self._entries(raw)
+        kept = np.flatnonzero(cols >= 0)
+        rows = np.concatenate([rows[kept], self.ineq])
+        cols = np.concatenate([cols[kept], self.nx + np.arange(self.ns)])
+        order = np.lexsort((cols, rows))  # row by row, each row's columns in order
+        rows, cols, src = rows[order], cols[order], np.concatenate([kept, nnz + np.arange(self.ns)])[order]
+        indptr = np.searchsorted(rows, np.arange(self.m + 1)).astype(np.int32)
+        reduced = sp.csr_matrix((np.zeros(len(src)), _frozen(cols.astype(np.int32)), _frozen(indptr)),
+                                shape=(self.m, nz))
+        transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=(nz, self.m))
+        return src, self.c_scale[rows], reduced, transposed
+
+    def _entries(self, raw: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """(row, position in z of the column) of each entry of a CSR matrix over the NLP's variables (-1 at a fixed
+        variable's column)."""
+        return np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr)), self.z_index[raw.indices]
 
     def hess_data(self, z, y, x=None) -> np.ndarray | None:
         """The data of the Hessian of the scaled Lagrangian f_scale f + (c_scale y)^T c over z ((nx+ns)^2, symmetrised;
@@ -277,8 +286,8 @@ class _Reduced:
         len(raw.data), a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
         each diagonal entry): the entry is half the sum of the two."""
         nz = self.nx + self.ns
-        r = np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr))
-        i, j = self.z_index[r], self.z_index[raw.indices]
+        r, j = self._entries(raw)
+        i = self.z_index[r]
         kept = np.flatnonzero((i >= 0) & (j >= 0))
         i, j = i[kept], j[kept]
         d = np.arange(nz)
@@ -301,7 +310,7 @@ class _Reduced:
         W.data = data
         return W
 
-    def _layout_hessian(self, z: np.ndarray) -> sp.csr_matrix:
+    def _layout_hessian(self, z: np.ndarray) -> sp.coo_matrix:
         """The Hessian over the free variables whose nonzeros the stage layout takes: the NLP's fixed pattern
         itself when its entries couple stages at most one apart (a layout's band is at least one stage: which of
         them are zero cannot change it), else its value at z with every multiplier 1 (a window's pattern is
@@ -313,8 +322,15 @@ class _Reduced:
             row = np.repeat(stage, np.diff(fixed.indptr))
             col = stage[fixed.indices]
             if np.max(np.abs(row - col)[(row >= 0) & (col >= 0)], initial=0) <= 1:
-                return fixed.csr(np.ones(len(fixed.indices)))[self.free][:, self.free]
-        return sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))[self.free][:, self.free]
+                return self._free_block(fixed.csr(np.ones(len(fixed.indices))))
+        return self._free_block(sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0)))
+
+    def _free_block(self, H: sp.csr_matrix) -> sp.coo_matrix:
+        """H's block over the free variables (n x n to nx x nx), by their positions in z."""
+        r, j = self._entries(H)
+        i = self.z_index[r]
+        kept = (i >= 0) & (j >= 0)
+        return sp.coo_matrix((H.data[kept], (i[kept], j[kept])), shape=(self.nx, self.nx))
 
     def kkt_layout(self, z: np.ndarray, slacks: bool = True, J: sp.csr_matrix | None = None) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
@@ -328,10 +344,13 @@ class _Reduced:
             return "quasi-Newton Hessian (dense)"
         var_stage = np.asarray(self.nlp.stages, int)[self.free]
         H = self._layout_hessian(z)
-        J = (self.jac(z) if J is None else J).copy()  # its index arrays are shared with the next calls': not in place
-        J.eliminate_zeros()  # the pattern's entries that are zero here (a window's) couple nothing
+        J = self.jac(z) if J is None else J
+        width = self.nx + self.ns if slacks else self.nx
+        rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
+        kept = (J.data != 0) & (J.indices < width)  # the pattern's entries that are zero here (a window's) couple nothing
+        J = sp.coo_matrix((J.data[kept], (rows[kept], J.indices[kept])), shape=(self.m, width))
         if not slacks:
-            return stage_layout(var_stage, J[:, :self.nx], H, np.full(self.nx, -1), soft_rows=~self.eq)
+            return stage_layout(var_stage, J, H, np.full(self.nx, -1), soft_rows=~self.eq)
         var_stage = np.concatenate([var_stage, np.full(self.ns, -1)])
         slack_rows = np.concatenate([np.full(self.nx, -1), self.ineq])
         return stage_layout(var_stage, J, H, slack_rows)
