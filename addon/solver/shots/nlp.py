@@ -387,7 +387,7 @@ class _Bounds:
     """The finite lower and upper bounds of a vector (fixed for a solve), the interior point's one record of which
     bounds exist: has_lo, has_up, masks of the entries that have one (for selections over the whole vector,
     np.where), and lo, up, their indices (for gathers: four times faster than by mask at a shot's sizes);
-    distances, barrier terms and the fraction-to-boundary rule over those entries."""
+    distances and barrier terms over those entries (the fraction-to-boundary rule: _step_to_bounds)."""
 
     def __init__(self, lo: np.ndarray, up: np.ndarray):
         self.has_lo, self.has_up = np.isfinite(lo), np.isfinite(up)
@@ -405,12 +405,21 @@ class _Bounds:
             return -np.inf
         return float(np.log(d_lo).sum() + np.log(d_up).sum())
 
-    def step(self, x: np.ndarray, dx: np.ndarray, tau: float) -> float:
-        """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each finite bound."""
-        d_lo, d_up = dx[self.lo], dx[self.up]
-        to_lo = _where_divide(-tau * (x[self.lo] - self.lo_value), d_lo, d_lo < 0, np.inf)
-        to_up = _where_divide(tau * (self.up_value - x[self.up]), d_up, d_up > 0, np.inf)
-        return min(1.0, float(to_lo.min(initial=np.inf)), float(to_up.min(initial=np.inf)))
+
+def _step_to_bounds(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np.ndarray, tau: float) -> float:
+    """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each bound, from x's distances to
+    its lower and upper bounds (inf where there is none, so that entry's ratio is inf; dist_up None: no upper
+    bounds). The ratios are taken where dx moves towards a bound, found by index (faster than masks and gathers
+    over the bounded entries); fmin: an infinite dx at an unbounded entry (a nan ratio) limits nothing."""
+    alpha = 1.0
+    k = np.flatnonzero(dx < 0)
+    if len(k):
+        alpha = min(alpha, float(np.fmin.reduce(-tau * dist_lo[k] / dx[k])))
+    if dist_up is not None:
+        k = np.flatnonzero(dx > 0)
+        if len(k):
+            alpha = min(alpha, float(np.fmin.reduce(tau * dist_up[k] / dx[k])))
+    return alpha
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -584,20 +593,6 @@ def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
     return _Point(z, x, raw, c, float(np.abs(c).sum()), f, logs)
 
 
-def _where_divide(numerator, denominator: np.ndarray, mask: np.ndarray, otherwise: float = 0.0) -> np.ndarray:
-    """numerator / denominator where mask, else `otherwise` (np.where(mask, numerator / denominator, otherwise) in
-    one call, dividing only where mask)."""
-    out = np.zeros(len(denominator)) if otherwise == 0.0 else np.full(len(denominator), otherwise)
-    return np.divide(numerator, denominator, out=out, where=mask)
-
-
-def _barrier_pull(mu: float, dl: np.ndarray, du: np.ndarray, lo_f: np.ndarray,
-                  up_f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mu / dl, mu / du), each 0 where there is no such bound: the barrier terms' gradient is -first + second
-    (the barrier objective's gradient g - first + second), from the distances dl, du to the bounds (lo_f, up_f:
-    the entries with a lower and an upper bound)."""
-    return _where_divide(mu, dl, lo_f), _where_divide(mu, du, up_f)
-
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
     """Waechter-Biegler filter acceptance of a trial point: '' (reject), 'f' (Armijo on the barrier objective
@@ -663,13 +658,13 @@ class _BarrierUpdate:
         return self.mu
 
 
-def _affine_products(dz: np.ndarray, z: np.ndarray, zL: np.ndarray, zU: np.ndarray, zl_dl: np.ndarray,
-                     zu_du: np.ndarray, bounds: "_Bounds", multiplier_bounds: tuple["_Bounds", "_Bounds"]) -> float:
+def _affine_products(dz: np.ndarray, z: np.ndarray, dl: np.ndarray, du: np.ndarray, zL: np.ndarray, zU: np.ndarray,
+                     zl_dl: np.ndarray, zu_du: np.ndarray, bounds: "_Bounds") -> float:
     """The mean complementarity product after the affine-scaling step (the primal-dual Newton step for mu = 0, primal
     part dz): primal and bound multipliers each stepped as far as their bounds allow (fraction 1)."""
     dzL, dzU = -zL - zl_dl * dz, zu_du * dz - zU  # the bound multipliers' Newton steps for mu = 0
-    alpha = bounds.step(z, dz, 1.0)
-    alpha_dual = min(multiplier_bounds[0].step(zL, dzL, 1.0), multiplier_bounds[1].step(zU, dzU, 1.0))
+    alpha = _step_to_bounds(dl, du, dz, 1.0)
+    alpha_dual = min(_step_to_bounds(zL, None, dzL, 1.0), _step_to_bounds(zU, None, dzU, 1.0))
     d_lo, d_up = bounds.distances(z + alpha * dz)
     zL_new, zU_new = (zL + alpha_dual * dzL)[bounds.lo], (zU + alpha_dual * dzU)[bounds.up]
     count = len(d_lo) + len(d_up)
@@ -729,11 +724,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     with clock("factorisation"):
         factoriser = (_KKT(P.kkt_layout(z, slacks=False, J=J), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
                       else _KKT(why_lu))
-    # the bound multipliers' own bounds (zL, zU >= 0 where z has the bound)
-    zL_bounds, zU_bounds = _Bounds(np.where(lo_f, 0.0, -np.inf), np.full(nz, np.inf)), \
-        _Bounds(np.where(up_f, 0.0, -np.inf), np.full(nz, np.inf))
-    dl = np.where(lo_f, z - zl, 1.0)  # distances to the bounds at z (1 where there is none)
-    du = np.where(up_f, zu - z, 1.0)
+    dl, du = z - zl, zu - z  # distances to the bounds at z (inf where there is none: mu / dl, zL / dl are 0 there)
     it = 0
     for it in range(max_iter + 1):
         grad_lag = g + P.jt(J, y) - zL + zU
@@ -761,22 +752,22 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         if barrier_update.update(dual_inf, float(np.abs(c).max(initial=0.0)), products):
             mu, filt = barrier_update.mu, []
         zl_dl, zu_du = zL / dl, zU / du
-        sigma = zl_dl + zu_du  # zL, zU are 0 (and dl, du 1) where there is no bound
+        sigma = zl_dl + zu_du  # 0 where there is no bound
         with clock("evaluation"):
             H = P.hess_data(z, y, point.x)
         with clock("factorisation"):
             W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
-            pull = _barrier_pull(mu, dl, du, lo_f, up_f)
+            pull = mu / dl, mu / du  # the barrier terms' gradients (0 where there is no bound: the distance is inf)
             grad_phi = g - pull[0] + pull[1]
             sol, lu, dw = _regularised_step(W, J, -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)
             if lu is not None and barrier_update.probing:
                 # the affine-scaling step (mu = 0), unrefined: relative residuals up to 2e-9 measured on the shots,
                 # 3e-10 in the combined steps below (_refined accepts 1e-9)
                 sol_aff = lu.solve(-np.concatenate([g, c]))
-                mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, zL, zU, zl_dl, zu_du, bounds,
-                                                                         (zL_bounds, zU_bounds)))
+                mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, dl, du, zL, zU, zl_dl, zu_du,
+                                                                         bounds))
                 if mu_new != mu:  # the right-hand side is affine in mu: a smaller mu's step is a combination
-                    pull = _barrier_pull(mu_new, dl, du, lo_f, up_f)
+                    pull = mu_new / dl, mu_new / du
                     grad_phi = g - pull[0] + pull[1]
                     sol = (sol_aff + (mu_new / mu) * (sol - sol_aff) if mu_new < mu else
                            _refined(lu, -np.concatenate([grad_phi, c]))[0])
@@ -790,8 +781,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         dy = y_new - y
         dzL = pull[0] - zL - zl_dl * dz  # 0 where there is no bound (each term is)
         dzU = pull[1] - zU + zu_du * dz
-        alpha_max = bounds.step(z, dz, tau)
-        alpha_z = min(zL_bounds.step(zL, dzL, tau), zU_bounds.step(zU, dzU, tau))
+        alpha_max = _step_to_bounds(dl, du, dz, tau)
+        # the bound multipliers' own bounds: zL, zU >= 0 (where there is no bound, they and their steps are 0)
+        alpha_z = min(_step_to_bounds(zL, None, dzL, tau), _step_to_bounds(zU, None, dzU, tau))
 
         theta0 = point.theta
         phi0 = point.barrier(P.f_scale, mu)
@@ -813,7 +805,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     c_soc, theta_prev = alpha * c + trial.c, theta0
                     for _ in range(4):
                         d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
-                        a_soc = bounds.step(z, d_soc, tau)
+                        a_soc = _step_to_bounds(dl, du, d_soc, tau)
                         soc = _evaluate(P, bounds, z + a_soc * d_soc)
                         verdict = _filter_test(filt, theta0, phi0, soc.theta, soc.barrier(P.f_scale, mu),
                                                alpha * slope, alpha, theta_min, theta_max)
@@ -854,10 +846,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         z, raw, c = point.z, point.raw, point.c
         # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
         # is no bound, zL, zU, dzL, dzU and both limits are 0
-        dl = np.where(lo_f, z - zl, 1.0)
-        du = np.where(up_f, zu - z, 1.0)
-        zL = np.clip(zL + alpha_z * dzL, _where_divide(mu, 1e10 * dl, lo_f), _where_divide(1e10 * mu, dl, lo_f))
-        zU = np.clip(zU + alpha_z * dzU, _where_divide(mu, 1e10 * du, up_f), _where_divide(1e10 * mu, du, up_f))
+        dl, du = z - zl, zu - z
+        zL = np.clip(zL + alpha_z * dzL, mu / (1e10 * dl), 1e10 * mu / dl)
+        zU = np.clip(zU + alpha_z * dzU, mu / (1e10 * du), 1e10 * mu / du)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):
