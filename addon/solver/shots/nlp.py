@@ -347,7 +347,8 @@ class _Reduced:
         J = self.jac(z) if J is None else J
         width = self.nx + self.ns if slacks else self.nx
         rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
-        kept = (J.data != 0) & (J.indices < width)  # the pattern's entries that are zero here (a window's) couple nothing
+        # the pattern's entries that are zero here (a window's) couple nothing
+        kept = (J.data != 0) & (J.indices < width)
         J = sp.coo_matrix((J.data[kept], (rows[kept], J.indices[kept])), shape=(self.m, width))
         if not slacks:
             return stage_layout(var_stage, J, H, np.full(self.nx, -1), soft_rows=~self.eq)
@@ -565,10 +566,10 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
 
 @dataclass(frozen=True)
 class _Point:
-    """A point the interior point evaluated: z, the NLP's variables x there (full(z)), its rows (raw and scaled), theta = sum |c| (the filter's violation),
-    the objective (unscaled; nan where not evaluated: outside the bounds) and the sum of the log barrier terms (-inf
-    outside). The line search's accepted trial is the next iterate: its objective, violation and barrier objective
-    are not evaluated again."""
+    """A point the interior point evaluated: z, the NLP's variables x there (full(z)), its rows (raw and scaled),
+    theta = sum |c| (the filter's violation), the objective (unscaled; nan where not evaluated: outside the bounds)
+    and the sum of the log barrier terms (-inf outside). The line search's accepted trial is the next iterate: its
+    variables, objective, violation and barrier objective are not evaluated again (nor at the solve's end)."""
 
     z: np.ndarray
     x: np.ndarray
@@ -591,7 +592,6 @@ def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
     logs = bounds.log_barrier(z)
     f = np.nan if logs == -np.inf else float(P.nlp.objective(x))
     return _Point(z, x, raw, c, float(np.abs(c).sum()), f, logs)
-
 
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
