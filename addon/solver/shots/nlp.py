@@ -36,7 +36,6 @@ the line search stalls while the constraints are still violated (a local minimum
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -125,14 +124,19 @@ class _Clock:
 
     def __init__(self):
         self.total: dict[str, float] = {"evaluation": 0.0, "factorisation": 0.0, "line search": 0.0}
+        self._parts: list[tuple[str, float]] = []
 
-    @contextmanager
-    def __call__(self, part: str):
-        t0 = time.process_time()
-        try:
-            yield
-        finally:
-            self.total[part] += time.process_time() - t0
+    def __call__(self, part: str) -> "_Clock":
+        """with clock(part): adds the block's CPU time to part (a plain context manager: no generator per use)."""
+        self._parts.append((part, 0.0))
+        return self
+
+    def __enter__(self) -> None:
+        self._parts[-1] = (self._parts[-1][0], time.process_time())
+
+    def __exit__(self, *exc) -> None:
+        part, t0 = self._parts.pop()
+        self.total[part] += time.process_time() - t0
 
 
 def violation(c: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -168,28 +172,34 @@ class _Reduced:
         self.target = np.where(self.eq, cl, 0.0)
         x = self.x_full.copy()
         g = np.asarray(nlp.gradient(x), float)[self.free]
-        J = sp.csr_matrix(nlp.jacobian(x))[:, self.free]
+        J = sp.csr_matrix(nlp.jacobian(x))
         self.f_scale = min(1.0, 100.0 / max(np.max(np.abs(g), initial=0.0), 1e-300))
-        row_max = np.zeros(self.m)
-        if J.nnz:
-            row_max = np.maximum.reduceat(np.abs(J.data), J.indptr[:-1]) * (np.diff(J.indptr) > 0)
+        row_max = np.zeros(self.m)  # over the free variables' columns
+        filled = np.diff(J.indptr) > 0
+        if filled.any():
+            size = np.where(self.z_index[J.indices] >= 0, np.abs(J.data), 0.0)
+            row_max[filled] = np.maximum.reduceat(size, J.indptr[:-1][filled])
         self.c_scale = np.minimum(1.0, 100.0 / np.maximum(row_max, 1e-300))
         c0 = np.asarray(nlp.constraints(x), float)
         self.s0 = np.clip(c0[self.ineq], cl[self.ineq], cu[self.ineq])
         self._jac_plan = self._hess_plan = None
 
-    def full(self, z: np.ndarray) -> np.ndarray:
+    def full(self, z: np.ndarray, x: np.ndarray | None = None) -> np.ndarray:
+        """The NLP's variables at z (fixed ones at their value); x: full(z) when the caller has it (returned)."""
+        if x is not None:
+            return x
         x = self.x_full.copy()
         x[self.free] = z[:self.nx]
         return x
 
-    def grad(self, z):
+    def grad(self, z, x=None):
+        """The scaled objective's gradient over z (x: full(z), when the caller has it: likewise below)."""
         g = np.zeros(self.nx + self.ns)
-        g[:self.nx] = self.f_scale * np.asarray(self.nlp.gradient(self.full(z)), float)[self.free]
+        g[:self.nx] = self.f_scale * np.asarray(self.nlp.gradient(self.full(z, x)), float)[self.free]
         return g
 
-    def raw_c(self, z):
-        return np.asarray(self.nlp.constraints(self.full(z)), float)
+    def raw_c(self, z, x=None):
+        return np.asarray(self.nlp.constraints(self.full(z, x)), float)
 
     def c(self, z, raw=None):
         raw = self.raw_c(z) if raw is None else raw
@@ -197,18 +207,18 @@ class _Reduced:
         out[self.ineq] -= z[self.nx:]
         return self.c_scale * out
 
-    def jac(self, z):
+    def jac(self, z, x=None):
         """Jacobian of the scaled rows over z (CSR, m x (nx+ns)). The NLP's Jacobian keeps its sparsity pattern
         from one call to the next (a transcription's does): the reduced matrix's pattern and where each entry
         comes from are worked out once per pattern, and each call only gathers and scales the values: into the
         same matrix object each time (valid until the next call; the interior point keeps only the latest)."""
         fixed = self.nlp.jacobian_data
         if fixed is not None:
-            values = fixed.values(self.full(z))
+            values = fixed.values(self.full(z, x))
             if self._jac_plan is None:
                 self._jac_plan = (None, *self._reduce_jacobian(fixed.csr(values)))
         else:
-            raw = sp.csr_matrix(self.nlp.jacobian(self.full(z)))
+            raw = sp.csr_matrix(self.nlp.jacobian(self.full(z, x)))
             values = raw.data
             if self._jac_plan is None or not _same_pattern(self._jac_plan[0], raw):
                 self._jac_plan = (raw, *self._reduce_jacobian(raw))
@@ -227,25 +237,32 @@ class _Reduced:
         """(source of each reduced entry in [raw.data, slack -1s], its row scale, the reduced matrix, its transpose
         on the same index arrays (CSC)): the free columns of raw, then the slacks' -1 at (inequality row, slack),
         every entry scaled by its row's c_scale."""
-        nnz = len(raw.data)
-        marked = sp.csr_matrix((np.arange(1.0, nnz + 1), raw.indices, raw.indptr), shape=raw.shape)[:, self.free]
-        slack = sp.csr_matrix((nnz + 1.0 + np.arange(self.ns), (self.ineq, self.nx + np.arange(self.ns))),
-                              shape=(self.m, self.nx + self.ns))
-        J = (sp.hstack([marked, sp.csr_matrix((self.m, self.ns))], format="csr") + slack).tocsr()
-        J.sort_indices()
-        rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
-        reduced = sp.csr_matrix((np.zeros(J.nnz), _frozen(J.indices), _frozen(J.indptr)), shape=J.shape)
-        transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=J.shape[::-1])
-        return J.data.astype(np.int64) - 1, self.c_scale[rows], reduced, transposed
+        nnz, nz = len(raw.data), self.nx + self.ns
+        rows, cols = self._entries(raw)
+        kept = np.flatnonzero(cols >= 0)
+        rows = np.concatenate([rows[kept], self.ineq])
+        cols = np.concatenate([cols[kept], self.nx + np.arange(self.ns)])
+        order = np.lexsort((cols, rows))  # row by row, each row's columns in order
+        rows, cols, src = rows[order], cols[order], np.concatenate([kept, nnz + np.arange(self.ns)])[order]
+        indptr = np.searchsorted(rows, np.arange(self.m + 1)).astype(np.int32)
+        reduced = sp.csr_matrix((np.zeros(len(src)), _frozen(cols.astype(np.int32)), _frozen(indptr)),
+                                shape=(self.m, nz))
+        transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=(nz, self.m))
+        return src, self.c_scale[rows], reduced, transposed
 
-    def hess_data(self, z, y) -> np.ndarray | None:
+    def _entries(self, raw: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """(row, position in z of the column) of each entry of a CSR matrix over the NLP's variables (-1 at a fixed
+        variable's column)."""
+        return np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr)), self.z_index[raw.indices]
+
+    def hess_data(self, z, y, x=None) -> np.ndarray | None:
         """The data of the Hessian of the scaled Lagrangian f_scale f + (c_scale y)^T c over z ((nx+ns)^2, symmetrised;
         slack rows empty) in the pattern of the CSC matrix plus_diagonal fills (with every diagonal entry in it: W
         = H + Sigma adds to them), or None. Like jac, the pattern and the scatter of the NLP's entries into it are
         worked out once per pattern."""
         if self.nlp.hessian is None:
             return None
-        args = (self.full(z), self.c_scale * y, self.f_scale)
+        args = (self.full(z, x), self.c_scale * y, self.f_scale)
         fixed = self.nlp.hessian_data
         if fixed is not None:
             values = fixed.values(*args)
@@ -269,8 +286,8 @@ class _Reduced:
         len(raw.data), a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
         each diagonal entry): the entry is half the sum of the two."""
         nz = self.nx + self.ns
-        r = np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr))
-        i, j = self.z_index[r], self.z_index[raw.indices]
+        r, j = self._entries(raw)
+        i = self.z_index[r]
         kept = np.flatnonzero((i >= 0) & (j >= 0))
         i, j = i[kept], j[kept]
         d = np.arange(nz)
@@ -293,7 +310,7 @@ class _Reduced:
         W.data = data
         return W
 
-    def _layout_hessian(self, z: np.ndarray) -> sp.csr_matrix:
+    def _layout_hessian(self, z: np.ndarray) -> sp.coo_matrix:
         """The Hessian over the free variables whose nonzeros the stage layout takes: the NLP's fixed pattern
         itself when its entries couple stages at most one apart (a layout's band is at least one stage: which of
         them are zero cannot change it), else its value at z with every multiplier 1 (a window's pattern is
@@ -305,8 +322,15 @@ class _Reduced:
             row = np.repeat(stage, np.diff(fixed.indptr))
             col = stage[fixed.indices]
             if np.max(np.abs(row - col)[(row >= 0) & (col >= 0)], initial=0) <= 1:
-                return fixed.csr(np.ones(len(fixed.indices)))[self.free][:, self.free]
-        return sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))[self.free][:, self.free]
+                return self._free_block(fixed.csr(np.ones(len(fixed.indices))))
+        return self._free_block(sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0)))
+
+    def _free_block(self, H: sp.csr_matrix) -> sp.coo_matrix:
+        """H's block over the free variables (n x n to nx x nx), by their positions in z."""
+        r, j = self._entries(H)
+        i = self.z_index[r]
+        kept = (i >= 0) & (j >= 0)
+        return sp.coo_matrix((H.data[kept], (i[kept], j[kept])), shape=(self.nx, self.nx))
 
     def kkt_layout(self, z: np.ndarray, slacks: bool = True, J: sp.csr_matrix | None = None) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
@@ -320,10 +344,14 @@ class _Reduced:
             return "quasi-Newton Hessian (dense)"
         var_stage = np.asarray(self.nlp.stages, int)[self.free]
         H = self._layout_hessian(z)
-        J = (self.jac(z) if J is None else J).copy()  # its index arrays are shared with the next calls': not in place
-        J.eliminate_zeros()  # the pattern's entries that are zero here (a window's) couple nothing
+        J = self.jac(z) if J is None else J
+        width = self.nx + self.ns if slacks else self.nx
+        rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
+        # the pattern's entries that are zero here (a window's) couple nothing
+        kept = (J.data != 0) & (J.indices < width)
+        J = sp.coo_matrix((J.data[kept], (rows[kept], J.indices[kept])), shape=(self.m, width))
         if not slacks:
-            return stage_layout(var_stage, J[:, :self.nx], H, np.full(self.nx, -1), soft_rows=~self.eq)
+            return stage_layout(var_stage, J, H, np.full(self.nx, -1), soft_rows=~self.eq)
         var_stage = np.concatenate([var_stage, np.full(self.ns, -1)])
         slack_rows = np.concatenate([np.full(self.nx, -1), self.ineq])
         return stage_layout(var_stage, J, H, slack_rows)
@@ -360,7 +388,7 @@ class _Bounds:
     """The finite lower and upper bounds of a vector (fixed for a solve), the interior point's one record of which
     bounds exist: has_lo, has_up, masks of the entries that have one (for selections over the whole vector,
     np.where), and lo, up, their indices (for gathers: four times faster than by mask at a shot's sizes);
-    distances, barrier terms and the fraction-to-boundary rule over those entries."""
+    distances and barrier terms over those entries (the fraction-to-boundary rule: _step_to_bounds)."""
 
     def __init__(self, lo: np.ndarray, up: np.ndarray):
         self.has_lo, self.has_up = np.isfinite(lo), np.isfinite(up)
@@ -378,18 +406,21 @@ class _Bounds:
             return -np.inf
         return float(np.log(d_lo).sum() + np.log(d_up).sum())
 
-    def step(self, x: np.ndarray, dx: np.ndarray, tau: float) -> float:
-        """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each finite bound."""
-        alpha = 1.0
-        d = dx[self.lo]
-        m = d < 0
-        if m.any():
-            alpha = min(alpha, float((-tau * (x[self.lo][m] - self.lo_value[m]) / d[m]).min()))
-        d = dx[self.up]
-        m = d > 0
-        if m.any():
-            alpha = min(alpha, float((tau * (self.up_value[m] - x[self.up][m]) / d[m]).min()))
-        return alpha
+
+def _step_to_bounds(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np.ndarray, tau: float) -> float:
+    """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each bound, from x's distances to
+    its lower and upper bounds (inf where there is none, so that entry's ratio is inf; dist_up None: no upper
+    bounds). The ratios are taken where dx moves towards a bound, found by index (faster than masks and gathers
+    over the bounded entries); fmin: an infinite dx at an unbounded entry (a nan ratio) limits nothing."""
+    alpha = 1.0
+    k = np.flatnonzero(dx < 0)
+    if len(k):
+        alpha = min(alpha, float(np.fmin.reduce(-tau * dist_lo[k] / dx[k])))
+    if dist_up is not None:
+        k = np.flatnonzero(dx > 0)
+        if len(k):
+            alpha = min(alpha, float(np.fmin.reduce(tau * dist_up[k] / dx[k])))
+    return alpha
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -535,12 +566,13 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
 
 @dataclass(frozen=True)
 class _Point:
-    """A point the interior point evaluated: z, its rows (raw and scaled), theta = sum |c| (the filter's violation),
-    the objective (unscaled; nan where not evaluated: outside the bounds) and the sum of the log barrier terms (-inf
-    outside). The line search's accepted trial is the next iterate: its objective, violation and barrier objective
-    are not evaluated again."""
+    """A point the interior point evaluated: z, the NLP's variables x there (full(z)), its rows (raw and scaled),
+    theta = sum |c| (the filter's violation), the objective (unscaled; nan where not evaluated: outside the bounds)
+    and the sum of the log barrier terms (-inf outside). The line search's accepted trial is the next iterate: its
+    variables, objective, violation and barrier objective are not evaluated again (nor at the solve's end)."""
 
     z: np.ndarray
+    x: np.ndarray
     raw: np.ndarray
     c: np.ndarray
     theta: float
@@ -554,18 +586,12 @@ class _Point:
 
 def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
     """The rows, their violation sum, the log barrier and (inside the bounds) the objective at z."""
-    raw = P.raw_c(z)
+    x = P.full(z)
+    raw = P.raw_c(z, x)
     c = P.c(z, raw)
     logs = bounds.log_barrier(z)
-    f = np.nan if logs == -np.inf else float(P.nlp.objective(P.full(z)))
-    return _Point(z, raw, c, float(np.abs(c).sum()), f, logs)
-
-
-def _barrier_gradient(g: np.ndarray, mu: float, dl: np.ndarray, du: np.ndarray, lo_f: np.ndarray,
-                      up_f: np.ndarray) -> np.ndarray:
-    """The gradient of the barrier objective f - mu sum log(distance to each bound), from g = grad f and the
-    distances dl, du (lo_f, up_f: the entries with a lower and an upper bound)."""
-    return g - np.where(lo_f, mu / dl, 0.0) + np.where(up_f, mu / du, 0.0)
+    f = np.nan if logs == -np.inf else float(P.nlp.objective(x))
+    return _Point(z, x, raw, c, float(np.abs(c).sum()), f, logs)
 
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
@@ -632,13 +658,13 @@ class _BarrierUpdate:
         return self.mu
 
 
-def _affine_products(dz: np.ndarray, z: np.ndarray, zL: np.ndarray, zU: np.ndarray, zl_dl: np.ndarray,
-                     zu_du: np.ndarray, bounds: "_Bounds", multiplier_bounds: tuple["_Bounds", "_Bounds"]) -> float:
+def _affine_products(dz: np.ndarray, z: np.ndarray, dl: np.ndarray, du: np.ndarray, zL: np.ndarray, zU: np.ndarray,
+                     zl_dl: np.ndarray, zu_du: np.ndarray, bounds: "_Bounds") -> float:
     """The mean complementarity product after the affine-scaling step (the primal-dual Newton step for mu = 0, primal
     part dz): primal and bound multipliers each stepped as far as their bounds allow (fraction 1)."""
     dzL, dzU = -zL - zl_dl * dz, zu_du * dz - zU  # the bound multipliers' Newton steps for mu = 0
-    alpha = bounds.step(z, dz, 1.0)
-    alpha_dual = min(multiplier_bounds[0].step(zL, dzL, 1.0), multiplier_bounds[1].step(zU, dzU, 1.0))
+    alpha = _step_to_bounds(dl, du, dz, 1.0)
+    alpha_dual = min(_step_to_bounds(zL, None, dzL, 1.0), _step_to_bounds(zU, None, dzU, 1.0))
     d_lo, d_up = bounds.distances(z + alpha * dz)
     zL_new, zU_new = (zL + alpha_dual * dzL)[bounds.lo], (zU + alpha_dual * dzU)[bounds.up]
     count = len(d_lo) + len(d_up)
@@ -693,16 +719,12 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     with clock("evaluation"):
         point = _evaluate(P, bounds, z)
         raw, c = point.raw, point.c
-        g = P.grad(z)
-        J = P.jac(z)
+        g = P.grad(z, point.x)
+        J = P.jac(z, point.x)
     with clock("factorisation"):
         factoriser = (_KKT(P.kkt_layout(z, slacks=False, J=J), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
                       else _KKT(why_lu))
-    # the bound multipliers' own bounds (zL, zU >= 0 where z has the bound)
-    zL_bounds, zU_bounds = _Bounds(np.where(lo_f, 0.0, -np.inf), np.full(nz, np.inf)), \
-        _Bounds(np.where(up_f, 0.0, -np.inf), np.full(nz, np.inf))
-    dl = np.where(lo_f, z - zl, 1.0)  # distances to the bounds at z (1 where there is none)
-    du = np.where(up_f, zu - z, 1.0)
+    dl, du = z - zl, zu - z  # distances to the bounds at z (inf where there is none: mu / dl, zL / dl are 0 there)
     it = 0
     for it in range(max_iter + 1):
         grad_lag = g + P.jt(J, y) - zL + zU
@@ -711,7 +733,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
         compl = max(float(dzl.max(initial=0.0)), float(dzu.max(initial=0.0)))
         raw_viol = float(violation(raw, P.cl, P.cu).max(initial=0.0))
-        f_val = point.f if point.logs != -np.inf else float(nlp.objective(P.full(z)))
+        f_val = point.f if point.logs != -np.inf else float(nlp.objective(point.x))
         if progress is not None:
             info = {"objective": f_val, "constraint_violation": raw_viol, "dual_infeasibility": dual_inf,
                     "mu": mu, "regularization": dw_last, "step": last_alpha, **last_step}
@@ -730,36 +752,38 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         if barrier_update.update(dual_inf, float(np.abs(c).max(initial=0.0)), products):
             mu, filt = barrier_update.mu, []
         zl_dl, zu_du = zL / dl, zU / du
-        sigma = np.where(lo_f, zl_dl, 0.0) + np.where(up_f, zu_du, 0.0)
+        sigma = zl_dl + zu_du  # 0 where there is no bound
         with clock("evaluation"):
-            H = P.hess_data(z, y)
+            H = P.hess_data(z, y, point.x)
         with clock("factorisation"):
             W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
-            grad_phi = _barrier_gradient(g, mu, dl, du, lo_f, up_f)
+            pull = mu / dl, mu / du  # the barrier terms' gradients (0 where there is no bound: the distance is inf)
+            grad_phi = g - pull[0] + pull[1]
             sol, lu, dw = _regularised_step(W, J, -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)
             if lu is not None and barrier_update.probing:
                 # the affine-scaling step (mu = 0), unrefined: relative residuals up to 2e-9 measured on the shots,
                 # 3e-10 in the combined steps below (_refined accepts 1e-9)
                 sol_aff = lu.solve(-np.concatenate([g, c]))
-                mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, zL, zU, zl_dl, zu_du, bounds,
-                                                                         (zL_bounds, zU_bounds)))
+                mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, dl, du, zL, zU, zl_dl, zu_du,
+                                                                         bounds))
                 if mu_new != mu:  # the right-hand side is affine in mu: a smaller mu's step is a combination
+                    pull = mu_new / dl, mu_new / du
+                    grad_phi = g - pull[0] + pull[1]
                     sol = (sol_aff + (mu_new / mu) * (sol - sol_aff) if mu_new < mu else
-                           _refined(lu, -np.concatenate([_barrier_gradient(g, mu_new, dl, du, lo_f, up_f), c]))[0])
+                           _refined(lu, -np.concatenate([grad_phi, c]))[0])
                     mu, filt = mu_new, []
-                    grad_phi = _barrier_gradient(g, mu, dl, du, lo_f, up_f)
         if lu is None:
             status, message = "failed", f"KKT system could not be regularised at iteration {it}"
             break
         dw_last = dw
         tau = max(0.99, 1.0 - mu)
-        mu_dl, mu_du = mu / dl, mu / du
         dz, y_new = sol[:nz], sol[nz:]
         dy = y_new - y
-        dzL = np.where(lo_f, mu_dl - zL - zl_dl * dz, 0.0)
-        dzU = np.where(up_f, mu_du - zU + zu_du * dz, 0.0)
-        alpha_max = bounds.step(z, dz, tau)
-        alpha_z = min(zL_bounds.step(zL, dzL, tau), zU_bounds.step(zU, dzU, tau))
+        dzL = pull[0] - zL - zl_dl * dz  # 0 where there is no bound (each term is)
+        dzU = pull[1] - zU + zu_du * dz
+        alpha_max = _step_to_bounds(dl, du, dz, tau)
+        # the bound multipliers' own bounds: zL, zU >= 0 (where there is no bound, they and their steps are 0)
+        alpha_z = min(_step_to_bounds(zL, None, dzL, tau), _step_to_bounds(zU, None, dzU, tau))
 
         theta0 = point.theta
         phi0 = point.barrier(P.f_scale, mu)
@@ -781,7 +805,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     c_soc, theta_prev = alpha * c + trial.c, theta0
                     for _ in range(4):
                         d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
-                        a_soc = bounds.step(z, d_soc, tau)
+                        a_soc = _step_to_bounds(dl, du, d_soc, tau)
                         soc = _evaluate(P, bounds, z + a_soc * d_soc)
                         verdict = _filter_test(filt, theta0, phi0, soc.theta, soc.barrier(P.f_scale, mu),
                                                alpha * slope, alpha, theta_min, theta_max)
@@ -820,18 +844,16 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         point = accepted[0]
         s_step = point.z - z
         z, raw, c = point.z, point.raw, point.c
-        zL = np.where(lo_f, zL + alpha_z * dzL, 0.0)
-        zU = np.where(up_f, zU + alpha_z * dzU, 0.0)
-        # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma)
-        dl = np.where(lo_f, z - zl, 1.0)
-        du = np.where(up_f, zu - z, 1.0)
-        zL = np.where(lo_f, np.clip(zL, mu / (1e10 * dl), 1e10 * mu / dl), 0.0)
-        zU = np.where(up_f, np.clip(zU, mu / (1e10 * du), 1e10 * mu / du), 0.0)
+        # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
+        # is no bound, zL, zU, dzL, dzU and both limits are 0
+        dl, du = z - zl, zu - z
+        zL = np.clip(zL + alpha_z * dzL, mu / (1e10 * dl), 1e10 * mu / dl)
+        zU = np.clip(zU + alpha_z * dzU, mu / (1e10 * du), 1e10 * mu / du)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):
-            g = P.grad(z)
-            J = P.jac(z)
+            g = P.grad(z, point.x)
+            J = P.jac(z, point.x)
         if bfgs is not None:
             yk = (g + J.T @ y) - lag_old
             Bs = bfgs @ s_step
@@ -841,8 +863,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 theta = 1.0 if sy >= 0.2 * sBs else 0.8 * sBs / (sBs - sy)
                 r = theta * yk + (1 - theta) * Bs
                 bfgs = bfgs - np.outer(Bs, Bs) / sBs + np.outer(r, r) / float(s_step @ r)
-    x = P.full(z)
-    raw = P.raw_c(z)
-    return NLPResult(x, status, it, float(nlp.objective(x)), float(violation(raw, P.cl, P.cu).max(initial=0.0)),
+    x, raw = point.x, point.raw  # the last iterate's, evaluated there
+    f_val = point.f if point.logs != -np.inf else float(nlp.objective(x))
+    return NLPResult(x, status, it, f_val, float(violation(raw, P.cl, P.cu).max(initial=0.0)),
                      P.c_scale * y / P.f_scale, message, time.perf_counter() - start_time, clock.total,
                      factoriser.describe())

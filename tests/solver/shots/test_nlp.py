@@ -112,3 +112,65 @@ def test_permutation_parity_is_the_sign_of_the_permutation_matrix():
         for _ in range(10):
             p = rng.permutation(n)
             assert _permutation_parity(p) == (0 if np.linalg.det(np.eye(n)[p]) > 0 else 1)
+
+
+def _random_sparse_nlp(rng, n=12, m=9) -> NLP:
+    """A linear-rows NLP with fixed variables (x_lower == x_upper), one-sided and two-sided bounds, equality and
+    inequality rows, and a random sparse Jacobian and Hessian (unsorted CSR indices): for the reduction's maps."""
+    xl = rng.uniform(-2, -1, n)
+    xu = rng.uniform(1, 2, n)
+    xl[[1, 6]] = xu[[1, 6]] = 0.5  # fixed
+    xl[3], xu[8] = -np.inf, np.inf
+    A = sp.random(m, n, density=0.4, random_state=np.random.RandomState(1), format="csr") * 300.0
+    A = sp.csr_matrix((A.data[::-1].copy(), A.indices[::-1].copy(), A.indptr), shape=A.shape)  # unsorted rows
+    B = sp.random(n, n, density=0.3, random_state=np.random.RandomState(2), format="csr")
+    cl = rng.uniform(-1, 0, m)
+    cu = np.where(np.arange(m) % 3 == 0, cl, cl + 1.0)
+    cu[4] = np.inf
+    return NLP(xl, xu, lambda x: float(x @ x), lambda x: 2 * x, lambda x: A @ x, lambda x: A, cl, cu,
+               lambda x, y, s: B * s)
+
+
+def test_reduced_jacobian_and_hessian_are_the_free_columns_with_the_slacks_scaled():
+    """_Reduced's index maps against dense algebra: J over z = (free x, slacks) is the free columns of the NLP's
+    Jacobian and -1 at each (inequality row, its slack), each row scaled; J^T y; the Hessian's free block."""
+    from addon.solver.shots.nlp import _Reduced
+
+    rng = np.random.default_rng(3)
+    nlp = _random_sparse_nlp(rng)
+    P = _Reduced(nlp, rng.uniform(-0.5, 0.5, nlp.n))
+    z = rng.uniform(-0.5, 0.5, P.nx + P.ns)
+    dense = np.asarray(nlp.jacobian(P.full(z)).todense())
+    slack = np.zeros((P.m, P.ns))
+    slack[P.ineq, np.arange(P.ns)] = -1.0
+    expected = P.c_scale[:, None] * np.hstack([dense[:, P.free], slack])
+    J = P.jac(z)
+    np.testing.assert_array_equal(J.toarray(), expected)
+    assert np.all(np.diff(J.indices[J.indptr[0]:J.indptr[1]]) > 0)  # each row's columns in order
+    y = rng.standard_normal(P.m)
+    np.testing.assert_allclose(P.jt(J, y), expected.T @ y, rtol=1e-14, atol=1e-12)
+    np.testing.assert_allclose(P.c_scale, np.minimum(1.0, 100.0 / np.maximum(np.abs(dense[:, P.free]).max(1), 1e-300)))
+    H = np.asarray(nlp.hessian(None, None, 1.0).todense())
+    np.testing.assert_array_equal(P._layout_hessian(z).toarray(), H[np.ix_(P.free, P.free)])
+
+
+@pytest.mark.parametrize("tau", [0.99, 1.0])
+def test_step_to_bounds_stops_at_the_fraction_of_the_nearest_bound(tau):
+    """The fraction-to-boundary rule against its definition, entry by entry: the largest alpha <= 1 with every
+    distance to a finite bound kept at least (1 - tau) of itself; entries without a bound (inf) limit nothing."""
+    from addon.solver.shots.nlp import _step_to_bounds
+
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        dist_lo, dist_up = rng.uniform(0.1, 2.0, 50), rng.uniform(0.1, 2.0, 50)
+        dist_lo[rng.random(50) < 0.3] = np.inf
+        dist_up[rng.random(50) < 0.3] = np.inf
+        dx = rng.standard_normal(50) * rng.choice([0.1, 10.0])
+        dx[::7] = 0.0
+        expected = min([1.0] + [-tau * d / v for d, v in zip(dist_lo, dx) if v < 0 and np.isfinite(d)]
+                       + [tau * d / v for d, v in zip(dist_up, dx) if v > 0 and np.isfinite(d)])
+        alpha = _step_to_bounds(dist_lo, dist_up, dx, tau)
+        assert alpha == pytest.approx(expected, rel=1e-15)
+        lo, up = np.isfinite(dist_lo), np.isfinite(dist_up)
+        assert np.all(dist_lo[lo] + alpha * dx[lo] >= (1 - tau) * dist_lo[lo] - 1e-12)
+        assert np.all(dist_up[up] - alpha * dx[up] >= (1 - tau) * dist_up[up] - 1e-12)
