@@ -364,7 +364,7 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
     ratios: list[tuple[str, float, float]] = []
     car_200 = None
     lines = ["| shot | steps | unknowns | ours: status | ours: iterations | ours: wall / CPU time (s) "
-             "| ours: solver CPU (s): evaluation / factorisation / line search | ours: CPU per iteration (ms) "
+             "| ours: solver CPU (s): evaluation / factorisation / line search / interior point | ours: CPU per iteration (ms) "
              "| ours: objective | replay error (m) | IPOPT: status | IPOPT: iterations | IPOPT: wall / CPU time (s) "
              "| IPOPT: CPU per iteration (ms) | IPOPT: objective | IPOPT solution in our constraints "
              f"| IPOPT from mu_init {COLD_MU:g}: iterations / CPU (s) / objective |",
@@ -417,10 +417,10 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
     note = ("\nOurs: addon/solver/shots (numpy/scipy interior point, exact first derivatives; exact second "
             "derivatives of every vehicle's step equations (over jets; the car's in closed form, in C), of keys, "
             "obstacle clearances (a car's in C), corridors and the effort and smoothness costs, and of the tree DEL "
-            "over first-order jets on a tape, shots/tape.py); wall / CPU time "
+            "from programs recorded once per model and run in C, shots/program.py); wall / CPU time "
             "includes building the transcription (a mechanism shot's also its keyed start path) and the replay "
-            "through the simulator, solver CPU is the interior "
-            "point's own (NLPResult.timings). "
+            "through the simulator, solver CPU is the whole interior-point solve "
+            "(NLPResult.timings: evaluation / factorisation / line search / the interior point's own work). "
             "CPU time is process time (all threads), the better measure on a shared machine. IPOPT: CasADi 3.8 SX model "
             "of the same rows, exact Hessian by AD, MUMPS, tol 1e-8; time excludes building the model. Both "
             "start from the same key-path guess. Ours starts its barrier at mu = COLD_MU (docs/shots.md, \"Barrier\"), "

@@ -314,10 +314,10 @@ def test_shot_solves_a_vehicle_shot_and_the_replay_meets_its_key(tmp_path):
     assert "\n" not in line
     m = re.match(r"parallel parking: solved after \d+ iterations; key errors parked \S+; replay error \S+ m; "
                  r"wall time \S+ s; solver CPU (\S+) s \(evaluation (\S+) s, factorisation (\S+) s, "
-                 r"line search (\S+) s\); KKT: (.+) -> ", line)
+                 r"line search (\S+) s, interior point (\S+) s\); KKT: (.+) -> ", line)
     assert m, line
-    total, *parts = map(float, m.groups()[:4])
-    assert "factorisations" in m.group(5) and "sparse LU instead" not in m.group(5), m.group(5)  # by stages
+    total, *parts = map(float, m.groups()[:5])
+    assert "factorisations" in m.group(6) and "sparse LU instead" not in m.group(6), m.group(6)  # by stages
     assert abs(total - sum(parts)) <= 0.002 and min(parts) >= 0.0
     key = tomllib.loads(PARKING.read_text(encoding="utf-8"))["key"][0]
     with np.load(out, allow_pickle=False) as run:

@@ -86,7 +86,8 @@ def save_result(result: ShotResult, out: Path) -> None:
 
 def summary_line(name: str, result: ShotResult, wall: float, out: Path) -> str:
     """One line: status, iterations, each key's error, replay error, wall time, the solver's CPU time and where
-    it went (evaluation, factorisation, line search), how the KKT matrices were factorised, output file."""
+    it went (evaluation, factorisation, line search, the interior point's own work), how the KKT matrices were
+    factorised, output file."""
     errors = ", ".join(f"{key} {err:.2e}" for key, err in result.key_errors.items()) or "none"
     parts = ", ".join(f"{part} {t:.3f} s" for part, t in result.timings.items())
     solver = f"; solver CPU {sum(result.timings.values()):.3f} s ({parts})" if result.timings else ""

@@ -103,9 +103,9 @@ class NLPResult:
     """x (n,); status solved | infeasible | max_iter | cancelled | failed; multipliers (m,) of the rows
     (sign: grad f + J^T y = bound multipliers); constraint_violation: max over rows of the distance of
     c(x) to [c_lower, c_upper] (unscaled); wall_time in seconds; timings: CPU seconds per part of the
-    solve (evaluation: objective, rows and their derivatives at the iterates; factorisation: KKT assembly,
-    factorisations with the inertia correction, solves; line search: trial points and second-order
-    corrections); kkt: how the KKT matrices were factorised (stage recursion or sparse LU, and why)."""
+    solve, summing to the whole solve's (evaluation: objective, rows and their derivatives at the iterates;
+    factorisation: KKT assembly, factorisations with the inertia correction, solves; line search: trial points
+    and second-order corrections; interior point: the rest, its own set-up and vector algebra); kkt: how the KKT matrices were factorised (stage recursion or sparse LU, and why)."""
 
     x: np.ndarray
     status: str
@@ -120,11 +120,19 @@ class NLPResult:
 
 
 class _Clock:
-    """Accumulated CPU (process) time per named part (on a shared machine wall time counts the neighbours)."""
+    """Accumulated CPU (process) time per named part (on a shared machine wall time counts the neighbours), from
+    its making to `parts()`: what no named part holds is the interior point's own work."""
 
     def __init__(self):
         self.total: dict[str, float] = {"evaluation": 0.0, "factorisation": 0.0, "line search": 0.0}
         self._parts: list[tuple[str, float]] = []
+        self._start = time.process_time()
+
+    def parts(self) -> dict[str, float]:
+        """The named parts and "interior point": the rest of the time since the clock was made (the reduced
+        problem's set-up, residuals, barrier terms, steps to the bounds, multiplier updates, the filter)."""
+        rest = time.process_time() - self._start - sum(self.total.values())
+        return {**self.total, "interior point": max(rest, 0.0)}
 
     def __call__(self, part: str) -> "_Clock":
         """with clock(part): adds the block's CPU time to part (a plain context manager: no generator per use)."""
@@ -694,6 +702,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     if kkt == "auto":
         kkt, why_lu = ("stage" if NATIVE else "lu"), "the C stage kernel is not built"
     start_time = time.perf_counter()
+    clock = _Clock()
     P = _Reduced(nlp, x0)
     nz = P.nx + P.ns
     zl, zu = P.zl, P.zu
@@ -715,7 +724,6 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     filt: list[tuple[float, float]] = []  # filter entries (constraint violation, barrier objective)
     theta_max = theta_min = None
 
-    clock = _Clock()
     with clock("evaluation"):
         point = _evaluate(P, bounds, z)
         raw, c = point.raw, point.c
@@ -866,5 +874,5 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     x, raw = point.x, point.raw  # the last iterate's, evaluated there
     f_val = point.f if point.logs != -np.inf else float(nlp.objective(x))
     return NLPResult(x, status, it, f_val, float(violation(raw, P.cl, P.cu).max(initial=0.0)),
-                     P.c_scale * y / P.f_scale, message, time.perf_counter() - start_time, clock.total,
+                     P.c_scale * y / P.f_scale, message, time.perf_counter() - start_time, clock.parts(),
                      factoriser.describe())

@@ -287,7 +287,8 @@ class ShotResult:
     reproduces the motion). states: (steps + 1, n) solved node states (state_names). key_errors: key
     label -> largest error of its conditions (m, rad or m/s; radius keys: distance beyond the radius).
     replay_error: largest difference between the solved and the replayed body positions (m). timings: the
-    interior point's CPU seconds per part (evaluation, factorisation, line search; nlp.NLPResult.timings).
+    interior point's CPU seconds per part (evaluation, factorisation, line search and the interior point's own
+    work, summing to the whole solve; nlp.NLPResult.timings).
     kkt: how its KKT matrices were factorised (nlp.NLPResult.kkt: the stage recursion or sparse LU, and why).
     """
 
