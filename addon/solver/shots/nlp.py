@@ -69,7 +69,8 @@ class NLP:
 
     Bounds may be +-inf; c_lower == c_upper marks an equality. jacobian(x) -> scipy.sparse (m, n);
     hessian(x, multipliers (m,), obj_factor) -> scipy.sparse (n, n) of obj_factor * f + sum_i y_i c_i
-    (either triangle or both; it is symmetrised), or None when hessian is None: then a damped BFGS
+    (both triangles, or one: an entry whose mirror is absent counts whole; the
+    matrix is symmetrised), or None when hessian is None: then a damped BFGS
     matrix is kept instead (dense; for small problems only). stages (n,) int, optional: the stage (time step)
     of each variable, -1 for a variable of no stage (such as a free time step); it lets the KKT matrix be
     factorised stage by stage (stage_kkt.py). jacobian_data, hessian_data, optional: the same matrices as
@@ -292,7 +293,7 @@ class _Reduced:
     def _reduce_hessian(self, raw: sp.csr_matrix):
         """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is
         len(raw.data), a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
-        each diagonal entry): the entry is half the sum of the two."""
+        each diagonal entry): the entry is half the sum of the two (the whole of one where the other is absent)."""
         nz = self.nx + self.ns
         r, j = self._entries(raw)
         i = self.z_index[r]
@@ -306,6 +307,9 @@ class _Reduced:
         upper, lower = np.full(len(unique), len(raw.data)), np.full(len(unique), len(raw.data))
         upper[inverse[:len(kept)]] = kept  # raw (i, j) at CSC (row i, column j)
         lower[inverse[len(kept):2 * len(kept)]] = kept  # and at (row j, column i)
+        # an entry whose mirror the raw pattern lacks (a Hessian given by one triangle) counts whole
+        none = len(raw.data)
+        upper, lower = np.where(upper == none, lower, upper), np.where(lower == none, upper, lower)
         pattern = sp.csc_matrix((np.zeros(len(unique)), _frozen(indices), _frozen(indptr)), shape=(nz, nz))
         return upper, lower, pattern, inverse[2 * len(kept):]
 

@@ -1,6 +1,8 @@
 """The interior-point NLP solver on problems with known answers (HS071, bounded QPs, an infeasible one), with both
 barrier updates (monotone, adaptive)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -40,6 +42,16 @@ def test_hs071_reaches_the_published_optimum(hessian, mu_strategy):
     assert r.objective == pytest.approx(17.0140173, abs=1e-6)  # Hock & Schittkowski problem 71
     assert np.allclose(r.x, [1.0, 4.7429996, 3.8211500, 1.3794083], atol=1e-6)
     assert r.constraint_violation < 1e-9
+
+
+@pytest.mark.parametrize("triangle", [sp.triu, sp.tril])
+def test_a_hessian_given_by_one_triangle_is_the_whole_symmetric_matrix(triangle):
+    full = _hs071(True)
+    one = replace(full, hessian=lambda x, y, s: triangle(full.hessian(x, y, s), format="csr"))
+    x0 = np.array([1.0, 5.0, 5.0, 1.0])
+    a, b = solve(full, x0), solve(one, x0)
+    assert a.iterations == b.iterations and b.status == "solved"
+    np.testing.assert_allclose(b.x, a.x, rtol=1e-12, atol=1e-12)
 
 
 def test_timings_account_for_the_whole_solve():
