@@ -1,6 +1,5 @@
 """ctypes bindings of the shots' row kernels: car_step.c (the car's step rows, their Jacobian and exact Hessian over
-all steps), planar_clearance.c (a planar vehicle's body spheres against an obstacle of any shot shape) and
-sparse_sum.c (raw derivative outputs summed into a sparse matrix's values: scatter_add).
+all steps) and planar_clearance.c (a planar vehicle's body spheres against an obstacle of any shot shape).
 
 `LIB` is the kernel library when it is built with both and loads (native.load_kernels), else None; then
 addon/solver/shots/car.py uses its numpy twin (CarDynamics.residual_numpy, residual_hessian_numpy) and
@@ -22,7 +21,7 @@ _int, _ptr = ctypes.c_int64, ctypes.c_void_p
 
 def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
-    if lib is None or not hasattr(lib, "symplex_planar_clearance") or not hasattr(lib, "symplex_scatter_add"):
+    if lib is None or not hasattr(lib, "symplex_planar_clearance"):
         return None
     lib.symplex_planar_clearance.argtypes = [_int, _int, _ptr, _int, _ptr, _int] + [_ptr] * 7
     lib.symplex_planar_clearance.restype = None
@@ -30,8 +29,6 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_car_step.restype = None
     lib.symplex_car_step_hessian.argtypes = [_int] + [_ptr] * 6
     lib.symplex_car_step_hessian.restype = None
-    lib.symplex_scatter_add.argtypes = [_int, _ptr, _ptr, _ptr]
-    lib.symplex_scatter_add.restype = None
     return lib
 
 
@@ -65,19 +62,6 @@ def hessian(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y:
         raise ValueError(f"car step Hessian: expected y ({len(W)}, 4), got {y.shape}")
     out = np.empty((len(W), 9, 9))
     LIB.symplex_car_step_hessian(len(W), *pointers(W, first, h, par, y, out))
-    return out
-
-
-def scatter_add(target: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """out (size,) with out[target[i]] += values[i], summed in the order of i: np.bincount without its passes to check
-    and convert the targets. target: int64, C-contiguous, entries in [0, size) (the caller's fixed map, not checked
-    here)."""
-    values = np.ascontiguousarray(values, np.float64)
-    if target.shape != values.shape or target.dtype != np.int64:
-        raise ValueError(f"scatter_add: expected int64 targets of the values' shape {values.shape}, got "
-                         f"{target.dtype} {target.shape}")
-    out = np.zeros(size)
-    LIB.symplex_scatter_add(len(values), *pointers(target, values, out))
     return out
 
 

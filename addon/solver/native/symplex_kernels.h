@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 25
+#define SYMPLEX_ABI_VERSION 26
 
 int64_t symplex_abi_version(void);
 
@@ -298,6 +298,8 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
 /* out[target[i]] += values[i] for i < n, in the order of i (sparse_sum.c; numpy twin np.bincount in
  * addon/solver/shots/transcription.py SparsityPattern.values_numpy). */
 void symplex_scatter_add(int64_t n, const int64_t *target, const double *values, double *out);
+void symplex_csr_matvec(int64_t rows, const int64_t *indptr, const int64_t *indices, const double *data,
+                        const double *x, double *out);
 
 /* Contact rows of the maximal step at the knot (contact_rows.c; numpy twin: maximal/interior_point.py
  * _contacts, _patches and the contact part of `packed`).

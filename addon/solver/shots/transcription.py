@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..native import shot_rows_binding as _rows
+from ..native import sparse_binding as _sparse
 from . import nlp as nlpmod
 from .obstacles import distance_function, obstacle_frame, shape_parameters
 from .spec import Shot, ShotError, ShotResult
@@ -275,9 +276,9 @@ class SparsityPattern:
         (native/sparse_sum.c) when the kernels are built, else values_numpy, its twin."""
         if self.order is not None:
             return data[self.order]
-        if _rows.LIB is None:
+        if _sparse.LIB is None:
             return self.values_numpy(data)
-        return _rows.scatter_add(self.inverse, data, self.size)
+        return _sparse.scatter_add(self.inverse, data, self.size)
 
     def values_numpy(self, data: np.ndarray) -> np.ndarray:
         """values by np.bincount."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..native.sparse_binding import CsrProduct
 from ..native.tape_program_binding import ACROSS, BELOW, HESSIAN, ROWS, CProgram, Runner
 from ..tree.compile import TreeModel
 from .tree_dynamics import TreeTranscription, slot_terms
@@ -443,6 +444,13 @@ class EvaluationPass:
             if name == "phi":
                 self.runs[-1].P[:] = plan.scales
         self.x, self.y, self.objective = layout.section("x"), layout.section("y"), layout.offset["objective"]
+        start, stop, _ = plan.inputs.indices(len(self.data))
+        read = plan.input_matrix.indices
+        if np.any((read >= start) & (read < stop)):
+            raise ValueError("tree evaluation: the programs' inputs are computed from themselves")
+        self.inputs = self.data[plan.inputs]  # a view: the product writes the inputs in place
+        self.make_inputs = CsrProduct(plan.input_matrix, self.data)
+        self.make_values = CsrProduct(plan.values_matrix, self.data)
 
     def __call__(self, x: np.ndarray, y: np.ndarray | None = None, obj_factor: float = 0.0) -> np.ndarray:
         """The values at x (and y, obj_factor for the Hessian)."""
@@ -451,7 +459,7 @@ class EvaluationPass:
         if y is not None:
             data[self.y] = y
             data[self.objective] = obj_factor
-        data[self.plan.inputs] = self.plan.input_matrix @ data
+        self.make_inputs(out=self.inputs)
         for run in self.runs:
             run()
-        return self.plan.values_matrix @ data
+        return self.make_values()

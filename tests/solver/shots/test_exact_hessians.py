@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
-from addon.solver.native import shot_rows_binding
+from addon.solver.native import shot_rows_binding, sparse_binding
 from addon.solver.shots import jets, transcription
 from addon.solver.shots.car import arc, arc_curvature
 from addon.solver.shots.vehicle_shot import transcribe
@@ -237,7 +237,7 @@ def test_quadratic_costs_equal_the_channel_formulas():
     assert np.abs(H[tr.h_index]).max() > 0  # the entries with the free step are checked too
 
 
-@pytest.mark.skipif(shot_rows_binding.LIB is None, reason="C kernels not built (make kernels)")
+@pytest.mark.skipif(sparse_binding.LIB is None, reason="C kernels not built (make kernels)")
 def test_pattern_sum_in_c_equals_bincount():
     """SparsityPattern.values (native/sparse_sum.c) sums COO data with many duplicates into the CSR values bit for bit
     as its numpy twin (np.bincount, the same order), and both equal the dense sum of the data at their (row,
@@ -253,3 +253,24 @@ def test_pattern_sum_in_c_equals_bincount():
     np.add.at(dense, (rows, cols), data)
     csr = sp.csr_matrix((got, pattern.indices, pattern.indptr), shape=(n, n))
     assert np.allclose(csr.toarray(), dense, rtol=0, atol=1e-12)
+
+
+@pytest.mark.skipif(sparse_binding.LIB is None, reason="C kernels not built (make kernels)")
+def test_csr_product_in_c_equals_scipy_bit_for_bit():
+    """CsrProduct (native/sparse_sum.c) is scipy's product, each row summed in the same order, on a matrix with
+    empty rows and duplicate entries, into a fresh array and into a view of another buffer; a changed input is
+    read at the next call."""
+    rng = np.random.default_rng(15)
+    counts = rng.integers(0, 8, 43)
+    counts[[5, 17, 42]] = 0  # empty rows
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    indices = rng.integers(0, 60, indptr[-1])  # duplicates within a row among them
+    A = sp.csr_matrix((rng.standard_normal(indptr[-1]), indices, indptr), shape=(43, 60))
+    assert not A.has_canonical_format
+    x = rng.standard_normal(60)
+    product = sparse_binding.CsrProduct(A, x)
+    assert np.array_equal(product(), A @ x)
+    x[:] = rng.standard_normal(60)
+    buffer = np.zeros(50)
+    product(out=buffer[5:48])
+    assert np.array_equal(buffer[5:48], A @ x) and not buffer[:5].any() and not buffer[48:].any()
