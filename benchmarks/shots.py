@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from dataclasses import replace
+from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from addon.solver.shots import nlp as nlpmod
 from addon.solver.shots.mechanism_shots import solve_mechanism_shot
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.solve import solve_shot
+from addon.solver.shots.spec import ShotResult
 from addon.solver.shots.transcription import COLD_MU, Transcription
 from addon.solver.shots.vehicle_shot import transcribe
 
@@ -36,6 +38,8 @@ from .shots_eval import chain_shot
 
 SHOTS = ("parallel_parking", "parallel_parking_200", "car_tunnel", "helicopter_canyon_landing", "boat_docking")
 QUICK = ("parallel_parking", "helicopter_canyon_landing")
+T = TypeVar("T")
+REPEATS = 5  # every solve of the table, ours and IPOPT's, is the median of this many (by CPU time)
 MECHANISM_SHOTS = ("four_bar_swing", "crane_anti_sway", "chain_30")  # CasADi model: benchmarks/shots_casadi_tree.py
 CAR_200_LIMIT = 0.1  # seconds of solver CPU for parking with 200 steps (issue 18)
 
@@ -271,18 +275,30 @@ def casadi_problem(tr: Transcription):
     return {"x": x, "f": f, "g": ca.vertcat(*g)}, np.array(lbg), np.array(ubg)
 
 
+def median_run(solve: Callable[[], T], cpu: Callable[[T], float], repeats: int = REPEATS) -> T:
+    """solve() `repeats` times; the run whose CPU time cpu(run) is the median (on a shared machine one run can
+    be twice another)."""
+    runs = sorted((solve() for _ in range(repeats)), key=cpu)
+    return runs[len(runs) // 2]
+
+
 def _ipopt(problem, lbg, ubg, x0, lbx, ubx, nlp: nlpmod.NLP, build: float, mu_init: float | None) -> dict:
-    """IPOPT (MUMPS, exact Hessian by CasADi) on a CasADi problem from x0; its solution checked against OUR
-    rows (`our_violation`) and cost (`our_objective`) of `nlp`; `build`: seconds spent building the model."""
+    """IPOPT (MUMPS, exact Hessian by CasADi) on a CasADi problem from x0, the median of REPEATS solves by CPU
+    time; its solution checked against OUR rows (`our_violation`) and cost (`our_objective`) of `nlp`; `build`:
+    seconds spent building the model."""
     ca = _casadi()
     t0 = time.perf_counter()
     solver = ca.nlpsol("shot", "ipopt", problem, {
         "print_time": False, "ipopt.print_level": 0, "ipopt.tol": 1e-8, "ipopt.constr_viol_tol": 1e-9,
         "ipopt.max_iter": 3000, "ipopt.sb": "yes", **({} if mu_init is None else {"ipopt.mu_init": mu_init})})
     build += time.perf_counter() - t0
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+
+    def timed() -> tuple[float, float, dict]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
+        return time.perf_counter() - t0, time.process_time() - c0, out
+
+    wall, cpu, out = median_run(timed, lambda run: run[1])
     stats = solver.stats()
     x = np.asarray(out["x"]).ravel()
     ours = nlpmod.violation(nlp.constraints(x), nlp.c_lower, nlp.c_upper)
@@ -340,6 +356,16 @@ def warm_start_line(name: str = "parallel_parking", shift: float = 0.3) -> str:
             f"{sum(warm.timings.values()):.3f} s solver CPU (objective {warm.objective:.6g})")
 
 
+def _median_solve(solve: Callable[[], ShotResult]) -> tuple[float, float, ShotResult]:
+    """(wall, CPU time, result) of the solve whose solver CPU (the sum of its timings) is the median of REPEATS."""
+    def timed() -> tuple[float, float, ShotResult]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = solve()
+        return time.perf_counter() - t0, time.process_time() - c0, result
+
+    return median_run(timed, lambda run: sum(run[2].timings.values()))
+
+
 def _targets(ratios: list[tuple[str, float, float]], car_200: tuple[float, int] | None) -> list[str]:
     """Issue 18's targets from the table's numbers: each shot's solver CPU over IPOPT's CPU in the same run, IPOPT
     from its default first barrier (and from COLD_MU, the vehicle shots' own), and parking with 200 steps under
@@ -371,9 +397,7 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in names:
         shot = _benchmark_shot(name)
-        t0, c0 = time.perf_counter(), time.process_time()
-        result = solve_shot(shot)
-        ours, ours_cpu = time.perf_counter() - t0, time.process_time() - c0
+        ours, ours_cpu, result = _median_solve(lambda: solve_shot(shot))
         tr = transcribe(shot)
         ip, ip_small = run_ipopt(tr), run_ipopt(tr, COLD_MU)
         free = int(np.sum(tr.x_lower < tr.x_upper))
@@ -395,9 +419,7 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
         lines.append(row)
     for name in () if quick else MECHANISM_SHOTS:
         shot = _mechanism_shot(name)
-        t0, c0 = time.perf_counter(), time.process_time()
-        result = solve_mechanism_shot(shot)
-        ours, ours_cpu = time.perf_counter() - t0, time.process_time() - c0
+        ours, ours_cpu, result = _median_solve(lambda: solve_mechanism_shot(shot))
         solver_cpu = sum(result.timings.values())
         parts = " / ".join(f"{t:.3f}" for t in result.timings.values())
         row = (f"| {shot.name} | {shot.steps} | {mechanism_shots._problem(shot).tx.n} | {result.status} "
@@ -421,7 +443,8 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
             "includes building the transcription (a mechanism shot's also its keyed start path) and the replay "
             "through the simulator, solver CPU is the whole interior-point solve "
             "(NLPResult.timings: evaluation / factorisation / line search / the interior point's own work). "
-            "CPU time is process time (all threads), the better measure on a shared machine. IPOPT: CasADi 3.8 SX model "
+            "CPU time is process time (all threads), the better measure on a shared machine; each of our solves and "
+            "each IPOPT solve is the median of REPEATS (5) runs by CPU time. IPOPT: CasADi 3.8 SX model "
             "of the same rows, exact Hessian by AD, MUMPS, tol 1e-8; time excludes building the model. Both "
             "start from the same key-path guess. Ours starts its barrier at mu = COLD_MU (docs/shots.md, \"Barrier\"), "
             "IPOPT at its default 0.1; the last column is IPOPT from the same first barrier as ours. Local optima of these non-convex problems may differ, so "
