@@ -555,23 +555,33 @@ def _leading(M: sp.spmatrix, rows: int, cols: int) -> sp.spmatrix:
     return type(M)((M.data[entries], indices, indptr), shape=(rows, cols))
 
 
-def _slots(L: StageLayout, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """Where K[i, j] goes in the C kernel's blocks of layout L (stage_kkt.h), vectorised: the slot, or -1 (the
-    lower twin of a stored coupling between blocks), or -2 (blocks more than one apart)."""
-    ci, cj = L.chunk[i], L.chunk[j]
-    li, lj = L.local[i], L.local[j]
-    out = np.full(len(i), -2, np.int64)
-    inner = (ci >= 0) & (cj >= 0)
-    out[inner & (ci == cj + 1)] = -1
-    out[(ci < 0) & (cj >= 0)] = -1
-    at = np.flatnonzero(inner & (ci == cj))
-    out[at] = L.a_off[ci[at]] + li[at] * L.sizes[ci[at]] + lj[at]
-    at = np.flatnonzero(inner & (cj == ci + 1))
-    out[at] = L.c_off[ci[at]] + li[at] * L.sizes[cj[at]] + lj[at]
-    at = np.flatnonzero((ci >= 0) & (cj < 0))
-    out[at] = L.e_off[ci[at]] + li[at] * L.nb + lj[at]
-    at = np.flatnonzero((ci < 0) & (cj < 0))
-    out[at] = L.f_off + li[at] * L.nb + lj[at]
+_BORDER_KEY = 1 << 40  # the border's block number in _slots: farther from every block than any two blocks are
+_USES_COLUMN = np.array([0, 0, 1, 1, 0, 1])  # whether a kind of _slots' pair adds the column's place in its block
+
+
+def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
+    """Where K[i, j] goes in the C kernel's blocks of layout L (stage_kkt.h), for each (i, j) of pairs, vectorised:
+    the slot, or -1 (the lower twin of a stored coupling between blocks), or -2 (blocks more than one apart).
+
+    The kind of pair comes from the distance d of the blocks (the border far from all): 0 d <= -2 (far; for a
+    border i, an inner j: a lower twin), 1 d = -1 (lower twin), 2 d = 0 (same block, or border and border), 3
+    d = 1 (next block), 4 d >= 2 (far), 5 (inner i, border j); each unknown's row of slots by kind (worked out
+    once for all the pairs), plus the column's place where the kind has one."""
+    inner = L.chunk >= 0
+    c, local = np.maximum(L.chunk, 0), L.local
+    table = np.empty((L.n_unknowns, 6), np.int64)
+    table[:, 0] = np.where(inner, -2, -1)
+    table[:, 1] = -1
+    table[:, 2] = np.where(inner, L.a_off[c] + local * L.sizes[c], L.f_off + local * L.nb)
+    table[:, 3] = np.append(L.c_off, 0)[c] + local * np.append(L.sizes[1:], 0)[c]
+    table[:, 4] = -2
+    table[:, 5] = L.e_off[c] + local * L.nb
+    table, key = table.ravel(), np.where(inner, L.chunk, _BORDER_KEY)
+    out = []
+    for i, j in pairs:
+        d = key[j] - key[i]
+        kind = np.clip(d, -2, 2) + 2 + (d >= _BORDER_KEY // 2)
+        out.append(table[i * 6 + kind] + local[j] * _USES_COLUMN[kind])
     return out
 
 
@@ -653,30 +663,28 @@ class StagePlan:
         self.slack_diag = diagonal[nx:].astype(np.int64)
         self.w_far = np.flatnonzero(on_slack & (w_row != w_col))
         wx = np.flatnonzero((w_row < nx) & (w_col < nx))
-        w_slot = _slots(L, w_row[wx], w_col[wx])
-        self.w_far = np.concatenate([self.w_far, wx[w_slot == -2]])  # entries that must be zero
-        self.w_slot, self.w_src = w_slot[w_slot >= 0], wx[w_slot >= 0]
         # J's entries of the kept rows, as K[row, x] and K[x, row]
         jk = np.flatnonzero(in_x & (new_row[j_row] >= 0))
         r_k, c_k = new_row[j_row[jk]], j_col[jk]
-        lower, upper = _slots(L, r_k, c_k), _slots(L, c_k, r_k)
-        self.j_far = jk[lower == -2]
-        self.j_slot = np.concatenate([lower[lower >= 0], upper[upper >= 0]])
-        self.j_src = np.concatenate([jk[lower >= 0], jk[upper >= 0]])
         # the eliminated rows' entries over x (sorted by row: J is CSR) and their products J_ia J_ib, same row
         which = np.full(m, -1)
         which[self.elim] = np.arange(len(self.elim))
         je = np.flatnonzero(in_x & (which[j_row] >= 0))
         self.e_src, self.e_col, self.e_row = je, j_col[je], which[j_row[je]]
         a, b = _pairs_within(self.e_row)
-        p_slot = _slots(L, self.e_col[a], self.e_col[b])
+        # diagonal shifts: dw on x, -dc (and a kept inequality row's slack term) on the kept rows
+        idx = np.arange(L.n_unknowns)
+        w_slot, lower, upper, p_slot, self.d_slot = _slots(
+            L, (w_row[wx], w_col[wx]), (r_k, c_k), (c_k, r_k), (self.e_col[a], self.e_col[b]), (idx, idx))
+        self.w_far = np.concatenate([self.w_far, wx[w_slot == -2]])  # entries that must be zero
+        self.w_slot, self.w_src = w_slot[w_slot >= 0], wx[w_slot >= 0]
+        self.j_far = jk[lower == -2]
+        self.j_slot = np.concatenate([lower[lower >= 0], upper[upper >= 0]])
+        self.j_src = np.concatenate([jk[lower >= 0], jk[upper >= 0]])
         if np.any(p_slot == -2):
             raise StageBreakdown("an eliminated inequality row couples stage blocks more than one apart")
         keep = p_slot >= 0
         self.p_slot, self.p_a, self.p_b, self.p_row = p_slot[keep], je[a[keep]], je[b[keep]], self.e_row[a[keep]]
-        # diagonal shifts: dw on x, -dc (and a kept inequality row's slack term) on the kept rows
-        idx = np.arange(L.n_unknowns)
-        self.d_slot = _slots(L, idx, idx)
         self.nx, self.m = nx, m
         self.far = len(self.w_far) > 0 or len(self.j_far) > 0
         self.slack_d, self.weight = np.empty(len(rows)), np.empty(len(self.elim))
