@@ -143,8 +143,17 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
         h_band = _spread(var_stage, h_rows[~on_slack], h_cols[~on_slack])
         rows, cols = np.concatenate([rows, h_rows[on_slack]]), np.concatenate([cols, h_cols[on_slack]])
     hard = np.ones(J.shape[0], bool) if soft_rows is None else ~np.asarray(soft_rows, bool)
-    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded, hard, h_band)
-               for row_stage in _row_stages(sp.csr_matrix(J), var_stage)]
+    placements = [_placement(var_stage, row_stage, slack_rows, rows, cols, max_border, hard, h_band)
+                  for row_stage in _row_stages(sp.csr_matrix(J), var_stage)]
+    hard = np.concatenate([np.zeros(len(var_stage), bool), hard])
+    # unpadded, merging blocks only adds to the cost: a placement whose blocks so far cost no less than the
+    # other's layout cannot win (the pinned one wins a tie), and is not finished
+    bounds = [0 if padded or isinstance(p, str) else _cost(p[2], p[3]) for p in placements]
+    layouts: list[StageLayout | str | None] = [None, None]
+    for k in sorted(range(2), key=lambda k: bounds[k]):
+        other = layouts[1 - k]
+        if not isinstance(other, StageLayout) or bounds[k] < other.cost(padded) + (k == 0):
+            layouts[k] = _layout(placements[k], rows, cols, padded, hard)
     found = [layout for layout in layouts if isinstance(layout, StageLayout)]
     return min(found, key=lambda layout: layout.cost(padded)) if found else layouts[0]
 
@@ -188,10 +197,12 @@ def _spread(stage: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
     return int(np.max(np.abs(stage[rows[both]] - stage[cols[both]]), initial=0))
 
 
-def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padded: bool,
-            hard: np.ndarray, h_band: int) -> StageLayout | str:
-    """The layout for one placement of the rows; (rows, cols): the KKT matrix's coupled pairs whose stages
-    depend on the placement (J's entries, W's at slacks), h_band: the largest stage distance of the others."""
+def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, hard: np.ndarray,
+               h_band: int) -> tuple[np.ndarray, int, np.ndarray, int] | str:
+    """One placement of the rows: (stage of each unknown, band, chunk of each unknown with the groups of `band`
+    stages merged by their counts (_merge_groups), number of border unknowns), or why there is no layout.
+    (rows, cols): the KKT matrix's coupled pairs whose stages depend on the placement (J's entries, W's at
+    slacks), h_band: the largest stage distance of the others."""
     nz = len(var_stage)
     stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
     band = max(1, h_band, _spread(stage, rows, cols))
@@ -201,8 +212,24 @@ def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padde
     first = int(np.min(stage[stage >= 0], initial=0))
     group = np.where(stage >= 0, (stage - first) // band, -1)
     chunk_of_group = _merge_groups(group, nz, hard)
-    chunk = np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1)
-    chunk = _merge_singular(chunk, rows, cols, np.concatenate([np.zeros(nz, bool), hard]))
+    return stage, band, np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1), border
+
+
+def _cost(chunk: np.ndarray, nb: int) -> int:
+    """StageLayout.cost unpadded of blocks `chunk` and nb border unknowns: no less than that of any layout whose
+    blocks are unions of these ((a + b)^3 >= a^3 + b^3)."""
+    p = np.bincount(chunk[chunk >= 0]).astype(float)
+    return int(np.sum(p**3 + p**2 * nb)) + nb**3
+
+
+def _layout(placement: tuple[np.ndarray, int, np.ndarray, int] | str, rows: np.ndarray, cols: np.ndarray,
+            padded: bool, hard: np.ndarray) -> StageLayout | str:
+    """The layout of one placement of the rows (_placement), its structurally singular blocks merged; hard: over
+    the unknowns, the rows without a diagonal of their own."""
+    if isinstance(placement, str):
+        return placement
+    stage, band, chunk, _ = placement
+    chunk = _merge_singular(chunk, rows, cols, hard)
     if isinstance(chunk, str):
         return chunk
     n_chunks = int(chunk.max(initial=-1)) + 1
