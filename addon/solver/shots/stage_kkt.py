@@ -111,9 +111,7 @@ class StageLayout:
     def cost(self, padded: bool) -> int:
         """Flops of a factorisation, up to a constant: every block's inverse and its products with the border's
         columns, and the border's Schur complement; blocks padded to the largest (numpy's batches) or not (C)."""
-        nb = len(self.border)
-        p = np.full(self.n_chunks, self.size) if padded else self.sizes
-        return int(np.sum(p.astype(float)**3 + p.astype(float)**2 * nb)) + nb**3
+        return _cost(np.full(self.n_chunks, self.size) if padded else self.sizes, len(self.border))
 
     def describe(self) -> str:
         return (f"stage recursion: {self.n_chunks} blocks of at most {self.size} unknowns "
@@ -131,10 +129,10 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     kernel is not built). soft_rows (m,) bool: rows with a negative diagonal of their own in K (an eliminated
     slack's), which leave no block singular however many there are."""
     padded = NATIVE is False if padded is None else padded
-    J = sp.coo_matrix(J)
+    J = _coo(J)
     rows, cols, h_band = J.row + len(var_stage), J.col, 0
     if H is not None:
-        Hc = sp.coo_matrix(H)
+        Hc = _coo(H)
         nonzero = Hc.data != 0  # a window's Hessian pattern is dense; only entries that can be nonzero count
         h_rows, h_cols = Hc.row[nonzero], Hc.col[nonzero]
         # the variables' stages do not depend on where the rows go: the band of W's entries among them is
@@ -148,7 +146,8 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     hard = np.concatenate([np.zeros(len(var_stage), bool), hard])
     # unpadded, merging blocks only adds to the cost: a placement whose blocks so far cost no less than the
     # other's layout cannot win (the pinned one wins a tie), and is not finished
-    bounds = [0 if padded or isinstance(p, str) else _cost(p[2], p[3]) for p in placements]
+    bounds = [0 if padded or isinstance(p, str) else _cost(np.bincount(p[2][p[2] >= 0]), p[3])
+              for p in placements]
     layouts: list[StageLayout | str | None] = [None, None]
     for k in sorted(range(2), key=lambda k: bounds[k]):
         other = layouts[1 - k]
@@ -156,6 +155,11 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
             layouts[k] = _layout(placements[k], rows, cols, padded, hard)
     found = [layout for layout in layouts if isinstance(layout, StageLayout)]
     return min(found, key=lambda layout: layout.cost(padded)) if found else layouts[0]
+
+
+def _coo(M: sp.spmatrix) -> sp.coo_matrix:
+    """M in coordinates (itself when it is: scipy's conversion checks it again)."""
+    return M if isinstance(M, sp.coo_matrix) else sp.coo_matrix(M)
 
 
 def _per_row(ufunc: np.ufunc, values: np.ndarray, indptr: np.ndarray, empty) -> np.ndarray:
@@ -215,10 +219,10 @@ def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, ha
     return stage, band, np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1), border
 
 
-def _cost(chunk: np.ndarray, nb: int) -> int:
-    """StageLayout.cost unpadded of blocks `chunk` and nb border unknowns: no less than that of any layout whose
-    blocks are unions of these ((a + b)^3 >= a^3 + b^3)."""
-    p = np.bincount(chunk[chunk >= 0]).astype(float)
+def _cost(sizes: np.ndarray, nb: int) -> int:
+    """StageLayout.cost of blocks of these sizes and nb border unknowns; no more than that of blocks merged from
+    them ((a + b)^3 >= a^3 + b^3)."""
+    p = sizes.astype(float)
     return int(np.sum(p**3 + p**2 * nb)) + nb**3
 
 
@@ -297,9 +301,16 @@ def _singular_chunks(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard
     if not lonely.any():
         return np.zeros(0, np.int64)
     entry = inner & (cr == cc) & lonely[rows]
-    pattern = sp.csr_matrix((np.ones(np.count_nonzero(entry)), (rows[entry], cols[entry])), shape=(len(chunk),) * 2)
+    pattern = _pattern(rows[entry], cols[entry], len(chunk))
     match = maximum_bipartite_matching(pattern, perm_type="column")
     return np.unique(chunk[lonely & (match < 0)])
+
+
+def _pattern(rows: np.ndarray, cols: np.ndarray, n: int) -> sp.csr_matrix:
+    """The n x n CSR pattern (ones) with entries (rows[i], cols[i]), repeated pairs kept (the matching above sees
+    only which entries there are), without scipy's conversion from coordinates."""
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
+    return sp.csr_matrix((np.ones(len(rows)), cols[np.argsort(rows, kind="stable")], indptr), shape=(n, n))
 
 
 def _merge_singular(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard: np.ndarray) -> np.ndarray | str:
