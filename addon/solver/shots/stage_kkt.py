@@ -737,41 +737,48 @@ class StagePlan:
         (self.w_slot, self.w_src, self.j_slot, self.j_src, self.p_slot, self.p_a, self.p_b, self.p_row,
          self.slack_diag, self.elim_slack, self.kept_slack, self.d_slot, self.rows, self.elim, self.e_src, self.e_col,
          self.e_row, self.kept) = i64
-        ptr = _native.pointers
-        self.fill_args = (len(self.w_slot), *ptr(self.w_slot, self.w_src), len(self.j_slot),
-                          *ptr(self.j_slot, self.j_src), len(self.p_slot), *ptr(self.p_slot, self.p_a, self.p_b,
-                                                                               self.p_row),
-                          nx, len(rows), *ptr(self.slack_diag, self.coef, self.slack_d), len(self.elim),
-                          *ptr(self.elim_slack, self.weight), len(self.kept), *ptr(self.kept_slack, self.d_slot))
-        self.solve_args = (nx, len(rows), m, *ptr(self.rows, self.coef, self.slack_d), len(self.elim),
-                           *ptr(self.elim, self.weight), len(self.e_src), *ptr(self.e_src, self.e_col, self.e_row))
-        self.row_args = (len(self.kept), *ptr(self.kept, self.where))
-        self.scratch_args = ptr(self.v, self.t)
-        self.pattern_addresses = ptr(*self.pattern)
-        self.z_work_address = ptr(self.z_work)[0]
-        self._plan_kernel_step(L)
+        address = self._plan_kernel_step(L)
 
-    def _plan_kernel_step(self, L: StageLayout) -> None:
+        def at(*names: str) -> tuple[int, ...]:
+            return tuple(address[name] for name in names)
+
+        self.fill_args = (len(self.w_slot), *at("w_slot", "w_src"), len(self.j_slot), *at("j_slot", "j_src"),
+                          len(self.p_slot), *at("p_slot", "p_a", "p_b", "p_row"), nx, len(rows),
+                          *at("slack_diag", "coef", "slack_d"), len(self.elim), *at("elim_slack", "weight"),
+                          len(self.kept), *at("kept_slack", "d_slot"))
+        self.solve_args = (nx, len(rows), m, *at("slack_row", "coef", "slack_d"), len(self.elim),
+                           *at("elim_row", "weight"), len(self.e_src), *at("e_src", "e_col", "e_row"))
+        self.row_args = (len(self.kept), *at("kept_row", "where"))
+        self.scratch_args = at("v", "t")
+        self.pattern_addresses = at("w_ptr", "w_idx", "j_ptr", "j_idx")
+        self.z_work_address = address["z_work"]
+
+    def _plan_kernel_step(self, L: StageLayout) -> dict[str, int]:
         """The symplex_stage_plan of newton_step (stage_kkt_binding.Plan) on this plan's arrays, its address, and
-        the arrays it writes beyond the layout's scratch: the refinement's work and the parity."""
-        work, _ = L.scratch()
+        the arrays it writes beyond the layout's scratch: the refinement's work and the parity. The addresses of
+        the plan's arrays by field name (each looked up once)."""
+        _, work = L.scratch()
         self.w_far, self.j_far = (np.ascontiguousarray(a, np.int64) for a in (self.w_far, self.j_far))
         self.refine, self.parity_out = np.empty(2 * (len(self.z_work) + self.m)), np.zeros(1, np.int64)
         w_ptr, w_idx, j_ptr, j_idx = self.pattern
+        arrays = dict(
+            size=L.sizes, a_off=L.a_off, c_off=L.c_off, e_off=L.e_off, r_off=L.r_off, w_slot=self.w_slot,
+            w_src=self.w_src, j_slot=self.j_slot, j_src=self.j_src, p_slot=self.p_slot, p_a=self.p_a, p_b=self.p_b,
+            p_row=self.p_row, slack_diag=self.slack_diag, coef=self.coef, slack_d=self.slack_d,
+            elim_slack=self.elim_slack, weight=self.weight, kept_slack=self.kept_slack, d_slot=self.d_slot,
+            w_far=self.w_far, j_far=self.j_far, slack_row=self.rows, elim_row=self.elim, e_src=self.e_src,
+            e_col=self.e_col, e_row=self.e_row, kept_row=self.kept, where=self.where, v=self.v, t=self.t,
+            w_ptr=w_ptr, w_idx=w_idx, j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine)
+        address = dict(zip(arrays, _native.pointers(*arrays.values())))
         self.kernel_plan = _native.Plan(
-            n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, size=L.sizes, a_off=L.a_off, c_off=L.c_off,
-            e_off=L.e_off, r_off=L.r_off, s_rcond=_PIVOT_RCOND, blk=work[0], g=work[1], g_cols=work[2],
-            g_count=work[3], x=work[4], piv=work[5], n_w=len(self.w_slot), w_slot=self.w_slot, w_src=self.w_src,
-            n_j=len(self.j_slot), j_slot=self.j_slot, j_src=self.j_src, n_p=len(self.p_slot), p_slot=self.p_slot,
-            p_a=self.p_a, p_b=self.p_b, p_row=self.p_row, nx=self.nx, ns=len(self.rows), m=self.m,
-            slack_diag=self.slack_diag, coef=self.coef, slack_d=self.slack_d, n_elim=len(self.elim),
-            elim_slack=self.elim_slack, weight=self.weight, n_kept=len(self.kept), kept_slack=self.kept_slack,
-            d_slot=self.d_slot, n_w_far=len(self.w_far), n_j_far=len(self.j_far), w_far=self.w_far, j_far=self.j_far,
-            slack_row=self.rows, elim_row=self.elim, n_e=len(self.e_src), e_src=self.e_src, e_col=self.e_col,
-            e_row=self.e_row, kept_row=self.kept, where=self.where, v=self.v, t=self.t, w_ptr=w_ptr, w_idx=w_idx,
-            j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine, parity_m=self.m % 2)
+            n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, s_rcond=_PIVOT_RCOND,
+            **dict(zip(("blk", "g", "g_cols", "g_count", "x", "piv"), work)), n_w=len(self.w_slot),
+            n_j=len(self.j_slot), n_p=len(self.p_slot), nx=self.nx, ns=len(self.rows), m=self.m,
+            n_elim=len(self.elim), n_kept=len(self.kept), n_w_far=len(self.w_far), n_j_far=len(self.j_far),
+            n_e=len(self.e_src), parity_m=self.m % 2, **address)
         self.kernel_plan_address, self.parity_address = ctypes.addressof(self.kernel_plan), _native.pointers(
             self.parity_out)[0]
+        return address
 
     def newton_step(self, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float,
                     rhs: np.ndarray) -> tuple["PlannedFactor", np.ndarray | None, bool]:
