@@ -197,8 +197,8 @@ def _row_stages(J: sp.csr_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np
 
 def _spread(stage: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
     """The largest stage distance between the two unknowns of a pair (rows[i], cols[i]) that both have a stage."""
-    both = (stage[rows] >= 0) & (stage[cols] >= 0)
-    return int(np.max(np.abs(stage[rows[both]] - stage[cols[both]]), initial=0))
+    at_row, at_col = stage[rows], stage[cols]
+    return int(np.max(np.abs(at_row - at_col), where=(at_row | at_col) >= 0, initial=0))  # both >= 0: no sign bit
 
 
 def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, hard: np.ndarray,
