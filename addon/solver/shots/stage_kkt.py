@@ -257,13 +257,11 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
     as many variables as rows (the leading block of a KKT matrix with more rows than variables is singular:
     a start state fixed by its bounds leaves the first step's rows with too few variables), and the same
     backwards from the last group (keys on the end state). Only the `hard` rows (m,) count."""
-    inner = group >= 0
     n_groups = int(group.max(initial=-1)) + 1
-    is_var = np.arange(len(group)) < nz
-    counted_row = np.concatenate([np.zeros(nz, bool), hard])
-    surplus = (np.bincount(group[inner & is_var], minlength=n_groups)
-               - np.bincount(group[inner & counted_row], minlength=n_groups))
-    filled = np.bincount(group[inner], minlength=n_groups) > 0
+    var_group, row_group = group[:nz], group[nz:]
+    variables = np.bincount(var_group[var_group >= 0], minlength=n_groups)
+    surplus = variables - np.bincount(row_group[(row_group >= 0) & hard], minlength=n_groups)
+    filled = (variables + np.bincount(row_group[row_group >= 0], minlength=n_groups)) > 0
     closes = (np.cumsum(surplus) >= 0) & filled  # a chunk ends after group g
     chunk_of_group = np.cumsum(closes) - closes
     chunk_of_group = np.minimum(chunk_of_group, chunk_of_group[-1])
@@ -274,7 +272,8 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
         if tail >= 0 and chunk_of_group[g] != chunk_of_group[g - 1]:
             break
         chunk_of_group[chunk_of_group == chunk_of_group[g]] = chunk_of_group[g - 1]
-    return np.unique(chunk_of_group, return_inverse=True)[1]
+    # numbered 0, 1, ... (chunk_of_group does not decrease)
+    return np.concatenate([[0], np.cumsum(chunk_of_group[1:] != chunk_of_group[:-1])])
 
 
 def _pairs_within(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
