@@ -146,8 +146,7 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     hard = np.concatenate([np.zeros(len(var_stage), bool), hard])
     # unpadded, merging blocks only adds to the cost: a placement whose blocks so far cost no less than the
     # other's layout cannot win (the pinned one wins a tie), and is not finished
-    bounds = [0 if padded or isinstance(p, str) else _cost(np.bincount(p[2][p[2] >= 0]), p[3])
-              for p in placements]
+    bounds = [_cost_bound(placement, padded) for placement in placements]
     layouts: list[StageLayout | str | None] = [None, None]
     for k in sorted(range(2), key=lambda k: bounds[k]):
         other = layouts[1 - k]
@@ -224,6 +223,16 @@ def _cost(sizes: np.ndarray, nb: int) -> int:
     them ((a + b)^3 >= a^3 + b^3)."""
     p = sizes.astype(float)
     return int(np.sum(p**3 + p**2 * nb)) + nb**3
+
+
+def _cost_bound(placement: tuple[np.ndarray, int, np.ndarray, int] | str, padded: bool) -> int:
+    """No more than the cost of the layout finished from this placement (_layout): unpadded, the cost of its
+    blocks so far (merging blocks only adds to it); padded (the last block may move to the border) or without a
+    placement, 0."""
+    if padded or isinstance(placement, str):
+        return 0
+    _, _, chunk, nb = placement
+    return _cost(np.bincount(chunk[chunk >= 0]), nb)
 
 
 def _layout(placement: tuple[np.ndarray, int, np.ndarray, int] | str, rows: np.ndarray, cols: np.ndarray,
