@@ -127,8 +127,8 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     Rows go either where they pin a variable or to the middle of their stages (module docstring); of the two
     layouts, the cheaper to factorise is kept (StageLayout.cost: padded for the numpy twin, by default when the C
     kernel is not built); the one whose blocks before the search for singular ones already cost no less than the
-    other's layout is not finished (_cost_bound). soft_rows (m,) bool: rows with a negative diagonal of their own in K (an eliminated
-    slack's), which leave no block singular however many there are."""
+    other's layout is not finished (_cost_bound). soft_rows (m,) bool: rows with a negative diagonal of their own
+    in K (an eliminated slack's), which leave no block singular however many there are."""
     padded = NATIVE is False if padded is None else padded
     J = _coo(J)
     rows, cols, h_band = J.row + len(var_stage), J.col, 0
