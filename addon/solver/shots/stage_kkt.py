@@ -111,9 +111,7 @@ class StageLayout:
     def cost(self, padded: bool) -> int:
         """Flops of a factorisation, up to a constant: every block's inverse and its products with the border's
         columns, and the border's Schur complement; blocks padded to the largest (numpy's batches) or not (C)."""
-        nb = len(self.border)
-        p = np.full(self.n_chunks, self.size) if padded else self.sizes
-        return int(np.sum(p.astype(float)**3 + p.astype(float)**2 * nb)) + nb**3
+        return _cost(np.full(self.n_chunks, self.size) if padded else self.sizes, len(self.border))
 
     def describe(self) -> str:
         return (f"stage recursion: {self.n_chunks} blocks of at most {self.size} unknowns "
@@ -128,13 +126,14 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
 
     Rows go either where they pin a variable or to the middle of their stages (module docstring); of the two
     layouts, the cheaper to factorise is kept (StageLayout.cost: padded for the numpy twin, by default when the C
-    kernel is not built). soft_rows (m,) bool: rows with a negative diagonal of their own in K (an eliminated
-    slack's), which leave no block singular however many there are."""
+    kernel is not built); the one whose blocks before the search for singular ones already cost no less than the
+    other's layout is not finished (_cost_bound). soft_rows (m,) bool: rows with a negative diagonal of their own
+    in K (an eliminated slack's), which leave no block singular however many there are."""
     padded = NATIVE is False if padded is None else padded
-    J = sp.coo_matrix(J)
+    J = _coo(J)
     rows, cols, h_band = J.row + len(var_stage), J.col, 0
     if H is not None:
-        Hc = sp.coo_matrix(H)
+        Hc = _coo(H)
         nonzero = Hc.data != 0  # a window's Hessian pattern is dense; only entries that can be nonzero count
         h_rows, h_cols = Hc.row[nonzero], Hc.col[nonzero]
         # the variables' stages do not depend on where the rows go: the band of W's entries among them is
@@ -143,10 +142,24 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
         h_band = _spread(var_stage, h_rows[~on_slack], h_cols[~on_slack])
         rows, cols = np.concatenate([rows, h_rows[on_slack]]), np.concatenate([cols, h_cols[on_slack]])
     hard = np.ones(J.shape[0], bool) if soft_rows is None else ~np.asarray(soft_rows, bool)
-    layouts = [_layout(var_stage, row_stage, slack_rows, rows, cols, max_border, padded, hard, h_band)
-               for row_stage in _row_stages(sp.csr_matrix(J), var_stage)]
+    placements = [_placement(var_stage, row_stage, slack_rows, rows, cols, max_border, hard, h_band)
+                  for row_stage in _row_stages(sp.csr_matrix(J), var_stage)]
+    hard = np.concatenate([np.zeros(len(var_stage), bool), hard])
+    # unpadded, merging blocks only adds to the cost: a placement whose blocks so far cost no less than the
+    # other's layout cannot win (the pinned one wins a tie), and is not finished
+    bounds = [_cost_bound(placement, padded) for placement in placements]
+    layouts: list[StageLayout | str | None] = [None, None]
+    for k in sorted(range(2), key=lambda k: bounds[k]):
+        other = layouts[1 - k]
+        if not isinstance(other, StageLayout) or bounds[k] < other.cost(padded) + (k == 0):
+            layouts[k] = _layout(placements[k], rows, cols, padded, hard)
     found = [layout for layout in layouts if isinstance(layout, StageLayout)]
     return min(found, key=lambda layout: layout.cost(padded)) if found else layouts[0]
+
+
+def _coo(M: sp.spmatrix) -> sp.coo_matrix:
+    """M in coordinates (itself when it is: scipy's conversion checks it again)."""
+    return M if isinstance(M, sp.coo_matrix) else sp.coo_matrix(M)
 
 
 def _per_row(ufunc: np.ufunc, values: np.ndarray, indptr: np.ndarray, empty) -> np.ndarray:
@@ -184,14 +197,16 @@ def _row_stages(J: sp.csr_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np
 
 def _spread(stage: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
     """The largest stage distance between the two unknowns of a pair (rows[i], cols[i]) that both have a stage."""
-    both = (stage[rows] >= 0) & (stage[cols] >= 0)
-    return int(np.max(np.abs(stage[rows[both]] - stage[cols[both]]), initial=0))
+    at_row, at_col = stage[rows], stage[cols]
+    return int(np.max(np.abs(at_row - at_col), where=(at_row | at_col) >= 0, initial=0))  # both >= 0: no sign bit
 
 
-def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padded: bool,
-            hard: np.ndarray, h_band: int) -> StageLayout | str:
-    """The layout for one placement of the rows; (rows, cols): the KKT matrix's coupled pairs whose stages
-    depend on the placement (J's entries, W's at slacks), h_band: the largest stage distance of the others."""
+def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, hard: np.ndarray,
+               h_band: int) -> tuple[np.ndarray, int, np.ndarray, int] | str:
+    """One placement of the rows: (stage of each unknown, band, chunk of each unknown with the groups of `band`
+    stages merged by their counts (_merge_groups), number of border unknowns), or why there is no layout.
+    (rows, cols): the KKT matrix's coupled pairs whose stages depend on the placement (J's entries, W's at
+    slacks), h_band: the largest stage distance of the others."""
     nz = len(var_stage)
     stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
     band = max(1, h_band, _spread(stage, rows, cols))
@@ -201,8 +216,34 @@ def _layout(var_stage, row_stage, slack_rows, rows, cols, max_border: int, padde
     first = int(np.min(stage[stage >= 0], initial=0))
     group = np.where(stage >= 0, (stage - first) // band, -1)
     chunk_of_group = _merge_groups(group, nz, hard)
-    chunk = np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1)
-    chunk = _merge_singular(chunk, rows, cols, np.concatenate([np.zeros(nz, bool), hard]))
+    return stage, band, np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1), border
+
+
+def _cost(sizes: np.ndarray, nb: int) -> int:
+    """StageLayout.cost of blocks of these sizes and nb border unknowns; no more than that of blocks merged from
+    them ((a + b)^3 >= a^3 + b^3)."""
+    p = sizes.astype(float)
+    return int(np.sum(p**3 + p**2 * nb)) + nb**3
+
+
+def _cost_bound(placement: tuple[np.ndarray, int, np.ndarray, int] | str, padded: bool) -> int:
+    """No more than the cost of the layout finished from this placement (_layout): unpadded, the cost of its
+    blocks so far (merging blocks only adds to it); padded (the last block may move to the border) or without a
+    placement, 0."""
+    if padded or isinstance(placement, str):
+        return 0
+    _, _, chunk, nb = placement
+    return _cost(np.bincount(chunk[chunk >= 0]), nb)
+
+
+def _layout(placement: tuple[np.ndarray, int, np.ndarray, int] | str, rows: np.ndarray, cols: np.ndarray,
+            padded: bool, hard: np.ndarray) -> StageLayout | str:
+    """The layout of one placement of the rows (_placement), its structurally singular blocks merged; hard: over
+    the unknowns, the rows without a diagonal of their own."""
+    if isinstance(placement, str):
+        return placement
+    stage, band, chunk, _ = placement
+    chunk = _merge_singular(chunk, rows, cols, hard)
     if isinstance(chunk, str):
         return chunk
     n_chunks = int(chunk.max(initial=-1)) + 1
@@ -226,13 +267,11 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
     as many variables as rows (the leading block of a KKT matrix with more rows than variables is singular:
     a start state fixed by its bounds leaves the first step's rows with too few variables), and the same
     backwards from the last group (keys on the end state). Only the `hard` rows (m,) count."""
-    inner = group >= 0
     n_groups = int(group.max(initial=-1)) + 1
-    is_var = np.arange(len(group)) < nz
-    counted_row = np.concatenate([np.zeros(nz, bool), hard])
-    surplus = (np.bincount(group[inner & is_var], minlength=n_groups)
-               - np.bincount(group[inner & counted_row], minlength=n_groups))
-    filled = np.bincount(group[inner], minlength=n_groups) > 0
+    var_group, row_group = group[:nz], group[nz:]
+    variables = np.bincount(var_group[var_group >= 0], minlength=n_groups)
+    surplus = variables - np.bincount(row_group[(row_group >= 0) & hard], minlength=n_groups)
+    filled = (variables + np.bincount(row_group[row_group >= 0], minlength=n_groups)) > 0
     closes = (np.cumsum(surplus) >= 0) & filled  # a chunk ends after group g
     chunk_of_group = np.cumsum(closes) - closes
     chunk_of_group = np.minimum(chunk_of_group, chunk_of_group[-1])
@@ -243,7 +282,8 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
         if tail >= 0 and chunk_of_group[g] != chunk_of_group[g - 1]:
             break
         chunk_of_group[chunk_of_group == chunk_of_group[g]] = chunk_of_group[g - 1]
-    return np.unique(chunk_of_group, return_inverse=True)[1]
+    # numbered 0, 1, ... (chunk_of_group does not decrease)
+    return np.concatenate([[0], np.cumsum(chunk_of_group[1:] != chunk_of_group[:-1])])
 
 
 def _pairs_within(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -270,9 +310,16 @@ def _singular_chunks(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard
     if not lonely.any():
         return np.zeros(0, np.int64)
     entry = inner & (cr == cc) & lonely[rows]
-    pattern = sp.csr_matrix((np.ones(np.count_nonzero(entry)), (rows[entry], cols[entry])), shape=(len(chunk),) * 2)
+    pattern = _pattern(rows[entry], cols[entry], len(chunk))
     match = maximum_bipartite_matching(pattern, perm_type="column")
     return np.unique(chunk[lonely & (match < 0)])
+
+
+def _pattern(rows: np.ndarray, cols: np.ndarray, n: int) -> sp.csr_matrix:
+    """The n x n CSR pattern (ones) with entries (rows[i], cols[i]), repeated pairs kept (the matching above sees
+    only which entries there are), without scipy's conversion from coordinates."""
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
+    return sp.csr_matrix((np.ones(len(rows)), cols[np.argsort(rows, kind="stable")], indptr), shape=(n, n))
 
 
 def _merge_singular(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard: np.ndarray) -> np.ndarray | str:
@@ -555,23 +602,33 @@ def _leading(M: sp.spmatrix, rows: int, cols: int) -> sp.spmatrix:
     return type(M)((M.data[entries], indices, indptr), shape=(rows, cols))
 
 
-def _slots(L: StageLayout, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """Where K[i, j] goes in the C kernel's blocks of layout L (stage_kkt.h), vectorised: the slot, or -1 (the
-    lower twin of a stored coupling between blocks), or -2 (blocks more than one apart)."""
-    ci, cj = L.chunk[i], L.chunk[j]
-    li, lj = L.local[i], L.local[j]
-    out = np.full(len(i), -2, np.int64)
-    inner = (ci >= 0) & (cj >= 0)
-    out[inner & (ci == cj + 1)] = -1
-    out[(ci < 0) & (cj >= 0)] = -1
-    at = np.flatnonzero(inner & (ci == cj))
-    out[at] = L.a_off[ci[at]] + li[at] * L.sizes[ci[at]] + lj[at]
-    at = np.flatnonzero(inner & (cj == ci + 1))
-    out[at] = L.c_off[ci[at]] + li[at] * L.sizes[cj[at]] + lj[at]
-    at = np.flatnonzero((ci >= 0) & (cj < 0))
-    out[at] = L.e_off[ci[at]] + li[at] * L.nb + lj[at]
-    at = np.flatnonzero((ci < 0) & (cj < 0))
-    out[at] = L.f_off + li[at] * L.nb + lj[at]
+_BORDER_KEY = 1 << 40  # the border's block number in _slots: farther from every block than any two blocks are
+_USES_COLUMN = np.array([0, 0, 1, 1, 0, 1])  # whether a kind of _slots' pair adds the column's place in its block
+
+
+def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
+    """Where K[i, j] goes in the C kernel's blocks of layout L (stage_kkt.h), for each (i, j) of pairs, vectorised:
+    the slot, or -1 (the lower twin of a stored coupling between blocks), or -2 (blocks more than one apart).
+
+    The kind of pair comes from the distance d of the blocks (the border far from all): 0 d <= -2 (far; for a
+    border i, an inner j: a lower twin), 1 d = -1 (lower twin), 2 d = 0 (same block, or border and border), 3
+    d = 1 (next block), 4 d >= 2 (far), 5 (inner i, border j); each unknown's row of slots by kind (worked out
+    once for all the pairs), plus the column's place where the kind has one."""
+    inner = L.chunk >= 0
+    c, local = np.maximum(L.chunk, 0), L.local
+    table = np.empty((L.n_unknowns, 6), np.int64)
+    table[:, 0] = np.where(inner, -2, -1)
+    table[:, 1] = -1
+    table[:, 2] = np.where(inner, L.a_off[c] + local * L.sizes[c], L.f_off + local * L.nb)
+    table[:, 3] = np.append(L.c_off, 0)[c] + local * np.append(L.sizes[1:], 0)[c]
+    table[:, 4] = -2
+    table[:, 5] = L.e_off[c] + local * L.nb
+    table, key = table.ravel(), np.where(inner, L.chunk, _BORDER_KEY)
+    out = []
+    for i, j in pairs:
+        d = key[j] - key[i]
+        kind = np.clip(d, -2, 2) + 2 + (d >= _BORDER_KEY // 2)
+        out.append(table[i * 6 + kind] + local[j] * _USES_COLUMN[kind])
     return out
 
 
@@ -653,30 +710,28 @@ class StagePlan:
         self.slack_diag = diagonal[nx:].astype(np.int64)
         self.w_far = np.flatnonzero(on_slack & (w_row != w_col))
         wx = np.flatnonzero((w_row < nx) & (w_col < nx))
-        w_slot = _slots(L, w_row[wx], w_col[wx])
-        self.w_far = np.concatenate([self.w_far, wx[w_slot == -2]])  # entries that must be zero
-        self.w_slot, self.w_src = w_slot[w_slot >= 0], wx[w_slot >= 0]
         # J's entries of the kept rows, as K[row, x] and K[x, row]
         jk = np.flatnonzero(in_x & (new_row[j_row] >= 0))
         r_k, c_k = new_row[j_row[jk]], j_col[jk]
-        lower, upper = _slots(L, r_k, c_k), _slots(L, c_k, r_k)
-        self.j_far = jk[lower == -2]
-        self.j_slot = np.concatenate([lower[lower >= 0], upper[upper >= 0]])
-        self.j_src = np.concatenate([jk[lower >= 0], jk[upper >= 0]])
         # the eliminated rows' entries over x (sorted by row: J is CSR) and their products J_ia J_ib, same row
         which = np.full(m, -1)
         which[self.elim] = np.arange(len(self.elim))
         je = np.flatnonzero(in_x & (which[j_row] >= 0))
         self.e_src, self.e_col, self.e_row = je, j_col[je], which[j_row[je]]
         a, b = _pairs_within(self.e_row)
-        p_slot = _slots(L, self.e_col[a], self.e_col[b])
+        # diagonal shifts: dw on x, -dc (and a kept inequality row's slack term) on the kept rows
+        idx = np.arange(L.n_unknowns)
+        w_slot, lower, upper, p_slot, self.d_slot = _slots(
+            L, (w_row[wx], w_col[wx]), (r_k, c_k), (c_k, r_k), (self.e_col[a], self.e_col[b]), (idx, idx))
+        self.w_far = np.concatenate([self.w_far, wx[w_slot == -2]])  # entries that must be zero
+        self.w_slot, self.w_src = w_slot[w_slot >= 0], wx[w_slot >= 0]
+        self.j_far = jk[lower == -2]
+        self.j_slot = np.concatenate([lower[lower >= 0], upper[upper >= 0]])
+        self.j_src = np.concatenate([jk[lower >= 0], jk[upper >= 0]])
         if np.any(p_slot == -2):
             raise StageBreakdown("an eliminated inequality row couples stage blocks more than one apart")
         keep = p_slot >= 0
         self.p_slot, self.p_a, self.p_b, self.p_row = p_slot[keep], je[a[keep]], je[b[keep]], self.e_row[a[keep]]
-        # diagonal shifts: dw on x, -dc (and a kept inequality row's slack term) on the kept rows
-        idx = np.arange(L.n_unknowns)
-        self.d_slot = _slots(L, idx, idx)
         self.nx, self.m = nx, m
         self.far = len(self.w_far) > 0 or len(self.j_far) > 0
         self.slack_d, self.weight = np.empty(len(rows)), np.empty(len(self.elim))
@@ -691,41 +746,48 @@ class StagePlan:
         (self.w_slot, self.w_src, self.j_slot, self.j_src, self.p_slot, self.p_a, self.p_b, self.p_row,
          self.slack_diag, self.elim_slack, self.kept_slack, self.d_slot, self.rows, self.elim, self.e_src, self.e_col,
          self.e_row, self.kept) = i64
-        ptr = _native.pointers
-        self.fill_args = (len(self.w_slot), *ptr(self.w_slot, self.w_src), len(self.j_slot),
-                          *ptr(self.j_slot, self.j_src), len(self.p_slot), *ptr(self.p_slot, self.p_a, self.p_b,
-                                                                               self.p_row),
-                          nx, len(rows), *ptr(self.slack_diag, self.coef, self.slack_d), len(self.elim),
-                          *ptr(self.elim_slack, self.weight), len(self.kept), *ptr(self.kept_slack, self.d_slot))
-        self.solve_args = (nx, len(rows), m, *ptr(self.rows, self.coef, self.slack_d), len(self.elim),
-                           *ptr(self.elim, self.weight), len(self.e_src), *ptr(self.e_src, self.e_col, self.e_row))
-        self.row_args = (len(self.kept), *ptr(self.kept, self.where))
-        self.scratch_args = ptr(self.v, self.t)
-        self.pattern_addresses = ptr(*self.pattern)
-        self.z_work_address = ptr(self.z_work)[0]
-        self._plan_kernel_step(L)
+        address = self._plan_kernel_step(L)
 
-    def _plan_kernel_step(self, L: StageLayout) -> None:
+        def at(*names: str) -> tuple[int, ...]:
+            return tuple(address[name] for name in names)
+
+        self.fill_args = (len(self.w_slot), *at("w_slot", "w_src"), len(self.j_slot), *at("j_slot", "j_src"),
+                          len(self.p_slot), *at("p_slot", "p_a", "p_b", "p_row"), nx, len(rows),
+                          *at("slack_diag", "coef", "slack_d"), len(self.elim), *at("elim_slack", "weight"),
+                          len(self.kept), *at("kept_slack", "d_slot"))
+        self.solve_args = (nx, len(rows), m, *at("slack_row", "coef", "slack_d"), len(self.elim),
+                           *at("elim_row", "weight"), len(self.e_src), *at("e_src", "e_col", "e_row"))
+        self.row_args = (len(self.kept), *at("kept_row", "where"))
+        self.scratch_args = at("v", "t")
+        self.pattern_addresses = at("w_ptr", "w_idx", "j_ptr", "j_idx")
+        self.z_work_address = address["z_work"]
+
+    def _plan_kernel_step(self, L: StageLayout) -> dict[str, int]:
         """The symplex_stage_plan of newton_step (stage_kkt_binding.Plan) on this plan's arrays, its address, and
-        the arrays it writes beyond the layout's scratch: the refinement's work and the parity."""
-        work, _ = L.scratch()
+        the arrays it writes beyond the layout's scratch: the refinement's work and the parity. The addresses of
+        the plan's arrays by field name (each looked up once)."""
+        _, work = L.scratch()
         self.w_far, self.j_far = (np.ascontiguousarray(a, np.int64) for a in (self.w_far, self.j_far))
         self.refine, self.parity_out = np.empty(2 * (len(self.z_work) + self.m)), np.zeros(1, np.int64)
         w_ptr, w_idx, j_ptr, j_idx = self.pattern
+        arrays = dict(
+            size=L.sizes, a_off=L.a_off, c_off=L.c_off, e_off=L.e_off, r_off=L.r_off, w_slot=self.w_slot,
+            w_src=self.w_src, j_slot=self.j_slot, j_src=self.j_src, p_slot=self.p_slot, p_a=self.p_a, p_b=self.p_b,
+            p_row=self.p_row, slack_diag=self.slack_diag, coef=self.coef, slack_d=self.slack_d,
+            elim_slack=self.elim_slack, weight=self.weight, kept_slack=self.kept_slack, d_slot=self.d_slot,
+            w_far=self.w_far, j_far=self.j_far, slack_row=self.rows, elim_row=self.elim, e_src=self.e_src,
+            e_col=self.e_col, e_row=self.e_row, kept_row=self.kept, where=self.where, v=self.v, t=self.t,
+            w_ptr=w_ptr, w_idx=w_idx, j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine)
+        address = dict(zip(arrays, _native.pointers(*arrays.values())))
         self.kernel_plan = _native.Plan(
-            n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, size=L.sizes, a_off=L.a_off, c_off=L.c_off,
-            e_off=L.e_off, r_off=L.r_off, s_rcond=_PIVOT_RCOND, blk=work[0], g=work[1], g_cols=work[2],
-            g_count=work[3], x=work[4], piv=work[5], n_w=len(self.w_slot), w_slot=self.w_slot, w_src=self.w_src,
-            n_j=len(self.j_slot), j_slot=self.j_slot, j_src=self.j_src, n_p=len(self.p_slot), p_slot=self.p_slot,
-            p_a=self.p_a, p_b=self.p_b, p_row=self.p_row, nx=self.nx, ns=len(self.rows), m=self.m,
-            slack_diag=self.slack_diag, coef=self.coef, slack_d=self.slack_d, n_elim=len(self.elim),
-            elim_slack=self.elim_slack, weight=self.weight, n_kept=len(self.kept), kept_slack=self.kept_slack,
-            d_slot=self.d_slot, n_w_far=len(self.w_far), n_j_far=len(self.j_far), w_far=self.w_far, j_far=self.j_far,
-            slack_row=self.rows, elim_row=self.elim, n_e=len(self.e_src), e_src=self.e_src, e_col=self.e_col,
-            e_row=self.e_row, kept_row=self.kept, where=self.where, v=self.v, t=self.t, w_ptr=w_ptr, w_idx=w_idx,
-            j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine, parity_m=self.m % 2)
+            n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, s_rcond=_PIVOT_RCOND,
+            **dict(zip(("blk", "g", "g_cols", "g_count", "x", "piv"), work)), n_w=len(self.w_slot),
+            n_j=len(self.j_slot), n_p=len(self.p_slot), nx=self.nx, ns=len(self.rows), m=self.m,
+            n_elim=len(self.elim), n_kept=len(self.kept), n_w_far=len(self.w_far), n_j_far=len(self.j_far),
+            n_e=len(self.e_src), parity_m=self.m % 2, **address)
         self.kernel_plan_address, self.parity_address = ctypes.addressof(self.kernel_plan), _native.pointers(
             self.parity_out)[0]
+        return address
 
     def newton_step(self, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float,
                     rhs: np.ndarray) -> tuple["PlannedFactor", np.ndarray | None, bool]:

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from addon.solver.presets import shot_preset_path
 from addon.solver.shots import mechanism_shots
 from addon.solver.shots import nlp as nlpmod
+from addon.solver.shots import stage_kkt
 from addon.solver.shots.shotfile import load_shot
 from addon.solver.shots.stage_kkt import (NATIVE, CondensedFactor, StageBreakdown, StageFactor, StageLayout, StagePlan,
                                          kkt_residual, stage_layout)
@@ -93,6 +94,29 @@ def test_four_bar_pivot_blocks_solve_its_kkt_to_round_off_without_refinement():
     for factor in factors:
         assert np.max(np.abs(factor.residual(factor.solve(rhs), rhs))) <= 1e-13 * scale
         assert factor.parity == nlpmod._negative_parity(lu.lu)
+
+
+@pytest.mark.parametrize("name", ["parallel_parking", "helicopter_canyon_landing", "four_bar_swing"])
+def test_stage_layout_finishes_only_the_placements_that_can_be_cheaper(name, monkeypatch):
+    """stage_layout finishes a placement of the rows (its singular blocks merged, its StageLayout) only when its
+    cost bound does not rule it out: the layouts (with and without slacks, for C and for the numpy twin) are those
+    of finishing both placements and keeping the cheaper (stage_kkt._cost_bound 0)."""
+    calls = []
+    record = lambda *args, **kw: calls.append((args, kw)) or stage_layout(*args, **kw)  # noqa: E731
+    monkeypatch.setattr(nlpmod, "stage_layout", record)
+    if name == "four_bar_swing":
+        P = mechanism_shots._problem(load_shot(shot_preset_path(name)))
+        _kkt_at(mechanism_shots._nlp(P), mechanism_shots.initial_guess(P, mechanism_shots.keyed_coordinates(P)), 5)
+    else:
+        _kkt_at_start(name, seed=3)
+    for (args, kw), padded in [(call, padded) for call in calls for padded in (False, True)]:
+        layout = stage_layout(*args, **kw, padded=padded)
+        with monkeypatch.context() as m:
+            m.setattr(stage_kkt, "_cost_bound", lambda placement, padded: 0)
+            both = stage_layout(*args, **kw, padded=padded)
+        assert isinstance(layout, StageLayout) and isinstance(both, StageLayout)
+        for key, value in vars(both).items():
+            assert np.array_equal(vars(layout)[key], value), key
 
 
 def _random_stage_system(rng, sizes, nb: int):
