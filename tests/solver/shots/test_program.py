@@ -49,11 +49,16 @@ def _run(formula, n: int, n_param: int, X: np.ndarray, P: np.ndarray, block: int
     return program.run(X, P, block, split)
 
 
+def _random_inputs(seed: int, K: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """K instances of n variables and two parameters."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((K, n)), rng.standard_normal((K, 2))
+
+
 @pytest.mark.parametrize("formula, n", [(_mixed, 4), (_chain, 7)])
 def test_program_equals_the_tape(formula, n):
-    rng = np.random.default_rng(5)
     K = 6
-    X, P = rng.standard_normal((K, n)), rng.standard_normal((K, 2))
+    X, P = _random_inputs(5, K, n)
     value, grad, H = _run(formula, n, 2, X, P)
     tape = Tape(n)
     y = formula(tape.variables(X), list(P.T))
@@ -75,9 +80,7 @@ def test_program_equals_the_tape(formula, n):
 
 @pytest.mark.parametrize("formula, n", [(_mixed, 4), (_chain, 7)])
 def test_program_derivatives_equal_central_differences(formula, n):
-    rng = np.random.default_rng(6)
-    K = 3
-    X, P = rng.standard_normal((K, n)), rng.standard_normal((K, 2))
+    X, P = _random_inputs(6, 3, n)
     _, grad, H = _run(formula, n, 2, X, P)
     eps = 1e-6
     for j in range(n):
