@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import load_kernels
+from . import address, load_kernels
 
 _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 _MAX_POINTS_PER_PAIR = 8  # a box's corners on a plane (collide.c sizes its contact arrays by this)
@@ -34,10 +34,6 @@ def _load() -> ctypes.CDLL | None:
 LIB = _load()
 
 
-def _addr(array: np.ndarray) -> int:
-    return array.__array_interface__["data"][0]
-
-
 class NativeQuery:
     """symplex_collide's inputs and work buffers for one set of shapes (no hulls)."""
 
@@ -50,7 +46,7 @@ class NativeQuery:
         self.count, self.nbody, self._contacts = len(shape), nbody, contacts
         self._rot, self._origin = np.empty((self.count, 3, 3)), np.empty((self.count, 3))
         self._positions, self._quaternions = np.zeros((nbody, 3)), np.zeros((nbody, 4))  # the poses, copied in
-        self._poses = (_addr(self._positions), _addr(self._quaternions))
+        self._poses = (address(self._positions), address(self._quaternions))
         self._margin = np.zeros(self.count)  # the colliders' margins, copied in
         self._counts = np.zeros(3, np.int64)
         self._scratch = np.empty(LIB.symplex_collide_scratch_size(self.count, nbody))
@@ -65,9 +61,9 @@ class NativeQuery:
         self._pa, self._pb, self._normal = np.empty((k, 3)), np.empty((k, 3)), np.empty((k, 3))
         self._distance, self._friction = np.empty(k), np.empty(k)
         self._body_pa, self._body_pb = np.empty((k, 3)), np.empty((k, 3))
-        self._before = [self.count, *map(_addr, self._inputs), self.nbody]
-        self._after = [len(self._joined), _addr(self._joined)]
-        self._outputs = [self._capacity] + [_addr(a) for a in (
+        self._before = [self.count, *map(address, self._inputs), self.nbody]
+        self._after = [len(self._joined), address(self._joined)]
+        self._outputs = [self._capacity] + [address(a) for a in (
             self._pairs, self._pair_scratch, self._colliders, self._bodies, self._pa, self._pb, self._normal,
             self._distance, self._friction, self._body_pa, self._body_pb, self._rot, self._origin, self._leftover,
             self._counts, self._scratch)]
@@ -84,7 +80,7 @@ class NativeQuery:
         self._quaternions[...] = quaternions
         self._margin[...] = margin
         while True:
-            status = LIB.symplex_collide(*self._before, *self._poses, *self._after, _addr(self._margin), *self._outputs)
+            status = LIB.symplex_collide(*self._before, *self._poses, *self._after, address(self._margin), *self._outputs)
             if status == 0:
                 break
             if status != 1:

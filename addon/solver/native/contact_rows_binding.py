@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import load_kernels
+from . import address, load_kernels
 
 _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 _ROWS_PER_CONTACT, _DIRECTIONS_PER_CONTACT, _ENTRIES_PER_CONTACT = 8, 6, 13  # contact_rows.c's bounds
@@ -70,10 +70,6 @@ class Rows(NamedTuple):
 _FOUND = ("collider_a", "collider_b", "body_a", "body_b", "point_a", "point_b", "normal", "distance", "friction")
 
 
-def _addr(array: np.ndarray) -> int:
-    return array.__array_interface__["data"][0]
-
-
 class NativeRows:
     """symplex_contact_knot's and symplex_contact_rows' inputs and outputs for one model (nbody bodies with
     centres of mass com (B, 3), masses (B,) and colliders reaching `reach` (B,) from the centres of mass
@@ -90,10 +86,10 @@ class NativeRows:
                         np.ascontiguousarray(shapes.rotation_local, dtype=np.float64))
         self._state = [np.zeros((nbody, 3)), np.zeros((nbody, 4)), np.zeros((nbody, 3)), np.zeros((nbody, 3))]
         self.R, self.origin, self.margin = np.zeros((nbody, 3, 3)), np.zeros((nbody, 3)), np.zeros(nbody)
-        x, q, v, w = map(_addr, self._state)
-        self._knot_args = (nbody, x, q, v, w, _addr(self._com), _addr(self._reach))
-        self._knot_out = (_addr(self.R), _addr(self.origin), _addr(self.margin))
-        self._body_args = (x, _addr(self.R), v, w, _addr(self._com), _addr(self._mass))
+        x, q, v, w = map(address, self._state)
+        self._knot_args = (nbody, x, q, v, w, address(self._com), address(self._reach))
+        self._knot_out = (address(self.R), address(self.origin), address(self.margin))
+        self._body_args = (x, address(self.R), v, w, address(self._com), address(self._mass))
         self._k = 0  # contacts of the last `rows` call, still in the input buffers
         self._predicted = [np.zeros((nbody, 3)), np.zeros((nbody, 3))]  # v, w a step's curvature follows
         self._capacity = -1
@@ -116,20 +112,20 @@ class NativeRows:
         self._entries = [np.zeros(ne, i64), np.zeros(ne, i64), np.zeros(ne)]
         self._counts, self._scratch = np.zeros(4, i64), np.zeros(4 * k)
         self._curvature, self._along = np.zeros(k), np.zeros(k)  # the rows' curvature; along other velocities
-        outputs = tuple(map(_addr, self._per_contact + self._per_row + self._patches + self._entries
+        outputs = tuple(map(address, self._per_contact + self._per_row + self._patches + self._entries
                             + [self._counts, self._scratch]))
-        inputs = tuple(map(_addr, self._inputs))
+        inputs = tuple(map(address, self._inputs))
         self._rows_args = (*inputs, *self._body_args, self.gravity_norm)
         self._rows_out = outputs
         x, R, v, w, com, _ = self._body_args
-        contacts = (*map(_addr, self._shapes), *inputs[:7])
+        contacts = (*map(address, self._shapes), *inputs[:7])
         self._curvature_args = {False: (*contacts, x, R, v, w, com),  # along the knot's velocities
-                                True: (*contacts, x, R, *map(_addr, self._predicted), com)}  # along predicted ones
-        self._curvature_out = _addr(self._curvature)
-        a, b, _, Ja, Jb = map(_addr, self._per_contact)
+                                True: (*contacts, x, R, *map(address, self._predicted), com)}  # along predicted ones
+        self._curvature_out = address(self._curvature)
+        a, b, _, Ja, Jb = map(address, self._per_contact)
         self._drift_args = (*contacts, inputs[7], self._curvature_out, a, b, Ja, Jb,
                             *self._curvature_args[True][-5:])
-        self._along_out = _addr(self._along)
+        self._along_out = address(self._along)
 
     def knot(self, x: np.ndarray, q: np.ndarray, v: np.ndarray, w: np.ndarray,
              dt: float) -> tuple[np.ndarray, np.ndarray]:

@@ -13,8 +13,7 @@ import ctypes
 
 import numpy as np
 
-from . import load_kernels
-from .stage_kkt_binding import pointers
+from . import load_kernels, pointers
 
 _int, _ptr = ctypes.c_int64, ctypes.c_void_p
 

@@ -14,7 +14,7 @@ import ctypes
 
 import numpy as np
 
-from . import load_kernels
+from . import address, load_kernels, pointers
 
 _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 
@@ -65,23 +65,12 @@ class Plan(ctypes.Structure):
     _fields_ = list(_PLAN_FIELDS)
 
     def __init__(self, **fields):
-        super().__init__(**{name: (_p(value) if isinstance(value, np.ndarray) else value)
+        super().__init__(**{name: (address(value) if isinstance(value, np.ndarray) else value)
                             for name, value in fields.items()})
 
 
 # symplex_stage_newton's outcomes (stage_kkt.h)
 SOLVED, INERTIA, INACCURATE, FAR, SLACK, PIVOT, BORDER = range(7)
-
-
-def _p(a: np.ndarray) -> int:
-    """a's data address (half the cost of a.ctypes.data, which builds a ctypes object)."""
-    return a.__array_interface__["data"][0]
-
-
-def pointers(*arrays: np.ndarray) -> tuple[int, ...]:
-    """The arrays' data addresses, to be kept beside the arrays and passed to the kernels below (each address
-    costs about a microsecond to look up: a factorisation passes a dozen)."""
-    return tuple(_p(a) for a in arrays)
 
 
 def layout_args(plan) -> tuple:
@@ -94,7 +83,7 @@ def fill(n_blk: int, blk: int, plan: tuple, w_val: np.ndarray, j_val: np.ndarray
     """Run symplex_stage_fill into blk (n_blk doubles at address blk); plan: the counts and addresses of
     stage_kkt.StagePlan's arrays in the kernel's order without w_val, j_val, dw, dc (StagePlan.fill_args).
     0, or 1 + the slack whose diagonal is not positive."""
-    return LIB.symplex_stage_fill(n_blk, blk, *plan[:3], _p(w_val), *plan[3:6], _p(j_val), *plan[6:15], dw, dc,
+    return LIB.symplex_stage_fill(n_blk, blk, *plan[:3], address(w_val), *plan[3:6], address(j_val), *plan[6:15], dw, dc,
                                   *plan[15:])
 
 
@@ -103,7 +92,7 @@ def condensed_solve(args: tuple, work: tuple, plan: tuple, j_val: np.ndarray, ro
     """Run symplex_stage_condensed_solve: args, work as for factor; plan: nx, ns, m and the addresses of slack_row
     ... e_row (StagePlan.solve_args); rows: n_kept and the addresses of kept_row, where; scratch: addresses of v
     and t."""
-    LIB.symplex_stage_condensed_solve(*args, *work, *plan, _p(j_val), *rows, _p(rhs), _p(out), *scratch)
+    LIB.symplex_stage_condensed_solve(*args, *work, *plan, address(j_val), *rows, address(rhs), address(out), *scratch)
 
 
 def residual(nz: int, m: int, pattern: tuple, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float,
@@ -112,8 +101,8 @@ def residual(nz: int, m: int, pattern: tuple, w_val: np.ndarray, j_val: np.ndarr
     work: address of nz doubles."""
     out = np.empty(nz + m)
     w_ptr, w_idx, j_ptr, j_idx = pattern
-    LIB.symplex_kkt_residual(nz, m, w_ptr, w_idx, _p(w_val), j_ptr, j_idx, _p(j_val), dw, dc, _p(sol), _p(rhs),
-                             _p(out), work)
+    LIB.symplex_kkt_residual(nz, m, w_ptr, w_idx, address(w_val), j_ptr, j_idx, address(j_val), dw, dc, address(sol), address(rhs),
+                             address(out), work)
     return out
 
 
@@ -128,4 +117,4 @@ def newton(plan: int, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float
            sol: np.ndarray, parity: int) -> int:
     """Run symplex_stage_newton on the Plan at address plan (ctypes.addressof, kept with it): the outcome (SOLVED ...
     BORDER); sol (nz + m) and the int64 at address parity are written."""
-    return LIB.symplex_stage_newton(plan, _p(w_val), _p(j_val), dw, dc, _p(rhs), _p(sol), parity)
+    return LIB.symplex_stage_newton(plan, address(w_val), address(j_val), dw, dc, address(rhs), address(sol), parity)

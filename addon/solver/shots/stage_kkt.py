@@ -50,6 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
+from ..native import pointers
 from ..native import stage_kkt_binding as _native
 
 _END_TO_BORDER = 200  # most unknowns in the border after moving the last block there
@@ -516,7 +517,7 @@ def _work_arrays(L: StageLayout) -> tuple[tuple[np.ndarray, ...], tuple[int, ...
     n_inner, i64 = len(L.order), np.int64
     arrays = (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64),
               np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64), np.zeros(1, i64))
-    return arrays, _native.pointers(*arrays)
+    return arrays, pointers(*arrays)
 
 
 def _native_factor(L: StageLayout, work: tuple[tuple[np.ndarray, ...], tuple[int, ...]]) -> int:
@@ -778,14 +779,14 @@ class StagePlan:
             w_far=self.w_far, j_far=self.j_far, slack_row=self.rows, elim_row=self.elim, e_src=self.e_src,
             e_col=self.e_col, e_row=self.e_row, kept_row=self.kept, where=self.where, v=self.v, t=self.t,
             w_ptr=w_ptr, w_idx=w_idx, j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine)
-        address = dict(zip(arrays, _native.pointers(*arrays.values())))
+        address = dict(zip(arrays, pointers(*arrays.values())))
         self.kernel_plan = _native.Plan(
             n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, s_rcond=_PIVOT_RCOND,
             **dict(zip(("blk", "g", "g_cols", "g_count", "x", "piv"), work)), n_w=len(self.w_slot),
             n_j=len(self.j_slot), n_p=len(self.p_slot), nx=self.nx, ns=len(self.rows), m=self.m,
             n_elim=len(self.elim), n_kept=len(self.kept), n_w_far=len(self.w_far), n_j_far=len(self.j_far),
             n_e=len(self.e_src), parity_m=self.m % 2, **address)
-        self.kernel_plan_address, self.parity_address = ctypes.addressof(self.kernel_plan), _native.pointers(
+        self.kernel_plan_address, self.parity_address = ctypes.addressof(self.kernel_plan), pointers(
             self.parity_out)[0]
         return address
 
