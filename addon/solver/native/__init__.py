@@ -89,9 +89,17 @@ def load_kernels() -> ctypes.CDLL | None:
     return None
 
 
+_char_at, _address_of = ctypes.c_char.from_buffer, ctypes.addressof
+
+
 def address(a: np.ndarray) -> int:
-    """a's data address for a kernel call (half the cost of a.ctypes.data, which builds a ctypes object)."""
-    return a.__array_interface__["data"][0]
+    """a's data address for a kernel call: through the buffer protocol (0.3 us; a.ctypes.data and
+    a.__array_interface__ build objects: 2 us), or the array interface for an array that exports no writable
+    contiguous buffer (read-only, empty or strided)."""
+    try:
+        return _address_of(_char_at(a))
+    except (TypeError, ValueError, BufferError):
+        return a.__array_interface__["data"][0]
 
 
 def pointers(*arrays: np.ndarray) -> tuple[int, ...]:
