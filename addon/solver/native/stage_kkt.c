@@ -5,6 +5,70 @@
 #include <math.h>
 #include <string.h>
 
+/* y[j] -= l x[j], j < n: unrolled by four and two so that the compiler packs the pairs (elementwise: the same
+ * bits as the plain loop). */
+static inline void sub_scaled(int64_t n, double l, const double *restrict x, double *restrict y)
+{
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        y[j] -= l * x[j];
+        y[j + 1] -= l * x[j + 1];
+        y[j + 2] -= l * x[j + 2];
+        y[j + 3] -= l * x[j + 3];
+    }
+    for (; j + 2 <= n; j += 2) {
+        y[j] -= l * x[j];
+        y[j + 1] -= l * x[j + 1];
+    }
+    for (; j < n; ++j)
+        y[j] -= l * x[j];
+}
+
+/* out[j] -= sum_t coef[t] rows[t * stride + j] for j < ncol, the terms subtracted one by one in t order and those
+ * with coef[t] == 0 skipped: each out[j] gets the operations of the loop over t of out[j] -= coef[t] rows[...]
+ * (so the same bits), with four (then two, one) of them held in registers across t. */
+static inline void sub_combination(int64_t count, const double *coef, const double *rows, int64_t stride, int64_t ncol,
+                            double *restrict out)
+{
+    int64_t j = 0;
+    for (; j + 4 <= ncol; j += 4) {
+        double s0 = out[j], s1 = out[j + 1], s2 = out[j + 2], s3 = out[j + 3];
+        for (int64_t t = 0; t < count; ++t) {
+            double c = coef[t];
+            if (c != 0.0) {
+                const double *r = rows + t * stride + j;
+                s0 -= c * r[0];
+                s1 -= c * r[1];
+                s2 -= c * r[2];
+                s3 -= c * r[3];
+            }
+        }
+        out[j] = s0;
+        out[j + 1] = s1;
+        out[j + 2] = s2;
+        out[j + 3] = s3;
+    }
+    for (; j + 2 <= ncol; j += 2) {
+        double s0 = out[j], s1 = out[j + 1];
+        for (int64_t t = 0; t < count; ++t) {
+            double c = coef[t];
+            if (c != 0.0) {
+                s0 -= c * rows[t * stride + j];
+                s1 -= c * rows[t * stride + j + 1];
+            }
+        }
+        out[j] = s0;
+        out[j + 1] = s1;
+    }
+    for (; j < ncol; ++j) {
+        double s0 = out[j];
+        for (int64_t t = 0; t < count; ++t)
+            if (coef[t] != 0.0)
+                s0 -= coef[t] * rows[t * stride + j];
+        out[j] = s0;
+    }
+}
+
 /* LU with partial pivoting of the n x n row-major a, in place; piv[i] = row swapped with i. Adds to *parity the
  * number of swaps and of negative U_ii (mod 2: sign of det a). Returns 0, or 1 on a pivot that is non-finite or
  * not above tol (absolute). */
@@ -41,8 +105,7 @@ static int lu_factor(int64_t n, double *a, int64_t *piv, int64_t *parity, double
             double l = ri[k] * inv;
             ri[k] = l;
             if (l != 0.0)
-                for (int64_t j = k + 1; j < n; ++j)
-                    ri[j] -= l * rk[j];
+                sub_scaled(n - k - 1, l, rk + k + 1, ri + k + 1);
         }
     }
     return 0;
@@ -84,45 +147,29 @@ static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t nco
             b[i] = (b[i] - dot(n - 1 - i, a + i * n + i + 1, b + i + 1)) / a[i * n + i];
         return;
     }
-    for (int64_t i = 1; i < n; ++i) {
-        double *ri = b + i * ncol;
-        for (int64_t k = 0; k < i; ++k) {
-            double l = a[i * n + k];
-            if (l != 0.0) {
-                const double *rk = b + k * ncol;
-                for (int64_t j = 0; j < ncol; ++j)
-                    ri[j] -= l * rk[j];
-            }
-        }
-    }
+    for (int64_t i = 1; i < n; ++i)
+        sub_combination(i, a + i * n, b, ncol, ncol, b + i * ncol);
     for (int64_t i = n - 1; i >= 0; --i) {
         double *ri = b + i * ncol;
-        for (int64_t k = i + 1; k < n; ++k) {
-            double u = a[i * n + k];
-            if (u != 0.0) {
-                const double *rk = b + k * ncol;
-                for (int64_t j = 0; j < ncol; ++j)
-                    ri[j] -= u * rk[j];
-            }
-        }
+        sub_combination(n - 1 - i, a + i * n + i + 1, b + (i + 1) * ncol, ncol, ncol, ri);
         double inv = 1.0 / a[i * n + i];
         for (int64_t j = 0; j < ncol; ++j)
             ri[j] *= inv;
     }
 }
 
-/* out (q x r) -= a^T b, a (p x q), b (p x r), all row-major. */
-static void sub_atb(int64_t p, int64_t q, int64_t r, const double *a, const double *b, double *out)
+/* out (q x r) -= a^T b, a (p x q), b (p x r), all row-major; over the count columns of a listed in cols (the
+ * others zero), or all q when cols is NULL. */
+static void sub_atb(int64_t p, int64_t q, const int64_t *cols, int64_t count, int64_t r, const double *a,
+                    const double *b, double *out)
 {
     for (int64_t k = 0; k < p; ++k) {
         const double *ak = a + k * q, *bk = b + k * r;
-        for (int64_t i = 0; i < q; ++i) {
+        for (int64_t t = 0; t < count; ++t) {
+            int64_t i = cols ? cols[t] : t;
             double s = ak[i];
-            if (s != 0.0) {
-                double *oi = out + i * r;
-                for (int64_t j = 0; j < r; ++j)
-                    oi[j] -= s * bk[j];
-            }
+            if (s != 0.0)
+                sub_scaled(r, s, bk, out + i * r);
         }
     }
 }
@@ -242,12 +289,27 @@ static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_
     for (int64_t k = 0; k < n_chunks; ++k) {
         double *bk = b + r_off[k] * ncol;
         if (k > 0)
-            sub_atb(size[k - 1], size[k], ncol, blk + c_off[k - 1], b + r_off[k - 1] * ncol, bk);
+            sub_atb(size[k - 1], size[k], g_cols + r_off[k], g_count[k - 1], ncol, blk + c_off[k - 1],
+                    b + r_off[k - 1] * ncol, bk);
         lu_solve(size[k], blk + a_off[k], piv + r_off[k], ncol, bk);
     }
     for (int64_t k = n_chunks - 2; k >= 0; --k)
         sub_g(size[k], g_count[k], g_cols + r_off[k + 1], g + c_off[k], ncol, b + r_off[k + 1] * ncol,
               b + r_off[k] * ncol);
+}
+
+/* The columns of c (n x n1, row-major) with an entry != 0, ascending, into cols; their number. */
+static int64_t nonzero_columns(int64_t n, int64_t n1, const double *c, int64_t *cols)
+{
+    int64_t q = 0;
+    for (int64_t j = 0; j < n1; ++j) {
+        int64_t i = 0;
+        while (i < n && c[i * n1 + j] == 0.0)
+            ++i;
+        if (i < n)
+            cols[q++] = j;
+    }
+    return q;
 }
 
 int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
@@ -265,34 +327,30 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
             break;
         /* D_{k+1} = A_{k+1} - C_k^T G_k, G_k = D_k^{-1} C_k over the q columns of C_k that are not zero (the
          * unknowns of chunk k+1 that chunk k couples to: the stage's state, not its whole block) */
-        int64_t n1 = size[k + 1], q = 0;
+        int64_t n1 = size[k + 1];
         const double *ck = blk + c_off[k];
         int64_t *cols = g_cols + r_off[k + 1];
-        for (int64_t j = 0; j < n1; ++j) {
-            int64_t i = 0;
-            while (i < n && ck[i * n1 + j] == 0.0)
-                ++i;
-            if (i < n)
-                cols[q++] = j;
-        }
-        g_count[k] = q;
+        int64_t q = g_count[k] = nonzero_columns(n, n1, ck, cols);
         double *gk = g + c_off[k];
         for (int64_t i = 0; i < n; ++i)
             for (int64_t t = 0; t < q; ++t)
                 gk[i * q + t] = ck[i * n1 + cols[t]];
         lu_solve(n, d, piv + r_off[k], q, gk);
-        double *a1 = blk + a_off[k + 1];
-        for (int64_t i = 0; i < n; ++i) {
-            const double *gi = gk + i * q;
+        /* A_{k+1}[cols, cols] -= C_k[:, cols]^T G_k in a dense q x q tile (g's unused room at a_off[k + 1]); each
+         * entry's terms in the order of i, so the same bits as updating it in place */
+        double *a1 = blk + a_off[k + 1], *tile = g + a_off[k + 1];
+        for (int64_t u = 0; u < q; ++u)
+            for (int64_t t = 0; t < q; ++t)
+                tile[u * q + t] = a1[cols[u] * n1 + cols[t]];
+        for (int64_t i = 0; i < n; ++i)
             for (int64_t u = 0; u < q; ++u) {
                 double c = ck[i * n1 + cols[u]];
-                if (c != 0.0) {
-                    double *row = a1 + cols[u] * n1;
-                    for (int64_t t = 0; t < q; ++t)
-                        row[cols[t]] -= c * gi[t];
-                }
+                if (c != 0.0)
+                    sub_scaled(q, c, gk + i * q, tile + u * q);
             }
-        }
+        for (int64_t u = 0; u < q; ++u)
+            for (int64_t t = 0; t < q; ++t)
+                a1[cols[u] * n1 + cols[t]] = tile[u * q + t];
     }
     if (nb == 0)
         return -1;
@@ -302,7 +360,7 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
     chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, piv, nb, x);
     double *s = blk + f_off;
     for (int64_t k = 0; k < n_chunks; ++k)
-        sub_atb(size[k], nb, nb, blk + e_off[k], x + r_off[k] * nb, s);
+        sub_atb(size[k], nb, NULL, nb, nb, blk + e_off[k], x + r_off[k] * nb, s);
     double largest = 0.0;
     for (int64_t i = 0; i < nb * nb; ++i)
         largest = fmax(largest, fabs(s[i]));
@@ -322,7 +380,7 @@ void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, cons
         return;
     double *vb = v + n_inner; /* border: S xb = bb - E^T u, then u -= X xb */
     for (int64_t k = 0; k < n_chunks; ++k)
-        sub_atb(size[k], nb, 1, blk + e_off[k], v + r_off[k], vb);
+        sub_atb(size[k], nb, NULL, nb, 1, blk + e_off[k], v + r_off[k], vb);
     lu_solve(nb, blk + f_off, piv + n_inner, 1, vb);
     sub_ab(n_inner, nb, 1, x, vb, v);
 }
