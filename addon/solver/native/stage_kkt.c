@@ -455,8 +455,45 @@ static void plan_residual(const symplex_stage_plan *p, const double *w_val, cons
                          out, p->z_work);
 }
 
+/* nlp._refined: sol = K^{-1} rhs, then up to three corrections by the residual's solve; SOLVED or INACCURATE. */
+static int64_t plan_refined(const symplex_stage_plan *p, const double *w_val, const double *j_val, double dw,
+                            double dc, const double *rhs, double *sol)
+{
+    int64_t n = p->nx + p->ns + p->m;
+    double *res = p->refine, *correction = p->refine + n;
+    plan_solve(p, j_val, rhs, sol);
+    double size = 1.0 + max_abs(n, rhs);
+    for (int k = 0; k < 3; ++k) {
+        plan_residual(p, w_val, j_val, dw, dc, sol, rhs, res);
+        if (max_abs(n, res) <= 1e-12 * size)
+            return SYMPLEX_STEP_SOLVED;
+        plan_solve(p, j_val, res, correction);
+        for (int64_t i = 0; i < n; ++i)
+            sol[i] = sol[i] + correction[i];
+    }
+    plan_residual(p, w_val, j_val, dw, dc, sol, rhs, res);
+    return max_abs(n, res) <= 1e-9 * size ? SYMPLEX_STEP_SOLVED : SYMPLEX_STEP_INACCURATE;
+}
+
+/* curvature[0] <- dz^T (W + dw I) dz, curvature[1] <- dz^T dz for dz = sol[:nz] (W dz in the plan's z_work, in
+ * the order of scipy's CSC product). */
+static void plan_curvature(const symplex_stage_plan *p, const double *w_val, double dw, const double *sol,
+                           double *curvature)
+{
+    int64_t nz = p->nx + p->ns;
+    double *wdz = p->z_work;
+    for (int64_t i = 0; i < nz; ++i)
+        wdz[i] = 0.0;
+    for (int64_t col = 0; col < nz; ++col)
+        for (int64_t e = p->w_ptr[col]; e < p->w_ptr[col + 1]; ++e)
+            wdz[p->w_idx[e]] += w_val[e] * sol[col];
+    double dd = dot(nz, sol, sol);
+    curvature[0] = dot(nz, sol, wdz) + dw * dd;
+    curvature[1] = dd;
+}
+
 int64_t symplex_stage_newton(const symplex_stage_plan *plan, const double *w_val, const double *j_val, double dw,
-                             double dc, const double *rhs, double *sol, int64_t *parity)
+                             double dc, const double *rhs, double *sol, int64_t *parity, double *curvature)
 {
     const symplex_stage_plan *p = plan;
     for (int64_t t = 0; t < p->n_w_far; ++t)
@@ -478,19 +515,7 @@ int64_t symplex_stage_newton(const symplex_stage_plan *plan, const double *w_val
     *parity = (factor_parity + p->n_elim) % 2;
     if (*parity != p->parity_m)
         return SYMPLEX_STEP_INERTIA;
-    /* nlp._refined: sol = K^{-1} rhs, then up to three corrections by the residual's solve */
-    int64_t n = p->nx + p->ns + p->m;
-    double *res = p->refine, *correction = p->refine + n;
-    plan_solve(p, j_val, rhs, sol);
-    double size = 1.0 + max_abs(n, rhs);
-    for (int k = 0; k < 3; ++k) {
-        plan_residual(p, w_val, j_val, dw, dc, sol, rhs, res);
-        if (max_abs(n, res) <= 1e-12 * size)
-            return SYMPLEX_STEP_SOLVED;
-        plan_solve(p, j_val, res, correction);
-        for (int64_t i = 0; i < n; ++i)
-            sol[i] = sol[i] + correction[i];
-    }
-    plan_residual(p, w_val, j_val, dw, dc, sol, rhs, res);
-    return max_abs(n, res) <= 1e-9 * size ? SYMPLEX_STEP_SOLVED : SYMPLEX_STEP_INACCURATE;
+    int64_t outcome = plan_refined(p, w_val, j_val, dw, dc, rhs, sol);
+    plan_curvature(p, w_val, dw, sol, curvature);
+    return outcome;
 }

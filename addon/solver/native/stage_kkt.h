@@ -134,8 +134,10 @@ enum {
  * K sol = rhs solved (symplex_stage_condensed_solve) with up to three steps of iterative refinement (residual
  * symplex_kkt_residual; stop at max |residual| <= 1e-12 (1 + max |rhs|)), the loop of nlp._refined, operation
  * for operation. *parity <- the parity of K's negative eigenvalues (the factor's plus one per eliminated row). Returns a
- * SYMPLEX_STEP_ outcome; sol (nz + m) is written for SOLVED and INACCURATE. */
+ * SYMPLEX_STEP_ outcome; sol (nz + m) is written for SOLVED and INACCURATE, and with it the step's curvature for
+ * the interior point's inertia-free test (nlp._regularised_step): curvature[0] <- dz^T (W + dw I) dz, curvature[1]
+ * <- dz^T dz, dz = sol[:nz]. */
 int64_t symplex_stage_newton(const symplex_stage_plan *plan, const double *w_val, const double *j_val, double dw,
-                             double dc, const double *rhs, double *sol, int64_t *parity);
+                             double dc, const double *rhs, double *sol, int64_t *parity, double *curvature);
 
 #endif

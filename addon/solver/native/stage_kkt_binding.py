@@ -35,7 +35,7 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_kkt_residual.restype = None
     lib.symplex_stage_factor.argtypes = [_int, _int] + [_ptr] * 4 + [_int, _ptr, _double] + [_ptr] * 7
     lib.symplex_stage_factor.restype = _int
-    lib.symplex_stage_newton.argtypes = [_ptr, _ptr, _ptr, _double, _double, _ptr, _ptr, _ptr]
+    lib.symplex_stage_newton.argtypes = [_ptr, _ptr, _ptr, _double, _double, _ptr, _ptr, _ptr, _ptr]
     lib.symplex_stage_newton.restype = _int
     return lib
 
@@ -112,9 +112,10 @@ def factor(args: tuple, s_rcond: float, work: tuple, parity: int) -> int:
     return LIB.symplex_stage_factor(*args, s_rcond, *work, parity)
 
 
-
 def newton(plan: int, w_val: np.ndarray, j_val: np.ndarray, dw: float, dc: float, rhs: np.ndarray,
-           sol: np.ndarray, parity: int) -> int:
+           sol: np.ndarray, parity: int, curvature: int) -> int:
     """Run symplex_stage_newton on the Plan at address plan (ctypes.addressof, kept with it): the outcome (SOLVED ...
-    BORDER); sol (nz + m) and the int64 at address parity are written."""
-    return LIB.symplex_stage_newton(plan, address(w_val), address(j_val), dw, dc, address(rhs), address(sol), parity)
+    BORDER); sol (nz + m), the int64 at address parity and (with sol) the two doubles at address curvature,
+    dz^T (W + dw I) dz and dz^T dz, are written."""
+    return LIB.symplex_stage_newton(plan, address(w_val), address(j_val), dw, dc, address(rhs), address(sol), parity,
+                                    curvature)

@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 26
+#define SYMPLEX_ABI_VERSION 27
 
 int64_t symplex_abi_version(void);
 

@@ -542,6 +542,15 @@ class _KKT:
         return text
 
 
+def _curvature(factor, W: sp.spmatrix, dz: np.ndarray, dw: float) -> tuple[float, float]:
+    """(dz^T (W + dw I) dz, dz^T dz) of the step dz: as the factor's C call worked it out (PlannedFactor from
+    StagePlan.newton_step), else here."""
+    if getattr(factor, "curvature", None) is not None:
+        return factor.curvature
+    dd = dz @ dz
+    return dz @ (W @ dz) + dw * dd, dd
+
+
 def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: float, dw_last: float, mu: float,
                       kkt: _KKT):
     """The primal-dual Newton step: solve [[W + dw I, J^T], [J, -dc I]] sol = rhs (kkt's factorisation; W = H +
@@ -565,9 +574,8 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
         elif not np.isfinite(sol).all():
             factor = None
         else:
-            dz = sol[:nz]
-            dd = dz @ dz
-            if dz @ (W @ dz) + dw * dd >= 1e-10 * dd:
+            curvature, dd = _curvature(factor, W, sol[:nz], dw)
+            if curvature >= 1e-10 * dd:
                 break
         dw = (max(1e-4, dw_last / 3) if dw_last else 1e-4) if dw == 0 else (8 if dw_last else 100) * dw
         if dw > 1e40:

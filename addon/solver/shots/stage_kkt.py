@@ -770,6 +770,7 @@ class StagePlan:
         _, work = L.scratch()
         self.w_far, self.j_far = (np.ascontiguousarray(a, np.int64) for a in (self.w_far, self.j_far))
         self.refine, self.parity_out = np.empty(2 * (len(self.z_work) + self.m)), np.zeros(1, np.int64)
+        self.curvature_out = np.zeros(2)
         w_ptr, w_idx, j_ptr, j_idx = self.pattern
         arrays = dict(
             size=L.sizes, a_off=L.a_off, c_off=L.c_off, e_off=L.e_off, r_off=L.r_off, w_slot=self.w_slot,
@@ -786,8 +787,8 @@ class StagePlan:
             n_j=len(self.j_slot), n_p=len(self.p_slot), nx=self.nx, ns=len(self.rows), m=self.m,
             n_elim=len(self.elim), n_kept=len(self.kept), n_w_far=len(self.w_far), n_j_far=len(self.j_far),
             n_e=len(self.e_src), parity_m=self.m % 2, **address)
-        self.kernel_plan_address, self.parity_address = ctypes.addressof(self.kernel_plan), pointers(
-            self.parity_out)[0]
+        self.kernel_plan_address = ctypes.addressof(self.kernel_plan)
+        self.parity_address, self.curvature_address = pointers(self.parity_out, self.curvature_out)
         return address
 
     def newton_step(self, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float,
@@ -795,16 +796,19 @@ class StagePlan:
         """One attempt of the interior point's Newton step in one C call (symplex_stage_newton): what factor(W, J,
         dw, dc), its parity test and nlp._refined(factor, rhs) do, the same operations. (factor, solution of K sol
         = rhs or None when the parity of K's negative eigenvalues is not m's, whether the refinement reached
-        1e-9 (1 + |rhs|)); StageBreakdown as factor."""
+        1e-9 (1 + |rhs|)); StageBreakdown as factor. With a solution the factor's curvature is that of its step
+        dz = sol[:nz], from the same call: (dz^T (W + dw I) dz, dz^T dz)."""
         self._fit(W, J)
         sol = np.empty(len(rhs))
         outcome = _native.newton(self.kernel_plan_address, np.ascontiguousarray(W.data, float),
                                  np.ascontiguousarray(J.data, float), dw, dc, np.ascontiguousarray(rhs, float), sol,
-                                 self.parity_address)
+                                 self.parity_address, self.curvature_address)
         if outcome in _BREAKDOWN:
             raise StageBreakdown(_BREAKDOWN[outcome])
-        factor = PlannedFactor(self, W, J, dw, dc, parity=int(self.parity_out[0]))
-        return factor, (None if outcome == _native.INERTIA else sol), outcome == _native.SOLVED
+        solved = outcome != _native.INERTIA
+        factor = PlannedFactor(self, W, J, dw, dc, parity=int(self.parity_out[0]),
+                               curvature=tuple(self.curvature_out.tolist()) if solved else None)
+        return factor, (sol if solved else None), outcome == _native.SOLVED
 
 
 class PlannedFactor:
@@ -812,12 +816,13 @@ class PlannedFactor:
     of the number of negative eigenvalues of K. The fill, the factorisation and the solve (the slacks' and the
     eliminated rows' parts folded in and recovered) are one C call each. The plan's and its layout's work arrays
     are reused: only the latest factor of a plan is valid. parity given: the factorisation is already in the work
-    arrays (StagePlan.newton_step's), with this parity."""
+    arrays (StagePlan.newton_step's), with this parity; curvature: (dz^T (W + dw I) dz, dz^T dz) of the step that
+    call solved, or None."""
 
     def __init__(self, plan: StagePlan, W: sp.csc_matrix, J: sp.csr_matrix, dw: float, dc: float,
-                 parity: int | None = None):
+                 parity: int | None = None, curvature: tuple[float, float] | None = None):
         P, L = plan, plan.layout
-        self.plan, self.W, self.J, self.dw, self.dc = plan, W, J, dw, dc
+        self.plan, self.W, self.J, self.dw, self.dc, self.curvature = plan, W, J, dw, dc, curvature
         if parity is not None:
             self.parity, self.work = parity, L.scratch()[1]
             return

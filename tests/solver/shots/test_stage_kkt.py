@@ -258,7 +258,8 @@ def test_planned_factor_eliminates_inequality_rows_and_matches_a_dense_solve():
 def test_newton_step_in_one_c_call_matches_the_numpy_factor_and_rejects_the_wrong_inertia_parity():
     """StagePlan.newton_step (fill, factor, parity test, solve and refinement in one C call): where the parity of
     K's negative eigenvalues (dense) is m's, the refined solution of the numpy twin (CondensedFactor + nlp._refined)
-    to round-off and that of the separate C calls bit for bit; where it is not, no solution."""
+    to round-off and that of the separate C calls bit for bit, and its step's curvature numpy's to round-off; where
+    it is not, no solution."""
     rng = np.random.default_rng(5)
     W, J, layout, rows, coef, _ = _random_program_kkt(rng)
     plan = StagePlan(layout, rows, coef)
@@ -272,7 +273,7 @@ def test_newton_step_in_one_c_call_matches_the_numpy_factor_and_rejects_the_wron
         outcomes.add(right)
         assert factor.parity == int(np.sum(np.linalg.eigvalsh(K) < 0)) % 2
         if not right:
-            assert sol is None and not accurate
+            assert sol is None and not accurate and factor.curvature is None
             continue
         reference, reference_accurate = nlpmod._refined(CondensedFactor(layout, W, J, dw, dc, rows, coef), rhs)
         assert accurate and reference_accurate
@@ -280,6 +281,11 @@ def test_newton_step_in_one_c_call_matches_the_numpy_factor_and_rejects_the_wron
         assert np.max(np.abs(sol - reference)) <= bound
         separate, _ = nlpmod._refined(plan.factor(W, J, dw, dc), rhs)
         assert np.array_equal(sol, separate)
+        # the step's curvature for the inertia-free test, from the same call: numpy's to round-off of its terms
+        dz, A = sol[:nz], abs(W)
+        scale = abs(dz) @ (A @ abs(dz)) + dw * (dz @ dz)
+        wanted = (dz @ (W @ dz) + dw * (dz @ dz), dz @ dz)
+        assert np.all(np.abs(np.subtract(factor.curvature, wanted)) <= 1e-13 * np.array([scale, dz @ dz]))
         # the factor it leaves is the one the line search's second-order corrections solve with
         factor, sol, _ = plan.newton_step(W, J, dw, dc, rhs)
         assert np.max(np.abs(factor.solve(rhs) - sol)) <= bound
