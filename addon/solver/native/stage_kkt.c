@@ -24,11 +24,12 @@ static inline void sub_scaled(int64_t n, double l, const double *restrict x, dou
         y[j] -= l * x[j];
 }
 
-/* out[j] -= sum_t coef[t] rows[t * stride + j] for j < ncol, the terms subtracted one by one in t order and those
- * with coef[t] == 0 skipped: each out[j] gets the operations of the loop over t of out[j] -= coef[t] rows[...]
- * (so the same bits), with four (then two, one) of them held in registers across t. */
-static inline void sub_combination(int64_t count, const double *coef, const double *rows, int64_t stride, int64_t ncol,
-                            double *restrict out)
+/* out[j] <- (out[j] - sum_t coef[t] rows[t * stride + j]) scale for j < ncol, the terms subtracted one by one in t
+ * order and those with coef[t] == 0 skipped: each out[j] gets the operations of the loop over t of out[j] -=
+ * coef[t] rows[...] (so the same bits; scale 1 changes nothing), with four (then two, one) of them held in
+ * registers across t. */
+static void sub_combination(int64_t count, const double *coef, const double *rows, int64_t stride, int64_t ncol,
+                            double scale, double *restrict out)
 {
     int64_t j = 0;
     for (; j + 4 <= ncol; j += 4) {
@@ -43,10 +44,10 @@ static inline void sub_combination(int64_t count, const double *coef, const doub
                 s3 -= c * r[3];
             }
         }
-        out[j] = s0;
-        out[j + 1] = s1;
-        out[j + 2] = s2;
-        out[j + 3] = s3;
+        out[j] = s0 * scale;
+        out[j + 1] = s1 * scale;
+        out[j + 2] = s2 * scale;
+        out[j + 3] = s3 * scale;
     }
     for (; j + 2 <= ncol; j += 2) {
         double s0 = out[j], s1 = out[j + 1];
@@ -57,15 +58,33 @@ static inline void sub_combination(int64_t count, const double *coef, const doub
                 s1 -= c * rows[t * stride + j + 1];
             }
         }
-        out[j] = s0;
-        out[j + 1] = s1;
+        out[j] = s0 * scale;
+        out[j + 1] = s1 * scale;
     }
     for (; j < ncol; ++j) {
         double s0 = out[j];
         for (int64_t t = 0; t < count; ++t)
             if (coef[t] != 0.0)
                 s0 -= coef[t] * rows[t * stride + j];
-        out[j] = s0;
+        out[j] = s0 * scale;
+    }
+}
+
+/* Exchange x[j] and y[j], j < n (in pairs, which the compiler packs). */
+static void swap_rows(int64_t n, double *restrict x, double *restrict y)
+{
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        double t0 = x[j], t1 = x[j + 1];
+        x[j] = y[j];
+        x[j + 1] = y[j + 1];
+        y[j] = t0;
+        y[j + 1] = t1;
+    }
+    if (j < n) {
+        double t = x[j];
+        x[j] = y[j];
+        y[j] = t;
     }
 }
 
@@ -89,12 +108,7 @@ static int lu_factor(int64_t n, double *a, int64_t *piv, int64_t *parity, double
         piv[k] = p;
         if (p != k) {
             *parity ^= 1;
-            double *rk = a + k * n, *rp = a + p * n;
-            for (int64_t j = 0; j < n; ++j) {
-                double t = rk[j];
-                rk[j] = rp[j];
-                rp[j] = t;
-            }
+            swap_rows(n, a + k * n, a + p * n);
         }
         const double *rk = a + k * n;
         if (rk[k] < 0)
@@ -130,16 +144,9 @@ static double dot(int64_t n, const double *a, const double *b)
 /* b (n x ncol, row-major) <- a^{-1} b with a's LU from lu_factor. */
 static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t ncol, double *b)
 {
-    for (int64_t k = 0; k < n; ++k) {
-        if (piv[k] != k) {
-            double *rk = b + k * ncol, *rp = b + piv[k] * ncol;
-            for (int64_t j = 0; j < ncol; ++j) {
-                double t = rk[j];
-                rk[j] = rp[j];
-                rp[j] = t;
-            }
-        }
-    }
+    for (int64_t k = 0; k < n; ++k)
+        if (piv[k] != k)
+            swap_rows(ncol, b + k * ncol, b + piv[k] * ncol);
     if (ncol == 1) { /* one right-hand side: rows of L and U dotted with b */
         for (int64_t i = 1; i < n; ++i)
             b[i] -= dot(i, a + i * n, b);
@@ -148,14 +155,10 @@ static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t nco
         return;
     }
     for (int64_t i = 1; i < n; ++i)
-        sub_combination(i, a + i * n, b, ncol, ncol, b + i * ncol);
-    for (int64_t i = n - 1; i >= 0; --i) {
-        double *ri = b + i * ncol;
-        sub_combination(n - 1 - i, a + i * n + i + 1, b + (i + 1) * ncol, ncol, ncol, ri);
-        double inv = 1.0 / a[i * n + i];
-        for (int64_t j = 0; j < ncol; ++j)
-            ri[j] *= inv;
-    }
+        sub_combination(i, a + i * n, b, ncol, ncol, 1.0, b + i * ncol);
+    for (int64_t i = n - 1; i >= 0; --i)
+        sub_combination(n - 1 - i, a + i * n + i + 1, b + (i + 1) * ncol, ncol, ncol, 1.0 / a[i * n + i],
+                        b + i * ncol);
 }
 
 /* out (q x r) -= a^T b, a (p x q), b (p x r), all row-major; over the count columns of a listed in cols (the
