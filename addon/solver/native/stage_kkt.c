@@ -24,6 +24,24 @@ static inline void sub_scaled(int64_t n, double l, const double *restrict x, dou
         y[j] -= l * x[j];
 }
 
+/* y[j] -= l x[j] and z[j] -= m x[j], j < n (sub_scaled on two rows, x loaded once). */
+static inline void sub_scaled_pair(int64_t n, double l, double m, const double *restrict x, double *restrict y,
+                                   double *restrict z)
+{
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        double x0 = x[j], x1 = x[j + 1];
+        y[j] -= l * x0;
+        y[j + 1] -= l * x1;
+        z[j] -= m * x0;
+        z[j + 1] -= m * x1;
+    }
+    if (j < n) {
+        y[j] -= l * x[j];
+        z[j] -= m * x[j];
+    }
+}
+
 /* out[j] <- (out[j] - sum_t coef[t] rows[t * stride + j]) scale for j < ncol, the terms subtracted one by one in t
  * order and those with coef[t] == 0 skipped: each out[j] gets the operations of the loop over t of out[j] -=
  * coef[t] rows[...] (so the same bits; scale 1 changes nothing), with four (then two, one) of them held in
@@ -114,7 +132,20 @@ static int lu_factor(int64_t n, double *a, int64_t *piv, int64_t *parity, double
         if (rk[k] < 0)
             *parity ^= 1;
         double inv = 1.0 / rk[k];
-        for (int64_t i = k + 1; i < n; ++i) {
+        int64_t i = k + 1;
+        for (; i + 2 <= n; i += 2) { /* two rows a pass: rk's entries loaded once for both */
+            double *r0 = a + i * n, *r1 = r0 + n;
+            double l0 = r0[k] * inv, l1 = r1[k] * inv;
+            r0[k] = l0;
+            r1[k] = l1;
+            if (l0 != 0.0 && l1 != 0.0)
+                sub_scaled_pair(n - k - 1, l0, l1, rk + k + 1, r0 + k + 1, r1 + k + 1);
+            else if (l0 != 0.0)
+                sub_scaled(n - k - 1, l0, rk + k + 1, r0 + k + 1);
+            else if (l1 != 0.0)
+                sub_scaled(n - k - 1, l1, rk + k + 1, r1 + k + 1);
+        }
+        if (i < n) {
             double *ri = a + i * n;
             double l = ri[k] * inv;
             ri[k] = l;
