@@ -50,6 +50,27 @@ static void sub_combination(int64_t count, const double *coef, const double *row
                             double scale, double *restrict out)
 {
     int64_t j = 0;
+    for (; j + 6 <= ncol; j += 6) {
+        double s0 = out[j], s1 = out[j + 1], s2 = out[j + 2], s3 = out[j + 3], s4 = out[j + 4], s5 = out[j + 5];
+        for (int64_t t = 0; t < count; ++t) {
+            double c = coef[t];
+            if (c != 0.0) {
+                const double *r = rows + t * stride + j;
+                s0 -= c * r[0];
+                s1 -= c * r[1];
+                s2 -= c * r[2];
+                s3 -= c * r[3];
+                s4 -= c * r[4];
+                s5 -= c * r[5];
+            }
+        }
+        out[j] = s0 * scale;
+        out[j + 1] = s1 * scale;
+        out[j + 2] = s2 * scale;
+        out[j + 3] = s3 * scale;
+        out[j + 4] = s4 * scale;
+        out[j + 5] = s5 * scale;
+    }
     for (; j + 4 <= ncol; j += 4) {
         double s0 = out[j], s1 = out[j + 1], s2 = out[j + 2], s3 = out[j + 3];
         for (int64_t t = 0; t < count; ++t) {
