@@ -178,7 +178,7 @@ static int lu_factor(int64_t n, double *a, int64_t *piv, int64_t *parity, double
 }
 
 /* sum_k a[k] b[k] with four partial sums (a single chain of adds is latency bound). */
-static double dot(int64_t n, const double *a, const double *b)
+static inline double dot(int64_t n, const double *a, const double *b)
 {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int64_t k = 0;
