@@ -81,12 +81,17 @@ class StageDynamics(ABC):
     @abstractmethod
     def residual(self, W: np.ndarray, first: np.ndarray, h: np.ndarray): ...
 
-    def window_residual(self, X: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def window_residual(self, X: np.ndarray, first: np.ndarray,
+                        out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """residual over the transcription's windows X (K, 3 (ns + nv) + 1), stages k-1, k, k+1 flattened then h:
-        (r (K, nr), dr/dX (K, nr, 3 (ns + nv) + 1)). A vehicle whose kernel lays its Jacobian out so overrides it
-        (no copies back and forth)."""
+        (r (K, nr), dr/dX (K, nr, 3 (ns + nv) + 1)), written into out = (r, dr/dX) when given. A vehicle whose kernel
+        lays its Jacobian out so overrides it (no copies back and forth)."""
         r, dW, dh = self.residual(X[:, :-1].reshape(len(X), 3, self.ns + self.nv), first, X[:, -1])
-        return r, np.concatenate([dW.reshape(len(X), r.shape[1], -1), dh[:, :, None]], axis=2)
+        if out is None:
+            return r, np.concatenate([dW.reshape(len(X), r.shape[1], -1), dh[:, :, None]], axis=2)
+        out[0][...] = r
+        out[1][:, :, :-1], out[1][:, :, -1] = dW.reshape(len(X), r.shape[1], -1), dh
+        return out
 
     # Optional exact second derivatives: residual_hessian(W, first, h, y (K, nr)) -> (K, 3 (ns + nv) + 1,
     # 3 (ns + nv) + 1), sum_i y_i d2 r_i over the window flattened then h. None: differenced instead.
@@ -626,6 +631,10 @@ class Transcription:
         def fn(X):
             return dyn.window_residual(X, firsts(len(X)))
 
+        def into(X, r, J):
+            dyn.window_residual(X, first, (r, J))
+        fn.into = into
+
         if dyn.residual_hessian is not None:
             def hessian(X, weights):
                 return dyn.residual_hessian(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1], weights)
@@ -762,7 +771,10 @@ class Transcription:
             if clearance is not None:  # in C (native/planar_clearance.c): rows, gradients and the exact Hessian
                 def fn(S, clearance=clearance):
                     return clearance.rows(S)
-                fn.hessian = clearance.hessian
+
+                def into(S, d, J, clearance=clearance):
+                    clearance.rows(S, (d, J))
+                fn.into, fn.hessian = into, clearance.hessian
             else:
                 fn = self._sphere_clearance(ob, spheres)
             need = np.tile(spheres[:, 3] + ob.clearance, (len(steps), 1))
