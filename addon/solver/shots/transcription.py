@@ -388,9 +388,26 @@ class QuadraticCosts:
 
     def hessian_values(self, x: np.ndarray, scale: float = 1.0) -> np.ndarray:
         """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols)."""
+        out = np.empty(len(self.hess_rows))
+        self.hessian_into(x, scale, out)
+        return out
+
+    def hessian_into(self, x: np.ndarray, scale: float, out: np.ndarray) -> None:
+        """hessian_values written into out: the effort's (e, e), (e, h), (h, e) entries, the smoothness' (c0, c0),
+        (c1, c1), (c0, c1), (c1, c0), (c0, h), (h, c0), (c1, h), (h, c1), then (h, h)."""
         h, e, d, _, smooth = self._at(x)
-        uh, a, b = scale * self.ke * e, (scale / h) * self.kss, (scale / (h * h)) * self.ks * d
-        return np.concatenate([(scale * h) * self.kee, uh, uh, a, a, -a, -a, b, b, -b, -b, [2 * scale * smooth / h**3]])
+        E, S = len(self.ce), len(self.c0)
+        effort, smoothness = out[:3 * E].reshape(3, E), out[3 * E:-1].reshape(8, S)
+        np.multiply(scale * h, self.kee, out=effort[0])
+        np.multiply(scale * self.ke, e, out=effort[1])
+        effort[2] = effort[1]
+        np.multiply(scale / h, self.kss, out=smoothness[0])
+        np.multiply((scale / (h * h)) * self.ks, d, out=smoothness[4])
+        for first in (0, 4):  # a, a, -a, -a and b, b, -b, -b
+            smoothness[first + 1] = smoothness[first]
+            np.negative(smoothness[first], out=smoothness[first + 2])
+            smoothness[first + 3] = smoothness[first + 2]
+        out[-1] = 2 * scale * smooth / h**3
 
 
 class _Assembly:
@@ -486,7 +503,7 @@ class _Assembly:
             if scale is not None:
                 np.multiply(part, scale, out=part)
         if self.quadratic is not None:
-            out[self.hessian_offsets[-1]:] = self.quadratic.hessian_values(x, 1.0 if scale is None else scale)
+            self.quadratic.hessian_into(x, 1.0 if scale is None else scale, out[self.hessian_offsets[-1]:])
 
     def _ones(self, i: int) -> np.ndarray:
         """Block i's weights of one (read-only, made once)."""
