@@ -676,8 +676,10 @@ class Transcription:
             index = np.concatenate([index, self.stage_index(steps - 1, "segment")], axis=1)
         self.blocks.append(Block(index, value, np.asarray(lower, float), np.asarray(upper, float), labels, kind))
 
-    def _position_rows(self) -> list[int]:
-        return [0, 1] if self.dyn.planar else [0, 1, 2]
+    def _position_rows(self) -> np.ndarray:
+        """The position components the geometric rows keep (x, y for a planar vehicle): an index array (indexing with
+        it costs a third less than with a list)."""
+        return np.arange(2 if self.dyn.planar else 3)
 
     def _key_blocks(self):
         dyn = self.dyn
@@ -715,7 +717,7 @@ class Transcription:
                     return _wrap(a - target)[:, None], da[:, None, :]
                 self._node_block(step, fn, [[0.0]], [[0.0]], [key.label], ("key", key, "heading"))
             if key.velocity is not None:
-                comps = list(dyn.velocity_components)
+                comps = np.asarray(dyn.velocity_components)
                 target = np.asarray(key.velocity, float)[comps]
                 ns = dyn.ns
 
