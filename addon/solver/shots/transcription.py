@@ -456,6 +456,7 @@ class _Assembly:
         self._unit_weights: dict[int, np.ndarray] = {}
 
     def _at(self, x: np.ndarray) -> None:
+        x = np.asarray(x, dtype=np.float64)  # the blocks' windows take into float64 buffers
         if not self.blocks or self._last.same(x):
             return  # without blocks (costs of the quadratic term only) nothing depends on x
         self._X = [b.evaluate(x, r, J) for b, r, J in zip(self.blocks, self._r, self._J)]
