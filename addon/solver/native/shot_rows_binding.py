@@ -4,7 +4,7 @@ all steps) and planar_clearance.c (a planar vehicle's body spheres against an ob
 `LIB` is the kernel library when it is built with both and loads (native.load_kernels), else None; then
 addon/solver/shots/car.py uses its numpy twin (CarDynamics.residual_numpy, residual_hessian_numpy) and
 transcription.py the numpy distances of obstacles.py. The wrappers make their inputs float64 / int64 and
-C-contiguous and allocate the outputs.
+C-contiguous and allocate the outputs (or write the rows into given ones).
 """
 
 from __future__ import annotations
@@ -43,12 +43,13 @@ def _inputs(W: np.ndarray, first: np.ndarray, h: np.ndarray) -> tuple[np.ndarray
             np.ascontiguousarray(h, np.float64))
 
 
-def step(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Residuals r (K, 4) and dr / d(window, h) (K, 4, 19)."""
-    W, first, h = _inputs(W, first, h)
-    r = np.empty((len(W), 4))
-    J = np.empty((len(W), 4, 19))
-    LIB.symplex_car_step(len(W), *pointers(W, first, h, par, r, J))
+def _outputs(out: tuple[np.ndarray, np.ndarray], jacobian_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Given output arrays (values (K, r), Jacobian (K, r, w)) checked for the kernel to write."""
+    r, J = out
+    if J.shape != jacobian_shape or r.shape != jacobian_shape[:2] or not all(
+            a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable for a in out):
+        raise ValueError(f"expected writable C-contiguous float64 outputs {jacobian_shape[:2]} and {jacobian_shape}, "
+                         f"got {r.dtype} {r.shape} and {J.dtype} {J.shape}")
     return r, J
 
 
@@ -62,6 +63,15 @@ def hessian(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y:
     out = np.empty((len(W), 9, 9))
     LIB.symplex_car_step_hessian(len(W), *pointers(W, first, h, par, y, out))
     return out
+
+
+def step(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray,
+         out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Residuals r (K, 4) and dr / d(window, h) (K, 4, 19): into out = (r, J) when given (float64, C-contiguous)."""
+    W, first, h = _inputs(W, first, h)
+    r, J = (np.empty((len(W), 4)), np.empty((len(W), 4, 19))) if out is None else _outputs(out, (len(W), 4, 19))
+    LIB.symplex_car_step(len(W), *pointers(W, first, h, par, r, J))
+    return r, J
 
 
 class PlanarClearance:
@@ -78,12 +88,13 @@ class PlanarClearance:
         offsets, centre, R, shape = pointers(self.offsets, self.centre, self.R, self.shape)
         self._args = (len(self.offsets), offsets, self.kind, centre, R, shape)
 
-    def rows(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Distances (K, m) and their gradients over S (K, m, ns)."""
+    def rows(self, S: np.ndarray, out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Distances (K, m) and their gradients over S (K, m, ns): into out = (d, J) when given (float64,
+        C-contiguous)."""
         S = np.ascontiguousarray(S, np.float64)
         K, ns = S.shape
-        d = np.empty((K, len(self.offsets)))
-        J = np.empty((K, len(self.offsets), ns))
+        shape = (K, len(self.offsets), ns)
+        d, J = (np.empty(shape[:2]), np.empty(shape)) if out is None else _outputs(out, shape)
         s, d_p, j_p = pointers(S, d, J)
         self._lib.symplex_planar_clearance(K, ns, s, *self._args, None, d_p, j_p, None)
         return d, J

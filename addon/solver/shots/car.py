@@ -180,12 +180,12 @@ class CarDynamics(StageDynamics):
         r, J = _native.step(W, first, h, self._par)
         return r, J[:, :, :18].reshape(len(W), 4, 3, 6), J[:, :, 18]
 
-    def window_residual(self, X, first):
+    def window_residual(self, X, first, out=None):
         """StageDynamics.window_residual: the C kernel's Jacobian is laid out over the window then h already (not
         for a subclass with rows of its own, such as the trailer's)."""
         if _native.LIB is None or type(self).residual is not CarDynamics.residual:
-            return super().window_residual(X, first)
-        return _native.step(X[:, :18].reshape(len(X), 3, 6), first, X[:, 18], self._par)
+            return super().window_residual(X, first, out)
+        return _native.step(X[:, :18].reshape(len(X), 3, 6), first, X[:, 18], self._par, out)
 
     def residual_numpy(self, W, first, h):
         a, rho, k, c, m0 = self.alpha, self.rho, self.rho / self.l, self.c, self.m0

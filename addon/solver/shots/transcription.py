@@ -81,12 +81,17 @@ class StageDynamics(ABC):
     @abstractmethod
     def residual(self, W: np.ndarray, first: np.ndarray, h: np.ndarray): ...
 
-    def window_residual(self, X: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def window_residual(self, X: np.ndarray, first: np.ndarray,
+                        out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """residual over the transcription's windows X (K, 3 (ns + nv) + 1), stages k-1, k, k+1 flattened then h:
-        (r (K, nr), dr/dX (K, nr, 3 (ns + nv) + 1)). A vehicle whose kernel lays its Jacobian out so overrides it
-        (no copies back and forth)."""
+        (r (K, nr), dr/dX (K, nr, 3 (ns + nv) + 1)), written into out = (r, dr/dX) when given. A vehicle whose kernel
+        lays its Jacobian out so overrides it (no copies back and forth)."""
         r, dW, dh = self.residual(X[:, :-1].reshape(len(X), 3, self.ns + self.nv), first, X[:, -1])
-        return r, np.concatenate([dW.reshape(len(X), r.shape[1], -1), dh[:, :, None]], axis=2)
+        if out is None:
+            return r, np.concatenate([dW.reshape(len(X), r.shape[1], -1), dh[:, :, None]], axis=2)
+        out[0][...] = r
+        out[1][:, :, :-1], out[1][:, :, -1] = dW.reshape(len(X), r.shape[1], -1), dh
+        return out
 
     # Optional exact second derivatives: residual_hessian(W, first, h, y (K, nr)) -> (K, 3 (ns + nv) + 1,
     # 3 (ns + nv) + 1), sum_i y_i d2 r_i over the window flattened then h. None: differenced instead.
@@ -169,12 +174,22 @@ class Block:
         self.used = np.arange(self.index.shape[1])
         self.curved = self.used
         self._hessian_plan = None
+        self._X: np.ndarray | None = None
 
-    def evaluate(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(window values X (K, w), rows (K, rows), Jacobian over the whole window (K, rows, w))."""
-        X = x[self.window]
-        r, J = self.window_fn(X)
-        return X, r, J
+    def evaluate(self, x: np.ndarray, rows: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
+        """The window values X (K, w) at x (in a buffer of the block's: valid until its next evaluation), with the rows
+        written into rows (K, rows) and their Jacobian over the whole window into jacobian (K, rows, w): by the window
+        function's `into(X, rows, jacobian)` when it has one (a kernel writing there), else copied from its
+        results."""
+        if self._X is None:
+            self._X = np.empty(self.window.shape)
+        X = x.take(self.window, out=self._X, mode="clip")  # the indices are in range: "clip" only skips a buffer
+        into = getattr(self.window_fn, "into", None)
+        if into is not None:
+            into(X, rows, jacobian)
+        else:
+            rows[...], jacobian[...] = self.window_fn(X)
+        return X
 
     def jacobian_pairs(self) -> np.ndarray:
         """The pairs (P, 2) of (row, used column: position in `used`) whose Jacobian entry can be nonzero: all of
@@ -188,17 +203,20 @@ class Block:
         instance's share of the Hessian's COO pattern, in the order of hessian_values."""
         return self._plan()[3]
 
-    def hessian_values(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """sum_i weights[:, i] d2 fn_i at window values X over hessian_pairs (K, P) flattened; J the window's
-        Jacobian at X (for a block differenced by _local_hessian)."""
+    def hessian_values(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
+        """sum_i weights[:, i] d2 fn_i at window values X over hessian_pairs (K, P) flattened, into out (K P,); J the
+        window's Jacobian at X (for a block differenced by _local_hessian)."""
         exact, size, positions, pairs = self._plan()
         if not len(pairs):
-            return np.zeros(0)
+            return
         if exact is None:
             J = J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2)
-            return _local_hessian(self.fn, X[:, self.used], weights, self.curved, J).ravel()
-        H = exact(X, weights)
-        return H.ravel() if positions is None else np.take(H.reshape(len(X), size), positions, axis=1).ravel()
+            out[...] = _local_hessian(self.fn, X[:, self.used], weights, self.curved, J).ravel()
+        elif positions is None:
+            out[...] = exact(X, weights).ravel()
+        else:
+            exact(X, weights).reshape(len(X), size).take(positions, axis=1, out=out.reshape(len(X), len(positions)),
+                                                         mode="clip")
 
     def _plan(self):
         if self._hessian_plan is None:
@@ -302,6 +320,20 @@ class SparsityPattern:
         return nlpmod.FixedPattern(self.indices, self.indptr, self.shape, lambda *args: self.values(values(*args)))
 
 
+class _LastPoint:
+    """Whether x is the point of the last evaluation, by its bytes (equal bytes: the same inputs bit for bit; a
+    comparison of bytes costs a tenth of np.array_equal's)."""
+
+    def __init__(self):
+        self._bytes: bytes | None = None
+
+    def same(self, x: np.ndarray) -> bool:
+        return x.tobytes() == self._bytes
+
+    def remember(self, x: np.ndarray) -> None:
+        self._bytes = x.tobytes()
+
+
 class QuadraticCosts:
     """The effort and smoothness costs of every channel as one term over x, h = x[h_index]:
 
@@ -332,16 +364,16 @@ class QuadraticCosts:
                                          hs, self.c1, [h_index]])
         self.ke, self.ks = 2 * self.we / self.se, 2 * self.ws / self.ss  # d/de of we e^2, scaled by 1 / se
         self.kee, self.kss = self.ke / self.se, self.ks / self.ss
-        self._last: tuple | None = None
+        self._point, self._last = _LastPoint(), ()
 
     def _at(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, float, float]:
         """(h, e, d, sum we e^2, sum ws d^2) at x, kept for the last x (the solver asks for the value at a trial point,
         then for the gradient and Hessian there)."""
-        last = self._last
-        if last is None or not np.array_equal(last[0], x):
+        if not self._point.same(x):
             h, e, d = float(x[self.h_index]), (x[self.ce] - self.trim) / self.se, (x[self.c1] - x[self.c0]) / self.ss
-            last = self._last = (x.copy(), h, e, d, float(np.dot(self.we * e, e)), float(np.dot(self.ws * d, d)))
-        return last[1:]
+            self._last = (h, e, d, float(np.dot(self.we * e, e)), float(np.dot(self.ws * d, d)))
+            self._point.remember(x)
+        return self._last
 
     def value(self, x: np.ndarray) -> float:
         h, _, _, effort, smooth = self._at(x)
@@ -356,39 +388,58 @@ class QuadraticCosts:
 
     def hessian_values(self, x: np.ndarray, scale: float = 1.0) -> np.ndarray:
         """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols)."""
+        out = np.empty(len(self.hess_rows))
+        self.hessian_into(x, scale, out)
+        return out
+
+    def hessian_into(self, x: np.ndarray, scale: float, out: np.ndarray) -> None:
+        """hessian_values written into out: the effort's (e, e), (e, h), (h, e) entries, the smoothness' (c0, c0),
+        (c1, c1), (c0, c1), (c1, c0), (c0, h), (h, c0), (c1, h), (h, c1), then (h, h)."""
         h, e, d, _, smooth = self._at(x)
-        uh, a, b = scale * self.ke * e, (scale / h) * self.kss, (scale / (h * h)) * self.ks * d
-        return np.concatenate([(scale * h) * self.kee, uh, uh, a, a, -a, -a, b, b, -b, -b, [2 * scale * smooth / h**3]])
+        E, S = len(self.ce), len(self.c0)
+        effort, smoothness = out[:3 * E].reshape(3, E), out[3 * E:-1].reshape(8, S)
+        np.multiply(scale * h, self.kee, out=effort[0])
+        np.multiply(scale * self.ke, e, out=effort[1])
+        effort[2] = effort[1]
+        np.multiply(scale / h, self.kss, out=smoothness[0])
+        np.multiply((scale / (h * h)) * self.ks, d, out=smoothness[4])
+        for first in (0, 4):  # a, a, -a, -a and b, b, -b, -b
+            smoothness[first + 1] = smoothness[first]
+            np.negative(smoothness[first], out=smoothness[first + 2])
+            smoothness[first + 3] = smoothness[first + 2]
+        out[-1] = 2 * scale * smooth / h**3
 
 
 class _Assembly:
     """Blocks over n variables evaluated together: their rows, the Jacobian's COO data (pattern: `rows`, `cols`: each
     block's patterned entries) and the Hessian's (`hess_rows`, `hess_cols`: each block's hessian_pairs, then the
     quadratic costs' pattern). A cost assembly may carry the QuadraticCosts: they add to total, column_sums and
-    hessian_parts (not to the rows).
+    hessian_into (not to the rows).
 
     The rows and the window Jacobians are computed once per point x and kept for the last one: the solver asks for
-    the rows at trial points and for the Jacobian and the Hessian at the iterate (an accepted trial). The
-    Jacobian's COO entries are the window Jacobians' (raw_jacobian) at `source`: the solver's CSR values are one
-    gather of them (_build_nlp, SparsityPattern.gather)."""
+    the rows at trial points and for the Jacobian and the Hessian at the iterate (an accepted trial). Each block
+    writes them into its part of two buffers made once (the rows, then copied for the caller; the window Jacobians
+    one after the other: raw_jacobian). The Jacobian's COO entries are the window Jacobians at `source`: the solver's
+    CSR values are one gather of them (_build_nlp, SparsityPattern.gather)."""
 
     def __init__(self, blocks: list[Block], n: int, quadratic: QuadraticCosts | None = None):
         self.blocks, self.n, self.quadratic = blocks, n, quadratic
         self.offsets = np.cumsum([0] + [b.index.shape[0] * b.rows for b in blocks])
         self.m = int(self.offsets[-1])
         rows, cols, source, hr, hc = ([np.zeros(0, int)] for _ in range(5))
-        raw = 0  # window Jacobian entries of the blocks before
+        raw = [0]  # window Jacobian entries of the blocks before
         for b, off in zip(blocks, self.offsets):
             K, w = b.index.shape
             pairs = b.jacobian_pairs()
             row = off + np.arange(K)[:, None] * b.rows + pairs[:, 0]
             rows.append(row.ravel())
             cols.append(b.index[:, pairs[:, 1]].ravel())
-            source.append((raw + (row - off) * b.window.shape[1] + b.used[pairs[:, 1]]).ravel())
-            raw += K * b.rows * b.window.shape[1]
+            source.append((raw[-1] + (row - off) * b.window.shape[1] + b.used[pairs[:, 1]]).ravel())
+            raw.append(raw[-1] + K * b.rows * b.window.shape[1])
             sub, pairs = b.index[:, b.curved], b.hessian_pairs()
             hr.append(sub[:, pairs[:, 0]].ravel())
             hc.append(sub[:, pairs[:, 1]].ravel())
+        self.hessian_offsets = np.cumsum([0] + [len(part) for part in hr[1:]])
         if quadratic is not None:
             hr.append(quadratic.hess_rows)
             hc.append(quadratic.hess_cols)
@@ -396,21 +447,25 @@ class _Assembly:
         self.hess_rows, self.hess_cols = np.concatenate(hr), np.concatenate(hc)
         self.lower = np.concatenate([np.zeros(0)] + [b.lower.ravel() for b in blocks])
         self.upper = np.concatenate([np.zeros(0)] + [b.upper.ravel() for b in blocks])
-        self._x: np.ndarray | None = None
+        self._values, self._raw_jacobian = np.empty(self.m), np.empty(raw[-1])
+        self._r = [self._values[off:off + b.lower.size].reshape(b.lower.shape) for b, off in zip(blocks, self.offsets)]
+        self._J = [self._raw_jacobian[a:z].reshape(*b.lower.shape, b.window.shape[1])
+                   for b, a, z in zip(blocks, raw, raw[1:])]
+        self._X: list[np.ndarray] = []
+        self._last = _LastPoint()
         self._unit_weights: dict[int, np.ndarray] = {}
 
     def _at(self, x: np.ndarray) -> None:
-        if self._x is not None and (not self.blocks or np.array_equal(self._x, x)):
+        x = np.asarray(x, dtype=np.float64)  # the blocks' windows take into float64 buffers
+        if not self.blocks or self._last.same(x):
             return  # without blocks (costs of the quadratic term only) nothing depends on x
-        X, r, J = zip(*(b.evaluate(x) for b in self.blocks)) if self.blocks else ((), (), ())
-        self._X, self._r, self._J = X, r, J
-        self._values = np.concatenate([np.zeros(0)] + [v.ravel() for v in r])
-        self._raw_jacobian = None
-        self._x = x.copy()
+        self._X = [b.evaluate(x, r, J) for b, r, J in zip(self.blocks, self._r, self._J)]
+        self._last.remember(x)
 
     def values(self, x: np.ndarray) -> np.ndarray:
+        """The rows at x (a fresh array: the solver keeps it)."""
         self._at(x)
-        return self._values
+        return self._values.copy()
 
     def total(self, x: np.ndarray) -> float:
         """Sum of the rows (block by block: a cost)."""
@@ -419,10 +474,9 @@ class _Assembly:
         return total if self.quadratic is None else total + self.quadratic.value(x)
 
     def raw_jacobian(self, x: np.ndarray) -> np.ndarray:
-        """The blocks' window Jacobians flattened one after the other (kept for the last x)."""
+        """The blocks' window Jacobians flattened one after the other (the assembly's buffer: valid until the next
+        evaluation at another point)."""
         self._at(x)
-        if self._raw_jacobian is None:
-            self._raw_jacobian = np.concatenate([np.zeros(0)] + [J.ravel() for J in self._J])
         return self._raw_jacobian
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
@@ -434,19 +488,23 @@ class _Assembly:
         sums = np.bincount(self.cols, weights=self.jacobian(x), minlength=self.n)
         return sums if self.quadratic is None else sums + self.quadratic.gradient(x)
 
-    def hessian_parts(self, x: np.ndarray, y: np.ndarray | None, scale: float | None = None) -> list[np.ndarray]:
-        """Each block's COO data of sum_i y_i d2 row_i (y None: every weight 1), times scale when given, then the
-        quadratic costs': the pattern hess_rows, hess_cols."""
+    @property
+    def hessian_size(self) -> int:
+        return len(self.hess_rows)
+
+    def hessian_into(self, x: np.ndarray, y: np.ndarray | None, scale: float | None, out: np.ndarray) -> None:
+        """The COO data (pattern hess_rows, hess_cols) of sum_i y_i d2 row_i (y None: every weight 1), times scale
+        when given, then the quadratic costs', into out (hessian_size,)."""
         self._at(x)
-        parts = []
         for i, (b, off, X, J) in enumerate(zip(self.blocks, self.offsets, self._X, self._J)):
             K = len(X)
             weights = self._ones(i) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
-            part = b.hessian_values(X, J, weights)
-            parts.append(part if scale is None else scale * part)
+            part = out[self.hessian_offsets[i]:self.hessian_offsets[i + 1]]
+            b.hessian_values(X, J, weights, part)
+            if scale is not None:
+                np.multiply(part, scale, out=part)
         if self.quadratic is not None:
-            parts.append(self.quadratic.hessian_values(x, 1.0 if scale is None else scale))
-        return parts
+            self.quadratic.hessian_into(x, 1.0 if scale is None else scale, out[self.hessian_offsets[-1]:])
 
     def _ones(self, i: int) -> np.ndarray:
         """Block i's weights of one (read-only, made once)."""
@@ -591,6 +649,10 @@ class Transcription:
         def fn(X):
             return dyn.window_residual(X, firsts(len(X)))
 
+        def into(X, r, J):
+            dyn.window_residual(X, first, (r, J))
+        fn.into = into
+
         if dyn.residual_hessian is not None:
             def hessian(X, weights):
                 return dyn.residual_hessian(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1], weights)
@@ -615,8 +677,10 @@ class Transcription:
             index = np.concatenate([index, self.stage_index(steps - 1, "segment")], axis=1)
         self.blocks.append(Block(index, value, np.asarray(lower, float), np.asarray(upper, float), labels, kind))
 
-    def _position_rows(self) -> list[int]:
-        return [0, 1] if self.dyn.planar else [0, 1, 2]
+    def _position_rows(self) -> np.ndarray:
+        """The position components the geometric rows keep (x, y for a planar vehicle): an index array (indexing with
+        it costs a third less than with a list)."""
+        return np.arange(2 if self.dyn.planar else 3)
 
     def _key_blocks(self):
         dyn = self.dyn
@@ -654,7 +718,7 @@ class Transcription:
                     return _wrap(a - target)[:, None], da[:, None, :]
                 self._node_block(step, fn, [[0.0]], [[0.0]], [key.label], ("key", key, "heading"))
             if key.velocity is not None:
-                comps = list(dyn.velocity_components)
+                comps = np.asarray(dyn.velocity_components)
                 target = np.asarray(key.velocity, float)[comps]
                 ns = dyn.ns
 
@@ -727,7 +791,10 @@ class Transcription:
             if clearance is not None:  # in C (native/planar_clearance.c): rows, gradients and the exact Hessian
                 def fn(S, clearance=clearance):
                     return clearance.rows(S)
-                fn.hessian = clearance.hessian
+
+                def into(S, d, J, clearance=clearance):
+                    clearance.rows(S, (d, J))
+                fn.into, fn.hessian = into, clearance.hessian
             else:
                 fn = self._sphere_clearance(ob, spheres)
             need = np.tile(spheres[:, 3] + ob.clearance, (len(steps), 1))
@@ -849,9 +916,12 @@ class Transcription:
         def jacobian_data(x):
             return jacobian_values(rows.raw_jacobian(x))
 
+        hessian_coo = np.empty(rows.hessian_size + costs.hessian_size)  # the COO data, refilled each call
+
         def hessian_data(x, y, obj_factor):
-            return hessian.values(np.concatenate([np.zeros(0)] + rows.hessian_parts(x, y)
-                                                 + costs.hessian_parts(x, None, obj_factor)))
+            rows.hessian_into(x, y, None, hessian_coo[:rows.hessian_size])
+            costs.hessian_into(x, None, obj_factor, hessian_coo[rows.hessian_size:])
+            return hessian.values(hessian_coo)
 
         def csr(pattern: SparsityPattern, data: np.ndarray) -> sp.csr_matrix:
             return sp.csr_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
