@@ -43,7 +43,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .stage_kkt import NATIVE, CondensedFactor, StageBreakdown, StageLayout, StagePlan, kkt_residual, stage_layout
+from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, kkt_residual,
+                        stage_layout)
 
 Progress = Callable[[int, dict], Optional[bool]]
 
@@ -181,17 +182,25 @@ class _Reduced:
         self.target = np.where(self.eq, cl, 0.0)
         x = self.x_full.copy()
         g = np.asarray(nlp.gradient(x), float)[self.free]
-        J = sp.csr_matrix(nlp.jacobian(x))
         self.f_scale = min(1.0, 100.0 / max(np.max(np.abs(g), initial=0.0), 1e-300))
         row_max = np.zeros(self.m)  # over the free variables' columns
+        J, values = self._jacobian_at(x)
         filled = np.diff(J.indptr) > 0
         if filled.any():
-            size = np.where(self.z_index[J.indices] >= 0, np.abs(J.data), 0.0)
+            size = np.where(self.z_index[J.indices] >= 0, np.abs(values), 0.0)
             row_max[filled] = np.maximum.reduceat(size, J.indptr[:-1][filled])
         self.c_scale = np.minimum(1.0, 100.0 / np.maximum(row_max, 1e-300))
         c0 = np.asarray(nlp.constraints(x), float)
         self.s0 = np.clip(c0[self.ineq], cl[self.ineq], cu[self.ineq])
         self._jac_plan = self._hess_plan = None
+
+    def _jacobian_at(self, x: np.ndarray) -> tuple[FixedPattern | sp.csr_matrix, np.ndarray]:
+        """(the NLP's Jacobian's CSR pattern (its FixedPattern when it has one: no matrix built), its data) at x."""
+        fixed = self.nlp.jacobian_data
+        if fixed is not None:
+            return fixed, fixed.values(x)
+        J = sp.csr_matrix(self.nlp.jacobian(x))
+        return J, J.data
 
     def full(self, z: np.ndarray, x: np.ndarray | None = None) -> np.ndarray:
         """The NLP's variables at z (fixed ones at their value); x: full(z) when the caller has it (returned)."""
@@ -221,16 +230,9 @@ class _Reduced:
         from one call to the next (a transcription's does): the reduced matrix's pattern and where each entry
         comes from are worked out once per pattern, and each call only gathers and scales the values: into the
         same matrix object each time (valid until the next call; the interior point keeps only the latest)."""
-        fixed = self.nlp.jacobian_data
-        if fixed is not None:
-            values = fixed.values(self.full(z, x))
-            if self._jac_plan is None:
-                self._jac_plan = (None, *self._reduce_jacobian(fixed.csr(values)))
-        else:
-            raw = sp.csr_matrix(self.nlp.jacobian(self.full(z, x)))
-            values = raw.data
-            if self._jac_plan is None or not _same_pattern(self._jac_plan[0], raw):
-                self._jac_plan = (raw, *self._reduce_jacobian(raw))
+        raw, values = self._jacobian_at(self.full(z, x))
+        if self._jac_plan is None or not (raw is self._jac_plan[0] or _same_pattern(self._jac_plan[0], raw)):
+            self._jac_plan = (raw, *self._reduce_jacobian(raw))
         _, src, scale, J, self._jt_matrix = self._jac_plan
         J.data = np.concatenate([values, self.slack_entries])[src] * scale
         return J
@@ -242,11 +244,11 @@ class _Reduced:
         JT.data = J.data
         return JT @ y
 
-    def _reduce_jacobian(self, raw: sp.csr_matrix):
-        """(source of each reduced entry in [raw.data, slack -1s], its row scale, the reduced matrix, its transpose
-        on the same index arrays (CSC)): the free columns of raw, then the slacks' -1 at (inequality row, slack),
-        every entry scaled by its row's c_scale."""
-        nnz, nz = len(raw.data), self.nx + self.ns
+    def _reduce_jacobian(self, raw: FixedPattern | sp.csr_matrix):
+        """(source of each reduced entry in [raw's data, slack -1s], its row scale, the reduced matrix, its transpose
+        on the same index arrays (CSC)): the free columns of raw (a CSR pattern), then the slacks' -1 at (inequality
+        row, slack), every entry scaled by its row's c_scale."""
+        nnz, nz = len(raw.indices), self.nx + self.ns
         rows, cols = self._entries(raw)
         kept = np.flatnonzero(cols >= 0)
         rows = np.concatenate([rows[kept], self.ineq])
@@ -259,8 +261,8 @@ class _Reduced:
         transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=(nz, self.m))
         return src, self.c_scale[rows], reduced, transposed
 
-    def _entries(self, raw: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-        """(row, position in z of the column) of each entry of a CSR matrix over the NLP's variables (-1 at a fixed
+    def _entries(self, raw: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """(row, position in z of the column) of each entry of a CSR pattern over the NLP's variables (-1 at a fixed
         variable's column)."""
         return np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr)), self.z_index[raw.indices]
 
@@ -276,7 +278,7 @@ class _Reduced:
         if fixed is not None:
             values = fixed.values(*args)
             if self._hess_plan is None:
-                self._hess_plan = (None, *self._reduce_hessian(fixed.csr(values)))
+                self._hess_plan = (None, *self._reduce_hessian(fixed))
         else:
             raw = sp.csr_matrix(self.nlp.hessian(*args))
             values = raw.data
@@ -290,11 +292,12 @@ class _Reduced:
         out += half[lower]
         return out
 
-    def _reduce_hessian(self, raw: sp.csr_matrix):
+    def _reduce_hessian(self, raw: FixedPattern | sp.csr_matrix):
         """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is
         len(raw.data), a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
-        each diagonal entry): the entry is half the sum of the two (the whole of one where the other is absent)."""
-        nz = self.nx + self.ns
+        each diagonal entry): the entry is half the sum of the two (the whole of one where the other is absent). raw:
+        a CSR pattern."""
+        nz, none = self.nx + self.ns, len(raw.indices)
         r, j = self._entries(raw)
         i = self.z_index[r]
         kept = np.flatnonzero((i >= 0) & (j >= 0))
@@ -304,11 +307,10 @@ class _Reduced:
         unique, inverse = np.unique(key, return_inverse=True)
         indices = (unique % nz).astype(np.int32)
         indptr = np.searchsorted(unique // nz, np.arange(nz + 1)).astype(np.int32)
-        upper, lower = np.full(len(unique), len(raw.data)), np.full(len(unique), len(raw.data))
+        upper, lower = np.full(len(unique), none), np.full(len(unique), none)
         upper[inverse[:len(kept)]] = kept  # raw (i, j) at CSC (row i, column j)
         lower[inverse[len(kept):2 * len(kept)]] = kept  # and at (row j, column i)
         # an entry whose mirror the raw pattern lacks (a Hessian given by one triangle) counts whole
-        none = len(raw.data)
         upper, lower = np.where(upper == none, lower, upper), np.where(lower == none, upper, lower)
         pattern = sp.csc_matrix((np.zeros(len(unique)), _frozen(indices), _frozen(indptr)), shape=(nz, nz))
         return upper, lower, pattern, inverse[2 * len(kept):]
@@ -334,15 +336,17 @@ class _Reduced:
             row = np.repeat(stage, np.diff(fixed.indptr))
             col = stage[fixed.indices]
             if np.max(np.abs(row - col)[(row >= 0) & (col >= 0)], initial=0) <= 1:
-                return self._free_block(fixed.csr(np.ones(len(fixed.indices))))
-        return self._free_block(sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0)))
+                return self._free_block(fixed, np.ones(len(fixed.indices)))
+        H = sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))
+        return self._free_block(H, H.data)
 
-    def _free_block(self, H: sp.csr_matrix) -> sp.coo_matrix:
-        """H's block over the free variables (n x n to nx x nx), by their positions in z."""
+    def _free_block(self, H: FixedPattern | sp.csr_matrix, data: np.ndarray) -> Entries:
+        """The block over the free variables (n x n to nx x nx, by their positions in z) of the matrix of CSR pattern H
+        and data `data`."""
         r, j = self._entries(H)
         i = self.z_index[r]
         kept = (i >= 0) & (j >= 0)
-        return sp.coo_matrix((H.data[kept], (i[kept], j[kept])), shape=(self.nx, self.nx))
+        return Entries(i[kept], j[kept], data[kept], (self.nx, self.nx))
 
     def kkt_layout(self, z: np.ndarray, slacks: bool = True, J: sp.csr_matrix | None = None) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
@@ -359,9 +363,9 @@ class _Reduced:
         J = self.jac(z) if J is None else J
         width = self.nx + self.ns if slacks else self.nx
         rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
-        # the pattern's entries that are zero here (a window's) couple nothing
+        # the pattern's entries that are zero here (a window's) couple nothing; row by row, as J's
         kept = (J.data != 0) & (J.indices < width)
-        J = sp.coo_matrix((J.data[kept], (rows[kept], J.indices[kept])), shape=(self.m, width))
+        J = Entries(rows[kept], J.indices[kept], J.data[kept], (self.m, width))
         if not slacks:
             return stage_layout(var_stage, J, H, np.full(self.nx, -1), soft_rows=~self.eq)
         var_stage = np.concatenate([var_stage, np.full(self.ns, -1)])
