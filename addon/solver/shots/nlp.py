@@ -47,6 +47,8 @@ from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageL
                         stage_layout)
 
 Progress = Callable[[int, dict], Optional[bool]]
+# the ufunc reductions behind ndarray.max and sum, without their Python wrappers; fmin's skips nan
+_max, _sum, _fmin = np.maximum.reduce, np.add.reduce, np.fmin.reduce
 
 
 @dataclass(frozen=True)
@@ -418,25 +420,30 @@ class _Bounds:
     def log_barrier(self, x: np.ndarray) -> float:
         """sum of log(distance) over the finite bounds; -inf when x is on or outside one."""
         d_lo, d_up = self.distances(x)
-        if (d_lo <= 0).any() or (d_up <= 0).any():
+        if _fmin(d_lo, initial=np.inf) <= 0 or _fmin(d_up, initial=np.inf) <= 0:  # any(d <= 0): fmin skips nan
             return -np.inf
-        return float(np.log(d_lo).sum() + np.log(d_up).sum())
+        return float(_sum(np.log(d_lo)) + _sum(np.log(d_up)))
 
 
 def _step_to_bounds(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np.ndarray, tau: float) -> float:
     """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each bound, from x's distances to
     its lower and upper bounds (inf where there is none, so that entry's ratio is inf; dist_up None: no upper
     bounds). The ratios are taken where dx moves towards a bound, found by index (faster than masks and gathers
-    over the bounded entries); fmin: an infinite dx at an unbounded entry (a nan ratio) limits nothing."""
-    alpha = 1.0
-    k = np.flatnonzero(dx < 0)
-    if len(k):
-        alpha = min(alpha, float(np.fmin.reduce(-tau * dist_lo[k] / dx[k])))
+    over the bounded entries); fmin: an infinite dx at an unbounded entry (a nan ratio) limits nothing (nor does
+    anything when there is no ratio: the reduction's initial inf)."""
+    k = (dx < 0).nonzero()[0]
+    alpha = min(1.0, float(_fmin(-tau * dist_lo[k] / dx[k], initial=np.inf)))
     if dist_up is not None:
-        k = np.flatnonzero(dx > 0)
-        if len(k):
-            alpha = min(alpha, float(np.fmin.reduce(tau * dist_up[k] / dx[k])))
+        k = (dx > 0).nonzero()[0]
+        alpha = min(alpha, float(_fmin(tau * dist_up[k] / dx[k], initial=np.inf)))
     return alpha
+
+
+def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
+    """Bound multipliers z clipped in place to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's kappa_Sigma; 0 where dist is
+    inf), as np.clip does it (the larger with the lower limit, then the smaller with the upper) without its wrappers."""
+    np.maximum(z, mu / (1e10 * dist), out=z)
+    return np.minimum(z, 1e10 * mu / dist, out=z)
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -607,7 +614,7 @@ def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
     c = P.c(z, raw)
     logs = bounds.log_barrier(z)
     f = np.nan if logs == -np.inf else float(P.nlp.objective(x))
-    return _Point(z, x, raw, c, float(np.abs(c).sum()), f, logs)
+    return _Point(z, x, raw, c, float(_sum(np.abs(c))), f, logs)
 
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
@@ -652,13 +659,19 @@ class _BarrierUpdate:
                 self.mu = float(np.clip(0.8 * products.mean(), self.mu_min, self.mu_max)) if len(products) else old
             self.references = (self.references + [error])[-4:] if self.free else []
             return self.mu != old
-        while self.mu > self.mu_min and max(dual_inf, primal_inf, float(np.abs(products - self.mu).max(
-                initial=0.0))) <= 10.0 * self.mu:
+        while self.mu > self.mu_min and self._solved(dual_inf, primal_inf, products):
             self.mu = max(self.mu_min, min(0.2 * self.mu, self.mu**1.5))
             if self.adaptive:  # this barrier problem is solved: back to free mode
                 self.free = True
                 break
         return self.mu != old
+
+    def _solved(self, dual_inf: float, primal_inf: float, products: np.ndarray) -> bool:
+        """Whether the barrier problem of this mu is solved to 10 mu: its KKT error max(dual_inf, primal_inf,
+        max |products - mu|) is within 10 mu (the products' term only when the other two are)."""
+        if max(dual_inf, primal_inf) > 10.0 * self.mu:
+            return False
+        return max(dual_inf, primal_inf, float(_max(np.abs(products - self.mu), initial=0.0))) <= 10.0 * self.mu
 
     @property
     def probing(self) -> bool:
@@ -744,11 +757,11 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     it = 0
     for it in range(max_iter + 1):
         grad_lag = g + P.jt(J, y) - zL + zU
-        s_d = max(100.0, (np.abs(y).sum() + zL.sum() + zU.sum()) / max(P.m + nz, 1)) / 100.0
-        dual_inf = float(np.abs(grad_lag).max(initial=0.0)) / s_d
+        s_d = max(100.0, (_sum(np.abs(y)) + _sum(zL) + _sum(zU)) / max(P.m + nz, 1)) / 100.0
+        dual_inf = float(_max(np.abs(grad_lag), initial=0.0)) / s_d
         dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
-        compl = max(float(dzl.max(initial=0.0)), float(dzu.max(initial=0.0)))
-        raw_viol = float(violation(raw, P.cl, P.cu).max(initial=0.0))
+        compl = max(float(_max(dzl, initial=0.0)), float(_max(dzu, initial=0.0)))
+        raw_viol = float(_max(violation(raw, P.cl, P.cu), initial=0.0))
         f_val = point.f if point.logs != -np.inf else float(nlp.objective(point.x))
         if progress is not None:
             info = {"objective": f_val, "constraint_violation": raw_viol, "dual_infeasibility": dual_inf,
@@ -765,7 +778,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             status, message = "failed", f"non-finite objective or constraints at iteration {it}"
             break
         products = np.concatenate([dzl, dzu])
-        if barrier_update.update(dual_inf, float(np.abs(c).max(initial=0.0)), products):
+        if barrier_update.update(dual_inf, float(_max(np.abs(c), initial=0.0)), products):
             mu, filt = barrier_update.mu, []
         zl_dl, zu_du = zL / dl, zU / du
         sigma = zl_dl + zu_du  # 0 where there is no bound
@@ -858,13 +871,13 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         stalls, last_alpha, shift = 0, alpha, 0.0
         last_step = {"step_max": alpha_max, "step_dual": alpha_z, "accepted": accepted[1]}
         point = accepted[0]
-        s_step = point.z - z
+        s_step = point.z - z if bfgs is not None else None
         z, raw, c = point.z, point.raw, point.c
         # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
         # is no bound, zL, zU, dzL, dzU and both limits are 0
         dl, du = z - zl, zu - z
-        zL = np.clip(zL + alpha_z * dzL, mu / (1e10 * dl), 1e10 * mu / dl)
-        zU = np.clip(zU + alpha_z * dzU, mu / (1e10 * du), 1e10 * mu / du)
+        zL = _near_central_path(zL + alpha_z * dzL, mu, dl)
+        zU = _near_central_path(zU + alpha_z * dzU, mu, du)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):
