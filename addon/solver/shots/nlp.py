@@ -194,7 +194,7 @@ class _Reduced:
         self.c_scale = np.minimum(1.0, 100.0 / np.maximum(row_max, 1e-300))
         c0 = np.asarray(nlp.constraints(x), float)
         self.s0 = np.clip(c0[self.ineq], cl[self.ineq], cu[self.ineq])
-        self._jac_plan = self._hess_plan = None
+        self._jac_plan = self._hess_plan = self._free_memo = None
 
     def _jacobian_at(self, x: np.ndarray) -> tuple[FixedPattern | sp.csr_matrix, np.ndarray]:
         """(the NLP's Jacobian's CSR pattern (its FixedPattern when it has one: no matrix built), its data) at x."""
@@ -294,15 +294,23 @@ class _Reduced:
         out += half[lower]
         return out
 
+    def _free_entries(self, H: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(position in z of the row, of the column, whether both are free) of each entry of a square CSR pattern over
+        the NLP's variables; kept for the last pattern (the fixed Hessian's is read by the layout and the reduction)."""
+        if self._free_memo is None or self._free_memo[0] is not H:
+            r, j = self._entries(H)
+            i = self.z_index[r]
+            self._free_memo = (H, i, j, (i >= 0) & (j >= 0))
+        return self._free_memo[1:]
+
     def _reduce_hessian(self, raw: FixedPattern | sp.csr_matrix):
         """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is
         len(raw.data), a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
         each diagonal entry): the entry is half the sum of the two (the whole of one where the other is absent). raw:
         a CSR pattern."""
         nz, none = self.nx + self.ns, len(raw.indices)
-        r, j = self._entries(raw)
-        i = self.z_index[r]
-        kept = np.flatnonzero((i >= 0) & (j >= 0))
+        i, j, free = self._free_entries(raw)
+        kept = np.flatnonzero(free)
         i, j = i[kept], j[kept]
         d = np.arange(nz)
         key = np.concatenate([j, i, d]).astype(np.int64) * nz + np.concatenate([i, j, d])  # column-major: CSC
@@ -345,9 +353,7 @@ class _Reduced:
     def _free_block(self, H: FixedPattern | sp.csr_matrix, data: np.ndarray) -> Entries:
         """The block over the free variables (n x n to nx x nx, by their positions in z) of the matrix of CSR pattern H
         and data `data`."""
-        r, j = self._entries(H)
-        i = self.z_index[r]
-        kept = (i >= 0) & (j >= 0)
+        i, j, kept = self._free_entries(H)
         return Entries(i[kept], j[kept], data[kept], (self.nx, self.nx))
 
     def kkt_layout(self, z: np.ndarray, slacks: bool = True, J: sp.csr_matrix | None = None) -> StageLayout | str:

@@ -173,7 +173,7 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix | Entries, H: sp.spmatrix
         rows, cols = np.concatenate([rows, h_rows[on_slack]]), np.concatenate([cols, h_cols[on_slack]])
     hard = np.ones(J.shape[0], bool) if soft_rows is None else ~np.asarray(soft_rows, bool)
     placements = [_placement(var_stage, row_stage, slack_rows, rows, cols, max_border, hard, h_band)
-                  for row_stage in _row_stages(J, indptr, var_stage)]
+                  for row_stage in _row_stages(J, _PerRow(indptr), var_stage)]
     hard = np.concatenate([np.zeros(len(var_stage), bool), hard])
     # unpadded, merging blocks only adds to the cost: a placement whose blocks so far cost no less than the
     # other's layout cannot win (the pinned one wins a tie), and is not finished
@@ -192,45 +192,53 @@ def _coo(M: sp.spmatrix) -> sp.coo_matrix:
     return M if isinstance(M, sp.coo_matrix) else sp.coo_matrix(M)
 
 
-def _per_row(ufunc: np.ufunc, values: np.ndarray, indptr: np.ndarray, empty) -> np.ndarray:
-    """ufunc reduced over each row's entries of a CSR matrix (values: one per entry), `empty` for a row without
-    any (one reduceat call: ufunc.at is an order of magnitude slower)."""
-    out = np.full(len(indptr) - 1, empty, dtype=values.dtype)
-    filled = np.diff(indptr) > 0
-    if np.any(filled):
-        out[filled] = ufunc.reduceat(values, indptr[:-1][filled])
-    return out
+class _PerRow:
+    """Reductions over each row's entries of a CSR pattern (one reduceat call each: ufunc.at is an order of
+    magnitude slower), the rows that have entries and where they start found once for all of them."""
+
+    def __init__(self, indptr: np.ndarray):
+        self.n_rows = len(indptr) - 1
+        self.filled = np.diff(indptr) > 0
+        self.starts = indptr[:-1][self.filled]
+
+    def __call__(self, ufunc: np.ufunc, values: np.ndarray, empty) -> np.ndarray:
+        """ufunc reduced over each row's values (one per entry), `empty` for a row without any."""
+        out = np.full(self.n_rows, empty, dtype=values.dtype)
+        if len(self.starts):
+            out[self.filled] = ufunc.reduceat(values, self.starts)
+        return out
 
 
-def _row_span(indptr: np.ndarray, indices: np.ndarray, stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _row_span(per_row: _PerRow, indices: np.ndarray, stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(lowest, highest) stage of each row's columns with stage >= 0 (stage: one per column); -1, -1 for none; for
-    the CSR pattern (indptr, indices)."""
+    the CSR pattern of per_row with column indices `indices`."""
     at = stage[indices]
     staged = at >= 0
-    lo = _per_row(np.minimum, np.where(staged, at, np.iinfo(np.int64).max), indptr, -1)
-    hi = _per_row(np.maximum, np.where(staged, at, -1), indptr, -1)
+    lo = per_row(np.minimum, np.where(staged, at, np.iinfo(np.int64).max), -1)
+    hi = per_row(np.maximum, np.where(staged, at, -1), -1)
     return np.where(hi >= 0, lo, -1), hi
 
 
-def _row_stages(J: Entries, indptr: np.ndarray, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _row_stages(J: Entries, per_row: _PerRow, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two placements of each row (-1: touches no staged variable): where it pins a variable, the latest stage
     among its coefficients of at least half its largest (a step's equation x_{k+1} - f(x_k, ...) goes with
     x_{k+1}, a momentum balance with the velocity it determines), and the middle of its stages. J: row by row,
-    indptr its CSR row pointers."""
-    lo, hi = _row_span(indptr, J.col, var_stage)
+    per_row over its CSR pattern."""
+    lo, hi = _row_span(per_row, J.col, var_stage)
     middle = np.where(hi >= 0, (lo + hi) // 2, -1)
     stage = var_stage[J.col]
     size = np.abs(J.data) * (stage >= 0)
-    largest = _per_row(np.maximum, size, indptr, 0.0)
+    largest = per_row(np.maximum, size, 0.0)
     pins = (size > 0) & (size >= 0.5 * largest[J.row])
-    pinned = _per_row(np.maximum, np.where(pins, stage, -1), indptr, -1)
+    pinned = per_row(np.maximum, np.where(pins, stage, -1), -1)
     return np.where(pinned >= 0, pinned, middle), middle
 
 
 def _spread(stage: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
     """The largest stage distance between the two unknowns of a pair (rows[i], cols[i]) that both have a stage."""
     at_row, at_col = stage[rows], stage[cols]
-    return int(np.max(np.abs(at_row - at_col), where=(at_row | at_col) >= 0, initial=0))  # both >= 0: no sign bit
+    # both >= 0: no sign bit; np.max's ufunc reduction, called directly
+    return int(np.maximum.reduce(np.abs(at_row - at_col), where=(at_row | at_col) >= 0, initial=0))
 
 
 def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, hard: np.ndarray,
@@ -254,8 +262,8 @@ def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, ha
 def _cost(sizes: np.ndarray, nb: int) -> int:
     """StageLayout.cost of blocks of these sizes and nb border unknowns; no more than that of blocks merged from
     them ((a + b)^3 >= a^3 + b^3)."""
-    p = sizes.astype(float)
-    return int(np.sum(p**3 + p**2 * nb)) + nb**3
+    p = sizes.astype(np.int64)  # exact: every term an integer (as in floats, below 2^53)
+    return int(np.add.reduce(p * p * (p + nb))) + nb**3
 
 
 def _cost_bound(placement: tuple[np.ndarray, int, np.ndarray, int] | str, padded: bool) -> int:
@@ -697,8 +705,12 @@ class StagePlan:
 
     def _fit(self, W: sp.csc_matrix, J: sp.csr_matrix) -> None:
         """Plan again when W's or J's pattern is not the last one's."""
+        last = self._pattern
+        if (last is not None and W.indices is last[0] and W.indptr is last[1] and J.indices is last[2]
+                and J.indptr is last[3]):  # the interior point's matrices: the same index arrays each iteration
+            return
         pattern = (W.indices, W.indptr, J.indices, J.indptr)
-        if self._pattern is None or not all(a is b or np.array_equal(a, b) for a, b in zip(pattern, self._pattern)):
+        if last is None or not all(a is b or np.array_equal(a, b) for a, b in zip(pattern, last)):
             self._build(W, J)
         self._pattern = pattern
 
@@ -713,7 +725,8 @@ class StagePlan:
         j_col = J.indices.astype(np.int64)
         in_x = j_col < nx
         # an inequality row is eliminated when its variables lie in one block or two adjacent ones
-        lo, hi = _row_span(J.indptr, J.indices, np.concatenate([full.chunk[:nx], np.full(len(rows), -1)]))
+        x_chunk = np.concatenate([full.chunk[:nx], np.full(len(rows), -1)])
+        lo, hi = _row_span(_PerRow(J.indptr), J.indices, x_chunk)
         near = hi - lo <= 1
         slack_of_row = np.full(m, -1)
         slack_of_row[rows] = np.arange(len(rows))
