@@ -192,8 +192,9 @@ class _Reduced:
             size = np.where(self.z_index[J.indices] >= 0, np.abs(values), 0.0)
             row_max[filled] = np.maximum.reduceat(size, J.indptr[:-1][filled])
         self.c_scale = np.minimum(1.0, 100.0 / np.maximum(row_max, 1e-300))
-        c0 = np.asarray(nlp.constraints(x), float)
-        self.s0 = np.clip(c0[self.ineq], cl[self.ineq], cu[self.ineq])
+        # the slacks start at their rows' values, in their bounds (no rows evaluated when there are none)
+        c0 = np.asarray(nlp.constraints(x), float)[self.ineq] if self.ns else np.zeros(0)
+        self.s0 = np.clip(c0, cl[self.ineq], cu[self.ineq])
         self._jac_plan = self._hess_plan = self._free_memo = None
 
     def _jacobian_at(self, x: np.ndarray) -> tuple[FixedPattern | sp.csr_matrix, np.ndarray]:
