@@ -256,7 +256,9 @@ class _Reduced:
         kept = np.flatnonzero(cols >= 0)
         rows = np.concatenate([rows[kept], self.ineq])
         cols = np.concatenate([cols[kept], self.nx + np.arange(self.ns)])
-        order = np.lexsort((cols, rows))  # row by row, each row's columns in order
+        # row by row, each row's columns in order: lexsort((cols, rows))'s permutation (both stable), by a stable sort
+        # of one key, which finds the sorted runs (the raw rows, the slacks)
+        order = np.argsort(rows.astype(np.int64) * nz + cols, kind="stable")
         rows, cols, src = rows[order], cols[order], np.concatenate([kept, nnz + np.arange(self.ns)])[order]
         indptr = np.searchsorted(rows, np.arange(self.m + 1)).astype(np.int32)
         reduced = sp.csr_matrix((np.zeros(len(src)), _frozen(cols.astype(np.int32)), _frozen(indptr)),
@@ -315,7 +317,7 @@ class _Reduced:
         i, j = i[kept], j[kept]
         d = np.arange(nz)
         key = np.concatenate([j, i, d]).astype(np.int64) * nz + np.concatenate([i, j, d])  # column-major: CSC
-        unique, inverse = np.unique(key, return_inverse=True)
+        unique, inverse = _unique_inverse(key)
         indices = (unique % nz).astype(np.int32)
         indptr = np.searchsorted(unique // nz, np.arange(nz + 1)).astype(np.int32)
         upper, lower = np.full(len(unique), none), np.full(len(unique), none)
@@ -380,6 +382,19 @@ class _Reduced:
         var_stage = np.concatenate([var_stage, np.full(self.ns, -1)])
         slack_rows = np.concatenate([np.full(self.nx, -1), self.ineq])
         return stage_layout(var_stage, J, H, slack_rows)
+
+
+def _unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(key, return_inverse=True) by a stable sort (np.unique's quicksort does not see sorted runs; a
+    reduced Hessian's keys are three, two of them in order)."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    first = np.empty(len(ordered), bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(len(key), np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
