@@ -667,7 +667,7 @@ def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.nda
     out = []
     for i, j in pairs:
         d = key[j] - key[i]
-        kind = np.clip(d, -2, 2) + 2 + (d >= _BORDER_KEY // 2)
+        kind = np.minimum(np.maximum(d, -2), 2) + 2 + (d >= _BORDER_KEY // 2)  # np.clip, without its wrappers
         out.append(table[i * 6 + kind] + local[j] * _USES_COLUMN[kind])
     return out
 
