@@ -307,8 +307,8 @@ class _Reduced:
         return self._free_memo[1:]
 
     def _reduce_hessian(self, raw: FixedPattern | sp.csr_matrix):
-        """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is
-        len(raw.data), a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
+        """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is the
+        number of raw entries, a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
         each diagonal entry): the entry is half the sum of the two (the whole of one where the other is absent). raw:
         a CSR pattern."""
         nz, none = self.nx + self.ns, len(raw.indices)
@@ -462,8 +462,9 @@ def _step_to_bounds(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np.ndar
 
 
 def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
-    """Bound multipliers z clipped in place to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's kappa_Sigma; 0 where dist is
-    inf), as np.clip does it (the larger with the lower limit, then the smaller with the upper) without its wrappers."""
+    """Bound multipliers z clipped in place to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's kappa_Sigma; 0 where dist
+    is inf), as np.clip does it (the larger with the lower limit, then the smaller with the upper), without its
+    wrappers."""
     np.maximum(z, mu / (1e10 * dist), out=z)
     return np.minimum(z, 1e10 * mu / dist, out=z)
 
