@@ -183,7 +183,8 @@ class _Reduced:
         self.slack_entries = -np.ones(self.ns)  # the slacks' entries in the reduced Jacobian (inequality row, slack)
         self.target = np.where(self.eq, cl, 0.0)
         x = self.x_full.copy()
-        g = np.asarray(nlp.gradient(x), float)[self.free]
+        gradient = np.array(nlp.gradient(x), float)  # a copy: kept for the solve's first evaluation (_at_start)
+        g = gradient[self.free]
         self.f_scale = min(1.0, 100.0 / max(np.max(np.abs(g), initial=0.0), 1e-300))
         row_max = np.zeros(self.m)  # over the free variables' columns
         J, values = self._jacobian_at(x)
@@ -193,9 +194,27 @@ class _Reduced:
             row_max[filled] = np.maximum.reduceat(size, J.indptr[:-1][filled])
         self.c_scale = np.minimum(1.0, 100.0 / np.maximum(row_max, 1e-300))
         # the slacks start at their rows' values, in their bounds (no rows evaluated when there are none)
-        c0 = np.asarray(nlp.constraints(x), float)[self.ineq] if self.ns else np.zeros(0)
+        self._start = {"x": x, "gradient": gradient, "jacobian": (J, np.array(values, float))}
+        if self.ns:
+            self._start["constraints"] = np.array(nlp.constraints(x), float)
+        c0 = self._start["constraints"][self.ineq] if self.ns else np.zeros(0)
         self.s0 = np.clip(c0, cl[self.ineq], cu[self.ineq])
         self._jac_plan = self._hess_plan = self._free_memo = None
+
+    def _at_start(self, what: str, x: np.ndarray):
+        """The NLP's `what` (gradient, jacobian: (pattern, data), constraints) at x when x is the start point, where
+        the scaling evaluated it (copies, each handed out once: the solve's first evaluations, the same numbers not
+        computed again), else None; the first x that is not the start point drops them all."""
+        start = self._start
+        if start is None:
+            return None
+        if not np.array_equal(x, start["x"]):
+            self._start = None
+            return None
+        value = start.pop(what, None)
+        if len(start) == 1:
+            self._start = None
+        return value
 
     def _jacobian_at(self, x: np.ndarray) -> tuple[FixedPattern | sp.csr_matrix, np.ndarray]:
         """(the NLP's Jacobian's CSR pattern (its FixedPattern when it has one: no matrix built), its data) at x."""
@@ -215,12 +234,17 @@ class _Reduced:
 
     def grad(self, z, x=None):
         """The scaled objective's gradient over z (x: full(z), when the caller has it: likewise below)."""
+        x = self.full(z, x)
+        gradient = self._at_start("gradient", x)
+        gradient = np.asarray(self.nlp.gradient(x), float) if gradient is None else gradient
         g = np.zeros(self.nx + self.ns)
-        g[:self.nx] = self.f_scale * np.asarray(self.nlp.gradient(self.full(z, x)), float)[self.free]
+        g[:self.nx] = self.f_scale * gradient[self.free]
         return g
 
     def raw_c(self, z, x=None):
-        return np.asarray(self.nlp.constraints(self.full(z, x)), float)
+        x = self.full(z, x)
+        raw = self._at_start("constraints", x)
+        return np.asarray(self.nlp.constraints(x), float) if raw is None else raw
 
     def c(self, z, raw=None):
         raw = self.raw_c(z) if raw is None else raw
@@ -233,7 +257,8 @@ class _Reduced:
         from one call to the next (a transcription's does): the reduced matrix's pattern and where each entry
         comes from are worked out once per pattern, and each call only gathers and scales the values: into the
         same matrix object each time (valid until the next call; the interior point keeps only the latest)."""
-        raw, values = self._jacobian_at(self.full(z, x))
+        x = self.full(z, x)
+        raw, values = self._at_start("jacobian", x) or self._jacobian_at(x)
         if self._jac_plan is None or not (raw is self._jac_plan[0] or _same_pattern(self._jac_plan[0], raw)):
             self._jac_plan = (raw, *self._reduce_jacobian(raw))
         _, src, scale, J, self._jt_matrix = self._jac_plan

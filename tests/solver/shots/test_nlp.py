@@ -255,3 +255,26 @@ def test_unique_inverse_is_numpys_unique():
         assert np.array_equal(unique, expected_unique) and np.array_equal(inverse, expected_inverse)
         assert np.array_equal(unique[inverse], key)
 
+
+def test_the_start_point_is_evaluated_once_for_the_scaling_and_the_first_iteration(monkeypatch):
+    """_Reduced evaluates the gradient, the Jacobian and (with slacks) the rows at the start point for the scaling;
+    the solve's first evaluations there take those numbers (each callback called once at the start point), and the
+    iterates are bit for bit those of evaluating them again."""
+    from addon.solver.shots import nlp as nlpmod
+
+    x0 = np.array([1.5, 4.5, 3.5, 1.5])  # inside the bounds by more than the push's margin: the start point itself
+    calls = {"gradient": 0, "jacobian": 0, "constraints": 0}
+    problem = _hs071(True)
+
+    def counted(name):
+        def evaluate(x):
+            calls[name] += np.array_equal(x, x0)
+            return getattr(problem, name)(x)
+        return evaluate
+
+    reused = solve(replace(problem, **{name: counted(name) for name in calls}), x0)
+    assert calls == {"gradient": 1, "jacobian": 1, "constraints": 1} and reused.status == "solved"
+    monkeypatch.setattr(nlpmod._Reduced, "_at_start", lambda self, what, x: None)
+    again = solve(problem, x0)
+    assert again.iterations == reused.iterations and np.array_equal(again.x, reused.x)
+
