@@ -228,6 +228,8 @@ class _Reduced:
         """The NLP's variables at z (fixed ones at their value); x: full(z) when the caller has it (returned)."""
         if x is not None:
             return x
+        if self.nx == len(self.x_full):  # no fixed variable (the mechanism shots): z's first nx entries
+            return z[:self.nx].copy()
         x = self.x_full.copy()
         x[self.free] = z[:self.nx]
         return x
@@ -249,7 +251,8 @@ class _Reduced:
     def c(self, z, raw=None):
         raw = self.raw_c(z) if raw is None else raw
         out = raw - self.target
-        out[self.ineq] -= z[self.nx:]
+        if self.ns:
+            out[self.ineq] -= z[self.nx:]
         return self.c_scale * out
 
     def jac(self, z, x=None):
