@@ -43,9 +43,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .stage_kkt import NATIVE, CondensedFactor, StageBreakdown, StageLayout, StagePlan, kkt_residual, stage_layout
+from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, kkt_residual,
+                        stage_layout)
 
 Progress = Callable[[int, dict], Optional[bool]]
+# the ufunc reductions behind ndarray.max and sum, without their Python wrappers; fmin's skips nan
+_max, _sum, _fmin = np.maximum.reduce, np.add.reduce, np.fmin.reduce
 
 
 @dataclass(frozen=True)
@@ -180,40 +183,76 @@ class _Reduced:
         self.slack_entries = -np.ones(self.ns)  # the slacks' entries in the reduced Jacobian (inequality row, slack)
         self.target = np.where(self.eq, cl, 0.0)
         x = self.x_full.copy()
-        g = np.asarray(nlp.gradient(x), float)[self.free]
-        J = sp.csr_matrix(nlp.jacobian(x))
+        gradient = np.array(nlp.gradient(x), float)  # a copy: kept for the solve's first evaluation (_at_start)
+        g = gradient[self.free]
         self.f_scale = min(1.0, 100.0 / max(np.max(np.abs(g), initial=0.0), 1e-300))
         row_max = np.zeros(self.m)  # over the free variables' columns
+        J, values = self._jacobian_at(x)
         filled = np.diff(J.indptr) > 0
         if filled.any():
-            size = np.where(self.z_index[J.indices] >= 0, np.abs(J.data), 0.0)
+            size = np.where(self.z_index[J.indices] >= 0, np.abs(values), 0.0)
             row_max[filled] = np.maximum.reduceat(size, J.indptr[:-1][filled])
         self.c_scale = np.minimum(1.0, 100.0 / np.maximum(row_max, 1e-300))
-        c0 = np.asarray(nlp.constraints(x), float)
-        self.s0 = np.clip(c0[self.ineq], cl[self.ineq], cu[self.ineq])
-        self._jac_plan = self._hess_plan = None
+        # the slacks start at their rows' values, in their bounds (no rows evaluated when there are none)
+        self._start = {"x": x, "gradient": gradient, "jacobian": (J, np.array(values, float))}
+        if self.ns:
+            self._start["constraints"] = np.array(nlp.constraints(x), float)
+        c0 = self._start["constraints"][self.ineq] if self.ns else np.zeros(0)
+        self.s0 = np.clip(c0, cl[self.ineq], cu[self.ineq])
+        self._jac_plan = self._hess_plan = self._free_memo = None
+
+    def _at_start(self, what: str, x: np.ndarray):
+        """The NLP's `what` (gradient, jacobian: (pattern, data), constraints) at x when x is the start point, where
+        the scaling evaluated it (copies, each handed out once: the solve's first evaluations, the same numbers not
+        computed again), else None; the first x that is not the start point drops them all."""
+        start = self._start
+        if start is None:
+            return None
+        if not np.array_equal(x, start["x"]):
+            self._start = None
+            return None
+        value = start.pop(what, None)
+        if len(start) == 1:
+            self._start = None
+        return value
+
+    def _jacobian_at(self, x: np.ndarray) -> tuple[FixedPattern | sp.csr_matrix, np.ndarray]:
+        """(the NLP's Jacobian's CSR pattern (its FixedPattern when it has one: no matrix built), its data) at x."""
+        fixed = self.nlp.jacobian_data
+        if fixed is not None:
+            return fixed, fixed.values(x)
+        J = sp.csr_matrix(self.nlp.jacobian(x))
+        return J, J.data
 
     def full(self, z: np.ndarray, x: np.ndarray | None = None) -> np.ndarray:
         """The NLP's variables at z (fixed ones at their value); x: full(z) when the caller has it (returned)."""
         if x is not None:
             return x
+        if self.nx == len(self.x_full):  # no fixed variable (the mechanism shots): z's first nx entries
+            return z[:self.nx].copy()
         x = self.x_full.copy()
         x[self.free] = z[:self.nx]
         return x
 
     def grad(self, z, x=None):
         """The scaled objective's gradient over z (x: full(z), when the caller has it: likewise below)."""
+        x = self.full(z, x)
+        gradient = self._at_start("gradient", x)
+        gradient = np.asarray(self.nlp.gradient(x), float) if gradient is None else gradient
         g = np.zeros(self.nx + self.ns)
-        g[:self.nx] = self.f_scale * np.asarray(self.nlp.gradient(self.full(z, x)), float)[self.free]
+        g[:self.nx] = self.f_scale * gradient[self.free]
         return g
 
     def raw_c(self, z, x=None):
-        return np.asarray(self.nlp.constraints(self.full(z, x)), float)
+        x = self.full(z, x)
+        raw = self._at_start("constraints", x)
+        return np.asarray(self.nlp.constraints(x), float) if raw is None else raw
 
     def c(self, z, raw=None):
         raw = self.raw_c(z) if raw is None else raw
         out = raw - self.target
-        out[self.ineq] -= z[self.nx:]
+        if self.ns:
+            out[self.ineq] -= z[self.nx:]
         return self.c_scale * out
 
     def jac(self, z, x=None):
@@ -221,16 +260,10 @@ class _Reduced:
         from one call to the next (a transcription's does): the reduced matrix's pattern and where each entry
         comes from are worked out once per pattern, and each call only gathers and scales the values: into the
         same matrix object each time (valid until the next call; the interior point keeps only the latest)."""
-        fixed = self.nlp.jacobian_data
-        if fixed is not None:
-            values = fixed.values(self.full(z, x))
-            if self._jac_plan is None:
-                self._jac_plan = (None, *self._reduce_jacobian(fixed.csr(values)))
-        else:
-            raw = sp.csr_matrix(self.nlp.jacobian(self.full(z, x)))
-            values = raw.data
-            if self._jac_plan is None or not _same_pattern(self._jac_plan[0], raw):
-                self._jac_plan = (raw, *self._reduce_jacobian(raw))
+        x = self.full(z, x)
+        raw, values = self._at_start("jacobian", x) or self._jacobian_at(x)
+        if self._jac_plan is None or not (raw is self._jac_plan[0] or _same_pattern(self._jac_plan[0], raw)):
+            self._jac_plan = (raw, *self._reduce_jacobian(raw))
         _, src, scale, J, self._jt_matrix = self._jac_plan
         J.data = np.concatenate([values, self.slack_entries])[src] * scale
         return J
@@ -242,16 +275,18 @@ class _Reduced:
         JT.data = J.data
         return JT @ y
 
-    def _reduce_jacobian(self, raw: sp.csr_matrix):
-        """(source of each reduced entry in [raw.data, slack -1s], its row scale, the reduced matrix, its transpose
-        on the same index arrays (CSC)): the free columns of raw, then the slacks' -1 at (inequality row, slack),
-        every entry scaled by its row's c_scale."""
-        nnz, nz = len(raw.data), self.nx + self.ns
+    def _reduce_jacobian(self, raw: FixedPattern | sp.csr_matrix):
+        """(source of each reduced entry in [raw's data, slack -1s], its row scale, the reduced matrix, its transpose
+        on the same index arrays (CSC)): the free columns of raw (a CSR pattern), then the slacks' -1 at (inequality
+        row, slack), every entry scaled by its row's c_scale."""
+        nnz, nz = len(raw.indices), self.nx + self.ns
         rows, cols = self._entries(raw)
         kept = np.flatnonzero(cols >= 0)
         rows = np.concatenate([rows[kept], self.ineq])
         cols = np.concatenate([cols[kept], self.nx + np.arange(self.ns)])
-        order = np.lexsort((cols, rows))  # row by row, each row's columns in order
+        # row by row, each row's columns in order: lexsort((cols, rows))'s permutation (both stable), by a stable sort
+        # of one key, which finds the sorted runs (the raw rows, the slacks)
+        order = np.argsort(rows.astype(np.int64) * nz + cols, kind="stable")
         rows, cols, src = rows[order], cols[order], np.concatenate([kept, nnz + np.arange(self.ns)])[order]
         indptr = np.searchsorted(rows, np.arange(self.m + 1)).astype(np.int32)
         reduced = sp.csr_matrix((np.zeros(len(src)), _frozen(cols.astype(np.int32)), _frozen(indptr)),
@@ -259,8 +294,8 @@ class _Reduced:
         transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=(nz, self.m))
         return src, self.c_scale[rows], reduced, transposed
 
-    def _entries(self, raw: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-        """(row, position in z of the column) of each entry of a CSR matrix over the NLP's variables (-1 at a fixed
+    def _entries(self, raw: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """(row, position in z of the column) of each entry of a CSR pattern over the NLP's variables (-1 at a fixed
         variable's column)."""
         return np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr)), self.z_index[raw.indices]
 
@@ -276,7 +311,7 @@ class _Reduced:
         if fixed is not None:
             values = fixed.values(*args)
             if self._hess_plan is None:
-                self._hess_plan = (None, *self._reduce_hessian(fixed.csr(values)))
+                self._hess_plan = (None, *self._reduce_hessian(fixed))
         else:
             raw = sp.csr_matrix(self.nlp.hessian(*args))
             values = raw.data
@@ -290,25 +325,33 @@ class _Reduced:
         out += half[lower]
         return out
 
-    def _reduce_hessian(self, raw: sp.csr_matrix):
-        """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is
-        len(raw.data), a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
-        each diagonal entry): the entry is half the sum of the two (the whole of one where the other is absent)."""
-        nz = self.nx + self.ns
-        r, j = self._entries(raw)
-        i = self.z_index[r]
-        kept = np.flatnonzero((i >= 0) & (j >= 0))
+    def _free_entries(self, H: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(position in z of the row, of the column, whether both are free) of each entry of a square CSR pattern over
+        the NLP's variables; kept for the last pattern (the fixed Hessian's is read by the layout and the reduction)."""
+        if self._free_memo is None or self._free_memo[0] is not H:
+            r, j = self._entries(H)
+            i = self.z_index[r]
+            self._free_memo = (H, i, j, (i >= 0) & (j >= 0))
+        return self._free_memo[1:]
+
+    def _reduce_hessian(self, raw: FixedPattern | sp.csr_matrix):
+        """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is the
+        number of raw entries, a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
+        each diagonal entry): the entry is half the sum of the two (the whole of one where the other is absent). raw:
+        a CSR pattern."""
+        nz, none = self.nx + self.ns, len(raw.indices)
+        i, j, free = self._free_entries(raw)
+        kept = np.flatnonzero(free)
         i, j = i[kept], j[kept]
         d = np.arange(nz)
         key = np.concatenate([j, i, d]).astype(np.int64) * nz + np.concatenate([i, j, d])  # column-major: CSC
-        unique, inverse = np.unique(key, return_inverse=True)
+        unique, inverse = _unique_inverse(key)
         indices = (unique % nz).astype(np.int32)
         indptr = np.searchsorted(unique // nz, np.arange(nz + 1)).astype(np.int32)
-        upper, lower = np.full(len(unique), len(raw.data)), np.full(len(unique), len(raw.data))
+        upper, lower = np.full(len(unique), none), np.full(len(unique), none)
         upper[inverse[:len(kept)]] = kept  # raw (i, j) at CSC (row i, column j)
         lower[inverse[len(kept):2 * len(kept)]] = kept  # and at (row j, column i)
         # an entry whose mirror the raw pattern lacks (a Hessian given by one triangle) counts whole
-        none = len(raw.data)
         upper, lower = np.where(upper == none, lower, upper), np.where(lower == none, upper, lower)
         pattern = sp.csc_matrix((np.zeros(len(unique)), _frozen(indices), _frozen(indptr)), shape=(nz, nz))
         return upper, lower, pattern, inverse[2 * len(kept):]
@@ -334,15 +377,15 @@ class _Reduced:
             row = np.repeat(stage, np.diff(fixed.indptr))
             col = stage[fixed.indices]
             if np.max(np.abs(row - col)[(row >= 0) & (col >= 0)], initial=0) <= 1:
-                return self._free_block(fixed.csr(np.ones(len(fixed.indices))))
-        return self._free_block(sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0)))
+                return self._free_block(fixed, np.ones(len(fixed.indices)))
+        H = sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))
+        return self._free_block(H, H.data)
 
-    def _free_block(self, H: sp.csr_matrix) -> sp.coo_matrix:
-        """H's block over the free variables (n x n to nx x nx), by their positions in z."""
-        r, j = self._entries(H)
-        i = self.z_index[r]
-        kept = (i >= 0) & (j >= 0)
-        return sp.coo_matrix((H.data[kept], (i[kept], j[kept])), shape=(self.nx, self.nx))
+    def _free_block(self, H: FixedPattern | sp.csr_matrix, data: np.ndarray) -> Entries:
+        """The block over the free variables (n x n to nx x nx, by their positions in z) of the matrix of CSR pattern H
+        and data `data`."""
+        i, j, kept = self._free_entries(H)
+        return Entries(i[kept], j[kept], data[kept], (self.nx, self.nx))
 
     def kkt_layout(self, z: np.ndarray, slacks: bool = True, J: sp.csr_matrix | None = None) -> StageLayout | str:
         """The stage layout of the KKT unknowns (z, then the rows' multipliers), or why there is none; the
@@ -359,14 +402,27 @@ class _Reduced:
         J = self.jac(z) if J is None else J
         width = self.nx + self.ns if slacks else self.nx
         rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
-        # the pattern's entries that are zero here (a window's) couple nothing
+        # the pattern's entries that are zero here (a window's) couple nothing; row by row, as J's
         kept = (J.data != 0) & (J.indices < width)
-        J = sp.coo_matrix((J.data[kept], (rows[kept], J.indices[kept])), shape=(self.m, width))
+        J = Entries(rows[kept], J.indices[kept], J.data[kept], (self.m, width))
         if not slacks:
             return stage_layout(var_stage, J, H, np.full(self.nx, -1), soft_rows=~self.eq)
         var_stage = np.concatenate([var_stage, np.full(self.ns, -1)])
         slack_rows = np.concatenate([np.full(self.nx, -1), self.ineq])
         return stage_layout(var_stage, J, H, slack_rows)
+
+
+def _unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(key, return_inverse=True) by a stable sort (np.unique's quicksort does not see sorted runs; a
+    reduced Hessian's keys are three, two of them in order)."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    first = np.empty(len(ordered), bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(len(key), np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -414,25 +470,31 @@ class _Bounds:
     def log_barrier(self, x: np.ndarray) -> float:
         """sum of log(distance) over the finite bounds; -inf when x is on or outside one."""
         d_lo, d_up = self.distances(x)
-        if (d_lo <= 0).any() or (d_up <= 0).any():
+        if _fmin(d_lo, initial=np.inf) <= 0 or _fmin(d_up, initial=np.inf) <= 0:  # any(d <= 0): fmin skips nan
             return -np.inf
-        return float(np.log(d_lo).sum() + np.log(d_up).sum())
+        return float(_sum(np.log(d_lo)) + _sum(np.log(d_up)))
 
 
 def _step_to_bounds(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np.ndarray, tau: float) -> float:
     """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each bound, from x's distances to
     its lower and upper bounds (inf where there is none, so that entry's ratio is inf; dist_up None: no upper
     bounds). The ratios are taken where dx moves towards a bound, found by index (faster than masks and gathers
-    over the bounded entries); fmin: an infinite dx at an unbounded entry (a nan ratio) limits nothing."""
-    alpha = 1.0
-    k = np.flatnonzero(dx < 0)
-    if len(k):
-        alpha = min(alpha, float(np.fmin.reduce(-tau * dist_lo[k] / dx[k])))
+    over the bounded entries); fmin: an infinite dx at an unbounded entry (a nan ratio) limits nothing (nor does
+    anything when there is no ratio: the reduction's initial inf)."""
+    k = (dx < 0).nonzero()[0]
+    alpha = min(1.0, float(_fmin(-tau * dist_lo[k] / dx[k], initial=np.inf)))
     if dist_up is not None:
-        k = np.flatnonzero(dx > 0)
-        if len(k):
-            alpha = min(alpha, float(np.fmin.reduce(tau * dist_up[k] / dx[k])))
+        k = (dx > 0).nonzero()[0]
+        alpha = min(alpha, float(_fmin(tau * dist_up[k] / dx[k], initial=np.inf)))
     return alpha
+
+
+def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
+    """Bound multipliers z clipped in place to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's kappa_Sigma; 0 where dist
+    is inf), as np.clip does it (the larger with the lower limit, then the smaller with the upper), without its
+    wrappers."""
+    np.maximum(z, mu / (1e10 * dist), out=z)
+    return np.minimum(z, 1e10 * mu / dist, out=z)
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -611,7 +673,7 @@ def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
     c = P.c(z, raw)
     logs = bounds.log_barrier(z)
     f = np.nan if logs == -np.inf else float(P.nlp.objective(x))
-    return _Point(z, x, raw, c, float(np.abs(c).sum()), f, logs)
+    return _Point(z, x, raw, c, float(_sum(np.abs(c))), f, logs)
 
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
@@ -656,13 +718,19 @@ class _BarrierUpdate:
                 self.mu = float(np.clip(0.8 * products.mean(), self.mu_min, self.mu_max)) if len(products) else old
             self.references = (self.references + [error])[-4:] if self.free else []
             return self.mu != old
-        while self.mu > self.mu_min and max(dual_inf, primal_inf, float(np.abs(products - self.mu).max(
-                initial=0.0))) <= 10.0 * self.mu:
+        while self.mu > self.mu_min and self._solved(dual_inf, primal_inf, products):
             self.mu = max(self.mu_min, min(0.2 * self.mu, self.mu**1.5))
             if self.adaptive:  # this barrier problem is solved: back to free mode
                 self.free = True
                 break
         return self.mu != old
+
+    def _solved(self, dual_inf: float, primal_inf: float, products: np.ndarray) -> bool:
+        """Whether the barrier problem of this mu is solved to 10 mu: its KKT error max(dual_inf, primal_inf,
+        max |products - mu|) is within 10 mu (the products' term only when the other two are)."""
+        if max(dual_inf, primal_inf) > 10.0 * self.mu:
+            return False
+        return max(dual_inf, primal_inf, float(_max(np.abs(products - self.mu), initial=0.0))) <= 10.0 * self.mu
 
     @property
     def probing(self) -> bool:
@@ -748,11 +816,11 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     it = 0
     for it in range(max_iter + 1):
         grad_lag = g + P.jt(J, y) - zL + zU
-        s_d = max(100.0, (np.abs(y).sum() + zL.sum() + zU.sum()) / max(P.m + nz, 1)) / 100.0
-        dual_inf = float(np.abs(grad_lag).max(initial=0.0)) / s_d
+        s_d = max(100.0, (_sum(np.abs(y)) + _sum(zL) + _sum(zU)) / max(P.m + nz, 1)) / 100.0
+        dual_inf = float(_max(np.abs(grad_lag), initial=0.0)) / s_d
         dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
-        compl = max(float(dzl.max(initial=0.0)), float(dzu.max(initial=0.0)))
-        raw_viol = float(violation(raw, P.cl, P.cu).max(initial=0.0))
+        compl = max(float(_max(dzl, initial=0.0)), float(_max(dzu, initial=0.0)))
+        raw_viol = float(_max(violation(raw, P.cl, P.cu), initial=0.0))
         f_val = point.f if point.logs != -np.inf else float(nlp.objective(point.x))
         if progress is not None:
             info = {"objective": f_val, "constraint_violation": raw_viol, "dual_infeasibility": dual_inf,
@@ -769,7 +837,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             status, message = "failed", f"non-finite objective or constraints at iteration {it}"
             break
         products = np.concatenate([dzl, dzu])
-        if barrier_update.update(dual_inf, float(np.abs(c).max(initial=0.0)), products):
+        if barrier_update.update(dual_inf, float(_max(np.abs(c), initial=0.0)), products):
             mu, filt = barrier_update.mu, []
         zl_dl, zu_du = zL / dl, zU / du
         sigma = zl_dl + zu_du  # 0 where there is no bound
@@ -862,13 +930,13 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         stalls, last_alpha, shift = 0, alpha, 0.0
         last_step = {"step_max": alpha_max, "step_dual": alpha_z, "accepted": accepted[1]}
         point = accepted[0]
-        s_step = point.z - z
+        s_step = point.z - z if bfgs is not None else None
         z, raw, c = point.z, point.raw, point.c
         # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
         # is no bound, zL, zU, dzL, dzU and both limits are 0
         dl, du = z - zl, zu - z
-        zL = np.clip(zL + alpha_z * dzL, mu / (1e10 * dl), 1e10 * mu / dl)
-        zU = np.clip(zU + alpha_z * dzU, mu / (1e10 * du), 1e10 * mu / du)
+        zL = _near_central_path(zL + alpha_z * dzL, mu, dl)
+        zU = _near_central_path(zU + alpha_z * dzU, mu, du)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):

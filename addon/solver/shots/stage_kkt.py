@@ -45,6 +45,7 @@ test, refined solve) in one C call.
 from __future__ import annotations
 
 import ctypes
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -119,8 +120,35 @@ class StageLayout:
                 f"({self.band} stage{'s' if self.band > 1 else ''} each), {len(self.border)} coupling unknowns")
 
 
-def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, slack_rows: np.ndarray,
-                 max_border: int = 20, padded: bool | None = None,
+class Entries(NamedTuple):
+    """A sparse matrix's entries as coordinates, without scipy's checks of a matrix it builds: row, col and data,
+    one per entry, and the shape."""
+
+    row: np.ndarray
+    col: np.ndarray
+    data: np.ndarray
+    shape: tuple[int, int]
+
+
+def _entries(M: sp.spmatrix | Entries) -> Entries:
+    """M's entries (itself when it is Entries; a scipy matrix's in its coordinate form's order)."""
+    if isinstance(M, Entries):
+        return M
+    coo = _coo(M)
+    return Entries(coo.row, coo.col, coo.data, coo.shape)
+
+
+def _row_major(M: sp.spmatrix | Entries) -> tuple[Entries, np.ndarray]:
+    """(M's entries row by row, each row's columns ascending without repeats, its CSR indptr): Entries are taken to
+    be in that order already (stage_layout's J), a scipy matrix is brought to it."""
+    if not isinstance(M, Entries):
+        csr = sp.csr_matrix(_coo(M))
+        M = Entries(np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr)), csr.indices, csr.data, csr.shape)
+    return M, np.concatenate([[0], np.cumsum(np.bincount(M.row, minlength=M.shape[0]))])
+
+
+def stage_layout(var_stage: np.ndarray, J: sp.spmatrix | Entries, H: sp.spmatrix | Entries | None,
+                 slack_rows: np.ndarray, max_border: int = 20, padded: bool | None = None,
                  soft_rows: np.ndarray | None = None) -> StageLayout | str:
     """The layout for KKT unknowns (variables with stages var_stage (nz,), -1 for none; then J's rows), or the
     reason there is none. slack_rows (nz,): the row of each slack variable, -1 for the other variables.
@@ -129,12 +157,13 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
     layouts, the cheaper to factorise is kept (StageLayout.cost: padded for the numpy twin, by default when the C
     kernel is not built); the one whose blocks before the search for singular ones already cost no less than the
     other's layout is not finished (_cost_bound). soft_rows (m,) bool: rows with a negative diagonal of their own
-    in K (an eliminated slack's), which leave no block singular however many there are."""
+    in K (an eliminated slack's), which leave no block singular however many there are. J and H: scipy matrices
+    or their Entries (J's row by row, each row's columns ascending, as a canonical CSR matrix has them)."""
     padded = NATIVE is False if padded is None else padded
-    J = _coo(J)
+    J, indptr = _row_major(J)
     rows, cols, h_band = J.row + len(var_stage), J.col, 0
     if H is not None:
-        Hc = _coo(H)
+        Hc = _entries(H)
         nonzero = Hc.data != 0  # a window's Hessian pattern is dense; only entries that can be nonzero count
         h_rows, h_cols = Hc.row[nonzero], Hc.col[nonzero]
         # the variables' stages do not depend on where the rows go: the band of W's entries among them is
@@ -144,7 +173,7 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix, H: sp.spmatrix | None, s
         rows, cols = np.concatenate([rows, h_rows[on_slack]]), np.concatenate([cols, h_cols[on_slack]])
     hard = np.ones(J.shape[0], bool) if soft_rows is None else ~np.asarray(soft_rows, bool)
     placements = [_placement(var_stage, row_stage, slack_rows, rows, cols, max_border, hard, h_band)
-                  for row_stage in _row_stages(sp.csr_matrix(J), var_stage)]
+                  for row_stage in _row_stages(J, _PerRow(indptr), var_stage)]
     hard = np.concatenate([np.zeros(len(var_stage), bool), hard])
     # unpadded, merging blocks only adds to the cost: a placement whose blocks so far cost no less than the
     # other's layout cannot win (the pinned one wins a tie), and is not finished
@@ -163,43 +192,53 @@ def _coo(M: sp.spmatrix) -> sp.coo_matrix:
     return M if isinstance(M, sp.coo_matrix) else sp.coo_matrix(M)
 
 
-def _per_row(ufunc: np.ufunc, values: np.ndarray, indptr: np.ndarray, empty) -> np.ndarray:
-    """ufunc reduced over each row's entries of a CSR matrix (values: one per entry), `empty` for a row without
-    any (one reduceat call: ufunc.at is an order of magnitude slower)."""
-    out = np.full(len(indptr) - 1, empty, dtype=values.dtype)
-    filled = np.diff(indptr) > 0
-    if np.any(filled):
-        out[filled] = ufunc.reduceat(values, indptr[:-1][filled])
-    return out
+class _PerRow:
+    """Reductions over each row's entries of a CSR pattern (one reduceat call each: ufunc.at is an order of
+    magnitude slower), the rows that have entries and where they start found once for all of them."""
+
+    def __init__(self, indptr: np.ndarray):
+        self.n_rows = len(indptr) - 1
+        self.filled = np.diff(indptr) > 0
+        self.starts = indptr[:-1][self.filled]
+
+    def __call__(self, ufunc: np.ufunc, values: np.ndarray, empty) -> np.ndarray:
+        """ufunc reduced over each row's values (one per entry), `empty` for a row without any."""
+        out = np.full(self.n_rows, empty, dtype=values.dtype)
+        if len(self.starts):
+            out[self.filled] = ufunc.reduceat(values, self.starts)
+        return out
 
 
-def _row_span(J: sp.csr_matrix, stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(lowest, highest) stage of each row's columns with stage >= 0 (stage: one per column); -1, -1 for none."""
-    staged = stage[J.indices] >= 0
-    lo = _per_row(np.minimum, np.where(staged, stage[J.indices], np.iinfo(np.int64).max), J.indptr, -1)
-    hi = _per_row(np.maximum, np.where(staged, stage[J.indices], -1), J.indptr, -1)
+def _row_span(per_row: _PerRow, indices: np.ndarray, stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lowest, highest) stage of each row's columns with stage >= 0 (stage: one per column); -1, -1 for none; for
+    the CSR pattern of per_row with column indices `indices`."""
+    at = stage[indices]
+    staged = at >= 0
+    lo = per_row(np.minimum, np.where(staged, at, np.iinfo(np.int64).max), -1)
+    hi = per_row(np.maximum, np.where(staged, at, -1), -1)
     return np.where(hi >= 0, lo, -1), hi
 
 
-def _row_stages(J: sp.csr_matrix, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _row_stages(J: Entries, per_row: _PerRow, var_stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two placements of each row (-1: touches no staged variable): where it pins a variable, the latest stage
     among its coefficients of at least half its largest (a step's equation x_{k+1} - f(x_k, ...) goes with
-    x_{k+1}, a momentum balance with the velocity it determines), and the middle of its stages."""
-    lo, hi = _row_span(J, var_stage)
+    x_{k+1}, a momentum balance with the velocity it determines), and the middle of its stages. J: row by row,
+    per_row over its CSR pattern."""
+    lo, hi = _row_span(per_row, J.col, var_stage)
     middle = np.where(hi >= 0, (lo + hi) // 2, -1)
-    stage = var_stage[J.indices]
+    stage = var_stage[J.col]
     size = np.abs(J.data) * (stage >= 0)
-    largest = _per_row(np.maximum, size, J.indptr, 0.0)
-    rows = np.repeat(np.arange(J.shape[0]), np.diff(J.indptr))
-    pins = (size > 0) & (size >= 0.5 * largest[rows])
-    pinned = _per_row(np.maximum, np.where(pins, stage, -1), J.indptr, -1)
+    largest = per_row(np.maximum, size, 0.0)
+    pins = (size > 0) & (size >= 0.5 * largest[J.row])
+    pinned = per_row(np.maximum, np.where(pins, stage, -1), -1)
     return np.where(pinned >= 0, pinned, middle), middle
 
 
 def _spread(stage: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
     """The largest stage distance between the two unknowns of a pair (rows[i], cols[i]) that both have a stage."""
     at_row, at_col = stage[rows], stage[cols]
-    return int(np.max(np.abs(at_row - at_col), where=(at_row | at_col) >= 0, initial=0))  # both >= 0: no sign bit
+    # both >= 0: no sign bit; np.max's ufunc reduction, called directly
+    return int(np.maximum.reduce(np.abs(at_row - at_col), where=(at_row | at_col) >= 0, initial=0))
 
 
 def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, hard: np.ndarray,
@@ -223,8 +262,8 @@ def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, ha
 def _cost(sizes: np.ndarray, nb: int) -> int:
     """StageLayout.cost of blocks of these sizes and nb border unknowns; no more than that of blocks merged from
     them ((a + b)^3 >= a^3 + b^3)."""
-    p = sizes.astype(float)
-    return int(np.sum(p**3 + p**2 * nb)) + nb**3
+    p = sizes.astype(np.int64)  # exact: every term an integer (as in floats, below 2^53)
+    return int(np.add.reduce(p * p * (p + nb))) + nb**3
 
 
 def _cost_bound(placement: tuple[np.ndarray, int, np.ndarray, int] | str, padded: bool) -> int:
@@ -628,7 +667,7 @@ def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.nda
     out = []
     for i, j in pairs:
         d = key[j] - key[i]
-        kind = np.clip(d, -2, 2) + 2 + (d >= _BORDER_KEY // 2)
+        kind = np.minimum(np.maximum(d, -2), 2) + 2 + (d >= _BORDER_KEY // 2)  # np.clip, without its wrappers
         out.append(table[i * 6 + kind] + local[j] * _USES_COLUMN[kind])
     return out
 
@@ -666,8 +705,12 @@ class StagePlan:
 
     def _fit(self, W: sp.csc_matrix, J: sp.csr_matrix) -> None:
         """Plan again when W's or J's pattern is not the last one's."""
+        last = self._pattern
+        if (last is not None and W.indices is last[0] and W.indptr is last[1] and J.indices is last[2]
+                and J.indptr is last[3]):  # the interior point's matrices: the same index arrays each iteration
+            return
         pattern = (W.indices, W.indptr, J.indices, J.indptr)
-        if self._pattern is None or not all(a is b or np.array_equal(a, b) for a, b in zip(pattern, self._pattern)):
+        if last is None or not all(a is b or np.array_equal(a, b) for a, b in zip(pattern, last)):
             self._build(W, J)
         self._pattern = pattern
 
@@ -682,7 +725,8 @@ class StagePlan:
         j_col = J.indices.astype(np.int64)
         in_x = j_col < nx
         # an inequality row is eliminated when its variables lie in one block or two adjacent ones
-        lo, hi = _row_span(J, np.concatenate([full.chunk[:nx], np.full(len(rows), -1)]))
+        x_chunk = np.concatenate([full.chunk[:nx], np.full(len(rows), -1)])
+        lo, hi = _row_span(_PerRow(J.indptr), J.indices, x_chunk)
         near = hi - lo <= 1
         slack_of_row = np.full(m, -1)
         slack_of_row[rows] = np.arange(len(rows))

@@ -176,7 +176,10 @@ def test_reduced_jacobian_and_hessian_are_the_free_columns_with_the_slacks_scale
     np.testing.assert_allclose(P.jt(J, y), expected.T @ y, rtol=1e-14, atol=1e-12)
     np.testing.assert_allclose(P.c_scale, np.minimum(1.0, 100.0 / np.maximum(np.abs(dense[:, P.free]).max(1), 1e-300)))
     H = np.asarray(nlp.hessian(None, None, 1.0).todense())
-    np.testing.assert_array_equal(P._layout_hessian(z).toarray(), H[np.ix_(P.free, P.free)])
+    layout_hessian = P._layout_hessian(z)
+    free_block = sp.coo_matrix((layout_hessian.data, (layout_hessian.row, layout_hessian.col)),
+                               shape=layout_hessian.shape)
+    np.testing.assert_array_equal(free_block.toarray(), H[np.ix_(P.free, P.free)])
 
 
 @pytest.mark.parametrize("tau", [0.99, 1.0])
@@ -199,3 +202,79 @@ def test_step_to_bounds_stops_at_the_fraction_of_the_nearest_bound(tau):
         lo, up = np.isfinite(dist_lo), np.isfinite(dist_up)
         assert np.all(dist_lo[lo] + alpha * dx[lo] >= (1 - tau) * dist_lo[lo] - 1e-12)
         assert np.all(dist_up[up] - alpha * dx[up] >= (1 - tau) * dist_up[up] - 1e-12)
+
+
+def test_step_to_bounds_is_one_when_nothing_limits_it():
+    """No move towards a bound, or only towards none (an infinite step at an unbounded entry: a nan ratio): alpha 1."""
+    from addon.solver.shots.nlp import _step_to_bounds
+
+    assert _step_to_bounds(np.ones(3), np.ones(3), np.zeros(3), 0.99) == 1.0
+    with np.errstate(invalid="ignore"):  # inf / inf
+        assert _step_to_bounds(np.full(3, np.inf), None, np.array([-np.inf, 1.0, 0.0]), 0.99) == 1.0
+        assert _step_to_bounds(np.array([np.inf, 1.0]), None, np.array([-np.inf, -4.0]), 1.0) == 0.25
+
+
+def test_log_barrier_is_the_sum_of_log_distances_and_minus_inf_on_or_outside_a_bound():
+    """The barrier's log terms over the finite bounds only; -inf as soon as one distance is <= 0, whatever
+    another (nan) is."""
+    from addon.solver.shots.nlp import _Bounds
+
+    bounds = _Bounds(np.array([0.0, -np.inf, 1.0]), np.array([np.inf, 2.0, 3.0]))
+    assert bounds.log_barrier(np.array([0.5, 1.5, 2.0])) == pytest.approx(np.log(0.5 * 0.5 * 1.0 * 1.0))
+    for outside in ([0.0, 1.0, 2.0], [0.5, 2.5, 2.0], [np.nan, 1.0, 0.5]):
+        assert bounds.log_barrier(np.array(outside)) == -np.inf
+
+
+def test_multipliers_kept_near_the_central_path_are_clipped_as_by_np_clip():
+    """_near_central_path (maximum then minimum in place) is np.clip to [mu / (1e10 d), 1e10 mu / d] bit for bit,
+    the zeros of entries without a bound (d inf) included."""
+    from addon.solver.shots.nlp import _near_central_path
+
+    rng = np.random.default_rng(8)
+    dist = rng.uniform(1e-6, 10.0, 300)
+    dist[::5] = np.inf
+    z = rng.uniform(0.0, 1.0, 300) * rng.choice([1e-16, 1.0, 1e16], 300)
+    z[::5] = 0.0
+    for mu in (1e-1, 1e-9):
+        expected = np.clip(z, mu / (1e10 * dist), 1e10 * mu / dist)
+        clipped = _near_central_path(z.copy(), mu, dist)
+        assert np.array_equal(clipped, expected) and np.array_equal(np.signbit(clipped), np.signbit(expected))
+        assert np.any(clipped != z)  # the limits bite on some entries
+
+
+def test_unique_inverse_is_numpys_unique():
+    """_unique_inverse (a stable sort, which finds sorted runs) gives np.unique's keys and inverse, with repeated
+    keys, sorted runs and nothing at all."""
+    from addon.solver.shots.nlp import _unique_inverse
+
+    rng = np.random.default_rng(9)
+    for n in (0, 1, 60, 3000):
+        key = np.concatenate([rng.integers(0, n // 3 + 1, n), np.sort(rng.integers(0, 2 * n + 1, n)), np.arange(n)])
+        unique, inverse = _unique_inverse(key.astype(np.int64))
+        expected_unique, expected_inverse = np.unique(key, return_inverse=True)
+        assert np.array_equal(unique, expected_unique) and np.array_equal(inverse, expected_inverse)
+        assert np.array_equal(unique[inverse], key)
+
+
+def test_the_start_point_is_evaluated_once_for_the_scaling_and_the_first_iteration(monkeypatch):
+    """_Reduced evaluates the gradient, the Jacobian and (with slacks) the rows at the start point for the scaling;
+    the solve's first evaluations there take those numbers (each callback called once at the start point), and the
+    iterates are bit for bit those of evaluating them again."""
+    from addon.solver.shots import nlp as nlpmod
+
+    x0 = np.array([1.5, 4.5, 3.5, 1.5])  # inside the bounds by more than the push's margin: the start point itself
+    calls = {"gradient": 0, "jacobian": 0, "constraints": 0}
+    problem = _hs071(True)
+
+    def counted(name):
+        def evaluate(x):
+            calls[name] += np.array_equal(x, x0)
+            return getattr(problem, name)(x)
+        return evaluate
+
+    reused = solve(replace(problem, **{name: counted(name) for name in calls}), x0)
+    assert calls == {"gradient": 1, "jacobian": 1, "constraints": 1} and reused.status == "solved"
+    monkeypatch.setattr(nlpmod._Reduced, "_at_start", lambda self, what, x: None)
+    again = solve(problem, x0)
+    assert again.iterations == reused.iterations and np.array_equal(again.x, reused.x)
+

@@ -96,19 +96,27 @@ def test_four_bar_pivot_blocks_solve_its_kkt_to_round_off_without_refinement():
         assert factor.parity == nlpmod._negative_parity(lu.lu)
 
 
+def _layout_calls(name: str, monkeypatch) -> list[tuple[tuple, dict]]:
+    """The arguments of every stage_layout call of the interior point's set-up (_Reduced.kkt_layout, with and
+    without the slacks) on a demo shot's start point."""
+    calls = []
+    record = lambda *args, **kw: calls.append((args, kw)) or stage_layout(*args, **kw)  # noqa: E731
+    with monkeypatch.context() as m:
+        m.setattr(nlpmod, "stage_layout", record)
+        if name == "four_bar_swing":
+            P = mechanism_shots._problem(load_shot(shot_preset_path(name)))
+            _kkt_at(mechanism_shots._nlp(P), mechanism_shots.initial_guess(P, mechanism_shots.keyed_coordinates(P)), 5)
+        else:
+            _kkt_at_start(name, seed=3)
+    return calls
+
+
 @pytest.mark.parametrize("name", ["parallel_parking", "helicopter_canyon_landing", "four_bar_swing"])
 def test_stage_layout_finishes_only_the_placements_that_can_be_cheaper(name, monkeypatch):
     """stage_layout finishes a placement of the rows (its singular blocks merged, its StageLayout) only when its
     cost bound does not rule it out: the layouts (with and without slacks, for C and for the numpy twin) are those
     of finishing both placements and keeping the cheaper (stage_kkt._cost_bound 0)."""
-    calls = []
-    record = lambda *args, **kw: calls.append((args, kw)) or stage_layout(*args, **kw)  # noqa: E731
-    monkeypatch.setattr(nlpmod, "stage_layout", record)
-    if name == "four_bar_swing":
-        P = mechanism_shots._problem(load_shot(shot_preset_path(name)))
-        _kkt_at(mechanism_shots._nlp(P), mechanism_shots.initial_guess(P, mechanism_shots.keyed_coordinates(P)), 5)
-    else:
-        _kkt_at_start(name, seed=3)
+    calls = _layout_calls(name, monkeypatch)
     for (args, kw), padded in [(call, padded) for call in calls for padded in (False, True)]:
         layout = stage_layout(*args, **kw, padded=padded)
         with monkeypatch.context() as m:
@@ -116,6 +124,23 @@ def test_stage_layout_finishes_only_the_placements_that_can_be_cheaper(name, mon
             both = stage_layout(*args, **kw, padded=padded)
         assert isinstance(layout, StageLayout) and isinstance(both, StageLayout)
         for key, value in vars(both).items():
+            assert np.array_equal(vars(layout)[key], value), key
+
+
+@pytest.mark.parametrize("name", ["parallel_parking", "four_bar_swing"])
+def test_stage_layout_of_entries_is_that_of_the_scipy_matrices(name, monkeypatch):
+    """The interior point hands stage_layout its matrices as stage_kkt.Entries (no scipy matrix built): the layout
+    is the one of the same matrices given as scipy matrices (J in CSR, H in coordinates), array for array."""
+    calls = _layout_calls(name, monkeypatch)
+    assert len(calls) == 2
+    for args, kw in calls:
+        var_stage, J, H, *rest = args
+        assert isinstance(J, stage_kkt.Entries) and isinstance(H, stage_kkt.Entries)
+        matrices = [sp.coo_matrix((M.data, (M.row, M.col)), shape=M.shape) for M in (J, H)]
+        layout = stage_layout(*args, **kw)
+        expected = stage_layout(var_stage, matrices[0].tocsr(), matrices[1], *rest, **kw)
+        assert isinstance(layout, StageLayout) and set(vars(layout)) == set(vars(expected))
+        for key, value in vars(expected).items():
             assert np.array_equal(vars(layout)[key], value), key
 
 
