@@ -55,12 +55,16 @@ _max, _sum, _fmin = np.maximum.reduce, np.add.reduce, np.fmin.reduce
 class FixedPattern:
     """A sparse derivative whose pattern is fixed for the whole solve: CSR indices, indptr and shape, and
     values(*args) -> its data in that order (the same arguments as the NLP's matrix callback). The solver then
-    works out once where each entry goes and each call only gathers numbers (no matrix to check and convert)."""
+    works out once where each entry goes and each call only gathers numbers (no matrix to check and convert).
+    Optionally raw(*args) -> a larger array and picked, the positions of the data in it (values(*args) ==
+    raw(*args)[picked]): the solver then composes its own gather with picked once (one gather a call)."""
 
     indices: np.ndarray
     indptr: np.ndarray
     shape: tuple[int, int]
     values: Callable[..., np.ndarray]
+    raw: Optional[Callable[..., np.ndarray]] = None
+    picked: Optional[np.ndarray] = None
 
     def csr(self, data: np.ndarray) -> sp.csr_matrix:
         return sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
@@ -261,10 +265,17 @@ class _Reduced:
         comes from are worked out once per pattern, and each call only gathers and scales the values: into the
         same matrix object each time (valid until the next call; the interior point keeps only the latest)."""
         x = self.full(z, x)
-        raw, values = self._at_start("jacobian", x) or self._jacobian_at(x)
+        start, fixed = self._at_start("jacobian", x), self.nlp.jacobian_data
+        if start is None and fixed is not None and fixed.picked is not None and self._jac_plan is not None:
+            _, src, scale, J, self._jt_matrix, (from_raw, slacks) = self._jac_plan
+            data = fixed.raw(x).take(from_raw)  # the NLP's gather and this one composed (_reduce_jacobian)
+            data[slacks] = -1.0  # slack_entries
+            J.data = np.multiply(data, scale, out=data)
+            return J
+        raw, values = start or self._jacobian_at(x)
         if self._jac_plan is None or not (raw is self._jac_plan[0] or _same_pattern(self._jac_plan[0], raw)):
             self._jac_plan = (raw, *self._reduce_jacobian(raw))
-        _, src, scale, J, self._jt_matrix = self._jac_plan
+        _, src, scale, J, self._jt_matrix, _ = self._jac_plan
         J.data = np.concatenate([values, self.slack_entries])[src] * scale
         return J
 
@@ -277,8 +288,9 @@ class _Reduced:
 
     def _reduce_jacobian(self, raw: FixedPattern | sp.csr_matrix):
         """(source of each reduced entry in [raw's data, slack -1s], its row scale, the reduced matrix, its transpose
-        on the same index arrays (CSC)): the free columns of raw (a CSR pattern), then the slacks' -1 at (inequality
-        row, slack), every entry scaled by its row's c_scale."""
+        on the same index arrays (CSC), and for a FixedPattern with picked: (each entry's position in its raw array
+        (0 at a slack's), the slacks' entries) else None): the free columns of raw (a CSR pattern), then the slacks'
+        -1 at (inequality row, slack), every entry scaled by its row's c_scale."""
         nnz, nz = len(raw.indices), self.nx + self.ns
         rows, cols = self._entries(raw)
         kept = np.flatnonzero(cols >= 0)
@@ -292,7 +304,11 @@ class _Reduced:
         reduced = sp.csr_matrix((np.zeros(len(src)), _frozen(cols.astype(np.int32)), _frozen(indptr)),
                                 shape=(self.m, nz))
         transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=(nz, self.m))
-        return src, self.c_scale[rows], reduced, transposed
+        composed = None
+        if getattr(raw, "picked", None) is not None:
+            slack = src >= nnz
+            composed = (np.where(slack, 0, raw.picked[np.where(slack, 0, src)]), np.flatnonzero(slack))
+        return src, self.c_scale[rows], reduced, transposed, composed
 
     def _entries(self, raw: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """(row, position in z of the column) of each entry of a CSR pattern over the NLP's variables (-1 at a fixed

@@ -37,6 +37,8 @@ from .obstacles import distance_function, obstacle_frame, shape_parameters
 from .spec import Shot, ShotError, ShotResult
 
 LocalFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+_ORIGIN = np.zeros(3)  # the body frame's origin (position, _point_hessian): read-only, made once
+_ORIGIN.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ class StageDynamics(ABC):
 
     def position(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Body position (K, 3) and d/dS (K, 3, ns)."""
-        return self.body_point(S, np.zeros(3))
+        return self.body_point(S, _ORIGIN)
 
     @abstractmethod
     def heading(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -310,10 +312,14 @@ class SparsityPattern:
     def gather(self, source: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         """raw -> values(raw[source]) with the two index maps made one: for COO data picked out of a larger raw
         array (source: each COO entry's position in raw)."""
-        if self.order is not None:
-            picked = source[self.order]
+        picked = self.picked(source)
+        if picked is not None:
             return lambda raw: raw[picked]
         return lambda raw: np.bincount(self.inverse, weights=raw[source], minlength=self.size)
+
+    def picked(self, source: np.ndarray) -> np.ndarray | None:
+        """Without duplicates, the position in raw of each CSR entry (gather's values are raw[picked]); else None."""
+        return None if self.order is None else source[self.order]
 
     def fixed(self, values: Callable[..., np.ndarray]) -> nlpmod.FixedPattern:
         """This pattern for the solver, with values(*args) -> COO data."""
@@ -539,6 +545,17 @@ def _with_hessian(fn: LocalFn, hessian) -> LocalFn:
     return fn
 
 
+def _writing(into: Callable[[np.ndarray, np.ndarray, np.ndarray], None], rows: int) -> LocalFn:
+    """The LocalFn of `into(X, r (K, rows), J (K, rows, w))`, which writes a block's rows and Jacobian into given
+    arrays: fresh arrays filled by into, with into attached (Block.evaluate writes into the assembly's buffers)."""
+    def fn(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r, J = np.empty((len(X), rows)), np.empty((len(X), rows, X.shape[1]))
+        into(X, r, J)
+        return r, J
+    fn.into = into
+    return fn
+
+
 def _wrap(a: np.ndarray) -> np.ndarray:
     return (a + np.pi) % (2 * np.pi) - np.pi
 
@@ -683,51 +700,59 @@ class Transcription:
         return np.arange(2 if self.dyn.planar else 3)
 
     def _key_blocks(self):
+        """Per key, a one-instance block of each of its conditions (position, heading, velocity), in that order. Each
+        block's function writes its rows and Jacobian into the assembly's buffers (`into`): a key is a handful of
+        numbers, its cost is the number of numpy calls."""
         dyn = self.dyn
-        rows = self._position_rows()
+        nr = len(self._position_rows())  # the position's first nr components
         for key in self.shot.keys:
             step = np.array([key.step])
             if key.position is not None:
-                target = np.asarray(key.position, float)[rows]
+                target = np.asarray(key.position, float)[:nr]
                 if key.radius > 0:
-                    def fn(S, target=target):
+                    def into(S, r, J, target=target):
                         p, dp = dyn.position(S)
-                        d = p[:, rows] - target
-                        return np.sum(d * d, 1, keepdims=True), 2 * np.einsum("ki,kij->kj", d, dp[:, rows])[:, None]
+                        d = p[:, :nr] - target
+                        r[:, 0] = np.sum(d * d, 1)
+                        J[:, 0] = 2 * np.einsum("ki,kij->kj", d, dp[:, :nr])
 
                     def hessian(S, weights, target=target):  # 2 (J^T J + sum_i d_i d2p_i)
                         p, dp = dyn.position(S)
-                        J, d = dp[:, rows], p[:, rows] - target
-                        H = np.einsum("kia,kib->kab", J, J) + np.einsum("ki,kiab->kab", d, self._point_hessian(S)[:, rows])
+                        J, d = dp[:, :nr], p[:, :nr] - target
+                        H = np.einsum("kia,kib->kab", J, J) + np.einsum("ki,kiab->kab", d, self._point_hessian(S)[:, :nr])
                         return 2 * weights[:, :1, None] * H
-                    self._node_block(step, _with_hessian(fn, hessian if self._curvature else None), [[-np.inf]],
-                                     [[key.radius**2]], [key.label], ("key", key, "position"))
+                    self._node_block(step, _with_hessian(_writing(into, 1), hessian if self._curvature else None),
+                                     [[-np.inf]], [[key.radius**2]], [key.label], ("key", key, "position"))
                 else:
-                    def fn(S, target=target):
+                    def into(S, r, J, target=target):
                         p, dp = dyn.position(S)
-                        return p[:, rows] - target, dp[:, rows]
+                        np.subtract(p[:, :nr], target, out=r)
+                        J[...] = dp[:, :nr]
 
                     def hessian(S, weights):
-                        return np.einsum("ki,kiab->kab", weights, self._point_hessian(S)[:, rows])
-                    z = np.zeros((1, len(rows)))
-                    self._node_block(step, _with_hessian(fn, hessian if self._curvature else None), z, z, [key.label],
-                                     ("key", key, "position"))
+                        return np.einsum("ki,kiab->kab", weights, self._point_hessian(S)[:, :nr])
+                    z = np.zeros((1, nr))
+                    self._node_block(step, _with_hessian(_writing(into, nr), hessian if self._curvature else None), z,
+                                     z, [key.label], ("key", key, "position"))
             if key.heading is not None:
-                def fn(S, target=float(key.heading)):
+                def into(S, r, J, target=float(key.heading)):
                     a, da = dyn.heading(S)
-                    return _wrap(a - target)[:, None], da[:, None, :]
-                self._node_block(step, fn, [[0.0]], [[0.0]], [key.label], ("key", key, "heading"))
+                    r[:, 0] = _wrap(a - target)
+                    J[:, 0] = da
+                self._node_block(step, _writing(into, 1), [[0.0]], [[0.0]], [key.label], ("key", key, "heading"))
             if key.velocity is not None:
                 comps = np.asarray(dyn.velocity_components)
                 target = np.asarray(key.velocity, float)[comps]
                 ns = dyn.ns
 
-                def fn(X, target=target, comps=comps):
+                def into(X, r, J, target=target, comps=comps):
                     v, dv = dyn.velocity(X[:, ns:])
-                    J = np.concatenate([np.zeros((len(X), len(comps), ns)), dv[:, comps]], axis=2)
-                    return v[:, comps] - target, J
+                    np.subtract(v[:, comps], target, out=r)
+                    J[:, :, :ns] = 0.0
+                    J[:, :, ns:] = dv[:, comps]
                 z = np.zeros((1, len(comps)))
-                self._node_block(step, fn, z, z, [key.label], ("key", key, "velocity"), extra_segment=True)
+                self._node_block(step, _writing(into, len(comps)), z, z, [key.label], ("key", key, "velocity"),
+                                 extra_segment=True)
 
     @property
     def _curvature(self) -> bool:
@@ -736,7 +761,7 @@ class Transcription:
 
     def _point_hessian(self, S: np.ndarray) -> np.ndarray:
         """d2 position / dS2 (K, 3, ns, ns)."""
-        return self.dyn.body_point_hessian(S, np.zeros(3))
+        return self.dyn.body_point_hessian(S, _ORIGIN)
 
     def _sphere_points(self, S: np.ndarray, spheres: np.ndarray, second: bool = False) -> tuple[np.ndarray, ...]:
         """Centres of the body spheres (K, m, 3), d/dS (K, m, 3, ns) and with second d2/dS2 (K, m, 3, ns, ns),
@@ -930,7 +955,8 @@ class Transcription:
         self.nlp = nlpmod.NLP(self.x_lower, self.x_upper, costs.total, costs.column_sums, rows.values,
                               lambda x: csr(jacobian, jacobian_data(x)), rows.lower, rows.upper,
                               lambda x, y, obj_factor: csr(hessian, hessian_data(x, y, obj_factor)), stages,
-                              nlpmod.FixedPattern(jacobian.indices, jacobian.indptr, jacobian.shape, jacobian_data),
+                              nlpmod.FixedPattern(jacobian.indices, jacobian.indptr, jacobian.shape, jacobian_data,
+                                                  rows.raw_jacobian, jacobian.picked(rows.source)),
                               nlpmod.FixedPattern(hessian.indices, hessian.indptr, hessian.shape, hessian_data))
 
     # -- warm start -----------------------------------------------------------------------------
