@@ -107,6 +107,9 @@ def arc_rows(r: np.ndarray, J: np.ndarray, dh: np.ndarray, pose: tuple[np.ndarra
     dh[:, 3] = -(st * dT1_dh + ct * dT2_dh)
 
 
+_PERP = np.array([[-1.0], [1.0]])  # (a, b) -> (-b, a) with the swap: a quarter turn in the plane
+
+
 def planar_point_hessian(S: np.ndarray, ox: float, oy: float) -> np.ndarray:
     """d2p/dS2 (K, 3, ns, ns) of the point (x + cos th ox - sin th oy, y + sin th ox + cos th oy, const) of a
     planar body, th = S[:, 0], x, y = S[:, 1:3]: only the heading enters nonlinearly."""
@@ -341,17 +344,25 @@ class CarDynamics(StageDynamics):
         return lo, -lo
 
     def body_point(self, S, offset):
-        th = S[:, 0]
+        """(x + c ox - s oy, y + s ox + c oy, com height + oz) and its Jacobian over (th, x, y, phi), c, s = cos th,
+        sin th: in the plane as the 2-vectors (c, s) ox and (-s, c) oy (each a - b written a + (-b), exactly the same
+        number), a few numpy calls for any K (a key is one instance)."""
+        K = len(S)
         ox, oy = self.b + offset[0], offset[1]
-        c, s = np.cos(th), np.sin(th)
-        p = np.empty((len(S), 3))
-        p[:, 0] = S[:, 1] + c * ox - s * oy
-        p[:, 1] = S[:, 2] + s * ox + c * oy
+        cs = np.empty((2, K))  # planar pairs as rows (2, K): the loops run over the instances
+        np.cos(S[:, 0], out=cs[0])
+        np.sin(S[:, 0], out=cs[1])
+        along, across = cs * ox, cs * oy  # (c ox, s ox), (c oy, s oy)
+        p = np.empty((K, 3))
+        planar = p.T[:2]
+        np.add(S[:, 1:3].T, along, out=planar)
+        planar += across[::-1] * _PERP  # + (-s oy, c oy)
         p[:, 2] = self.spec.com_height + offset[2]
-        J = np.zeros((len(S), 3, 4))
+        J = np.zeros((K, 3, 4))
         J[:, 0, 1] = J[:, 1, 2] = 1.0
-        J[:, 0, 0] = -s * ox - c * oy
-        J[:, 1, 0] = c * ox - s * oy
+        turning = J[:, :2, 0].T
+        np.multiply(along[::-1], _PERP, out=turning)  # (-s ox, c ox)
+        turning -= across  # - (c oy, s oy)
         return p, J
 
     def body_point_hessian(self, S, offset):
