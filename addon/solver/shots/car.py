@@ -110,13 +110,21 @@ def arc_rows(r: np.ndarray, J: np.ndarray, dh: np.ndarray, pose: tuple[np.ndarra
 _PERP = np.array([[-1.0], [1.0]])  # (a, b) -> (-b, a) with the swap: a quarter turn in the plane
 
 
+def _cos_sin(th: np.ndarray) -> np.ndarray:
+    """(cos th, sin th) as the rows of one (2, K) array (planar pairs as rows: numpy's loops run over the instances)."""
+    cs = np.empty((2, len(th)))
+    np.cos(th, out=cs[0])
+    np.sin(th, out=cs[1])
+    return cs
+
+
 def planar_point_hessian(S: np.ndarray, ox: float, oy: float) -> np.ndarray:
     """d2p/dS2 (K, 3, ns, ns) of the point (x + cos th ox - sin th oy, y + sin th ox + cos th oy, const) of a
-    planar body, th = S[:, 0], x, y = S[:, 1:3]: only the heading enters nonlinearly."""
-    c, s = np.cos(S[:, 0]), np.sin(S[:, 0])
+    planar body, th = S[:, 0], x, y = S[:, 1:3]: only the heading enters nonlinearly, d2(x, y)/dth2 = (-c ox + s oy,
+    -s ox - c oy) (each product's sign moved onto ox or oy: the same numbers)."""
+    cs = _cos_sin(S[:, 0])
     H = np.zeros((len(S), 3, S.shape[1], S.shape[1]))
-    H[:, 0, 0, 0] = -c * ox + s * oy
-    H[:, 1, 0, 0] = -s * ox - c * oy
+    np.add(cs * -ox, cs[::-1] * (-oy * _PERP), out=H[:, :2, 0, 0].T)
     return H
 
 
@@ -349,9 +357,7 @@ class CarDynamics(StageDynamics):
         number), a few numpy calls for any K (a key is one instance)."""
         K = len(S)
         ox, oy = self.b + offset[0], offset[1]
-        cs = np.empty((2, K))  # planar pairs as rows (2, K): the loops run over the instances
-        np.cos(S[:, 0], out=cs[0])
-        np.sin(S[:, 0], out=cs[1])
+        cs = _cos_sin(S[:, 0])
         along, across = cs * ox, cs * oy  # (c ox, s ox), (c oy, s oy)
         p = np.empty((K, 3))
         planar = p.T[:2]
