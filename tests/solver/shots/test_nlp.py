@@ -182,6 +182,48 @@ def test_reduced_jacobian_and_hessian_are_the_free_columns_with_the_slacks_scale
     np.testing.assert_array_equal(free_block.toarray(), H[np.ix_(P.free, P.free)])
 
 
+def test_reduced_jacobian_composes_the_nlps_gather_bit_for_bit():
+    """A FixedPattern Jacobian whose data are raw(x)[picked] (a transcription's window Jacobians: SparsityPattern.gather):
+    _Reduced.jac composes picked with its own gather once and takes the reduced matrix straight from raw(x); at points
+    after the start (the first Jacobian comes from the values) it is the matrix _Reduced builds from values(x), bit for
+    bit, and the free columns of the NLP's Jacobian with the slacks' -1, each row scaled."""
+    import dataclasses
+
+    from addon.solver.shots.nlp import FixedPattern, _Reduced
+
+    rng = np.random.default_rng(5)
+    plain = _random_sparse_nlp(rng)
+    A = sp.csr_matrix(plain.jacobian(None))
+    nnz, columns = A.nnz, A.indices
+    picked = rng.permutation(4 * nnz)[:nnz]  # the data's positions in a larger raw array, out of order
+
+    def values(x):  # data depending on x (rows no longer linear), in A's CSR order
+        return A.data * (1.0 + x[columns] ** 2)
+
+    def raw(x):
+        out = rng.standard_normal(4 * nnz)  # the entries the matrix does not pick: anything
+        out[picked] = values(x)
+        return out
+
+    def jacobian_data(**composed):
+        return FixedPattern(A.indices, A.indptr, A.shape, values, **composed)
+
+    from_values = _Reduced(dataclasses.replace(plain, jacobian_data=jacobian_data()), np.zeros(plain.n))
+    composed = _Reduced(dataclasses.replace(plain, jacobian_data=jacobian_data(raw=raw, picked=picked)),
+                        np.zeros(plain.n))
+    assert composed.ns > 0
+    for _ in range(3):
+        z = rng.uniform(-0.5, 0.5, composed.nx + composed.ns)
+        expected = from_values.jac(z).toarray()
+        J = composed.jac(z)
+        assert J.toarray().tobytes() == expected.tobytes()
+        x = composed.full(z)
+        dense = sp.csr_matrix((values(x), A.indices, A.indptr), shape=A.shape).toarray()
+        slack = np.zeros((composed.m, composed.ns))
+        slack[composed.ineq, np.arange(composed.ns)] = -1.0
+        np.testing.assert_array_equal(J.toarray(), composed.c_scale[:, None] * np.hstack([dense[:, composed.free], slack]))
+
+
 @pytest.mark.parametrize("tau", [0.99, 1.0])
 def test_step_to_bounds_stops_at_the_fraction_of_the_nearest_bound(tau):
     """The fraction-to-boundary rule against its definition, entry by entry: the largest alpha <= 1 with every
