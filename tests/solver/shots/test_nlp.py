@@ -183,10 +183,10 @@ def test_reduced_jacobian_and_hessian_are_the_free_columns_with_the_slacks_scale
 
 
 def test_reduced_jacobian_composes_the_nlps_gather_bit_for_bit():
-    """A FixedPattern Jacobian whose data are raw(x)[picked] (a transcription's window Jacobians: SparsityPattern.gather):
-    _Reduced.jac composes picked with its own gather once and takes the reduced matrix straight from raw(x); at points
-    after the start (the first Jacobian comes from the values) it is the matrix _Reduced builds from values(x), bit for
-    bit, and the free columns of the NLP's Jacobian with the slacks' -1, each row scaled."""
+    """A FixedPattern Jacobian whose data are raw(x)[picked] (a transcription's window Jacobians:
+    SparsityPattern.gather): _Reduced.jac composes picked with its own gather once and takes the reduced matrix straight
+    from raw(x); at points after the start (the first Jacobian comes from the values) it is the matrix _Reduced builds
+    from values(x), bit for bit, and the free columns of the NLP's Jacobian with the slacks' -1, each row scaled."""
     import dataclasses
 
     from addon.solver.shots.nlp import FixedPattern, _Reduced
@@ -221,7 +221,8 @@ def test_reduced_jacobian_composes_the_nlps_gather_bit_for_bit():
         dense = sp.csr_matrix((values(x), A.indices, A.indptr), shape=A.shape).toarray()
         slack = np.zeros((composed.m, composed.ns))
         slack[composed.ineq, np.arange(composed.ns)] = -1.0
-        np.testing.assert_array_equal(J.toarray(), composed.c_scale[:, None] * np.hstack([dense[:, composed.free], slack]))
+        expected_scaled = composed.c_scale[:, None] * np.hstack([dense[:, composed.free], slack])
+        np.testing.assert_array_equal(J.toarray(), expected_scaled)
 
 
 @pytest.mark.parametrize("tau", [0.99, 1.0])
