@@ -32,12 +32,12 @@ static void arc(double w, double out[6]) {
 }
 
 /* par: alpha, rho, rho / wheelbase, coupling c, m0 = rho^2 m, unit (the drive variable is d / unit). */
-void symplex_car_step(int64_t K, const double *W, const int64_t *first, const double *h, const double *par,
-                      double *r, double *J) {
+void symplex_car_step(int64_t K, const double *W, int64_t w_stride, const int64_t *first, const double *h,
+                      int64_t h_stride, const double *par, double *r, double *J) {
     const double a = par[0], rho = par[1], kk = par[2], c = par[3], m0 = par[4], unit = par[5];
     for (int64_t k = 0; k < K; ++k) {
-        const double *w0 = W + 18 * k, *w1 = w0 + 6, *w2 = w0 + 12;
-        const double hh = h[k];
+        const double *w0 = W + w_stride * k, *w1 = w0 + 6, *w2 = w0 + 12;
+        const double hh = h[h_stride * k];
         const double phip = w0[3], dp = unit * w0[4], wp = w0[5];
         const double th = w1[0], phi = w1[3], d = unit * w1[4], u = w1[5];
         const double sp = tan(phip), s = tan(phi), sn = tan(w2[3]);
@@ -103,12 +103,12 @@ static void add(double H[NC][NC], int i, int j, double value) {
         H[j][i] += value;
 }
 
-void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, const double *h,
-                              const double *par, const double *y, double *out) {
+void symplex_car_step_hessian(int64_t K, const double *W, int64_t w_stride, const int64_t *first, const double *h,
+                              int64_t h_stride, const double *par, const double *y, double *out) {
     const double a = par[0], rho = par[1], kk = par[2], c = par[3], unit = par[5];
     for (int64_t k = 0; k < K; ++k) {
-        const double *w0 = W + 18 * k, *w1 = w0 + 6, *w2 = w0 + 12, *yk = y + 4 * k;
-        const double hh = h[k], wp = w0[5], th = w1[0], u = w1[5];
+        const double *w0 = W + w_stride * k, *w1 = w0 + 6, *w2 = w0 + 12, *yk = y + 4 * k;
+        const double hh = h[h_stride * k], wp = w0[5], th = w1[0], u = w1[5];
         const double sp = tan(w0[3]), s = tan(w1[3]), sn = tan(w2[3]);
         const double sm = (1 - a) * s + a * sn;
         const double smp_s = first[k] ? 1.0 : a, smp_sp = first[k] ? 0.0 : 1 - a;
