@@ -4,24 +4,31 @@
  * _box, _cylinder, _hull, distance_function) through transcription.py's obstacle blocks (_at_height: a ground
  * vehicle meets the obstacle's cross-section at the obstacle's centre height). Declared in symplex_kernels.h. */
 #include <math.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "symplex_kernels.h"
 
+#define INLINE static inline __attribute__((always_inline))
+
 /* Hl (3x3) += (diag(active) - u u^T) / n scaled by scale_i scale_j: the Hessian of |max(o, 0)| (n its value, u its
- * gradient, active the components above zero) under o_i = scale_i |q_i| - const; nothing at n = 0. */
-static void add_norm_hessian(double *Hl, const double *u, const int *active, double n, const double *scale) {
+ * gradient, active the components above zero) under o_i = scale_i |q_i| - const; nothing at n = 0. The scales are
+ * +-1 (signs or ones), whose products are exact: an entry below the diagonal equals its twin above bit for bit, which
+ * is copied. */
+INLINE void add_norm_hessian(double *Hl, const double *u, const int *active, double n, const double *scale) {
     if (!Hl || !(n > 0))
         return;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j)
+    for (int i = 0; i < 3; ++i) {
+        for (int j = i; j < 3; ++j)
             Hl[3 * i + j] += ((i == j && active[i]) - u[i] * u[j]) / n * scale[i] * scale[j];
+        for (int j = 0; j < i; ++j)
+            Hl[3 * i + j] = Hl[3 * j + i];
+    }
 }
 
-static double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
+INLINE double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
 
 /* Whether the local Hessian is zero (its terms in the stage Hessian then add only zeros, which change no sum). */
-static int flat(const double Hl[9]) {
+INLINE int flat(const double Hl[9]) {
     for (int i = 0; i < 9; ++i)
         if (Hl[i] != 0.0)
             return 0;
@@ -31,9 +38,9 @@ static int flat(const double Hl[9]) {
 /* Distance of the local point q (3,) to the shape, its local gradient g and Hessian Hl (3x3, row-major; NULL: not
  * wanted, for the rows alone); shape parameters as in symplex_kernels.h. Formulas of obstacles.py (_sphere, _box,
  * _cylinder, _hull). */
-static double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double *Hl) {
-    if (Hl)
-        memset(Hl, 0, 9 * sizeof(double));
+INLINE double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double *Hl) {
+    for (int i = 0; i < 9 && Hl; ++i)
+        Hl[i] = 0.0;
     if (kind == 0) { /* sphere */
         const double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]), one[3] = {1, 1, 1};
         const int all[3] = {1, 1, 1};
@@ -138,15 +145,17 @@ static double local_distance(int64_t kind, const double *par, const double q[3],
     return n;
 }
 
-void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
-                              int64_t kind, const double *centre, const double *R, const double *shape,
-                              const double *weights, double *d, double *J, double *H) {
+/* symplex_planar_clearance for one obstacle kind: inlined once per kind (the kind a constant in each copy, its
+ * branches gone). */
+INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
+                              const double *centre, const double *R, const double *shape, const double *weights,
+                              double *d, double *J, double *H) {
     for (int64_t k = 0; k < K; ++k) {
         const double *sk = S + ns * k;
         const double c = cos(sk[0]), s = sin(sk[0]);
         double *Hk = H ? H + ns * ns * k : NULL;
-        if (Hk)
-            memset(Hk, 0, ns * ns * sizeof(double));
+        for (int64_t i = 0; Hk && i < ns * ns; ++i)
+            Hk[i] = 0.0;
         for (int64_t j = 0; j < m; ++j) {
             const double ox = offsets[2 * j], oy = offsets[2 * j + 1];
             /* the sphere's centre at the obstacle's height, relative to the obstacle, in its frame: q = R^T p */
@@ -154,13 +163,16 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
             double q[3], gl[3], Hl[9], g[2];
             for (int i = 0; i < 3; ++i)
                 q[i] = R[i] * p[0] + R[3 + i] * p[1] + R[6 + i] * p[2];
-            d[m * k + j] = local_distance(kind, shape, q, gl, Hk ? Hl : NULL);
+            const double distance = local_distance(kind, shape, q, gl, Hk ? Hl : NULL);
+            if (d)
+                d[m * k + j] = distance;
             for (int i = 0; i < 2; ++i) /* world gradient, its height component dropped */
                 g[i] = R[3 * i] * gl[0] + R[3 * i + 1] * gl[1] + R[3 * i + 2] * gl[2];
             const double pth[2] = {-s * ox - c * oy, c * ox - s * oy}; /* d centre / d theta */
             if (J) {
                 double *Jj = J + ns * (m * k + j);
-                memset(Jj, 0, ns * sizeof(double));
+                for (int64_t i = 3; i < ns; ++i)
+                    Jj[i] = 0.0;
                 Jj[0] = g[0] * pth[0] + g[1] * pth[1];
                 Jj[1] = g[0];
                 Jj[2] = g[1];
@@ -198,5 +210,26 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
             H2[2] += Hw[1][1];
             Hk[0] += turn;
         }
+    }
+}
+
+void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
+                              int64_t kind, const double *centre, const double *R, const double *shape,
+                              const double *weights, double *d, double *J, double *H) {
+    switch (kind) {
+    case 0:
+        clearance_of_kind(0, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        break;
+    case 1:
+        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        break;
+    case 2:
+        clearance_of_kind(2, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        break;
+    case 3:
+        clearance_of_kind(3, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        break;
+    default: /* a box, as local_distance reads any other kind */
+        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
     }
 }
