@@ -4,7 +4,7 @@
  * _box, _cylinder, _hull, distance_function) through transcription.py's obstacle blocks (_at_height: a ground
  * vehicle meets the obstacle's cross-section at the obstacle's centre height). Declared in symplex_kernels.h. */
 #include <math.h>
-#include <stddef.h>
+#include <string.h>
 
 #include "symplex_kernels.h"
 
@@ -13,19 +13,30 @@
 /* Hl (3x3) += (diag(active) - u u^T) / n scaled by scale_i scale_j: the Hessian of |max(o, 0)| (n its value, u its
  * gradient, active the components above zero) under o_i = scale_i |q_i| - const; nothing at n = 0. The scales are
  * +-1 (signs or ones), whose products are exact: an entry below the diagonal equals its twin above bit for bit, which
- * is copied. */
+ * is copied. Hl is zero on entry. */
 INLINE void add_norm_hessian(double *Hl, const double *u, const int *active, double n, const double *scale) {
     if (!Hl || !(n > 0))
         return;
     for (int i = 0; i < 3; ++i) {
-        for (int j = i; j < 3; ++j)
-            Hl[3 * i + j] += ((i == j && active[i]) - u[i] * u[j]) / n * scale[i] * scale[j];
+        for (int j = i; j < 3; ++j) {
+            const double top = (i == j && active[i]) - u[i] * u[j];
+            if (top != 0.0) /* else the term is a zero, which leaves Hl's +0 as it is */
+                Hl[3 * i + j] += top / n * scale[i] * scale[j];
+        }
         for (int j = 0; j < i; ++j)
             Hl[3 * i + j] = Hl[3 * j + i];
     }
 }
 
 INLINE double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
+
+/* Whether the local Hessian's entries are all finite (a zero factor of R then makes its terms exact zeros). */
+INLINE int finite(const double Hl[9]) {
+    for (int i = 0; i < 9; ++i)
+        if (!isfinite(Hl[i]))
+            return 0;
+    return 1;
+}
 
 /* Whether the local Hessian is zero (its terms in the stage Hessian then add only zeros, which change no sum). */
 INLINE int flat(const double Hl[9]) {
@@ -145,17 +156,43 @@ INLINE double local_distance(int64_t kind, const double *par, const double q[3],
     return n;
 }
 
+/* R Hl R^T over the world's x, y, times w: each entry the sum over i, l of R[a][i] Hl[i][l] R[b][l] in that order. With
+ * Hl finite, a term with a zero factor of R is a zero, which leaves the sum (from +0, never -0) as it is: only the
+ * nonzero columns of R's rows (nonzero[a], count[a] of them) are summed. */
+INLINE void world_hessian(const double *R, const double Hl[9], double w, const int nonzero[2][3], const int count[2],
+                          double Hw[2][2]) {
+    const int all[3] = {0, 1, 2}, sparse = finite(Hl);
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            const int *ia = sparse ? nonzero[a] : all, *ib = sparse ? nonzero[b] : all;
+            const int na = sparse ? count[a] : 3, nb = sparse ? count[b] : 3;
+            double sum = 0.0;
+            for (int x = 0; x < na; ++x)
+                for (int y = 0; y < nb; ++y)
+                    sum += R[3 * a + ia[x]] * Hl[3 * ia[x] + ib[y]] * R[3 * b + ib[y]];
+            Hw[a][b] = w * sum;
+        }
+}
+
 /* symplex_planar_clearance for one obstacle kind: inlined once per kind (the kind a constant in each copy, its
  * branches gone). */
 INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               const double *centre, const double *R, const double *shape, const double *weights,
                               double *d, double *J, double *H) {
+    int nonzero[2][3], count[2] = {0, 0}; /* the nonzero columns of R's first two rows */
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i)
+            if (R[3 * a + i] != 0.0)
+                nonzero[a][count[a]++] = i;
+    /* the outputs' zeros at once (J: past its first three columns; H: outside the first three rows and columns) */
+    if (J)
+        memset(J, 0, K * m * ns * sizeof(double));
+    if (H)
+        memset(H, 0, K * ns * ns * sizeof(double));
     for (int64_t k = 0; k < K; ++k) {
         const double *sk = S + ns * k;
         const double c = cos(sk[0]), s = sin(sk[0]);
         double *Hk = H ? H + ns * ns * k : NULL;
-        for (int64_t i = 0; Hk && i < ns * ns; ++i)
-            Hk[i] = 0.0;
         for (int64_t j = 0; j < m; ++j) {
             const double ox = offsets[2 * j], oy = offsets[2 * j + 1];
             /* the sphere's centre at the obstacle's height, relative to the obstacle, in its frame: q = R^T p */
@@ -171,8 +208,6 @@ INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double 
             const double pth[2] = {-s * ox - c * oy, c * ox - s * oy}; /* d centre / d theta */
             if (J) {
                 double *Jj = J + ns * (m * k + j);
-                for (int64_t i = 3; i < ns; ++i)
-                    Jj[i] = 0.0;
                 Jj[0] = g[0] * pth[0] + g[1] * pth[1];
                 Jj[1] = g[0];
                 Jj[2] = g[1];
@@ -186,15 +221,8 @@ INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double 
                 Hk[0] += turn;
                 continue;
             }
-            double Hw[2][2]; /* R Hl R^T over the world's x, y */
-            for (int a = 0; a < 2; ++a)
-                for (int b = 0; b < 2; ++b) {
-                    double sum = 0.0;
-                    for (int i = 0; i < 3; ++i)
-                        for (int l = 0; l < 3; ++l)
-                            sum += R[3 * a + i] * Hl[3 * i + l] * R[3 * b + l];
-                    Hw[a][b] = w * sum;
-                }
+            double Hw[2][2];
+            world_hessian(R, Hl, w, nonzero, count, Hw);
             /* Jp^T Hw Jp, Jp the centre's Jacobian over (theta, x, y) with rows world x, y: (pth, e_x) and (pth, e_y);
              * its ones and zeros written out (the same products summed in the same order) */
             const double p0 = pth[0], p1 = pth[1];
