@@ -55,7 +55,6 @@ void symplex_car_step(int64_t K, const double *W, int64_t w_stride, const int64_
                       int64_t h_stride, const double *par, double *r, double *J) {
     const double a = par[0], rho = par[1], kk = par[2], c = par[3], m0 = par[4], unit = par[5];
     double known[2][2] = {{0.0, 0.0}, {0.0, 0.0}}, slope[3];
-    memset(J, 0, K * 4 * NW * sizeof(double)); /* the Jacobian's zeros at once */
     for (int64_t k = 0; k < K; ++k) {
         const double *w0 = W + w_stride * k, *w1 = w0 + 6, *w2 = w0 + 12;
         const double hh = h[h_stride * k];
@@ -79,6 +78,7 @@ void symplex_car_step(int64_t K, const double *W, int64_t w_stride, const int64_
         rk[2] = w2[1] - w1[1] - (ct * T1 - st * T2);
         rk[3] = w2[2] - w1[2] - (st * T1 + ct * T2);
         double *J0 = J + 4 * NW * k, *J1 = J0 + NW, *J2 = J1 + NW, *J3 = J2 + NW;
+        memset(J0, 0, 4 * NW * sizeof(double));
         /* momentum row */
         J0[6 + 3] = (c * (sm + s * (1 - a)) * u - c * (smp + s * smp_s) * wp) * ds;
         J0[12 + 3] = c * s * a * u * ds_n;
