@@ -67,8 +67,8 @@ def _call(kernel, W: np.ndarray, first: np.ndarray, h: np.ndarray, *rest: np.nda
 def _outputs(out: tuple[np.ndarray, np.ndarray], jacobian_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Given output arrays (values (K, r), Jacobian (K, r, w)) checked for the kernel to write."""
     r, J = out
-    if J.shape != jacobian_shape or r.shape != jacobian_shape[:2] or not all(
-            a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable for a in out):
+    if (J.shape != jacobian_shape or r.shape != jacobian_shape[:2] or r.dtype != np.float64 or J.dtype != np.float64
+            or not (r.flags.c_contiguous and J.flags.c_contiguous and r.flags.writeable and J.flags.writeable)):
         raise ValueError(f"expected writable C-contiguous float64 outputs {jacobian_shape[:2]} and {jacobian_shape}, "
                          f"got {r.dtype} {r.shape} and {J.dtype} {J.shape}")
     return r, J
@@ -125,8 +125,7 @@ class PlanarClearance:
         K, ns = S.shape
         if weights.shape != (K, len(self.offsets)):
             raise ValueError(f"planar clearance: expected weights {(K, len(self.offsets))}, got {weights.shape}")
-        d = np.empty((K, len(self.offsets)))
         H = np.empty((K, ns, ns))
-        self._lib.symplex_planar_clearance(K, ns, *pointers(S), *self._args, *pointers(weights, d), None,
-                                           *pointers(H))
+        s, w, h = pointers(S, weights, H)
+        self._lib.symplex_planar_clearance(K, ns, s, *self._args, w, None, None, h)
         return H

@@ -290,9 +290,9 @@ void symplex_car_step_hessian(int64_t K, const double *W, int64_t w_stride, cons
  * (3)], 2 cylinder along local z [radius, half height], 3 convex hull [F, beta, shift, normals (F, 3), offsets
  * (F,)]: the smooth maximum of obstacles.py (planar_clearance.c; numpy twin addon/solver/shots/obstacles.py through
  * transcription.py). S (K, ns): stage states with heading, x, y first; sphere j's centre is (x + cos th ox_j -
- * sin th oy_j, y + sin th ox_j + cos th oy_j), offsets (m, 2) = (ox_j, oy_j). d (K, m) the signed distances; J
- * (K, m, ns) their gradients over S or NULL; H (K, ns, ns) the exact Hessian of sum_j weights[k, j] d_kj over S,
- * or NULL (weights (K, m) then unused). */
+ * sin th oy_j, y + sin th ox_j + cos th oy_j), offsets (m, 2) = (ox_j, oy_j). d (K, m) the signed distances or
+ * NULL; J (K, m, ns) their gradients over S or NULL; H (K, ns, ns) the exact Hessian of sum_j weights[k, j] d_kj
+ * over S, or NULL (weights (K, m) then unused). */
 void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               int64_t kind, const double *centre, const double *R, const double *shape,
                               const double *weights, double *d, double *J, double *H);
