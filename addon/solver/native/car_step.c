@@ -10,6 +10,25 @@
 #define NW 19   /* window slots: 3 stages x (theta, x, y, phi, d, u), then h */
 #define SMALL 1e-3
 
+/* tan of the steering angles phi of a step's three stages (previous, own, next): a stage's value is the previous
+ * step's own or next one when its angle has the same bits there (consecutive steps share two stages), else tan
+ * again; the same function of the same argument, so the same bits. known: the previous step's angles and tans of
+ * its own and next stage, updated (starting as the consistent pairs 0 -> tan 0 = 0). */
+static void steer_slopes(const double *w0, const double *w1, const double *w2, double known[2][2], double out[3]) {
+    const double phi[3] = {w0[3], w1[3], w2[3]};
+    for (int i = 0; i < 2; ++i) {
+        uint64_t a, b;
+        memcpy(&a, &phi[i], sizeof a);
+        memcpy(&b, &known[i][0], sizeof b);
+        out[i] = a == b ? known[i][1] : tan(phi[i]);
+    }
+    out[2] = tan(phi[2]);
+    known[0][0] = phi[1];
+    known[0][1] = out[1];
+    known[1][0] = phi[2];
+    known[1][1] = out[2];
+}
+
 /* A = sin w / w, B = (1 - cos w) / w, their first and second derivatives (series below |w| = SMALL). */
 static void arc(double w, double out[6]) {
     double w2 = w * w;
@@ -32,15 +51,17 @@ static void arc(double w, double out[6]) {
 }
 
 /* par: alpha, rho, rho / wheelbase, coupling c, m0 = rho^2 m, unit (the drive variable is d / unit). */
-void symplex_car_step(int64_t K, const double *W, const int64_t *first, const double *h, const double *par,
-                      double *r, double *J) {
+void symplex_car_step(int64_t K, const double *W, int64_t w_stride, const int64_t *first, const double *h,
+                      int64_t h_stride, const double *par, double *r, double *J) {
     const double a = par[0], rho = par[1], kk = par[2], c = par[3], m0 = par[4], unit = par[5];
+    double known[2][2] = {{0.0, 0.0}, {0.0, 0.0}}, slope[3];
     for (int64_t k = 0; k < K; ++k) {
-        const double *w0 = W + 18 * k, *w1 = w0 + 6, *w2 = w0 + 12;
-        const double hh = h[k];
-        const double phip = w0[3], dp = unit * w0[4], wp = w0[5];
-        const double th = w1[0], phi = w1[3], d = unit * w1[4], u = w1[5];
-        const double sp = tan(phip), s = tan(phi), sn = tan(w2[3]);
+        const double *w0 = W + w_stride * k, *w1 = w0 + 6, *w2 = w0 + 12;
+        const double hh = h[h_stride * k];
+        const double dp = unit * w0[4], wp = w0[5];
+        const double th = w1[0], d = unit * w1[4], u = w1[5];
+        steer_slopes(w0, w1, w2, known, slope);
+        const double sp = slope[0], s = slope[1], sn = slope[2];
         const double ds_p = 1 + sp * sp, ds = 1 + s * s, ds_n = 1 + sn * sn;
         const double sm = (1 - a) * s + a * sn;
         const double smp = first[k] ? s : (1 - a) * sp + a * s;
@@ -103,13 +124,15 @@ static void add(double H[NC][NC], int i, int j, double value) {
         H[j][i] += value;
 }
 
-void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, const double *h,
-                              const double *par, const double *y, double *out) {
+void symplex_car_step_hessian(int64_t K, const double *W, int64_t w_stride, const int64_t *first, const double *h,
+                              int64_t h_stride, const double *par, const double *y, double *out) {
     const double a = par[0], rho = par[1], kk = par[2], c = par[3], unit = par[5];
+    double known[2][2] = {{0.0, 0.0}, {0.0, 0.0}}, tans[3];
     for (int64_t k = 0; k < K; ++k) {
-        const double *w0 = W + 18 * k, *w1 = w0 + 6, *w2 = w0 + 12, *yk = y + 4 * k;
-        const double hh = h[k], wp = w0[5], th = w1[0], u = w1[5];
-        const double sp = tan(w0[3]), s = tan(w1[3]), sn = tan(w2[3]);
+        const double *w0 = W + w_stride * k, *w1 = w0 + 6, *w2 = w0 + 12, *yk = y + 4 * k;
+        const double hh = h[h_stride * k], wp = w0[5], th = w1[0], u = w1[5];
+        steer_slopes(w0, w1, w2, known, tans);
+        const double sp = tans[0], s = tans[1], sn = tans[2];
         const double sm = (1 - a) * s + a * sn;
         const double smp_s = first[k] ? 1.0 : a, smp_sp = first[k] ? 0.0 : 1 - a;
         const double smp = first[k] ? s : (1 - a) * sp + a * s;

@@ -8,20 +8,38 @@
 
 #include "symplex_kernels.h"
 
+#define INLINE static inline __attribute__((always_inline))
+
 /* Hl (3x3) += (diag(active) - u u^T) / n scaled by scale_i scale_j: the Hessian of |max(o, 0)| (n its value, u its
- * gradient, active the components above zero) under o_i = scale_i |q_i| - const; nothing at n = 0. */
-static void add_norm_hessian(double *Hl, const double *u, const int *active, double n, const double *scale) {
+ * gradient, active the components above zero) under o_i = scale_i |q_i| - const; nothing at n = 0. The scales are
+ * +-1 (signs or ones), whose products are exact: an entry below the diagonal equals its twin above bit for bit, which
+ * is copied. Hl is zero on entry. */
+INLINE void add_norm_hessian(double *Hl, const double *u, const int *active, double n, const double *scale) {
     if (!Hl || !(n > 0))
         return;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j)
-            Hl[3 * i + j] += ((i == j && active[i]) - u[i] * u[j]) / n * scale[i] * scale[j];
+    for (int i = 0; i < 3; ++i) {
+        for (int j = i; j < 3; ++j) {
+            const double top = (i == j && active[i]) - u[i] * u[j];
+            if (top != 0.0) /* else the term is a zero, which leaves Hl's +0 as it is */
+                Hl[3 * i + j] += top / n * scale[i] * scale[j];
+        }
+        for (int j = 0; j < i; ++j)
+            Hl[3 * i + j] = Hl[3 * j + i];
+    }
 }
 
-static double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
+INLINE double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
+
+/* Whether the local Hessian's entries are all finite (a zero factor of R then makes its terms exact zeros). */
+INLINE int finite(const double Hl[9]) {
+    for (int i = 0; i < 9; ++i)
+        if (!isfinite(Hl[i]))
+            return 0;
+    return 1;
+}
 
 /* Whether the local Hessian is zero (its terms in the stage Hessian then add only zeros, which change no sum). */
-static int flat(const double Hl[9]) {
+INLINE int flat(const double Hl[9]) {
     for (int i = 0; i < 9; ++i)
         if (Hl[i] != 0.0)
             return 0;
@@ -31,9 +49,9 @@ static int flat(const double Hl[9]) {
 /* Distance of the local point q (3,) to the shape, its local gradient g and Hessian Hl (3x3, row-major; NULL: not
  * wanted, for the rows alone); shape parameters as in symplex_kernels.h. Formulas of obstacles.py (_sphere, _box,
  * _cylinder, _hull). */
-static double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double *Hl) {
-    if (Hl)
-        memset(Hl, 0, 9 * sizeof(double));
+INLINE double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double *Hl) {
+    for (int i = 0; i < 9 && Hl; ++i)
+        Hl[i] = 0.0;
     if (kind == 0) { /* sphere */
         const double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]), one[3] = {1, 1, 1};
         const int all[3] = {1, 1, 1};
@@ -138,15 +156,43 @@ static double local_distance(int64_t kind, const double *par, const double q[3],
     return n;
 }
 
-void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
-                              int64_t kind, const double *centre, const double *R, const double *shape,
-                              const double *weights, double *d, double *J, double *H) {
+/* R Hl R^T over the world's x, y, times w: each entry the sum over i, l of R[a][i] Hl[i][l] R[b][l] in that order. With
+ * Hl finite, a term with a zero factor of R is a zero, which leaves the sum (from +0, never -0) as it is: only the
+ * nonzero columns of R's rows (nonzero[a], count[a] of them) are summed. */
+INLINE void world_hessian(const double *R, const double Hl[9], double w, const int nonzero[2][3], const int count[2],
+                          double Hw[2][2]) {
+    const int all[3] = {0, 1, 2}, sparse = finite(Hl);
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            const int *ia = sparse ? nonzero[a] : all, *ib = sparse ? nonzero[b] : all;
+            const int na = sparse ? count[a] : 3, nb = sparse ? count[b] : 3;
+            double sum = 0.0;
+            for (int x = 0; x < na; ++x)
+                for (int y = 0; y < nb; ++y)
+                    sum += R[3 * a + ia[x]] * Hl[3 * ia[x] + ib[y]] * R[3 * b + ib[y]];
+            Hw[a][b] = w * sum;
+        }
+}
+
+/* symplex_planar_clearance for one obstacle kind: inlined once per kind (the kind a constant in each copy, its
+ * branches gone). */
+INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
+                              const double *centre, const double *R, const double *shape, const double *weights,
+                              double *d, double *J, double *H) {
+    int nonzero[2][3], count[2] = {0, 0}; /* the nonzero columns of R's first two rows */
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i)
+            if (R[3 * a + i] != 0.0)
+                nonzero[a][count[a]++] = i;
+    /* the outputs' zeros at once (J: past its first three columns; H: outside the first three rows and columns) */
+    if (J)
+        memset(J, 0, K * m * ns * sizeof(double));
+    if (H)
+        memset(H, 0, K * ns * ns * sizeof(double));
     for (int64_t k = 0; k < K; ++k) {
         const double *sk = S + ns * k;
         const double c = cos(sk[0]), s = sin(sk[0]);
         double *Hk = H ? H + ns * ns * k : NULL;
-        if (Hk)
-            memset(Hk, 0, ns * ns * sizeof(double));
         for (int64_t j = 0; j < m; ++j) {
             const double ox = offsets[2 * j], oy = offsets[2 * j + 1];
             /* the sphere's centre at the obstacle's height, relative to the obstacle, in its frame: q = R^T p */
@@ -154,13 +200,14 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
             double q[3], gl[3], Hl[9], g[2];
             for (int i = 0; i < 3; ++i)
                 q[i] = R[i] * p[0] + R[3 + i] * p[1] + R[6 + i] * p[2];
-            d[m * k + j] = local_distance(kind, shape, q, gl, Hk ? Hl : NULL);
+            const double distance = local_distance(kind, shape, q, gl, Hk ? Hl : NULL);
+            if (d)
+                d[m * k + j] = distance;
             for (int i = 0; i < 2; ++i) /* world gradient, its height component dropped */
                 g[i] = R[3 * i] * gl[0] + R[3 * i + 1] * gl[1] + R[3 * i + 2] * gl[2];
             const double pth[2] = {-s * ox - c * oy, c * ox - s * oy}; /* d centre / d theta */
             if (J) {
                 double *Jj = J + ns * (m * k + j);
-                memset(Jj, 0, ns * sizeof(double));
                 Jj[0] = g[0] * pth[0] + g[1] * pth[1];
                 Jj[1] = g[0];
                 Jj[2] = g[1];
@@ -174,15 +221,8 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
                 Hk[0] += turn;
                 continue;
             }
-            double Hw[2][2]; /* R Hl R^T over the world's x, y */
-            for (int a = 0; a < 2; ++a)
-                for (int b = 0; b < 2; ++b) {
-                    double sum = 0.0;
-                    for (int i = 0; i < 3; ++i)
-                        for (int l = 0; l < 3; ++l)
-                            sum += R[3 * a + i] * Hl[3 * i + l] * R[3 * b + l];
-                    Hw[a][b] = w * sum;
-                }
+            double Hw[2][2];
+            world_hessian(R, Hl, w, nonzero, count, Hw);
             /* Jp^T Hw Jp, Jp the centre's Jacobian over (theta, x, y) with rows world x, y: (pth, e_x) and (pth, e_y);
              * its ones and zeros written out (the same products summed in the same order) */
             const double p0 = pth[0], p1 = pth[1];
@@ -198,5 +238,26 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
             H2[2] += Hw[1][1];
             Hk[0] += turn;
         }
+    }
+}
+
+void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
+                              int64_t kind, const double *centre, const double *R, const double *shape,
+                              const double *weights, double *d, double *J, double *H) {
+    switch (kind) {
+    case 0:
+        clearance_of_kind(0, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        break;
+    case 1:
+        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        break;
+    case 2:
+        clearance_of_kind(2, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        break;
+    case 3:
+        clearance_of_kind(3, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        break;
+    default: /* a box, as local_distance reads any other kind */
+        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
     }
 }

@@ -4,7 +4,8 @@ all steps) and planar_clearance.c (a planar vehicle's body spheres against an ob
 `LIB` is the kernel library when it is built with both and loads (native.load_kernels), else None; then
 addon/solver/shots/car.py uses its numpy twin (CarDynamics.residual_numpy, residual_hessian_numpy) and
 transcription.py the numpy distances of obstacles.py. The wrappers make their inputs float64 / int64 and
-C-contiguous and allocate the outputs (or write the rows into given ones).
+C-contiguous (the car step's stage columns and h are read in place when their rows are: the window's (K, 19) columns)
+and allocate the outputs (or write the rows into given ones).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ def _load() -> ctypes.CDLL | None:
         return None
     lib.symplex_planar_clearance.argtypes = [_int, _int, _ptr, _int, _ptr, _int] + [_ptr] * 7
     lib.symplex_planar_clearance.restype = None
-    lib.symplex_car_step.argtypes = [_int] + [_ptr] * 6
+    lib.symplex_car_step.argtypes = [_int, _ptr, _int, _ptr, _ptr, _int] + [_ptr] * 3
     lib.symplex_car_step.restype = None
-    lib.symplex_car_step_hessian.argtypes = [_int] + [_ptr] * 6
+    lib.symplex_car_step_hessian.argtypes = [_int, _ptr, _int, _ptr, _ptr, _int] + [_ptr] * 3
     lib.symplex_car_step_hessian.restype = None
     return lib
 
@@ -34,20 +35,40 @@ def _load() -> ctypes.CDLL | None:
 LIB = _load()
 
 
-def _inputs(W: np.ndarray, first: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rows_of(a: np.ndarray, inner: tuple[int, ...], size: int) -> tuple[np.ndarray, int]:
+    """a (K, ...) float64 as the kernels read it: (a or a C-contiguous copy, the stride in doubles between its rows
+    of size doubles). A view whose rows are each contiguous (inner: its strides after the first, in bytes), such as
+    the window's stage columns X[:, :18] of X (K, 19), is read in place."""
+    if (a.dtype == np.float64 and a.flags.aligned and a.strides[1:] == inner and len(a) and a.strides[0] > 0
+            and a.strides[0] % 8 == 0):
+        return a, a.strides[0] // 8
+    return np.ascontiguousarray(a, np.float64), size
+
+
+def _inputs(W: np.ndarray, first: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, int]:
+    """W (K, 3, 6) and its row stride, first (K,) as int64, h (K,) and its stride, as the kernels read them (strided
+    float64 views in place), to be kept alive through the call."""
     K = len(W)
     if W.shape != (K, 3, 6) or first.shape != (K,) or h.shape != (K,):
         raise ValueError(f"car step: expected W (K, 3, 6), first (K,), h (K,); got {W.shape}, {first.shape}, "
                          f"{h.shape}")
-    return (np.ascontiguousarray(W, np.float64), np.ascontiguousarray(first, np.int64),
-            np.ascontiguousarray(h, np.float64))
+    W, w_stride = _rows_of(W, (48, 8), 18)
+    h, h_stride = _rows_of(h, (), 1)
+    return W, w_stride, np.ascontiguousarray(first, np.int64), h, h_stride
+
+
+def _call(kernel, W: np.ndarray, first: np.ndarray, h: np.ndarray, *rest: np.ndarray) -> None:
+    """kernel(K, W, its stride, first, h, its stride, *rest) over the inputs as _inputs makes them."""
+    W, w_stride, first, h, h_stride = _inputs(W, first, h)
+    w_p, first_p, h_p = pointers(W, first, h)
+    kernel(len(W), w_p, w_stride, first_p, h_p, h_stride, *pointers(*rest))
 
 
 def _outputs(out: tuple[np.ndarray, np.ndarray], jacobian_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Given output arrays (values (K, r), Jacobian (K, r, w)) checked for the kernel to write."""
     r, J = out
-    if J.shape != jacobian_shape or r.shape != jacobian_shape[:2] or not all(
-            a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable for a in out):
+    if (J.shape != jacobian_shape or r.shape != jacobian_shape[:2] or r.dtype != np.float64 or J.dtype != np.float64
+            or not (r.flags.c_contiguous and J.flags.c_contiguous and r.flags.writeable and J.flags.writeable)):
         raise ValueError(f"expected writable C-contiguous float64 outputs {jacobian_shape[:2]} and {jacobian_shape}, "
                          f"got {r.dtype} {r.shape} and {J.dtype} {J.shape}")
     return r, J
@@ -56,21 +77,19 @@ def _outputs(out: tuple[np.ndarray, np.ndarray], jacobian_shape: tuple[int, ...]
 def hessian(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y: np.ndarray) -> np.ndarray:
     """sum_i y[:, i] d2 r_i over the window slots that enter nonlinearly (car.py CarDynamics.hessian_slots):
     (K, 9, 9)."""
-    W, first, h = _inputs(W, first, h)
     y = np.ascontiguousarray(y, np.float64)
     if y.shape != (len(W), 4):
         raise ValueError(f"car step Hessian: expected y ({len(W)}, 4), got {y.shape}")
     out = np.empty((len(W), 9, 9))
-    LIB.symplex_car_step_hessian(len(W), *pointers(W, first, h, par, y, out))
+    _call(LIB.symplex_car_step_hessian, W, first, h, par, y, out)
     return out
 
 
 def step(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray,
          out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Residuals r (K, 4) and dr / d(window, h) (K, 4, 19): into out = (r, J) when given (float64, C-contiguous)."""
-    W, first, h = _inputs(W, first, h)
     r, J = (np.empty((len(W), 4)), np.empty((len(W), 4, 19))) if out is None else _outputs(out, (len(W), 4, 19))
-    LIB.symplex_car_step(len(W), *pointers(W, first, h, par, r, J))
+    _call(LIB.symplex_car_step, W, first, h, par, r, J)
     return r, J
 
 
@@ -106,8 +125,7 @@ class PlanarClearance:
         K, ns = S.shape
         if weights.shape != (K, len(self.offsets)):
             raise ValueError(f"planar clearance: expected weights {(K, len(self.offsets))}, got {weights.shape}")
-        d = np.empty((K, len(self.offsets)))
         H = np.empty((K, ns, ns))
-        self._lib.symplex_planar_clearance(K, ns, *pointers(S), *self._args, *pointers(weights, d), None,
-                                           *pointers(H))
+        s, w, h = pointers(S, weights, H)
+        self._lib.symplex_planar_clearance(K, ns, s, *self._args, w, None, None, h)
         return H

@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 27
+#define SYMPLEX_ABI_VERSION 28
 
 int64_t symplex_abi_version(void);
 
@@ -272,25 +272,27 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
                         double *scratch);
 
 /* The car's step equations as shot rows (car_step.c; numpy twin addon/solver/shots/car.py CarDynamics), K steps at
- * once. W (K, 3, 6): stages k-1, k, k+1 of (theta, x, y, phi, d / unit, u); first (K,) nonzero at step 0; h (K,);
+ * once. W (K, 3, 6): stages k-1, k, k+1 of (theta, x, y, phi, d / unit, u), step k's 18 values contiguous from
+ * W + w_stride k (18 for a packed W, 19 for the window rows (K, 19) ending in h); first (K,) nonzero at step 0; h (K,)
+ * at h + h_stride k;
  * par (6,): alpha, rho, rho / wheelbase, coupling, rho^2 m, unit. r (K, 4) the residuals; J (K, 4, 19) their
  * Jacobian over the window flattened then h. */
-void symplex_car_step(int64_t K, const double *W, const int64_t *first, const double *h, const double *par,
-                      double *r, double *J);
+void symplex_car_step(int64_t K, const double *W, int64_t w_stride, const int64_t *first, const double *h,
+                      int64_t h_stride, const double *par, double *r, double *J);
 
 /* out (K, 9, 9): the exact Hessian of sum_i y[k, i] r_i (y (K, 4)) over the window slots that enter nonlinearly,
  * 3, 4, 5, 6, 9, 10, 11, 15, 18 of the window flattened then h (zero over the other slots). */
-void symplex_car_step_hessian(int64_t K, const double *W, const int64_t *first, const double *h,
-                              const double *par, const double *y, double *out);
+void symplex_car_step_hessian(int64_t K, const double *W, int64_t w_stride, const int64_t *first, const double *h,
+                              int64_t h_stride, const double *par, const double *y, double *out);
 
 /* Clearance rows of a planar vehicle's body spheres against one obstacle at centre (3,) with orientation R (3, 3,
  * world from local), met at the obstacle's centre height. kind and shape: 0 sphere [radius], 1 box [half extents
  * (3)], 2 cylinder along local z [radius, half height], 3 convex hull [F, beta, shift, normals (F, 3), offsets
  * (F,)]: the smooth maximum of obstacles.py (planar_clearance.c; numpy twin addon/solver/shots/obstacles.py through
  * transcription.py). S (K, ns): stage states with heading, x, y first; sphere j's centre is (x + cos th ox_j -
- * sin th oy_j, y + sin th ox_j + cos th oy_j), offsets (m, 2) = (ox_j, oy_j). d (K, m) the signed distances; J
- * (K, m, ns) their gradients over S or NULL; H (K, ns, ns) the exact Hessian of sum_j weights[k, j] d_kj over S,
- * or NULL (weights (K, m) then unused). */
+ * sin th oy_j, y + sin th ox_j + cos th oy_j), offsets (m, 2) = (ox_j, oy_j). d (K, m) the signed distances or
+ * NULL; J (K, m, ns) their gradients over S or NULL; H (K, ns, ns) the exact Hessian of sum_j weights[k, j] d_kj
+ * over S, or NULL (weights (K, m) then unused). */
 void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               int64_t kind, const double *centre, const double *R, const double *shape,
                               const double *weights, double *d, double *J, double *H);

@@ -185,6 +185,30 @@ def test_car_step_in_c_equals_numpy():
         assert all(np.array_equal(got, want) for got, want in zip(out, window_residual(X, first)))
 
 
+@pytest.mark.skipif(shot_rows_binding.LIB is None, reason="C kernels not built (make kernels)")
+def test_car_step_reads_trajectory_windows_in_place():
+    """The kernels on a trajectory's windows (step k's stages k-1, k, k+1: consecutive steps share two stages, whose
+    tan the kernel reuses) read in place from the transcription's window rows (K, 19), strided: bit for bit the
+    numbers of packed copies, which agree with the numpy twin to round-off."""
+    dyn = transcribe(_small_shot("sedan", 3.0)).dyn
+    rng = np.random.default_rng(13)
+    K = 30
+    Z = rng.uniform(-0.5, 0.5, (K + 2, 6))
+    Z[:, 5] *= 20.0
+    X = np.concatenate([np.stack([Z[:-2], Z[1:-1], Z[2:]], 1).reshape(K, 18), rng.uniform(0.05, 0.2, (K, 1))], 1)
+    W, h = X[:, :18].reshape(K, 3, 6), X[:, 18]
+    first, y = np.arange(K) == 0, rng.standard_normal((K, 4))
+    assert not W.flags.c_contiguous and not h.flags.c_contiguous
+    packed = (W.copy(), first, h.copy())
+    for got, want in zip(dyn.residual(W, first, h), dyn.residual(*packed)):
+        assert np.array_equal(got, want)
+    assert np.array_equal(dyn.residual_hessian(W, first, h, y), dyn.residual_hessian(*packed, y))
+    for got, want in zip(dyn.residual(W, first, h), dyn.residual_numpy(W, first, h)):
+        assert np.max(np.abs(got - want)) <= 1e-13 * max(1.0, np.abs(want).max())
+    want = dyn.residual_hessian_numpy(W, first, h, y)
+    assert np.max(np.abs(dyn.residual_hessian(W, first, h, y) - want)) <= 1e-13 * max(1.0, np.abs(want).max())
+
+
 def test_car_step_patterns_hold_their_nonzeros():
     """CarDynamics.residual_pattern and hessian_slot_pattern (the entries the solver's Jacobian and Hessian keep)
     hold every nonzero of the step rows' Jacobian over the window and of the step Hessian over its slots, in C and in
