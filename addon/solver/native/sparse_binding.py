@@ -13,7 +13,7 @@ import ctypes
 import numpy as np
 import scipy.sparse as sp
 
-from . import load_kernels, pointers
+from . import address, load_kernels, pointers
 
 _int, _ptr = ctypes.c_int64, ctypes.c_void_p
 
@@ -47,24 +47,36 @@ def scatter_add(target: np.ndarray, values: np.ndarray, size: int) -> np.ndarray
 
 class CsrProduct:
     """out = A x for a fixed CSR matrix A and a fixed input vector x (its data read at each call): the addresses
-    are looked up once. out is a fresh array, or a given one of A's row count."""
+    are looked up once. out is a fixed array given at construction (its address looked up once too), else a fresh
+    array, or a given one of A's row count, at each call."""
 
-    def __init__(self, A: sp.csr_matrix, x: np.ndarray):
+    def __init__(self, A: sp.csr_matrix, x: np.ndarray, out: np.ndarray | None = None):
         A = sp.csr_matrix(A)  # its entries as they are: duplicates are summed in order, as scipy's product does
         if A.shape[1] != len(x) or x.dtype != np.float64 or not x.flags.c_contiguous:
             raise ValueError(f"CsrProduct: expected a float64 C-contiguous input of length {A.shape[1]}, got "
                              f"{x.dtype} {x.shape}")
-        self.A, self.x = A, x
+        if out is not None and (out.shape != (A.shape[0],) or out.dtype != np.float64 or not out.flags.c_contiguous):
+            raise ValueError(f"CsrProduct: expected a float64 C-contiguous output of length {A.shape[0]}, got "
+                             f"{out.dtype} {out.shape}")
+        self.A, self.x, self.out = A, x, out
         self._arrays = (np.ascontiguousarray(A.indptr, np.int64), np.ascontiguousarray(A.indices, np.int64),
                         np.ascontiguousarray(A.data, np.float64))
         self._args = (A.shape[0], *pointers(*self._arrays, x))
+        self._fixed_args = None if out is None else (*self._args, *pointers(out))
 
     def __call__(self, out: np.ndarray | None = None) -> np.ndarray:
-        """A x (into out when given: float64, C-contiguous, not overlapping the entries of x that A reads)."""
+        """A x (into out when given: float64, C-contiguous, not overlapping the entries of x that A reads; else into
+        the fixed output, or a fresh array)."""
+        if out is None and self.out is not None:
+            if LIB is None:
+                self.out[:] = self.A @ self.x
+            else:
+                LIB.symplex_csr_matvec(*self._fixed_args)
+            return self.out
         if out is None:
             out = np.empty(self.A.shape[0])
         if LIB is None:
             out[:] = self.A @ self.x
         else:
-            LIB.symplex_csr_matvec(*self._args, pointers(out)[0])
+            LIB.symplex_csr_matvec(*self._args, address(out))
         return out

@@ -328,7 +328,9 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
 
 def _pairs_within(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every ordered pair (a, b) of positions in the sorted non-negative integers key with key[a] == key[b]."""
-    count = np.bincount(key)[key] if len(key) else np.zeros(0, np.int64)
+    if not len(key):  # no eliminated row (the mechanism shots have no inequality rows)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    count = np.bincount(key)[key]
     first = np.searchsorted(key, key)
     a = np.repeat(np.arange(len(key)), count)
     b = first[a] + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
@@ -642,6 +644,17 @@ def _leading(M: sp.spmatrix, rows: int, cols: int) -> sp.spmatrix:
     return type(M)((M.data[entries], indices, indptr), shape=(rows, cols))
 
 
+def _kept_layout(full: StageLayout, nx: int, kept: np.ndarray) -> StageLayout:
+    """The layout of the nx variables and the rows `kept` of `full` (variables then rows): each unknown stays in its
+    block, the blocks left empty dropped; `full` itself when it keeps every row and has no empty block."""
+    if len(kept) == full.n_unknowns - nx and full.sizes.all():
+        return full
+    chunk = np.concatenate([full.chunk[:nx], full.chunk[nx + kept]])
+    renumber = np.cumsum(np.bincount(chunk[chunk >= 0], minlength=full.n_chunks) > 0) - 1  # no empty block
+    chunk = np.where(chunk >= 0, renumber[np.maximum(chunk, 0)], -1)
+    return StageLayout(chunk, int(renumber[-1]) + 1, full.band)
+
+
 _BORDER_KEY = 1 << 40  # the border's block number in _slots: farther from every block than any two blocks are
 _USES_COLUMN = np.array([0, 0, 1, 1, 0, 1])  # whether a kind of _slots' pair adds the column's place in its block
 
@@ -664,12 +677,12 @@ def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.nda
     table[:, 4] = -2
     table[:, 5] = L.e_off[c] + local * L.nb
     table, key = table.ravel(), np.where(inner, L.chunk, _BORDER_KEY)
-    out = []
-    for i, j in pairs:
-        d = key[j] - key[i]
-        kind = np.minimum(np.maximum(d, -2), 2) + 2 + (d >= _BORDER_KEY // 2)  # np.clip, without its wrappers
-        out.append(table[i * 6 + kind] + local[j] * _USES_COLUMN[kind])
-    return out
+    # all the pairs at once (a shot's are a few thousand: each numpy call's overhead counts), then split
+    i, j = (np.concatenate(side) for side in zip(*pairs))
+    d = key[j] - key[i]
+    kind = np.minimum(np.maximum(d, -2), 2) + 2 + (d >= _BORDER_KEY // 2)  # np.clip, without its wrappers
+    slots = table[i * 6 + kind] + local[j] * _USES_COLUMN[kind]
+    return np.split(slots, np.cumsum([len(first) for first, _ in pairs[:-1]]))
 
 
 class StagePlan:
@@ -724,22 +737,18 @@ class StagePlan:
         j_row = np.repeat(np.arange(m), np.diff(J.indptr))
         j_col = J.indices.astype(np.int64)
         in_x = j_col < nx
-        # an inequality row is eliminated when its variables lie in one block or two adjacent ones
-        x_chunk = np.concatenate([full.chunk[:nx], np.full(len(rows), -1)])
-        lo, hi = _row_span(_PerRow(J.indptr), J.indices, x_chunk)
-        near = hi - lo <= 1
         slack_of_row = np.full(m, -1)
         slack_of_row[rows] = np.arange(len(rows))
-        eliminated = (slack_of_row >= 0) & near
+        eliminated = np.zeros(m, bool)
+        if len(rows):  # an inequality row is eliminated when its variables lie in one block or two adjacent ones
+            x_chunk = np.concatenate([full.chunk[:nx], np.full(len(rows), -1)])
+            lo, hi = _row_span(_PerRow(J.indptr), J.indices, x_chunk)
+            eliminated = (slack_of_row >= 0) & (hi - lo <= 1)
         kept = np.flatnonzero(~eliminated)
         self.elim = np.flatnonzero(eliminated)
         self.elim_slack = slack_of_row[self.elim]
         self.kept, self.kept_slack = kept, slack_of_row[kept]
-        # the layout of x and the kept rows: each unknown stays in its block
-        chunk = np.concatenate([full.chunk[:nx], full.chunk[nx + kept]])
-        renumber = np.cumsum(np.bincount(chunk[chunk >= 0], minlength=full.n_chunks) > 0) - 1  # no empty block
-        chunk = np.where(chunk >= 0, renumber[np.maximum(chunk, 0)], -1)
-        L = self.layout = StageLayout(chunk, int(renumber[-1]) + 1, full.band)
+        L = self.layout = _kept_layout(full, nx, kept)
         new_row = np.full(m, -1)
         new_row[kept] = nx + np.arange(len(kept))
         # W's entries over x (both triangles given: the lower twins of couplings are dropped)

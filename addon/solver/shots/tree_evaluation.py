@@ -448,8 +448,8 @@ class EvaluationPass:
         read = plan.input_matrix.indices
         if np.any((read >= start) & (read < stop)):
             raise ValueError("tree evaluation: the programs' inputs are computed from themselves")
-        self.inputs = self.data[plan.inputs]  # a view: the product writes the inputs in place
-        self.make_inputs = CsrProduct(plan.input_matrix, self.data)
+        # into a view of the buffer: the product writes the inputs in place
+        self.make_inputs = CsrProduct(plan.input_matrix, self.data, out=self.data[plan.inputs])
         self.make_values = CsrProduct(plan.values_matrix, self.data)
 
     def __call__(self, x: np.ndarray, y: np.ndarray | None = None, obj_factor: float = 0.0) -> np.ndarray:
@@ -459,7 +459,7 @@ class EvaluationPass:
         if y is not None:
             data[self.y] = y
             data[self.objective] = obj_factor
-        self.make_inputs(out=self.inputs)
+        self.make_inputs()
         for run in self.runs:
             run()
         return self.make_values()

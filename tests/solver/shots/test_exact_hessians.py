@@ -287,8 +287,8 @@ def test_pattern_sum_in_c_equals_bincount():
 @pytest.mark.skipif(sparse_binding.LIB is None, reason="C kernels not built (make kernels)")
 def test_csr_product_in_c_equals_scipy_bit_for_bit():
     """CsrProduct (native/sparse_sum.c) is scipy's product, each row summed in the same order, on a matrix with
-    empty rows and duplicate entries, into a fresh array and into a view of another buffer; a changed input is
-    read at the next call."""
+    empty rows and duplicate entries, into a fresh array, into a view of another buffer given at the call and into
+    one fixed at construction (returned); a changed input is read at the next call."""
     rng = np.random.default_rng(15)
     counts = rng.integers(0, 8, 43)
     counts[[5, 17, 42]] = 0  # empty rows
@@ -303,6 +303,10 @@ def test_csr_product_in_c_equals_scipy_bit_for_bit():
     buffer = np.zeros(50)
     product(out=buffer[5:48])
     assert np.array_equal(buffer[5:48], A @ x) and not buffer[:5].any() and not buffer[48:].any()
+    buffer[:] = 0.0
+    fixed = sparse_binding.CsrProduct(A, x, out=buffer[2:45])
+    x[:] = rng.standard_normal(60)
+    assert fixed() is fixed.out and np.array_equal(buffer[2:45], A @ x) and not buffer[:2].any() and not buffer[45:].any()
 
 
 def test_evaluations_at_alternating_points_equal_fresh_ones():
