@@ -284,6 +284,17 @@ int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_
     return 0;
 }
 
+/* out = W x for the n x n CSC matrix W (ptr, idx, val), summed column by column in the order of scipy's CSC product. */
+static void csc_product(int64_t n, const int64_t *ptr, const int64_t *idx, const double *val, const double *x,
+                        double *out)
+{
+    for (int64_t i = 0; i < n; ++i)
+        out[i] = 0.0;
+    for (int64_t col = 0; col < n; ++col)
+        for (int64_t e = ptr[col]; e < ptr[col + 1]; ++e)
+            out[idx[e]] += val[e] * x[col];
+}
+
 void symplex_kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int64_t *w_idx, const double *w_val,
                           const int64_t *j_ptr, const int64_t *j_idx, const double *j_val, double dw, double dc,
                           const double *sol, const double *rhs, double *out, double *work)
@@ -291,13 +302,9 @@ void symplex_kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int
     /* the operations of stage_kkt.kkt_residual in its order (scipy's CSC and CSR products, then the sums), so
      * that both give the same bits: W dz in out, J^T y in work */
     const double *dz = sol, *y = sol + nz;
-    for (int64_t i = 0; i < nz; ++i) {
-        out[i] = 0.0;
+    csc_product(nz, w_ptr, w_idx, w_val, dz, out);
+    for (int64_t i = 0; i < nz; ++i)
         work[i] = 0.0;
-    }
-    for (int64_t col = 0; col < nz; ++col)
-        for (int64_t e = w_ptr[col]; e < w_ptr[col + 1]; ++e)
-            out[w_idx[e]] += w_val[e] * dz[col];
     for (int64_t row = 0; row < m; ++row) {
         double acc = 0.0;
         for (int64_t e = j_ptr[row]; e < j_ptr[row + 1]; ++e) {
@@ -537,11 +544,7 @@ static void plan_curvature(const symplex_stage_plan *p, const double *w_val, dou
 {
     int64_t nz = p->nx + p->ns;
     double *wdz = p->z_work;
-    for (int64_t i = 0; i < nz; ++i)
-        wdz[i] = 0.0;
-    for (int64_t col = 0; col < nz; ++col)
-        for (int64_t e = p->w_ptr[col]; e < p->w_ptr[col + 1]; ++e)
-            wdz[p->w_idx[e]] += w_val[e] * sol[col];
+    csc_product(nz, p->w_ptr, p->w_idx, w_val, sol, wdz);
     double dd = dot(nz, sol, sol);
     curvature[0] = dot(nz, sol, wdz) + dw * dd;
     curvature[1] = dd;
