@@ -335,15 +335,17 @@ class SparsityPattern:
         # without duplicates the sum is a reordering: the entry of each CSR position
         self.order = np.argsort(self.inverse) if len(unique) == len(key) else None
         self.inverse = np.ascontiguousarray(self.inverse, np.int64)
+        self._sum = None if _sparse.LIB is None or self.order is not None else _sparse.ScatterAdd(self.inverse,
+                                                                                                  self.size)
 
     def values(self, data: np.ndarray) -> np.ndarray:
         """The COO data summed into the CSR entries (in CSR order, each entry's data in COO order): in C
         (native/sparse_sum.c) when the kernels are built, else values_numpy, its twin."""
         if self.order is not None:
             return data[self.order]
-        if _sparse.LIB is None:
+        if self._sum is None:
             return self.values_numpy(data)
-        return _sparse.scatter_add(self.inverse, data, self.size)
+        return self._sum(data)
 
     def values_numpy(self, data: np.ndarray) -> np.ndarray:
         """values by np.bincount."""
