@@ -418,6 +418,11 @@ class QuadraticCosts:
         self.ke, self.ks = 2 * self.we / self.se, 2 * self.ws / self.ss  # d/de of we e^2, scaled by 1 / se
         self.kee, self.kss = self.ke / self.se, self.ks / self.ss
         self._point, self._last = _LastPoint(), ()
+        # the gradient's weights at grad_cols, refilled each call: h ke e, ks d / h, -ks d / h, then the h entry
+        self._grad_weights = np.empty(len(self.grad_cols))
+        E, S = len(self.ce), len(self.c0)
+        self._g_effort, self._g_smooth, self._g_minus = (self._grad_weights[a:a + size]
+                                                         for a, size in ((0, E), (E, S), (E + S, S)))
 
     def _at(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, float, float]:
         """(h, e, d, sum we e^2, sum ws d^2) at x, kept for the last x (the solver asks for the value at a trial point,
@@ -435,9 +440,13 @@ class QuadraticCosts:
     def gradient(self, x: np.ndarray) -> np.ndarray:
         """df/dx (n,)."""
         h, e, d, effort, smooth = self._at(x)
-        g_s = self.ks * d / h
-        weights = np.concatenate([h * self.ke * e, g_s, -g_s, [effort - smooth / (h * h)]])
-        return np.bincount(self.grad_cols, weights=weights, minlength=self.n)
+        np.multiply(h, self.ke, out=self._g_effort)
+        self._g_effort *= e
+        np.multiply(self.ks, d, out=self._g_smooth)
+        self._g_smooth /= h
+        np.negative(self._g_smooth, out=self._g_minus)
+        self._grad_weights[-1] = effort - smooth / (h * h)
+        return np.bincount(self.grad_cols, weights=self._grad_weights, minlength=self.n)
 
     def hessian_values(self, x: np.ndarray, scale: float = 1.0) -> np.ndarray:
         """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols)."""
