@@ -615,8 +615,20 @@ def _writing(into: Callable[[np.ndarray, np.ndarray, np.ndarray], None], rows: i
     return fn
 
 
-def _wrap(a: np.ndarray) -> np.ndarray:
-    return (a + np.pi) % (2 * np.pi) - np.pi
+def _columns(components) -> slice | np.ndarray:
+    """Indices of components as a slice when they are consecutive (indexing with it gives a view), else an array."""
+    c = np.asarray(components, int)
+    if len(c) and np.array_equal(c, np.arange(c[0], c[0] + len(c))):
+        return slice(int(c[0]), int(c[0]) + len(c))
+    return c
+
+
+_PI, _TWO_PI = np.array(np.pi), np.array(2 * np.pi)  # 0-d operands: the numbers of Python floats, a cheaper call
+
+
+def _wrap(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The angle a in [-pi, pi) ((a + pi) mod 2 pi - pi), into out when given."""
+    return np.subtract(np.remainder(np.add(a, _PI, out=out), _TWO_PI, out=out), _PI, out=out)
 
 
 @dataclass
@@ -796,13 +808,13 @@ class Transcription:
                     self._node_block(step, _with_hessian(_writing(into, nr), hessian if self._curvature else None), z,
                                      z, [key.label], ("key", key, "position"))
             if key.heading is not None:
-                def into(S, r, J, target=float(key.heading)):
+                def into(S, r, J, target=np.array(float(key.heading))):
                     a, da = dyn.heading(S)
-                    r[:, 0] = _wrap(a - target)
+                    _wrap(np.subtract(a, target, out=r[:, 0]), r[:, 0])
                     J[:, 0] = da
                 self._node_block(step, _writing(into, 1), [[0.0]], [[0.0]], [key.label], ("key", key, "heading"))
             if key.velocity is not None:
-                comps = np.asarray(dyn.velocity_components)
+                comps = _columns(dyn.velocity_components)
                 target = np.asarray(key.velocity, float)[comps]
                 ns = dyn.ns
 
@@ -811,8 +823,8 @@ class Transcription:
                     np.subtract(v[:, comps], target, out=r)
                     J[:, :, :ns] = 0.0
                     J[:, :, ns:] = dv[:, comps]
-                z = np.zeros((1, len(comps)))
-                self._node_block(step, _writing(into, len(comps)), z, z, [key.label], ("key", key, "velocity"),
+                z = np.zeros((1, len(target)))
+                self._node_block(step, _writing(into, len(target)), z, z, [key.label], ("key", key, "velocity"),
                                  extra_segment=True)
 
     @property
