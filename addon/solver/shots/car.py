@@ -405,7 +405,7 @@ class CarDynamics(StageDynamics):
 
     def velocity(self, V):
         out = np.zeros((len(V), 3))
-        out[:, 0] = self.rho * V[:, 1]
+        np.multiply(V[:, 1], self.rho, out=out[:, 0])
         J = np.zeros((len(V), 3, 2))
         J[:, 0, 1] = self.rho
         return out, J

@@ -904,12 +904,14 @@ class Transcription:
             self._node_block(steps, fn, need, np.full(need.shape, np.inf), [f"{ob.name} at step {k}" for k in steps],
                              ("obstacle", ob))
         rows = self._position_rows()
+        nr = len(rows)  # the position's first nr components
         for c in shot.corridors:
             steps_c = np.arange(max(c.first, 1), c.last + 1)
 
-            def fn(S):
+            def into(S, r, J):
                 p, dp = dyn.position(S)
-                return p[:, rows], dp[:, rows]
+                r[...], J[...] = p[:, :nr], dp[:, :nr]
+            fn = _writing(into, nr)
             if self._curvature:
                 fn.hessian = lambda S, weights: np.einsum("ki,kiab->kab", weights, self._point_hessian(S)[:, rows])
             lo = np.tile(np.asarray(c.lower, float)[rows], (len(steps_c), 1))
