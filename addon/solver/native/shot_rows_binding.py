@@ -5,12 +5,16 @@ all steps) and planar_clearance.c (a planar vehicle's body spheres against an ob
 addon/solver/shots/car.py uses its numpy twin (CarDynamics.residual_numpy, residual_hessian_numpy) and
 transcription.py the numpy distances of obstacles.py. The wrappers make their inputs float64 / int64 and
 C-contiguous (the car step's stage columns and h are read in place when their rows are: the window's (K, 19) columns)
-and allocate the outputs (or write the rows into given ones).
+and allocate the outputs (or write the rows into given ones). The *_call functions and PlanarClearance.*_call bind a
+kernel to arrays that live as long as their caller's (a transcription's buffers): the checks and the addresses once,
+each call of the result only runs the kernel on the arrays' current values.
 """
 
 from __future__ import annotations
 
 import ctypes
+from functools import partial
+from typing import Callable
 
 import numpy as np
 
@@ -57,11 +61,41 @@ def _inputs(W: np.ndarray, first: np.ndarray, h: np.ndarray) -> tuple[np.ndarray
     return W, w_stride, np.ascontiguousarray(first, np.int64), h, h_stride
 
 
+def _arguments(W: np.ndarray, first: np.ndarray, h: np.ndarray,
+               rest: tuple[np.ndarray, ...]) -> tuple[tuple[np.ndarray, ...], tuple]:
+    """(the arrays the kernel reads, to be kept alive through its calls; its arguments (K, W, its stride, first, h,
+    its stride, *rest)) over the inputs as _inputs makes them."""
+    W, w_stride, first, h, h_stride = _inputs(W, first, h)
+    w_p, first_p, h_p, *rest_p = pointers(W, first, h, *rest)
+    return (W, first, h, *rest), (len(W), w_p, w_stride, first_p, h_p, h_stride, *rest_p)
+
+
 def _call(kernel, W: np.ndarray, first: np.ndarray, h: np.ndarray, *rest: np.ndarray) -> None:
     """kernel(K, W, its stride, first, h, its stride, *rest) over the inputs as _inputs makes them."""
-    W, w_stride, first, h, h_stride = _inputs(W, first, h)
-    w_p, first_p, h_p = pointers(W, first, h)
-    kernel(len(W), w_p, w_stride, first_p, h_p, h_stride, *pointers(*rest))
+    arrays, args = _arguments(W, first, h, rest)  # arrays: alive until the kernel returns
+    kernel(*args)
+
+
+def _bound(kernel, W: np.ndarray, first: np.ndarray, h: np.ndarray, *rest: np.ndarray) -> Callable[[], None]:
+    """kernel over fixed arrays, its arguments made once: each call reads the current values of W and h (views read in
+    place: ValueError for arrays that would be copied, whose copy would not see later values)."""
+    kept, args = _arguments(W, first, h, rest)
+    if kept[0] is not W or kept[2] is not h:
+        raise ValueError("car step: a bound call reads W and h in place: float64 with contiguous rows, got "
+                         f"{W.dtype} strides {W.strides} and {h.dtype} strides {h.strides}")
+    call = partial(kernel, *args)
+    call.arrays = kept
+    return call
+
+
+def _fixed(a: np.ndarray, shape: tuple[int, ...], what: str, output: bool = False) -> np.ndarray:
+    """a, checked to be a float64 C-contiguous array of the shape (writable: an output), one a bound kernel reads or
+    writes in place."""
+    if (a.shape != shape or a.dtype != np.float64 or not a.flags.c_contiguous
+            or (output and not a.flags.writeable)):
+        raise ValueError(f"{what}: expected a {'writable ' if output else ''}float64 C-contiguous array {shape}, got "
+                         f"{a.dtype} {a.shape}")
+    return a
 
 
 def _outputs(out: tuple[np.ndarray, np.ndarray], jacobian_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -91,6 +125,22 @@ def step(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray,
     r, J = (np.empty((len(W), 4)), np.empty((len(W), 4, 19))) if out is None else _outputs(out, (len(W), 4, 19))
     _call(LIB.symplex_car_step, W, first, h, par, r, J)
     return r, J
+
+
+def step_call(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray,
+              out: tuple[np.ndarray, np.ndarray]) -> Callable[[], None]:
+    """step(W, first, h, par, out) bound to these arrays (W, h read in place: _bound)."""
+    return _bound(LIB.symplex_car_step, W, first, h, _fixed(par, (6,), "car step parameters"),
+                  *_outputs(out, (len(W), 4, 19)))
+
+
+def hessian_call(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y: np.ndarray,
+                 out: np.ndarray) -> Callable[[], None]:
+    """hessian(W, first, h, par, y) written into out (K, 9, 9), bound to these arrays (W, h read in place: _bound;
+    y and out C-contiguous)."""
+    K = len(W)
+    return _bound(LIB.symplex_car_step_hessian, W, first, h, _fixed(par, (6,), "car step parameters"),
+                  _fixed(y, (K, 4), "car step Hessian weights"), _fixed(out, (K, 9, 9), "car step Hessian", True))
 
 
 class PlanarClearance:
@@ -129,3 +179,25 @@ class PlanarClearance:
         s, w, h = pointers(S, weights, H)
         self._lib.symplex_planar_clearance(K, ns, s, *self._args, w, None, None, h)
         return H
+
+    def rows_call(self, S: np.ndarray, out: tuple[np.ndarray, np.ndarray]) -> Callable[[], None]:
+        """rows(S, out) bound to these arrays (S (K, ns) float64 C-contiguous: read at each call)."""
+        K, ns = S.shape
+        S = _fixed(S, (K, ns), "planar clearance states")
+        d, J = _outputs(out, (K, len(self.offsets), ns))
+        call = partial(self._lib.symplex_planar_clearance, K, ns, *pointers(S), *self._args, None, *pointers(d, J),
+                       None)
+        call.arrays = (S, d, J)
+        return call
+
+    def hessian_call(self, S: np.ndarray, weights: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+        """hessian(S, weights) written into out (K, ns, ns), bound to these arrays (all float64 C-contiguous: S and
+        weights read at each call)."""
+        K, ns = S.shape
+        arrays = (_fixed(S, (K, ns), "planar clearance states"),
+                  _fixed(weights, (K, len(self.offsets)), "planar clearance weights"),
+                  _fixed(out, (K, ns, ns), "planar clearance Hessian", True))
+        s, w, h = pointers(*arrays)
+        call = partial(self._lib.symplex_planar_clearance, K, ns, s, *self._args, w, None, None, h)
+        call.arrays = arrays
+        return call

@@ -1,8 +1,8 @@
-"""ctypes bindings of sparse_sum.c: scatter_add (COO data summed into a sparse matrix's values) and CsrProduct (a
+"""ctypes bindings of sparse_sum.c: ScatterAdd (COO data summed into a sparse matrix's values) and CsrProduct (a
 fixed CSR matrix times a vector, without scipy's per-call checks and dispatch).
 
 `LIB` is the kernel library when it is built with sparse_sum.c and loads (native.load_kernels), else None; then
-CsrProduct uses scipy's product (the numpy twin: the same sums in the same order) and scatter_add's callers
+CsrProduct uses scipy's product (the numpy twin: the same sums in the same order) and ScatterAdd's callers
 np.bincount.
 """
 
@@ -32,17 +32,28 @@ def _load() -> ctypes.CDLL | None:
 LIB = _load()
 
 
-def scatter_add(target: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """out (size,) with out[target[i]] += values[i], summed in the order of i: np.bincount without its passes to check
-    and convert the targets. target: int64, C-contiguous, entries in [0, size) (the caller's fixed map, not checked
-    here)."""
-    values = np.ascontiguousarray(values, np.float64)
-    if target.shape != values.shape or target.dtype != np.int64:
-        raise ValueError(f"scatter_add: expected int64 targets of the values' shape {values.shape}, got "
-                         f"{target.dtype} {target.shape}")
-    out = np.zeros(size)
-    LIB.symplex_scatter_add(len(values), *pointers(target, values, out))
-    return out
+class ScatterAdd:
+    """values -> out (size,) with out[target[i]] += values[i], summed in the order of i: np.bincount without its passes
+    to check and convert the targets at each call. The fixed targets (any integers in [0, size)) are checked and
+    their address looked up once here; the values handed in at each call are checked (made float64 and contiguous
+    when they are not)."""
+
+    def __init__(self, target: np.ndarray, size: int):
+        target = np.ascontiguousarray(target, np.int64)
+        if target.ndim != 1 or (len(target) and (target.min() < 0 or target.max() >= size)):
+            raise ValueError(f"ScatterAdd: expected 1-d targets in [0, {size}), got {target.shape} in "
+                             f"[{target.min(initial=0)}, {target.max(initial=0)}]")
+        self.target, self.size = target, size
+        self._target = address(target)
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        values = np.ascontiguousarray(values, np.float64)
+        if values.shape != self.target.shape:
+            raise ValueError(f"ScatterAdd: expected values of the targets' shape {self.target.shape}, got "
+                             f"{values.shape}")
+        out = np.zeros(self.size)
+        LIB.symplex_scatter_add(len(values), self._target, *pointers(values, out))
+        return out
 
 
 class CsrProduct:

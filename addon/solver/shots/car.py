@@ -198,6 +198,22 @@ class CarDynamics(StageDynamics):
             return super().window_residual(X, first, out)
         return _native.step(X[:, :18].reshape(len(X), 3, 6), first, X[:, 18], self._par, out)
 
+    def _own(self, name: str) -> bool:
+        """Whether method `name` is CarDynamics' (its C kernel serves: not a subclass's rows of its own)."""
+        return _native.LIB is not None and getattr(type(self), name) is getattr(CarDynamics, name)
+
+    def window_residual_call(self, X, first, out):
+        """StageDynamics.window_residual_call: the C kernel bound to the window buffer and the outputs."""
+        if not (self._own("residual") and self._own("window_residual")):
+            return None
+        return _native.step_call(X[:, :18].reshape(len(X), 3, 6), first, X[:, 18], self._par, out)
+
+    def residual_hessian_slots_call(self, X, first, y, out):
+        """StageDynamics.residual_hessian_slots_call: the C kernel bound to the window buffer, weights and output."""
+        if not self._own("residual_hessian_slots"):
+            return None
+        return _native.hessian_call(X[:, :18].reshape(len(X), 3, 6), first, X[:, 18], self._par, y, out)
+
     def residual_numpy(self, W, first, h):
         a, rho, k, c, m0 = self.alpha, self.rho, self.rho / self.l, self.c, self.m0
         unit = self.spec.max_drive_torque  # the drive variable is d / max_drive_torque
@@ -389,7 +405,7 @@ class CarDynamics(StageDynamics):
 
     def velocity(self, V):
         out = np.zeros((len(V), 3))
-        out[:, 0] = self.rho * V[:, 1]
+        np.multiply(V[:, 1], self.rho, out=out[:, 0])
         J = np.zeros((len(V), 3, 2))
         J[:, 0, 1] = self.rho
         return out, J

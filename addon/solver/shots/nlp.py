@@ -244,7 +244,7 @@ class _Reduced:
         gradient = self._at_start("gradient", x)
         gradient = np.asarray(self.nlp.gradient(x), float) if gradient is None else gradient
         g = np.zeros(self.nx + self.ns)
-        g[:self.nx] = self.f_scale * gradient[self.free]
+        np.multiply(gradient[self.free], self.f_scale, out=g[:self.nx])
         return g
 
     def raw_c(self, z, x=None):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -95,6 +96,18 @@ class StageDynamics(ABC):
         out[1][:, :, :-1], out[1][:, :, -1] = dW.reshape(len(X), r.shape[1], -1), dh
         return out
 
+    def window_residual_call(self, X: np.ndarray, first: np.ndarray,
+                             out: tuple[np.ndarray, np.ndarray]) -> Callable[[], None] | None:
+        """window_residual(X, first, out) bound to these arrays (buffers that outlive the call: each call reads X's
+        current values), or None when the dynamics binds none (window_residual serves)."""
+        return None
+
+    def residual_hessian_slots_call(self, X: np.ndarray, first: np.ndarray, y: np.ndarray,
+                                    out: np.ndarray) -> Callable[[], None] | None:
+        """residual_hessian_slots over the windows X (as window_residual's) with weights y written into out (K, s, s),
+        bound to these arrays like window_residual_call, or None when the dynamics binds none."""
+        return None
+
     # Optional exact second derivatives: residual_hessian(W, first, h, y (K, nr)) -> (K, 3 (ns + nv) + 1,
     # 3 (ns + nv) + 1), sum_i y_i d2 r_i over the window flattened then h. None: differenced instead.
     residual_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
@@ -161,7 +174,7 @@ class Block:
     window `window`, which `window_fn` takes) and marks the columns entering nonlinearly (`curved`, positions
     in index). The solver's evaluations go through the original window: its Jacobian reaches the solver's matrix
     through an index map fixed once (_Assembly: no copy of the used columns' entries), its Hessian as the entries of
-    the curved columns' pairs that can be nonzero (hessian_pairs, hessian_values)."""
+    the curved columns' pairs that can be nonzero (hessian_pairs, hessian_evaluator)."""
 
     index: np.ndarray
     fn: LocalFn
@@ -176,22 +189,24 @@ class Block:
         self.used = np.arange(self.index.shape[1])
         self.curved = self.used
         self._hessian_plan = None
-        self._X: np.ndarray | None = None
 
-    def evaluate(self, x: np.ndarray, rows: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
-        """The window values X (K, w) at x (in a buffer of the block's: valid until its next evaluation), with the rows
-        written into rows (K, rows) and their Jacobian over the whole window into jacobian (K, rows, w): by the window
-        function's `into(X, rows, jacobian)` when it has one (a kernel writing there), else copied from its
-        results."""
-        if self._X is None:
-            self._X = np.empty(self.window.shape)
-        X = x.take(self.window, out=self._X, mode="clip")  # the indices are in range: "clip" only skips a buffer
-        into = getattr(self.window_fn, "into", None)
-        if into is not None:
-            into(X, rows, jacobian)
-        else:
-            rows[...], jacobian[...] = self.window_fn(X)
-        return X
+    def evaluator(self, X: np.ndarray, rows: np.ndarray, jacobian: np.ndarray) -> Callable[[np.ndarray], None]:
+        """x -> the window values at x taken into X (K, w), the rows written into rows (K, rows) and their Jacobian
+        over the whole window into jacobian (K, rows, w): buffers of the caller's that outlive the evaluator. By the
+        window function's `bind(X, rows, jacobian)` -> a call without arguments (a kernel bound to the buffers once)
+        when it gives one, else its `into(X, rows, jacobian)` when it has one, else copied from its results."""
+        bind = getattr(self.window_fn, "bind", None)
+        run = None if bind is None else bind(X, rows, jacobian)
+        if run is None:
+            into = getattr(self.window_fn, "into", None)
+            run = (partial(into, X, rows, jacobian) if into is not None
+                   else partial(_copy_results, self.window_fn, X, rows, jacobian))
+        window = self.window
+
+        def evaluate(x: np.ndarray) -> None:
+            x.take(window, out=X, mode="clip")  # the indices are in range: "clip" only skips a buffer
+            run()
+        return evaluate
 
     def jacobian_pairs(self) -> np.ndarray:
         """The pairs (P, 2) of (row, used column: position in `used`) whose Jacobian entry can be nonzero: all of
@@ -202,23 +217,44 @@ class Block:
 
     def hessian_pairs(self) -> np.ndarray:
         """The pairs (P, 2) of curved columns (positions in `curved`) whose Hessian entry can be nonzero: an
-        instance's share of the Hessian's COO pattern, in the order of hessian_values."""
+        instance's share of the Hessian's COO pattern, in the order of hessian_evaluator's."""
         return self._plan()[3]
 
-    def hessian_values(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
-        """sum_i weights[:, i] d2 fn_i at window values X over hessian_pairs (K, P) flattened, into out (K P,); J the
-        window's Jacobian at X (for a block differenced by _local_hessian)."""
-        exact, size, positions, pairs = self._plan()
+    def hessian_evaluator(self, X: np.ndarray, J: np.ndarray, weights: np.ndarray,
+                          out: np.ndarray) -> Callable[[], None]:
+        """A call writing sum_i weights[:, i] d2 fn_i at the window values X over hessian_pairs (K, P) flattened into
+        out (K P,), for the current values of the buffers X, J (the window's Jacobian at X, for a block differenced
+        by _local_hessian) and weights (K, rows), which outlive it. The exact Hessian's `bind(X, weights, H)` -> a
+        call without arguments writing it into H (K, s, s) (a kernel bound to the buffers once) serves when it gives
+        one."""
+        exact, width, positions, pairs = self._plan()
+        K = len(X)
         if not len(pairs):
-            return
+            return _nothing
         if exact is None:
-            J = J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2)
-            out[...] = _local_hessian(self.fn, X[:, self.used], weights, self.curved, J).ravel()
-        elif positions is None:
-            out[...] = exact(X, weights).ravel()
-        else:
-            exact(X, weights).reshape(len(X), size).take(positions, axis=1, out=out.reshape(len(X), len(positions)),
-                                                         mode="clip")
+            def differenced() -> None:
+                used = J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2)
+                out[...] = _local_hessian(self.fn, X[:, self.used], weights, self.curved, used).ravel()
+            return differenced
+        H = out.reshape(K, width, width) if positions is None else np.empty((K, width, width))
+        bind = getattr(exact, "bind", None)
+        run = None if bind is None else bind(X, weights, H)
+        if positions is None:
+            if run is None:
+                def run() -> None:
+                    out[...] = exact(X, weights).ravel()
+            return run
+        picked = out.reshape(K, len(positions))
+        if run is None:
+            def pick() -> None:
+                exact(X, weights).reshape(K, width * width).take(positions, axis=1, out=picked, mode="clip")
+            return pick
+        flat = H.reshape(K, width * width)
+
+        def run_and_pick() -> None:
+            run()
+            flat.take(positions, axis=1, out=picked, mode="clip")
+        return run_and_pick
 
     def _plan(self):
         if self._hessian_plan is None:
@@ -226,15 +262,15 @@ class Block:
         return self._hessian_plan
 
     def _plan_hessian(self):
-        """(the exact Hessian to call, or None: differenced (over the curved columns, all pairs); the size of its
-        block per instance; the flat positions of the pairs' entries in it, or None when they are all of them; the
-        pairs). The window function's slot_hessian (slots, fn: X, weights -> (K, s, s), optionally the (s, s)
+        """(the exact Hessian to call, or None: differenced (over the curved columns, all pairs); the width s of its
+        (s, s) block per instance; the flat positions of the pairs' entries in it, or None when they are all of them;
+        the pairs). The window function's slot_hessian (slots, fn: X, weights -> (K, s, s), optionally the (s, s)
         pattern of its entries that can be nonzero) serves when the curved columns are among its slots, else its
         hessian over the whole window."""
         c = len(self.curved)
         exact = getattr(self.window_fn, "hessian", None)
         if exact is None or not c:
-            return None, c * c, None, np.argwhere(np.ones((c, c), bool))
+            return None, c, None, np.argwhere(np.ones((c, c), bool))
         curved = self.used[self.curved]
         slots, on_slots, *pattern = getattr(self.window_fn, "slot_hessian", (None, None))
         if slots is not None and np.all(np.isin(curved, slots)):
@@ -245,7 +281,16 @@ class Block:
         nonzero = pattern[0][at[:, None], at] if pattern and pattern[0] is not None else np.ones((c, c), bool)
         pairs = np.argwhere(nonzero)
         positions = at[pairs[:, 0]] * w + at[pairs[:, 1]]
-        return exact, w * w, (None if len(positions) == w * w else positions), pairs
+        return exact, w, (None if len(positions) == w * w else positions), pairs
+
+
+def _copy_results(fn: LocalFn, X: np.ndarray, rows: np.ndarray, jacobian: np.ndarray) -> None:
+    """fn's rows and Jacobian at X copied into rows and jacobian (a window function without `into`)."""
+    rows[...], jacobian[...] = fn(X)
+
+
+def _nothing() -> None:
+    """The Hessian of a block without curved pairs: nothing to write."""
 
 
 def _local_hessian(fn: LocalFn, X: np.ndarray, weights: np.ndarray, cols: np.ndarray, J0: np.ndarray) -> np.ndarray:
@@ -290,15 +335,17 @@ class SparsityPattern:
         # without duplicates the sum is a reordering: the entry of each CSR position
         self.order = np.argsort(self.inverse) if len(unique) == len(key) else None
         self.inverse = np.ascontiguousarray(self.inverse, np.int64)
+        self._sum = None if _sparse.LIB is None or self.order is not None else _sparse.ScatterAdd(self.inverse,
+                                                                                                  self.size)
 
     def values(self, data: np.ndarray) -> np.ndarray:
         """The COO data summed into the CSR entries (in CSR order, each entry's data in COO order): in C
         (native/sparse_sum.c) when the kernels are built, else values_numpy, its twin."""
         if self.order is not None:
             return data[self.order]
-        if _sparse.LIB is None:
+        if self._sum is None:
             return self.values_numpy(data)
-        return _sparse.scatter_add(self.inverse, data, self.size)
+        return self._sum(data)
 
     def values_numpy(self, data: np.ndarray) -> np.ndarray:
         """values by np.bincount."""
@@ -371,6 +418,11 @@ class QuadraticCosts:
         self.ke, self.ks = 2 * self.we / self.se, 2 * self.ws / self.ss  # d/de of we e^2, scaled by 1 / se
         self.kee, self.kss = self.ke / self.se, self.ks / self.ss
         self._point, self._last = _LastPoint(), ()
+        # the gradient's weights at grad_cols, refilled each call: h ke e, ks d / h, -ks d / h, then the h entry
+        self._grad_weights = np.empty(len(self.grad_cols))
+        E, S = len(self.ce), len(self.c0)
+        self._g_effort, self._g_smooth, self._g_minus = (self._grad_weights[a:a + size]
+                                                         for a, size in ((0, E), (E, S), (E + S, S)))
 
     def _at(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, float, float]:
         """(h, e, d, sum we e^2, sum ws d^2) at x, kept for the last x (the solver asks for the value at a trial point,
@@ -388,9 +440,13 @@ class QuadraticCosts:
     def gradient(self, x: np.ndarray) -> np.ndarray:
         """df/dx (n,)."""
         h, e, d, effort, smooth = self._at(x)
-        g_s = self.ks * d / h
-        weights = np.concatenate([h * self.ke * e, g_s, -g_s, [effort - smooth / (h * h)]])
-        return np.bincount(self.grad_cols, weights=weights, minlength=self.n)
+        np.multiply(h, self.ke, out=self._g_effort)
+        self._g_effort *= e
+        np.multiply(self.ks, d, out=self._g_smooth)
+        self._g_smooth /= h
+        np.negative(self._g_smooth, out=self._g_minus)
+        self._grad_weights[-1] = effort - smooth / (h * h)
+        return np.bincount(self.grad_cols, weights=self._grad_weights, minlength=self.n)
 
     def hessian_values(self, x: np.ndarray, scale: float = 1.0) -> np.ndarray:
         """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols)."""
@@ -420,7 +476,7 @@ class _Assembly:
     """Blocks over n variables evaluated together: their rows, the Jacobian's COO data (pattern: `rows`, `cols`: each
     block's patterned entries) and the Hessian's (`hess_rows`, `hess_cols`: each block's hessian_pairs, then the
     quadratic costs' pattern). A cost assembly may carry the QuadraticCosts: they add to total, column_sums and
-    hessian_into (not to the rows).
+    hessian_writer's (not to the rows).
 
     The rows and the window Jacobians are computed once per point x and kept for the last one: the solver asks for
     the rows at trial points and for the Jacobian and the Hessian at the iterate (an accepted trial). Each block
@@ -457,15 +513,18 @@ class _Assembly:
         self._r = [self._values[off:off + b.lower.size].reshape(b.lower.shape) for b, off in zip(blocks, self.offsets)]
         self._J = [self._raw_jacobian[a:z].reshape(*b.lower.shape, b.window.shape[1])
                    for b, a, z in zip(blocks, raw, raw[1:])]
-        self._X: list[np.ndarray] = []
+        self._X = [np.empty(b.window.shape) for b in blocks]  # each block's window values at the last point
+        self._weights = np.empty(self.m)  # the Hessian's weights of the rows, block by block as _values
+        self._w = [self._weights[off:off + b.lower.size].reshape(b.lower.shape) for b, off in zip(blocks, self.offsets)]
+        self._evaluators = [b.evaluator(X, r, J) for b, X, r, J in zip(blocks, self._X, self._r, self._J)]
         self._last = _LastPoint()
-        self._unit_weights: dict[int, np.ndarray] = {}
 
     def _at(self, x: np.ndarray) -> None:
         x = np.asarray(x, dtype=np.float64)  # the blocks' windows take into float64 buffers
         if not self.blocks or self._last.same(x):
             return  # without blocks (costs of the quadratic term only) nothing depends on x
-        self._X = [b.evaluate(x, r, J) for b, r, J in zip(self.blocks, self._r, self._J)]
+        for evaluate in self._evaluators:
+            evaluate(x)
         self._last.remember(x)
 
     def values(self, x: np.ndarray) -> np.ndarray:
@@ -498,28 +557,28 @@ class _Assembly:
     def hessian_size(self) -> int:
         return len(self.hess_rows)
 
-    def hessian_into(self, x: np.ndarray, y: np.ndarray | None, scale: float | None, out: np.ndarray) -> None:
-        """The COO data (pattern hess_rows, hess_cols) of sum_i y_i d2 row_i (y None: every weight 1), times scale
-        when given, then the quadratic costs', into out (hessian_size,)."""
-        self._at(x)
-        for i, (b, off, X, J) in enumerate(zip(self.blocks, self.offsets, self._X, self._J)):
-            K = len(X)
-            weights = self._ones(i) if y is None else y[off:off + K * b.rows].reshape(K, b.rows)
-            part = out[self.hessian_offsets[i]:self.hessian_offsets[i + 1]]
-            b.hessian_values(X, J, weights, part)
-            if scale is not None:
-                np.multiply(part, scale, out=part)
-        if self.quadratic is not None:
-            self.quadratic.hessian_into(x, 1.0 if scale is None else scale, out[self.hessian_offsets[-1]:])
+    def hessian_writer(self, out: np.ndarray) -> Callable[[np.ndarray, np.ndarray | None, float | None], None]:
+        """(x, y, scale) -> None writing the COO data (pattern hess_rows, hess_cols) of sum_i y_i d2 row_i (y None:
+        every weight 1), times scale when given, then the quadratic costs', into out (hessian_size,), a buffer that
+        outlives the writer: the blocks' Hessians bound to their parts of it once (Block.hessian_evaluator)."""
+        ends = self.hessian_offsets
+        evaluators = [b.hessian_evaluator(X, J, w, out[a:z])
+                      for b, X, J, w, a, z in zip(self.blocks, self._X, self._J, self._w, ends, ends[1:])]
+        blocks_part, quadratic_part = out[:ends[-1]], out[ends[-1]:]
 
-    def _ones(self, i: int) -> np.ndarray:
-        """Block i's weights of one (read-only, made once)."""
-        ones = self._unit_weights.get(i)
-        if ones is None:
-            b = self.blocks[i]
-            ones = self._unit_weights[i] = np.ones((len(b.index), b.rows))
-            ones.flags.writeable = False
-        return ones
+        def write(x: np.ndarray, y: np.ndarray | None, scale: float | None) -> None:
+            self._at(x)
+            if y is None:
+                self._weights.fill(1.0)
+            else:
+                np.copyto(self._weights, y)
+            for evaluate in evaluators:
+                evaluate()
+            if scale is not None:
+                np.multiply(blocks_part, scale, out=blocks_part)
+            if self.quadratic is not None:
+                self.quadratic.hessian_into(x, 1.0 if scale is None else scale, quadratic_part)
+        return write
 
 
 def _at_height(dist, z: float):
@@ -556,8 +615,20 @@ def _writing(into: Callable[[np.ndarray, np.ndarray, np.ndarray], None], rows: i
     return fn
 
 
-def _wrap(a: np.ndarray) -> np.ndarray:
-    return (a + np.pi) % (2 * np.pi) - np.pi
+def _columns(components) -> slice | np.ndarray:
+    """Indices of components as a slice when they are consecutive (indexing with it gives a view), else an array."""
+    c = np.asarray(components, int)
+    if len(c) and np.array_equal(c, np.arange(c[0], c[0] + len(c))):
+        return slice(int(c[0]), int(c[0]) + len(c))
+    return c
+
+
+_PI, _TWO_PI = np.array(np.pi), np.array(2 * np.pi)  # 0-d operands: the numbers of Python floats, a cheaper call
+
+
+def _wrap(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The angle a in [-pi, pi) ((a + pi) mod 2 pi - pi), into out when given."""
+    return np.subtract(np.remainder(np.add(a, _PI, out=out), _TWO_PI, out=out), _PI, out=out)
 
 
 @dataclass
@@ -669,6 +740,7 @@ class Transcription:
         def into(X, r, J):
             dyn.window_residual(X, first, (r, J))
         fn.into = into
+        fn.bind = lambda X, r, J: dyn.window_residual_call(X, first, (r, J))
 
         if dyn.residual_hessian is not None:
             def hessian(X, weights):
@@ -678,6 +750,7 @@ class Transcription:
                 def on_slots(X, weights):
                     return dyn.residual_hessian_slots(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1],
                                                       weights)
+                on_slots.bind = lambda X, weights, out: dyn.residual_hessian_slots_call(X, first, weights, out)
                 fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots, dyn.hessian_slot_pattern)
         if dyn.residual_pattern is not None:
             fn.jacobian_pattern = dyn.residual_pattern
@@ -735,13 +808,13 @@ class Transcription:
                     self._node_block(step, _with_hessian(_writing(into, nr), hessian if self._curvature else None), z,
                                      z, [key.label], ("key", key, "position"))
             if key.heading is not None:
-                def into(S, r, J, target=float(key.heading)):
+                def into(S, r, J, target=np.array(float(key.heading))):
                     a, da = dyn.heading(S)
-                    r[:, 0] = _wrap(a - target)
+                    _wrap(np.subtract(a, target, out=r[:, 0]), r[:, 0])
                     J[:, 0] = da
                 self._node_block(step, _writing(into, 1), [[0.0]], [[0.0]], [key.label], ("key", key, "heading"))
             if key.velocity is not None:
-                comps = np.asarray(dyn.velocity_components)
+                comps = _columns(dyn.velocity_components)
                 target = np.asarray(key.velocity, float)[comps]
                 ns = dyn.ns
 
@@ -750,8 +823,8 @@ class Transcription:
                     np.subtract(v[:, comps], target, out=r)
                     J[:, :, :ns] = 0.0
                     J[:, :, ns:] = dv[:, comps]
-                z = np.zeros((1, len(comps)))
-                self._node_block(step, _writing(into, len(comps)), z, z, [key.label], ("key", key, "velocity"),
+                z = np.zeros((1, len(target)))
+                self._node_block(step, _writing(into, len(target)), z, z, [key.label], ("key", key, "velocity"),
                                  extra_segment=True)
 
     @property
@@ -819,19 +892,26 @@ class Transcription:
 
                 def into(S, d, J, clearance=clearance):
                     clearance.rows(S, (d, J))
-                fn.into, fn.hessian = into, clearance.hessian
+
+                def hessian(S, weights, clearance=clearance):
+                    return clearance.hessian(S, weights)
+                fn.into, fn.hessian = into, hessian
+                fn.bind, hessian.bind = (lambda S, d, J, clearance=clearance: clearance.rows_call(S, (d, J)),
+                                         clearance.hessian_call)
             else:
                 fn = self._sphere_clearance(ob, spheres)
             need = np.tile(spheres[:, 3] + ob.clearance, (len(steps), 1))
             self._node_block(steps, fn, need, np.full(need.shape, np.inf), [f"{ob.name} at step {k}" for k in steps],
                              ("obstacle", ob))
         rows = self._position_rows()
+        nr = len(rows)  # the position's first nr components
         for c in shot.corridors:
             steps_c = np.arange(max(c.first, 1), c.last + 1)
 
-            def fn(S):
+            def into(S, r, J):
                 p, dp = dyn.position(S)
-                return p[:, rows], dp[:, rows]
+                r[...], J[...] = p[:, :nr], dp[:, :nr]
+            fn = _writing(into, nr)
             if self._curvature:
                 fn.hessian = lambda S, weights: np.einsum("ki,kiab->kab", weights, self._point_hessian(S)[:, rows])
             lo = np.tile(np.asarray(c.lower, float)[rows], (len(steps_c), 1))
@@ -942,10 +1022,12 @@ class Transcription:
             return jacobian_values(rows.raw_jacobian(x))
 
         hessian_coo = np.empty(rows.hessian_size + costs.hessian_size)  # the COO data, refilled each call
+        rows_hessian = rows.hessian_writer(hessian_coo[:rows.hessian_size])
+        costs_hessian = costs.hessian_writer(hessian_coo[rows.hessian_size:])
 
         def hessian_data(x, y, obj_factor):
-            rows.hessian_into(x, y, None, hessian_coo[:rows.hessian_size])
-            costs.hessian_into(x, None, obj_factor, hessian_coo[rows.hessian_size:])
+            rows_hessian(x, y, None)
+            costs_hessian(x, None, obj_factor)
             return hessian.values(hessian_coo)
 
         def csr(pattern: SparsityPattern, data: np.ndarray) -> sp.csr_matrix:

@@ -209,6 +209,50 @@ def test_car_step_reads_trajectory_windows_in_place():
     assert np.max(np.abs(dyn.residual_hessian(W, first, h, y) - want)) <= 1e-13 * max(1.0, np.abs(want).max())
 
 
+@pytest.mark.skipif(shot_rows_binding.LIB is None, reason="C kernels not built (make kernels)")
+def test_bound_kernels_read_their_buffers_at_each_call():
+    """The car step, its Hessian and the planar clearance bound once to a window buffer, weights and outputs (the
+    transcription's): after the buffers' values change, a call writes bit for bit what the unbound calls return
+    there, which agree with the numpy twin to round-off; a window the kernels would have to copy, and outputs of
+    the wrong shape or dtype, are refused when binding."""
+    tr = transcribe(_small_shot("sedan", 3.0))
+    dyn, rng, K = tr.dyn, np.random.default_rng(17), 25
+    X, y = np.empty((K, 19)), np.empty((K, 4))
+    first = np.arange(K) == 0
+    out, H = (np.empty((K, 4)), np.empty((K, 4, 19))), np.empty((K, 9, 9))
+    step, hessian = dyn.window_residual_call(X, first, out), dyn.residual_hessian_slots_call(X, first, y, H)
+    for _ in range(2):
+        X[:] = rng.uniform(-0.5, 0.5, (K, 19))
+        X[:, 18] = rng.uniform(0.05, 0.2, K)
+        y[:] = rng.standard_normal((K, 4))
+        step()
+        hessian()
+        W, h = X[:, :18].reshape(K, 3, 6), X[:, 18]
+        assert all(np.array_equal(got, want) for got, want in zip(out, dyn.window_residual(X, first)))
+        assert np.array_equal(H, dyn.residual_hessian_slots(W, first, h, y))
+        want = dyn._hessian_numpy(W, first, h, y)
+        assert np.max(np.abs(H - want)) <= 1e-13 * max(1.0, np.abs(want).max())
+    with pytest.raises(ValueError):  # h as a column of another dtype's copy: a bound call would not see X change
+        shot_rows_binding.step_call(X[:, :18].reshape(K, 3, 6), first, X[:, 18].astype(np.float32), dyn._par, out)
+    with pytest.raises(ValueError):
+        dyn.residual_hessian_slots_call(X, first, y, np.empty((K, 9, 9), np.float32))
+    clearance = shot_rows_binding.PlanarClearance(np.array([[0.3, -0.2], [-1.0, 0.4]]), *transcription.shape_parameters(
+        tr.shot.obstacles[0]), *transcription.obstacle_frame(tr.shot.obstacles[0]))
+    S, w, d, J, HS = np.empty((K, 4)), np.empty((K, 2)), np.empty((K, 2)), np.empty((K, 2, 4)), np.empty((K, 4, 4))
+    rows, curvature = clearance.rows_call(S, (d, J)), clearance.hessian_call(S, w, HS)
+    for _ in range(2):
+        S[:] = rng.uniform(-2.0, 2.0, (K, 4))
+        w[:] = rng.standard_normal((K, 2))
+        rows()
+        curvature()
+        assert all(np.array_equal(got, want) for got, want in zip((d, J), clearance.rows(S)))
+        assert np.array_equal(HS, clearance.hessian(S, w))
+    with pytest.raises(ValueError):
+        clearance.rows_call(S, (d, np.empty((K, 3, 4))))
+    with pytest.raises(ValueError):
+        clearance.hessian_call(np.asfortranarray(S), w, HS)
+
+
 def test_car_step_patterns_hold_their_nonzeros():
     """CarDynamics.residual_pattern and hessian_slot_pattern (the entries the solver's Jacobian and Hessian keep)
     hold every nonzero of the step rows' Jacobian over the window and of the step Hessian over its slots, in C and in
@@ -270,7 +314,7 @@ def test_quadratic_costs_equal_the_channel_formulas():
 def test_pattern_sum_in_c_equals_bincount():
     """SparsityPattern.values (native/sparse_sum.c) sums COO data with many duplicates into the CSR values bit for bit
     as its numpy twin (np.bincount, the same order), and both equal the dense sum of the data at their (row,
-    column)."""
+    column); targets outside the sum and data of another length are refused."""
     rng = np.random.default_rng(14)
     n = 30
     rows, cols = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
@@ -282,6 +326,10 @@ def test_pattern_sum_in_c_equals_bincount():
     np.add.at(dense, (rows, cols), data)
     csr = sp.csr_matrix((got, pattern.indices, pattern.indptr), shape=(n, n))
     assert np.allclose(csr.toarray(), dense, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError):  # the sum's targets are checked once, the values at each call
+        sparse_binding.ScatterAdd(np.array([0, 3, 30]), 30)
+    with pytest.raises(ValueError):
+        pattern.values(data[:-1])
 
 
 @pytest.mark.skipif(sparse_binding.LIB is None, reason="C kernels not built (make kernels)")
