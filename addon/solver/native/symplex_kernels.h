@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 28
+#define SYMPLEX_ABI_VERSION 29
 
 int64_t symplex_abi_version(void);
 
@@ -412,5 +412,13 @@ enum { SYMPLEX_PROGRAM_ROWS, SYMPLEX_PROGRAM_HESSIAN, SYMPLEX_PROGRAM_ACROSS, SY
  * triangles, the entries block asks for (the others zero). */
 void symplex_program_run(const symplex_program *p, int64_t K, int64_t block, int64_t split, const double *X,
                          const double *P, double *value, double *grad, double *H, double *scratch);
+
+/* The interior point's fraction-to-boundary rule (interior_point.c; numpy twins in
+ * native/interior_point_binding.py): min(1, min over dx[i] < 0 of -tau dist_lo[i] / dx[i], min over dx[i] > 0 of
+ * tau dist_up[i] / dx[i]) over n entries (nan ratios skipped); dist_up 0 (NULL): no upper bounds. */
+double symplex_step_to_bounds(int64_t n, const double *dist_lo, const double *dist_up, const double *dx, double tau);
+/* out[i] = z[i] + alpha dz[i] clipped to [mu / (1e10 dist[i]), 1e10 mu / dist[i]] (np.maximum, then np.minimum). */
+void symplex_near_central_path(int64_t n, const double *z, double alpha, const double *dz, double mu,
+                               const double *dist, double *out);
 
 #endif

@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
+from ..native.interior_point_binding import near_central_path as _near_central_path, step_to_bounds as _step_to_bounds
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, kkt_residual,
                         stage_layout)
 
@@ -491,28 +492,6 @@ class _Bounds:
         return float(_sum(np.log(d_lo)) + _sum(np.log(d_up)))
 
 
-def _step_to_bounds(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np.ndarray, tau: float) -> float:
-    """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each bound, from x's distances to
-    its lower and upper bounds (inf where there is none, so that entry's ratio is inf; dist_up None: no upper
-    bounds). The ratios are taken where dx moves towards a bound, found by index (faster than masks and gathers
-    over the bounded entries); fmin: an infinite dx at an unbounded entry (a nan ratio) limits nothing (nor does
-    anything when there is no ratio: the reduction's initial inf)."""
-    k = (dx < 0).nonzero()[0]
-    alpha = min(1.0, float(_fmin(-tau * dist_lo[k] / dx[k], initial=np.inf)))
-    if dist_up is not None:
-        k = (dx > 0).nonzero()[0]
-        alpha = min(alpha, float(_fmin(tau * dist_up[k] / dx[k], initial=np.inf)))
-    return alpha
-
-
-def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
-    """Bound multipliers z clipped in place to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's kappa_Sigma; 0 where dist
-    is inf), as np.clip does it (the larger with the lower limit, then the smaller with the upper), without its
-    wrappers."""
-    np.maximum(z, mu / (1e10 * dist), out=z)
-    return np.minimum(z, 1e10 * mu / dist, out=z)
-
-
 def _permutation_parity(perm: np.ndarray) -> int:
     """0 for an even permutation, 1 for an odd one: (n - number of cycles) mod 2. Each element learns the
     smallest index on its cycle by pointer doubling; the cycles are the elements that are their own minimum."""
@@ -951,8 +930,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
         # is no bound, zL, zU, dzL, dzU and both limits are 0
         dl, du = z - zl, zu - z
-        zL = _near_central_path(zL + alpha_z * dzL, mu, dl)
-        zU = _near_central_path(zU + alpha_z * dzU, mu, du)
+        zL = _near_central_path(zL, alpha_z, dzL, mu, dl)
+        zU = _near_central_path(zU, alpha_z, dzU, mu, du)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):

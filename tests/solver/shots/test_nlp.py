@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from addon.solver.native import interior_point_binding
 from addon.solver.shots.nlp import NLP, solve
 
 
@@ -225,12 +226,17 @@ def test_reduced_jacobian_composes_the_nlps_gather_bit_for_bit():
         np.testing.assert_array_equal(J.toarray(), expected_scaled)
 
 
-@pytest.mark.parametrize("tau", [0.99, 1.0])
-def test_step_to_bounds_stops_at_the_fraction_of_the_nearest_bound(tau):
-    """The fraction-to-boundary rule against its definition, entry by entry: the largest alpha <= 1 with every
-    distance to a finite bound kept at least (1 - tau) of itself; entries without a bound (inf) limit nothing."""
-    from addon.solver.shots.nlp import _step_to_bounds
+_STEP_TO_BOUNDS = [interior_point_binding.step_to_bounds_numpy] + (
+    [interior_point_binding.step_to_bounds] if interior_point_binding.LIB is not None else [])
+_NEAR_CENTRAL_PATH = [interior_point_binding.near_central_path_numpy] + (
+    [interior_point_binding.near_central_path] if interior_point_binding.LIB is not None else [])
 
+
+@pytest.mark.parametrize("_step_to_bounds", _STEP_TO_BOUNDS, ids=["numpy", "C"][:len(_STEP_TO_BOUNDS)])
+@pytest.mark.parametrize("tau", [0.99, 1.0])
+def test_step_to_bounds_stops_at_the_fraction_of_the_nearest_bound(tau, _step_to_bounds):
+    """The fraction-to-boundary rule (numpy and C) against its definition, entry by entry: the largest alpha <= 1 with
+    every distance to a finite bound kept at least (1 - tau) of itself; entries without a bound (inf) limit nothing."""
     rng = np.random.default_rng(4)
     for _ in range(20):
         dist_lo, dist_up = rng.uniform(0.1, 2.0, 50), rng.uniform(0.1, 2.0, 50)
@@ -247,10 +253,9 @@ def test_step_to_bounds_stops_at_the_fraction_of_the_nearest_bound(tau):
         assert np.all(dist_up[up] - alpha * dx[up] >= (1 - tau) * dist_up[up] - 1e-12)
 
 
-def test_step_to_bounds_is_one_when_nothing_limits_it():
+@pytest.mark.parametrize("_step_to_bounds", _STEP_TO_BOUNDS, ids=["numpy", "C"][:len(_STEP_TO_BOUNDS)])
+def test_step_to_bounds_is_one_when_nothing_limits_it(_step_to_bounds):
     """No move towards a bound, or only towards none (an infinite step at an unbounded entry: a nan ratio): alpha 1."""
-    from addon.solver.shots.nlp import _step_to_bounds
-
     assert _step_to_bounds(np.ones(3), np.ones(3), np.zeros(3), 0.99) == 1.0
     with np.errstate(invalid="ignore"):  # inf / inf
         assert _step_to_bounds(np.full(3, np.inf), None, np.array([-np.inf, 1.0, 0.0]), 0.99) == 1.0
@@ -268,21 +273,21 @@ def test_log_barrier_is_the_sum_of_log_distances_and_minus_inf_on_or_outside_a_b
         assert bounds.log_barrier(np.array(outside)) == -np.inf
 
 
-def test_multipliers_kept_near_the_central_path_are_clipped_as_by_np_clip():
-    """_near_central_path (maximum then minimum in place) is np.clip to [mu / (1e10 d), 1e10 mu / d] bit for bit,
-    the zeros of entries without a bound (d inf) included."""
-    from addon.solver.shots.nlp import _near_central_path
-
+@pytest.mark.parametrize("_near_central_path", _NEAR_CENTRAL_PATH, ids=["numpy", "C"][:len(_NEAR_CENTRAL_PATH)])
+def test_multipliers_kept_near_the_central_path_are_clipped_as_by_np_clip(_near_central_path):
+    """near_central_path (numpy and C: the step z + alpha dz, then maximum and minimum) is np.clip of the step to
+    [mu / (1e10 d), 1e10 mu / d] bit for bit, the zeros of entries without a bound (d inf) included."""
     rng = np.random.default_rng(8)
     dist = rng.uniform(1e-6, 10.0, 300)
     dist[::5] = np.inf
     z = rng.uniform(0.0, 1.0, 300) * rng.choice([1e-16, 1.0, 1e16], 300)
     z[::5] = 0.0
-    for mu in (1e-1, 1e-9):
-        expected = np.clip(z, mu / (1e10 * dist), 1e10 * mu / dist)
-        clipped = _near_central_path(z.copy(), mu, dist)
+    dz = rng.standard_normal(300) * z
+    for mu, alpha in ((1e-1, 0.5), (1e-9, 1.0)):
+        expected = np.clip(z + alpha * dz, mu / (1e10 * dist), 1e10 * mu / dist)
+        clipped = _near_central_path(z, alpha, dz, mu, dist)
         assert np.array_equal(clipped, expected) and np.array_equal(np.signbit(clipped), np.signbit(expected))
-        assert np.any(clipped != z)  # the limits bite on some entries
+        assert np.any(clipped != z + alpha * dz)  # the limits bite on some entries
 
 
 def test_unique_inverse_is_numpys_unique():

@@ -1,0 +1,64 @@
+"""The interior point's C vector kernels (native/interior_point.c) against their numpy twins, bit for bit: the same
+floating-point operations in the same order, on vectors with unbounded entries (inf distances), zero steps, infinite
+steps and nan (which the fraction-to-boundary rule skips and the clipping propagates)."""
+
+import numpy as np
+import pytest
+
+from addon.solver.native import interior_point_binding as ipk
+
+pytestmark = pytest.mark.skipif(ipk.LIB is None, reason="C kernels not built (make kernels)")
+
+
+def _vectors(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distances to lower and upper bounds (inf where there is none, some zero) and a step over many scales, with
+    zero, infinite and nan entries."""
+    dist_lo = rng.uniform(0.0, 2.0, n) * rng.choice([1e-12, 1.0, 1e8], n)
+    dist_up = rng.uniform(0.0, 2.0, n) * rng.choice([1e-12, 1.0, 1e8], n)
+    dist_lo[rng.random(n) < 0.3] = np.inf
+    dist_up[rng.random(n) < 0.3] = np.inf
+    dist_lo[rng.random(n) < 0.02] = 0.0
+    dx = rng.standard_normal(n) * rng.choice([1e-9, 1.0, 1e9], n)
+    dx[rng.random(n) < 0.1] = 0.0
+    dx[rng.random(n) < 0.02] = -np.inf
+    dx[rng.random(n) < 0.02] = np.nan
+    return dist_lo, dist_up, dx
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 2000])
+def test_step_to_bounds_c_is_the_numpy_twin_bit_for_bit(n):
+    rng = np.random.default_rng(n + 11)
+    for _ in range(30):
+        dist_lo, dist_up, dx = _vectors(rng, n)
+        for tau in (0.99, 1.0, 1.0 - 1e-9):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                for up in (dist_up, None):
+                    expected = ipk.step_to_bounds_numpy(dist_lo, up, dx, tau)
+                    assert ipk.step_to_bounds(dist_lo, up, dx, tau) == expected
+                    assert 0.0 <= expected <= 1.0
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 2000])
+def test_near_central_path_c_is_the_numpy_twin_bit_for_bit(n):
+    rng = np.random.default_rng(n + 12)
+    for _ in range(30):
+        dist, _, dz = _vectors(rng, n)
+        z = rng.uniform(0.0, 1.0, n) * rng.choice([1e-16, 1.0, 1e16], n)
+        z[np.isinf(dist)] = 0.0
+        for mu, alpha in ((0.1, 1.0), (1e-9, 0.37), (1e-3, 0.0)):
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                expected = ipk.near_central_path_numpy(z, alpha, dz, mu, dist)
+                got = ipk.near_central_path(z, alpha, dz, mu, dist)
+            assert np.array_equal(got, expected, equal_nan=True)
+            assert np.array_equal(np.signbit(got), np.signbit(expected))
+
+
+def test_kernels_refuse_vectors_they_cannot_read():
+    """A strided, short or integer vector is refused (ctypes would read past it or misread it)."""
+    v = np.ones(10)
+    with pytest.raises(ValueError):
+        ipk.step_to_bounds(v[::2], None, np.ones(5), 0.99)
+    with pytest.raises(ValueError):
+        ipk.step_to_bounds(v, v, np.ones(9), 0.99)
+    with pytest.raises(ValueError):
+        ipk.near_central_path(v, 1.0, np.ones(10, int), 0.1, v)
