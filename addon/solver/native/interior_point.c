@@ -5,7 +5,9 @@
  * - step_to_bounds: the fraction-to-boundary rule, the largest alpha in (0, 1] keeping x + alpha dx within a fraction
  *   tau of the way to each bound (a nan ratio limits nothing, as numpy's fmin skips it).
  * - near_central_path: a bound multiplier's step z + alpha dz, then clipped to [mu / (1e10 dist), 1e10 mu / dist] as
- *   np.maximum and np.minimum do it (a nan propagates). */
+ *   np.maximum and np.minimum do it (a nan propagates).
+ * - bound_distances: x's distances to its finite lower bounds, then to its finite upper bounds (by index), and the
+ *   smallest of them (nan skipped, as numpy's fmin does; inf when there is none). */
 #include <math.h>
 
 #include "symplex_kernels.h"
@@ -40,4 +42,20 @@ void symplex_near_central_path(int64_t n, const double *z, double alpha, const d
         value = (value >= low || value != value) ? value : low;
         out[i] = (value <= high || value != value) ? value : high;
     }
+}
+
+double symplex_bound_distances(int64_t n_lo, const int64_t *lo, const double *lo_value, int64_t n_up, const int64_t *up,
+                               const double *up_value, const double *x, double *out) {
+    double nearest = INFINITY;
+    for (int64_t k = 0; k < n_lo; ++k) {
+        out[k] = x[lo[k]] - lo_value[k];
+        if (out[k] < nearest)
+            nearest = out[k];
+    }
+    for (int64_t k = 0; k < n_up; ++k) {
+        out[n_lo + k] = up_value[k] - x[up[k]];
+        if (out[n_lo + k] < nearest)
+            nearest = out[n_lo + k];
+    }
+    return nearest;
 }

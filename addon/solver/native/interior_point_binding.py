@@ -1,7 +1,8 @@
 """ctypes bindings of interior_point.c, the shots' interior point's loops over its bounded vectors, and their numpy
 twins (the reference, and what addon/solver/shots/nlp.py uses when the library is not built): step_to_bounds (the
-fraction-to-boundary rule) and near_central_path (a bound multiplier's step, clipped near the central path). C and
-numpy give the same bits (the same operations in the same order; tests/solver/shots/test_interior_point_native.py).
+fraction-to-boundary rule), near_central_path (a bound multiplier's step, clipped near the central path) and
+BoundDistances (a vector's distances to its finite bounds, those of a trial point's log barrier). C and numpy give
+the same bits (the same operations in the same order; tests/solver/shots/test_interior_point_native.py).
 
 `LIB` is the kernel library when it is built with interior_point.c and loads (native.load_kernels), else None.
 """
@@ -12,7 +13,7 @@ import ctypes
 
 import numpy as np
 
-from . import address, load_kernels
+from . import address, load_kernels, pointers
 
 _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 # the ufunc reduction behind fmin's: skips nan, without the ndarray wrapper
@@ -27,6 +28,8 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_step_to_bounds.restype = _double
     lib.symplex_near_central_path.argtypes = [_int, _ptr, _double, _ptr, _double, _ptr, _ptr]
     lib.symplex_near_central_path.restype = None
+    lib.symplex_bound_distances.argtypes = [_int, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr]
+    lib.symplex_bound_distances.restype = _double
     return lib
 
 
@@ -77,6 +80,39 @@ def _near_central_path_c(z: np.ndarray, alpha: float, dz: np.ndarray, mu: float,
     out = np.empty(_checked(z, dz, dist))
     LIB.symplex_near_central_path(len(out), address(z), alpha, address(dz), mu, address(dist), address(out))
     return out
+
+
+class BoundDistances:
+    """x - lower over a vector's finite lower bounds, then upper - x over its finite upper bounds, in one array, and
+    the smallest of them: the bounds (their indices and values, fixed for a solve) and their addresses are taken once.
+    numpy: the twin, also used when the library is not built."""
+
+    def __init__(self, size: int, lo: np.ndarray, lo_value: np.ndarray, up: np.ndarray, up_value: np.ndarray):
+        """size: the vector's length; lo, up: the indices of its finite lower and upper bounds; lo_value, up_value:
+        those bounds."""
+        self.size, self.n_lo, self.total = size, len(lo), len(lo) + len(up)
+        self.lo, self.up = np.ascontiguousarray(lo, np.int64), np.ascontiguousarray(up, np.int64)
+        self.lo_value, self.up_value = np.ascontiguousarray(lo_value, float), np.ascontiguousarray(up_value, float)
+        if (self.lo.shape != self.lo_value.shape or self.up.shape != self.up_value.shape
+                or np.any(self.lo >= size) or np.any(self.up >= size) or np.any(self.lo < 0) or np.any(self.up < 0)):
+            raise ValueError("BoundDistances: bound indices must lie in the vector, one value each")
+        self._args = (self.n_lo, *pointers(self.lo, self.lo_value), len(self.up), *pointers(self.up, self.up_value))
+
+    def numpy(self, x: np.ndarray) -> tuple[np.ndarray, float]:
+        """(the distances, the smallest: nan skipped as fmin does, inf when there is none), in numpy."""
+        out = np.empty(self.total)
+        np.subtract(x[self.lo], self.lo_value, out=out[:self.n_lo])
+        np.subtract(self.up_value, x[self.up], out=out[self.n_lo:])
+        return out, float(_fmin(out, initial=np.inf))
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, float]:
+        """(the distances, the smallest), in C when the library is built."""
+        if LIB is None:
+            return self.numpy(x)
+        if _checked(x) != self.size:
+            raise ValueError(f"BoundDistances: expected a vector of length {self.size}, got {x.shape}")
+        out = np.empty(self.total)
+        return out, LIB.symplex_bound_distances(*self._args, address(x), address(out))
 
 
 # the C kernels when the library is built, else their twins

@@ -420,5 +420,9 @@ double symplex_step_to_bounds(int64_t n, const double *dist_lo, const double *di
 /* out[i] = z[i] + alpha dz[i] clipped to [mu / (1e10 dist[i]), 1e10 mu / dist[i]] (np.maximum, then np.minimum). */
 void symplex_near_central_path(int64_t n, const double *z, double alpha, const double *dz, double mu,
                                const double *dist, double *out);
+/* out[k] = x[lo[k]] - lo_value[k] (k < n_lo), then out[n_lo + k] = up_value[k] - x[up[k]] (k < n_up); returns the
+ * smallest out (nan skipped; inf when n_lo + n_up is 0). */
+double symplex_bound_distances(int64_t n_lo, const int64_t *lo, const double *lo_value, int64_t n_up, const int64_t *up,
+                               const double *up_value, const double *x, double *out);
 
 #endif

@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
+from ..native.interior_point_binding import BoundDistances
 from ..native.interior_point_binding import near_central_path as _near_central_path, step_to_bounds as _step_to_bounds
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, kkt_residual,
                         stage_layout)
@@ -479,17 +480,20 @@ class _Bounds:
         self.has_lo, self.has_up = np.isfinite(lo), np.isfinite(up)
         self.lo, self.up = np.flatnonzero(self.has_lo), np.flatnonzero(self.has_up)
         self.lo_value, self.up_value = lo[self.lo], up[self.up]
+        self._distances = BoundDistances(len(lo), self.lo, self.lo_value, self.up, self.up_value)
 
     def distances(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """x - lower over the finite lower bounds, upper - x over the finite upper bounds."""
         return x[self.lo] - self.lo_value, self.up_value - x[self.up]
 
     def log_barrier(self, x: np.ndarray) -> float:
-        """sum of log(distance) over the finite bounds; -inf when x is on or outside one."""
-        d_lo, d_up = self.distances(x)
-        if _fmin(d_lo, initial=np.inf) <= 0 or _fmin(d_up, initial=np.inf) <= 0:  # any(d <= 0): fmin skips nan
+        """sum of log(distance) over the finite lower bounds plus that over the finite upper bounds (the two sums as
+        numpy's of each); -inf when x is on or outside one (a nan distance is skipped, as fmin does)."""
+        d, nearest = self._distances(x)  # both kinds in one array (one log call)
+        if nearest <= 0:
             return -np.inf
-        return float(_sum(np.log(d_lo)) + _sum(np.log(d_up)))
+        logs = np.log(d, out=d)
+        return float(_sum(logs[:len(self.lo)]) + _sum(logs[len(self.lo):]))
 
 
 def _permutation_parity(perm: np.ndarray) -> int:

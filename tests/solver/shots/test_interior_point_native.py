@@ -7,7 +7,7 @@ import pytest
 
 from addon.solver.native import interior_point_binding as ipk
 
-pytestmark = pytest.mark.skipif(ipk.LIB is None, reason="C kernels not built (make kernels)")
+native = pytest.mark.skipif(ipk.LIB is None, reason="C kernels not built (make kernels)")
 
 
 def _vectors(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -25,6 +25,7 @@ def _vectors(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, 
     return dist_lo, dist_up, dx
 
 
+@native
 @pytest.mark.parametrize("n", [0, 1, 7, 2000])
 def test_step_to_bounds_c_is_the_numpy_twin_bit_for_bit(n):
     rng = np.random.default_rng(n + 11)
@@ -38,6 +39,7 @@ def test_step_to_bounds_c_is_the_numpy_twin_bit_for_bit(n):
                     assert 0.0 <= expected <= 1.0
 
 
+@native
 @pytest.mark.parametrize("n", [0, 1, 7, 2000])
 def test_near_central_path_c_is_the_numpy_twin_bit_for_bit(n):
     rng = np.random.default_rng(n + 12)
@@ -53,6 +55,7 @@ def test_near_central_path_c_is_the_numpy_twin_bit_for_bit(n):
             assert np.array_equal(np.signbit(got), np.signbit(expected))
 
 
+@native
 def test_kernels_refuse_vectors_they_cannot_read():
     """A strided, short or integer vector is refused (ctypes would read past it or misread it)."""
     v = np.ones(10)
@@ -62,3 +65,41 @@ def test_kernels_refuse_vectors_they_cannot_read():
         ipk.step_to_bounds(v, v, np.ones(9), 0.99)
     with pytest.raises(ValueError):
         ipk.near_central_path(v, 1.0, np.ones(10, int), 0.1, v)
+
+
+@native
+@pytest.mark.parametrize("n", [0, 1, 7, 2000])
+def test_bound_distances_c_is_the_numpy_twin_bit_for_bit(n):
+    """Distances to finite lower then upper bounds and their minimum, with points inside, on and outside the bounds and
+    nan entries (skipped by the minimum)."""
+    rng = np.random.default_rng(n + 13)
+    for _ in range(20):
+        lower = np.where(rng.random(n) < 0.6, rng.uniform(-3.0, 0.0, n), -np.inf)
+        upper = np.where(rng.random(n) < 0.6, rng.uniform(0.0, 3.0, n), np.inf)
+        lo, up = np.flatnonzero(np.isfinite(lower)), np.flatnonzero(np.isfinite(upper))
+        distances = ipk.BoundDistances(n, lo, lower[lo], up, upper[up])
+        for spread in (0.5, 5.0):
+            x = rng.uniform(-spread, spread, n)
+            x[rng.random(n) < 0.02] = np.nan
+            expected, nearest = distances.numpy(x)
+            got, got_nearest = distances(x)
+            assert np.array_equal(got, expected, equal_nan=True) and got_nearest == nearest
+            assert np.array_equal(expected, np.concatenate([x[lo] - lower[lo], upper[up] - x[up]]), equal_nan=True)
+            assert nearest == np.nanmin(np.concatenate([expected, [np.inf]]))
+
+
+def test_log_barrier_sums_each_kind_of_bound_as_numpy_does():
+    """_Bounds.log_barrier (the distances in one array, one log) is numpy's sum of the logs over the lower bounds plus
+    that over the upper ones, bit for bit: the iterates depend on these sums through the line search."""
+    from addon.solver.shots.nlp import _Bounds
+
+    rng = np.random.default_rng(14)
+    n = 3000
+    lower = np.where(rng.random(n) < 0.7, rng.uniform(-3.0, -1.0, n), -np.inf)
+    upper = np.where(rng.random(n) < 0.7, rng.uniform(1.0, 3.0, n), np.inf)
+    bounds = _Bounds(lower, upper)
+    lo, up = np.isfinite(lower), np.isfinite(upper)
+    for _ in range(10):
+        x = rng.uniform(-0.99, 0.99, n) * rng.choice([1.0, 1e-6], n)
+        expected = float(np.sum(np.log(x[lo] - lower[lo])) + np.sum(np.log(upper[up] - x[up])))
+        assert bounds.log_barrier(x) == expected
