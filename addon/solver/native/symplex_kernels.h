@@ -420,6 +420,14 @@ double symplex_step_to_bounds(int64_t n, const double *dist_lo, const double *di
 /* out[i] = z[i] + alpha dz[i] clipped to [mu / (1e10 dist[i]), 1e10 mu / dist[i]] (np.maximum, then np.minimum). */
 void symplex_near_central_path(int64_t n, const double *z, double alpha, const double *dz, double mu,
                                const double *dist, double *out);
+/* The barrier terms of a Newton step over n variables with m rows (numpy twin: barrier_terms_numpy): terms (6, n) =
+ * zL / dl, zU / du, their sum, mu / dl, mu / du, (g - mu / dl) + mu / du; rhs (n + m) = -(the last, c). */
+void symplex_barrier_terms(int64_t n, int64_t m, const double *g, const double *zL, const double *zU, const double *dl,
+                           const double *du, double mu, const double *c, double *terms, double *rhs);
+/* dzL = (mu / dl - zL) - (zL / dl) dz, dzU = (mu / du - zU) + (zU / du) dz from barrier_terms' terms; returns
+ * min(step_to_bounds(zL, 0, dzL, tau), step_to_bounds(zU, 0, dzU, tau)) (numpy twin: multiplier_steps_numpy). */
+double symplex_multiplier_steps(int64_t n, const double *zL, const double *zU, const double *terms, const double *dz,
+                                double tau, double *dzL, double *dzU);
 /* out[k] = x[lo[k]] - lo_value[k] (k < n_lo), then out[n_lo + k] = up_value[k] - x[up[k]] (k < n_up); returns the
  * smallest out (nan skipped; inf when n_lo + n_up is 0). */
 double symplex_bound_distances(int64_t n_lo, const int64_t *lo, const double *lo_value, int64_t n_up, const int64_t *up,

@@ -44,6 +44,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from ..native.interior_point_binding import BoundDistances
+from ..native.interior_point_binding import barrier_terms as _barrier_terms, multiplier_steps as _multiplier_steps
 from ..native.interior_point_binding import near_central_path as _near_central_path, step_to_bounds as _step_to_bounds
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, kkt_residual,
                         stage_layout)
@@ -838,15 +839,15 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         products = np.concatenate([dzl, dzu])
         if barrier_update.update(dual_inf, float(_max(np.abs(c), initial=0.0)), products):
             mu, filt = barrier_update.mu, []
-        zl_dl, zu_du = zL / dl, zU / du
-        sigma = zl_dl + zu_du  # 0 where there is no bound
         with clock("evaluation"):
             H = P.hess_data(z, y, point.x)
         with clock("factorisation"):
+            # zL / dl, zU / du, sigma (their sum), the barrier terms' gradients mu / dl, mu / du (all 0 where there is
+            # no bound: the distance is inf), grad_phi; and the right-hand side -(grad_phi, c)
+            terms, rhs = _barrier_terms(g, zL, zU, dl, du, mu, c)
+            zl_dl, zu_du, sigma, grad_phi = terms[0], terms[1], terms[2], terms[5]
             W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
-            pull = mu / dl, mu / du  # the barrier terms' gradients (0 where there is no bound: the distance is inf)
-            grad_phi = g - pull[0] + pull[1]
-            sol, lu, dw = _regularised_step(W, J, -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)
+            sol, lu, dw = _regularised_step(W, J, rhs, shift, dw_last, mu, factoriser)
             if lu is not None and barrier_update.probing:
                 # the affine-scaling step (mu = 0), unrefined: relative residuals up to 2e-9 measured on the shots,
                 # 3e-10 in the combined steps below (_refined accepts 1e-9)
@@ -854,10 +855,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, dl, du, zL, zU, zl_dl, zu_du,
                                                                          bounds))
                 if mu_new != mu:  # the right-hand side is affine in mu: a smaller mu's step is a combination
-                    pull = mu_new / dl, mu_new / du
-                    grad_phi = g - pull[0] + pull[1]
-                    sol = (sol_aff + (mu_new / mu) * (sol - sol_aff) if mu_new < mu else
-                           _refined(lu, -np.concatenate([grad_phi, c]))[0])
+                    terms, rhs = _barrier_terms(g, zL, zU, dl, du, mu_new, c)
+                    grad_phi = terms[5]
+                    sol = sol_aff + (mu_new / mu) * (sol - sol_aff) if mu_new < mu else _refined(lu, rhs)[0]
                     mu, filt = mu_new, []
         if lu is None:
             status, message = "failed", f"KKT system could not be regularised at iteration {it}"
@@ -866,11 +866,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         tau = max(0.99, 1.0 - mu)
         dz, y_new = sol[:nz], sol[nz:]
         dy = y_new - y
-        dzL = pull[0] - zL - zl_dl * dz  # 0 where there is no bound (each term is)
-        dzU = pull[1] - zU + zu_du * dz
         alpha_max = _step_to_bounds(dl, du, dz, tau)
-        # the bound multipliers' own bounds: zL, zU >= 0 (where there is no bound, they and their steps are 0)
-        alpha_z = min(_step_to_bounds(zL, None, dzL, tau), _step_to_bounds(zU, None, dzU, tau))
+        # the bound multipliers' steps (0 where there is no bound: each term is) and their own bounds zL, zU >= 0
+        dzL, dzU, alpha_z = _multiplier_steps(zL, zU, terms, dz, tau)
 
         theta0 = point.theta
         phi0 = point.barrier(P.f_scale, mu)

@@ -103,3 +103,54 @@ def test_log_barrier_sums_each_kind_of_bound_as_numpy_does():
         x = rng.uniform(-0.99, 0.99, n) * rng.choice([1.0, 1e-6], n)
         expected = float(np.sum(np.log(x[lo] - lower[lo])) + np.sum(np.log(upper[up] - x[up])))
         assert bounds.log_barrier(x) == expected
+
+
+def _multipliers(rng: np.random.Generator, dist: np.ndarray) -> np.ndarray:
+    """Positive bound multipliers over many scales, 0 where there is no bound (dist inf), as the interior point keeps
+    them."""
+    z = rng.uniform(0.0, 1.0, len(dist)) * rng.choice([1e-12, 1.0, 1e6], len(dist))
+    z[np.isinf(dist)] = 0.0
+    return z
+
+
+@pytest.mark.parametrize("n, m", [(0, 0), (1, 3), (7, 2), (2400, 2000)])
+def test_barrier_terms_are_their_formulas_bit_for_bit(n, m):
+    """barrier_terms (C and the numpy twin) against the interior point's formulas: zL / dl, zU / du, their sum,
+    mu / dl, mu / du, g - mu / dl + mu / du and -(that, c), each one division or sum as numpy evaluates it."""
+    rng = np.random.default_rng(n + 15)
+    dl, du, _ = _vectors(rng, n)
+    dl[dl == 0.0] = 1e-300
+    zL, zU = _multipliers(rng, dl), _multipliers(rng, du)
+    g, c = rng.standard_normal(n) * 1e3, rng.standard_normal(m)
+    for mu in (0.1, 1e-9):
+        pull = mu / dl, mu / du
+        grad_phi = g - pull[0] + pull[1]
+        expected = np.array([zL / dl, zU / du, zL / dl + zU / du, pull[0], pull[1], grad_phi]).reshape(6, n)
+        implementations = [ipk.barrier_terms_numpy] + ([ipk.barrier_terms] if ipk.LIB is not None else [])
+        for barrier_terms in implementations:
+            terms, rhs = barrier_terms(g, zL, zU, dl, du, mu, c)
+            assert np.array_equal(terms, expected) and np.array_equal(rhs, -np.concatenate([grad_phi, c]))
+            assert np.array_equal(np.signbit(terms), np.signbit(expected))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 2400])
+def test_multiplier_steps_are_their_formulas_bit_for_bit(n):
+    """multiplier_steps (C and the numpy twin) against the interior point's formulas: dzL = mu / dl - zL - (zL / dl) dz,
+    dzU = mu / du - zU + (zU / du) dz and the fraction-to-boundary step of each towards 0, the smaller."""
+    rng = np.random.default_rng(n + 16)
+    for _ in range(10):
+        dl, du, dz = _vectors(rng, n)
+        dl[dl == 0.0] = 1e-300
+        dz[~np.isfinite(dz)] = 1.0
+        zL, zU = _multipliers(rng, dl), _multipliers(rng, du)
+        with np.errstate(over="ignore", invalid="ignore"):  # products of the extreme scales
+            for mu, tau in ((0.1, 0.99), (1e-9, 1.0 - 1e-9)):
+                terms, _ = ipk.barrier_terms_numpy(np.zeros(n), zL, zU, dl, du, mu, np.zeros(0))
+                dzL = mu / dl - zL - zL / dl * dz
+                dzU = mu / du - zU + zU / du * dz
+                alpha = min(ipk.step_to_bounds_numpy(zL, None, dzL, tau), ipk.step_to_bounds_numpy(zU, None, dzU, tau))
+                implementations = [ipk.multiplier_steps_numpy] + ([ipk.multiplier_steps] if ipk.LIB is not None else [])
+                for multiplier_steps in implementations:
+                    got_L, got_U, got_alpha = multiplier_steps(zL, zU, terms, dz, tau)
+                    assert np.array_equal(got_L, dzL) and np.array_equal(got_U, dzU) and got_alpha == alpha
+                    assert 0.0 <= got_alpha <= 1.0
