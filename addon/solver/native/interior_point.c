@@ -11,7 +11,8 @@
  * - multiplier_steps: the bound multipliers' Newton steps from the primal step dz and the fraction-to-boundary step
  *   that keeps them positive.
  * - bound_distances: x's distances to its finite lower bounds, then to its finite upper bounds (by index), and the
- *   smallest of them (nan skipped, as numpy's fmin does; inf when there is none). */
+ *   smallest of them (nan skipped, as numpy's fmin does; inf when there is none).
+ * - bound_products: the complementarity products over the same entries. */
 #include <math.h>
 
 #include "symplex_kernels.h"
@@ -106,4 +107,12 @@ double symplex_bound_distances(int64_t n_lo, const int64_t *lo, const double *lo
             nearest = out[n_lo + k];
     }
     return nearest;
+}
+
+void symplex_bound_products(int64_t n_lo, const int64_t *lo, int64_t n_up, const int64_t *up, const double *dl,
+                            const double *zL, const double *du, const double *zU, double *out) {
+    for (int64_t k = 0; k < n_lo; ++k)
+        out[k] = dl[lo[k]] * zL[lo[k]];
+    for (int64_t k = 0; k < n_up; ++k)
+        out[n_lo + k] = du[up[k]] * zU[up[k]];
 }

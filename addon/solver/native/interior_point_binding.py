@@ -2,7 +2,8 @@
 twins (the reference, and what addon/solver/shots/nlp.py uses when the library is not built): step_to_bounds (the
 fraction-to-boundary rule), barrier_terms (a Newton step's barrier terms and right-hand side), multiplier_steps (the
 bound multipliers' steps and how far they may go), near_central_path (a bound multiplier's step, clipped near the
-central path) and BoundDistances (a vector's distances to its finite bounds, those of a trial point's log barrier). C and numpy give
+central path) and BoundedEntries (a vector's distances to its finite bounds, those of a trial point's log barrier,
+and the complementarity products). C and numpy give
 the same bits (the same operations in the same order; tests/solver/shots/test_interior_point_native.py).
 
 `LIB` is the kernel library when it is built with interior_point.c and loads (native.load_kernels), else None.
@@ -35,6 +36,8 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_multiplier_steps.restype = _double
     lib.symplex_bound_distances.argtypes = [_int, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr]
     lib.symplex_bound_distances.restype = _double
+    lib.symplex_bound_products.argtypes = [_int, _ptr, _int, _ptr] + [_ptr] * 5
+    lib.symplex_bound_products.restype = None
     return lib
 
 
@@ -139,10 +142,11 @@ def _multiplier_steps_c(zL: np.ndarray, zU: np.ndarray, terms: np.ndarray, dz: n
     return dzL, dzU, alpha
 
 
-class BoundDistances:
-    """x - lower over a vector's finite lower bounds, then upper - x over its finite upper bounds, in one array, and
-    the smallest of them: the bounds (their indices and values, fixed for a solve) and their addresses are taken once.
-    numpy: the twin, also used when the library is not built."""
+class BoundedEntries:
+    """The entries of a vector that have a finite lower bound, then those with a finite upper bound, as one array:
+    the vector's distances to those bounds (x - lower, then upper - x) and the complementarity products of distances
+    and multipliers. The bounds (their indices and values, fixed for a solve) and their addresses are taken once.
+    numpy_distances, numpy_products: the twins, also used when the library is not built."""
 
     def __init__(self, size: int, lo: np.ndarray, lo_value: np.ndarray, up: np.ndarray, up_value: np.ndarray):
         """size: the vector's length; lo, up: the indices of its finite lower and upper bounds; lo_value, up_value:
@@ -152,24 +156,44 @@ class BoundDistances:
         self.lo_value, self.up_value = np.ascontiguousarray(lo_value, float), np.ascontiguousarray(up_value, float)
         if (self.lo.shape != self.lo_value.shape or self.up.shape != self.up_value.shape
                 or np.any(self.lo >= size) or np.any(self.up >= size) or np.any(self.lo < 0) or np.any(self.up < 0)):
-            raise ValueError("BoundDistances: bound indices must lie in the vector, one value each")
+            raise ValueError("BoundedEntries: bound indices must lie in the vector, one value each")
+        self._indices = (self.n_lo, address(self.lo), len(self.up), address(self.up))
         self._args = (self.n_lo, *pointers(self.lo, self.lo_value), len(self.up), *pointers(self.up, self.up_value))
 
-    def numpy(self, x: np.ndarray) -> tuple[np.ndarray, float]:
+    def numpy_distances(self, x: np.ndarray) -> tuple[np.ndarray, float]:
         """(the distances, the smallest: nan skipped as fmin does, inf when there is none), in numpy."""
         out = np.empty(self.total)
         np.subtract(x[self.lo], self.lo_value, out=out[:self.n_lo])
         np.subtract(self.up_value, x[self.up], out=out[self.n_lo:])
         return out, float(_fmin(out, initial=np.inf))
 
-    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, float]:
+    def numpy_products(self, dl: np.ndarray, zL: np.ndarray, du: np.ndarray, zU: np.ndarray) -> np.ndarray:
+        """dl zL over the entries with a lower bound, then du zU over those with an upper bound, in numpy."""
+        out = np.empty(self.total)
+        np.multiply(dl[self.lo], zL[self.lo], out=out[:self.n_lo])
+        np.multiply(du[self.up], zU[self.up], out=out[self.n_lo:])
+        return out
+
+    def _vector(self, *arrays: np.ndarray) -> None:
+        if _checked(*arrays) != self.size:
+            raise ValueError(f"BoundedEntries: expected vectors of length {self.size}, got {arrays[0].shape}")
+
+    def distances(self, x: np.ndarray) -> tuple[np.ndarray, float]:
         """(the distances, the smallest), in C when the library is built."""
         if LIB is None:
-            return self.numpy(x)
-        if _checked(x) != self.size:
-            raise ValueError(f"BoundDistances: expected a vector of length {self.size}, got {x.shape}")
+            return self.numpy_distances(x)
+        self._vector(x)
         out = np.empty(self.total)
         return out, LIB.symplex_bound_distances(*self._args, address(x), address(out))
+
+    def products(self, dl: np.ndarray, zL: np.ndarray, du: np.ndarray, zU: np.ndarray) -> np.ndarray:
+        """The complementarity products, in C when the library is built."""
+        if LIB is None:
+            return self.numpy_products(dl, zL, du, zU)
+        self._vector(dl, zL, du, zU)
+        out = np.empty(self.total)
+        LIB.symplex_bound_products(*self._indices, address(dl), address(zL), address(du), address(zU), address(out))
+        return out
 
 
 # the C kernels when the library is built, else their twins

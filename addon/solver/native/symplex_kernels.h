@@ -432,5 +432,8 @@ double symplex_multiplier_steps(int64_t n, const double *zL, const double *zU, c
  * smallest out (nan skipped; inf when n_lo + n_up is 0). */
 double symplex_bound_distances(int64_t n_lo, const int64_t *lo, const double *lo_value, int64_t n_up, const int64_t *up,
                                const double *up_value, const double *x, double *out);
+/* out[k] = dl[lo[k]] zL[lo[k]] (k < n_lo), then out[n_lo + k] = du[up[k]] zU[up[k]] (k < n_up). */
+void symplex_bound_products(int64_t n_lo, const int64_t *lo, int64_t n_up, const int64_t *up, const double *dl,
+                            const double *zL, const double *du, const double *zU, double *out);
 
 #endif

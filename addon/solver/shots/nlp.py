@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from ..native.interior_point_binding import BoundDistances
+from ..native.interior_point_binding import BoundedEntries
 from ..native.interior_point_binding import barrier_terms as _barrier_terms, multiplier_steps as _multiplier_steps
 from ..native.interior_point_binding import near_central_path as _near_central_path, step_to_bounds as _step_to_bounds
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, kkt_residual,
@@ -481,7 +481,7 @@ class _Bounds:
         self.has_lo, self.has_up = np.isfinite(lo), np.isfinite(up)
         self.lo, self.up = np.flatnonzero(self.has_lo), np.flatnonzero(self.has_up)
         self.lo_value, self.up_value = lo[self.lo], up[self.up]
-        self._distances = BoundDistances(len(lo), self.lo, self.lo_value, self.up, self.up_value)
+        self._entries = BoundedEntries(len(lo), self.lo, self.lo_value, self.up, self.up_value)
 
     def distances(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """x - lower over the finite lower bounds, upper - x over the finite upper bounds."""
@@ -490,11 +490,15 @@ class _Bounds:
     def log_barrier(self, x: np.ndarray) -> float:
         """sum of log(distance) over the finite lower bounds plus that over the finite upper bounds (the two sums as
         numpy's of each); -inf when x is on or outside one (a nan distance is skipped, as fmin does)."""
-        d, nearest = self._distances(x)  # both kinds in one array (one log call)
+        d, nearest = self._entries.distances(x)  # both kinds in one array (one log call)
         if nearest <= 0:
             return -np.inf
         logs = np.log(d, out=d)
         return float(_sum(logs[:len(self.lo)]) + _sum(logs[len(self.lo):]))
+
+    def products(self, dl: np.ndarray, zL: np.ndarray, du: np.ndarray, zU: np.ndarray) -> np.ndarray:
+        """The complementarity products dl zL over the finite lower bounds, then du zU over the finite upper ones."""
+        return self._entries.products(dl, zL, du, zU)
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -649,7 +653,7 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
 @dataclass(frozen=True)
 class _Point:
     """A point the interior point evaluated: z, the NLP's variables x there (full(z)), its rows (raw and scaled),
-    theta = sum |c| (the filter's violation), the objective (unscaled; nan where not evaluated: outside the bounds)
+    |c| (its sum theta is the filter's violation, its largest entry the primal infeasibility), the objective (unscaled; nan where not evaluated: outside the bounds)
     and the sum of the log barrier terms (-inf outside). The line search's accepted trial is the next iterate: its
     variables, objective, violation and barrier objective are not evaluated again (nor at the solve's end)."""
 
@@ -657,6 +661,7 @@ class _Point:
     x: np.ndarray
     raw: np.ndarray
     c: np.ndarray
+    abs_c: np.ndarray
     theta: float
     f: float
     logs: float
@@ -673,7 +678,8 @@ def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
     c = P.c(z, raw)
     logs = bounds.log_barrier(z)
     f = np.nan if logs == -np.inf else float(P.nlp.objective(x))
-    return _Point(z, x, raw, c, float(_sum(np.abs(c))), f, logs)
+    abs_c = np.abs(c)
+    return _Point(z, x, raw, c, abs_c, float(_sum(abs_c)), f, logs)
 
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
@@ -818,8 +824,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         grad_lag = g + P.jt(J, y) - zL + zU
         s_d = max(100.0, (_sum(np.abs(y)) + _sum(zL) + _sum(zU)) / max(P.m + nz, 1)) / 100.0
         dual_inf = float(_max(np.abs(grad_lag), initial=0.0)) / s_d
-        dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
-        compl = max(float(_max(dzl, initial=0.0)), float(_max(dzu, initial=0.0)))
+        products = bounds.products(dl, zL, du, zU)  # complementarity products, lower bounds' then upper bounds'
+        compl = max(float(_max(products[:len(lo)], initial=0.0)), float(_max(products[len(lo):], initial=0.0)))
         raw_viol = float(_max(violation(raw, P.cl, P.cu), initial=0.0))
         f_val = point.f if point.logs != -np.inf else float(nlp.objective(point.x))
         if progress is not None:
@@ -833,11 +839,11 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             break
         if it == max_iter:
             break
-        if not (np.isfinite(f_val) and np.isfinite(c).all()):
+        primal_inf = float(_max(point.abs_c, initial=0.0))  # max |c|: nan when an entry is (maximum keeps nan)
+        if not (np.isfinite(f_val) and np.isfinite(primal_inf)):
             status, message = "failed", f"non-finite objective or constraints at iteration {it}"
             break
-        products = np.concatenate([dzl, dzu])
-        if barrier_update.update(dual_inf, float(_max(np.abs(c), initial=0.0)), products):
+        if barrier_update.update(dual_inf, primal_inf, products):
             mu, filt = barrier_update.mu, []
         with clock("evaluation"):
             H = P.hess_data(z, y, point.x)

@@ -25,6 +25,14 @@ def _vectors(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, 
     return dist_lo, dist_up, dx
 
 
+def _multipliers(rng: np.random.Generator, dist: np.ndarray) -> np.ndarray:
+    """Positive bound multipliers over many scales, 0 where there is no bound (dist inf), as the interior point keeps
+    them."""
+    z = rng.uniform(0.0, 1.0, len(dist)) * rng.choice([1e-12, 1.0, 1e6], len(dist))
+    z[np.isinf(dist)] = 0.0
+    return z
+
+
 @native
 @pytest.mark.parametrize("n", [0, 1, 7, 2000])
 def test_step_to_bounds_c_is_the_numpy_twin_bit_for_bit(n):
@@ -69,23 +77,28 @@ def test_kernels_refuse_vectors_they_cannot_read():
 
 @native
 @pytest.mark.parametrize("n", [0, 1, 7, 2000])
-def test_bound_distances_c_is_the_numpy_twin_bit_for_bit(n):
+def test_bounded_entries_c_are_the_numpy_twins_bit_for_bit(n):
     """Distances to finite lower then upper bounds and their minimum, with points inside, on and outside the bounds and
-    nan entries (skipped by the minimum)."""
+    nan entries (skipped by the minimum); the complementarity products over the same entries."""
     rng = np.random.default_rng(n + 13)
     for _ in range(20):
         lower = np.where(rng.random(n) < 0.6, rng.uniform(-3.0, 0.0, n), -np.inf)
         upper = np.where(rng.random(n) < 0.6, rng.uniform(0.0, 3.0, n), np.inf)
         lo, up = np.flatnonzero(np.isfinite(lower)), np.flatnonzero(np.isfinite(upper))
-        distances = ipk.BoundDistances(n, lo, lower[lo], up, upper[up])
+        entries = ipk.BoundedEntries(n, lo, lower[lo], up, upper[up])
         for spread in (0.5, 5.0):
             x = rng.uniform(-spread, spread, n)
             x[rng.random(n) < 0.02] = np.nan
-            expected, nearest = distances.numpy(x)
-            got, got_nearest = distances(x)
+            expected, nearest = entries.numpy_distances(x)
+            got, got_nearest = entries.distances(x)
             assert np.array_equal(got, expected, equal_nan=True) and got_nearest == nearest
             assert np.array_equal(expected, np.concatenate([x[lo] - lower[lo], upper[up] - x[up]]), equal_nan=True)
             assert nearest == np.nanmin(np.concatenate([expected, [np.inf]]))
+            dl, du = x - lower, upper - x
+            zL, zU = _multipliers(rng, dl), _multipliers(rng, du)
+            products = entries.numpy_products(dl, zL, du, zU)
+            assert np.array_equal(entries.products(dl, zL, du, zU), products, equal_nan=True)
+            assert np.array_equal(products, np.concatenate([dl[lo] * zL[lo], du[up] * zU[up]]), equal_nan=True)
 
 
 def test_log_barrier_sums_each_kind_of_bound_as_numpy_does():
@@ -103,14 +116,6 @@ def test_log_barrier_sums_each_kind_of_bound_as_numpy_does():
         x = rng.uniform(-0.99, 0.99, n) * rng.choice([1.0, 1e-6], n)
         expected = float(np.sum(np.log(x[lo] - lower[lo])) + np.sum(np.log(upper[up] - x[up])))
         assert bounds.log_barrier(x) == expected
-
-
-def _multipliers(rng: np.random.Generator, dist: np.ndarray) -> np.ndarray:
-    """Positive bound multipliers over many scales, 0 where there is no bound (dist inf), as the interior point keeps
-    them."""
-    z = rng.uniform(0.0, 1.0, len(dist)) * rng.choice([1e-12, 1.0, 1e6], len(dist))
-    z[np.isinf(dist)] = 0.0
-    return z
 
 
 @pytest.mark.parametrize("n, m", [(0, 0), (1, 3), (7, 2), (2400, 2000)])
