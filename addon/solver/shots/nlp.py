@@ -35,6 +35,7 @@ the line search stalls while the constraints are still violated (a local minimum
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -685,10 +686,11 @@ def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
     """Waechter-Biegler filter acceptance of a trial point: '' (reject), 'f' (Armijo on the barrier objective
     under the switching condition) or 'h' (enough progress in violation or objective; the filter grows)."""
-    if not np.isfinite(phi_t) or theta_t > theta_max:
+    if not math.isfinite(phi_t) or theta_t > theta_max:
         return ""
-    if any(theta_t >= th and phi_t >= ph for th, ph in filt):
-        return ""
+    for th, ph in filt:  # a filter entry dominates the trial point
+        if theta_t >= th and phi_t >= ph:
+            return ""
     if model_decrease < 0 and (-model_decrease) ** 2.3 * alpha ** (1 - 2.3) > theta ** 1.1 and theta <= theta_min:
         return "f" if phi_t <= phi + 1e-4 * model_decrease else ""
     if theta_t <= (1 - 1e-5) * theta or phi_t <= phi - 1e-8 * theta:
