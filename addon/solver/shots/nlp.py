@@ -655,8 +655,9 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
 class _Point:
     """A point the interior point evaluated: z, the NLP's variables x there (full(z)), its rows (raw and scaled),
     |c| (its sum theta is the filter's violation, its largest entry the primal infeasibility), the objective
-    (unscaled; nan where not evaluated: outside the bounds) and the sum of the log barrier terms (-inf outside). The line search's accepted trial is the next iterate: its
-    variables, objective, violation and barrier objective are not evaluated again (nor at the solve's end)."""
+    (unscaled; nan where not evaluated: outside the bounds) and the sum of the log barrier terms (-inf outside). The
+    line search's accepted trial is the next iterate: its variables, objective, violation and barrier objective are
+    not evaluated again (nor at the solve's end)."""
 
     z: np.ndarray
     x: np.ndarray
