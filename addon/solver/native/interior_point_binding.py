@@ -1,10 +1,8 @@
 """ctypes bindings of interior_point.c, the shots' interior point's loops over its bounded vectors, and their numpy
 twins (the reference, and what addon/solver/shots/nlp.py uses when the library is not built): step_to_bounds (the
-fraction-to-boundary rule), barrier_terms (a Newton step's barrier terms and right-hand side), multiplier_steps (the
-bound multipliers' steps and how far they may go), near_central_path (a bound multiplier's step, clipped near the
-central path) and BoundedEntries (a vector's distances to its finite bounds, those of a trial point's log barrier,
-and the complementarity products). C and numpy give
-the same bits (the same operations in the same order; tests/solver/shots/test_interior_point_native.py).
+fraction-to-boundary rule), barrier_terms (a Newton step's barrier terms and right-hand side) and multiplier_steps
+(the bound multipliers' steps and how far they may go). C and numpy give the same bits (the same operations in the
+same order; tests/solver/shots/test_interior_point_native.py).
 
 `LIB` is the kernel library when it is built with interior_point.c and loads (native.load_kernels), else None.
 """
@@ -15,9 +13,10 @@ import ctypes
 
 import numpy as np
 
-from . import address, load_kernels, pointers
+from . import address, load_kernels
 
 _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
+_CONTIGUOUS = (8,)  # the strides of a C-contiguous float64 vector
 # the ufunc reduction behind fmin's: skips nan, without the ndarray wrapper
 _fmin = np.fmin.reduce
 
@@ -28,16 +27,10 @@ def _load() -> ctypes.CDLL | None:
         return None
     lib.symplex_step_to_bounds.argtypes = [_int, _ptr, _ptr, _ptr, _double]
     lib.symplex_step_to_bounds.restype = _double
-    lib.symplex_near_central_path.argtypes = [_int, _ptr, _double, _ptr, _double, _ptr, _ptr]
-    lib.symplex_near_central_path.restype = None
     lib.symplex_barrier_terms.argtypes = [_int, _int, _ptr, _ptr, _ptr, _ptr, _ptr, _double, _ptr, _ptr, _ptr]
     lib.symplex_barrier_terms.restype = None
     lib.symplex_multiplier_steps.argtypes = [_int, _ptr, _ptr, _ptr, _ptr, _double, _ptr, _ptr]
     lib.symplex_multiplier_steps.restype = _double
-    lib.symplex_bound_distances.argtypes = [_int, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr]
-    lib.symplex_bound_distances.restype = _double
-    lib.symplex_bound_products.argtypes = [_int, _ptr, _int, _ptr] + [_ptr] * 5
-    lib.symplex_bound_products.restype = None
     return lib
 
 
@@ -56,15 +49,6 @@ def step_to_bounds_numpy(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np
         k = (dx > 0).nonzero()[0]
         alpha = min(alpha, float(_fmin(tau * dist_up[k] / dx[k], initial=np.inf)))
     return alpha
-
-
-def near_central_path_numpy(z: np.ndarray, alpha: float, dz: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
-    """Bound multipliers z + alpha dz (a new array) clipped to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's
-    kappa_Sigma; 0 where dist is inf), as np.clip does it (the larger with the lower limit, then the smaller with the
-    upper), without its wrappers."""
-    out = z + alpha * dz
-    np.maximum(out, mu / (1e10 * dist), out=out)
-    return np.minimum(out, 1e10 * mu / dist, out=out)
 
 
 def barrier_terms_numpy(g: np.ndarray, zL: np.ndarray, zU: np.ndarray, dl: np.ndarray, du: np.ndarray, mu: float,
@@ -102,7 +86,8 @@ def _checked(*arrays: np.ndarray) -> int:
     """The common length of float64 C-contiguous vectors (ValueError otherwise: ctypes would read any memory)."""
     n = len(arrays[0])
     for a in arrays:
-        if a.dtype != np.float64 or a.ndim != 1 or len(a) != n or not a.flags.c_contiguous:
+        # strides (8,): one C-contiguous axis (a vector of one entry or none may have any stride)
+        if a.dtype.char != "d" or len(a) != n or (a.strides != _CONTIGUOUS and (a.ndim != 1 or n > 1)):
             raise ValueError(f"interior point kernel: expected float64 C-contiguous vectors of length {n}, got "
                              f"{[(b.dtype, b.shape) for b in arrays]}")
     return n
@@ -113,12 +98,6 @@ def _step_to_bounds_c(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np.nd
         return LIB.symplex_step_to_bounds(_checked(dist_lo, dx), address(dist_lo), None, address(dx), tau)
     return LIB.symplex_step_to_bounds(_checked(dist_lo, dist_up, dx), address(dist_lo), address(dist_up), address(dx),
                                       tau)
-
-
-def _near_central_path_c(z: np.ndarray, alpha: float, dz: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
-    out = np.empty(_checked(z, dz, dist))
-    LIB.symplex_near_central_path(len(out), address(z), alpha, address(dz), mu, address(dist), address(out))
-    return out
 
 
 def _barrier_terms_c(g: np.ndarray, zL: np.ndarray, zU: np.ndarray, dl: np.ndarray, du: np.ndarray, mu: float,
@@ -142,61 +121,7 @@ def _multiplier_steps_c(zL: np.ndarray, zU: np.ndarray, terms: np.ndarray, dz: n
     return dzL, dzU, alpha
 
 
-class BoundedEntries:
-    """The entries of a vector that have a finite lower bound, then those with a finite upper bound, as one array:
-    the vector's distances to those bounds (x - lower, then upper - x) and the complementarity products of distances
-    and multipliers. The bounds (their indices and values, fixed for a solve) and their addresses are taken once.
-    numpy_distances, numpy_products: the twins, also used when the library is not built."""
-
-    def __init__(self, size: int, lo: np.ndarray, lo_value: np.ndarray, up: np.ndarray, up_value: np.ndarray):
-        """size: the vector's length; lo, up: the indices of its finite lower and upper bounds; lo_value, up_value:
-        those bounds."""
-        self.size, self.n_lo, self.total = size, len(lo), len(lo) + len(up)
-        self.lo, self.up = np.ascontiguousarray(lo, np.int64), np.ascontiguousarray(up, np.int64)
-        self.lo_value, self.up_value = np.ascontiguousarray(lo_value, float), np.ascontiguousarray(up_value, float)
-        if (self.lo.shape != self.lo_value.shape or self.up.shape != self.up_value.shape
-                or np.any(self.lo >= size) or np.any(self.up >= size) or np.any(self.lo < 0) or np.any(self.up < 0)):
-            raise ValueError("BoundedEntries: bound indices must lie in the vector, one value each")
-        self._indices = (self.n_lo, address(self.lo), len(self.up), address(self.up))
-        self._args = (self.n_lo, *pointers(self.lo, self.lo_value), len(self.up), *pointers(self.up, self.up_value))
-
-    def numpy_distances(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        """(the distances, the smallest: nan skipped as fmin does, inf when there is none), in numpy."""
-        out = np.empty(self.total)
-        np.subtract(x[self.lo], self.lo_value, out=out[:self.n_lo])
-        np.subtract(self.up_value, x[self.up], out=out[self.n_lo:])
-        return out, float(_fmin(out, initial=np.inf))
-
-    def numpy_products(self, dl: np.ndarray, zL: np.ndarray, du: np.ndarray, zU: np.ndarray) -> np.ndarray:
-        """dl zL over the entries with a lower bound, then du zU over those with an upper bound, in numpy."""
-        out = np.empty(self.total)
-        np.multiply(dl[self.lo], zL[self.lo], out=out[:self.n_lo])
-        np.multiply(du[self.up], zU[self.up], out=out[self.n_lo:])
-        return out
-
-    def _vector(self, *arrays: np.ndarray) -> None:
-        if _checked(*arrays) != self.size:
-            raise ValueError(f"BoundedEntries: expected vectors of length {self.size}, got {arrays[0].shape}")
-
-    def distances(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        """(the distances, the smallest), in C when the library is built."""
-        if LIB is None:
-            return self.numpy_distances(x)
-        self._vector(x)
-        out = np.empty(self.total)
-        return out, LIB.symplex_bound_distances(*self._args, address(x), address(out))
-
-    def products(self, dl: np.ndarray, zL: np.ndarray, du: np.ndarray, zU: np.ndarray) -> np.ndarray:
-        """The complementarity products, in C when the library is built."""
-        if LIB is None:
-            return self.numpy_products(dl, zL, du, zU)
-        self._vector(dl, zL, du, zU)
-        out = np.empty(self.total)
-        LIB.symplex_bound_products(*self._indices, address(dl), address(zL), address(du), address(zU), address(out))
-        return out
-
-
 # the C kernels when the library is built, else their twins
-step_to_bounds, barrier_terms, multiplier_steps, near_central_path = (
-    (_step_to_bounds_c, _barrier_terms_c, _multiplier_steps_c, _near_central_path_c) if LIB is not None else
-    (step_to_bounds_numpy, barrier_terms_numpy, multiplier_steps_numpy, near_central_path_numpy))
+step_to_bounds, barrier_terms, multiplier_steps = (
+    (_step_to_bounds_c, _barrier_terms_c, _multiplier_steps_c) if LIB is not None else
+    (step_to_bounds_numpy, barrier_terms_numpy, multiplier_steps_numpy))

@@ -417,9 +417,6 @@ void symplex_program_run(const symplex_program *p, int64_t K, int64_t block, int
  * native/interior_point_binding.py): min(1, min over dx[i] < 0 of -tau dist_lo[i] / dx[i], min over dx[i] > 0 of
  * tau dist_up[i] / dx[i]) over n entries (nan ratios skipped); dist_up 0 (NULL): no upper bounds. */
 double symplex_step_to_bounds(int64_t n, const double *dist_lo, const double *dist_up, const double *dx, double tau);
-/* out[i] = z[i] + alpha dz[i] clipped to [mu / (1e10 dist[i]), 1e10 mu / dist[i]] (np.maximum, then np.minimum). */
-void symplex_near_central_path(int64_t n, const double *z, double alpha, const double *dz, double mu,
-                               const double *dist, double *out);
 /* The barrier terms of a Newton step over n variables with m rows (numpy twin: barrier_terms_numpy): terms (6, n) =
  * zL / dl, zU / du, their sum, mu / dl, mu / du, (g - mu / dl) + mu / du; rhs (n + m) = -(the last, c). */
 void symplex_barrier_terms(int64_t n, int64_t m, const double *g, const double *zL, const double *zU, const double *dl,
@@ -428,12 +425,5 @@ void symplex_barrier_terms(int64_t n, int64_t m, const double *g, const double *
  * min(step_to_bounds(zL, 0, dzL, tau), step_to_bounds(zU, 0, dzU, tau)) (numpy twin: multiplier_steps_numpy). */
 double symplex_multiplier_steps(int64_t n, const double *zL, const double *zU, const double *terms, const double *dz,
                                 double tau, double *dzL, double *dzU);
-/* out[k] = x[lo[k]] - lo_value[k] (k < n_lo), then out[n_lo + k] = up_value[k] - x[up[k]] (k < n_up); returns the
- * smallest out (nan skipped; inf when n_lo + n_up is 0). */
-double symplex_bound_distances(int64_t n_lo, const int64_t *lo, const double *lo_value, int64_t n_up, const int64_t *up,
-                               const double *up_value, const double *x, double *out);
-/* out[k] = dl[lo[k]] zL[lo[k]] (k < n_lo), then out[n_lo + k] = du[up[k]] zU[up[k]] (k < n_up). */
-void symplex_bound_products(int64_t n_lo, const int64_t *lo, int64_t n_up, const int64_t *up, const double *dl,
-                            const double *zL, const double *du, const double *zU, double *out);
 
 #endif

@@ -44,9 +44,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from ..native.interior_point_binding import BoundedEntries
 from ..native.interior_point_binding import barrier_terms as _barrier_terms, multiplier_steps as _multiplier_steps
-from ..native.interior_point_binding import near_central_path as _near_central_path, step_to_bounds as _step_to_bounds
+from ..native.interior_point_binding import step_to_bounds as _step_to_bounds
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, kkt_residual,
                         stage_layout)
 
@@ -482,7 +481,6 @@ class _Bounds:
         self.has_lo, self.has_up = np.isfinite(lo), np.isfinite(up)
         self.lo, self.up = np.flatnonzero(self.has_lo), np.flatnonzero(self.has_up)
         self.lo_value, self.up_value = lo[self.lo], up[self.up]
-        self._entries = BoundedEntries(len(lo), self.lo, self.lo_value, self.up, self.up_value)
 
     def distances(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """x - lower over the finite lower bounds, upper - x over the finite upper bounds."""
@@ -491,15 +489,30 @@ class _Bounds:
     def log_barrier(self, x: np.ndarray) -> float:
         """sum of log(distance) over the finite lower bounds plus that over the finite upper bounds (the two sums as
         numpy's of each); -inf when x is on or outside one (a nan distance is skipped, as fmin does)."""
-        d, nearest = self._entries.distances(x)  # both kinds in one array (one log call)
-        if nearest <= 0:
+        n_lo = len(self.lo)
+        d = np.empty(n_lo + len(self.up))  # both kinds in one array: one reduction, one log call
+        np.subtract(x.take(self.lo), self.lo_value, out=d[:n_lo])
+        np.subtract(self.up_value, x.take(self.up), out=d[n_lo:])
+        if _fmin(d, initial=np.inf) <= 0:  # any(d <= 0): fmin skips nan
             return -np.inf
         logs = np.log(d, out=d)
-        return float(_sum(logs[:len(self.lo)]) + _sum(logs[len(self.lo):]))
+        return float(_sum(logs[:n_lo]) + _sum(logs[n_lo:]))
 
     def products(self, dl: np.ndarray, zL: np.ndarray, du: np.ndarray, zU: np.ndarray) -> np.ndarray:
         """The complementarity products dl zL over the finite lower bounds, then du zU over the finite upper ones."""
-        return self._entries.products(dl, zL, du, zU)
+        n_lo = len(self.lo)
+        out = np.empty(n_lo + len(self.up))
+        np.multiply(dl.take(self.lo), zL.take(self.lo), out=out[:n_lo])
+        np.multiply(du.take(self.up), zU.take(self.up), out=out[n_lo:])
+        return out
+
+
+def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
+    """Bound multipliers z clipped in place to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's kappa_Sigma; 0 where dist
+    is inf), as np.clip does it (the larger with the lower limit, then the smaller with the upper), without its
+    wrappers."""
+    np.maximum(z, mu / (1e10 * dist), out=z)
+    return np.minimum(z, 1e10 * mu / dist, out=z)
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -843,7 +856,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         if it == max_iter:
             break
         primal_inf = float(_max(point.abs_c, initial=0.0))  # max |c|: nan when an entry is (maximum keeps nan)
-        if not (np.isfinite(f_val) and np.isfinite(primal_inf)):
+        if not (math.isfinite(f_val) and math.isfinite(primal_inf)):
             status, message = "failed", f"non-finite objective or constraints at iteration {it}"
             break
         if barrier_update.update(dual_inf, primal_inf, products):
@@ -941,8 +954,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
         # is no bound, zL, zU, dzL, dzU and both limits are 0
         dl, du = z - zl, zu - z
-        zL = _near_central_path(zL, alpha_z, dzL, mu, dl)
-        zU = _near_central_path(zU, alpha_z, dzU, mu, du)
+        zL = _near_central_path(zL + alpha_z * dzL, mu, dl)
+        zU = _near_central_path(zU + alpha_z * dzU, mu, du)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):

@@ -1,6 +1,6 @@
-"""The interior point's C vector kernels (native/interior_point.c) against their numpy twins, bit for bit: the same
-floating-point operations in the same order, on vectors with unbounded entries (inf distances), zero steps, infinite
-steps and nan (which the fraction-to-boundary rule skips and the clipping propagates)."""
+"""The interior point's C vector kernels (native/interior_point.c) against their numpy twins and the interior point's
+formulas, bit for bit: the same floating-point operations in the same order, on vectors with unbounded entries (inf
+distances), zero steps, infinite steps and nan (which the fraction-to-boundary rule skips)."""
 
 import numpy as np
 import pytest
@@ -48,22 +48,6 @@ def test_step_to_bounds_c_is_the_numpy_twin_bit_for_bit(n):
 
 
 @native
-@pytest.mark.parametrize("n", [0, 1, 7, 2000])
-def test_near_central_path_c_is_the_numpy_twin_bit_for_bit(n):
-    rng = np.random.default_rng(n + 12)
-    for _ in range(30):
-        dist, _, dz = _vectors(rng, n)
-        z = rng.uniform(0.0, 1.0, n) * rng.choice([1e-16, 1.0, 1e16], n)
-        z[np.isinf(dist)] = 0.0
-        for mu, alpha in ((0.1, 1.0), (1e-9, 0.37), (1e-3, 0.0)):
-            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-                expected = ipk.near_central_path_numpy(z, alpha, dz, mu, dist)
-                got = ipk.near_central_path(z, alpha, dz, mu, dist)
-            assert np.array_equal(got, expected, equal_nan=True)
-            assert np.array_equal(np.signbit(got), np.signbit(expected))
-
-
-@native
 def test_kernels_refuse_vectors_they_cannot_read():
     """A strided, short or integer vector is refused (ctypes would read past it or misread it)."""
     v = np.ones(10)
@@ -72,50 +56,7 @@ def test_kernels_refuse_vectors_they_cannot_read():
     with pytest.raises(ValueError):
         ipk.step_to_bounds(v, v, np.ones(9), 0.99)
     with pytest.raises(ValueError):
-        ipk.near_central_path(v, 1.0, np.ones(10, int), 0.1, v)
-
-
-@native
-@pytest.mark.parametrize("n", [0, 1, 7, 2000])
-def test_bounded_entries_c_are_the_numpy_twins_bit_for_bit(n):
-    """Distances to finite lower then upper bounds and their minimum, with points inside, on and outside the bounds and
-    nan entries (skipped by the minimum); the complementarity products over the same entries."""
-    rng = np.random.default_rng(n + 13)
-    for _ in range(20):
-        lower = np.where(rng.random(n) < 0.6, rng.uniform(-3.0, 0.0, n), -np.inf)
-        upper = np.where(rng.random(n) < 0.6, rng.uniform(0.0, 3.0, n), np.inf)
-        lo, up = np.flatnonzero(np.isfinite(lower)), np.flatnonzero(np.isfinite(upper))
-        entries = ipk.BoundedEntries(n, lo, lower[lo], up, upper[up])
-        for spread in (0.5, 5.0):
-            x = rng.uniform(-spread, spread, n)
-            x[rng.random(n) < 0.02] = np.nan
-            expected, nearest = entries.numpy_distances(x)
-            got, got_nearest = entries.distances(x)
-            assert np.array_equal(got, expected, equal_nan=True) and got_nearest == nearest
-            assert np.array_equal(expected, np.concatenate([x[lo] - lower[lo], upper[up] - x[up]]), equal_nan=True)
-            assert nearest == np.nanmin(np.concatenate([expected, [np.inf]]))
-            dl, du = x - lower, upper - x
-            zL, zU = _multipliers(rng, dl), _multipliers(rng, du)
-            products = entries.numpy_products(dl, zL, du, zU)
-            assert np.array_equal(entries.products(dl, zL, du, zU), products, equal_nan=True)
-            assert np.array_equal(products, np.concatenate([dl[lo] * zL[lo], du[up] * zU[up]]), equal_nan=True)
-
-
-def test_log_barrier_sums_each_kind_of_bound_as_numpy_does():
-    """_Bounds.log_barrier (the distances in one array, one log) is numpy's sum of the logs over the lower bounds plus
-    that over the upper ones, bit for bit: the iterates depend on these sums through the line search."""
-    from addon.solver.shots.nlp import _Bounds
-
-    rng = np.random.default_rng(14)
-    n = 3000
-    lower = np.where(rng.random(n) < 0.7, rng.uniform(-3.0, -1.0, n), -np.inf)
-    upper = np.where(rng.random(n) < 0.7, rng.uniform(1.0, 3.0, n), np.inf)
-    bounds = _Bounds(lower, upper)
-    lo, up = np.isfinite(lower), np.isfinite(upper)
-    for _ in range(10):
-        x = rng.uniform(-0.99, 0.99, n) * rng.choice([1.0, 1e-6], n)
-        expected = float(np.sum(np.log(x[lo] - lower[lo])) + np.sum(np.log(upper[up] - x[up])))
-        assert bounds.log_barrier(x) == expected
+        ipk.barrier_terms(v, v, v, v, np.ones(10, int), 0.1, v)
 
 
 @pytest.mark.parametrize("n, m", [(0, 0), (1, 3), (7, 2), (2400, 2000)])
