@@ -159,8 +159,10 @@ class _Clock:
 
 
 def violation(c: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Per row distance of c to [lower, upper] (0 inside)."""
-    return np.maximum(np.maximum(lower - c, c - upper), 0.0)
+    """Per row distance of c to [lower, upper] (0 inside): max(max(lower - c, c - upper), 0), in one work array."""
+    below = lower - c
+    np.maximum(below, c - upper, out=below)
+    return np.maximum(below, 0.0, out=below)
 
 
 class _Reduced:
@@ -837,9 +839,11 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     dl, du = z - zl, zu - z  # distances to the bounds at z (inf where there is none: mu / dl, zL / dl are 0 there)
     it = 0
     for it in range(max_iter + 1):
-        grad_lag = g + P.jt(J, y) - zL + zU
+        grad_lag = g + P.jt(J, y)  # then - zL + zU, and its absolute value, in place (one work array)
+        np.subtract(grad_lag, zL, out=grad_lag)
+        np.add(grad_lag, zU, out=grad_lag)
         s_d = max(100.0, (_sum(np.abs(y)) + _sum(zL) + _sum(zU)) / max(P.m + nz, 1)) / 100.0
-        dual_inf = float(_max(np.abs(grad_lag), initial=0.0)) / s_d
+        dual_inf = float(_max(np.abs(grad_lag, out=grad_lag), initial=0.0)) / s_d
         products = bounds.products(dl, zL, du, zU)  # complementarity products, lower bounds' then upper bounds'
         compl = max(float(_max(products[:len(lo)], initial=0.0)), float(_max(products[len(lo):], initial=0.0)))
         raw_viol = float(_max(violation(raw, P.cl, P.cu), initial=0.0))
