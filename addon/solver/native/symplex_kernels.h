@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 28
+#define SYMPLEX_ABI_VERSION 29
 
 int64_t symplex_abi_version(void);
 
@@ -412,5 +412,18 @@ enum { SYMPLEX_PROGRAM_ROWS, SYMPLEX_PROGRAM_HESSIAN, SYMPLEX_PROGRAM_ACROSS, SY
  * triangles, the entries block asks for (the others zero). */
 void symplex_program_run(const symplex_program *p, int64_t K, int64_t block, int64_t split, const double *X,
                          const double *P, double *value, double *grad, double *H, double *scratch);
+
+/* The interior point's fraction-to-boundary rule (interior_point.c; numpy twins in
+ * native/interior_point_binding.py): min(1, min over dx[i] < 0 of -tau dist_lo[i] / dx[i], min over dx[i] > 0 of
+ * tau dist_up[i] / dx[i]) over n entries (nan ratios skipped); dist_up 0 (NULL): no upper bounds. */
+double symplex_step_to_bounds(int64_t n, const double *dist_lo, const double *dist_up, const double *dx, double tau);
+/* The barrier terms of a Newton step over n variables with m rows (numpy twin: barrier_terms_numpy): terms (6, n) =
+ * zL / dl, zU / du, their sum, mu / dl, mu / du, (g - mu / dl) + mu / du; rhs (n + m) = -(the last, c). */
+void symplex_barrier_terms(int64_t n, int64_t m, const double *g, const double *zL, const double *zU, const double *dl,
+                           const double *du, double mu, const double *c, double *terms, double *rhs);
+/* dzL = (mu / dl - zL) - (zL / dl) dz, dzU = (mu / du - zU) + (zU / du) dz from barrier_terms' terms; returns
+ * min(step_to_bounds(zL, 0, dzL, tau), step_to_bounds(zU, 0, dzU, tau)) (numpy twin: multiplier_steps_numpy). */
+double symplex_multiplier_steps(int64_t n, const double *zL, const double *zU, const double *terms, const double *dz,
+                                double tau, double *dzL, double *dzU);
 
 #endif

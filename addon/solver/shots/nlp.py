@@ -35,6 +35,7 @@ the line search stalls while the constraints are still violated (a local minimum
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -43,6 +44,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
+from ..native.interior_point_binding import barrier_terms as _barrier_terms, multiplier_steps as _multiplier_steps
+from ..native.interior_point_binding import step_to_bounds as _step_to_bounds
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, kkt_residual,
                         stage_layout)
 
@@ -156,8 +159,10 @@ class _Clock:
 
 
 def violation(c: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Per row distance of c to [lower, upper] (0 inside)."""
-    return np.maximum(np.maximum(lower - c, c - upper), 0.0)
+    """Per row distance of c to [lower, upper] (0 inside): max(max(lower - c, c - upper), 0), in one work array."""
+    below = lower - c
+    np.maximum(below, c - upper, out=below)
+    return np.maximum(below, 0.0, out=below)
 
 
 class _Reduced:
@@ -484,25 +489,24 @@ class _Bounds:
         return x[self.lo] - self.lo_value, self.up_value - x[self.up]
 
     def log_barrier(self, x: np.ndarray) -> float:
-        """sum of log(distance) over the finite bounds; -inf when x is on or outside one."""
-        d_lo, d_up = self.distances(x)
-        if _fmin(d_lo, initial=np.inf) <= 0 or _fmin(d_up, initial=np.inf) <= 0:  # any(d <= 0): fmin skips nan
+        """sum of log(distance) over the finite lower bounds plus that over the finite upper bounds (the two sums as
+        numpy's of each); -inf when x is on or outside one (a nan distance is skipped, as fmin does)."""
+        n_lo = len(self.lo)
+        d = np.empty(n_lo + len(self.up))  # both kinds in one array: one reduction, one log call
+        np.subtract(x.take(self.lo), self.lo_value, out=d[:n_lo])
+        np.subtract(self.up_value, x.take(self.up), out=d[n_lo:])
+        if _fmin(d, initial=np.inf) <= 0:  # any(d <= 0): fmin skips nan
             return -np.inf
-        return float(_sum(np.log(d_lo)) + _sum(np.log(d_up)))
+        logs = np.log(d, out=d)
+        return float(_sum(logs[:n_lo]) + _sum(logs[n_lo:]))
 
-
-def _step_to_bounds(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np.ndarray, tau: float) -> float:
-    """Largest alpha in (0, 1] with x + alpha dx inside (1 - tau) of the way to each bound, from x's distances to
-    its lower and upper bounds (inf where there is none, so that entry's ratio is inf; dist_up None: no upper
-    bounds). The ratios are taken where dx moves towards a bound, found by index (faster than masks and gathers
-    over the bounded entries); fmin: an infinite dx at an unbounded entry (a nan ratio) limits nothing (nor does
-    anything when there is no ratio: the reduction's initial inf)."""
-    k = (dx < 0).nonzero()[0]
-    alpha = min(1.0, float(_fmin(-tau * dist_lo[k] / dx[k], initial=np.inf)))
-    if dist_up is not None:
-        k = (dx > 0).nonzero()[0]
-        alpha = min(alpha, float(_fmin(tau * dist_up[k] / dx[k], initial=np.inf)))
-    return alpha
+    def products(self, dl: np.ndarray, zL: np.ndarray, du: np.ndarray, zU: np.ndarray) -> np.ndarray:
+        """The complementarity products dl zL over the finite lower bounds, then du zU over the finite upper ones."""
+        n_lo = len(self.lo)
+        out = np.empty(n_lo + len(self.up))
+        np.multiply(dl.take(self.lo), zL.take(self.lo), out=out[:n_lo])
+        np.multiply(du.take(self.up), zU.take(self.up), out=out[n_lo:])
+        return out
 
 
 def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
@@ -665,14 +669,16 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
 @dataclass(frozen=True)
 class _Point:
     """A point the interior point evaluated: z, the NLP's variables x there (full(z)), its rows (raw and scaled),
-    theta = sum |c| (the filter's violation), the objective (unscaled; nan where not evaluated: outside the bounds)
-    and the sum of the log barrier terms (-inf outside). The line search's accepted trial is the next iterate: its
-    variables, objective, violation and barrier objective are not evaluated again (nor at the solve's end)."""
+    |c| (its sum theta is the filter's violation, its largest entry the primal infeasibility), the objective
+    (unscaled; nan where not evaluated: outside the bounds) and the sum of the log barrier terms (-inf outside). The
+    line search's accepted trial is the next iterate: its variables, objective, violation and barrier objective are
+    not evaluated again (nor at the solve's end)."""
 
     z: np.ndarray
     x: np.ndarray
     raw: np.ndarray
     c: np.ndarray
+    abs_c: np.ndarray
     theta: float
     f: float
     logs: float
@@ -689,16 +695,18 @@ def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
     c = P.c(z, raw)
     logs = bounds.log_barrier(z)
     f = np.nan if logs == -np.inf else float(P.nlp.objective(x))
-    return _Point(z, x, raw, c, float(_sum(np.abs(c))), f, logs)
+    abs_c = np.abs(c)
+    return _Point(z, x, raw, c, abs_c, float(_sum(abs_c)), f, logs)
 
 
 def _filter_test(filt, theta, phi, theta_t, phi_t, model_decrease, alpha, theta_min, theta_max) -> str:
     """Waechter-Biegler filter acceptance of a trial point: '' (reject), 'f' (Armijo on the barrier objective
     under the switching condition) or 'h' (enough progress in violation or objective; the filter grows)."""
-    if not np.isfinite(phi_t) or theta_t > theta_max:
+    if not math.isfinite(phi_t) or theta_t > theta_max:
         return ""
-    if any(theta_t >= th and phi_t >= ph for th, ph in filt):
-        return ""
+    for th, ph in filt:  # a filter entry dominates the trial point
+        if theta_t >= th and phi_t >= ph:
+            return ""
     if model_decrease < 0 and (-model_decrease) ** 2.3 * alpha ** (1 - 2.3) > theta ** 1.1 and theta <= theta_min:
         return "f" if phi_t <= phi + 1e-4 * model_decrease else ""
     if theta_t <= (1 - 1e-5) * theta or phi_t <= phi - 1e-8 * theta:
@@ -831,11 +839,13 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     dl, du = z - zl, zu - z  # distances to the bounds at z (inf where there is none: mu / dl, zL / dl are 0 there)
     it = 0
     for it in range(max_iter + 1):
-        grad_lag = g + P.jt(J, y) - zL + zU
+        grad_lag = g + P.jt(J, y)  # then - zL + zU, and its absolute value, in place (one work array)
+        np.subtract(grad_lag, zL, out=grad_lag)
+        np.add(grad_lag, zU, out=grad_lag)
         s_d = max(100.0, (_sum(np.abs(y)) + _sum(zL) + _sum(zU)) / max(P.m + nz, 1)) / 100.0
-        dual_inf = float(_max(np.abs(grad_lag), initial=0.0)) / s_d
-        dzl, dzu = dl[lo] * zL[lo], du[up] * zU[up]  # complementarity products
-        compl = max(float(_max(dzl, initial=0.0)), float(_max(dzu, initial=0.0)))
+        dual_inf = float(_max(np.abs(grad_lag, out=grad_lag), initial=0.0)) / s_d
+        products = bounds.products(dl, zL, du, zU)  # complementarity products, lower bounds' then upper bounds'
+        compl = max(float(_max(products[:len(lo)], initial=0.0)), float(_max(products[len(lo):], initial=0.0)))
         raw_viol = float(_max(violation(raw, P.cl, P.cu), initial=0.0))
         f_val = point.f if point.logs != -np.inf else float(nlp.objective(point.x))
         if progress is not None:
@@ -849,21 +859,21 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
             break
         if it == max_iter:
             break
-        if not (np.isfinite(f_val) and np.isfinite(c).all()):
+        primal_inf = float(_max(point.abs_c, initial=0.0))  # max |c|: nan when an entry is (maximum keeps nan)
+        if not (math.isfinite(f_val) and math.isfinite(primal_inf)):
             status, message = "failed", f"non-finite objective or constraints at iteration {it}"
             break
-        products = np.concatenate([dzl, dzu])
-        if barrier_update.update(dual_inf, float(_max(np.abs(c), initial=0.0)), products):
+        if barrier_update.update(dual_inf, primal_inf, products):
             mu, filt = barrier_update.mu, []
-        zl_dl, zu_du = zL / dl, zU / du
-        sigma = zl_dl + zu_du  # 0 where there is no bound
         with clock("evaluation"):
             H = P.hess_data(z, y, point.x)
         with clock("factorisation"):
+            # zL / dl, zU / du, sigma (their sum), the barrier terms' gradients mu / dl, mu / du (all 0 where there is
+            # no bound: the distance is inf), grad_phi; and the right-hand side -(grad_phi, c)
+            terms, rhs = _barrier_terms(g, zL, zU, dl, du, mu, c)
+            zl_dl, zu_du, sigma, grad_phi = terms[0], terms[1], terms[2], terms[5]
             W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
-            pull = mu / dl, mu / du  # the barrier terms' gradients (0 where there is no bound: the distance is inf)
-            grad_phi = g - pull[0] + pull[1]
-            sol, lu, dw = _regularised_step(W, J, -np.concatenate([grad_phi, c]), shift, dw_last, mu, factoriser)
+            sol, lu, dw = _regularised_step(W, J, rhs, shift, dw_last, mu, factoriser)
             if lu is not None and barrier_update.probing:
                 # the affine-scaling step (mu = 0), unrefined: relative residuals up to 2e-9 measured on the shots,
                 # 3e-10 in the combined steps below (_refined accepts 1e-9)
@@ -871,10 +881,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, dl, du, zL, zU, zl_dl, zu_du,
                                                                          bounds))
                 if mu_new != mu:  # the right-hand side is affine in mu: a smaller mu's step is a combination
-                    pull = mu_new / dl, mu_new / du
-                    grad_phi = g - pull[0] + pull[1]
-                    sol = (sol_aff + (mu_new / mu) * (sol - sol_aff) if mu_new < mu else
-                           _refined(lu, -np.concatenate([grad_phi, c]))[0])
+                    terms, rhs = _barrier_terms(g, zL, zU, dl, du, mu_new, c)
+                    grad_phi = terms[5]
+                    sol = sol_aff + (mu_new / mu) * (sol - sol_aff) if mu_new < mu else _refined(lu, rhs)[0]
                     mu, filt = mu_new, []
         if lu is None:
             status, message = "failed", f"KKT system could not be regularised at iteration {it}"
@@ -883,11 +892,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         tau = max(0.99, 1.0 - mu)
         dz, y_new = sol[:nz], sol[nz:]
         dy = y_new - y
-        dzL = pull[0] - zL - zl_dl * dz  # 0 where there is no bound (each term is)
-        dzU = pull[1] - zU + zu_du * dz
         alpha_max = _step_to_bounds(dl, du, dz, tau)
-        # the bound multipliers' own bounds: zL, zU >= 0 (where there is no bound, they and their steps are 0)
-        alpha_z = min(_step_to_bounds(zL, None, dzL, tau), _step_to_bounds(zU, None, dzU, tau))
+        # the bound multipliers' steps (0 where there is no bound: each term is) and their own bounds zL, zU >= 0
+        dzL, dzU, alpha_z = _multiplier_steps(zL, zU, terms, dz, tau)
 
         theta0 = point.theta
         phi0 = point.barrier(P.f_scale, mu)

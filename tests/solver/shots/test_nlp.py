@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from addon.solver.native import interior_point_binding
 from addon.solver.shots.nlp import NLP, solve
 
 
@@ -225,12 +226,15 @@ def test_reduced_jacobian_composes_the_nlps_gather_bit_for_bit():
         np.testing.assert_array_equal(J.toarray(), expected_scaled)
 
 
-@pytest.mark.parametrize("tau", [0.99, 1.0])
-def test_step_to_bounds_stops_at_the_fraction_of_the_nearest_bound(tau):
-    """The fraction-to-boundary rule against its definition, entry by entry: the largest alpha <= 1 with every
-    distance to a finite bound kept at least (1 - tau) of itself; entries without a bound (inf) limit nothing."""
-    from addon.solver.shots.nlp import _step_to_bounds
+_STEP_TO_BOUNDS = [interior_point_binding.step_to_bounds_numpy] + (
+    [interior_point_binding.step_to_bounds] if interior_point_binding.LIB is not None else [])
 
+
+@pytest.mark.parametrize("_step_to_bounds", _STEP_TO_BOUNDS, ids=["numpy", "C"][:len(_STEP_TO_BOUNDS)])
+@pytest.mark.parametrize("tau", [0.99, 1.0])
+def test_step_to_bounds_stops_at_the_fraction_of_the_nearest_bound(tau, _step_to_bounds):
+    """The fraction-to-boundary rule (numpy and C) against its definition, entry by entry: the largest alpha <= 1 with
+    every distance to a finite bound kept at least (1 - tau) of itself; entries without a bound (inf) limit nothing."""
     rng = np.random.default_rng(4)
     for _ in range(20):
         dist_lo, dist_up = rng.uniform(0.1, 2.0, 50), rng.uniform(0.1, 2.0, 50)
@@ -247,10 +251,9 @@ def test_step_to_bounds_stops_at_the_fraction_of_the_nearest_bound(tau):
         assert np.all(dist_up[up] - alpha * dx[up] >= (1 - tau) * dist_up[up] - 1e-12)
 
 
-def test_step_to_bounds_is_one_when_nothing_limits_it():
+@pytest.mark.parametrize("_step_to_bounds", _STEP_TO_BOUNDS, ids=["numpy", "C"][:len(_STEP_TO_BOUNDS)])
+def test_step_to_bounds_is_one_when_nothing_limits_it(_step_to_bounds):
     """No move towards a bound, or only towards none (an infinite step at an unbounded entry: a nan ratio): alpha 1."""
-    from addon.solver.shots.nlp import _step_to_bounds
-
     assert _step_to_bounds(np.ones(3), np.ones(3), np.zeros(3), 0.99) == 1.0
     with np.errstate(invalid="ignore"):  # inf / inf
         assert _step_to_bounds(np.full(3, np.inf), None, np.array([-np.inf, 1.0, 0.0]), 0.99) == 1.0
@@ -266,6 +269,23 @@ def test_log_barrier_is_the_sum_of_log_distances_and_minus_inf_on_or_outside_a_b
     assert bounds.log_barrier(np.array([0.5, 1.5, 2.0])) == pytest.approx(np.log(0.5 * 0.5 * 1.0 * 1.0))
     for outside in ([0.0, 1.0, 2.0], [0.5, 2.5, 2.0], [np.nan, 1.0, 0.5]):
         assert bounds.log_barrier(np.array(outside)) == -np.inf
+
+
+def test_log_barrier_sums_each_kind_of_bound_as_numpy_does():
+    """_Bounds.log_barrier (the distances in one array, one log call) is numpy's sum of the logs over the lower bounds
+    plus that over the upper ones, bit for bit: the iterates depend on these sums through the line search."""
+    from addon.solver.shots.nlp import _Bounds
+
+    rng = np.random.default_rng(14)
+    n = 3000
+    lower = np.where(rng.random(n) < 0.7, rng.uniform(-3.0, -1.0, n), -np.inf)
+    upper = np.where(rng.random(n) < 0.7, rng.uniform(1.0, 3.0, n), np.inf)
+    bounds = _Bounds(lower, upper)
+    lo, up = np.isfinite(lower), np.isfinite(upper)
+    for _ in range(10):
+        x = rng.uniform(-0.99, 0.99, n) * rng.choice([1.0, 1e-6], n)
+        expected = float(np.sum(np.log(x[lo] - lower[lo])) + np.sum(np.log(upper[up] - x[up])))
+        assert bounds.log_barrier(x) == expected
 
 
 def test_multipliers_kept_near_the_central_path_are_clipped_as_by_np_clip():

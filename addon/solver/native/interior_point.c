@@ -1,0 +1,85 @@
+/* The shots' interior point's vector loops over the bounded variables (declared in symplex_kernels.h; bound in
+ * native/interior_point_binding.py; numpy twins: the *_numpy functions there, which addon/solver/shots/nlp.py uses
+ * when the library is not built). Each does the twin's floating-point operations in
+ * the twin's order, one product or quotient per statement (no fused multiply-add), so the results are the same bits:
+ * - step_to_bounds: the fraction-to-boundary rule, the largest alpha in (0, 1] keeping x + alpha dx within a fraction
+ *   tau of the way to each bound (a nan ratio limits nothing, as numpy's fmin skips it).
+ * - barrier_terms: a Newton step's barrier terms (zL / dl, zU / du, their sum sigma, mu / dl, mu / du, the barrier
+ *   gradient g - mu / dl + mu / du) and its right-hand side -(that gradient, c).
+ * - multiplier_steps: the bound multipliers' Newton steps from the primal step dz and the fraction-to-boundary step
+ *   that keeps them positive.
+ * The bound multipliers' clipping near the central path (two divisions at each bounded entry, little else) is left to
+ * numpy: its vectorised division beats the scalar one of this file, built without -march. */
+#include <math.h>
+
+#include "symplex_kernels.h"
+
+/* x / d, without the division when d is +inf and x finite (most entries of a vector with few bounds): the quotient
+ * is then the zero of x's sign, exactly as the division gives it. */
+static double quotient(double x, double d) {
+    return (d == INFINITY && isfinite(x)) ? copysign(0.0, x) : x / d;
+}
+
+/* The smaller of current and scaled / dx (a nan ratio is not smaller: skipped, as numpy's fmin does). */
+static double smaller_ratio(double scaled, double dx, double current) {
+    double ratio = scaled / dx;
+    return ratio < current ? ratio : current;
+}
+
+/* min(1.0, ratio) as Python's min(1.0, ratio) gives it (1.0 unless the ratio is smaller). */
+static double at_most_one(double ratio) {
+    return ratio < 1.0 ? ratio : 1.0;
+}
+
+double symplex_step_to_bounds(int64_t n, const double *dist_lo, const double *dist_up, const double *dx, double tau) {
+    double lo = INFINITY, up = INFINITY, minus_tau = -tau;
+    for (int64_t i = 0; i < n; ++i) {
+        /* an entry without the bound (distance inf) has the ratio inf, or nan for an infinite dx: never smaller */
+        if (dx[i] < 0 && dist_lo[i] != INFINITY) {
+            double scaled = minus_tau * dist_lo[i];
+            lo = smaller_ratio(scaled, dx[i], lo);
+        } else if (dist_up != 0 && dx[i] > 0 && dist_up[i] != INFINITY) {
+            double scaled = tau * dist_up[i];
+            up = smaller_ratio(scaled, dx[i], up);
+        }
+    }
+    double alpha = at_most_one(lo);
+    return up < alpha ? up : alpha;
+}
+
+void symplex_barrier_terms(int64_t n, int64_t m, const double *g, const double *zL, const double *zU, const double *dl,
+                           const double *du, double mu, const double *c, double *terms, double *rhs) {
+    double *zl_dl = terms, *zu_du = terms + n, *sigma = terms + 2 * n, *pull_lo = terms + 3 * n;
+    double *pull_up = terms + 4 * n, *grad_phi = terms + 5 * n;
+    for (int64_t i = 0; i < n; ++i) {
+        zl_dl[i] = quotient(zL[i], dl[i]);
+        zu_du[i] = quotient(zU[i], du[i]);
+        sigma[i] = zl_dl[i] + zu_du[i];
+        pull_lo[i] = quotient(mu, dl[i]);
+        pull_up[i] = quotient(mu, du[i]);
+        double partial = g[i] - pull_lo[i];
+        grad_phi[i] = partial + pull_up[i];
+        rhs[i] = -grad_phi[i];
+    }
+    for (int64_t j = 0; j < m; ++j)
+        rhs[n + j] = -c[j];
+}
+
+double symplex_multiplier_steps(int64_t n, const double *zL, const double *zU, const double *terms, const double *dz,
+                                double tau, double *dzL, double *dzU) {
+    const double *zl_dl = terms, *zu_du = terms + n, *pull_lo = terms + 3 * n, *pull_up = terms + 4 * n;
+    double lo = INFINITY, up = INFINITY, minus_tau = -tau;
+    for (int64_t i = 0; i < n; ++i) {
+        double pulled = pull_lo[i] - zL[i], moved = zl_dl[i] * dz[i];
+        dzL[i] = pulled - moved;
+        pulled = pull_up[i] - zU[i];
+        moved = zu_du[i] * dz[i];
+        dzU[i] = pulled + moved;
+        if (dzL[i] < 0)
+            lo = smaller_ratio(minus_tau * zL[i], dzL[i], lo);
+        if (dzU[i] < 0)
+            up = smaller_ratio(minus_tau * zU[i], dzU[i], up);
+    }
+    double alpha_lo = at_most_one(lo), alpha_up = at_most_one(up);
+    return alpha_up < alpha_lo ? alpha_up : alpha_lo;
+}
