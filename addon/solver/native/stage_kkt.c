@@ -196,16 +196,21 @@ static inline double dot(int64_t n, const double *a, const double *b)
 /* b (n x ncol, row-major) <- a^{-1} b with a's LU from lu_factor. */
 static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t ncol, double *b)
 {
-    for (int64_t k = 0; k < n; ++k)
-        if (piv[k] != k)
-            swap_rows(ncol, b + k * ncol, b + piv[k] * ncol);
-    if (ncol == 1) { /* one right-hand side: rows of L and U dotted with b */
+    if (ncol == 1) { /* one right-hand side: its entries swapped in place, rows of L and U dotted with b */
+        for (int64_t k = 0; k < n; ++k) {
+            double bk = b[k];
+            b[k] = b[piv[k]];
+            b[piv[k]] = bk;
+        }
         for (int64_t i = 1; i < n; ++i)
             b[i] -= dot(i, a + i * n, b);
         for (int64_t i = n - 1; i >= 0; --i)
             b[i] = (b[i] - dot(n - 1 - i, a + i * n + i + 1, b + i + 1)) / a[i * n + i];
         return;
     }
+    for (int64_t k = 0; k < n; ++k)
+        if (piv[k] != k)
+            swap_rows(ncol, b + k * ncol, b + piv[k] * ncol);
     for (int64_t i = 1; i < n; ++i)
         sub_combination(i, a + i * n, b, ncol, ncol, 1.0, b + i * ncol);
     for (int64_t i = n - 1; i >= 0; --i)
@@ -220,6 +225,16 @@ static void sub_atb(int64_t p, int64_t q, const int64_t *cols, int64_t count, in
 {
     for (int64_t k = 0; k < p; ++k) {
         const double *ak = a + k * q, *bk = b + k * r;
+        if (r == 1) { /* one right-hand side: out[i] -= s b[k], sub_scaled's one operation without its loops */
+            double bv = bk[0];
+            for (int64_t t = 0; t < count; ++t) {
+                int64_t i = cols ? cols[t] : t;
+                double s = ak[i];
+                if (s != 0.0)
+                    out[i] -= s * bv;
+            }
+            continue;
+        }
         for (int64_t t = 0; t < count; ++t) {
             int64_t i = cols ? cols[t] : t;
             double s = ak[i];
