@@ -421,27 +421,21 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
             for (int64_t t = 0; t < q; ++t)
                 gk[i * q + t] = ck[i * n1 + cols[t]];
         lu_solve(n, d, piv + r_off[k], q, gk);
-        /* A_{k+1}[cols, cols] -= C_k[:, cols]^T G_k: in place when cols are consecutive (the rows of the tile are
-         * then runs of A_{k+1}'s rows), else in a dense q x q tile (g's unused room at a_off[k + 1]) copied out
-         * and back; each entry's terms in the order of i, so the same bits either way */
-        double *a1 = blk + a_off[k + 1];
-        int in_place = q > 0 && cols[q - 1] - cols[0] == q - 1;
-        double *tile = in_place ? a1 + cols[0] * n1 + cols[0] : g + a_off[k + 1];
-        int64_t tile_step = in_place ? n1 : q;
-        if (!in_place)
-            for (int64_t u = 0; u < q; ++u)
-                for (int64_t t = 0; t < q; ++t)
-                    tile[u * q + t] = a1[cols[u] * n1 + cols[t]];
+        /* A_{k+1}[cols, cols] -= C_k[:, cols]^T G_k in a dense q x q tile (g's unused room at a_off[k + 1]); each
+         * entry's terms in the order of i, so the same bits as updating it in place */
+        double *a1 = blk + a_off[k + 1], *tile = g + a_off[k + 1];
+        for (int64_t u = 0; u < q; ++u)
+            for (int64_t t = 0; t < q; ++t)
+                tile[u * q + t] = a1[cols[u] * n1 + cols[t]];
         for (int64_t i = 0; i < n; ++i)
             for (int64_t u = 0; u < q; ++u) {
                 double c = ck[i * n1 + cols[u]];
                 if (c != 0.0)
-                    sub_scaled(q, c, gk + i * q, tile + u * tile_step);
+                    sub_scaled(q, c, gk + i * q, tile + u * q);
             }
-        if (!in_place)
-            for (int64_t u = 0; u < q; ++u)
-                for (int64_t t = 0; t < q; ++t)
-                    a1[cols[u] * n1 + cols[t]] = tile[u * q + t];
+        for (int64_t u = 0; u < q; ++u)
+            for (int64_t t = 0; t < q; ++t)
+                a1[cols[u] * n1 + cols[t]] = tile[u * q + t];
     }
     if (nb == 0)
         return -1;
