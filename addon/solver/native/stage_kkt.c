@@ -218,6 +218,18 @@ static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t nco
                         b + i * ncol);
 }
 
+/* out[i] -= ak[i] bv over the count entries i listed in cols (all, i = t, when cols is NULL) where ak[i] != 0: one row
+ * of sub_atb's one-column case (inlined, so each call with a NULL cols is compiled without the test per entry). */
+static inline void sub_row_times(int64_t count, const int64_t *cols, const double *ak, double bv, double *out)
+{
+    for (int64_t t = 0; t < count; ++t) {
+        int64_t i = cols ? cols[t] : t;
+        double s = ak[i];
+        if (s != 0.0)
+            out[i] -= s * bv;
+    }
+}
+
 /* out (q x r) -= a^T b, a (p x q), b (p x r), all row-major; over the count columns of a listed in cols (the
  * others zero), or all q when cols is NULL. */
 static void sub_atb(int64_t p, int64_t q, const int64_t *cols, int64_t count, int64_t r, const double *a,
@@ -226,13 +238,10 @@ static void sub_atb(int64_t p, int64_t q, const int64_t *cols, int64_t count, in
     for (int64_t k = 0; k < p; ++k) {
         const double *ak = a + k * q, *bk = b + k * r;
         if (r == 1) { /* one right-hand side: out[i] -= s b[k], sub_scaled's one operation without its loops */
-            double bv = bk[0];
-            for (int64_t t = 0; t < count; ++t) {
-                int64_t i = cols ? cols[t] : t;
-                double s = ak[i];
-                if (s != 0.0)
-                    out[i] -= s * bv;
-            }
+            if (cols)
+                sub_row_times(count, cols, ak, bk[0], out);
+            else
+                sub_row_times(count, NULL, ak, bk[0], out);
             continue;
         }
         for (int64_t t = 0; t < count; ++t) {
