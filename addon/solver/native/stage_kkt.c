@@ -196,21 +196,38 @@ static inline double dot(int64_t n, const double *a, const double *b)
 /* b (n x ncol, row-major) <- a^{-1} b with a's LU from lu_factor. */
 static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t ncol, double *b)
 {
-    for (int64_t k = 0; k < n; ++k)
-        if (piv[k] != k)
-            swap_rows(ncol, b + k * ncol, b + piv[k] * ncol);
-    if (ncol == 1) { /* one right-hand side: rows of L and U dotted with b */
+    if (ncol == 1) { /* one right-hand side: its entries swapped in place, rows of L and U dotted with b */
+        for (int64_t k = 0; k < n; ++k) {
+            double bk = b[k];
+            b[k] = b[piv[k]];
+            b[piv[k]] = bk;
+        }
         for (int64_t i = 1; i < n; ++i)
             b[i] -= dot(i, a + i * n, b);
         for (int64_t i = n - 1; i >= 0; --i)
             b[i] = (b[i] - dot(n - 1 - i, a + i * n + i + 1, b + i + 1)) / a[i * n + i];
         return;
     }
+    for (int64_t k = 0; k < n; ++k)
+        if (piv[k] != k)
+            swap_rows(ncol, b + k * ncol, b + piv[k] * ncol);
     for (int64_t i = 1; i < n; ++i)
         sub_combination(i, a + i * n, b, ncol, ncol, 1.0, b + i * ncol);
     for (int64_t i = n - 1; i >= 0; --i)
         sub_combination(n - 1 - i, a + i * n + i + 1, b + (i + 1) * ncol, ncol, ncol, 1.0 / a[i * n + i],
                         b + i * ncol);
+}
+
+/* out[i] -= ak[i] bv over the count entries i listed in cols (all, i = t, when cols is NULL) where ak[i] != 0: one row
+ * of sub_atb's one-column case (inlined, so each call with a NULL cols is compiled without the test per entry). */
+static inline void sub_row_times(int64_t count, const int64_t *cols, const double *ak, double bv, double *out)
+{
+    for (int64_t t = 0; t < count; ++t) {
+        int64_t i = cols ? cols[t] : t;
+        double s = ak[i];
+        if (s != 0.0)
+            out[i] -= s * bv;
+    }
 }
 
 /* out (q x r) -= a^T b, a (p x q), b (p x r), all row-major; over the count columns of a listed in cols (the
@@ -220,6 +237,13 @@ static void sub_atb(int64_t p, int64_t q, const int64_t *cols, int64_t count, in
 {
     for (int64_t k = 0; k < p; ++k) {
         const double *ak = a + k * q, *bk = b + k * r;
+        if (r == 1) { /* one right-hand side: out[i] -= s b[k], sub_scaled's one operation without its loops */
+            if (cols)
+                sub_row_times(count, cols, ak, bk[0], out);
+            else
+                sub_row_times(count, NULL, ak, bk[0], out);
+            continue;
+        }
         for (int64_t t = 0; t < count; ++t) {
             int64_t i = cols ? cols[t] : t;
             double s = ak[i];
@@ -295,14 +319,15 @@ static void csc_product(int64_t n, const int64_t *ptr, const int64_t *idx, const
             out[idx[e]] += val[e] * x[col];
 }
 
-void symplex_kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int64_t *w_idx, const double *w_val,
-                          const int64_t *j_ptr, const int64_t *j_idx, const double *j_val, double dw, double dc,
-                          const double *sol, const double *rhs, double *out, double *work)
+/* out = rhs - K sol (symplex_kkt_residual) with W dz left in wdz (nz doubles; may be out itself) and J^T y in work
+ * (nz doubles): the operations of stage_kkt.kkt_residual in its order (scipy's CSC and CSR products, then the
+ * sums), so that both give the same bits. */
+static void kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int64_t *w_idx, const double *w_val,
+                         const int64_t *j_ptr, const int64_t *j_idx, const double *j_val, double dw, double dc,
+                         const double *sol, const double *rhs, double *out, double *wdz, double *work)
 {
-    /* the operations of stage_kkt.kkt_residual in its order (scipy's CSC and CSR products, then the sums), so
-     * that both give the same bits: W dz in out, J^T y in work */
     const double *dz = sol, *y = sol + nz;
-    csc_product(nz, w_ptr, w_idx, w_val, dz, out);
+    csc_product(nz, w_ptr, w_idx, w_val, dz, wdz);
     for (int64_t i = 0; i < nz; ++i)
         work[i] = 0.0;
     for (int64_t row = 0; row < m; ++row) {
@@ -314,7 +339,14 @@ void symplex_kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int
         out[nz + row] = rhs[nz + row] - (acc - dc * y[row]);
     }
     for (int64_t i = 0; i < nz; ++i)
-        out[i] = rhs[i] - ((out[i] + dw * dz[i]) + work[i]);
+        out[i] = rhs[i] - ((wdz[i] + dw * dz[i]) + work[i]);
+}
+
+void symplex_kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int64_t *w_idx, const double *w_val,
+                          const int64_t *j_ptr, const int64_t *j_idx, const double *j_val, double dw, double dc,
+                          const double *sol, const double *rhs, double *out, double *work)
+{
+    kkt_residual(nz, m, w_ptr, w_idx, w_val, j_ptr, j_idx, j_val, dw, dc, sol, rhs, out, out, work);
 }
 
 /* out (p x r) -= g y[cols], g (p x q) compact over the columns cols (q) of y (rows of y, r columns each). */
@@ -509,44 +541,43 @@ static void plan_solve(const symplex_stage_plan *p, const double *j_val, const d
                                   p->v, p->t);
 }
 
-/* out = rhs - K sol (symplex_kkt_residual on the plan's pattern). */
+/* out = rhs - K sol (kkt_residual on the plan's pattern), W dz left in the plan's z_work for plan_curvature and
+ * J^T y summed in work (nz doubles). */
 static void plan_residual(const symplex_stage_plan *p, const double *w_val, const double *j_val, double dw,
-                          double dc, const double *sol, const double *rhs, double *out)
+                          double dc, const double *sol, const double *rhs, double *out, double *work)
 {
-    symplex_kkt_residual(p->nx + p->ns, p->m, p->w_ptr, p->w_idx, w_val, p->j_ptr, p->j_idx, j_val, dw, dc, sol, rhs,
-                         out, p->z_work);
+    kkt_residual(p->nx + p->ns, p->m, p->w_ptr, p->w_idx, w_val, p->j_ptr, p->j_idx, j_val, dw, dc, sol, rhs, out,
+                 p->z_work, work);
 }
 
-/* nlp._refined: sol = K^{-1} rhs, then up to three corrections by the residual's solve; SOLVED or INACCURATE. */
+/* nlp._refined: sol = K^{-1} rhs, then up to three corrections by the residual's solve; SOLVED or INACCURATE. Each
+ * residual is of the sol returned so far, so the last one leaves W sol[:nz] in z_work. */
 static int64_t plan_refined(const symplex_stage_plan *p, const double *w_val, const double *j_val, double dw,
                             double dc, const double *rhs, double *sol)
 {
     int64_t n = p->nx + p->ns + p->m;
-    double *res = p->refine, *correction = p->refine + n;
+    double *res = p->refine, *correction = p->refine + n; /* the correction's room is the residual's work */
     plan_solve(p, j_val, rhs, sol);
     double size = 1.0 + max_abs(n, rhs);
     for (int k = 0; k < 3; ++k) {
-        plan_residual(p, w_val, j_val, dw, dc, sol, rhs, res);
+        plan_residual(p, w_val, j_val, dw, dc, sol, rhs, res, correction);
         if (max_abs(n, res) <= 1e-12 * size)
             return SYMPLEX_STEP_SOLVED;
         plan_solve(p, j_val, res, correction);
         for (int64_t i = 0; i < n; ++i)
             sol[i] = sol[i] + correction[i];
     }
-    plan_residual(p, w_val, j_val, dw, dc, sol, rhs, res);
+    plan_residual(p, w_val, j_val, dw, dc, sol, rhs, res, correction);
     return max_abs(n, res) <= 1e-9 * size ? SYMPLEX_STEP_SOLVED : SYMPLEX_STEP_INACCURATE;
 }
 
-/* curvature[0] <- dz^T (W + dw I) dz, curvature[1] <- dz^T dz for dz = sol[:nz] (W dz in the plan's z_work, in
- * the order of scipy's CSC product). */
-static void plan_curvature(const symplex_stage_plan *p, const double *w_val, double dw, const double *sol,
-                           double *curvature)
+/* curvature[0] <- dz^T (W + dw I) dz, curvature[1] <- dz^T dz for dz = sol[:nz], with W dz as plan_refined's last
+ * residual left it in the plan's z_work (scipy's CSC order). */
+static void plan_curvature(const symplex_stage_plan *p, double dw, const double *sol, double *curvature)
 {
     int64_t nz = p->nx + p->ns;
-    double *wdz = p->z_work;
-    csc_product(nz, p->w_ptr, p->w_idx, w_val, sol, wdz);
     double dd = dot(nz, sol, sol);
-    curvature[0] = dot(nz, sol, wdz) + dw * dd;
+    curvature[0] = dot(nz, sol, p->z_work) + dw * dd;
     curvature[1] = dd;
 }
 
@@ -574,6 +605,6 @@ int64_t symplex_stage_newton(const symplex_stage_plan *plan, const double *w_val
     if (*parity != p->parity_m)
         return SYMPLEX_STEP_INERTIA;
     int64_t outcome = plan_refined(p, w_val, j_val, dw, dc, rhs, sol);
-    plan_curvature(p, w_val, dw, sol, curvature);
+    plan_curvature(p, dw, sol, curvature);
     return outcome;
 }
