@@ -681,11 +681,21 @@ def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.nda
     table[:, 4] = -2
     table[:, 5] = L.e_off[c] + local * L.nb
     table, key = table.ravel(), np.where(inner, L.chunk, _BORDER_KEY)
-    # all the pairs at once (a shot's are a few thousand: each numpy call's overhead counts), then split
+    # all the pairs at once (a shot's are a few thousand: each numpy call's overhead counts), then split; in place
+    # where it can be (chain_30's are 230000: each fresh temporary is megabytes of new pages)
     i, j = (np.concatenate(side) for side in zip(*pairs))
-    d = key[j] - key[i]
-    kind = np.minimum(np.maximum(d, -2), 2) + 2 + (d >= _BORDER_KEY // 2)  # np.clip, without its wrappers
-    slots = table[i * 6 + kind] + local[j] * _USES_COLUMN[kind]
+    kind = key[j]
+    kind -= key[i]  # the blocks' distance d
+    far_border = kind >= _BORDER_KEY // 2
+    np.minimum(np.maximum(kind, -2, out=kind), 2, out=kind)  # np.clip, without its wrappers
+    kind += 2
+    kind += far_border
+    i *= 6
+    i += kind
+    slots = table[i]
+    column = local[j]
+    column *= _USES_COLUMN[kind]
+    slots += column
     ends = list(accumulate(len(first) for first, _ in pairs))
     return [slots[start:end] for start, end in zip([0] + ends, ends)]
 
