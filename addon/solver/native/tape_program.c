@@ -17,7 +17,6 @@ enum { OP_CONST, OP_PARAM, OP_VAR, OP_ADD, OP_MUL, OP_NEG, OP_SIN, OP_COS };
 #define LANES 8
 
 typedef struct {
-    int64_t lanes;
     double *val, *d1, *adj, *g, *H, *grad, *x, *par, *w;
 } workspace;
 
@@ -30,7 +29,7 @@ static int64_t operand(const symplex_program *p, int64_t i, int side) {
 /* Node values of the lanes (x: [n_var][lanes], par: [n_param][lanes]), and the derivative of each sin and cos node
  * at its operand (d1; f'' = -f). */
 static void values(const symplex_program *p, const workspace *ws) {
-    const int64_t L = ws->lanes;
+    const int64_t L = LANES;
     for (int64_t i = 0; i < p->n; i++) {
         double *v = ws->val + i * L, *d = ws->d1 + i * L;
         const double *va = ws->val + operand(p, i, 0) * L, *vb = ws->val + operand(p, i, 1) * L;
@@ -56,7 +55,7 @@ static int any(const double *w, int64_t L) {
 
 /* Adjoints of every node (adj) and the output's gradient over the variables (grad), one reverse sweep. */
 static void adjoints(const symplex_program *p, const workspace *ws) {
-    const int64_t L = ws->lanes;
+    const int64_t L = LANES;
     double *adj = ws->adj;
     memset(adj, 0, sizeof(double) * p->n * L);
     memset(ws->grad, 0, sizeof(double) * p->n_var * L);
@@ -91,20 +90,22 @@ static void adjoints(const symplex_program *p, const workspace *ws) {
 }
 
 /* g (s entries of lanes) = ca ga + cb gb for the operands' gradients ga, gb (na, nb entries) at the increasing
- * positions ma, mb of g, lane-wise coefficients ca, cb; each entry written once. */
-static void merge(double *g, int64_t s, int64_t L, const int64_t *ma, const double *ga, int64_t na, const double *ca,
-                  const int64_t *mb, const double *gb, int64_t nb, const double *cb) {
+ * positions ma, mb of g, lane-wise coefficients ca, cb; each entry written once. g overlaps none of the others (restrict:
+ * the lane loops are vectorised, the same operations lane by lane). */
+static void merge(double *restrict g, int64_t s, int64_t L, const int64_t *ma, const double *restrict ga, int64_t na,
+                  const double *restrict ca, const int64_t *mb, const double *restrict gb, int64_t nb,
+                  const double *restrict cb) {
     int64_t ia = 0, ib = 0;
     for (int64_t j = 0; j < s; j++) {
-        double *gj = g + j * L;
+        double *restrict gj = g + j * L;
         if (ia < na && ma[ia] == j) {
-            const double *src = ga + ia++ * L;
+            const double *restrict src = ga + ia++ * L;
             for (int64_t l = 0; l < L; l++) gj[l] = ca[l] * src[l];
         } else {
             for (int64_t l = 0; l < L; l++) gj[l] = 0.0;
         }
         if (ib < nb && mb[ib] == j) {
-            const double *src = gb + ib++ * L;
+            const double *restrict src = gb + ib++ * L;
             for (int64_t l = 0; l < L; l++) gj[l] += cb[l] * src[l];
         }
     }
@@ -112,7 +113,7 @@ static void merge(double *g, int64_t s, int64_t L, const int64_t *ma, const doub
 
 /* Gradients of every node over its support (g: [support_start[i] + j][lanes]). */
 static void gradients(const symplex_program *p, const workspace *ws) {
-    const int64_t L = ws->lanes, *start = p->support_start;
+    const int64_t L = LANES, *start = p->support_start;
     double *g = ws->g, *ones = ws->w;
     for (int64_t l = 0; l < L; l++) ones[l] = 1.0;
     for (int64_t i = 0; i < p->n; i++) {
@@ -145,15 +146,17 @@ static void gradients(const symplex_program *p, const workspace *ws) {
     }
 }
 
-/* H[s_j, t_m] += (c gu_j) gv_m lane-wise for j in [j0, j1), m in [m0, m1) of the supports s, t (H: [n][n][lanes]). */
-static void outer(double *H, int64_t n, int64_t L, const int64_t *s, const double *gu, int64_t j0, int64_t j1,
-                  const int64_t *t, const double *gv, int64_t m0, int64_t m1, const double *c, double *cu) {
+/* H[s_j, t_m] += (c gu_j) gv_m lane-wise for j in [j0, j1), m in [m0, m1) of the supports s, t (H: [n][n][lanes]);
+ * H and the scratch cu overlap none of the others (restrict, as in merge). */
+static void outer(double *restrict H, int64_t n, int64_t L, const int64_t *s, const double *restrict gu, int64_t j0,
+                  int64_t j1, const int64_t *t, const double *restrict gv, int64_t m0, int64_t m1,
+                  const double *restrict c, double *restrict cu) {
     for (int64_t j = j0; j < j1; j++) {
         for (int64_t l = 0; l < L; l++) cu[l] = c[l] * gu[j * L + l];
-        double *row = H + s[j] * n * L;
+        double *restrict row = H + s[j] * n * L;
         for (int64_t m = m0; m < m1; m++) {
-            double *h = row + t[m] * L;
-            const double *v = gv + m * L;
+            double *restrict h = row + t[m] * L;
+            const double *restrict v = gv + m * L;
             for (int64_t l = 0; l < L; l++) h[l] += cu[l] * v[l];
         }
     }
@@ -173,7 +176,7 @@ static int64_t below(const int64_t *s, int64_t n, int64_t split) {
  * symplex_program_run). */
 static void pair(const symplex_program *p, const workspace *ws, int64_t u, int64_t v, const double *c, int64_t block,
                  int64_t split) {
-    const int64_t *start = p->support_start, L = ws->lanes, n = p->n_var;
+    const int64_t *start = p->support_start, L = LANES, n = p->n_var;
     const int64_t nu = start[u + 1] - start[u], nv = start[v + 1] - start[v];
     const int64_t *su = p->support + start[u], *sv = p->support + start[v];
     const double *gu = ws->g + start[u] * L, *gv = ws->g + start[v] * L;
@@ -194,7 +197,7 @@ static void pair(const symplex_program *p, const workspace *ws, int64_t u, int64
 /* Hessian H ([n_var][n_var][lanes]) = sum_i abar_i (second-order pairs of node i), the entries `block` asks for,
  * each pair in one triangle or the other (symmetric_out sums them). */
 static void hessian(const symplex_program *p, const workspace *ws, int64_t block, int64_t split) {
-    const int64_t n = p->n_var, L = ws->lanes, *start = p->support_start;
+    const int64_t n = p->n_var, L = LANES, *start = p->support_start;
     double *H = ws->H, *c = ws->w + 2 * L;
     memset(H, 0, sizeof(double) * n * n * L);
     for (int64_t i = 0; i < p->n; i++) {
@@ -213,7 +216,7 @@ static void hessian(const symplex_program *p, const workspace *ws, int64_t block
 
 /* The Hessians of the first B lanes, both triangles summed (the pairs fill either), to out (B, n_var, n_var). */
 static void symmetric_out(const symplex_program *p, const workspace *ws, int64_t B, double *out) {
-    const int64_t n = p->n_var, L = ws->lanes;
+    const int64_t n = p->n_var, L = LANES;
     for (int64_t r = 0; r < n; r++)
         for (int64_t q = r; q < n; q++) {
             const double *x = ws->H + (r * n + q) * L, *y = ws->H + (q * n + r) * L;
@@ -229,7 +232,6 @@ int64_t symplex_program_scratch_size(const symplex_program *p) {
 static workspace layout(const symplex_program *p, double *scratch) {
     workspace ws;
     const int64_t L = LANES;
-    ws.lanes = L;
     ws.val = scratch;
     ws.d1 = ws.val + p->n * L;
     ws.adj = ws.d1 + p->n * L;
@@ -245,7 +247,7 @@ static workspace layout(const symplex_program *p, double *scratch) {
 void symplex_program_run(const symplex_program *p, int64_t K, int64_t block, int64_t split, const double *X,
                          const double *P, double *value, double *grad, double *H, double *scratch) {
     const workspace ws = layout(p, scratch);
-    const int64_t L = ws.lanes, nv = p->n_var, np = p->n_param;
+    const int64_t L = LANES, nv = p->n_var, np = p->n_param;
     for (int64_t k0 = 0; k0 < K; k0 += L) {
         const int64_t B = K - k0 < L ? K - k0 : L;
         for (int64_t l = 0; l < L; l++) {  /* inputs lane-wise; padded lanes zero */

@@ -46,8 +46,8 @@ from scipy.sparse.linalg import splu
 
 from ..native.interior_point_binding import barrier_terms as _barrier_terms, multiplier_steps as _multiplier_steps
 from ..native.interior_point_binding import step_to_bounds as _step_to_bounds
-from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, kkt_residual,
-                        stage_layout)
+from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, entry_rows,
+                        kkt_residual, stage_layout, stage_spread)
 
 Progress = Callable[[int, dict], Optional[bool]]
 # the ufunc reductions behind ndarray.max and sum, without their Python wrappers; fmin's skips nan
@@ -171,20 +171,20 @@ class _Reduced:
     def __init__(self, nlp: NLP, x0: np.ndarray):
         self.nlp = nlp
         xl, xu = np.asarray(nlp.x_lower, float), np.asarray(nlp.x_upper, float)
-        if np.any(xl > xu):
+        if (xl > xu).any():
             i = int(np.argmax(xl > xu))
             raise ValueError(f"NLP: variable {i} has lower bound {xl[i]} above upper bound {xu[i]}")
         cl, cu = np.asarray(nlp.c_lower, float), np.asarray(nlp.c_upper, float)
-        if np.any(cl > cu):
+        if (cl > cu).any():
             i = int(np.argmax(cl > cu))
             raise ValueError(f"NLP: constraint row {i} has lower bound {cl[i]} above upper bound {cu[i]}")
         self.fixed = xl == xu
-        self.free = np.flatnonzero(~self.fixed)
+        self.free = (~self.fixed).nonzero()[0]
         self.z_index = np.full(len(xl), -1)  # position of each variable in z, -1 when fixed
         self.z_index[self.free] = np.arange(len(self.free))
         self.x_full = np.where(self.fixed, xl, np.clip(np.asarray(x0, float), xl, xu))
         self.eq = cl == cu
-        self.ineq = np.flatnonzero(~self.eq)
+        self.ineq = (~self.eq).nonzero()[0]
         self.nx, self.ns, self.m = len(self.free), len(self.ineq), len(cl)
         self.cl, self.cu = cl, cu
         self.zl = np.concatenate([xl[self.free], cl[self.ineq]])
@@ -194,10 +194,10 @@ class _Reduced:
         x = self.x_full.copy()
         gradient = np.array(nlp.gradient(x), float)  # a copy: kept for the solve's first evaluation (_at_start)
         g = gradient[self.free]
-        self.f_scale = min(1.0, 100.0 / max(np.max(np.abs(g), initial=0.0), 1e-300))
+        self.f_scale = min(1.0, 100.0 / max(_max(np.abs(g), initial=0.0), 1e-300))
         row_max = np.zeros(self.m)  # over the free variables' columns
         J, values = self._jacobian_at(x)
-        filled = np.diff(J.indptr) > 0
+        filled = J.indptr[1:] > J.indptr[:-1]
         if filled.any():
             size = np.where(self.z_index[J.indices] >= 0, np.abs(values), 0.0)
             row_max[filled] = np.maximum.reduceat(size, J.indptr[:-1][filled])
@@ -303,22 +303,22 @@ class _Reduced:
         cols = np.concatenate([cols[kept], self.nx + np.arange(self.ns)])
         # row by row, each row's columns in order: lexsort((cols, rows))'s permutation (both stable), by a stable sort
         # of one key, which finds the sorted runs (the raw rows, the slacks)
-        order = np.argsort(rows.astype(np.int64) * nz + cols, kind="stable")
+        order = (rows.astype(np.int64) * nz + cols).argsort(kind="stable")
         rows, cols, src = rows[order], cols[order], np.concatenate([kept, nnz + np.arange(self.ns)])[order]
-        indptr = np.searchsorted(rows, np.arange(self.m + 1)).astype(np.int32)
+        indptr = rows.searchsorted(np.arange(self.m + 1)).astype(np.int32)
         reduced = sp.csr_matrix((np.zeros(len(src)), _frozen(cols.astype(np.int32)), _frozen(indptr)),
                                 shape=(self.m, nz))
         transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=(nz, self.m))
         composed = None
         if getattr(raw, "picked", None) is not None:
             slack = src >= nnz
-            composed = (np.where(slack, 0, raw.picked[np.where(slack, 0, src)]), np.flatnonzero(slack))
+            composed = (np.where(slack, 0, raw.picked[np.where(slack, 0, src)]), slack.nonzero()[0])
         return src, self.c_scale[rows], reduced, transposed, composed
 
     def _entries(self, raw: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """(row, position in z of the column) of each entry of a CSR pattern over the NLP's variables (-1 at a fixed
         variable's column)."""
-        return np.repeat(np.arange(raw.shape[0]), np.diff(raw.indptr)), self.z_index[raw.indices]
+        return entry_rows(raw.indptr), self.z_index[raw.indices]
 
     def hess_data(self, z, y, x=None) -> np.ndarray | None:
         """The data of the Hessian of the scaled Lagrangian f_scale f + (c_scale y)^T c over z ((nx+ns)^2, symmetrised;
@@ -368,7 +368,7 @@ class _Reduced:
         key = np.concatenate([j, i, d]).astype(np.int64) * nz + np.concatenate([i, j, d])  # column-major: CSC
         unique, inverse = _unique_inverse(key)
         indices = (unique % nz).astype(np.int32)
-        indptr = np.searchsorted(unique // nz, np.arange(nz + 1)).astype(np.int32)
+        indptr = (unique // nz).searchsorted(np.arange(nz + 1)).astype(np.int32)
         upper, lower = np.full(len(unique), none), np.full(len(unique), none)
         upper[inverse[:len(kept)]] = kept  # raw (i, j) at CSC (row i, column j)
         lower[inverse[len(kept):2 * len(kept)]] = kept  # and at (row j, column i)
@@ -395,9 +395,7 @@ class _Reduced:
         fixed = self.nlp.hessian_data
         if fixed is not None:
             stage = np.asarray(self.nlp.stages, int)
-            row = np.repeat(stage, np.diff(fixed.indptr))
-            col = stage[fixed.indices]
-            if np.max(np.abs(row - col)[(row >= 0) & (col >= 0)], initial=0) <= 1:
+            if stage_spread(stage, entry_rows(fixed.indptr), fixed.indices) <= 1:
                 return self._free_block(fixed, np.ones(len(fixed.indices)))
         H = sp.csr_matrix(self.nlp.hessian(self.full(z), np.ones(self.m), 1.0))
         return self._free_block(H, H.data)
@@ -422,7 +420,7 @@ class _Reduced:
         H = self._layout_hessian(z)
         J = self.jac(z) if J is None else J
         width = self.nx + self.ns if slacks else self.nx
-        rows = np.repeat(np.arange(self.m), np.diff(J.indptr))
+        rows = entry_rows(J.indptr)
         # the pattern's entries that are zero here (a window's) couple nothing; row by row, as J's
         kept = (J.data != 0) & (J.indices < width)
         J = Entries(rows[kept], J.indices[kept], J.data[kept], (self.m, width))
@@ -436,13 +434,13 @@ class _Reduced:
 def _unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(key, return_inverse=True) by a stable sort (np.unique's quicksort does not see sorted runs; a
     reduced Hessian's keys are three, two of them in order)."""
-    order = np.argsort(key, kind="stable")
+    order = key.argsort(kind="stable")
     ordered = key[order]
     first = np.empty(len(ordered), bool)
     first[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     inverse = np.empty(len(key), np.intp)
-    inverse[order] = np.cumsum(first) - 1
+    inverse[order] = first.cumsum() - 1
     return ordered[first], inverse
 
 

@@ -45,6 +45,7 @@ test, refined solve) in one C call.
 from __future__ import annotations
 
 import ctypes
+from itertools import accumulate
 from typing import NamedTuple
 
 import numpy as np
@@ -57,6 +58,7 @@ from ..native import stage_kkt_binding as _native
 _END_TO_BORDER = 200  # most unknowns in the border after moving the last block there
 _PIVOT_RCOND = 1e-13  # smallest |eigenvalue| / largest of the equilibrated border Schur complement (else: singular)
 NATIVE = _native.LIB is not None  # the C kernel (native/stage_kkt.c) is built and loads
+_INT64_MAX = np.iinfo(np.int64).max
 
 
 class StageBreakdown(RuntimeError):
@@ -72,14 +74,16 @@ class StageLayout:
         self.n_unknowns = len(chunk)
         self.n_chunks = n_chunks
         self.band = band
-        inner = np.flatnonzero(chunk >= 0)
-        self.border = np.flatnonzero(chunk < 0)
-        order = inner[np.argsort(chunk[inner], kind="stable")]
+        # array methods and ufunc reductions rather than numpy's function wrappers: a layout is built on every solve
+        staged = chunk >= 0
+        inner = staged.nonzero()[0]
+        self.border = (~staged).nonzero()[0]
+        order = inner[chunk[inner].argsort(kind="stable")]
         sizes = np.bincount(chunk[inner], minlength=n_chunks)
         self.size = int(sizes.max())
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        starts = sizes.cumsum() - sizes
         local = np.empty(self.n_unknowns, int)
-        local[order] = np.arange(len(order)) - np.repeat(starts, sizes)
+        local[order] = np.arange(len(order)) - starts.repeat(sizes)
         local[self.border] = np.arange(len(self.border))
         self.chunk, self.local = chunk, local
         self.pad = self.size - sizes  # unused slots per chunk: identity rows, one positive eigenvalue each
@@ -88,7 +92,7 @@ class StageLayout:
         self.sizes = sizes.astype(np.int64)
         self.nb = len(self.border)
         self.r_off = starts.astype(np.int64)
-        ends = np.cumsum(np.concatenate([sizes**2, sizes[:-1] * sizes[1:], sizes * self.nb]))
+        ends = np.concatenate([sizes**2, sizes[:-1] * sizes[1:], sizes * self.nb]).cumsum()
         offsets = np.concatenate([[0], ends]).astype(np.int64)
         self.a_off = offsets[:n_chunks]
         self.c_off = offsets[n_chunks:2 * n_chunks - 1]
@@ -143,8 +147,8 @@ def _row_major(M: sp.spmatrix | Entries) -> tuple[Entries, np.ndarray]:
     be in that order already (stage_layout's J), a scipy matrix is brought to it."""
     if not isinstance(M, Entries):
         csr = sp.csr_matrix(_coo(M))
-        M = Entries(np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr)), csr.indices, csr.data, csr.shape)
-    return M, np.concatenate([[0], np.cumsum(np.bincount(M.row, minlength=M.shape[0]))])
+        M = Entries(entry_rows(csr.indptr), csr.indices, csr.data, csr.shape)
+    return M, np.concatenate([[0], np.bincount(M.row, minlength=M.shape[0]).cumsum()])
 
 
 def stage_layout(var_stage: np.ndarray, J: sp.spmatrix | Entries, H: sp.spmatrix | Entries | None,
@@ -169,7 +173,7 @@ def stage_layout(var_stage: np.ndarray, J: sp.spmatrix | Entries, H: sp.spmatrix
         # the variables' stages do not depend on where the rows go: the band of W's entries among them is
         # measured once; entries at a slack (its stage is its row's) go with J's to each placement
         on_slack = (slack_rows[h_rows] >= 0) | (slack_rows[h_cols] >= 0)
-        h_band = _spread(var_stage, h_rows[~on_slack], h_cols[~on_slack])
+        h_band = stage_spread(var_stage, h_rows[~on_slack], h_cols[~on_slack])
         rows, cols = np.concatenate([rows, h_rows[on_slack]]), np.concatenate([cols, h_cols[on_slack]])
     hard = np.ones(J.shape[0], bool) if soft_rows is None else ~np.asarray(soft_rows, bool)
     placements = [_placement(var_stage, row_stage, slack_rows, rows, cols, max_border, hard, h_band)
@@ -198,7 +202,7 @@ class _PerRow:
 
     def __init__(self, indptr: np.ndarray):
         self.n_rows = len(indptr) - 1
-        self.filled = np.diff(indptr) > 0
+        self.filled = indptr[1:] > indptr[:-1]
         self.starts = indptr[:-1][self.filled]
 
     def __call__(self, ufunc: np.ufunc, values: np.ndarray, empty) -> np.ndarray:
@@ -214,7 +218,7 @@ def _row_span(per_row: _PerRow, indices: np.ndarray, stage: np.ndarray) -> tuple
     the CSR pattern of per_row with column indices `indices`."""
     at = stage[indices]
     staged = at >= 0
-    lo = per_row(np.minimum, np.where(staged, at, np.iinfo(np.int64).max), -1)
+    lo = per_row(np.minimum, np.where(staged, at, _INT64_MAX), -1)
     hi = per_row(np.maximum, np.where(staged, at, -1), -1)
     return np.where(hi >= 0, lo, -1), hi
 
@@ -234,7 +238,7 @@ def _row_stages(J: Entries, per_row: _PerRow, var_stage: np.ndarray) -> tuple[np
     return np.where(pinned >= 0, pinned, middle), middle
 
 
-def _spread(stage: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
+def stage_spread(stage: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
     """The largest stage distance between the two unknowns of a pair (rows[i], cols[i]) that both have a stage."""
     at_row, at_col = stage[rows], stage[cols]
     # both >= 0: no sign bit; np.max's ufunc reduction, called directly
@@ -249,11 +253,11 @@ def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, ha
     slacks), h_band: the largest stage distance of the others."""
     nz = len(var_stage)
     stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
-    band = max(1, h_band, _spread(stage, rows, cols))
-    border = int(np.sum(stage < 0))
+    band = max(1, h_band, stage_spread(stage, rows, cols))
+    border = np.count_nonzero(stage < 0)
     if border > max_border:
         return f"{border} unknowns belong to no stage (at most {max_border} allowed)"
-    first = int(np.min(stage[stage >= 0], initial=0))
+    first = int(np.minimum.reduce(stage[stage >= 0], initial=0))
     group = np.where(stage >= 0, (stage - first) // band, -1)
     chunk_of_group = _merge_groups(group, nz, hard)
     return stage, band, np.where(group >= 0, chunk_of_group[np.maximum(group, 0)], -1), border
@@ -312,8 +316,8 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
     variables = np.bincount(var_group[var_group >= 0], minlength=n_groups)
     surplus = variables - np.bincount(row_group[(row_group >= 0) & hard], minlength=n_groups)
     filled = (variables + np.bincount(row_group[row_group >= 0], minlength=n_groups)) > 0
-    closes = (np.cumsum(surplus) >= 0) & filled  # a chunk ends after group g
-    chunk_of_group = np.cumsum(closes) - closes
+    closes = (surplus.cumsum() >= 0) & filled  # a chunk ends after group g
+    chunk_of_group = closes.cumsum() - closes
     chunk_of_group = np.minimum(chunk_of_group, chunk_of_group[-1])
     # the same from the end: the last block (the end keys on a state) must not have more rows than variables
     tail = 0
@@ -323,7 +327,7 @@ def _merge_groups(group: np.ndarray, nz: int, hard: np.ndarray) -> np.ndarray:
             break
         chunk_of_group[chunk_of_group == chunk_of_group[g]] = chunk_of_group[g - 1]
     # numbered 0, 1, ... (chunk_of_group does not decrease)
-    return np.concatenate([[0], np.cumsum(chunk_of_group[1:] != chunk_of_group[:-1])])
+    return np.concatenate([[0], (chunk_of_group[1:] != chunk_of_group[:-1]).cumsum()])
 
 
 def _pairs_within(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -360,8 +364,8 @@ def _singular_chunks(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard
 def _pattern(rows: np.ndarray, cols: np.ndarray, n: int) -> sp.csr_matrix:
     """The n x n CSR pattern (ones) with entries (rows[i], cols[i]), repeated pairs kept (the matching above sees
     only which entries there are), without scipy's conversion from coordinates."""
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
-    return sp.csr_matrix((np.ones(len(rows)), cols[np.argsort(rows, kind="stable")], indptr), shape=(n, n))
+    indptr = np.concatenate([[0], np.bincount(rows, minlength=n).cumsum()])
+    return sp.csr_matrix((np.ones(len(rows)), cols[rows.argsort(kind="stable")], indptr), shape=(n, n))
 
 
 def _merge_singular(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard: np.ndarray) -> np.ndarray | str:
@@ -372,7 +376,7 @@ def _merge_singular(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard:
     rows and variables so far (_merge_groups) stands. The reason there is no layout when a merged block would
     hold more than twice the unknowns of the largest before (rows placed ahead of their variables at every stage
     leave every leading block singular: the merges would cascade)."""
-    largest = 2 * int(np.max(np.bincount(chunk[chunk >= 0]), initial=0))
+    largest = 2 * int(np.maximum.reduce(np.bincount(chunk[chunk >= 0]), initial=0))
     while True:
         n_chunks = int(chunk.max(initial=-1)) + 1
         bad = _singular_chunks(chunk, rows, cols, hard)
@@ -383,7 +387,7 @@ def _merge_singular(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard:
         opens[0] = True
         new = np.cumsum(opens) - 1
         chunk = np.where(chunk >= 0, new[np.maximum(chunk, 0)], -1)
-        if np.max(np.bincount(chunk[chunk >= 0])) > largest:
+        if np.maximum.reduce(np.bincount(chunk[chunk >= 0])) > largest:
             return f"stage block {int(bad[0])}'s pivot block is structurally singular"
 
 
@@ -677,12 +681,28 @@ def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.nda
     table[:, 4] = -2
     table[:, 5] = L.e_off[c] + local * L.nb
     table, key = table.ravel(), np.where(inner, L.chunk, _BORDER_KEY)
-    # all the pairs at once (a shot's are a few thousand: each numpy call's overhead counts), then split
+    # all the pairs at once (a shot's are a few thousand: each numpy call's overhead counts), then split; in place
+    # where it can be (chain_30's are 230000: each fresh temporary is megabytes of new pages)
     i, j = (np.concatenate(side) for side in zip(*pairs))
-    d = key[j] - key[i]
-    kind = np.minimum(np.maximum(d, -2), 2) + 2 + (d >= _BORDER_KEY // 2)  # np.clip, without its wrappers
-    slots = table[i * 6 + kind] + local[j] * _USES_COLUMN[kind]
-    return np.split(slots, np.cumsum([len(first) for first, _ in pairs[:-1]]))
+    kind = key[j]
+    kind -= key[i]  # the blocks' distance d
+    far_border = kind >= _BORDER_KEY // 2
+    np.minimum(np.maximum(kind, -2, out=kind), 2, out=kind)  # np.clip, without its wrappers
+    kind += 2
+    kind += far_border
+    i *= 6
+    i += kind
+    slots = table[i]
+    column = local[j]
+    column *= _USES_COLUMN[kind]
+    slots += column
+    ends = list(accumulate(len(first) for first, _ in pairs))
+    return [slots[start:end] for start, end in zip([0] + ends, ends)]
+
+
+def entry_rows(indptr: np.ndarray) -> np.ndarray:
+    """The row of each entry of a CSR pattern (the column of a CSC one) from its indptr."""
+    return np.arange(len(indptr) - 1).repeat(indptr[1:] - indptr[:-1])
 
 
 class StagePlan:
@@ -734,7 +754,7 @@ class StagePlan:
         if nz != nx + len(rows) or W.shape != (nz, nz) or J.shape[1] != nz:
             raise ValueError(f"stage KKT: W {W.shape} and J {J.shape} do not fit a layout of {full.n_unknowns} "
                              f"unknowns and {len(rows)} slacks")
-        j_row = np.repeat(np.arange(m), np.diff(J.indptr))
+        j_row = entry_rows(J.indptr)
         j_col = J.indices.astype(np.int64)
         in_x = j_col < nx
         slack_of_row = np.full(m, -1)
@@ -744,33 +764,34 @@ class StagePlan:
             x_chunk = np.concatenate([full.chunk[:nx], np.full(len(rows), -1)])
             lo, hi = _row_span(_PerRow(J.indptr), J.indices, x_chunk)
             eliminated = (slack_of_row >= 0) & (hi - lo <= 1)
-        kept = np.flatnonzero(~eliminated)
-        self.elim = np.flatnonzero(eliminated)
+        kept = (~eliminated).nonzero()[0]
+        self.elim = eliminated.nonzero()[0]
         self.elim_slack = slack_of_row[self.elim]
         self.kept, self.kept_slack = kept, slack_of_row[kept]
         L = self.layout = _kept_layout(full, nx, kept)
         new_row = np.full(m, -1)
         new_row[kept] = nx + np.arange(len(kept))
         # W's entries over x (both triangles given: the lower twins of couplings are dropped)
-        w_col = np.repeat(np.arange(nz), np.diff(W.indptr))
+        w_col = entry_rows(W.indptr)  # CSC: the column
         w_row = W.indices.astype(np.int64)
         # W over the slacks is diagonal (the barrier's Sigma): where each slack's diagonal entry is, and the
         # entries that must stay zero
         on_slack = (w_row >= nx) | (w_col >= nx)
         diagonal = np.full(nz, -1)
-        diagonal[w_col[w_row == w_col]] = np.flatnonzero(w_row == w_col)
-        if np.any(diagonal[nx:] < 0):
+        on_diagonal = (w_row == w_col).nonzero()[0]
+        diagonal[w_col[on_diagonal]] = on_diagonal
+        if (diagonal[nx:] < 0).any():
             raise ValueError("stage KKT: W's pattern lacks a slack's diagonal entry")
         self.slack_diag = diagonal[nx:].astype(np.int64)
-        self.w_far = np.flatnonzero(on_slack & (w_row != w_col))
-        wx = np.flatnonzero((w_row < nx) & (w_col < nx))
+        self.w_far = (on_slack & (w_row != w_col)).nonzero()[0]
+        wx = ((w_row < nx) & (w_col < nx)).nonzero()[0]
         # J's entries of the kept rows, as K[row, x] and K[x, row]
-        jk = np.flatnonzero(in_x & (new_row[j_row] >= 0))
+        jk = (in_x & (new_row[j_row] >= 0)).nonzero()[0]
         r_k, c_k = new_row[j_row[jk]], j_col[jk]
         # the eliminated rows' entries over x (sorted by row: J is CSR) and their products J_ia J_ib, same row
         which = np.full(m, -1)
         which[self.elim] = np.arange(len(self.elim))
-        je = np.flatnonzero(in_x & (which[j_row] >= 0))
+        je = (in_x & (which[j_row] >= 0)).nonzero()[0]
         self.e_src, self.e_col, self.e_row = je, j_col[je], which[j_row[je]]
         a, b = _pairs_within(self.e_row)
         # diagonal shifts: dw on x, -dc (and a kept inequality row's slack term) on the kept rows
@@ -782,7 +803,7 @@ class StagePlan:
         self.j_far = jk[lower == -2]
         self.j_slot = np.concatenate([lower[lower >= 0], upper[upper >= 0]])
         self.j_src = np.concatenate([jk[lower >= 0], jk[upper >= 0]])
-        if np.any(p_slot == -2):
+        if (p_slot == -2).any():
             raise StageBreakdown("an eliminated inequality row couples stage blocks more than one apart")
         keep = p_slot >= 0
         self.p_slot, self.p_a, self.p_b, self.p_row = p_slot[keep], je[a[keep]], je[b[keep]], self.e_row[a[keep]]
