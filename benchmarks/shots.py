@@ -20,7 +20,7 @@ import os
 import sys
 import time
 from dataclasses import replace
-from typing import Callable, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -40,8 +40,9 @@ SHOTS = ("parallel_parking", "parallel_parking_200", "car_tunnel", "helicopter_c
 QUICK = ("parallel_parking", "helicopter_canyon_landing")
 T = TypeVar("T")
 # every solve of the table, ours and IPOPT's, is the median (by CPU time) of at least REPEATS runs, and of more, up
-# to MAX_REPEATS, until the runs add up to MEDIAN_CPU seconds: a solve of a few milliseconds on a shared machine
-# needs more than five samples for its median to hold still
+# to MAX_REPEATS, until each solve's runs add up to MEDIAN_CPU seconds (a solve of a few milliseconds on a shared
+# machine needs more than five samples for its median to hold still); the solves of a row take turns
+# (interleaved_medians)
 REPEATS, MAX_REPEATS, MEDIAN_CPU = 5, 25, 1.0
 MECHANISM_SHOTS = ("four_bar_swing", "crane_anti_sway", "chain_30")  # CasADi model: benchmarks/shots_casadi_tree.py
 CAR_200_LIMIT = 0.1  # seconds of solver CPU for parking with 200 steps (issue 18)
@@ -278,72 +279,103 @@ def casadi_problem(tr: Transcription):
     return {"x": x, "f": f, "g": ca.vertcat(*g)}, np.array(lbg), np.array(ubg)
 
 
-def median_run(solve: Callable[[], T], cpu: Callable[[T], float]) -> T:
-    """The run of solve() whose CPU time cpu(run) is the median: of REPEATS runs, or more (up to MAX_REPEATS) until
-    their CPU times add up to MEDIAN_CPU (on a shared machine one run can be twice another)."""
-    runs = [solve() for _ in range(REPEATS)]
-    while len(runs) < MAX_REPEATS and sum(map(cpu, runs)) < MEDIAN_CPU:
-        runs.append(solve())
-    runs.sort(key=cpu)
-    return runs[len(runs) // 2]
+def interleaved_medians(solves: Sequence[tuple[Callable[[], T], Callable[[T], float]]]) -> list[T]:
+    """For each (solve, cpu) of `solves`, the run of solve() whose CPU time cpu(run) is the median of its runs. The
+    solves take turns, one run each a round (a shared machine's slow spells last seconds: taking turns, ours and
+    IPOPT's solve of a row see the same ones), for REPEATS rounds, or more (up to MAX_REPEATS) until every solve's
+    runs add up to MEDIAN_CPU."""
+    runs: list[list[T]] = [[] for _ in solves]
+    while True:
+        for (solve, _), done in zip(solves, runs):
+            done.append(solve())
+        rounds = len(runs[0])
+        if rounds >= MAX_REPEATS or (rounds >= REPEATS and all(
+                sum(map(cpu, done)) >= MEDIAN_CPU for (_, cpu), done in zip(solves, runs))):
+            return [sorted(done, key=cpu)[rounds // 2] for (_, cpu), done in zip(solves, runs)]
 
 
-def _ipopt(problem, lbg, ubg, x0, lbx, ubx, nlp: nlpmod.NLP, build: float, mu_init: float | None) -> dict:
-    """IPOPT (MUMPS, exact Hessian by CasADi) on a CasADi problem from x0, the median solve by CPU time
-    (median_run); its solution checked against OUR rows (`our_violation`) and cost (`our_objective`) of `nlp`; `build`:
-    seconds spent building the model."""
-    ca = _casadi()
-    t0 = time.perf_counter()
-    solver = ca.nlpsol("shot", "ipopt", problem, {
-        "print_time": False, "ipopt.print_level": 0, "ipopt.tol": 1e-8, "ipopt.constr_viol_tol": 1e-9,
-        "ipopt.max_iter": 3000, "ipopt.sb": "yes", **({} if mu_init is None else {"ipopt.mu_init": mu_init})})
-    build += time.perf_counter() - t0
+class _Ipopt:
+    """IPOPT (MUMPS, exact Hessian by CasADi) on a CasADi problem from x0, first barrier mu_init (None: IPOPT's
+    default 0.1): timed() is one solve, report(run) what a run found, its solution checked against OUR rows
+    (`our_violation`) and cost (`our_objective`) of `nlp`; `build`: seconds spent building the model."""
 
-    def timed() -> tuple[float, float, dict]:
+    def __init__(self, ca, problem, lbg, ubg, x0, lbx, ubx, nlp: nlpmod.NLP, build: float, mu_init: float | None):
+        t0 = time.perf_counter()
+        self.solver = ca.nlpsol("shot", "ipopt", problem, {
+            "print_time": False, "ipopt.print_level": 0, "ipopt.tol": 1e-8, "ipopt.constr_viol_tol": 1e-9,
+            "ipopt.max_iter": 3000, "ipopt.sb": "yes", **({} if mu_init is None else {"ipopt.mu_init": mu_init})})
+        self.build = build + time.perf_counter() - t0
+        self.nlp, self.bounds = nlp, {"x0": x0, "lbx": lbx, "ubx": ubx, "lbg": lbg, "ubg": ubg}
+
+    def timed(self) -> tuple[float, float, dict]:
+        """(wall, CPU time, CasADi's output) of one solve."""
         t0, c0 = time.perf_counter(), time.process_time()
-        out = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
+        out = self.solver(**self.bounds)
         return time.perf_counter() - t0, time.process_time() - c0, out
 
-    wall, cpu, out = median_run(timed, lambda run: run[1])
-    stats = solver.stats()
-    x = np.asarray(out["x"]).ravel()
-    ours = nlpmod.violation(nlp.constraints(x), nlp.c_lower, nlp.c_upper)
-    return {"time": wall, "cpu": cpu, "build": build, "iterations": int(stats["iter_count"]), "status": stats["return_status"],
-            "objective": float(out["f"]), "our_violation": float(np.max(ours)), "our_objective": nlp.objective(x)}
+    def report(self, run: tuple[float, float, dict]) -> dict:
+        wall, cpu, out = run
+        stats, nlp = self.solver.stats(), self.nlp  # every solve from the same start takes the same iterations
+        x = np.asarray(out["x"]).ravel()
+        ours = nlpmod.violation(nlp.constraints(x), nlp.c_lower, nlp.c_upper)
+        return {"time": wall, "cpu": cpu, "build": self.build, "iterations": int(stats["iter_count"]),
+                "status": stats["return_status"], "objective": float(out["f"]), "our_violation": float(np.max(ours)),
+                "our_objective": nlp.objective(x)}
 
 
-def run_ipopt(tr: Transcription, mu_init: float | None = None) -> dict | None:
-    """CasADi + IPOPT on the same transcription from the same start; mu_init None: IPOPT's default (0.1)."""
+def _ipopt_cpu(run: tuple[float, float, dict]) -> float:
+    return run[1]
+
+
+def vehicle_ipopts(tr: Transcription, mu_inits=(None,)) -> list[_Ipopt] | None:
+    """CasADi + IPOPT on the same transcription from the same start, one per first barrier of mu_inits (None:
+    IPOPT's default 0.1); None without casadi or a CasADi model of the shot."""
+    ca = _casadi()
     t0 = time.perf_counter()
     built = casadi_problem(tr)
-    if built is None:
+    if ca is None or built is None:
         return None
     problem, lbg, ubg = built
-    return _ipopt(problem, lbg, ubg, tr.x0(), tr.x_lower, tr.x_upper, tr.nlp, time.perf_counter() - t0, mu_init)
+    build = time.perf_counter() - t0
+    return [_Ipopt(ca, problem, lbg, ubg, tr.x0(), tr.x_lower, tr.x_upper, tr.nlp, build, mu) for mu in mu_inits]
+
+
+class _MechanismIpopts:
+    """CasADi + IPOPT on a mechanism shot (the tree DMOC written in SX by shots_casadi_tree.py) from our start (as
+    solve_mechanism_shot starts without a warm start: the keyed path, or the start held still), one _Ipopt per
+    first barrier of mu_inits (None: IPOPT's default 0.1, ours too on mechanism shots)."""
+
+    def __init__(self, ca, shot, mu_inits):
+        self.ca, self.P = ca, mechanism_shots._problem(shot)
+        t0 = time.perf_counter()
+        self.problem, lbg, ubg, lbx, ubx = mechanism_problem(ca, self.P)
+        build = time.perf_counter() - t0
+        P = self.P
+        Q = mechanism_shots.keyed_coordinates(P)
+        x0 = mechanism_shots.initial_guess(P, np.tile(P.tx.q0, (P.tx.steps + 1, 1)) if Q is None else Q)
+        self.nlp = mechanism_shots._nlp(P)
+        self.solves = [_Ipopt(ca, self.problem, lbg, ubg, x0, lbx, ubx, self.nlp, build, mu) for mu in mu_inits]
+
+    def reports(self, runs, result) -> list[dict]:
+        """Each run's report, with the largest CasADi row at OUR solution `result` (`casadi_rows_at_ours`; its
+        multipliers recovered from our rows by mechanism_shots.initial_guess, exact where the rows fix them) and our
+        own largest row there (`our_rows_at_ours`)."""
+        ca, problem, nlp = self.ca, self.problem, self.nlp
+        x_ours = mechanism_shots.initial_guess(self.P, result.states)
+        at_ours = float(np.max(np.abs(np.asarray(ca.Function("g", [problem["x"]], [problem["g"]])(x_ours)))))
+        mine = float(np.max(nlpmod.violation(nlp.constraints(x_ours), nlp.c_lower, nlp.c_upper)))
+        return [dict(ip.report(run), casadi_rows_at_ours=at_ours, our_rows_at_ours=mine)
+                for ip, run in zip(self.solves, runs)]
 
 
 def mechanism_ipopt(shot, result, mu_inits=(None,)) -> list[dict] | None:
-    """CasADi + IPOPT on a mechanism shot (the tree DMOC written in SX by shots_casadi_tree.py) from our start
-    (as solve_mechanism_shot starts without a warm start: the keyed path, or the start held still), once per
-    first barrier in mu_inits (None: IPOPT's default 0.1, ours too on mechanism shots). Each dict also holds the
-    largest CasADi row at OUR solution `result` (`casadi_rows_at_ours`; its multipliers recovered from our rows
-    by mechanism_shots.initial_guess, exact where the rows fix them) and our own largest row there
-    (`our_rows_at_ours`). None without casadi."""
+    """_MechanismIpopts' reports for our solution `result`, each IPOPT solve the median of interleaved_medians' runs;
+    None without casadi."""
     ca = _casadi()
     if ca is None:
         return None
-    P = mechanism_shots._problem(shot)
-    t0 = time.perf_counter()
-    problem, lbg, ubg, lbx, ubx = mechanism_problem(ca, P)
-    build = time.perf_counter() - t0
-    Q = mechanism_shots.keyed_coordinates(P)
-    x0 = mechanism_shots.initial_guess(P, np.tile(P.tx.q0, (P.tx.steps + 1, 1)) if Q is None else Q)
-    nlp = mechanism_shots._nlp(P)
-    x_ours = mechanism_shots.initial_guess(P, result.states)
-    at_ours = float(np.max(np.abs(np.asarray(ca.Function("g", [problem["x"]], [problem["g"]])(x_ours)))))
-    mine = float(np.max(nlpmod.violation(nlp.constraints(x_ours), nlp.c_lower, nlp.c_upper)))
-    return [dict(_ipopt(problem, lbg, ubg, x0, lbx, ubx, nlp, build, mu), casadi_rows_at_ours=at_ours,
-                 our_rows_at_ours=mine) for mu in mu_inits]
+    ipopts = _MechanismIpopts(ca, shot, mu_inits)
+    return ipopts.reports(interleaved_medians([(ip.timed, _ipopt_cpu) for ip in ipopts.solves]), result)
 
 
 def warm_start_line(name: str = "parallel_parking", shift: float = 0.3) -> str:
@@ -362,14 +394,18 @@ def warm_start_line(name: str = "parallel_parking", shift: float = 0.3) -> str:
             f"{sum(warm.timings.values()):.3f} s solver CPU (objective {warm.objective:.6g})")
 
 
-def _median_solve(solve: Callable[[], ShotResult]) -> tuple[float, float, ShotResult]:
-    """(wall, CPU time, result) of the solve whose solver CPU (the sum of its timings) is the median (median_run)."""
+def _timed(solve: Callable[[], ShotResult]) -> Callable[[], tuple[float, float, ShotResult]]:
+    """solve, timed: (wall, CPU time, result)."""
     def timed() -> tuple[float, float, ShotResult]:
         t0, c0 = time.perf_counter(), time.process_time()
         result = solve()
         return time.perf_counter() - t0, time.process_time() - c0, result
+    return timed
 
-    return median_run(timed, lambda run: sum(run[2].timings.values()))
+
+def _solver_cpu(run: tuple[float, float, ShotResult]) -> float:
+    """A timed run's solver CPU: the sum of its result's timings."""
+    return sum(run[2].timings.values())
 
 
 def _targets(ratios: list[tuple[str, float, float]], car_200: tuple[float, int] | None) -> list[str]:
@@ -403,9 +439,12 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in names:
         shot = _benchmark_shot(name)
-        ours, ours_cpu, result = _median_solve(lambda: solve_shot(shot))
         tr = transcribe(shot)
-        ip, ip_small = run_ipopt(tr), run_ipopt(tr, COLD_MU)
+        ipopts = vehicle_ipopts(tr, (None, COLD_MU)) or []
+        runs = interleaved_medians([(_timed(lambda: solve_shot(shot)), _solver_cpu)]
+                                   + [(ip.timed, _ipopt_cpu) for ip in ipopts])
+        ours, ours_cpu, result = runs[0]
+        ip, ip_small = [ip.report(run) for ip, run in zip(ipopts, runs[1:])] or (None, None)
         free = int(np.sum(tr.x_lower < tr.x_upper))
         solver_cpu = sum(result.timings.values())
         parts = " / ".join(f"{t:.3f}" for t in result.timings.values())
@@ -425,17 +464,20 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
         lines.append(row)
     for name in () if quick else MECHANISM_SHOTS:
         shot = _mechanism_shot(name)
-        ours, ours_cpu, result = _median_solve(lambda: solve_mechanism_shot(shot))
+        ca = _casadi()
+        ipopts = _MechanismIpopts(ca, shot, (None, COLD_MU)) if ca is not None else None
+        runs = interleaved_medians([(_timed(lambda: solve_mechanism_shot(shot)), _solver_cpu)]
+                                   + [(ip.timed, _ipopt_cpu) for ip in (ipopts.solves if ipopts else [])])
+        ours, ours_cpu, result = runs[0]
         solver_cpu = sum(result.timings.values())
         parts = " / ".join(f"{t:.3f}" for t in result.timings.values())
         row = (f"| {shot.name} | {shot.steps} | {mechanism_shots._problem(shot).tx.n} | {result.status} "
                f"| {result.iterations} | {ours:.2f} / {ours_cpu:.2f} | {solver_cpu:.3f}: {parts} "
                f"| {1e3 * solver_cpu / max(result.iterations, 1):.1f} | {result.objective:.6g} | {result.replay_error:.1e} |")
-        runs = mechanism_ipopt(shot, result, (None, COLD_MU))
-        if runs is None:
+        if ipopts is None:
             lines.append(row + " casadi not installed | | | | | | |")
             continue
-        ip, ip_small = runs
+        ip, ip_small = ipopts.reports(runs[1:], result)
         ratios.append((shot.name, solver_cpu / ip["cpu"], solver_cpu / ip_small["cpu"]))
         lines.append(row + f" {ip['status']} | {ip['iterations']} | {ip['time']:.3f} / {ip['cpu']:.3f} "
                      f"| {1e3 * ip['cpu'] / max(ip['iterations'], 1):.1f} | {ip['objective']:.6g} "
@@ -450,8 +492,8 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
             "through the simulator, solver CPU is the whole interior-point solve "
             "(NLPResult.timings: evaluation / factorisation / line search / the interior point's own work). "
             "CPU time is process time (all threads), the better measure on a shared machine; each of our solves and "
-            f"each IPOPT solve is the median by CPU time of {REPEATS} runs, or of more (up to {MAX_REPEATS}) until they "
-            f"add up to {MEDIAN_CPU:g} s. IPOPT: CasADi 3.8 SX model "
+            f"each IPOPT solve is the median by CPU time of {REPEATS} runs, or of more (up to {MAX_REPEATS}) until each "
+            f"solve's runs add up to {MEDIAN_CPU:g} s, the solves of a row taking turns. IPOPT: CasADi 3.8 SX model "
             "of the same rows, exact Hessian by AD, MUMPS, tol 1e-8; time excludes building the model. Both "
             "start from the same key-path guess. Ours starts its barrier at mu = COLD_MU (docs/shots.md, \"Barrier\"), "
             "IPOPT at its default 0.1; the last column is IPOPT from the same first barrier as ours. Local optima of these non-convex problems may differ, so "
