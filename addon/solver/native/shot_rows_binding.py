@@ -83,8 +83,14 @@ def _bound(kernel, W: np.ndarray, first: np.ndarray, h: np.ndarray, *rest: np.nd
     if kept[0] is not W or kept[2] is not h:
         raise ValueError("car step: a bound call reads W and h in place: float64 with contiguous rows, got "
                          f"{W.dtype} strides {W.strides} and {h.dtype} strides {h.strides}")
+    return _holding(kernel, args, kept)
+
+
+def _holding(kernel, args: tuple, arrays: tuple[np.ndarray, ...]) -> Callable[[], None]:
+    """kernel(*args) as a call without arguments, holding the arrays whose addresses args pass (alive as long as the
+    call is)."""
     call = partial(kernel, *args)
-    call.arrays = kept
+    call.arrays = arrays
     return call
 
 
@@ -101,11 +107,7 @@ def _fixed(a: np.ndarray, shape: tuple[int, ...], what: str, output: bool = Fals
 def _outputs(out: tuple[np.ndarray, np.ndarray], jacobian_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Given output arrays (values (K, r), Jacobian (K, r, w)) checked for the kernel to write."""
     r, J = out
-    if (J.shape != jacobian_shape or r.shape != jacobian_shape[:2] or r.dtype != np.float64 or J.dtype != np.float64
-            or not (r.flags.c_contiguous and J.flags.c_contiguous and r.flags.writeable and J.flags.writeable)):
-        raise ValueError(f"expected writable C-contiguous float64 outputs {jacobian_shape[:2]} and {jacobian_shape}, "
-                         f"got {r.dtype} {r.shape} and {J.dtype} {J.shape}")
-    return r, J
+    return _fixed(r, jacobian_shape[:2], "kernel rows", True), _fixed(J, jacobian_shape, "kernel Jacobian", True)
 
 
 def hessian(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -185,10 +187,8 @@ class PlanarClearance:
         K, ns = S.shape
         S = _fixed(S, (K, ns), "planar clearance states")
         d, J = _outputs(out, (K, len(self.offsets), ns))
-        call = partial(self._lib.symplex_planar_clearance, K, ns, *pointers(S), *self._args, None, *pointers(d, J),
-                       None)
-        call.arrays = (S, d, J)
-        return call
+        return _holding(self._lib.symplex_planar_clearance, (K, ns, *pointers(S), *self._args, None, *pointers(d, J),
+                                                             None), (S, d, J))
 
     def hessian_call(self, S: np.ndarray, weights: np.ndarray, out: np.ndarray) -> Callable[[], None]:
         """hessian(S, weights) written into out (K, ns, ns), bound to these arrays (all float64 C-contiguous: S and
@@ -198,6 +198,4 @@ class PlanarClearance:
                   _fixed(weights, (K, len(self.offsets)), "planar clearance weights"),
                   _fixed(out, (K, ns, ns), "planar clearance Hessian", True))
         s, w, h = pointers(*arrays)
-        call = partial(self._lib.symplex_planar_clearance, K, ns, s, *self._args, w, None, None, h)
-        call.arrays = arrays
-        return call
+        return _holding(self._lib.symplex_planar_clearance, (K, ns, s, *self._args, w, None, None, h), arrays)

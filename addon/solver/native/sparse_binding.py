@@ -78,16 +78,12 @@ class CsrProduct:
     def __call__(self, out: np.ndarray | None = None) -> np.ndarray:
         """A x (into out when given: float64, C-contiguous, not overlapping the entries of x that A reads; else into
         the fixed output, or a fresh array)."""
-        if out is None and self.out is not None:
-            if LIB is None:
-                self.out[:] = self.A @ self.x
-            else:
-                LIB.symplex_csr_matvec(*self._fixed_args)
-            return self.out
         if out is None:
-            out = np.empty(self.A.shape[0])
+            out = np.empty(self.A.shape[0]) if self.out is None else self.out
         if LIB is None:
             out[:] = self.A @ self.x
+        elif out is self.out:
+            LIB.symplex_csr_matvec(*self._fixed_args)
         else:
             LIB.symplex_csr_matvec(*self._args, address(out))
         return out

@@ -606,7 +606,7 @@ def _with_hessian(fn: LocalFn, hessian) -> LocalFn:
 
 def _writing(into: Callable[[np.ndarray, np.ndarray, np.ndarray], None], rows: int) -> LocalFn:
     """The LocalFn of `into(X, r (K, rows), J (K, rows, w))`, which writes a block's rows and Jacobian into given
-    arrays: fresh arrays filled by into, with into attached (Block.evaluate writes into the assembly's buffers)."""
+    arrays: fresh arrays filled by into, with into attached (Block.evaluator writes into the assembly's buffers)."""
     def fn(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         r, J = np.empty((len(X), rows)), np.empty((len(X), rows, X.shape[1]))
         into(X, r, J)
