@@ -448,14 +448,8 @@ class QuadraticCosts:
         self._grad_weights[-1] = effort - smooth / (h * h)
         return np.bincount(self.grad_cols, weights=self._grad_weights, minlength=self.n)
 
-    def hessian_values(self, x: np.ndarray, scale: float = 1.0) -> np.ndarray:
-        """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols)."""
-        out = np.empty(len(self.hess_rows))
-        self.hessian_into(x, scale, out)
-        return out
-
     def hessian_into(self, x: np.ndarray, scale: float, out: np.ndarray) -> None:
-        """hessian_values written into out: the effort's (e, e), (e, h), (h, e) entries, the smoothness' (c0, c0),
+        """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols), written into out: the effort's (e, e), (e, h), (h, e) entries, the smoothness' (c0, c0),
         (c1, c1), (c0, c1), (c1, c0), (c0, h), (h, c0), (c1, h), (h, c1), then (h, h)."""
         h, e, d, _, smooth = self._at(x)
         E, S = len(self.ce), len(self.c0)
