@@ -279,11 +279,10 @@ def casadi_problem(tr: Transcription):
     return {"x": x, "f": f, "g": ca.vertcat(*g)}, np.array(lbg), np.array(ubg)
 
 
-def interleaved_medians(solves: Sequence[tuple[Callable[[], T], Callable[[T], float]]]) -> list[T]:
-    """For each (solve, cpu) of `solves`, the run of solve() whose CPU time cpu(run) is the median of its runs. The
-    solves take turns, one run each a round (a shared machine's slow spells last seconds: taking turns, ours and
-    IPOPT's solve of a row see the same ones), for REPEATS rounds, or more (up to MAX_REPEATS) until every solve's
-    runs add up to MEDIAN_CPU."""
+def interleaved_runs(solves: Sequence[tuple[Callable[[], T], Callable[[T], float]]]) -> list[list[T]]:
+    """For each (solve, cpu) of `solves`, its runs sorted by CPU time cpu(run). The solves take turns, one run each a
+    round (a shared machine's slow spells last seconds: taking turns, ours and IPOPT's solve of a row see the same
+    ones), for REPEATS rounds, or more (up to MAX_REPEATS) until every solve's runs add up to MEDIAN_CPU."""
     runs: list[list[T]] = [[] for _ in solves]
     while True:
         for (solve, _), done in zip(solves, runs):
@@ -291,7 +290,17 @@ def interleaved_medians(solves: Sequence[tuple[Callable[[], T], Callable[[T], fl
         rounds = len(runs[0])
         if rounds >= MAX_REPEATS or (rounds >= REPEATS and all(
                 sum(map(cpu, done)) >= MEDIAN_CPU for (_, cpu), done in zip(solves, runs))):
-            return [sorted(done, key=cpu)[rounds // 2] for (_, cpu), done in zip(solves, runs)]
+            return [sorted(done, key=cpu) for (_, cpu), done in zip(solves, runs)]
+
+
+def interleaved_medians(solves: Sequence[tuple[Callable[[], T], Callable[[T], float]]]) -> list[T]:
+    """For each (solve, cpu) of `solves`, the run whose CPU time is the median of its interleaved_runs."""
+    return [_median(done) for done in interleaved_runs(solves)]
+
+
+def _median(runs: list[T]) -> T:
+    """The median of runs sorted by CPU time (the upper one of an even number)."""
+    return runs[len(runs) // 2]
 
 
 class _Ipopt:
@@ -408,18 +417,20 @@ def _solver_cpu(run: tuple[float, float, ShotResult]) -> float:
     return sum(run[2].timings.values())
 
 
-def _targets(ratios: list[tuple[str, float, float]], car_200: tuple[float, int] | None) -> list[str]:
+def _targets(ratios: list[tuple[str, float, float]], car_200: tuple[float, float, int, int] | None) -> list[str]:
     """Issue 18's targets from the table's numbers: each shot's solver CPU over IPOPT's CPU in the same run, IPOPT
     from its default first barrier (and from COLD_MU, the vehicle shots' own), and parking with 200 steps under
-    CAR_200_LIMIT of solver CPU."""
+    CAR_200_LIMIT of solver CPU (car_200: the median and the fastest of its runs, their number, its iterations),
+    judged by the median."""
     below = [name for name, default, _ in ratios if default < 1.0]
     lines = [f"- every shot below IPOPT's CPU time: met on {len(below)} of {len(ratios)}; our solver CPU / IPOPT's "
              f"CPU (IPOPT from its default first barrier 0.1; in brackets from {COLD_MU:g}, the vehicle shots' own): "
              + "; ".join(f"{name} {default:.2f} ({same:.2f})" for name, default, same in ratios)]
     if car_200 is not None:
-        cpu, iterations = car_200
+        cpu, fastest, count, iterations = car_200
         lines.append(f"- parallel parking with 200 steps under {1e3 * CAR_200_LIMIT:g} ms of solver CPU: "
-                     f"{'met' if cpu < CAR_200_LIMIT else 'not met'} ({1e3 * cpu:.0f} ms, {iterations} iterations)")
+                     f"{'met' if cpu < CAR_200_LIMIT else 'not met'} (median {1e3 * cpu:.0f} ms, fastest "
+                     f"{1e3 * fastest:.0f} ms of its {count} runs; {iterations} iterations)")
     return lines
 
 
@@ -441,8 +452,9 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
         shot = _benchmark_shot(name)
         tr = transcribe(shot)
         ipopts = vehicle_ipopts(tr, (None, COLD_MU)) or []
-        runs = interleaved_medians([(_timed(lambda: solve_shot(shot)), _solver_cpu)]
-                                   + [(ip.timed, _ipopt_cpu) for ip in ipopts])
+        every = interleaved_runs([(_timed(lambda: solve_shot(shot)), _solver_cpu)]
+                                 + [(ip.timed, _ipopt_cpu) for ip in ipopts])
+        runs = [_median(done) for done in every]
         ours, ours_cpu, result = runs[0]
         ip, ip_small = [ip.report(run) for ip, run in zip(ipopts, runs[1:])] or (None, None)
         free = int(np.sum(tr.x_lower < tr.x_upper))
@@ -452,7 +464,7 @@ def run(quick: bool = False, mechanisms_only: bool = False) -> str:
                f"| {solver_cpu:.3f}: {parts} | {1e3 * solver_cpu / max(result.iterations, 1):.1f} "
                f"| {result.objective:.6g} | {result.replay_error:.1e} |")
         if name == "parallel_parking_200":
-            car_200 = (solver_cpu, result.iterations)
+            car_200 = (solver_cpu, _solver_cpu(every[0][0]), len(every[0]), result.iterations)
         if ip is None:
             row += " no CasADi model | | | | | | |"
         else:
