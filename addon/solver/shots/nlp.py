@@ -42,6 +42,7 @@ from typing import Callable, Optional
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse import _sparsetools
 from scipy.sparse.linalg import splu
 
 from ..native.interior_point_binding import barrier_terms as _barrier_terms, multiplier_steps as _multiplier_steps
@@ -240,7 +241,7 @@ class _Reduced:
         if self.nx == len(self.x_full):  # no fixed variable (the mechanism shots): z's first nx entries
             return z[:self.nx].copy()
         x = self.x_full.copy()
-        x[self.free] = z[:self.nx]
+        x.put(self.free, z[:self.nx])
         return x
 
     def grad(self, z, x=None):
@@ -249,7 +250,7 @@ class _Reduced:
         gradient = self._at_start("gradient", x)
         gradient = np.asarray(self.nlp.gradient(x), float) if gradient is None else gradient
         g = np.zeros(self.nx + self.ns)
-        np.multiply(gradient[self.free], self.f_scale, out=g[:self.nx])
+        np.multiply(gradient.take(self.free), self.f_scale, out=g[:self.nx])
         return g
 
     def raw_c(self, z, x=None):
@@ -261,8 +262,8 @@ class _Reduced:
         raw = self.raw_c(z) if raw is None else raw
         out = raw - self.target
         if self.ns:
-            out[self.ineq] -= z[self.nx:]
-        return self.c_scale * out
+            out.put(self.ineq, out.take(self.ineq) - z[self.nx:])
+        return np.multiply(out, self.c_scale, out=out)
 
     def jac(self, z, x=None):
         """Jacobian of the scaled rows over z (CSR, m x (nx+ns)). The NLP's Jacobian keeps its sparsity pattern
@@ -272,30 +273,30 @@ class _Reduced:
         x = self.full(z, x)
         start, fixed = self._at_start("jacobian", x), self.nlp.jacobian_data
         if start is None and fixed is not None and fixed.picked is not None and self._jac_plan is not None:
-            _, src, scale, J, self._jt_matrix, (from_raw, slacks) = self._jac_plan
+            _, src, scale, J, (from_raw, slacks) = self._jac_plan
             data = fixed.raw(x).take(from_raw)  # the NLP's gather and this one composed (_reduce_jacobian)
-            data[slacks] = -1.0  # slack_entries
+            data.put(slacks, -1.0)  # slack_entries
             J.data = np.multiply(data, scale, out=data)
             return J
         raw, values = start or self._jacobian_at(x)
         if self._jac_plan is None or not (raw is self._jac_plan[0] or _same_pattern(self._jac_plan[0], raw)):
             self._jac_plan = (raw, *self._reduce_jacobian(raw))
-        _, src, scale, J, self._jt_matrix, _ = self._jac_plan
+        _, src, scale, J, _ = self._jac_plan
         J.data = np.concatenate([values, self.slack_entries])[src] * scale
         return J
 
     def jt(self, J: sp.csr_matrix, y: np.ndarray) -> np.ndarray:
-        """J^T y for a J from jac: J's arrays read as the CSC matrix of J^T (kept with the pattern; scipy's product
-        sums each column's entries in row order, as J.T @ y would)."""
-        JT = self._jt_matrix
-        JT.data = J.data
-        return JT @ y
+        """J^T y for a J from jac: J's arrays read as the CSC matrix of J^T by scipy's own kernel for that product
+        (each column's entries summed in row order, as J.T @ y does), called without the Python dispatch around it."""
+        out = np.zeros(J.shape[1])
+        _sparsetools.csc_matvec(J.shape[1], J.shape[0], J.indptr, J.indices, J.data, y, out)
+        return out
 
     def _reduce_jacobian(self, raw: FixedPattern | sp.csr_matrix):
-        """(source of each reduced entry in [raw's data, slack -1s], its row scale, the reduced matrix, its transpose
-        on the same index arrays (CSC), and for a FixedPattern with picked: (each entry's position in its raw array
-        (0 at a slack's), the slacks' entries) else None): the free columns of raw (a CSR pattern), then the slacks'
-        -1 at (inequality row, slack), every entry scaled by its row's c_scale."""
+        """(source of each reduced entry in [raw's data, slack -1s], its row scale, the reduced matrix, and for a
+        FixedPattern with picked: (each entry's position in its raw array (0 at a slack's), the slacks' entries) else
+        None): the free columns of raw (a CSR pattern), then the slacks' -1 at (inequality row, slack), every entry
+        scaled by its row's c_scale."""
         nnz, nz = len(raw.indices), self.nx + self.ns
         rows, cols = self._entries(raw)
         kept = np.flatnonzero(cols >= 0)
@@ -308,12 +309,11 @@ class _Reduced:
         indptr = rows.searchsorted(np.arange(self.m + 1)).astype(np.int32)
         reduced = sp.csr_matrix((np.zeros(len(src)), _frozen(cols.astype(np.int32)), _frozen(indptr)),
                                 shape=(self.m, nz))
-        transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=(nz, self.m))
         composed = None
         if getattr(raw, "picked", None) is not None:
             slack = src >= nnz
             composed = (np.where(slack, 0, raw.picked[np.where(slack, 0, src)]), slack.nonzero()[0])
-        return src, self.c_scale[rows], reduced, transposed, composed
+        return src, self.c_scale[rows], reduced, composed
 
     def _entries(self, raw: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """(row, position in z of the column) of each entry of a CSR pattern over the NLP's variables (-1 at a fixed
@@ -342,8 +342,8 @@ class _Reduced:
         half = np.empty(len(values) + 1)  # 0.5 values, then the zero of the entries the raw pattern lacks
         np.multiply(values, 0.5, out=half[:-1])
         half[-1] = 0.0
-        out = half[upper]
-        out += half[lower]
+        out = half.take(upper)
+        out += half.take(lower)
         return out
 
     def _free_entries(self, H: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -378,12 +378,13 @@ class _Reduced:
         return upper, lower, pattern, inverse[2 * len(kept):]
 
     def plus_diagonal(self, H: np.ndarray, sigma: np.ndarray) -> sp.csc_matrix:
-        """W = H + diag(sigma) (CSC) for H's data from hess_data (its pattern holds the diagonal: the values are
-        added in place of a sparse sum); like jac's, the same matrix object each call, valid until the next."""
-        data = H.copy()
-        data[self.diagonal] += sigma
+        """W = H + diag(sigma) (CSC) for H's data from hess_data, which becomes W's (sigma added to its diagonal
+        entries in place: its pattern holds them); like jac's, the same matrix object each call, valid until the
+        next."""
+        diagonal = self.diagonal
+        H.put(diagonal, H.take(diagonal) + sigma)
         W = self._w_matrix
-        W.data = data
+        W.data = H
         return W
 
     def _layout_hessian(self, z: np.ndarray) -> sp.coo_matrix:
@@ -510,9 +511,16 @@ class _Bounds:
 def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
     """Bound multipliers z clipped in place to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's kappa_Sigma; 0 where dist
     is inf), as np.clip does it (the larger with the lower limit, then the smaller with the upper), without its
-    wrappers."""
-    np.maximum(z, mu / (1e10 * dist), out=z)
-    return np.minimum(z, 1e10 * mu / dist, out=z)
+    wrappers; both limits in one work array."""
+    limit = np.multiply(dist, 1e10)
+    np.maximum(z, np.divide(mu, limit, out=limit), out=z)
+    return np.minimum(z, np.divide(1e10 * mu, dist, out=limit), out=z)
+
+
+def _stepped(z: np.ndarray, alpha: float, dz: np.ndarray) -> np.ndarray:
+    """z + alpha dz, written over dz (a step used once)."""
+    np.multiply(dz, alpha, out=dz)
+    return np.add(z, dz, out=dz)
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -956,8 +964,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
         # is no bound, zL, zU, dzL, dzU and both limits are 0
         dl, du = z - zl, zu - z
-        zL = _near_central_path(zL + alpha_z * dzL, mu, dl)
-        zU = _near_central_path(zU + alpha_z * dzU, mu, du)
+        zL = _near_central_path(_stepped(zL, alpha_z, dzL), mu, dl)
+        zU = _near_central_path(_stepped(zU, alpha_z, dzU), mu, du)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):

@@ -334,10 +334,16 @@ def _pairs_within(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every ordered pair (a, b) of positions in the sorted non-negative integers key with key[a] == key[b]."""
     if not len(key):  # no eliminated row (the mechanism shots have no inequality rows)
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    count = np.bincount(key)[key]
-    first = np.searchsorted(key, key)
-    a = np.repeat(np.arange(len(key)), count)
-    b = first[a] + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
+    runs = np.bincount(key)
+    count = runs.take(key)  # the length of each position's run of equal keys
+    first = (runs.cumsum() - runs).take(key)  # where that run starts
+    a = np.arange(len(key)).repeat(count)
+    # b runs from first[a] on within each a's pairs: their count so far, less where a's pairs start, plus first[a]
+    start = count.cumsum()
+    start -= count
+    start -= first
+    b = np.arange(len(a))
+    b -= start.repeat(count)
     return a, b
 
 
@@ -659,42 +665,46 @@ def _kept_layout(full: StageLayout, nx: int, kept: np.ndarray) -> StageLayout:
     return StageLayout(chunk, int(renumber[-1]) + 1, full.band)
 
 
-_BORDER_KEY = 1 << 40  # the border's block number in _slots: farther from every block than any two blocks are
-_USES_COLUMN = np.array([0, 0, 1, 1, 0, 1])  # whether a kind of _slots' pair adds the column's place in its block
+_BORDER_KEY = 1 << 30  # the border's block number in _slots: farther from every block than any two blocks are
+_USES_COLUMN = np.array([0, 0, 1, 1, 0, 1], np.int32)  # whether a kind of _slots' pair adds the column's place in its block
 
 
 def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
     """Where K[i, j] goes in the C kernel's blocks of layout L (stage_kkt.h), for each (i, j) of pairs, vectorised:
-    the slot, or -1 (the lower twin of a stored coupling between blocks), or -2 (blocks more than one apart).
+    the slot, or -1 (the lower twin of a stored coupling between blocks), or -2 (blocks more than one apart); int32.
 
     The kind of pair comes from the distance d of the blocks (the border far from all): 0 d <= -2 (far; for a
     border i, an inner j: a lower twin), 1 d = -1 (lower twin), 2 d = 0 (same block, or border and border), 3
     d = 1 (next block), 4 d >= 2 (far), 5 (inner i, border j); each unknown's row of slots by kind (worked out
     once for all the pairs), plus the column's place where the kind has one."""
+    if L.n_blk >= 1 << 31 or 6 * L.n_unknowns >= 1 << 31:
+        raise ValueError(f"stage KKT: {L.n_blk} block entries of {L.n_unknowns} unknowns do not fit int32 slots")
     inner = L.chunk >= 0
     c, local = np.maximum(L.chunk, 0), L.local
-    table = np.empty((L.n_unknowns, 6), np.int64)
+    table = np.empty((L.n_unknowns, 6), np.int32)
     table[:, 0] = np.where(inner, -2, -1)
     table[:, 1] = -1
     table[:, 2] = np.where(inner, L.a_off[c] + local * L.sizes[c], L.f_off + local * L.nb)
     table[:, 3] = np.append(L.c_off, 0)[c] + local * np.append(L.sizes[1:], 0)[c]
     table[:, 4] = -2
     table[:, 5] = L.e_off[c] + local * L.nb
-    table, key = table.ravel(), np.where(inner, L.chunk, _BORDER_KEY)
+    table, key = table.ravel(), np.where(inner, L.chunk, _BORDER_KEY).astype(np.int32)
     # all the pairs at once (a shot's are a few thousand: each numpy call's overhead counts), then split; in place
-    # where it can be (chain_30's are 230000: each fresh temporary is megabytes of new pages)
-    i, j = (np.concatenate(side) for side in zip(*pairs))
-    kind = key[j]
-    kind -= key[i]  # the blocks' distance d
+    # and in int32 where it can be (parking with 200 steps has 28000, chain_30 230000: each fresh temporary is
+    # pages the system must map and zero)
+    i, j = (np.concatenate(side, dtype=np.int32) for side in zip(*pairs))
+    kind = key.take(j)
+    slots = key.take(i)
+    kind -= slots  # the blocks' distance d
     far_border = kind >= _BORDER_KEY // 2
     np.minimum(np.maximum(kind, -2, out=kind), 2, out=kind)  # np.clip, without its wrappers
     kind += 2
     kind += far_border
     i *= 6
     i += kind
-    slots = table[i]
-    column = local[j]
-    column *= _USES_COLUMN[kind]
+    table.take(i, out=slots)
+    column = local.astype(np.int32).take(j)
+    column *= _USES_COLUMN.take(kind, out=j)
     slots += column
     ends = list(accumulate(len(first) for first, _ in pairs))
     return [slots[start:end] for start, end in zip([0] + ends, ends)]

@@ -175,6 +175,7 @@ def test_reduced_jacobian_and_hessian_are_the_free_columns_with_the_slacks_scale
     assert np.all(np.diff(J.indices[J.indptr[0]:J.indptr[1]]) > 0)  # each row's columns in order
     y = rng.standard_normal(P.m)
     np.testing.assert_allclose(P.jt(J, y), expected.T @ y, rtol=1e-14, atol=1e-12)
+    assert np.array_equal(P.jt(J, y), J.T @ y)  # scipy's product itself: the same sums in the same order
     np.testing.assert_allclose(P.c_scale, np.minimum(1.0, 100.0 / np.maximum(np.abs(dense[:, P.free]).max(1), 1e-300)))
     H = np.asarray(nlp.hessian(None, None, 1.0).todense())
     layout_hessian = P._layout_hessian(z)
