@@ -300,25 +300,26 @@ class _Reduced:
         nnz, nz = len(raw.indices), self.nx + self.ns
         rows, cols = self._entries(raw)
         kept = np.flatnonzero(cols >= 0)
-        rows = np.concatenate([rows[kept], self.ineq])
-        cols = np.concatenate([cols[kept], self.nx + np.arange(self.ns)])
+        rows = np.concatenate([rows.take(kept), self.ineq])
+        cols = np.concatenate([cols.take(kept), self.nx + np.arange(self.ns)])
         # row by row, each row's columns in order: lexsort((cols, rows))'s permutation (both stable), by a stable sort
         # of one key, which finds the sorted runs (the raw rows, the slacks)
         order = (rows.astype(np.int64) * nz + cols).argsort(kind="stable")
-        rows, cols, src = rows[order], cols[order], np.concatenate([kept, nnz + np.arange(self.ns)])[order]
+        src = np.concatenate([kept, nnz + np.arange(self.ns)]).take(order)
+        rows, cols = rows.take(order), cols.take(order)
         indptr = rows.searchsorted(np.arange(self.m + 1)).astype(np.int32)
         reduced = sp.csr_matrix((np.zeros(len(src)), _frozen(cols.astype(np.int32)), _frozen(indptr)),
                                 shape=(self.m, nz))
         composed = None
         if getattr(raw, "picked", None) is not None:
             slack = src >= nnz
-            composed = (np.where(slack, 0, raw.picked[np.where(slack, 0, src)]), slack.nonzero()[0])
-        return src, self.c_scale[rows], reduced, composed
+            composed = (np.where(slack, 0, raw.picked.take(np.where(slack, 0, src))), slack.nonzero()[0])
+        return src, self.c_scale.take(rows), reduced, composed
 
     def _entries(self, raw: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """(row, position in z of the column) of each entry of a CSR pattern over the NLP's variables (-1 at a fixed
         variable's column)."""
-        return entry_rows(raw.indptr), self.z_index[raw.indices]
+        return entry_rows(raw.indptr), self.z_index.take(raw.indices)
 
     def hess_data(self, z, y, x=None) -> np.ndarray | None:
         """The data of the Hessian of the scaled Lagrangian f_scale f + (c_scale y)^T c over z ((nx+ns)^2, symmetrised;
@@ -351,7 +352,7 @@ class _Reduced:
         the NLP's variables; kept for the last pattern (the fixed Hessian's is read by the layout and the reduction)."""
         if self._free_memo is None or self._free_memo[0] is not H:
             r, j = self._entries(H)
-            i = self.z_index[r]
+            i = self.z_index.take(r)
             self._free_memo = (H, i, j, (i >= 0) & (j >= 0))
         return self._free_memo[1:]
 
@@ -363,15 +364,15 @@ class _Reduced:
         nz, none = self.nx + self.ns, len(raw.indices)
         i, j, free = self._free_entries(raw)
         kept = np.flatnonzero(free)
-        i, j = i[kept], j[kept]
+        i, j = i.take(kept), j.take(kept)
         d = np.arange(nz)
         key = np.concatenate([j, i, d]).astype(np.int64) * nz + np.concatenate([i, j, d])  # column-major: CSC
         unique, inverse = _unique_inverse(key)
         indices = (unique % nz).astype(np.int32)
         indptr = (unique // nz).searchsorted(np.arange(nz + 1)).astype(np.int32)
         upper, lower = np.full(len(unique), none), np.full(len(unique), none)
-        upper[inverse[:len(kept)]] = kept  # raw (i, j) at CSC (row i, column j)
-        lower[inverse[len(kept):2 * len(kept)]] = kept  # and at (row j, column i)
+        upper.put(inverse[:len(kept)], kept)  # raw (i, j) at CSC (row i, column j)
+        lower.put(inverse[len(kept):2 * len(kept)], kept)  # and at (row j, column i)
         # an entry whose mirror the raw pattern lacks (a Hessian given by one triangle) counts whole
         upper, lower = np.where(upper == none, lower, upper), np.where(lower == none, upper, lower)
         pattern = sp.csc_matrix((np.zeros(len(unique)), _frozen(indices), _frozen(indptr)), shape=(nz, nz))
@@ -423,8 +424,8 @@ class _Reduced:
         width = self.nx + self.ns if slacks else self.nx
         rows = entry_rows(J.indptr)
         # the pattern's entries that are zero here (a window's) couple nothing; row by row, as J's
-        kept = (J.data != 0) & (J.indices < width)
-        J = Entries(rows[kept], J.indices[kept], J.data[kept], (self.m, width))
+        kept = ((J.data != 0) & (J.indices < width)).nonzero()[0]
+        J = Entries(rows.take(kept), J.indices.take(kept), J.data.take(kept), (self.m, width))
         if not slacks:
             return stage_layout(var_stage, J, H, np.full(self.nx, -1), soft_rows=~self.eq)
         var_stage = np.concatenate([var_stage, np.full(self.ns, -1)])
@@ -436,12 +437,12 @@ def _unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(key, return_inverse=True) by a stable sort (np.unique's quicksort does not see sorted runs; a
     reduced Hessian's keys are three, two of them in order)."""
     order = key.argsort(kind="stable")
-    ordered = key[order]
+    ordered = key.take(order)
     first = np.empty(len(ordered), bool)
     first[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     inverse = np.empty(len(key), np.intp)
-    inverse[order] = first.cumsum() - 1
+    inverse.put(order, first.cumsum() - 1)
     return ordered[first], inverse
 
 
