@@ -187,6 +187,8 @@ class _Reduced:
         self.eq = cl == cu
         self.ineq = (~self.eq).nonzero()[0]
         self.nx, self.ns, self.m = len(self.free), len(self.ineq), len(cl)
+        # the same as slices when each is one run (the car shots' are): views where each evaluation would gather
+        self._free_at, self._ineq_at = _run(self.free), _run(self.ineq)
         self.cl, self.cu = cl, cu
         self.zl = np.concatenate([xl[self.free], cl[self.ineq]])
         self.zu = np.concatenate([xu[self.free], cu[self.ineq]])
@@ -241,7 +243,7 @@ class _Reduced:
         if self.nx == len(self.x_full):  # no fixed variable (the mechanism shots): z's first nx entries
             return z[:self.nx].copy()
         x = self.x_full.copy()
-        x.put(self.free, z[:self.nx])
+        x[self._free_at] = z[:self.nx]
         return x
 
     def grad(self, z, x=None):
@@ -250,7 +252,7 @@ class _Reduced:
         gradient = self._at_start("gradient", x)
         gradient = np.asarray(self.nlp.gradient(x), float) if gradient is None else gradient
         g = np.zeros(self.nx + self.ns)
-        np.multiply(gradient.take(self.free), self.f_scale, out=g[:self.nx])
+        np.multiply(gradient[self._free_at], self.f_scale, out=g[:self.nx])
         return g
 
     def raw_c(self, z, x=None):
@@ -262,7 +264,7 @@ class _Reduced:
         raw = self.raw_c(z) if raw is None else raw
         out = raw - self.target
         if self.ns:
-            out.put(self.ineq, out.take(self.ineq) - z[self.nx:])
+            out[self._ineq_at] -= z[self.nx:]
         return np.multiply(out, self.c_scale, out=out)
 
     def jac(self, z, x=None):
@@ -275,7 +277,7 @@ class _Reduced:
         if start is None and fixed is not None and fixed.picked is not None and self._jac_plan is not None:
             _, src, scale, J, (from_raw, slacks) = self._jac_plan
             data = fixed.raw(x).take(from_raw)  # the NLP's gather and this one composed (_reduce_jacobian)
-            data.put(slacks, -1.0)  # slack_entries
+            data[slacks] = -1.0  # slack_entries
             J.data = np.multiply(data, scale, out=data)
             return J
         raw, values = start or self._jacobian_at(x)
@@ -371,8 +373,8 @@ class _Reduced:
         indices = (unique % nz).astype(np.int32)
         indptr = (unique // nz).searchsorted(np.arange(nz + 1)).astype(np.int32)
         upper, lower = np.full(len(unique), none), np.full(len(unique), none)
-        upper.put(inverse[:len(kept)], kept)  # raw (i, j) at CSC (row i, column j)
-        lower.put(inverse[len(kept):2 * len(kept)], kept)  # and at (row j, column i)
+        upper[inverse[:len(kept)]] = kept  # raw (i, j) at CSC (row i, column j)
+        lower[inverse[len(kept):2 * len(kept)]] = kept  # and at (row j, column i)
         # an entry whose mirror the raw pattern lacks (a Hessian given by one triangle) counts whole
         upper, lower = np.where(upper == none, lower, upper), np.where(lower == none, upper, lower)
         pattern = sp.csc_matrix((np.zeros(len(unique)), _frozen(indices), _frozen(indptr)), shape=(nz, nz))
@@ -382,8 +384,7 @@ class _Reduced:
         """W = H + diag(sigma) (CSC) for H's data from hess_data, which becomes W's (sigma added to its diagonal
         entries in place: its pattern holds them); like jac's, the same matrix object each call, valid until the
         next."""
-        diagonal = self.diagonal
-        H.put(diagonal, H.take(diagonal) + sigma)
+        H[self.diagonal] += sigma
         W = self._w_matrix
         W.data = H
         return W
@@ -433,6 +434,14 @@ class _Reduced:
         return stage_layout(var_stage, J, H, slack_rows)
 
 
+def _run(index: np.ndarray) -> slice | np.ndarray:
+    """Ascending indices as the slice they equal when they are consecutive (a view where they would gather), else
+    themselves."""
+    if len(index) and index[-1] - index[0] == len(index) - 1:
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
+
+
 def _unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(key, return_inverse=True) by a stable sort (np.unique's quicksort does not see sorted runs; a
     reduced Hessian's keys are three, two of them in order)."""
@@ -442,7 +451,7 @@ def _unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     inverse = np.empty(len(key), np.intp)
-    inverse.put(order, first.cumsum() - 1)
+    inverse[order] = first.cumsum() - 1
     return ordered[first], inverse
 
 

@@ -84,8 +84,8 @@ class StageLayout:
         self.size = int(sizes.max())
         starts = sizes.cumsum() - sizes
         local = np.empty(self.n_unknowns, int)
-        local.put(order, np.arange(len(order)) - starts.repeat(sizes))
-        local.put(self.border, np.arange(len(self.border)))
+        local[order] = np.arange(len(order)) - starts.repeat(sizes)
+        local[self.border] = np.arange(len(self.border))
         self.chunk, self.local = chunk, local
         self.pad = self.size - sizes  # unused slots per chunk: identity rows, one positive eigenvalue each
         # the C kernel's storage (native/stage_kkt.h): blocks of each chunk's own size, no padding
