@@ -253,7 +253,8 @@ def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, ha
     (rows, cols): the KKT matrix's coupled pairs whose stages depend on the placement (J's entries, W's at
     slacks), h_band: the largest stage distance of the others."""
     nz = len(var_stage)
-    stage = np.concatenate([np.where(slack_rows >= 0, row_stage.take(np.maximum(slack_rows, 0)), var_stage), row_stage])
+    at_slack = row_stage.take(np.maximum(slack_rows, 0))
+    stage = np.concatenate([np.where(slack_rows >= 0, at_slack, var_stage), row_stage])
     band = max(1, h_band, stage_spread(stage, rows, cols))
     border = np.count_nonzero(stage < 0)
     if border > max_border:
@@ -666,34 +667,34 @@ def _kept_layout(full: StageLayout, nx: int, kept: np.ndarray) -> StageLayout:
     return StageLayout(chunk, int(renumber[-1]) + 1, full.band)
 
 
-_BORDER_KEY = 1 << 30  # the border's block number in _slots: farther from every block than any two blocks are
-_USES_COLUMN = np.array([0, 0, 1, 1, 0, 1], np.int32)  # whether a kind of _slots' pair adds the column's place
+_BORDER_KEY = 1 << 40  # the border's block number in _slots: farther from every block than any two blocks are
+_USES_COLUMN = np.array([0, 0, 1, 1, 0, 1])  # whether a kind of _slots' pair adds the column's place in its block
 
 
 def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
     """Where K[i, j] goes in the C kernel's blocks of layout L (stage_kkt.h), for each (i, j) of pairs, vectorised:
-    the slot, or -1 (the lower twin of a stored coupling between blocks), or -2 (blocks more than one apart); int32.
+    the slot, or -1 (the lower twin of a stored coupling between blocks), or -2 (blocks more than one apart).
 
     The kind of pair comes from the distance d of the blocks (the border far from all): 0 d <= -2 (far; for a
     border i, an inner j: a lower twin), 1 d = -1 (lower twin), 2 d = 0 (same block, or border and border), 3
     d = 1 (next block), 4 d >= 2 (far), 5 (inner i, border j); each unknown's row of slots by kind (worked out
     once for all the pairs), plus the column's place where the kind has one."""
-    if L.n_blk >= 1 << 31 or 6 * L.n_unknowns >= 1 << 31:
-        raise ValueError(f"stage KKT: {L.n_blk} block entries of {L.n_unknowns} unknowns do not fit int32 slots")
     inner = L.chunk >= 0
     c, local = np.maximum(L.chunk, 0), L.local
-    table = np.empty((L.n_unknowns, 6), np.int32)
+    table = np.empty((L.n_unknowns, 6), np.int64)
     table[:, 0] = np.where(inner, -2, -1)
     table[:, 1] = -1
     table[:, 2] = np.where(inner, L.a_off[c] + local * L.sizes[c], L.f_off + local * L.nb)
     table[:, 3] = np.append(L.c_off, 0)[c] + local * np.append(L.sizes[1:], 0)[c]
     table[:, 4] = -2
     table[:, 5] = L.e_off[c] + local * L.nb
-    table, key = table.ravel(), np.where(inner, L.chunk, _BORDER_KEY).astype(np.int32)
-    # all the pairs at once (a shot's are a few thousand: each numpy call's overhead counts), then split; in place
-    # and in int32 where it can be (parking with 200 steps has 28000, chain_30 230000: each fresh temporary is
-    # pages the system must map and zero)
-    i, j = (np.concatenate(side, dtype=np.int32) for side in zip(*pairs))
+    table, key = table.ravel(), np.where(inner, L.chunk, _BORDER_KEY)
+    # all the pairs at once (a shot's are a few thousand: each numpy call's overhead counts), then split; four
+    # arrays of the pairs' length in all, each written over once its values are used (chain_30 has 230000 pairs:
+    # each fresh temporary is megabytes of pages the system maps and zeroes). The gathers into a given array are
+    # mode "clip" only so that numpy writes them in place (its default mode copies the output first): every index
+    # is in range by construction
+    i, j = (np.concatenate(side) for side in zip(*pairs))
     kind = key.take(j)
     slots = key.take(i)
     kind -= slots  # the blocks' distance d
@@ -703,9 +704,9 @@ def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.nda
     kind += far_border
     i *= 6
     i += kind
-    table.take(i, out=slots)
-    column = local.astype(np.int32).take(j)
-    column *= _USES_COLUMN.take(kind, out=j)
+    table.take(i, out=slots, mode="clip")
+    column = local.take(j, out=i, mode="clip")
+    column *= _USES_COLUMN.take(kind, out=j, mode="clip")
     slots += column
     ends = list(accumulate(len(first) for first, _ in pairs))
     return [slots[start:end] for start, end in zip([0] + ends, ends)]
