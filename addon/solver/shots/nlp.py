@@ -42,6 +42,7 @@ from typing import Callable, Optional
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse import _sparsetools
 from scipy.sparse.linalg import splu
 
 from ..native.interior_point_binding import barrier_terms as _barrier_terms, multiplier_steps as _multiplier_steps
@@ -186,6 +187,8 @@ class _Reduced:
         self.eq = cl == cu
         self.ineq = (~self.eq).nonzero()[0]
         self.nx, self.ns, self.m = len(self.free), len(self.ineq), len(cl)
+        # the same as slices when each is one run (the car shots' are): views where each evaluation would gather
+        self._free_at, self._ineq_at = _run(self.free), _run(self.ineq)
         self.cl, self.cu = cl, cu
         self.zl = np.concatenate([xl[self.free], cl[self.ineq]])
         self.zu = np.concatenate([xu[self.free], cu[self.ineq]])
@@ -240,7 +243,7 @@ class _Reduced:
         if self.nx == len(self.x_full):  # no fixed variable (the mechanism shots): z's first nx entries
             return z[:self.nx].copy()
         x = self.x_full.copy()
-        x[self.free] = z[:self.nx]
+        x[self._free_at] = z[:self.nx]
         return x
 
     def grad(self, z, x=None):
@@ -249,7 +252,7 @@ class _Reduced:
         gradient = self._at_start("gradient", x)
         gradient = np.asarray(self.nlp.gradient(x), float) if gradient is None else gradient
         g = np.zeros(self.nx + self.ns)
-        np.multiply(gradient[self.free], self.f_scale, out=g[:self.nx])
+        np.multiply(gradient[self._free_at], self.f_scale, out=g[:self.nx])
         return g
 
     def raw_c(self, z, x=None):
@@ -261,8 +264,8 @@ class _Reduced:
         raw = self.raw_c(z) if raw is None else raw
         out = raw - self.target
         if self.ns:
-            out[self.ineq] -= z[self.nx:]
-        return self.c_scale * out
+            out[self._ineq_at] -= z[self.nx:]
+        return np.multiply(out, self.c_scale, out=out)
 
     def jac(self, z, x=None):
         """Jacobian of the scaled rows over z (CSR, m x (nx+ns)). The NLP's Jacobian keeps its sparsity pattern
@@ -272,7 +275,7 @@ class _Reduced:
         x = self.full(z, x)
         start, fixed = self._at_start("jacobian", x), self.nlp.jacobian_data
         if start is None and fixed is not None and fixed.picked is not None and self._jac_plan is not None:
-            _, src, scale, J, self._jt_matrix, (from_raw, slacks) = self._jac_plan
+            _, src, scale, J, (from_raw, slacks) = self._jac_plan
             data = fixed.raw(x).take(from_raw)  # the NLP's gather and this one composed (_reduce_jacobian)
             data[slacks] = -1.0  # slack_entries
             J.data = np.multiply(data, scale, out=data)
@@ -280,45 +283,45 @@ class _Reduced:
         raw, values = start or self._jacobian_at(x)
         if self._jac_plan is None or not (raw is self._jac_plan[0] or _same_pattern(self._jac_plan[0], raw)):
             self._jac_plan = (raw, *self._reduce_jacobian(raw))
-        _, src, scale, J, self._jt_matrix, _ = self._jac_plan
+        _, src, scale, J, _ = self._jac_plan
         J.data = np.concatenate([values, self.slack_entries])[src] * scale
         return J
 
     def jt(self, J: sp.csr_matrix, y: np.ndarray) -> np.ndarray:
-        """J^T y for a J from jac: J's arrays read as the CSC matrix of J^T (kept with the pattern; scipy's product
-        sums each column's entries in row order, as J.T @ y would)."""
-        JT = self._jt_matrix
-        JT.data = J.data
-        return JT @ y
+        """J^T y for a J from jac: J's arrays read as the CSC matrix of J^T by scipy's own kernel for that product
+        (each column's entries summed in row order, as J.T @ y does), called without the Python dispatch around it."""
+        out = np.zeros(J.shape[1])
+        _sparsetools.csc_matvec(J.shape[1], J.shape[0], J.indptr, J.indices, J.data, y, out)
+        return out
 
     def _reduce_jacobian(self, raw: FixedPattern | sp.csr_matrix):
-        """(source of each reduced entry in [raw's data, slack -1s], its row scale, the reduced matrix, its transpose
-        on the same index arrays (CSC), and for a FixedPattern with picked: (each entry's position in its raw array
-        (0 at a slack's), the slacks' entries) else None): the free columns of raw (a CSR pattern), then the slacks'
-        -1 at (inequality row, slack), every entry scaled by its row's c_scale."""
+        """(source of each reduced entry in [raw's data, slack -1s], its row scale, the reduced matrix, and for a
+        FixedPattern with picked: (each entry's position in its raw array (0 at a slack's), the slacks' entries) else
+        None): the free columns of raw (a CSR pattern), then the slacks' -1 at (inequality row, slack), every entry
+        scaled by its row's c_scale."""
         nnz, nz = len(raw.indices), self.nx + self.ns
         rows, cols = self._entries(raw)
         kept = np.flatnonzero(cols >= 0)
-        rows = np.concatenate([rows[kept], self.ineq])
-        cols = np.concatenate([cols[kept], self.nx + np.arange(self.ns)])
+        rows = np.concatenate([rows.take(kept), self.ineq])
+        cols = np.concatenate([cols.take(kept), self.nx + np.arange(self.ns)])
         # row by row, each row's columns in order: lexsort((cols, rows))'s permutation (both stable), by a stable sort
         # of one key, which finds the sorted runs (the raw rows, the slacks)
         order = (rows.astype(np.int64) * nz + cols).argsort(kind="stable")
-        rows, cols, src = rows[order], cols[order], np.concatenate([kept, nnz + np.arange(self.ns)])[order]
+        src = np.concatenate([kept, nnz + np.arange(self.ns)]).take(order)
+        rows, cols = rows.take(order), cols.take(order)
         indptr = rows.searchsorted(np.arange(self.m + 1)).astype(np.int32)
         reduced = sp.csr_matrix((np.zeros(len(src)), _frozen(cols.astype(np.int32)), _frozen(indptr)),
                                 shape=(self.m, nz))
-        transposed = sp.csc_matrix((reduced.data, reduced.indices, reduced.indptr), shape=(nz, self.m))
         composed = None
         if getattr(raw, "picked", None) is not None:
             slack = src >= nnz
-            composed = (np.where(slack, 0, raw.picked[np.where(slack, 0, src)]), slack.nonzero()[0])
-        return src, self.c_scale[rows], reduced, transposed, composed
+            composed = (np.where(slack, 0, raw.picked.take(np.where(slack, 0, src))), slack.nonzero()[0])
+        return src, self.c_scale.take(rows), reduced, composed
 
     def _entries(self, raw: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """(row, position in z of the column) of each entry of a CSR pattern over the NLP's variables (-1 at a fixed
         variable's column)."""
-        return entry_rows(raw.indptr), self.z_index[raw.indices]
+        return entry_rows(raw.indptr), self.z_index.take(raw.indices)
 
     def hess_data(self, z, y, x=None) -> np.ndarray | None:
         """The data of the Hessian of the scaled Lagrangian f_scale f + (c_scale y)^T c over z ((nx+ns)^2, symmetrised;
@@ -342,8 +345,8 @@ class _Reduced:
         half = np.empty(len(values) + 1)  # 0.5 values, then the zero of the entries the raw pattern lacks
         np.multiply(values, 0.5, out=half[:-1])
         half[-1] = 0.0
-        out = half[upper]
-        out += half[lower]
+        out = half.take(upper)
+        out += half.take(lower)
         return out
 
     def _free_entries(self, H: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -351,7 +354,7 @@ class _Reduced:
         the NLP's variables; kept for the last pattern (the fixed Hessian's is read by the layout and the reduction)."""
         if self._free_memo is None or self._free_memo[0] is not H:
             r, j = self._entries(H)
-            i = self.z_index[r]
+            i = self.z_index.take(r)
             self._free_memo = (H, i, j, (i >= 0) & (j >= 0))
         return self._free_memo[1:]
 
@@ -363,7 +366,7 @@ class _Reduced:
         nz, none = self.nx + self.ns, len(raw.indices)
         i, j, free = self._free_entries(raw)
         kept = np.flatnonzero(free)
-        i, j = i[kept], j[kept]
+        i, j = i.take(kept), j.take(kept)
         d = np.arange(nz)
         key = np.concatenate([j, i, d]).astype(np.int64) * nz + np.concatenate([i, j, d])  # column-major: CSC
         unique, inverse = _unique_inverse(key)
@@ -378,12 +381,12 @@ class _Reduced:
         return upper, lower, pattern, inverse[2 * len(kept):]
 
     def plus_diagonal(self, H: np.ndarray, sigma: np.ndarray) -> sp.csc_matrix:
-        """W = H + diag(sigma) (CSC) for H's data from hess_data (its pattern holds the diagonal: the values are
-        added in place of a sparse sum); like jac's, the same matrix object each call, valid until the next."""
-        data = H.copy()
-        data[self.diagonal] += sigma
+        """W = H + diag(sigma) (CSC) for H's data from hess_data, which becomes W's (sigma added to its diagonal
+        entries in place: its pattern holds them); like jac's, the same matrix object each call, valid until the
+        next."""
+        H[self.diagonal] += sigma
         W = self._w_matrix
-        W.data = data
+        W.data = H
         return W
 
     def _layout_hessian(self, z: np.ndarray) -> sp.coo_matrix:
@@ -422,8 +425,8 @@ class _Reduced:
         width = self.nx + self.ns if slacks else self.nx
         rows = entry_rows(J.indptr)
         # the pattern's entries that are zero here (a window's) couple nothing; row by row, as J's
-        kept = (J.data != 0) & (J.indices < width)
-        J = Entries(rows[kept], J.indices[kept], J.data[kept], (self.m, width))
+        kept = ((J.data != 0) & (J.indices < width)).nonzero()[0]
+        J = Entries(rows.take(kept), J.indices.take(kept), J.data.take(kept), (self.m, width))
         if not slacks:
             return stage_layout(var_stage, J, H, np.full(self.nx, -1), soft_rows=~self.eq)
         var_stage = np.concatenate([var_stage, np.full(self.ns, -1)])
@@ -431,11 +434,19 @@ class _Reduced:
         return stage_layout(var_stage, J, H, slack_rows)
 
 
+def _run(index: np.ndarray) -> slice | np.ndarray:
+    """Ascending indices as the slice they equal when they are consecutive (a view where they would gather), else
+    themselves."""
+    if len(index) and index[-1] - index[0] == len(index) - 1:
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
+
+
 def _unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(key, return_inverse=True) by a stable sort (np.unique's quicksort does not see sorted runs; a
     reduced Hessian's keys are three, two of them in order)."""
     order = key.argsort(kind="stable")
-    ordered = key[order]
+    ordered = key.take(order)
     first = np.empty(len(ordered), bool)
     first[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
@@ -510,9 +521,16 @@ class _Bounds:
 def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
     """Bound multipliers z clipped in place to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's kappa_Sigma; 0 where dist
     is inf), as np.clip does it (the larger with the lower limit, then the smaller with the upper), without its
-    wrappers."""
-    np.maximum(z, mu / (1e10 * dist), out=z)
-    return np.minimum(z, 1e10 * mu / dist, out=z)
+    wrappers; both limits in one work array."""
+    limit = np.multiply(dist, 1e10)
+    np.maximum(z, np.divide(mu, limit, out=limit), out=z)
+    return np.minimum(z, np.divide(1e10 * mu, dist, out=limit), out=z)
+
+
+def _stepped(z: np.ndarray, alpha: float, dz: np.ndarray) -> np.ndarray:
+    """z + alpha dz, written over dz (a step used once)."""
+    np.multiply(dz, alpha, out=dz)
+    return np.add(z, dz, out=dz)
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -956,8 +974,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
         # is no bound, zL, zU, dzL, dzU and both limits are 0
         dl, du = z - zl, zu - z
-        zL = _near_central_path(zL + alpha_z * dzL, mu, dl)
-        zU = _near_central_path(zU + alpha_z * dzU, mu, du)
+        zL = _near_central_path(_stepped(zL, alpha_z, dzL), mu, dl)
+        zU = _near_central_path(_stepped(zU, alpha_z, dzU), mu, du)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):

@@ -78,8 +78,9 @@ class StageLayout:
         staged = chunk >= 0
         inner = staged.nonzero()[0]
         self.border = (~staged).nonzero()[0]
-        order = inner[chunk[inner].argsort(kind="stable")]
-        sizes = np.bincount(chunk[inner], minlength=n_chunks)
+        inner_chunk = chunk.take(inner)
+        order = inner.take(inner_chunk.argsort(kind="stable"))
+        sizes = np.bincount(inner_chunk, minlength=n_chunks)
         self.size = int(sizes.max())
         starts = sizes.cumsum() - sizes
         local = np.empty(self.n_unknowns, int)
@@ -216,7 +217,7 @@ class _PerRow:
 def _row_span(per_row: _PerRow, indices: np.ndarray, stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(lowest, highest) stage of each row's columns with stage >= 0 (stage: one per column); -1, -1 for none; for
     the CSR pattern of per_row with column indices `indices`."""
-    at = stage[indices]
+    at = stage.take(indices)
     staged = at >= 0
     lo = per_row(np.minimum, np.where(staged, at, _INT64_MAX), -1)
     hi = per_row(np.maximum, np.where(staged, at, -1), -1)
@@ -240,7 +241,7 @@ def _row_stages(J: Entries, per_row: _PerRow, var_stage: np.ndarray) -> tuple[np
 
 def stage_spread(stage: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
     """The largest stage distance between the two unknowns of a pair (rows[i], cols[i]) that both have a stage."""
-    at_row, at_col = stage[rows], stage[cols]
+    at_row, at_col = stage.take(rows), stage.take(cols)
     # both >= 0: no sign bit; np.max's ufunc reduction, called directly
     return int(np.maximum.reduce(np.abs(at_row - at_col), where=(at_row | at_col) >= 0, initial=0))
 
@@ -252,7 +253,8 @@ def _placement(var_stage, row_stage, slack_rows, rows, cols, max_border: int, ha
     (rows, cols): the KKT matrix's coupled pairs whose stages depend on the placement (J's entries, W's at
     slacks), h_band: the largest stage distance of the others."""
     nz = len(var_stage)
-    stage = np.concatenate([np.where(slack_rows >= 0, row_stage[np.maximum(slack_rows, 0)], var_stage), row_stage])
+    at_slack = row_stage.take(np.maximum(slack_rows, 0))
+    stage = np.concatenate([np.where(slack_rows >= 0, at_slack, var_stage), row_stage])
     band = max(1, h_band, stage_spread(stage, rows, cols))
     border = np.count_nonzero(stage < 0)
     if border > max_border:
@@ -334,10 +336,16 @@ def _pairs_within(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every ordered pair (a, b) of positions in the sorted non-negative integers key with key[a] == key[b]."""
     if not len(key):  # no eliminated row (the mechanism shots have no inequality rows)
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    count = np.bincount(key)[key]
-    first = np.searchsorted(key, key)
-    a = np.repeat(np.arange(len(key)), count)
-    b = first[a] + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
+    runs = np.bincount(key)
+    count = runs.take(key)  # the length of each position's run of equal keys
+    first = (runs.cumsum() - runs).take(key)  # where that run starts
+    a = np.arange(len(key)).repeat(count)
+    # b runs from first[a] on within each a's pairs: their count so far, less where a's pairs start, plus first[a]
+    start = count.cumsum()
+    start -= count
+    start -= first
+    b = np.arange(len(a))
+    b -= start.repeat(count)
     return a, b
 
 
@@ -349,13 +357,13 @@ def _singular_chunks(chunk: np.ndarray, rows: np.ndarray, cols: np.ndarray, hard
     such a matching is the rows' half of a perfect matching of D_k's pattern, the variables' diagonal the
     rest). One matching over all chunks: it decomposes by chunk. (rows, cols): coupled pairs of K, every row's
     entries among them as (row, variable) only (stage_layout's)."""
-    cr, cc = chunk[rows], chunk[cols]
+    cr, cc = chunk.take(rows), chunk.take(cols)
     inner = (cr >= 0) & (cc >= 0)
     lonely = hard & (chunk >= 0)
     lonely[rows[inner & (cr == cc + 1)]] = False
     if not lonely.any():
         return np.zeros(0, np.int64)
-    entry = inner & (cr == cc) & lonely[rows]
+    entry = inner & (cr == cc) & lonely.take(rows)
     pattern = _pattern(rows[entry], cols[entry], len(chunk))
     match = maximum_bipartite_matching(pattern, perm_type="column")
     return np.unique(chunk[lonely & (match < 0)])
@@ -681,20 +689,24 @@ def _slots(L: StageLayout, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.nda
     table[:, 4] = -2
     table[:, 5] = L.e_off[c] + local * L.nb
     table, key = table.ravel(), np.where(inner, L.chunk, _BORDER_KEY)
-    # all the pairs at once (a shot's are a few thousand: each numpy call's overhead counts), then split; in place
-    # where it can be (chain_30's are 230000: each fresh temporary is megabytes of new pages)
+    # all the pairs at once (a shot's are a few thousand: each numpy call's overhead counts), then split; four
+    # arrays of the pairs' length in all, each written over once its values are used (chain_30 has 230000 pairs:
+    # each fresh temporary is megabytes of pages the system maps and zeroes). The gathers into a given array are
+    # mode "clip" only so that numpy writes them in place (its default mode copies the output first): every index
+    # is in range by construction
     i, j = (np.concatenate(side) for side in zip(*pairs))
-    kind = key[j]
-    kind -= key[i]  # the blocks' distance d
+    kind = key.take(j)
+    slots = key.take(i)
+    kind -= slots  # the blocks' distance d
     far_border = kind >= _BORDER_KEY // 2
     np.minimum(np.maximum(kind, -2, out=kind), 2, out=kind)  # np.clip, without its wrappers
     kind += 2
     kind += far_border
     i *= 6
     i += kind
-    slots = table[i]
-    column = local[j]
-    column *= _USES_COLUMN[kind]
+    table.take(i, out=slots, mode="clip")
+    column = local.take(j, out=i, mode="clip")
+    column *= _USES_COLUMN.take(kind, out=j, mode="clip")
     slots += column
     ends = list(accumulate(len(first) for first, _ in pairs))
     return [slots[start:end] for start, end in zip([0] + ends, ends)]
@@ -771,6 +783,8 @@ class StagePlan:
         L = self.layout = _kept_layout(full, nx, kept)
         new_row = np.full(m, -1)
         new_row[kept] = nx + np.arange(len(kept))
+        which = np.full(m, -1)
+        which[self.elim] = np.arange(len(self.elim))
         # W's entries over x (both triangles given: the lower twins of couplings are dropped)
         w_col = entry_rows(W.indptr)  # CSC: the column
         w_row = W.indices.astype(np.int64)
@@ -779,34 +793,37 @@ class StagePlan:
         on_slack = (w_row >= nx) | (w_col >= nx)
         diagonal = np.full(nz, -1)
         on_diagonal = (w_row == w_col).nonzero()[0]
-        diagonal[w_col[on_diagonal]] = on_diagonal
+        diagonal[w_col.take(on_diagonal)] = on_diagonal
         if (diagonal[nx:] < 0).any():
             raise ValueError("stage KKT: W's pattern lacks a slack's diagonal entry")
         self.slack_diag = diagonal[nx:].astype(np.int64)
         self.w_far = (on_slack & (w_row != w_col)).nonzero()[0]
-        wx = ((w_row < nx) & (w_col < nx)).nonzero()[0]
+        wx = (~on_slack).nonzero()[0]
         # J's entries of the kept rows, as K[row, x] and K[x, row]
-        jk = (in_x & (new_row[j_row] >= 0)).nonzero()[0]
-        r_k, c_k = new_row[j_row[jk]], j_col[jk]
+        j_kept, j_elim = new_row.take(j_row), which.take(j_row)  # the entry's row among the kept, the eliminated
+        jk = (in_x & (j_kept >= 0)).nonzero()[0]
+        r_k, c_k = j_kept.take(jk), j_col.take(jk)
         # the eliminated rows' entries over x (sorted by row: J is CSR) and their products J_ia J_ib, same row
-        which = np.full(m, -1)
-        which[self.elim] = np.arange(len(self.elim))
-        je = (in_x & (which[j_row] >= 0)).nonzero()[0]
-        self.e_src, self.e_col, self.e_row = je, j_col[je], which[j_row[je]]
+        je = (in_x & (j_elim >= 0)).nonzero()[0]
+        self.e_src, self.e_col, self.e_row = je, j_col.take(je), j_elim.take(je)
         a, b = _pairs_within(self.e_row)
         # diagonal shifts: dw on x, -dc (and a kept inequality row's slack term) on the kept rows
         idx = np.arange(L.n_unknowns)
         w_slot, lower, upper, p_slot, self.d_slot = _slots(
-            L, (w_row[wx], w_col[wx]), (r_k, c_k), (c_k, r_k), (self.e_col[a], self.e_col[b]), (idx, idx))
+            L, (w_row.take(wx), w_col.take(wx)), (r_k, c_k), (c_k, r_k), (self.e_col.take(a), self.e_col.take(b)),
+            (idx, idx))
         self.w_far = np.concatenate([self.w_far, wx[w_slot == -2]])  # entries that must be zero
-        self.w_slot, self.w_src = w_slot[w_slot >= 0], wx[w_slot >= 0]
+        stored = w_slot >= 0
+        self.w_slot, self.w_src = w_slot[stored], wx[stored]
         self.j_far = jk[lower == -2]
-        self.j_slot = np.concatenate([lower[lower >= 0], upper[upper >= 0]])
-        self.j_src = np.concatenate([jk[lower >= 0], jk[upper >= 0]])
+        stored, stored_upper = lower >= 0, upper >= 0
+        self.j_slot = np.concatenate([lower[stored], upper[stored_upper]])
+        self.j_src = np.concatenate([jk[stored], jk[stored_upper]])
         if (p_slot == -2).any():
             raise StageBreakdown("an eliminated inequality row couples stage blocks more than one apart")
-        keep = p_slot >= 0
-        self.p_slot, self.p_a, self.p_b, self.p_row = p_slot[keep], je[a[keep]], je[b[keep]], self.e_row[a[keep]]
+        stored = (p_slot >= 0).nonzero()[0]
+        a, b = a.take(stored), b.take(stored)
+        self.p_slot, self.p_a, self.p_b, self.p_row = p_slot.take(stored), je.take(a), je.take(b), self.e_row.take(a)
         self.nx, self.m = nx, m
         self.far = len(self.w_far) > 0 or len(self.j_far) > 0
         self.slack_d, self.weight = np.empty(len(rows)), np.empty(len(self.elim))
@@ -814,7 +831,7 @@ class StagePlan:
         self.where[L.order] = np.arange(len(L.order))
         self.where[L.border] = len(L.order) + np.arange(L.nb)
         self.v, self.t, self.z_work = np.empty(L.n_unknowns), np.empty(len(self.elim)), np.empty(nz)
-        self.pattern = tuple(np.ascontiguousarray(a, np.int64) for a in (W.indptr, W.indices, J.indptr, J.indices))
+        self.pattern = (W.indptr.astype(np.int64), w_row, J.indptr.astype(np.int64), j_col)  # the indices' int64 copies
         i64 = [np.ascontiguousarray(a, np.int64) for a in (self.w_slot, self.w_src, self.j_slot, self.j_src,
                self.p_slot, self.p_a, self.p_b, self.p_row, self.slack_diag, self.elim_slack, self.kept_slack,
                self.d_slot, self.rows, self.elim, self.e_src, self.e_col, self.e_row, self.kept)]

@@ -175,6 +175,7 @@ def test_reduced_jacobian_and_hessian_are_the_free_columns_with_the_slacks_scale
     assert np.all(np.diff(J.indices[J.indptr[0]:J.indptr[1]]) > 0)  # each row's columns in order
     y = rng.standard_normal(P.m)
     np.testing.assert_allclose(P.jt(J, y), expected.T @ y, rtol=1e-14, atol=1e-12)
+    assert np.array_equal(P.jt(J, y), J.T @ y)  # scipy's product itself: the same sums in the same order
     np.testing.assert_allclose(P.c_scale, np.minimum(1.0, 100.0 / np.maximum(np.abs(dense[:, P.free]).max(1), 1e-300)))
     H = np.asarray(nlp.hessian(None, None, 1.0).todense())
     layout_hessian = P._layout_hessian(z)
@@ -341,3 +342,19 @@ def test_the_start_point_is_evaluated_once_for_the_scaling_and_the_first_iterati
     again = solve(problem, x0)
     assert again.iterations == reused.iterations and np.array_equal(again.x, reused.x)
 
+
+
+def test_consecutive_indices_read_as_a_slice_select_what_they_index():
+    """_run: consecutive ascending indices become the slice that selects (and assigns) the same entries; indices with
+    a gap, or none, stay as they are."""
+    from addon.solver.shots.nlp import _run
+
+    x = np.arange(10.0) ** 2
+    for index in (np.arange(3, 8), np.array([0, 1, 2, 4]), np.arange(10), np.zeros(0, int)):
+        at = _run(index)
+        assert isinstance(at, slice) == (len(index) > 0 and bool(np.all(np.diff(index) == 1)))
+        assert np.array_equal(x[at], x[index])
+        y, expected = x.copy(), x.copy()
+        y[at] -= 1.0
+        expected[index] -= 1.0
+        assert np.array_equal(y, expected)
