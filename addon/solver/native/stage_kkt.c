@@ -196,18 +196,26 @@ static inline double dot(int64_t n, const double *a, const double *b)
 /* b (n x ncol, row-major) <- a^{-1} b with a's LU from lu_factor. */
 static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t ncol, double *b)
 {
-    if (ncol == 1) { /* one right-hand side: its entries swapped in place, rows of L and U dotted with b; U's diagonal
-                      * applied by its reciprocal, as sub_combination's scale does for many (a division on the chain of
-                      * back substitution costs it three times a product's latency) */
+    if (ncol == 1) { /* one right-hand side: its entries swapped in place, then each entry, once final, subtracted
+                      * times its column of L (of U) from the entries after (before) it: each step of the substitution
+                      * waits for one product and one difference, not for a dot product's sum; U's diagonal applied by
+                      * its reciprocal, as sub_combination's scale does for many (a division on that chain costs three
+                      * products' latency) */
         for (int64_t k = 0; k < n; ++k) {
             double bk = b[k];
             b[k] = b[piv[k]];
             b[piv[k]] = bk;
         }
-        for (int64_t i = 1; i < n; ++i)
-            b[i] -= dot(i, a + i * n, b);
-        for (int64_t i = n - 1; i >= 0; --i)
-            b[i] = (b[i] - dot(n - 1 - i, a + i * n + i + 1, b + i + 1)) * (1.0 / a[i * n + i]);
+        for (int64_t k = 0; k + 1 < n; ++k) {
+            const double bk = b[k];
+            for (int64_t i = k + 1; i < n; ++i)
+                b[i] -= a[i * n + k] * bk;
+        }
+        for (int64_t k = n - 1; k >= 0; --k) {
+            const double bk = b[k] *= 1.0 / a[k * n + k];
+            for (int64_t i = 0; i < k; ++i)
+                b[i] -= a[i * n + k] * bk;
+        }
         return;
     }
     for (int64_t k = 0; k < n; ++k)
