@@ -4,7 +4,7 @@
  * _box, _cylinder, _hull, distance_function) through transcription.py's obstacle blocks (_at_height: a ground
  * vehicle meets the obstacle's cross-section at the obstacle's centre height). Declared in symplex_kernels.h. */
 #include <math.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "symplex_kernels.h"
 
@@ -174,25 +174,30 @@ INLINE void world_hessian(const double *R, const double Hl[9], double w, const i
         }
 }
 
+/* Where each wanted entry of a stage's (ns, ns) Hessian lies in its 3 x 3 block over (theta, x, y), the only one
+ * that can be nonzero: slot[p] for the flat position positions[p] (row ns + column), 9 (a zero) outside the block. */
+static void hessian_slots(int64_t ns, const int64_t *positions, int64_t n_positions, int *slot) {
+    for (int64_t p = 0; p < n_positions; ++p) {
+        const int64_t i = positions[p] / ns, j = positions[p] % ns;
+        slot[p] = i < 3 && j < 3 ? (int)(3 * i + j) : 9;
+    }
+}
+
 /* symplex_planar_clearance for one obstacle kind: inlined once per kind (the kind a constant in each copy, its
- * branches gone). */
+ * branches gone). slot (n_positions,): hessian_slots of the wanted Hessian entries. */
 INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               const double *centre, const double *R, const double *shape, const double *weights,
-                              double *d, double *J, double *H) {
+                              double *d, double *J, double *H, const int *slot, int64_t n_positions) {
     int nonzero[2][3], count[2] = {0, 0}; /* the nonzero columns of R's first two rows */
     for (int a = 0; a < 2; ++a)
         for (int i = 0; i < 3; ++i)
             if (R[3 * a + i] != 0.0)
                 nonzero[a][count[a]++] = i;
-    /* the outputs' zeros at once (J: past its first three columns; H: outside the first three rows and columns) */
-    if (J)
-        memset(J, 0, K * m * ns * sizeof(double));
-    if (H)
-        memset(H, 0, K * ns * ns * sizeof(double));
     for (int64_t k = 0; k < K; ++k) {
         const double *sk = S + ns * k;
         const double c = cos(sk[0]), s = sin(sk[0]);
-        double *Hk = H ? H + ns * ns * k : NULL;
+        /* the stage's Hessian over (theta, x, y), row-major, and a zero (entry 9: the wanted entries outside it) */
+        double Hs[10] = {0.0};
         for (int64_t j = 0; j < m; ++j) {
             const double ox = offsets[2 * j], oy = offsets[2 * j + 1];
             /* the sphere's centre at the obstacle's height, relative to the obstacle, in its frame: q = R^T p */
@@ -200,7 +205,7 @@ INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double 
             double q[3], gl[3], Hl[9], g[2];
             for (int i = 0; i < 3; ++i)
                 q[i] = R[i] * p[0] + R[3 + i] * p[1] + R[6 + i] * p[2];
-            const double distance = local_distance(kind, shape, q, gl, Hk ? Hl : NULL);
+            const double distance = local_distance(kind, shape, q, gl, H ? Hl : NULL);
             if (d)
                 d[m * k + j] = distance;
             for (int i = 0; i < 2; ++i) /* world gradient, its height component dropped */
@@ -211,14 +216,16 @@ INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double 
                 Jj[0] = g[0] * pth[0] + g[1] * pth[1];
                 Jj[1] = g[0];
                 Jj[2] = g[1];
+                for (int64_t i = 3; i < ns; ++i) /* the state past heading and position does not move the sphere */
+                    Jj[i] = 0.0;
             }
-            if (!Hk)
+            if (!H)
                 continue;
             const double w = weights[m * k + j];
             /* the centre's curvature in theta: d2 centre / d theta2 = -(c ox - s oy, s ox + c oy) */
             const double turn = w * (g[0] * (-c * ox + s * oy) + g[1] * (-s * ox - c * oy));
             if (flat(Hl)) { /* a face's distance (most spheres most of the time): no curvature in the plane */
-                Hk[0] += turn;
+                Hs[0] += turn;
                 continue;
             }
             double Hw[2][2];
@@ -226,7 +233,7 @@ INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double 
             /* Jp^T Hw Jp, Jp the centre's Jacobian over (theta, x, y) with rows world x, y: (pth, e_x) and (pth, e_y);
              * its ones and zeros written out (the same products summed in the same order) */
             const double p0 = pth[0], p1 = pth[1];
-            double *H0 = Hk, *H1 = Hk + ns, *H2 = Hk + 2 * ns;
+            double *H0 = Hs, *H1 = Hs + 3, *H2 = Hs + 6;
             H0[0] += p0 * Hw[0][0] * p0 + p0 * Hw[0][1] * p1 + p1 * Hw[1][0] * p0 + p1 * Hw[1][1] * p1;
             H0[1] += p0 * Hw[0][0] + p1 * Hw[1][0];
             H0[2] += p0 * Hw[0][1] + p1 * Hw[1][1];
@@ -236,28 +243,35 @@ INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double 
             H2[0] += Hw[1][0] * p0 + Hw[1][1] * p1;
             H2[1] += Hw[1][0];
             H2[2] += Hw[1][1];
-            Hk[0] += turn;
+            Hs[0] += turn;
         }
+        if (H)
+            for (int64_t p = 0; p < n_positions; ++p)
+                H[n_positions * k + p] = Hs[slot[p]];
     }
 }
 
 void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               int64_t kind, const double *centre, const double *R, const double *shape,
-                              const double *weights, double *d, double *J, double *H) {
+                              const double *weights, double *d, double *J, double *H, const int64_t *positions,
+                              int64_t n_positions) {
+    int slot[H && n_positions > 0 ? n_positions : 1];
+    if (H)
+        hessian_slots(ns, positions, n_positions, slot);
     switch (kind) {
     case 0:
-        clearance_of_kind(0, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        clearance_of_kind(0, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H, slot, n_positions);
         break;
     case 1:
-        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H, slot, n_positions);
         break;
     case 2:
-        clearance_of_kind(2, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        clearance_of_kind(2, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H, slot, n_positions);
         break;
     case 3:
-        clearance_of_kind(3, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        clearance_of_kind(3, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H, slot, n_positions);
         break;
     default: /* a box, as local_distance reads any other kind */
-        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H, slot, n_positions);
     }
 }

@@ -102,9 +102,10 @@ class StageDynamics(ABC):
         current values), or None when the dynamics binds none (window_residual serves)."""
         return None
 
-    def residual_hessian_slots_call(self, X: np.ndarray, first: np.ndarray, y: np.ndarray,
-                                    out: np.ndarray) -> Callable[[], None] | None:
+    def residual_hessian_slots_call(self, X: np.ndarray, first: np.ndarray, y: np.ndarray, out: np.ndarray,
+                                    positions: np.ndarray | None = None) -> Callable[[], None] | None:
         """residual_hessian_slots over the windows X (as window_residual's) with weights y written into out (K, s, s),
+        or with positions (P,) each window's entries at those flat positions of its (s, s) block into out (K, P),
         bound to these arrays like window_residual_call, or None when the dynamics binds none."""
         return None
 
@@ -224,9 +225,10 @@ class Block:
                           out: np.ndarray) -> Callable[[], None]:
         """A call writing sum_i weights[:, i] d2 fn_i at the window values X over hessian_pairs (K, P) flattened into
         out (K P,), for the current values of the buffers X, J (the window's Jacobian at X, for a block differenced
-        by _local_hessian) and weights (K, rows), which outlive it. The exact Hessian's `bind(X, weights, H)` -> a
-        call without arguments writing it into H (K, s, s) (a kernel bound to the buffers once) serves when it gives
-        one."""
+        by _local_hessian) and weights (K, rows), which outlive it. The exact Hessian's `bind(X, weights, H,
+        positions)` -> a call without arguments writing into H (K, P) each instance's entries at the flat positions
+        (P,) of its (s, s) Hessian, or for positions None all of it into H (K, s, s) (a kernel bound to the buffers
+        once), serves when it gives one."""
         exact, width, positions, pairs = self._plan()
         K = len(X)
         if not len(pairs):
@@ -236,25 +238,19 @@ class Block:
                 used = J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2)
                 out[...] = _local_hessian(self.fn, X[:, self.used], weights, self.curved, used).ravel()
             return differenced
-        H = out.reshape(K, width, width) if positions is None else np.empty((K, width, width))
         bind = getattr(exact, "bind", None)
-        run = None if bind is None else bind(X, weights, H)
-        if positions is None:
-            if run is None:
-                def run() -> None:
-                    out[...] = exact(X, weights).ravel()
+        picked = out.reshape(K, width, width) if positions is None else out.reshape(K, len(positions))
+        run = None if bind is None else bind(X, weights, picked, positions)
+        if run is not None:
             return run
-        picked = out.reshape(K, len(positions))
-        if run is None:
-            def pick() -> None:
-                exact(X, weights).reshape(K, width * width).take(positions, axis=1, out=picked, mode="clip")
-            return pick
-        flat = H.reshape(K, width * width)
+        if positions is None:
+            def whole() -> None:
+                out[...] = exact(X, weights).ravel()
+            return whole
 
-        def run_and_pick() -> None:
-            run()
-            flat.take(positions, axis=1, out=picked, mode="clip")
-        return run_and_pick
+        def pick() -> None:
+            exact(X, weights).reshape(K, width * width).take(positions, axis=1, out=picked, mode="clip")
+        return pick
 
     def _plan(self):
         if self._hessian_plan is None:
@@ -744,7 +740,8 @@ class Transcription:
                 def on_slots(X, weights):
                     return dyn.residual_hessian_slots(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1],
                                                       weights)
-                on_slots.bind = lambda X, weights, out: dyn.residual_hessian_slots_call(X, first, weights, out)
+                on_slots.bind = lambda X, weights, out, positions: dyn.residual_hessian_slots_call(X, first, weights,
+                                                                                                  out, positions)
                 fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots, dyn.hessian_slot_pattern)
         if dyn.residual_pattern is not None:
             fn.jacobian_pattern = dyn.residual_pattern
