@@ -17,12 +17,15 @@
 INLINE void add_norm_hessian(double *Hl, const double *u, const int *active, double n, const double *scale) {
     if (!Hl || !(n > 0))
         return;
+#pragma GCC unroll 3
     for (int i = 0; i < 3; ++i) {
+#pragma GCC unroll 3
         for (int j = i; j < 3; ++j) {
             const double top = (i == j && active[i]) - u[i] * u[j];
             if (top != 0.0) /* else the term is a zero, which leaves Hl's +0 as it is */
                 Hl[3 * i + j] += top / n * scale[i] * scale[j];
         }
+#pragma GCC unroll 3
         for (int j = 0; j < i; ++j)
             Hl[3 * i + j] = Hl[3 * j + i];
     }
@@ -32,6 +35,7 @@ INLINE double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
 
 /* Whether the local Hessian's entries are all finite (a zero factor of R then makes its terms exact zeros). */
 INLINE int finite(const double Hl[9]) {
+#pragma GCC unroll 9
     for (int i = 0; i < 9; ++i)
         if (!isfinite(Hl[i]))
             return 0;
@@ -40,6 +44,7 @@ INLINE int finite(const double Hl[9]) {
 
 /* Whether the local Hessian is zero (its terms in the stage Hessian then add only zeros, which change no sum). */
 INLINE int flat(const double Hl[9]) {
+#pragma GCC unroll 9
     for (int i = 0; i < 9; ++i)
         if (Hl[i] != 0.0)
             return 0;
@@ -50,8 +55,10 @@ INLINE int flat(const double Hl[9]) {
  * wanted, for the rows alone); shape parameters as in symplex_kernels.h. Formulas of obstacles.py (_sphere, _box,
  * _cylinder, _hull). */
 INLINE double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double *Hl) {
-    for (int i = 0; i < 9 && Hl; ++i)
-        Hl[i] = 0.0;
+    if (Hl)
+#pragma GCC unroll 9
+        for (int i = 0; i < 9; ++i)
+            Hl[i] = 0.0;
     if (kind == 0) { /* sphere */
         const double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]), one[3] = {1, 1, 1};
         const int all[3] = {1, 1, 1};
@@ -129,6 +136,7 @@ INLINE double local_distance(int64_t kind, const double *par, const double q[3],
     /* box: half extents par[0..2] */
     double a[3], out[3], sign[3], n2 = 0.0, inside = -INFINITY;
     int face = 0;
+#pragma GCC unroll 3
     for (int i = 0; i < 3; ++i) {
         a[i] = fabs(q[i]) - par[i];
         out[i] = a[i] > 0 ? a[i] : 0.0;
@@ -140,6 +148,7 @@ INLINE double local_distance(int64_t kind, const double *par, const double q[3],
         }
     }
     if (!(inside > 0)) {
+#pragma GCC unroll 3
         for (int i = 0; i < 3; ++i)
             g[i] = i == face ? sign[i] : 0.0;
         return inside;
@@ -147,6 +156,7 @@ INLINE double local_distance(int64_t kind, const double *par, const double q[3],
     const double n = sqrt(n2);
     double u[3];
     int active[3];
+#pragma GCC unroll 3
     for (int i = 0; i < 3; ++i) {
         u[i] = out[i] / n;
         g[i] = u[i] * sign[i];
@@ -158,18 +168,20 @@ INLINE double local_distance(int64_t kind, const double *par, const double q[3],
 
 /* R Hl R^T over the world's x, y, times w: each entry the sum over i, l of R[a][i] Hl[i][l] R[b][l] in that order. With
  * Hl finite, a term with a zero factor of R is a zero, which leaves the sum (from +0, never -0) as it is: only the
- * nonzero columns of R's rows (nonzero[a], count[a] of them) are summed. */
-INLINE void world_hessian(const double *R, const double Hl[9], double w, const int nonzero[2][3], const int count[2],
-                          double Hw[2][2]) {
-    const int all[3] = {0, 1, 2}, sparse = finite(Hl);
+ * terms over R's nonzero entries (used[a][i]: R[a][i] != 0) are summed. */
+INLINE void world_hessian(const double *R, const double Hl[9], double w, const int used[2][3], double Hw[2][2]) {
+    const int sparse = finite(Hl);
+#pragma GCC unroll 2
     for (int a = 0; a < 2; ++a)
+#pragma GCC unroll 2
         for (int b = 0; b < 2; ++b) {
-            const int *ia = sparse ? nonzero[a] : all, *ib = sparse ? nonzero[b] : all;
-            const int na = sparse ? count[a] : 3, nb = sparse ? count[b] : 3;
             double sum = 0.0;
-            for (int x = 0; x < na; ++x)
-                for (int y = 0; y < nb; ++y)
-                    sum += R[3 * a + ia[x]] * Hl[3 * ia[x] + ib[y]] * R[3 * b + ib[y]];
+#pragma GCC unroll 3
+            for (int i = 0; i < 3; ++i)
+#pragma GCC unroll 3
+                for (int l = 0; l < 3; ++l)
+                    if (!sparse || (used[a][i] && used[b][l]))
+                        sum += R[3 * a + i] * Hl[3 * i + l] * R[3 * b + l];
             Hw[a][b] = w * sum;
         }
 }
@@ -188,11 +200,10 @@ static void hessian_slots(int64_t ns, const int64_t *positions, int64_t n_positi
 INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               const double *centre, const double *R, const double *shape, const double *weights,
                               double *d, double *J, double *H, const int *slot, int64_t n_positions) {
-    int nonzero[2][3], count[2] = {0, 0}; /* the nonzero columns of R's first two rows */
+    int used[2][3]; /* the nonzero entries of R's first two rows */
     for (int a = 0; a < 2; ++a)
         for (int i = 0; i < 3; ++i)
-            if (R[3 * a + i] != 0.0)
-                nonzero[a][count[a]++] = i;
+            used[a][i] = R[3 * a + i] != 0.0;
     for (int64_t k = 0; k < K; ++k) {
         const double *sk = S + ns * k;
         const double c = cos(sk[0]), s = sin(sk[0]);
@@ -203,6 +214,7 @@ INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double 
             /* the sphere's centre at the obstacle's height, relative to the obstacle, in its frame: q = R^T p */
             const double p[3] = {sk[1] + c * ox - s * oy - centre[0], sk[2] + s * ox + c * oy - centre[1], 0.0};
             double q[3], gl[3], Hl[9], g[2];
+#pragma GCC unroll 3
             for (int i = 0; i < 3; ++i)
                 q[i] = R[i] * p[0] + R[3 + i] * p[1] + R[6 + i] * p[2];
             const double distance = local_distance(kind, shape, q, gl, H ? Hl : NULL);
@@ -229,7 +241,7 @@ INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double 
                 continue;
             }
             double Hw[2][2];
-            world_hessian(R, Hl, w, nonzero, count, Hw);
+            world_hessian(R, Hl, w, used, Hw);
             /* Jp^T Hw Jp, Jp the centre's Jacobian over (theta, x, y) with rows world x, y: (pth, e_x) and (pth, e_y);
              * its ones and zeros written out (the same products summed in the same order) */
             const double p0 = pth[0], p1 = pth[1];
