@@ -191,9 +191,11 @@ class Block:
         self.curved = self.used
         self._hessian_plan = None
 
-    def evaluator(self, X: np.ndarray, rows: np.ndarray, jacobian: np.ndarray) -> Callable[[np.ndarray], None]:
+    def evaluator(self, X: np.ndarray, rows: np.ndarray, jacobian: np.ndarray,
+                  gather: bool = True) -> Callable[[np.ndarray], None]:
         """x -> the window values at x taken into X (K, w), the rows written into rows (K, rows) and their Jacobian
-        over the whole window into jacobian (K, rows, w): buffers of the caller's that outlive the evaluator. By the
+        over the whole window into jacobian (K, rows, w): buffers of the caller's that outlive the evaluator (gather
+        False: X holds the values at x already, taken by another block's evaluator over the same window). By the
         window function's `bind(X, rows, jacobian)` -> a call without arguments (a kernel bound to the buffers once)
         when it gives one, else its `into(X, rows, jacobian)` when it has one, else copied from its results."""
         bind = getattr(self.window_fn, "bind", None)
@@ -207,7 +209,7 @@ class Block:
         def evaluate(x: np.ndarray) -> None:
             x.take(window, out=X, mode="clip")  # the indices are in range: "clip" only skips a buffer
             run()
-        return evaluate
+        return evaluate if gather else lambda x: run()
 
     def jacobian_pairs(self) -> np.ndarray:
         """The pairs (P, 2) of (row, used column: position in `used`) whose Jacobian entry can be nonzero: all of
@@ -503,10 +505,11 @@ class _Assembly:
         self._r = [self._values[off:off + b.lower.size].reshape(b.lower.shape) for b, off in zip(blocks, self.offsets)]
         self._J = [self._raw_jacobian[a:z].reshape(*b.lower.shape, b.window.shape[1])
                    for b, a, z in zip(blocks, raw, raw[1:])]
-        self._X = [np.empty(b.window.shape) for b in blocks]  # each block's window values at the last point
+        self._X, gathers = _window_buffers(blocks)  # each block's window values at the last point
         self._weights = np.empty(self.m)  # the Hessian's weights of the rows, block by block as _values
         self._w = [self._weights[off:off + b.lower.size].reshape(b.lower.shape) for b, off in zip(blocks, self.offsets)]
-        self._evaluators = [b.evaluator(X, r, J) for b, X, r, J in zip(blocks, self._X, self._r, self._J)]
+        self._evaluators = [b.evaluator(X, r, J, gather)
+                            for b, X, r, J, gather in zip(blocks, self._X, self._r, self._J, gathers)]
         self._last = _LastPoint()
 
     def _at(self, x: np.ndarray) -> None:
@@ -569,6 +572,18 @@ class _Assembly:
             if self.quadratic is not None:
                 self.quadratic.hessian_into(x, 1.0 if scale is None else scale, quadratic_part)
         return write
+
+
+def _window_buffers(blocks: list[Block]) -> tuple[list[np.ndarray], list[bool]]:
+    """Each block's buffer (K, w) of its window's values, one shared by the blocks over the same window (the obstacles'
+    all take the same stages), and whether the block's evaluator takes the values into it: the first of them, whose
+    evaluator runs before the others'."""
+    buffers, gathers, made = [], [], {}
+    for b in blocks:
+        window = (b.window.shape, b.window.dtype.str, b.window.tobytes())
+        gathers.append(window not in made)
+        buffers.append(made.setdefault(window, np.empty(b.window.shape)))
+    return buffers, gathers
 
 
 def _at_height(dist, z: float):
