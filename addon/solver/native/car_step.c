@@ -125,7 +125,8 @@ static void add(double H[NC][NC], int i, int j, double value) {
 }
 
 void symplex_car_step_hessian(int64_t K, const double *W, int64_t w_stride, const int64_t *first, const double *h,
-                              int64_t h_stride, const double *par, const double *y, double *out) {
+                              int64_t h_stride, const double *par, const double *y, double *out,
+                              const int64_t *positions, int64_t n_positions) {
     const double a = par[0], rho = par[1], kk = par[2], c = par[3], unit = par[5];
     double known[2][2] = {{0.0, 0.0}, {0.0, 0.0}}, tans[3];
     for (int64_t k = 0; k < K; ++k) {
@@ -217,6 +218,7 @@ void symplex_car_step_hessian(int64_t K, const double *W, int64_t w_stride, cons
         H[SP][SP] += L_sp * 2 * sp * slope[SP];
         H[S][S] += L_s * 2 * s * slope[S];
         H[SN][SN] += L_sn * 2 * sn * slope[SN];
-        memcpy(out + NC * NC * k, H, sizeof H);
+        for (int64_t i = 0; i < n_positions; ++i)
+            out[n_positions * k + i] = (&H[0][0])[positions[i]];
     }
 }

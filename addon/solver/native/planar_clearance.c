@@ -4,11 +4,13 @@
  * _box, _cylinder, _hull, distance_function) through transcription.py's obstacle blocks (_at_height: a ground
  * vehicle meets the obstacle's cross-section at the obstacle's centre height). Declared in symplex_kernels.h. */
 #include <math.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "symplex_kernels.h"
 
 #define INLINE static inline __attribute__((always_inline))
+/* The loops over 3 and 9 local entries carry GCC unroll pragmas: their bounds are constants, the same operations run in
+ * the same order, with a third fewer instructions than the rolled loops at -O2 (a box's Hessian). */
 
 /* Hl (3x3) += (diag(active) - u u^T) / n scaled by scale_i scale_j: the Hessian of |max(o, 0)| (n its value, u its
  * gradient, active the components above zero) under o_i = scale_i |q_i| - const; nothing at n = 0. The scales are
@@ -17,12 +19,15 @@
 INLINE void add_norm_hessian(double *Hl, const double *u, const int *active, double n, const double *scale) {
     if (!Hl || !(n > 0))
         return;
+#pragma GCC unroll 3
     for (int i = 0; i < 3; ++i) {
+#pragma GCC unroll 3
         for (int j = i; j < 3; ++j) {
             const double top = (i == j && active[i]) - u[i] * u[j];
             if (top != 0.0) /* else the term is a zero, which leaves Hl's +0 as it is */
                 Hl[3 * i + j] += top / n * scale[i] * scale[j];
         }
+#pragma GCC unroll 3
         for (int j = 0; j < i; ++j)
             Hl[3 * i + j] = Hl[3 * j + i];
     }
@@ -32,6 +37,7 @@ INLINE double sign_of(double v) { return v < 0 ? -1.0 : 1.0; }
 
 /* Whether the local Hessian's entries are all finite (a zero factor of R then makes its terms exact zeros). */
 INLINE int finite(const double Hl[9]) {
+#pragma GCC unroll 9
     for (int i = 0; i < 9; ++i)
         if (!isfinite(Hl[i]))
             return 0;
@@ -40,6 +46,7 @@ INLINE int finite(const double Hl[9]) {
 
 /* Whether the local Hessian is zero (its terms in the stage Hessian then add only zeros, which change no sum). */
 INLINE int flat(const double Hl[9]) {
+#pragma GCC unroll 9
     for (int i = 0; i < 9; ++i)
         if (Hl[i] != 0.0)
             return 0;
@@ -50,8 +57,10 @@ INLINE int flat(const double Hl[9]) {
  * wanted, for the rows alone); shape parameters as in symplex_kernels.h. Formulas of obstacles.py (_sphere, _box,
  * _cylinder, _hull). */
 INLINE double local_distance(int64_t kind, const double *par, const double q[3], double g[3], double *Hl) {
-    for (int i = 0; i < 9 && Hl; ++i)
-        Hl[i] = 0.0;
+    if (Hl)
+#pragma GCC unroll 9
+        for (int i = 0; i < 9; ++i)
+            Hl[i] = 0.0;
     if (kind == 0) { /* sphere */
         const double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]), one[3] = {1, 1, 1};
         const int all[3] = {1, 1, 1};
@@ -129,6 +138,7 @@ INLINE double local_distance(int64_t kind, const double *par, const double q[3],
     /* box: half extents par[0..2] */
     double a[3], out[3], sign[3], n2 = 0.0, inside = -INFINITY;
     int face = 0;
+#pragma GCC unroll 3
     for (int i = 0; i < 3; ++i) {
         a[i] = fabs(q[i]) - par[i];
         out[i] = a[i] > 0 ? a[i] : 0.0;
@@ -140,6 +150,7 @@ INLINE double local_distance(int64_t kind, const double *par, const double q[3],
         }
     }
     if (!(inside > 0)) {
+#pragma GCC unroll 3
         for (int i = 0; i < 3; ++i)
             g[i] = i == face ? sign[i] : 0.0;
         return inside;
@@ -147,6 +158,7 @@ INLINE double local_distance(int64_t kind, const double *par, const double q[3],
     const double n = sqrt(n2);
     double u[3];
     int active[3];
+#pragma GCC unroll 3
     for (int i = 0; i < 3; ++i) {
         u[i] = out[i] / n;
         g[i] = u[i] * sign[i];
@@ -158,49 +170,56 @@ INLINE double local_distance(int64_t kind, const double *par, const double q[3],
 
 /* R Hl R^T over the world's x, y, times w: each entry the sum over i, l of R[a][i] Hl[i][l] R[b][l] in that order. With
  * Hl finite, a term with a zero factor of R is a zero, which leaves the sum (from +0, never -0) as it is: only the
- * nonzero columns of R's rows (nonzero[a], count[a] of them) are summed. */
-INLINE void world_hessian(const double *R, const double Hl[9], double w, const int nonzero[2][3], const int count[2],
-                          double Hw[2][2]) {
-    const int all[3] = {0, 1, 2}, sparse = finite(Hl);
+ * terms over R's nonzero entries (used[a][i]: R[a][i] != 0) are summed. */
+INLINE void world_hessian(const double *R, const double Hl[9], double w, const int used[2][3], double Hw[2][2]) {
+    const int sparse = finite(Hl);
+#pragma GCC unroll 2
     for (int a = 0; a < 2; ++a)
+#pragma GCC unroll 2
         for (int b = 0; b < 2; ++b) {
-            const int *ia = sparse ? nonzero[a] : all, *ib = sparse ? nonzero[b] : all;
-            const int na = sparse ? count[a] : 3, nb = sparse ? count[b] : 3;
             double sum = 0.0;
-            for (int x = 0; x < na; ++x)
-                for (int y = 0; y < nb; ++y)
-                    sum += R[3 * a + ia[x]] * Hl[3 * ia[x] + ib[y]] * R[3 * b + ib[y]];
+#pragma GCC unroll 3
+            for (int i = 0; i < 3; ++i)
+#pragma GCC unroll 3
+                for (int l = 0; l < 3; ++l)
+                    if (!sparse || (used[a][i] && used[b][l]))
+                        sum += R[3 * a + i] * Hl[3 * i + l] * R[3 * b + l];
             Hw[a][b] = w * sum;
         }
 }
 
+/* Where each wanted entry of a stage's (ns, ns) Hessian lies in its 3 x 3 block over (theta, x, y), the only one
+ * that can be nonzero: slot[p] for the flat position positions[p] (row ns + column), 9 (a zero) outside the block. */
+static void hessian_slots(int64_t ns, const int64_t *positions, int64_t n_positions, int *slot) {
+    for (int64_t p = 0; p < n_positions; ++p) {
+        const int64_t i = positions[p] / ns, j = positions[p] % ns;
+        slot[p] = i < 3 && j < 3 ? (int)(3 * i + j) : 9;
+    }
+}
+
 /* symplex_planar_clearance for one obstacle kind: inlined once per kind (the kind a constant in each copy, its
- * branches gone). */
+ * branches gone). slot (n_positions,): hessian_slots of the wanted Hessian entries. */
 INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               const double *centre, const double *R, const double *shape, const double *weights,
-                              double *d, double *J, double *H) {
-    int nonzero[2][3], count[2] = {0, 0}; /* the nonzero columns of R's first two rows */
+                              double *d, double *J, double *H, const int *slot, int64_t n_positions) {
+    int used[2][3]; /* the nonzero entries of R's first two rows */
     for (int a = 0; a < 2; ++a)
         for (int i = 0; i < 3; ++i)
-            if (R[3 * a + i] != 0.0)
-                nonzero[a][count[a]++] = i;
-    /* the outputs' zeros at once (J: past its first three columns; H: outside the first three rows and columns) */
-    if (J)
-        memset(J, 0, K * m * ns * sizeof(double));
-    if (H)
-        memset(H, 0, K * ns * ns * sizeof(double));
+            used[a][i] = R[3 * a + i] != 0.0;
     for (int64_t k = 0; k < K; ++k) {
         const double *sk = S + ns * k;
         const double c = cos(sk[0]), s = sin(sk[0]);
-        double *Hk = H ? H + ns * ns * k : NULL;
+        /* the stage's Hessian over (theta, x, y), row-major, and a zero (entry 9: the wanted entries outside it) */
+        double Hs[10] = {0.0};
         for (int64_t j = 0; j < m; ++j) {
             const double ox = offsets[2 * j], oy = offsets[2 * j + 1];
             /* the sphere's centre at the obstacle's height, relative to the obstacle, in its frame: q = R^T p */
             const double p[3] = {sk[1] + c * ox - s * oy - centre[0], sk[2] + s * ox + c * oy - centre[1], 0.0};
             double q[3], gl[3], Hl[9], g[2];
+#pragma GCC unroll 3
             for (int i = 0; i < 3; ++i)
                 q[i] = R[i] * p[0] + R[3 + i] * p[1] + R[6 + i] * p[2];
-            const double distance = local_distance(kind, shape, q, gl, Hk ? Hl : NULL);
+            const double distance = local_distance(kind, shape, q, gl, H ? Hl : NULL);
             if (d)
                 d[m * k + j] = distance;
             for (int i = 0; i < 2; ++i) /* world gradient, its height component dropped */
@@ -211,22 +230,24 @@ INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double 
                 Jj[0] = g[0] * pth[0] + g[1] * pth[1];
                 Jj[1] = g[0];
                 Jj[2] = g[1];
+                for (int64_t i = 3; i < ns; ++i) /* the state past heading and position does not move the sphere */
+                    Jj[i] = 0.0;
             }
-            if (!Hk)
+            if (!H)
                 continue;
             const double w = weights[m * k + j];
             /* the centre's curvature in theta: d2 centre / d theta2 = -(c ox - s oy, s ox + c oy) */
             const double turn = w * (g[0] * (-c * ox + s * oy) + g[1] * (-s * ox - c * oy));
             if (flat(Hl)) { /* a face's distance (most spheres most of the time): no curvature in the plane */
-                Hk[0] += turn;
+                Hs[0] += turn;
                 continue;
             }
             double Hw[2][2];
-            world_hessian(R, Hl, w, nonzero, count, Hw);
+            world_hessian(R, Hl, w, used, Hw);
             /* Jp^T Hw Jp, Jp the centre's Jacobian over (theta, x, y) with rows world x, y: (pth, e_x) and (pth, e_y);
              * its ones and zeros written out (the same products summed in the same order) */
             const double p0 = pth[0], p1 = pth[1];
-            double *H0 = Hk, *H1 = Hk + ns, *H2 = Hk + 2 * ns;
+            double *H0 = Hs, *H1 = Hs + 3, *H2 = Hs + 6;
             H0[0] += p0 * Hw[0][0] * p0 + p0 * Hw[0][1] * p1 + p1 * Hw[1][0] * p0 + p1 * Hw[1][1] * p1;
             H0[1] += p0 * Hw[0][0] + p1 * Hw[1][0];
             H0[2] += p0 * Hw[0][1] + p1 * Hw[1][1];
@@ -236,28 +257,35 @@ INLINE void clearance_of_kind(int64_t kind, int64_t K, int64_t ns, const double 
             H2[0] += Hw[1][0] * p0 + Hw[1][1] * p1;
             H2[1] += Hw[1][0];
             H2[2] += Hw[1][1];
-            Hk[0] += turn;
+            Hs[0] += turn;
         }
+        if (H)
+            for (int64_t p = 0; p < n_positions; ++p)
+                H[n_positions * k + p] = Hs[slot[p]];
     }
 }
 
 void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               int64_t kind, const double *centre, const double *R, const double *shape,
-                              const double *weights, double *d, double *J, double *H) {
+                              const double *weights, double *d, double *J, double *H, const int64_t *positions,
+                              int64_t n_positions) {
+    int slot[H && n_positions > 0 ? n_positions : 1];
+    if (H)
+        hessian_slots(ns, positions, n_positions, slot);
     switch (kind) {
     case 0:
-        clearance_of_kind(0, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        clearance_of_kind(0, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H, slot, n_positions);
         break;
     case 1:
-        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H, slot, n_positions);
         break;
     case 2:
-        clearance_of_kind(2, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        clearance_of_kind(2, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H, slot, n_positions);
         break;
     case 3:
-        clearance_of_kind(3, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        clearance_of_kind(3, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H, slot, n_positions);
         break;
     default: /* a box, as local_distance reads any other kind */
-        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H);
+        clearance_of_kind(1, K, ns, S, m, offsets, centre, R, shape, weights, d, J, H, slot, n_positions);
     }
 }

@@ -27,11 +27,11 @@ def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
     if lib is None or not hasattr(lib, "symplex_planar_clearance"):
         return None
-    lib.symplex_planar_clearance.argtypes = [_int, _int, _ptr, _int, _ptr, _int] + [_ptr] * 7
+    lib.symplex_planar_clearance.argtypes = [_int, _int, _ptr, _int, _ptr, _int] + [_ptr] * 8 + [_int]
     lib.symplex_planar_clearance.restype = None
     lib.symplex_car_step.argtypes = [_int, _ptr, _int, _ptr, _ptr, _int] + [_ptr] * 3
     lib.symplex_car_step.restype = None
-    lib.symplex_car_step_hessian.argtypes = [_int, _ptr, _int, _ptr, _ptr, _int] + [_ptr] * 3
+    lib.symplex_car_step_hessian.argtypes = [_int, _ptr, _int, _ptr, _ptr, _int] + [_ptr] * 4 + [_int]
     lib.symplex_car_step_hessian.restype = None
     return lib
 
@@ -61,25 +61,26 @@ def _inputs(W: np.ndarray, first: np.ndarray, h: np.ndarray) -> tuple[np.ndarray
     return W, w_stride, np.ascontiguousarray(first, np.int64), h, h_stride
 
 
-def _arguments(W: np.ndarray, first: np.ndarray, h: np.ndarray,
-               rest: tuple[np.ndarray, ...]) -> tuple[tuple[np.ndarray, ...], tuple]:
+def _arguments(W: np.ndarray, first: np.ndarray, h: np.ndarray, rest: tuple[np.ndarray, ...],
+               sizes: tuple[int, ...]) -> tuple[tuple[np.ndarray, ...], tuple]:
     """(the arrays the kernel reads, to be kept alive through its calls; its arguments (K, W, its stride, first, h,
-    its stride, *rest)) over the inputs as _inputs makes them."""
+    its stride, *rest, *sizes)) over the inputs as _inputs makes them."""
     W, w_stride, first, h, h_stride = _inputs(W, first, h)
     w_p, first_p, h_p, *rest_p = pointers(W, first, h, *rest)
-    return (W, first, h, *rest), (len(W), w_p, w_stride, first_p, h_p, h_stride, *rest_p)
+    return (W, first, h, *rest), (len(W), w_p, w_stride, first_p, h_p, h_stride, *rest_p, *sizes)
 
 
-def _call(kernel, W: np.ndarray, first: np.ndarray, h: np.ndarray, *rest: np.ndarray) -> None:
-    """kernel(K, W, its stride, first, h, its stride, *rest) over the inputs as _inputs makes them."""
-    arrays, args = _arguments(W, first, h, rest)  # arrays: alive until the kernel returns
+def _call(kernel, W: np.ndarray, first: np.ndarray, h: np.ndarray, *rest: np.ndarray, sizes: tuple[int, ...] = ()):
+    """kernel(K, W, its stride, first, h, its stride, *rest, *sizes) over the inputs as _inputs makes them."""
+    arrays, args = _arguments(W, first, h, rest, sizes)  # arrays: alive until the kernel returns
     kernel(*args)
 
 
-def _bound(kernel, W: np.ndarray, first: np.ndarray, h: np.ndarray, *rest: np.ndarray) -> Callable[[], None]:
+def _bound(kernel, W: np.ndarray, first: np.ndarray, h: np.ndarray, *rest: np.ndarray,
+           sizes: tuple[int, ...] = ()) -> Callable[[], None]:
     """kernel over fixed arrays, its arguments made once: each call reads the current values of W and h (views read in
     place: ValueError for arrays that would be copied, whose copy would not see later values)."""
-    kept, args = _arguments(W, first, h, rest)
+    kept, args = _arguments(W, first, h, rest, sizes)
     if kept[0] is not W or kept[2] is not h:
         raise ValueError("car step: a bound call reads W and h in place: float64 with contiguous rows, got "
                          f"{W.dtype} strides {W.strides} and {h.dtype} strides {h.strides}")
@@ -104,6 +105,18 @@ def _fixed(a: np.ndarray, shape: tuple[int, ...], what: str, output: bool = Fals
     return a
 
 
+def _picked(positions: np.ndarray | None, K: int, width: int, what: str) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The flat positions (P,) (row width + column) of the entries of each instance's (width, width) Hessian a kernel
+    writes, as it reads them, and the output's shape: (K, P), or for positions None every entry in order, (K, width,
+    width)."""
+    if positions is None:
+        return np.arange(width * width, dtype=np.int64), (K, width, width)
+    positions = np.ascontiguousarray(positions, np.int64)
+    if positions.ndim != 1 or np.any(positions < 0) or np.any(positions >= width * width):
+        raise ValueError(f"{what}: expected positions (P,) below {width * width}, got {positions}")
+    return positions, (K, len(positions))
+
+
 def _outputs(out: tuple[np.ndarray, np.ndarray], jacobian_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Given output arrays (values (K, r), Jacobian (K, r, w)) checked for the kernel to write."""
     r, J = out
@@ -116,8 +129,9 @@ def hessian(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y:
     y = np.ascontiguousarray(y, np.float64)
     if y.shape != (len(W), 4):
         raise ValueError(f"car step Hessian: expected y ({len(W)}, 4), got {y.shape}")
-    out = np.empty((len(W), 9, 9))
-    _call(LIB.symplex_car_step_hessian, W, first, h, par, y, out)
+    every, shape = _picked(None, len(W), 9, "car step Hessian")
+    out = np.empty(shape)
+    _call(LIB.symplex_car_step_hessian, W, first, h, par, y, out, every, sizes=(len(every),))
     return out
 
 
@@ -137,12 +151,15 @@ def step_call(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray,
 
 
 def hessian_call(W: np.ndarray, first: np.ndarray, h: np.ndarray, par: np.ndarray, y: np.ndarray,
-                 out: np.ndarray) -> Callable[[], None]:
-    """hessian(W, first, h, par, y) written into out (K, 9, 9), bound to these arrays (W, h read in place: _bound;
-    y and out C-contiguous)."""
+                 out: np.ndarray, positions: np.ndarray | None = None) -> Callable[[], None]:
+    """hessian(W, first, h, par, y) written into out (K, 9, 9), or with positions (P,) its entries at those flat
+    positions of each (9, 9) block into out (K, P); bound to these arrays (W, h read in place: _bound; y and out
+    C-contiguous)."""
     K = len(W)
+    positions, shape = _picked(positions, K, 9, "car step Hessian")
     return _bound(LIB.symplex_car_step_hessian, W, first, h, _fixed(par, (6,), "car step parameters"),
-                  _fixed(y, (K, 4), "car step Hessian weights"), _fixed(out, (K, 9, 9), "car step Hessian", True))
+                  _fixed(y, (K, 4), "car step Hessian weights"), _fixed(out, shape, "car step Hessian", True),
+                  positions, sizes=(len(positions),))
 
 
 class PlanarClearance:
@@ -167,7 +184,7 @@ class PlanarClearance:
         shape = (K, len(self.offsets), ns)
         d, J = (np.empty(shape[:2]), np.empty(shape)) if out is None else _outputs(out, shape)
         s, d_p, j_p = pointers(S, d, J)
-        self._lib.symplex_planar_clearance(K, ns, s, *self._args, None, d_p, j_p, None)
+        self._lib.symplex_planar_clearance(K, ns, s, *self._args, None, d_p, j_p, None, None, 0)
         return d, J
 
     def hessian(self, S: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -177,9 +194,10 @@ class PlanarClearance:
         K, ns = S.shape
         if weights.shape != (K, len(self.offsets)):
             raise ValueError(f"planar clearance: expected weights {(K, len(self.offsets))}, got {weights.shape}")
-        H = np.empty((K, ns, ns))
-        s, w, h = pointers(S, weights, H)
-        self._lib.symplex_planar_clearance(K, ns, s, *self._args, w, None, None, h)
+        every, shape = _picked(None, K, ns, "planar clearance Hessian")
+        H = np.empty(shape)
+        s, w, h, p = pointers(S, weights, H, every)
+        self._lib.symplex_planar_clearance(K, ns, s, *self._args, w, None, None, h, p, len(every))
         return H
 
     def rows_call(self, S: np.ndarray, out: tuple[np.ndarray, np.ndarray]) -> Callable[[], None]:
@@ -188,14 +206,18 @@ class PlanarClearance:
         S = _fixed(S, (K, ns), "planar clearance states")
         d, J = _outputs(out, (K, len(self.offsets), ns))
         return _holding(self._lib.symplex_planar_clearance, (K, ns, *pointers(S), *self._args, None, *pointers(d, J),
-                                                             None), (S, d, J))
+                                                             None, None, 0), (S, d, J))
 
-    def hessian_call(self, S: np.ndarray, weights: np.ndarray, out: np.ndarray) -> Callable[[], None]:
-        """hessian(S, weights) written into out (K, ns, ns), bound to these arrays (all float64 C-contiguous: S and
+    def hessian_call(self, S: np.ndarray, weights: np.ndarray, out: np.ndarray,
+                     positions: np.ndarray | None = None) -> Callable[[], None]:
+        """hessian(S, weights) written into out (K, ns, ns), or with positions (P,) its entries at those flat
+        positions of each (ns, ns) block into out (K, P); bound to these arrays (all float64 C-contiguous: S and
         weights read at each call)."""
         K, ns = S.shape
+        positions, shape = _picked(positions, K, ns, "planar clearance Hessian")
         arrays = (_fixed(S, (K, ns), "planar clearance states"),
                   _fixed(weights, (K, len(self.offsets)), "planar clearance weights"),
-                  _fixed(out, (K, ns, ns), "planar clearance Hessian", True))
-        s, w, h = pointers(*arrays)
-        return _holding(self._lib.symplex_planar_clearance, (K, ns, s, *self._args, w, None, None, h), arrays)
+                  _fixed(out, shape, "planar clearance Hessian", True), positions)
+        s, w, h, p = pointers(*arrays)
+        return _holding(self._lib.symplex_planar_clearance, (K, ns, s, *self._args, w, None, None, h, p,
+                                                             len(positions)), arrays)

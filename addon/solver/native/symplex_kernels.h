@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 29
+#define SYMPLEX_ABI_VERSION 30
 
 int64_t symplex_abi_version(void);
 
@@ -280,10 +280,12 @@ int64_t symplex_collide(int64_t ncollider, const int64_t *shape, const int64_t *
 void symplex_car_step(int64_t K, const double *W, int64_t w_stride, const int64_t *first, const double *h,
                       int64_t h_stride, const double *par, double *r, double *J);
 
-/* out (K, 9, 9): the exact Hessian of sum_i y[k, i] r_i (y (K, 4)) over the window slots that enter nonlinearly,
- * 3, 4, 5, 6, 9, 10, 11, 15, 18 of the window flattened then h (zero over the other slots). */
+/* The exact Hessian of sum_i y[k, i] r_i (y (K, 4)) over the window slots that enter nonlinearly, 3, 4, 5, 6, 9, 10,
+ * 11, 15, 18 of the window flattened then h (zero over the other slots), a (9, 9) block per step: out (K, n_positions)
+ * its entries at the flat positions (n_positions,) (row 9 + column, each < 81; 0..80: the whole block). */
 void symplex_car_step_hessian(int64_t K, const double *W, int64_t w_stride, const int64_t *first, const double *h,
-                              int64_t h_stride, const double *par, const double *y, double *out);
+                              int64_t h_stride, const double *par, const double *y, double *out,
+                              const int64_t *positions, int64_t n_positions);
 
 /* Clearance rows of a planar vehicle's body spheres against one obstacle at centre (3,) with orientation R (3, 3,
  * world from local), met at the obstacle's centre height. kind and shape: 0 sphere [radius], 1 box [half extents
@@ -291,11 +293,13 @@ void symplex_car_step_hessian(int64_t K, const double *W, int64_t w_stride, cons
  * (F,)]: the smooth maximum of obstacles.py (planar_clearance.c; numpy twin addon/solver/shots/obstacles.py through
  * transcription.py). S (K, ns): stage states with heading, x, y first; sphere j's centre is (x + cos th ox_j -
  * sin th oy_j, y + sin th ox_j + cos th oy_j), offsets (m, 2) = (ox_j, oy_j). d (K, m) the signed distances or
- * NULL; J (K, m, ns) their gradients over S or NULL; H (K, ns, ns) the exact Hessian of sum_j weights[k, j] d_kj
- * over S, or NULL (weights (K, m) then unused). */
+ * NULL; J (K, m, ns) their gradients over S or NULL; H (K, n_positions) the exact Hessian of sum_j weights[k, j]
+ * d_kj over S, (ns, ns) a stage, at the flat positions (n_positions,) (row ns + column, each < ns ns; 0..ns ns - 1:
+ * all of it), or NULL (weights and positions then unused). */
 void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m, const double *offsets,
                               int64_t kind, const double *centre, const double *R, const double *shape,
-                              const double *weights, double *d, double *J, double *H);
+                              const double *weights, double *d, double *J, double *H, const int64_t *positions,
+                              int64_t n_positions);
 
 /* out[target[i]] += values[i] for i < n, in the order of i (sparse_sum.c; numpy twin np.bincount in
  * addon/solver/shots/transcription.py SparsityPattern.values_numpy). */

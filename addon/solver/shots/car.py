@@ -208,11 +208,11 @@ class CarDynamics(StageDynamics):
             return None
         return _native.step_call(X[:, :18].reshape(len(X), 3, 6), first, X[:, 18], self._par, out)
 
-    def residual_hessian_slots_call(self, X, first, y, out):
+    def residual_hessian_slots_call(self, X, first, y, out, positions=None):
         """StageDynamics.residual_hessian_slots_call: the C kernel bound to the window buffer, weights and output."""
         if not self._own("residual_hessian_slots"):
             return None
-        return _native.hessian_call(X[:, :18].reshape(len(X), 3, 6), first, X[:, 18], self._par, y, out)
+        return _native.hessian_call(X[:, :18].reshape(len(X), 3, 6), first, X[:, 18], self._par, y, out, positions)
 
     def residual_numpy(self, W, first, h):
         a, rho, k, c, m0 = self.alpha, self.rho, self.rho / self.l, self.c, self.m0

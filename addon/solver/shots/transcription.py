@@ -102,9 +102,10 @@ class StageDynamics(ABC):
         current values), or None when the dynamics binds none (window_residual serves)."""
         return None
 
-    def residual_hessian_slots_call(self, X: np.ndarray, first: np.ndarray, y: np.ndarray,
-                                    out: np.ndarray) -> Callable[[], None] | None:
+    def residual_hessian_slots_call(self, X: np.ndarray, first: np.ndarray, y: np.ndarray, out: np.ndarray,
+                                    positions: np.ndarray | None = None) -> Callable[[], None] | None:
         """residual_hessian_slots over the windows X (as window_residual's) with weights y written into out (K, s, s),
+        or with positions (P,) each window's entries at those flat positions of its (s, s) block into out (K, P),
         bound to these arrays like window_residual_call, or None when the dynamics binds none."""
         return None
 
@@ -190,9 +191,11 @@ class Block:
         self.curved = self.used
         self._hessian_plan = None
 
-    def evaluator(self, X: np.ndarray, rows: np.ndarray, jacobian: np.ndarray) -> Callable[[np.ndarray], None]:
+    def evaluator(self, X: np.ndarray, rows: np.ndarray, jacobian: np.ndarray,
+                  gather: bool = True) -> Callable[[np.ndarray], None]:
         """x -> the window values at x taken into X (K, w), the rows written into rows (K, rows) and their Jacobian
-        over the whole window into jacobian (K, rows, w): buffers of the caller's that outlive the evaluator. By the
+        over the whole window into jacobian (K, rows, w): buffers of the caller's that outlive the evaluator (gather
+        False: X holds the values at x already, taken by another block's evaluator over the same window). By the
         window function's `bind(X, rows, jacobian)` -> a call without arguments (a kernel bound to the buffers once)
         when it gives one, else its `into(X, rows, jacobian)` when it has one, else copied from its results."""
         bind = getattr(self.window_fn, "bind", None)
@@ -206,7 +209,7 @@ class Block:
         def evaluate(x: np.ndarray) -> None:
             x.take(window, out=X, mode="clip")  # the indices are in range: "clip" only skips a buffer
             run()
-        return evaluate
+        return evaluate if gather else lambda x: run()
 
     def jacobian_pairs(self) -> np.ndarray:
         """The pairs (P, 2) of (row, used column: position in `used`) whose Jacobian entry can be nonzero: all of
@@ -224,9 +227,10 @@ class Block:
                           out: np.ndarray) -> Callable[[], None]:
         """A call writing sum_i weights[:, i] d2 fn_i at the window values X over hessian_pairs (K, P) flattened into
         out (K P,), for the current values of the buffers X, J (the window's Jacobian at X, for a block differenced
-        by _local_hessian) and weights (K, rows), which outlive it. The exact Hessian's `bind(X, weights, H)` -> a
-        call without arguments writing it into H (K, s, s) (a kernel bound to the buffers once) serves when it gives
-        one."""
+        by _local_hessian) and weights (K, rows), which outlive it. The exact Hessian's `bind(X, weights, H,
+        positions)` -> a call without arguments writing into H (K, P) each instance's entries at the flat positions
+        (P,) of its (s, s) Hessian, or for positions None all of it into H (K, s, s) (a kernel bound to the buffers
+        once), serves when it gives one."""
         exact, width, positions, pairs = self._plan()
         K = len(X)
         if not len(pairs):
@@ -236,25 +240,19 @@ class Block:
                 used = J if len(self.used) == X.shape[1] else np.take(J, self.used, axis=2)
                 out[...] = _local_hessian(self.fn, X[:, self.used], weights, self.curved, used).ravel()
             return differenced
-        H = out.reshape(K, width, width) if positions is None else np.empty((K, width, width))
         bind = getattr(exact, "bind", None)
-        run = None if bind is None else bind(X, weights, H)
-        if positions is None:
-            if run is None:
-                def run() -> None:
-                    out[...] = exact(X, weights).ravel()
+        picked = out.reshape(K, width, width) if positions is None else out.reshape(K, len(positions))
+        run = None if bind is None else bind(X, weights, picked, positions)
+        if run is not None:
             return run
-        picked = out.reshape(K, len(positions))
-        if run is None:
-            def pick() -> None:
-                exact(X, weights).reshape(K, width * width).take(positions, axis=1, out=picked, mode="clip")
-            return pick
-        flat = H.reshape(K, width * width)
+        if positions is None:
+            def whole() -> None:
+                out[...] = exact(X, weights).ravel()
+            return whole
 
-        def run_and_pick() -> None:
-            run()
-            flat.take(positions, axis=1, out=picked, mode="clip")
-        return run_and_pick
+        def pick() -> None:
+            exact(X, weights).reshape(K, width * width).take(positions, axis=1, out=picked, mode="clip")
+        return pick
 
     def _plan(self):
         if self._hessian_plan is None:
@@ -507,10 +505,11 @@ class _Assembly:
         self._r = [self._values[off:off + b.lower.size].reshape(b.lower.shape) for b, off in zip(blocks, self.offsets)]
         self._J = [self._raw_jacobian[a:z].reshape(*b.lower.shape, b.window.shape[1])
                    for b, a, z in zip(blocks, raw, raw[1:])]
-        self._X = [np.empty(b.window.shape) for b in blocks]  # each block's window values at the last point
+        self._X, gathers = _window_buffers(blocks)  # each block's window values at the last point
         self._weights = np.empty(self.m)  # the Hessian's weights of the rows, block by block as _values
         self._w = [self._weights[off:off + b.lower.size].reshape(b.lower.shape) for b, off in zip(blocks, self.offsets)]
-        self._evaluators = [b.evaluator(X, r, J) for b, X, r, J in zip(blocks, self._X, self._r, self._J)]
+        self._evaluators = [b.evaluator(X, r, J, gather)
+                            for b, X, r, J, gather in zip(blocks, self._X, self._r, self._J, gathers)]
         self._last = _LastPoint()
 
     def _at(self, x: np.ndarray) -> None:
@@ -573,6 +572,18 @@ class _Assembly:
             if self.quadratic is not None:
                 self.quadratic.hessian_into(x, 1.0 if scale is None else scale, quadratic_part)
         return write
+
+
+def _window_buffers(blocks: list[Block]) -> tuple[list[np.ndarray], list[bool]]:
+    """Each block's buffer (K, w) of its window's values, one shared by the blocks over the same window (the obstacles'
+    all take the same stages), and whether the block's evaluator takes the values into it: the first of them, whose
+    evaluator runs before the others'."""
+    buffers, gathers, made = [], [], {}
+    for b in blocks:
+        window = (b.window.shape, b.window.dtype.str, b.window.tobytes())
+        gathers.append(window not in made)
+        buffers.append(made.setdefault(window, np.empty(b.window.shape)))
+    return buffers, gathers
 
 
 def _at_height(dist, z: float):
@@ -744,7 +755,8 @@ class Transcription:
                 def on_slots(X, weights):
                     return dyn.residual_hessian_slots(X[:, :-1].reshape(-1, 3, nw), firsts(len(X)), X[:, -1],
                                                       weights)
-                on_slots.bind = lambda X, weights, out: dyn.residual_hessian_slots_call(X, first, weights, out)
+                on_slots.bind = lambda X, weights, out, positions: dyn.residual_hessian_slots_call(X, first, weights,
+                                                                                                  out, positions)
                 fn.slot_hessian = (np.asarray(dyn.hessian_slots), on_slots, dyn.hessian_slot_pattern)
         if dyn.residual_pattern is not None:
             fn.jacobian_pattern = dyn.residual_pattern

@@ -253,6 +253,41 @@ def test_bound_kernels_read_their_buffers_at_each_call():
         clearance.hessian_call(np.asfortranarray(S), w, HS)
 
 
+@pytest.mark.skipif(shot_rows_binding.LIB is None, reason="C kernels not built (make kernels)")
+def test_bound_hessians_write_the_entries_at_given_positions():
+    """The car step's and the planar clearance's Hessians bound with flat positions (P,) of each instance's block (as
+    the transcription's Hessian keeps them) write into (K, P) bit for bit the whole blocks' entries there, also for
+    positions repeated, out of order, or (the clearance) outside the heading and position rows, where they are
+    zero; the whole car step block agrees with its numpy twin to round-off. Positions past the block are refused."""
+    tr = transcribe(_small_shot("sedan", 3.0))
+    dyn, rng, K = tr.dyn, np.random.default_rng(23), 40
+    X, y = rng.uniform(-0.5, 0.5, (K, 19)), rng.standard_normal((K, 4))
+    X[:, 18] = rng.uniform(0.05, 0.2, K)
+    first = np.arange(K) == 0
+    W, h = X[:, :18].reshape(K, 3, 6), X[:, 18]
+    whole = dyn.residual_hessian_slots(W, first, h, y)
+    want = dyn._hessian_numpy(W, first, h, y)
+    assert np.max(np.abs(whole - want)) <= 1e-13 * max(1.0, np.abs(want).max())
+    positions = np.concatenate([rng.permutation(81)[:30], [40, 40, 0, 80]])
+    picked = np.full((K, len(positions)), np.nan)
+    dyn.residual_hessian_slots_call(X, first, y, picked, positions)()
+    assert np.array_equal(picked, whole.reshape(K, 81)[:, positions])
+    with pytest.raises(ValueError):
+        dyn.residual_hessian_slots_call(X, first, y, np.empty((K, 2)), np.array([3, 81]))
+    clearance = shot_rows_binding.PlanarClearance(np.array([[0.3, -0.2], [-1.0, 0.4], [1.2, 0.3]]),
+                                                  *transcription.shape_parameters(tr.shot.obstacles[0]),
+                                                  *transcription.obstacle_frame(tr.shot.obstacles[0]))
+    S, w = rng.uniform(-2.0, 2.0, (K, 4)), rng.standard_normal((K, 3))
+    whole = clearance.hessian(S, w)
+    assert np.count_nonzero(whole[:, :3, :3]) > K and not np.any(whole[:, 3]) and not np.any(whole[:, :, 3])
+    positions = np.array([10, 0, 5, 3, 12, 15, 1, 4, 2, 8, 6, 9, 5])  # (2, 2), (0, 0), ...; 3, 12, 15: row or column 3
+    picked = np.full((K, len(positions)), np.nan)
+    clearance.hessian_call(S, w, picked, positions)()
+    assert np.array_equal(picked, whole.reshape(K, 16)[:, positions])
+    with pytest.raises(ValueError):
+        clearance.hessian_call(S, w, np.empty((K, 2)), np.array([0, 16]))
+
+
 def test_car_step_patterns_hold_their_nonzeros():
     """CarDynamics.residual_pattern and hessian_slot_pattern (the entries the solver's Jacobian and Hessian keep)
     hold every nonzero of the step rows' Jacobian over the window and of the step Hessian over its slots, in C and in
