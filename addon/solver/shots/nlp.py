@@ -492,6 +492,9 @@ class _Bounds:
         self.has_lo, self.has_up = np.isfinite(lo), np.isfinite(up)
         self.lo, self.up = np.flatnonzero(self.has_lo), np.flatnonzero(self.has_up)
         self.lo_value, self.up_value = lo[self.lo], up[self.up]
+        # the distances over the lower bounds, then the upper ones: log_barrier's work array (one log call)
+        self._d = np.empty(len(self.lo) + len(self.up))
+        self._d_lo, self._d_up = self._d[:len(self.lo)], self._d[len(self.lo):]
 
     def distances(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """x - lower over the finite lower bounds, upper - x over the finite upper bounds."""
@@ -500,14 +503,15 @@ class _Bounds:
     def log_barrier(self, x: np.ndarray) -> float:
         """sum of log(distance) over the finite lower bounds plus that over the finite upper bounds (the two sums as
         numpy's of each); -inf when x is on or outside one (a nan distance is skipped, as fmin does)."""
-        n_lo = len(self.lo)
-        d = np.empty(n_lo + len(self.up))  # both kinds in one array: one reduction, one log call
-        np.subtract(x.take(self.lo), self.lo_value, out=d[:n_lo])
-        np.subtract(self.up_value, x.take(self.up), out=d[n_lo:])
+        d, d_lo, d_up = self._d, self._d_lo, self._d_up
+        x.take(self.lo, out=d_lo, mode="clip")  # the indices are in range: "clip" only skips a buffer
+        np.subtract(d_lo, self.lo_value, out=d_lo)
+        x.take(self.up, out=d_up, mode="clip")
+        np.subtract(self.up_value, d_up, out=d_up)
         if _fmin(d, initial=np.inf) <= 0:  # any(d <= 0): fmin skips nan
             return -np.inf
-        logs = np.log(d, out=d)
-        return float(_sum(logs[:n_lo]) + _sum(logs[n_lo:]))
+        np.log(d, out=d)
+        return float(_sum(d_lo) + _sum(d_up))
 
     def products(self, dl: np.ndarray, zL: np.ndarray, du: np.ndarray, zU: np.ndarray) -> np.ndarray:
         """The complementarity products dl zL over the finite lower bounds, then du zU over the finite upper ones."""
@@ -525,6 +529,12 @@ def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray
     limit = np.multiply(dist, 1e10)
     np.maximum(z, np.divide(mu, limit, out=limit), out=z)
     return np.minimum(z, np.divide(1e10 * mu, dist, out=limit), out=z)
+
+
+def _along(z: np.ndarray, alpha: float, dz: np.ndarray) -> np.ndarray:
+    """z + alpha dz, a fresh array (the product written over by the sum: one temporary fewer)."""
+    out = np.multiply(dz, alpha)
+    return np.add(z, out, out=out)
 
 
 def _stepped(z: np.ndarray, alpha: float, dz: np.ndarray) -> np.ndarray:
@@ -682,22 +692,20 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
     return sol, (factor if sol is not None else None), dw
 
 
-@dataclass(frozen=True)
 class _Point:
     """A point the interior point evaluated: z, the NLP's variables x there (full(z)), its rows (raw and scaled),
     |c| (its sum theta is the filter's violation, its largest entry the primal infeasibility), the objective
     (unscaled; nan where not evaluated: outside the bounds) and the sum of the log barrier terms (-inf outside). The
     line search's accepted trial is the next iterate: its variables, objective, violation and barrier objective are
-    not evaluated again (nor at the solve's end)."""
+    not evaluated again (nor at the solve's end). A plain record with slots (a frozen dataclass's __init__ sets each
+    field through object.__setattr__: a trial point costs ten of them)."""
 
-    z: np.ndarray
-    x: np.ndarray
-    raw: np.ndarray
-    c: np.ndarray
-    abs_c: np.ndarray
-    theta: float
-    f: float
-    logs: float
+    __slots__ = ("z", "x", "raw", "c", "abs_c", "theta", "f", "logs")
+
+    def __init__(self, z: np.ndarray, x: np.ndarray, raw: np.ndarray, c: np.ndarray, abs_c: np.ndarray, theta: float,
+                 f: float, logs: float):
+        self.z, self.x, self.raw, self.c, self.abs_c = z, x, raw, c, abs_c
+        self.theta, self.f, self.logs = theta, f, logs
 
     def barrier(self, f_scale: float, mu: float) -> float:
         """The scaled barrier objective f_scale f - mu logs (inf outside the bounds)."""
@@ -855,7 +863,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     dl, du = z - zl, zu - z  # distances to the bounds at z (inf where there is none: mu / dl, zL / dl are 0 there)
     it = 0
     for it in range(max_iter + 1):
-        grad_lag = g + P.jt(J, y)  # then - zL + zU, and its absolute value, in place (one work array)
+        grad_lag = P.jt(J, y)  # plus g, minus zL, plus zU, and its absolute value, in place (one work array)
+        np.add(grad_lag, g, out=grad_lag)
         np.subtract(grad_lag, zL, out=grad_lag)
         np.add(grad_lag, zU, out=grad_lag)
         s_d = max(100.0, (_sum(np.abs(y)) + _sum(zL) + _sum(zU)) / max(P.m + nz, 1)) / 100.0
@@ -921,7 +930,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         accepted = None
         with clock("line search"):
             while alpha > 1e-12:
-                trial = _evaluate(P, bounds, z + alpha * dz)
+                trial = _evaluate(P, bounds, _along(z, alpha, dz))
                 verdict = _filter_test(filt, theta0, phi0, trial.theta, trial.barrier(P.f_scale, mu), alpha * slope,
                                        alpha, theta_min, theta_max)
                 if verdict:
@@ -933,7 +942,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     for _ in range(4):
                         d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
                         a_soc = _step_to_bounds(dl, du, d_soc, tau)
-                        soc = _evaluate(P, bounds, z + a_soc * d_soc)
+                        soc = _evaluate(P, bounds, _along(z, a_soc, d_soc))
                         verdict = _filter_test(filt, theta0, phi0, soc.theta, soc.barrier(P.f_scale, mu),
                                                alpha * slope, alpha, theta_min, theta_max)
                         if verdict:
