@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 30
+#define SYMPLEX_ABI_VERSION 31
 
 int64_t symplex_abi_version(void);
 
@@ -429,5 +429,10 @@ void symplex_barrier_terms(int64_t n, int64_t m, const double *g, const double *
  * min(step_to_bounds(zL, 0, dzL, tau), step_to_bounds(zU, 0, dzU, tau)) (numpy twin: multiplier_steps_numpy). */
 double symplex_multiplier_steps(int64_t n, const double *zL, const double *zU, const double *terms, const double *dz,
                                 double tau, double *dzL, double *dzU);
+/* At the accepted point z, in place: dl = z - lower, du = upper - z, zL = zL + alpha dzL clipped to
+ * [mu / (1e10 dl), (1e10 mu) / dl], zU likewise over du (numpy twin: accepted_step_numpy). */
+void symplex_accepted_step(int64_t n, const double *z, const double *lower, const double *upper, double alpha,
+                           const double *dzL, const double *dzU, double mu, double *dl, double *du, double *zL,
+                           double *zU);
 
 #endif

@@ -45,8 +45,7 @@ import scipy.sparse as sp
 from scipy.sparse import _sparsetools
 from scipy.sparse.linalg import splu
 
-from ..native.interior_point_binding import barrier_terms as _barrier_terms, multiplier_steps as _multiplier_steps
-from ..native.interior_point_binding import step_to_bounds as _step_to_bounds
+from ..native.interior_point_binding import step_to_bounds as _step_to_bounds, vectors as _vectors
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, entry_rows,
                         kkt_residual, stage_layout, stage_spread)
 
@@ -522,25 +521,10 @@ class _Bounds:
         return out
 
 
-def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
-    """Bound multipliers z clipped in place to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's kappa_Sigma; 0 where dist
-    is inf), as np.clip does it (the larger with the lower limit, then the smaller with the upper), without its
-    wrappers; both limits in one work array."""
-    limit = np.multiply(dist, 1e10)
-    np.maximum(z, np.divide(mu, limit, out=limit), out=z)
-    return np.minimum(z, np.divide(1e10 * mu, dist, out=limit), out=z)
-
-
 def _along(z: np.ndarray, alpha: float, dz: np.ndarray) -> np.ndarray:
     """z + alpha dz, a fresh array (the product written over by the sum: one temporary fewer)."""
     out = np.multiply(dz, alpha)
     return np.add(z, out, out=out)
-
-
-def _stepped(z: np.ndarray, alpha: float, dz: np.ndarray) -> np.ndarray:
-    """z + alpha dz, written over dz (a step used once)."""
-    np.multiply(dz, alpha, out=dz)
-    return np.add(z, dz, out=dz)
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -835,12 +819,15 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     nz = P.nx + P.ns
     zl, zu = P.zl, P.zu
     bounds = _Bounds(zl, zu)
-    lo_f, up_f, lo, up = bounds.has_lo, bounds.has_up, bounds.lo, bounds.up
+    lo = bounds.lo
     z = _push_inside(np.concatenate([P.x_full[P.free], P.s0]), zl, zu)
     mu = mu_init
     barrier_update = _BarrierUpdate(mu_strategy, mu_init, tol)
-    zL = np.where(lo_f, 1.0, 0.0)
-    zU = np.where(up_f, 1.0, 0.0)
+    # the distances dl = z - zl, du = zu - z (inf where there is no bound: mu / dl, zL / dl are 0 there), the bound
+    # multipliers zL, zU (0 there), their steps, the barrier terms: buffers of the solve, each kernel writes its own
+    V = _vectors(zl, zu, P.m)
+    V.start(z)
+    dl, du, zL, zU = V.dl, V.du, V.zL, V.zU
     y = np.zeros(P.m)
     dw_last = 0.0
     bfgs = np.eye(nz) if nlp.hessian is None else None
@@ -860,7 +847,6 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     with clock("factorisation"):
         factoriser = (_KKT(P.kkt_layout(z, slacks=False, J=J), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
                       else _KKT(why_lu))
-    dl, du = z - zl, zu - z  # distances to the bounds at z (inf where there is none: mu / dl, zL / dl are 0 there)
     it = 0
     for it in range(max_iter + 1):
         grad_lag = P.jt(J, y)  # plus g, minus zL, plus zU, and its absolute value, in place (one work array)
@@ -895,7 +881,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         with clock("factorisation"):
             # zL / dl, zU / du, sigma (their sum), the barrier terms' gradients mu / dl, mu / du (all 0 where there is
             # no bound: the distance is inf), grad_phi; and the right-hand side -(grad_phi, c)
-            terms, rhs = _barrier_terms(g, zL, zU, dl, du, mu, c)
+            terms, rhs = V.barrier_terms(g, mu, c)
             zl_dl, zu_du, sigma, grad_phi = terms[0], terms[1], terms[2], terms[5]
             W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
             sol, lu, dw = _regularised_step(W, J, rhs, shift, dw_last, mu, factoriser)
@@ -906,7 +892,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, dl, du, zL, zU, zl_dl, zu_du,
                                                                          bounds))
                 if mu_new != mu:  # the right-hand side is affine in mu: a smaller mu's step is a combination
-                    terms, rhs = _barrier_terms(g, zL, zU, dl, du, mu_new, c)
+                    terms, rhs = V.barrier_terms(g, mu_new, c)  # zL / dl, zU / du: the same numbers
                     grad_phi = terms[5]
                     sol = sol_aff + (mu_new / mu) * (sol - sol_aff) if mu_new < mu else _refined(lu, rhs)[0]
                     mu, filt = mu_new, []
@@ -917,9 +903,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         tau = max(0.99, 1.0 - mu)
         dz, y_new = sol[:nz], sol[nz:]
         dy = y_new - y
-        alpha_max = _step_to_bounds(dl, du, dz, tau)
+        alpha_max = V.step_to_bounds(dz, tau)
         # the bound multipliers' steps (0 where there is no bound: each term is) and their own bounds zL, zU >= 0
-        dzL, dzU, alpha_z = _multiplier_steps(zL, zU, terms, dz, tau)
+        alpha_z = V.multiplier_steps(dz, tau)[2]
 
         theta0 = point.theta
         phi0 = point.barrier(P.f_scale, mu)
@@ -941,7 +927,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     c_soc, theta_prev = alpha * c + trial.c, theta0
                     for _ in range(4):
                         d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
-                        a_soc = _step_to_bounds(dl, du, d_soc, tau)
+                        a_soc = V.step_to_bounds(d_soc, tau)
                         soc = _evaluate(P, bounds, _along(z, a_soc, d_soc))
                         verdict = _filter_test(filt, theta0, phi0, soc.theta, soc.barrier(P.f_scale, mu),
                                                alpha * slope, alpha, theta_min, theta_max)
@@ -980,11 +966,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         point = accepted[0]
         s_step = point.z - z if bfgs is not None else None
         z, raw, c = point.z, point.raw, point.c
-        # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
-        # is no bound, zL, zU, dzL, dzU and both limits are 0
-        dl, du = z - zl, zu - z
-        zL = _near_central_path(_stepped(zL, alpha_z, dzL), mu, dl)
-        zU = _near_central_path(_stepped(zU, alpha_z, dzU), mu, du)
+        # dl, du at z and the bound multipliers stepped, kept within a factor of the primal-dual central path (IPOPT
+        # kappa_Sigma); where there is no bound, zL, zU, dzL, dzU and both limits are 0
+        V.accepted_step(z, alpha_z, mu)
         y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):

@@ -100,3 +100,76 @@ def test_multiplier_steps_are_their_formulas_bit_for_bit(n):
                     got_L, got_U, got_alpha = multiplier_steps(zL, zU, terms, dz, tau)
                     assert np.array_equal(got_L, dzL) and np.array_equal(got_U, dzU) and got_alpha == alpha
                     assert 0.0 <= got_alpha <= 1.0
+
+
+def _bounds(rng: np.random.Generator, n: int, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds below and above z at distances over many scales, -inf / inf (no bound) at some."""
+    lower = z - rng.uniform(1e-3, 2.0, n) * rng.choice([1e-6, 1.0, 1e6], n)
+    upper = z + rng.uniform(1e-3, 2.0, n) * rng.choice([1e-6, 1.0, 1e6], n)
+    lower[rng.random(n) < 0.3] = -np.inf
+    upper[rng.random(n) < 0.6] = np.inf
+    return lower, upper
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 2400])
+def test_accepted_step_is_its_formulas_bit_for_bit(n):
+    """accepted_step (C and the numpy twin) against the interior point's formulas: dl = z - lower, du = upper - z and
+    each bound multiplier z + alpha dz clipped by np.clip to [mu / (1e10 d), 1e10 mu / d] (0 where there is no
+    bound), signs of zeros included."""
+    rng = np.random.default_rng(n + 17)
+    for _ in range(10):
+        z = rng.standard_normal(n) * 10.0
+        lower, upper = _bounds(rng, n, z)
+        dl, du = z - lower, upper - z
+        zL, zU = _multipliers(rng, dl), _multipliers(rng, du)
+        dzL, dzU = (rng.standard_normal(n) * rng.choice([1e-12, 1.0, 1e8], n) * np.isfinite(d) for d in (dl, du))
+        for alpha, mu in ((1.0, 0.1), (0.37, 1e-9)):
+            expected = [dl, du] + [np.clip(m + alpha * s, mu / (1e10 * d), 1e10 * mu / d)
+                                   for m, s, d in ((zL, dzL, dl), (zU, dzU, du))]
+            implementations = [ipk.accepted_step_numpy] + ([ipk.accepted_step] if ipk.LIB is not None else [])
+            for accepted_step in implementations:
+                got = [np.full(n, np.nan), np.full(n, np.nan), zL.copy(), zU.copy()]
+                accepted_step(z, lower, upper, alpha, dzL.copy(), dzU.copy(), mu, *got)
+                for a, b in zip(got, expected):
+                    assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+            assert n < 2400 or np.any(expected[2] != zL + alpha * dzL)  # the limits bite on some entries
+
+
+@native
+@pytest.mark.parametrize("n, m", [(1, 0), (7, 3), (2400, 2000)])
+def test_native_vectors_are_the_numpy_vectors_bit_for_bit(n, m):
+    """NativeVectors (the C kernels on buffers bound once) give the numpy Vectors' numbers through an interior point's
+    sequence of calls: start, barrier terms, step to the bounds, multiplier steps, accepted step, and again."""
+    rng = np.random.default_rng(n + 18)
+    z = rng.standard_normal(n) * 10.0
+    lower, upper = _bounds(rng, n, z)
+    twins = ipk.Vectors(lower, upper, m), ipk.NativeVectors(lower, upper, m)
+    for v in twins:
+        v.start(z)
+    for mu in (0.1, 1e-3):
+        g, c, dz = rng.standard_normal(n), rng.standard_normal(m), rng.standard_normal(n)
+        results = [(v.barrier_terms(g, mu, c), v.step_to_bounds(dz, 0.99), v.multiplier_steps(dz, 0.99)) for v in twins]
+        (terms, rhs), alpha, (dzL, dzU, alpha_z) = results[0]
+        (terms_c, rhs_c), alpha_c, (dzL_c, dzU_c, alpha_z_c) = results[1]
+        assert np.array_equal(terms, terms_c) and np.array_equal(rhs, rhs_c) and alpha == alpha_c
+        assert np.array_equal(dzL, dzL_c) and np.array_equal(dzU, dzU_c) and alpha_z == alpha_z_c
+        assert 0.0 < alpha <= 1.0 and 0.0 < alpha_z <= 1.0
+        z = z + alpha * dz
+        for v in twins:
+            v.accepted_step(z, alpha_z, mu)
+        for name in ("dl", "du", "zL", "zU"):
+            assert np.array_equal(getattr(twins[0], name), getattr(twins[1], name)), name
+
+
+@native
+def test_native_vectors_refuse_vectors_they_cannot_read():
+    """A short, strided or integer vector handed to NativeVectors is refused (ctypes would read past it)."""
+    v = ipk.NativeVectors(np.zeros(6), np.full(6, np.inf), 2)
+    with pytest.raises(ValueError):
+        v.barrier_terms(np.ones(5), 0.1, np.ones(2))
+    with pytest.raises(ValueError):
+        v.barrier_terms(np.ones(6), 0.1, np.ones(3))
+    with pytest.raises(ValueError):
+        v.step_to_bounds(np.ones(12)[::2], 0.99)
+    with pytest.raises(ValueError):
+        v.accepted_step(np.ones(6, int), 0.5, 0.1)

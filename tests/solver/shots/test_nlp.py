@@ -290,9 +290,9 @@ def test_log_barrier_sums_each_kind_of_bound_as_numpy_does():
 
 
 def test_multipliers_kept_near_the_central_path_are_clipped_as_by_np_clip():
-    """_near_central_path (maximum then minimum in place) is np.clip to [mu / (1e10 d), 1e10 mu / d] bit for bit,
+    """near_central_path_numpy (maximum then minimum in place) is np.clip to [mu / (1e10 d), 1e10 mu / d] bit for bit,
     the zeros of entries without a bound (d inf) included."""
-    from addon.solver.shots.nlp import _near_central_path
+    from addon.solver.native.interior_point_binding import near_central_path_numpy as _near_central_path
 
     rng = np.random.default_rng(8)
     dist = rng.uniform(1e-6, 10.0, 300)
