@@ -8,6 +8,9 @@
  *   gradient g - mu / dl + mu / du) and its right-hand side -(that gradient, c).
  * - multiplier_steps: the bound multipliers' Newton steps from the primal step dz and the fraction-to-boundary step
  *   that keeps them positive.
+ * - optimality: an iteration's measures, the largest |J^T y + g - zL + zU| (the dual infeasibility before its scaling)
+ *   and the complementarity products over the lower bounds, then the upper ones, with the largest of each (maxima are
+ *   exact in any order: a nan anywhere is the result, as np.maximum.reduce gives it).
  * - accepted_step: at the line search's accepted point, the distances to the bounds and the bound multipliers stepped
  *   and clipped near the central path (IPOPT's kappa_Sigma), in place: one pass over the vectors where numpy makes
  *   fourteen. np.maximum and np.minimum are taken as numpy's scalar loops give them (a nan operand is the result; of
@@ -118,4 +121,34 @@ void symplex_accepted_step(int64_t n, const double *z, const double *lower, cons
         zL[i] = near_central_path(zL[i], alpha, dzL[i], mu, big_mu, dl[i]);
         zU[i] = near_central_path(zU[i], alpha, dzU[i], mu, big_mu, du[i]);
     }
+}
+
+/* The larger of the running maximum and v, nan once either is (np.maximum.reduce's propagation). */
+static double running_max(double current, double v) {
+    return (v > current || isnan(v)) ? v : current;
+}
+
+/* products[k] = dist[at[k]] * z[at[k]] over n entries; returns their maximum (initial 0). */
+static double products_at(int64_t n, const int64_t *at, const double *dist, const double *z, double *products) {
+    double largest = 0.0;
+    for (int64_t k = 0; k < n; ++k) {
+        products[k] = dist[at[k]] * z[at[k]];
+        largest = running_max(largest, products[k]);
+    }
+    return largest;
+}
+
+void symplex_optimality(int64_t n, const double *jt_y, const double *g, const double *zL, const double *zU,
+                        const double *dl, const double *du, int64_t n_lo, const int64_t *lo, int64_t n_up,
+                        const int64_t *up, double *products, double *largest) {
+    double dual = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        double sum = jt_y[i] + g[i];
+        double less = sum - zL[i];
+        double lag = less + zU[i];
+        dual = running_max(dual, fabs(lag));
+    }
+    largest[0] = dual;
+    largest[1] = products_at(n_lo, lo, dl, zL, products);
+    largest[2] = products_at(n_up, up, du, zU, products + n_lo);
 }

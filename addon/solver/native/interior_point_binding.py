@@ -22,8 +22,8 @@ from . import address, load_kernels, pointers
 
 _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 _CONTIGUOUS = (8,)  # the strides of a C-contiguous float64 vector
-# the ufunc reduction behind fmin's: skips nan, without the ndarray wrapper
-_fmin = np.fmin.reduce
+# the ufunc reductions behind fmin's (skips nan) and ndarray.max (nan when an entry is), without the ndarray wrappers
+_fmin, _max = np.fmin.reduce, np.maximum.reduce
 
 
 def _load() -> ctypes.CDLL | None:
@@ -38,6 +38,8 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_multiplier_steps.restype = _double
     lib.symplex_accepted_step.argtypes = [_int, _ptr, _ptr, _ptr, _double, _ptr, _ptr, _double] + [_ptr] * 4
     lib.symplex_accepted_step.restype = None
+    lib.symplex_optimality.argtypes = [_int] + [_ptr] * 6 + [_int, _ptr, _int, _ptr, _ptr, _ptr]
+    lib.symplex_optimality.restype = None
     return lib
 
 
@@ -87,6 +89,21 @@ def multiplier_steps_numpy(zL: np.ndarray, zU: np.ndarray, terms: np.ndarray, dz
     dzL = pull_lo - zL - zl_dl * dz
     dzU = pull_up - zU + zu_du * dz
     return dzL, dzU, min(step_to_bounds_numpy(zL, None, dzL, tau), step_to_bounds_numpy(zU, None, dzU, tau))
+
+
+def optimality_numpy(jt_y: np.ndarray, g: np.ndarray, zL: np.ndarray, zU: np.ndarray, dl: np.ndarray, du: np.ndarray,
+                     lo: np.ndarray, up: np.ndarray, products: np.ndarray) -> tuple[float, float, float]:
+    """An iteration's measures: (max |J^T y + g - zL + zU| (jt_y = J^T y, written over), the largest complementarity
+    product over the lower bounds lo (indices), that over the upper bounds up), every maximum from 0 and nan when an
+    entry is; the products dl zL over lo, then du zU over up, written into products."""
+    np.add(jt_y, g, out=jt_y)
+    np.subtract(jt_y, zL, out=jt_y)
+    np.add(jt_y, zU, out=jt_y)
+    n_lo = len(lo)
+    np.multiply(dl.take(lo), zL.take(lo), out=products[:n_lo])
+    np.multiply(du.take(up), zU.take(up), out=products[n_lo:])
+    return (float(_max(np.abs(jt_y, out=jt_y), initial=0.0)), float(_max(products[:n_lo], initial=0.0)),
+            float(_max(products[n_lo:], initial=0.0)))
 
 
 def near_central_path_numpy(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
@@ -161,7 +178,8 @@ def _accepted_step_c(z: np.ndarray, lower: np.ndarray, upper: np.ndarray, alpha:
 class Vectors:
     """The interior point's vectors over z (n entries) with m rows, for one solve, in buffers made once: lower,
     upper (the bounds, +-inf where there is none), dl, du (z's distances to them), zL, zU (the bound multipliers, 0
-    where there is no bound), dzL, dzU (their Newton steps), terms (6, n) and rhs (n + m) (barrier_terms'). Each
+    where there is no bound), dzL, dzU (their Newton steps), products (optimality's: the complementarity products over
+    the lower bounds, then the upper ones), terms (6, n) and rhs (n + m) (barrier_terms'). Each
     method runs one kernel on them (the numpy twins here; NativeVectors: the C kernels) and overwrites its outputs,
     which the caller reads until the next call."""
 
@@ -171,6 +189,8 @@ class Vectors:
         self.lower, self.upper = (np.ascontiguousarray(b, dtype=np.float64) for b in (lower, upper))
         self.dl, self.du, self.zL, self.zU, self.dzL, self.dzU = (np.zeros(n) for _ in range(6))
         self.terms, self.rhs = np.empty((6, n)), np.empty(n + m)
+        self.lo, self.up = (np.flatnonzero(np.isfinite(b)).astype(np.int64) for b in (self.lower, self.upper))
+        self.products = np.empty(len(self.lo) + len(self.up))
 
     def start(self, z: np.ndarray) -> None:
         """The distances at the start point z and the bound multipliers 1 at each bound."""
@@ -178,6 +198,13 @@ class Vectors:
         np.subtract(self.upper, z, out=self.du)
         np.copyto(self.zL, np.isfinite(self.lower))
         np.copyto(self.zU, np.isfinite(self.upper))
+
+    def optimality(self, jt_y: np.ndarray, g: np.ndarray) -> tuple[float, float]:
+        """(max |J^T y + g - zL + zU|, the largest complementarity product) from jt_y = J^T y (written over) and the
+        gradient g; the products into `products` (optimality_numpy)."""
+        dual, lower, upper = optimality_numpy(jt_y, g, self.zL, self.zU, self.dl, self.du, self.lo, self.up,
+                                              self.products)
+        return dual, max(lower, upper)
 
     def step_to_bounds(self, dz: np.ndarray, tau: float) -> float:
         """The fraction-to-boundary rule for the step dz from z (step_to_bounds on dl, du)."""
@@ -209,8 +236,11 @@ class NativeVectors(Vectors):
     def __init__(self, lower: np.ndarray, upper: np.ndarray, m: int):
         super().__init__(lower, upper, m)
         (self._lower, self._upper, self._dl, self._du, self._zL, self._zU, self._dzL, self._dzU, self._terms,
-         self._rhs) = pointers(self.lower, self.upper, self.dl, self.du, self.zL, self.zU, self.dzL, self.dzU,
-                               self.terms, self.rhs)
+         self._rhs, self._lo, self._up, self._products) = pointers(
+            self.lower, self.upper, self.dl, self.du, self.zL, self.zU, self.dzL, self.dzU, self.terms, self.rhs,
+            self.lo, self.up, self.products)
+        self._largest = np.empty(3)  # optimality's maxima
+        self._largest_at = address(self._largest)
 
     def _address(self, v: np.ndarray, n: int) -> int:
         """v's address after checking it is a float64 C-contiguous vector of n entries (ValueError otherwise)."""
@@ -218,6 +248,13 @@ class NativeVectors(Vectors):
             raise ValueError(f"interior point kernel: expected a float64 C-contiguous vector of length {n}, got "
                              f"{v.dtype} {v.shape} strides {v.strides}")
         return address(v)
+
+    def optimality(self, jt_y: np.ndarray, g: np.ndarray) -> tuple[float, float]:
+        LIB.symplex_optimality(self.n, self._address(jt_y, self.n), self._address(g, self.n), self._zL, self._zU,
+                               self._dl, self._du, len(self.lo), self._lo, len(self.up), self._up, self._products,
+                               self._largest_at)
+        dual, lower, upper = self._largest.tolist()
+        return dual, max(lower, upper)
 
     def step_to_bounds(self, dz: np.ndarray, tau: float) -> float:
         return LIB.symplex_step_to_bounds(self.n, self._dl, self._du, self._address(dz, self.n), tau)

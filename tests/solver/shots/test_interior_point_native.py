@@ -135,6 +135,29 @@ def test_accepted_step_is_its_formulas_bit_for_bit(n):
             assert n < 2400 or np.any(expected[2] != zL + alpha * dzL)  # the limits bite on some entries
 
 
+@pytest.mark.parametrize("n", [0, 1, 7, 2400])
+def test_optimality_is_its_formulas_bit_for_bit(n):
+    """optimality (C through NativeVectors, and the numpy twin through Vectors) against the interior point's formulas:
+    max |J^T y + g - zL + zU|, the complementarity products dl zL over the lower bounds then du zU over the upper ones,
+    and the largest product; a nan entry makes the dual maximum nan."""
+    rng = np.random.default_rng(n + 19)
+    z = rng.standard_normal(n) * 10.0
+    lower, upper = _bounds(rng, n, z)
+    implementations = [ipk.Vectors(lower, upper, 0)] + ([ipk.NativeVectors(lower, upper, 0)] if ipk.LIB is not None
+                                                        else [])
+    for v in implementations:
+        v.start(z)
+        v.zL[...], v.zU[...] = _multipliers(rng, v.dl), _multipliers(rng, v.du)
+        jt_y, g = rng.standard_normal(n) * 1e3, rng.standard_normal(n)
+        lo, up = np.isfinite(lower).nonzero()[0], np.isfinite(upper).nonzero()[0]
+        products = np.concatenate([v.dl[lo] * v.zL[lo], v.du[up] * v.zU[up]])
+        expected = (float(np.abs(jt_y + g - v.zL + v.zU).max(initial=0.0)), float(products.max(initial=0.0)))
+        assert v.optimality(jt_y.copy(), g) == expected and np.array_equal(v.products, products)
+        if n:
+            jt_y[n // 2] = np.nan
+            assert np.isnan(v.optimality(jt_y, g)[0])
+
+
 @native
 @pytest.mark.parametrize("n, m", [(1, 0), (7, 3), (2400, 2000)])
 def test_native_vectors_are_the_numpy_vectors_bit_for_bit(n, m):
@@ -148,6 +171,9 @@ def test_native_vectors_are_the_numpy_vectors_bit_for_bit(n, m):
         v.start(z)
     for mu in (0.1, 1e-3):
         g, c, dz = rng.standard_normal(n), rng.standard_normal(m), rng.standard_normal(n)
+        jt_y = rng.standard_normal(n)
+        assert twins[0].optimality(jt_y.copy(), g) == twins[1].optimality(jt_y.copy(), g)
+        assert np.array_equal(twins[0].products, twins[1].products)
         results = [(v.barrier_terms(g, mu, c), v.step_to_bounds(dz, 0.99), v.multiplier_steps(dz, 0.99)) for v in twins]
         (terms, rhs), alpha, (dzL, dzU, alpha_z) = results[0]
         (terms_c, rhs_c), alpha_c, (dzL_c, dzU_c, alpha_z_c) = results[1]
