@@ -15,15 +15,37 @@
  *   and clipped near the central path (IPOPT's kappa_Sigma), in place: one pass over the vectors where numpy makes
  *   fourteen. np.maximum and np.minimum are taken as numpy's scalar loops give them (a nan operand is the result; of
  *   two equal numbers the first, which differs from its SIMD loops only for 0 and -0: the multipliers are +0 where
- *   there is no bound, and so are both limits). */
+ *   there is no bound, and so are both limits).
+ * barrier_terms, whose time is its four divisions an entry, works on pairs of entries (GCC / clang vector extensions:
+ * SSE2 or NEON, in every build): each lane's operations are the scalar ones, correctly rounded, so the bits are the
+ * same; a pair's division costs one scalar division (the library is built without -march). Not accepted_step: its
+ * clipping selects lane by lane, which baseline SSE2 has no instruction for (GCC makes scalar moves of them). */
 #include <math.h>
+#include <string.h>
 
 #include "symplex_kernels.h"
 
-/* x / d, without the division when d is +inf and x finite (most entries of a vector with few bounds): the quotient
- * is then the zero of x's sign, exactly as the division gives it. */
-static double quotient(double x, double d) {
-    return (d == INFINITY && isfinite(x)) ? copysign(0.0, x) : x / d;
+typedef double pair __attribute__((vector_size(16)));
+
+/* Entries i, i + 1 of p (count 2), or entry i twice (count 1: a vector's odd last entry). */
+static pair load(const double *p, int64_t count) {
+    pair v = {p[0], p[0]};
+    if (count == 2)
+        memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The first count lanes of v into p. */
+static void store(double *p, pair v, int64_t count) {
+    if (count == 2)
+        memcpy(p, &v, sizeof v);
+    else
+        p[0] = v[0];
+}
+
+/* Entries left from i in a vector of n, at most a pair. */
+static int64_t pair_count(int64_t n, int64_t i) {
+    return n - i < 2 ? 1 : 2;
 }
 
 /* The smaller of current and scaled / dx (a nan ratio is not smaller: skipped, as numpy's fmin does). */
@@ -57,15 +79,21 @@ void symplex_barrier_terms(int64_t n, int64_t m, const double *g, const double *
                            const double *du, double mu, const double *c, double *terms, double *rhs) {
     double *zl_dl = terms, *zu_du = terms + n, *sigma = terms + 2 * n, *pull_lo = terms + 3 * n;
     double *pull_up = terms + 4 * n, *grad_phi = terms + 5 * n;
-    for (int64_t i = 0; i < n; ++i) {
-        zl_dl[i] = quotient(zL[i], dl[i]);
-        zu_du[i] = quotient(zU[i], du[i]);
-        sigma[i] = zl_dl[i] + zu_du[i];
-        pull_lo[i] = quotient(mu, dl[i]);
-        pull_up[i] = quotient(mu, du[i]);
-        double partial = g[i] - pull_lo[i];
-        grad_phi[i] = partial + pull_up[i];
-        rhs[i] = -grad_phi[i];
+    pair mus = {mu, mu};
+    for (int64_t i = 0; i < n; i += 2) {
+        int64_t k = pair_count(n, i);
+        pair lo = load(dl + i, k), up = load(du + i, k);
+        pair zl_dl_i = load(zL + i, k) / lo, zu_du_i = load(zU + i, k) / up;
+        pair pull_lo_i = mus / lo, pull_up_i = mus / up;
+        pair partial = load(g + i, k) - pull_lo_i;
+        pair grad_phi_i = partial + pull_up_i;
+        store(zl_dl + i, zl_dl_i, k);
+        store(zu_du + i, zu_du_i, k);
+        store(sigma + i, zl_dl_i + zu_du_i, k);
+        store(pull_lo + i, pull_lo_i, k);
+        store(pull_up + i, pull_up_i, k);
+        store(grad_phi + i, grad_phi_i, k);
+        store(rhs + i, -grad_phi_i, k);
     }
     for (int64_t j = 0; j < m; ++j)
         rhs[n + j] = -c[j];
