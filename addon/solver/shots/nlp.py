@@ -275,9 +275,12 @@ class _Reduced:
         start, fixed = self._at_start("jacobian", x), self.nlp.jacobian_data
         if start is None and fixed is not None and fixed.picked is not None and self._jac_plan is not None:
             _, src, scale, J, (from_raw, slacks) = self._jac_plan
-            data = fixed.raw(x).take(from_raw)  # the NLP's gather and this one composed (_reduce_jacobian)
+            data = J.data  # the last call's values, written over (the same matrix object each call)
+            # the NLP's gather and this one composed (_reduce_jacobian); the indices are in range: "clip" only skips
+            # a buffer
+            fixed.raw(x).take(from_raw, out=data, mode="clip")
             data[slacks] = -1.0  # slack_entries
-            J.data = np.multiply(data, scale, out=data)
+            np.multiply(data, scale, out=data)
             return J
         raw, values = start or self._jacobian_at(x)
         if self._jac_plan is None or not (raw is self._jac_plan[0] or _same_pattern(self._jac_plan[0], raw)):
@@ -956,7 +959,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         # dl, du at z and the bound multipliers stepped, kept within a factor of the primal-dual central path (IPOPT
         # kappa_Sigma); where there is no bound, zL, zU, dzL, dzU and both limits are 0
         V.accepted_step(z, alpha_z, mu)
-        y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
+        y = _along(y, alpha_z if alpha_z < alpha else alpha, dy)
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):
             g = P.grad(z, point.x)
