@@ -11,6 +11,8 @@
  * - optimality: an iteration's measures, the largest |J^T y + g - zL + zU| (the dual infeasibility before its scaling)
  *   and the complementarity products over the lower bounds, then the upper ones, with the largest of each (maxima are
  *   exact in any order: a nan anywhere is the result, as np.maximum.reduce gives it).
+ * - bound_distances: x's distances to its finite lower bounds, then to its finite upper ones (the log barrier's, whose
+ *   logarithms numpy takes: its SIMD log is not libm's), and the smallest (nan skipped, as np.fmin.reduce does).
  * - accepted_step: at the line search's accepted point, the distances to the bounds and the bound multipliers stepped
  *   and clipped near the central path (IPOPT's kappa_Sigma), in place: one pass over the vectors where numpy makes
  *   fourteen. np.maximum and np.minimum are taken as numpy's scalar loops give them (a nan operand is the result; of
@@ -179,4 +181,18 @@ void symplex_optimality(int64_t n, const double *jt_y, const double *g, const do
     largest[0] = dual;
     largest[1] = products_at(n_lo, lo, dl, zL, products);
     largest[2] = products_at(n_up, up, du, zU, products + n_lo);
+}
+
+double symplex_bound_distances(int64_t n_lo, const int64_t *lo, const double *lo_value, int64_t n_up,
+                               const int64_t *up, const double *up_value, const double *x, double *dist) {
+    double smallest = INFINITY;
+    for (int64_t k = 0; k < n_lo; ++k) {
+        dist[k] = x[lo[k]] - lo_value[k];
+        smallest = dist[k] < smallest ? dist[k] : smallest;
+    }
+    for (int64_t k = 0; k < n_up; ++k) {
+        dist[n_lo + k] = up_value[k] - x[up[k]];
+        smallest = dist[n_lo + k] < smallest ? dist[n_lo + k] : smallest;
+    }
+    return smallest;
 }

@@ -22,8 +22,8 @@ from . import address, load_kernels, pointers
 
 _int, _ptr, _double = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 _CONTIGUOUS = (8,)  # the strides of a C-contiguous float64 vector
-# the ufunc reductions behind fmin's (skips nan) and ndarray.max (nan when an entry is), without the ndarray wrappers
-_fmin, _max = np.fmin.reduce, np.maximum.reduce
+# the ufunc reductions behind fmin's (skips nan), ndarray.max (nan when an entry is) and np.sum, without the wrappers
+_fmin, _max, _sum = np.fmin.reduce, np.maximum.reduce, np.add.reduce
 
 
 def _load() -> ctypes.CDLL | None:
@@ -40,6 +40,8 @@ def _load() -> ctypes.CDLL | None:
     lib.symplex_accepted_step.restype = None
     lib.symplex_optimality.argtypes = [_int] + [_ptr] * 6 + [_int, _ptr, _int, _ptr, _ptr, _ptr]
     lib.symplex_optimality.restype = None
+    lib.symplex_bound_distances.argtypes = [_int, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr]
+    lib.symplex_bound_distances.restype = _double
     return lib
 
 
@@ -179,7 +181,8 @@ class Vectors:
     """The interior point's vectors over z (n entries) with m rows, for one solve, in buffers made once: lower,
     upper (the bounds, +-inf where there is none), dl, du (z's distances to them), zL, zU (the bound multipliers, 0
     where there is no bound), dzL, dzU (their Newton steps), products (optimality's: the complementarity products over
-    the lower bounds, then the upper ones), terms (6, n) and rhs (n + m) (barrier_terms'). Each
+    the lower bounds, then the upper ones), terms (6, n) and rhs (n + m) (barrier_terms'); lo, up: the indices of the
+    entries with a finite lower, upper bound, and the log barrier's distances over them. Each
     method runs one kernel on them (the numpy twins here; NativeVectors: the C kernels) and overwrites its outputs,
     which the caller reads until the next call."""
 
@@ -190,7 +193,11 @@ class Vectors:
         self.dl, self.du, self.zL, self.zU, self.dzL, self.dzU = (np.zeros(n) for _ in range(6))
         self.terms, self.rhs = np.empty((6, n)), np.empty(n + m)
         self.lo, self.up = (np.flatnonzero(np.isfinite(b)).astype(np.int64) for b in (self.lower, self.upper))
+        self.lo_value, self.up_value = self.lower[self.lo], self.upper[self.up]
         self.products = np.empty(len(self.lo) + len(self.up))
+        # the distances over the lower bounds, then the upper ones: log_barrier's work array (one log call)
+        self._d = np.empty(len(self.lo) + len(self.up))
+        self._d_lo, self._d_up = self._d[:len(self.lo)], self._d[len(self.lo):]
 
     def start(self, z: np.ndarray) -> None:
         """The distances at the start point z and the bound multipliers 1 at each bound."""
@@ -198,6 +205,27 @@ class Vectors:
         np.subtract(self.upper, z, out=self.du)
         np.copyto(self.zL, np.isfinite(self.lower))
         np.copyto(self.zU, np.isfinite(self.upper))
+
+    def distances(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """x - lower over the finite lower bounds, upper - x over the finite upper bounds (new arrays)."""
+        return x[self.lo] - self.lo_value, self.up_value - x[self.up]
+
+    def log_barrier(self, x: np.ndarray) -> float:
+        """sum of log(distance) over the finite lower bounds plus that over the finite upper bounds (the two sums as
+        numpy's of each); -inf when x is on or outside one (a nan distance is skipped, as fmin does)."""
+        if self._distances(x) <= 0:
+            return -np.inf
+        np.log(self._d, out=self._d)
+        return float(_sum(self._d_lo) + _sum(self._d_up))
+
+    def _distances(self, x: np.ndarray) -> float:
+        """x's distances to its finite bounds into the log barrier's work array, the lower bounds' then the upper
+        bounds'; their smallest (inf when there is none; nan skipped, as fmin does)."""
+        x.take(self.lo, out=self._d_lo, mode="clip")  # the indices are in range: "clip" only skips a buffer
+        np.subtract(self._d_lo, self.lo_value, out=self._d_lo)
+        x.take(self.up, out=self._d_up, mode="clip")
+        np.subtract(self.up_value, self._d_up, out=self._d_up)
+        return _fmin(self._d, initial=np.inf)
 
     def optimality(self, jt_y: np.ndarray, g: np.ndarray) -> tuple[float, float]:
         """(max |J^T y + g - zL + zU|, the largest complementarity product) from jt_y = J^T y (written over) and the
@@ -236,9 +264,9 @@ class NativeVectors(Vectors):
     def __init__(self, lower: np.ndarray, upper: np.ndarray, m: int):
         super().__init__(lower, upper, m)
         (self._lower, self._upper, self._dl, self._du, self._zL, self._zU, self._dzL, self._dzU, self._terms,
-         self._rhs, self._lo, self._up, self._products) = pointers(
+         self._rhs, self._lo, self._up, self._products, self._lo_value, self._up_value, self._d_at) = pointers(
             self.lower, self.upper, self.dl, self.du, self.zL, self.zU, self.dzL, self.dzU, self.terms, self.rhs,
-            self.lo, self.up, self.products)
+            self.lo, self.up, self.products, self.lo_value, self.up_value, self._d)
         self._largest = np.empty(3)  # optimality's maxima
         self._largest_at = address(self._largest)
 
@@ -248,6 +276,10 @@ class NativeVectors(Vectors):
             raise ValueError(f"interior point kernel: expected a float64 C-contiguous vector of length {n}, got "
                              f"{v.dtype} {v.shape} strides {v.strides}")
         return address(v)
+
+    def _distances(self, x: np.ndarray) -> float:
+        return LIB.symplex_bound_distances(len(self.lo), self._lo, self._lo_value, len(self.up), self._up,
+                                           self._up_value, self._address(x, self.n), self._d_at)
 
     def optimality(self, jt_y: np.ndarray, g: np.ndarray) -> tuple[float, float]:
         LIB.symplex_optimality(self.n, self._address(jt_y, self.n), self._address(g, self.n), self._zL, self._zU,

@@ -45,7 +45,7 @@ import scipy.sparse as sp
 from scipy.sparse import _sparsetools
 from scipy.sparse.linalg import splu
 
-from ..native.interior_point_binding import step_to_bounds as _step_to_bounds, vectors as _vectors
+from ..native.interior_point_binding import Vectors, step_to_bounds as _step_to_bounds, vectors as _vectors
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, entry_rows,
                         kkt_residual, stage_layout, stage_spread)
 
@@ -484,36 +484,6 @@ def _push_inside(z, zl, zu, k1=1e-2, k2=1e-2):
     return z
 
 
-class _Bounds:
-    """The finite lower and upper bounds of a vector (fixed for a solve): lo, up, the indices of the entries that have
-    one (for gathers: four times faster than by mask at a shot's sizes); distances and the log barrier over those
-    entries (the per-entry vectors of an iteration: interior_point_binding.Vectors)."""
-
-    def __init__(self, lo: np.ndarray, up: np.ndarray):
-        self.lo, self.up = np.flatnonzero(np.isfinite(lo)), np.flatnonzero(np.isfinite(up))
-        self.lo_value, self.up_value = lo[self.lo], up[self.up]
-        # the distances over the lower bounds, then the upper ones: log_barrier's work array (one log call)
-        self._d = np.empty(len(self.lo) + len(self.up))
-        self._d_lo, self._d_up = self._d[:len(self.lo)], self._d[len(self.lo):]
-
-    def distances(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """x - lower over the finite lower bounds, upper - x over the finite upper bounds."""
-        return x[self.lo] - self.lo_value, self.up_value - x[self.up]
-
-    def log_barrier(self, x: np.ndarray) -> float:
-        """sum of log(distance) over the finite lower bounds plus that over the finite upper bounds (the two sums as
-        numpy's of each); -inf when x is on or outside one (a nan distance is skipped, as fmin does)."""
-        d, d_lo, d_up = self._d, self._d_lo, self._d_up
-        x.take(self.lo, out=d_lo, mode="clip")  # the indices are in range: "clip" only skips a buffer
-        np.subtract(d_lo, self.lo_value, out=d_lo)
-        x.take(self.up, out=d_up, mode="clip")
-        np.subtract(self.up_value, d_up, out=d_up)
-        if _fmin(d, initial=np.inf) <= 0:  # any(d <= 0): fmin skips nan
-            return -np.inf
-        np.log(d, out=d)
-        return float(_sum(d_lo) + _sum(d_up))
-
-
 def _along(z: np.ndarray, alpha: float, dz: np.ndarray) -> np.ndarray:
     """z + alpha dz, a fresh array (the product written over by the sum: one temporary fewer)."""
     out = np.multiply(dz, alpha)
@@ -689,12 +659,12 @@ class _Point:
         return np.inf if self.logs == -np.inf else f_scale * self.f - mu * self.logs
 
 
-def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
+def _evaluate(P: _Reduced, V: Vectors, z: np.ndarray) -> _Point:
     """The rows, their violation sum, the log barrier and (inside the bounds) the objective at z."""
     x = P.full(z)
     raw = P.raw_c(z, x)
     c = P.c(z, raw)
-    logs = bounds.log_barrier(z)
+    logs = V.log_barrier(z)
     f = np.nan if logs == -np.inf else float(P.nlp.objective(x))
     abs_c = np.abs(c)
     return _Point(z, x, raw, c, abs_c, float(_sum(abs_c)), f, logs)
@@ -772,14 +742,14 @@ class _BarrierUpdate:
 
 
 def _affine_products(dz: np.ndarray, z: np.ndarray, dl: np.ndarray, du: np.ndarray, zL: np.ndarray, zU: np.ndarray,
-                     zl_dl: np.ndarray, zu_du: np.ndarray, bounds: "_Bounds") -> float:
+                     zl_dl: np.ndarray, zu_du: np.ndarray, V: Vectors) -> float:
     """The mean complementarity product after the affine-scaling step (the primal-dual Newton step for mu = 0, primal
     part dz): primal and bound multipliers each stepped as far as their bounds allow (fraction 1)."""
     dzL, dzU = -zL - zl_dl * dz, zu_du * dz - zU  # the bound multipliers' Newton steps for mu = 0
     alpha = _step_to_bounds(dl, du, dz, 1.0)
     alpha_dual = min(_step_to_bounds(zL, None, dzL, 1.0), _step_to_bounds(zU, None, dzU, 1.0))
-    d_lo, d_up = bounds.distances(z + alpha * dz)
-    zL_new, zU_new = (zL + alpha_dual * dzL)[bounds.lo], (zU + alpha_dual * dzU)[bounds.up]
+    d_lo, d_up = V.distances(z + alpha * dz)
+    zL_new, zU_new = (zL + alpha_dual * dzL)[V.lo], (zU + alpha_dual * dzU)[V.up]
     count = len(d_lo) + len(d_up)
     return float(d_lo @ zL_new + d_up @ zU_new) / count if count else 0.0
 
@@ -811,7 +781,6 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     P = _Reduced(nlp, x0)
     nz = P.nx + P.ns
     zl, zu = P.zl, P.zu
-    bounds = _Bounds(zl, zu)
     z = _push_inside(np.concatenate([P.x_full[P.free], P.s0]), zl, zu)
     mu = mu_init
     barrier_update = _BarrierUpdate(mu_strategy, mu_init, tol)
@@ -832,7 +801,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     theta_max = theta_min = None
 
     with clock("evaluation"):
-        point = _evaluate(P, bounds, z)
+        point = _evaluate(P, V, z)
         raw, c = point.raw, point.c
         g = P.grad(z, point.x)
         J = P.jac(z, point.x)
@@ -880,7 +849,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 # 3e-10 in the combined steps below (_refined accepts 1e-9)
                 sol_aff = lu.solve(-np.concatenate([g, c]))
                 mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, dl, du, zL, zU, zl_dl, zu_du,
-                                                                         bounds))
+                                                                         V))
                 if mu_new != mu:  # the right-hand side is affine in mu: a smaller mu's step is a combination
                     terms, rhs = V.barrier_terms(g, mu_new, c)  # zL / dl, zU / du: the same numbers
                     grad_phi = terms[5]
@@ -906,7 +875,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         accepted = None
         with clock("line search"):
             while alpha > 1e-12:
-                trial = _evaluate(P, bounds, _along(z, alpha, dz))
+                trial = _evaluate(P, V, _along(z, alpha, dz))
                 verdict = _filter_test(filt, theta0, phi0, trial.theta, trial.barrier(P.f_scale, mu), alpha * slope,
                                        alpha, theta_min, theta_max)
                 if verdict:
@@ -918,7 +887,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     for _ in range(4):
                         d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
                         a_soc = V.step_to_bounds(d_soc, tau)
-                        soc = _evaluate(P, bounds, _along(z, a_soc, d_soc))
+                        soc = _evaluate(P, V, _along(z, a_soc, d_soc))
                         verdict = _filter_test(filt, theta0, phi0, soc.theta, soc.barrier(P.f_scale, mu),
                                                alpha * slope, alpha, theta_min, theta_max)
                         if verdict:

@@ -199,3 +199,5 @@ def test_native_vectors_refuse_vectors_they_cannot_read():
         v.step_to_bounds(np.ones(12)[::2], 0.99)
     with pytest.raises(ValueError):
         v.accepted_step(np.ones(6, int), 0.5, 0.1)
+    with pytest.raises(ValueError):
+        v.log_barrier(np.ones(5))
