@@ -1,13 +1,14 @@
 """ctypes bindings of interior_point.c, the shots' interior point's loops over its bounded vectors, and their numpy
 twins (the reference, and what addon/solver/shots/nlp.py uses when the library is not built): step_to_bounds (the
-fraction-to-boundary rule), barrier_terms (a Newton step's barrier terms and right-hand side), multiplier_steps
-(the bound multipliers' steps and how far they may go) and accepted_step (the distances to the bounds and the bound
-multipliers at the accepted point). C and numpy give the same bits (the same operations in the same order;
-tests/solver/shots/test_interior_point_native.py).
+fraction-to-boundary rule), and through the solve's vectors, barrier_terms (a Newton step's barrier terms and
+right-hand side), multiplier_steps (the bound multipliers' steps and how far they may go), optimality (the dual
+infeasibility and the complementarity products), accepted_step (the distances to the bounds and the bound multipliers
+at the accepted point) and the log barrier's distances. C and numpy give the same bits (the same operations in the
+same order; tests/solver/shots/test_interior_point_native.py).
 
 `vectors(lower, upper, m)` -> the interior point's vectors of one solve (Vectors: distances, bound multipliers, their
-steps, barrier terms, right-hand side) in buffers made once, and these kernels on them: in C (the buffers' checks and
-addresses once per solve) when the library is built, else the twins.
+steps, barrier terms, right-hand side) in buffers made once, and these kernels on them: in C (NativeVectors: the
+buffers' checks and addresses once per solve) when the library is built, else the twins (Vectors).
 
 `LIB` is the kernel library when it is built with interior_point.c and loads (native.load_kernels), else None.
 """
@@ -149,34 +150,6 @@ def _step_to_bounds_c(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np.nd
                                       tau)
 
 
-def _barrier_terms_c(g: np.ndarray, zL: np.ndarray, zU: np.ndarray, dl: np.ndarray, du: np.ndarray, mu: float,
-                     c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n = _checked(g, zL, zU, dl, du)
-    _checked(c)
-    terms, rhs = np.empty((6, n)), np.empty(n + len(c))
-    LIB.symplex_barrier_terms(n, len(c), address(g), address(zL), address(zU), address(dl), address(du), mu,
-                              address(c), address(terms), address(rhs))
-    return terms, rhs
-
-
-def _multiplier_steps_c(zL: np.ndarray, zU: np.ndarray, terms: np.ndarray, dz: np.ndarray,
-                        tau: float) -> tuple[np.ndarray, np.ndarray, float]:
-    n = _checked(zL, zU, dz)
-    if terms.shape != (6, n) or terms.dtype != np.float64 or not terms.flags.c_contiguous:
-        raise ValueError(f"multiplier_steps: expected float64 C-contiguous terms (6, {n}), got {terms.shape}")
-    dzL, dzU = np.empty(n), np.empty(n)
-    alpha = LIB.symplex_multiplier_steps(n, address(zL), address(zU), address(terms), address(dz), tau, address(dzL),
-                                         address(dzU))
-    return dzL, dzU, alpha
-
-
-def _accepted_step_c(z: np.ndarray, lower: np.ndarray, upper: np.ndarray, alpha: float, dzL: np.ndarray,
-                     dzU: np.ndarray, mu: float, dl: np.ndarray, du: np.ndarray, zL: np.ndarray,
-                     zU: np.ndarray) -> None:
-    LIB.symplex_accepted_step(_checked(z, lower, upper, dzL, dzU, dl, du, zL, zU), *pointers(z, lower, upper),
-                              alpha, address(dzL), address(dzU), mu, *pointers(dl, du, zL, zU))
-
-
 class Vectors:
     """The interior point's vectors over z (n entries) with m rows, for one solve, in buffers made once: lower,
     upper (the bounds, +-inf where there is none), dl, du (z's distances to them), zL, zU (the bound multipliers, 0
@@ -307,7 +280,5 @@ class NativeVectors(Vectors):
 
 
 # the C kernels when the library is built, else their twins
-step_to_bounds, barrier_terms, multiplier_steps, accepted_step = (
-    (_step_to_bounds_c, _barrier_terms_c, _multiplier_steps_c, _accepted_step_c) if LIB is not None else
-    (step_to_bounds_numpy, barrier_terms_numpy, multiplier_steps_numpy, accepted_step_numpy))
+step_to_bounds = _step_to_bounds_c if LIB is not None else step_to_bounds_numpy
 vectors = NativeVectors if LIB is not None else Vectors

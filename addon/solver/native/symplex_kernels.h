@@ -435,8 +435,8 @@ double symplex_multiplier_steps(int64_t n, const double *zL, const double *zU, c
 void symplex_optimality(int64_t n, const double *jt_y, const double *g, const double *zL, const double *zU,
                         const double *dl, const double *du, int64_t n_lo, const int64_t *lo, int64_t n_up,
                         const int64_t *up, double *products, double *largest);
-/* dist = x[lo] - lo_value (n_lo), then up_value - x[up] (n_up); returns the smallest (inf when none; nan skipped) (numpy
- * twin: Vectors._distances). */
+/* dist = x[lo] - lo_value (n_lo), then up_value - x[up] (n_up); returns the smallest (inf when none; nan skipped)
+ * (numpy twin: Vectors._distances). */
 double symplex_bound_distances(int64_t n_lo, const int64_t *lo, const double *lo_value, int64_t n_up,
                                const int64_t *up, const double *up_value, const double *x, double *dist);
 /* At the accepted point z, in place: dl = z - lower, du = upper - z, zL = zL + alpha dzL clipped to

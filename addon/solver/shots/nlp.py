@@ -50,8 +50,8 @@ from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageL
                         kkt_residual, stage_layout, stage_spread)
 
 Progress = Callable[[int, dict], Optional[bool]]
-# the ufunc reductions behind ndarray.max and sum, without their Python wrappers; fmin's skips nan
-_max, _sum, _fmin = np.maximum.reduce, np.add.reduce, np.fmin.reduce
+# the ufunc reductions behind ndarray.max and sum, without their Python wrappers
+_max, _sum = np.maximum.reduce, np.add.reduce
 
 
 @dataclass(frozen=True)

@@ -55,14 +55,25 @@ def test_kernels_refuse_vectors_they_cannot_read():
         ipk.step_to_bounds(v[::2], None, np.ones(5), 0.99)
     with pytest.raises(ValueError):
         ipk.step_to_bounds(v, v, np.ones(9), 0.99)
-    with pytest.raises(ValueError):
-        ipk.barrier_terms(v, v, v, v, np.ones(10, int), 0.1, v)
+
+
+_VECTORS = [ipk.Vectors] + ([ipk.NativeVectors] if ipk.LIB is not None else [])
+
+
+def _loaded(vectors: type, n: int, m: int, **values: np.ndarray) -> ipk.Vectors:
+    """A Vectors (or NativeVectors) of n entries without bounds and m rows whose buffers hold the given values (dl,
+    du, zL, zU, dzL, dzU, terms)."""
+    v = vectors(np.full(n, -np.inf), np.full(n, np.inf), m)
+    for name, value in values.items():
+        getattr(v, name)[...] = value
+    return v
 
 
 @pytest.mark.parametrize("n, m", [(0, 0), (1, 3), (7, 2), (2400, 2000)])
 def test_barrier_terms_are_their_formulas_bit_for_bit(n, m):
-    """barrier_terms (C and the numpy twin) against the interior point's formulas: zL / dl, zU / du, their sum,
-    mu / dl, mu / du, g - mu / dl + mu / du and -(that, c), each one division or sum as numpy evaluates it."""
+    """barrier_terms (C through NativeVectors and the numpy twin through Vectors) against the interior point's
+    formulas: zL / dl, zU / du, their sum, mu / dl, mu / du, g - mu / dl + mu / du and -(that, c), each one division or
+    sum as numpy evaluates it; odd lengths too (the C kernel takes the entries by pairs)."""
     rng = np.random.default_rng(n + 15)
     dl, du, _ = _vectors(rng, n)
     dl[dl == 0.0] = 1e-300
@@ -72,17 +83,17 @@ def test_barrier_terms_are_their_formulas_bit_for_bit(n, m):
         pull = mu / dl, mu / du
         grad_phi = g - pull[0] + pull[1]
         expected = np.array([zL / dl, zU / du, zL / dl + zU / du, pull[0], pull[1], grad_phi]).reshape(6, n)
-        implementations = [ipk.barrier_terms_numpy] + ([ipk.barrier_terms] if ipk.LIB is not None else [])
-        for barrier_terms in implementations:
-            terms, rhs = barrier_terms(g, zL, zU, dl, du, mu, c)
+        for vectors in _VECTORS:
+            terms, rhs = _loaded(vectors, n, m, dl=dl, du=du, zL=zL, zU=zU).barrier_terms(g, mu, c)
             assert np.array_equal(terms, expected) and np.array_equal(rhs, -np.concatenate([grad_phi, c]))
             assert np.array_equal(np.signbit(terms), np.signbit(expected))
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 2400])
 def test_multiplier_steps_are_their_formulas_bit_for_bit(n):
-    """multiplier_steps (C and the numpy twin) against the interior point's formulas: dzL = mu / dl - zL - (zL / dl) dz,
-    dzU = mu / du - zU + (zU / du) dz and the fraction-to-boundary step of each towards 0, the smaller."""
+    """multiplier_steps (C through NativeVectors and the numpy twin through Vectors) against the interior point's
+    formulas: dzL = mu / dl - zL - (zL / dl) dz, dzU = mu / du - zU + (zU / du) dz and the fraction-to-boundary step of
+    each towards 0, the smaller."""
     rng = np.random.default_rng(n + 16)
     for _ in range(10):
         dl, du, dz = _vectors(rng, n)
@@ -95,9 +106,9 @@ def test_multiplier_steps_are_their_formulas_bit_for_bit(n):
                 dzL = mu / dl - zL - zL / dl * dz
                 dzU = mu / du - zU + zU / du * dz
                 alpha = min(ipk.step_to_bounds_numpy(zL, None, dzL, tau), ipk.step_to_bounds_numpy(zU, None, dzU, tau))
-                implementations = [ipk.multiplier_steps_numpy] + ([ipk.multiplier_steps] if ipk.LIB is not None else [])
-                for multiplier_steps in implementations:
-                    got_L, got_U, got_alpha = multiplier_steps(zL, zU, terms, dz, tau)
+                for vectors in _VECTORS:
+                    loaded = _loaded(vectors, n, 0, zL=zL, zU=zU, terms=terms)
+                    got_L, got_U, got_alpha = loaded.multiplier_steps(dz, tau)
                     assert np.array_equal(got_L, dzL) and np.array_equal(got_U, dzU) and got_alpha == alpha
                     assert 0.0 <= got_alpha <= 1.0
 
@@ -113,9 +124,9 @@ def _bounds(rng: np.random.Generator, n: int, z: np.ndarray) -> tuple[np.ndarray
 
 @pytest.mark.parametrize("n", [0, 1, 7, 2400])
 def test_accepted_step_is_its_formulas_bit_for_bit(n):
-    """accepted_step (C and the numpy twin) against the interior point's formulas: dl = z - lower, du = upper - z and
-    each bound multiplier z + alpha dz clipped by np.clip to [mu / (1e10 d), 1e10 mu / d] (0 where there is no
-    bound), signs of zeros included."""
+    """accepted_step (C through NativeVectors and the numpy twin through Vectors) against the interior point's
+    formulas: dl = z - lower, du = upper - z and each bound multiplier z + alpha dz clipped by np.clip to
+    [mu / (1e10 d), 1e10 mu / d] (0 where there is no bound), signs of zeros included."""
     rng = np.random.default_rng(n + 17)
     for _ in range(10):
         z = rng.standard_normal(n) * 10.0
@@ -126,11 +137,11 @@ def test_accepted_step_is_its_formulas_bit_for_bit(n):
         for alpha, mu in ((1.0, 0.1), (0.37, 1e-9)):
             expected = [dl, du] + [np.clip(m + alpha * s, mu / (1e10 * d), 1e10 * mu / d)
                                    for m, s, d in ((zL, dzL, dl), (zU, dzU, du))]
-            implementations = [ipk.accepted_step_numpy] + ([ipk.accepted_step] if ipk.LIB is not None else [])
-            for accepted_step in implementations:
-                got = [np.full(n, np.nan), np.full(n, np.nan), zL.copy(), zU.copy()]
-                accepted_step(z, lower, upper, alpha, dzL.copy(), dzU.copy(), mu, *got)
-                for a, b in zip(got, expected):
+            for vectors in _VECTORS:
+                v = vectors(lower, upper, 0)
+                v.zL[...], v.zU[...], v.dzL[...], v.dzU[...] = zL, zU, dzL, dzU
+                v.accepted_step(z, alpha, mu)
+                for a, b in zip((v.dl, v.du, v.zL, v.zU), expected):
                     assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
             assert n < 2400 or np.any(expected[2] != zL + alpha * dzL)  # the limits bite on some entries
 
@@ -143,9 +154,7 @@ def test_optimality_is_its_formulas_bit_for_bit(n):
     rng = np.random.default_rng(n + 19)
     z = rng.standard_normal(n) * 10.0
     lower, upper = _bounds(rng, n, z)
-    implementations = [ipk.Vectors(lower, upper, 0)] + ([ipk.NativeVectors(lower, upper, 0)] if ipk.LIB is not None
-                                                        else [])
-    for v in implementations:
+    for v in (vectors(lower, upper, 0) for vectors in _VECTORS):
         v.start(z)
         v.zL[...], v.zU[...] = _multipliers(rng, v.dl), _multipliers(rng, v.du)
         jt_y, g = rng.standard_normal(n) * 1e3, rng.standard_normal(n)
