@@ -869,8 +869,9 @@ class Transcription:
         return np.arange(2 if self.dyn.planar else 3)
 
     def _key_point(self) -> _BodyPoint | _PlanarPoint:
-        """The body origin's position rows (StageDynamics.position's) for the key blocks: in Python floats when the dynamics puts its body
-        points rigidly in the plane (body_plane: the car), else through body_point (any dynamics)."""
+        """The body origin's position rows (StageDynamics.position's) for the key blocks: in Python floats when the
+        dynamics puts its body points rigidly in the plane (body_plane: the car), else through body_point (any
+        dynamics)."""
         plane = getattr(self.dyn, "body_plane", None)
         offsets = None if plane is None else plane(_ORIGIN)
         nr = len(self._position_rows())
