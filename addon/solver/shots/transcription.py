@@ -680,49 +680,44 @@ class _PlanarPoint:
     def __init__(self, ox: float, oy: float):
         self.ox, self.oy = ox, oy
 
-    def _turns(self, S: np.ndarray) -> list[tuple[float, float, float, float]]:
-        """Per instance (cos th, sin th, x, y)."""
-        return [(math.cos(th), math.sin(th), x, y) for th, x, y in S[:, :3].tolist()]
-
-    def _points(self, S: np.ndarray) -> list[tuple[float, float, float, float]]:
-        """Per instance (p_x, p_y, dp_x/dth, dp_y/dth)."""
+    def _instances(self, S: np.ndarray) -> list[tuple[float, float, float, float, float, float]]:
+        """Per instance (p_x, p_y, dp_x/dth, dp_y/dth, d2p_x/dth2, d2p_y/dth2)."""
         ox, oy = self.ox, self.oy
-        return [(x + c * ox - s * oy, y + s * ox + c * oy, -(s * ox) - c * oy, c * ox - s * oy)
-                for c, s, x, y in self._turns(S)]
-
-    def _curvatures(self, S: np.ndarray) -> list[tuple[float, float]]:
-        """Per instance (d2p_x/dth2, d2p_y/dth2)."""
-        ox, oy = self.ox, self.oy
-        return [(c * -ox + s * oy, s * -ox + c * -oy) for c, s, _, _ in self._turns(S)]
+        out = []
+        for th, x, y in S[:, :3].tolist():
+            c, s = math.cos(th), math.sin(th)
+            out.append((x + c * ox - s * oy, y + s * ox + c * oy, -(s * ox) - c * oy, c * ox - s * oy,
+                        c * -ox + s * oy, s * -ox + c * -oy))
+        return out
 
     @staticmethod
     def _jacobian(at: list, ns: int) -> list[float]:
-        """d(p_x, p_y)/dS of the instances `at` (_points) flattened: rows over (th, x, y, the other ns - 3 state
+        """d(p_x, p_y)/dS of the instances `at` (_instances) flattened: rows over (th, x, y, the other ns - 3 state
         components)."""
         rest = (0.0,) * (ns - 3)
         return [v for a in at for v in (a[2], 1.0, 0.0, *rest, a[3], 0.0, 1.0, *rest)]
 
     def point(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        at = self._points(S)
+        at = self._instances(S)
         K, ns = S.shape
         return np.array([a[:2] for a in at]).reshape(K, 2), np.array(self._jacobian(at, ns)).reshape(K, 2, ns)
 
     def curvature(self, S: np.ndarray) -> np.ndarray:
         H = np.zeros((len(S), 2, S.shape[1], S.shape[1]))
-        H[:, :, 0, 0] = self._curvatures(S)
+        H[:, :, 0, 0] = [a[4:] for a in self._instances(S)]
         return H
 
     def rows(self, S: np.ndarray, target: np.ndarray, r: np.ndarray, J: np.ndarray) -> None:
         """Written through .flat (any layout of the caller's buffers: a flat list is the cheapest to write)."""
         tx, ty = target.tolist()
-        at = self._points(S)
+        at = self._instances(S)
         r.flat = [v for a in at for v in (a[0] - tx, a[1] - ty)]
         J.flat = self._jacobian(at, S.shape[1])
 
     def weighted_curvature(self, S: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """The (th, th) entry 0 + w_x d2p_x + w_y d2p_y: the sum of _BodyPoint's einsum, from its zero."""
         H = np.zeros((len(S), S.shape[1], S.shape[1]))
-        H[:, 0, 0] = [0.0 + wx * hx + wy * hy for (wx, wy), (hx, hy) in zip(weights.tolist(), self._curvatures(S))]
+        H[:, 0, 0] = [0.0 + wx * a[4] + wy * a[5] for (wx, wy), a in zip(weights.tolist(), self._instances(S))]
         return H
 
 
