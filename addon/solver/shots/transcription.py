@@ -23,6 +23,7 @@ C by SparsityPattern.values).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import partial
@@ -643,6 +644,90 @@ def _wrap(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return np.subtract(np.remainder(np.add(a, _PI, out=out), _TWO_PI, out=out), _PI, out=out)
 
 
+def _wrap_float(a: float) -> float:
+    """_wrap of one Python float: the same operations (Python's % is numpy's remainder: fmod, then + 2 pi when the
+    signs differ), the same number."""
+    return (a + math.pi) % (2 * math.pi) - math.pi
+
+
+class _BodyPoint:
+    """The first nr position components of the body point `offset` (3,), their Jacobian and curvature over the stage
+    state, through the dynamics' body_point and body_point_hessian (any dynamics; the reference of _PlanarPoint)."""
+
+    def __init__(self, dyn: StageDynamics, nr: int, offset: np.ndarray = _ORIGIN):
+        self.dyn, self.nr, self.offset = dyn, nr, offset
+
+    def point(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Position (K, nr) and d/dS (K, nr, ns)."""
+        p, dp = self.dyn.body_point(S, self.offset)
+        return p[:, :self.nr], dp[:, :self.nr]
+
+    def curvature(self, S: np.ndarray) -> np.ndarray:
+        """d2 position / dS2 (K, nr, ns, ns)."""
+        return self.dyn.body_point_hessian(S, self.offset)[:, :self.nr]
+
+    def rows(self, S: np.ndarray, target: np.ndarray, r: np.ndarray, J: np.ndarray) -> None:
+        """position - target into r (K, nr), its Jacobian into J (K, nr, ns)."""
+        p, dp = self.point(S)
+        np.subtract(p, target, out=r)
+        J[...] = dp
+
+    def weighted_curvature(self, S: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """sum_i weights[:, i] d2 position_i / dS2 (K, ns, ns)."""
+        return np.einsum("ki,kiab->kab", weights, self.curvature(S))
+
+
+class _PlanarPoint:
+    """_BodyPoint of a planar vehicle whose body points are rigid in the plane (its body_plane(offset) gives
+    (ox, oy)): p = (x + c ox - s oy, y + s ox + c oy), c, s = cos th, sin th, (th, x, y) = S[:, :3], only th entering
+    nonlinearly, per instance in Python floats. A key is one instance: a dozen float operations in place of a dozen
+    numpy calls, the same operations in the same order as CarDynamics.body_point and planar_point_hessian (a - b is
+    a + (-b)), the same numbers where math.cos and np.cos agree (both glibc's here)."""
+
+    def __init__(self, ox: float, oy: float):
+        self.ox, self.oy = ox, oy
+
+    def _instances(self, S: np.ndarray) -> list[tuple[float, float, float, float, float, float]]:
+        """Per instance (p_x, p_y, dp_x/dth, dp_y/dth, d2p_x/dth2, d2p_y/dth2)."""
+        ox, oy = self.ox, self.oy
+        out = []
+        for th, x, y in S[:, :3].tolist():
+            c, s = math.cos(th), math.sin(th)
+            out.append((x + c * ox - s * oy, y + s * ox + c * oy, -(s * ox) - c * oy, c * ox - s * oy,
+                        c * -ox + s * oy, s * -ox + c * -oy))
+        return out
+
+    @staticmethod
+    def _jacobian(at: list, ns: int) -> list[float]:
+        """d(p_x, p_y)/dS of the instances `at` (_instances) flattened: rows over (th, x, y, the other ns - 3 state
+        components)."""
+        rest = (0.0,) * (ns - 3)
+        return [v for a in at for v in (a[2], 1.0, 0.0, *rest, a[3], 0.0, 1.0, *rest)]
+
+    def point(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        at = self._instances(S)
+        K, ns = S.shape
+        return np.array([a[:2] for a in at]).reshape(K, 2), np.array(self._jacobian(at, ns)).reshape(K, 2, ns)
+
+    def curvature(self, S: np.ndarray) -> np.ndarray:
+        H = np.zeros((len(S), 2, S.shape[1], S.shape[1]))
+        H[:, :, 0, 0] = [a[4:] for a in self._instances(S)]
+        return H
+
+    def rows(self, S: np.ndarray, target: np.ndarray, r: np.ndarray, J: np.ndarray) -> None:
+        """Written through .flat (any layout of the caller's buffers: a flat list is the cheapest to write)."""
+        tx, ty = target.tolist()
+        at = self._instances(S)
+        r.flat = [v for a in at for v in (a[0] - tx, a[1] - ty)]
+        J.flat = self._jacobian(at, S.shape[1])
+
+    def weighted_curvature(self, S: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """The (th, th) entry 0 + w_x d2p_x + w_y d2p_y: the sum of _BodyPoint's einsum, from its zero."""
+        H = np.zeros((len(S), S.shape[1], S.shape[1]))
+        H[:, 0, 0] = [0.0 + wx * a[4] + wy * a[5] for (wx, wy), a in zip(weights.tolist(), self._instances(S))]
+        return H
+
+
 @dataclass
 class Transcription:
     """A shot transcribed for one StageDynamics: `nlp`, `x0(...)` and `solve(...)`."""
@@ -785,45 +870,54 @@ class Transcription:
         it costs a third less than with a list)."""
         return np.arange(2 if self.dyn.planar else 3)
 
+    def _key_point(self) -> _BodyPoint | _PlanarPoint:
+        """The body origin's position rows (StageDynamics.position's) for the key blocks: in Python floats when the
+        dynamics puts its body points rigidly in the plane (body_plane: the car), else through body_point (any
+        dynamics)."""
+        plane = getattr(self.dyn, "body_plane", None)
+        offsets = None if plane is None else plane(_ORIGIN)
+        nr = len(self._position_rows())
+        if offsets is None or nr != 2:
+            return _BodyPoint(self.dyn, nr)
+        return _PlanarPoint(*offsets)
+
     def _key_blocks(self):
         """Per key, a one-instance block of each of its conditions (position, heading, velocity), in that order. Each
         block's function writes its rows and Jacobian into the assembly's buffers (`into`): a key is a handful of
-        numbers, its cost is the number of numpy calls."""
+        numbers, its cost is the number of numpy calls (the position's through _key_point, the heading wrapped in
+        Python floats)."""
         dyn = self.dyn
         nr = len(self._position_rows())  # the position's first nr components
+        point = self._key_point()
+        curvature = self._curvature
         for key in self.shot.keys:
             step = np.array([key.step])
             if key.position is not None:
                 target = np.asarray(key.position, float)[:nr]
                 if key.radius > 0:
                     def into(S, r, J, target=target):
-                        p, dp = dyn.position(S)
-                        d = p[:, :nr] - target
+                        p, dp = point.point(S)
+                        d = p - target
                         r[:, 0] = np.sum(d * d, 1)
-                        J[:, 0] = 2 * np.einsum("ki,kij->kj", d, dp[:, :nr])
+                        J[:, 0] = 2 * np.einsum("ki,kij->kj", d, dp)
 
                     def hessian(S, weights, target=target):  # 2 (J^T J + sum_i d_i d2p_i)
-                        p, dp = dyn.position(S)
-                        J, d = dp[:, :nr], p[:, :nr] - target
-                        H = np.einsum("kia,kib->kab", J, J) + np.einsum("ki,kiab->kab", d, self._point_hessian(S)[:, :nr])
+                        p, J = point.point(S)
+                        d = p - target
+                        H = np.einsum("kia,kib->kab", J, J) + np.einsum("ki,kiab->kab", d, point.curvature(S))
                         return 2 * weights[:, :1, None] * H
-                    self._node_block(step, _with_hessian(_writing(into, 1), hessian if self._curvature else None),
+                    self._node_block(step, _with_hessian(_writing(into, 1), hessian if curvature else None),
                                      [[-np.inf]], [[key.radius**2]], [key.label], ("key", key, "position"))
                 else:
                     def into(S, r, J, target=target):
-                        p, dp = dyn.position(S)
-                        np.subtract(p[:, :nr], target, out=r)
-                        J[...] = dp[:, :nr]
-
-                    def hessian(S, weights):
-                        return np.einsum("ki,kiab->kab", weights, self._point_hessian(S)[:, :nr])
+                        point.rows(S, target, r, J)
                     z = np.zeros((1, nr))
-                    self._node_block(step, _with_hessian(_writing(into, nr), hessian if self._curvature else None), z,
-                                     z, [key.label], ("key", key, "position"))
+                    self._node_block(step, _with_hessian(_writing(into, nr), point.weighted_curvature if curvature
+                                                         else None), z, z, [key.label], ("key", key, "position"))
             if key.heading is not None:
-                def into(S, r, J, target=np.array(float(key.heading))):
+                def into(S, r, J, target=float(key.heading)):
                     a, da = dyn.heading(S)
-                    _wrap(np.subtract(a, target, out=r[:, 0]), r[:, 0])
+                    r[:, 0] = [_wrap_float(v - target) for v in a.tolist()]
                     J[:, 0] = da
                 self._node_block(step, _writing(into, 1), [[0.0]], [[0.0]], [key.label], ("key", key, "heading"))
             if key.velocity is not None:

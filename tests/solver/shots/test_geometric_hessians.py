@@ -1,7 +1,8 @@
 """Exact second derivatives of the shots' geometric terms: obstacle distances (sphere, box, cylinder, convex
 hull), body points, keys, corridors, obstacle clearances and the reference-path cost, each against central differences
 of its exact first derivative (obstacles.py, StageDynamics.body_point_hessian, transcription.py); a car's clearance
-rows in C (native/planar_clearance.c) against their numpy twin."""
+rows in C (native/planar_clearance.c) against their numpy twin; a car key's body origin in Python floats (_PlanarPoint)
+against body_point (_BodyPoint)."""
 
 from dataclasses import replace
 
@@ -12,6 +13,7 @@ from addon import solver  # noqa: F401  (package import order: integrator before
 from addon.solver.native import shot_rows_binding
 from addon.solver.shots.obstacles import distance_function
 from addon.solver.shots.spec import Corridor, Costs, Obstacle
+from addon.solver.shots.transcription import _BodyPoint, _PlanarPoint, _wrap, _wrap_float
 from addon.solver.shots.vehicle_shot import transcribe
 
 from .test_vehicle_shots import _small_shot
@@ -92,3 +94,37 @@ def test_car_clearance_rows_in_c_equal_numpy(monkeypatch):
         w = rng.standard_normal(d.shape)
         H, H0 = a.fn.hessian(S, w), b.fn.hessian(S, w)
         assert np.max(np.abs(H - H0)) <= 1e-13 * np.abs(H0).max() and np.abs(H0).max() > 0.1
+
+
+@pytest.mark.parametrize("K,offset", [(1, (0.0, 0.0, 0.0)), (5, (0.7, -0.4, 0.2))])
+def test_car_body_point_in_floats_equals_body_point(K, offset):
+    """A car's body point per instance in Python floats (_PlanarPoint: the keys', at the body origin) against
+    CarDynamics.body_point and body_point_hessian: position, Jacobian, curvature, the key rows minus a target written
+    into strided views of larger buffers (the assembly's), and the weighted curvature, equal to round-off at random
+    states (one instance: a key; five: batches while differencing)."""
+    tr = transcribe(_small_shot("sedan", 1.0))
+    offset = np.array(offset)
+    fast = tr._key_point() if not offset.any() else _PlanarPoint(*tr.dyn.body_plane(offset))
+    assert isinstance(fast, _PlanarPoint)
+    ref = _BodyPoint(tr.dyn, 2, offset)
+    rng = np.random.default_rng(5)
+    S = np.column_stack([rng.uniform(-np.pi, np.pi, K), rng.uniform(-20.0, 20.0, (K, 2)), rng.uniform(-0.5, 0.5, K)])
+    for got, want in zip(fast.point(S) + (fast.curvature(S),), ref.point(S) + (ref.curvature(S),)):
+        assert got.shape == want.shape and np.max(np.abs(got - want)) <= 1e-15 * np.abs(want).max()
+    target = rng.uniform(-5.0, 5.0, 2)
+    r, J = np.full((K, 3), np.nan)[:, 1:], np.full((K, 2, 5), np.nan)[:, :, :4]  # not contiguous
+    r0, J0 = np.empty((K, 2)), np.empty((K, 2, 4))
+    fast.rows(S, target, r, J)
+    ref.rows(S, target, r0, J0)
+    assert np.max(np.abs(r - r0)) <= 1e-14 * np.abs(r0).max() and np.max(np.abs(J - J0)) <= 1e-15 * np.abs(J0).max()
+    w = rng.standard_normal((K, 2))
+    H, H0 = fast.weighted_curvature(S, w), ref.weighted_curvature(S, w)
+    assert np.max(np.abs(H - H0)) <= 1e-15 * np.abs(H0).max() and np.abs(H0).max() > 0.1
+
+
+def test_heading_wrap_in_floats_equals_numpy():
+    """A heading key's wrap of one Python float, against _wrap's numpy remainder: the same numbers (the same IEEE
+    operations: Python's % and numpy's remainder are fmod, then + 2 pi when the signs differ), at random angles and
+    at odd multiples of pi (the wrap's edges)."""
+    a = np.concatenate([np.random.default_rng(6).uniform(-30.0, 30.0, 2000), np.arange(-9, 10, 2) * np.pi])
+    assert np.array_equal([_wrap_float(v) for v in a.tolist()], _wrap(a))
