@@ -110,7 +110,7 @@ static void sub_combination(int64_t count, const double *coef, const double *row
 }
 
 /* Exchange x[j] and y[j], j < n (in pairs, which the compiler packs). */
-static void swap_rows(int64_t n, double *restrict x, double *restrict y)
+static inline void swap_rows(int64_t n, double *restrict x, double *restrict y)
 {
     int64_t j = 0;
     for (; j + 2 <= n; j += 2) {
@@ -402,24 +402,11 @@ static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_
               b + r_off[k] * ncol);
 }
 
-/* The columns of c (n x n1, row-major) with an entry != 0, ascending, into cols; their number. */
-static int64_t nonzero_columns(int64_t n, int64_t n1, const double *c, int64_t *cols)
-{
-    int64_t q = 0;
-    for (int64_t j = 0; j < n1; ++j) {
-        int64_t i = 0;
-        while (i < n && c[i * n1 + j] == 0.0)
-            ++i;
-        if (i < n)
-            cols[q++] = j;
-    }
-    return q;
-}
-
 int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                              const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
-                             double s_rcond, double *blk, double *g, int64_t *g_cols, int64_t *g_count, double *x,
-                             int64_t *piv, int64_t *parity)
+                             double s_rcond, double *blk, double *g, const int64_t *g_cols, const int64_t *g_count,
+                             const int64_t *coupling, const int64_t *coupling_off, double *x, int64_t *piv,
+                             int64_t *parity)
 {
     *parity = 0;
     for (int64_t k = 0; k < n_chunks; ++k) {
@@ -429,16 +416,17 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
             return k;
         if (k + 1 == n_chunks)
             break;
-        /* D_{k+1} = A_{k+1} - C_k^T G_k, G_k = D_k^{-1} C_k over the q columns of C_k that are not zero (the
-         * unknowns of chunk k+1 that chunk k couples to: the stage's state, not its whole block) */
-        int64_t n1 = size[k + 1];
+        /* D_{k+1} = A_{k+1} - C_k^T G_k, G_k = D_k^{-1} C_k over the q columns of C_k that hold an entry (the
+         * unknowns of chunk k+1 that chunk k couples to: the stage's state, not its whole block), gathered from
+         * C_k's entries (position, row, column's place among the q) */
+        int64_t n1 = size[k + 1], q = g_count[k];
         const double *ck = blk + c_off[k];
-        int64_t *cols = g_cols + r_off[k + 1];
-        int64_t q = g_count[k] = nonzero_columns(n, n1, ck, cols);
+        const int64_t *cols = g_cols + r_off[k + 1];
+        const int64_t *entry = coupling + 3 * coupling_off[k], *entry_end = coupling + 3 * coupling_off[k + 1];
         double *gk = g + c_off[k];
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t t = 0; t < q; ++t)
-                gk[i * q + t] = ck[i * n1 + cols[t]];
+        memset(gk, 0, (size_t)(n * q) * sizeof(double));
+        for (const int64_t *e = entry; e < entry_end; e += 3)
+            gk[e[1] * q + e[2]] = ck[e[0]];
         lu_solve(n, d, piv + r_off[k], q, gk);
         /* A_{k+1}[cols, cols] -= C_k[:, cols]^T G_k in a dense q x q tile (g's unused room at a_off[k + 1]); each
          * entry's terms in the order of i, so the same bits as updating it in place */
@@ -446,12 +434,11 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
         for (int64_t u = 0; u < q; ++u)
             for (int64_t t = 0; t < q; ++t)
                 tile[u * q + t] = a1[cols[u] * n1 + cols[t]];
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t u = 0; u < q; ++u) {
-                double c = ck[i * n1 + cols[u]];
-                if (c != 0.0)
-                    sub_scaled(q, c, gk + i * q, tile + u * q);
-            }
+        for (const int64_t *e = entry; e < entry_end; e += 3) {
+            double c = ck[e[0]];
+            if (c != 0.0)
+                sub_scaled(q, c, gk + e[1] * q, tile + e[2] * q);
+        }
         for (int64_t u = 0; u < q; ++u)
             for (int64_t t = 0; t < q; ++t)
                 a1[cols[u] * n1 + cols[t]] = tile[u * q + t];
@@ -607,8 +594,8 @@ int64_t symplex_stage_newton(const symplex_stage_plan *plan, const double *w_val
         return SYMPLEX_STEP_SLACK;
     int64_t factor_parity = 0;
     int64_t failed = symplex_stage_factor(p->n_chunks, p->nb, p->size, p->a_off, p->c_off, p->e_off, p->f_off,
-                                          p->r_off, p->s_rcond, p->blk, p->g, p->g_cols, p->g_count, p->x, p->piv,
-                                          &factor_parity);
+                                          p->r_off, p->s_rcond, p->blk, p->g, p->g_cols, p->g_count, p->coupling,
+                                          p->coupling_off, p->x, p->piv, &factor_parity);
     if (failed >= 0)
         return failed == p->n_chunks ? SYMPLEX_STEP_BORDER : SYMPLEX_STEP_PIVOT;
     *parity = (factor_parity + p->n_elim) % 2;

@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 30
+#define SYMPLEX_ABI_VERSION 31
 
 int64_t symplex_abi_version(void);
 
