@@ -228,38 +228,38 @@ static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t nco
                         b + i * ncol);
 }
 
-/* out[i] -= ak[i] bv over the count entries i listed in cols (all, i = t, when cols is NULL) where ak[i] != 0: one row
- * of sub_atb's one-column case (inlined, so each call with a NULL cols is compiled without the test per entry). */
-static inline void sub_row_times(int64_t count, const int64_t *cols, const double *ak, double bv, double *out)
-{
-    for (int64_t t = 0; t < count; ++t) {
-        int64_t i = cols ? cols[t] : t;
-        double s = ak[i];
-        if (s != 0.0)
-            out[i] -= s * bv;
-    }
-}
-
-/* out (q x r) -= a^T b, a (p x q), b (p x r), all row-major; over the count columns of a listed in cols (the
- * others zero), or all q when cols is NULL. */
-static void sub_atb(int64_t p, int64_t q, const int64_t *cols, int64_t count, int64_t r, const double *a,
-                    const double *b, double *out)
+/* out (q x r) -= a^T b, a (p x q), b (p x r), all row-major; terms with a zero entry of a skipped. */
+static void sub_atb(int64_t p, int64_t q, int64_t r, const double *a, const double *b, double *out)
 {
     for (int64_t k = 0; k < p; ++k) {
         const double *ak = a + k * q, *bk = b + k * r;
-        if (r == 1) { /* one right-hand side: out[i] -= s b[k], sub_scaled's one operation without its loops */
-            if (cols)
-                sub_row_times(count, cols, ak, bk[0], out);
-            else
-                sub_row_times(count, NULL, ak, bk[0], out);
-            continue;
-        }
-        for (int64_t t = 0; t < count; ++t) {
-            int64_t i = cols ? cols[t] : t;
+        for (int64_t i = 0; i < q; ++i) {
             double s = ak[i];
-            if (s != 0.0)
-                sub_scaled(r, s, bk, out + i * r);
+            if (s != 0.0) {
+                if (r == 1) /* one right-hand side: sub_scaled's one operation without its loops */
+                    out[i] -= s * bk[0];
+                else
+                    sub_scaled(r, s, bk, out + i * r);
+            }
         }
+    }
+}
+
+/* out (rows cols[u], r columns each) -= C^T b over C's entries [e, end) (coupling's triples: position in c, row,
+ * place u of its column), b (rows of C, r columns each): sub_atb's operations on C's columns cols, in its order
+ * (row by row, each row's columns ascending), without visiting the places of C that hold no entry (which the
+ * fill leaves as they were). */
+static void sub_coupling(const int64_t *e, const int64_t *end, const double *c, const int64_t *cols, int64_t r,
+                         const double *b, double *out)
+{
+    for (; e < end; e += 3) {
+        double s = c[e[0]];
+        if (s == 0.0)
+            continue;
+        if (r == 1)
+            out[cols[e[2]]] -= s * b[e[1]];
+        else
+            sub_scaled(r, s, b + e[1] * r, out + cols[e[2]] * r);
     }
 }
 
@@ -285,7 +285,8 @@ static void sub_ab(int64_t p, int64_t q, int64_t r, const double *a, const doubl
     }
 }
 
-int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_t *w_slot, const int64_t *w_src,
+int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t c_begin, int64_t c_end, int64_t n_c,
+                           const int64_t *c_slot, int64_t n_w, const int64_t *w_slot, const int64_t *w_src,
                            const double *w_val, int64_t n_j, const int64_t *j_slot, const int64_t *j_src,
                            const double *j_val, int64_t n_p, const int64_t *p_slot, const int64_t *p_a,
                            const int64_t *p_b, const int64_t *p_row, int64_t nx, int64_t ns, const int64_t *slack_diag,
@@ -302,7 +303,10 @@ int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_
         int64_t j = elim_slack[i];
         weight[i] = 1.0 / (dc + coef[j] * coef[j] / slack_d[j]);
     }
-    memset(blk, 0, (size_t)n_blk * sizeof(double));
+    memset(blk, 0, (size_t)c_begin * sizeof(double));
+    memset(blk + c_end, 0, (size_t)(n_blk - c_end) * sizeof(double));
+    for (int64_t t = 0; t < n_c; ++t)
+        blk[c_slot[t]] = 0.0;
     for (int64_t t = 0; t < n_w; ++t)
         blk[w_slot[t]] += w_val[w_src[t]];
     for (int64_t t = 0; t < n_j; ++t)
@@ -384,17 +388,19 @@ static void sub_g(int64_t p, int64_t q, const int64_t *cols, const double *g, in
     }
 }
 
-/* T^{-1} b for the factorised chain, b (n_inner x ncol) in place: forward w_k = D_k^{-1} (b_k - C_{k-1}^T w_{k-1}),
- * then back x_k = w_k - G_k x_{k+1} with G_k = D_k^{-1} C_k (compact: its nonzero columns, symplex_stage_factor). */
+/* T^{-1} b for the factorised chain, b (n_inner x ncol) in place: forward w_k = D_k^{-1} (b_k - C_{k-1}^T w_{k-1})
+ * over C_{k-1}'s entries, then back x_k = w_k - G_k x_{k+1} with G_k = D_k^{-1} C_k (compact: the columns of C_k
+ * that hold an entry, symplex_stage_factor). */
 static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_off, const int64_t *c_off,
                         const int64_t *r_off, const double *blk, const double *g, const int64_t *g_cols,
-                        const int64_t *g_count, const int64_t *piv, int64_t ncol, double *b)
+                        const int64_t *g_count, const int64_t *coupling, const int64_t *coupling_off,
+                        const int64_t *piv, int64_t ncol, double *b)
 {
     for (int64_t k = 0; k < n_chunks; ++k) {
         double *bk = b + r_off[k] * ncol;
         if (k > 0)
-            sub_atb(size[k - 1], size[k], g_cols + r_off[k], g_count[k - 1], ncol, blk + c_off[k - 1],
-                    b + r_off[k - 1] * ncol, bk);
+            sub_coupling(coupling + 3 * coupling_off[k - 1], coupling + 3 * coupling_off[k], blk + c_off[k - 1],
+                         g_cols + r_off[k], ncol, b + r_off[k - 1] * ncol, bk);
         lu_solve(size[k], blk + a_off[k], piv + r_off[k], ncol, bk);
     }
     for (int64_t k = n_chunks - 2; k >= 0; --k)
@@ -448,10 +454,10 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
     int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
     for (int64_t k = 0; k < n_chunks; ++k)
         memcpy(x + r_off[k] * nb, blk + e_off[k], (size_t)(size[k] * nb) * sizeof(double));
-    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, piv, nb, x);
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, coupling, coupling_off, piv, nb, x);
     double *s = blk + f_off;
     for (int64_t k = 0; k < n_chunks; ++k)
-        sub_atb(size[k], nb, NULL, nb, nb, blk + e_off[k], x + r_off[k] * nb, s);
+        sub_atb(size[k], nb, nb, blk + e_off[k], x + r_off[k] * nb, s);
     double largest = 0.0;
     for (int64_t i = 0; i < nb * nb; ++i)
         largest = fmax(largest, fabs(s[i]));
@@ -463,15 +469,16 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
 void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                          const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
                          const double *blk, const double *g, const int64_t *g_cols, const int64_t *g_count,
-                         const double *x, const int64_t *piv, double *v)
+                         const int64_t *coupling, const int64_t *coupling_off, const double *x, const int64_t *piv,
+                         double *v)
 {
     int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
-    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, piv, 1, v);
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, coupling, coupling_off, piv, 1, v);
     if (nb == 0)
         return;
     double *vb = v + n_inner; /* border: S xb = bb - E^T u, then u -= X xb */
     for (int64_t k = 0; k < n_chunks; ++k)
-        sub_atb(size[k], nb, NULL, nb, 1, blk + e_off[k], v + r_off[k], vb);
+        sub_atb(size[k], nb, 1, blk + e_off[k], v + r_off[k], vb);
     lu_solve(nb, blk + f_off, piv + n_inner, 1, vb);
     sub_ab(n_inner, nb, 1, x, vb, v);
 }
@@ -479,13 +486,13 @@ void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, cons
 void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                                    const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
                                    const double *blk, const double *g, const int64_t *g_cols,
-                                   const int64_t *g_count, const double *x, const int64_t *piv, int64_t nx,
-                                   int64_t ns, int64_t m, const int64_t *slack_row, const double *coef,
-                                   const double *slack_d, int64_t n_elim, const int64_t *elim_row,
-                                   const double *weight, int64_t n_e, const int64_t *e_src, const int64_t *e_col,
-                                   const int64_t *e_row, const double *j_val, int64_t n_kept,
-                                   const int64_t *kept_row, const int64_t *where, const double *rhs, double *out,
-                                   double *v, double *t)
+                                   const int64_t *g_count, const int64_t *coupling, const int64_t *coupling_off,
+                                   const double *x, const int64_t *piv, int64_t nx, int64_t ns, int64_t m,
+                                   const int64_t *slack_row, const double *coef, const double *slack_d,
+                                   int64_t n_elim, const int64_t *elim_row, const double *weight, int64_t n_e,
+                                   const int64_t *e_src, const int64_t *e_col, const int64_t *e_row,
+                                   const double *j_val, int64_t n_kept, const int64_t *kept_row,
+                                   const int64_t *where, const double *rhs, double *out, double *v, double *t)
 {
     int64_t nz = nx + ns;
     double *ry = out + nz; /* the rows' right-hand side, then their multipliers */
@@ -501,7 +508,8 @@ void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *
         v[where[e_col[e]]] += j_val[e_src[e]] * t[e_row[e]];
     for (int64_t k = 0; k < n_kept; ++k)
         v[where[nx + k]] = ry[kept_row[k]];
-    symplex_stage_solve(n_chunks, nb, size, a_off, c_off, e_off, f_off, r_off, blk, g, g_cols, g_count, x, piv, v);
+    symplex_stage_solve(n_chunks, nb, size, a_off, c_off, e_off, f_off, r_off, blk, g, g_cols, g_count, coupling,
+                        coupling_off, x, piv, v);
     for (int64_t i = 0; i < nx; ++i)
         out[i] = v[where[i]];
     for (int64_t k = 0; k < n_kept; ++k)
@@ -532,10 +540,10 @@ static double max_abs(int64_t n, const double *v)
 static void plan_solve(const symplex_stage_plan *p, const double *j_val, const double *rhs, double *sol)
 {
     symplex_stage_condensed_solve(p->n_chunks, p->nb, p->size, p->a_off, p->c_off, p->e_off, p->f_off, p->r_off,
-                                  p->blk, p->g, p->g_cols, p->g_count, p->x, p->piv, p->nx, p->ns, p->m,
-                                  p->slack_row, p->coef, p->slack_d, p->n_elim, p->elim_row, p->weight, p->n_e,
-                                  p->e_src, p->e_col, p->e_row, j_val, p->n_kept, p->kept_row, p->where, rhs, sol,
-                                  p->v, p->t);
+                                  p->blk, p->g, p->g_cols, p->g_count, p->coupling, p->coupling_off, p->x, p->piv,
+                                  p->nx, p->ns, p->m, p->slack_row, p->coef, p->slack_d, p->n_elim, p->elim_row,
+                                  p->weight, p->n_e, p->e_src, p->e_col, p->e_row, j_val, p->n_kept, p->kept_row,
+                                  p->where, rhs, sol, p->v, p->t);
 }
 
 /* out = rhs - K sol (kkt_residual on the plan's pattern), W dz left in the plan's z_work for plan_curvature and
@@ -588,9 +596,10 @@ int64_t symplex_stage_newton(const symplex_stage_plan *plan, const double *w_val
     for (int64_t t = 0; t < p->n_j_far; ++t)
         if (j_val[p->j_far[t]] != 0.0)
             return SYMPLEX_STEP_FAR;
-    if (symplex_stage_fill(p->n_blk, p->blk, p->n_w, p->w_slot, p->w_src, w_val, p->n_j, p->j_slot, p->j_src, j_val,
-                           p->n_p, p->p_slot, p->p_a, p->p_b, p->p_row, p->nx, p->ns, p->slack_diag, p->coef, dw, dc,
-                           p->slack_d, p->n_elim, p->elim_slack, p->weight, p->n_kept, p->kept_slack, p->d_slot))
+    if (symplex_stage_fill(p->n_blk, p->blk, p->c_begin, p->c_end, p->n_c, p->c_slot, p->n_w, p->w_slot, p->w_src,
+                           w_val, p->n_j, p->j_slot, p->j_src, j_val, p->n_p, p->p_slot, p->p_a, p->p_b, p->p_row,
+                           p->nx, p->ns, p->slack_diag, p->coef, dw, dc, p->slack_d, p->n_elim, p->elim_slack,
+                           p->weight, p->n_kept, p->kept_slack, p->d_slot))
         return SYMPLEX_STEP_SLACK;
     int64_t factor_parity = 0;
     int64_t failed = symplex_stage_factor(p->n_chunks, p->nb, p->size, p->a_off, p->c_off, p->e_off, p->f_off,

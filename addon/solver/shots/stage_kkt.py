@@ -573,13 +573,13 @@ def _work_arrays(L: StageLayout) -> tuple[tuple[np.ndarray, ...], tuple[int, ...
     return arrays, pointers(*arrays)
 
 
-def _coupling(L: StageLayout, written: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _coupling(L: StageLayout, written: np.ndarray) -> tuple[np.ndarray, ...]:
     """The entries of the blocks C_k in layout L among the slots `written` (the fill's, ascending without repeats):
     (g_cols, g_count, coupling, coupling_off) of symplex_stage_factor (stage_kkt.h): the columns of each C_k that
-    hold an entry, their number, and each entry's (position in its C_k, row, place of its column), row by row."""
+    hold an entry, their number, and each entry's (position in its C_k, row, place of its column), row by row; and
+    c_slot of symplex_stage_fill, the entries' slots."""
     n_inner, i64 = len(L.order), np.int64
-    end = L.c_off[-1] + L.sizes[-2] * L.sizes[-1]
-    slots = written[(written >= L.c_off[0]) & (written < end)]
+    slots = written[(written >= L.c_off[0]) & (written < _c_end(L))]
     chunk = np.searchsorted(L.c_off, slots, side="right") - 1
     position = slots - L.c_off.take(chunk)
     width = L.sizes.take(chunk + 1)
@@ -592,14 +592,19 @@ def _coupling(L: StageLayout, written: np.ndarray) -> tuple[np.ndarray, np.ndarr
     g_cols = np.zeros(n_inner, i64)
     g_cols[L.r_off.take(of_chunk + 1) + np.arange(len(columns)) - first.take(of_chunk)] = columns % int(L.sizes.max())
     coupling = np.ascontiguousarray(np.stack([position, row, place], axis=1), i64)
-    return g_cols, g_count, coupling, np.searchsorted(chunk, np.arange(L.n_chunks)).astype(i64)
+    return g_cols, g_count, coupling, np.searchsorted(chunk, np.arange(L.n_chunks)).astype(i64), slots
 
 
-def _native_factor(L: StageLayout, work: tuple[int, ...], coupling: tuple[int, int], parity: np.ndarray) -> int:
-    """Factorise the blocks filled in the work arrays (addresses of blk, g, g_cols, g_count, x, piv) in C with the
-    coupling blocks' entries (addresses of coupling, coupling_off: _coupling); the parity of K's negative
-    eigenvalues, through the one int64 of `parity`."""
-    failed = _native.factor(L.kernel_args(), _PIVOT_RCOND, work, coupling, address(parity))
+def _c_end(L: StageLayout) -> int:
+    """Where the blocks C_k of layout L end in the C kernel's storage (they start at c_off[0])."""
+    return int(L.c_off[-1] + L.sizes[-2] * L.sizes[-1])
+
+
+def _native_factor(L: StageLayout, work: tuple[int, ...], parity: np.ndarray) -> int:
+    """Factorise the blocks filled in the work arrays (addresses of blk, g, g_cols, g_count, coupling,
+    coupling_off, x, piv: symplex_stage_factor's) in C; the parity of K's negative eigenvalues, through the one
+    int64 of `parity`."""
+    failed = _native.factor(L.kernel_args(), _PIVOT_RCOND, work, address(parity))
     if failed >= 0:
         raise StageBreakdown(_BREAKDOWN[_native.BORDER if failed == L.n_chunks else _native.PIVOT])
     return int(parity[0])
@@ -846,7 +851,7 @@ class StagePlan:
         stored = (p_slot >= 0).nonzero()[0]
         a, b = a.take(stored), b.take(stored)
         self.p_slot, self.p_a, self.p_b, self.p_row = p_slot.take(stored), je.take(a), je.take(b), self.e_row.take(a)
-        self.g_cols, self.g_count, self.coupling, self.coupling_off = _coupling(
+        self.g_cols, self.g_count, self.coupling, self.coupling_off, self.c_slot = _coupling(
             L, np.unique(np.concatenate([self.w_slot, self.j_slot, self.p_slot, self.d_slot])))
         self.nx, self.m = nx, m
         self.far = len(self.w_far) > 0 or len(self.j_far) > 0
@@ -867,7 +872,7 @@ class StagePlan:
         def at(*names: str) -> tuple[int, ...]:
             return tuple(address[name] for name in names)
 
-        self.fill_args = (len(self.w_slot), *at("w_slot", "w_src"), len(self.j_slot), *at("j_slot", "j_src"),
+        self.fill_args = (int(L.c_off[0]), _c_end(L), len(self.c_slot), address["c_slot"], len(self.w_slot), *at("w_slot", "w_src"), len(self.j_slot), *at("j_slot", "j_src"),
                           len(self.p_slot), *at("p_slot", "p_a", "p_b", "p_row"), nx, len(rows),
                           *at("slack_diag", "coef", "slack_d"), len(self.elim), *at("elim_slack", "weight"),
                           len(self.kept), *at("kept_slack", "d_slot"))
@@ -895,14 +900,14 @@ class StagePlan:
             w_far=self.w_far, j_far=self.j_far, slack_row=self.rows, elim_row=self.elim, e_src=self.e_src,
             e_col=self.e_col, e_row=self.e_row, kept_row=self.kept, where=self.where, v=self.v, t=self.t,
             w_ptr=w_ptr, w_idx=w_idx, j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine,
-            g_cols=self.g_cols, g_count=self.g_count, coupling=self.coupling, coupling_off=self.coupling_off)
+            g_cols=self.g_cols, g_count=self.g_count, coupling=self.coupling, coupling_off=self.coupling_off,
+            c_slot=self.c_slot)
         address = dict(zip(arrays, pointers(*arrays.values())))
         blk, g, x, piv, _ = work
-        self.work = (blk, g, address["g_cols"], address["g_count"], x, piv)
-        self.coupling_args = (address["coupling"], address["coupling_off"])
+        self.work = (blk, g, *(address[name] for name in ("g_cols", "g_count", "coupling", "coupling_off")), x, piv)
         self.kernel_plan = _native.Plan(
-            n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, s_rcond=_PIVOT_RCOND, blk=blk, g=g, x=x,
-            piv=piv, n_w=len(self.w_slot),
+            n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, c_begin=int(L.c_off[0]), c_end=_c_end(L),
+            n_c=len(self.c_slot), s_rcond=_PIVOT_RCOND, blk=blk, g=g, x=x, piv=piv, n_w=len(self.w_slot),
             n_j=len(self.j_slot), n_p=len(self.p_slot), nx=self.nx, ns=len(self.rows), m=self.m,
             n_elim=len(self.elim), n_kept=len(self.kept), n_w_far=len(self.w_far), n_j_far=len(self.j_far),
             n_e=len(self.e_src), parity_m=self.m % 2, **address)
@@ -951,7 +956,7 @@ class PlannedFactor:
         if _native.fill(L.n_blk, self.work[0], P.fill_args, np.ascontiguousarray(W.data, float),
                         np.ascontiguousarray(J.data, float), dw, dc):
             raise StageBreakdown(_BREAKDOWN[_native.SLACK])
-        self.parity = (_native_factor(L, self.work, P.coupling_args, L.scratch()[0][-1]) + len(P.elim)) % 2
+        self.parity = (_native_factor(L, self.work, L.scratch()[0][-1]) + len(P.elim)) % 2
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         P = self.plan
