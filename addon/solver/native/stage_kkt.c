@@ -522,18 +522,32 @@ void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *
         out[nx + j] = (rhs[nx + j] - coef[j] * ry[slack_row[j]]) / slack_d[j];
 }
 
-/* max |v_i| over n entries, NaN when any is NaN (numpy's max: comparisons with it then fail, as in nlp._refined). */
+/* max |v_i| over n entries, NaN when any is NaN (numpy's max: comparisons with it then fail, as in nlp._refined).
+ * Four running maxima (one chain of comparisons waits for each in turn) and the NaN test beside them: the maximum
+ * does not depend on the order it is taken in. */
 static double max_abs(int64_t n, const double *v)
 {
-    double m = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-        double a = fabs(v[i]);
-        if (isnan(a))
-            return a;
-        if (a > m)
-            m = a;
+    double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
+    int nan = 0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        double a0 = fabs(v[i]), a1 = fabs(v[i + 1]), a2 = fabs(v[i + 2]), a3 = fabs(v[i + 3]);
+        nan |= isnan(a0) | isnan(a1) | isnan(a2) | isnan(a3);
+        m0 = a0 > m0 ? a0 : m0;
+        m1 = a1 > m1 ? a1 : m1;
+        m2 = a2 > m2 ? a2 : m2;
+        m3 = a3 > m3 ? a3 : m3;
     }
-    return m;
+    for (; i < n; ++i) {
+        double a = fabs(v[i]);
+        nan |= isnan(a);
+        m0 = a > m0 ? a : m0;
+    }
+    if (nan)
+        return NAN;
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    return m2 > m0 ? m2 : m0;
 }
 
 /* sol = K^{-1} rhs by the factor in the plan's work arrays (symplex_stage_condensed_solve). */
