@@ -213,7 +213,7 @@ static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t nco
         }
         for (int64_t k = n - 1; k >= 0; --k) {
             const double bk = b[k] *= 1.0 / a[k * n + k];
-            for (int64_t i = 0; i < k; ++i)
+            for (int64_t i = k - 1; i >= 0; --i) /* the entry the next step waits for first */
                 b[i] -= a[i * n + k] * bk;
         }
         return;
