@@ -89,9 +89,9 @@ void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *
  * addresses of the plan's arrays looked up once: the layout and C_k's entries (as symplex_stage_factor), the work
  * arrays, the fill's slots (as symplex_stage_fill), the condensed solve's maps (as symplex_stage_condensed_solve)
  * and the pattern of W (CSC) and J (CSR) for the residual (as symplex_kkt_residual). Every field is 8 bytes (the
- * ctypes mirror in stage_kkt_binding.py has the same order). w_far, j_far: the entries of W and J that must be zero (couplings
- * more than one block apart). parity_m: m mod 2, the parity of the negative eigenvalues K must have. refine:
- * 2 (nz + m) doubles of work (a residual and its correction). */
+ * ctypes mirror in stage_kkt_binding.py has the same order). w_far, j_far: the entries of W and J that must be
+ * zero (couplings more than one block apart). parity_m: m mod 2, the parity of the negative eigenvalues K must
+ * have. refine: 2 (nz + m) doubles of work (a residual and its correction). */
 typedef struct symplex_stage_plan {
     int64_t n_chunks, nb, f_off, n_blk, c_begin, c_end, n_c;
     const int64_t *c_slot;

@@ -23,9 +23,9 @@ def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
     if lib is None or not hasattr(lib, "symplex_stage_fill"):
         return None
-    lib.symplex_stage_fill.argtypes = [_int, _ptr, _int, _int, _int, _ptr, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr,
-                                       _ptr, _ptr, _int, _int, _ptr, _ptr, _double, _double, _ptr, _int, _ptr,
-                                       _ptr, _int, _ptr, _ptr]
+    lib.symplex_stage_fill.argtypes = [_int, _ptr, _int, _int, _int, _ptr, _int, _ptr, _ptr, _ptr, _int, _ptr,
+                                       _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr, _int, _int, _ptr, _ptr, _double,
+                                       _double, _ptr, _int, _ptr, _ptr, _int, _ptr, _ptr]
     lib.symplex_stage_fill.restype = _int
     lib.symplex_stage_condensed_solve.argtypes = [_int, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr] + [_ptr] * 8 \
         + [_int, _int, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr, _ptr] \

@@ -584,13 +584,14 @@ def _coupling(L: StageLayout, written: np.ndarray) -> tuple[np.ndarray, ...]:
     position = slots - L.c_off.take(chunk)
     width = L.sizes.take(chunk + 1)
     row, col = position // width, position % width
-    columns, place = np.unique(chunk * int(L.sizes.max()) + col, return_inverse=True)
-    of_chunk = columns // int(L.sizes.max())
+    widest = int(L.sizes.max())
+    columns, place = np.unique(chunk * widest + col, return_inverse=True)  # (chunk, column) of each entry
+    of_chunk = columns // widest
     g_count = np.bincount(of_chunk, minlength=L.n_chunks).astype(i64)
     first = g_count.cumsum() - g_count  # each chunk's first column among `columns`
     place = place.reshape(-1) - first.take(chunk)
     g_cols = np.zeros(n_inner, i64)
-    g_cols[L.r_off.take(of_chunk + 1) + np.arange(len(columns)) - first.take(of_chunk)] = columns % int(L.sizes.max())
+    g_cols[L.r_off.take(of_chunk + 1) + np.arange(len(columns)) - first.take(of_chunk)] = columns % widest
     coupling = np.ascontiguousarray(np.stack([position, row, place], axis=1), i64)
     return g_cols, g_count, coupling, np.searchsorted(chunk, np.arange(L.n_chunks)).astype(i64), slots
 
@@ -872,8 +873,9 @@ class StagePlan:
         def at(*names: str) -> tuple[int, ...]:
             return tuple(address[name] for name in names)
 
-        self.fill_args = (int(L.c_off[0]), _c_end(L), len(self.c_slot), address["c_slot"], len(self.w_slot), *at("w_slot", "w_src"), len(self.j_slot), *at("j_slot", "j_src"),
-                          len(self.p_slot), *at("p_slot", "p_a", "p_b", "p_row"), nx, len(rows),
+        self.fill_args = (int(L.c_off[0]), _c_end(L), len(self.c_slot), address["c_slot"], len(self.w_slot),
+                          *at("w_slot", "w_src"), len(self.j_slot), *at("j_slot", "j_src"), len(self.p_slot),
+                          *at("p_slot", "p_a", "p_b", "p_row"), nx, len(rows),
                           *at("slack_diag", "coef", "slack_d"), len(self.elim), *at("elim_slack", "weight"),
                           len(self.kept), *at("kept_slack", "d_slot"))
         self.solve_args = (nx, len(rows), m, *at("slack_row", "coef", "slack_d"), len(self.elim),
