@@ -245,21 +245,22 @@ static void sub_atb(int64_t p, int64_t q, int64_t r, const double *a, const doub
     }
 }
 
-/* out (rows cols[u], r columns each) -= C^T b over C's entries [e, end) (coupling's triples: position in c, row,
- * place u of its column), b (rows of C, r columns each): sub_atb's operations on C's columns cols, in its order
- * (row by row, each row's columns ascending), without visiting the places of C that hold no entry (which the
- * fill leaves as they were). */
-static void sub_coupling(const int64_t *e, const int64_t *end, const double *c, const int64_t *cols, int64_t r,
-                         const double *b, double *out)
+/* out (its rows cols[u], r columns each) -= C^T b over C's entries [e, end) (coupling's rows: position in c, row,
+ * rank of its column, column), b (rows of C, r columns each); place: u of each rank (symplex_stage_factor's).
+ * sub_atb's operations on the columns of C that are not zero, in its order (row by row, each row's columns
+ * ascending), without visiting the places of C that hold no entry (which the fill leaves as they were). */
+static void sub_coupling(const int64_t *e, const int64_t *end, const double *c, const int64_t *cols,
+                         const int64_t *place, int64_t r, const double *b, double *out)
 {
-    for (; e < end; e += 3) {
+    for (; e < end; e += 4) {
         double s = c[e[0]];
         if (s == 0.0)
             continue;
+        int64_t i = cols[place[e[2]]];
         if (r == 1)
-            out[cols[e[2]]] -= s * b[e[1]];
+            out[i] -= s * b[e[1]];
         else
-            sub_scaled(r, s, b + e[1] * r, out + cols[e[2]] * r);
+            sub_scaled(r, s, b + e[1] * r, out + i * r);
     }
 }
 
@@ -393,14 +394,14 @@ static void sub_g(int64_t p, int64_t q, const int64_t *cols, const double *g, in
  * that hold an entry, symplex_stage_factor). */
 static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_off, const int64_t *c_off,
                         const int64_t *r_off, const double *blk, const double *g, const int64_t *g_cols,
-                        const int64_t *g_count, const int64_t *coupling, const int64_t *coupling_off,
-                        const int64_t *piv, int64_t ncol, double *b)
+                        const int64_t *g_count, const int64_t *c_place, const int64_t *coupling,
+                        const int64_t *coupling_off, const int64_t *piv, int64_t ncol, double *b)
 {
     for (int64_t k = 0; k < n_chunks; ++k) {
         double *bk = b + r_off[k] * ncol;
         if (k > 0)
-            sub_coupling(coupling + 3 * coupling_off[k - 1], coupling + 3 * coupling_off[k], blk + c_off[k - 1],
-                         g_cols + r_off[k], ncol, b + r_off[k - 1] * ncol, bk);
+            sub_coupling(coupling + 4 * coupling_off[k - 1], coupling + 4 * coupling_off[k], blk + c_off[k - 1],
+                         g_cols + r_off[k], c_place + r_off[k], ncol, b + r_off[k - 1] * ncol, bk);
         lu_solve(size[k], blk + a_off[k], piv + r_off[k], ncol, bk);
     }
     for (int64_t k = n_chunks - 2; k >= 0; --k)
@@ -410,9 +411,9 @@ static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_
 
 int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                              const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
-                             double s_rcond, double *blk, double *g, const int64_t *g_cols, const int64_t *g_count,
-                             const int64_t *coupling, const int64_t *coupling_off, double *x, int64_t *piv,
-                             int64_t *parity)
+                             double s_rcond, double *blk, double *g, int64_t *g_cols, int64_t *g_count,
+                             int64_t *c_place, const int64_t *coupling, const int64_t *coupling_off, double *x,
+                             int64_t *piv, int64_t *parity)
 {
     *parity = 0;
     for (int64_t k = 0; k < n_chunks; ++k) {
@@ -422,17 +423,30 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
             return k;
         if (k + 1 == n_chunks)
             break;
-        /* D_{k+1} = A_{k+1} - C_k^T G_k, G_k = D_k^{-1} C_k over the q columns of C_k that hold an entry (the
-         * unknowns of chunk k+1 that chunk k couples to: the stage's state, not its whole block), gathered from
-         * C_k's entries (position, row, column's place among the q) */
-        int64_t n1 = size[k + 1], q = g_count[k];
+        /* D_{k+1} = A_{k+1} - C_k^T G_k, G_k = D_k^{-1} C_k over the q columns of C_k that are not zero (the
+         * unknowns of chunk k+1 that chunk k couples to: the stage's state, not its whole block), found and
+         * gathered from C_k's entries (position, row, rank of its column among those with entries, column):
+         * place[rank] <- the column's place among the q, or -1 */
+        int64_t n1 = size[k + 1], q = 0;
         const double *ck = blk + c_off[k];
-        const int64_t *cols = g_cols + r_off[k + 1];
-        const int64_t *entry = coupling + 3 * coupling_off[k], *entry_end = coupling + 3 * coupling_off[k + 1];
+        int64_t *cols = g_cols + r_off[k + 1], *place = c_place + r_off[k + 1];
+        const int64_t *entry = coupling + 4 * coupling_off[k], *entry_end = coupling + 4 * coupling_off[k + 1];
+        for (int64_t r = 0; r < n1; ++r)
+            place[r] = -1;
+        for (const int64_t *e = entry; e < entry_end; e += 4)
+            if (ck[e[0]] != 0.0)
+                place[e[2]] = e[3];
+        for (int64_t r = 0; r < n1; ++r)
+            if (place[r] >= 0) {
+                cols[q] = place[r];
+                place[r] = q++;
+            }
+        g_count[k] = q;
         double *gk = g + c_off[k];
         memset(gk, 0, (size_t)(n * q) * sizeof(double));
-        for (const int64_t *e = entry; e < entry_end; e += 3)
-            gk[e[1] * q + e[2]] = ck[e[0]];
+        for (const int64_t *e = entry; e < entry_end; e += 4)
+            if (place[e[2]] >= 0)
+                gk[e[1] * q + place[e[2]]] = ck[e[0]];
         lu_solve(n, d, piv + r_off[k], q, gk);
         /* A_{k+1}[cols, cols] -= C_k[:, cols]^T G_k in a dense q x q tile (g's unused room at a_off[k + 1]); each
          * entry's terms in the order of i, so the same bits as updating it in place */
@@ -440,10 +454,10 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
         for (int64_t u = 0; u < q; ++u)
             for (int64_t t = 0; t < q; ++t)
                 tile[u * q + t] = a1[cols[u] * n1 + cols[t]];
-        for (const int64_t *e = entry; e < entry_end; e += 3) {
+        for (const int64_t *e = entry; e < entry_end; e += 4) {
             double c = ck[e[0]];
             if (c != 0.0)
-                sub_scaled(q, c, gk + e[1] * q, tile + e[2] * q);
+                sub_scaled(q, c, gk + e[1] * q, tile + place[e[2]] * q);
         }
         for (int64_t u = 0; u < q; ++u)
             for (int64_t t = 0; t < q; ++t)
@@ -454,7 +468,8 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
     int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
     for (int64_t k = 0; k < n_chunks; ++k)
         memcpy(x + r_off[k] * nb, blk + e_off[k], (size_t)(size[k] * nb) * sizeof(double));
-    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, coupling, coupling_off, piv, nb, x);
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, c_place, coupling, coupling_off, piv, nb,
+                x);
     double *s = blk + f_off;
     for (int64_t k = 0; k < n_chunks; ++k)
         sub_atb(size[k], nb, nb, blk + e_off[k], x + r_off[k] * nb, s);
@@ -469,11 +484,12 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
 void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                          const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
                          const double *blk, const double *g, const int64_t *g_cols, const int64_t *g_count,
-                         const int64_t *coupling, const int64_t *coupling_off, const double *x, const int64_t *piv,
-                         double *v)
+                         const int64_t *c_place, const int64_t *coupling, const int64_t *coupling_off,
+                         const double *x, const int64_t *piv, double *v)
 {
     int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
-    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, coupling, coupling_off, piv, 1, v);
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, c_place, coupling, coupling_off, piv, 1,
+                v);
     if (nb == 0)
         return;
     double *vb = v + n_inner; /* border: S xb = bb - E^T u, then u -= X xb */
@@ -486,8 +502,8 @@ void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, cons
 void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                                    const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
                                    const double *blk, const double *g, const int64_t *g_cols,
-                                   const int64_t *g_count, const int64_t *coupling, const int64_t *coupling_off,
-                                   const double *x, const int64_t *piv, int64_t nx, int64_t ns, int64_t m,
+                                   const int64_t *g_count, const int64_t *c_place, const int64_t *coupling,
+                                   const int64_t *coupling_off, const double *x, const int64_t *piv, int64_t nx, int64_t ns, int64_t m,
                                    const int64_t *slack_row, const double *coef, const double *slack_d,
                                    int64_t n_elim, const int64_t *elim_row, const double *weight, int64_t n_e,
                                    const int64_t *e_src, const int64_t *e_col, const int64_t *e_row,
@@ -508,8 +524,8 @@ void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *
         v[where[e_col[e]]] += j_val[e_src[e]] * t[e_row[e]];
     for (int64_t k = 0; k < n_kept; ++k)
         v[where[nx + k]] = ry[kept_row[k]];
-    symplex_stage_solve(n_chunks, nb, size, a_off, c_off, e_off, f_off, r_off, blk, g, g_cols, g_count, coupling,
-                        coupling_off, x, piv, v);
+    symplex_stage_solve(n_chunks, nb, size, a_off, c_off, e_off, f_off, r_off, blk, g, g_cols, g_count, c_place,
+                        coupling, coupling_off, x, piv, v);
     for (int64_t i = 0; i < nx; ++i)
         out[i] = v[where[i]];
     for (int64_t k = 0; k < n_kept; ++k)
@@ -554,10 +570,10 @@ static double max_abs(int64_t n, const double *v)
 static void plan_solve(const symplex_stage_plan *p, const double *j_val, const double *rhs, double *sol)
 {
     symplex_stage_condensed_solve(p->n_chunks, p->nb, p->size, p->a_off, p->c_off, p->e_off, p->f_off, p->r_off,
-                                  p->blk, p->g, p->g_cols, p->g_count, p->coupling, p->coupling_off, p->x, p->piv,
-                                  p->nx, p->ns, p->m, p->slack_row, p->coef, p->slack_d, p->n_elim, p->elim_row,
-                                  p->weight, p->n_e, p->e_src, p->e_col, p->e_row, j_val, p->n_kept, p->kept_row,
-                                  p->where, rhs, sol, p->v, p->t);
+                                  p->blk, p->g, p->g_cols, p->g_count, p->c_place, p->coupling, p->coupling_off,
+                                  p->x, p->piv, p->nx, p->ns, p->m, p->slack_row, p->coef, p->slack_d, p->n_elim,
+                                  p->elim_row, p->weight, p->n_e, p->e_src, p->e_col, p->e_row, j_val, p->n_kept,
+                                  p->kept_row, p->where, rhs, sol, p->v, p->t);
 }
 
 /* out = rhs - K sol (kkt_residual on the plan's pattern), W dz left in the plan's z_work for plan_curvature and
@@ -617,8 +633,8 @@ int64_t symplex_stage_newton(const symplex_stage_plan *plan, const double *w_val
         return SYMPLEX_STEP_SLACK;
     int64_t factor_parity = 0;
     int64_t failed = symplex_stage_factor(p->n_chunks, p->nb, p->size, p->a_off, p->c_off, p->e_off, p->f_off,
-                                          p->r_off, p->s_rcond, p->blk, p->g, p->g_cols, p->g_count, p->coupling,
-                                          p->coupling_off, p->x, p->piv, &factor_parity);
+                                          p->r_off, p->s_rcond, p->blk, p->g, p->g_cols, p->g_count, p->c_place,
+                                          p->coupling, p->coupling_off, p->x, p->piv, &factor_parity);
     if (failed >= 0)
         return failed == p->n_chunks ? SYMPLEX_STEP_BORDER : SYMPLEX_STEP_PIVOT;
     *parity = (factor_parity + p->n_elim) % 2;

@@ -46,28 +46,27 @@ void symplex_kkt_residual(int64_t nz, int64_t m, const int64_t *w_ptr, const int
  * partial pivoting, pivots in piv at r_off[k]), then X = T^{-1} E (x: sum size[k] * nb doubles, same row order as
  * a right-hand side) and S = F - E^T X (LU in F, pivots at piv[n_inner...]). r_off[k]: first row of chunk k in a
  * right-hand side of the n_inner = sum size inner unknowns. G_k is kept compact over the g_count[k] columns of C_k
- * that hold an entry, listed ascending in g_cols at r_off[k + 1]: size[k] x g_count[k] into g at c_off[k] (g as
- * long as blk; g_cols n_inner, g_count n_chunks). C_k's entries (the only places of C_k that may be nonzero: every
- * other is zero in blk) are the rows coupling_off[k] <= e < coupling_off[k + 1] of coupling (3 int64 each), row
- * by row and in each row by column: (position in C_k, row, place of its column in g_cols). An entry that is zero
- * at this point gives the bits of a column without it, for finite blocks (its products are +-0, added to sums
- * that are never -0).
+ * that are not zero, listed ascending in g_cols at r_off[k + 1]: size[k] x g_count[k] into g at c_off[k] (g as
+ * long as blk; g_cols and c_place n_inner, g_count n_chunks). C_k's entries (the only places of C_k that are read:
+ * the fill zeroes no other) are the rows coupling_off[k] <= e < coupling_off[k + 1] of coupling (4 int64 each),
+ * row by row and in each row by column: (position in C_k, row, rank of its column among the columns with an
+ * entry, column); c_place at r_off[k + 1] + rank <- the place of that column in g_cols, or -1 when it is zero.
  * parity[0] <- number of negative eigenvalues of K mod 2 (Sylvester: signs of the pivots' determinants).
  * Returns -1, or the chunk whose pivot block is singular (exactly zero or non-finite pivot), or n_chunks when
  * S is (nearly) singular (a pivot not above s_rcond times S's largest entry). */
 int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                              const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
-                             double s_rcond, double *blk, double *g, const int64_t *g_cols, const int64_t *g_count,
-                             const int64_t *coupling, const int64_t *coupling_off, double *x, int64_t *piv,
-                             int64_t *parity);
+                             double s_rcond, double *blk, double *g, int64_t *g_cols, int64_t *g_count,
+                             int64_t *c_place, const int64_t *coupling, const int64_t *coupling_off, double *x,
+                             int64_t *piv, int64_t *parity);
 
 /* Solve K v = b in place: v (n_inner + nb) holds b on entry, inner unknowns in chunk order then the border:
  * forward w_k = D_k^{-1} (b_k - C_{k-1}^T w_{k-1}), back u_k = w_k - G_k u_{k+1}, then the border. */
 void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                          const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
                          const double *blk, const double *g, const int64_t *g_cols, const int64_t *g_count,
-                         const int64_t *coupling, const int64_t *coupling_off, const double *x, const int64_t *piv,
-                         double *v);
+                         const int64_t *c_place, const int64_t *coupling, const int64_t *coupling_off,
+                         const double *x, const int64_t *piv, double *v);
 
 /* Solve the whole K sol = rhs (nz = nx + ns variables, then m rows) with the factor of the condensed matrix: the
  * slacks' and eliminated rows' right-hand sides folded in (n_e entries of the eliminated rows over x: e_src into
@@ -77,8 +76,8 @@ void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, cons
 void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                                    const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
                                    const double *blk, const double *g, const int64_t *g_cols,
-                                   const int64_t *g_count, const int64_t *coupling, const int64_t *coupling_off,
-                                   const double *x, const int64_t *piv, int64_t nx, int64_t ns, int64_t m,
+                                   const int64_t *g_count, const int64_t *c_place, const int64_t *coupling,
+                                   const int64_t *coupling_off, const double *x, const int64_t *piv, int64_t nx, int64_t ns, int64_t m,
                                    const int64_t *slack_row, const double *coef, const double *slack_d,
                                    int64_t n_elim, const int64_t *elim_row, const double *weight, int64_t n_e,
                                    const int64_t *e_src, const int64_t *e_col, const int64_t *e_row,
@@ -98,7 +97,8 @@ typedef struct symplex_stage_plan {
     const int64_t *size, *a_off, *c_off, *e_off, *r_off;
     double s_rcond;
     double *blk, *g;
-    const int64_t *g_cols, *g_count, *coupling, *coupling_off;
+    int64_t *g_cols, *g_count, *c_place;
+    const int64_t *coupling, *coupling_off;
     double *x;
     int64_t *piv;
     int64_t n_w;

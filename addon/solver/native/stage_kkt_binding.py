@@ -27,13 +27,13 @@ def _load() -> ctypes.CDLL | None:
                                        _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr, _int, _int, _ptr, _ptr, _double,
                                        _double, _ptr, _int, _ptr, _ptr, _int, _ptr, _ptr]
     lib.symplex_stage_fill.restype = _int
-    lib.symplex_stage_condensed_solve.argtypes = [_int, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr] + [_ptr] * 8 \
+    lib.symplex_stage_condensed_solve.argtypes = [_int, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr] + [_ptr] * 9 \
         + [_int, _int, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr, _ptr] \
         + [_ptr] * 4
     lib.symplex_stage_condensed_solve.restype = None
     lib.symplex_kkt_residual.argtypes = [_int, _int] + [_ptr] * 6 + [_double, _double] + [_ptr] * 4
     lib.symplex_kkt_residual.restype = None
-    lib.symplex_stage_factor.argtypes = [_int, _int] + [_ptr] * 4 + [_int, _ptr, _double] + [_ptr] * 9
+    lib.symplex_stage_factor.argtypes = [_int, _int] + [_ptr] * 4 + [_int, _ptr, _double] + [_ptr] * 10
     lib.symplex_stage_factor.restype = _int
     lib.symplex_stage_newton.argtypes = [_ptr, _ptr, _ptr, _double, _double, _ptr, _ptr, _ptr, _ptr]
     lib.symplex_stage_newton.restype = _int
@@ -47,7 +47,8 @@ _PLAN_FIELDS = (
     ("n_chunks", _int), ("nb", _int), ("f_off", _int), ("n_blk", _int), ("c_begin", _int), ("c_end", _int),
     ("n_c", _int), ("c_slot", _ptr), ("size", _ptr), ("a_off", _ptr), ("c_off", _ptr), ("e_off", _ptr),
     ("r_off", _ptr), ("s_rcond", _double), ("blk", _ptr), ("g", _ptr), ("g_cols", _ptr), ("g_count", _ptr),
-    ("coupling", _ptr), ("coupling_off", _ptr), ("x", _ptr), ("piv", _ptr), ("n_w", _int), ("w_slot", _ptr),
+    ("c_place", _ptr), ("coupling", _ptr), ("coupling_off", _ptr), ("x", _ptr), ("piv", _ptr), ("n_w", _int),
+    ("w_slot", _ptr),
     ("w_src", _ptr), ("n_j", _int), ("j_slot", _ptr), ("j_src", _ptr), ("n_p", _int), ("p_slot", _ptr),
     ("p_a", _ptr), ("p_b", _ptr), ("p_row", _ptr), ("nx", _int), ("ns", _int), ("m", _int), ("slack_diag", _ptr),
     ("coef", _ptr), ("slack_d", _ptr), ("n_elim", _int), ("elim_slack", _ptr), ("weight", _ptr), ("n_kept", _int),
@@ -108,9 +109,9 @@ def residual(nz: int, m: int, pattern: tuple, w_val: np.ndarray, j_val: np.ndarr
 
 
 def factor(args: tuple, s_rcond: float, work: tuple, parity: int) -> int:
-    """Run symplex_stage_factor in place (args: layout_args; work: addresses of blk, g, g_cols, g_count, coupling,
-    coupling_off, x, piv; parity: address of one int64); -1, or the chunk with a singular pivot (n_chunks: the
-    border)."""
+    """Run symplex_stage_factor in place (args: layout_args; work: addresses of blk, g, g_cols, g_count, c_place,
+    coupling, coupling_off, x, piv; parity: address of one int64); -1, or the chunk with a singular pivot
+    (n_chunks: the border)."""
     return LIB.symplex_stage_factor(*args, s_rcond, *work, parity)
 
 

@@ -565,20 +565,20 @@ class StageFactor:
 
 
 def _work_arrays(L: StageLayout) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
-    """The C kernel's arrays for a factorisation in layout L: blk, g, x, piv (stage_kkt.h) and the parity output,
-    and their addresses."""
+    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, c_place, x, piv
+    (stage_kkt.h) and the parity output, and their addresses."""
     n_inner, i64 = len(L.order), np.int64
-    arrays = (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64),
-              np.zeros(1, i64))
+    arrays = (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64),
+              np.empty(n_inner, i64), np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64), np.zeros(1, i64))
     return arrays, pointers(*arrays)
 
 
 def _coupling(L: StageLayout, written: np.ndarray) -> tuple[np.ndarray, ...]:
     """The entries of the blocks C_k in layout L among the slots `written` (the fill's, ascending without repeats):
-    (g_cols, g_count, coupling, coupling_off) of symplex_stage_factor (stage_kkt.h): the columns of each C_k that
-    hold an entry, their number, and each entry's (position in its C_k, row, place of its column), row by row; and
-    c_slot of symplex_stage_fill, the entries' slots."""
-    n_inner, i64 = len(L.order), np.int64
+    (coupling, coupling_off) of symplex_stage_factor (stage_kkt.h), each entry's (position in its C_k, row, rank of
+    its column among C_k's columns with an entry, column), row by row, and where each C_k's start; and c_slot of
+    symplex_stage_fill, the entries' slots."""
+    i64 = np.int64
     slots = written[(written >= L.c_off[0]) & (written < _c_end(L))]
     chunk = np.searchsorted(L.c_off, slots, side="right") - 1
     position = slots - L.c_off.take(chunk)
@@ -587,13 +587,10 @@ def _coupling(L: StageLayout, written: np.ndarray) -> tuple[np.ndarray, ...]:
     widest = int(L.sizes.max())
     columns, place = np.unique(chunk * widest + col, return_inverse=True)  # (chunk, column) of each entry
     of_chunk = columns // widest
-    g_count = np.bincount(of_chunk, minlength=L.n_chunks).astype(i64)
-    first = g_count.cumsum() - g_count  # each chunk's first column among `columns`
-    place = place.reshape(-1) - first.take(chunk)
-    g_cols = np.zeros(n_inner, i64)
-    g_cols[L.r_off.take(of_chunk + 1) + np.arange(len(columns)) - first.take(of_chunk)] = columns % widest
-    coupling = np.ascontiguousarray(np.stack([position, row, place], axis=1), i64)
-    return g_cols, g_count, coupling, np.searchsorted(chunk, np.arange(L.n_chunks)).astype(i64), slots
+    count = np.bincount(of_chunk, minlength=L.n_chunks)
+    rank = place.reshape(-1) - (count.cumsum() - count).take(chunk)  # less each chunk's first column's number
+    coupling = np.ascontiguousarray(np.stack([position, row, rank, col], axis=1), i64)
+    return coupling, np.searchsorted(chunk, np.arange(L.n_chunks)).astype(i64), slots
 
 
 def _c_end(L: StageLayout) -> int:
@@ -602,7 +599,7 @@ def _c_end(L: StageLayout) -> int:
 
 
 def _native_factor(L: StageLayout, work: tuple[int, ...], parity: np.ndarray) -> int:
-    """Factorise the blocks filled in the work arrays (addresses of blk, g, g_cols, g_count, coupling,
+    """Factorise the blocks filled in the work arrays (addresses of blk, g, g_cols, g_count, c_place, coupling,
     coupling_off, x, piv: symplex_stage_factor's) in C; the parity of K's negative eigenvalues, through the one
     int64 of `parity`."""
     failed = _native.factor(L.kernel_args(), _PIVOT_RCOND, work, address(parity))
@@ -852,7 +849,7 @@ class StagePlan:
         stored = (p_slot >= 0).nonzero()[0]
         a, b = a.take(stored), b.take(stored)
         self.p_slot, self.p_a, self.p_b, self.p_row = p_slot.take(stored), je.take(a), je.take(b), self.e_row.take(a)
-        self.g_cols, self.g_count, self.coupling, self.coupling_off, self.c_slot = _coupling(
+        self.coupling, self.coupling_off, self.c_slot = _coupling(
             L, np.unique(np.concatenate([self.w_slot, self.j_slot, self.p_slot, self.d_slot])))
         self.nx, self.m = nx, m
         self.far = len(self.w_far) > 0 or len(self.j_far) > 0
@@ -902,14 +899,14 @@ class StagePlan:
             w_far=self.w_far, j_far=self.j_far, slack_row=self.rows, elim_row=self.elim, e_src=self.e_src,
             e_col=self.e_col, e_row=self.e_row, kept_row=self.kept, where=self.where, v=self.v, t=self.t,
             w_ptr=w_ptr, w_idx=w_idx, j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine,
-            g_cols=self.g_cols, g_count=self.g_count, coupling=self.coupling, coupling_off=self.coupling_off,
-            c_slot=self.c_slot)
+            coupling=self.coupling, coupling_off=self.coupling_off, c_slot=self.c_slot)
         address = dict(zip(arrays, pointers(*arrays.values())))
-        blk, g, x, piv, _ = work
-        self.work = (blk, g, *(address[name] for name in ("g_cols", "g_count", "coupling", "coupling_off")), x, piv)
+        blk, g, g_cols, g_count, c_place, x, piv, _ = work
+        self.work = (blk, g, g_cols, g_count, c_place, address["coupling"], address["coupling_off"], x, piv)
         self.kernel_plan = _native.Plan(
             n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, c_begin=int(L.c_off[0]), c_end=_c_end(L),
-            n_c=len(self.c_slot), s_rcond=_PIVOT_RCOND, blk=blk, g=g, x=x, piv=piv, n_w=len(self.w_slot),
+            n_c=len(self.c_slot), s_rcond=_PIVOT_RCOND, blk=blk, g=g, g_cols=g_cols, g_count=g_count, c_place=c_place,
+            x=x, piv=piv, n_w=len(self.w_slot),
             n_j=len(self.j_slot), n_p=len(self.p_slot), nx=self.nx, ns=len(self.rows), m=self.m,
             n_elim=len(self.elim), n_kept=len(self.kept), n_w_far=len(self.w_far), n_j_far=len(self.j_far),
             n_e=len(self.e_src), parity_m=self.m % 2, **address)
