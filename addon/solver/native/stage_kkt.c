@@ -110,7 +110,7 @@ static void sub_combination(int64_t count, const double *coef, const double *row
 }
 
 /* Exchange x[j] and y[j], j < n (in pairs, which the compiler packs). */
-static void swap_rows(int64_t n, double *restrict x, double *restrict y)
+static inline void swap_rows(int64_t n, double *restrict x, double *restrict y)
 {
     int64_t j = 0;
     for (; j + 2 <= n; j += 2) {
@@ -213,7 +213,7 @@ static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t nco
         }
         for (int64_t k = n - 1; k >= 0; --k) {
             const double bk = b[k] *= 1.0 / a[k * n + k];
-            for (int64_t i = 0; i < k; ++i)
+            for (int64_t i = k - 1; i >= 0; --i) /* the entry the next step waits for first */
                 b[i] -= a[i * n + k] * bk;
         }
         return;
@@ -228,38 +228,39 @@ static void lu_solve(int64_t n, const double *a, const int64_t *piv, int64_t nco
                         b + i * ncol);
 }
 
-/* out[i] -= ak[i] bv over the count entries i listed in cols (all, i = t, when cols is NULL) where ak[i] != 0: one row
- * of sub_atb's one-column case (inlined, so each call with a NULL cols is compiled without the test per entry). */
-static inline void sub_row_times(int64_t count, const int64_t *cols, const double *ak, double bv, double *out)
-{
-    for (int64_t t = 0; t < count; ++t) {
-        int64_t i = cols ? cols[t] : t;
-        double s = ak[i];
-        if (s != 0.0)
-            out[i] -= s * bv;
-    }
-}
-
-/* out (q x r) -= a^T b, a (p x q), b (p x r), all row-major; over the count columns of a listed in cols (the
- * others zero), or all q when cols is NULL. */
-static void sub_atb(int64_t p, int64_t q, const int64_t *cols, int64_t count, int64_t r, const double *a,
-                    const double *b, double *out)
+/* out (q x r) -= a^T b, a (p x q), b (p x r), all row-major; terms with a zero entry of a skipped. */
+static void sub_atb(int64_t p, int64_t q, int64_t r, const double *a, const double *b, double *out)
 {
     for (int64_t k = 0; k < p; ++k) {
         const double *ak = a + k * q, *bk = b + k * r;
-        if (r == 1) { /* one right-hand side: out[i] -= s b[k], sub_scaled's one operation without its loops */
-            if (cols)
-                sub_row_times(count, cols, ak, bk[0], out);
-            else
-                sub_row_times(count, NULL, ak, bk[0], out);
-            continue;
-        }
-        for (int64_t t = 0; t < count; ++t) {
-            int64_t i = cols ? cols[t] : t;
+        for (int64_t i = 0; i < q; ++i) {
             double s = ak[i];
-            if (s != 0.0)
-                sub_scaled(r, s, bk, out + i * r);
+            if (s != 0.0) {
+                if (r == 1) /* one right-hand side: sub_scaled's one operation without its loops */
+                    out[i] -= s * bk[0];
+                else
+                    sub_scaled(r, s, bk, out + i * r);
+            }
         }
+    }
+}
+
+/* out (its rows cols[u], r columns each) -= C^T b over C's entries [e, end) (coupling's rows: position in c, row,
+ * rank of its column, column), b (rows of C, r columns each); place: u of each rank (symplex_stage_factor's).
+ * sub_atb's operations on the columns of C that are not zero, in its order (row by row, each row's columns
+ * ascending), without visiting the places of C that hold no entry (which the fill leaves as they were). */
+static void sub_coupling(const int64_t *e, const int64_t *end, const double *c, const int64_t *cols,
+                         const int64_t *place, int64_t r, const double *b, double *out)
+{
+    for (; e < end; e += 4) {
+        double s = c[e[0]];
+        if (s == 0.0)
+            continue;
+        int64_t i = cols[place[e[2]]];
+        if (r == 1)
+            out[i] -= s * b[e[1]];
+        else
+            sub_scaled(r, s, b + e[1] * r, out + i * r);
     }
 }
 
@@ -285,7 +286,8 @@ static void sub_ab(int64_t p, int64_t q, int64_t r, const double *a, const doubl
     }
 }
 
-int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_t *w_slot, const int64_t *w_src,
+int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t c_begin, int64_t c_end, int64_t n_c,
+                           const int64_t *c_slot, int64_t n_w, const int64_t *w_slot, const int64_t *w_src,
                            const double *w_val, int64_t n_j, const int64_t *j_slot, const int64_t *j_src,
                            const double *j_val, int64_t n_p, const int64_t *p_slot, const int64_t *p_a,
                            const int64_t *p_b, const int64_t *p_row, int64_t nx, int64_t ns, const int64_t *slack_diag,
@@ -302,7 +304,10 @@ int64_t symplex_stage_fill(int64_t n_blk, double *blk, int64_t n_w, const int64_
         int64_t j = elim_slack[i];
         weight[i] = 1.0 / (dc + coef[j] * coef[j] / slack_d[j]);
     }
-    memset(blk, 0, (size_t)n_blk * sizeof(double));
+    memset(blk, 0, (size_t)c_begin * sizeof(double));
+    memset(blk + c_end, 0, (size_t)(n_blk - c_end) * sizeof(double));
+    for (int64_t t = 0; t < n_c; ++t)
+        blk[c_slot[t]] = 0.0;
     for (int64_t t = 0; t < n_w; ++t)
         blk[w_slot[t]] += w_val[w_src[t]];
     for (int64_t t = 0; t < n_j; ++t)
@@ -384,17 +389,19 @@ static void sub_g(int64_t p, int64_t q, const int64_t *cols, const double *g, in
     }
 }
 
-/* T^{-1} b for the factorised chain, b (n_inner x ncol) in place: forward w_k = D_k^{-1} (b_k - C_{k-1}^T w_{k-1}),
- * then back x_k = w_k - G_k x_{k+1} with G_k = D_k^{-1} C_k (compact: its nonzero columns, symplex_stage_factor). */
+/* T^{-1} b for the factorised chain, b (n_inner x ncol) in place: forward w_k = D_k^{-1} (b_k - C_{k-1}^T w_{k-1})
+ * over C_{k-1}'s entries, then back x_k = w_k - G_k x_{k+1} with G_k = D_k^{-1} C_k (compact: the columns of C_k
+ * that hold an entry, symplex_stage_factor). */
 static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_off, const int64_t *c_off,
                         const int64_t *r_off, const double *blk, const double *g, const int64_t *g_cols,
-                        const int64_t *g_count, const int64_t *piv, int64_t ncol, double *b)
+                        const int64_t *g_count, const int64_t *c_place, const int64_t *coupling,
+                        const int64_t *coupling_off, const int64_t *piv, int64_t ncol, double *b)
 {
     for (int64_t k = 0; k < n_chunks; ++k) {
         double *bk = b + r_off[k] * ncol;
         if (k > 0)
-            sub_atb(size[k - 1], size[k], g_cols + r_off[k], g_count[k - 1], ncol, blk + c_off[k - 1],
-                    b + r_off[k - 1] * ncol, bk);
+            sub_coupling(coupling + 4 * coupling_off[k - 1], coupling + 4 * coupling_off[k], blk + c_off[k - 1],
+                         g_cols + r_off[k], c_place + r_off[k], ncol, b + r_off[k - 1] * ncol, bk);
         lu_solve(size[k], blk + a_off[k], piv + r_off[k], ncol, bk);
     }
     for (int64_t k = n_chunks - 2; k >= 0; --k)
@@ -402,23 +409,10 @@ static void chain_solve(int64_t n_chunks, const int64_t *size, const int64_t *a_
               b + r_off[k] * ncol);
 }
 
-/* The columns of c (n x n1, row-major) with an entry != 0, ascending, into cols; their number. */
-static int64_t nonzero_columns(int64_t n, int64_t n1, const double *c, int64_t *cols)
-{
-    int64_t q = 0;
-    for (int64_t j = 0; j < n1; ++j) {
-        int64_t i = 0;
-        while (i < n && c[i * n1 + j] == 0.0)
-            ++i;
-        if (i < n)
-            cols[q++] = j;
-    }
-    return q;
-}
-
 int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                              const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
-                             double s_rcond, double *blk, double *g, int64_t *g_cols, int64_t *g_count, double *x,
+                             double s_rcond, double *blk, double *g, int64_t *g_cols, int64_t *g_count,
+                             int64_t *c_place, const int64_t *coupling, const int64_t *coupling_off, double *x,
                              int64_t *piv, int64_t *parity)
 {
     *parity = 0;
@@ -430,15 +424,29 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
         if (k + 1 == n_chunks)
             break;
         /* D_{k+1} = A_{k+1} - C_k^T G_k, G_k = D_k^{-1} C_k over the q columns of C_k that are not zero (the
-         * unknowns of chunk k+1 that chunk k couples to: the stage's state, not its whole block) */
-        int64_t n1 = size[k + 1];
+         * unknowns of chunk k+1 that chunk k couples to: the stage's state, not its whole block), found and
+         * gathered from C_k's entries (position, row, rank of its column among those with entries, column):
+         * place[rank] <- the column's place among the q, or -1 */
+        int64_t n1 = size[k + 1], q = 0;
         const double *ck = blk + c_off[k];
-        int64_t *cols = g_cols + r_off[k + 1];
-        int64_t q = g_count[k] = nonzero_columns(n, n1, ck, cols);
+        int64_t *cols = g_cols + r_off[k + 1], *place = c_place + r_off[k + 1];
+        const int64_t *entry = coupling + 4 * coupling_off[k], *entry_end = coupling + 4 * coupling_off[k + 1];
+        for (int64_t r = 0; r < n1; ++r)
+            place[r] = -1;
+        for (const int64_t *e = entry; e < entry_end; e += 4)
+            if (ck[e[0]] != 0.0)
+                place[e[2]] = e[3];
+        for (int64_t r = 0; r < n1; ++r)
+            if (place[r] >= 0) {
+                cols[q] = place[r];
+                place[r] = q++;
+            }
+        g_count[k] = q;
         double *gk = g + c_off[k];
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t t = 0; t < q; ++t)
-                gk[i * q + t] = ck[i * n1 + cols[t]];
+        memset(gk, 0, (size_t)(n * q) * sizeof(double));
+        for (const int64_t *e = entry; e < entry_end; e += 4)
+            if (place[e[2]] >= 0)
+                gk[e[1] * q + place[e[2]]] = ck[e[0]];
         lu_solve(n, d, piv + r_off[k], q, gk);
         /* A_{k+1}[cols, cols] -= C_k[:, cols]^T G_k in a dense q x q tile (g's unused room at a_off[k + 1]); each
          * entry's terms in the order of i, so the same bits as updating it in place */
@@ -446,12 +454,11 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
         for (int64_t u = 0; u < q; ++u)
             for (int64_t t = 0; t < q; ++t)
                 tile[u * q + t] = a1[cols[u] * n1 + cols[t]];
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t u = 0; u < q; ++u) {
-                double c = ck[i * n1 + cols[u]];
-                if (c != 0.0)
-                    sub_scaled(q, c, gk + i * q, tile + u * q);
-            }
+        for (const int64_t *e = entry; e < entry_end; e += 4) {
+            double c = ck[e[0]];
+            if (c != 0.0)
+                sub_scaled(q, c, gk + e[1] * q, tile + place[e[2]] * q);
+        }
         for (int64_t u = 0; u < q; ++u)
             for (int64_t t = 0; t < q; ++t)
                 a1[cols[u] * n1 + cols[t]] = tile[u * q + t];
@@ -461,10 +468,11 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
     int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
     for (int64_t k = 0; k < n_chunks; ++k)
         memcpy(x + r_off[k] * nb, blk + e_off[k], (size_t)(size[k] * nb) * sizeof(double));
-    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, piv, nb, x);
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, c_place, coupling, coupling_off, piv, nb,
+                x);
     double *s = blk + f_off;
     for (int64_t k = 0; k < n_chunks; ++k)
-        sub_atb(size[k], nb, NULL, nb, nb, blk + e_off[k], x + r_off[k] * nb, s);
+        sub_atb(size[k], nb, nb, blk + e_off[k], x + r_off[k] * nb, s);
     double largest = 0.0;
     for (int64_t i = 0; i < nb * nb; ++i)
         largest = fmax(largest, fabs(s[i]));
@@ -476,15 +484,17 @@ int64_t symplex_stage_factor(int64_t n_chunks, int64_t nb, const int64_t *size, 
 void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                          const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
                          const double *blk, const double *g, const int64_t *g_cols, const int64_t *g_count,
+                         const int64_t *c_place, const int64_t *coupling, const int64_t *coupling_off,
                          const double *x, const int64_t *piv, double *v)
 {
     int64_t n_inner = r_off[n_chunks - 1] + size[n_chunks - 1];
-    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, piv, 1, v);
+    chain_solve(n_chunks, size, a_off, c_off, r_off, blk, g, g_cols, g_count, c_place, coupling, coupling_off, piv, 1,
+                v);
     if (nb == 0)
         return;
     double *vb = v + n_inner; /* border: S xb = bb - E^T u, then u -= X xb */
     for (int64_t k = 0; k < n_chunks; ++k)
-        sub_atb(size[k], nb, NULL, nb, 1, blk + e_off[k], v + r_off[k], vb);
+        sub_atb(size[k], nb, 1, blk + e_off[k], v + r_off[k], vb);
     lu_solve(nb, blk + f_off, piv + n_inner, 1, vb);
     sub_ab(n_inner, nb, 1, x, vb, v);
 }
@@ -492,13 +502,13 @@ void symplex_stage_solve(int64_t n_chunks, int64_t nb, const int64_t *size, cons
 void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *size, const int64_t *a_off,
                                    const int64_t *c_off, const int64_t *e_off, int64_t f_off, const int64_t *r_off,
                                    const double *blk, const double *g, const int64_t *g_cols,
-                                   const int64_t *g_count, const double *x, const int64_t *piv, int64_t nx,
-                                   int64_t ns, int64_t m, const int64_t *slack_row, const double *coef,
-                                   const double *slack_d, int64_t n_elim, const int64_t *elim_row,
-                                   const double *weight, int64_t n_e, const int64_t *e_src, const int64_t *e_col,
-                                   const int64_t *e_row, const double *j_val, int64_t n_kept,
-                                   const int64_t *kept_row, const int64_t *where, const double *rhs, double *out,
-                                   double *v, double *t)
+                                   const int64_t *g_count, const int64_t *c_place, const int64_t *coupling,
+                                   const int64_t *coupling_off, const double *x, const int64_t *piv, int64_t nx, int64_t ns, int64_t m,
+                                   const int64_t *slack_row, const double *coef, const double *slack_d,
+                                   int64_t n_elim, const int64_t *elim_row, const double *weight, int64_t n_e,
+                                   const int64_t *e_src, const int64_t *e_col, const int64_t *e_row,
+                                   const double *j_val, int64_t n_kept, const int64_t *kept_row,
+                                   const int64_t *where, const double *rhs, double *out, double *v, double *t)
 {
     int64_t nz = nx + ns;
     double *ry = out + nz; /* the rows' right-hand side, then their multipliers */
@@ -514,7 +524,8 @@ void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *
         v[where[e_col[e]]] += j_val[e_src[e]] * t[e_row[e]];
     for (int64_t k = 0; k < n_kept; ++k)
         v[where[nx + k]] = ry[kept_row[k]];
-    symplex_stage_solve(n_chunks, nb, size, a_off, c_off, e_off, f_off, r_off, blk, g, g_cols, g_count, x, piv, v);
+    symplex_stage_solve(n_chunks, nb, size, a_off, c_off, e_off, f_off, r_off, blk, g, g_cols, g_count, c_place,
+                        coupling, coupling_off, x, piv, v);
     for (int64_t i = 0; i < nx; ++i)
         out[i] = v[where[i]];
     for (int64_t k = 0; k < n_kept; ++k)
@@ -527,28 +538,42 @@ void symplex_stage_condensed_solve(int64_t n_chunks, int64_t nb, const int64_t *
         out[nx + j] = (rhs[nx + j] - coef[j] * ry[slack_row[j]]) / slack_d[j];
 }
 
-/* max |v_i| over n entries, NaN when any is NaN (numpy's max: comparisons with it then fail, as in nlp._refined). */
+/* max |v_i| over n entries, NaN when any is NaN (numpy's max: comparisons with it then fail, as in nlp._refined).
+ * Four running maxima (one chain of comparisons waits for each in turn) and the NaN test beside them: the maximum
+ * does not depend on the order it is taken in. */
 static double max_abs(int64_t n, const double *v)
 {
-    double m = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-        double a = fabs(v[i]);
-        if (isnan(a))
-            return a;
-        if (a > m)
-            m = a;
+    double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
+    int nan = 0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        double a0 = fabs(v[i]), a1 = fabs(v[i + 1]), a2 = fabs(v[i + 2]), a3 = fabs(v[i + 3]);
+        nan |= isnan(a0) | isnan(a1) | isnan(a2) | isnan(a3);
+        m0 = a0 > m0 ? a0 : m0;
+        m1 = a1 > m1 ? a1 : m1;
+        m2 = a2 > m2 ? a2 : m2;
+        m3 = a3 > m3 ? a3 : m3;
     }
-    return m;
+    for (; i < n; ++i) {
+        double a = fabs(v[i]);
+        nan |= isnan(a);
+        m0 = a > m0 ? a : m0;
+    }
+    if (nan)
+        return NAN;
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    return m2 > m0 ? m2 : m0;
 }
 
 /* sol = K^{-1} rhs by the factor in the plan's work arrays (symplex_stage_condensed_solve). */
 static void plan_solve(const symplex_stage_plan *p, const double *j_val, const double *rhs, double *sol)
 {
     symplex_stage_condensed_solve(p->n_chunks, p->nb, p->size, p->a_off, p->c_off, p->e_off, p->f_off, p->r_off,
-                                  p->blk, p->g, p->g_cols, p->g_count, p->x, p->piv, p->nx, p->ns, p->m,
-                                  p->slack_row, p->coef, p->slack_d, p->n_elim, p->elim_row, p->weight, p->n_e,
-                                  p->e_src, p->e_col, p->e_row, j_val, p->n_kept, p->kept_row, p->where, rhs, sol,
-                                  p->v, p->t);
+                                  p->blk, p->g, p->g_cols, p->g_count, p->c_place, p->coupling, p->coupling_off,
+                                  p->x, p->piv, p->nx, p->ns, p->m, p->slack_row, p->coef, p->slack_d, p->n_elim,
+                                  p->elim_row, p->weight, p->n_e, p->e_src, p->e_col, p->e_row, j_val, p->n_kept,
+                                  p->kept_row, p->where, rhs, sol, p->v, p->t);
 }
 
 /* out = rhs - K sol (kkt_residual on the plan's pattern), W dz left in the plan's z_work for plan_curvature and
@@ -601,14 +626,15 @@ int64_t symplex_stage_newton(const symplex_stage_plan *plan, const double *w_val
     for (int64_t t = 0; t < p->n_j_far; ++t)
         if (j_val[p->j_far[t]] != 0.0)
             return SYMPLEX_STEP_FAR;
-    if (symplex_stage_fill(p->n_blk, p->blk, p->n_w, p->w_slot, p->w_src, w_val, p->n_j, p->j_slot, p->j_src, j_val,
-                           p->n_p, p->p_slot, p->p_a, p->p_b, p->p_row, p->nx, p->ns, p->slack_diag, p->coef, dw, dc,
-                           p->slack_d, p->n_elim, p->elim_slack, p->weight, p->n_kept, p->kept_slack, p->d_slot))
+    if (symplex_stage_fill(p->n_blk, p->blk, p->c_begin, p->c_end, p->n_c, p->c_slot, p->n_w, p->w_slot, p->w_src,
+                           w_val, p->n_j, p->j_slot, p->j_src, j_val, p->n_p, p->p_slot, p->p_a, p->p_b, p->p_row,
+                           p->nx, p->ns, p->slack_diag, p->coef, dw, dc, p->slack_d, p->n_elim, p->elim_slack,
+                           p->weight, p->n_kept, p->kept_slack, p->d_slot))
         return SYMPLEX_STEP_SLACK;
     int64_t factor_parity = 0;
     int64_t failed = symplex_stage_factor(p->n_chunks, p->nb, p->size, p->a_off, p->c_off, p->e_off, p->f_off,
-                                          p->r_off, p->s_rcond, p->blk, p->g, p->g_cols, p->g_count, p->x, p->piv,
-                                          &factor_parity);
+                                          p->r_off, p->s_rcond, p->blk, p->g, p->g_cols, p->g_count, p->c_place,
+                                          p->coupling, p->coupling_off, p->x, p->piv, &factor_parity);
     if (failed >= 0)
         return failed == p->n_chunks ? SYMPLEX_STEP_BORDER : SYMPLEX_STEP_PIVOT;
     *parity = (factor_parity + p->n_elim) % 2;

@@ -23,17 +23,17 @@ def _load() -> ctypes.CDLL | None:
     lib = load_kernels()
     if lib is None or not hasattr(lib, "symplex_stage_fill"):
         return None
-    lib.symplex_stage_fill.argtypes = [_int, _ptr, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr,
-                                       _ptr, _ptr, _int, _int, _ptr, _ptr, _double, _double, _ptr, _int, _ptr,
-                                       _ptr, _int, _ptr, _ptr]
+    lib.symplex_stage_fill.argtypes = [_int, _ptr, _int, _int, _int, _ptr, _int, _ptr, _ptr, _ptr, _int, _ptr,
+                                       _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr, _int, _int, _ptr, _ptr, _double,
+                                       _double, _ptr, _int, _ptr, _ptr, _int, _ptr, _ptr]
     lib.symplex_stage_fill.restype = _int
-    lib.symplex_stage_condensed_solve.argtypes = [_int, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr] + [_ptr] * 6 \
+    lib.symplex_stage_condensed_solve.argtypes = [_int, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr] + [_ptr] * 9 \
         + [_int, _int, _int, _ptr, _ptr, _ptr, _int, _ptr, _ptr, _int, _ptr, _ptr, _ptr, _ptr, _int, _ptr, _ptr] \
         + [_ptr] * 4
     lib.symplex_stage_condensed_solve.restype = None
     lib.symplex_kkt_residual.argtypes = [_int, _int] + [_ptr] * 6 + [_double, _double] + [_ptr] * 4
     lib.symplex_kkt_residual.restype = None
-    lib.symplex_stage_factor.argtypes = [_int, _int] + [_ptr] * 4 + [_int, _ptr, _double] + [_ptr] * 7
+    lib.symplex_stage_factor.argtypes = [_int, _int] + [_ptr] * 4 + [_int, _ptr, _double] + [_ptr] * 10
     lib.symplex_stage_factor.restype = _int
     lib.symplex_stage_newton.argtypes = [_ptr, _ptr, _ptr, _double, _double, _ptr, _ptr, _ptr, _ptr]
     lib.symplex_stage_newton.restype = _int
@@ -44,9 +44,11 @@ LIB = _load()
 
 # symplex_stage_plan's fields in header order: name and kind (int64, double or an address)
 _PLAN_FIELDS = (
-    ("n_chunks", _int), ("nb", _int), ("f_off", _int), ("n_blk", _int), ("size", _ptr), ("a_off", _ptr),
-    ("c_off", _ptr), ("e_off", _ptr), ("r_off", _ptr), ("s_rcond", _double), ("blk", _ptr), ("g", _ptr),
-    ("g_cols", _ptr), ("g_count", _ptr), ("x", _ptr), ("piv", _ptr), ("n_w", _int), ("w_slot", _ptr),
+    ("n_chunks", _int), ("nb", _int), ("f_off", _int), ("n_blk", _int), ("c_begin", _int), ("c_end", _int),
+    ("n_c", _int), ("c_slot", _ptr), ("size", _ptr), ("a_off", _ptr), ("c_off", _ptr), ("e_off", _ptr),
+    ("r_off", _ptr), ("s_rcond", _double), ("blk", _ptr), ("g", _ptr), ("g_cols", _ptr), ("g_count", _ptr),
+    ("c_place", _ptr), ("coupling", _ptr), ("coupling_off", _ptr), ("x", _ptr), ("piv", _ptr), ("n_w", _int),
+    ("w_slot", _ptr),
     ("w_src", _ptr), ("n_j", _int), ("j_slot", _ptr), ("j_src", _ptr), ("n_p", _int), ("p_slot", _ptr),
     ("p_a", _ptr), ("p_b", _ptr), ("p_row", _ptr), ("nx", _int), ("ns", _int), ("m", _int), ("slack_diag", _ptr),
     ("coef", _ptr), ("slack_d", _ptr), ("n_elim", _int), ("elim_slack", _ptr), ("weight", _ptr), ("n_kept", _int),
@@ -83,8 +85,8 @@ def fill(n_blk: int, blk: int, plan: tuple, w_val: np.ndarray, j_val: np.ndarray
     """Run symplex_stage_fill into blk (n_blk doubles at address blk); plan: the counts and addresses of
     stage_kkt.StagePlan's arrays in the kernel's order without w_val, j_val, dw, dc (StagePlan.fill_args).
     0, or 1 + the slack whose diagonal is not positive."""
-    return LIB.symplex_stage_fill(n_blk, blk, *plan[:3], address(w_val), *plan[3:6], address(j_val), *plan[6:15], dw, dc,
-                                  *plan[15:])
+    return LIB.symplex_stage_fill(n_blk, blk, *plan[:7], address(w_val), *plan[7:10], address(j_val), *plan[10:19],
+                                  dw, dc, *plan[19:])
 
 
 def condensed_solve(args: tuple, work: tuple, plan: tuple, j_val: np.ndarray, rows: tuple, rhs: np.ndarray,
@@ -107,8 +109,9 @@ def residual(nz: int, m: int, pattern: tuple, w_val: np.ndarray, j_val: np.ndarr
 
 
 def factor(args: tuple, s_rcond: float, work: tuple, parity: int) -> int:
-    """Run symplex_stage_factor in place (args: layout_args; work: addresses of blk, g, g_cols, g_count, x, piv;
-    parity: address of one int64); -1, or the chunk with a singular pivot (n_chunks: the border)."""
+    """Run symplex_stage_factor in place (args: layout_args; work: addresses of blk, g, g_cols, g_count, c_place,
+    coupling, coupling_off, x, piv; parity: address of one int64); -1, or the chunk with a singular pivot
+    (n_chunks: the border)."""
     return LIB.symplex_stage_factor(*args, s_rcond, *work, parity)
 
 

@@ -52,7 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from ..native import pointers
+from ..native import address, pointers
 from ..native import stage_kkt_binding as _native
 
 _END_TO_BORDER = 200  # most unknowns in the border after moving the last block there
@@ -565,22 +565,47 @@ class StageFactor:
 
 
 def _work_arrays(L: StageLayout) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
-    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, x, piv (stage_kkt.h) and the
-    parity output, and their addresses."""
+    """The C kernel's arrays for a factorisation in layout L: blk, g, g_cols, g_count, c_place, x, piv
+    (stage_kkt.h) and the parity output, and their addresses."""
     n_inner, i64 = len(L.order), np.int64
     arrays = (np.empty(L.n_blk), np.empty(L.n_blk), np.empty(n_inner, i64), np.empty(L.n_chunks, i64),
-              np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64), np.zeros(1, i64))
+              np.empty(n_inner, i64), np.empty(n_inner * L.nb), np.empty(n_inner + L.nb, i64), np.zeros(1, i64))
     return arrays, pointers(*arrays)
 
 
-def _native_factor(L: StageLayout, work: tuple[tuple[np.ndarray, ...], tuple[int, ...]]) -> int:
-    """Factorise the blocks filled in work (_work_arrays: the arrays and their addresses) in C; the parity of K's
-    negative eigenvalues."""
-    arrays, addresses = work
-    failed = _native.factor(L.kernel_args(), _PIVOT_RCOND, addresses[:6], addresses[6])
+def _coupling(L: StageLayout, written: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The entries of the blocks C_k in layout L among the slots `written` (the fill's, ascending without repeats):
+    (coupling, coupling_off) of symplex_stage_factor (stage_kkt.h), each entry's (position in its C_k, row, rank of
+    its column among C_k's columns with an entry, column), row by row, and where each C_k's start; and c_slot of
+    symplex_stage_fill, the entries' slots."""
+    i64 = np.int64
+    slots = written[(written >= L.c_off[0]) & (written < _c_end(L))]
+    chunk = np.searchsorted(L.c_off, slots, side="right") - 1
+    position = slots - L.c_off.take(chunk)
+    width = L.sizes.take(chunk + 1)
+    row, col = position // width, position % width
+    widest = int(L.sizes.max())
+    columns, place = np.unique(chunk * widest + col, return_inverse=True)  # (chunk, column) of each entry
+    of_chunk = columns // widest
+    count = np.bincount(of_chunk, minlength=L.n_chunks)
+    rank = place.reshape(-1) - (count.cumsum() - count).take(chunk)  # less each chunk's first column's number
+    coupling = np.ascontiguousarray(np.stack([position, row, rank, col], axis=1), i64)
+    return coupling, np.searchsorted(chunk, np.arange(L.n_chunks)).astype(i64), slots
+
+
+def _c_end(L: StageLayout) -> int:
+    """Where the blocks C_k of layout L end in the C kernel's storage (they start at c_off[0])."""
+    return int(L.c_off[-1] + L.sizes[-2] * L.sizes[-1])
+
+
+def _native_factor(L: StageLayout, work: tuple[int, ...], parity: np.ndarray) -> int:
+    """Factorise the blocks filled in the work arrays (addresses of blk, g, g_cols, g_count, c_place, coupling,
+    coupling_off, x, piv: symplex_stage_factor's) in C; the parity of K's negative eigenvalues, through the one
+    int64 of `parity`."""
+    failed = _native.factor(L.kernel_args(), _PIVOT_RCOND, work, address(parity))
     if failed >= 0:
         raise StageBreakdown(_BREAKDOWN[_native.BORDER if failed == L.n_chunks else _native.PIVOT])
-    return int(arrays[6][0])
+    return int(parity[0])
 
 
 # why the C kernel could not factorise K (stage_kkt_binding's outcomes of symplex_stage_newton)
@@ -824,6 +849,8 @@ class StagePlan:
         stored = (p_slot >= 0).nonzero()[0]
         a, b = a.take(stored), b.take(stored)
         self.p_slot, self.p_a, self.p_b, self.p_row = p_slot.take(stored), je.take(a), je.take(b), self.e_row.take(a)
+        self.coupling, self.coupling_off, self.c_slot = _coupling(
+            L, np.unique(np.concatenate([self.w_slot, self.j_slot, self.p_slot, self.d_slot])))
         self.nx, self.m = nx, m
         self.far = len(self.w_far) > 0 or len(self.j_far) > 0
         self.slack_d, self.weight = np.empty(len(rows)), np.empty(len(self.elim))
@@ -843,8 +870,9 @@ class StagePlan:
         def at(*names: str) -> tuple[int, ...]:
             return tuple(address[name] for name in names)
 
-        self.fill_args = (len(self.w_slot), *at("w_slot", "w_src"), len(self.j_slot), *at("j_slot", "j_src"),
-                          len(self.p_slot), *at("p_slot", "p_a", "p_b", "p_row"), nx, len(rows),
+        self.fill_args = (int(L.c_off[0]), _c_end(L), len(self.c_slot), address["c_slot"], len(self.w_slot),
+                          *at("w_slot", "w_src"), len(self.j_slot), *at("j_slot", "j_src"), len(self.p_slot),
+                          *at("p_slot", "p_a", "p_b", "p_row"), nx, len(rows),
                           *at("slack_diag", "coef", "slack_d"), len(self.elim), *at("elim_slack", "weight"),
                           len(self.kept), *at("kept_slack", "d_slot"))
         self.solve_args = (nx, len(rows), m, *at("slack_row", "coef", "slack_d"), len(self.elim),
@@ -870,11 +898,15 @@ class StagePlan:
             elim_slack=self.elim_slack, weight=self.weight, kept_slack=self.kept_slack, d_slot=self.d_slot,
             w_far=self.w_far, j_far=self.j_far, slack_row=self.rows, elim_row=self.elim, e_src=self.e_src,
             e_col=self.e_col, e_row=self.e_row, kept_row=self.kept, where=self.where, v=self.v, t=self.t,
-            w_ptr=w_ptr, w_idx=w_idx, j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine)
+            w_ptr=w_ptr, w_idx=w_idx, j_ptr=j_ptr, j_idx=j_idx, z_work=self.z_work, refine=self.refine,
+            coupling=self.coupling, coupling_off=self.coupling_off, c_slot=self.c_slot)
         address = dict(zip(arrays, pointers(*arrays.values())))
+        blk, g, g_cols, g_count, c_place, x, piv, _ = work
+        self.work = (blk, g, g_cols, g_count, c_place, address["coupling"], address["coupling_off"], x, piv)
         self.kernel_plan = _native.Plan(
-            n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, s_rcond=_PIVOT_RCOND,
-            **dict(zip(("blk", "g", "g_cols", "g_count", "x", "piv"), work)), n_w=len(self.w_slot),
+            n_chunks=L.n_chunks, nb=L.nb, f_off=L.f_off, n_blk=L.n_blk, c_begin=int(L.c_off[0]), c_end=_c_end(L),
+            n_c=len(self.c_slot), s_rcond=_PIVOT_RCOND, blk=blk, g=g, g_cols=g_cols, g_count=g_count, c_place=c_place,
+            x=x, piv=piv, n_w=len(self.w_slot),
             n_j=len(self.j_slot), n_p=len(self.p_slot), nx=self.nx, ns=len(self.rows), m=self.m,
             n_elim=len(self.elim), n_kept=len(self.kept), n_w_far=len(self.w_far), n_j_far=len(self.j_far),
             n_e=len(self.e_src), parity_m=self.m % 2, **address)
@@ -914,21 +946,21 @@ class PlannedFactor:
                  parity: int | None = None, curvature: tuple[float, float] | None = None):
         P, L = plan, plan.layout
         self.plan, self.W, self.J, self.dw, self.dc, self.curvature = plan, W, J, dw, dc, curvature
+        self.work = P.work
         if parity is not None:
-            self.parity, self.work = parity, L.scratch()[1]
+            self.parity = parity
             return
-        arrays, self.work = work = L.scratch()
         if P.far and (np.any(W.data[P.w_far] != 0) or np.any(J.data[P.j_far] != 0)):
             raise StageBreakdown(_BREAKDOWN[_native.FAR])
-        if _native.fill(len(arrays[0]), self.work[0], P.fill_args, np.ascontiguousarray(W.data, float),
+        if _native.fill(L.n_blk, self.work[0], P.fill_args, np.ascontiguousarray(W.data, float),
                         np.ascontiguousarray(J.data, float), dw, dc):
             raise StageBreakdown(_BREAKDOWN[_native.SLACK])
-        self.parity = (_native_factor(L, work) + len(P.elim)) % 2
+        self.parity = (_native_factor(L, self.work, L.scratch()[0][-1]) + len(P.elim)) % 2
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         P = self.plan
         out = np.empty(len(rhs))
-        _native.condensed_solve(P.layout.kernel_args(), self.work[:6], P.solve_args, self.J.data, P.row_args,
+        _native.condensed_solve(P.layout.kernel_args(), self.work, P.solve_args, self.J.data, P.row_args,
                                 np.ascontiguousarray(rhs, float), out, P.scratch_args)
         return out
 

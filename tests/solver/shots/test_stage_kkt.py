@@ -325,6 +325,44 @@ def test_newton_step_in_one_c_call_matches_the_numpy_factor_and_rejects_the_wron
 
 
 @needs_native
+def test_entries_that_are_zero_at_a_point_give_the_steps_of_the_pattern_without_them():
+    """The C kernel reads each coupling block C_k at its entries only (the plan's list; the fill zeroes no other
+    place of C_k): a column whose entries are all zero at this point (explicit zeros in J) gives the step, parity
+    and curvature of the pattern without them, bit for bit, also with NaN elsewhere in the kernel's storage."""
+    rng = np.random.default_rng(9)
+    W, J, layout, rows, coef, _ = _random_program_kkt(rng)
+    nz, m = W.shape[0], J.shape[0]
+    dense = J.toarray()
+    stage = layout.chunk[:nz - len(rows)]
+    near = np.abs(stage[None, :] - stage[:, None]) <= 1
+    # explicit zeros of the equality rows at every variable of their stages they do not touch
+    equality = np.setdiff1d(np.arange(m), rows)
+    touched = dense[equality, :len(stage)] != 0
+    extra = (touched @ near > 0) & ~touched
+    r, c = equality[extra.nonzero()[0]], extra.nonzero()[1]
+    J_zeros = sp.csr_matrix((np.concatenate([J.tocoo().data, np.zeros(len(r))]),
+                             (np.concatenate([J.tocoo().row, r]), np.concatenate([J.tocoo().col, c]))), shape=J.shape)
+    J_zeros.sort_indices()
+    plain, zeros = StagePlan(layout, rows, coef), StagePlan(layout, rows, coef)
+    zeros.factor(W, J_zeros, 1.0, 0.0)  # planned: its layout and storage exist
+    solved = 0
+    for dw, dc in ((0.05, 0.0), (0.3, 1e-3), (30.0, 1e-6)):
+        rhs = rng.standard_normal(nz + m)
+        f_plain, sol, accurate = plain.newton_step(W, J, dw, dc, rhs)
+        for work in zeros.layout.scratch()[0][:2]:  # blk and g
+            work[:] = np.nan
+        f_zeros, sol_zeros, acc_zeros = zeros.newton_step(W, J_zeros, dw, dc, rhs)
+        assert f_plain.parity == f_zeros.parity and accurate == acc_zeros
+        assert (sol is None) == (sol_zeros is None) and (sol is None or np.array_equal(sol, sol_zeros))
+        assert f_plain.curvature == f_zeros.curvature
+        solved += sol is not None
+    # some columns of the coupling blocks have entries that are zero at every point
+    coupled = [{(k, c) for k, c in zip(np.searchsorted(P.coupling_off, np.arange(len(P.coupling)), "right"),
+                                        P.coupling[:, 3])} for P in (plain, zeros)]
+    assert solved and coupled[0] < coupled[1]
+
+
+@needs_native
 def test_interior_point_with_the_one_call_newton_step_takes_the_separate_calls_steps(monkeypatch):
     """The parking shot solved with StagePlan.newton_step (one C call per attempt) and with its reference, the
     separate calls it replaces (fill and factor, parity test, nlp._refined): the same iterates, bit for bit."""
