@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-ABI_VERSION = 30
+ABI_VERSION = 31
 _LIB_NAMES = ("libsymplex_kernels.so", "libsymplex_kernels.dylib", "symplex_kernels.dll")
 _f64 = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
 _i64 = np.ctypeslib.ndpointer(dtype=np.int64, flags="C_CONTIGUOUS")

@@ -7,7 +7,7 @@
 #define SYMPLEX_KERNELS_H
 #include <stdint.h>
 
-#define SYMPLEX_ABI_VERSION 30
+#define SYMPLEX_ABI_VERSION 31
 
 int64_t symplex_abi_version(void);
 
@@ -304,6 +304,16 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
 /* out[target[i]] += values[i] for i < n, in the order of i (sparse_sum.c; numpy twin np.bincount in
  * addon/solver/shots/transcription.py SparsityPattern.values_numpy). */
 void symplex_scatter_add(int64_t n, const int64_t *target, const double *values, double *out);
+/* Sums of values in classes: class c has entries[c] sums of terms[c] terms each, the sums one after the other in sums
+ * and their terms' positions in values one after the other in source; each sum 0.0 + values[source[..]] + ... in the
+ * order listed (sparse_sum.c; numpy twin np.bincount over the COO entries' targets, in native/sparse_binding.py
+ * symmetric_half_sum_numpy). */
+void symplex_entry_sums(int64_t n_classes, const int64_t *terms, const int64_t *entries, const int64_t *source,
+                        const double *values, double *sums);
+/* out[k] = 0.5 sums[upper[k]] + 0.5 sums[lower[k]] for k < n, a negative index's half 0.0 (sparse_sum.c; numpy twin
+ * native/sparse_binding.py symmetric_half_sum_numpy). */
+void symplex_symmetric_half_sum(int64_t n, const int64_t *upper, const int64_t *lower, const double *sums,
+                                double *out);
 void symplex_csr_matvec(int64_t rows, const int64_t *indptr, const int64_t *indices, const double *data,
                         const double *x, double *out);
 

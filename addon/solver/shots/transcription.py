@@ -368,7 +368,8 @@ class SparsityPattern:
 
     def fixed(self, values: Callable[..., np.ndarray]) -> nlpmod.FixedPattern:
         """This pattern for the solver, with values(*args) -> COO data."""
-        return nlpmod.FixedPattern(self.indices, self.indptr, self.shape, lambda *args: self.values(values(*args)))
+        return nlpmod.FixedPattern(self.indices, self.indptr, self.shape, lambda *args: self.values(values(*args)),
+                                   values, summed=self.inverse)
 
 
 class _LastPoint:
@@ -1031,10 +1032,13 @@ class Transcription:
         rows_hessian = rows.hessian_writer(hessian_coo[:rows.hessian_size])
         costs_hessian = costs.hessian_writer(hessian_coo[rows.hessian_size:])
 
-        def hessian_data(x, y, obj_factor):
+        def hessian_coo_data(x, y, obj_factor):
             rows_hessian(x, y, None)
             costs_hessian(x, None, obj_factor)
-            return hessian.values(hessian_coo)
+            return hessian_coo
+
+        def hessian_data(x, y, obj_factor):
+            return hessian.values(hessian_coo_data(x, y, obj_factor))
 
         def csr(pattern: SparsityPattern, data: np.ndarray) -> sp.csr_matrix:
             return sp.csr_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
@@ -1045,7 +1049,8 @@ class Transcription:
                               lambda x, y, obj_factor: csr(hessian, hessian_data(x, y, obj_factor)), stages,
                               nlpmod.FixedPattern(jacobian.indices, jacobian.indptr, jacobian.shape, jacobian_data,
                                                   rows.raw_jacobian, jacobian.picked(rows.source)),
-                              nlpmod.FixedPattern(hessian.indices, hessian.indptr, hessian.shape, hessian_data))
+                              nlpmod.FixedPattern(hessian.indices, hessian.indptr, hessian.shape, hessian_data,
+                                                  hessian_coo_data, summed=hessian.inverse))
 
     # -- warm start -----------------------------------------------------------------------------
     def x0(self, warm_start=None, rest: bool = False) -> np.ndarray:
