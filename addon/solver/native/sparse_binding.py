@@ -51,12 +51,17 @@ class ScatterAdd:
         self.target, self.size = target, size
         self._target = address(target)
 
-    def __call__(self, values: np.ndarray) -> np.ndarray:
+    def __call__(self, values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The sums into a fresh array of zeros, or added in place to out (float64, C-contiguous, (size,)): returned."""
         values = np.ascontiguousarray(values, np.float64)
         if values.shape != self.target.shape:
             raise ValueError(f"ScatterAdd: expected values of the targets' shape {self.target.shape}, got "
                              f"{values.shape}")
-        out = np.zeros(self.size)
+        if out is None:
+            out = np.zeros(self.size)
+        elif out.shape != (self.size,) or out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise ValueError(f"ScatterAdd: expected a float64 C-contiguous output of length {self.size}, got "
+                             f"{out.dtype} {out.shape}")
         LIB.symplex_scatter_add(len(values), self._target, *pointers(values, out))
         return out
 

@@ -317,6 +317,14 @@ void symplex_symmetric_half_sum(int64_t n, const int64_t *upper, const int64_t *
 void symplex_csr_matvec(int64_t rows, const int64_t *indptr, const int64_t *indices, const double *data,
                         const double *x, double *out);
 
+/* The quadratic costs' Hessian as COO data (quadratic_costs.c; numpy twin addon/solver/shots/transcription.py
+ * QuadraticCosts.hessian_into_numpy): out (3 E + 8 S) = the effort's scale_h kee, (scale ke) e twice, then the
+ * smoothness' a, a, -a, -a with a = scale_over_h kss and b, b, -b, -b with b = (scale_over_h2 ks) d, each (E,) or
+ * (S,); out's last entry, (h, h), is the caller's. */
+void symplex_quadratic_hessian(int64_t E, const double *kee, const double *ke, const double *e, int64_t S,
+                               const double *kss, const double *ks, const double *d, double scale, double scale_h,
+                               double scale_over_h, double scale_over_h2, double *out);
+
 /* Contact rows of the maximal step at the knot (contact_rows.c; numpy twin: maximal/interior_point.py
  * _contacts, _patches and the contact part of `packed`).
  * symplex_contact_knot: rotations R (nbody, 3, 3) of the quaternions q (w x y z, normalised first) and the body

@@ -47,7 +47,7 @@ from scipy.sparse.linalg import splu
 
 from ..native.interior_point_binding import barrier_terms as _barrier_terms, multiplier_steps as _multiplier_steps
 from ..native.interior_point_binding import step_to_bounds as _step_to_bounds
-from ..native.sparse_binding import SymmetricHalfSum
+from ..native.sparse_binding import LIB as _sparse_lib, ScatterAdd, SymmetricHalfSum
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, entry_rows,
                         kkt_residual, stage_layout, stage_spread)
 
@@ -346,7 +346,7 @@ class _Reduced:
             data = raw.data
             if self._hess_plan is None or not _same_pattern(self._hess_plan[0], raw):
                 self._hess_plan = (raw, *self._reduce_hessian(raw))
-        _, symmetrised, self._w_matrix, self.diagonal = self._hess_plan
+        _, symmetrised, self._w_matrix, self.diagonal, self._add_diagonal = self._hess_plan
         return symmetrised(data)
 
     def _free_entries(self, H: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -362,7 +362,8 @@ class _Reduced:
         """(the map from raw's data to the data of the symmetrised Hessian over z (SymmetricHalfSum: each entry (r, c)
         half the sum of raw's entries at (r, c) and (c, r), the whole of one where the other is absent, 0 where both
         are; summed: raw's data comes as COO data summed into its entries), the CSC matrix W of that pattern, position
-        of each diagonal entry). raw: a CSR pattern."""
+        of each diagonal entry, the C kernel adding to them: ScatterAdd, or None without the kernels). raw: a CSR
+        pattern."""
         nz, none = self.nx + self.ns, -1
         i, j, free = self._free_entries(raw)
         kept = np.flatnonzero(free)
@@ -378,13 +379,18 @@ class _Reduced:
         # an entry whose mirror the raw pattern lacks (a Hessian given by one triangle) counts whole
         upper, lower = np.where(upper == none, lower, upper), np.where(lower == none, upper, lower)
         pattern = sp.csc_matrix((np.zeros(len(unique)), _frozen(indices), _frozen(indptr)), shape=(nz, nz))
-        return SymmetricHalfSum(upper, lower, len(raw.indices), summed), pattern, inverse[2 * len(kept):]
+        diagonal = inverse[2 * len(kept):]
+        add_diagonal = None if _sparse_lib is None else ScatterAdd(diagonal, len(unique))
+        return SymmetricHalfSum(upper, lower, len(raw.indices), summed), pattern, diagonal, add_diagonal
 
     def plus_diagonal(self, H: np.ndarray, sigma: np.ndarray) -> sp.csc_matrix:
         """W = H + diag(sigma) (CSC) for H's data from hess_data, which becomes W's (sigma added to its diagonal
         entries in place: its pattern holds them); like jac's, the same matrix object each call, valid until the
         next."""
-        H[self.diagonal] += sigma
+        if self._add_diagonal is None:
+            H[self.diagonal] += sigma
+        else:
+            self._add_diagonal(sigma, H)
         W = self._w_matrix
         W.data = H
         return W

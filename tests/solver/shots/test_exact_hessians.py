@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
-from addon.solver.native import shot_rows_binding, sparse_binding
+from addon.solver.native import quadratic_binding, shot_rows_binding, sparse_binding
 from addon.solver.shots import jets, transcription
 from addon.solver.shots.car import arc, arc_curvature
 from addon.solver.shots.vehicle_shot import transcribe
@@ -345,6 +345,27 @@ def test_quadratic_costs_equal_the_channel_formulas():
     fd2 = np.stack([(q.gradient(x + eps * e) - q.gradient(x - eps * e)) / (2 * eps) for e in E], 1)
     assert np.max(np.abs(H - 0.7 * fd2)) < 1e-6 * np.abs(fd2).max()
     assert np.abs(H[tr.h_index]).max() > 0  # the entries with the free step are checked too
+
+
+@pytest.mark.skipif(quadratic_binding.LIB is None, reason="C kernels not built (make kernels)")
+def test_quadratic_hessian_in_c_equals_its_numpy_twin_bit_for_bit():
+    """QuadraticCosts.hessian_into in C (native/quadratic_costs.c) writes the COO data of its numpy twin bit for bit
+    (the same products in the same order), at random points with a free step and scales; buffers of another length
+    are refused."""
+    tr = transcribe(_small_shot("helicopter", 2.0))
+    q = tr.quadratic
+    assert q._hessian_kernel is not None and len(q.ce) and len(q.c0)
+    rng = np.random.default_rng(17)
+    for _ in range(3):
+        x = tr.x0() + 0.1 * rng.standard_normal(tr.n)
+        x[tr.h_index] = rng.uniform(0.05, 0.2)
+        scale = rng.uniform(0.01, 2.0)
+        got, want = np.full(len(q.hess_rows), np.nan), np.full(len(q.hess_rows), np.nan)
+        q.hessian_into(x, scale, got)
+        q.hessian_into_numpy(x, scale, want)
+        assert got.tobytes() == want.tobytes() and np.all(np.isfinite(got))
+    with pytest.raises(ValueError):
+        q.hessian_into(x, scale, got[:-1])
 
 
 @pytest.mark.skipif(sparse_binding.LIB is None, reason="C kernels not built (make kernels)")
