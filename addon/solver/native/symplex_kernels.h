@@ -447,5 +447,20 @@ void symplex_barrier_terms(int64_t n, int64_t m, const double *g, const double *
  * min(step_to_bounds(zL, 0, dzL, tau), step_to_bounds(zU, 0, dzU, tau)) (numpy twin: multiplier_steps_numpy). */
 double symplex_multiplier_steps(int64_t n, const double *zL, const double *zU, const double *terms, const double *dz,
                                 double tau, double *dzL, double *dzU);
+/* An interior-point iteration's measures (numpy twin: optimality_numpy): largest[0] = max |((jt_y + g) - zL) + zU|,
+ * products = dl[lo] zL[lo], then du[up] zU[up] (n_lo + n_up), largest[1], largest[2] the largest of each part (every
+ * maximum from 0, nan when an entry is). */
+void symplex_optimality(int64_t n, const double *jt_y, const double *g, const double *zL, const double *zU,
+                        const double *dl, const double *du, int64_t n_lo, const int64_t *lo, int64_t n_up,
+                        const int64_t *up, double *products, double *largest);
+/* dist = x[lo] - lo_value (n_lo), then up_value - x[up] (n_up); returns the smallest (inf when none; nan skipped)
+ * (numpy twin: Vectors._distances). */
+double symplex_bound_distances(int64_t n_lo, const int64_t *lo, const double *lo_value, int64_t n_up,
+                               const int64_t *up, const double *up_value, const double *x, double *dist);
+/* At the accepted point z, in place: dl = z - lower, du = upper - z, zL = zL + alpha dzL clipped to
+ * [mu / (1e10 dl), (1e10 mu) / dl], zU likewise over du (numpy twin: accepted_step_numpy). */
+void symplex_accepted_step(int64_t n, const double *z, const double *lower, const double *upper, double alpha,
+                           const double *dzL, const double *dzU, double mu, double *dl, double *du, double *zL,
+                           double *zU);
 
 #endif

@@ -45,15 +45,14 @@ import scipy.sparse as sp
 from scipy.sparse import _sparsetools
 from scipy.sparse.linalg import splu
 
-from ..native.interior_point_binding import barrier_terms as _barrier_terms, multiplier_steps as _multiplier_steps
-from ..native.interior_point_binding import step_to_bounds as _step_to_bounds
+from ..native.interior_point_binding import Vectors, step_to_bounds as _step_to_bounds, vectors as _vectors
 from ..native.sparse_binding import LIB as _sparse_lib, ScatterAdd, SymmetricHalfSum
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, entry_rows,
                         kkt_residual, stage_layout, stage_spread)
 
 Progress = Callable[[int, dict], Optional[bool]]
-# the ufunc reductions behind ndarray.max and sum, without their Python wrappers; fmin's skips nan
-_max, _sum, _fmin = np.maximum.reduce, np.add.reduce, np.fmin.reduce
+# the ufunc reductions behind ndarray.max and sum, without their Python wrappers
+_max, _sum = np.maximum.reduce, np.add.reduce
 
 
 @dataclass(frozen=True)
@@ -280,9 +279,12 @@ class _Reduced:
         start, fixed = self._at_start("jacobian", x), self.nlp.jacobian_data
         if start is None and fixed is not None and fixed.picked is not None and self._jac_plan is not None:
             _, src, scale, J, (from_raw, slacks) = self._jac_plan
-            data = fixed.raw(x).take(from_raw)  # the NLP's gather and this one composed (_reduce_jacobian)
+            data = J.data  # the last call's values, written over (the same matrix object each call)
+            # the NLP's gather and this one composed (_reduce_jacobian); the indices are in range: "clip" only skips
+            # a buffer
+            fixed.raw(x).take(from_raw, out=data, mode="clip")
             data[slacks] = -1.0  # slack_entries
-            J.data = np.multiply(data, scale, out=data)
+            np.multiply(data, scale, out=data)
             return J
         raw, values = start or self._jacobian_at(x)
         if self._jac_plan is None or not (raw is self._jac_plan[0] or _same_pattern(self._jac_plan[0], raw)):
@@ -488,55 +490,10 @@ def _push_inside(z, zl, zu, k1=1e-2, k2=1e-2):
     return z
 
 
-class _Bounds:
-    """The finite lower and upper bounds of a vector (fixed for a solve), the interior point's one record of which
-    bounds exist: has_lo, has_up, masks of the entries that have one (for selections over the whole vector,
-    np.where), and lo, up, their indices (for gathers: four times faster than by mask at a shot's sizes);
-    distances and barrier terms over those entries (the fraction-to-boundary rule: _step_to_bounds)."""
-
-    def __init__(self, lo: np.ndarray, up: np.ndarray):
-        self.has_lo, self.has_up = np.isfinite(lo), np.isfinite(up)
-        self.lo, self.up = np.flatnonzero(self.has_lo), np.flatnonzero(self.has_up)
-        self.lo_value, self.up_value = lo[self.lo], up[self.up]
-
-    def distances(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """x - lower over the finite lower bounds, upper - x over the finite upper bounds."""
-        return x[self.lo] - self.lo_value, self.up_value - x[self.up]
-
-    def log_barrier(self, x: np.ndarray) -> float:
-        """sum of log(distance) over the finite lower bounds plus that over the finite upper bounds (the two sums as
-        numpy's of each); -inf when x is on or outside one (a nan distance is skipped, as fmin does)."""
-        n_lo = len(self.lo)
-        d = np.empty(n_lo + len(self.up))  # both kinds in one array: one reduction, one log call
-        np.subtract(x.take(self.lo), self.lo_value, out=d[:n_lo])
-        np.subtract(self.up_value, x.take(self.up), out=d[n_lo:])
-        if _fmin(d, initial=np.inf) <= 0:  # any(d <= 0): fmin skips nan
-            return -np.inf
-        logs = np.log(d, out=d)
-        return float(_sum(logs[:n_lo]) + _sum(logs[n_lo:]))
-
-    def products(self, dl: np.ndarray, zL: np.ndarray, du: np.ndarray, zU: np.ndarray) -> np.ndarray:
-        """The complementarity products dl zL over the finite lower bounds, then du zU over the finite upper ones."""
-        n_lo = len(self.lo)
-        out = np.empty(n_lo + len(self.up))
-        np.multiply(dl.take(self.lo), zL.take(self.lo), out=out[:n_lo])
-        np.multiply(du.take(self.up), zU.take(self.up), out=out[n_lo:])
-        return out
-
-
-def _near_central_path(z: np.ndarray, mu: float, dist: np.ndarray) -> np.ndarray:
-    """Bound multipliers z clipped in place to [mu / (1e10 dist), 1e10 mu / dist] (IPOPT's kappa_Sigma; 0 where dist
-    is inf), as np.clip does it (the larger with the lower limit, then the smaller with the upper), without its
-    wrappers; both limits in one work array."""
-    limit = np.multiply(dist, 1e10)
-    np.maximum(z, np.divide(mu, limit, out=limit), out=z)
-    return np.minimum(z, np.divide(1e10 * mu, dist, out=limit), out=z)
-
-
-def _stepped(z: np.ndarray, alpha: float, dz: np.ndarray) -> np.ndarray:
-    """z + alpha dz, written over dz (a step used once)."""
-    np.multiply(dz, alpha, out=dz)
-    return np.add(z, dz, out=dz)
+def _along(z: np.ndarray, alpha: float, dz: np.ndarray) -> np.ndarray:
+    """z + alpha dz, a fresh array (the product written over by the sum: one temporary fewer)."""
+    out = np.multiply(dz, alpha)
+    return np.add(z, out, out=out)
 
 
 def _permutation_parity(perm: np.ndarray) -> int:
@@ -688,34 +645,32 @@ def _regularised_step(W: sp.spmatrix, J: sp.csr_matrix, rhs: np.ndarray, shift: 
     return sol, (factor if sol is not None else None), dw
 
 
-@dataclass(frozen=True)
 class _Point:
     """A point the interior point evaluated: z, the NLP's variables x there (full(z)), its rows (raw and scaled),
     |c| (its sum theta is the filter's violation, its largest entry the primal infeasibility), the objective
     (unscaled; nan where not evaluated: outside the bounds) and the sum of the log barrier terms (-inf outside). The
     line search's accepted trial is the next iterate: its variables, objective, violation and barrier objective are
-    not evaluated again (nor at the solve's end)."""
+    not evaluated again (nor at the solve's end). A plain record with slots (a frozen dataclass's __init__ sets each
+    field through object.__setattr__: a trial point costs ten of them)."""
 
-    z: np.ndarray
-    x: np.ndarray
-    raw: np.ndarray
-    c: np.ndarray
-    abs_c: np.ndarray
-    theta: float
-    f: float
-    logs: float
+    __slots__ = ("z", "x", "raw", "c", "abs_c", "theta", "f", "logs")
+
+    def __init__(self, z: np.ndarray, x: np.ndarray, raw: np.ndarray, c: np.ndarray, abs_c: np.ndarray, theta: float,
+                 f: float, logs: float):
+        self.z, self.x, self.raw, self.c, self.abs_c = z, x, raw, c, abs_c
+        self.theta, self.f, self.logs = theta, f, logs
 
     def barrier(self, f_scale: float, mu: float) -> float:
         """The scaled barrier objective f_scale f - mu logs (inf outside the bounds)."""
         return np.inf if self.logs == -np.inf else f_scale * self.f - mu * self.logs
 
 
-def _evaluate(P: _Reduced, bounds: _Bounds, z: np.ndarray) -> _Point:
+def _evaluate(P: _Reduced, V: Vectors, z: np.ndarray) -> _Point:
     """The rows, their violation sum, the log barrier and (inside the bounds) the objective at z."""
     x = P.full(z)
     raw = P.raw_c(z, x)
     c = P.c(z, raw)
-    logs = bounds.log_barrier(z)
+    logs = V.log_barrier(z)
     f = np.nan if logs == -np.inf else float(P.nlp.objective(x))
     abs_c = np.abs(c)
     return _Point(z, x, raw, c, abs_c, float(_sum(abs_c)), f, logs)
@@ -793,14 +748,14 @@ class _BarrierUpdate:
 
 
 def _affine_products(dz: np.ndarray, z: np.ndarray, dl: np.ndarray, du: np.ndarray, zL: np.ndarray, zU: np.ndarray,
-                     zl_dl: np.ndarray, zu_du: np.ndarray, bounds: "_Bounds") -> float:
+                     zl_dl: np.ndarray, zu_du: np.ndarray, V: Vectors) -> float:
     """The mean complementarity product after the affine-scaling step (the primal-dual Newton step for mu = 0, primal
     part dz): primal and bound multipliers each stepped as far as their bounds allow (fraction 1)."""
     dzL, dzU = -zL - zl_dl * dz, zu_du * dz - zU  # the bound multipliers' Newton steps for mu = 0
     alpha = _step_to_bounds(dl, du, dz, 1.0)
     alpha_dual = min(_step_to_bounds(zL, None, dzL, 1.0), _step_to_bounds(zU, None, dzU, 1.0))
-    d_lo, d_up = bounds.distances(z + alpha * dz)
-    zL_new, zU_new = (zL + alpha_dual * dzL)[bounds.lo], (zU + alpha_dual * dzU)[bounds.up]
+    d_lo, d_up = V.distances(z + alpha * dz)
+    zL_new, zU_new = (zL + alpha_dual * dzL)[V.lo], (zU + alpha_dual * dzU)[V.up]
     count = len(d_lo) + len(d_up)
     return float(d_lo @ zL_new + d_up @ zU_new) / count if count else 0.0
 
@@ -832,13 +787,14 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     P = _Reduced(nlp, x0)
     nz = P.nx + P.ns
     zl, zu = P.zl, P.zu
-    bounds = _Bounds(zl, zu)
-    lo_f, up_f, lo, up = bounds.has_lo, bounds.has_up, bounds.lo, bounds.up
     z = _push_inside(np.concatenate([P.x_full[P.free], P.s0]), zl, zu)
     mu = mu_init
     barrier_update = _BarrierUpdate(mu_strategy, mu_init, tol)
-    zL = np.where(lo_f, 1.0, 0.0)
-    zU = np.where(up_f, 1.0, 0.0)
+    # the distances dl = z - zl, du = zu - z (inf where there is no bound: mu / dl, zL / dl are 0 there), the bound
+    # multipliers zL, zU (0 there), their steps, the barrier terms: buffers of the solve, each kernel writes its own
+    V = _vectors(zl, zu, P.m)
+    V.start(z)
+    dl, du, zL, zU = V.dl, V.du, V.zL, V.zU
     y = np.zeros(P.m)
     dw_last = 0.0
     bfgs = np.eye(nz) if nlp.hessian is None else None
@@ -851,23 +807,21 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
     theta_max = theta_min = None
 
     with clock("evaluation"):
-        point = _evaluate(P, bounds, z)
+        point = _evaluate(P, V, z)
         raw, c = point.raw, point.c
         g = P.grad(z, point.x)
         J = P.jac(z, point.x)
     with clock("factorisation"):
         factoriser = (_KKT(P.kkt_layout(z, slacks=False, J=J), (P.ineq, -P.c_scale[P.ineq])) if kkt == "stage"
                       else _KKT(why_lu))
-    dl, du = z - zl, zu - z  # distances to the bounds at z (inf where there is none: mu / dl, zL / dl are 0 there)
     it = 0
     for it in range(max_iter + 1):
-        grad_lag = g + P.jt(J, y)  # then - zL + zU, and its absolute value, in place (one work array)
-        np.subtract(grad_lag, zL, out=grad_lag)
-        np.add(grad_lag, zU, out=grad_lag)
+        # max |grad f + J^T y - zL + zU| and the complementarity products (V.products: the lower bounds', then the
+        # upper bounds'), with their largest
+        dual_max, compl = V.optimality(P.jt(J, y), g)
+        products = V.products
         s_d = max(100.0, (_sum(np.abs(y)) + _sum(zL) + _sum(zU)) / max(P.m + nz, 1)) / 100.0
-        dual_inf = float(_max(np.abs(grad_lag, out=grad_lag), initial=0.0)) / s_d
-        products = bounds.products(dl, zL, du, zU)  # complementarity products, lower bounds' then upper bounds'
-        compl = max(float(_max(products[:len(lo)], initial=0.0)), float(_max(products[len(lo):], initial=0.0)))
+        dual_inf = dual_max / s_d
         raw_viol = float(_max(violation(raw, P.cl, P.cu), initial=0.0))
         f_val = point.f if point.logs != -np.inf else float(nlp.objective(point.x))
         if progress is not None:
@@ -892,7 +846,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         with clock("factorisation"):
             # zL / dl, zU / du, sigma (their sum), the barrier terms' gradients mu / dl, mu / du (all 0 where there is
             # no bound: the distance is inf), grad_phi; and the right-hand side -(grad_phi, c)
-            terms, rhs = _barrier_terms(g, zL, zU, dl, du, mu, c)
+            terms, rhs = V.barrier_terms(g, mu, c)
             zl_dl, zu_du, sigma, grad_phi = terms[0], terms[1], terms[2], terms[5]
             W = P.plus_diagonal(H, sigma) if H is not None else sp.csr_matrix(bfgs + np.diag(sigma))
             sol, lu, dw = _regularised_step(W, J, rhs, shift, dw_last, mu, factoriser)
@@ -901,9 +855,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                 # 3e-10 in the combined steps below (_refined accepts 1e-9)
                 sol_aff = lu.solve(-np.concatenate([g, c]))
                 mu_new = barrier_update.probe(products, _affine_products(sol_aff[:nz], z, dl, du, zL, zU, zl_dl, zu_du,
-                                                                         bounds))
+                                                                         V))
                 if mu_new != mu:  # the right-hand side is affine in mu: a smaller mu's step is a combination
-                    terms, rhs = _barrier_terms(g, zL, zU, dl, du, mu_new, c)
+                    terms, rhs = V.barrier_terms(g, mu_new, c)  # zL / dl, zU / du: the same numbers
                     grad_phi = terms[5]
                     sol = sol_aff + (mu_new / mu) * (sol - sol_aff) if mu_new < mu else _refined(lu, rhs)[0]
                     mu, filt = mu_new, []
@@ -914,9 +868,9 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         tau = max(0.99, 1.0 - mu)
         dz, y_new = sol[:nz], sol[nz:]
         dy = y_new - y
-        alpha_max = _step_to_bounds(dl, du, dz, tau)
+        alpha_max = V.step_to_bounds(dz, tau)
         # the bound multipliers' steps (0 where there is no bound: each term is) and their own bounds zL, zU >= 0
-        dzL, dzU, alpha_z = _multiplier_steps(zL, zU, terms, dz, tau)
+        alpha_z = V.multiplier_steps(dz, tau)[2]
 
         theta0 = point.theta
         phi0 = point.barrier(P.f_scale, mu)
@@ -927,7 +881,7 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         accepted = None
         with clock("line search"):
             while alpha > 1e-12:
-                trial = _evaluate(P, bounds, z + alpha * dz)
+                trial = _evaluate(P, V, _along(z, alpha, dz))
                 verdict = _filter_test(filt, theta0, phi0, trial.theta, trial.barrier(P.f_scale, mu), alpha * slope,
                                        alpha, theta_min, theta_max)
                 if verdict:
@@ -938,8 +892,8 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
                     c_soc, theta_prev = alpha * c + trial.c, theta0
                     for _ in range(4):
                         d_soc = lu.solve(np.concatenate([-grad_phi, -c_soc]))[:nz]
-                        a_soc = _step_to_bounds(dl, du, d_soc, tau)
-                        soc = _evaluate(P, bounds, z + a_soc * d_soc)
+                        a_soc = V.step_to_bounds(d_soc, tau)
+                        soc = _evaluate(P, V, _along(z, a_soc, d_soc))
                         verdict = _filter_test(filt, theta0, phi0, soc.theta, soc.barrier(P.f_scale, mu),
                                                alpha * slope, alpha, theta_min, theta_max)
                         if verdict:
@@ -977,12 +931,10 @@ def solve(nlp: NLP, x0: np.ndarray, *, tol: float = 1e-8, constraint_tol: float 
         point = accepted[0]
         s_step = point.z - z if bfgs is not None else None
         z, raw, c = point.z, point.raw, point.c
-        # keep the bound multipliers within a factor of the primal-dual central path (IPOPT kappa_Sigma); where there
-        # is no bound, zL, zU, dzL, dzU and both limits are 0
-        dl, du = z - zl, zu - z
-        zL = _near_central_path(_stepped(zL, alpha_z, dzL), mu, dl)
-        zU = _near_central_path(_stepped(zU, alpha_z, dzU), mu, du)
-        y = y + alpha_z * dy if alpha_z < alpha else y + alpha * dy
+        # dl, du at z and the bound multipliers stepped, kept within a factor of the primal-dual central path (IPOPT
+        # kappa_Sigma); where there is no bound, zL, zU, dzL, dzU and both limits are 0
+        V.accepted_step(z, alpha_z, mu)
+        y = _along(y, alpha_z if alpha_z < alpha else alpha, dy)
         lag_old = g + J.T @ y if bfgs is not None else None  # J is refilled by the next P.jac
         with clock("evaluation"):
             g = P.grad(z, point.x)

@@ -39,6 +39,7 @@ from .obstacles import distance_function, obstacle_frame, shape_parameters
 from .spec import Shot, ShotError, ShotResult
 
 LocalFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+_sum = np.add.reduce  # the ufunc reduction behind np.sum, without its Python wrapper
 _ORIGIN = np.zeros(3)  # the body frame's origin (position, _point_hessian): read-only, made once
 _ORIGIN.flags.writeable = False
 
@@ -375,16 +376,22 @@ class SparsityPattern:
 
 class _LastPoint:
     """Whether x is the point of the last evaluation, by its bytes (equal bytes: the same inputs bit for bit; a
-    comparison of bytes costs a tenth of np.array_equal's)."""
+    comparison of bytes costs a tenth of np.array_equal's). `same` keeps the bytes it read: `remember` of the array it
+    was just asked about (unchanged in between: an evaluation only reads x) takes them rather than reading x again."""
 
     def __init__(self):
         self._bytes: bytes | None = None
+        self._asked: tuple[np.ndarray, bytes] | None = None  # the array `same` read last, and its bytes
 
     def same(self, x: np.ndarray) -> bool:
-        return x.tobytes() == self._bytes
+        data = x.tobytes()
+        self._asked = (x, data)
+        return data == self._bytes
 
     def remember(self, x: np.ndarray) -> None:
-        self._bytes = x.tobytes()
+        asked = self._asked
+        self._bytes = asked[1] if asked is not None and asked[0] is x else x.tobytes()
+        self._asked = None
 
 
 class QuadraticCosts:
@@ -548,7 +555,7 @@ class _Assembly:
     def total(self, x: np.ndarray) -> float:
         """Sum of the rows (block by block: a cost)."""
         self._at(x)
-        total = float(sum(np.sum(v) for v in self._r))
+        total = float(sum(_sum(v, axis=None) for v in self._r))  # np.sum's reduction without its wrapper
         return total if self.quadratic is None else total + self.quadratic.value(x)
 
     def raw_jacobian(self, x: np.ndarray) -> np.ndarray:

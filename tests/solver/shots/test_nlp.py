@@ -306,27 +306,30 @@ def test_step_to_bounds_is_one_when_nothing_limits_it(_step_to_bounds):
         assert _step_to_bounds(np.array([np.inf, 1.0]), None, np.array([-np.inf, -4.0]), 1.0) == 0.25
 
 
-def test_log_barrier_is_the_sum_of_log_distances_and_minus_inf_on_or_outside_a_bound():
+_VECTORS = [interior_point_binding.Vectors] + (
+    [interior_point_binding.NativeVectors] if interior_point_binding.LIB is not None else [])
+
+
+@pytest.mark.parametrize("vectors", _VECTORS, ids=["numpy", "C"][:len(_VECTORS)])
+def test_log_barrier_is_the_sum_of_log_distances_and_minus_inf_on_or_outside_a_bound(vectors):
     """The barrier's log terms over the finite bounds only; -inf as soon as one distance is <= 0, whatever
     another (nan) is."""
-    from addon.solver.shots.nlp import _Bounds
-
-    bounds = _Bounds(np.array([0.0, -np.inf, 1.0]), np.array([np.inf, 2.0, 3.0]))
+    bounds = vectors(np.array([0.0, -np.inf, 1.0]), np.array([np.inf, 2.0, 3.0]), 0)
     assert bounds.log_barrier(np.array([0.5, 1.5, 2.0])) == pytest.approx(np.log(0.5 * 0.5 * 1.0 * 1.0))
     for outside in ([0.0, 1.0, 2.0], [0.5, 2.5, 2.0], [np.nan, 1.0, 0.5]):
         assert bounds.log_barrier(np.array(outside)) == -np.inf
 
 
-def test_log_barrier_sums_each_kind_of_bound_as_numpy_does():
-    """_Bounds.log_barrier (the distances in one array, one log call) is numpy's sum of the logs over the lower bounds
-    plus that over the upper ones, bit for bit: the iterates depend on these sums through the line search."""
-    from addon.solver.shots.nlp import _Bounds
-
+@pytest.mark.parametrize("vectors", _VECTORS, ids=["numpy", "C"][:len(_VECTORS)])
+def test_log_barrier_sums_each_kind_of_bound_as_numpy_does(vectors):
+    """Vectors.log_barrier (the distances in one array, by the C kernel or its numpy twin, one log call) is numpy's
+    sum of the logs over the lower bounds plus that over the upper ones, bit for bit: the iterates depend on these
+    sums through the line search."""
     rng = np.random.default_rng(14)
     n = 3000
     lower = np.where(rng.random(n) < 0.7, rng.uniform(-3.0, -1.0, n), -np.inf)
     upper = np.where(rng.random(n) < 0.7, rng.uniform(1.0, 3.0, n), np.inf)
-    bounds = _Bounds(lower, upper)
+    bounds = vectors(lower, upper, 0)
     lo, up = np.isfinite(lower), np.isfinite(upper)
     for _ in range(10):
         x = rng.uniform(-0.99, 0.99, n) * rng.choice([1.0, 1e-6], n)
@@ -335,9 +338,9 @@ def test_log_barrier_sums_each_kind_of_bound_as_numpy_does():
 
 
 def test_multipliers_kept_near_the_central_path_are_clipped_as_by_np_clip():
-    """_near_central_path (maximum then minimum in place) is np.clip to [mu / (1e10 d), 1e10 mu / d] bit for bit,
+    """near_central_path_numpy (maximum then minimum in place) is np.clip to [mu / (1e10 d), 1e10 mu / d] bit for bit,
     the zeros of entries without a bound (d inf) included."""
-    from addon.solver.shots.nlp import _near_central_path
+    from addon.solver.native.interior_point_binding import near_central_path_numpy as _near_central_path
 
     rng = np.random.default_rng(8)
     dist = rng.uniform(1e-6, 10.0, 300)
