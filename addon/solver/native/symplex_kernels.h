@@ -304,8 +304,26 @@ void symplex_planar_clearance(int64_t K, int64_t ns, const double *S, int64_t m,
 /* out[target[i]] += values[i] for i < n, in the order of i (sparse_sum.c; numpy twin np.bincount in
  * addon/solver/shots/transcription.py SparsityPattern.values_numpy). */
 void symplex_scatter_add(int64_t n, const int64_t *target, const double *values, double *out);
+/* Sums of values in classes: class c has entries[c] sums of terms[c] terms each, the sums one after the other in sums
+ * and their terms' positions in values one after the other in source; each sum 0.0 + values[source[..]] + ... in the
+ * order listed (sparse_sum.c; numpy twin np.bincount over the COO entries' targets, in native/sparse_binding.py
+ * symmetric_half_sum_numpy). */
+void symplex_entry_sums(int64_t n_classes, const int64_t *terms, const int64_t *entries, const int64_t *source,
+                        const double *values, double *sums);
+/* out[k] = 0.5 sums[upper[k]] + 0.5 sums[lower[k]] for k < n, a negative index's half 0.0 (sparse_sum.c; numpy twin
+ * native/sparse_binding.py symmetric_half_sum_numpy). */
+void symplex_symmetric_half_sum(int64_t n, const int64_t *upper, const int64_t *lower, const double *sums,
+                                double *out);
 void symplex_csr_matvec(int64_t rows, const int64_t *indptr, const int64_t *indices, const double *data,
                         const double *x, double *out);
+
+/* The quadratic costs' Hessian as COO data (quadratic_costs.c; numpy twin addon/solver/shots/transcription.py
+ * QuadraticCosts.hessian_into_numpy): out (3 E + 8 S) = the effort's scale_h kee, (scale ke) e twice, then the
+ * smoothness' a, a, -a, -a with a = scale_over_h kss and b, b, -b, -b with b = (scale_over_h2 ks) d, each (E,) or
+ * (S,); out's last entry, (h, h), is the caller's. */
+void symplex_quadratic_hessian(int64_t E, const double *kee, const double *ke, const double *e, int64_t S,
+                               const double *kss, const double *ks, const double *d, double scale, double scale_h,
+                               double scale_over_h, double scale_over_h2, double *out);
 
 /* Contact rows of the maximal step at the knot (contact_rows.c; numpy twin: maximal/interior_point.py
  * _contacts, _patches and the contact part of `packed`).

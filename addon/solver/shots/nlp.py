@@ -46,6 +46,7 @@ from scipy.sparse import _sparsetools
 from scipy.sparse.linalg import splu
 
 from ..native.interior_point_binding import Vectors, step_to_bounds as _step_to_bounds, vectors as _vectors
+from ..native.sparse_binding import LIB as _sparse_lib, ScatterAdd, SymmetricHalfSum
 from .stage_kkt import (NATIVE, CondensedFactor, Entries, StageBreakdown, StageLayout, StagePlan, entry_rows,
                         kkt_residual, stage_layout, stage_spread)
 
@@ -60,7 +61,9 @@ class FixedPattern:
     values(*args) -> its data in that order (the same arguments as the NLP's matrix callback). The solver then
     works out once where each entry goes and each call only gathers numbers (no matrix to check and convert).
     Optionally raw(*args) -> a larger array and picked, the positions of the data in it (values(*args) ==
-    raw(*args)[picked]): the solver then composes its own gather with picked once (one gather a call)."""
+    raw(*args)[picked]): the solver then composes its own gather with picked once (one gather a call); or raw and
+    summed, the entry each of raw's numbers adds to (values(*args) == np.bincount(summed, raw(*args)): COO data in
+    the order of its sums): the solver then sums them straight into its own matrix (no values array in between)."""
 
     indices: np.ndarray
     indptr: np.ndarray
@@ -68,6 +71,7 @@ class FixedPattern:
     values: Callable[..., np.ndarray]
     raw: Optional[Callable[..., np.ndarray]] = None
     picked: Optional[np.ndarray] = None
+    summed: Optional[np.ndarray] = None
 
     def csr(self, data: np.ndarray) -> sp.csr_matrix:
         return sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
@@ -335,21 +339,17 @@ class _Reduced:
         args = (self.full(z, x), self.c_scale * y, self.f_scale)
         fixed = self.nlp.hessian_data
         if fixed is not None:
-            values = fixed.values(*args)
+            summed = fixed.summed if fixed.raw is not None else None  # COO data: summed into W's entries at once
+            data = fixed.values(*args) if summed is None else fixed.raw(*args)
             if self._hess_plan is None:
-                self._hess_plan = (None, *self._reduce_hessian(fixed))
+                self._hess_plan = (None, *self._reduce_hessian(fixed, summed))
         else:
             raw = sp.csr_matrix(self.nlp.hessian(*args))
-            values = raw.data
+            data = raw.data
             if self._hess_plan is None or not _same_pattern(self._hess_plan[0], raw):
                 self._hess_plan = (raw, *self._reduce_hessian(raw))
-        _, upper, lower, self._w_matrix, self.diagonal = self._hess_plan
-        half = np.empty(len(values) + 1)  # 0.5 values, then the zero of the entries the raw pattern lacks
-        np.multiply(values, 0.5, out=half[:-1])
-        half[-1] = 0.0
-        out = half.take(upper)
-        out += half.take(lower)
-        return out
+        _, symmetrised, self._w_matrix, self.diagonal, self._add_diagonal = self._hess_plan
+        return symmetrised(data)
 
     def _free_entries(self, H: FixedPattern | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(position in z of the row, of the column, whether both are free) of each entry of a square CSR pattern over
@@ -360,12 +360,13 @@ class _Reduced:
             self._free_memo = (H, i, j, (i >= 0) & (j >= 0))
         return self._free_memo[1:]
 
-    def _reduce_hessian(self, raw: FixedPattern | sp.csr_matrix):
-        """(raw entry at each entry (r, c) of the symmetrised Hessian over z, raw entry at (c, r) (either is the
-        number of raw entries, a zero, where the raw pattern has none), the CSC matrix W of that pattern, position of
-        each diagonal entry): the entry is half the sum of the two (the whole of one where the other is absent). raw:
-        a CSR pattern."""
-        nz, none = self.nx + self.ns, len(raw.indices)
+    def _reduce_hessian(self, raw: FixedPattern | sp.csr_matrix, summed: np.ndarray | None = None):
+        """(the map from raw's data to the data of the symmetrised Hessian over z (SymmetricHalfSum: each entry (r, c)
+        half the sum of raw's entries at (r, c) and (c, r), the whole of one where the other is absent, 0 where both
+        are; summed: raw's data comes as COO data summed into its entries), the CSC matrix W of that pattern, position
+        of each diagonal entry, the C kernel adding to them: ScatterAdd, or None without the kernels). raw: a CSR
+        pattern."""
+        nz, none = self.nx + self.ns, -1
         i, j, free = self._free_entries(raw)
         kept = np.flatnonzero(free)
         i, j = i.take(kept), j.take(kept)
@@ -380,13 +381,18 @@ class _Reduced:
         # an entry whose mirror the raw pattern lacks (a Hessian given by one triangle) counts whole
         upper, lower = np.where(upper == none, lower, upper), np.where(lower == none, upper, lower)
         pattern = sp.csc_matrix((np.zeros(len(unique)), _frozen(indices), _frozen(indptr)), shape=(nz, nz))
-        return upper, lower, pattern, inverse[2 * len(kept):]
+        diagonal = inverse[2 * len(kept):]
+        add_diagonal = None if _sparse_lib is None else ScatterAdd(diagonal, len(unique))
+        return SymmetricHalfSum(upper, lower, len(raw.indices), summed), pattern, diagonal, add_diagonal
 
     def plus_diagonal(self, H: np.ndarray, sigma: np.ndarray) -> sp.csc_matrix:
         """W = H + diag(sigma) (CSC) for H's data from hess_data, which becomes W's (sigma added to its diagonal
         entries in place: its pattern holds them); like jac's, the same matrix object each call, valid until the
         next."""
-        H[self.diagonal] += sigma
+        if self._add_diagonal is None:
+            H[self.diagonal] += sigma
+        else:
+            self._add_diagonal(sigma, H)
         W = self._w_matrix
         W.data = H
         return W

@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..native import shot_rows_binding as _rows
+from ..native import quadratic_binding as _quadratic
 from ..native import sparse_binding as _sparse
 from . import nlp as nlpmod
 from .obstacles import distance_function, obstacle_frame, shape_parameters
@@ -370,7 +371,8 @@ class SparsityPattern:
 
     def fixed(self, values: Callable[..., np.ndarray]) -> nlpmod.FixedPattern:
         """This pattern for the solver, with values(*args) -> COO data."""
-        return nlpmod.FixedPattern(self.indices, self.indptr, self.shape, lambda *args: self.values(values(*args)))
+        return nlpmod.FixedPattern(self.indices, self.indptr, self.shape, lambda *args: self.values(values(*args)),
+                                   values, summed=self.inverse)
 
 
 class _LastPoint:
@@ -423,6 +425,8 @@ class QuadraticCosts:
                                          hs, self.c1, [h_index]])
         self.ke, self.ks = 2 * self.we / self.se, 2 * self.ws / self.ss  # d/de of we e^2, scaled by 1 / se
         self.kee, self.kss = self.ke / self.se, self.ks / self.ss
+        self._hessian_kernel = None if _quadratic.LIB is None else _quadratic.QuadraticHessian(self.kee, self.ke,
+                                                                                              self.kss, self.ks)
         self._point, self._last = _LastPoint(), ()
         # the gradient's weights at grad_cols, refilled each call: h ke e, ks d / h, -ks d / h, then the h entry
         self._grad_weights = np.empty(len(self.grad_cols))
@@ -455,8 +459,19 @@ class QuadraticCosts:
         return np.bincount(self.grad_cols, weights=self._grad_weights, minlength=self.n)
 
     def hessian_into(self, x: np.ndarray, scale: float, out: np.ndarray) -> None:
-        """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols), written into out: the effort's (e, e), (e, h), (h, e) entries, the smoothness' (c0, c0),
-        (c1, c1), (c0, c1), (c1, c0), (c0, h), (h, c0), (c1, h), (h, c1), then (h, h)."""
+        """scale d2f/dx2 as COO data in the pattern (hess_rows, hess_cols), written into out (float64, contiguous): the
+        effort's (e, e), (e, h), (h, e) entries, the smoothness' (c0, c0), (c1, c1), (c0, c1), (c1, c0), (c0, h),
+        (h, c0), (c1, h), (h, c1), then (h, h). In C (native/quadratic_costs.c: one pass) when the kernels are built,
+        else by hessian_into_numpy (the same products in the same order)."""
+        if self._hessian_kernel is None:
+            self.hessian_into_numpy(x, scale, out)
+            return
+        h, e, d, _, smooth = self._at(x)
+        self._hessian_kernel(e, d, scale, h, out)
+        out[-1] = _step_curvature(scale, h, smooth)
+
+    def hessian_into_numpy(self, x: np.ndarray, scale: float, out: np.ndarray) -> None:
+        """hessian_into by numpy's vector operations (its twin)."""
         h, e, d, _, smooth = self._at(x)
         E, S = len(self.ce), len(self.c0)
         effort, smoothness = out[:3 * E].reshape(3, E), out[3 * E:-1].reshape(8, S)
@@ -469,7 +484,12 @@ class QuadraticCosts:
             smoothness[first + 1] = smoothness[first]
             np.negative(smoothness[first], out=smoothness[first + 2])
             smoothness[first + 3] = smoothness[first + 2]
-        out[-1] = 2 * scale * smooth / h**3
+        out[-1] = _step_curvature(scale, h, smooth)
+
+
+def _step_curvature(scale: float, h: float, smooth: float) -> float:
+    """The (h, h) entry of scale d2f/dx2: scale d2/dh2 (smooth / h) (the effort is linear in h)."""
+    return 2 * scale * smooth / h**3
 
 
 class _Assembly:
@@ -575,7 +595,7 @@ class _Assembly:
                 np.copyto(self._weights, y)
             for evaluate in evaluators:
                 evaluate()
-            if scale is not None:
+            if scale is not None and len(blocks_part):  # a vehicle's costs: often the quadratic term alone
                 np.multiply(blocks_part, scale, out=blocks_part)
             if self.quadratic is not None:
                 self.quadratic.hessian_into(x, 1.0 if scale is None else scale, quadratic_part)
@@ -1132,10 +1152,13 @@ class Transcription:
         rows_hessian = rows.hessian_writer(hessian_coo[:rows.hessian_size])
         costs_hessian = costs.hessian_writer(hessian_coo[rows.hessian_size:])
 
-        def hessian_data(x, y, obj_factor):
+        def hessian_coo_data(x, y, obj_factor):
             rows_hessian(x, y, None)
             costs_hessian(x, None, obj_factor)
-            return hessian.values(hessian_coo)
+            return hessian_coo
+
+        def hessian_data(x, y, obj_factor):
+            return hessian.values(hessian_coo_data(x, y, obj_factor))
 
         def csr(pattern: SparsityPattern, data: np.ndarray) -> sp.csr_matrix:
             return sp.csr_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
@@ -1146,7 +1169,8 @@ class Transcription:
                               lambda x, y, obj_factor: csr(hessian, hessian_data(x, y, obj_factor)), stages,
                               nlpmod.FixedPattern(jacobian.indices, jacobian.indptr, jacobian.shape, jacobian_data,
                                                   rows.raw_jacobian, jacobian.picked(rows.source)),
-                              nlpmod.FixedPattern(hessian.indices, hessian.indptr, hessian.shape, hessian_data))
+                              nlpmod.FixedPattern(hessian.indices, hessian.indptr, hessian.shape, hessian_data,
+                                                  hessian_coo_data, summed=hessian.inverse))
 
     # -- warm start -----------------------------------------------------------------------------
     def x0(self, warm_start=None, rest: bool = False) -> np.ndarray:

@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from addon import solver  # noqa: F401  (package import order: integrator before vehicles)
-from addon.solver.native import shot_rows_binding, sparse_binding
+from addon.solver.native import quadratic_binding, shot_rows_binding, sparse_binding
 from addon.solver.shots import jets, transcription
 from addon.solver.shots.car import arc, arc_curvature
 from addon.solver.shots.vehicle_shot import transcribe
@@ -347,6 +347,27 @@ def test_quadratic_costs_equal_the_channel_formulas():
     assert np.abs(H[tr.h_index]).max() > 0  # the entries with the free step are checked too
 
 
+@pytest.mark.skipif(quadratic_binding.LIB is None, reason="C kernels not built (make kernels)")
+def test_quadratic_hessian_in_c_equals_its_numpy_twin_bit_for_bit():
+    """QuadraticCosts.hessian_into in C (native/quadratic_costs.c) writes the COO data of its numpy twin bit for bit
+    (the same products in the same order), at random points with a free step and scales; buffers of another length
+    are refused."""
+    tr = transcribe(_small_shot("helicopter", 2.0))
+    q = tr.quadratic
+    assert q._hessian_kernel is not None and len(q.ce) and len(q.c0)
+    rng = np.random.default_rng(17)
+    for _ in range(3):
+        x = tr.x0() + 0.1 * rng.standard_normal(tr.n)
+        x[tr.h_index] = rng.uniform(0.05, 0.2)
+        scale = rng.uniform(0.01, 2.0)
+        got, want = np.full(len(q.hess_rows), np.nan), np.full(len(q.hess_rows), np.nan)
+        q.hessian_into(x, scale, got)
+        q.hessian_into_numpy(x, scale, want)
+        assert got.tobytes() == want.tobytes() and np.all(np.isfinite(got))
+    with pytest.raises(ValueError):
+        q.hessian_into(x, scale, got[:-1])
+
+
 @pytest.mark.skipif(sparse_binding.LIB is None, reason="C kernels not built (make kernels)")
 def test_pattern_sum_in_c_equals_bincount():
     """SparsityPattern.values (native/sparse_sum.c) sums COO data with many duplicates into the CSR values bit for bit
@@ -367,6 +388,47 @@ def test_pattern_sum_in_c_equals_bincount():
         sparse_binding.ScatterAdd(np.array([0, 3, 30]), 30)
     with pytest.raises(ValueError):
         pattern.values(data[:-1])
+
+
+@pytest.mark.skipif(sparse_binding.LIB is None, reason="C kernels not built (make kernels)")
+@pytest.mark.parametrize("coo", [True, False], ids=["COO data summed", "entries given"])
+def test_symmetric_half_sum_in_c_equals_its_numpy_twin_and_the_definition(coo):
+    """SymmetricHalfSum (native/sparse_sum.c) gives out[k] = (A[upper[k]] + A[lower[k]]) / 2, a -1 counting 0, bit for
+    bit as its numpy twin (the same sums in the same order), where A's entries are given or are COO data with many
+    duplicates summed into them (A: a SparsityPattern's CSR values; some of its entries not read); against the
+    definition from the dense matrix's entries to round-off, twice with other data (the scratch sums are refilled);
+    maps and data out of range are refused."""
+    rng = np.random.default_rng(16)
+    n, size_coo = 30, 600  # about half the (row, column) pairs, a quarter of those several times
+    rows, cols = rng.integers(0, n, size_coo), rng.integers(0, n, size_coo)
+    pattern = transcription.SparsityPattern(rows, cols, (n, n))
+    assert pattern.size < 0.8 * size_coo  # duplicates to sum
+    # every (r, c) of the pattern and its mirror, plus the diagonal: each entry's position in A, or -1 where A has none
+    position = -np.ones((n, n), int)
+    position[np.repeat(np.arange(n), np.diff(pattern.indptr)), pattern.indices] = np.arange(pattern.size)
+    r, c = np.nonzero((position >= 0) | (position.T >= 0) | np.eye(n, dtype=bool))
+    kept = (r % 7 != 3) & (c % 7 != 3)  # A's entries of some rows and columns unread (a reduction's fixed variables)
+    r, c = r[kept], c[kept]
+    upper, lower = position[r, c], position[c, r]
+    assert np.any((upper < 0) & (lower < 0)) and np.any((upper < 0) != (lower < 0))  # both kinds of missing half
+    summed = pattern.inverse if coo else None
+    half_sum = sparse_binding.SymmetricHalfSum(upper, lower, pattern.size, summed)
+    for _ in range(2):
+        data = rng.standard_normal(size_coo)
+        entries = pattern.values_numpy(data)
+        given = data if coo else entries
+        got = half_sum(given)
+        assert got.tobytes() == sparse_binding.symmetric_half_sum_numpy(given, upper, lower, pattern.size,
+                                                                        summed).tobytes()
+        dense = np.zeros((n, n))
+        np.add.at(dense, (rows, cols), data)
+        has = position >= 0
+        np.testing.assert_allclose(got, 0.5 * (dense[r, c] * has[r, c] + dense[c, r] * has[c, r]), rtol=0,
+                                   atol=1e-12)
+    with pytest.raises(ValueError):
+        sparse_binding.SymmetricHalfSum(np.array([0, pattern.size]), np.array([0, 0]), pattern.size, summed)
+    with pytest.raises(ValueError):
+        half_sum(given[:-1])
 
 
 @pytest.mark.skipif(sparse_binding.LIB is None, reason="C kernels not built (make kernels)")

@@ -184,6 +184,51 @@ def test_reduced_jacobian_and_hessian_are_the_free_columns_with_the_slacks_scale
     np.testing.assert_array_equal(free_block.toarray(), H[np.ix_(P.free, P.free)])
 
 
+def test_reduced_hessian_sums_the_nlps_coo_data_bit_for_bit():
+    """A FixedPattern Hessian whose data are COO data summed into its entries (raw, summed: a transcription's blocks'
+    Hessians, SparsityPattern.values): _Reduced.hess_data sums raw's data straight into the symmetrised Hessian over
+    z, bit for bit as from the values, which is 0.5 (H + H^T) over the free variables (the whole of an entry whose
+    mirror is absent; slack rows empty) to round-off."""
+    import dataclasses
+
+    from addon.solver.shots.nlp import FixedPattern, _Reduced
+
+    rng = np.random.default_rng(6)
+    plain = _random_sparse_nlp(rng)
+    B = sp.csr_matrix(plain.hessian(None, None, 1.0))
+    parts = rng.integers(1, 4, B.nnz)  # each entry split into 1 to 3 COO data, the COO entries shuffled
+    summed = np.repeat(np.arange(B.nnz), parts)
+    shuffle = rng.permutation(len(summed))
+    summed, weights = summed[shuffle], rng.uniform(0.1, 1.0, len(summed))[shuffle]
+    B_of_x = B.data[summed] * weights / np.bincount(summed, weights)[summed]  # summing back to B's entries
+
+    def raw(x, y, s):
+        return B_of_x * s * (1.0 + x[B.indices[summed]] ** 2)
+
+    def values(x, y, s):
+        return np.bincount(summed, raw(x, y, s), minlength=B.nnz)
+
+    def hessian_data(**composed):
+        return FixedPattern(B.indices, B.indptr, B.shape, values, **composed)
+
+    from_values = _Reduced(dataclasses.replace(plain, hessian_data=hessian_data()), np.zeros(plain.n))
+    composed = _Reduced(dataclasses.replace(plain, hessian_data=hessian_data(raw=raw, summed=summed)),
+                        np.zeros(plain.n))
+    for _ in range(3):
+        z = rng.uniform(-0.5, 0.5, composed.nx + composed.ns)
+        y = rng.standard_normal(composed.m)
+        H = composed.hess_data(z, y)
+        assert H.tobytes() == from_values.hess_data(z, y).tobytes()
+        W = composed.plus_diagonal(H, np.zeros(composed.nx + composed.ns)).toarray()
+        x = composed.full(z)
+        dense = sp.csr_matrix((values(x, y, composed.f_scale), B.indices, B.indptr), shape=B.shape).toarray()
+        has = B.toarray() != 0
+        both = np.where(has & has.T, 0.5, 1.0)  # an entry whose mirror is absent counts whole
+        expected = np.zeros_like(W)
+        expected[:composed.nx, :composed.nx] = (both * (dense + dense.T))[np.ix_(composed.free, composed.free)]
+        np.testing.assert_allclose(W, expected, rtol=1e-14, atol=1e-14 * np.abs(expected).max())
+
+
 def test_reduced_jacobian_composes_the_nlps_gather_bit_for_bit():
     """A FixedPattern Jacobian whose data are raw(x)[picked] (a transcription's window Jacobians:
     SparsityPattern.gather): _Reduced.jac composes picked with its own gather once and takes the reduced matrix straight
