@@ -132,22 +132,19 @@ def accepted_step_numpy(z: np.ndarray, lower: np.ndarray, upper: np.ndarray, alp
         near_central_path_numpy(multiplier, mu, dist)
 
 
-def _checked(*arrays: np.ndarray) -> int:
-    """The common length of float64 C-contiguous vectors (ValueError otherwise: ctypes would read any memory)."""
-    n = len(arrays[0])
-    for a in arrays:
-        # strides (8,): one C-contiguous axis (a vector of one entry or none may have any stride)
-        if a.dtype.char != "d" or len(a) != n or (a.strides != _CONTIGUOUS and (a.ndim != 1 or n > 1)):
-            raise ValueError(f"interior point kernel: expected float64 C-contiguous vectors of length {n}, got "
-                             f"{[(b.dtype, b.shape) for b in arrays]}")
-    return n
+def _vector_address(v: np.ndarray, n: int) -> int:
+    """v's address after checking it is a float64 C-contiguous vector of n entries (ValueError otherwise: ctypes would
+    read any memory; a vector of one entry or none may have any stride)."""
+    if v.dtype.char != "d" or v.shape != (n,) or (v.strides != _CONTIGUOUS and n > 1):
+        raise ValueError(f"interior point kernel: expected a float64 C-contiguous vector of length {n}, got "
+                         f"{v.dtype} {v.shape} strides {v.strides}")
+    return address(v)
 
 
 def _step_to_bounds_c(dist_lo: np.ndarray, dist_up: np.ndarray | None, dx: np.ndarray, tau: float) -> float:
-    if dist_up is None:
-        return LIB.symplex_step_to_bounds(_checked(dist_lo, dx), address(dist_lo), None, address(dx), tau)
-    return LIB.symplex_step_to_bounds(_checked(dist_lo, dist_up, dx), address(dist_lo), address(dist_up), address(dx),
-                                      tau)
+    n = len(dx)
+    up = None if dist_up is None else _vector_address(dist_up, n)
+    return LIB.symplex_step_to_bounds(n, _vector_address(dist_lo, n), up, _vector_address(dx, n), tau)
 
 
 class Vectors:
@@ -243,39 +240,32 @@ class NativeVectors(Vectors):
         self._largest = np.empty(3)  # optimality's maxima
         self._largest_at = address(self._largest)
 
-    def _address(self, v: np.ndarray, n: int) -> int:
-        """v's address after checking it is a float64 C-contiguous vector of n entries (ValueError otherwise)."""
-        if v.dtype.char != "d" or v.shape != (n,) or (v.strides != _CONTIGUOUS and n > 1):
-            raise ValueError(f"interior point kernel: expected a float64 C-contiguous vector of length {n}, got "
-                             f"{v.dtype} {v.shape} strides {v.strides}")
-        return address(v)
-
     def _distances(self, x: np.ndarray) -> float:
         return LIB.symplex_bound_distances(len(self.lo), self._lo, self._lo_value, len(self.up), self._up,
-                                           self._up_value, self._address(x, self.n), self._d_at)
+                                           self._up_value, _vector_address(x, self.n), self._d_at)
 
     def optimality(self, jt_y: np.ndarray, g: np.ndarray) -> tuple[float, float]:
-        LIB.symplex_optimality(self.n, self._address(jt_y, self.n), self._address(g, self.n), self._zL, self._zU,
+        LIB.symplex_optimality(self.n, _vector_address(jt_y, self.n), _vector_address(g, self.n), self._zL, self._zU,
                                self._dl, self._du, len(self.lo), self._lo, len(self.up), self._up, self._products,
                                self._largest_at)
         dual, lower, upper = self._largest.tolist()
         return dual, max(lower, upper)
 
     def step_to_bounds(self, dz: np.ndarray, tau: float) -> float:
-        return LIB.symplex_step_to_bounds(self.n, self._dl, self._du, self._address(dz, self.n), tau)
+        return LIB.symplex_step_to_bounds(self.n, self._dl, self._du, _vector_address(dz, self.n), tau)
 
     def barrier_terms(self, g: np.ndarray, mu: float, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        LIB.symplex_barrier_terms(self.n, self.m, self._address(g, self.n), self._zL, self._zU, self._dl, self._du, mu,
-                                  self._address(c, self.m), self._terms, self._rhs)
+        LIB.symplex_barrier_terms(self.n, self.m, _vector_address(g, self.n), self._zL, self._zU, self._dl, self._du, mu,
+                                  _vector_address(c, self.m), self._terms, self._rhs)
         return self.terms, self.rhs
 
     def multiplier_steps(self, dz: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, float]:
-        alpha = LIB.symplex_multiplier_steps(self.n, self._zL, self._zU, self._terms, self._address(dz, self.n), tau,
+        alpha = LIB.symplex_multiplier_steps(self.n, self._zL, self._zU, self._terms, _vector_address(dz, self.n), tau,
                                              self._dzL, self._dzU)
         return self.dzL, self.dzU, alpha
 
     def accepted_step(self, z: np.ndarray, alpha: float, mu: float) -> None:
-        LIB.symplex_accepted_step(self.n, self._address(z, self.n), self._lower, self._upper, alpha, self._dzL,
+        LIB.symplex_accepted_step(self.n, _vector_address(z, self.n), self._lower, self._upper, alpha, self._dzL,
                                   self._dzU, mu, self._dl, self._du, self._zL, self._zU)
 
 

@@ -1031,16 +1031,15 @@ class Transcription:
             self._node_block(steps, fn, need, np.full(need.shape, np.inf), [f"{ob.name} at step {k}" for k in steps],
                              ("obstacle", ob))
         rows = self._position_rows()
-        nr = len(rows)  # the position's first nr components
+        point = _BodyPoint(dyn, len(rows))  # the position's first nr components
         for c in shot.corridors:
             steps_c = np.arange(max(c.first, 1), c.last + 1)
 
             def into(S, r, J):
-                p, dp = dyn.position(S)
-                r[...], J[...] = p[:, :nr], dp[:, :nr]
-            fn = _writing(into, nr)
+                r[...], J[...] = point.point(S)
+            fn = _writing(into, point.nr)
             if self._curvature:
-                fn.hessian = lambda S, weights: np.einsum("ki,kiab->kab", weights, self._point_hessian(S)[:, rows])
+                fn.hessian = point.weighted_curvature
             lo = np.tile(np.asarray(c.lower, float)[rows], (len(steps_c), 1))
             hi = np.tile(np.asarray(c.upper, float)[rows], (len(steps_c), 1))
             self._node_block(steps_c, fn, lo, hi, [f"{c.name} at step {k}" for k in steps_c], ("corridor", c))
